@@ -1,0 +1,5 @@
+"""``python -m evalsite`` runs the command line."""
+
+from evalsite.cli import main
+
+main()

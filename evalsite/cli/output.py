@@ -1,0 +1,32 @@
+"""Printing helpers shared by commands: aligned text tables and JSON on stdout."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Iterable
+
+import click
+
+
+def format_value(value: Any) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    return str(value)
+
+
+def print_table(rows: Iterable[dict], columns: list[str]) -> None:
+    rows = [[format_value(row.get(c)) for c in columns] for row in rows]
+    widths = [max(len(c), *(len(r[i]) for r in rows)) if rows else len(c) for i, c in enumerate(columns)]
+    click.echo("  ".join(c.ljust(w) for c, w in zip(columns, widths)).rstrip())
+    for row in rows:
+        click.echo("  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip())
+
+
+def print_json(data: Any) -> None:
+    click.echo(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False, default=str))
+
+
+def warn(message: str) -> None:
+    click.echo(f"warning: {message}", err=True)

@@ -1,0 +1,48 @@
+"""One exception tree for everything a user can cause.
+
+Every class derives from ``click.ClickException`` so that a user's mistake prints one line
+(``Error: <message>``) and never a traceback. Code raises the most specific class; the CLI
+never catches and rewraps them.
+"""
+
+from __future__ import annotations
+
+import click
+
+
+class EvalsiteError(click.ClickException):
+    """Base of every user-facing error; exit code 1."""
+
+    exit_code = 1
+
+
+class ProjectError(EvalsiteError):
+    """The project folder or one of its settings is unusable."""
+
+
+class DatasetError(EvalsiteError):
+    """A dataset file cannot be read or holds an invalid row."""
+
+
+class ManifestError(EvalsiteError):
+    """An experiment manifest is malformed or refers to something that does not exist."""
+
+
+class PlanError(EvalsiteError):
+    """A manifest expands to a plan that must not run (empty, too large)."""
+
+
+class TargetError(EvalsiteError):
+    """A target cannot be constructed from its settings."""
+
+
+class EvaluatorError(EvalsiteError):
+    """An evaluator cannot be constructed from its settings."""
+
+
+class RunLogError(EvalsiteError):
+    """A run directory is missing, unreadable or of a newer format."""
+
+
+class NotComparableError(EvalsiteError):
+    """Two runs may not be compared; the message gives the reason."""

@@ -1,0 +1,24 @@
+"""Canonical JSON and content hashes shared by datasets, configs, evaluators and fingerprints."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+
+def canonical_json(value: Any) -> str:
+    """JSON with sorted keys and no insignificant whitespace: equal values give equal text."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def sha256_text(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def sha256_json(value: Any) -> str:
+    return sha256_text(canonical_json(value))
+
+
+def short_hash(value: Any, length: int = 12) -> str:
+    return sha256_json(value)[:length]

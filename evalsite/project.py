@@ -1,0 +1,80 @@
+"""Find the project root and its folders.
+
+A project is a folder holding any of ``evalsite.toml``, ``experiments/`` or ``data/``. Commands
+run from anywhere inside it; the root is the nearest ancestor that looks like a project, else the
+current folder.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from evalsite.errors import ProjectError
+
+PROJECT_MARKERS = ("evalsite.toml", "experiments", "data")
+
+
+@dataclass(frozen=True)
+class Project:
+    root: Path
+    settings: dict = field(default_factory=dict)
+
+    @property
+    def data_dir(self) -> Path:
+        return self.root / "data"
+
+    @property
+    def experiments_dir(self) -> Path:
+        return self.root / "experiments"
+
+    @property
+    def runs_dir(self) -> Path:
+        return self.root / "runs"
+
+    @property
+    def site_dir(self) -> Path:
+        return self.root / self.settings.get("site", {}).get("out", "site")
+
+    @property
+    def templates_dir(self) -> Path:
+        return self.root / "templates"
+
+    @property
+    def static_dir(self) -> Path:
+        return self.root / "static"
+
+    def relative(self, path: Path) -> str:
+        """A path as the user should see it: relative to the root when inside it."""
+        path = Path(path).resolve()
+        try:
+            return path.relative_to(self.root).as_posix()
+        except ValueError:
+            return str(path)
+
+    def inside(self, path: Path, what: str) -> Path:
+        """Resolve ``path`` against the root and refuse anything that escapes the project."""
+        resolved = (self.root / path).resolve()
+        if resolved != self.root and self.root not in resolved.parents:
+            raise ProjectError(f"{what} {path} is outside the project {self.root}")
+        return resolved
+
+
+def find_project(start: Path | None = None) -> Project:
+    """The project containing ``start`` (default: the current folder)."""
+    start = (start or Path.cwd()).resolve()
+    for folder in (start, *start.parents):
+        if any((folder / marker).exists() for marker in PROJECT_MARKERS):
+            return Project(folder, _read_settings(folder))
+    return Project(start, {})
+
+
+def _read_settings(root: Path) -> dict:
+    path = root / "evalsite.toml"
+    if not path.exists():
+        return {}
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ProjectError(f"{path}: invalid TOML: {exc}") from None

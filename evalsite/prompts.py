@@ -1,0 +1,46 @@
+"""Render a manifest's prompt for one row in a sandboxed Jinja environment.
+
+Prompts are user-supplied templates that see dataset rows, so they run sandboxed: a template
+cannot reach Python internals or the file system.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+from jinja2 import StrictUndefined, TemplateError
+from jinja2.sandbox import SandboxedEnvironment
+
+from evalsite.errors import ManifestError
+
+_ENVIRONMENT = SandboxedEnvironment(undefined=StrictUndefined, keep_trailing_newline=True)
+
+
+@lru_cache(maxsize=256)
+def _template(source: str):
+    try:
+        return _ENVIRONMENT.from_string(source)
+    except TemplateError as exc:
+        raise ManifestError(f"prompt: invalid template: {exc}") from None
+
+
+def render_template(source: str, variables: dict) -> str:
+    try:
+        return _template(source).render(**variables)
+    except TemplateError as exc:
+        raise ManifestError(f"prompt: cannot render: {exc}") from None
+
+
+def render_input(prompt: Any, row: dict, variables: dict | None = None) -> Any:
+    """The input a target receives: the rendered prompt, else the row's ``input`` (text or messages)."""
+    context = {**row, **(variables or {})}
+    if prompt is None:
+        if "input" in row:
+            return row["input"]
+        if "text" in row:
+            return row["text"]
+        raise ManifestError("prompt: the row has no 'input' field, so the manifest needs a 'prompt' template")
+    if isinstance(prompt, str):
+        return render_template(prompt, context)
+    return [{**message, "content": render_template(message["content"], context)} for message in prompt]

@@ -1,0 +1,204 @@
+"""The on-disk run format: the contract every other part reads.
+
+``runs/<run_id>/run.json`` (header, written once atomically before the first case),
+``cases.jsonl`` (append-only, one finished case per line, flushed per line) and ``end.json``
+(footer, written once atomically when the run stops). No ``end.json`` means interrupted.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from evalsite.errors import RunLogError
+
+FORMAT_VERSION = 1
+RUN_FILE, CASES_FILE, END_FILE = "run.json", "cases.jsonl", "end.json"
+CASE_FIELDS = (
+    "item_id", "item_sha", "repeat", "input", "expected", "output", "error", "latency_ms",
+    "input_tokens", "output_tokens", "cost_usd", "finish_reason", "scores", "score", "passed",
+    "started_at",
+)
+
+
+def utc_now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def iso(moment: datetime) -> str:
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-.")[:40] or "run"
+
+
+def new_run_id(arm_id: str, moment: datetime | None = None) -> str:
+    moment = moment or utc_now()
+    return f"{moment.strftime('%Y%m%dT%H%M%SZ')}-{slug(arm_id)}-{secrets.token_hex(2)}"
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    """Write through a temp file and rename, so readers see the whole file or none of it."""
+    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(temp, "w", encoding="utf-8") as handle:
+        json.dump(data, handle, indent=2, sort_keys=True, ensure_ascii=False, default=str)
+        handle.write("\n")
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(temp, path)
+
+
+class RunWriter:
+    """Creates a run directory and appends to it; never rewrites a finished line."""
+
+    def __init__(self, runs_dir: Path, run_id: str):
+        self.directory = runs_dir / run_id
+        self.run_id = run_id
+
+    @classmethod
+    def create(cls, runs_dir: Path, arm_id: str, header: dict) -> "RunWriter":
+        runs_dir.mkdir(parents=True, exist_ok=True)
+        while True:
+            writer = cls(runs_dir, new_run_id(arm_id))
+            try:
+                writer.directory.mkdir()
+                break
+            except FileExistsError:  # another process took this id in the same second
+                continue
+        write_json_atomic(writer.directory / RUN_FILE, {"format_version": FORMAT_VERSION, "run_id": writer.run_id, **header})
+        writer._open()
+        return writer
+
+    @classmethod
+    def reopen(cls, directory: Path) -> "RunWriter":
+        """Reopen an interrupted run for appending, dropping a torn last line first."""
+        writer = cls(directory.parent, directory.name)
+        repair_torn_tail(directory / CASES_FILE)
+        writer._open()
+        return writer
+
+    def _open(self) -> None:
+        self._cases = open(self.directory / CASES_FILE, "a", encoding="utf-8")
+
+    def append_case(self, case: dict) -> None:
+        self._cases.write(json.dumps(case, ensure_ascii=False, default=str) + "\n")
+        self._cases.flush()
+
+    def finish(self, footer: dict) -> None:
+        self._cases.close()
+        write_json_atomic(self.directory / END_FILE, footer)
+
+    def close(self) -> None:
+        if not self._cases.closed:
+            self._cases.close()
+
+
+def repair_torn_tail(path: Path) -> None:
+    """Cut a last line that a crash left without its newline (it never became a case)."""
+    if not path.exists():
+        return
+    with open(path, "rb+") as handle:
+        data = handle.read()
+        if data and not data.endswith(b"\n"):
+            handle.truncate(data.rfind(b"\n") + 1)
+
+
+@dataclass
+class Run:
+    directory: Path
+    header: dict
+    cases: list[dict]
+    end: dict | None
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def run_id(self) -> str:
+        return self.header["run_id"]
+
+    @property
+    def status(self) -> str:
+        return self.end["status"] if self.end else "interrupted"
+
+
+def read_header(directory: Path) -> dict:
+    path = Path(directory) / RUN_FILE
+    try:
+        header = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise RunLogError(f"{path.parent.name}: not a run (no {RUN_FILE})") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise RunLogError(f"{path.parent.name}: unreadable {RUN_FILE}: {exc}") from None
+    if not isinstance(header, dict) or "run_id" not in header:
+        raise RunLogError(f"{path.parent.name}: {RUN_FILE} has no run_id")
+    version = header.get("format_version")
+    if not isinstance(version, int) or version > FORMAT_VERSION:
+        raise RunLogError(
+            f"{path.parent.name}: run format_version {version!r} is newer than this evalsite reads "
+            f"({FORMAT_VERSION}); upgrade evalsite"
+        )
+    return header
+
+
+def read_cases(path: Path, warnings: list[str] | None = None) -> list[dict]:
+    """Read ``cases.jsonl``, ignoring a torn last line and reporting any other bad line."""
+    cases = []
+    if not path.exists():
+        return cases
+    lines = path.read_text(encoding="utf-8", errors="replace").split("\n")
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            cases.append(json.loads(line))
+        except json.JSONDecodeError:
+            torn_tail = number == len(lines)
+            if warnings is not None and not torn_tail:
+                warnings.append(f"{path}: line {number} is not valid JSON; skipped")
+    return cases
+
+
+def read_end(directory: Path) -> dict | None:
+    path = Path(directory) / END_FILE
+    if not path.exists():
+        return None
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise RunLogError(f"{Path(directory).name}: unreadable {END_FILE}: {exc}") from None
+
+
+def read_run(path: str | Path) -> Run:
+    """Read a whole run directory. Raises :class:`RunLogError` for an unreadable header."""
+    directory = Path(path)
+    header = read_header(directory)
+    warnings: list[str] = []
+    cases = read_cases(directory / CASES_FILE, warnings)
+    return Run(directory, header, cases, read_end(directory), warnings)
+
+
+def run_directories(runs_dir: Path) -> list[Path]:
+    """Every folder under ``runs/`` that has a ``run.json``, oldest first (ids sort by time)."""
+    if not runs_dir.is_dir():
+        return []
+    return sorted(p for p in runs_dir.iterdir() if p.is_dir() and (p / RUN_FILE).exists())
+
+
+def resolve_run(runs_dir: Path, reference: str) -> Path:
+    """A run id, a unique prefix of one, or a run directory's path."""
+    as_path = Path(reference)
+    if (as_path / RUN_FILE).exists():
+        return as_path
+    matches = [p for p in run_directories(runs_dir) if p.name.startswith(reference)]
+    if not matches:
+        raise RunLogError(f"no run matches {reference!r} under {runs_dir}")
+    if len(matches) > 1:
+        names = ", ".join(p.name for p in matches[:5])
+        raise RunLogError(f"{reference!r} matches {len(matches)} runs ({names}); give more of the id")
+    return matches[0]
