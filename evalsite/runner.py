@@ -103,7 +103,7 @@ async def _execute_case(plan: Plan, config: Config, target, evaluators, item, re
     expected = item.row.get("expected")
     view = CaseView(input=rendered, output=result.output, expected=expected, row=item.row,
                     latency_ms=latency_ms, cost_usd=cost)
-    scored = score_case(evaluators, view, result.error)
+    scored = await score_case(evaluators, view, result.error)
     return {
         "item_id": item.item_id,
         "item_sha": item.sha,

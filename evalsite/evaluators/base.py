@@ -27,6 +27,8 @@ class CaseView:
     row: dict
     latency_ms: float | None = None
     cost_usd: float | None = None
+    turn_outputs: list | None = None
+    transcript: list | None = None
 
 
 @dataclass
@@ -70,6 +72,10 @@ class Evaluator:
 
     def judge(self, case: CaseView) -> tuple[float | None, bool | None, str | None, str | None]:
         raise NotImplementedError
+
+    async def aevaluate(self, case: CaseView) -> Score:
+        """Async entry point the runner awaits; evaluators that call a model override it."""
+        return self.evaluate(case)
 
     def evaluate(self, case: CaseView) -> Score:
         try:
@@ -138,7 +144,7 @@ class CaseScore:
     passed: bool | None
 
 
-def score_case(evaluators: list[Evaluator], case: CaseView, generation_error: str | None) -> CaseScore:
+async def score_case(evaluators: list[Evaluator], case: CaseView, generation_error: str | None) -> CaseScore:
     """Score one case. No evaluators → unscored; a failed generation scores 0 everywhere."""
     if not evaluators:
         return CaseScore([], None, None if generation_error is None else False)
@@ -148,7 +154,7 @@ def score_case(evaluators: list[Evaluator], case: CaseView, generation_error: st
             for e in evaluators
         ]
     else:
-        scores = [e.evaluate(case) for e in evaluators]
+        scores = [await e.aevaluate(case) for e in evaluators]
     weights = {e.name: e.weight for e in evaluators}
     scored = [s for s in scores if s.score is not None and s.error is None and not s.skipped]
     total_weight = sum(weights[s.evaluator] for s in scored)
