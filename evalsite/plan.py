@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from evalsite.datasets import Dataset, load_dataset
+from evalsite.datasets import Dataset, Item, load_dataset
 from evalsite.errors import PlanError
 from evalsite.hashing import short_hash
 from evalsite.manifest import Manifest
@@ -25,6 +25,7 @@ class Config:
     settings: dict
     resolved: dict = field(hash=False)
     config_id: str = ""
+    prompt_variables: dict = field(default_factory=dict, hash=False)
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,10 @@ class Plan:
     dataset: Dataset
     configs: list[Config]
     repeat: int
+
+    def case_keys(self, config: Config) -> list[tuple[Item, int]]:
+        """The (item, repeat) pairs ``config`` runs; every design mode answers through here."""
+        return [(item, repeat) for item in self.dataset.items for repeat in range(self.repeat)]
 
     @property
     def cases_per_config(self) -> int:

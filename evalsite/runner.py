@@ -81,7 +81,7 @@ async def _execute_config(project, plan, config, evaluators, code, batch_id, con
 
     status = "completed"
     try:
-        await asyncio.gather(*(one(item, r) for item in plan.dataset.items for r in range(plan.repeat)))
+        await asyncio.gather(*(one(item, repeat) for item, repeat in plan.case_keys(config)))
     except BaseException:
         status = "failed"
         raise
@@ -94,7 +94,7 @@ async def _execute_config(project, plan, config, evaluators, code, batch_id, con
 
 async def _execute_case(plan: Plan, config: Config, target, evaluators, item, repeat: int) -> dict:
     started_at = utc_now()
-    rendered = render_input(plan.manifest.prompt, item.row)
+    rendered = render_input(plan.manifest.prompt, item.row, config.prompt_variables)
     request = TargetRequest(input=rendered, row=item.row, params=config.params, repeat=repeat, item_id=item.item_id)
     clock = time.perf_counter()
     result = await target.generate(request)
