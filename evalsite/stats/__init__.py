@@ -13,12 +13,36 @@ from evalsite.stats.paired import (
     mcnemar_exact,
     sign_flip_test,
 )
+from evalsite.stats.ranking import (
+    FriedmanResult,
+    HoldoutCheck,
+    NemenyiResult,
+    RankStability,
+    TiedGroups,
+    friedman_test,
+    holdout_check,
+    nemenyi,
+    rank_stability,
+    tied_groups,
+    within_item_ranks,
+)
 
 __all__ = [
     "EXACT_LIMIT",
+    "FriedmanResult",
+    "HoldoutCheck",
     "McNemarResult",
+    "NemenyiResult",
+    "RankStability",
     "SignFlipResult",
+    "TiedGroups",
+    "friedman_test",
+    "holdout_check",
     "holm",
     "mcnemar_exact",
+    "nemenyi",
+    "rank_stability",
     "sign_flip_test",
+    "tied_groups",
+    "within_item_ranks",
 ]
