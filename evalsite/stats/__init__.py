@@ -5,6 +5,7 @@ frozen dataclass that names the method it used, and every random step is seeded 
 ``numpy.random.default_rng(seed)``. See docs/reference/statistics.md.
 """
 
+from evalsite.stats.intervals import Interval, bootstrap_ci, paired_bootstrap_ci, wilson_interval
 from evalsite.stats.paired import (
     EXACT_LIMIT,
     McNemarResult,
@@ -31,18 +32,22 @@ __all__ = [
     "EXACT_LIMIT",
     "FriedmanResult",
     "HoldoutCheck",
+    "Interval",
     "McNemarResult",
     "NemenyiResult",
     "RankStability",
     "SignFlipResult",
     "TiedGroups",
+    "bootstrap_ci",
     "friedman_test",
     "holdout_check",
     "holm",
     "mcnemar_exact",
     "nemenyi",
+    "paired_bootstrap_ci",
     "rank_stability",
     "sign_flip_test",
     "tied_groups",
+    "wilson_interval",
     "within_item_ranks",
 ]
