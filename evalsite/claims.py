@@ -319,7 +319,7 @@ class RunMetrics:
         self.database = database
         self.runs_dir = runs_dir
         self.completed = database.rows(
-            "SELECT run_id, arm_id, dataset_id FROM runs WHERE status = 'completed' ORDER BY run_id"
+            "SELECT run_id, arm_id, dataset_id FROM runs WHERE status = 'completed' ORDER BY started_at, run_id"
         )
 
     def resolve(self, selector: Selector) -> ResolvedRun:

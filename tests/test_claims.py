@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import forget_project_modules
 from evalsite.claims import Beats, ClaimSyntaxError, Comparison, ValuePin, find_directives, parse_claim
 
 REPO = Path(__file__).resolve().parent.parent
@@ -68,8 +69,7 @@ def test_a_claim_fails_after_a_new_run_changes_the_numbers(project_with_runs, cl
     assert cli("check-claims", str(path)).exit_code == 0
     arms = project_with_runs / "arms" / "arithmetic.py"
     arms.write_text(arms.read_text().replace('return f"{_with_precedence(_tokens(input)):,}"', 'return "0"'))
-    for module in [m for m in list(__import__("sys").modules) if m.startswith("arms")]:
-        del __import__("sys").modules[module]
+    forget_project_modules()
     cli("run", "experiments/arithmetic.yaml", "--repeat", "1", "--arm", "careful")
     result = cli("check-claims", str(path))
     assert result.exit_code == 1
