@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
 
+from compare_support import commit_all, git
 from evalsite.fingerprint import (
     REDACTED,
     FieldDiff,
@@ -19,20 +19,6 @@ from evalsite.fingerprint import (
     strip_url_credentials,
 )
 from evalsite.runlog import read_run
-
-
-def git(root: Path, *args: str) -> str:
-    done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, check=True)
-    return done.stdout.strip()
-
-
-def init_repo(root: Path) -> None:
-    git(root, "init", "-q", "-b", "main")
-    git(root, "config", "user.name", "Ada Lovelace")
-    git(root, "config", "user.email", "ada@example.org")
-    (root / ".gitignore").write_text("runs/\n__pycache__/\n")
-    git(root, "add", ".")
-    git(root, "commit", "-q", "-m", "example")
 
 
 def only_run(project: Path):
@@ -70,7 +56,7 @@ def test_outside_a_git_checkout_the_build_is_unknown(example_project, cli):
 
 
 def test_git_commit_dirty_flag_and_remote_without_credentials(example_project):
-    init_repo(example_project)
+    commit_all(example_project)
     git(example_project, "remote", "add", "origin", "https://bot:ghp_s3cret@github.com/acme/evals.git")
     clean = git_identity(example_project)
     assert clean == {
