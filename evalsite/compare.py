@@ -68,8 +68,11 @@ class ComparisonReport:
         return self.comparability.differences if self.comparability else []
 
     def to_json(self) -> dict:
-        """The report as plain data, with the fingerprint diff first-class."""
-        return {**asdict(self), "fingerprint_diff": [asdict(d) for d in self.fingerprint_diff]}
+        """The report as plain data; the fingerprint diff is the top-level ``fingerprint_diff``."""
+        data = asdict(self)
+        if data["comparability"] is not None:
+            del data["comparability"]["differences"]
+        return {**data, "fingerprint_diff": [asdict(d) for d in self.fingerprint_diff]}
 
 
 def _evaluators(header: dict) -> dict:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import statistics
 
 import pytest
 
@@ -167,6 +168,17 @@ def test_within_noise_from_the_given_noise(golden_project, cli):
     assert (summary.noise, summary.noise_source, summary.within_noise) == (0.1, "given", True)
     tight = compare_runs(find_project(), current, baseline=baseline, noise=0.05).regression.summary
     assert tight.within_noise is False
+
+
+def test_noise_measured_from_repeats_is_the_spread_of_per_repeat_means(golden_project, cli):
+    baseline = run_arm(cli, golden_project, repeat=3)
+    current = run_arm(cli, golden_project, repeat=3, params={"wrong_in_repeat": {"0": ["g01", "g02", "g04"], "2": ["g05"]}})
+    summary = compare_runs(find_project(), current, baseline=baseline).regression.summary
+    # the baseline never varies; the current run's repeats score 9/12, 12/12 and 11/12
+    assert summary.noise_source == "repeats"
+    assert summary.noise == pytest.approx(statistics.stdev([9 / 12, 12 / 12, 11 / 12]))
+    assert summary.mean_delta == pytest.approx(-4 / 36)
+    assert summary.within_noise is True
 
 
 def test_without_repeats_or_noise_the_noise_is_unknown(golden_project, cli):
