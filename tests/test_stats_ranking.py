@@ -130,7 +130,7 @@ def test_arms_share_a_letter_exactly_when_within_the_critical_difference(ranks, 
 
 def exact_friedman_permutation_p(matrix):
     """Enumerate every within-row permutation (k!^n patterns) of the rank rows."""
-    ranks = within_item_ranks(matrix)
+    ranks = scipy_stats.rankdata(-matrix, axis=1)
     observed = np.sum(ranks.sum(axis=0) ** 2)
     row_options = [list(itertools.permutations(row)) for row in ranks]
     hits = total = 0
@@ -145,6 +145,11 @@ def test_friedman_permutation_p_is_close_to_full_enumeration():
     exact = exact_friedman_permutation_p(matrix)
     result = friedman_test(matrix, n_resamples=20_000, seed=2)
     assert abs(result.p_value - exact) < 4 * result.std_error + 1 / 20_001
+
+
+def test_within_item_ranks_give_rank_one_to_the_best_and_average_ties():
+    ranks = within_item_ranks(np.array([[0.2, 0.9, 0.5], [1.0, 1.0, 0.0]]))
+    assert ranks.tolist() == [[3.0, 1.0, 2.0], [1.5, 1.5, 3.0]]
 
 
 def test_friedman_is_seeded_and_reproducible():

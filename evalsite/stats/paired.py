@@ -91,7 +91,9 @@ def sign_flip_test(
     is a Monte Carlo estimate seeded with ``seed``.
     """
     if alternative not in ("two-sided", "greater", "less"):
-        raise ValueError(f"alternative must be 'two-sided', 'greater' or 'less', not {alternative!r}")
+        raise ValueError(
+            f"alternative must be 'two-sided', 'greater' or 'less', not {alternative!r}"
+        )
     if n_resamples < 1:
         raise ValueError(f"n_resamples must be at least 1, got {n_resamples}")
     a_items, b_items = paired_per_item(a, b)
@@ -115,7 +117,8 @@ def sign_flip_test(
     if grid is not None and grid.size * int(np.abs(grid).sum()) <= GRID_BUDGET:
         return result(_grid_p_value(grid, alternative), "exact", "grid distribution")
     if nonzero.size <= exact_limit:
-        return result(_enumerated_p_value(nonzero, alternative), "exact", "meet-in-the-middle enumeration")
+        p_value = _enumerated_p_value(nonzero, alternative)
+        return result(p_value, "exact", "meet-in-the-middle enumeration")
     p_value = _monte_carlo_p_value(nonzero, alternative, n_resamples, np.random.default_rng(seed))
     std_error = math.sqrt(p_value * (1.0 - p_value) / n_resamples)
     return result(p_value, "monte-carlo", "monte carlo", std_error, n_resamples)
