@@ -51,9 +51,10 @@ def main() -> None:
         diffs = continuous_diffs(n)
         label = f"sign_flip_test exact, n={n} continuous differences"
         timed(label, lambda: sign_flip_test(diffs, 0 * diffs))
-    diffs = continuous_diffs(200)
-    label = "sign_flip_test Monte Carlo, n=200, 100,000 resamples"
-    timed(label, lambda: sign_flip_test(diffs, 0 * diffs))
+    for n in (200, 2000):
+        diffs = continuous_diffs(n)
+        label = f"sign_flip_test Monte Carlo, n={n}, 100,000 resamples"
+        timed(label, lambda: sign_flip_test(diffs, 0 * diffs))
     rng = np.random.default_rng(0)
     a, b = rng.random((1000, 3)) < 0.6, rng.random((1000, 3)) < 0.55
     timed("sign_flip_test exact, 1,000 items × 3 pass/fail repeats", lambda: sign_flip_test(a, b))

@@ -152,6 +152,13 @@ def test_within_item_ranks_give_rank_one_to_the_best_and_average_ties():
     assert ranks.tolist() == [[3.0, 1.0, 2.0], [1.5, 1.5, 3.0]]
 
 
+def test_items_where_all_arms_tie_do_not_change_the_permutation_p_value():
+    matrix = (np.random.default_rng(6).random((40, 4)) < [0.4, 0.5, 0.6, 0.7]).astype(float)
+    informative = matrix[np.ptp(matrix, axis=1) > 0]
+    padded = np.vstack([informative, np.ones((25, 4)), np.zeros((10, 4))])
+    assert friedman_test(padded).p_value == friedman_test(informative).p_value
+
+
 def test_friedman_is_seeded_and_reproducible():
     matrix = np.random.default_rng(0).normal(size=(30, 4))
     assert friedman_test(matrix, seed=5) == friedman_test(matrix, seed=5)
