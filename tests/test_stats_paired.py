@@ -230,9 +230,11 @@ def test_sign_flip_refuses_unpaired_or_missing_values(a, b, message):
         sign_flip_test(a, b)
 
 
-def test_sign_flip_refuses_an_unknown_alternative():
+def test_sign_flip_refuses_an_unknown_alternative_or_an_unaffordable_exact_limit():
     with pytest.raises(ValueError, match="alternative"):
         sign_flip_test([1.0], [0.0], alternative="bigger")
+    with pytest.raises(ValueError, match="exact_limit"):
+        sign_flip_test([1.0], [0.0], exact_limit=60)
 
 
 @settings(max_examples=60, deadline=None)

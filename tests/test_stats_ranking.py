@@ -108,6 +108,13 @@ def test_tied_groups_strict_order_when_every_gap_exceeds_cd():
     assert groups.strict_order_supported
 
 
+def test_tied_groups_refuses_a_negative_or_missing_critical_difference():
+    with pytest.raises(ValueError, match="critical_difference"):
+        tied_groups([1.0, 2.0], -0.1)
+    with pytest.raises(ValueError, match="critical_difference"):
+        tied_groups([1.0, 2.0], float("nan"))
+
+
 def test_tied_groups_label_beyond_26_groups():
     groups = tied_groups(np.arange(30, dtype=float), critical_difference=0.1)
     assert groups.letters[0] == "a" and groups.letters[25] == "z" and groups.letters[26] == "aa"

@@ -42,6 +42,8 @@ Alternative = Literal["two-sided", "greater", "less"]
 #: Largest number of non-zero, off-grid differences enumerated exactly: about 0.3 s and 100 MB
 #: on a 2-core Xeon; 46 measured 0.6-1.1 s and 200 MB, each further 2 doubles both.
 EXACT_LIMIT = 44
+#: Refused above this: 50 differences already need about 1.5 GB and several seconds.
+MAX_EXACT_LIMIT = 50
 #: Largest m × (sum of |differences| in grid units) the exact grid distribution may cost
 #: (about 0.5 s at the limit; 1,000 pass/fail items cost 10^6).
 GRID_BUDGET = 150_000_000
@@ -98,6 +100,11 @@ def sign_flip_test(
         )
     if n_resamples < 1:
         raise ValueError(f"n_resamples must be at least 1, got {n_resamples}")
+    if exact_limit > MAX_EXACT_LIMIT:
+        raise ValueError(
+            f"exact_limit {exact_limit} is above {MAX_EXACT_LIMIT}: enumeration time and memory "
+            "double with every 2 differences; use more Monte Carlo resamples instead"
+        )
     a_items, b_items = paired_per_item(a, b)
     if a_items.size == 0:
         raise ValueError("a and b hold no items")

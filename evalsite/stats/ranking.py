@@ -195,6 +195,10 @@ def tied_groups(mean_ranks: ArrayLike, critical_difference: float) -> TiedGroups
     ranks = np.asarray(mean_ranks, dtype=float)
     if ranks.ndim != 1 or ranks.size == 0 or not np.all(np.isfinite(ranks)):
         raise ValueError("mean_ranks must be a non-empty 1-D sequence of finite numbers")
+    if not math.isfinite(critical_difference) or critical_difference < 0:
+        raise ValueError(
+            f"critical_difference must be a finite number >= 0, got {critical_difference}"
+        )
     order = np.argsort(ranks, kind="stable")
     sorted_ranks = ranks[order]
     groups: list[tuple[int, ...]] = []
