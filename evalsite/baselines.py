@@ -68,10 +68,23 @@ def decisions_path(project: Project) -> Path:
     return project.runs_dir / DECISIONS_FILE
 
 
-def dataset_key(header: dict) -> str | None:
-    """What "the same dataset" means for a run: its questions' id, else (older runs) its dataset id."""
-    fingerprint = header.get("fingerprint") or {}
-    return (fingerprint.get("dataset") or {}).get("inputs_id") or (header.get("dataset") or {}).get("dataset_id")
+@dataclass(frozen=True)
+class DatasetIds:
+    """A run's dataset id and its questions' id (``inputs_id``, absent from older fingerprints)."""
+
+    dataset_id: str | None
+    inputs_id: str | None
+
+    @classmethod
+    def of(cls, header: dict) -> "DatasetIds":
+        recorded = ((header.get("fingerprint") or {}).get("dataset")) or {}
+        return cls((header.get("dataset") or {}).get("dataset_id"), recorded.get("inputs_id"))
+
+    def same_questions(self, other: "DatasetIds") -> bool:
+        """Equal ``inputs_id`` when both runs record one, else equal ``dataset_id``."""
+        if self.inputs_id and other.inputs_id:
+            return self.inputs_id == other.inputs_id
+        return self.dataset_id is not None and self.dataset_id == other.dataset_id
 
 
 def run_status(directory: Path) -> str:
@@ -97,7 +110,7 @@ def promote(project: Project, run: str, reason: str, *, allow_dirty: bool = Fals
     decision = Decision(
         run_id=run_id,
         dataset_id=(header.get("dataset") or {}).get("dataset_id"),
-        inputs_id=dataset_key(header),
+        inputs_id=DatasetIds.of(header).inputs_id,
         arm_id=header.get("arm_id"),
         fingerprint_hash=header["fingerprint_hash"],
         reason=reason.strip(),
@@ -198,7 +211,7 @@ def resolve_baseline(project: Project, current: dict, explicit: str | None = Non
 
 
 def _same_scope(header: dict, current: dict) -> bool:
-    return header.get("arm_id") == current.get("arm_id") and dataset_key(header) == dataset_key(current)
+    return header.get("arm_id") == current.get("arm_id") and DatasetIds.of(header).same_questions(DatasetIds.of(current))
 
 
 def _promoted(project: Project, current: dict) -> BaselineChoice | None:
@@ -208,7 +221,8 @@ def _promoted(project: Project, current: dict) -> BaselineChoice | None:
         directory = project.runs_dir / decision.run_id
         if decision.decision != "promote" or decision.run_id == current["run_id"]:
             continue
-        if decision.arm_id != current.get("arm_id") or decision.inputs_id != dataset_key(current):
+        same_dataset = DatasetIds(decision.dataset_id, decision.inputs_id).same_questions(DatasetIds.of(current))
+        if decision.arm_id != current.get("arm_id") or not same_dataset:
             continue
         if (directory / RUN_FILE).exists():
             return BaselineChoice(directory, PROMOTED, decision)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from evalsite.baselines import NONE, BaselineChoice, Decision, dataset_key, resolve_baseline, run_status
+from evalsite.baselines import NONE, BaselineChoice, DatasetIds, Decision, resolve_baseline, run_status
 from evalsite.fingerprint import FieldDiff, diff_fingerprints
 from evalsite.project import Project
 from evalsite.regression import THRESHOLD, RegressionReport, regression_report
@@ -92,7 +92,7 @@ def comparability(baseline: dict, current: dict) -> Comparability:
 
 
 def _refusal(baseline: dict, current: dict) -> str | None:
-    if dataset_key(baseline) != dataset_key(current) or dataset_key(current) is None:
+    if not DatasetIds.of(baseline).same_questions(DatasetIds.of(current)):
         return f"dataset {_dataset_id(baseline)} vs {_dataset_id(current)}"
     old, new = _evaluators(baseline), _evaluators(current)
     for name in sorted(old.keys() | new.keys()):

@@ -8,7 +8,7 @@ import statistics
 import pytest
 
 from compare_support import CRITICAL, ITEMS, edit_row, golden_project, interrupt, run_arm  # noqa: F401
-from evalsite.compare import compare_runs
+from evalsite.compare import comparability, compare_runs
 from evalsite.project import find_project
 
 
@@ -226,3 +226,24 @@ def test_bad_arguments_are_usage_errors(golden_project, cli):
     assert cli("compare", run, "--fail-on", "anything").exit_code == 2
     missing = cli("compare", "nosuchrun")
     assert missing.exit_code == 1 and "no run matches 'nosuchrun'" in missing.output
+
+
+def header(dataset_id: str, inputs_id: str | None = None, version: str = "v1") -> dict:
+    fingerprint = {"dataset": {"dataset_id": dataset_id}, "evaluators": {"exact": {"type": "exact", "version": version}}}
+    if inputs_id:
+        fingerprint["dataset"]["inputs_id"] = inputs_id
+    return {"dataset": {"dataset_id": dataset_id}, "fingerprint": fingerprint}
+
+
+def test_without_an_inputs_id_on_either_side_the_dataset_id_decides():
+    assert comparability(header("golden@1", "golden@q"), header("golden@1")).comparable
+    refused = comparability(header("golden@1", "golden@q"), header("golden@2"))
+    assert (refused.comparable, refused.reason) == (False, "dataset golden@1 vs golden@2")
+    edited = comparability(header("golden@1", "golden@q"), header("golden@2", "golden@q"))
+    assert edited.comparable and edited.ground_truth_edited
+
+
+def test_comparability_reads_evaluator_versions_from_old_headers_too():
+    old = {"dataset": {"dataset_id": "golden@1"}, "evaluators": {"exact": {"type": "exact", "version": "v1"}}}
+    assert comparability(old, header("golden@1")).comparable
+    assert comparability(old, header("golden@1", version="v2")).reason == "evaluator 'exact' version v1 vs v2"
