@@ -35,7 +35,10 @@ DIFF_VALUE_WIDTH = 60
               help="Exit 1 on a significant regression or a critical row newly failing.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 def compare_command(run, baseline, threshold, noise, alpha, fail_on, as_json) -> None:
-    """Diff RUN's fingerprint against its baseline, then report what improved and regressed."""
+    """Compare RUN with its baseline, fingerprint first.
+
+    Prints the fingerprint diff, refuses runs that are not comparable, and reports what
+    improved and regressed, per item and per evaluator, with the paired test."""
     report = compare_runs(find_project(), run, baseline=baseline, threshold=threshold, noise=noise, alpha=alpha)
     if as_json:
         print_json(report.to_json())
@@ -54,7 +57,9 @@ def compare_command(run, baseline, threshold, noise, alpha, fail_on, as_json) ->
 @click.option("--allow-dirty", is_flag=True, help="Promote a run from a dirty tree or an unknown build.")
 @click.option("--json", "as_json", is_flag=True, help="Print the decision as JSON.")
 def promote_command(run: str, reason: str, allow_dirty: bool, as_json: bool) -> None:
-    """Make RUN the baseline of its dataset and arm, with a reason, in runs/decisions.jsonl."""
+    """Make RUN the baseline of its arm, with a reason.
+
+    Appends the decision to runs/decisions.jsonl."""
     decision = promote(find_project(), run, reason, allow_dirty=allow_dirty)
     if as_json:
         print_json(asdict(decision))
