@@ -30,7 +30,8 @@ def timed(label: str, run: Callable[[], object], repeats: int = 3) -> None:
         start = time.perf_counter()
         outcome = run()
         seconds.append(time.perf_counter() - start)
-    print(f"{label:<62} best {min(seconds):8.4f} s   worst {max(seconds):8.4f} s   {describe(outcome)}")
+    best, worst = min(seconds), max(seconds)
+    print(f"{label:<62} best {best:8.4f} s   worst {worst:8.4f} s   {describe(outcome)}")
 
 
 def describe(outcome: object) -> str:
@@ -48,9 +49,12 @@ def main() -> None:
     print(f"numpy {np.__version__}; EXACT_LIMIT = {EXACT_LIMIT}")
     for n in (20, 30, 40, EXACT_LIMIT):
         diffs = continuous_diffs(n)
-        timed(f"sign_flip_test exact, n={n} continuous differences", lambda: sign_flip_test(diffs, 0 * diffs))
-    diffs = continuous_diffs(200)
-    timed("sign_flip_test Monte Carlo, n=200, 100,000 resamples", lambda: sign_flip_test(diffs, 0 * diffs))
+        label = f"sign_flip_test exact, n={n} continuous differences"
+        timed(label, lambda: sign_flip_test(diffs, 0 * diffs))
+    for n in (200, 2000):
+        diffs = continuous_diffs(n)
+        label = f"sign_flip_test Monte Carlo, n={n}, 100,000 resamples"
+        timed(label, lambda: sign_flip_test(diffs, 0 * diffs))
     rng = np.random.default_rng(0)
     a, b = rng.random((1000, 3)) < 0.6, rng.random((1000, 3)) < 0.55
     timed("sign_flip_test exact, 1,000 items × 3 pass/fail repeats", lambda: sign_flip_test(a, b))

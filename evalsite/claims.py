@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Union
 
+from evalsite.compare import comparability
 from evalsite.db import open_database
 from evalsite.errors import EvalsiteError
 from evalsite.runlog import read_header
@@ -309,7 +310,11 @@ class ResolvedRun:
     run_id: str
     arm_id: str
     dataset_id: str
-    evaluators: dict
+    header: dict
+
+    @property
+    def evaluators(self) -> dict:
+        return self.header.get("evaluators") or {}
 
 
 class RunMetrics:
@@ -344,8 +349,7 @@ class RunMetrics:
         return self._resolved(rows[-1])
 
     def _resolved(self, row: dict) -> ResolvedRun:
-        header = read_header(self.runs_dir / row["run_id"])
-        return ResolvedRun(row["run_id"], row["arm_id"], row["dataset_id"], header.get("evaluators") or {})
+        return ResolvedRun(row["run_id"], row["arm_id"], row["dataset_id"], read_header(self.runs_dir / row["run_id"]))
 
     def item_means(self, run: ResolvedRun, evaluator: str | None, column: str) -> dict[str, float]:
         """Per item: the mean over repeats of the case ``score`` or ``passed`` (or one evaluator's)."""
@@ -442,8 +446,9 @@ def _check_beats(claim: Beats, metrics: RunMetrics) -> tuple[str, str, dict, lis
     runs = [winner.run_id, loser.run_id]
     if winner.dataset_id != loser.dataset_id:
         raise Uncheckable(f"not comparable: dataset {winner.dataset_id} vs {loser.dataset_id}")
-    if winner.evaluators != loser.evaluators:
-        raise Uncheckable("not comparable: the runs' evaluator versions differ")
+    verdict = comparability(loser.header, winner.header)
+    if not verdict.comparable:
+        raise Uncheckable(f"not comparable: {verdict.reason}")
     a = metrics.item_means(winner, claim.winner.evaluator, "score")
     b = metrics.item_means(loser, claim.loser.evaluator, "score")
     shared = sorted(set(a) & set(b))

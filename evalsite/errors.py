@@ -46,3 +46,7 @@ class RunLogError(EvalsiteError):
 
 class NotComparableError(EvalsiteError):
     """Two runs may not be compared; the message gives the reason."""
+
+
+class DecisionError(EvalsiteError):
+    """A promotion or another decision about runs is refused; the message says why and how to proceed."""

@@ -43,11 +43,11 @@ def _header(project: Project, plan: Plan, config: Config, evaluators, code: dict
     }
     evaluator_versions = {e.name: {"type": e.type_name, "version": e.version} for e in evaluators}
     fingerprint = build_fingerprint(
-        dataset=dataset,
-        config=config.resolved,
-        config_id=config.config_id,
+        project=project,
+        dataset=plan.dataset,
+        config=config,
         prompt=plan.manifest.prompt,
-        evaluators=evaluator_versions,
+        evaluators=evaluators,
         code=code,
     )
     return {

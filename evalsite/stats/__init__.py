@@ -16,9 +16,28 @@ See docs/reference/statistics.md for assumptions, limits and worked examples.
 
 from evalsite.stats.descriptive import nearest_rank_percentile
 from evalsite.stats.intervals import Interval, bootstrap_ci, paired_bootstrap_ci, wilson_interval
-from evalsite.stats.noise import Flakiness, RepeatNoise, flakiness, pass_at_k, pass_hat_k, repeat_noise
-from evalsite.stats.paired import EXACT_LIMIT, McNemarResult, SignFlipResult, holm, mcnemar_exact, sign_flip_test
-from evalsite.stats.power import PowerAnalysis, min_detectable_effect, min_items_for_alpha, required_n
+from evalsite.stats.noise import (
+    Flakiness,
+    RepeatNoise,
+    flakiness,
+    pass_at_k,
+    pass_hat_k,
+    repeat_noise,
+)
+from evalsite.stats.paired import (
+    EXACT_LIMIT,
+    McNemarResult,
+    SignFlipResult,
+    holm,
+    mcnemar_exact,
+    sign_flip_test,
+)
+from evalsite.stats.power import (
+    PowerAnalysis,
+    min_detectable_effect,
+    min_items_for_alpha,
+    required_n,
+)
 from evalsite.stats.ranking import (
     FriedmanResult,
     HoldoutCheck,

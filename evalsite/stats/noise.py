@@ -40,7 +40,10 @@ def repeat_noise(matrix: ArrayLike) -> RepeatNoise:
     means = totals / recorded.sum(axis=0)[present]
     std = float(np.std(means, ddof=1)) if means.size >= 2 else math.nan
     return RepeatNoise(
-        repeat_means=tuple(means.tolist()), std=std, n_items=array.shape[0], n_repeats=int(means.size)
+        repeat_means=tuple(means.tolist()),
+        std=std,
+        n_items=array.shape[0],
+        n_repeats=int(means.size),
     )
 
 
@@ -92,7 +95,9 @@ class Flakiness:
         return _mean_of_defined(self.pass_hat_k)
 
 
-def flakiness(pass_matrix: ArrayLike, *, k: int | None = None, confidence: float = 0.95) -> Flakiness:
+def flakiness(
+    pass_matrix: ArrayLike, *, k: int | None = None, confidence: float = 0.95
+) -> Flakiness:
     """Pass rate, Wilson interval, pass@k and pass^k of every item from items × repeats outcomes.
 
     ``pass_matrix`` holds booleans or 0/1, NaN for a repeat that was not recorded. ``k``

@@ -43,7 +43,9 @@ def min_items_for_alpha(alpha: float) -> int:
     return n
 
 
-def min_detectable_effect(diffs: ArrayLike, *, alpha: float = 0.05, power: float = 0.8) -> PowerAnalysis:
+def min_detectable_effect(
+    diffs: ArrayLike, *, alpha: float = 0.05, power: float = 0.8
+) -> PowerAnalysis:
     """Smallest mean difference detectable with these per-item differences' spread and count.
 
     ``diffs`` are per-item differences a - b (2-D items × repeats is averaged per item first).
