@@ -9,10 +9,11 @@ import sys
 import pytest
 
 from evalsite.errors import EvaluatorError
-from evalsite.evaluators import CaseView, Score, build_evaluators
+from evalsite.evaluators import CaseView, Score, build_evaluators, score_case
 from evalsite.evaluators.judge import parse_judge_reply
 
 JUDGES = '''
+import asyncio
 import json
 
 def valid(input):
@@ -43,6 +44,17 @@ def show_prompt(input, params):
 
 def down(input):
     raise RuntimeError("judge is down")
+
+arrived = []
+
+async def rendezvous(input):
+    """Answers only once two judges are waiting at the same time (gives up after 5 s)."""
+    arrived.append(asyncio.Event())
+    if len(arrived) == 2:
+        for event in arrived:
+            event.set()
+    await asyncio.wait_for(arrived[-1].wait(), 5)
+    return '{"score": 10, "reason": "met the other judge"}'
 '''
 _numbers = itertools.count()
 
@@ -99,6 +111,13 @@ def test_one_reask_with_the_bad_reply_in_the_conversation(judges, tmp_path):
 
 def test_scores_outside_0_to_10_are_unparseable(judges, tmp_path):
     assert "even after a re-ask" in judge(judges("out_of_range"), tmp_path).error
+
+
+def test_two_judges_on_one_case_run_concurrently(judges, tmp_path):
+    specs = [judges("rendezvous", name="first"), judges("rendezvous", name="second")]
+    view = CaseView(input="q", output="a", expected=None, row={})
+    result = asyncio.run(score_case(build_evaluators(specs, tmp_path), view, None))
+    assert [(s.score, s.error) for s in result.scores] == [(1.0, None), (1.0, None)]
 
 
 def test_a_failing_judge_records_an_error(judges, tmp_path):

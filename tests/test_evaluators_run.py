@@ -65,3 +65,13 @@ def test_a_bad_evaluator_stops_the_run_before_anything_is_written(project, cli):
     assert result.exit_code == 1
     assert result.output.startswith("Error: evaluators[0] (regex): pattern: invalid regular expression '('")
     assert not (project / "calls.log").exists()
+
+
+def test_show_prints_a_table_of_evaluator_aggregates(project, cli):
+    make_project(project, "\n  - type: exact\n  - type: length\n    max: 5")
+    cli("run", "experiments/support.yaml")
+    lines = cli("show", only_run(project).run_id).output.splitlines()
+    table = lines[lines.index("") + 1:]
+    assert table[0].split() == ["evaluator", "n", "ok", "errors", "skipped", "pass_rate", "mean", "passed"]
+    assert table[1].split() == ["exact", "3", "3", "0", "0", "0.333", "0.333", "False"]
+    assert table[2].split() == ["length", "3", "3", "0", "0", "0.333", "0.333", "False"]  # REFUND is 6 chars

@@ -99,6 +99,7 @@ class LlmJudge(Evaluator):
     param_names = ("judge", "rubric", "prompt", "samples")
     helper_modules = ("evalsite.evaluators.text",)
     default_threshold = 0.7
+    waits_on_io = True
 
     def check(self) -> None:
         judge = self.params.get("judge")

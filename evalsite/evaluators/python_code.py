@@ -57,6 +57,10 @@ class PythonFunction(Evaluator):
         labels = self.option("pass_labels", list)
         self.pass_labels = None if labels is None else set(labels)
 
+    @property
+    def waits_on_io(self) -> bool:
+        return inspect.iscoroutinefunction(self.function)
+
     def code_identity(self) -> str:
         return source_closure(self.function, self.project_root)
 

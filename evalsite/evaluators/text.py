@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 import string
+from functools import lru_cache
 from typing import Any
 
 import regex
@@ -63,6 +64,7 @@ def as_phrases(target: Any, what: str) -> list[str]:
     return texts
 
 
+@lru_cache(maxsize=4096)
 def phrase_pattern(phrase: str, *, ignore_case: bool, whole_words: bool, anchored: bool = False) -> re.Pattern:
     """A literal phrase that must stand as whole words: ``cat`` does not match ``concatenate``.
 
