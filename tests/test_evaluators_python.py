@@ -155,6 +155,12 @@ def test_bad_python_references_fail_at_build(project, type_, message):
         project.build({"type": type_.format(name=name)})
 
 
+def test_a_module_that_fails_to_import_is_a_build_error(project):
+    name = project.write("def check(output):\n    return output ==\n")
+    with pytest.raises(EvaluatorError, match=f"importing {name}:check failed: SyntaxError"):
+        project.build({"type": f"python:{name}:check"})
+
+
 def test_type_name_and_default_name_are_the_full_reference(project):
     name = project.write(RETURNS)
     evaluator = project.build({"type": f"python:{name}:yes"})

@@ -201,6 +201,10 @@ def test_unknown_param_is_refused_with_the_allowed_list():
         build_evaluators([{"type": "exact", "ignore_cse": True}])
 
 
+def test_a_null_param_means_its_default():
+    assert score({"type": "regex", "pattern": "a", "timeout": None, "ignore_case": None}, "a", None).passed is True
+
+
 def test_params_may_be_nested_under_params():
     assert score({"type": "exact", "params": {"ignore_case": True}}, "PARIS", "paris").passed is True
 

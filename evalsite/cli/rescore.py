@@ -20,7 +20,11 @@ VERDICTS = {True: "passed", False: "failed", None: "no pass rule"}
               help="Score with this manifest's evaluators (default: the manifest the run recorded).")
 @click.option("--json", "as_json", is_flag=True, help="Print the new run's summary as JSON.")
 def rescore_command(run: str, manifest_path: Path | None, as_json: bool) -> None:
-    """Re-score a run's recorded outputs with the current evaluators and expected values, as a new run."""
+    """Re-score a run's outputs as a new run.
+
+    Uses the manifest's current evaluators and the dataset's current expected values; no
+    target is called.
+    """
     outcome = rescore_run(find_project(), run, manifest_path=manifest_path)
     for item_id in outcome.left_out:
         warn(f"item {item_id} is no longer in the dataset; left out")

@@ -140,10 +140,11 @@ class Evaluator:
         """Validate params once, at build time; raise ``ValueError`` naming the bad key."""
 
     def option(self, key: str, kinds: type | tuple[type, ...], default: Any = None) -> Any:
-        """A param's value, checked against ``kinds`` (bool is never accepted as a number)."""
-        value = self.params.get(key, default)
+        """A param's value (``default`` when absent or null), checked against ``kinds`` (bool is
+        never accepted as a number)."""
+        value = self.params.get(key)
         if value is None:
-            return None
+            return default
         kinds = kinds if isinstance(kinds, tuple) else (kinds,)
         if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
             wanted = " or ".join(_KIND_NAMES.get(k, k.__name__) for k in kinds)

@@ -125,6 +125,8 @@ class LlmJudge(Evaluator):
             return make_target(self.judge_target, self.judge_settings, self.project_root)
         except EvalsiteError as exc:
             raise ValueError(f"judge.target: {exc.message}") from None
+        except Exception as exc:  # e.g. a python: judge whose module raises while being imported
+            raise ValueError(f"judge.target: {self.judge_target}: {type(exc).__name__}: {exc}") from None
 
     def _render(self, variables: dict) -> str:
         variables = {**variables, "rubric": self.rubric}

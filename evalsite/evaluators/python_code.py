@@ -46,6 +46,8 @@ class PythonFunction(Evaluator):
             self.function = load_callable(self.reference, self.project_root, "evaluator function")
         except EvalsiteError as exc:
             raise ValueError(exc.message) from None
+        except Exception as exc:  # the module itself raised while being imported
+            raise ValueError(f"importing {self.reference} failed: {type(exc).__name__}: {exc}") from None
         parameters = inspect.signature(self.function).parameters.values()
         self.takes_all = any(p.kind is p.VAR_KEYWORD for p in parameters)
         self.accepted = {p.name for p in parameters if p.kind is not p.VAR_KEYWORD}
