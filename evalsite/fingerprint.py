@@ -135,17 +135,17 @@ def _is_critical(row: dict) -> bool:
 
 
 def evaluator_identity(evaluator) -> dict:
-    """What decides an evaluator's scores: type, version, weight, threshold, params and judge model."""
+    """What decides an evaluator's scores: its header entry (type, version, weight, judge) plus
+    threshold, scope and params, secrets redacted."""
     identity = {
-        "type": evaluator.type_name,
-        "version": evaluator.version,
-        "weight": evaluator.weight,
+        **evaluator.describe(),
         "threshold": evaluator.threshold,
+        "scope": getattr(evaluator, "scope", None),
         "params": redact_secrets(evaluator.params),
     }
-    judge_model = getattr(evaluator, "judge_model", None) or evaluator.params.get("model")
-    if judge_model is not None:
-        identity["judge_model"] = judge_model
+    judge = identity.get("judge") or {}
+    if judge.get("model") is not None:
+        identity["judge_model"] = judge["model"]
     return identity
 
 

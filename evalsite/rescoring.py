@@ -13,9 +13,10 @@ import asyncio
 from dataclasses import dataclass
 from pathlib import Path
 
-from evalsite.datasets import item_identity, load_rows
+from evalsite.datasets import Item, item_identity, load_rows
 from evalsite.errors import DatasetError, EvaluatorError
-from evalsite.evaluators import CaseView, Evaluator, build_evaluators, score_case
+from evalsite.evaluators import Evaluator, build_evaluators
+from evalsite.rescore import rescore_case
 
 
 @dataclass(frozen=True)
@@ -37,13 +38,13 @@ def evaluator_specs(header: dict) -> list[dict] | None:
     ]
 
 
-def rebuild_evaluators(header: dict) -> tuple[list[Evaluator] | None, str | None]:
+def rebuild_evaluators(header: dict, project_root: Path) -> tuple[list[Evaluator] | None, str | None]:
     """The run's evaluators rebuilt from its fingerprint, or the reason they cannot be."""
     specs = evaluator_specs(header)
     if not specs:
         return None, "the run does not record its evaluators' settings"
     try:
-        evaluators = build_evaluators(specs)
+        evaluators = build_evaluators(specs, project_root)
     except EvaluatorError as exc:
         return None, f"its evaluators cannot be rebuilt: {exc.message}"
     recorded = header["fingerprint"]["evaluators"]
@@ -56,9 +57,9 @@ def rebuild_evaluators(header: dict) -> tuple[list[Evaluator] | None, str | None
     return evaluators, None
 
 
-def current_rows(project_root: Path, header: dict, cases_by_item: dict[str, list[dict]]) -> tuple[dict[str, dict], str | None]:
-    """The dataset rows of the current run's items, keyed by item id, taken from its dataset file
-    only where the row still hashes to what the run recorded."""
+def current_items(project_root: Path, header: dict, cases_by_item: dict[str, list[dict]]) -> tuple[dict[str, Item], str | None]:
+    """The dataset items of the current run, keyed by item id, taken from its dataset file only
+    where the row still hashes to what the run recorded."""
     path = (header.get("dataset") or {}).get("path")
     if not path:
         return {}, "the current run does not name its dataset file"
@@ -68,7 +69,7 @@ def current_rows(project_root: Path, header: dict, cases_by_item: dict[str, list
     except DatasetError as exc:
         return {}, f"the dataset file cannot be read: {exc.message}"
     recorded = {item_id: cases[0].get("item_sha") for item_id, cases in cases_by_item.items()}
-    return {item.item_id: item.row for item in items if recorded.get(item.item_id) == item.sha}, None
+    return {item.item_id: item for item in items if recorded.get(item.item_id) == item.sha}, None
 
 
 def rescore_items(
@@ -81,42 +82,30 @@ def rescore_items(
     """Re-score the baseline cases of ``item_ids`` against the current run's expected values."""
     if not item_ids:
         return {}
-    evaluators, reason = rebuild_evaluators(current_header)
-    rows, rows_reason = current_rows(project_root, current_header, {i: current_cases[i] for i in item_ids})
-    reason = reason or rows_reason
+    evaluators, reason = rebuild_evaluators(current_header, project_root)
+    items, items_reason = current_items(project_root, current_header, {i: current_cases[i] for i in item_ids})
+    reason = reason or items_reason
     if reason is not None:
         return {item_id: Rescored(None, reason) for item_id in item_ids}
 
     async def all_items() -> list[Rescored]:
         return await asyncio.gather(
-            *(_rescore_item(evaluators, rows.get(i), baseline_cases[i], current_cases[i][0].get("expected")) for i in item_ids)
+            *(_rescore_item(evaluators, items.get(i), baseline_cases[i]) for i in item_ids)
         )
 
     return dict(zip(item_ids, asyncio.run(all_items())))
 
 
-async def _rescore_item(evaluators: list[Evaluator], row: dict | None, cases: list[dict], expected) -> Rescored:
-    if row is None:
+async def _rescore_item(evaluators: list[Evaluator], item: Item | None, cases: list[dict]) -> Rescored:
+    if item is None:
         return Rescored(None, "the dataset file no longer holds this item as the current run saw it")
     rescored = []
     for case in cases:
-        view = CaseView(
-            input=case.get("input"),
-            output=case.get("output"),
-            expected=expected,
-            row=row,
-            latency_ms=case.get("latency_ms"),
-            cost_usd=case.get("cost_usd"),
-            turn_outputs=case.get("turn_outputs"),
-            transcript=case.get("transcript"),
-        )
-        scored = await score_case(evaluators, view, case.get("error"))
-        failed = next((s for s in scored.scores if s.error or s.skipped), None)
+        again = await rescore_case(case, item, evaluators)
+        failed = next((s for s in again["scores"] if s["error"] or s["skipped"]), None)
         if failed is not None:
-            return Rescored(None, f"evaluator {failed.evaluator!r} could not re-score: {failed.error or failed.detail or 'skipped'}")
-        if scored.score is None:
+            return Rescored(None, f"evaluator {failed['evaluator']!r} could not re-score: {failed['error'] or failed['detail'] or 'skipped'}")
+        if again["score"] is None:
             return Rescored(None, "re-scoring gave no score")
-        rescored.append(
-            {**case, "expected": expected, "scores": [s.to_json() for s in scored.scores], "score": scored.score, "passed": scored.passed}
-        )
+        rescored.append({**again, "item_sha": case.get("item_sha")})
     return Rescored(rescored)

@@ -23,7 +23,7 @@ RUN_FILE, CASES_FILE, END_FILE = "run.json", "cases.jsonl", "end.json"
 CASE_FIELDS = (
     "item_id", "item_sha", "repeat", "input", "expected", "output", "error", "latency_ms",
     "input_tokens", "output_tokens", "cost_usd", "finish_reason", "scores", "score", "passed",
-    "started_at",
+    "started_at", "critical",
 )
 
 

@@ -6,13 +6,14 @@ import asyncio
 import time
 from dataclasses import dataclass
 
-from evalsite.evaluators import CaseView, build_evaluators, score_case
+from evalsite.datasets import Dataset
+from evalsite.evaluators import CaseView, build_evaluators, describe_evaluators, score_case
 from evalsite.fingerprint import build_fingerprint, fingerprint_hash, git_identity
 from evalsite.plan import Config, Plan
 from evalsite.project import Project
 from evalsite.prompts import render_input
 from evalsite.runlog import RunWriter, iso, new_run_id, utc_now
-from evalsite.summary import summarise_cases
+from evalsite.summary import is_critical, summarise_cases
 from evalsite.targets import TargetRequest, make_target
 
 
@@ -27,7 +28,7 @@ class RunOutcome:
 def execute_plan(project: Project, plan: Plan, *, concurrency: int | None = None) -> list[RunOutcome]:
     """Run every config of ``plan`` in turn; returns one outcome per run."""
     batch_id = new_run_id("batch")
-    evaluators = build_evaluators(plan.manifest.evaluators)
+    evaluators = build_evaluators(plan.manifest.evaluators, project.root)
     code = git_identity(project.root)
     outcomes = []
     for config in plan.configs:
@@ -35,13 +36,14 @@ def execute_plan(project: Project, plan: Plan, *, concurrency: int | None = None
     return outcomes
 
 
+def dataset_record(project: Project, dataset: Dataset) -> dict:
+    """A dataset as a run header records it (rescore builds its header with this too)."""
+    return {"path": project.relative(dataset.path), "dataset_id": dataset.dataset_id, "items": len(dataset.items)}
+
+
 def _header(project: Project, plan: Plan, config: Config, evaluators, code: dict, batch_id: str) -> dict:
-    dataset = {
-        "path": project.relative(plan.dataset.path),
-        "dataset_id": plan.dataset.dataset_id,
-        "items": len(plan.dataset.items),
-    }
-    evaluator_versions = {e.name: {"type": e.type_name, "version": e.version} for e in evaluators}
+    dataset = dataset_record(project, plan.dataset)
+    evaluator_versions = describe_evaluators(evaluators)
     fingerprint = build_fingerprint(
         project=project,
         dataset=plan.dataset,
@@ -121,6 +123,7 @@ async def _execute_case(plan: Plan, config: Config, target, evaluators, item, re
         "score": scored.score,
         "passed": scored.passed,
         "started_at": iso(started_at),
+        "critical": is_critical(item.row),
     }
 
 
