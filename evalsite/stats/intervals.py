@@ -26,9 +26,9 @@ _RESAMPLE_CELLS = 1 << 22
 
 @dataclass(frozen=True)
 class Interval:
-    """A confidence interval that unpacks like a pair: ``low, high = bootstrap_ci(...)``.
-
-    ``method`` says how it was obtained, including the fallbacks for degenerate data.
+    """A confidence interval that reads like the pair (low, high): it unpacks, indexes and
+    converts (``low, high = ci``, ``ci[0]``, ``tuple(ci)``), and ``method`` says how it was
+    obtained, including the fallbacks for degenerate data.
     """
 
     low: float
@@ -38,6 +38,12 @@ class Interval:
 
     def __iter__(self) -> Iterator[float]:
         return iter((self.low, self.high))
+
+    def __getitem__(self, index: int) -> float:
+        return (self.low, self.high)[index]
+
+    def __len__(self) -> int:
+        return 2
 
 
 def bootstrap_ci(
