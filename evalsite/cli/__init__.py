@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from evalsite import __version__
-from evalsite.cli import build, query, run, runs
+from evalsite.cli import build, dataset, query, run, runs, validate
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -14,5 +14,6 @@ def main() -> None:
     """Run experiments into append-only run logs, test them honestly, publish a static site."""
 
 
-for command in (*run.COMMANDS, *runs.COMMANDS, *query.COMMANDS, *build.COMMANDS):
+for command in (*run.COMMANDS, *runs.COMMANDS, *query.COMMANDS, *build.COMMANDS, *validate.COMMANDS,
+                *dataset.COMMANDS):
     main.add_command(command)
