@@ -362,3 +362,10 @@ def test_dataset_command_errors_are_one_line(tmp_path, cli, monkeypatch):
     result = cli("dataset", "show", "bad.jsonl")
     assert result.exit_code == 1
     assert result.output == "Error: bad.jsonl: invalid JSON on line 1: Expecting property name enclosed in double quotes\n"
+
+
+def test_the_documented_example_rows_are_valid():
+    page = (REPO / "docs/reference/datasets.md").read_text()
+    block = page.split("```json\n", 1)[1].split("```", 1)[0]
+    rows = [json.loads(line) for line in block.splitlines()]
+    assert len(rows) == 3 and all(row_problems(row) == [] for row in rows)
