@@ -131,6 +131,8 @@ class _StrictLoader(yaml.SafeLoader):
 def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
     first_line: dict[Any, int] = {}
     for key_node, _ in node.value:
+        if key_node.tag == "tag:yaml.org,2002:merge":
+            continue  # `<<: *anchor`: keys written beside it override the merged ones, as YAML intends
         key = loader.construct_object(key_node, deep=deep)
         if not isinstance(key, Hashable):
             break  # construct_mapping reports the unhashable key

@@ -329,3 +329,9 @@ def test_the_documented_example_manifest_runs(example_project, cli):
     assert cli("run", "experiments/arithmetic-sweep.yaml").exit_code == 0
     cases = [line for path in (example_project / "runs").glob("*/cases.jsonl") for line in path.read_text().splitlines()]
     assert len(cases) == 240
+
+
+def test_yaml_anchors_and_merge_keys_still_work(tmp_path):
+    text = "rows: [{input: a}]\narms:\n  - &base {id: a, target: none, params: {temperature: 0}}\n  - <<: *base\n    id: b\n"
+    arms = load_manifest(manifest_file(tmp_path, text)).arms
+    assert [(arm.id, arm.target, arm.params) for arm in arms] == [("a", "none", {"temperature": 0}), ("b", "none", {"temperature": 0})]
