@@ -182,24 +182,31 @@ def _chosen_arms(manifest: Manifest, arm_ids: tuple[str, ...]) -> list[ArmSpec]:
 
 def sweep_combinations(manifest: Manifest, max_combinations: int) -> list[dict]:
     """Grid: every combination, last variable fastest. Random: ``trials`` distinct combinations
-    drawn with ``seed`` (default 0), in grid order. Without a sweep: one empty combination."""
+    drawn with ``seed`` (default 0), listed in grid order. Without a sweep: one empty combination."""
     sweep = manifest.sweep
     if not sweep:
         return [{}]
     variables = sweep["variables"]
     size = math.prod(len(values) for values in variables.values())
-    if sweep.get("mode", "grid") == "grid":
-        wanted, indexes = size, range(size)
-    else:
-        wanted = sweep["trials"]
-        if wanted > size:
-            raise PlanError(f"{manifest.path}: sweep.trials = {wanted} but the variables make only {size} "
-                            "combinations; use mode: grid")
-        indexes = sorted(random.Random(sweep.get("seed", 0)).sample(range(size), wanted))
+    random_mode = sweep.get("mode", "grid") == "random"
+    wanted = sweep["trials"] if random_mode else size
+    if random_mode and wanted > size:
+        raise PlanError(f"{manifest.path}: sweep.trials = {wanted} but the variables make only {size} "
+                        "combinations; use mode: grid")
     if wanted > max_combinations:
         raise PlanError(f"{manifest.path}: the sweep makes {wanted} combinations, more than "
                         f"limits.max_combinations = {max_combinations}; raise the limit or sweep fewer values")
+    indexes = _draw(size, wanted, sweep.get("seed", 0)) if random_mode else range(size)
     return [_combination(variables, index) for index in indexes]
+
+
+def _draw(size: int, wanted: int, seed: int) -> list[int]:
+    """``wanted`` distinct grid positions below ``size`` (which may be astronomically large)."""
+    rng = random.Random(seed)
+    chosen: set[int] = set()
+    while len(chosen) < wanted:
+        chosen.add(rng.randrange(size))
+    return sorted(chosen)
 
 
 def _combination(variables: dict[str, list], index: int) -> dict:

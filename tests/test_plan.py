@@ -114,6 +114,14 @@ def test_a_random_sweep_is_seeded_and_draws_distinct_combinations(project):
     )
 
 
+def test_a_random_sweep_draws_from_a_grid_too_large_to_list(project):
+    variables = ", ".join(f"v{i}: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]" for i in range(25))
+    text = MANIFEST + f"sweep: {{mode: random, trials: 3, variables: {{{variables}}}}}\n"
+    plan = plan_of(project, text, arm_ids=("a",))
+    assert len({json.dumps(c.sweep, sort_keys=True) for c in plan.configs}) == 3
+    assert all(len(c.prompt_variables) == 25 for c in plan.configs)
+
+
 def test_the_sweep_is_capped_with_the_count(project):
     text = MANIFEST + "sweep: {variables: {a: [1, 2, 3, 4, 5, 6, 7, 8], b: [1, 2, 3, 4, 5, 6, 7, 8], c: [1, 2, 3, 4, 5, 6, 7, 8]}}\n"
     assert refusal(project, text) == (
