@@ -15,11 +15,12 @@ import asyncio
 from dataclasses import dataclass
 from pathlib import Path
 
-from evalsite.datasets import Dataset, Item, load_dataset
+from evalsite.datasets import Dataset, Item
 from evalsite.errors import ManifestError, RunLogError
 from evalsite.evaluators import CaseView, Evaluator, build_evaluators, describe_evaluators, score_case
 from evalsite.fingerprint import dataset_identity, environment, evaluator_identity, fingerprint_hash, git_identity
 from evalsite.manifest import Manifest, load_manifest
+from evalsite.plan import manifest_dataset, selected_part
 from evalsite.project import Project
 from evalsite.runlog import Run, RunWriter, iso, new_run_id, read_run, resolve_run, utc_now
 from evalsite.runner import dataset_record
@@ -87,7 +88,7 @@ def _current_dataset(project: Project, manifest: Manifest, source: Run) -> Datas
             f"{manifest.path}: dataset is {spec['path']} but run {source.run_id} was made on {recorded}; "
             "rescore needs the run's dataset (pass --manifest with a manifest that names it)"
         )
-    return load_dataset(path, name=spec.get("name"), limit=spec.get("limit"))
+    return selected_part(manifest, manifest_dataset(project, manifest))
 
 
 def _derived_header(project: Project, source: Run, manifest: Manifest, dataset: Dataset,

@@ -13,7 +13,7 @@ import asyncio
 from dataclasses import dataclass
 from pathlib import Path
 
-from evalsite.datasets import Item, item_identity, load_rows
+from evalsite.datasets import Item, load_dataset
 from evalsite.errors import DatasetError, EvaluatorError
 from evalsite.evaluators import Evaluator, build_evaluators
 from evalsite.rescore import rescore_case
@@ -64,8 +64,7 @@ def current_items(project_root: Path, header: dict, cases_by_item: dict[str, lis
     if not path:
         return {}, "the current run does not name its dataset file"
     try:
-        rows = load_rows(project_root / path)
-        items = item_identity(rows, path)
+        items = load_dataset(project_root / path).items
     except DatasetError as exc:
         return {}, f"the dataset file cannot be read: {exc.message}"
     recorded = {item_id: cases[0].get("item_sha") for item_id, cases in cases_by_item.items()}

@@ -65,7 +65,7 @@ def _header(project: Project, plan: Plan, config: Config, evaluators, code: dict
         "fingerprint": fingerprint,
         "fingerprint_hash": fingerprint_hash(fingerprint),
         "started_at": iso(utc_now()),
-        "plan": {"items": len(plan.dataset.items), "repeat": plan.repeat, "cases": plan.cases_per_config},
+        "plan": plan.totals(config),
     }
 
 

@@ -116,7 +116,7 @@ def test_secrets_are_redacted_and_env_var_names_kept():
     }
 
 
-def test_a_secret_in_arm_settings_never_reaches_the_fingerprint(example_project, cli):
+def test_a_secret_in_arm_settings_is_refused_and_never_reaches_disk(example_project, cli):
     manifest = example_project / "experiments" / "arithmetic.yaml"
     manifest.write_text(
         manifest.read_text().replace(
@@ -124,10 +124,12 @@ def test_a_secret_in_arm_settings_never_reaches_the_fingerprint(example_project,
             "target: python:arms.arithmetic:careful\n    settings:\n      api_key: sk-never-on-disk",
         )
     )
-    cli("run", "experiments/arithmetic.yaml", "--arm", "careful", "--repeat", "1")
-    fingerprint = only_run(example_project).header["fingerprint"]
-    assert "sk-never-on-disk" not in json.dumps(fingerprint)
-    assert fingerprint["config"]["settings"] == {"api_key": REDACTED}
+    result = cli("run", "experiments/arithmetic.yaml", "--arm", "careful", "--repeat", "1")
+    assert result.exit_code == 1 and "api_key" in result.output
+    assert "sk-never-on-disk" not in result.output
+    written = [p for p in example_project.rglob("*") if p.is_file() and p != manifest]
+    assert not any(b"sk-never-on-disk" in p.read_bytes() for p in written)
+
 
 
 @pytest.mark.parametrize(

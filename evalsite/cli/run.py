@@ -7,7 +7,8 @@ from pathlib import Path
 
 import click
 
-from evalsite.cli.output import print_json, print_table
+from evalsite.cli.output import print_json, print_table, warn
+from evalsite.estimate import PlanEstimate, estimate_plan
 from evalsite.manifest import load_manifest
 from evalsite.plan import build_plan
 from evalsite.project import find_project
@@ -15,17 +16,52 @@ from evalsite.runner import execute_plan
 from evalsite.site import build_site
 
 
+def _check_assignments(context, parameter, values: tuple[str, ...]) -> tuple[str, ...]:
+    for value in values:
+        if "=" not in value or not value.partition("=")[0].strip():
+            raise click.BadParameter(f"{value!r} is not KEY=VALUE (e.g. arms.base.params.temperature=0)")
+    return values
+
+
+def _print_estimate(report: PlanEstimate) -> None:
+    columns = ["arm", "configs", "cases", "calls", "input_tokens", "output_tokens", "cost_usd"]
+    rows = [{**row, "cost_usd": _dollars(row["cost_usd"])} for row in [*report.by_arm(), report.total()]]
+    print_table(rows, columns)
+    total = report.total()
+    click.echo("estimate: tokens = characters / 4; output tokens from params.max_tokens, else the expected answer")
+    if total["unpriced_arms"]:
+        warn(f"no price for {', '.join(total['unpriced_arms'])}: their cost is unknown and not in the total")
+    if total["unknown_output_calls"]:
+        warn(f"{total['unknown_output_calls']} calls have no max_tokens and no expected answer: output counted as 0")
+    if report.over_max_cost:
+        warn(f"the estimate exceeds limits.max_cost_usd = {report.max_cost_usd}; the run stops at that ceiling")
+
+
+def _dollars(value: float | None) -> str | None:
+    return None if value is None else f"{value:.4f}"
+
+
 @click.command("run")
 @click.argument("manifest", type=click.Path(path_type=Path))
 @click.option("--arm", "arm_ids", multiple=True, help="Run only this arm (repeatable).")
 @click.option("--repeat", type=click.IntRange(min=1), help="Runs per item (overrides the manifest).")
 @click.option("--concurrency", type=click.IntRange(min=1), help="Cases in flight at once.")
+@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", callback=_check_assignments,
+              help="Patch the manifest before validation: a dotted KEY, a YAML VALUE (repeatable).")
+@click.option("--dry-run", is_flag=True, help="Print calls, tokens and estimated cost per arm; call nothing.")
 @click.option("--build", "build_after", is_flag=True, help="Build the site afterwards.")
-@click.option("--json", "as_json", is_flag=True, help="Print the run summaries as JSON.")
-def run_command(manifest: Path, arm_ids, repeat, concurrency, build_after, as_json) -> None:
+@click.option("--json", "as_json", is_flag=True, help="Print the run summaries (or the dry-run estimate) as JSON.")
+def run_command(manifest: Path, arm_ids, repeat, concurrency, overrides, dry_run, build_after, as_json) -> None:
     """Execute an experiment: one run per arm, written under runs/."""
     project = find_project()
-    plan = build_plan(project, load_manifest(manifest), arm_ids=arm_ids, repeat=repeat)
+    plan = build_plan(project, load_manifest(manifest, overrides), arm_ids=arm_ids, repeat=repeat)
+    if dry_run:
+        report = estimate_plan(plan)
+        if as_json:
+            print_json(report.to_json())
+        else:
+            _print_estimate(report)
+        return
     outcomes = execute_plan(project, plan, concurrency=concurrency)
     rows = [{"run_id": o.run_id, "arm": o.arm_id, "status": o.status, **o.summary} for o in outcomes]
     if as_json:
