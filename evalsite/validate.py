@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable
 
+from evalsite.baselines import validate_decisions
 from evalsite.datasets import DATASET_SUFFIXES, dataset_problems, read_source_rows
 from evalsite.errors import EvalsiteError
 from evalsite.evaluators import build_evaluators
@@ -113,7 +114,7 @@ def check_runs(project: Project) -> list[str]:
     return problems
 
 
-CHECKS: list[Check] = [check_manifests, check_datasets, check_locks, check_runs]
+CHECKS: list[Check] = [check_manifests, check_datasets, check_locks, check_runs, validate_decisions]
 
 
 def validate_project(project: Project, checks: list[Check] | None = None) -> list[str]:

@@ -4,6 +4,7 @@ and ``validate_decisions`` catches a decision whose run is gone or changed."""
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 
@@ -132,3 +133,13 @@ def test_validate_reports_a_bad_line_and_tolerates_a_torn_last_one(golden_projec
     cli("promote", run, "--reason", "after the crash", "--allow-dirty")
     assert path.read_text().splitlines()[-1].startswith('{"allow_dirty": true')
     assert len(validate_decisions(find_project())) == 2
+
+
+def test_validate_fails_a_decision_whose_run_is_gone(golden_project, cli):
+    run = run_arm(cli, golden_project)
+    assert cli("promote", run, "--reason", "fine", "--allow-dirty").exit_code == 0
+    assert cli("validate").exit_code == 0
+    shutil.rmtree(golden_project / "runs" / run)
+    result = cli("validate")
+    assert result.exit_code == 1
+    assert f"runs/decisions.jsonl: line 1: run {run} is missing" in result.output
