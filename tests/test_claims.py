@@ -116,4 +116,4 @@ def test_junit_and_step_summary_outputs_parse(project_with_runs, cli, tmp_path, 
     assert int(suite.get("tests")) >= 7 and suite.get("errors") == "1" and suite.get("failures") == "0"
     for summary in (step_summary, tmp_path / "pr-comment.md"):
         text = summary.read_text()
-        assert text.startswith("### evalsite claims") and "| ? mean(arm=nobody) > 0.1 |" in text
+        assert text.startswith("### evalsite claims: ") and "| ? mean(arm=nobody) > 0.1 |" in text

@@ -247,3 +247,16 @@ def test_comparability_reads_evaluator_versions_from_old_headers_too():
     old = {"dataset": {"dataset_id": "golden@1"}, "evaluators": {"exact": {"type": "exact", "version": "v1"}}}
     assert comparability(old, header("golden@1")).comparable
     assert comparability(old, header("golden@1", version="v2")).reason == "evaluator 'exact' version v1 vs v2"
+
+
+def test_the_step_summary_and_summary_file_carry_the_verdict(golden_project, cli, tmp_path, monkeypatch):
+    step_summary = tmp_path / "step.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(step_summary))
+    baseline = run_arm(cli, golden_project)
+    current = run_arm(cli, golden_project, params={"wrong": ["g01", "g02", "g04", "g05", "g06", "g07", "g08", "g09"]})
+    cli("compare", current, "--baseline", baseline, "--fail-on", "regression", "--summary", str(tmp_path / "pr.md"))
+    for path in (step_summary, tmp_path / "pr.md"):
+        text = path.read_text()
+        assert text.startswith(f"### evalsite compare: {current}")
+        assert "| 12 | 0 | 8 | 4 | 0 |" in text
+        assert "**Gate (α = 0.05):** fail — significant regression" in text

@@ -7,12 +7,11 @@ from pathlib import Path
 
 import click
 
-from evalsite.ci import TestOutcome, markdown_table, write_junit, write_summary
+from evalsite.ci import TestOutcome, write_junit, write_summary
 from evalsite.claims import HOLDS, check_claims
 from evalsite.cli.output import print_json
 from evalsite.project import find_project
-
-MARKS = {"holds": "✓", "fails": "✗", "cannot be checked": "?"}
+from evalsite.summaries import MARKS, claims_markdown
 
 
 @click.command("check-claims")
@@ -30,9 +29,7 @@ def check_claims_command(files, as_json, summary_file, junit_file) -> None:
         for r in results:
             click.echo(f"{MARKS[r.status]} {r.file}:{r.line} {r.status}: {r.text} — {r.detail}")
         click.echo(f"{sum(r.status == HOLDS for r in results)} of {len(results)} claims hold", err=True)
-    rows = [{"claim": f"{MARKS[r.status]} {r.text}", "where": f"{r.file}:{r.line}", "verdict": r.status,
-             "numbers": r.detail} for r in results]
-    write_summary("### evalsite claims\n\n" + markdown_table(rows, ["claim", "where", "verdict", "numbers"]), summary_file)
+    write_summary(claims_markdown(results), summary_file)
     if junit_file:
         write_junit(junit_file, "evalsite.claims", [
             TestOutcome(

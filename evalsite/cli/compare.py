@@ -5,13 +5,16 @@ from __future__ import annotations
 import json
 import sys
 from dataclasses import asdict
+from pathlib import Path
 
 import click
 
+from evalsite.ci import write_summary
 from evalsite.baselines import EXPLICIT, PRIOR, PROMOTED, promote
 from evalsite.cli.output import format_value, print_json
 from evalsite.compare import ALPHA, ComparisonReport, RunRef, compare_runs
 from evalsite.project import find_project
+from evalsite.summaries import compare_markdown
 from evalsite.regression import GT_CHANGED, IMPROVED, REGRESSED, THRESHOLD, RegressionReport
 
 SOURCES = {
@@ -34,7 +37,9 @@ DIFF_VALUE_WIDTH = 60
 @click.option("--fail-on", type=click.Choice(["regression"]),
               help="Exit 1 on a significant regression or a critical row newly failing.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-def compare_command(run, baseline, threshold, noise, alpha, fail_on, as_json) -> None:
+@click.option("--summary", "summary_file", type=click.Path(path_type=Path),
+              help="Append a markdown summary here (also to $GITHUB_STEP_SUMMARY when set).")
+def compare_command(run, baseline, threshold, noise, alpha, fail_on, as_json, summary_file) -> None:
     """Compare RUN with its baseline, fingerprint first.
 
     Prints the fingerprint diff, refuses runs that are not comparable, and reports what
@@ -44,6 +49,7 @@ def compare_command(run, baseline, threshold, noise, alpha, fail_on, as_json) ->
         print_json(report.to_json())
     else:
         print_report(report)
+    write_summary(compare_markdown(report), summary_file)
     if report.comparability is not None and not report.comparability.comparable:
         click.echo(f"ERROR: not comparable: {report.comparability.reason}", err=True)
         sys.exit(1)
