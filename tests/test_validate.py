@@ -13,9 +13,8 @@ from evalsite.validate import check_datasets, check_locks, check_manifests, chec
 def test_the_example_project_is_valid(example_project, cli):
     result = cli("validate")
     assert result.exit_code == 0, result.output
-    assert result.output == "ok: 1 manifest, 1 dataset, 0 locks, 0 runs checked\n"
+    assert result.output == "ok: 1 manifest, 1 dataset, 1 lock, 0 runs checked\n"
     cli("run", "experiments/arithmetic.yaml", "--repeat", "1")
-    freeze_dataset(Path("data/arithmetic.jsonl"))
     report = json.loads(cli("validate", "--json").output)
     assert report == {"ok": True, "problems": [],
                       "checked": {"manifests": 1, "datasets": 1, "locks": 1, "runs": 3}}
@@ -41,7 +40,7 @@ def test_every_problem_in_the_project_is_listed(example_project, cli):
         "data/broken.jsonl: duplicate item id 'a' on line 2 and line 3",
         "data/gone.jsonl.lock.json: locks data/gone.jsonl, which does not exist",
         "runs/not-a-run: not a run (no run.json)",
-        "6 problems (2 manifests, 2 datasets, 1 lock, 1 run checked)",
+        "6 problems (2 manifests, 2 datasets, 2 locks, 1 run checked)",
     ]
     report = json.loads(cli("validate", "--json").output)
     assert report["ok"] is False and len(report["problems"]) == 6
