@@ -102,10 +102,10 @@ def test_malformed_turns_and_unrenderable_prompts_stop_before_any_call(project, 
 
 def test_cases_run_concurrently_up_to_the_limit(project, server, cli):
     server.delay = 0.05
-    manifest = write_experiment(project, questions(12), [openai_arm(server)], concurrency=2)
-    cli("run", manifest, "--concurrency", "4")
-    assert server.max_in_flight == 4
-    assert only_run(project).header["schedule"]["concurrency"] == 4
+    manifest = write_experiment(project, questions(30), [openai_arm(server)], concurrency=2)
+    cli("run", manifest, "--concurrency", "10")
+    assert server.max_in_flight == 10  # the --concurrency flag beats the manifest's 2
+    assert only_run(project).header["schedule"]["concurrency"] == 10
 
 
 def test_critical_rows_fail_the_command(project, cli):

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 
+import httpx
+
+from evalsite.targets.http import ShardedTransport
 from tests.runner_project import (  # noqa: F401  (fixtures)
     all_runs,
     only_run,
@@ -183,3 +187,21 @@ def assert_secret_absent(root, secret: str) -> None:
     assert written, "nothing was written"
     for path in written:
         assert secret not in path.read_text(encoding="utf-8", errors="replace"), path
+
+
+def test_the_sharded_pool_grows_with_demand_and_frees_every_slot(server):
+    server.delay = 0.02
+
+    async def send(transport: ShardedTransport, url: str, count: int) -> list:
+        async with httpx.AsyncClient(transport=transport) as client:
+            body = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+            return await asyncio.gather(*(client.post(url, json=body) for _ in range(count)), return_exceptions=True)
+
+    transport = ShardedTransport(max_connections=12)
+    answers = asyncio.run(send(transport, server.url + "/v1/chat/completions", 30))
+    assert all(a.status_code == 200 for a in answers)
+    assert len(transport.shards) == 3 and transport.busy == [0, 0, 0]
+    assert server.max_in_flight == 12
+    refused = ShardedTransport(max_connections=4)
+    answers = asyncio.run(send(refused, "http://127.0.0.1:9/v1/chat/completions", 3))
+    assert all(isinstance(a, httpx.ConnectError) for a in answers) and refused.busy == [0]

@@ -18,6 +18,7 @@ from evalsite.targets.base import TransientTargetError, refuse_secret_names
 
 HTTP_SETTINGS = {"model", "base_url", "api_key_env", "headers", "headers_env", "max_connections"}
 ERROR_BODY_CHARS = 300
+CONNECTIONS_PER_SHARD = 4
 
 
 def env_value(name: object, key: str, kind: str) -> str:
@@ -104,8 +105,9 @@ class JsonClient:
         Raises :class:`TransientTargetError` for what is worth retrying.
         """
         if self._client is None:
-            limits = httpx.Limits(max_connections=self.connections, max_keepalive_connections=self.connections)
-            self._client = httpx.AsyncClient(headers=self.headers, timeout=None, limits=limits)
+            self._client = httpx.AsyncClient(
+                headers=self.headers, timeout=None, transport=ShardedTransport(self.connections)
+            )
         try:
             response = await self._client.post(self.base_url + path, json=body)
         except httpx.TimeoutException as exc:
@@ -134,6 +136,78 @@ class JsonClient:
         if self._client is not None:
             await self._client.aclose()
             self._client = None
+
+
+class ShardedTransport(httpx.AsyncBaseTransport):
+    """One client's connections spread over small httpcore pools, each request to the least busy.
+
+    httpcore re-checks every connection of a pool whenever it assigns a request, so one pool of
+    32 connections under load spends more time on bookkeeping than on calls (encode/httpx#3215:
+    157 requests/s at concurrency 32 on a 20 ms server, against 384 with pools of four). Pools
+    are added as the number of requests in flight grows, up to ``max_connections`` in total.
+    """
+
+    def __init__(self, max_connections: int):
+        self.max_shards = max(1, -(-max_connections // CONNECTIONS_PER_SHARD))
+        self.shards: list[httpx.AsyncHTTPTransport] = []
+        self.busy: list[int] = []
+
+    def _least_busy(self) -> int:
+        index = min(range(len(self.busy)), key=self.busy.__getitem__) if self.busy else None
+        if index is None or (self.busy[index] >= CONNECTIONS_PER_SHARD and len(self.shards) < self.max_shards):
+            limits = httpx.Limits(max_connections=CONNECTIONS_PER_SHARD, max_keepalive_connections=CONNECTIONS_PER_SHARD)
+            self.shards.append(httpx.AsyncHTTPTransport(limits=limits))
+            self.busy.append(0)
+            index = len(self.shards) - 1
+        return index
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        index = self._least_busy()
+        self.busy[index] += 1
+        release = _Once(lambda: self.busy.__setitem__(index, self.busy[index] - 1))
+        try:
+            response = await self.shards[index].handle_async_request(request)
+        except BaseException:
+            release()
+            raise
+        return httpx.Response(
+            response.status_code,
+            headers=response.headers,
+            stream=_ReleasingStream(response.stream, release),
+            extensions=response.extensions,
+        )
+
+    async def aclose(self) -> None:
+        for shard in self.shards:
+            await shard.aclose()
+
+
+class _Once:
+    def __init__(self, action):
+        self.action = action
+
+    def __call__(self) -> None:
+        action, self.action = self.action, None
+        if action is not None:
+            action()
+
+
+class _ReleasingStream(httpx.AsyncByteStream):
+    """A response body that frees its pool's slot when closed (read to the end or abandoned)."""
+
+    def __init__(self, stream, release: _Once):
+        self.stream = stream
+        self.release = release
+
+    async def __aiter__(self):
+        async for chunk in self.stream:
+            yield chunk
+
+    async def aclose(self) -> None:
+        try:
+            await self.stream.aclose()
+        finally:
+            self.release()
 
 
 def retry_after(value: str | None) -> float | None:
