@@ -1,8 +1,14 @@
-"""The target interface and registry."""
+"""The target interface and registry.
+
+Kinds come from :func:`register_target` calls: the built-ins' and those of installed packages
+that declare an ``evalsite.targets`` entry point (loaded the first time an unknown kind is
+asked for).
+"""
 
 from __future__ import annotations
 
 import re
+from importlib.metadata import entry_points
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Protocol
@@ -127,8 +133,19 @@ def target_kinds() -> list[str]:
     return sorted(_FACTORIES)
 
 
+def load_plugins() -> None:
+    """Import every module named by an ``evalsite.targets`` entry point (they register kinds)."""
+    for entry in entry_points(group="evalsite.targets"):
+        try:
+            entry.load()
+        except Exception as exc:  # a broken plugin must name itself, not crash with a traceback
+            raise TargetError(f"target plugin {entry.name!r} ({entry.value}) failed to load: {exc}") from None
+
+
 def make_target(spec: str, settings: dict, project_root: Path) -> Target:
     kind, _, rest = spec.partition(":")
+    if kind not in _FACTORIES:
+        load_plugins()
     factory = _FACTORIES.get(kind)
     if factory is None:
         raise TargetError(f"unknown target kind {kind!r} in {spec!r} (known: {', '.join(target_kinds())})")
