@@ -15,7 +15,7 @@ from pathlib import Path
 from evalsite.targets.base import TargetRequest, TargetResult, check_settings, register_target
 from evalsite.targets.http import (
     HTTP_SETTINGS,
-    JsonClient,
+    ModelOverHttp,
     chat_messages,
     client_from_settings,
     model_name,
@@ -28,12 +28,8 @@ DEFAULT_MAX_TOKENS = 1024
 STOP_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length", "tool_use": "tool_calls"}
 
 
-class AnthropicMessages:
+class AnthropicMessages(ModelOverHttp):
     kind = "anthropic"
-
-    def __init__(self, model: str, client: JsonClient):
-        self.model = model
-        self.client = client
 
     async def generate(self, request: TargetRequest) -> TargetResult:
         messages = chat_messages(request.input)
@@ -50,9 +46,6 @@ class AnthropicMessages:
         if error is not None:
             return TargetResult(error=error)
         return parse_message(data)
-
-    async def aclose(self) -> None:
-        await self.client.aclose()
 
 
 def parse_message(data: dict) -> TargetResult:

@@ -138,6 +138,17 @@ class JsonClient:
             self._client = None
 
 
+class ModelOverHttp:
+    """What the provider targets share: a model name and one pooled client, closed with the run."""
+
+    def __init__(self, model: str, client: JsonClient):
+        self.model = model
+        self.client = client
+
+    async def aclose(self) -> None:
+        await self.client.aclose()
+
+
 class ShardedTransport(httpx.AsyncBaseTransport):
     """One client's connections spread over small httpcore pools, each request to the least busy.
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from evalsite.targets.base import TargetRequest, TargetResult, check_settings, register_target
 from evalsite.targets.http import (
     HTTP_SETTINGS,
-    JsonClient,
+    ModelOverHttp,
     chat_messages,
     client_from_settings,
     model_name,
@@ -24,12 +24,8 @@ DEFAULT_BASE_URL = "https://api.openai.com/v1"
 BILLED_COST_HEADER = "x-litellm-response-cost"
 
 
-class OpenAIChat:
+class OpenAIChat(ModelOverHttp):
     kind = "openai"
-
-    def __init__(self, model: str, client: JsonClient):
-        self.model = model
-        self.client = client
 
     async def generate(self, request: TargetRequest) -> TargetResult:
         body = {**request.params, "model": self.model, "messages": chat_messages(request.input)}
@@ -37,9 +33,6 @@ class OpenAIChat:
         if error is not None:
             return TargetResult(error=error)
         return parse_completion(data, headers.get(BILLED_COST_HEADER))
-
-    async def aclose(self) -> None:
-        await self.client.aclose()
 
 
 def parse_completion(data: dict, billed_header: str | None) -> TargetResult:
