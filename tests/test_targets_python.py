@@ -42,16 +42,19 @@ def test_bad_results_and_exceptions_are_case_errors(project, cli):
                 return {"output": "x", "input_tokens": -1}
             if kind == "q2":
                 return {"output": "x", "tokens": 3}
+            if kind == "q3":
+                return {"input_tokens": 3}
             return None
     """)
-    result = cli("run", write_experiment(project, questions(4), [{"id": "bad", "target": "python:pt_bad:answer"}]))
+    result = cli("run", write_experiment(project, questions(5), [{"id": "bad", "target": "python:pt_bad:answer"}]))
     assert result.exit_code == 1
     errors = {c["item_id"]: c["error"] for c in only_run(project).cases}
     assert errors == {
         "q0": "ValueError: no idea",
         "q1": "target returned input_tokens=-1; expected a whole number >= 0 or null",
         "q2": "target returned unknown keys: tokens",
-        "q3": "target returned None instead of an output",
+        "q3": "target returned a dict without 'output'",
+        "q4": "target returned None instead of an output",
     }
 
 

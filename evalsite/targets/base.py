@@ -73,6 +73,8 @@ def result_from_value(value: Any) -> TargetResult:
         unknown = set(value) - set(RESULT_KEYS)
         if unknown:
             return TargetResult(error=f"target returned unknown keys: {', '.join(sorted(unknown))}")
+        if "output" not in value:
+            return TargetResult(error="target returned a dict without 'output'")
         problem = _count_problem(value)
         if problem:
             return TargetResult(error=problem)

@@ -55,7 +55,10 @@ class PythonFunction:
     def __init__(self, function: Callable, spec: str):
         self.function = function
         self.is_async = inspect.iscoroutinefunction(function)
-        parameters = inspect.signature(function).parameters
+        try:
+            parameters = inspect.signature(function).parameters
+        except (TypeError, ValueError) as exc:
+            raise TargetError(f"target python:{spec}: cannot read the function's signature: {exc}") from None
         self.takes_all = any(p.kind is p.VAR_KEYWORD for p in parameters.values())
         self.accepted = set(parameters)
         unfillable = [
