@@ -20,7 +20,7 @@ from evalsite.locks import changes_since_lock
 from evalsite.manifest import ArmSpec, Manifest, did_you_mean
 from evalsite.project import Project, cwd_relative
 from evalsite.prompts import render_input
-from evalsite.targets import target_kinds
+from evalsite.targets.base import load_plugins, target_kinds
 
 DEFAULT_MAX_CASES = 5000
 DEFAULT_MAX_COMBINATIONS = 500
@@ -281,6 +281,8 @@ def _check_distinct(plan: Plan) -> None:
 
 
 def _check_targets(plan: Plan) -> None:
+    if any(config.target.partition(":")[0] not in target_kinds() for config in plan.configs):
+        load_plugins()  # installed packages may add kinds; load them only when a kind is unknown
     kinds = target_kinds()
     index = {arm.id: position for position, arm in enumerate(plan.manifest.arms)}
     for config in plan.configs:

@@ -6,7 +6,8 @@ decides where it goes.
 
 from __future__ import annotations
 
-from evalsite.ci import markdown_table
+from evalsite.ci import TestOutcome, markdown_table
+from evalsite.runlog import read_run
 
 MARKS = {"holds": "✓", "fails": "✗", "cannot be checked": "?"}
 
@@ -55,3 +56,38 @@ def compare_markdown(report) -> str:
     gate = report.gate
     lines.append(f"\n**Gate (α = {gate.alpha}):** " + ("fail — " + "; ".join(gate.reasons) if gate.failed else "pass") + noise)
     return "\n".join(lines)
+
+
+def runs_markdown(experiment: str, batch) -> str:
+    """One row per run of an ``evalsite run`` batch, then what failed or stopped it."""
+    rows = [{"arm": run.arm_id, "run": run.run_id, "status": run.status, **run.summary} for run in batch.runs]
+    lines = [f"### evalsite run: {experiment}", "",
+             markdown_table(rows, ["arm", "run", "status", "cases", "errors", "mean_score", "pass_rate", "cost_usd"])]
+    for run in batch.runs:
+        if run.summary.get("critical_failures"):
+            lines.append(f"- {run.arm_id}: critical rows failed: {', '.join(run.summary['critical_failures'])}")
+    if batch.not_started:
+        lines.append(f"- not started: {', '.join(batch.not_started)} ({batch.stop_reason})")
+    return "\n".join(lines)
+
+
+def run_junit_outcomes(project, batch) -> list[TestOutcome]:
+    """One JUnit test case per run and item: a failure names the failing repeats and evaluators,
+    an error carries the generation error; unscored items pass only if they generated."""
+    outcomes = []
+    for run in batch.runs:
+        by_item: dict[str, list[dict]] = {}
+        for case in read_run(project.runs_dir / run.run_id).cases:
+            by_item.setdefault(str(case["item_id"]), []).append(case)
+        for item_id, cases in by_item.items():
+            errors = [c["error"] for c in cases if c.get("error")]
+            failing = sorted({s["evaluator"] for c in cases for s in c.get("scores") or [] if s.get("passed") is False})
+            failed_repeats = [c.get("repeat") for c in cases if c.get("passed") is False and not c.get("error")]
+            outcomes.append(TestOutcome(
+                name=item_id,
+                classname=f"{run.arm_id}.{run.run_id}",
+                error=errors[0] if errors else None,
+                failure=(f"repeats {failed_repeats} failed: {', '.join(failing)}" if failed_repeats and not errors else None),
+                seconds=sum((c.get("latency_ms") or 0) for c in cases) / 1000,
+            ))
+    return outcomes

@@ -44,7 +44,7 @@ def test_directives_carry_their_line():
 @pytest.fixture
 def project_with_runs(example_project, cli):
     shutil.copytree(REPO / "reports", example_project / "reports")
-    assert cli("run", "experiments/arithmetic.yaml", "--repeat", "1").exit_code == 0
+    assert cli("run", "experiments/arithmetic.yaml", "--repeat", "1", "--allow-failures").exit_code == 0
     return example_project
 
 
@@ -117,3 +117,18 @@ def test_junit_and_step_summary_outputs_parse(project_with_runs, cli, tmp_path, 
     for summary in (step_summary, tmp_path / "pr-comment.md"):
         text = summary.read_text()
         assert text.startswith("### evalsite claims: ") and "| ? mean(arm=nobody) > 0.1 |" in text
+
+
+def test_run_writes_a_step_summary_and_junit_per_item(example_project, cli, tmp_path, monkeypatch):
+    step_summary = tmp_path / "step.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(step_summary))
+    junit = tmp_path / "run.xml"
+    result = cli("run", "experiments/arithmetic.yaml", "--repeat", "1", "--arm", "careful", "--junit", str(junit))
+    assert result.exit_code == 1
+    assert step_summary.read_text().startswith("### evalsite run: arithmetic")
+    assert "| careful |" in step_summary.read_text()
+    suite = ElementTree.parse(junit).getroot().find("testsuite")
+    assert suite.get("tests") == "60" and suite.get("failures") == "4" and suite.get("errors") == "0"
+    failed = {case.get("name") for case in suite.iter("testcase") if case.find("failure") is not None}
+    rows = [json.loads(line) for line in (example_project / "data/arithmetic.jsonl").read_text().splitlines()]
+    assert failed == {row["id"] for row in rows if int(row["expected"]) >= 1000}

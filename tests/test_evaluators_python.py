@@ -157,7 +157,7 @@ def test_bad_python_references_fail_at_build(project, type_, message):
 
 def test_a_module_that_fails_to_import_is_a_build_error(project):
     name = project.write("def check(output):\n    return output ==\n")
-    with pytest.raises(EvaluatorError, match=f"importing {name}:check failed: SyntaxError"):
+    with pytest.raises(EvaluatorError, match=f"importing .{name}. failed: SyntaxError"):
         project.build({"type": f"python:{name}:check"})
 
 

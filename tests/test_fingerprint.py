@@ -27,7 +27,7 @@ def only_run(project: Path):
 
 
 def test_run_json_carries_every_fingerprint_field_and_its_hash(example_project, cli):
-    assert cli("run", "experiments/arithmetic.yaml", "--arm", "sampler", "--repeat", "1").exit_code == 0
+    assert cli("run", "experiments/arithmetic.yaml", "--arm", "sampler", "--repeat", "1", "--allow-failures").exit_code == 0
     header = only_run(example_project).header
     fingerprint = header["fingerprint"]
     assert header["fingerprint_hash"] == fingerprint_hash(fingerprint)

@@ -100,7 +100,7 @@ def test_every_problem_is_listed_not_only_the_first(tmp_path):
     ("sweep: {mode: random, variables: {style: [a, b]}}", "sweep.trials: required key is missing"),
     ("sweep: {variables: {not-a-name: [1]}}", "sweep.variables: 'not-a-name' is not allowed: must match ^[A-Za-z_][A-Za-z0-9_]*$"),
     ("schedule: {timeout: 3}",
-     "schedule.timeout: unknown key; did you mean 'timeout_s'? (allowed: max_attempts, timeout_s)"),
+     "schedule.timeout: unknown key; did you mean 'timeout_s'? (allowed: backoff_s, max_attempts, max_backoff_s, timeout_s)"),
 ])
 def test_schema_messages_name_the_key_path_and_what_is_allowed(tmp_path, extra, problem):
     assert problems(tmp_path, VALID + extra + "\n") == [problem]
@@ -326,7 +326,7 @@ def test_the_documented_example_manifest_runs(example_project, cli):
     (example_project / "experiments/arithmetic-sweep.yaml").write_text(example)
     dry = json.loads(cli("run", "experiments/arithmetic-sweep.yaml", "--dry-run", "--json").output)
     assert (len(dry["configs"]), dry["total"]["cases"]) == (6, 240)
-    assert cli("run", "experiments/arithmetic-sweep.yaml").exit_code == 0
+    assert cli("run", "experiments/arithmetic-sweep.yaml", "--allow-failures").exit_code == 0
     cases = [line for path in (example_project / "runs").glob("*/cases.jsonl") for line in path.read_text().splitlines()]
     assert len(cases) == 240
 

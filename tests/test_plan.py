@@ -185,7 +185,7 @@ def test_inline_rows_are_a_dataset_named_after_the_experiment(project):
 
 def test_an_unknown_target_kind_is_refused_before_anything_runs(project):
     assert refusal(project, MANIFEST.replace("{id: b, target: none}", "{id: b, target: nnoe}")) == (
-        "experiments/demo.yaml: arms[1].target: unknown target kind 'nnoe'; did you mean 'none'? (known: none, python)"
+        "experiments/demo.yaml: arms[1].target: unknown target kind 'nnoe'; did you mean 'none'? (known: anthropic, command, none, openai, python)"
     )
 
 
@@ -293,7 +293,7 @@ def test_dry_run_prints_the_estimate_and_calls_nothing(project, cli):
 
 def test_dry_run_of_the_example_matches_the_cases_a_real_run_makes(example_project, cli):
     dry = json.loads(cli("run", "experiments/arithmetic.yaml", "--dry-run", "--json").output)
-    assert cli("run", "experiments/arithmetic.yaml").exit_code == 0
+    assert cli("run", "experiments/arithmetic.yaml", "--allow-failures").exit_code == 0
     runs = [read_run(d) for d in sorted((example_project / "runs").iterdir())]
     made = {run.header["arm_id"]: len(run.cases) for run in runs}
     assert made == {arm["arm"]: arm["cases"] for arm in dry["arms"]} == {"careful": 180, "left_to_right": 180, "sampler": 180}
@@ -306,7 +306,7 @@ def test_a_coupled_run_makes_exactly_the_planned_cases(example_project, cli):
     args = ["run", "experiments/arithmetic.yaml", "--set", "design.mode=coupled", "--set", f"design.couplings={couplings}"]
     dry = json.loads(cli(*args, "--dry-run", "--json").output)
     assert {a["arm"]: a["cases"] for a in dry["arms"]} == {"careful": 6, "sampler": 3}
-    assert cli(*args).exit_code == 0
+    assert cli(*args, "--allow-failures").exit_code == 0
     runs = {run.header["arm_id"]: run for run in map(read_run, (example_project / "runs").iterdir())}
     assert {arm: sorted({c["item_id"] for c in run.cases}) for arm, run in runs.items()} == {
         "careful": ["q000", "q001"], "sampler": ["q059"]}
