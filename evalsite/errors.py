@@ -46,3 +46,11 @@ class RunLogError(EvalsiteError):
 
 class NotComparableError(EvalsiteError):
     """Two runs may not be compared; the message gives the reason."""
+
+
+class SourceError(EvalsiteError):
+    """A file given to ``evalsite import`` cannot be read as the format it was given as."""
+
+
+class AlreadyImportedError(EvalsiteError):
+    """A file with this sha256 was imported before; ``--again`` imports it anyway."""

@@ -6,6 +6,7 @@ import click
 
 from evalsite import __version__
 from evalsite.cli import build, query, run, runs
+from evalsite.cli import importer
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -15,4 +16,6 @@ def main() -> None:
 
 
 for command in (*run.COMMANDS, *runs.COMMANDS, *query.COMMANDS, *build.COMMANDS):
+    main.add_command(command)
+for command in importer.COMMANDS:
     main.add_command(command)
