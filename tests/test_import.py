@@ -163,6 +163,16 @@ def test_the_stream_yields_what_json_load_reads_whatever_the_chunk_size(monkeypa
     assert stream.rest == whole and stream.found and not stream.truncated
 
 
+def test_the_stream_steps_over_skipped_paths(monkeypatch):
+    monkeypatch.setattr(jsonstream, "CHUNK_CHARS", 64)
+    path = PROMPTFOO / "results.json"
+    stream = JsonArrayStream(path, ("results", "results"), skip=("config.tests",))
+    whole = json.loads(path.read_text())
+    assert list(stream) == whole["results"].pop("results")
+    del whole["config"]["tests"]
+    assert stream.rest == whole
+
+
 def test_the_stream_keeps_a_number_cut_by_a_chunk_boundary(monkeypatch, tmp_path):
     monkeypatch.setattr(jsonstream, "CHUNK_CHARS", 3)
     path = tmp_path / "n.json"

@@ -48,6 +48,9 @@ class EvalZip:
         return self
 
     def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    def close(self) -> None:
         self._raw.close()
         self._zip.close()
 

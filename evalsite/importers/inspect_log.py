@@ -76,7 +76,7 @@ class _JsonFile:
 
     def __init__(self, source: SourceImport):
         self.source = source
-        self._stream = JsonArrayStream(source.path, ("samples",), source.label)
+        self._stream = JsonArrayStream(source.path, ("samples",), source.label, skip=("reductions",))
         self.positions = _Positions(lambda: self._stream.rest)
 
     def __iter__(self) -> Iterator[tuple[str, dict]]:
@@ -100,21 +100,23 @@ class _EvalFile:
     def __init__(self, source: SourceImport):
         self.source = source
         self.truncated = False
-        with EvalZip(source.path, source.label) as log:
-            names = set(log.names())
-            if "header.json" in names:
-                self.header = log.read_json("header.json")
-            elif "_journal/start.json" in names:
-                self.header = {**log.read_json("_journal/start.json"), "status": "started"}
-            else:
-                raise SourceError(f"{source.label}: no header.json or _journal/start.json: not an Inspect .eval log")
+        self._log = EvalZip(source.path, source.label)
+        names = set(self._log.names())
+        if "header.json" in names:
+            self.header = self._log.read_json("header.json")
+        elif "_journal/start.json" in names:
+            self.header = {**self._log.read_json("_journal/start.json"), "status": "started"}
+        else:
+            self._log.close()
+            raise SourceError(f"{source.label}: no header.json or _journal/start.json: not an Inspect .eval log")
         if not isinstance(self.header, dict):
+            self._log.close()
             raise SourceError(f"{source.label}: header.json is not an object")
-        _check_version(source, self.header, required=True)
         self.positions = _Positions(lambda: self.header)
 
     def __iter__(self) -> Iterator[tuple[str, dict]]:
-        with EvalZip(self.source.path, self.source.label) as log:
+        with self._log as log:
+            _check_version(self.source, self.header, required=True)
             names = log.names()
             samples = sorted((n for n in names if SAMPLE_MEMBER.match(n)), key=self._member_order)
             for name in samples:

@@ -53,7 +53,8 @@ class _Results:
 
     def __init__(self, path: Path, label: str):
         self.jsonl = path.suffix.lower() in (".jsonl", ".ndjson")
-        self._reader = JsonLines(path, label) if self.jsonl else JsonArrayStream(path, ("results", "results"), label)
+        self._reader = JsonLines(path, label) if self.jsonl else JsonArrayStream(
+            path, ("results", "results"), label, skip=("config.tests",))  # every test again, inlined
 
     def __iter__(self) -> Iterator[tuple[str, dict]]:
         if self.jsonl:
@@ -183,7 +184,7 @@ def _scores(result: dict, where: str) -> list[SourceScore]:
             passed=component.get("pass") if isinstance(component.get("pass"), bool) else None,
             detail=component.get("reason"),
             kind=f"promptfoo:{kind}",
-            identity=redact(assertion),
+            identity=assertion,  # only its hash is kept
         ))
     return scores
 
