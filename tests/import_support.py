@@ -21,6 +21,7 @@ INSPECT_EVAL = sorted((FIXTURES / "inspect" / "logs-eval").glob("*.eval"))
 INSPECT_JSON = sorted((FIXTURES / "inspect" / "logs-json").glob("*.json"))
 LMEVAL = FIXTURES / "lmeval"
 ITEMS = FIXTURES / "data" / "items-24.jsonl"
+PLAIN = FIXTURES.parent / "plain"  # a plain per-item file as another tool might write it
 
 # the README's "Observed per-arm results": what each tool itself reported
 ALL_PASS = {"model-a": 17 / 24, "model-b": 10 / 24}

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import csv
-from pathlib import Path
-
 import pytest
 
 from import_support import (
-    ITEMS,
+    PLAIN,
     evaluator_means,
     pass_rate,
     project,  # noqa: F401  (fixture)
@@ -18,23 +15,10 @@ from import_support import (
 )
 
 
-def answer(arm: str, text: str) -> str:
-    """What the fixtures' fake server answered each arm (see fixtures/external/README.md)."""
-    prefix = "Answer: " if arm == "model-b" and "k" in text else ""
-    return (prefix + text).upper()
-
-
 def tool_rows(arms=("model-a", "model-b")) -> list[dict]:
-    """Rows as some other tool might write them: one per arm and item, with its own scorer."""
-    rows = []
-    for arm in arms:
-        for item in read_jsonl(ITEMS):
-            output = answer(arm, item["input"])
-            rows.append({"arm": arm, "id": item["id"], "input": item["input"], "expected": item["expected"],
-                         "output": output, "score.exact": float(output == item["expected"]),
-                         "scores": {"length": {"score": len(output) / 100, "detail": f"{len(output)} chars"}},
-                         "latency_ms": 12.5, "input_tokens": 7, "output_tokens": 7, "cost_usd": 0.0001})
-    return rows
+    """Rows as some other tool wrote them (tests/fixtures/plain/scored.jsonl: its answers are the
+    fixtures' fake server's, scored by tests/fixtures/plain/score.py)."""
+    return [row for row in read_jsonl(PLAIN / "scored.jsonl") if row["arm"] in arms]
 
 
 def test_jsonl_rows_become_one_run_per_arm(project, cli, tmp_path):
@@ -48,25 +32,28 @@ def test_jsonl_rows_become_one_run_per_arm(project, cli, tmp_path):
         assert evaluator_means(run)["exact"] == pytest.approx(expected)
         assert pass_rate(run) == pytest.approx(expected)  # `length` is not 0/1, so it sets no verdict
         case = run.cases[0]
-        assert (case["latency_ms"], case["input_tokens"], case["cost_usd"]) == (12.5, 7, 0.0001)
+        assert case["latency_ms"] == 12.5
         length = next(s for s in case["scores"] if s["evaluator"] == "length")
         assert (length["score"], length["detail"]) == (len(case["output"]) / 100, f"{len(case['output'])} chars")
     assert runs["model-a"].header["evaluators"] == runs["model-b"].header["evaluators"]
 
 
-def test_csv_columns_map_the_same_way(project, cli, tmp_path):
-    path = tmp_path / "scored.csv"
-    columns = ["arm", "id", "input", "expected", "output", "score.exact", "passed", "latency_ms"]
-    with open(path, "w", newline="") as handle:
-        writer = csv.DictWriter(handle, columns)
-        writer.writeheader()
-        for row in tool_rows():
-            writer.writerow({**{c: row.get(c) for c in columns}, "passed": "true" if row["score.exact"] else "false"})
-    assert cli("import", "csv", str(path)).exit_code == 0
+def test_csv_columns_map_the_same_way(project, cli):
+    assert cli("import", "csv", str(PLAIN / "scored.csv")).exit_code == 0
     runs = runs_by_arm(project)
-    assert evaluator_means(runs["model-b"]) == {"exact": pytest.approx(10 / 24)}
-    assert pass_rate(runs["model-b"]) == pytest.approx(10 / 24)
+    assert sorted(runs) == ["model-a", "model-b"]
+    lengths = [len(row["output"]) / 100 for row in tool_rows(["model-b"])]
+    assert evaluator_means(runs["model-b"]) == pytest.approx({"exact": 10 / 24, "length": sum(lengths) / 24})
+    assert pass_rate(runs["model-b"]) == pytest.approx(10 / 24)  # exact is 0/1: it decides
     assert runs["model-a"].cases[0]["latency_ms"] == 12.5
+
+
+def test_a_csv_passed_column_is_the_case_verdict(project, cli, tmp_path):
+    path = tmp_path / "verdicts.csv"
+    path.write_text("id,input,score.quality,passed\nq1,a,0.9,true\nq2,b,0.2,no\nq3,c,0.5,\n")
+    assert cli("import", "csv", str(path)).exit_code == 0
+    (run,) = runs_by_arm(project).values()
+    assert [c["passed"] for c in run.cases] == [True, False, None]
 
 
 def test_a_bad_value_names_the_line_and_field(project, cli, tmp_path):

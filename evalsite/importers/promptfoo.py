@@ -128,7 +128,7 @@ def _column(result: dict, where: str, options: ImportOptions) -> tuple[str, _Col
     if options.arm_from:
         return arm_from(result, options.arm_from, where), column
     prompt_key = column.prompt_id or column.prompt_label or str(result.get("promptIdx"))
-    return f"{column.provider}\x1f{prompt_key}", column
+    return "\x1f".join((column.provider, str(column.provider_id), prompt_key)), column
 
 
 def _arm(key: str, column: _Column, columns: dict[str, _Column], options: ImportOptions) -> str:
