@@ -10,7 +10,6 @@ import pytest
 from import_support import (
     ALL_PASS,
     PROMPTFOO,
-    evaluator_means,
     pass_rate,
     project,  # noqa: F401  (fixture)
     read_jsonl,
@@ -66,6 +65,8 @@ def test_run_header_carries_source_provider_prompt_and_fingerprint(project, cli)
     assert header["config"]["provider"]["config"]["apiKey"] == "[REDACTED]"
     assert header["config"]["prompt"]["template"] == "{% if 'k' in input %}Answer: {% endif %}{{input}}"
     assert header["evaluators"]["exact"]["type"] == "promptfoo:equals"
+    assert {name: e["weight"] for name, e in header["evaluators"].items()} == {
+        "exact": 1, "contains_expected": 1, "format": 2}
     assert header["fingerprint"]["source"]["spec"]["results_version"] == 3
     assert header["started_at"] == "2026-11-30T00:34:09.842Z"
 

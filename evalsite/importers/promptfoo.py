@@ -185,6 +185,7 @@ def _scores(result: dict, where: str) -> list[SourceScore]:
             detail=component.get("reason"),
             kind=f"promptfoo:{kind}",
             identity=assertion,  # only its hash is kept
+            weight=finite_number(assertion.get("weight", 1)),
         ))
     return scores
 

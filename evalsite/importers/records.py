@@ -58,6 +58,7 @@ class SourceScore:
     error: str | None = None
     kind: str = ""  # the evaluator type shown in run.json, e.g. ``promptfoo:equals``
     identity: Any = None  # what defines this scorer in the source: type, params, templates
+    weight: float | None = None  # its weight in the source's combined score, when it has one
 
 
 @dataclass

@@ -60,6 +60,7 @@ class _ItemSlot:
 @dataclass
 class _EvaluatorTally:
     kind: str
+    weight: float | None = None
     identities: dict[str, object] = field(default_factory=dict)  # by repr: hashed once, at the end
     binary: bool = True  # every value seen is 0 or 1, so a value says pass or fail
 
@@ -186,7 +187,7 @@ class SourceImport:
 
     @staticmethod
     def _tally(draft: _RunDraft, score: SourceScore) -> None:
-        tally = draft.evaluators.setdefault(score.evaluator, _EvaluatorTally(score.kind))
+        tally = draft.evaluators.setdefault(score.evaluator, _EvaluatorTally(score.kind, score.weight))
         if score.identity is not None:
             tally.identities.setdefault(repr(score.identity), score.identity)
         if score.value is not None and score.value not in (0.0, 1.0):
@@ -263,9 +264,14 @@ def _evaluator_versions(run: SourceRun, draft: _RunDraft, options: ImportOptions
     }
 
 
+def _evaluator_entry(tally: _EvaluatorTally, version: str) -> dict:
+    entry = {"type": tally.kind, "version": version}
+    return entry if tally.weight is None else {**entry, "weight": tally.weight}
+
+
 def _header(source: SourceImport, draft: _RunDraft, run: SourceRun, dataset: dict, versions: dict[str, str],
             batch_id: str, options: ImportOptions) -> dict:
-    evaluators = {name: {"type": draft.evaluators[name].kind, "version": v} for name, v in versions.items()}
+    evaluators = {name: _evaluator_entry(draft.evaluators[name], version) for name, version in versions.items()}
     config_id = short_hash(run.config, 16)
     fingerprint = {
         **build_fingerprint(
