@@ -16,7 +16,7 @@ from evalsite.project import find_project
 @click.argument("format_name", metavar="FORMAT", type=click.Choice(list(FORMATS)))
 @click.argument("paths", metavar="PATH...", nargs=-1, required=True,
                 type=click.Path(exists=True, path_type=Path))
-@click.option("--dataset", "dataset_name", help="Dataset name in the dataset id (default: imported).")
+@click.option("--dataset", "dataset_name", metavar="NAME", help="Dataset name in the dataset id (default: imported).")
 @click.option("--arm-from", "arm_field", metavar="FIELD", help="Dotted source field that names the arm.")
 @click.option("--scorer-file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="The code that produced the scores; its hash goes into every evaluator version.")
