@@ -105,7 +105,8 @@ def test_rank_stability_line_reports_what_rank_stability_computes(project):
     expected = rank_stability(items, seed=0)
     board = json_of("leaderboard")
     assert board["stability"]["min_size_order"] == expected.min_size_order
-    assert f"this order needs ~{expected.min_size_order} items; you have 60" in invoke("leaderboard").stdout
+    line = f"this order (careful > left_to_right > sampler) needs ~{expected.min_size_order} items; you have 60"
+    assert line in invoke("leaderboard").stdout
     report = json_of("rank-stability")
     assert report["stability"]["p_order"] == pytest.approx(list(expected.p_order))
     assert report["labels"] == list(ARMS)

@@ -106,7 +106,7 @@ def leaderboard(board: Leaderboard) -> None:
             "it groups arms only when Friedman rejects"
         )
     if board.stability is not None:
-        click.echo(f"rank stability: {stability_sentence(board.stability)}")
+        click.echo(f"rank stability: {stability_sentence(board.stability, [arm.label for arm in selection.arms])}")
     first = board.arms[0].summary
     click.echo(
         f"intervals: {first.mean_interval.method} bootstrap over items, seed {board.seed} · noise σ: spread of per-repeat "
@@ -116,19 +116,20 @@ def leaderboard(board: Leaderboard) -> None:
     _left_out(selection.left_out)
 
 
-def stability_sentence(stability: RankStability) -> str:
+def stability_sentence(stability: RankStability, labels: list[str] | tuple[str, ...]) -> str:
+    """"this order needs ~N items; you have M", naming the order by mean that was tested."""
     level = f"{stability.level:.0%}"
-    largest = stability.sizes[-1]
+    order = " > ".join(labels[arm] for arm in stability.full_order)
 
     def needs(size: int | None, what: str) -> str:
         if size is None:
-            return f"{what} is not reproduced by {level} of subsets even at {largest} items: it needs more than you have"
+            return f"{what} is not reproduced by {level} of subsets even at {stability.sizes[-1]} items"
         return f"{what} needs ~{size} items"
 
     return (
-        f"{needs(stability.min_size_order, 'this order')}; you have {stability.n_items} "
-        f"({needs(stability.min_size_top, 'the top arm')}) — {stability.n_resamples:,} random subsets per size, "
-        f"{level} of them reproducing it"
+        f"{needs(stability.min_size_order, f'this order ({order})')}; you have {stability.n_items} "
+        f"({needs(stability.min_size_top, 'the top arm')}) — {level} of {stability.n_resamples:,} random subsets "
+        "per size reproduce it"
     )
 
 
@@ -212,13 +213,12 @@ def stability(report: StabilityReport) -> None:
         f"{s.n_resamples:,} random subsets per size (without replacement), seed {s.seed}"
     )
     _dropped(report.dropped)
-    order = " > ".join(report.labels[arm] for arm in s.full_order)
-    click.echo(f"order by mean (as tested; `evalsite leaderboard` says which gaps are significant): {order}")
+    click.echo("the order by mean is tested as it is; `evalsite leaderboard` says which of its gaps are significant")
     click.echo()
     _table([{"items": size, "order reproduced": number(po), "top reproduced": number(pt)}
             for size, po, pt in zip(s.sizes, s.p_order, s.p_top)])
     click.echo()
-    click.echo(stability_sentence(s))
+    click.echo(stability_sentence(s, report.labels))
     click.echo(f"\nrank intervals ({s.level:.0%}, bootstrap over items; 1 = best):")
     _table([{"arm": label, "mean": number(mean), "rank": _rank_interval(s.rank_intervals[arm])}
             for arm, (label, mean) in enumerate(zip(report.labels, report.means))])
