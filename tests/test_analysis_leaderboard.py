@@ -86,18 +86,34 @@ def test_friedman_and_nemenyi_agree_with_independent_formulas(project):
     assert board["verdict"]["nemenyi"]["critical_difference"] == pytest.approx(q * math.sqrt(3 * 4 / (6 * 60)))
 
 
-def test_without_a_significant_friedman_test_every_arm_is_tied(example_runs, tmp_path, monkeypatch):
+def fresh_project(example_runs, tmp_path, monkeypatch, *arms: str) -> None:
+    """A project with no runs but those of ``arms``."""
     monkeypatch.chdir(tmp_path)
     for folder in ("data", "arms", "experiments"):
         shutil.copytree(example_runs / folder, tmp_path / folder)
     forget_project_modules()
-    assert invoke("run", "experiments/arithmetic.yaml", "--arm", "left_to_right", "--arm", "sampler").exit_code == 0
+    arm_options = [option for arm in arms for option in ("--arm", arm)]
+    assert invoke("run", "experiments/arithmetic.yaml", *arm_options).exit_code == 0
     forget_project_modules()
+
+
+def test_without_a_significant_friedman_test_every_arm_is_tied(example_runs, tmp_path, monkeypatch):
+    fresh_project(example_runs, tmp_path, monkeypatch, "left_to_right", "sampler")
     board = json_of("leaderboard")
     assert board["verdict"]["friedman"]["p_value"] >= 0.05
     assert [arm["rank"] for arm in board["arms"]] == ["1–2 (tied)", "1–2 (tied)"]
     assert [arm["letters"] for arm in board["arms"]] == ["a", "a"]
     assert "the data supports no order" in invoke("leaderboard").stdout
+
+
+def test_one_arm_is_listed_without_a_ranking(example_runs, tmp_path, monkeypatch):
+    fresh_project(example_runs, tmp_path, monkeypatch, "careful")
+    board = json_of("leaderboard")
+    assert [arm["rank"] for arm in board["arms"]] == ["1"]
+    assert board["verdict"]["friedman"] is None and board["stability"] is None
+    assert "order: one arm: nothing to rank" in invoke("leaderboard").stdout
+    result = invoke("rank-stability")
+    assert result.exit_code == 1 and "rank stability needs two arms" in result.stderr
 
 
 def test_rank_stability_line_reports_what_rank_stability_computes(project):
@@ -126,7 +142,7 @@ def test_runs_that_may_not_be_compared_are_left_out_with_the_reason(project):
     reasons = {entry["run_id"]: entry["reason"] for entry in board["selection"]["left_out"]}
     assert reasons.pop(rescored).startswith(f"not comparable with {newer}: evaluator 'exact' version ")
     assert reasons.pop(other_dataset) == (
-        f"on dataset {json_of('show', other_dataset)['dataset_id']}, not {dataset_id} (the file's content differs)"
+        f"on dataset {json_of('show', other_dataset)['dataset_id']}, not {dataset_id} (same name, other rows)"
     )
     assert reasons == {original["careful"]: f"an older run of the same config; {newer} is newer"}
     chosen = {arm["summary"]["arm"]["run_id"] for arm in board["arms"]}
@@ -183,3 +199,23 @@ def test_evaluator_option_ranks_on_that_evaluator(project):
     result = invoke("leaderboard", "--evaluator", "judge")
     assert result.exit_code == 1
     assert "no completed, scored run on dataset arithmetic@" in result.stderr and "has no evaluator 'judge'" in result.stderr
+
+
+def test_scores_without_a_pass_rule_have_no_pass_rate_and_no_mcnemar(project):
+    (project / "arms" / "closeness.py").write_text(
+        "def digits(output, expected):\n"
+        "    return sum(a == b for a, b in zip(output, expected)) / max(len(output), len(expected))\n"
+    )
+    manifest = edit_manifest(project, evaluators=[{"type": "python:arms.closeness:digits", "name": "digits"}])
+    new_run_all(project, manifest)
+    board = json_of("leaderboard")
+    assert list(board["selection"]["evaluators"]) == ["digits"]  # three configs each: the newer group wins
+    newest = max((arm["summary"]["arm"] for arm in board["arms"]), key=lambda run: run["started_at"])["run_id"]
+    assert {e["reason"].split(":")[0] for e in board["selection"]["left_out"]} == {f"not comparable with {newest}"}
+    for arm in board["arms"]:
+        assert arm["summary"]["pass_rate"] is None and arm["summary"]["cost"]["per_correct"] is None
+    runs = {arm["summary"]["arm"]["label"]: arm["summary"]["arm"]["run_id"] for arm in board["arms"]}
+    (comparison,) = json_of("family-test", runs["careful"], "--vs", runs["sampler"])["comparisons"]
+    assert comparison["mcnemar"] is None and comparison["sign_flip"]["p_value"] < 1
+    assert json_of("noise", runs["sampler"])["items"] == []
+    assert "no pass rule: pass/fail flakiness does not apply" in invoke("noise", runs["sampler"]).stdout

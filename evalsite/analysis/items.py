@@ -123,21 +123,28 @@ def item_matrix(database: RunsDatabase, arms: tuple[ArmRun, ...] | list[ArmRun],
         raise EvalsiteError(
             f"no item is scored in every run ({', '.join(run_ids)})" + (f": {shown}" if shown else "")
         )
-    width = max(len(_repeat_columns(cases)) for cases in per_arm)
-    cells = {name: np.full((len(kept), len(arms), width), np.nan) for name in _CELL_FIELDS}
-    recorded = np.zeros((len(kept), len(arms), width), dtype=bool)
-    for a, cases in enumerate(per_arm):
-        column = _repeat_columns(cases)
-        for i, item_id in enumerate(kept):
-            for case in cases[item_id]:
-                r = column[case["repeat"]]
-                recorded[i, a, r] = True
-                for name in _CELL_FIELDS:
-                    if case[name] is not None:
-                        cells[name][i, a, r] = case[name]
+    cells, recorded = _cells(kept, per_arm)
     shas = tuple(next((c["item_sha"] for cases in per_arm for c in cases[i] if c["item_sha"]), None) for i in kept)
     return ItemMatrix(arms, tuple(kept), shas, cells["score"], cells["passed"], cells["cost_usd"],
                       cells["latency_ms"], recorded, tuple(dropped), evaluator)
+
+
+def _cells(kept: list[str], per_arm: list[dict[str, list[dict]]]) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """Items × arms × repeats arrays of each case field (NaN = none), and where a case exists."""
+    width = max(len(_repeat_columns(cases)) for cases in per_arm)
+    shape = (len(kept), len(per_arm), width)
+    cells = {name: np.full(shape, np.nan) for name in _CELL_FIELDS}
+    recorded = np.zeros(shape, dtype=bool)
+    for arm, cases in enumerate(per_arm):
+        column = _repeat_columns(cases)
+        for row, item_id in enumerate(kept):
+            for case in cases[item_id]:
+                cell = (row, arm, column[case["repeat"]])
+                recorded[cell] = True
+                for name in _CELL_FIELDS:
+                    if case[name] is not None:
+                        cells[name][cell] = case[name]
+    return cells, recorded
 
 
 def _cases_by_item(rows: list[dict]) -> dict[str, list[dict]]:

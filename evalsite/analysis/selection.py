@@ -3,9 +3,9 @@
 A leaderboard reads one dataset (one ``dataset_id``). Of that dataset's runs it keeps the
 completed, scored ones whose evaluators agree (``compare.comparability``), and of those the
 latest run of every config: configs from one sweep share an arm id, so arms are keyed by
-``config_id``. Every other run of the dataset — interrupted, unscored, scored differently, older,
-or on another version of the same dataset file — is listed with the reason, never dropped
-silently.
+``config_id``. Every other run of the dataset — interrupted, unscored, scored differently, older —
+and every run on another version of it (same dataset name, other rows) is listed with the
+reason, never dropped silently.
 """
 
 from __future__ import annotations
@@ -143,22 +143,26 @@ def select_runs(database: RunsDatabase, dataset: str | None = None, evaluator: s
 
     ``evaluator``: also leave out runs that lack this evaluator. Raises :class:`EvalsiteError`
     when no run of the dataset can be used."""
-    rows = database.rows(RUNS_SQL)
     dataset_id = choose_dataset(datasets_with_runs(database), dataset)
-    left_out: list[LeftOut] = []
+    other_versions: list[LeftOut] = []
+    unusable: list[LeftOut] = []
     candidates: list[tuple[dict, dict]] = []
-    for row in rows:
-        reason = _other_dataset(row, dataset_id)
-        if reason is None and row["dataset_id"] == dataset_id:
-            header = read_header(Path(row["directory"]))
-            reason = _unusable(row, header, evaluator)
-            if reason is None:
-                candidates.append((row, header))
-        if reason is not None:
-            left_out.append(LeftOut(row["run_id"], row["arm_id"], reason))
+    for row in database.rows(RUNS_SQL):
+        if row["dataset_id"] != dataset_id:
+            if dataset_name(row["dataset_id"]) == dataset_name(dataset_id):
+                reason = f"on dataset {row['dataset_id']}, not {dataset_id} (same name, other rows)"
+                other_versions.append(LeftOut(row["run_id"], row["arm_id"], reason))
+            continue
+        header = read_header(Path(row["directory"]))
+        reason = _unusable(row, header, evaluator)
+        if reason is None:
+            candidates.append((row, header))
+        else:
+            unusable.append(LeftOut(row["run_id"], row["arm_id"], reason))
     if not candidates:
-        detail = "; ".join(f"{r.run_id}: {r.reason}" for r in left_out if r.reason.startswith(("status", "unscored", "has no")))
-        raise EvalsiteError(f"no completed, scored run on dataset {dataset_id}" + (f" ({detail})" if detail else ""))
+        reasons = "; ".join(f"{r.run_id}: {r.reason}" for r in unusable)
+        raise EvalsiteError(f"no completed, scored run on dataset {dataset_id} ({reasons})")
+    left_out = other_versions + unusable
     chosen, others = _largest_comparable_group(candidates)
     reference = chosen[-1]
     for row, header in others:
@@ -171,13 +175,6 @@ def select_runs(database: RunsDatabase, dataset: str | None = None, evaluator: s
     ]
     arms = _arm_runs([(row["status"], header) for row, header in latest])
     return Selection(dataset_id, tuple(arms), tuple(sorted(left_out, key=lambda r: r.run_id)), arms[0].evaluators)
-
-
-def _other_dataset(row: dict, dataset_id: str) -> str | None:
-    """Runs on another version of the same dataset file are listed; other datasets are not."""
-    if row["dataset_id"] != dataset_id and dataset_name(row["dataset_id"]) == dataset_name(dataset_id):
-        return f"on dataset {row['dataset_id']}, not {dataset_id} (the file's content differs)"
-    return None
 
 
 def _unusable(row: dict, header: dict, evaluator: str | None) -> str | None:

@@ -45,7 +45,7 @@ def _emit(report, as_json: bool, printer) -> None:
 @seed_option
 @json_option
 def leaderboard_command(dataset, evaluator, alpha, seed, as_json) -> None:
-    """Every comparable arm on one dataset, and which order the data supports.
+    """Every arm on a dataset, and the order the data supports.
 
     Quality with intervals, pass rate, cost, latency and noise per arm; the Friedman test and
     Nemenyi groups decide which arms are tied; runs left out are listed with the reason."""
@@ -123,7 +123,7 @@ def noise_command(run, k, all_items, evaluator, as_json) -> None:
 @evaluator_option
 @json_option
 def holdout_command(pilot, holdout_split, dataset, evaluator, as_json) -> None:
-    """Does the order of the arms on the pilot items hold on the holdout items?
+    """Does the pilot order of the arms hold on the holdout items?
 
     Items are split by their metadata.split in the dataset file."""
     report = holdout_report(find_project(), dataset, evaluator=evaluator, pilot=pilot, holdout=holdout_split)
