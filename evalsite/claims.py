@@ -278,7 +278,7 @@ METRICS = {
     "n": "number of items in the run",
     "errors": "number of cases whose generation failed",
     "cost_total": "total cost in USD (unknown when any case's cost is unknown)",
-    "cost_per_item": "total cost divided by the number of items",
+    "cost_per_item": "the cost of answering one item once: total cost divided by the number of cases",
     "cost_per_correct": "total cost divided by the number of passed cases",
     "latency_p50": "median latency in ms (nearest rank)",
     "latency_p95": "95th-percentile latency in ms (nearest rank)",
@@ -396,7 +396,7 @@ def _case_metric(name: str, cases: list[dict], run_id: str) -> float:
     if name == "cost_total":
         return total
     if name == "cost_per_item":
-        return total / len({c["item_id"] for c in cases})
+        return total / len(cases)
     correct = sum(1 for c in cases if c["passed"])
     if correct == 0:
         raise Uncheckable(f"run {run_id}: no passed case, so cost per correct answer is undefined")

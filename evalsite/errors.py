@@ -45,7 +45,11 @@ class RunLogError(EvalsiteError):
 
 
 class NotComparableError(EvalsiteError):
-    """Two runs may not be compared; the message gives the reason."""
+    """Two runs may not be compared; the message gives the reason. Printed as ``ERROR: <message>``,
+    the refusal line DESIGN.md promises scripts (the same as ``evalsite compare`` prints)."""
+
+    def show(self, file=None) -> None:
+        click.echo(f"ERROR: {self.format_message()}", file=file, err=file is None)
 
 
 class DecisionError(EvalsiteError):

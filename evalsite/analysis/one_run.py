@@ -1,0 +1,180 @@
+"""Analyses of one run: ``evalsite bootstrap`` (intervals) and ``evalsite noise`` (repeats).
+
+The bootstrap resamples what is independent in the run:
+
+* items carrying a cluster key (``metadata.group`` by default) are not independent of their
+  cluster, so whole clusters are resampled (cluster BCa; each item's repeats are averaged
+  first, since the two-level bootstrap does not combine with clusters);
+* otherwise, with repeats, items and then each chosen item's repeats (two-level percentile), so
+  the interval includes the noise of rerunning;
+* otherwise items (BCa).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from evalsite.analysis.items import DroppedItem, ItemMatrix, item_labels, item_matrix
+from evalsite.analysis.selection import ArmRun, runs_by_reference
+from evalsite.db import open_database
+from evalsite.errors import DatasetError
+from evalsite.project import Project
+from evalsite.stats import Flakiness, Interval, RepeatNoise, bootstrap_ci, flakiness, repeat_noise
+
+CONFIDENCE = 0.95
+SEED = 0
+N_RESAMPLES = 9999
+GROUP_KEY = "group"
+ITEMS, TWO_LEVEL, CLUSTERS = "items", "items, then repeats within each item", "clusters"
+
+
+def run_matrix(project: Project, run: str, evaluator: str | None = None) -> ItemMatrix:
+    """One run's items × 1 × repeats matrix (items without any score are listed as dropped)."""
+    return item_matrix(open_database(project.runs_dir), runs_by_reference(project.runs_dir, [run]), evaluator)
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A statistic of the run and its interval (``interval.method`` names the bootstrap)."""
+
+    value: float
+    interval: Interval
+
+
+@dataclass(frozen=True)
+class BootstrapReport:
+    """``resampled`` is what the bootstrap drew: ``items``, ``items, then repeats within each
+    item`` or ``clusters``; ``why`` says what in the data chose it. ``clusters`` counts the
+    resampled clusters (items without the key count as one cluster each)."""
+
+    run: ArmRun
+    evaluator: str | None
+    n_items: int
+    n_repeats: int
+    dropped: tuple[DroppedItem, ...]
+    resampled: str
+    why: str
+    group_key: str
+    clusters: int | None
+    confidence: float
+    n_resamples: int
+    seed: int
+    mean: Estimate
+    pass_rate: Estimate | None
+
+
+def bootstrap_report(
+    project: Project, run: str, *, evaluator: str | None = None, confidence: float = CONFIDENCE,
+    seed: int = SEED, group_key: str = GROUP_KEY,
+) -> BootstrapReport:
+    matrix = run_matrix(project, run, evaluator)
+    scores, passed = matrix.arm_scores(0), matrix.arm_passed(0)
+    groups, why = _clusters(project, matrix, group_key)
+    if groups is not None:
+        resampled, units = CLUSTERS, (np.nanmean(scores, axis=1), None if passed is None else np.nanmean(passed, axis=1))
+    elif scores.shape[1] >= 2:
+        resampled, units = TWO_LEVEL, (scores, passed)
+        why = f"{why}; the run has {scores.shape[1]} repeats"
+    else:
+        resampled, units = ITEMS, (scores[:, 0], None if passed is None else passed[:, 0])
+        why = f"{why}; one repeat"
+
+    def estimate(values: np.ndarray | None) -> Estimate | None:
+        if values is None:
+            return None
+        interval = bootstrap_ci(values, confidence=confidence, seed=seed, n_resamples=N_RESAMPLES, groups=groups)
+        return Estimate(float(np.nanmean(np.nanmean(values, axis=1)) if values.ndim == 2 else values.mean()), interval)
+
+    return BootstrapReport(
+        run=matrix.arms[0], evaluator=evaluator, n_items=matrix.n_items, n_repeats=scores.shape[1],
+        dropped=matrix.dropped, resampled=resampled, why=why, group_key=group_key,
+        clusters=None if groups is None else len(set(groups)), confidence=confidence, n_resamples=N_RESAMPLES,
+        seed=seed, mean=estimate(units[0]), pass_rate=estimate(units[1]),
+    )
+
+
+def _clusters(project: Project, matrix: ItemMatrix, key: str) -> tuple[list[str] | None, str]:
+    """Cluster labels when some item has ``metadata[key]``, and a note on how that was decided."""
+    try:
+        labels = item_labels(project, matrix, key)
+    except DatasetError as exc:
+        return None, f"metadata unknown ({exc.message}), so no clusters"
+    if labels.labelled == 0:
+        return None, f"no item has metadata.{key}"
+    groups = [value if value is not None else f"\0item:{item_id}" for value, item_id in zip(labels.values, matrix.item_ids)]
+    alone = matrix.n_items - labels.labelled
+    note = f"{labels.labelled} items have metadata.{key}" + (f"; {alone} without it are clusters of one" if alone else "")
+    return groups, note + ("; repeats averaged per item first" if matrix.arm_scores(0).shape[1] >= 2 else "")
+
+
+@dataclass(frozen=True)
+class ItemFlakiness:
+    """One item's pass/fail across repeats: Wilson interval of its pass rate, pass@k and pass^k;
+    ``flaky`` when it both passed and failed."""
+
+    item_id: str
+    runs: int
+    passed: int
+    pass_rate: float
+    wilson: tuple[float, float]
+    pass_at_k: float | None
+    pass_hat_k: float | None
+    flaky: bool
+
+
+@dataclass(frozen=True)
+class NoiseReport:
+    """``evalsite noise``: the run's spread across repeats and each item's flakiness.
+
+    ``noise`` is None with one repeat; ``flakiness`` is None without a pass rule. ``k`` is the
+    number of repeats pass@k and pass^k draw (default: the fewest repeats any item has)."""
+
+    run: ArmRun
+    evaluator: str | None
+    n_items: int
+    n_repeats: int
+    dropped: tuple[DroppedItem, ...]
+    noise: RepeatNoise | None
+    k: int | None
+    confidence: float
+    mean_pass_at_k: float | None
+    mean_pass_hat_k: float | None
+    items: tuple[ItemFlakiness, ...]
+    method: str = ""
+
+    @property
+    def flaky_items(self) -> tuple[ItemFlakiness, ...]:
+        return tuple(item for item in self.items if item.flaky)
+
+
+def noise_report(
+    project: Project, run: str, *, evaluator: str | None = None, k: int | None = None, confidence: float = CONFIDENCE
+) -> NoiseReport:
+    matrix = run_matrix(project, run, evaluator)
+    scores, passed = matrix.arm_scores(0), matrix.arm_passed(0)
+    noise = repeat_noise(scores) if scores.shape[1] >= 2 else None
+    result: Flakiness | None = None if passed is None else flakiness(passed, k=k, confidence=confidence)
+    return NoiseReport(
+        run=matrix.arms[0], evaluator=evaluator, n_items=matrix.n_items, n_repeats=scores.shape[1],
+        dropped=matrix.dropped, noise=noise, k=None if result is None else result.k, confidence=confidence,
+        mean_pass_at_k=None if result is None else _defined(result.mean_pass_at_k),
+        mean_pass_hat_k=None if result is None else _defined(result.mean_pass_hat_k),
+        items=() if result is None else _items(matrix.item_ids, result),
+        method="" if result is None else result.method,
+    )
+
+
+def _items(item_ids: tuple[str, ...], result: Flakiness) -> tuple[ItemFlakiness, ...]:
+    return tuple(
+        ItemFlakiness(item_id, runs, passed, rate, wilson, _defined(at_k), _defined(hat_k), 0 < passed < runs)
+        for item_id, runs, passed, rate, wilson, at_k, hat_k in zip(
+            item_ids, result.n_runs, result.n_passed, result.pass_rate, result.wilson, result.pass_at_k, result.pass_hat_k
+        )
+    )
+
+
+def _defined(value: float) -> float | None:
+    return None if math.isnan(value) else value

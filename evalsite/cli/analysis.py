@@ -1,0 +1,133 @@
+"""``evalsite leaderboard``, ``family-test``, ``bootstrap``, ``rank-stability``, ``noise`` and ``holdout``."""
+
+from __future__ import annotations
+
+import click
+
+from evalsite.analysis import (
+    bootstrap_report,
+    family_test,
+    holdout_report,
+    leaderboard,
+    noise_report,
+    plain,
+    stability_report,
+)
+from evalsite.cli import analysis_output as show
+from evalsite.cli.output import print_json
+from evalsite.project import find_project
+
+LEVEL = click.FloatRange(0, 1, min_open=True, max_open=True)
+
+
+dataset_option = click.option(
+    "--dataset", metavar="ID", help="Dataset id, unique prefix, or name (optional when one dataset has runs)."
+)
+evaluator_option = click.option(
+    "--evaluator", metavar="NAME", help="Rank on this evaluator's scores (default: the case score, all evaluators combined)."
+)
+seed_option = click.option("--seed", type=int, default=0, show_default=True, help="Seed of every random resample.")
+json_option = click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+alpha_option = click.option("--alpha", type=LEVEL, default=0.05, show_default=True, help="Significance level.")
+
+
+def _emit(report, as_json: bool, printer) -> None:
+    if as_json:
+        print_json(plain(report))
+    else:
+        printer(report)
+
+
+@click.command("leaderboard")
+@dataset_option
+@evaluator_option
+@alpha_option
+@seed_option
+@json_option
+def leaderboard_command(dataset, evaluator, alpha, seed, as_json) -> None:
+    """Every arm on a dataset, and the order the data supports.
+
+    Quality with intervals, pass rate, cost, latency and noise per arm; the Friedman test and
+    Nemenyi groups decide which arms are tied; runs left out are listed with the reason."""
+    _emit(leaderboard(find_project(), dataset, evaluator=evaluator, alpha=alpha, seed=seed), as_json, show.leaderboard)
+
+
+@click.command("family-test")
+@click.argument("run")
+@click.option("--vs", "others", metavar="RUN", multiple=True, required=True, help="A run of the family (repeat for each).")
+@alpha_option
+@click.option("--effect", type=click.FloatRange(min=0, min_open=True),
+              help="A mean difference to detect: print how many items that needs.")
+@evaluator_option
+@seed_option
+@json_option
+def family_test_command(run, others, alpha, effect, evaluator, seed, as_json) -> None:
+    """RUN against a declared family of runs, Holm-corrected.
+
+    Paired sign-flip test per comparison (McNemar beside it for pass/fail), raw and adjusted p,
+    verdict at α, noise, and the power of each comparison."""
+    report = family_test(find_project(), run, list(others), alpha=alpha, effect=effect, evaluator=evaluator, seed=seed)
+    _emit(report, as_json, show.family)
+
+
+@click.command("bootstrap")
+@click.argument("run")
+@click.option("--confidence", type=LEVEL, default=0.95, show_default=True, help="Confidence level of the intervals.")
+@seed_option
+@click.option("--group", "group_key", metavar="KEY", default="group", show_default=True,
+              help="metadata key whose items form clusters, resampled whole.")
+@evaluator_option
+@json_option
+def bootstrap_command(run, confidence, seed, group_key, evaluator, as_json) -> None:
+    """Intervals for RUN's mean and pass rate.
+
+    Clustered when items carry metadata.<group>, two-level when the run has repeats, else BCa
+    over items; the output says which and why."""
+    report = bootstrap_report(find_project(), run, evaluator=evaluator, confidence=confidence, seed=seed, group_key=group_key)
+    _emit(report, as_json, show.bootstrap)
+
+
+@click.command("rank-stability")
+@dataset_option
+@evaluator_option
+@seed_option
+@json_option
+def rank_stability_command(dataset, evaluator, seed, as_json) -> None:
+    """How many items the order of the arms on a dataset needs.
+
+    Share of random item subsets that reproduce the order and the top arm, per subset size,
+    and each arm's bootstrap rank interval."""
+    _emit(stability_report(find_project(), dataset, evaluator=evaluator, seed=seed), as_json, show.stability)
+
+
+@click.command("noise")
+@click.argument("run")
+@click.option("--k", type=click.IntRange(min=1), help="Repeats drawn by pass@k and pass^k (default: the fewest any item has).")
+@click.option("--all", "all_items", is_flag=True, help="List every item, not only the flaky ones.")
+@evaluator_option
+@json_option
+def noise_command(run, k, all_items, evaluator, as_json) -> None:
+    """RUN's spread across repeats and each item's flakiness.
+
+    Per-repeat means and their spread; per item the pass rate across repeats with its Wilson
+    interval, pass@k and pass^k."""
+    report = noise_report(find_project(), run, evaluator=evaluator, k=k)
+    _emit(report, as_json, lambda r: show.noise(r, all_items))
+
+
+@click.command("holdout")
+@click.option("--pilot", default="pilot", show_default=True, help="metadata.split value of the pilot items.")
+@click.option("--holdout", "holdout_split", default="holdout", show_default=True,
+              help="metadata.split value of the holdout items.")
+@dataset_option
+@evaluator_option
+@json_option
+def holdout_command(pilot, holdout_split, dataset, evaluator, as_json) -> None:
+    """Does the pilot order of the arms hold on the holdout items?
+
+    Items are split by their metadata.split in the dataset file."""
+    report = holdout_report(find_project(), dataset, evaluator=evaluator, pilot=pilot, holdout=holdout_split)
+    _emit(report, as_json, show.holdout)
+
+
+COMMANDS = [leaderboard_command, family_test_command, bootstrap_command, rank_stability_command, noise_command, holdout_command]

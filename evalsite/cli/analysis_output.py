@@ -1,0 +1,287 @@
+"""Text output of the analysis commands: every figure with the method and the kind of p behind it."""
+
+from __future__ import annotations
+
+import math
+
+import click
+
+from evalsite.analysis import (
+    BootstrapReport,
+    FamilyTest,
+    HoldoutReport,
+    Leaderboard,
+    NoiseReport,
+    StabilityReport,
+)
+from evalsite.analysis.items import DroppedItem
+from evalsite.analysis.selection import LeftOut
+from evalsite.cli.output import print_table
+from evalsite.stats import Interval, RankStability, SignFlipResult
+
+SHOWN_DROPPED = 10
+
+
+def _table(rows: list[dict]) -> None:
+    """Rows of already formatted cells, columns in the order of the first row's keys."""
+    print_table(rows, list(rows[0]))
+
+
+def number(value: float | None, digits: int = 3) -> str:
+    return "—" if value is None or math.isnan(value) else f"{value:.{digits}f}"
+
+
+def p_value(value: float | None) -> str:
+    return "—" if value is None or math.isnan(value) else f"{value:.4g}"
+
+
+def usd(value: float | None) -> str:
+    return "unknown" if value is None else f"${value:.3g}"
+
+
+def interval(ci: Interval | None) -> str:
+    if ci is None:
+        return "—"
+    if math.isnan(ci.low):
+        return "undefined"
+    return f"[{ci.low:.3f}, {ci.high:.3f}]"
+
+
+def _scored_by(evaluator: str | None, evaluators: dict[str, str | None]) -> str:
+    """What the scores are: one evaluator's, or the case score combining every evaluator."""
+    if evaluator:
+        return f"score: evaluator {evaluator} {evaluators.get(evaluator)}"
+    versions = ", ".join(f"{name} {version}" for name, version in evaluators.items())
+    return f"score: the case score ({versions})"
+
+
+def _dropped(dropped: tuple[DroppedItem, ...]) -> None:
+    if not dropped:
+        return
+    shown = ", ".join(f"{d.item_id} ({d.reason})" for d in dropped[:SHOWN_DROPPED])
+    more = f", and {len(dropped) - SHOWN_DROPPED} more" if len(dropped) > SHOWN_DROPPED else ""
+    click.echo(f"items left out ({len(dropped)}): {shown}{more}")
+
+
+def _left_out(left_out: tuple[LeftOut, ...]) -> None:
+    if not left_out:
+        click.echo("runs left out: none")
+        return
+    click.echo(f"runs left out ({len(left_out)}):")
+    _table([{"run": r.run_id, "arm": r.arm_id, "reason": r.reason} for r in left_out])
+
+
+def leaderboard(board: Leaderboard) -> None:
+    selection = board.selection
+    click.echo(f"leaderboard · dataset {selection.dataset_id} · {_scored_by(board.evaluator, selection.evaluators)}")
+    click.echo(f"{len(board.arms)} arm{'s' * (len(board.arms) != 1)} · {board.n_items} items scored in every arm")
+    _dropped(board.dropped)
+    confidence = board.arms[0].summary.mean_interval.confidence
+    ci_column = f"{confidence:.0%} CI"
+    rows = [
+        {
+            "rank": arm.rank, "group": arm.letters, "arm": arm.summary.arm.label, "mean": number(arm.summary.mean),
+            ci_column: interval(arm.summary.mean_interval), "pass rate": number(arm.summary.pass_rate),
+            "cost/item": usd(arm.summary.cost.per_item), "cost/correct": usd(arm.summary.cost.per_correct),
+            "p50 ms": number(arm.summary.latency.p50_ms, 1), "p95 ms": number(arm.summary.latency.p95_ms, 1),
+            "noise σ": number(arm.summary.noise.std) if arm.summary.noise else "—",
+            "mean rank": number(arm.mean_rank, 2), "run": arm.summary.arm.run_id,
+        }
+        for arm in board.arms
+    ]
+    click.echo()
+    _table(rows)
+    click.echo()
+    verdict = board.verdict
+    click.echo(f"order: {verdict.statement}")
+    if verdict.friedman is not None:
+        f = verdict.friedman
+        click.echo(
+            f"Friedman χ² = {f.statistic:.3f} (tie-corrected), p = {p_value(f.p_value)} (permutation p: Monte Carlo over "
+            f"{f.n_resamples:,} within-item shuffles, seed {f.seed}, ± {f.std_error:.2g}); asymptotic χ² p = {p_value(f.p_value_chi2)}"
+        )
+        n = verdict.nemenyi
+        click.echo(
+            f"{n.method}: critical difference {n.critical_difference:.3f} in mean rank at α = {n.alpha}; "
+            "it groups arms only when Friedman rejects"
+        )
+    if board.stability is not None:
+        click.echo(f"rank stability: {stability_sentence(board.stability, [arm.label for arm in selection.arms])}")
+    first = board.arms[0].summary
+    click.echo(
+        f"intervals: {first.mean_interval.method} bootstrap over items, seed {board.seed} · noise σ: spread of per-repeat "
+        "means · cost: USD over the compared cases, unknown when any case's cost is · latency: nearest rank"
+    )
+    click.echo()
+    _left_out(selection.left_out)
+
+
+def stability_sentence(stability: RankStability, labels: list[str] | tuple[str, ...]) -> str:
+    """"this order needs ~N items; you have M", naming the order by mean that was tested."""
+    level = f"{stability.level:.0%}"
+    order = " > ".join(labels[arm] for arm in stability.full_order)
+
+    def needs(size: int | None, what: str) -> str:
+        if size is None:
+            return f"{what} is not reproduced by {level} of subsets even at {stability.sizes[-1]} items"
+        return f"{what} needs ~{size} items"
+
+    return (
+        f"{needs(stability.min_size_order, f'this order ({order})')}; you have {stability.n_items} "
+        f"({needs(stability.min_size_top, 'the top arm')}) — {level} of {stability.n_resamples:,} random subsets "
+        "per size reproduce it"
+    )
+
+
+def _sign_flip_kind(test: SignFlipResult) -> str:
+    if test.kind == "exact":
+        return f"exact ({test.method})"
+    return f"monte-carlo ({test.n_resamples:,} draws, ± {test.std_error:.2g})"
+
+
+def family(report: FamilyTest) -> None:
+    run = report.run
+    m = len(report.comparisons)
+    click.echo(
+        f"family-test · {run.label} ({run.run_id}) vs {m} run{'s' * (m != 1)} · α = {report.alpha} · "
+        f"{report.correction} ({m} comparison{'s' * (m != 1)})"
+    )
+    click.echo(_scored_by(report.evaluator, run.evaluators))
+    for arm in (run, *(c.other for c in report.comparisons)):
+        if arm.status != "completed":
+            click.echo(f"note: run {arm.run_id} is {arm.status}; its numbers may still change")
+    rows = [
+        {
+            "vs": c.other.label, "items": c.n_items, "mean": number(c.mean), "other": number(c.other_mean),
+            "Δ": f"{c.mean_diff:+.3f}", "sign-flip p": p_value(c.sign_flip.p_value), "kind": _sign_flip_kind(c.sign_flip),
+            "Holm p": p_value(c.holm_p), "McNemar p": p_value(c.mcnemar.p_value) if c.mcnemar else "—",
+            "McNemar Holm p": p_value(c.mcnemar_holm_p), "noise": _noise_label(c.noise, c.within_noise),
+            "verdict": c.verdict,
+        }
+        for c in report.comparisons
+    ]
+    click.echo()
+    _table(rows)
+    click.echo()
+    click.echo(
+        "sign-flip: two-sided paired randomisation test on per-item means over repeats; McNemar: exact binomial test "
+        "on discordant pass/fail items (an item passes when at least half its repeats pass)"
+    )
+    click.echo(
+        f"power: normal approximation, two-sided paired test at α/m = {report.power_alpha:.4g} (Holm's strictest step), "
+        f"power {report.power}"
+    )
+    for c in report.comparisons:
+        detectable = "no effect (too few items)" if math.isinf(c.detectable.effect) else f"|Δ| ≥ {c.detectable.effect:.3f}"
+        needed = "" if c.needed is None else f"; |Δ| = {report.effect} needs {c.needed.n} items"
+        click.echo(f"  vs {c.other.label}: {c.n_items} items detect {detectable}{needed}")
+    dropped = [c for c in report.comparisons if c.dropped]
+    for c in dropped:
+        click.echo(f"vs {c.other.label}: {c.dropped} items not scored in both runs were left out")
+
+
+def _noise_label(noise: float | None, within: bool | None) -> str:
+    if noise is None:
+        return "unknown"
+    return f"{'within' if within else 'beyond'} {noise:.3f}"
+
+
+def bootstrap(report: BootstrapReport) -> None:
+    run = report.run
+    click.echo(
+        f"bootstrap · {run.label} ({run.run_id}) · {report.n_items} items × {report.n_repeats} repeat"
+        f"{'s' * (report.n_repeats != 1)} · {_scored_by(report.evaluator, run.evaluators)}"
+    )
+    clusters = f" ({report.clusters} clusters of metadata.{report.group_key})" if report.clusters is not None else ""
+    click.echo(f"resampled: {report.resampled}{clusters} — {report.why}")
+    _dropped(report.dropped)
+    rows = [
+        {"statistic": name, "value": number(estimate.value), f"{report.confidence:.0%} interval": interval(estimate.interval),
+         "method": estimate.interval.method}
+        for name, estimate in (("mean", report.mean), ("pass rate", report.pass_rate)) if estimate is not None
+    ]
+    click.echo()
+    _table(rows)
+    click.echo()
+    click.echo(f"{report.n_resamples:,} resamples, seed {report.seed}" + ("" if report.pass_rate else "; no pass rule, so no pass rate"))
+
+
+def stability(report: StabilityReport) -> None:
+    s = report.stability
+    click.echo(
+        f"rank stability · dataset {report.selection.dataset_id} · {len(report.labels)} arms · {report.n_items} items · "
+        f"{s.n_resamples:,} random subsets per size (without replacement), seed {s.seed}"
+    )
+    _dropped(report.dropped)
+    click.echo("the order by mean is tested as it is; `evalsite leaderboard` says which of its gaps are significant")
+    click.echo()
+    _table([{"items": size, "order reproduced": number(po), "top reproduced": number(pt)}
+            for size, po, pt in zip(s.sizes, s.p_order, s.p_top)])
+    click.echo()
+    click.echo(stability_sentence(s, report.labels))
+    click.echo(f"\nrank intervals ({s.level:.0%}, bootstrap over items; 1 = best):")
+    _table([{"arm": label, "mean": number(mean), "rank": _rank_interval(s.rank_intervals[arm])}
+            for arm, (label, mean) in enumerate(zip(report.labels, report.means))])
+    click.echo()
+    _left_out(report.selection.left_out)
+
+
+def _rank_interval(bounds: tuple[float, float]) -> str:
+    low, high = (f"{b:g}" for b in bounds)
+    return low if low == high else f"{low}–{high}"
+
+
+def noise(report: NoiseReport, all_items: bool) -> None:
+    run = report.run
+    click.echo(f"noise · {run.label} ({run.run_id}) · {report.n_items} items × {report.n_repeats} repeats · {_scored_by(report.evaluator, run.evaluators)}")
+    _dropped(report.dropped)
+    if report.noise is None:
+        click.echo("one repeat: the run-to-run spread cannot be measured; rerun with --repeat N (N ≥ 2)")
+    else:
+        means = ", ".join(number(m) for m in report.noise.repeat_means)
+        click.echo(
+            f"repeat means: {means} → run-to-run spread σ = {number(report.noise.std)} ({report.noise.method}); "
+            "a difference between arms within it is noise"
+        )
+    if report.k is None:
+        click.echo("no pass rule: pass/fail flakiness does not apply")
+        return
+    flaky = report.flaky_items
+    click.echo(f"flaky items (passed in some repeats, failed in others): {len(flaky)} of {report.n_items}")
+    click.echo(
+        f"pass@{report.k} = {number(report.mean_pass_at_k)}, pass^{report.k} = {number(report.mean_pass_hat_k)} "
+        f"(means over items; {report.method}, {report.confidence:.0%})"
+    )
+    listed = report.items if all_items else flaky
+    if listed:
+        click.echo()
+        columns = ["item", "runs", "passed", "pass rate", "Wilson interval", f"pass@{report.k}", f"pass^{report.k}"]
+        _table([dict(zip(columns, (i.item_id, i.runs, i.passed, number(i.pass_rate),
+                                   f"[{i.wilson[0]:.3f}, {i.wilson[1]:.3f}]", number(i.pass_at_k), number(i.pass_hat_k))))
+                for i in listed])
+    if not all_items:
+        click.echo("\n(flaky items only; --all lists every item)")
+
+
+def holdout(report: HoldoutReport) -> None:
+    check = report.check
+    click.echo(
+        f"holdout · dataset {report.selection.dataset_id} · pilot: {report.pilot_items} items (metadata.split = "
+        f"{report.pilot}) · holdout: {report.holdout_items} items (metadata.split = {report.holdout}) · "
+        f"{report.other_items} in neither"
+    )
+    if report.split.stale:
+        click.echo(f"{report.split.stale} items changed in {report.split.source} since the runs; their split is unknown")
+    click.echo()
+    _table([{"arm": label, "pilot mean": number(p), "holdout mean": number(h)}
+            for label, p, h in zip(report.labels, check.pilot_means, check.holdout_means)])
+    click.echo()
+    click.echo(f"pilot order:   {' > '.join(report.labels[a] for a in check.pilot_order)}")
+    click.echo(f"holdout order: {' > '.join(report.labels[a] for a in check.holdout_order)}")
+    click.echo(
+        f"order holds: {'yes' if check.order_holds else 'no'} · top holds: {'yes' if check.top_holds else 'no'} · "
+        f"Kendall τ-b = {number(check.kendall_tau)} (p = {p_value(check.kendall_p_value)}, scipy.stats.kendalltau: exact "
+        f"for few arms without ties, else asymptotic) — {check.method}"
+    )
+    click.echo()
+    _left_out(report.selection.left_out)

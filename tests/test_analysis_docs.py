@@ -1,0 +1,39 @@
+"""The analysis docs: the Python API examples run as written, and every command and option is
+documented in docs/reference/commands/analysis.md."""
+
+from __future__ import annotations
+
+import doctest
+import re
+
+import pytest
+
+from analysis_support import example_runs, project  # noqa: F401
+from conftest import REPO
+from evalsite.cli.analysis import COMMANDS
+
+API = REPO / "docs" / "reference" / "python-api.md"
+COMMANDS_DOC = REPO / "docs" / "reference" / "commands" / "analysis.md"
+
+
+def test_python_api_examples_run_in_the_example_project(project):
+    result = doctest.testfile(str(API), module_relative=False, optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted > 10
+    assert result.failed == 0
+
+
+def section(name: str) -> str:
+    text = COMMANDS_DOC.read_text()
+    match = re.search(rf"^## evalsite {re.escape(name)}\n(.*?)(?=^## |\Z)", text, re.MULTILINE | re.DOTALL)
+    assert match, f"no section '## evalsite {name}'"
+    return match.group(1)
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=lambda c: c.name)
+def test_every_command_and_option_is_documented_and_takes_json(command):
+    body = section(command.name)
+    options = [opt for param in command.params for opt in param.opts if opt.startswith("--")]
+    assert "--json" in options
+    for option in options:
+        assert f"`{option}" in body, f"{command.name}: {option} is not in its options table"
+    assert "```console" in body, f"{command.name}: no example output"

@@ -1,0 +1,121 @@
+"""``evalsite family-test``: sign-flip and McNemar p-values recomputed independently, Holm by
+hand, power by its formula, and the refusal of runs that may not be compared."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats as scipy_stats
+
+from analysis_support import edit_manifest, example_runs, invoke, item_repeat_matrix, json_of, new_run, project, run_id  # noqa: F401
+
+
+def exact_sign_flip_p(diffs: np.ndarray, unit: int) -> float:
+    """Two-sided sign-flip p by the distribution of sum(±|d|) over integer multiples of 1/unit,
+    built as a plain dictionary (independent of evalsite's grid engine)."""
+    magnitudes = [int(round(abs(d) * unit)) for d in diffs if round(d * unit) != 0]
+    distribution = {0: 1.0}
+    for m in magnitudes:
+        step: dict[int, float] = {}
+        for total, p in distribution.items():
+            step[total + m] = step.get(total + m, 0.0) + p / 2
+            step[total - m] = step.get(total - m, 0.0) + p / 2
+        distribution = step
+    observed = abs(round(sum(diffs) * unit))
+    return sum(p for total, p in distribution.items() if abs(total) >= observed)
+
+
+def per_item(project, arm: str, field: str = "score") -> np.ndarray:
+    return item_repeat_matrix(project, run_id(project, arm), field)[1]
+
+
+def test_family_numbers_match_independent_computations(project):
+    careful, l2r, sampler = (run_id(project, arm) for arm in ("careful", "left_to_right", "sampler"))
+    report = json_of("family-test", careful, "--vs", l2r, "--vs", sampler)
+
+    raw = []
+    for comparison, arm in zip(report["comparisons"], ("left_to_right", "sampler")):
+        diffs = per_item(project, "careful").mean(axis=1) - per_item(project, arm).mean(axis=1)
+        expected_p = exact_sign_flip_p(diffs, unit=3)
+        assert comparison["sign_flip"]["p_value"] == pytest.approx(expected_p, rel=1e-9)
+        assert comparison["sign_flip"]["kind"] == "exact"
+        assert comparison["mean_diff"] == pytest.approx(diffs.mean())
+        raw.append(expected_p)
+        mine = per_item(project, "careful", "passed").mean(axis=1) >= 0.5
+        theirs = per_item(project, arm, "passed").mean(axis=1) >= 0.5
+        only_mine, only_theirs = int(np.sum(mine & ~theirs)), int(np.sum(~mine & theirs))
+        assert (comparison["mcnemar"]["b"], comparison["mcnemar"]["c"]) == (only_mine, only_theirs)
+        assert comparison["mcnemar"]["p_value"] == pytest.approx(
+            scipy_stats.binomtest(only_mine, only_mine + only_theirs, 0.5).pvalue
+        )
+
+    smaller, larger = sorted(raw)
+    holm_by_hand = {smaller: min(1.0, 2 * smaller), larger: min(1.0, max(2 * smaller, larger))}
+    assert [c["holm_p"] for c in report["comparisons"]] == pytest.approx([holm_by_hand[p] for p in raw])
+    assert [c["verdict"] for c in report["comparisons"]] == [
+        "careful better than left_to_right", "careful better than sampler",
+    ]
+
+
+def test_holm_changes_the_verdict_of_a_borderline_comparison(project):
+    """Against the family {sampler, left_to_right}, left_to_right vs sampler is not significant,
+    and Holm's adjusted p is never below the raw one."""
+    l2r, sampler, careful = (run_id(project, arm) for arm in ("left_to_right", "sampler", "careful"))
+    report = json_of("family-test", l2r, "--vs", sampler, "--vs", careful)
+    vs_sampler, vs_careful = report["comparisons"]
+    assert vs_sampler["holm_p"] >= vs_sampler["sign_flip"]["p_value"]
+    assert vs_sampler["verdict"] == "no significant difference"
+    assert vs_careful["verdict"] == "left_to_right worse than careful"
+
+
+def test_noise_labels_a_difference_within_the_spread_of_repeats(project):
+    l2r, sampler = run_id(project, "left_to_right"), run_id(project, "sampler")
+    (comparison,) = json_of("family-test", l2r, "--vs", sampler)["comparisons"]
+    spread = np.std(per_item(project, "sampler").mean(axis=0), ddof=1)
+    assert comparison["noise"] == pytest.approx(spread)
+    assert comparison["within_noise"] is bool(abs(comparison["mean_diff"]) <= spread)
+
+
+def test_power_follows_the_normal_approximation_at_alpha_over_m(project):
+    careful, l2r, sampler = (run_id(project, arm) for arm in ("careful", "left_to_right", "sampler"))
+    report = json_of("family-test", careful, "--vs", l2r, "--vs", sampler, "--effect", "0.1", "--alpha", "0.1")
+    assert report["power_alpha"] == pytest.approx(0.05)
+    z = scipy_stats.norm.ppf(1 - 0.05 / 2) + scipy_stats.norm.ppf(0.8)
+    for comparison, arm in zip(report["comparisons"], ("left_to_right", "sampler")):
+        sd = np.std(per_item(project, "careful").mean(axis=1) - per_item(project, arm).mean(axis=1), ddof=1)
+        assert comparison["detectable"]["effect"] == pytest.approx(z * sd / math.sqrt(60))
+        assert comparison["needed"]["n"] == math.ceil((z * sd / 0.1) ** 2)
+    text = invoke("family-test", careful, "--vs", l2r, "--vs", sampler, "--effect", "0.1").stdout
+    assert "two-sided paired test at α/m = 0.025" in text and "|Δ| = 0.1 needs" in text
+
+
+def test_the_text_names_the_tests_and_the_kind_of_p(project):
+    careful, sampler = run_id(project, "careful"), run_id(project, "sampler")
+    text = invoke("family-test", careful, "--vs", sampler).stdout
+    assert "exact (grid distribution)" in text
+    assert "McNemar: exact binomial test on discordant pass/fail items" in text
+    assert "Holm step-down" in text
+
+
+def test_runs_that_may_not_be_compared_are_refused(project):
+    careful = run_id(project, "careful")
+    other = new_run(project, edit_manifest(project, evaluators=[{"type": "exact"}]), "--arm", "sampler", "--repeat", "1")
+    result = invoke("family-test", careful, "--vs", run_id(project, "left_to_right"), "--vs", other)
+    assert result.exit_code == 1
+    assert result.stdout == ""
+    careful_version = json_of("show", careful)["evaluators"]["exact"]["version"]
+    other_version = json_of("show", other)["evaluators"]["exact"]["version"]
+    assert result.stderr == (
+        f"ERROR: not comparable: {careful} vs {other}: evaluator 'exact' version {careful_version} vs {other_version}\n"
+    )
+
+
+def test_a_run_named_twice_or_no_family_is_an_error(project):
+    careful = run_id(project, "careful")
+    twice = invoke("family-test", careful, "--vs", careful)
+    assert twice.exit_code == 1 and f"run {careful} is named twice" in twice.stderr
+    assert invoke("family-test", careful).exit_code == 2
+    unknown = invoke("family-test", careful, "--vs", "nosuchrun")
+    assert unknown.exit_code == 1 and "no run matches 'nosuchrun'" in unknown.stderr

@@ -1,0 +1,222 @@
+"""``evalsite leaderboard`` and ``rank-stability`` on the example: numbers recomputed from the
+run logs by hand, the refusal to print an order the data does not support, left-out runs."""
+
+from __future__ import annotations
+
+import math
+import shutil
+
+import numpy as np
+import pytest
+from scipy import stats as scipy_stats
+
+from analysis_support import ARMS, cases, edit_manifest, example_runs, invoke, item_repeat_matrix, json_of, new_run, project, run_id, unpin_dataset  # noqa: F401
+from conftest import forget_project_modules
+from evalsite.stats import rank_stability
+
+
+def by_label(board: dict) -> dict[str, dict]:
+    return {arm["summary"]["arm"]["label"]: arm for arm in board["arms"]}
+
+
+def test_each_arm_figure_matches_its_cases(project):
+    arms = by_label(json_of("leaderboard"))
+    assert set(arms) == set(ARMS)
+    for arm in ARMS:
+        run = run_id(project, arm)
+        records = cases(project, run)
+        _, scores = item_repeat_matrix(project, run)
+        _, passed = item_repeat_matrix(project, run, "passed")
+        summary = arms[arm]["summary"]
+        assert summary["arm"]["run_id"] == run
+        assert (summary["n_items"], summary["n_cases"], summary["n_repeats"]) == (60, 180, 3)
+        assert summary["mean"] == pytest.approx(scores.mean(axis=1).mean())
+        assert summary["pass_rate"] == pytest.approx(sum(c["passed"] for c in records) / len(records))
+        reference = scipy_stats.bootstrap(
+            (scores.mean(axis=1),), np.mean, n_resamples=9999, method="BCa", rng=np.random.default_rng(0)
+        ).confidence_interval
+        interval = summary["mean_interval"]
+        assert (interval["low"], interval["high"]) == pytest.approx((reference.low, reference.high))
+        assert interval["method"] == "BCa"
+        latencies = sorted(c["latency_ms"] for c in records)
+        assert summary["latency"]["p50_ms"] == latencies[math.ceil(0.50 * 180) - 1]
+        assert summary["latency"]["p95_ms"] == latencies[math.ceil(0.95 * 180) - 1]
+        repeat_means = scores.mean(axis=0)
+        assert summary["noise"]["std"] == pytest.approx(np.std(repeat_means, ddof=1), abs=1e-12)
+
+
+def test_cost_is_unknown_never_zero_when_an_arm_has_no_price(project):
+    arms = by_label(json_of("leaderboard"))
+    assert arms["careful"]["summary"]["cost"] == {
+        "total": None, "per_item": None, "per_correct": None, "cases": 180, "unknown_cases": 180, "passed_cases": 168,
+    }
+    records = cases(project, run_id(project, "sampler"))
+    total = sum(c["cost_usd"] for c in records)
+    cost = arms["sampler"]["summary"]["cost"]
+    assert cost["total"] == pytest.approx(total)
+    assert cost["per_item"] == pytest.approx(total / 180)
+    assert cost["per_correct"] == pytest.approx(total / sum(c["passed"] for c in records))
+    text = invoke("leaderboard").stdout
+    careful_row = next(line for line in text.splitlines() if " careful " in line)
+    assert "unknown" in careful_row and "$0 " not in careful_row
+
+
+def test_the_two_arms_within_noise_are_tied_and_careful_is_separated(project):
+    board = json_of("leaderboard")
+    arms = by_label(board)
+    assert arms["careful"]["rank"] == "1" and arms["careful"]["letters"] == "a"
+    for arm in ("left_to_right", "sampler"):
+        assert arms[arm]["rank"] == "2–3 (tied)" and arms[arm]["letters"] == "b"
+    assert board["verdict"]["strict_order_supported"] is False
+    assert "does not separate left_to_right, sampler" in board["verdict"]["statement"]
+    rows = [line for line in invoke("leaderboard").stdout.splitlines() if "Z-" in line and "·" not in line]
+    assert [row.split("  ")[0] for row in rows] == ["1", "2–3 (tied)", "2–3 (tied)"]
+
+
+def test_friedman_and_nemenyi_agree_with_independent_formulas(project):
+    board = json_of("leaderboard")
+    item_means = np.column_stack([item_repeat_matrix(project, run_id(project, arm))[1].mean(axis=1) for arm in ARMS])
+    friedman = board["verdict"]["friedman"]
+    assert friedman["statistic"] == pytest.approx(scipy_stats.friedmanchisquare(*item_means.T).statistic)
+    assert friedman["kind"] == "permutation" and friedman["n_resamples"] == 5000
+    ranks = scipy_stats.rankdata(-item_means, axis=1).mean(axis=0)
+    labels = [arm["summary"]["arm"]["label"] for arm in board["arms"]]
+    assert [arm["mean_rank"] for arm in board["arms"]] == pytest.approx([ranks[ARMS.index(label)] for label in labels])
+    q = scipy_stats.studentized_range.ppf(0.95, 3, np.inf) / math.sqrt(2)
+    assert board["verdict"]["nemenyi"]["critical_difference"] == pytest.approx(q * math.sqrt(3 * 4 / (6 * 60)))
+
+
+def fresh_project(example_runs, tmp_path, monkeypatch, *arms: str) -> None:
+    """A project with no runs but those of ``arms``."""
+    monkeypatch.chdir(tmp_path)
+    for folder in ("data", "arms", "experiments"):
+        shutil.copytree(example_runs / folder, tmp_path / folder)
+    forget_project_modules()
+    arm_options = [option for arm in arms for option in ("--arm", arm)]
+    assert invoke("run", "experiments/arithmetic.yaml", *arm_options, "--allow-failures").exit_code == 0
+    forget_project_modules()
+
+
+def test_without_a_significant_friedman_test_every_arm_is_tied(example_runs, tmp_path, monkeypatch):
+    fresh_project(example_runs, tmp_path, monkeypatch, "left_to_right", "sampler")
+    board = json_of("leaderboard")
+    assert board["verdict"]["friedman"]["p_value"] >= 0.05
+    assert [arm["rank"] for arm in board["arms"]] == ["1–2 (tied)", "1–2 (tied)"]
+    assert [arm["letters"] for arm in board["arms"]] == ["a", "a"]
+    assert "the data supports no order" in invoke("leaderboard").stdout
+
+
+def test_one_arm_is_listed_without_a_ranking(example_runs, tmp_path, monkeypatch):
+    fresh_project(example_runs, tmp_path, monkeypatch, "careful")
+    board = json_of("leaderboard")
+    assert [arm["rank"] for arm in board["arms"]] == ["1"]
+    assert board["verdict"]["friedman"] is None and board["stability"] is None
+    assert "order: one arm: nothing to rank" in invoke("leaderboard").stdout
+    result = invoke("rank-stability")
+    assert result.exit_code == 1 and "rank stability needs two arms" in result.stderr
+
+
+def test_rank_stability_line_reports_what_rank_stability_computes(project):
+    items = np.stack([item_repeat_matrix(project, run_id(project, arm))[1] for arm in ARMS], axis=1)
+    expected = rank_stability(items, seed=0)
+    board = json_of("leaderboard")
+    assert board["stability"]["min_size_order"] == expected.min_size_order
+    line = f"this order (careful > left_to_right > sampler) needs ~{expected.min_size_order} items; you have 60"
+    assert line in invoke("leaderboard").stdout
+    report = json_of("rank-stability")
+    assert report["stability"]["p_order"] == pytest.approx(list(expected.p_order))
+    assert report["labels"] == list(ARMS)
+
+
+def test_runs_that_may_not_be_compared_are_left_out_with_the_reason(project):
+    original = {arm: run_id(project, arm) for arm in ARMS}
+    dataset_id = json_of("show", original["careful"])["dataset_id"]
+    newer = new_run(project, "experiments/arithmetic.yaml", "--arm", "careful", "--repeat", "1")
+    rescored = new_run(project, edit_manifest(project, evaluators=[{"type": "exact"}]), "--arm", "careful")
+    data = project / "data" / "arithmetic.jsonl"
+    data.write_text(data.read_text().replace('"expected": "480"', '"expected": "481"'))
+    unpin_dataset(project)
+    other_dataset = new_run(project, "experiments/arithmetic.yaml", "--arm", "sampler", "--repeat", "1")
+
+    board = json_of("leaderboard", "--dataset", dataset_id)
+
+    reasons = {entry["run_id"]: entry["reason"] for entry in board["selection"]["left_out"]}
+    assert reasons.pop(rescored).startswith(f"not comparable with {newer}: evaluator 'exact' version ")
+    assert reasons.pop(other_dataset) == (
+        f"on dataset {json_of('show', other_dataset)['dataset_id']}, not {dataset_id} (same name, other rows)"
+    )
+    assert reasons == {original["careful"]: f"an older run of the same config; {newer} is newer"}
+    chosen = {arm["summary"]["arm"]["run_id"] for arm in board["arms"]}
+    assert chosen == {newer, original["left_to_right"], original["sampler"]}
+    text = invoke("leaderboard", "--dataset", dataset_id).stdout
+    assert "runs left out (3):" in text and rescored in text
+
+
+def test_an_interrupted_run_of_the_dataset_is_left_out(project):
+    run = new_run(project, "experiments/arithmetic.yaml", "--arm", "sampler", "--repeat", "1")
+    (project / "runs" / run / "end.json").unlink()
+    reasons = {e["run_id"]: e["reason"] for e in json_of("leaderboard")["selection"]["left_out"]}
+    assert reasons == {run: "status interrupted"}
+
+
+def test_items_missing_from_an_arm_are_dropped_and_counted(project):
+    path = project / "runs" / run_id(project, "sampler") / "cases.jsonl"
+    lines = path.read_text().splitlines(keepends=True)
+    path.write_text("".join(line for line in lines if '"item_id": "q005"' not in line))
+    board = json_of("leaderboard")
+    assert board["n_items"] == 59
+    assert board["dropped"] == [{"item_id": "q005", "reason": "no case in sampler"}]
+    assert "items left out (1): q005 (no case in sampler)" in invoke("leaderboard").stdout
+
+
+def test_sweep_configs_of_one_arm_are_separate_rows_labelled_by_their_values(project):
+    sweep = {"mode": "grid", "variables": {"temperature": [0.0, 0.7]}}
+    new_run_all(project, edit_manifest(project, sweep=sweep, arms=[{"id": "careful", "target": "python:arms.arithmetic:careful"}]))
+    labels = set(by_label(json_of("leaderboard")))
+    assert {"careful temperature=0.0", "careful temperature=0.7", "careful"} <= labels
+
+
+def new_run_all(project, manifest: str) -> None:
+    forget_project_modules()
+    assert invoke("run", manifest, "--repeat", "1", "--allow-failures").exit_code == 0
+
+
+def test_several_datasets_need_a_choice(project):
+    (project / "data" / "copy.jsonl").write_text((project / "data" / "arithmetic.jsonl").read_text())
+    new_run(project, edit_manifest(project, dataset={"path": "data/copy.jsonl"}), "--arm", "careful", "--repeat", "1")
+    result = invoke("leaderboard")
+    assert result.exit_code == 2
+    assert "2 datasets have runs; choose one with --dataset:" in result.stderr
+    assert "arithmetic@" in result.stderr and "copy@" in result.stderr
+    assert json_of("leaderboard", "--dataset", "copy")["selection"]["dataset_id"].startswith("copy@")
+    unknown = invoke("leaderboard", "--dataset", "nope")
+    assert unknown.exit_code == 2 and "--dataset 'nope' matches no dataset with runs" in unknown.stderr
+
+
+def test_evaluator_option_ranks_on_that_evaluator(project):
+    board = json_of("leaderboard", "--evaluator", "exact")
+    assert board["evaluator"] == "exact"
+    assert by_label(board)["careful"]["summary"]["mean"] == pytest.approx(168 / 180)
+    result = invoke("leaderboard", "--evaluator", "judge")
+    assert result.exit_code == 1
+    assert "no completed, scored run on dataset arithmetic@" in result.stderr and "has no evaluator 'judge'" in result.stderr
+
+
+def test_scores_without_a_pass_rule_have_no_pass_rate_and_no_mcnemar(project):
+    (project / "arms" / "closeness.py").write_text(
+        "def digits(output, expected):\n"
+        "    return sum(a == b for a, b in zip(output, expected)) / max(len(output), len(expected))\n"
+    )
+    manifest = edit_manifest(project, evaluators=[{"type": "python:arms.closeness:digits", "name": "digits"}])
+    new_run_all(project, manifest)
+    board = json_of("leaderboard")
+    assert list(board["selection"]["evaluators"]) == ["digits"]  # three configs each: the newer group wins
+    newest = max((arm["summary"]["arm"] for arm in board["arms"]), key=lambda run: run["started_at"])["run_id"]
+    assert {e["reason"].split(":")[0] for e in board["selection"]["left_out"]} == {f"not comparable with {newest}"}
+    for arm in board["arms"]:
+        assert arm["summary"]["pass_rate"] is None and arm["summary"]["cost"]["per_correct"] is None
+    runs = {arm["summary"]["arm"]["label"]: arm["summary"]["arm"]["run_id"] for arm in board["arms"]}
+    (comparison,) = json_of("family-test", runs["careful"], "--vs", runs["sampler"])["comparisons"]
+    assert comparison["mcnemar"] is None and comparison["sign_flip"]["p_value"] < 1
+    assert json_of("noise", runs["sampler"])["items"] == []
+    assert "no pass rule: pass/fail flakiness does not apply" in invoke("noise", runs["sampler"]).stdout

@@ -1,0 +1,132 @@
+"""``evalsite bootstrap``, ``noise`` and ``holdout``: intervals, spread and flakiness checked
+against scipy and hand computations from the run logs."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from scipy import stats as scipy_stats
+
+from analysis_support import ARMS, cases, invoke, item_repeat_matrix, json_of, new_run, project, run_id, unpin_dataset  # noqa: F401
+from analysis_support import example_runs  # noqa: F401
+
+
+def test_one_repeat_gives_bca_over_items_like_scipy(project):
+    run = new_run(project, "experiments/arithmetic.yaml", "--arm", "sampler", "--repeat", "1")
+    report = json_of("bootstrap", run, "--group", "none", "--seed", "3", "--confidence", "0.9")
+    _, scores = item_repeat_matrix(project, run)
+    reference = scipy_stats.bootstrap(
+        (scores[:, 0],), np.mean, n_resamples=9999, confidence_level=0.9, method="BCa", rng=np.random.default_rng(3)
+    ).confidence_interval
+    assert report["resampled"] == "items" and report["mean"]["interval"]["method"] == "BCa"
+    assert report["mean"]["value"] == pytest.approx(scores.mean())
+    assert (report["mean"]["interval"]["low"], report["mean"]["interval"]["high"]) == pytest.approx(
+        (reference.low, reference.high)
+    )
+    assert "no item has metadata.none; one repeat" in invoke("bootstrap", run, "--group", "none").stdout
+
+
+def test_repeats_give_a_two_level_interval_close_to_a_hand_written_one(project):
+    run = run_id(project, "sampler")
+    report = json_of("bootstrap", run)
+    assert report["resampled"] == "items, then repeats within each item"
+    assert report["mean"]["interval"]["method"] == "two-level percentile"
+    _, scores = item_repeat_matrix(project, run)
+    rng = np.random.default_rng(12345)
+    estimates = []
+    for _ in range(4000):
+        items = scores[rng.integers(0, 60, 60)]
+        picks = rng.integers(0, 3, (60, 3))
+        estimates.append(np.take_along_axis(items, picks, axis=1).mean())
+    low, high = np.quantile(estimates, [0.025, 0.975])
+    interval = report["mean"]["interval"]
+    assert interval["low"] == pytest.approx(low, abs=0.02) and interval["high"] == pytest.approx(high, abs=0.02)
+    text = invoke("bootstrap", run).stdout
+    assert "resampled: items, then repeats within each item — no item has metadata.group; the run has 3 repeats" in text
+
+
+def test_items_sharing_a_metadata_key_are_resampled_as_clusters(project):
+    run = run_id(project, "careful")
+    report = json_of("bootstrap", run, "--group", "kind")
+    assert report["resampled"] == "clusters" and report["clusters"] == 4
+    assert report["mean"]["interval"]["method"] == "cluster BCa"
+    rows = [json.loads(line) for line in (project / "data" / "arithmetic.jsonl").read_text().splitlines()]
+    kind = {row["id"]: row["metadata"]["kind"] for row in rows}
+    items, scores = item_repeat_matrix(project, run)
+    item_means = scores.mean(axis=1)
+    clusters = [np.array([i for i, item in enumerate(items) if kind[item] == k]) for k in dict.fromkeys(kind[i] for i in items)]
+    sums = np.array([item_means[c].sum() for c in clusters])
+    sizes = np.array([c.size for c in clusters])
+    reference = scipy_stats.bootstrap(
+        (np.arange(len(clusters)),), lambda chosen, axis=-1: sums[chosen].sum(axis=axis) / sizes[chosen].sum(axis=axis),
+        n_resamples=9999, method="BCa", rng=np.random.default_rng(0),
+    ).confidence_interval
+    interval = report["mean"]["interval"]
+    assert (interval["low"], interval["high"]) == pytest.approx((reference.low, reference.high))
+    assert "repeats averaged per item first" in report["why"]
+
+
+def test_noise_reports_the_spread_and_each_items_flakiness(project):
+    run = run_id(project, "sampler")
+    report = json_of("noise", run)
+    items, passed = item_repeat_matrix(project, run, "passed")
+    _, scores = item_repeat_matrix(project, run)
+    assert report["noise"]["repeat_means"] == pytest.approx(list(scores.mean(axis=0)))
+    assert report["noise"]["std"] == pytest.approx(np.std(scores.mean(axis=0), ddof=1))
+    assert report["k"] == 3
+    for item, entry in zip(items, report["items"]):
+        c = int(passed[items.index(item)].sum())
+        wilson = scipy_stats.binomtest(c, 3).proportion_ci(0.95, method="wilson")
+        assert (entry["item_id"], entry["passed"], entry["runs"]) == (item, c, 3)
+        assert entry["wilson"] == pytest.approx([wilson.low, wilson.high])
+        assert entry["pass_at_k"] == pytest.approx(1 - math.comb(3 - c, 3) / math.comb(3, 3))
+        assert entry["pass_hat_k"] == pytest.approx(math.comb(c, 3) / math.comb(3, 3))
+        assert entry["flaky"] is (0 < c < 3)
+    flaky = sum(0 < passed[i].sum() < 3 for i in range(len(items)))
+    text = invoke("noise", run).stdout
+    assert f"flaky items (passed in some repeats, failed in others): {flaky} of 60" in text
+    assert f"run-to-run spread σ = {np.std(scores.mean(axis=0), ddof=1):.3f}" in text
+
+
+def test_pass_at_k_uses_the_requested_k(project):
+    report = json_of("noise", run_id(project, "sampler"), "--k", "2")
+    assert report["k"] == 2
+    entry = next(e for e in report["items"] if e["passed"] == 1)
+    assert (entry["pass_at_k"], entry["pass_hat_k"]) == pytest.approx((1 - math.comb(2, 2) / math.comb(3, 2), 0.0))
+
+
+def test_one_repeat_has_no_measurable_noise(project):
+    run = new_run(project, "experiments/arithmetic.yaml", "--arm", "careful", "--repeat", "1")
+    assert json_of("noise", run)["noise"] is None
+    assert "one repeat: the run-to-run spread cannot be measured" in invoke("noise", run).stdout
+
+
+def test_holdout_compares_the_pilot_order_with_the_holdout_order(project):
+    data = project / "data" / "arithmetic.jsonl"
+    rows = [json.loads(line) for line in data.read_text().splitlines()]
+    for index, row in enumerate(rows):
+        row["metadata"]["split"] = "pilot" if index % 2 == 0 else "holdout"
+    data.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    unpin_dataset(project)
+    for arm in ARMS:
+        new_run(project, "experiments/arithmetic.yaml", "--arm", arm, "--repeat", "1")
+    runs = {arm: run_id(project, arm) for arm in ARMS}
+    dataset = json_of("show", runs["careful"])["dataset_id"]
+    report = json_of("holdout", "--dataset", dataset)
+    assert (report["pilot_items"], report["holdout_items"], report["other_items"]) == (30, 30, 0)
+    split = {row["id"]: row["metadata"]["split"] for row in rows}
+    for name, means in (("pilot", report["check"]["pilot_means"]), ("holdout", report["check"]["holdout_means"])):
+        expected = [np.mean([c["score"] for c in cases(project, runs[arm]) if split[c["item_id"]] == name]) for arm in ARMS]
+        assert means == pytest.approx(expected)
+    order = sorted(range(3), key=lambda a: -report["check"]["pilot_means"][a])
+    assert report["check"]["pilot_order"] == order
+    assert "order holds: " in invoke("holdout", "--dataset", dataset).stdout
+
+
+def test_holdout_without_split_metadata_says_what_it_found(project):
+    result = invoke("holdout")
+    assert result.exit_code == 1
+    assert "no compared item of data/arithmetic.jsonl has metadata.split 'pilot' (splits found: none)" in result.stderr
