@@ -14,7 +14,7 @@ import duckdb
 import pyarrow as pa
 
 from evalsite.errors import RunLogError
-from evalsite.runlog import CASES_FILE, read_end, read_header, run_directories
+from evalsite.runlog import CASES_FILE, read_end, read_header, run_directories, run_is_active
 
 SCORE_TYPE = (
     "STRUCT(evaluator VARCHAR, version VARCHAR, score DOUBLE, passed BOOLEAN, label VARCHAR, "
@@ -80,7 +80,7 @@ def _run_record(directory: Path) -> dict:
         "dataset_path": dataset.get("path"),
         "fingerprint_hash": header.get("fingerprint_hash"),
         "started_at": header.get("started_at"),
-        "status": end.get("status") if end else "interrupted",
+        "status": end.get("status") if end else ("running" if run_is_active(directory) else "interrupted"),
         "ended_at": end.get("ended_at") if end else None,
         "directory": str(directory),
     }
