@@ -1,0 +1,297 @@
+"""Confidence intervals: bootstrap over items (or clusters, or items and their repeats), Wilson.
+
+Every bootstrap resamples *units* — items, or whole clusters when ``groups`` is given — with
+replacement, and recomputes the statistic on the chosen units. One-level intervals are
+computed by ``scipy.stats.bootstrap`` over the unit indices (BCa by default); the two-level
+bootstrap for items × repeats resamples items, then repeats within each chosen item, and
+reports a percentile interval.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass
+from typing import Any, Callable, Hashable, Iterable, Iterator, Literal, Sequence
+
+import numpy as np
+from numpy.typing import ArrayLike
+from scipy import stats as scipy_stats
+
+from evalsite.stats._inputs import paired_per_item, per_item_values, repeat_matrix
+
+Method = Literal["BCa", "percentile", "basic"]
+_RESAMPLE_CELLS = 1 << 22
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A confidence interval that unpacks like a pair: ``low, high = bootstrap_ci(...)``.
+
+    ``method`` says how it was obtained, including the fallbacks for degenerate data.
+    """
+
+    low: float
+    high: float
+    confidence: float
+    method: str
+
+    def __iter__(self) -> Iterator[float]:
+        return iter((self.low, self.high))
+
+
+def bootstrap_ci(
+    values: ArrayLike,
+    *,
+    statistic: Literal["mean"] | Callable[[Any], float] = "mean",
+    confidence: float = 0.95,
+    seed: int = 0,
+    n_resamples: int = 9999,
+    method: Method = "BCa",
+    groups: Iterable[Hashable] | None = None,
+) -> Interval:
+    """Bootstrap confidence interval of a statistic over items.
+
+    * ``statistic='mean'``, 1-D values: interval for the mean (``method``, BCa by default).
+    * ``statistic='mean'``, 2-D items × repeats: two-level bootstrap (items, then repeats of each
+      chosen item; NaN repeats ignored), percentile interval for the mean of item means.
+    * ``statistic`` a callable: it receives ``values[chosen_items]`` (the first axis is items)
+      and returns a number, so corpus-level metrics are recomputed on each resample.
+    * ``groups``: one cluster label per item; whole clusters are resampled (cluster bootstrap).
+      With ``'mean'`` the statistic is the mean over all items of the chosen clusters.
+
+    Fewer than two resampling units give (nan, nan); data on which every resample yields the
+    same value gives (value, value).
+    """
+    _check_options(statistic, confidence, n_resamples, method)
+    if statistic == "mean":
+        array = np.asarray(values, dtype=float)
+        if array.ndim == 2:
+            _refuse_groups_with_repeats(groups)
+            return _two_level_interval([repeat_matrix(array, "values")], [1.0], confidence, seed, n_resamples)
+        return _mean_interval(per_item_values(array, "values"), groups, confidence, seed, n_resamples, method)
+    items = np.asarray(values)
+    return _one_level_interval(
+        _callable_over_units(lambda chosen: statistic(items[chosen]), len(items), groups),
+        confidence, seed, n_resamples, method,
+    )
+
+
+def paired_bootstrap_ci(
+    a: ArrayLike,
+    b: ArrayLike,
+    *,
+    statistic: Literal["mean"] | Callable[[Any, Any], float] = "mean",
+    confidence: float = 0.95,
+    seed: int = 0,
+    n_resamples: int = 9999,
+    method: Method = "BCa",
+    groups: Iterable[Hashable] | None = None,
+) -> Interval:
+    """Bootstrap interval for mean(a - b), resampling items (or clusters) for both arms jointly.
+
+    Same options as :func:`bootstrap_ci`. With 2-D items × repeats input (either arm), the
+    repeats of a and of b within each chosen item are resampled independently (repeat j of a
+    has nothing in common with repeat j of b). A callable receives ``(a[chosen], b[chosen])``.
+    """
+    _check_options(statistic, confidence, n_resamples, method)
+    if statistic == "mean":
+        a_array, b_array = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+        if a_array.ndim == 2 or b_array.ndim == 2:
+            _refuse_groups_with_repeats(groups)
+            arms = [repeat_matrix(_as_repeats(x), name) for x, name in ((a_array, "a"), (b_array, "b"))]
+            if arms[0].shape[0] != arms[1].shape[0]:
+                raise ValueError(
+                    f"a and b must hold the same items: {arms[0].shape[0]} vs {arms[1].shape[0]}"
+                )
+            return _two_level_interval(arms, [1.0, -1.0], confidence, seed, n_resamples)
+        a_items, b_items = paired_per_item(a_array, b_array)
+        return _mean_interval(a_items - b_items, groups, confidence, seed, n_resamples, method)
+    a_items, b_items = np.asarray(a), np.asarray(b)
+    if len(a_items) != len(b_items):
+        raise ValueError(f"a and b must hold the same items: {len(a_items)} vs {len(b_items)}")
+    return _one_level_interval(
+        _callable_over_units(lambda chosen: statistic(a_items[chosen], b_items[chosen]), len(a_items), groups),
+        confidence, seed, n_resamples, method,
+    )
+
+
+def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> Interval:
+    """Wilson score interval for a binomial proportion; (nan, nan) when n is 0."""
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must lie strictly between 0 and 1, got {confidence}")
+    if n < 0 or not 0 <= successes <= n:
+        raise ValueError(f"need 0 <= successes <= n, got successes={successes}, n={n}")
+    if n == 0:
+        return Interval(math.nan, math.nan, confidence, "wilson score")
+    z = float(scipy_stats.norm.ppf(0.5 + confidence / 2))
+    rate = successes / n
+    shrink = 1 + z * z / n
+    center = (rate + z * z / (2 * n)) / shrink
+    half_width = z * math.sqrt(rate * (1 - rate) / n + z * z / (4 * n * n)) / shrink
+    low = 0.0 if successes == 0 else center - half_width  # exact bounds, free of rounding
+    high = 1.0 if successes == n else center + half_width
+    return Interval(low, high, confidence, "wilson score")
+
+
+# One-level bootstrap over units (items or clusters) --------------------------------------------
+
+
+@dataclass(frozen=True)
+class _UnitStatistic:
+    """A statistic of an array of unit indices, and how many units there are to resample."""
+
+    of_units: Callable[..., Any]
+    n_units: int
+    vectorized: bool
+    label: str
+
+
+def _mean_interval(
+    item_values: np.ndarray, groups: Iterable[Hashable] | None, confidence: float, seed: int,
+    n_resamples: int, method: Method,
+) -> Interval:
+    if item_values.size >= 2 and np.ptp(item_values) == 0:
+        value = float(item_values[0])
+        return Interval(value, value, confidence, "degenerate: all values equal")
+    return _one_level_interval(
+        _mean_over_units(item_values, groups), confidence, seed, n_resamples, method
+    )
+
+
+def _mean_over_units(item_values: np.ndarray, groups: Iterable[Hashable] | None) -> _UnitStatistic:
+    if groups is None:
+        return _UnitStatistic(
+            lambda chosen, axis=-1: item_values[chosen].mean(axis=axis), item_values.size, True, ""
+        )
+    members = _cluster_members(groups, item_values.size)
+    sums = np.array([item_values[m].sum() for m in members])
+    counts = np.array([m.size for m in members], dtype=float)
+    return _UnitStatistic(
+        lambda chosen, axis=-1: sums[chosen].sum(axis=axis) / counts[chosen].sum(axis=axis),
+        len(members), True, "cluster ",
+    )
+
+
+def _callable_over_units(
+    of_items: Callable[[np.ndarray], Any], n_items: int, groups: Iterable[Hashable] | None
+) -> _UnitStatistic:
+    if groups is None:
+        return _UnitStatistic(of_items, n_items, False, "")
+    members = _cluster_members(groups, n_items)
+    return _UnitStatistic(
+        lambda chosen: of_items(np.concatenate([members[c] for c in chosen])),
+        len(members), False, "cluster ",
+    )
+
+
+def _cluster_members(groups: Iterable[Hashable], n_items: int) -> list[np.ndarray]:
+    labels = list(groups)
+    if len(labels) != n_items:
+        raise ValueError(f"groups needs one label per item: {len(labels)} labels for {n_items} items")
+    members: dict[Hashable, list[int]] = {}
+    for index, label in enumerate(labels):
+        members.setdefault(label, []).append(index)
+    return [np.array(indices) for indices in members.values()]
+
+
+def _one_level_interval(
+    unit_statistic: _UnitStatistic, confidence: float, seed: int, n_resamples: int, method: Method
+) -> Interval:
+    if unit_statistic.n_units < 2:
+        return Interval(math.nan, math.nan, confidence, "undefined: fewer than 2 resampling units")
+    with warnings.catch_warnings():  # degenerate data is handled below, not reported as warnings
+        warnings.simplefilter("ignore", scipy_stats.DegenerateDataWarning)
+        warnings.simplefilter("ignore", RuntimeWarning)
+        result = scipy_stats.bootstrap(
+            (np.arange(unit_statistic.n_units),),
+            unit_statistic.of_units,
+            n_resamples=n_resamples,
+            batch=max(1, _RESAMPLE_CELLS // unit_statistic.n_units),
+            vectorized=unit_statistic.vectorized,
+            confidence_level=confidence,
+            method=method,
+            rng=np.random.default_rng(seed),
+        )
+    low, high = (float(bound) for bound in result.confidence_interval)
+    if math.isfinite(low) and math.isfinite(high):
+        return Interval(low, high, confidence, unit_statistic.label + method)
+    distribution = np.asarray(result.bootstrap_distribution, dtype=float)
+    if np.ptp(distribution) == 0:
+        value = float(distribution[0])
+        return Interval(value, value, confidence, "degenerate: every resample gives the same value")
+    low, high = _percentile_bounds(distribution, confidence)
+    return Interval(low, high, confidence, f"{unit_statistic.label}percentile ({method} undefined for this data)")
+
+
+def _percentile_bounds(distribution: np.ndarray, confidence: float) -> tuple[float, float]:
+    tail = (1 - confidence) / 2
+    low, high = np.quantile(distribution, [tail, 1 - tail])
+    return float(low), float(high)
+
+
+# Two-level bootstrap over items and their repeats ----------------------------------------------
+
+
+def _two_level_interval(
+    arms: Sequence[np.ndarray], weights: Sequence[float], confidence: float, seed: int, n_resamples: int
+) -> Interval:
+    """Percentile interval of sum_w w × mean over items of the item's mean repeat."""
+    n_items = arms[0].shape[0]
+    if n_items < 2:
+        return Interval(math.nan, math.nan, confidence, "undefined: fewer than 2 items")
+    compacted = [_finite_repeats_first(arm) for arm in arms]
+    rng = np.random.default_rng(seed)
+    per_chunk = max(1, _RESAMPLE_CELLS // (n_items * max(arm.shape[1] for arm in arms)))
+    estimates = []
+    for start in range(0, n_resamples, per_chunk):
+        chosen = rng.integers(0, n_items, size=(min(per_chunk, n_resamples - start), n_items))
+        item_values = sum(
+            weight * _resampled_item_means(repeats, counts, chosen, rng)
+            for weight, (repeats, counts) in zip(weights, compacted)
+        )
+        estimates.append(item_values.mean(axis=1))
+    low, high = _percentile_bounds(np.concatenate(estimates), confidence)
+    return Interval(low, high, confidence, "two-level percentile")
+
+
+def _finite_repeats_first(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each item's finite repeats moved to the front of its row, and how many it has."""
+    finite = np.isfinite(matrix)
+    order = np.argsort(~finite, axis=1, kind="stable")
+    return np.take_along_axis(matrix, order, axis=1), finite.sum(axis=1)
+
+
+def _resampled_item_means(
+    repeats: np.ndarray, counts: np.ndarray, chosen: np.ndarray, rng: np.random.Generator
+) -> np.ndarray:
+    """For each chosen item, the mean of as many of its repeats, drawn with replacement."""
+    width = repeats.shape[1]
+    chosen_counts = counts[chosen][..., None]
+    picks = (rng.random((*chosen.shape, width)) * chosen_counts).astype(np.intp)
+    drawn = repeats[chosen[..., None], picks]
+    in_use = np.arange(width) < chosen_counts
+    return np.where(in_use, drawn, 0.0).sum(axis=-1) / chosen_counts[..., 0]
+
+
+def _as_repeats(values: np.ndarray) -> np.ndarray:
+    return values[:, None] if values.ndim == 1 else values
+
+
+def _refuse_groups_with_repeats(groups: Iterable[Hashable] | None) -> None:
+    if groups is not None:
+        raise ValueError(
+            "groups with items × repeats input is not supported: average the repeats per item "
+            "first, or drop groups"
+        )
+
+
+def _check_options(statistic: object, confidence: float, n_resamples: int, method: str) -> None:
+    if statistic != "mean" and not callable(statistic):
+        raise ValueError(f"statistic must be 'mean' or a callable, not {statistic!r}")
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must lie strictly between 0 and 1, got {confidence}")
+    if n_resamples < 1:
+        raise ValueError(f"n_resamples must be at least 1, got {n_resamples}")
+    if method not in ("BCa", "percentile", "basic"):
+        raise ValueError(f"method must be 'BCa', 'percentile' or 'basic', not {method!r}")

@@ -1,0 +1,411 @@
+"""Many arms on the same items: is there an order at all, which arms are tied, and how stable it is.
+
+Matrices are items × arms with higher = better (or items × arms × repeats, averaged over the
+finite repeats of each cell). Ranks follow Demšar (2006): within each item the best arm gets
+rank 1 and tied arms share the average of their ranks.
+"""
+
+from __future__ import annotations
+
+import math
+import string
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike
+from scipy import stats as scipy_stats
+
+from evalsite.stats._inputs import arm_matrix
+
+_PERMUTATION_CELLS = 1 << 22
+_RESAMPLE_CELLS = 1 << 21
+_RELATIVE_TOLERANCE = 1e-12
+
+
+def within_item_ranks(matrix: np.ndarray) -> np.ndarray:
+    """Rank of each arm within each item: 1 = best, ties share their average rank."""
+    return scipy_stats.rankdata(-matrix, axis=1)
+
+
+@dataclass(frozen=True)
+class FriedmanResult:
+    """Outcome of :func:`friedman_test`.
+
+    ``statistic`` is Friedman's chi-square with the tie correction (as
+    ``scipy.stats.friedmanchisquare``). ``p_value`` is a seeded permutation p-value (arms'
+    values shuffled within each item), ``std_error`` its Monte Carlo standard error, and
+    ``p_value_chi2`` the asymptotic chi-square p-value on n_arms - 1 degrees of freedom.
+    """
+
+    statistic: float
+    p_value: float
+    p_value_chi2: float
+    std_error: float
+    mean_ranks: tuple[float, ...]
+    n_items: int
+    n_arms: int
+    n_resamples: int
+    seed: int
+    kind: str = "permutation"
+
+
+def friedman_test(matrix: ArrayLike, *, seed: int = 0, n_resamples: int = 5_000) -> FriedmanResult:
+    """Friedman test that all arms perform alike, with a within-item permutation p-value."""
+    if n_resamples < 1:
+        raise ValueError(f"n_resamples must be at least 1, got {n_resamples}")
+    values = arm_matrix(matrix)
+    n_items, n_arms = values.shape
+    ranks = within_item_ranks(values)
+    statistic = _friedman_chi_square(values, ranks)
+
+    def result(p_value: float, p_value_chi2: float, std_error: float) -> FriedmanResult:
+        return FriedmanResult(
+            statistic=statistic, p_value=p_value, p_value_chi2=p_value_chi2,
+            std_error=std_error, mean_ranks=tuple(ranks.mean(axis=0).tolist()),
+            n_items=n_items, n_arms=n_arms, n_resamples=n_resamples, seed=seed,
+        )
+
+    if not math.isfinite(statistic):  # every item ties all arms: no evidence of any order
+        return result(1.0, 1.0, 0.0)
+    p_value = _permutation_p_value(ranks, n_resamples, np.random.default_rng(seed))
+    p_value_chi2 = float(scipy_stats.chi2.sf(statistic, n_arms - 1))
+    return result(p_value, p_value_chi2, math.sqrt(p_value * (1 - p_value) / n_resamples))
+
+
+def _friedman_chi_square(values: np.ndarray, ranks: np.ndarray) -> float:
+    """Chi-square with tie correction; NaN when every item ties all arms (0/0)."""
+    n_items, n_arms = values.shape
+    rank_sums = ranks.sum(axis=0)
+    uncorrected = 12.0 / (n_items * n_arms * (n_arms + 1)) * float(np.sum(rank_sums**2)) - 3.0 * n_items * (n_arms + 1)
+    tie_sizes = scipy_stats.rankdata(values, axis=1, method="max") - scipy_stats.rankdata(
+        values, axis=1, method="min"
+    ) + 1  # each member of a group of t tied arms contributes t^2 - 1, the group t^3 - t
+    correction = 1.0 - float(np.sum(tie_sizes**2 - 1)) / (n_items * n_arms * (n_arms**2 - 1))
+    if correction <= 0:
+        return math.nan
+    return uncorrected / correction
+
+
+def _permutation_p_value(ranks: np.ndarray, n_resamples: int, rng: np.random.Generator) -> float:
+    """Share of within-item shuffles whose sum of squared rank sums reaches the observed one.
+
+    Shuffling an item's values shuffles its ranks, and the tie correction is the same for every
+    shuffle, so the rank rows themselves are permuted. Ranks are doubled to integers (average
+    ranks are multiples of 1/2), so the comparison is exact.
+    """
+    doubled = np.rint(2 * ranks).astype(np.int32)
+    observed = int(np.sum(doubled.sum(axis=0, dtype=np.int64) ** 2))
+    per_chunk = max(1, _PERMUTATION_CELLS // doubled.size)
+    count = 0
+    for start in range(0, n_resamples, per_chunk):
+        rows = min(per_chunk, n_resamples - start)
+        shuffled = rng.permuted(np.broadcast_to(doubled, (rows, *doubled.shape)), axis=2)
+        rank_sums = shuffled.sum(axis=1, dtype=np.int64)
+        count += int(np.count_nonzero(np.sum(rank_sums**2, axis=1) >= observed))
+    return (count + 1) / (n_resamples + 1)
+
+
+@dataclass(frozen=True)
+class NemenyiResult:
+    """Outcome of :func:`nemenyi`: all-pairs p-values (arms × arms, read-only) and Demšar's CD.
+
+    ``q_alpha`` is the studentized range quantile at infinite degrees of freedom divided by
+    sqrt(2) (Demšar 2006, table 5a); two arms differ at level ``alpha`` when their mean ranks
+    differ by more than ``critical_difference``.
+    """
+
+    p_values: np.ndarray
+    critical_difference: float
+    q_alpha: float
+    mean_ranks: tuple[float, ...]
+    alpha: float
+    n_items: int
+    n_arms: int
+    method: str = "Nemenyi (studentized range, infinite df)"
+
+
+def nemenyi(matrix: ArrayLike, alpha: float = 0.05) -> NemenyiResult:
+    """Nemenyi all-pairs post-hoc test on mean ranks (read it after :func:`friedman_test`).
+
+    With k arms and N items, SE = sqrt(k (k + 1) / (6 N)); a pair's p-value is
+    P(Q >= sqrt(2) |R_i - R_j| / SE) for Q the studentized range of k normals, and
+    CD = q_alpha × SE, so p < alpha exactly when |R_i - R_j| > CD.
+    """
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must lie strictly between 0 and 1, got {alpha}")
+    values = arm_matrix(matrix)
+    n_items, n_arms = values.shape
+    mean_ranks = within_item_ranks(values).mean(axis=0)
+    standard_error = math.sqrt(n_arms * (n_arms + 1) / (6.0 * n_items))
+    q_alpha = float(scipy_stats.studentized_range.ppf(1 - alpha, n_arms, np.inf)) / math.sqrt(2)
+    gaps = np.abs(mean_ranks[:, None] - mean_ranks[None, :])
+    p_values = np.ones_like(gaps)
+    upper = np.triu_indices(n_arms, k=1)
+    p_values[upper] = scipy_stats.studentized_range.sf(
+        math.sqrt(2) * gaps[upper] / standard_error, n_arms, np.inf
+    )
+    p_values = np.minimum(p_values, p_values.T)  # mirror the upper triangle
+    p_values.setflags(write=False)
+    return NemenyiResult(
+        p_values=p_values, critical_difference=q_alpha * standard_error, q_alpha=q_alpha,
+        mean_ranks=tuple(mean_ranks.tolist()), alpha=alpha, n_items=n_items, n_arms=n_arms,
+    )
+
+
+@dataclass(frozen=True)
+class TiedGroups:
+    """Compact letter display of arms whose mean ranks lie within the critical difference.
+
+    ``order`` lists arms best first. ``groups`` are the maximal runs of that order whose mean
+    ranks span at most the critical difference, best group first; group i is labelled with the
+    i-th letter ('a', 'b', ..., 'z', 'aa', 'ab', ...). ``letters[arm]`` joins the labels of
+    the arm's groups (with ',' between them once labels have two letters). Two arms share a
+    letter exactly when the data does not separate them.
+    """
+
+    order: tuple[int, ...]
+    groups: tuple[tuple[int, ...], ...]
+    letters: tuple[str, ...]
+
+    @property
+    def strict_order_supported(self) -> bool:
+        """True when every arm is separated from every other: the full order may be printed."""
+        return all(len(group) == 1 for group in self.groups)
+
+    @property
+    def tied_with_best(self) -> tuple[int, ...]:
+        """Arms the data cannot separate from the best arm (the best arm included)."""
+        return self.groups[0]
+
+
+def tied_groups(mean_ranks: ArrayLike, critical_difference: float) -> TiedGroups:
+    """Group arms that are not significantly different (|R_i - R_j| <= critical difference).
+
+    Distances on a line make the "not different" relation an interval graph, so its maximal
+    cliques are runs of consecutive arms in rank order, found in one sweep.
+    """
+    ranks = np.asarray(mean_ranks, dtype=float)
+    if ranks.ndim != 1 or ranks.size == 0 or not np.all(np.isfinite(ranks)):
+        raise ValueError("mean_ranks must be a non-empty 1-D sequence of finite numbers")
+    order = np.argsort(ranks, kind="stable")
+    sorted_ranks = ranks[order]
+    groups: list[tuple[int, ...]] = []
+    last_end = -1
+    for start in range(order.size):
+        end = int(np.searchsorted(sorted_ranks, sorted_ranks[start] + critical_difference, side="right"))
+        if end - 1 > last_end:  # not contained in the previous run
+            groups.append(tuple(int(arm) for arm in order[start:end]))
+            last_end = end - 1
+    labels = [_group_label(i) for i in range(len(groups))]
+    separator = "" if len(groups) <= 26 else ","
+    letters = [
+        separator.join(label for label, group in zip(labels, groups) if arm in group)
+        for arm in range(ranks.size)
+    ]
+    return TiedGroups(
+        order=tuple(int(arm) for arm in order), groups=tuple(groups), letters=tuple(letters)
+    )
+
+
+def _group_label(index: int) -> str:
+    """'a'..'z', then 'aa', 'ab', ... like spreadsheet columns."""
+    label = ""
+    index += 1
+    while index:
+        index, remainder = divmod(index - 1, 26)
+        label = string.ascii_lowercase[remainder] + label
+    return label
+
+
+@dataclass(frozen=True)
+class RankStability:
+    """Outcome of :func:`rank_stability`.
+
+    For each subsample size in ``sizes``: ``p_order`` is the share of random subsets of that
+    many items (drawn without replacement) on which the arms' means reproduce the full-data
+    order exactly (ties included), ``p_top`` the share that reproduce the best arm(s).
+    ``min_size_order`` / ``min_size_top`` are the smallest sizes reaching ``level`` (None when no
+    listed size does). ``rank_intervals[arm]`` is the central ``level`` interval of the arm's
+    rank (1 = best, ties averaged) over bootstrap resamples of the items.
+    """
+
+    sizes: tuple[int, ...]
+    p_order: tuple[float, ...]
+    p_top: tuple[float, ...]
+    min_size_order: int | None
+    min_size_top: int | None
+    full_order: tuple[int, ...]
+    top_arms: tuple[int, ...]
+    rank_intervals: tuple[tuple[float, float], ...]
+    level: float
+    n_items: int
+    n_arms: int
+    n_resamples: int
+    seed: int
+    method: str = "subsets without replacement; bootstrap rank intervals"
+
+
+def rank_stability(
+    matrix: ArrayLike,
+    *,
+    sizes: ArrayLike | None = None,
+    n_resamples: int = 1000,
+    seed: int = 0,
+    level: float = 0.95,
+) -> RankStability:
+    """How many items the ranking of arms by mean needs before it stops changing.
+
+    ``sizes`` defaults to 10%, 20%, ..., 90% of the items. Each resample draws one random
+    ordering of the items and uses its first k items for every size k, so every subset is a
+    uniform random k-subset (estimates at different sizes share their draws).
+    """
+    if not 0 < level < 1:
+        raise ValueError(f"level must lie strictly between 0 and 1, got {level}")
+    if n_resamples < 1:
+        raise ValueError(f"n_resamples must be at least 1, got {n_resamples}")
+    values = arm_matrix(matrix)
+    n_items, n_arms = values.shape
+    subset_sizes = _subset_sizes(sizes, n_items)
+    rng = np.random.default_rng(seed)
+    tolerance = _RELATIVE_TOLERANCE * max(1.0, float(np.max(np.abs(values))))
+    full_means = values.mean(axis=0)
+    full_order = _order_best_first(full_means)
+    top_arms = tuple(int(a) for a in np.flatnonzero(full_means >= full_means.max() - tolerance))
+
+    order_hits = np.zeros(subset_sizes.size)
+    top_hits = np.zeros(subset_sizes.size)
+    for means in _subset_means(values, subset_sizes, n_resamples, rng):
+        order_hits += _reproduces_order(means, full_means, full_order, tolerance).sum(axis=0)
+        top_hits += _reproduces_top(means, top_arms, tolerance).sum(axis=0)
+    p_order = order_hits / n_resamples
+    p_top = top_hits / n_resamples
+    return RankStability(
+        sizes=tuple(subset_sizes.tolist()), p_order=tuple(p_order.tolist()),
+        p_top=tuple(p_top.tolist()),
+        min_size_order=_smallest_size_reaching(subset_sizes, p_order, level),
+        min_size_top=_smallest_size_reaching(subset_sizes, p_top, level),
+        full_order=tuple(int(a) for a in full_order), top_arms=top_arms,
+        rank_intervals=_bootstrap_rank_intervals(values, n_resamples, level, rng),
+        level=level, n_items=n_items, n_arms=n_arms, n_resamples=n_resamples, seed=seed,
+    )
+
+
+def _subset_sizes(sizes: ArrayLike | None, n_items: int) -> np.ndarray:
+    if sizes is None:
+        defaults = np.rint(np.linspace(0, n_items, 11)[1:-1]).astype(int)
+        return np.unique(defaults[defaults >= 1])
+    chosen = np.unique(np.asarray(sizes, dtype=int))
+    if chosen.size == 0 or chosen[0] < 1 or chosen[-1] > n_items:
+        raise ValueError(f"sizes must lie between 1 and the number of items ({n_items})")
+    return chosen
+
+
+def _subset_means(values: np.ndarray, sizes: np.ndarray, n_resamples: int, rng: np.random.Generator):
+    """Yield chunks of arm means, shape (resamples, sizes, arms), over nested random subsets."""
+    n_items = values.shape[0]
+    largest = int(sizes[-1])
+    per_chunk = max(1, _RESAMPLE_CELLS // (largest * values.shape[1]))
+    for start in range(0, n_resamples, per_chunk):
+        rows = min(per_chunk, n_resamples - start)
+        shuffled = rng.permuted(np.broadcast_to(np.arange(n_items), (rows, n_items)), axis=1)
+        prefix_sums = np.cumsum(values[shuffled[:, :largest]], axis=1)
+        yield prefix_sums[:, sizes - 1, :] / sizes[None, :, None]
+
+
+def _order_best_first(means: np.ndarray) -> np.ndarray:
+    return np.argsort(-means, kind="stable")
+
+
+def _reproduces_order(
+    means: np.ndarray, reference: np.ndarray, order: np.ndarray, tolerance: float
+) -> np.ndarray:
+    """Whether every pair of arms keeps its relation (>, or = within tolerance) to the reference.
+
+    Checking neighbours in the reference order suffices: the relations chain transitively.
+    """
+    reference_gaps = reference[order[:-1]] - reference[order[1:]]
+    gaps = means[..., order[:-1]] - means[..., order[1:]]
+    strict = reference_gaps > tolerance
+    kept = np.where(strict, gaps > tolerance, np.abs(gaps) <= tolerance)
+    return np.all(kept, axis=-1)
+
+
+def _reproduces_top(means: np.ndarray, top_arms: tuple[int, ...], tolerance: float) -> np.ndarray:
+    best = means.max(axis=-1, keepdims=True)
+    at_top = means >= best - tolerance
+    expected = np.zeros(means.shape[-1], dtype=bool)
+    expected[list(top_arms)] = True
+    return np.all(at_top == expected, axis=-1)
+
+
+def _smallest_size_reaching(sizes: np.ndarray, shares: np.ndarray, level: float) -> int | None:
+    reached = np.flatnonzero(shares >= level)
+    return int(sizes[reached[0]]) if reached.size else None
+
+
+def _bootstrap_rank_intervals(
+    values: np.ndarray, n_resamples: int, level: float, rng: np.random.Generator
+) -> tuple[tuple[float, float], ...]:
+    n_items, n_arms = values.shape
+    per_chunk = max(1, _RESAMPLE_CELLS // values.size)
+    ranks = []
+    for start in range(0, n_resamples, per_chunk):
+        rows = min(per_chunk, n_resamples - start)
+        means = values[rng.integers(0, n_items, size=(rows, n_items))].mean(axis=1)
+        ranks.append(scipy_stats.rankdata(-means, axis=1))
+    all_ranks = np.concatenate(ranks)
+    tail = (1 - level) / 2
+    low = np.quantile(all_ranks, tail, axis=0, method="inverted_cdf")
+    high = np.quantile(all_ranks, 1 - tail, axis=0, method="inverted_cdf")
+    return tuple((float(lo), float(hi)) for lo, hi in zip(low, high))
+
+
+@dataclass(frozen=True)
+class HoldoutCheck:
+    """Outcome of :func:`holdout_check`: does the pilot's order of arms hold on fresh items?"""
+
+    pilot_order: tuple[int, ...]
+    holdout_order: tuple[int, ...]
+    order_holds: bool
+    top_holds: bool
+    kendall_tau: float
+    kendall_p_value: float
+    pilot_means: tuple[float, ...]
+    holdout_means: tuple[float, ...]
+    method: str = "order of arm means; Kendall tau-b between pilot and holdout means"
+
+
+def holdout_check(pilot_matrix: ArrayLike, holdout_matrix: ArrayLike) -> HoldoutCheck:
+    """Compare the order of arms (by mean) on a pilot set with the order on a holdout set.
+
+    Both matrices are items × arms with the same arms in the same columns; the items differ.
+    ``order_holds`` requires every pair of arms to keep its relation (ties included);
+    ``top_holds`` requires the same best arm(s). Kendall's tau-b measures partial agreement
+    (NaN when either set ties all arms).
+    """
+    pilot = arm_matrix(pilot_matrix, "pilot_matrix")
+    holdout = arm_matrix(holdout_matrix, "holdout_matrix")
+    if pilot.shape[1] != holdout.shape[1]:
+        raise ValueError(
+            f"pilot and holdout must hold the same arms: {pilot.shape[1]} vs {holdout.shape[1]} columns"
+        )
+    pilot_means, holdout_means = pilot.mean(axis=0), holdout.mean(axis=0)
+    tolerance = _RELATIVE_TOLERANCE * max(1.0, float(np.max(np.abs(pilot))), float(np.max(np.abs(holdout))))
+    pilot_order = _order_best_first(pilot_means)
+    pilot_top = tuple(int(a) for a in np.flatnonzero(pilot_means >= pilot_means.max() - tolerance))
+    tau, p_value = _kendall_tau(pilot_means, holdout_means)
+    return HoldoutCheck(
+        pilot_order=tuple(int(a) for a in pilot_order),
+        holdout_order=tuple(int(a) for a in _order_best_first(holdout_means)),
+        order_holds=bool(_reproduces_order(holdout_means, pilot_means, pilot_order, tolerance)),
+        top_holds=bool(_reproduces_top(holdout_means, pilot_top, tolerance)),
+        kendall_tau=tau, kendall_p_value=p_value,
+        pilot_means=tuple(pilot_means.tolist()), holdout_means=tuple(holdout_means.tolist()),
+    )
+
+
+def _kendall_tau(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    if np.ptp(x) == 0 or np.ptp(y) == 0:
+        return math.nan, math.nan
+    result = scipy_stats.kendalltau(x, y)
+    return float(result.statistic), float(result.pvalue)

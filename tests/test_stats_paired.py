@@ -1,0 +1,289 @@
+"""Paired tests against independent references: brute force, scipy, integer convolution."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats as scipy_stats
+
+from evalsite.stats import EXACT_LIMIT, holm, mcnemar_exact, sign_flip_test
+
+IRRATIONAL_UNIT = math.pi / 1000  # integer × this is off every grid the test recognises
+
+
+def brute_force_p(diffs, alternative="two-sided", rel_tol=1e-9):
+    """Enumerate every sign pattern over all items, zeros included."""
+    diffs = np.asarray(diffs, dtype=float)
+    patterns = np.arange(2**diffs.size)[:, None] >> np.arange(diffs.size) & 1
+    signs = 2.0 * patterns - 1.0
+    totals = signs @ diffs
+    observed = diffs.sum()
+    tol = rel_tol * max(np.abs(diffs).sum(), 1e-300)
+    if alternative == "greater":
+        hits = totals >= observed - tol
+    elif alternative == "less":
+        hits = totals <= observed + tol
+    else:
+        hits = np.abs(totals) >= abs(observed) - tol
+    return hits.mean()
+
+
+def convolution_p(integers, alternative="two-sided"):
+    """Exact p for integer differences: counts of each total by convolving the items one by one."""
+    integers = [int(v) for v in integers]
+    offset = sum(abs(v) for v in integers)
+    counts = np.zeros(2 * offset + 1, dtype=object)  # Python ints: exact beyond 2**63
+    counts[offset] = 1
+    for value in integers:
+        v = abs(value)
+        counts = np.roll(counts, v) + np.roll(counts, -v)  # no wrap: the support fits the array
+    totals = np.arange(-offset, offset + 1)
+    observed = sum(integers)
+    if alternative == "greater":
+        hits = totals >= observed
+    elif alternative == "less":
+        hits = totals <= observed
+    else:
+        hits = np.abs(totals) >= abs(observed)
+    return int(counts[hits].sum()) / 2 ** len(integers)
+
+
+def scipy_paired_p(a, b, alternative):
+    result = scipy_stats.permutation_test(
+        (a, b),
+        lambda x, y, axis: np.mean(x - y, axis=axis),
+        permutation_type="samples",
+        n_resamples=np.inf,
+        alternative=alternative,
+    )
+    return result.pvalue
+
+
+@pytest.mark.parametrize("alternative", ["two-sided", "greater", "less"])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_sign_flip_matches_scipy_permutation_test_on_small_samples(alternative, seed):
+    rng = np.random.default_rng(seed)
+    n = 11
+    a = rng.normal(size=n)
+    b = a + rng.normal(0.4, 1.0, size=n)
+    ours = sign_flip_test(a, b, alternative=alternative)
+    assert ours.kind == "exact"
+    assert ours.p_value == pytest.approx(scipy_paired_p(a, b, alternative), rel=1e-12)
+
+
+@pytest.mark.parametrize("alternative", ["two-sided", "greater", "less"])
+def test_sign_flip_matches_brute_force_with_zeros_and_ties(alternative):
+    diffs = np.array([0.5, 0.5, -0.25, 0.0, 0.75, 0.0, -0.5, 0.25, 1.0, 0.5, 0.0, -0.75, 0.5, 0.25])
+    ours = sign_flip_test(diffs, np.zeros_like(diffs), alternative=alternative)
+    assert ours.n == 14 and ours.n_nonzero == 11
+    assert ours.p_value == pytest.approx(brute_force_p(diffs, alternative), rel=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_sign_flip_matches_brute_force_on_continuous_data_up_to_20_items(seed):
+    rng = np.random.default_rng(seed)
+    diffs = rng.normal(0.3, 1.0, size=17 + seed)
+    diffs[rng.integers(0, diffs.size, size=3)] = 0.0
+    ours = sign_flip_test(diffs, np.zeros_like(diffs))
+    assert ours.method == "meet-in-the-middle enumeration"
+    assert ours.p_value == pytest.approx(brute_force_p(diffs), rel=1e-12)
+
+
+@pytest.mark.parametrize("n", [30, 36, 40, EXACT_LIMIT])
+def test_enumeration_is_exact_at_large_n_with_many_tied_totals(n):
+    integers = np.random.default_rng(n).integers(-6, 9, size=n)
+    integers[integers == 0] = 1
+    diffs = integers * IRRATIONAL_UNIT
+    ours = sign_flip_test(diffs, np.zeros(n))
+    assert ours.kind == "exact" and ours.method == "meet-in-the-middle enumeration"
+    assert ours.p_value == pytest.approx(convolution_p(integers), rel=1e-12)
+
+
+@pytest.mark.parametrize("alternative", ["greater", "less"])
+def test_enumeration_one_sided_is_exact(alternative):
+    integers = np.random.default_rng(7).integers(-3, 6, size=33)
+    diffs = integers * IRRATIONAL_UNIT
+    ours = sign_flip_test(diffs, np.zeros(33), alternative=alternative)
+    assert ours.p_value == pytest.approx(convolution_p(integers, alternative), rel=1e-12)
+
+
+@pytest.mark.parametrize("n", [30, 40])
+def test_all_positive_distinct_differences_give_two_over_two_to_the_n(n):
+    diffs = np.sqrt(np.arange(2, n + 2))  # distinct, irrational, all positive
+    result = sign_flip_test(diffs, np.zeros(n))
+    assert result.kind == "exact"
+    assert result.p_value == 2 / 2**n
+    assert sign_flip_test(diffs, np.zeros(n), alternative="greater").p_value == 1 / 2**n
+    assert sign_flip_test(diffs, np.zeros(n), alternative="less").p_value == 1.0
+
+
+def test_smallest_difference_negative_doubles_the_extreme_count():
+    n = 35
+    diffs = np.sqrt(np.arange(2, n + 2))
+    diffs[0] = -diffs[0]  # only {} and {smallest} flip to a total at least as large
+    assert sign_flip_test(diffs, np.zeros(n)).p_value == 4 / 2**n
+
+
+def test_pass_fail_differences_use_the_grid_and_equal_the_exact_sign_test():
+    rng = np.random.default_rng(3)
+    a = rng.random(400) < 0.62
+    b = rng.random(400) < 0.55
+    result = sign_flip_test(a, b)
+    wins, losses = int(np.sum(a & ~b)), int(np.sum(~a & b))
+    assert result.kind == "exact" and result.method == "grid distribution"
+    assert result.n_nonzero == wins + losses
+    expected = scipy_stats.binomtest(wins, wins + losses, 0.5).pvalue
+    assert result.p_value == pytest.approx(expected, rel=1e-9)
+
+
+@pytest.mark.parametrize("alternative", ["two-sided", "greater", "less"])
+def test_grid_path_matches_convolution_on_repeat_means(alternative):
+    rng = np.random.default_rng(11)
+    a = rng.integers(0, 2, size=(120, 3)).astype(float)
+    b = rng.integers(0, 2, size=(120, 3)).astype(float)
+    result = sign_flip_test(a, b, alternative=alternative)
+    integers = np.rint((a.sum(axis=1) - b.sum(axis=1))).astype(int)  # differences in thirds
+    assert result.method == "grid distribution"
+    assert result.p_value == pytest.approx(convolution_p(integers, alternative), rel=1e-9)
+
+
+def test_monte_carlo_above_the_limit_is_within_a_few_standard_errors_of_exact():
+    n = EXACT_LIMIT + 16
+    integers = np.random.default_rng(5).integers(-4, 7, size=n)
+    integers[integers == 0] = 2
+    diffs = integers * IRRATIONAL_UNIT
+    result = sign_flip_test(diffs, np.zeros(n), n_resamples=20_000, seed=3)
+    exact = convolution_p(integers)
+    assert result.kind == "monte-carlo" and result.n_resamples == 20_000
+    assert result.std_error > 0
+    assert abs(result.p_value - exact) < 4 * result.std_error + 1 / 20_001
+
+
+def test_monte_carlo_is_reproducible_from_its_seed_and_bounded_below():
+    diffs = np.sqrt(np.arange(2, 60))
+    first = sign_flip_test(diffs, np.zeros(diffs.size), seed=9, n_resamples=2_000)
+    again = sign_flip_test(diffs, np.zeros(diffs.size), seed=9, n_resamples=2_000)
+    assert first == again
+    assert first.p_value == 1 / 2_001  # no random pattern reaches the all-positive total
+
+
+def test_exact_limit_switches_to_monte_carlo():
+    diffs = np.sqrt(np.arange(2, 14))
+    assert sign_flip_test(diffs, 0 * diffs, exact_limit=12).kind == "exact"
+    assert sign_flip_test(diffs, 0 * diffs, exact_limit=11).kind == "monte-carlo"
+
+
+def test_all_zero_differences_give_p_one():
+    result = sign_flip_test([0.5, 0.25, 1.0], [0.5, 0.25, 1.0])
+    assert result.p_value == 1.0 and result.kind == "exact" and result.n_nonzero == 0
+
+
+def test_two_dimensional_inputs_average_finite_repeats_per_item():
+    a = np.array([[1.0, 0.0, np.nan], [1.0, 1.0, 1.0], [0.0, np.nan, np.nan], [1.0, 0.0, 1.0]])
+    b = np.array([0.0, 0.5, 0.0, 1.0])
+    two_d = sign_flip_test(a, b)
+    one_d = sign_flip_test(np.nanmean(a, axis=1), b)
+    assert two_d.p_value == one_d.p_value
+    assert two_d.mean_diff == pytest.approx(np.mean(np.nanmean(a, axis=1) - b))
+
+
+def test_swapping_arms_mirrors_the_alternative():
+    rng = np.random.default_rng(4)
+    a, b = rng.normal(size=25), rng.normal(size=25)
+    assert sign_flip_test(a, b).p_value == sign_flip_test(b, a).p_value
+    assert sign_flip_test(a, b, alternative="greater").p_value == sign_flip_test(
+        b, a, alternative="less"
+    ).p_value
+
+
+@pytest.mark.parametrize(
+    "a, b, message",
+    [
+        ([1.0, 2.0], [1.0], "same items"),
+        ([1.0, np.nan], [1.0, 2.0], "finite"),
+        ([[np.nan, np.nan], [1.0, 0.0]], [1.0, 0.0], "no finite repeat"),
+        ([], [], "no items"),
+    ],
+)
+def test_sign_flip_refuses_unpaired_or_missing_values(a, b, message):
+    with pytest.raises(ValueError, match=message):
+        sign_flip_test(a, b)
+
+
+def test_sign_flip_refuses_an_unknown_alternative():
+    with pytest.raises(ValueError, match="alternative"):
+        sign_flip_test([1.0], [0.0], alternative="bigger")
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(-4, 4), min_size=1, max_size=12), st.sampled_from(["two-sided", "greater", "less"]))
+def test_grid_and_enumeration_agree_with_brute_force(integers, alternative):
+    reference = convolution_p(integers, alternative)
+    on_grid = sign_flip_test(np.array(integers) * 0.25, np.zeros(len(integers)), alternative=alternative)
+    off_grid = sign_flip_test(
+        np.array(integers) * IRRATIONAL_UNIT, np.zeros(len(integers)), alternative=alternative
+    )
+    assert on_grid.p_value == pytest.approx(reference, rel=1e-12)
+    assert off_grid.p_value == pytest.approx(reference, rel=1e-12)
+
+
+def test_mcnemar_hand_computed_case():
+    a = np.array([1] * 20 + [1] * 1 + [0] * 9 + [0] * 5, dtype=bool)
+    b = np.array([1] * 20 + [0] * 1 + [1] * 9 + [0] * 5, dtype=bool)
+    result = mcnemar_exact(a, b)
+    assert (result.b, result.c, result.n_discordant, result.n) == (1, 9, 10, 35)
+    assert result.p_value == pytest.approx(2 * 11 / 1024)  # 2 × P(X <= 1), X ~ Bin(10, 1/2)
+
+
+def test_mcnemar_without_discordant_pairs_is_one():
+    assert mcnemar_exact([1, 0, 1], [1, 0, 1]).p_value == 1.0
+
+
+def test_mcnemar_two_dimensional_uses_per_item_majority():
+    a = [[1, 1, 0], [0, 0, 1], [1, 0, np.nan]]  # pass, fail, pass (1 of 2 counts as a pass)
+    b = [0, 1, 0]
+    result = mcnemar_exact(a, b)
+    assert (result.b, result.c) == (2, 1)
+
+
+def test_mcnemar_refuses_scores_that_are_not_pass_fail():
+    with pytest.raises(ValueError, match="0/1"):
+        mcnemar_exact([0.5, 1.0], [1.0, 0.0])
+
+
+def test_holm_hand_computed_case():
+    assert holm([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.03, 0.06, 0.06, 0.02])
+    assert holm([0.5, 0.9]) == [1.0, 1.0]
+    assert holm([]) == []
+
+
+def holm_by_definition(p_values):
+    m = len(p_values)
+    order = sorted(range(m), key=lambda i: p_values[i])
+    adjusted, running = [0.0] * m, 0.0
+    for position, index in enumerate(order):
+        running = max(running, (m - position) * p_values[index])
+        adjusted[index] = min(1.0, running)
+    return adjusted
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.floats(0.0, 1.0), min_size=1, max_size=30))
+def test_holm_is_monotone_at_least_raw_and_at_most_one(p_values):
+    adjusted = holm(p_values)
+    assert adjusted == pytest.approx(holm_by_definition(p_values))
+    for raw, adj in zip(p_values, adjusted):
+        assert raw <= adj <= 1.0
+    for i, j in itertools.permutations(range(len(p_values)), 2):
+        if p_values[i] <= p_values[j]:
+            assert adjusted[i] <= adjusted[j]
+
+
+def test_holm_refuses_values_outside_zero_one():
+    with pytest.raises(ValueError):
+        holm([0.2, 1.5])
