@@ -46,3 +46,7 @@ class RunLogError(EvalsiteError):
 
 class NotComparableError(EvalsiteError):
     """Two runs may not be compared; the message gives the reason."""
+
+
+class SiteError(EvalsiteError):
+    """The site cannot be built or served (output folder, template, size budget)."""

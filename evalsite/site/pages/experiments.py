@@ -1,0 +1,319 @@
+"""Experiment pages: ``experiments/<name>.html`` and the pages of its arm × item matrix.
+
+The page shows the manifest (its description rendered from markdown, raw HTML escaped), the arms
+with their resolved configs from run.json, score-against-parameter charts for swept numeric
+parameters, and the arm × item matrix of the newest comparable group of runs: per-row winners,
+rows where the arms' outputs diverge, cells whose output differs from the row's majority, and a
+side-by-side word diff of each arm's output against the first arm's on divergent rows.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+
+import yaml
+from markupsafe import Markup
+
+from evalsite.site import charts, paths
+from evalsite.site.digest import ItemResult, RunDigest, item_sort_key
+from evalsite.site.groups import comparable_groups
+from evalsite.site.inputs import ExperimentSource, ProjectInputs, RunSource
+from evalsite.site.pages import Job, Kit, PageContext, doc
+from evalsite.site.pages.common import Pager, dataset_link, paged_views, run_link, runs_table
+from evalsite.site.pages.datasets import arm_labels, mean_interval
+from evalsite.site.pages.runs import flatten
+from evalsite.site.settings import SiteSettings
+from evalsite.site.tables import Column, Table
+from evalsite.site.text import DiffPiece, ShownText, display, markdown, plain, word_diff
+
+MATRIX_VIEWS = {
+    "all": ("all items", lambda row: True),
+    "divergent": ("outputs differ", lambda row: row.divergent),
+}
+
+
+@dataclass(kw_only=True)
+class ArmConfig:
+    label: str = doc("The arm as the matrix names it.")
+    run: object = doc("Link to the run the matrix uses for this arm.")
+    config_id: str | None = doc("Hash of the resolved config.")
+    config_json: str = doc("The resolved config (from run.json) as indented JSON.")
+
+
+@dataclass(kw_only=True)
+class MatrixCell:
+    arm: str = doc("Arm label.")
+    score: float | None = doc("Mean score over the item's repeats; None when the arm did not score the item.")
+    pass_rate: float | None = doc("Share of the item's repeats that passed.")
+    tint: str = doc("CSS class: pass, fail, mixed or missing.")
+    outlier: bool = doc("True when this output differs from the answer most arms gave.")
+    best: bool = doc("True when this arm alone has the row's highest score.")
+    fastest: bool = doc("True when this arm alone has the row's lowest mean latency.")
+    cheapest: bool = doc("True when this arm alone has the row's lowest mean cost.")
+    output: ShownText | None = doc("The first repeat's output (None when redacted or missing).")
+    latency_ms: float | None = doc("Mean latency over repeats.")
+    cost_usd: float | None = doc("Mean cost over repeats; None when unknown.")
+
+
+@dataclass(kw_only=True)
+class PairDiff:
+    """One arm's output against the reference (first) arm's output on one item."""
+
+    left: str = doc("Reference arm label.")
+    right: str = doc("Compared arm label.")
+    left_text: ShownText | None = doc("Reference output.")
+    right_text: ShownText | None = doc("Compared output.")
+    pieces: list[DiffPiece] | None = doc("Word diff from left to right; None when an output is too long to diff.")
+
+
+@dataclass(kw_only=True)
+class MatrixRow:
+    anchor: str = doc("HTML id of the row.")
+    item_id: str = doc("The item id.")
+    cells: list[MatrixCell] = doc("One cell per arm, in the arms' order.")
+    divergent: bool = doc("True when the arms' outputs are not all the same.")
+    diffs: list[PairDiff] = doc("Diffs against the reference arm for divergent rows (empty when redacted).")
+
+
+@dataclass(kw_only=True)
+class Matrix:
+    arms: list[str] = doc("Arm labels in column order (best mean first).")
+    comparable: str = doc("What the runs of the matrix share (dataset, evaluator versions).")
+    pager: Pager = doc("Filters (all / divergent) and pages.")
+    rows: list[MatrixRow] = doc("The items on this page.")
+    downloads: Table = doc("The page's rows as a flat table (CSV/JSON beside the page).")
+
+
+@dataclass(kw_only=True)
+class ExperimentPage(PageContext):
+    """``experiments/<name>.html``."""
+
+    name: str = doc("Experiment name.")
+    manifest_path: str | None = doc("The manifest file, relative to the project root (None when only runs remain).")
+    manifest_text: str = doc("The manifest as written (the current file, else the newest run's copy).")
+    manifest_error: str | None = doc("Why the manifest could not be parsed, if it could not.")
+    description: Markup = doc("The manifest's description rendered from markdown (raw HTML escaped).")
+    datasets: list = doc("Links to the leaderboards of the datasets the experiment's runs used.")
+    arms: list[ArmConfig] = doc("The arms of the matrix with their resolved configs.")
+    sweeps: list[Markup] = doc("Score against each swept numeric parameter (inline SVG), when configs differ in one.")
+    matrix: Matrix | None = doc("First page of the arm × item matrix; None without a completed scored run.")
+    other_groups: list[str] = doc("Comparable groups of this experiment's runs that the matrix does not show.")
+    runs: Table = doc("Every run of the experiment, newest first.")
+
+
+@dataclass(kw_only=True)
+class MatrixPage(PageContext):
+    """``experiments/<name>/<filter>-<n>.html``: another page of the matrix."""
+
+    name: str = doc("Experiment name.")
+    matrix: Matrix = doc("The matrix rows of this page.")
+
+
+def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[Job]:
+    by_name: dict[str, list[RunSource]] = defaultdict(list)
+    for run in inputs.runs:
+        if run.experiment:
+            by_name[run.experiment].append(run)
+    result = []
+    for name in sorted(set(by_name) | set(inputs.experiments)):
+        members = by_name.get(name, [])
+        ids = tuple(r.run_id for r in members)
+        keys = (*(f"run:{r}" for r in ids), f"experiment:{name}") if name in inputs.experiments else tuple(f"run:{r}" for r in ids)
+        result.append(Job(f"experiment:{name}", keys, _renderer(name, members, inputs.experiments.get(name)),
+                          digests=ids, outputs_of=ids))
+    return result
+
+
+def _renderer(name: str, members: list[RunSource], source: ExperimentSource | None):
+    def render(kit: Kit) -> dict[str, bytes]:
+        groups, _ = comparable_groups(members)
+        text, origin = _manifest_text(source, members)
+        description, error = _description(text)
+        arms: list[ArmConfig] = []
+        shards, comparable, labels = [], "", []
+        if groups:
+            group = groups[0]
+            runs = sorted(group.chosen, key=lambda r: (-(kit.digests[r.run_id].mean_score or -1e300), r.arm_id, r.run_id))
+            label_of = arm_labels(runs)
+            labels, comparable = [label_of[r.run_id] for r in runs], group.describe()
+            arms = [ArmConfig(label=label_of[r.run_id], run=run_link(r), config_id=r.config_id,
+                              config_json=json.dumps(r.header.get("config"), indent=2, sort_keys=True, ensure_ascii=False, default=str))
+                    for r in runs]
+            rows = matrix_rows(runs, label_of, kit.digests, kit.settings.max_field_chars, kit.settings.redact)
+            shards = paged_views(rows, MATRIX_VIEWS, lambda view, page: paths.matrix(name, view, page),
+                                 max_count=kit.settings.items_per_page, budget_bytes=kit.settings.page_budget_bytes,
+                                 size_of=_row_size)
+            sweeps = sweep_charts(runs, label_of, kit.digests)
+        else:
+            sweeps = []
+        files: dict[str, bytes] = {}
+        first = None
+        for shard in shards:
+            matrix = Matrix(arms=labels, comparable=comparable, pager=shard.pager, rows=shard.records,
+                            downloads=matrix_table(labels, shard.records, kit.settings.redact))
+            if shard.path == paths.experiment(name):
+                first = matrix
+            else:
+                files.update(kit.page(shard.path, "matrix.html", MatrixPage(
+                    title=f"{name}: matrix, {shard.pager.view}, page {next(p.number for p in shard.pager.pages if p.current)}",
+                    name=name, matrix=matrix)))
+        context = ExperimentPage(
+            title=f"Experiment {name}",
+            name=name,
+            manifest_path=origin,
+            manifest_text=text,
+            manifest_error=error,
+            description=description,
+            datasets=[dataset_link(d) for d in sorted({r.dataset_id for r in members if r.dataset_id})],
+            arms=arms,
+            sweeps=sweeps,
+            matrix=first,
+            other_groups=[g.describe() for g in groups[1:]],
+            runs=runs_table("runs", members, kit.digests),
+        )
+        files.update(kit.page(paths.experiment(name), "experiment.html", context))
+        return files
+
+    return render
+
+
+def _manifest_text(source: ExperimentSource | None, members: list[RunSource]) -> tuple[str, str | None]:
+    if source is not None:
+        return source.text, source.path.parent.name + "/" + source.path.name
+    newest = max(members, key=lambda r: r.run_id, default=None)
+    text = newest.header.get("submitted_manifest") if newest else None
+    return (text if isinstance(text, str) else ""), None
+
+
+def _description(text: str) -> tuple[Markup, str | None]:
+    try:
+        data = yaml.safe_load(text) if text else {}
+    except yaml.YAMLError as exc:
+        return Markup(""), f"not valid YAML/JSON: {str(exc).splitlines()[0]}"
+    description = data.get("description") if isinstance(data, dict) else None
+    return markdown(description if isinstance(description, str) else ""), None
+
+
+def matrix_rows(runs: list[RunSource], labels: dict[str, str], digests: dict[str, RunDigest],
+                limit: int, redact: bool) -> list[MatrixRow]:
+    item_ids = sorted({i for r in runs for i in digests[r.run_id].items}, key=item_sort_key)
+    rows = []
+    for item_id in item_ids:
+        results = [digests[r.run_id].items.get(item_id) for r in runs]
+        answers = [plain(res.output) if res is not None and res.output_kept else None for res in results]
+        given = [a for a in answers if a is not None]
+        divergent = len(set(given)) > 1
+        majority = _majority(given)
+        cells = [_cell(labels[r.run_id], res, answer, majority, limit, redact) for r, res, answer in zip(runs, results, answers)]
+        _mark_winners(cells, results)
+        diffs = [] if redact or not divergent else _diffs(cells, answers)
+        rows.append(MatrixRow(anchor=paths.slug(f"item-{item_id}"), item_id=item_id, cells=cells, divergent=divergent, diffs=diffs))
+    return rows
+
+
+def _majority(answers: list[str]) -> str | None:
+    """The answer more than half of the arms gave, if one did (and there are three or more arms)."""
+    if len(answers) < 3:
+        return None
+    answer, count = Counter(answers).most_common(1)[0]
+    return answer if count * 2 > len(answers) else None
+
+
+def _cell(label: str, result: ItemResult | None, answer: str | None, majority: str | None, limit: int, redact: bool) -> MatrixCell:
+    if result is None:
+        return MatrixCell(arm=label, score=None, pass_rate=None, tint="missing", outlier=False, best=False,
+                          fastest=False, cheapest=False, output=None, latency_ms=None, cost_usd=None)
+    rate = result.pass_rate
+    tint = "missing" if rate is None else "pass" if rate == 1 else "fail" if rate == 0 else "mixed"
+    return MatrixCell(
+        arm=label, score=result.mean_score, pass_rate=rate, tint=tint,
+        outlier=majority is not None and answer is not None and answer != majority,
+        best=False, fastest=False, cheapest=False,
+        output=None if redact or not result.output_kept else display(result.output, limit),
+        latency_ms=result.mean_latency_ms, cost_usd=result.mean_cost_usd,
+    )
+
+
+def _mark_winners(cells: list[MatrixCell], results: list[ItemResult | None]) -> None:
+    """Flag a cell only when it alone holds the row's best value (a tie has no winner)."""
+    for flag, values, better in (
+        ("best", [r.mean_score if r else None for r in results], max),
+        ("fastest", [r.mean_latency_ms if r else None for r in results], min),
+        ("cheapest", [r.mean_cost_usd if r else None for r in results], min),
+    ):
+        known = [v for v in values if v is not None]
+        if len(known) < 2:
+            continue
+        winner = better(known)
+        if known.count(winner) == 1:
+            setattr(cells[values.index(winner)], flag, True)
+
+
+def _diffs(cells: list[MatrixCell], answers: list[str | None]) -> list[PairDiff]:
+    reference = cells[0]
+    diffs = []
+    for cell, answer in zip(cells[1:], answers[1:]):
+        if answer is None or answer == answers[0]:
+            continue
+        left = reference.output.text if reference.output else ""
+        right = cell.output.text if cell.output else ""
+        diffs.append(PairDiff(left=reference.arm, right=cell.arm, left_text=reference.output, right_text=cell.output,
+                              pieces=word_diff(left, right)))
+    return diffs
+
+
+def matrix_table(labels: list[str], rows: list[MatrixRow], redact: bool) -> Table:
+    columns = [Column("item_id", "item", "code"), Column("divergent", "outputs differ")]
+    for label in labels:
+        columns += [Column(f"score:{label}", f"{label} score", "number"), Column(f"pass:{label}", f"{label} pass rate", "percent")]
+        if not redact:
+            columns.append(Column(f"output:{label}", f"{label} output"))
+    records = []
+    for row in rows:
+        record = {"item_id": row.item_id, "divergent": row.divergent}
+        for cell in row.cells:
+            record[f"score:{cell.arm}"] = cell.score
+            record[f"pass:{cell.arm}"] = cell.pass_rate
+            if not redact:
+                record[f"output:{cell.arm}"] = cell.output.text if cell.output else None
+        records.append(record)
+    return Table("matrix", columns, records, sortable=False)
+
+
+def _row_size(row: MatrixRow) -> int:
+    outputs = sum(len(c.output.text) for c in row.cells if c.output)
+    return 200 + 150 * len(row.cells) + outputs * (3 if row.divergent else 1)
+
+
+def sweep_charts(runs: list[RunSource], labels: dict[str, str], digests: dict[str, RunDigest]) -> list[Markup]:
+    """One chart per numeric parameter whose value differs between the configs."""
+    params = {r.run_id: dict(flatten((r.header.get("config") or {}).get("params") or {})) for r in runs}
+    keys = sorted({k for p in params.values() for k in p})
+    result = []
+    for key in keys:
+        values = {rid: _as_number(p.get(key)) for rid, p in params.items()}
+        present = {rid: v for rid, v in values.items() if v is not None}
+        if len(set(present.values())) < 2:
+            continue
+        series: dict[str, list[charts.Point]] = defaultdict(list)
+        for run in runs:
+            if run.run_id not in present:
+                continue
+            rest = json.dumps({k: v for k, v in params[run.run_id].items() if k != key}, sort_keys=True)
+            interval = mean_interval(digests[run.run_id])
+            if interval.value is None:
+                continue
+            series[rest].append(charts.Point(labels[run.run_id], present[run.run_id], interval.value, interval.low, interval.high))
+        named = {" · ".join(p.label for p in points): points for points in series.values()}
+        result.append(charts.line_chart(named, x_label=key, y_label="mean score", title=f"Mean score against {key}"))
+    return result
+
+
+def _as_number(text: str | None) -> float | None:
+    try:
+        value = json.loads(text) if text is not None else None
+    except json.JSONDecodeError:
+        return None
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
