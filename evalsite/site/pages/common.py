@@ -112,9 +112,9 @@ class Pager:
 class Shard(Generic[T]):
     """One page of one filter: its path, its place in the listing, and its records."""
 
-    path: str
-    pager: Pager
-    records: list[T]
+    path: str = doc("Site-root-relative path of the page.")
+    pager: Pager = doc("Its place among the filters and pages.")
+    records: list[T] = doc("The records on the page.")
 
 
 def paged_views(records: list[T], views: dict[str, tuple[str, Callable[[T], bool]]], path_of: Callable[[str, int], str],
