@@ -7,7 +7,8 @@ import csv
 import io
 import json
 from dataclasses import dataclass, field, fields, is_dataclass
-from typing import Any, Iterator
+from functools import lru_cache
+from typing import Any, Iterator, get_args, get_type_hints
 
 #: How a column's cells are shown; downloads always carry the raw value.
 COLUMN_KINDS = ("text", "code", "number", "percent", "usd", "ms", "count", "interval", "status", "when")
@@ -62,7 +63,9 @@ class Table:
         return [{c.key: _plain(row.get(c.key)) for c in self.columns} for row in self.rows]
 
     def to_json(self) -> str:
-        return json.dumps(self.records(), indent=1, ensure_ascii=False, allow_nan=False) + "\n"
+        """A JSON array, one record per line (compact, and quick to diff)."""
+        lines = [json.dumps(record, ensure_ascii=False, allow_nan=False) for record in self.records()]
+        return "[\n" + ",\n".join(lines) + "\n]\n" if lines else "[]\n"
 
     def to_csv(self) -> str:
         buffer = io.StringIO()
@@ -105,15 +108,27 @@ def _csv(value: Any) -> str:
 
 
 def tables_in(value: Any) -> Iterator[Table]:
-    """Every :class:`Table` reachable from a page context (dataclass fields, lists, dicts)."""
+    """Every :class:`Table` reachable from a page context through fields whose declared type can
+    hold one (so the thousands of case rows of a listing are not walked)."""
     if isinstance(value, Table):
         yield value
     elif is_dataclass(value) and not isinstance(value, type):
-        for item in fields(value):
-            yield from tables_in(getattr(value, item.name))
+        for name in _table_fields(type(value)):
+            yield from tables_in(getattr(value, name))
     elif isinstance(value, (list, tuple)):
         for item in value:
             yield from tables_in(item)
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from tables_in(item)
+
+
+@lru_cache(maxsize=None)
+def _table_fields(cls: type) -> tuple[str, ...]:
+    hints = get_type_hints(cls)
+    return tuple(f.name for f in fields(cls) if _may_hold_table(hints.get(f.name)))
+
+
+def _may_hold_table(hint: Any) -> bool:
+    if hint is Table:
+        return True
+    if isinstance(hint, type) and is_dataclass(hint):
+        return bool(_table_fields(hint))
+    return any(_may_hold_table(arg) for arg in get_args(hint))

@@ -1,0 +1,151 @@
+"""The built site in real headless Chromium: navigation from file://, sorting, no console errors,
+no request outside the site folder, and no payload executing. Screenshots go to a temp folder
+(``EVALSITE_SCREENSHOTS`` names another) so CI can keep them as artifacts."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from evalsite.manifest import load_manifest
+from evalsite.plan import build_plan
+from evalsite.project import find_project
+from evalsite.runner import execute_plan
+from evalsite.site import build_site
+from test_site_xss import write_hostile_project
+
+CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
+REPO = Path(__file__).resolve().parent.parent
+
+pytestmark = pytest.mark.skipif(
+    not (CHROMIUM.exists() and CHROMEDRIVER.exists()),
+    reason="headless browser tests need /usr/bin/chromium and /usr/bin/chromedriver (Debian: apt-get install chromium chromium-driver)",
+)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    profile = tempfile.mkdtemp(prefix="evalsite-chromium-")
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--window-size=1400,1000", f"--user-data-dir={profile}"):
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
+    driver.set_page_load_timeout(30)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def screenshots(tmp_path_factory) -> Path:
+    folder = Path(os.environ.get("EVALSITE_SCREENSHOTS") or tmp_path_factory.mktemp("screenshots"))
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def example_site(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("browser-example")
+    for folder in ("data", "arms", "experiments"):
+        shutil.copytree(REPO / folder, root / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    project = find_project(root)
+    execute_plan(project, build_plan(project, load_manifest(root / "experiments/arithmetic.yaml"), repeat=1))
+    build_site(project)
+    return root / "site"
+
+
+def problems_in(driver, site: Path) -> list[str]:
+    """Console messages at warning level or above, and any request outside the site folder."""
+    messages = [f"console: {entry['message']}" for entry in driver.get_log("browser")
+                if entry["level"] in ("SEVERE", "WARNING")]
+    names = driver.execute_script(
+        "return performance.getEntriesByType('resource').map(e => e.name)"
+        ".concat(performance.getEntriesByType('navigation').map(e => e.name));")
+    inside = site.resolve().as_uri() + "/"
+    return messages + [f"request outside the site: {name}" for name in names if not name.startswith(inside)]
+
+
+def click_link(driver, text_part: str):
+    from selenium.webdriver.common.by import By
+
+    driver.find_element(By.PARTIAL_LINK_TEXT, text_part).click()
+
+
+def test_home_to_leaderboard_to_run_and_sorting(browser, example_site, screenshots):
+    from selenium.webdriver.common.by import By
+
+    browser.get((example_site / "index.html").as_uri())
+    assert browser.find_element(By.TAG_NAME, "h1").text
+    browser.save_screenshot(str(screenshots / "home.png"))
+    assert problems_in(browser, example_site) == []
+
+    click_link(browser, "arithmetic@")
+    assert browser.find_element(By.TAG_NAME, "h1").text.startswith("Dataset arithmetic@")
+    assert browser.find_elements(By.CSS_SELECTOR, "svg.chart")
+    browser.save_screenshot(str(screenshots / "leaderboard.png"))
+    assert problems_in(browser, example_site) == []
+
+    table = browser.find_element(By.CSS_SELECTOR, "#leaderboard-1 table")
+    column = [th.text for th in table.find_elements(By.CSS_SELECTOR, "thead th")].index("p50 latency")
+    header = table.find_elements(By.CSS_SELECTOR, "thead th button")[column]
+    cells = lambda: [row.find_elements(By.TAG_NAME, "td")[column].get_attribute("data-sort")
+                     for row in table.find_elements(By.CSS_SELECTOR, "tbody tr")]
+    header.click()
+    ascending = [float(v) for v in cells()]
+    assert ascending == sorted(ascending)
+    header.click()
+    assert [float(v) for v in cells()] == sorted(ascending, reverse=True)
+
+    click_link(browser, "careful")  # the run of the top arm
+    assert browser.find_element(By.TAG_NAME, "h1").text.startswith("Run ")
+    browser.find_element(By.PARTIAL_LINK_TEXT, "failed (").click()
+    rows = browser.find_elements(By.CSS_SELECTOR, "#cases-table tbody tr")
+    assert rows and all("case-failed" in row.get_attribute("class") for row in rows)
+    browser.save_screenshot(str(screenshots / "run-failed-cases.png"))
+    assert problems_in(browser, example_site) == []
+
+
+def test_find_on_page_filters_case_rows(browser, example_site):
+    from selenium.webdriver.common.by import By
+
+    run_page = next((example_site / "runs").glob("*careful*.html"))
+    browser.get(run_page.as_uri())
+    box = browser.find_element(By.CSS_SELECTOR, "input[data-filter-table]")
+    box.send_keys("q007")
+    visible = [r for r in browser.find_elements(By.CSS_SELECTOR, "#cases-table tbody tr") if r.is_displayed()]
+    assert len(visible) == 1 and "q007" in visible[0].text
+
+
+def test_experiment_matrix_and_decisions_pages_load_cleanly(browser, example_site, screenshots):
+    from selenium.webdriver.common.by import By
+
+    browser.get((example_site / "experiments/arithmetic.html").as_uri())
+    assert browser.find_elements(By.CSS_SELECTOR, "#matrix-table tbody tr")
+    browser.save_screenshot(str(screenshots / "experiment.png"))
+    click_link(browser, "decisions")
+    assert browser.find_element(By.TAG_NAME, "h1").text == "Decisions"
+    assert problems_in(browser, example_site) == []
+
+
+def test_no_payload_executes_in_the_browser(browser, tmp_path_factory, screenshots):
+    root = write_hostile_project(tmp_path_factory.mktemp("hostile-browser"))
+    build_site(find_project(root))
+    site = root / "site"
+    for page in ["index.html", "runs/20260101T000000Z-arm0-0000.html", "experiments/evil.html", "decisions.html",
+                 "datasets/evil-000000000000.html"]:
+        browser.get((site / page).as_uri())
+        assert browser.execute_script("return window.__xss === undefined"), page
+        assert problems_in(browser, site) == [], page
+    browser.save_screenshot(str(screenshots / "hostile-decisions.png"))
