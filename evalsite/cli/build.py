@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import click
@@ -9,6 +10,7 @@ import click
 from evalsite.cli.output import print_json, warn
 from evalsite.project import find_project
 from evalsite.site import build_site
+from evalsite.site.serve import serve
 
 
 @click.command("build")
@@ -30,4 +32,19 @@ def build_command(out_dir: Path | None, redact: bool | None, full: bool, as_json
                    f"{report.bytes / 1e6:.1f} MB) in {report.seconds:.1f} s; open {report.out_dir / 'index.html'}")
 
 
-COMMANDS = [build_command]
+
+@click.command("serve")
+@click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True, help="Port on 127.0.0.1 (0: any free port).")
+@click.option("--out", "out_dir", type=click.Path(path_type=Path), help="Build into this folder (default: a temporary one).")
+def serve_command(port: int, out_dir: Path | None) -> None:
+    """Serve the site on 127.0.0.1 and rebuild it when runs, data, manifests or the theme change."""
+    live = serve(find_project(), port=port, out_dir=out_dir, report=lambda message: click.echo(message, err=True))
+    click.echo(f"serving {live.url} (Ctrl-C to stop)")
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        live.stop()
+
+
+COMMANDS = [build_command, serve_command]
