@@ -306,3 +306,10 @@ def test_every_page_context_field_is_documented():
     for cls in classes:
         for item in fields(cls):
             assert item.metadata.get("help"), f"{cls.__name__}.{item.name} has no help"
+
+
+def test_the_reference_docs_hold_the_current_settings_and_contexts():
+    from evalsite.site.reference import context_reference, settings_reference
+
+    docs = (REPO / "docs/reference/site.md").read_text()
+    assert settings_reference() in docs and context_reference() in docs, "run python -m evalsite.site.reference"

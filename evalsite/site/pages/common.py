@@ -89,6 +89,8 @@ class ViewLink:
 
 @dataclass(kw_only=True)
 class PageLink:
+    """A link to one page of a listing."""
+
     number: int = doc("Page number, from 1.")
     href: str = doc("Site-root-relative link to the page.")
     current: bool = doc("True for the page being shown.")

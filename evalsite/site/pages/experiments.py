@@ -36,6 +36,8 @@ MATRIX_VIEWS = {
 
 @dataclass(kw_only=True)
 class ArmConfig:
+    """An arm of the matrix and its resolved config."""
+
     label: str = doc("The arm as the matrix names it.")
     run: object = doc("Link to the run the matrix uses for this arm.")
     config_id: str | None = doc("Hash of the resolved config.")
@@ -44,6 +46,8 @@ class ArmConfig:
 
 @dataclass(kw_only=True)
 class MatrixCell:
+    """One arm on one item."""
+
     arm: str = doc("Arm label.")
     score: float | None = doc("Mean score over the item's repeats; None when the arm did not score the item.")
     pass_rate: float | None = doc("Share of the item's repeats that passed.")
@@ -70,6 +74,8 @@ class PairDiff:
 
 @dataclass(kw_only=True)
 class MatrixRow:
+    """One item across the arms."""
+
     anchor: str = doc("HTML id of the row.")
     item_id: str = doc("The item id.")
     cells: list[MatrixCell] = doc("One cell per arm, in the arms' order.")
@@ -79,6 +85,8 @@ class MatrixRow:
 
 @dataclass(kw_only=True)
 class Matrix:
+    """One page of the arm × item matrix."""
+
     arms: list[str] = doc("Arm labels in column order (best mean first).")
     comparable: str = doc("What the runs of the matrix share (dataset, evaluator versions).")
     pager: Pager = doc("Filters (all / divergent) and pages.")

@@ -59,6 +59,8 @@ class RunFacts:
 
 @dataclass(kw_only=True)
 class ScoreView:
+    """One evaluator's verdict on one case."""
+
     evaluator: str = doc("Evaluator name.")
     version: str = doc("Evaluator version hash.")
     score: float | None = doc("Score, if any.")
@@ -95,6 +97,8 @@ class CaseRow:
 
 @dataclass(kw_only=True)
 class CaseListing:
+    """One page of a run's cases under one filter."""
+
     pager: Pager = doc("Filters and pages of the listing.")
     cases: list[CaseRow] = doc("The cases on this page.")
     downloads: Table = doc("The same cases as a flat table: its CSV and JSON files sit beside the page.")
