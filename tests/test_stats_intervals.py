@@ -170,9 +170,12 @@ def test_bca_undefined_falls_back_to_percentile_and_says_so():
     assert 0.0 <= result.low <= result.high == 1.0
 
 
-def test_interval_unpacks_like_a_pair():
-    low, high = Interval(0.25, 0.75, 0.95, "BCa")
-    assert (low, high) == (0.25, 0.75)
+def test_interval_reads_like_a_pair():
+    interval = Interval(0.25, 0.75, 0.95, "BCa")
+    low, high = interval
+    assert (low, high) == (0.25, 0.75) == tuple(interval)
+    assert interval[0] == 0.25 and interval[-1] == 0.75 and len(interval) == 2
+    assert np.asarray(interval).tolist() == [0.25, 0.75]
 
 
 @pytest.mark.parametrize(

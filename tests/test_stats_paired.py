@@ -183,6 +183,21 @@ def test_all_zero_differences_give_p_one():
     assert result.p_value == 1.0 and result.kind == "exact" and result.n_nonzero == 0
 
 
+def test_rounding_noise_between_equal_scores_is_not_a_difference():
+    a = np.full(12, 0.3)
+    b = np.full(12, 0.1 + 0.2)  # 0.30000000000000004
+    result = sign_flip_test(a, b)
+    assert result.p_value == 1.0 and result.n_nonzero == 0 and result.mean_diff == 0.0
+    repeats = np.array([[0.1, 0.2, 0.3]] * 12)
+    reordered = repeats[:, ::-1]  # same repeats summed in another order
+    assert sign_flip_test(repeats, reordered).n_nonzero == 0
+
+
+def test_huge_integer_differences_skip_the_grid_without_overflow():
+    diffs = np.array([3e20, -1e20, 2e20, 5e20])
+    assert sign_flip_test(diffs, np.zeros(4)).p_value == pytest.approx(brute_force_p(diffs))
+
+
 def test_two_dimensional_inputs_average_finite_repeats_per_item():
     a = np.array([[1.0, 0.0, np.nan], [1.0, 1.0, 1.0], [0.0, np.nan, np.nan], [1.0, 0.0, 1.0]])
     b = np.array([0.0, 0.5, 0.0, 1.0])
@@ -215,9 +230,11 @@ def test_sign_flip_refuses_unpaired_or_missing_values(a, b, message):
         sign_flip_test(a, b)
 
 
-def test_sign_flip_refuses_an_unknown_alternative():
+def test_sign_flip_refuses_an_unknown_alternative_or_an_unaffordable_exact_limit():
     with pytest.raises(ValueError, match="alternative"):
         sign_flip_test([1.0], [0.0], alternative="bigger")
+    with pytest.raises(ValueError, match="exact_limit"):
+        sign_flip_test([1.0], [0.0], exact_limit=60)
 
 
 @settings(max_examples=60, deadline=None)

@@ -108,6 +108,13 @@ def test_tied_groups_strict_order_when_every_gap_exceeds_cd():
     assert groups.strict_order_supported
 
 
+def test_tied_groups_refuses_a_negative_or_missing_critical_difference():
+    with pytest.raises(ValueError, match="critical_difference"):
+        tied_groups([1.0, 2.0], -0.1)
+    with pytest.raises(ValueError, match="critical_difference"):
+        tied_groups([1.0, 2.0], float("nan"))
+
+
 def test_tied_groups_label_beyond_26_groups():
     groups = tied_groups(np.arange(30, dtype=float), critical_difference=0.1)
     assert groups.letters[0] == "a" and groups.letters[25] == "z" and groups.letters[26] == "aa"
@@ -130,7 +137,7 @@ def test_arms_share_a_letter_exactly_when_within_the_critical_difference(ranks, 
 
 def exact_friedman_permutation_p(matrix):
     """Enumerate every within-row permutation (k!^n patterns) of the rank rows."""
-    ranks = within_item_ranks(matrix)
+    ranks = scipy_stats.rankdata(-matrix, axis=1)
     observed = np.sum(ranks.sum(axis=0) ** 2)
     row_options = [list(itertools.permutations(row)) for row in ranks]
     hits = total = 0
@@ -145,6 +152,18 @@ def test_friedman_permutation_p_is_close_to_full_enumeration():
     exact = exact_friedman_permutation_p(matrix)
     result = friedman_test(matrix, n_resamples=20_000, seed=2)
     assert abs(result.p_value - exact) < 4 * result.std_error + 1 / 20_001
+
+
+def test_within_item_ranks_give_rank_one_to_the_best_and_average_ties():
+    ranks = within_item_ranks(np.array([[0.2, 0.9, 0.5], [1.0, 1.0, 0.0]]))
+    assert ranks.tolist() == [[3.0, 1.0, 2.0], [1.5, 1.5, 3.0]]
+
+
+def test_items_where_all_arms_tie_do_not_change_the_permutation_p_value():
+    matrix = (np.random.default_rng(6).random((40, 4)) < [0.4, 0.5, 0.6, 0.7]).astype(float)
+    informative = matrix[np.ptp(matrix, axis=1) > 0]
+    padded = np.vstack([informative, np.ones((25, 4)), np.zeros((10, 4))])
+    assert friedman_test(padded).p_value == friedman_test(informative).p_value
 
 
 def test_friedman_is_seeded_and_reproducible():

@@ -1,11 +1,29 @@
 """Statistics for comparing arms on shared items: pure computation over numpy arrays, no I/O.
 
-Inputs are item × arm matrices (or item × repeat matrices for one arm); every result is a
-frozen dataclass that names the method it used, and every random step is seeded with
-``numpy.random.default_rng(seed)``. See docs/reference/statistics.md.
+Inputs are items × arms matrices (or items × repeats for one arm); every result is a frozen
+dataclass that names the method it used, and every random step is seeded with
+``numpy.random.default_rng(seed)``. The modules, one job each:
+
+* ``paired``: two arms — sign-flip test, exact McNemar, Holm's correction.
+* ``ranking``: many arms — Friedman, Nemenyi, tied groups, rank stability, holdout check.
+* ``intervals``: bootstrap (BCa, cluster, two-level) and Wilson intervals.
+* ``noise``: spread across repeats, per-item flakiness, pass@k and pass^k.
+* ``power``: minimum detectable effect and required number of items.
+* ``descriptive``: nearest-rank percentiles.
+
+See docs/reference/statistics.md for assumptions, limits and worked examples.
 """
 
+from evalsite.stats.descriptive import nearest_rank_percentile
 from evalsite.stats.intervals import Interval, bootstrap_ci, paired_bootstrap_ci, wilson_interval
+from evalsite.stats.noise import (
+    Flakiness,
+    RepeatNoise,
+    flakiness,
+    pass_at_k,
+    pass_hat_k,
+    repeat_noise,
+)
 from evalsite.stats.paired import (
     EXACT_LIMIT,
     McNemarResult,
@@ -13,6 +31,12 @@ from evalsite.stats.paired import (
     holm,
     mcnemar_exact,
     sign_flip_test,
+)
+from evalsite.stats.power import (
+    PowerAnalysis,
+    min_detectable_effect,
+    min_items_for_alpha,
+    required_n,
 )
 from evalsite.stats.ranking import (
     FriedmanResult,
@@ -30,22 +54,33 @@ from evalsite.stats.ranking import (
 
 __all__ = [
     "EXACT_LIMIT",
+    "Flakiness",
     "FriedmanResult",
     "HoldoutCheck",
     "Interval",
     "McNemarResult",
     "NemenyiResult",
+    "PowerAnalysis",
     "RankStability",
+    "RepeatNoise",
     "SignFlipResult",
     "TiedGroups",
     "bootstrap_ci",
+    "flakiness",
     "friedman_test",
     "holdout_check",
     "holm",
     "mcnemar_exact",
+    "min_detectable_effect",
+    "min_items_for_alpha",
+    "nearest_rank_percentile",
     "nemenyi",
     "paired_bootstrap_ci",
+    "pass_at_k",
+    "pass_hat_k",
     "rank_stability",
+    "repeat_noise",
+    "required_n",
     "sign_flip_test",
     "tied_groups",
     "wilson_interval",

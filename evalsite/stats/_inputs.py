@@ -23,7 +23,7 @@ def per_item_values(values: ArrayLike, name: str = "values") -> np.ndarray:
 
 
 def arm_matrix(matrix: ArrayLike, name: str = "matrix") -> np.ndarray:
-    """Items × arms: 2-D as given, 3-D items × arms × repeats averaged over the finite repeats."""
+    """Items × arms: 2-D as given, 3-D items × arms × repeats averaged over finite repeats."""
     array = np.asarray(matrix, dtype=float)
     if array.ndim == 2:
         if not np.all(np.isfinite(array)):
@@ -33,7 +33,8 @@ def arm_matrix(matrix: ArrayLike, name: str = "matrix") -> np.ndarray:
         result = _mean_over_last_axis(array, name, what="(item, arm) cell")
     else:
         raise ValueError(
-            f"{name}: expected 2-D (items × arms) or 3-D (items × arms × repeats), got {array.ndim}-D"
+            f"{name}: expected 2-D (items × arms) or 3-D (items × arms × repeats), "
+            f"got {array.ndim}-D"
         )
     if result.shape[0] < 1 or result.shape[1] < 2:
         raise ValueError(f"{name}: need at least 1 item and 2 arms, got shape {result.shape}")
@@ -55,7 +56,8 @@ def paired_per_item(a: ArrayLike, b: ArrayLike) -> tuple[np.ndarray, np.ndarray]
     b_items = per_item_values(b, "b")
     if a_items.shape != b_items.shape:
         raise ValueError(
-            f"a and b must hold the same items: {a_items.shape[0]} items in a, {b_items.shape[0]} in b"
+            f"a and b must hold the same items: "
+            f"{a_items.shape[0]} items in a, {b_items.shape[0]} in b"
         )
     return a_items, b_items
 

@@ -26,9 +26,9 @@ _RESAMPLE_CELLS = 1 << 22
 
 @dataclass(frozen=True)
 class Interval:
-    """A confidence interval that unpacks like a pair: ``low, high = bootstrap_ci(...)``.
-
-    ``method`` says how it was obtained, including the fallbacks for degenerate data.
+    """A confidence interval that reads like the pair (low, high): it unpacks, indexes and
+    converts (``low, high = ci``, ``ci[0]``, ``tuple(ci)``), and ``method`` says how it was
+    obtained, including the fallbacks for degenerate data.
     """
 
     low: float
@@ -38,6 +38,12 @@ class Interval:
 
     def __iter__(self) -> Iterator[float]:
         return iter((self.low, self.high))
+
+    def __getitem__(self, index: int) -> float:
+        return (self.low, self.high)[index]
+
+    def __len__(self) -> int:
+        return 2
 
 
 def bootstrap_ci(
@@ -68,8 +74,10 @@ def bootstrap_ci(
         array = np.asarray(values, dtype=float)
         if array.ndim == 2:
             _refuse_groups_with_repeats(groups)
-            return _two_level_interval([repeat_matrix(array, "values")], [1.0], confidence, seed, n_resamples)
-        return _mean_interval(per_item_values(array, "values"), groups, confidence, seed, n_resamples, method)
+            arms = [repeat_matrix(array, "values")]
+            return _two_level_interval(arms, [1.0], confidence, seed, n_resamples)
+        item_values = per_item_values(array, "values")
+        return _mean_interval(item_values, groups, confidence, seed, n_resamples, method)
     items = np.asarray(values)
     return _one_level_interval(
         _callable_over_units(lambda chosen: statistic(items[chosen]), len(items), groups),
@@ -99,7 +107,10 @@ def paired_bootstrap_ci(
         a_array, b_array = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
         if a_array.ndim == 2 or b_array.ndim == 2:
             _refuse_groups_with_repeats(groups)
-            arms = [repeat_matrix(_as_repeats(x), name) for x, name in ((a_array, "a"), (b_array, "b"))]
+            arms = [
+                repeat_matrix(_as_repeats(a_array), "a"),
+                repeat_matrix(_as_repeats(b_array), "b"),
+            ]
             if arms[0].shape[0] != arms[1].shape[0]:
                 raise ValueError(
                     f"a and b must hold the same items: {arms[0].shape[0]} vs {arms[1].shape[0]}"
@@ -110,10 +121,10 @@ def paired_bootstrap_ci(
     a_items, b_items = np.asarray(a), np.asarray(b)
     if len(a_items) != len(b_items):
         raise ValueError(f"a and b must hold the same items: {len(a_items)} vs {len(b_items)}")
-    return _one_level_interval(
-        _callable_over_units(lambda chosen: statistic(a_items[chosen], b_items[chosen]), len(a_items), groups),
-        confidence, seed, n_resamples, method,
+    unit_statistic = _callable_over_units(
+        lambda chosen: statistic(a_items[chosen], b_items[chosen]), len(a_items), groups
     )
+    return _one_level_interval(unit_statistic, confidence, seed, n_resamples, method)
 
 
 def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> Interval:
@@ -188,7 +199,9 @@ def _callable_over_units(
 def _cluster_members(groups: Iterable[Hashable], n_items: int) -> list[np.ndarray]:
     labels = list(groups)
     if len(labels) != n_items:
-        raise ValueError(f"groups needs one label per item: {len(labels)} labels for {n_items} items")
+        raise ValueError(
+            f"groups needs one label per item: {len(labels)} labels for {n_items} items"
+        )
     members: dict[Hashable, list[int]] = {}
     for index, label in enumerate(labels):
         members.setdefault(label, []).append(index)
@@ -221,7 +234,8 @@ def _one_level_interval(
         value = float(distribution[0])
         return Interval(value, value, confidence, "degenerate: every resample gives the same value")
     low, high = _percentile_bounds(distribution, confidence)
-    return Interval(low, high, confidence, f"{unit_statistic.label}percentile ({method} undefined for this data)")
+    fallback = f"{unit_statistic.label}percentile ({method} undefined for this data)"
+    return Interval(low, high, confidence, fallback)
 
 
 def _percentile_bounds(distribution: np.ndarray, confidence: float) -> tuple[float, float]:
@@ -234,7 +248,11 @@ def _percentile_bounds(distribution: np.ndarray, confidence: float) -> tuple[flo
 
 
 def _two_level_interval(
-    arms: Sequence[np.ndarray], weights: Sequence[float], confidence: float, seed: int, n_resamples: int
+    arms: Sequence[np.ndarray],
+    weights: Sequence[float],
+    confidence: float,
+    seed: int,
+    n_resamples: int,
 ) -> Interval:
     """Percentile interval of sum_w w × mean over items of the item's mean repeat."""
     n_items = arms[0].shape[0]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import string
 from dataclasses import dataclass
+from typing import Iterator
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -47,9 +48,12 @@ class FriedmanResult:
     n_resamples: int
     seed: int
     kind: str = "permutation"
+    method: str = "Friedman chi-square with tie correction; p by within-item permutation"
 
 
-def friedman_test(matrix: ArrayLike, *, seed: int = 0, n_resamples: int = 5_000) -> FriedmanResult:
+def friedman_test(
+    matrix: ArrayLike, *, seed: int = 0, n_resamples: int = 5_000
+) -> FriedmanResult:
     """Friedman test that all arms perform alike, with a within-item permutation p-value."""
     if n_resamples < 1:
         raise ValueError(f"n_resamples must be at least 1, got {n_resamples}")
@@ -76,7 +80,8 @@ def _friedman_chi_square(values: np.ndarray, ranks: np.ndarray) -> float:
     """Chi-square with tie correction; NaN when every item ties all arms (0/0)."""
     n_items, n_arms = values.shape
     rank_sums = ranks.sum(axis=0)
-    uncorrected = 12.0 / (n_items * n_arms * (n_arms + 1)) * float(np.sum(rank_sums**2)) - 3.0 * n_items * (n_arms + 1)
+    scale = 12.0 / (n_items * n_arms * (n_arms + 1))
+    uncorrected = scale * float(np.sum(rank_sums**2)) - 3.0 * n_items * (n_arms + 1)
     tie_sizes = scipy_stats.rankdata(values, axis=1, method="max") - scipy_stats.rankdata(
         values, axis=1, method="min"
     ) + 1  # each member of a group of t tied arms contributes t^2 - 1, the group t^3 - t
@@ -91,9 +96,12 @@ def _permutation_p_value(ranks: np.ndarray, n_resamples: int, rng: np.random.Gen
 
     Shuffling an item's values shuffles its ranks, and the tie correction is the same for every
     shuffle, so the rank rows themselves are permuted. Ranks are doubled to integers (average
-    ranks are multiples of 1/2), so the comparison is exact.
+    ranks are multiples of 1/2), so the comparison is exact. Items whose arms all tie add the
+    same amount to every rank sum under any shuffle, which shifts the statistic by a constant,
+    so they are left out (often half of the items of pass/fail data).
     """
     doubled = np.rint(2 * ranks).astype(np.int32)
+    doubled = doubled[np.any(doubled != doubled[:, :1], axis=1)]
     observed = int(np.sum(doubled.sum(axis=0, dtype=np.int64) ** 2))
     per_chunk = max(1, _PERMUTATION_CELLS // doubled.size)
     count = 0
@@ -187,12 +195,17 @@ def tied_groups(mean_ranks: ArrayLike, critical_difference: float) -> TiedGroups
     ranks = np.asarray(mean_ranks, dtype=float)
     if ranks.ndim != 1 or ranks.size == 0 or not np.all(np.isfinite(ranks)):
         raise ValueError("mean_ranks must be a non-empty 1-D sequence of finite numbers")
+    if not math.isfinite(critical_difference) or critical_difference < 0:
+        raise ValueError(
+            f"critical_difference must be a finite number >= 0, got {critical_difference}"
+        )
     order = np.argsort(ranks, kind="stable")
     sorted_ranks = ranks[order]
     groups: list[tuple[int, ...]] = []
     last_end = -1
     for start in range(order.size):
-        end = int(np.searchsorted(sorted_ranks, sorted_ranks[start] + critical_difference, side="right"))
+        reach = sorted_ranks[start] + critical_difference
+        end = int(np.searchsorted(sorted_ranks, reach, side="right"))
         if end - 1 > last_end:  # not contained in the previous run
             groups.append(tuple(int(arm) for arm in order[start:end]))
             last_end = end - 1
@@ -300,7 +313,9 @@ def _subset_sizes(sizes: ArrayLike | None, n_items: int) -> np.ndarray:
     return chosen
 
 
-def _subset_means(values: np.ndarray, sizes: np.ndarray, n_resamples: int, rng: np.random.Generator):
+def _subset_means(
+    values: np.ndarray, sizes: np.ndarray, n_resamples: int, rng: np.random.Generator
+) -> Iterator[np.ndarray]:
     """Yield chunks of arm means, shape (resamples, sizes, arms), over nested random subsets."""
     n_items = values.shape[0]
     largest = int(sizes[-1])
@@ -387,10 +402,12 @@ def holdout_check(pilot_matrix: ArrayLike, holdout_matrix: ArrayLike) -> Holdout
     holdout = arm_matrix(holdout_matrix, "holdout_matrix")
     if pilot.shape[1] != holdout.shape[1]:
         raise ValueError(
-            f"pilot and holdout must hold the same arms: {pilot.shape[1]} vs {holdout.shape[1]} columns"
+            "pilot and holdout must hold the same arms: "
+            f"{pilot.shape[1]} vs {holdout.shape[1]} columns"
         )
     pilot_means, holdout_means = pilot.mean(axis=0), holdout.mean(axis=0)
-    tolerance = _RELATIVE_TOLERANCE * max(1.0, float(np.max(np.abs(pilot))), float(np.max(np.abs(holdout))))
+    largest = max(1.0, float(np.max(np.abs(pilot))), float(np.max(np.abs(holdout))))
+    tolerance = _RELATIVE_TOLERANCE * largest
     pilot_order = _order_best_first(pilot_means)
     pilot_top = tuple(int(a) for a in np.flatnonzero(pilot_means >= pilot_means.max() - tolerance))
     tau, p_value = _kendall_tau(pilot_means, holdout_means)
