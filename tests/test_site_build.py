@@ -60,13 +60,16 @@ def test_example_site_has_every_page_family(project):
 def test_leaderboard_groups_careful_alone_and_the_close_arms_together(project):
     build_site(project)
     page = parse(next((project.root / "site/datasets").glob("*.html")))
-    rows = table_rows(page.find("div", id="leaderboard-1").find("table"))
-    by_arm = {row[1]: row for row in rows}
-    assert [row[1] for row in rows][0] == "careful"
-    assert by_arm["careful"][0] == "a"
-    assert by_arm["left_to_right"][0] == by_arm["sampler"][0] == "b"
-    assert "0.933" in by_arm["careful"][6] and "[" in by_arm["careful"][6]  # mean with its interval
-    assert by_arm["careful"][8] == "unknown" and by_arm["sampler"][8].startswith("$")  # cost unknown, never $0
+    table = page.find("div", id="leaderboard-1").find("table")
+    header = [" ".join(th.text().split()) for th in table.find("thead").find_all("th")]
+    rows = [dict(zip(header, row)) for row in table_rows(table)]
+    by_arm = {row["arm"]: row for row in rows}
+    assert rows[0]["arm"] == "careful"
+    assert by_arm["careful"]["tied group"] == "a"
+    assert by_arm["left_to_right"]["tied group"] == by_arm["sampler"]["tied group"] == "b"
+    assert "0.933" in by_arm["careful"]["mean score"] and "[" in by_arm["careful"]["mean score"]  # with its interval
+    assert by_arm["careful"]["cost"] == "unknown" and by_arm["sampler"]["cost"].startswith("$")  # unknown, never $0
+    assert float(by_arm["sampler"]["noise ±"]) > 0  # sampler's score moves between repeats
     text = page.text()
     assert "Friedman" in text and "items" in text and "This order needs" in text or "not stable" in text
     assert page.find("svg", class_="chart") is not None
@@ -313,3 +316,24 @@ def test_the_reference_docs_hold_the_current_settings_and_contexts():
 
     docs = (REPO / "docs/reference/site.md").read_text()
     assert settings_reference() in docs and context_reference() in docs, "run python -m evalsite.site.reference"
+
+
+def test_a_repeated_run_shows_its_noise_and_flaky_items(project):
+    build_site(project)
+    sampler = parse(next((project.root / "site/runs").glob("*sampler*.html")))
+    assert "Noise across repeats" in sampler.text()
+    flaky = table_rows(sampler.find("div", id="flaky").find("table"))
+    assert flaky and all(0 < int(row[2]) < int(row[1]) for row in flaky)  # passed in some repeats, not all
+
+
+def test_arms_the_data_cannot_separate_share_one_group_and_no_order_is_claimed(tmp_path):
+    root = tmp_path / "tie"
+    (root / "data").mkdir(parents=True)
+    for index, arm in enumerate(["x", "y", "z"]):
+        cases = [case(f"i{n}", passed=(n + index) % 2 == 0, score=float((n + index) % 2 == 0)) for n in range(20)]
+        write_run(root / "runs", f"20260101T00000{index}Z-{arm}-000{index}", cases, arm=arm)
+    build_site(find_project(root))
+    page = parse(root / "site/datasets/data-000000000000.html")
+    groups = [row[0] for row in table_rows(page.find("div", id="leaderboard-1").find("table"))]
+    assert groups == ["a", "a", "a"]
+    assert "No evidence that the arms differ" in page.find("p", class_="verdict").text()

@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import math
 import re
-from collections import Counter, defaultdict
+from collections import Counter
 from dataclasses import dataclass, field
 from statistics import fmean
 
+import numpy as np
+
+from evalsite import stats
 from evalsite.site.inputs import RunSource
 
 
@@ -113,24 +116,23 @@ class RunDigest:
         return self.cost_total / self.passed if self.cost_total is not None and self.passed else None
 
     def latency_percentile(self, q: float) -> float | None:
-        return nearest_rank(self.latencies_ms, q)
+        """Nearest-rank percentile of the cases' latencies (an observed value, never interpolated)."""
+        return stats.nearest_rank_percentile(self.latencies_ms, q) if self.latencies_ms else None
 
-    def repeat_means(self) -> dict[int, float]:
-        """Mean score of each repeat over the items it scored."""
-        sums: dict[int, list[float]] = defaultdict(list)
-        for item in self.items.values():
-            for repeat, score in enumerate(item.scores):
-                if score is not None:
-                    sums[repeat].append(score)
-        return {repeat: fmean(values) for repeat, values in sorted(sums.items())}
+    def score_matrix(self) -> np.ndarray:
+        """Items × repeats of case scores (NaN where missing or unscored), scored items only."""
+        return _matrix([item.scores for item in self.items.values() if item.mean_score is not None])
+
+    def pass_matrix(self) -> np.ndarray:
+        """Items × repeats of verdicts as 0/1 (NaN where missing), items with a verdict only."""
+        return _matrix([[None if p is None else float(p) for p in item.passed]
+                        for item in self.items.values() if item.pass_rate is not None])
 
 
-def nearest_rank(sorted_values: list[float], q: float) -> float | None:
-    """The nearest-rank percentile (the smallest value with at least q% of values at or below it)."""
-    if not sorted_values:
-        return None
-    rank = max(1, math.ceil(q / 100 * len(sorted_values)))
-    return sorted_values[rank - 1]
+def _matrix(rows: list[list[float | None]]) -> np.ndarray:
+    width = max((len(r) for r in rows), default=0)
+    return np.array([[np.nan if v is None else v for v in r] + [np.nan] * (width - len(r)) for r in rows],
+                    dtype=float).reshape(len(rows), width)
 
 
 def digest_run(run: RunSource, cases: list[dict], critical: dict[str, bool] | None,

@@ -1,11 +1,14 @@
 """The template-context reference of docs/reference/site.md, generated from the context dataclasses.
 
-``python -m evalsite.site.reference`` prints it; a test fails when the docs fall behind the code.
+``python -m evalsite.site.reference`` prints it, ``python -m evalsite.site.reference --write
+docs/reference/site.md`` updates the page; a test fails when the docs fall behind the code.
 """
 
 from __future__ import annotations
 
+import sys
 from dataclasses import fields, is_dataclass
+from pathlib import Path
 
 from evalsite.site import settings
 from evalsite.site.pages import PageContext, common, datasets, decisions, experiments, home, runs
@@ -45,6 +48,20 @@ def settings_reference() -> str:
     return "\n".join(lines) + "\n"
 
 
+def update(path: Path) -> None:
+    """Rewrite the generated sections of ``path`` (between ``<!-- generated: X`` and ``<!-- end generated -->``)."""
+    text = path.read_text(encoding="utf-8")
+    for name, body in (("settings", settings_reference()), ("contexts", context_reference() + "\n")):
+        start = text.index(f"<!-- generated: {name}")
+        start = text.index("\n", start) + 1
+        end = text.index("<!-- end generated -->", start)
+        text = text[:start] + body + text[end:]
+    path.write_text(text, encoding="utf-8")
+
+
 if __name__ == "__main__":
-    print(settings_reference())
-    print(context_reference())
+    if sys.argv[1:2] == ["--write"]:
+        update(Path(sys.argv[2]))
+    else:
+        print(settings_reference())
+        print(context_reference())

@@ -137,6 +137,7 @@ ARM_COLUMNS = [
     Column("items", "items", "count"),
     Column("cases", "cases", "count"),
     Column("mean", "mean score", "interval", "mean of per-item means, 95% bootstrap interval over items (repeats resampled within items)"),
+    Column("noise", "noise ±", "number", "std of the arm's per-repeat means (with repeats): a difference smaller than this is noise"),
     Column("pass_rate", "pass rate", "percent"),
     Column("cost_total", "cost", "usd", "total; unknown when any case has no cost"),
     Column("cost_per_case", "per case", "usd", "total cost / cases"),
@@ -161,13 +162,6 @@ def arm_labels(runs: list[RunSource]) -> dict[str, str]:
     return labels
 
 
-def item_repeat_matrix(digest: RunDigest) -> np.ndarray:
-    """Items × repeats of case scores, NaN where a repeat is missing or unscored."""
-    rows = [item.scores for item in digest.items.values() if item.mean_score is not None]
-    width = max((len(r) for r in rows), default=0)
-    return np.array([[np.nan if s is None else s for s in r] + [np.nan] * (width - len(r)) for r in rows], dtype=float)
-
-
 def mean_interval(digest: RunDigest) -> Interval:
     """Mean of per-item means with its bootstrap interval (two-level when the run has repeats)."""
     if "mean_interval" not in digest.memo:
@@ -176,7 +170,7 @@ def mean_interval(digest: RunDigest) -> Interval:
 
 
 def _mean_interval(digest: RunDigest) -> Interval:
-    matrix = item_repeat_matrix(digest)
+    matrix = digest.score_matrix()
     if matrix.size == 0:
         return Interval(None)
     item_means = np.nanmean(matrix, axis=1)
@@ -186,6 +180,14 @@ def _mean_interval(digest: RunDigest) -> Interval:
     interval = stats.bootstrap_ci(matrix if matrix.shape[1] > 1 else item_means, confidence=CONFIDENCE)
     low, high = interval
     return Interval(value, None if math.isnan(low) else low, None if math.isnan(high) else high)
+
+
+def repeat_std(digest: RunDigest) -> float | None:
+    """The arm's own noise: std of its per-repeat means (None with a single repeat)."""
+    if len(digest.repeats) < 2 or digest.unscored:
+        return None
+    std = stats.repeat_noise(digest.score_matrix()).std
+    return None if math.isnan(std) else std
 
 
 def common_item_matrix(runs: list[RunSource], digests: dict[str, RunDigest]) -> tuple[list[str], np.ndarray]:
@@ -207,7 +209,9 @@ def _ranking(runs, labels, digests, number) -> tuple[Ranking | None, str, dict, 
     post_hoc = stats.nemenyi(matrix, alpha=ALPHA)
     differ = friedman.p_value < ALPHA
     mean_ranks = post_hoc.mean_ranks
-    groups = stats.tied_groups(mean_ranks, post_hoc.critical_difference if differ else math.inf)
+    # without a significant Friedman test no pair is separated: one group spanning every mean rank
+    spread = max(mean_ranks) - min(mean_ranks)
+    groups = stats.tied_groups(mean_ranks, post_hoc.critical_difference if differ else spread)
     stability = stats.rank_stability(matrix)
     letters = {run.run_id: groups.letters[index] for index, run in enumerate(runs)}
     rank_intervals = {run.run_id: _rank_text(stability.rank_intervals[index]) for index, run in enumerate(runs)}
@@ -257,6 +261,7 @@ def _arm_row(run: RunSource, label: str, digest: RunDigest, interval: Interval, 
         "items": sum(1 for item in digest.items.values() if item.mean_score is not None),
         "cases": digest.cases,
         "mean": interval,
+        "noise": repeat_std(digest),
         "pass_rate": digest.pass_rate,
         "cost_total": digest.cost_total,
         "cost_per_case": digest.cost_per_case,

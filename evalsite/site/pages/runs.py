@@ -4,7 +4,10 @@ and ``runs.html``, every run of the project."""
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
+
+from evalsite import stats
 
 from evalsite.site import paths
 from evalsite.site.digest import RunDigest, finite_number, item_sort_key
@@ -12,7 +15,7 @@ from evalsite.site.inputs import ProjectInputs, RunSource
 from evalsite.site.pages import Job, Kit, PageContext, doc
 from evalsite.site.pages.common import Pager, dataset_link, experiment_link, paged_views, runs_table
 from evalsite.site.settings import SiteSettings
-from evalsite.site.tables import Column, Link, Table
+from evalsite.site.tables import Column, Interval, Link, Table
 from evalsite.site.text import ShownText, display
 
 CASE_VIEWS = {
@@ -105,6 +108,20 @@ class CaseListing:
 
 
 @dataclass(kw_only=True)
+class Noise:
+    """How much a run moves between repeats of the same items."""
+
+    std: float | None = doc("Standard deviation of the per-repeat mean scores: a difference smaller than this is noise.")
+    per_repeat: Table = doc("Mean score of each repeat.")
+    flaky: Table = doc("Items that passed in some repeats and failed in others, with Wilson intervals, pass@k and pass^k.")
+    flaky_count: int = doc("How many items are flaky.")
+    items: int = doc("Items with a verdict.")
+    k: int = doc("The k of pass@k and pass^k (the fewest repeats any item has).")
+    mean_pass_at_k: float | None = doc("Mean over items of pass@k: the chance one of k tries passes.")
+    mean_pass_hat_k: float | None = doc("Mean over items of pass^k: the chance all k tries pass.")
+
+
+@dataclass(kw_only=True)
 class RunPage(PageContext):
     """``runs/<run_id>.html`` (the run page, with the first page of its cases)."""
 
@@ -113,7 +130,7 @@ class RunPage(PageContext):
     fingerprint_json: str = doc("The fingerprint as indented JSON.")
     config_json: str = doc("The resolved config as indented JSON.")
     evaluators: Table = doc("Per-evaluator aggregates: n, ok, errors, skipped, pass rate, mean, labels, critical failures.")
-    repeats: Table | None = doc("Mean score per repeat, when the run has more than one repeat.")
+    noise: Noise | None = doc("Spread across repeats and flaky items; None with a single repeat.")
     listing: CaseListing = doc("The first page of every case.")
     warnings: list[str] = doc("Problems met while reading the run (e.g. a bad line in cases.jsonl).")
 
@@ -190,7 +207,7 @@ def _run_page(run: RunSource, digest: RunDigest, facts: RunFacts, listing: CaseL
         fingerprint_json=json.dumps(fingerprint, indent=2, sort_keys=True, ensure_ascii=False, default=str),
         config_json=json.dumps(run.header.get("config"), indent=2, sort_keys=True, ensure_ascii=False, default=str),
         evaluators=evaluators_table(digest),
-        repeats=repeats_table(digest),
+        noise=run_noise(digest),
         listing=listing,
         warnings=warnings,
     )
@@ -246,13 +263,41 @@ def evaluators_table(digest: RunDigest) -> Table:
     return Table("evaluators", columns, rows, caption="Per-evaluator aggregates")
 
 
-def repeats_table(digest: RunDigest) -> Table | None:
-    means = digest.repeat_means()
-    if len(means) < 2:
+def run_noise(digest: RunDigest) -> Noise | None:
+    """Spread across repeats and flaky items (evalsite.stats.repeat_noise / flakiness)."""
+    if len(digest.repeats) < 2:
         return None
-    rows = [{"repeat": repeat, "mean_score": mean} for repeat, mean in means.items()]
-    return Table("repeats", [Column("repeat", "repeat", "count"), Column("mean_score", "mean score", "number")], rows,
-                 caption="Mean score per repeat")
+    scores, verdicts = digest.score_matrix(), digest.pass_matrix()
+    noise = stats.repeat_noise(scores) if scores.size else None
+    flaky = stats.flakiness(verdicts) if verdicts.size else None
+    item_ids = [item.item_id for item in digest.items.values() if item.pass_rate is not None]
+    per_repeat = Table("repeats", [Column("repeat", "repeat", "count"), Column("mean_score", "mean score", "number")],
+                       [{"repeat": r, "mean_score": m} for r, m in enumerate(noise.repeat_means)] if noise else [],
+                       caption="Mean score per repeat")
+    flaky_rows = [] if flaky is None else [{
+        "item": item_ids[i], "runs": flaky.n_runs[i], "passed": flaky.n_passed[i], "pass_rate": flaky.pass_rate[i],
+        "wilson": Interval(flaky.pass_rate[i], *flaky.wilson[i]), "pass_at_k": flaky.pass_at_k[i],
+        "pass_hat_k": flaky.pass_hat_k[i]} for i in flaky.flaky_items]
+    k = flaky.k if flaky else 0
+    flaky_table = Table("flaky", [
+        Column("item", "item", "code"), Column("runs", "repeats", "count"), Column("passed", "passed", "count"),
+        Column("wilson", "pass rate", "interval", "with its 95% Wilson interval"),
+        Column("pass_at_k", f"pass@{k}", "number"), Column("pass_hat_k", f"pass^{k}", "number"),
+    ], flaky_rows, caption="Flaky items (passed in some repeats, failed in others)")
+    return Noise(
+        std=None if noise is None or math.isnan(noise.std) else noise.std,
+        per_repeat=per_repeat,
+        flaky=flaky_table,
+        flaky_count=len(flaky_rows),
+        items=len(item_ids),
+        k=k,
+        mean_pass_at_k=None if flaky is None else _finite(flaky.mean_pass_at_k),
+        mean_pass_hat_k=None if flaky is None else _finite(flaky.mean_pass_hat_k),
+    )
+
+
+def _finite(value: float) -> float | None:
+    return None if math.isnan(value) else value
 
 
 def case_row(case: dict, critical: dict[str, bool] | None, settings: SiteSettings) -> CaseRow:
