@@ -50,18 +50,26 @@
     });
   }
 
-  function makeFilter(input) {
+  /* A filter box holds an optional status <select> (rows carry the class) and a text <input>. */
+  function makeFilter(box) {
+    var input = box.querySelector("input[data-filter-table]");
+    var status = box.querySelector("select[data-filter-status]");
     var table = document.getElementById(input.getAttribute("data-filter-table"));
     if (!table || !table.tBodies[0]) { return; }
-    input.closest(".filter-box").hidden = false;
-    input.addEventListener("input", function () {
+    box.hidden = false;
+    function apply() {
       var needle = input.value.toLowerCase();
+      var wanted = status ? status.value : "";
       Array.prototype.forEach.call(table.tBodies[0].rows, function (row) {
-        row.hidden = needle !== "" && row.textContent.toLowerCase().indexOf(needle) === -1;
+        var textOk = needle === "" || row.textContent.toLowerCase().indexOf(needle) !== -1;
+        var statusOk = wanted === "" || row.classList.contains(wanted);
+        row.hidden = !(textOk && statusOk);
       });
-    });
+    }
+    input.addEventListener("input", apply);
+    if (status) { status.addEventListener("change", apply); }
   }
 
   document.querySelectorAll("table.sortable").forEach(makeSortable);
-  document.querySelectorAll("input[data-filter-table]").forEach(makeFilter);
+  document.querySelectorAll(".filter-box").forEach(makeFilter);
 }());

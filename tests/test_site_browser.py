@@ -11,15 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from evalsite.manifest import load_manifest
-from evalsite.plan import build_plan
 from evalsite.project import find_project
-from evalsite.runner import execute_plan
 from evalsite.site import build_site
+from sitekit import run_example
 from test_site_xss import write_hostile_project
 
 CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
-REPO = Path(__file__).resolve().parent.parent
 
 pytestmark = pytest.mark.skipif(
     not (CHROMIUM.exists() and CHROMEDRIVER.exists()),
@@ -57,12 +54,8 @@ def screenshots(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def example_site(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("browser-example")
-    for folder in ("data", "arms", "experiments"):
-        shutil.copytree(REPO / folder, root / folder, ignore=shutil.ignore_patterns("__pycache__"))
-    project = find_project(root)
-    execute_plan(project, build_plan(project, load_manifest(root / "experiments/arithmetic.yaml"), repeat=1))
-    build_site(project)
+    root = run_example(tmp_path_factory.mktemp("browser-example"), repeat=1)
+    build_site(find_project(root))
     return root / "site"
 
 
@@ -117,15 +110,19 @@ def test_home_to_leaderboard_to_run_and_sorting(browser, example_site, screensho
     assert problems_in(browser, example_site) == []
 
 
-def test_find_on_page_filters_case_rows(browser, example_site):
+def test_status_and_text_filters_hide_rows_on_the_page(browser, example_site):
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
 
-    run_page = next((example_site / "runs").glob("*careful*.html"))
+    run_page = next((example_site / "runs").glob("*left_to_right*.html"))
     browser.get(run_page.as_uri())
-    box = browser.find_element(By.CSS_SELECTOR, "input[data-filter-table]")
-    box.send_keys("q007")
-    visible = [r for r in browser.find_elements(By.CSS_SELECTOR, "#cases-table tbody tr") if r.is_displayed()]
-    assert len(visible) == 1 and "q007" in visible[0].text
+    visible = lambda: [r for r in browser.find_elements(By.CSS_SELECTOR, "#cases-table tbody tr") if r.is_displayed()]
+    everything = len(visible())
+    Select(browser.find_element(By.CSS_SELECTOR, "select[data-filter-status]")).select_by_visible_text("passed")
+    passed = visible()
+    assert 0 < len(passed) < everything and all("case-passed" in r.get_attribute("class") for r in passed)
+    browser.find_element(By.CSS_SELECTOR, "input[data-filter-table]").send_keys(passed[0].text.split()[0])
+    assert len(visible()) == 1
 
 
 def test_experiment_matrix_and_decisions_pages_load_cleanly(browser, example_site, screenshots):

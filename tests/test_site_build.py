@@ -12,26 +12,16 @@ from pathlib import Path
 import pytest
 
 from evalsite.errors import ProjectError, SiteError
-from evalsite.manifest import load_manifest
-from evalsite.plan import build_plan
 from evalsite.project import Project, find_project
-from evalsite.runner import execute_plan
 from evalsite.site import build_site
 from evalsite.site.pages import PageContext, common, datasets, decisions, experiments, home, runs
-from sitekit import case, parse, table_rows, tree_bytes, write_run
-
-REPO = Path(__file__).resolve().parent.parent
+from sitekit import REPO, case, parse, run_example, table_rows, tree_bytes, write_run
 
 
 @pytest.fixture(scope="module")
 def example(tmp_path_factory) -> Path:
     """The bundled example project, run once (three arms × 60 items × 3 repeats)."""
-    root = tmp_path_factory.mktemp("example")
-    for folder in ("data", "arms", "experiments"):
-        shutil.copytree(REPO / folder, root / folder, ignore=shutil.ignore_patterns("__pycache__"))
-    project = find_project(root)
-    execute_plan(project, build_plan(project, load_manifest(root / "experiments/arithmetic.yaml")))
-    return root
+    return run_example(tmp_path_factory.mktemp("example"))
 
 
 @pytest.fixture
@@ -265,8 +255,13 @@ def test_experiment_page_renders_the_description_arms_and_matrix_with_diffs(proj
     matrix = page.find("table", id="matrix-table")
     header = [th.text() for th in matrix.find("thead").find_all("th")]
     assert header[1:4] == ["careful", "left_to_right", "sampler"]
-    assert matrix.find_all("tr", class_="divergent") and page.find_all("details", class_="diff")
-    assert page.find_all("del") and page.find_all("ins")
+    divergent = matrix.find_all("tr", class_="divergent")
+    assert divergent and not page.find_all("details", class_="diff")  # the diffs live on the divergent pages
+    link = divergent[0].find_all("a")[-1].attrs["href"]
+    target, _, anchor = link.partition("#")
+    diffs = parse(project.root / "site/experiments" / target)
+    shown = diffs.find("details", id=anchor)
+    assert shown.find_all("del") and shown.find_all("ins") and len(shown.find_all("div", class_="pair")) >= 1
 
 
 def test_unreadable_runs_and_bad_settings_are_reported_not_crashing(project):

@@ -27,6 +27,16 @@ RUN_COLUMNS = [
 ]
 
 
+def runs_by(runs: Iterable[RunSource], key: Callable[[RunSource], str | None]) -> dict[str, list[RunSource]]:
+    """Runs grouped by ``key`` (runs whose key is empty are left out), groups in key order."""
+    groups: dict[str, list[RunSource]] = {}
+    for run in runs:
+        value = key(run)
+        if value:
+            groups.setdefault(value, []).append(run)
+    return dict(sorted(groups.items()))
+
+
 def run_link(run: RunSource) -> Link:
     return Link(run.run_id, paths.run(run.run_id))
 
@@ -120,11 +130,14 @@ class Shard(Generic[T]):
 
 
 def paged_views(records: list[T], views: dict[str, tuple[str, Callable[[T], bool]]], path_of: Callable[[str, int], str],
-                *, max_count: int, budget_bytes: int, size_of: Callable[[T], int]) -> list[Shard[T]]:
-    """Every page of every non-empty filter (``all`` always has at least one page)."""
+                *, max_count: int, budget_bytes: int, size_of: Callable[[T], int],
+                view_sizes: dict[str, Callable[[T], int]] | None = None) -> list[Shard[T]]:
+    """Every page of every non-empty filter (``all`` always has at least one page); ``view_sizes``
+    sizes a view's records differently when its pages show more or less of each record."""
     selected = {name: [r for r in records if keep(r)] for name, (_, keep) in views.items()}
-    split = {name: paginate(chosen, max_count, budget_bytes, size_of) for name, chosen in selected.items()
-             if chosen or name == "all"}
+    sizes = view_sizes or {}
+    split = {name: paginate(chosen, max_count, budget_bytes, sizes.get(name, size_of))
+             for name, chosen in selected.items() if chosen or name == "all"}
     shards = []
     for name, pages in split.items():
         links = [PageLink(number=n, href=path_of(name, n), current=False) for n in range(1, len(pages) + 1)]

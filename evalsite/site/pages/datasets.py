@@ -22,7 +22,7 @@ from evalsite.site.digest import RunDigest
 from evalsite.site.groups import ComparableGroup, comparable_groups
 from evalsite.site.inputs import ProjectInputs, RunSource
 from evalsite.site.pages import Job, Kit, PageContext, doc
-from evalsite.site.pages.common import experiment_link, run_link, runs_table
+from evalsite.site.pages.common import experiment_link, run_link, runs_by, runs_table
 from evalsite.site.settings import SiteSettings
 from evalsite.site.tables import Column, Interval, Table
 
@@ -73,14 +73,10 @@ class DatasetPage(PageContext):
 
 
 def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[Job]:
-    by_dataset: dict[str, list[RunSource]] = defaultdict(list)
-    for run in inputs.runs:
-        if run.dataset_id:
-            by_dataset[run.dataset_id].append(run)
     return [
         Job(f"dataset:{dataset_id}", tuple(f"run:{r.run_id}" for r in members),
             _renderer(dataset_id, members), digests=tuple(r.run_id for r in members))
-        for dataset_id, members in sorted(by_dataset.items())
+        for dataset_id, members in runs_by(inputs.runs, lambda run: run.dataset_id).items()
     ]
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter, defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import yaml
 from markupsafe import Markup
@@ -21,7 +21,7 @@ from evalsite.site.digest import ItemResult, RunDigest, item_sort_key
 from evalsite.site.groups import comparable_groups
 from evalsite.site.inputs import ExperimentSource, ProjectInputs, RunSource
 from evalsite.site.pages import Job, Kit, PageContext, doc
-from evalsite.site.pages.common import Pager, dataset_link, paged_views, run_link, runs_table
+from evalsite.site.pages.common import Pager, dataset_link, paged_views, run_link, runs_by, runs_table
 from evalsite.site.pages.datasets import arm_labels, mean_interval
 from evalsite.site.pages.runs import flatten
 from evalsite.site.settings import SiteSettings
@@ -80,7 +80,8 @@ class MatrixRow:
     item_id: str = doc("The item id.")
     cells: list[MatrixCell] = doc("One cell per arm, in the arms' order.")
     divergent: bool = doc("True when the arms' outputs are not all the same.")
-    diffs: list[PairDiff] = doc("Diffs against the reference arm for divergent rows (empty when redacted).")
+    diffs: list[PairDiff] = doc("Diffs against the reference arm (on pages of the 'divergent' filter; empty elsewhere and when redacted).")
+    diff_href: str | None = doc("Site-root-relative link to this item's diffs on the 'divergent' pages (on other pages).")
 
 
 @dataclass(kw_only=True)
@@ -120,10 +121,7 @@ class MatrixPage(PageContext):
 
 
 def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[Job]:
-    by_name: dict[str, list[RunSource]] = defaultdict(list)
-    for run in inputs.runs:
-        if run.experiment:
-            by_name[run.experiment].append(run)
+    by_name = runs_by(inputs.runs, lambda run: run.experiment)
     result = []
     for name in sorted(set(by_name) | set(inputs.experiments)):
         members = by_name.get(name, [])
@@ -150,9 +148,7 @@ def _renderer(name: str, members: list[RunSource], source: ExperimentSource | No
                               config_json=json.dumps(r.header.get("config"), indent=2, sort_keys=True, ensure_ascii=False, default=str))
                     for r in runs]
             rows = matrix_rows(runs, label_of, kit.digests, kit.settings.max_field_chars, kit.settings.redact)
-            shards = paged_views(rows, MATRIX_VIEWS, lambda view, page: paths.matrix(name, view, page),
-                                 max_count=kit.settings.items_per_page, budget_bytes=kit.settings.page_budget_bytes,
-                                 size_of=_row_size)
+            shards = _matrix_shards(name, rows, kit.settings)
             sweeps = sweep_charts(runs, label_of, kit.digests)
         else:
             sweeps = []
@@ -187,6 +183,19 @@ def _renderer(name: str, members: list[RunSource], source: ExperimentSource | No
     return render
 
 
+def _matrix_shards(name: str, rows: list[MatrixRow], settings: SiteSettings):
+    """Diffs are shown once, on the pages of the 'divergent' filter; other pages link to them."""
+    shards = paged_views(rows, MATRIX_VIEWS, lambda view, page: paths.matrix(name, view, page),
+                         max_count=settings.items_per_page, budget_bytes=settings.page_budget_bytes,
+                         size_of=_row_size, view_sizes={"divergent": _row_size_with_diffs})
+    home_of = {row.item_id: f"{shard.path}#{row.anchor}-diff" for shard in shards if shard.pager.view == "divergent"
+               for row in shard.records if row.diffs}
+    for shard in shards:
+        if shard.pager.view != "divergent":
+            shard.records[:] = [replace(row, diffs=[], diff_href=home_of.get(row.item_id)) for row in shard.records]
+    return shards
+
+
 def _manifest_text(source: ExperimentSource | None, members: list[RunSource]) -> tuple[str, str | None]:
     if source is not None:
         return source.text, source.path.parent.name + "/" + source.path.name
@@ -217,7 +226,8 @@ def matrix_rows(runs: list[RunSource], labels: dict[str, str], digests: dict[str
         cells = [_cell(labels[r.run_id], res, answer, majority, limit, redact) for r, res, answer in zip(runs, results, answers)]
         _mark_winners(cells, results)
         diffs = [] if redact or not divergent else _diffs(cells, answers)
-        rows.append(MatrixRow(anchor=paths.slug(f"item-{item_id}"), item_id=item_id, cells=cells, divergent=divergent, diffs=diffs))
+        rows.append(MatrixRow(anchor=paths.slug(f"item-{item_id}"), item_id=item_id, cells=cells, divergent=divergent,
+                              diffs=diffs, diff_href=None))
     return rows
 
 
@@ -291,8 +301,12 @@ def matrix_table(labels: list[str], rows: list[MatrixRow], redact: bool) -> Tabl
 
 
 def _row_size(row: MatrixRow) -> int:
-    outputs = sum(len(c.output.text) for c in row.cells if c.output)
-    return 200 + 150 * len(row.cells) + outputs * (3 if row.divergent else 1)
+    """Bytes a row costs on a page and in its downloads (scores, and outputs in the downloads)."""
+    return 200 + 150 * len(row.cells) + sum(len(c.output.text) for c in row.cells if c.output)
+
+
+def _row_size_with_diffs(row: MatrixRow) -> int:
+    return _row_size(row) + sum(3 * len(d.right_text.text if d.right_text else "") + 200 for d in row.diffs)
 
 
 def sweep_charts(runs: list[RunSource], labels: dict[str, str], digests: dict[str, RunDigest]) -> list[Markup]:

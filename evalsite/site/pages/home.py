@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
 from dataclasses import dataclass
 
 from evalsite.site import paths
 from evalsite.site.groups import comparable_groups
-from evalsite.site.inputs import ProjectInputs, RunSource
+from evalsite.site.inputs import ProjectInputs
 from evalsite.site.pages import Job, Kit, PageContext, doc
-from evalsite.site.pages.common import dataset_link, experiment_link, runs_table
+from evalsite.site.pages.common import dataset_link, experiment_link, runs_by, runs_table
 from evalsite.site.pages.decisions import DECISION_COLUMNS, current_baselines, decision_row
 from evalsite.site.settings import SiteSettings
 from evalsite.site.tables import Column, Link, Table
@@ -51,12 +50,8 @@ def _render(kit: Kit) -> dict[str, bytes]:
 
 
 def _datasets_table(kit: Kit) -> Table:
-    by_dataset: dict[str, list[RunSource]] = defaultdict(list)
-    for run in kit.inputs.runs:
-        if run.dataset_id:
-            by_dataset[run.dataset_id].append(run)
     rows = []
-    for dataset_id, members in sorted(by_dataset.items()):
+    for dataset_id, members in runs_by(kit.inputs.runs, lambda run: run.dataset_id).items():
         groups, _ = comparable_groups(members)
         best = None
         if groups:
@@ -82,10 +77,7 @@ def _datasets_table(kit: Kit) -> Table:
 
 
 def _experiments_table(kit: Kit) -> Table:
-    by_name: dict[str, list[RunSource]] = defaultdict(list)
-    for run in kit.inputs.runs:
-        if run.experiment:
-            by_name[run.experiment].append(run)
+    by_name = runs_by(kit.inputs.runs, lambda run: run.experiment)
     rows = []
     for name in sorted(set(by_name) | set(kit.inputs.experiments)):
         members = by_name.get(name, [])
