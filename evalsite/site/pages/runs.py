@@ -261,7 +261,7 @@ def evaluators_table(digest: RunDigest) -> Table:
         "labels": ", ".join(f"{label}: {count}" for label, count in sorted(e.labels.items())),
         "critical_failures": e.critical_failures if digest.critical_known else None,
     } for e in digest.evaluators]
-    return Table("evaluators", columns, rows, caption="Per-evaluator aggregates")
+    return Table("evaluators", columns, rows)
 
 
 def run_noise(digest: RunDigest) -> Noise | None:
