@@ -332,3 +332,43 @@ def test_arms_the_data_cannot_separate_share_one_group_and_no_order_is_claimed(t
     groups = [row[0] for row in table_rows(page.find("div", id="leaderboard-1").find("table"))]
     assert groups == ["a", "a", "a"]
     assert "No evidence that the arms differ" in page.find("p", class_="verdict").text()
+
+
+def test_critical_rows_have_their_own_filter_while_the_dataset_still_matches_the_run(tmp_path):
+    from evalsite.datasets import load_dataset
+
+    root = tmp_path / "critical"
+    (root / "data").mkdir(parents=True)
+    rows = [{"id": "a", "input": "q", "expected": "x", "metadata": {"critical": True}},
+            {"id": "b", "input": "q", "expected": "x"},
+            {"id": "c", "input": "q", "expected": "x", "metadata": {"critical": True}}]
+    data = root / "data/d.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    write_run(root / "runs", "20260101T000000Z-a-0001", [case("a", passed=False, score=0.0), case("b"), case("c")],
+              dataset_id=load_dataset(data).dataset_id, dataset_path="data/d.jsonl")
+    build_site(find_project(root))
+    page = parse(root / "site/runs/20260101T000000Z-a-0001.html")
+    assert "critical rows (2)" in page.find("nav", class_="pager").text()
+    numbers = dict(zip([dt.text() for dt in page.find("dl", class_="numbers").find_all("dt")],
+                       [dd.text() for dd in page.find("dl", class_="numbers").find_all("dd")]))
+    assert numbers["critical failures"] == "1"
+    critical = parse(root / "site/runs/20260101T000000Z-a-0001/critical-1.html").find("table", id="cases-table")
+    assert [tr.attrs["id"] for tr in critical.find_all("tr", class_="critical")] == ["case-a-0", "case-c-0"]
+    data.write_text(data.read_text().replace('"x"}', '"y"}', 1))  # the dataset changed since the run
+    build_site(find_project(root))
+    page = parse(root / "site/runs/20260101T000000Z-a-0001.html")
+    assert "critical rows (0)" in page.find("nav", class_="pager").text()
+    assert "unknown" in page.find("dl", class_="numbers").text()
+
+
+def test_a_numeric_parameter_the_configs_vary_gets_a_score_chart(tmp_path):
+    root = tmp_path / "sweep"
+    (root / "data").mkdir(parents=True)
+    for index, temperature in enumerate([0.0, 0.5, 1.0]):
+        cases = [case(f"i{n}", passed=n > index, score=float(n > index)) for n in range(6)]
+        write_run(root / "runs", f"20260101T00000{index}Z-t{index}-000{index}", cases, arm=f"t{index}",
+                  config={"arm_id": f"t{index}", "params": {"temperature": temperature, "model": "m"}})
+    build_site(find_project(root))
+    page = parse(root / "site/experiments/exp.html")
+    titles = [svg.find("title").text() for svg in page.find_all("svg", class_="chart")]
+    assert titles == ["Mean score against temperature"]
