@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-import time
+import signal
+import threading
 from pathlib import Path
 
 import click
@@ -40,10 +41,14 @@ def serve_command(port: int, out_dir: Path | None) -> None:
     """Serve the site on 127.0.0.1 and rebuild it when runs, data, manifests or the theme change."""
     live = serve(find_project(), port=port, out_dir=out_dir, report=lambda message: click.echo(message, err=True))
     click.echo(f"serving {live.url} (Ctrl-C to stop)")
+    stopping = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stopping.set())
     try:
-        while True:
-            time.sleep(3600)
+        while not stopping.wait(1):
+            pass
     except KeyboardInterrupt:
+        pass
+    finally:
         live.stop()
 
 
