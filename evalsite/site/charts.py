@@ -220,25 +220,27 @@ def interval_bars(points: list[Point], *, x_label: str, title: str) -> Markup:
 
 def cd_diagram(names: list[str], mean_ranks: list[float], critical_difference: float,
                groups: list[list[int]], *, title: str) -> Markup:
-    """Demšar's critical-difference diagram: arms on an axis of mean rank (1 = best, on the left),
-    a bar as long as the critical difference, and a thick line under each group of arms the test
-    cannot separate."""
+    """Demšar's critical-difference diagram: arms on an axis of mean rank (best on the left; the axis
+    spans the whole ranks around the observed ones), a bar as long as the critical difference, and
+    a thick line under each group of arms the test cannot separate."""
     count = len(names)
     if count < 2:
         return Markup("")
     left, right, axis_y = 150, WIDTH - 150, 56
-    x = Axis(1, count, left, right)
+    low, high = math.floor(min(mean_ranks)), math.ceil(max(mean_ranks))
+    high = max(high, low + 1)
+    x = Axis(low, high, left, right)
     tied = [g for g in groups if len(g) > 1]
     rows_top = axis_y + 22 + 10 * len(tied)
     order = sorted(range(count), key=lambda i: (mean_ranks[i], names[i]))
     half = math.ceil(count / 2)
     height = rows_top + 20 * max(half, count - half) + 16
     body = [f'<line class="chart-axis" x1="{left}" y1="{axis_y}" x2="{right}" y2="{axis_y}"/>']
-    for rank in range(1, count + 1):
+    for rank in range(low, high + 1):
         body.append(f'<line class="chart-axis" x1="{_f(x(rank))}" y1="{axis_y - 5}" x2="{_f(x(rank))}" y2="{axis_y}"/>')
         body.append(f'<text class="chart-tick" x="{_f(x(rank))}" y="{axis_y - 9}" text-anchor="middle">{rank}</text>')
     if math.isfinite(critical_difference):
-        end = x(1 + min(critical_difference, count - 1))
+        end = x(low + min(critical_difference, high - low))
         body.append(f'<line class="chart-cd" x1="{left}" y1="18" x2="{_f(end)}" y2="18"/>')
         body.append(f'<text class="chart-tick" x="{_f(end + 6)}" y="22">CD = {critical_difference:.2f}</text>')
     for level, group in enumerate(tied):
