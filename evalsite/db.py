@@ -18,7 +18,7 @@ from evalsite.runlog import CASES_FILE, read_end, read_header, run_directories
 
 SCORE_TYPE = (
     "STRUCT(evaluator VARCHAR, version VARCHAR, score DOUBLE, passed BOOLEAN, label VARCHAR, "
-    "detail VARCHAR, error VARCHAR, skipped BOOLEAN)"
+    "detail VARCHAR, error VARCHAR, skipped BOOLEAN, turn INTEGER, spread DOUBLE)"
 )
 CASE_COLUMNS = {
     "item_id": "VARCHAR",
@@ -37,6 +37,7 @@ CASE_COLUMNS = {
     "score": "DOUBLE",
     "passed": "BOOLEAN",
     "started_at": "VARCHAR",
+    "critical": "BOOLEAN",
 }
 RUN_SCHEMA = pa.schema([
     ("run_id", pa.string()),
@@ -116,6 +117,6 @@ def _define_case_views(connection: duckdb.DuckDBPyConnection, case_files: list[P
     connection.execute(f"CREATE OR REPLACE VIEW cases AS {source}")
     connection.execute(
         "CREATE OR REPLACE VIEW scores AS SELECT run_id, item_id, repeat, s.evaluator, s.version, "
-        "s.score, s.passed, s.label, s.detail, s.error, s.skipped "
+        "s.score, s.passed, s.label, s.detail, s.error, s.skipped, s.turn, s.spread "
         "FROM (SELECT run_id, item_id, repeat, unnest(scores) AS s FROM cases)"
     )

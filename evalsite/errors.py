@@ -50,3 +50,15 @@ class NotComparableError(EvalsiteError):
 
 class SiteError(EvalsiteError):
     """The site cannot be built or served (output folder, template, size budget)."""
+
+
+class DecisionError(EvalsiteError):
+    """A promotion or another decision about runs is refused; the message says why and how to proceed."""
+
+
+class SourceError(EvalsiteError):
+    """A file given to ``evalsite import`` cannot be read as the format it was given as."""
+
+
+class AlreadyImportedError(EvalsiteError):
+    """A file with this sha256 was imported before; ``--again`` imports it anyway."""

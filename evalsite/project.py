@@ -78,3 +78,13 @@ def _read_settings(root: Path) -> dict:
         return tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ProjectError(f"{path}: invalid TOML: {exc}") from None
+
+
+def cwd_relative(path: Path) -> Path:
+    """``path`` relative to the current folder when it is inside it: it still opens, and reads short
+    in messages (``data/qa.jsonl`` rather than an absolute path)."""
+    path = Path(path)
+    try:
+        return path.resolve().relative_to(Path.cwd().resolve())
+    except ValueError:
+        return path

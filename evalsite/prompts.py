@@ -9,7 +9,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-from jinja2 import StrictUndefined, TemplateError
+from jinja2 import StrictUndefined, TemplateError, TemplateSyntaxError
 from jinja2.sandbox import SandboxedEnvironment
 
 from evalsite.errors import ManifestError
@@ -23,6 +23,22 @@ def _template(source: str):
         return _ENVIRONMENT.from_string(source)
     except TemplateError as exc:
         raise ManifestError(f"prompt: invalid template: {exc}") from None
+
+
+def template_problems(prompt: Any) -> list[str]:
+    """Syntax errors in a manifest's prompt (a template or a list of messages), by key path."""
+    if prompt is None:
+        return []
+    sources = [("prompt", prompt)] if isinstance(prompt, str) else [
+        (f"prompt[{index}].content", message["content"]) for index, message in enumerate(prompt)
+    ]
+    problems = []
+    for where, source in sources:
+        try:
+            _ENVIRONMENT.parse(source)
+        except TemplateSyntaxError as exc:
+            problems.append(f"{where}: invalid template on line {exc.lineno}: {exc.message}")
+    return problems
 
 
 def render_template(source: str, variables: dict) -> str:

@@ -2,7 +2,13 @@
 
 ``runs/<run_id>/run.json`` (header, written once atomically before the first case),
 ``cases.jsonl`` (append-only, one finished case per line, flushed per line) and ``end.json``
-(footer, written once atomically when the run stops). No ``end.json`` means interrupted.
+(footer, written atomically when the run stops). No ``end.json`` means interrupted. Resuming a
+stopped or interrupted run first appends the footer it had to ``attempts.jsonl``, so the run's
+history stays on disk, then appends new cases; the final footer replaces ``end.json``.
+
+A process writing a run holds an exclusive lock on the run's ``.lock`` file (released by the
+kernel if the process dies), so a second process can neither resume a run that is still being
+written nor append to it.
 """
 
 from __future__ import annotations
@@ -18,13 +24,20 @@ from typing import Any
 
 from evalsite.errors import RunLogError
 
+try:
+    import fcntl
+except ImportError:  # not POSIX: runs are written without the cross-process lock
+    fcntl = None
+
 FORMAT_VERSION = 1
 RUN_FILE, CASES_FILE, END_FILE = "run.json", "cases.jsonl", "end.json"
+ATTEMPTS_FILE, LOCK_FILE = "attempts.jsonl", ".lock"
 CASE_FIELDS = (
     "item_id", "item_sha", "repeat", "input", "expected", "output", "error", "latency_ms",
     "input_tokens", "output_tokens", "cost_usd", "finish_reason", "scores", "score", "passed",
-    "started_at",
+    "started_at", "critical",
 )
+OPTIONAL_CASE_FIELDS = ("attempts", "transcript", "turn_outputs")
 
 
 def utc_now() -> datetime:
@@ -56,33 +69,64 @@ def write_json_atomic(path: Path, data: Any) -> None:
 
 
 class RunWriter:
-    """Creates a run directory and appends to it; never rewrites a finished line."""
+    """Creates or reopens a run directory, holds its lock and appends to it; never rewrites a case."""
 
-    def __init__(self, runs_dir: Path, run_id: str):
-        self.directory = runs_dir / run_id
-        self.run_id = run_id
+    def __init__(self, directory: Path):
+        self.directory = directory
+        self.run_id = directory.name
+        self._lock = None
+        self._cases = None
 
     @classmethod
     def create(cls, runs_dir: Path, arm_id: str, header: dict) -> "RunWriter":
         runs_dir.mkdir(parents=True, exist_ok=True)
         while True:
-            writer = cls(runs_dir, new_run_id(arm_id))
+            writer = cls(runs_dir / new_run_id(arm_id))
             try:
                 writer.directory.mkdir()
                 break
             except FileExistsError:  # another process took this id in the same second
                 continue
+        writer._acquire()
         write_json_atomic(writer.directory / RUN_FILE, {"format_version": FORMAT_VERSION, "run_id": writer.run_id, **header})
         writer._open()
         return writer
 
     @classmethod
-    def reopen(cls, directory: Path) -> "RunWriter":
-        """Reopen an interrupted run for appending, dropping a torn last line first."""
-        writer = cls(directory.parent, directory.name)
-        repair_torn_tail(directory / CASES_FILE)
+    def reopen(cls, directory: Path, attempt: dict) -> "RunWriter":
+        """Reopen a stopped or interrupted run for appending.
+
+        Refuses a completed run and one another process is writing. The footer the run had
+        (or ``interrupted``) goes to ``attempts.jsonl`` with ``attempt``; a torn last line of
+        ``cases.jsonl`` is cut.
+        """
+        writer = cls(Path(directory))
+        writer._acquire()
+        try:
+            previous = read_end(writer.directory)
+            if previous and previous.get("status") == "completed":
+                raise RunLogError(f"run {writer.run_id} is completed; there is nothing to resume")
+            record = {**attempt, "previous": previous or {"status": "interrupted"}}
+            with open(writer.directory / ATTEMPTS_FILE, "a", encoding="utf-8") as handle:
+                handle.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
+            (writer.directory / END_FILE).unlink(missing_ok=True)
+            repair_torn_tail(writer.directory / CASES_FILE)
+        except BaseException:
+            writer.close()
+            raise
         writer._open()
         return writer
+
+    def _acquire(self) -> None:
+        self._lock = open(self.directory / LOCK_FILE, "a")
+        if fcntl is None:
+            return
+        try:
+            fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self._lock.close()
+            self._lock = None
+            raise RunLogError(f"run {self.run_id} is being written by another evalsite process") from None
 
     def _open(self) -> None:
         self._cases = open(self.directory / CASES_FILE, "a", encoding="utf-8")
@@ -92,12 +136,39 @@ class RunWriter:
         self._cases.flush()
 
     def finish(self, footer: dict) -> None:
+        """Write the footer, then remove the lock file while still holding it: a finished run
+        folder holds only its records."""
         self._cases.close()
         write_json_atomic(self.directory / END_FILE, footer)
+        if self._lock is not None:
+            (self.directory / LOCK_FILE).unlink(missing_ok=True)
+        self.close()
 
     def close(self) -> None:
-        if not self._cases.closed:
+        """Close the case file and release the lock (idempotent)."""
+        if self._cases is not None and not self._cases.closed:
             self._cases.close()
+        if self._lock is not None:
+            self._lock.close()
+            self._lock = None
+
+
+def run_is_active(directory: Path) -> bool:
+    """True while some process holds the run's lock (it is being written right now)."""
+    path = Path(directory) / LOCK_FILE
+    if fcntl is None or not path.exists():
+        return False
+    with open(path, "a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+    return False
+
+
+def read_attempts(directory: Path) -> list[dict]:
+    """Earlier stops of a resumed run, oldest first (see :meth:`RunWriter.reopen`)."""
+    return read_cases(Path(directory) / ATTEMPTS_FILE)
 
 
 def repair_torn_tail(path: Path) -> None:

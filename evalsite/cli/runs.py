@@ -17,6 +17,8 @@ FROM runs r LEFT JOIN cases c USING (run_id)
 GROUP BY ALL ORDER BY r.run_id DESC
 """
 
+EVALUATOR_COLUMNS = ["evaluator", "n", "ok", "errors", "skipped", "pass_rate", "mean", "passed"]
+
 
 @click.command("runs")
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
@@ -52,9 +54,13 @@ def show_command(run: str, as_json: bool) -> None:
     if as_json:
         print_json(summary)
     else:
+        evaluators = summary.pop("evaluators")
         width = max(map(len, summary))
         for key, value in summary.items():
             click.echo(f"{key.ljust(width)}  {value if value is not None else '—'}")
+        if evaluators:
+            click.echo()
+            print_table([{"evaluator": name, **totals} for name, totals in evaluators.items()], EVALUATOR_COLUMNS)
 
 
 COMMANDS = [runs_command, show_command]

@@ -4,20 +4,37 @@ from evalsite.evaluators.base import (
     CaseScore,
     CaseView,
     Evaluator,
+    Outcome,
     Score,
+    ScoringError,
     build_evaluators,
+    describe_evaluators,
     evaluator_types,
     register_evaluator,
     score_case,
 )
-from evalsite.evaluators import exact  # noqa: F401  (registers the built-ins)
+from evalsite.evaluators import (  # noqa: F401  (registers the built-ins)
+    ceilings,
+    contains,
+    exact,
+    json_output,
+    judge,
+    length,
+    numeric,
+    pattern,
+    python_code,
+    similarity,
+)
 
 __all__ = [
     "CaseScore",
     "CaseView",
     "Evaluator",
+    "Outcome",
     "Score",
+    "ScoringError",
     "build_evaluators",
+    "describe_evaluators",
     "evaluator_types",
     "register_evaluator",
     "score_case",

@@ -1,41 +1,39 @@
-"""``exact``: the output equals the target after optional normalisation."""
+"""``exact``: the output equals the target (or one of a list of targets) after normalisation."""
 
 from __future__ import annotations
 
-import re
-import string
-
-from evalsite.evaluators.base import CaseView, Evaluator, register_evaluator
-
-
-def normalise(text: str, *, case: bool, whitespace: bool, punctuation: bool) -> str:
-    if not case:
-        text = text.casefold()
-    if not punctuation:
-        text = text.translate(str.maketrans("", "", string.punctuation))
-    if not whitespace:
-        text = " ".join(text.split())
-    return text
+from evalsite.evaluators.base import CaseView, Evaluator, Outcome, register_evaluator
+from evalsite.evaluators.text import (
+    NORMALISE_PARAMS,
+    PATTERN_PARAMS,
+    Extractor,
+    as_text,
+    normalise,
+    normalise_options,
+)
 
 
 @register_evaluator("exact")
 class Exact(Evaluator):
-    """Params: ``case_sensitive`` (true), ``ignore_whitespace`` (false → compares collapsed
-    whitespace when true), ``ignore_punctuation`` (false), ``extract`` (a regex; its first group,
-    else its match, is compared)."""
+    """Params: ``value``, ``ignore_case``, ``ignore_whitespace``, ``ignore_punctuation``, ``extract``
+    (a pattern applied to the output first), ``timeout`` and ``max_chars`` (for ``extract``)."""
 
-    def judge(self, case: CaseView):
-        output = "" if case.output is None else str(case.output)
+    param_names = ("value", *NORMALISE_PARAMS, *PATTERN_PARAMS)
+    helper_modules = ("evalsite.evaluators.text",)
+
+    def check(self) -> None:
+        self.normalisation = normalise_options(self)
+        self.extract = Extractor(self)
+
+    def measure(self, case: CaseView) -> Outcome:
         target = self.target(case)
         if target is None:
-            return None, None, None, "no expected value"
-        if pattern := self.params.get("extract"):
-            match = re.search(pattern, output)
-            output = "" if match is None else (match.group(1) if match.groups() else match.group(0))
-        options = dict(
-            case=self.params.get("case_sensitive", True),
-            whitespace=not self.params.get("ignore_whitespace", False),
-            punctuation=not self.params.get("ignore_punctuation", False),
-        )
-        equal = normalise(output, **options) == normalise(str(target), **options)
-        return (1.0 if equal else 0.0), equal, None, None if equal else f"expected {str(target)!r}"
+            return Outcome.skip("no expected value")
+        output = self.extract(as_text(case.output))
+        if output is None:
+            return self.extract.miss
+        accepted = target if isinstance(target, list) else [target]
+        wanted = {normalise(as_text(t), **self.normalisation) for t in accepted}
+        equal = normalise(output, **self.normalisation) in wanted
+        shown = as_text(target) if isinstance(target, list) else repr(as_text(target))
+        return Outcome.check(equal, f"expected {shown}")

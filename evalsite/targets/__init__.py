@@ -8,17 +8,22 @@ from evalsite.targets.base import (
     Target,
     TargetRequest,
     TargetResult,
+    TransientTargetError,
     make_target,
     register_target,
+    replays_turns,
     target_kinds,
 )
-from evalsite.targets import none_target, python_target  # noqa: F401  (registers the built-ins)
+# importing the built-ins registers them
+from evalsite.targets import anthropic, command, none_target, openai, python_target  # noqa: F401
 
 __all__ = [
     "Target",
     "TargetRequest",
     "TargetResult",
+    "TransientTargetError",
     "make_target",
     "register_target",
+    "replays_turns",
     "target_kinds",
 ]

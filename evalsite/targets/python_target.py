@@ -3,6 +3,8 @@
 The function receives keyword arguments it declares among ``input``, ``row``, ``params`` and
 ``repeat`` and returns a string (the output) or a dict ``{output, input_tokens, output_tokens,
 cost_usd, finish_reason}``. The module is imported with the project root first on ``sys.path``.
+A function that raises :class:`TransientTargetError` is retried; any other exception is
+recorded as the case's error.
 """
 
 from __future__ import annotations
@@ -15,9 +17,16 @@ from pathlib import Path
 from typing import Any, Callable
 
 from evalsite.errors import TargetError
-from evalsite.targets.base import TargetRequest, TargetResult, register_target
+from evalsite.targets.base import (
+    TargetRequest,
+    TargetResult,
+    TransientTargetError,
+    check_settings,
+    register_target,
+    result_from_value,
+)
 
-RESULT_KEYS = ("output", "input_tokens", "output_tokens", "cost_usd", "finish_reason")
+OFFERED = ("input", "row", "params", "repeat")
 
 
 def load_callable(spec: str, project_root: Path, what: str) -> Callable:
@@ -32,6 +41,8 @@ def load_callable(spec: str, project_root: Path, what: str) -> Callable:
         module = importlib.import_module(module_name)
     except ImportError as exc:
         raise TargetError(f"{what} {spec!r}: cannot import module {module_name!r}: {exc}") from None
+    except Exception as exc:  # the user's module failed while importing (syntax error, raise at top level)
+        raise TargetError(f"{what} {spec!r}: importing {module_name!r} failed: {type(exc).__name__}: {exc}") from None
     function = getattr(module, function_name, None)
     if not callable(function):
         raise TargetError(f"{what} {spec!r}: module {module_name!r} has no function {function_name!r}")
@@ -41,11 +52,24 @@ def load_callable(spec: str, project_root: Path, what: str) -> Callable:
 class PythonFunction:
     kind = "python"
 
-    def __init__(self, function: Callable):
+    def __init__(self, function: Callable, spec: str):
         self.function = function
-        accepted = inspect.signature(function).parameters
-        self.takes_all = any(p.kind is p.VAR_KEYWORD for p in accepted.values())
-        self.accepted = set(accepted)
+        self.is_async = inspect.iscoroutinefunction(function)
+        try:
+            parameters = inspect.signature(function).parameters
+        except (TypeError, ValueError) as exc:
+            raise TargetError(f"target python:{spec}: cannot read the function's signature: {exc}") from None
+        self.takes_all = any(p.kind is p.VAR_KEYWORD for p in parameters.values())
+        self.accepted = set(parameters)
+        unfillable = [
+            name for name, p in parameters.items()
+            if name not in OFFERED and p.default is p.empty and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)
+        ]
+        if unfillable:
+            raise TargetError(
+                f"target python:{spec}: parameter {unfillable[0]!r} has no default and is not one of "
+                f"{', '.join(OFFERED)}"
+            )
 
     def _arguments(self, request: TargetRequest) -> dict[str, Any]:
         offered = {"input": request.input, "row": request.row, "params": request.params, "repeat": request.repeat}
@@ -53,27 +77,21 @@ class PythonFunction:
 
     async def generate(self, request: TargetRequest) -> TargetResult:
         try:
-            if inspect.iscoroutinefunction(self.function):
+            if self.is_async:
                 value = await self.function(**self._arguments(request))
             else:
                 value = await asyncio.to_thread(self.function, **self._arguments(request))
+        except TransientTargetError:
+            raise
         except Exception as exc:  # the user's function failed: record it on the case
             return TargetResult(error=f"{type(exc).__name__}: {exc}")
-        return _as_result(value)
+        return result_from_value(value)
 
     async def aclose(self) -> None:
         return None
 
 
-def _as_result(value: Any) -> TargetResult:
-    if isinstance(value, dict):
-        unknown = set(value) - set(RESULT_KEYS)
-        if unknown:
-            return TargetResult(error=f"target returned unknown keys: {', '.join(sorted(unknown))}")
-        return TargetResult(**value)
-    return TargetResult(output=value)
-
-
 @register_target("python")
 def _make(rest: str, settings: dict, project_root: Path) -> PythonFunction:
-    return PythonFunction(load_callable(rest, project_root, "target"))
+    check_settings("python", settings, set())
+    return PythonFunction(load_callable(rest, project_root, "target"), rest)

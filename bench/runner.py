@@ -1,0 +1,146 @@
+"""Runner throughput: how close the async pool gets to the ideal, and the harness's own overhead.
+
+Three measurements, each in a fresh process so its peak memory is its own:
+
+- ``http``: N calls of the ``openai`` target against the fake server (tests/fakeserver.py, run
+  in its own process) answering after a fixed latency, at a given concurrency. Ideal time is
+  calls × latency / concurrency; the figure is achieved cases/s against ideal cases/s.
+- ``instant``: N cases of a ``python`` target that returns at once: cases/s is the harness's
+  own ceiling (rendering, the call in a thread, the case line appended).
+- ``instant+exact``: the same, scored by the ``exact`` evaluator, to show what scoring adds.
+
+``http`` and ``instant`` run unscored, so they measure the runner alone. All go through
+``execute_plan`` exactly as ``evalsite run`` does (progress off).
+
+Rerun: ``python bench/runner.py`` (defaults: 6,000 calls at 20 ms, concurrency 32; 20,000
+instant cases). ``--help`` lists the knobs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from evalsite.manifest import load_manifest  # noqa: E402
+from evalsite.plan import build_plan  # noqa: E402
+from evalsite.project import find_project  # noqa: E402
+from evalsite.runner import execute_plan  # noqa: E402
+
+
+SCENARIOS = ("http", "instant", "instant+exact")
+
+
+def write_project(root: Path, cases: int, arm: dict, concurrency: int, evaluators: list) -> Path:
+    (root / "data").mkdir()
+    (root / "experiments").mkdir()
+    with open(root / "data" / "bench.jsonl", "w") as handle:
+        for n in range(cases):
+            handle.write(json.dumps({"id": f"b{n}", "input": f"question {n}", "expected": f"echo: question {n}"}) + "\n")
+    manifest = {
+        "name": "bench",
+        "dataset": {"path": "data/bench.jsonl"},
+        "arms": [arm],
+        "evaluators": evaluators,
+        "concurrency": concurrency,
+        "limits": {"max_cases": cases},
+    }
+    path = root / "experiments" / "bench.json"
+    path.write_text(json.dumps(manifest))
+    return path
+
+
+def timed_run(root: Path, manifest: Path) -> tuple[float, dict]:
+    os.chdir(root)
+    project = find_project(root)
+    plan = build_plan(project, load_manifest(manifest))
+    started = time.perf_counter()
+    batch = execute_plan(project, plan)
+    seconds = time.perf_counter() - started
+    (run,) = batch.runs
+    assert run.status == "completed" and run.summary["errors"] == 0, run.summary
+    return seconds, run.summary
+
+
+def peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+
+
+def measure_http(calls: int, latency: float, concurrency: int) -> dict:
+    server = subprocess.Popen(
+        [sys.executable, str(REPO / "tests" / "fakeserver.py"), "--delay", str(latency)],
+        stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        port = int(server.stdout.readline().split()[1])
+        with tempfile.TemporaryDirectory() as folder:
+            arm = {"id": "http", "target": "openai:bench", "settings": {"base_url": f"http://127.0.0.1:{port}/v1"}}
+            seconds, _ = timed_run(Path(folder), write_project(Path(folder), calls, arm, concurrency, []))
+    finally:
+        server.terminate()
+        server.wait()
+    ideal_seconds = calls * latency / concurrency
+    return {
+        "scenario": f"http: {calls} calls, {latency * 1000:g} ms, concurrency {concurrency}",
+        "seconds": seconds,
+        "cases_per_s": calls / seconds,
+        "ideal_cases_per_s": calls / ideal_seconds,
+        "of_ideal": ideal_seconds / seconds,
+        "peak_mb": peak_mb(),
+    }
+
+
+def measure_instant(cases: int, concurrency: int, evaluators: list) -> dict:
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder)
+        (root / "bench_instant.py").write_text("def answer(input):\n    return 'echo: ' + input\n")
+        arm = {"id": "instant", "target": "python:bench_instant:answer"}
+        seconds, _ = timed_run(root, write_project(root, cases, arm, concurrency, evaluators))
+    scored = f", scored by {', '.join(e['type'] for e in evaluators)}" if evaluators else ""
+    return {
+        "scenario": f"instant python target: {cases} cases, concurrency {concurrency}{scored}",
+        "seconds": seconds,
+        "cases_per_s": cases / seconds,
+        "peak_mb": peak_mb(),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=6000)
+    parser.add_argument("--latency", type=float, default=0.02, help="seconds per call at the server")
+    parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--instant-cases", type=int, default=20000)
+    parser.add_argument("--only", choices=SCENARIOS, help=argparse.SUPPRESS)
+    options = parser.parse_args()
+    if options.only == "http":
+        print(json.dumps(measure_http(options.calls, options.latency, options.concurrency)))
+        return
+    if options.only is not None:
+        evaluators = [{"type": "exact"}] if options.only == "instant+exact" else []
+        print(json.dumps(measure_instant(options.instant_cases, options.concurrency, evaluators)))
+        return
+    for scenario in SCENARIOS:
+        child = subprocess.run([sys.executable, __file__, *sys.argv[1:], "--only", scenario],
+                               capture_output=True, text=True, check=True)
+        report(json.loads(child.stdout.strip().splitlines()[-1]))
+
+
+def report(figures: dict) -> None:
+    line = f"{figures['scenario']}: {figures['seconds']:.2f} s, {figures['cases_per_s']:,.0f} cases/s"
+    if "ideal_cases_per_s" in figures:
+        line += f" (ideal {figures['ideal_cases_per_s']:,.0f} cases/s, {figures['of_ideal']:.0%} of ideal)"
+    print(line + f", peak {figures['peak_mb']:.0f} MB")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,164 @@
+"""``evalsite compare`` and ``evalsite promote``."""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import asdict
+from pathlib import Path
+
+import click
+
+from evalsite.ci import write_summary
+from evalsite.baselines import EXPLICIT, PRIOR, PROMOTED, promote
+from evalsite.cli.output import format_value, print_json
+from evalsite.compare import ALPHA, ComparisonReport, RunRef, compare_runs
+from evalsite.project import find_project
+from evalsite.summaries import compare_markdown
+from evalsite.regression import GT_CHANGED, IMPROVED, REGRESSED, THRESHOLD, RegressionReport
+
+SOURCES = {
+    EXPLICIT: "given with --baseline",
+    PROMOTED: "the promoted baseline",
+    PRIOR: "the most recent older completed run of this arm on this dataset",
+}
+DIFF_VALUE_WIDTH = 60
+
+
+@click.command("compare")
+@click.argument("run")
+@click.option("--baseline", help="Compare against this run (default: the promoted baseline, else the prior run).")
+@click.option("--threshold", type=click.FloatRange(min=0), default=THRESHOLD, show_default=True,
+              help="Per-item score change beyond which an item counts as improved or regressed.")
+@click.option("--noise", type=click.FloatRange(min=0),
+              help="The arm's noise: a mean Δ at or below it is labelled noise (default: measured from repeats).")
+@click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=ALPHA, show_default=True,
+              help="Significance level of the paired test for the gate.")
+@click.option("--fail-on", type=click.Choice(["regression"]),
+              help="Exit 1 on a significant regression or a critical row newly failing.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.option("--summary", "summary_file", type=click.Path(path_type=Path),
+              help="Append a markdown summary here (also to $GITHUB_STEP_SUMMARY when set).")
+def compare_command(run, baseline, threshold, noise, alpha, fail_on, as_json, summary_file) -> None:
+    """Compare RUN with its baseline, fingerprint first.
+
+    Prints the fingerprint diff, refuses runs that are not comparable, and reports what
+    improved and regressed, per item and per evaluator, with the paired test."""
+    report = compare_runs(find_project(), run, baseline=baseline, threshold=threshold, noise=noise, alpha=alpha)
+    if as_json:
+        print_json(report.to_json())
+    else:
+        print_report(report)
+    write_summary(compare_markdown(report), summary_file)
+    if report.comparability is not None and not report.comparability.comparable:
+        click.echo(f"ERROR: not comparable: {report.comparability.reason}", err=True)
+        sys.exit(1)
+    if fail_on == "regression" and report.gate is not None and report.gate.failed:
+        sys.exit(1)
+
+
+@click.command("promote")
+@click.argument("run")
+@click.option("--reason", required=True, help="Why this run becomes the baseline (recorded with it).")
+@click.option("--allow-dirty", is_flag=True, help="Promote a run from a dirty tree or an unknown build.")
+@click.option("--json", "as_json", is_flag=True, help="Print the decision as JSON.")
+def promote_command(run: str, reason: str, allow_dirty: bool, as_json: bool) -> None:
+    """Make RUN the baseline of its arm, with a reason.
+
+    Appends the decision to runs/decisions.jsonl."""
+    decision = promote(find_project(), run, reason, allow_dirty=allow_dirty)
+    if as_json:
+        print_json(asdict(decision))
+    else:
+        click.echo(f"promoted {decision.run_id} as the baseline of arm {decision.arm_id} on {decision.dataset_id}")
+
+
+def _run_line(label: str, ref: RunRef) -> str:
+    return f"{label:<9} {ref.run_id}  arm {ref.arm_id}  {ref.dataset_id}  {ref.status}"
+
+
+def _short(value) -> str:
+    text = "—" if value is None else json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+    return text if len(text) <= DIFF_VALUE_WIDTH else text[: DIFF_VALUE_WIDTH - 1] + "…"
+
+
+def _signed(value: float | None) -> str:
+    return "—" if value is None else f"{value:+.3f}"
+
+
+def print_report(report: ComparisonReport) -> None:
+    click.echo(_run_line("run", report.current))
+    if report.baseline is None:
+        click.echo(
+            f"no prior run: no promoted baseline and no older completed run of arm {report.current.arm_id} "
+            "on this dataset; nothing to compare"
+        )
+        return
+    click.echo(_run_line("baseline", report.baseline) + f"  ({SOURCES[report.baseline_source]})")
+    if report.promotion is not None:
+        click.echo(f"          promoted {report.promotion.at} by {report.promotion.by or 'unknown'}: {report.promotion.reason}")
+    _print_diff(report)
+    verdict = report.comparability
+    if verdict.comparable:
+        note = "; expected values edited" if verdict.ground_truth_edited else ""
+        click.echo(f"comparable: same questions and evaluators{note}")
+        _print_regression(report.regression)
+        gate = report.gate
+        click.echo(f"gate (α = {gate.alpha}): " + ("fail: " + "; ".join(gate.reasons) if gate.failed else "pass"))
+
+
+def _print_diff(report: ComparisonReport) -> None:
+    diff = report.fingerprint_diff
+    if not diff:
+        click.echo(f"\nfingerprint: identical ({report.current.fingerprint_hash})")
+        return
+    click.echo(f"\nfingerprint: {len(diff)} field{'s' * (len(diff) != 1)} differ (baseline → run)")
+    width = max(len(d.path) for d in diff)
+    for d in diff:
+        click.echo(f"  {d.path.ljust(width)}  {_short(d.old)} → {_short(d.new)}")
+    click.echo()
+
+
+def _print_regression(report: RegressionReport) -> None:
+    s = report.summary
+    click.echo(
+        f"\nitems: {s.compared} compared · {s.improved} improved · {s.regressed} regressed · "
+        f"{s.unchanged} unchanged · {s.gt_changed} gt_changed · {s.rescored} re-scored  (threshold {report.threshold})"
+    )
+    if s.compared:
+        noise = "noise unknown (repeat the run or pass --noise)"
+        if s.noise is not None:
+            label = "within noise" if s.within_noise else "beyond noise"
+            noise = f"{label} (noise {s.noise:.3f}, {s.noise_source})"
+        click.echo(
+            f"mean: {s.baseline_mean:.3f} → {s.current_mean:.3f}  Δ {s.mean_delta:+.3f}  "
+            f"{s.confidence:.0%} CI [{_signed(s.ci_low)}, {_signed(s.ci_high)}]  "
+            f"paired sign-flip p = {s.p_value:.4g} ({s.test_kind})  {noise}"
+        )
+    for classification, title in ((REGRESSED, "regressed"), (IMPROVED, "improved"), (GT_CHANGED, "gt_changed, left out of every number")):
+        items = report.classified(classification)
+        if items:
+            click.echo(f"\n{title} ({len(items)}):")
+        for item in items:
+            note = "  re-scored" if item.rescored else f"  {item.note}" if item.note else ""
+            click.echo(
+                f"  {item.item_id}  {format_value(item.baseline_score)} → {format_value(item.current_score)}  "
+                f"Δ {_signed(item.delta)}{note}"
+            )
+    for title, ids in (("only in the baseline", report.only_in_baseline), ("only in this run", report.only_in_current),
+                       ("unscored on a side", report.unscored), ("critical rows newly failing", report.critical_newly_failing)):
+        if ids:
+            click.echo(f"\n{title} ({len(ids)}): {', '.join(ids)}")
+    for e in report.evaluators:
+        click.echo(
+            f"\nevaluator {e.evaluator}: pass rate {format_value(e.baseline_pass_rate)} → {format_value(e.current_pass_rate)} "
+            f"({_signed(e.pass_rate_delta)}) · mean {format_value(e.baseline_mean)} → {format_value(e.current_mean)} "
+            f"({_signed(e.mean_delta)}) · errors {e.baseline_errors} → {e.current_errors} ({e.error_delta:+d})"
+        )
+        for title, ids in (("newly failing", e.newly_failing), ("newly passing", e.newly_passing), ("still failing", e.still_failing)):
+            if ids:
+                click.echo(f"  {title} ({len(ids)}): {', '.join(ids)}")
+    click.echo()
+
+
+COMMANDS = [compare_command, promote_command]

@@ -1,0 +1,50 @@
+"""``evalsite import``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from evalsite.cli.output import print_json, print_table, warn
+from evalsite.importers import FORMATS, ImportOptions, import_files
+from evalsite.importers.writer import file_sha256
+from evalsite.project import find_project
+
+
+@click.command("import")
+@click.argument("format_name", metavar="FORMAT", type=click.Choice(list(FORMATS)))
+@click.argument("paths", metavar="PATH...", nargs=-1, required=True,
+                type=click.Path(exists=True, path_type=Path))
+@click.option("--dataset", "dataset_name", metavar="NAME", help="Dataset name in the dataset id (default: imported).")
+@click.option("--arm-from", "arm_field", metavar="FIELD", help="Dotted source field that names the arm.")
+@click.option("--scorer-file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="The code that produced the scores; its hash goes into every evaluator version.")
+@click.option("--again", is_flag=True, help="Import a file even if it was imported before.")
+@click.option("--json", "as_json", is_flag=True, help="Print the imported runs as JSON.")
+def import_command(format_name: str, paths: tuple[Path, ...], dataset_name, arm_field, scorer_file, again,
+                   as_json) -> None:
+    """Turn another tool's results (FORMAT: promptfoo, inspect, lm-eval, jsonl, csv) into runs."""
+    project = find_project()
+    options = ImportOptions(
+        dataset_name=dataset_name,
+        arm_from=arm_field,
+        scorer_file=project.relative(scorer_file) if scorer_file else None,
+        scorer_sha256=file_sha256(scorer_file) if scorer_file else None,
+        again=again,
+    )
+    report = import_files(project, format_name, paths, options)
+    for message in report.warnings:
+        warn(message)
+    rows = [
+        {"run_id": r.run_id, "arm": r.arm_id, "experiment": r.experiment, "tool": r.tool, "source": r.source,
+         "status": r.status, "dataset_id": r.dataset_id, **r.summary}
+        for r in report.runs
+    ]
+    if as_json:
+        print_json(rows)
+    else:
+        print_table(rows, ["run_id", "arm", "status", "cases", "errors", "mean_score", "pass_rate", "dataset_id"])
+
+
+COMMANDS = [import_command]

@@ -1,0 +1,27 @@
+"""``evalsite init``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from evalsite.cli.output import print_json
+from evalsite.scaffold import init_project
+
+
+@click.command("init")
+@click.argument("directory", default=".", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print the written files as JSON.")
+def init_command(directory: Path, as_json: bool) -> None:
+    """Scaffold a project: example dataset, manifest, targets, report, .gitignore, CI workflow."""
+    report = init_project(directory)
+    if as_json:
+        print_json({"root": str(report.root), "written": report.written})
+        return
+    for path in report.written:
+        click.echo(f"wrote {directory / path}")
+    click.echo(f"next: cd {directory} && evalsite run experiments/example.yaml --allow-failures && evalsite build")
+
+
+COMMANDS = [init_command]

@@ -1,0 +1,218 @@
+"""Read large JSON and JSON Lines files without holding them whole.
+
+:class:`JsonArrayStream` walks one JSON document and yields the elements of the array at a key
+path (``results.results`` in a promptfoo file, ``samples`` in an Inspect log) one at a time;
+everything else in the document is decoded normally and kept in ``rest``. Only the current
+element and a read buffer are in memory, so a 1 GB log costs about as much as its largest
+element. Values are decoded by the standard library's C decoder (``raw_decode``); this module
+only steps over the structure around them.
+
+:class:`JsonLines` reads one object per line, ignoring a torn last line (a writer that was
+killed mid-line) and reporting any other bad line by number.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any, Iterator
+
+from evalsite.errors import SourceError
+
+CHUNK_CHARS = 1 << 20
+_WHITESPACE = re.compile(r"[ \t\n\r]*")
+_NEAR_END = 16  # a decode error this close to the buffer's end may just be a value cut by the chunk
+
+
+class _EndOfFile(Exception):
+    """The document ended where more was required."""
+
+
+class JsonArrayStream:
+    """Iterate the array at ``keys`` in the JSON object stored at ``path``.
+
+    After iteration, ``rest`` holds every other value of the document (nested objects on the
+    key path keep their other keys) except those at the dotted paths in ``skip``, which are
+    stepped over an element at a time (a copy of the whole dataset, say); ``found`` says
+    whether the array was present, and ``truncated`` says the file ended inside the array: the
+    elements before the cut were yielded and the iteration stopped without an error. A file
+    that ends anywhere else, or that is not JSON, raises :class:`SourceError` naming the line.
+    """
+
+    def __init__(self, path: Path, keys: tuple[str, ...], label: str | None = None, skip: tuple[str, ...] = ()):
+        self.path = Path(path)
+        self.keys = keys
+        self.skip = {tuple(dotted.split(".")) for dotted in skip}
+        self.label = label or str(path)
+        self.rest: dict = {}
+        self.found = False
+        self.truncated = False
+        self._decoder = json.JSONDecoder()
+        self._buffer = ""
+        self._pos = 0
+        self._dropped = 0  # characters consumed and dropped from the buffer
+        self._eof = False
+        self._in_array = False
+
+    def __iter__(self) -> Iterator[Any]:
+        try:
+            with open(self.path, encoding="utf-8") as handle:
+                self._handle = handle
+                yield from self._document()
+        except _EndOfFile:
+            if not self._in_array:
+                raise SourceError(f"{self.label}: the file ends in the middle of its JSON (truncated?)") from None
+            self.truncated = True
+        except UnicodeDecodeError as exc:
+            raise SourceError(f"{self.label}: not UTF-8 text ({exc.reason})") from None
+
+    def _document(self) -> Iterator[Any]:
+        yield from self._object(self.rest, ())
+        self._skip_whitespace()
+        if self._pos < len(self._buffer):
+            raise self._error("invalid JSON: extra data after the document")
+
+    def _object(self, into: dict, path: tuple[str, ...]) -> Iterator[Any]:
+        self._expect("{", ".".join(path) or "the document", "an object")
+        if self._peek() == "}":
+            self._pos += 1
+            return
+        while True:
+            self._skip_whitespace()
+            if self._peek() != '"':
+                raise self._error("invalid JSON: expected a quoted key")
+            key = self._value()
+            self._expect(":", key, "':'")
+            inner = (*path, key)
+            if inner == self.keys:
+                self.found = True
+                self._in_array = True
+                yield from self._elements(".".join(inner))
+                self._in_array = False
+            elif inner == self.keys[: len(inner)] or (self._leads_to_skip(inner) and self._peek() == "{"):
+                into[key] = {}
+                yield from self._object(into[key], inner)
+            elif inner in self.skip:
+                self._step_over()
+            else:
+                into[key] = self._value()
+            if self._one_of(",}") == "}":
+                return
+
+    def _leads_to_skip(self, path: tuple[str, ...]) -> bool:
+        return any(skipped[: len(path)] == path and len(skipped) > len(path) for skipped in self.skip)
+
+    def _elements(self, what: str) -> Iterator[Any]:
+        self._expect("[", what, "an array")
+        if self._peek() == "]":
+            self._pos += 1
+            return
+        while True:
+            yield self._value()
+            if self._one_of(",]") == "]":
+                return
+
+    def _step_over(self) -> None:
+        """Read past one value without keeping it; an array only one element at a time."""
+        if self._peek() == "[":
+            for _ in self._elements("a skipped array"):
+                pass
+        else:
+            self._value()
+
+    def _fill(self) -> bool:
+        """Read more text, dropping what was consumed; grows geometrically for one big value."""
+        if self._eof:
+            return False
+        chunk = self._handle.read(max(CHUNK_CHARS, len(self._buffer) - self._pos))
+        if not chunk:
+            self._eof = True
+            return False
+        self._dropped += self._pos
+        self._buffer = self._buffer[self._pos :] + chunk
+        self._pos = 0
+        return True
+
+    def _skip_whitespace(self) -> None:
+        while True:
+            self._pos = _WHITESPACE.match(self._buffer, self._pos).end()
+            if self._pos < len(self._buffer) or not self._fill():
+                return
+
+    def _peek(self) -> str:
+        self._skip_whitespace()
+        if self._pos >= len(self._buffer):
+            raise _EndOfFile
+        return self._buffer[self._pos]
+
+    def _expect(self, char: str, what: str, description: str) -> None:
+        if self._peek() != char:
+            raise self._error(f"{what}: expected {description}")
+        self._pos += 1
+
+    def _one_of(self, chars: str) -> str:
+        char = self._peek()
+        if char not in chars:
+            raise self._error(f"invalid JSON: expected {' or '.join(repr(c) for c in chars)}")
+        self._pos += 1
+        return char
+
+    def _value(self) -> Any:
+        self._skip_whitespace()
+        while True:
+            try:
+                value, end = self._decoder.raw_decode(self._buffer, self._pos)
+            except json.JSONDecodeError as exc:
+                maybe_cut = exc.pos >= len(self._buffer) - _NEAR_END or exc.msg.startswith("Unterminated")
+                if maybe_cut and self._fill():
+                    continue
+                if maybe_cut:
+                    raise _EndOfFile from None
+                raise self._error(f"invalid JSON: {exc.msg}", exc.pos) from None
+            if end == len(self._buffer) and self._fill():  # a number may go on in the next chunk
+                continue
+            self._pos = end
+            return value
+
+    def _error(self, message: str, pos: int | None = None) -> SourceError:
+        return SourceError(f"{self.label}: line {self._line_at(self._pos if pos is None else pos)}: {message}")
+
+    def _line_at(self, pos: int) -> int:
+        """The line of buffer position ``pos``, counted only now: counting as we go costs 5%."""
+        lines, remaining = 1, self._dropped
+        with open(self.path, encoding="utf-8") as handle:
+            while remaining > 0 and (chunk := handle.read(min(CHUNK_CHARS, remaining))):
+                lines += chunk.count("\n")
+                remaining -= len(chunk)
+        return lines + self._buffer.count("\n", 0, pos)
+
+
+class JsonLines:
+    """Iterate ``(line_number, object)`` over a JSON Lines file; see the module docstring."""
+
+    def __init__(self, path: Path, label: str | None = None):
+        self.path = Path(path)
+        self.label = label or str(path)
+        self.truncated = False
+
+    def __iter__(self) -> Iterator[tuple[int, dict]]:
+        try:
+            with open(self.path, encoding="utf-8-sig") as handle:
+                for number, line in enumerate(handle, start=1):
+                    if not line.strip():
+                        continue
+                    try:
+                        record = json.loads(line)
+                    except json.JSONDecodeError as exc:
+                        if not line.endswith("\n"):
+                            self.truncated = True
+                            return
+                        raise SourceError(f"{self.label}: line {number}: invalid JSON: {exc.msg}") from None
+                    if not isinstance(record, dict):
+                        raise SourceError(
+                            f"{self.label}: line {number}: a {type(record).__name__}, expected a JSON object"
+                        )
+                    yield number, record
+        except UnicodeDecodeError as exc:
+            raise SourceError(f"{self.label}: not UTF-8 text ({exc.reason})") from None

@@ -1,0 +1,132 @@
+"""The project-wide checks behind ``evalsite validate``.
+
+Each check takes the project and returns its problems, one line each, naming the file (and the
+line, key or item) at fault. A check reports everything it finds and never raises for a user's
+mistake, so one run of ``evalsite validate`` lists every problem. A new kind of check is one more
+entry in :data:`CHECKS`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+from evalsite.baselines import validate_decisions
+from evalsite.datasets import DATASET_SUFFIXES, dataset_problems, read_source_rows
+from evalsite.errors import EvalsiteError
+from evalsite.evaluators import build_evaluators
+from evalsite.locks import LOCK_SUFFIX, is_lock_file, verify_dataset
+from evalsite.manifest import load_manifest
+from evalsite.plan import build_plan
+from evalsite.project import Project, cwd_relative
+from evalsite.runlog import read_run
+
+Check = Callable[[Project], list[str]]
+MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+def manifest_files(project: Project) -> list[Path]:
+    folder = project.experiments_dir
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.iterdir() if p.is_file() and p.suffix.lower() in MANIFEST_SUFFIXES)
+
+
+def dataset_files(project: Project) -> list[Path]:
+    """Files under ``data/`` with a dataset extension (lock files and hidden files left out)."""
+    if not project.data_dir.is_dir():
+        return []
+    return sorted(
+        p for p in project.data_dir.rglob("*")
+        if p.is_file() and p.suffix.lower() in DATASET_SUFFIXES and not is_lock_file(p) and not p.name.startswith(".")
+    )
+
+
+def lock_files(project: Project) -> list[Path]:
+    return sorted(project.data_dir.rglob(f"*{LOCK_SUFFIX}")) if project.data_dir.is_dir() else []
+
+
+def run_folders(project: Project) -> list[Path]:
+    if not project.runs_dir.is_dir():
+        return []
+    return sorted(p for p in project.runs_dir.iterdir() if p.is_dir() and not p.name.startswith("."))
+
+
+def check_manifests(project: Project) -> list[str]:
+    """Each manifest loads, its plan builds (dataset, pin, design, limits, prompts) and its
+    evaluators construct."""
+    problems = []
+    for path in map(cwd_relative, manifest_files(project)):
+        try:
+            manifest = load_manifest(path)
+            build_plan(project, manifest)
+            build_evaluators(manifest.evaluators)
+        except EvalsiteError as exc:
+            problems += [_named(path, line) for line in exc.message.splitlines()]
+    return problems
+
+
+def _named(path: Path, message: str) -> str:
+    return message if message.startswith(str(path)) else f"{path}: {message}"
+
+
+def check_datasets(project: Project) -> list[str]:
+    """Every dataset file under ``data/`` reads, and every row has a usable shape and id."""
+    problems = []
+    for path in map(cwd_relative, dataset_files(project)):
+        try:
+            problems += dataset_problems(read_source_rows(path), str(path))
+        except EvalsiteError as exc:
+            problems.append(exc.message)
+    return problems
+
+
+def check_locks(project: Project) -> list[str]:
+    """Every lock file still matches the dataset beside it."""
+    problems = []
+    for lock in map(cwd_relative, lock_files(project)):
+        dataset = lock.with_name(lock.name.removesuffix(LOCK_SUFFIX))
+        if not dataset.is_file():
+            problems.append(f"{lock}: locks {dataset}, which does not exist")
+            continue
+        try:
+            check = verify_dataset(dataset)
+        except EvalsiteError as exc:
+            problems.append(exc.message)
+            continue
+        problems += [f"{dataset}: differs from {lock}: {difference}" for difference in check.differences]
+    return problems
+
+
+def check_runs(project: Project) -> list[str]:
+    """Every folder under ``runs/`` is a readable run whose id is its folder's name."""
+    problems = []
+    for folder in run_folders(project):
+        shown = cwd_relative(folder)
+        try:
+            run = read_run(shown)
+        except EvalsiteError as exc:
+            problems.append(f"{shown}: {exc.message.removeprefix(f'{folder.name}: ')}")
+            continue
+        if run.run_id != folder.name:
+            problems.append(f"{shown}: run.json names run_id {run.run_id!r}, not its folder's name")
+        problems += run.warnings
+    return problems
+
+
+CHECKS: list[Check] = [check_manifests, check_datasets, check_locks, check_runs, validate_decisions]
+
+
+def validate_project(project: Project, checks: list[Check] | None = None) -> list[str]:
+    """Every problem every check finds, in check order, each listed once."""
+    return list(dict.fromkeys(problem for check in (CHECKS if checks is None else checks) for problem in check(project)))
+
+
+def inventory(project: Project) -> dict[str, int]:
+    """How many of each thing ``validate`` looked at."""
+    return {
+        "manifests": len(manifest_files(project)),
+        "datasets": len(dataset_files(project)),
+        "locks": len(lock_files(project)),
+        "runs": len(run_folders(project)),
+    }

@@ -1,0 +1,69 @@
+"""Fixtures and helpers for runner and target tests: a scratch project and the fake provider.
+
+Test modules import the fixtures they use (``from tests.runner_project import project, server``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from evalsite.runlog import read_run, run_directories
+from tests.fakeserver import FakeServer
+
+FAST_RETRIES = {"backoff_s": 0.01, "max_backoff_s": 0.05}
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty project folder (with ``data/`` and ``experiments/``) as the working folder."""
+    (tmp_path / "data").mkdir()
+    (tmp_path / "experiments").mkdir()
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+@pytest.fixture
+def server():
+    with FakeServer() as running:
+        yield running
+
+
+def write_experiment(root: Path, rows: list[dict], arms: list[dict], *, name: str = "exp", **manifest) -> str:
+    """Write ``data/<name>.jsonl`` and ``experiments/<name>.yaml``; returns the manifest path."""
+    with open(root / "data" / f"{name}.jsonl", "w", encoding="utf-8") as handle:
+        for row in rows:
+            handle.write(json.dumps(row) + "\n")
+    document = {
+        "name": name,
+        "dataset": {"path": f"data/{name}.jsonl"},
+        "arms": arms,
+        "evaluators": [{"type": "exact"}],
+        "schedule": dict(FAST_RETRIES),
+        **manifest,
+    }
+    path = f"experiments/{name}.yaml"
+    (root / path).write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def openai_arm(server: FakeServer, arm_id: str = "gpt", **extra) -> dict:
+    settings = {"base_url": server.url + "/v1", **extra.pop("settings", {})}
+    return {"id": arm_id, "target": "openai:fake-model", "settings": settings, **extra}
+
+
+def questions(count: int, **fields) -> list[dict]:
+    """Rows ``q0…`` whose expected answer is what the fake server echoes."""
+    return [{"id": f"q{i}", "input": f"question {i}", "expected": f"echo: question {i}", **fields} for i in range(count)]
+
+
+def all_runs(root: Path):
+    return [read_run(directory) for directory in run_directories(root / "runs")]
+
+
+def only_run(root: Path):
+    (run,) = all_runs(root)
+    return run

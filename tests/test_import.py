@@ -1,0 +1,224 @@
+"""``evalsite import`` across formats: re-imports, shared datasets, the DuckDB views, the readers."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import evalsite.importers.jsonstream as jsonstream
+from evalsite.datasets import load_dataset
+from evalsite.db import open_database
+from evalsite.errors import SourceError
+from evalsite.importers.evalzip import EvalZip, write_zstd_zip
+from evalsite.importers.jsonstream import JsonArrayStream
+from import_support import (
+    INSPECT_EVAL,
+    INSPECT_JSON,
+    ITEMS,
+    LMEVAL,
+    PROMPTFOO,
+    imported_runs,
+    project,  # noqa: F401  (fixture)
+)
+
+ALL_TOOLS = [
+    ("promptfoo", str(PROMPTFOO / "results.json")),
+    ("inspect", *map(str, INSPECT_EVAL)),
+    ("lm-eval", str(LMEVAL)),
+]
+
+
+def test_importing_the_same_file_twice_is_refused_unless_again(project, cli):
+    path = str(PROMPTFOO / "results.json")
+    assert cli("import", "promptfoo", path).exit_code == 0
+    first = {run.run_id for run in imported_runs(project)}
+    again = cli("import", "promptfoo", path)
+    assert again.exit_code == 1
+    assert again.output.startswith(f"Error: {path} was already imported as run ")
+    assert "pass --again to import it again" in again.output
+    assert {run.run_id for run in imported_runs(project)} == first
+    assert cli("import", "promptfoo", path, "--again").exit_code == 0
+    assert len(imported_runs(project)) == 4
+
+
+def test_the_same_content_twice_in_one_call_is_refused(project, cli, tmp_path):
+    copy = tmp_path / "copy.json"
+    copy.write_bytes((PROMPTFOO / "results.json").read_bytes())
+    result = cli("import", "promptfoo", str(PROMPTFOO / "results.json"), str(copy))
+    assert result.exit_code == 1
+    assert f"{copy} has the same content as" in result.output
+    assert not (project / "runs").exists()
+
+
+def test_a_bad_file_among_several_leaves_nothing_behind(project, cli, tmp_path):
+    broken = tmp_path / "broken.json"
+    broken.write_text((PROMPTFOO / "results.json").read_text().replace('"testIdx": 5', '"testIdx" 5', 1))
+    result = cli("import", "promptfoo", str(PROMPTFOO / "results.json"), str(broken))
+    assert result.exit_code == 1
+    assert result.output.startswith(f"Error: {broken}: line ")
+    assert "invalid JSON: Expecting ':' delimiter" in result.output
+    assert not (project / "runs").exists()
+
+
+def test_two_tools_on_the_same_items_share_a_dataset_id(project, cli):
+    for tool, *paths in ALL_TOOLS:
+        assert cli("import", tool, *paths, "--dataset", "items-24").exit_code == 0
+    runs = imported_runs(project)
+    assert len(runs) == 6
+    assert {run.header["dataset"]["dataset_id"] for run in runs} == {load_dataset(ITEMS).dataset_id}
+    assert {run.header["source"]["tool"] for run in runs} == {"promptfoo", "inspect_ai", "lm-eval"}
+
+
+def test_different_items_get_a_different_dataset_id(project, cli):
+    cli("import", "inspect", *map(str, INSPECT_EVAL))
+    cli("import", "inspect", *map(str, INSPECT_JSON))  # --limit 9: nine of the items
+    assert len({run.header["dataset"]["dataset_id"] for run in imported_runs(project)}) == 2
+
+
+LEADERBOARD = """
+SELECT r.arm_id AS arm, s.evaluator, s.version, count(*) AS n, avg(s.score) AS mean
+FROM scores s JOIN runs r USING (run_id)
+WHERE r.dataset_id = ?
+GROUP BY ALL ORDER BY s.evaluator, arm
+"""
+
+
+def test_imported_runs_query_together_from_a_duckdb_file(project, cli, tmp_path):
+    for tool, *paths in ALL_TOOLS:
+        cli("import", tool, *paths)
+    (dataset_id,) = {run.header["dataset"]["dataset_id"] for run in imported_runs(project)}
+    database = open_database(project / "runs", str(tmp_path / "evalsite.duckdb"))
+    assert database.skipped == []
+    board = {(r["evaluator"], r["arm"]): r for r in database.rows(LEADERBOARD, [dataset_id])}
+    expected = {  # each tool's own figures (fixtures/external/README.md)
+        ("exact", "model-a"): 17 / 24, ("exact", "model-b"): 10 / 24,  # promptfoo
+        ("contains_expected", "model-a"): 17 / 24, ("contains_expected", "model-b"): 17 / 24,
+        ("match", "openai-api/fake/model-a"): 0.7083, ("match", "openai-api/fake/model-b"): 0.4167,  # Inspect
+        ("includes", "openai-api/fake/model-a"): 0.7083, ("includes", "openai-api/fake/model-b"): 0.7083,
+        ("exact_match", "model-a"): 0.7083, ("exact_match", "model-b"): 0.4167,  # lm-eval
+    }
+    for key, mean in expected.items():
+        assert board[key]["mean"] == pytest.approx(mean, abs=1e-4), key
+    assert board[("match", "openai-api/fake/model-a")]["n"] == 48  # two epochs
+    # within one tool both arms share each evaluator's version (comparable); across tools they never do
+    versions = {}
+    for (evaluator, _), row in board.items():
+        versions.setdefault(evaluator, set()).add(row["version"])
+    assert all(len(v) == 1 for v in versions.values())
+    assert len({next(iter(v)) for v in versions.values()}) == len(versions)
+    database.connection.close()
+    reopened = open_database(project / "runs", str(tmp_path / "evalsite.duckdb"))
+    assert reopened.rows("SELECT count(*) AS n FROM cases")[0]["n"] == 24 * 2 + 48 * 2 + 24 * 2
+
+
+def test_the_reporting_commands_read_imported_runs(project, cli):
+    result = cli("import", "lm-eval", str(LMEVAL), "--json")
+    rows = json.loads(result.output)
+    assert [(r["arm"], r["tool"], r["cases"], r["status"]) for r in rows] == [
+        ("model-a", "lm-eval", 24, "completed"), ("model-b", "lm-eval", 24, "completed")]
+    listing = json.loads(cli("runs", "--json").output)
+    assert {r["run_id"] for r in listing} == {r["run_id"] for r in rows}
+    shown = json.loads(cli("show", rows[0]["run_id"], "--json").output)
+    assert shown["pass_rate"] == pytest.approx(17 / 24)
+    assert cli("build").exit_code == 0
+
+
+def test_usage_errors(project, cli):
+    assert cli("import", "braintrust", str(PROMPTFOO / "results.json")).exit_code == 2
+    assert cli("import", "promptfoo", "missing.json").exit_code == 2
+    folder = cli("import", "promptfoo", str(PROMPTFOO))
+    assert folder.exit_code == 1
+    assert folder.output.strip() == f"Error: {PROMPTFOO} is a folder; give the promptfoo file(s) to import"
+
+
+def test_secrets_in_source_settings_are_not_copied(project, cli, tmp_path):
+    data = json.loads((PROMPTFOO / "results.json").read_text())
+    for provider in data["config"]["providers"]:
+        provider["config"]["headers"] = {"Authorization": "Bearer sk-live-123"}
+    path = tmp_path / "with-header.json"
+    path.write_text(json.dumps(data))
+    cli("import", "promptfoo", str(path))
+    for run in imported_runs(project):
+        assert "sk-live-123" not in (run.directory / "run.json").read_text()
+
+
+# --- the readers ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("chunk", [5, 97, 1 << 20])
+@pytest.mark.parametrize("path, keys", [
+    (PROMPTFOO / "results.json", ("results", "results")),
+    (INSPECT_JSON[0], ("samples",)),
+])
+def test_the_stream_yields_what_json_load_reads_whatever_the_chunk_size(monkeypatch, chunk, path, keys):
+    monkeypatch.setattr(jsonstream, "CHUNK_CHARS", chunk)
+    stream = JsonArrayStream(path, keys)
+    elements = list(stream)
+    whole = json.loads(path.read_text())
+    parent = whole
+    for key in keys[:-1]:
+        parent = parent[key]
+    assert elements == parent.pop(keys[-1])
+    assert stream.rest == whole and stream.found and not stream.truncated
+
+
+def test_the_stream_steps_over_skipped_paths(monkeypatch):
+    monkeypatch.setattr(jsonstream, "CHUNK_CHARS", 64)
+    path = PROMPTFOO / "results.json"
+    stream = JsonArrayStream(path, ("results", "results"), skip=("config.tests",))
+    whole = json.loads(path.read_text())
+    assert list(stream) == whole["results"].pop("results")
+    del whole["config"]["tests"]
+    assert stream.rest == whole
+
+
+def test_the_stream_keeps_a_number_cut_by_a_chunk_boundary(monkeypatch, tmp_path):
+    monkeypatch.setattr(jsonstream, "CHUNK_CHARS", 3)
+    path = tmp_path / "n.json"
+    path.write_text('{"a": {"b": [1, 22, 3333333333333], "c": -1.5e3}, "d": true}')
+    stream = JsonArrayStream(path, ("a", "b"))
+    assert list(stream) == [1, 22, 3333333333333]
+    assert stream.rest == {"a": {"c": -1500.0}, "d": True}
+
+
+def test_the_stream_reports_a_cut_outside_the_array_as_an_error(tmp_path):
+    path = tmp_path / "cut.json"
+    path.write_text('{"a": {"b": [1, 2]}, "meta": {"x": "unfinish')
+    with pytest.raises(SourceError, match="ends in the middle of its JSON"):
+        list(JsonArrayStream(path, ("a", "b")))
+
+
+def test_the_stream_names_a_wrong_shape(tmp_path):
+    path = tmp_path / "shape.json"
+    path.write_text('{"a": [1, 2]}')
+    with pytest.raises(SourceError, match=r"line 1: a: expected an object"):
+        list(JsonArrayStream(path, ("a", "b")))
+
+
+def test_zstd_zip_round_trip_and_crc_check(tmp_path):
+    members = [("header.json", b'{"version": 2}'), ("samples/x_epoch_1.json", b"{}" * 1000)]
+    path = tmp_path / "log.eval"
+    write_zstd_zip(path, members)
+    with EvalZip(path) as log:
+        assert [(name, log.read(name)) for name in log.names()] == members
+    data = bytearray(path.read_bytes())
+    crc_at = data.index(b"PK\x01\x02") + 16  # the central directory's CRC of the first member
+    data[crc_at] ^= 0xFF
+    path.write_bytes(bytes(data))
+    with EvalZip(path) as log, pytest.raises(SourceError, match="member header.json is corrupt"):
+        log.read("header.json")
+
+
+def test_compare_pairs_two_arms_of_one_tool_and_refuses_two_tools(project, cli):
+    for tool, *paths in ALL_TOOLS[:2]:
+        assert cli("import", tool, *paths, "--dataset", "items-24").exit_code == 0
+    runs = {(run.header["source"]["tool"], run.header["arm_id"]): run.run_id for run in imported_runs(project)}
+    inspect_a, inspect_b = runs[("inspect_ai", "openai-api/fake/model-a")], runs[("inspect_ai", "openai-api/fake/model-b")]
+    result = cli("compare", inspect_b, "--baseline", inspect_a, "--json")
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)["regression"]["summary"]
+    # model-b fails exact match on the seven "k" items model-a passes (see the fixtures' README)
+    assert summary["compared"] == 24 and summary["regressed"] == 7 and summary["improved"] == 0
+    assert summary["mean_delta"] < 0 and summary["p_value"] < 0.05
+    refused = cli("compare", runs[("promptfoo", "model-a")], "--baseline", inspect_a)
+    assert refused.exit_code == 1 and "ERROR: not comparable: evaluator" in refused.stderr

@@ -1,0 +1,72 @@
+"""The run log writer: atomic header, append-only cases, torn-line repair, resume bookkeeping, lock."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from evalsite.errors import RunLogError
+from evalsite.runlog import (
+    CASES_FILE,
+    END_FILE,
+    RunWriter,
+    read_attempts,
+    read_run,
+    repair_torn_tail,
+    run_is_active,
+)
+
+
+def new_run(tmp_path, cases=2) -> RunWriter:
+    writer = RunWriter.create(tmp_path / "runs", "arm", {"arm_id": "arm"})
+    for n in range(cases):
+        writer.append_case({"item_id": f"i{n}", "repeat": 0})
+    return writer
+
+
+def test_a_torn_last_line_is_ignored_by_readers_and_cut_by_repair(tmp_path):
+    writer = new_run(tmp_path)
+    writer.close()
+    path = writer.directory / CASES_FILE
+    with open(path, "a") as handle:
+        handle.write('{"item_id": "i2", "rep')
+    run = read_run(writer.directory)
+    assert [c["item_id"] for c in run.cases] == ["i0", "i1"] and run.warnings == []
+    repair_torn_tail(path)
+    assert path.read_text().endswith('"repeat": 0}\n') and path.read_text().count("\n") == 2
+
+
+def test_a_complete_line_without_its_newline_is_cut_too(tmp_path):
+    # the reader would accept it, but it may be half of a longer write: resume runs that case again
+    path = tmp_path / CASES_FILE
+    path.write_text('{"a": 1}\n{"a": 2}')
+    repair_torn_tail(path)
+    assert path.read_text() == '{"a": 1}\n'
+
+
+def test_the_writer_holds_a_lock_until_it_finishes(tmp_path):
+    writer = new_run(tmp_path)
+    assert run_is_active(writer.directory)
+    with pytest.raises(RunLogError, match="being written by another evalsite process"):
+        RunWriter.reopen(writer.directory, {})
+    writer.finish({"status": "canceled"})
+    assert not run_is_active(writer.directory)
+
+
+def test_reopen_keeps_the_previous_footer_and_refuses_a_completed_run(tmp_path):
+    writer = new_run(tmp_path)
+    writer.finish({"status": "stopped_cost_ceiling", "totals": {"cases": 2}})
+    again = RunWriter.reopen(writer.directory, {"resumed_at": "t1"})
+    assert not (writer.directory / END_FILE).exists()
+    again.append_case({"item_id": "i2", "repeat": 0})
+    again.finish({"status": "completed"})
+    assert read_attempts(writer.directory) == [
+        {"resumed_at": "t1", "previous": {"status": "stopped_cost_ceiling", "totals": {"cases": 2}}}
+    ]
+    run = read_run(writer.directory)
+    assert run.status == "completed" and len(run.cases) == 3
+    with pytest.raises(RunLogError, match="is completed; there is nothing to resume"):
+        RunWriter.reopen(writer.directory, {})
+    assert json.loads((writer.directory / END_FILE).read_text())["status"] == "completed"
+    assert not run_is_active(writer.directory)

@@ -1,0 +1,95 @@
+"""Real ``evalsite run`` processes: killed with SIGKILL, interrupted with SIGINT, run side by side."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+from evalsite.runlog import CASES_FILE, END_FILE, read_attempts, read_cases, run_directories
+from tests.runner_project import only_run, openai_arm, project, questions, server, write_experiment  # noqa: F401
+
+REPO = Path(__file__).resolve().parent.parent
+ITEMS = 40
+
+
+def start_run(project: Path, *args: str) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.Popen([sys.executable, "-m", "evalsite", "run", *args], cwd=project, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def wait_for_cases(project: Path, at_least: int, process: subprocess.Popen) -> Path:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        assert process.poll() is None, process.communicate()
+        for directory in run_directories(project / "runs"):
+            if len(read_cases(directory / CASES_FILE)) >= at_least:
+                return directory
+        time.sleep(0.01)
+    raise AssertionError("the run never wrote enough cases")
+
+
+def case_keys(directory: Path) -> Counter:
+    return Counter((c["item_id"], c["repeat"]) for c in read_cases(directory / CASES_FILE))
+
+
+def test_sigkill_mid_run_then_resume_records_every_case_once(project, server, cli):
+    server.delay = 0.1
+    manifest = write_experiment(project, questions(ITEMS), [openai_arm(server)])
+    process = start_run(project, manifest, "--concurrency", "4")
+    directory = wait_for_cases(project, 8, process)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    before = case_keys(directory)
+    assert not (directory / END_FILE).exists() and 8 <= len(before) < ITEMS
+
+    result = cli("run", manifest, "--concurrency", "4", "--resume", directory.name)
+    assert result.exit_code == 0, result.output
+    assert case_keys(directory) == Counter({(f"q{i}", 0): 1 for i in range(ITEMS)})
+    called = Counter(call.content for call in server.calls)
+    # nothing recorded before the kill was called again; only calls in flight at the kill repeat
+    assert all(called[f"question {item[1:]}"] == 1 for item, _ in before)
+    assert sum(called.values()) - ITEMS <= 4 and max(called.values()) <= 2
+    assert read_attempts(directory)[0]["previous"] == {"status": "interrupted"}
+    assert only_run(project).end["status"] == "completed"
+
+
+def test_sigint_cancels_cooperatively_and_prints_the_resume_line(project, server, cli):
+    server.delay = 0.1
+    manifest = write_experiment(project, questions(ITEMS), [openai_arm(server)])
+    process = start_run(project, manifest, "--concurrency", "4")
+    directory = wait_for_cases(project, 5, process)
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=30)
+    assert process.returncode == 1, stderr
+    assert "Traceback" not in stderr
+    run = only_run(project)
+    assert run.end["status"] == "canceled"
+    # calls in flight at Ctrl-C were allowed to finish and were recorded: every call made is on disk
+    assert len(server.calls) == len(run.cases) < ITEMS
+    line = stderr.split("to continue, run:\n")[1].strip()
+    assert line == f"evalsite run {manifest} --concurrency 4 --resume {directory.name}"
+
+    assert cli(*shlex.split(line)[1:]).exit_code == 0
+    assert case_keys(directory) == Counter({(f"q{i}", 0): 1 for i in range(ITEMS)})
+    assert Counter(call.content for call in server.calls) == Counter({f"question {i}": 1 for i in range(ITEMS)})
+
+
+def test_two_processes_on_one_project_write_separate_whole_runs(project, server):
+    server.delay = 0.01
+    manifest = write_experiment(project, questions(ITEMS), [openai_arm(server)])
+    processes = [start_run(project, manifest, "--concurrency", "8") for _ in range(2)]
+    for process in processes:
+        _, stderr = process.communicate(timeout=60)
+        assert process.returncode == 0, stderr
+    directories = run_directories(project / "runs")
+    assert len(directories) == 2
+    for directory in directories:
+        assert case_keys(directory) == Counter({(f"q{i}", 0): 1 for i in range(ITEMS)})
+        assert (directory / END_FILE).exists()

@@ -1,0 +1,89 @@
+"""Retry policy: backoff with jitter, Retry-After, limits, and the schedule's validation."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from email.utils import format_datetime
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from evalsite.errors import ManifestError, TargetError
+from evalsite.retry import Abandoned, RetryPolicy, call_with_retries
+from evalsite.targets import TargetRequest, TargetResult, TransientTargetError
+from evalsite.targets.http import retry_after
+
+REQUEST = TargetRequest(input="q", row={}, params={}, repeat=0, item_id="i")
+
+
+class Scripted:
+    """A target that raises or answers from a list, counting calls."""
+
+    def __init__(self, *steps):
+        self.steps, self.calls = list(steps), 0
+
+    async def generate(self, request):
+        self.calls += 1
+        step = self.steps.pop(0)
+        if isinstance(step, Exception):
+            raise step
+        return step
+
+
+def call(target, policy, stopping=lambda: False):
+    return asyncio.run(call_with_retries(target, REQUEST, policy, stopping, random.Random(0)))
+
+
+def test_backoff_doubles_is_jittered_capped_and_yields_to_retry_after():
+    policy = RetryPolicy(backoff=1.0, max_backoff=5.0)
+    rng = random.Random(1)
+    for failures, (low, high) in {1: (0.5, 1.0), 2: (1.0, 2.0), 3: (2.0, 4.0), 6: (2.5, 5.0)}.items():
+        delays = [policy.delay(failures, None, rng) for _ in range(200)]
+        assert low <= min(delays) and max(delays) <= high and max(delays) - min(delays) > (high - low) / 2
+    assert policy.delay(1, 30.0, rng) == 30.0  # Retry-After beyond max_backoff is still honoured
+
+
+def test_transient_failures_are_retried_up_to_max_attempts():
+    target = Scripted(TransientTargetError("HTTP 503"), TransientTargetError("HTTP 503"), TargetResult(output="ok"))
+    outcome = call(target, RetryPolicy(max_attempts=3, backoff=0.001))
+    assert outcome.result.output == "ok" and outcome.attempts == 3
+    target = Scripted(*[TransientTargetError("HTTP 503")] * 3)
+    outcome = call(target, RetryPolicy(max_attempts=2, backoff=0.001))
+    assert outcome.result.error == "HTTP 503 (2 attempts)" and target.calls == 2
+
+
+def test_final_errors_and_target_bugs_are_not_retried():
+    target = Scripted(TargetResult(error="HTTP 400 Bad Request"))
+    assert call(target, RetryPolicy(backoff=0.001)).attempts == 1
+    outcome = call(Scripted(KeyError("choices")), RetryPolicy(backoff=0.001))
+    assert outcome.result.error == "KeyError: 'choices'" and outcome.attempts == 1
+
+
+def test_a_retry_after_beyond_the_limit_fails_at_once():
+    target = Scripted(TransientTargetError("HTTP 429", retry_after=3600))
+    outcome = call(target, RetryPolicy(max_attempts=5))
+    assert outcome.result.error == "HTTP 429; the provider asked to retry after 3600 s (1 attempt)"
+
+
+def test_no_retry_starts_once_the_run_is_stopping():
+    with pytest.raises(Abandoned):
+        call(Scripted(TransientTargetError("HTTP 500")), RetryPolicy(backoff=0.001), stopping=lambda: True)
+
+
+def test_retry_after_reads_seconds_and_http_dates():
+    assert retry_after("7") == 7.0 and retry_after("0.5") == 0.5
+    assert retry_after(None) is None and retry_after("soon") is None
+    later = format_datetime(datetime.now(timezone.utc) + timedelta(seconds=120), usegmt=True)
+    assert 110 <= retry_after(later) <= 120
+
+
+def test_schedule_values_are_checked_and_settings_timeout_wins():
+    policy = RetryPolicy.from_schedule({"timeout_s": 30, "max_attempts": 5}, {"timeout": 2})
+    assert (policy.timeout, policy.max_attempts) == (2.0, 5)
+    with pytest.raises(ManifestError, match=r"schedule.max_attempts: needs a whole number >= 1, got 2.5"):
+        RetryPolicy.from_schedule({"max_attempts": 2.5}, {})
+    with pytest.raises(ManifestError, match=r"schedule.backoff_s: needs a number > 0, got 'fast'"):
+        RetryPolicy.from_schedule({"backoff_s": "fast"}, {})
+    with pytest.raises(TargetError, match=r"settings.timeout: needs a number of seconds > 0, got -1"):
+        RetryPolicy.from_schedule({}, {"timeout": -1})
