@@ -224,26 +224,36 @@ def test_project_templates_and_static_files_override_the_theme_file_by_file(proj
 
 
 def test_decisions_show_reasons_newest_first_and_baselines_on_home(project):
+    from dataclasses import asdict
+
+    from evalsite.baselines import Decision
+
     run_ids = sorted(p.name for p in project.runs_dir.iterdir())
+    header = json.loads((project.runs_dir / run_ids[0] / "run.json").read_text())
+
+    def promotion(run_id: str, arm: str, reason: str, fingerprint: str = header["fingerprint_hash"]) -> str:
+        return json.dumps(asdict(Decision(run_id=run_id, dataset_id="d", inputs_id=None, arm_id=arm,
+                                          fingerprint_hash=fingerprint, reason=reason, at="2026-01-01T00:00:00Z", by="ann")))
+
     lines = [
-        {"action": "promote", "run_id": run_ids[0], "reason": "first **choice**", "when": "2026-01-01T00:00:00Z",
-         "dataset_id": "d", "arm_id": "careful"},
-        {"action": "promote", "run_id": run_ids[0], "reason": "better <script>alert(1)</script>",
-         "when": "2026-02-01T00:00:00Z", "dataset_id": "d", "arm_id": "careful"},
-        {"action": "promote", "run_id": "20000101T000000Z-gone-0000", "reason": "old", "when": "2025-01-01T00:00:00Z",
-         "dataset_id": "d", "arm_id": "gone"},
+        promotion("20000101T000000Z-gone-0000", "gone", "old"),
+        promotion(run_ids[0], "careful", "first **choice**"),
+        promotion(run_ids[0], "careful", "better <script>alert(1)</script>"),
+        promotion(run_ids[1], "left_to_right", "edited since", fingerprint="0" * 16),
     ]
-    (project.runs_dir / "decisions.jsonl").write_text("".join(json.dumps(l) + "\n" for l in lines) + "not json\n")
+    (project.runs_dir / "decisions.jsonl").write_text("\n".join(lines) + "\nnot json\n{}\n")
     build_site(project)
     site = project.root / "site"
     page = parse(site / "decisions.html")
     articles = page.find_all("article", class_="decision")
     assert [a.find("div", class_="reason").text().strip() for a in articles] == [
-        "better <script>alert(1)</script>", "first choice", "old"]
-    assert articles[1].find("strong").text() == "choice"
-    assert "run missing" in articles[2].text() and "line 4 is not valid JSON" in page.text()
+        "edited since", "better <script>alert(1)</script>", "first choice", "old"]
+    assert articles[2].find("strong").text() == "choice"
+    checks = [a.find("span", class_="badge").text() for a in articles]
+    assert checks == ["fingerprint changed", "ok", "ok", "run missing"]
+    assert "line 5 is not valid JSON" in page.text() and "line 6 is not a decision" in page.text()
     baselines = table_rows(parse(site / "index.html").find("div", id="baselines").find("table"))
-    assert [row[4] for row in baselines] == ["careful", "gone"] and "better" in baselines[0][7]
+    assert [row[4] for row in baselines] == ["left_to_right", "careful", "gone"] and "better" in baselines[1][7]
 
 
 def test_experiment_page_renders_the_description_arms_and_matrix_with_diffs(project):
@@ -372,3 +382,14 @@ def test_a_numeric_parameter_the_configs_vary_gets_a_score_chart(tmp_path):
     page = parse(root / "site/experiments/exp.html")
     titles = [svg.find("title").text() for svg in page.find_all("svg", class_="chart")]
     assert titles == ["Mean score against temperature"]
+
+
+def test_a_critical_flag_recorded_in_the_cases_is_used_without_the_dataset(tmp_path):
+    root = tmp_path / "recorded"
+    (root / "data").mkdir(parents=True)
+    cases = [dict(case("a", passed=False, score=0.0), critical=True), dict(case("b"), critical=False)]
+    write_run(root / "runs", "20260101T000000Z-a-0001", cases)
+    build_site(find_project(root))
+    page = parse(root / "site/runs/20260101T000000Z-a-0001.html")
+    assert "critical rows (1)" in page.find("nav", class_="pager").text()
+    assert "criticalfailures1" in "".join(page.find("dl", class_="numbers").text().split())

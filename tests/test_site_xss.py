@@ -40,8 +40,9 @@ def write_hostile_project(root: Path) -> Path:
         write_run(runs, f"20260101T00000{index}Z-arm{index}-000{index}", cases, arm=arm, experiment="evil",
                   dataset_id="evil@000000000000", evaluators={"exact": {"type": "exact", "version": "v1"}})
     (runs / "decisions.jsonl").write_text(json.dumps({
-        "action": "promote", "run_id": "20260101T000000Z-arm0-0000", "reason": EVIL, "dataset_id": PAYLOADS[2],
-        "arm_id": PAYLOADS[1], "when": "2026-01-02T00:00:00Z", "who": PAYLOADS[0]}) + "\n")
+        "decision": "promote", "run_id": "20260101T000000Z-arm0-0000", "reason": EVIL, "dataset_id": PAYLOADS[2],
+        "inputs_id": None, "arm_id": PAYLOADS[1], "at": "2026-01-02T00:00:00Z", "by": PAYLOADS[0],
+        "fingerprint_hash": PAYLOADS[4]}) + "\n")
     return root
 
 

@@ -145,7 +145,7 @@ def digest_run(run: RunSource, cases: list[dict], critical: dict[str, bool] | No
     tokens_in, tokens_out, cost_known = 0, 0, True
     tokens_in_known = tokens_out_known = True
     repeats: set[int] = set()
-    critical_failures = 0
+    critical_failures, critical_known = 0, critical is not None
     for case in sorted(cases, key=_case_order):
         item = items.setdefault(str(case.get("item_id")), ItemResult(str(case.get("item_id"))))
         repeats.add(_int(case.get("repeat")))
@@ -162,7 +162,8 @@ def digest_run(run: RunSource, cases: list[dict], critical: dict[str, bool] | No
         if isinstance(passed, bool):
             totals["verdicts"] += 1
             totals["passed"] += passed
-        is_critical = bool(critical and critical.get(item.item_id))
+        is_critical = case_critical(case, critical) is True
+        critical_known = critical_known or isinstance(case.get("critical"), bool)
         if is_critical and passed is False:
             critical_failures += 1
         latency = finite_number(case.get("latency_ms"))
@@ -203,9 +204,19 @@ def digest_run(run: RunSource, cases: list[dict], critical: dict[str, bool] | No
         input_tokens=tokens_in if tokens_in_known and totals["cases"] else None,
         output_tokens=tokens_out if tokens_out_known and totals["cases"] else None,
         repeats=sorted(repeats),
-        critical_known=critical is not None,
+        critical_known=critical_known,
         critical_failures=critical_failures,
     )
+
+
+def case_critical(case: dict, dataset_critical: dict[str, bool] | None) -> bool | None:
+    """Whether a case's row is ``metadata.critical``: the case's own ``critical`` field when the run
+    recorded one, else the dataset file's row (``None`` when neither is known)."""
+    if isinstance(case.get("critical"), bool):
+        return case["critical"]
+    if dataset_critical is None:
+        return None
+    return dataset_critical.get(str(case.get("item_id")), False)
 
 
 def _add_score(evaluators: dict[str, EvaluatorAggregate], entry: dict, is_critical: bool) -> None:

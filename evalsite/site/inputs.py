@@ -9,13 +9,14 @@ reason and left out; they never stop a build.
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
 import yaml
 
+from evalsite import baselines
+from evalsite.baselines import DECISIONS_FILE
 from evalsite.datasets import dataset_id as compute_dataset_id
 from evalsite.datasets import item_identity, load_rows
 from evalsite.errors import EvalsiteError, RunLogError
@@ -23,7 +24,6 @@ from evalsite.hashing import sha256_json
 from evalsite.project import Project
 from evalsite.runlog import CASES_FILE, END_FILE, RUN_FILE, read_end, read_header, run_directories
 
-DECISIONS_FILE = "decisions.jsonl"
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 
 
@@ -218,40 +218,19 @@ def _manifest_name(text: str) -> str | None:
 
 
 def read_decisions(path: Path) -> tuple[list[Decision], list[str]]:
-    """Every decision, in file order, and a problem line for each unreadable one."""
-    if not path.is_file():
-        return [], []
-    decisions, problems = [], []
-    for number, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), start=1):
-        if not line.strip():
-            continue
+    """Every decision, in file order (read by :mod:`evalsite.baselines`), and a problem per unreadable line."""
+    lines, problems = baselines.read_decisions(path)
+    messages = [f"runs/{DECISIONS_FILE}: {problem}; skipped" for problem in problems]
+    decisions = []
+    for entry in lines:
         try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
-            problems.append(f"runs/{DECISIONS_FILE}: line {number} is not valid JSON; skipped")
+            decision = baselines.Decision.from_json(entry.record)
+        except TypeError:
+            messages.append(f"runs/{DECISIONS_FILE}: line {entry.line} lacks fields of a decision; skipped")
             continue
-        if not isinstance(record, dict):
-            problems.append(f"runs/{DECISIONS_FILE}: line {number} is not an object; skipped")
-            continue
-        decisions.append(_decision(number, record))
-    return decisions, problems
-
-
-def _decision(number: int, record: dict) -> Decision:
-    def text(*keys: str) -> str | None:
-        for key in keys:
-            if record.get(key) not in (None, ""):
-                return str(record[key])
-        return None
-
-    return Decision(
-        line=number,
-        action=text("action", "kind") or "promote",
-        run_id=text("run_id", "run"),
-        reason=text("reason") or "",
-        when=text("when", "at", "decided_at"),
-        who=text("who", "user", "git_user"),
-        dataset_id=text("dataset_id"),
-        arm_id=text("arm_id", "arm"),
-        fingerprint_hash=text("fingerprint_hash"),
-    )
+        decisions.append(Decision(
+            line=entry.line, action=decision.decision, run_id=decision.run_id, reason=decision.reason,
+            when=decision.at, who=decision.by, dataset_id=decision.dataset_id, arm_id=decision.arm_id,
+            fingerprint_hash=decision.fingerprint_hash,
+        ))
+    return decisions, messages

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from markupsafe import Markup
 
+from evalsite.fingerprint import fingerprint_hash
 from evalsite.site import paths
 from evalsite.site.inputs import Decision, ProjectInputs
 from evalsite.site.pages import Job, Kit, PageContext, doc
@@ -46,21 +47,20 @@ def check_decision(decision: Decision, inputs: ProjectInputs) -> str:
     run = inputs.by_id.get(decision.run_id or "")
     if run is None:
         return "run missing"
-    recorded, actual = decision.fingerprint_hash, run.header.get("fingerprint_hash")
-    if recorded and actual and recorded != actual:
+    if fingerprint_hash(run.header.get("fingerprint") or {}) != decision.fingerprint_hash:
         return "fingerprint changed"
     return "ok"
 
 
 def newest_first(decisions: list[Decision]) -> list[Decision]:
-    """By recorded time, then by line (the file is append-only, so later lines are newer)."""
-    return sorted(decisions, key=lambda d: (d.when or "", d.line), reverse=True)
+    """The file is append-only: later lines are newer."""
+    return sorted(decisions, key=lambda d: d.line, reverse=True)
 
 
 def current_baselines(inputs: ProjectInputs) -> list[Decision]:
-    """The latest promotion for each (dataset, arm)."""
+    """The latest promotion for each (dataset, arm), as `evalsite compare` resolves it."""
     latest: dict[tuple, Decision] = {}
-    for decision in sorted(inputs.decisions, key=lambda d: (d.when or "", d.line)):
+    for decision in inputs.decisions:
         if decision.action == "promote":
             latest[(decision.dataset_id, decision.arm_id)] = decision
     return newest_first(list(latest.values()))

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from evalsite import stats
 
 from evalsite.site import paths
-from evalsite.site.digest import RunDigest, finite_number, item_sort_key
+from evalsite.site.digest import RunDigest, case_critical, finite_number, item_sort_key
 from evalsite.site.inputs import ProjectInputs, RunSource
 from evalsite.site.pages import Job, Kit, PageContext, doc
 from evalsite.site.pages.common import Pager, dataset_link, experiment_link, paged_views, runs_table
@@ -57,7 +57,7 @@ class RunFacts:
     latency_p95: float | None = doc("95th percentile latency (nearest rank), ms.")
     input_tokens: int | None = doc("Input tokens over all cases; None when any case did not report them.")
     output_tokens: int | None = doc("Output tokens over all cases.")
-    critical_known: bool = doc("Whether the dataset file still matches the run, so critical rows are known.")
+    critical_known: bool = doc("Whether critical rows are known (the cases record them, or the dataset file still matches the run).")
     critical_failures: int = doc("Failed cases on rows marked metadata.critical.")
 
 
@@ -313,7 +313,7 @@ def case_row(case: dict, critical: dict[str, bool] | None, settings: SiteSetting
         item_id=item_id,
         repeat=repeat,
         status=status,
-        critical=None if critical is None else critical.get(item_id, False),
+        critical=case_critical(case, critical),
         input=None if redact else display(case.get("input"), limit),
         expected=None if redact else display(case.get("expected"), limit),
         output=None if redact else display(case.get("output"), limit),
