@@ -54,13 +54,19 @@ def write_run(runs_dir: Path, run_id: str, cases: list[dict], *, arm: str = "a",
         "config": config or {"arm_id": arm, "params": {}}, "config_id": f"cfg-{arm}",
         "dataset": {"path": dataset_path, "dataset_id": dataset_id, "items": len({c["item_id"] for c in cases})},
         "evaluators": evaluators, "fingerprint": {"dataset": {"dataset_id": dataset_id}, "config_id": f"cfg-{arm}"},
-        "fingerprint_hash": fingerprint_hash, "started_at": "2026-01-01T00:00:00.000Z",
+        "fingerprint_hash": fingerprint_hash, "started_at": _started_at(run_id),
     }
     (directory / "run.json").write_text(json.dumps(header), encoding="utf-8")
     (directory / "cases.jsonl").write_text("".join(json.dumps(c) + "\n" for c in cases), encoding="utf-8")
     if status is not None:
         (directory / "end.json").write_text(json.dumps({"status": status, "ended_at": "2026-01-01T00:01:00.000Z"}))
     return directory
+
+
+def _started_at(run_id: str) -> str:
+    """The start time a run id encodes (``20260101T000000Z-…`` → ``2026-01-01T00:00:00.000Z``)."""
+    t = run_id[:15]
+    return f"{t[0:4]}-{t[4:6]}-{t[6:8]}T{t[9:11]}:{t[11:13]}:{t[13:15]}.000Z"
 
 
 @dataclass

@@ -11,7 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from evalsite.manifest import load_manifest
+from evalsite.plan import build_plan
 from evalsite.project import find_project
+from evalsite.runner import execute_plan
 from evalsite.site import build_site
 from sitekit import run_example
 from test_site_xss import write_hostile_project
@@ -55,7 +58,10 @@ def screenshots(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def example_site(tmp_path_factory) -> Path:
     root = run_example(tmp_path_factory.mktemp("browser-example"), repeat=1)
-    build_site(find_project(root))
+    project = find_project(root)
+    rerun = build_plan(project, load_manifest(root / "experiments/arithmetic.yaml"), arm_ids=("sampler",), repeat=2)
+    execute_plan(project, rerun)  # a second sampler run, compared with the first
+    build_site(project)
     return root / "site"
 
 
@@ -76,7 +82,7 @@ def click_link(driver, text_part: str):
     driver.find_element(By.PARTIAL_LINK_TEXT, text_part).click()
 
 
-def test_home_to_leaderboard_to_run_and_sorting(browser, example_site, screenshots):
+def test_home_to_leaderboard_to_run_to_compare_and_sorting(browser, example_site, screenshots):
     from selenium.webdriver.common.by import By
 
     browser.get((example_site / "index.html").as_uri())
@@ -107,6 +113,15 @@ def test_home_to_leaderboard_to_run_and_sorting(browser, example_site, screensho
     rows = browser.find_elements(By.CSS_SELECTOR, "#cases-table tbody tr")
     assert rows and all("case-failed" in row.get_attribute("class") for row in rows)
     browser.save_screenshot(str(screenshots / "run-failed-cases.png"))
+    assert problems_in(browser, example_site) == []
+
+    browser.back()
+    browser.back()
+    click_link(browser, "sampler")  # the newer sampler run, which has a baseline
+    browser.find_element(By.CSS_SELECTOR, "p.compare-link a").click()
+    assert " against " in browser.find_element(By.TAG_NAME, "h1").text
+    assert browser.find_element(By.TAG_NAME, "h2").text == "Fingerprint diff"
+    browser.save_screenshot(str(screenshots / "compare.png"))
     assert problems_in(browser, example_site) == []
 
 

@@ -22,12 +22,12 @@ from evalsite.runlog import CASES_FILE, read_cases
 from evalsite.site.digest import digest_run
 from evalsite.site.inputs import file_hash, scan_project
 from evalsite.site.output import SiteWriter
-from evalsite.site.pages import Job, Kit, datasets, decisions, experiments, home, runs
+from evalsite.site.pages import Job, Kit, compare, datasets, decisions, experiments, home, runs
 from evalsite.site.settings import SiteSettings, site_settings
 from evalsite.site.theme import PACKAGE_DIR, load_theme
 
-#: Page families in build order; a new family (compare, reports) is one more module here.
-FAMILIES = (home, runs, datasets, experiments, decisions)
+#: Page families in build order; a new family (e.g. reports) is one more module here.
+FAMILIES = (home, runs, datasets, experiments, decisions, compare)
 
 
 @dataclass(frozen=True)
@@ -63,7 +63,7 @@ def build_site(project: Project, out_dir: Path | None = None, *, redact: bool | 
     jobs = [job for family in FAMILIES for job in family.jobs(inputs, settings)]
     writer = SiteWriter.open(out_dir, int(settings.warn_file_mb * 1024 * 1024), full=full)
     common = _build_identity(settings, theme.content_hash, live_reload, kit.site_title)
-    hashes = {job.key: sha256_json([common, inputs.combined_hash(list(job.inputs))]) for job in jobs}
+    hashes = {job.key: sha256_json([common, inputs.combined_hash(list(job.inputs)), job.variant]) for job in jobs}
     stale = [job for job in jobs if not writer.is_fresh(job.key, hashes[job.key])]
     _write_assets(writer, theme)
     try:

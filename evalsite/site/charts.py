@@ -258,3 +258,50 @@ def cd_diagram(names: list[str], mean_ranks: list[float], critical_difference: f
         body.append(f'<text class="chart-tick" x="{_f(label_x)}" y="{y + 4}" text-anchor="{anchor}">'
                     f'{escape(names[arm])} ({mean_ranks[arm]:.2f})</text>')
     return _frame(title, body, height)
+
+
+def verdict_bar(counts: list[tuple[str, int]], *, title: str) -> Markup:
+    """One stacked bar of item counts (e.g. improved / unchanged / regressed), each part labelled."""
+    total = sum(count for _, count in counts)
+    if total == 0:
+        return Markup("")
+    height, top, bar = 64, 8, 28
+    x, body = 0.0, []
+    for name, count in counts:
+        if not count:
+            continue
+        width = (WIDTH - 2) * count / total
+        body.append(f'<rect class="chart-verdict chart-verdict-{escape(name)}" x="{_f(1 + x)}" y="{top}" '
+                    f'width="{_f(width)}" height="{bar}"><title>{escape(name)}: {count}</title></rect>')
+        if width > 60:
+            body.append(f'<text class="chart-verdict-label" x="{_f(1 + x + width / 2)}" y="{top + bar / 2 + 4}" '
+                        f'text-anchor="middle">{count}</text>')
+        x += width
+    legend = " · ".join(f"{name} {count}" for name, count in counts)
+    body.append(f'<text class="chart-tick" x="1" y="{top + bar + 20}">{escape(legend)}</text>')
+    return _frame(title, body, height)
+
+
+def dumbbells(rows: list[tuple[str, float, float]], *, x_label: str, title: str) -> Markup:
+    """One row per item: a line from its baseline score to its current score, ends marked."""
+    if not rows:
+        return Markup("")
+    row, label_width = 18, 150
+    height = MARGIN_TOP + row * len(rows) + MARGIN_BOTTOM
+    values = [v for _, before, after in rows for v in (before, after)]
+    lo, hi = _padded(min(values), max(values), False)
+    x = Axis(lo, hi, label_width, WIDTH - MARGIN_RIGHT)
+    bottom = MARGIN_TOP + row * len(rows)
+    body = [f'<line class="chart-axis" x1="{label_width}" y1="{bottom}" x2="{WIDTH - MARGIN_RIGHT}" y2="{bottom}"/>']
+    for tick in (t for t in nice_ticks(lo, hi) if lo <= t <= hi):
+        body.append(f'<line class="chart-grid" x1="{_f(x(tick))}" y1="{MARGIN_TOP}" x2="{_f(x(tick))}" y2="{bottom}"/>')
+        body.append(f'<text class="chart-tick" x="{_f(x(tick))}" y="{bottom + 16}" text-anchor="middle">{escape(tick_label(tick))}</text>')
+    body.append(f'<text class="chart-label" x="{_f((label_width + WIDTH - MARGIN_RIGHT) / 2)}" y="{height - 10}" text-anchor="middle">{escape(x_label)}</text>')
+    for index, (label, before, after) in enumerate(rows):
+        cy = MARGIN_TOP + row * index + row / 2
+        kind = "up" if after > before else "down" if after < before else "same"
+        body.append(f'<text class="chart-tick" x="{label_width - 8}" y="{_f(cy + 4)}" text-anchor="end">{escape(label)}</text>')
+        body.append(f'<line class="chart-dumbbell chart-dumbbell-{kind}" x1="{_f(x(before))}" y1="{_f(cy)}" x2="{_f(x(after))}" y2="{_f(cy)}"/>')
+        body.append(f'<circle class="chart-before" cx="{_f(x(before))}" cy="{_f(cy)}" r="3.5"><title>{escape(label)}: baseline {before:.3f}</title></circle>')
+        body.append(f'<circle class="chart-after chart-dumbbell-{kind}" cx="{_f(x(after))}" cy="{_f(cy)}" r="4"><title>{escape(label)}: current {after:.3f}</title></circle>')
+    return _frame(title, body, height)

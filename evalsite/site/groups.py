@@ -28,8 +28,8 @@ class ComparableGroup:
     chosen: list[RunSource]
 
     @property
-    def newest(self) -> str:
-        return max(run.run_id for run in self.chosen)
+    def newest(self) -> tuple[str, str]:
+        return max(run.recency for run in self.chosen)
 
     def describe(self) -> str:
         names = ", ".join(f"{name} {version}" for name, version in self.evaluators)
@@ -41,7 +41,7 @@ def arm_key(run: RunSource) -> tuple[str, str, str]:
 
 
 def comparable_groups(runs: list[RunSource]) -> tuple[list[ComparableGroup], list[LeftOut]]:
-    """Group ``runs`` (of one dataset or many); newest group first, arms in run-id order."""
+    """Group ``runs`` (of one dataset or many); newest group first, arms oldest first."""
     left_out: list[LeftOut] = []
     buckets: dict[tuple, list[RunSource]] = defaultdict(list)
     for run in runs:
@@ -53,14 +53,14 @@ def comparable_groups(runs: list[RunSource]) -> tuple[list[ComparableGroup], lis
     groups = []
     for (dataset_id, evaluators), members in buckets.items():
         latest: dict[tuple, RunSource] = {}
-        for run in sorted(members, key=lambda r: r.run_id):
+        for run in sorted(members, key=lambda r: r.recency):
             key = arm_key(run)
             if key in latest:
                 left_out.append(LeftOut(latest[key], f"an older run of the same arm and config; {run.run_id} is newer"))
             latest[key] = run
-        groups.append(ComparableGroup(dataset_id, evaluators, sorted(latest.values(), key=lambda r: r.run_id)))
+        groups.append(ComparableGroup(dataset_id, evaluators, sorted(latest.values(), key=lambda r: r.recency)))
     groups.sort(key=lambda g: g.newest, reverse=True)
-    left_out.sort(key=lambda item: item.run.run_id)
+    left_out.sort(key=lambda item: item.run.recency)
     return groups, left_out
 
 

@@ -80,6 +80,11 @@ class RunSource:
         return self.header.get("started_at")
 
     @property
+    def recency(self) -> tuple[str, str]:
+        """Sorts runs oldest first: by start time (milliseconds), then id (ids only resolve seconds)."""
+        return (str(self.started_at or ""), self.run_id)
+
+    @property
     def evaluator_versions(self) -> tuple[tuple[str, str], ...]:
         """``(name, version)`` pairs, sorted: two runs are comparable only when these are equal."""
         evaluators = self.header.get("evaluators")
@@ -123,6 +128,7 @@ class ProjectInputs:
     decisions_hash: str
     experiments: dict[str, ExperimentSource]
     _dataset_cache: dict[str, dict[str, bool] | None] = field(default_factory=dict)
+    _baselines: dict[str, baselines.BaselineChoice] = field(default_factory=dict)
 
     @cached_property
     def by_id(self) -> dict[str, RunSource]:
@@ -143,6 +149,19 @@ class ProjectInputs:
         """One short hash over the named inputs (all of them by default)."""
         chosen = sorted(self.hashes) if keys is None else sorted(set(keys))
         return sha256_json([[key, self.hashes.get(key)] for key in chosen])[:16]
+
+    def baseline_choice(self, run_id: str) -> baselines.BaselineChoice:
+        """The baseline `evalsite compare RUN` resolves for a run (promoted, else prior, else none)."""
+        if run_id not in self._baselines:
+            self._baselines[run_id] = baselines.resolve_baseline(self.project, self.by_id[run_id].header)
+        return self._baselines[run_id]
+
+    def baseline_of(self, run_id: str) -> str | None:
+        """The id of a completed run's baseline, if it has one."""
+        if self.by_id[run_id].status != "completed":
+            return None
+        choice = self.baseline_choice(run_id)
+        return choice.directory.name if choice.directory is not None else None
 
     def critical_items(self, run: RunSource) -> dict[str, bool] | None:
         """Which items of the run's dataset are ``metadata.critical``; ``None`` when the dataset

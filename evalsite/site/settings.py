@@ -24,6 +24,8 @@ class SiteSettings:
     max_field_chars: int = field(default=20_000, metadata={"help": "Longer inputs, outputs and details are cut to this many characters, with a note saying how much was left out."})
     warn_file_mb: float = field(default=5.0, metadata={"help": "Warn about any written file larger than this many megabytes."})
     recent_runs: int = field(default=20, metadata={"help": "How many runs the home page lists (every run is on runs.html)."})
+    compare: tuple = field(default=(), metadata={"help": "More pairs to compare, each [run, baseline] (ids or unique prefixes); every completed run is compared with its resolved baseline anyway."})
+    dumbbells: int = field(default=100, metadata={"help": "Most items a compare page draws as dumbbells (the largest changes first)."})
 
     @property
     def page_budget_bytes(self) -> int:
@@ -49,10 +51,16 @@ def site_settings(project_settings: dict, **overrides: Any) -> SiteSettings:
                 values[key] = value
     if problems:
         raise ProjectError("evalsite.toml [site]: " + "; ".join(problems))
+    if "compare" in values:
+        values["compare"] = tuple(tuple(pair) for pair in values["compare"])
     return replace(SiteSettings(**values), **{k: v for k, v in overrides.items() if v is not None})
 
 
 def _problem(key: str, value: Any, default: Any) -> str | None:
+    if isinstance(default, tuple):
+        pairs = isinstance(value, list) and all(
+            isinstance(p, list) and len(p) == 2 and all(isinstance(r, str) for r in p) for p in value)
+        return None if pairs else f"{key}: needs a list of [run, baseline] pairs, got {value!r}"
     if isinstance(default, bool):
         return None if isinstance(value, bool) else f"{key}: needs true or false, got {value!r}"
     if isinstance(default, (int, float)):

@@ -43,7 +43,9 @@ class PageContext:
 
 @dataclass(frozen=True)
 class Job:
-    """One unit of an incremental build: a page with its downloads and shard pages."""
+    """One unit of an incremental build: a page with its downloads and shard pages. ``variant`` holds
+    anything else the page shows that its input files do not determine (e.g. which run is a run's
+    baseline); it is part of the job's hash."""
 
     key: str
     inputs: tuple[str, ...]
@@ -51,6 +53,7 @@ class Job:
     digests: tuple[str, ...] = ()
     outputs_of: tuple[str, ...] = ()
     cases_of: str | None = None
+    variant: str = ""
 
 
 @dataclass

@@ -65,10 +65,19 @@ def run_row(run: RunSource, digest: RunDigest | None) -> dict:
     }
 
 
-def runs_table(table_id: str, runs: Iterable[RunSource], digests: dict[str, RunDigest], caption: str = "") -> Table:
-    """Runs newest first."""
-    rows = [run_row(run, digests.get(run.run_id)) for run in sorted(runs, key=lambda r: r.run_id, reverse=True)]
-    return Table(table_id, RUN_COLUMNS, rows, caption=caption)
+def runs_table(table_id: str, runs: Iterable[RunSource], digests: dict[str, RunDigest], caption: str = "",
+               baselines: dict[str, str | None] | None = None) -> Table:
+    """Runs newest first; with ``baselines`` (run id → its baseline's id) a column links each
+    run's compare page."""
+    ordered = sorted(runs, key=lambda r: r.recency, reverse=True)
+    rows = [run_row(run, digests.get(run.run_id)) for run in ordered]
+    if baselines is None:
+        return Table(table_id, RUN_COLUMNS, rows, caption=caption)
+    for run, row in zip(ordered, rows):
+        baseline = baselines.get(run.run_id)
+        row["compare"] = Link("compare", paths.compare(run.run_id, baseline)) if baseline else None
+    column = Column("compare", "vs baseline", help="the run against its baseline, as `evalsite compare` resolves it")
+    return Table(table_id, [*RUN_COLUMNS, column], rows, caption=caption)
 
 
 def paginate(records: list[T], max_count: int, budget_bytes: int, size_of: Callable[[T], int]) -> list[list[T]]:

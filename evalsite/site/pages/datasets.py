@@ -84,7 +84,7 @@ def _renderer(dataset_id: str, members: list[RunSource]):
     def render(kit: Kit) -> dict[str, bytes]:
         page_path = paths.dataset(dataset_id)
         groups, left_out = comparable_groups(members)
-        newest = max(members, key=lambda r: r.run_id)
+        newest = max(members, key=lambda r: r.recency)
         context = DatasetPage(
             title=f"Dataset {dataset_id}",
             dataset_id=dataset_id,
@@ -102,7 +102,7 @@ def _renderer(dataset_id: str, members: list[RunSource]):
 
 
 def leaderboard(number: int, group: ComparableGroup, digests: dict[str, RunDigest], page_path: str) -> Leaderboard:
-    runs = sorted(group.chosen, key=lambda r: (-(digests[r.run_id].mean_score or -math.inf), r.arm_id, r.run_id))
+    runs = best_first(group.chosen, digests)
     labels = arm_labels(runs)
     intervals = {r.run_id: mean_interval(digests[r.run_id]) for r in runs}
     ranking, note, letters, rank_intervals = _ranking(runs, labels, digests, number)
@@ -142,6 +142,15 @@ ARM_COLUMNS = [
     Column("latency_p95", "p95 latency", "ms", "nearest-rank 95th percentile"),
     Column("rank_interval", "rank interval", help="95% bootstrap interval of the arm's rank (1 = best)"),
 ]
+
+
+def best_first(runs: list[RunSource], digests: dict[str, RunDigest]) -> list[RunSource]:
+    """Highest mean score first (unscored last), ties by arm id then run id."""
+    def key(run: RunSource):
+        mean = digests[run.run_id].mean_score
+        return (mean is None, -(mean or 0.0), run.arm_id, run.run_id)
+
+    return sorted(runs, key=key)
 
 
 def arm_labels(runs: list[RunSource]) -> dict[str, str]:

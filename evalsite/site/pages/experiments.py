@@ -22,7 +22,7 @@ from evalsite.site.groups import comparable_groups
 from evalsite.site.inputs import ExperimentSource, ProjectInputs, RunSource
 from evalsite.site.pages import Job, Kit, PageContext, doc
 from evalsite.site.pages.common import Pager, dataset_link, paged_views, run_link, runs_by, runs_table
-from evalsite.site.pages.datasets import arm_labels, mean_interval
+from evalsite.site.pages.datasets import arm_labels, best_first, mean_interval
 from evalsite.site.pages.runs import flatten
 from evalsite.site.settings import SiteSettings
 from evalsite.site.tables import Column, Table
@@ -141,7 +141,7 @@ def _renderer(name: str, members: list[RunSource], source: ExperimentSource | No
         shards, comparable, labels = [], "", []
         if groups:
             group = groups[0]
-            runs = sorted(group.chosen, key=lambda r: (-(kit.digests[r.run_id].mean_score or -1e300), r.arm_id, r.run_id))
+            runs = best_first(group.chosen, kit.digests)
             label_of = arm_labels(runs)
             labels, comparable = [label_of[r.run_id] for r in runs], group.describe()
             arms = [ArmConfig(label=label_of[r.run_id], run=run_link(r), config_id=r.config_id,
@@ -199,7 +199,7 @@ def _matrix_shards(name: str, rows: list[MatrixRow], settings: SiteSettings):
 def _manifest_text(source: ExperimentSource | None, members: list[RunSource]) -> tuple[str, str | None]:
     if source is not None:
         return source.text, source.path.parent.name + "/" + source.path.name
-    newest = max(members, key=lambda r: r.run_id, default=None)
+    newest = max(members, key=lambda r: r.recency, default=None)
     text = newest.header.get("submitted_manifest") if newest else None
     return (text if isinstance(text, str) else ""), None
 

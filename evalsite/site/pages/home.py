@@ -35,12 +35,13 @@ def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[Job]:
 
 def _render(kit: Kit) -> dict[str, bytes]:
     inputs = kit.inputs
-    recent = sorted(inputs.runs, key=lambda r: r.run_id, reverse=True)[: kit.settings.recent_runs]
+    recent = sorted(inputs.runs, key=lambda r: r.recency, reverse=True)[: kit.settings.recent_runs]
     context = HomePage(
         title=kit.site_title,
         datasets=_datasets_table(kit),
         experiments=_experiments_table(kit),
-        recent_runs=runs_table("recent-runs", recent, kit.digests),
+        recent_runs=runs_table("recent-runs", recent, kit.digests,
+                               baselines={r.run_id: inputs.baseline_of(r.run_id) for r in recent}),
         total_runs=len(inputs.runs),
         baselines=Table("baselines", DECISION_COLUMNS, [decision_row(d, inputs) for d in current_baselines(inputs)]),
         skipped=inputs.skipped,
@@ -57,7 +58,7 @@ def _datasets_table(kit: Kit) -> Table:
         if groups:
             scored = [(kit.digests[r.run_id].mean_score, r) for r in groups[0].chosen if kit.digests[r.run_id].mean_score is not None]
             best = max(scored, key=lambda pair: (pair[0], pair[1].run_id), default=None)
-        newest = max(members, key=lambda r: r.run_id)
+        newest = max(members, key=lambda r: r.recency)
         rows.append({
             "dataset": dataset_link(dataset_id),
             "path": newest.dataset.get("path"),
@@ -82,7 +83,7 @@ def _experiments_table(kit: Kit) -> Table:
     for name in sorted(set(by_name) | set(kit.inputs.experiments)):
         members = by_name.get(name, [])
         source = kit.inputs.experiments.get(name)
-        newest = max(members, key=lambda r: r.run_id, default=None)
+        newest = max(members, key=lambda r: r.recency, default=None)
         rows.append({
             "experiment": experiment_link(name),
             "manifest": source.path.relative_to(kit.inputs.project.root).as_posix() if source else None,

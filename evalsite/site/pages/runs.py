@@ -134,6 +134,7 @@ class RunPage(PageContext):
     noise: Noise | None = doc("Spread across repeats and flaky items; None with a single repeat.")
     listing: CaseListing = doc("The first page of every case.")
     warnings: list[str] = doc("Problems met while reading the run (e.g. a bad line in cases.jsonl).")
+    compare: Link | None = doc("The compare page against the run's baseline (as `evalsite compare` resolves it), if it has one.", None)
 
 
 @dataclass(kw_only=True)
@@ -154,21 +155,24 @@ class RunsPage(PageContext):
 
 def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[Job]:
     every_run = tuple(run.run_id for run in inputs.runs)
-    result = [Job("runs", ("skipped", *(f"run:{r}" for r in every_run)), _render_runs_index, digests=every_run)]
+    result = [Job("runs", ("skipped", "decisions", *(f"run:{r}" for r in every_run)), _render_runs_index, digests=every_run)]
     for run in inputs.runs:
         keys = [f"run:{run.run_id}"]
         if run.dataset.get("path"):
             keys.append(f"dataset-file:{run.dataset['path']}")
-        result.append(Job(f"run:{run.run_id}", tuple(keys), _run_renderer(run), digests=(run.run_id,), cases_of=run.run_id))
+        baseline = inputs.baseline_of(run.run_id)
+        result.append(Job(f"run:{run.run_id}", tuple(keys), _run_renderer(run, baseline), digests=(run.run_id,),
+                          cases_of=run.run_id, variant=baseline or ""))
     return result
 
 
 def _render_runs_index(kit: Kit) -> dict[str, bytes]:
-    table = runs_table("runs", kit.inputs.runs, kit.digests)
+    table = runs_table("runs", kit.inputs.runs, kit.digests,
+                       baselines={r.run_id: kit.inputs.baseline_of(r.run_id) for r in kit.inputs.runs})
     return kit.page(paths.RUNS, "runs.html", RunsPage(title="All runs", runs=table, skipped=kit.inputs.skipped))
 
 
-def _run_renderer(run: RunSource):
+def _run_renderer(run: RunSource, baseline: str | None):
     def render(kit: Kit) -> dict[str, bytes]:
         digest = kit.digests[run.run_id]
         critical = kit.inputs.critical_items(run)
@@ -185,6 +189,7 @@ def _run_renderer(run: RunSource):
                                   downloads=cases_table(shard.records, evaluator_names, kit.settings.redact))
             if shard.path == paths.run(run.run_id):
                 context = _run_page(run, digest, facts, listing, kit.case_warnings.get(run.run_id, []))
+                context.compare = Link(baseline, paths.compare(run.run_id, baseline)) if baseline else None
                 files.update(kit.page(shard.path, "run.html", context))
             else:
                 title = f"{run.run_id}: {shard.pager.view} cases, page {_current(shard.pager)}"
