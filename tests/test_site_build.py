@@ -14,7 +14,7 @@ import pytest
 from evalsite.errors import ProjectError, SiteError
 from evalsite.project import Project, find_project
 from evalsite.site import build_site
-from evalsite.site.pages import PageContext, common, compare, datasets, decisions, experiments, home, runs
+from evalsite.site.pages import PageContext, common, compare, datasets, decisions, experiments, home, reports, runs
 from sitekit import REPO, case, parse, run_example, table_rows, tree_bytes, write_run
 
 
@@ -303,7 +303,7 @@ def test_build_command_prints_json(example, cli, monkeypatch, tmp_path):
     assert report["pages"] > 5 and report["files"] > report["pages"] and len(report["input_hash"]) == 16
 
 
-CONTEXT_MODULES = (common, compare, datasets, decisions, experiments, home, runs)
+CONTEXT_MODULES = (common, compare, datasets, decisions, experiments, home, reports, runs)
 
 
 def test_every_page_context_field_is_documented():

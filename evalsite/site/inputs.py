@@ -118,6 +118,15 @@ class ExperimentSource:
     content_hash: str
 
 
+@dataclass(frozen=True)
+class ReportSource:
+    """A markdown report under ``reports/`` whose claims the site checks and marks."""
+
+    name: str
+    path: Path
+    content_hash: str
+
+
 @dataclass
 class ProjectInputs:
     project: Project
@@ -127,6 +136,7 @@ class ProjectInputs:
     decision_problems: list[str]
     decisions_hash: str
     experiments: dict[str, ExperimentSource]
+    reports: list[ReportSource] = field(default_factory=list)
     _dataset_cache: dict[str, dict[str, bool] | None] = field(default_factory=dict)
     _baselines: dict[str, baselines.BaselineChoice] = field(default_factory=dict)
 
@@ -139,6 +149,7 @@ class ProjectInputs:
         """Input key → content hash; pages name the keys they are built from."""
         keys = {f"run:{run.run_id}": run.content_hash for run in self.runs}
         keys.update({f"experiment:{name}": source.content_hash for name, source in self.experiments.items()})
+        keys.update({f"report:{report.name}": report.content_hash for report in self.reports})
         keys["decisions"] = self.decisions_hash
         keys["skipped"] = sha256_json(self.skipped)
         for path in sorted({run.dataset.get("path") for run in self.runs if run.dataset.get("path")}):
@@ -199,6 +210,7 @@ def scan_project(project: Project) -> ProjectInputs:
         decision_problems=problems,
         decisions_hash=file_hash(decisions_path),
         experiments=_scan_experiments(project.experiments_dir),
+        reports=_scan_reports(project.root / "reports"),
     )
 
 
@@ -225,6 +237,13 @@ def _scan_experiments(experiments_dir: Path) -> dict[str, ExperimentSource]:
             name = _manifest_name(text) or path.stem
             found.setdefault(name, ExperimentSource(name, path, text, file_hash(path)))
     return found
+
+
+def _scan_reports(reports_dir: Path) -> list[ReportSource]:
+    if not reports_dir.is_dir():
+        return []
+    return [ReportSource(path.relative_to(reports_dir).with_suffix("").as_posix(), path, file_hash(path))
+            for path in sorted(reports_dir.rglob("*.md")) if path.is_file()]
 
 
 def _manifest_name(text: str) -> str | None:

@@ -45,6 +45,10 @@ def compare(run_id: str, baseline_id: str) -> str:
     return f"compare/{slug(run_id)}--{slug(baseline_id)}.html"
 
 
+def report(name: str) -> str:
+    return f"reports/{slug(name)}.html"
+
+
 def root_of(page: str) -> str:
     """The prefix that leads from ``page`` back to the site root."""
     return "../" * page.count("/")

@@ -11,9 +11,9 @@ from dataclasses import fields, is_dataclass
 from pathlib import Path
 
 from evalsite.site import settings
-from evalsite.site.pages import PageContext, common, compare, datasets, decisions, experiments, home, runs
+from evalsite.site.pages import PageContext, common, compare, datasets, decisions, experiments, home, reports, runs
 
-MODULES = (home, runs, datasets, experiments, decisions, compare, common)
+MODULES = (home, runs, datasets, experiments, decisions, compare, reports, common)
 
 
 def context_classes() -> list[type]:

@@ -25,7 +25,7 @@ from evalsite.errors import SiteError
 from evalsite.project import Project, find_project
 from evalsite.site.build import build_site
 
-WATCHED_FOLDERS = ("runs", "experiments", "data", "templates", "static")
+WATCHED_FOLDERS = ("runs", "experiments", "data", "reports", "templates", "static")
 EPOCH_PATH = "/.evalsite-epoch"
 
 

@@ -10,6 +10,7 @@ from evalsite.site.inputs import ProjectInputs
 from evalsite.site.pages import Job, Kit, PageContext, doc
 from evalsite.site.pages.common import dataset_link, experiment_link, runs_by, runs_table
 from evalsite.site.pages.decisions import DECISION_COLUMNS, current_baselines, decision_row
+from evalsite.site.pages.reports import report_link
 from evalsite.site.settings import SiteSettings
 from evalsite.site.tables import Column, Link, Table
 
@@ -23,13 +24,15 @@ class HomePage(PageContext):
     recent_runs: Table = doc("The most recent runs ([site] recent_runs of them), newest first.")
     total_runs: int = doc("How many readable runs the project has (all are on runs.html).")
     baselines: Table = doc("The current baseline per dataset and arm (latest promotion) with its reason.")
+    reports: Table = doc("The markdown reports under reports/, each a page with its claims checked.")
     skipped: list[str] = doc("Run folders that could not be read, with the reason.")
     input_hash: str = doc("Hash over every input of the site (runs, manifests, decisions).")
 
 
 def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[Job]:
     every_run = tuple(run.run_id for run in inputs.runs)
-    keys = ("skipped", "decisions", *(f"run:{r}" for r in every_run), *(f"experiment:{n}" for n in inputs.experiments))
+    keys = ("skipped", "decisions", *(f"run:{r}" for r in every_run), *(f"experiment:{n}" for n in inputs.experiments),
+            *(f"report:{r.name}" for r in inputs.reports))
     return [Job("home", keys, _render, digests=every_run)]
 
 
@@ -44,6 +47,8 @@ def _render(kit: Kit) -> dict[str, bytes]:
                                baselines={r.run_id: inputs.baseline_of(r.run_id) for r in recent}),
         total_runs=len(inputs.runs),
         baselines=Table("baselines", DECISION_COLUMNS, [decision_row(d, inputs) for d in current_baselines(inputs)]),
+        reports=Table("reports", [Column("report", "report"), Column("file", "file", "code")],
+                      [{"report": report_link(r), "file": inputs.project.relative(r.path)} for r in inputs.reports]),
         skipped=inputs.skipped,
         input_hash=inputs.combined_hash(),
     )
