@@ -70,3 +70,30 @@ def test_an_unknown_run_in_the_compare_setting_is_a_one_line_error(project):
     (project.root / "evalsite.toml").write_text('[site]\ncompare = [["nosuchrun", "alsonot"]]\n')
     with pytest.raises(SiteError, match=r"\[site\] compare: no run matches 'nosuchrun'"):
         build_site(find_project(project.root))
+
+
+def test_the_site_resolves_every_baseline_as_evalsite_compare_does(project):
+    from dataclasses import asdict
+
+    from evalsite.baselines import Decision, resolve_baseline
+    from evalsite.site.inputs import scan_project
+
+    sampler = sorted(project.runs_dir.glob("*sampler*"), key=lambda p: p.name)[0]
+    header = json.loads((sampler / "run.json").read_text())
+    careful = json.loads(next(project.runs_dir.glob("*careful*/run.json")).read_text())
+    write_run(project.runs_dir, "20990101T000000Z-sampler-aaaa", [case("q000")], arm="sampler", status=None,
+              dataset_id=header["dataset"]["dataset_id"])
+    write_run(project.runs_dir, "20990101T000001Z-careful-bbbb", [case("q000")], arm="careful",
+              dataset_id="elsewhere@000000000000")
+    write_run(project.runs_dir, "20990101T000002Z-careful-cccc", [case("q000")], arm="careful",
+              dataset_id=careful["dataset"]["dataset_id"])
+    promotion = Decision(run_id=sampler.name, dataset_id=header["dataset"]["dataset_id"], inputs_id=None,
+                         arm_id=header["arm_id"], fingerprint_hash=header["fingerprint_hash"], reason="r", at="t", by=None)
+    (project.runs_dir / "decisions.jsonl").write_text(json.dumps(asdict(promotion)) + "\n")
+    inputs = scan_project(project)
+    sources = set()
+    for run in inputs.runs:
+        mine, theirs = inputs.baseline_choice(run.run_id), resolve_baseline(project, run.header)
+        assert (mine.directory, mine.source) == (theirs.directory, theirs.source), run.run_id
+        sources.add(mine.source)
+    assert sources == {"promoted", "prior", "none"}

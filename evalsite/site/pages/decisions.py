@@ -28,7 +28,7 @@ DECISION_COLUMNS = [
 class DecisionView:
     """One decision with its reason rendered."""
 
-    decision: Decision = doc("The decision as read from runs/decisions.jsonl (line, action, run_id, reason, when, who, dataset_id, arm_id, fingerprint_hash).")
+    decision: Decision = doc("The decision as read from runs/decisions.jsonl (line, action, run_id, reason, when, who, dataset_id, inputs_id, arm_id, fingerprint_hash).")
     run: Link | str = doc("Link to the run page, or the run id when the run is not in runs/.")
     check: str = doc("'ok', 'run missing' or 'fingerprint changed'.")
     reason_html: Markup = doc("The reason rendered from markdown (raw HTML escaped).")
