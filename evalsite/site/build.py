@@ -92,17 +92,13 @@ def build_site(project: Project, out_dir: Path | None = None, *, redact: bool | 
 
 def _render(kit: Kit, writer: SiteWriter, stale: list[Job], hashes: dict[str, str]) -> None:
     needed = {run_id for job in stale for run_id in job.digests}
-    keep_outputs = {run_id for job in stale for run_id in job.outputs_of}
     by_cases = {job.cases_of: job for job in stale if job.cases_of}
     for run in kit.inputs.runs:
         if run.run_id not in needed:
             continue
         warnings: list[str] = []
         cases = read_cases(run.directory / CASES_FILE, warnings)
-        kit.digests[run.run_id] = digest_run(
-            run, cases, kit.inputs.critical_items(run),
-            keep_outputs_chars=kit.settings.max_field_chars if run.run_id in keep_outputs else None,
-        )
+        kit.digests[run.run_id] = digest_run(run, cases, kit.inputs.critical_items(run))
         job = by_cases.get(run.run_id)
         if job is not None:
             kit.cases, kit.case_warnings = {run.run_id: cases}, {run.run_id: warnings}

@@ -1,8 +1,8 @@
 """A run's numbers, computed once from its cases: totals, per-item results, per-evaluator aggregates.
 
-Pages read digests, never raw cases (except a run's own case listing), so a site over many large
-runs holds numbers in memory, not outputs. Outputs are kept (first repeat, cut to a length) only
-when an experiment page needs them for its matrix and diffs.
+Pages read digests, never raw cases (except a run's own case listing and an experiment's matrix,
+which read their runs when they render), so a site over many large runs holds numbers in memory,
+not outputs.
 """
 
 from __future__ import annotations
@@ -29,8 +29,6 @@ class ItemResult:
     latencies: list[float] = field(default_factory=list)
     costs: list[float | None] = field(default_factory=list)
     errors: int = 0
-    output: object = None
-    output_kept: bool = False
 
     @property
     def mean_score(self) -> float | None:
@@ -135,9 +133,8 @@ def _matrix(rows: list[list[float | None]]) -> np.ndarray:
                     dtype=float).reshape(len(rows), width)
 
 
-def digest_run(run: RunSource, cases: list[dict], critical: dict[str, bool] | None,
-               *, keep_outputs_chars: int | None = None) -> RunDigest:
-    """Summarise ``cases`` (in file order); ``keep_outputs_chars`` keeps each item's first output."""
+def digest_run(run: RunSource, cases: list[dict], critical: dict[str, bool] | None) -> RunDigest:
+    """Summarise ``cases`` (numbers only: no inputs or outputs are kept)."""
     items: dict[str, ItemResult] = {}
     evaluators: dict[str, EvaluatorAggregate] = {}
     totals = Counter()
@@ -184,8 +181,6 @@ def digest_run(run: RunSource, cases: list[dict], critical: dict[str, bool] | No
             tokens_out += case["output_tokens"]
         else:
             tokens_out_known = False
-        if keep_outputs_chars is not None and not item.output_kept:
-            item.output, item.output_kept = case.get("output"), True
         for entry in case.get("scores") or []:
             _add_score(evaluators, entry, is_critical)
     latencies.sort()

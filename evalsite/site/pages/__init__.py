@@ -51,7 +51,6 @@ class Job:
     inputs: tuple[str, ...]
     render: Callable[["Kit"], dict[str, bytes]]
     digests: tuple[str, ...] = ()
-    outputs_of: tuple[str, ...] = ()
     cases_of: str | None = None
     variant: str = ""
 

@@ -10,14 +10,18 @@ side-by-side word diff of each arm's output against the first arm's on divergent
 from __future__ import annotations
 
 import json
-from collections import Counter, defaultdict
+from collections import defaultdict
 from dataclasses import dataclass, replace
 
 import yaml
 from markupsafe import Markup
 
+from evalsite.errors import NotComparableError
+from evalsite.matrix import answer_key, comparison_matrix
+from evalsite.runlog import read_run
+
 from evalsite.site import charts, paths
-from evalsite.site.digest import ItemResult, RunDigest, item_sort_key
+from evalsite.site.digest import RunDigest
 from evalsite.site.groups import comparable_groups
 from evalsite.site.inputs import ExperimentSource, ProjectInputs, RunSource
 from evalsite.site.pages import Job, Kit, PageContext, doc
@@ -26,7 +30,7 @@ from evalsite.site.pages.datasets import arm_labels, best_first, mean_interval
 from evalsite.site.pages.runs import flatten
 from evalsite.site.settings import SiteSettings
 from evalsite.site.tables import Column, Table
-from evalsite.site.text import DiffPiece, ShownText, display, markdown, plain, word_diff
+from evalsite.site.text import DiffPiece, ShownText, display, markdown, word_diff
 
 MATRIX_VIEWS = {
     "all": ("all items", lambda row: True),
@@ -50,13 +54,13 @@ class MatrixCell:
 
     arm: str = doc("Arm label.")
     score: float | None = doc("Mean score over the item's repeats; None when the arm did not score the item.")
-    pass_rate: float | None = doc("Share of the item's repeats that passed.")
-    tint: str = doc("CSS class: pass, fail, mixed or missing.")
+    passed: bool | None = doc("True when every repeat of the item passed.")
+    tint: str = doc("CSS class: pass (every repeat passed), mixed (failed, partly right), fail, or missing.")
     outlier: bool = doc("True when this output differs from the answer most arms gave.")
-    best: bool = doc("True when this arm alone has the row's highest score.")
-    fastest: bool = doc("True when this arm alone has the row's lowest mean latency.")
-    cheapest: bool = doc("True when this arm alone has the row's lowest mean cost.")
-    output: ShownText | None = doc("The first repeat's output (None when redacted or missing).")
+    best: bool = doc("True when this arm has the row's highest score (ties mark every tied arm; a row where all tie marks none).")
+    fastest: bool = doc("True when this arm has the row's lowest mean latency (same tie rule).")
+    cheapest: bool = doc("True when this arm has the row's lowest mean cost (same tie rule).")
+    output: ShownText | None = doc("The item's most common output over its repeats (None when redacted or missing).")
     latency_ms: float | None = doc("Mean latency over repeats.")
     cost_usd: float | None = doc("Mean cost over repeats; None when unknown.")
 
@@ -108,6 +112,7 @@ class ExperimentPage(PageContext):
     arms: list[ArmConfig] = doc("The arms of the matrix with their resolved configs.")
     sweeps: list[Markup] = doc("Score against each swept numeric parameter (inline SVG), when configs differ in one.")
     matrix: Matrix | None = doc("First page of the arm × item matrix; None without a completed scored run.")
+    matrix_note: str = doc("Why there is no matrix although there are runs (evalsite.matrix refused them), if so.")
     other_groups: list[str] = doc("Comparable groups of this experiment's runs that the matrix does not show.")
     runs: Table = doc("Every run of the experiment, newest first.")
 
@@ -128,7 +133,7 @@ def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[Job]:
         ids = tuple(r.run_id for r in members)
         keys = (*(f"run:{r}" for r in ids), f"experiment:{name}") if name in inputs.experiments else tuple(f"run:{r}" for r in ids)
         result.append(Job(f"experiment:{name}", keys, _renderer(name, members, inputs.experiments.get(name)),
-                          digests=ids, outputs_of=ids))
+                          digests=ids))
     return result
 
 
@@ -138,7 +143,7 @@ def _renderer(name: str, members: list[RunSource], source: ExperimentSource | No
         text, origin = _manifest_text(source, members)
         description, error = _description(text)
         arms: list[ArmConfig] = []
-        shards, comparable, labels = [], "", []
+        shards, comparable, labels, matrix_note = [], "", [], ""
         if groups:
             group = groups[0]
             runs = best_first(group.chosen, kit.digests)
@@ -147,8 +152,12 @@ def _renderer(name: str, members: list[RunSource], source: ExperimentSource | No
             arms = [ArmConfig(label=label_of[r.run_id], run=run_link(r), config_id=r.config_id,
                               config_json=json.dumps(r.header.get("config"), indent=2, sort_keys=True, ensure_ascii=False, default=str))
                     for r in runs]
-            rows = matrix_rows(runs, label_of, kit.digests, kit.settings.max_field_chars, kit.settings.redact)
-            shards = _matrix_shards(name, rows, kit.settings)
+            try:
+                rows = matrix_rows(runs, label_of, kit.settings.max_field_chars, kit.settings.redact)
+            except NotComparableError as exc:
+                matrix_note = f"No matrix: {exc.message}."
+            else:
+                shards = _matrix_shards(name, rows, kit.settings)
             sweeps = sweep_charts(runs, label_of, kit.digests)
         else:
             sweeps = []
@@ -174,6 +183,7 @@ def _renderer(name: str, members: list[RunSource], source: ExperimentSource | No
             arms=arms,
             sweeps=sweeps,
             matrix=first,
+            matrix_note=matrix_note,
             other_groups=[g.describe() for g in groups[1:]],
             runs=runs_table("runs", members, kit.digests),
         )
@@ -213,67 +223,46 @@ def _description(text: str) -> tuple[Markup, str | None]:
     return markdown(description if isinstance(description, str) else ""), None
 
 
-def matrix_rows(runs: list[RunSource], labels: dict[str, str], digests: dict[str, RunDigest],
-                limit: int, redact: bool) -> list[MatrixRow]:
-    item_ids = sorted({i for r in runs for i in digests[r.run_id].items}, key=item_sort_key)
-    rows = []
-    for item_id in item_ids:
-        results = [digests[r.run_id].items.get(item_id) for r in runs]
-        answers = [plain(res.output) if res is not None and res.output_kept else None for res in results]
-        given = [a for a in answers if a is not None]
-        divergent = len(set(given)) > 1
-        majority = _majority(given)
-        cells = [_cell(labels[r.run_id], res, answer, majority, limit, redact) for r, res, answer in zip(runs, results, answers)]
-        _mark_winners(cells, results)
-        diffs = [] if redact or not divergent else _diffs(cells, answers)
-        rows.append(MatrixRow(anchor=paths.slug(f"item-{item_id}"), item_id=item_id, cells=cells, divergent=divergent,
-                              diffs=diffs, diff_href=None))
-    return rows
+def matrix_rows(runs: list[RunSource], labels: dict[str, str], limit: int, redact: bool) -> list[MatrixRow]:
+    """The rows of :func:`evalsite.matrix.comparison_matrix` over ``runs`` (read from disk now), shaped
+    for the page: texts cut to ``limit``, outputs left out when redacting, diffs on divergent rows."""
+    matrix = comparison_matrix([read_run(run.directory) for run in runs])
+    return [_row(row, [labels[column.run_id] for column in matrix.columns], limit, redact) for row in matrix.rows]
 
 
-def _majority(answers: list[str]) -> str | None:
-    """The answer more than half of the arms gave, if one did (and there are three or more arms)."""
-    if len(answers) < 3:
-        return None
-    answer, count = Counter(answers).most_common(1)[0]
-    return answer if count * 2 > len(answers) else None
+def _row(row, labels: list[str], limit: int, redact: bool) -> MatrixRow:
+    cells = [_cell(label, cell, row, limit, redact) for label, cell in zip(labels, row.cells)]
+    diffs = [] if redact or not row.divergent else _diffs(cells, row.cells)
+    return MatrixRow(anchor=paths.slug(f"item-{row.item_id}"), item_id=row.item_id, cells=cells,
+                     divergent=row.divergent, diffs=diffs, diff_href=None)
 
 
-def _cell(label: str, result: ItemResult | None, answer: str | None, majority: str | None, limit: int, redact: bool) -> MatrixCell:
-    if result is None:
-        return MatrixCell(arm=label, score=None, pass_rate=None, tint="missing", outlier=False, best=False,
+def _cell(label: str, cell, row, limit: int, redact: bool) -> MatrixCell:
+    if cell is None:
+        return MatrixCell(arm=label, score=None, passed=None, tint="missing", outlier=False, best=False,
                           fastest=False, cheapest=False, output=None, latency_ms=None, cost_usd=None)
-    rate = result.pass_rate
-    tint = "missing" if rate is None else "pass" if rate == 1 else "fail" if rate == 0 else "mixed"
     return MatrixCell(
-        arm=label, score=result.mean_score, pass_rate=rate, tint=tint,
-        outlier=majority is not None and answer is not None and answer != majority,
-        best=False, fastest=False, cheapest=False,
-        output=None if redact or not result.output_kept else display(result.output, limit),
-        latency_ms=result.mean_latency_ms, cost_usd=result.mean_cost_usd,
+        arm=label, score=cell.score, passed=cell.passed, tint=_tint(cell.passed, cell.score), outlier=cell.outlier,
+        best=cell.run_id in row.best, fastest=cell.run_id in row.fastest, cheapest=cell.run_id in row.cheapest,
+        output=None if redact else display(cell.output, limit), latency_ms=cell.latency_ms, cost_usd=cell.cost_usd,
     )
 
 
-def _mark_winners(cells: list[MatrixCell], results: list[ItemResult | None]) -> None:
-    """Flag a cell only when it alone holds the row's best value (a tie has no winner)."""
-    for flag, values, better in (
-        ("best", [r.mean_score if r else None for r in results], max),
-        ("fastest", [r.mean_latency_ms if r else None for r in results], min),
-        ("cheapest", [r.mean_cost_usd if r else None for r in results], min),
-    ):
-        known = [v for v in values if v is not None]
-        if len(known) < 2:
-            continue
-        winner = better(known)
-        if known.count(winner) == 1:
-            setattr(cells[values.index(winner)], flag, True)
+def _tint(passed: bool | None, score: float | None) -> str:
+    """pass: every repeat passed; fail: none scored above 0; mixed: failed but partly right."""
+    if passed is None:
+        return "missing"
+    if passed:
+        return "pass"
+    return "mixed" if score else "fail"
 
 
-def _diffs(cells: list[MatrixCell], answers: list[str | None]) -> list[PairDiff]:
-    reference = cells[0]
+def _diffs(cells: list[MatrixCell], sources: list) -> list[PairDiff]:
+    """Each arm whose answer differs from the first arm's, diffed word by word against it."""
+    reference, first = cells[0], sources[0]
     diffs = []
-    for cell, answer in zip(cells[1:], answers[1:]):
-        if answer is None or answer == answers[0]:
+    for cell, source in zip(cells[1:], sources[1:]):
+        if source is None or first is None or answer_key(source.output) == answer_key(first.output):
             continue
         left = reference.output.text if reference.output else ""
         right = cell.output.text if cell.output else ""
@@ -285,7 +274,7 @@ def _diffs(cells: list[MatrixCell], answers: list[str | None]) -> list[PairDiff]
 def matrix_table(labels: list[str], rows: list[MatrixRow], redact: bool) -> Table:
     columns = [Column("item_id", "item", "code"), Column("divergent", "outputs differ")]
     for label in labels:
-        columns += [Column(f"score:{label}", f"{label} score", "number"), Column(f"pass:{label}", f"{label} pass rate", "percent")]
+        columns += [Column(f"score:{label}", f"{label} score", "number"), Column(f"pass:{label}", f"{label} passed")]
         if not redact:
             columns.append(Column(f"output:{label}", f"{label} output"))
     records = []
@@ -293,7 +282,7 @@ def matrix_table(labels: list[str], rows: list[MatrixRow], redact: bool) -> Tabl
         record = {"item_id": row.item_id, "divergent": row.divergent}
         for cell in row.cells:
             record[f"score:{cell.arm}"] = cell.score
-            record[f"pass:{cell.arm}"] = cell.pass_rate
+            record[f"pass:{cell.arm}"] = cell.passed
             if not redact:
                 record[f"output:{cell.arm}"] = cell.output.text if cell.output else None
         records.append(record)
