@@ -52,6 +52,10 @@ class NotComparableError(EvalsiteError):
         click.echo(f"ERROR: {self.format_message()}", file=file, err=file is None)
 
 
+class SiteError(EvalsiteError):
+    """The site cannot be built or served (output folder, template, size budget)."""
+
+
 class DecisionError(EvalsiteError):
     """A promotion or another decision about runs is refused; the message says why and how to proceed."""
 

@@ -1,24 +1,55 @@
-"""``evalsite build``."""
+"""``evalsite build`` and ``evalsite serve``."""
 
 from __future__ import annotations
 
+import signal
+import threading
 from pathlib import Path
 
 import click
 
-from evalsite.cli.output import warn
+from evalsite.cli.output import print_json, warn
 from evalsite.project import find_project
 from evalsite.site import build_site
+from evalsite.site.serve import serve
 
 
 @click.command("build")
-@click.option("--out", "out_dir", type=click.Path(path_type=Path), help="Output folder (default: site/).")
-def build_command(out_dir: Path | None) -> None:
-    """Render the static site."""
-    report = build_site(find_project(), out_dir)
+@click.option("--out", "out_dir", type=click.Path(path_type=Path), help="Output folder (default: [site] out, else site/).")
+@click.option("--redact/--no-redact", default=None, help="Leave inputs, expected values and outputs out (default: [site] redact).")
+@click.option("--full", is_flag=True, help="Re-render every page, even those whose inputs did not change.")
+@click.option("--json", "as_json", is_flag=True, help="Print what the build did as JSON.")
+def build_command(out_dir: Path | None, redact: bool | None, full: bool, as_json: bool) -> None:
+    """Render the static site (only pages whose inputs changed)."""
+    report = build_site(find_project(), out_dir, redact=redact, full=full)
     for reason in report.skipped_runs:
         warn(f"skipped run {reason}")
-    click.echo(f"built {report.pages} pages; open {report.out_dir / 'index.html'}")
+    for message in report.warnings:
+        warn(message)
+    if as_json:
+        print_json(report.to_json())
+    else:
+        click.echo(f"built {report.pages} pages ({report.rendered} jobs rendered, {report.kept} unchanged, "
+                   f"{report.bytes / 1e6:.1f} MB) in {report.seconds:.1f} s; open {report.out_dir / 'index.html'}")
 
 
-COMMANDS = [build_command]
+
+@click.command("serve")
+@click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True, help="Port on 127.0.0.1 (0: any free port).")
+@click.option("--out", "out_dir", type=click.Path(path_type=Path), help="Build into this folder (default: a temporary one).")
+def serve_command(port: int, out_dir: Path | None) -> None:
+    """Serve the site on 127.0.0.1 and rebuild it when runs, data, manifests or the theme change."""
+    live = serve(find_project(), port=port, out_dir=out_dir, report=lambda message: click.echo(message, err=True))
+    click.echo(f"serving {live.url} (Ctrl-C to stop)")
+    stopping = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stopping.set())
+    try:
+        while not stopping.wait(1):
+            pass
+    except KeyboardInterrupt:
+        pass
+    finally:
+        live.stop()
+
+
+COMMANDS = [build_command, serve_command]

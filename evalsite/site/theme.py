@@ -1,12 +1,29 @@
-"""Locate the built-in theme and build the Jinja environment (project overrides first)."""
+"""The theme: Jinja templates and static assets, built-in ones overridden file by file by the project's.
+
+Templates: a ``ChoiceLoader`` over the project's ``templates/`` and the built-in folder, so a
+project file replaces the built-in file of the same name; ``builtin/<name>`` always reaches the
+built-in one (``{% extends "builtin/run.html" %}``). Autoescape is on for every template.
+
+Static assets: the built-in ``static/`` overlaid with the project's, each written as
+``static/<stem>.<hash>.<ext>`` (the hash of its content) so a redeploy never serves a stale file;
+``url(...)`` references between static files inside CSS are rewritten to the hashed names.
+"""
 
 from __future__ import annotations
 
+import hashlib
+import posixpath
+import re
+from dataclasses import dataclass
 from pathlib import Path
 
 from jinja2 import ChoiceLoader, Environment, FileSystemLoader, PrefixLoader, StrictUndefined, select_autoescape
 
+from evalsite.hashing import sha256_text
+from evalsite.site import formatting
+
 PACKAGE_DIR = Path(__file__).resolve().parent.parent
+CSS_URL = re.compile(r"""url\(\s*(['"]?)([^'")]+)\1\s*\)""")
 
 
 def builtin_theme_dir(kind: str) -> Path:
@@ -19,9 +36,88 @@ def environment(project_templates: Path) -> Environment:
     """Project templates override built-ins file by file; ``builtin/`` always reaches the default."""
     builtin = FileSystemLoader(str(builtin_theme_dir("templates")))
     loaders = [FileSystemLoader(str(project_templates))] if project_templates.is_dir() else []
-    return Environment(
+    env = Environment(
         loader=ChoiceLoader([*loaders, builtin, PrefixLoader({"builtin": builtin})]),
         autoescape=select_autoescape(default=True, default_for_string=True),
         undefined=StrictUndefined,
         keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
     )
+    env.filters.update(formatting.FILTERS)
+    return env
+
+
+@dataclass(frozen=True)
+class Theme:
+    env: Environment
+    assets: dict[str, str]
+    files: dict[str, bytes]
+    content_hash: str
+
+    def asset(self, name: str) -> str:
+        """The hashed path (relative to the site root) of static file ``name``."""
+        try:
+            return self.assets[name]
+        except KeyError:
+            raise KeyError(f"no static file {name!r} in the theme") from None
+
+
+def load_theme(project_templates: Path, project_static: Path) -> Theme:
+    env = environment(project_templates)
+    sources = _overlay(builtin_theme_dir("static"), project_static)
+    assets, files = _hash_assets(sources)
+    template_files = _overlay(builtin_theme_dir("templates"), project_templates)
+    template_files.update({f"builtin/{k}": v for k, v in _overlay(builtin_theme_dir("templates")).items()})
+    content_hash = sha256_text(repr(sorted((k, _sha256(v)) for k, v in {**template_files, **files}.items())))
+    theme = Theme(env, assets, files, content_hash[:16])
+    env.globals["asset"] = theme.asset
+    return theme
+
+
+def _overlay(*folders: Path) -> dict[str, bytes]:
+    """Relative posix path → bytes; later folders replace earlier ones file by file."""
+    found: dict[str, bytes] = {}
+    for folder in folders:
+        if folder.is_dir():
+            for path in sorted(folder.rglob("*")):
+                if path.is_file() and not any(part.startswith(".") for part in path.relative_to(folder).parts):
+                    found[path.relative_to(folder).as_posix()] = path.read_bytes()
+    return found
+
+
+def _hash_assets(sources: dict[str, bytes]) -> tuple[dict[str, str], dict[str, bytes]]:
+    """Non-CSS files first, so CSS can point at their hashed names."""
+    assets: dict[str, str] = {}
+    files: dict[str, bytes] = {}
+    for name in sorted(sources, key=lambda n: (n.endswith(".css"), n)):
+        content = sources[name]
+        if name.endswith(".css"):
+            content = _rewrite_css_urls(name, content.decode("utf-8"), assets).encode("utf-8")
+        hashed = "static/" + _hashed_name(name, content)
+        assets[name], files[hashed] = hashed, content
+    return assets, files
+
+
+def _hashed_name(name: str, content: bytes) -> str:
+    digest = _sha256(content)[:10]
+    folder, _, filename = name.rpartition("/")
+    stem, dot, ext = filename.rpartition(".")
+    hashed = f"{stem}.{digest}.{ext}" if dot and stem else f"{filename}.{digest}"
+    return f"{folder}/{hashed}" if folder else hashed
+
+
+def _rewrite_css_urls(name: str, css: str, assets: dict[str, str]) -> str:
+    folder = posixpath.join("static", name.rpartition("/")[0])
+
+    def replace(match: re.Match) -> str:
+        key = posixpath.relpath(posixpath.normpath(posixpath.join(folder, match.group(2).strip())), "static")
+        if key not in assets:
+            return match.group(0)
+        return f'url("{posixpath.relpath(assets[key], folder)}")'
+
+    return CSS_URL.sub(replace, css)
+
+
+def _sha256(content: bytes) -> str:
+    return hashlib.sha256(content).hexdigest()

@@ -1,0 +1,68 @@
+"""Jinja filters that turn numbers into text; one place decides how every number reads."""
+
+from __future__ import annotations
+
+import math
+
+DASH = "—"
+
+
+def _missing(value) -> bool:
+    return value is None or (isinstance(value, float) and not math.isfinite(value))
+
+
+def number(value, digits: int = 3) -> str:
+    if _missing(value):
+        return DASH
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"{value:,}"
+    return f"{value:.{digits}f}"
+
+
+def percent(value, digits: int = 1) -> str:
+    return DASH if _missing(value) else f"{value * 100:.{digits}f}%"
+
+
+def usd(value) -> str:
+    """Dollars with enough digits to tell small per-item costs apart; unknown is never $0."""
+    if _missing(value):
+        return "unknown"
+    if value == 0:
+        return "$0"
+    digits = 2 if abs(value) >= 1 else min(8, 2 + max(0, -math.floor(math.log10(abs(value)))))
+    return f"${value:.{digits}f}"
+
+
+def milliseconds(value) -> str:
+    if _missing(value):
+        return DASH
+    return f"{value / 1000:.2f} s" if value >= 10_000 else f"{value:.1f} ms" if value < 100 else f"{value:.0f} ms"
+
+
+def when(value) -> str:
+    """An ISO timestamp as ``2026-05-01 12:34 UTC`` (the time the input recorded, not the build's)."""
+    if not value:
+        return DASH
+    text = str(value)
+    if len(text) >= 16 and text[10] == "T":
+        return f"{text[:10]} {text[11:16]} UTC" if text.endswith("Z") else f"{text[:10]} {text[11:16]}"
+    return text
+
+
+def sort_key(value) -> str:
+    """The ``data-sort`` attribute of a cell: numbers sort numerically, missing values last."""
+    if _missing(value):
+        return ""
+    if isinstance(value, bool):
+        return str(int(value))
+    return repr(float(value)) if isinstance(value, (int, float)) else str(value)
+
+
+FILTERS = {
+    "number": number,
+    "percent": percent,
+    "usd": usd,
+    "ms": milliseconds,
+    "when": when,
+    "sort_key": sort_key,
+}

@@ -1,0 +1,129 @@
+"""Write the site folder incrementally, within a size budget, and remember what each page was built from.
+
+The folder holds ``.evalsite-build.json``: for every job (a page with its downloads and shards) the
+hash of its inputs and the files it wrote. A later build keeps a job whose hash is unchanged and
+whose files are all present, rewrites the others, and deletes files no job produces any more.
+The record holds content hashes only (no times), so it is as deterministic as the pages.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from evalsite.errors import SiteError
+from evalsite.site.settings import HARD_FILE_LIMIT_BYTES
+
+BUILD_RECORD = ".evalsite-build.json"
+RECORD_VERSION = 1
+
+
+@dataclass
+class JobRecord:
+    input_hash: str
+    files: list[str]
+
+
+@dataclass
+class SiteWriter:
+    out_dir: Path
+    warn_bytes: int
+    previous: dict[str, JobRecord] = field(default_factory=dict)
+    current: dict[str, JobRecord] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    written: int = 0
+    kept: int = 0
+
+    @classmethod
+    def open(cls, out_dir: Path, warn_bytes: int, *, full: bool = False) -> "SiteWriter":
+        """Refuse a non-empty folder that evalsite did not build, so a wrong ``--out`` deletes nothing."""
+        out_dir = Path(out_dir)
+        record = out_dir / BUILD_RECORD
+        if out_dir.exists() and not out_dir.is_dir():
+            raise SiteError(f"{out_dir}: exists and is not a folder; choose another --out")
+        if out_dir.is_dir() and not record.is_file() and _built_before_records(out_dir):
+            shutil.rmtree(out_dir)
+        if out_dir.is_dir() and any(out_dir.iterdir()) and not record.is_file():
+            raise SiteError(f"{out_dir}: folder is not empty and was not built by evalsite; empty it or choose another --out")
+        writer = cls(out_dir, warn_bytes)
+        if record.is_file() and not full:
+            writer.previous = _read_record(record)
+        elif record.is_file():
+            writer.previous = {key: JobRecord("", job.files) for key, job in _read_record(record).items()}
+        return writer
+
+    def is_fresh(self, key: str, input_hash: str) -> bool:
+        job = self.previous.get(key)
+        return bool(job and job.input_hash == input_hash and all((self.out_dir / f).is_file() for f in job.files))
+
+    def keep(self, key: str) -> None:
+        self.current[key] = self.previous[key]
+        self.kept += 1
+
+    def write(self, key: str, input_hash: str, files: dict[str, bytes]) -> None:
+        for name, content in sorted(files.items()):
+            self._check(name, content)
+        for name, content in sorted(files.items()):
+            path = self.out_dir / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            temp = path.with_name(f".{path.name}.tmp")
+            temp.write_bytes(content)
+            os.replace(temp, path)
+        self.current[key] = JobRecord(input_hash, sorted(files))
+        self.written += 1
+
+    def _check(self, name: str, content: bytes) -> None:
+        if name.startswith("/") or ".." in name.split("/"):
+            raise SiteError(f"refusing to write {name!r} outside the site folder")
+        owners = [k for k, job in self.current.items() if name in job.files]
+        if owners:
+            raise SiteError(f"{name}: written by two pages ({owners[0]}); rename one of them")
+        size = len(content)
+        if size > HARD_FILE_LIMIT_BYTES:
+            raise SiteError(f"{name}: {size / 1e6:.1f} MB is above the 100 MB limit of GitHub Pages; lower [site] page_budget_kb or max_field_chars")
+        if size > self.warn_bytes:
+            self.warnings.append(f"{name}: {size / 1e6:.1f} MB is above warn_file_mb")
+
+    def finish(self) -> None:
+        """Delete what no job produces any more, then record this build."""
+        produced = {f for job in self.current.values() for f in job.files}
+        for job in self.previous.values():
+            for name in job.files:
+                if name not in produced and (self.out_dir / name).is_file():
+                    (self.out_dir / name).unlink()
+                    _prune_empty_parents(self.out_dir / name, self.out_dir)
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        record = {
+            "record_version": RECORD_VERSION,
+            "jobs": {key: {"input_hash": job.input_hash, "files": job.files} for key, job in sorted(self.current.items())},
+        }
+        (self.out_dir / BUILD_RECORD).write_text(json.dumps(record, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+
+    def files(self) -> list[str]:
+        return sorted(f for job in self.current.values() for f in job.files)
+
+
+def _read_record(path: Path) -> dict[str, JobRecord]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if data.get("record_version") != RECORD_VERSION:
+            return {}
+        return {key: JobRecord(str(job["input_hash"]), [str(f) for f in job["files"]]) for key, job in data["jobs"].items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return {}
+
+
+def _built_before_records(out_dir: Path) -> bool:
+    """A site from an evalsite that kept no build record: its index.html names evalsite as generator."""
+    index = out_dir / "index.html"
+    return index.is_file() and '<meta name="generator" content="evalsite' in index.read_text(encoding="utf-8", errors="replace")[:2000]
+
+
+def _prune_empty_parents(path: Path, root: Path) -> None:
+    folder = path.parent
+    while folder != root and folder.is_dir() and not any(folder.iterdir()):
+        folder.rmdir()
+        folder = folder.parent

@@ -1,0 +1,192 @@
+"""Compare pages: ``compare/<run>--<baseline>.html``, a run against its resolved baseline (and any
+pair listed in ``[site] compare``), built on :func:`evalsite.compare.compare_runs`.
+
+The fingerprint diff comes first. Runs that may not be compared show the reason and nothing else;
+otherwise the page shows the verdict bar, the mean Δ with its interval and p, dumbbells for the
+items that changed most, what newly fails or passes per evaluator, and the items whose ground
+truth changed or that only one run has, listed apart.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from markupsafe import Markup
+
+from evalsite.compare import ComparisonReport, compare_runs
+from evalsite.errors import RunLogError, SiteError
+from evalsite.regression import GT_CHANGED, IMPROVED, REGRESSED, UNCHANGED
+from evalsite.runlog import resolve_run
+from evalsite.site import charts, paths
+from evalsite.site.inputs import ProjectInputs
+from evalsite.site.pages import Job, Kit, PageContext, doc
+from evalsite.site.settings import SiteSettings
+from evalsite.site.tables import Column, Interval, Link, Table
+
+LISTED_IDS = 20
+
+
+@dataclass(kw_only=True)
+class CompareSummary:
+    """The comparison's headline numbers (present only when the runs are comparable)."""
+
+    verdict_bar: Markup = doc("Items improved / unchanged / regressed / ground truth changed, as one bar (inline SVG).")
+    compared: int = doc("Items in both runs with a score on both sides.")
+    improved: int = doc("Items whose mean score rose by more than the threshold.")
+    regressed: int = doc("Items whose mean score fell by more than the threshold.")
+    unchanged: int = doc("Items within the threshold.")
+    gt_changed: int = doc("Items whose expected value changed and could not be re-scored (left out of every number).")
+    rescored: int = doc("Items whose baseline output was re-scored against the current expected value.")
+    threshold: float = doc("The per-item change that counts as improved or regressed.")
+    baseline_mean: float | None = doc("Baseline mean over the compared items.")
+    current_mean: float | None = doc("Current mean over the compared items.")
+    mean_delta: Interval = doc("Mean Δ (current − baseline) with its paired bootstrap interval.")
+    confidence: float = doc("Confidence level of the interval.")
+    p_value: float | None = doc("p of the paired sign-flip test.")
+    test_kind: str | None = doc("'exact' or 'monte-carlo'.")
+    noise: float | None = doc("The arm's own noise the Δ is held against, if known.")
+    noise_source: str | None = doc("Where the noise figure came from.")
+    within_noise: bool | None = doc("True when |Δ| is at or below the noise: the change is noise.")
+    gate_failed: bool = doc("True when `compare --fail-on regression` would fail.")
+    gate_reasons: list[str] = doc("Why the gate fails (a significant regression, critical rows newly failing).")
+
+
+@dataclass(kw_only=True)
+class ComparePage(PageContext):
+    """``compare/<run>--<baseline>.html``."""
+
+    current: Link = doc("The run being judged.")
+    baseline: Link = doc("The run it is compared against.")
+    baseline_source: str = doc("How the baseline was chosen: explicit, promoted or prior.")
+    promotion_reason: str | None = doc("The promotion's reason, when the baseline is a promoted run.")
+    fingerprint_diff: Table = doc("Every fingerprint field that differs: path, baseline value, current value.")
+    comparable: bool = doc("Whether the runs may be compared at all.")
+    reason: str | None = doc("Why not, when they may not.")
+    summary: CompareSummary | None = doc("The verdict, when comparable.")
+    dumbbells: Markup = doc("Baseline → current score of the items that changed most (inline SVG).")
+    dumbbell_note: str = doc("How many changed items the dumbbells show of how many.")
+    items: Table | None = doc("Every compared item: baseline, current, Δ, classification, re-scored.")
+    evaluators: Table | None = doc("Per evaluator: newly failing / passing, pass-rate, mean and error deltas.")
+    apart: Table | None = doc("Items left out of the numbers: ground truth changed, only in one run, unscored.")
+    critical_newly_failing: list[str] = doc("Critical rows that passed in the baseline and fail now.")
+
+
+def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[Job]:
+    pairs: dict[tuple[str, str], None] = {}
+    for run in inputs.runs:
+        baseline = inputs.baseline_of(run.run_id)
+        if baseline:
+            pairs[(run.run_id, baseline)] = None
+    for run_ref, baseline_ref in settings.compare:
+        try:
+            run_dir, baseline_dir = resolve_run(inputs.project.runs_dir, run_ref), resolve_run(inputs.project.runs_dir, baseline_ref)
+        except RunLogError as exc:
+            raise SiteError(f"evalsite.toml [site] compare: {exc.message}") from None
+        pairs[(run_dir.name, baseline_dir.name)] = None
+    result = []
+    for run_id, baseline_id in pairs:
+        if run_id not in inputs.by_id or baseline_id not in inputs.by_id:
+            continue
+        keys = ["decisions", f"run:{run_id}", f"run:{baseline_id}"]
+        keys += [f"dataset-file:{p}" for p in {inputs.by_id[r].dataset.get("path") for r in (run_id, baseline_id)} if p]
+        result.append(Job(f"compare:{run_id}--{baseline_id}", tuple(keys), _renderer(run_id, baseline_id)))
+    return result
+
+
+def _renderer(run_id: str, baseline_id: str):
+    def render(kit: Kit) -> dict[str, bytes]:
+        report = compare_runs(kit.inputs.project, run_id, baseline=baseline_id)
+        if report.baseline_source == "explicit" and report.promotion is None:
+            source = _source(kit.inputs, run_id, baseline_id)
+        else:
+            source = report.baseline_source
+        path = paths.compare(run_id, baseline_id)
+        return kit.page(path, "compare.html", compare_page(report, source, kit.settings))
+
+    return render
+
+
+def _source(inputs: ProjectInputs, run_id: str, baseline_id: str) -> str:
+    """Say how `evalsite compare` would have chosen this baseline (promoted, prior), else 'explicit'."""
+    choice = inputs.baseline_choice(run_id)
+    return choice.source if choice.directory is not None and choice.directory.name == baseline_id else "explicit"
+
+
+def compare_page(report: ComparisonReport, source: str, settings: SiteSettings) -> ComparePage:
+    verdict = report.comparability
+    regression = report.regression
+    diff_rows = [{"field": d.path, "baseline": _text(d.old), "current": _text(d.new)} for d in verdict.differences]
+    page = ComparePage(
+        title=f"{report.current.run_id} against {report.baseline.run_id}",
+        current=Link(report.current.run_id, paths.run(report.current.run_id)),
+        baseline=Link(report.baseline.run_id, paths.run(report.baseline.run_id)),
+        baseline_source=source,
+        promotion_reason=report.promotion.reason if report.promotion else None,
+        fingerprint_diff=Table("fingerprint-diff", [Column("field", "field", "code"), Column("baseline", "baseline", "code"),
+                                                    Column("current", "current", "code")], diff_rows, sortable=False),
+        comparable=verdict.comparable,
+        reason=verdict.reason,
+        summary=None, dumbbells=Markup(""), dumbbell_note="", items=None, evaluators=None, apart=None,
+        critical_newly_failing=[],
+    )
+    if not verdict.comparable or regression is None:
+        return page
+    page.summary = _summary(report)
+    page.dumbbells, page.dumbbell_note = _dumbbells(regression, settings.dumbbells)
+    page.items = Table("items", [
+        Column("item", "item", "code"), Column("baseline", "baseline", "number"), Column("current", "current", "number"),
+        Column("delta", "Δ", "number"), Column("classification", "change", "status"), Column("rescored", "re-scored"),
+    ], [{"item": c.item_id, "baseline": c.baseline_score, "current": c.current_score, "delta": c.delta,
+         "classification": c.classification, "rescored": c.rescored, "_class": f"change-{c.classification}"}
+        for c in regression.items if c.classification != GT_CHANGED])
+    page.evaluators = Table("evaluators", [
+        Column("evaluator", "evaluator"), Column("newly_failing", "newly failing", "count"),
+        Column("newly_passing", "newly passing", "count"), Column("still_failing", "still failing", "count"),
+        Column("pass_rate_delta", "pass rate Δ", "percent"), Column("mean_delta", "mean Δ", "number"),
+        Column("error_delta", "errors Δ", "count"), Column("failing_ids", "newly failing items", "code"),
+    ], [{"evaluator": e.evaluator, "newly_failing": len(e.newly_failing), "newly_passing": len(e.newly_passing),
+         "still_failing": len(e.still_failing), "pass_rate_delta": e.pass_rate_delta, "mean_delta": e.mean_delta,
+         "error_delta": e.error_delta, "failing_ids": _ids(e.newly_failing)} for e in regression.evaluators])
+    apart = [{"item": c.item_id, "why": f"ground truth changed: {c.note}" if c.note else "ground truth changed"}
+             for c in regression.items if c.classification == GT_CHANGED]
+    apart += [{"item": i, "why": "only in the baseline"} for i in regression.only_in_baseline]
+    apart += [{"item": i, "why": "only in the current run"} for i in regression.only_in_current]
+    apart += [{"item": i, "why": "unscored on one side"} for i in regression.unscored]
+    page.apart = Table("apart", [Column("item", "item", "code"), Column("why", "left out because")], apart)
+    page.critical_newly_failing = list(regression.critical_newly_failing)
+    return page
+
+
+def _summary(report: ComparisonReport) -> CompareSummary:
+    summary, gate = report.regression.summary, report.gate
+    counts = [(IMPROVED, summary.improved), (UNCHANGED, summary.unchanged), (REGRESSED, summary.regressed),
+              (GT_CHANGED, summary.gt_changed)]
+    return CompareSummary(
+        verdict_bar=charts.verdict_bar(counts, title="Items improved, unchanged, regressed"),
+        compared=summary.compared, improved=summary.improved, regressed=summary.regressed,
+        unchanged=summary.unchanged, gt_changed=summary.gt_changed, rescored=summary.rescored,
+        threshold=report.regression.threshold, baseline_mean=summary.baseline_mean, current_mean=summary.current_mean,
+        mean_delta=Interval(summary.mean_delta, summary.ci_low, summary.ci_high), confidence=summary.confidence,
+        p_value=summary.p_value, test_kind=summary.test_kind, noise=summary.noise, noise_source=summary.noise_source,
+        within_noise=summary.within_noise, gate_failed=bool(gate and gate.failed), gate_reasons=list(gate.reasons) if gate else [],
+    )
+
+
+def _dumbbells(regression, limit: int) -> tuple[Markup, str]:
+    changed = [c for c in regression.items if c.delta and c.classification in (IMPROVED, REGRESSED)]
+    shown = sorted(changed, key=lambda c: (-abs(c.delta), c.item_id))[:limit]
+    if not shown:
+        return Markup(""), "No item changed by more than the threshold."
+    rows = [(c.item_id, c.baseline_score, c.current_score) for c in shown]
+    note = f"The {len(shown)} largest of {len(changed)} changed items." if len(changed) > len(shown) else ""
+    return charts.dumbbells(rows, x_label="item score: baseline (open) → current (filled)", title="Items that changed"), note
+
+
+def _ids(item_ids: list[str]) -> str:
+    shown = ", ".join(item_ids[:LISTED_IDS])
+    return shown + (f" … and {len(item_ids) - LISTED_IDS} more" if len(item_ids) > LISTED_IDS else "")
+
+
+def _text(value) -> str:
+    return value if isinstance(value, str) else json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)

@@ -1,0 +1,330 @@
+"""Experiment pages: ``experiments/<name>.html`` and the pages of its arm × item matrix.
+
+The page shows the manifest (its description rendered from markdown, raw HTML escaped), the arms
+with their resolved configs from run.json, score-against-parameter charts for swept numeric
+parameters, and the arm × item matrix of the newest comparable group of runs: per-row winners,
+rows where the arms' outputs diverge, cells whose output differs from the row's majority, and a
+side-by-side word diff of each arm's output against the first arm's on divergent rows.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from dataclasses import dataclass, replace
+
+import yaml
+from markupsafe import Markup
+
+from evalsite.errors import NotComparableError
+from evalsite.matrix import answer_key, comparison_matrix
+from evalsite.runlog import read_run
+
+from evalsite.site import charts, paths
+from evalsite.site.digest import RunDigest
+from evalsite.site.groups import comparable_groups
+from evalsite.site.inputs import ExperimentSource, ProjectInputs, RunSource
+from evalsite.site.pages import Job, Kit, PageContext, doc
+from evalsite.site.pages.common import Pager, dataset_link, paged_views, run_link, runs_by, runs_table
+from evalsite.site.pages.datasets import arm_labels, best_first, mean_interval
+from evalsite.site.pages.runs import flatten
+from evalsite.site.settings import SiteSettings
+from evalsite.site.tables import Column, Table
+from evalsite.site.text import DiffPiece, ShownText, display, markdown, word_diff
+
+MATRIX_VIEWS = {
+    "all": ("all items", lambda row: True),
+    "divergent": ("outputs differ", lambda row: row.divergent),
+}
+
+
+@dataclass(kw_only=True)
+class ArmConfig:
+    """An arm of the matrix and its resolved config."""
+
+    label: str = doc("The arm as the matrix names it.")
+    run: object = doc("Link to the run the matrix uses for this arm.")
+    config_id: str | None = doc("Hash of the resolved config.")
+    config_json: str = doc("The resolved config (from run.json) as indented JSON.")
+
+
+@dataclass(kw_only=True)
+class MatrixCell:
+    """One arm on one item."""
+
+    arm: str = doc("Arm label.")
+    score: float | None = doc("Mean score over the item's repeats; None when the arm did not score the item.")
+    passed: bool | None = doc("True when every repeat of the item passed.")
+    tint: str = doc("CSS class: pass (every repeat passed), mixed (failed, partly right), fail, or missing.")
+    outlier: bool = doc("True when this output differs from the answer most arms gave.")
+    best: bool = doc("True when this arm has the row's highest score (ties mark every tied arm; a row where all tie marks none).")
+    fastest: bool = doc("True when this arm has the row's lowest mean latency (same tie rule).")
+    cheapest: bool = doc("True when this arm has the row's lowest mean cost (same tie rule).")
+    output: ShownText | None = doc("The item's most common output over its repeats (None when redacted or missing).")
+    latency_ms: float | None = doc("Mean latency over repeats.")
+    cost_usd: float | None = doc("Mean cost over repeats; None when unknown.")
+
+
+@dataclass(kw_only=True)
+class PairDiff:
+    """One arm's output against the reference (first) arm's output on one item."""
+
+    left: str = doc("Reference arm label.")
+    right: str = doc("Compared arm label.")
+    left_text: ShownText | None = doc("Reference output.")
+    right_text: ShownText | None = doc("Compared output.")
+    pieces: list[DiffPiece] | None = doc("Word diff from left to right; None when an output is too long to diff.")
+
+
+@dataclass(kw_only=True)
+class MatrixRow:
+    """One item across the arms."""
+
+    anchor: str = doc("HTML id of the row.")
+    item_id: str = doc("The item id.")
+    cells: list[MatrixCell] = doc("One cell per arm, in the arms' order.")
+    divergent: bool = doc("True when the arms' outputs are not all the same.")
+    diffs: list[PairDiff] = doc("Diffs against the reference arm (on pages of the 'divergent' filter; empty elsewhere and when redacted).")
+    diff_href: str | None = doc("Site-root-relative link to this item's diffs on the 'divergent' pages (on other pages).")
+
+
+@dataclass(kw_only=True)
+class Matrix:
+    """One page of the arm × item matrix."""
+
+    arms: list[str] = doc("Arm labels in column order (best mean first).")
+    comparable: str = doc("What the runs of the matrix share (dataset, evaluator versions).")
+    pager: Pager = doc("Filters (all / divergent) and pages.")
+    rows: list[MatrixRow] = doc("The items on this page.")
+    downloads: Table = doc("The page's rows as a flat table (CSV/JSON beside the page).")
+
+
+@dataclass(kw_only=True)
+class ExperimentPage(PageContext):
+    """``experiments/<name>.html``."""
+
+    name: str = doc("Experiment name.")
+    manifest_path: str | None = doc("The manifest file, relative to the project root (None when only runs remain).")
+    manifest_text: str = doc("The manifest as written (the current file, else the newest run's copy).")
+    manifest_error: str | None = doc("Why the manifest could not be parsed, if it could not.")
+    description: Markup = doc("The manifest's description rendered from markdown (raw HTML escaped).")
+    datasets: list = doc("Links to the leaderboards of the datasets the experiment's runs used.")
+    arms: list[ArmConfig] = doc("The arms of the matrix with their resolved configs.")
+    sweeps: list[Markup] = doc("Score against each swept numeric parameter (inline SVG), when configs differ in one.")
+    matrix: Matrix | None = doc("First page of the arm × item matrix; None without a completed scored run.")
+    matrix_note: str = doc("Why there is no matrix although there are runs (evalsite.matrix refused them), if so.")
+    other_groups: list[str] = doc("Comparable groups of this experiment's runs that the matrix does not show.")
+    runs: Table = doc("Every run of the experiment, newest first.")
+
+
+@dataclass(kw_only=True)
+class MatrixPage(PageContext):
+    """``experiments/<name>/<filter>-<n>.html``: another page of the matrix."""
+
+    name: str = doc("Experiment name.")
+    matrix: Matrix = doc("The matrix rows of this page.")
+
+
+def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[Job]:
+    by_name = runs_by(inputs.runs, lambda run: run.experiment)
+    result = []
+    for name in sorted(set(by_name) | set(inputs.experiments)):
+        members = by_name.get(name, [])
+        ids = tuple(r.run_id for r in members)
+        keys = (*(f"run:{r}" for r in ids), f"experiment:{name}") if name in inputs.experiments else tuple(f"run:{r}" for r in ids)
+        result.append(Job(f"experiment:{name}", keys, _renderer(name, members, inputs.experiments.get(name)),
+                          digests=ids))
+    return result
+
+
+def _renderer(name: str, members: list[RunSource], source: ExperimentSource | None):
+    def render(kit: Kit) -> dict[str, bytes]:
+        groups, _ = comparable_groups(members)
+        text, origin = _manifest_text(source, members)
+        description, error = _description(text)
+        arms: list[ArmConfig] = []
+        shards, comparable, labels, matrix_note = [], "", [], ""
+        if groups:
+            group = groups[0]
+            runs = best_first(group.chosen, kit.digests)
+            label_of = arm_labels(runs)
+            labels, comparable = [label_of[r.run_id] for r in runs], group.describe()
+            arms = [ArmConfig(label=label_of[r.run_id], run=run_link(r), config_id=r.config_id,
+                              config_json=json.dumps(r.header.get("config"), indent=2, sort_keys=True, ensure_ascii=False, default=str))
+                    for r in runs]
+            try:
+                rows = matrix_rows(runs, label_of, kit.settings.max_field_chars, kit.settings.redact)
+            except NotComparableError as exc:
+                matrix_note = f"No matrix: {exc.message}."
+            else:
+                shards = _matrix_shards(name, rows, kit.settings)
+            sweeps = sweep_charts(runs, label_of, kit.digests)
+        else:
+            sweeps = []
+        files: dict[str, bytes] = {}
+        first = None
+        for shard in shards:
+            matrix = Matrix(arms=labels, comparable=comparable, pager=shard.pager, rows=shard.records,
+                            downloads=matrix_table(labels, shard.records, kit.settings.redact))
+            if shard.path == paths.experiment(name):
+                first = matrix
+            else:
+                files.update(kit.page(shard.path, "matrix.html", MatrixPage(
+                    title=f"{name}: matrix, {shard.pager.view}, page {next(p.number for p in shard.pager.pages if p.current)}",
+                    name=name, matrix=matrix)))
+        context = ExperimentPage(
+            title=f"Experiment {name}",
+            name=name,
+            manifest_path=origin,
+            manifest_text=text,
+            manifest_error=error,
+            description=description,
+            datasets=[dataset_link(d) for d in sorted({r.dataset_id for r in members if r.dataset_id})],
+            arms=arms,
+            sweeps=sweeps,
+            matrix=first,
+            matrix_note=matrix_note,
+            other_groups=[g.describe() for g in groups[1:]],
+            runs=runs_table("runs", members, kit.digests),
+        )
+        files.update(kit.page(paths.experiment(name), "experiment.html", context))
+        return files
+
+    return render
+
+
+def _matrix_shards(name: str, rows: list[MatrixRow], settings: SiteSettings):
+    """Diffs are shown once, on the pages of the 'divergent' filter; other pages link to them."""
+    shards = paged_views(rows, MATRIX_VIEWS, lambda view, page: paths.matrix(name, view, page),
+                         max_count=settings.items_per_page, budget_bytes=settings.page_budget_bytes,
+                         size_of=_row_size, view_sizes={"divergent": _row_size_with_diffs})
+    home_of = {row.item_id: f"{shard.path}#{row.anchor}-diff" for shard in shards if shard.pager.view == "divergent"
+               for row in shard.records if row.diffs}
+    for shard in shards:
+        if shard.pager.view != "divergent":
+            shard.records[:] = [replace(row, diffs=[], diff_href=home_of.get(row.item_id)) for row in shard.records]
+    return shards
+
+
+def _manifest_text(source: ExperimentSource | None, members: list[RunSource]) -> tuple[str, str | None]:
+    if source is not None:
+        return source.text, source.path.parent.name + "/" + source.path.name
+    newest = max(members, key=lambda r: r.recency, default=None)
+    text = newest.header.get("submitted_manifest") if newest else None
+    return (text if isinstance(text, str) else ""), None
+
+
+def _description(text: str) -> tuple[Markup, str | None]:
+    try:
+        data = yaml.safe_load(text) if text else {}
+    except yaml.YAMLError as exc:
+        return Markup(""), f"not valid YAML/JSON: {str(exc).splitlines()[0]}"
+    description = data.get("description") if isinstance(data, dict) else None
+    return markdown(description if isinstance(description, str) else ""), None
+
+
+def matrix_rows(runs: list[RunSource], labels: dict[str, str], limit: int, redact: bool) -> list[MatrixRow]:
+    """The rows of :func:`evalsite.matrix.comparison_matrix` over ``runs`` (read from disk now), shaped
+    for the page: texts cut to ``limit``, outputs left out when redacting, diffs on divergent rows."""
+    matrix = comparison_matrix([read_run(run.directory) for run in runs])
+    return [_row(row, [labels[column.run_id] for column in matrix.columns], limit, redact) for row in matrix.rows]
+
+
+def _row(row, labels: list[str], limit: int, redact: bool) -> MatrixRow:
+    cells = [_cell(label, cell, row, limit, redact) for label, cell in zip(labels, row.cells)]
+    diffs = [] if redact or not row.divergent else _diffs(cells, row.cells)
+    return MatrixRow(anchor=paths.slug(f"item-{row.item_id}"), item_id=row.item_id, cells=cells,
+                     divergent=row.divergent, diffs=diffs, diff_href=None)
+
+
+def _cell(label: str, cell, row, limit: int, redact: bool) -> MatrixCell:
+    if cell is None:
+        return MatrixCell(arm=label, score=None, passed=None, tint="missing", outlier=False, best=False,
+                          fastest=False, cheapest=False, output=None, latency_ms=None, cost_usd=None)
+    return MatrixCell(
+        arm=label, score=cell.score, passed=cell.passed, tint=_tint(cell.passed, cell.score), outlier=cell.outlier,
+        best=cell.run_id in row.best, fastest=cell.run_id in row.fastest, cheapest=cell.run_id in row.cheapest,
+        output=None if redact else display(cell.output, limit), latency_ms=cell.latency_ms, cost_usd=cell.cost_usd,
+    )
+
+
+def _tint(passed: bool | None, score: float | None) -> str:
+    """pass: every repeat passed; fail: none scored above 0; mixed: failed but partly right."""
+    if passed is None:
+        return "missing"
+    if passed:
+        return "pass"
+    return "mixed" if score else "fail"
+
+
+def _diffs(cells: list[MatrixCell], sources: list) -> list[PairDiff]:
+    """Each arm whose answer differs from the first arm's, diffed word by word against it."""
+    reference, first = cells[0], sources[0]
+    diffs = []
+    for cell, source in zip(cells[1:], sources[1:]):
+        if source is None or first is None or answer_key(source.output) == answer_key(first.output):
+            continue
+        left = reference.output.text if reference.output else ""
+        right = cell.output.text if cell.output else ""
+        diffs.append(PairDiff(left=reference.arm, right=cell.arm, left_text=reference.output, right_text=cell.output,
+                              pieces=word_diff(left, right)))
+    return diffs
+
+
+def matrix_table(labels: list[str], rows: list[MatrixRow], redact: bool) -> Table:
+    columns = [Column("item_id", "item", "code"), Column("divergent", "outputs differ")]
+    for label in labels:
+        columns += [Column(f"score:{label}", f"{label} score", "number"), Column(f"pass:{label}", f"{label} passed")]
+        if not redact:
+            columns.append(Column(f"output:{label}", f"{label} output"))
+    records = []
+    for row in rows:
+        record = {"item_id": row.item_id, "divergent": row.divergent}
+        for cell in row.cells:
+            record[f"score:{cell.arm}"] = cell.score
+            record[f"pass:{cell.arm}"] = cell.passed
+            if not redact:
+                record[f"output:{cell.arm}"] = cell.output.text if cell.output else None
+        records.append(record)
+    return Table("matrix", columns, records, sortable=False)
+
+
+def _row_size(row: MatrixRow) -> int:
+    """Bytes a row costs on a page and in its downloads (scores, and outputs in the downloads)."""
+    return 200 + 150 * len(row.cells) + sum(len(c.output.text) for c in row.cells if c.output)
+
+
+def _row_size_with_diffs(row: MatrixRow) -> int:
+    return _row_size(row) + sum(3 * len(d.right_text.text if d.right_text else "") + 200 for d in row.diffs)
+
+
+def sweep_charts(runs: list[RunSource], labels: dict[str, str], digests: dict[str, RunDigest]) -> list[Markup]:
+    """One chart per numeric parameter whose value differs between the configs."""
+    params = {r.run_id: dict(flatten((r.header.get("config") or {}).get("params") or {})) for r in runs}
+    keys = sorted({k for p in params.values() for k in p})
+    result = []
+    for key in keys:
+        values = {rid: _as_number(p.get(key)) for rid, p in params.items()}
+        present = {rid: v for rid, v in values.items() if v is not None}
+        if len(set(present.values())) < 2:
+            continue
+        series: dict[str, list[charts.Point]] = defaultdict(list)
+        for run in runs:
+            if run.run_id not in present:
+                continue
+            rest = json.dumps({k: v for k, v in params[run.run_id].items() if k != key}, sort_keys=True)
+            interval = mean_interval(digests[run.run_id])
+            if interval.value is None:
+                continue
+            series[rest].append(charts.Point(labels[run.run_id], present[run.run_id], interval.value, interval.low, interval.high))
+        named = {" · ".join(p.label for p in points): points for points in series.values()}
+        result.append(charts.line_chart(named, x_label=key, y_label="mean score", title=f"Mean score against {key}"))
+    return result
+
+
+def _as_number(text: str | None) -> float | None:
+    try:
+        value = json.loads(text) if text is not None else None
+    except json.JSONDecodeError:
+        return None
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None

@@ -1,0 +1,390 @@
+"""Run pages: fingerprint, summary, per-evaluator aggregates and every case, paged and filterable;
+and ``runs.html``, every run of the project."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+
+from evalsite import stats
+
+from evalsite.site import paths
+from evalsite.site.digest import RunDigest, case_critical, finite_number, item_sort_key
+from evalsite.site.inputs import ProjectInputs, RunSource
+from evalsite.site.pages import Job, Kit, PageContext, doc
+from evalsite.site.pages.common import Pager, dataset_link, experiment_link, paged_views, runs_table
+from evalsite.site.settings import SiteSettings
+from evalsite.site.tables import Column, Interval, Link, Table
+from evalsite.site.text import ShownText, display
+
+#: Filters with pages of their own (readable with JavaScript off). Passed cases, usually the bulk
+#: of a run, are not copied into pages of their own: the listing's status filter shows them.
+CASE_VIEWS = {
+    "all": ("all", lambda case: True),
+    "failed": ("failed", lambda case: case.passed is False),
+    "errored": ("errored", lambda case: case.errored),
+    "critical": ("critical rows", lambda case: case.critical is True),
+}
+
+
+@dataclass(kw_only=True)
+class RunFacts:
+    """A run's identity and totals, as the run page's summary shows them."""
+
+    run_id: str = doc("The run id (its folder under runs/).")
+    href: str = doc("Site-root-relative link to the run page.")
+    arm_id: str = doc("The arm the run executed.")
+    experiment: Link | str = doc("Link to the experiment page, or '—'.")
+    dataset: Link | str = doc("Link to the dataset leaderboard, or '—'.")
+    dataset_path: str | None = doc("The dataset file, relative to the project root.")
+    items: int | None = doc("Items in the dataset when the run started.")
+    status: str = doc("completed, failed, canceled, stopped_cost_ceiling, or interrupted (no end.json).")
+    started_at: str | None = doc("When the run started (from run.json).")
+    ended_at: str | None = doc("When it stopped (from end.json).")
+    config_id: str | None = doc("Hash of the resolved config.")
+    fingerprint_hash: str | None = doc("Hash of the fingerprint: equal hashes, same conditions.")
+    batch_id: str | None = doc("The batch (one `evalsite run`) the run belongs to.")
+    repeats: int = doc("Distinct repeat indices among the cases.")
+    cases: int = doc("Cases recorded.")
+    errors: int = doc("Cases whose generation failed.")
+    mean_score: float | None = doc("Mean case score; None when unscored.")
+    pass_rate: float | None = doc("Share of cases that passed.")
+    cost_total: float | None = doc("Total cost in USD; None (unknown) when any case has no cost.")
+    cost_per_case: float | None = doc("Cost of one answer: total / cases.")
+    cost_per_correct: float | None = doc("Total cost / passed cases.")
+    latency_p50: float | None = doc("Median latency (nearest rank), ms.")
+    latency_p95: float | None = doc("95th percentile latency (nearest rank), ms.")
+    input_tokens: int | None = doc("Input tokens over all cases; None when any case did not report them.")
+    output_tokens: int | None = doc("Output tokens over all cases.")
+    critical_known: bool = doc("Whether critical rows are known (the cases record them, or the dataset file still matches the run).")
+    critical_failures: int = doc("Failed cases on rows marked metadata.critical.")
+
+
+@dataclass(kw_only=True)
+class ScoreView:
+    """One evaluator's verdict on one case."""
+
+    evaluator: str = doc("Evaluator name.")
+    version: str = doc("Evaluator version hash.")
+    score: float | None = doc("Score, if any.")
+    passed: bool | None = doc("Verdict, if the evaluator has a pass rule.")
+    label: str | None = doc("Categorical label, if any.")
+    detail: ShownText | None = doc("Explanation (None when redacted or absent).")
+    error: str | None = doc("The evaluator's own error, if it threw.")
+    skipped: bool = doc("True when the evaluator had nothing to judge.")
+
+
+@dataclass(kw_only=True)
+class CaseRow:
+    """One case as the listing shows it; texts are cut to max_field_chars and absent when redacted."""
+
+    anchor: str = doc("HTML id of the row (item and repeat).")
+    item_id: str = doc("The item id.")
+    repeat: int = doc("The repeat index.")
+    status: str = doc("passed, failed, errored or unscored.")
+    critical: bool | None = doc("True for a metadata.critical row; None when unknown.")
+    input: ShownText | None = doc("What the target received.")
+    expected: ShownText | None = doc("The expected value.")
+    output: ShownText | None = doc("What the target answered.")
+    scores: list[ScoreView] = doc("One entry per evaluator.")
+    score: float | None = doc("The case score (weighted mean of evaluator scores).")
+    passed: bool | None = doc("The case verdict.")
+    latency_ms: float | None = doc("Latency in milliseconds.")
+    input_tokens: int | None = doc("Input tokens.")
+    output_tokens: int | None = doc("Output tokens.")
+    cost_usd: float | None = doc("Cost in USD; None when unknown.")
+    error: str | None = doc("Generation error, if any.")
+    finish_reason: str | None = doc("Why generation stopped (stop, length, …).")
+    errored: bool = doc("True when generation or an evaluator raised an error.")
+
+
+@dataclass(kw_only=True)
+class CaseListing:
+    """One page of a run's cases under one filter."""
+
+    pager: Pager = doc("Filters and pages of the listing.")
+    cases: list[CaseRow] = doc("The cases on this page.")
+    downloads: Table = doc("The same cases as a flat table: its CSV and JSON files sit beside the page.")
+
+
+@dataclass(kw_only=True)
+class Noise:
+    """How much a run moves between repeats of the same items."""
+
+    std: float | None = doc("Standard deviation of the per-repeat mean scores: a difference smaller than this is noise.")
+    per_repeat: Table = doc("Mean score of each repeat.")
+    flaky: Table = doc("Items that passed in some repeats and failed in others, with Wilson intervals, pass@k and pass^k.")
+    flaky_count: int = doc("How many items are flaky.")
+    items: int = doc("Items with a verdict.")
+    k: int = doc("The k of pass@k and pass^k (the fewest repeats any item has).")
+    mean_pass_at_k: float | None = doc("Mean over items of pass@k: the chance one of k tries passes.")
+    mean_pass_hat_k: float | None = doc("Mean over items of pass^k: the chance all k tries pass.")
+
+
+@dataclass(kw_only=True)
+class RunPage(PageContext):
+    """``runs/<run_id>.html`` (the run page, with the first page of its cases)."""
+
+    facts: RunFacts = doc("Identity and totals.")
+    fingerprint: Table = doc("The fingerprint flattened to field → value.")
+    fingerprint_json: str = doc("The fingerprint as indented JSON.")
+    config_json: str = doc("The resolved config as indented JSON.")
+    evaluators: Table = doc("Per-evaluator aggregates: n, ok, errors, skipped, pass rate, mean, labels, critical failures.")
+    noise: Noise | None = doc("Spread across repeats and flaky items; None with a single repeat.")
+    listing: CaseListing = doc("The first page of every case.")
+    warnings: list[str] = doc("Problems met while reading the run (e.g. a bad line in cases.jsonl).")
+    compare: Link | None = doc("The compare page against the run's baseline (as `evalsite compare` resolves it), if it has one.", None)
+
+
+@dataclass(kw_only=True)
+class CasesPage(PageContext):
+    """``runs/<run_id>/<filter>-<n>.html``: one more page of a run's cases."""
+
+    facts: RunFacts = doc("Identity and totals of the run.")
+    listing: CaseListing = doc("The cases of this page.")
+
+
+@dataclass(kw_only=True)
+class RunsPage(PageContext):
+    """``runs.html``: every run, newest first."""
+
+    runs: Table = doc("Every run, newest first.")
+    skipped: list[str] = doc("Run folders that could not be read, with the reason.")
+
+
+def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[Job]:
+    every_run = tuple(run.run_id for run in inputs.runs)
+    result = [Job("runs", ("skipped", "decisions", *(f"run:{r}" for r in every_run)), _render_runs_index, digests=every_run)]
+    for run in inputs.runs:
+        keys = [f"run:{run.run_id}"]
+        if run.dataset.get("path"):
+            keys.append(f"dataset-file:{run.dataset['path']}")
+        baseline = inputs.baseline_of(run.run_id)
+        result.append(Job(f"run:{run.run_id}", tuple(keys), _run_renderer(run, baseline), digests=(run.run_id,),
+                          cases_of=run.run_id, variant=baseline or ""))
+    return result
+
+
+def _render_runs_index(kit: Kit) -> dict[str, bytes]:
+    table = runs_table("runs", kit.inputs.runs, kit.digests,
+                       baselines={r.run_id: kit.inputs.baseline_of(r.run_id) for r in kit.inputs.runs})
+    return kit.page(paths.RUNS, "runs.html", RunsPage(title="All runs", runs=table, skipped=kit.inputs.skipped))
+
+
+def _run_renderer(run: RunSource, baseline: str | None):
+    def render(kit: Kit) -> dict[str, bytes]:
+        digest = kit.digests[run.run_id]
+        critical = kit.inputs.critical_items(run)
+        rows = [case_row(case, critical, kit.settings) for case in kit.cases[run.run_id]]
+        rows.sort(key=lambda r: (item_sort_key(r.item_id), r.repeat))
+        facts = run_facts(run, digest)
+        evaluator_names = [e.name for e in digest.evaluators]
+        shards = paged_views(rows, CASE_VIEWS, lambda view, page: paths.run_cases(run.run_id, view, page),
+                             max_count=kit.settings.cases_per_page, budget_bytes=kit.settings.page_budget_bytes,
+                             size_of=_case_size)
+        files: dict[str, bytes] = {}
+        for shard in shards:
+            listing = CaseListing(pager=shard.pager, cases=shard.records,
+                                  downloads=cases_table(shard.records, evaluator_names, kit.settings.redact))
+            if shard.path == paths.run(run.run_id):
+                context = _run_page(run, digest, facts, listing, kit.case_warnings.get(run.run_id, []))
+                context.compare = Link(baseline, paths.compare(run.run_id, baseline)) if baseline else None
+                files.update(kit.page(shard.path, "run.html", context))
+            else:
+                title = f"{run.run_id}: {shard.pager.view} cases, page {_current(shard.pager)}"
+                files.update(kit.page(shard.path, "cases.html", CasesPage(title=title, facts=facts, listing=listing)))
+        return files
+
+    return render
+
+
+def _current(pager: Pager) -> int:
+    return next(p.number for p in pager.pages if p.current)
+
+
+def _run_page(run: RunSource, digest: RunDigest, facts: RunFacts, listing: CaseListing, warnings: list[str]) -> RunPage:
+    fingerprint = run.header.get("fingerprint") if isinstance(run.header.get("fingerprint"), dict) else {}
+    return RunPage(
+        title=f"Run {run.run_id}",
+        facts=facts,
+        fingerprint=Table("fingerprint", [Column("field", "field", "code"), Column("value", "value", "code")],
+                          [{"field": k, "value": v} for k, v in flatten(fingerprint)], sortable=False),
+        fingerprint_json=json.dumps(fingerprint, indent=2, sort_keys=True, ensure_ascii=False, default=str),
+        config_json=json.dumps(run.header.get("config"), indent=2, sort_keys=True, ensure_ascii=False, default=str),
+        evaluators=evaluators_table(digest),
+        noise=run_noise(digest),
+        listing=listing,
+        warnings=warnings,
+    )
+
+
+def run_facts(run: RunSource, digest: RunDigest) -> RunFacts:
+    return RunFacts(
+        run_id=run.run_id,
+        href=paths.run(run.run_id),
+        arm_id=run.arm_id,
+        experiment=experiment_link(run.experiment),
+        dataset=dataset_link(run.dataset_id),
+        dataset_path=run.dataset.get("path"),
+        items=run.dataset.get("items"),
+        status=run.status,
+        started_at=run.started_at,
+        ended_at=(run.end or {}).get("ended_at"),
+        config_id=run.config_id,
+        fingerprint_hash=run.header.get("fingerprint_hash"),
+        batch_id=run.header.get("batch_id"),
+        repeats=len(digest.repeats),
+        cases=digest.cases,
+        errors=digest.errors,
+        mean_score=digest.mean_score,
+        pass_rate=digest.pass_rate,
+        cost_total=digest.cost_total,
+        cost_per_case=digest.cost_per_case,
+        cost_per_correct=digest.cost_per_correct,
+        latency_p50=digest.latency_percentile(50),
+        latency_p95=digest.latency_percentile(95),
+        input_tokens=digest.input_tokens,
+        output_tokens=digest.output_tokens,
+        critical_known=digest.critical_known,
+        critical_failures=digest.critical_failures,
+    )
+
+
+def evaluators_table(digest: RunDigest) -> Table:
+    columns = [
+        Column("evaluator", "evaluator"), Column("version", "version", "code"),
+        Column("n", "n", "count"), Column("ok", "ok", "count", "scored without error or skip"),
+        Column("errors", "errors", "count"), Column("skipped", "skipped", "count"),
+        Column("pass_rate", "pass rate", "percent", "errors and skips count as not passed"),
+        Column("mean", "mean", "number"), Column("labels", "labels"),
+        Column("critical_failures", "critical failures", "count", "failed cases on metadata.critical rows"),
+    ]
+    rows = [{
+        "evaluator": e.name, "version": e.version, "n": e.n, "ok": e.ok, "errors": e.errors, "skipped": e.skipped,
+        "pass_rate": e.pass_rate, "mean": e.mean,
+        "labels": ", ".join(f"{label}: {count}" for label, count in sorted(e.labels.items())),
+        "critical_failures": e.critical_failures if digest.critical_known else None,
+    } for e in digest.evaluators]
+    return Table("evaluators", columns, rows)
+
+
+def run_noise(digest: RunDigest) -> Noise | None:
+    """Spread across repeats and flaky items (evalsite.stats.repeat_noise / flakiness)."""
+    if len(digest.repeats) < 2:
+        return None
+    scores, verdicts = digest.score_matrix(), digest.pass_matrix()
+    noise = stats.repeat_noise(scores) if scores.size else None
+    flaky = stats.flakiness(verdicts) if verdicts.size else None
+    item_ids = [item.item_id for item in digest.items.values() if item.pass_rate is not None]
+    per_repeat = Table("repeats", [Column("repeat", "repeat", "count"), Column("mean_score", "mean score", "number")],
+                       [{"repeat": r, "mean_score": m} for r, m in enumerate(noise.repeat_means)] if noise else [],
+                       caption="Mean score per repeat")
+    flaky_rows = [] if flaky is None else [{
+        "item": item_ids[i], "runs": flaky.n_runs[i], "passed": flaky.n_passed[i], "pass_rate": flaky.pass_rate[i],
+        "wilson": Interval(flaky.pass_rate[i], *flaky.wilson[i]), "pass_at_k": flaky.pass_at_k[i],
+        "pass_hat_k": flaky.pass_hat_k[i]} for i in flaky.flaky_items]
+    k = flaky.k if flaky else 0
+    flaky_table = Table("flaky", [
+        Column("item", "item", "code"), Column("runs", "repeats", "count"), Column("passed", "passed", "count"),
+        Column("wilson", "pass rate", "interval", "with its 95% Wilson interval"),
+        Column("pass_at_k", f"pass@{k}", "number"), Column("pass_hat_k", f"pass^{k}", "number"),
+    ], flaky_rows, caption="Flaky items (passed in some repeats, failed in others)")
+    return Noise(
+        std=None if noise is None or math.isnan(noise.std) else noise.std,
+        per_repeat=per_repeat,
+        flaky=flaky_table,
+        flaky_count=len(flaky_rows),
+        items=len(item_ids),
+        k=k,
+        mean_pass_at_k=None if flaky is None else _finite(flaky.mean_pass_at_k),
+        mean_pass_hat_k=None if flaky is None else _finite(flaky.mean_pass_hat_k),
+    )
+
+
+def _finite(value: float) -> float | None:
+    return None if math.isnan(value) else value
+
+
+def case_row(case: dict, critical: dict[str, bool] | None, settings: SiteSettings) -> CaseRow:
+    item_id, limit, redact = str(case.get("item_id")), settings.max_field_chars, settings.redact
+    scores = [s for s in case.get("scores") or [] if isinstance(s, dict)]
+    error = case.get("error")
+    passed = case.get("passed") if isinstance(case.get("passed"), bool) else None
+    status = "errored" if error else "passed" if passed else "failed" if passed is False else "unscored"
+    repeat = case.get("repeat") if isinstance(case.get("repeat"), int) else 0
+    return CaseRow(
+        anchor=paths.slug(f"case-{item_id}-{repeat}"),
+        item_id=item_id,
+        repeat=repeat,
+        status=status,
+        critical=case_critical(case, critical),
+        input=None if redact else display(case.get("input"), limit),
+        expected=None if redact else display(case.get("expected"), limit),
+        output=None if redact else display(case.get("output"), limit),
+        scores=[ScoreView(
+            evaluator=str(s.get("evaluator")), version=str(s.get("version")), score=finite_number(s.get("score")),
+            passed=s.get("passed") if isinstance(s.get("passed"), bool) else None,
+            label=None if s.get("label") is None else str(s.get("label")),
+            detail=None if redact else display(s.get("detail"), limit),
+            error=None if s.get("error") is None else str(s.get("error"))[:limit],
+            skipped=bool(s.get("skipped")),
+        ) for s in scores],
+        score=finite_number(case.get("score")),
+        passed=passed,
+        latency_ms=finite_number(case.get("latency_ms")),
+        input_tokens=case.get("input_tokens") if isinstance(case.get("input_tokens"), int) else None,
+        output_tokens=case.get("output_tokens") if isinstance(case.get("output_tokens"), int) else None,
+        cost_usd=finite_number(case.get("cost_usd")),
+        error=None if error is None else str(error)[:limit],
+        finish_reason=None if case.get("finish_reason") is None else str(case.get("finish_reason")),
+        errored=bool(error) or any(s.get("error") for s in scores),
+    )
+
+
+def cases_table(rows: list[CaseRow], evaluators: list[str], redact: bool) -> Table:
+    columns = [
+        Column("item_id", "item", "code"), Column("repeat", "repeat", "count"), Column("status", "status", "status"),
+        Column("critical", "critical"), Column("score", "score", "number"), Column("passed", "passed"),
+        Column("latency_ms", "latency", "ms"), Column("input_tokens", "input tokens", "count"),
+        Column("output_tokens", "output tokens", "count"), Column("cost_usd", "cost", "usd"),
+        Column("finish_reason", "finish reason"), Column("error", "error"),
+    ]
+    if not redact:
+        columns += [Column("input", "input"), Column("expected", "expected"), Column("output", "output")]
+    for name in evaluators:
+        columns += [Column(f"score:{name}", f"{name} score", "number"), Column(f"passed:{name}", f"{name} passed")]
+        if not redact:
+            columns.append(Column(f"detail:{name}", f"{name} detail"))
+    records = []
+    for row in rows:
+        record = {c.key: getattr(row, c.key, None) for c in columns if ":" not in c.key}
+        for key in ("input", "expected", "output"):
+            if key in record:
+                record[key] = _shown(record[key])
+        for score in row.scores:
+            record[f"score:{score.evaluator}"] = score.score
+            record[f"passed:{score.evaluator}"] = score.passed
+            if not redact:
+                record[f"detail:{score.evaluator}"] = score.error or _shown(score.detail)
+        records.append(record)
+    return Table("cases", columns, records, sortable=False)
+
+
+def flatten(value, prefix: str = "") -> list[tuple[str, str]]:
+    """Nested mappings as (dotted key, JSON text) pairs, sorted by key."""
+    if isinstance(value, dict) and value:
+        pairs = []
+        for key in sorted(value, key=str):
+            pairs += flatten(value[key], f"{prefix}.{key}" if prefix else str(key))
+        return pairs
+    return [(prefix, value if isinstance(value, str) else json.dumps(value, sort_keys=True, ensure_ascii=False, default=str))]
+
+
+def _shown(text: ShownText | None) -> str | None:
+    return None if text is None else text.text
+
+
+def _case_size(row: CaseRow) -> int:
+    texts = [row.input, row.expected, row.output, *(s.detail for s in row.scores)]
+    return 400 + sum(len(t.text) for t in texts if t is not None) + 200 * len(row.scores)

@@ -1,0 +1,59 @@
+"""Where every page lives, relative to the site root: the one place that knows the site's URL scheme.
+
+Templates prefix these with ``root`` (``../`` per folder level of the current page), so every link
+is relative and the site works from file://, a sub-path on GitHub Pages, or any static server.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+
+HOME = "index.html"
+RUNS = "runs.html"
+DECISIONS = "decisions.html"
+
+
+def slug(text: str) -> str:
+    """A file-name-safe form of an id (``arithmetic@1a2b`` → ``arithmetic-1a2b``)."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", str(text)).strip("-.") or "unnamed"
+
+
+def run(run_id: str) -> str:
+    return f"runs/{slug(run_id)}.html"
+
+
+def run_cases(run_id: str, view: str, page: int) -> str:
+    """Page ``page`` (from 1) of a run's case listing filtered by ``view``; page 1 of ``all`` is the run page."""
+    return run(run_id) if (view, page) == ("all", 1) else f"runs/{slug(run_id)}/{view}-{page}.html"
+
+
+def dataset(dataset_id: str) -> str:
+    return f"datasets/{slug(dataset_id)}.html"
+
+
+def experiment(name: str) -> str:
+    return f"experiments/{slug(name)}.html"
+
+
+def matrix(name: str, view: str, page: int) -> str:
+    """Page ``page`` of an experiment's arm × item matrix; page 1 of ``all`` is the experiment page."""
+    return experiment(name) if (view, page) == ("all", 1) else f"experiments/{slug(name)}/{view}-{page}.html"
+
+
+def compare(run_id: str, baseline_id: str) -> str:
+    return f"compare/{slug(run_id)}--{slug(baseline_id)}.html"
+
+
+def report(name: str) -> str:
+    return f"reports/{slug(name)}.html"
+
+
+def root_of(page: str) -> str:
+    """The prefix that leads from ``page`` back to the site root."""
+    return "../" * page.count("/")
+
+
+def relative(page: str, target: str) -> str:
+    """``target`` (site-root relative) as seen from ``page``."""
+    return posixpath.relpath(target, posixpath.dirname(page) or ".")

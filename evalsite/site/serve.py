@@ -1,0 +1,162 @@
+"""``evalsite serve``: the site on 127.0.0.1, rebuilt when its inputs change, pages reloading themselves.
+
+The watchdog callback only records that something changed; a separate loop waits for a short quiet
+period (debounce), rebuilds incrementally, and bumps an epoch that every served page polls at
+``/.evalsite-epoch`` (the ``livereload.js`` asset, included only when serving). A failed build is
+reported and the last good site keeps being served.
+"""
+
+from __future__ import annotations
+
+import functools
+import shutil
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Callable
+
+from watchdog.events import FileSystemEvent, FileSystemEventHandler
+from watchdog.observers import Observer
+
+from evalsite.errors import SiteError
+from evalsite.project import Project, find_project
+from evalsite.site.build import build_site
+
+WATCHED_FOLDERS = ("runs", "experiments", "data", "reports", "templates", "static")
+EPOCH_PATH = "/.evalsite-epoch"
+
+
+class _Changes(FileSystemEventHandler):
+    """Sets a flag; never builds (builds run on the loop's thread, after a quiet period)."""
+
+    def __init__(self, relevant: Callable[[str], bool]):
+        self.relevant = relevant
+        self.flag = threading.Event()
+        self.last = 0.0
+
+    def on_any_event(self, event: FileSystemEvent) -> None:
+        paths = [event.src_path, getattr(event, "dest_path", "") or ""]
+        if any(p and self.relevant(str(p)) for p in paths):
+            self.last = time.monotonic()
+            self.flag.set()
+
+
+@dataclass
+class LiveSite:
+    """A running server: ``url``, the current ``epoch``, the ``last_error`` of a failed rebuild."""
+
+    project_root: Path
+    out_dir: Path
+    port: int = 8000
+    debounce: float = 0.3
+    report: Callable[[str], None] = print
+    temporary: bool = False
+    epoch: int = 0
+    last_error: str | None = None
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _threads: list = field(default_factory=list)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/"
+
+    def start(self) -> "LiveSite":
+        self._build()
+        if self.last_error:
+            raise SiteError(self.last_error)
+        handler = functools.partial(_Handler, self, directory=str(self.out_dir))
+        try:
+            self._server = ThreadingHTTPServer(("127.0.0.1", self.port), handler)
+        except OSError as exc:
+            raise SiteError(f"cannot serve on 127.0.0.1:{self.port}: {exc.strerror}; choose another --port") from None
+        self.port = self._server.server_address[1]
+        self._changes = _Changes(self._relevant)
+        self._observer = Observer()
+        for name in WATCHED_FOLDERS:
+            if (self.project_root / name).is_dir():
+                self._observer.schedule(self._changes, str(self.project_root / name), recursive=True)
+        self._observer.schedule(self._changes, str(self.project_root), recursive=False)
+        self._observer.start()
+        for target in (self._server.serve_forever, self._rebuild_loop):
+            thread = threading.Thread(target=target, daemon=True)
+            thread.start()
+            self._threads.append(thread)
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._observer.stop()
+        self._server.shutdown()
+        self._server.server_close()
+        self._observer.join(timeout=5)
+        for thread in self._threads:
+            thread.join(timeout=5)
+        if self.temporary:
+            shutil.rmtree(self.out_dir.parent, ignore_errors=True)
+
+    def _relevant(self, path: str) -> bool:
+        changed = Path(path)
+        if changed == self.out_dir or self.out_dir in changed.parents:
+            return False
+        if changed.parent == self.project_root:
+            return changed.name == "evalsite.toml" or changed.name in WATCHED_FOLDERS
+        return True
+
+    def _rebuild_loop(self) -> None:
+        while not self._stop.is_set():
+            if not self._changes.flag.wait(0.1):
+                continue
+            while time.monotonic() - self._changes.last < self.debounce and not self._stop.is_set():
+                time.sleep(self.debounce / 4)
+            self._changes.flag.clear()
+            if not self._stop.is_set():
+                self._build()
+
+    def _build(self) -> None:
+        try:
+            report = build_site(find_project(self.project_root), self.out_dir, live_reload=True)
+        except Exception as exc:  # the server must outlive any failed build; the reason is reported
+            self.last_error = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
+            self.report(f"build failed: {self.last_error} (still serving the last good site)")
+            return
+        self.last_error = None
+        self.epoch += 1
+        self.report(f"built {report.pages} pages ({report.rendered} rendered) in {report.seconds:.1f} s")
+
+
+class _Handler(SimpleHTTPRequestHandler):
+    def __init__(self, live: LiveSite, *args, **kwargs):
+        self.live = live
+        super().__init__(*args, **kwargs)
+
+    def do_GET(self) -> None:
+        if self.path.split("?")[0] == EPOCH_PATH:
+            body = str(self.live.epoch).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Cache-Control", "no-store")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            return
+        super().do_GET()
+
+    def log_message(self, format: str, *args) -> None:
+        """Quiet: one line per request would drown the build messages."""
+
+
+def serve(project: Project, *, port: int = 8000, out_dir: Path | None = None, debounce: float = 0.3,
+          report: Callable[[str], None] = print) -> LiveSite:
+    """Build and start serving; the caller stops it with :meth:`LiveSite.stop`. Without ``out_dir``
+    the site is built in a temporary folder (so the published ``site/`` never holds the reload script)."""
+    folder = Path(out_dir) if out_dir else Path(tempfile.mkdtemp(prefix="evalsite-serve-")) / "site"
+    live = LiveSite(project.root.resolve(), folder.resolve(), port, debounce, report, temporary=out_dir is None)
+    try:
+        return live.start()
+    except BaseException:
+        if out_dir is None:
+            shutil.rmtree(folder.parent, ignore_errors=True)
+        raise

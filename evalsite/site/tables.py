@@ -1,0 +1,134 @@
+"""Tables as data: every table a page shows is a :class:`Table`, rendered by one template macro and
+written beside its page as CSV and JSON downloads (``<page>.<table id>.csv`` / ``.json``)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from dataclasses import dataclass, field, fields, is_dataclass
+from functools import lru_cache
+from typing import Any, Iterator, get_args, get_type_hints
+
+#: How a column's cells are shown; downloads always carry the raw value.
+COLUMN_KINDS = ("text", "code", "number", "percent", "usd", "ms", "count", "interval", "status", "when")
+
+
+@dataclass(frozen=True)
+class Link:
+    """A cell that links somewhere in the site; ``href`` is relative to the site root."""
+
+    text: str
+    href: str
+
+    def __str__(self) -> str:
+        return self.text
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A value with its interval (``low``/``high`` are ``None`` when no interval was computed)."""
+
+    value: float | None
+    low: float | None = None
+    high: float | None = None
+
+
+@dataclass(frozen=True)
+class Column:
+    key: str
+    label: str
+    kind: str = "text"
+    help: str = ""
+
+    def __post_init__(self) -> None:
+        if self.kind not in COLUMN_KINDS:
+            raise ValueError(f"column {self.key!r}: unknown kind {self.kind!r}")
+
+
+@dataclass
+class Table:
+    """Rows keyed by column key; a row's optional ``_class`` key styles it (never downloaded)."""
+
+    id: str
+    columns: list[Column]
+    rows: list[dict]
+    caption: str = ""
+    note: str = ""
+    sortable: bool = True
+    download_stem: str = field(default="", compare=False)
+
+    def records(self) -> list[dict]:
+        """Rows as plain JSON values, in column order."""
+        return [{c.key: _plain(row.get(c.key)) for c in self.columns} for row in self.rows]
+
+    def to_json(self) -> str:
+        """A JSON array, one record per line (compact, and quick to diff)."""
+        lines = [json.dumps(record, ensure_ascii=False, allow_nan=False) for record in self.records()]
+        return "[\n" + ",\n".join(lines) + "\n]\n" if lines else "[]\n"
+
+    def to_csv(self) -> str:
+        buffer = io.StringIO()
+        writer = csv.writer(buffer, lineterminator="\n")
+        header = []
+        for column in self.columns:
+            header += [column.label, f"{column.label} low", f"{column.label} high"] if column.kind == "interval" else [column.label]
+        writer.writerow(header)
+        for row in self.rows:
+            cells = []
+            for column in self.columns:
+                value = row.get(column.key)
+                if column.kind == "interval":
+                    interval = value if isinstance(value, Interval) else Interval(value)
+                    cells += [_csv(interval.value), _csv(interval.low), _csv(interval.high)]
+                else:
+                    cells.append(_csv(_plain(value)))
+            writer.writerow(cells)
+        return buffer.getvalue()
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Link):
+        return value.text
+    if isinstance(value, Interval):
+        return {"value": value.value, "low": value.low, "high": value.high}
+    if isinstance(value, float) and value != value:
+        return None
+    return value
+
+
+def _csv(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, ensure_ascii=False, sort_keys=True)
+    return str(value)
+
+
+def tables_in(value: Any) -> Iterator[Table]:
+    """Every :class:`Table` reachable from a page context through fields whose declared type can
+    hold one (so the thousands of case rows of a listing are not walked)."""
+    if isinstance(value, Table):
+        yield value
+    elif is_dataclass(value) and not isinstance(value, type):
+        for name in _table_fields(type(value)):
+            yield from tables_in(getattr(value, name))
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from tables_in(item)
+
+
+@lru_cache(maxsize=None)
+def _table_fields(cls: type) -> tuple[str, ...]:
+    hints = get_type_hints(cls)
+    return tuple(f.name for f in fields(cls) if _may_hold_table(hints.get(f.name)))
+
+
+def _may_hold_table(hint: Any) -> bool:
+    if hint is Table:
+        return True
+    if isinstance(hint, type) and is_dataclass(hint):
+        return bool(_table_fields(hint))
+    return any(_may_hold_table(arg) for arg in get_args(hint))

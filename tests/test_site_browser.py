@@ -1,0 +1,163 @@
+"""The built site in real headless Chromium: navigation from file://, sorting, no console errors,
+no request outside the site folder, and no payload executing. Screenshots go to a temp folder
+(``EVALSITE_SCREENSHOTS`` names another) so CI can keep them as artifacts."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from evalsite.manifest import load_manifest
+from evalsite.plan import build_plan
+from evalsite.project import find_project
+from evalsite.runner import execute_plan
+from evalsite.site import build_site
+from sitekit import run_example
+from test_site_xss import write_hostile_project
+
+CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
+
+pytestmark = pytest.mark.skipif(
+    not (CHROMIUM.exists() and CHROMEDRIVER.exists()),
+    reason="headless browser tests need /usr/bin/chromium and /usr/bin/chromedriver (Debian: apt-get install chromium chromium-driver)",
+)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    profile = tempfile.mkdtemp(prefix="evalsite-chromium-")
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--window-size=1400,1000", f"--user-data-dir={profile}"):
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
+    driver.set_page_load_timeout(30)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def screenshots(tmp_path_factory) -> Path:
+    folder = Path(os.environ.get("EVALSITE_SCREENSHOTS") or tmp_path_factory.mktemp("screenshots"))
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def example_site(tmp_path_factory) -> Path:
+    root = run_example(tmp_path_factory.mktemp("browser-example"), repeat=1)
+    project = find_project(root)
+    rerun = build_plan(project, load_manifest(root / "experiments/arithmetic.yaml"), arm_ids=("sampler",), repeat=2)
+    execute_plan(project, rerun)  # a second sampler run, compared with the first
+    build_site(project)
+    return root / "site"
+
+
+def problems_in(driver, site: Path) -> list[str]:
+    """Console messages at warning level or above, and any request outside the site folder."""
+    messages = [f"console: {entry['message']}" for entry in driver.get_log("browser")
+                if entry["level"] in ("SEVERE", "WARNING")]
+    names = driver.execute_script(
+        "return performance.getEntriesByType('resource').map(e => e.name)"
+        ".concat(performance.getEntriesByType('navigation').map(e => e.name));")
+    inside = site.resolve().as_uri() + "/"
+    return messages + [f"request outside the site: {name}" for name in names if not name.startswith(inside)]
+
+
+def click_link(driver, text_part: str):
+    from selenium.webdriver.common.by import By
+
+    driver.find_element(By.PARTIAL_LINK_TEXT, text_part).click()
+
+
+def test_home_to_leaderboard_to_run_to_compare_and_sorting(browser, example_site, screenshots):
+    from selenium.webdriver.common.by import By
+
+    browser.get((example_site / "index.html").as_uri())
+    assert browser.find_element(By.TAG_NAME, "h1").text
+    browser.save_screenshot(str(screenshots / "home.png"))
+    assert problems_in(browser, example_site) == []
+
+    click_link(browser, "arithmetic@")
+    assert browser.find_element(By.TAG_NAME, "h1").text.startswith("Dataset arithmetic@")
+    assert browser.find_elements(By.CSS_SELECTOR, "svg.chart")
+    browser.save_screenshot(str(screenshots / "leaderboard.png"))
+    assert problems_in(browser, example_site) == []
+
+    table = browser.find_element(By.CSS_SELECTOR, "#leaderboard-1 table")
+    column = [th.text for th in table.find_elements(By.CSS_SELECTOR, "thead th")].index("p50 latency")
+    header = table.find_elements(By.CSS_SELECTOR, "thead th button")[column]
+    cells = lambda: [row.find_elements(By.TAG_NAME, "td")[column].get_attribute("data-sort")
+                     for row in table.find_elements(By.CSS_SELECTOR, "tbody tr")]
+    header.click()
+    ascending = [float(v) for v in cells()]
+    assert ascending == sorted(ascending)
+    header.click()
+    assert [float(v) for v in cells()] == sorted(ascending, reverse=True)
+
+    click_link(browser, "careful")  # the run of the top arm
+    assert browser.find_element(By.TAG_NAME, "h1").text.startswith("Run ")
+    browser.find_element(By.PARTIAL_LINK_TEXT, "failed (").click()
+    rows = browser.find_elements(By.CSS_SELECTOR, "#cases-table tbody tr")
+    assert rows and all("case-failed" in row.get_attribute("class") for row in rows)
+    browser.save_screenshot(str(screenshots / "run-failed-cases.png"))
+    assert problems_in(browser, example_site) == []
+
+    browser.back()
+    browser.back()
+    click_link(browser, "sampler")  # the newer sampler run, which has a baseline
+    browser.find_element(By.CSS_SELECTOR, "p.compare-link a").click()
+    assert " against " in browser.find_element(By.TAG_NAME, "h1").text
+    assert browser.find_element(By.TAG_NAME, "h2").text == "Fingerprint diff"
+    browser.save_screenshot(str(screenshots / "compare.png"))
+    assert problems_in(browser, example_site) == []
+
+
+def test_status_and_text_filters_hide_rows_on_the_page(browser, example_site):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    run_page = next((example_site / "runs").glob("*left_to_right*.html"))
+    browser.get(run_page.as_uri())
+    visible = lambda: [r for r in browser.find_elements(By.CSS_SELECTOR, "#cases-table tbody tr") if r.is_displayed()]
+    everything = len(visible())
+    Select(browser.find_element(By.CSS_SELECTOR, "select[data-filter-status]")).select_by_visible_text("passed")
+    passed = visible()
+    assert 0 < len(passed) < everything and all("case-passed" in r.get_attribute("class") for r in passed)
+    browser.find_element(By.CSS_SELECTOR, "input[data-filter-table]").send_keys(passed[0].text.split()[0])
+    assert len(visible()) == 1
+
+
+def test_experiment_matrix_and_decisions_pages_load_cleanly(browser, example_site, screenshots):
+    from selenium.webdriver.common.by import By
+
+    browser.get((example_site / "experiments/arithmetic.html").as_uri())
+    assert browser.find_elements(By.CSS_SELECTOR, "#matrix-table tbody tr")
+    browser.save_screenshot(str(screenshots / "experiment.png"))
+    click_link(browser, "decisions")
+    assert browser.find_element(By.TAG_NAME, "h1").text == "Decisions"
+    assert problems_in(browser, example_site) == []
+
+
+def test_no_payload_executes_in_the_browser(browser, tmp_path_factory, screenshots):
+    root = write_hostile_project(tmp_path_factory.mktemp("hostile-browser"))
+    build_site(find_project(root))
+    site = root / "site"
+    for page in ["index.html", "runs/20260101T000000Z-arm0-0000.html", "experiments/evil.html", "decisions.html",
+                 "datasets/evil-000000000000.html"]:
+        browser.get((site / page).as_uri())
+        assert browser.execute_script("return window.__xss === undefined"), page
+        assert problems_in(browser, site) == [], page
+    browser.save_screenshot(str(screenshots / "hostile-decisions.png"))

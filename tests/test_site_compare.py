@@ -1,0 +1,99 @@
+"""Compare pages: a run against its resolved baseline, and pairs asked for in [site] compare."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from evalsite.errors import SiteError
+from evalsite.manifest import load_manifest
+from evalsite.plan import build_plan
+from evalsite.project import find_project
+from evalsite.runner import execute_plan
+from evalsite.site import build_site
+from sitekit import case, parse, run_example, table_rows, write_run
+
+
+@pytest.fixture(scope="module")
+def rerun(tmp_path_factory):
+    """The example (3 repeats), then sampler once more with one repeat: its item means move."""
+    root = run_example(tmp_path_factory.mktemp("compare"))
+    project = find_project(root)
+    plan = build_plan(project, load_manifest(root / "experiments/arithmetic.yaml"), arm_ids=("sampler",), repeat=1)
+    execute_plan(project, plan)
+    return root
+
+
+@pytest.fixture
+def project(rerun, tmp_path):
+    shutil.copytree(rerun, tmp_path / "p")
+    return find_project(tmp_path / "p")
+
+
+def test_a_rerun_is_compared_with_its_prior_run(project):
+    build_site(project)
+    site = project.root / "site"
+    pages = list((site / "compare").glob("*.html"))
+    assert len(pages) == 1
+    page = parse(pages[0])
+    samplers = [p.name for p in sorted(project.runs_dir.glob("*sampler*"),
+                                       key=lambda p: json.loads((p / "run.json").read_text())["started_at"])]
+    assert pages[0].name == f"{samplers[1]}--{samplers[0]}.html"
+    text = " ".join(page.text().split())
+    assert "Baseline chosen as: prior" in text and "paired sign-flip test p =" in text
+    assert page.find("h2").text() == "Fingerprint diff"  # the diff comes first
+    items = table_rows(page.find("div", id="items").find("table"))
+    assert len(items) == 60
+    assert {row[4] for row in items} >= {"improved", "regressed"}
+    charts = [svg.find("title").text() for svg in page.find_all("svg", class_="chart")]
+    assert charts == ["Items improved, unchanged, regressed", "Items that changed"]
+    run_page = parse(site / "runs" / f"{samplers[1]}.html")
+    assert run_page.find("p", class_="compare-link").find("a").attrs["href"] == f"../compare/{pages[0].name}"
+    recent = parse(site / "index.html").find("div", id="recent-runs")
+    assert any(a.attrs["href"] == f"compare/{pages[0].name}" for a in recent.find_all("a"))
+
+
+def test_a_pair_on_different_datasets_shows_the_reason_and_nothing_else(project):
+    write_run(project.runs_dir, "20990101T000000Z-other-0001", [case("x")], arm="other", dataset_id="other@111111111111")
+    careful = next(project.runs_dir.glob("*careful*")).name
+    (project.root / "evalsite.toml").write_text(f'[site]\ncompare = [["20990101T000000Z-other", "{careful}"]]\n')
+    build_site(find_project(project.root))
+    page = parse(project.root / f"site/compare/20990101T000000Z-other-0001--{careful}.html")
+    assert "Not comparable" in page.find("p", class_="not-comparable").text()
+    assert [h.text() for h in page.find_all("h2")] == ["Fingerprint diff"]
+    assert "Baseline chosen as: explicit" in " ".join(page.text().split())
+
+
+def test_an_unknown_run_in_the_compare_setting_is_a_one_line_error(project):
+    (project.root / "evalsite.toml").write_text('[site]\ncompare = [["nosuchrun", "alsonot"]]\n')
+    with pytest.raises(SiteError, match=r"\[site\] compare: no run matches 'nosuchrun'"):
+        build_site(find_project(project.root))
+
+
+def test_the_site_resolves_every_baseline_as_evalsite_compare_does(project):
+    from dataclasses import asdict
+
+    from evalsite.baselines import Decision, resolve_baseline
+    from evalsite.site.inputs import scan_project
+
+    sampler = sorted(project.runs_dir.glob("*sampler*"), key=lambda p: p.name)[0]
+    header = json.loads((sampler / "run.json").read_text())
+    careful = json.loads(next(project.runs_dir.glob("*careful*/run.json")).read_text())
+    write_run(project.runs_dir, "20990101T000000Z-sampler-aaaa", [case("q000")], arm="sampler", status=None,
+              dataset_id=header["dataset"]["dataset_id"])
+    write_run(project.runs_dir, "20990101T000001Z-careful-bbbb", [case("q000")], arm="careful",
+              dataset_id="elsewhere@000000000000")
+    write_run(project.runs_dir, "20990101T000002Z-careful-cccc", [case("q000")], arm="careful",
+              dataset_id=careful["dataset"]["dataset_id"])
+    promotion = Decision(run_id=sampler.name, dataset_id=header["dataset"]["dataset_id"], inputs_id=None,
+                         arm_id=header["arm_id"], fingerprint_hash=header["fingerprint_hash"], reason="r", at="t", by=None)
+    (project.runs_dir / "decisions.jsonl").write_text(json.dumps(asdict(promotion)) + "\n")
+    inputs = scan_project(project)
+    sources = set()
+    for run in inputs.runs:
+        mine, theirs = inputs.baseline_choice(run.run_id), resolve_baseline(project, run.header)
+        assert (mine.directory, mine.source) == (theirs.directory, theirs.source), run.run_id
+        sources.add(mine.source)
+    assert sources == {"promoted", "prior", "none"}
