@@ -226,8 +226,20 @@ def _description(text: str) -> tuple[Markup, str | None]:
 def matrix_rows(runs: list[RunSource], labels: dict[str, str], limit: int, redact: bool) -> list[MatrixRow]:
     """The rows of :func:`evalsite.matrix.comparison_matrix` over ``runs`` (read from disk now), shaped
     for the page: texts cut to ``limit``, outputs left out when redacting, diffs on divergent rows."""
-    matrix = comparison_matrix([read_run(run.directory) for run in runs])
+    matrix = comparison_matrix([_matrix_run(run) for run in runs])
     return [_row(row, [labels[column.run_id] for column in matrix.columns], limit, redact) for row in matrix.rows]
+
+
+#: The case fields a matrix cell reads; the rest (inputs, expected values, per-evaluator scores)
+#: are dropped as each run is read, so a large experiment's matrix holds only what it shows.
+MATRIX_FIELDS = ("item_id", "repeat", "output", "score", "passed", "latency_ms", "input_tokens", "output_tokens",
+                 "cost_usd", "error")
+
+
+def _matrix_run(source: RunSource):
+    run = read_run(source.directory)
+    run.cases = [{key: case.get(key) for key in MATRIX_FIELDS} for case in run.cases]
+    return run
 
 
 def _row(row, labels: list[str], limit: int, redact: bool) -> MatrixRow:
