@@ -20,7 +20,8 @@ def context_classes() -> list[type]:
     found = [PageContext]
     for module in MODULES:
         for value in vars(module).values():
-            if isinstance(value, type) and is_dataclass(value) and value.__module__ == module.__name__ and value not in found:
+            if (isinstance(value, type) and is_dataclass(value) and value.__module__ == module.__name__
+                    and not value.__name__.startswith("_") and value not in found):
                 found.append(value)
     return found
 

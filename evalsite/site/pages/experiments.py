@@ -137,41 +137,51 @@ def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[Job]:
     return result
 
 
+@dataclass
+class _GroupView:
+    """What the page shows of the experiment's newest comparable group."""
+
+    arms: list[ArmConfig]
+    labels: list[str]
+    comparable: str
+    shards: list
+    sweeps: list[Markup]
+    matrix_note: str = ""
+
+
+def _group_view(name: str, group, kit: Kit) -> _GroupView:
+    runs = best_first(group.chosen, kit.digests)
+    label_of = arm_labels(runs)
+    arms = [ArmConfig(label=label_of[r.run_id], run=run_link(r), config_id=r.config_id,
+                      config_json=json.dumps(r.header.get("config"), indent=2, sort_keys=True, ensure_ascii=False, default=str))
+            for r in runs]
+    view = _GroupView(arms, [label_of[r.run_id] for r in runs], group.describe(), [], sweep_charts(runs, label_of, kit.digests))
+    try:
+        rows = matrix_rows(runs, label_of, kit.settings.max_field_chars, kit.settings.redact)
+    except NotComparableError as exc:
+        view.matrix_note = f"No matrix: {exc.message}."
+    else:
+        view.shards = _matrix_shards(name, rows, kit.settings)
+    return view
+
+
 def _renderer(name: str, members: list[RunSource], source: ExperimentSource | None):
     def render(kit: Kit) -> dict[str, bytes]:
         groups, _ = comparable_groups(members)
+        view = _group_view(name, groups[0], kit) if groups else _GroupView([], [], "", [], [])
         text, origin = _manifest_text(source, members)
         description, error = _description(text)
-        arms: list[ArmConfig] = []
-        shards, comparable, labels, matrix_note = [], "", [], ""
-        if groups:
-            group = groups[0]
-            runs = best_first(group.chosen, kit.digests)
-            label_of = arm_labels(runs)
-            labels, comparable = [label_of[r.run_id] for r in runs], group.describe()
-            arms = [ArmConfig(label=label_of[r.run_id], run=run_link(r), config_id=r.config_id,
-                              config_json=json.dumps(r.header.get("config"), indent=2, sort_keys=True, ensure_ascii=False, default=str))
-                    for r in runs]
-            try:
-                rows = matrix_rows(runs, label_of, kit.settings.max_field_chars, kit.settings.redact)
-            except NotComparableError as exc:
-                matrix_note = f"No matrix: {exc.message}."
-            else:
-                shards = _matrix_shards(name, rows, kit.settings)
-            sweeps = sweep_charts(runs, label_of, kit.digests)
-        else:
-            sweeps = []
         files: dict[str, bytes] = {}
         first = None
-        for shard in shards:
-            matrix = Matrix(arms=labels, comparable=comparable, pager=shard.pager, rows=shard.records,
-                            downloads=matrix_table(labels, shard.records, kit.settings.redact))
+        for shard in view.shards:
+            matrix = Matrix(arms=view.labels, comparable=view.comparable, pager=shard.pager, rows=shard.records,
+                            downloads=matrix_table(view.labels, shard.records, kit.settings.redact))
             if shard.path == paths.experiment(name):
                 first = matrix
-            else:
-                files.update(kit.page(shard.path, "matrix.html", MatrixPage(
-                    title=f"{name}: matrix, {shard.pager.view}, page {next(p.number for p in shard.pager.pages if p.current)}",
-                    name=name, matrix=matrix)))
+                continue
+            number = next(p.number for p in shard.pager.pages if p.current)
+            files.update(kit.page(shard.path, "matrix.html", MatrixPage(
+                title=f"{name}: matrix, {shard.pager.view}, page {number}", name=name, matrix=matrix)))
         context = ExperimentPage(
             title=f"Experiment {name}",
             name=name,
@@ -180,10 +190,10 @@ def _renderer(name: str, members: list[RunSource], source: ExperimentSource | No
             manifest_error=error,
             description=description,
             datasets=[dataset_link(d) for d in sorted({r.dataset_id for r in members if r.dataset_id})],
-            arms=arms,
-            sweeps=sweeps,
+            arms=view.arms,
+            sweeps=view.sweeps,
             matrix=first,
-            matrix_note=matrix_note,
+            matrix_note=view.matrix_note,
             other_groups=[g.describe() for g in groups[1:]],
             runs=runs_table("runs", members, kit.digests),
         )
@@ -226,8 +236,20 @@ def _description(text: str) -> tuple[Markup, str | None]:
 def matrix_rows(runs: list[RunSource], labels: dict[str, str], limit: int, redact: bool) -> list[MatrixRow]:
     """The rows of :func:`evalsite.matrix.comparison_matrix` over ``runs`` (read from disk now), shaped
     for the page: texts cut to ``limit``, outputs left out when redacting, diffs on divergent rows."""
-    matrix = comparison_matrix([read_run(run.directory) for run in runs])
+    matrix = comparison_matrix([_matrix_run(run) for run in runs])
     return [_row(row, [labels[column.run_id] for column in matrix.columns], limit, redact) for row in matrix.rows]
+
+
+#: The case fields a matrix cell reads; the rest (inputs, expected values, per-evaluator scores)
+#: are dropped as each run is read, so a large experiment's matrix holds only what it shows.
+MATRIX_FIELDS = ("item_id", "repeat", "output", "score", "passed", "latency_ms", "input_tokens", "output_tokens",
+                 "cost_usd", "error")
+
+
+def _matrix_run(source: RunSource):
+    run = read_run(source.directory)
+    run.cases = [{key: case.get(key) for key in MATRIX_FIELDS} for case in run.cases]
+    return run
 
 
 def _row(row, labels: list[str], limit: int, redact: bool) -> MatrixRow:
