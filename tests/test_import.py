@@ -222,3 +222,12 @@ def test_compare_pairs_two_arms_of_one_tool_and_refuses_two_tools(project, cli):
     assert summary["mean_delta"] < 0 and summary["p_value"] < 0.05
     refused = cli("compare", runs[("promptfoo", "model-a")], "--baseline", inspect_a)
     assert refused.exit_code == 1 and "ERROR: not comparable: evaluator" in refused.stderr
+
+
+def test_the_leaderboard_ranks_imported_arms_with_the_tool_reported_means(project, cli):
+    assert cli("import", "lm-eval", str(LMEVAL), "--dataset", "items-24").exit_code == 0
+    board = json.loads(cli("leaderboard", "--json").stdout)
+    means = {arm["summary"]["arm"]["arm_id"]: arm["summary"]["mean"] for arm in board["arms"]}
+    # lm-eval's own exact_match,none: 0.7083 and 0.4167 (the fixtures' README)
+    assert means == pytest.approx({"model-a": 17 / 24, "model-b": 10 / 24})
+    assert board["n_items"] == 24
