@@ -19,6 +19,7 @@ from evalsite import baselines
 from evalsite.baselines import DECISIONS_FILE
 from evalsite.datasets import dataset_id as compute_dataset_id
 from evalsite.datasets import item_identity, load_rows
+from evalsite.db import RunsDatabase, open_database
 from evalsite.errors import EvalsiteError, RunLogError
 from evalsite.hashing import sha256_json
 from evalsite.project import Project
@@ -144,6 +145,11 @@ class ProjectInputs:
     @cached_property
     def by_id(self) -> dict[str, RunSource]:
         return {run.run_id: run for run in self.runs}
+
+    @cached_property
+    def database(self) -> RunsDatabase:
+        """The DuckDB views the analysis layer reads (opened once per build, when a page needs them)."""
+        return open_database(self.project.runs_dir)
 
     @cached_property
     def hashes(self) -> dict[str, str]:
