@@ -12,6 +12,7 @@ import json
 import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Iterable
 
 from evalsite.errors import DecisionError, RunLogError
 from evalsite.fingerprint import fingerprint_hash, git_user
@@ -203,44 +204,79 @@ def resolve_baseline(project: Project, current: dict, explicit: str | None = Non
     promotion for its dataset and arm, else its most recent older completed run, else none."""
     if explicit is not None:
         return BaselineChoice(resolve_run(project.runs_dir, explicit), EXPLICIT)
-    promoted = _promoted(project, current)
-    if promoted is not None:
-        return promoted
-    prior = _prior_run(project, current)
-    return BaselineChoice(prior, PRIOR) if prior is not None else BaselineChoice(None, NONE)
+    return BaselineResolver.read(project).choose(current)
+
+
+@dataclass(frozen=True)
+class KnownRun:
+    """What choosing a baseline needs of a run already read: its folder, header and status."""
+
+    directory: Path
+    header: dict
+    status: str
+
+    @property
+    def run_id(self) -> str:
+        return self.header["run_id"]
+
+
+class BaselineResolver:
+    """The promoted → prior → none rule of :func:`resolve_baseline` over runs and decisions read
+    once, so the baselines of many runs (the site's every run) cost no further reading.
+
+    ``runs``: every readable run; ``decisions``: ``decisions.jsonl`` in file order; ``unreadable``:
+    run id → folder of runs whose header could not be read (a promotion of one still wins, and
+    reading it then fails with the reason)."""
+
+    def __init__(self, runs: Iterable[KnownRun], decisions: Iterable[Decision], unreadable: dict[str, Path] | None = None):
+        self._runs = {run.run_id: run for run in runs}
+        self._promotions = [decision for decision in decisions if decision.decision == "promote"]
+        self._unreadable = unreadable or {}
+
+    @classmethod
+    def read(cls, project: Project) -> "BaselineResolver":
+        runs, unreadable = [], {}
+        for directory in run_directories(project.runs_dir):
+            try:
+                runs.append(KnownRun(directory, read_header(directory), run_status(directory)))
+            except RunLogError:
+                if (directory / RUN_FILE).exists():
+                    unreadable[directory.name] = directory
+        lines, _ = read_decisions(decisions_path(project))
+        return cls(runs, [Decision.from_json(entry.record) for entry in lines], unreadable)
+
+    def choose(self, current: dict) -> BaselineChoice:
+        """The baseline of the run with header ``current`` (explicit choices are the caller's)."""
+        promoted = self._promoted(current)
+        if promoted is not None:
+            return promoted
+        prior = self._prior_run(current)
+        return BaselineChoice(prior.directory, PRIOR) if prior is not None else BaselineChoice(None, NONE)
+
+    def _promoted(self, current: dict) -> BaselineChoice | None:
+        questions = DatasetIds.of(current)
+        for decision in reversed(self._promotions):
+            if decision.run_id == current["run_id"] or decision.arm_id != current.get("arm_id"):
+                continue
+            if not DatasetIds(decision.dataset_id, decision.inputs_id).same_questions(questions):
+                continue
+            known = self._runs.get(decision.run_id)
+            directory = known.directory if known is not None else self._unreadable.get(decision.run_id)
+            if directory is not None:
+                return BaselineChoice(directory, PROMOTED, decision)
+        return None
+
+    def _prior_run(self, current: dict) -> KnownRun | None:
+        started = current.get("started_at") or ""
+        best: KnownRun | None = None
+        for run in self._runs.values():
+            moment = run.header.get("started_at") or ""
+            if run.run_id == current["run_id"] or not moment < started or run.status != "completed":
+                continue
+            if _same_scope(run.header, current) and (best is None or moment > (best.header.get("started_at") or "")):
+                best = run
+        return best
 
 
 def _same_scope(header: dict, current: dict) -> bool:
     return header.get("arm_id") == current.get("arm_id") and DatasetIds.of(header).same_questions(DatasetIds.of(current))
-
-
-def _promoted(project: Project, current: dict) -> BaselineChoice | None:
-    decisions, _ = read_decisions(decisions_path(project))
-    for entry in reversed(decisions):
-        decision = Decision.from_json(entry.record)
-        directory = project.runs_dir / decision.run_id
-        if decision.decision != "promote" or decision.run_id == current["run_id"]:
-            continue
-        same_dataset = DatasetIds(decision.dataset_id, decision.inputs_id).same_questions(DatasetIds.of(current))
-        if decision.arm_id != current.get("arm_id") or not same_dataset:
-            continue
-        if (directory / RUN_FILE).exists():
-            return BaselineChoice(directory, PROMOTED, decision)
-    return None
-
-
-def _prior_run(project: Project, current: dict) -> Path | None:
-    started = current.get("started_at") or ""
-    best: tuple[str, Path] | None = None
-    for directory in run_directories(project.runs_dir):
-        try:
-            header = read_header(directory)
-            status = run_status(directory)
-        except RunLogError:
-            continue
-        moment = header.get("started_at") or ""
-        if header["run_id"] == current["run_id"] or not moment < started or status != "completed":
-            continue
-        if _same_scope(header, current) and (best is None or moment > best[0]):
-            best = (moment, directory)
-    return best[1] if best else None

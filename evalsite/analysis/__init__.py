@@ -44,11 +44,13 @@ from evalsite.analysis.ranking import (
 )
 from evalsite.analysis.selection import (
     ArmRun,
+    DatasetGroups,
     DatasetRuns,
     LeftOut,
     Selection,
     arm_labels,
     choose_dataset,
+    comparable_groups,
     datasets_with_runs,
     require_comparable,
     runs_by_reference,
@@ -56,10 +58,10 @@ from evalsite.analysis.selection import (
 )
 
 __all__ = [
-    "ArmRun", "ArmSummary", "ArmsOnDataset", "BootstrapReport", "Comparison", "CostSummary", "DatasetRuns",
+    "ArmRun", "ArmSummary", "ArmsOnDataset", "BootstrapReport", "Comparison", "CostSummary", "DatasetGroups", "DatasetRuns",
     "DroppedItem", "Estimate", "FamilyTest", "HoldoutReport", "ItemFlakiness", "ItemLabels", "ItemMatrix",
     "LatencySummary", "Leaderboard", "LeftOut", "NoiseReport", "OrderVerdict", "RankedArm", "Selection",
-    "StabilityReport", "arm_labels", "arms_on_dataset", "bootstrap_report", "choose_dataset",
+    "StabilityReport", "arm_labels", "arms_on_dataset", "bootstrap_report", "choose_dataset", "comparable_groups",
     "datasets_with_runs", "family_test", "holdout_report", "item_labels", "item_matrix", "leaderboard",
     "leaderboard_of", "noise_report", "order_verdict", "plain", "require_comparable", "run_matrix",
     "runs_by_reference", "select_runs", "stability_report", "summarise_arms",

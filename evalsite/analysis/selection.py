@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -138,16 +139,61 @@ def dataset_name(dataset_id: str | None) -> str | None:
     return dataset_id.split("@")[0] if dataset_id else None
 
 
+@dataclass(frozen=True)
+class DatasetGroups:
+    """Every comparable group of one dataset's runs (the site shows one leaderboard per group).
+
+    ``groups``: one :class:`Selection` per group, the group holding the newest run first; each
+    lists its own older runs of a config in ``left_out``. ``left_out``: every run of the dataset
+    that no group uses (not completed, unscored, an older run of a config), with the reason."""
+
+    dataset_id: str
+    groups: tuple[Selection, ...]
+    left_out: tuple[LeftOut, ...]
+
+
 def select_runs(database: RunsDatabase, dataset: str | None = None, evaluator: str | None = None) -> Selection:
     """The comparable arms of one dataset (see the module docstring for the rules).
 
     ``evaluator``: also leave out runs that lack this evaluator. Raises :class:`EvalsiteError`
     when no run of the dataset can be used."""
     dataset_id = choose_dataset(datasets_with_runs(database), dataset)
+    other_versions, unusable, candidates = _dataset_runs(database, dataset_id, evaluator)
+    if not candidates:
+        reasons = "; ".join(f"{r.run_id}: {r.reason}" for r in unusable)
+        raise EvalsiteError(f"no completed, scored run on dataset {dataset_id} ({reasons})")
+    groups = _comparable_groups(candidates)
+    chosen = max(groups, key=lambda g: len({_config_key(row) for row, _ in g}))
+    reference = chosen[-1]
+    left_out = other_versions + unusable
+    for row, header in sorted((c for g in groups if g is not chosen for c in g), key=lambda c: c[0]["run_id"]):
+        reason = comparability(reference[1], header).reason
+        left_out.append(LeftOut(row["run_id"], row["arm_id"], f"not comparable with {reference[0]['run_id']}: {reason}"))
+    return _selection(dataset_id, chosen, left_out)
+
+
+def comparable_groups(
+    database: RunsDatabase, dataset_id: str, evaluator: str | None = None, only_runs: Collection[str] | None = None
+) -> DatasetGroups:
+    """Every comparable group of the runs on ``dataset_id`` (an exact id), by the rules of
+    :func:`select_runs`, which keeps only the group with the most configs. ``only_runs``: consider
+    these runs only (e.g. one experiment's)."""
+    _, unusable, candidates = _dataset_runs(database, dataset_id, evaluator, only_runs)
+    groups = tuple(_selection(dataset_id, group, []) for group in _comparable_groups(candidates)) if candidates else ()
+    left_out = unusable + [item for group in groups for item in group.left_out]
+    return DatasetGroups(dataset_id, groups, tuple(sorted(left_out, key=lambda r: r.run_id)))
+
+
+def _dataset_runs(
+    database: RunsDatabase, dataset_id: str, evaluator: str | None, only_runs: Collection[str] | None = None
+) -> tuple[list[LeftOut], list[LeftOut], list[tuple[dict, dict]]]:
+    """Runs on other versions of the dataset, unusable runs of it, and its usable (row, header)s, oldest first."""
     other_versions: list[LeftOut] = []
     unusable: list[LeftOut] = []
     candidates: list[tuple[dict, dict]] = []
     for row in database.rows(RUNS_SQL):
+        if only_runs is not None and row["run_id"] not in only_runs:
+            continue
         if row["dataset_id"] != dataset_id:
             if dataset_name(row["dataset_id"]) == dataset_name(dataset_id):
                 reason = f"on dataset {row['dataset_id']}, not {dataset_id} (same name, other rows)"
@@ -159,17 +205,13 @@ def select_runs(database: RunsDatabase, dataset: str | None = None, evaluator: s
             candidates.append((row, header))
         else:
             unusable.append(LeftOut(row["run_id"], row["arm_id"], reason))
-    if not candidates:
-        reasons = "; ".join(f"{r.run_id}: {r.reason}" for r in unusable)
-        raise EvalsiteError(f"no completed, scored run on dataset {dataset_id} ({reasons})")
-    left_out = other_versions + unusable
-    chosen, others = _largest_comparable_group(candidates)
-    reference = chosen[-1]
-    for row, header in others:
-        reason = comparability(reference[1], header).reason
-        left_out.append(LeftOut(row["run_id"], row["arm_id"], f"not comparable with {reference[0]['run_id']}: {reason}"))
-    latest, older = _latest_per_config(chosen)
-    left_out += [
+    return other_versions, unusable, candidates
+
+
+def _selection(dataset_id: str, group: list[tuple[dict, dict]], left_out: list[LeftOut]) -> Selection:
+    """One group's latest run per config as arms; its older runs join ``left_out``."""
+    latest, older = _latest_per_config(group)
+    left_out = left_out + [
         LeftOut(row["run_id"], row["arm_id"], f"an older run of the same config; {newer} is newer")
         for row, newer in older
     ]
@@ -192,9 +234,9 @@ def _evaluator_specs(header: dict) -> dict:
     return header.get("evaluators") or (header.get("fingerprint") or {}).get("evaluators") or {}
 
 
-def _largest_comparable_group(candidates: list[tuple[dict, dict]]) -> tuple[list, list]:
-    """Split runs into groups that ``comparability`` accepts together; keep the group with the
-    most configs (ties: the one holding the newest run). Returns (kept oldest first, the rest)."""
+def _comparable_groups(candidates: list[tuple[dict, dict]]) -> list[list[tuple[dict, dict]]]:
+    """Split runs (oldest first) into groups that ``comparability`` accepts together: the group
+    holding the newest run first, each group oldest first."""
     groups: list[list[tuple[dict, dict]]] = []
     for candidate in reversed(candidates):
         home = next((g for g in groups if comparability(g[0][1], candidate[1]).comparable), None)
@@ -202,9 +244,7 @@ def _largest_comparable_group(candidates: list[tuple[dict, dict]]) -> tuple[list
             groups.append([candidate])
         else:
             home.append(candidate)
-    kept = max(groups, key=lambda g: len({_config_key(row) for row, _ in g}))
-    rest = [c for g in groups if g is not kept for c in g]
-    return list(reversed(kept)), sorted(rest, key=lambda c: c[0]["run_id"])
+    return [list(reversed(group)) for group in groups]
 
 
 def _config_key(row: dict) -> str:

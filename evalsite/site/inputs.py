@@ -19,6 +19,7 @@ from evalsite import baselines
 from evalsite.baselines import DECISIONS_FILE
 from evalsite.datasets import dataset_id as compute_dataset_id
 from evalsite.datasets import item_identity, load_rows
+from evalsite.db import RunsDatabase, open_database
 from evalsite.errors import EvalsiteError, RunLogError
 from evalsite.hashing import sha256_json
 from evalsite.project import Project
@@ -107,6 +108,7 @@ class Decision:
     inputs_id: str | None
     arm_id: str | None
     fingerprint_hash: str | None
+    record: baselines.Decision = field(repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -146,6 +148,11 @@ class ProjectInputs:
         return {run.run_id: run for run in self.runs}
 
     @cached_property
+    def database(self) -> RunsDatabase:
+        """The DuckDB views the analysis layer reads (opened once per build, when a page needs them)."""
+        return open_database(self.project.runs_dir)
+
+    @cached_property
     def hashes(self) -> dict[str, str]:
         """Input key → content hash; pages name the keys they are built from."""
         keys = {f"run:{run.run_id}": run.content_hash for run in self.runs}
@@ -162,34 +169,17 @@ class ProjectInputs:
         chosen = sorted(self.hashes) if keys is None else sorted(set(keys))
         return sha256_json([[key, self.hashes.get(key)] for key in chosen])[:16]
 
-    def baseline_choice(self, run_id: str) -> baselines.BaselineChoice:
-        """The baseline `evalsite compare RUN` resolves for a run — the latest promotion for its arm
-        and questions, else its most recent older completed run of the same arm on the same
-        questions — worked out from the scanned headers (as :func:`evalsite.baselines.resolve_baseline`
-        does from disk; a test holds the two to the same answers). ``decision`` is not attached."""
-        if run_id not in self._baselines:
-            self._baselines[run_id] = self._resolve_baseline(self.by_id[run_id])
-        return self._baselines[run_id]
+    @cached_property
+    def baseline_resolver(self) -> baselines.BaselineResolver:
+        """`evalsite compare`'s baseline rule over the scanned runs and decisions (no further reading)."""
+        runs = [baselines.KnownRun(run.directory, run.header, run.status) for run in self.runs]
+        return baselines.BaselineResolver(runs, [decision.record for decision in self.decisions])
 
-    def _resolve_baseline(self, current: RunSource) -> baselines.BaselineChoice:
-        questions = baselines.DatasetIds.of(current.header)
-        arm = current.header.get("arm_id")
-        for decision in reversed(self.decisions):
-            same = baselines.DatasetIds(decision.dataset_id, decision.inputs_id).same_questions(questions)
-            if (decision.action == "promote" and decision.run_id != current.run_id and decision.arm_id == arm
-                    and same and decision.run_id in self.by_id):
-                return baselines.BaselineChoice(self.by_id[decision.run_id].directory, baselines.PROMOTED)
-        started, best = current.started_at or "", None
-        for run in self.runs:
-            moment = run.started_at or ""
-            if run.run_id == current.run_id or not moment < started or run.status != "completed":
-                continue
-            if run.header.get("arm_id") == arm and baselines.DatasetIds.of(run.header).same_questions(questions):
-                if best is None or moment > (best.started_at or ""):
-                    best = run
-        if best is not None:
-            return baselines.BaselineChoice(best.directory, baselines.PRIOR)
-        return baselines.BaselineChoice(None, baselines.NONE)
+    def baseline_choice(self, run_id: str) -> baselines.BaselineChoice:
+        """The baseline `evalsite compare RUN` resolves for a run (:class:`evalsite.baselines.BaselineResolver`)."""
+        if run_id not in self._baselines:
+            self._baselines[run_id] = self.baseline_resolver.choose(self.by_id[run_id].header)
+        return self._baselines[run_id]
 
     def baseline_of(self, run_id: str) -> str | None:
         """The id of a completed run's baseline, if it has one."""
@@ -294,6 +284,6 @@ def read_decisions(path: Path) -> tuple[list[Decision], list[str]]:
             line=entry.line, action=decision.decision, run_id=decision.run_id, reason=decision.reason,
             when=decision.at, who=decision.by, dataset_id=decision.dataset_id, inputs_id=decision.inputs_id,
             arm_id=decision.arm_id,
-            fingerprint_hash=decision.fingerprint_hash,
+            fingerprint_hash=decision.fingerprint_hash, record=decision,
         ))
     return decisions, messages

@@ -1,7 +1,8 @@
 """Dataset leaderboards: ``datasets/<dataset_id>.html``.
 
-Only runs on the same dataset_id with the same evaluator versions are compared; each such group
-gets its own leaderboard, and every run left out is listed with the reason. Within a group the arms
+The figures come from :mod:`evalsite.analysis` (``comparable_groups``, ``item_matrix``,
+``leaderboard_of``), so a leaderboard here is the one ``evalsite leaderboard`` prints. Only runs
+the analysis layer finds comparable are compared; each such group gets its own leaderboard, and every run left out is listed with the reason. Within a group the arms
 are ordered by mean score but *ranked* only as far as the data supports: Friedman's test first,
 then Nemenyi's tied groups (arms sharing a letter are not significantly different), a
 critical-difference diagram and the rank stability ("this order needs ~N items; you have M").
@@ -9,24 +10,19 @@ critical-difference diagram and the rank stability ("this order needs ~N items; 
 
 from __future__ import annotations
 
-import math
-from collections import defaultdict
 from dataclasses import dataclass
 
-import numpy as np
 from markupsafe import Markup
 
-from evalsite import stats
+from evalsite.analysis import ArmsOnDataset, Leaderboard as Board, Selection, comparable_groups, item_matrix, leaderboard_of
+from evalsite.errors import EvalsiteError
 from evalsite.site import charts, paths
-from evalsite.site.digest import RunDigest
-from evalsite.site.groups import ComparableGroup, comparable_groups
 from evalsite.site.inputs import ProjectInputs, RunSource
 from evalsite.site.pages import Job, Kit, PageContext, doc
 from evalsite.site.pages.common import experiment_link, run_link, runs_by, runs_table
 from evalsite.site.settings import SiteSettings
 from evalsite.site.tables import Column, Interval, Table
 
-ALPHA = 0.05
 CONFIDENCE = 0.95
 
 
@@ -83,17 +79,18 @@ def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[Job]:
 def _renderer(dataset_id: str, members: list[RunSource]):
     def render(kit: Kit) -> dict[str, bytes]:
         page_path = paths.dataset(dataset_id)
-        groups, left_out = comparable_groups(members)
+        found = comparable_groups(kit.inputs.database, dataset_id, only_runs={r.run_id for r in members})
         newest = max(members, key=lambda r: r.recency)
         context = DatasetPage(
             title=f"Dataset {dataset_id}",
             dataset_id=dataset_id,
             paths=sorted({r.dataset.get("path") for r in members if r.dataset.get("path")}),
             items=newest.dataset.get("items"),
-            leaderboards=[leaderboard(number, group, kit.digests, page_path)
-                          for number, group in enumerate(groups, start=1)],
+            leaderboards=[leaderboard(number, group, kit.inputs, page_path)
+                          for number, group in enumerate(found.groups, start=1)],
             left_out=Table("left-out", [Column("run", "run", "code"), Column("arm", "arm"), Column("reason", "reason")],
-                           [{"run": run_link(item.run), "arm": item.run.arm_id, "reason": item.reason} for item in left_out]),
+                           [{"run": run_link(kit.inputs.by_id[item.run_id]), "arm": item.arm_id, "reason": item.reason}
+                            for item in found.left_out]),
             runs=runs_table("runs", members, kit.digests),
         )
         return kit.page(page_path, "dataset.html", context)
@@ -101,21 +98,29 @@ def _renderer(dataset_id: str, members: list[RunSource]):
     return render
 
 
-def leaderboard(number: int, group: ComparableGroup, digests: dict[str, RunDigest], page_path: str) -> Leaderboard:
-    runs = best_first(group.chosen, digests)
-    labels = arm_labels(runs)
-    intervals = {r.run_id: mean_interval(digests[r.run_id]) for r in runs}
-    ranking, note, letters, rank_intervals = _ranking(runs, labels, digests, number)
-    rows = [_arm_row(run, labels[run.run_id], digests[run.run_id], intervals[run.run_id],
-                     letters.get(run.run_id), rank_intervals.get(run.run_id)) for run in runs]
+def leaderboard(number: int, selection: Selection, inputs: ProjectInputs, page_path: str) -> Leaderboard:
+    """One group's leaderboard, as :func:`evalsite.analysis.leaderboard_of` computes it."""
+    comparable = describe(selection)
+    try:
+        matrix = item_matrix(inputs.database, selection.arms)
+    except EvalsiteError as exc:
+        return Leaderboard(number=number, comparable=comparable, arms=Table(f"leaderboard-{number}", ARM_COLUMNS, []),
+                           ranking=None, ranking_note=f"No leaderboard: {exc.message}.", intervals=Markup(""),
+                           scatter=Markup(""), scatter_note="")
+    board = leaderboard_of(ArmsOnDataset(selection, matrix))
+    rank_intervals = board.stability.rank_intervals if board.stability else ()
+    rows = [_arm_row(arm, inputs.by_id[arm.summary.arm.run_id],
+                     _rank_text(rank_intervals[index]) if rank_intervals else None)
+            for index, arm in zip(board.verdict.groups.order, board.arms)]
     forest = charts.interval_bars(
-        [charts.Point(labels[r.run_id], iv.value, iv.value, iv.low, iv.high) for r in runs
-         for iv in [intervals[r.run_id]] if iv.value is not None],
+        [charts.Point(arm.summary.arm.label, arm.summary.mean, arm.summary.mean, *bounds(arm.summary.mean_interval))
+         for arm in board.arms],
         x_label=f"mean score with {CONFIDENCE:.0%} bootstrap interval", title="Mean score per arm")
-    scatter, scatter_note = _scatter(runs, labels, digests, intervals, page_path)
+    scatter, scatter_note = _scatter(board, page_path)
+    ranking, note = _ranking(board, number)
     return Leaderboard(
         number=number,
-        comparable=group.describe(),
+        comparable=comparable,
         arms=Table(f"leaderboard-{number}", ARM_COLUMNS, rows),
         ranking=ranking,
         ranking_note=note,
@@ -125,14 +130,20 @@ def leaderboard(number: int, group: ComparableGroup, digests: dict[str, RunDiges
     )
 
 
+def describe(selection: Selection) -> str:
+    """What a group's runs share: the dataset and the evaluator versions."""
+    evaluators = ", ".join(f"{name} {version}" for name, version in sorted(selection.evaluators.items()))
+    return f"dataset {selection.dataset_id}; evaluators {evaluators}"
+
+
 ARM_COLUMNS = [
-    Column("group", "tied group", help="arms sharing a letter are not significantly different (Nemenyi, alpha 0.05)"),
+    Column("group", "tied group", help="arms sharing a letter are not significantly different (Friedman, then Nemenyi, alpha 0.05)"),
     Column("arm", "arm"),
     Column("experiment", "experiment"),
     Column("run", "run", "code"),
-    Column("items", "items", "count"),
+    Column("items", "items", "count", "items every arm of the leaderboard scored (the figures use only these)"),
     Column("cases", "cases", "count"),
-    Column("mean", "mean score", "interval", "mean of per-item means, 95% bootstrap interval over items (repeats resampled within items)"),
+    Column("mean", "mean score", "interval", "mean of per-item means, 95% BCa bootstrap interval over items"),
     Column("noise", "noise ±", "number", "std of the arm's per-repeat means (with repeats): a difference smaller than this is noise"),
     Column("pass_rate", "pass rate", "percent"),
     Column("cost_total", "cost", "usd", "total; unknown when any case has no cost"),
@@ -144,93 +155,48 @@ ARM_COLUMNS = [
 ]
 
 
-def best_first(runs: list[RunSource], digests: dict[str, RunDigest]) -> list[RunSource]:
-    """Highest mean score first (unscored last), ties by arm id then run id."""
-    def key(run: RunSource):
-        mean = digests[run.run_id].mean_score
-        return (mean is None, -(mean or 0.0), run.arm_id, run.run_id)
-
-    return sorted(runs, key=key)
+def bounds(interval) -> tuple[float | None, float | None]:
+    """An analysis interval's bounds for a page (None where the bootstrap gave NaN)."""
+    return tuple(None if bound is None or bound != bound else float(bound) for bound in (interval.low, interval.high))
 
 
-def arm_labels(runs: list[RunSource]) -> dict[str, str]:
-    """The arm id, with the experiment and config id added only where needed to tell arms apart."""
-    counts = defaultdict(int)
-    for run in runs:
-        counts[run.arm_id] += 1
-    labels = {}
-    for run in runs:
-        label = run.arm_id
-        if counts[run.arm_id] > 1:
-            label = f"{run.arm_id} ({run.experiment or '?'}, {(run.config_id or '?')[:8]})"
-        labels[run.run_id] = label
-    return labels
+def _arm_row(arm, run: RunSource, rank: str | None) -> dict:
+    summary = arm.summary
+    return {
+        "group": arm.letters,
+        "arm": summary.arm.label,
+        "experiment": experiment_link(run.experiment),
+        "run": run_link(run),
+        "items": summary.n_items,
+        "cases": summary.n_cases,
+        "mean": Interval(summary.mean, *bounds(summary.mean_interval)),
+        "noise": summary.noise.std if summary.noise and summary.noise.std == summary.noise.std else None,
+        "pass_rate": summary.pass_rate,
+        "cost_total": summary.cost.total,
+        "cost_per_case": summary.cost.per_item,
+        "cost_per_correct": summary.cost.per_correct,
+        "latency_p50": summary.latency.p50_ms,
+        "latency_p95": summary.latency.p95_ms,
+        "rank_interval": rank,
+    }
 
 
-def mean_interval(digest: RunDigest) -> Interval:
-    """Mean of per-item means with its bootstrap interval (two-level when the run has repeats)."""
-    if "mean_interval" not in digest.memo:
-        digest.memo["mean_interval"] = _mean_interval(digest)
-    return digest.memo["mean_interval"]
-
-
-def _mean_interval(digest: RunDigest) -> Interval:
-    matrix = digest.score_matrix()
-    if matrix.size == 0:
-        return Interval(None)
-    item_means = np.nanmean(matrix, axis=1)
-    value = float(item_means.mean())
-    if len(item_means) < 2:
-        return Interval(value)
-    interval = stats.bootstrap_ci(matrix if matrix.shape[1] > 1 else item_means, confidence=CONFIDENCE)
-    low, high = interval
-    return Interval(value, None if math.isnan(low) else low, None if math.isnan(high) else high)
-
-
-def repeat_std(digest: RunDigest) -> float | None:
-    """The arm's own noise: std of its per-repeat means (None with a single repeat)."""
-    if len(digest.repeats) < 2 or digest.unscored:
-        return None
-    std = stats.repeat_noise(digest.score_matrix()).std
-    return None if math.isnan(std) else std
-
-
-def common_item_matrix(runs: list[RunSource], digests: dict[str, RunDigest]) -> tuple[list[str], np.ndarray]:
-    """Items every run scored, and their items × arms matrix of per-item mean scores."""
-    item_sets = [{i for i, item in digests[r.run_id].items.items() if item.mean_score is not None} for r in runs]
-    common = set.intersection(*item_sets) if item_sets else set()
-    order = [i for i in digests[runs[0].run_id].items if i in common] if runs else []
-    matrix = np.array([[digests[r.run_id].items[i].mean_score for r in runs] for i in order], dtype=float)
-    return order, matrix
-
-
-def _ranking(runs, labels, digests, number) -> tuple[Ranking | None, str, dict, dict]:
-    if len(runs) < 2:
-        return None, "One arm: nothing to rank.", {}, {}
-    items, matrix = common_item_matrix(runs, digests)
-    if len(items) < 2:
-        return None, f"The arms share {len(items)} scored item(s); a ranking needs at least two.", {}, {}
-    friedman = stats.friedman_test(matrix)
-    post_hoc = stats.nemenyi(matrix, alpha=ALPHA)
-    differ = friedman.p_value < ALPHA
-    mean_ranks = post_hoc.mean_ranks
-    # without a significant Friedman test no pair is separated: one group spanning every mean rank
-    spread = max(mean_ranks) - min(mean_ranks)
-    groups = stats.tied_groups(mean_ranks, post_hoc.critical_difference if differ else spread)
-    stability = stats.rank_stability(matrix)
-    letters = {run.run_id: groups.letters[index] for index, run in enumerate(runs)}
-    rank_intervals = {run.run_id: _rank_text(stability.rank_intervals[index]) for index, run in enumerate(runs)}
-    names = [labels[r.run_id] for r in runs]
+def _ranking(board: Board, number: int) -> tuple[Ranking | None, str]:
+    verdict = board.verdict
+    if verdict.friedman is None or board.stability is None:
+        return None, "One arm: nothing to rank."
+    names = [arm.label for arm in board.selection.arms]
+    stability = board.stability
     ranking = Ranking(
-        items=len(items),
-        friedman_statistic=friedman.statistic,
-        friedman_p=friedman.p_value,
-        friedman_resamples=friedman.n_resamples,
-        differ=differ,
-        critical_difference=post_hoc.critical_difference,
-        strict_order=differ and groups.strict_order_supported,
-        cd_diagram=charts.cd_diagram(names, list(mean_ranks), post_hoc.critical_difference,
-                                     [list(g) for g in groups.groups], title="Critical-difference diagram (mean ranks)"),
+        items=board.n_items,
+        friedman_statistic=verdict.friedman.statistic,
+        friedman_p=verdict.friedman.p_value,
+        friedman_resamples=verdict.friedman.n_resamples,
+        differ=verdict.friedman.p_value < verdict.alpha,
+        critical_difference=verdict.nemenyi.critical_difference,
+        strict_order=verdict.strict_order_supported,
+        cd_diagram=charts.cd_diagram(names, list(verdict.friedman.mean_ranks), verdict.nemenyi.critical_difference,
+                                     [list(g) for g in verdict.groups.groups], title="Critical-difference diagram (mean ranks)"),
         stability=_stability_text(stability),
         stability_table=Table(
             f"stability-{number}",
@@ -238,11 +204,11 @@ def _ranking(runs, labels, digests, number) -> tuple[Ranking | None, str, dict, 
              Column("p_top", "top arm reproduced", "percent")],
             [{"size": s, "p_order": po, "p_top": pt} for s, po, pt in zip(stability.sizes, stability.p_order, stability.p_top)]),
     )
-    return ranking, "", letters, rank_intervals
+    return ranking, ""
 
 
-def _rank_text(bounds: tuple[float, float]) -> str:
-    low, high = bounds
+def _rank_text(places: tuple[float, float]) -> str:
+    low, high = places
     return f"{low:g}" if low == high else f"{low:g}–{high:g}"
 
 
@@ -257,35 +223,15 @@ def _stability_text(result) -> str:
             f"{share:.0%} of the time (needs {level}); more items are needed before the order can be read.")
 
 
-def _arm_row(run: RunSource, label: str, digest: RunDigest, interval: Interval, letters: str | None, rank: str | None) -> dict:
-    return {
-        "group": letters,
-        "arm": label,
-        "experiment": experiment_link(run.experiment),
-        "run": run_link(run),
-        "items": sum(1 for item in digest.items.values() if item.mean_score is not None),
-        "cases": digest.cases,
-        "mean": interval,
-        "noise": repeat_std(digest),
-        "pass_rate": digest.pass_rate,
-        "cost_total": digest.cost_total,
-        "cost_per_case": digest.cost_per_case,
-        "cost_per_correct": digest.cost_per_correct,
-        "latency_p50": digest.latency_percentile(50),
-        "latency_p95": digest.latency_percentile(95),
-        "rank_interval": rank,
-    }
-
-
-def _scatter(runs, labels, digests, intervals, page_path) -> tuple[Markup, str]:
+def _scatter(board: Board, page_path: str) -> tuple[Markup, str]:
     points, unknown = [], []
-    for run in runs:
-        digest, interval = digests[run.run_id], intervals[run.run_id]
-        if digest.cost_per_case is None or interval.value is None:
-            unknown.append(labels[run.run_id])
+    for arm in board.arms:
+        summary = arm.summary
+        if summary.cost.per_item is None:
+            unknown.append(summary.arm.label)
             continue
-        points.append(charts.Point(labels[run.run_id], digest.cost_per_case, interval.value, interval.low, interval.high,
-                                   href=paths.relative(page_path, paths.run(run.run_id))))
+        points.append(charts.Point(summary.arm.label, summary.cost.per_item, summary.mean, *bounds(summary.mean_interval),
+                                   href=paths.relative(page_path, paths.run(summary.arm.run_id))))
     if len(points) < 2:
         return Markup(""), "Fewer than two arms have a known cost, so there is no quality-against-cost chart."
     note = f"Not plotted (cost unknown): {', '.join(unknown)}." if unknown else ""

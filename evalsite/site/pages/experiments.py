@@ -16,20 +16,19 @@ from dataclasses import dataclass, replace
 import yaml
 from markupsafe import Markup
 
-from evalsite.errors import NotComparableError
+from evalsite.analysis import Selection, comparable_groups, item_matrix, summarise_arms
+from evalsite.errors import EvalsiteError, NotComparableError
 from evalsite.matrix import answer_key, comparison_matrix
 from evalsite.runlog import read_run
 
 from evalsite.site import charts, paths
-from evalsite.site.digest import RunDigest
-from evalsite.site.groups import comparable_groups
 from evalsite.site.inputs import ExperimentSource, ProjectInputs, RunSource
 from evalsite.site.pages import Job, Kit, PageContext, doc
 from evalsite.site.pages.common import Pager, dataset_link, paged_views, run_link, runs_by, runs_table
-from evalsite.site.pages.datasets import arm_labels, best_first, mean_interval
+from evalsite.site.pages.datasets import bounds, describe
 from evalsite.site.pages.runs import flatten
 from evalsite.site.settings import SiteSettings
-from evalsite.site.tables import Column, Table
+from evalsite.site.tables import Column, Interval, Table
 from evalsite.site.text import DiffPiece, ShownText, display, markdown, word_diff
 
 MATRIX_VIEWS = {
@@ -149,13 +148,32 @@ class _GroupView:
     matrix_note: str = ""
 
 
-def _group_view(name: str, group, kit: Kit) -> _GroupView:
-    runs = best_first(group.chosen, kit.digests)
-    label_of = arm_labels(runs)
+def experiment_groups(inputs: ProjectInputs, members: list[RunSource]) -> list[Selection]:
+    """The comparable groups of an experiment's runs (analysis rules, per dataset), newest run first."""
+    ids = {run.run_id for run in members}
+    groups = [group for dataset_id in sorted({r.dataset_id for r in members if r.dataset_id})
+              for group in comparable_groups(inputs.database, dataset_id, only_runs=ids).groups]
+    return sorted(groups, key=lambda g: max((arm.started_at or "", arm.run_id) for arm in g.arms), reverse=True)
+
+
+def arm_means(inputs: ProjectInputs, selection: Selection) -> dict[str, Interval]:
+    """Run id → the arm's mean with its interval over the items the group shares (empty when it shares none)."""
+    try:
+        matrix = item_matrix(inputs.database, selection.arms)
+    except EvalsiteError:
+        return {}
+    return {s.arm.run_id: Interval(s.mean, *bounds(s.mean_interval)) for s in summarise_arms(matrix)}
+
+
+def _group_view(name: str, group: Selection, kit: Kit) -> _GroupView:
+    means = arm_means(kit.inputs, group)
+    ordered = sorted(group.arms, key=lambda a: (a.run_id not in means, -means[a.run_id].value if a.run_id in means else 0.0, a.label))
+    runs = [kit.inputs.by_id[arm.run_id] for arm in ordered]
+    label_of = {arm.run_id: arm.label for arm in ordered}
     arms = [ArmConfig(label=label_of[r.run_id], run=run_link(r), config_id=r.config_id,
                       config_json=json.dumps(r.header.get("config"), indent=2, sort_keys=True, ensure_ascii=False, default=str))
             for r in runs]
-    view = _GroupView(arms, [label_of[r.run_id] for r in runs], group.describe(), [], sweep_charts(runs, label_of, kit.digests))
+    view = _GroupView(arms, [label_of[r.run_id] for r in runs], describe(group), [], sweep_charts(runs, label_of, means))
     try:
         rows = matrix_rows(runs, label_of, kit.settings.max_field_chars, kit.settings.redact)
     except NotComparableError as exc:
@@ -167,7 +185,7 @@ def _group_view(name: str, group, kit: Kit) -> _GroupView:
 
 def _renderer(name: str, members: list[RunSource], source: ExperimentSource | None):
     def render(kit: Kit) -> dict[str, bytes]:
-        groups, _ = comparable_groups(members)
+        groups = experiment_groups(kit.inputs, members)
         view = _group_view(name, groups[0], kit) if groups else _GroupView([], [], "", [], [])
         text, origin = _manifest_text(source, members)
         description, error = _description(text)
@@ -194,7 +212,7 @@ def _renderer(name: str, members: list[RunSource], source: ExperimentSource | No
             sweeps=view.sweeps,
             matrix=first,
             matrix_note=view.matrix_note,
-            other_groups=[g.describe() for g in groups[1:]],
+            other_groups=[describe(g) for g in groups[1:]],
             runs=runs_table("runs", members, kit.digests),
         )
         files.update(kit.page(paths.experiment(name), "experiment.html", context))
@@ -320,7 +338,7 @@ def _row_size_with_diffs(row: MatrixRow) -> int:
     return _row_size(row) + sum(3 * len(d.right_text.text if d.right_text else "") + 200 for d in row.diffs)
 
 
-def sweep_charts(runs: list[RunSource], labels: dict[str, str], digests: dict[str, RunDigest]) -> list[Markup]:
+def sweep_charts(runs: list[RunSource], labels: dict[str, str], means: dict[str, Interval]) -> list[Markup]:
     """One chart per numeric parameter whose value differs between the configs."""
     params = {r.run_id: dict(flatten((r.header.get("config") or {}).get("params") or {})) for r in runs}
     keys = sorted({k for p in params.values() for k in p})
@@ -335,8 +353,8 @@ def sweep_charts(runs: list[RunSource], labels: dict[str, str], digests: dict[st
             if run.run_id not in present:
                 continue
             rest = json.dumps({k: v for k, v in params[run.run_id].items() if k != key}, sort_keys=True)
-            interval = mean_interval(digests[run.run_id])
-            if interval.value is None:
+            interval = means.get(run.run_id)
+            if interval is None:
                 continue
             series[rest].append(charts.Point(labels[run.run_id], present[run.run_id], interval.value, interval.low, interval.high))
         named = {" · ".join(p.label for p in points): points for points in series.values()}

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from evalsite.analysis import comparable_groups
 from evalsite.site import paths
-from evalsite.site.groups import comparable_groups
 from evalsite.site.inputs import ProjectInputs
 from evalsite.site.pages import Job, Kit, PageContext, doc
 from evalsite.site.pages.common import dataset_link, experiment_link, runs_by, runs_table
@@ -58,10 +58,11 @@ def _render(kit: Kit) -> dict[str, bytes]:
 def _datasets_table(kit: Kit) -> Table:
     rows = []
     for dataset_id, members in runs_by(kit.inputs.runs, lambda run: run.dataset_id).items():
-        groups, _ = comparable_groups(members)
+        groups = comparable_groups(kit.inputs.database, dataset_id, only_runs={r.run_id for r in members}).groups
         best = None
         if groups:
-            scored = [(kit.digests[r.run_id].mean_score, r) for r in groups[0].chosen if kit.digests[r.run_id].mean_score is not None]
+            scored = [(kit.digests[arm.run_id].mean_score, arm) for arm in groups[0].arms
+                      if kit.digests[arm.run_id].mean_score is not None]
             best = max(scored, key=lambda pair: (pair[0], pair[1].run_id), default=None)
         newest = max(members, key=lambda r: r.recency)
         rows.append({
@@ -70,7 +71,7 @@ def _datasets_table(kit: Kit) -> Table:
             "items": newest.dataset.get("items"),
             "runs": len(members),
             "arms": len({(r.experiment, r.arm_id, r.config_id) for r in members}),
-            "best": best[1].arm_id if best else None,
+            "best": best[1].label if best else None,
             "best_score": best[0] if best else None,
         })
     columns = [

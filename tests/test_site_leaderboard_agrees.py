@@ -1,0 +1,31 @@
+"""The site's dataset leaderboard and `evalsite leaderboard` come from one definition
+(evalsite.analysis): on the example project the leaderboard's JSON download and the command's
+--json agree on arms, means, intervals, pass rates and tied groups."""
+
+from __future__ import annotations
+
+import json
+
+from analysis_support import example_runs, invoke, json_of, project  # noqa: F401
+from evalsite.site import paths
+
+
+def test_site_leaderboard_download_agrees_with_the_leaderboard_command(project):
+    board = json_of("leaderboard")
+    assert invoke("build").exit_code == 0
+    dataset_id = board["selection"]["dataset_id"]
+    page = paths.dataset(dataset_id).removesuffix(".html")
+    rows = json.loads((project / "site" / f"{page}.leaderboard-1.json").read_text())
+    expected = [
+        (arm["letters"], arm["summary"]["arm"]["label"], arm["summary"]["arm"]["run_id"], arm["summary"]["mean"],
+         arm["summary"]["mean_interval"]["low"], arm["summary"]["mean_interval"]["high"], arm["summary"]["pass_rate"],
+         arm["summary"]["n_items"], arm["summary"]["n_cases"])
+        for arm in board["arms"]
+    ]
+    shown = [
+        (row["group"], row["arm"], row["run"], row["mean"]["value"], row["mean"]["low"], row["mean"]["high"],
+         row["pass_rate"], row["items"], row["cases"])
+        for row in rows
+    ]
+    assert shown == expected  # exactly: both are one computation
+    assert [row["group"] for row in rows] == ["a", "b", "b"]
