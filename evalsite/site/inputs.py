@@ -15,7 +15,7 @@ from pathlib import Path
 
 import yaml
 
-from evalsite import baselines
+from evalsite import analysis, baselines
 from evalsite.baselines import DECISIONS_FILE
 from evalsite.datasets import dataset_id as compute_dataset_id
 from evalsite.datasets import item_identity, load_rows
@@ -142,6 +142,7 @@ class ProjectInputs:
     reports: list[ReportSource] = field(default_factory=list)
     _dataset_cache: dict[str, dict[str, bool] | None] = field(default_factory=dict)
     _baselines: dict[str, baselines.BaselineChoice] = field(default_factory=dict)
+    _leaderboards: dict[tuple, analysis.Leaderboard | EvalsiteError] = field(default_factory=dict)
 
     @cached_property
     def by_id(self) -> dict[str, RunSource]:
@@ -151,6 +152,21 @@ class ProjectInputs:
     def database(self) -> RunsDatabase:
         """The DuckDB views the analysis layer reads (opened once per build, when a page needs them)."""
         return open_database(self.project.runs_dir)
+
+    def leaderboard(self, selection: analysis.Selection) -> analysis.Leaderboard:
+        """:func:`evalsite.analysis.leaderboard_of` of a comparable group, computed once per build (a
+        dataset page and an experiment page often show the same group). Raises
+        :class:`EvalsiteError` when the group's arms share no scored item."""
+        if selection.arms not in self._leaderboards:
+            try:
+                matrix = analysis.item_matrix(self.database, selection.arms)
+                self._leaderboards[selection.arms] = analysis.leaderboard_of(analysis.ArmsOnDataset(selection, matrix))
+            except EvalsiteError as exc:
+                self._leaderboards[selection.arms] = exc
+        found = self._leaderboards[selection.arms]
+        if isinstance(found, EvalsiteError):
+            raise found
+        return found
 
     @cached_property
     def hashes(self) -> dict[str, str]:

@@ -1,7 +1,7 @@
 """Dataset leaderboards: ``datasets/<dataset_id>.html``.
 
 The figures come from :mod:`evalsite.analysis` (``comparable_groups``, ``item_matrix``,
-``leaderboard_of``), so a leaderboard here is the one ``evalsite leaderboard`` prints. Only runs
+``leaderboard_of``; once per group and build, :meth:`ProjectInputs.leaderboard`), so a leaderboard here is the one ``evalsite leaderboard`` prints. Only runs
 the analysis layer finds comparable are compared; each such group gets its own leaderboard, and every run left out is listed with the reason. Within a group the arms
 are ordered by mean score but *ranked* only as far as the data supports: Friedman's test first,
 then Nemenyi's tied groups (arms sharing a letter are not significantly different), a
@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 from markupsafe import Markup
 
-from evalsite.analysis import ArmsOnDataset, Leaderboard as Board, Selection, comparable_groups, item_matrix, leaderboard_of
+from evalsite.analysis import Leaderboard as Board
+from evalsite.analysis import Selection, comparable_groups
 from evalsite.errors import EvalsiteError
 from evalsite.site import charts, paths
 from evalsite.site.inputs import ProjectInputs, RunSource
@@ -102,12 +103,11 @@ def leaderboard(number: int, selection: Selection, inputs: ProjectInputs, page_p
     """One group's leaderboard, as :func:`evalsite.analysis.leaderboard_of` computes it."""
     comparable = describe(selection)
     try:
-        matrix = item_matrix(inputs.database, selection.arms)
+        board = inputs.leaderboard(selection)
     except EvalsiteError as exc:
         return Leaderboard(number=number, comparable=comparable, arms=Table(f"leaderboard-{number}", ARM_COLUMNS, []),
                            ranking=None, ranking_note=f"No leaderboard: {exc.message}.", intervals=Markup(""),
                            scatter=Markup(""), scatter_note="")
-    board = leaderboard_of(ArmsOnDataset(selection, matrix))
     rank_intervals = board.stability.rank_intervals if board.stability else ()
     rows = [_arm_row(arm, inputs.by_id[arm.summary.arm.run_id],
                      _rank_text(rank_intervals[index]) if rank_intervals else None)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 import yaml
 from markupsafe import Markup
 
-from evalsite.analysis import Selection, comparable_groups, item_matrix, summarise_arms
+from evalsite.analysis import Selection, comparable_groups
 from evalsite.errors import EvalsiteError, NotComparableError
 from evalsite.matrix import answer_key, comparison_matrix
 from evalsite.runlog import read_run
@@ -159,10 +159,10 @@ def experiment_groups(inputs: ProjectInputs, members: list[RunSource]) -> list[S
 def arm_means(inputs: ProjectInputs, selection: Selection) -> dict[str, Interval]:
     """Run id → the arm's mean with its interval over the items the group shares (empty when it shares none)."""
     try:
-        matrix = item_matrix(inputs.database, selection.arms)
+        board = inputs.leaderboard(selection)
     except EvalsiteError:
         return {}
-    return {s.arm.run_id: Interval(s.mean, *bounds(s.mean_interval)) for s in summarise_arms(matrix)}
+    return {arm.summary.arm.run_id: Interval(arm.summary.mean, *bounds(arm.summary.mean_interval)) for arm in board.arms}
 
 
 def _group_view(name: str, group: Selection, kit: Kit) -> _GroupView:
