@@ -394,3 +394,14 @@ def test_a_critical_flag_recorded_in_the_cases_is_used_without_the_dataset(tmp_p
     page = parse(root / "site/runs/20260101T000000Z-a-0001.html")
     assert "critical rows (1)" in page.find("nav", class_="pager").text()
     assert "criticalfailures1" in "".join(page.find("dl", class_="numbers").text().split())
+
+
+def test_csv_cells_a_spreadsheet_would_run_as_formulas_are_quoted_and_json_keeps_them():
+    from evalsite.site.tables import Column, Table
+
+    table = Table("t", [Column("output", "output"), Column("score", "score")],
+                  [{"output": '=HYPERLINK("http://x","y")', "score": -0.5}, {"output": "-1 apples", "score": 1}])
+    rows = list(csv.reader(io.StringIO(table.to_csv())))
+    assert rows[1] == ["'=HYPERLINK(\"http://x\",\"y\")", "-0.5"]
+    assert rows[2] == ["'-1 apples", "1"]
+    assert json.loads(table.to_json())[0]["output"] == '=HYPERLINK("http://x","y")'

@@ -97,14 +97,21 @@ def _plain(value: Any) -> Any:
     return value
 
 
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
 def _csv(value: Any) -> str:
+    """A cell as text. Text that a spreadsheet would run as a formula (a model output such as
+    ``=HYPERLINK(...)``) gets a leading ``'``; numbers are written as they are, and the JSON
+    download always keeps the raw value."""
     if value is None:
         return ""
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, (dict, list)):
-        return json.dumps(value, ensure_ascii=False, sort_keys=True)
-    return str(value)
+    if isinstance(value, (int, float)):
+        return str(value)
+    text = json.dumps(value, ensure_ascii=False, sort_keys=True) if isinstance(value, (dict, list)) else str(value)
+    return "'" + text if text.startswith(FORMULA_STARTS) else text
 
 
 def tables_in(value: Any) -> Iterator[Table]:
