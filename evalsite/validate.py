@@ -20,6 +20,7 @@ from evalsite.manifest import load_manifest
 from evalsite.plan import build_plan
 from evalsite.project import Project, cwd_relative
 from evalsite.runlog import read_run
+from evalsite.site.settings import site_settings
 
 Check = Callable[[Project], list[str]]
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
@@ -98,6 +99,15 @@ def check_locks(project: Project) -> list[str]:
     return problems
 
 
+def check_settings(project: Project) -> list[str]:
+    """``evalsite.toml``'s ``[site]`` table, read as ``evalsite build`` reads it."""
+    try:
+        site_settings(project.settings)
+    except EvalsiteError as exc:
+        return [exc.message]
+    return []
+
+
 def check_runs(project: Project) -> list[str]:
     """Every folder under ``runs/`` is a readable run whose id is its folder's name."""
     problems = []
@@ -114,7 +124,7 @@ def check_runs(project: Project) -> list[str]:
     return problems
 
 
-CHECKS: list[Check] = [check_manifests, check_datasets, check_locks, check_runs, validate_decisions]
+CHECKS: list[Check] = [check_settings, check_manifests, check_datasets, check_locks, check_runs, validate_decisions]
 
 
 def validate_project(project: Project, checks: list[Check] | None = None) -> list[str]:

@@ -93,3 +93,11 @@ def test_run_checks(example_project, cli):
 def test_checks_are_a_list_a_new_check_joins(example_project):
     extra = [lambda project: ["runs/decisions.jsonl: line 1: an example"], lambda project: ["runs/decisions.jsonl: line 1: an example"]]
     assert validate_project(find_project(), checks=extra) == ["runs/decisions.jsonl: line 1: an example"]
+
+
+def test_site_settings_are_checked_with_every_problem_named(example_project, cli):
+    (example_project / "evalsite.toml").write_text("[site]\nredact = 'yes'\ncases_per_pag = 10\n")
+    result = cli("validate")
+    assert result.exit_code == 1
+    first = result.output.splitlines()[0]
+    assert first.startswith("evalsite.toml [site]: ") and "redact" in first and "cases_per_pag" in first
