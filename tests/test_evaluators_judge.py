@@ -45,6 +45,15 @@ def show_prompt(input, params):
 def down(input):
     raise RuntimeError("judge is down")
 
+busy_calls = []
+
+def busy_once(input):
+    from evalsite.targets import TransientTargetError
+    busy_calls.append(1)
+    if len(busy_calls) == 1:
+        raise TransientTargetError("HTTP 429", retry_after=0.01)
+    return '{"score": 9, "reason": "answered after one retry"}'
+
 arrived = []
 
 async def rendezvous(input):
@@ -123,6 +132,18 @@ def test_two_judges_on_one_case_run_concurrently(judges, tmp_path):
 def test_a_failing_judge_records_an_error(judges, tmp_path):
     result = judge(judges("down"), tmp_path)
     assert result.error == "judge failed: RuntimeError: judge is down"
+
+
+def test_a_busy_judge_is_retried_like_a_generation(judges, tmp_path):
+    result = judge(judges("busy_once"), tmp_path)
+    assert (result.score, result.error) == (0.9, None)
+
+
+def test_a_bad_judge_timeout_fails_at_build(judges, tmp_path):
+    spec = judges("valid")
+    spec["judge"] = {"target": spec["judge"], "settings": {"timeout": -1}}
+    with pytest.raises(EvaluatorError, match="judge.settings.timeout: needs a number of seconds > 0, got -1"):
+        build_evaluators([spec], tmp_path)
 
 
 def test_samples_record_the_mean_and_the_judges_spread(judges, tmp_path):

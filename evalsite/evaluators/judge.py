@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import random
 from dataclasses import dataclass
 from statistics import fmean
 from typing import Any
@@ -20,6 +21,7 @@ from evalsite.errors import EvalsiteError
 from evalsite.evaluators.base import CaseView, Evaluator, Outcome, ScoringError, register_evaluator
 from evalsite.evaluators.text import as_text, strip_fence
 from evalsite.prompts import render_template
+from evalsite.retry import RetryPolicy, call_with_retries
 from evalsite.targets import TargetRequest, make_target
 
 DEFAULT_RUBRIC = "Is the output correct, relevant and complete for the input?"
@@ -112,6 +114,10 @@ class LlmJudge(Evaluator):
         self.judge_params = dict(judge.get("params") or {})
         self.judge_settings = dict(judge.get("settings") or {})
         self._make_target()
+        try:
+            self.retry_policy = RetryPolicy.from_schedule({}, self.judge_settings)
+        except EvalsiteError as exc:
+            raise ValueError(f"judge.{exc.message}") from None
         self.rubric = self.option("rubric", str, DEFAULT_RUBRIC)
         self.prompt = self.option("prompt", str)
         if self.prompt is not None:
@@ -177,7 +183,9 @@ class LlmJudge(Evaluator):
     async def _ask(self, target, messages: list[dict], case: CaseView, sample: int) -> Any:
         request = TargetRequest(input=messages, row=case.row, params=self.judge_params, repeat=sample,
                                 item_id=str(case.row.get("id", "")))
-        result = await target.generate(request)
+        # the same retries as a generation: timeouts, connection errors, 429 (Retry-After) and 5xx
+        called = await call_with_retries(target, request, self.retry_policy, stopping=lambda: False, rng=random.Random())
+        result = called.result
         if result.error is not None:
             raise ScoringError(f"judge failed: {result.error}")
         return result.output
