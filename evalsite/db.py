@@ -18,7 +18,7 @@ from evalsite.runlog import CASES_FILE, read_end, read_header, run_directories, 
 
 SCORE_TYPE = (
     "STRUCT(evaluator VARCHAR, version VARCHAR, score DOUBLE, passed BOOLEAN, label VARCHAR, "
-    "detail VARCHAR, error VARCHAR, skipped BOOLEAN, turn INTEGER, spread DOUBLE)"
+    "detail VARCHAR, error VARCHAR, skipped BOOLEAN, turn INTEGER, spread DOUBLE, cost_usd DOUBLE)"
 )
 CASE_COLUMNS = {
     "item_id": "VARCHAR",
@@ -32,6 +32,7 @@ CASE_COLUMNS = {
     "input_tokens": "BIGINT",
     "output_tokens": "BIGINT",
     "cost_usd": "DOUBLE",
+    "scoring_cost_usd": "DOUBLE",
     "finish_reason": "VARCHAR",
     "scores": f"{SCORE_TYPE}[]",
     "score": "DOUBLE",
@@ -117,6 +118,6 @@ def _define_case_views(connection: duckdb.DuckDBPyConnection, case_files: list[P
     connection.execute(f"CREATE OR REPLACE VIEW cases AS {source}")
     connection.execute(
         "CREATE OR REPLACE VIEW scores AS SELECT run_id, item_id, repeat, s.evaluator, s.version, "
-        "s.score, s.passed, s.label, s.detail, s.error, s.skipped, s.turn, s.spread "
+        "s.score, s.passed, s.label, s.detail, s.error, s.skipped, s.turn, s.spread, s.cost_usd "
         "FROM (SELECT run_id, item_id, repeat, unnest(scores) AS s FROM cases)"
     )

@@ -23,7 +23,7 @@ from evalsite.manifest import Manifest, load_manifest
 from evalsite.plan import manifest_dataset, selected_part
 from evalsite.project import Project
 from evalsite.runlog import Run, RunWriter, iso, new_run_id, read_run, resolve_run, utc_now
-from evalsite.runner import dataset_record
+from evalsite.runner import dataset_record, scoring_cost
 from evalsite.summary import is_critical, summarise_cases
 
 
@@ -150,5 +150,6 @@ async def rescore_case(case: dict, item: Item, evaluators: list[Evaluator]) -> d
         "scores": [s.to_json() for s in scored.scores],
         "score": scored.score,
         "passed": scored.passed,
+        "scoring_cost_usd": scoring_cost(scored.scores),
         "critical": is_critical(item.row),
     }

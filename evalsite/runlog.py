@@ -37,7 +37,7 @@ CASE_FIELDS = (
     "input_tokens", "output_tokens", "cost_usd", "finish_reason", "scores", "score", "passed",
     "started_at", "critical",
 )
-OPTIONAL_CASE_FIELDS = ("attempts", "transcript", "turn_outputs")
+OPTIONAL_CASE_FIELDS = ("attempts", "transcript", "turn_outputs", "scoring_cost_usd")
 
 
 def utc_now() -> datetime:

@@ -28,7 +28,7 @@ from evalsite.prompts import render_input
 from evalsite.retry import Abandoned, CallOutcome, RetryPolicy, call_with_retries
 from evalsite.runlog import CASES_FILE, RunWriter, iso, new_run_id, read_cases, read_header, resolve_run, utc_now
 from evalsite.summary import is_critical, summarise_cases
-from evalsite.targets import TargetRequest, TargetResult, make_target, replays_turns
+from evalsite.targets import TargetRequest, TargetResult, call_cost, make_target, replays_turns, total_or_none
 from evalsite.targets.turns import TurnsError, assistant_replies, normalise_turns
 
 CANCELED, CEILING, COMPLETED, FAILED = "canceled", "stopped_cost_ceiling", "completed", "failed"
@@ -377,7 +377,7 @@ class BatchRunner:
                     continue
                 writer.append_case(case)
                 cases.append(case)
-                if self.budget.add(case["cost_usd"]):
+                if self.budget.add((case["cost_usd"] or 0) + (case["scoring_cost_usd"] or 0)):
                     self.stop.request(CEILING)
                 self.progress.advance(bool(case["error"]), self.budget.spent if self.budget.spent else None)
 
@@ -426,6 +426,7 @@ class BatchRunner:
             "input_tokens": result.input_tokens,
             "output_tokens": result.output_tokens,
             "cost_usd": generation.cost_usd,
+            "scoring_cost_usd": scoring_cost(scored.scores),
             "finish_reason": result.finish_reason,
             "scores": [s.to_json() for s in scored.scores],
             "score": scored.score,
@@ -446,7 +447,7 @@ class BatchRunner:
 
     async def _generate(self, job: Job, item: Item, repeat: int, rendered) -> Generation:
         call = await self._call(job, item, repeat, rendered)
-        return Generation(call.result, case_cost(job.config.price, call.result), call.latency_ms, call.attempts)
+        return Generation(call.result, call_cost(call.result, job.config.price), call.latency_ms, call.attempts)
 
     async def _replay(self, job: Job, item: Item, repeat: int, prepared: PreparedInput) -> Generation:
         """Each user turn is sent with the history so far, the target's own replies included."""
@@ -471,7 +472,7 @@ def combine_turns(calls: list[CallOutcome], transcript: list[dict], price: dict 
     """A replay's case: summed latency, tokens and cost (unknown if any turn's is), the last reply."""
     results = [call.result for call in calls]
     failed = next(((n, r) for n, r in enumerate(results, start=1) if r.error is not None), None)
-    costs = [case_cost(price, r) for r in results]
+    costs = [call_cost(r, price) for r in results]
     reasons = [r.finish_reason for r in results]
     combined = TargetResult(
         output=None if failed else results[-1].output,
@@ -490,18 +491,10 @@ def combine_turns(calls: list[CallOutcome], transcript: list[dict], price: dict 
     )
 
 
-def total_or_none(values) -> float | int | None:
-    values = list(values)
-    return None if any(v is None for v in values) else sum(values)
-
-
-def case_cost(price: dict | None, result: TargetResult) -> float | None:
-    """Billed cost when the target reports it, else tokens × the arm's price per million; else unknown."""
-    if result.cost_usd is not None:
-        return result.cost_usd
-    if not price or result.input_tokens is None or result.output_tokens is None:
-        return None
-    return (result.input_tokens * price.get("input", 0) + result.output_tokens * price.get("output", 0)) / 1e6
+def scoring_cost(scores) -> float | None:
+    """What the evaluators' own model calls (LLM judges) cost for one case; None when none reported a cost."""
+    known = [s.cost_usd for s in scores if s.cost_usd is not None]
+    return sum(known) if known else None
 
 
 def run_totals(cases: list[dict], plan: Plan, config: Config) -> dict:

@@ -39,6 +39,7 @@ def summarise_cases(cases: list[dict]) -> dict:
     verdicts = [c["passed"] for c in cases if c.get("passed") is not None]
     costs = [c["cost_usd"] for c in cases if c.get("cost_usd") is not None]
     latencies = [c["latency_ms"] for c in cases if c.get("latency_ms") is not None]
+    scoring_costs = [c["scoring_cost_usd"] for c in cases if c.get("scoring_cost_usd") is not None]
     evaluators = summarise_evaluators(cases)
     ruled = [e["passed"] for e in evaluators.values() if e["passed"] is not None]
     return {
@@ -51,6 +52,7 @@ def summarise_cases(cases: list[dict]) -> dict:
         "passed": all(ruled) if ruled else None,
         "critical_failures": sorted({str(c["item_id"]) for c in cases if c.get("critical") and c.get("passed") is False}),
         "cost_usd": sum(costs) if costs and len(costs) == len(cases) else None,
+        "scoring_cost_usd": sum(scoring_costs) if scoring_costs else None,
         "mean_latency_ms": fmean(latencies) if latencies else None,
         "evaluators": evaluators,
     }

@@ -45,6 +45,12 @@ def show_prompt(input, params):
 def down(input):
     raise RuntimeError("judge is down")
 
+def billed(input):
+    return {"output": '{"score": 5, "reason": "half"}', "cost_usd": 0.002}
+
+def by_tokens(input):
+    return {"output": '{"score": 5, "reason": "half"}', "input_tokens": 1000, "output_tokens": 100}
+
 busy_calls = []
 
 def busy_once(input):
@@ -137,6 +143,15 @@ def test_a_failing_judge_records_an_error(judges, tmp_path):
 def test_a_busy_judge_is_retried_like_a_generation(judges, tmp_path):
     result = judge(judges("busy_once"), tmp_path)
     assert (result.score, result.error) == (0.9, None)
+
+
+def test_judge_calls_carry_their_cost_billed_or_priced_and_unknown_otherwise(judges, tmp_path):
+    assert judge(judges("billed", samples=2), tmp_path).cost_usd == pytest.approx(0.004)
+    spec = judges("by_tokens")
+    spec["judge"] = {"target": spec["judge"], "price": {"input": 2.0, "output": 10.0}}
+    assert judge(spec, tmp_path).cost_usd == pytest.approx((1000 * 2.0 + 100 * 10.0) / 1e6)
+    assert judge(judges("by_tokens"), tmp_path).cost_usd is None
+    assert judge(judges("valid"), tmp_path).cost_usd is None
 
 
 def test_a_bad_judge_timeout_fails_at_build(judges, tmp_path):

@@ -54,6 +54,7 @@ class Score:
     skipped: bool = False
     turn: int | None = None
     spread: float | None = None
+    cost_usd: float | None = None
 
     def to_json(self) -> dict:
         return dict(vars(self))  # every field is a plain value; asdict's deep copy costs 10x more
@@ -64,7 +65,8 @@ class Outcome:
     """What a scoring function returns; the base class turns it into a :class:`Score`.
 
     ``passed`` None means the result has no pass rule (a bare number, a label). ``spread`` is
-    the range of repeated judgements, when an evaluator samples more than once.
+    the range of repeated judgements, when an evaluator samples more than once; ``cost_usd``
+    what its model calls cost, when it makes any.
     """
 
     score: float | None = None
@@ -73,6 +75,7 @@ class Outcome:
     detail: str | None = None
     spread: float | None = None
     skipped: bool = False
+    cost_usd: float | None = None
 
     @classmethod
     def check(cls, ok: bool, detail_if_failed: str | None = None) -> "Outcome":
@@ -189,7 +192,7 @@ class Evaluator:
         if threshold is not None and outcome.score is not None:
             passed = outcome.score >= threshold
         return Score(self.name, self.version, outcome.score, passed, outcome.label, outcome.detail,
-                     turn=turn, spread=outcome.spread)
+                     turn=turn, spread=outcome.spread, cost_usd=outcome.cost_usd)
 
     def error_score(self, message: str, turn: int | None = None) -> Score:
         return Score(self.name, self.version, passed=False, error=message, turn=turn)

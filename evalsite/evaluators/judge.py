@@ -22,7 +22,7 @@ from evalsite.evaluators.base import CaseView, Evaluator, Outcome, ScoringError,
 from evalsite.evaluators.text import as_text, strip_fence
 from evalsite.prompts import render_template
 from evalsite.retry import RetryPolicy, call_with_retries
-from evalsite.targets import TargetRequest, make_target
+from evalsite.targets import TargetRequest, call_cost, make_target, total_or_none
 
 DEFAULT_RUBRIC = "Is the output correct, relevant and complete for the input?"
 SYSTEM_PROMPT = "You are a strict, fair grader. You reply with one JSON object and nothing else."
@@ -34,7 +34,7 @@ REASK = (
     "Your reply was not a JSON object of the required form. Reply with only "
     '{"score": <integer 0-10>, "reason": "<one short sentence>"} and nothing else.'
 )
-JUDGE_KEYS = ("target", "params", "settings")
+JUDGE_KEYS = ("target", "params", "settings", "price")
 QUOTE_CHARS = 300
 
 
@@ -113,6 +113,12 @@ class LlmJudge(Evaluator):
         self.judge_target = judge["target"]
         self.judge_params = dict(judge.get("params") or {})
         self.judge_settings = dict(judge.get("settings") or {})
+        self.judge_price = judge.get("price")
+        if self.judge_price is not None and not (
+            isinstance(self.judge_price, dict) and set(self.judge_price) <= {"input", "output"}
+            and all(isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 for v in self.judge_price.values())
+        ):
+            raise ValueError(f"judge.price: needs {{input: USD, output: USD}} per million tokens, got {self.judge_price!r}")
         self._make_target()
         try:
             self.retry_policy = RetryPolicy.from_schedule({}, self.judge_settings)
@@ -156,36 +162,40 @@ class LlmJudge(Evaluator):
     async def ameasure(self, case: CaseView) -> Outcome:
         messages = self.messages(case)
         target = self._make_target()
+        spent: list[float | None] = []
         try:
-            grades = await asyncio.gather(*(self._grade(target, messages, case, n) for n in range(self.samples)))
+            grades = await asyncio.gather(*(self._grade(target, messages, case, n, spent) for n in range(self.samples)))
         finally:
             await target.aclose()
+        cost = total_or_none(spent)
         scores = [g.score for g in grades]
         if len(scores) == 1:
-            return Outcome(scores[0] / 10, detail=f"{scores[0]:g}/10: {grades[0].reason}")
+            return Outcome(scores[0] / 10, detail=f"{scores[0]:g}/10: {grades[0].reason}", cost_usd=cost)
         spread = (max(scores) - min(scores)) / 10
         listed = ", ".join(f"{s:g}" for s in scores)
-        return Outcome(fmean(scores) / 10, spread=spread,
+        return Outcome(fmean(scores) / 10, spread=spread, cost_usd=cost,
                        detail=f"samples {listed} (/10, spread {spread:.2f}); first reason: {grades[0].reason}")
 
-    async def _grade(self, target, messages: list[dict], case: CaseView, sample: int) -> Grade:
-        reply = await self._ask(target, messages, case, sample)
+    async def _grade(self, target, messages: list[dict], case: CaseView, sample: int, spent: list) -> Grade:
+        reply = await self._ask(target, messages, case, sample, spent)
         grade = parse_judge_reply(reply)
         if grade is not None:
             return grade
         retry = [*messages, {"role": "assistant", "content": as_text(reply)}, {"role": "user", "content": REASK}]
-        reply = await self._ask(target, retry, case, sample)
+        reply = await self._ask(target, retry, case, sample, spent)
         grade = parse_judge_reply(reply)
         if grade is None:
             raise ScoringError(f"judge reply is not a JSON object with a 0-10 score, even after a re-ask: {_quote(reply)}")
         return grade
 
-    async def _ask(self, target, messages: list[dict], case: CaseView, sample: int) -> Any:
+    async def _ask(self, target, messages: list[dict], case: CaseView, sample: int, spent: list) -> Any:
+        """One judge call (with retries); its cost — billed, else tokens × ``judge.price`` — joins ``spent``."""
         request = TargetRequest(input=messages, row=case.row, params=self.judge_params, repeat=sample,
                                 item_id=str(case.row.get("id", "")))
         # the same retries as a generation: timeouts, connection errors, 429 (Retry-After) and 5xx
         called = await call_with_retries(target, request, self.retry_policy, stopping=lambda: False, rng=random.Random())
         result = called.result
+        spent.append(call_cost(result, self.judge_price))
         if result.error is not None:
             raise ScoringError(f"judge failed: {result.error}")
         return result.output

@@ -9,10 +9,12 @@ from evalsite.targets.base import (
     TargetRequest,
     TargetResult,
     TransientTargetError,
+    call_cost,
     make_target,
     register_target,
     replays_turns,
     target_kinds,
+    total_or_none,
 )
 # importing the built-ins registers them
 from evalsite.targets import anthropic, command, none_target, openai, python_target  # noqa: F401
@@ -22,8 +24,10 @@ __all__ = [
     "TargetRequest",
     "TargetResult",
     "TransientTargetError",
+    "call_cost",
     "make_target",
     "register_target",
     "replays_turns",
     "target_kinds",
+    "total_or_none",
 ]

@@ -156,3 +156,19 @@ def make_target(spec: str, settings: dict, project_root: Path) -> Target:
 
 def replays_turns(target: Target) -> bool:
     return getattr(target, "replays_turns", True)
+
+
+def call_cost(result: TargetResult, price: dict | None) -> float | None:
+    """Billed cost when the target reports it, else tokens × ``price`` (USD per million input and
+    output tokens); ``None`` (unknown, never 0) when neither is known."""
+    if result.cost_usd is not None:
+        return result.cost_usd
+    if not price or result.input_tokens is None or result.output_tokens is None:
+        return None
+    return (result.input_tokens * price.get("input", 0) + result.output_tokens * price.get("output", 0)) / 1e6
+
+
+def total_or_none(values) -> float | int | None:
+    """The sum, or ``None`` when any value is unknown."""
+    values = list(values)
+    return None if any(v is None for v in values) else sum(values)
