@@ -154,6 +154,16 @@ def test_judge_calls_carry_their_cost_billed_or_priced_and_unknown_otherwise(jud
     assert judge(judges("valid"), tmp_path).cost_usd is None
 
 
+def test_the_judge_price_is_not_part_of_the_version(judges, tmp_path):
+    plain = judges("by_tokens")
+    priced = {**plain, "judge": {"target": plain["judge"], "price": {"input": 2.0, "output": 10.0}}}
+    cheaper = {**plain, "judge": {"target": plain["judge"], "price": {"input": 1.0, "output": 5.0}}}
+    versions = [build_evaluators([spec], tmp_path)[0].version for spec in (priced, cheaper)]
+    assert versions[0] == versions[1]
+    other_model = {**plain, "judge": {"target": plain["judge"], "params": {"model": "m2"}, "price": {"input": 1.0}}}
+    assert build_evaluators([other_model], tmp_path)[0].version != versions[0]
+
+
 def test_a_bad_judge_timeout_fails_at_build(judges, tmp_path):
     spec = judges("valid")
     spec["judge"] = {"target": spec["judge"], "settings": {"timeout": -1}}

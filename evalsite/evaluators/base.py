@@ -123,12 +123,16 @@ class Evaluator:
     def version(self) -> str:
         identity = {
             "type": self.type_name,
-            "params": self.params,
+            "params": self.scoring_params(),
             "threshold": self.threshold,
             "scope": self.scope,
             "code": self.code_identity(),
         }
         return short_hash(identity)
+
+    def scoring_params(self) -> dict:
+        """The params that decide scores (all of them, unless a family knows better)."""
+        return self.params
 
     def code_identity(self) -> str:
         """The source that decides scores: the family's module and the helper modules it names."""

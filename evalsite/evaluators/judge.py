@@ -149,6 +149,13 @@ class LlmJudge(Evaluator):
         except EvalsiteError as exc:
             raise ValueError(exc.message) from None
 
+    def scoring_params(self) -> dict:
+        """A judge's ``price`` only prices its calls: changing it keeps runs comparable."""
+        judge = self.params.get("judge")
+        if isinstance(judge, dict) and "price" in judge:
+            return {**self.params, "judge": {k: v for k, v in judge.items() if k != "price"}}
+        return self.params
+
     def describe(self) -> dict:
         return {**super().describe(), "judge": {"target": self.judge_target, "model": self.judge_params.get("model")}}
 
