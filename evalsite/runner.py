@@ -498,19 +498,13 @@ def scoring_cost(scores) -> float | None:
 
 
 def run_totals(cases: list[dict], plan: Plan, config: Config) -> dict:
-    """``summarise_cases`` plus what the runner knows: known cost, critical failures, truncations."""
-    critical = {
-        item.item_id for item in plan.dataset.items if (item.row.get("metadata") or {}).get("critical") is True
-    }
+    """``summarise_cases`` plus what the runner knows: planned cases, known cost, truncations."""
     known = [c["cost_usd"] for c in cases if c.get("cost_usd") is not None]
     return {
         **summarise_cases(cases),
         "planned": len(plan.case_keys(config)),
         "known_cost_usd": sum(known) if known else None,
         "unknown_cost_cases": len(cases) - len(known),
-        "critical_failures": sorted(
-            {c["item_id"] for c in cases if c["item_id"] in critical and c.get("passed") is False}
-        ),
         "truncated_items": sorted({c["item_id"] for c in cases if c.get("finish_reason") == "length"}),
     }
 
