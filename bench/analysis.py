@@ -27,9 +27,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from evalsite.analysis import family_test, item_matrix, leaderboard, select_runs, summarise_arms  # noqa: E402
-from evalsite.db import open_database  # noqa: E402
+from evalsite.analysis.db import open_database  # noqa: E402
 from evalsite.project import Project  # noqa: E402
-from evalsite.runlog import RunWriter  # noqa: E402
+from evalsite.runlog.store import RunWriter  # noqa: E402
 
 EVALUATORS = {"exact": {"type": "exact", "version": "bench"}}
 

@@ -22,11 +22,11 @@ import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from evalsite.datasets import load_dataset  # noqa: E402
-from evalsite.estimate import estimate_plan  # noqa: E402
-from evalsite.locks import freeze_dataset, verify_dataset  # noqa: E402
-from evalsite.manifest import load_manifest  # noqa: E402
-from evalsite.plan import build_plan  # noqa: E402
+from evalsite.experiment.datasets import load_dataset  # noqa: E402
+from evalsite.experiment.estimate import estimate_plan  # noqa: E402
+from evalsite.experiment.locks import freeze_dataset, verify_dataset  # noqa: E402
+from evalsite.experiment.manifest import load_manifest  # noqa: E402
+from evalsite.experiment.plan import build_plan  # noqa: E402
 from evalsite.project import Project  # noqa: E402
 
 

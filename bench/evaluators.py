@@ -18,10 +18,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from evalsite.evaluators import CaseView, build_evaluators, score_case  # noqa: E402
+from evalsite.scoring.evaluators import CaseView, build_evaluators, score_case  # noqa: E402
 from evalsite.project import Project  # noqa: E402
-from evalsite.rescore import rescore_run  # noqa: E402
-from evalsite.runlog import RunWriter  # noqa: E402
+from evalsite.execute.rescore import rescore_run  # noqa: E402
+from evalsite.runlog.store import RunWriter  # noqa: E402
 
 SPECS = [
     {"type": "exact", "ignore_case": True, "ignore_whitespace": True},

@@ -30,7 +30,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from evalsite.importers.evalzip import EvalZip, write_zstd_zip  # noqa: E402
+from evalsite.execute.importers.evalzip import EvalZip, write_zstd_zip  # noqa: E402
 
 FIXTURES = REPO / "tests" / "fixtures" / "external"
 ITEMS_IN_FIXTURES = 24

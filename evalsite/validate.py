@@ -11,15 +11,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable
 
-from evalsite.baselines import validate_decisions
-from evalsite.datasets import DATASET_SUFFIXES, dataset_problems, read_source_rows
+from evalsite.analysis.baselines import validate_decisions
+from evalsite.experiment.datasets import DATASET_SUFFIXES, dataset_problems, read_source_rows
 from evalsite.errors import EvalsiteError
-from evalsite.evaluators import build_evaluators
-from evalsite.locks import LOCK_SUFFIX, is_lock_file, verify_dataset
-from evalsite.manifest import load_manifest
-from evalsite.plan import build_plan
+from evalsite.scoring.evaluators import build_evaluators
+from evalsite.experiment.locks import LOCK_SUFFIX, is_lock_file, verify_dataset
+from evalsite.experiment.manifest import load_manifest
+from evalsite.experiment.plan import build_plan
 from evalsite.project import Project, cwd_relative
-from evalsite.runlog import read_run
+from evalsite.runlog.store import read_run
 from evalsite.site.settings import site_settings
 
 Check = Callable[[Project], list[str]]

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from evalsite.runlog import Run, read_run
+from evalsite.runlog.store import Run, read_run
 
 ROWS = [
     {"id": "ok", "input": "hello", "expected": "HELLO"},

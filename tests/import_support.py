@@ -13,7 +13,7 @@ from statistics import fmean
 
 import pytest
 
-from evalsite.runlog import Run, read_run, run_directories
+from evalsite.runlog.store import Run, read_run, run_directories
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "external"
 PROMPTFOO = FIXTURES / "promptfoo"

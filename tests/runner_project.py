@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from evalsite.runlog import read_run, run_directories
+from evalsite.runlog.store import read_run, run_directories
 from tests.fakeserver import FakeServer
 
 FAST_RETRIES = {"backoff_s": 0.01, "max_backoff_s": 0.05}

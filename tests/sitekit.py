@@ -16,10 +16,10 @@ REPO = Path(__file__).resolve().parent.parent
 
 def run_example(root: Path, repeat: int | None = None) -> Path:
     """Copy the bundled example project (data, arms, experiments) into ``root`` and run it."""
-    from evalsite.manifest import load_manifest
-    from evalsite.plan import build_plan
+    from evalsite.experiment.manifest import load_manifest
+    from evalsite.experiment.plan import build_plan
     from evalsite.project import find_project
-    from evalsite.runner import execute_plan
+    from evalsite.execute.runner import execute_plan
 
     for folder in ("data", "arms", "experiments"):
         shutil.copytree(REPO / folder, root / folder, ignore=shutil.ignore_patterns("__pycache__"))

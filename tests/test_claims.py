@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from conftest import forget_project_modules
-from evalsite.claims import Beats, ClaimSyntaxError, Comparison, ValuePin, find_directives, parse_claim
+from evalsite.analysis.claims import Beats, ClaimSyntaxError, Comparison, ValuePin, find_directives, parse_claim
 
 REPO = Path(__file__).resolve().parent.parent
 

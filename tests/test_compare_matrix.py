@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from evalsite.errors import NotComparableError
-from evalsite.matrix import comparison_matrix
-from evalsite.runlog import Run, read_run
+from evalsite.analysis.matrix import comparison_matrix
+from evalsite.runlog.store import Run, read_run
 
 EVALUATORS = {"exact": {"type": "exact", "version": "v1", "weight": 1.0, "threshold": None}}
 

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evalsite.datasets import (
+from evalsite.experiment.datasets import (
     describe_dataset,
     load_dataset,
     load_rows,
@@ -21,8 +21,8 @@ from evalsite.datasets import (
     select_items,
 )
 from evalsite.errors import DatasetError
-from evalsite.hashing import sha256_json
-from evalsite.locks import freeze_dataset, lock_path, verify_dataset
+from evalsite.runlog.hashing import sha256_json
+from evalsite.experiment.locks import freeze_dataset, lock_path, verify_dataset
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -9,8 +9,8 @@ import sys
 import pytest
 
 from evalsite.errors import EvaluatorError
-from evalsite.evaluators import CaseView, Score, build_evaluators, score_case
-from evalsite.evaluators.judge import parse_judge_reply
+from evalsite.scoring.evaluators import CaseView, Score, build_evaluators, score_case
+from evalsite.scoring.evaluators.judge import parse_judge_reply
 
 JUDGES = '''
 import asyncio
@@ -54,7 +54,7 @@ def by_tokens(input):
 busy_calls = []
 
 def busy_once(input):
-    from evalsite.targets import TransientTargetError
+    from evalsite.execute.targets import TransientTargetError
     busy_calls.append(1)
     if len(busy_calls) == 1:
         raise TransientTargetError("HTTP 429", retry_after=0.01)

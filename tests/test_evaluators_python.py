@@ -11,7 +11,7 @@ import textwrap
 import pytest
 
 from evalsite.errors import EvaluatorError
-from evalsite.evaluators import CaseView, Score, build_evaluators
+from evalsite.scoring.evaluators import CaseView, Score, build_evaluators
 
 _numbers = itertools.count()
 

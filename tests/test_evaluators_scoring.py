@@ -7,8 +7,8 @@ import asyncio
 import pytest
 
 from evalsite.errors import EvaluatorError
-from evalsite.evaluators import CaseView, Evaluator, Outcome, base, build_evaluators, register_evaluator, score_case
-from evalsite.summary import summarise_cases
+from evalsite.scoring.evaluators import CaseView, Evaluator, Outcome, base, build_evaluators, register_evaluator, score_case
+from evalsite.analysis.summary import summarise_cases
 
 
 class Explodes(Evaluator):

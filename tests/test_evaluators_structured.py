@@ -8,7 +8,7 @@ import json
 import pytest
 
 from evalsite.errors import EvaluatorError
-from evalsite.evaluators import CaseView, Score, build_evaluators
+from evalsite.scoring.evaluators import CaseView, Score, build_evaluators
 
 PERSON = {
     "type": "object",

@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from evalsite.errors import EvaluatorError
-from evalsite.evaluators import CaseView, Score, build_evaluators
+from evalsite.scoring.evaluators import CaseView, Score, build_evaluators
 
 
 def score(spec: dict, output, expected=None) -> Score:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from compare_support import commit_all, git
-from evalsite.fingerprint import (
+from evalsite.runlog.fingerprint import (
     REDACTED,
     FieldDiff,
     diff_fingerprints,
@@ -18,7 +18,7 @@ from evalsite.fingerprint import (
     redact_secrets,
     strip_url_credentials,
 )
-from evalsite.runlog import read_run
+from evalsite.runlog.store import read_run
 
 
 def only_run(project: Path):
@@ -86,7 +86,7 @@ def test_code_files_follow_imports_through_project_files_only(tmp_path):
     (tmp_path / "pkg" / "sub" / "helpers.py").write_text("import json\nfrom ..shared import VALUE\n")
     (tmp_path / "pkg" / "shared.py").write_text("VALUE = 1\n")
     (tmp_path / "pkg" / "entry.py").write_text(
-        "import numpy\nfrom evalsite.hashing import short_hash\n"
+        "import numpy\nfrom evalsite.runlog.hashing import short_hash\n"
         "def run():\n    from pkg.sub import helpers\n"
     )
     (tmp_path / "pkg" / "unused.py").write_text("")

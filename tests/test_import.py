@@ -6,12 +6,12 @@ import json
 
 import pytest
 
-import evalsite.importers.jsonstream as jsonstream
-from evalsite.datasets import load_dataset
-from evalsite.db import open_database
+import evalsite.execute.importers.jsonstream as jsonstream
+from evalsite.experiment.datasets import load_dataset
+from evalsite.analysis.db import open_database
 from evalsite.errors import SourceError
-from evalsite.importers.evalzip import EvalZip, write_zstd_zip
-from evalsite.importers.jsonstream import JsonArrayStream
+from evalsite.execute.importers.evalzip import EvalZip, write_zstd_zip
+from evalsite.execute.importers.jsonstream import JsonArrayStream
 from import_support import (
     INSPECT_EVAL,
     INSPECT_JSON,

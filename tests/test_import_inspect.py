@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from evalsite.importers.evalzip import EvalZip, write_zstd_zip
-from evalsite.importers.inspect_log import grade
+from evalsite.execute.importers.evalzip import EvalZip, write_zstd_zip
+from evalsite.execute.importers.inspect_log import grade
 from import_support import (
     INSPECT_EVAL,
     INSPECT_JSON,

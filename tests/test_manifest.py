@@ -10,7 +10,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from evalsite.errors import ManifestError
-from evalsite.manifest import SCHEMA_PATH, apply_override, load_manifest, manifest_schema
+from evalsite.experiment.manifest import SCHEMA_PATH, apply_override, load_manifest, manifest_schema
 
 REPO = Path(__file__).resolve().parent.parent
 VALID = """\
@@ -57,7 +57,7 @@ def test_a_json_manifest_loads_the_same(tmp_path):
 
 def test_the_shipped_schema_is_a_valid_json_schema():
     Draft202012Validator.check_schema(manifest_schema())
-    assert SCHEMA_PATH.parent.parent.name == "evalsite"  # inside the package, so the wheel ships it
+    assert SCHEMA_PATH.parent.parent.parent.name == "evalsite"  # inside the package, so the wheel ships it
 
 
 # ---- schema messages -----------------------------------------------------------------------

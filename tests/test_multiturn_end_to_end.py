@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from evalsite.runlog import read_run, run_directories
+from evalsite.runlog.store import read_run, run_directories
 
 
 def test_turns_are_replayed_and_scored_per_turn_and_per_thread(tmp_path, cli, monkeypatch):

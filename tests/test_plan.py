@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 
 from evalsite.errors import EvalsiteError
-from evalsite.estimate import estimate_plan
-from evalsite.locks import freeze_dataset
-from evalsite.manifest import load_manifest
-from evalsite.plan import build_plan
+from evalsite.experiment.estimate import estimate_plan
+from evalsite.experiment.locks import freeze_dataset
+from evalsite.experiment.manifest import load_manifest
+from evalsite.experiment.plan import build_plan
 from evalsite.project import Project, find_project
-from evalsite.runlog import read_run
+from evalsite.runlog.store import read_run
 
 ROWS = [{"id": f"q{i}", "input": "x" * (4 * i + 4), "expected": "y" * 8,
          "metadata": {"split": "test" if i % 2 else "train"}} for i in range(6)]

@@ -8,10 +8,10 @@ import shutil
 
 import pytest
 
-from evalsite.datasets import item_identity
-from evalsite.evaluators import build_evaluators
-from evalsite.rescore import rescore_case
-from evalsite.runlog import read_run
+from evalsite.experiment.datasets import item_identity
+from evalsite.scoring.evaluators import build_evaluators
+from evalsite.execute.rescore import rescore_case
+from evalsite.runlog.store import read_run
 
 from evaluator_project import ROWS, make_project, only_run, project  # noqa: F401  (project is a fixture)
 

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from evalsite.errors import RunLogError
-from evalsite.runlog import (
+from evalsite.runlog.store import (
     CASES_FILE,
     END_FILE,
     RunWriter,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import json
 
-from evalsite.progress import Progress
+from evalsite.execute.progress import Progress
 from tests.runner_project import (  # noqa: F401  (fixtures)
     all_runs,
     only_run,

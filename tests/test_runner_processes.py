@@ -11,7 +11,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from evalsite.runlog import CASES_FILE, END_FILE, read_attempts, read_cases, run_directories
+from evalsite.runlog.store import CASES_FILE, END_FILE, read_attempts, read_cases, run_directories
 from tests.runner_project import only_run, openai_arm, project, questions, server, write_experiment  # noqa: F401
 
 REPO = Path(__file__).resolve().parent.parent

@@ -6,7 +6,7 @@ import json
 import shlex
 from collections import Counter
 
-from evalsite.runlog import CASES_FILE, END_FILE, RunWriter, read_attempts
+from evalsite.runlog.store import CASES_FILE, END_FILE, RunWriter, read_attempts
 from tests.runner_project import all_runs, only_run, project, questions, write_experiment  # noqa: F401
 
 COUNTED = """

@@ -10,9 +10,9 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from evalsite.errors import ManifestError, TargetError
-from evalsite.retry import Abandoned, RetryPolicy, call_with_retries
-from evalsite.targets import TargetRequest, TargetResult, TransientTargetError
-from evalsite.targets.http import retry_after
+from evalsite.execute.retry import Abandoned, RetryPolicy, call_with_retries
+from evalsite.execute.targets import TargetRequest, TargetResult, TransientTargetError
+from evalsite.execute.targets.http import retry_after
 
 REQUEST = TargetRequest(input="q", row={}, params={}, repeat=0, item_id="i")
 

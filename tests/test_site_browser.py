@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from evalsite.manifest import load_manifest
-from evalsite.plan import build_plan
+from evalsite.experiment.manifest import load_manifest
+from evalsite.experiment.plan import build_plan
 from evalsite.project import find_project
-from evalsite.runner import execute_plan
+from evalsite.execute.runner import execute_plan
 from evalsite.site import build_site
 from sitekit import run_example
 from test_site_xss import write_hostile_project

@@ -226,7 +226,7 @@ def test_project_templates_and_static_files_override_the_theme_file_by_file(proj
 def test_decisions_show_reasons_newest_first_and_baselines_on_home(project):
     from dataclasses import asdict
 
-    from evalsite.baselines import Decision
+    from evalsite.analysis.baselines import Decision
 
     run_ids = sorted(p.name for p in project.runs_dir.iterdir())
     header = json.loads((project.runs_dir / run_ids[0] / "run.json").read_text())
@@ -346,7 +346,7 @@ def test_arms_the_data_cannot_separate_share_one_group_and_no_order_is_claimed(t
 
 
 def test_critical_rows_have_their_own_filter_while_the_dataset_still_matches_the_run(tmp_path):
-    from evalsite.datasets import load_dataset
+    from evalsite.experiment.datasets import load_dataset
 
     root = tmp_path / "critical"
     (root / "data").mkdir(parents=True)

@@ -8,10 +8,10 @@ import shutil
 import pytest
 
 from evalsite.errors import SiteError
-from evalsite.manifest import load_manifest
-from evalsite.plan import build_plan
+from evalsite.experiment.manifest import load_manifest
+from evalsite.experiment.plan import build_plan
 from evalsite.project import find_project
-from evalsite.runner import execute_plan
+from evalsite.execute.runner import execute_plan
 from evalsite.site import build_site
 from sitekit import case, parse, run_example, table_rows, write_run
 
@@ -75,7 +75,7 @@ def test_an_unknown_run_in_the_compare_setting_is_a_one_line_error(project):
 def test_the_site_resolves_every_baseline_as_evalsite_compare_does(project):
     from dataclasses import asdict
 
-    from evalsite.baselines import Decision, resolve_baseline
+    from evalsite.analysis.baselines import Decision, resolve_baseline
     from evalsite.site.inputs import scan_project
 
     sampler = sorted(project.runs_dir.glob("*sampler*"), key=lambda p: p.name)[0]

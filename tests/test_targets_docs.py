@@ -8,7 +8,7 @@ from pathlib import Path
 
 import yaml
 
-from evalsite.runlog import read_run, run_directories
+from evalsite.runlog.store import read_run, run_directories
 from tests.runner_project import project, server  # noqa: F401
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "reference" / "targets.md"

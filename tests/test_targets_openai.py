@@ -7,7 +7,7 @@ import json
 
 import httpx
 
-from evalsite.targets.http import ShardedTransport
+from evalsite.execute.targets.http import ShardedTransport
 from tests.runner_project import (  # noqa: F401  (fixtures)
     all_runs,
     only_run,

@@ -1,4 +1,4 @@
-"""A target kind from an installed package, found through its ``evalsite.targets`` entry point."""
+"""A target kind from an installed package, found through its ``evalsite.execute.targets`` entry point."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import textwrap
 from tests.runner_project import only_run, project, questions, write_experiment  # noqa: F401
 
 PLUGIN = """
-from evalsite.targets import TargetResult, register_target
+from evalsite.execute.targets import TargetResult, register_target
 
 
 class Shout:
@@ -35,7 +35,7 @@ def install(site, name: str, module_text: str) -> None:
     info = site / f"{name}-1.0.dist-info"
     info.mkdir()
     (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n")
-    (info / "entry_points.txt").write_text(f"[evalsite.targets]\n{name} = {name}\n")
+    (info / "entry_points.txt").write_text(f"[evalsite.execute.targets]\n{name} = {name}\n")
 
 
 def test_a_plugin_kind_runs_like_a_built_in(project, cli, tmp_path_factory, monkeypatch):

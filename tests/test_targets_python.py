@@ -60,7 +60,7 @@ def test_bad_results_and_exceptions_are_case_errors(project, cli):
 
 def test_a_transient_error_is_retried(project, cli):
     module(project, "pt_flaky", """
-        from evalsite.targets import TransientTargetError
+        from evalsite.execute.targets import TransientTargetError
         seen = set()
 
         def answer(input):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from evalsite.locks import freeze_dataset
+from evalsite.experiment.locks import freeze_dataset
 from evalsite.project import find_project
 from evalsite.validate import check_datasets, check_locks, check_manifests, check_runs, validate_project
 

@@ -6,7 +6,7 @@ import json
 from html.parser import HTMLParser
 from pathlib import Path
 
-from evalsite.runlog import read_run
+from evalsite.runlog.store import read_run
 
 
 class LinkCollector(HTMLParser):

@@ -1,7 +1,7 @@
 """The analyses behind ``leaderboard``, ``family-test``, ``bootstrap``, ``rank-stability``,
 ``noise`` and ``holdout``, as a typed Python API the site calls too.
 
-The data layer reads the DuckDB views (``evalsite.db``) and the statistics come from
+The data layer reads the DuckDB views (``evalsite.analysis.db``) and the statistics come from
 ``evalsite.stats``; the modules, one job each:
 
 * ``selection``: which runs of a dataset may be compared (one per config), and which are left out, and why.
@@ -27,8 +27,8 @@ from evalsite.analysis.one_run import (
     noise_report,
     run_matrix,
 )
-from evalsite.analysis.plain import plain
-from evalsite.analysis.ranking import (
+from evalsite.analysis.json_data import plain
+from evalsite.analysis.leaderboard import (
     ArmsOnDataset,
     HoldoutReport,
     Leaderboard,

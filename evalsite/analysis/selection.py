@@ -16,12 +16,12 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from evalsite.compare import comparability
-from evalsite.db import RunsDatabase
+from evalsite.analysis.compare import comparability
+from evalsite.analysis.db import RunsDatabase
 from evalsite.errors import EvalsiteError, NotComparableError
-from evalsite.hashing import canonical_json
-from evalsite.baselines import run_status
-from evalsite.runlog import read_header, resolve_run
+from evalsite.runlog.hashing import canonical_json
+from evalsite.analysis.baselines import run_status
+from evalsite.runlog.store import read_header, resolve_run
 
 RUNS_SQL = (
     "SELECT run_id, arm_id, config_id, dataset_id, status, started_at, directory FROM runs "

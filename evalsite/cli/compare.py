@@ -9,13 +9,13 @@ from pathlib import Path
 
 import click
 
-from evalsite.ci import write_summary
-from evalsite.baselines import EXPLICIT, PRIOR, PROMOTED, promote
+from evalsite.analysis.ci_files import write_summary
+from evalsite.analysis.baselines import EXPLICIT, PRIOR, PROMOTED, promote
 from evalsite.cli.output import format_value, print_json
-from evalsite.compare import ALPHA, ComparisonReport, RunRef, compare_runs
+from evalsite.analysis.compare import ALPHA, ComparisonReport, RunRef, compare_runs
 from evalsite.project import find_project
-from evalsite.summaries import compare_markdown
-from evalsite.regression import GT_CHANGED, IMPROVED, REGRESSED, THRESHOLD, RegressionReport
+from evalsite.analysis.markdown import compare_markdown
+from evalsite.analysis.regression import GT_CHANGED, IMPROVED, REGRESSED, THRESHOLD, RegressionReport
 
 SOURCES = {
     EXPLICIT: "given with --baseline",

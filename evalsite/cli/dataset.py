@@ -9,8 +9,8 @@ from pathlib import Path
 import click
 
 from evalsite.cli.output import print_json
-from evalsite.datasets import describe_dataset, load_dataset
-from evalsite.locks import freeze_dataset, lock_state, verify_dataset
+from evalsite.experiment.datasets import describe_dataset, load_dataset
+from evalsite.experiment.locks import freeze_dataset, lock_state, verify_dataset
 
 DATASET_PATH = click.Path(path_type=Path)
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import click
 
 from evalsite.cli.output import print_json, print_table, warn
-from evalsite.importers import FORMATS, ImportOptions, import_files
-from evalsite.importers.writer import file_sha256
+from evalsite.execute.importers import FORMATS, ImportOptions, import_files
+from evalsite.execute.importers.writer import file_sha256
 from evalsite.project import find_project
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from evalsite.cli.output import print_json
-from evalsite.scaffold import init_project
+from evalsite.experiment.scaffold import init_project
 
 
 @click.command("init")

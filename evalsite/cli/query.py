@@ -9,7 +9,7 @@ import click
 import duckdb
 
 from evalsite.cli.output import print_json, print_table
-from evalsite.db import open_database
+from evalsite.analysis.db import open_database
 from evalsite.errors import EvalsiteError
 from evalsite.project import find_project
 

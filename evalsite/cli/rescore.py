@@ -9,7 +9,7 @@ import click
 
 from evalsite.cli.output import format_value, print_json, warn
 from evalsite.project import find_project
-from evalsite.rescore import rescore_run
+from evalsite.execute.rescore import rescore_run
 
 VERDICTS = {True: "passed", False: "failed", None: "no pass rule"}
 

@@ -7,17 +7,17 @@ from pathlib import Path
 
 import click
 
-from evalsite.ci import write_junit, write_summary
+from evalsite.analysis.ci_files import write_junit, write_summary
 from evalsite.cli.output import print_json, print_table, warn
 from evalsite.cli.run_report import report_batch, resume_line
-from evalsite.estimate import PlanEstimate, estimate_plan
-from evalsite.manifest import load_manifest
-from evalsite.plan import build_plan
-from evalsite.progress import Progress
+from evalsite.experiment.estimate import PlanEstimate, estimate_plan
+from evalsite.experiment.manifest import load_manifest
+from evalsite.experiment.plan import build_plan
+from evalsite.execute.progress import Progress
 from evalsite.project import find_project
-from evalsite.runner import execute_plan
+from evalsite.execute.runner import execute_plan
 from evalsite.site import build_site
-from evalsite.summaries import run_junit_outcomes, runs_markdown
+from evalsite.analysis.markdown import run_junit_outcomes, runs_markdown
 
 
 def _check_assignments(context, parameter, values: tuple[str, ...]) -> tuple[str, ...]:

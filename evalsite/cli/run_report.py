@@ -7,7 +7,7 @@ import shlex
 import click
 
 from evalsite.cli.output import warn
-from evalsite.runner import CANCELED, CEILING, COMPLETED, BatchOutcome, RunOutcome
+from evalsite.execute.runner import CANCELED, CEILING, COMPLETED, BatchOutcome, RunOutcome
 
 LISTED_ITEMS = 20
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import click
 
 from evalsite.cli.output import print_json, print_table, warn
-from evalsite.db import open_database
+from evalsite.analysis.db import open_database
 from evalsite.project import find_project
-from evalsite.runlog import read_run, resolve_run
-from evalsite.summary import summarise_cases
+from evalsite.runlog.store import read_run, resolve_run
+from evalsite.analysis.summary import summarise_cases
 
 RUNS_SQL = """
 SELECT r.run_id, r.arm_id AS arm, r.experiment, r.dataset_id, r.status,

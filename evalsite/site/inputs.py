@@ -15,15 +15,17 @@ from pathlib import Path
 
 import yaml
 
-from evalsite import analysis, baselines
-from evalsite.baselines import DECISIONS_FILE
-from evalsite.datasets import dataset_id as compute_dataset_id
-from evalsite.datasets import item_identity, load_rows
-from evalsite.db import RunsDatabase, open_database
+from evalsite import analysis
+
+from evalsite.analysis import baselines
+from evalsite.analysis.baselines import DECISIONS_FILE
+from evalsite.experiment.datasets import dataset_id as compute_dataset_id
+from evalsite.experiment.datasets import item_identity, load_rows
+from evalsite.analysis.db import RunsDatabase, open_database
 from evalsite.errors import EvalsiteError, RunLogError
-from evalsite.hashing import sha256_json
+from evalsite.runlog.hashing import sha256_json
 from evalsite.project import Project
-from evalsite.runlog import CASES_FILE, END_FILE, RUN_FILE, read_end, read_header, run_directories
+from evalsite.runlog.store import CASES_FILE, END_FILE, RUN_FILE, read_end, read_header, run_directories
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 
@@ -192,7 +194,7 @@ class ProjectInputs:
         return baselines.BaselineResolver(runs, [decision.record for decision in self.decisions])
 
     def baseline_choice(self, run_id: str) -> baselines.BaselineChoice:
-        """The baseline `evalsite compare RUN` resolves for a run (:class:`evalsite.baselines.BaselineResolver`)."""
+        """The baseline `evalsite compare RUN` resolves for a run (:class:`evalsite.analysis.baselines.BaselineResolver`)."""
         if run_id not in self._baselines:
             self._baselines[run_id] = self.baseline_resolver.choose(self.by_id[run_id].header)
         return self._baselines[run_id]
@@ -286,7 +288,7 @@ def _manifest_name(text: str) -> str | None:
 
 
 def read_decisions(path: Path) -> tuple[list[Decision], list[str]]:
-    """Every decision, in file order (read by :mod:`evalsite.baselines`), and a problem per unreadable line."""
+    """Every decision, in file order (read by :mod:`evalsite.analysis.baselines`), and a problem per unreadable line."""
     lines, problems = baselines.read_decisions(path)
     messages = [f"runs/{DECISIONS_FILE}: {problem}; skipped" for problem in problems]
     decisions = []

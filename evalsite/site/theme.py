@@ -19,7 +19,7 @@ from pathlib import Path
 
 from jinja2 import ChoiceLoader, Environment, FileSystemLoader, PrefixLoader, StrictUndefined, select_autoescape
 
-from evalsite.hashing import sha256_text
+from evalsite.runlog.hashing import sha256_text
 from evalsite.site import formatting
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent

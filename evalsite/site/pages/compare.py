@@ -1,5 +1,5 @@
 """Compare pages: ``compare/<run>--<baseline>.html``, a run against its resolved baseline (and any
-pair listed in ``[site] compare``), built on :func:`evalsite.compare.compare_runs`.
+pair listed in ``[site] compare``), built on :func:`evalsite.analysis.compare.compare_runs`.
 
 The fingerprint diff comes first. Runs that may not be compared show the reason and nothing else;
 otherwise the page shows the verdict bar, the mean Δ with its interval and p, dumbbells for the
@@ -14,10 +14,10 @@ from dataclasses import dataclass
 
 from markupsafe import Markup
 
-from evalsite.compare import ComparisonReport, compare_runs
+from evalsite.analysis.compare import ComparisonReport, compare_runs
 from evalsite.errors import RunLogError, SiteError
-from evalsite.regression import GT_CHANGED, IMPROVED, REGRESSED, UNCHANGED
-from evalsite.runlog import resolve_run
+from evalsite.analysis.regression import GT_CHANGED, IMPROVED, REGRESSED, UNCHANGED
+from evalsite.runlog.store import resolve_run
 from evalsite.site import charts, paths
 from evalsite.site.inputs import ProjectInputs
 from evalsite.site.pages import Job, Kit, PageContext, doc

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from markupsafe import Markup
 
-from evalsite.fingerprint import fingerprint_hash
+from evalsite.runlog.fingerprint import fingerprint_hash
 from evalsite.site import paths
 from evalsite.site.inputs import Decision, ProjectInputs
 from evalsite.site.pages import Job, Kit, PageContext, doc

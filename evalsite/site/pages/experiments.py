@@ -18,8 +18,8 @@ from markupsafe import Markup
 
 from evalsite.analysis import Selection, comparable_groups
 from evalsite.errors import EvalsiteError, NotComparableError
-from evalsite.matrix import answer_key, comparison_matrix
-from evalsite.runlog import read_run
+from evalsite.analysis.matrix import answer_key, comparison_matrix
+from evalsite.runlog.store import read_run
 
 from evalsite.site import charts, paths
 from evalsite.site.inputs import ExperimentSource, ProjectInputs, RunSource
@@ -111,7 +111,7 @@ class ExperimentPage(PageContext):
     arms: list[ArmConfig] = doc("The arms of the matrix with their resolved configs.")
     sweeps: list[Markup] = doc("Score against each swept numeric parameter (inline SVG), when configs differ in one.")
     matrix: Matrix | None = doc("First page of the arm × item matrix; None without a completed scored run.")
-    matrix_note: str = doc("Why there is no matrix although there are runs (evalsite.matrix refused them), if so.")
+    matrix_note: str = doc("Why there is no matrix although there are runs (evalsite.analysis.matrix refused them), if so.")
     other_groups: list[str] = doc("Comparable groups of this experiment's runs that the matrix does not show.")
     runs: Table = doc("Every run of the experiment, newest first.")
 
@@ -252,7 +252,7 @@ def _description(text: str) -> tuple[Markup, str | None]:
 
 
 def matrix_rows(runs: list[RunSource], labels: dict[str, str], limit: int, redact: bool) -> list[MatrixRow]:
-    """The rows of :func:`evalsite.matrix.comparison_matrix` over ``runs`` (read from disk now), shaped
+    """The rows of :func:`evalsite.analysis.matrix.comparison_matrix` over ``runs`` (read from disk now), shaped
     for the page: texts cut to ``limit``, outputs left out when redacting, diffs on divergent rows."""
     matrix = comparison_matrix([_matrix_run(run) for run in runs])
     return [_row(row, [labels[column.run_id] for column in matrix.columns], limit, redact) for row in matrix.rows]

@@ -1,5 +1,5 @@
 """Report pages: ``reports/<name>.html``, each markdown report under ``reports/`` rendered with every
-claim re-derived from the runs (by :mod:`evalsite.claims`, as ``evalsite check-claims`` does) and
+claim re-derived from the runs (by :mod:`evalsite.analysis.claims`, as ``evalsite check-claims`` does) and
 marked ✓ holds, ✗ fails or ? cannot be checked, linked to the runs that decided it."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 from markupsafe import Markup
 
-from evalsite.claims import FAILS, HOLDS, ClaimResult, RunMetrics, check_report, find_directives
-from evalsite.db import open_database
+from evalsite.analysis.claims import FAILS, HOLDS, ClaimResult, RunMetrics, check_report, find_directives
+from evalsite.analysis.db import open_database
 from evalsite.site import paths
 from evalsite.site.inputs import ProjectInputs, ReportSource
 from evalsite.site.pages import Job, Kit, PageContext, doc

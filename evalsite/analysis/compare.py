@@ -1,0 +1,160 @@
+"""Comparability rules and ``evalsite compare``: fingerprint diff first, then the regression
+report against the resolved baseline, and the CI gate.
+
+Two runs are comparable when they ask the same questions (the fingerprint's ``inputs_id``: the
+same dataset, or the same dataset with expected values edited, handled item by item) and score
+them with the same evaluators (type, version, judge model, weight and threshold). Every other
+difference (model, prompt, params, code, environment) is what is being compared, and is listed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from evalsite.analysis.baselines import NONE, BaselineChoice, DatasetIds, Decision, resolve_baseline, run_status
+from evalsite.runlog.fingerprint import FieldDiff, diff_fingerprints
+from evalsite.project import Project
+from evalsite.analysis.regression import THRESHOLD, RegressionReport, regression_report
+from evalsite.runlog.store import read_run, resolve_run
+
+ALPHA = 0.05
+SCORING_KEYS = ("type", "version", "judge_model", "weight", "threshold")
+
+
+@dataclass(frozen=True)
+class Comparability:
+    """Whether two runs may be compared; ``reason`` says why not; ``differences`` are the fingerprint
+    fields that differ (for comparable runs: what changed); ``ground_truth_edited`` when the
+    questions match but some expected values do not."""
+
+    comparable: bool
+    reason: str | None
+    differences: list[FieldDiff]
+    ground_truth_edited: bool = False
+
+
+@dataclass(frozen=True)
+class RunRef:
+    run_id: str
+    arm_id: str | None
+    dataset_id: str | None
+    status: str
+    started_at: str | None
+    fingerprint_hash: str | None
+
+
+@dataclass(frozen=True)
+class GateVerdict:
+    """``compare --fail-on regression``: fails only on a significant regression or a critical row newly failing."""
+
+    failed: bool
+    reasons: list[str]
+    alpha: float
+
+
+@dataclass(frozen=True)
+class ComparisonReport:
+    current: RunRef
+    baseline: RunRef | None
+    baseline_source: str
+    promotion: Decision | None
+    comparability: Comparability | None
+    regression: RegressionReport | None
+    gate: GateVerdict | None
+
+    @property
+    def fingerprint_diff(self) -> list[FieldDiff]:
+        return self.comparability.differences if self.comparability else []
+
+    def to_json(self) -> dict:
+        """The report as plain data; the fingerprint diff is the top-level ``fingerprint_diff``."""
+        data = asdict(self)
+        if data["comparability"] is not None:
+            del data["comparability"]["differences"]
+        return {**data, "fingerprint_diff": [asdict(d) for d in self.fingerprint_diff]}
+
+
+def _evaluators(header: dict) -> dict:
+    return (header.get("fingerprint") or {}).get("evaluators") or header.get("evaluators") or {}
+
+
+def _dataset_id(header: dict) -> str | None:
+    return (header.get("dataset") or {}).get("dataset_id")
+
+
+def comparability(baseline: dict, current: dict) -> Comparability:
+    """Decide from two run headers whether their numbers may be compared."""
+    differences = diff_fingerprints(baseline.get("fingerprint"), current.get("fingerprint"))
+    reason = _refusal(baseline, current)
+    edited = reason is None and _dataset_id(baseline) != _dataset_id(current)
+    return Comparability(reason is None, reason, differences, edited)
+
+
+def _refusal(baseline: dict, current: dict) -> str | None:
+    if not DatasetIds.of(baseline).same_questions(DatasetIds.of(current)):
+        return f"dataset {_dataset_id(baseline)} vs {_dataset_id(current)}"
+    old, new = _evaluators(baseline), _evaluators(current)
+    for name in sorted(old.keys() | new.keys()):
+        if name not in new:
+            return f"evaluator {name!r} only in the baseline"
+        if name not in old:
+            return f"evaluator {name!r} only in the current run"
+        for key in SCORING_KEYS:
+            if old[name].get(key) != new[name].get(key):
+                return f"evaluator {name!r} {key} {old[name].get(key)} vs {new[name].get(key)}"
+    return None
+
+
+def _ref(directory: Path, header: dict) -> RunRef:
+    return RunRef(
+        run_id=header["run_id"],
+        arm_id=header.get("arm_id"),
+        dataset_id=_dataset_id(header),
+        status=run_status(directory),
+        started_at=header.get("started_at"),
+        fingerprint_hash=header.get("fingerprint_hash"),
+    )
+
+
+def gate(report: RegressionReport, alpha: float = ALPHA) -> GateVerdict:
+    """Fail on a regression the paired test calls significant at ``alpha``, or a critical row newly
+    failing; a single flipped item, or a drop the test cannot tell from chance, passes."""
+    summary, reasons = report.summary, []
+    if summary.p_value is not None and summary.mean_delta < 0 and summary.p_value < alpha:
+        reasons.append(f"significant regression: mean Δ {summary.mean_delta:+.3f}, p = {summary.p_value:.4g} < α = {alpha}")
+    if report.critical_newly_failing:
+        reasons.append(f"critical rows newly failing: {', '.join(report.critical_newly_failing)}")
+    return GateVerdict(bool(reasons), reasons, alpha)
+
+
+def compare_runs(
+    project: Project,
+    run: str,
+    *,
+    baseline: str | None = None,
+    threshold: float = THRESHOLD,
+    noise: float | None = None,
+    alpha: float = ALPHA,
+) -> ComparisonReport:
+    """Compare ``run`` with ``baseline`` or the baseline resolved for it; never raises for a
+    refusal: the report carries the fingerprint diff and the reason instead."""
+    current = read_run(resolve_run(project.runs_dir, run))
+    choice: BaselineChoice = resolve_baseline(project, current.header, baseline)
+    current_ref = _ref(current.directory, current.header)
+    if choice.directory is None:
+        return ComparisonReport(current_ref, None, NONE, None, None, None, None)
+    reference = read_run(choice.directory)
+    verdict = comparability(reference.header, current.header)
+    regression = (
+        regression_report(project.root, reference, current, threshold=threshold, noise=noise) if verdict.comparable else None
+    )
+    return ComparisonReport(
+        current=current_ref,
+        baseline=_ref(reference.directory, reference.header),
+        baseline_source=choice.source,
+        promotion=choice.decision,
+        comparability=verdict,
+        regression=regression,
+        gate=gate(regression, alpha) if regression else None,
+    )

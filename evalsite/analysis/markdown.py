@@ -1,0 +1,93 @@
+"""Concise markdown summaries of a command's result, for GitHub's step summary or a PR comment.
+
+Each function turns one command's result into markdown; :func:`evalsite.analysis.ci_files.write_summary`
+decides where it goes.
+"""
+
+from __future__ import annotations
+
+from evalsite.analysis.ci_files import TestOutcome, markdown_table
+from evalsite.runlog.store import read_run
+
+MARKS = {"holds": "✓", "fails": "✗", "cannot be checked": "?"}
+
+
+def _signed(value: float | None) -> str:
+    return "—" if value is None else f"{value:+.3f}"
+
+
+def claims_markdown(results) -> str:
+    """One row per claim directive: mark, text, where, verdict, the numbers behind it."""
+    held = sum(r.status == "holds" for r in results)
+    rows = [{"claim": f"{MARKS[r.status]} {r.text}", "where": f"{r.file}:{r.line}", "verdict": r.status,
+             "numbers": r.detail} for r in results]
+    return (f"### evalsite claims: {held} of {len(results)} hold\n\n"
+            + markdown_table(rows, ["claim", "where", "verdict", "numbers"]))
+
+
+def compare_markdown(report) -> str:
+    """The run against its baseline: comparability, item counts, mean Δ with interval and p, gate."""
+    current = report.current
+    title = f"### evalsite compare: {current.run_id} (arm {current.arm_id})"
+    if report.baseline is None:
+        return f"{title}\n\nNo baseline: no promoted run and no older completed run of this arm on this dataset."
+    lines = [title, "", f"Baseline: {report.baseline.run_id} ({report.baseline_source})."]
+    verdict = report.comparability
+    if not verdict.comparable:
+        return "\n".join([*lines, "", f"**Not comparable:** {verdict.reason}"])
+    s = report.regression.summary
+    interval = "—" if s.ci_low is None else f"[{s.ci_low:+.3f}, {s.ci_high:+.3f}]"
+    p_value = "—" if s.p_value is None else f"{s.p_value:.4g} ({s.test_kind})"
+    noise = " · within noise" if s.within_noise else ""
+    lines += [
+        "",
+        markdown_table([{
+            "items": s.compared, "improved": s.improved, "regressed": s.regressed, "unchanged": s.unchanged,
+            "gt_changed": s.gt_changed, "baseline mean": s.baseline_mean, "mean": s.current_mean,
+            "mean Δ": _signed(s.mean_delta), f"{s.confidence:.0%} interval": interval, "p": p_value,
+        }], ["items", "improved", "regressed", "unchanged", "gt_changed", "baseline mean", "mean", "mean Δ",
+             f"{s.confidence:.0%} interval", "p"]),
+        "",
+    ]
+    newly_failing = [e for e in report.regression.evaluators if e.newly_failing]
+    for change in newly_failing:
+        lines.append(f"- `{change.evaluator}` newly fails on {len(change.newly_failing)} items: "
+                     + ", ".join(change.newly_failing[:10]) + (" …" if len(change.newly_failing) > 10 else ""))
+    gate = report.gate
+    lines.append(f"\n**Gate (α = {gate.alpha}):** " + ("fail — " + "; ".join(gate.reasons) if gate.failed else "pass") + noise)
+    return "\n".join(lines)
+
+
+def runs_markdown(experiment: str, batch) -> str:
+    """One row per run of an ``evalsite run`` batch, then what failed or stopped it."""
+    rows = [{"arm": run.arm_id, "run": run.run_id, "status": run.status, **run.summary} for run in batch.runs]
+    lines = [f"### evalsite run: {experiment}", "",
+             markdown_table(rows, ["arm", "run", "status", "cases", "errors", "mean_score", "pass_rate", "cost_usd"])]
+    for run in batch.runs:
+        if run.summary.get("critical_failures"):
+            lines.append(f"- {run.arm_id}: critical rows failed: {', '.join(run.summary['critical_failures'])}")
+    if batch.not_started:
+        lines.append(f"- not started: {', '.join(batch.not_started)} ({batch.stop_reason})")
+    return "\n".join(lines)
+
+
+def run_junit_outcomes(project, batch) -> list[TestOutcome]:
+    """One JUnit test case per run and item: a failure names the failing repeats and evaluators,
+    an error carries the generation error; unscored items pass only if they generated."""
+    outcomes = []
+    for run in batch.runs:
+        by_item: dict[str, list[dict]] = {}
+        for case in read_run(project.runs_dir / run.run_id).cases:
+            by_item.setdefault(str(case["item_id"]), []).append(case)
+        for item_id, cases in by_item.items():
+            errors = [c["error"] for c in cases if c.get("error")]
+            failing = sorted({s["evaluator"] for c in cases for s in c.get("scores") or [] if s.get("passed") is False})
+            failed_repeats = [c.get("repeat") for c in cases if c.get("passed") is False and not c.get("error")]
+            outcomes.append(TestOutcome(
+                name=item_id,
+                classname=f"{run.arm_id}.{run.run_id}",
+                error=errors[0] if errors else None,
+                failure=(f"repeats {failed_repeats} failed: {', '.join(failing)}" if failed_repeats and not errors else None),
+                seconds=sum((c.get("latency_ms") or 0) for c in cases) / 1000,
+            ))
+    return outcomes

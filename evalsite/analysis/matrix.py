@@ -1,0 +1,158 @@
+"""The comparison matrix the site shows for a set of comparable runs: item × arm cells, per-row
+winners, rows where the arms' outputs diverge, and cells that differ from the row's majority answer.
+
+A cell summarises one run's cases of one item over its repeats: the most common output, and the
+mean score, latency, tokens and cost per case. Outputs are compared after trimming surrounding
+whitespace (text) or as canonical JSON (anything else).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, replace
+from statistics import fmean
+from typing import Any, Callable
+
+from evalsite.analysis.compare import comparability
+from evalsite.errors import NotComparableError
+from evalsite.runlog.hashing import canonical_json
+from evalsite.analysis.regression import cases_by_item, item_order, item_passed, mean_score
+from evalsite.runlog.store import Run
+
+_TIE = 1e-9
+
+
+@dataclass(frozen=True)
+class MatrixColumn:
+    """One run. ``label`` is its arm id, or its run id when two columns share an arm."""
+
+    run_id: str
+    arm_id: str | None
+    label: str
+
+
+@dataclass(frozen=True)
+class MatrixCell:
+    """One run on one item. ``outlier``: in a divergent row, this output is not the row's majority
+    answer (every cell of a divergent row without a clear majority is an outlier)."""
+
+    run_id: str
+    output: Any
+    score: float | None
+    passed: bool | None
+    latency_ms: float | None
+    tokens: float | None
+    cost_usd: float | None
+    error: str | None
+    repeats: int
+    outlier: bool = False
+
+
+@dataclass(frozen=True)
+class MatrixRow:
+    """One item; ``cells`` follow the columns (``None`` where a run lacks the item). Winners list
+    run ids and stay empty when fewer than two cells have the value or all of them tie."""
+
+    item_id: str
+    input: Any
+    expected: Any
+    cells: list[MatrixCell | None]
+    best: list[str]
+    fastest: list[str]
+    cheapest: list[str]
+    divergent: bool
+    majority_output: Any = None
+
+
+@dataclass(frozen=True)
+class ComparisonMatrix:
+    columns: list[MatrixColumn]
+    rows: list[MatrixRow]
+
+    @property
+    def divergent_rows(self) -> int:
+        return sum(1 for row in self.rows if row.divergent)
+
+
+def comparison_matrix(runs: list[Run]) -> ComparisonMatrix:
+    """The matrix over ``runs`` (columns in the given order). Raises :class:`NotComparableError`
+    when any run is not comparable with the first."""
+    for run in runs[1:]:
+        verdict = comparability(runs[0].header, run.header)
+        if not verdict.comparable:
+            raise NotComparableError(f"not comparable: {runs[0].run_id} vs {run.run_id}: {verdict.reason}")
+    grouped = [cases_by_item(run.cases) for run in runs]
+    item_ids = sorted({item_id for cases in grouped for item_id in cases}, key=item_order)
+    return ComparisonMatrix(_columns(runs), [_row(item_id, runs, grouped) for item_id in item_ids])
+
+
+def _columns(runs: list[Run]) -> list[MatrixColumn]:
+    arms = Counter(run.header.get("arm_id") for run in runs)
+    columns = []
+    for run in runs:
+        arm = run.header.get("arm_id")
+        columns.append(MatrixColumn(run.run_id, arm, arm if arm and arms[arm] == 1 else run.run_id))
+    return columns
+
+
+def answer_key(output: Any) -> str:
+    return output.strip() if isinstance(output, str) else canonical_json(output)
+
+
+def _mean(values: list) -> float | None:
+    known = [v for v in values if v is not None]
+    return fmean(known) if known else None
+
+
+def _tokens(case: dict) -> int | None:
+    if case.get("input_tokens") is None or case.get("output_tokens") is None:
+        return None
+    return case["input_tokens"] + case["output_tokens"]
+
+
+def _cell(run_id: str, cases: list[dict]) -> MatrixCell:
+    answers = Counter(answer_key(c.get("output")) for c in cases)
+    top = answers.most_common(1)[0][0]
+    return MatrixCell(
+        run_id=run_id,
+        output=next(c.get("output") for c in cases if answer_key(c.get("output")) == top),
+        score=mean_score(cases),
+        passed=item_passed(cases),
+        latency_ms=_mean([c.get("latency_ms") for c in cases]),
+        tokens=_mean([_tokens(c) for c in cases]),
+        cost_usd=_mean([c.get("cost_usd") for c in cases]),
+        error=next((c["error"] for c in cases if c.get("error")), None),
+        repeats=len(cases),
+    )
+
+
+def _winners(cells: list[MatrixCell], value: Callable[[MatrixCell], float | None], pick: Callable) -> list[str]:
+    known = [(cell.run_id, value(cell)) for cell in cells if value(cell) is not None]
+    if len(known) < 2:
+        return []
+    target = pick(v for _, v in known)
+    winners = [run_id for run_id, v in known if abs(v - target) <= _TIE]
+    return [] if len(winners) == len(known) else winners
+
+
+def _row(item_id: str, runs: list[Run], grouped: list[dict[str, list[dict]]]) -> MatrixRow:
+    cells = [_cell(run.run_id, cases[item_id]) if item_id in cases else None for run, cases in zip(runs, grouped)]
+    present = [cell for cell in cells if cell is not None]
+    answers = Counter(answer_key(cell.output) for cell in present)
+    divergent = len(answers) > 1
+    ranked = answers.most_common(2)
+    majority = ranked[0][0] if len(ranked) == 1 or ranked[0][1] > ranked[1][1] else None
+    if divergent:
+        cells = [None if cell is None else replace(cell, outlier=answer_key(cell.output) != majority) for cell in cells]
+    first = next(cases[item_id][0] for cases in grouped if item_id in cases)
+    return MatrixRow(
+        item_id=item_id,
+        input=first.get("input"),
+        expected=first.get("expected"),
+        cells=cells,
+        best=_winners(present, lambda c: c.score, max),
+        fastest=_winners(present, lambda c: c.latency_ms, min),
+        cheapest=_winners(present, lambda c: c.cost_usd, min),
+        divergent=divergent,
+        majority_output=next((c.output for c in present if answer_key(c.output) == majority), None),
+    )

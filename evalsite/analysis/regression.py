@@ -1,0 +1,288 @@
+"""The regression report: a run against its baseline, item by item, evaluator by evaluator, in sum.
+
+Items pair on ``item_id``; an item's score on one side is the mean of its case scores over the
+repeats. An item whose expected value changed between the runs is re-scored from the baseline's
+stored output (:mod:`evalsite.scoring.rescoring`); if that fails it is listed under ``gt_changed`` and left
+out of every other number. Items in only one run are listed apart, never counted as regressions.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, replace
+from pathlib import Path
+from statistics import fmean
+
+from evalsite.runlog.hashing import canonical_json
+from evalsite.scoring.rescoring import rescore_items
+from evalsite.runlog.store import Run
+from evalsite.stats import paired_bootstrap_ci, repeat_noise, sign_flip_test
+
+THRESHOLD = 0.05
+CONFIDENCE = 0.95
+SEED = 0
+IMPROVED, REGRESSED, UNCHANGED, GT_CHANGED, UNSCORED = "improved", "regressed", "unchanged", "gt_changed", "unscored"
+_FLOAT_SLACK = 1e-9
+
+
+@dataclass(frozen=True)
+class ItemChange:
+    """One item in both runs. ``rescored``: the baseline side was re-scored against the current
+    expected value; ``note`` says why a ``gt_changed`` item could not be (its delta is for reference only)."""
+
+    item_id: str
+    baseline_score: float | None
+    current_score: float | None
+    delta: float | None
+    classification: str
+    rescored: bool = False
+    note: str | None = None
+
+
+@dataclass(frozen=True)
+class EvaluatorChange:
+    """One evaluator over the compared items. An item passes an evaluator when every repeat passed
+    it without error; pass rates count errors and skips as failures."""
+
+    evaluator: str
+    newly_failing: list[str]
+    newly_passing: list[str]
+    still_failing: list[str]
+    baseline_pass_rate: float | None
+    current_pass_rate: float | None
+    pass_rate_delta: float | None
+    baseline_mean: float | None
+    current_mean: float | None
+    mean_delta: float | None
+    baseline_errors: int
+    current_errors: int
+    error_delta: int
+
+
+@dataclass(frozen=True)
+class RegressionSummary:
+    """``compared`` counts items with a score on both sides that are not ``gt_changed``; the means,
+    the interval and the paired test are over those items only."""
+
+    compared: int
+    improved: int
+    regressed: int
+    unchanged: int
+    gt_changed: int
+    rescored: int
+    baseline_mean: float | None
+    current_mean: float | None
+    mean_delta: float | None
+    ci_low: float | None
+    ci_high: float | None
+    confidence: float
+    p_value: float | None
+    test_kind: str | None
+    noise: float | None
+    noise_source: str | None
+    within_noise: bool | None
+
+
+@dataclass(frozen=True)
+class RegressionReport:
+    threshold: float
+    summary: RegressionSummary
+    items: list[ItemChange]
+    only_in_baseline: list[str]
+    only_in_current: list[str]
+    unscored: list[str]
+    evaluators: list[EvaluatorChange]
+    critical_newly_failing: list[str]
+
+    def classified(self, classification: str) -> list[ItemChange]:
+        return [item for item in self.items if item.classification == classification]
+
+
+def item_order(item_id: str) -> tuple:
+    """Natural order: ``q2`` before ``q10``, ``9`` before ``10``."""
+    parts = re.split(r"(\d+)", item_id)
+    return tuple(int(part) if index % 2 else part for index, part in enumerate(parts))
+
+
+def cases_by_item(cases: list[dict]) -> dict[str, list[dict]]:
+    grouped: dict[str, list[dict]] = {}
+    for case in sorted(cases, key=lambda c: c.get("repeat") or 0):
+        grouped.setdefault(str(case["item_id"]), []).append(case)
+    return grouped
+
+
+def mean_score(cases: list[dict]) -> float | None:
+    scores = [c["score"] for c in cases if c.get("score") is not None]
+    return fmean(scores) if scores else None
+
+
+def item_passed(cases: list[dict]) -> bool | None:
+    """Every repeat passed; ``None`` when no repeat has a verdict."""
+    verdicts = [c["passed"] for c in cases if c.get("passed") is not None]
+    return all(verdicts) if verdicts else None
+
+
+def classify(delta: float, threshold: float) -> str:
+    if delta > threshold + _FLOAT_SLACK:
+        return IMPROVED
+    if delta < -threshold - _FLOAT_SLACK:
+        return REGRESSED
+    return UNCHANGED
+
+
+def regression_report(
+    project_root: Path, baseline: Run, current: Run, *, threshold: float = THRESHOLD, noise: float | None = None
+) -> RegressionReport:
+    """Compare ``current`` with ``baseline`` (two runs already found comparable)."""
+    before, after = cases_by_item(baseline.cases), cases_by_item(current.cases)
+    shared = sorted(before.keys() & after.keys(), key=item_order)
+    edited = [i for i in shared if _expected(before[i]) != _expected(after[i])]
+    rescored = rescore_items(project_root, current.header, before, after, edited)
+    gt_changed = []
+    for item_id, outcome in rescored.items():
+        if outcome.cases is not None:
+            before[item_id] = outcome.cases
+        else:
+            change = _change(item_id, before[item_id], after[item_id], threshold)
+            gt_changed.append(replace(change, classification=GT_CHANGED, note=outcome.reason))
+    left_out = {change.item_id for change in gt_changed}
+    kept = [i for i in shared if i not in left_out]
+    scored = [_change(i, before[i], after[i], threshold, rescored=i in rescored) for i in kept]
+    changes = [c for c in scored if c.delta is not None]
+    unscored = [c.item_id for c in scored if c.delta is None]
+    critical = set((current.header.get("fingerprint") or {}).get("dataset", {}).get("critical") or [])
+    return RegressionReport(
+        threshold=threshold,
+        summary=_summary(changes, len(gt_changed), _noise(noise, baseline, current)),
+        items=sorted(changes + gt_changed, key=lambda c: item_order(c.item_id)),
+        only_in_baseline=sorted(before.keys() - after.keys(), key=item_order),
+        only_in_current=sorted(after.keys() - before.keys(), key=item_order),
+        unscored=unscored,
+        evaluators=[
+            evaluator_change(name, {i: before[i] for i in kept}, {i: after[i] for i in kept})
+            for name in _evaluator_names(current.cases)
+        ],
+        critical_newly_failing=[
+            i for i in kept if i in critical and item_passed(before[i]) is True and item_passed(after[i]) is False
+        ],
+    )
+
+
+def _expected(cases: list[dict]) -> str:
+    return canonical_json(cases[0].get("expected"))
+
+
+def _change(item_id: str, before: list[dict], after: list[dict], threshold: float, *, rescored: bool = False) -> ItemChange:
+    """An item classified by its delta; ``unscored`` when either side has no score."""
+    baseline_score, current_score = mean_score(before), mean_score(after)
+    delta = _difference(current_score, baseline_score)
+    classification = UNSCORED if delta is None else classify(delta, threshold)
+    return ItemChange(item_id, baseline_score, current_score, delta, classification, rescored)
+
+
+def _evaluator_names(cases: list[dict]) -> list[str]:
+    names: dict[str, None] = {}
+    for case in cases:
+        for score in case.get("scores") or []:
+            names.setdefault(score["evaluator"], None)
+    return list(names)
+
+
+@dataclass(frozen=True)
+class _EvaluatorSide:
+    passed: dict[str, bool | None]
+    pass_rate: float | None
+    mean: float | None
+    errors: int
+
+
+def _evaluator_side(name: str, cases_by_id: dict[str, list[dict]]) -> _EvaluatorSide:
+    passed, verdicts, values, errors = {}, [], [], 0
+    for item_id, cases in cases_by_id.items():
+        entries = [s for c in cases for s in c.get("scores") or [] if s.get("evaluator") == name]
+        outcomes = [bool(s.get("passed")) and not s.get("error") for s in entries]
+        passed[item_id] = all(outcomes) if outcomes else None
+        verdicts += outcomes
+        values += [s["score"] for s in entries if s.get("score") is not None and not s.get("error") and not s.get("skipped")]
+        errors += sum(1 for s in entries if s.get("error"))
+    return _EvaluatorSide(passed, fmean(verdicts) if verdicts else None, fmean(values) if values else None, errors)
+
+
+def _difference(new: float | None, old: float | None) -> float | None:
+    return None if new is None or old is None else new - old
+
+
+def evaluator_change(name: str, before: dict[str, list[dict]], after: dict[str, list[dict]]) -> EvaluatorChange:
+    old, new = _evaluator_side(name, before), _evaluator_side(name, after)
+    items = sorted(before.keys() & after.keys(), key=item_order)
+    return EvaluatorChange(
+        evaluator=name,
+        newly_failing=[i for i in items if old.passed[i] is True and new.passed[i] is False],
+        newly_passing=[i for i in items if old.passed[i] is False and new.passed[i] is True],
+        still_failing=[i for i in items if old.passed[i] is False and new.passed[i] is False],
+        baseline_pass_rate=old.pass_rate,
+        current_pass_rate=new.pass_rate,
+        pass_rate_delta=_difference(new.pass_rate, old.pass_rate),
+        baseline_mean=old.mean,
+        current_mean=new.mean,
+        mean_delta=_difference(new.mean, old.mean),
+        baseline_errors=old.errors,
+        current_errors=new.errors,
+        error_delta=new.errors - old.errors,
+    )
+
+
+def run_noise(run: Run) -> float | None:
+    """The standard deviation of a run's mean score across its repeats (``stats.repeat_noise``);
+    ``None`` with fewer than two repeats."""
+    repeats = sorted({c.get("repeat") or 0 for c in run.cases if c.get("score") is not None})
+    if len(repeats) < 2:
+        return None
+    matrix = []
+    for cases in cases_by_item(run.cases).values():
+        scores = {c.get("repeat") or 0: c["score"] for c in cases if c.get("score") is not None}
+        if scores:
+            matrix.append([scores.get(r, math.nan) for r in repeats])
+    return _finite(repeat_noise(matrix).std)
+
+
+def _finite(value: float | None) -> float | None:
+    return None if value is None or math.isnan(value) else value
+
+
+def _noise(given: float | None, baseline: Run, current: Run) -> tuple[float | None, str | None]:
+    if given is not None:
+        return given, "given"
+    measured = [n for n in (run_noise(baseline), run_noise(current)) if n is not None]
+    return (max(measured), "repeats") if measured else (None, None)
+
+
+def _summary(changes: list[ItemChange], gt_changed: int, noise: tuple[float | None, str | None]) -> RegressionSummary:
+    baseline = [c.baseline_score for c in changes]
+    current = [c.current_score for c in changes]
+    counts = {kind: sum(1 for c in changes if c.classification == kind) for kind in (IMPROVED, REGRESSED, UNCHANGED)}
+    mean_delta = fmean(current) - fmean(baseline) if changes else None
+    test = sign_flip_test(current, baseline, seed=SEED) if changes else None
+    low, high = paired_bootstrap_ci(current, baseline, confidence=CONFIDENCE, seed=SEED) if changes else (None, None)
+    low, high = _finite(low), _finite(high)
+    level, source = noise
+    return RegressionSummary(
+        compared=len(changes),
+        improved=counts[IMPROVED],
+        regressed=counts[REGRESSED],
+        unchanged=counts[UNCHANGED],
+        gt_changed=gt_changed,
+        rescored=sum(1 for c in changes if c.rescored),
+        baseline_mean=fmean(baseline) if changes else None,
+        current_mean=fmean(current) if changes else None,
+        mean_delta=mean_delta,
+        ci_low=low,
+        ci_high=high,
+        confidence=CONFIDENCE,
+        p_value=test.p_value if test else None,
+        test_kind=test.kind if test else None,
+        noise=level,
+        noise_source=source,
+        within_noise=None if level is None or mean_delta is None else abs(mean_delta) <= level + _FLOAT_SLACK,
+    )

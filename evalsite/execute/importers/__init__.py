@@ -1,0 +1,118 @@
+"""Turn other tools' results into ordinary evalsite runs: ``evalsite import FORMAT PATH…``.
+
+One module per format reads its files into cases and run descriptions
+(:mod:`~evalsite.execute.importers.records`); :mod:`~evalsite.execute.importers.writer` writes them as runs.
+:func:`import_files` is the one function behind the command: it expands folders, refuses a file
+already imported (same sha256) unless ``again``, reads every source completely, and only then
+writes, so a bad file leaves no half import behind.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Sequence
+
+from evalsite.errors import AlreadyImportedError, RunLogError, SourceError
+from evalsite.execute.importers.inspect_log import read_inspect
+from evalsite.execute.importers.lmeval import read_lmeval
+from evalsite.execute.importers.plain import read_csv, read_jsonl
+from evalsite.execute.importers.promptfoo import read_promptfoo
+from evalsite.execute.importers.records import ImportOptions
+from evalsite.execute.importers.writer import ImportedRun, SourceImport, file_sha256, write_runs
+from evalsite.project import Project
+from evalsite.runlog.store import new_run_id, read_header, run_directories
+
+__all__ = ["FORMATS", "ImportOptions", "ImportReport", "ImportedRun", "import_files", "previous_imports"]
+
+
+@dataclass(frozen=True)
+class Format:
+    """A format's reader, and the files a folder argument stands for (none: folders refused)."""
+
+    read: Callable[[SourceImport, ImportOptions], None]
+    folder_patterns: tuple[str, ...] = ()
+
+
+FORMATS: dict[str, Format] = {
+    "promptfoo": Format(read_promptfoo),
+    "inspect": Format(read_inspect, ("*.eval", "*.json")),
+    "lm-eval": Format(read_lmeval, ("results_*.json",)),
+    "jsonl": Format(read_jsonl),
+    "csv": Format(read_csv),
+}
+
+
+@dataclass
+class ImportReport:
+    runs: list[ImportedRun]
+    warnings: list[str] = field(default_factory=list)
+
+
+def import_files(project: Project, format_name: str, paths: Sequence[Path], options: ImportOptions) -> ImportReport:
+    """Import every file named by ``paths`` (folders expand) as format ``format_name``."""
+    if format_name not in FORMATS:
+        raise SourceError(f"unknown import format {format_name!r} (known: {', '.join(FORMATS)})")
+    form = FORMATS[format_name]
+    files = [file for path in paths for file in _expand(Path(path), format_name, form)]
+    shas = {file: file_sha256(file) for file in files}
+    if not options.again:
+        _refuse_repeats(project.runs_dir, files, shas)
+    sources: list[SourceImport] = []
+    try:
+        for file in files:
+            source = SourceImport(project, file, format_name, shas[file])
+            sources.append(source)
+            form.read(source, options)
+            if not source.run_keys:
+                raise SourceError(f"{source.label}: no results to import")
+        batch_id = new_run_id("import")
+        runs = [run for source in sources for run in write_runs(source, project.runs_dir, batch_id, options)]
+    finally:
+        for source in sources:
+            source.close()
+    return ImportReport(runs, [warning for source in sources for warning in source.warnings])
+
+
+def previous_imports(runs_dir: Path) -> dict[str, str]:
+    """The sha256 of every imported source under ``runs_dir``, mapped to a run made from it."""
+    found = {}
+    for directory in run_directories(runs_dir):
+        try:
+            source = read_header(directory).get("source")
+        except RunLogError:
+            continue
+        if isinstance(source, dict) and isinstance(source.get("sha256"), str):
+            found.setdefault(source["sha256"], directory.name)
+    return found
+
+
+def _expand(path: Path, format_name: str, form: Format) -> list[Path]:
+    if path.is_file():
+        return [path]
+    if not path.exists():
+        raise SourceError(f"{path}: no such file or folder")
+    if not form.folder_patterns:
+        raise SourceError(f"{path} is a folder; give the {format_name} file(s) to import")
+    files = sorted({f for pattern in form.folder_patterns for f in path.rglob(pattern) if f.is_file()})
+    if not files:
+        raise SourceError(f"{path}: no {' or '.join(form.folder_patterns)} files in this folder")
+    return files
+
+
+def _refuse_repeats(runs_dir: Path, files: list[Path], shas: dict[Path, str]) -> None:
+    imported = previous_imports(runs_dir)
+    first_with: dict[str, Path] = {}
+    for file in files:
+        sha = shas[file]
+        if sha in imported:
+            raise AlreadyImportedError(
+                f"{file} was already imported as run {imported[sha]} (same sha256 {sha[:12]}…); "
+                "pass --again to import it again"
+            )
+        if sha in first_with:
+            raise AlreadyImportedError(
+                f"{file} has the same content as {first_with[sha]} (sha256 {sha[:12]}…); "
+                "pass --again to import both"
+            )
+        first_with[sha] = file

@@ -1,0 +1,179 @@
+"""Plain per-item files from any other tool: JSON Lines (``jsonl``) or CSV (``csv``), one row per case.
+
+Fields: ``arm``, ``id`` (or ``item_id``), ``input``, ``expected``, ``output``, ``repeat``, ``error``,
+``latency_ms``, ``input_tokens``, ``output_tokens``, ``cost_usd``, ``finish_reason``,
+``started_at``, ``passed``; scores in ``score`` (an evaluator named ``score``), ``score.<name>``
+columns, or (JSON Lines) a ``scores`` object. Nothing says which code produced the scores, so
+without ``--scorer-file`` an evaluator's version is tied to this one file: its arms compare with
+each other, not with another file's. The mapping is in docs/reference/importers/jsonl.md.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections import defaultdict
+from typing import Any, Callable, Iterator
+
+from evalsite.errors import SourceError
+from evalsite.execute.importers.jsonstream import JsonLines
+from evalsite.execute.importers.records import (
+    ImportOptions,
+    SourceCase,
+    SourceItem,
+    SourceRun,
+    SourceScore,
+    arm_from,
+    finite_number,
+)
+from evalsite.execute.importers.writer import SourceImport
+
+TOOL = "plain"
+ARM_FIELD = "arm"
+SCORE_FIELD = "score"
+SCORE_PREFIX = "score."
+SCORES_FIELD = "scores"
+FIELDS = {"arm", "id", "item_id", "input", "expected", "output", "repeat", "error", "latency_ms", "input_tokens",
+          "output_tokens", "cost_usd", "finish_reason", "started_at", "passed", SCORE_FIELD, SCORES_FIELD}
+WORDS = {"true": True, "yes": True, "false": False, "no": False}
+
+
+def read_jsonl(source: SourceImport, options: ImportOptions) -> None:
+    lines = JsonLines(source.path, source.label)
+    _read(source, options, ((f"{source.label}: line {n}", row) for n, row in lines), lambda: lines.truncated)
+
+
+def read_csv(source: SourceImport, options: ImportOptions) -> None:
+    _read(source, options, _csv_rows(source), lambda: False)
+
+
+def _csv_rows(source: SourceImport) -> Iterator[tuple[str, dict]]:
+    try:
+        with open(source.path, newline="", encoding="utf-8-sig") as handle:
+            reader = csv.DictReader(handle)
+            columns = reader.fieldnames or []
+            repeated = sorted({c for c in columns if columns.count(c) > 1})
+            if repeated:
+                raise SourceError(f"{source.label}: column {repeated[0]!r} appears twice in the header")
+            for row in reader:
+                extra = row.pop(None, None)
+                if extra:
+                    raise SourceError(f"{source.label}: line {reader.line_num}: more values than header columns")
+                yield f"{source.label}: line {reader.line_num}", {k: (None if v == "" else v) for k, v in row.items()}
+    except UnicodeDecodeError as exc:
+        raise SourceError(f"{source.label}: not UTF-8 text ({exc.reason})") from None
+    except csv.Error as exc:
+        raise SourceError(f"{source.label}: not readable CSV: {exc}") from None
+
+
+def _read(source: SourceImport, options: ImportOptions, rows: Iterator[tuple[str, dict]],
+          truncated: Callable[[], bool]) -> None:
+    scorers: dict[str, set[str]] = defaultdict(set)
+    ignored: set[str] = set()
+    arm_field = (options.arm_from or ARM_FIELD).split(".")[0]
+    for where, row in rows:
+        case = _case(row, where, options, source.path.stem)
+        scorers[case.run].update(score.evaluator for score in case.scores)
+        ignored.update(k for k in row if k not in FIELDS and not k.startswith(SCORE_PREFIX) and k != arm_field)
+        source.add_case(case)
+    if ignored:
+        source.warn(f"ignored fields (not in the plain format): {', '.join(sorted(ignored))}")
+    if truncated():
+        source.warn("the last line is cut short; the complete lines were imported as an interrupted run")
+    for run, names in scorers.items():
+        if not names:
+            source.warn(f"arm {run}: no score fields; its run is unscored")
+        identity = None if options.scorer_sha256 else {"scored_by_unknown_code_in": source.sha256}
+        source.describe(run, SourceRun(
+            arm_id=run,
+            experiment=source.path.stem,
+            tool=TOOL,
+            tool_version=None,
+            config={"arm": run},
+            scorers={name: identity for name in names},
+            spec={"format": source.format_name},
+            status="interrupted" if truncated() else "completed",
+        ))
+
+
+def _case(row: dict, where: str, options: ImportOptions, default_arm: str) -> SourceCase:
+    if options.arm_from:
+        arm = arm_from(row, options.arm_from, where)
+    else:
+        arm = default_arm if row.get(ARM_FIELD) is None else str(row[ARM_FIELD])
+    item_id = row.get("id") if row.get("id") is not None else row.get("item_id")
+    if item_id is None and row.get("input") is None:
+        raise SourceError(f"{where}: neither 'id' nor 'input': cannot tell which item this row is")
+    return SourceCase(
+        run=arm,
+        item=SourceItem(None if item_id is None else str(item_id), row.get("input"), row.get("expected")),
+        repeat=_integer(row, "repeat", where),
+        output=row.get("output"),
+        error=None if row.get("error") is None else str(row["error"]),
+        latency_ms=_number(row, "latency_ms", where),
+        input_tokens=_integer(row, "input_tokens", where),
+        output_tokens=_integer(row, "output_tokens", where),
+        cost_usd=_number(row, "cost_usd", where),
+        finish_reason=row.get("finish_reason"),
+        started_at=row.get("started_at"),
+        scores=_scores(row, where),
+        passed=_verdict(row.get("passed"), "passed", where),
+    )
+
+
+def _scores(row: dict, where: str) -> list[SourceScore]:
+    fields = [(SCORE_FIELD, row.get(SCORE_FIELD), SCORE_FIELD)]
+    fields += [(k[len(SCORE_PREFIX):], v, k) for k, v in row.items() if k.startswith(SCORE_PREFIX)]
+    nested = row.get(SCORES_FIELD)
+    if nested is not None and not isinstance(nested, dict):
+        raise SourceError(f"{where}: field 'scores' must be an object of name: score")
+    fields += [(name, value, f"scores.{name}") for name, value in (nested or {}).items()]
+    return [_score(name, value, field, where) for name, value, field in fields if value is not None]
+
+
+def _score(name: str, value: Any, field: str, where: str) -> SourceScore:
+    details = value if isinstance(value, dict) else {"score": value}
+    raw = details.get("score")
+    passed = _verdict(details.get("passed"), f"{field}.passed", where)
+    if isinstance(raw, bool) or (isinstance(raw, str) and raw.strip().lower() in WORDS):
+        passed = _verdict(raw, field, where) if passed is None else passed
+        number = 1.0 if _verdict(raw, field, where) else 0.0
+    else:
+        number = _to_number(raw, field, where)
+    return SourceScore(name, number, passed=passed, label=details.get("label"), detail=details.get("detail"),
+                       error=details.get("error"), kind="plain:score")
+
+
+def _to_number(value: Any, field: str, where: str) -> float | None:
+    if value is None:
+        return None
+    number = finite_number(value)
+    if number is None and isinstance(value, str):
+        try:
+            number = finite_number(float(value))
+        except ValueError:
+            number = None
+    if number is None:
+        raise SourceError(f"{where}: field {field!r} is {value!r}, not a number")
+    return number
+
+
+def _number(row: dict, field: str, where: str) -> float | None:
+    return _to_number(row.get(field), field, where)
+
+
+def _integer(row: dict, field: str, where: str) -> int | None:
+    number = _number(row, field, where)
+    if number is not None and not number.is_integer():
+        raise SourceError(f"{where}: field {field!r} is {row[field]!r}, not a whole number")
+    return None if number is None else int(number)
+
+
+def _verdict(value: Any, field: str, where: str) -> bool | None:
+    if value is None or isinstance(value, bool):
+        return value
+    word = str(value).strip().lower()
+    if word in WORDS:
+        return WORDS[word]
+    if word in ("1", "0", "1.0", "0.0"):
+        return word.startswith("1")
+    raise SourceError(f"{where}: field {field!r} is {value!r}, not true or false")

@@ -1,0 +1,272 @@
+"""promptfoo: the file ``promptfoo eval -o results.json`` (or ``-o results.jsonl``) writes.
+
+One run per provider, and per prompt when a provider was given several; one case per result
+row; each assertion (``gradingResult.componentResults[]``) is a score. The field mapping is in
+docs/reference/importers/promptfoo.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any, Iterator
+
+from evalsite.errors import SourceError
+from evalsite.execute.importers.jsonstream import JsonArrayStream, JsonLines
+from evalsite.execute.importers.records import (
+    MISSING,
+    ImportOptions,
+    SourceCase,
+    SourceItem,
+    SourceRun,
+    SourceScore,
+    arm_from,
+    field_at,
+    finite_number,
+    optional_int,
+    redact,
+    value_at,
+)
+from evalsite.execute.importers.writer import SourceImport
+from evalsite.runlog.store import iso
+
+TOOL = "promptfoo"
+RESULTS_VERSIONS = (3,)
+FAILURE_ERROR = 2  # ResultFailureReason.ERROR: the provider or the grading failed, not an assertion
+RUNTIME_OPTIONS = ("repeat", "cache", "delay")  # the ones that change what a result means
+IDENTITY_VARS = ("id", "expected")
+
+
+@dataclass
+class _Column:
+    """One provider × prompt column, as the result rows name it."""
+
+    provider: str
+    provider_id: str | None
+    prompt_label: str | None
+    prompt_id: str | None
+
+
+class _Results:
+    """The result rows of a ``.json`` (streamed from ``results.results``) or ``.jsonl`` file."""
+
+    def __init__(self, path: Path, label: str):
+        self.jsonl = path.suffix.lower() in (".jsonl", ".ndjson")
+        self._reader = JsonLines(path, label) if self.jsonl else JsonArrayStream(
+            path, ("results", "results"), label, skip=("config.tests",))  # every test again, inlined
+
+    def __iter__(self) -> Iterator[tuple[str, dict]]:
+        if self.jsonl:
+            for number, record in self._reader:
+                yield f"line {number}", record
+        else:
+            for index, record in enumerate(self._reader):
+                if not isinstance(record, dict):
+                    raise SourceError(f"{self._reader.label}: results.results[{index}] is not an object")
+                yield f"results.results[{index}]", record
+
+    @property
+    def document(self) -> dict:
+        """Everything but the result rows (empty for ``.jsonl``, which holds rows only)."""
+        return {} if self.jsonl else self._reader.rest
+
+    @property
+    def found(self) -> bool:
+        return self.jsonl or self._reader.found
+
+    @property
+    def truncated(self) -> bool:
+        return self._reader.truncated
+
+
+def read_promptfoo(source: SourceImport, options: ImportOptions) -> None:
+    results = _Results(source.path, source.label)
+    columns: dict[str, _Column] = {}
+    for where, result in results:
+        if not results.jsonl and not columns:
+            _check_version(source, results.document, required=False)  # fail before reading on
+        key, column = _column(result, f"{source.label}: {where}", options)
+        columns.setdefault(key, column)
+        source.add_case(_case(result, key, f"{source.label}: {where}"))
+    if not results.jsonl:
+        if not results.found:
+            raise SourceError(f"{source.label}: no results.results array: not a promptfoo results file")
+        _check_version(source, results.document, required=not results.truncated)
+    if results.truncated:
+        source.warn("the file ends in the middle of the results; the complete ones were imported as an interrupted run")
+    for key, column in columns.items():
+        source.describe(key, _run(results.document, column, _arm(key, column, columns, options),
+                                  results.truncated, source))
+
+
+def _check_version(source: SourceImport, document: dict, *, required: bool) -> None:
+    version = field_at(document, "results.version")
+    if version is MISSING:
+        if required:
+            raise SourceError(f"{source.label}: results.version is missing: not a promptfoo results file "
+                              f"evalsite can read (it reads version {RESULTS_VERSIONS[-1]})")
+        return
+    if version not in RESULTS_VERSIONS:
+        raise SourceError(f"{source.label}: results.version is {version!r}; evalsite reads promptfoo results "
+                          f"version {', '.join(map(str, RESULTS_VERSIONS))}")
+
+
+def _column(result: dict, where: str, options: ImportOptions) -> tuple[str, _Column]:
+    provider = result.get("provider")
+    if isinstance(provider, str):
+        provider = {"id": provider}
+    if not isinstance(provider, dict) or not (provider.get("label") or provider.get("id")):
+        raise SourceError(f"{where}: no provider.id or provider.label: not a promptfoo result")
+    prompt = result.get("prompt") if isinstance(result.get("prompt"), dict) else {}
+    column = _Column(
+        provider=str(provider.get("label") or provider.get("id")),
+        provider_id=provider.get("id"),
+        prompt_label=prompt.get("label"),
+        prompt_id=result.get("promptId"),
+    )
+    if options.arm_from:
+        return arm_from(result, options.arm_from, where), column
+    prompt_key = column.prompt_id or column.prompt_label or str(result.get("promptIdx"))
+    return "\x1f".join((column.provider, str(column.provider_id), prompt_key)), column
+
+
+def _arm(key: str, column: _Column, columns: dict[str, _Column], options: ImportOptions) -> str:
+    """The provider's name, plus the prompt's label when that provider ran several prompts."""
+    if options.arm_from:
+        return key
+    siblings = sum(1 for c in columns.values() if c.provider == column.provider)
+    return column.provider if siblings == 1 else f"{column.provider}/{column.prompt_label or column.prompt_id}"
+
+
+def _item(result: dict) -> SourceItem:
+    variables = result.get("vars")
+    if not isinstance(variables, dict):
+        variables = value_at(result, "testCase.vars")
+        variables = variables if isinstance(variables, dict) else {}
+    if "input" in variables:
+        item_input = variables["input"]
+    else:
+        item_input = {k: v for k, v in variables.items() if k not in IDENTITY_VARS} or None
+    return SourceItem(
+        id=None if variables.get("id") is None else str(variables["id"]),
+        input=item_input,
+        expected=variables.get("expected"),
+        order=finite_number(result.get("testIdx")),
+    )
+
+
+def _error(result: dict, response: dict) -> str | None:
+    """promptfoo puts an assertion's failure in ``error`` too; only failureReason 2 is an error."""
+    reason = result.get("failureReason")
+    if reason is not None:
+        return str(result.get("error") or response.get("error") or "error") if reason == FAILURE_ERROR else None
+    if response.get("error"):
+        return str(response["error"])
+    return str(result["error"]) if result.get("error") and not result.get("gradingResult") else None
+
+
+def _scores(result: dict, where: str) -> list[SourceScore]:
+    components = value_at(result, "gradingResult.componentResults")
+    if components is None:
+        return []
+    if not isinstance(components, list):
+        raise SourceError(f"{where}: gradingResult.componentResults is not a list")
+    scores, seen = [], {}
+    for component in components:
+        assertion = component.get("assertion") if isinstance(component.get("assertion"), dict) else {}
+        kind = str(assertion.get("type") or "assertion")
+        base = str(assertion.get("metric") or kind)
+        seen[base] = seen.get(base, 0) + 1
+        scores.append(SourceScore(
+            evaluator=base if seen[base] == 1 else f"{base}#{seen[base]}",
+            value=finite_number(component.get("score")),
+            passed=component.get("pass") if isinstance(component.get("pass"), bool) else None,
+            detail=component.get("reason"),
+            kind=f"promptfoo:{kind}",
+            identity=assertion,  # only its hash is kept
+            weight=finite_number(assertion.get("weight", 1)),
+        ))
+    return scores
+
+
+def _case(result: dict, key: str, where: str) -> SourceCase:
+    response = result.get("response") if isinstance(result.get("response"), dict) else {}
+    usage = response.get("tokenUsage") or result.get("tokenUsage") or {}
+    scores = _scores(result, where)
+    cost = finite_number(result.get("cost"))
+    latency = result.get("latencyMs", response.get("latencyMs"))
+    return SourceCase(
+        run=key,
+        item=_item(result),
+        input=value_at(result, "prompt.raw"),
+        output=response.get("output"),
+        error=_error(result, response),
+        latency_ms=finite_number(latency),
+        input_tokens=optional_int(usage.get("prompt")),
+        output_tokens=optional_int(usage.get("completion")),
+        cost_usd=cost or None,  # promptfoo writes 0 for a model it has no price for
+        finish_reason=response.get("finishReason"),
+        scores=scores,
+        score=finite_number(result.get("score")) if scores else None,
+        passed=result.get("success") if scores and isinstance(result.get("success"), bool) else None,
+    )
+
+
+def _provider_config(document: dict, column: _Column) -> Any:
+    providers = value_at(document, "config.providers")
+    for entry in providers if isinstance(providers, list) else []:
+        if isinstance(entry, dict) and column.provider in (entry.get("label"), entry.get("id")):
+            return redact(entry.get("config"))
+    return None
+
+
+def _prompt_template(document: dict, column: _Column) -> Any:
+    prompts = value_at(document, "results.prompts")
+    for entry in prompts if isinstance(prompts, list) else []:
+        if isinstance(entry, dict) and entry.get("id") == column.prompt_id and entry.get("provider") == column.provider:
+            return entry
+    return None
+
+
+def _ended(started: Any, duration_ms: Any) -> str | None:
+    milliseconds = finite_number(duration_ms)
+    if not isinstance(started, str) or milliseconds is None:
+        return None
+    try:
+        moment = datetime.fromisoformat(started.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return iso(moment + timedelta(milliseconds=milliseconds))
+
+
+def _run(document: dict, column: _Column, arm: str, truncated: bool, source: SourceImport) -> SourceRun:
+    metadata = document.get("metadata") if isinstance(document.get("metadata"), dict) else {}
+    version = metadata.get("promptfooVersion")
+    entry = _prompt_template(document, column) or {}
+    runtime = document.get("runtimeOptions") if isinstance(document.get("runtimeOptions"), dict) else {}
+    started = value_at(document, "results.timestamp") or metadata.get("evaluationCreatedAt")
+    return SourceRun(
+        arm_id=arm,
+        experiment=str(value_at(document, "config.description") or document.get("evalId") or source.path.stem),
+        tool=TOOL,
+        tool_version=version,
+        config={
+            "provider": {"id": column.provider_id, "label": column.provider,
+                         "config": _provider_config(document, column)},
+            "prompt": {"label": column.prompt_label, "id": column.prompt_id, "template": entry.get("raw")},
+        },
+        prompt=entry.get("raw") if entry.get("raw") is not None else column.prompt_id or column.prompt_label,
+        spec={
+            "results_version": value_at(document, "results.version"),
+            "default_test": redact(value_at(document, "config.defaultTest")),
+            "runtime_options": {k: runtime[k] for k in RUNTIME_OPTIONS if k in runtime},
+        },
+        environment={"promptfoo": version, "node": metadata.get("nodeVersion"),
+                     "platform": metadata.get("platform"), "arch": metadata.get("arch")},
+        status="interrupted" if truncated else "completed",
+        started_at=started,
+        ended_at=_ended(started, value_at(document, "results.stats.durationMs")),
+        reported=entry.get("metrics") or {},
+        ids={"eval_id": document.get("evalId")},
+    )

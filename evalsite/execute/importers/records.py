@@ -1,0 +1,169 @@
+"""What a format reader hands the common writer: cases, scores and run descriptions from a source.
+
+A reader turns one tool's file into :class:`SourceCase` records (one per item and repeat) and one
+:class:`SourceRun` per run it found; the writer (:mod:`evalsite.execute.importers.writer`) turns those into
+ordinary evalsite runs. Readers never write anything themselves.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from evalsite.errors import SourceError
+
+MISSING = object()
+SECRET_KEY = re.compile(r"(api[_-]?key|secret|password|passwd|token|authorization|credentials?)$", re.IGNORECASE)
+REDACTED = "[REDACTED]"
+
+
+@dataclass(frozen=True)
+class ImportOptions:
+    """The ``evalsite import`` options every format reader sees."""
+
+    dataset_name: str | None = None
+    arm_from: str | None = None
+    scorer_file: str | None = None
+    scorer_sha256: str | None = None
+    again: bool = False
+
+
+@dataclass
+class SourceItem:
+    """An item as the source recorded it; its identity row is ``{id, input, expected}``."""
+
+    id: str | None
+    input: Any
+    expected: Any = None
+    order: float | None = None  # position in the source's dataset, when the source says
+    key: str | None = None  # tells apart items without an id (lm-eval's doc_id); else their content does
+
+    def row(self) -> dict:
+        """The identity row, leaving out what the source did not record (as a dataset file would)."""
+        row = {"id": self.id, "input": self.input, "expected": self.expected}
+        return {key: value for key, value in row.items() if value is not None}
+
+
+@dataclass
+class SourceScore:
+    """One scorer's verdict on one case, before the writer gives it its evaluator version."""
+
+    evaluator: str
+    value: float | None
+    passed: bool | None = None
+    label: str | None = None
+    detail: str | None = None
+    error: str | None = None
+    kind: str = ""  # the evaluator type shown in run.json, e.g. ``promptfoo:equals``
+    identity: Any = None  # what defines this scorer in the source: type, params, templates
+    weight: float | None = None  # its weight in the source's combined score, when it has one
+
+
+@dataclass
+class SourceCase:
+    """One (item, repeat) as the source recorded it. ``repeat=None`` numbers repeats by arrival."""
+
+    run: str
+    item: SourceItem
+    repeat: int | None = None
+    input: Any = None  # the prompt actually sent
+    output: Any = None
+    error: str | None = None
+    latency_ms: float | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cost_usd: float | None = None
+    finish_reason: str | None = None
+    started_at: str | None = None
+    scores: list[SourceScore] = field(default_factory=list)
+    score: float | None = None  # the source's own combined score, when it computes one
+    passed: bool | None = None  # the source's own verdict, when it gives one
+
+
+@dataclass
+class SourceRun:
+    """Everything run-level a reader knows about one run of its source."""
+
+    arm_id: str
+    experiment: str
+    tool: str
+    tool_version: str | None
+    config: dict
+    prompt: Any = None
+    scorers: dict[str, Any] = field(default_factory=dict)  # run-level identity per evaluator name
+    spec: dict = field(default_factory=dict)  # the source's settings a number depends on
+    code: dict = field(default_factory=lambda: {"commit": None, "dirty": None})
+    environment: dict = field(default_factory=dict)
+    status: str = "completed"
+    source_status: str | None = None
+    source_error: str | None = None
+    started_at: str | None = None
+    ended_at: str | None = None
+    dataset_location: str | None = None
+    reported: dict = field(default_factory=dict)  # the tool's own aggregates for this run
+    ids: dict = field(default_factory=dict)  # the source's run identifiers (eval id, run id)
+
+
+def field_at(record: Any, dotted: str) -> Any:
+    """The value at a dotted path (``provider.label``, ``choices.0.text``), or ``MISSING``."""
+    value = record
+    for part in dotted.split("."):
+        if isinstance(value, dict) and part in value:
+            value = value[part]
+        elif isinstance(value, list) and part.isdigit() and int(part) < len(value):
+            value = value[int(part)]
+        else:
+            return MISSING
+    return value
+
+
+def value_at(record: Any, dotted: str, default: Any = None) -> Any:
+    """Like :func:`field_at`, with ``default`` for a missing field."""
+    value = field_at(record, dotted)
+    return default if value is MISSING else value
+
+
+def arm_from(record: Any, dotted: str, where: str) -> str:
+    """The arm named by ``--arm-from``: a scalar at ``dotted`` in ``record``, else a clear error."""
+    value = field_at(record, dotted)
+    if value is MISSING or value is None or isinstance(value, (dict, list)):
+        found = "missing" if value is MISSING or value is None else f"a {type(value).__name__}"
+        raise SourceError(f"{where}: --arm-from field {dotted!r} is {found}; it must name a text or number field")
+    return str(value)
+
+
+def finite_number(value: Any) -> float | None:
+    """``value`` as a float when it is a real, finite number (booleans count as 0/1), else None."""
+    if isinstance(value, bool):
+        return float(value)
+    if isinstance(value, (int, float)) and math.isfinite(value):
+        return float(value)
+    return None
+
+
+def optional_int(value: Any) -> int | None:
+    number = finite_number(value)
+    return None if number is None or isinstance(value, bool) else int(number)
+
+
+def redact(value: Any) -> Any:
+    """``value`` with every mapping entry whose key looks like a secret replaced by ``[REDACTED]``.
+
+    Sources copy their settings into their logs (promptfoo redacts ``apiKey`` itself, others may
+    not); an imported run is committed and published, so nothing that looks like a key goes in.
+    """
+    if isinstance(value, dict):
+        return {k: REDACTED if SECRET_KEY.search(str(k)) and v is not None else redact(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [redact(v) for v in value]
+    return value
+
+
+def prompt_text(messages: list) -> Any:
+    """Chat messages as ``{role, content}``; a lone user message with text content becomes that text."""
+    sent = [{"role": m.get("role"), "content": m.get("content")} for m in messages if isinstance(m, dict)]
+    if len(sent) == 1 and sent[0]["role"] == "user" and isinstance(sent[0]["content"], str):
+        return sent[0]["content"]
+    return sent or None

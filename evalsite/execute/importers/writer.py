@@ -1,0 +1,368 @@
+"""The common writer: a reader's cases and run descriptions become ordinary evalsite runs.
+
+A :class:`SourceImport` collects one source file. While the reader streams, each case goes to a
+temporary spool file per run (so memory holds only the items' identity rows and a few counters),
+and the writer learns each run's items, evaluators and repeats. Only when the whole source has
+been read does :func:`write_runs` create run directories, through :class:`evalsite.runlog.store.RunWriter`
+like any run: a source that fails to parse leaves nothing behind.
+
+What the writer decides, the same for every format:
+
+- the dataset: one identity row ``{id, input, expected}`` per item, in the source's order,
+  through :func:`evalsite.experiment.datasets.item_identity` and :func:`~evalsite.experiment.datasets.dataset_id`, so two
+  tools' results on the same items get the same ``dataset_id``;
+- repeats: numbered by arrival per item when the source has no repeat field;
+- evaluator versions: a hash of the source tool and its version, the scorer's identity in the
+  source (type, params, templates) and the ``--scorer-file`` hash, so scores from different
+  scorers are never comparable;
+- a case the source marks as failed scores 0 on every evaluator of its run, with the reason.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tempfile
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+from evalsite import __version__
+from evalsite.experiment.datasets import Dataset, Item, dataset_id, item_identity
+from evalsite.errors import SourceError
+from evalsite.scoring.evaluators import Score
+from evalsite.runlog.fingerprint import dataset_identity, fingerprint_hash, redact_secrets
+from evalsite.runlog.hashing import sha256_json, short_hash
+from evalsite.execute.importers.records import ImportOptions, SourceCase, SourceItem, SourceRun, SourceScore
+from evalsite.project import Project
+from evalsite.runlog.store import RunWriter, iso, utc_now
+from evalsite.analysis.summary import summarise_cases
+
+DEFAULT_DATASET_NAME = "imported"
+_UNKNOWN_ORDER = float("inf")
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+@dataclass
+class _ItemSlot:
+    row: dict
+    order: tuple[float, int]
+
+
+@dataclass
+class _EvaluatorTally:
+    kind: str
+    weight: float | None = None
+    identities: dict[str, object] = field(default_factory=dict)  # by repr: hashed once, at the end
+    binary: bool = True  # every value seen is 0 or 1, so a value says pass or fail
+
+    @property
+    def variants(self) -> list[str]:
+        return sorted({short_hash(identity) for identity in self.identities.values()})
+
+
+@dataclass
+class _RunDraft:
+    key: str
+    spool: IO[str]
+    items: dict[str, _ItemSlot] = field(default_factory=dict)
+    evaluators: dict[str, _EvaluatorTally] = field(default_factory=dict)
+    arrivals: Counter = field(default_factory=Counter)
+    explicit: set[tuple[str, int]] = field(default_factory=set)
+    cases: int = 0
+    repeats: int = 0
+    description: SourceRun | None = None
+
+
+@dataclass(frozen=True)
+class ImportedRun:
+    """One run written by an import."""
+
+    run_id: str
+    arm_id: str
+    experiment: str
+    tool: str
+    source: str
+    status: str
+    dataset_id: str
+    summary: dict
+
+
+class SourceImport:
+    """One source file being read: the reader adds cases and describes runs; nothing is written yet."""
+
+    def __init__(self, project: Project, path: Path, format_name: str, sha256: str | None = None):
+        self.project = project
+        self.path = Path(path)
+        self.label = str(path)
+        self.format_name = format_name
+        self.sha256 = sha256 or file_sha256(self.path)
+        self.files = [{"path": project.relative(self.path), "sha256": self.sha256}]
+        self.warnings: list[str] = []
+        self._drafts: dict[str, _RunDraft] = {}
+
+    def warn(self, message: str) -> None:
+        self.warnings.append(f"{self.label}: {message}")
+
+    def add_file(self, path: Path) -> None:
+        """Record another file this source was read from (lm-eval's samples file)."""
+        self.files.append({"path": self.project.relative(path), "sha256": file_sha256(path)})
+
+    @property
+    def run_keys(self) -> list[str]:
+        return list(self._drafts)
+
+    def add_case(self, case: SourceCase) -> None:
+        draft = self._draft(case.run)
+        key = self._add_item(draft, case.item)
+        repeat = self._repeat(draft, key, case.repeat)
+        for score in case.scores:
+            self._tally(draft, score)
+        record = {
+            "key": key,
+            "repeat": repeat,
+            "input": case.input,
+            "output": case.output,
+            "error": case.error,
+            "latency_ms": case.latency_ms,
+            "input_tokens": case.input_tokens,
+            "output_tokens": case.output_tokens,
+            "cost_usd": case.cost_usd,
+            "finish_reason": case.finish_reason,
+            "started_at": case.started_at,
+            "scores": [[s.evaluator, s.value, s.passed, s.label, s.detail, s.error] for s in case.scores],
+            "score": case.score,
+            "passed": case.passed,
+        }
+        draft.spool.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
+        draft.cases += 1
+        draft.repeats = max(draft.repeats, repeat + 1)
+
+    def describe(self, key: str, run: SourceRun) -> None:
+        self._drafts[key].description = run
+
+    def close(self) -> None:
+        for draft in self._drafts.values():
+            draft.spool.close()
+
+    def drafts(self) -> list[_RunDraft]:
+        return list(self._drafts.values())
+
+    def _draft(self, key: str) -> _RunDraft:
+        if key not in self._drafts:
+            self._drafts[key] = _RunDraft(key, tempfile.TemporaryFile("w+", encoding="utf-8"))
+        return self._drafts[key]
+
+    def _add_item(self, draft: _RunDraft, item: SourceItem) -> str:
+        row = item.row()
+        key = item.id if item.id is not None else item.key or f"#{sha256_json(row)}"
+        order = (_UNKNOWN_ORDER if item.order is None else item.order, len(draft.items))
+        slot = draft.items.get(key)
+        if slot is None:
+            draft.items[key] = _ItemSlot(row, order)
+        elif slot.row != row:
+            raise SourceError(
+                f"{self.label}: item {item.id!r} is recorded with two different inputs or expected values"
+            )
+        else:
+            slot.order = min(slot.order, order)
+        return key
+
+    def _repeat(self, draft: _RunDraft, key: str, repeat: int | None) -> int:
+        if repeat is None:
+            draft.arrivals[key] += 1
+            return draft.arrivals[key] - 1
+        if (key, repeat) in draft.explicit:
+            raise SourceError(f"{self.label}: item {key!r} repeat {repeat} is recorded twice")
+        draft.explicit.add((key, repeat))
+        return repeat
+
+    @staticmethod
+    def _tally(draft: _RunDraft, score: SourceScore) -> None:
+        tally = draft.evaluators.setdefault(score.evaluator, _EvaluatorTally(score.kind, score.weight))
+        if score.identity is not None:
+            tally.identities.setdefault(repr(score.identity), score.identity)
+        if score.value is not None and score.value not in (0.0, 1.0):
+            tally.binary = False
+
+
+class _Totals:
+    """The case fields :func:`summarise_cases` reads, one tuple per case (a dict each costs 4x)."""
+
+    FIELDS = ("score", "passed", "cost_usd", "latency_ms", "error")
+
+    def __init__(self):
+        self._rows: list[tuple] = []
+
+    def add(self, case: dict) -> None:
+        self._rows.append((case["score"], case["passed"], case["cost_usd"], case["latency_ms"], bool(case["error"])))
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def __iter__(self):
+        return (dict(zip(self.FIELDS, row)) for row in self._rows)
+
+
+def write_runs(source: SourceImport, runs_dir: Path, batch_id: str, options: ImportOptions) -> list[ImportedRun]:
+    """Write every run of ``source`` under ``runs_dir``; call once the reader has finished."""
+    drafts = sorted(source.drafts(), key=lambda draft: draft.description.arm_id)
+    return [_write_run(source, draft, runs_dir, batch_id, options) for draft in drafts]
+
+
+def _write_run(source: SourceImport, draft: _RunDraft, runs_dir: Path, batch_id: str,
+               options: ImportOptions) -> ImportedRun:
+    run = draft.description
+    keys = sorted(draft.items, key=lambda k: draft.items[k].order)
+    items = dict(zip(keys, item_identity([draft.items[k].row for k in keys], source.label)))
+    name = options.dataset_name or DEFAULT_DATASET_NAME
+    dataset = {
+        "path": run.dataset_location,
+        "name": name,
+        "dataset_id": dataset_id(name, list(items.values())),
+        "items": len(items),
+    }
+    versions = _evaluator_versions(run, draft, options)
+    identity = dataset_identity(run.dataset_location, Dataset(Path(run.dataset_location or "."), name, list(items.values())))
+    header = _header(source, draft, run, dataset, identity, versions, batch_id, options)
+    writer = RunWriter.create(runs_dir, run.arm_id, header)
+    totals = _Totals()
+    try:
+        draft.spool.seek(0)
+        for line in draft.spool:
+            case = _case_record(json.loads(line), items, versions, draft.evaluators)
+            writer.append_case(case)
+            totals.add(case)
+    finally:
+        writer.close()
+    summary = summarise_cases(totals)
+    footer = {
+        "status": run.status,
+        "ended_at": run.ended_at,
+        "totals": summary,
+        "source_status": run.source_status,
+        "source_error": run.source_error,
+    }
+    writer.finish(footer)
+    return ImportedRun(writer.run_id, run.arm_id, run.experiment, run.tool, source.label, run.status,
+                       dataset["dataset_id"], summary)
+
+
+def _evaluator_versions(run: SourceRun, draft: _RunDraft, options: ImportOptions) -> dict[str, str]:
+    base = {"tool": run.tool, "tool_version": run.tool_version, "scorer_file": options.scorer_sha256}
+    return {
+        name: short_hash({**base, "kind": tally.kind, "scorer": run.scorers.get(name),
+                          "variants": tally.variants})
+        for name, tally in draft.evaluators.items()
+    }
+
+
+def _evaluator_entry(tally: _EvaluatorTally, version: str) -> dict:
+    entry = {"type": tally.kind, "version": version}
+    return entry if tally.weight is None else {**entry, "weight": tally.weight}
+
+
+def _header(source: SourceImport, draft: _RunDraft, run: SourceRun, dataset: dict, identity: dict,
+            versions: dict[str, str], batch_id: str, options: ImportOptions) -> dict:
+    """The run header; its fingerprint has the fields of a native run's (evalsite.runlog.fingerprint), filled
+    from what the source recorded: its environment, not the importing machine's."""
+    evaluators = {name: _evaluator_entry(draft.evaluators[name], version) for name, version in versions.items()}
+    config_id = short_hash(run.config, 16)
+    fingerprint = {
+        "dataset": identity,
+        "config": redact_secrets(run.config),
+        "config_id": config_id,
+        "prompt_hash": short_hash(run.prompt),
+        "evaluators": evaluators,
+        "target": {"kind": f"import:{run.tool}", "model": run.arm_id},
+        "code": run.code,
+        "environment": run.environment,
+        "seed": None,
+        "source": {"tool": run.tool, "version": run.tool_version, "spec": run.spec},
+    }
+    scorer_file = {"path": options.scorer_file, "sha256": options.scorer_sha256} if options.scorer_sha256 else None
+    return {
+        "batch_id": batch_id,
+        "experiment": run.experiment,
+        "arm_id": run.arm_id,
+        "config": run.config,
+        "config_id": config_id,
+        "dataset": dataset,
+        "evaluators": evaluators,
+        "fingerprint": fingerprint,
+        "fingerprint_hash": fingerprint_hash(fingerprint),
+        "started_at": run.started_at,
+        "plan": {"items": dataset["items"], "repeat": draft.repeats, "cases": draft.cases},
+        "source": {
+            "tool": run.tool,
+            "version": run.tool_version,
+            "format": source.format_name,
+            "path": source.files[0]["path"],
+            "sha256": source.sha256,
+            "files": source.files,
+            "ids": run.ids,
+            "status": run.source_status,
+            "error": run.source_error,
+            "reported": run.reported,
+            "scorer_file": scorer_file,
+            "imported_at": iso(utc_now()),
+            "imported_by": f"evalsite {__version__}",
+        },
+    }
+
+
+def _case_record(spooled: dict, items: dict[str, Item], versions: dict[str, str],
+                 tallies: dict[str, _EvaluatorTally]) -> dict:
+    item = items[spooled["key"]]
+    error = spooled["error"]
+    scores = []
+    for name, value, passed, label, detail, score_error in spooled["scores"]:
+        if passed is None and value is not None and tallies[name].binary:
+            passed = value == 1.0
+        scores.append(Score(name, versions[name], score=value, passed=passed, label=label, detail=detail,
+                            error=score_error))
+    if error:
+        recorded = {s.evaluator for s in scores}
+        scores += [Score(name, versions[name], score=0.0, passed=False, detail=f"generation failed: {error}")
+                   for name in versions if name not in recorded]
+    return {
+        "item_id": item.item_id,
+        "item_sha": item.sha,
+        "repeat": spooled["repeat"],
+        "input": spooled["input"] if spooled["input"] is not None else item.row.get("input"),
+        "expected": item.row.get("expected"),
+        "output": spooled["output"],
+        "error": error,
+        "latency_ms": spooled["latency_ms"],
+        "input_tokens": spooled["input_tokens"],
+        "output_tokens": spooled["output_tokens"],
+        "cost_usd": spooled["cost_usd"],
+        "finish_reason": spooled["finish_reason"],
+        "scores": [dict(vars(s)) for s in scores],  # Score.to_json's dict; asdict's deep copy costs 40% here
+        "score": spooled["score"] if spooled["score"] is not None else _mean_score(scores),
+        "passed": _verdict(spooled["passed"], scores, error),
+        "started_at": spooled["started_at"],
+    }
+
+
+def _mean_score(scores: list[Score]) -> float | None:
+    """Equal weights, as an evalsite run with default weights; errored and skipped scores left out."""
+    values = [s.score for s in scores if s.score is not None and s.error is None and not s.skipped]
+    return sum(values) / len(values) if values else None
+
+
+def _verdict(source_verdict: bool | None, scores: list[Score], error: str | None) -> bool | None:
+    if error:
+        return False
+    if source_verdict is not None:
+        return source_verdict
+    ruled = [s.passed for s in scores if s.passed is not None]
+    return all(ruled) if ruled else None

@@ -1,0 +1,155 @@
+"""Re-score a run's recorded outputs with the current evaluators and ground truth, as a new run.
+
+No target is called (an ``llm_judge`` evaluator still calls its judge). The new run keeps the
+source run's generation side verbatim — arm, config, prompt, submitted manifest, the code and
+environment that produced the outputs — and replaces the scoring side: the dataset as it is
+now (so its id and item hashes change when ground truth changed), the manifest's current
+evaluators, the scores. Its ``run.json`` records ``derived_from`` (the source run id) and the
+manifest the scores came from; its fingerprint adds ``rescored`` (the code and environment
+that scored).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from pathlib import Path
+
+from evalsite.experiment.datasets import Dataset, Item
+from evalsite.errors import ManifestError, RunLogError
+from evalsite.scoring.evaluators import CaseView, Evaluator, build_evaluators, describe_evaluators, score_case
+from evalsite.runlog.fingerprint import dataset_identity, environment, evaluator_identity, fingerprint_hash, git_identity
+from evalsite.experiment.manifest import Manifest, load_manifest
+from evalsite.experiment.plan import manifest_dataset, selected_part
+from evalsite.project import Project
+from evalsite.runlog.store import Run, RunWriter, iso, new_run_id, read_run, resolve_run, utc_now
+from evalsite.execute.runner import dataset_record, scoring_cost
+from evalsite.analysis.summary import is_critical, summarise_cases
+
+
+@dataclass(frozen=True)
+class RescoreOutcome:
+    run_id: str
+    derived_from: str
+    status: str
+    summary: dict
+    left_out: list[str]
+
+
+def rescore_run(project: Project, reference: str, *, manifest_path: Path | None = None) -> RescoreOutcome:
+    """Re-score run ``reference`` (an id, unique prefix or folder) into a new run.
+
+    Cases whose item is no longer in the dataset are left out (their ids are returned). The new
+    run ends with the source run's status (a run stopped at its cost ceiling stays partial)
+    unless re-scoring itself fails.
+    """
+    source = read_run(resolve_run(project.runs_dir, reference))
+    if source.end is None:
+        raise RunLogError(
+            f"{source.run_id}: interrupted (no end.json); finish it with "
+            f"'evalsite run --resume {source.run_id}' before rescoring"
+        )
+    manifest = load_manifest(_manifest_path(project, source, manifest_path))
+    dataset = _current_dataset(project, manifest, source)
+    evaluators = build_evaluators(manifest.evaluators, project.root)
+    items = {item.item_id: item for item in dataset.items}
+    kept = [case for case in source.cases if str(case.get("item_id")) in items]
+    left_out = sorted({str(case.get("item_id")) for case in source.cases} - set(items))
+    header = _derived_header(project, source, manifest, dataset, evaluators, kept)
+    writer = RunWriter.create(project.runs_dir, source.header.get("arm_id") or "rescore", header)
+    cases: list[dict] = []
+    status = source.status
+    try:
+        asyncio.run(_rescore_cases(writer, cases, kept, items, evaluators, manifest.concurrency))
+    except BaseException:
+        status = "failed"
+        raise
+    finally:
+        summary = summarise_cases(cases)
+        writer.finish({"status": status, "ended_at": iso(utc_now()), "totals": summary})
+    return RescoreOutcome(writer.run_id, source.run_id, status, summary, left_out)
+
+
+def _manifest_path(project: Project, source: Run, given: Path | None) -> Path:
+    if given is not None:
+        return given
+    recorded = source.header.get("manifest_path")
+    if not recorded:
+        raise ManifestError(f"{source.run_id}: the run records no manifest; pass --manifest PATH")
+    return project.root / recorded
+
+
+def _current_dataset(project: Project, manifest: Manifest, source: Run) -> Dataset:
+    spec = manifest.dataset
+    path = project.inside(Path(spec["path"]), "dataset")
+    recorded = (source.header.get("dataset") or {}).get("path")
+    if recorded is not None and (project.root / recorded).resolve() != path:
+        raise ManifestError(
+            f"{manifest.path}: dataset is {spec['path']} but run {source.run_id} was made on {recorded}; "
+            "rescore needs the run's dataset (pass --manifest with a manifest that names it)"
+        )
+    return selected_part(manifest, manifest_dataset(project, manifest))
+
+
+def _derived_header(project: Project, source: Run, manifest: Manifest, dataset: Dataset,
+                    evaluators: list[Evaluator], cases: list[dict]) -> dict:
+    kept = {k: v for k, v in source.header.items() if k not in ("format_version", "run_id")}
+    dataset_entry = dataset_record(project, dataset)
+    versions = describe_evaluators(evaluators)
+    fingerprint = {
+        **(source.header.get("fingerprint") or {}),
+        "dataset": dataset_identity(project.relative(dataset.path), dataset),
+        "evaluators": {e.name: evaluator_identity(e) for e in evaluators},
+        "rescored": {"code": git_identity(project.root), "environment": environment()},
+    }
+    return {
+        **kept,
+        "batch_id": new_run_id("batch"),
+        "dataset": dataset_entry,
+        "evaluators": versions,
+        "fingerprint": fingerprint,
+        "fingerprint_hash": fingerprint_hash(fingerprint),
+        "started_at": iso(utc_now()),
+        "plan": {**(kept.get("plan") or {}), "items": len({c["item_id"] for c in cases}), "cases": len(cases)},
+        "derived_from": source.run_id,
+        "rescore_manifest": {"path": project.relative(manifest.path), "text": manifest.text},
+    }
+
+
+async def _rescore_cases(writer: RunWriter, done: list[dict], cases: list[dict], items: dict[str, Item],
+                         evaluators: list[Evaluator], concurrency: int) -> None:
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one(case: dict) -> None:
+        async with gate:
+            rescored = await rescore_case(case, items[str(case["item_id"])], evaluators)
+        writer.append_case(rescored)
+        done.append(rescored)
+
+    await asyncio.gather(*(one(case) for case in cases))
+
+
+async def rescore_case(case: dict, item: Item, evaluators: list[Evaluator]) -> dict:
+    """A recorded case scored again against ``item`` as the dataset holds it now."""
+    expected = item.row.get("expected")
+    view = CaseView(
+        input=case.get("input"),
+        output=case.get("output"),
+        expected=expected,
+        row=item.row,
+        latency_ms=case.get("latency_ms"),
+        cost_usd=case.get("cost_usd"),
+        turn_outputs=case.get("turn_outputs"),
+        transcript=case.get("transcript"),
+    )
+    scored = await score_case(evaluators, view, case.get("error"))
+    return {
+        **case,
+        "item_sha": item.sha,
+        "expected": expected,
+        "scores": [s.to_json() for s in scored.scores],
+        "score": scored.score,
+        "passed": scored.passed,
+        "scoring_cost_usd": scoring_cost(scored.scores),
+        "critical": is_critical(item.row),
+    }

@@ -1,0 +1,94 @@
+"""One target call under the experiment's schedule: a timeout per call, retries with backoff.
+
+Timeouts, connection errors, 429 and 5xx (a target raising :class:`TransientTargetError`) are
+retried up to ``schedule.max_attempts`` with exponential backoff and jitter, waiting at least as
+long as a ``Retry-After`` asked; any other failure is final at once. Latency is measured around
+the attempt whose result is recorded, failures included.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+from evalsite.errors import ManifestError, TargetError
+from evalsite.execute.targets import TargetRequest, TargetResult, TransientTargetError
+
+DEFAULTS = {"timeout_s": 60.0, "max_attempts": 3, "backoff_s": 1.0, "max_backoff_s": 60.0}
+RETRY_AFTER_LIMIT = 600.0  # a provider asking for a longer wait fails the case instead
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    timeout: float = DEFAULTS["timeout_s"]
+    max_attempts: int = DEFAULTS["max_attempts"]
+    backoff: float = DEFAULTS["backoff_s"]
+    max_backoff: float = DEFAULTS["max_backoff_s"]
+
+    @classmethod
+    def from_schedule(cls, schedule: dict, settings: dict) -> "RetryPolicy":
+        """``schedule.{timeout_s,max_attempts,backoff_s,max_backoff_s}``; an arm's ``settings.timeout`` wins."""
+        values = {key: schedule.get(key, default) for key, default in DEFAULTS.items()}
+        for key, value in values.items():
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+                raise ManifestError(f"schedule.{key}: needs a number > 0, got {value!r}")
+        if not isinstance(values["max_attempts"], int):
+            raise ManifestError(f"schedule.max_attempts: needs a whole number >= 1, got {values['max_attempts']!r}")
+        timeout = settings.get("timeout", values["timeout_s"])
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
+            raise TargetError(f"settings.timeout: needs a number of seconds > 0, got {timeout!r}")
+        return cls(float(timeout), values["max_attempts"], float(values["backoff_s"]), float(values["max_backoff_s"]))
+
+    def delay(self, failures: int, retry_after: float | None, rng: random.Random) -> float:
+        """Seconds before the next attempt: backoff × 2^(failures-1) jittered to 50–100 % and capped at
+        ``max_backoff``, or longer when the provider's ``Retry-After`` asked for longer."""
+        backoff = min(self.max_backoff, self.backoff * 2 ** (failures - 1)) * (0.5 + rng.random() / 2)
+        return max(backoff, retry_after or 0.0)
+
+
+@dataclass(frozen=True)
+class CallOutcome:
+    result: TargetResult
+    latency_ms: float
+    attempts: int
+
+
+class Abandoned(Exception):
+    """The run is stopping before a retry: the case is left unrecorded so a resume runs it."""
+
+
+async def call_with_retries(
+    target, request: TargetRequest, policy: RetryPolicy, stopping: Callable[[], bool], rng: random.Random
+) -> CallOutcome:
+    attempt = 0
+    while True:
+        attempt += 1
+        transient: str | None = None
+        wait_at_least = None
+        clock = time.perf_counter()
+        try:
+            async with asyncio.timeout(policy.timeout):
+                result = await target.generate(request)
+        except TimeoutError:
+            transient = f"timed out after {policy.timeout:g} s"
+        except TransientTargetError as exc:
+            transient, wait_at_least = str(exc), exc.retry_after
+        except Exception as exc:  # a target's own bug fails this case, not the run
+            result = TargetResult(error=f"{type(exc).__name__}: {exc}")
+        latency_ms = (time.perf_counter() - clock) * 1000
+        if transient is None:
+            return CallOutcome(result, latency_ms, attempt)
+        too_long = wait_at_least is not None and wait_at_least > RETRY_AFTER_LIMIT
+        if too_long:
+            transient += f"; the provider asked to retry after {wait_at_least:g} s"
+        if too_long or attempt >= policy.max_attempts:
+            tries = "1 attempt" if attempt == 1 else f"{attempt} attempts"
+            return CallOutcome(TargetResult(error=f"{transient} ({tries})"), latency_ms, attempt)
+        if stopping():
+            raise Abandoned(transient)
+        await asyncio.sleep(policy.delay(attempt, wait_at_least, rng))
+        if stopping():
+            raise Abandoned(transient)

@@ -1,0 +1,33 @@
+"""Targets: how an arm produces an output. One module per kind, all behind one async interface.
+
+A target spec is ``<kind>`` or ``<kind>:<rest>`` (e.g. ``python:arms.math:solve``). Built-in kinds
+register themselves with :func:`register_target` exactly as a plugin would.
+"""
+
+from evalsite.execute.targets.base import (
+    Target,
+    TargetRequest,
+    TargetResult,
+    TransientTargetError,
+    call_cost,
+    make_target,
+    register_target,
+    replays_turns,
+    target_kinds,
+    total_or_none,
+)
+# importing the built-ins registers them
+from evalsite.execute.targets import anthropic, command, none_target, openai, python_target  # noqa: F401
+
+__all__ = [
+    "Target",
+    "TargetRequest",
+    "TargetResult",
+    "TransientTargetError",
+    "call_cost",
+    "make_target",
+    "register_target",
+    "replays_turns",
+    "target_kinds",
+    "total_or_none",
+]

@@ -1,0 +1,74 @@
+"""The ``anthropic`` target: the Messages API (``POST /v1/messages``) over httpx.
+
+System messages of the input become the request's ``system`` field; ``params`` go into the
+body as they are (``max_tokens`` defaults to 1024 because the API requires it). Stop reasons
+are recorded in the OpenAI vocabulary, so ``max_tokens`` reads ``length`` like every target.
+Settings: ``model`` (or ``anthropic:<model>``), ``base_url`` (default Anthropic's),
+``api_key_env`` (default ``ANTHROPIC_API_KEY``), ``anthropic_version``, ``headers``,
+``headers_env``, ``max_connections``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from evalsite.execute.targets.base import TargetRequest, TargetResult, check_settings, register_target
+from evalsite.execute.targets.http import (
+    HTTP_SETTINGS,
+    ModelOverHttp,
+    chat_messages,
+    client_from_settings,
+    model_name,
+    number_or_none,
+)
+
+DEFAULT_BASE_URL = "https://api.anthropic.com"
+DEFAULT_VERSION = "2023-06-01"
+DEFAULT_MAX_TOKENS = 1024
+STOP_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length", "tool_use": "tool_calls"}
+
+
+class AnthropicMessages(ModelOverHttp):
+    kind = "anthropic"
+
+    async def generate(self, request: TargetRequest) -> TargetResult:
+        messages = chat_messages(request.input)
+        system = "\n\n".join(m["content"] for m in messages if m.get("role") == "system")
+        body = {
+            "max_tokens": DEFAULT_MAX_TOKENS,
+            **request.params,
+            "model": self.model,
+            "messages": [m for m in messages if m.get("role") != "system"],
+        }
+        if system:
+            body["system"] = system
+        data, _, error = await self.client.post("/v1/messages", body)
+        if error is not None:
+            return TargetResult(error=error)
+        return parse_message(data)
+
+
+def parse_message(data: dict) -> TargetResult:
+    blocks = data.get("content")
+    if not isinstance(blocks, list):
+        return TargetResult(error=f"the response has no content: {str(data)[:200]}")
+    text = "".join(b.get("text", "") for b in blocks if isinstance(b, dict) and b.get("type") == "text")
+    usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+    reason = data.get("stop_reason")
+    return TargetResult(
+        output=text,
+        input_tokens=number_or_none(usage.get("input_tokens")),
+        output_tokens=number_or_none(usage.get("output_tokens")),
+        finish_reason=STOP_REASONS.get(reason, reason),
+    )
+
+
+@register_target("anthropic")
+def _make(rest: str, settings: dict, project_root: Path) -> AnthropicMessages:
+    check_settings("anthropic", settings, HTTP_SETTINGS | {"anthropic_version"})
+    client = client_from_settings(
+        settings, "anthropic", default_base_url=DEFAULT_BASE_URL, default_key_env="ANTHROPIC_API_KEY",
+        key_header="x-api-key",
+    )
+    client.headers["anthropic-version"] = str(settings.get("anthropic_version", DEFAULT_VERSION))
+    return AnthropicMessages(model_name(rest, settings, "anthropic"), client)

@@ -1,0 +1,174 @@
+"""The target interface and registry.
+
+Kinds come from :func:`register_target` calls: the built-ins' and those of installed packages
+that declare an ``evalsite.execute.targets`` entry point (loaded the first time an unknown kind is
+asked for).
+"""
+
+from __future__ import annotations
+
+import re
+from importlib.metadata import entry_points
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Protocol
+
+from evalsite.errors import TargetError
+
+
+@dataclass(frozen=True)
+class TargetRequest:
+    """What a target is asked: the rendered input plus the row it came from."""
+
+    input: Any
+    row: dict
+    params: dict
+    repeat: int
+    item_id: str
+
+
+COMMON_SETTINGS = {"timeout"}  # read by the runner for every target: seconds per call
+SECRET_NAME = re.compile(r"authorization|api[-_]?key|token|secret|password|cookie", re.IGNORECASE)
+RESULT_KEYS = ("output", "input_tokens", "output_tokens", "cost_usd", "finish_reason")
+
+
+@dataclass
+class TargetResult:
+    """What a target answers. ``error`` set means the generation failed for good (no retry)."""
+
+    output: Any = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cost_usd: float | None = None
+    finish_reason: str | None = None
+    error: str | None = None
+    extra: dict = field(default_factory=dict)
+
+
+class TransientTargetError(Exception):
+    """Raised by a target for a failure worth retrying (timeout, connection error, 429, 5xx).
+
+    The runner retries with backoff up to ``schedule.max_attempts``, waiting at least
+    ``retry_after`` seconds when the provider said how long to wait.
+    """
+
+    def __init__(self, message: str, retry_after: float | None = None):
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class Target(Protocol):
+    """``replays_turns`` (optional, default true): whether ``turns`` rows are replayed turn by turn."""
+
+    kind: str
+
+    async def generate(self, request: TargetRequest) -> TargetResult: ...
+
+    async def aclose(self) -> None: ...
+
+
+def result_from_value(value: Any) -> TargetResult:
+    """A target's answer as a result: a dict of :data:`RESULT_KEYS`, else the output itself."""
+    if isinstance(value, dict):
+        unknown = set(value) - set(RESULT_KEYS)
+        if unknown:
+            return TargetResult(error=f"target returned unknown keys: {', '.join(sorted(unknown))}")
+        if "output" not in value:
+            return TargetResult(error="target returned a dict without 'output'")
+        problem = _count_problem(value)
+        if problem:
+            return TargetResult(error=problem)
+        return TargetResult(**value)
+    if value is None:
+        return TargetResult(error="target returned None instead of an output")
+    return TargetResult(output=value)
+
+
+def _count_problem(value: dict) -> str | None:
+    for key in ("input_tokens", "output_tokens"):
+        count = value.get(key)
+        if count is not None and (isinstance(count, bool) or not isinstance(count, int) or count < 0):
+            return f"target returned {key}={count!r}; expected a whole number >= 0 or null"
+    cost = value.get("cost_usd")
+    if cost is not None and (isinstance(cost, bool) or not isinstance(cost, (int, float)) or cost < 0):
+        return f"target returned cost_usd={cost!r}; expected a number >= 0 or null"
+    return None
+
+
+def refuse_secret_names(mapping: dict, key: str, instead: str) -> None:
+    """Literal settings are recorded with the run, so a secret-looking name must come from the environment."""
+    for name in mapping:
+        if SECRET_NAME.search(str(name)):
+            raise TargetError(
+                f"settings.{key}.{name}: looks like a secret and would be recorded with the run; {instead}"
+            )
+
+
+def check_settings(kind: str, settings: dict, allowed: set[str]) -> None:
+    """Refuse unknown settings keys (a typo such as ``base_ur`` must not pass silently)."""
+    if "api_key" in settings:
+        raise TargetError(
+            f"settings.api_key: never write a key in a manifest (it would be recorded with the run); "
+            f"put it in an environment variable and name that in settings.api_key_env (target {kind})"
+        )
+    unknown = sorted(set(settings) - allowed - COMMON_SETTINGS)
+    if unknown:
+        known = ", ".join(sorted(allowed | COMMON_SETTINGS))
+        raise TargetError(f"settings: unknown key {unknown[0]!r} for target {kind} (known: {known})")
+
+
+TargetFactory = Callable[[str, dict, Path], Target]
+_FACTORIES: dict[str, TargetFactory] = {}
+
+
+def register_target(kind: str):
+    """Register a factory ``(spec_rest, settings, project_root) -> Target`` for ``kind``."""
+
+    def decorate(factory: TargetFactory) -> TargetFactory:
+        _FACTORIES[kind] = factory
+        return factory
+
+    return decorate
+
+
+def target_kinds() -> list[str]:
+    return sorted(_FACTORIES)
+
+
+def load_plugins() -> None:
+    """Import every module named by an ``evalsite.execute.targets`` entry point (they register kinds)."""
+    for entry in entry_points(group="evalsite.execute.targets"):
+        try:
+            entry.load()
+        except Exception as exc:  # a broken plugin must name itself, not crash with a traceback
+            raise TargetError(f"target plugin {entry.name!r} ({entry.value}) failed to load: {exc}") from None
+
+
+def make_target(spec: str, settings: dict, project_root: Path) -> Target:
+    kind, _, rest = spec.partition(":")
+    if kind not in _FACTORIES:
+        load_plugins()
+    factory = _FACTORIES.get(kind)
+    if factory is None:
+        raise TargetError(f"unknown target kind {kind!r} in {spec!r} (known: {', '.join(target_kinds())})")
+    return factory(rest, settings, project_root)
+
+
+def replays_turns(target: Target) -> bool:
+    return getattr(target, "replays_turns", True)
+
+
+def call_cost(result: TargetResult, price: dict | None) -> float | None:
+    """Billed cost when the target reports it, else tokens × ``price`` (USD per million input and
+    output tokens); ``None`` (unknown, never 0) when neither is known."""
+    if result.cost_usd is not None:
+        return result.cost_usd
+    if not price or result.input_tokens is None or result.output_tokens is None:
+        return None
+    return (result.input_tokens * price.get("input", 0) + result.output_tokens * price.get("output", 0)) / 1e6
+
+
+def total_or_none(values) -> float | int | None:
+    """The sum, or ``None`` when any value is unknown."""
+    values = list(values)
+    return None if any(v is None for v in values) else sum(values)

@@ -1,0 +1,70 @@
+"""The ``openai`` target: any OpenAI-compatible ``/chat/completions`` endpoint.
+
+Covers OpenAI, vLLM, Ollama, the llama.cpp server and a LiteLLM proxy. The arm's ``params``
+(temperature, max_tokens, top_p, seed, stop, response_format…) go into the request body as
+they are. Settings: ``model`` (or ``openai:<model>``), ``base_url`` (default OpenAI's),
+``api_key_env``, ``headers``, ``headers_env``, ``max_connections``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from evalsite.execute.targets.base import TargetRequest, TargetResult, check_settings, register_target
+from evalsite.execute.targets.http import (
+    HTTP_SETTINGS,
+    ModelOverHttp,
+    chat_messages,
+    client_from_settings,
+    model_name,
+    number_or_none,
+)
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+BILLED_COST_HEADER = "x-litellm-response-cost"
+
+
+class OpenAIChat(ModelOverHttp):
+    kind = "openai"
+
+    async def generate(self, request: TargetRequest) -> TargetResult:
+        body = {**request.params, "model": self.model, "messages": chat_messages(request.input)}
+        data, headers, error = await self.client.post("/chat/completions", body)
+        if error is not None:
+            return TargetResult(error=error)
+        return parse_completion(data, headers.get(BILLED_COST_HEADER))
+
+
+def parse_completion(data: dict, billed_header: str | None) -> TargetResult:
+    choices = data.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        return TargetResult(error=f"the response has no choices: {str(data)[:200]}")
+    message = choices[0].get("message") or {}
+    usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+    return TargetResult(
+        output=message.get("content"),
+        input_tokens=number_or_none(usage.get("prompt_tokens")),
+        output_tokens=number_or_none(usage.get("completion_tokens")),
+        cost_usd=billed_cost(usage.get("cost"), billed_header),
+        finish_reason=choices[0].get("finish_reason"),
+    )
+
+
+def billed_cost(in_usage, in_header: str | None) -> float | None:
+    """Cost the endpoint billed: ``usage.cost`` (OpenRouter) or LiteLLM's response-cost header."""
+    if isinstance(in_usage, (int, float)) and not isinstance(in_usage, bool):
+        return float(in_usage)
+    try:
+        return float(in_header) if in_header else None
+    except ValueError:
+        return None
+
+
+@register_target("openai")
+def _make(rest: str, settings: dict, project_root: Path) -> OpenAIChat:
+    check_settings("openai", settings, HTTP_SETTINGS)
+    client = client_from_settings(
+        settings, "openai", default_base_url=DEFAULT_BASE_URL, default_key_env="OPENAI_API_KEY",
+        key_header="Authorization", key_prefix="Bearer ",
+    )
+    return OpenAIChat(model_name(rest, settings, "openai"), client)

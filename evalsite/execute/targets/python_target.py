@@ -1,0 +1,97 @@
+"""The ``python:module:function`` target: call a sync or async function from the project.
+
+The function receives keyword arguments it declares among ``input``, ``row``, ``params`` and
+``repeat`` and returns a string (the output) or a dict ``{output, input_tokens, output_tokens,
+cost_usd, finish_reason}``. The module is imported with the project root first on ``sys.path``.
+A function that raises :class:`TransientTargetError` is retried; any other exception is
+recorded as the case's error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import inspect
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+from evalsite.errors import TargetError
+from evalsite.execute.targets.base import (
+    TargetRequest,
+    TargetResult,
+    TransientTargetError,
+    check_settings,
+    register_target,
+    result_from_value,
+)
+
+OFFERED = ("input", "row", "params", "repeat")
+
+
+def load_callable(spec: str, project_root: Path, what: str) -> Callable:
+    """Import ``module:function`` relative to the project root."""
+    module_name, _, function_name = spec.partition(":")
+    if not module_name or not function_name:
+        raise TargetError(f"{what} {spec!r}: expected 'module:function'")
+    root = str(project_root)
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise TargetError(f"{what} {spec!r}: cannot import module {module_name!r}: {exc}") from None
+    except Exception as exc:  # the user's module failed while importing (syntax error, raise at top level)
+        raise TargetError(f"{what} {spec!r}: importing {module_name!r} failed: {type(exc).__name__}: {exc}") from None
+    function = getattr(module, function_name, None)
+    if not callable(function):
+        raise TargetError(f"{what} {spec!r}: module {module_name!r} has no function {function_name!r}")
+    return function
+
+
+class PythonFunction:
+    kind = "python"
+
+    def __init__(self, function: Callable, spec: str):
+        self.function = function
+        self.is_async = inspect.iscoroutinefunction(function)
+        try:
+            parameters = inspect.signature(function).parameters
+        except (TypeError, ValueError) as exc:
+            raise TargetError(f"target python:{spec}: cannot read the function's signature: {exc}") from None
+        self.takes_all = any(p.kind is p.VAR_KEYWORD for p in parameters.values())
+        self.accepted = set(parameters)
+        unfillable = [
+            name for name, p in parameters.items()
+            if name not in OFFERED and p.default is p.empty and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)
+        ]
+        if unfillable:
+            raise TargetError(
+                f"target python:{spec}: parameter {unfillable[0]!r} has no default and is not one of "
+                f"{', '.join(OFFERED)}"
+            )
+
+    def _arguments(self, request: TargetRequest) -> dict[str, Any]:
+        offered = {"input": request.input, "row": request.row, "params": request.params, "repeat": request.repeat}
+        return offered if self.takes_all else {k: v for k, v in offered.items() if k in self.accepted}
+
+    async def generate(self, request: TargetRequest) -> TargetResult:
+        try:
+            if self.is_async:
+                value = await self.function(**self._arguments(request))
+            else:
+                value = await asyncio.to_thread(self.function, **self._arguments(request))
+        except TransientTargetError:
+            raise
+        except Exception as exc:  # the user's function failed: record it on the case
+            return TargetResult(error=f"{type(exc).__name__}: {exc}")
+        return result_from_value(value)
+
+    async def aclose(self) -> None:
+        return None
+
+
+@register_target("python")
+def _make(rest: str, settings: dict, project_root: Path) -> PythonFunction:
+    check_settings("python", settings, set())
+    return PythonFunction(load_callable(rest, project_root, "target"), rest)

@@ -1,0 +1,471 @@
+"""Load and validate experiment manifests (``experiments/<name>.yaml`` or ``.json``).
+
+A manifest is read (a duplicated key is an error, not a silent overwrite), patched by
+``--set KEY=VALUE`` overrides, checked against the shipped JSON Schema
+(``evalsite/experiment/schema/manifest.schema.json``, the same file editors use for autocompletion) and
+then against the rules a schema cannot express: arm references, ``extends`` cycles, names that
+become paths, secrets written inline, template syntax. Every problem is collected before
+failing; each names the file and the key path, and a misspelt key gets the closest known one.
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import json
+import re
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import ValidationError, best_match
+
+from evalsite.errors import ManifestError
+from evalsite.experiment.prompts import template_problems
+
+SCHEMA_PATH = Path(__file__).parent / "schema" / "manifest.schema.json"
+SAFE_NAME = re.compile(r"^(?!\.+$)(?!.*\.\.)[A-Za-z0-9_.-]{1,100}$")
+SAFE_NAME_RULE = "letters, digits, '-', '_' and '.' only (at most 100), without '..'"
+SECRET_KEY = re.compile(r"^(api[_-]?key|access[_-]?token|token|secret|password|authorization)$", re.IGNORECASE)
+DEFAULT_CONCURRENCY = 8
+TYPE_PHRASES = {
+    "string": "a string", "integer": "a whole number", "number": "a number", "object": "a mapping",
+    "array": "a list", "boolean": "true or false", "null": "null",
+}
+
+
+@dataclass(frozen=True)
+class ArmSpec:
+    """An arm with ``extends`` already applied (``extends`` is kept to show where it came from)."""
+
+    id: str
+    target: str
+    params: dict = field(default_factory=dict)
+    price: dict | None = None
+    settings: dict = field(default_factory=dict)
+    description: str = ""
+    extends: str | None = None
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """A validated manifest. ``text`` is the file as submitted; ``effective`` is the mapping
+    after ``overrides`` (the ``--set`` assignments, in order) were applied."""
+
+    path: Path
+    text: str
+    name: str
+    description: str
+    dataset: dict
+    prompt: Any
+    arms: list[ArmSpec]
+    evaluators: list[dict]
+    repeat: int = 1
+    concurrency: int = DEFAULT_CONCURRENCY
+    limits: dict = field(default_factory=dict)
+    schedule: dict = field(default_factory=dict)
+    rows: list[dict] | None = None
+    sweep: dict | None = None
+    design: dict = field(default_factory=lambda: {"mode": "cartesian"})
+    overrides: tuple[str, ...] = ()
+    effective: dict = field(default_factory=dict)
+
+
+def is_safe_name(value: Any) -> bool:
+    """A name that may become a path: letters, digits, ``-``, ``_``, ``.``; no ``..``."""
+    return isinstance(value, str) and SAFE_NAME.match(value) is not None
+
+
+def load_manifest(path: str | Path, overrides: Sequence[str] = ()) -> Manifest:
+    """Read, patch, validate and resolve a manifest; raises one error listing every problem."""
+    path = Path(path)
+    text, data = read_manifest(path, overrides)
+    problems = manifest_problems(data, default_name=path.stem)
+    if problems:
+        raise ManifestError("\n".join(f"{path}: {problem}" for problem in problems))
+    return Manifest(
+        path=path,
+        text=text,
+        name=data.get("name", path.stem),
+        description=data.get("description", ""),
+        dataset=dict(data.get("dataset") or {}),
+        prompt=data.get("prompt"),
+        arms=resolve_arms(data["arms"]),
+        evaluators=list(data.get("evaluators") or []),
+        repeat=data.get("repeat", 1),
+        concurrency=data.get("concurrency", DEFAULT_CONCURRENCY),
+        limits=dict(data.get("limits") or {}),
+        schedule=dict(data.get("schedule") or {}),
+        rows=data.get("rows"),
+        sweep=data.get("sweep"),
+        design=data.get("design") or {"mode": "cartesian"},
+        overrides=tuple(overrides),
+        effective=data,
+    )
+
+
+def read_manifest(path: Path, overrides: Sequence[str] = ()) -> tuple[str, dict]:
+    """The manifest's text and its mapping with ``overrides`` applied (not yet validated)."""
+    if not path.is_file():
+        raise ManifestError(f"{path}: manifest not found")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ManifestError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    data = _parse(path, text)
+    for assignment in overrides:
+        apply_override(data, assignment)
+    return text, data
+
+
+# ---- parsing -------------------------------------------------------------------------------
+
+class _StrictLoader(yaml.SafeLoader):
+    """A safe YAML loader that refuses a key given twice in one mapping."""
+
+
+def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
+    first_line: dict[Any, int] = {}
+    for key_node, _ in node.value:
+        if key_node.tag == "tag:yaml.org,2002:merge":
+            continue  # `<<: *anchor`: keys written beside it override the merged ones, as YAML intends
+        key = loader.construct_object(key_node, deep=deep)
+        if not isinstance(key, Hashable):
+            break  # construct_mapping reports the unhashable key
+        if key in first_line:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"duplicate key {key!r} (first on line {first_line[key]})", key_node.start_mark
+            )
+        first_line[key] = key_node.start_mark.line + 1
+    return loader.construct_mapping(node, deep=deep)
+
+
+_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict:
+    data: dict = {}
+    for key, value in pairs:
+        if key in data:
+            raise ValueError(f"duplicate key {key!r}")
+        data[key] = value
+    return data
+
+
+def _parse(path: Path, text: str) -> dict:
+    try:
+        if path.suffix.lower() == ".json":
+            data = json.loads(text, object_pairs_hook=_unique_keys)
+        else:
+            data = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 (a SafeLoader subclass)
+    except json.JSONDecodeError as exc:
+        raise ManifestError(f"{path}: invalid JSON on line {exc.lineno}: {exc.msg}") from None
+    except ValueError as exc:  # a duplicate key in a JSON object
+        raise ManifestError(f"{path}: invalid JSON: {exc}") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" on line {mark.line + 1}" if mark else ""
+        raise ManifestError(f"{path}: invalid YAML{where}: {getattr(exc, 'problem', None) or exc}") from None
+    if not isinstance(data, dict):
+        raise ManifestError(f"{path}: a manifest must be a mapping at the top level")
+    return data
+
+
+# ---- --set overrides -----------------------------------------------------------------------
+
+def apply_override(data: dict, assignment: str) -> None:
+    """Apply ``KEY=VALUE`` in place: ``KEY`` is a dotted path (a list step is an index or an
+    element's ``id``), ``VALUE`` a YAML scalar or flow list; missing mappings are created."""
+    key, equals, raw = assignment.partition("=")
+    parts = key.strip().split(".")
+    if not equals or not all(parts):
+        raise ManifestError(f"--set {assignment!r}: expected KEY=VALUE with a dotted KEY, e.g. arms.base.params.temperature=0")
+    node: Any = data
+    for depth, part in enumerate(parts[:-1]):
+        node = _step_into(node, parts[: depth + 1], assignment)
+    if isinstance(node, list):
+        node[_list_index(node, parts[:-1], parts[-1], assignment)] = _yaml_value(raw)
+    else:
+        node[parts[-1]] = _yaml_value(raw)
+
+
+def _step_into(node: Any, path: list[str], assignment: str) -> Any:
+    """The child at the last step of ``path``, created as a mapping when missing."""
+    if isinstance(node, dict):
+        child = node.setdefault(path[-1], {})
+    else:
+        child = node[_list_index(node, path[:-1], path[-1], assignment)]
+    if not isinstance(child, (dict, list)):
+        raise ManifestError(f"--set {assignment!r}: {'.'.join(path)} is {_value_phrase(child)}, not a mapping or a list")
+    return child
+
+
+def _list_index(items: list, list_path: list[str], part: str, assignment: str) -> int:
+    """A list step: an index, or the ``id`` of one of the list's mappings."""
+    if part.isdigit() and int(part) < len(items):
+        return int(part)
+    ids = [str(element["id"]) if isinstance(element, dict) and "id" in element else None for element in items]
+    if part in ids:
+        return ids.index(part)
+    ids = [found for found in ids if found is not None]
+    choices = f"ids: {', '.join(ids)}" if ids else f"indexes 0 to {len(items) - 1}"
+    raise ManifestError(
+        f"--set {assignment!r}: {'.'.join(list_path)} has no entry {part!r}{did_you_mean(part, ids)} ({choices})"
+    )
+
+
+def _yaml_value(raw: str) -> Any:
+    """``3`` → 3, ``true`` → True, ``[0, 0.5]`` → a list; anything else (``a: b``) stays text."""
+    try:
+        value = yaml.safe_load(raw)
+    except yaml.YAMLError:
+        return raw
+    return value if value is None or isinstance(value, (str, int, float, bool, list)) else raw
+
+
+# ---- validation ----------------------------------------------------------------------------
+
+@lru_cache(maxsize=1)
+def manifest_schema() -> dict:
+    return json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+
+
+def manifest_problems(data: dict, *, default_name: str) -> list[str]:
+    """Every problem, as ``key.path: what is wrong``: the schema's first, then the rules'."""
+    problems = schema_problems(data)
+    return problems or rule_problems(data, default_name)
+
+
+def schema_problems(data: dict) -> list[str]:
+    validator = Draft202012Validator(manifest_schema())
+    errors = sorted(validator.iter_errors(data), key=lambda e: _sortable(e.absolute_path))
+    problems: list[str] = []
+    for error in errors:
+        problems += [p for p in _describe(error) if p not in problems]
+    return problems
+
+
+def _sortable(path) -> list[tuple[int, Any]]:
+    return [(0, part) if isinstance(part, int) else (1, str(part)) for part in path]
+
+
+def key_path(parts) -> str:
+    """``("arms", 0, "params")`` → ``arms[0].params``."""
+    text = ""
+    for part in parts:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text
+
+
+def _join(where: str, key: Any) -> str:
+    return f"{where}.{key}" if where else str(key)
+
+
+def _describe(error: ValidationError) -> list[str]:
+    where, kind, expected, value = key_path(error.absolute_path), error.validator, error.validator_value, error.instance
+    if kind == "additionalProperties":
+        allowed = sorted(error.schema.get("properties", {}))
+        return [
+            f"{_join(where, key)}: unknown key{did_you_mean(key, allowed)} (allowed: {', '.join(allowed)})"
+            for key in value if key not in allowed
+        ]
+    if kind == "required":
+        return [f"{_join(where, key)}: required key is missing" for key in expected if key not in value]
+    if kind in ("anyOf", "oneOf"):
+        deeper = [e for e in error.context if len(e.absolute_path) > len(error.absolute_path)]
+        if deeper:
+            return _describe(best_match(deeper))
+        phrases = [_type_phrase(option.get("type")) for option in expected if "type" in option]
+        return [f"{where}: must be {' or '.join(phrases)}, got {_value_phrase(value)}"]
+    message = _describe_value(kind, expected, value, error.schema)
+    return [f"{where or 'the manifest'}: {message or error.message}"]
+
+
+def _describe_value(kind: str, expected: Any, value: Any, schema: dict) -> str | None:
+    if kind == "type":
+        return f"must be {_type_phrase(expected)}, got {_value_phrase(value)}"
+    if kind in ("enum", "const"):
+        options = [str(o) for o in (expected if kind == "enum" else [expected])]
+        return f"must be {'one of ' if len(options) > 1 else ''}{', '.join(options)}, got {value!r}{did_you_mean(value, options)}"
+    if kind == "minimum":
+        return f"must be at least {expected}, got {value!r}"
+    if kind == "exclusiveMinimum":
+        return f"must be more than {expected}, got {value!r}"
+    if kind in ("minItems", "minProperties"):
+        return f"needs at least {expected} entr{'y' if expected == 1 else 'ies'}"
+    if kind == "minLength":
+        return "must not be empty"
+    if kind == "pattern":
+        return f"{value!r} is not allowed: {schema.get('description') or 'must match ' + expected}"
+    return None
+
+
+def _type_phrase(type_name: str | list | None) -> str:
+    names = type_name if isinstance(type_name, list) else [type_name]
+    return " or ".join(TYPE_PHRASES.get(name, str(name)) for name in names)
+
+
+def _value_phrase(value: Any) -> str:
+    if isinstance(value, bool) or value is None:
+        return {True: "true", False: "false", None: "null"}[value]
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, str):
+        return f"the string {value!r}"
+    if isinstance(value, (int, float)):
+        return f"the number {value!r}"
+    return f"{type(value).__name__} {value!r}"
+
+
+def did_you_mean(value: Any, candidates: Sequence[str]) -> str:
+    """``; did you mean 'params'?`` for the closest candidate, or nothing."""
+    close = difflib.get_close_matches(str(value), list(candidates), n=1, cutoff=0.6)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def rule_problems(data: dict, default_name: str) -> list[str]:
+    """What the schema cannot say: names, dataset xor rows, arm references, modes, secrets, templates."""
+    problems = []
+    if "name" not in data and not is_safe_name(default_name):
+        problems.append(f"name: the file name {default_name!r} is not a safe name ({SAFE_NAME_RULE}); add a 'name'")
+    if ("dataset" in data) == ("rows" in data):
+        problems.append(
+            "dataset: give either 'dataset' (a file) or 'rows' (inline), not both"
+            if "dataset" in data else "dataset: required key is missing (or give inline 'rows')"
+        )
+    arm_ids = [arm["id"] for arm in data["arms"]]
+    problems += _arm_problems(data["arms"])
+    problems += _secret_problems(data["arms"])
+    problems += _sweep_problems(data.get("sweep"))
+    problems += _design_problems(data.get("design"), arm_ids)
+    problems += template_problems(data.get("prompt"))
+    return problems
+
+
+def _arm_problems(arms: list[dict]) -> list[str]:
+    problems = []
+    first_index: dict[str, int] = {}
+    for index, arm in enumerate(arms):
+        if arm["id"] in first_index:
+            problems.append(f"arms[{index}].id: duplicate arm id {arm['id']!r} (also arms[{first_index[arm['id']]}])")
+        first_index.setdefault(arm["id"], index)
+    by_id = {arm["id"]: arm for arm in arms}
+    for index, arm in enumerate(arms):
+        base = arm.get("extends")
+        if base is not None and base not in by_id:
+            problems.append(f"arms[{index}].extends: no arm {base!r}{did_you_mean(base, list(by_id))}")
+        elif base is not None and (cycle := _extends_cycle(arm["id"], by_id)):
+            problems.append(f"arms[{index}].extends: a cycle {' → '.join(cycle)}")
+    return problems
+
+
+def _extends_cycle(arm_id: str, by_id: dict[str, dict]) -> list[str] | None:
+    chain = [arm_id]
+    while (base := by_id.get(chain[-1], {}).get("extends")) is not None:
+        if base in chain:
+            return [*chain, base]
+        chain.append(base)
+    return None
+
+
+def _secret_problems(arms: list[dict]) -> list[str]:
+    problems = []
+    for index, arm in enumerate(arms):
+        for section in ("settings", "params"):
+            for path in _secret_paths(arm.get(section), f"arms[{index}].{section}"):
+                problems.append(
+                    f"{path}: looks like a secret written into the manifest; keep it in an environment "
+                    "variable and name that variable instead (e.g. api_key_env: OPENAI_API_KEY)"
+                )
+    return problems
+
+
+def _secret_paths(value: Any, where: str) -> list[str]:
+    if not isinstance(value, dict):
+        return []
+    found = []
+    for key, inner in value.items():
+        if isinstance(key, str) and SECRET_KEY.match(key):
+            found.append(f"{where}.{key}")
+        found += _secret_paths(inner, f"{where}.{key}")
+    return found
+
+
+def _sweep_problems(sweep: dict | None) -> list[str]:
+    if not sweep or sweep.get("mode", "grid") != "grid":
+        return []
+    return [f"sweep.{key}: only used with mode: random" for key in ("trials", "seed") if key in sweep]
+
+
+DESIGN_KEYS = {
+    "cartesian": set(),
+    "coupled": {"couplings"},
+    "one_factor": {"vary", "pin_arms", "pin_items"},
+}
+
+
+def _design_problems(design: dict | None, arm_ids: list[str]) -> list[str]:
+    if not design:
+        return []
+    mode = design["mode"]
+    problems = [
+        f"design.{key}: not used with mode: {mode}"
+        for key in design if key != "mode" and key not in DESIGN_KEYS[mode]
+    ]
+    axis = design.get("vary", {}).get("axis")
+    if mode == "one_factor":
+        unused = "pin_arms" if axis == "arm" else "pin_items"
+        if unused in design:
+            problems.append(f"design.{unused}: not used when vary.axis is {axis}")
+    references = [(f"design.couplings[{i}].arm", c["arm"]) for i, c in enumerate(design.get("couplings", []))]
+    references += [(f"design.pin_arms[{i}]", arm) for i, arm in enumerate(design.get("pin_arms", []))]
+    if axis == "arm":
+        references += [(f"design.vary.values[{i}]", str(arm)) for i, arm in enumerate(design["vary"]["values"])]
+    problems += [
+        f"{where}: no arm {arm!r}{did_you_mean(arm, arm_ids)} (arms: {', '.join(arm_ids)})"
+        for where, arm in references if arm not in arm_ids
+    ]
+    return problems
+
+
+# ---- resolution ----------------------------------------------------------------------------
+
+def deep_merge(base: Any, patch: Any) -> Any:
+    """``patch`` over ``base``: mappings merge key by key, anything else replaces."""
+    if not (isinstance(base, dict) and isinstance(patch, dict)):
+        return copy.deepcopy(patch)
+    merged = copy.deepcopy(base)
+    for key, value in patch.items():
+        merged[key] = deep_merge(merged.get(key), value)
+    return merged
+
+
+def resolve_arms(arms: list[dict]) -> list[ArmSpec]:
+    """Apply every ``extends`` (chains included); the manifest is already validated."""
+    by_id = {arm["id"]: arm for arm in arms}
+
+    def resolved(arm: dict) -> dict:
+        if "extends" not in arm:
+            return arm
+        patch = {key: value for key, value in arm.items() if key not in ("id", "extends")}
+        return deep_merge(resolved(by_id[arm["extends"]]), patch)
+
+    specs = []
+    for arm in arms:
+        full = resolved(arm)
+        specs.append(ArmSpec(
+            id=arm["id"],
+            target=full["target"],
+            params=copy.deepcopy(full.get("params") or {}),
+            price=copy.deepcopy(full.get("price")),
+            settings=copy.deepcopy(full.get("settings") or {}),
+            description=full.get("description", ""),
+            extends=arm.get("extends"),
+        ))
+    return specs

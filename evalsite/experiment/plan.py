@@ -1,0 +1,322 @@
+"""Expand a manifest into configs × items × repeats, and check limits before anything is spent.
+
+A config is an arm after sweep expansion: a sweep over ``model``, ``temperature`` or
+``max_tokens`` replaces that parameter of every arm (it never multiplies arms); any other sweep
+variable becomes a prompt variable. The design mode picks which (config, item) cells run, and
+:meth:`Plan.case_keys` is the one place every part of evalsite asks which cases a config has.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from evalsite.experiment.datasets import Dataset, Item, inline_dataset, item_split, load_dataset, select_items
+from evalsite.errors import EvalsiteError, PlanError
+from evalsite.runlog.hashing import canonical_json, short_hash
+from evalsite.experiment.locks import changes_since_lock
+from evalsite.experiment.manifest import ArmSpec, Manifest, did_you_mean
+from evalsite.project import Project, cwd_relative
+from evalsite.experiment.prompts import render_input
+from evalsite.execute.targets.base import load_plugins, target_kinds
+
+DEFAULT_MAX_CASES = 5000
+DEFAULT_MAX_COMBINATIONS = 500
+MODEL_PARAMS = ("model", "temperature", "max_tokens")
+
+
+@dataclass(frozen=True)
+class Config:
+    """An arm with every parameter resolved; ``config_id`` is the hash of ``resolved``.
+
+    ``sweep`` is the sweep combination that made this config (empty without a sweep); several
+    configs share an ``arm_id`` when the manifest has a sweep, so group by ``config_id``.
+    """
+
+    arm_id: str
+    target: str
+    params: dict
+    price: dict | None
+    settings: dict
+    resolved: dict = field(hash=False)
+    config_id: str = ""
+    prompt_variables: dict = field(default_factory=dict, hash=False)
+    sweep: dict = field(default_factory=dict, hash=False)
+
+    @property
+    def label(self) -> str:
+        """``arm`` or ``arm model=x temperature=0.5``: how tables name this config."""
+        return " ".join([self.arm_id, *(f"{name}={value}" for name, value in self.sweep.items())])
+
+
+@dataclass(frozen=True)
+class Plan:
+    """``dataset`` holds the items selected by ``dataset.split``/``limit`` (its id is theirs);
+    ``file_dataset_id`` is the whole file's id. ``item_selection`` maps an arm to the item ids
+    the design gives it; ``None`` means every arm runs every item (cartesian)."""
+
+    manifest: Manifest
+    dataset: Dataset
+    configs: list[Config]
+    repeat: int
+    item_selection: dict[str, frozenset[str]] | None = None
+    file_dataset_id: str = ""
+
+    def items_for(self, config: Config) -> list[Item]:
+        if self.item_selection is None:
+            return self.dataset.items
+        chosen = self.item_selection.get(config.arm_id, frozenset())
+        return [item for item in self.dataset.items if item.item_id in chosen]
+
+    def case_keys(self, config: Config) -> list[tuple[Item, int]]:
+        """The (item, repeat) pairs ``config`` runs; every design mode answers through here."""
+        return [(item, repeat) for item in self.items_for(config) for repeat in range(self.repeat)]
+
+    def cases_for(self, config: Config) -> int:
+        return len(self.items_for(config)) * self.repeat
+
+    def totals(self, config: Config) -> dict:
+        """What one config's run records as its plan."""
+        return {"items": len(self.items_for(config)), "repeat": self.repeat, "cases": self.cases_for(config)}
+
+    @property
+    def cases_per_config(self) -> int:
+        """The cases of each config when they all have the same number (always, in cartesian mode)."""
+        counts = {self.cases_for(config) for config in self.configs}
+        if len(counts) > 1:
+            raise ValueError("configs differ in their number of cases; use Plan.cases_for(config)")
+        return counts.pop() if counts else 0
+
+    @property
+    def total_cases(self) -> int:
+        return sum(self.cases_for(config) for config in self.configs)
+
+
+def make_config(arm: ArmSpec, combination: dict | None = None) -> Config:
+    """``arm`` with a sweep combination applied (model parameters replace the arm's own)."""
+    combination = combination or {}
+    params = {**arm.params, **{k: v for k, v in combination.items() if k in MODEL_PARAMS}}
+    prompt_variables = {k: v for k, v in combination.items() if k not in MODEL_PARAMS}
+    resolved = {
+        "arm_id": arm.id,
+        "target": arm.target,
+        "params": params,
+        "price": arm.price,
+        "settings": arm.settings,
+        "prompt_variables": prompt_variables,
+    }
+    return Config(
+        arm_id=arm.id,
+        target=arm.target,
+        params=params,
+        price=arm.price,
+        settings=arm.settings,
+        resolved=resolved,
+        config_id=short_hash(resolved, 16),
+        prompt_variables=prompt_variables,
+        sweep=dict(combination),
+    )
+
+
+def build_plan(
+    project: Project,
+    manifest: Manifest,
+    *,
+    arm_ids: tuple[str, ...] = (),
+    repeat: int | None = None,
+) -> Plan:
+    """Everything a run will do, checked: dataset (and its pin), arms, sweep, design, limits,
+    target kinds, and that every case's input renders."""
+    whole = manifest_dataset(project, manifest)
+    dataset = selected_part(manifest, whole)
+    arms = _chosen_arms(manifest, arm_ids)
+    selection = design_selection(manifest, dataset)
+    if selection is not None:
+        arms = [arm for arm in arms if arm.id in selection]
+    limits = manifest.limits
+    combinations = sweep_combinations(manifest, limits.get("max_combinations", DEFAULT_MAX_COMBINATIONS))
+    configs = [make_config(arm, combination) for arm in arms for combination in combinations]
+    plan = Plan(manifest, dataset, configs, repeat or manifest.repeat, selection, whole.dataset_id)
+    _check_not_empty(plan, whole)
+    _check_distinct(plan)
+    _check_targets(plan)
+    _check_max_cases(plan)
+    _check_inputs(plan)
+    return plan
+
+
+def selected_part(manifest: Manifest, dataset: Dataset) -> Dataset:
+    """The items the manifest's ``dataset.split`` and ``dataset.limit`` select."""
+    spec = manifest.dataset or {}
+    return replace(dataset, items=select_items(dataset.items, split=spec.get("split"), limit=spec.get("limit")))
+
+
+def manifest_dataset(project: Project, manifest: Manifest) -> Dataset:
+    """The whole dataset a manifest names (file or inline rows), refused if its pin no longer holds."""
+    if manifest.rows is not None:
+        return inline_dataset(manifest.rows, name=manifest.name, source=manifest.path)
+    spec = manifest.dataset
+    path = cwd_relative(project.inside(Path(spec["path"]), "dataset"))
+    dataset = load_dataset(path, name=spec.get("name"), expected_field=spec.get("expected_field", "expected"))
+    pin = spec.get("dataset_id")
+    if pin is not None and pin != dataset.dataset_id:
+        raise PlanError(f"{manifest.path}: dataset.dataset_id pins {pin} but {spec['path']} is now "
+                        f"{dataset.dataset_id}{_lock_detail(dataset)}; refusing to run on a changed dataset")
+    return dataset
+
+
+def _lock_detail(dataset: Dataset) -> str:
+    changes = changes_since_lock(dataset)
+    if not changes:
+        return ""
+    shown = "; ".join(changes[:5]) + (f"; and {len(changes) - 5} more" if len(changes) > 5 else "")
+    return f" (since its lock: {shown})"
+
+
+def _chosen_arms(manifest: Manifest, arm_ids: tuple[str, ...]) -> list[ArmSpec]:
+    known = [arm.id for arm in manifest.arms]
+    unknown = [arm_id for arm_id in arm_ids if arm_id not in known]
+    if unknown:
+        raise PlanError(
+            f"{manifest.path}: unknown arm {unknown[0]!r}{did_you_mean(unknown[0], known)} (arms: {', '.join(known)})"
+        )
+    return [arm for arm in manifest.arms if not arm_ids or arm.id in arm_ids]
+
+
+def sweep_combinations(manifest: Manifest, max_combinations: int) -> list[dict]:
+    """Grid: every combination, last variable fastest. Random: ``trials`` distinct combinations
+    drawn with ``seed`` (default 0), listed in grid order. Without a sweep: one empty combination."""
+    sweep = manifest.sweep
+    if not sweep:
+        return [{}]
+    variables = sweep["variables"]
+    size = math.prod(len(values) for values in variables.values())
+    random_mode = sweep.get("mode", "grid") == "random"
+    wanted = sweep["trials"] if random_mode else size
+    if random_mode and wanted > size:
+        raise PlanError(f"{manifest.path}: sweep.trials = {wanted} but the variables make only {size} "
+                        "combinations; use mode: grid")
+    if wanted > max_combinations:
+        raise PlanError(f"{manifest.path}: the sweep makes {wanted} combinations, more than "
+                        f"limits.max_combinations = {max_combinations}; raise the limit or sweep fewer values")
+    indexes = _draw(size, wanted, sweep.get("seed", 0)) if random_mode else range(size)
+    return [_combination(variables, index) for index in indexes]
+
+
+def _draw(size: int, wanted: int, seed: int) -> list[int]:
+    """``wanted`` distinct grid positions below ``size`` (which may be astronomically large)."""
+    rng = random.Random(seed)
+    chosen: set[int] = set()
+    while len(chosen) < wanted:
+        chosen.add(rng.randrange(size))
+    return sorted(chosen)
+
+
+def _combination(variables: dict[str, list], index: int) -> dict:
+    chosen = {}
+    for name, values in reversed(variables.items()):
+        index, position = divmod(index, len(values))
+        chosen[name] = values[position]
+    return {name: chosen[name] for name in variables}
+
+
+def design_selection(manifest: Manifest, dataset: Dataset) -> dict[str, frozenset[str]] | None:
+    """Arm id → the item ids it runs, from the design mode; ``None`` for cartesian."""
+    design = manifest.design
+    if design["mode"] == "cartesian":
+        return None
+    if design["mode"] == "coupled":
+        chosen: dict[str, set[str]] = {}
+        for index, coupling in enumerate(design["couplings"]):
+            ids = _known_items(manifest, dataset, coupling["items"], f"design.couplings[{index}].items")
+            chosen.setdefault(coupling["arm"], set()).update(ids)
+        return {arm: frozenset(ids) for arm, ids in chosen.items()}
+    vary = design["vary"]
+    if vary["axis"] == "item":
+        ids = _known_items(manifest, dataset, vary["values"], "design.vary.values")
+        return {arm: ids for arm in design["pin_arms"]}
+    ids = _known_items(manifest, dataset, design["pin_items"], "design.pin_items")
+    return {str(arm): ids for arm in vary["values"]}
+
+
+def _known_items(manifest: Manifest, dataset: Dataset, values: list, where: str) -> frozenset[str]:
+    known = {item.item_id for item in dataset.items}
+    for value in map(str, values):
+        if value not in known:
+            raise PlanError(f"{manifest.path}: {where}: no item {value!r}{did_you_mean(value, sorted(known))} "
+                            f"among the {len(known)} items selected from {dataset.path}")
+    return frozenset(map(str, values))
+
+
+def _check_not_empty(plan: Plan, whole: Dataset) -> None:
+    if plan.total_cases:
+        return
+    if not whole.items:
+        raise PlanError(f"Nothing to run: the dataset is empty ({whole.path} has no rows)")
+    split = plan.manifest.dataset.get("split")
+    if not plan.dataset.items and split is not None:
+        found = sorted({s for s in map(item_split, whole.items) if s is not None})
+        raise PlanError(f"Nothing to run: no item of {whole.path} has metadata.split {split!r} "
+                        f"(splits found: {', '.join(found) or 'none'})")
+    raise PlanError(f"Nothing to run: the design gives none of the chosen arms an item ({plan.manifest.path})")
+
+
+def _check_distinct(plan: Plan) -> None:
+    """Arms that differ only in what the sweep replaces would run the same config twice.
+
+    Arms that are identical to begin with are allowed: an A/A pair measures noise."""
+    arm_content = {
+        arm.id: canonical_json([arm.target, arm.params, arm.price, arm.settings]) for arm in plan.manifest.arms
+    }
+    seen: dict[str, Config] = {}
+    for config in plan.configs:
+        first = seen.setdefault(canonical_json({**config.resolved, "arm_id": None}), config)
+        if arm_content[first.arm_id] != arm_content[config.arm_id]:
+            raise PlanError(
+                f"{plan.manifest.path}: arms {first.arm_id!r} and {config.arm_id!r} become the same config once "
+                f"the sweep sets {', '.join(config.sweep)}; drop one of them or that sweep variable"
+            )
+
+
+def _check_targets(plan: Plan) -> None:
+    if any(config.target.partition(":")[0] not in target_kinds() for config in plan.configs):
+        load_plugins()  # installed packages may add kinds; load them only when a kind is unknown
+    kinds = target_kinds()
+    index = {arm.id: position for position, arm in enumerate(plan.manifest.arms)}
+    for config in plan.configs:
+        kind = config.target.partition(":")[0]
+        if kind not in kinds:
+            raise PlanError(
+                f"{plan.manifest.path}: arms[{index[config.arm_id]}].target: unknown target kind "
+                f"{kind!r}{did_you_mean(kind, kinds)} (known: {', '.join(kinds)})"
+            )
+
+
+def _check_max_cases(plan: Plan) -> None:
+    max_cases = plan.manifest.limits.get("max_cases", DEFAULT_MAX_CASES)
+    if plan.total_cases > max_cases:
+        raise PlanError(
+            f"{plan.manifest.path}: the plan has {plan.total_cases} cases, more than "
+            f"limits.max_cases = {max_cases}; raise the limit or narrow the plan"
+        )
+
+
+def rendered_inputs(plan: Plan, config: Config):
+    """``(item, rendered input)`` per item of ``config``; a ``turns`` row (replayed turn by turn)
+    renders to ``None``. A template that cannot render is a :class:`PlanError` naming the item."""
+    for item in plan.items_for(config):
+        if "turns" in item.row:
+            yield item, None
+            continue
+        try:
+            yield item, render_input(plan.manifest.prompt, item.row, config.prompt_variables)
+        except EvalsiteError as exc:
+            raise PlanError(f"{plan.manifest.path}: item {item.item_id!r} of {plan.dataset.path}: {exc.message}") from None
+
+
+def _check_inputs(plan: Plan) -> None:
+    for config in plan.configs:
+        for _ in rendered_inputs(plan, config):
+            pass

@@ -1,0 +1,41 @@
+"""Evaluators: one module per family, registered by type name (built-ins as a user's would be)."""
+
+from evalsite.scoring.evaluators.base import (
+    CaseScore,
+    CaseView,
+    Evaluator,
+    Outcome,
+    Score,
+    ScoringError,
+    build_evaluators,
+    describe_evaluators,
+    evaluator_types,
+    register_evaluator,
+    score_case,
+)
+from evalsite.scoring.evaluators import (  # noqa: F401  (registers the built-ins)
+    ceilings,
+    contains,
+    exact,
+    json_output,
+    judge,
+    length,
+    numeric,
+    pattern,
+    python_code,
+    similarity,
+)
+
+__all__ = [
+    "CaseScore",
+    "CaseView",
+    "Evaluator",
+    "Outcome",
+    "Score",
+    "ScoringError",
+    "build_evaluators",
+    "describe_evaluators",
+    "evaluator_types",
+    "register_evaluator",
+    "score_case",
+]

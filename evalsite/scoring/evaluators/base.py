@@ -1,0 +1,409 @@
+"""The evaluator interface, the registry, and how a case's scores combine.
+
+An evaluator spec in a manifest is ``{type, name?, weight?, threshold?, scope?, params...}``
+(params flat or under ``params:``). ``type`` is a registered family, optionally followed by
+``:<reference>`` (``python:module:function``). A class registered under the family builds the
+evaluator; its ``version`` hashes the type, params, threshold, scope and the source code that
+scores, so a changed scorer makes runs not comparable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import inspect
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from statistics import fmean
+from typing import Any, ClassVar
+
+from evalsite.errors import EvaluatorError
+from evalsite.runlog.hashing import short_hash
+
+COMMON_KEYS = ("type", "name", "weight", "threshold", "scope", "params")
+SCOPES = ("thread", "single_turn")
+
+
+@dataclass(frozen=True)
+class CaseView:
+    """What an evaluator sees of a finished generation (or of one turn of it)."""
+
+    input: Any
+    output: Any
+    expected: Any
+    row: dict
+    latency_ms: float | None = None
+    cost_usd: float | None = None
+    turn_outputs: list | None = None
+    transcript: list | None = None
+    turn: int | None = None
+
+
+@dataclass
+class Score:
+    """One evaluator's result on one case (or one turn: ``turn`` is then its 1-based number)."""
+
+    evaluator: str
+    version: str
+    score: float | None = None
+    passed: bool | None = None
+    label: str | None = None
+    detail: str | None = None
+    error: str | None = None
+    skipped: bool = False
+    turn: int | None = None
+    spread: float | None = None
+    cost_usd: float | None = None
+
+    def to_json(self) -> dict:
+        return dict(vars(self))  # every field is a plain value; asdict's deep copy costs 10x more
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a scoring function returns; the base class turns it into a :class:`Score`.
+
+    ``passed`` None means the result has no pass rule (a bare number, a label). ``spread`` is
+    the range of repeated judgements, when an evaluator samples more than once; ``cost_usd``
+    what its model calls cost, when it makes any.
+    """
+
+    score: float | None = None
+    passed: bool | None = None
+    label: str | None = None
+    detail: str | None = None
+    spread: float | None = None
+    skipped: bool = False
+    cost_usd: float | None = None
+
+    @classmethod
+    def check(cls, ok: bool, detail_if_failed: str | None = None) -> "Outcome":
+        return cls(1.0 if ok else 0.0, ok, detail=None if ok else detail_if_failed)
+
+    @classmethod
+    def skip(cls, reason: str) -> "Outcome":
+        return cls(detail=reason, skipped=True)
+
+
+class ScoringError(Exception):
+    """A case cannot be scored; the message is recorded as the score's ``error`` as is."""
+
+
+@dataclass
+class Evaluator:
+    """Base class: subclasses implement :meth:`measure` (or :meth:`ameasure` when they await).
+
+    ``param_names`` lists the params a family accepts (None: any); :meth:`check` validates them
+    when the evaluator is built and raises ``ValueError`` with a message naming the key.
+    ``waits_on_io`` marks evaluators that await slow calls, so a case runs them concurrently.
+    """
+
+    name: str
+    params: dict = field(default_factory=dict)
+    weight: float = 1.0
+    threshold: float | None = None
+    scope: str = "thread"
+    reference: str = ""
+    project_root: Path = field(default_factory=Path.cwd)
+
+    kind: ClassVar[str] = "evaluator"
+    param_names: ClassVar[tuple[str, ...] | None] = None
+    default_threshold: ClassVar[float | None] = None
+    scopes: ClassVar[tuple[str, ...]] = SCOPES
+    takes_reference: ClassVar[bool] = False
+    helper_modules: ClassVar[tuple[str, ...]] = ()
+    waits_on_io: ClassVar[bool] = False
+
+    @property
+    def type_name(self) -> str:
+        return f"{self.kind}:{self.reference}" if self.reference else self.kind
+
+    @cached_property
+    def version(self) -> str:
+        identity = {
+            "type": self.type_name,
+            "params": self.scoring_params(),
+            "threshold": self.threshold,
+            "scope": self.scope,
+            "code": self.code_identity(),
+        }
+        return short_hash(identity)
+
+    def scoring_params(self) -> dict:
+        """The params that decide scores (all of them, unless a family knows better)."""
+        return self.params
+
+    def code_identity(self) -> str:
+        """The source that decides scores: the family's module and the helper modules it names."""
+        modules = [inspect.getmodule(type(self)), *map(importlib.import_module, self.helper_modules)]
+        return "\n".join(inspect.getsource(module) for module in modules)
+
+    def describe(self) -> dict:
+        """This evaluator's entry in a run header and fingerprint."""
+        return {"type": self.type_name, "version": self.version, "weight": self.weight}
+
+    def check(self) -> None:
+        """Validate params once, at build time; raise ``ValueError`` naming the bad key."""
+
+    def option(self, key: str, kinds: type | tuple[type, ...], default: Any = None) -> Any:
+        """A param's value (``default`` when absent or null), checked against ``kinds`` (bool is
+        never accepted as a number)."""
+        value = self.params.get(key)
+        if value is None:
+            return default
+        kinds = kinds if isinstance(kinds, tuple) else (kinds,)
+        if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+            wanted = " or ".join(_KIND_NAMES.get(k, k.__name__) for k in kinds)
+            raise ValueError(f"{key}: needs {wanted}, got {value!r}")
+        return value
+
+    def target(self, case: CaseView) -> Any:
+        """What the output is compared with: ``params.value`` if given, else the row's expected."""
+        return self.params["value"] if "value" in self.params else case.expected
+
+    def measure(self, case: CaseView) -> Outcome:
+        raise NotImplementedError
+
+    async def ameasure(self, case: CaseView) -> Outcome:
+        return self.measure(case)
+
+    async def aevaluate(self, case: CaseView) -> Score:
+        """Score one view; a throwing evaluator records its error and never raises."""
+        try:
+            outcome = await self.ameasure(case)
+        except ScoringError as exc:
+            return self.error_score(str(exc), case.turn)
+        except Exception as exc:
+            return self.error_score(f"{type(exc).__name__}: {exc}", case.turn)
+        return self.to_score(outcome, case.turn)
+
+    async def ascore(self, case: CaseView) -> list[Score]:
+        """Every score this evaluator gives a case: one, or one per turn in ``single_turn`` scope."""
+        if self.scope != "single_turn" or case.turn_outputs is None:
+            return [await self.aevaluate(case)]
+        try:
+            views = turn_views(case)
+        except ScoringError as exc:
+            return [self.error_score(str(exc))]
+        return [await self.aevaluate(view) for view in views]
+
+    def to_score(self, outcome: Outcome, turn: int | None = None) -> Score:
+        if outcome.skipped:
+            return Score(self.name, self.version, passed=False, detail=outcome.detail, skipped=True, turn=turn)
+        passed = outcome.passed
+        threshold = self.threshold if self.threshold is not None else self.default_threshold
+        if threshold is not None and outcome.score is not None:
+            passed = outcome.score >= threshold
+        return Score(self.name, self.version, outcome.score, passed, outcome.label, outcome.detail,
+                     turn=turn, spread=outcome.spread, cost_usd=outcome.cost_usd)
+
+    def error_score(self, message: str, turn: int | None = None) -> Score:
+        return Score(self.name, self.version, passed=False, error=message, turn=turn)
+
+    def failed_generation(self, error: str) -> Score:
+        return Score(self.name, self.version, score=0.0, passed=False, detail=f"generation failed: {error}")
+
+
+_KIND_NAMES = {bool: "true or false", int: "a whole number", float: "a number", str: "a string",
+               list: "a list", dict: "a mapping"}
+
+
+def turn_views(case: CaseView) -> list[CaseView]:
+    """One view per turn of a multi-turn case: that turn's user message, reply, expected entry,
+    and the conversation up to and including that reply."""
+    outputs = case.turn_outputs or []
+    expected = case.expected
+    if isinstance(expected, list) and len(expected) != len(outputs):
+        raise ScoringError(f"expected has {len(expected)} entries for {len(outputs)} turns")
+    messages = _user_messages(case)
+    return [
+        CaseView(
+            input=messages[index] if index < len(messages) else None,
+            output=output,
+            expected=expected[index] if isinstance(expected, list) else expected,
+            row=case.row,
+            transcript=_transcript_through(case.transcript, index + 1),
+            turn=index + 1,
+        )
+        for index, output in enumerate(outputs)
+    ]
+
+
+def _content(message: Any) -> Any:
+    return message.get("content") if isinstance(message, dict) else message
+
+
+def _user_messages(case: CaseView) -> list:
+    turns = case.row.get("turns")
+    if isinstance(turns, list):
+        return [_content(t) for t in turns if not isinstance(t, dict) or t.get("role", "user") == "user"]
+    return [_content(m) for m in case.transcript or [] if isinstance(m, dict) and m.get("role") == "user"]
+
+
+def _transcript_through(transcript: list | None, replies: int) -> list | None:
+    """The messages up to and including the ``replies``-th assistant message."""
+    if transcript is None:
+        return None
+    seen = 0
+    for position, message in enumerate(transcript):
+        if isinstance(message, dict) and message.get("role") == "assistant":
+            seen += 1
+            if seen == replies:
+                return transcript[: position + 1]
+    return list(transcript)
+
+
+_REGISTRY: dict[str, type[Evaluator]] = {}
+
+
+def register_evaluator(kind: str, *, takes_reference: bool = False):
+    """Register an :class:`Evaluator` subclass under ``kind`` (the built-ins use this too).
+
+    With ``takes_reference`` the spec's type is ``<kind>:<reference>`` and the evaluator gets
+    the reference (``python:module:function`` is built this way).
+    """
+
+    def decorate(cls: type[Evaluator]) -> type[Evaluator]:
+        cls.kind = kind
+        cls.takes_reference = takes_reference
+        _REGISTRY[kind] = cls
+        return cls
+
+    return decorate
+
+
+def evaluator_types() -> list[str]:
+    return sorted(f"{kind}:…" if cls.takes_reference else kind for kind, cls in _REGISTRY.items())
+
+
+def _spec_problems(spec: dict) -> list[str]:
+    problems = []
+    weight = spec.get("weight", 1.0)
+    if not _is_number(weight) or weight < 0:
+        problems.append(f"weight: needs a number of at least 0, got {weight!r}")
+    threshold = spec.get("threshold")
+    if threshold is not None and (not _is_number(threshold) or not 0 <= threshold <= 1):
+        problems.append(f"threshold: needs a number from 0 to 1, got {threshold!r}")
+    if spec.get("scope", "thread") not in SCOPES:
+        problems.append(f"scope: needs one of {', '.join(SCOPES)}, got {spec.get('scope')!r}")
+    if "params" in spec and not isinstance(spec["params"], dict):
+        problems.append("params: needs a mapping")
+    return problems
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def build_evaluator(spec: Any, index: int, project_root: Path | None = None) -> Evaluator:
+    where = f"evaluators[{index}]"
+    if not isinstance(spec, dict) or not isinstance(spec.get("type"), str):
+        raise EvaluatorError(f"{where}: needs a mapping with a 'type'")
+    kind, _, reference = spec["type"].partition(":")
+    cls = _REGISTRY.get(kind)
+    if cls is None:
+        raise EvaluatorError(f"{where}.type: unknown evaluator {spec['type']!r} (known: {', '.join(evaluator_types())})")
+    if cls.takes_reference != bool(reference):
+        form = f"'{kind}:<reference>'" if cls.takes_reference else f"'{kind}' with nothing after it"
+        raise EvaluatorError(f"{where}.type: {spec['type']!r} should be written {form}")
+    where = f"{where} ({spec.get('name') or spec['type']})"
+    problems = _spec_problems(spec)
+    if problems:
+        raise EvaluatorError(f"{where}: " + "; ".join(problems))
+    params = {k: v for k, v in spec.items() if k not in COMMON_KEYS}
+    params.update(spec.get("params") or {})
+    if cls.param_names is not None and (unknown := sorted(set(params) - set(cls.param_names))):
+        allowed = ", ".join(sorted({*COMMON_KEYS, *cls.param_names}))
+        raise EvaluatorError(f"{where}: unknown key {unknown[0]!r} (allowed: {allowed})")
+    scope = spec.get("scope", "thread")
+    if scope not in cls.scopes:
+        raise EvaluatorError(f"{where}.scope: {kind} supports only {', '.join(cls.scopes)}")
+    evaluator = cls(
+        name=str(spec.get("name") or spec["type"]),
+        params=params,
+        weight=float(spec.get("weight", 1.0)),
+        threshold=spec.get("threshold"),
+        scope=scope,
+        reference=reference,
+        project_root=Path(project_root) if project_root is not None else Path.cwd(),
+    )
+    try:
+        evaluator.check()
+    except ValueError as exc:
+        raise EvaluatorError(f"{where}: {exc}") from None
+    try:
+        evaluator.version  # computed now, so unreadable source fails here and not mid-run
+    except (OSError, TypeError) as exc:
+        raise EvaluatorError(f"{where}: cannot read the source that scores, for its version: {exc}") from None
+    return evaluator
+
+
+def build_evaluators(specs: list[dict], project_root: Path | None = None) -> list[Evaluator]:
+    """Build a manifest's evaluators, reporting every bad spec at once.
+
+    ``project_root`` is where ``python:`` evaluators and judge targets are imported from
+    (default: the current folder).
+    """
+    evaluators, problems = [], []
+    for index, spec in enumerate(specs):
+        try:
+            evaluators.append(build_evaluator(spec, index, project_root))
+        except EvaluatorError as exc:
+            problems.append(exc.message)
+    if problems:
+        raise EvaluatorError("; ".join(problems))
+    names = [e.name for e in evaluators]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise EvaluatorError(f"evaluators: duplicate name {duplicates[0]!r}; give each a distinct 'name'")
+    return evaluators
+
+
+def describe_evaluators(evaluators: list[Evaluator]) -> dict:
+    """The evaluators' entry in a run header and its fingerprint: name → type, version, weight…"""
+    return {e.name: e.describe() for e in evaluators}
+
+
+@dataclass(frozen=True)
+class CaseScore:
+    scores: list[Score]
+    score: float | None
+    passed: bool | None
+
+
+async def score_case(evaluators: list[Evaluator], case: CaseView, generation_error: str | None) -> CaseScore:
+    """Score one case. No evaluators → unscored; a failed generation scores 0 everywhere."""
+    if not evaluators:
+        return CaseScore([], None, None if generation_error is None else False)
+    if generation_error is not None:
+        per_evaluator = [[e.failed_generation(generation_error)] for e in evaluators]
+    else:
+        per_evaluator = await _score_each(evaluators, case)
+    return combine_scores(evaluators, per_evaluator)
+
+
+async def _score_each(evaluators: list[Evaluator], case: CaseView) -> list[list[Score]]:
+    """Evaluators that wait on I/O (judges) run concurrently; the rest inline, which is 4x cheaper."""
+    if sum(e.waits_on_io for e in evaluators) < 2:
+        return [await e.ascore(case) for e in evaluators]
+    return list(await asyncio.gather(*(e.ascore(case) for e in evaluators)))
+
+
+def combine_scores(evaluators: list[Evaluator], per_evaluator: list[list[Score]]) -> CaseScore:
+    """Case score = Σ(score·weight)/Σweight over evaluators that produced a score (an evaluator
+    scoring several turns contributes their mean); ``passed`` needs every result that has a
+    pass rule to pass (errors and skips never pass), and is None when no result has one."""
+    weighted, total_weight = 0.0, 0.0
+    for evaluator, scores in zip(evaluators, per_evaluator):
+        usable = [s.score for s in scores if s.score is not None and s.error is None and not s.skipped]
+        if usable:
+            weighted += fmean(usable) * evaluator.weight
+            total_weight += evaluator.weight
+    flat = [s for scores in per_evaluator for s in scores]
+    ruled = [s.passed for s in flat if s.passed is not None]
+    return CaseScore(
+        scores=flat,
+        score=weighted / total_weight if total_weight else None,
+        passed=all(ruled) if ruled else None,
+    )
