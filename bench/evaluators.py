@@ -18,7 +18,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from evalsite.scoring.evaluators import CaseView, build_evaluators, score_case  # noqa: E402
+from evalsite.scoring.case import score_case
+from evalsite.scoring.evaluators import CaseView, build_evaluators  # noqa: E402
 from evalsite.project import Project  # noqa: E402
 from evalsite.execute.rescore import rescore_run  # noqa: E402
 from evalsite.runlog.store import RunWriter  # noqa: E402

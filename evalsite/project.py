@@ -7,11 +7,14 @@ current folder.
 
 from __future__ import annotations
 
+import importlib
+import sys
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
-from evalsite.errors import ProjectError
+from evalsite.errors import ProjectError, TargetError
 
 PROJECT_MARKERS = ("evalsite.toml", "experiments", "data")
 
@@ -88,3 +91,23 @@ def cwd_relative(path: Path) -> Path:
         return path.resolve().relative_to(Path.cwd().resolve())
     except ValueError:
         return path
+
+
+def load_callable(spec: str, project_root: Path, what: str) -> Callable:
+    """Import ``module:function`` relative to the project root."""
+    module_name, _, function_name = spec.partition(":")
+    if not module_name or not function_name:
+        raise TargetError(f"{what} {spec!r}: expected 'module:function'")
+    root = str(project_root)
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise TargetError(f"{what} {spec!r}: cannot import module {module_name!r}: {exc}") from None
+    except Exception as exc:  # the user's module failed while importing (syntax error, raise at top level)
+        raise TargetError(f"{what} {spec!r}: importing {module_name!r} failed: {type(exc).__name__}: {exc}") from None
+    function = getattr(module, function_name, None)
+    if not callable(function):
+        raise TargetError(f"{what} {spec!r}: module {module_name!r} has no function {function_name!r}")
+    return function

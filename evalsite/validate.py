@@ -14,10 +14,8 @@ from typing import Callable
 from evalsite.analysis.baselines import validate_decisions
 from evalsite.experiment.datasets import DATASET_SUFFIXES, dataset_problems, read_source_rows
 from evalsite.errors import EvalsiteError
-from evalsite.scoring.evaluators import build_evaluators
 from evalsite.experiment.locks import LOCK_SUFFIX, is_lock_file, verify_dataset
-from evalsite.experiment.manifest import load_manifest
-from evalsite.experiment.plan import build_plan
+from evalsite.execute.prepare import prepare_plan
 from evalsite.project import Project, cwd_relative
 from evalsite.runlog.store import read_run
 from evalsite.site.settings import site_settings
@@ -59,9 +57,7 @@ def check_manifests(project: Project) -> list[str]:
     problems = []
     for path in map(cwd_relative, manifest_files(project)):
         try:
-            manifest = load_manifest(path)
-            build_plan(project, manifest)
-            build_evaluators(manifest.evaluators)
+            prepare_plan(project, path)
         except EvalsiteError as exc:
             problems += [_named(path, line) for line in exc.message.splitlines()]
     return problems

@@ -58,8 +58,11 @@ def project(example_runs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
 
 
 def run_id(project: Path, arm: str) -> str:
-    """The newest run of an arm (run ids sort by time)."""
-    return sorted(p.name for p in (project / "runs").iterdir() if p.is_dir() and f"-{arm}-" in p.name)[-1]
+    """The newest run of an arm: by its recorded start (milliseconds), as the analysis orders runs;
+    run ids sort by the second only, and runs made in one test often share it."""
+    runs = [p for p in (project / "runs").iterdir() if p.is_dir() and f"-{arm}-" in p.name]
+    started = {p.name: json.loads((p / "run.json").read_text())["started_at"] for p in runs}
+    return max(started, key=lambda name: (started[name], name))
 
 
 def cases(project: Path, run: str) -> list[dict]:

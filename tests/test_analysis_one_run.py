@@ -111,9 +111,8 @@ def test_holdout_compares_the_pilot_order_with_the_holdout_order(project):
         row["metadata"]["split"] = "pilot" if index % 2 == 0 else "holdout"
     data.write_text("".join(json.dumps(row) + "\n" for row in rows))
     unpin_dataset(project)
-    for arm in ARMS:
-        new_run(project, "experiments/arithmetic.yaml", "--arm", arm, "--repeat", "1")
-    runs = {arm: run_id(project, arm) for arm in ARMS}
+    # the ids new_run returns: the example's runs may share this second, so "newest id" is no rule
+    runs = {arm: new_run(project, "experiments/arithmetic.yaml", "--arm", arm, "--repeat", "1") for arm in ARMS}
     dataset = json_of("show", runs["careful"])["dataset_id"]
     report = json_of("holdout", "--dataset", dataset)
     assert (report["pilot_items"], report["holdout_items"], report["other_items"]) == (30, 30, 0)

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from evalsite.scoring.evaluators import CaseView, base, build_evaluators, evaluator_types, score_case
+from evalsite.scoring.case import score_case
+from evalsite.scoring.evaluators import CaseView, base, build_evaluators, evaluator_types
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "reference" / "evaluators.md"
 BLOCK = re.compile(r"^```(\w+)\n(.*?)^```$", re.MULTILINE | re.DOTALL)

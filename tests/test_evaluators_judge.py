@@ -9,7 +9,8 @@ import sys
 import pytest
 
 from evalsite.errors import EvaluatorError
-from evalsite.scoring.evaluators import CaseView, Score, build_evaluators, score_case
+from evalsite.scoring.case import score_case
+from evalsite.scoring.evaluators import CaseView, Score, build_evaluators
 from evalsite.scoring.evaluators.judge import parse_judge_reply
 
 JUDGES = '''

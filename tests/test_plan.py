@@ -10,8 +10,7 @@ import pytest
 from evalsite.errors import EvalsiteError
 from evalsite.experiment.estimate import estimate_plan
 from evalsite.experiment.locks import freeze_dataset
-from evalsite.experiment.manifest import load_manifest
-from evalsite.experiment.plan import build_plan
+from evalsite.execute.prepare import prepare_plan
 from evalsite.project import Project, find_project
 from evalsite.runlog.store import read_run
 
@@ -38,7 +37,7 @@ def project(tmp_path, monkeypatch) -> Project:
 def plan_of(project: Project, text: str, *overrides: str, **options):
     path = project.root / "experiments/demo.yaml"
     path.write_text(text)
-    return build_plan(project, load_manifest(Path("experiments/demo.yaml"), overrides), **options)
+    return prepare_plan(project, Path("experiments/demo.yaml"), overrides=overrides, **options)
 
 
 def refusal(project: Project, text: str, *overrides: str, **options) -> str:

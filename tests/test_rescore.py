@@ -10,7 +10,7 @@ import pytest
 
 from evalsite.experiment.datasets import item_identity
 from evalsite.scoring.evaluators import build_evaluators
-from evalsite.execute.rescore import rescore_case
+from evalsite.scoring.case import rescore_case
 from evalsite.runlog.store import read_run
 
 from evaluator_project import ROWS, make_project, only_run, project  # noqa: F401  (project is a fixture)

@@ -35,7 +35,7 @@ def install(site, name: str, module_text: str) -> None:
     info = site / f"{name}-1.0.dist-info"
     info.mkdir()
     (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n")
-    (info / "entry_points.txt").write_text(f"[evalsite.execute.targets]\n{name} = {name}\n")
+    (info / "entry_points.txt").write_text(f"[evalsite.targets]\n{name} = {name}\n")
 
 
 def test_a_plugin_kind_runs_like_a_built_in(project, cli, tmp_path_factory, monkeypatch):

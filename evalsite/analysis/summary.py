@@ -22,12 +22,6 @@ from collections import Counter
 from statistics import fmean
 
 
-def is_critical(row: dict) -> bool:
-    """A row marked ``metadata.critical: true`` must pass."""
-    metadata = row.get("metadata")
-    return isinstance(metadata, dict) and metadata.get("critical") is True
-
-
 def unit_id(case: dict, score: dict) -> str:
     """What one score is about: the item, or ``<item>.t<turn>`` for a per-turn score."""
     turn = score.get("turn")

@@ -11,8 +11,7 @@ from evalsite.analysis.ci_files import write_junit, write_summary
 from evalsite.cli.output import print_json, print_table, warn
 from evalsite.cli.run_report import report_batch, resume_line
 from evalsite.experiment.estimate import PlanEstimate, estimate_plan
-from evalsite.experiment.manifest import load_manifest
-from evalsite.experiment.plan import build_plan
+from evalsite.execute.prepare import prepare_plan
 from evalsite.execute.progress import Progress
 from evalsite.project import find_project
 from evalsite.execute.runner import execute_plan
@@ -72,7 +71,7 @@ def run_command(ctx, manifest: Path, arm_ids, repeat, concurrency, overrides, dr
     Exits 1 when a run did not finish or a critical row failed, and (unless --allow-failures)
     when a case errored or an evaluator's pass rule failed on any item."""
     project = find_project()
-    plan = build_plan(project, load_manifest(manifest, overrides), arm_ids=arm_ids, repeat=repeat)
+    plan = prepare_plan(project, manifest, overrides=overrides, arm_ids=arm_ids, repeat=repeat)
     if dry_run:
         report = estimate_plan(plan)
         if as_json:

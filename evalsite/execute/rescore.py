@@ -17,14 +17,15 @@ from pathlib import Path
 
 from evalsite.experiment.datasets import Dataset, Item
 from evalsite.errors import ManifestError, RunLogError
-from evalsite.scoring.evaluators import CaseView, Evaluator, build_evaluators, describe_evaluators, score_case
+from evalsite.scoring.case import rescore_case
+from evalsite.scoring.evaluators import Evaluator, build_evaluators, describe_evaluators
 from evalsite.runlog.fingerprint import dataset_identity, environment, evaluator_identity, fingerprint_hash, git_identity
 from evalsite.experiment.manifest import Manifest, load_manifest
 from evalsite.experiment.plan import manifest_dataset, selected_part
 from evalsite.project import Project
 from evalsite.runlog.store import Run, RunWriter, iso, new_run_id, read_run, resolve_run, utc_now
-from evalsite.execute.runner import dataset_record, scoring_cost
-from evalsite.analysis.summary import is_critical, summarise_cases
+from evalsite.execute.runner import dataset_record
+from evalsite.analysis.summary import summarise_cases
 
 
 @dataclass(frozen=True)
@@ -127,29 +128,3 @@ async def _rescore_cases(writer: RunWriter, done: list[dict], cases: list[dict],
         done.append(rescored)
 
     await asyncio.gather(*(one(case) for case in cases))
-
-
-async def rescore_case(case: dict, item: Item, evaluators: list[Evaluator]) -> dict:
-    """A recorded case scored again against ``item`` as the dataset holds it now."""
-    expected = item.row.get("expected")
-    view = CaseView(
-        input=case.get("input"),
-        output=case.get("output"),
-        expected=expected,
-        row=item.row,
-        latency_ms=case.get("latency_ms"),
-        cost_usd=case.get("cost_usd"),
-        turn_outputs=case.get("turn_outputs"),
-        transcript=case.get("transcript"),
-    )
-    scored = await score_case(evaluators, view, case.get("error"))
-    return {
-        **case,
-        "item_sha": item.sha,
-        "expected": expected,
-        "scores": [s.to_json() for s in scored.scores],
-        "score": scored.score,
-        "passed": scored.passed,
-        "scoring_cost_usd": scoring_cost(scored.scores),
-        "critical": is_critical(item.row),
-    }

@@ -19,7 +19,8 @@ from pathlib import Path
 
 from evalsite.experiment.datasets import Dataset, Item
 from evalsite.errors import DatasetError, ManifestError, PlanError, RunLogError, TargetError
-from evalsite.scoring.evaluators import CaseView, build_evaluators, describe_evaluators, score_case
+from evalsite.scoring.case import score_case, scoring_cost
+from evalsite.scoring.evaluators import CaseView, build_evaluators, describe_evaluators
 from evalsite.runlog.fingerprint import build_fingerprint, diff_fingerprints, fingerprint_hash, git_identity
 from evalsite.experiment.plan import Config, Plan
 from evalsite.execute.progress import Progress
@@ -27,7 +28,8 @@ from evalsite.project import Project
 from evalsite.experiment.prompts import render_input
 from evalsite.execute.retry import Abandoned, CallOutcome, RetryPolicy, call_with_retries
 from evalsite.runlog.store import CASES_FILE, RunWriter, iso, new_run_id, read_cases, read_header, resolve_run, utc_now
-from evalsite.analysis.summary import is_critical, summarise_cases
+from evalsite.analysis.summary import summarise_cases
+from evalsite.runlog.rows import is_critical
 from evalsite.execute.targets import TargetRequest, TargetResult, call_cost, make_target, replays_turns, total_or_none
 from evalsite.execute.targets.turns import TurnsError, assistant_replies, normalise_turns
 
@@ -490,11 +492,6 @@ def combine_turns(calls: list[CallOutcome], transcript: list[dict], price: dict 
         turn_outputs=[r.output for r in results if r.error is None],
     )
 
-
-def scoring_cost(scores) -> float | None:
-    """What the evaluators' own model calls (LLM judges) cost for one case; None when none reported a cost."""
-    known = [s.cost_usd for s in scores if s.cost_usd is not None]
-    return sum(known) if known else None
 
 
 def run_totals(cases: list[dict], plan: Plan, config: Config) -> dict:

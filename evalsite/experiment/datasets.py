@@ -23,6 +23,7 @@ from pathlib import Path
 
 from evalsite.errors import DatasetError
 from evalsite.runlog.hashing import sha256_json, sha256_text
+from evalsite.runlog.rows import is_critical
 
 EXPECTED_FIELD = "expected"
 PREFERENCE_FIELDS = ("chosen", "rejected")
@@ -387,6 +388,6 @@ def describe_dataset(dataset: Dataset) -> DatasetSummary:
         fields=dict(sorted(Counter(key for row in rows for key in row).items())),
         shapes=dict(sorted(Counter(row_shape(row) for row in rows).items())),
         with_expected=sum(EXPECTED_FIELD in row for row in rows),
-        critical=sum(isinstance(row.get("metadata"), dict) and row["metadata"].get("critical") is True for row in rows),
+        critical=sum(is_critical(row) for row in rows),
         splits=dict(sorted(Counter(s for s in map(item_split, dataset.items) if s is not None).items())),
     )

@@ -20,7 +20,6 @@ from evalsite.experiment.locks import changes_since_lock
 from evalsite.experiment.manifest import ArmSpec, Manifest, did_you_mean
 from evalsite.project import Project, cwd_relative
 from evalsite.experiment.prompts import render_input
-from evalsite.execute.targets.base import load_plugins, target_kinds
 
 DEFAULT_MAX_CASES = 5000
 DEFAULT_MAX_COMBINATIONS = 500
@@ -141,7 +140,6 @@ def build_plan(
     plan = Plan(manifest, dataset, configs, repeat or manifest.repeat, selection, whole.dataset_id)
     _check_not_empty(plan, whole)
     _check_distinct(plan)
-    _check_targets(plan)
     _check_max_cases(plan)
     _check_inputs(plan)
     return plan
@@ -277,20 +275,6 @@ def _check_distinct(plan: Plan) -> None:
             raise PlanError(
                 f"{plan.manifest.path}: arms {first.arm_id!r} and {config.arm_id!r} become the same config once "
                 f"the sweep sets {', '.join(config.sweep)}; drop one of them or that sweep variable"
-            )
-
-
-def _check_targets(plan: Plan) -> None:
-    if any(config.target.partition(":")[0] not in target_kinds() for config in plan.configs):
-        load_plugins()  # installed packages may add kinds; load them only when a kind is unknown
-    kinds = target_kinds()
-    index = {arm.id: position for position, arm in enumerate(plan.manifest.arms)}
-    for config in plan.configs:
-        kind = config.target.partition(":")[0]
-        if kind not in kinds:
-            raise PlanError(
-                f"{plan.manifest.path}: arms[{index[config.arm_id]}].target: unknown target kind "
-                f"{kind!r}{did_you_mean(kind, kinds)} (known: {', '.join(kinds)})"
             )
 
 

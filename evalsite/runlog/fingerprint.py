@@ -22,6 +22,7 @@ from typing import Any, Iterable
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from evalsite import __version__
+from evalsite.runlog.rows import is_critical
 from evalsite.runlog.hashing import canonical_json, sha256_json, sha256_text, short_hash
 
 KEY_PACKAGES = ("duckdb", "httpx", "jinja2", "numpy", "pyarrow", "pyyaml", "scipy")
@@ -125,13 +126,8 @@ def dataset_identity(path: str, dataset) -> dict:
         "dataset_id": dataset.dataset_id,
         "inputs_id": f"{dataset.name}@{sha256_text(inputs)[:12]}",
         "items": len(dataset.items),
-        "critical": [item.item_id for item in dataset.items if _is_critical(item.row)],
+        "critical": [item.item_id for item in dataset.items if is_critical(item.row)],
     }
-
-
-def _is_critical(row: dict) -> bool:
-    metadata_ = row.get("metadata")
-    return isinstance(metadata_, dict) and metadata_.get("critical") is True
 
 
 def evaluator_identity(evaluator) -> dict:

@@ -16,7 +16,7 @@ from pathlib import Path
 from evalsite.experiment.datasets import Item, load_dataset
 from evalsite.errors import DatasetError, EvaluatorError
 from evalsite.scoring.evaluators import Evaluator, build_evaluators
-from evalsite.execute.rescore import rescore_case
+from evalsite.scoring.case import rescore_case
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """The target interface and registry.
 
 Kinds come from :func:`register_target` calls: the built-ins' and those of installed packages
-that declare an ``evalsite.execute.targets`` entry point (loaded the first time an unknown kind is
+that declare an ``evalsite.targets`` entry point (loaded the first time an unknown kind is
 asked for).
 """
 
@@ -136,8 +136,8 @@ def target_kinds() -> list[str]:
 
 
 def load_plugins() -> None:
-    """Import every module named by an ``evalsite.execute.targets`` entry point (they register kinds)."""
-    for entry in entry_points(group="evalsite.execute.targets"):
+    """Import every module named by an ``evalsite.targets`` entry point (they register kinds)."""
+    for entry in entry_points(group="evalsite.targets"):
         try:
             entry.load()
         except Exception as exc:  # a broken plugin must name itself, not crash with a traceback

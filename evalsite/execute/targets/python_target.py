@@ -10,13 +10,12 @@ recorded as the case's error.
 from __future__ import annotations
 
 import asyncio
-import importlib
 import inspect
-import sys
 from pathlib import Path
 from typing import Any, Callable
 
 from evalsite.errors import TargetError
+from evalsite.project import load_callable
 from evalsite.execute.targets.base import (
     TargetRequest,
     TargetResult,
@@ -27,26 +26,6 @@ from evalsite.execute.targets.base import (
 )
 
 OFFERED = ("input", "row", "params", "repeat")
-
-
-def load_callable(spec: str, project_root: Path, what: str) -> Callable:
-    """Import ``module:function`` relative to the project root."""
-    module_name, _, function_name = spec.partition(":")
-    if not module_name or not function_name:
-        raise TargetError(f"{what} {spec!r}: expected 'module:function'")
-    root = str(project_root)
-    if root not in sys.path:
-        sys.path.insert(0, root)
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise TargetError(f"{what} {spec!r}: cannot import module {module_name!r}: {exc}") from None
-    except Exception as exc:  # the user's module failed while importing (syntax error, raise at top level)
-        raise TargetError(f"{what} {spec!r}: importing {module_name!r} failed: {type(exc).__name__}: {exc}") from None
-    function = getattr(module, function_name, None)
-    if not callable(function):
-        raise TargetError(f"{what} {spec!r}: module {module_name!r} has no function {function_name!r}")
-    return function
 
 
 class PythonFunction:

@@ -1,7 +1,6 @@
 """Evaluators: one module per family, registered by type name (built-ins as a user's would be)."""
 
 from evalsite.scoring.evaluators.base import (
-    CaseScore,
     CaseView,
     Evaluator,
     Outcome,
@@ -11,7 +10,6 @@ from evalsite.scoring.evaluators.base import (
     describe_evaluators,
     evaluator_types,
     register_evaluator,
-    score_case,
 )
 from evalsite.scoring.evaluators import (  # noqa: F401  (registers the built-ins)
     ceilings,
@@ -27,7 +25,6 @@ from evalsite.scoring.evaluators import (  # noqa: F401  (registers the built-in
 )
 
 __all__ = [
-    "CaseScore",
     "CaseView",
     "Evaluator",
     "Outcome",
@@ -37,5 +34,4 @@ __all__ = [
     "describe_evaluators",
     "evaluator_types",
     "register_evaluator",
-    "score_case",
 ]

@@ -9,13 +9,11 @@ scores, so a changed scorer makes runs not comparable.
 
 from __future__ import annotations
 
-import asyncio
 import importlib
 import inspect
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from statistics import fmean
 from typing import Any, ClassVar
 
 from evalsite.errors import EvaluatorError
@@ -363,47 +361,3 @@ def build_evaluators(specs: list[dict], project_root: Path | None = None) -> lis
 def describe_evaluators(evaluators: list[Evaluator]) -> dict:
     """The evaluators' entry in a run header and its fingerprint: name → type, version, weight…"""
     return {e.name: e.describe() for e in evaluators}
-
-
-@dataclass(frozen=True)
-class CaseScore:
-    scores: list[Score]
-    score: float | None
-    passed: bool | None
-
-
-async def score_case(evaluators: list[Evaluator], case: CaseView, generation_error: str | None) -> CaseScore:
-    """Score one case. No evaluators → unscored; a failed generation scores 0 everywhere."""
-    if not evaluators:
-        return CaseScore([], None, None if generation_error is None else False)
-    if generation_error is not None:
-        per_evaluator = [[e.failed_generation(generation_error)] for e in evaluators]
-    else:
-        per_evaluator = await _score_each(evaluators, case)
-    return combine_scores(evaluators, per_evaluator)
-
-
-async def _score_each(evaluators: list[Evaluator], case: CaseView) -> list[list[Score]]:
-    """Evaluators that wait on I/O (judges) run concurrently; the rest inline, which is 4x cheaper."""
-    if sum(e.waits_on_io for e in evaluators) < 2:
-        return [await e.ascore(case) for e in evaluators]
-    return list(await asyncio.gather(*(e.ascore(case) for e in evaluators)))
-
-
-def combine_scores(evaluators: list[Evaluator], per_evaluator: list[list[Score]]) -> CaseScore:
-    """Case score = Σ(score·weight)/Σweight over evaluators that produced a score (an evaluator
-    scoring several turns contributes their mean); ``passed`` needs every result that has a
-    pass rule to pass (errors and skips never pass), and is None when no result has one."""
-    weighted, total_weight = 0.0, 0.0
-    for evaluator, scores in zip(evaluators, per_evaluator):
-        usable = [s.score for s in scores if s.score is not None and s.error is None and not s.skipped]
-        if usable:
-            weighted += fmean(usable) * evaluator.weight
-            total_weight += evaluator.weight
-    flat = [s for scores in per_evaluator for s in scores]
-    ruled = [s.passed for s in flat if s.passed is not None]
-    return CaseScore(
-        scores=flat,
-        score=weighted / total_weight if total_weight else None,
-        passed=all(ruled) if ruled else None,
-    )

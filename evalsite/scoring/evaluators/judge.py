@@ -21,8 +21,6 @@ from evalsite.errors import EvalsiteError
 from evalsite.scoring.evaluators.base import CaseView, Evaluator, Outcome, ScoringError, register_evaluator
 from evalsite.scoring.evaluators.text import as_text, strip_fence
 from evalsite.experiment.prompts import render_template
-from evalsite.execute.retry import RetryPolicy, call_with_retries
-from evalsite.execute.targets import TargetRequest, call_cost, make_target, total_or_none
 
 DEFAULT_RUBRIC = "Is the output correct, relevant and complete for the input?"
 SYSTEM_PROMPT = "You are a strict, fair grader. You reply with one JSON object and nothing else."
@@ -91,6 +89,15 @@ def _quote(reply: Any) -> str:
     return repr(text if len(text) <= QUOTE_CHARS else text[:QUOTE_CHARS] + "…")
 
 
+def _calls():
+    """The execution layer, imported when a judge is built rather than with this module: the
+    evaluator catalogue is shared with comparisons, which must not load targets or httpx for
+    manifests that have no judge."""
+    from evalsite.execute import retry, targets
+
+    return retry, targets
+
+
 @register_evaluator("llm_judge")
 class LlmJudge(Evaluator):
     """Params: ``judge`` (a target spec, or ``{target, params, settings}`` — the model goes in
@@ -121,7 +128,7 @@ class LlmJudge(Evaluator):
             raise ValueError(f"judge.price: needs {{input: USD, output: USD}} per million tokens, got {self.judge_price!r}")
         self._make_target()
         try:
-            self.retry_policy = RetryPolicy.from_schedule({}, self.judge_settings)
+            self.retry_policy = _calls()[0].RetryPolicy.from_schedule({}, self.judge_settings)
         except EvalsiteError as exc:
             raise ValueError(f"judge.{exc.message}") from None
         self.rubric = self.option("rubric", str, DEFAULT_RUBRIC)
@@ -134,7 +141,7 @@ class LlmJudge(Evaluator):
 
     def _make_target(self):
         try:
-            return make_target(self.judge_target, self.judge_settings, self.project_root)
+            return _calls()[1].make_target(self.judge_target, self.judge_settings, self.project_root)
         except EvalsiteError as exc:
             raise ValueError(f"judge.target: {exc.message}") from None
         except Exception as exc:  # e.g. a python: judge whose module raises while being imported
@@ -174,7 +181,7 @@ class LlmJudge(Evaluator):
             grades = await asyncio.gather(*(self._grade(target, messages, case, n, spent) for n in range(self.samples)))
         finally:
             await target.aclose()
-        cost = total_or_none(spent)
+        cost = _calls()[1].total_or_none(spent)
         scores = [g.score for g in grades]
         if len(scores) == 1:
             return Outcome(scores[0] / 10, detail=f"{scores[0]:g}/10: {grades[0].reason}", cost_usd=cost)
@@ -197,12 +204,13 @@ class LlmJudge(Evaluator):
 
     async def _ask(self, target, messages: list[dict], case: CaseView, sample: int, spent: list) -> Any:
         """One judge call (with retries); its cost — billed, else tokens × ``judge.price`` — joins ``spent``."""
-        request = TargetRequest(input=messages, row=case.row, params=self.judge_params, repeat=sample,
+        retry, targets = _calls()
+        request = targets.TargetRequest(input=messages, row=case.row, params=self.judge_params, repeat=sample,
                                 item_id=str(case.row.get("id", "")))
         # the same retries as a generation: timeouts, connection errors, 429 (Retry-After) and 5xx
-        called = await call_with_retries(target, request, self.retry_policy, stopping=lambda: False, rng=random.Random())
+        called = await retry.call_with_retries(target, request, self.retry_policy, stopping=lambda: False, rng=random.Random())
         result = called.result
-        spent.append(call_cost(result, self.judge_price))
+        spent.append(targets.call_cost(result, self.judge_price))
         if result.error is not None:
             raise ScoringError(f"judge failed: {result.error}")
         return result.output

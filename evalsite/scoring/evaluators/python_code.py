@@ -27,7 +27,7 @@ from typing import Any, Callable
 from evalsite.errors import EvalsiteError
 from evalsite.scoring.evaluators.base import CaseView, Evaluator, Outcome, ScoringError, register_evaluator
 from evalsite.runlog.hashing import canonical_json
-from evalsite.execute.targets.python_target import load_callable
+from evalsite.project import load_callable
 
 OFFERED = ("output", "expected", "input", "row", "latency_ms", "cost_usd", "transcript", "turn_outputs",
            "turn", "params", "case")
