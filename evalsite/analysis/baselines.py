@@ -17,12 +17,13 @@ from typing import Iterable
 from evalsite.errors import DecisionError, RunLogError
 from evalsite.runlog.fingerprint import fingerprint_hash, git_user
 from evalsite.project import Project
+from evalsite.runlog.records import RunStatus
 from evalsite.runlog.store import (
     RUN_FILE,
     iso,
-    read_end,
     read_header,
     repair_torn_tail,
+    run_status,
     resolve_run,
     run_directories,
     utc_now,
@@ -88,11 +89,6 @@ class DatasetIds:
         return self.dataset_id is not None and self.dataset_id == other.dataset_id
 
 
-def run_status(directory: Path) -> str:
-    end = read_end(directory)
-    return end.get("status", "unknown") if end else "interrupted"
-
-
 def promote(project: Project, run: str, reason: str, *, allow_dirty: bool = False) -> Decision:
     """Append a promotion of ``run`` to ``runs/decisions.jsonl``, or refuse with the reason."""
     if not reason.strip():
@@ -101,7 +97,7 @@ def promote(project: Project, run: str, reason: str, *, allow_dirty: bool = Fals
     header = read_header(directory)
     run_id = header["run_id"]
     status = run_status(directory)
-    if status != "completed":
+    if status != RunStatus.COMPLETED:
         raise DecisionError(f"{run_id}: refusing to promote a run whose status is {status}; only a completed run can be a baseline")
     fingerprint = header.get("fingerprint")
     if not isinstance(fingerprint, dict) or fingerprint_hash(fingerprint) != header.get("fingerprint_hash"):
@@ -271,7 +267,7 @@ class BaselineResolver:
         best: KnownRun | None = None
         for run in self._runs.values():
             moment = run.header.get("started_at") or ""
-            if run.run_id == current["run_id"] or not moment < started or run.status != "completed":
+            if run.run_id == current["run_id"] or not moment < started or run.status != RunStatus.COMPLETED:
                 continue
             if _same_scope(run.header, current) and (best is None or moment > (best.header.get("started_at") or "")):
                 best = run

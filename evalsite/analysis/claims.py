@@ -26,6 +26,7 @@ from evalsite.analysis.db import open_database
 from evalsite.errors import EvalsiteError
 from evalsite.runlog.store import read_header
 from evalsite.stats import nearest_rank_percentile, sign_flip_test
+from evalsite.runlog.records import RunStatus
 
 DIRECTIVE = re.compile(r"\{\{\s*(claim|value)\s*:(.*?)\}\}", re.DOTALL)
 TOKEN = re.compile(r"\s*(?:(<=|>=|==|!=|[<>=(),*/+%-])|([A-Za-z0-9_][A-Za-z0-9_.@:-]*))")
@@ -324,7 +325,8 @@ class RunMetrics:
         self.database = database
         self.runs_dir = runs_dir
         self.completed = database.rows(
-            "SELECT run_id, arm_id, dataset_id FROM runs WHERE status = 'completed' ORDER BY started_at, run_id"
+            "SELECT run_id, arm_id, dataset_id FROM runs WHERE status = ? ORDER BY started_at, run_id",
+            [str(RunStatus.COMPLETED)],
         )
 
     def resolve(self, selector: Selector) -> ResolvedRun:

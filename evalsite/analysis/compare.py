@@ -12,7 +12,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from evalsite.analysis.baselines import NONE, BaselineChoice, DatasetIds, Decision, resolve_baseline, run_status
+from evalsite.analysis.baselines import NONE, BaselineChoice, DatasetIds, Decision, resolve_baseline
+from evalsite.runlog.store import run_status
 from evalsite.runlog.fingerprint import FieldDiff, diff_fingerprints
 from evalsite.project import Project
 from evalsite.analysis.regression import THRESHOLD, RegressionReport, regression_report

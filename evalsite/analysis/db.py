@@ -14,7 +14,7 @@ import duckdb
 import pyarrow as pa
 
 from evalsite.errors import RunLogError
-from evalsite.runlog.store import CASES_FILE, read_end, read_header, run_directories, run_is_active
+from evalsite.runlog.store import CASES_FILE, footer_status, read_end, read_header, run_directories
 
 SCORE_TYPE = (
     "STRUCT(evaluator VARCHAR, version VARCHAR, score DOUBLE, passed BOOLEAN, label VARCHAR, "
@@ -81,7 +81,7 @@ def _run_record(directory: Path) -> dict:
         "dataset_path": dataset.get("path"),
         "fingerprint_hash": header.get("fingerprint_hash"),
         "started_at": header.get("started_at"),
-        "status": end.get("status") if end else ("running" if run_is_active(directory) else "interrupted"),
+        "status": str(footer_status(end, directory)),
         "ended_at": end.get("ended_at") if end else None,
         "directory": str(directory),
     }

@@ -20,8 +20,9 @@ from evalsite.analysis.compare import comparability
 from evalsite.analysis.db import RunsDatabase
 from evalsite.errors import EvalsiteError, NotComparableError
 from evalsite.runlog.hashing import canonical_json
-from evalsite.analysis.baselines import run_status
+from evalsite.runlog.store import run_status
 from evalsite.runlog.store import read_header, resolve_run
+from evalsite.runlog.records import RunStatus
 
 RUNS_SQL = (
     "SELECT run_id, arm_id, config_id, dataset_id, status, started_at, directory FROM runs "
@@ -100,7 +101,7 @@ def datasets_with_runs(database: RunsDatabase) -> list[DatasetRuns]:
         if row["dataset_id"]:
             grouped.setdefault(row["dataset_id"], []).append(row)
     found = [
-        DatasetRuns(dataset_id, len(rows), sum(r["status"] == "completed" for r in rows), rows[-1]["run_id"])
+        DatasetRuns(dataset_id, len(rows), sum(r["status"] == RunStatus.COMPLETED for r in rows), rows[-1]["run_id"])
         for dataset_id, rows in grouped.items()
     ]
     return sorted(found, key=lambda d: d.latest_run, reverse=True)
@@ -220,7 +221,7 @@ def _selection(dataset_id: str, group: list[tuple[dict, dict]], left_out: list[L
 
 
 def _unusable(row: dict, header: dict, evaluator: str | None) -> str | None:
-    if row["status"] != "completed":
+    if row["status"] != RunStatus.COMPLETED:
         return f"status {row['status']}"
     recorded = _evaluator_specs(header)
     if not recorded:

@@ -18,6 +18,7 @@ from evalsite.analysis.items import DroppedItem
 from evalsite.analysis.selection import LeftOut
 from evalsite.cli.output import print_table
 from evalsite.stats import Interval, RankStability, SignFlipResult
+from evalsite.runlog.records import RunStatus
 
 SHOWN_DROPPED = 10
 
@@ -148,7 +149,7 @@ def family(report: FamilyTest) -> None:
     )
     click.echo(_scored_by(report.evaluator, run.evaluators))
     for arm in (run, *(c.other for c in report.comparisons)):
-        if arm.status != "completed":
+        if arm.status != RunStatus.COMPLETED:
             click.echo(f"note: run {arm.run_id} is {arm.status}; its numbers may still change")
     rows = [
         {

@@ -7,7 +7,8 @@ import shlex
 import click
 
 from evalsite.cli.output import warn
-from evalsite.execute.runner import CANCELED, CEILING, COMPLETED, BatchOutcome, RunOutcome
+from evalsite.execute.outcomes import BatchOutcome, RunOutcome
+from evalsite.runlog.records import RunStatus
 
 LISTED_ITEMS = 20
 
@@ -32,7 +33,7 @@ def command_line(ctx: click.Context, drop: set[str], extra: list[str]) -> str:
 
 
 def resume_line(ctx: click.Context, run: RunOutcome) -> str | None:
-    if run.status == COMPLETED:
+    if run.status == RunStatus.COMPLETED:
         return None
     return command_line(ctx, {"resume"}, ["--resume", run.run_id])
 
@@ -41,9 +42,9 @@ def report_batch(ctx: click.Context, batch: BatchOutcome) -> None:
     """Warnings on stderr; when the batch stopped early, the commands that finish it."""
     for run in batch.runs:
         report_run(run, ceiling_set=batch.max_cost_usd is not None)
-    if batch.stop_reason == CEILING:
+    if batch.stop_reason == RunStatus.STOPPED_COST_CEILING:
         warn(f"stopped at the cost ceiling: ${batch.spent_usd:.4f} spent this time, ceiling ${batch.max_cost_usd:g}")
-    elif batch.stop_reason == CANCELED:
+    elif batch.stop_reason == RunStatus.CANCELED:
         warn("canceled: every case that finished is on disk")
     pending = [line for line in (resume_line(ctx, run) for run in batch.runs) if line]
     if batch.not_started:

@@ -26,6 +26,7 @@ from evalsite.project import Project
 from evalsite.runlog.store import Run, RunWriter, iso, new_run_id, read_run, resolve_run, utc_now
 from evalsite.execute.runner import dataset_record
 from evalsite.analysis.summary import summarise_cases
+from evalsite.runlog.records import RunStatus
 
 
 @dataclass(frozen=True)
@@ -63,7 +64,7 @@ def rescore_run(project: Project, reference: str, *, manifest_path: Path | None 
     try:
         asyncio.run(_rescore_cases(writer, cases, kept, items, evaluators, manifest.concurrency))
     except BaseException:
-        status = "failed"
+        status = RunStatus.FAILED
         raise
     finally:
         summary = summarise_cases(cases)

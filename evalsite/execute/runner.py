@@ -17,128 +17,28 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from evalsite.experiment.datasets import Dataset, Item
-from evalsite.errors import DatasetError, ManifestError, PlanError, RunLogError, TargetError
-from evalsite.scoring.case import score_case, scoring_cost
-from evalsite.scoring.evaluators import CaseView, build_evaluators, describe_evaluators
-from evalsite.runlog.fingerprint import build_fingerprint, diff_fingerprints, fingerprint_hash, git_identity
-from evalsite.experiment.plan import Config, Plan
-from evalsite.execute.progress import Progress
-from evalsite.project import Project
-from evalsite.experiment.prompts import render_input
-from evalsite.execute.retry import Abandoned, CallOutcome, RetryPolicy, call_with_retries
-from evalsite.runlog.store import CASES_FILE, RunWriter, iso, new_run_id, read_cases, read_header, resolve_run, utc_now
 from evalsite.analysis.summary import summarise_cases
-from evalsite.runlog.rows import is_critical
-from evalsite.execute.targets import TargetRequest, TargetResult, call_cost, make_target, replays_turns, total_or_none
-from evalsite.execute.targets.turns import TurnsError, assistant_replies, normalise_turns
+from evalsite.errors import PlanError, RunLogError, TargetError
+from evalsite.execute.cases import CaseExecutor, Job, prepare_input
+from evalsite.execute.outcomes import BatchOutcome, RunOutcome
+from evalsite.execute.progress import Progress
+from evalsite.execute.retry import Abandoned, RetryPolicy
+from evalsite.execute.stopping import Budget, StopControl, manifest_ceiling
+from evalsite.execute.targets import make_target, replays_turns
+from evalsite.experiment.datasets import Dataset
+from evalsite.experiment.plan import Config, Plan
+from evalsite.project import Project
+from evalsite.runlog.fingerprint import build_fingerprint, diff_fingerprints, fingerprint_hash, git_identity
+from evalsite.runlog.records import RunStatus
+from evalsite.runlog.store import CASES_FILE, RunWriter, iso, new_run_id, read_cases, read_header, resolve_run, utc_now
+from evalsite.scoring.evaluators import build_evaluators, describe_evaluators
 
-CANCELED, CEILING, COMPLETED, FAILED = "canceled", "stopped_cost_ceiling", "completed", "failed"
 CANCEL_GRACE_SECONDS = 5.0
-
-
-@dataclass(frozen=True)
-class RunOutcome:
-    run_id: str
-    arm_id: str
-    status: str
-    summary: dict
 
 
 def dataset_record(project: Project, dataset: Dataset) -> dict:
     """A dataset as a run header records it (rescore builds its header with this too)."""
     return {"path": project.relative(dataset.path), "dataset_id": dataset.dataset_id, "items": len(dataset.items)}
-
-
-@dataclass(frozen=True)
-class BatchOutcome:
-    """What one ``evalsite run`` did: its runs, the arms it never started and why it stopped."""
-
-    runs: list[RunOutcome]
-    not_started: list[str]
-    stop_reason: str | None
-    max_cost_usd: float | None
-    spent_usd: float
-
-    @property
-    def finished(self) -> bool:
-        """Every arm started and every run completed (not failed, canceled or stopped at the ceiling)."""
-        return not self.not_started and all(run.status == COMPLETED for run in self.runs)
-
-    @property
-    def critical_failed(self) -> bool:
-        return any(run.summary["critical_failures"] for run in self.runs)
-
-    @property
-    def ok(self) -> bool:
-        """Exit 0: finished, and no run has a case error, a critical failure or a failed pass rule."""
-        return self.finished and not self.critical_failed and all(
-            not run.summary["errors"] and run.summary.get("passed") is not False for run in self.runs
-        )
-
-    def acceptable(self, allow_failures: bool) -> bool:
-        """``ok``, or with ``allow_failures``: finished with every critical row passing."""
-        return self.ok or (allow_failures and self.finished and not self.critical_failed)
-
-
-@dataclass(frozen=True)
-class PreparedInput:
-    """A row's input, rendered before anything is spent; ``turns`` set for a multi-turn row."""
-
-    input: object
-    turns: list[dict] | None = None
-
-
-@dataclass
-class Job:
-    config: Config
-    target: object
-    policy: RetryPolicy
-    inputs: dict[str, PreparedInput]
-    resume_directory: Path | None = None
-
-
-@dataclass
-class Generation:
-    """One case's generation, single call or replayed conversation."""
-
-    result: TargetResult
-    cost_usd: float | None
-    latency_ms: float
-    attempts: int
-    transcript: list | None = None
-    turn_outputs: list | None = None
-
-
-@dataclass
-class StopControl:
-    reason: str | None = None
-    workers: list[asyncio.Task] = field(default_factory=list)
-
-    def request(self, reason: str) -> None:
-        if self.reason is None:
-            self.reason = reason
-
-    def requested(self) -> bool:
-        return self.reason is not None
-
-    def abandon_in_flight(self) -> None:
-        for task in self.workers:
-            task.cancel()
-
-
-@dataclass
-class Budget:
-    """Cost spent by this invocation (resumed cases already on disk do not count)."""
-
-    limit: float | None
-    spent: float = 0.0
-
-    def add(self, cost: float | None) -> bool:
-        """Count ``cost``; true when the ceiling is reached."""
-        if cost:
-            self.spent += cost
-        return self.limit is not None and bool(cost) and self.spent >= self.limit
 
 
 def execute_plan(
@@ -175,13 +75,6 @@ def execute_plan(
     return asyncio.run(batch.execute(jobs))
 
 
-def manifest_ceiling(manifest) -> float | None:
-    value = manifest.limits.get("max_cost_usd")
-    if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0):
-        raise ManifestError(f"{manifest.path}: limits.max_cost_usd: needs a number of dollars >= 0, got {value!r}")
-    return value
-
-
 @dataclass
 class BatchRunner:
     project: Project
@@ -205,25 +98,9 @@ class BatchRunner:
             raise TargetError(f"arm {config.arm_id!r}: {exc.message}") from None
         replaying = replays_turns(target)
         inputs = {
-            item.item_id: self._prepare_input(item, config, replaying) for item, _ in self.plan.case_keys(config)
+            item.item_id: prepare_input(self.plan, item, config, replaying) for item, _ in self.plan.case_keys(config)
         }
         return Job(config, target, policy, inputs, resume_directory)
-
-    def _prepare_input(self, item: Item, config: Config, replaying: bool) -> PreparedInput:
-        prompt, row = self.plan.manifest.prompt, item.row
-        try:
-            if "turns" not in row:
-                return PreparedInput(render_input(prompt, row, config.prompt_variables))
-            turns = normalise_turns(row["turns"])
-            if not replaying:
-                return PreparedInput(turns, turns)
-            prefix = [] if prompt is None else render_input(prompt, row, config.prompt_variables)
-            prefix = [{"role": "system", "content": prefix}] if isinstance(prefix, str) else prefix
-            return PreparedInput(prefix, turns)
-        except TurnsError as exc:
-            raise DatasetError(f"{self.plan.dataset.path}: item {item.item_id!r}: {exc}") from None
-        except ManifestError as exc:
-            raise ManifestError(f"{exc.message} (item {item.item_id!r})") from None
 
     def check_resumable(self, directory: Path) -> Config:
         """The config a stored run was made with; refuses when anything it depends on changed."""
@@ -320,7 +197,7 @@ class BatchRunner:
         if self.stop.requested():
             self.stop.abandon_in_flight()
             return
-        self.stop.request(CANCELED)
+        self.stop.request(RunStatus.CANCELED)
         self.progress.notice(
             f"canceling: no new calls; waiting up to {CANCEL_GRACE_SECONDS:g} s for calls in flight "
             "(Ctrl-C again to abandon them)"
@@ -349,15 +226,15 @@ class BatchRunner:
         try:
             await self._work(job, writer, iter(pending), cases)
             missing = len(pending) - len(cases)
-            status = COMPLETED if missing == 0 else (self.stop.reason or FAILED)
+            status = RunStatus.COMPLETED if missing == 0 else (self.stop.reason or RunStatus.FAILED)
         except asyncio.CancelledError:  # the whole batch was canceled from outside: stop here
-            self.stop.request(CANCELED)
-            status = CANCELED
+            self.stop.request(RunStatus.CANCELED)
+            status = RunStatus.CANCELED
         except OSError as exc:
-            status, footer["error"] = FAILED, f"cannot write the run: {exc}"
+            status, footer["error"] = RunStatus.FAILED, f"cannot write the run: {exc}"
             raise RunLogError(f"run {writer.run_id}: {footer['error']}") from None
         except BaseException as exc:
-            status, footer["error"] = FAILED, f"{type(exc).__name__}: {exc}"
+            status, footer["error"] = RunStatus.FAILED, f"{type(exc).__name__}: {exc}"
             raise
         finally:
             self.progress.finish()
@@ -369,18 +246,20 @@ class BatchRunner:
         return RunOutcome(writer.run_id, config.arm_id, status, totals)
 
     async def _work(self, job: Job, writer: RunWriter, keys, cases: list[dict]) -> None:
+        cases_executor = CaseExecutor(self.evaluators, self.stop.requested, self.rng)
+
         async def worker() -> None:
             for item, repeat in keys:
                 if self.stop.requested():
                     return
                 try:
-                    case = await self._execute_case(job, item, repeat)
+                    case = await cases_executor.execute(job, item, repeat)
                 except Abandoned:
                     continue
                 writer.append_case(case)
                 cases.append(case)
                 if self.budget.add((case["cost_usd"] or 0) + (case["scoring_cost_usd"] or 0)):
-                    self.stop.request(CEILING)
+                    self.stop.request(RunStatus.STOPPED_COST_CEILING)
                 self.progress.advance(bool(case["error"]), self.budget.spent if self.budget.spent else None)
 
         self.stop.workers = [asyncio.create_task(worker()) for _ in range(self.concurrency)]
@@ -393,106 +272,6 @@ class BatchRunner:
             self.stop.abandon_in_flight()
             await asyncio.gather(*self.stop.workers, return_exceptions=True)
             self.stop.workers = []
-
-    # ----- one case
-
-    async def _execute_case(self, job: Job, item: Item, repeat: int) -> dict:
-        started_at = utc_now()
-        prepared = job.inputs[item.item_id]
-        if prepared.turns is not None and replays_turns(job.target):
-            generation = await self._replay(job, item, repeat, prepared)
-            case_input = prepared.turns
-        else:
-            generation = await self._generate(job, item, repeat, prepared.input)
-            case_input = prepared.input
-            if prepared.turns is not None:  # a recorded conversation scored as it is
-                generation.transcript = prepared.turns
-                generation.turn_outputs = assistant_replies(prepared.turns)
-        result, expected = generation.result, item.row.get("expected")
-        view = CaseView(
-            input=case_input, output=result.output, expected=expected, row=item.row,
-            latency_ms=generation.latency_ms, cost_usd=generation.cost_usd,
-            turn_outputs=generation.turn_outputs, transcript=generation.transcript,
-        )
-        scored = await score_case(self.evaluators, view, result.error)
-        case = {
-            "item_id": item.item_id,
-            "item_sha": item.sha,
-            "critical": is_critical(item.row),
-            "repeat": repeat,
-            "input": case_input,
-            "expected": expected,
-            "output": result.output,
-            "error": result.error,
-            "latency_ms": round(generation.latency_ms, 3),
-            "input_tokens": result.input_tokens,
-            "output_tokens": result.output_tokens,
-            "cost_usd": generation.cost_usd,
-            "scoring_cost_usd": scoring_cost(scored.scores),
-            "finish_reason": result.finish_reason,
-            "scores": [s.to_json() for s in scored.scores],
-            "score": scored.score,
-            "passed": scored.passed,
-            "started_at": iso(started_at),
-            "attempts": generation.attempts,
-        }
-        if generation.transcript is not None:
-            case["transcript"] = generation.transcript
-            case["turn_outputs"] = generation.turn_outputs
-        return case
-
-    async def _call(self, job: Job, item: Item, repeat: int, rendered) -> CallOutcome:
-        request = TargetRequest(
-            input=rendered, row=item.row, params=job.config.params, repeat=repeat, item_id=item.item_id
-        )
-        return await call_with_retries(job.target, request, job.policy, self.stop.requested, self.rng)
-
-    async def _generate(self, job: Job, item: Item, repeat: int, rendered) -> Generation:
-        call = await self._call(job, item, repeat, rendered)
-        return Generation(call.result, call_cost(call.result, job.config.price), call.latency_ms, call.attempts)
-
-    async def _replay(self, job: Job, item: Item, repeat: int, prepared: PreparedInput) -> Generation:
-        """Each user turn is sent with the history so far, the target's own replies included."""
-        history = list(prepared.input)
-        calls: list[CallOutcome] = []
-        for message in prepared.turns:
-            if message["role"] == "assistant":  # a recorded answer: the target gives its own instead
-                continue
-            history.append(message)
-            if message["role"] != "user":
-                continue
-            call = await self._call(job, item, repeat, list(history))
-            calls.append(call)
-            if call.result.error is not None:
-                break
-            reply = call.result.output
-            history.append({"role": "assistant", "content": reply if isinstance(reply, str) else str(reply)})
-        return combine_turns(calls, history, job.config.price)
-
-
-def combine_turns(calls: list[CallOutcome], transcript: list[dict], price: dict | None) -> Generation:
-    """A replay's case: summed latency, tokens and cost (unknown if any turn's is), the last reply."""
-    results = [call.result for call in calls]
-    failed = next(((n, r) for n, r in enumerate(results, start=1) if r.error is not None), None)
-    costs = [call_cost(r, price) for r in results]
-    reasons = [r.finish_reason for r in results]
-    combined = TargetResult(
-        output=None if failed else results[-1].output,
-        input_tokens=total_or_none(r.input_tokens for r in results),
-        output_tokens=total_or_none(r.output_tokens for r in results),
-        finish_reason="length" if "length" in reasons else reasons[-1],
-        error=f"turn {failed[0]}: {failed[1].error}" if failed else None,
-    )
-    return Generation(
-        result=combined,
-        cost_usd=total_or_none(costs),
-        latency_ms=sum(call.latency_ms for call in calls),
-        attempts=sum(call.attempts for call in calls),
-        transcript=transcript,
-        turn_outputs=[r.output for r in results if r.error is None],
-    )
-
-
 
 def run_totals(cases: list[dict], plan: Plan, config: Config) -> dict:
     """``summarise_cases`` plus what the runner knows: planned cases, known cost, truncations."""

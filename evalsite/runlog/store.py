@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from evalsite.errors import RunLogError
+from evalsite.runlog.records import RunStatus
 
 try:
     import fcntl
@@ -104,9 +105,9 @@ class RunWriter:
         writer._acquire()
         try:
             previous = read_end(writer.directory)
-            if previous and previous.get("status") == "completed":
+            if previous and previous.get("status") == RunStatus.COMPLETED:
                 raise RunLogError(f"run {writer.run_id} is completed; there is nothing to resume")
-            record = {**attempt, "previous": previous or {"status": "interrupted"}}
+            record = {**attempt, "previous": previous or {"status": RunStatus.INTERRUPTED}}
             with open(writer.directory / ATTEMPTS_FILE, "a", encoding="utf-8") as handle:
                 handle.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
             (writer.directory / END_FILE).unlink(missing_ok=True)
@@ -194,8 +195,8 @@ class Run:
         return self.header["run_id"]
 
     @property
-    def status(self) -> str:
-        return self.end["status"] if self.end else "interrupted"
+    def status(self) -> RunStatus:
+        return footer_status(self.end, self.directory)
 
 
 def read_header(directory: Path) -> dict:
@@ -243,6 +244,23 @@ def read_end(directory: Path) -> dict | None:
         return json.loads(path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise RunLogError(f"{Path(directory).name}: unreadable {END_FILE}: {exc}") from None
+
+
+def footer_status(end: dict | None, directory: Path) -> RunStatus:
+    """The one status rule: the footer's, else running (lock held) or interrupted.
+
+    A footer naming no known status makes the run unreadable (:class:`RunLogError`)."""
+    if end is None:
+        return RunStatus.RUNNING if run_is_active(directory) else RunStatus.INTERRUPTED
+    try:
+        return RunStatus(end.get("status"))
+    except ValueError:
+        raise RunLogError(f"{Path(directory).name}: {END_FILE} has an unknown status {end.get('status')!r}") from None
+
+
+def run_status(directory: Path) -> RunStatus:
+    """The status of the run in ``directory`` (its footer read once)."""
+    return footer_status(read_end(directory), directory)
 
 
 def read_run(path: str | Path) -> Run:

@@ -25,7 +25,8 @@ from evalsite.analysis.db import RunsDatabase, open_database
 from evalsite.errors import EvalsiteError, RunLogError
 from evalsite.runlog.hashing import sha256_json
 from evalsite.project import Project
-from evalsite.runlog.store import CASES_FILE, END_FILE, RUN_FILE, read_end, read_header, run_directories
+from evalsite.runlog.store import CASES_FILE, END_FILE, RUN_FILE, footer_status, read_end, read_header, run_directories
+from evalsite.runlog.records import RunStatus
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 
@@ -55,7 +56,7 @@ class RunSource:
 
     @property
     def status(self) -> str:
-        return (self.end or {}).get("status") or "interrupted"
+        return footer_status(self.end, self.directory)
 
     @property
     def dataset(self) -> dict:
@@ -201,7 +202,7 @@ class ProjectInputs:
 
     def baseline_of(self, run_id: str) -> str | None:
         """The id of a completed run's baseline, if it has one."""
-        if self.by_id[run_id].status != "completed":
+        if self.by_id[run_id].status != RunStatus.COMPLETED:
             return None
         choice = self.baseline_choice(run_id)
         return choice.directory.name if choice.directory is not None else None

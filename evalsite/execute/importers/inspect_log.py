@@ -28,6 +28,7 @@ from evalsite.execute.importers.records import (
     value_at,
 )
 from evalsite.execute.importers.writer import SourceImport
+from evalsite.runlog.records import RunStatus
 
 TOOL = "inspect_ai"
 LOG_VERSIONS = (2,)
@@ -35,7 +36,8 @@ RUN_KEY = "log"
 GRADES = {"C": 1.0, "P": 0.5, "I": 0.0, "N": 0.0}  # CORRECT, PARTIAL, INCORRECT, NOANSWER
 PASSING_GRADE = "C"
 WORDS = {"yes": 1.0, "true": 1.0, "no": 0.0, "false": 0.0}
-STATUSES = {"success": "completed", "error": "failed", "cancelled": "canceled", "started": "interrupted"}
+STATUSES = {"success": RunStatus.COMPLETED, "error": RunStatus.FAILED, "cancelled": RunStatus.CANCELED,
+            "started": RunStatus.INTERRUPTED}
 SAMPLE_MEMBER = re.compile(r"^samples/(.+)_epoch_(\d+)\.json$")
 SUMMARY_MEMBER = re.compile(r"^_journal/summaries/(\d+)\.json$")
 SPEC_KEYS = ("task", "task_version", "task_file", "task_registry_name", "task_attribs", "solver", "solver_args",
@@ -272,11 +274,11 @@ def _run(source: SourceImport, header: dict, truncated: bool, scorers: set[str],
     status = STATUSES.get(raw_status)
     if status is None:
         source.warn(f"unknown log status {raw_status!r}; imported as interrupted")
-        status = "interrupted"
+        status = RunStatus.INTERRUPTED
     if truncated:
         source.warn("the file ends in the middle of its samples; the complete ones were imported as an interrupted run")
-        status = "interrupted"
-    elif status != "completed":
+        status = RunStatus.INTERRUPTED
+    elif status != RunStatus.COMPLETED:
         source.warn(f"the log's status is {raw_status!r}: imported as {status}")
     if header.get("invalidated"):
         source.warn("the log is marked invalidated")

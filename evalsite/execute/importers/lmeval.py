@@ -33,6 +33,7 @@ from evalsite.execute.importers.records import (
 )
 from evalsite.execute.importers.writer import SourceImport
 from evalsite.runlog.store import iso
+from evalsite.runlog.records import RunStatus
 
 TOOL = "lm-eval"
 VERSION_PREFIX = "0.4."
@@ -197,8 +198,8 @@ def _status(source: SourceImport, results: dict, task: str, documents: int, trun
     if truncated or (expected is not None and documents < expected):
         source.warn(f"task {task}: {documents} documents in the samples file, {expected} evaluated; "
                     "imported as an interrupted run")
-        return "interrupted"
-    return "completed"
+        return RunStatus.INTERRUPTED
+    return RunStatus.COMPLETED
 
 
 def _portable(task_config: dict) -> dict:

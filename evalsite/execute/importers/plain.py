@@ -26,6 +26,7 @@ from evalsite.execute.importers.records import (
     finite_number,
 )
 from evalsite.execute.importers.writer import SourceImport
+from evalsite.runlog.records import RunStatus
 
 TOOL = "plain"
 ARM_FIELD = "arm"
@@ -91,7 +92,7 @@ def _read(source: SourceImport, options: ImportOptions, rows: Iterator[tuple[str
             config={"arm": run},
             scorers={name: identity for name in names},
             spec={"format": source.format_name},
-            status="interrupted" if truncated() else "completed",
+            status=RunStatus.INTERRUPTED if truncated() else RunStatus.COMPLETED,
         ))
 
 

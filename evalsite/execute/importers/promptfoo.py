@@ -30,6 +30,7 @@ from evalsite.execute.importers.records import (
 )
 from evalsite.execute.importers.writer import SourceImport
 from evalsite.runlog.store import iso
+from evalsite.runlog.records import RunStatus
 
 TOOL = "promptfoo"
 RESULTS_VERSIONS = (3,)
@@ -264,7 +265,7 @@ def _run(document: dict, column: _Column, arm: str, truncated: bool, source: Sou
         },
         environment={"promptfoo": version, "node": metadata.get("nodeVersion"),
                      "platform": metadata.get("platform"), "arch": metadata.get("arch")},
-        status="interrupted" if truncated else "completed",
+        status=RunStatus.INTERRUPTED if truncated else RunStatus.COMPLETED,
         started_at=started,
         ended_at=_ended(started, value_at(document, "results.stats.durationMs")),
         reported=entry.get("metrics") or {},

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evalsite.errors import SourceError
+from evalsite.runlog.records import RunStatus
 
 MISSING = object()
 SECRET_KEY = re.compile(r"(api[_-]?key|secret|password|passwd|token|authorization|credentials?)$", re.IGNORECASE)
@@ -96,7 +97,7 @@ class SourceRun:
     spec: dict = field(default_factory=dict)  # the source's settings a number depends on
     code: dict = field(default_factory=lambda: {"commit": None, "dirty": None})
     environment: dict = field(default_factory=dict)
-    status: str = "completed"
+    status: RunStatus = RunStatus.COMPLETED
     source_status: str | None = None
     source_error: str | None = None
     started_at: str | None = None

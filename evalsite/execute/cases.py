@@ -1,0 +1,173 @@
+"""One case: the prepared input, the target call (or a replayed conversation), the scores, the record."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from evalsite.errors import DatasetError, ManifestError
+from evalsite.execute.retry import CallOutcome, RetryPolicy, call_with_retries
+from evalsite.execute.targets import TargetRequest, TargetResult, call_cost, replays_turns, total_or_none
+from evalsite.execute.targets.turns import TurnsError, assistant_replies, normalise_turns
+from evalsite.experiment.datasets import Item
+from evalsite.experiment.plan import Config, Plan
+from evalsite.experiment.prompts import render_input
+from evalsite.runlog.rows import is_critical
+from evalsite.runlog.store import iso, utc_now
+from evalsite.scoring.case import score_case, scoring_cost
+from evalsite.scoring.evaluators import CaseView, Evaluator
+
+
+@dataclass(frozen=True)
+class PreparedInput:
+    """A row's input, rendered before anything is spent; ``turns`` set for a multi-turn row."""
+
+    input: object
+    turns: list[dict] | None = None
+
+
+@dataclass
+class Job:
+    config: Config
+    target: object
+    policy: RetryPolicy
+    inputs: dict[str, PreparedInput]
+    resume_directory: Path | None = None
+
+
+@dataclass
+class Generation:
+    """One case's generation, single call or replayed conversation."""
+
+    result: TargetResult
+    cost_usd: float | None
+    latency_ms: float
+    attempts: int
+    transcript: list | None = None
+    turn_outputs: list | None = None
+
+
+def prepare_input(plan: Plan, item: Item, config: Config, replaying: bool) -> PreparedInput:
+    """The input a case sends, rendered before anything is spent (a ``turns`` row keeps its turns)."""
+    prompt, row = plan.manifest.prompt, item.row
+    try:
+        if "turns" not in row:
+            return PreparedInput(render_input(prompt, row, config.prompt_variables))
+        turns = normalise_turns(row["turns"])
+        if not replaying:
+            return PreparedInput(turns, turns)
+        prefix = [] if prompt is None else render_input(prompt, row, config.prompt_variables)
+        prefix = [{"role": "system", "content": prefix}] if isinstance(prefix, str) else prefix
+        return PreparedInput(prefix, turns)
+    except TurnsError as exc:
+        raise DatasetError(f"{plan.dataset.path}: item {item.item_id!r}: {exc}") from None
+    except ManifestError as exc:
+        raise ManifestError(f"{exc.message} (item {item.item_id!r})") from None
+
+
+@dataclass
+class CaseExecutor:
+    """Executes cases for a batch: ``stopping`` says the batch is stopping (no new retries)."""
+
+    evaluators: list[Evaluator]
+    stopping: Callable[[], bool]
+    rng: random.Random  # backoff jitter only
+
+    async def execute(self, job: Job, item: Item, repeat: int) -> dict:
+        """One case: its generation (one call, or a replayed conversation), scored, as a cases.jsonl record."""
+        started_at = utc_now()
+        prepared = job.inputs[item.item_id]
+        if prepared.turns is not None and replays_turns(job.target):
+            generation = await self._replay(job, item, repeat, prepared)
+            case_input = prepared.turns
+        else:
+            generation = await self._generate(job, item, repeat, prepared.input)
+            case_input = prepared.input
+            if prepared.turns is not None:  # a recorded conversation scored as it is
+                generation.transcript = prepared.turns
+                generation.turn_outputs = assistant_replies(prepared.turns)
+        result, expected = generation.result, item.row.get("expected")
+        view = CaseView(
+            input=case_input, output=result.output, expected=expected, row=item.row,
+            latency_ms=generation.latency_ms, cost_usd=generation.cost_usd,
+            turn_outputs=generation.turn_outputs, transcript=generation.transcript,
+        )
+        scored = await score_case(self.evaluators, view, result.error)
+        case = {
+            "item_id": item.item_id,
+            "item_sha": item.sha,
+            "critical": is_critical(item.row),
+            "repeat": repeat,
+            "input": case_input,
+            "expected": expected,
+            "output": result.output,
+            "error": result.error,
+            "latency_ms": round(generation.latency_ms, 3),
+            "input_tokens": result.input_tokens,
+            "output_tokens": result.output_tokens,
+            "cost_usd": generation.cost_usd,
+            "scoring_cost_usd": scoring_cost(scored.scores),
+            "finish_reason": result.finish_reason,
+            "scores": [s.to_json() for s in scored.scores],
+            "score": scored.score,
+            "passed": scored.passed,
+            "started_at": iso(started_at),
+            "attempts": generation.attempts,
+        }
+        if generation.transcript is not None:
+            case["transcript"] = generation.transcript
+            case["turn_outputs"] = generation.turn_outputs
+        return case
+
+    async def _call(self, job: Job, item: Item, repeat: int, rendered) -> CallOutcome:
+        request = TargetRequest(
+            input=rendered, row=item.row, params=job.config.params, repeat=repeat, item_id=item.item_id
+        )
+        return await call_with_retries(job.target, request, job.policy, self.stopping, self.rng)
+
+    async def _generate(self, job: Job, item: Item, repeat: int, rendered) -> Generation:
+        call = await self._call(job, item, repeat, rendered)
+        return Generation(call.result, call_cost(call.result, job.config.price), call.latency_ms, call.attempts)
+
+    async def _replay(self, job: Job, item: Item, repeat: int, prepared: PreparedInput) -> Generation:
+        """Each user turn is sent with the history so far, the target's own replies included."""
+        history = list(prepared.input)
+        calls: list[CallOutcome] = []
+        for message in prepared.turns:
+            if message["role"] == "assistant":  # a recorded answer: the target gives its own instead
+                continue
+            history.append(message)
+            if message["role"] != "user":
+                continue
+            call = await self._call(job, item, repeat, list(history))
+            calls.append(call)
+            if call.result.error is not None:
+                break
+            reply = call.result.output
+            history.append({"role": "assistant", "content": reply if isinstance(reply, str) else str(reply)})
+        return combine_turns(calls, history, job.config.price)
+
+
+def combine_turns(calls: list[CallOutcome], transcript: list[dict], price: dict | None) -> Generation:
+    """A replay's case: summed latency, tokens and cost (unknown if any turn's is), the last reply."""
+    results = [call.result for call in calls]
+    failed = next(((n, r) for n, r in enumerate(results, start=1) if r.error is not None), None)
+    costs = [call_cost(r, price) for r in results]
+    reasons = [r.finish_reason for r in results]
+    combined = TargetResult(
+        output=None if failed else results[-1].output,
+        input_tokens=total_or_none(r.input_tokens for r in results),
+        output_tokens=total_or_none(r.output_tokens for r in results),
+        finish_reason="length" if "length" in reasons else reasons[-1],
+        error=f"turn {failed[0]}: {failed[1].error}" if failed else None,
+    )
+    return Generation(
+        result=combined,
+        cost_usd=total_or_none(costs),
+        latency_ms=sum(call.latency_ms for call in calls),
+        attempts=sum(call.attempts for call in calls),
+        transcript=transcript,
+        turn_outputs=[r.output for r in results if r.error is None],
+    )

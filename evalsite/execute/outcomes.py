@@ -1,0 +1,46 @@
+"""What executing a plan produced: one outcome per run and the batch's, which decides the exit code."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from evalsite.runlog.records import RunStatus
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    run_id: str
+    arm_id: str
+    status: RunStatus
+    summary: dict
+
+
+@dataclass(frozen=True)
+class BatchOutcome:
+    """What one ``evalsite run`` did: its runs, the arms it never started and why it stopped."""
+
+    runs: list[RunOutcome]
+    not_started: list[str]
+    stop_reason: str | None
+    max_cost_usd: float | None
+    spent_usd: float
+
+    @property
+    def finished(self) -> bool:
+        """Every arm started and every run completed (not failed, canceled or stopped at the ceiling)."""
+        return not self.not_started and all(run.status == RunStatus.COMPLETED for run in self.runs)
+
+    @property
+    def critical_failed(self) -> bool:
+        return any(run.summary["critical_failures"] for run in self.runs)
+
+    @property
+    def ok(self) -> bool:
+        """Exit 0: finished, and no run has a case error, a critical failure or a failed pass rule."""
+        return self.finished and not self.critical_failed and all(
+            not run.summary["errors"] and run.summary.get("passed") is not False for run in self.runs
+        )
+
+    def acceptable(self, allow_failures: bool) -> bool:
+        """``ok``, or with ``allow_failures``: finished with every critical row passing."""
+        return self.ok or (allow_failures and self.finished and not self.critical_failed)
