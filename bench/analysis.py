@@ -19,17 +19,17 @@ import sys
 import tempfile
 import time
 import tracemalloc
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from evalsite.analysis import family_test, item_matrix, leaderboard, select_runs, summarise_arms  # noqa: E402
-from evalsite.analysis.db import open_database  # noqa: E402
-from evalsite.project import Project  # noqa: E402
-from evalsite.runlog.store import RunWriter  # noqa: E402
+from evalsite.analysis import family_test, item_matrix, leaderboard, select_runs, summarise_arms
+from evalsite.analysis.db import open_database
+from evalsite.project import Project
+from evalsite.runlog.store import RunWriter
 
 EVALUATORS = {"exact": {"type": "exact", "version": "bench"}}
 

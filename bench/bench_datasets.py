@@ -22,12 +22,12 @@ import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from evalsite.experiment.datasets import load_dataset  # noqa: E402
-from evalsite.experiment.estimate import estimate_plan  # noqa: E402
-from evalsite.experiment.locks import freeze_dataset, verify_dataset  # noqa: E402
-from evalsite.experiment.manifest import load_manifest  # noqa: E402
-from evalsite.experiment.plan import build_plan  # noqa: E402
-from evalsite.project import Project  # noqa: E402
+from evalsite.experiment.datasets import load_dataset
+from evalsite.experiment.estimate import estimate_plan
+from evalsite.experiment.locks import freeze_dataset, verify_dataset
+from evalsite.experiment.manifest import load_manifest
+from evalsite.experiment.plan import build_plan
+from evalsite.project import Project
 
 
 def rows(count: int) -> list[dict]:

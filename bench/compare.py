@@ -22,15 +22,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from evalsite.analysis.compare import compare_runs  # noqa: E402
-from evalsite.experiment.datasets import load_dataset  # noqa: E402
-from evalsite.scoring.evaluators import Score, build_evaluators  # noqa: E402
-from evalsite.runlog.fingerprint import build_fingerprint, fingerprint_hash, git_identity  # noqa: E402
-from evalsite.analysis.matrix import comparison_matrix  # noqa: E402
-from evalsite.experiment.plan import make_config  # noqa: E402
-from evalsite.experiment.manifest import ArmSpec  # noqa: E402
-from evalsite.project import Project  # noqa: E402
-from evalsite.runlog.store import RunWriter, read_run  # noqa: E402
+from evalsite.analysis.compare import compare_runs
+from evalsite.analysis.matrix import comparison_matrix
+from evalsite.experiment.datasets import load_dataset
+from evalsite.experiment.manifest import ArmSpec
+from evalsite.experiment.plan import make_config
+from evalsite.project import Project
+from evalsite.runlog.fingerprint import build_fingerprint, fingerprint_hash, git_identity
+from evalsite.runlog.store import RunWriter, read_run
+from evalsite.scoring.evaluators import Score, build_evaluators
 
 EVALUATORS = [{"type": "exact", "ignore_whitespace": True}]
 

@@ -10,19 +10,19 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import resource
 import sys
 import tempfile
 import time
-import resource
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from evalsite.execute.rescore import rescore_run
+from evalsite.project import Project
+from evalsite.runlog.store import RunWriter
 from evalsite.scoring.case import score_case
-from evalsite.scoring.evaluators import CaseView, build_evaluators  # noqa: E402
-from evalsite.project import Project  # noqa: E402
-from evalsite.execute.rescore import rescore_run  # noqa: E402
-from evalsite.runlog.store import RunWriter  # noqa: E402
+from evalsite.scoring.evaluators import CaseView, build_evaluators
 
 SPECS = [
     {"type": "exact", "ignore_case": True, "ignore_whitespace": True},

@@ -31,11 +31,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from evalsite.execute.runner import execute_plan  # noqa: E402
 from evalsite.experiment.manifest import load_manifest  # noqa: E402
 from evalsite.experiment.plan import build_plan  # noqa: E402
 from evalsite.project import find_project  # noqa: E402
-from evalsite.execute.runner import execute_plan  # noqa: E402
-
 
 SCENARIOS = ("http", "instant", "instant+exact")
 

@@ -23,8 +23,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from evalsite.project import find_project  # noqa: E402
-from evalsite.site import build_site  # noqa: E402
+from evalsite.project import find_project
+from evalsite.site import build_site
 
 DATASET_ID = "bench@0123456789ab"
 

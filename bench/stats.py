@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from evalsite.stats import EXACT_LIMIT, friedman_test, rank_stability, sign_flip_test  # noqa: E402
+from evalsite.stats import EXACT_LIMIT, friedman_test, rank_stability, sign_flip_test
 
 
 def timed(label: str, run: Callable[[], object], repeats: int = 3) -> None:

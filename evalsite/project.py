@@ -10,9 +10,9 @@ from __future__ import annotations
 import importlib
 import sys
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from evalsite.errors import ProjectError, TargetError
 

@@ -8,14 +8,14 @@ entry in :data:`CHECKS`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from evalsite.analysis.baselines import validate_decisions
-from evalsite.experiment.datasets import DATASET_SUFFIXES, dataset_problems, read_source_rows
 from evalsite.errors import EvalsiteError
-from evalsite.experiment.locks import LOCK_SUFFIX, is_lock_file, verify_dataset
 from evalsite.execute.prepare import prepare_plan
+from evalsite.experiment.datasets import DATASET_SUFFIXES, dataset_problems, read_source_rows
+from evalsite.experiment.locks import LOCK_SUFFIX, is_lock_file, verify_dataset
 from evalsite.project import Project, cwd_relative
 from evalsite.runlog.store import read_run
 from evalsite.site.settings import site_settings

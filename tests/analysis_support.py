@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 import yaml
 from click.testing import CliRunner
-
 from conftest import REPO, forget_project_modules
+
 from evalsite.cli import main
 
 ARMS = ("careful", "left_to_right", "sampler")

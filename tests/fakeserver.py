@@ -16,8 +16,8 @@ import argparse
 import asyncio
 import json
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found", 429: "Too Many Requests",
            500: "Internal Server Error", 503: "Service Unavailable"}
@@ -57,7 +57,7 @@ class FakeServer:
 
     # ----- running it
 
-    def __enter__(self) -> "FakeServer":
+    def __enter__(self) -> FakeServer:
         ready = threading.Event()
         self._thread = threading.Thread(target=self._run_in_thread, args=(ready,), daemon=True)
         self._thread.start()

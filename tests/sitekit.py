@@ -16,10 +16,10 @@ REPO = Path(__file__).resolve().parent.parent
 
 def run_example(root: Path, repeat: int | None = None) -> Path:
     """Copy the bundled example project (data, arms, experiments) into ``root`` and run it."""
+    from evalsite.execute.runner import execute_plan
     from evalsite.experiment.manifest import load_manifest
     from evalsite.experiment.plan import build_plan
     from evalsite.project import find_project
-    from evalsite.execute.runner import execute_plan
 
     for folder in ("data", "arms", "experiments"):
         shutil.copytree(REPO / folder, root / folder, ignore=shutil.ignore_patterns("__pycache__"))
@@ -84,12 +84,12 @@ class Node:
                 yield child
                 yield from child.iter()
 
-    def find_all(self, tag: str, **attrs) -> list["Node"]:
+    def find_all(self, tag: str, **attrs) -> list[Node]:
         wanted = {k.rstrip("_"): v for k, v in attrs.items()}
         return [n for n in self.iter() if n.tag == tag and all(
             v in (n.attrs.get(k) or "").split() if k == "class" else n.attrs.get(k) == v for k, v in wanted.items())]
 
-    def find(self, tag: str, **attrs) -> "Node":
+    def find(self, tag: str, **attrs) -> Node:
         found = self.find_all(tag, **attrs)
         assert found, f"no <{tag} {attrs}>"
         return found[0]

@@ -7,9 +7,9 @@ import doctest
 import re
 
 import pytest
-
 from analysis_support import example_runs, project  # noqa: F401
 from conftest import REPO
+
 from evalsite.cli.analysis import COMMANDS
 
 API = REPO / "docs" / "reference" / "python-api.md"

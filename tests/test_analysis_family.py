@@ -7,9 +7,8 @@ import math
 
 import numpy as np
 import pytest
-from scipy import stats as scipy_stats
-
 from analysis_support import edit_manifest, example_runs, invoke, item_repeat_matrix, json_of, new_run, project, run_id  # noqa: F401
+from scipy import stats as scipy_stats
 
 
 def exact_sign_flip_p(diffs: np.ndarray, unit: int) -> float:

@@ -8,10 +8,22 @@ import shutil
 
 import numpy as np
 import pytest
+from analysis_support import (  # noqa: F401
+    ARMS,
+    cases,
+    edit_manifest,
+    example_runs,
+    invoke,
+    item_repeat_matrix,
+    json_of,
+    new_run,
+    project,
+    run_id,
+    unpin_dataset,
+)
+from conftest import forget_project_modules
 from scipy import stats as scipy_stats
 
-from analysis_support import ARMS, cases, edit_manifest, example_runs, invoke, item_repeat_matrix, json_of, new_run, project, run_id, unpin_dataset  # noqa: F401
-from conftest import forget_project_modules
 from evalsite.stats import rank_stability
 
 

@@ -8,10 +8,19 @@ import math
 
 import numpy as np
 import pytest
+from analysis_support import (  # noqa: F401
+    ARMS,
+    cases,
+    example_runs,
+    invoke,
+    item_repeat_matrix,
+    json_of,
+    new_run,
+    project,
+    run_id,
+    unpin_dataset,
+)
 from scipy import stats as scipy_stats
-
-from analysis_support import ARMS, cases, invoke, item_repeat_matrix, json_of, new_run, project, run_id, unpin_dataset  # noqa: F401
-from analysis_support import example_runs  # noqa: F401
 
 
 def test_one_repeat_gives_bca_over_items_like_scipy(project):

@@ -8,8 +8,8 @@ import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
 import pytest
-
 from conftest import forget_project_modules
+
 from evalsite.analysis.claims import Beats, ClaimSyntaxError, Comparison, ValuePin, find_directives, parse_claim
 
 REPO = Path(__file__).resolve().parent.parent

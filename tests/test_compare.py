@@ -6,8 +6,8 @@ import json
 import statistics
 
 import pytest
-
 from compare_support import CRITICAL, ITEMS, edit_row, golden_project, interrupt, run_arm  # noqa: F401
+
 from evalsite.analysis.compare import comparability, compare_runs
 from evalsite.project import find_project
 

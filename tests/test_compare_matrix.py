@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from evalsite.errors import NotComparableError
 from evalsite.analysis.matrix import comparison_matrix
+from evalsite.errors import NotComparableError
 from evalsite.runlog.store import Run, read_run
 
 EVALUATORS = {"exact": {"type": "exact", "version": "v1", "weight": 1.0, "threshold": None}}

@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from evalsite.errors import DatasetError
 from evalsite.experiment.datasets import (
     describe_dataset,
     load_dataset,
@@ -20,9 +21,8 @@ from evalsite.experiment.datasets import (
     row_problems,
     select_items,
 )
-from evalsite.errors import DatasetError
-from evalsite.runlog.hashing import sha256_json
 from evalsite.experiment.locks import freeze_dataset, lock_path, verify_dataset
+from evalsite.runlog.hashing import sha256_json
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from evaluator_project import make_project, only_run, project  # noqa: F401  (project is a fixture)
 
 

@@ -6,10 +6,10 @@ import asyncio
 
 import pytest
 
+from evalsite.analysis.summary import summarise_cases
 from evalsite.errors import EvaluatorError
 from evalsite.scoring.case import score_case
 from evalsite.scoring.evaluators import CaseView, Evaluator, Outcome, base, build_evaluators, register_evaluator
-from evalsite.analysis.summary import summarise_cases
 
 
 class Explodes(Evaluator):

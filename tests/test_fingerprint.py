@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
-
 from compare_support import commit_all, git
+
 from evalsite.runlog.fingerprint import (
     REDACTED,
     FieldDiff,

@@ -5,13 +5,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
-import evalsite.execute.importers.jsonstream as jsonstream
-from evalsite.experiment.datasets import load_dataset
-from evalsite.analysis.db import open_database
-from evalsite.errors import SourceError
-from evalsite.execute.importers.evalzip import EvalZip, write_zstd_zip
-from evalsite.execute.importers.jsonstream import JsonArrayStream
 from import_support import (
     INSPECT_EVAL,
     INSPECT_JSON,
@@ -21,6 +14,13 @@ from import_support import (
     imported_runs,
     project,  # noqa: F401  (fixture)
 )
+
+import evalsite.execute.importers.jsonstream as jsonstream
+from evalsite.analysis.db import open_database
+from evalsite.errors import SourceError
+from evalsite.execute.importers.evalzip import EvalZip, write_zstd_zip
+from evalsite.execute.importers.jsonstream import JsonArrayStream
+from evalsite.experiment.datasets import load_dataset
 
 ALL_TOOLS = [
     ("promptfoo", str(PROMPTFOO / "results.json")),

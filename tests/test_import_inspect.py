@@ -8,9 +8,6 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-
-from evalsite.execute.importers.evalzip import EvalZip, write_zstd_zip
-from evalsite.execute.importers.inspect_log import grade
 from import_support import (
     INSPECT_EVAL,
     INSPECT_JSON,
@@ -18,6 +15,9 @@ from import_support import (
     project,  # noqa: F401  (fixture)
     runs_by_arm,
 )
+
+from evalsite.execute.importers.evalzip import EvalZip, write_zstd_zip
+from evalsite.execute.importers.inspect_log import grade
 
 MODEL_A, MODEL_B = "openai-api/fake/model-a", "openai-api/fake/model-b"
 

@@ -7,7 +7,6 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from import_support import (
     LMEVAL,
     evaluator_means,

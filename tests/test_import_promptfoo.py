@@ -6,7 +6,6 @@ import json
 from collections import Counter
 
 import pytest
-
 from import_support import (
     ALL_PASS,
     PROMPTFOO,

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from evalsite.errors import EvalsiteError
+from evalsite.execute.prepare import prepare_plan
 from evalsite.experiment.estimate import estimate_plan
 from evalsite.experiment.locks import freeze_dataset
-from evalsite.execute.prepare import prepare_plan
 from evalsite.project import Project, find_project
 from evalsite.runlog.store import read_run
 

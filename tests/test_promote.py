@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from compare_support import commit_all, golden_project, interrupt, run_arm  # noqa: F401
+
 from evalsite.analysis.baselines import validate_decisions
 from evalsite.project import find_project
 

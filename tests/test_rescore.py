@@ -7,13 +7,12 @@ import json
 import shutil
 
 import pytest
+from evaluator_project import ROWS, make_project, only_run, project  # noqa: F401  (project is a fixture)
 
 from evalsite.experiment.datasets import item_identity
-from evalsite.scoring.evaluators import build_evaluators
-from evalsite.scoring.case import rescore_case
 from evalsite.runlog.store import read_run
-
-from evaluator_project import ROWS, make_project, only_run, project  # noqa: F401  (project is a fixture)
+from evalsite.scoring.case import rescore_case
+from evalsite.scoring.evaluators import build_evaluators
 
 
 def write_rows(root, rows):

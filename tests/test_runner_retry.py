@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import random
+from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
-from datetime import datetime, timedelta, timezone
 
 import pytest
 
@@ -74,7 +74,7 @@ def test_no_retry_starts_once_the_run_is_stopping():
 def test_retry_after_reads_seconds_and_http_dates():
     assert retry_after("7") == 7.0 and retry_after("0.5") == 0.5
     assert retry_after(None) is None and retry_after("soon") is None
-    later = format_datetime(datetime.now(timezone.utc) + timedelta(seconds=120), usegmt=True)
+    later = format_datetime(datetime.now(UTC) + timedelta(seconds=120), usegmt=True)
     assert 110 <= retry_after(later) <= 120
 
 

@@ -10,14 +10,14 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from sitekit import run_example
+from test_site_xss import write_hostile_project
 
+from evalsite.execute.runner import execute_plan
 from evalsite.experiment.manifest import load_manifest
 from evalsite.experiment.plan import build_plan
 from evalsite.project import find_project
-from evalsite.execute.runner import execute_plan
 from evalsite.site import build_site
-from sitekit import run_example
-from test_site_xss import write_hostile_project
 
 CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
 

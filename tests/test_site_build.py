@@ -10,12 +10,12 @@ from dataclasses import fields, is_dataclass
 from pathlib import Path
 
 import pytest
+from sitekit import REPO, case, parse, run_example, table_rows, tree_bytes, write_run
 
 from evalsite.errors import ProjectError, SiteError
 from evalsite.project import Project, find_project
 from evalsite.site import build_site
 from evalsite.site.pages import PageContext, common, compare, datasets, decisions, experiments, home, reports, runs
-from sitekit import REPO, case, parse, run_example, table_rows, tree_bytes, write_run
 
 
 @pytest.fixture(scope="module")

@@ -6,14 +6,14 @@ import json
 import shutil
 
 import pytest
+from sitekit import case, parse, run_example, table_rows, write_run
 
 from evalsite.errors import SiteError
+from evalsite.execute.runner import execute_plan
 from evalsite.experiment.manifest import load_manifest
 from evalsite.experiment.plan import build_plan
 from evalsite.project import find_project
-from evalsite.execute.runner import execute_plan
 from evalsite.site import build_site
-from sitekit import case, parse, run_example, table_rows, write_run
 
 
 @pytest.fixture(scope="module")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 from analysis_support import example_runs, invoke, json_of, project  # noqa: F401
+
 from evalsite.site import paths
 
 

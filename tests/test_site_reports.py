@@ -5,10 +5,10 @@ from __future__ import annotations
 import shutil
 
 import pytest
+from sitekit import REPO, parse, run_example, table_rows
 
 from evalsite.project import find_project
 from evalsite.site import build_site
-from sitekit import REPO, parse, run_example, table_rows
 
 
 @pytest.fixture(scope="module")

@@ -7,11 +7,11 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from sitekit import case, write_run
 
 from evalsite.errors import SiteError
 from evalsite.project import find_project
 from evalsite.site.serve import serve
-from sitekit import case, write_run
 
 
 def fetch(url: str) -> str:

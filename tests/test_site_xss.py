@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
+from sitekit import case, parse, write_run
 
 from evalsite.project import find_project
 from evalsite.site import build_site
-from sitekit import case, parse, write_run
 
 PAYLOADS = [
     "<script>window.__xss=1</script>",

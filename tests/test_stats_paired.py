@@ -147,7 +147,7 @@ def test_grid_path_matches_convolution_on_repeat_means(alternative):
     a = rng.integers(0, 2, size=(120, 3)).astype(float)
     b = rng.integers(0, 2, size=(120, 3)).astype(float)
     result = sign_flip_test(a, b, alternative=alternative)
-    integers = np.rint((a.sum(axis=1) - b.sum(axis=1))).astype(int)  # differences in thirds
+    integers = np.rint(a.sum(axis=1) - b.sum(axis=1)).astype(int)  # differences in thirds
     assert result.method == "grid distribution"
     assert result.p_value == pytest.approx(convolution_p(integers, alternative), rel=1e-9)
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from evalsite.experiment.locks import freeze_dataset
 from evalsite.project import find_project

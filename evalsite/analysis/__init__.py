@@ -18,15 +18,6 @@ See docs/reference/python-api.md.
 from evalsite.analysis.arms import ArmSummary, CostSummary, LatencySummary, summarise_arms
 from evalsite.analysis.family import Comparison, FamilyTest, family_test
 from evalsite.analysis.items import DroppedItem, ItemLabels, ItemMatrix, item_labels, item_matrix
-from evalsite.analysis.one_run import (
-    BootstrapReport,
-    Estimate,
-    ItemFlakiness,
-    NoiseReport,
-    bootstrap_report,
-    noise_report,
-    run_matrix,
-)
 from evalsite.analysis.json_data import plain
 from evalsite.analysis.leaderboard import (
     ArmsOnDataset,
@@ -41,6 +32,15 @@ from evalsite.analysis.leaderboard import (
     leaderboard_of,
     order_verdict,
     stability_report,
+)
+from evalsite.analysis.one_run import (
+    BootstrapReport,
+    Estimate,
+    ItemFlakiness,
+    NoiseReport,
+    bootstrap_report,
+    noise_report,
+    run_matrix,
 )
 from evalsite.analysis.selection import (
     ArmRun,

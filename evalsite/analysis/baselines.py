@@ -10,22 +10,22 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Iterable
 
 from evalsite.errors import DecisionError, RunLogError
-from evalsite.runlog.fingerprint import fingerprint_hash, git_user
 from evalsite.project import Project
+from evalsite.runlog.fingerprint import fingerprint_hash, git_user
 from evalsite.runlog.records import RunStatus
 from evalsite.runlog.store import (
     RUN_FILE,
     iso,
     read_header,
     repair_torn_tail,
-    run_status,
     resolve_run,
     run_directories,
+    run_status,
     utc_now,
 )
 
@@ -52,7 +52,7 @@ class Decision:
     format_version: int = DECISION_FORMAT_VERSION
 
     @classmethod
-    def from_json(cls, record: dict) -> "Decision":
+    def from_json(cls, record: dict) -> Decision:
         known = {name: record.get(name) for name in cls.__dataclass_fields__ if name in record}
         return cls(**known)
 
@@ -78,11 +78,11 @@ class DatasetIds:
     inputs_id: str | None
 
     @classmethod
-    def of(cls, header: dict) -> "DatasetIds":
+    def of(cls, header: dict) -> DatasetIds:
         recorded = ((header.get("fingerprint") or {}).get("dataset")) or {}
         return cls((header.get("dataset") or {}).get("dataset_id"), recorded.get("inputs_id"))
 
-    def same_questions(self, other: "DatasetIds") -> bool:
+    def same_questions(self, other: DatasetIds) -> bool:
         """Equal ``inputs_id`` when both runs record one, else equal ``dataset_id``."""
         if self.inputs_id and other.inputs_id:
             return self.inputs_id == other.inputs_id
@@ -230,7 +230,7 @@ class BaselineResolver:
         self._unreadable = unreadable or {}
 
     @classmethod
-    def read(cls, project: Project) -> "BaselineResolver":
+    def read(cls, project: Project) -> BaselineResolver:
         runs, unreadable = [], {}
         for directory in run_directories(project.runs_dir):
             try:

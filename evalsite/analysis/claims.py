@@ -24,9 +24,9 @@ from typing import Union
 from evalsite.analysis.compare import comparability
 from evalsite.analysis.db import open_database
 from evalsite.errors import EvalsiteError
+from evalsite.runlog.records import RunStatus
 from evalsite.runlog.store import read_header
 from evalsite.stats import nearest_rank_percentile, sign_flip_test
-from evalsite.runlog.records import RunStatus
 
 DIRECTIVE = re.compile(r"\{\{\s*(claim|value)\s*:(.*?)\}\}", re.DOTALL)
 TOKEN = re.compile(r"\s*(?:(<=|>=|==|!=|[<>=(),*/+%-])|([A-Za-z0-9_][A-Za-z0-9_.@:-]*))")
@@ -82,8 +82,8 @@ class Metric:
 @dataclass(frozen=True)
 class BinaryOp:
     operator: str
-    left: "Expression"
-    right: "Expression"
+    left: Expression
+    right: Expression
 
 
 Expression = Union[Number, Metric, BinaryOp]

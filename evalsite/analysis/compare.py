@@ -13,11 +13,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from evalsite.analysis.baselines import NONE, BaselineChoice, DatasetIds, Decision, resolve_baseline
-from evalsite.runlog.store import run_status
-from evalsite.runlog.fingerprint import FieldDiff, diff_fingerprints
-from evalsite.project import Project
 from evalsite.analysis.regression import THRESHOLD, RegressionReport, regression_report
-from evalsite.runlog.store import read_run, resolve_run
+from evalsite.project import Project
+from evalsite.runlog.fingerprint import FieldDiff, diff_fingerprints
+from evalsite.runlog.store import read_run, resolve_run, run_status
 
 ALPHA = 0.05
 SCORING_KEYS = ("type", "version", "judge_model", "weight", "threshold")

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from evalsite.analysis.db import open_database
 from evalsite.analysis.items import item_matrix
 from evalsite.analysis.selection import ArmRun, require_comparable, runs_by_reference
-from evalsite.analysis.db import open_database
 from evalsite.errors import EvalsiteError
 from evalsite.project import Project
 from evalsite.stats import (

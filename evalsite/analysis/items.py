@@ -13,12 +13,12 @@ from pathlib import Path
 
 import numpy as np
 
-from evalsite.analysis.selection import ArmRun
-from evalsite.experiment.datasets import load_dataset
 from evalsite.analysis.db import RunsDatabase
-from evalsite.errors import EvalsiteError
-from evalsite.project import Project
 from evalsite.analysis.regression import item_order
+from evalsite.analysis.selection import ArmRun
+from evalsite.errors import EvalsiteError
+from evalsite.experiment.datasets import load_dataset
+from evalsite.project import Project
 
 CASE_CELLS_SQL = """
 SELECT run_id, item_id, item_sha, coalesce(repeat, 0) AS repeat, score, passed::DOUBLE AS passed,
@@ -91,12 +91,12 @@ class ItemMatrix:
         """Items × arms: each item's mean score over its repeats."""
         return np.nanmean(self.score, axis=2)
 
-    def only(self, arms: list[int]) -> "ItemMatrix":
+    def only(self, arms: list[int]) -> ItemMatrix:
         """The same items restricted to some arms (e.g. a pair)."""
         cells = {name: getattr(self, name)[:, arms, :] for name in _ARRAYS}
         return replace(self, arms=tuple(self.arms[i] for i in arms), **cells)
 
-    def subset(self, rows: np.ndarray) -> "ItemMatrix":
+    def subset(self, rows: np.ndarray) -> ItemMatrix:
         """Some items (a boolean mask over ``item_ids``) of every arm."""
         index = np.flatnonzero(rows)
         cells = {name: getattr(self, name)[index] for name in _ARRAYS}

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from evalsite.analysis.arms import ArmSummary, summarise_arms
+from evalsite.analysis.db import open_database
 from evalsite.analysis.items import DroppedItem, ItemLabels, ItemMatrix, item_labels, item_matrix
 from evalsite.analysis.selection import Selection, select_runs
-from evalsite.analysis.db import open_database
 from evalsite.errors import EvalsiteError
 from evalsite.project import Project
 from evalsite.stats import (

@@ -9,14 +9,15 @@ whitespace (text) or as canonical JSON (anything else).
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from statistics import fmean
-from typing import Any, Callable
+from typing import Any
 
 from evalsite.analysis.compare import comparability
+from evalsite.analysis.regression import cases_by_item, item_order, item_passed, mean_score
 from evalsite.errors import NotComparableError
 from evalsite.runlog.hashing import canonical_json
-from evalsite.analysis.regression import cases_by_item, item_order, item_passed, mean_score
 from evalsite.runlog.store import Run
 
 _TIE = 1e-9

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from evalsite.analysis.db import open_database
 from evalsite.analysis.items import DroppedItem, ItemMatrix, item_labels, item_matrix
 from evalsite.analysis.selection import ArmRun, runs_by_reference
-from evalsite.analysis.db import open_database
 from evalsite.errors import DatasetError
 from evalsite.project import Project
 from evalsite.stats import Flakiness, Interval, RepeatNoise, bootstrap_ci, flakiness, repeat_noise

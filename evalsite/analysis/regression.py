@@ -15,8 +15,8 @@ from pathlib import Path
 from statistics import fmean
 
 from evalsite.runlog.hashing import canonical_json
-from evalsite.scoring.rescoring import rescore_items
 from evalsite.runlog.store import Run
+from evalsite.scoring.rescoring import rescore_items
 from evalsite.stats import paired_bootstrap_ci, repeat_noise, sign_flip_test
 
 THRESHOLD = 0.05

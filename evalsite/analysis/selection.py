@@ -20,9 +20,8 @@ from evalsite.analysis.compare import comparability
 from evalsite.analysis.db import RunsDatabase
 from evalsite.errors import EvalsiteError, NotComparableError
 from evalsite.runlog.hashing import canonical_json
-from evalsite.runlog.store import run_status
-from evalsite.runlog.store import read_header, resolve_run
 from evalsite.runlog.records import RunStatus
+from evalsite.runlog.store import read_header, resolve_run, run_status
 
 RUNS_SQL = (
     "SELECT run_id, arm_id, config_id, dataset_id, status, started_at, directory FROM runs "

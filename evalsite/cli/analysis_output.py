@@ -17,8 +17,8 @@ from evalsite.analysis import (
 from evalsite.analysis.items import DroppedItem
 from evalsite.analysis.selection import LeftOut
 from evalsite.cli.output import print_table
-from evalsite.stats import Interval, RankStability, SignFlipResult
 from evalsite.runlog.records import RunStatus
+from evalsite.stats import Interval, RankStability, SignFlipResult
 
 SHOWN_DROPPED = 10
 

@@ -9,9 +9,9 @@ import click
 
 from evalsite.analysis.ci_files import TestOutcome, write_junit, write_summary
 from evalsite.analysis.claims import HOLDS, check_claims
+from evalsite.analysis.markdown import MARKS, claims_markdown
 from evalsite.cli.output import print_json
 from evalsite.project import find_project
-from evalsite.analysis.markdown import MARKS, claims_markdown
 
 
 @click.command("check-claims")

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import click
 
-from evalsite.analysis.ci_files import write_summary
 from evalsite.analysis.baselines import EXPLICIT, PRIOR, PROMOTED, promote
-from evalsite.cli.output import format_value, print_json
+from evalsite.analysis.ci_files import write_summary
 from evalsite.analysis.compare import ALPHA, ComparisonReport, RunRef, compare_runs
-from evalsite.project import find_project
 from evalsite.analysis.markdown import compare_markdown
 from evalsite.analysis.regression import GT_CHANGED, IMPROVED, REGRESSED, THRESHOLD, RegressionReport
+from evalsite.cli.output import format_value, print_json
+from evalsite.project import find_project
 
 SOURCES = {
     EXPLICIT: "given with --baseline",

@@ -8,8 +8,8 @@ import sys
 import click
 import duckdb
 
-from evalsite.cli.output import print_json, print_table
 from evalsite.analysis.db import open_database
+from evalsite.cli.output import print_json, print_table
 from evalsite.errors import EvalsiteError
 from evalsite.project import find_project
 

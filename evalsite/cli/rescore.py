@@ -8,8 +8,8 @@ from pathlib import Path
 import click
 
 from evalsite.cli.output import format_value, print_json, warn
-from evalsite.project import find_project
 from evalsite.execute.rescore import rescore_run
+from evalsite.project import find_project
 
 VERDICTS = {True: "passed", False: "failed", None: "no pass rule"}
 

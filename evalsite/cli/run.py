@@ -8,15 +8,15 @@ from pathlib import Path
 import click
 
 from evalsite.analysis.ci_files import write_junit, write_summary
+from evalsite.analysis.markdown import run_junit_outcomes, runs_markdown
 from evalsite.cli.output import print_json, print_table, warn
 from evalsite.cli.run_report import report_batch, resume_line
-from evalsite.experiment.estimate import PlanEstimate, estimate_plan
 from evalsite.execute.prepare import prepare_plan
 from evalsite.execute.progress import Progress
-from evalsite.project import find_project
 from evalsite.execute.runner import execute_plan
+from evalsite.experiment.estimate import PlanEstimate, estimate_plan
+from evalsite.project import find_project
 from evalsite.site import build_site
-from evalsite.analysis.markdown import run_junit_outcomes, runs_markdown
 
 
 def _check_assignments(context, parameter, values: tuple[str, ...]) -> tuple[str, ...]:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import click
 
-from evalsite.cli.output import print_json, print_table, warn
 from evalsite.analysis.db import open_database
+from evalsite.analysis.summary import summarise_cases
+from evalsite.cli.output import print_json, print_table, warn
 from evalsite.project import find_project
 from evalsite.runlog.store import read_run, resolve_run
-from evalsite.analysis.summary import summarise_cases
 
 RUNS_SQL = """
 SELECT r.run_id, r.arm_id AS arm, r.experiment, r.dataset_id, r.status,

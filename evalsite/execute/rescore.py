@@ -15,18 +15,24 @@ import asyncio
 from dataclasses import dataclass
 from pathlib import Path
 
-from evalsite.experiment.datasets import Dataset, Item
+from evalsite.analysis.summary import summarise_cases
 from evalsite.errors import ManifestError, RunLogError
-from evalsite.scoring.case import rescore_case
-from evalsite.scoring.evaluators import Evaluator, build_evaluators, describe_evaluators
-from evalsite.runlog.fingerprint import dataset_identity, environment, evaluator_identity, fingerprint_hash, git_identity
+from evalsite.execute.runner import dataset_record
+from evalsite.experiment.datasets import Dataset, Item
 from evalsite.experiment.manifest import Manifest, load_manifest
 from evalsite.experiment.plan import manifest_dataset, selected_part
 from evalsite.project import Project
-from evalsite.runlog.store import Run, RunWriter, iso, new_run_id, read_run, resolve_run, utc_now
-from evalsite.execute.runner import dataset_record
-from evalsite.analysis.summary import summarise_cases
+from evalsite.runlog.fingerprint import (
+    dataset_identity,
+    environment,
+    evaluator_identity,
+    fingerprint_hash,
+    git_identity,
+)
 from evalsite.runlog.records import RunStatus
+from evalsite.runlog.store import Run, RunWriter, iso, new_run_id, read_run, resolve_run, utc_now
+from evalsite.scoring.case import rescore_case
+from evalsite.scoring.evaluators import Evaluator, build_evaluators, describe_evaluators
 
 
 @dataclass(frozen=True)

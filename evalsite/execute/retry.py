@@ -11,8 +11,8 @@ from __future__ import annotations
 import asyncio
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from evalsite.errors import ManifestError, TargetError
 from evalsite.execute.targets import TargetRequest, TargetResult, TransientTargetError
@@ -29,7 +29,7 @@ class RetryPolicy:
     max_backoff: float = DEFAULTS["max_backoff_s"]
 
     @classmethod
-    def from_schedule(cls, schedule: dict, settings: dict) -> "RetryPolicy":
+    def from_schedule(cls, schedule: dict, settings: dict) -> RetryPolicy:
         """``schedule.{timeout_s,max_attempts,backoff_s,max_backoff_s}``; an arm's ``settings.timeout`` wins."""
         values = {key: schedule.get(key, default) for key, default in DEFAULTS.items()}
         for key, value in values.items():

@@ -17,8 +17,8 @@ import math
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-from evalsite.runlog.hashing import canonical_json
 from evalsite.experiment.plan import Config, Plan, rendered_inputs
+from evalsite.runlog.hashing import canonical_json
 
 CHARS_PER_TOKEN = 4
 METHOD = {
@@ -37,10 +37,10 @@ class Estimate:
     output_tokens: int = 0
     unknown_output_calls: int = 0
 
-    def __add__(self, other: "Estimate") -> "Estimate":
+    def __add__(self, other: Estimate) -> Estimate:
         return Estimate(*(getattr(self, f.name) + getattr(other, f.name) for f in fields(self)))
 
-    def times(self, factor: int) -> "Estimate":
+    def times(self, factor: int) -> Estimate:
         return Estimate(*(getattr(self, f.name) * factor for f in fields(self)))
 
 

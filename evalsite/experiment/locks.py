@@ -13,8 +13,8 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from evalsite.experiment.datasets import Dataset, Item, load_dataset
 from evalsite.errors import DatasetError
+from evalsite.experiment.datasets import Dataset, Item, load_dataset
 from evalsite.runlog.store import write_json_atomic
 
 LOCK_VERSION = 1

@@ -161,7 +161,7 @@ def _parse(path: Path, text: str) -> dict:
         if path.suffix.lower() == ".json":
             data = json.loads(text, object_pairs_hook=_unique_keys)
         else:
-            data = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 (a SafeLoader subclass)
+            data = yaml.load(text, Loader=_StrictLoader)
     except json.JSONDecodeError as exc:
         raise ManifestError(f"{path}: invalid JSON on line {exc.lineno}: {exc.msg}") from None
     except ValueError as exc:  # a duplicate key in a JSON object

@@ -13,13 +13,13 @@ import random
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from evalsite.experiment.datasets import Dataset, Item, inline_dataset, item_split, load_dataset, select_items
 from evalsite.errors import EvalsiteError, PlanError
-from evalsite.runlog.hashing import canonical_json, short_hash
+from evalsite.experiment.datasets import Dataset, Item, inline_dataset, item_split, load_dataset, select_items
 from evalsite.experiment.locks import changes_since_lock
 from evalsite.experiment.manifest import ArmSpec, Manifest, did_you_mean
-from evalsite.project import Project, cwd_relative
 from evalsite.experiment.prompts import render_input
+from evalsite.project import Project, cwd_relative
+from evalsite.runlog.hashing import canonical_json, short_hash
 
 DEFAULT_MAX_CASES = 5000
 DEFAULT_MAX_COMBINATIONS = 500

@@ -15,15 +15,16 @@ import platform
 import re
 import subprocess
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from evalsite import __version__
-from evalsite.runlog.rows import is_critical
 from evalsite.runlog.hashing import canonical_json, sha256_json, sha256_text, short_hash
+from evalsite.runlog.rows import is_critical
 
 KEY_PACKAGES = ("duckdb", "httpx", "jinja2", "numpy", "pyarrow", "pyyaml", "scipy")
 REDACTED = "<redacted>"

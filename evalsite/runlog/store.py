@@ -18,7 +18,7 @@ import os
 import re
 import secrets
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +42,7 @@ OPTIONAL_CASE_FIELDS = ("attempts", "transcript", "turn_outputs", "scoring_cost_
 
 
 def utc_now() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 def iso(moment: datetime) -> str:
@@ -79,7 +79,7 @@ class RunWriter:
         self._cases = None
 
     @classmethod
-    def create(cls, runs_dir: Path, arm_id: str, header: dict) -> "RunWriter":
+    def create(cls, runs_dir: Path, arm_id: str, header: dict) -> RunWriter:
         runs_dir.mkdir(parents=True, exist_ok=True)
         while True:
             writer = cls(runs_dir / new_run_id(arm_id))
@@ -94,7 +94,7 @@ class RunWriter:
         return writer
 
     @classmethod
-    def reopen(cls, directory: Path, attempt: dict) -> "RunWriter":
+    def reopen(cls, directory: Path, attempt: dict) -> RunWriter:
         """Reopen a stopped or interrupted run for appending.
 
         Refuses a completed run and one another process is writing. The footer the run had

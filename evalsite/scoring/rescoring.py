@@ -13,10 +13,10 @@ import asyncio
 from dataclasses import dataclass
 from pathlib import Path
 
-from evalsite.experiment.datasets import Item, load_dataset
 from evalsite.errors import DatasetError, EvaluatorError
-from evalsite.scoring.evaluators import Evaluator, build_evaluators
+from evalsite.experiment.datasets import Item, load_dataset
 from evalsite.scoring.case import rescore_case
+from evalsite.scoring.evaluators import Evaluator, build_evaluators
 
 
 @dataclass(frozen=True)

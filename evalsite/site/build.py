@@ -16,8 +16,8 @@ from jinja2 import TemplateError
 
 from evalsite import __version__
 from evalsite.errors import SiteError
-from evalsite.runlog.hashing import sha256_json
 from evalsite.project import Project
+from evalsite.runlog.hashing import sha256_json
 from evalsite.runlog.store import CASES_FILE, read_cases
 from evalsite.site.digest import digest_run
 from evalsite.site.inputs import file_hash, scan_project

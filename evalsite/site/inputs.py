@@ -16,17 +16,16 @@ from pathlib import Path
 import yaml
 
 from evalsite import analysis
-
 from evalsite.analysis import baselines
 from evalsite.analysis.baselines import DECISIONS_FILE
-from evalsite.experiment.datasets import dataset_id as compute_dataset_id
-from evalsite.experiment.datasets import item_identity, load_rows
 from evalsite.analysis.db import RunsDatabase, open_database
 from evalsite.errors import EvalsiteError, RunLogError
-from evalsite.runlog.hashing import sha256_json
+from evalsite.experiment.datasets import dataset_id as compute_dataset_id
+from evalsite.experiment.datasets import item_identity, load_rows
 from evalsite.project import Project
-from evalsite.runlog.store import CASES_FILE, END_FILE, RUN_FILE, footer_status, read_end, read_header, run_directories
+from evalsite.runlog.hashing import sha256_json
 from evalsite.runlog.records import RunStatus
+from evalsite.runlog.store import CASES_FILE, END_FILE, RUN_FILE, footer_status, read_end, read_header, run_directories
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 

@@ -38,7 +38,7 @@ class SiteWriter:
     kept: int = 0
 
     @classmethod
-    def open(cls, out_dir: Path, warn_bytes: int, *, full: bool = False) -> "SiteWriter":
+    def open(cls, out_dir: Path, warn_bytes: int, *, full: bool = False) -> SiteWriter:
         """Refuse a non-empty folder that evalsite did not build, so a wrong ``--out`` deletes nothing."""
         out_dir = Path(out_dir)
         record = out_dir / BUILD_RECORD

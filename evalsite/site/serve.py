@@ -13,10 +13,10 @@ import shutil
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Callable
 
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
@@ -63,7 +63,7 @@ class LiveSite:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}/"
 
-    def start(self) -> "LiveSite":
+    def start(self) -> LiveSite:
         self._build()
         if self.last_error:
             raise SiteError(self.last_error)

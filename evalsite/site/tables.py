@@ -6,9 +6,10 @@ from __future__ import annotations
 import csv
 import io
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field, fields, is_dataclass
-from functools import lru_cache
-from typing import Any, Iterator, get_args, get_type_hints
+from functools import cache
+from typing import Any, get_args, get_type_hints
 
 #: How a column's cells are shown; downloads always carry the raw value.
 COLUMN_KINDS = ("text", "code", "number", "percent", "usd", "ms", "count", "interval", "status", "when")
@@ -127,7 +128,7 @@ def tables_in(value: Any) -> Iterator[Table]:
             yield from tables_in(item)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _table_fields(cls: type) -> tuple[str, ...]:
     hints = get_type_hints(cls)
     return tuple(f.name for f in fields(cls) if _may_hold_table(hints.get(f.name)))

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Hashable, Iterable, Iterator, Literal, Sequence
+from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike

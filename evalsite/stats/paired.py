@@ -27,9 +27,10 @@ equals the observed one mathematically but differs in the last floating-point bi
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Callable, Literal
+from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike

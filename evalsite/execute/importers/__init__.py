@@ -9,9 +9,9 @@ writes, so a bad file leaves no half import behind.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
 
 from evalsite.errors import AlreadyImportedError, RunLogError, SourceError
 from evalsite.execute.importers.inspect_log import read_inspect

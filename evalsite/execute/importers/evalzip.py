@@ -17,8 +17,9 @@ import struct
 import time
 import zipfile
 import zlib
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import zstandard
 
@@ -44,7 +45,7 @@ class EvalZip:
         self._raw = open(self.path, "rb")
         self._decompressor = zstandard.ZstdDecompressor()
 
-    def __enter__(self) -> "EvalZip":
+    def __enter__(self) -> EvalZip:
         return self
 
     def __exit__(self, *exc_info) -> None:

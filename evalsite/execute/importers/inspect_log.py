@@ -9,7 +9,8 @@ docs/reference/importers/inspect.md.
 from __future__ import annotations
 
 import re
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from evalsite.errors import SourceError
 from evalsite.execute.importers.evalzip import EvalZip

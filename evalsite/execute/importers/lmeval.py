@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -32,8 +32,8 @@ from evalsite.execute.importers.records import (
     value_at,
 )
 from evalsite.execute.importers.writer import SourceImport
-from evalsite.runlog.store import iso
 from evalsite.runlog.records import RunStatus
+from evalsite.runlog.store import iso
 
 TOOL = "lm-eval"
 VERSION_PREFIX = "0.4."
@@ -229,7 +229,7 @@ def _times(results: dict) -> tuple[str | None, str | None]:
         duration = float(results.get("total_evaluation_time_seconds"))
     except (TypeError, ValueError):
         duration = None
-    as_iso = lambda seconds: iso(datetime.fromtimestamp(seconds, timezone.utc))  # noqa: E731
+    as_iso = lambda seconds: iso(datetime.fromtimestamp(seconds, UTC))  # noqa: E731
     return as_iso(started), None if duration is None else as_iso(started + duration)
 
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import csv
 from collections import defaultdict
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from evalsite.errors import SourceError
 from evalsite.execute.importers.jsonstream import JsonLines

@@ -7,10 +7,11 @@ docs/reference/importers/promptfoo.md.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from evalsite.errors import SourceError
 from evalsite.execute.importers.jsonstream import JsonArrayStream, JsonLines
@@ -29,8 +30,8 @@ from evalsite.execute.importers.records import (
     value_at,
 )
 from evalsite.execute.importers.writer import SourceImport
-from evalsite.runlog.store import iso
 from evalsite.runlog.records import RunStatus
+from evalsite.runlog.store import iso
 
 TOOL = "promptfoo"
 RESULTS_VERSIONS = (3,)

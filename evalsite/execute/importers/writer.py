@@ -29,15 +29,15 @@ from pathlib import Path
 from typing import IO
 
 from evalsite import __version__
-from evalsite.experiment.datasets import Dataset, Item, dataset_id, item_identity
+from evalsite.analysis.summary import summarise_cases
 from evalsite.errors import SourceError
-from evalsite.scoring.evaluators import Score
+from evalsite.execute.importers.records import ImportOptions, SourceCase, SourceItem, SourceRun, SourceScore
+from evalsite.experiment.datasets import Dataset, Item, dataset_id, item_identity
+from evalsite.project import Project
 from evalsite.runlog.fingerprint import dataset_identity, fingerprint_hash, redact_secrets
 from evalsite.runlog.hashing import sha256_json, short_hash
-from evalsite.execute.importers.records import ImportOptions, SourceCase, SourceItem, SourceRun, SourceScore
-from evalsite.project import Project
 from evalsite.runlog.store import RunWriter, iso, utc_now
-from evalsite.analysis.summary import summarise_cases
+from evalsite.scoring.evaluators import Score
 
 DEFAULT_DATASET_NAME = "imported"
 _UNKNOWN_ORDER = float("inf")

@@ -4,6 +4,8 @@ A target spec is ``<kind>`` or ``<kind>:<rest>`` (e.g. ``python:arms.math:solve`
 register themselves with :func:`register_target` exactly as a plugin would.
 """
 
+# importing the built-ins registers them
+from evalsite.execute.targets import anthropic, command, none_target, openai, python_target  # noqa: F401
 from evalsite.execute.targets.base import (
     Target,
     TargetRequest,
@@ -16,8 +18,6 @@ from evalsite.execute.targets.base import (
     target_kinds,
     total_or_none,
 )
-# importing the built-ins registers them
-from evalsite.execute.targets import anthropic, command, none_target, openai, python_target  # noqa: F401
 
 __all__ = [
     "Target",

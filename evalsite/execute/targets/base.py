@@ -8,10 +8,11 @@ asked for).
 from __future__ import annotations
 
 import re
-from importlib.metadata import entry_points
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
 from evalsite.errors import TargetError
 

@@ -8,7 +8,7 @@ redacted from every error message, so they never reach a run log or the site.
 from __future__ import annotations
 
 import os
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 
 import httpx
@@ -71,7 +71,7 @@ def max_connections(settings: dict, kind: str) -> int:
 
 def client_from_settings(
     settings: dict, kind: str, *, default_base_url: str, default_key_env: str, key_header: str, key_prefix: str = ""
-) -> "JsonClient":
+) -> JsonClient:
     """The pooled client a provider target posts through, with its key and extra headers."""
     headers, secrets = extra_headers(settings, kind)
     key = api_key(settings, kind, default_key_env, default_base_url)
@@ -234,8 +234,8 @@ def retry_after(value: str | None) -> float | None:
     except (TypeError, ValueError):
         return None
     if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    return max(0.0, (moment - datetime.now(timezone.utc)).total_seconds())
+        moment = moment.replace(tzinfo=UTC)
+    return max(0.0, (moment - datetime.now(UTC)).total_seconds())
 
 
 def chat_messages(rendered) -> list[dict]:

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from evalsite.errors import TargetError
-from evalsite.project import load_callable
 from evalsite.execute.targets.base import (
     TargetRequest,
     TargetResult,
@@ -24,6 +24,7 @@ from evalsite.execute.targets.base import (
     register_target,
     result_from_value,
 )
+from evalsite.project import load_callable
 
 OFFERED = ("input", "row", "params", "repeat")
 

@@ -1,16 +1,5 @@
 """Evaluators: one module per family, registered by type name (built-ins as a user's would be)."""
 
-from evalsite.scoring.evaluators.base import (
-    CaseView,
-    Evaluator,
-    Outcome,
-    Score,
-    ScoringError,
-    build_evaluators,
-    describe_evaluators,
-    evaluator_types,
-    register_evaluator,
-)
 from evalsite.scoring.evaluators import (  # noqa: F401  (registers the built-ins)
     ceilings,
     contains,
@@ -22,6 +11,17 @@ from evalsite.scoring.evaluators import (  # noqa: F401  (registers the built-in
     pattern,
     python_code,
     similarity,
+)
+from evalsite.scoring.evaluators.base import (
+    CaseView,
+    Evaluator,
+    Outcome,
+    Score,
+    ScoringError,
+    build_evaluators,
+    describe_evaluators,
+    evaluator_types,
+    register_evaluator,
 )
 
 __all__ = [

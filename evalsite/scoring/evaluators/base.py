@@ -76,11 +76,11 @@ class Outcome:
     cost_usd: float | None = None
 
     @classmethod
-    def check(cls, ok: bool, detail_if_failed: str | None = None) -> "Outcome":
+    def check(cls, ok: bool, detail_if_failed: str | None = None) -> Outcome:
         return cls(1.0 if ok else 0.0, ok, detail=None if ok else detail_if_failed)
 
     @classmethod
-    def skip(cls, reason: str) -> "Outcome":
+    def skip(cls, reason: str) -> Outcome:
         return cls(detail=reason, skipped=True)
 
 

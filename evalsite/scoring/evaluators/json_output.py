@@ -10,9 +10,9 @@ from typing import Any
 import jsonschema
 import yaml
 
+from evalsite.runlog.hashing import canonical_json
 from evalsite.scoring.evaluators.base import CaseView, Evaluator, Outcome, ScoringError, register_evaluator
 from evalsite.scoring.evaluators.text import strip_fence
-from evalsite.runlog.hashing import canonical_json
 
 _MISSING = object()
 

@@ -18,9 +18,9 @@ from statistics import fmean
 from typing import Any
 
 from evalsite.errors import EvalsiteError
+from evalsite.experiment.prompts import render_template
 from evalsite.scoring.evaluators.base import CaseView, Evaluator, Outcome, ScoringError, register_evaluator
 from evalsite.scoring.evaluators.text import as_text, strip_fence
-from evalsite.experiment.prompts import render_template
 
 DEFAULT_RUBRIC = "Is the output correct, relevant and complete for the input?"
 SYSTEM_PROMPT = "You are a strict, fair grader. You reply with one JSON object and nothing else."

@@ -21,13 +21,14 @@ import inspect
 import math
 import sys
 import types
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from evalsite.errors import EvalsiteError
-from evalsite.scoring.evaluators.base import CaseView, Evaluator, Outcome, ScoringError, register_evaluator
-from evalsite.runlog.hashing import canonical_json
 from evalsite.project import load_callable
+from evalsite.runlog.hashing import canonical_json
+from evalsite.scoring.evaluators.base import CaseView, Evaluator, Outcome, ScoringError, register_evaluator
 
 OFFERED = ("output", "expected", "input", "row", "latency_ms", "cost_usd", "transcript", "turn_outputs",
            "turn", "params", "case")

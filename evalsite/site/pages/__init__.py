@@ -9,8 +9,9 @@ reports) slot in as another family module listed in :data:`evalsite.site.build.F
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import MISSING, dataclass, field, fields
-from typing import Any, Callable
+from typing import Any
 
 from evalsite import __version__
 from evalsite.site import paths
@@ -49,7 +50,7 @@ class Job:
 
     key: str
     inputs: tuple[str, ...]
-    render: Callable[["Kit"], dict[str, bytes]]
+    render: Callable[[Kit], dict[str, bytes]]
     digests: tuple[str, ...] = ()
     cases_of: str | None = None
     variant: str = ""

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from markupsafe import Markup
 
 from evalsite.analysis.compare import ComparisonReport, compare_runs
-from evalsite.errors import RunLogError, SiteError
 from evalsite.analysis.regression import GT_CHANGED, IMPROVED, REGRESSED, UNCHANGED
+from evalsite.errors import RunLogError, SiteError
 from evalsite.runlog.store import resolve_run
 from evalsite.site import charts, paths
 from evalsite.site.inputs import ProjectInputs

@@ -17,10 +17,9 @@ import yaml
 from markupsafe import Markup
 
 from evalsite.analysis import Selection, comparable_groups
-from evalsite.errors import EvalsiteError, NotComparableError
 from evalsite.analysis.matrix import answer_key, comparison_matrix
+from evalsite.errors import EvalsiteError, NotComparableError
 from evalsite.runlog.store import read_run
-
 from evalsite.site import charts, paths
 from evalsite.site.inputs import ExperimentSource, ProjectInputs, RunSource
 from evalsite.site.pages import Job, Kit, PageContext, doc

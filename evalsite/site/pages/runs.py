@@ -8,7 +8,6 @@ import math
 from dataclasses import dataclass
 
 from evalsite import stats
-
 from evalsite.site import paths
 from evalsite.site.digest import RunDigest, case_critical, finite_number, item_sort_key
 from evalsite.site.inputs import ProjectInputs, RunSource
