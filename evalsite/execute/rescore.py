@@ -15,6 +15,7 @@ import asyncio
 from dataclasses import dataclass
 from pathlib import Path
 
+from evalsite.aio import run_sync
 from evalsite.analysis.summary import summarise_cases
 from evalsite.errors import ManifestError, RunLogError
 from evalsite.execute.runner import dataset_record
@@ -68,7 +69,7 @@ def rescore_run(project: Project, reference: str, *, manifest_path: Path | None 
     cases: list[dict] = []
     status = source.status
     try:
-        asyncio.run(_rescore_cases(writer, cases, kept, items, evaluators, manifest.concurrency))
+        run_sync(_rescore_cases(writer, cases, kept, items, evaluators, manifest.concurrency))
     except BaseException:
         status = RunStatus.FAILED
         raise

@@ -17,6 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from evalsite.aio import run_sync
 from evalsite.analysis.summary import summarise_cases
 from evalsite.errors import PlanError, RunLogError, TargetError
 from evalsite.execute.cases import CaseExecutor, Job, prepare_input
@@ -41,7 +42,12 @@ def dataset_record(project: Project, dataset: Dataset) -> dict:
     return {"path": project.relative(dataset.path), "dataset_id": dataset.dataset_id, "items": len(dataset.items)}
 
 
-def execute_plan(
+def execute_plan(project: Project, plan: Plan, **options) -> BatchOutcome:
+    """:func:`execute_plan_async` from synchronous code (also inside a running event loop)."""
+    return run_sync(execute_plan_async(project, plan, **options))
+
+
+async def execute_plan_async(
     project: Project,
     plan: Plan,
     *,
@@ -72,7 +78,7 @@ def execute_plan(
         resume_directory = resolve_run(project.runs_dir, resume)
         configs = [batch.check_resumable(resume_directory)]
     jobs = [batch.prepare(config, resume_directory) for config in configs]
-    return asyncio.run(batch.execute(jobs))
+    return await batch.execute(jobs)
 
 
 @dataclass

@@ -13,6 +13,7 @@ import asyncio
 from dataclasses import dataclass
 from pathlib import Path
 
+from evalsite.aio import run_sync
 from evalsite.errors import DatasetError, EvaluatorError
 from evalsite.experiment.datasets import Item, load_dataset
 from evalsite.scoring.case import rescore_case
@@ -92,7 +93,7 @@ def rescore_items(
             *(_rescore_item(evaluators, items.get(i), baseline_cases[i]) for i in item_ids)
         )
 
-    return dict(zip(item_ids, asyncio.run(all_items())))
+    return dict(zip(item_ids, run_sync(all_items())))
 
 
 async def _rescore_item(evaluators: list[Evaluator], item: Item | None, cases: list[dict]) -> Rescored:
