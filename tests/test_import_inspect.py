@@ -197,3 +197,19 @@ def test_arm_from_reads_the_log_header(project, cli):
     result = cli("import", "inspect", str(INSPECT_EVAL[0]), "--arm-from", "eval.dataset.name")
     assert result.exit_code == 0, result.output
     assert list(runs_by_arm(project)) == ["items-24"]
+
+
+def test_members_written_as_several_zstd_frames_import_with_the_same_figures(project, cli, tmp_path):
+    """Inspect splits a large member into several zstd frames; every frame is read, not the first."""
+    source = log_of(MODEL_A, INSPECT_EVAL)
+    path = tmp_path / "frames.eval"
+    write_zstd_zip(path, eval_members(source).items(), frame_size=64)
+    with EvalZip(path) as log:  # the rewritten file really holds several frames per member
+        info = log._zip.getinfo("header.json")
+        raw = open(path, "rb").read()
+        assert raw.count(b"\x28\xb5\x2f\xfd", info.header_offset, info.header_offset + info.compress_size + 200) > 2
+    result = cli("import", "inspect", str(path))
+    assert result.exit_code == 0, result.output
+    run = runs_by_arm(project)[MODEL_A]
+    assert len(run.cases) == 48
+    assert evaluator_means(run)["match"] == pytest.approx(0.7083, abs=1e-4)

@@ -85,13 +85,18 @@ class EvalZip:
         self._raw.seek(info.header_offset + _LOCAL_HEADER.size + name_length + extra_length)
         compressed = self._raw.read(info.compress_size)
         try:
-            return self._decompressor.decompressobj().decompress(compressed)
+            # Inspect writes a large member as several zstd frames: read them all, not just the first
+            return self._decompressor.decompressobj(read_across_frames=True).decompress(compressed)
         except zstandard.ZstdError as exc:
             raise SourceError(f"{self.label}: member {info.filename} is not valid zstd data: {exc}") from None
 
 
-def write_zstd_zip(path: Path, members: Iterable[tuple[str, bytes]], level: int = 3) -> None:
-    """Write ``members`` as a ZIP of zstd-compressed (method 93) entries, as Inspect does."""
+def write_zstd_zip(path: Path, members: Iterable[tuple[str, bytes]], level: int = 3,
+                   frame_size: int | None = None) -> None:
+    """Write ``members`` as a ZIP of zstd-compressed (method 93) entries, as Inspect does.
+
+    ``frame_size``: compress each member as consecutive zstd frames of this many bytes (Inspect
+    does so for large members); default one frame per member."""
     compressor = zstandard.ZstdCompressor(level=level)
     stamp = time.localtime()
     dos_time = (stamp.tm_hour << 11) | (stamp.tm_min << 5) | (stamp.tm_sec // 2)
@@ -100,7 +105,8 @@ def write_zstd_zip(path: Path, members: Iterable[tuple[str, bytes]], level: int 
     with open(path, "wb") as out:
         for name, data in members:
             encoded = name.encode("utf-8")
-            compressed = compressor.compress(data)
+            step = frame_size or max(len(data), 1)
+            compressed = b"".join(compressor.compress(data[at:at + step]) for at in range(0, max(len(data), 1), step))
             crc, offset = zlib.crc32(data), out.tell()
             out.write(_LOCAL_HEADER.pack(_LOCAL_SIGNATURE, 63, 0x800, ZSTD_METHOD, dos_time, dos_date,
                                          crc, len(compressed), len(data), len(encoded), 0))
