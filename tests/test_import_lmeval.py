@@ -123,3 +123,38 @@ def test_the_prompt_enters_the_fingerprint_and_the_metric_stays_comparable(proje
     a, b = (runs_by_arm(project)[arm].header for arm in ("model-a", "model-b"))
     assert a["fingerprint"]["prompt_hash"] != b["fingerprint"]["prompt_hash"]  # different doc_to_text
     assert a["evaluators"] == b["evaluators"]  # same task version and metric: comparable scores
+
+
+def test_an_imported_run_rescores_against_the_project_dataset_with_the_same_questions(project, cli):
+    """The recorded path is lm-eval's own; the project's file under another name has the same questions."""
+    shutil.copy(LMEVAL.parent / "data" / "items-24.jsonl", project / "data" / "questions.jsonl")
+    assert cli("import", "lm-eval", str(LMEVAL / "model-a")).exit_code == 0
+    (imported,) = runs_by_arm(project).values()
+    (project / "experiments").mkdir()
+    (project / "experiments" / "upper.yaml").write_text(
+        "name: upper\ndataset: {path: data/questions.jsonl}\narms: [{id: model-a, target: none}]\n"
+        "evaluators: [{type: exact, name: exact}]\n"
+    )
+    result = cli("rescore", imported.run_id, "--manifest", "experiments/upper.yaml", "--json")
+    summary = json.loads(result.stdout)
+    expected = {row["id"]: row["expected"] for row in read_jsonl(project / "data" / "questions.jsonl")}
+    exact = [case["output"] == expected[case["item_id"]] for case in imported.cases]
+    assert result.exit_code == (0 if all(exact) else 1), result.output  # exit 1: some items fail exact
+    assert summary["derived_from"] == imported.run_id
+    assert summary["mean_score"] == pytest.approx(sum(exact) / len(exact))
+
+
+def test_rescore_refuses_a_dataset_with_other_questions(project, cli):
+    rows = read_jsonl(LMEVAL.parent / "data" / "items-24.jsonl")
+    rows[0]["input"] = "a different question"
+    write_jsonl(project / "data" / "questions.jsonl", rows)
+    assert cli("import", "lm-eval", str(LMEVAL / "model-a")).exit_code == 0
+    (imported,) = runs_by_arm(project).values()
+    (project / "experiments").mkdir()
+    (project / "experiments" / "upper.yaml").write_text(
+        "name: upper\ndataset: {path: data/questions.jsonl}\narms: [{id: model-a, target: none}]\n"
+        "evaluators: [{type: exact, name: exact}]\n"
+    )
+    result = cli("rescore", imported.run_id, "--manifest", "experiments/upper.yaml")
+    assert result.exit_code == 1
+    assert "their questions differ" in result.output

@@ -101,13 +101,24 @@ def test_an_interrupted_run_is_refused(project, cli, recorded):
     assert len(runs_by_id(project)) == 1
 
 
-def test_a_manifest_naming_another_dataset_is_refused(project, cli, recorded):
-    shutil.copy(project / "data" / "support.jsonl", project / "data" / "other.jsonl")
+def test_a_manifest_naming_a_dataset_with_other_questions_is_refused(project, cli, recorded):
+    lines = (project / "data" / "support.jsonl").read_text().splitlines(keepends=True)
+    first = json.loads(lines[0])
+    first["input"] = "another question"
+    (project / "data" / "other.jsonl").write_text(json.dumps(first) + "\n" + "".join(lines[1:]))
     manifest = project / "experiments" / "support.yaml"
     manifest.write_text(manifest.read_text().replace("data/support.jsonl", "data/other.jsonl"))
     result = cli("rescore", recorded.run_id)
     assert result.exit_code == 1
     assert "dataset is data/other.jsonl but run" in result.output and "made on data/support.jsonl" in result.output
+
+
+def test_a_copy_of_the_dataset_under_another_path_is_the_same_questions(project, cli, recorded):
+    shutil.copy(project / "data" / "support.jsonl", project / "data" / "other.jsonl")
+    manifest = project / "experiments" / "support.yaml"
+    manifest.write_text(manifest.read_text().replace("data/support.jsonl", "data/other.jsonl"))
+    result = cli("rescore", recorded.run_id, "--json")
+    assert json.loads(result.stdout)["derived_from"] == recorded.run_id
 
 
 def test_manifest_option_and_unknown_runs(project, cli, recorded):

@@ -89,15 +89,26 @@ def _manifest_path(project: Project, source: Run, given: Path | None) -> Path:
 
 
 def _current_dataset(project: Project, manifest: Manifest, source: Run) -> Dataset:
+    """The manifest's dataset, if it holds the run's questions: the same file, or (for an
+    imported run, whose recorded path is the other tool's) the same inputs under any name."""
     spec = manifest.dataset
     path = project.inside(Path(spec["path"]), "dataset")
+    dataset = manifest_dataset(project, manifest)
     recorded = (source.header.get("dataset") or {}).get("path")
-    if recorded is not None and (project.root / recorded).resolve() != path:
+    same_file = recorded is None or (project.root / recorded).resolve() == path
+    if not same_file and not _same_inputs(source, dataset):
         raise ManifestError(
-            f"{manifest.path}: dataset is {spec['path']} but run {source.run_id} was made on {recorded}; "
-            "rescore needs the run's dataset (pass --manifest with a manifest that names it)"
+            f"{manifest.path}: dataset is {spec['path']} but run {source.run_id} was made on {recorded} "
+            "and their questions differ; rescore needs the run's dataset (pass --manifest with a manifest that names it)"
         )
-    return selected_part(manifest, manifest_dataset(project, manifest))
+    return selected_part(manifest, dataset)
+
+
+def _same_inputs(source: Run, dataset: Dataset) -> bool:
+    """Same item ids and inputs: the content part of ``inputs_id`` (after the name) agrees."""
+    recorded = ((source.header.get("fingerprint") or {}).get("dataset") or {}).get("inputs_id")
+    current = dataset_identity(None, dataset)["inputs_id"]
+    return isinstance(recorded, str) and recorded.rpartition("@")[2] == current.rpartition("@")[2]
 
 
 def _derived_header(project: Project, source: Run, manifest: Manifest, dataset: Dataset,
