@@ -40,3 +40,41 @@ def test_the_workflow_is_valid_yaml_with_the_expected_jobs(tmp_path, cli):
     assert any(u.startswith("actions/deploy-pages") for u in uses)
     assert any(u.startswith("actions/upload-artifact") for u in uses)
     assert workflow["jobs"]["deploy"]["permissions"] == {"pages": "write", "id-token": "write"}
+
+
+def test_the_workflow_installs_the_version_that_scaffolded_it_or_the_given_source(tmp_path, cli):
+    from evalsite import __version__
+
+    cli("init", str(tmp_path / "pinned"))
+    workflow = (tmp_path / "pinned/.github/workflows/evalsite.yml").read_text()
+    assert f'pip install "evalsite=={__version__}"' in workflow
+    cli("init", str(tmp_path / "local"), "--install", "/opt/evalsite")
+    assert 'pip install "/opt/evalsite"' in (tmp_path / "local/.github/workflows/evalsite.yml").read_text()
+    refused = cli("init", str(tmp_path / "bad"), "--install", 'x"; rm -rf /')
+    assert refused.exit_code == 1 and "--install" in refused.output
+
+
+def test_the_example_manifest_names_the_schema_copy_for_editors(tmp_path, cli):
+    import json
+
+    from jsonschema import Draft202012Validator
+
+    cli("init", str(tmp_path))
+    first = (tmp_path / "experiments/example.yaml").read_text().splitlines()[0]
+    assert first == "# yaml-language-server: $schema=../.evalsite/manifest.schema.json"
+    schema = json.loads((tmp_path / "experiments" / first.split("=", 1)[1]).read_text())
+    Draft202012Validator.check_schema(schema)
+    manifest = yaml.safe_load((tmp_path / "experiments/example.yaml").read_text())
+    assert not list(Draft202012Validator(schema).iter_errors(manifest))
+
+
+def test_schema_prints_and_writes_the_manifest_schema(tmp_path, cli):
+    import json
+
+    from jsonschema import Draft202012Validator
+
+    printed = cli("schema")
+    assert printed.exit_code == 0
+    Draft202012Validator.check_schema(json.loads(printed.stdout))
+    assert cli("schema", "--write", str(tmp_path / "s.json")).exit_code == 0
+    assert json.loads((tmp_path / "s.json").read_text()) == json.loads(printed.stdout)

@@ -5,11 +5,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from evalsite import __version__
 from evalsite.errors import ProjectError
+from evalsite.experiment.manifest import SCHEMA_PATH
 
 SCAFFOLD_DIR = Path(__file__).resolve().parent / "project_template"
 CI_EXPERIMENTS = ["experiments/example.yaml"]
 CI_MAX_COST_USD = "1.00"
+SCHEMA_COPY = Path(".evalsite/manifest.schema.json")  # editors read it via the manifests' modeline
+
+
+def default_install() -> str:
+    """What the scaffolded workflow installs: exactly the evalsite that wrote it."""
+    return f"evalsite=={__version__}"
 
 
 @dataclass(frozen=True)
@@ -23,19 +31,30 @@ def _destination(relative: Path) -> Path:
     return Path(*[part.replace("dot-", ".", 1) if part.startswith("dot-") else part for part in relative.parts])
 
 
-def scaffold_files() -> dict[Path, str]:
+def scaffold_files(install: str | None = None) -> dict[Path, str]:
+    """The project's files. ``install``: the pip requirement the CI workflow installs (a version
+    pin, ``git+URL@tag`` or a path; default :func:`default_install`)."""
+    if install is not None and (not install.strip() or "\n" in install or '"' in install):
+        raise ProjectError(f"--install {install!r}: needs one pip requirement, URL or path (no quotes or newlines)")
+    replacements = {
+        "__EXPERIMENTS__": " ".join(CI_EXPERIMENTS),
+        "__MAX_COST__": CI_MAX_COST_USD,
+        "__INSTALL__": install or default_install(),
+    }
     files = {}
     for source in sorted(SCAFFOLD_DIR.rglob("*")):
         if source.is_file() and "__pycache__" not in source.parts:
             text = source.read_text(encoding="utf-8")
-            text = text.replace("__EXPERIMENTS__", " ".join(CI_EXPERIMENTS)).replace("__MAX_COST__", CI_MAX_COST_USD)
+            for placeholder, value in replacements.items():
+                text = text.replace(placeholder, value)
             files[_destination(source.relative_to(SCAFFOLD_DIR))] = text
+    files[SCHEMA_COPY] = SCHEMA_PATH.read_text(encoding="utf-8")
     return files
 
 
-def init_project(root: Path) -> ScaffoldReport:
+def init_project(root: Path, install: str | None = None) -> ScaffoldReport:
     """Write the scaffold into ``root``; refuses, naming the file, if any of them exists already."""
-    files = scaffold_files()
+    files = scaffold_files(install)
     existing = [path for path in files if (root / path).exists()]
     if existing:
         raise ProjectError(f"{root / existing[0]} already exists; evalsite init never overwrites (pick an empty folder)")

@@ -1,0 +1,26 @@
+"""``evalsite schema``: the manifest JSON Schema, for editors and other tools."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from evalsite.experiment.manifest import SCHEMA_PATH
+
+
+@click.command("schema")
+@click.option("--write", "destination", type=click.Path(dir_okay=False, path_type=Path),
+              help="Save it to this file instead of printing it.")
+def schema_command(destination: Path | None) -> None:
+    """Print the manifest JSON Schema (Draft 2020-12) that validation uses."""
+    text = SCHEMA_PATH.read_text(encoding="utf-8")
+    if destination is None:
+        click.echo(text, nl=not text.endswith("\n"))
+        return
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    destination.write_text(text, encoding="utf-8")
+    click.echo(f"wrote {destination}", err=True)
+
+
+COMMANDS = [schema_command]
