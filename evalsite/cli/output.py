@@ -8,6 +8,8 @@ from typing import Any
 
 import click
 
+from evalsite.runlog.money import format_usd
+
 
 def format_value(value: Any) -> str:
     if value is None:
@@ -17,8 +19,15 @@ def format_value(value: Any) -> str:
     return str(value)
 
 
+def format_cell(value: Any, column: str) -> str:
+    """A table cell: dollar columns (``*cost_usd``) to significant digits, the rest by :func:`format_value`."""
+    if column.endswith("cost_usd") and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return format_usd(value)
+    return format_value(value)
+
+
 def print_table(rows: Iterable[dict], columns: list[str]) -> None:
-    rows = [[format_value(row.get(c)) for c in columns] for row in rows]
+    rows = [[format_cell(row.get(c), c) for c in columns] for row in rows]
     widths = [max(len(c), *(len(r[i]) for r in rows)) if rows else len(c) for i, c in enumerate(columns)]
     click.echo("  ".join(c.ljust(w) for c, w in zip(columns, widths)).rstrip())
     for row in rows:

@@ -8,6 +8,7 @@ import click
 
 from evalsite.cli.output import warn
 from evalsite.execute.outcomes import BatchOutcome, RunOutcome
+from evalsite.runlog.money import format_usd
 from evalsite.runlog.records import RunStatus
 
 LISTED_ITEMS = 20
@@ -43,7 +44,8 @@ def report_batch(ctx: click.Context, batch: BatchOutcome) -> None:
     for run in batch.runs:
         report_run(run, ceiling_set=batch.max_cost_usd is not None)
     if batch.stop_reason == RunStatus.STOPPED_COST_CEILING:
-        warn(f"stopped at the cost ceiling: ${batch.spent_usd:.4f} spent this time, ceiling ${batch.max_cost_usd:g}")
+        warn(f"stopped at the cost ceiling: {format_usd(batch.spent_usd)} spent this time, "
+             f"ceiling {format_usd(batch.max_cost_usd)}")
     elif batch.stop_reason == RunStatus.CANCELED:
         warn("canceled: every case that finished is on disk")
     pending = [line for line in (resume_line(ctx, run) for run in batch.runs) if line]

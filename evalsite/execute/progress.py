@@ -1,65 +1,71 @@
-"""A one-line progress bar on stderr, drawn only when stderr is a terminal.
+"""The progress display of ``evalsite run``, on stderr, drawn only when stderr is a terminal.
 
-``evalsite run`` shows done/total, errors, spent cost and rate per run; redirected to a file or
-a pipe (CI logs), it stays quiet.
+One line per run (tqdm fits it to the terminal's width, so a narrow terminal never wraps it):
+which arm of how many, done/total, errors, what that arm has spent, rate and time left.
+Redirected to a file or a pipe (CI logs), it stays quiet.
 """
 
 from __future__ import annotations
 
 import sys
-import time
 from typing import TextIO
 
-BAR_WIDTH = 24
-REDRAW_SECONDS = 0.1
+from tqdm import tqdm
+
+from evalsite.runlog.money import format_usd
 
 
 class Progress:
-    """Counts cases of one run at a time; a disabled instance only counts."""
+    """Counts the cases of one run at a time; a disabled instance only counts."""
 
     def __init__(self, stream: TextIO | None = None, enabled: bool | None = None):
         self.stream = stream or sys.stderr
         self.enabled = self.stream.isatty() if enabled is None else enabled
+        self.arms_total, self.arms_started = 0, 0
         self.label, self.total, self.done, self.errors = "", 0, 0, 0
         self.spent: float | None = None
-        self._started = self._drawn = 0.0
-        self._new = 0
+        self._bar: tqdm | None = None
+
+    def plan(self, arms: int) -> None:
+        """How many runs this batch will show, for "arm 2 of 3"."""
+        self.arms_total, self.arms_started = arms, 0
 
     def start(self, label: str, total: int, done: int = 0) -> None:
-        self.label, self.total, self.done, self.errors, self._new = label, total, done, 0, 0
-        self._started = time.monotonic()
-        self._draw()
+        self.arms_started += 1
+        self.label, self.total, self.done, self.errors, self.spent = label, total, done, 0, None
+        position = f" ({self.arms_started}/{self.arms_total})" if self.arms_total > 1 else ""
+        self._bar = tqdm(
+            total=total, initial=done, desc=f"{label}{position}", file=self.stream, disable=not self.enabled,
+            dynamic_ncols=True, unit="case", leave=True, mininterval=0.1, ascii=False,
+            bar_format="{desc} {bar} {n_fmt}/{total_fmt}{postfix} {rate_fmt} ETA {remaining}",
+            postfix=self._status(),
+        )
 
-    def advance(self, error: bool, spent: float | None) -> None:
+    def advance(self, error: bool, cost_usd: float | None) -> None:
+        """One case done; ``cost_usd`` is what it spent (generation and scoring), None if unknown."""
         self.done += 1
-        self._new += 1
         self.errors += bool(error)
-        self.spent = spent
-        if time.monotonic() - self._drawn >= REDRAW_SECONDS or self.done == self.total:
-            self._draw()
+        if cost_usd is not None:
+            self.spent = (self.spent or 0.0) + cost_usd
+        if self._bar is not None:
+            self._postfix()
+            self._bar.update(1)
 
     def notice(self, message: str) -> None:
         """A message on its own line (shown even when the bar is not), then the bar again."""
-        self.stream.write(("\r\x1b[K" if self.enabled else "") + message + "\n")
-        self._draw()
+        if self._bar is not None and self.enabled:
+            self._bar.write(message, file=self.stream)
+        else:
+            self.stream.write(message + "\n")
 
     def finish(self) -> None:
-        if self.enabled:
-            self._draw()
-            self.stream.write("\n")
-            self.stream.flush()
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
 
-    def line(self) -> str:
-        filled = BAR_WIDTH * self.done // self.total if self.total else BAR_WIDTH
-        elapsed = time.monotonic() - self._started
-        rate = f"{self._new / elapsed:.1f}/s" if elapsed > 0 else "—/s"
-        cost = "cost ?" if self.spent is None else f"${self.spent:.4f}"
-        bar = "█" * filled + "░" * (BAR_WIDTH - filled)
-        return f"{self.label} {bar} {self.done}/{self.total}  errors {self.errors}  {cost}  {rate}"
+    def _postfix(self) -> None:
+        self._bar.set_postfix_str(self._status(), refresh=False)
 
-    def _draw(self) -> None:
-        if not self.enabled:
-            return
-        self._drawn = time.monotonic()
-        self.stream.write("\r" + self.line() + "\x1b[K")
-        self.stream.flush()
+    def _status(self) -> str:
+        cost = "cost ?" if self.spent is None else format_usd(self.spent)
+        return f"errors {self.errors} {cost}"

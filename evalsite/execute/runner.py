@@ -174,6 +174,7 @@ class BatchRunner:
         # sync python targets run in threads: as many as cases in flight, not the default few
         loop.set_default_executor(ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="evalsite"))
         handled = self._handle_signals(loop)
+        self.progress.plan(len(jobs))
         runs, not_started = [], []
         try:
             for job in jobs:
@@ -266,7 +267,7 @@ class BatchRunner:
                 cases.append(case)
                 if self.budget.add((case["cost_usd"] or 0) + (case["scoring_cost_usd"] or 0)):
                     self.stop.request(RunStatus.STOPPED_COST_CEILING)
-                self.progress.advance(bool(case["error"]), self.budget.spent if self.budget.spent else None)
+                self.progress.advance(bool(case["error"]), _case_cost(case))
 
         self.stop.workers = [asyncio.create_task(worker()) for _ in range(self.concurrency)]
         try:
@@ -294,3 +295,10 @@ def run_totals(cases: list[dict], plan: Plan, config: Config) -> dict:
 def _brief(value) -> str:
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _case_cost(case: dict) -> float | None:
+    """What one case spent (its generation and its scoring); None when neither is known."""
+    parts = [case.get("cost_usd"), case.get("scoring_cost_usd")]
+    known = [part for part in parts if part is not None]
+    return sum(known) if known else None
