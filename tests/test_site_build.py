@@ -282,7 +282,7 @@ def test_unreadable_runs_and_bad_settings_are_reported_not_crashing(project):
     assert any("20990101T000000Z-bad-0000" in reason for reason in report.skipped_runs)
     assert "unreadable run.json" in parse(project.root / "site/index.html").text()
     (project.root / "evalsite.toml").write_text("[site]\ncases_per_pag = 3\nredact = 'yes'\n")
-    with pytest.raises(ProjectError, match=r"unknown key 'cases_per_pag'.*redact: needs true or false"):
+    with pytest.raises(ProjectError, match=r"unknown key 'cases_per_pag'; did you mean 'cases_per_page'\?.*redact: needs true or false"):
         build_site(find_project(project.root))
 
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from evalsite.errors import ProjectError
+from evalsite.experiment.manifest import did_you_mean
 
 #: GitHub Pages refuses files above 100 MB; no file the site writes may exceed it.
 HARD_FILE_LIMIT_BYTES = 100 * 1024 * 1024
@@ -39,7 +40,8 @@ def site_settings(project_settings: dict, **overrides: Any) -> SiteSettings:
         raise ProjectError("evalsite.toml: [site] must be a table")
     declared = {f.name: f for f in fields(SiteSettings)}
     problems = [
-        f"unknown key {key!r} (known: {', '.join(sorted(declared))})" for key in sorted(set(table) - set(declared))
+        f"unknown key {key!r}{did_you_mean(key, sorted(declared))} (known: {', '.join(sorted(declared))})"
+        for key in sorted(set(table) - set(declared))
     ]
     values = {}
     for key, value in sorted(table.items()):
