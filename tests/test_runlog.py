@@ -70,3 +70,21 @@ def test_reopen_keeps_the_previous_footer_and_refuses_a_completed_run(tmp_path):
         RunWriter.reopen(writer.directory, {})
     assert json.loads((writer.directory / END_FILE).read_text())["status"] == "completed"
     assert not run_is_active(writer.directory)
+
+
+def test_arm_at_latest_names_the_newest_run_of_that_arm_by_its_start(tmp_path):
+    from evalsite.errors import RunLogError
+    from evalsite.runlog.store import resolve_run
+
+    runs = tmp_path / "runs"
+    for name, arm, started in [("20260101T000000Z-a-ffff", "a", "2026-01-01T00:00:00.900Z"),
+                               ("20260101T000000Z-a-0000", "a", "2026-01-01T00:00:00.100Z"),
+                               ("20250101T000000Z-b-1111", "b", "2025-01-01T00:00:00.000Z")]:
+        (runs / name).mkdir(parents=True)
+        (runs / name / "run.json").write_text(json.dumps(
+            {"format_version": 1, "run_id": name, "arm_id": arm, "started_at": started}))
+    assert resolve_run(runs, "a@latest").name == "20260101T000000Z-a-ffff"  # the later start, not the id
+    assert resolve_run(runs, "b@latest").name == "20250101T000000Z-b-1111"
+    assert resolve_run(runs, "@latest").name == "20260101T000000Z-a-ffff"
+    with pytest.raises(RunLogError, match="no run of arm 'c'"):
+        resolve_run(runs, "c@latest")

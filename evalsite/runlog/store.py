@@ -279,11 +279,17 @@ def run_directories(runs_dir: Path) -> list[Path]:
     return sorted(p for p in runs_dir.iterdir() if p.is_dir() and (p / RUN_FILE).exists())
 
 
+LATEST = "@latest"
+
+
 def resolve_run(runs_dir: Path, reference: str) -> Path:
-    """A run id, a unique prefix of one, or a run directory's path."""
+    """A run id, a unique prefix of one, a run directory's path, or ``ARM@latest`` (``@latest``:
+    any arm) for the newest run by its recorded start."""
     as_path = Path(reference)
     if (as_path / RUN_FILE).exists():
         return as_path
+    if reference.endswith(LATEST):
+        return _latest_run(runs_dir, reference.removesuffix(LATEST))
     matches = [p for p in run_directories(runs_dir) if p.name.startswith(reference)]
     if not matches:
         raise RunLogError(f"no run matches {reference!r} under {runs_dir}")
@@ -291,3 +297,20 @@ def resolve_run(runs_dir: Path, reference: str) -> Path:
         names = ", ".join(p.name for p in matches[:5])
         raise RunLogError(f"{reference!r} matches {len(matches)} runs ({names}); give more of the id")
     return matches[0]
+
+
+def _latest_run(runs_dir: Path, arm_id: str) -> Path:
+    newest: tuple[str, str, Path] | None = None
+    for directory in run_directories(runs_dir):
+        try:
+            header = read_header(directory)
+        except RunLogError:
+            continue
+        if arm_id and header.get("arm_id") != arm_id:
+            continue
+        key = (str(header.get("started_at") or ""), directory.name, directory)
+        newest = key if newest is None or key[:2] > newest[:2] else newest
+    if newest is None:
+        which = f"of arm {arm_id!r} " if arm_id else ""
+        raise RunLogError(f"no run {which}under {runs_dir}")
+    return newest[2]
