@@ -78,3 +78,16 @@ def test_schema_prints_and_writes_the_manifest_schema(tmp_path, cli):
     Draft202012Validator.check_schema(json.loads(printed.stdout))
     assert cli("schema", "--write", str(tmp_path / "s.json")).exit_code == 0
     assert json.loads((tmp_path / "s.json").read_text()) == json.loads(printed.stdout)
+
+
+def test_the_workflow_posts_one_sticky_summary_comment_on_pull_requests(tmp_path, cli):
+    cli("init", str(tmp_path))
+    workflow = yaml.safe_load((tmp_path / ".github/workflows/evalsite.yml").read_text())
+    steps = workflow["jobs"]["evaluate"]["steps"]
+    writers = [s["run"] for s in steps if "--summary" in s.get("run", "")]
+    assert len(writers) == 3 and all('"$RUNNER_TEMP/summary.md"' in run for run in writers)
+    (comment,) = [s for s in steps if s.get("uses", "").startswith("actions/github-script")]
+    assert "github.event_name == 'pull_request'" in comment["if"]
+    script = comment["with"]["script"]
+    assert "<!-- evalsite-summary -->" in script and "updateComment" in script and "createComment" in script
+    assert workflow["permissions"]["pull-requests"] == "write"
