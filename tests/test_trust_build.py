@@ -123,3 +123,52 @@ def test_a_first_build_killed_before_its_record_does_not_block_the_next(project,
     monkeypatch.setattr(build_module, "_run_job", real)
     report = build_site(project)
     assert (site / "index.html").is_file() and report.pages > 1
+
+
+SECRET = "CI_SECRET_TOKEN_value_0123456789"
+
+
+@pytest.fixture
+def secret_file(tmp_path) -> Path:
+    """Stands for /proc/self/environ or /etc/passwd: a file outside the project holding a secret."""
+    path = tmp_path / "environ"
+    path.write_text(f"name: leaked\nAWS={SECRET}\n# {SECRET}\n")
+    return path
+
+
+def site_text(site: Path) -> str:
+    return "".join(p.read_text(errors="replace") for p in site.rglob("*") if p.is_file())
+
+
+def test_symlinks_to_outside_the_project_never_reach_the_site(project, secret_file, tmp_path):
+    root = project.root
+    for folder in ("reports", "static", "templates"):
+        (root / folder).mkdir()
+    os.symlink(secret_file, root / "reports/x.md")
+    os.symlink(secret_file, root / "static/x.css")
+    os.symlink(secret_file, root / "static/style.css")  # would replace a built-in asset
+    os.symlink(secret_file, root / "templates/base.html")  # would replace a built-in template
+    os.symlink(secret_file, root / "experiments/x.yaml")
+    (tmp_path / "outside-reports").mkdir()
+    (tmp_path / "outside-reports/y.md").write_text(f"# {SECRET}\n")
+    os.symlink(tmp_path / "outside-reports", root / "reports/linked")
+    report = build_site(project)
+    site = root / "site"
+    assert SECRET not in site_text(site)
+    assert not (site / "reports/x.html").exists() and not (site / "experiments/leaked.html").exists()
+    assert (site / "index.html").is_file()
+    refused = " ".join(report.warnings)
+    for name in ("reports/x.md", "static/x.css", "static/style.css", "templates/base.html", "experiments/x.yaml"):
+        assert f"{name}: a symlink to outside the project" in refused
+
+
+def test_symlinks_inside_the_project_are_followed(project):
+    root = project.root
+    (root / "reports").mkdir()
+    (root / "notes").mkdir()
+    (root / "notes/real.md").write_text("# Findings inside\n\nPlain text.\n")
+    os.symlink(root / "notes/real.md", root / "reports/real.md")
+    report = build_site(project)
+    assert "Findings inside" in (root / "site/reports/real.html").read_text()
+    assert not any("symlink" in w for w in report.warnings)
+

@@ -59,7 +59,7 @@ def build_site(project: Project, out_dir: Path | None = None, *, redact: bool | 
     settings = site_settings(project.settings, redact=redact)
     out_dir = _output_folder(project, out_dir, settings)
     inputs = scan_project(project)
-    theme = load_theme(project.templates_dir, project.static_dir)
+    theme = load_theme(project.templates_dir, project.static_dir, project.root)
     kit = Kit(inputs, settings, theme, settings.title or project.root.name, live_reload=live_reload)
     jobs = [job for family in FAMILIES for job in family.jobs(inputs, settings)]
     writer = SiteWriter.open(out_dir, int(settings.warn_file_mb * 1024 * 1024), full=full)
@@ -87,7 +87,7 @@ def build_site(project: Project, out_dir: Path | None = None, *, redact: bool | 
         seconds=round(time.perf_counter() - started, 3),
         input_hash=inputs.combined_hash(),
         skipped_runs=list(inputs.skipped),
-        warnings=[*inputs.decision_problems, *writer.warnings],
+        warnings=[*inputs.decision_problems, *inputs.outside, *theme.warnings, *writer.warnings],
     )
 
 
