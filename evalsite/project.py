@@ -59,9 +59,15 @@ class Project:
     def inside(self, path: Path, what: str) -> Path:
         """Resolve ``path`` against the root and refuse anything that escapes the project."""
         resolved = (self.root / path).resolve()
-        if resolved != self.root and self.root not in resolved.parents:
+        if not self.contains(resolved):
             raise ProjectError(f"{what} {path} is outside the project {self.root}")
         return resolved
+
+    def contains(self, path: Path) -> bool:
+        """``path``, symlinks resolved, is the root or inside it: a symlink from a project folder to
+        ``/proc/self/environ`` or ``/etc/passwd`` is not part of the project (docs/security.md)."""
+        root, resolved = self.root.resolve(), (self.root / path).resolve()
+        return resolved == root or root in resolved.parents
 
 
 def find_project(start: Path | None = None) -> Project:

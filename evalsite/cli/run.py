@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import sys
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from evalsite.execute.prepare import prepare_plan
 from evalsite.execute.progress import Progress
 from evalsite.execute.runner import execute_plan
 from evalsite.experiment.estimate import PlanEstimate, estimate_plan
+from evalsite.experiment.safety import MAX_CONCURRENCY, MAX_REPEAT
 from evalsite.project import find_project
 from evalsite.site import build_site
 
@@ -24,6 +26,12 @@ def _check_assignments(context, parameter, values: tuple[str, ...]) -> tuple[str
         if "=" not in value or not value.partition("=")[0].strip():
             raise click.BadParameter(f"{value!r} is not KEY=VALUE (e.g. arms.base.params.temperature=0)")
     return values
+
+
+def _finite(context, parameter, value: float | None) -> float | None:
+    if value is not None and not math.isfinite(value):
+        raise click.BadParameter(f"{value!r} is not a finite number of dollars")
+    return value
 
 
 def _print_estimate(report: PlanEstimate) -> None:
@@ -47,12 +55,12 @@ def _dollars(value: float | None) -> str | None:
 @click.command("run")
 @click.argument("manifest", type=click.Path(path_type=Path))
 @click.option("--arm", "arm_ids", multiple=True, help="Run only this arm (repeatable).")
-@click.option("--repeat", type=click.IntRange(min=1), help="Runs per item (overrides the manifest).")
-@click.option("--concurrency", type=click.IntRange(min=1), help="Cases in flight at once.")
+@click.option("--repeat", type=click.IntRange(1, MAX_REPEAT), help="Runs per item (overrides the manifest).")
+@click.option("--concurrency", type=click.IntRange(1, MAX_CONCURRENCY), help="Cases in flight at once.")
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", callback=_check_assignments,
               help="Patch the manifest before validation: a dotted KEY, a YAML VALUE (repeatable).")
 @click.option("--dry-run", is_flag=True, help="Print calls, tokens and estimated cost per arm; call nothing.")
-@click.option("--max-cost", type=click.FloatRange(min=0), envvar="EVALSITE_MAX_COST_USD", show_envvar=True,
+@click.option("--max-cost", type=click.FloatRange(min=0), callback=_finite, envvar="EVALSITE_MAX_COST_USD", show_envvar=True,
               metavar="USD", help="Start no new call once this many dollars are spent (over limits.max_cost_usd).")
 @click.option("--resume", metavar="RUN", help="Continue an interrupted or stopped run, skipping its recorded cases.")
 @click.option("--allow-failures", is_flag=True,

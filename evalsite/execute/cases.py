@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from evalsite.errors import DatasetError, ManifestError
 from evalsite.execute.retry import CallOutcome, RetryPolicy, call_with_retries
 from evalsite.execute.targets import TargetRequest, TargetResult, call_cost, replays_turns, total_or_none
+from evalsite.execute.targets.base import checked_result
 from evalsite.execute.targets.turns import TurnsError, assistant_replies, normalise_turns
 from evalsite.experiment.datasets import Item
 from evalsite.experiment.plan import Config, Plan
@@ -125,7 +126,8 @@ class CaseExecutor:
         request = TargetRequest(
             input=rendered, row=item.row, params=job.config.params, repeat=repeat, item_id=item.item_id
         )
-        return await call_with_retries(job.target, request, job.policy, self.stopping, self.rng)
+        call = await call_with_retries(job.target, request, job.policy, self.stopping, self.rng)
+        return replace(call, result=checked_result(call.result))  # every target's numbers, plugins' too
 
     async def _generate(self, job: Job, item: Item, repeat: int, rendered) -> Generation:
         call = await self._call(job, item, repeat, rendered)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import math
 from dataclasses import dataclass, field
 
 from evalsite.experiment.manifest import Manifest
@@ -33,10 +34,12 @@ class Budget:
     spent: float = 0.0
 
     def add(self, cost: float | None) -> bool:
-        """Count ``cost``; true when the ceiling is reached."""
-        if cost:
-            self.spent += cost
-        return self.limit is not None and bool(cost) and self.spent >= self.limit
+        """Count ``cost``; true when the ceiling is reached. Only a finite positive cost counts
+        (targets' numbers are checked before this; a NaN here would disable the ceiling for good)."""
+        if cost is None or not math.isfinite(cost) or cost <= 0:
+            return False
+        self.spent += cost
+        return self.limit is not None and self.spent >= self.limit
 
 
 def manifest_ceiling(manifest: Manifest) -> float | None:

@@ -26,6 +26,7 @@ from jsonschema.exceptions import ValidationError, best_match
 
 from evalsite.errors import ManifestError
 from evalsite.experiment.prompts import template_problems
+from evalsite.experiment.safety import number_problems
 
 SCHEMA_PATH = Path(__file__).parent / "schema" / "manifest.schema.json"
 SAFE_NAME = re.compile(r"^(?!\.+$)(?!.*\.\.)[A-Za-z0-9_.-]{1,100}$")
@@ -235,8 +236,9 @@ def manifest_schema() -> dict:
 
 
 def manifest_problems(data: dict, *, default_name: str) -> list[str]:
-    """Every problem, as ``key.path: what is wrong``: the schema's first, then the rules'."""
-    problems = schema_problems(data)
+    """Every problem, as ``key.path: what is wrong``: non-finite numbers (which pass any schema
+    bound) and the schema's first, then the rules'."""
+    problems = number_problems(data) + schema_problems(data)
     return problems or rule_problems(data, default_name)
 
 
@@ -293,6 +295,8 @@ def _describe_value(kind: str, expected: Any, value: Any, schema: dict) -> str |
         return f"must be {'one of ' if len(options) > 1 else ''}{', '.join(options)}, got {value!r}{did_you_mean(value, options)}"
     if kind == "minimum":
         return f"must be at least {expected}, got {value!r}"
+    if kind == "maximum":
+        return f"must be at most {expected}, got {value!r}"
     if kind == "exclusiveMinimum":
         return f"must be more than {expected}, got {value!r}"
     if kind in ("minItems", "minProperties"):

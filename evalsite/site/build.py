@@ -8,6 +8,7 @@ is on disk, so an incremental build gives the same bytes as a full one.
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -56,9 +57,9 @@ def build_site(project: Project, out_dir: Path | None = None, *, redact: bool | 
     """Build (or update) the site of ``project`` in ``out_dir`` (default ``[site] out``)."""
     started = time.perf_counter()
     settings = site_settings(project.settings, redact=redact)
-    out_dir = Path(out_dir) if out_dir is not None else project.root / settings.out
+    out_dir = _output_folder(project, out_dir, settings)
     inputs = scan_project(project)
-    theme = load_theme(project.templates_dir, project.static_dir)
+    theme = load_theme(project.templates_dir, project.static_dir, project.root)
     kit = Kit(inputs, settings, theme, settings.title or project.root.name, live_reload=live_reload)
     jobs = [job for family in FAMILIES for job in family.jobs(inputs, settings)]
     writer = SiteWriter.open(out_dir, int(settings.warn_file_mb * 1024 * 1024), full=full)
@@ -86,8 +87,18 @@ def build_site(project: Project, out_dir: Path | None = None, *, redact: bool | 
         seconds=round(time.perf_counter() - started, 3),
         input_hash=inputs.combined_hash(),
         skipped_runs=list(inputs.skipped),
-        warnings=[*inputs.decision_problems, *writer.warnings],
+        warnings=[*inputs.decision_problems, *inputs.outside, *theme.warnings, *writer.warnings],
     )
+
+
+def _output_folder(project: Project, out_dir: Path | None, settings: SiteSettings) -> Path:
+    """``--out`` as given, else ``[site] out``, which must stay inside the project (a pull request can
+    edit evalsite.toml); never the project itself or a folder holding it."""
+    folder = Path(out_dir) if out_dir is not None else project.inside(Path(settings.out), "[site] out")
+    resolved, root = Path(os.path.realpath(folder)), project.root.resolve()
+    if resolved == root or resolved in root.parents:
+        raise SiteError(f"{folder}: the site folder would hold the whole project; choose another --out")
+    return folder
 
 
 def _render(kit: Kit, writer: SiteWriter, stale: list[Job], hashes: dict[str, str]) -> None:

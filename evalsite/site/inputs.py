@@ -142,6 +142,7 @@ class ProjectInputs:
     decisions_hash: str
     experiments: dict[str, ExperimentSource]
     reports: list[ReportSource] = field(default_factory=list)
+    outside: list[str] = field(default_factory=list)
     _dataset_cache: dict[str, dict[str, bool] | None] = field(default_factory=dict)
     _baselines: dict[str, baselines.BaselineChoice] = field(default_factory=dict)
     _leaderboards: dict[tuple, analysis.Leaderboard | EvalsiteError] = field(default_factory=dict)
@@ -179,7 +180,8 @@ class ProjectInputs:
         keys["decisions"] = self.decisions_hash
         keys["skipped"] = sha256_json(self.skipped)
         for path in sorted({run.dataset.get("path") for run in self.runs if run.dataset.get("path")}):
-            keys[f"dataset-file:{path}"] = file_hash(self.project.root / path)
+            inside = isinstance(path, str) and self.project.contains(Path(path))
+            keys[f"dataset-file:{path}"] = file_hash(self.project.root / path) if inside else ""
         return keys
 
     def combined_hash(self, keys: list[str] | None = None) -> str:
@@ -216,7 +218,7 @@ class ProjectInputs:
         return self._dataset_cache[key]
 
     def _load_critical(self, path: str | None, expected_id: str | None, count) -> dict[str, bool] | None:
-        if not path or not expected_id or "@" not in expected_id:
+        if not isinstance(path, str) or not expected_id or "@" not in expected_id or not self.project.contains(Path(path)):
             return None
         try:
             rows = load_rows(self.project.root / path)
@@ -232,6 +234,7 @@ class ProjectInputs:
 
 def scan_project(project: Project) -> ProjectInputs:
     runs, skipped = _scan_runs(project.runs_dir)
+    outside: list[str] = []
     decisions_path = project.runs_dir / DECISIONS_FILE
     decisions, problems = read_decisions(decisions_path)
     return ProjectInputs(
@@ -241,8 +244,9 @@ def scan_project(project: Project) -> ProjectInputs:
         decisions=decisions,
         decision_problems=problems,
         decisions_hash=file_hash(decisions_path),
-        experiments=_scan_experiments(project.experiments_dir),
-        reports=_scan_reports(project.root / "reports"),
+        experiments=_scan_experiments(project, outside),
+        reports=_scan_reports(project, outside),
+        outside=outside,
     )
 
 
@@ -259,23 +263,34 @@ def _scan_runs(runs_dir: Path) -> tuple[list[RunSource], list[str]]:
     return runs, skipped
 
 
-def _scan_experiments(experiments_dir: Path) -> dict[str, ExperimentSource]:
+def _scan_experiments(project: Project, outside: list[str]) -> dict[str, ExperimentSource]:
     found: dict[str, ExperimentSource] = {}
-    if not experiments_dir.is_dir():
+    if not project.experiments_dir.is_dir():
         return found
-    for path in sorted(experiments_dir.iterdir()):
-        if path.suffix.lower() in MANIFEST_SUFFIXES and path.is_file():
+    for path in sorted(project.experiments_dir.iterdir()):
+        if path.suffix.lower() in MANIFEST_SUFFIXES and path.is_file() and in_project(project, path, outside):
             text = path.read_text(encoding="utf-8", errors="replace")
             name = _manifest_name(text) or path.stem
             found.setdefault(name, ExperimentSource(name, path, text, file_hash(path)))
     return found
 
 
-def _scan_reports(reports_dir: Path) -> list[ReportSource]:
+def _scan_reports(project: Project, outside: list[str]) -> list[ReportSource]:
+    reports_dir = project.root / "reports"
     if not reports_dir.is_dir():
         return []
     return [ReportSource(path.relative_to(reports_dir).with_suffix("").as_posix(), path, file_hash(path))
-            for path in sorted(reports_dir.rglob("*.md")) if path.is_file()]
+            for path in sorted(reports_dir.rglob("*.md")) if path.is_file() and in_project(project, path, outside)]
+
+
+def in_project(project: Project, path: Path, outside: list[str]) -> bool:
+    """Whether ``path`` (symlinks resolved) stays in the project; if not, say so in ``outside``:
+    such a file is left out of the site, never read into it."""
+    if project.contains(path):
+        return True
+    shown = path.relative_to(project.root).as_posix() if path.is_relative_to(project.root) else str(path)
+    outside.append(f"{shown}: a symlink to outside the project; left out of the site")
+    return False
 
 
 def _manifest_name(text: str) -> str | None:

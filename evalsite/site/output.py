@@ -4,6 +4,10 @@ The folder holds ``.evalsite-build.json``: for every job (a page with its downlo
 hash of its inputs and the files it wrote. A later build keeps a job whose hash is unchanged and
 whose files are all present, rewrites the others, and deletes files no job produces any more.
 The record holds content hashes only (no times), so it is as deterministic as the pages.
+
+The record is read like any other file from outside: a committed ``site/`` may hold a tampered
+one. Only names that are plain relative paths resolving inside the output folder are ever
+written or deleted; any other entry is ignored with a warning (see docs/security.md).
 """
 
 from __future__ import annotations
@@ -39,8 +43,11 @@ class SiteWriter:
 
     @classmethod
     def open(cls, out_dir: Path, warn_bytes: int, *, full: bool = False) -> SiteWriter:
-        """Refuse a non-empty folder that evalsite did not build, so a wrong ``--out`` deletes nothing."""
-        out_dir = Path(out_dir)
+        """Refuse a non-empty folder that evalsite did not build, so a wrong ``--out`` deletes nothing.
+
+        The folder is resolved first (``missing/../runs`` is ``runs``), and a new folder gets an empty
+        record before any page is written, so a first build killed early does not block the next."""
+        out_dir = Path(os.path.realpath(out_dir))
         record = out_dir / BUILD_RECORD
         if out_dir.exists() and not out_dir.is_dir():
             raise SiteError(f"{out_dir}: exists and is not a folder; choose another --out")
@@ -49,10 +56,13 @@ class SiteWriter:
         if out_dir.is_dir() and any(out_dir.iterdir()) and not record.is_file():
             raise SiteError(f"{out_dir}: folder is not empty and was not built by evalsite; empty it or choose another --out")
         writer = cls(out_dir, warn_bytes)
-        if record.is_file() and not full:
-            writer.previous = _read_record(record)
-        elif record.is_file():
-            writer.previous = {key: JobRecord("", job.files) for key, job in _read_record(record).items()}
+        if not record.is_file():
+            out_dir.mkdir(parents=True, exist_ok=True)
+            _write_record(record, {})
+            return writer
+        previous, ignored = _read_record(record)
+        writer.warnings.extend(f"{BUILD_RECORD}: ignoring {name!r}, not a file inside the site folder" for name in ignored)
+        writer.previous = {key: JobRecord("", job.files) for key, job in previous.items()} if full else previous
         return writer
 
     def is_fresh(self, key: str, input_hash: str) -> bool:
@@ -69,14 +79,14 @@ class SiteWriter:
         for name, content in sorted(files.items()):
             path = self.out_dir / name
             path.parent.mkdir(parents=True, exist_ok=True)
-            temp = path.with_name(f".{path.name}.tmp")
-            temp.write_bytes(content)
-            os.replace(temp, path)
+            if not self._inside(name):
+                raise SiteError(f"refusing to write {name!r}: a symlink in the site folder leads outside it")
+            _replace(path, content)
         self.current[key] = JobRecord(input_hash, sorted(files))
         self.written += 1
 
     def _check(self, name: str, content: bytes) -> None:
-        if name.startswith("/") or ".." in name.split("/"):
+        if not plain_name(name):
             raise SiteError(f"refusing to write {name!r} outside the site folder")
         owners = [k for k, job in self.current.items() if name in job.files]
         if owners:
@@ -92,28 +102,67 @@ class SiteWriter:
         produced = {f for job in self.current.values() for f in job.files}
         for job in self.previous.values():
             for name in job.files:
-                if name not in produced and (self.out_dir / name).is_file():
-                    (self.out_dir / name).unlink()
-                    _prune_empty_parents(self.out_dir / name, self.out_dir)
+                path = self.out_dir / name
+                if name not in produced and self._inside(name) and (path.is_file() or path.is_symlink()):
+                    path.unlink()
+                    _prune_empty_parents(path, self.out_dir)
         self.out_dir.mkdir(parents=True, exist_ok=True)
-        record = {
-            "record_version": RECORD_VERSION,
-            "jobs": {key: {"input_hash": job.input_hash, "files": job.files} for key, job in sorted(self.current.items())},
-        }
-        (self.out_dir / BUILD_RECORD).write_text(json.dumps(record, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        _write_record(self.out_dir / BUILD_RECORD, self.current)
 
     def files(self) -> list[str]:
         return sorted(f for job in self.current.values() for f in job.files)
 
+    def _inside(self, name: str) -> bool:
+        """``name`` is a plain relative path whose folder resolves inside the output folder (no
+        symlinked folder leads out); the file itself may be a symlink, which is replaced, not followed."""
+        if not plain_name(name):
+            return False
+        folder = (self.out_dir / name).parent.resolve()
+        return folder == self.out_dir or self.out_dir in folder.parents
 
-def _read_record(path: Path) -> dict[str, JobRecord]:
+
+def plain_name(name: object) -> bool:
+    """A site-relative posix path the build could have written: no absolute path, ``..``, ``.``,
+    empty part, backslash or NUL, and not the build record itself."""
+    if not isinstance(name, str) or not name or name == BUILD_RECORD or "\\" in name or "\0" in name:
+        return False
+    return not name.startswith("/") and all(part not in ("", ".", "..") for part in name.split("/"))
+
+
+def _write_record(path: Path, jobs: dict[str, JobRecord]) -> None:
+    record = {
+        "record_version": RECORD_VERSION,
+        "jobs": {key: {"input_hash": job.input_hash, "files": job.files} for key, job in sorted(jobs.items())},
+    }
+    _replace(path, (json.dumps(record, indent=1, sort_keys=True) + "\n").encode("utf-8"))
+
+
+def _replace(path: Path, content: bytes) -> None:
+    """Write through a fresh temporary file renamed over ``path``: a symlink planted at either name
+    is replaced, never written through."""
+    temp = path.with_name(f".{path.name}.tmp")
+    temp.unlink(missing_ok=True)
+    temp.write_bytes(content)
+    os.replace(temp, path)
+
+
+def _read_record(path: Path) -> tuple[dict[str, JobRecord], list[str]]:
+    """The jobs of a build record, and the file names it lists that no build could have written."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
         if data.get("record_version") != RECORD_VERSION:
-            return {}
-        return {key: JobRecord(str(job["input_hash"]), [str(f) for f in job["files"]]) for key, job in data["jobs"].items()}
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return {}
+            return {}, []
+        jobs = {str(key): JobRecord(str(job["input_hash"]), _as_list(job["files"])) for key, job in data["jobs"].items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
+        return {}, []
+    ignored = sorted({str(f) for job in jobs.values() for f in job.files if not plain_name(f)})
+    return {key: JobRecord(job.input_hash, [f for f in job.files if plain_name(f)]) for key, job in jobs.items()}, ignored
+
+
+def _as_list(files: object) -> list:
+    if not isinstance(files, list):
+        raise TypeError("files is not a list")
+    return files
 
 
 def _built_before_records(out_dir: Path) -> bool:
@@ -124,6 +173,6 @@ def _built_before_records(out_dir: Path) -> bool:
 
 def _prune_empty_parents(path: Path, root: Path) -> None:
     folder = path.parent
-    while folder != root and folder.is_dir() and not any(folder.iterdir()):
+    while root in folder.parents and folder.is_dir() and not any(folder.iterdir()):
         folder.rmdir()
         folder = folder.parent

@@ -17,7 +17,15 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from jinja2 import ChoiceLoader, Environment, FileSystemLoader, PrefixLoader, StrictUndefined, select_autoescape
+from jinja2 import (
+    ChoiceLoader,
+    Environment,
+    FileSystemLoader,
+    PrefixLoader,
+    StrictUndefined,
+    TemplateNotFound,
+    select_autoescape,
+)
 
 from evalsite.runlog.hashing import sha256_text
 from evalsite.site import formatting
@@ -32,10 +40,26 @@ def builtin_theme_dir(kind: str) -> Path:
     return installed if installed.is_dir() else PACKAGE_DIR.parent / kind
 
 
-def environment(project_templates: Path) -> Environment:
+class ProjectLoader(FileSystemLoader):
+    """The project's ``templates/``, minus any file whose real path leaves the project (a symlink to
+    ``/proc/self/environ``): such a name falls through to the built-in template, as if absent."""
+
+    def __init__(self, folder: Path, root: Path) -> None:
+        super().__init__(str(folder))
+        self.root = root
+
+    def get_source(self, environment: Environment, template: str):
+        source, filename, uptodate = super().get_source(environment, template)
+        if not inside(self.root, Path(filename)):
+            raise TemplateNotFound(template)
+        return source, filename, uptodate
+
+
+def environment(project_templates: Path, root: Path | None = None) -> Environment:
     """Project templates override built-ins file by file; ``builtin/`` always reaches the default."""
     builtin = FileSystemLoader(str(builtin_theme_dir("templates")))
-    loaders = [FileSystemLoader(str(project_templates))] if project_templates.is_dir() else []
+    root = project_templates.parent if root is None else root
+    loaders = [ProjectLoader(project_templates, root)] if project_templates.is_dir() else []
     env = Environment(
         loader=ChoiceLoader([*loaders, builtin, PrefixLoader({"builtin": builtin})]),
         autoescape=select_autoescape(default=True, default_for_string=True),
@@ -54,6 +78,7 @@ class Theme:
     assets: dict[str, str]
     files: dict[str, bytes]
     content_hash: str
+    warnings: tuple[str, ...] = ()
 
     def asset(self, name: str) -> str:
         """The hashed path (relative to the site root) of static file ``name``."""
@@ -63,26 +88,50 @@ class Theme:
             raise KeyError(f"no static file {name!r} in the theme") from None
 
 
-def load_theme(project_templates: Path, project_static: Path) -> Theme:
-    env = environment(project_templates)
-    sources = _overlay(builtin_theme_dir("static"), project_static)
+def load_theme(project_templates: Path, project_static: Path, root: Path | None = None) -> Theme:
+    """The theme of a project whose root is ``root`` (default: the folder holding ``templates/``);
+    project files whose real path leaves the root are left out (named in ``Theme.warnings``)."""
+    root = (project_templates.parent if root is None else root).resolve()
+    env = environment(project_templates, root)
+    outside: list[str] = []
+    sources = {**_files(builtin_theme_dir("static")), **_project_files(project_static, root, outside)}
     assets, files = _hash_assets(sources)
-    template_files = _overlay(builtin_theme_dir("templates"), project_templates)
-    template_files.update({f"builtin/{k}": v for k, v in _overlay(builtin_theme_dir("templates")).items()})
+    builtin_templates = _files(builtin_theme_dir("templates"))
+    template_files = {**builtin_templates, **_project_files(project_templates, root, outside)}
+    template_files.update({f"builtin/{k}": v for k, v in builtin_templates.items()})
     content_hash = sha256_text(repr(sorted((k, _sha256(v)) for k, v in {**template_files, **files}.items())))
-    theme = Theme(env, assets, files, content_hash[:16])
+    warnings = tuple(f"{name}: a symlink to outside the project; left out of the site" for name in outside)
+    theme = Theme(env, assets, files, content_hash[:16], warnings)
     env.globals["asset"] = theme.asset
     return theme
 
 
-def _overlay(*folders: Path) -> dict[str, bytes]:
-    """Relative posix path → bytes; later folders replace earlier ones file by file."""
+def inside(root: Path, path: Path) -> bool:
+    """``path``, symlinks resolved, lies under ``root`` (a resolved folder)."""
+    resolved = path.resolve()
+    return resolved == root or root in resolved.parents
+
+
+def _paths(folder: Path) -> dict[str, Path]:
+    """Relative posix path → file, hidden files and folders left out."""
+    if not folder.is_dir():
+        return {}
+    return {path.relative_to(folder).as_posix(): path for path in sorted(folder.rglob("*"))
+            if path.is_file() and not any(part.startswith(".") for part in path.relative_to(folder).parts)}
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {name: path.read_bytes() for name, path in _paths(folder).items()}
+
+
+def _project_files(folder: Path, root: Path, outside: list[str]) -> dict[str, bytes]:
+    """The project's overrides; a file whose real path leaves ``root`` is named in ``outside``, never read."""
     found: dict[str, bytes] = {}
-    for folder in folders:
-        if folder.is_dir():
-            for path in sorted(folder.rglob("*")):
-                if path.is_file() and not any(part.startswith(".") for part in path.relative_to(folder).parts):
-                    found[path.relative_to(folder).as_posix()] = path.read_bytes()
+    for name, path in _paths(folder).items():
+        if inside(root, path):
+            found[name] = path.read_bytes()
+        else:
+            outside.append(f"{folder.name}/{name}")
     return found
 
 

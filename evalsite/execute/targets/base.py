@@ -7,6 +7,7 @@ asked for).
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -31,6 +32,7 @@ class TargetRequest:
 COMMON_SETTINGS = {"timeout"}  # read by the runner for every target: seconds per call
 SECRET_NAME = re.compile(r"authorization|api[-_]?key|token|secret|password|cookie", re.IGNORECASE)
 RESULT_KEYS = ("output", "input_tokens", "output_tokens", "cost_usd", "finish_reason")
+MAX_TOKENS = 10**12  # far above any real call; larger counts overflow a float cost
 
 
 @dataclass
@@ -76,24 +78,38 @@ def result_from_value(value: Any) -> TargetResult:
             return TargetResult(error=f"target returned unknown keys: {', '.join(sorted(unknown))}")
         if "output" not in value:
             return TargetResult(error="target returned a dict without 'output'")
-        problem = _count_problem(value)
-        if problem:
-            return TargetResult(error=problem)
-        return TargetResult(**value)
+        return checked_result(TargetResult(**value))
     if value is None:
         return TargetResult(error="target returned None instead of an output")
     return TargetResult(output=value)
 
 
-def _count_problem(value: dict) -> str | None:
+def checked_result(result: TargetResult) -> TargetResult:
+    """``result``, or, when a number it reports is unusable, the same reply with the numbers left
+    out and an error naming the value: a NaN or negative billed cost would otherwise be recorded
+    and switch off ``--max-cost`` (``spent + nan`` never reaches a ceiling)."""
+    problem = result_problem(result)
+    if problem is None:
+        return result
+    return TargetResult(output=result.output, finish_reason=result.finish_reason, error=result.error or problem,
+                        extra=result.extra)
+
+
+def result_problem(result: TargetResult) -> str | None:
+    """Why a token count or billed cost from outside (a provider, a project's code) cannot be kept."""
     for key in ("input_tokens", "output_tokens"):
-        count = value.get(key)
-        if count is not None and (isinstance(count, bool) or not isinstance(count, int) or count < 0):
+        count = getattr(result, key)
+        if count is not None and (isinstance(count, bool) or not isinstance(count, int) or not 0 <= count <= MAX_TOKENS):
             return f"target returned {key}={count!r}; expected a whole number >= 0 or null"
-    cost = value.get("cost_usd")
-    if cost is not None and (isinstance(cost, bool) or not isinstance(cost, (int, float)) or cost < 0):
-        return f"target returned cost_usd={cost!r}; expected a number >= 0 or null"
+    cost = result.cost_usd
+    if cost is not None and not is_cost(cost):
+        return f"target returned cost_usd={cost!r}; expected a finite number >= 0 or null"
     return None
+
+
+def is_cost(value: Any) -> bool:
+    """A usable amount of US dollars: a finite number >= 0 (not a bool)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
 
 
 def refuse_secret_names(mapping: dict, key: str, instead: str) -> None:
@@ -161,7 +177,10 @@ def replays_turns(target: Target) -> bool:
 
 def call_cost(result: TargetResult, price: dict | None) -> float | None:
     """Billed cost when the target reports it, else tokens × ``price`` (USD per million input and
-    output tokens); ``None`` (unknown, never 0) when neither is known."""
+    output tokens); ``None`` (unknown, never 0) when neither is known. A reported cost or count
+    that :func:`result_problem` refuses is unknown here too (a judge's reply, say), never NaN."""
+    if result_problem(result) is not None:
+        return None
     if result.cost_usd is not None:
         return result.cost_usd
     if not price or result.input_tokens is None or result.output_tokens is None:

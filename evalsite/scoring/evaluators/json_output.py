@@ -1,33 +1,70 @@
 """``json`` and ``json_schema``: the output is JSON (a whole-reply ```json fence is stripped),
-optionally valid against a JSON Schema and agreeing with the expected value on chosen fields."""
+optionally valid against a JSON Schema and agreeing with the expected value on chosen fields.
+
+A schema's ``pattern`` and ``patternProperties`` are user patterns: jsonschema would run them with
+Python's ``re``, which no timeout or signal can stop (a catastrophic pattern hung a run, deaf to
+SIGTERM). Its keyword code gets :data:`BOUNDED_RE` in place of ``re``, which searches with the
+``regex`` package under the evaluator's ``timeout`` and ``max_chars``, like the ``regex`` evaluator.
+"""
 
 from __future__ import annotations
 
+import contextvars
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import jsonschema
+import jsonschema._keywords
+import jsonschema._legacy_keywords
+import jsonschema._utils
 import yaml
 
 from evalsite.runlog.hashing import canonical_json
 from evalsite.scoring.evaluators.base import CaseView, Evaluator, Outcome, ScoringError, register_evaluator
-from evalsite.scoring.evaluators.text import strip_fence
+from evalsite.scoring.evaluators.text import PatternLimits, compile_user_pattern, strip_fence
 
 _MISSING = object()
+_LIMITS: contextvars.ContextVar[PatternLimits | None] = contextvars.ContextVar("schema_pattern_limits", default=None)
+
+
+class _BoundedRe:
+    """``re`` as jsonschema's keyword modules see it: ``search`` is bounded while a ``json``
+    evaluator validates an output; evalsite's own schemas (the manifest's) keep plain ``re``."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(re, name)
+
+    @staticmethod
+    def search(pattern: str, string: str, flags: int = 0):
+        limits = _LIMITS.get()
+        if limits is None:
+            return re.search(pattern, string, flags)
+        try:
+            compiled = compile_user_pattern(pattern, key="schema pattern")
+        except ValueError as exc:
+            raise ScoringError(str(exc)) from None
+        return limits.search(compiled, string)
+
+
+BOUNDED_RE = _BoundedRe()
+for _module in (jsonschema._keywords, jsonschema._legacy_keywords, jsonschema._utils):
+    _module.re = BOUNDED_RE  # type: ignore[attr-defined]
 
 
 @register_evaluator("json")
 class Json(Evaluator):
     """Params: ``schema`` (a JSON Schema mapping, or the path of a .json/.yaml file holding one,
     relative to the project root), ``fields`` (dotted paths compared with the expected value —
-    ``value`` or the row's expected, an object or JSON text), ``value``.
+    ``value`` or the row's expected, an object or JSON text), ``value``, and ``timeout`` (seconds,
+    default 1) and ``max_chars`` (default 100000) for each schema ``pattern`` search.
 
     Score 0 for invalid JSON or a schema violation; with ``fields``, the share of fields equal to
     the expected ones (passes when all are); otherwise 1.
     """
 
-    param_names = ("schema", "fields", "value")
+    param_names = ("schema", "fields", "value", "timeout", "max_chars")
     helper_modules = ("evalsite.scoring.evaluators.text",)
     schema_required = False
 
@@ -36,6 +73,7 @@ class Json(Evaluator):
         if fields is not None and (not fields or not all(isinstance(f, str) and f for f in fields)):
             raise ValueError(f"fields: needs a non-empty list of field paths such as 'user.name', got {fields!r}")
         self.fields = fields or []
+        self.limits = PatternLimits(self)
         self.schema = self._load_schema(self.params.get("schema"))
         self.validator = None if self.schema is None else jsonschema.validators.validator_for(self.schema)(self.schema)
 
@@ -64,7 +102,12 @@ class Json(Evaluator):
         except ValueError as exc:
             return Outcome.check(False, f"not valid JSON: {exc}")
         if self.validator is not None:
-            error = next(iter(sorted(self.validator.iter_errors(document), key=lambda e: list(e.path))), None)
+            token = _LIMITS.set(self.limits)
+            try:
+                errors = list(self.validator.iter_errors(document))
+            finally:
+                _LIMITS.reset(token)
+            error = next(iter(sorted(errors, key=lambda e: list(e.path))), None)
             if error is not None:
                 where = "/".join(map(str, error.path)) or "(root)"
                 return Outcome.check(False, f"schema: {where}: {error.message}")

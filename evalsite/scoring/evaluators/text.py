@@ -110,8 +110,8 @@ class PatternLimits:
     def __init__(self, evaluator):
         self.timeout = evaluator.option("timeout", (int, float), DEFAULT_TIMEOUT_S)
         self.max_chars = evaluator.option("max_chars", int, DEFAULT_MAX_CHARS)
-        if self.timeout <= 0 or self.max_chars <= 0:
-            raise ValueError("timeout and max_chars: need numbers above 0")
+        if not 0 < self.timeout < float("inf") or self.max_chars <= 0:
+            raise ValueError("timeout and max_chars: need finite numbers above 0")
 
     def search(self, pattern: regex.Pattern, text: str, full: bool = False):
         return bounded_search(pattern, text, timeout=self.timeout, max_chars=self.max_chars, full=full)
