@@ -99,6 +99,3 @@ def run_command(ctx, manifest: Path, arm_ids, repeat, concurrency, overrides, dr
         click.echo(f"site: {report.out_dir / 'index.html'}", err=True)
     if not batch.acceptable(allow_failures):
         sys.exit(1)
-
-
-COMMANDS = [run_command]
