@@ -60,3 +60,8 @@ def test_every_command_defined_under_cli_is_listed():
 def test_unknown_command_is_refused_by_click():
     result = subprocess.run([sys.executable, "-m", "evalsite", "nope"], capture_output=True, text=True)
     assert result.returncode == 2 and "No such command 'nope'" in result.stderr
+
+
+def test_the_run_command_imports_no_scipy_duckdb_or_jinja_until_used():
+    loaded = modules_loaded_by("from evalsite.cli import main\nmain.commands['run']")
+    assert not loaded & {"scipy", "duckdb", "jinja2"}
