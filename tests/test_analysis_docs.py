@@ -10,7 +10,10 @@ import pytest
 from analysis_support import example_runs, project  # noqa: F401
 from conftest import REPO
 
-from evalsite.cli.analysis import COMMANDS
+from evalsite.cli import COMMANDS as ALL_COMMANDS
+from evalsite.cli import main
+
+COMMANDS = [main.commands[entry.name] for entry in ALL_COMMANDS if entry.target.startswith("analysis:")]
 
 API = REPO / "docs" / "reference" / "python-api.md"
 COMMANDS_DOC = REPO / "docs" / "reference" / "commands" / "analysis.md"

@@ -90,7 +90,7 @@ def test_friedman_and_nemenyi_agree_with_independent_formulas(project):
     item_means = np.column_stack([item_repeat_matrix(project, run_id(project, arm))[1].mean(axis=1) for arm in ARMS])
     friedman = board["verdict"]["friedman"]
     assert friedman["statistic"] == pytest.approx(scipy_stats.friedmanchisquare(*item_means.T).statistic)
-    assert friedman["kind"] == "permutation" and friedman["n_resamples"] == 5000
+    assert friedman["kind"] == "permutation" and 100 <= friedman["n_resamples"] <= 5000  # stops early once clear of 0.05
     ranks = scipy_stats.rankdata(-item_means, axis=1).mean(axis=0)
     labels = [arm["summary"]["arm"]["label"] for arm in board["arms"]]
     assert [arm["mean_rank"] for arm in board["arms"]] == pytest.approx([ranks[ARMS.index(label)] for label in labels])

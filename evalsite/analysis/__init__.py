@@ -12,50 +12,49 @@ The data layer reads the DuckDB views (``evalsite.analysis.db``) and the statist
 * ``one_run``: one run's bootstrap intervals and its noise and flakiness across repeats.
 * ``plain``: any report as JSON-ready data.
 
-See docs/reference/python-api.md.
+See docs/reference/python-api.md. The names below load their module on first use (PEP 562), so
+importing one module of the package (the runner imports ``summary``) does not import scipy and
+DuckDB through all the others.
 """
 
-from evalsite.analysis.arms import ArmSummary, CostSummary, LatencySummary, summarise_arms
-from evalsite.analysis.family import Comparison, FamilyTest, family_test
-from evalsite.analysis.items import DroppedItem, ItemLabels, ItemMatrix, item_labels, item_matrix
-from evalsite.analysis.json_data import plain
-from evalsite.analysis.leaderboard import (
-    ArmsOnDataset,
-    HoldoutReport,
-    Leaderboard,
-    OrderVerdict,
-    RankedArm,
-    StabilityReport,
-    arms_on_dataset,
-    holdout_report,
-    leaderboard,
-    leaderboard_of,
-    order_verdict,
-    stability_report,
-)
-from evalsite.analysis.one_run import (
-    BootstrapReport,
-    Estimate,
-    ItemFlakiness,
-    NoiseReport,
-    bootstrap_report,
-    noise_report,
-    run_matrix,
-)
-from evalsite.analysis.selection import (
-    ArmRun,
-    DatasetGroups,
-    DatasetRuns,
-    LeftOut,
-    Selection,
-    arm_labels,
-    choose_dataset,
-    comparable_groups,
-    datasets_with_runs,
-    require_comparable,
-    runs_by_reference,
-    select_runs,
-)
+from __future__ import annotations
+
+import importlib
+import sys
+from types import ModuleType
+from typing import Any
+
+_EXPORTS = {
+    **dict.fromkeys(('ArmSummary', 'CostSummary', 'LatencySummary', 'summarise_arms'), "arms"),
+    **dict.fromkeys(('Comparison', 'FamilyTest', 'family_test'), "family"),
+    **dict.fromkeys(('DroppedItem', 'ItemLabels', 'ItemMatrix', 'item_labels', 'item_matrix'), "items"),
+    **dict.fromkeys(('plain',), "json_data"),
+    **dict.fromkeys(('ArmsOnDataset', 'HoldoutReport', 'Leaderboard', 'OrderVerdict', 'RankedArm', 'StabilityReport', 'arms_on_dataset', 'holdout_report', 'leaderboard', 'leaderboard_of', 'order_verdict', 'stability_report'), "leaderboard"),
+    **dict.fromkeys(('BootstrapReport', 'Estimate', 'ItemFlakiness', 'NoiseReport', 'bootstrap_report', 'noise_report', 'run_matrix'), "one_run"),
+    **dict.fromkeys(('ArmRun', 'DatasetGroups', 'DatasetRuns', 'LeftOut', 'Selection', 'arm_labels', 'choose_dataset', 'comparable_groups', 'datasets_with_runs', 'require_comparable', 'runs_by_reference', 'select_runs'), "selection"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
+    globals()[name] = value
+    return value
+
+
+class _Package(ModuleType):
+    """Keeps an exported name bound to the export when a submodule of that name is imported
+    (``leaderboard`` is both), as the eager ``from ... import`` used to."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if isinstance(value, ModuleType) and _EXPORTS.get(name) == name:
+            value = getattr(value, name)
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
+
 
 __all__ = [
     "ArmRun", "ArmSummary", "ArmsOnDataset", "BootstrapReport", "Comparison", "CostSummary", "DatasetGroups", "DatasetRuns",

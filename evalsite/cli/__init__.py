@@ -1,30 +1,86 @@
 """The ``evalsite`` command line: click commands only, one module per area, no logic here.
 
-Every module in this package that defines ``COMMANDS`` contributes its commands; adding a
-command is adding a module, with no list to keep in step.
+``COMMANDS`` is the explicit list of top-level commands: name, the module and attribute that
+define it, and its one-line help. A command's module is imported only when that command runs
+(or its own ``--help`` is asked for), so ``evalsite --help`` and ``evalsite runs`` do not pay
+for scipy, Jinja or the runner. tests/test_cli_lazy.py checks that the help given here is the
+command's own and that every command defined under evalsite/cli/ is listed.
 """
 
 from __future__ import annotations
 
 import importlib
-import pkgutil
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 
 import click
 
 from evalsite import __version__
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@dataclass(frozen=True)
+class CommandEntry:
+    name: str
+    target: str  # "module:attribute" under evalsite.cli
+    help: str  # the command's short help, shown by `evalsite --help` without importing it
+
+
+COMMANDS = (
+    CommandEntry("bootstrap", "analysis:bootstrap_command", "Intervals for RUN's mean and pass rate."),
+    CommandEntry("build", "build:build_command", "Render the static site (only pages whose inputs changed)."),
+    CommandEntry("check-claims", "claims:check_claims_command", "Re-derive every claim in reports/*.md (or FILES) from the runs; exit 1 unless all hold."),
+    CommandEntry("compare", "compare:compare_command", "Compare RUN with its baseline, fingerprint first."),
+    CommandEntry("dataset", "dataset:dataset_group", "Freeze, verify and describe dataset files."),
+    CommandEntry("family-test", "analysis:family_test_command", "RUN against a declared family of runs, Holm-corrected."),
+    CommandEntry("holdout", "analysis:holdout_command", "Does the pilot order of the arms hold on the holdout items?"),
+    CommandEntry("import", "importer:import_command", "Turn another tool's results (FORMAT: promptfoo, inspect, lm-eval, jsonl, csv) into runs."),
+    CommandEntry("init", "init:init_command", "Scaffold a project: example dataset, manifest, targets, report, .gitignore, CI workflow."),
+    CommandEntry("leaderboard", "analysis:leaderboard_command", "Every arm on a dataset, and the order the data supports."),
+    CommandEntry("noise", "analysis:noise_command", "RUN's spread across repeats and each item's flakiness."),
+    CommandEntry("promote", "compare:promote_command", "Make RUN the baseline of its arm, with a reason."),
+    CommandEntry("query", "query:query_command", "Run SQL over the views runs, cases and scores."),
+    CommandEntry("rank-stability", "analysis:rank_stability_command", "How many items the order of the arms on a dataset needs."),
+    CommandEntry("rescore", "rescore:rescore_command", "Re-score a run's outputs as a new run."),
+    CommandEntry("run", "run:run_command", "Execute an experiment: one run per arm, written under runs/."),
+    CommandEntry("runs", "runs:runs_command", "List runs, newest first."),
+    CommandEntry("serve", "build:serve_command", "Serve the site on 127.0.0.1 and rebuild it when runs, data, manifests or the theme change."),
+    CommandEntry("show", "runs:show_command", "One run's summary."),
+    CommandEntry("validate", "validate:validate_command", "Check every manifest, dataset, lock and run; exit 1 listing every problem."),
+)
+
+
+class _LazyCommands(Mapping[str, click.Command]):
+    """Command name -> command, importing the command's module when it is first looked up."""
+
+    def __init__(self, entries: tuple[CommandEntry, ...]) -> None:
+        self.entries = {entry.name: entry for entry in entries}
+
+    def __getitem__(self, name: str) -> click.Command:
+        module, attribute = self.entries[name].target.split(":")
+        return getattr(importlib.import_module(f"{__name__}.{module}"), attribute)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.entries)
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+
+class LazyGroup(click.Group):
+    """A group whose commands are imported on first use (click's LazyGroup pattern); its
+    listing in ``--help`` uses the help strings of ``COMMANDS``, so it imports none of them."""
+
+    def __init__(self, *args, entries: tuple[CommandEntry, ...], **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.commands = _LazyCommands(entries)  # type: ignore[assignment]
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        entries = self.commands.entries  # type: ignore[attr-defined]
+        with formatter.section("Commands"):
+            formatter.write_dl([(name, entries[name].help) for name in self.list_commands(ctx)])
+
+
+@click.group(cls=LazyGroup, entries=COMMANDS, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="evalsite")
 def main() -> None:
     """Run experiments into append-only run logs, test them honestly, publish a static site."""
-
-
-def _register_commands() -> None:
-    for module_info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
-        module = importlib.import_module(f"{__name__}.{module_info.name}")
-        for command in getattr(module, "COMMANDS", ()):
-            main.add_command(command)
-
-
-_register_commands()

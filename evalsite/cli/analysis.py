@@ -128,6 +128,3 @@ def holdout_command(pilot, holdout_split, dataset, evaluator, as_json) -> None:
     Items are split by their metadata.split in the dataset file."""
     report = holdout_report(find_project(), dataset, evaluator=evaluator, pilot=pilot, holdout=holdout_split)
     _emit(report, as_json, show.holdout)
-
-
-COMMANDS = [leaderboard_command, family_test_command, bootstrap_command, rank_stability_command, noise_command, holdout_command]

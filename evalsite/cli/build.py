@@ -50,6 +50,3 @@ def serve_command(port: int, out_dir: Path | None) -> None:
         pass
     finally:
         live.stop()
-
-
-COMMANDS = [build_command, serve_command]

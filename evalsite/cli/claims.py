@@ -42,6 +42,3 @@ def check_claims_command(files, as_json, summary_file, junit_file) -> None:
         ])
     if any(r.status != HOLDS for r in results):
         sys.exit(1)
-
-
-COMMANDS = [check_claims_command]

@@ -159,6 +159,3 @@ def _print_regression(report: RegressionReport) -> None:
             if ids:
                 click.echo(f"  {title} ({len(ids)}): {', '.join(ids)}")
     click.echo()
-
-
-COMMANDS = [compare_command, promote_command]

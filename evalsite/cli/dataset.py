@@ -67,6 +67,3 @@ def show_command(path: Path, as_json: bool) -> None:
         if isinstance(value, dict):
             value = ", ".join(f"{name} ({count})" for name, count in value.items()) or "—"
         click.echo(f"{key.ljust(width)}  {value}")
-
-
-COMMANDS = [dataset_group]

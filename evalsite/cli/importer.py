@@ -45,6 +45,3 @@ def import_command(format_name: str, paths: tuple[Path, ...], dataset_name, arm_
         print_json(rows)
     else:
         print_table(rows, ["run_id", "arm", "status", "cases", "errors", "mean_score", "pass_rate", "dataset_id"])
-
-
-COMMANDS = [import_command]

@@ -25,6 +25,3 @@ def init_command(directory: Path, install: str | None, as_json: bool) -> None:
     for path in report.written:
         click.echo(f"wrote {directory / path}")
     click.echo(f"next: cd {directory} && evalsite run experiments/example.yaml --allow-failures && evalsite build")
-
-
-COMMANDS = [init_command]

@@ -37,6 +37,3 @@ def query_command(sql: str, as_csv: bool, as_json: bool) -> None:
         writer.writerows(rows)
     else:
         print_table(rows, columns)
-
-
-COMMANDS = [query_command]

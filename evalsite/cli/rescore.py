@@ -42,6 +42,3 @@ def rescore_command(run: str, manifest_path: Path | None, as_json: bool) -> None
             click.echo("critical failures: " + ", ".join(summary["critical_failures"]))
     if summary["passed"] is False or summary["critical_failures"]:
         sys.exit(1)
-
-
-COMMANDS = [rescore_command]

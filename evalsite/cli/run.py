@@ -18,7 +18,6 @@ from evalsite.execute.runner import execute_plan
 from evalsite.experiment.estimate import PlanEstimate, estimate_plan
 from evalsite.experiment.safety import MAX_CONCURRENCY, MAX_REPEAT
 from evalsite.project import find_project
-from evalsite.site import build_site
 
 
 def _check_assignments(context, parameter, values: tuple[str, ...]) -> tuple[str, ...]:
@@ -103,10 +102,9 @@ def run_command(ctx, manifest: Path, arm_ids, repeat, concurrency, overrides, dr
     if junit_file:
         write_junit(junit_file, f"evalsite.run.{plan.manifest.name}", run_junit_outcomes(project, batch))
     if build_after:
+        from evalsite.site import build_site  # only here: a run without --build needs no Jinja/DuckDB
+
         report = build_site(project)
         click.echo(f"site: {report.out_dir / 'index.html'}", err=True)
     if not batch.acceptable(allow_failures):
         sys.exit(1)
-
-
-COMMANDS = [run_command]

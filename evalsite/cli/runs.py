@@ -61,6 +61,3 @@ def show_command(run: str, as_json: bool) -> None:
         if evaluators:
             click.echo()
             print_table([{"evaluator": name, **totals} for name, totals in evaluators.items()], EVALUATOR_COLUMNS)
-
-
-COMMANDS = [runs_command, show_command]

@@ -31,6 +31,3 @@ def validate_command(as_json: bool) -> None:
 
 def _count(number: int, plural: str) -> str:
     return f"{number} {plural.removesuffix('s') if number == 1 else plural}"
-
-
-COMMANDS = [validate_command]

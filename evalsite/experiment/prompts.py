@@ -9,18 +9,24 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-from jinja2 import StrictUndefined, TemplateError, TemplateSyntaxError
-from jinja2.sandbox import SandboxedEnvironment
-
 from evalsite.errors import ManifestError
 
-_ENVIRONMENT = SandboxedEnvironment(undefined=StrictUndefined, keep_trailing_newline=True)
+
+@lru_cache(maxsize=1)
+def _environment():
+    """The sandbox, made on first use: a run without prompt templates never imports Jinja."""
+    from jinja2 import StrictUndefined
+    from jinja2.sandbox import SandboxedEnvironment
+
+    return SandboxedEnvironment(undefined=StrictUndefined, keep_trailing_newline=True)
 
 
 @lru_cache(maxsize=256)
 def _template(source: str):
+    from jinja2 import TemplateError
+
     try:
-        return _ENVIRONMENT.from_string(source)
+        return _environment().from_string(source)
     except TemplateError as exc:
         raise ManifestError(f"prompt: invalid template: {exc}") from None
 
@@ -32,16 +38,20 @@ def template_problems(prompt: Any) -> list[str]:
     sources = [("prompt", prompt)] if isinstance(prompt, str) else [
         (f"prompt[{index}].content", message["content"]) for index, message in enumerate(prompt)
     ]
+    from jinja2 import TemplateSyntaxError
+
     problems = []
     for where, source in sources:
         try:
-            _ENVIRONMENT.parse(source)
+            _environment().parse(source)
         except TemplateSyntaxError as exc:
             problems.append(f"{where}: invalid template on line {exc.lineno}: {exc.message}")
     return problems
 
 
 def render_template(source: str, variables: dict) -> str:
+    from jinja2 import TemplateError
+
     try:
         return _template(source).render(**variables)
     except TemplateError as exc:

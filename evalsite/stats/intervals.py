@@ -5,6 +5,12 @@ replacement, and recomputes the statistic on the chosen units. One-level interva
 computed by ``scipy.stats.bootstrap`` over the unit indices (BCa by default); the two-level
 bootstrap for items × repeats resamples items, then repeats within each chosen item, and
 reports a percentile interval.
+
+For the mean (of items, or of the items of chosen clusters) the BCa acceleration comes from a
+closed-form O(n) jackknife (:mod:`evalsite.stats._bca`) instead of scipy's n × (n - 1)
+leave-one-out array; the resamples are scipy's own, so the interval is the one
+``scipy.stats.bootstrap(method='BCa')`` gives. Mean intervals are remembered for identical
+inputs (an arm's mean and pass rate often coincide on pass/fail data).
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy import stats as scipy_stats
 
+from evalsite.stats._bca import bca_bounds, leave_one_out_ratios, remembered
 from evalsite.stats._inputs import paired_per_item, per_item_values, repeat_matrix
 
 Method = Literal["BCa", "percentile", "basic"]
@@ -157,6 +164,7 @@ class _UnitStatistic:
     n_units: int
     vectorized: bool
     label: str
+    jackknife: Callable[[], np.ndarray] | None = None  # closed-form leave-one-out estimates
 
 
 def _mean_interval(
@@ -166,22 +174,31 @@ def _mean_interval(
     if item_values.size >= 2 and np.ptp(item_values) == 0:
         value = float(item_values[0])
         return Interval(value, value, confidence, "degenerate: all values equal")
-    return _one_level_interval(
-        _mean_over_units(item_values, groups), confidence, seed, n_resamples, method
+    if groups is not None:
+        return _one_level_interval(
+            _mean_over_units(item_values, groups), confidence, seed, n_resamples, method
+        )
+    return remembered(
+        (item_values, confidence, seed, n_resamples, method),
+        lambda: _one_level_interval(
+            _mean_over_units(item_values, None), confidence, seed, n_resamples, method
+        ),
     )
 
 
 def _mean_over_units(item_values: np.ndarray, groups: Iterable[Hashable] | None) -> _UnitStatistic:
     if groups is None:
+        ones = np.ones_like(item_values)
         return _UnitStatistic(
-            lambda chosen, axis=-1: item_values[chosen].mean(axis=axis), item_values.size, True, ""
+            lambda chosen, axis=-1: item_values[chosen].mean(axis=axis), item_values.size, True, "",
+            lambda: leave_one_out_ratios(item_values, ones),
         )
     members = _cluster_members(groups, item_values.size)
     sums = np.array([item_values[m].sum() for m in members])
     counts = np.array([m.size for m in members], dtype=float)
     return _UnitStatistic(
         lambda chosen, axis=-1: sums[chosen].sum(axis=axis) / counts[chosen].sum(axis=axis),
-        len(members), True, "cluster ",
+        len(members), True, "cluster ", lambda: leave_one_out_ratios(sums, counts),
     )
 
 
@@ -214,6 +231,7 @@ def _one_level_interval(
 ) -> Interval:
     if unit_statistic.n_units < 2:
         return Interval(math.nan, math.nan, confidence, "undefined: fewer than 2 resampling units")
+    closed_form = method == "BCa" and unit_statistic.jackknife is not None
     with warnings.catch_warnings():  # degenerate data is handled below, not reported as warnings
         warnings.simplefilter("ignore", scipy_stats.DegenerateDataWarning)
         warnings.simplefilter("ignore", RuntimeWarning)
@@ -224,13 +242,17 @@ def _one_level_interval(
             batch=max(1, _RESAMPLE_CELLS // unit_statistic.n_units),
             vectorized=unit_statistic.vectorized,
             confidence_level=confidence,
-            method=method,
+            method="percentile" if closed_form else method,  # same resamples, no jackknife
             rng=np.random.default_rng(seed),
         )
-    low, high = (float(bound) for bound in result.confidence_interval)
+        distribution = np.asarray(result.bootstrap_distribution, dtype=float)
+        if closed_form:
+            estimate = float(unit_statistic.of_units(np.arange(unit_statistic.n_units)))
+            low, high = bca_bounds(distribution, estimate, unit_statistic.jackknife(), confidence)
+        else:
+            low, high = (float(bound) for bound in result.confidence_interval)
     if math.isfinite(low) and math.isfinite(high):
         return Interval(low, high, confidence, unit_statistic.label + method)
-    distribution = np.asarray(result.bootstrap_distribution, dtype=float)
     if np.ptp(distribution) == 0:
         value = float(distribution[0])
         return Interval(value, value, confidence, "degenerate: every resample gives the same value")

@@ -1,0 +1,70 @@
+"""BCa bounds from a bootstrap distribution and a closed-form jackknife, and a small memo.
+
+``scipy.stats.bootstrap(method='BCa')`` estimates the acceleration from the n leave-one-out
+values of the statistic, which it computes on an n × (n - 1) array: O(n²) time, the bulk of an
+interval on 100k items. For a ratio of sums (the mean, or the cluster mean: sum of values over
+sum of sizes of the chosen units) leaving unit i out gives (S - s_i) / (C - c_i) directly, so the
+same acceleration costs O(n). The bias correction, the adjusted levels and the quantiles follow
+scipy's ``_bca_interval`` step by step (Efron & Tibshirani 1993, 14.3 and 15.4), so the bounds
+equal scipy's up to floating-point rounding.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import numpy as np
+from scipy.special import ndtr, ndtri
+
+_T = TypeVar("_T")
+_MEMO_SIZE = 64
+_memo: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
+
+
+def leave_one_out_ratios(sums: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """sum(sums without unit i) / sum(sizes without unit i), for every unit i."""
+    return (sums.sum() - sums) / (sizes.sum() - sizes)
+
+
+def bca_bounds(
+    distribution: np.ndarray, estimate: float, jackknife: np.ndarray, confidence: float
+) -> tuple[float, float]:
+    """Bias-corrected and accelerated bounds; NaN where BCa is undefined (degenerate data)."""
+    resamples = distribution.size
+    below = np.count_nonzero(distribution < estimate) + np.count_nonzero(distribution <= estimate)
+    z0 = ndtri(below / (2 * resamples))
+    n = float(jackknife.size)
+    spread = (n - 1) * (jackknife.mean() - jackknife)
+    acceleration = (np.sum(spread**3) / n**3) / 6 / (np.sum(spread**2) / n**2) ** 1.5
+    z_alpha = float(ndtri((1 - confidence) / 2))
+    levels = []
+    for z in (z_alpha, -z_alpha):
+        shifted = z0 + z
+        levels.append(float(ndtr(z0 + shifted / (1 - acceleration * shifted))))
+    if not all(math.isfinite(level) for level in levels):
+        return math.nan, math.nan
+    low, high = np.quantile(distribution, levels)
+    return float(low), float(high)
+
+
+def remembered(key: tuple[Any, ...], compute: Callable[[], _T]) -> _T:
+    """``compute()``, reused when the same array (by content) and options come again.
+
+    The first element of ``key`` is an array, identified by a digest of its bytes; intervals
+    are pure functions of their inputs and seed, so a repeat is the same interval.
+    """
+    array = np.ascontiguousarray(key[0])
+    digest = hashlib.blake2b(array.tobytes(), digest_size=16).digest()
+    full_key = (digest, array.shape, array.dtype.str, *key[1:])
+    if full_key in _memo:
+        _memo.move_to_end(full_key)
+        return _memo[full_key]
+    value = compute()
+    _memo[full_key] = value
+    if len(_memo) > _MEMO_SIZE:
+        _memo.popitem(last=False)
+    return value
