@@ -24,7 +24,7 @@ from evalsite.execute.outcomes import BatchOutcome, RunOutcome
 from evalsite.execute.progress import Progress
 from evalsite.execute.retry import Abandoned, RetryPolicy
 from evalsite.execute.stopping import Budget, StopControl, manifest_ceiling
-from evalsite.execute.targets import make_target, replays_turns
+from evalsite.execute.targets import make_target, replays_turns, with_model
 from evalsite.experiment.datasets import Dataset
 from evalsite.experiment.plan import Config, Plan
 from evalsite.project import Project
@@ -92,7 +92,7 @@ class BatchRunner:
 
     def prepare(self, config: Config, resume_directory: Path | None) -> Job:
         try:
-            target = make_target(config.target, config.settings, self.project.root)
+            target = make_target(with_model(config.target, config.params.get("model")), config.settings, self.project.root)
             policy = RetryPolicy.from_schedule(self.plan.manifest.schedule, config.settings)
         except TargetError as exc:
             raise TargetError(f"arm {config.arm_id!r}: {exc.message}") from None

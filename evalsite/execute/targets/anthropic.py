@@ -63,7 +63,7 @@ def parse_message(data: dict) -> TargetResult:
     )
 
 
-@register_target("anthropic")
+@register_target("anthropic", model_in_spec=True)
 def _make(rest: str, settings: dict, project_root: Path) -> AnthropicMessages:
     check_settings("anthropic", settings, HTTP_SETTINGS | {"anthropic_version"})
     client = client_from_settings(

@@ -120,13 +120,17 @@ def check_settings(kind: str, settings: dict, allowed: set[str]) -> None:
 
 TargetFactory = Callable[[str, dict, Path], Target]
 _FACTORIES: dict[str, TargetFactory] = {}
+_MODEL_KINDS: set[str] = set()  # kinds whose spec rest is the model name (``openai:gpt-4o``)
 
 
-def register_target(kind: str):
-    """Register a factory ``(spec_rest, settings, project_root) -> Target`` for ``kind``."""
+def register_target(kind: str, *, model_in_spec: bool = False):
+    """Register a factory ``(spec_rest, settings, project_root) -> Target`` for ``kind``;
+    ``model_in_spec``: the rest of the spec names the model, so ``params.model`` can supply it."""
 
     def decorate(factory: TargetFactory) -> TargetFactory:
         _FACTORIES[kind] = factory
+        if model_in_spec:
+            _MODEL_KINDS.add(kind)
         return factory
 
     return decorate
@@ -143,6 +147,15 @@ def load_plugins() -> None:
             entry.load()
         except Exception as exc:  # a broken plugin must name itself, not crash with a traceback
             raise TargetError(f"target plugin {entry.name!r} ({entry.value}) failed to load: {exc}") from None
+
+
+def with_model(spec: str, model: Any) -> str:
+    """A kind written alone takes ``params.model``: ``openai`` with model ``gpt-4o`` is
+    ``openai:gpt-4o`` (so ``{target: openai, params: {model: …}}`` reads as it says, and a sweep
+    over ``model`` reaches the request)."""
+    if spec not in _MODEL_KINDS or not isinstance(model, str) or not model:
+        return spec
+    return f"{spec}:{model}"
 
 
 def make_target(spec: str, settings: dict, project_root: Path) -> Target:

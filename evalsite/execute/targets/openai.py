@@ -60,7 +60,7 @@ def billed_cost(in_usage, in_header: str | None) -> float | None:
         return None
 
 
-@register_target("openai")
+@register_target("openai", model_in_spec=True)
 def _make(rest: str, settings: dict, project_root: Path) -> OpenAIChat:
     check_settings("openai", settings, HTTP_SETTINGS)
     client = client_from_settings(

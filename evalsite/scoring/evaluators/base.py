@@ -85,7 +85,12 @@ class Outcome:
 
 
 class ScoringError(Exception):
-    """A case cannot be scored; the message is recorded as the score's ``error`` as is."""
+    """A case cannot be scored; the message is recorded as the score's ``error`` as is, with
+    ``cost_usd`` what the attempt spent (a judge's calls are paid for even when unparseable)."""
+
+    def __init__(self, message: str, cost_usd: float | None = None):
+        super().__init__(message)
+        self.cost_usd = cost_usd
 
 
 @dataclass
@@ -171,7 +176,7 @@ class Evaluator:
         try:
             outcome = await self.ameasure(case)
         except ScoringError as exc:
-            return self.error_score(str(exc), case.turn)
+            return self.error_score(str(exc), case.turn, exc.cost_usd)
         except Exception as exc:
             return self.error_score(f"{type(exc).__name__}: {exc}", case.turn)
         return self.to_score(outcome, case.turn)
@@ -196,8 +201,8 @@ class Evaluator:
         return Score(self.name, self.version, outcome.score, passed, outcome.label, outcome.detail,
                      turn=turn, spread=outcome.spread, cost_usd=outcome.cost_usd)
 
-    def error_score(self, message: str, turn: int | None = None) -> Score:
-        return Score(self.name, self.version, passed=False, error=message, turn=turn)
+    def error_score(self, message: str, turn: int | None = None, cost_usd: float | None = None) -> Score:
+        return Score(self.name, self.version, passed=False, error=message, turn=turn, cost_usd=cost_usd)
 
     def failed_generation(self, error: str) -> Score:
         return Score(self.name, self.version, score=0.0, passed=False, detail=f"generation failed: {error}")
