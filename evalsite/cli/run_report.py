@@ -63,6 +63,8 @@ def report_run(run: RunOutcome, *, ceiling_set: bool) -> None:
         warn(f"{run.arm_id}: outputs stopped at max_tokens (finish_reason length) on items {items}")
     if totals["critical_failures"]:
         warn(f"{run.arm_id}: critical rows failed: {listing(totals['critical_failures'])}")
+    if totals.get("served_model_changed"):
+        warn(f"{run.arm_id}: the served model changed mid-run: {', '.join(totals['served_models'])}")
     if totals["errors"]:
         warn(f"{run.arm_id}: {totals['errors']} case(s) failed to generate; see `evalsite show {run.run_id}`")
     if ceiling_set and totals["unknown_cost_cases"]:

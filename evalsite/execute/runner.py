@@ -246,7 +246,7 @@ class BatchRunner:
         return RunOutcome(writer.run_id, config.arm_id, status, totals)
 
     async def _work(self, job: Job, writer: RunWriter, keys, cases: list[dict]) -> None:
-        cases_executor = CaseExecutor(self.evaluators, self.stop.requested, self.rng)
+        cases_executor = CaseExecutor(self.evaluators, self.stop.requested, self.rng, self.plan.manifest.name)
 
         async def worker() -> None:
             for item, repeat in keys:

@@ -26,6 +26,10 @@ class TargetRequest:
     params: dict
     repeat: int
     item_id: str
+    thread_id: str | None = None  # one id for every call of a multi-turn replay (sent as THREAD_HEADER)
+
+
+THREAD_HEADER = "X-Evalsite-Thread"
 
 
 COMMON_SETTINGS = {"timeout"}  # read by the runner for every target: seconds per call
@@ -35,7 +39,11 @@ RESULT_KEYS = ("output", "input_tokens", "output_tokens", "cost_usd", "finish_re
 
 @dataclass
 class TargetResult:
-    """What a target answers. ``error`` set means the generation failed for good (no retry)."""
+    """What a target answers. ``error`` set means the generation failed for good (no retry).
+
+    Provenance, when the provider says: ``request_id`` (the response ``id``), ``served_model``
+    (the model that answered, which may differ from the one asked for) and ``system_fingerprint``.
+    """
 
     output: Any = None
     input_tokens: int | None = None
@@ -44,6 +52,9 @@ class TargetResult:
     finish_reason: str | None = None
     error: str | None = None
     extra: dict = field(default_factory=dict)
+    request_id: str | None = None
+    served_model: str | None = None
+    system_fingerprint: str | None = None
 
 
 class TransientTargetError(Exception):
@@ -53,9 +64,10 @@ class TransientTargetError(Exception):
     ``retry_after`` seconds when the provider said how long to wait.
     """
 
-    def __init__(self, message: str, retry_after: float | None = None):
+    def __init__(self, message: str, retry_after: float | None = None, request_id: str | None = None):
         super().__init__(message)
         self.retry_after = retry_after
+        self.request_id = request_id
 
 
 class Target(Protocol):
@@ -66,6 +78,11 @@ class Target(Protocol):
     async def generate(self, request: TargetRequest) -> TargetResult: ...
 
     async def aclose(self) -> None: ...
+
+
+def text_or_none(value: Any) -> str | None:
+    """A provenance field as a response gives it: a non-empty string, else unknown."""
+    return value if isinstance(value, str) and value else None
 
 
 def result_from_value(value: Any) -> TargetResult:
