@@ -33,9 +33,15 @@ def command_line(ctx: click.Context, drop: set[str], extra: list[str]) -> str:
 
 
 def resume_line(ctx: click.Context, run: RunOutcome) -> str | None:
+    """The command that finishes ``run``; a timed-out run's line drops ``--timeout`` (that
+    deadline was this invocation's, and would stop the resume again)."""
     if run.status == RunStatus.COMPLETED:
         return None
-    return command_line(ctx, {"resume"}, ["--resume", run.run_id])
+    return command_line(ctx, {"resume", *_spent_limits(run.status)}, ["--resume", run.run_id])
+
+
+def _spent_limits(status: str | None) -> set[str]:
+    return {"timeout"} if status == RunStatus.TIMED_OUT else set()
 
 
 def report_batch(ctx: click.Context, batch: BatchOutcome) -> None:
@@ -46,10 +52,12 @@ def report_batch(ctx: click.Context, batch: BatchOutcome) -> None:
         warn(f"stopped at the cost ceiling: ${batch.spent_usd:.4f} spent this time, ceiling ${batch.max_cost_usd:g}")
     elif batch.stop_reason == RunStatus.CANCELED:
         warn("canceled: every case that finished is on disk")
+    elif batch.stop_reason == RunStatus.TIMED_OUT:
+        warn("timed out: every case that finished is on disk")
     pending = [line for line in (resume_line(ctx, run) for run in batch.runs) if line]
     if batch.not_started:
         arms = [word for arm in batch.not_started for word in ("--arm", arm)]
-        pending.append(command_line(ctx, {"resume", "arm_ids"}, arms))
+        pending.append(command_line(ctx, {"resume", "arm_ids", *_spent_limits(batch.stop_reason)}, arms))
     if pending:
         click.echo("to continue, run:", err=True)
         for line in pending:

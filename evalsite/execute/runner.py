@@ -3,9 +3,10 @@
 A batch (one ``evalsite run``) executes its configs in turn. Within a run, ``concurrency``
 workers take (item, repeat) pairs from one queue; each case is one target call (or one call
 per user turn for a ``turns`` row) under the retry policy, then scored and appended to
-``cases.jsonl``. Stopping is cooperative: a cost ceiling or Ctrl-C stops new calls, lets the
-ones in flight finish (Ctrl-C abandons them after a grace period) and writes the footer with
-the reason, so ``--resume`` can continue the run without paying for anything twice.
+``cases.jsonl``. Stopping is cooperative: a cost ceiling, the batch's deadline (``--timeout``,
+``limits.timeout_s``) or Ctrl-C stops new calls, lets the ones in flight finish (the deadline and
+Ctrl-C abandon them after a grace period) and writes the footer with the reason, so ``--resume``
+can continue the run without paying for anything twice.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from evalsite.execute.cases import CaseExecutor, Job, prepare_input
 from evalsite.execute.outcomes import BatchOutcome, RunOutcome
 from evalsite.execute.progress import Progress
 from evalsite.execute.retry import Abandoned, RetryPolicy
-from evalsite.execute.stopping import Budget, StopControl, manifest_ceiling
+from evalsite.execute.stopping import Budget, StopControl, manifest_ceiling, manifest_deadline
 from evalsite.execute.targets import make_target, replays_turns, with_model
 from evalsite.experiment.datasets import Dataset
 from evalsite.experiment.plan import Config, Plan
@@ -49,8 +50,10 @@ def execute_plan(
     max_cost_usd: float | None = None,
     resume: str | None = None,
     progress: Progress | None = None,
+    timeout_s: float | None = None,
 ) -> BatchOutcome:
-    """Run every config of ``plan`` in turn (or continue the run ``resume`` names).
+    """Run every config of ``plan`` in turn (or continue the run ``resume`` names), stopping
+    new calls ``timeout_s`` seconds in (default ``limits.timeout_s``; None: no deadline).
 
     Everything that can be checked is checked before the first call: targets and their
     settings, the schedule, every row's rendered input, and for a resume the fingerprint.
@@ -65,6 +68,7 @@ def execute_plan(
         concurrency=concurrency or plan.manifest.concurrency,
         budget=Budget(max_cost_usd if max_cost_usd is not None else manifest_ceiling(plan.manifest)),
         progress=progress or Progress(enabled=False),
+        deadline_s=timeout_s if timeout_s is not None else manifest_deadline(plan.manifest),
     )
     configs = plan.configs
     resume_directory = None
@@ -84,6 +88,7 @@ class BatchRunner:
     concurrency: int
     budget: Budget
     progress: Progress
+    deadline_s: float | None = None
     stop: StopControl = field(default_factory=StopControl)
     batch_id: str = field(default_factory=lambda: new_run_id("batch"))
     rng: random.Random = field(default_factory=random.Random)  # backoff jitter only
@@ -159,6 +164,7 @@ class BatchRunner:
             "backoff_s": policy.backoff,
             "max_backoff_s": policy.max_backoff,
             "max_cost_usd": self.budget.limit,
+            "deadline_s": self.deadline_s,
         }
 
     # ----- the batch
@@ -168,6 +174,7 @@ class BatchRunner:
         # sync python targets run in threads: as many as cases in flight, not the default few
         loop.set_default_executor(ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="evalsite"))
         handled = self._handle_signals(loop)
+        deadline = None if self.deadline_s is None else loop.call_later(self.deadline_s, self._timed_out, loop)
         runs, not_started = [], []
         try:
             for job in jobs:
@@ -176,6 +183,8 @@ class BatchRunner:
                     continue
                 runs.append(await self._execute_run(job))
         finally:
+            if deadline is not None:
+                deadline.cancel()
             for signal_number in handled:
                 loop.remove_signal_handler(signal_number)
             for job in jobs:
@@ -202,6 +211,15 @@ class BatchRunner:
             f"canceling: no new calls; waiting up to {CANCEL_GRACE_SECONDS:g} s for calls in flight "
             "(Ctrl-C again to abandon them)"
         )
+        loop.call_later(CANCEL_GRACE_SECONDS, self.stop.abandon_in_flight)
+
+    def _timed_out(self, loop: asyncio.AbstractEventLoop) -> None:
+        """The deadline: no new calls; calls in flight get the grace period, then are abandoned."""
+        if self.stop.requested():
+            return
+        self.stop.request(RunStatus.TIMED_OUT)
+        self.progress.notice(f"timed out after {self.deadline_s:g} s: no new calls; waiting up to "
+                             f"{CANCEL_GRACE_SECONDS:g} s for calls in flight")
         loop.call_later(CANCEL_GRACE_SECONDS, self.stop.abandon_in_flight)
 
     # ----- one run
