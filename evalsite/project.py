@@ -17,6 +17,7 @@ from pathlib import Path
 from evalsite.errors import ProjectError, TargetError
 
 PROJECT_MARKERS = ("evalsite.toml", "experiments", "data")
+DEFAULT_MAX_ERROR_RATE = 0.5
 
 
 @dataclass(frozen=True)
@@ -87,6 +88,15 @@ def _read_settings(root: Path) -> dict:
         return tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ProjectError(f"{path}: invalid TOML: {exc}") from None
+
+
+def max_error_rate(project: Project) -> float:
+    """``[ci] max_error_rate`` of ``evalsite.toml`` (default 0.5): the largest share of failed
+    generations a run may have and still pass a gate (``promote`` reads it; read it only here)."""
+    value = (project.settings.get("ci") or {}).get("max_error_rate", DEFAULT_MAX_ERROR_RATE)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+        raise ProjectError(f"evalsite.toml: [ci] max_error_rate: needs a number from 0 to 1, got {value!r}")
+    return float(value)
 
 
 def cwd_relative(path: Path) -> Path:

@@ -16,7 +16,7 @@ from evalsite.errors import EvalsiteError
 from evalsite.execute.prepare import prepare_plan
 from evalsite.experiment.datasets import DATASET_SUFFIXES, dataset_problems, read_source_rows
 from evalsite.experiment.locks import LOCK_SUFFIX, is_lock_file, verify_dataset
-from evalsite.project import Project, cwd_relative
+from evalsite.project import Project, cwd_relative, max_error_rate
 from evalsite.runlog.store import read_run
 from evalsite.site.settings import site_settings
 
@@ -96,12 +96,15 @@ def check_locks(project: Project) -> list[str]:
 
 
 def check_settings(project: Project) -> list[str]:
-    """``evalsite.toml``'s ``[site]`` table, read as ``evalsite build`` reads it."""
-    try:
-        site_settings(project.settings)
-    except EvalsiteError as exc:
-        return [exc.message]
-    return []
+    """``evalsite.toml``'s ``[site]`` table, read as ``evalsite build`` reads it, and ``[ci]
+    max_error_rate`` as ``promote`` reads it."""
+    problems = []
+    for read in (site_settings, lambda _: max_error_rate(project)):
+        try:
+            read(project.settings)
+        except EvalsiteError as exc:
+            problems.append(exc.message)
+    return problems
 
 
 def check_runs(project: Project) -> list[str]:

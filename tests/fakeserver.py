@@ -4,7 +4,10 @@ Tests and benchmarks point the ``openai`` and ``anthropic`` targets at it. By de
 ``echo: <last user message>`` with usage counted in words. ``script`` plays scripted responses
 for a given last user message, in order (then the default): a status such as 429 with a
 ``Retry-After`` header or 500, a slow response (``delay``), ``finish_reason: length``, a billed
-``cost``, a custom ``reply``. Every request is recorded in ``calls``; ``max_in_flight`` is the most requests it held at once.
+``cost``, a custom ``reply``, a ``served_model`` other than the one asked for, a
+``system_fingerprint``. Every response carries a distinct id (``chatcmpl-<n>``/``msg_<n>``, n
+the call's 1-based number; error responses send it as ``x-request-id``). Every request is
+recorded in ``calls`` (headers lower-cased); ``max_in_flight`` is the most requests it held at once.
 
 In-process: ``with FakeServer(delay=0.01) as server: ... server.url ...``.
 As a process (benchmarks): ``python tests/fakeserver.py --delay 0.02`` prints ``PORT <n>``.
@@ -113,6 +116,7 @@ class FakeServer:
         content = next((m.get("content", "") for m in reversed(messages) if m.get("role") == "user"), "")
         with self._lock:
             self.calls.append(Call(path, headers, body, content, self._loop.time()))
+            number = len(self.calls)
             queue = self.script.get(content)
             spec = queue.pop(0) if queue else {}
             self.in_flight += 1
@@ -128,23 +132,26 @@ class FakeServer:
                 return 401, {}, {"error": {"message": f"Incorrect API key provided: {sent}"}}
         status = spec.get("status", 200)
         if status != 200:
-            return status, spec.get("headers", {}), {"error": {"message": spec.get("message", f"status {status}")}}
+            extra = {"x-request-id": f"req-{number}", **spec.get("headers", {})}
+            return status, extra, {"error": {"message": spec.get("message", f"status {status}")}}
         reply = spec.get("reply", f"echo: {content}")
         prompt_words = sum(len(str(m.get("content", "")).split()) for m in messages)
         usage = {"in": prompt_words, "out": len(reply.split())}
+        model = spec.get("served_model", body.get("model"))
         if path.endswith("/messages"):
-            return 200, spec.get("headers", {}), anthropic_body(reply, spec, usage)
-        return 200, spec.get("headers", {}), openai_body(body.get("model"), reply, spec, usage)
+            return 200, spec.get("headers", {}), anthropic_body(reply, spec, usage, number, model)
+        return 200, spec.get("headers", {}), openai_body(model, reply, spec, usage, number)
 
 
-def openai_body(model: str | None, reply: str, spec: dict, usage: dict) -> dict:
+def openai_body(model: str | None, reply: str, spec: dict, usage: dict, number: int = 1) -> dict:
     counted = {"prompt_tokens": usage["in"], "completion_tokens": usage["out"], "total_tokens": usage["in"] + usage["out"]}
     if "cost" in spec:
         counted["cost"] = spec["cost"]
     body = {
-        "id": "chatcmpl-fake",
+        "id": f"chatcmpl-{number}",
         "object": "chat.completion",
         "model": model,
+        "system_fingerprint": spec.get("system_fingerprint", "fp_fake"),
         "choices": [{"index": 0, "message": {"role": "assistant", "content": reply},
                      "finish_reason": spec.get("finish_reason", "stop")}],
     }
@@ -153,11 +160,12 @@ def openai_body(model: str | None, reply: str, spec: dict, usage: dict) -> dict:
     return body
 
 
-def anthropic_body(reply: str, spec: dict, usage: dict) -> dict:
+def anthropic_body(reply: str, spec: dict, usage: dict, number: int = 1, model: str | None = None) -> dict:
     reason = {"length": "max_tokens", "stop": "end_turn"}.get(spec.get("finish_reason", "stop"))
     return {
-        "id": "msg_fake",
+        "id": f"msg_{number}",
         "type": "message",
+        "model": model,
         "role": "assistant",
         "content": [{"type": "text", "text": reply}],
         "stop_reason": reason,

@@ -180,7 +180,7 @@ def test_samples_record_the_mean_and_the_judges_spread(judges, tmp_path):
 
 
 def test_prompt_carries_rubric_input_reference_output_and_transcript(judges, tmp_path):
-    spec = judges("show_prompt", rubric="Is it polite?")
+    spec = judges("show_prompt", rubric="Is it polite?", detail_chars=10_000)  # the detail carries the prompt
     spec["judge"] = {"target": spec["judge"], "params": {"model": "grader-1"}}
     transcript = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "Paris"}]
     detail = judge(spec, tmp_path, output="Lyon", transcript=transcript).detail

@@ -130,7 +130,7 @@ def test_validate_reports_a_bad_line_and_tolerates_a_torn_last_one(golden_projec
         "runs/decisions.jsonl: line 2 is not a decision (it needs a run_id)",
     ]
     cli("promote", run, "--reason", "after the crash", "--allow-dirty")
-    assert path.read_text().splitlines()[-1].startswith('{"allow_dirty": true')
+    assert path.read_text().splitlines()[-1].startswith('{"allow_critical": false, "allow_dirty": true')
     assert len(validate_decisions(find_project())) == 2
 
 

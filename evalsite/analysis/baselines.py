@@ -14,14 +14,16 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from evalsite.analysis.summary import summarise_cases
 from evalsite.errors import DecisionError, RunLogError
-from evalsite.project import Project
+from evalsite.project import Project, max_error_rate
 from evalsite.runlog.fingerprint import fingerprint_hash, git_user
 from evalsite.runlog.records import RunStatus
 from evalsite.runlog.store import (
     RUN_FILE,
     iso,
     read_header,
+    read_run,
     repair_torn_tail,
     resolve_run,
     run_directories,
@@ -48,6 +50,7 @@ class Decision:
     at: str
     by: str | None
     allow_dirty: bool = False
+    allow_critical: bool = False
     decision: str = "promote"
     format_version: int = DECISION_FORMAT_VERSION
 
@@ -89,7 +92,9 @@ class DatasetIds:
         return self.dataset_id is not None and self.dataset_id == other.dataset_id
 
 
-def promote(project: Project, run: str, reason: str, *, allow_dirty: bool = False) -> Decision:
+def promote(
+    project: Project, run: str, reason: str, *, allow_dirty: bool = False, allow_critical: bool = False
+) -> Decision:
     """Append a promotion of ``run`` to ``runs/decisions.jsonl``, or refuse with the reason."""
     if not reason.strip():
         raise DecisionError("promote: --reason is empty; say why this run should be the baseline")
@@ -104,6 +109,7 @@ def promote(project: Project, run: str, reason: str, *, allow_dirty: bool = Fals
         raise DecisionError(f"{run_id}: refusing to promote: {RUN_FILE} has no fingerprint matching its recorded fingerprint_hash")
     if not allow_dirty:
         _refuse_unknown_code(run_id, fingerprint.get("code") or {})
+    _refuse_failing(project, directory, run_id, allow_critical)
     decision = Decision(
         run_id=run_id,
         dataset_id=(header.get("dataset") or {}).get("dataset_id"),
@@ -114,9 +120,29 @@ def promote(project: Project, run: str, reason: str, *, allow_dirty: bool = Fals
         at=iso(utc_now()),
         by=git_user(project.root),
         allow_dirty=allow_dirty,
+        allow_critical=allow_critical,
     )
     append_decision(decisions_path(project), decision)
     return decision
+
+
+def _refuse_failing(project: Project, directory: Path, run_id: str, allow_critical: bool) -> None:
+    """A baseline passes its critical rows (unless ``allow_critical``) and fails no more
+    generations than ``[ci] max_error_rate`` allows."""
+    totals = summarise_cases(read_run(directory).cases)
+    failed = totals["critical_failures"]
+    if failed and not allow_critical:
+        shown = ", ".join(failed[:10]) + (f" and {len(failed) - 10} more" if len(failed) > 10 else "")
+        raise DecisionError(
+            f"{run_id}: refusing to promote a run whose critical rows failed ({shown}); fix them or pass --allow-critical"
+        )
+    limit = max_error_rate(project)
+    rate = totals["errors"] / totals["cases"] if totals["cases"] else 0.0
+    if rate > limit:
+        raise DecisionError(
+            f"{run_id}: refusing to promote a run with {totals['errors']} of {totals['cases']} generations failed "
+            f"({rate:.0%}), above [ci] max_error_rate = {limit:g} in evalsite.toml"
+        )
 
 
 def _refuse_unknown_code(run_id: str, code: dict) -> None:

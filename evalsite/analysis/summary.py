@@ -8,7 +8,9 @@ Besides the case totals this computes one aggregate per evaluator and the run's 
 - ``mean`` of the scores that were produced, ``label_counts`` for categorical outputs;
 - ``critical_failures``: ids (``<item>`` or ``<item>.t<turn>``) of rows marked
   ``metadata.critical`` whose score did not pass;
-- ``passed``: every score passed (None without a pass rule).
+- ``passed``: every score passed (None without a pass rule);
+- ``served_models``: the models the provider said answered, in order of first appearance, and
+  ``served_model_changed`` when there is more than one (the run's model drifted mid-run).
 
 An evaluator has a pass rule in a run when any of its scores carries ``passed``. The run's
 verdict ``passed`` is true when every evaluator with a pass rule passed every score with no
@@ -48,8 +50,15 @@ def summarise_cases(cases: list[dict]) -> dict:
         "cost_usd": sum(costs) if costs and len(costs) == len(cases) else None,
         "scoring_cost_usd": sum(scoring_costs) if scoring_costs else None,
         "mean_latency_ms": fmean(latencies) if latencies else None,
+        **served_models(cases),
         "evaluators": evaluators,
     }
+
+
+def served_models(cases: list[dict]) -> dict:
+    """The models that answered (from the providers' responses) and whether they changed mid-run."""
+    models = list(dict.fromkeys(c["served_model"] for c in cases if c.get("served_model")))
+    return {"served_models": models, "served_model_changed": len(models) > 1}
 
 
 def summarise_evaluators(cases: list[dict]) -> dict[str, dict]:

@@ -61,12 +61,14 @@ def compare_command(run, baseline, threshold, noise, alpha, fail_on, as_json, su
 @click.argument("run")
 @click.option("--reason", required=True, help="Why this run becomes the baseline (recorded with it).")
 @click.option("--allow-dirty", is_flag=True, help="Promote a run from a dirty tree or an unknown build.")
+@click.option("--allow-critical", is_flag=True, help="Promote a run even though a critical row failed (recorded).")
 @click.option("--json", "as_json", is_flag=True, help="Print the decision as JSON.")
-def promote_command(run: str, reason: str, allow_dirty: bool, as_json: bool) -> None:
+def promote_command(run: str, reason: str, allow_dirty: bool, allow_critical: bool, as_json: bool) -> None:
     """Make RUN the baseline of its arm, with a reason.
 
-    Appends the decision to runs/decisions.jsonl."""
-    decision = promote(find_project(), run, reason, allow_dirty=allow_dirty)
+    Appends the decision to runs/decisions.jsonl. Refuses a run with a failed critical row
+    (unless --allow-critical) or more failed generations than [ci] max_error_rate."""
+    decision = promote(find_project(), run, reason, allow_dirty=allow_dirty, allow_critical=allow_critical)
     if as_json:
         print_json(asdict(decision))
     else:

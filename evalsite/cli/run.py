@@ -15,6 +15,7 @@ from evalsite.cli.run_report import report_batch, resume_line
 from evalsite.execute.prepare import prepare_plan
 from evalsite.execute.progress import Progress
 from evalsite.execute.runner import execute_plan
+from evalsite.execute.stopping import parse_duration
 from evalsite.experiment.estimate import PlanEstimate, estimate_plan
 from evalsite.experiment.safety import MAX_CONCURRENCY, MAX_REPEAT
 from evalsite.project import find_project
@@ -31,6 +32,13 @@ def _finite(context, parameter, value: float | None) -> float | None:
     if value is not None and not math.isfinite(value):
         raise click.BadParameter(f"{value!r} is not a finite number of dollars")
     return value
+
+
+def _duration(context, parameter, value: str | None) -> float | None:
+    try:
+        return None if value is None else parse_duration(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
 
 
 def _print_estimate(report: PlanEstimate) -> None:
@@ -61,6 +69,8 @@ def _dollars(value: float | None) -> str | None:
 @click.option("--dry-run", is_flag=True, help="Print calls, tokens and estimated cost per arm; call nothing.")
 @click.option("--max-cost", type=click.FloatRange(min=0), callback=_finite, envvar="EVALSITE_MAX_COST_USD", show_envvar=True,
               metavar="USD", help="Start no new call once this many dollars are spent (over limits.max_cost_usd).")
+@click.option("--timeout", "timeout", metavar="DURATION", callback=_duration,
+              help="Stop starting calls this long in (90, 2s, 30m, 1.5h; over limits.timeout_s): status timed_out, resumable.")
 @click.option("--resume", metavar="RUN", help="Continue an interrupted or stopped run, skipping its recorded cases.")
 @click.option("--allow-failures", is_flag=True,
               help="Exit 0 when every run finished and every critical row passed, even if other items failed.")
@@ -71,11 +81,11 @@ def _dollars(value: float | None) -> str | None:
 @click.option("--junit", "junit_file", type=click.Path(path_type=Path),
               help="Write JUnit XML: one test case per arm and item.")
 @click.pass_context
-def run_command(ctx, manifest: Path, arm_ids, repeat, concurrency, overrides, dry_run, max_cost, resume,
+def run_command(ctx, manifest: Path, arm_ids, repeat, concurrency, overrides, dry_run, max_cost, timeout, resume,
                 allow_failures, build_after, as_json, summary_file, junit_file) -> None:
     """Execute an experiment: one run per arm, written under runs/.
 
-    Exits 1 when a run did not finish or a critical row failed, and (unless --allow-failures)
+    Exits 1 when a run did not finish (failed, canceled, stopped at the cost ceiling, timed out) or a critical row failed, and (unless --allow-failures)
     when a case errored or an evaluator's pass rule failed on any item."""
     project = find_project()
     plan = prepare_plan(project, manifest, overrides=overrides, arm_ids=arm_ids, repeat=repeat)
@@ -87,7 +97,8 @@ def run_command(ctx, manifest: Path, arm_ids, repeat, concurrency, overrides, dr
             _print_estimate(report)
         return
     batch = execute_plan(
-        project, plan, concurrency=concurrency, max_cost_usd=max_cost, resume=resume, progress=Progress()
+        project, plan, concurrency=concurrency, max_cost_usd=max_cost, resume=resume, progress=Progress(),
+        timeout_s=timeout,
     )
     rows = [
         {"run_id": o.run_id, "arm": o.arm_id, "status": o.status, **o.summary, "resume": resume_line(ctx, o)}

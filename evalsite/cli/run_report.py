@@ -34,9 +34,15 @@ def command_line(ctx: click.Context, drop: set[str], extra: list[str]) -> str:
 
 
 def resume_line(ctx: click.Context, run: RunOutcome) -> str | None:
+    """The command that finishes ``run``; a timed-out run's line drops ``--timeout`` (that
+    deadline was this invocation's, and would stop the resume again)."""
     if run.status == RunStatus.COMPLETED:
         return None
-    return command_line(ctx, {"resume"}, ["--resume", run.run_id])
+    return command_line(ctx, {"resume", *_spent_limits(run.status)}, ["--resume", run.run_id])
+
+
+def _spent_limits(status: str | None) -> set[str]:
+    return {"timeout"} if status == RunStatus.TIMED_OUT else set()
 
 
 def report_batch(ctx: click.Context, batch: BatchOutcome) -> None:
@@ -48,10 +54,12 @@ def report_batch(ctx: click.Context, batch: BatchOutcome) -> None:
              f"ceiling {format_usd(batch.max_cost_usd)}")
     elif batch.stop_reason == RunStatus.CANCELED:
         warn("canceled: every case that finished is on disk")
+    elif batch.stop_reason == RunStatus.TIMED_OUT:
+        warn("timed out: every case that finished is on disk")
     pending = [line for line in (resume_line(ctx, run) for run in batch.runs) if line]
     if batch.not_started:
         arms = [word for arm in batch.not_started for word in ("--arm", arm)]
-        pending.append(command_line(ctx, {"resume", "arm_ids"}, arms))
+        pending.append(command_line(ctx, {"resume", "arm_ids", *_spent_limits(batch.stop_reason)}, arms))
     if pending:
         click.echo("to continue, run:", err=True)
         for line in pending:
@@ -65,6 +73,8 @@ def report_run(run: RunOutcome, *, ceiling_set: bool) -> None:
         warn(f"{run.arm_id}: outputs stopped at max_tokens (finish_reason length) on items {items}")
     if totals["critical_failures"]:
         warn(f"{run.arm_id}: critical rows failed: {listing(totals['critical_failures'])}")
+    if totals.get("served_model_changed"):
+        warn(f"{run.arm_id}: the served model changed mid-run: {', '.join(totals['served_models'])}")
     if totals["errors"]:
         warn(f"{run.arm_id}: {totals['errors']} case(s) failed to generate; see `evalsite show {run.run_id}`")
     if ceiling_set and totals["unknown_cost_cases"]:

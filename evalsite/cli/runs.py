@@ -51,6 +51,8 @@ def show_command(run: str, as_json: bool) -> None:
     }
     for message in loaded.warnings:
         warn(message)
+    if summary["served_model_changed"]:
+        warn(f"the served model changed mid-run: {', '.join(summary['served_models'])}")
     if as_json:
         print_json(summary)
     else:

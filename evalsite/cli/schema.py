@@ -21,6 +21,3 @@ def schema_command(destination: Path | None) -> None:
     destination.parent.mkdir(parents=True, exist_ok=True)
     destination.write_text(text, encoding="utf-8")
     click.echo(f"wrote {destination}", err=True)
-
-
-COMMANDS = [schema_command]

@@ -48,6 +48,7 @@ class Generation:
     attempts: int
     transcript: list | None = None
     turn_outputs: list | None = None
+    provenance: dict | None = None  # request ids, served model, fingerprint, thread: see provenance()
 
 
 def prepare_input(plan: Plan, item: Item, config: Config, replaying: bool) -> PreparedInput:
@@ -75,6 +76,7 @@ class CaseExecutor:
     evaluators: list[Evaluator]
     stopping: Callable[[], bool]
     rng: random.Random  # backoff jitter only
+    experiment: str = ""  # names the thread id of a multi-turn replay
 
     async def execute(self, job: Job, item: Item, repeat: int) -> dict:
         """One case: its generation (one call, or a replayed conversation), scored, as a cases.jsonl record."""
@@ -120,22 +122,27 @@ class CaseExecutor:
         if generation.transcript is not None:
             case["transcript"] = generation.transcript
             case["turn_outputs"] = generation.turn_outputs
+        case.update(generation.provenance or {})
         return case
 
-    async def _call(self, job: Job, item: Item, repeat: int, rendered) -> CallOutcome:
+    async def _call(self, job: Job, item: Item, repeat: int, rendered, thread_id: str | None = None) -> CallOutcome:
         request = TargetRequest(
-            input=rendered, row=item.row, params=job.config.params, repeat=repeat, item_id=item.item_id
+            input=rendered, row=item.row, params=job.config.params, repeat=repeat, item_id=item.item_id,
+            thread_id=thread_id,
         )
         call = await call_with_retries(job.target, request, job.policy, self.stopping, self.rng)
         return replace(call, result=checked_result(call.result))  # every target's numbers, plugins' too
 
     async def _generate(self, job: Job, item: Item, repeat: int, rendered) -> Generation:
         call = await self._call(job, item, repeat, rendered)
-        return Generation(call.result, call_cost(call.result, job.config.price), call.latency_ms, call.attempts)
+        return Generation(call.result, call_cost(call.result, job.config.price), call.latency_ms, call.attempts,
+                          provenance=provenance([call]))
 
     async def _replay(self, job: Job, item: Item, repeat: int, prepared: PreparedInput) -> Generation:
-        """Each user turn is sent with the history so far, the target's own replies included."""
+        """Each user turn is sent with the history so far, the target's own replies included; every
+        call carries the replay's one thread id."""
         history = list(prepared.input)
+        thread_id = f"exp-{self.experiment}-{item.item_id}-{repeat}"
         calls: list[CallOutcome] = []
         for message in prepared.turns:
             if message["role"] == "assistant":  # a recorded answer: the target gives its own instead
@@ -143,13 +150,30 @@ class CaseExecutor:
             history.append(message)
             if message["role"] != "user":
                 continue
-            call = await self._call(job, item, repeat, list(history))
+            call = await self._call(job, item, repeat, list(history), thread_id)
             calls.append(call)
             if call.result.error is not None:
                 break
             reply = call.result.output
             history.append({"role": "assistant", "content": reply if isinstance(reply, str) else str(reply)})
-        return combine_turns(calls, history, job.config.price)
+        generation = combine_turns(calls, history, job.config.price)
+        generation.provenance = {**provenance(calls), "thread_id": thread_id}
+        return generation
+
+
+def provenance(calls: list[CallOutcome]) -> dict:
+    """What a case records of who answered: every call's request id in order (retries included),
+    and the served model and system fingerprint of its last answer, when the provider said."""
+    answered = [call.result for call in calls if call.result.error is None] or [call.result for call in calls]
+    last = answered[-1] if answered else None
+    record: dict = {}
+    if ids := [request_id for call in calls for request_id in call.request_ids]:
+        record["request_ids"] = ids
+    if last is not None and last.served_model is not None:
+        record["served_model"] = last.served_model
+    if last is not None and last.system_fingerprint is not None:
+        record["system_fingerprint"] = last.system_fingerprint
+    return record
 
 
 def combine_turns(calls: list[CallOutcome], transcript: list[dict], price: dict | None) -> Generation:

@@ -51,9 +51,12 @@ class RetryPolicy:
 
 @dataclass(frozen=True)
 class CallOutcome:
+    """``request_ids``: the provider's id for every attempt that gave one, in order (retries included)."""
+
     result: TargetResult
     latency_ms: float
     attempts: int
+    request_ids: tuple[str, ...] = ()
 
 
 class Abandoned(Exception):
@@ -64,6 +67,7 @@ async def call_with_retries(
     target, request: TargetRequest, policy: RetryPolicy, stopping: Callable[[], bool], rng: random.Random
 ) -> CallOutcome:
     attempt = 0
+    request_ids: list[str] = []
     while True:
         attempt += 1
         transient: str | None = None
@@ -76,17 +80,19 @@ async def call_with_retries(
             transient = f"timed out after {policy.timeout:g} s"
         except TransientTargetError as exc:
             transient, wait_at_least = str(exc), exc.retry_after
+            request_ids += [exc.request_id] if exc.request_id else []
         except Exception as exc:  # a target's own bug fails this case, not the run
             result = TargetResult(error=f"{type(exc).__name__}: {exc}")
         latency_ms = (time.perf_counter() - clock) * 1000
         if transient is None:
-            return CallOutcome(result, latency_ms, attempt)
+            request_ids += [result.request_id] if result.request_id else []
+            return CallOutcome(result, latency_ms, attempt, tuple(request_ids))
         too_long = wait_at_least is not None and wait_at_least > RETRY_AFTER_LIMIT
         if too_long:
             transient += f"; the provider asked to retry after {wait_at_least:g} s"
         if too_long or attempt >= policy.max_attempts:
             tries = "1 attempt" if attempt == 1 else f"{attempt} attempts"
-            return CallOutcome(TargetResult(error=f"{transient} ({tries})"), latency_ms, attempt)
+            return CallOutcome(TargetResult(error=f"{transient} ({tries})"), latency_ms, attempt, tuple(request_ids))
         if stopping():
             raise Abandoned(transient)
         await asyncio.sleep(policy.delay(attempt, wait_at_least, rng))

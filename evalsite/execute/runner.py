@@ -3,9 +3,10 @@
 A batch (one ``evalsite run``) executes its configs in turn. Within a run, ``concurrency``
 workers take (item, repeat) pairs from one queue; each case is one target call (or one call
 per user turn for a ``turns`` row) under the retry policy, then scored and appended to
-``cases.jsonl``. Stopping is cooperative: a cost ceiling or Ctrl-C stops new calls, lets the
-ones in flight finish (Ctrl-C abandons them after a grace period) and writes the footer with
-the reason, so ``--resume`` can continue the run without paying for anything twice.
+``cases.jsonl``. Stopping is cooperative: a cost ceiling, the batch's deadline (``--timeout``,
+``limits.timeout_s``) or Ctrl-C stops new calls, lets the ones in flight finish (the deadline and
+Ctrl-C abandon them after a grace period) and writes the footer with the reason, so ``--resume``
+can continue the run without paying for anything twice.
 """
 
 from __future__ import annotations
@@ -24,8 +25,8 @@ from evalsite.execute.cases import CaseExecutor, Job, prepare_input
 from evalsite.execute.outcomes import BatchOutcome, RunOutcome
 from evalsite.execute.progress import Progress
 from evalsite.execute.retry import Abandoned, RetryPolicy
-from evalsite.execute.stopping import Budget, StopControl, manifest_ceiling
-from evalsite.execute.targets import make_target, replays_turns
+from evalsite.execute.stopping import Budget, StopControl, manifest_ceiling, manifest_deadline
+from evalsite.execute.targets import make_target, replays_turns, with_model
 from evalsite.experiment.datasets import Dataset
 from evalsite.experiment.plan import Config, Plan
 from evalsite.project import Project
@@ -55,8 +56,10 @@ async def execute_plan_async(
     max_cost_usd: float | None = None,
     resume: str | None = None,
     progress: Progress | None = None,
+    timeout_s: float | None = None,
 ) -> BatchOutcome:
-    """Run every config of ``plan`` in turn (or continue the run ``resume`` names).
+    """Run every config of ``plan`` in turn (or continue the run ``resume`` names), stopping
+    new calls ``timeout_s`` seconds in (default ``limits.timeout_s``; None: no deadline).
 
     Everything that can be checked is checked before the first call: targets and their
     settings, the schedule, every row's rendered input, and for a resume the fingerprint.
@@ -71,6 +74,7 @@ async def execute_plan_async(
         concurrency=concurrency or plan.manifest.concurrency,
         budget=Budget(max_cost_usd if max_cost_usd is not None else manifest_ceiling(plan.manifest)),
         progress=progress or Progress(enabled=False),
+        deadline_s=timeout_s if timeout_s is not None else manifest_deadline(plan.manifest),
     )
     configs = plan.configs
     resume_directory = None
@@ -90,6 +94,7 @@ class BatchRunner:
     concurrency: int
     budget: Budget
     progress: Progress
+    deadline_s: float | None = None
     stop: StopControl = field(default_factory=StopControl)
     batch_id: str = field(default_factory=lambda: new_run_id("batch"))
     rng: random.Random = field(default_factory=random.Random)  # backoff jitter only
@@ -98,7 +103,7 @@ class BatchRunner:
 
     def prepare(self, config: Config, resume_directory: Path | None) -> Job:
         try:
-            target = make_target(config.target, config.settings, self.project.root)
+            target = make_target(with_model(config.target, config.params.get("model")), config.settings, self.project.root)
             policy = RetryPolicy.from_schedule(self.plan.manifest.schedule, config.settings)
         except TargetError as exc:
             raise TargetError(f"arm {config.arm_id!r}: {exc.message}") from None
@@ -165,6 +170,7 @@ class BatchRunner:
             "backoff_s": policy.backoff,
             "max_backoff_s": policy.max_backoff,
             "max_cost_usd": self.budget.limit,
+            "deadline_s": self.deadline_s,
         }
 
     # ----- the batch
@@ -175,6 +181,7 @@ class BatchRunner:
         loop.set_default_executor(ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="evalsite"))
         handled = self._handle_signals(loop)
         self.progress.plan(len(jobs))
+        deadline = None if self.deadline_s is None else loop.call_later(self.deadline_s, self._timed_out, loop)
         runs, not_started = [], []
         try:
             for job in jobs:
@@ -183,6 +190,8 @@ class BatchRunner:
                     continue
                 runs.append(await self._execute_run(job))
         finally:
+            if deadline is not None:
+                deadline.cancel()
             for signal_number in handled:
                 loop.remove_signal_handler(signal_number)
             for job in jobs:
@@ -209,6 +218,15 @@ class BatchRunner:
             f"canceling: no new calls; waiting up to {CANCEL_GRACE_SECONDS:g} s for calls in flight "
             "(Ctrl-C again to abandon them)"
         )
+        loop.call_later(CANCEL_GRACE_SECONDS, self.stop.abandon_in_flight)
+
+    def _timed_out(self, loop: asyncio.AbstractEventLoop) -> None:
+        """The deadline: no new calls; calls in flight get the grace period, then are abandoned."""
+        if self.stop.requested():
+            return
+        self.stop.request(RunStatus.TIMED_OUT)
+        self.progress.notice(f"timed out after {self.deadline_s:g} s: no new calls; waiting up to "
+                             f"{CANCEL_GRACE_SECONDS:g} s for calls in flight")
         loop.call_later(CANCEL_GRACE_SECONDS, self.stop.abandon_in_flight)
 
     # ----- one run
@@ -253,7 +271,7 @@ class BatchRunner:
         return RunOutcome(writer.run_id, config.arm_id, status, totals)
 
     async def _work(self, job: Job, writer: RunWriter, keys, cases: list[dict]) -> None:
-        cases_executor = CaseExecutor(self.evaluators, self.stop.requested, self.rng)
+        cases_executor = CaseExecutor(self.evaluators, self.stop.requested, self.rng, self.plan.manifest.name)
 
         async def worker() -> None:
             for item, repeat in keys:

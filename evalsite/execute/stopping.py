@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import re
 from dataclasses import dataclass, field
 
 from evalsite.experiment.manifest import Manifest
@@ -45,3 +46,21 @@ class Budget:
 def manifest_ceiling(manifest: Manifest) -> float | None:
     """``limits.max_cost_usd`` (the manifest's validation pass has checked it)."""
     return manifest.limits.get("max_cost_usd")
+
+
+DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(s|m|h)?")
+UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, None: 1}
+
+
+def parse_duration(text: str) -> float:
+    """Seconds in ``90``, ``2s``, ``30m`` or ``1.5h``; ValueError naming the value otherwise."""
+    match = DURATION.fullmatch(text.strip())
+    seconds = float(match[1]) * UNIT_SECONDS[match[2]] if match else 0.0
+    if seconds <= 0:
+        raise ValueError(f"{text!r} is not a duration > 0 such as 90, 2s, 30m or 1.5h")
+    return seconds
+
+
+def manifest_deadline(manifest: Manifest) -> float | None:
+    """``limits.timeout_s``: seconds the whole batch may take (the schema has checked it)."""
+    return manifest.limits.get("timeout_s")

@@ -146,9 +146,15 @@ def evaluator_identity(evaluator) -> dict:
     return identity
 
 
+MODEL_SPEC_KINDS = ("openai", "anthropic")  # built-in kinds whose spec names the model: openai:gpt-4o
+
+
 def target_identity(config) -> dict:
-    kind = config.target.partition(":")[0]
+    """The target's kind and model: ``openai:gpt-4o`` names it in the spec, others in params or settings."""
+    kind, _, rest = config.target.partition(":")
     model = config.params.get("model") or config.settings.get("model")
+    if kind in MODEL_SPEC_KINDS and rest:
+        model = rest
     return {"kind": kind, "model": model}
 
 

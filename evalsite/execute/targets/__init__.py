@@ -17,6 +17,7 @@ from evalsite.execute.targets.base import (
     replays_turns,
     target_kinds,
     total_or_none,
+    with_model,
 )
 
 __all__ = [
@@ -30,4 +31,5 @@ __all__ = [
     "replays_turns",
     "target_kinds",
     "total_or_none",
+    "with_model",
 ]

@@ -12,7 +12,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from evalsite.execute.targets.base import TargetRequest, TargetResult, check_settings, register_target
+from evalsite.execute.targets.base import (
+    THREAD_HEADER,
+    TargetRequest,
+    TargetResult,
+    check_settings,
+    register_target,
+    text_or_none,
+)
 from evalsite.execute.targets.http import (
     HTTP_SETTINGS,
     ModelOverHttp,
@@ -42,7 +49,8 @@ class AnthropicMessages(ModelOverHttp):
         }
         if system:
             body["system"] = system
-        data, _, error = await self.client.post("/v1/messages", body)
+        thread = {THREAD_HEADER: request.thread_id} if request.thread_id else None
+        data, _, error = await self.client.post("/v1/messages", body, thread)
         if error is not None:
             return TargetResult(error=error)
         return parse_message(data)
@@ -60,10 +68,12 @@ def parse_message(data: dict) -> TargetResult:
         input_tokens=number_or_none(usage.get("input_tokens")),
         output_tokens=number_or_none(usage.get("output_tokens")),
         finish_reason=STOP_REASONS.get(reason, reason),
+        request_id=text_or_none(data.get("id")),
+        served_model=text_or_none(data.get("model")),
     )
 
 
-@register_target("anthropic")
+@register_target("anthropic", model_in_spec=True)
 def _make(rest: str, settings: dict, project_root: Path) -> AnthropicMessages:
     check_settings("anthropic", settings, HTTP_SETTINGS | {"anthropic_version"})
     client = client_from_settings(

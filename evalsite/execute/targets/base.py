@@ -27,6 +27,10 @@ class TargetRequest:
     params: dict
     repeat: int
     item_id: str
+    thread_id: str | None = None  # one id for every call of a multi-turn replay (sent as THREAD_HEADER)
+
+
+THREAD_HEADER = "X-Evalsite-Thread"
 
 
 COMMON_SETTINGS = {"timeout"}  # read by the runner for every target: seconds per call
@@ -37,7 +41,11 @@ MAX_TOKENS = 10**12  # far above any real call; larger counts overflow a float c
 
 @dataclass
 class TargetResult:
-    """What a target answers. ``error`` set means the generation failed for good (no retry)."""
+    """What a target answers. ``error`` set means the generation failed for good (no retry).
+
+    Provenance, when the provider says: ``request_id`` (the response ``id``), ``served_model``
+    (the model that answered, which may differ from the one asked for) and ``system_fingerprint``.
+    """
 
     output: Any = None
     input_tokens: int | None = None
@@ -46,6 +54,9 @@ class TargetResult:
     finish_reason: str | None = None
     error: str | None = None
     extra: dict = field(default_factory=dict)
+    request_id: str | None = None
+    served_model: str | None = None
+    system_fingerprint: str | None = None
 
 
 class TransientTargetError(Exception):
@@ -55,9 +66,10 @@ class TransientTargetError(Exception):
     ``retry_after`` seconds when the provider said how long to wait.
     """
 
-    def __init__(self, message: str, retry_after: float | None = None):
+    def __init__(self, message: str, retry_after: float | None = None, request_id: str | None = None):
         super().__init__(message)
         self.retry_after = retry_after
+        self.request_id = request_id
 
 
 class Target(Protocol):
@@ -68,6 +80,11 @@ class Target(Protocol):
     async def generate(self, request: TargetRequest) -> TargetResult: ...
 
     async def aclose(self) -> None: ...
+
+
+def text_or_none(value: Any) -> str | None:
+    """A provenance field as a response gives it: a non-empty string, else unknown."""
+    return value if isinstance(value, str) and value else None
 
 
 def result_from_value(value: Any) -> TargetResult:
@@ -136,13 +153,17 @@ def check_settings(kind: str, settings: dict, allowed: set[str]) -> None:
 
 TargetFactory = Callable[[str, dict, Path], Target]
 _FACTORIES: dict[str, TargetFactory] = {}
+_MODEL_KINDS: set[str] = set()  # kinds whose spec rest is the model name (``openai:gpt-4o``)
 
 
-def register_target(kind: str):
-    """Register a factory ``(spec_rest, settings, project_root) -> Target`` for ``kind``."""
+def register_target(kind: str, *, model_in_spec: bool = False):
+    """Register a factory ``(spec_rest, settings, project_root) -> Target`` for ``kind``;
+    ``model_in_spec``: the rest of the spec names the model, so ``params.model`` can supply it."""
 
     def decorate(factory: TargetFactory) -> TargetFactory:
         _FACTORIES[kind] = factory
+        if model_in_spec:
+            _MODEL_KINDS.add(kind)
         return factory
 
     return decorate
@@ -159,6 +180,15 @@ def load_plugins() -> None:
             entry.load()
         except Exception as exc:  # a broken plugin must name itself, not crash with a traceback
             raise TargetError(f"target plugin {entry.name!r} ({entry.value}) failed to load: {exc}") from None
+
+
+def with_model(spec: str, model: Any) -> str:
+    """A kind written alone takes ``params.model``: ``openai`` with model ``gpt-4o`` is
+    ``openai:gpt-4o`` (so ``{target: openai, params: {model: …}}`` reads as it says, and a sweep
+    over ``model`` reaches the request)."""
+    if spec not in _MODEL_KINDS or not isinstance(model, str) or not model:
+        return spec
+    return f"{spec}:{model}"
 
 
 def make_target(spec: str, settings: dict, project_root: Path) -> Target:

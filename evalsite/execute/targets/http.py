@@ -99,8 +99,11 @@ class JsonClient:
             text = text.replace(secret, "***")
         return text
 
-    async def post(self, path: str, body: dict) -> tuple[dict | None, httpx.Headers | None, str | None]:
-        """POST JSON; returns ``(data, headers, None)`` or ``(None, None, error)`` for a final failure.
+    async def post(
+        self, path: str, body: dict, headers: dict[str, str] | None = None
+    ) -> tuple[dict | None, httpx.Headers | None, str | None]:
+        """POST JSON (with this request's extra ``headers``); returns ``(data, headers, None)`` or
+        ``(None, None, error)`` for a final failure.
 
         Raises :class:`TransientTargetError` for what is worth retrying.
         """
@@ -109,14 +112,15 @@ class JsonClient:
                 headers=self.headers, timeout=None, transport=ShardedTransport(self.connections)
             )
         try:
-            response = await self._client.post(self.base_url + path, json=body)
+            response = await self._client.post(self.base_url + path, json=body, headers=headers)
         except httpx.TimeoutException as exc:
             raise TransientTargetError(self.redact(f"timed out: {type(exc).__name__}")) from None
         except httpx.TransportError as exc:
             raise TransientTargetError(self.redact(f"connection error: {type(exc).__name__}: {exc}")) from None
         status = response.status_code
         if status == 429 or status >= 500:
-            raise TransientTargetError(self._status_error(response), retry_after(response.headers.get("retry-after")))
+            raise TransientTargetError(self._status_error(response), retry_after(response.headers.get("retry-after")),
+                                       response.headers.get("x-request-id") or response.headers.get("request-id"))
         if status >= 400:
             return None, None, self._status_error(response)
         try:

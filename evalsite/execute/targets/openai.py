@@ -10,7 +10,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from evalsite.execute.targets.base import TargetRequest, TargetResult, check_settings, register_target
+from evalsite.execute.targets.base import (
+    THREAD_HEADER,
+    TargetRequest,
+    TargetResult,
+    check_settings,
+    register_target,
+    text_or_none,
+)
 from evalsite.execute.targets.http import (
     HTTP_SETTINGS,
     ModelOverHttp,
@@ -29,7 +36,8 @@ class OpenAIChat(ModelOverHttp):
 
     async def generate(self, request: TargetRequest) -> TargetResult:
         body = {**request.params, "model": self.model, "messages": chat_messages(request.input)}
-        data, headers, error = await self.client.post("/chat/completions", body)
+        thread = {THREAD_HEADER: request.thread_id} if request.thread_id else None
+        data, headers, error = await self.client.post("/chat/completions", body, thread)
         if error is not None:
             return TargetResult(error=error)
         return parse_completion(data, headers.get(BILLED_COST_HEADER))
@@ -47,6 +55,9 @@ def parse_completion(data: dict, billed_header: str | None) -> TargetResult:
         output_tokens=number_or_none(usage.get("completion_tokens")),
         cost_usd=billed_cost(usage.get("cost"), billed_header),
         finish_reason=choices[0].get("finish_reason"),
+        request_id=text_or_none(data.get("id")),
+        served_model=text_or_none(data.get("model")),
+        system_fingerprint=text_or_none(data.get("system_fingerprint")),
     )
 
 
@@ -60,7 +71,7 @@ def billed_cost(in_usage, in_header: str | None) -> float | None:
         return None
 
 
-@register_target("openai")
+@register_target("openai", model_in_spec=True)
 def _make(rest: str, settings: dict, project_root: Path) -> OpenAIChat:
     check_settings("openai", settings, HTTP_SETTINGS)
     client = client_from_settings(

@@ -9,6 +9,7 @@ scores, so a changed scorer makes runs not comparable.
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import inspect
 from dataclasses import dataclass, field
@@ -19,7 +20,7 @@ from typing import Any, ClassVar
 from evalsite.errors import EvaluatorError
 from evalsite.runlog.hashing import short_hash
 
-COMMON_KEYS = ("type", "name", "weight", "threshold", "scope", "params")
+COMMON_KEYS = ("type", "name", "weight", "threshold", "scope", "params", "timeout_s")
 SCOPES = ("thread", "single_turn")
 
 
@@ -85,7 +86,12 @@ class Outcome:
 
 
 class ScoringError(Exception):
-    """A case cannot be scored; the message is recorded as the score's ``error`` as is."""
+    """A case cannot be scored; the message is recorded as the score's ``error`` as is, with
+    ``cost_usd`` what the attempt spent (a judge's calls are paid for even when unparseable)."""
+
+    def __init__(self, message: str, cost_usd: float | None = None):
+        super().__init__(message)
+        self.cost_usd = cost_usd
 
 
 @dataclass
@@ -95,6 +101,8 @@ class Evaluator:
     ``param_names`` lists the params a family accepts (None: any); :meth:`check` validates them
     when the evaluator is built and raises ``ValueError`` with a message naming the key.
     ``waits_on_io`` marks evaluators that await slow calls, so a case runs them concurrently.
+    ``timeout_s`` bounds one scoring (``default_timeout_s`` when the spec sets none; None: no
+    bound): past it the score is an error and the run goes on.
     """
 
     name: str
@@ -104,6 +112,7 @@ class Evaluator:
     scope: str = "thread"
     reference: str = ""
     project_root: Path = field(default_factory=Path.cwd)
+    timeout_s: float | None = None
 
     kind: ClassVar[str] = "evaluator"
     param_names: ClassVar[tuple[str, ...] | None] = None
@@ -112,6 +121,7 @@ class Evaluator:
     takes_reference: ClassVar[bool] = False
     helper_modules: ClassVar[tuple[str, ...]] = ()
     waits_on_io: ClassVar[bool] = False
+    default_timeout_s: ClassVar[float | None] = None
 
     @property
     def type_name(self) -> str:
@@ -169,9 +179,12 @@ class Evaluator:
     async def aevaluate(self, case: CaseView) -> Score:
         """Score one view; a throwing evaluator records its error and never raises."""
         try:
-            outcome = await self.ameasure(case)
+            async with asyncio.timeout(self.timeout_s):
+                outcome = await self.ameasure(case)
+        except TimeoutError:
+            return self.error_score(f"timed out after {self.timeout_s:g} s (timeout_s)", case.turn)
         except ScoringError as exc:
-            return self.error_score(str(exc), case.turn)
+            return self.error_score(str(exc), case.turn, exc.cost_usd)
         except Exception as exc:
             return self.error_score(f"{type(exc).__name__}: {exc}", case.turn)
         return self.to_score(outcome, case.turn)
@@ -196,8 +209,8 @@ class Evaluator:
         return Score(self.name, self.version, outcome.score, passed, outcome.label, outcome.detail,
                      turn=turn, spread=outcome.spread, cost_usd=outcome.cost_usd)
 
-    def error_score(self, message: str, turn: int | None = None) -> Score:
-        return Score(self.name, self.version, passed=False, error=message, turn=turn)
+    def error_score(self, message: str, turn: int | None = None, cost_usd: float | None = None) -> Score:
+        return Score(self.name, self.version, passed=False, error=message, turn=turn, cost_usd=cost_usd)
 
     def failed_generation(self, error: str) -> Score:
         return Score(self.name, self.version, score=0.0, passed=False, detail=f"generation failed: {error}")
@@ -287,6 +300,9 @@ def _spec_problems(spec: dict) -> list[str]:
         problems.append(f"scope: needs one of {', '.join(SCOPES)}, got {spec.get('scope')!r}")
     if "params" in spec and not isinstance(spec["params"], dict):
         problems.append("params: needs a mapping")
+    timeout = spec.get("timeout_s")
+    if timeout is not None and (not _is_number(timeout) or timeout <= 0):
+        problems.append(f"timeout_s: needs a number of seconds > 0, got {timeout!r}")
     return problems
 
 
@@ -325,6 +341,7 @@ def build_evaluator(spec: Any, index: int, project_root: Path | None = None) -> 
         scope=scope,
         reference=reference,
         project_root=Path(project_root) if project_root is not None else Path.cwd(),
+        timeout_s=float(spec["timeout_s"]) if spec.get("timeout_s") is not None else cls.default_timeout_s,
     )
     try:
         evaluator.check()

@@ -6,6 +6,12 @@ reply gets one re-ask; if the second reply is unparseable too the score is an er
 it. A number is never taken from prose ("In 2024 the answer…" does not score 2024 or 10).
 With ``samples: k`` the judge is asked k times; the score is the mean and ``spread`` (max − min,
 on the 0..1 scale) records how far the judge disagreed with itself.
+
+Limits keep a judge call small and its cost bounded: the input is cut to ``max_input_chars``
+(4,000) and the output to ``max_output_chars`` (6,000), the cut marked in the text; the judge is
+asked for ``max_tokens: 200`` unless its params say otherwise; the detail kept is the first
+``detail_chars`` (200) characters. Every call made is paid for, so a score that ends in an error
+still carries the cost of its calls.
 """
 
 from __future__ import annotations
@@ -34,6 +40,8 @@ REASK = (
 )
 JUDGE_KEYS = ("target", "params", "settings", "price")
 QUOTE_CHARS = 300
+LIMITS = {"max_input_chars": 4000, "max_output_chars": 6000, "detail_chars": 200}
+DEFAULT_MAX_TOKENS = 200
 
 
 @dataclass(frozen=True)
@@ -65,6 +73,16 @@ def format_messages(value: Any) -> str:
     if isinstance(value, list) and all(isinstance(m, dict) and "content" in m for m in value):
         return "\n".join(f"{m.get('role', 'user')}: {as_text(m['content'])}" for m in value)
     return as_text(value)
+
+
+def truncate(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` characters, the cut marked inside the limit."""
+    if len(text) <= limit:
+        return text
+    marker = f" […cut: {len(text)} characters, first shown]"
+    if len(marker) >= limit:
+        return text[:limit]
+    return text[: limit - len(marker)] + marker
 
 
 def default_prompt(variables: dict) -> str:
@@ -102,10 +120,11 @@ def _calls():
 class LlmJudge(Evaluator):
     """Params: ``judge`` (a target spec, or ``{target, params, settings}`` — the model goes in
     ``params.model``), ``rubric``, ``prompt`` (a Jinja template replacing the default prompt; it
-    sees ``input``, ``output``, ``expected``, ``transcript``, ``rubric``, ``row``) and
-    ``samples`` (default 1). Score = judge score / 10; passes at ``threshold`` (default 0.7)."""
+    sees ``input``, ``output``, ``expected``, ``transcript``, ``rubric``, ``row``),
+    ``samples`` (default 1) and the :data:`LIMITS`. Score = judge score / 10; passes at
+    ``threshold`` (default 0.7)."""
 
-    param_names = ("judge", "rubric", "prompt", "samples")
+    param_names = ("judge", "rubric", "prompt", "samples", *LIMITS)
     helper_modules = ("evalsite.scoring.evaluators.text",)
     default_threshold = 0.7
     waits_on_io = True
@@ -117,8 +136,8 @@ class LlmJudge(Evaluator):
             raise ValueError("judge: needs a target such as 'python:judges:grade' or {target: ..., params: {model: ...}}")
         if unknown := sorted(set(judge) - set(JUDGE_KEYS)):
             raise ValueError(f"judge: unknown key {unknown[0]!r} (allowed: {', '.join(JUDGE_KEYS)})")
-        self.judge_target = judge["target"]
-        self.judge_params = dict(judge.get("params") or {})
+        self.judge_params = {"max_tokens": DEFAULT_MAX_TOKENS, **(judge.get("params") or {})}
+        self.judge_target = _calls()[1].with_model(judge["target"], self.judge_params.get("model"))
         self.judge_settings = dict(judge.get("settings") or {})
         self.judge_price = judge.get("price")
         if self.judge_price is not None and not (
@@ -138,6 +157,9 @@ class LlmJudge(Evaluator):
         self.samples = self.option("samples", int, 1)
         if self.samples < 1:
             raise ValueError(f"samples: needs a whole number of at least 1, got {self.samples}")
+        self.limits = {key: self.option(key, int, default) for key, default in LIMITS.items()}
+        if bad := next((key for key, value in self.limits.items() if value < 1), None):
+            raise ValueError(f"{bad}: needs a whole number of at least 1, got {self.limits[bad]}")
 
     def _make_target(self):
         try:
@@ -168,8 +190,9 @@ class LlmJudge(Evaluator):
 
     def messages(self, case: CaseView) -> list[dict]:
         user = self._render({
-            "input": case.input, "output": case.output, "expected": case.expected,
-            "transcript": case.transcript, "row": case.row,
+            "input": truncate(format_messages(case.input), self.limits["max_input_chars"]),
+            "output": truncate(as_text(case.output), self.limits["max_output_chars"]),
+            "expected": case.expected, "transcript": case.transcript, "row": case.row,
         })
         return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
 
@@ -178,17 +201,28 @@ class LlmJudge(Evaluator):
         target = self._make_target()
         spent: list[float | None] = []
         try:
-            grades = await asyncio.gather(*(self._grade(target, messages, case, n, spent) for n in range(self.samples)))
+            graded = await asyncio.gather(
+                *(self._grade(target, messages, case, n, spent) for n in range(self.samples)), return_exceptions=True
+            )
         finally:
             await target.aclose()
         cost = _calls()[1].total_or_none(spent)
+        if failed := next((g for g in graded if isinstance(g, BaseException)), None):
+            if not isinstance(failed, ScoringError):
+                raise failed
+            raise ScoringError(str(failed), cost_usd=cost)  # every call made is paid for
+        grades: list[Grade] = graded  # type: ignore[assignment]
         scores = [g.score for g in grades]
         if len(scores) == 1:
-            return Outcome(scores[0] / 10, detail=f"{scores[0]:g}/10: {grades[0].reason}", cost_usd=cost)
+            return Outcome(scores[0] / 10, detail=self._detail(f"{scores[0]:g}/10: {grades[0].reason}"), cost_usd=cost)
         spread = (max(scores) - min(scores)) / 10
         listed = ", ".join(f"{s:g}" for s in scores)
-        return Outcome(fmean(scores) / 10, spread=spread, cost_usd=cost,
-                       detail=f"samples {listed} (/10, spread {spread:.2f}); first reason: {grades[0].reason}")
+        detail = f"samples {listed} (/10, spread {spread:.2f}); first reason: {grades[0].reason}"
+        return Outcome(fmean(scores) / 10, spread=spread, cost_usd=cost, detail=self._detail(detail))
+
+    def _detail(self, text: str) -> str:
+        limit = self.limits["detail_chars"]
+        return text if len(text) <= limit else text[: limit - 1] + "…"
 
     async def _grade(self, target, messages: list[dict], case: CaseView, sample: int, spent: list) -> Grade:
         reply = await self._ask(target, messages, case, sample, spent)

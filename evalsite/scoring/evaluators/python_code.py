@@ -13,13 +13,20 @@ and ``case`` (the whole view), may be ``async``, and returns:
 Its version hashes the function's source and, transitively, the source of the functions and
 classes it uses from the project (and the values of simple constants they read), so editing
 the scorer or a helper it calls makes new runs not comparable with old ones.
+
+A sync function runs in a daemon thread so that ``timeout_s`` (default 30 s) can end its score:
+past the deadline the score is an error and the case goes on, but a thread cannot be killed, so
+the function keeps running in the background until it returns (its result is then dropped) and
+a function that never returns holds its thread until evalsite exits.
 """
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import math
 import sys
+import threading
 import types
 from collections.abc import Callable
 from pathlib import Path
@@ -41,6 +48,7 @@ class PythonFunction(Evaluator):
     """A user's scoring function; ``params`` other than ``pass_labels`` are passed to it."""
 
     param_names = None
+    default_timeout_s = 30.0
 
     def check(self) -> None:
         try:
@@ -77,7 +85,10 @@ class PythonFunction(Evaluator):
         return offered if self.takes_all else {k: v for k, v in offered.items() if k in self.accepted}
 
     async def ameasure(self, case: CaseView) -> Outcome:
-        value = self.function(**self._arguments(case))
+        if inspect.iscoroutinefunction(self.function):
+            value = await self.function(**self._arguments(case))
+        else:
+            value = await in_daemon_thread(self.function, self._arguments(case))
         if inspect.isawaitable(value):
             value = await value
         return self.as_outcome(value)
@@ -114,6 +125,31 @@ class PythonFunction(Evaluator):
         if score is None and passed is None and label is None:
             return Outcome.skip(as_optional_text(detail) or f"{self.reference} returned no score, passed or label")
         return Outcome(score, passed, None if label is None else str(label), as_optional_text(detail))
+
+
+async def in_daemon_thread(function: Callable, arguments: dict) -> Any:
+    """``function(**arguments)`` in a new daemon thread, awaited: the caller's deadline can give up
+    on it, and a call that never returns does not keep evalsite from exiting (an executor's
+    threads would be joined at exit)."""
+    loop = asyncio.get_running_loop()
+    future = loop.create_future()
+
+    def settle(ok: bool, value: Any) -> None:
+        if not future.done():  # the caller may have given up already
+            future.set_result(value) if ok else future.set_exception(value)
+
+    def work() -> None:
+        try:
+            outcome = (True, function(**arguments))
+        except BaseException as exc:  # handed to the awaiting coroutine, which records it
+            outcome = (False, exc)
+        try:
+            loop.call_soon_threadsafe(settle, *outcome)
+        except RuntimeError:  # the loop has closed: nobody is waiting any more
+            pass
+
+    threading.Thread(target=work, name="evalsite-scorer", daemon=True).start()
+    return await future
 
 
 def as_optional_text(value: Any) -> str | None:
