@@ -9,6 +9,8 @@ import pytest
 from sitekit import case, parse, write_run
 from test_site_browser import CHROMEDRIVER, CHROMIUM, browser, problems_in  # noqa: F401  (the module's browser)
 
+from evalsite.analysis import leaderboard
+from evalsite.analysis.compare import compare_runs
 from evalsite.project import find_project
 from evalsite.site import build_site, paths
 
@@ -23,6 +25,7 @@ pytestmark = pytest.mark.skipif(not (CHROMIUM.exists() and CHROMEDRIVER.exists()
 def site(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("reviewer")
     (root / "data").mkdir()
+    (root / "evalsite.toml").write_text('[site]\ntitle = "Reviewer demo"\ndescription = "Two arms answer twelve questions."\n')
     runs = root / "runs"
     items = [f"q{n}" for n in range(12)]
     write_run(runs, "20260101T000000Z-a-0001", [case(i, output=f"answer {i}", expected=f"answer {i}", input=f"ask {i}")
@@ -81,3 +84,45 @@ def test_the_pair_picker_diffs_two_answers(browser, site):  # noqa: F811
     removed = [e.text for e in picker.find_elements(By.CSS_SELECTOR, ".worddiff-out del")]
     added = [e.text for e in picker.find_elements(By.CSS_SELECTOR, ".worddiff-out ins")]
     assert "zebrafish" in " ".join(added + removed)
+
+
+def test_home_opens_with_the_verdict_of_each_dataset(browser, site):  # noqa: F811
+    from selenium.webdriver.common.by import By
+
+    project = find_project(site.parent)
+    board = leaderboard(project, DATASET)
+    leader, runner_up = (arm.summary.arm for arm in board.arms[:2])
+    figures = compare_runs(project, leader.run_id, baseline=runner_up.run_id).regression.summary
+    browser.get((site / "index.html").as_uri())
+    assert browser.title.endswith("Reviewer demo")
+    assert browser.find_element(By.CSS_SELECTOR, "main p.lede").text == "Two arms answer twelve questions."
+    card = browser.find_element(By.CSS_SELECTOR, "main > section.verdicts article.verdict-card")
+    assert card.location["y"] < 400  # the first thing on the page
+    assert card.find_element(By.CSS_SELECTOR, ".leader strong").text == leader.label
+    assert f"Against {runner_up.label}: Δ {figures.mean_delta:+.3f}" in card.text
+    card.find_element(By.LINK_TEXT, "Full leaderboard →").click()
+    assert browser.find_element(By.TAG_NAME, "h1").text == f"Dataset {DATASET}"
+    assert problems_in(browser, site) == []
+
+
+@pytest.mark.parametrize("page", ["index.html", f"datasets/{paths.slug(DATASET)}.html", "item"])
+def test_no_horizontal_overflow_at_400_px(browser, site, page):  # noqa: F811
+    target = paths.item_page(DATASET, paths.item_bucket("q3")) if page == "item" else page
+    browser.set_window_size(400, 900)
+    try:
+        browser.get((site / target).as_uri())
+        width, inner = browser.execute_script("return [document.documentElement.scrollWidth, window.innerWidth]")
+        assert width <= inner, f"{target}: {width} px wide in a {inner} px window"
+    finally:
+        browser.set_window_size(1400, 1000)
+
+
+def test_dark_mode_follows_the_system_setting(browser, site):  # noqa: F811
+    browser.get((site / "index.html").as_uri())
+    light = browser.execute_script("return getComputedStyle(document.body).backgroundColor")
+    browser.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": [{"name": "prefers-color-scheme", "value": "dark"}]})
+    try:
+        dark = browser.execute_script("return getComputedStyle(document.body).backgroundColor")
+    finally:
+        browser.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": []})
+    assert light != dark and sum(int(c) for c in dark[dark.index("(") + 1:-1].split(",")[:3]) < 150
