@@ -70,6 +70,64 @@
     if (status) { status.addEventListener("change", apply); }
   }
 
+  /* Word diff of two texts (longest common subsequence of words, spaces and punctuation). */
+  function tokens(text) { return text.match(/\s+|[^\s\w]|\w+/g) || []; }
+
+  function wordDiff(left, right) {
+    var a = tokens(left), b = tokens(right), n = a.length, m = b.length, i, j;
+    if (n * m > 4000000) { return null; }
+    var table = [];
+    for (i = 0; i <= n; i += 1) { table.push(new Uint32Array(m + 1)); }
+    for (i = n - 1; i >= 0; i -= 1) {
+      for (j = m - 1; j >= 0; j -= 1) {
+        table[i][j] = a[i] === b[j] ? table[i + 1][j + 1] + 1 : Math.max(table[i + 1][j], table[i][j + 1]);
+      }
+    }
+    var pieces = [];
+    i = 0; j = 0;
+    while (i < n || j < m) {
+      if (i < n && j < m && a[i] === b[j]) { pieces.push(["same", a[i]]); i += 1; j += 1; }
+      else if (j < m && (i === n || table[i][j + 1] >= table[i + 1][j])) { pieces.push(["ins", b[j]]); j += 1; }
+      else { pieces.push(["del", a[i]]); i += 1; }
+    }
+    return pieces;
+  }
+
+  /* A pair picker diffs any two of the outputs (pre[data-answer]) of its section. */
+  function makePicker(picker) {
+    var scope = picker.closest("[data-pair-scope]") || picker.parentNode;
+    var answers = Array.prototype.slice.call(scope.querySelectorAll("pre[data-answer]"));
+    if (answers.length < 2) { return; }
+    var left = picker.querySelector("select.pick-left"), right = picker.querySelector("select.pick-right");
+    var out = picker.querySelector(".worddiff-out");
+    answers.forEach(function (pre, index) {
+      [left, right].forEach(function (select) {
+        var option = document.createElement("option");
+        option.value = String(index);
+        option.textContent = pre.getAttribute("data-answer");
+        select.appendChild(option);
+      });
+    });
+    var other = answers.findIndex(function (pre) { return pre.textContent !== answers[0].textContent; });
+    right.value = String(other > 0 ? other : 1);
+    function render() {
+      while (out.firstChild) { out.removeChild(out.firstChild); }
+      var pieces = wordDiff(answers[+left.value].textContent, answers[+right.value].textContent);
+      if (pieces === null) { out.textContent = "Too long to diff word by word."; return; }
+      pieces.forEach(function (piece) {
+        if (piece[0] === "same") { out.appendChild(document.createTextNode(piece[1])); return; }
+        var mark = document.createElement(piece[0]);
+        mark.textContent = piece[1];
+        out.appendChild(mark);
+      });
+    }
+    left.addEventListener("change", render);
+    right.addEventListener("change", render);
+    picker.hidden = false;
+    render();
+  }
+
+  document.querySelectorAll(".pair-picker").forEach(makePicker);
   document.querySelectorAll("table.sortable").forEach(makeSortable);
   document.querySelectorAll(".filter-box").forEach(makeFilter);
 }());

@@ -146,7 +146,7 @@ def test_experiment_matrix_and_decisions_pages_load_cleanly(browser, example_sit
     browser.get((example_site / "experiments/arithmetic.html").as_uri())
     assert browser.find_elements(By.CSS_SELECTOR, "#matrix-table tbody tr")
     browser.save_screenshot(str(screenshots / "experiment.png"))
-    click_link(browser, "decisions")
+    click_link(browser, "Decisions")
     assert browser.find_element(By.TAG_NAME, "h1").text == "Decisions"
     assert problems_in(browser, example_site) == []
 

@@ -94,9 +94,9 @@ def test_incremental_build_renders_only_what_changed_and_equals_a_full_build(pro
     write_run(project.runs_dir, "20990101T000000Z-extra-0001", [case("x1"), case("x2", passed=False, score=0.0)],
               arm="extra", dataset_id="other@111111111111", experiment="extra-exp")
     second = build_site(project)
-    # rendered: home, runs list, decisions, the new run, its dataset, its experiment;
-    # kept: the three example runs, the example dataset and the example experiment
-    assert (second.rendered, second.kept) == (6, 5)
+    # rendered: home, runs list, decisions, the new run, its dataset, its experiment, its items, the search
+    # documents of pages; kept: the three example runs, the example dataset, its items and the example experiment
+    assert (second.rendered, second.kept) == (8, 6)
     build_site(project, tmp_path / "fresh")
     assert tree_bytes(site) == tree_bytes(tmp_path / "fresh")
     shutil.rmtree(project.runs_dir / "20990101T000000Z-extra-0001")
@@ -185,11 +185,11 @@ def test_long_fields_are_cut_and_the_page_budget_closes_pages_early(tmp_path):
 
 
 def test_a_file_above_the_hard_limit_is_refused_by_name(tmp_path, monkeypatch):
-    monkeypatch.setattr("evalsite.site.output.HARD_FILE_LIMIT_BYTES", 20_000)
+    monkeypatch.setattr("evalsite.site.output.HARD_FILE_LIMIT_BYTES", 100_000)  # above the largest static asset
     root = tmp_path / "huge"
     (root / "data").mkdir(parents=True)
-    (root / "evalsite.toml").write_text("[site]\nwarn_file_mb = 0.001\n")
-    write_run(root / "runs", "20260101T000000Z-huge-0001", [case(f"i{n}", output="y" * 15_000) for n in range(3)])
+    (root / "evalsite.toml").write_text("[site]\nwarn_file_mb = 0.001\nmax_field_chars = 50000\n")
+    write_run(root / "runs", "20260101T000000Z-huge-0001", [case(f"i{n}", output="y" * 45_000) for n in range(3)])
     with pytest.raises(SiteError, match=r"runs/20260101T000000Z-huge-0001.*above the 100 MB limit"):
         build_site(find_project(root))
 

@@ -78,3 +78,28 @@ def test_without_out_the_site_is_built_in_a_temporary_folder(tmp_path):
     finally:
         site.stop()
     assert not site.out_dir.exists()
+
+
+def test_after_a_rebuild_the_server_stays_idle(live):
+    """The rebuild reads every run (watchdog 7 reports reads as opened/closed_no_write events): those
+    reads, and reading the inputs from outside, must not start another build or reload the pages."""
+    write_run(live.project_root / "runs", "20260101T000001Z-second-0002", [case("i1")], arm="second")
+    wait_for(lambda: live.epoch >= 2)
+    time.sleep(0.5)  # let a (wrong) follow-up build start if the rebuild's own reads were taken as changes
+    epoch, builds = live.epoch, len(live.messages)
+    deadline = time.monotonic() + 3
+    while time.monotonic() < deadline:
+        for path in (live.project_root / "runs").rglob("*"):
+            if path.is_file():
+                path.read_bytes()
+        time.sleep(0.2)
+        assert (live.epoch, len(live.messages)) == (epoch, builds), live.messages
+
+
+def test_a_change_that_renders_nothing_does_not_reload_pages(live):
+    run = next((live.project_root / "runs").iterdir())
+    manifest = next(p for p in run.iterdir() if p.is_file())
+    before = len(live.messages)
+    manifest.write_bytes(manifest.read_bytes())  # a modification event, the same bytes
+    wait_for(lambda: len(live.messages) > before)
+    assert "(0 rendered)" in live.messages[-1] and live.epoch == 1

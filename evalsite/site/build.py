@@ -23,12 +23,12 @@ from evalsite.runlog.store import CASES_FILE, read_cases
 from evalsite.site.digest import digest_run
 from evalsite.site.inputs import file_hash, scan_project
 from evalsite.site.output import SiteWriter
-from evalsite.site.pages import Job, Kit, compare, datasets, decisions, experiments, home, reports, runs
+from evalsite.site.pages import Job, Kit, compare, datasets, decisions, experiments, home, items, reports, runs, search
 from evalsite.site.settings import SiteSettings, site_settings
 from evalsite.site.theme import PACKAGE_DIR, load_theme
 
 #: Page families in build order; a new family is one more module here.
-FAMILIES = (home, runs, datasets, experiments, decisions, compare, reports)
+FAMILIES = (home, runs, datasets, experiments, decisions, compare, reports, items, search)
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,16 @@ def number(value, digits: int = 3) -> str:
     return f"{value:.{digits}f}"
 
 
+def pvalue(value) -> str:
+    """A p-value, one way everywhere: three decimals, or two significant digits below 0.001 (never
+    ``0.0000`` beside ``1.2e-07``)."""
+    if _missing(value):
+        return DASH
+    if value == 0:
+        return "0"
+    return f"{value:.3f}" if value >= 0.001 else f"{value:.1e}"
+
+
 def percent(value, digits: int = 1) -> str:
     return DASH if _missing(value) else f"{value * 100:.{digits}f}%"
 
@@ -61,6 +71,7 @@ def sort_key(value) -> str:
 FILTERS = {
     "number": number,
     "percent": percent,
+    "pvalue": pvalue,
     "usd": usd,
     "ms": milliseconds,
     "when": when,

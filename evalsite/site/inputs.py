@@ -143,7 +143,7 @@ class ProjectInputs:
     experiments: dict[str, ExperimentSource]
     reports: list[ReportSource] = field(default_factory=list)
     outside: list[str] = field(default_factory=list)
-    _dataset_cache: dict[str, dict[str, bool] | None] = field(default_factory=dict)
+    _dataset_cache: dict[str, dict[str, dict] | None] = field(default_factory=dict)
     _baselines: dict[str, baselines.BaselineChoice] = field(default_factory=dict)
     _leaderboards: dict[tuple, analysis.Leaderboard | EvalsiteError] = field(default_factory=dict)
 
@@ -211,13 +211,19 @@ class ProjectInputs:
     def critical_items(self, run: RunSource) -> dict[str, bool] | None:
         """Which items of the run's dataset are ``metadata.critical``; ``None`` when the dataset
         file is gone or no longer matches the run's ``dataset_id`` (then criticality is unknown)."""
+        rows = self.dataset_rows(run)
+        return None if rows is None else {item_id: bool(_metadata(row).get("critical")) for item_id, row in rows.items()}
+
+    def dataset_rows(self, run: RunSource) -> dict[str, dict] | None:
+        """Item id → the dataset row the run used; ``None`` when the dataset file is gone or no longer
+        matches the run's ``dataset_id``."""
         path, expected_id = run.dataset.get("path"), run.dataset_id
         key = f"{path}|{expected_id}|{run.dataset.get('items')}"
         if key not in self._dataset_cache:
-            self._dataset_cache[key] = self._load_critical(path, expected_id, run.dataset.get("items"))
+            self._dataset_cache[key] = self._load_rows(path, expected_id, run.dataset.get("items"))
         return self._dataset_cache[key]
 
-    def _load_critical(self, path: str | None, expected_id: str | None, count) -> dict[str, bool] | None:
+    def _load_rows(self, path: str | None, expected_id: str | None, count) -> dict[str, dict] | None:
         if not isinstance(path, str) or not expected_id or "@" not in expected_id or not self.project.contains(Path(path)):
             return None
         try:
@@ -229,7 +235,12 @@ class ProjectInputs:
             return None
         if compute_dataset_id(expected_id.rsplit("@", 1)[0], items) != expected_id:
             return None
-        return {item.item_id: bool((item.row.get("metadata") or {}).get("critical")) for item in items}
+        return {item.item_id: item.row for item in items}
+
+
+def _metadata(row: dict) -> dict:
+    metadata = row.get("metadata")
+    return metadata if isinstance(metadata, dict) else {}
 
 
 def scan_project(project: Project) -> ProjectInputs:

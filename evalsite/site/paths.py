@@ -6,12 +6,14 @@ is relative and the site works from file://, a sub-path on GitHub Pages, or any 
 
 from __future__ import annotations
 
+import hashlib
 import posixpath
 import re
 
 HOME = "index.html"
 RUNS = "runs.html"
 DECISIONS = "decisions.html"
+SEARCH_MANIFEST = "search/index.js"
 
 
 def slug(text: str) -> str:
@@ -43,6 +45,36 @@ def matrix(name: str, view: str, page: int) -> str:
 
 def compare(run_id: str, baseline_id: str) -> str:
     return f"compare/{slug(run_id)}--{slug(baseline_id)}.html"
+
+
+def item_bucket(item_id: str) -> str:
+    """Which page of its dataset's item pages holds an item: two hex digits of a hash of its id, so any
+    page can link an item without knowing the dataset's other items (at most 256 item pages a dataset)."""
+    return hashlib.sha256(str(item_id).encode("utf-8")).hexdigest()[:2]
+
+
+def item_anchor(item_id: str) -> str:
+    """The item's HTML id; ids that the slug changes get a hash suffix, so two ids never share one."""
+    text = f"item-{item_id}"
+    return text if slug(text) == text else f"{slug(text)}-{item_bucket(item_id)}{hashlib.sha256(text.encode()).hexdigest()[:6]}"
+
+
+def item_page(dataset_id: str, bucket: str) -> str:
+    return f"items/{slug(dataset_id)}/{bucket}.html"
+
+
+def item(dataset_id: str, item_id: str) -> str:
+    """The item's section on its item page: input, expected and every run's output."""
+    return f"{item_page(dataset_id, item_bucket(item_id))}#{item_anchor(item_id)}"
+
+
+def items_index(dataset_id: str) -> str:
+    return f"items/{slug(dataset_id)}/index.html"
+
+
+def search_shard(name: str) -> str:
+    """A script of search documents (loaded as a script so search also works from file://)."""
+    return f"search/{slug(name)}.js"
 
 
 def report(name: str) -> str:

@@ -11,9 +11,20 @@ from dataclasses import fields, is_dataclass
 from pathlib import Path
 
 from evalsite.site import settings
-from evalsite.site.pages import PageContext, common, compare, datasets, decisions, experiments, home, reports, runs
+from evalsite.site.pages import (
+    PageContext,
+    common,
+    compare,
+    datasets,
+    decisions,
+    experiments,
+    home,
+    items,
+    reports,
+    runs,
+)
 
-MODULES = (home, runs, datasets, experiments, decisions, compare, reports, common)
+MODULES = (home, runs, datasets, experiments, decisions, compare, reports, items, common)
 
 
 def context_classes() -> list[type]:

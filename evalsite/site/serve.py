@@ -2,8 +2,10 @@
 
 The watchdog callback only records that something changed; a separate loop waits for a short quiet
 period (debounce), rebuilds incrementally, and bumps an epoch that every served page polls at
-``/.evalsite-epoch`` (the ``livereload.js`` asset, included only when serving). A failed build is
-reported and the last good site keeps being served.
+``/.evalsite-epoch`` (the ``livereload.js`` asset, included only when serving) when the rebuild
+rendered something. Only events that change files count (see :data:`CHANGE_EVENTS`) and the output
+folder is ignored, so the server never reacts to its own reads or writes. A failed build is reported
+and the last good site keeps being served.
 """
 
 from __future__ import annotations
@@ -18,7 +20,14 @@ from dataclasses import dataclass, field
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from watchdog.events import FileSystemEvent, FileSystemEventHandler
+from watchdog.events import (
+    EVENT_TYPE_CREATED,
+    EVENT_TYPE_DELETED,
+    EVENT_TYPE_MODIFIED,
+    EVENT_TYPE_MOVED,
+    FileSystemEvent,
+    FileSystemEventHandler,
+)
 from watchdog.observers import Observer
 
 from evalsite.errors import SiteError
@@ -27,6 +36,9 @@ from evalsite.site.build import build_site
 
 WATCHED_FOLDERS = ("runs", "experiments", "data", "reports", "templates", "static")
 EPOCH_PATH = "/.evalsite-epoch"
+#: Events that change a file. watchdog 7 also reports ``opened``, ``closed_no_write`` and ``attrib``
+#: for plain reads (the build's own reads included); reacting to those rebuilds forever.
+CHANGE_EVENTS = frozenset({EVENT_TYPE_CREATED, EVENT_TYPE_MODIFIED, EVENT_TYPE_MOVED, EVENT_TYPE_DELETED})
 
 
 class _Changes(FileSystemEventHandler):
@@ -38,6 +50,8 @@ class _Changes(FileSystemEventHandler):
         self.last = 0.0
 
     def on_any_event(self, event: FileSystemEvent) -> None:
+        if event.event_type not in CHANGE_EVENTS:
+            return
         paths = [event.src_path, getattr(event, "dest_path", "") or ""]
         if any(p and self.relevant(str(p)) for p in paths):
             self.last = time.monotonic()
@@ -75,9 +89,8 @@ class LiveSite:
         self.port = self._server.server_address[1]
         self._changes = _Changes(self._relevant)
         self._observer = Observer()
-        for name in WATCHED_FOLDERS:
-            if (self.project_root / name).is_dir():
-                self._observer.schedule(self._changes, str(self.project_root / name), recursive=True)
+        self._watched: set[str] = set()
+        self._watch_folders()
         self._observer.schedule(self._changes, str(self.project_root), recursive=False)
         self._observer.start()
         for target in (self._server.serve_forever, self._rebuild_loop):
@@ -97,6 +110,14 @@ class LiveSite:
         if self.temporary:
             shutil.rmtree(self.out_dir.parent, ignore_errors=True)
 
+    def _watch_folders(self) -> None:
+        """Watch every input folder that exists, including one created since the server started
+        (its creation is an event of the project root; the rebuild that follows reads its files)."""
+        for name in WATCHED_FOLDERS:
+            if name not in self._watched and (self.project_root / name).is_dir():
+                self._observer.schedule(self._changes, str(self.project_root / name), recursive=True)
+                self._watched.add(name)
+
     def _relevant(self, path: str) -> bool:
         changed = Path(path)
         if changed == self.out_dir or self.out_dir in changed.parents:
@@ -113,6 +134,7 @@ class LiveSite:
                 time.sleep(self.debounce / 4)
             self._changes.flag.clear()
             if not self._stop.is_set():
+                self._watch_folders()
                 self._build()
 
     def _build(self) -> None:
@@ -123,7 +145,8 @@ class LiveSite:
             self.report(f"build failed: {self.last_error} (still serving the last good site)")
             return
         self.last_error = None
-        self.epoch += 1
+        if report.rendered or not self.epoch:  # open pages reload only when a page actually changed
+            self.epoch += 1
         self.report(f"built {report.pages} pages ({report.rendered} rendered) in {report.seconds:.1f} s")
 
 

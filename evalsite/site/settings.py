@@ -18,6 +18,7 @@ class SiteSettings:
 
     out: str = field(default="site", metadata={"help": "Output folder, relative to the project root."})
     title: str = field(default="", metadata={"help": "Title shown in every page header (default: the project folder's name)."})
+    description: str = field(default="", metadata={"help": "One or two sentences under the title on the home page: what the project evaluates."})
     redact: bool = field(default=False, metadata={"help": "Leave inputs, expected values, outputs and evaluator details out of every page and download."})
     cases_per_page: int = field(default=100, metadata={"help": "Most cases on one page of a run's case listing."})
     items_per_page: int = field(default=50, metadata={"help": "Most items on one page of an experiment's arm × item matrix."})

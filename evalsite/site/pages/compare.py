@@ -66,7 +66,7 @@ class ComparePage(PageContext):
     summary: CompareSummary | None = doc("The verdict, when comparable.")
     dumbbells: Markup = doc("Baseline → current score of the items that changed most (inline SVG).")
     dumbbell_note: str = doc("How many changed items the dumbbells show of how many.")
-    items: Table | None = doc("Every compared item: baseline, current, Δ, classification, re-scored.")
+    items: Table | None = doc("Every compared item (linked to its item page): baseline, current, Δ, classification, re-scored; unchanged rows are hidden until the reader asks for them.")
     evaluators: Table | None = doc("Per evaluator: newly failing / passing, pass-rate, mean and error deltas.")
     apart: Table | None = doc("Items left out of the numbers: ground truth changed, only in one run, unscored.")
     critical_newly_failing: list[str] = doc("Critical rows that passed in the baseline and fail now.")
@@ -102,7 +102,8 @@ def _renderer(run_id: str, baseline_id: str):
         else:
             source = report.baseline_source
         path = paths.compare(run_id, baseline_id)
-        return kit.page(path, "compare.html", compare_page(report, source, kit.settings))
+        dataset_id = kit.inputs.by_id[run_id].dataset_id
+        return kit.page(path, "compare.html", compare_page(report, source, kit.settings, dataset_id))
 
     return render
 
@@ -113,7 +114,7 @@ def _source(inputs: ProjectInputs, run_id: str, baseline_id: str) -> str:
     return choice.source if choice.directory is not None and choice.directory.name == baseline_id else "explicit"
 
 
-def compare_page(report: ComparisonReport, source: str, settings: SiteSettings) -> ComparePage:
+def compare_page(report: ComparisonReport, source: str, settings: SiteSettings, dataset_id: str | None = None) -> ComparePage:
     verdict = report.comparability
     regression = report.regression
     diff_rows = [{"field": d.path, "baseline": _text(d.old), "current": _text(d.new)} for d in verdict.differences]
@@ -137,7 +138,7 @@ def compare_page(report: ComparisonReport, source: str, settings: SiteSettings) 
     page.items = Table("items", [
         Column("item", "item", "code"), Column("baseline", "baseline", "number"), Column("current", "current", "number"),
         Column("delta", "Δ", "number"), Column("classification", "change", "status"), Column("rescored", "re-scored"),
-    ], [{"item": c.item_id, "baseline": c.baseline_score, "current": c.current_score, "delta": c.delta,
+    ], [{"item": _item_link(dataset_id, c.item_id), "baseline": c.baseline_score, "current": c.current_score, "delta": c.delta,
          "classification": c.classification, "rescored": c.rescored, "_class": f"change-{c.classification}"}
         for c in regression.items if c.classification != GT_CHANGED])
     page.evaluators = Table("evaluators", [
@@ -181,6 +182,10 @@ def _dumbbells(regression, limit: int) -> tuple[Markup, str]:
     rows = [(c.item_id, c.baseline_score, c.current_score) for c in shown]
     note = f"The {len(shown)} largest of {len(changed)} changed items." if len(changed) > len(shown) else ""
     return charts.dumbbells(rows, x_label="item score: baseline (open) → current (filled)", title="Items that changed"), note
+
+
+def _item_link(dataset_id: str | None, item_id: str) -> Link | str:
+    return Link(item_id, paths.item(dataset_id, item_id)) if dataset_id else item_id
 
 
 def _ids(item_ids: list[str]) -> str:

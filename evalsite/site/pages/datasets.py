@@ -67,6 +67,7 @@ class DatasetPage(PageContext):
     leaderboards: list[Leaderboard] = doc("One leaderboard per comparable group, newest first.")
     left_out: Table = doc("Runs on this dataset that no leaderboard uses, with the reason.")
     runs: Table = doc("Every run on this dataset, newest first.")
+    items_href: str = doc("Site-root-relative link to the dataset's item index (each item with every run's answers).", "")
 
 
 def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[Job]:
@@ -93,6 +94,7 @@ def _renderer(dataset_id: str, members: list[RunSource]):
                            [{"run": run_link(kit.inputs.by_id[item.run_id]), "arm": item.arm_id, "reason": item.reason}
                             for item in found.left_out]),
             runs=runs_table("runs", members, kit.digests),
+            items_href=paths.items_index(dataset_id),
         )
         return kit.page(page_path, "dataset.html", context)
 

@@ -84,6 +84,7 @@ class MatrixRow:
     divergent: bool = doc("True when the arms' outputs are not all the same.")
     diffs: list[PairDiff] = doc("Diffs against the reference arm (on pages of the 'divergent' filter; empty elsewhere and when redacted).")
     diff_href: str | None = doc("Site-root-relative link to this item's diffs on the 'divergent' pages (on other pages).")
+    item_href: str | None = doc("Site-root-relative link to the item's page (input, expected, every run's answers).", None)
 
 
 @dataclass(kw_only=True)
@@ -254,7 +255,11 @@ def matrix_rows(runs: list[RunSource], labels: dict[str, str], limit: int, redac
     """The rows of :func:`evalsite.analysis.matrix.comparison_matrix` over ``runs`` (read from disk now), shaped
     for the page: texts cut to ``limit``, outputs left out when redacting, diffs on divergent rows."""
     matrix = comparison_matrix([_matrix_run(run) for run in runs])
-    return [_row(row, [labels[column.run_id] for column in matrix.columns], limit, redact) for row in matrix.rows]
+    rows = [_row(row, [labels[column.run_id] for column in matrix.columns], limit, redact) for row in matrix.rows]
+    dataset_id = runs[0].dataset_id if runs else None
+    for row in rows:
+        row.item_href = paths.item(dataset_id, row.item_id) if dataset_id else None
+    return rows
 
 
 #: The case fields a matrix cell reads; the rest (inputs, expected values, per-evaluator scores)

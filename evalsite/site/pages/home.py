@@ -1,23 +1,54 @@
-"""``index.html``: datasets, experiments, recent runs and the project's baselines with their reasons."""
+"""``index.html``: the verdict first (one card per dataset), then datasets, experiments, recent runs and
+the project's baselines with their reasons.
+
+A card's figures come from the analysis layer through :func:`dataset_verdict`, the one place that
+reads them; the site computes no statistic of its own."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from evalsite.analysis import comparable_groups
+from evalsite.analysis import Selection, comparable_groups
+from evalsite.analysis.compare import compare_runs
+from evalsite.errors import EvalsiteError
 from evalsite.site import paths
 from evalsite.site.inputs import ProjectInputs
 from evalsite.site.pages import Job, Kit, PageContext, doc
 from evalsite.site.pages.common import dataset_link, experiment_link, runs_by, runs_table
+from evalsite.site.pages.datasets import bounds, describe
 from evalsite.site.pages.decisions import DECISION_COLUMNS, current_baselines, decision_row
 from evalsite.site.pages.reports import report_link
 from evalsite.site.settings import SiteSettings
-from evalsite.site.tables import Column, Link, Table
+from evalsite.site.tables import Column, Interval, Link, Table
+
+
+@dataclass(kw_only=True)
+class VerdictCard:
+    """Who leads on one dataset and whether the lead is real (its newest comparable group)."""
+
+    dataset: Link = doc("The dataset's leaderboard.")
+    comparable: str = doc("What the group's runs share (dataset, evaluator versions).")
+    arms: int = doc("Arms in the group.")
+    items: int = doc("Items every arm scored (the tests use only these).")
+    leader: str | None = doc("The first arm of the leaderboard; None when there is no leaderboard.")
+    leader_run: Link | None = doc("The leader's run.")
+    headline: str = doc("The verdict in one sentence (or why there is none).")
+    mean: Interval | None = doc("The leader's mean score with its bootstrap interval.")
+    runner_up: str | None = doc("The second arm, when there is one.")
+    delta: Interval | None = doc("Paired mean difference leader − runner-up over their shared items, with its bootstrap interval.")
+    confidence: float | None = doc("Confidence level of that interval.")
+    p_value: float | None = doc("p of the paired sign-flip test of that difference.")
+    p_label: str = doc("Which test and correction the p is.")
+    cost_per_item: float | None = doc("The leader's cost of answering one item once (None: unknown).")
+    latency_p50: float | None = doc("The leader's median latency in ms.")
 
 
 @dataclass(kw_only=True)
 class HomePage(PageContext):
     """``index.html``."""
+
+    description: str = doc("The project's description ([site] description), shown under the title.")
+    verdicts: list[VerdictCard] = doc("One card per dataset, the verdict of its newest comparable group.")
 
     datasets: Table = doc("One row per dataset_id: its file, items, runs, arms and the best arm of its newest comparable group.")
     experiments: Table = doc("One row per experiment: description, arms, runs, latest run.")
@@ -41,6 +72,8 @@ def _render(kit: Kit) -> dict[str, bytes]:
     recent = sorted(inputs.runs, key=lambda r: r.recency, reverse=True)[: kit.settings.recent_runs]
     context = HomePage(
         title=kit.site_title,
+        description=kit.settings.description,
+        verdicts=_verdict_cards(kit),
         datasets=_datasets_table(kit),
         experiments=_experiments_table(kit),
         recent_runs=runs_table("recent-runs", recent, kit.digests,
@@ -53,6 +86,49 @@ def _render(kit: Kit) -> dict[str, bytes]:
         input_hash=inputs.combined_hash(),
     )
     return kit.page(paths.HOME, "index.html", context)
+
+
+def _verdict_cards(kit: Kit) -> list[VerdictCard]:
+    cards = []
+    for dataset_id, members in runs_by(kit.inputs.runs, lambda run: run.dataset_id).items():
+        groups = comparable_groups(kit.inputs.database, dataset_id, only_runs={r.run_id for r in members}).groups
+        if groups:
+            cards.append(dataset_verdict(kit.inputs, dataset_id, groups[0]))
+    return cards
+
+
+def dataset_verdict(inputs: ProjectInputs, dataset_id: str, group: Selection) -> VerdictCard:
+    """The card of one comparable group, read from :meth:`ProjectInputs.leaderboard` (its order and
+    statement) and :func:`evalsite.analysis.compare.compare_runs` (the paired difference of the first
+    two arms). The one adapter between the analysis layer's verdict and the home page."""
+    card = VerdictCard(dataset=dataset_link(dataset_id), comparable=describe(group), arms=len(group.arms), items=0,
+                       leader=None, leader_run=None, headline="", mean=None, runner_up=None, delta=None,
+                       confidence=None, p_value=None, p_label="", cost_per_item=None, latency_p50=None)
+    try:
+        board = inputs.leaderboard(group)
+    except EvalsiteError as exc:
+        card.headline = f"No verdict: {exc.message}."
+        return card
+    first = board.arms[0].summary
+    card.items, card.headline = board.n_items, _sentence(board.verdict.statement)
+    card.leader, card.leader_run = first.arm.label, Link(first.arm.run_id, paths.run(first.arm.run_id))
+    card.mean = Interval(first.mean, *bounds(first.mean_interval))
+    card.cost_per_item, card.latency_p50 = first.cost.per_item, first.latency.p50_ms
+    if len(board.arms) > 1:
+        second = board.arms[1].summary
+        card.runner_up = second.arm.label
+        regression = compare_runs(inputs.project, first.arm.run_id, baseline=second.arm.run_id).regression
+        if regression is not None:
+            figures = regression.summary
+            card.delta = Interval(figures.mean_delta, figures.ci_low, figures.ci_high)
+            card.confidence, card.p_value = figures.confidence, figures.p_value
+            card.p_label = "paired sign-flip test, this pair alone"
+    return card
+
+
+def _sentence(text: str) -> str:
+    text = text.strip()
+    return text[:1].upper() + text[1:] + ("" if text.endswith(".") else ".") if text else ""
 
 
 def _datasets_table(kit: Kit) -> Table:

@@ -96,6 +96,7 @@ class CaseRow:
     error: str | None = doc("Generation error, if any.")
     finish_reason: str | None = doc("Why generation stopped (stop, length, …).")
     errored: bool = doc("True when generation or an evaluator raised an error.")
+    item_href: str | None = doc("Site-root-relative link to the item's page (every run's answer to it).", None)
 
 
 @dataclass(kw_only=True)
@@ -176,6 +177,9 @@ def _run_renderer(run: RunSource, baseline: str | None):
         digest = kit.digests[run.run_id]
         critical = kit.inputs.critical_items(run)
         rows = [case_row(case, critical, kit.settings) for case in kit.cases[run.run_id]]
+        if run.dataset_id:
+            for row in rows:
+                row.item_href = paths.item(run.dataset_id, row.item_id)
         rows.sort(key=lambda r: (item_sort_key(r.item_id), r.repeat))
         facts = run_facts(run, digest)
         evaluator_names = [e.name for e in digest.evaluators]

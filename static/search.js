@@ -1,0 +1,91 @@
+/* evalsite: search the whole site. The documents (search/*.js, written by the build) and the
+   MiniSearch library load only when the reader first uses the box, as scripts, so search works on
+   any static host and from file:// alike. Results are built as text nodes, never as HTML. */
+(function () {
+  "use strict";
+  var form = document.querySelector("form.site-search");
+  if (!form) { return; }
+  var input = form.querySelector("input[type=search]");
+  var list = form.querySelector("ol.search-results");
+  var root = form.getAttribute("data-root");
+  var index = null, queued = [], pending = -1, started = false, nextId = 0;
+
+  function load(src, done) {
+    var script = document.createElement("script");
+    script.src = src;
+    script.onload = done;
+    script.onerror = done;
+    document.head.appendChild(script);
+  }
+
+  function shardDone() {
+    pending -= 1;
+    show();
+  }
+
+  window.evalsiteSearch = {
+    shards: function (names) {
+      pending = names.length;
+      names.forEach(function (name) { load(root + name, shardDone); });
+      if (!names.length) { show(); }
+    },
+    add: function (docs) {
+      docs.forEach(function (doc) { doc.id = nextId; nextId += 1; });
+      if (index) { index.addAll(docs); } else { queued = queued.concat(docs); }
+    }
+  };
+
+  function start() {
+    if (started) { return; }
+    started = true;
+    load(form.getAttribute("data-library"), function () {
+      if (typeof window.MiniSearch !== "function") { return; }
+      index = new window.MiniSearch({
+        fields: ["title", "where", "text"],
+        storeFields: ["kind", "title", "where", "url"],
+        searchOptions: { prefix: true, combineWith: "AND", boost: { title: 3 } }
+      });
+      index.addAll(queued);
+      queued = [];
+      load(root + form.getAttribute("data-manifest"), function () { show(); });
+    });
+  }
+
+  function show() {
+    while (list.firstChild) { list.removeChild(list.firstChild); }
+    var query = input.value.trim();
+    if (!query) { list.hidden = true; return; }
+    list.hidden = false;
+    if (!index) { note("loading…"); return; }
+    var found = index.search(query).slice(0, 20);
+    found.forEach(function (hit) {
+      var item = document.createElement("li");
+      var link = document.createElement("a");
+      link.href = root + hit.url;
+      var kind = document.createElement("span");
+      kind.className = "search-kind";
+      kind.textContent = hit.kind;
+      link.appendChild(kind);
+      link.appendChild(document.createTextNode(" " + hit.title + (hit.where ? " · " + hit.where : "")));
+      item.appendChild(link);
+      list.appendChild(item);
+    });
+    if (!found.length) { note(pending > 0 ? "searching…" : "nothing found"); }
+  }
+
+  function note(text) {
+    var item = document.createElement("li");
+    item.className = "muted";
+    item.textContent = text;
+    list.appendChild(item);
+  }
+
+  form.hidden = false;
+  input.addEventListener("focus", start);
+  input.addEventListener("input", function () { start(); show(); });
+  form.addEventListener("submit", function (event) {
+    event.preventDefault();
+    var first = list.querySelector("a");
+    if (first) { window.location.href = first.href; }
+  });
+}());

@@ -1,0 +1,128 @@
+"""The site as a reviewer reads it, in headless Chromium from file://: an item's page with every
+arm's answer, the compare page linking it, whole-site search, the diff picker."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from sitekit import case, parse, write_run
+from test_site_browser import CHROMEDRIVER, CHROMIUM, browser, problems_in  # noqa: F401  (the module's browser)
+
+from evalsite.analysis import leaderboard
+from evalsite.analysis.compare import compare_runs
+from evalsite.project import find_project
+from evalsite.site import build_site, paths
+
+DATASET = "data@000000000000"
+UNIQUE = "zebrafish quokka marmalade"
+
+pytestmark = pytest.mark.skipif(not (CHROMIUM.exists() and CHROMEDRIVER.exists()),
+                                reason="headless browser tests need /usr/bin/chromium and /usr/bin/chromedriver")
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("reviewer")
+    (root / "data").mkdir()
+    (root / "evalsite.toml").write_text('[site]\ntitle = "Reviewer demo"\ndescription = "Two arms answer twelve questions."\n')
+    runs = root / "runs"
+    items = [f"q{n}" for n in range(12)]
+    write_run(runs, "20260101T000000Z-a-0001", [case(i, output=f"answer {i}", expected=f"answer {i}", input=f"ask {i}")
+                                                  for i in items], arm="a")
+    write_run(runs, "20260101T000001Z-b-0002", [case(i, output=UNIQUE if i == "q3" else f"answer {i}", score=0.0 if i == "q3" else 1.0,
+                                                     passed=i != "q3", expected=f"answer {i}", input=f"ask {i}") for i in items], arm="b")
+    write_run(runs, "20260101T000002Z-a-0003", [case(i, output="wrong" if i == "q5" else f"answer {i}", score=0.0 if i == "q5" else 1.0,
+                                                     passed=i != "q5", expected=f"answer {i}", input=f"ask {i}") for i in items], arm="a")
+    build_site(find_project(root))
+    return root / "site"
+
+
+def test_an_item_page_shows_input_expected_and_every_runs_output(site):
+    page = parse(site / paths.item_page(DATASET, paths.item_bucket("q3")))
+    section = page.find("section", id=paths.item_anchor("q3"))
+    text = " ".join(section.text().split())
+    assert "ask q3" in text and "answer q3" in text and UNIQUE in text
+    runs = {a.text().strip() for a in section.find_all("a") if "runs/" in a.attrs.get("href", "")}
+    assert runs == {"20260101T000000Z-a-0001", "20260101T000001Z-b-0002", "20260101T000002Z-a-0003"}
+
+
+def test_the_compare_page_lists_changed_items_linking_their_item_pages(browser, site):  # noqa: F811
+    from selenium.webdriver.common.by import By
+
+    browser.get((site / paths.compare("20260101T000002Z-a-0003", "20260101T000000Z-a-0001")).as_uri())
+    visible = [row for row in browser.find_elements(By.CSS_SELECTOR, "#items tbody tr") if row.is_displayed()]
+    assert [row.find_element(By.TAG_NAME, "td").text for row in visible] == ["q5"]
+    browser.find_element(By.CSS_SELECTOR, "input.show-unchanged").click()
+    assert len([row for row in browser.find_elements(By.CSS_SELECTOR, "#items tbody tr") if row.is_displayed()]) == 12
+    browser.find_element(By.LINK_TEXT, "q5").click()
+    target = browser.find_element(By.ID, paths.item_anchor("q5"))
+    assert "wrong" in target.text and "answer q5" in target.text
+    assert problems_in(browser, site) == []
+
+
+def test_search_from_file_finds_an_item_by_a_unique_output(browser, site):  # noqa: F811
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    browser.get((site / "index.html").as_uri())
+    box = browser.find_element(By.CSS_SELECTOR, "form.site-search input")
+    box.send_keys("quokka marma")
+    link = WebDriverWait(browser, 10).until(lambda d: d.find_elements(By.CSS_SELECTOR, "ol.search-results a"))[0]
+    assert "q3" in link.text
+    link.click()
+    assert UNIQUE in browser.find_element(By.ID, paths.item_anchor("q3")).text
+    assert problems_in(browser, site) == []
+
+
+def test_the_pair_picker_diffs_two_answers(browser, site):  # noqa: F811
+    from selenium.webdriver.common.by import By
+
+    browser.get((site / paths.item_page(DATASET, paths.item_bucket("q3"))).as_uri() + "#" + paths.item_anchor("q3"))
+    picker = browser.find_element(By.CSS_SELECTOR, f"#{paths.item_anchor('q3')} .pair-picker")
+    assert picker.is_displayed()
+    removed = [e.text for e in picker.find_elements(By.CSS_SELECTOR, ".worddiff-out del")]
+    added = [e.text for e in picker.find_elements(By.CSS_SELECTOR, ".worddiff-out ins")]
+    assert "zebrafish" in " ".join(added + removed)
+
+
+def test_home_opens_with_the_verdict_of_each_dataset(browser, site):  # noqa: F811
+    from selenium.webdriver.common.by import By
+
+    project = find_project(site.parent)
+    board = leaderboard(project, DATASET)
+    leader, runner_up = (arm.summary.arm for arm in board.arms[:2])
+    figures = compare_runs(project, leader.run_id, baseline=runner_up.run_id).regression.summary
+    browser.get((site / "index.html").as_uri())
+    assert browser.title.endswith("Reviewer demo")
+    assert browser.find_element(By.CSS_SELECTOR, "main p.lede").text == "Two arms answer twelve questions."
+    card = browser.find_element(By.CSS_SELECTOR, "main > section.verdicts article.verdict-card")
+    assert card.location["y"] < 400  # the first thing on the page
+    assert card.find_element(By.CSS_SELECTOR, ".leader strong").text == leader.label
+    assert f"Against {runner_up.label}: Δ {figures.mean_delta:+.3f}" in card.text
+    card.find_element(By.LINK_TEXT, "Full leaderboard →").click()
+    assert browser.find_element(By.TAG_NAME, "h1").text == f"Dataset {DATASET}"
+    assert problems_in(browser, site) == []
+
+
+@pytest.mark.parametrize("page", ["index.html", f"datasets/{paths.slug(DATASET)}.html", "item"])
+def test_no_horizontal_overflow_at_400_px(browser, site, page):  # noqa: F811
+    target = paths.item_page(DATASET, paths.item_bucket("q3")) if page == "item" else page
+    browser.set_window_size(400, 900)
+    try:
+        browser.get((site / target).as_uri())
+        width, inner = browser.execute_script("return [document.documentElement.scrollWidth, window.innerWidth]")
+        assert width <= inner, f"{target}: {width} px wide in a {inner} px window"
+    finally:
+        browser.set_window_size(1400, 1000)
+
+
+def test_dark_mode_follows_the_system_setting(browser, site):  # noqa: F811
+    browser.get((site / "index.html").as_uri())
+    light = browser.execute_script("return getComputedStyle(document.body).backgroundColor")
+    browser.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": [{"name": "prefers-color-scheme", "value": "dark"}]})
+    try:
+        dark = browser.execute_script("return getComputedStyle(document.body).backgroundColor")
+    finally:
+        browser.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": []})
+    assert light != dark and sum(int(c) for c in dark[dark.index("(") + 1:-1].split(",")[:3]) < 150
