@@ -55,6 +55,8 @@ def _dollars(value: float | None) -> str | None:
 @click.option("--max-cost", type=click.FloatRange(min=0), envvar="EVALSITE_MAX_COST_USD", show_envvar=True,
               metavar="USD", help="Start no new call once this many dollars are spent (over limits.max_cost_usd).")
 @click.option("--resume", metavar="RUN", help="Continue an interrupted or stopped run, skipping its recorded cases.")
+@click.option("--cache", "cache_mode", type=click.Choice(["off", "record", "replay", "auto"]),
+              help="Response cache mode (over the manifest's emulation.cache).")
 @click.option("--allow-failures", is_flag=True,
               help="Exit 0 when every run finished and every critical row passed, even if other items failed.")
 @click.option("--build", "build_after", is_flag=True, help="Build the site afterwards.")
@@ -64,7 +66,7 @@ def _dollars(value: float | None) -> str | None:
 @click.option("--junit", "junit_file", type=click.Path(path_type=Path),
               help="Write JUnit XML: one test case per arm and item.")
 @click.pass_context
-def run_command(ctx, manifest: Path, arm_ids, repeat, concurrency, overrides, dry_run, max_cost, resume,
+def run_command(ctx, manifest: Path, arm_ids, repeat, concurrency, overrides, dry_run, max_cost, resume, cache_mode,
                 allow_failures, build_after, as_json, summary_file, junit_file) -> None:
     """Execute an experiment: one run per arm, written under runs/.
 
@@ -80,7 +82,8 @@ def run_command(ctx, manifest: Path, arm_ids, repeat, concurrency, overrides, dr
             _print_estimate(report)
         return
     batch = execute_plan(
-        project, plan, concurrency=concurrency, max_cost_usd=max_cost, resume=resume, progress=Progress()
+        project, plan, concurrency=concurrency, max_cost_usd=max_cost, resume=resume, progress=Progress(),
+        cache=cache_mode,
     )
     rows = [
         {"run_id": o.run_id, "arm": o.arm_id, "status": o.status, **o.summary, "resume": resume_line(ctx, o)}

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from evalsite.errors import DatasetError, ManifestError
+from evalsite.execute.cache import HIT, case_cache_mark
 from evalsite.execute.retry import CallOutcome, RetryPolicy, call_with_retries
 from evalsite.execute.targets import TargetRequest, TargetResult, call_cost, replays_turns, total_or_none
 from evalsite.execute.targets.turns import TurnsError, assistant_replies, normalise_turns
@@ -47,6 +48,7 @@ class Generation:
     attempts: int
     transcript: list | None = None
     turn_outputs: list | None = None
+    cache: str | None = None  # hit | recorded | missing, with the response cache on
 
 
 def prepare_input(plan: Plan, item: Item, config: Config, replaying: bool) -> PreparedInput:
@@ -116,6 +118,8 @@ class CaseExecutor:
             "started_at": iso(started_at),
             "attempts": generation.attempts,
         }
+        if generation.cache is not None:
+            case["cache"] = generation.cache
         if generation.transcript is not None:
             case["transcript"] = generation.transcript
             case["turn_outputs"] = generation.turn_outputs
@@ -125,11 +129,15 @@ class CaseExecutor:
         request = TargetRequest(
             input=rendered, row=item.row, params=job.config.params, repeat=repeat, item_id=item.item_id
         )
-        return await call_with_retries(job.target, request, job.policy, self.stopping, self.rng)
+        call = await call_with_retries(job.target, request, job.policy, self.stopping, self.rng)
+        if call.result.extra.get("cache") == HIT and call.result.extra.get("latency_ms") is not None:
+            call = replace(call, latency_ms=call.result.extra["latency_ms"])  # a hit reports the recorded latency
+        return call
 
     async def _generate(self, job: Job, item: Item, repeat: int, rendered) -> Generation:
         call = await self._call(job, item, repeat, rendered)
-        return Generation(call.result, call_cost(call.result, job.config.price), call.latency_ms, call.attempts)
+        return Generation(call.result, call_cost(call.result, job.config.price), call.latency_ms, call.attempts,
+                          cache=case_cache_mark([call.result]))
 
     async def _replay(self, job: Job, item: Item, repeat: int, prepared: PreparedInput) -> Generation:
         """Each user turn is sent with the history so far, the target's own replies included."""
@@ -170,4 +178,5 @@ def combine_turns(calls: list[CallOutcome], transcript: list[dict], price: dict 
         attempts=sum(call.attempts for call in calls),
         transcript=transcript,
         turn_outputs=[r.output for r in results if r.error is None],
+        cache=case_cache_mark(results),
     )

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from evalsite.analysis.summary import summarise_cases
 from evalsite.errors import PlanError, RunLogError, TargetError
+from evalsite.execute.cache import HIT, cache_mode, with_cache
 from evalsite.execute.cases import CaseExecutor, Job, prepare_input
 from evalsite.execute.outcomes import BatchOutcome, RunOutcome
 from evalsite.execute.progress import Progress
@@ -49,6 +50,7 @@ def execute_plan(
     max_cost_usd: float | None = None,
     resume: str | None = None,
     progress: Progress | None = None,
+    cache: str | None = None,
 ) -> BatchOutcome:
     """Run every config of ``plan`` in turn (or continue the run ``resume`` names).
 
@@ -65,6 +67,7 @@ def execute_plan(
         concurrency=concurrency or plan.manifest.concurrency,
         budget=Budget(max_cost_usd if max_cost_usd is not None else manifest_ceiling(plan.manifest)),
         progress=progress or Progress(enabled=False),
+        cache_mode=cache_mode(plan.manifest, cache),
     )
     configs = plan.configs
     resume_directory = None
@@ -84,6 +87,7 @@ class BatchRunner:
     concurrency: int
     budget: Budget
     progress: Progress
+    cache_mode: str = "off"
     stop: StopControl = field(default_factory=StopControl)
     batch_id: str = field(default_factory=lambda: new_run_id("batch"))
     rng: random.Random = field(default_factory=random.Random)  # backoff jitter only
@@ -92,7 +96,8 @@ class BatchRunner:
 
     def prepare(self, config: Config, resume_directory: Path | None) -> Job:
         try:
-            target = make_target(config.target, config.settings, self.project.root)
+            target = with_cache(make_target(config.target, config.settings, self.project.root),
+                                self.cache_mode, self.project.root, config)
             policy = RetryPolicy.from_schedule(self.plan.manifest.schedule, config.settings)
         except TargetError as exc:
             raise TargetError(f"arm {config.arm_id!r}: {exc.message}") from None
@@ -135,6 +140,8 @@ class BatchRunner:
             evaluators=self.evaluators,
             code=self.code,
         )
+        if self.cache_mode != "off":  # recorded, but never a reason to refuse a comparison
+            fingerprint["emulation"] = {"cache": self.cache_mode}
         return {
             "batch_id": self.batch_id,
             "experiment": plan.manifest.name,
@@ -258,7 +265,8 @@ class BatchRunner:
                     continue
                 writer.append_case(case)
                 cases.append(case)
-                if self.budget.add((case["cost_usd"] or 0) + (case["scoring_cost_usd"] or 0)):
+                spent = 0 if case.get("cache") == HIT else case["cost_usd"] or 0  # a hit spends nothing
+                if self.budget.add(spent + (case["scoring_cost_usd"] or 0)):
                     self.stop.request(RunStatus.STOPPED_COST_CEILING)
                 self.progress.advance(bool(case["error"]), self.budget.spent if self.budget.spent else None)
 

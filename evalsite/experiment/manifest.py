@@ -73,6 +73,13 @@ class Manifest:
     design: dict = field(default_factory=lambda: {"mode": "cartesian"})
     overrides: tuple[str, ...] = ()
     effective: dict = field(default_factory=dict)
+    # the study pipeline (hooks, artifacts, output checks, checkpoints, model slots, the cache)
+    emulation: dict = field(default_factory=dict)
+    hooks: dict = field(default_factory=dict)
+    artifacts: dict = field(default_factory=dict)
+    output_schema: dict | None = None
+    checkpoints: list[dict] | None = None
+    models: dict = field(default_factory=dict)
 
 
 def is_safe_name(value: Any) -> bool:
@@ -105,7 +112,20 @@ def load_manifest(path: str | Path, overrides: Sequence[str] = ()) -> Manifest:
         design=data.get("design") or {"mode": "cartesian"},
         overrides=tuple(overrides),
         effective=data,
+        **study_fields(data),
     )
+
+
+def study_fields(data: dict) -> dict:
+    """The study pipeline's keys as :class:`Manifest` fields."""
+    return {
+        "emulation": dict(data.get("emulation") or {}),
+        "hooks": dict(data.get("hooks") or {}),
+        "artifacts": dict(data.get("artifacts") or {}),
+        "output_schema": data.get("output_schema"),
+        "checkpoints": data.get("checkpoints"),
+        "models": dict(data.get("models") or {}),
+    }
 
 
 def read_manifest(path: Path, overrides: Sequence[str] = ()) -> tuple[str, dict]:

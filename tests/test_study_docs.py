@@ -1,0 +1,29 @@
+"""The study pipeline's examples in docs/reference/manifest.md run as written."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from evalsite.runlog.store import read_run, run_directories
+from tests.conftest import REPO
+
+DOCS = REPO / "docs/reference/manifest.md"
+
+
+def example(name: str) -> str:
+    return re.search(rf"```yaml\n(name: {name}\n.*?)```", DOCS.read_text(), re.S).group(1)
+
+
+def runs(root):
+    return sorted((read_run(d) for d in run_directories(root / "runs")), key=lambda r: r.header["started_at"])
+
+
+def test_the_cache_example_replays_its_second_run(example_project, cli):
+    (example_project / "experiments/cached-study.yaml").write_text(example("cached-study"))
+    assert cli("run", "experiments/cached-study.yaml").exit_code == 0
+    assert cli("run", "experiments/cached-study.yaml").exit_code == 0
+    first, second = runs(example_project)
+    assert [c["cache"] for c in first.cases] == ["recorded"]
+    assert [c["cache"] for c in second.cases] == ["hit"]
+    assert json.loads(cli("cache", "stats", "--json").output)["entries"] == 1
