@@ -27,3 +27,16 @@ def test_the_cache_example_replays_its_second_run(example_project, cli):
     assert [c["cache"] for c in first.cases] == ["recorded"]
     assert [c["cache"] for c in second.cases] == ["hit"]
     assert json.loads(cli("cache", "stats", "--json").output)["entries"] == 1
+
+
+def test_the_pipeline_example_writes_every_declared_file(example_project, cli):
+    (example_project / "experiments/arithmetic-study.yaml").write_text(example("arithmetic-study"))
+    result = cli("run", "experiments/arithmetic-study.yaml", "--allow-failures")
+    assert result.exit_code == 0, result.output
+    for run in runs(example_project):
+        assert len(list(run.directory.glob("items/*/repeat-*/trace.jsonl"))) == 20
+        assert len(list(run.directory.glob("items/*/df.csv"))) == 10
+        assert (run.directory / "df.csv").is_file()
+    (summary,) = example_project.glob("results/arithmetic-study/*/ci_summary.csv")
+    header, *rows = summary.read_text().splitlines()
+    assert header == "arm,metric,mean,ci_low,ci_high,items" and len(rows) == 2

@@ -94,6 +94,8 @@ def run_command(ctx, manifest: Path, arm_ids, repeat, concurrency, overrides, dr
     else:
         print_table(rows, ["run_id", "arm", "status", "cases", "errors", "mean_score", "pass_rate", "cost_usd"])
     report_batch(ctx, batch)
+    for error in batch.hook_errors:
+        click.echo(f"error: {error}", err=True)
     write_summary(runs_markdown(plan.manifest.name, batch), summary_file)
     if junit_file:
         write_junit(junit_file, f"evalsite.run.{plan.manifest.name}", run_junit_outcomes(project, batch))

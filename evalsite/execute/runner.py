@@ -25,6 +25,7 @@ from evalsite.execute.outcomes import BatchOutcome, RunOutcome
 from evalsite.execute.progress import Progress
 from evalsite.execute.retry import Abandoned, RetryPolicy
 from evalsite.execute.stopping import Budget, StopControl, manifest_ceiling
+from evalsite.execute.study import StudyPipeline, load_study
 from evalsite.execute.targets import make_target, replays_turns
 from evalsite.experiment.datasets import Dataset
 from evalsite.experiment.plan import Config, Plan
@@ -69,6 +70,7 @@ def execute_plan(
         progress=progress or Progress(enabled=False),
         cache_mode=cache_mode(plan.manifest, cache),
     )
+    batch.study = StudyPipeline(project, plan, batch.batch_id, *load_study(project, plan))
     configs = plan.configs
     resume_directory = None
     if resume is not None:
@@ -88,6 +90,7 @@ class BatchRunner:
     budget: Budget
     progress: Progress
     cache_mode: str = "off"
+    study: StudyPipeline | None = None
     stop: StopControl = field(default_factory=StopControl)
     batch_id: str = field(default_factory=lambda: new_run_id("batch"))
     rng: random.Random = field(default_factory=random.Random)  # backoff jitter only
@@ -96,8 +99,8 @@ class BatchRunner:
 
     def prepare(self, config: Config, resume_directory: Path | None) -> Job:
         try:
-            target = with_cache(make_target(config.target, config.settings, self.project.root),
-                                self.cache_mode, self.project.root, config)
+            target = make_target(config.target, config.settings, self.project.root)
+            target = with_cache(self.study.wrap(target, config), self.cache_mode, self.project.root, config)
             policy = RetryPolicy.from_schedule(self.plan.manifest.schedule, config.settings)
         except TargetError as exc:
             raise TargetError(f"arm {config.arm_id!r}: {exc.message}") from None
@@ -182,12 +185,15 @@ class BatchRunner:
                     not_started.append(job.config.arm_id)
                     continue
                 runs.append(await self._execute_run(job))
+            completed = not not_started and all(run.status == RunStatus.COMPLETED for run in runs)
+            experiment_errors = await self.study.batch_done(completed)
         finally:
             for signal_number in handled:
                 loop.remove_signal_handler(signal_number)
             for job in jobs:
                 await job.target.aclose()
-        return BatchOutcome(runs, not_started, self.stop.reason, self.budget.limit, self.budget.spent)
+        hook_errors = [error for run in runs for error in run.hook_errors] + experiment_errors
+        return BatchOutcome(runs, not_started, self.stop.reason, self.budget.limit, self.budget.spent, hook_errors)
 
     def _handle_signals(self, loop: asyncio.AbstractEventLoop) -> list[int]:
         handled = []
@@ -228,12 +234,14 @@ class BatchRunner:
         keys = self.plan.case_keys(config)
         pending = [(item, repeat) for item, repeat in keys if (item.item_id, repeat) not in done]
         cases: list[dict] = []
+        self.study.run_started(config, writer.directory, keys, pending)
         self.progress.start(config.arm_id, len(keys), len(keys) - len(pending))
         footer: dict = {}
         try:
             await self._work(job, writer, iter(pending), cases)
             missing = len(pending) - len(cases)
             status = RunStatus.COMPLETED if missing == 0 else (self.stop.reason or RunStatus.FAILED)
+            footer.update(await self._finish_study(config, status))
         except asyncio.CancelledError:  # the whole batch was canceled from outside: stop here
             self.stop.request(RunStatus.CANCELED)
             status = RunStatus.CANCELED
@@ -250,7 +258,13 @@ class BatchRunner:
             if self.budget.limit is not None:
                 footer["cost_ceiling"] = {"max_cost_usd": self.budget.limit, "spent_usd": self.budget.spent}
             writer.finish(footer)
-        return RunOutcome(writer.run_id, config.arm_id, status, totals)
+        return RunOutcome(writer.run_id, config.arm_id, status, totals, tuple(footer.get("hook_errors", ())))
+
+    async def _finish_study(self, config: Config, status: RunStatus) -> dict:
+        """The run's post steps; what its footer records of them (nothing without a pipeline)."""
+        errors = await self.study.run_done(config, status == RunStatus.COMPLETED)
+        artifacts = self.study.artifacts_of(config)
+        return {**({"hook_errors": errors} if errors else {}), **({"artifacts": artifacts} if artifacts else {})}
 
     async def _work(self, job: Job, writer: RunWriter, keys, cases: list[dict]) -> None:
         cases_executor = CaseExecutor(self.evaluators, self.stop.requested, self.rng)
@@ -265,6 +279,7 @@ class BatchRunner:
                     continue
                 writer.append_case(case)
                 cases.append(case)
+                await self.study.case_done(job.config, case)
                 spent = 0 if case.get("cache") == HIT else case["cost_usd"] or 0  # a hit spends nothing
                 if self.budget.add(spent + (case["scoring_cost_usd"] or 0)):
                     self.stop.request(RunStatus.STOPPED_COST_CEILING)

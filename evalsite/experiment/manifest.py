@@ -205,7 +205,7 @@ def apply_override(data: dict, assignment: str) -> None:
     if not equals or not all(parts):
         raise ManifestError(f"--set {assignment!r}: expected KEY=VALUE with a dotted KEY, e.g. arms.base.params.temperature=0")
     node: Any = data
-    for depth, part in enumerate(parts[:-1]):
+    for depth in range(len(parts) - 1):
         node = _step_into(node, parts[: depth + 1], assignment)
     if isinstance(node, list):
         node[_list_index(node, parts[:-1], parts[-1], assignment)] = _yaml_value(raw)
@@ -261,7 +261,16 @@ def manifest_problems(data: dict, *, default_name: str) -> list[str]:
 
 
 def schema_problems(data: dict) -> list[str]:
-    validator = Draft202012Validator(manifest_schema())
+    return _validator_problems(Draft202012Validator(manifest_schema()), data)
+
+
+def schema_problems_for(data: Any, definition: str) -> list[str]:
+    """``data`` checked against one of the schema's ``$defs`` (a step file holds a ``step_list``)."""
+    schema = {"$ref": f"#/$defs/{definition}", "$defs": manifest_schema()["$defs"]}
+    return _validator_problems(Draft202012Validator(schema), data)
+
+
+def _validator_problems(validator: Draft202012Validator, data: Any) -> list[str]:
     errors = sorted(validator.iter_errors(data), key=lambda e: _sortable(e.absolute_path))
     problems: list[str] = []
     for error in errors:
