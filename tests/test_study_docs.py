@@ -40,3 +40,15 @@ def test_the_pipeline_example_writes_every_declared_file(example_project, cli):
     (summary,) = example_project.glob("results/arithmetic-study/*/ci_summary.csv")
     header, *rows = summary.read_text().splitlines()
     assert header == "arm,metric,mean,ci_low,ci_high,items" and len(rows) == 2
+
+
+def test_the_checkpoint_example_needs_its_file_and_doubles_the_configs(example_project, cli):
+    (example_project / "experiments/arithmetic-checkpoints.yaml").write_text(example("arithmetic-checkpoints"))
+    refused = cli("run", "experiments/arithmetic-checkpoints.yaml", "--dry-run")
+    assert refused.exit_code == 1 and "checkpoints[1].path: checkpoints/warm.json does not exist" in refused.output
+    (example_project / "checkpoints").mkdir()
+    (example_project / "checkpoints/warm.json").write_text("{}")
+    assert cli("run", "experiments/arithmetic-checkpoints.yaml", "--allow-failures").exit_code == 0
+    cases = [(r.header["config_id"], c["checkpoint"]) for r in runs(example_project) for c in r.cases]
+    assert len(cases) == 10 and len({config for config, _ in cases}) == 2
+    assert sorted({checkpoint for _, checkpoint in cases}) == ["none", "warm"]

@@ -118,6 +118,8 @@ class CaseExecutor:
             "started_at": iso(started_at),
             "attempts": generation.attempts,
         }
+        if job.config.checkpoint is not None:
+            case["checkpoint"] = job.config.checkpoint["id"]
         if generation.cache is not None:
             case["cache"] = generation.cache
         if generation.transcript is not None:
@@ -127,7 +129,8 @@ class CaseExecutor:
 
     async def _call(self, job: Job, item: Item, repeat: int, rendered) -> CallOutcome:
         request = TargetRequest(
-            input=rendered, row=item.row, params=job.config.params, repeat=repeat, item_id=item.item_id
+            input=rendered, row=item.row, params=job.config.params, repeat=repeat, item_id=item.item_id,
+            checkpoint=job.config.checkpoint,
         )
         call = await call_with_retries(job.target, request, job.policy, self.stopping, self.rng)
         if call.result.extra.get("cache") == HIT and call.result.extra.get("latency_ms") is not None:

@@ -25,6 +25,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError, best_match
 
 from evalsite.errors import ManifestError
+from evalsite.experiment.checkpoints import checkpoint_problems
 from evalsite.experiment.prompts import template_problems
 
 SCHEMA_PATH = Path(__file__).parent / "schema" / "manifest.schema.json"
@@ -374,6 +375,7 @@ def rule_problems(data: dict, default_name: str) -> list[str]:
     problems += _sweep_problems(data.get("sweep"))
     problems += _design_problems(data.get("design"), arm_ids)
     problems += template_problems(data.get("prompt"))
+    problems += checkpoint_problems(data.get("checkpoints"))
     return problems
 
 

@@ -26,6 +26,7 @@ class TargetRequest:
     params: dict
     repeat: int
     item_id: str
+    checkpoint: dict | None = None  # {id, path} on a checkpoint axis (path None for 'none')
 
 
 COMMON_SETTINGS = {"timeout"}  # read by the runner for every target: seconds per call
