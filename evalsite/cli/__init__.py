@@ -28,6 +28,7 @@ class CommandEntry:
 COMMANDS = (
     CommandEntry("bootstrap", "analysis:bootstrap_command", "Intervals for RUN's mean and pass rate."),
     CommandEntry("build", "build:build_command", "Render the static site (only pages whose inputs changed)."),
+    CommandEntry("cache", "cache:cache_group", "Inspect and trim the response cache (.evalsite/cache/)."),
     CommandEntry("check-claims", "claims:check_claims_command", "Re-derive every claim in reports/*.md (or FILES) from the runs; exit 1 unless all hold."),
     CommandEntry("compare", "compare:compare_command", "Compare RUN with its baseline, fingerprint first."),
     CommandEntry("dataset", "dataset:dataset_group", "Freeze, verify and describe dataset files."),

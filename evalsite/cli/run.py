@@ -72,6 +72,8 @@ def _dollars(value: float | None) -> str | None:
 @click.option("--timeout", "timeout", metavar="DURATION", callback=_duration,
               help="Stop starting calls this long in (90, 2s, 30m, 1.5h; over limits.timeout_s): status timed_out, resumable.")
 @click.option("--resume", metavar="RUN", help="Continue an interrupted or stopped run, skipping its recorded cases.")
+@click.option("--cache", "cache_mode", type=click.Choice(["off", "record", "replay", "auto"]),
+              help="Response cache mode (over the manifest's emulation.cache).")
 @click.option("--allow-failures", is_flag=True,
               help="Exit 0 when every run finished and every critical row passed, even if other items failed.")
 @click.option("--build", "build_after", is_flag=True, help="Build the site afterwards.")
@@ -82,6 +84,7 @@ def _dollars(value: float | None) -> str | None:
               help="Write JUnit XML: one test case per arm and item.")
 @click.pass_context
 def run_command(ctx, manifest: Path, arm_ids, repeat, concurrency, overrides, dry_run, max_cost, timeout, resume,
+                cache_mode,
                 allow_failures, build_after, as_json, summary_file, junit_file) -> None:
     """Execute an experiment: one run per arm, written under runs/.
 
@@ -98,7 +101,7 @@ def run_command(ctx, manifest: Path, arm_ids, repeat, concurrency, overrides, dr
         return
     batch = execute_plan(
         project, plan, concurrency=concurrency, max_cost_usd=max_cost, resume=resume, progress=Progress(),
-        timeout_s=timeout,
+        timeout_s=timeout, cache=cache_mode,
     )
     rows = [
         {"run_id": o.run_id, "arm": o.arm_id, "status": o.status, **o.summary, "resume": resume_line(ctx, o)}
@@ -109,6 +112,8 @@ def run_command(ctx, manifest: Path, arm_ids, repeat, concurrency, overrides, dr
     else:
         print_table(rows, ["run_id", "arm", "status", "cases", "errors", "mean_score", "pass_rate", "cost_usd"])
     report_batch(ctx, batch)
+    for error in batch.hook_errors:
+        click.echo(f"error: {error}", err=True)
     write_summary(runs_markdown(plan.manifest.name, batch), summary_file)
     if junit_file:
         write_junit(junit_file, f"evalsite.run.{plan.manifest.name}", run_junit_outcomes(project, batch))

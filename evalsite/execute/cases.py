@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from evalsite.errors import DatasetError, ManifestError
+from evalsite.execute.cache import HIT, case_cache_mark
 from evalsite.execute.retry import CallOutcome, RetryPolicy, call_with_retries
 from evalsite.execute.targets import TargetRequest, TargetResult, call_cost, replays_turns, total_or_none
 from evalsite.execute.targets.base import checked_result
@@ -49,6 +50,7 @@ class Generation:
     transcript: list | None = None
     turn_outputs: list | None = None
     provenance: dict | None = None  # request ids, served model, fingerprint, thread: see provenance()
+    cache: str | None = None  # hit | recorded | missing, with the response cache on
 
 
 def prepare_input(plan: Plan, item: Item, config: Config, replaying: bool) -> PreparedInput:
@@ -119,6 +121,10 @@ class CaseExecutor:
             "started_at": iso(started_at),
             "attempts": generation.attempts,
         }
+        if job.config.checkpoint is not None:
+            case["checkpoint"] = job.config.checkpoint["id"]
+        if generation.cache is not None:
+            case["cache"] = generation.cache
         if generation.transcript is not None:
             case["transcript"] = generation.transcript
             case["turn_outputs"] = generation.turn_outputs
@@ -128,15 +134,17 @@ class CaseExecutor:
     async def _call(self, job: Job, item: Item, repeat: int, rendered, thread_id: str | None = None) -> CallOutcome:
         request = TargetRequest(
             input=rendered, row=item.row, params=job.config.params, repeat=repeat, item_id=item.item_id,
-            thread_id=thread_id,
+            thread_id=thread_id, checkpoint=job.config.checkpoint,
         )
         call = await call_with_retries(job.target, request, job.policy, self.stopping, self.rng)
+        if call.result.extra.get("cache") == HIT and call.result.extra.get("latency_ms") is not None:
+            call = replace(call, latency_ms=call.result.extra["latency_ms"])  # a hit reports the recorded latency
         return replace(call, result=checked_result(call.result))  # every target's numbers, plugins' too
 
     async def _generate(self, job: Job, item: Item, repeat: int, rendered) -> Generation:
         call = await self._call(job, item, repeat, rendered)
         return Generation(call.result, call_cost(call.result, job.config.price), call.latency_ms, call.attempts,
-                          provenance=provenance([call]))
+                          provenance=provenance([call]), cache=case_cache_mark([call.result]))
 
     async def _replay(self, job: Job, item: Item, repeat: int, prepared: PreparedInput) -> Generation:
         """Each user turn is sent with the history so far, the target's own replies included; every
@@ -196,4 +204,5 @@ def combine_turns(calls: list[CallOutcome], transcript: list[dict], price: dict 
         attempts=sum(call.attempts for call in calls),
         transcript=transcript,
         turn_outputs=[r.output for r in results if r.error is None],
+        cache=case_cache_mark(results),
     )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from evalsite.runlog.records import RunStatus
 
@@ -13,6 +13,7 @@ class RunOutcome:
     arm_id: str
     status: RunStatus
     summary: dict
+    hook_errors: tuple[str, ...] = ()  # failed post steps of the study pipeline
 
 
 @dataclass(frozen=True)
@@ -24,11 +25,15 @@ class BatchOutcome:
     stop_reason: str | None
     max_cost_usd: float | None
     spent_usd: float
+    hook_errors: list[str] = field(default_factory=list)  # failed post steps, the experiment's included
 
     @property
     def finished(self) -> bool:
-        """Every arm started and every run completed (not failed, canceled or stopped at the ceiling)."""
-        return not self.not_started and all(run.status == RunStatus.COMPLETED for run in self.runs)
+        """Every arm started, every run completed (not failed, canceled or stopped at the ceiling) and
+        every post step of the study pipeline succeeded."""
+        return not self.not_started and not self.hook_errors and all(
+            run.status == RunStatus.COMPLETED for run in self.runs
+        )
 
     @property
     def critical_failed(self) -> bool:

@@ -3,7 +3,7 @@
 ``evalsite run`` (with or without ``--dry-run``) and ``evalsite validate`` both call
 :func:`prepare_plan`; the runner trusts the plan it returns. The experiment layer checks what it
 can alone (schema, rules, dataset, pin, design, limits, prompts); this adds what needs the
-execution layer's registries: the target kinds and the evaluators.
+execution layer's registries: the target kinds, the evaluators and the study pipeline's steps.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from evalsite.errors import PlanError
+from evalsite.execute.study import load_study
 from evalsite.execute.targets import target_kinds
 from evalsite.execute.targets.base import load_plugins
 from evalsite.experiment.manifest import did_you_mean, load_manifest
@@ -27,6 +28,7 @@ def prepare_plan(
     plan = build_plan(project, load_manifest(manifest_path, overrides), arm_ids=arm_ids, repeat=repeat)
     check_targets(plan)
     build_evaluators(plan.manifest.evaluators, project.root)
+    load_study(project, plan)  # hooks, artifacts, step files and functions
     return plan
 
 

@@ -21,11 +21,13 @@ from pathlib import Path
 from evalsite.aio import run_sync
 from evalsite.analysis.summary import summarise_cases
 from evalsite.errors import PlanError, RunLogError, TargetError
+from evalsite.execute.cache import HIT, cache_mode, with_cache
 from evalsite.execute.cases import CaseExecutor, Job, prepare_input
 from evalsite.execute.outcomes import BatchOutcome, RunOutcome
 from evalsite.execute.progress import Progress
 from evalsite.execute.retry import Abandoned, RetryPolicy
 from evalsite.execute.stopping import Budget, StopControl, manifest_ceiling, manifest_deadline
+from evalsite.execute.study import StudyPipeline, load_study
 from evalsite.execute.targets import make_target, replays_turns, with_model
 from evalsite.experiment.datasets import Dataset
 from evalsite.experiment.plan import Config, Plan
@@ -57,6 +59,7 @@ async def execute_plan_async(
     resume: str | None = None,
     progress: Progress | None = None,
     timeout_s: float | None = None,
+    cache: str | None = None,
 ) -> BatchOutcome:
     """Run every config of ``plan`` in turn (or continue the run ``resume`` names), stopping
     new calls ``timeout_s`` seconds in (default ``limits.timeout_s``; None: no deadline).
@@ -75,7 +78,9 @@ async def execute_plan_async(
         budget=Budget(max_cost_usd if max_cost_usd is not None else manifest_ceiling(plan.manifest)),
         progress=progress or Progress(enabled=False),
         deadline_s=timeout_s if timeout_s is not None else manifest_deadline(plan.manifest),
+        cache_mode=cache_mode(plan.manifest, cache),
     )
+    batch.study = StudyPipeline(project, plan, batch.batch_id, *load_study(project, plan))
     configs = plan.configs
     resume_directory = None
     if resume is not None:
@@ -95,6 +100,8 @@ class BatchRunner:
     budget: Budget
     progress: Progress
     deadline_s: float | None = None
+    cache_mode: str = "off"
+    study: StudyPipeline | None = None
     stop: StopControl = field(default_factory=StopControl)
     batch_id: str = field(default_factory=lambda: new_run_id("batch"))
     rng: random.Random = field(default_factory=random.Random)  # backoff jitter only
@@ -104,6 +111,7 @@ class BatchRunner:
     def prepare(self, config: Config, resume_directory: Path | None) -> Job:
         try:
             target = make_target(with_model(config.target, config.params.get("model")), config.settings, self.project.root)
+            target = with_cache(self.study.wrap(target, config), self.cache_mode, self.project.root, config)
             policy = RetryPolicy.from_schedule(self.plan.manifest.schedule, config.settings)
         except TargetError as exc:
             raise TargetError(f"arm {config.arm_id!r}: {exc.message}") from None
@@ -146,6 +154,8 @@ class BatchRunner:
             evaluators=self.evaluators,
             code=self.code,
         )
+        if self.cache_mode != "off":  # recorded, but never a reason to refuse a comparison
+            fingerprint["emulation"] = {"cache": self.cache_mode}
         return {
             "batch_id": self.batch_id,
             "experiment": plan.manifest.name,
@@ -189,6 +199,8 @@ class BatchRunner:
                     not_started.append(job.config.arm_id)
                     continue
                 runs.append(await self._execute_run(job))
+            completed = not not_started and all(run.status == RunStatus.COMPLETED for run in runs)
+            experiment_errors = await self.study.batch_done(completed)
         finally:
             if deadline is not None:
                 deadline.cancel()
@@ -196,7 +208,8 @@ class BatchRunner:
                 loop.remove_signal_handler(signal_number)
             for job in jobs:
                 await job.target.aclose()
-        return BatchOutcome(runs, not_started, self.stop.reason, self.budget.limit, self.budget.spent)
+        hook_errors = [error for run in runs for error in run.hook_errors] + experiment_errors
+        return BatchOutcome(runs, not_started, self.stop.reason, self.budget.limit, self.budget.spent, hook_errors)
 
     def _handle_signals(self, loop: asyncio.AbstractEventLoop) -> list[int]:
         handled = []
@@ -246,12 +259,14 @@ class BatchRunner:
         keys = self.plan.case_keys(config)
         pending = [(item, repeat) for item, repeat in keys if (item.item_id, repeat) not in done]
         cases: list[dict] = []
+        self.study.run_started(config, writer.directory, keys, pending)
         self.progress.start(config.arm_id, len(keys), len(keys) - len(pending))
         footer: dict = {}
         try:
             await self._work(job, writer, iter(pending), cases)
             missing = len(pending) - len(cases)
             status = RunStatus.COMPLETED if missing == 0 else (self.stop.reason or RunStatus.FAILED)
+            footer.update(await self._finish_study(config, status))
         except asyncio.CancelledError:  # the whole batch was canceled from outside: stop here
             self.stop.request(RunStatus.CANCELED)
             status = RunStatus.CANCELED
@@ -268,7 +283,13 @@ class BatchRunner:
             if self.budget.limit is not None:
                 footer["cost_ceiling"] = {"max_cost_usd": self.budget.limit, "spent_usd": self.budget.spent}
             writer.finish(footer)
-        return RunOutcome(writer.run_id, config.arm_id, status, totals)
+        return RunOutcome(writer.run_id, config.arm_id, status, totals, tuple(footer.get("hook_errors", ())))
+
+    async def _finish_study(self, config: Config, status: RunStatus) -> dict:
+        """The run's post steps; what its footer records of them (nothing without a pipeline)."""
+        errors = await self.study.run_done(config, status == RunStatus.COMPLETED)
+        artifacts = self.study.artifacts_of(config)
+        return {**({"hook_errors": errors} if errors else {}), **({"artifacts": artifacts} if artifacts else {})}
 
     async def _work(self, job: Job, writer: RunWriter, keys, cases: list[dict]) -> None:
         cases_executor = CaseExecutor(self.evaluators, self.stop.requested, self.rng, self.plan.manifest.name)
@@ -283,7 +304,9 @@ class BatchRunner:
                     continue
                 writer.append_case(case)
                 cases.append(case)
-                if self.budget.add((case["cost_usd"] or 0) + (case["scoring_cost_usd"] or 0)):
+                await self.study.case_done(job.config, case)
+                spent = 0 if case.get("cache") == HIT else case["cost_usd"] or 0  # a hit spends nothing
+                if self.budget.add(spent + (case["scoring_cost_usd"] or 0)):
                     self.stop.request(RunStatus.STOPPED_COST_CEILING)
                 self.progress.advance(bool(case["error"]), _case_cost(case))
 

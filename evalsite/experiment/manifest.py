@@ -25,6 +25,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError, best_match
 
 from evalsite.errors import ManifestError
+from evalsite.experiment.checkpoints import checkpoint_problems
 from evalsite.experiment.prompts import template_problems
 from evalsite.experiment.safety import number_problems
 
@@ -74,6 +75,13 @@ class Manifest:
     design: dict = field(default_factory=lambda: {"mode": "cartesian"})
     overrides: tuple[str, ...] = ()
     effective: dict = field(default_factory=dict)
+    # the study pipeline (hooks, artifacts, output checks, checkpoints, model slots, the cache)
+    emulation: dict = field(default_factory=dict)
+    hooks: dict = field(default_factory=dict)
+    artifacts: dict = field(default_factory=dict)
+    output_schema: dict | None = None
+    checkpoints: list[dict] | None = None
+    models: dict = field(default_factory=dict)
 
 
 def is_safe_name(value: Any) -> bool:
@@ -106,7 +114,20 @@ def load_manifest(path: str | Path, overrides: Sequence[str] = ()) -> Manifest:
         design=data.get("design") or {"mode": "cartesian"},
         overrides=tuple(overrides),
         effective=data,
+        **study_fields(data),
     )
+
+
+def study_fields(data: dict) -> dict:
+    """The study pipeline's keys as :class:`Manifest` fields."""
+    return {
+        "emulation": dict(data.get("emulation") or {}),
+        "hooks": dict(data.get("hooks") or {}),
+        "artifacts": dict(data.get("artifacts") or {}),
+        "output_schema": data.get("output_schema"),
+        "checkpoints": data.get("checkpoints"),
+        "models": dict(data.get("models") or {}),
+    }
 
 
 def read_manifest(path: Path, overrides: Sequence[str] = ()) -> tuple[str, dict]:
@@ -186,7 +207,7 @@ def apply_override(data: dict, assignment: str) -> None:
     if not equals or not all(parts):
         raise ManifestError(f"--set {assignment!r}: expected KEY=VALUE with a dotted KEY, e.g. arms.base.params.temperature=0")
     node: Any = data
-    for depth, part in enumerate(parts[:-1]):
+    for depth in range(len(parts) - 1):
         node = _step_into(node, parts[: depth + 1], assignment)
     if isinstance(node, list):
         node[_list_index(node, parts[:-1], parts[-1], assignment)] = _yaml_value(raw)
@@ -243,7 +264,16 @@ def manifest_problems(data: dict, *, default_name: str) -> list[str]:
 
 
 def schema_problems(data: dict) -> list[str]:
-    validator = Draft202012Validator(manifest_schema())
+    return _validator_problems(Draft202012Validator(manifest_schema()), data)
+
+
+def schema_problems_for(data: Any, definition: str) -> list[str]:
+    """``data`` checked against one of the schema's ``$defs`` (a step file holds a ``step_list``)."""
+    schema = {"$ref": f"#/$defs/{definition}", "$defs": manifest_schema()["$defs"]}
+    return _validator_problems(Draft202012Validator(schema), data)
+
+
+def _validator_problems(validator: Draft202012Validator, data: Any) -> list[str]:
     errors = sorted(validator.iter_errors(data), key=lambda e: _sortable(e.absolute_path))
     problems: list[str] = []
     for error in errors:
@@ -349,6 +379,7 @@ def rule_problems(data: dict, default_name: str) -> list[str]:
     problems += _sweep_problems(data.get("sweep"))
     problems += _design_problems(data.get("design"), arm_ids)
     problems += template_problems(data.get("prompt"))
+    problems += checkpoint_problems(data.get("checkpoints"))
     return problems
 
 

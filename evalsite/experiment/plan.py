@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from evalsite.errors import EvalsiteError, PlanError
+from evalsite.experiment.checkpoints import Checkpoint, resolve_checkpoints
 from evalsite.experiment.datasets import Dataset, Item, inline_dataset, item_split, load_dataset, select_items
 from evalsite.experiment.locks import changes_since_lock
 from evalsite.experiment.manifest import ArmSpec, Manifest, did_you_mean
@@ -43,11 +44,13 @@ class Config:
     config_id: str = ""
     prompt_variables: dict = field(default_factory=dict, hash=False)
     sweep: dict = field(default_factory=dict, hash=False)
+    checkpoint: dict | None = field(default=None, hash=False)  # {id, path} as the target gets it
 
     @property
     def label(self) -> str:
-        """``arm`` or ``arm model=x temperature=0.5``: how tables name this config."""
-        return " ".join([self.arm_id, *(f"{name}={value}" for name, value in self.sweep.items())])
+        """``arm`` or ``arm model=x temperature=0.5`` (``checkpoint=id`` on a checkpoint axis)."""
+        checkpoint = [f"checkpoint={self.checkpoint['id']}"] if self.checkpoint else []
+        return " ".join([self.arm_id, *(f"{name}={value}" for name, value in self.sweep.items()), *checkpoint])
 
 
 @dataclass(frozen=True)
@@ -93,8 +96,9 @@ class Plan:
         return sum(self.cases_for(config) for config in self.configs)
 
 
-def make_config(arm: ArmSpec, combination: dict | None = None) -> Config:
-    """``arm`` with a sweep combination applied (model parameters replace the arm's own)."""
+def make_config(arm: ArmSpec, combination: dict | None = None, checkpoint: Checkpoint | None = None) -> Config:
+    """``arm`` with a sweep combination applied (model parameters replace the arm's own), from
+    ``checkpoint`` when the manifest has a checkpoint axis."""
     combination = combination or {}
     params = {**arm.params, **{k: v for k, v in combination.items() if k in MODEL_PARAMS}}
     prompt_variables = {k: v for k, v in combination.items() if k not in MODEL_PARAMS}
@@ -106,6 +110,8 @@ def make_config(arm: ArmSpec, combination: dict | None = None) -> Config:
         "settings": arm.settings,
         "prompt_variables": prompt_variables,
     }
+    if checkpoint is not None:
+        resolved["checkpoint"] = checkpoint.resolved
     return Config(
         arm_id=arm.id,
         target=arm.target,
@@ -116,6 +122,7 @@ def make_config(arm: ArmSpec, combination: dict | None = None) -> Config:
         config_id=short_hash(resolved, 16),
         prompt_variables=prompt_variables,
         sweep=dict(combination),
+        checkpoint=None if checkpoint is None else checkpoint.request,
     )
 
 
@@ -136,7 +143,9 @@ def build_plan(
         arms = [arm for arm in arms if arm.id in selection]
     limits = manifest.limits
     combinations = sweep_combinations(manifest, limits.get("max_combinations", DEFAULT_MAX_COMBINATIONS))
-    configs = [make_config(arm, combination) for arm in arms for combination in combinations]
+    checkpoints = resolve_checkpoints(project.root, manifest)
+    configs = [make_config(arm, combination, checkpoint)
+               for arm in arms for combination in combinations for checkpoint in checkpoints]
     plan = Plan(manifest, dataset, configs, repeat or manifest.repeat, selection, whole.dataset_id)
     _check_not_empty(plan, whole)
     _check_distinct(plan)

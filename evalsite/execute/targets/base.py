@@ -7,6 +7,7 @@ asked for).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from collections.abc import Callable
@@ -28,6 +29,7 @@ class TargetRequest:
     repeat: int
     item_id: str
     thread_id: str | None = None  # one id for every call of a multi-turn replay (sent as THREAD_HEADER)
+    checkpoint: dict | None = None  # {id, path} on a checkpoint axis (path None for 'none')
 
 
 THREAD_HEADER = "X-Evalsite-Thread"
@@ -108,8 +110,8 @@ def checked_result(result: TargetResult) -> TargetResult:
     problem = result_problem(result)
     if problem is None:
         return result
-    return TargetResult(output=result.output, finish_reason=result.finish_reason, error=result.error or problem,
-                        extra=result.extra)
+    return dataclasses.replace(result, input_tokens=None, output_tokens=None, cost_usd=None,
+                               error=result.error or problem)
 
 
 def result_problem(result: TargetResult) -> str | None:

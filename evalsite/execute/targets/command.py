@@ -1,7 +1,8 @@
 """The ``command`` target: one subprocess per case, JSON on stdin, the answer on stdout.
 
 The process reads ``{"input", "row", "params", "repeat", "item_id"}`` as one JSON document on
-stdin and prints its answer. A JSON object of result keys holding ``output`` (and optionally
+stdin (with ``checkpoint``, ``{id, path}``, on a checkpoint axis, also in the environment as
+``EVALSITE_CHECKPOINT_ID`` and ``EVALSITE_CHECKPOINT_PATH``) and prints its answer. A JSON object of result keys holding ``output`` (and optionally
 ``input_tokens``, ``output_tokens``, ``cost_usd``, ``finish_reason``) is read as a result; any
 other stdout is the output text (one trailing newline removed). A non-zero exit is the case's
 error, carrying the last lines of stderr. The runner's per-call timeout kills the process.
@@ -50,13 +51,18 @@ class Command:
             "repeat": request.repeat,
             "item_id": request.item_id,
         }
+        env = self.env
+        if request.checkpoint is not None:  # a checkpoint axis: in the JSON and the environment
+            payload["checkpoint"] = request.checkpoint
+            env = {**env, "EVALSITE_CHECKPOINT_ID": request.checkpoint["id"],
+                   "EVALSITE_CHECKPOINT_PATH": request.checkpoint["path"] or ""}
         process = await asyncio.create_subprocess_exec(
             *self.argv,
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
             cwd=self.cwd,
-            env=self.env,
+            env=env,
             start_new_session=True,  # a Ctrl-C at the terminal cancels the run, not the cases in flight
         )
         try:

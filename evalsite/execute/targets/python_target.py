@@ -1,7 +1,7 @@
 """The ``python:module:function`` target: call a sync or async function from the project.
 
 The function receives keyword arguments it declares among ``input``, ``row``, ``params`` and
-``repeat`` and returns a string (the output) or a dict ``{output, input_tokens, output_tokens,
+``repeat`` (and ``checkpoint``, ``{id, path}``, on a checkpoint axis) and returns a string (the output) or a dict ``{output, input_tokens, output_tokens,
 cost_usd, finish_reason}``. The module is imported with the project root first on ``sys.path``.
 A function that raises :class:`TransientTargetError` is retried; any other exception is
 recorded as the case's error.
@@ -26,7 +26,7 @@ from evalsite.execute.targets.base import (
 )
 from evalsite.project import load_callable
 
-OFFERED = ("input", "row", "params", "repeat")
+OFFERED = ("input", "row", "params", "repeat", "checkpoint")  # checkpoint: only on a checkpoint axis
 
 
 class PythonFunction:
@@ -53,6 +53,8 @@ class PythonFunction:
 
     def _arguments(self, request: TargetRequest) -> dict[str, Any]:
         offered = {"input": request.input, "row": request.row, "params": request.params, "repeat": request.repeat}
+        if request.checkpoint is not None:
+            offered["checkpoint"] = request.checkpoint
         return offered if self.takes_all else {k: v for k, v in offered.items() if k in self.accepted}
 
     async def generate(self, request: TargetRequest) -> TargetResult:

@@ -1,0 +1,92 @@
+"""A scratch project for the study pipeline's tests: a python target and python steps on disk.
+
+The target ``study_target:answer`` answers ``ok <input>`` and appends every call to
+``calls.log``; ``flaky`` fails transiently on the first attempt of each item. The steps in
+``study_steps`` append what they saw to ``steps.log`` (one JSON line each) and ``fail_q1``
+raises for item q1.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from evalsite.runlog.store import read_run, run_directories
+from tests.conftest import forget_project_modules
+
+TARGET = '''
+import json, pathlib
+from evalsite.execute.targets import TransientTargetError
+
+SEEN = set()
+
+def answer(input, repeat):
+    with open("calls.log", "a") as log:
+        log.write(json.dumps({"input": input, "repeat": repeat}) + "\\n")
+    return "ok " + str(input)
+
+def flaky(input, repeat):
+    if (input, repeat) not in SEEN:
+        SEEN.add((input, repeat))
+        raise TransientTargetError("first attempt fails")
+    return answer(input, repeat)
+'''
+
+STEPS = '''
+import json
+
+def _log(context, **extra):
+    with open(context.project_root / "steps.log", "a") as log:
+        log.write(json.dumps({"level": context.level, "phase": context.phase, "step": context.step,
+                              **{k: v for k, v in context.ids.items() if k in ("item_id", "repeat")},
+                              "checkpoint": context.checkpoint, **extra}) + "\\n")
+
+def note(context):
+    _log(context, inputs=len(context.inputs), level_dir=str(context.level_dir))
+
+def fail_q1(context):
+    note(context)
+    if context.ids.get("item_id") == "q1":
+        raise RuntimeError("no fixture for q1")
+
+def boom(context):
+    raise ValueError("post went wrong")
+'''
+
+
+@pytest.fixture
+def study(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    (tmp_path / "data").mkdir()
+    (tmp_path / "experiments").mkdir()
+    (tmp_path / "study_target.py").write_text(TARGET)
+    (tmp_path / "study_steps.py").write_text(STEPS)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    forget_project_modules("study_")
+    yield tmp_path
+    forget_project_modules("study_")
+
+
+def write_study(root: Path, *, items: int = 3, target: str = "python:study_target:answer", **manifest) -> str:
+    document = {
+        "name": "study",
+        "rows": [{"id": f"q{i}", "input": f"x{i}", "expected": f"ok x{i}"} for i in range(items)],
+        "arms": [{"id": "a", "target": target}],
+        "evaluators": [{"type": "exact"}],
+        "schedule": {"backoff_s": 0.01, "max_backoff_s": 0.02},
+        **manifest,
+    }
+    (root / "experiments/study.yaml").write_text(yaml.safe_dump(document, sort_keys=False))
+    return "experiments/study.yaml"
+
+
+def lines(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def runs(root: Path):
+    return sorted((read_run(d) for d in run_directories(root / "runs")), key=lambda r: r.header["started_at"])

@@ -1,0 +1,130 @@
+"""Artifacts, the built-in steps and output_schema, end to end; the pipeline's validation."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import numpy as np
+
+from tests.study_project import lines, runs, study, write_study  # noqa: F401  (fixtures)
+
+PIPELINE = {
+    "artifacts": {
+        "case": {"trace": "trace"},
+        "item": {"df": "dataframe"},
+        "arm": {"df": {"type": "dataframe", "path": "{run_dir}/frames/arm.csv"}},
+        "experiment": {"ci": {"type": "dataframe", "path": "{level_dir}/ci_summary.csv"}},
+    },
+    "hooks": {
+        "case": {"pre": [{"name": "prepare", "run": "python:study_steps:note"}],
+                 "post": [{"builtin": "write_trace", "out": "trace"}]},
+        "item": {"post": [{"name": "gather-item", "builtin": "gather", "in": "trace", "out": "df"}]},
+        "arm": {"post": [{"name": "gather-arm", "builtin": "gather", "in": "df", "out": "df"}]},
+        "experiment": {"post": [
+            {"name": "ci", "builtin": "bootstrap_ci", "in": "df", "out": "ci", "config": {"metrics": ["score"]}},
+            {"builtin": "validate_outputs", "depends_on": ["ci"]},
+        ]},
+    },
+    "output_schema": {"required_files": ["ci_summary.csv"],
+                      "required_columns": {"ci_summary.csv": ["arm", "metric", "mean", "ci_low", "ci_high"]}},
+}
+
+
+def two_arms(study, **extra):
+    rows = [{"id": f"q{i}", "input": f"x{i}", "expected": f"ok x{i}" if i % 3 else "no"} for i in range(6)]
+    return write_study(study, rows=rows, repeat=2, arms=[
+        {"id": "a", "target": "python:study_target:answer"},
+        {"id": "b", "target": "python:study_target:answer", "params": {"variant": 2}},
+    ], **{**PIPELINE, **extra})
+
+
+def read_csv(path):
+    with open(path, newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def test_case_pre_item_gather_and_experiment_ci_summary_run_end_to_end(study, cli):
+    result = cli("run", two_arms(study), "--allow-failures")
+    assert result.exit_code == 0, result.output
+    first, second = runs(study)
+    for run in (first, second):
+        traces = sorted(run.directory.glob("items/*/repeat-*/trace.jsonl"))
+        assert len(traces) == 12
+        item_frame = read_csv(run.directory / "items" / "q0" / "df.csv")
+        assert [(r["item_id"], r["repeat"]) for r in sorted(item_frame, key=lambda r: r["repeat"])] == [("q0", "0"), ("q0", "1")]
+        arm_frame = read_csv(run.directory / "frames" / "arm.csv")
+        assert len(arm_frame) == 12 and {r["arm"] for r in arm_frame} == {run.header["arm_id"]}
+        assert run.end["artifacts"] == {"df": "frames/arm.csv"}
+    (results,) = study.glob("results/study/*")
+    summary = read_csv(results / "ci_summary.csv")
+    assert [(r["arm"], r["metric"]) for r in summary] == [("a", "score"), ("b", "score")]
+    for row in summary:
+        scores = [1.0 if i % 3 else 0.0 for i in range(6)]  # items 0 and 3 expect "no"
+        assert float(row["mean"]) == np.mean(scores)
+        assert float(row["ci_low"]) <= float(row["mean"]) <= float(row["ci_high"])
+    end = json.loads((results / "end.json").read_text())
+    assert end["hook_errors"] == [] and sorted(end["runs"]) == sorted(r.directory.name for r in (first, second))
+    assert len([e for e in lines(study / "steps.log") if e["step"] == "prepare"]) == 24  # before every case
+
+
+def test_output_schema_naming_a_missing_column_fails_the_run_naming_file_and_column(study, cli):
+    schema = {"required_columns": {"ci_summary.csv": ["arm", "median"]}}
+    result = cli("run", two_arms(study, output_schema=schema), "--allow-failures")
+    assert result.exit_code == 1
+    assert ("experiment post step 'validate_outputs' failed: output_schema: ci_summary.csv has no column 'median' "
+            "(columns: arm, metric, mean, ci_low, ci_high, items)") in result.output
+
+
+def test_declaring_output_schema_alone_checks_nothing(study, cli):
+    manifest = write_study(study, output_schema={"required_files": ["missing.csv"]})
+    assert cli("run", manifest).exit_code == 0
+
+
+def test_a_missing_required_file_is_named(study, cli):
+    manifest = write_study(study, output_schema={"required_files": ["plots/score.svg"]},
+                           hooks={"experiment": {"post": [{"builtin": "validate_outputs"}]}})
+    result = cli("run", manifest)
+    assert result.exit_code == 1
+    assert "output_schema: required file 'plots/score.svg' is missing from" in result.output
+
+
+def test_steps_from_a_ref_file(study, cli):
+    (study / "hooks").mkdir()
+    (study / "hooks/post.yaml").write_text("- {name: noted, run: 'python:study_steps:note'}\n")
+    manifest = write_study(study, items=1, hooks={"arm": {"post": {"ref": "hooks/post.yaml"}}})
+    assert cli("run", manifest).exit_code == 0
+    assert [e["step"] for e in lines(study / "steps.log")] == ["noted"]
+
+
+def validate_output(study, cli, **manifest) -> list[str]:
+    write_study(study, **manifest)
+    result = cli("run", "experiments/study.yaml", "--dry-run")
+    assert result.exit_code == 1
+    assert not (study / "runs").exists()
+    return [line.removeprefix("Error: ").removeprefix("experiments/study.yaml: ") for line in result.output.splitlines()]
+
+
+def test_bad_pipelines_are_refused_one_line_each_before_anything_runs(study, cli):
+    assert validate_output(study, cli, hooks={"itme": {"pre": []}}) == [
+        "hooks.itme: unknown key; did you mean 'item'? (allowed: arm, case, experiment, item)"]
+    assert validate_output(study, cli, hooks={"arm": {"post": [
+        {"name": "x", "builtin": "gather", "depends_on": ["y"]},
+        {"name": "y", "builtin": "gather", "depends_on": ["x"]},
+    ]}}) == ["hooks.arm.post: depends_on cycle x -> y -> x"]
+    assert validate_output(study, cli, hooks={"item": {"post": [{"builtin": "gather", "in": "trace"}]}}) == [
+        "hooks.item.post[gather].in: no case artifact 'trace' (declared at artifacts.case: none)"]
+    assert validate_output(study, cli, artifacts={"arm": {"df": "dataframe"}},
+                           hooks={"arm": {"post": [{"builtin": "gather", "out": "frame"}]}}) == [
+        "hooks.arm.post[gather].out: no arm artifact 'frame' (declared at artifacts.arm: df)"]
+    assert validate_output(study, cli, hooks={"arm": {"pre": [{"builtin": "gahter"}]}}) == [
+        "hooks.arm.pre[gahter].builtin: unknown builtin 'gahter' (known: bootstrap_ci, gather, validate_outputs, write_trace)"]
+    assert validate_output(study, cli, hooks={"arm": {"pre": [{"name": "two", "builtin": "gather", "run": "python:a:b"}]}}) == [
+        "hooks.arm.pre[0]: a step needs exactly one of run, command, builtin (got run, builtin)"]
+    assert validate_output(study, cli, hooks={"arm": {"pre": [{"ref": "hooks/nope.yaml"}]}}) == [
+        "hooks.arm.pre[0].ref: step file 'hooks/nope.yaml' not found (relative to the project root)"]
+    assert validate_output(study, cli, hooks={"arm": {"pre": [{"name": "f", "run": "python:study_steps:absent"}]}}) == [
+        "hooks.arm.pre[f].run: step 'study_steps:absent': module 'study_steps' has no function 'absent'"]
+    assert validate_output(study, cli, artifacts={"experiment": {"df": {"type": "dataframe", "path": "{run_dir}/x.csv"}}}) == [
+        "artifacts.experiment.df.path: unknown placeholder {run_dir} at the experiment level (known: batch_id, experiment, level_dir)"]
+    assert validate_output(study, cli, artifacts={"case": {"t": "tracee"}})[0].startswith("artifacts.case.t:")

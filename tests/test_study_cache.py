@@ -1,0 +1,98 @@
+"""The response cache: record, replay, auto, marks, repeats, the fingerprint and `evalsite cache`."""
+
+from __future__ import annotations
+
+import json
+
+from evalsite.analysis.compare import comparability
+from tests.runner_project import (  # noqa: F401  (fixtures)
+    all_runs,
+    openai_arm,
+    project,
+    questions,
+    server,
+    write_experiment,
+)
+
+
+def _runs_by_mode(project):
+    return {run.header["fingerprint"].get("emulation", {}).get("cache"): run for run in all_runs(project)}
+
+
+def test_record_then_replay_calls_nothing_and_each_repeat_replays_its_own_response(project, server, cli):
+    for i in range(2):
+        server.script[f"question {i}"] = [{"reply": f"answer {i}.{k}"} for k in range(3)]
+    manifest = write_experiment(project, questions(2), [openai_arm(server, price={"input": 1, "output": 1})],
+                                repeat=3, concurrency=1)
+    assert cli("run", manifest, "--cache", "record", "--allow-failures").exit_code == 0
+    assert len(server.calls) == 6
+    recorded = _runs_by_mode(project)["record"]
+    assert {c["cache"] for c in recorded.cases} == {"recorded"}
+
+    assert cli("run", manifest, "--cache", "replay", "--allow-failures").exit_code == 0
+    assert len(server.calls) == 6  # the replay made no call at all
+    replayed = _runs_by_mode(project)["replay"]
+    assert [c["cache"] for c in replayed.cases] == ["hit"] * 6
+    outputs = {(c["item_id"], c["repeat"]): c["output"] for c in replayed.cases}
+    assert outputs == {(f"q{i}", k): f"answer {i}.{k}" for i in range(2) for k in range(3)}
+    assert outputs == {(c["item_id"], c["repeat"]): c["output"] for c in recorded.cases}
+    # the same responses cost what they cost when recorded, so the runs stay comparable
+    assert [c["cost_usd"] for c in replayed.cases] == [c["cost_usd"] for c in recorded.cases]
+    verdict = comparability(recorded.header, replayed.header)
+    assert verdict.comparable
+    assert [d.path for d in verdict.differences if d.path.startswith("emulation")] == ["emulation.cache"]
+
+
+def test_replay_fails_a_case_whose_response_is_missing(project, server, cli):
+    manifest = write_experiment(project, questions(2), [openai_arm(server)])
+    assert cli("run", manifest, "--cache", "record").exit_code == 0
+    rows = questions(3)
+    (project / "data/exp.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert cli("run", manifest, "--cache", "replay").exit_code == 1
+    assert len(server.calls) == 2
+    cases = {c["item_id"]: c for c in _runs_by_mode(project)["replay"].cases}
+    assert cases["q0"]["cache"] == cases["q1"]["cache"] == "hit" and cases["q0"]["error"] is None
+    assert cases["q2"]["cache"] == "missing"
+    assert cases["q2"]["error"].startswith("cache replay: no recorded response for item 'q2' repeat 0")
+
+
+def test_auto_replays_what_exists_and_records_the_rest(project, server, cli):
+    manifest = write_experiment(project, questions(1), [openai_arm(server)], emulation={"cache": "auto"})
+    assert cli("run", manifest).exit_code == 0
+    assert cli("run", manifest, "--repeat", "2").exit_code == 0
+    assert len(server.calls) == 2  # repeat 0 once, repeat 1 only in the second run
+    second = max(all_runs(project), key=lambda run: run.header["started_at"])
+    assert sorted((c["repeat"], c["cache"]) for c in second.cases) == [(0, "hit"), (1, "recorded")]
+
+
+def test_a_different_config_does_not_share_responses(project, server, cli):
+    manifest = write_experiment(project, questions(1), [openai_arm(server)], emulation={"cache": "auto"})
+    assert cli("run", manifest).exit_code == 0
+    assert cli("run", manifest, "--set", "arms.gpt.params.temperature=0.5").exit_code == 0
+    assert len(server.calls) == 2
+
+
+def test_errors_are_not_cached(project, server, cli):
+    server.script["question 0"] = [{"status": 400, "message": "bad"}]
+    manifest = write_experiment(project, questions(1), [openai_arm(server)], emulation={"cache": "auto"})
+    assert cli("run", manifest).exit_code == 1
+    assert cli("run", manifest).exit_code == 0
+    assert len(server.calls) == 2
+
+
+def test_cache_stats_and_prune(project, server, cli):
+    manifest = write_experiment(project, questions(3), [openai_arm(server)])
+    assert cli("run", manifest, "--cache", "record").exit_code == 0
+    stats = json.loads(cli("cache", "stats", "--json").output)
+    assert stats["entries"] == 3 and stats["by_target"] == {"openai:fake-model": 3} and stats["bytes"] > 0
+    assert "removed 0 cached responses" in cli("cache", "prune", "--older-than", "1").output
+    assert cli("cache", "prune").exit_code == 2
+    assert "removed 3 cached responses" in cli("cache", "prune", "--all").output
+    assert json.loads(cli("cache", "stats", "--json").output)["entries"] == 0
+
+
+def test_an_unknown_cache_mode_is_one_line(project, server, cli):
+    write_experiment(project, questions(1), [openai_arm(server)], emulation={"cache": "replya"})
+    result = cli("validate")
+    assert result.exit_code == 1
+    assert "emulation.cache: must be one of off, record, replay, auto, got 'replya'; did you mean 'replay'?" in result.output
