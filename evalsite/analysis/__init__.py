@@ -6,6 +6,7 @@ The data layer reads the DuckDB views (``evalsite.analysis.db``) and the statist
 
 * ``selection``: which runs of a dataset may be compared (one per config), and which are left out, and why.
 * ``items``: item × arm × repeat matrices aligned on ``item_id``, and item metadata from the dataset file.
+* ``summary``: one run's figures (:func:`summarise_run`), the definitions everything else reads.
 * ``arms``: per-arm figures — mean and pass rate with intervals, cost, latency, noise.
 * ``ranking``: the leaderboard, rank stability, the pilot/holdout check.
 * ``family``: one run against a family of runs, Holm-corrected, with power.
@@ -15,7 +16,7 @@ The data layer reads the DuckDB views (``evalsite.analysis.db``) and the statist
 See docs/reference/python-api.md.
 """
 
-from evalsite.analysis.arms import ArmSummary, CostSummary, LatencySummary, summarise_arms
+from evalsite.analysis.arms import ArmSummary, summarise_arms
 from evalsite.analysis.family import Comparison, FamilyTest, family_test
 from evalsite.analysis.items import DroppedItem, ItemLabels, ItemMatrix, item_labels, item_matrix
 from evalsite.analysis.json_data import plain
@@ -56,13 +57,22 @@ from evalsite.analysis.selection import (
     runs_by_reference,
     select_runs,
 )
+from evalsite.analysis.summary import (
+    CostSummary,
+    EvaluatorSummary,
+    LatencySummary,
+    RunSummary,
+    mean_over_items,
+    run_noise,
+    summarise_run,
+)
 
 __all__ = [
     "ArmRun", "ArmSummary", "ArmsOnDataset", "BootstrapReport", "Comparison", "CostSummary", "DatasetGroups", "DatasetRuns",
-    "DroppedItem", "Estimate", "FamilyTest", "HoldoutReport", "ItemFlakiness", "ItemLabels", "ItemMatrix",
-    "LatencySummary", "Leaderboard", "LeftOut", "NoiseReport", "OrderVerdict", "RankedArm", "Selection",
+    "DroppedItem", "Estimate", "EvaluatorSummary", "FamilyTest", "HoldoutReport", "ItemFlakiness", "ItemLabels", "ItemMatrix",
+    "LatencySummary", "Leaderboard", "LeftOut", "NoiseReport", "OrderVerdict", "RankedArm", "RunSummary", "Selection",
     "StabilityReport", "arm_labels", "arms_on_dataset", "bootstrap_report", "choose_dataset", "comparable_groups",
     "datasets_with_runs", "family_test", "holdout_report", "item_labels", "item_matrix", "leaderboard",
-    "leaderboard_of", "noise_report", "order_verdict", "plain", "require_comparable", "run_matrix",
-    "runs_by_reference", "select_runs", "stability_report", "summarise_arms",
+    "leaderboard_of", "mean_over_items", "noise_report", "order_verdict", "plain", "require_comparable", "run_matrix", "run_noise",
+    "runs_by_reference", "select_runs", "stability_report", "summarise_arms", "summarise_run",
 ]

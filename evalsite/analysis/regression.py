@@ -9,12 +9,12 @@ out of every other number. Items in only one run are listed apart, never counted
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 from statistics import fmean
 
 from evalsite.runlog.hashing import canonical_json
+from evalsite.runlog.rows import case_critical, item_order
 from evalsite.runlog.store import Run
 from evalsite.scoring.rescoring import rescore_items
 from evalsite.stats import paired_bootstrap_ci, repeat_noise, sign_flip_test
@@ -99,12 +99,6 @@ class RegressionReport:
         return [item for item in self.items if item.classification == classification]
 
 
-def item_order(item_id: str) -> tuple:
-    """Natural order: ``q2`` before ``q10``, ``9`` before ``10``."""
-    parts = re.split(r"(\d+)", item_id)
-    return tuple(int(part) if index % 2 else part for index, part in enumerate(parts))
-
-
 def cases_by_item(cases: list[dict]) -> dict[str, list[dict]]:
     grouped: dict[str, list[dict]] = {}
     for case in sorted(cases, key=lambda c: c.get("repeat") or 0):
@@ -151,7 +145,8 @@ def regression_report(
     scored = [_change(i, before[i], after[i], threshold, rescored=i in rescored) for i in kept]
     changes = [c for c in scored if c.delta is not None]
     unscored = [c.item_id for c in scored if c.delta is None]
-    critical = set((current.header.get("fingerprint") or {}).get("dataset", {}).get("critical") or [])
+    listed = set((current.header.get("fingerprint") or {}).get("dataset", {}).get("critical") or [])
+    critical = {i for i in kept if any(case_critical(c, {i: i in listed}) for c in after[i])}
     return RegressionReport(
         threshold=threshold,
         summary=_summary(changes, len(gt_changed), _noise(noise, baseline, current)),

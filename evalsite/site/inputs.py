@@ -19,9 +19,8 @@ from evalsite import analysis
 from evalsite.analysis import baselines
 from evalsite.analysis.baselines import DECISIONS_FILE
 from evalsite.analysis.db import RunsDatabase, open_database
+from evalsite.analysis.run_views import dataset_critical, needs_dataset
 from evalsite.errors import EvalsiteError, RunLogError
-from evalsite.experiment.datasets import dataset_id as compute_dataset_id
-from evalsite.experiment.datasets import item_identity, load_rows
 from evalsite.project import Project
 from evalsite.runlog.hashing import sha256_json
 from evalsite.runlog.records import RunStatus
@@ -206,28 +205,15 @@ class ProjectInputs:
         choice = self.baseline_choice(run_id)
         return choice.directory.name if choice.directory is not None else None
 
-    def critical_items(self, run: RunSource) -> dict[str, bool] | None:
-        """Which items of the run's dataset are ``metadata.critical``; ``None`` when the dataset
-        file is gone or no longer matches the run's ``dataset_id`` (then criticality is unknown)."""
-        path, expected_id = run.dataset.get("path"), run.dataset_id
-        key = f"{path}|{expected_id}|{run.dataset.get('items')}"
+    def critical_items(self, run: RunSource, cases: list[dict]) -> dict[str, bool] | None:
+        """Which items of the run's dataset are critical, for cases that did not record it
+        (:func:`evalsite.analysis.run_views.dataset_critical`, read once per dataset file)."""
+        if not needs_dataset(cases):
+            return None
+        key = f"{run.dataset.get('path')}|{run.dataset_id}|{run.dataset.get('items')}"
         if key not in self._dataset_cache:
-            self._dataset_cache[key] = self._load_critical(path, expected_id, run.dataset.get("items"))
+            self._dataset_cache[key] = dataset_critical(self.project.root, run.header)
         return self._dataset_cache[key]
-
-    def _load_critical(self, path: str | None, expected_id: str | None, count) -> dict[str, bool] | None:
-        if not path or not expected_id or "@" not in expected_id:
-            return None
-        try:
-            rows = load_rows(self.project.root / path)
-            if isinstance(count, int):
-                rows = rows[:count]
-            items = item_identity(rows, path)
-        except EvalsiteError:
-            return None
-        if compute_dataset_id(expected_id.rsplit("@", 1)[0], items) != expected_id:
-            return None
-        return {item.item_id: bool((item.row.get("metadata") or {}).get("critical")) for item in items}
 
 
 def scan_project(project: Project) -> ProjectInputs:

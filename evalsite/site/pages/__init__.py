@@ -14,8 +14,8 @@ from dataclasses import MISSING, dataclass, field, fields
 from typing import Any
 
 from evalsite import __version__
+from evalsite.analysis.summary import RunSummary
 from evalsite.site import paths
-from evalsite.site.digest import RunDigest
 from evalsite.site.inputs import ProjectInputs
 from evalsite.site.settings import SiteSettings
 from evalsite.site.tables import tables_in
@@ -65,7 +65,7 @@ class Kit:
     theme: Theme
     site_title: str
     live_reload: bool = False
-    digests: dict[str, RunDigest] = field(default_factory=dict)
+    digests: dict[str, RunSummary] = field(default_factory=dict)
     cases: dict[str, list[dict]] = field(default_factory=dict)
     case_warnings: dict[str, list[str]] = field(default_factory=dict)
     stamp: str = ""
