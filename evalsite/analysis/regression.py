@@ -13,11 +13,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from statistics import fmean
 
+from evalsite.analysis.summary import summarise_run
 from evalsite.runlog.hashing import canonical_json
 from evalsite.runlog.rows import case_critical, item_order
 from evalsite.runlog.store import Run
 from evalsite.scoring.rescoring import rescore_items
-from evalsite.stats import paired_bootstrap_ci, repeat_noise, sign_flip_test
+from evalsite.stats import paired_bootstrap_ci, sign_flip_test
 
 THRESHOLD = 0.05
 CONFIDENCE = 0.95
@@ -193,15 +194,18 @@ class _EvaluatorSide:
 
 
 def _evaluator_side(name: str, cases_by_id: dict[str, list[dict]]) -> _EvaluatorSide:
-    passed, verdicts, values, errors = {}, [], [], 0
+    """One evaluator over the compared items: its figures as the run summary defines them
+    (:func:`~evalsite.analysis.summary.summarise_run`), and per item whether every score passed
+    (None for every item when the evaluator has no pass rule)."""
+    summary = summarise_run(c for cases in cases_by_id.values() for c in cases).evaluators.get(name)
+    if summary is None:
+        return _EvaluatorSide({item_id: None for item_id in cases_by_id}, None, None, 0)
+    passed: dict[str, bool | None] = {}
     for item_id, cases in cases_by_id.items():
         entries = [s for c in cases for s in c.get("scores") or [] if s.get("evaluator") == name]
-        outcomes = [bool(s.get("passed")) and not s.get("error") for s in entries]
-        passed[item_id] = all(outcomes) if outcomes else None
-        verdicts += outcomes
-        values += [s["score"] for s in entries if s.get("score") is not None and not s.get("error") and not s.get("skipped")]
-        errors += sum(1 for s in entries if s.get("error"))
-    return _EvaluatorSide(passed, fmean(verdicts) if verdicts else None, fmean(values) if values else None, errors)
+        outcomes = [s.get("passed") is True and not s.get("error") for s in entries]
+        passed[item_id] = all(outcomes) if outcomes and summary.ruled else None
+    return _EvaluatorSide(passed, summary.pass_rate, summary.mean, summary.errors)
 
 
 def _difference(new: float | None, old: float | None) -> float | None:
@@ -228,18 +232,10 @@ def evaluator_change(name: str, before: dict[str, list[dict]], after: dict[str, 
     )
 
 
-def run_noise(run: Run) -> float | None:
-    """The standard deviation of a run's mean score across its repeats (``stats.repeat_noise``);
-    ``None`` with fewer than two repeats."""
-    repeats = sorted({c.get("repeat") or 0 for c in run.cases if c.get("score") is not None})
-    if len(repeats) < 2:
-        return None
-    matrix = []
-    for cases in cases_by_item(run.cases).values():
-        scores = {c.get("repeat") or 0: c["score"] for c in cases if c.get("score") is not None}
-        if scores:
-            matrix.append([scores.get(r, math.nan) for r in repeats])
-    return _finite(repeat_noise(matrix).std)
+def _noise_std(run: Run) -> float | None:
+    """The run's noise as its summary measures it (None with fewer than two repeats)."""
+    noise = summarise_run(run.cases).noise
+    return None if noise is None else _finite(noise.std)
 
 
 def _finite(value: float | None) -> float | None:
@@ -249,7 +245,7 @@ def _finite(value: float | None) -> float | None:
 def _noise(given: float | None, baseline: Run, current: Run) -> tuple[float | None, str | None]:
     if given is not None:
         return given, "given"
-    measured = [n for n in (run_noise(baseline), run_noise(current)) if n is not None]
+    measured = [n for n in (_noise_std(baseline), _noise_std(current)) if n is not None]
     return (max(measured), "repeats") if measured else (None, None)
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from evalsite.analysis.summary import RunSummary, summarise_run
 from evalsite.errors import EvalsiteError, RunLogError
@@ -16,11 +17,11 @@ from evalsite.runlog.rows import is_critical
 from evalsite.runlog.store import Run, read_run, resolve_run, run_directories
 
 
-def dataset_critical(root: Path, header: dict) -> dict[str, bool] | None:
+def dataset_critical(root: Path, header: dict[str, Any]) -> dict[str, bool] | None:
     """Item id → :func:`~evalsite.runlog.rows.is_critical` of the run's dataset file, while that
     file still holds the rows the run scored (its ``dataset_id``); None when it is gone or changed
     (then, for cases that did not record ``critical``, criticality is unknown)."""
-    dataset = header.get("dataset") if isinstance(header.get("dataset"), dict) else {}
+    dataset = _dataset(header)
     path, expected_id, count = dataset.get("path"), dataset.get("dataset_id"), dataset.get("items")
     if not path or not isinstance(expected_id, str) or "@" not in expected_id:
         return None
@@ -36,7 +37,12 @@ def dataset_critical(root: Path, header: dict) -> dict[str, bool] | None:
     return {item.item_id: is_critical(item.row) for item in items}
 
 
-def needs_dataset(cases: list[dict]) -> bool:
+def _dataset(header: dict[str, Any]) -> dict[str, Any]:
+    dataset = header.get("dataset")
+    return dataset if isinstance(dataset, dict) else {}
+
+
+def needs_dataset(cases: list[dict[str, Any]]) -> bool:
     """Whether some case did not record its ``critical`` flag (only then is the dataset read)."""
     return any(not isinstance(case.get("critical"), bool) for case in cases)
 
@@ -60,7 +66,7 @@ class RunOverview:
     summary: RunSummary
     warnings: list[str] = field(default_factory=list)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         identity = {"run_id": self.run_id, "arm": self.arm, "experiment": self.experiment,
                     "dataset_id": self.dataset_id, "status": self.status, "fingerprint_hash": self.fingerprint_hash}
         return {**identity, **self.summary.to_json()}
@@ -73,7 +79,7 @@ def run_overview(project: Project, reference: str) -> RunOverview:
 
 
 def _overview(root: Path, run: Run) -> RunOverview:
-    dataset = run.header.get("dataset") if isinstance(run.header.get("dataset"), dict) else {}
+    dataset = _dataset(run.header)
     return RunOverview(
         run_id=run.run_id, arm=run.header.get("arm_id"), experiment=run.header.get("experiment"),
         dataset_id=dataset.get("dataset_id"), status=str(run.status),
@@ -89,7 +95,7 @@ LISTED = ("run_id", "arm", "experiment", "dataset_id", "status", "cases", "mean_
 class RunListing:
     """``evalsite runs``: one row per readable run, newest first, and why others were skipped."""
 
-    rows: list[dict]
+    rows: list[dict[str, Any]]
     skipped: list[str]
 
 

@@ -22,9 +22,10 @@ The rules (docs/reference/evaluators.md, "Run aggregates and the verdict"):
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from statistics import fmean
+from typing import Any
 
 import numpy as np
 
@@ -124,7 +125,7 @@ class EvaluatorSummary:
     def pass_rate(self) -> float | None:
         return self.passes / self.n if self.ruled and self.n else None
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "version": self.version, "n": self.n, "ok": self.ok, "errors": self.errors, "skipped": self.skipped,
             "pass_rate": self.pass_rate, "mean": self.mean, "label_counts": self.label_counts,
@@ -167,7 +168,7 @@ class RunSummary:
     def critical_known(self) -> bool:
         return self.critical_failures is not None
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         """The summary as ``evalsite show --json`` prints it and ``end.json`` records it."""
         return {
             "cases": self.cases, "items": self.items, "repeats": len(self.repeats), "errors": self.errors,
@@ -185,7 +186,7 @@ class RunSummary:
         }
 
 
-def summarise_run(cases: Iterable[dict], dataset_critical: Mapping[str, bool] | None = None) -> RunSummary:
+def summarise_run(cases: Iterable[dict[str, Any]], dataset_critical: Mapping[str, bool] | None = None) -> RunSummary:
     """The figures of one run from its case records (plain dicts, in any order).
 
     ``dataset_critical`` (item id → critical) stands in for cases that did not record their
@@ -232,13 +233,13 @@ class _Grid:
     """Items (natural order) × repeats (sorted) of a run: how every per-item matrix is aligned,
     the same alignment as :func:`evalsite.analysis.items.item_matrix` (by item id and repeat)."""
 
-    def __init__(self, cases: list[dict]):
+    def __init__(self, cases: list[dict[str, Any]]):
         self.items = tuple(sorted({str(c.get("item_id")) for c in cases}, key=item_order))
         self.repeats = tuple(sorted({repeat_of(c) for c in cases}))
         self._row = {item: row for row, item in enumerate(self.items)}
         self._column = {repeat: column for column, repeat in enumerate(self.repeats)}
 
-    def matrix(self, cases: list[dict], value) -> np.ndarray:
+    def matrix(self, cases: list[dict[str, Any]], value: Callable[[dict[str, Any]], float | None]) -> np.ndarray:
         """Items × repeats of ``value(case)`` (None → NaN); a later case of a cell wins."""
         cells = np.full((len(self.items), len(self.repeats)), np.nan)
         for case in cases:
@@ -248,26 +249,26 @@ class _Grid:
         return cells
 
 
-def _scores(case: dict) -> list[dict]:
+def _scores(case: dict[str, Any]) -> list[dict[str, Any]]:
     return [s for s in case.get("scores") or [] if isinstance(s, dict)]
 
 
-def _verdict(case: dict) -> float | None:
+def _verdict(case: dict[str, Any]) -> float | None:
     passed = case.get("passed")
     return float(passed) if isinstance(passed, bool) else None
 
 
-def _errored(case: dict) -> bool:
+def _errored(case: dict[str, Any]) -> bool:
     """The case's generation failed or one of its evaluators raised."""
     return bool(case.get("error")) or any(s.get("error") for s in _scores(case))
 
 
-def _case_failed(case: dict) -> bool:
+def _case_failed(case: dict[str, Any]) -> bool:
     """Errored, or a pass rule failed (a case without a pass rule has no verdict: it never fails)."""
     return _errored(case) or case.get("passed") is False
 
 
-def _has_pass_rate(cases: list[dict]) -> bool:
+def _has_pass_rate(cases: list[dict[str, Any]]) -> bool:
     """A run's pass rate is defined when every scored case has a verdict — the rule the
     leaderboard applies (:meth:`evalsite.analysis.items.ItemMatrix.arm_passed`). A run in which
     some scored row has no pass rule has none (a failed generation's ``passed: false`` alone
@@ -276,7 +277,7 @@ def _has_pass_rate(cases: list[dict]) -> bool:
     return bool(verdicts) and all(verdicts)
 
 
-def _run_verdict(cases: list[dict], evaluators: dict[str, EvaluatorSummary], ruled: bool) -> bool | None:
+def _run_verdict(cases: list[dict[str, Any]], evaluators: dict[str, EvaluatorSummary], ruled: bool) -> bool | None:
     if not evaluators:
         return None
     if any(c.get("error") for c in cases) or any(e.passed is False for e in evaluators.values()):
@@ -284,37 +285,37 @@ def _run_verdict(cases: list[dict], evaluators: dict[str, EvaluatorSummary], rul
     return True if ruled else None
 
 
-def _numbers(cases: list[dict], key: str) -> np.ndarray:
+def _numbers(cases: list[dict[str, Any]], key: str) -> np.ndarray:
     values = [finite_number(c.get(key)) for c in cases]
     return np.array([np.nan if v is None else v for v in values], dtype=float)
 
 
-def _known_sum(cases: list[dict], key: str) -> float | None:
+def _known_sum(cases: list[dict[str, Any]], key: str) -> float | None:
     known = [v for v in (finite_number(c.get(key)) for c in cases) if v is not None]
     return sum(known) if known else None
 
 
-def _token_total(cases: list[dict], key: str) -> int | None:
+def _token_total(cases: list[dict[str, Any]], key: str) -> int | None:
     counts = [whole_number(c.get(key)) for c in cases]
     return sum(counts) if counts and None not in counts else None  # type: ignore[arg-type]
 
 
-def unit_id(case: dict, score: dict) -> str:
+def unit_id(case: dict[str, Any], score: dict[str, Any]) -> str:
     """What one score is about: the item, or ``<item>.t<turn>`` for a per-turn score."""
     turn = score.get("turn")
     return str(case.get("item_id")) if turn is None else f"{case.get('item_id')}.t{turn}"
 
 
-def _evaluators(cases: list[dict], critical: list[bool | None], known: bool) -> dict[str, EvaluatorSummary]:
+def _evaluators(cases: list[dict[str, Any]], critical: list[bool | None], known: bool) -> dict[str, EvaluatorSummary]:
     """One summary per evaluator name, in the order evaluators first appear."""
-    grouped: dict[str, list[tuple[dict, dict, bool]]] = {}
+    grouped: dict[str, list[tuple[dict[str, Any], dict[str, Any], bool]]] = {}
     for case, flag in zip(cases, critical):
         for score in _scores(case):
             grouped.setdefault(str(score.get("evaluator")), []).append((case, score, bool(flag)))
     return {name: _evaluator(name, entries, known) for name, entries in grouped.items()}
 
 
-def _evaluator(name: str, entries: list[tuple[dict, dict, bool]], known: bool) -> EvaluatorSummary:
+def _evaluator(name: str, entries: list[tuple[dict[str, Any], dict[str, Any], bool]], known: bool) -> EvaluatorSummary:
     scores = [score for _, score, _ in entries]
     errors = sum(1 for s in scores if s.get("error"))
     produced = [(c, s) for c, s, _ in entries if not s.get("error") and not s.get("skipped")]
@@ -338,7 +339,7 @@ def _evaluator(name: str, entries: list[tuple[dict, dict, bool]], known: bool) -
     )
 
 
-def _evaluator_mean(produced: list[tuple[dict, dict]]) -> float | None:
+def _evaluator_mean(produced: list[tuple[dict[str, Any], dict[str, Any]]]) -> float | None:
     """Over items of each item's mean over its cases, a case's value being the mean of its
     produced scores (turns): the figure the leaderboard reads for ``--evaluator``."""
     per_case: dict[tuple[str, int], list[float]] = {}
