@@ -260,3 +260,33 @@ def test_the_run_page_shows_the_noise_evalsite_noise_measures(inside):
         flaky = [r["item"] for r in site_json(inside, paths.run(run), "flaky")]
         assert flaky == [item["item_id"] for item in measured["items"] if item["flaky"]]
         assert not math.isnan(summary.noise.std)
+
+
+def test_compare_reads_the_same_per_evaluator_figures(inside):
+    """An evaluator without a pass rule has no pass rate and no failing items in a comparison."""
+    runs = runs_of(inside)
+    baseline, current = runs[("mixed", "steady")], runs[("mixed", "sloppy")]
+    report = json_of("compare", current, "--baseline", baseline)
+    changes = {e["evaluator"]: e for e in report["regression"]["evaluators"]}
+    before, after = json_of("show", baseline)["evaluators"], json_of("show", current)["evaluators"]
+    for name in ("grade", "size"):
+        assert changes[name]["baseline_pass_rate"] == before[name]["pass_rate"]
+        assert changes[name]["current_pass_rate"] == after[name]["pass_rate"]
+        assert changes[name]["baseline_mean"] == before[name]["mean"]
+        assert changes[name]["current_errors"] == after[name]["errors"]
+    assert changes["size"]["baseline_pass_rate"] is None
+    assert changes["size"]["still_failing"] == changes["size"]["newly_failing"] == []
+
+
+def test_noise_equals_the_spread_of_per_repeat_means_computed_by_hand(inside):
+    for run in runs_of(inside).values():
+        cases = cases_of(inside, run)
+        scored = {c["item_id"] for c in cases if c["score"] is not None}
+        means = []
+        for repeat in sorted({c["repeat"] for c in cases}):
+            values = [c["score"] for c in cases if c["repeat"] == repeat and c["item_id"] in scored
+                      and c["score"] is not None]
+            means.append(sum(values) / len(values))
+        centre = sum(means) / len(means)
+        std = math.sqrt(sum((m - centre) ** 2 for m in means) / (len(means) - 1))
+        assert json_of("show", run)["noise_std"] == pytest.approx(std, abs=1e-12)

@@ -3,7 +3,8 @@ downloads and shards) from a documented context dataclass.
 
 A family module exposes ``jobs(inputs, settings) -> list[Job]``. A job names the inputs it is built
 from (keys of :attr:`ProjectInputs.hashes`) so an incremental build can skip it, the runs whose
-digests it reads, and a ``render(kit)`` that returns ``{path: bytes}``. New pages (compare,
+summaries it reads (``digests``: run ids; the build puts each run's
+:class:`~evalsite.analysis.summary.RunSummary` in ``kit.digests``), and a ``render(kit)`` that returns ``{path: bytes}``. New pages (compare,
 reports) slot in as another family module listed in :data:`evalsite.site.build.FAMILIES`.
 """
 
@@ -58,7 +59,8 @@ class Job:
 
 @dataclass
 class Kit:
-    """What a job's ``render`` may use: inputs, settings, theme, computed digests, the current cases."""
+    """What a job's ``render`` may use: inputs, settings, theme, the runs' summaries (``digests``:
+    run id → :class:`~evalsite.analysis.summary.RunSummary`), the current cases."""
 
     inputs: ProjectInputs
     settings: SiteSettings

@@ -57,7 +57,7 @@ class RunFacts:
     input_tokens: int | None = doc("Input tokens over all cases; None when any case did not report them.")
     output_tokens: int | None = doc("Output tokens over all cases.")
     critical_known: bool = doc("Whether critical rows are known (the cases record them, or the dataset file still matches the run).")
-    critical_failures: int = doc("Rows marked metadata.critical that errored or, under a pass rule, failed (0 when unknown: see critical_known).")
+    critical_failures: int = doc("Rows marked metadata.critical that errored or failed a pass rule (0 when unknown: see critical_known).")
 
 
 @dataclass(kw_only=True)
@@ -258,7 +258,7 @@ def evaluators_table(summary: RunSummary) -> Table:
         Column("pass_rate", "pass rate", "percent", "errors and skips count as not passed; none without a pass rule"),
         Column("mean", "mean", "number"), Column("labels", "labels"),
         Column("critical_failures", "critical failures", "count",
-               "metadata.critical rows that errored or, under a pass rule, failed"),
+               "metadata.critical rows that errored or failed a pass rule"),
     ]
     rows = [{
         "evaluator": e.name, "version": str(e.version), "n": e.n, "ok": e.ok, "errors": e.errors, "skipped": e.skipped,
