@@ -61,6 +61,7 @@ def test_cost_is_unknown_never_zero_when_an_arm_has_no_price(project):
     arms = by_label(json_of("leaderboard"))
     assert arms["careful"]["summary"]["cost"] == {
         "total": None, "per_item": None, "per_correct": None, "cases": 180, "unknown_cases": 180, "passed_cases": 168,
+        "known": None,
     }
     records = cases(project, run_id(project, "sampler"))
     total = sum(c["cost_usd"] for c in records)

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from evalsite.analysis.summary import summarise_cases
+from evalsite.analysis.summary import summarise_run
 from evalsite.errors import EvaluatorError
 from evalsite.scoring.case import score_case
 from evalsite.scoring.evaluators import CaseView, Evaluator, Outcome, base, build_evaluators, register_evaluator
@@ -171,6 +171,10 @@ def test_version_hashes_type_params_threshold_and_scope():
 
 
 # Run aggregates, computed by hand from the case records below.
+
+
+def summarise_cases(cases):
+    return summarise_run(cases).to_json()
 
 
 def case(item, scores, critical=False, error=None, **extra):

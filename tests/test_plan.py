@@ -56,7 +56,7 @@ def test_every_arm_runs_every_item_and_repeat_by_default(project):
     plan = plan_of(project, MANIFEST + "repeat: 2\n")
     assert [c.arm_id for c in plan.configs] == ["a", "b"]
     assert keys(plan, plan.configs[0])[:3] == [("q0", 0), ("q0", 1), ("q1", 0)]
-    assert plan.cases_per_config == 12 and plan.total_cases == 24
+    assert plan.total_cases == 24
     assert plan.totals(plan.configs[1]) == {"items": 6, "repeat": 2, "cases": 12}
     assert plan.dataset.dataset_id == plan.file_dataset_id
 
@@ -207,8 +207,6 @@ def test_coupled_design_runs_the_listed_pairs(project):
     a, b = plan.configs
     assert keys(plan, a) == [("q0", 0), ("q1", 0), ("q5", 0)] and keys(plan, b) == [("q4", 0)]
     assert plan.total_cases == 4 and plan.totals(b) == {"items": 1, "repeat": 1, "cases": 1}
-    with pytest.raises(ValueError, match="use Plan.cases_for"):
-        plan.cases_per_config
 
 
 def test_an_arm_the_design_leaves_out_gets_no_config(project):

@@ -6,6 +6,7 @@ The data layer reads the DuckDB views (``evalsite.analysis.db``) and the statist
 
 * ``selection``: which runs of a dataset may be compared (one per config), and which are left out, and why.
 * ``items``: item × arm × repeat matrices aligned on ``item_id``, and item metadata from the dataset file.
+* ``summary``: one run's figures (:func:`summarise_run`), the definitions everything else reads.
 * ``arms``: per-arm figures — mean and pass rate with intervals, cost, latency, noise.
 * ``ranking``: the leaderboard, rank stability, the pilot/holdout check.
 * ``family``: one run against a family of runs, Holm-corrected, with power.
@@ -25,7 +26,9 @@ from types import ModuleType
 from typing import Any
 
 _EXPORTS = {
-    **dict.fromkeys(('ArmSummary', 'CostSummary', 'LatencySummary', 'summarise_arms'), "arms"),
+    **dict.fromkeys(('ArmSummary', 'summarise_arms'), "arms"),
+    **dict.fromkeys(('CostSummary', 'EvaluatorSummary', 'LatencySummary', 'RunSummary', 'mean_over_items', 'run_noise',
+                     'summarise_run'), "summary"),
     **dict.fromkeys(('Comparison', 'FamilyTest', 'family_test'), "family"),
     **dict.fromkeys(('DroppedItem', 'ItemLabels', 'ItemMatrix', 'item_labels', 'item_matrix'), "items"),
     **dict.fromkeys(('plain',), "json_data"),
@@ -58,10 +61,10 @@ sys.modules[__name__].__class__ = _Package
 
 __all__ = [
     "ArmRun", "ArmSummary", "ArmsOnDataset", "BootstrapReport", "Comparison", "CostSummary", "DatasetGroups", "DatasetRuns",
-    "DroppedItem", "Estimate", "FamilyTest", "HoldoutReport", "ItemFlakiness", "ItemLabels", "ItemMatrix",
-    "LatencySummary", "Leaderboard", "LeftOut", "NoiseReport", "OrderVerdict", "RankedArm", "Selection",
+    "DroppedItem", "Estimate", "EvaluatorSummary", "FamilyTest", "HoldoutReport", "ItemFlakiness", "ItemLabels", "ItemMatrix",
+    "LatencySummary", "Leaderboard", "LeftOut", "NoiseReport", "OrderVerdict", "RankedArm", "RunSummary", "Selection",
     "StabilityReport", "arm_labels", "arms_on_dataset", "bootstrap_report", "choose_dataset", "comparable_groups",
     "datasets_with_runs", "family_test", "holdout_report", "item_labels", "item_matrix", "leaderboard",
-    "leaderboard_of", "noise_report", "order_verdict", "plain", "require_comparable", "run_matrix",
-    "runs_by_reference", "select_runs", "stability_report", "summarise_arms",
+    "leaderboard_of", "mean_over_items", "noise_report", "order_verdict", "plain", "require_comparable", "run_matrix", "run_noise",
+    "runs_by_reference", "select_runs", "stability_report", "summarise_arms", "summarise_run",
 ]

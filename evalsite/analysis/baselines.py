@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from evalsite.analysis.summary import summarise_cases
+from evalsite.analysis.summary import summarise_run
 from evalsite.errors import DecisionError, RunLogError
 from evalsite.project import Project, max_error_rate
 from evalsite.runlog.fingerprint import fingerprint_hash, git_user
@@ -129,8 +129,8 @@ def promote(
 def _refuse_failing(project: Project, directory: Path, run_id: str, allow_critical: bool) -> None:
     """A baseline passes its critical rows (unless ``allow_critical``) and fails no more
     generations than ``[ci] max_error_rate`` allows."""
-    totals = summarise_cases(read_run(directory).cases)
-    failed = totals["critical_failures"]
+    totals = summarise_run(read_run(directory).cases).to_json()
+    failed = totals["critical_failures"] or []
     if failed and not allow_critical:
         shown = ", ".join(failed[:10]) + (f" and {len(failed) - 10} more" if len(failed) > 10 else "")
         raise DecisionError(

@@ -16,21 +16,34 @@ from __future__ import annotations
 
 import math
 import operator
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Union
 
+from evalsite.analysis.ci_files import TestOutcome, write_junit
+from evalsite.analysis.claim_syntax import (
+    METRICS,
+    Beats,
+    BinaryOp,
+    Claim,
+    ClaimSyntaxError,
+    Comparison,
+    Directive,
+    Expression,
+    Metric,
+    Number,
+    Selector,
+    ValuePin,
+    find_directives,
+    parse_claim,
+)
 from evalsite.analysis.compare import comparability
 from evalsite.analysis.db import open_database
+from evalsite.analysis.summary import RunSummary, summarise_run
 from evalsite.errors import EvalsiteError
 from evalsite.runlog.records import RunStatus
-from evalsite.runlog.store import read_header
-from evalsite.stats import nearest_rank_percentile, sign_flip_test
+from evalsite.runlog.store import CASES_FILE, read_cases, read_header
+from evalsite.stats import sign_flip_test
 
-DIRECTIVE = re.compile(r"\{\{\s*(claim|value)\s*:(.*?)\}\}", re.DOTALL)
-TOKEN = re.compile(r"\s*(?:(<=|>=|==|!=|[<>=(),*/+%-])|([A-Za-z0-9_][A-Za-z0-9_.@:-]*))")
-NUMBER = re.compile(r"^\d+(?:\.\d+)?$")
 COMPARATORS = {
     "<": lambda a, b: a < b,
     "<=": lambda a, b: a <= b,
@@ -40,250 +53,39 @@ COMPARATORS = {
     "!=": lambda a, b: not math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12),
 }
 ARITHMETIC = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv}
-SELECTOR_KEYS = ("arm", "dataset", "run", "evaluator")
 HOLDS, FAILS, UNCHECKABLE = "holds", "fails", "cannot be checked"
 
-
-class ClaimSyntaxError(EvalsiteError):
-    """A directive does not follow the claim grammar."""
+__all__ = [
+    "Beats",
+    "BinaryOp",
+    "Claim",
+    "ClaimResult",
+    "ClaimSyntaxError",
+    "Comparison",
+    "Directive",
+    "Expression",
+    "FAILS",
+    "HOLDS",
+    "METRICS",
+    "Metric",
+    "Number",
+    "RunMetrics",
+    "Selector",
+    "UNCHECKABLE",
+    "Uncheckable",
+    "ValuePin",
+    "check_claim",
+    "check_claims",
+    "check_report",
+    "find_directives",
+    "parse_claim",
+    "report_files",
+    "write_claims_junit",
+]
 
 
 class Uncheckable(Exception):
     """The runs cannot decide a claim (unknown arm, no run, unknown cost…); carries the reason."""
-
-
-# ----------------------------------------------------------------------------- syntax tree
-
-
-@dataclass(frozen=True)
-class Selector:
-    """Which run a metric reads: by arm (latest completed run), optionally on a dataset, or a pinned run."""
-
-    arm: str | None = None
-    dataset: str | None = None
-    run: str | None = None
-    evaluator: str | None = None
-
-    def text(self) -> str:
-        return ", ".join(f"{k}={getattr(self, k)}" for k in SELECTOR_KEYS if getattr(self, k))
-
-
-@dataclass(frozen=True)
-class Number:
-    value: float
-
-
-@dataclass(frozen=True)
-class Metric:
-    name: str
-    selector: Selector
-
-
-@dataclass(frozen=True)
-class BinaryOp:
-    operator: str
-    left: Expression
-    right: Expression
-
-
-Expression = Union[Number, Metric, BinaryOp]
-
-
-@dataclass(frozen=True)
-class Comparison:
-    left: Expression
-    operator: str
-    right: Expression
-
-
-@dataclass(frozen=True)
-class Beats:
-    winner: Selector
-    loser: Selector
-    alpha: float = 0.05
-
-
-@dataclass(frozen=True)
-class ValuePin:
-    expression: Expression
-    quoted: str
-
-    @property
-    def percent(self) -> bool:
-        return self.quoted.endswith("%")
-
-    @property
-    def decimals(self) -> int:
-        digits = self.quoted.rstrip("%")
-        return len(digits.split(".")[1]) if "." in digits else 0
-
-
-Claim = Union[Comparison, Beats, ValuePin]
-
-
-@dataclass(frozen=True)
-class Directive:
-    kind: str
-    body: str
-    line: int
-    start: int
-    end: int
-
-
-# ----------------------------------------------------------------------------- parsing
-
-
-class _Parser:
-    def __init__(self, text: str):
-        self.text = text
-        self.tokens = _tokenize(text)
-        self.position = 0
-
-    def peek(self, offset: int = 0) -> str | None:
-        index = self.position + offset
-        return self.tokens[index] if index < len(self.tokens) else None
-
-    def take(self, expected: str | None = None) -> str:
-        token = self.peek()
-        if token is None or (expected is not None and token != expected):
-            wanted = f"{expected!r}" if expected else "more"
-            raise ClaimSyntaxError(f"{self.text.strip()!r}: expected {wanted}, found {token or 'the end'!r}")
-        self.position += 1
-        return token
-
-    def done(self) -> None:
-        if self.peek() is not None:
-            raise ClaimSyntaxError(f"{self.text.strip()!r}: unexpected {self.peek()!r}")
-
-    def selector_pairs(self, stop: tuple[str, ...]) -> Selector:
-        values: dict[str, str] = {}
-        while self.peek() is not None and self.peek() not in stop:
-            key = self.take()
-            if key not in SELECTOR_KEYS:
-                raise ClaimSyntaxError(
-                    f"{self.text.strip()!r}: unknown selector {key!r} (use {', '.join(SELECTOR_KEYS)})"
-                )
-            self.take("=")
-            values[key] = self.take()
-            if self.peek() == "," and self.peek(1) in SELECTOR_KEYS:
-                self.take(",")
-        if not values:
-            raise ClaimSyntaxError(f"{self.text.strip()!r}: a selector needs arm=… or run=…")
-        return Selector(**values)
-
-    def expression(self) -> Expression:
-        node = self.term()
-        while self.peek() in ("+", "-"):
-            node = BinaryOp(self.take(), node, self.term())
-        return node
-
-    def term(self) -> Expression:
-        node = self.factor()
-        while self.peek() in ("*", "/"):
-            node = BinaryOp(self.take(), node, self.factor())
-        return node
-
-    def factor(self) -> Expression:
-        token = self.take()
-        if token == "(":
-            node = self.expression()
-            self.take(")")
-            return node
-        if token == "-":
-            return BinaryOp("-", Number(0.0), self.factor())
-        if NUMBER.match(token):
-            value = float(token)
-            if self.peek() == "%":
-                self.take()
-                value /= 100
-            return Number(value)
-        if token not in METRICS:
-            raise ClaimSyntaxError(f"{self.text.strip()!r}: unknown metric {token!r} (known: {', '.join(sorted(METRICS))})")
-        self.take("(")
-        selector = self.selector_pairs(stop=(")",))
-        self.take(")")
-        return Metric(token, selector)
-
-
-def _tokenize(text: str) -> list[str]:
-    tokens, position = [], 0
-    while position < len(text):
-        match = TOKEN.match(text, position)
-        if match is None or match.end() == position:
-            if text[position:].strip() == "":
-                break
-            raise ClaimSyntaxError(f"{text.strip()!r}: cannot read {text[position:].strip()[:20]!r}")
-        tokens.append(match.group(1) or match.group(2))
-        position = match.end()
-    return tokens
-
-
-def parse_claim(kind: str, body: str) -> Claim:
-    """Parse one directive body (``kind`` is ``claim`` or ``value``)."""
-    parser = _Parser(body)
-    if kind == "value":
-        expression = parser.expression()
-        parser.take("=")
-        quoted = parser.take()
-        if not NUMBER.match(quoted):
-            raise ClaimSyntaxError(f"{body.strip()!r}: the quoted figure {quoted!r} is not a number")
-        if parser.peek() == "%":
-            quoted += parser.take()
-        parser.done()
-        return ValuePin(expression, quoted)
-    if "beats" in parser.tokens:
-        return _parse_beats(parser)
-    left = parser.expression()
-    operator = parser.take()
-    if operator not in COMPARATORS:
-        raise ClaimSyntaxError(f"{body.strip()!r}: expected a comparison ({' '.join(COMPARATORS)}), found {operator!r}")
-    right = parser.expression()
-    parser.done()
-    return Comparison(left, operator, right)
-
-
-def _parse_beats(parser: _Parser) -> Beats:
-    winner = parser.selector_pairs(stop=("beats",))
-    parser.take("beats")
-    loser = parser.selector_pairs(stop=("on", ","))
-    dataset = None
-    if parser.peek() == "on":
-        parser.take("on")
-        dataset = parser.selector_pairs(stop=(",",)).dataset
-    alpha = 0.05
-    if parser.peek() == ",":
-        parser.take(",")
-        parser.take("p")
-        parser.take("<")
-        alpha = float(parser.take())
-    parser.done()
-    if dataset:
-        winner = Selector(**{**winner.__dict__, "dataset": winner.dataset or dataset})
-        loser = Selector(**{**loser.__dict__, "dataset": loser.dataset or dataset})
-    return Beats(winner, loser, alpha)
-
-
-def find_directives(markdown: str) -> list[Directive]:
-    """Every ``{{ claim: … }}`` and ``{{ value: … }}`` in a markdown text, with its line."""
-    return [
-        Directive(m.group(1), m.group(2), markdown.count("\n", 0, m.start()) + 1, m.start(), m.end())
-        for m in DIRECTIVE.finditer(markdown)
-    ]
-
-
-# ----------------------------------------------------------------------------- metrics
-
-METRICS = {
-    "mean": "mean over items of the item's mean score (evaluator=NAME reads one evaluator)",
-    "pass_rate": "share of items passed, averaged over repeats (evaluator=NAME reads one evaluator)",
-    "n": "number of items in the run",
-    "errors": "number of cases whose generation failed",
-    "cost_total": "total cost in USD (unknown when any case's cost is unknown)",
-    "cost_per_item": "the cost of answering one item once: total cost divided by the number of cases",
-    "cost_per_correct": "total cost divided by the number of passed cases",
-    "latency_p50": "median latency in ms (nearest rank)",
-    "latency_p95": "95th-percentile latency in ms (nearest rank)",
-}
 
 
 @dataclass
@@ -324,6 +126,7 @@ class RunMetrics:
     def __init__(self, database, runs_dir: Path):
         self.database = database
         self.runs_dir = runs_dir
+        self._summaries: dict[str, RunSummary] = {}
         self.completed = database.rows(
             "SELECT run_id, arm_id, dataset_id FROM runs WHERE status = ? ORDER BY started_at, run_id",
             [str(RunStatus.COMPLETED)],
@@ -369,40 +172,50 @@ class RunMetrics:
             raise Uncheckable(f"run {run.run_id} is unscored")
         return values
 
+    def summary(self, run: ResolvedRun) -> RunSummary:
+        """The run's figures, as ``evalsite show`` gives them (read once per run)."""
+        if run.run_id not in self._summaries:
+            self._summaries[run.run_id] = summarise_run(read_cases(self.runs_dir / run.run_id / CASES_FILE))
+        return self._summaries[run.run_id]
+
     def value(self, metric: Metric) -> tuple[float, str]:
         run = self.resolve(metric.selector)
-        name = metric.name
-        if name in ("mean", "pass_rate"):
-            values = self.item_means(run, metric.selector.evaluator, "score" if name == "mean" else "passed")
-            return sum(values.values()) / len(values), run.run_id
-        cases = self.database.rows(
-            "SELECT item_id, error, cost_usd, latency_ms, passed FROM cases WHERE run_id = ?", [run.run_id]
-        )
-        return _case_metric(name, cases, run.run_id), run.run_id
+        return _summary_metric(metric, self.summary(run), run), run.run_id
 
 
-def _case_metric(name: str, cases: list[dict], run_id: str) -> float:
+def _summary_metric(metric: Metric, summary: RunSummary, run: ResolvedRun) -> float:
+    """One metric of a run from its :class:`~evalsite.analysis.summary.RunSummary`."""
+    name, evaluator = metric.name, metric.selector.evaluator
+    if name in ("mean", "pass_rate"):
+        if evaluator:
+            if evaluator not in run.evaluators:
+                raise Uncheckable(f"run {run.run_id} has no evaluator {evaluator!r}")
+            found = summary.evaluators.get(evaluator)
+            value = None if found is None else (found.mean if name == "mean" else found.pass_rate)
+        else:
+            value = summary.mean_score if name == "mean" else summary.pass_rate
+        if value is None:
+            raise Uncheckable(f"run {run.run_id} is unscored" if name == "mean" else f"run {run.run_id} has no pass rule")
+        return value
     if name == "n":
-        return float(len({c["item_id"] for c in cases}))
+        return float(summary.items)
     if name == "errors":
-        return float(sum(1 for c in cases if c["error"]))
+        return float(summary.errors)
     if name.startswith("latency_"):
-        latencies = [c["latency_ms"] for c in cases if c["latency_ms"] is not None]
-        if not latencies:
-            raise Uncheckable(f"run {run_id} records no latency")
-        return float(nearest_rank_percentile(latencies, float(name.removeprefix("latency_p"))))
-    unknown = sum(1 for c in cases if c["cost_usd"] is None)
-    if unknown:
-        raise Uncheckable(f"run {run_id}: cost unknown for {unknown} of {len(cases)} cases")
-    total = sum(c["cost_usd"] for c in cases)
+        latency = summary.latency.p50_ms if name == "latency_p50" else summary.latency.p95_ms
+        if latency is None:
+            raise Uncheckable(f"run {run.run_id} records no latency")
+        return latency
+    cost = summary.cost
+    if cost.total is None:
+        raise Uncheckable(f"run {run.run_id}: cost unknown for {cost.unknown_cases} of {cost.cases} cases")
     if name == "cost_total":
-        return total
+        return cost.total
     if name == "cost_per_item":
-        return total / len(cases)
-    correct = sum(1 for c in cases if c["passed"])
-    if correct == 0:
-        raise Uncheckable(f"run {run_id}: no passed case, so cost per correct answer is undefined")
-    return total / correct
+        return cost.per_item
+    if cost.per_correct is None:
+        raise Uncheckable(f"run {run.run_id}: no passed case, so cost per correct answer is undefined")
+    return cost.per_correct
 
 
 def _evaluate(expression: Expression, metrics: RunMetrics, numbers: dict, runs: list[str]) -> float:
@@ -497,3 +310,17 @@ def check_claims(project, files: tuple[Path, ...] = ()) -> list[ClaimResult]:
             raise EvalsiteError(f"{path}: report not found")
         results.extend(check_report(path, metrics, project.relative(path)))
     return results
+
+
+def write_claims_junit(path: Path, results: list[ClaimResult]) -> None:
+    """JUnit XML with one test per claim: a claim that fails is a failure, one that cannot be
+    checked an error."""
+    write_junit(path, "evalsite.analysis.claims", [
+        TestOutcome(
+            name=f"{r.file}:{r.line} {r.text}",
+            classname=r.file,
+            failure=r.detail if r.status == FAILS else None,
+            error=r.detail if r.status == UNCHECKABLE else None,
+        )
+        for r in results
+    ])

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from evalsite.analysis.baselines import NONE, BaselineChoice, DatasetIds, Decision, resolve_baseline
 from evalsite.analysis.regression import THRESHOLD, RegressionReport, regression_report
+from evalsite.errors import NotComparableError
 from evalsite.project import Project
 from evalsite.runlog.fingerprint import FieldDiff, diff_fingerprints
 from evalsite.runlog.store import read_run, resolve_run, run_status
@@ -66,6 +67,12 @@ class ComparisonReport:
     @property
     def fingerprint_diff(self) -> list[FieldDiff]:
         return self.comparability.differences if self.comparability else []
+
+    def refuse_if_not_comparable(self) -> None:
+        """Raise :class:`NotComparableError` (``ERROR: not comparable: <reason>``, exit 1) when
+        the two runs may not be compared."""
+        if self.comparability is not None and not self.comparability.comparable:
+            raise NotComparableError(f"not comparable: {self.comparability.reason}")
 
     def to_json(self) -> dict:
         """The report as plain data; the fingerprint diff is the top-level ``fingerprint_diff``."""

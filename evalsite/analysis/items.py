@@ -14,11 +14,11 @@ from pathlib import Path
 import numpy as np
 
 from evalsite.analysis.db import RunsDatabase
-from evalsite.analysis.regression import item_order
 from evalsite.analysis.selection import ArmRun
 from evalsite.errors import EvalsiteError
 from evalsite.experiment.datasets import load_dataset
 from evalsite.project import Project
+from evalsite.runlog.rows import item_order
 
 CASE_CELLS_SQL = """
 SELECT run_id, item_id, item_sha, coalesce(repeat, 0) AS repeat, score, passed::DOUBLE AS passed,

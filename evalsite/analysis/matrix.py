@@ -15,9 +15,10 @@ from statistics import fmean
 from typing import Any
 
 from evalsite.analysis.compare import comparability
-from evalsite.analysis.regression import cases_by_item, item_order, item_passed, mean_score
+from evalsite.analysis.regression import cases_by_item, item_passed, mean_score
 from evalsite.errors import NotComparableError
 from evalsite.runlog.hashing import canonical_json
+from evalsite.runlog.rows import item_order
 from evalsite.runlog.store import Run
 
 _TIE = 1e-9

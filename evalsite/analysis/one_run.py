@@ -20,9 +20,10 @@ import numpy as np
 from evalsite.analysis.db import open_database
 from evalsite.analysis.items import DroppedItem, ItemMatrix, item_labels, item_matrix
 from evalsite.analysis.selection import ArmRun, runs_by_reference
+from evalsite.analysis.summary import run_noise
 from evalsite.errors import DatasetError
 from evalsite.project import Project
-from evalsite.stats import Flakiness, Interval, RepeatNoise, bootstrap_ci, flakiness, repeat_noise
+from evalsite.stats import Flakiness, Interval, RepeatNoise, bootstrap_ci, flakiness
 
 CONFIDENCE = 0.95
 SEED = 0
@@ -155,7 +156,7 @@ def noise_report(
 ) -> NoiseReport:
     matrix = run_matrix(project, run, evaluator)
     scores, passed = matrix.arm_scores(0), matrix.arm_passed(0)
-    noise = repeat_noise(scores) if scores.shape[1] >= 2 else None
+    noise = run_noise(scores)
     result: Flakiness | None = None if passed is None else flakiness(passed, k=k, confidence=confidence)
     return NoiseReport(
         run=matrix.arms[0], evaluator=evaluator, n_items=matrix.n_items, n_repeats=scores.shape[1],

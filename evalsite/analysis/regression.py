@@ -9,15 +9,16 @@ out of every other number. Items in only one run are listed apart, never counted
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 from statistics import fmean
 
+from evalsite.analysis.summary import summarise_run
 from evalsite.runlog.hashing import canonical_json
+from evalsite.runlog.rows import case_critical, item_order
 from evalsite.runlog.store import Run
 from evalsite.scoring.rescoring import rescore_items
-from evalsite.stats import paired_bootstrap_ci, repeat_noise, sign_flip_test
+from evalsite.stats import paired_bootstrap_ci, sign_flip_test
 
 THRESHOLD = 0.05
 CONFIDENCE = 0.95
@@ -99,12 +100,6 @@ class RegressionReport:
         return [item for item in self.items if item.classification == classification]
 
 
-def item_order(item_id: str) -> tuple:
-    """Natural order: ``q2`` before ``q10``, ``9`` before ``10``."""
-    parts = re.split(r"(\d+)", item_id)
-    return tuple(int(part) if index % 2 else part for index, part in enumerate(parts))
-
-
 def cases_by_item(cases: list[dict]) -> dict[str, list[dict]]:
     grouped: dict[str, list[dict]] = {}
     for case in sorted(cases, key=lambda c: c.get("repeat") or 0):
@@ -151,7 +146,8 @@ def regression_report(
     scored = [_change(i, before[i], after[i], threshold, rescored=i in rescored) for i in kept]
     changes = [c for c in scored if c.delta is not None]
     unscored = [c.item_id for c in scored if c.delta is None]
-    critical = set((current.header.get("fingerprint") or {}).get("dataset", {}).get("critical") or [])
+    listed = set((current.header.get("fingerprint") or {}).get("dataset", {}).get("critical") or [])
+    critical = {i for i in kept if any(case_critical(c, {i: i in listed}) for c in after[i])}
     return RegressionReport(
         threshold=threshold,
         summary=_summary(changes, len(gt_changed), _noise(noise, baseline, current)),
@@ -198,15 +194,18 @@ class _EvaluatorSide:
 
 
 def _evaluator_side(name: str, cases_by_id: dict[str, list[dict]]) -> _EvaluatorSide:
-    passed, verdicts, values, errors = {}, [], [], 0
+    """One evaluator over the compared items: its figures as the run summary defines them
+    (:func:`~evalsite.analysis.summary.summarise_run`), and per item whether every score passed
+    (None for every item when the evaluator has no pass rule)."""
+    summary = summarise_run(c for cases in cases_by_id.values() for c in cases).evaluators.get(name)
+    if summary is None:
+        return _EvaluatorSide({item_id: None for item_id in cases_by_id}, None, None, 0)
+    passed: dict[str, bool | None] = {}
     for item_id, cases in cases_by_id.items():
         entries = [s for c in cases for s in c.get("scores") or [] if s.get("evaluator") == name]
-        outcomes = [bool(s.get("passed")) and not s.get("error") for s in entries]
-        passed[item_id] = all(outcomes) if outcomes else None
-        verdicts += outcomes
-        values += [s["score"] for s in entries if s.get("score") is not None and not s.get("error") and not s.get("skipped")]
-        errors += sum(1 for s in entries if s.get("error"))
-    return _EvaluatorSide(passed, fmean(verdicts) if verdicts else None, fmean(values) if values else None, errors)
+        outcomes = [s.get("passed") is True and not s.get("error") for s in entries]
+        passed[item_id] = all(outcomes) if outcomes and summary.ruled else None
+    return _EvaluatorSide(passed, summary.pass_rate, summary.mean, summary.errors)
 
 
 def _difference(new: float | None, old: float | None) -> float | None:
@@ -233,18 +232,10 @@ def evaluator_change(name: str, before: dict[str, list[dict]], after: dict[str, 
     )
 
 
-def run_noise(run: Run) -> float | None:
-    """The standard deviation of a run's mean score across its repeats (``stats.repeat_noise``);
-    ``None`` with fewer than two repeats."""
-    repeats = sorted({c.get("repeat") or 0 for c in run.cases if c.get("score") is not None})
-    if len(repeats) < 2:
-        return None
-    matrix = []
-    for cases in cases_by_item(run.cases).values():
-        scores = {c.get("repeat") or 0: c["score"] for c in cases if c.get("score") is not None}
-        if scores:
-            matrix.append([scores.get(r, math.nan) for r in repeats])
-    return _finite(repeat_noise(matrix).std)
+def _noise_std(run: Run) -> float | None:
+    """The run's noise as its summary measures it (None with fewer than two repeats)."""
+    noise = summarise_run(run.cases).noise
+    return None if noise is None else _finite(noise.std)
 
 
 def _finite(value: float | None) -> float | None:
@@ -254,7 +245,7 @@ def _finite(value: float | None) -> float | None:
 def _noise(given: float | None, baseline: Run, current: Run) -> tuple[float | None, str | None]:
     if given is not None:
         return given, "given"
-    measured = [n for n in (run_noise(baseline), run_noise(current)) if n is not None]
+    measured = [n for n in (_noise_std(baseline), _noise_std(current)) if n is not None]
     return (max(measured), "repeats") if measured else (None, None)
 
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import click
 
-from evalsite.analysis.ci_files import TestOutcome, write_junit, write_summary
-from evalsite.analysis.claims import HOLDS, check_claims
+from evalsite.analysis.ci_files import write_summary
+from evalsite.analysis.claims import HOLDS, check_claims, write_claims_junit
 from evalsite.analysis.markdown import MARKS, claims_markdown
 from evalsite.cli.output import print_json
 from evalsite.project import find_project
@@ -31,14 +31,6 @@ def check_claims_command(files, as_json, summary_file, junit_file) -> None:
         click.echo(f"{sum(r.status == HOLDS for r in results)} of {len(results)} claims hold", err=True)
     write_summary(claims_markdown(results), summary_file)
     if junit_file:
-        write_junit(junit_file, "evalsite.analysis.claims", [
-            TestOutcome(
-                name=f"{r.file}:{r.line} {r.text}",
-                classname=r.file,
-                failure=r.detail if r.status == "fails" else None,
-                error=r.detail if r.status == "cannot be checked" else None,
-            )
-            for r in results
-        ])
+        write_claims_junit(junit_file, results)
     if any(r.status != HOLDS for r in results):
         sys.exit(1)

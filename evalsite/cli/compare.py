@@ -50,9 +50,7 @@ def compare_command(run, baseline, threshold, noise, alpha, fail_on, as_json, su
     else:
         print_report(report)
     write_summary(compare_markdown(report), summary_file)
-    if report.comparability is not None and not report.comparability.comparable:
-        click.echo(f"ERROR: not comparable: {report.comparability.reason}", err=True)
-        sys.exit(1)
+    report.refuse_if_not_comparable()
     if fail_on == "regression" and report.gate is not None and report.gate.failed:
         sys.exit(1)
 

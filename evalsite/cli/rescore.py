@@ -40,5 +40,5 @@ def rescore_command(run: str, manifest_path: Path | None, as_json: bool) -> None
         )
         if summary["critical_failures"]:
             click.echo("critical failures: " + ", ".join(summary["critical_failures"]))
-    if summary["passed"] is False or summary["critical_failures"]:
+    if not outcome.ok:
         sys.exit(1)

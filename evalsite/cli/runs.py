@@ -4,18 +4,9 @@ from __future__ import annotations
 
 import click
 
-from evalsite.analysis.db import open_database
-from evalsite.analysis.summary import summarise_cases
+from evalsite.analysis.run_views import run_listing, run_overview
 from evalsite.cli.output import print_json, print_table, warn
 from evalsite.project import find_project
-from evalsite.runlog.store import read_run, resolve_run
-
-RUNS_SQL = """
-SELECT r.run_id, r.arm_id AS arm, r.experiment, r.dataset_id, r.status,
-       count(c.item_id) AS cases, avg(c.score) AS mean_score, avg(c.passed::INTEGER) AS pass_rate
-FROM runs r LEFT JOIN cases c USING (run_id)
-GROUP BY ALL ORDER BY r.run_id DESC
-"""
 
 EVALUATOR_COLUMNS = ["evaluator", "n", "ok", "errors", "skipped", "pass_rate", "mean", "passed"]
 
@@ -24,14 +15,13 @@ EVALUATOR_COLUMNS = ["evaluator", "n", "ok", "errors", "skipped", "pass_rate", "
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
 def runs_command(as_json: bool) -> None:
     """List runs, newest first."""
-    database = open_database(find_project().runs_dir)
-    for reason in database.skipped:
+    listing = run_listing(find_project())
+    for reason in listing.skipped:
         warn(f"skipped run {reason}")
-    rows = database.rows(RUNS_SQL)
     if as_json:
-        print_json(rows)
+        print_json(listing.rows)
     else:
-        print_table(rows, ["run_id", "arm", "experiment", "status", "cases", "mean_score", "pass_rate"])
+        print_table(listing.rows, ["run_id", "arm", "experiment", "status", "cases", "mean_score", "pass_rate"])
 
 
 @click.command("show")
@@ -39,27 +29,20 @@ def runs_command(as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
 def show_command(run: str, as_json: bool) -> None:
     """One run's summary."""
-    loaded = read_run(resolve_run(find_project().runs_dir, run))
-    summary = {
-        "run_id": loaded.run_id,
-        "arm": loaded.header.get("arm_id"),
-        "experiment": loaded.header.get("experiment"),
-        "dataset_id": loaded.header.get("dataset", {}).get("dataset_id"),
-        "status": loaded.status,
-        "fingerprint_hash": loaded.header.get("fingerprint_hash"),
-        **summarise_cases(loaded.cases),
-    }
-    for message in loaded.warnings:
+    overview = run_overview(find_project(), run)
+    for message in overview.warnings:
         warn(message)
-    if summary["served_model_changed"]:
+    summary = overview.to_json()
+    if summary.get("served_model_changed"):
         warn(f"the served model changed mid-run: {', '.join(summary['served_models'])}")
     if as_json:
         print_json(summary)
-    else:
-        evaluators = summary.pop("evaluators")
-        width = max(map(len, summary))
-        for key, value in summary.items():
-            click.echo(f"{key.ljust(width)}  {value if value is not None else '—'}")
-        if evaluators:
-            click.echo()
-            print_table([{"evaluator": name, **totals} for name, totals in evaluators.items()], EVALUATOR_COLUMNS)
+        return
+    evaluators = summary.pop("evaluators")
+    width = max(map(len, summary))
+    for key, value in summary.items():
+        click.echo(f"{key.ljust(width)}  {value if value is not None else '—'}")
+    if evaluators:
+        click.echo()
+        print_table([{"evaluator": name, **totals} for name, totals in evaluators.items()], EVALUATOR_COLUMNS)
+

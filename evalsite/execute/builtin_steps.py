@@ -25,7 +25,6 @@ from pathlib import Path
 import numpy as np
 
 
-
 class StepFailed(Exception):
     """A built-in step's one-line failure."""
 

@@ -7,6 +7,12 @@ from dataclasses import dataclass, field
 from evalsite.runlog.records import RunStatus
 
 
+def summary_ok(summary: dict) -> bool:
+    """The rule behind exit 0 for a run's summary (``run``, ``rescore``): no case error, no
+    critical failure and no failed pass rule."""
+    return not summary["errors"] and not summary["critical_failures"] and summary.get("passed") is not False
+
+
 @dataclass(frozen=True)
 class RunOutcome:
     run_id: str
@@ -14,6 +20,10 @@ class RunOutcome:
     status: RunStatus
     summary: dict
     hook_errors: tuple[str, ...] = ()  # failed post steps of the study pipeline
+
+    @property
+    def ok(self) -> bool:
+        return summary_ok(self.summary)
 
 
 @dataclass(frozen=True)
@@ -42,9 +52,7 @@ class BatchOutcome:
     @property
     def ok(self) -> bool:
         """Exit 0: finished, and no run has a case error, a critical failure or a failed pass rule."""
-        return self.finished and not self.critical_failed and all(
-            not run.summary["errors"] and run.summary.get("passed") is not False for run in self.runs
-        )
+        return self.finished and all(run.ok for run in self.runs)
 
     def acceptable(self, allow_failures: bool) -> bool:
         """``ok``, or with ``allow_failures``: finished with every critical row passing."""

@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from evalsite.aio import run_sync
-from evalsite.analysis.summary import summarise_cases
+from evalsite.analysis.summary import summarise_run
 from evalsite.errors import ManifestError, RunLogError
+from evalsite.execute.outcomes import summary_ok
 from evalsite.execute.runner import dataset_record
 from evalsite.experiment.datasets import Dataset, Item
 from evalsite.experiment.manifest import Manifest, load_manifest
@@ -43,6 +44,11 @@ class RescoreOutcome:
     status: str
     summary: dict
     left_out: list[str]
+
+    @property
+    def ok(self) -> bool:
+        """Exit 0 by the rule ``evalsite run`` applies to each of its runs (:func:`summary_ok`)."""
+        return summary_ok(self.summary)
 
 
 def rescore_run(project: Project, reference: str, *, manifest_path: Path | None = None) -> RescoreOutcome:
@@ -74,7 +80,7 @@ def rescore_run(project: Project, reference: str, *, manifest_path: Path | None 
         status = RunStatus.FAILED
         raise
     finally:
-        summary = summarise_cases(cases)
+        summary = summarise_run(cases).to_json()
         writer.finish({"status": status, "ended_at": iso(utc_now()), "totals": summary})
     return RescoreOutcome(writer.run_id, source.run_id, status, summary, left_out)
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from evalsite.aio import run_sync
-from evalsite.analysis.summary import summarise_cases
+from evalsite.analysis.summary import summarise_run
 from evalsite.errors import PlanError, RunLogError, TargetError
 from evalsite.execute.cache import HIT, cache_mode, with_cache
 from evalsite.execute.cases import CaseExecutor, Job, prepare_input
@@ -322,13 +322,11 @@ class BatchRunner:
             self.stop.workers = []
 
 def run_totals(cases: list[dict], plan: Plan, config: Config) -> dict:
-    """``summarise_cases`` plus what the runner knows: planned cases, known cost, truncations."""
-    known = [c["cost_usd"] for c in cases if c.get("cost_usd") is not None]
+    """The run's summary (:func:`~evalsite.analysis.summary.summarise_run`) plus what only the
+    runner knows: the planned cases and the truncated items."""
     return {
-        **summarise_cases(cases),
+        **summarise_run(cases).to_json(),
         "planned": len(plan.case_keys(config)),
-        "known_cost_usd": sum(known) if known else None,
-        "unknown_cost_cases": len(cases) - len(known),
         "truncated_items": sorted({c["item_id"] for c in cases if c.get("finish_reason") == "length"}),
     }
 

@@ -84,14 +84,6 @@ class Plan:
         return {"items": len(self.items_for(config)), "repeat": self.repeat, "cases": self.cases_for(config)}
 
     @property
-    def cases_per_config(self) -> int:
-        """The cases of each config when they all have the same number (always, in cartesian mode)."""
-        counts = {self.cases_for(config) for config in self.configs}
-        if len(counts) > 1:
-            raise ValueError("configs differ in their number of cases; use Plan.cases_for(config)")
-        return counts.pop() if counts else 0
-
-    @property
     def total_cases(self) -> int:
         return sum(self.cases_for(config) for config in self.configs)
 

@@ -1,7 +1,7 @@
 """Build the static site: scan every input, decide which jobs are stale, render them, write the folder.
 
 Order of work: scan (headers and hashes only) → for each run a stale job needs, read its cases once,
-digest them and render its own run pages → render the pages that read digests → write the build
+summarise them (:func:`evalsite.analysis.summary.summarise_run`) and render its own run pages → render the pages that read those summaries → write the build
 record. A job whose inputs, theme, settings and code are unchanged since the last build is kept as it
 is on disk, so an incremental build gives the same bytes as a full one.
 """
@@ -16,11 +16,11 @@ from pathlib import Path
 from jinja2 import TemplateError
 
 from evalsite import __version__
+from evalsite.analysis.summary import summarise_run
 from evalsite.errors import SiteError
 from evalsite.project import Project
 from evalsite.runlog.hashing import sha256_json
 from evalsite.runlog.store import CASES_FILE, read_cases
-from evalsite.site.digest import digest_run
 from evalsite.site.inputs import file_hash, scan_project
 from evalsite.site.output import SiteWriter
 from evalsite.site.pages import Job, Kit, compare, datasets, decisions, experiments, home, items, reports, runs, search
@@ -109,7 +109,7 @@ def _render(kit: Kit, writer: SiteWriter, stale: list[Job], hashes: dict[str, st
             continue
         warnings: list[str] = []
         cases = read_cases(run.directory / CASES_FILE, warnings)
-        kit.digests[run.run_id] = digest_run(run, cases, kit.inputs.critical_items(run))
+        kit.digests[run.run_id] = summarise_run(cases, kit.inputs.critical_items(run, cases))
         job = by_cases.get(run.run_id)
         if job is not None:
             kit.cases, kit.case_warnings = {run.run_id: cases}, {run.run_id: warnings}

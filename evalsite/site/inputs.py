@@ -19,12 +19,12 @@ from evalsite import analysis
 from evalsite.analysis import baselines
 from evalsite.analysis.baselines import DECISIONS_FILE
 from evalsite.analysis.db import RunsDatabase, open_database
+from evalsite.analysis.run_views import dataset_rows, needs_dataset
 from evalsite.errors import EvalsiteError, RunLogError
-from evalsite.experiment.datasets import dataset_id as compute_dataset_id
-from evalsite.experiment.datasets import item_identity, load_rows
 from evalsite.project import Project
 from evalsite.runlog.hashing import sha256_json
 from evalsite.runlog.records import RunStatus
+from evalsite.runlog.rows import is_critical
 from evalsite.runlog.store import CASES_FILE, END_FILE, RUN_FILE, footer_status, read_end, read_header, run_directories
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
@@ -208,39 +208,21 @@ class ProjectInputs:
         choice = self.baseline_choice(run_id)
         return choice.directory.name if choice.directory is not None else None
 
-    def critical_items(self, run: RunSource) -> dict[str, bool] | None:
-        """Which items of the run's dataset are ``metadata.critical``; ``None`` when the dataset
-        file is gone or no longer matches the run's ``dataset_id`` (then criticality is unknown)."""
+    def critical_items(self, run: RunSource, cases: list[dict]) -> dict[str, bool] | None:
+        """Which items of the run's dataset are critical, for cases that did not record it
+        (None when every case did, or the dataset file is gone or changed)."""
+        if not needs_dataset(cases):
+            return None
         rows = self.dataset_rows(run)
-        return None if rows is None else {item_id: bool(_metadata(row).get("critical")) for item_id, row in rows.items()}
+        return None if rows is None else {item_id: is_critical(row) for item_id, row in rows.items()}
 
     def dataset_rows(self, run: RunSource) -> dict[str, dict] | None:
-        """Item id → the dataset row the run used; ``None`` when the dataset file is gone or no longer
-        matches the run's ``dataset_id``."""
-        path, expected_id = run.dataset.get("path"), run.dataset_id
-        key = f"{path}|{expected_id}|{run.dataset.get('items')}"
+        """Item id → the dataset row the run used (:func:`evalsite.analysis.run_views.dataset_rows`,
+        read once per dataset file)."""
+        key = f"{run.dataset.get('path')}|{run.dataset_id}|{run.dataset.get('items')}"
         if key not in self._dataset_cache:
-            self._dataset_cache[key] = self._load_rows(path, expected_id, run.dataset.get("items"))
+            self._dataset_cache[key] = dataset_rows(self.project.root, run.dataset)
         return self._dataset_cache[key]
-
-    def _load_rows(self, path: str | None, expected_id: str | None, count) -> dict[str, dict] | None:
-        if not isinstance(path, str) or not expected_id or "@" not in expected_id or not self.project.contains(Path(path)):
-            return None
-        try:
-            rows = load_rows(self.project.root / path)
-            if isinstance(count, int):
-                rows = rows[:count]
-            items = item_identity(rows, path)
-        except EvalsiteError:
-            return None
-        if compute_dataset_id(expected_id.rsplit("@", 1)[0], items) != expected_id:
-            return None
-        return {item.item_id: item.row for item in items}
-
-
-def _metadata(row: dict) -> dict:
-    metadata = row.get("metadata")
-    return metadata if isinstance(metadata, dict) else {}
 
 
 def scan_project(project: Project) -> ProjectInputs:

@@ -6,7 +6,8 @@ dataclass that names the method it used, and every random step is seeded with
 
 * ``paired``: two arms — sign-flip test, exact McNemar, Holm's correction.
 * ``ranking``: many arms — Friedman, Nemenyi, tied groups, rank stability, holdout check.
-* ``intervals``: bootstrap (BCa, cluster, two-level) and Wilson intervals.
+* ``intervals``: bootstrap intervals (BCa, cluster, two-level); ``proportions``: the Interval
+  record and Wilson intervals (no scipy).
 * ``noise``: spread across repeats, per-item flakiness, pass@k and pass^k.
 * ``power``: minimum detectable effect and required number of items.
 * ``descriptive``: nearest-rank percentiles.
@@ -14,43 +15,34 @@ dataclass that names the method it used, and every random step is seeded with
 See docs/reference/statistics.md for assumptions, limits and worked examples.
 """
 
-from evalsite.stats.descriptive import nearest_rank_percentile
-from evalsite.stats.intervals import Interval, bootstrap_ci, paired_bootstrap_ci, wilson_interval
-from evalsite.stats.noise import (
-    Flakiness,
-    RepeatNoise,
-    flakiness,
-    pass_at_k,
-    pass_hat_k,
-    repeat_noise,
-)
-from evalsite.stats.paired import (
-    EXACT_LIMIT,
-    McNemarResult,
-    SignFlipResult,
-    holm,
-    mcnemar_exact,
-    sign_flip_test,
-)
-from evalsite.stats.power import (
-    PowerAnalysis,
-    min_detectable_effect,
-    min_items_for_alpha,
-    required_n,
-)
-from evalsite.stats.ranking import (
-    FriedmanResult,
-    HoldoutCheck,
-    NemenyiResult,
-    RankStability,
-    TiedGroups,
-    friedman_test,
-    holdout_check,
-    nemenyi,
-    rank_stability,
-    tied_groups,
-    within_item_ranks,
-)
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "nearest_rank_percentile": "descriptive",
+    **dict.fromkeys(("Interval", "wilson_interval"), "proportions"),
+    **dict.fromkeys(("bootstrap_ci", "paired_bootstrap_ci"), "intervals"),
+    **dict.fromkeys(("Flakiness", "RepeatNoise", "flakiness", "pass_at_k", "pass_hat_k", "repeat_noise"), "noise"),
+    **dict.fromkeys(("EXACT_LIMIT", "McNemarResult", "SignFlipResult", "holm", "mcnemar_exact", "sign_flip_test"),
+                    "paired"),
+    **dict.fromkeys(("PowerAnalysis", "min_detectable_effect", "min_items_for_alpha", "required_n"), "power"),
+    **dict.fromkeys(("FriedmanResult", "HoldoutCheck", "NemenyiResult", "RankStability", "TiedGroups",
+                     "friedman_test", "holdout_check", "nemenyi", "rank_stability", "tied_groups",
+                     "within_item_ranks"), "ranking"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Load an export's module on first use (PEP 562): the modules that need scipy load it only
+    when one of their functions is asked for."""
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "EXACT_LIMIT",

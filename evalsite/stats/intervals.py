@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -27,31 +27,10 @@ from scipy import stats as scipy_stats
 
 from evalsite.stats._bca import bca_bounds, leave_one_out_ratios, remembered
 from evalsite.stats._inputs import paired_per_item, per_item_values, repeat_matrix
+from evalsite.stats.proportions import Interval
 
 Method = Literal["BCa", "percentile", "basic"]
 _RESAMPLE_CELLS = 1 << 22
-
-
-@dataclass(frozen=True)
-class Interval:
-    """A confidence interval that reads like the pair (low, high): it unpacks, indexes and
-    converts (``low, high = ci``, ``ci[0]``, ``tuple(ci)``), and ``method`` says how it was
-    obtained, including the fallbacks for degenerate data.
-    """
-
-    low: float
-    high: float
-    confidence: float
-    method: str
-
-    def __iter__(self) -> Iterator[float]:
-        return iter((self.low, self.high))
-
-    def __getitem__(self, index: int) -> float:
-        return (self.low, self.high)[index]
-
-    def __len__(self) -> int:
-        return 2
 
 
 def bootstrap_ci(
@@ -133,24 +112,6 @@ def paired_bootstrap_ci(
         lambda chosen: statistic(a_items[chosen], b_items[chosen]), len(a_items), groups
     )
     return _one_level_interval(unit_statistic, confidence, seed, n_resamples, method)
-
-
-def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> Interval:
-    """Wilson score interval for a binomial proportion; (nan, nan) when n is 0."""
-    if not 0 < confidence < 1:
-        raise ValueError(f"confidence must lie strictly between 0 and 1, got {confidence}")
-    if n < 0 or not 0 <= successes <= n:
-        raise ValueError(f"need 0 <= successes <= n, got successes={successes}, n={n}")
-    if n == 0:
-        return Interval(math.nan, math.nan, confidence, "wilson score")
-    z = float(scipy_stats.norm.ppf(0.5 + confidence / 2))
-    rate = successes / n
-    shrink = 1 + z * z / n
-    center = (rate + z * z / (2 * n)) / shrink
-    half_width = z * math.sqrt(rate * (1 - rate) / n + z * z / (4 * n * n)) / shrink
-    low = 0.0 if successes == 0 else center - half_width  # exact bounds, free of rounding
-    high = 1.0 if successes == n else center + half_width
-    return Interval(low, high, confidence, "wilson score")
 
 
 # One-level bootstrap over units (items or clusters) --------------------------------------------

@@ -9,7 +9,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from evalsite.stats._inputs import repeat_matrix
-from evalsite.stats.intervals import wilson_interval
+from evalsite.stats.proportions import wilson_interval
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import IO
 
 from evalsite import __version__
-from evalsite.analysis.summary import summarise_cases
+from evalsite.analysis.summary import summarise_run
 from evalsite.errors import SourceError
 from evalsite.execute.importers.records import ImportOptions, SourceCase, SourceItem, SourceRun, SourceScore
 from evalsite.experiment.datasets import Dataset, Item, dataset_id, item_identity
@@ -195,21 +195,28 @@ class SourceImport:
 
 
 class _Totals:
-    """The case fields :func:`summarise_cases` reads, one tuple per case (a dict each costs 4x)."""
+    """The case fields :func:`summarise_run` reads, one tuple per case (a dict each costs 4x);
+    scores keep everything but their detail."""
 
-    FIELDS = ("score", "passed", "cost_usd", "latency_ms", "error")
+    FIELDS = ("item_id", "repeat", "score", "passed", "cost_usd", "scoring_cost_usd", "latency_ms", "error",
+              "input_tokens", "output_tokens", "critical")
+    SCORE_FIELDS = ("evaluator", "version", "score", "passed", "label", "error", "skipped", "turn")
 
     def __init__(self):
         self._rows: list[tuple] = []
 
     def add(self, case: dict) -> None:
-        self._rows.append((case["score"], case["passed"], case["cost_usd"], case["latency_ms"], bool(case["error"])))
+        scores = tuple(tuple(s.get(name) for name in self.SCORE_FIELDS) for s in case.get("scores") or [])
+        self._rows.append((*(case.get(name) for name in self.FIELDS), scores))
 
     def __len__(self) -> int:
         return len(self._rows)
 
     def __iter__(self):
-        return (dict(zip(self.FIELDS, row)) for row in self._rows)
+        for row in self._rows:
+            case = dict(zip(self.FIELDS, row))
+            case["scores"] = [dict(zip(self.SCORE_FIELDS, score)) for score in row[-1]]
+            yield case
 
 
 def write_runs(source: SourceImport, runs_dir: Path, batch_id: str, options: ImportOptions) -> list[ImportedRun]:
@@ -243,7 +250,7 @@ def _write_run(source: SourceImport, draft: _RunDraft, runs_dir: Path, batch_id:
             totals.add(case)
     finally:
         writer.close()
-    summary = summarise_cases(totals)
+    summary = summarise_run(totals).to_json()
     footer = {
         "status": run.status,
         "ended_at": run.ended_at,

@@ -3,7 +3,8 @@ downloads and shards) from a documented context dataclass.
 
 A family module exposes ``jobs(inputs, settings) -> list[Job]``. A job names the inputs it is built
 from (keys of :attr:`ProjectInputs.hashes`) so an incremental build can skip it, the runs whose
-digests it reads, and a ``render(kit)`` that returns ``{path: bytes}``. New pages (compare,
+summaries it reads (``digests``: run ids; the build puts each run's
+:class:`~evalsite.analysis.summary.RunSummary` in ``kit.digests``), and a ``render(kit)`` that returns ``{path: bytes}``. New pages (compare,
 reports) slot in as another family module listed in :data:`evalsite.site.build.FAMILIES`.
 """
 
@@ -14,8 +15,8 @@ from dataclasses import MISSING, dataclass, field, fields
 from typing import Any
 
 from evalsite import __version__
+from evalsite.analysis.summary import RunSummary
 from evalsite.site import paths
-from evalsite.site.digest import RunDigest
 from evalsite.site.inputs import ProjectInputs
 from evalsite.site.settings import SiteSettings
 from evalsite.site.tables import tables_in
@@ -58,14 +59,15 @@ class Job:
 
 @dataclass
 class Kit:
-    """What a job's ``render`` may use: inputs, settings, theme, computed digests, the current cases."""
+    """What a job's ``render`` may use: inputs, settings, theme, the runs' summaries (``digests``:
+    run id → :class:`~evalsite.analysis.summary.RunSummary`), the current cases."""
 
     inputs: ProjectInputs
     settings: SiteSettings
     theme: Theme
     site_title: str
     live_reload: bool = False
-    digests: dict[str, RunDigest] = field(default_factory=dict)
+    digests: dict[str, RunSummary] = field(default_factory=dict)
     cases: dict[str, list[dict]] = field(default_factory=dict)
     case_warnings: dict[str, list[str]] = field(default_factory=dict)
     stamp: str = ""

@@ -6,8 +6,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
+from evalsite.analysis.summary import RunSummary
 from evalsite.site import paths
-from evalsite.site.digest import RunDigest
 from evalsite.site.inputs import RunSource
 from evalsite.site.pages import doc
 from evalsite.site.tables import Column, Link, Table
@@ -21,8 +21,10 @@ RUN_COLUMNS = [
     Column("dataset", "dataset", "code"),
     Column("status", "status", "status"),
     Column("cases", "n", "count", "cases: items × repeats"),
-    Column("mean_score", "score", "number", "mean case score"),
-    Column("pass_rate", "pass rate", "percent"),
+    Column("mean_score", "score", "number", "mean over items of each item's mean score"),
+    Column("pass_rate", "pass rate", "percent", "mean over items of each item's share of passed repeats"),
+    Column("errors", "errors", "count", "cases whose generation failed"),
+    Column("critical_failures", "critical failures", "count", "metadata.critical rows that errored or failed"),
     Column("cost_usd", "cost", "usd", "total cost; unknown when any case has no cost"),
     Column("started_at", "when", "when", "when the run started (UTC)"),
 ]
@@ -50,23 +52,26 @@ def dataset_link(dataset_id: str | None) -> Link | str:
     return Link(dataset_id, paths.dataset(dataset_id)) if dataset_id else "—"
 
 
-def run_row(run: RunSource, digest: RunDigest | None) -> dict:
+def run_row(run: RunSource, summary: RunSummary | None) -> dict:
+    critical = None if summary is None or summary.critical_failures is None else len(summary.critical_failures)
     return {
         "run": run_link(run),
         "experiment": experiment_link(run.experiment),
         "arm": run.arm_id,
         "dataset": dataset_link(run.dataset_id),
         "status": run.status,
-        "cases": digest.cases if digest else None,
-        "mean_score": digest.mean_score if digest else None,
-        "pass_rate": digest.pass_rate if digest else None,
-        "cost_usd": digest.cost_total if digest else None,
+        "cases": summary.cases if summary else None,
+        "mean_score": summary.mean_score if summary else None,
+        "pass_rate": summary.pass_rate if summary else None,
+        "errors": summary.errors if summary else None,
+        "critical_failures": critical,
+        "cost_usd": summary.cost.total if summary else None,
         "started_at": run.started_at,
         "_class": f"status-{run.status}",
     }
 
 
-def runs_table(table_id: str, runs: Iterable[RunSource], digests: dict[str, RunDigest], caption: str = "",
+def runs_table(table_id: str, runs: Iterable[RunSource], digests: dict[str, RunSummary], caption: str = "",
                baselines: dict[str, str | None] | None = None) -> Table:
     """Runs newest first; with ``baselines`` (run id → its baseline's id) a column links each
     run's compare page."""

@@ -16,9 +16,9 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass
 
+from evalsite.runlog.rows import item_order
 from evalsite.runlog.store import CASES_FILE, read_cases
 from evalsite.site import paths
-from evalsite.site.digest import item_sort_key
 from evalsite.site.inputs import ProjectInputs, RunSource
 from evalsite.site.pages import Job, Kit, PageContext, doc
 from evalsite.site.pages.common import runs_by
@@ -143,7 +143,7 @@ def _item_views(kit: Kit, runs: list[RunSource]) -> list[ItemView]:
         rows.update({k: v for k, v in (kit.inputs.dataset_rows(run) or {}).items() if k not in rows})
     limit, redact = kit.settings.max_field_chars, kit.settings.redact
     views = []
-    for item_id in sorted(answers, key=item_sort_key):
+    for item_id in sorted(answers, key=item_order):
         first, metadata = texts[item_id], (rows.get(item_id) or {}).get("metadata")
         views.append(ItemView(
             item_id=item_id, anchor=paths.item_anchor(item_id),

@@ -7,9 +7,9 @@ import json
 import math
 from dataclasses import dataclass
 
-from evalsite import stats
+from evalsite.analysis.summary import RunSummary
+from evalsite.runlog.rows import case_critical, case_order, finite_number, repeat_of, whole_number
 from evalsite.site import paths
-from evalsite.site.digest import RunDigest, case_critical, finite_number, item_sort_key
 from evalsite.site.inputs import ProjectInputs, RunSource
 from evalsite.site.pages import Job, Kit, PageContext, doc
 from evalsite.site.pages.common import Pager, dataset_link, experiment_link, paged_views, runs_table
@@ -47,8 +47,8 @@ class RunFacts:
     repeats: int = doc("Distinct repeat indices among the cases.")
     cases: int = doc("Cases recorded.")
     errors: int = doc("Cases whose generation failed.")
-    mean_score: float | None = doc("Mean case score; None when unscored.")
-    pass_rate: float | None = doc("Share of cases that passed.")
+    mean_score: float | None = doc("Mean over items of each item's mean score over its repeats; None when unscored.")
+    pass_rate: float | None = doc("Mean over items of each item's share of passed repeats; None without a pass rule.")
     cost_total: float | None = doc("Total cost in USD; None (unknown) when any case has no cost.")
     cost_per_case: float | None = doc("Cost of one answer: total / cases.")
     cost_per_correct: float | None = doc("Total cost / passed cases.")
@@ -57,7 +57,7 @@ class RunFacts:
     input_tokens: int | None = doc("Input tokens over all cases; None when any case did not report them.")
     output_tokens: int | None = doc("Output tokens over all cases.")
     critical_known: bool = doc("Whether critical rows are known (the cases record them, or the dataset file still matches the run).")
-    critical_failures: int = doc("Failed cases on rows marked metadata.critical.")
+    critical_failures: int = doc("Rows marked metadata.critical that errored or failed a pass rule (0 when unknown: see critical_known).")
 
 
 @dataclass(kw_only=True)
@@ -174,15 +174,15 @@ def _render_runs_index(kit: Kit) -> dict[str, bytes]:
 
 def _run_renderer(run: RunSource, baseline: str | None):
     def render(kit: Kit) -> dict[str, bytes]:
-        digest = kit.digests[run.run_id]
-        critical = kit.inputs.critical_items(run)
-        rows = [case_row(case, critical, kit.settings) for case in kit.cases[run.run_id]]
+        summary = kit.digests[run.run_id]
+        cases = sorted(kit.cases[run.run_id], key=case_order)
+        critical = kit.inputs.critical_items(run, cases)
+        rows = [case_row(case, critical, kit.settings) for case in cases]
         if run.dataset_id:
             for row in rows:
                 row.item_href = paths.item(run.dataset_id, row.item_id)
-        rows.sort(key=lambda r: (item_sort_key(r.item_id), r.repeat))
-        facts = run_facts(run, digest)
-        evaluator_names = [e.name for e in digest.evaluators]
+        facts = run_facts(run, summary)
+        evaluator_names = sorted(summary.evaluators)
         shards = paged_views(rows, CASE_VIEWS, lambda view, page: paths.run_cases(run.run_id, view, page),
                              max_count=kit.settings.cases_per_page, budget_bytes=kit.settings.page_budget_bytes,
                              size_of=_case_size)
@@ -191,7 +191,7 @@ def _run_renderer(run: RunSource, baseline: str | None):
             listing = CaseListing(pager=shard.pager, cases=shard.records,
                                   downloads=cases_table(shard.records, evaluator_names, kit.settings.redact))
             if shard.path == paths.run(run.run_id):
-                context = _run_page(run, digest, facts, listing, kit.case_warnings.get(run.run_id, []))
+                context = _run_page(run, summary, facts, listing, kit.case_warnings.get(run.run_id, []))
                 context.compare = Link(baseline, paths.compare(run.run_id, baseline)) if baseline else None
                 files.update(kit.page(shard.path, "run.html", context))
             else:
@@ -206,7 +206,7 @@ def _current(pager: Pager) -> int:
     return next(p.number for p in pager.pages if p.current)
 
 
-def _run_page(run: RunSource, digest: RunDigest, facts: RunFacts, listing: CaseListing, warnings: list[str]) -> RunPage:
+def _run_page(run: RunSource, summary: RunSummary, facts: RunFacts, listing: CaseListing, warnings: list[str]) -> RunPage:
     fingerprint = run.header.get("fingerprint") if isinstance(run.header.get("fingerprint"), dict) else {}
     return RunPage(
         title=f"Run {run.run_id}",
@@ -215,14 +215,14 @@ def _run_page(run: RunSource, digest: RunDigest, facts: RunFacts, listing: CaseL
                           [{"field": k, "value": v} for k, v in flatten(fingerprint)], sortable=False),
         fingerprint_json=json.dumps(fingerprint, indent=2, sort_keys=True, ensure_ascii=False, default=str),
         config_json=json.dumps(run.header.get("config"), indent=2, sort_keys=True, ensure_ascii=False, default=str),
-        evaluators=evaluators_table(digest),
-        noise=run_noise(digest),
+        evaluators=evaluators_table(summary),
+        noise=run_noise(summary),
         listing=listing,
         warnings=warnings,
     )
 
 
-def run_facts(run: RunSource, digest: RunDigest) -> RunFacts:
+def run_facts(run: RunSource, summary: RunSummary) -> RunFacts:
     return RunFacts(
         run_id=run.run_id,
         href=paths.run(run.run_id),
@@ -237,49 +237,48 @@ def run_facts(run: RunSource, digest: RunDigest) -> RunFacts:
         config_id=run.config_id,
         fingerprint_hash=run.header.get("fingerprint_hash"),
         batch_id=run.header.get("batch_id"),
-        repeats=len(digest.repeats),
-        cases=digest.cases,
-        errors=digest.errors,
-        mean_score=digest.mean_score,
-        pass_rate=digest.pass_rate,
-        cost_total=digest.cost_total,
-        cost_per_case=digest.cost_per_case,
-        cost_per_correct=digest.cost_per_correct,
-        latency_p50=digest.latency_percentile(50),
-        latency_p95=digest.latency_percentile(95),
-        input_tokens=digest.input_tokens,
-        output_tokens=digest.output_tokens,
-        critical_known=digest.critical_known,
-        critical_failures=digest.critical_failures,
+        repeats=len(summary.repeats),
+        cases=summary.cases,
+        errors=summary.errors,
+        mean_score=summary.mean_score,
+        pass_rate=summary.pass_rate,
+        cost_total=summary.cost.total,
+        cost_per_case=summary.cost.per_item,
+        cost_per_correct=summary.cost.per_correct,
+        latency_p50=summary.latency.p50_ms,
+        latency_p95=summary.latency.p95_ms,
+        input_tokens=summary.input_tokens,
+        output_tokens=summary.output_tokens,
+        critical_known=summary.critical_known,
+        critical_failures=len(summary.critical_failures or ()),
     )
 
 
-def evaluators_table(digest: RunDigest) -> Table:
+def evaluators_table(summary: RunSummary) -> Table:
     columns = [
         Column("evaluator", "evaluator"), Column("version", "version", "code"),
         Column("n", "n", "count"), Column("ok", "ok", "count", "scored without error or skip"),
         Column("errors", "errors", "count"), Column("skipped", "skipped", "count"),
-        Column("pass_rate", "pass rate", "percent", "errors and skips count as not passed"),
+        Column("pass_rate", "pass rate", "percent", "errors and skips count as not passed; none without a pass rule"),
         Column("mean", "mean", "number"), Column("labels", "labels"),
-        Column("critical_failures", "critical failures", "count", "failed cases on metadata.critical rows"),
+        Column("critical_failures", "critical failures", "count",
+               "metadata.critical rows that errored or failed a pass rule"),
     ]
     rows = [{
-        "evaluator": e.name, "version": e.version, "n": e.n, "ok": e.ok, "errors": e.errors, "skipped": e.skipped,
+        "evaluator": e.name, "version": str(e.version), "n": e.n, "ok": e.ok, "errors": e.errors, "skipped": e.skipped,
         "pass_rate": e.pass_rate, "mean": e.mean,
-        "labels": ", ".join(f"{label}: {count}" for label, count in sorted(e.labels.items())),
-        "critical_failures": e.critical_failures if digest.critical_known else None,
-    } for e in digest.evaluators]
+        "labels": ", ".join(f"{label}: {count}" for label, count in e.label_counts.items()),
+        "critical_failures": None if e.critical_failures is None else len(e.critical_failures),
+    } for e in sorted(summary.evaluators.values(), key=lambda e: e.name)]
     return Table("evaluators", columns, rows)
 
 
-def run_noise(digest: RunDigest) -> Noise | None:
-    """Spread across repeats and flaky items (evalsite.stats.repeat_noise / flakiness)."""
-    if len(digest.repeats) < 2:
+def run_noise(summary: RunSummary) -> Noise | None:
+    """The run's noise and flaky items as :func:`evalsite.analysis.summary.summarise_run` measured
+    them (the figures ``evalsite noise`` prints)."""
+    if len(summary.repeats) < 2:
         return None
-    scores, verdicts = digest.score_matrix(), digest.pass_matrix()
-    noise = stats.repeat_noise(scores) if scores.size else None
-    flaky = stats.flakiness(verdicts) if verdicts.size else None
-    item_ids = [item.item_id for item in digest.items.values() if item.pass_rate is not None]
+    noise, flaky, item_ids = summary.noise, summary.flakiness, summary.verdict_items
     per_repeat = Table("repeats", [Column("repeat", "repeat", "count"), Column("mean_score", "mean score", "number")],
                        [{"repeat": r, "mean_score": m} for r, m in enumerate(noise.repeat_means)] if noise else [],
                        caption="Mean score per repeat")
@@ -315,7 +314,7 @@ def case_row(case: dict, critical: dict[str, bool] | None, settings: SiteSetting
     error = case.get("error")
     passed = case.get("passed") if isinstance(case.get("passed"), bool) else None
     status = "errored" if error else "passed" if passed else "failed" if passed is False else "unscored"
-    repeat = case.get("repeat") if isinstance(case.get("repeat"), int) else 0
+    repeat = repeat_of(case)
     return CaseRow(
         anchor=paths.slug(f"case-{item_id}-{repeat}"),
         item_id=item_id,
@@ -336,8 +335,8 @@ def case_row(case: dict, critical: dict[str, bool] | None, settings: SiteSetting
         score=finite_number(case.get("score")),
         passed=passed,
         latency_ms=finite_number(case.get("latency_ms")),
-        input_tokens=case.get("input_tokens") if isinstance(case.get("input_tokens"), int) else None,
-        output_tokens=case.get("output_tokens") if isinstance(case.get("output_tokens"), int) else None,
+        input_tokens=whole_number(case.get("input_tokens")),
+        output_tokens=whole_number(case.get("output_tokens")),
         cost_usd=finite_number(case.get("cost_usd")),
         error=None if error is None else str(error)[:limit],
         finish_reason=None if case.get("finish_reason") is None else str(case.get("finish_reason")),

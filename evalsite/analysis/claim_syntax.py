@@ -1,0 +1,257 @@
+"""The claim grammar: finding ``{{ claim: … }}`` / ``{{ value: … }}`` directives in markdown and
+parsing them into a syntax tree (:mod:`evalsite.analysis.claims` checks them against the runs).
+
+The grammar and the metrics are documented in docs/reference/claims.md.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Union
+
+from evalsite.errors import EvalsiteError
+
+DIRECTIVE = re.compile(r"\{\{\s*(claim|value)\s*:(.*?)\}\}", re.DOTALL)
+TOKEN = re.compile(r"\s*(?:(<=|>=|==|!=|[<>=(),*/+%-])|([A-Za-z0-9_][A-Za-z0-9_.@:-]*))")
+NUMBER = re.compile(r"^\d+(?:\.\d+)?$")
+COMPARISONS = ("<", "<=", ">", ">=", "==", "!=")
+SELECTOR_KEYS = ("arm", "dataset", "run", "evaluator")
+
+
+class ClaimSyntaxError(EvalsiteError):
+    """A directive does not follow the claim grammar."""
+
+
+# ----------------------------------------------------------------------------- syntax tree
+
+
+@dataclass(frozen=True)
+class Selector:
+    """Which run a metric reads: by arm (latest completed run), optionally on a dataset, or a pinned run."""
+
+    arm: str | None = None
+    dataset: str | None = None
+    run: str | None = None
+    evaluator: str | None = None
+
+    def text(self) -> str:
+        return ", ".join(f"{k}={getattr(self, k)}" for k in SELECTOR_KEYS if getattr(self, k))
+
+
+@dataclass(frozen=True)
+class Number:
+    value: float
+
+
+@dataclass(frozen=True)
+class Metric:
+    name: str
+    selector: Selector
+
+
+@dataclass(frozen=True)
+class BinaryOp:
+    operator: str
+    left: Expression
+    right: Expression
+
+
+Expression = Union[Number, Metric, BinaryOp]
+
+
+@dataclass(frozen=True)
+class Comparison:
+    left: Expression
+    operator: str
+    right: Expression
+
+
+@dataclass(frozen=True)
+class Beats:
+    winner: Selector
+    loser: Selector
+    alpha: float = 0.05
+
+
+@dataclass(frozen=True)
+class ValuePin:
+    expression: Expression
+    quoted: str
+
+    @property
+    def percent(self) -> bool:
+        return self.quoted.endswith("%")
+
+    @property
+    def decimals(self) -> int:
+        digits = self.quoted.rstrip("%")
+        return len(digits.split(".")[1]) if "." in digits else 0
+
+
+Claim = Union[Comparison, Beats, ValuePin]
+
+
+@dataclass(frozen=True)
+class Directive:
+    kind: str
+    body: str
+    line: int
+    start: int
+    end: int
+
+
+# ----------------------------------------------------------------------------- parsing
+
+
+class _Parser:
+    def __init__(self, text: str):
+        self.text = text
+        self.tokens = _tokenize(text)
+        self.position = 0
+
+    def peek(self, offset: int = 0) -> str | None:
+        index = self.position + offset
+        return self.tokens[index] if index < len(self.tokens) else None
+
+    def take(self, expected: str | None = None) -> str:
+        token = self.peek()
+        if token is None or (expected is not None and token != expected):
+            wanted = f"{expected!r}" if expected else "more"
+            raise ClaimSyntaxError(f"{self.text.strip()!r}: expected {wanted}, found {token or 'the end'!r}")
+        self.position += 1
+        return token
+
+    def done(self) -> None:
+        if self.peek() is not None:
+            raise ClaimSyntaxError(f"{self.text.strip()!r}: unexpected {self.peek()!r}")
+
+    def selector_pairs(self, stop: tuple[str, ...]) -> Selector:
+        values: dict[str, str] = {}
+        while self.peek() is not None and self.peek() not in stop:
+            key = self.take()
+            if key not in SELECTOR_KEYS:
+                raise ClaimSyntaxError(
+                    f"{self.text.strip()!r}: unknown selector {key!r} (use {', '.join(SELECTOR_KEYS)})"
+                )
+            self.take("=")
+            values[key] = self.take()
+            if self.peek() == "," and self.peek(1) in SELECTOR_KEYS:
+                self.take(",")
+        if not values:
+            raise ClaimSyntaxError(f"{self.text.strip()!r}: a selector needs arm=… or run=…")
+        return Selector(**values)
+
+    def expression(self) -> Expression:
+        node = self.term()
+        while self.peek() in ("+", "-"):
+            node = BinaryOp(self.take(), node, self.term())
+        return node
+
+    def term(self) -> Expression:
+        node = self.factor()
+        while self.peek() in ("*", "/"):
+            node = BinaryOp(self.take(), node, self.factor())
+        return node
+
+    def factor(self) -> Expression:
+        token = self.take()
+        if token == "(":
+            node = self.expression()
+            self.take(")")
+            return node
+        if token == "-":
+            return BinaryOp("-", Number(0.0), self.factor())
+        if NUMBER.match(token):
+            value = float(token)
+            if self.peek() == "%":
+                self.take()
+                value /= 100
+            return Number(value)
+        if token not in METRICS:
+            raise ClaimSyntaxError(f"{self.text.strip()!r}: unknown metric {token!r} (known: {', '.join(sorted(METRICS))})")
+        self.take("(")
+        selector = self.selector_pairs(stop=(")",))
+        self.take(")")
+        return Metric(token, selector)
+
+
+def _tokenize(text: str) -> list[str]:
+    tokens, position = [], 0
+    while position < len(text):
+        match = TOKEN.match(text, position)
+        if match is None or match.end() == position:
+            if text[position:].strip() == "":
+                break
+            raise ClaimSyntaxError(f"{text.strip()!r}: cannot read {text[position:].strip()[:20]!r}")
+        tokens.append(match.group(1) or match.group(2))
+        position = match.end()
+    return tokens
+
+
+def parse_claim(kind: str, body: str) -> Claim:
+    """Parse one directive body (``kind`` is ``claim`` or ``value``)."""
+    parser = _Parser(body)
+    if kind == "value":
+        expression = parser.expression()
+        parser.take("=")
+        quoted = parser.take()
+        if not NUMBER.match(quoted):
+            raise ClaimSyntaxError(f"{body.strip()!r}: the quoted figure {quoted!r} is not a number")
+        if parser.peek() == "%":
+            quoted += parser.take()
+        parser.done()
+        return ValuePin(expression, quoted)
+    if "beats" in parser.tokens:
+        return _parse_beats(parser)
+    left = parser.expression()
+    operator = parser.take()
+    if operator not in COMPARISONS:
+        raise ClaimSyntaxError(f"{body.strip()!r}: expected a comparison ({' '.join(COMPARISONS)}), found {operator!r}")
+    right = parser.expression()
+    parser.done()
+    return Comparison(left, operator, right)
+
+
+def _parse_beats(parser: _Parser) -> Beats:
+    winner = parser.selector_pairs(stop=("beats",))
+    parser.take("beats")
+    loser = parser.selector_pairs(stop=("on", ","))
+    dataset = None
+    if parser.peek() == "on":
+        parser.take("on")
+        dataset = parser.selector_pairs(stop=(",",)).dataset
+    alpha = 0.05
+    if parser.peek() == ",":
+        parser.take(",")
+        parser.take("p")
+        parser.take("<")
+        alpha = float(parser.take())
+    parser.done()
+    if dataset:
+        winner = Selector(**{**winner.__dict__, "dataset": winner.dataset or dataset})
+        loser = Selector(**{**loser.__dict__, "dataset": loser.dataset or dataset})
+    return Beats(winner, loser, alpha)
+
+
+def find_directives(markdown: str) -> list[Directive]:
+    """Every ``{{ claim: … }}`` and ``{{ value: … }}`` in a markdown text, with its line."""
+    return [
+        Directive(m.group(1), m.group(2), markdown.count("\n", 0, m.start()) + 1, m.start(), m.end())
+        for m in DIRECTIVE.finditer(markdown)
+    ]
+
+
+# ----------------------------------------------------------------------------- metrics
+
+METRICS = {
+    "mean": "mean over items of the item's mean score over its repeats (evaluator=NAME reads one evaluator)",
+    "pass_rate": "mean over items of the item's share of passed repeats; with evaluator=NAME that evaluator's passes / scores",
+    "n": "number of items in the run",
+    "errors": "number of cases whose generation failed",
+    "cost_total": "total cost in USD (unknown when any case's cost is unknown)",
+    "cost_per_item": "the cost of answering one item once: total cost divided by the number of cases",
+    "cost_per_correct": "total cost divided by the number of passed cases",
+    "latency_p50": "median latency in ms (nearest rank)",
+    "latency_p95": "95th-percentile latency in ms (nearest rank)",
+}

@@ -1,0 +1,121 @@
+"""``evalsite show`` and ``evalsite runs``: each run's identity beside its
+:func:`~evalsite.analysis.summary.summarise_run` figures, and which rows of a run are critical
+when its cases did not record it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from evalsite.analysis.summary import RunSummary, summarise_run
+from evalsite.errors import EvalsiteError, RunLogError
+from evalsite.experiment.datasets import dataset_id as compute_dataset_id
+from evalsite.experiment.datasets import item_identity, load_rows
+from evalsite.project import Project
+from evalsite.runlog.rows import is_critical
+from evalsite.runlog.store import Run, read_run, resolve_run, run_directories
+
+
+def dataset_critical(root: Path, header: dict[str, Any]) -> dict[str, bool] | None:
+    """Item id → :func:`~evalsite.runlog.rows.is_critical` of the run's dataset file, while that
+    file still holds the rows the run scored (its ``dataset_id``); None when it is gone or changed
+    (then, for cases that did not record ``critical``, criticality is unknown)."""
+    rows = dataset_rows(root, _dataset(header))
+    return None if rows is None else {item_id: is_critical(row) for item_id, row in rows.items()}
+
+
+def dataset_rows(root: Path, dataset: dict[str, Any]) -> dict[str, dict[str, Any]] | None:
+    """Item id → row of a run's recorded dataset (its header's ``dataset`` block), while the file
+    is inside the project and still holds the rows the run scored; None otherwise."""
+    path, expected_id, count = dataset.get("path"), dataset.get("dataset_id"), dataset.get("items")
+    if not isinstance(path, str) or not isinstance(expected_id, str) or "@" not in expected_id:
+        return None
+    file = (root / path).resolve()
+    if not file.is_relative_to(root.resolve()):
+        return None  # a recorded path that leaves the project is never read
+    try:
+        rows = load_rows(file)
+        if isinstance(count, int):
+            rows = rows[:count]
+        items = item_identity(rows, path)
+    except EvalsiteError:
+        return None
+    if compute_dataset_id(expected_id.rsplit("@", 1)[0], items) != expected_id:
+        return None
+    return {item.item_id: item.row for item in items}
+
+
+def _dataset(header: dict[str, Any]) -> dict[str, Any]:
+    dataset = header.get("dataset")
+    return dataset if isinstance(dataset, dict) else {}
+
+
+def needs_dataset(cases: list[dict[str, Any]]) -> bool:
+    """Whether some case did not record its ``critical`` flag (only then is the dataset read)."""
+    return any(not isinstance(case.get("critical"), bool) for case in cases)
+
+
+def summarise_loaded(root: Path, run: Run) -> RunSummary:
+    """The summary of a run read from disk, its dataset standing in for unrecorded critical flags."""
+    fallback = dataset_critical(root, run.header) if needs_dataset(run.cases) else None
+    return summarise_run(run.cases, fallback)
+
+
+@dataclass(frozen=True)
+class RunOverview:
+    """One run as ``evalsite show`` prints it; ``warnings`` are problems met reading it."""
+
+    run_id: str
+    arm: str | None
+    experiment: str | None
+    dataset_id: str | None
+    status: str
+    fingerprint_hash: str | None
+    summary: RunSummary
+    warnings: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        identity = {"run_id": self.run_id, "arm": self.arm, "experiment": self.experiment,
+                    "dataset_id": self.dataset_id, "status": self.status, "fingerprint_hash": self.fingerprint_hash}
+        return {**identity, **self.summary.to_json()}
+
+
+def run_overview(project: Project, reference: str) -> RunOverview:
+    """``evalsite show RUN``: RUN is an id, a unique prefix of one, or a run folder."""
+    run = read_run(resolve_run(project.runs_dir, reference))
+    return _overview(project.root, run)
+
+
+def _overview(root: Path, run: Run) -> RunOverview:
+    dataset = _dataset(run.header)
+    return RunOverview(
+        run_id=run.run_id, arm=run.header.get("arm_id"), experiment=run.header.get("experiment"),
+        dataset_id=dataset.get("dataset_id"), status=str(run.status),
+        fingerprint_hash=run.header.get("fingerprint_hash"), summary=summarise_loaded(root, run),
+        warnings=run.warnings,
+    )
+
+
+LISTED = ("run_id", "arm", "experiment", "dataset_id", "status", "cases", "mean_score", "pass_rate")
+
+
+@dataclass(frozen=True)
+class RunListing:
+    """``evalsite runs``: one row per readable run, newest first, and why others were skipped."""
+
+    rows: list[dict[str, Any]]
+    skipped: list[str]
+
+
+def run_listing(project: Project) -> RunListing:
+    rows, skipped = [], []
+    for directory in reversed(run_directories(project.runs_dir)):
+        try:
+            overview = _overview(project.root, read_run(directory)).to_json()
+        except RunLogError as exc:
+            skipped.append(exc.message)
+            continue
+        rows.append({key: overview[key] for key in LISTED})
+    rows.sort(key=lambda row: row["run_id"], reverse=True)
+    return RunListing(rows, skipped)
