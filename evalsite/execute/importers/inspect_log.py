@@ -29,6 +29,7 @@ from evalsite.execute.importers.records import (
     value_at,
 )
 from evalsite.execute.importers.writer import SourceImport
+from evalsite.jsonshape import mapping
 from evalsite.runlog.records import RunStatus
 
 TOOL = "inspect_ai"
@@ -215,7 +216,7 @@ def _case(sample: Any, positions: _Positions, where: str) -> SourceCase:
     if not isinstance(sample, dict) or sample.get("id") is None:
         raise SourceError(f"{where}: a sample without an 'id'")
     sample_id = str(sample["id"])
-    output = sample.get("output") if isinstance(sample.get("output"), dict) else {}
+    output = mapping(sample.get("output"))
     error = sample.get("error")
     epoch = optional_int(sample.get("epoch"))
     seconds = finite_number(output.get("time"))
@@ -238,7 +239,7 @@ def _case(sample: Any, positions: _Positions, where: str) -> SourceCase:
 
 def _spec(eval_spec: dict, header: dict) -> dict:
     """The eval spec minus what differs between two identical runs (ids, times, machine paths)."""
-    dataset = eval_spec.get("dataset") if isinstance(eval_spec.get("dataset"), dict) else {}
+    dataset = mapping(eval_spec.get("dataset"))
     return {
         **{key: redact(eval_spec.get(key)) for key in SPEC_KEYS},
         "task_args": _without_location(eval_spec.get("task_args"), dataset.get("location")),
@@ -264,7 +265,7 @@ def _reported(results: Any) -> dict:
 
 
 def _run(source: SourceImport, header: dict, truncated: bool, scorers: set[str], options: ImportOptions) -> SourceRun:
-    eval_spec = header.get("eval") if isinstance(header.get("eval"), dict) else {}
+    eval_spec = mapping(header.get("eval"))
     if options.arm_from:
         arm = arm_from(header, options.arm_from, source.label)
     elif eval_spec.get("model"):
@@ -284,10 +285,10 @@ def _run(source: SourceImport, header: dict, truncated: bool, scorers: set[str],
     if header.get("invalidated"):
         source.warn("the log is marked invalidated")
     declared = {s.get("name"): s for s in eval_spec.get("scorers") or [] if isinstance(s, dict)}
-    revision = eval_spec.get("revision") if isinstance(eval_spec.get("revision"), dict) else {}
-    packages = eval_spec.get("packages") if isinstance(eval_spec.get("packages"), dict) else {}
+    revision = mapping(eval_spec.get("revision"))
+    packages = mapping(eval_spec.get("packages"))
     error = header.get("error")
-    plan = header.get("plan") if isinstance(header.get("plan"), dict) else {}
+    plan = mapping(header.get("plan"))
     return SourceRun(
         arm_id=arm,
         experiment=str(eval_spec.get("task") or source.path.stem),

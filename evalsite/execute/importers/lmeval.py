@@ -32,6 +32,7 @@ from evalsite.execute.importers.records import (
     value_at,
 )
 from evalsite.execute.importers.writer import SourceImport
+from evalsite.jsonshape import mapping
 from evalsite.runlog.records import RunStatus
 from evalsite.runlog.store import iso
 
@@ -241,7 +242,7 @@ def _metric_spec(task_config: dict, metric: str, filter_name: str) -> dict:
 
 def _run(results: dict, task: str, task_config: dict, arm: str, scores: _TaskScores, status: str) -> SourceRun:
     version = results.get("lm_eval_version")
-    config = results.get("config") if isinstance(results.get("config"), dict) else {}
+    config = mapping(results.get("config"))
     started, ended = _times(results)
     return SourceRun(
         arm_id=arm,

@@ -30,6 +30,7 @@ from evalsite.execute.importers.records import (
     value_at,
 )
 from evalsite.execute.importers.writer import SourceImport
+from evalsite.jsonshape import mapping
 from evalsite.runlog.records import RunStatus
 from evalsite.runlog.store import iso
 
@@ -120,7 +121,7 @@ def _column(result: dict, where: str, options: ImportOptions) -> tuple[str, _Col
         provider = {"id": provider}
     if not isinstance(provider, dict) or not (provider.get("label") or provider.get("id")):
         raise SourceError(f"{where}: no provider.id or provider.label: not a promptfoo result")
-    prompt = result.get("prompt") if isinstance(result.get("prompt"), dict) else {}
+    prompt = mapping(result.get("prompt"))
     column = _Column(
         provider=str(provider.get("label") or provider.get("id")),
         provider_id=provider.get("id"),
@@ -176,7 +177,7 @@ def _scores(result: dict, where: str) -> list[SourceScore]:
         raise SourceError(f"{where}: gradingResult.componentResults is not a list")
     scores, seen = [], {}
     for component in components:
-        assertion = component.get("assertion") if isinstance(component.get("assertion"), dict) else {}
+        assertion = mapping(component.get("assertion"))
         kind = str(assertion.get("type") or "assertion")
         base = str(assertion.get("metric") or kind)
         seen[base] = seen.get(base, 0) + 1
@@ -193,7 +194,7 @@ def _scores(result: dict, where: str) -> list[SourceScore]:
 
 
 def _case(result: dict, key: str, where: str) -> SourceCase:
-    response = result.get("response") if isinstance(result.get("response"), dict) else {}
+    response = mapping(result.get("response"))
     usage = response.get("tokenUsage") or result.get("tokenUsage") or {}
     scores = _scores(result, where)
     cost = finite_number(result.get("cost"))
@@ -243,10 +244,10 @@ def _ended(started: Any, duration_ms: Any) -> str | None:
 
 
 def _run(document: dict, column: _Column, arm: str, truncated: bool, source: SourceImport) -> SourceRun:
-    metadata = document.get("metadata") if isinstance(document.get("metadata"), dict) else {}
+    metadata = mapping(document.get("metadata"))
     version = metadata.get("promptfooVersion")
     entry = _prompt_template(document, column) or {}
-    runtime = document.get("runtimeOptions") if isinstance(document.get("runtimeOptions"), dict) else {}
+    runtime = mapping(document.get("runtimeOptions"))
     started = value_at(document, "results.timestamp") or metadata.get("evaluationCreatedAt")
     return SourceRun(
         arm_id=arm,

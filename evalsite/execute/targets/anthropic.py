@@ -28,6 +28,7 @@ from evalsite.execute.targets.http import (
     model_name,
     number_or_none,
 )
+from evalsite.jsonshape import mapping
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 DEFAULT_VERSION = "2023-06-01"
@@ -61,7 +62,7 @@ def parse_message(data: dict) -> TargetResult:
     if not isinstance(blocks, list):
         return TargetResult(error=f"the response has no content: {str(data)[:200]}")
     text = "".join(b.get("text", "") for b in blocks if isinstance(b, dict) and b.get("type") == "text")
-    usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+    usage = mapping(data.get("usage"))
     reason = data.get("stop_reason")
     return TargetResult(
         output=text,

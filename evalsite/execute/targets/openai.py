@@ -26,6 +26,7 @@ from evalsite.execute.targets.http import (
     model_name,
     number_or_none,
 )
+from evalsite.jsonshape import mapping
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 BILLED_COST_HEADER = "x-litellm-response-cost"
@@ -48,7 +49,7 @@ def parse_completion(data: dict, billed_header: str | None) -> TargetResult:
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
         return TargetResult(error=f"the response has no choices: {str(data)[:200]}")
     message = choices[0].get("message") or {}
-    usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+    usage = mapping(data.get("usage"))
     return TargetResult(
         output=message.get("content"),
         input_tokens=number_or_none(usage.get("prompt_tokens")),
