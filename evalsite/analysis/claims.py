@@ -24,8 +24,7 @@ from typing import Union
 from evalsite.analysis.compare import comparability
 from evalsite.analysis.db import open_database
 from evalsite.errors import EvalsiteError
-from evalsite.runlog.records import RunStatus
-from evalsite.runlog.store import read_header
+from evalsite.runlog.records import RunHeader, RunStatus
 from evalsite.stats import nearest_rank_percentile, sign_flip_test
 
 DIRECTIVE = re.compile(r"\{\{\s*(claim|value)\s*:(.*?)\}\}", re.DOTALL)
@@ -311,11 +310,11 @@ class ResolvedRun:
     run_id: str
     arm_id: str
     dataset_id: str
-    header: dict
+    header: RunHeader
 
     @property
     def evaluators(self) -> dict:
-        return self.header.get("evaluators") or {}
+        return self.header.evaluators
 
 
 class RunMetrics:
@@ -351,7 +350,7 @@ class RunMetrics:
         return self._resolved(rows[-1])
 
     def _resolved(self, row: dict) -> ResolvedRun:
-        return ResolvedRun(row["run_id"], row["arm_id"], row["dataset_id"], read_header(self.runs_dir / row["run_id"]))
+        return ResolvedRun(row["run_id"], row["arm_id"], row["dataset_id"], self.database.runs[row["run_id"]].header)
 
     def item_means(self, run: ResolvedRun, evaluator: str | None, column: str) -> dict[str, float]:
         """Per item: the mean over repeats of the case ``score`` or ``passed`` (or one evaluator's)."""

@@ -151,7 +151,7 @@ def regression_report(
     scored = [_change(i, before[i], after[i], threshold, rescored=i in rescored) for i in kept]
     changes = [c for c in scored if c.delta is not None]
     unscored = [c.item_id for c in scored if c.delta is None]
-    critical = set((current.header.get("fingerprint") or {}).get("dataset", {}).get("critical") or [])
+    critical = set((current.header.fingerprint.get("dataset") or {}).get("critical") or [])
     return RegressionReport(
         threshold=threshold,
         summary=_summary(changes, len(gt_changed), _noise(noise, baseline, current)),

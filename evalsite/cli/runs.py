@@ -42,11 +42,11 @@ def show_command(run: str, as_json: bool) -> None:
     loaded = read_run(resolve_run(find_project().runs_dir, run))
     summary = {
         "run_id": loaded.run_id,
-        "arm": loaded.header.get("arm_id"),
-        "experiment": loaded.header.get("experiment"),
-        "dataset_id": loaded.header.get("dataset", {}).get("dataset_id"),
+        "arm": loaded.header.arm_id,
+        "experiment": loaded.header.experiment,
+        "dataset_id": loaded.header.dataset.dataset_id,
         "status": loaded.status,
-        "fingerprint_hash": loaded.header.get("fingerprint_hash"),
+        "fingerprint_hash": loaded.header.fingerprint_hash,
         **summarise_cases(loaded.cases),
     }
     for message in loaded.warnings:

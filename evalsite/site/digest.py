@@ -16,7 +16,7 @@ from statistics import fmean
 import numpy as np
 
 from evalsite import stats
-from evalsite.site.inputs import RunSource
+from evalsite.runlog.store import Run
 
 
 @dataclass
@@ -75,7 +75,7 @@ class EvaluatorAggregate:
 
 @dataclass
 class RunDigest:
-    run: RunSource
+    run: Run
     items: dict[str, ItemResult]
     evaluators: list[EvaluatorAggregate]
     cases: int
@@ -133,7 +133,7 @@ def _matrix(rows: list[list[float | None]]) -> np.ndarray:
                     dtype=float).reshape(len(rows), width)
 
 
-def digest_run(run: RunSource, cases: list[dict], critical: dict[str, bool] | None) -> RunDigest:
+def digest_run(run: Run, cases: list[dict], critical: dict[str, bool] | None) -> RunDigest:
     """Summarise ``cases`` (numbers only: no inputs or outputs are kept)."""
     items: dict[str, ItemResult] = {}
     evaluators: dict[str, EvaluatorAggregate] = {}

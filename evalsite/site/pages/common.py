@@ -6,9 +6,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
+from evalsite.runlog.store import Run
 from evalsite.site import paths
 from evalsite.site.digest import RunDigest
-from evalsite.site.inputs import RunSource
 from evalsite.site.pages import doc
 from evalsite.site.tables import Column, Link, Table
 
@@ -28,9 +28,9 @@ RUN_COLUMNS = [
 ]
 
 
-def runs_by(runs: Iterable[RunSource], key: Callable[[RunSource], str | None]) -> dict[str, list[RunSource]]:
+def runs_by(runs: Iterable[Run], key: Callable[[Run], str | None]) -> dict[str, list[Run]]:
     """Runs grouped by ``key`` (runs whose key is empty are left out), groups in key order."""
-    groups: dict[str, list[RunSource]] = {}
+    groups: dict[str, list[Run]] = {}
     for run in runs:
         value = key(run)
         if value:
@@ -38,7 +38,7 @@ def runs_by(runs: Iterable[RunSource], key: Callable[[RunSource], str | None]) -
     return dict(sorted(groups.items()))
 
 
-def run_link(run: RunSource) -> Link:
+def run_link(run: Run) -> Link:
     return Link(run.run_id, paths.run(run.run_id))
 
 
@@ -50,23 +50,23 @@ def dataset_link(dataset_id: str | None) -> Link | str:
     return Link(dataset_id, paths.dataset(dataset_id)) if dataset_id else "—"
 
 
-def run_row(run: RunSource, digest: RunDigest | None) -> dict:
+def run_row(run: Run, digest: RunDigest | None) -> dict:
     return {
         "run": run_link(run),
-        "experiment": experiment_link(run.experiment),
-        "arm": run.arm_id,
-        "dataset": dataset_link(run.dataset_id),
+        "experiment": experiment_link(run.header.experiment),
+        "arm": run.header.arm_id,
+        "dataset": dataset_link(run.header.dataset.dataset_id),
         "status": run.status,
         "cases": digest.cases if digest else None,
         "mean_score": digest.mean_score if digest else None,
         "pass_rate": digest.pass_rate if digest else None,
         "cost_usd": digest.cost_total if digest else None,
-        "started_at": run.started_at,
+        "started_at": run.header.started_at,
         "_class": f"status-{run.status}",
     }
 
 
-def runs_table(table_id: str, runs: Iterable[RunSource], digests: dict[str, RunDigest], caption: str = "",
+def runs_table(table_id: str, runs: Iterable[Run], digests: dict[str, RunDigest], caption: str = "",
                baselines: dict[str, str | None] | None = None) -> Table:
     """Runs newest first; with ``baselines`` (run id → its baseline's id) a column links each
     run's compare page."""

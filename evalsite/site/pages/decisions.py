@@ -47,7 +47,7 @@ def check_decision(decision: Decision, inputs: ProjectInputs) -> str:
     run = inputs.by_id.get(decision.run_id or "")
     if run is None:
         return "run missing"
-    if fingerprint_hash(run.header.get("fingerprint") or {}) != decision.fingerprint_hash:
+    if fingerprint_hash(run.header.fingerprint) != decision.fingerprint_hash:
         return "fingerprint changed"
     return "ok"
 

@@ -8,9 +8,10 @@ import math
 from dataclasses import dataclass
 
 from evalsite import stats
+from evalsite.runlog.store import Run
 from evalsite.site import paths
 from evalsite.site.digest import RunDigest, case_critical, finite_number, item_sort_key
-from evalsite.site.inputs import ProjectInputs, RunSource
+from evalsite.site.inputs import ProjectInputs
 from evalsite.site.pages import Job, Kit, PageContext, doc
 from evalsite.site.pages.common import Pager, dataset_link, experiment_link, paged_views, runs_table
 from evalsite.site.settings import SiteSettings
@@ -157,8 +158,8 @@ def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[Job]:
     result = [Job("runs", ("skipped", "decisions", *(f"run:{r}" for r in every_run)), _render_runs_index, digests=every_run)]
     for run in inputs.runs:
         keys = [f"run:{run.run_id}"]
-        if run.dataset.get("path"):
-            keys.append(f"dataset-file:{run.dataset['path']}")
+        if run.header.dataset.path:
+            keys.append(f"dataset-file:{run.header.dataset.path}")
         baseline = inputs.baseline_of(run.run_id)
         result.append(Job(f"run:{run.run_id}", tuple(keys), _run_renderer(run, baseline), digests=(run.run_id,),
                           cases_of=run.run_id, variant=baseline or ""))
@@ -171,7 +172,7 @@ def _render_runs_index(kit: Kit) -> dict[str, bytes]:
     return kit.page(paths.RUNS, "runs.html", RunsPage(title="All runs", runs=table, skipped=kit.inputs.skipped))
 
 
-def _run_renderer(run: RunSource, baseline: str | None):
+def _run_renderer(run: Run, baseline: str | None):
     def render(kit: Kit) -> dict[str, bytes]:
         digest = kit.digests[run.run_id]
         critical = kit.inputs.critical_items(run)
@@ -202,15 +203,15 @@ def _current(pager: Pager) -> int:
     return next(p.number for p in pager.pages if p.current)
 
 
-def _run_page(run: RunSource, digest: RunDigest, facts: RunFacts, listing: CaseListing, warnings: list[str]) -> RunPage:
-    fingerprint = run.header.get("fingerprint") if isinstance(run.header.get("fingerprint"), dict) else {}
+def _run_page(run: Run, digest: RunDigest, facts: RunFacts, listing: CaseListing, warnings: list[str]) -> RunPage:
+    fingerprint = run.header.fingerprint
     return RunPage(
         title=f"Run {run.run_id}",
         facts=facts,
         fingerprint=Table("fingerprint", [Column("field", "field", "code"), Column("value", "value", "code")],
                           [{"field": k, "value": v} for k, v in flatten(fingerprint)], sortable=False),
         fingerprint_json=json.dumps(fingerprint, indent=2, sort_keys=True, ensure_ascii=False, default=str),
-        config_json=json.dumps(run.header.get("config"), indent=2, sort_keys=True, ensure_ascii=False, default=str),
+        config_json=json.dumps(run.header.config, indent=2, sort_keys=True, ensure_ascii=False, default=str),
         evaluators=evaluators_table(digest),
         noise=run_noise(digest),
         listing=listing,
@@ -218,21 +219,21 @@ def _run_page(run: RunSource, digest: RunDigest, facts: RunFacts, listing: CaseL
     )
 
 
-def run_facts(run: RunSource, digest: RunDigest) -> RunFacts:
+def run_facts(run: Run, digest: RunDigest) -> RunFacts:
     return RunFacts(
         run_id=run.run_id,
         href=paths.run(run.run_id),
-        arm_id=run.arm_id,
-        experiment=experiment_link(run.experiment),
-        dataset=dataset_link(run.dataset_id),
-        dataset_path=run.dataset.get("path"),
-        items=run.dataset.get("items"),
+        arm_id=run.header.arm_id,
+        experiment=experiment_link(run.header.experiment),
+        dataset=dataset_link(run.header.dataset.dataset_id),
+        dataset_path=run.header.dataset.path,
+        items=run.header.dataset.items,
         status=run.status,
-        started_at=run.started_at,
-        ended_at=(run.end or {}).get("ended_at"),
-        config_id=run.config_id,
-        fingerprint_hash=run.header.get("fingerprint_hash"),
-        batch_id=run.header.get("batch_id"),
+        started_at=run.header.started_at,
+        ended_at=(run.footer.ended_at if run.footer else None),
+        config_id=run.header.config_id,
+        fingerprint_hash=run.header.fingerprint_hash,
+        batch_id=run.header.batch_id,
         repeats=len(digest.repeats),
         cases=digest.cases,
         errors=digest.errors,
