@@ -42,6 +42,8 @@ CASE_COLUMNS = {
     "started_at": "VARCHAR",
     "critical": "BOOLEAN",
 }
+#: The largest case line the views read (DuckDB's default is 16 MB, less than one long transcript).
+MAXIMUM_CASE_BYTES = 1 << 30
 RUN_SCHEMA = pa.schema([
     ("run_id", pa.string()),
     ("batch_id", pa.string()),
@@ -100,14 +102,14 @@ def open_database(runs_dir: Path, database: str = ":memory:") -> RunsDatabase:
 
 
 def _define_case_views(connection: duckdb.DuckDBPyConnection, case_files: list[Path]) -> None:
-    present = [str(p) for p in case_files if p.exists() and p.stat().st_size > 0]
+    present = [str(p) for p in case_files if p.is_file() and p.stat().st_size > 0]
     if present:
         spec = "{" + ", ".join(f"'{name}': '{kind}'" for name, kind in CASE_COLUMNS.items()) + "}"
         files = "[" + ", ".join("'" + f.replace("'", "''") + "'" for f in present) + "]"
         source = (
             f"SELECT regexp_extract(replace(filename, '\\', '/'), '([^/]+)/{CASES_FILE}$', 1) AS run_id, "
             f"* EXCLUDE (filename) FROM read_json({files}, format='newline_delimited', columns={spec}, "
-            "ignore_errors=true, filename=true) WHERE item_id IS NOT NULL"
+            f"maximum_object_size={MAXIMUM_CASE_BYTES}, ignore_errors=true, filename=true) WHERE item_id IS NOT NULL"
         )
     else:
         nulls = ", ".join(f"NULL::{kind} AS {name}" for name, kind in CASE_COLUMNS.items())

@@ -14,7 +14,7 @@ from evalsite.analysis.ci_files import write_summary
 from evalsite.analysis.compare import ALPHA, ComparisonReport, compare_runs
 from evalsite.analysis.markdown import compare_markdown
 from evalsite.analysis.regression import GT_CHANGED, IMPROVED, REGRESSED, THRESHOLD, RegressionReport
-from evalsite.cli.output import format_value, print_json
+from evalsite.cli.output import format_value, print_json, warn_unreadable_runs
 from evalsite.project import find_project
 from evalsite.runlog.store import Run
 
@@ -45,7 +45,9 @@ def compare_command(run, baseline, threshold, noise, alpha, fail_on, as_json, su
 
     Prints the fingerprint diff, refuses runs that are not comparable, and reports what
     improved and regressed, per item and per evaluator, with the paired test."""
-    report = compare_runs(find_project(), run, baseline=baseline, threshold=threshold, noise=noise, alpha=alpha)
+    project = find_project()
+    warn_unreadable_runs(project.runs_dir)
+    report = compare_runs(project, run, baseline=baseline, threshold=threshold, noise=noise, alpha=alpha)
     if as_json:
         print_json(report.to_json())
     else:

@@ -6,7 +6,7 @@ import click
 
 from evalsite.analysis.db import open_database
 from evalsite.analysis.summary import summarise_cases
-from evalsite.cli.output import print_json, print_table, warn
+from evalsite.cli.output import print_json, print_table, warn, warn_skipped_runs
 from evalsite.project import find_project
 from evalsite.runlog.store import read_run, resolve_run
 
@@ -25,8 +25,7 @@ EVALUATOR_COLUMNS = ["evaluator", "n", "ok", "errors", "skipped", "pass_rate", "
 def runs_command(as_json: bool) -> None:
     """List runs, newest first."""
     database = open_database(find_project().runs_dir)
-    for reason in database.skipped:
-        warn(f"skipped run {reason}")
+    warn_skipped_runs(database.skipped)
     rows = database.rows(RUNS_SQL)
     if as_json:
         print_json(rows)

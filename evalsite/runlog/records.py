@@ -120,6 +120,13 @@ class FieldReader:
                 raise self.bad(f"{key}.{name}", "an object", spec)
         return value
 
+    def texts(self, key: str) -> list[str] | None:
+        """A list of strings (``critical`` item ids)."""
+        value = self._get(key, False)
+        if value is not None and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+            raise self.bad(key, "a list of strings", value)
+        return value
+
     def inner(self, key: str) -> FieldReader:
         """The fields of the object under ``key`` (an absent key reads as an empty object)."""
         value = self.mapping(key)
@@ -187,6 +194,7 @@ class RunHeader:
         config.mapping("params"), config.mapping("prompt_variables")
         fingerprint.objects("evaluators")
         recorded = fingerprint.inner("dataset")
+        recorded.texts("critical")
         return cls(
             format_version=version or FORMAT_VERSION,
             run_id=_run_id(fields),

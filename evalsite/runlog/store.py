@@ -17,6 +17,7 @@ import json
 import os
 import re
 import secrets
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -252,23 +253,29 @@ def read_footer(directory: Path) -> Footer | None:
     return Footer.from_json(data, where)
 
 
-def read_jsonl(path: Path, warnings: list[str] | None = None, where: str | None = None) -> list[tuple[int, Any]]:
-    """Every parsed line of a JSON Lines file with its line number. A torn last line (a crash
-    mid-write) is ignored silently; any other unparsable line becomes a warning and is skipped."""
-    if not path.is_file():
-        return []
+def read_jsonl(path: Path, warnings: list[str] | None = None, where: str | None = None) -> Iterator[tuple[int, Any]]:
+    """Every parsed line of a JSON Lines file with its line number, in order. A torn last line (a
+    crash mid-write) is ignored silently; any other unparsable line becomes a warning (appended
+    when the reading reaches it, so warnings stay in line order) and is skipped."""
     where = where or str(path)
-    lines = path.read_text(encoding="utf-8", errors="replace").split("\n")
-    parsed = []
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").split("\n")
+    except FileNotFoundError:
+        return
+    except OSError as exc:  # a directory, no permission
+        if warnings is not None:
+            warnings.append(f"{where}: cannot be read ({_one_line(exc)}); skipped")
+        return
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
-            parsed.append((number, json.loads(line)))
+            data = json.loads(line)
         except (json.JSONDecodeError, RecursionError):
             if warnings is not None and number != len(lines):
                 warnings.append(f"{where}: line {number} is not valid JSON; skipped")
-    return parsed
+            continue
+        yield number, data
 
 
 def read_cases(path: Path, warnings: list[str] | None = None) -> list[Case]:
