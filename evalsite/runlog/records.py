@@ -106,13 +106,13 @@ class FieldReader:
             raise self.bad(key, "true, false or null", value)
         return value
 
-    def mapping(self, key: str) -> dict | None:
+    def mapping(self, key: str) -> dict[str, Any] | None:
         value = self._get(key, False)
         if value is not None and not isinstance(value, dict):
             raise self.bad(key, "an object", value)
         return value
 
-    def objects(self, key: str) -> dict[str, dict]:
+    def objects(self, key: str) -> dict[str, dict[str, Any]]:
         """An object whose every value is an object (``evaluators``)."""
         value = self.mapping(key) or {}
         for name, spec in value.items():
@@ -167,17 +167,17 @@ class RunHeader:
     batch_id: str | None
     experiment: str | None
     arm_id: str | None
-    config: dict
+    config: dict[str, Any]
     config_id: str | None
     dataset: DatasetRef
-    evaluators: dict[str, dict]
-    fingerprint: dict
+    evaluators: dict[str, dict[str, Any]]
+    fingerprint: dict[str, Any]
     fingerprint_hash: str | None
     started_at: str | None
-    plan: dict
+    plan: dict[str, Any]
     manifest_path: str | None = None
     submitted_manifest: str | None = None
-    raw: dict = field(default_factory=dict, repr=False, compare=False)
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def from_json(cls, data: Any, where: str) -> RunHeader:
@@ -218,7 +218,7 @@ class RunHeader:
         )
 
     @property
-    def evaluator_specs(self) -> dict[str, dict]:
+    def evaluator_specs(self) -> dict[str, dict[str, Any]]:
         """Evaluator name → what decides its scores: the fingerprint's identity (type, version,
         threshold, judge model…) when recorded, else the header's ``{type, version}``."""
         return self.fingerprint.get("evaluators") or self.evaluators
@@ -284,7 +284,7 @@ def _error(fields: FieldReader, key: str) -> tuple[str | None, str | None]:
 
 
 @dataclass(frozen=True, eq=False)
-class Case(Mapping):
+class Case(Mapping[str, Any]):
     """One line of ``cases.jsonl``: one (item, repeat) execution and its scores.
 
     A case is also a read-only mapping of its line as written (``case["attempts"]``), for fields
@@ -307,7 +307,7 @@ class Case(Mapping):
     passed: bool | None
     started_at: str | None
     critical: bool | None
-    raw: dict = field(repr=False)
+    raw: dict[str, Any] = field(repr=False)
 
     @classmethod
     def from_json(cls, data: Any, where: str) -> Case:
@@ -361,15 +361,15 @@ class Footer:
 
     status: RunStatus
     ended_at: str | None
-    totals: dict
+    totals: dict[str, Any]
     error: str | None
-    cost_ceiling: dict | None
-    raw: dict = field(default_factory=dict, repr=False, compare=False)
+    cost_ceiling: dict[str, Any] | None
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def from_json(cls, data: Any, where: str) -> Footer:
         fields = FieldReader(data, where, "end.json")
-        status = fields.text("status", required=True)
+        status = fields.text("status", required=True) or ""
         try:
             known = RunStatus(status)
         except ValueError:

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from evalsite.errors import RunLogError
 from evalsite.runlog.records import FORMAT_VERSION, Case, Footer, RunHeader, RunStatus
@@ -29,7 +29,7 @@ from evalsite.runlog.records import FORMAT_VERSION, Case, Footer, RunHeader, Run
 try:
     import fcntl
 except ImportError:  # not POSIX: runs are written without the cross-process lock
-    fcntl = None
+    fcntl = None  # type: ignore[assignment]
 
 RUN_FILE, CASES_FILE, END_FILE = "run.json", "cases.jsonl", "end.json"
 ATTEMPTS_FILE, LOCK_FILE = "attempts.jsonl", ".lock"
@@ -75,11 +75,11 @@ class RunWriter:
     def __init__(self, directory: Path):
         self.directory = directory
         self.run_id = directory.name
-        self._lock = None
-        self._cases = None
+        self._lock: TextIO | None = None
+        self._cases: TextIO | None = None
 
     @classmethod
-    def create(cls, runs_dir: Path, arm_id: str, header: dict) -> RunWriter:
+    def create(cls, runs_dir: Path, arm_id: str, header: dict[str, Any]) -> RunWriter:
         runs_dir.mkdir(parents=True, exist_ok=True)
         while True:
             writer = cls(runs_dir / new_run_id(arm_id))
@@ -94,7 +94,7 @@ class RunWriter:
         return writer
 
     @classmethod
-    def reopen(cls, directory: Path, attempt: dict) -> RunWriter:
+    def reopen(cls, directory: Path, attempt: dict[str, Any]) -> RunWriter:
         """Reopen a stopped or interrupted run for appending.
 
         Refuses a completed run and one another process is writing. The footer the run had
@@ -120,27 +120,29 @@ class RunWriter:
         return writer
 
     def _acquire(self) -> None:
-        self._lock = open(self.directory / LOCK_FILE, "a")
+        lock = self._lock = open(self.directory / LOCK_FILE, "a")
         if fcntl is None:
             return
         try:
-            fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            self._lock.close()
+            lock.close()
             self._lock = None
             raise RunLogError(f"run {self.run_id} is being written by another evalsite process") from None
 
     def _open(self) -> None:
         self._cases = open(self.directory / CASES_FILE, "a", encoding="utf-8")
 
-    def append_case(self, case: dict) -> None:
+    def append_case(self, case: dict[str, Any]) -> None:
+        assert self._cases is not None, "append_case after close"
         self._cases.write(json.dumps(case, ensure_ascii=False, default=str) + "\n")
         self._cases.flush()
 
-    def finish(self, footer: dict) -> None:
+    def finish(self, footer: dict[str, Any]) -> None:
         """Write the footer, then remove the lock file while still holding it: a finished run
         folder holds only its records."""
-        self._cases.close()
+        if self._cases is not None:
+            self._cases.close()
         write_json_atomic(self.directory / END_FILE, footer)
         self._remove_temp_files()
         if self._lock is not None:
@@ -175,7 +177,7 @@ def run_is_active(directory: Path) -> bool:
     return False
 
 
-def read_attempts(directory: Path) -> list[dict]:
+def read_attempts(directory: Path) -> list[dict[str, Any]]:
     """Earlier stops of a resumed run, oldest first (see :meth:`RunWriter.reopen`)."""
     return [data for _, data in read_jsonl(Path(directory) / ATTEMPTS_FILE) if isinstance(data, dict)]
 

@@ -45,7 +45,7 @@ def file_hash(*paths: Path) -> str:
 
 
 @dataclass(frozen=True)
-class Decision:
+class DecisionEntry:
     """One line of ``runs/decisions.jsonl`` (a promotion or another decision), as the site shows it."""
 
     line: int
@@ -86,7 +86,7 @@ class ProjectInputs:
     runs: list[Run]
     run_hashes: dict[str, str]
     skipped: list[str]
-    decisions: list[Decision]
+    decisions: list[DecisionEntry]
     decision_problems: list[str]
     decisions_hash: str
     experiments: dict[str, ExperimentSource]
@@ -223,12 +223,12 @@ def _manifest_name(text: str) -> str | None:
     return name if isinstance(name, str) else None
 
 
-def read_decisions(path: Path) -> tuple[list[Decision], list[str]]:
+def read_decisions(path: Path) -> tuple[list[DecisionEntry], list[str]]:
     """Every well-formed decision, in file order (read by :mod:`evalsite.runlog.decisions`), and a
     problem per bad line."""
     lines, problems = decisions.read_decisions(path, f"runs/{DECISIONS_FILE}")
     views = [
-        Decision(
+        DecisionEntry(
             line=entry.line, action=d.decision, run_id=d.run_id, reason=d.reason, when=d.at, who=d.by,
             dataset_id=d.dataset_id, inputs_id=d.inputs_id, arm_id=d.arm_id, fingerprint_hash=d.fingerprint_hash, record=d,
         )
