@@ -38,10 +38,6 @@ class Project:
         return self.root / "runs"
 
     @property
-    def site_dir(self) -> Path:
-        return self.root / self.settings.get("site", {}).get("out", "site")
-
-    @property
     def templates_dir(self) -> Path:
         return self.root / "templates"
 

@@ -11,13 +11,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from evalsite.analysis.baselines import validate_decisions
 from evalsite.errors import EvalsiteError
 from evalsite.execute.prepare import prepare_plan
 from evalsite.experiment.datasets import DATASET_SUFFIXES, dataset_problems, read_source_rows
 from evalsite.experiment.locks import LOCK_SUFFIX, is_lock_file, verify_dataset
 from evalsite.project import Project, cwd_relative, max_error_rate
-from evalsite.runlog.store import read_run
+from evalsite.runlog.decisions import validate_decisions
+from evalsite.runlog.store import CASES_FILE, read_cases, run_directories, scan_runs
 from evalsite.site.settings import site_settings
 
 Check = Callable[[Project], list[str]]
@@ -43,12 +43,6 @@ def dataset_files(project: Project) -> list[Path]:
 
 def lock_files(project: Project) -> list[Path]:
     return sorted(project.data_dir.rglob(f"*{LOCK_SUFFIX}")) if project.data_dir.is_dir() else []
-
-
-def run_folders(project: Project) -> list[Path]:
-    if not project.runs_dir.is_dir():
-        return []
-    return sorted(p for p in project.runs_dir.iterdir() if p.is_dir() and not p.name.startswith("."))
 
 
 def check_manifests(project: Project) -> list[str]:
@@ -108,19 +102,17 @@ def check_settings(project: Project) -> list[str]:
 
 
 def check_runs(project: Project) -> list[str]:
-    """Every folder under ``runs/`` is a readable run whose id is its folder's name."""
-    problems = []
-    for folder in run_folders(project):
-        shown = cwd_relative(folder)
-        try:
-            run = read_run(shown)
-        except EvalsiteError as exc:
-            problems.append(f"{shown}: {exc.message.removeprefix(f'{folder.name}: ')}")
-            continue
-        if run.run_id != folder.name:
-            problems.append(f"{shown}: run.json names run_id {run.run_id!r}, not its folder's name")
-        problems += run.warnings
-    return problems
+    """Every run under ``runs/`` (a folder with a ``run.json``) is readable, its id is its folder's
+    name, and every line of its ``cases.jsonl`` is a case. Folders without a ``run.json`` (a
+    process killed before it wrote the header) are not runs and are ignored."""
+    runs, problems = scan_runs(project.runs_dir)
+    shown = cwd_relative(project.runs_dir)
+    messages = [f"{shown}/{problem}" for problem in problems]
+    for run in runs:
+        warnings: list[str] = []
+        read_cases(run.directory / CASES_FILE, warnings)
+        messages += [f"{shown}/{warning}" for warning in warnings]
+    return sorted(messages)  # by run id, so each run's problems stay together
 
 
 CHECKS: list[Check] = [check_settings, check_manifests, check_datasets, check_locks, check_runs, validate_decisions]
@@ -137,5 +129,5 @@ def inventory(project: Project) -> dict[str, int]:
         "manifests": len(manifest_files(project)),
         "datasets": len(dataset_files(project)),
         "locks": len(lock_files(project)),
-        "runs": len(run_folders(project)),
+        "runs": len(run_directories(project.runs_dir)),
     }

@@ -41,7 +41,7 @@ def imported_runs(project: Path) -> list[Run]:
 
 def runs_by_arm(project: Path) -> dict[str, Run]:
     runs = imported_runs(project)
-    by_arm = {run.header["arm_id"]: run for run in runs}
+    by_arm = {run.header.arm_id: run for run in runs}
     assert len(by_arm) == len(runs), "expected one run per arm"
     return by_arm
 

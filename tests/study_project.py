@@ -89,4 +89,4 @@ def lines(path: Path) -> list[dict]:
 
 
 def runs(root: Path):
-    return sorted((read_run(d) for d in run_directories(root / "runs")), key=lambda r: r.header["started_at"])
+    return sorted((read_run(d) for d in run_directories(root / "runs")), key=lambda r: r.header.raw["started_at"])

@@ -10,6 +10,7 @@ from compare_support import CRITICAL, ITEMS, edit_row, golden_project, interrupt
 
 from evalsite.analysis.compare import comparability, compare_runs
 from evalsite.project import find_project
+from evalsite.runlog.records import RunHeader
 
 
 def compare_json(cli, *args: str) -> tuple[int, dict]:
@@ -228,11 +229,15 @@ def test_bad_arguments_are_usage_errors(golden_project, cli):
     assert missing.exit_code == 1 and "no run matches 'nosuchrun'" in missing.output
 
 
-def header(dataset_id: str, inputs_id: str | None = None, version: str = "v1") -> dict:
+def header(dataset_id: str, inputs_id: str | None = None, version: str = "v1") -> RunHeader:
     fingerprint = {"dataset": {"dataset_id": dataset_id}, "evaluators": {"exact": {"type": "exact", "version": version}}}
     if inputs_id:
         fingerprint["dataset"]["inputs_id"] = inputs_id
-    return {"dataset": {"dataset_id": dataset_id}, "fingerprint": fingerprint}
+    return as_header({"dataset": {"dataset_id": dataset_id}, "fingerprint": fingerprint})
+
+
+def as_header(data: dict) -> RunHeader:
+    return RunHeader.from_json({"format_version": 1, "run_id": "r", **data}, "run.json")
 
 
 def test_without_an_inputs_id_on_either_side_the_dataset_id_decides():
@@ -244,7 +249,7 @@ def test_without_an_inputs_id_on_either_side_the_dataset_id_decides():
 
 
 def test_comparability_reads_evaluator_versions_from_old_headers_too():
-    old = {"dataset": {"dataset_id": "golden@1"}, "evaluators": {"exact": {"type": "exact", "version": "v1"}}}
+    old = as_header({"dataset": {"dataset_id": "golden@1"}, "evaluators": {"exact": {"type": "exact", "version": "v1"}}})
     assert comparability(old, header("golden@1")).comparable
     assert comparability(old, header("golden@1", version="v2")).reason == "evaluator 'exact' version v1 vs v2"
 

@@ -8,6 +8,7 @@ import pytest
 
 from evalsite.analysis.matrix import comparison_matrix
 from evalsite.errors import NotComparableError
+from evalsite.runlog.records import Case, Footer, RunHeader
 from evalsite.runlog.store import Run, read_run
 
 EVALUATORS = {"exact": {"type": "exact", "version": "v1", "weight": 1.0, "threshold": None}}
@@ -25,10 +26,12 @@ def make_run(run_id: str, arm: str, cells: dict[str, list[tuple]], inputs_id: st
         for repeat, (output, score, latency, cost, tokens) in enumerate(repeats)
     ]
     header = {
-        "run_id": run_id, "arm_id": arm, "dataset": {"dataset_id": "golden@111"},
+        "format_version": 1, "run_id": run_id, "arm_id": arm, "dataset": {"dataset_id": "golden@111"},
         "fingerprint": {"dataset": {"dataset_id": "golden@111", "inputs_id": inputs_id}, "evaluators": EVALUATORS},
     }
-    return Run(Path(run_id), header, cases, {"status": "completed"})
+    footer = Footer.from_json({"status": "completed"}, "end.json")
+    return Run(Path(run_id), RunHeader.from_json(header, "run.json"), footer, footer.status,
+               [Case.from_json(case, "cases.jsonl") for case in cases])
 
 
 def test_cells_winners_divergence_and_outliers():

@@ -27,7 +27,7 @@ def only_run(project: Path):
 
 def test_run_json_carries_every_fingerprint_field_and_its_hash(example_project, cli):
     assert cli("run", "experiments/arithmetic.yaml", "--arm", "sampler", "--repeat", "1", "--allow-failures").exit_code == 0
-    header = only_run(example_project).header
+    header = only_run(example_project).header.raw
     fingerprint = header["fingerprint"]
     assert header["fingerprint_hash"] == fingerprint_hash(fingerprint)
     assert fingerprint["dataset"]["path"] == "data/arithmetic.jsonl"
@@ -50,7 +50,7 @@ def test_run_json_carries_every_fingerprint_field_and_its_hash(example_project, 
 
 def test_outside_a_git_checkout_the_build_is_unknown(example_project, cli):
     cli("run", "experiments/arithmetic.yaml", "--arm", "careful", "--repeat", "1")
-    code = only_run(example_project).header["fingerprint"]["code"]
+    code = only_run(example_project).header.fingerprint["code"]
     assert code["commit"] is None and code["dirty"] is None
 
 
@@ -74,7 +74,7 @@ def test_editing_an_imported_project_file_changes_the_code_hash(example_project,
     arms.write_text(arms.read_text() + "\n# a comment changes the bytes\n", encoding="utf-8")
     cli("run", "experiments/arithmetic.yaml", "--arm", "careful", "--repeat", "1")
     second = read_run(next(p for p in (example_project / "runs").iterdir() if p.name != first.run_id))
-    changed = {d.path for d in diff_fingerprints(first.header["fingerprint"], second.header["fingerprint"])}
+    changed = {d.path for d in diff_fingerprints(first.header.fingerprint, second.header.fingerprint)}
     assert changed == {"code.files.arms/arithmetic.py", "code.files_hash"}
 
 

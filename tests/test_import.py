@@ -66,14 +66,14 @@ def test_two_tools_on_the_same_items_share_a_dataset_id(project, cli):
         assert cli("import", tool, *paths, "--dataset", "items-24").exit_code == 0
     runs = imported_runs(project)
     assert len(runs) == 6
-    assert {run.header["dataset"]["dataset_id"] for run in runs} == {load_dataset(ITEMS).dataset_id}
-    assert {run.header["source"]["tool"] for run in runs} == {"promptfoo", "inspect_ai", "lm-eval"}
+    assert {run.header.dataset.dataset_id for run in runs} == {load_dataset(ITEMS).dataset_id}
+    assert {run.header.raw["source"]["tool"] for run in runs} == {"promptfoo", "inspect_ai", "lm-eval"}
 
 
 def test_different_items_get_a_different_dataset_id(project, cli):
     cli("import", "inspect", *map(str, INSPECT_EVAL))
     cli("import", "inspect", *map(str, INSPECT_JSON))  # --limit 9: nine of the items
-    assert len({run.header["dataset"]["dataset_id"] for run in imported_runs(project)}) == 2
+    assert len({run.header.dataset.dataset_id for run in imported_runs(project)}) == 2
 
 
 LEADERBOARD = """
@@ -87,7 +87,7 @@ GROUP BY ALL ORDER BY s.evaluator, arm
 def test_imported_runs_query_together_from_a_duckdb_file(project, cli, tmp_path):
     for tool, *paths in ALL_TOOLS:
         cli("import", tool, *paths)
-    (dataset_id,) = {run.header["dataset"]["dataset_id"] for run in imported_runs(project)}
+    (dataset_id,) = {run.header.dataset.dataset_id for run in imported_runs(project)}
     database = open_database(project / "runs", str(tmp_path / "evalsite.duckdb"))
     assert database.skipped == []
     board = {(r["evaluator"], r["arm"]): r for r in database.rows(LEADERBOARD, [dataset_id])}
@@ -212,7 +212,7 @@ def test_zstd_zip_round_trip_and_crc_check(tmp_path):
 def test_compare_pairs_two_arms_of_one_tool_and_refuses_two_tools(project, cli):
     for tool, *paths in ALL_TOOLS[:2]:
         assert cli("import", tool, *paths, "--dataset", "items-24").exit_code == 0
-    runs = {(run.header["source"]["tool"], run.header["arm_id"]): run.run_id for run in imported_runs(project)}
+    runs = {(run.header.raw["source"]["tool"], run.header.arm_id): run.run_id for run in imported_runs(project)}
     inspect_a, inspect_b = runs[("inspect_ai", "openai-api/fake/model-a")], runs[("inspect_ai", "openai-api/fake/model-b")]
     result = cli("compare", inspect_b, "--baseline", inspect_a, "--json")
     assert result.exit_code == 0, result.output

@@ -66,18 +66,18 @@ def test_eval_logs_give_one_run_per_model_with_every_epoch(project, cli):
     runs = runs_by_arm(project)
     assert sorted(runs) == [MODEL_A, MODEL_B]
     for run in runs.values():
-        assert run.status == "completed" and run.header["source"]["status"] == "success"
+        assert run.status == "completed" and run.header.raw["source"]["status"] == "success"
         assert len(run.cases) == 48
         assert Counter(c["repeat"] for c in run.cases) == {0: 24, 1: 24}
         assert all(len(c["scores"]) == 2 for c in run.cases)
-        assert run.header["plan"] == {"items": 24, "repeat": 2, "cases": 48}
+        assert run.header.plan == {"items": 24, "repeat": 2, "cases": 48}
     # the README's observed results, and the accuracy each log reports itself
     means = {arm: evaluator_means(run) for arm, run in runs.items()}
     assert means[MODEL_A]["match"] == pytest.approx(0.7083, abs=1e-4)
     assert means[MODEL_B]["match"] == pytest.approx(0.4167, abs=1e-4)
     assert means[MODEL_A]["includes"] == means[MODEL_B]["includes"] == pytest.approx(0.7083, abs=1e-4)
     for arm, run in runs.items():
-        reported = run.header["source"]["reported"]["scores"]
+        reported = run.header.raw["source"]["reported"]["scores"]
         for scorer in ("match", "includes"):
             assert means[arm][scorer] == pytest.approx(reported[scorer]["accuracy"])
 
@@ -87,7 +87,7 @@ def test_json_logs_stream_their_samples(project, cli):
     runs = runs_by_arm(project)
     expected = {MODEL_A: {"match": 7 / 9, "includes": 7 / 9}, MODEL_B: {"match": 3 / 9, "includes": 7 / 9}}
     for arm, run in runs.items():
-        assert len(run.cases) == 18 and run.header["dataset"]["items"] == 9
+        assert len(run.cases) == 18 and run.header.dataset.items == 9
         assert evaluator_means(run) == pytest.approx(expected[arm])
 
 
@@ -107,7 +107,7 @@ def test_case_and_header_fields(project, cli):
     assert case["latency_ms"] == pytest.approx(64.174, abs=1e-3)
     assert case["finish_reason"] == "stop"
     assert {s["evaluator"]: s["label"] for s in case["scores"]} == {"match": "I", "includes": "C"}
-    header = run.header
+    header = run.header.raw
     assert header["source"]["version"] == "0.3.285"
     assert header["experiment"] == "fixture"
     assert header["fingerprint"]["code"] == {"commit": "2ec8992", "dirty": True, "origin": ""}
@@ -134,7 +134,7 @@ def test_an_interrupted_eval_log_is_imported_as_interrupted(project, cli, tmp_pa
     assert result.exit_code == 0, result.output
     assert "status is 'started': imported as interrupted" in result.output
     run = runs_by_arm(project)[MODEL_A]
-    assert run.status == "interrupted" and run.end["source_status"] == "started"
+    assert run.status == "interrupted" and run.footer.raw["source_status"] == "started"
     assert len(run.cases) == 10
 
 
@@ -161,7 +161,7 @@ def test_a_sample_error_is_kept_as_a_case_error(project, cli, tmp_path):
     path.write_text(json.dumps(log))
     assert cli("import", "inspect", str(path)).exit_code == 0
     run = runs_by_arm(project)[MODEL_A]
-    assert run.status == "failed" and run.end["source_error"] == "RuntimeError: connection reset"
+    assert run.status == "failed" and run.footer.raw["source_error"] == "RuntimeError: connection reset"
     case = next(c for c in run.cases if c["item_id"] == sample["id"] and c["repeat"] == sample["epoch"] - 1)
     assert case["error"] == "RuntimeError: connection reset"
     assert [(s["evaluator"], s["score"], s["passed"]) for s in case["scores"]] == [

@@ -32,28 +32,28 @@ def test_results_and_samples_give_one_run_per_model_and_task(project, cli):
     assert sorted(runs) == ["model-a", "model-b"]
     for arm, run in runs.items():
         assert run.status == "completed"
-        assert run.header["experiment"] == "fixture_upper"
+        assert run.header.experiment == "fixture_upper"
         assert len(run.cases) == 24
         assert [c["item_id"] for c in run.cases] == [f"item-{i:02d}" for i in range(24)]
         assert all([s["evaluator"] for s in c["scores"]] == ["exact_match"] for c in run.cases)
         mean = evaluator_means(run)["exact_match"]
         assert mean == pytest.approx(EXACT_MATCH[arm], abs=1e-4)
-        assert mean == pytest.approx(run.header["source"]["reported"]["metrics"]["exact_match,none"])
+        assert mean == pytest.approx(run.header.raw["source"]["reported"]["metrics"]["exact_match,none"])
 
 
 def test_corpus_metrics_stay_run_level(project, cli):
     cli("import", "lm-eval", str(LMEVAL / "model-a"))
     run = runs_by_arm(project)["model-a"]
-    reported = run.header["source"]["reported"]
+    reported = run.header.raw["source"]["reported"]
     assert reported["corpus_metrics"] == ["bleu"]
     assert reported["metrics"]["bleu,none"] == pytest.approx(94.675, abs=1e-3)
-    assert "bleu" not in run.header["evaluators"]
+    assert "bleu" not in run.header.evaluators
 
 
 def test_header_and_case_fields(project, cli):
     cli("import", "lm-eval", str(LMEVAL / "model-b"))
     run = runs_by_arm(project)["model-b"]
-    header = run.header
+    header = run.header.raw
     assert header["source"]["version"] == "0.4.13"
     assert [f["path"].rsplit("/", 1)[-1][:8] for f in header["source"]["files"]] == ["results_", "samples_"]
     assert header["fingerprint"]["code"] == {"commit": "2ec8992", "dirty": None}
@@ -120,7 +120,7 @@ def test_a_file_without_configs_is_not_lm_eval_results(project, cli, tmp_path):
 
 def test_the_prompt_enters_the_fingerprint_and_the_metric_stays_comparable(project, cli):
     cli("import", "lm-eval", str(LMEVAL))
-    a, b = (runs_by_arm(project)[arm].header for arm in ("model-a", "model-b"))
+    a, b = (runs_by_arm(project)[arm].header.raw for arm in ("model-a", "model-b"))
     assert a["fingerprint"]["prompt_hash"] != b["fingerprint"]["prompt_hash"]  # different doc_to_text
     assert a["evaluators"] == b["evaluators"]  # same task version and metric: comparable scores
 

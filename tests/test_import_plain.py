@@ -34,7 +34,7 @@ def test_jsonl_rows_become_one_run_per_arm(project, cli, tmp_path):
         assert case["latency_ms"] == 12.5
         length = next(s for s in case["scores"] if s["evaluator"] == "length")
         assert (length["score"], length["detail"]) == (len(case["output"]) / 100, f"{len(case['output'])} chars")
-    assert runs["model-a"].header["evaluators"] == runs["model-b"].header["evaluators"]
+    assert runs["model-a"].header.evaluators == runs["model-b"].header.evaluators
 
 
 def test_csv_columns_map_the_same_way(project, cli):
@@ -69,7 +69,7 @@ def test_without_a_scorer_file_two_files_are_not_comparable(project, cli, tmp_pa
     b = write_jsonl(tmp_path / "b.jsonl", tool_rows(["model-b"]))
     cli("import", "jsonl", str(a), str(b))
     runs = runs_by_arm(project)
-    assert runs["model-a"].header["evaluators"]["exact"] != runs["model-b"].header["evaluators"]["exact"]
+    assert runs["model-a"].header.evaluators["exact"] != runs["model-b"].header.evaluators["exact"]
 
 
 def test_the_same_scorer_file_makes_them_comparable_and_another_does_not(project, cli, tmp_path):
@@ -81,9 +81,9 @@ def test_the_same_scorer_file_makes_them_comparable_and_another_does_not(project
     other.write_text("def score(output, expected):\n    return output.strip() == expected.strip()\n")
     cli("import", "jsonl", str(a), str(b), "--scorer-file", str(scorer))
     cli("import", "jsonl", str(c), "--scorer-file", str(other))
-    versions = {arm: run.header["evaluators"]["exact"]["version"] for arm, run in runs_by_arm(project).items()}
+    versions = {arm: run.header.evaluators["exact"]["version"] for arm, run in runs_by_arm(project).items()}
     assert versions["model-a"] == versions["model-b"] != versions["model-c"]
-    assert runs_by_arm(project)["model-a"].header["source"]["scorer_file"]["sha256"]
+    assert runs_by_arm(project)["model-a"].header.raw["source"]["scorer_file"]["sha256"]
 
 
 def test_rows_without_arm_form_one_run_named_after_the_file(project, cli, tmp_path):
@@ -93,7 +93,7 @@ def test_rows_without_arm_form_one_run_named_after_the_file(project, cli, tmp_pa
     assert "ignored fields (not in the plain format): note" in result.output
     assert "arm baseline: no score fields; its run is unscored" in result.output
     run = runs_by_arm(project)["baseline"]
-    assert [c["score"] for c in run.cases] == [None] * 3 and run.header["evaluators"] == {}
+    assert [c["score"] for c in run.cases] == [None] * 3 and run.header.evaluators == {}
 
 
 def test_explicit_repeats_and_a_duplicate_repeat(project, cli, tmp_path):

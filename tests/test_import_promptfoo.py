@@ -41,7 +41,7 @@ def test_results_json_gives_one_run_per_provider_matching_promptfoos_own_numbers
     runs = runs_by_arm(project)
     assert_matches_promptfoo(runs)
     for arm, run in runs.items():
-        reported = run.header["source"]["reported"]
+        reported = run.header.raw["source"]["reported"]
         assert reported["testPassCount"] == round(ALL_PASS[arm] * 24)
         assert reported["score"] == pytest.approx(sum(c["score"] for c in run.cases))
 
@@ -50,12 +50,12 @@ def test_results_jsonl_gives_the_same_runs_without_the_json_only_metadata(projec
     assert cli("import", "promptfoo", str(PROMPTFOO / "results.jsonl")).exit_code == 0
     runs = runs_by_arm(project)
     assert_matches_promptfoo(runs)
-    assert all(run.header["source"]["version"] is None for run in runs.values())  # .jsonl has no version
+    assert all(run.header.raw["source"]["version"] is None for run in runs.values())  # .jsonl has no version
 
 
 def test_run_header_carries_source_provider_prompt_and_fingerprint(project, cli):
     cli("import", "promptfoo", str(PROMPTFOO / "results.json"))
-    header = runs_by_arm(project)["model-b"].header
+    header = runs_by_arm(project)["model-b"].header.raw
     assert header["source"]["tool"] == "promptfoo"
     assert header["source"]["version"] == "0.121.20"
     assert header["source"]["ids"]["eval_id"] == "eval-Qc5-2026-11-30T00:34:09"
@@ -91,7 +91,7 @@ def test_repeats_are_recovered_by_grouping_identical_tests(project, cli):
     runs = runs_by_arm(project)
     for arm, expected_rate in {"model-a": 16 / 20, "model-b": 8 / 20}.items():
         run = runs[arm]
-        assert run.header["plan"] == {"items": 10, "repeat": 2, "cases": 20}
+        assert run.header.plan == {"items": 10, "repeat": 2, "cases": 20}
         keys = Counter((c["item_id"], c["repeat"]) for c in run.cases)
         assert set(keys) == {(f"item-{i:02d}", r) for i in range(10) for r in (0, 1)}
         assert pass_rate(run) == pytest.approx(expected_rate)
@@ -113,7 +113,7 @@ def test_a_provider_error_is_a_case_error_scoring_zero_on_every_assertion(projec
     assert case["passed"] is False and case["score"] == 0
     assert {s["evaluator"]: s["score"] for s in case["scores"]} == {"exact": 0, "contains_expected": 0, "format": 0}
     assert all(s["detail"].startswith("generation failed") for s in case["scores"])
-    assert run.end["totals"]["errors"] == 1
+    assert run.footer.totals["errors"] == 1
     assert pass_rate(run) == pytest.approx(16 / 24)
 
 

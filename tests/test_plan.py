@@ -292,10 +292,10 @@ def test_dry_run_of_the_example_matches_the_cases_a_real_run_makes(example_proje
     dry = json.loads(cli("run", "experiments/arithmetic.yaml", "--dry-run", "--json").output)
     assert cli("run", "experiments/arithmetic.yaml", "--allow-failures").exit_code == 0
     runs = [read_run(d) for d in sorted((example_project / "runs").iterdir())]
-    made = {run.header["arm_id"]: len(run.cases) for run in runs}
+    made = {run.header.arm_id: len(run.cases) for run in runs}
     assert made == {arm["arm"]: arm["cases"] for arm in dry["arms"]} == {"careful": 180, "left_to_right": 180, "sampler": 180}
     assert sum(made.values()) == dry["total"]["cases"] == 540
-    assert all(run.header["dataset"]["dataset_id"] == "arithmetic@854dec43a471" for run in runs)
+    assert all(run.header.dataset.dataset_id == "arithmetic@854dec43a471" for run in runs)
 
 
 def test_a_coupled_run_makes_exactly_the_planned_cases(example_project, cli):
@@ -304,7 +304,7 @@ def test_a_coupled_run_makes_exactly_the_planned_cases(example_project, cli):
     dry = json.loads(cli(*args, "--dry-run", "--json").output)
     assert {a["arm"]: a["cases"] for a in dry["arms"]} == {"careful": 6, "sampler": 3}
     assert cli(*args, "--allow-failures").exit_code == 0
-    runs = {run.header["arm_id"]: run for run in map(read_run, (example_project / "runs").iterdir())}
+    runs = {run.header.arm_id: run for run in map(read_run, (example_project / "runs").iterdir())}
     assert {arm: sorted({c["item_id"] for c in run.cases}) for arm, run in runs.items()} == {
         "careful": ["q000", "q001"], "sampler": ["q059"]}
-    assert runs["careful"].header["plan"] == {"items": 2, "repeat": 3, "cases": 6}
+    assert runs["careful"].header.plan == {"items": 2, "repeat": 3, "cases": 6}

@@ -8,7 +8,7 @@ import json
 import pytest
 from compare_support import commit_all, golden_project, interrupt, run_arm  # noqa: F401
 
-from evalsite.analysis.baselines import validate_decisions
+from evalsite.runlog.decisions import validate_decisions
 from evalsite.project import find_project
 
 
@@ -126,8 +126,8 @@ def test_validate_reports_a_bad_line_and_tolerates_a_torn_last_one(golden_projec
     path = golden_project / "runs" / "decisions.jsonl"
     path.write_text('not json\n{"no_run": 1}\n{"run_id": "torn by a cra')
     assert validate_decisions(find_project()) == [
-        "runs/decisions.jsonl: line 1 is not valid JSON",
-        "runs/decisions.jsonl: line 2 is not a decision (it needs a run_id)",
+        "runs/decisions.jsonl: line 1 is not valid JSON; skipped",
+        "runs/decisions.jsonl: line 2: run_id is missing",
     ]
     cli("promote", run, "--reason", "after the crash", "--allow-dirty")
     assert path.read_text().splitlines()[-1].startswith('{"allow_critical": false, "allow_dirty": true')

@@ -50,22 +50,22 @@ def test_rescore_uses_current_expected_values_and_evaluators_without_calling_the
     assert (recorded.directory / "cases.jsonl").read_bytes() == before
     report = json.loads(result.output)
     derived = runs_by_id(project)[report["run_id"]]
-    assert derived.header["derived_from"] == report["derived_from"] == recorded.run_id
-    assert derived.header["arm_id"] == "shout" and derived.header["config"] == recorded.header["config"]
-    assert derived.header["dataset"]["dataset_id"] != recorded.header["dataset"]["dataset_id"]
-    assert set(derived.header["evaluators"]) == {"exact", "contains_any"}
-    for name, entry in derived.header["evaluators"].items():
-        assert derived.header["fingerprint"]["evaluators"][name].items() >= entry.items()
-    assert "rescored" in derived.header["fingerprint"]
-    assert derived.header["fingerprint_hash"] != recorded.header["fingerprint_hash"]
+    assert derived.header.raw["derived_from"] == report["derived_from"] == recorded.run_id
+    assert derived.header.arm_id == "shout" and derived.header.config == recorded.header.config
+    assert derived.header.dataset.dataset_id != recorded.header.dataset.dataset_id
+    assert set(derived.header.evaluators) == {"exact", "contains_any"}
+    for name, entry in derived.header.evaluators.items():
+        assert derived.header.fingerprint["evaluators"][name].items() >= entry.items()
+    assert "rescored" in derived.header.fingerprint
+    assert derived.header.fingerprint_hash != recorded.header.fingerprint_hash
 
     cases = {c["item_id"]: c for c in derived.cases}
     assert cases["crit"]["expected"] == "REFUND" and cases["crit"]["passed"] is True
     assert cases["crit"]["item_sha"] != {c["item_id"]: c for c in recorded.cases}["crit"]["item_sha"]
     assert cases["ok"]["output"] == "HELLO" and cases["ok"]["passed"] is True
     assert cases["fail"]["scores"][1]["detail"] == "generation failed: RuntimeError: model exploded"
-    assert derived.end["status"] == "completed"
-    assert derived.end["totals"]["evaluators"]["contains_any"]["n"] == 3
+    assert derived.footer.status == "completed"
+    assert derived.footer.totals["evaluators"]["contains_any"]["n"] == 3
     assert report["critical_failures"] == [] and report["passed"] is False
 
 

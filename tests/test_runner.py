@@ -105,7 +105,7 @@ def test_cases_run_concurrently_up_to_the_limit(project, server, cli):
     manifest = write_experiment(project, questions(30), [openai_arm(server)], concurrency=2)
     cli("run", manifest, "--concurrency", "10")
     assert server.max_in_flight == 10  # the --concurrency flag beats the manifest's 2
-    assert only_run(project).header["schedule"]["concurrency"] == 10
+    assert only_run(project).header.raw["schedule"]["concurrency"] == 10
 
 
 def test_critical_rows_fail_the_command(project, cli):
@@ -115,7 +115,7 @@ def test_critical_rows_fail_the_command(project, cli):
     arm = [{"id": "a", "target": "python:pt_half:answer"}]
     result = cli("run", write_experiment(project, rows, arm))
     assert result.exit_code == 1 and "a: critical rows failed: c1" in result.stderr
-    assert only_run(project).end["totals"]["critical_failures"] == ["c1"]
+    assert only_run(project).footer.totals["critical_failures"] == ["c1"]
     # a non-critical failure fails the verdict (the pass rule) but --allow-failures accepts it;
     # a critical one fails the command even then
     other = write_experiment(project, passing, arm, name="other")
@@ -129,12 +129,12 @@ def test_run_json_records_the_schedule_and_end_json_the_totals(project, server, 
                                 schedule={"max_attempts": 4, "backoff_s": 0.5})
     result = cli("run", manifest, "--max-cost", "2.5", "--json")
     run = only_run(project)
-    assert run.header["schedule"] == {"concurrency": 8, "timeout_s": 7.0, "max_attempts": 4, "backoff_s": 0.5,
+    assert run.header.raw["schedule"] == {"concurrency": 8, "timeout_s": 7.0, "max_attempts": 4, "backoff_s": 0.5,
                                       "max_backoff_s": 60.0, "max_cost_usd": 2.5, "deadline_s": None}
-    totals = run.end["totals"]
+    totals = run.footer.totals
     assert {"cases", "errors", "scored", "mean_score", "pass_rate", "cost_usd", "mean_latency_ms"} <= set(totals)
     assert totals["planned"] == 2 and totals["unknown_cost_cases"] == 2 and totals["known_cost_usd"] is None
-    assert run.end["cost_ceiling"] == {"max_cost_usd": 2.5, "spent_usd": 0.0}
+    assert run.footer.cost_ceiling == {"max_cost_usd": 2.5, "spent_usd": 0.0}
     assert json.loads(result.stdout)[0]["run_id"] == run.run_id
 
 

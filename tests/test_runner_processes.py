@@ -57,7 +57,7 @@ def test_sigkill_mid_run_then_resume_records_every_case_once(project, server, cl
     assert all(called[f"question {item[1:]}"] == 1 for item, _ in before)
     assert sum(called.values()) - ITEMS <= 4 and max(called.values()) <= 2
     assert read_attempts(directory)[0]["previous"] == {"status": "interrupted"}
-    assert only_run(project).end["status"] == "completed"
+    assert only_run(project).footer.status == "completed"
 
 
 def test_sigint_cancels_cooperatively_and_prints_the_resume_line(project, server, cli):
@@ -70,7 +70,7 @@ def test_sigint_cancels_cooperatively_and_prints_the_resume_line(project, server
     assert process.returncode == 1, stderr
     assert "Traceback" not in stderr
     run = only_run(project)
-    assert run.end["status"] == "canceled"
+    assert run.footer.status == "canceled"
     # calls in flight at Ctrl-C were allowed to finish and were recorded: every call made is on disk
     assert len(server.calls) == len(run.cases) < ITEMS
     line = stderr.split("to continue, run:\n")[1].strip()

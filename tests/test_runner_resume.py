@@ -44,22 +44,22 @@ def test_the_ceiling_stops_new_calls_and_the_printed_line_resumes(project, cli):
     result = cli("run", manifest, "--concurrency", "1", "--max-cost", "0.35")
     assert result.exit_code == 1
     run = only_run(project)
-    assert run.end["status"] == "stopped_cost_ceiling" and len(run.cases) == 4
-    assert run.end["cost_ceiling"]["spent_usd"] >= 0.35
+    assert run.footer.status == "stopped_cost_ceiling" and len(run.cases) == 4
+    assert run.footer.cost_ceiling["spent_usd"] >= 0.35
     (line,) = printed_commands(result.stderr)
     assert line == ["run", manifest, "--concurrency", "1", "--max-cost", "0.35", "--resume", run.run_id]
 
     while True:  # each resume may spend up to the ceiling again
         result = cli(*line)
-        if only_run(project).end["status"] == "completed":
+        if only_run(project).footer.status == "completed":
             break
-        assert only_run(project).end["status"] == "stopped_cost_ceiling"
+        assert only_run(project).footer.status == "stopped_cost_ceiling"
     assert result.exit_code == 0
     run = only_run(project)
     assert keys(run) == Counter({(f"q{i}", 0): 1 for i in range(10)})
     assert calls(project) == Counter({f"q{i}#0": 1 for i in range(10)})
     assert [a["previous"]["status"] for a in read_attempts(run.directory)] == ["stopped_cost_ceiling"] * 2
-    assert run.end["totals"]["cases"] == 10 and abs(run.end["totals"]["cost_usd"] - 1.0) < 1e-9
+    assert run.footer.totals["cases"] == 10 and abs(run.footer.totals["cost_usd"] - 1.0) < 1e-9
 
 
 def test_env_var_and_manifest_ceilings_and_which_wins(project, cli, monkeypatch):
@@ -70,12 +70,12 @@ def test_env_var_and_manifest_ceilings_and_which_wins(project, cli, monkeypatch)
     monkeypatch.setenv("EVALSITE_MAX_COST_USD", "0.25")
     manifest = write_experiment(project, questions(6), [arm], name="env", limits={"max_cost_usd": 0.15})
     result = cli("run", manifest, "--concurrency", "1")
-    env_run = next(r for r in all_runs(project) if r.header["experiment"] == "env")
+    env_run = next(r for r in all_runs(project) if r.header.experiment == "env")
     assert len(env_run.cases) == 3  # the environment beats the manifest
     assert "--max-cost 0.25" in result.stderr
     manifest = write_experiment(project, questions(6), [arm], name="flag", limits={"max_cost_usd": 0.15})
     cli("run", manifest, "--concurrency", "1", "--max-cost", "0.45")
-    flag_run = next(r for r in all_runs(project) if r.header["experiment"] == "flag")
+    flag_run = next(r for r in all_runs(project) if r.header.experiment == "flag")
     assert len(flag_run.cases) == 5  # the flag beats both
 
 
@@ -89,7 +89,7 @@ def test_a_batch_stopped_at_the_ceiling_names_the_arms_it_never_started(project,
     assert remaining == ["run", manifest, "--concurrency", "1", "--max-cost", "0.2", "--arm", "second", "--arm", "third"]
     assert json.loads(cli("run", manifest, "--resume", run.run_id, "--json").stdout)[0]["status"] == "completed"
     assert cli(*remaining[:-4], "--max-cost", "10", *remaining[-4:]).exit_code == 0
-    assert sorted(r.header["arm_id"] for r in all_runs(project)) == ["first", "second", "third"]
+    assert sorted(r.header.arm_id for r in all_runs(project)) == ["first", "second", "third"]
     assert calls(project) == Counter({f"q{i}#0": 3 for i in range(4)})
 
 
@@ -157,6 +157,6 @@ def test_a_zero_ceiling_stops_after_the_first_paid_case_and_stays_in_the_line(pr
     manifest = write_experiment(project, questions(3), [counted_arm(project)])
     result = cli("run", manifest, "--concurrency", "1", "--max-cost", "0")
     run = only_run(project)
-    assert len(run.cases) == 1 and run.end["status"] == "stopped_cost_ceiling"
+    assert len(run.cases) == 1 and run.footer.status == "stopped_cost_ceiling"
     assert printed_commands(result.stderr) == [["run", manifest, "--concurrency", "1", "--max-cost", "0.0",
                                                 "--resume", run.run_id]]

@@ -24,8 +24,8 @@ def test_run_timeout_stops_timed_out_and_the_resume_line_completes_the_rest(proj
     result = cli("run", manifest, "--timeout", "1s")
     assert result.exit_code == 1
     run = only_run(project)
-    assert run.end["status"] == "timed_out"
-    assert 0 < len(run.cases) < 12 and run.header["schedule"]["deadline_s"] == 1.0
+    assert run.footer.raw["status"] == "timed_out"
+    assert 0 < len(run.cases) < 12 and run.header.raw["schedule"]["deadline_s"] == 1.0
     assert "timed out: every case that finished is on disk" in result.output
     (line,) = resume_lines(result.output)
     assert line == f"evalsite run {manifest} --resume {run.run_id}", "the spent deadline is not repeated"
@@ -33,7 +33,7 @@ def test_run_timeout_stops_timed_out_and_the_resume_line_completes_the_rest(proj
     resumed = cli(*shlex.split(line)[1:])
     assert resumed.exit_code == 0, resumed.output
     run = only_run(project)
-    assert run.end["status"] == "completed"
+    assert run.footer.raw["status"] == "completed"
     assert sorted(c["item_id"] for c in run.cases) == sorted(f"q{i}" for i in range(12))
 
 
@@ -44,7 +44,7 @@ def test_limits_timeout_s_stops_the_batch_and_arms_not_started_get_a_line(projec
     result = cli("run", manifest)
     assert result.exit_code == 1
     (run,) = all_runs(project)
-    assert (run.header["arm_id"], run.end["status"]) == ("first", "timed_out")
+    assert (run.header.raw["arm_id"], run.footer.raw["status"]) == ("first", "timed_out")
     lines = resume_lines(result.output)
     assert lines == [f"evalsite run {manifest} --resume {run.run_id}", f"evalsite run {manifest} --arm second"]
 

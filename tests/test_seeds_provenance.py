@@ -8,7 +8,7 @@ from tests.runner_project import only_run, openai_arm, project, questions, serve
 def test_openai_colon_model_is_the_fingerprints_target_model(project, server, cli):
     manifest = write_experiment(project, questions(1), [openai_arm(server)])
     assert cli("run", manifest).exit_code == 0
-    assert only_run(project).header["fingerprint"]["target"] == {"kind": "openai", "model": "fake-model"}
+    assert only_run(project).header.raw["fingerprint"]["target"] == {"kind": "openai", "model": "fake-model"}
 
 
 def test_an_arm_naming_its_model_in_params_runs_it(project, server, cli):
@@ -17,7 +17,7 @@ def test_an_arm_naming_its_model_in_params_runs_it(project, server, cli):
     result = cli("run", manifest)
     assert result.exit_code == 0, result.output
     assert server.calls[0].body["model"] == "from-params"
-    assert only_run(project).header["fingerprint"]["target"] == {"kind": "openai", "model": "from-params"}
+    assert only_run(project).header.raw["fingerprint"]["target"] == {"kind": "openai", "model": "from-params"}
 
 
 def test_every_case_records_its_request_ids_served_model_and_fingerprint(project, server, cli):
@@ -31,7 +31,7 @@ def test_every_case_records_its_request_ids_served_model_and_fingerprint(project
     assert cases["q1"]["request_ids"] == [ids_sent[2]]
     assert {c["served_model"] for c in cases.values()} == {"fake-model"}
     assert (cases["q0"]["system_fingerprint"], cases["q1"]["system_fingerprint"]) == ("fp_fake", "fp_other")
-    totals = only_run(project).end["totals"]
+    totals = only_run(project).footer.raw["totals"]
     assert totals["served_models"] == ["fake-model"] and totals["served_model_changed"] is False
 
 
@@ -41,8 +41,8 @@ def test_a_served_model_that_changes_mid_run_is_flagged_in_totals_and_show(proje
     result = cli("run", manifest)
     assert "the served model changed mid-run: fake-model, fake-model-2025-06" in result.output
     run = only_run(project)
-    assert run.end["totals"]["served_model_changed"] is True
-    assert run.end["totals"]["served_models"] == ["fake-model", "fake-model-2025-06"]
+    assert run.footer.raw["totals"]["served_model_changed"] is True
+    assert run.footer.raw["totals"]["served_models"] == ["fake-model", "fake-model-2025-06"]
     shown = cli("show", run.run_id)
     assert "the served model changed mid-run: fake-model, fake-model-2025-06" in shown.output
 

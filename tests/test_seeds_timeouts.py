@@ -36,7 +36,7 @@ def test_a_sync_scorer_past_timeout_s_records_an_error_and_the_run_completes(pro
                                 evaluators=evaluators, concurrency=2)
     result = cli("run", manifest)
     run = only_run(project)
-    assert run.end["status"] == "completed" and result.exit_code == 1, "error scores fail the pass rule"
+    assert run.footer.raw["status"] == "completed" and result.exit_code == 1, "error scores fail the pass rule"
     for case in run.cases:
         slow, quick = case["scores"]
         assert slow["error"] == "timed out after 1 s (timeout_s)" and slow["passed"] is False

@@ -251,7 +251,7 @@ def test_decisions_show_reasons_newest_first_and_baselines_on_home(project):
     assert articles[2].find("strong").text() == "choice"
     checks = [a.find("span", class_="badge").text() for a in articles]
     assert checks == ["fingerprint changed", "ok", "ok", "run missing"]
-    assert "line 5 is not valid JSON" in page.text() and "line 6 is not a decision" in page.text()
+    assert "line 5 is not valid JSON" in page.text() and "line 6: run_id is missing" in page.text()
     baselines = table_rows(parse(site / "index.html").find("div", id="baselines").find("table"))
     assert [row[4] for row in baselines] == ["left_to_right", "careful", "gone"] and "better" in baselines[1][7]
 
@@ -280,7 +280,7 @@ def test_unreadable_runs_and_bad_settings_are_reported_not_crashing(project):
     (broken / "run.json").write_text("{not json")
     report = build_site(project)
     assert any("20990101T000000Z-bad-0000" in reason for reason in report.skipped_runs)
-    assert "unreadable run.json" in parse(project.root / "site/index.html").text()
+    assert "run.json: not valid JSON" in parse(project.root / "site/index.html").text()
     (project.root / "evalsite.toml").write_text("[site]\ncases_per_pag = 3\nredact = 'yes'\n")
     with pytest.raises(ProjectError, match=r"unknown key 'cases_per_pag'; did you mean 'cases_per_page'\?.*redact: needs true or false"):
         build_site(find_project(project.root))

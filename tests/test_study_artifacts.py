@@ -54,8 +54,8 @@ def test_case_pre_item_gather_and_experiment_ci_summary_run_end_to_end(study, cl
         item_frame = read_csv(run.directory / "items" / "q0" / "df.csv")
         assert [(r["item_id"], r["repeat"]) for r in sorted(item_frame, key=lambda r: r["repeat"])] == [("q0", "0"), ("q0", "1")]
         arm_frame = read_csv(run.directory / "frames" / "arm.csv")
-        assert len(arm_frame) == 12 and {r["arm"] for r in arm_frame} == {run.header["arm_id"]}
-        assert run.end["artifacts"] == {"df": "frames/arm.csv"}
+        assert len(arm_frame) == 12 and {r["arm"] for r in arm_frame} == {run.header.raw["arm_id"]}
+        assert run.footer.raw["artifacts"] == {"df": "frames/arm.csv"}
     (results,) = study.glob("results/study/*")
     summary = read_csv(results / "ci_summary.csv")
     assert [(r["arm"], r["metric"]) for r in summary] == [("a", "score"), ("b", "score")]

@@ -16,7 +16,7 @@ from tests.runner_project import (  # noqa: F401  (fixtures)
 
 
 def _runs_by_mode(project):
-    return {run.header["fingerprint"].get("emulation", {}).get("cache"): run for run in all_runs(project)}
+    return {run.header.raw["fingerprint"].get("emulation", {}).get("cache"): run for run in all_runs(project)}
 
 
 def test_record_then_replay_calls_nothing_and_each_repeat_replays_its_own_response(project, server, cli):
@@ -61,7 +61,7 @@ def test_auto_replays_what_exists_and_records_the_rest(project, server, cli):
     assert cli("run", manifest).exit_code == 0
     assert cli("run", manifest, "--repeat", "2").exit_code == 0
     assert len(server.calls) == 2  # repeat 0 once, repeat 1 only in the second run
-    second = max(all_runs(project), key=lambda run: run.header["started_at"])
+    second = max(all_runs(project), key=lambda run: run.header.raw["started_at"])
     assert sorted((c["repeat"], c["cache"]) for c in second.cases) == [(0, "hit"), (1, "recorded")]
 
 

@@ -31,12 +31,12 @@ def test_two_checkpoints_double_the_cases_and_every_case_records_its_checkpoint(
     dry = json.loads(cli("run", manifest, "--dry-run", "--json").output)
     assert dry["total"]["cases"] == 2 * 3 * 2
     assert cli("run", manifest, "--allow-failures").exit_code == 0
-    fresh, resumed = sorted(runs(study), key=lambda run: run.header["config"]["checkpoint"]["id"], reverse=True)
+    fresh, resumed = sorted(runs(study), key=lambda run: run.header.raw["config"]["checkpoint"]["id"], reverse=True)
     assert {c["checkpoint"] for c in fresh.cases} == {"none"} and len(fresh.cases) == 6
     assert {c["checkpoint"] for c in resumed.cases} == {"after-triage"} and len(resumed.cases) == 6
-    assert fresh.header["config_id"] != resumed.header["config_id"]
-    assert resumed.header["config"]["checkpoint"]["path"] == "checkpoints/after-triage.json"
-    assert len(resumed.header["config"]["checkpoint"]["sha256"]) == 16
+    assert fresh.header.raw["config_id"] != resumed.header.raw["config_id"]
+    assert resumed.header.raw["config"]["checkpoint"]["path"] == "checkpoints/after-triage.json"
+    assert len(resumed.header.raw["config"]["checkpoint"]["sha256"]) == 16
     seen = lines(study / "seen.log")
     assert {json.dumps(s, sort_keys=True) for s in seen} == {
         json.dumps({"id": "none", "path": None}, sort_keys=True),
@@ -61,7 +61,7 @@ def test_an_edited_checkpoint_file_is_another_config(study, cli):
     assert cli("run", manifest, "--arm", "a", "--allow-failures").exit_code == 0
     (study / "checkpoints/after-triage.json").write_text('{"state": 2}')
     assert cli("run", manifest, "--allow-failures").exit_code == 0
-    ids = {r.header["config_id"] for r in runs(study) if r.header["config"]["checkpoint"]["id"] != "none"}
+    ids = {r.header.raw["config_id"] for r in runs(study) if r.header.raw["config"]["checkpoint"]["id"] != "none"}
     assert len(ids) == 2
 
 

@@ -16,7 +16,7 @@ def example(name: str) -> str:
 
 
 def runs(root):
-    return sorted((read_run(d) for d in run_directories(root / "runs")), key=lambda r: r.header["started_at"])
+    return sorted((read_run(d) for d in run_directories(root / "runs")), key=lambda r: r.header.raw["started_at"])
 
 
 def test_the_cache_example_replays_its_second_run(example_project, cli):
@@ -49,6 +49,6 @@ def test_the_checkpoint_example_needs_its_file_and_doubles_the_configs(example_p
     (example_project / "checkpoints").mkdir()
     (example_project / "checkpoints/warm.json").write_text("{}")
     assert cli("run", "experiments/arithmetic-checkpoints.yaml", "--allow-failures").exit_code == 0
-    cases = [(r.header["config_id"], c["checkpoint"]) for r in runs(example_project) for c in r.cases]
+    cases = [(r.header.raw["config_id"], c["checkpoint"]) for r in runs(example_project) for c in r.cases]
     assert len(cases) == 10 and len({config for config, _ in cases}) == 2
     assert sorted({checkpoint for _, checkpoint in cases}) == ["none", "warm"]

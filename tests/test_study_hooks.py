@@ -71,7 +71,7 @@ def test_post_steps_run_in_dependency_order_and_a_failure_fails_the_exit_code(st
     assert "error: arm post step 'broken' arm_id=a failed: ValueError: post went wrong" in result.output
     assert [e["step"] for e in lines(study / "steps.log")] == ["first", "last"]
     (run,) = runs(study)
-    assert run.end["hook_errors"] == [
+    assert run.footer.raw["hook_errors"] == [
         "arm post step 'broken' arm_id=a failed: ValueError: post went wrong",
         "arm post step 'after-broken' arm_id=a failed: skipped: it depends on 'broken', which failed",
     ]

@@ -26,7 +26,7 @@ def test_sync_and_async_functions_and_dict_results(project, cli):
     arms = [{"id": "plain", "target": "python:pt_both:plain"},
             {"id": "awaited", "target": "python:pt_both:awaited", "price": {"input": 2.0, "output": 4.0}}]
     assert cli("run", write_experiment(project, questions(3), arms)).exit_code == 0
-    runs = {run.header["arm_id"]: run for run in all_runs(project)}
+    runs = {run.header.arm_id: run for run in all_runs(project)}
     plain, awaited = runs["plain"], runs["awaited"]
     assert all(c["passed"] and c["cost_usd"] is None for c in plain.cases)
     assert all(c["passed"] and c["cost_usd"] == (3 * 2.0 + 1 * 4.0) / 1e6 for c in awaited.cases)

@@ -26,8 +26,8 @@ def test_a_nan_or_negative_billed_cost_is_a_case_error_and_the_ceiling_still_hol
     assert by_item["q0"]["error"] == "target returned cost_usd=nan; expected a finite number >= 0 or null"
     assert by_item["q1"]["error"] == "target returned cost_usd=-1.0; expected a finite number >= 0 or null"
     assert by_item["q0"]["cost_usd"] is None and by_item["q1"]["cost_usd"] is None
-    assert run.end["status"] == "stopped_cost_ceiling" and len(run.cases) == 6, result.output
-    spent = run.end["cost_ceiling"]["spent_usd"]
+    assert run.footer.raw["status"] == "stopped_cost_ceiling" and len(run.cases) == 6, result.output
+    spent = run.footer.raw["cost_ceiling"]["spent_usd"]
     assert math.isfinite(spent) and abs(spent - 0.4) < 1e-9
     assert "NaN" not in (run.directory / "cases.jsonl").read_text() + (run.directory / "end.json").read_text()
 

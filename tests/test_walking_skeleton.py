@@ -28,14 +28,14 @@ def test_run_writes_one_run_per_arm_with_header_cases_and_footer(example_project
     result = cli("run", "experiments/arithmetic.yaml", "--repeat", "1")
     assert result.exit_code == 1, "every arm fails some items, so the all-or-nothing verdict fails"
     runs = [read_run(d) for d in run_dirs(example_project)]
-    assert sorted(r.header["arm_id"] for r in runs) == ["careful", "left_to_right", "sampler"]
+    assert sorted(r.header.arm_id for r in runs) == ["careful", "left_to_right", "sampler"]
     for run in runs:
-        assert run.header["format_version"] == 1
-        assert run.header["dataset"]["items"] == 60
-        assert run.end["status"] == "completed"
+        assert run.header.format_version == 1
+        assert run.header.dataset.items == 60
+        assert run.footer.status == "completed"
         assert len(run.cases) == 60
         assert {c["item_id"] for c in run.cases} == {f"q{i:03d}" for i in range(60)}
-    careful = next(r for r in runs if r.header["arm_id"] == "careful")
+    careful = next(r for r in runs if r.header.arm_id == "careful")
     # careful writes thousands with a comma: exactly the products >= 1000 fail
     rows = [json.loads(line) for line in (example_project / "data/arithmetic.jsonl").read_text().splitlines()]
     big = {r["id"] for r in rows if int(r["expected"]) >= 1000}

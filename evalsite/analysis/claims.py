@@ -40,8 +40,8 @@ from evalsite.analysis.compare import comparability
 from evalsite.analysis.db import open_database
 from evalsite.analysis.summary import RunSummary, summarise_run
 from evalsite.errors import EvalsiteError
-from evalsite.runlog.records import RunStatus
-from evalsite.runlog.store import CASES_FILE, read_cases, read_header
+from evalsite.runlog.records import RunHeader, RunStatus
+from evalsite.runlog.store import CASES_FILE, read_cases
 from evalsite.stats import sign_flip_test
 
 COMPARATORS = {
@@ -113,11 +113,11 @@ class ResolvedRun:
     run_id: str
     arm_id: str
     dataset_id: str
-    header: dict
+    header: RunHeader
 
     @property
     def evaluators(self) -> dict:
-        return self.header.get("evaluators") or {}
+        return self.header.evaluators
 
 
 class RunMetrics:
@@ -154,7 +154,7 @@ class RunMetrics:
         return self._resolved(rows[-1])
 
     def _resolved(self, row: dict) -> ResolvedRun:
-        return ResolvedRun(row["run_id"], row["arm_id"], row["dataset_id"], read_header(self.runs_dir / row["run_id"]))
+        return ResolvedRun(row["run_id"], row["arm_id"], row["dataset_id"], self.database.runs[row["run_id"]].header)
 
     def item_means(self, run: ResolvedRun, evaluator: str | None, column: str) -> dict[str, float]:
         """Per item: the mean over repeats of the case ``score`` or ``passed`` (or one evaluator's)."""

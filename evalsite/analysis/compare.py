@@ -10,14 +10,15 @@ difference (model, prompt, params, code, environment) is what is being compared,
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from pathlib import Path
 
-from evalsite.analysis.baselines import NONE, BaselineChoice, DatasetIds, Decision, resolve_baseline
+from evalsite.analysis.baselines import NONE, BaselineChoice, resolve_baseline
 from evalsite.analysis.regression import THRESHOLD, RegressionReport, regression_report
 from evalsite.errors import NotComparableError
 from evalsite.project import Project
+from evalsite.runlog.decisions import Decision
 from evalsite.runlog.fingerprint import FieldDiff, diff_fingerprints
-from evalsite.runlog.store import read_run, resolve_run, run_status
+from evalsite.runlog.records import RunHeader
+from evalsite.runlog.store import Run, read_run, resolve_run
 
 ALPHA = 0.05
 SCORING_KEYS = ("type", "version", "judge_model", "weight", "threshold")
@@ -36,16 +37,6 @@ class Comparability:
 
 
 @dataclass(frozen=True)
-class RunRef:
-    run_id: str
-    arm_id: str | None
-    dataset_id: str | None
-    status: str
-    started_at: str | None
-    fingerprint_hash: str | None
-
-
-@dataclass(frozen=True)
 class GateVerdict:
     """``compare --fail-on regression``: fails only on a significant regression or a critical row newly failing."""
 
@@ -56,8 +47,8 @@ class GateVerdict:
 
 @dataclass(frozen=True)
 class ComparisonReport:
-    current: RunRef
-    baseline: RunRef | None
+    current: Run
+    baseline: Run | None
     baseline_source: str
     promotion: Decision | None
     comparability: Comparability | None
@@ -76,32 +67,38 @@ class ComparisonReport:
 
     def to_json(self) -> dict:
         """The report as plain data; the fingerprint diff is the top-level ``fingerprint_diff``."""
-        data = asdict(self)
+        data = {
+            "current": run_reference(self.current),
+            "baseline": run_reference(self.baseline) if self.baseline else None,
+            "baseline_source": self.baseline_source,
+            **{name: asdict(part) if part else None
+               for name, part in (("promotion", self.promotion), ("comparability", self.comparability),
+                                  ("regression", self.regression), ("gate", self.gate))},
+        }
         if data["comparability"] is not None:
             del data["comparability"]["differences"]
         return {**data, "fingerprint_diff": [asdict(d) for d in self.fingerprint_diff]}
 
 
-def _evaluators(header: dict) -> dict:
-    return (header.get("fingerprint") or {}).get("evaluators") or header.get("evaluators") or {}
+def run_reference(run: Run) -> dict:
+    """How a report names a run: id, arm, dataset, status, start and fingerprint hash."""
+    header = run.header
+    return {"run_id": run.run_id, "arm_id": header.arm_id, "dataset_id": header.dataset.dataset_id,
+            "status": run.status, "started_at": header.started_at, "fingerprint_hash": header.fingerprint_hash}
 
 
-def _dataset_id(header: dict) -> str | None:
-    return (header.get("dataset") or {}).get("dataset_id")
-
-
-def comparability(baseline: dict, current: dict) -> Comparability:
+def comparability(baseline: RunHeader, current: RunHeader) -> Comparability:
     """Decide from two run headers whether their numbers may be compared."""
-    differences = diff_fingerprints(baseline.get("fingerprint"), current.get("fingerprint"))
+    differences = diff_fingerprints(baseline.fingerprint, current.fingerprint)
     reason = _refusal(baseline, current)
-    edited = reason is None and _dataset_id(baseline) != _dataset_id(current)
+    edited = reason is None and baseline.dataset.dataset_id != current.dataset.dataset_id
     return Comparability(reason is None, reason, differences, edited)
 
 
-def _refusal(baseline: dict, current: dict) -> str | None:
-    if not DatasetIds.of(baseline).same_questions(DatasetIds.of(current)):
-        return f"dataset {_dataset_id(baseline)} vs {_dataset_id(current)}"
-    old, new = _evaluators(baseline), _evaluators(current)
+def _refusal(baseline: RunHeader, current: RunHeader) -> str | None:
+    if not baseline.dataset.same_questions(current.dataset):
+        return f"dataset {baseline.dataset.dataset_id} vs {current.dataset.dataset_id}"
+    old, new = baseline.evaluator_specs, current.evaluator_specs
     for name in sorted(old.keys() | new.keys()):
         if name not in new:
             return f"evaluator {name!r} only in the baseline"
@@ -111,17 +108,6 @@ def _refusal(baseline: dict, current: dict) -> str | None:
             if old[name].get(key) != new[name].get(key):
                 return f"evaluator {name!r} {key} {old[name].get(key)} vs {new[name].get(key)}"
     return None
-
-
-def _ref(directory: Path, header: dict) -> RunRef:
-    return RunRef(
-        run_id=header["run_id"],
-        arm_id=header.get("arm_id"),
-        dataset_id=_dataset_id(header),
-        status=run_status(directory),
-        started_at=header.get("started_at"),
-        fingerprint_hash=header.get("fingerprint_hash"),
-    )
 
 
 def gate(report: RegressionReport, alpha: float = ALPHA) -> GateVerdict:
@@ -148,17 +134,16 @@ def compare_runs(
     refusal: the report carries the fingerprint diff and the reason instead."""
     current = read_run(resolve_run(project.runs_dir, run))
     choice: BaselineChoice = resolve_baseline(project, current.header, baseline)
-    current_ref = _ref(current.directory, current.header)
     if choice.directory is None:
-        return ComparisonReport(current_ref, None, NONE, None, None, None, None)
+        return ComparisonReport(current, None, NONE, None, None, None, None)
     reference = read_run(choice.directory)
     verdict = comparability(reference.header, current.header)
     regression = (
         regression_report(project.root, reference, current, threshold=threshold, noise=noise) if verdict.comparable else None
     )
     return ComparisonReport(
-        current=current_ref,
-        baseline=_ref(reference.directory, reference.header),
+        current=current,
+        baseline=reference,
         baseline_source=choice.source,
         promotion=choice.decision,
         comparability=verdict,

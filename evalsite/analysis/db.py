@@ -1,8 +1,11 @@
 """DuckDB views over the project's run logs: ``runs``, ``cases`` and ``scores``.
 
 Case files are read with an explicit column schema (never auto-detected), so runs whose
-optional fields differ still union cleanly. Runs whose header cannot be read are reported by id
-with the reason and left out; they never break a query.
+optional fields differ still union cleanly, and with a ``maximum_object_size`` far above
+DuckDB's 16 MB default, so a case holding a large output is read, not dropped. Lines that are not
+cases (not an object, a field of the wrong type) are left out of the views as the Python reader
+leaves them out. Runs whose header or footer cannot be read are reported by id with the reason
+(``skipped``) and left out; they never break a query.
 """
 
 from __future__ import annotations
@@ -13,8 +16,7 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
-from evalsite.errors import RunLogError
-from evalsite.runlog.store import CASES_FILE, footer_status, read_end, read_header, run_directories
+from evalsite.runlog.store import CASES_FILE, Run, scan_runs
 
 SCORE_TYPE = (
     "STRUCT(evaluator VARCHAR, version VARCHAR, score DOUBLE, passed BOOLEAN, label VARCHAR, "
@@ -40,6 +42,8 @@ CASE_COLUMNS = {
     "started_at": "VARCHAR",
     "critical": "BOOLEAN",
 }
+#: The largest case line the views read (DuckDB's default is 16 MB, less than one long transcript).
+MAXIMUM_CASE_BYTES = 1 << 30
 RUN_SCHEMA = pa.schema([
     ("run_id", pa.string()),
     ("batch_id", pa.string()),
@@ -60,6 +64,7 @@ RUN_SCHEMA = pa.schema([
 class RunsDatabase:
     connection: duckdb.DuckDBPyConnection
     skipped: list[str] = field(default_factory=list)
+    runs: dict[str, Run] = field(default_factory=dict)
 
     def rows(self, sql: str, parameters: list | None = None) -> list[dict]:
         cursor = self.connection.execute(sql, parameters or [])
@@ -67,50 +72,44 @@ class RunsDatabase:
         return [dict(zip(names, row)) for row in cursor.fetchall()]
 
 
-def _run_record(directory: Path) -> dict:
-    header = read_header(directory)
-    end = read_end(directory)
-    dataset = header.get("dataset") or {}
+def _run_record(run: Run) -> dict:
+    header = run.header
     return {
-        "run_id": header["run_id"],
-        "batch_id": header.get("batch_id"),
-        "experiment": header.get("experiment"),
-        "arm_id": header.get("arm_id"),
-        "config_id": header.get("config_id"),
-        "dataset_id": dataset.get("dataset_id"),
-        "dataset_path": dataset.get("path"),
-        "fingerprint_hash": header.get("fingerprint_hash"),
-        "started_at": header.get("started_at"),
-        "status": str(footer_status(end, directory)),
-        "ended_at": end.get("ended_at") if end else None,
-        "directory": str(directory),
+        "run_id": run.run_id,
+        "batch_id": header.batch_id,
+        "experiment": header.experiment,
+        "arm_id": header.arm_id,
+        "config_id": header.config_id,
+        "dataset_id": header.dataset.dataset_id,
+        "dataset_path": header.dataset.path,
+        "fingerprint_hash": header.fingerprint_hash,
+        "started_at": header.started_at,
+        "status": str(run.status),
+        "ended_at": run.footer.ended_at if run.footer else None,
+        "directory": str(run.directory),
     }
 
 
 def open_database(runs_dir: Path, database: str = ":memory:") -> RunsDatabase:
     """Connect DuckDB and define the views over every readable run under ``runs_dir``."""
-    records, skipped = [], []
-    for directory in run_directories(runs_dir):
-        try:
-            records.append(_run_record(directory))
-        except RunLogError as exc:
-            skipped.append(exc.message)
+    runs, skipped = scan_runs(runs_dir)
+    records = [_run_record(run) for run in runs]
     connection = duckdb.connect(database)
     connection.register("runs_table", pa.Table.from_pylist(records, schema=RUN_SCHEMA))
     connection.execute("CREATE OR REPLACE VIEW runs AS SELECT * FROM runs_table")
-    _define_case_views(connection, [Path(r["directory"]) / CASES_FILE for r in records])
-    return RunsDatabase(connection, skipped)
+    _define_case_views(connection, [run.directory / CASES_FILE for run in runs])
+    return RunsDatabase(connection, skipped, {run.run_id: run for run in runs})
 
 
 def _define_case_views(connection: duckdb.DuckDBPyConnection, case_files: list[Path]) -> None:
-    present = [str(p) for p in case_files if p.exists() and p.stat().st_size > 0]
+    present = [str(p) for p in case_files if p.is_file() and p.stat().st_size > 0]
     if present:
         spec = "{" + ", ".join(f"'{name}': '{kind}'" for name, kind in CASE_COLUMNS.items()) + "}"
         files = "[" + ", ".join("'" + f.replace("'", "''") + "'" for f in present) + "]"
         source = (
             f"SELECT regexp_extract(replace(filename, '\\', '/'), '([^/]+)/{CASES_FILE}$', 1) AS run_id, "
             f"* EXCLUDE (filename) FROM read_json({files}, format='newline_delimited', columns={spec}, "
-            "ignore_errors=true, filename=true) WHERE item_id IS NOT NULL"
+            f"maximum_object_size={MAXIMUM_CASE_BYTES}, ignore_errors=true, filename=true) WHERE item_id IS NOT NULL"
         )
     else:
         nulls = ", ".join(f"NULL::{kind} AS {name}" for name, kind in CASE_COLUMNS.items())

@@ -208,7 +208,7 @@ def item_labels(project: Project, matrix: ItemMatrix, key: str) -> ItemLabels:
     Cases do not carry metadata, so the rows come from the dataset file in the first run's header;
     a row counts only while its hash still equals the ``item_sha`` the run recorded. Raises
     :class:`~evalsite.errors.DatasetError` when the file cannot be read."""
-    recorded_path = (matrix.arms[0].header.get("dataset") or {}).get("path")
+    recorded_path = matrix.arms[0].header.dataset.path
     if not recorded_path:
         raise EvalsiteError(f"run {matrix.arms[0].run_id} records no dataset path, so its items' metadata is unknown")
     path = Path(recorded_path) if Path(recorded_path).is_absolute() else project.root / recorded_path

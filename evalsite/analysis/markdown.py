@@ -28,7 +28,7 @@ def claims_markdown(results) -> str:
 def compare_markdown(report) -> str:
     """The run against its baseline: comparability, item counts, mean Δ with interval and p, gate."""
     current = report.current
-    title = f"### evalsite compare: {current.run_id} (arm {current.arm_id})"
+    title = f"### evalsite compare: {current.run_id} (arm {current.header.arm_id})"
     if report.baseline is None:
         return f"{title}\n\nNo baseline: no promoted run and no older completed run of this arm on this dataset."
     lines = [title, "", f"Baseline: {report.baseline.run_id} ({report.baseline_source})."]

@@ -89,10 +89,10 @@ def comparison_matrix(runs: list[Run]) -> ComparisonMatrix:
 
 
 def _columns(runs: list[Run]) -> list[MatrixColumn]:
-    arms = Counter(run.header.get("arm_id") for run in runs)
+    arms = Counter(run.header.arm_id for run in runs)
     columns = []
     for run in runs:
-        arm = run.header.get("arm_id")
+        arm = run.header.arm_id
         columns.append(MatrixColumn(run.run_id, arm, arm if arm and arms[arm] == 1 else run.run_id))
     return columns
 

@@ -146,7 +146,7 @@ def regression_report(
     scored = [_change(i, before[i], after[i], threshold, rescored=i in rescored) for i in kept]
     changes = [c for c in scored if c.delta is not None]
     unscored = [c.item_id for c in scored if c.delta is None]
-    listed = set((current.header.get("fingerprint") or {}).get("dataset", {}).get("critical") or [])
+    listed = set((current.header.fingerprint.get("dataset") or {}).get("critical") or [])
     critical = {i for i in kept if any(case_critical(c, {i: i in listed}) for c in after[i])}
     return RegressionReport(
         threshold=threshold,

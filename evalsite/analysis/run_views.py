@@ -13,22 +13,23 @@ from evalsite.errors import EvalsiteError, RunLogError
 from evalsite.experiment.datasets import dataset_id as compute_dataset_id
 from evalsite.experiment.datasets import item_identity, load_rows
 from evalsite.project import Project
+from evalsite.runlog.records import DatasetRef, RunHeader
 from evalsite.runlog.rows import is_critical
 from evalsite.runlog.store import Run, read_run, resolve_run, run_directories
 
 
-def dataset_critical(root: Path, header: dict[str, Any]) -> dict[str, bool] | None:
+def dataset_critical(root: Path, header: RunHeader) -> dict[str, bool] | None:
     """Item id → :func:`~evalsite.runlog.rows.is_critical` of the run's dataset file, while that
     file still holds the rows the run scored (its ``dataset_id``); None when it is gone or changed
     (then, for cases that did not record ``critical``, criticality is unknown)."""
-    rows = dataset_rows(root, _dataset(header))
+    rows = dataset_rows(root, header.dataset)
     return None if rows is None else {item_id: is_critical(row) for item_id, row in rows.items()}
 
 
-def dataset_rows(root: Path, dataset: dict[str, Any]) -> dict[str, dict[str, Any]] | None:
-    """Item id → row of a run's recorded dataset (its header's ``dataset`` block), while the file
-    is inside the project and still holds the rows the run scored; None otherwise."""
-    path, expected_id, count = dataset.get("path"), dataset.get("dataset_id"), dataset.get("items")
+def dataset_rows(root: Path, dataset: DatasetRef) -> dict[str, dict[str, Any]] | None:
+    """Item id → row of a run's recorded dataset, while the file is inside the project and still
+    holds the rows the run scored; None otherwise."""
+    path, expected_id, count = dataset.path, dataset.dataset_id, dataset.items
     if not isinstance(path, str) or not isinstance(expected_id, str) or "@" not in expected_id:
         return None
     file = (root / path).resolve()
@@ -44,11 +45,6 @@ def dataset_rows(root: Path, dataset: dict[str, Any]) -> dict[str, dict[str, Any
     if compute_dataset_id(expected_id.rsplit("@", 1)[0], items) != expected_id:
         return None
     return {item.item_id: item.row for item in items}
-
-
-def _dataset(header: dict[str, Any]) -> dict[str, Any]:
-    dataset = header.get("dataset")
-    return dataset if isinstance(dataset, dict) else {}
 
 
 def needs_dataset(cases: list[dict[str, Any]]) -> bool:
@@ -88,11 +84,10 @@ def run_overview(project: Project, reference: str) -> RunOverview:
 
 
 def _overview(root: Path, run: Run) -> RunOverview:
-    dataset = _dataset(run.header)
     return RunOverview(
-        run_id=run.run_id, arm=run.header.get("arm_id"), experiment=run.header.get("experiment"),
-        dataset_id=dataset.get("dataset_id"), status=str(run.status),
-        fingerprint_hash=run.header.get("fingerprint_hash"), summary=summarise_loaded(root, run),
+        run_id=run.run_id, arm=run.header.arm_id, experiment=run.header.experiment,
+        dataset_id=run.header.dataset.dataset_id, status=str(run.status),
+        fingerprint_hash=run.header.fingerprint_hash, summary=summarise_loaded(root, run),
         warnings=run.warnings,
     )
 
@@ -110,7 +105,7 @@ class RunListing:
 
 def run_listing(project: Project) -> RunListing:
     rows, skipped = [], []
-    for directory in reversed(run_directories(project.runs_dir)):
+    for directory in run_directories(project.runs_dir):
         try:
             overview = _overview(project.root, read_run(directory)).to_json()
         except RunLogError as exc:

@@ -20,8 +20,8 @@ from evalsite.analysis.compare import comparability
 from evalsite.analysis.db import RunsDatabase
 from evalsite.errors import EvalsiteError, NotComparableError
 from evalsite.runlog.hashing import canonical_json
-from evalsite.runlog.records import RunStatus
-from evalsite.runlog.store import read_header, resolve_run, run_status
+from evalsite.runlog.records import RunHeader, RunStatus
+from evalsite.runlog.store import open_run, resolve_run
 
 RUNS_SQL = (
     "SELECT run_id, arm_id, config_id, dataset_id, status, started_at, directory FROM runs "
@@ -44,16 +44,16 @@ class ArmRun:
     config_id: str | None
     status: str
     started_at: str | None
-    header: dict = field(repr=False, compare=False, metadata={"internal": True})
+    header: RunHeader = field(repr=False, compare=False, metadata={"internal": True})
 
     @property
     def dataset_id(self) -> str | None:
-        return (self.header.get("dataset") or {}).get("dataset_id")
+        return self.header.dataset.dataset_id
 
     @property
     def evaluators(self) -> dict[str, str | None]:
         """Evaluator name → version, as the run header records them."""
-        return {name: (spec or {}).get("version") for name, spec in _evaluator_specs(self.header).items()}
+        return self.header.evaluator_versions
 
 
 @dataclass(frozen=True)
@@ -186,11 +186,11 @@ def comparable_groups(
 
 def _dataset_runs(
     database: RunsDatabase, dataset_id: str, evaluator: str | None, only_runs: Collection[str] | None = None
-) -> tuple[list[LeftOut], list[LeftOut], list[tuple[dict, dict]]]:
+) -> tuple[list[LeftOut], list[LeftOut], list[tuple[dict, RunHeader]]]:
     """Runs on other versions of the dataset, unusable runs of it, and its usable (row, header)s, oldest first."""
     other_versions: list[LeftOut] = []
     unusable: list[LeftOut] = []
-    candidates: list[tuple[dict, dict]] = []
+    candidates: list[tuple[dict, RunHeader]] = []
     for row in database.rows(RUNS_SQL):
         if only_runs is not None and row["run_id"] not in only_runs:
             continue
@@ -199,7 +199,7 @@ def _dataset_runs(
                 reason = f"on dataset {row['dataset_id']}, not {dataset_id} (same name, other rows)"
                 other_versions.append(LeftOut(row["run_id"], row["arm_id"], reason))
             continue
-        header = read_header(Path(row["directory"]))
+        header = database.runs[row["run_id"]].header
         reason = _unusable(row, header, evaluator)
         if reason is None:
             candidates.append((row, header))
@@ -208,7 +208,7 @@ def _dataset_runs(
     return other_versions, unusable, candidates
 
 
-def _selection(dataset_id: str, group: list[tuple[dict, dict]], left_out: list[LeftOut]) -> Selection:
+def _selection(dataset_id: str, group: list[tuple[dict, RunHeader]], left_out: list[LeftOut]) -> Selection:
     """One group's latest run per config as arms; its older runs join ``left_out``."""
     latest, older = _latest_per_config(group)
     left_out = left_out + [
@@ -219,10 +219,10 @@ def _selection(dataset_id: str, group: list[tuple[dict, dict]], left_out: list[L
     return Selection(dataset_id, tuple(arms), tuple(sorted(left_out, key=lambda r: r.run_id)), arms[0].evaluators)
 
 
-def _unusable(row: dict, header: dict, evaluator: str | None) -> str | None:
+def _unusable(row: dict, header: RunHeader, evaluator: str | None) -> str | None:
     if row["status"] != RunStatus.COMPLETED:
         return f"status {row['status']}"
-    recorded = _evaluator_specs(header)
+    recorded = header.evaluator_versions
     if not recorded:
         return "unscored: the run has no evaluators"
     if evaluator is not None and evaluator not in recorded:
@@ -230,14 +230,10 @@ def _unusable(row: dict, header: dict, evaluator: str | None) -> str | None:
     return None
 
 
-def _evaluator_specs(header: dict) -> dict:
-    return header.get("evaluators") or (header.get("fingerprint") or {}).get("evaluators") or {}
-
-
-def _comparable_groups(candidates: list[tuple[dict, dict]]) -> list[list[tuple[dict, dict]]]:
+def _comparable_groups(candidates: list[tuple[dict, RunHeader]]) -> list[list[tuple[dict, RunHeader]]]:
     """Split runs (oldest first) into groups that ``comparability`` accepts together: the group
     holding the newest run first, each group oldest first."""
-    groups: list[list[tuple[dict, dict]]] = []
+    groups: list[list[tuple[dict, RunHeader]]] = []
     for candidate in reversed(candidates):
         home = next((g for g in groups if comparability(g[0][1], candidate[1]).comparable), None)
         if home is None:
@@ -251,8 +247,8 @@ def _config_key(row: dict) -> str:
     return row["config_id"] or row["run_id"]
 
 
-def _latest_per_config(runs: list[tuple[dict, dict]]) -> tuple[list, list[tuple[dict, str]]]:
-    latest: dict[str, tuple[dict, dict]] = {}
+def _latest_per_config(runs: list[tuple[dict, RunHeader]]) -> tuple[list, list[tuple[dict, str]]]:
+    latest: dict[str, tuple[dict, RunHeader]] = {}
     older: list[tuple[dict, str]] = []
     for row, header in runs:  # oldest first, so a later run replaces an earlier one
         key = _config_key(row)
@@ -262,32 +258,31 @@ def _latest_per_config(runs: list[tuple[dict, dict]]) -> tuple[list, list[tuple[
     return sorted(latest.values(), key=lambda c: (c[0]["started_at"] or "", c[0]["run_id"])), older
 
 
-def _arm_runs(runs: list[tuple[str, dict]]) -> list[ArmRun]:
+def _arm_runs(runs: list[tuple[str, RunHeader]]) -> list[ArmRun]:
     headers = [header for _, header in runs]
     return [
-        ArmRun(label, header["run_id"], header.get("arm_id"), header.get("config_id"), status,
-               header.get("started_at"), header)
+        ArmRun(label, header.run_id, header.arm_id, header.config_id, status, header.started_at, header)
         for (status, header), label in zip(runs, arm_labels(headers))
     ]
 
 
-def arm_labels(headers: list[dict]) -> list[str]:
+def arm_labels(headers: list[RunHeader]) -> list[str]:
     """How tables name each run: its arm id, the config fields that differ between runs of the
     same arm (``arm model=x temperature=0.5``), or its run id when even those are equal."""
-    bases = [header.get("arm_id") or header["run_id"] for header in headers]
+    bases = [header.arm_id or header.run_id for header in headers]
     labels = list(bases)
     for base, count in Counter(bases).items():
         if count < 2:
             continue
         members = [i for i, b in enumerate(bases) if b == base]
-        fields = [_config_fields(headers[i].get("config") or {}) for i in members]
+        fields = [_config_fields(headers[i].config) for i in members]
         differing = sorted(
             key for key in set().union(*fields) if len({canonical_json(f.get(key)) for f in fields}) > 1
         )
         for index, values in zip(members, fields):
             labels[index] = " ".join([base, *(f"{key}={_shown(values[key])}" for key in differing if key in values)])
     repeated = Counter(labels)
-    return [header["run_id"] if repeated[label] > 1 else label for header, label in zip(headers, labels)]
+    return [header.run_id if repeated[label] > 1 else label for header, label in zip(headers, labels)]
 
 
 def _config_fields(config: dict) -> dict:
@@ -318,7 +313,8 @@ def runs_by_reference(runs_dir: Path, references: list[str]) -> list[ArmRun]:
     for directory, count in named.items():
         if count > 1:
             raise EvalsiteError(f"run {directory.name} is named twice; name each run once")
-    return _arm_runs([(run_status(directory), read_header(directory)) for directory in directories])
+    runs = [open_run(directory) for directory in directories]
+    return _arm_runs([(run.status, run.header) for run in runs])
 
 
 def require_comparable(first: ArmRun, others: list[ArmRun]) -> None:

@@ -14,7 +14,7 @@ from evalsite.analysis import (
     stability_report,
 )
 from evalsite.cli import analysis_output as show
-from evalsite.cli.output import print_json
+from evalsite.cli.output import print_json, warn_unreadable_runs
 from evalsite.project import find_project
 
 LEVEL = click.FloatRange(0, 1, min_open=True, max_open=True)
@@ -49,7 +49,9 @@ def leaderboard_command(dataset, evaluator, alpha, seed, as_json) -> None:
 
     Quality with intervals, pass rate, cost, latency and noise per arm; the Friedman test and
     Nemenyi groups decide which arms are tied; runs left out are listed with the reason."""
-    _emit(leaderboard(find_project(), dataset, evaluator=evaluator, alpha=alpha, seed=seed), as_json, show.leaderboard)
+    project = find_project()
+    warn_unreadable_runs(project.runs_dir)
+    _emit(leaderboard(project, dataset, evaluator=evaluator, alpha=alpha, seed=seed), as_json, show.leaderboard)
 
 
 @click.command("family-test")

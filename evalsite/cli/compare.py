@@ -11,11 +11,12 @@ import click
 
 from evalsite.analysis.baselines import EXPLICIT, PRIOR, PROMOTED, promote
 from evalsite.analysis.ci_files import write_summary
-from evalsite.analysis.compare import ALPHA, ComparisonReport, RunRef, compare_runs
+from evalsite.analysis.compare import ALPHA, ComparisonReport, compare_runs
 from evalsite.analysis.markdown import compare_markdown
 from evalsite.analysis.regression import GT_CHANGED, IMPROVED, REGRESSED, THRESHOLD, RegressionReport
-from evalsite.cli.output import format_value, print_json
+from evalsite.cli.output import format_value, print_json, warn_unreadable_runs
 from evalsite.project import find_project
+from evalsite.runlog.store import Run
 
 SOURCES = {
     EXPLICIT: "given with --baseline",
@@ -44,7 +45,9 @@ def compare_command(run, baseline, threshold, noise, alpha, fail_on, as_json, su
 
     Prints the fingerprint diff, refuses runs that are not comparable, and reports what
     improved and regressed, per item and per evaluator, with the paired test."""
-    report = compare_runs(find_project(), run, baseline=baseline, threshold=threshold, noise=noise, alpha=alpha)
+    project = find_project()
+    warn_unreadable_runs(project.runs_dir)
+    report = compare_runs(project, run, baseline=baseline, threshold=threshold, noise=noise, alpha=alpha)
     if as_json:
         print_json(report.to_json())
     else:
@@ -73,8 +76,8 @@ def promote_command(run: str, reason: str, allow_dirty: bool, allow_critical: bo
         click.echo(f"promoted {decision.run_id} as the baseline of arm {decision.arm_id} on {decision.dataset_id}")
 
 
-def _run_line(label: str, ref: RunRef) -> str:
-    return f"{label:<9} {ref.run_id}  arm {ref.arm_id}  {ref.dataset_id}  {ref.status}"
+def _run_line(label: str, run: Run) -> str:
+    return f"{label:<9} {run.run_id}  arm {run.header.arm_id}  {run.header.dataset.dataset_id}  {run.status}"
 
 
 def _short(value) -> str:
@@ -90,7 +93,7 @@ def print_report(report: ComparisonReport) -> None:
     click.echo(_run_line("run", report.current))
     if report.baseline is None:
         click.echo(
-            f"no prior run: no promoted baseline and no older completed run of arm {report.current.arm_id} "
+            f"no prior run: no promoted baseline and no older completed run of arm {report.current.header.arm_id} "
             "on this dataset; nothing to compare"
         )
         return
@@ -110,7 +113,7 @@ def print_report(report: ComparisonReport) -> None:
 def _print_diff(report: ComparisonReport) -> None:
     diff = report.fingerprint_diff
     if not diff:
-        click.echo(f"\nfingerprint: identical ({report.current.fingerprint_hash})")
+        click.echo(f"\nfingerprint: identical ({report.current.header.fingerprint_hash})")
         return
     click.echo(f"\nfingerprint: {len(diff)} field{'s' * (len(diff) != 1)} differ (baseline → run)")
     width = max(len(d.path) for d in diff)

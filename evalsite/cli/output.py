@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 import click
 
 from evalsite.runlog.money import format_usd
+from evalsite.runlog.store import scan_runs
 
 
 def format_value(value: Any) -> str:
@@ -40,3 +42,14 @@ def print_json(data: Any) -> None:
 
 def warn(message: str) -> None:
     click.echo(f"warning: {message}", err=True)
+
+
+def warn_skipped_runs(problems: Iterable[str]) -> None:
+    """One warning per run a command left out because it cannot be read (id and reason)."""
+    for problem in problems:
+        warn(f"skipped run {problem}")
+
+
+def warn_unreadable_runs(runs_dir: Path) -> None:
+    """:func:`warn_skipped_runs` for the runs under ``runs_dir`` (for commands that do not open the views)."""
+    warn_skipped_runs(scan_runs(runs_dir)[1])

@@ -9,7 +9,7 @@ import click
 import duckdb
 
 from evalsite.analysis.db import open_database
-from evalsite.cli.output import print_json, print_table
+from evalsite.cli.output import print_json, print_table, warn_skipped_runs
 from evalsite.errors import EvalsiteError
 from evalsite.project import find_project
 
@@ -21,6 +21,7 @@ from evalsite.project import find_project
 def query_command(sql: str, as_csv: bool, as_json: bool) -> None:
     """Run SQL over the views runs, cases and scores."""
     database = open_database(find_project().runs_dir)
+    warn_skipped_runs(database.skipped)
     try:
         cursor = database.connection.execute(sql)
     except duckdb.Error as exc:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from evalsite.analysis.run_views import run_listing, run_overview
-from evalsite.cli.output import print_json, print_table, warn
+from evalsite.cli.output import print_json, print_table, warn, warn_skipped_runs
 from evalsite.project import find_project
 
 EVALUATOR_COLUMNS = ["evaluator", "n", "ok", "errors", "skipped", "pass_rate", "mean", "passed"]
@@ -16,8 +16,7 @@ EVALUATOR_COLUMNS = ["evaluator", "n", "ok", "errors", "skipped", "pass_rate", "
 def runs_command(as_json: bool) -> None:
     """List runs, newest first."""
     listing = run_listing(find_project())
-    for reason in listing.skipped:
-        warn(f"skipped run {reason}")
+    warn_skipped_runs(listing.skipped)
     if as_json:
         print_json(listing.rows)
     else:

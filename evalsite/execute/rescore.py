@@ -59,7 +59,7 @@ def rescore_run(project: Project, reference: str, *, manifest_path: Path | None 
     unless re-scoring itself fails.
     """
     source = read_run(resolve_run(project.runs_dir, reference))
-    if source.end is None:
+    if source.footer is None:
         raise RunLogError(
             f"{source.run_id}: interrupted (no end.json); finish it with "
             f"'evalsite run --resume {source.run_id}' before rescoring"
@@ -71,7 +71,7 @@ def rescore_run(project: Project, reference: str, *, manifest_path: Path | None 
     kept = [case for case in source.cases if str(case.get("item_id")) in items]
     left_out = sorted({str(case.get("item_id")) for case in source.cases} - set(items))
     header = _derived_header(project, source, manifest, dataset, evaluators, kept)
-    writer = RunWriter.create(project.runs_dir, source.header.get("arm_id") or "rescore", header)
+    writer = RunWriter.create(project.runs_dir, source.header.arm_id or "rescore", header)
     cases: list[dict] = []
     status = source.status
     try:
@@ -88,7 +88,7 @@ def rescore_run(project: Project, reference: str, *, manifest_path: Path | None 
 def _manifest_path(project: Project, source: Run, given: Path | None) -> Path:
     if given is not None:
         return given
-    recorded = source.header.get("manifest_path")
+    recorded = source.header.manifest_path
     if not recorded:
         raise ManifestError(f"{source.run_id}: the run records no manifest; pass --manifest PATH")
     return project.root / recorded
@@ -100,7 +100,7 @@ def _current_dataset(project: Project, manifest: Manifest, source: Run) -> Datas
     spec = manifest.dataset
     path = project.inside(Path(spec["path"]), "dataset")
     dataset = manifest_dataset(project, manifest)
-    recorded = (source.header.get("dataset") or {}).get("path")
+    recorded = source.header.dataset.path
     same_file = recorded is None or (project.root / recorded).resolve() == path
     if not same_file and not _same_inputs(source, dataset):
         raise ManifestError(
@@ -112,18 +112,18 @@ def _current_dataset(project: Project, manifest: Manifest, source: Run) -> Datas
 
 def _same_inputs(source: Run, dataset: Dataset) -> bool:
     """Same item ids and inputs: the content part of ``inputs_id`` (after the name) agrees."""
-    recorded = ((source.header.get("fingerprint") or {}).get("dataset") or {}).get("inputs_id")
+    recorded = source.header.dataset.inputs_id
     current = dataset_identity(None, dataset)["inputs_id"]
     return isinstance(recorded, str) and recorded.rpartition("@")[2] == current.rpartition("@")[2]
 
 
 def _derived_header(project: Project, source: Run, manifest: Manifest, dataset: Dataset,
                     evaluators: list[Evaluator], cases: list[dict]) -> dict:
-    kept = {k: v for k, v in source.header.items() if k not in ("format_version", "run_id")}
+    kept = {k: v for k, v in source.header.raw.items() if k not in ("format_version", "run_id")}
     dataset_entry = dataset_record(project, dataset)
     versions = describe_evaluators(evaluators)
     fingerprint = {
-        **(source.header.get("fingerprint") or {}),
+        **source.header.fingerprint,
         "dataset": dataset_identity(project.relative(dataset.path), dataset),
         "evaluators": {e.name: evaluator_identity(e) for e in evaluators},
         "rescored": {"code": git_identity(project.root), "environment": environment()},

@@ -124,20 +124,20 @@ class BatchRunner:
     def check_resumable(self, directory: Path) -> Config:
         """The config a stored run was made with; refuses when anything it depends on changed."""
         stored = read_header(directory)
-        same_arm = [c for c in self.plan.configs if c.arm_id == stored.get("arm_id")]
-        config = next((c for c in self.plan.configs if c.config_id == stored.get("config_id")), None)
+        same_arm = [c for c in self.plan.configs if c.arm_id == stored.arm_id]
+        config = next((c for c in self.plan.configs if c.config_id == stored.config_id), None)
         config = config or (same_arm[0] if len(same_arm) == 1 else None)
         if config is None:
             raise PlanError(
-                f"cannot resume {stored['run_id']}: its arm {stored.get('arm_id')!r} is not among the arms "
+                f"cannot resume {stored.run_id}: its arm {stored.arm_id!r} is not among the arms "
                 f"this command runs ({', '.join(c.arm_id for c in self.plan.configs)})"
             )
         fresh = self.header(config)
         changed = [f"{section}.{d.path}: {_brief(d.old)} → {_brief(d.new)}"
-                   for section in ("fingerprint", "plan") for d in diff_fingerprints(stored.get(section), fresh[section])]
-        if changed or stored.get("fingerprint_hash") != fresh["fingerprint_hash"]:
+                   for section in ("fingerprint", "plan") for d in diff_fingerprints(stored.raw.get(section), fresh[section])]
+        if changed or stored.fingerprint_hash != fresh["fingerprint_hash"]:
             raise PlanError(
-                f"cannot resume {stored['run_id']}: what its numbers depend on changed "
+                f"cannot resume {stored.run_id}: what its numbers depend on changed "
                 f"({'; '.join(changed) or 'fingerprint_hash'}); start a new run instead"
             )
         return config
@@ -255,7 +255,7 @@ class BatchRunner:
                 "resumed_at": iso(utc_now()), "batch_id": self.batch_id, "schedule": self.schedule_record(job.policy),
             })
         previous = read_cases(writer.directory / CASES_FILE)
-        done = {(case.get("item_id"), case.get("repeat")) for case in previous}
+        done = {case.key for case in previous}
         keys = self.plan.case_keys(config)
         pending = [(item, repeat) for item, repeat in keys if (item.item_id, repeat) not in done]
         cases: list[dict] = []

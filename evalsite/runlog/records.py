@@ -1,12 +1,26 @@
-"""The run log's vocabulary: the one status enum every layer uses.
+"""The run log's records: the status enum and the typed header, case, score and footer.
 
 A run's status is written once, in its footer (``end.json``); a run without a footer is
 ``running`` while a process holds its lock and ``interrupted`` otherwise.
+
+Every record is built by ``from_json(data, where)``, which checks the types and shapes of the
+fields it models and raises :class:`~evalsite.errors.RunLogError` with one line naming the file
+(``where``, with the line number for a case) and the bad field. The dictionary as read stays
+available as ``raw`` for fields a record does not model (``schedule``, ``source``, ``attempts``…).
+The on-disk format is ``format_version`` 1 (docs/reference/run-format.md).
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any
+
+from evalsite.errors import RunLogError
+
+FORMAT_VERSION = 1
 
 
 class RunStatus(StrEnum):
@@ -26,3 +40,339 @@ class RunStatus(StrEnum):
     @property
     def resumable(self) -> bool:
         return self is not RunStatus.COMPLETED and self is not RunStatus.RUNNING
+
+
+# ----------------------------------------------------------------------------- field checks
+
+_MISSING = object()
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _kind(value: Any) -> str:
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}.get(
+        type(value), "a number" if isinstance(value, (int, float)) else type(value).__name__
+    )
+
+
+class FieldReader:
+    """Typed access to one JSON object's fields; the first bad one raises naming ``where`` and its key."""
+
+    def __init__(self, data: Any, where: str, what: str, prefix: str = ""):
+        if not isinstance(data, dict):
+            raise RunLogError(f"{where}: {what} must be a JSON object, not {_kind(data)}")
+        self.data, self.where, self.prefix = data, where, prefix
+
+    def bad(self, key: str, expected: str, value: Any) -> RunLogError:
+        return RunLogError(f"{self.where}: {self.prefix}{key} must be {expected}, not {_kind(value)} {_shown(value)}")
+
+    def _get(self, key: str, required: bool) -> Any:
+        value = self.data.get(key, _MISSING)
+        if value is _MISSING and required:
+            raise RunLogError(f"{self.where}: {self.prefix}{key} is missing")
+        return None if value is _MISSING else value
+
+    def text(self, key: str, *, required: bool = False) -> str | None:
+        value = self._get(key, required)
+        if value is None and not required:
+            return None
+        if not isinstance(value, str):
+            raise self.bad(key, "a string", value)
+        return value
+
+    def integer(self, key: str, *, required: bool = False, minimum: int | None = None) -> int | None:
+        value = self._get(key, required)
+        if value is None and not required:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int) or (minimum is not None and value < minimum):
+            raise self.bad(key, "an integer" + (f" >= {minimum}" if minimum is not None else ""), value)
+        return value
+
+    def number(self, key: str) -> float | None:
+        """A number (``NaN`` and infinities are kept: summaries treat them as unknown)."""
+        value = self._get(key, False)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise self.bad(key, "a number", value)
+        return float(value)
+
+    def flag(self, key: str) -> bool | None:
+        value = self._get(key, False)
+        if value is not None and not isinstance(value, bool):
+            raise self.bad(key, "true, false or null", value)
+        return value
+
+    def mapping(self, key: str) -> dict[str, Any] | None:
+        value = self._get(key, False)
+        if value is not None and not isinstance(value, dict):
+            raise self.bad(key, "an object", value)
+        return value
+
+    def objects(self, key: str) -> dict[str, dict[str, Any]]:
+        """An object whose every value is an object (``evaluators``)."""
+        value = self.mapping(key) or {}
+        for name, spec in value.items():
+            if not isinstance(spec, dict):
+                raise self.bad(f"{key}.{name}", "an object", spec)
+        return value
+
+    def texts(self, key: str) -> list[str] | None:
+        """A list of strings (``critical`` item ids)."""
+        value = self._get(key, False)
+        if value is not None and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+            raise self.bad(key, "a list of strings", value)
+        return value
+
+    def inner(self, key: str) -> FieldReader:
+        """The fields of the object under ``key`` (an absent key reads as an empty object)."""
+        value = self.mapping(key)
+        return FieldReader({} if value is None else value, self.where, "", prefix=f"{self.prefix}{key}.")
+
+
+def finite(value: float | None) -> float | None:
+    return value if value is not None and math.isfinite(value) else None
+
+
+# ----------------------------------------------------------------------------- run.json
+
+
+@dataclass(frozen=True)
+class DatasetRef:
+    """The dataset a run was made on: its file, content id and item count (``run.json``'s
+    ``dataset``), and the id of its questions without the expected answers (the fingerprint's
+    ``dataset.inputs_id``; absent from older runs)."""
+
+    path: str | None = None
+    dataset_id: str | None = None
+    items: int | None = None
+    inputs_id: str | None = None
+
+    def same_questions(self, other: DatasetRef) -> bool:
+        """Equal ``inputs_id`` when both runs record one, else equal ``dataset_id``."""
+        if self.inputs_id and other.inputs_id:
+            return self.inputs_id == other.inputs_id
+        return self.dataset_id is not None and self.dataset_id == other.dataset_id
+
+
+@dataclass(frozen=True)
+class RunHeader:
+    """``run.json``: what the run is (written once, before the first case)."""
+
+    format_version: int
+    run_id: str
+    batch_id: str | None
+    experiment: str | None
+    arm_id: str | None
+    config: dict[str, Any]
+    config_id: str | None
+    dataset: DatasetRef
+    evaluators: dict[str, dict[str, Any]]
+    fingerprint: dict[str, Any]
+    fingerprint_hash: str | None
+    started_at: str | None
+    plan: dict[str, Any]
+    manifest_path: str | None = None
+    submitted_manifest: str | None = None
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, data: Any, where: str) -> RunHeader:
+        """Check ``data`` (a parsed ``run.json``); refuses a newer ``format_version``."""
+        fields = FieldReader(data, where, "run.json")
+        version = fields.integer("format_version", required=True, minimum=1)
+        if version is not None and version > FORMAT_VERSION:
+            raise RunLogError(
+                f"{where}: run format_version {version} is newer than this evalsite reads ({FORMAT_VERSION}); upgrade evalsite"
+            )
+        dataset = fields.inner("dataset")
+        fingerprint = fields.inner("fingerprint")
+        config = fields.inner("config")
+        config.mapping("params"), config.mapping("prompt_variables")
+        fingerprint.objects("evaluators")
+        recorded = fingerprint.inner("dataset")
+        recorded.texts("critical")
+        return cls(
+            format_version=version or FORMAT_VERSION,
+            run_id=_run_id(fields),
+            batch_id=fields.text("batch_id"),
+            experiment=fields.text("experiment"),
+            arm_id=fields.text("arm_id"),
+            config=config.data,
+            config_id=fields.text("config_id"),
+            dataset=DatasetRef(
+                dataset.text("path"), dataset.text("dataset_id"), dataset.integer("items", minimum=0),
+                recorded.text("inputs_id"),
+            ),
+            evaluators=fields.objects("evaluators"),
+            fingerprint=fingerprint.data,
+            fingerprint_hash=fields.text("fingerprint_hash"),
+            started_at=fields.text("started_at"),
+            plan=fields.mapping("plan") or {},
+            manifest_path=fields.text("manifest_path"),
+            submitted_manifest=fields.text("submitted_manifest"),
+            raw=data,
+        )
+
+    @property
+    def evaluator_specs(self) -> dict[str, dict[str, Any]]:
+        """Evaluator name → what decides its scores: the fingerprint's identity (type, version,
+        threshold, judge model…) when recorded, else the header's ``{type, version}``."""
+        return self.fingerprint.get("evaluators") or self.evaluators
+
+    @property
+    def evaluator_versions(self) -> dict[str, str | None]:
+        """Evaluator name → version, as the header records them."""
+        return {name: spec.get("version") for name, spec in (self.evaluators or self.evaluator_specs).items()}
+
+
+def _run_id(fields: FieldReader) -> str:
+    run_id = fields.text("run_id", required=True)
+    if not run_id or "/" in run_id or "\\" in run_id or run_id in (".", ".."):
+        raise fields.bad("run_id", "a run id (a folder name)", run_id)
+    return run_id
+
+
+# ----------------------------------------------------------------------------- cases.jsonl
+
+
+@dataclass(frozen=True)
+class Score:
+    """One evaluator's result on one case (one entry of a case's ``scores``)."""
+
+    evaluator: str
+    version: str | None
+    score: float | None
+    passed: bool | None
+    label: str | None
+    detail: str | None
+    error: str | None
+    skipped: bool
+    turn: int | None
+    spread: float | None
+    cost_usd: float | None
+
+    @classmethod
+    def from_json(cls, data: Any, where: str, prefix: str = "") -> Score:
+        fields = FieldReader(data, where, f"{prefix.rstrip('.')}", prefix=prefix)
+        error, _ = _error(fields, "error")
+        return cls(
+            evaluator=fields.text("evaluator", required=True) or "",
+            version=fields.text("version"),
+            score=fields.number("score"),
+            passed=fields.flag("passed"),
+            label=fields.text("label"),
+            detail=fields.text("detail"),
+            error=error,
+            skipped=bool(fields.flag("skipped")),
+            turn=fields.integer("turn"),
+            spread=fields.number("spread"),
+            cost_usd=fields.number("cost_usd"),
+        )
+
+
+def _error(fields: FieldReader, key: str) -> tuple[str | None, str | None]:
+    """An error as ``(message, type)``: a string (older runs) or a ``{type, message}`` object."""
+    value = fields.data.get(key)
+    if value is None or isinstance(value, str):
+        return value, None
+    inner = fields.inner(key)
+    return inner.text("message", required=True), inner.text("type")
+
+
+@dataclass(frozen=True, eq=False)
+class Case(Mapping[str, Any]):
+    """One line of ``cases.jsonl``: one (item, repeat) execution and its scores.
+
+    A case is also a read-only mapping of its line as written (``case["attempts"]``), for fields
+    it does not model. ``error`` is the message whether the line stores a string or a
+    ``{type, message}`` object; ``error_type`` is the type when one is recorded."""
+
+    item_id: str
+    repeat: int
+    item_sha: str | None
+    error: str | None
+    error_type: str | None
+    latency_ms: float | None
+    input_tokens: int | None
+    output_tokens: int | None
+    cost_usd: float | None
+    scoring_cost_usd: float | None
+    finish_reason: str | None
+    scores: tuple[Score, ...]
+    score: float | None
+    passed: bool | None
+    started_at: str | None
+    critical: bool | None
+    raw: dict[str, Any] = field(repr=False)
+
+    @classmethod
+    def from_json(cls, data: Any, where: str) -> Case:
+        """Check ``data`` (one parsed line); ``where`` names the file and line."""
+        fields = FieldReader(data, where, "a case")
+        error, error_type = _error(fields, "error")
+        scores = data.get("scores")
+        if scores is not None and not isinstance(scores, list):
+            raise fields.bad("scores", "a list", scores)
+        return cls(
+            item_id=fields.text("item_id", required=True) or "",
+            repeat=fields.integer("repeat", required=True, minimum=0) or 0,
+            item_sha=fields.text("item_sha"),
+            error=error,
+            error_type=error_type,
+            latency_ms=fields.number("latency_ms"),
+            input_tokens=fields.integer("input_tokens"),
+            output_tokens=fields.integer("output_tokens"),
+            cost_usd=fields.number("cost_usd"),
+            scoring_cost_usd=fields.number("scoring_cost_usd"),
+            finish_reason=fields.text("finish_reason"),
+            scores=tuple(Score.from_json(s, where, f"scores[{i}].") for i, s in enumerate(scores or [])),
+            score=fields.number("score"),
+            passed=fields.flag("passed"),
+            started_at=fields.text("started_at"),
+            critical=fields.flag("critical"),
+            raw=data,
+        )
+
+    @property
+    def key(self) -> tuple[str, int]:
+        """What identifies a case within its run: resume skips on it, comparisons pair on it."""
+        return self.item_id, self.repeat
+
+    def __getitem__(self, key: str) -> Any:
+        return self.raw[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.raw)
+
+    def __len__(self) -> int:
+        return len(self.raw)
+
+
+# ----------------------------------------------------------------------------- end.json
+
+
+@dataclass(frozen=True)
+class Footer:
+    """``end.json``: how the run stopped (written once, atomically, when it stops)."""
+
+    status: RunStatus
+    ended_at: str | None
+    totals: dict[str, Any]
+    error: str | None
+    cost_ceiling: dict[str, Any] | None
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, data: Any, where: str) -> Footer:
+        fields = FieldReader(data, where, "end.json")
+        status = fields.text("status", required=True) or ""
+        try:
+            known = RunStatus(status)
+        except ValueError:
+            raise RunLogError(f"{where}: unknown status {_shown(status)}") from None
+        error, _ = _error(fields, "error")
+        return cls(known, fields.text("ended_at"), fields.mapping("totals") or {}, error, fields.mapping("cost_ceiling"), data)

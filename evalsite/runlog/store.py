@@ -17,20 +17,20 @@ import json
 import os
 import re
 import secrets
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from evalsite.errors import RunLogError
-from evalsite.runlog.records import RunStatus
+from evalsite.runlog.records import FORMAT_VERSION, Case, Footer, RunHeader, RunStatus
 
 try:
     import fcntl
 except ImportError:  # not POSIX: runs are written without the cross-process lock
-    fcntl = None
+    fcntl = None  # type: ignore[assignment]
 
-FORMAT_VERSION = 1
 RUN_FILE, CASES_FILE, END_FILE = "run.json", "cases.jsonl", "end.json"
 ATTEMPTS_FILE, LOCK_FILE = "attempts.jsonl", ".lock"
 CASE_FIELDS = (
@@ -75,11 +75,11 @@ class RunWriter:
     def __init__(self, directory: Path):
         self.directory = directory
         self.run_id = directory.name
-        self._lock = None
-        self._cases = None
+        self._lock: TextIO | None = None
+        self._cases: TextIO | None = None
 
     @classmethod
-    def create(cls, runs_dir: Path, arm_id: str, header: dict) -> RunWriter:
+    def create(cls, runs_dir: Path, arm_id: str, header: dict[str, Any]) -> RunWriter:
         runs_dir.mkdir(parents=True, exist_ok=True)
         while True:
             writer = cls(runs_dir / new_run_id(arm_id))
@@ -94,7 +94,7 @@ class RunWriter:
         return writer
 
     @classmethod
-    def reopen(cls, directory: Path, attempt: dict) -> RunWriter:
+    def reopen(cls, directory: Path, attempt: dict[str, Any]) -> RunWriter:
         """Reopen a stopped or interrupted run for appending.
 
         Refuses a completed run and one another process is writing. The footer the run had
@@ -104,14 +104,15 @@ class RunWriter:
         writer = cls(Path(directory))
         writer._acquire()
         try:
-            previous = read_end(writer.directory)
-            if previous and previous.get("status") == RunStatus.COMPLETED:
+            previous = read_footer(writer.directory)
+            if previous is not None and previous.status == RunStatus.COMPLETED:
                 raise RunLogError(f"run {writer.run_id} is completed; there is nothing to resume")
-            record = {**attempt, "previous": previous or {"status": RunStatus.INTERRUPTED}}
+            record = {**attempt, "previous": previous.raw if previous else {"status": RunStatus.INTERRUPTED}}
             with open(writer.directory / ATTEMPTS_FILE, "a", encoding="utf-8") as handle:
                 handle.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
             (writer.directory / END_FILE).unlink(missing_ok=True)
             repair_torn_tail(writer.directory / CASES_FILE)
+            writer._remove_temp_files()
         except BaseException:
             writer.close()
             raise
@@ -119,31 +120,40 @@ class RunWriter:
         return writer
 
     def _acquire(self) -> None:
-        self._lock = open(self.directory / LOCK_FILE, "a")
+        lock = self._lock = open(self.directory / LOCK_FILE, "a")
         if fcntl is None:
             return
         try:
-            fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            self._lock.close()
+            lock.close()
             self._lock = None
             raise RunLogError(f"run {self.run_id} is being written by another evalsite process") from None
 
     def _open(self) -> None:
         self._cases = open(self.directory / CASES_FILE, "a", encoding="utf-8")
 
-    def append_case(self, case: dict) -> None:
+    def append_case(self, case: dict[str, Any]) -> None:
+        assert self._cases is not None, "append_case after close"
         self._cases.write(json.dumps(case, ensure_ascii=False, default=str) + "\n")
         self._cases.flush()
 
-    def finish(self, footer: dict) -> None:
+    def finish(self, footer: dict[str, Any]) -> None:
         """Write the footer, then remove the lock file while still holding it: a finished run
         folder holds only its records."""
-        self._cases.close()
+        if self._cases is not None:
+            self._cases.close()
         write_json_atomic(self.directory / END_FILE, footer)
+        self._remove_temp_files()
         if self._lock is not None:
             (self.directory / LOCK_FILE).unlink(missing_ok=True)
         self.close()
+
+    def _remove_temp_files(self) -> None:
+        """Remove what a process killed inside :func:`write_json_atomic` left (``.end.json.PID.tmp``);
+        called holding the lock, so no other writer is between its write and its rename."""
+        for temp in self.directory.glob(".*.tmp"):
+            temp.unlink(missing_ok=True)
 
     def close(self) -> None:
         """Close the case file and release the lock (idempotent)."""
@@ -167,9 +177,9 @@ def run_is_active(directory: Path) -> bool:
     return False
 
 
-def read_attempts(directory: Path) -> list[dict]:
+def read_attempts(directory: Path) -> list[dict[str, Any]]:
     """Earlier stops of a resumed run, oldest first (see :meth:`RunWriter.reopen`)."""
-    return read_cases(Path(directory) / ATTEMPTS_FILE)
+    return [data for _, data in read_jsonl(Path(directory) / ATTEMPTS_FILE) if isinstance(data, dict)]
 
 
 def repair_torn_tail(path: Path) -> None:
@@ -182,101 +192,168 @@ def repair_torn_tail(path: Path) -> None:
             handle.truncate(data.rfind(b"\n") + 1)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Run:
+    """One readable run: its header, its footer (``None`` until it stops), its status and, when
+    read by :func:`read_run`, its cases and a warning per skipped case line."""
+
     directory: Path
-    header: dict
-    cases: list[dict]
-    end: dict | None
+    header: RunHeader
+    footer: Footer | None
+    status: RunStatus
+    cases: list[Case] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
     @property
     def run_id(self) -> str:
-        return self.header["run_id"]
+        return self.header.run_id
 
     @property
-    def status(self) -> RunStatus:
-        return footer_status(self.end, self.directory)
+    def recency(self) -> tuple[str, str]:
+        """Sorts runs oldest first: by start time (milliseconds), then id (ids only resolve seconds)."""
+        return (self.header.started_at or "", self.run_id)
 
 
-def read_header(directory: Path) -> dict:
-    path = Path(directory) / RUN_FILE
+def _read_json(path: Path, where: str) -> Any:
+    """A JSON file's content; any reason it cannot be read is a one-line :class:`RunLogError`."""
+    if path.is_dir():
+        raise RunLogError(f"{where}: is a directory, not a file")
     try:
-        header = json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise RunLogError(f"{path.parent.name}: not a run (no {RUN_FILE})") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise RunLogError(f"{path.parent.name}: unreadable {RUN_FILE}: {exc}") from None
-    if not isinstance(header, dict) or "run_id" not in header:
-        raise RunLogError(f"{path.parent.name}: {RUN_FILE} has no run_id")
-    version = header.get("format_version")
-    if not isinstance(version, int) or version > FORMAT_VERSION:
-        raise RunLogError(
-            f"{path.parent.name}: run format_version {version!r} is newer than this evalsite reads "
-            f"({FORMAT_VERSION}); upgrade evalsite"
-        )
-    return header
+        raise
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
+        raise RunLogError(f"{where}: not valid JSON ({_one_line(exc)})") from None
+    except (OSError, ValueError) as exc:
+        raise RunLogError(f"{where}: cannot be read ({_one_line(exc)})") from None
 
 
-def read_cases(path: Path, warnings: list[str] | None = None) -> list[dict]:
-    """Read ``cases.jsonl``, ignoring a torn last line and reporting any other bad line."""
-    cases = []
-    if not path.exists():
-        return cases
-    lines = path.read_text(encoding="utf-8", errors="replace").split("\n")
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())[:200] or type(exc).__name__
+
+
+def read_header(directory: Path) -> RunHeader:
+    """The run's ``run.json``; :class:`RunLogError` (naming the run and the field) when it is
+    missing, unreadable, of the wrong shape or of a newer format."""
+    directory = Path(directory)
+    where = f"{directory.name}/{RUN_FILE}"
+    try:
+        data = _read_json(directory / RUN_FILE, where)
+    except FileNotFoundError:
+        raise RunLogError(f"{directory.name}: not a run (no {RUN_FILE})") from None
+    return RunHeader.from_json(data, where)
+
+
+def read_footer(directory: Path) -> Footer | None:
+    """The run's ``end.json``, or ``None`` when the run has not stopped."""
+    directory = Path(directory)
+    where = f"{directory.name}/{END_FILE}"
+    try:
+        data = _read_json(directory / END_FILE, where)
+    except FileNotFoundError:
+        return None
+    return Footer.from_json(data, where)
+
+
+def read_jsonl(path: Path, warnings: list[str] | None = None, where: str | None = None) -> Iterator[tuple[int, Any]]:
+    """Every parsed line of a JSON Lines file with its line number, in order. A torn last line (a
+    crash mid-write) is ignored silently; any other unparsable line becomes a warning (appended
+    when the reading reaches it, so warnings stay in line order) and is skipped."""
+    where = where or str(path)
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").split("\n")
+    except FileNotFoundError:
+        return
+    except OSError as exc:  # a directory, no permission
+        if warnings is not None:
+            warnings.append(f"{where}: cannot be read ({_one_line(exc)}); skipped")
+        return
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
-            cases.append(json.loads(line))
-        except json.JSONDecodeError:
-            torn_tail = number == len(lines)
-            if warnings is not None and not torn_tail:
-                warnings.append(f"{path}: line {number} is not valid JSON; skipped")
+            data = json.loads(line)
+        except (json.JSONDecodeError, RecursionError):
+            if warnings is not None and number != len(lines):
+                warnings.append(f"{where}: line {number} is not valid JSON; skipped")
+            continue
+        yield number, data
+
+
+def read_cases(path: Path, warnings: list[str] | None = None) -> list[Case]:
+    """Read ``cases.jsonl``: a line that is not a well-formed case is skipped with a warning
+    naming the file and line (a torn last line silently)."""
+    path = Path(path)
+    where = f"{path.parent.name}/{path.name}"
+    cases = []
+    for number, data in read_jsonl(path, warnings, where):
+        try:
+            cases.append(Case.from_json(data, f"{where}: line {number}"))
+        except RunLogError as exc:
+            if warnings is not None:
+                warnings.append(f"{exc.message}; skipped")
     return cases
 
 
-def read_end(directory: Path) -> dict | None:
-    path = Path(directory) / END_FILE
-    if not path.exists():
-        return None
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise RunLogError(f"{Path(directory).name}: unreadable {END_FILE}: {exc}") from None
-
-
-def footer_status(end: dict | None, directory: Path) -> RunStatus:
-    """The one status rule: the footer's, else running (lock held) or interrupted.
-
-    A footer naming no known status makes the run unreadable (:class:`RunLogError`)."""
-    if end is None:
+def footer_status(footer: Footer | None, directory: Path) -> RunStatus:
+    """The one status rule: the footer's, else running (lock held) or interrupted."""
+    if footer is None:
         return RunStatus.RUNNING if run_is_active(directory) else RunStatus.INTERRUPTED
-    try:
-        return RunStatus(end.get("status"))
-    except ValueError:
-        raise RunLogError(f"{Path(directory).name}: {END_FILE} has an unknown status {end.get('status')!r}") from None
+    return footer.status
 
 
 def run_status(directory: Path) -> RunStatus:
     """The status of the run in ``directory`` (its footer read once)."""
-    return footer_status(read_end(directory), directory)
+    return footer_status(read_footer(directory), directory)
+
+
+def open_run(path: str | Path) -> Run:
+    """A run's header, footer and status, without its cases (see :func:`read_run`).
+
+    Raises :class:`RunLogError` naming the run and the reason when it cannot be read."""
+    directory = Path(path)
+    header, footer = read_header(directory), read_footer(directory)
+    return Run(directory, header, footer, footer_status(footer, directory))
 
 
 def read_run(path: str | Path) -> Run:
-    """Read a whole run directory. Raises :class:`RunLogError` for an unreadable header."""
-    directory = Path(path)
-    header = read_header(directory)
+    """A whole run: header, footer, status, cases and a warning per skipped case line.
+
+    Raises :class:`RunLogError` (one line naming the run and the reason) when the header or the
+    footer cannot be read; bad case lines never make a run unreadable."""
+    run = open_run(path)
     warnings: list[str] = []
-    cases = read_cases(directory / CASES_FILE, warnings)
-    return Run(directory, header, cases, read_end(directory), warnings)
+    cases = read_cases(run.directory / CASES_FILE, warnings)
+    return Run(run.directory, run.header, run.footer, run.status, cases, warnings)
+
+
+def scan_runs(runs_dir: Path) -> tuple[list[Run], list[str]]:
+    """Every readable run under ``runs_dir`` (headers and footers, oldest first) and one line
+    per unreadable run naming it and the reason. Folders without a ``run.json`` (a process killed
+    before it wrote the header) are not runs and are not listed."""
+    runs, problems = [], []
+    for directory in run_directories(runs_dir):
+        try:
+            run = open_run(directory)
+        except RunLogError as exc:
+            problems.append(exc.message)
+            continue
+        if run.run_id != directory.name:
+            problems.append(f"{directory.name}/{RUN_FILE}: names run_id {run.run_id!r}, not its folder's name")
+        else:
+            runs.append(run)
+    return runs, problems
 
 
 def run_directories(runs_dir: Path) -> list[Path]:
-    """Every folder under ``runs/`` that has a ``run.json``, oldest first (ids sort by time)."""
+    """Every folder under ``runs/`` that has a ``run.json`` (readable or not), oldest first (ids
+    sort by time). Hidden folders and folders without one (crash leftovers) are left out."""
     if not runs_dir.is_dir():
         return []
-    return sorted(p for p in runs_dir.iterdir() if p.is_dir() and (p / RUN_FILE).exists())
+    return sorted(
+        p for p in runs_dir.iterdir()
+        if not p.name.startswith(".") and p.is_dir() and (p / RUN_FILE).exists()
+    )
 
 
 LATEST = "@latest"
@@ -306,9 +383,9 @@ def _latest_run(runs_dir: Path, arm_id: str) -> Path:
             header = read_header(directory)
         except RunLogError:
             continue
-        if arm_id and header.get("arm_id") != arm_id:
+        if arm_id and header.arm_id != arm_id:
             continue
-        key = (str(header.get("started_at") or ""), directory.name, directory)
+        key = (str(header.started_at or ""), directory.name, directory)
         newest = key if newest is None or key[:2] > newest[:2] else newest
     if newest is None:
         which = f"of arm {arm_id!r} " if arm_id else ""

@@ -16,6 +16,7 @@ from pathlib import Path
 from evalsite.aio import run_sync
 from evalsite.errors import DatasetError, EvaluatorError
 from evalsite.experiment.datasets import Item, load_dataset
+from evalsite.runlog.records import RunHeader
 from evalsite.scoring.case import rescore_case
 from evalsite.scoring.evaluators import Evaluator, build_evaluators
 
@@ -28,9 +29,9 @@ class Rescored:
     reason: str | None = None
 
 
-def evaluator_specs(header: dict) -> list[dict] | None:
+def evaluator_specs(header: RunHeader) -> list[dict] | None:
     """The evaluator specs a run recorded in its fingerprint, in order; ``None`` if it recorded none."""
-    recorded = ((header.get("fingerprint") or {}).get("evaluators")) or {}
+    recorded = header.fingerprint.get("evaluators") or {}
     if not all(isinstance(entry, dict) and "params" in entry for entry in recorded.values()):
         return None
     return [
@@ -39,7 +40,7 @@ def evaluator_specs(header: dict) -> list[dict] | None:
     ]
 
 
-def rebuild_evaluators(header: dict, project_root: Path) -> tuple[list[Evaluator] | None, str | None]:
+def rebuild_evaluators(header: RunHeader, project_root: Path) -> tuple[list[Evaluator] | None, str | None]:
     """The run's evaluators rebuilt from its fingerprint, or the reason they cannot be."""
     specs = evaluator_specs(header)
     if not specs:
@@ -48,7 +49,7 @@ def rebuild_evaluators(header: dict, project_root: Path) -> tuple[list[Evaluator
         evaluators = build_evaluators(specs, project_root)
     except EvaluatorError as exc:
         return None, f"its evaluators cannot be rebuilt: {exc.message}"
-    recorded = header["fingerprint"]["evaluators"]
+    recorded = header.fingerprint["evaluators"]
     for evaluator in evaluators:
         if evaluator.version != recorded[evaluator.name]["version"]:
             return None, (
@@ -58,10 +59,10 @@ def rebuild_evaluators(header: dict, project_root: Path) -> tuple[list[Evaluator
     return evaluators, None
 
 
-def current_items(project_root: Path, header: dict, cases_by_item: dict[str, list[dict]]) -> tuple[dict[str, Item], str | None]:
+def current_items(project_root: Path, header: RunHeader, cases_by_item: dict[str, list[dict]]) -> tuple[dict[str, Item], str | None]:
     """The dataset items of the current run, keyed by item id, taken from its dataset file only
     where the row still hashes to what the run recorded."""
-    path = (header.get("dataset") or {}).get("path")
+    path = header.dataset.path
     if not path:
         return {}, "the current run does not name its dataset file"
     try:
@@ -74,7 +75,7 @@ def current_items(project_root: Path, header: dict, cases_by_item: dict[str, lis
 
 def rescore_items(
     project_root: Path,
-    current_header: dict,
+    current_header: RunHeader,
     baseline_cases: dict[str, list[dict]],
     current_cases: dict[str, list[dict]],
     item_ids: list[str],

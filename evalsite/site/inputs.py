@@ -17,15 +17,16 @@ import yaml
 
 from evalsite import analysis
 from evalsite.analysis import baselines
-from evalsite.analysis.baselines import DECISIONS_FILE
 from evalsite.analysis.db import RunsDatabase, open_database
 from evalsite.analysis.run_views import dataset_rows, needs_dataset
-from evalsite.errors import EvalsiteError, RunLogError
+from evalsite.errors import EvalsiteError
 from evalsite.project import Project
+from evalsite.runlog import decisions
+from evalsite.runlog.decisions import DECISIONS_FILE
 from evalsite.runlog.hashing import sha256_json
 from evalsite.runlog.records import RunStatus
 from evalsite.runlog.rows import is_critical
-from evalsite.runlog.store import CASES_FILE, END_FILE, RUN_FILE, footer_status, read_end, read_header, run_directories
+from evalsite.runlog.store import CASES_FILE, END_FILE, RUN_FILE, Run, scan_runs
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 
@@ -44,60 +45,7 @@ def file_hash(*paths: Path) -> str:
 
 
 @dataclass(frozen=True)
-class RunSource:
-    """One readable run: its header and footer, and the hash of its three files."""
-
-    run_id: str
-    directory: Path
-    header: dict
-    end: dict | None
-    content_hash: str
-
-    @property
-    def status(self) -> str:
-        return footer_status(self.end, self.directory)
-
-    @property
-    def dataset(self) -> dict:
-        dataset = self.header.get("dataset")
-        return dataset if isinstance(dataset, dict) else {}
-
-    @property
-    def dataset_id(self) -> str | None:
-        return self.dataset.get("dataset_id")
-
-    @property
-    def experiment(self) -> str | None:
-        return self.header.get("experiment")
-
-    @property
-    def arm_id(self) -> str:
-        return str(self.header.get("arm_id") or "?")
-
-    @property
-    def config_id(self) -> str | None:
-        return self.header.get("config_id")
-
-    @property
-    def started_at(self) -> str | None:
-        return self.header.get("started_at")
-
-    @property
-    def recency(self) -> tuple[str, str]:
-        """Sorts runs oldest first: by start time (milliseconds), then id (ids only resolve seconds)."""
-        return (str(self.started_at or ""), self.run_id)
-
-    @property
-    def evaluator_versions(self) -> tuple[tuple[str, str], ...]:
-        """``(name, version)`` pairs, sorted: two runs are comparable only when these are equal."""
-        evaluators = self.header.get("evaluators")
-        if not isinstance(evaluators, dict):
-            return ()
-        return tuple(sorted((str(name), str((spec or {}).get("version"))) for name, spec in evaluators.items()))
-
-
-@dataclass(frozen=True)
-class Decision:
+class DecisionEntry:
     """One line of ``runs/decisions.jsonl`` (a promotion or another decision), as the site shows it."""
 
     line: int
@@ -110,7 +58,7 @@ class Decision:
     inputs_id: str | None
     arm_id: str | None
     fingerprint_hash: str | None
-    record: baselines.Decision = field(repr=False, compare=False)
+    record: decisions.Decision = field(repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -135,9 +83,10 @@ class ReportSource:
 @dataclass
 class ProjectInputs:
     project: Project
-    runs: list[RunSource]
+    runs: list[Run]
+    run_hashes: dict[str, str]
     skipped: list[str]
-    decisions: list[Decision]
+    decisions: list[DecisionEntry]
     decision_problems: list[str]
     decisions_hash: str
     experiments: dict[str, ExperimentSource]
@@ -148,7 +97,7 @@ class ProjectInputs:
     _leaderboards: dict[tuple, analysis.Leaderboard | EvalsiteError] = field(default_factory=dict)
 
     @cached_property
-    def by_id(self) -> dict[str, RunSource]:
+    def by_id(self) -> dict[str, Run]:
         return {run.run_id: run for run in self.runs}
 
     @cached_property
@@ -174,13 +123,13 @@ class ProjectInputs:
     @cached_property
     def hashes(self) -> dict[str, str]:
         """Input key → content hash; pages name the keys they are built from."""
-        keys = {f"run:{run.run_id}": run.content_hash for run in self.runs}
+        keys = {f"run:{run_id}": content_hash for run_id, content_hash in self.run_hashes.items()}
         keys.update({f"experiment:{name}": source.content_hash for name, source in self.experiments.items()})
         keys.update({f"report:{report.name}": report.content_hash for report in self.reports})
         keys["decisions"] = self.decisions_hash
         keys["skipped"] = sha256_json(self.skipped)
-        for path in sorted({run.dataset.get("path") for run in self.runs if run.dataset.get("path")}):
-            inside = isinstance(path, str) and self.project.contains(Path(path))
+        for path in sorted({run.header.dataset.path for run in self.runs if run.header.dataset.path}):
+            inside = self.project.contains(Path(path))
             keys[f"dataset-file:{path}"] = file_hash(self.project.root / path) if inside else ""
         return keys
 
@@ -192,8 +141,7 @@ class ProjectInputs:
     @cached_property
     def baseline_resolver(self) -> baselines.BaselineResolver:
         """`evalsite compare`'s baseline rule over the scanned runs and decisions (no further reading)."""
-        runs = [baselines.KnownRun(run.directory, run.header, run.status) for run in self.runs]
-        return baselines.BaselineResolver(runs, [decision.record for decision in self.decisions])
+        return baselines.BaselineResolver(self.runs, [decision.record for decision in self.decisions])
 
     def baseline_choice(self, run_id: str) -> baselines.BaselineChoice:
         """The baseline `evalsite compare RUN` resolves for a run (:class:`evalsite.analysis.baselines.BaselineResolver`)."""
@@ -208,7 +156,7 @@ class ProjectInputs:
         choice = self.baseline_choice(run_id)
         return choice.directory.name if choice.directory is not None else None
 
-    def critical_items(self, run: RunSource, cases: list[dict]) -> dict[str, bool] | None:
+    def critical_items(self, run: Run, cases: list) -> dict[str, bool] | None:
         """Which items of the run's dataset are critical, for cases that did not record it
         (None when every case did, or the dataset file is gone or changed)."""
         if not needs_dataset(cases):
@@ -216,44 +164,33 @@ class ProjectInputs:
         rows = self.dataset_rows(run)
         return None if rows is None else {item_id: is_critical(row) for item_id, row in rows.items()}
 
-    def dataset_rows(self, run: RunSource) -> dict[str, dict] | None:
+    def dataset_rows(self, run: Run) -> dict[str, dict] | None:
         """Item id → the dataset row the run used (:func:`evalsite.analysis.run_views.dataset_rows`,
         read once per dataset file)."""
-        key = f"{run.dataset.get('path')}|{run.dataset_id}|{run.dataset.get('items')}"
+        dataset = run.header.dataset
+        key = f"{dataset.path}|{dataset.dataset_id}|{dataset.items}"
         if key not in self._dataset_cache:
-            self._dataset_cache[key] = dataset_rows(self.project.root, run.dataset)
+            self._dataset_cache[key] = dataset_rows(self.project.root, dataset)
         return self._dataset_cache[key]
 
 
 def scan_project(project: Project) -> ProjectInputs:
-    runs, skipped = _scan_runs(project.runs_dir)
+    runs, skipped = scan_runs(project.runs_dir)
     outside: list[str] = []
     decisions_path = project.runs_dir / DECISIONS_FILE
-    decisions, problems = read_decisions(decisions_path)
+    entries, problems = read_decisions(decisions_path)
     return ProjectInputs(
         project=project,
         runs=runs,
+        run_hashes={run.run_id: file_hash(*(run.directory / name for name in (RUN_FILE, CASES_FILE, END_FILE))) for run in runs},
         skipped=skipped,
-        decisions=decisions,
+        decisions=entries,
         decision_problems=problems,
         decisions_hash=file_hash(decisions_path),
         experiments=_scan_experiments(project, outside),
         reports=_scan_reports(project, outside),
         outside=outside,
     )
-
-
-def _scan_runs(runs_dir: Path) -> tuple[list[RunSource], list[str]]:
-    runs, skipped = [], []
-    for directory in run_directories(runs_dir):
-        try:
-            header, end = read_header(directory), read_end(directory)
-        except RunLogError as exc:
-            skipped.append(exc.message)
-            continue
-        content_hash = file_hash(directory / RUN_FILE, directory / CASES_FILE, directory / END_FILE)
-        runs.append(RunSource(directory.name, directory, header, end, content_hash))
-    return runs, skipped
 
 
 def _scan_experiments(project: Project, outside: list[str]) -> dict[str, ExperimentSource]:
@@ -295,21 +232,15 @@ def _manifest_name(text: str) -> str | None:
     return name if isinstance(name, str) else None
 
 
-def read_decisions(path: Path) -> tuple[list[Decision], list[str]]:
-    """Every decision, in file order (read by :mod:`evalsite.analysis.baselines`), and a problem per unreadable line."""
-    lines, problems = baselines.read_decisions(path)
-    messages = [f"runs/{DECISIONS_FILE}: {problem}; skipped" for problem in problems]
-    decisions = []
-    for entry in lines:
-        try:
-            decision = baselines.Decision.from_json(entry.record)
-        except TypeError:
-            messages.append(f"runs/{DECISIONS_FILE}: line {entry.line} lacks fields of a decision; skipped")
-            continue
-        decisions.append(Decision(
-            line=entry.line, action=decision.decision, run_id=decision.run_id, reason=decision.reason,
-            when=decision.at, who=decision.by, dataset_id=decision.dataset_id, inputs_id=decision.inputs_id,
-            arm_id=decision.arm_id,
-            fingerprint_hash=decision.fingerprint_hash, record=decision,
-        ))
-    return decisions, messages
+def read_decisions(path: Path) -> tuple[list[DecisionEntry], list[str]]:
+    """Every well-formed decision, in file order (read by :mod:`evalsite.runlog.decisions`), and a
+    problem per bad line."""
+    lines, problems = decisions.read_decisions(path, f"runs/{DECISIONS_FILE}")
+    views = [
+        DecisionEntry(
+            line=entry.line, action=d.decision, run_id=d.run_id, reason=d.reason, when=d.at, who=d.by,
+            dataset_id=d.dataset_id, inputs_id=d.inputs_id, arm_id=d.arm_id, fingerprint_hash=d.fingerprint_hash, record=d,
+        )
+        for entry in lines for d in [entry.decision]
+    ]
+    return views, problems

@@ -79,7 +79,7 @@ def previous_imports(runs_dir: Path) -> dict[str, str]:
     found = {}
     for directory in run_directories(runs_dir):
         try:
-            source = read_header(directory).get("source")
+            source = read_header(directory).raw.get("source")
         except RunLogError:
             continue
         if isinstance(source, dict) and isinstance(source.get("sha256"), str):

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from evalsite.analysis.summary import RunSummary
+from evalsite.runlog.store import Run
 from evalsite.site import paths
-from evalsite.site.inputs import RunSource
 from evalsite.site.pages import doc
 from evalsite.site.tables import Column, Link, Table
 
@@ -30,9 +30,9 @@ RUN_COLUMNS = [
 ]
 
 
-def runs_by(runs: Iterable[RunSource], key: Callable[[RunSource], str | None]) -> dict[str, list[RunSource]]:
+def runs_by(runs: Iterable[Run], key: Callable[[Run], str | None]) -> dict[str, list[Run]]:
     """Runs grouped by ``key`` (runs whose key is empty are left out), groups in key order."""
-    groups: dict[str, list[RunSource]] = {}
+    groups: dict[str, list[Run]] = {}
     for run in runs:
         value = key(run)
         if value:
@@ -40,7 +40,7 @@ def runs_by(runs: Iterable[RunSource], key: Callable[[RunSource], str | None]) -
     return dict(sorted(groups.items()))
 
 
-def run_link(run: RunSource) -> Link:
+def run_link(run: Run) -> Link:
     return Link(run.run_id, paths.run(run.run_id))
 
 
@@ -52,13 +52,13 @@ def dataset_link(dataset_id: str | None) -> Link | str:
     return Link(dataset_id, paths.dataset(dataset_id)) if dataset_id else "—"
 
 
-def run_row(run: RunSource, summary: RunSummary | None) -> dict:
+def run_row(run: Run, summary: RunSummary | None) -> dict:
     critical = None if summary is None or summary.critical_failures is None else len(summary.critical_failures)
     return {
         "run": run_link(run),
-        "experiment": experiment_link(run.experiment),
-        "arm": run.arm_id,
-        "dataset": dataset_link(run.dataset_id),
+        "experiment": experiment_link(run.header.experiment),
+        "arm": run.header.arm_id,
+        "dataset": dataset_link(run.header.dataset.dataset_id),
         "status": run.status,
         "cases": summary.cases if summary else None,
         "mean_score": summary.mean_score if summary else None,
@@ -66,12 +66,12 @@ def run_row(run: RunSource, summary: RunSummary | None) -> dict:
         "errors": summary.errors if summary else None,
         "critical_failures": critical,
         "cost_usd": summary.cost.total if summary else None,
-        "started_at": run.started_at,
+        "started_at": run.header.started_at,
         "_class": f"status-{run.status}",
     }
 
 
-def runs_table(table_id: str, runs: Iterable[RunSource], digests: dict[str, RunSummary], caption: str = "",
+def runs_table(table_id: str, runs: Iterable[Run], digests: dict[str, RunSummary], caption: str = "",
                baselines: dict[str, str | None] | None = None) -> Table:
     """Runs newest first; with ``baselines`` (run id → its baseline's id) a column links each
     run's compare page."""

@@ -89,7 +89,7 @@ def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[Job]:
         if run_id not in inputs.by_id or baseline_id not in inputs.by_id:
             continue
         keys = ["decisions", f"run:{run_id}", f"run:{baseline_id}"]
-        keys += [f"dataset-file:{p}" for p in {inputs.by_id[r].dataset.get("path") for r in (run_id, baseline_id)} if p]
+        keys += [f"dataset-file:{p}" for p in {inputs.by_id[r].header.dataset.path for r in (run_id, baseline_id)} if p]
         result.append(Job(f"compare:{run_id}--{baseline_id}", tuple(keys), _renderer(run_id, baseline_id)))
     return result
 
@@ -102,7 +102,7 @@ def _renderer(run_id: str, baseline_id: str):
         else:
             source = report.baseline_source
         path = paths.compare(run_id, baseline_id)
-        dataset_id = kit.inputs.by_id[run_id].dataset_id
+        dataset_id = kit.inputs.by_id[run_id].header.dataset.dataset_id
         return kit.page(path, "compare.html", compare_page(report, source, kit.settings, dataset_id))
 
     return render

@@ -17,8 +17,9 @@ from markupsafe import Markup
 from evalsite.analysis import Leaderboard as Board
 from evalsite.analysis import Selection, comparable_groups
 from evalsite.errors import EvalsiteError
+from evalsite.runlog.store import Run
 from evalsite.site import charts, paths
-from evalsite.site.inputs import ProjectInputs, RunSource
+from evalsite.site.inputs import ProjectInputs
 from evalsite.site.pages import Job, Kit, PageContext, doc
 from evalsite.site.pages.common import experiment_link, run_link, runs_by, runs_table
 from evalsite.site.settings import SiteSettings
@@ -74,11 +75,11 @@ def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[Job]:
     return [
         Job(f"dataset:{dataset_id}", tuple(f"run:{r.run_id}" for r in members),
             _renderer(dataset_id, members), digests=tuple(r.run_id for r in members))
-        for dataset_id, members in runs_by(inputs.runs, lambda run: run.dataset_id).items()
+        for dataset_id, members in runs_by(inputs.runs, lambda run: run.header.dataset.dataset_id).items()
     ]
 
 
-def _renderer(dataset_id: str, members: list[RunSource]):
+def _renderer(dataset_id: str, members: list[Run]):
     def render(kit: Kit) -> dict[str, bytes]:
         page_path = paths.dataset(dataset_id)
         found = comparable_groups(kit.inputs.database, dataset_id, only_runs={r.run_id for r in members})
@@ -86,8 +87,8 @@ def _renderer(dataset_id: str, members: list[RunSource]):
         context = DatasetPage(
             title=f"Dataset {dataset_id}",
             dataset_id=dataset_id,
-            paths=sorted({r.dataset.get("path") for r in members if r.dataset.get("path")}),
-            items=newest.dataset.get("items"),
+            paths=sorted({r.header.dataset.path for r in members if r.header.dataset.path}),
+            items=newest.header.dataset.items,
             leaderboards=[leaderboard(number, group, kit.inputs, page_path)
                           for number, group in enumerate(found.groups, start=1)],
             left_out=Table("left-out", [Column("run", "run", "code"), Column("arm", "arm"), Column("reason", "reason")],
@@ -162,12 +163,12 @@ def bounds(interval) -> tuple[float | None, float | None]:
     return tuple(None if bound is None or bound != bound else float(bound) for bound in (interval.low, interval.high))
 
 
-def _arm_row(arm, run: RunSource, rank: str | None) -> dict:
+def _arm_row(arm, run: Run, rank: str | None) -> dict:
     summary = arm.summary
     return {
         "group": arm.letters,
         "arm": summary.arm.label,
-        "experiment": experiment_link(run.experiment),
+        "experiment": experiment_link(run.header.experiment),
         "run": run_link(run),
         "items": summary.n_items,
         "cases": summary.n_cases,

@@ -9,7 +9,7 @@ from markupsafe import Markup
 
 from evalsite.runlog.fingerprint import fingerprint_hash
 from evalsite.site import paths
-from evalsite.site.inputs import Decision, ProjectInputs
+from evalsite.site.inputs import DecisionEntry, ProjectInputs
 from evalsite.site.pages import Job, Kit, PageContext, doc
 from evalsite.site.pages.common import dataset_link
 from evalsite.site.settings import SiteSettings
@@ -28,7 +28,7 @@ DECISION_COLUMNS = [
 class DecisionView:
     """One decision with its reason rendered."""
 
-    decision: Decision = doc("The decision as read from runs/decisions.jsonl (line, action, run_id, reason, when, who, dataset_id, inputs_id, arm_id, fingerprint_hash).")
+    decision: DecisionEntry = doc("The decision as read from runs/decisions.jsonl (line, action, run_id, reason, when, who, dataset_id, inputs_id, arm_id, fingerprint_hash).")
     run: Link | str = doc("Link to the run page, or the run id when the run is not in runs/.")
     check: str = doc("'ok', 'run missing' or 'fingerprint changed'.")
     reason_html: Markup = doc("The reason rendered from markdown (raw HTML escaped).")
@@ -43,30 +43,30 @@ class DecisionsPage(PageContext):
     problems: list[str] = doc("Lines of runs/decisions.jsonl that could not be read.")
 
 
-def check_decision(decision: Decision, inputs: ProjectInputs) -> str:
+def check_decision(decision: DecisionEntry, inputs: ProjectInputs) -> str:
     run = inputs.by_id.get(decision.run_id or "")
     if run is None:
         return "run missing"
-    if fingerprint_hash(run.header.get("fingerprint") or {}) != decision.fingerprint_hash:
+    if fingerprint_hash(run.header.fingerprint) != decision.fingerprint_hash:
         return "fingerprint changed"
     return "ok"
 
 
-def newest_first(decisions: list[Decision]) -> list[Decision]:
+def newest_first(decisions: list[DecisionEntry]) -> list[DecisionEntry]:
     """The file is append-only: later lines are newer."""
     return sorted(decisions, key=lambda d: d.line, reverse=True)
 
 
-def current_baselines(inputs: ProjectInputs) -> list[Decision]:
+def current_baselines(inputs: ProjectInputs) -> list[DecisionEntry]:
     """The latest promotion for each (dataset, arm), as `evalsite compare` resolves it."""
-    latest: dict[tuple, Decision] = {}
+    latest: dict[tuple, DecisionEntry] = {}
     for decision in inputs.decisions:
         if decision.action == "promote":
             latest[(decision.dataset_id, decision.arm_id)] = decision
     return newest_first(list(latest.values()))
 
 
-def decision_row(decision: Decision, inputs: ProjectInputs) -> dict:
+def decision_row(decision: DecisionEntry, inputs: ProjectInputs) -> dict:
     return {
         "when": decision.when, "action": decision.action, "run": run_link(decision, inputs),
         "dataset": dataset_link(decision.dataset_id), "arm": decision.arm_id, "who": decision.who,
@@ -74,7 +74,7 @@ def decision_row(decision: Decision, inputs: ProjectInputs) -> dict:
     }
 
 
-def run_link(decision: Decision, inputs: ProjectInputs) -> Link | str:
+def run_link(decision: DecisionEntry, inputs: ProjectInputs) -> Link | str:
     if decision.run_id and decision.run_id in inputs.by_id:
         return Link(decision.run_id, paths.run(decision.run_id))
     return decision.run_id or "—"

@@ -19,9 +19,9 @@ from markupsafe import Markup
 from evalsite.analysis import Selection, comparable_groups
 from evalsite.analysis.matrix import answer_key, comparison_matrix
 from evalsite.errors import EvalsiteError, NotComparableError
-from evalsite.runlog.store import read_run
+from evalsite.runlog.store import Run, read_run
 from evalsite.site import charts, paths
-from evalsite.site.inputs import ExperimentSource, ProjectInputs, RunSource
+from evalsite.site.inputs import ExperimentSource, ProjectInputs
 from evalsite.site.pages import Job, Kit, PageContext, doc
 from evalsite.site.pages.common import Pager, dataset_link, paged_views, run_link, runs_by, runs_table
 from evalsite.site.pages.datasets import bounds, describe
@@ -125,7 +125,7 @@ class MatrixPage(PageContext):
 
 
 def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[Job]:
-    by_name = runs_by(inputs.runs, lambda run: run.experiment)
+    by_name = runs_by(inputs.runs, lambda run: run.header.experiment)
     result = []
     for name in sorted(set(by_name) | set(inputs.experiments)):
         members = by_name.get(name, [])
@@ -148,10 +148,10 @@ class _GroupView:
     matrix_note: str = ""
 
 
-def experiment_groups(inputs: ProjectInputs, members: list[RunSource]) -> list[Selection]:
+def experiment_groups(inputs: ProjectInputs, members: list[Run]) -> list[Selection]:
     """The comparable groups of an experiment's runs (analysis rules, per dataset), newest run first."""
     ids = {run.run_id for run in members}
-    groups = [group for dataset_id in sorted({r.dataset_id for r in members if r.dataset_id})
+    groups = [group for dataset_id in sorted({r.header.dataset.dataset_id for r in members if r.header.dataset.dataset_id})
               for group in comparable_groups(inputs.database, dataset_id, only_runs=ids).groups]
     return sorted(groups, key=lambda g: max((arm.started_at or "", arm.run_id) for arm in g.arms), reverse=True)
 
@@ -170,8 +170,8 @@ def _group_view(name: str, group: Selection, kit: Kit) -> _GroupView:
     ordered = sorted(group.arms, key=lambda a: (a.run_id not in means, -means[a.run_id].value if a.run_id in means else 0.0, a.label))
     runs = [kit.inputs.by_id[arm.run_id] for arm in ordered]
     label_of = {arm.run_id: arm.label for arm in ordered}
-    arms = [ArmConfig(label=label_of[r.run_id], run=run_link(r), config_id=r.config_id,
-                      config_json=json.dumps(r.header.get("config"), indent=2, sort_keys=True, ensure_ascii=False, default=str))
+    arms = [ArmConfig(label=label_of[r.run_id], run=run_link(r), config_id=r.header.config_id,
+                      config_json=json.dumps(r.header.config, indent=2, sort_keys=True, ensure_ascii=False, default=str))
             for r in runs]
     view = _GroupView(arms, [label_of[r.run_id] for r in runs], describe(group), [], sweep_charts(runs, label_of, means))
     try:
@@ -183,7 +183,7 @@ def _group_view(name: str, group: Selection, kit: Kit) -> _GroupView:
     return view
 
 
-def _renderer(name: str, members: list[RunSource], source: ExperimentSource | None):
+def _renderer(name: str, members: list[Run], source: ExperimentSource | None):
     def render(kit: Kit) -> dict[str, bytes]:
         groups = experiment_groups(kit.inputs, members)
         view = _group_view(name, groups[0], kit) if groups else _GroupView([], [], "", [], [])
@@ -207,7 +207,7 @@ def _renderer(name: str, members: list[RunSource], source: ExperimentSource | No
             manifest_text=text,
             manifest_error=error,
             description=description,
-            datasets=[dataset_link(d) for d in sorted({r.dataset_id for r in members if r.dataset_id})],
+            datasets=[dataset_link(d) for d in sorted({r.header.dataset.dataset_id for r in members if r.header.dataset.dataset_id})],
             arms=view.arms,
             sweeps=view.sweeps,
             matrix=first,
@@ -234,11 +234,11 @@ def _matrix_shards(name: str, rows: list[MatrixRow], settings: SiteSettings):
     return shards
 
 
-def _manifest_text(source: ExperimentSource | None, members: list[RunSource]) -> tuple[str, str | None]:
+def _manifest_text(source: ExperimentSource | None, members: list[Run]) -> tuple[str, str | None]:
     if source is not None:
         return source.text, source.path.parent.name + "/" + source.path.name
     newest = max(members, key=lambda r: r.recency, default=None)
-    text = newest.header.get("submitted_manifest") if newest else None
+    text = newest.header.submitted_manifest if newest else None
     return (text if isinstance(text, str) else ""), None
 
 
@@ -251,12 +251,12 @@ def _description(text: str) -> tuple[Markup, str | None]:
     return markdown(description if isinstance(description, str) else ""), None
 
 
-def matrix_rows(runs: list[RunSource], labels: dict[str, str], limit: int, redact: bool) -> list[MatrixRow]:
+def matrix_rows(runs: list[Run], labels: dict[str, str], limit: int, redact: bool) -> list[MatrixRow]:
     """The rows of :func:`evalsite.analysis.matrix.comparison_matrix` over ``runs`` (read from disk now), shaped
     for the page: texts cut to ``limit``, outputs left out when redacting, diffs on divergent rows."""
     matrix = comparison_matrix([_matrix_run(run) for run in runs])
     rows = [_row(row, [labels[column.run_id] for column in matrix.columns], limit, redact) for row in matrix.rows]
-    dataset_id = runs[0].dataset_id if runs else None
+    dataset_id = runs[0].header.dataset.dataset_id if runs else None
     for row in rows:
         row.item_href = paths.item(dataset_id, row.item_id) if dataset_id else None
     return rows
@@ -268,10 +268,9 @@ MATRIX_FIELDS = ("item_id", "repeat", "output", "score", "passed", "latency_ms",
                  "cost_usd", "error")
 
 
-def _matrix_run(source: RunSource):
+def _matrix_run(source: Run):
     run = read_run(source.directory)
-    run.cases = [{key: case.get(key) for key in MATRIX_FIELDS} for case in run.cases]
-    return run
+    return replace(run, cases=[{key: case.get(key) for key in MATRIX_FIELDS} for case in run.cases])
 
 
 def _row(row, labels: list[str], limit: int, redact: bool) -> MatrixRow:
@@ -342,9 +341,9 @@ def _row_size_with_diffs(row: MatrixRow) -> int:
     return _row_size(row) + sum(3 * len(d.right_text.text if d.right_text else "") + 200 for d in row.diffs)
 
 
-def sweep_charts(runs: list[RunSource], labels: dict[str, str], means: dict[str, Interval]) -> list[Markup]:
+def sweep_charts(runs: list[Run], labels: dict[str, str], means: dict[str, Interval]) -> list[Markup]:
     """One chart per numeric parameter whose value differs between the configs."""
-    params = {r.run_id: dict(flatten((r.header.get("config") or {}).get("params") or {})) for r in runs}
+    params = {r.run_id: dict(flatten(r.header.config.get("params") or {})) for r in runs}
     keys = sorted({k for p in params.values() for k in p})
     result = []
     for key in keys:

@@ -90,7 +90,7 @@ def _render(kit: Kit) -> dict[str, bytes]:
 
 def _verdict_cards(kit: Kit) -> list[VerdictCard]:
     cards = []
-    for dataset_id, members in runs_by(kit.inputs.runs, lambda run: run.dataset_id).items():
+    for dataset_id, members in runs_by(kit.inputs.runs, lambda run: run.header.dataset.dataset_id).items():
         groups = comparable_groups(kit.inputs.database, dataset_id, only_runs={r.run_id for r in members}).groups
         if groups:
             cards.append(dataset_verdict(kit.inputs, dataset_id, groups[0]))
@@ -133,7 +133,7 @@ def _sentence(text: str) -> str:
 
 def _datasets_table(kit: Kit) -> Table:
     rows = []
-    for dataset_id, members in runs_by(kit.inputs.runs, lambda run: run.dataset_id).items():
+    for dataset_id, members in runs_by(kit.inputs.runs, lambda run: run.header.dataset.dataset_id).items():
         groups = comparable_groups(kit.inputs.database, dataset_id, only_runs={r.run_id for r in members}).groups
         best = None
         if groups:
@@ -143,10 +143,10 @@ def _datasets_table(kit: Kit) -> Table:
         newest = max(members, key=lambda r: r.recency)
         rows.append({
             "dataset": dataset_link(dataset_id),
-            "path": newest.dataset.get("path"),
-            "items": newest.dataset.get("items"),
+            "path": newest.header.dataset.path,
+            "items": newest.header.dataset.items,
             "runs": len(members),
-            "arms": len({(r.experiment, r.arm_id, r.config_id) for r in members}),
+            "arms": len({(r.header.experiment, r.header.arm_id, r.header.config_id) for r in members}),
             "best": best[1].label if best else None,
             "best_score": best[0] if best else None,
         })
@@ -160,7 +160,7 @@ def _datasets_table(kit: Kit) -> Table:
 
 
 def _experiments_table(kit: Kit) -> Table:
-    by_name = runs_by(kit.inputs.runs, lambda run: run.experiment)
+    by_name = runs_by(kit.inputs.runs, lambda run: run.header.experiment)
     rows = []
     for name in sorted(set(by_name) | set(kit.inputs.experiments)):
         members = by_name.get(name, [])
@@ -169,7 +169,7 @@ def _experiments_table(kit: Kit) -> Table:
         rows.append({
             "experiment": experiment_link(name),
             "manifest": source.path.relative_to(kit.inputs.project.root).as_posix() if source else None,
-            "arms": len({r.arm_id for r in members}),
+            "arms": len({r.header.arm_id for r in members}),
             "runs": len(members),
             "latest": Link(newest.run_id, paths.run(newest.run_id)) if newest else None,
         })

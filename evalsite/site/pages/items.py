@@ -17,9 +17,9 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from evalsite.runlog.rows import item_order
-from evalsite.runlog.store import CASES_FILE, read_cases
+from evalsite.runlog.store import CASES_FILE, Run, read_cases
 from evalsite.site import paths
-from evalsite.site.inputs import ProjectInputs, RunSource
+from evalsite.site.inputs import ProjectInputs
 from evalsite.site.pages import Job, Kit, PageContext, doc
 from evalsite.site.pages.common import runs_by
 from evalsite.site.pages.runs import CaseRow, case_row
@@ -79,17 +79,17 @@ class ItemIndexPage(PageContext):
 
 def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[Job]:
     result = []
-    for dataset_id, members in runs_by(inputs.runs, lambda run: run.dataset_id).items():
+    for dataset_id, members in runs_by(inputs.runs, lambda run: run.header.dataset.dataset_id).items():
         keys = [f"run:{r.run_id}" for r in members]
-        keys += [f"dataset-file:{p}" for p in sorted({r.dataset.get("path") for r in members if r.dataset.get("path")})]
+        keys += [f"dataset-file:{p}" for p in sorted({r.header.dataset.path for r in members if r.header.dataset.path})]
         result.append(Job(f"items:{dataset_id}", tuple(keys), _renderer(dataset_id, members)))
     return result
 
 
-def search_shards(members: list[RunSource]) -> int:
+def search_shards(members: list[Run]) -> int:
     """How many search scripts a dataset's items are spread over (from the run headers, so the search
     manifest knows them without reading cases)."""
-    items = max((r.dataset.get("items") for r in members if isinstance(r.dataset.get("items"), int)), default=0)
+    items = max((r.header.dataset.items for r in members if isinstance(r.header.dataset.items, int)), default=0)
     return max(1, math.ceil(items / SEARCH_ITEMS_PER_SHARD))
 
 
@@ -97,7 +97,7 @@ def search_shard_name(dataset_id: str, number: int) -> str:
     return f"items-{dataset_id}-{number}"
 
 
-def _renderer(dataset_id: str, members: list[RunSource]):
+def _renderer(dataset_id: str, members: list[Run]):
     def render(kit: Kit) -> dict[str, bytes]:
         views = _item_views(kit, sorted(members, key=lambda r: r.recency, reverse=True))
         buckets: dict[str, list[ItemView]] = defaultdict(list)
@@ -125,7 +125,7 @@ ITEM_FIELDS = ("item_id", "repeat", "input", "expected", "output", "score", "pas
                "input_tokens", "output_tokens", "cost_usd", "error", "finish_reason")
 
 
-def _item_views(kit: Kit, runs: list[RunSource]) -> list[ItemView]:
+def _item_views(kit: Kit, runs: list[Run]) -> list[ItemView]:
     answers: dict[str, list[ItemRun]] = defaultdict(list)
     texts: dict[str, dict] = {}
     rows: dict[str, dict] = {}
@@ -138,8 +138,8 @@ def _item_views(kit: Kit, runs: list[RunSource]) -> list[ItemView]:
             texts.setdefault(item_id, case)
         for item_id, cases in by_item.items():
             cases.sort(key=lambda c: c.repeat)
-            answers[item_id].append(ItemRun(run=Link(run.run_id, paths.run(run.run_id)), arm=run.arm_id,
-                                            experiment=run.experiment, label=f"{run.arm_id} · {run.run_id}", cases=cases))
+            answers[item_id].append(ItemRun(run=Link(run.run_id, paths.run(run.run_id)), arm=run.header.arm_id,
+                                            experiment=run.header.experiment, label=f"{run.header.arm_id} · {run.run_id}", cases=cases))
         rows.update({k: v for k, v in (kit.inputs.dataset_rows(run) or {}).items() if k not in rows})
     limit, redact = kit.settings.max_field_chars, kit.settings.redact
     views = []
@@ -155,7 +155,7 @@ def _item_views(kit: Kit, runs: list[RunSource]) -> list[ItemView]:
     return views
 
 
-def _search_files(dataset_id: str, members: list[RunSource], views: list[ItemView], redact: bool) -> dict[str, bytes]:
+def _search_files(dataset_id: str, members: list[Run], views: list[ItemView], redact: bool) -> dict[str, bytes]:
     """The dataset's search documents, one per item: its id, input, expected and distinct outputs."""
     count = search_shards(members)
     shards: list[list[dict]] = [[] for _ in range(count)]

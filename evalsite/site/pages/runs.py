@@ -9,8 +9,9 @@ from dataclasses import dataclass
 
 from evalsite.analysis.summary import RunSummary
 from evalsite.runlog.rows import case_critical, case_order, finite_number, repeat_of, whole_number
+from evalsite.runlog.store import Run
 from evalsite.site import paths
-from evalsite.site.inputs import ProjectInputs, RunSource
+from evalsite.site.inputs import ProjectInputs
 from evalsite.site.pages import Job, Kit, PageContext, doc
 from evalsite.site.pages.common import Pager, dataset_link, experiment_link, paged_views, runs_table
 from evalsite.site.settings import SiteSettings
@@ -158,8 +159,8 @@ def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[Job]:
     result = [Job("runs", ("skipped", "decisions", *(f"run:{r}" for r in every_run)), _render_runs_index, digests=every_run)]
     for run in inputs.runs:
         keys = [f"run:{run.run_id}"]
-        if run.dataset.get("path"):
-            keys.append(f"dataset-file:{run.dataset['path']}")
+        if run.header.dataset.path:
+            keys.append(f"dataset-file:{run.header.dataset.path}")
         baseline = inputs.baseline_of(run.run_id)
         result.append(Job(f"run:{run.run_id}", tuple(keys), _run_renderer(run, baseline), digests=(run.run_id,),
                           cases_of=run.run_id, variant=baseline or ""))
@@ -172,15 +173,15 @@ def _render_runs_index(kit: Kit) -> dict[str, bytes]:
     return kit.page(paths.RUNS, "runs.html", RunsPage(title="All runs", runs=table, skipped=kit.inputs.skipped))
 
 
-def _run_renderer(run: RunSource, baseline: str | None):
+def _run_renderer(run: Run, baseline: str | None):
     def render(kit: Kit) -> dict[str, bytes]:
         summary = kit.digests[run.run_id]
         cases = sorted(kit.cases[run.run_id], key=case_order)
         critical = kit.inputs.critical_items(run, cases)
         rows = [case_row(case, critical, kit.settings) for case in cases]
-        if run.dataset_id:
+        if run.header.dataset.dataset_id:
             for row in rows:
-                row.item_href = paths.item(run.dataset_id, row.item_id)
+                row.item_href = paths.item(run.header.dataset.dataset_id, row.item_id)
         facts = run_facts(run, summary)
         evaluator_names = sorted(summary.evaluators)
         shards = paged_views(rows, CASE_VIEWS, lambda view, page: paths.run_cases(run.run_id, view, page),
@@ -206,15 +207,15 @@ def _current(pager: Pager) -> int:
     return next(p.number for p in pager.pages if p.current)
 
 
-def _run_page(run: RunSource, summary: RunSummary, facts: RunFacts, listing: CaseListing, warnings: list[str]) -> RunPage:
-    fingerprint = run.header.get("fingerprint") if isinstance(run.header.get("fingerprint"), dict) else {}
+def _run_page(run: Run, summary: RunSummary, facts: RunFacts, listing: CaseListing, warnings: list[str]) -> RunPage:
+    fingerprint = run.header.fingerprint
     return RunPage(
         title=f"Run {run.run_id}",
         facts=facts,
         fingerprint=Table("fingerprint", [Column("field", "field", "code"), Column("value", "value", "code")],
                           [{"field": k, "value": v} for k, v in flatten(fingerprint)], sortable=False),
         fingerprint_json=json.dumps(fingerprint, indent=2, sort_keys=True, ensure_ascii=False, default=str),
-        config_json=json.dumps(run.header.get("config"), indent=2, sort_keys=True, ensure_ascii=False, default=str),
+        config_json=json.dumps(run.header.config, indent=2, sort_keys=True, ensure_ascii=False, default=str),
         evaluators=evaluators_table(summary),
         noise=run_noise(summary),
         listing=listing,
@@ -222,21 +223,21 @@ def _run_page(run: RunSource, summary: RunSummary, facts: RunFacts, listing: Cas
     )
 
 
-def run_facts(run: RunSource, summary: RunSummary) -> RunFacts:
+def run_facts(run: Run, summary: RunSummary) -> RunFacts:
     return RunFacts(
         run_id=run.run_id,
         href=paths.run(run.run_id),
-        arm_id=run.arm_id,
-        experiment=experiment_link(run.experiment),
-        dataset=dataset_link(run.dataset_id),
-        dataset_path=run.dataset.get("path"),
-        items=run.dataset.get("items"),
+        arm_id=run.header.arm_id,
+        experiment=experiment_link(run.header.experiment),
+        dataset=dataset_link(run.header.dataset.dataset_id),
+        dataset_path=run.header.dataset.path,
+        items=run.header.dataset.items,
         status=run.status,
-        started_at=run.started_at,
-        ended_at=(run.end or {}).get("ended_at"),
-        config_id=run.config_id,
-        fingerprint_hash=run.header.get("fingerprint_hash"),
-        batch_id=run.header.get("batch_id"),
+        started_at=run.header.started_at,
+        ended_at=(run.footer.ended_at if run.footer else None),
+        config_id=run.header.config_id,
+        fingerprint_hash=run.header.fingerprint_hash,
+        batch_id=run.header.batch_id,
         repeats=len(summary.repeats),
         cases=summary.cases,
         errors=summary.errors,

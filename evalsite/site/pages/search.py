@@ -31,7 +31,7 @@ def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[Job]:
 def _render(kit: Kit) -> dict[str, bytes]:
     inputs = kit.inputs
     shards = [PAGES_SHARD]
-    for dataset_id, members in runs_by(inputs.runs, lambda run: run.dataset_id).items():
+    for dataset_id, members in runs_by(inputs.runs, lambda run: run.header.dataset.dataset_id).items():
         shards += [search_shard_name(dataset_id, n) for n in range(search_shards(members))]
     manifest = json.dumps([paths.search_shard(name) for name in shards])
     return {
@@ -43,17 +43,17 @@ def _render(kit: Kit) -> dict[str, bytes]:
 def _page_documents(inputs: ProjectInputs) -> list[dict]:
     docs = []
     for run in inputs.runs:
-        words = [run.arm_id, run.experiment or "", run.dataset_id or "", str(run.status), run.config_id or ""]
-        docs.append({"kind": "run", "title": run.run_id, "where": run.arm_id, "text": " ".join(words),
+        words = [run.header.arm_id, run.header.experiment or "", run.header.dataset.dataset_id or "", str(run.status), run.header.config_id or ""]
+        docs.append({"kind": "run", "title": run.run_id, "where": run.header.arm_id, "text": " ".join(words),
                      "url": paths.run(run.run_id)})
-    arms = {(r.experiment, r.arm_id): r for r in sorted(inputs.runs, key=lambda r: r.recency)}
+    arms = {(r.header.experiment, r.header.arm_id): r for r in sorted(inputs.runs, key=lambda r: r.recency)}
     for (experiment, arm_id), run in sorted(arms.items(), key=lambda pair: (str(pair[0][0]), pair[0][1])):
-        config = json.dumps((run.header.get("config") or {}).get("params") or {}, sort_keys=True, default=str)
+        config = json.dumps((run.header.config or {}).get("params") or {}, sort_keys=True, default=str)
         url = paths.experiment(experiment) if experiment else paths.run(run.run_id)
         docs.append({"kind": "arm", "title": arm_id, "where": experiment or "", "text": config, "url": url})
     for name, source in sorted(inputs.experiments.items()):
         docs.append({"kind": "experiment", "title": name, "where": "", "text": source.text, "url": paths.experiment(name)})
-    for dataset_id in runs_by(inputs.runs, lambda run: run.dataset_id):
+    for dataset_id in runs_by(inputs.runs, lambda run: run.header.dataset.dataset_id):
         docs.append({"kind": "dataset", "title": dataset_id, "where": "", "text": "leaderboard", "url": paths.dataset(dataset_id)})
     for report in inputs.reports:
         text = report.path.read_text(encoding="utf-8", errors="replace")

@@ -1,0 +1,125 @@
+"""The decisions log, ``runs/decisions.jsonl``: promotions (and later other decisions) about runs.
+
+The file is append-only: each line is one :class:`Decision`, flushed and synced as it is written;
+later lines are newer. Reading it is tolerant like reading a run: a torn last line (a crash
+mid-append) is ignored, and any other line that is not a well-formed decision becomes a problem
+naming the file and line, and is skipped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from evalsite.errors import RunLogError
+from evalsite.runlog.fingerprint import fingerprint_hash
+from evalsite.runlog.records import FieldReader
+from evalsite.runlog.store import RUN_FILE, read_header, read_jsonl, repair_torn_tail
+
+if TYPE_CHECKING:
+    from evalsite.project import Project
+
+DECISIONS_FILE = "decisions.jsonl"
+DECISION_FORMAT_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One line of ``runs/decisions.jsonl``: a run made the baseline of its dataset and arm."""
+
+    run_id: str
+    dataset_id: str | None
+    inputs_id: str | None
+    arm_id: str | None
+    fingerprint_hash: str
+    reason: str
+    at: str
+    by: str | None
+    allow_dirty: bool = False
+    allow_critical: bool = False
+    decision: str = "promote"
+    format_version: int = DECISION_FORMAT_VERSION
+
+    @classmethod
+    def from_json(cls, data: Any, where: str) -> Decision:
+        """Check one parsed line; :class:`RunLogError` names ``where`` and the bad field."""
+        fields = FieldReader(data, where, "a decision")
+        version = fields.integer("format_version", minimum=1) or DECISION_FORMAT_VERSION
+        if version > DECISION_FORMAT_VERSION:
+            raise RunLogError(f"{where}: decision format_version {version} is newer than this evalsite reads; upgrade evalsite")
+        return cls(
+            run_id=fields.text("run_id", required=True) or "",
+            dataset_id=fields.text("dataset_id"),
+            inputs_id=fields.text("inputs_id"),
+            arm_id=fields.text("arm_id"),
+            fingerprint_hash=fields.text("fingerprint_hash", required=True) or "",
+            reason=fields.text("reason", required=True) or "",
+            at=fields.text("at", required=True) or "",
+            by=fields.text("by"),
+            allow_dirty=bool(fields.flag("allow_dirty")),
+            allow_critical=bool(fields.flag("allow_critical")),
+            decision=fields.text("decision") or "promote",
+            format_version=version,
+        )
+
+
+@dataclass(frozen=True)
+class DecisionLine:
+    """A decision and the line of ``decisions.jsonl`` it was read from."""
+
+    line: int
+    decision: Decision
+
+
+def decisions_path(runs_dir: Path) -> Path:
+    return runs_dir / DECISIONS_FILE
+
+
+def append_decision(path: Path, decision: Decision) -> None:
+    """Append one decision line, flushed and synced; a torn last line is cut first so it never glues on."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    repair_torn_tail(path)
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write(json.dumps(asdict(decision), ensure_ascii=False, sort_keys=True) + "\n")
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def read_decisions(path: Path, shown: str | None = None) -> tuple[list[DecisionLine], list[str]]:
+    """Every well-formed decision with its line number, and one problem per bad line (each
+    naming ``shown``, the file as the user sees it, and the line)."""
+    shown = shown or str(path)
+    problems: list[str] = []
+    decisions = []
+    for number, data in read_jsonl(path, problems, shown):
+        try:
+            decisions.append(DecisionLine(number, Decision.from_json(data, f"{shown}: line {number}")))
+        except RunLogError as exc:
+            problems.append(exc.message)
+    return decisions, problems
+
+
+def validate_decisions(project: Project) -> list[str]:
+    """One message per bad decision: unreadable, its run missing, or its fingerprint no longer matching."""
+    path = decisions_path(project.runs_dir)
+    where = str(project.relative(path))
+    decisions, messages = read_decisions(path, where)
+    for entry in decisions:
+        run_id = entry.decision.run_id
+        prefix = f"{where}: line {entry.line}: run {run_id}"
+        try:
+            header = read_header(project.runs_dir / run_id)
+        except RunLogError as exc:
+            missing = not (project.runs_dir / run_id / RUN_FILE).exists()
+            messages.append(f"{prefix} is missing" if missing else f"{prefix}: {exc.message}")
+            continue
+        now = fingerprint_hash(header.fingerprint)
+        if now != entry.decision.fingerprint_hash:
+            messages.append(
+                f"{prefix}: fingerprint no longer matches the decision "
+                f"(decided {entry.decision.fingerprint_hash}, run now {now})"
+            )
+    return messages
