@@ -103,6 +103,8 @@ def test_a_run_with_a_bad_header_or_footer_is_skipped_by_every_reader(project, n
         assert expected in result.stderr.splitlines(), (command, result.stderr)
     assert (project / "site/runs" / f"{good.name}.html").is_file()
     assert not (project / "site/runs" / f"{bad.name}.html").exists()
+    compared = invoke("compare", good.name)  # the only other run is unreadable: no baseline, said in one line
+    assert compared.exit_code == 0 and expected in compared.stderr.splitlines()
     result = invoke("validate")
     assert result.exit_code == 1
     assert f"runs/{bad.name}{reason}" in result.output.splitlines()
