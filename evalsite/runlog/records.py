@@ -312,6 +312,28 @@ class Case(Mapping[str, Any]):
     @classmethod
     def from_json(cls, data: Any, where: str) -> Case:
         """Check ``data`` (one parsed line); ``where`` names the file and line."""
+        if _well_typed(data, _CASE_TYPES) and all(_well_typed(s, _SCORE_TYPES) for s in data.get("scores") or ()):
+            return cls._trusted(data)
+        return cls._checked(data, where)
+
+    @classmethod
+    def _trusted(cls, data: dict[str, Any]) -> Case:
+        """A line :func:`_well_typed` accepted (the common case: a line evalsite wrote), built
+        without the per-field checks of :meth:`_checked`."""
+        get = data.get
+        scores = tuple(
+            Score(s["evaluator"], s.get("version"), _float(s.get("score")), s.get("passed"), s.get("label"),
+                  s.get("detail"), s.get("error"), bool(s.get("skipped")), s.get("turn"), _float(s.get("spread")),
+                  _float(s.get("cost_usd")))
+            for s in get("scores") or ()
+        )
+        return cls(data["item_id"], data["repeat"], get("item_sha"), get("error"), None, _float(get("latency_ms")),
+                   get("input_tokens"), get("output_tokens"), _float(get("cost_usd")), _float(get("scoring_cost_usd")),
+                   get("finish_reason"), scores, _float(get("score")), get("passed"), get("started_at"), get("critical"),
+                   data)
+
+    @classmethod
+    def _checked(cls, data: Any, where: str) -> Case:
         fields = FieldReader(data, where, "a case")
         error, error_type = _error(fields, "error")
         scores = data.get("scores")
@@ -350,6 +372,37 @@ class Case(Mapping[str, Any]):
 
     def __len__(self) -> int:
         return len(self.raw)
+
+
+_NONE = type(None)
+_TEXT, _INT, _NUMBER, _FLAG = (str, _NONE), (int, _NONE), (int, float, _NONE), (bool, _NONE)
+_CASE_TYPES: dict[str, tuple[type, ...]] = {
+    "item_id": (str,), "repeat": (int,), "item_sha": _TEXT, "error": _TEXT, "latency_ms": _NUMBER,
+    "input_tokens": _INT, "output_tokens": _INT, "cost_usd": _NUMBER, "scoring_cost_usd": _NUMBER,
+    "finish_reason": _TEXT, "scores": (list, _NONE), "score": _NUMBER, "passed": _FLAG, "started_at": _TEXT,
+    "critical": _FLAG,
+}
+_SCORE_TYPES: dict[str, tuple[type, ...]] = {
+    "evaluator": (str,), "version": _TEXT, "score": _NUMBER, "passed": _FLAG, "label": _TEXT, "detail": _TEXT,
+    "error": _TEXT, "skipped": _FLAG, "turn": _INT, "spread": _NUMBER, "cost_usd": _NUMBER,
+}
+
+
+def _well_typed(data: Any, types: dict[str, tuple[type, ...]]) -> bool:
+    """Every field of ``data`` has exactly one of its allowed types (``type() in``, so a boolean is
+    never an integer) and a repeat is not negative; anything else goes through the checks that name
+    the bad field."""
+    if type(data) is not dict:
+        return False
+    get = data.get
+    for key, allowed in types.items():  # a plain loop: this runs for every case of every run read
+        if type(get(key)) not in allowed:
+            return False
+    return type(get("repeat")) is not int or data["repeat"] >= 0
+
+
+def _float(value: int | float | None) -> float | None:
+    return None if value is None else float(value)
 
 
 # ----------------------------------------------------------------------------- end.json
