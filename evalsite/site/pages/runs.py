@@ -8,6 +8,7 @@ import math
 from dataclasses import dataclass
 
 from evalsite import stats
+from evalsite.runlog.records import Case
 from evalsite.runlog.store import Run
 from evalsite.site import paths
 from evalsite.site.digest import RunDigest, case_critical, finite_number, item_sort_key
@@ -306,10 +307,10 @@ def _finite(value: float) -> float | None:
     return None if math.isnan(value) else value
 
 
-def case_row(case: dict, critical: dict[str, bool] | None, settings: SiteSettings) -> CaseRow:
+def case_row(case: Case, critical: dict[str, bool] | None, settings: SiteSettings) -> CaseRow:
     item_id, limit, redact = str(case.get("item_id")), settings.max_field_chars, settings.redact
     scores = [s for s in case.get("scores") or [] if isinstance(s, dict)]
-    error = case.get("error")
+    error = case.error  # the message, whether the line stores a string or {type, message}
     passed = case.get("passed") if isinstance(case.get("passed"), bool) else None
     status = "errored" if error else "passed" if passed else "failed" if passed is False else "unscored"
     repeat = case.get("repeat") if isinstance(case.get("repeat"), int) else 0
