@@ -103,6 +103,8 @@ def test_a_run_with_a_bad_header_or_footer_is_skipped_by_every_reader(project, n
         assert expected in result.stderr.splitlines(), (command, result.stderr)
     assert (project / "site/runs" / f"{good.name}.html").is_file()
     assert not (project / "site/runs" / f"{bad.name}.html").exists()
+    compared = invoke("compare", good.name)  # the only other run is unreadable: no baseline, said in one line
+    assert compared.exit_code == 0 and expected in compared.stderr.splitlines()
     result = invoke("validate")
     assert result.exit_code == 1
     assert f"runs/{bad.name}{reason}" in result.output.splitlines()
@@ -230,3 +232,13 @@ def test_fuzzed_case_lines_are_skipped_with_a_warning_and_never_break_the_views(
     database = open_database(project / "runs")
     database.rows("SELECT * FROM cases")
     database.rows("SELECT * FROM scores")
+
+
+def test_an_error_stored_as_type_and_message_reads_as_its_message(project):
+    folder, _ = sorted((project / "runs").iterdir())
+    rewrite_case(folder, error={"type": "TimeoutError", "message": "timed out after 5 s"}, output=None)
+    (case, *_), warnings = read_run(folder).cases, read_run(folder).warnings
+    assert (case.error, case.error_type, warnings) == ("timed out after 5 s", "TimeoutError", [])
+    assert invoke("build").exit_code == 0
+    page = (project / "site/runs" / f"{folder.name}.html").read_text()
+    assert "timed out after 5 s" in page and "TimeoutError&#39;" not in page and "&#39;message&#39;" not in page

@@ -4,9 +4,12 @@ file and the field, bad case lines skipped with a warning, crash leftovers ignor
 from __future__ import annotations
 
 import json
+from dataclasses import fields
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from evalsite.errors import RunLogError
 from evalsite.runlog.decisions import Decision, read_decisions
@@ -182,3 +185,28 @@ def test_decision_lines_are_checked_like_run_files(tmp_path):
         "runs/decisions.jsonl: line 3: at must be a string, not a number 5",
         "runs/decisions.jsonl: line 4: decision format_version 3 is newer than this evalsite reads; upgrade evalsite",
     ]
+
+
+SCALARS = st.none() | st.booleans() | st.integers(-2, 2) | st.floats(allow_nan=False) | st.text(max_size=3)
+
+
+@settings(max_examples=200, deadline=None)
+@given(case=st.fixed_dictionaries(
+    {"item_id": st.text(max_size=3), "repeat": st.integers(0, 3)},
+    optional={key: SCALARS for key in ("item_sha", "error", "latency_ms", "input_tokens", "cost_usd", "score",
+                                          "passed", "critical", "finish_reason")}
+    | {"scores": st.lists(st.fixed_dictionaries({"evaluator": st.text(max_size=2)},
+                                                optional={k: SCALARS for k in ("score", "passed", "label", "skipped", "turn")}),
+                          max_size=2)},
+))
+def test_the_fast_path_reads_a_line_exactly_as_the_checked_path(case):
+    """Lines evalsite wrote skip the per-field checks; both paths must agree on every line."""
+    try:
+        checked = Case._checked(case, "w")
+    except RunLogError as exc:
+        with pytest.raises(RunLogError) as caught:
+            Case.from_json(case, "w")
+        assert caught.value.message == exc.message
+        return
+    fast = Case.from_json(case, "w")
+    assert [getattr(fast, f.name) for f in fields(Case)] == [getattr(checked, f.name) for f in fields(Case)]

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evalsite.errors import RunLogError
+from evalsite.runlog.fields import FieldReader
 from evalsite.runlog.fingerprint import fingerprint_hash
-from evalsite.runlog.records import FieldReader
 from evalsite.runlog.store import RUN_FILE, read_header, read_jsonl, repair_torn_tail
 
 if TYPE_CHECKING:

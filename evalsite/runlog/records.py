@@ -12,13 +12,13 @@ The on-disk format is ``format_version`` 1 (docs/reference/run-format.md).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
 from evalsite.errors import RunLogError
+from evalsite.runlog.fields import FieldReader, shown
 
 FORMAT_VERSION = 1
 
@@ -40,101 +40,6 @@ class RunStatus(StrEnum):
     @property
     def resumable(self) -> bool:
         return self is not RunStatus.COMPLETED and self is not RunStatus.RUNNING
-
-
-# ----------------------------------------------------------------------------- field checks
-
-_MISSING = object()
-
-
-def _shown(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
-def _kind(value: Any) -> str:
-    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}.get(
-        type(value), "a number" if isinstance(value, (int, float)) else type(value).__name__
-    )
-
-
-class FieldReader:
-    """Typed access to one JSON object's fields; the first bad one raises naming ``where`` and its key."""
-
-    def __init__(self, data: Any, where: str, what: str, prefix: str = ""):
-        if not isinstance(data, dict):
-            raise RunLogError(f"{where}: {what} must be a JSON object, not {_kind(data)}")
-        self.data, self.where, self.prefix = data, where, prefix
-
-    def bad(self, key: str, expected: str, value: Any) -> RunLogError:
-        return RunLogError(f"{self.where}: {self.prefix}{key} must be {expected}, not {_kind(value)} {_shown(value)}")
-
-    def _get(self, key: str, required: bool) -> Any:
-        value = self.data.get(key, _MISSING)
-        if value is _MISSING and required:
-            raise RunLogError(f"{self.where}: {self.prefix}{key} is missing")
-        return None if value is _MISSING else value
-
-    def text(self, key: str, *, required: bool = False) -> str | None:
-        value = self._get(key, required)
-        if value is None and not required:
-            return None
-        if not isinstance(value, str):
-            raise self.bad(key, "a string", value)
-        return value
-
-    def integer(self, key: str, *, required: bool = False, minimum: int | None = None) -> int | None:
-        value = self._get(key, required)
-        if value is None and not required:
-            return None
-        if isinstance(value, bool) or not isinstance(value, int) or (minimum is not None and value < minimum):
-            raise self.bad(key, "an integer" + (f" >= {minimum}" if minimum is not None else ""), value)
-        return value
-
-    def number(self, key: str) -> float | None:
-        """A number (``NaN`` and infinities are kept: summaries treat them as unknown)."""
-        value = self._get(key, False)
-        if value is None:
-            return None
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise self.bad(key, "a number", value)
-        return float(value)
-
-    def flag(self, key: str) -> bool | None:
-        value = self._get(key, False)
-        if value is not None and not isinstance(value, bool):
-            raise self.bad(key, "true, false or null", value)
-        return value
-
-    def mapping(self, key: str) -> dict[str, Any] | None:
-        value = self._get(key, False)
-        if value is not None and not isinstance(value, dict):
-            raise self.bad(key, "an object", value)
-        return value
-
-    def objects(self, key: str) -> dict[str, dict[str, Any]]:
-        """An object whose every value is an object (``evaluators``)."""
-        value = self.mapping(key) or {}
-        for name, spec in value.items():
-            if not isinstance(spec, dict):
-                raise self.bad(f"{key}.{name}", "an object", spec)
-        return value
-
-    def texts(self, key: str) -> list[str] | None:
-        """A list of strings (``critical`` item ids)."""
-        value = self._get(key, False)
-        if value is not None and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
-            raise self.bad(key, "a list of strings", value)
-        return value
-
-    def inner(self, key: str) -> FieldReader:
-        """The fields of the object under ``key`` (an absent key reads as an empty object)."""
-        value = self.mapping(key)
-        return FieldReader({} if value is None else value, self.where, "", prefix=f"{self.prefix}{key}.")
-
-
-def finite(value: float | None) -> float | None:
-    return value if value is not None and math.isfinite(value) else None
 
 
 # ----------------------------------------------------------------------------- run.json
@@ -312,6 +217,28 @@ class Case(Mapping[str, Any]):
     @classmethod
     def from_json(cls, data: Any, where: str) -> Case:
         """Check ``data`` (one parsed line); ``where`` names the file and line."""
+        if _well_typed(data, _CASE_TYPES) and all(_well_typed(s, _SCORE_TYPES) for s in data.get("scores") or ()):
+            return cls._trusted(data)
+        return cls._checked(data, where)
+
+    @classmethod
+    def _trusted(cls, data: dict[str, Any]) -> Case:
+        """A line :func:`_well_typed` accepted (the common case: a line evalsite wrote), built
+        without the per-field checks of :meth:`_checked`."""
+        get = data.get
+        scores = tuple(
+            Score(s["evaluator"], s.get("version"), _float(s.get("score")), s.get("passed"), s.get("label"),
+                  s.get("detail"), s.get("error"), bool(s.get("skipped")), s.get("turn"), _float(s.get("spread")),
+                  _float(s.get("cost_usd")))
+            for s in get("scores") or ()
+        )
+        return cls(data["item_id"], data["repeat"], get("item_sha"), get("error"), None, _float(get("latency_ms")),
+                   get("input_tokens"), get("output_tokens"), _float(get("cost_usd")), _float(get("scoring_cost_usd")),
+                   get("finish_reason"), scores, _float(get("score")), get("passed"), get("started_at"), get("critical"),
+                   data)
+
+    @classmethod
+    def _checked(cls, data: Any, where: str) -> Case:
         fields = FieldReader(data, where, "a case")
         error, error_type = _error(fields, "error")
         scores = data.get("scores")
@@ -352,6 +279,37 @@ class Case(Mapping[str, Any]):
         return len(self.raw)
 
 
+_NONE = type(None)
+_TEXT, _INT, _NUMBER, _FLAG = (str, _NONE), (int, _NONE), (int, float, _NONE), (bool, _NONE)
+_CASE_TYPES: dict[str, tuple[type, ...]] = {
+    "item_id": (str,), "repeat": (int,), "item_sha": _TEXT, "error": _TEXT, "latency_ms": _NUMBER,
+    "input_tokens": _INT, "output_tokens": _INT, "cost_usd": _NUMBER, "scoring_cost_usd": _NUMBER,
+    "finish_reason": _TEXT, "scores": (list, _NONE), "score": _NUMBER, "passed": _FLAG, "started_at": _TEXT,
+    "critical": _FLAG,
+}
+_SCORE_TYPES: dict[str, tuple[type, ...]] = {
+    "evaluator": (str,), "version": _TEXT, "score": _NUMBER, "passed": _FLAG, "label": _TEXT, "detail": _TEXT,
+    "error": _TEXT, "skipped": _FLAG, "turn": _INT, "spread": _NUMBER, "cost_usd": _NUMBER,
+}
+
+
+def _well_typed(data: Any, types: dict[str, tuple[type, ...]]) -> bool:
+    """Every field of ``data`` has exactly one of its allowed types (``type() in``, so a boolean is
+    never an integer) and a repeat is not negative; anything else goes through the checks that name
+    the bad field."""
+    if type(data) is not dict:
+        return False
+    get = data.get
+    for key, allowed in types.items():  # a plain loop: this runs for every case of every run read
+        if type(get(key)) not in allowed:
+            return False
+    return type(get("repeat")) is not int or data["repeat"] >= 0
+
+
+def _float(value: int | float | None) -> float | None:
+    return None if value is None else float(value)
+
+
 # ----------------------------------------------------------------------------- end.json
 
 
@@ -373,6 +331,6 @@ class Footer:
         try:
             known = RunStatus(status)
         except ValueError:
-            raise RunLogError(f"{where}: unknown status {_shown(status)}") from None
+            raise RunLogError(f"{where}: unknown status {shown(status)}") from None
         error, _ = _error(fields, "error")
         return cls(known, fields.text("ended_at"), fields.mapping("totals") or {}, error, fields.mapping("cost_ceiling"), data)

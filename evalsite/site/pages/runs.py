@@ -8,6 +8,7 @@ import math
 from dataclasses import dataclass
 
 from evalsite.analysis.summary import RunSummary
+from evalsite.runlog.records import Case
 from evalsite.runlog.rows import case_critical, case_order, finite_number, repeat_of, whole_number
 from evalsite.runlog.store import Run
 from evalsite.site import paths
@@ -309,10 +310,10 @@ def _finite(value: float) -> float | None:
     return None if math.isnan(value) else value
 
 
-def case_row(case: dict, critical: dict[str, bool] | None, settings: SiteSettings) -> CaseRow:
+def case_row(case: Case, critical: dict[str, bool] | None, settings: SiteSettings) -> CaseRow:
     item_id, limit, redact = str(case.get("item_id")), settings.max_field_chars, settings.redact
     scores = [s for s in case.get("scores") or [] if isinstance(s, dict)]
-    error = case.get("error")
+    error = case.error  # the message, whether the line stores a string or {type, message}
     passed = case.get("passed") if isinstance(case.get("passed"), bool) else None
     status = "errored" if error else "passed" if passed else "failed" if passed is False else "unscored"
     repeat = repeat_of(case)
