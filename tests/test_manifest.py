@@ -83,7 +83,7 @@ def test_every_problem_is_listed_not_only_the_first(tmp_path):
     assert problems(tmp_path, text) == [
         "concurrency: must be at least 1, got 0",
         "repeat: must be a whole number, got the string 'three'",
-        "sweep.mode: must be one of grid, random, got 'gird'; did you mean 'grid'?",
+        "sweep.mode: must be one of grid, random, schedule, got 'gird'; did you mean 'grid'?",
         "sweep.variables.temperature: needs at least 1 entry",
     ]
 
@@ -127,13 +127,12 @@ def test_a_file_name_that_is_not_a_safe_name_needs_a_name(tmp_path):
 
 # ---- rules beyond the schema ---------------------------------------------------------------
 
-def test_dataset_or_rows_exactly_one(tmp_path):
+def test_dataset_or_rows_not_both(tmp_path):
     assert problems(tmp_path, VALID + "rows: [{input: a}]\n") == [
         "dataset: give either 'dataset' (a file) or 'rows' (inline), not both"
     ]
-    assert problems(tmp_path, VALID.replace("dataset: {path: data/qa.jsonl}\n", "")) == [
-        "dataset: required key is missing (or give inline 'rows')"
-    ]
+    # neither is one empty row (tests/test_seeds_sweeps.py)
+    assert load_manifest(manifest_file(tmp_path, VALID.replace("dataset: {path: data/qa.jsonl}\n", ""))).rows == [{}]
 
 
 def test_arm_references(tmp_path):

@@ -75,6 +75,11 @@ class Manifest:
     effective: dict = field(default_factory=dict)
 
 
+# A manifest with neither ``dataset`` nor ``rows`` runs one empty row per config: a pure sweep
+# over a fixed prompt. Its dataset id is that of inline rows, named after the experiment.
+NO_DATASET_ROWS: list[dict] = [{}]
+
+
 def is_safe_name(value: Any) -> bool:
     """A name that may become a path: letters, digits, ``-``, ``_``, ``.``; no ``..``."""
     return isinstance(value, str) and SAFE_NAME.match(value) is not None
@@ -100,7 +105,7 @@ def load_manifest(path: str | Path, overrides: Sequence[str] = ()) -> Manifest:
         concurrency=data.get("concurrency", DEFAULT_CONCURRENCY),
         limits=dict(data.get("limits") or {}),
         schedule=dict(data.get("schedule") or {}),
-        rows=data.get("rows"),
+        rows=data.get("rows", NO_DATASET_ROWS if "dataset" not in data else None),
         sweep=data.get("sweep"),
         design=data.get("design") or {"mode": "cartesian"},
         overrides=tuple(overrides),
@@ -334,11 +339,8 @@ def rule_problems(data: dict, default_name: str) -> list[str]:
     problems = []
     if "name" not in data and not is_safe_name(default_name):
         problems.append(f"name: the file name {default_name!r} is not a safe name ({SAFE_NAME_RULE}); add a 'name'")
-    if ("dataset" in data) == ("rows" in data):
-        problems.append(
-            "dataset: give either 'dataset' (a file) or 'rows' (inline), not both"
-            if "dataset" in data else "dataset: required key is missing (or give inline 'rows')"
-        )
+    if "dataset" in data and "rows" in data:
+        problems.append("dataset: give either 'dataset' (a file) or 'rows' (inline), not both")
     arm_ids = [arm["id"] for arm in data["arms"]]
     problems += _arm_problems(data["arms"])
     problems += _secret_problems(data["arms"])
@@ -398,9 +400,18 @@ def _secret_paths(value: Any, where: str) -> list[str]:
 
 
 def _sweep_problems(sweep: dict | None) -> list[str]:
-    if not sweep or sweep.get("mode", "grid") != "grid":
+    """``trials`` belongs to random and schedule mode, ``seed`` to random mode only (nothing else
+    draws), and curves to schedule mode (they follow the trials)."""
+    if not sweep:
         return []
-    return [f"sweep.{key}: only used with mode: random" for key in ("trials", "seed") if key in sweep]
+    mode = sweep.get("mode", "grid")
+    used_by = {"trials": ("random", "schedule"), "seed": ("random",)}
+    problems = [f"sweep.{key}: only used with mode: {' or '.join(modes)}"
+                for key, modes in used_by.items() if key in sweep and mode not in modes]
+    if mode != "schedule":
+        problems += [f"sweep.variables.{name}: a curve follows the trials; use mode: schedule"
+                     for name, values in (sweep.get("variables") or {}).items() if isinstance(values, dict)]
+    return problems
 
 
 DESIGN_KEYS = {

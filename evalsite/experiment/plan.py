@@ -18,6 +18,7 @@ from evalsite.experiment.datasets import Dataset, Item, inline_dataset, item_spl
 from evalsite.experiment.locks import changes_since_lock
 from evalsite.experiment.manifest import ArmSpec, Manifest, did_you_mean
 from evalsite.experiment.prompts import render_input
+from evalsite.experiment.sweeps import schedule_trials
 from evalsite.project import Project, cwd_relative
 from evalsite.runlog.hashing import canonical_json, short_hash
 
@@ -93,8 +94,9 @@ class Plan:
         return sum(self.cases_for(config) for config in self.configs)
 
 
-def make_config(arm: ArmSpec, combination: dict | None = None) -> Config:
-    """``arm`` with a sweep combination applied (model parameters replace the arm's own)."""
+def make_config(arm: ArmSpec, combination: dict | None = None, trial: int | None = None) -> Config:
+    """``arm`` with a sweep combination applied (model parameters replace the arm's own);
+    ``trial`` numbers a schedule's trials, so equal values on two trials stay two configs."""
     combination = combination or {}
     params = {**arm.params, **{k: v for k, v in combination.items() if k in MODEL_PARAMS}}
     prompt_variables = {k: v for k, v in combination.items() if k not in MODEL_PARAMS}
@@ -106,6 +108,8 @@ def make_config(arm: ArmSpec, combination: dict | None = None) -> Config:
         "settings": arm.settings,
         "prompt_variables": prompt_variables,
     }
+    if trial is not None:
+        resolved["trial"] = trial
     return Config(
         arm_id=arm.id,
         target=arm.target,
@@ -115,7 +119,7 @@ def make_config(arm: ArmSpec, combination: dict | None = None) -> Config:
         resolved=resolved,
         config_id=short_hash(resolved, 16),
         prompt_variables=prompt_variables,
-        sweep=dict(combination),
+        sweep=dict(combination) if trial is None else {"trial": trial, **combination},
     )
 
 
@@ -135,8 +139,14 @@ def build_plan(
     if selection is not None:
         arms = [arm for arm in arms if arm.id in selection]
     limits = manifest.limits
-    combinations = sweep_combinations(manifest, limits.get("max_combinations", DEFAULT_MAX_COMBINATIONS))
-    configs = [make_config(arm, combination) for arm in arms for combination in combinations]
+    max_combinations = limits.get("max_combinations", DEFAULT_MAX_COMBINATIONS)
+    if manifest.sweep and manifest.sweep.get("mode") == "schedule":
+        trials = schedule_trials(project.root, manifest.path, manifest.sweep)
+        _check_combinations(manifest, len(trials), max_combinations)
+        configs = [make_config(arm, values, trial) for arm in arms for trial, values in enumerate(trials)]
+    else:
+        combinations = sweep_combinations(manifest, max_combinations)
+        configs = [make_config(arm, combination) for arm in arms for combination in combinations]
     plan = Plan(manifest, dataset, configs, repeat or manifest.repeat, selection, whole.dataset_id)
     _check_not_empty(plan, whole)
     _check_distinct(plan)
@@ -196,11 +206,15 @@ def sweep_combinations(manifest: Manifest, max_combinations: int) -> list[dict]:
     if random_mode and wanted > size:
         raise PlanError(f"{manifest.path}: sweep.trials = {wanted} but the variables make only {size} "
                         "combinations; use mode: grid")
+    _check_combinations(manifest, wanted, max_combinations)
+    indexes = _draw(size, wanted, sweep.get("seed", 0)) if random_mode else range(size)
+    return [_combination(variables, index) for index in indexes]
+
+
+def _check_combinations(manifest: Manifest, wanted: int, max_combinations: int) -> None:
     if wanted > max_combinations:
         raise PlanError(f"{manifest.path}: the sweep makes {wanted} combinations, more than "
                         f"limits.max_combinations = {max_combinations}; raise the limit or sweep fewer values")
-    indexes = _draw(size, wanted, sweep.get("seed", 0)) if random_mode else range(size)
-    return [_combination(variables, index) for index in indexes]
 
 
 def _draw(size: int, wanted: int, seed: int) -> list[int]:
