@@ -90,7 +90,7 @@ def test_every_problem_is_listed_not_only_the_first(tmp_path):
 
 @pytest.mark.parametrize("extra, problem", [
     ("limits: {max_cost_usd: 0}", "limits.max_cost_usd: must be more than 0, got 0"),
-    ("prompt: 5", "prompt: must be a string or a list, got the number 5"),
+    ("prompt: 5", "prompt: must be a string or a list or a mapping, got the number 5"),
     ("prompt: [{role: user, content: hi}, {role: robot, content: x}]",
      "prompt[1].role: must be one of system, user, assistant, got 'robot'"),
     ("evaluators: [{threshold: 0.5}]", "evaluators[0].type: required key is missing"),

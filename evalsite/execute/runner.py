@@ -154,6 +154,7 @@ class BatchRunner:
             "fingerprint_hash": fingerprint_hash(fingerprint),
             "started_at": iso(utc_now()),
             "plan": plan.totals(config),
+            **({"prompt": _prompt_pin(plan.manifest.prompt_ref)} if plan.manifest.prompt_ref else {}),
         }
 
     def schedule_record(self, policy: RetryPolicy) -> dict:
@@ -301,6 +302,11 @@ def run_totals(cases: list[dict], plan: Plan, config: Config) -> dict:
         "unknown_cost_cases": len(cases) - len(known),
         "truncated_items": sorted({c["item_id"] for c in cases if c.get("finish_reason") == "length"}),
     }
+
+
+def _prompt_pin(reference: dict) -> dict:
+    """A versioned prompt as the header pins it: name, submitted and resolved version, hash, file."""
+    return {key: reference[key] for key in ("name", "submitted", "version", "hash", "path")}
 
 
 def _brief(value) -> str:

@@ -73,6 +73,7 @@ class Manifest:
     design: dict = field(default_factory=lambda: {"mode": "cartesian"})
     overrides: tuple[str, ...] = ()
     effective: dict = field(default_factory=dict)
+    prompt_ref: dict | None = None  # prompt: {name, version}; resolved by experiment.prompt_versions
 
 
 # A manifest with neither ``dataset`` nor ``rows`` runs one empty row per config: a pure sweep
@@ -98,7 +99,8 @@ def load_manifest(path: str | Path, overrides: Sequence[str] = ()) -> Manifest:
         name=data.get("name", path.stem),
         description=data.get("description", ""),
         dataset=dict(data.get("dataset") or {}),
-        prompt=data.get("prompt"),
+        prompt=None if isinstance(data.get("prompt"), dict) else data.get("prompt"),
+        prompt_ref=data["prompt"] if isinstance(data.get("prompt"), dict) else None,
         arms=resolve_arms(data["arms"]),
         evaluators=list(data.get("evaluators") or []),
         repeat=data.get("repeat", 1),
@@ -346,7 +348,8 @@ def rule_problems(data: dict, default_name: str) -> list[str]:
     problems += _secret_problems(data["arms"])
     problems += _sweep_problems(data.get("sweep"))
     problems += _design_problems(data.get("design"), arm_ids)
-    problems += template_problems(data.get("prompt"))
+    if not isinstance(data.get("prompt"), dict):  # a versioned prompt is checked when it resolves
+        problems += template_problems(data.get("prompt"))
     return problems
 
 

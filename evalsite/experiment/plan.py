@@ -17,6 +17,7 @@ from evalsite.errors import EvalsiteError, PlanError
 from evalsite.experiment.datasets import Dataset, Item, inline_dataset, item_split, load_dataset, select_items
 from evalsite.experiment.locks import changes_since_lock
 from evalsite.experiment.manifest import ArmSpec, Manifest, did_you_mean
+from evalsite.experiment.prompt_versions import with_resolved_prompt
 from evalsite.experiment.prompts import render_input
 from evalsite.experiment.sweeps import schedule_trials
 from evalsite.project import Project, cwd_relative
@@ -132,6 +133,7 @@ def build_plan(
 ) -> Plan:
     """Everything a run will do, checked: dataset (and its pin), arms, sweep, design, limits,
     target kinds, and that every case's input renders."""
+    manifest = with_resolved_prompt(project.root, manifest)
     whole = manifest_dataset(project, manifest)
     dataset = selected_part(manifest, whole)
     arms = _chosen_arms(manifest, arm_ids)
