@@ -12,13 +12,14 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from evalsite.analysis.baselines import NONE, BaselineChoice, DatasetIds, Decision, resolve_baseline
+from evalsite.analysis.baselines import NONE, PROMOTED, BaselineChoice, DatasetIds, Decision, resolve_baseline
 from evalsite.analysis.regression import THRESHOLD, RegressionReport, regression_report
 from evalsite.project import Project
 from evalsite.runlog.fingerprint import FieldDiff, diff_fingerprints
 from evalsite.runlog.store import read_run, resolve_run, run_status
 
 ALPHA = 0.05
+PROMOTED_ONLY = "promoted"  # --baseline promoted: the arm's promoted baseline, never the prior run
 SCORING_KEYS = ("type", "version", "judge_model", "weight", "threshold")
 
 
@@ -137,10 +138,13 @@ def compare_runs(
     noise: float | None = None,
     alpha: float = ALPHA,
 ) -> ComparisonReport:
-    """Compare ``run`` with ``baseline`` or the baseline resolved for it; never raises for a
-    refusal: the report carries the fingerprint diff and the reason instead."""
+    """Compare ``run`` with ``baseline`` (a run, or ``promoted``: only a promoted baseline) or the
+    baseline resolved for it; never raises for a refusal: the report carries the fingerprint
+    diff and the reason instead."""
     current = read_run(resolve_run(project.runs_dir, run))
-    choice: BaselineChoice = resolve_baseline(project, current.header, baseline)
+    choice: BaselineChoice = resolve_baseline(project, current.header, None if baseline == PROMOTED_ONLY else baseline)
+    if baseline == PROMOTED_ONLY and choice.source != PROMOTED:
+        choice = BaselineChoice(None, NONE)
     current_ref = _ref(current.directory, current.header)
     if choice.directory is None:
         return ComparisonReport(current_ref, None, NONE, None, None, None, None)
