@@ -191,13 +191,31 @@ def apply_override(data: dict, assignment: str) -> None:
     parts = key.strip().split(".")
     if not equals or not all(parts):
         raise ManifestError(f"--set {assignment!r}: expected KEY=VALUE with a dotted KEY, e.g. arms.base.params.temperature=0")
+    value = _yaml_value(raw)
+    if value is None:
+        _remove(data, parts, assignment)
+        return
     node: Any = data
     for depth, part in enumerate(parts[:-1]):
         node = _step_into(node, parts[: depth + 1], assignment)
     if isinstance(node, list):
-        node[_list_index(node, parts[:-1], parts[-1], assignment)] = _yaml_value(raw)
+        node[_list_index(node, parts[:-1], parts[-1], assignment)] = value
     else:
-        node[parts[-1]] = _yaml_value(raw)
+        node[parts[-1]] = value
+
+
+def _remove(data: dict, parts: list[str], assignment: str) -> None:
+    """``KEY=null``: remove the key (a pin such as ``dataset.dataset_id`` is lifted, a limit falls
+    back to its default); a key that is not there is nothing to remove, and nothing is created."""
+    node: Any = data
+    for depth, part in enumerate(parts[:-1]):
+        if isinstance(node, dict) and part not in node:
+            return
+        node = _step_into(node, parts[: depth + 1], assignment)
+    if isinstance(node, list):
+        raise ManifestError(f"--set {assignment!r}: null removes a key; {'.'.join(parts[:-1])} is a list, "
+                            "whose entries cannot be removed this way")
+    node.pop(parts[-1], None)
 
 
 def _step_into(node: Any, path: list[str], assignment: str) -> Any:
