@@ -74,7 +74,7 @@ def test_unknown_keys_are_found_at_any_depth(tmp_path):
     text = text.replace("{path: data/qa.jsonl}", "{path: data/qa.jsonl, limt: 3}")
     assert problems(tmp_path, text) == [
         "arms[0].parmas: unknown key; did you mean 'params'? (allowed: description, extends, id, params, price, settings, target)",
-        "dataset.limt: unknown key; did you mean 'limit'? (allowed: dataset_id, expected_field, limit, name, path, split)",
+        "dataset.limt: unknown key; did you mean 'limit'? (allowed: dataset_id, expected_field, limit, name, path, reference_tier, split)",
     ]
 
 

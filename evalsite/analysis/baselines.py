@@ -15,7 +15,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from evalsite.analysis.summary import summarise_cases
-from evalsite.errors import DecisionError, RunLogError
+from evalsite.errors import DecisionError, EvalsiteError, RunLogError
+from evalsite.experiment.locks import lock_path, locked_tier
 from evalsite.project import Project, max_error_rate
 from evalsite.runlog.fingerprint import fingerprint_hash, git_user
 from evalsite.runlog.records import RunStatus
@@ -51,6 +52,7 @@ class Decision:
     by: str | None
     allow_dirty: bool = False
     allow_critical: bool = False
+    reference_tier: str | None = None
     decision: str = "promote"
     format_version: int = DECISION_FORMAT_VERSION
 
@@ -121,6 +123,7 @@ def promote(
         by=git_user(project.root),
         allow_dirty=allow_dirty,
         allow_critical=allow_critical,
+        reference_tier=(header.get("dataset") or {}).get("reference_tier"),
     )
     append_decision(decisions_path(project), decision)
     return decision
@@ -218,7 +221,27 @@ def validate_decisions(project: Project) -> list[str]:
                 f"{prefix}: fingerprint no longer matches the decision "
                 f"(decided {entry.record.get('fingerprint_hash')}, run now {now})"
             )
+        messages += [f"{prefix}: {problem}" for problem in _tier_problems(project, entry.record, header)]
     return messages
+
+
+def _tier_problems(project: Project, decision: dict, header: dict) -> list[str]:
+    """A promotion's reference tier must still be its run's, and the one its dataset's lock declares."""
+    if "reference_tier" not in decision:  # decided before tiers were recorded
+        return []
+    decided = decision.get("reference_tier")
+    dataset = header.get("dataset") or {}
+    if dataset.get("reference_tier") != decided:
+        return [f"reference tier no longer matches the decision (decided {decided}, run {dataset.get('reference_tier')})"]
+    path = project.root / dataset["path"] if dataset.get("path") else None
+    try:
+        now = locked_tier(path) if path is not None and path.is_file() else None
+    except EvalsiteError as exc:
+        return [exc.message]
+    if now is not None and now != decided:
+        return [f"reference tier no longer matches the dataset: decided {decided}, "
+                f"{project.relative(lock_path(path))} now declares {now}"]
+    return []
 
 
 def resolve_baseline(project: Project, current: dict, explicit: str | None = None) -> BaselineChoice:

@@ -131,6 +131,8 @@ class BatchRunner:
     def header(self, config: Config) -> dict:
         plan, project = self.plan, self.project
         dataset = dataset_record(project, plan.dataset)
+        if plan.reference_tier is not None:
+            dataset["reference_tier"] = plan.reference_tier
         evaluator_versions = describe_evaluators(self.evaluators)
         fingerprint = build_fingerprint(
             project=project,

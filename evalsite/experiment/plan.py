@@ -15,7 +15,7 @@ from pathlib import Path
 
 from evalsite.errors import EvalsiteError, PlanError
 from evalsite.experiment.datasets import Dataset, Item, inline_dataset, item_split, load_dataset, select_items
-from evalsite.experiment.locks import changes_since_lock
+from evalsite.experiment.locks import changes_since_lock, declared_tier
 from evalsite.experiment.manifest import ArmSpec, Manifest, did_you_mean
 from evalsite.experiment.prompt_versions import with_resolved_prompt
 from evalsite.experiment.prompts import render_input
@@ -64,6 +64,7 @@ class Plan:
     repeat: int
     item_selection: dict[str, frozenset[str]] | None = None
     file_dataset_id: str = ""
+    reference_tier: str | None = None  # the expected values' provenance (experiment.locks)
 
     def items_for(self, config: Config) -> list[Item]:
         if self.item_selection is None:
@@ -149,7 +150,8 @@ def build_plan(
     else:
         combinations = sweep_combinations(manifest, max_combinations)
         configs = [make_config(arm, combination) for arm in arms for combination in combinations]
-    plan = Plan(manifest, dataset, configs, repeat or manifest.repeat, selection, whole.dataset_id)
+    plan = Plan(manifest, dataset, configs, repeat or manifest.repeat, selection, whole.dataset_id,
+                _reference_tier(manifest, whole))
     _check_not_empty(plan, whole)
     _check_distinct(plan)
     _check_max_cases(plan)
@@ -175,6 +177,12 @@ def manifest_dataset(project: Project, manifest: Manifest) -> Dataset:
         raise PlanError(f"{manifest.path}: dataset.dataset_id pins {pin} but {spec['path']} is now "
                         f"{dataset.dataset_id}{_lock_detail(dataset)}; refusing to run on a changed dataset")
     return dataset
+
+
+def _reference_tier(manifest: Manifest, dataset: Dataset) -> str | None:
+    if manifest.rows is not None:
+        return None
+    return declared_tier(dataset.path, manifest.dataset.get("reference_tier"), str(manifest.path))
 
 
 def _lock_detail(dataset: Dataset) -> str:
