@@ -26,6 +26,7 @@ from jsonschema.exceptions import ValidationError, best_match
 
 from evalsite.errors import ManifestError
 from evalsite.experiment.prompts import template_problems
+from evalsite.experiment.sweeps import sweep_problems
 
 SCHEMA_PATH = Path(__file__).parent / "schema" / "manifest.schema.json"
 SAFE_NAME = re.compile(r"^(?!\.+$)(?!.*\.\.)[A-Za-z0-9_.-]{1,100}$")
@@ -364,7 +365,7 @@ def rule_problems(data: dict, default_name: str) -> list[str]:
     arm_ids = [arm["id"] for arm in data["arms"]]
     problems += _arm_problems(data["arms"])
     problems += _secret_problems(data["arms"])
-    problems += _sweep_problems(data.get("sweep"))
+    problems += sweep_problems(data.get("sweep"))
     problems += _design_problems(data.get("design"), arm_ids)
     if not isinstance(data.get("prompt"), dict):  # a versioned prompt is checked when it resolves
         problems += template_problems(data.get("prompt"))
@@ -418,21 +419,6 @@ def _secret_paths(value: Any, where: str) -> list[str]:
             found.append(f"{where}.{key}")
         found += _secret_paths(inner, f"{where}.{key}")
     return found
-
-
-def _sweep_problems(sweep: dict | None) -> list[str]:
-    """``trials`` belongs to random and schedule mode, ``seed`` to random mode only (nothing else
-    draws), and curves to schedule mode (they follow the trials)."""
-    if not sweep:
-        return []
-    mode = sweep.get("mode", "grid")
-    used_by = {"trials": ("random", "schedule"), "seed": ("random",)}
-    problems = [f"sweep.{key}: only used with mode: {' or '.join(modes)}"
-                for key, modes in used_by.items() if key in sweep and mode not in modes]
-    if mode != "schedule":
-        problems += [f"sweep.variables.{name}: a curve follows the trials; use mode: schedule"
-                     for name, values in (sweep.get("variables") or {}).items() if isinstance(values, dict)]
-    return problems
 
 
 DESIGN_KEYS = {

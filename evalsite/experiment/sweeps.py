@@ -11,7 +11,8 @@ progress p = t / (n - 1) (0 for a single trial):
 - step:   start + (end - start) · k / (steps - 1), with level k = min(⌊p · steps⌋, steps - 1)
 - log:    start · (end / start)^p (both positive: even steps on a log scale)
 
-Nothing here draws a random number: only ``mode: random`` reads the seed.
+Nothing here draws a random number: only ``mode: random`` reads the seed. :func:`sweep_problems`
+holds the manifest rules of every sweep mode beyond its schema.
 """
 
 from __future__ import annotations
@@ -29,6 +30,22 @@ CURVES = ("linear", "cosine", "step", "log")
 CURVE_KEYS = {"curve", "start", "end", "steps", "integer"}
 CURVES_DIR = "curves"
 CURVE_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+def sweep_problems(sweep: dict | None) -> list[str]:
+    """The manifest rules of a sweep beyond its schema: ``trials`` belongs to random and schedule
+    mode, ``seed`` to random mode only (nothing else draws), curves to schedule mode (they follow
+    the trials)."""
+    if not sweep:
+        return []
+    mode = sweep.get("mode", "grid")
+    used_by = {"trials": ("random", "schedule"), "seed": ("random",)}
+    problems = [f"sweep.{key}: only used with mode: {' or '.join(modes)}"
+                for key, modes in used_by.items() if key in sweep and mode not in modes]
+    if mode != "schedule":
+        problems += [f"sweep.variables.{name}: a curve follows the trials; use mode: schedule"
+                     for name, values in (sweep.get("variables") or {}).items() if isinstance(values, dict)]
+    return problems
 
 
 def schedule_trials(root: Path, manifest_path: Path, sweep: dict) -> list[dict]:
