@@ -341,7 +341,7 @@ def build_evaluator(spec: Any, index: int, project_root: Path | None = None) -> 
         scope=scope,
         reference=reference,
         project_root=Path(project_root) if project_root is not None else Path.cwd(),
-        timeout_s=float(spec["timeout_s"]) if spec.get("timeout_s") is not None else cls.default_timeout_s,
+        timeout_s=_timeout(spec, cls.default_timeout_s),
     )
     try:
         evaluator.check()
@@ -352,6 +352,13 @@ def build_evaluator(spec: Any, index: int, project_root: Path | None = None) -> 
     except (OSError, TypeError) as exc:
         raise EvaluatorError(f"{where}: cannot read the source that scores, for its version: {exc}") from None
     return evaluator
+
+
+def _timeout(spec: dict, default: float | None) -> float | None:
+    """``timeout_s`` as given; an explicit null is no deadline; absent, the family's default."""
+    if "timeout_s" not in spec:
+        return default
+    return None if spec["timeout_s"] is None else float(spec["timeout_s"])
 
 
 def build_evaluators(specs: list[dict], project_root: Path | None = None) -> list[Evaluator]:
