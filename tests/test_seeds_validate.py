@@ -81,3 +81,21 @@ def test_an_unknown_target_kind_fails_validate(project, cli):
     write_experiment(project, questions(1), [{"id": "a", "target": "opneai:m"}])
     result = cli("validate")
     assert result.exit_code == 1 and "unknown target kind 'opneai'; did you mean 'openai'?" in result.output
+
+
+def test_a_judge_without_its_key_is_a_warning_for_validate_and_refused_by_run(project, cli, monkeypatch):
+    monkeypatch.delenv("V_JUDGE_KEY", raising=False)
+    (project / "v_arm3.py").write_text("def answer(input):\n    return input\n")
+    judge = {"type": "llm_judge", "name": "grader", "judge": {
+        "target": "openai", "params": {"model": "m"},
+        "settings": {"base_url": "http://127.0.0.1:9/v1", "api_key_env": "V_JUDGE_KEY"}}}
+    manifest = write_experiment(project, questions(1), [{"id": "a", "target": "python:v_arm3:answer"}],
+                                evaluators=[judge])
+    relaxed = cli("validate")
+    assert relaxed.exit_code == 0, relaxed.output
+    assert ("warning: experiments/exp.yaml: evaluator 'grader': judge.target: settings.api_key_env: "
+            "environment variable V_JUDGE_KEY is not set (target openai)") in relaxed.output
+    assert cli("validate", "--strict").exit_code == 1
+    refused = cli("run", manifest)
+    assert refused.exit_code == 1 and "V_JUDGE_KEY is not set" in refused.output
+    assert not (project / "runs").exists()

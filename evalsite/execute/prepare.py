@@ -42,10 +42,21 @@ def prepare_plan(
     problems += [f"{plan.manifest.path}: {p}" for p in reference_problems(project, evaluator_references(plan))]
     if problems:
         raise PlanError("\n".join(dict.fromkeys(problems)))
+    evaluators = build_evaluators(plan.manifest.evaluators, project.root)
     if warnings is not None:
-        warnings += missing
-    build_evaluators(plan.manifest.evaluators, project.root)
+        warnings += missing + unset_evaluator_secrets(evaluators)
     return plan
+
+
+def unset_evaluator_secrets(evaluators: list) -> list[str]:
+    """``evaluator <name>: judge.target: …is not set`` for each secret an evaluator's calls lack."""
+    return [f"evaluator {e.name!r}: {secret}" for e in evaluators for secret in e.unset_secrets()]
+
+
+def require_evaluator_secrets(evaluators: list) -> None:
+    """What ``run`` and ``rescore`` refuse before the first call: a judge without its key."""
+    if unset := unset_evaluator_secrets(evaluators):
+        raise MissingSecretError("; ".join(unset))
 
 
 def check_targets(plan: Plan) -> None:

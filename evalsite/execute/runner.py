@@ -22,6 +22,7 @@ from evalsite.analysis.summary import summarise_cases
 from evalsite.errors import PlanError, RunLogError, TargetError
 from evalsite.execute.cases import CaseExecutor, Job, prepare_input
 from evalsite.execute.outcomes import BatchOutcome, RunOutcome
+from evalsite.execute.prepare import require_evaluator_secrets
 from evalsite.execute.progress import Progress
 from evalsite.execute.retry import Abandoned, RetryPolicy
 from evalsite.execute.stopping import Budget, StopControl, manifest_ceiling, manifest_deadline
@@ -59,6 +60,7 @@ def execute_plan(
     settings, the schedule, every row's rendered input, and for a resume the fingerprint.
     """
     evaluators = build_evaluators(plan.manifest.evaluators, project.root)
+    require_evaluator_secrets(evaluators)
     code = git_identity(project.root)
     batch = BatchRunner(
         project=project,

@@ -154,6 +154,11 @@ class Evaluator:
     def check(self) -> None:
         """Validate params once, at build time; raise ``ValueError`` naming the bad key."""
 
+    def unset_secrets(self) -> list[str]:
+        """Environment variables this evaluator's own calls need that are not set (a judge's key):
+        ``validate`` warns, ``run`` refuses before the first call."""
+        return []
+
     def option(self, key: str, kinds: type | tuple[type, ...], default: Any = None) -> Any:
         """A param's value (``default`` when absent or null), checked against ``kinds`` (bool is
         never accepted as a number)."""
