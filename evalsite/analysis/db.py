@@ -39,6 +39,11 @@ CASE_COLUMNS = {
     "passed": "BOOLEAN",
     "started_at": "VARCHAR",
     "critical": "BOOLEAN",
+    # provenance, from provider targets only (NULL elsewhere)
+    "request_ids": "VARCHAR[]",
+    "served_model": "VARCHAR",
+    "system_fingerprint": "VARCHAR",
+    "thread_id": "VARCHAR",
 }
 RUN_SCHEMA = pa.schema([
     ("run_id", pa.string()),
