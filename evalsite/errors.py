@@ -36,6 +36,11 @@ class TargetError(EvalsiteError):
     """A target cannot be constructed from its settings."""
 
 
+class MissingSecretError(TargetError):
+    """An environment variable a target's settings name (a key, a header) is not set: ``run``
+    refuses, ``validate`` warns (CI validates without keys), ``validate --strict`` fails."""
+
+
 class EvaluatorError(EvalsiteError):
     """An evaluator cannot be constructed from its settings."""
 

@@ -74,7 +74,7 @@ def test_unknown_keys_are_found_at_any_depth(tmp_path):
     text = text.replace("{path: data/qa.jsonl}", "{path: data/qa.jsonl, limt: 3}")
     assert problems(tmp_path, text) == [
         "arms[0].parmas: unknown key; did you mean 'params'? (allowed: description, extends, id, params, price, settings, target)",
-        "dataset.limt: unknown key; did you mean 'limit'? (allowed: dataset_id, expected_field, limit, name, path, split)",
+        "dataset.limt: unknown key; did you mean 'limit'? (allowed: dataset_id, expected_field, limit, name, path, reference_tier, split)",
     ]
 
 
@@ -83,14 +83,14 @@ def test_every_problem_is_listed_not_only_the_first(tmp_path):
     assert problems(tmp_path, text) == [
         "concurrency: must be at least 1, got 0",
         "repeat: must be a whole number, got the string 'three'",
-        "sweep.mode: must be one of grid, random, got 'gird'; did you mean 'grid'?",
+        "sweep.mode: must be one of grid, random, schedule, got 'gird'; did you mean 'grid'?",
         "sweep.variables.temperature: needs at least 1 entry",
     ]
 
 
 @pytest.mark.parametrize("extra, problem", [
     ("limits: {max_cost_usd: 0}", "limits.max_cost_usd: must be more than 0, got 0"),
-    ("prompt: 5", "prompt: must be a string or a list, got the number 5"),
+    ("prompt: 5", "prompt: must be a string or a list or a mapping, got the number 5"),
     ("prompt: [{role: user, content: hi}, {role: robot, content: x}]",
      "prompt[1].role: must be one of system, user, assistant, got 'robot'"),
     ("evaluators: [{threshold: 0.5}]", "evaluators[0].type: required key is missing"),
@@ -127,13 +127,12 @@ def test_a_file_name_that_is_not_a_safe_name_needs_a_name(tmp_path):
 
 # ---- rules beyond the schema ---------------------------------------------------------------
 
-def test_dataset_or_rows_exactly_one(tmp_path):
+def test_dataset_or_rows_not_both(tmp_path):
     assert problems(tmp_path, VALID + "rows: [{input: a}]\n") == [
         "dataset: give either 'dataset' (a file) or 'rows' (inline), not both"
     ]
-    assert problems(tmp_path, VALID.replace("dataset: {path: data/qa.jsonl}\n", "")) == [
-        "dataset: required key is missing (or give inline 'rows')"
-    ]
+    # neither is one empty row (tests/test_seeds_sweeps.py)
+    assert load_manifest(manifest_file(tmp_path, VALID.replace("dataset: {path: data/qa.jsonl}\n", ""))).rows == [{}]
 
 
 def test_arm_references(tmp_path):

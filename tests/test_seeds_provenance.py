@@ -78,3 +78,15 @@ def test_the_anthropic_target_records_its_message_id_and_model(project, server, 
     assert cli("run", write_experiment(project, questions(1), [arm])).exit_code == 0
     (case,) = only_run(project).cases
     assert (case["request_ids"], case["served_model"]) == (["msg_1"], "claude-fake")
+
+
+def test_provenance_is_queryable_beside_cases_that_have_none(project, server, cli):
+    (project / "plain_arm.py").write_text("def echo(input):\n    return 'echo: ' + input\n")
+    arms = [openai_arm(server), {"id": "plain", "target": "python:plain_arm:echo"}]
+    assert cli("run", write_experiment(project, questions(2), arms)).exit_code == 0
+    result = cli("query", "SELECT c.served_model, len(c.request_ids) AS calls FROM cases c JOIN runs r USING (run_id) "
+                          "ORDER BY r.arm_id, c.item_id", "--json")
+    assert result.exit_code == 0, result.output
+    import json
+    assert json.loads(result.output) == [{"served_model": "fake-model", "calls": 1}] * 2 + [
+        {"served_model": None, "calls": None}] * 2

@@ -70,3 +70,10 @@ def test_timeout_s_is_not_part_of_the_version(project):
 def test_a_bad_timeout_s_fails_at_build(value, project):
     with pytest.raises(EvaluatorError, match="timeout_s: needs a number of seconds > 0"):
         build_evaluators([{"type": "exact", "timeout_s": value}], project)
+
+
+def test_an_explicit_null_timeout_means_no_deadline(project):
+    (project / "t_null.py").write_text(SCORERS)
+    (evaluator,) = build_evaluators([{"type": "python:t_null:quick", "timeout_s": None}], project)
+    assert evaluator.timeout_s is None
+    assert score({"type": "python:t_null:quick", "timeout_s": None}, project).score == 0.5

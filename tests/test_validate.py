@@ -15,7 +15,7 @@ def test_the_example_project_is_valid(example_project, cli):
     assert result.output == "ok: 1 manifest, 1 dataset, 1 lock, 0 runs checked\n"
     cli("run", "experiments/arithmetic.yaml", "--repeat", "1")
     report = json.loads(cli("validate", "--json").output)
-    assert report == {"ok": True, "problems": [],
+    assert report == {"ok": True, "problems": [], "warnings": [],
                       "checked": {"manifests": 1, "datasets": 1, "locks": 1, "runs": 3}}
 
 

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from evalsite.analysis.summary import summarise_run
-from evalsite.errors import DecisionError
+from evalsite.errors import DecisionError, EvalsiteError, RunLogError
+from evalsite.experiment.locks import lock_path, locked_tier
 from evalsite.project import Project, max_error_rate
 from evalsite.runlog.decisions import Decision, append_decision, decisions_path, read_decisions
 from evalsite.runlog.fingerprint import fingerprint_hash, git_user
@@ -70,6 +71,7 @@ def promote(
         by=git_user(project.root),
         allow_dirty=allow_dirty,
         allow_critical=allow_critical,
+        reference_tier=header.dataset.reference_tier,
     )
     append_decision(decisions_path(project.runs_dir), decision)
     return decision
@@ -105,6 +107,40 @@ def _refuse_unknown_code(run_id: str, code: dict) -> None:
             f"{run_id}: refusing to promote a run from a dirty tree (uncommitted changes on {str(code['commit'])[:12]}); "
             "commit and rerun, or pass --allow-dirty"
         )
+
+
+def tier_problems(project: Project) -> list[str]:
+    """A promotion's reference tier must still be its run's, and the one its dataset's lock declares
+    (decisions that recorded no tier are not checked)."""
+    path = decisions_path(project.runs_dir)
+    where = str(project.relative(path))
+    entries, _ = read_decisions(path, where)
+    messages = []
+    for entry in entries:
+        if entry.decision.reference_tier is None:
+            continue
+        try:
+            header = open_run(project.runs_dir / entry.decision.run_id).header
+        except RunLogError:
+            continue  # validate_decisions names a missing or unreadable run
+        prefix = f"{where}: line {entry.line}: run {entry.decision.run_id}"
+        messages += [f"{prefix}: {problem}" for problem in _tier_problems(project, entry.decision.reference_tier, header)]
+    return messages
+
+
+def _tier_problems(project: Project, decided: str | None, header: RunHeader) -> list[str]:
+    dataset = header.dataset
+    if dataset.reference_tier != decided:
+        return [f"reference tier no longer matches the decision (decided {decided}, run {dataset.reference_tier})"]
+    path = project.root / dataset.path if dataset.path else None
+    try:
+        now = locked_tier(path) if path is not None and path.is_file() else None
+    except EvalsiteError as exc:
+        return [exc.message]
+    if now is not None and now != decided:
+        return [f"reference tier no longer matches the dataset: decided {decided}, "
+                f"{project.relative(lock_path(path))} now declares {now}"]
+    return []
 
 
 def resolve_baseline(project: Project, current: RunHeader, explicit: str | None = None) -> BaselineChoice:

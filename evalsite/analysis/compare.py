@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from evalsite.analysis.baselines import NONE, BaselineChoice, resolve_baseline
+from evalsite.analysis.baselines import NONE, PROMOTED, BaselineChoice, resolve_baseline
 from evalsite.analysis.regression import THRESHOLD, RegressionReport, regression_report
 from evalsite.errors import NotComparableError
 from evalsite.project import Project
@@ -21,6 +21,7 @@ from evalsite.runlog.records import RunHeader
 from evalsite.runlog.store import Run, read_run, resolve_run
 
 ALPHA = 0.05
+PROMOTED_ONLY = "promoted"  # --baseline promoted: the arm's promoted baseline, never the prior run
 SCORING_KEYS = ("type", "version", "judge_model", "weight", "threshold")
 
 
@@ -130,10 +131,13 @@ def compare_runs(
     noise: float | None = None,
     alpha: float = ALPHA,
 ) -> ComparisonReport:
-    """Compare ``run`` with ``baseline`` or the baseline resolved for it; never raises for a
-    refusal: the report carries the fingerprint diff and the reason instead."""
+    """Compare ``run`` with ``baseline`` (a run, or ``promoted``: only a promoted baseline) or the
+    baseline resolved for it; never raises for a refusal: the report carries the fingerprint
+    diff and the reason instead."""
     current = read_run(resolve_run(project.runs_dir, run))
-    choice: BaselineChoice = resolve_baseline(project, current.header, baseline)
+    choice: BaselineChoice = resolve_baseline(project, current.header, None if baseline == PROMOTED_ONLY else baseline)
+    if baseline == PROMOTED_ONLY and choice.source != PROMOTED:
+        choice = BaselineChoice(None, NONE)
     if choice.directory is None:
         return ComparisonReport(current, None, NONE, None, None, None, None)
     reference = read_run(choice.directory)

@@ -41,6 +41,11 @@ CASE_COLUMNS = {
     "passed": "BOOLEAN",
     "started_at": "VARCHAR",
     "critical": "BOOLEAN",
+    # provenance, from provider targets only (NULL elsewhere)
+    "request_ids": "VARCHAR[]",
+    "served_model": "VARCHAR",
+    "system_fingerprint": "VARCHAR",
+    "thread_id": "VARCHAR",
 }
 #: The largest case line the views read (DuckDB's default is 16 MB, less than one long transcript).
 MAXIMUM_CASE_BYTES = 1 << 30

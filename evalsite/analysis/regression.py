@@ -64,7 +64,8 @@ class EvaluatorChange:
 @dataclass(frozen=True)
 class RegressionSummary:
     """``compared`` counts items with a score on both sides that are not ``gt_changed``; the means,
-    the interval and the paired test are over those items only."""
+    the interval and the paired test are over those items only. ``net_delta`` is the sum of their
+    item deltas (``mean_delta`` × ``compared``): how many items' worth of score moved, net."""
 
     compared: int
     improved: int
@@ -83,6 +84,7 @@ class RegressionSummary:
     noise: float | None
     noise_source: str | None
     within_noise: bool | None
+    net_delta: float | None = None
 
 
 @dataclass(frozen=True)
@@ -276,4 +278,5 @@ def _summary(changes: list[ItemChange], gt_changed: int, noise: tuple[float | No
         noise=level,
         noise_source=source,
         within_noise=None if level is None or mean_delta is None else abs(mean_delta) <= level + _FLOAT_SLACK,
+        net_delta=math.fsum(c.delta for c in changes) if changes else None,
     )

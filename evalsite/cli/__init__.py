@@ -47,7 +47,7 @@ COMMANDS = (
     CommandEntry("schema", "schema:schema_command", "Print the manifest JSON Schema (Draft 2020-12) that validation uses."),
     CommandEntry("serve", "build:serve_command", "Serve the site on 127.0.0.1 and rebuild it when runs, data, manifests or the theme change."),
     CommandEntry("show", "runs:show_command", "One run's summary."),
-    CommandEntry("validate", "validate:validate_command", "Check every manifest, dataset, lock and run; exit 1 listing every problem."),
+    CommandEntry("validate", "validate:validate_command", "Check every manifest, dataset, lock and run; exit 1 listing every problem (and, with --strict, every warning)."),
 )
 
 

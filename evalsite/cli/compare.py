@@ -134,7 +134,7 @@ def _print_regression(report: RegressionReport) -> None:
             label = "within noise" if s.within_noise else "beyond noise"
             noise = f"{label} (noise {s.noise:.3f}, {s.noise_source})"
         click.echo(
-            f"mean: {s.baseline_mean:.3f} → {s.current_mean:.3f}  Δ {s.mean_delta:+.3f}  "
+            f"mean: {s.baseline_mean:.3f} → {s.current_mean:.3f}  Δ {s.mean_delta:+.3f} (net {s.net_delta:+.3f})  "
             f"{s.confidence:.0%} CI [{_signed(s.ci_low)}, {_signed(s.ci_high)}]  "
             f"paired sign-flip p = {s.p_value:.4g} ({s.test_kind})  {noise}"
         )

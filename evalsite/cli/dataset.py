@@ -10,7 +10,7 @@ import click
 
 from evalsite.cli.output import print_json
 from evalsite.experiment.datasets import describe_dataset, load_dataset
-from evalsite.experiment.locks import freeze_dataset, lock_state, verify_dataset
+from evalsite.experiment.locks import REFERENCE_TIERS, freeze_dataset, lock_state, verify_dataset
 
 DATASET_PATH = click.Path(path_type=Path)
 
@@ -22,10 +22,12 @@ def dataset_group() -> None:
 
 @dataset_group.command("freeze")
 @click.argument("path", type=DATASET_PATH)
+@click.option("--reference-tier", type=click.Choice(REFERENCE_TIERS),
+              help="Declare where the expected values come from (recorded with runs and promotions).")
 @click.option("--json", "as_json", is_flag=True, help="Print the lock's summary as JSON.")
-def freeze_command(path: Path, as_json: bool) -> None:
-    """Write PATH.lock.json: the dataset_id and every item's hashes."""
-    lock, dataset = freeze_dataset(path)
+def freeze_command(path: Path, reference_tier: str | None, as_json: bool) -> None:
+    """Write PATH.lock.json: the dataset_id and every item's hashes (and the reference tier)."""
+    lock, dataset = freeze_dataset(path, reference_tier)
     if as_json:
         print_json({"lock": str(lock), "dataset_id": dataset.dataset_id, "items": len(dataset.items)})
     else:

@@ -9,9 +9,9 @@ from pathlib import Path
 import click
 
 from evalsite.analysis.ci_files import write_junit, write_summary
-from evalsite.analysis.markdown import run_junit_outcomes, runs_markdown
+from evalsite.analysis.markdown import compare_markdown, run_junit_outcomes, runs_markdown
 from evalsite.cli.output import print_json, print_table, warn
-from evalsite.cli.run_report import report_batch, resume_line
+from evalsite.cli.run_report import baseline_reports, regression_failed, report_batch, resume_line
 from evalsite.execute.prepare import prepare_plan
 from evalsite.execute.progress import Progress
 from evalsite.execute.runner import execute_plan
@@ -76,6 +76,10 @@ def _dollars(value: float | None) -> str | None:
               help="Response cache mode (over the manifest's emulation.cache).")
 @click.option("--allow-failures", is_flag=True,
               help="Exit 0 when every run finished and every critical row passed, even if other items failed.")
+@click.option("--baseline", metavar="RUN|promoted",
+              help="When the batch completes, compare each run with RUN, or with its arm's promoted baseline.")
+@click.option("--fail-on", type=click.Choice(["regression"]),
+              help="With --baseline: exit 1 when a comparison's gate fails or a baseline is not comparable.")
 @click.option("--build", "build_after", is_flag=True, help="Build the site afterwards.")
 @click.option("--json", "as_json", is_flag=True, help="Print the run summaries (or the dry-run estimate) as JSON.")
 @click.option("--summary", "summary_file", type=click.Path(path_type=Path),
@@ -84,8 +88,7 @@ def _dollars(value: float | None) -> str | None:
               help="Write JUnit XML: one test case per arm and item.")
 @click.pass_context
 def run_command(ctx, manifest: Path, arm_ids, repeat, concurrency, overrides, dry_run, max_cost, timeout, resume,
-                cache_mode,
-                allow_failures, build_after, as_json, summary_file, junit_file) -> None:
+                cache_mode, allow_failures, baseline, fail_on, build_after, as_json, summary_file, junit_file) -> None:
     """Execute an experiment: one run per arm, written under runs/.
 
     Exits 1 when a run did not finish (failed, canceled, stopped at the cost ceiling, timed out) or a critical row failed, and (unless --allow-failures)
@@ -103,18 +106,29 @@ def run_command(ctx, manifest: Path, arm_ids, repeat, concurrency, overrides, dr
         project, plan, concurrency=concurrency, max_cost_usd=max_cost, resume=resume, progress=Progress(),
         timeout_s=timeout, cache=cache_mode,
     )
+    diffs = baseline_reports(project, batch, baseline)
     rows = [
-        {"run_id": o.run_id, "arm": o.arm_id, "status": o.status, **o.summary, "resume": resume_line(ctx, o)}
+        {"run_id": o.run_id, "arm": o.arm_id, "status": o.status, **o.summary, "resume": resume_line(ctx, o),
+         **({"baseline_diff": diffs[o.run_id].to_json()} if o.run_id in diffs else {})}
         for o in batch.runs
     ]
     if as_json:
         print_json(rows)
     else:
         print_table(rows, ["run_id", "arm", "status", "cases", "errors", "mean_score", "pass_rate", "cost_usd"])
+        for diff in diffs.values():
+            from evalsite.cli.compare import print_report  # only with --baseline: it loads the statistics
+
+            click.echo()
+            print_report(diff)
+    for diff in diffs.values():
+        if diff.comparability is not None and not diff.comparability.comparable:
+            warn(f"{diff.current.arm_id}: not comparable with its baseline: {diff.comparability.reason}")
     report_batch(ctx, batch)
     for error in batch.hook_errors:
         click.echo(f"error: {error}", err=True)
-    write_summary(runs_markdown(plan.manifest.name, batch), summary_file)
+    write_summary("\n\n".join([runs_markdown(plan.manifest.name, batch), *map(compare_markdown, diffs.values())]),
+                  summary_file)
     if junit_file:
         write_junit(junit_file, f"evalsite.run.{plan.manifest.name}", run_junit_outcomes(project, batch))
     if build_after:
@@ -122,5 +136,5 @@ def run_command(ctx, manifest: Path, arm_ids, repeat, concurrency, overrides, dr
 
         report = build_site(project)
         click.echo(f"site: {report.out_dir / 'index.html'}", err=True)
-    if not batch.acceptable(allow_failures):
+    if not batch.acceptable(allow_failures) or (fail_on == "regression" and regression_failed(diffs)):
         sys.exit(1)

@@ -8,24 +8,32 @@ import click
 
 from evalsite.cli.output import print_json
 from evalsite.project import find_project
-from evalsite.validate import inventory, validate_project
+from evalsite.validate import inventory, manifest_warnings, validate_project
 
 
 @click.command("validate")
+@click.option("--strict", is_flag=True, help="Fail on warnings too (an unset key variable a run needs).")
 @click.option("--json", "as_json", is_flag=True, help="Print the problems as JSON.")
-def validate_command(as_json: bool) -> None:
-    """Check every manifest, dataset, lock and run; exit 1 listing every problem."""
+def validate_command(strict: bool, as_json: bool) -> None:
+    """Check every manifest, dataset, lock and run; exit 1 listing every problem (and, with
+    --strict, every warning)."""
     project = find_project()
     problems = validate_project(project)
+    warnings = manifest_warnings(project)
+    failing = problems + warnings if strict else problems
     checked = inventory(project)
     if as_json:
-        print_json({"ok": not problems, "checked": checked, "problems": problems})
+        print_json({"ok": not failing, "checked": checked, "problems": problems, "warnings": warnings})
     else:
         for problem in problems:
             click.echo(problem)
+        for warning in warnings:
+            click.echo(f"warning: {warning}")
         counts = ", ".join(_count(count, what) for what, count in checked.items())
-        click.echo(f"{_count(len(problems), 'problems')} ({counts} checked)" if problems else f"ok: {counts} checked")
-    if problems:
+        found = ", ".join(_count(len(listed), what) for what, listed in (("problems", problems), ("warnings", warnings))
+                          if listed)
+        click.echo(f"{found} ({counts} checked)" if found else f"ok: {counts} checked")
+    if failing:
         sys.exit(1)
 
 

@@ -19,6 +19,7 @@ from evalsite.aio import run_sync
 from evalsite.analysis.summary import summarise_run
 from evalsite.errors import ManifestError, RunLogError
 from evalsite.execute.outcomes import summary_ok
+from evalsite.execute.prepare import require_evaluator_secrets
 from evalsite.execute.runner import dataset_record
 from evalsite.experiment.datasets import Dataset, Item
 from evalsite.experiment.manifest import Manifest, load_manifest
@@ -67,6 +68,7 @@ def rescore_run(project: Project, reference: str, *, manifest_path: Path | None 
     manifest = load_manifest(_manifest_path(project, source, manifest_path))
     dataset = _current_dataset(project, manifest, source)
     evaluators = build_evaluators(manifest.evaluators, project.root)
+    require_evaluator_secrets(evaluators)
     items = {item.item_id: item for item in dataset.items}
     kept = [case for case in source.cases if str(case.get("item_id")) in items]
     left_out = sorted({str(case.get("item_id")) for case in source.cases} - set(items))

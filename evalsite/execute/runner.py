@@ -24,6 +24,7 @@ from evalsite.errors import PlanError, RunLogError, TargetError
 from evalsite.execute.cache import HIT, cache_mode, with_cache
 from evalsite.execute.cases import CaseExecutor, Job, prepare_input
 from evalsite.execute.outcomes import BatchOutcome, RunOutcome
+from evalsite.execute.prepare import require_evaluator_secrets
 from evalsite.execute.progress import Progress
 from evalsite.execute.retry import Abandoned, RetryPolicy
 from evalsite.execute.stopping import Budget, StopControl, manifest_ceiling, manifest_deadline
@@ -68,6 +69,7 @@ async def execute_plan_async(
     settings, the schedule, every row's rendered input, and for a resume the fingerprint.
     """
     evaluators = build_evaluators(plan.manifest.evaluators, project.root)
+    require_evaluator_secrets(evaluators)
     code = git_identity(project.root)
     batch = BatchRunner(
         project=project,
@@ -145,6 +147,8 @@ class BatchRunner:
     def header(self, config: Config) -> dict:
         plan, project = self.plan, self.project
         dataset = dataset_record(project, plan.dataset)
+        if plan.reference_tier is not None:
+            dataset["reference_tier"] = plan.reference_tier
         evaluator_versions = describe_evaluators(self.evaluators)
         fingerprint = build_fingerprint(
             project=project,
@@ -170,6 +174,7 @@ class BatchRunner:
             "fingerprint_hash": fingerprint_hash(fingerprint),
             "started_at": iso(utc_now()),
             "plan": plan.totals(config),
+            **({"prompt": _prompt_pin(plan.manifest.prompt_ref)} if plan.manifest.prompt_ref else {}),
         }
 
     def schedule_record(self, policy: RetryPolicy) -> dict:
@@ -329,6 +334,11 @@ def run_totals(cases: list[dict], plan: Plan, config: Config) -> dict:
         "planned": len(plan.case_keys(config)),
         "truncated_items": sorted({c["item_id"] for c in cases if c.get("finish_reason") == "length"}),
     }
+
+
+def _prompt_pin(reference: dict) -> dict:
+    """A versioned prompt as the header pins it: name, submitted and resolved version, hash, file."""
+    return {key: reference[key] for key in ("name", "submitted", "version", "hash", "path")}
 
 
 def _brief(value) -> str:

@@ -4,6 +4,10 @@
 order, every item's id with its row, input-side and expected-side hashes. Verifying names each
 item that was added, removed or changed (and which side changed), so an edited ground truth is
 told apart from an edited question. Any changed byte fails, even one that changes no item.
+
+A lock may also declare the dataset's reference tier — where its ``expected`` values come from:
+``gold`` (reviewed by people), ``silver`` (checked, not fully reviewed) or ``model`` (written by
+a model). A manifest's ``dataset.reference_tier`` declares it too; the two must agree.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from evalsite.runlog.store import write_json_atomic
 
 LOCK_VERSION = 1
 LOCK_SUFFIX = ".lock.json"
+REFERENCE_TIERS = ("gold", "silver", "model")
 
 
 @dataclass(frozen=True)
@@ -49,10 +54,13 @@ def file_sha256(path: Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
-def freeze_dataset(dataset_path: str | Path) -> tuple[Path, Dataset]:
-    """Write the dataset's lock file beside it; returns the lock's path and the dataset."""
+def freeze_dataset(dataset_path: str | Path, reference_tier: str | None = None) -> tuple[Path, Dataset]:
+    """Write the dataset's lock file beside it (declaring ``reference_tier`` when given); returns
+    the lock's path and the dataset."""
     if is_lock_file(Path(dataset_path)):
         raise DatasetError(f"{dataset_path} is a lock file; freeze the dataset it locks")
+    if reference_tier is not None and reference_tier not in REFERENCE_TIERS:
+        raise DatasetError(f"reference tier {reference_tier!r}: needs one of {', '.join(REFERENCE_TIERS)}")
     dataset = load_dataset(dataset_path)
     target = lock_path(dataset.path)
     write_json_atomic(target, {
@@ -61,9 +69,30 @@ def freeze_dataset(dataset_path: str | Path) -> tuple[Path, Dataset]:
         "dataset_id": dataset.dataset_id,
         "file_sha256": file_sha256(dataset.path),
         "count": len(dataset.items),
+        **({"reference_tier": reference_tier} if reference_tier else {}),
         "items": [_locked_item(item) for item in dataset.items],
     })
     return target, dataset
+
+
+def locked_tier(dataset_path: str | Path) -> str | None:
+    """The reference tier the dataset's lock declares; None without a lock or a declaration."""
+    target = lock_path(dataset_path)
+    if not target.exists():
+        return None
+    tier = read_lock(target).get("reference_tier")
+    if tier is not None and tier not in REFERENCE_TIERS:
+        raise DatasetError(f"{target}: reference_tier {tier!r}: needs one of {', '.join(REFERENCE_TIERS)}")
+    return tier
+
+
+def declared_tier(dataset_path: str | Path, in_manifest: str | None, where: str) -> str | None:
+    """The dataset's reference tier, from the manifest or the lock; refused when they disagree."""
+    in_lock = locked_tier(dataset_path)
+    if in_manifest is not None and in_lock is not None and in_manifest != in_lock:
+        raise DatasetError(f"{where}: dataset.reference_tier is {in_manifest!r} but {lock_path(dataset_path).name} "
+                           f"declares {in_lock!r}; declare one tier")
+    return in_manifest or in_lock
 
 
 def _locked_item(item: Item) -> dict:

@@ -28,6 +28,7 @@ from evalsite.errors import ManifestError
 from evalsite.experiment.checkpoints import checkpoint_problems
 from evalsite.experiment.prompts import template_problems
 from evalsite.experiment.safety import number_problems
+from evalsite.experiment.sweeps import sweep_problems
 
 SCHEMA_PATH = Path(__file__).parent / "schema" / "manifest.schema.json"
 SAFE_NAME = re.compile(r"^(?!\.+$)(?!.*\.\.)[A-Za-z0-9_.-]{1,100}$")
@@ -82,6 +83,12 @@ class Manifest:
     output_schema: dict | None = None
     checkpoints: list[dict] | None = None
     models: dict = field(default_factory=dict)
+    prompt_ref: dict | None = None  # prompt: {name, version}; resolved by experiment.prompt_versions
+
+
+# A manifest with neither ``dataset`` nor ``rows`` runs one empty row per config: a pure sweep
+# over a fixed prompt. Its dataset id is that of inline rows, named after the experiment.
+NO_DATASET_ROWS: list[dict] = [{}]
 
 
 def is_safe_name(value: Any) -> bool:
@@ -102,14 +109,15 @@ def load_manifest(path: str | Path, overrides: Sequence[str] = ()) -> Manifest:
         name=data.get("name", path.stem),
         description=data.get("description", ""),
         dataset=dict(data.get("dataset") or {}),
-        prompt=data.get("prompt"),
+        prompt=None if isinstance(data.get("prompt"), dict) else data.get("prompt"),
+        prompt_ref=data["prompt"] if isinstance(data.get("prompt"), dict) else None,
         arms=resolve_arms(data["arms"]),
         evaluators=list(data.get("evaluators") or []),
         repeat=data.get("repeat", 1),
         concurrency=data.get("concurrency", DEFAULT_CONCURRENCY),
         limits=dict(data.get("limits") or {}),
         schedule=dict(data.get("schedule") or {}),
-        rows=data.get("rows"),
+        rows=data.get("rows", NO_DATASET_ROWS if "dataset" not in data else None),
         sweep=data.get("sweep"),
         design=data.get("design") or {"mode": "cartesian"},
         overrides=tuple(overrides),
@@ -206,13 +214,31 @@ def apply_override(data: dict, assignment: str) -> None:
     parts = key.strip().split(".")
     if not equals or not all(parts):
         raise ManifestError(f"--set {assignment!r}: expected KEY=VALUE with a dotted KEY, e.g. arms.base.params.temperature=0")
+    value = _yaml_value(raw)
+    if value is None:
+        _remove(data, parts, assignment)
+        return
     node: Any = data
     for depth in range(len(parts) - 1):
         node = _step_into(node, parts[: depth + 1], assignment)
     if isinstance(node, list):
-        node[_list_index(node, parts[:-1], parts[-1], assignment)] = _yaml_value(raw)
+        node[_list_index(node, parts[:-1], parts[-1], assignment)] = value
     else:
-        node[parts[-1]] = _yaml_value(raw)
+        node[parts[-1]] = value
+
+
+def _remove(data: dict, parts: list[str], assignment: str) -> None:
+    """``KEY=null``: remove the key (a pin such as ``dataset.dataset_id`` is lifted, a limit falls
+    back to its default); a key that is not there is nothing to remove, and nothing is created."""
+    node: Any = data
+    for depth, part in enumerate(parts[:-1]):
+        if isinstance(node, dict) and part not in node:
+            return
+        node = _step_into(node, parts[: depth + 1], assignment)
+    if isinstance(node, list):
+        raise ManifestError(f"--set {assignment!r}: null removes a key; {'.'.join(parts[:-1])} is a list, "
+                            "whose entries cannot be removed this way")
+    node.pop(parts[-1], None)
 
 
 def _step_into(node: Any, path: list[str], assignment: str) -> Any:
@@ -368,17 +394,15 @@ def rule_problems(data: dict, default_name: str) -> list[str]:
     problems = []
     if "name" not in data and not is_safe_name(default_name):
         problems.append(f"name: the file name {default_name!r} is not a safe name ({SAFE_NAME_RULE}); add a 'name'")
-    if ("dataset" in data) == ("rows" in data):
-        problems.append(
-            "dataset: give either 'dataset' (a file) or 'rows' (inline), not both"
-            if "dataset" in data else "dataset: required key is missing (or give inline 'rows')"
-        )
+    if "dataset" in data and "rows" in data:
+        problems.append("dataset: give either 'dataset' (a file) or 'rows' (inline), not both")
     arm_ids = [arm["id"] for arm in data["arms"]]
     problems += _arm_problems(data["arms"])
     problems += _secret_problems(data["arms"])
-    problems += _sweep_problems(data.get("sweep"))
+    problems += sweep_problems(data.get("sweep"))
     problems += _design_problems(data.get("design"), arm_ids)
-    problems += template_problems(data.get("prompt"))
+    if not isinstance(data.get("prompt"), dict):  # a versioned prompt is checked when it resolves
+        problems += template_problems(data.get("prompt"))
     problems += checkpoint_problems(data.get("checkpoints"))
     return problems
 
@@ -430,12 +454,6 @@ def _secret_paths(value: Any, where: str) -> list[str]:
             found.append(f"{where}.{key}")
         found += _secret_paths(inner, f"{where}.{key}")
     return found
-
-
-def _sweep_problems(sweep: dict | None) -> list[str]:
-    if not sweep or sweep.get("mode", "grid") != "grid":
-        return []
-    return [f"sweep.{key}: only used with mode: random" for key in ("trials", "seed") if key in sweep]
 
 
 DESIGN_KEYS = {

@@ -16,9 +16,11 @@ from pathlib import Path
 from evalsite.errors import EvalsiteError, PlanError
 from evalsite.experiment.checkpoints import Checkpoint, resolve_checkpoints
 from evalsite.experiment.datasets import Dataset, Item, inline_dataset, item_split, load_dataset, select_items
-from evalsite.experiment.locks import changes_since_lock
+from evalsite.experiment.locks import changes_since_lock, declared_tier
 from evalsite.experiment.manifest import ArmSpec, Manifest, did_you_mean
+from evalsite.experiment.prompt_versions import with_resolved_prompt
 from evalsite.experiment.prompts import render_input
+from evalsite.experiment.sweeps import schedule_trials
 from evalsite.project import Project, cwd_relative
 from evalsite.runlog.hashing import canonical_json, short_hash
 
@@ -65,6 +67,7 @@ class Plan:
     repeat: int
     item_selection: dict[str, frozenset[str]] | None = None
     file_dataset_id: str = ""
+    reference_tier: str | None = None  # the expected values' provenance (experiment.locks)
 
     def items_for(self, config: Config) -> list[Item]:
         if self.item_selection is None:
@@ -88,9 +91,11 @@ class Plan:
         return sum(self.cases_for(config) for config in self.configs)
 
 
-def make_config(arm: ArmSpec, combination: dict | None = None, checkpoint: Checkpoint | None = None) -> Config:
+def make_config(arm: ArmSpec, combination: dict | None = None, checkpoint: Checkpoint | None = None,
+                trial: int | None = None) -> Config:
     """``arm`` with a sweep combination applied (model parameters replace the arm's own), from
-    ``checkpoint`` when the manifest has a checkpoint axis."""
+    ``checkpoint`` when the manifest has a checkpoint axis; ``trial`` numbers a schedule's trials,
+    so equal values on two trials stay two configs."""
     combination = combination or {}
     params = {**arm.params, **{k: v for k, v in combination.items() if k in MODEL_PARAMS}}
     prompt_variables = {k: v for k, v in combination.items() if k not in MODEL_PARAMS}
@@ -104,6 +109,8 @@ def make_config(arm: ArmSpec, combination: dict | None = None, checkpoint: Check
     }
     if checkpoint is not None:
         resolved["checkpoint"] = checkpoint.resolved
+    if trial is not None:
+        resolved["trial"] = trial
     return Config(
         arm_id=arm.id,
         target=arm.target,
@@ -113,7 +120,7 @@ def make_config(arm: ArmSpec, combination: dict | None = None, checkpoint: Check
         resolved=resolved,
         config_id=short_hash(resolved, 16),
         prompt_variables=prompt_variables,
-        sweep=dict(combination),
+        sweep=dict(combination) if trial is None else {"trial": trial, **combination},
         checkpoint=None if checkpoint is None else checkpoint.request,
     )
 
@@ -127,6 +134,7 @@ def build_plan(
 ) -> Plan:
     """Everything a run will do, checked: dataset (and its pin), arms, sweep, design, limits,
     target kinds, and that every case's input renders."""
+    manifest = with_resolved_prompt(project.root, manifest)
     whole = manifest_dataset(project, manifest)
     dataset = selected_part(manifest, whole)
     arms = _chosen_arms(manifest, arm_ids)
@@ -134,11 +142,19 @@ def build_plan(
     if selection is not None:
         arms = [arm for arm in arms if arm.id in selection]
     limits = manifest.limits
-    combinations = sweep_combinations(manifest, limits.get("max_combinations", DEFAULT_MAX_COMBINATIONS))
+    max_combinations = limits.get("max_combinations", DEFAULT_MAX_COMBINATIONS)
     checkpoints = resolve_checkpoints(project.root, manifest)
-    configs = [make_config(arm, combination, checkpoint)
-               for arm in arms for combination in combinations for checkpoint in checkpoints]
-    plan = Plan(manifest, dataset, configs, repeat or manifest.repeat, selection, whole.dataset_id)
+    if manifest.sweep and manifest.sweep.get("mode") == "schedule":
+        trials = schedule_trials(project.root, manifest.path, manifest.sweep)
+        _check_combinations(manifest, len(trials), max_combinations)
+        configs = [make_config(arm, values, checkpoint, trial)
+                   for arm in arms for trial, values in enumerate(trials) for checkpoint in checkpoints]
+    else:
+        combinations = sweep_combinations(manifest, max_combinations)
+        configs = [make_config(arm, combination, checkpoint)
+                   for arm in arms for combination in combinations for checkpoint in checkpoints]
+    plan = Plan(manifest, dataset, configs, repeat or manifest.repeat, selection, whole.dataset_id,
+                _reference_tier(manifest, whole))
     _check_not_empty(plan, whole)
     _check_distinct(plan)
     _check_max_cases(plan)
@@ -164,6 +180,12 @@ def manifest_dataset(project: Project, manifest: Manifest) -> Dataset:
         raise PlanError(f"{manifest.path}: dataset.dataset_id pins {pin} but {spec['path']} is now "
                         f"{dataset.dataset_id}{_lock_detail(dataset)}; refusing to run on a changed dataset")
     return dataset
+
+
+def _reference_tier(manifest: Manifest, dataset: Dataset) -> str | None:
+    if manifest.rows is not None:
+        return None
+    return declared_tier(dataset.path, manifest.dataset.get("reference_tier"), str(manifest.path))
 
 
 def _lock_detail(dataset: Dataset) -> str:
@@ -197,11 +219,15 @@ def sweep_combinations(manifest: Manifest, max_combinations: int) -> list[dict]:
     if random_mode and wanted > size:
         raise PlanError(f"{manifest.path}: sweep.trials = {wanted} but the variables make only {size} "
                         "combinations; use mode: grid")
+    _check_combinations(manifest, wanted, max_combinations)
+    indexes = _draw(size, wanted, sweep.get("seed", 0)) if random_mode else range(size)
+    return [_combination(variables, index) for index in indexes]
+
+
+def _check_combinations(manifest: Manifest, wanted: int, max_combinations: int) -> None:
     if wanted > max_combinations:
         raise PlanError(f"{manifest.path}: the sweep makes {wanted} combinations, more than "
                         f"limits.max_combinations = {max_combinations}; raise the limit or sweep fewer values")
-    indexes = _draw(size, wanted, sweep.get("seed", 0)) if random_mode else range(size)
-    return [_combination(variables, index) for index in indexes]
 
 
 def _draw(size: int, wanted: int, seed: int) -> list[int]:

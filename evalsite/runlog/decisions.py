@@ -40,6 +40,7 @@ class Decision:
     by: str | None
     allow_dirty: bool = False
     allow_critical: bool = False
+    reference_tier: str | None = None
     decision: str = "promote"
     format_version: int = DECISION_FORMAT_VERSION
 
@@ -61,6 +62,7 @@ class Decision:
             by=fields.text("by"),
             allow_dirty=bool(fields.flag("allow_dirty")),
             allow_critical=bool(fields.flag("allow_critical")),
+            reference_tier=fields.text("reference_tier"),
             decision=fields.text("decision") or "promote",
             format_version=version,
         )

@@ -55,6 +55,7 @@ class DatasetRef:
     dataset_id: str | None = None
     items: int | None = None
     inputs_id: str | None = None
+    reference_tier: str | None = None  # the expected side's provenance (gold, silver, model), when declared
 
     def same_questions(self, other: DatasetRef) -> bool:
         """Equal ``inputs_id`` when both runs record one, else equal ``dataset_id``."""
@@ -110,7 +111,7 @@ class RunHeader:
             config_id=fields.text("config_id"),
             dataset=DatasetRef(
                 dataset.text("path"), dataset.text("dataset_id"), dataset.integer("items", minimum=0),
-                recorded.text("inputs_id"),
+                recorded.text("inputs_id"), dataset.text("reference_tier"),
             ),
             evaluators=fields.objects("evaluators"),
             fingerprint=fingerprint.data,

@@ -7,6 +7,7 @@ register themselves with :func:`register_target` exactly as a plugin would.
 # importing the built-ins registers them
 from evalsite.execute.targets import anthropic, command, none_target, openai, python_target  # noqa: F401
 from evalsite.execute.targets.base import (
+    THREAD_HEADER,
     Target,
     TargetRequest,
     TargetResult,
@@ -21,6 +22,7 @@ from evalsite.execute.targets.base import (
 )
 
 __all__ = [
+    "THREAD_HEADER",
     "Target",
     "TargetRequest",
     "TargetResult",

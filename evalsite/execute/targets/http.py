@@ -13,7 +13,7 @@ from email.utils import parsedate_to_datetime
 
 import httpx
 
-from evalsite.errors import TargetError
+from evalsite.errors import MissingSecretError, TargetError
 from evalsite.execute.targets.base import TransientTargetError, refuse_secret_names
 
 HTTP_SETTINGS = {"model", "base_url", "api_key_env", "headers", "headers_env", "max_connections"}
@@ -26,7 +26,7 @@ def env_value(name: object, key: str, kind: str) -> str:
         raise TargetError(f"settings.{key}: needs the name of an environment variable for target {kind}")
     value = os.environ.get(name)
     if not value:
-        raise TargetError(f"settings.{key}: environment variable {name} is not set (target {kind})")
+        raise MissingSecretError(f"settings.{key}: environment variable {name} is not set (target {kind})")
     return value
 
 

@@ -154,6 +154,11 @@ class Evaluator:
     def check(self) -> None:
         """Validate params once, at build time; raise ``ValueError`` naming the bad key."""
 
+    def unset_secrets(self) -> list[str]:
+        """Environment variables this evaluator's own calls need that are not set (a judge's key):
+        ``validate`` warns, ``run`` refuses before the first call."""
+        return []
+
     def option(self, key: str, kinds: type | tuple[type, ...], default: Any = None) -> Any:
         """A param's value (``default`` when absent or null), checked against ``kinds`` (bool is
         never accepted as a number)."""
@@ -341,7 +346,7 @@ def build_evaluator(spec: Any, index: int, project_root: Path | None = None) -> 
         scope=scope,
         reference=reference,
         project_root=Path(project_root) if project_root is not None else Path.cwd(),
-        timeout_s=float(spec["timeout_s"]) if spec.get("timeout_s") is not None else cls.default_timeout_s,
+        timeout_s=_timeout(spec, cls.default_timeout_s),
     )
     try:
         evaluator.check()
@@ -352,6 +357,13 @@ def build_evaluator(spec: Any, index: int, project_root: Path | None = None) -> 
     except (OSError, TypeError) as exc:
         raise EvaluatorError(f"{where}: cannot read the source that scores, for its version: {exc}") from None
     return evaluator
+
+
+def _timeout(spec: dict, default: float | None) -> float | None:
+    """``timeout_s`` as given; an explicit null is no deadline; absent, the family's default."""
+    if "timeout_s" not in spec:
+        return default
+    return None if spec["timeout_s"] is None else float(spec["timeout_s"])
 
 
 def build_evaluators(specs: list[dict], project_root: Path | None = None) -> list[Evaluator]:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from statistics import fmean
 from typing import Any
 
-from evalsite.errors import EvalsiteError
+from evalsite.errors import EvalsiteError, MissingSecretError
 from evalsite.experiment.prompts import render_template
 from evalsite.scoring.evaluators.base import CaseView, Evaluator, Outcome, ScoringError, register_evaluator
 from evalsite.scoring.evaluators.text import as_text, strip_fence
@@ -145,7 +145,11 @@ class LlmJudge(Evaluator):
             and all(isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 for v in self.judge_price.values())
         ):
             raise ValueError(f"judge.price: needs {{input: USD, output: USD}} per million tokens, got {self.judge_price!r}")
-        self._make_target()
+        self.missing_secrets: list[str] = []
+        try:
+            self._make_target()
+        except MissingSecretError as exc:  # validate warns, run refuses (see unset_secrets)
+            self.missing_secrets.append(f"judge.target: {exc.message}")
         try:
             self.retry_policy = _calls()[0].RetryPolicy.from_schedule({}, self.judge_settings)
         except EvalsiteError as exc:
@@ -161,9 +165,14 @@ class LlmJudge(Evaluator):
         if bad := next((key for key, value in self.limits.items() if value < 1), None):
             raise ValueError(f"{bad}: needs a whole number of at least 1, got {self.limits[bad]}")
 
+    def unset_secrets(self) -> list[str]:
+        return self.missing_secrets
+
     def _make_target(self):
         try:
             return _calls()[1].make_target(self.judge_target, self.judge_settings, self.project_root)
+        except MissingSecretError:
+            raise
         except EvalsiteError as exc:
             raise ValueError(f"judge.target: {exc.message}") from None
         except Exception as exc:  # e.g. a python: judge whose module raises while being imported

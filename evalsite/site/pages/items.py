@@ -132,10 +132,9 @@ def _item_views(kit: Kit, runs: list[Run]) -> list[ItemView]:
     for run in runs:
         by_item: dict[str, list[CaseRow]] = defaultdict(list)
         for case in read_cases(run.directory / CASES_FILE):
-            case = {key: case.get(key) for key in ITEM_FIELDS}
-            item_id = str(case["item_id"])
+            item_id = str(case.get("item_id"))
             by_item[item_id].append(case_row(case, None, kit.settings))
-            texts.setdefault(item_id, case)
+            texts.setdefault(item_id, {key: case.get(key) for key in ITEM_FIELDS})
         for item_id, cases in by_item.items():
             cases.sort(key=lambda c: c.repeat)
             answers[item_id].append(ItemRun(run=Link(run.run_id, paths.run(run.run_id)), arm=run.header.arm_id,
