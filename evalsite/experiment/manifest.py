@@ -26,12 +26,11 @@ from jsonschema.exceptions import ValidationError, best_match
 
 from evalsite.errors import ManifestError
 from evalsite.experiment.prompts import template_problems
-from evalsite.experiment.safety import number_problems
+from evalsite.experiment.safety import number_problems, secret_problems
 
 SCHEMA_PATH = Path(__file__).parent / "schema" / "manifest.schema.json"
 SAFE_NAME = re.compile(r"^(?!\.+$)(?!.*\.\.)[A-Za-z0-9_.-]{1,100}$")
 SAFE_NAME_RULE = "letters, digits, '-', '_' and '.' only (at most 100), without '..'"
-SECRET_KEY = re.compile(r"^(api[_-]?key|access[_-]?token|token|secret|password|authorization)$", re.IGNORECASE)
 DEFAULT_CONCURRENCY = 8
 TYPE_PHRASES = {
     "string": "a string", "integer": "a whole number", "number": "a number", "object": "a mapping",
@@ -345,7 +344,7 @@ def rule_problems(data: dict, default_name: str) -> list[str]:
         )
     arm_ids = [arm["id"] for arm in data["arms"]]
     problems += _arm_problems(data["arms"])
-    problems += _secret_problems(data["arms"])
+    problems += secret_problems(data)
     problems += _sweep_problems(data.get("sweep"))
     problems += _design_problems(data.get("design"), arm_ids)
     problems += template_problems(data.get("prompt"))
@@ -376,29 +375,6 @@ def _extends_cycle(arm_id: str, by_id: dict[str, dict]) -> list[str] | None:
             return [*chain, base]
         chain.append(base)
     return None
-
-
-def _secret_problems(arms: list[dict]) -> list[str]:
-    problems = []
-    for index, arm in enumerate(arms):
-        for section in ("settings", "params"):
-            for path in _secret_paths(arm.get(section), f"arms[{index}].{section}"):
-                problems.append(
-                    f"{path}: looks like a secret written into the manifest; keep it in an environment "
-                    "variable and name that variable instead (e.g. api_key_env: OPENAI_API_KEY)"
-                )
-    return problems
-
-
-def _secret_paths(value: Any, where: str) -> list[str]:
-    if not isinstance(value, dict):
-        return []
-    found = []
-    for key, inner in value.items():
-        if isinstance(key, str) and SECRET_KEY.match(key):
-            found.append(f"{where}.{key}")
-        found += _secret_paths(inner, f"{where}.{key}")
-    return found
 
 
 def _sweep_problems(sweep: dict | None) -> list[str]:
