@@ -296,7 +296,7 @@ def in_project(project: Project, path: Path, outside: list[str]) -> bool:
 def _manifest_name(text: str) -> str | None:
     try:
         data = yaml.safe_load(text)
-    except yaml.YAMLError:
+    except (yaml.YAMLError, RecursionError):
         return None
     name = data.get("name") if isinstance(data, dict) else None
     return name if isinstance(name, str) else None
