@@ -10,6 +10,7 @@ into a one-line problem that the caller prefixes with the file and line.
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any
 
@@ -36,11 +37,26 @@ def unique_object(pairs: list[tuple[str, Any]]) -> dict:
     return data
 
 
+class NotFinite(ValueError):
+    """``NaN``, ``Infinity`` or a number too large for a float (``1e999``): not JSON numbers."""
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise NotFinite(f"{text} is too large for a number")
+    return value
+
+
+def _no_constant(text: str) -> Any:
+    raise NotFinite(f"{text} is not a JSON value")
+
+
 def json_problem(text: str, line: int | None = None) -> tuple[Any, str | None]:
     """``(value, None)``, or ``(None, problem)`` for text that is not strict, bounded JSON.
     ``line``: the text is that one line of a file, named in every problem."""
     try:
-        value = json.loads(text, object_pairs_hook=unique_object)
+        value = json.loads(text, object_pairs_hook=unique_object, parse_float=_finite_float, parse_constant=_no_constant)
         problem = shape_problem(value)
     except json.JSONDecodeError as exc:
         return None, f"invalid JSON on line {(line or 1) + exc.lineno - 1}: {exc.msg}"
@@ -48,6 +64,8 @@ def json_problem(text: str, line: int | None = None) -> tuple[Any, str | None]:
         problem = f"invalid JSON: {exc} (each key may appear once in an object)"
     except RecursionError:
         problem = too_deep()
+    except ValueError as exc:  # NotFinite, or an integer of more than 4300 digits
+        problem = f"invalid JSON: {exc}"
     if problem is None:
         return value, None
     return None, problem if line is None else f"line {line}: {problem}"
