@@ -235,6 +235,8 @@ class ProjectInputs:
 def scan_project(project: Project) -> ProjectInputs:
     runs, skipped = _scan_runs(project.runs_dir)
     outside: list[str] = []
+    runs = [run for run in runs if all(in_project(project, run.directory / name, outside)
+                                       for name in (RUN_FILE, CASES_FILE, END_FILE) if (run.directory / name).exists())]
     decisions_path = project.runs_dir / DECISIONS_FILE
     decisions, problems = read_decisions(decisions_path)
     return ProjectInputs(
