@@ -48,11 +48,11 @@ def lock_files(project: Project) -> list[Path]:
 
 def check_manifests(project: Project) -> list[str]:
     """Each manifest loads, its plan builds (dataset, pin, design, limits, prompts) and its
-    evaluators construct."""
+    evaluators construct; ``python:`` references are checked in their source, never imported."""
     problems = []
     for path in map(cwd_relative, manifest_files(project)):
         try:
-            prepare_plan(project, path)
+            prepare_plan(project, path, run_code=False)
         except EvalsiteError as exc:
             problems += [_named(path, line) for line in exc.message.splitlines()]
     return problems
@@ -65,7 +65,7 @@ def manifest_warnings(project: Project) -> list[str]:
     for path in map(cwd_relative, manifest_files(project)):
         found: list[str] = []
         try:
-            prepare_plan(project, path, warnings=found)
+            prepare_plan(project, path, warnings=found, run_code=False)
         except EvalsiteError:
             continue  # check_manifests reports it
         warnings += [_named(path, warning) for warning in found]

@@ -30,6 +30,7 @@ def project(tmp_path, monkeypatch) -> Project:
     (tmp_path / "data").mkdir()
     (tmp_path / "experiments").mkdir()
     (tmp_path / "data/qa.jsonl").write_text("".join(json.dumps(row) + "\n" for row in ROWS))
+    (tmp_path / "plan_arms.py").write_text("def answer(input):\n    return input\n")  # the python: arms below
     monkeypatch.chdir(tmp_path)
     return find_project(tmp_path)
 
@@ -76,7 +77,7 @@ dataset: {path: data/qa.jsonl}
 prompt: "{{ style }}: {{ input }}"
 arms:
   - {id: a, target: none, params: {model: m0, temperature: 1}}
-  - {id: b, target: python:arms.qa:answer, params: {model: m0}}
+  - {id: b, target: python:plan_arms:answer, params: {model: m0}}
 sweep:
   variables: {model: [m1, m2], style: [terse, chatty]}
 """
@@ -239,11 +240,11 @@ name: demo
 dataset: {path: data/qa.jsonl}
 arms:
   - id: capped
-    target: python:arms.qa:answer
+    target: python:plan_arms:answer
     params: {max_tokens: 10}
     price: {input: 2, output: 4}
   - id: open
-    target: python:arms.qa:answer
+    target: python:plan_arms:answer
   - id: recorded
     target: none
 repeat: 2
@@ -268,7 +269,7 @@ def test_the_estimate_replays_turns_and_flags_unknown_output(project):
     rows = [{"id": "t", "turns": ["abcd", {"role": "assistant", "content": "given"}, "efgh"], "expected": ["12345678", "1234"]},
             {"id": "u", "input": "abcd"}]
     (project.root / "data/qa.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
-    report = estimate_plan(plan_of(project, PRICED, "repeat=1", "arms=[{id: open, target: 'python:arms.qa:answer'}]"))
+    report = estimate_plan(plan_of(project, PRICED, "repeat=1", "arms=[{id: open, target: 'python:plan_arms:answer'}]"))
     (only,) = report.by_arm()
     # call 1 sends "abcd" (1 token) and replies 2; call 2 sends 4+5+4 characters (4 tokens) + the 2-token reply
     assert (only["calls"], only["input_tokens"], only["output_tokens"]) == (3, 1 + 6 + 1, 2 + 1 + 0)

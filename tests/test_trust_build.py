@@ -172,3 +172,15 @@ def test_symlinks_inside_the_project_are_followed(project):
     assert "Findings inside" in (root / "site/reports/real.html").read_text()
     assert not any("symlink" in w for w in report.warnings)
 
+
+
+def test_a_run_folder_symlinked_from_outside_is_left_out(project, tmp_path):
+    elsewhere = write_run(tmp_path / "other-runs", "20260105T000000Z-x-0000", [case("i1", output=SECRET)], arm="x")
+    os.symlink(elsewhere, project.runs_dir / elsewhere.name)
+    inside = write_run(project.runs_dir, "20260106T000000Z-y-0000", [case("i1")], arm="y")
+    os.symlink(tmp_path / "environ-like", inside.parent / "20260107T000000Z-z-0000")
+    report = build_site(project)
+    site = project.root / "site"
+    assert SECRET not in site_text(site) and not (site / f"runs/{elsewhere.name}.html").exists()
+    assert (site / f"runs/{inside.name}.html").is_file()
+    assert any(f"runs/{elsewhere.name}/run.json: a symlink to outside the project" in w for w in report.warnings)

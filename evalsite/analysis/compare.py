@@ -130,10 +130,12 @@ def compare_runs(
     threshold: float = THRESHOLD,
     noise: float | None = None,
     alpha: float = ALPHA,
+    run_code: bool = True,
 ) -> ComparisonReport:
     """Compare ``run`` with ``baseline`` (a run, or ``promoted``: only a promoted baseline) or the
     baseline resolved for it; never raises for a refusal: the report carries the fingerprint
-    diff and the reason instead."""
+    diff and the reason instead. ``run_code`` false (the site) never re-scores with python
+    evaluators or judges (docs/security.md)."""
     current = read_run(resolve_run(project.runs_dir, run))
     choice: BaselineChoice = resolve_baseline(project, current.header, None if baseline == PROMOTED_ONLY else baseline)
     if baseline == PROMOTED_ONLY and choice.source != PROMOTED:
@@ -143,7 +145,8 @@ def compare_runs(
     reference = read_run(choice.directory)
     verdict = comparability(reference.header, current.header)
     regression = (
-        regression_report(project.root, reference, current, threshold=threshold, noise=noise) if verdict.comparable else None
+        regression_report(project.root, reference, current, threshold=threshold, noise=noise, run_code=run_code)
+        if verdict.comparable else None
     )
     return ComparisonReport(
         current=current,

@@ -129,13 +129,15 @@ def classify(delta: float, threshold: float) -> str:
 
 
 def regression_report(
-    project_root: Path, baseline: Run, current: Run, *, threshold: float = THRESHOLD, noise: float | None = None
+    project_root: Path, baseline: Run, current: Run, *, threshold: float = THRESHOLD, noise: float | None = None,
+    run_code: bool = True,
 ) -> RegressionReport:
-    """Compare ``current`` with ``baseline`` (two runs already found comparable)."""
+    """Compare ``current`` with ``baseline`` (two runs already found comparable); ``run_code``
+    false re-scores only with evaluators that run no project code and call no model."""
     before, after = cases_by_item(baseline.cases), cases_by_item(current.cases)
     shared = sorted(before.keys() & after.keys(), key=item_order)
     edited = [i for i in shared if _expected(before[i]) != _expected(after[i])]
-    rescored = rescore_items(project_root, current.header, before, after, edited)
+    rescored = rescore_items(project_root, current.header, before, after, edited, run_code=run_code)
     gt_changed = []
     for item_id, outcome in rescored.items():
         if outcome.cases is not None:

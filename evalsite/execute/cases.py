@@ -3,20 +3,22 @@
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from evalsite.errors import DatasetError, ManifestError
 from evalsite.execute.cache import HIT, case_cache_mark
 from evalsite.execute.retry import CallOutcome, RetryPolicy, call_with_retries
 from evalsite.execute.targets import TargetRequest, TargetResult, call_cost, replays_turns, total_or_none
-from evalsite.execute.targets.base import checked_result
+from evalsite.execute.targets.base import checked_result, target_secrets
 from evalsite.execute.targets.turns import TurnsError, assistant_replies, normalise_turns
 from evalsite.experiment.datasets import Item
 from evalsite.experiment.plan import Config, Plan
 from evalsite.experiment.prompts import render_input
 from evalsite.runlog.rows import is_critical
+from evalsite.runlog.secrets import scrub_all, secret_pattern
 from evalsite.runlog.store import iso, utc_now
 from evalsite.scoring.case import score_case, scoring_cost
 from evalsite.scoring.evaluators import CaseView, Evaluator
@@ -37,6 +39,10 @@ class Job:
     policy: RetryPolicy
     inputs: dict[str, PreparedInput]
     resume_directory: Path | None = None
+    secrets: re.Pattern | None = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.secrets = secret_pattern(target_secrets(self.target))
 
 
 @dataclass
@@ -129,7 +135,7 @@ class CaseExecutor:
             case["transcript"] = generation.transcript
             case["turn_outputs"] = generation.turn_outputs
         case.update(generation.provenance or {})
-        return case
+        return scrub_all(case, job.secrets)  # an echoed key (or 8+ characters of it) is never written
 
     async def _call(self, job: Job, item: Item, repeat: int, rendered, thread_id: str | None = None) -> CallOutcome:
         request = TargetRequest(

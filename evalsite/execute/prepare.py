@@ -13,8 +13,6 @@ before anything is called.
 
 from __future__ import annotations
 
-import ast
-import importlib.util
 from pathlib import Path
 
 from evalsite.errors import EvalsiteError, MissingSecretError, PlanError
@@ -25,6 +23,7 @@ from evalsite.execute.targets.base import load_plugins
 from evalsite.experiment.manifest import did_you_mean, load_manifest
 from evalsite.experiment.plan import Plan, build_plan
 from evalsite.project import Project
+from evalsite.python_refs import UnreadableSourceError, check_reference
 from evalsite.scoring.evaluators import build_evaluators
 
 CODE_KINDS = ("python",)  # kinds whose construction imports user code: checked by source instead
@@ -32,19 +31,21 @@ CODE_KINDS = ("python",)  # kinds whose construction imports user code: checked 
 
 def prepare_plan(
     project: Project, manifest_path: Path, *, overrides: tuple[str, ...] = (), arm_ids: tuple[str, ...] = (),
-    repeat: int | None = None, warnings: list[str] | None = None,
+    repeat: int | None = None, warnings: list[str] | None = None, run_code: bool = True,
 ) -> Plan:
     """Load and validate a manifest and build its plan, or raise the first layer's problems.
 
     An unset environment variable a target needs is not a problem here (a dry run needs no
-    key; the runner refuses it); with ``warnings`` given, each is appended to it."""
+    key; the runner refuses it); with ``warnings`` given, each is appended to it.
+    ``run_code=False`` (``evalsite validate``) builds the evaluators without importing project
+    code: ``python:`` references are checked in their source only (docs/security.md)."""
     plan = build_plan(project, load_manifest(manifest_path, overrides), arm_ids=arm_ids, repeat=repeat)
     check_targets(plan)
-    problems, missing = runnable_problems(project, plan)
-    problems += [f"{plan.manifest.path}: {p}" for p in reference_problems(project, evaluator_references(plan))]
+    problems, missing = runnable_problems(project, plan, run_code)
+    problems += [f"{plan.manifest.path}: {p}" for p in reference_problems(project, evaluator_references(plan), run_code)]
     if problems:
         raise PlanError("\n".join(dict.fromkeys(problems)))
-    evaluators = build_evaluators(plan.manifest.evaluators, project.root)
+    evaluators = build_evaluators(plan.manifest.evaluators, project.root, run_code=run_code)
     if warnings is not None:
         warnings += missing + unset_evaluator_secrets(evaluators)
     load_study(project, plan)  # hooks, artifacts, step files and functions
@@ -76,7 +77,7 @@ def check_targets(plan: Plan) -> None:
             )
 
 
-def runnable_problems(project: Project, plan: Plan) -> tuple[list[str], list[str]]:
+def runnable_problems(project: Project, plan: Plan, run_code: bool = True) -> tuple[list[str], list[str]]:
     """What the runner would refuse for each arm — its target (settings; a ``python:`` function
     looked up by source) and its schedule — and, apart, the unset secrets. (``turns`` rows are
     checked with the dataset.)"""
@@ -87,7 +88,7 @@ def runnable_problems(project: Project, plan: Plan) -> tuple[list[str], list[str
         try:
             RetryPolicy.from_schedule(plan.manifest.schedule, config.settings)
             if kind in CODE_KINDS:
-                problems += [f"{arm}: {p}" for p in reference_problems(project, [("target", rest)])]
+                problems += [f"{arm}: {p}" for p in reference_problems(project, [("target", rest)], run_code)]
             else:
                 make_target(with_model(config.target, config.params.get("model")), config.settings, project.root)
         except MissingSecretError as exc:
@@ -113,63 +114,17 @@ def evaluator_references(plan: Plan) -> list[tuple[str, str]]:
     return found
 
 
-def reference_problems(project: Project, references: list[tuple[str, str]]) -> list[str]:
-    """One message per ``module:function`` that cannot be found, read from source, not imported."""
+def reference_problems(project: Project, references: list[tuple[str, str]], run_code: bool = True) -> list[str]:
+    """One message per ``module:function`` that cannot be found, read from source, not imported
+    (:func:`evalsite.python_refs.check_reference`). A module that does not parse is left to the
+    import when code will run (``run``), which names the error and its line; ``validate`` names it."""
     problems = []
     for what, reference in references:
-        module, _, name = reference.partition(":")
-        if not module or not name:
-            problems.append(f"{what} {reference!r}: expected 'module:function'")
-            continue
-        source = module_source(project.root, module)
-        if source is None:
-            problems.append(f"{what} {reference!r}: cannot find module {module!r} in {project.root}")
-            continue
-        defined = None if source is INSTALLED else defined_names(source)
-        if defined is not None and name not in defined:
-            problems.append(f"{what} {reference!r}: module {module!r} has no function {name!r}"
-                            f"{did_you_mean(name, sorted(defined))}")
+        try:
+            check_reference(reference, project.root, what)
+        except UnreadableSourceError as exc:
+            if not run_code:
+                problems.append(exc.message)
+        except EvalsiteError as exc:
+            problems.append(exc.message)
     return problems
-
-
-INSTALLED = Path("<installed>")  # a module found outside the project: its names are not read
-
-
-def module_source(root: Path, module: str) -> Path | None:
-    """The project file ``module`` is imported from, ``INSTALLED`` for a top-level module found
-    elsewhere (finding a top-level spec runs nothing), None when it is nowhere."""
-    base = root.joinpath(*module.split("."))
-    source = next((p for p in (base.with_suffix(".py"), base / "__init__.py") if p.is_file()), None)
-    if source is not None:
-        return source
-    if "." not in module and importlib.util.find_spec(module) is not None:
-        return INSTALLED
-    return INSTALLED if "." in module and module_source(root, module.partition(".")[0]) is INSTALLED else None
-
-
-def defined_names(source: Path) -> frozenset[str] | None:
-    """Top-level names the module defines (functions, classes, assignments, imports, also under
-    top-level ``if``/``try``/``with``), read from its source; None when that cannot be told
-    without running it (``import *``, a module ``__getattr__``, a file that does not parse —
-    importing it reports that, with the line)."""
-    try:
-        tree = ast.parse(source.read_text(encoding="utf-8"), str(source))
-    except (SyntaxError, UnicodeDecodeError, ValueError):
-        return None
-    names: set[str] = set()
-    statements = list(tree.body)
-    while statements:
-        node = statements.pop()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.add(node.name)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            if any(alias.name == "*" for alias in node.names):
-                return None
-            names.update((alias.asname or alias.name).partition(".")[0] for alias in node.names)
-        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            names.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
-        elif isinstance(node, (ast.If, ast.Try, ast.With)):
-            statements += [*node.body, *getattr(node, "orelse", []), *getattr(node, "finalbody", []),
-                           *(s for handler in getattr(node, "handlers", []) for s in handler.body)]
-    return None if "__getattr__" in names else frozenset(names)

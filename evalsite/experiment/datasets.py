@@ -1,9 +1,10 @@
 """Load dataset files into rows, check their shapes, and give items and datasets their identity.
 
 Formats by extension: ``.jsonl``/``.ndjson`` (one object per non-blank line), ``.json`` (an array
-of objects), ``.csv`` (header row; Python's csv dialect), ``.parquet``, and any other text file
-(one row ``{"text": line}`` per non-blank line). Every problem names the file and the line (or
-element) it is on.
+of objects), ``.csv`` (header row; Python's csv dialect, strict about quotes), ``.parquet``, and
+any other text file (one row ``{"text": line}`` per non-blank line). JSON is read strictly and
+bounded (:mod:`evalsite.experiment.bounded`: a key given twice, nesting deeper than 100 levels
+and lone surrogates are errors). Every problem names the file and the line (or element) it is on.
 
 Identity: an item's ``sha`` is the sha256 of its row as canonical JSON (sorted keys), with
 separate hashes of its input side (everything but the expected answer) and its expected side, so
@@ -16,12 +17,12 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
 from evalsite.errors import DatasetError
+from evalsite.experiment.bounded import json_problem
 from evalsite.runlog.hashing import sha256_json, sha256_text
 from evalsite.runlog.rows import is_critical
 
@@ -108,10 +109,9 @@ def _parse_jsonl(path: Path, text: str) -> list[SourceRow]:
     for number, line in _numbered_lines(text):
         if not line.strip():
             continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise DatasetError(f"{path}: invalid JSON on line {number}: {exc.msg}") from None
+        row, problem = json_problem(line, number)
+        if problem is not None:
+            raise DatasetError(f"{path}: {problem}")
         if not isinstance(row, dict):
             raise DatasetError(f"{path}: line {number} is {_a(row)}, expected an object")
         rows.append(SourceRow(row, f"line {number}"))
@@ -119,10 +119,9 @@ def _parse_jsonl(path: Path, text: str) -> list[SourceRow]:
 
 
 def _parse_json_array(path: Path, text: str) -> list[SourceRow]:
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise DatasetError(f"{path}: invalid JSON on line {exc.lineno}: {exc.msg}") from None
+    data, problem = json_problem(text)
+    if problem is not None:
+        raise DatasetError(f"{path}: {problem}")
     if not isinstance(data, list):
         raise DatasetError(f"{path}: a .json dataset must be an array of objects, got {_a(data)}")
     rows = []
@@ -138,8 +137,9 @@ def _parse_csv(path: Path, text: str) -> list[SourceRow]:
 
     A blank line is no record; a record whose fields are all empty (``,,`` or ``""``) is a row.
     """
-    reader = csv.reader(io.StringIO(text, newline=""))
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
     rows = []
+    previous_end = 0
     try:
         header = next(reader, None)
         if header is None:
@@ -157,8 +157,17 @@ def _parse_csv(path: Path, text: str) -> list[SourceRow]:
             padded = record + [""] * (len(header) - len(record))
             rows.append(SourceRow(dict(zip(header, padded)), f"line {start}"))
     except csv.Error as exc:
-        raise DatasetError(f"{path}: invalid CSV on line {reader.line_num}: {exc}") from None
+        raise DatasetError(f"{path}: invalid CSV in the record starting on line {previous_end + 1}: {_csv_reason(exc)}") from None
     return rows
+
+
+def _csv_reason(exc: csv.Error) -> str:
+    """Python's csv messages, said plainly (strict mode: a stray or unclosed quote is an error,
+    not records silently merged into one)."""
+    message = str(exc)
+    if message == "unexpected end of data":
+        return "a quoted field is never closed (its opening quote swallows every line after it)"
+    return f"{message} (quote a field that holds a quote, and double the quotes inside it)"
 
 
 def _check_header(path: Path, header: list[str]) -> None:

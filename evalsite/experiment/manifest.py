@@ -25,16 +25,17 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError, best_match
 
 from evalsite.errors import ManifestError
+from evalsite.experiment.bounded import MAX_VALUES, json_problem, shape_problem, too_deep
 from evalsite.experiment.checkpoints import checkpoint_problems
 from evalsite.experiment.prompts import template_problems
-from evalsite.experiment.safety import number_problems
+from evalsite.experiment.safety import number_problems, secret_problems
 from evalsite.experiment.sweeps import sweep_problems
 
 SCHEMA_PATH = Path(__file__).parent / "schema" / "manifest.schema.json"
 SAFE_NAME = re.compile(r"^(?!\.+$)(?!.*\.\.)[A-Za-z0-9_.-]{1,100}$")
 SAFE_NAME_RULE = "letters, digits, '-', '_' and '.' only (at most 100), without '..'"
-SECRET_KEY = re.compile(r"^(api[_-]?key|access[_-]?token|token|secret|password|authorization)$", re.IGNORECASE)
 DEFAULT_CONCURRENCY = 8
+MAX_MANIFEST_BYTES = 10_000_000
 TYPE_PHRASES = {
     "string": "a string", "integer": "a whole number", "number": "a number", "object": "a mapping",
     "array": "a list", "boolean": "true or false", "null": "null",
@@ -142,6 +143,9 @@ def read_manifest(path: Path, overrides: Sequence[str] = ()) -> tuple[str, dict]
     """The manifest's text and its mapping with ``overrides`` applied (not yet validated)."""
     if not path.is_file():
         raise ManifestError(f"{path}: manifest not found")
+    if path.stat().st_size > MAX_MANIFEST_BYTES:
+        raise ManifestError(f"{path}: {path.stat().st_size / 1e6:.1f} MB; a manifest may hold at most "
+                            f"{MAX_MANIFEST_BYTES // 1_000_000} MB (put rows in a dataset file)")
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
@@ -177,32 +181,30 @@ def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool
 _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
 
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict:
-    data: dict = {}
-    for key, value in pairs:
-        if key in data:
-            raise ValueError(f"duplicate key {key!r}")
-        data[key] = value
+def _parse(path: Path, text: str) -> dict:
+    if path.suffix.lower() == ".json":
+        data, problem = json_problem(text)
+        if problem is not None:
+            raise ManifestError(f"{path}: {problem}")
+    else:
+        data = _parse_yaml(path, text)
+    problem = shape_problem(data, max_values=MAX_VALUES)
+    if problem is not None:
+        raise ManifestError(f"{path}: {problem}")
+    if not isinstance(data, dict):
+        raise ManifestError(f"{path}: a manifest must be a mapping at the top level")
     return data
 
 
-def _parse(path: Path, text: str) -> dict:
+def _parse_yaml(path: Path, text: str) -> Any:
     try:
-        if path.suffix.lower() == ".json":
-            data = json.loads(text, object_pairs_hook=_unique_keys)
-        else:
-            data = yaml.load(text, Loader=_StrictLoader)
-    except json.JSONDecodeError as exc:
-        raise ManifestError(f"{path}: invalid JSON on line {exc.lineno}: {exc.msg}") from None
-    except ValueError as exc:  # a duplicate key in a JSON object
-        raise ManifestError(f"{path}: invalid JSON: {exc}") from None
+        return yaml.load(text, Loader=_StrictLoader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" on line {mark.line + 1}" if mark else ""
         raise ManifestError(f"{path}: invalid YAML{where}: {getattr(exc, 'problem', None) or exc}") from None
-    if not isinstance(data, dict):
-        raise ManifestError(f"{path}: a manifest must be a mapping at the top level")
-    return data
+    except RecursionError:
+        raise ManifestError(f"{path}: invalid YAML: {too_deep()}") from None
 
 
 # ---- --set overrides -----------------------------------------------------------------------
@@ -398,7 +400,7 @@ def rule_problems(data: dict, default_name: str) -> list[str]:
         problems.append("dataset: give either 'dataset' (a file) or 'rows' (inline), not both")
     arm_ids = [arm["id"] for arm in data["arms"]]
     problems += _arm_problems(data["arms"])
-    problems += _secret_problems(data["arms"])
+    problems += secret_problems(data)
     problems += sweep_problems(data.get("sweep"))
     problems += _design_problems(data.get("design"), arm_ids)
     if not isinstance(data.get("prompt"), dict):  # a versioned prompt is checked when it resolves
@@ -433,27 +435,6 @@ def _extends_cycle(arm_id: str, by_id: dict[str, dict]) -> list[str] | None:
     return None
 
 
-def _secret_problems(arms: list[dict]) -> list[str]:
-    problems = []
-    for index, arm in enumerate(arms):
-        for section in ("settings", "params"):
-            for path in _secret_paths(arm.get(section), f"arms[{index}].{section}"):
-                problems.append(
-                    f"{path}: looks like a secret written into the manifest; keep it in an environment "
-                    "variable and name that variable instead (e.g. api_key_env: OPENAI_API_KEY)"
-                )
-    return problems
-
-
-def _secret_paths(value: Any, where: str) -> list[str]:
-    if not isinstance(value, dict):
-        return []
-    found = []
-    for key, inner in value.items():
-        if isinstance(key, str) and SECRET_KEY.match(key):
-            found.append(f"{where}.{key}")
-        found += _secret_paths(inner, f"{where}.{key}")
-    return found
 
 
 DESIGN_KEYS = {

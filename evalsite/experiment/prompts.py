@@ -1,38 +1,29 @@
-"""Render a manifest's prompt for one row in a sandboxed Jinja environment.
+"""Render a manifest's prompt for one row in a sandboxed Jinja environment, within a budget.
 
 Prompts are user-supplied templates that see dataset rows, so they run sandboxed: a template
-cannot reach Python internals or the file system.
+cannot reach Python internals or the file system, and ``{% include %}``/``{% import %}``/
+``{% extends %}`` are refused (a prompt is one template). Each render has a budget — at most
+``prompt_sandbox.RENDER_SECONDS`` of work and ``MAX_PROMPT_CHARS`` of text, no ``'x' * 3000000000``
+and no call with a number above :data:`MAX_NUMBER` — so nested loops or a huge repetition stop
+with an error naming the prompt instead of hanging or ending in ``MemoryError``.
 """
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Any
 
 from evalsite.errors import ManifestError
 
 
-@lru_cache(maxsize=1)
-def _environment():
-    """The sandbox, made on first use: a run without prompt templates never imports Jinja."""
-    from jinja2 import StrictUndefined
-    from jinja2.sandbox import SandboxedEnvironment
+def _sandbox():
+    """The Jinja sandbox, imported on first use (:mod:`evalsite.experiment.prompt_sandbox`)."""
+    from evalsite.experiment import prompt_sandbox
 
-    return SandboxedEnvironment(undefined=StrictUndefined, keep_trailing_newline=True)
-
-
-@lru_cache(maxsize=256)
-def _template(source: str):
-    from jinja2 import TemplateError
-
-    try:
-        return _environment().from_string(source)
-    except TemplateError as exc:
-        raise ManifestError(f"prompt: invalid template: {exc}") from None
+    return prompt_sandbox
 
 
 def template_problems(prompt: Any) -> list[str]:
-    """Syntax errors in a manifest's prompt (a template or a list of messages), by key path."""
+    """Syntax errors and refused tags in a manifest's prompt (a template or a list of messages), by key path."""
     if prompt is None:
         return []
     sources = [("prompt", prompt)] if isinstance(prompt, str) else [
@@ -40,22 +31,32 @@ def template_problems(prompt: Any) -> list[str]:
     ]
     from jinja2 import TemplateSyntaxError
 
+    sandbox = _sandbox()
     problems = []
     for where, source in sources:
         try:
-            _environment().parse(source)
+            refused = sandbox.refused_tag(sandbox.ENVIRONMENT.parse(source))
         except TemplateSyntaxError as exc:
             problems.append(f"{where}: invalid template on line {exc.lineno}: {exc.message}")
+            continue
+        if refused:
+            problems.append(f"{where}: {refused}")
     return problems
 
 
 def render_template(source: str, variables: dict) -> str:
     from jinja2 import TemplateError
 
+    sandbox = _sandbox()
+    template, loops = sandbox.compile_template(source)
     try:
-        return _template(source).render(**variables)
-    except TemplateError as exc:
+        return sandbox.bounded_render(template, variables, loops)
+    except (TemplateError, sandbox.RenderBudgetError) as exc:
         raise ManifestError(f"prompt: cannot render: {exc}") from None
+    except (MemoryError, RecursionError) as exc:
+        raise ManifestError(f"prompt: cannot render: it needs too much memory or depth ({type(exc).__name__})") from None
+    except Exception as exc:  # the template's own operation failed: 'x' * 1.5, 1 / 0, a bad method call
+        raise ManifestError(f"prompt: cannot render: {type(exc).__name__}: {exc}") from None
 
 
 def render_input(prompt: Any, row: dict, variables: dict | None = None) -> Any:

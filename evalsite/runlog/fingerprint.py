@@ -25,10 +25,10 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 from evalsite import __version__
 from evalsite.runlog.hashing import canonical_json, sha256_json, sha256_text, short_hash
 from evalsite.runlog.rows import is_critical
+from evalsite.runlog.secrets import looks_secret
 
 KEY_PACKAGES = ("duckdb", "httpx", "jinja2", "numpy", "pyarrow", "pyyaml", "scipy")
 REDACTED = "<redacted>"
-_SECRET_KEY = re.compile(r"(^|_)(api_?key|secret|password|passwd|authorization|cookie|credentials?|token|bearer)($|_)")
 _URL_WITH_USER = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://[^/?#\s]*@")
 HARNESS_PACKAGE = "evalsite"
 
@@ -81,8 +81,7 @@ def strip_url_credentials(url: str) -> str:
 
 
 def _is_secret_key(key: str) -> bool:
-    normal = key.lower().replace("-", "_")
-    return not normal.endswith("_env") and bool(_SECRET_KEY.search(normal))
+    return looks_secret(key)
 
 
 def redact_secrets(value: Any) -> Any:

@@ -19,6 +19,7 @@ from evalsite.experiment.datasets import Item, load_dataset
 from evalsite.runlog.records import RunHeader
 from evalsite.scoring.case import rescore_case
 from evalsite.scoring.evaluators import Evaluator, build_evaluators
+from evalsite.scoring.evaluators.base import spec_runs_code
 
 
 @dataclass(frozen=True)
@@ -40,11 +41,15 @@ def evaluator_specs(header: RunHeader) -> list[dict] | None:
     ]
 
 
-def rebuild_evaluators(header: RunHeader, project_root: Path) -> tuple[list[Evaluator] | None, str | None]:
-    """The run's evaluators rebuilt from its fingerprint, or the reason they cannot be."""
+def rebuild_evaluators(header: RunHeader, project_root: Path, *, run_code: bool = True) -> tuple[list[Evaluator] | None, str | None]:
+    """The run's evaluators rebuilt from its fingerprint, or the reason they cannot be. Without
+    ``run_code`` (a site build) an evaluator that runs project code or calls a model is a reason."""
     specs = evaluator_specs(header)
     if not specs:
         return None, "the run does not record its evaluators' settings"
+    if not run_code and (culprit := next((spec for spec in specs if spec_runs_code(spec)), None)):
+        return None, (f"re-scoring needs evaluator {culprit['name']!r} ({culprit['type']}), which runs project code "
+                      "or calls a model; a site build never does (`evalsite compare` re-scores)")
     try:
         evaluators = build_evaluators(specs, project_root)
     except EvaluatorError as exc:
@@ -65,6 +70,9 @@ def current_items(project_root: Path, header: RunHeader, cases_by_item: dict[str
     path = header.dataset.path
     if not path:
         return {}, "the current run does not name its dataset file"
+    root, resolved = Path(project_root).resolve(), (Path(project_root) / path).resolve()
+    if root not in resolved.parents:
+        return {}, f"the current run's dataset file {path} is outside the project"
     try:
         items = load_dataset(project_root / path).items
     except DatasetError as exc:
@@ -79,11 +87,13 @@ def rescore_items(
     baseline_cases: dict[str, list[dict]],
     current_cases: dict[str, list[dict]],
     item_ids: list[str],
+    *,
+    run_code: bool = True,
 ) -> dict[str, Rescored]:
     """Re-score the baseline cases of ``item_ids`` against the current run's expected values."""
     if not item_ids:
         return {}
-    evaluators, reason = rebuild_evaluators(current_header, project_root)
+    evaluators, reason = rebuild_evaluators(current_header, project_root, run_code=run_code)
     items, items_reason = current_items(project_root, current_header, {i: current_cases[i] for i in item_ids})
     reason = reason or items_reason
     if reason is not None:

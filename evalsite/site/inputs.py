@@ -177,6 +177,8 @@ class ProjectInputs:
 def scan_project(project: Project) -> ProjectInputs:
     runs, skipped = scan_runs(project.runs_dir)
     outside: list[str] = []
+    runs = [run for run in runs if all(in_project(project, run.directory / name, outside)
+                                       for name in (RUN_FILE, CASES_FILE, END_FILE) if (run.directory / name).exists())]
     decisions_path = project.runs_dir / DECISIONS_FILE
     entries, problems = read_decisions(decisions_path)
     return ProjectInputs(
@@ -226,7 +228,7 @@ def in_project(project: Project, path: Path, outside: list[str]) -> bool:
 def _manifest_name(text: str) -> str | None:
     try:
         data = yaml.safe_load(text)
-    except yaml.YAMLError:
+    except (yaml.YAMLError, RecursionError):
         return None
     name = data.get("name") if isinstance(data, dict) else None
     return name if isinstance(name, str) else None

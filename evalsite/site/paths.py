@@ -10,15 +10,25 @@ import hashlib
 import posixpath
 import re
 
+from evalsite.runlog.hashing import sha256_text
+
 HOME = "index.html"
 RUNS = "runs.html"
 DECISIONS = "decisions.html"
 SEARCH_MANIFEST = "search/index.js"
 
 
+MAX_SLUG = 100  # characters: two slugs and a suffix stay under the 255-byte file name limit
+
+
 def slug(text: str) -> str:
-    """A file-name-safe form of an id (``arithmetic@1a2b`` → ``arithmetic-1a2b``)."""
-    return re.sub(r"[^A-Za-z0-9_.-]+", "-", str(text)).strip("-.") or "unnamed"
+    """A file-name-safe form of an id (``arithmetic@1a2b`` → ``arithmetic-1a2b``). A long one (an
+    imported dataset or experiment name can be any length) is cut and ends in a hash of the whole,
+    so it stays unique and every file system accepts it."""
+    safe = re.sub(r"[^A-Za-z0-9_.-]+", "-", str(text)).strip("-.") or "unnamed"
+    if len(safe) <= MAX_SLUG:
+        return safe
+    return f"{safe[:MAX_SLUG - 13].rstrip('-.')}-{sha256_text(str(text))[:12]}"
 
 
 def run(run_id: str) -> str:

@@ -2,7 +2,9 @@
 
 Templates: a ``ChoiceLoader`` over the project's ``templates/`` and the built-in folder, so a
 project file replaces the built-in file of the same name; ``builtin/<name>`` always reaches the
-built-in one (``{% extends "builtin/run.html" %}``). Autoescape is on for every template.
+built-in one (``{% extends "builtin/run.html" %}``). Autoescape is on for every template, and the
+environment is sandboxed: a project template (a pull request may change one) cannot reach
+Python internals (``__class__``, ``__globals__``), so it cannot run OS commands during a build.
 
 Static assets: the built-in ``static/`` overlaid with the project's, each written as
 ``static/<stem>.<hash>.<ext>`` (the hash of its content) so a redeploy never serves a stale file;
@@ -26,6 +28,7 @@ from jinja2 import (
     TemplateNotFound,
     select_autoescape,
 )
+from jinja2.sandbox import SandboxedEnvironment
 
 from evalsite.runlog.hashing import sha256_text
 from evalsite.site import formatting
@@ -60,7 +63,7 @@ def environment(project_templates: Path, root: Path | None = None) -> Environmen
     builtin = FileSystemLoader(str(builtin_theme_dir("templates")))
     root = project_templates.parent if root is None else root
     loaders = [ProjectLoader(project_templates, root)] if project_templates.is_dir() else []
-    env = Environment(
+    env = SandboxedEnvironment(
         loader=ChoiceLoader([*loaders, builtin, PrefixLoader({"builtin": builtin})]),
         autoescape=select_autoescape(default=True, default_for_string=True),
         undefined=StrictUndefined,

@@ -20,6 +20,7 @@ from evalsite.execute.importers.plain import read_csv, read_jsonl
 from evalsite.execute.importers.promptfoo import read_promptfoo
 from evalsite.execute.importers.records import ImportOptions
 from evalsite.execute.importers.writer import ImportedRun, SourceImport, file_sha256, write_runs
+from evalsite.experiment.manifest import SAFE_NAME_RULE, is_safe_name
 from evalsite.project import Project
 from evalsite.runlog.store import new_run_id, read_header, run_directories
 
@@ -53,6 +54,9 @@ def import_files(project: Project, format_name: str, paths: Sequence[Path], opti
     """Import every file named by ``paths`` (folders expand) as format ``format_name``."""
     if format_name not in FORMATS:
         raise SourceError(f"unknown import format {format_name!r} (known: {', '.join(FORMATS)})")
+    if options.dataset_name is not None and not is_safe_name(options.dataset_name):
+        raise SourceError(f"--dataset {options.dataset_name[:60]!r}: not a safe name ({SAFE_NAME_RULE}); "
+                          "it becomes part of the dataset id and of file names on the site")
     form = FORMATS[format_name]
     files = [file for path in paths for file in _expand(Path(path), format_name, form)]
     shas = {file: file_sha256(file) for file in files}

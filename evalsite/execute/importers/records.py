@@ -8,15 +8,14 @@ ordinary evalsite runs. Readers never write anything themselves.
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from evalsite.errors import SourceError
 from evalsite.runlog.records import RunStatus
+from evalsite.runlog.secrets import looks_secret
 
 MISSING = object()
-SECRET_KEY = re.compile(r"(api[_-]?key|secret|password|passwd|token|authorization|credentials?)$", re.IGNORECASE)
 REDACTED = "[REDACTED]"
 
 
@@ -156,7 +155,7 @@ def redact(value: Any) -> Any:
     not); an imported run is committed and published, so nothing that looks like a key goes in.
     """
     if isinstance(value, dict):
-        return {k: REDACTED if SECRET_KEY.search(str(k)) and v is not None else redact(v) for k, v in value.items()}
+        return {k: REDACTED if looks_secret(str(k)) and v is not None else redact(v) for k, v in value.items()}
     if isinstance(value, list):
         return [redact(v) for v in value]
     return value

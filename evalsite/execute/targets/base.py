@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
@@ -17,6 +16,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from evalsite.errors import TargetError
+from evalsite.runlog.secrets import looks_secret
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,6 @@ THREAD_HEADER = "X-Evalsite-Thread"
 
 
 COMMON_SETTINGS = {"timeout"}  # read by the runner for every target: seconds per call
-SECRET_NAME = re.compile(r"authorization|api[-_]?key|token|secret|password|cookie", re.IGNORECASE)
 RESULT_KEYS = ("output", "input_tokens", "output_tokens", "cost_usd", "finish_reason")
 MAX_TOKENS = 10**12  # far above any real call; larger counts overflow a float cost
 
@@ -134,7 +133,7 @@ def is_cost(value: Any) -> bool:
 def refuse_secret_names(mapping: dict, key: str, instead: str) -> None:
     """Literal settings are recorded with the run, so a secret-looking name must come from the environment."""
     for name in mapping:
-        if SECRET_NAME.search(str(name)):
+        if looks_secret(name):
             raise TargetError(
                 f"settings.{key}.{name}: looks like a secret and would be recorded with the run; {instead}"
             )
@@ -205,6 +204,11 @@ def make_target(spec: str, settings: dict, project_root: Path) -> Target:
 
 def replays_turns(target: Target) -> bool:
     return getattr(target, "replays_turns", True)
+
+
+def target_secrets(target: Target) -> list[str]:
+    """Values the target read from the environment (``secrets``, optional): scrubbed from its cases."""
+    return list(getattr(target, "secrets", None) or ())
 
 
 def call_cost(result: TargetResult, price: dict | None) -> float | None:

@@ -15,6 +15,7 @@ import httpx
 
 from evalsite.errors import MissingSecretError, TargetError
 from evalsite.execute.targets.base import TransientTargetError, refuse_secret_names
+from evalsite.runlog.secrets import scrub, secret_pattern
 
 HTTP_SETTINGS = {"model", "base_url", "api_key_env", "headers", "headers_env", "max_connections"}
 ERROR_BODY_CHARS = 300
@@ -91,13 +92,13 @@ class JsonClient:
         self.base_url = base_url.rstrip("/")
         self.headers = headers
         self.secrets = [s for s in secrets if s]
+        self._secret_pattern = secret_pattern(self.secrets)
         self.connections = connections
         self._client: httpx.AsyncClient | None = None
 
     def redact(self, text: str) -> str:
-        for secret in self.secrets:
-            text = text.replace(secret, "***")
-        return text
+        """Any part of a secret of 8+ characters, in any case (:func:`evalsite.runlog.secrets.scrub`)."""
+        return scrub(text, self._secret_pattern)
 
     async def post(
         self, path: str, body: dict, headers: dict[str, str] | None = None
@@ -148,6 +149,10 @@ class ModelOverHttp:
     def __init__(self, model: str, client: JsonClient):
         self.model = model
         self.client = client
+
+    @property
+    def secrets(self) -> list[str]:
+        return self.client.secrets
 
     async def aclose(self) -> None:
         await self.client.aclose()

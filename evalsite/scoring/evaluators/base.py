@@ -113,6 +113,7 @@ class Evaluator:
     reference: str = ""
     project_root: Path = field(default_factory=Path.cwd)
     timeout_s: float | None = None
+    run_code: bool = True  # false for `evalsite validate`: check project code without importing it
 
     kind: ClassVar[str] = "evaluator"
     param_names: ClassVar[tuple[str, ...] | None] = None
@@ -122,6 +123,7 @@ class Evaluator:
     helper_modules: ClassVar[tuple[str, ...]] = ()
     waits_on_io: ClassVar[bool] = False
     default_timeout_s: ClassVar[float | None] = None
+    runs_code: ClassVar[bool] = False  # scoring runs project code or calls a model (python, llm_judge)
 
     @property
     def type_name(self) -> str:
@@ -289,6 +291,13 @@ def register_evaluator(kind: str, *, takes_reference: bool = False):
     return decorate
 
 
+def spec_runs_code(spec: Any) -> bool:
+    """Whether the evaluator ``spec`` describes runs project code or calls a model when it scores."""
+    kind = str(spec.get("type", "")).partition(":")[0] if isinstance(spec, dict) else ""
+    cls = _REGISTRY.get(kind)
+    return cls is not None and cls.runs_code
+
+
 def evaluator_types() -> list[str]:
     return sorted(f"{kind}:…" if cls.takes_reference else kind for kind, cls in _REGISTRY.items())
 
@@ -315,7 +324,7 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def build_evaluator(spec: Any, index: int, project_root: Path | None = None) -> Evaluator:
+def build_evaluator(spec: Any, index: int, project_root: Path | None = None, *, run_code: bool = True) -> Evaluator:
     where = f"evaluators[{index}]"
     if not isinstance(spec, dict) or not isinstance(spec.get("type"), str):
         raise EvaluatorError(f"{where}: needs a mapping with a 'type'")
@@ -347,11 +356,14 @@ def build_evaluator(spec: Any, index: int, project_root: Path | None = None) -> 
         reference=reference,
         project_root=Path(project_root) if project_root is not None else Path.cwd(),
         timeout_s=_timeout(spec, cls.default_timeout_s),
+        run_code=run_code,
     )
     try:
         evaluator.check()
     except ValueError as exc:
         raise EvaluatorError(f"{where}: {exc}") from None
+    if not run_code:
+        return evaluator  # a python evaluator's version needs its imported source
     try:
         evaluator.version  # computed now, so unreadable source fails here and not mid-run
     except (OSError, TypeError) as exc:
@@ -366,16 +378,17 @@ def _timeout(spec: dict, default: float | None) -> float | None:
     return None if spec["timeout_s"] is None else float(spec["timeout_s"])
 
 
-def build_evaluators(specs: list[dict], project_root: Path | None = None) -> list[Evaluator]:
+def build_evaluators(specs: list[dict], project_root: Path | None = None, *, run_code: bool = True) -> list[Evaluator]:
     """Build a manifest's evaluators, reporting every bad spec at once.
 
     ``project_root`` is where ``python:`` evaluators and judge targets are imported from
-    (default: the current folder).
+    (default: the current folder). With ``run_code`` false they are only checked in their source
+    (:mod:`evalsite.python_refs`), never imported: such evaluators are for checking, not scoring.
     """
     evaluators, problems = [], []
     for index, spec in enumerate(specs):
         try:
-            evaluators.append(build_evaluator(spec, index, project_root))
+            evaluators.append(build_evaluator(spec, index, project_root, run_code=run_code))
         except EvaluatorError as exc:
             problems.append(exc.message)
     if problems:

@@ -25,6 +25,7 @@ from typing import Any
 
 from evalsite.errors import EvalsiteError, MissingSecretError
 from evalsite.experiment.prompts import render_template
+from evalsite.python_refs import check_reference
 from evalsite.scoring.evaluators.base import CaseView, Evaluator, Outcome, ScoringError, register_evaluator
 from evalsite.scoring.evaluators.text import as_text, strip_fence
 
@@ -128,6 +129,7 @@ class LlmJudge(Evaluator):
     helper_modules = ("evalsite.scoring.evaluators.text",)
     default_threshold = 0.7
     waits_on_io = True
+    runs_code = True
 
     def check(self) -> None:
         judge = self.params.get("judge")
@@ -170,6 +172,8 @@ class LlmJudge(Evaluator):
 
     def _make_target(self):
         try:
+            if not self.run_code and self.judge_target.startswith("python:"):
+                return check_reference(self.judge_target.removeprefix("python:"), self.project_root, "target")
             return _calls()[1].make_target(self.judge_target, self.judge_settings, self.project_root)
         except MissingSecretError:
             raise

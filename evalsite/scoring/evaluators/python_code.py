@@ -35,6 +35,7 @@ from typing import Any
 
 from evalsite.errors import EvalsiteError
 from evalsite.project import load_callable
+from evalsite.python_refs import check_reference
 from evalsite.runlog.hashing import canonical_json
 from evalsite.scoring.evaluators.base import CaseView, Evaluator, Outcome, ScoringError, register_evaluator
 
@@ -50,8 +51,22 @@ class PythonFunction(Evaluator):
 
     param_names = None
     default_timeout_s = 30.0
+    runs_code = True
 
     def check(self) -> None:
+        if not self.run_code:
+            self._check_source()
+        else:
+            self._import()
+        unknown = sorted(self.accepted - set(OFFERED))
+        if unknown:
+            raise ValueError(
+                f"{self.reference} takes {unknown[0]!r}, which evalsite cannot supply (it offers: {', '.join(OFFERED)})"
+            )
+        labels = self.option("pass_labels", list)
+        self.pass_labels = None if labels is None else set(labels)
+
+    def _import(self) -> None:
         try:
             self.function = load_callable(self.reference, self.project_root, "evaluator function")
         except EvalsiteError as exc:
@@ -61,13 +76,16 @@ class PythonFunction(Evaluator):
         parameters = inspect.signature(self.function).parameters.values()
         self.takes_all = any(p.kind is p.VAR_KEYWORD for p in parameters)
         self.accepted = {p.name for p in parameters if p.kind is not p.VAR_KEYWORD}
-        unknown = sorted(self.accepted - set(OFFERED))
-        if unknown:
-            raise ValueError(
-                f"{self.reference} takes {unknown[0]!r}, which evalsite cannot supply (it offers: {', '.join(OFFERED)})"
-            )
-        labels = self.option("pass_labels", list)
-        self.pass_labels = None if labels is None else set(labels)
+
+    def _check_source(self) -> None:
+        """``evalsite validate``: the function is found in its module's source, nothing is imported."""
+        try:
+            shape = check_reference(self.reference, self.project_root, "evaluator function")
+        except EvalsiteError as exc:
+            raise ValueError(exc.message) from None
+        self.function = None
+        self.takes_all = bool(shape.takes_all)
+        self.accepted = set(shape.parameters or ())
 
     @property
     def waits_on_io(self) -> bool:

@@ -96,7 +96,7 @@ def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[Job]:
 
 def _renderer(run_id: str, baseline_id: str):
     def render(kit: Kit) -> dict[str, bytes]:
-        report = compare_runs(kit.inputs.project, run_id, baseline=baseline_id)
+        report = compare_runs(kit.inputs.project, run_id, baseline=baseline_id, run_code=False)
         if report.baseline_source == "explicit" and report.promotion is None:
             source = _source(kit.inputs, run_id, baseline_id)
         else:

@@ -247,6 +247,8 @@ def _description(text: str) -> tuple[Markup, str | None]:
         data = yaml.safe_load(text) if text else {}
     except yaml.YAMLError as exc:
         return Markup(""), f"not valid YAML/JSON: {str(exc).splitlines()[0]}"
+    except RecursionError:  # a hostile manifest nested thousands of levels deep
+        return Markup(""), "not valid YAML/JSON: nested too deeply"
     description = data.get("description") if isinstance(data, dict) else None
     return markdown(description if isinstance(description, str) else ""), None
 

@@ -10,6 +10,7 @@ from markupsafe import Markup
 
 from evalsite.analysis.claims import FAILS, HOLDS, ClaimResult, RunMetrics, check_report, find_directives
 from evalsite.analysis.db import open_database
+from evalsite.runlog.hashing import sha256_text
 from evalsite.site import paths
 from evalsite.site.inputs import ProjectInputs, ReportSource
 from evalsite.site.pages import Job, Kit, PageContext, doc
@@ -64,9 +65,13 @@ def _renderer(report: ReportSource):
 
 def marked_report(text: str, results: list[ClaimResult], page: str) -> Markup:
     """Render ``text`` with each directive swapped for a placeholder, then the placeholder for its
-    verdict (built from escaped parts), so no directive text is ever read as markdown or HTML."""
+    verdict (built from escaped parts), so no directive text is ever read as markdown or HTML.
+
+    The placeholders are named after a hash of the whole text, so a report cannot hold one (not
+    even written with HTML entities that markdown decodes) and move a verdict elsewhere."""
     directives = find_directives(text)
-    placeholders = [f"EVALSITECLAIM{index:06d}X" for index in range(len(directives))]
+    stem = "EVALSITECLAIM" + sha256_text(text)[:24]
+    placeholders = [f"{stem}{index:06d}X" for index in range(len(directives))]
     pieces, position = [], 0
     for directive, placeholder in zip(directives, placeholders):
         pieces += [text[position:directive.start], placeholder]

@@ -1,0 +1,100 @@
+"""Bounded, strict reading of JSON and YAML from outside (datasets, manifests).
+
+``json.loads`` and PyYAML recurse once per nesting level, so a 100k-deep array or a 20k-deep YAML
+list ends in ``RecursionError``; a ``\\ud800`` escape decodes to a lone surrogate that no UTF-8
+writer accepts; a key given twice silently keeps the last value; YAML aliases can expand a small
+file into billions of values when it is later copied or hashed. These helpers turn each of those
+into a one-line problem that the caller prefixes with the file and line.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any
+
+MAX_DEPTH = 100  # nesting levels in one row or manifest; real data stays far below
+MAX_VALUES = 1_000_000  # values in one manifest, each use of a YAML alias counted again
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+class DuplicateKey(ValueError):
+    """An object names ``key`` twice."""
+
+    def __init__(self, key: str):
+        super().__init__(f"duplicate key {key!r}")
+        self.key = key
+
+
+def unique_object(pairs: list[tuple[str, Any]]) -> dict:
+    """``object_pairs_hook`` for ``json.loads``: a key given twice is :class:`DuplicateKey`."""
+    data: dict = {}
+    for key, value in pairs:
+        if key in data:
+            raise DuplicateKey(key)
+        data[key] = value
+    return data
+
+
+class NotFinite(ValueError):
+    """``NaN``, ``Infinity`` or a number too large for a float (``1e999``): not JSON numbers."""
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise NotFinite(f"{text} is too large for a number")
+    return value
+
+
+def _no_constant(text: str) -> Any:
+    raise NotFinite(f"{text} is not a JSON value")
+
+
+def json_problem(text: str, line: int | None = None) -> tuple[Any, str | None]:
+    """``(value, None)``, or ``(None, problem)`` for text that is not strict, bounded JSON.
+    ``line``: the text is that one line of a file, named in every problem."""
+    try:
+        value = json.loads(text, object_pairs_hook=unique_object, parse_float=_finite_float, parse_constant=_no_constant)
+        problem = shape_problem(value)
+    except json.JSONDecodeError as exc:
+        return None, f"invalid JSON on line {(line or 1) + exc.lineno - 1}: {exc.msg}"
+    except DuplicateKey as exc:
+        problem = f"invalid JSON: {exc} (each key may appear once in an object)"
+    except RecursionError:
+        problem = too_deep()
+    except ValueError as exc:  # NotFinite, or an integer of more than 4300 digits
+        problem = f"invalid JSON: {exc}"
+    if problem is None:
+        return value, None
+    return None, problem if line is None else f"line {line}: {problem}"
+
+
+def too_deep() -> str:
+    return f"nested deeper than {MAX_DEPTH} levels"
+
+
+def shape_problem(value: Any, *, max_values: int | None = None) -> str | None:
+    """Why a parsed value cannot be used: nested deeper than :data:`MAX_DEPTH`, holding a lone
+    surrogate, or (with ``max_values``) expanding to more values than that. Walks iteratively."""
+    pending: list[tuple[Any, int]] = [(value, 0)]
+    seen = 0
+    while pending:
+        node, depth = pending.pop()
+        seen += 1
+        if max_values is not None and seen > max_values:
+            return f"holds more than {max_values} values (YAML aliases repeating a large part?)"
+        if isinstance(node, str):
+            if _SURROGATE.search(node):
+                return f"holds a lone surrogate {_first_surrogate(node)} (not valid Unicode text)"
+        elif isinstance(node, (dict, list)):
+            if depth >= MAX_DEPTH:
+                return too_deep()
+            children = [*node.keys(), *node.values()] if isinstance(node, dict) else node
+            pending.extend((child, depth + 1) for child in children)
+    return None
+
+
+def _first_surrogate(text: str) -> str:
+    return "\\u" + format(ord(_SURROGATE.search(text).group(0)), "04x")
