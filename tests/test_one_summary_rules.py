@@ -7,14 +7,13 @@ import json
 import random
 
 import pytest
-from click.testing import CliRunner
+from analysis_support import json_of
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sitekit import case as site_case
 from sitekit import write_run
 
 from evalsite.analysis.summary import summarise_run
-from evalsite.cli import main
 from evalsite.project import find_project
 from evalsite.site import build_site, paths
 
@@ -95,7 +94,7 @@ def test_show_and_the_site_read_critical_rows_from_the_dataset_while_it_matches(
 
     def figures():
         build_site(find_project(root))
-        shown = json.loads(CliRunner().invoke(main, ["show", run_id, "--json"]).stdout)
+        shown = json_of("show", run_id)
         (listed,) = json.loads((root / "site" / f"{paths.RUNS.removesuffix('.html')}.runs.json").read_text())
         return shown["critical_failures"], listed["critical_failures"]
 
