@@ -72,20 +72,17 @@ class RunOverview:
         return {**identity, **self.summary.to_json()}
 
 
+def _identity(run: Run) -> dict[str, Any]:
+    """The :class:`RunOverview` fields that name the run."""
+    return {"run_id": run.run_id, "arm": run.header.get("arm_id"), "experiment": run.header.get("experiment"),
+            "dataset_id": _dataset(run.header).get("dataset_id"), "status": str(run.status),
+            "fingerprint_hash": run.header.get("fingerprint_hash")}
+
+
 def run_overview(project: Project, reference: str) -> RunOverview:
     """``evalsite show RUN``: RUN is an id, a unique prefix of one, or a run folder."""
     run = read_run(resolve_run(project.runs_dir, reference))
-    return _overview(project.root, run)
-
-
-def _overview(root: Path, run: Run) -> RunOverview:
-    dataset = _dataset(run.header)
-    return RunOverview(
-        run_id=run.run_id, arm=run.header.get("arm_id"), experiment=run.header.get("experiment"),
-        dataset_id=dataset.get("dataset_id"), status=str(run.status),
-        fingerprint_hash=run.header.get("fingerprint_hash"), summary=summarise_loaded(root, run),
-        warnings=run.warnings,
-    )
+    return RunOverview(**_identity(run), summary=summarise_loaded(project.root, run), warnings=run.warnings)
 
 
 LISTED = ("run_id", "arm", "experiment", "dataset_id", "status", "cases", "mean_score", "pass_rate")
@@ -100,13 +97,15 @@ class RunListing:
 
 
 def run_listing(project: Project) -> RunListing:
+    """Every readable run's :data:`LISTED` figures (none of which needs the dataset file)."""
     rows, skipped = [], []
     for directory in reversed(run_directories(project.runs_dir)):
         try:
-            overview = _overview(project.root, read_run(directory)).to_json()
+            run = read_run(directory)
         except RunLogError as exc:
             skipped.append(exc.message)
             continue
+        overview = RunOverview(**_identity(run), summary=summarise_run(run.cases)).to_json()
         rows.append({key: overview[key] for key in LISTED})
     rows.sort(key=lambda row: row["run_id"], reverse=True)
     return RunListing(rows, skipped)
