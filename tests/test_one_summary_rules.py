@@ -101,3 +101,22 @@ def test_show_and_the_site_read_critical_rows_from_the_dataset_while_it_matches(
     assert figures() == (["a"], 1)
     data.write_text(data.read_text().replace('"x"}', '"y"}', 1))  # the dataset changed since the run
     assert figures() == (None, None)
+
+
+@pytest.mark.parametrize(("figures", "ok"), [
+    ({"errors": 0, "critical_failures": [], "passed": True}, True),
+    ({"errors": 0, "critical_failures": [], "passed": None}, True),  # no pass rule: nothing failed
+    ({"errors": 1, "critical_failures": [], "passed": None}, False),
+    ({"errors": 0, "critical_failures": ["c"], "passed": None}, False),
+    ({"errors": 0, "critical_failures": None, "passed": True}, True),  # critical rows unknown
+    ({"errors": 0, "critical_failures": [], "passed": False}, False),
+])
+def test_run_and_rescore_exit_by_one_rule(figures, ok):
+    from evalsite.execute.outcomes import BatchOutcome, RunOutcome
+    from evalsite.execute.rescore import RescoreOutcome
+    from evalsite.runlog.records import RunStatus
+
+    run = RunOutcome("r", "a", RunStatus.COMPLETED, figures)
+    batch = BatchOutcome([run], [], None, None, 0.0)
+    rescored = RescoreOutcome("r2", "r", RunStatus.COMPLETED, figures, [])
+    assert run.ok is batch.ok is rescored.ok is ok
