@@ -16,9 +16,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from analysis_support import invoke, json_of
 
-from evalsite.cli import main
 from evalsite.site import paths
 
 ROWS = ["alpha", "flaky", "boom", "late", "must", "omega"]
@@ -67,16 +66,6 @@ evaluators:
 MIXED = "  - type: python:summary_graders:grade\n    name: grade\n  - type: python:summary_graders:size\n    name: size\n"
 RULED = "  - type: exact\n"
 MODULES = ("summary_targets", "summary_graders")
-
-
-def invoke(*args: str):
-    return CliRunner().invoke(main, list(args), catch_exceptions=False)
-
-
-def json_of(*args: str):
-    result = invoke(*args, "--json")
-    assert result.exit_code == 0, result.output
-    return json.loads(result.stdout)
 
 
 @pytest.fixture(scope="module")

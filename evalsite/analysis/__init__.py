@@ -6,7 +6,8 @@ The data layer reads the DuckDB views (``evalsite.analysis.db``) and the statist
 
 * ``selection``: which runs of a dataset may be compared (one per config), and which are left out, and why.
 * ``items``: item × arm × repeat matrices aligned on ``item_id``, and item metadata from the dataset file.
-* ``summary``: one run's figures (:func:`summarise_run`), the definitions everything else reads.
+* ``summary``: one run's figures (:func:`summarise_run`), the definitions everything else reads;
+  ``run_views`` puts them beside a run's identity for ``show`` and ``runs``.
 * ``arms``: per-arm figures — mean and pass rate with intervals, cost, latency, noise.
 * ``ranking``: the leaderboard, rank stability, the pilot/holdout check.
 * ``family``: one run against a family of runs, Holm-corrected, with power.

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Union
 
 from evalsite.errors import EvalsiteError
 
@@ -57,7 +56,7 @@ class BinaryOp:
     right: Expression
 
 
-Expression = Union[Number, Metric, BinaryOp]
+Expression = Number | Metric | BinaryOp
 
 
 @dataclass(frozen=True)
@@ -89,7 +88,7 @@ class ValuePin:
         return len(digits.split(".")[1]) if "." in digits else 0
 
 
-Claim = Union[Comparison, Beats, ValuePin]
+Claim = Comparison | Beats | ValuePin
 
 
 @dataclass(frozen=True)

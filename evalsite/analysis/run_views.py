@@ -8,14 +8,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from evalsite.analysis.db import open_database
 from evalsite.analysis.summary import RunSummary, summarise_run
-from evalsite.errors import EvalsiteError, RunLogError
+from evalsite.errors import EvalsiteError
 from evalsite.experiment.datasets import dataset_id as compute_dataset_id
 from evalsite.experiment.datasets import item_identity, load_rows
 from evalsite.project import Project
 from evalsite.runlog.records import DatasetRef, RunHeader
 from evalsite.runlog.rows import is_critical
-from evalsite.runlog.store import Run, read_run, resolve_run, run_directories
+from evalsite.runlog.store import Run, read_run, resolve_run
 
 
 def dataset_critical(root: Path, header: RunHeader) -> dict[str, bool] | None:
@@ -77,22 +78,22 @@ class RunOverview:
         return {**identity, **self.summary.to_json()}
 
 
+def _identity(run: Run) -> dict[str, Any]:
+    """The :class:`RunOverview` fields that name the run."""
+    return {"run_id": run.run_id, "arm": run.header.arm_id, "experiment": run.header.experiment,
+            "dataset_id": run.header.dataset.dataset_id, "status": str(run.status),
+            "fingerprint_hash": run.header.fingerprint_hash}
+
+
 def run_overview(project: Project, reference: str) -> RunOverview:
     """``evalsite show RUN``: RUN is an id, a unique prefix of one, or a run folder."""
     run = read_run(resolve_run(project.runs_dir, reference))
-    return _overview(project.root, run)
+    return RunOverview(**_identity(run), summary=summarise_loaded(project.root, run), warnings=run.warnings)
 
 
-def _overview(root: Path, run: Run) -> RunOverview:
-    return RunOverview(
-        run_id=run.run_id, arm=run.header.arm_id, experiment=run.header.experiment,
-        dataset_id=run.header.dataset.dataset_id, status=str(run.status),
-        fingerprint_hash=run.header.fingerprint_hash, summary=summarise_loaded(root, run),
-        warnings=run.warnings,
-    )
-
-
-LISTED = ("run_id", "arm", "experiment", "dataset_id", "status", "cases", "mean_score", "pass_rate")
+RUNS_SQL = "SELECT run_id, arm_id AS arm, experiment, dataset_id, status FROM runs ORDER BY run_id DESC"
+#: The case fields the listing's figures need, read by DuckDB (outputs and inputs never reach Python).
+CASES_SQL = "SELECT run_id, item_id, repeat, score, passed, error FROM cases"
 
 
 @dataclass(frozen=True)
@@ -104,13 +105,14 @@ class RunListing:
 
 
 def run_listing(project: Project) -> RunListing:
-    rows, skipped = [], []
-    for directory in run_directories(project.runs_dir):
-        try:
-            overview = _overview(project.root, read_run(directory)).to_json()
-        except RunLogError as exc:
-            skipped.append(exc.message)
-            continue
-        rows.append({key: overview[key] for key in LISTED})
-    rows.sort(key=lambda row: row["run_id"], reverse=True)
-    return RunListing(rows, skipped)
+    """Every readable run with its cases, mean score and pass rate, as :func:`summarise_run`
+    defines them (fed the few case fields those figures read)."""
+    database = open_database(project.runs_dir)
+    cases: dict[str, list[dict[str, Any]]] = {}
+    for case in database.rows(CASES_SQL):
+        cases.setdefault(case["run_id"], []).append(case)
+    rows = []
+    for run in database.rows(RUNS_SQL):
+        summary = summarise_run(cases.get(run["run_id"], []))
+        rows.append({**run, "cases": summary.cases, "mean_score": summary.mean_score, "pass_rate": summary.pass_rate})
+    return RunListing(rows, database.skipped)

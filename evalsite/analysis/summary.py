@@ -23,11 +23,12 @@ The rules (docs/reference/evaluators.md, "Run aggregates and the verdict"):
 
 from __future__ import annotations
 
+import math
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from statistics import fmean
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -69,10 +70,11 @@ class CostSummary:
 
 
 def cost_summary(case_costs: np.ndarray, passed_cases: int | None) -> CostSummary:
-    """Totals from one cost per case (NaN = unknown) and the number of passed cases."""
+    """Totals from one cost per case (NaN = unknown) and the number of passed cases. Sums are
+    exact (``math.fsum``), so they do not depend on the order of the cases."""
     unknown = int(np.count_nonzero(np.isnan(case_costs)))
-    total = None if unknown or case_costs.size == 0 else float(case_costs.sum())
     known = case_costs[~np.isnan(case_costs)]
+    total = None if unknown or case_costs.size == 0 else math.fsum(known.tolist())
     return CostSummary(
         total=total,
         per_item=None if total is None else total / case_costs.size,
@@ -80,7 +82,7 @@ def cost_summary(case_costs: np.ndarray, passed_cases: int | None) -> CostSummar
         cases=int(case_costs.size),
         unknown_cases=unknown,
         passed_cases=passed_cases,
-        known=float(known.sum()) if known.size else None,
+        known=math.fsum(known.tolist()) if known.size else None,
     )
 
 
@@ -142,8 +144,9 @@ class RunSummary:
     """Every figure of one run (see the module docstring for the rules).
 
     ``critical_failures`` is None when which rows are critical is unknown (old cases that did
-    not record it and no matching dataset). ``noise`` is None with one repeat; ``flakiness``
-    (rows: ``verdict_items``) is None without a pass rule."""
+    not record it and no matching dataset). ``noise`` is None with one repeat. ``verdict_items``
+    and ``verdict_matrix`` are the items × repeats verdicts (1.0 / 0.0 / NaN) of the items that
+    have one, when the run has a pass rate."""
 
     cases: int
     items: int
@@ -164,8 +167,8 @@ class RunSummary:
     output_tokens: int | None
     evaluators: dict[str, EvaluatorSummary]
     noise: RepeatNoise | None
-    flakiness: Flakiness | None
     verdict_items: tuple[str, ...]
+    verdict_matrix: np.ndarray = field(repr=False, compare=False)
     served_models: tuple[str, ...] = ()
 
     @property
@@ -175,6 +178,14 @@ class RunSummary:
     @property
     def served_model_changed(self) -> bool:
         return len(self.served_models) > 1
+
+    def flakiness(self) -> Flakiness | None:
+        """Each item's pass/fail across repeats (rows: ``verdict_items``), as ``evalsite noise``
+        reports it; None without a pass rate or with one repeat. Computed when asked (a Wilson
+        interval per item costs more than the rest of the summary)."""
+        if not self.verdict_items or len(self.repeats) < 2:
+            return None
+        return flakiness(self.verdict_matrix)
 
     def to_json(self) -> dict[str, Any]:
         """The summary as ``evalsite show --json`` prints it and ``end.json`` records it."""
@@ -201,41 +212,79 @@ def summarise_run(cases: Iterable[dict[str, Any]], dataset_critical: Mapping[str
     ``dataset_critical`` (item id → critical) stands in for cases that did not record their
     ``critical`` flag; pass it only while the dataset's rows are the ones the run scored."""
     cases = list(cases)
-    grid = _Grid(cases)
-    critical = [case_critical(c, dataset_critical) for c in cases]
-    known = all(flag is not None for flag in critical)
-    evaluators = _evaluators(cases, critical, known)
-    ruled = any(e.ruled for e in evaluators.values())
-    rated = _has_pass_rate(cases)
-    verdicts = grid.matrix(cases, lambda c: _verdict(c) if rated else None)
-    passed_cases = sum(c.get("passed") is True for c in cases) if rated else None
-    scores = grid.matrix(cases, lambda c: finite_number(c.get("score")))
-    scored_rows = np.isfinite(scores).any(axis=1)
-    verdict_rows = np.isfinite(verdicts).any(axis=1)
+    rows = [_row(case, dataset_critical) for case in cases]
+    known = all(row.critical is not None for row in rows)
+    evaluators = _evaluators(rows, known)
+    rated = _has_pass_rate(rows)
+    passed_cases = sum(row.passed is True for row in rows) if rated else None
+    grid = _Grid(rows)
+    scores = grid.matrix([(row, row.score) for row in rows])
+    verdicts = grid.matrix([(row, None if row.passed is None else float(row.passed)) for row in rows] if rated else [])
+    scored_rows, verdict_rows = np.isfinite(scores).any(axis=1), np.isfinite(verdicts).any(axis=1)
     return RunSummary(
-        cases=len(cases),
+        cases=len(rows),
         items=len(grid.items),
         repeats=grid.repeats,
-        errors=sum(1 for c in cases if c.get("error")),
-        skipped=sum(1 for c in cases if not c.get("error") and any(s.get("skipped") for s in _scores(c))),
-        scored=sum(1 for c in cases if finite_number(c.get("score")) is not None),
+        errors=sum(row.error for row in rows),
+        skipped=sum(row.skipped and not row.error for row in rows),
+        scored=sum(row.score is not None for row in rows),
         unscored=not evaluators,
         mean_score=mean_over_items(scores),
         pass_rate=mean_over_items(verdicts) if rated else None,
         passed_cases=passed_cases,
-        passed=_run_verdict(cases, evaluators, ruled),
-        critical_failures=tuple(sorted({str(c.get("item_id")) for c, flag in zip(cases, critical)
-                                        if flag and _case_failed(c)}, key=item_order)) if known else None,
-        cost=cost_summary(_numbers(cases, "cost_usd"), passed_cases),
-        scoring_cost_usd=_known_sum(cases, "scoring_cost_usd"),
-        latency=latency_summary(_numbers(cases, "latency_ms")),
-        input_tokens=_token_total(cases, "input_tokens"),
-        output_tokens=_token_total(cases, "output_tokens"),
+        passed=_run_verdict(rows, evaluators),
+        critical_failures=tuple(sorted({row.item for row in rows if row.critical and row.failed}, key=item_order))
+        if known else None,
+        cost=cost_summary(np.array([np.nan if row.cost is None else row.cost for row in rows], dtype=float), passed_cases),
+        scoring_cost_usd=_known_sum([row.scoring_cost for row in rows]),
+        latency=latency_summary(np.array([np.nan if row.latency is None else row.latency for row in rows], dtype=float)),
+        input_tokens=_total([row.input_tokens for row in rows]),
+        output_tokens=_total([row.output_tokens for row in rows]),
         evaluators=evaluators,
         noise=run_noise(scores[scored_rows]),
-        flakiness=flakiness(verdicts[verdict_rows]) if rated and verdict_rows.any() else None,
         verdict_items=tuple(item for item, keep in zip(grid.items, verdict_rows) if keep),
-        served_models=tuple(dict.fromkeys(str(c["served_model"]) for c in cases if c.get("served_model"))),
+        verdict_matrix=verdicts[verdict_rows],
+        served_models=tuple(dict.fromkeys(str(c.get("served_model")) for c in cases if c.get("served_model"))),
+    )
+
+
+class _Row(NamedTuple):
+    """What the summary reads of one case, read once (recorded values that are not numbers of
+    the right kind count as absent)."""
+
+    item: str
+    repeat: int
+    score: float | None
+    passed: bool | None
+    error: bool  # the generation failed
+    errored: bool  # the generation or an evaluator raised
+    skipped: bool  # an evaluator skipped
+    critical: bool | None
+    cost: float | None
+    latency: float | None
+    scoring_cost: float | None
+    input_tokens: int | None
+    output_tokens: int | None
+    scores: list[dict[str, Any]]
+
+    @property
+    def failed(self) -> bool:
+        """Errored, or a pass rule failed (a case without a pass rule has no verdict: it never fails)."""
+        return self.errored or self.passed is False
+
+
+def _row(case: dict[str, Any], dataset_critical: Mapping[str, bool] | None) -> _Row:
+    scores = [s for s in case.get("scores") or [] if isinstance(s, dict)]
+    passed = case.get("passed")
+    error = bool(case.get("error"))
+    return _Row(
+        item=str(case.get("item_id")), repeat=repeat_of(case), score=finite_number(case.get("score")),
+        passed=passed if isinstance(passed, bool) else None, error=error,
+        errored=error or any(s.get("error") for s in scores), skipped=any(s.get("skipped") for s in scores),
+        critical=case_critical(case, dataset_critical), cost=finite_number(case.get("cost_usd")),
+        latency=finite_number(case.get("latency_ms")), scoring_cost=finite_number(case.get("scoring_cost_usd")),
+        input_tokens=whole_number(case.get("input_tokens")), output_tokens=whole_number(case.get("output_tokens")),
+        scores=scores,
     )
 
 
@@ -243,121 +292,109 @@ class _Grid:
     """Items (natural order) × repeats (sorted) of a run: how every per-item matrix is aligned,
     the same alignment as :func:`evalsite.analysis.items.item_matrix` (by item id and repeat)."""
 
-    def __init__(self, cases: list[dict[str, Any]]):
-        self.items = tuple(sorted({str(c.get("item_id")) for c in cases}, key=item_order))
-        self.repeats = tuple(sorted({repeat_of(c) for c in cases}))
-        self._row = {item: row for row, item in enumerate(self.items)}
-        self._column = {repeat: column for column, repeat in enumerate(self.repeats)}
+    def __init__(self, rows: list[_Row]):
+        self.items = tuple(sorted({row.item for row in rows}, key=item_order))
+        self.repeats = tuple(sorted({row.repeat for row in rows}))
+        self._row = {item: index for index, item in enumerate(self.items)}
+        self._column = {repeat: index for index, repeat in enumerate(self.repeats)}
 
-    def matrix(self, cases: list[dict[str, Any]], value: Callable[[dict[str, Any]], float | None]) -> np.ndarray:
-        """Items × repeats of ``value(case)`` (None → NaN); a later case of a cell wins."""
-        cells = np.full((len(self.items), len(self.repeats)), np.nan)
-        for case in cases:
-            number = value(case)
-            if number is not None:
-                cells[self._row[str(case.get("item_id"))], self._column[repeat_of(case)]] = number
-        return cells
-
-
-def _scores(case: dict[str, Any]) -> list[dict[str, Any]]:
-    return [s for s in case.get("scores") or [] if isinstance(s, dict)]
+    def matrix(self, cells: list[tuple[_Row, float | None]]) -> np.ndarray:
+        """Items × repeats of the given values (None → NaN); a later case of a cell wins."""
+        matrix = np.full((len(self.items), len(self.repeats)), np.nan)
+        for row, value in cells:
+            if value is not None:
+                matrix[self._row[row.item], self._column[row.repeat]] = value
+        return matrix
 
 
-def _verdict(case: dict[str, Any]) -> float | None:
-    passed = case.get("passed")
-    return float(passed) if isinstance(passed, bool) else None
-
-
-def _errored(case: dict[str, Any]) -> bool:
-    """The case's generation failed or one of its evaluators raised."""
-    return bool(case.get("error")) or any(s.get("error") for s in _scores(case))
-
-
-def _case_failed(case: dict[str, Any]) -> bool:
-    """Errored, or a pass rule failed (a case without a pass rule has no verdict: it never fails)."""
-    return _errored(case) or case.get("passed") is False
-
-
-def _has_pass_rate(cases: list[dict[str, Any]]) -> bool:
+def _has_pass_rate(rows: list[_Row]) -> bool:
     """A run's pass rate is defined when every scored case has a verdict — the rule the
     leaderboard applies (:meth:`evalsite.analysis.items.ItemMatrix.arm_passed`). A run in which
     some scored row has no pass rule has none (a failed generation's ``passed: false`` alone
     does not make one)."""
-    verdicts = [isinstance(c.get("passed"), bool) for c in cases if finite_number(c.get("score")) is not None]
+    verdicts = [row.passed is not None for row in rows if row.score is not None]
     return bool(verdicts) and all(verdicts)
 
 
-def _run_verdict(cases: list[dict[str, Any]], evaluators: dict[str, EvaluatorSummary], ruled: bool) -> bool | None:
+def _run_verdict(rows: list[_Row], evaluators: dict[str, EvaluatorSummary]) -> bool | None:
     if not evaluators:
         return None
-    if any(c.get("error") for c in cases) or any(e.passed is False for e in evaluators.values()):
+    if any(row.error for row in rows) or any(e.passed is False for e in evaluators.values()):
         return False
-    return True if ruled else None
+    return True if any(e.ruled for e in evaluators.values()) else None
 
 
-def _numbers(cases: list[dict[str, Any]], key: str) -> np.ndarray:
-    values = [finite_number(c.get(key)) for c in cases]
-    return np.array([np.nan if v is None else v for v in values], dtype=float)
+def _known_sum(values: list[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return math.fsum(known) if known else None
 
 
-def _known_sum(cases: list[dict[str, Any]], key: str) -> float | None:
-    known = [v for v in (finite_number(c.get(key)) for c in cases) if v is not None]
-    return sum(known) if known else None
+def _total(counts: list[int | None]) -> int | None:
+    """The sum when every case reported its count, else None (unknown)."""
+    known = [c for c in counts if c is not None]
+    return sum(known) if counts and len(known) == len(counts) else None
 
 
-def _token_total(cases: list[dict[str, Any]], key: str) -> int | None:
-    counts = [whole_number(c.get(key)) for c in cases]
-    return sum(counts) if counts and None not in counts else None  # type: ignore[arg-type]
-
-
-def unit_id(case: dict[str, Any], score: dict[str, Any]) -> str:
+def unit_id(item: str, score: dict[str, Any]) -> str:
     """What one score is about: the item, or ``<item>.t<turn>`` for a per-turn score."""
     turn = score.get("turn")
-    return str(case.get("item_id")) if turn is None else f"{case.get('item_id')}.t{turn}"
+    return item if turn is None else f"{item}.t{turn}"
 
 
-def _evaluators(cases: list[dict[str, Any]], critical: list[bool | None], known: bool) -> dict[str, EvaluatorSummary]:
-    """One summary per evaluator name, in the order evaluators first appear."""
-    grouped: dict[str, list[tuple[dict[str, Any], dict[str, Any], bool]]] = {}
-    for case, flag in zip(cases, critical):
-        for score in _scores(case):
-            grouped.setdefault(str(score.get("evaluator")), []).append((case, score, bool(flag)))
-    return {name: _evaluator(name, entries, known) for name, entries in grouped.items()}
+class _Tally:
+    """One evaluator's scores, counted in one pass over the run."""
 
+    def __init__(self, version: str | None):
+        self.version = version
+        self.n = self.ok = self.errors = self.skipped = self.passes = 0
+        self.ruled = False
+        self.labels: Counter[str] = Counter()
+        self.failed_units: set[str] = set()
+        self.values: dict[str, dict[int, list[float]]] = {}
 
-def _evaluator(name: str, entries: list[tuple[dict[str, Any], dict[str, Any], bool]], known: bool) -> EvaluatorSummary:
-    scores = [score for _, score, _ in entries]
-    errors = sum(1 for s in scores if s.get("error"))
-    produced = [(c, s) for c, s, _ in entries if not s.get("error") and not s.get("skipped")]
-    ruled = any(s.get("passed") is not None for c, s in produced if not c.get("error"))
-    passes = sum(1 for s in scores if s.get("passed") is True and not s.get("error"))
-    failed = [unit_id(c, s) for c, s, flag in entries
-              if flag and (s.get("error") or c.get("error") or s.get("passed") is False)]
-    return EvaluatorSummary(
-        name=name,
-        version=scores[0].get("version"),
-        n=len(scores),
-        ok=len(produced),
-        errors=errors,
-        skipped=sum(1 for s in scores if s.get("skipped") and not s.get("error")),
-        passes=passes,
-        ruled=ruled,
-        mean=_evaluator_mean(produced),
-        label_counts=dict(sorted(Counter(str(s["label"]) for _, s in produced if s.get("label") is not None).items())),
-        critical_failures=tuple(sorted(set(failed), key=item_order)) if known else None,
-        passed=False if errors or (ruled and passes < len(scores)) else (True if ruled else None),
-    )
-
-
-def _evaluator_mean(produced: list[tuple[dict[str, Any], dict[str, Any]]]) -> float | None:
-    """Over items of each item's mean over its cases, a case's value being the mean of its
-    produced scores (turns): the figure the leaderboard reads for ``--evaluator``."""
-    per_case: dict[tuple[str, int], list[float]] = {}
-    for case, score in produced:
+    def add(self, row: _Row, score: dict[str, Any]) -> None:
+        self.n += 1
+        error, skipped, passed = bool(score.get("error")), bool(score.get("skipped")), score.get("passed")
+        self.errors += error
+        self.skipped += skipped and not error
+        self.passes += passed is True and not error
+        if row.critical and (error or row.error or passed is False):
+            self.failed_units.add(unit_id(row.item, score))
+        if error or skipped:
+            return
+        self.ok += 1
+        self.ruled = self.ruled or (passed is not None and not row.error)
+        if score.get("label") is not None:
+            self.labels[str(score["label"])] += 1
         value = finite_number(score.get("score"))
         if value is not None:
-            per_case.setdefault((str(case.get("item_id")), repeat_of(case)), []).append(value)
-    if not per_case:
-        return None
-    stand_ins = [{"item_id": item, "repeat": repeat, "score": fmean(values)} for (item, repeat), values in per_case.items()]
-    return mean_over_items(_Grid(stand_ins).matrix(stand_ins, lambda c: c["score"]))
+            self.values.setdefault(row.item, {}).setdefault(row.repeat, []).append(value)
+
+    def summary(self, name: str, known: bool) -> EvaluatorSummary:
+        return EvaluatorSummary(
+            name=name, version=self.version, n=self.n, ok=self.ok, errors=self.errors, skipped=self.skipped,
+            passes=self.passes, ruled=self.ruled, mean=self._mean(), label_counts=dict(sorted(self.labels.items())),
+            critical_failures=tuple(sorted(self.failed_units, key=item_order)) if known else None,
+            passed=False if self.errors or (self.ruled and self.passes < self.n) else (True if self.ruled else None),
+        )
+
+    def _mean(self) -> float | None:
+        """Over items of each item's mean over its cases, a case's value being the mean of its
+        produced scores (turns): the figure the leaderboard reads for ``--evaluator``. (``fmean``
+        sums exactly, so the order of cases does not matter.)"""
+        if not self.values:
+            return None
+        return fmean([fmean([fmean(turns) for turns in repeats.values()]) for repeats in self.values.values()])
+
+
+def _evaluators(rows: list[_Row], known: bool) -> dict[str, EvaluatorSummary]:
+    """One summary per evaluator name, in the order evaluators first appear."""
+    tallies: dict[str, _Tally] = {}
+    for row in rows:
+        for score in row.scores:
+            name = str(score.get("evaluator"))
+            tally = tallies.get(name)
+            if tally is None:
+                tally = tallies[name] = _Tally(score.get("version"))
+            tally.add(row, score)
+    return {name: tally.summary(name, known) for name, tally in tallies.items()}

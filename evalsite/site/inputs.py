@@ -133,6 +133,13 @@ class ProjectInputs:
             keys[f"dataset-file:{path}"] = file_hash(self.project.root / path) if inside else ""
         return keys
 
+    def summary_keys(self, run_ids) -> tuple[str, ...]:
+        """The input keys the summaries of ``run_ids`` depend on: each run, and the dataset file
+        that stands in for critical flags its cases may not have recorded (:meth:`critical_items`)."""
+        keys = [f"run:{run_id}" for run_id in run_ids]
+        paths = {self.by_id[run_id].header.dataset.path for run_id in run_ids}
+        return (*keys, *(f"dataset-file:{path}" for path in sorted(p for p in paths if p)))
+
     def combined_hash(self, keys: list[str] | None = None) -> str:
         """One short hash over the named inputs (all of them by default)."""
         chosen = sorted(self.hashes) if keys is None else sorted(set(keys))

@@ -162,7 +162,7 @@ def paged_views(records: list[T], views: dict[str, tuple[str, Callable[[T], bool
                 view=name,
                 views=[ViewLink(name=v, label=label, count=len(selected[v]), href=path_of(v, 1) if v in split else None,
                                 current=v == name) for v, (label, _) in views.items()],
-                pages=[PageLink(number=l.number, href=l.href, current=l.number == number) for l in links],
+                pages=[PageLink(number=link.number, href=link.href, current=link.number == number) for link in links],
                 previous=path_of(name, number - 1) if number > 1 else None,
                 next=path_of(name, number + 1) if number < len(pages) else None,
                 first=offset + 1 if page else 0,

@@ -73,7 +73,7 @@ class DatasetPage(PageContext):
 
 def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[Job]:
     return [
-        Job(f"dataset:{dataset_id}", tuple(f"run:{r.run_id}" for r in members),
+        Job(f"dataset:{dataset_id}", inputs.summary_keys([r.run_id for r in members]),
             _renderer(dataset_id, members), digests=tuple(r.run_id for r in members))
         for dataset_id, members in runs_by(inputs.runs, lambda run: run.header.dataset.dataset_id).items()
     ]

@@ -130,7 +130,7 @@ def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[Job]:
     for name in sorted(set(by_name) | set(inputs.experiments)):
         members = by_name.get(name, [])
         ids = tuple(r.run_id for r in members)
-        keys = (*(f"run:{r}" for r in ids), f"experiment:{name}") if name in inputs.experiments else tuple(f"run:{r}" for r in ids)
+        keys = (*inputs.summary_keys(ids), f"experiment:{name}") if name in inputs.experiments else inputs.summary_keys(ids)
         result.append(Job(f"experiment:{name}", keys, _renderer(name, members, inputs.experiments.get(name)),
                           digests=ids))
     return result

@@ -62,7 +62,7 @@ class HomePage(PageContext):
 
 def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[Job]:
     every_run = tuple(run.run_id for run in inputs.runs)
-    keys = ("skipped", "decisions", *(f"run:{r}" for r in every_run), *(f"experiment:{n}" for n in inputs.experiments),
+    keys = ("skipped", "decisions", *inputs.summary_keys(every_run), *(f"experiment:{n}" for n in inputs.experiments),
             *(f"report:{r.name}" for r in inputs.reports))
     return [Job("home", keys, _render, digests=every_run)]
 

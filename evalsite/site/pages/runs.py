@@ -157,13 +157,11 @@ class RunsPage(PageContext):
 
 def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[Job]:
     every_run = tuple(run.run_id for run in inputs.runs)
-    result = [Job("runs", ("skipped", "decisions", *(f"run:{r}" for r in every_run)), _render_runs_index, digests=every_run)]
+    result = [Job("runs", ("skipped", "decisions", *inputs.summary_keys(every_run)), _render_runs_index, digests=every_run)]
     for run in inputs.runs:
-        keys = [f"run:{run.run_id}"]
-        if run.header.dataset.path:
-            keys.append(f"dataset-file:{run.header.dataset.path}")
+        keys = inputs.summary_keys([run.run_id])
         baseline = inputs.baseline_of(run.run_id)
-        result.append(Job(f"run:{run.run_id}", tuple(keys), _run_renderer(run, baseline), digests=(run.run_id,),
+        result.append(Job(f"run:{run.run_id}", keys, _run_renderer(run, baseline), digests=(run.run_id,),
                           cases_of=run.run_id, variant=baseline or ""))
     return result
 
@@ -280,7 +278,7 @@ def run_noise(summary: RunSummary) -> Noise | None:
     them (the figures ``evalsite noise`` prints)."""
     if len(summary.repeats) < 2:
         return None
-    noise, flaky, item_ids = summary.noise, summary.flakiness, summary.verdict_items
+    noise, flaky, item_ids = summary.noise, summary.flakiness(), summary.verdict_items
     per_repeat = Table("repeats", [Column("repeat", "repeat", "count"), Column("mean_score", "mean score", "number")],
                        [{"repeat": r, "mean_score": m} for r, m in enumerate(noise.repeat_means)] if noise else [],
                        caption="Mean score per repeat")
