@@ -117,7 +117,17 @@ def check_runs(project: Project) -> list[str]:
         if run.run_id != folder.name:
             problems.append(f"{shown}: run.json names run_id {run.run_id!r}, not its folder's name")
         problems += run.warnings
+        problems += _compacted_problems(folder)
     return problems
+
+
+def _compacted_problems(folder: Path) -> list[str]:
+    """A compacted run's Parquet must come from the JSONL beside it (by hash)."""
+    if not (folder / "cases.parquet").exists():
+        return []
+    from evalsite.analysis.store import parquet_problems  # DuckDB and pyarrow only when needed
+
+    return parquet_problems(folder)
 
 
 CHECKS: list[Check] = [check_settings, check_manifests, check_datasets, check_locks, check_runs, validate_decisions]

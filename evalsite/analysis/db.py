@@ -14,7 +14,7 @@ import duckdb
 import pyarrow as pa
 
 from evalsite.errors import RunLogError
-from evalsite.runlog.store import CASES_FILE, footer_status, read_end, read_header, run_directories
+from evalsite.runlog.store import footer_status, read_end, read_header
 
 SCORE_TYPE = (
     "STRUCT(evaluator VARCHAR, version VARCHAR, score DOUBLE, passed BOOLEAN, label VARCHAR, "
@@ -89,8 +89,10 @@ def _run_record(directory: Path) -> dict:
 
 def open_database(runs_dir: Path, database: str = ":memory:") -> RunsDatabase:
     """Connect DuckDB and define the views over every readable run under ``runs_dir``."""
+    from evalsite.analysis.store import run_folders  # store builds on this module's schema
+
     records, skipped = [], []
-    for directory in run_directories(runs_dir):
+    for directory in run_folders(runs_dir):
         try:
             records.append(_run_record(directory))
         except RunLogError as exc:
@@ -98,20 +100,17 @@ def open_database(runs_dir: Path, database: str = ":memory:") -> RunsDatabase:
     connection = duckdb.connect(database)
     connection.register("runs_table", pa.Table.from_pylist(records, schema=RUN_SCHEMA))
     connection.execute("CREATE OR REPLACE VIEW runs AS SELECT * FROM runs_table")
-    _define_case_views(connection, [Path(r["directory"]) / CASES_FILE for r in records])
+    _define_case_views(connection, [Path(r["directory"]) for r in records])
     return RunsDatabase(connection, skipped)
 
 
-def _define_case_views(connection: duckdb.DuckDBPyConnection, case_files: list[Path]) -> None:
-    present = [str(p) for p in case_files if p.exists() and p.stat().st_size > 0]
-    if present:
-        spec = "{" + ", ".join(f"'{name}': '{kind}'" for name, kind in CASE_COLUMNS.items()) + "}"
-        files = "[" + ", ".join("'" + f.replace("'", "''") + "'" for f in present) + "]"
-        source = (
-            f"SELECT regexp_extract(replace(filename, '\\', '/'), '([^/]+)/{CASES_FILE}$', 1) AS run_id, "
-            f"* EXCLUDE (filename) FROM read_json({files}, format='newline_delimited', columns={spec}, "
-            "ignore_errors=true, filename=true) WHERE item_id IS NOT NULL"
-        )
+def _define_case_views(connection: duckdb.DuckDBPyConnection, directories: list[Path]) -> None:
+    from evalsite.analysis.store import case_files, json_source, parquet_source
+
+    jsonl, parquet = case_files(directories)  # compacted runs are read from their Parquet files
+    sources = ([json_source(jsonl)] if jsonl else []) + ([parquet_source(parquet)] if parquet else [])
+    if sources:
+        source = " UNION ALL ".join(sources)
     else:
         nulls = ", ".join(f"NULL::{kind} AS {name}" for name, kind in CASE_COLUMNS.items())
         source = f"SELECT NULL::VARCHAR AS run_id, {nulls} WHERE false"

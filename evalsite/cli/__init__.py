@@ -29,6 +29,7 @@ COMMANDS = (
     CommandEntry("bootstrap", "analysis:bootstrap_command", "Intervals for RUN's mean and pass rate."),
     CommandEntry("build", "build:build_command", "Render the static site (only pages whose inputs changed)."),
     CommandEntry("check-claims", "claims:check_claims_command", "Re-derive every claim in reports/*.md (or FILES) from the runs; exit 1 unless all hold."),
+    CommandEntry("compact", "compact:compact_command", "Store finished runs as zstd Parquet next to their JSONL (or under --to DIR)."),
     CommandEntry("compare", "compare:compare_command", "Compare RUN with its baseline, fingerprint first."),
     CommandEntry("dataset", "dataset:dataset_group", "Freeze, verify and describe dataset files."),
     CommandEntry("family-test", "analysis:family_test_command", "RUN against a declared family of runs, Holm-corrected."),
