@@ -37,6 +37,7 @@ COMMANDS = (
     CommandEntry("import", "importer:import_command", "Turn another tool's results (FORMAT: promptfoo, inspect, lm-eval, jsonl, csv) into runs."),
     CommandEntry("init", "init:init_command", "Scaffold a project: example dataset, manifest, targets, report, .gitignore, CI workflow."),
     CommandEntry("leaderboard", "analysis:leaderboard_command", "Every arm on a dataset, and the order the data supports."),
+    CommandEntry("merge", "merge:merge_command", "Merge the shard runs of each BATCH (default: every batch with shards) into one run per config."),
     CommandEntry("noise", "analysis:noise_command", "RUN's spread across repeats and each item's flakiness."),
     CommandEntry("promote", "compare:promote_command", "Make RUN the baseline of its arm, with a reason."),
     CommandEntry("query", "query:query_command", "Run SQL over the views runs, cases and scores."),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -15,6 +16,7 @@ from evalsite.execute.prepare import prepare_plan
 from evalsite.execute.progress import Progress
 from evalsite.execute.runner import execute_plan
 from evalsite.experiment.estimate import PlanEstimate, estimate_plan
+from evalsite.experiment.shards import parse_shard, plan_batch_id
 from evalsite.project import find_project
 
 
@@ -56,6 +58,10 @@ def _dollars(value: float | None) -> str | None:
 @click.option("--resume", metavar="RUN", help="Continue an interrupted or stopped run, skipping its recorded cases.")
 @click.option("--allow-failures", is_flag=True,
               help="Exit 0 when every run finished and every critical row passed, even if other items failed.")
+@click.option("--shard", metavar="K/N", help="Run only shard K of N (a deterministic split by config and item); "
+              "merge the N shard runs with `evalsite merge`.")
+@click.option("--batch", "batch_name", metavar="NAME", help="Name the batch (its id is derived from the plan and NAME, "
+              "so shards started apart agree on it).")
 @click.option("--build", "build_after", is_flag=True, help="Build the site afterwards.")
 @click.option("--json", "as_json", is_flag=True, help="Print the run summaries (or the dry-run estimate) as JSON.")
 @click.option("--summary", "summary_file", type=click.Path(path_type=Path),
@@ -64,13 +70,16 @@ def _dollars(value: float | None) -> str | None:
               help="Write JUnit XML: one test case per arm and item.")
 @click.pass_context
 def run_command(ctx, manifest: Path, arm_ids, repeat, concurrency, overrides, dry_run, max_cost, resume,
-                allow_failures, build_after, as_json, summary_file, junit_file) -> None:
+                allow_failures, shard, batch_name, build_after, as_json, summary_file, junit_file) -> None:
     """Execute an experiment: one run per arm, written under runs/.
 
     Exits 1 when a run did not finish or a critical row failed, and (unless --allow-failures)
     when a case errored or an evaluator's pass rule failed on any item."""
     project = find_project()
     plan = prepare_plan(project, manifest, overrides=overrides, arm_ids=arm_ids, repeat=repeat)
+    if shard is not None:
+        plan = replace(plan, shard=parse_shard(shard))
+    batch_id = plan_batch_id(plan, batch_name) if shard is not None or batch_name else None
     if dry_run:
         report = estimate_plan(plan)
         if as_json:
@@ -79,7 +88,8 @@ def run_command(ctx, manifest: Path, arm_ids, repeat, concurrency, overrides, dr
             _print_estimate(report)
         return
     batch = execute_plan(
-        project, plan, concurrency=concurrency, max_cost_usd=max_cost, resume=resume, progress=Progress()
+        project, plan, concurrency=concurrency, max_cost_usd=max_cost, resume=resume, progress=Progress(),
+        batch_id=batch_id,
     )
     rows = [
         {"run_id": o.run_id, "arm": o.arm_id, "status": o.status, **o.summary, "resume": resume_line(ctx, o)}

@@ -49,6 +49,7 @@ def execute_plan(
     max_cost_usd: float | None = None,
     resume: str | None = None,
     progress: Progress | None = None,
+    batch_id: str | None = None,
 ) -> BatchOutcome:
     """Run every config of ``plan`` in turn (or continue the run ``resume`` names).
 
@@ -65,6 +66,7 @@ def execute_plan(
         concurrency=concurrency or plan.manifest.concurrency,
         budget=Budget(max_cost_usd if max_cost_usd is not None else manifest_ceiling(plan.manifest)),
         progress=progress or Progress(enabled=False),
+        **({"batch_id": batch_id} if batch_id else {}),  # shards of one batch share it (experiment.shards)
     )
     configs = plan.configs
     resume_directory = None
@@ -149,6 +151,7 @@ class BatchRunner:
             "fingerprint_hash": fingerprint_hash(fingerprint),
             "started_at": iso(utc_now()),
             "plan": plan.totals(config),
+            **({"shard": plan.shard.record()} if plan.shard else {}),
         }
 
     def schedule_record(self, policy: RetryPolicy) -> dict:
@@ -238,7 +241,7 @@ class BatchRunner:
             raise
         finally:
             self.progress.finish()
-            totals = run_totals(previous + cases, self.plan, config)
+            totals = run_totals(previous + cases, len(keys))
             footer = {"status": status, "ended_at": iso(utc_now()), "totals": totals, **footer}
             if self.budget.limit is not None:
                 footer["cost_ceiling"] = {"max_cost_usd": self.budget.limit, "spent_usd": self.budget.spent}
@@ -273,12 +276,12 @@ class BatchRunner:
             await asyncio.gather(*self.stop.workers, return_exceptions=True)
             self.stop.workers = []
 
-def run_totals(cases: list[dict], plan: Plan, config: Config) -> dict:
+def run_totals(cases: list[dict], planned: int) -> dict:
     """``summarise_cases`` plus what the runner knows: planned cases, known cost, truncations."""
     known = [c["cost_usd"] for c in cases if c.get("cost_usd") is not None]
     return {
         **summarise_cases(cases),
-        "planned": len(plan.case_keys(config)),
+        "planned": planned,
         "known_cost_usd": sum(known) if known else None,
         "unknown_cost_cases": len(cases) - len(known),
         "truncated_items": sorted({c["item_id"] for c in cases if c.get("finish_reason") == "length"}),

@@ -18,6 +18,7 @@ from evalsite.experiment.datasets import Dataset, Item, inline_dataset, item_spl
 from evalsite.experiment.locks import changes_since_lock
 from evalsite.experiment.manifest import ArmSpec, Manifest, did_you_mean
 from evalsite.experiment.prompts import render_input
+from evalsite.experiment.shards import Shard
 from evalsite.project import Project, cwd_relative
 from evalsite.runlog.hashing import canonical_json, short_hash
 
@@ -54,7 +55,8 @@ class Config:
 class Plan:
     """``dataset`` holds the items selected by ``dataset.split``/``limit`` (its id is theirs);
     ``file_dataset_id`` is the whole file's id. ``item_selection`` maps an arm to the item ids
-    the design gives it; ``None`` means every arm runs every item (cartesian)."""
+    the design gives it; ``None`` means every arm runs every item (cartesian). ``shard`` keeps
+    one shard's share of those cells (evalsite.experiment.shards)."""
 
     manifest: Manifest
     dataset: Dataset
@@ -62,12 +64,17 @@ class Plan:
     repeat: int
     item_selection: dict[str, frozenset[str]] | None = None
     file_dataset_id: str = ""
+    shard: Shard | None = None  # --shard K/N: only the (config, item) cells of that shard
 
     def items_for(self, config: Config) -> list[Item]:
         if self.item_selection is None:
-            return self.dataset.items
-        chosen = self.item_selection.get(config.arm_id, frozenset())
-        return [item for item in self.dataset.items if item.item_id in chosen]
+            items = self.dataset.items
+        else:
+            chosen = self.item_selection.get(config.arm_id, frozenset())
+            items = [item for item in self.dataset.items if item.item_id in chosen]
+        if self.shard is None:
+            return items
+        return [item for item in items if self.shard.holds(config.config_id, item.item_id)]
 
     def case_keys(self, config: Config) -> list[tuple[Item, int]]:
         """The (item, repeat) pairs ``config`` runs; every design mode answers through here."""
