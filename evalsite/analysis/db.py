@@ -105,9 +105,11 @@ def open_database(runs_dir: Path, database: str = ":memory:") -> RunsDatabase:
 
 
 def _define_case_views(connection: duckdb.DuckDBPyConnection, directories: list[Path]) -> None:
+    from evalsite.analysis.remote import register_filesystems
     from evalsite.analysis.store import case_files, json_source, parquet_source
 
     jsonl, parquet = case_files(directories)  # compacted runs are read from their Parquet files
+    register_filesystems(connection, parquet)  # Parquet in object storage, through fsspec
     sources = ([json_source(jsonl)] if jsonl else []) + ([parquet_source(parquet)] if parquet else [])
     if sources:
         source = " UNION ALL ".join(sources)

@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import hashlib
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import duckdb
 import pyarrow.parquet as pq
 
 from evalsite.analysis.db import CASE_COLUMNS
+from evalsite.analysis.remote import URI_FILE, mirrored_location, refresh_mirror, staging_dir, upload
 from evalsite.errors import RunLogError
 from evalsite.runlog.store import (
     CASES_FILE,
@@ -45,7 +46,7 @@ CASES_KEY = b"evalsite.cases"
 @dataclass(frozen=True)
 class Compacted:
     run_id: str
-    parquet: Path
+    parquet: str  # a path, or the URI it was uploaded to
     cases: int
     jsonl_bytes: int
     parquet_bytes: int
@@ -78,6 +79,9 @@ def parquet_source(files: list[str]) -> str:
 def run_folders(runs_dir: Path) -> list[Path]:
     """Every run folder under ``runs_dir``: ``runs/<run_id>/`` and compacted partitions
     ``dataset=<id>/run=<run_id>/`` (a published store), by run id (oldest first)."""
+    location = mirrored_location(runs_dir)
+    if location is not None:
+        refresh_mirror(runs_dir, location)
     folders = run_directories(runs_dir)
     if runs_dir.is_dir():
         folders += [path.parent for path in runs_dir.glob(f"dataset=*/run=*/{RUN_FILE}")]
@@ -88,6 +92,9 @@ def case_files(directories: list[Path]) -> tuple[list[str], list[str]]:
     """(JSONL files, Parquet files) to read the cases of these run folders from."""
     jsonl, parquet = [], []
     for directory in directories:
+        if (directory / URI_FILE).exists():  # a mirrored partition: its Parquet is in the store
+            parquet.append((directory / URI_FILE).read_text().strip())
+            continue
         compacted = directory / PARQUET_FILE
         if compacted.exists() and _parquet_is_current(compacted, directory / CASES_FILE):
             parquet.append(str(compacted))
@@ -128,11 +135,22 @@ def compact_run(directory: Path, destination: Path | None = None) -> Compacted:
     }
     pq.write_table(table.replace_schema_metadata(metadata), partial, compression="zstd")
     partial.replace(target)
-    return Compacted(header["run_id"], target, cases, source.stat().st_size, target.stat().st_size)
+    return Compacted(header["run_id"], str(target), cases, source.stat().st_size, target.stat().st_size)
 
 
-def compact_runs(runs_dir: Path, references: list[str], destination: Path | None = None) -> list[Compacted]:
-    """Compact the named runs, or every finished run whose Parquet is missing or stale."""
+def compact_runs(runs_dir: Path, references: list[str], destination: str | None = None) -> list[Compacted]:
+    """Compact the named runs, or every finished run whose Parquet is missing or stale, beside
+    their JSONL or as partitions under ``destination`` (a folder, or a URI they are uploaded to)."""
+    if destination is not None and "://" in destination:
+        with staging_dir() as staged:
+            done = _compact_runs(runs_dir, references, Path(staged))
+            upload(Path(staged), destination)
+        prefix = destination.rstrip("/")
+        return [replace(c, parquet=f"{prefix}/{Path(c.parquet).relative_to(staged).as_posix()}") for c in done]
+    return _compact_runs(runs_dir, references, None if destination is None else Path(destination))
+
+
+def _compact_runs(runs_dir: Path, references: list[str], destination: Path | None) -> list[Compacted]:
     if references:
         folders = [resolve_run(runs_dir, reference) for reference in references]
     else:

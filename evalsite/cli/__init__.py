@@ -10,6 +10,7 @@ command's own and that every command defined under evalsite/cli/ is listed.
 from __future__ import annotations
 
 import importlib
+import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
@@ -84,5 +85,10 @@ class LazyGroup(click.Group):
 
 @click.group(cls=LazyGroup, entries=COMMANDS, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="evalsite")
-def main() -> None:
+@click.option("--runs", "runs_location", metavar="DIR|URI",
+              help="Read runs from this folder or object-storage URI (s3://bucket/prefix) instead of runs/ "
+                   "or [store] runs; the same as EVALSITE_RUNS.")
+def main(runs_location: str | None) -> None:
     """Run experiments into append-only run logs, test them honestly, publish a static site."""
+    if runs_location:
+        os.environ["EVALSITE_RUNS"] = runs_location  # evalsite.project.RUNS_ENV, read by Project.runs_location

@@ -12,12 +12,13 @@ from evalsite.analysis.ci_files import write_junit, write_summary
 from evalsite.analysis.markdown import run_junit_outcomes, runs_markdown
 from evalsite.cli.output import print_json, print_table, warn
 from evalsite.cli.run_report import report_batch, resume_line
+from evalsite.errors import ProjectError
 from evalsite.execute.prepare import prepare_plan
 from evalsite.execute.progress import Progress
 from evalsite.execute.runner import execute_plan
 from evalsite.experiment.estimate import PlanEstimate, estimate_plan
 from evalsite.experiment.shards import parse_shard, plan_batch_id
-from evalsite.project import find_project
+from evalsite.project import RUNS_ENV, find_project
 
 
 def _check_assignments(context, parameter, values: tuple[str, ...]) -> tuple[str, ...]:
@@ -76,6 +77,9 @@ def run_command(ctx, manifest: Path, arm_ids, repeat, concurrency, overrides, dr
     Exits 1 when a run did not finish or a critical row failed, and (unless --allow-failures)
     when a case errored or an evaluator's pass rule failed on any item."""
     project = find_project()
+    if project.runs_dir != project.local_runs_dir:
+        raise ProjectError(f"the runs location is {project.runs_location}, which only `evalsite compact --to` writes; "
+                           f"unset {RUNS_ENV} / [store] runs to run here, then compact --to it")
     plan = prepare_plan(project, manifest, overrides=overrides, arm_ids=arm_ids, repeat=repeat)
     if shard is not None:
         plan = replace(plan, shard=parse_shard(shard))
