@@ -42,6 +42,22 @@ def _print_estimate(report: PlanEstimate) -> None:
         warn(f"the estimate exceeds limits.max_cost_usd = {report.max_cost_usd}; the run stops at that ceiling")
 
 
+def _run_on_ray(project, manifest: Path, plan, shards: int, as_json: bool, **options) -> None:
+    from dataclasses import asdict
+
+    from evalsite.execute.ray_executor import run_on_ray, shard_requests
+
+    requests, batch_id = shard_requests(project.root, manifest.resolve(), plan, shards, **options)
+    merged = run_on_ray(requests, project.runs_dir, batch_id)
+    rows = [{**asdict(run), "shards": len(run.shards)} for run in merged]
+    if as_json:
+        print_json([asdict(run) for run in merged])
+    else:
+        print_table(rows, ["run_id", "arm_id", "batch_id", "shards", "cases", "status"])
+    if any(run.status != "completed" for run in merged):
+        sys.exit(1)
+
+
 def _dollars(value: float | None) -> str | None:
     return None if value is None else f"{value:.4f}"
 
@@ -63,6 +79,10 @@ def _dollars(value: float | None) -> str | None:
               "merge the N shard runs with `evalsite merge`.")
 @click.option("--batch", "batch_name", metavar="NAME", help="Name the batch (its id is derived from the plan and NAME, "
               "so shards started apart agree on it).")
+@click.option("--executor", type=click.Choice(["local", "ray"]),
+              help="ray: run --shards shards as Ray tasks (RAY_ADDRESS, else a local Ray) and merge them "
+                   "(default: local, in this process).")
+@click.option("--shards", type=click.IntRange(min=1), help="How many shards --executor ray splits the plan into (default 2).")
 @click.option("--build", "build_after", is_flag=True, help="Build the site afterwards.")
 @click.option("--json", "as_json", is_flag=True, help="Print the run summaries (or the dry-run estimate) as JSON.")
 @click.option("--summary", "summary_file", type=click.Path(path_type=Path),
@@ -71,7 +91,8 @@ def _dollars(value: float | None) -> str | None:
               help="Write JUnit XML: one test case per arm and item.")
 @click.pass_context
 def run_command(ctx, manifest: Path, arm_ids, repeat, concurrency, overrides, dry_run, max_cost, resume,
-                allow_failures, shard, batch_name, build_after, as_json, summary_file, junit_file) -> None:
+                allow_failures, shard, batch_name, executor, shards, build_after, as_json, summary_file,
+                junit_file) -> None:
     """Execute an experiment: one run per arm, written under runs/.
 
     Exits 1 when a run did not finish or a critical row failed, and (unless --allow-failures)
@@ -90,6 +111,10 @@ def run_command(ctx, manifest: Path, arm_ids, repeat, concurrency, overrides, dr
             print_json(report.to_json())
         else:
             _print_estimate(report)
+        return
+    if executor == "ray":
+        _run_on_ray(project, manifest, plan, shards or 2, as_json, overrides=overrides, arm_ids=arm_ids, repeat=repeat,
+                    concurrency=concurrency, max_cost_usd=max_cost, batch_name=batch_name)
         return
     batch = execute_plan(
         project, plan, concurrency=concurrency, max_cost_usd=max_cost, resume=resume, progress=Progress(),
