@@ -7,7 +7,9 @@ current folder.
 
 from __future__ import annotations
 
+import base64
 import importlib
+import os
 import sys
 import tomllib
 from collections.abc import Callable
@@ -18,6 +20,7 @@ from evalsite.errors import ProjectError, TargetError
 
 PROJECT_MARKERS = ("evalsite.toml", "experiments", "data")
 DEFAULT_MAX_ERROR_RATE = 0.5
+RUNS_ENV = "EVALSITE_RUNS"
 
 
 @dataclass(frozen=True)
@@ -34,8 +37,29 @@ class Project:
         return self.root / "experiments"
 
     @property
+    def runs_location(self) -> str | None:
+        """Where runs are read from when not ``runs/``: ``--runs``/``EVALSITE_RUNS``, else
+        ``[store] runs`` of evalsite.toml (a folder, or a URI such as ``s3://bucket/prefix``)."""
+        return os.environ.get(RUNS_ENV) or self.settings.get("store", {}).get("runs") or None
+
+    @property
     def runs_dir(self) -> Path:
-        return self.root / "runs"
+        """The runs folder; for a URI location, the local mirror of its headers
+        (evalsite.analysis.remote), whose folder name encodes the URI."""
+        location = self.runs_location
+        if location is None:
+            return self.root / "runs"
+        if "://" in location:
+            encoded = base64.urlsafe_b64encode(location.encode()).decode().rstrip("=")
+            return self.root / ".evalsite" / "store" / encoded
+        return self.root / location
+
+    @property
+    def local_runs_dir(self) -> Path:
+        """Where runs are written and compacted from: ``runs_dir``, or ``runs/`` when the runs
+        location is a URI (object storage is written only by ``evalsite compact --to URI``)."""
+        location = self.runs_location
+        return self.root / "runs" if location and "://" in location else self.runs_dir
 
     @property
     def templates_dir(self) -> Path:

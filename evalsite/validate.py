@@ -118,8 +118,9 @@ def check_settings(project: Project) -> list[str]:
 
 def check_runs(project: Project) -> list[str]:
     """Every run under ``runs/`` (a folder with a ``run.json``) is readable, its id is its folder's
-    name, and every line of its ``cases.jsonl`` is a case. Folders without a ``run.json`` (a
-    process killed before it wrote the header) are not runs and are ignored."""
+    name, every line of its ``cases.jsonl`` is a case, and a compacted run's Parquet still comes
+    from that JSONL. Folders without a ``run.json`` (a process killed before it wrote the header)
+    are not runs and are ignored."""
     runs, problems = scan_runs(project.runs_dir)
     shown = cwd_relative(project.runs_dir)
     messages = [f"{shown}/{problem}" for problem in problems]
@@ -127,7 +128,17 @@ def check_runs(project: Project) -> list[str]:
         warnings: list[str] = []
         read_cases(run.directory / CASES_FILE, warnings)
         messages += [f"{shown}/{warning}" for warning in warnings]
+        messages += _compacted_problems(run.directory)
     return sorted(messages)  # by run id, so each run's problems stay together
+
+
+def _compacted_problems(folder: Path) -> list[str]:
+    """A compacted run's Parquet must come from the JSONL beside it (by hash)."""
+    if not (folder / "cases.parquet").exists():
+        return []
+    from evalsite.analysis.store import parquet_problems  # DuckDB and pyarrow only when needed
+
+    return parquet_problems(folder)
 
 
 CHECKS: list[Check] = [check_settings, check_manifests, check_datasets, check_locks, check_runs, validate_decisions,

@@ -68,10 +68,9 @@ def test_cluster_bca_equals_scipy_on_the_ratio_statistic():
 
 def test_identical_arrays_are_bootstrapped_once(monkeypatch):
     calls = []
-    original = intervals_module.scipy_stats.bootstrap
+    original = intervals_module.resample_statistic
     monkeypatch.setattr(
-        intervals_module.scipy_stats, "bootstrap",
-        lambda *args, **kwargs: calls.append(1) or original(*args, **kwargs),
+        intervals_module, "resample_statistic", lambda *args, **kwargs: calls.append(1) or original(*args, **kwargs)
     )
     values = np.random.default_rng(11).random(301)
     first = bootstrap_ci(values, seed=9)
@@ -123,3 +122,15 @@ def test_clear_evidence_stops_early_and_none_draws_the_budget():
     assert full.n_resamples == 1_000 and full.p_value == 1 / 1_001
     with pytest.raises(ValueError, match="alpha"):
         friedman_test(matrix, alpha=1.5)
+
+
+def test_the_resamples_are_scipys_own():
+    from evalsite.stats._bca import resample_statistic
+
+    values = np.random.default_rng(2).normal(size=700)
+    statistic = lambda chosen, axis=-1: values[chosen].mean(axis=axis)  # noqa: E731
+    ours = resample_statistic(statistic, 700, 1001, 97, np.random.default_rng(5))
+    reference = scipy_stats.bootstrap(
+        (np.arange(700),), statistic, n_resamples=1001, batch=97, method="percentile", rng=np.random.default_rng(5)
+    ).bootstrap_distribution
+    assert np.array_equal(ours, reference)

@@ -7,7 +7,7 @@ import json
 
 import httpx
 
-from evalsite.execute.targets.http import ShardedTransport
+from evalsite.execute.targets.http import aiohttp_transport
 from tests.runner_project import (  # noqa: F401  (fixtures)
     all_runs,
     only_run,
@@ -189,19 +189,17 @@ def assert_secret_absent(root, secret: str) -> None:
         assert secret not in path.read_text(encoding="utf-8", errors="replace"), path
 
 
-def test_the_sharded_pool_grows_with_demand_and_frees_every_slot(server):
+def test_the_aiohttp_pool_bounds_connections_and_reports_refusals(server):
     server.delay = 0.02
 
-    async def send(transport: ShardedTransport, url: str, count: int) -> list:
+    async def send(transport, url: str, count: int) -> list:
         async with httpx.AsyncClient(transport=transport) as client:
             body = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
             return await asyncio.gather(*(client.post(url, json=body) for _ in range(count)), return_exceptions=True)
 
-    transport = ShardedTransport(max_connections=12)
-    answers = asyncio.run(send(transport, server.url + "/v1/chat/completions", 30))
+    answers = asyncio.run(send(aiohttp_transport(12), server.url + "/v1/chat/completions", 30))
     assert all(a.status_code == 200 for a in answers)
-    assert len(transport.shards) == 3 and transport.busy == [0, 0, 0]
     assert server.max_in_flight == 12
-    refused = ShardedTransport(max_connections=4)
-    answers = asyncio.run(send(refused, "http://127.0.0.1:9/v1/chat/completions", 3))
-    assert all(isinstance(a, httpx.ConnectError) for a in answers) and refused.busy == [0]
+    answers = asyncio.run(send(aiohttp_transport(4), "http://127.0.0.1:9/v1/chat/completions", 3))
+    assert all(isinstance(a, httpx.ConnectError) for a in answers)
+    assert aiohttp_transport(1).ssl_context is aiohttp_transport(2).ssl_context  # one SSL context for all

@@ -16,7 +16,7 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
-from evalsite.runlog.store import CASES_FILE, Run, scan_runs
+from evalsite.runlog.store import Run, scan_runs
 
 SCORE_TYPE = (
     "STRUCT(evaluator VARCHAR, version VARCHAR, score DOUBLE, passed BOOLEAN, label VARCHAR, "
@@ -97,25 +97,26 @@ def _run_record(run: Run) -> dict:
 
 def open_database(runs_dir: Path, database: str = ":memory:") -> RunsDatabase:
     """Connect DuckDB and define the views over every readable run under ``runs_dir``."""
-    runs, skipped = scan_runs(runs_dir)
+    from evalsite.analysis.store import run_folders  # store builds on this module's schema
+
+    runs, skipped = scan_runs(runs_dir, run_folders(runs_dir))
     records = [_run_record(run) for run in runs]
     connection = duckdb.connect(database)
     connection.register("runs_table", pa.Table.from_pylist(records, schema=RUN_SCHEMA))
     connection.execute("CREATE OR REPLACE VIEW runs AS SELECT * FROM runs_table")
-    _define_case_views(connection, [run.directory / CASES_FILE for run in runs])
+    _define_case_views(connection, [run.directory for run in runs])
     return RunsDatabase(connection, skipped, {run.run_id: run for run in runs})
 
 
-def _define_case_views(connection: duckdb.DuckDBPyConnection, case_files: list[Path]) -> None:
-    present = [str(p) for p in case_files if p.is_file() and p.stat().st_size > 0]
-    if present:
-        spec = "{" + ", ".join(f"'{name}': '{kind}'" for name, kind in CASE_COLUMNS.items()) + "}"
-        files = "[" + ", ".join("'" + f.replace("'", "''") + "'" for f in present) + "]"
-        source = (
-            f"SELECT regexp_extract(replace(filename, '\\', '/'), '([^/]+)/{CASES_FILE}$', 1) AS run_id, "
-            f"* EXCLUDE (filename) FROM read_json({files}, format='newline_delimited', columns={spec}, "
-            f"maximum_object_size={MAXIMUM_CASE_BYTES}, ignore_errors=true, filename=true) WHERE item_id IS NOT NULL"
-        )
+def _define_case_views(connection: duckdb.DuckDBPyConnection, directories: list[Path]) -> None:
+    from evalsite.analysis.remote import register_filesystems
+    from evalsite.analysis.store import case_files, json_source, parquet_source
+
+    jsonl, parquet = case_files(directories)  # compacted runs are read from their Parquet files
+    register_filesystems(connection, parquet)  # Parquet in object storage, through fsspec
+    sources = ([json_source(jsonl)] if jsonl else []) + ([parquet_source(parquet)] if parquet else [])
+    if sources:
+        source = " UNION ALL ".join(sources)
     else:
         nulls = ", ".join(f"NULL::{kind} AS {name}" for name, kind in CASE_COLUMNS.items())
         source = f"SELECT NULL::VARCHAR AS run_id, {nulls} WHERE false"

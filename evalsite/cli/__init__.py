@@ -10,6 +10,7 @@ command's own and that every command defined under evalsite/cli/ is listed.
 from __future__ import annotations
 
 import importlib
+import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
@@ -30,6 +31,7 @@ COMMANDS = (
     CommandEntry("build", "build:build_command", "Render the static site (only pages whose inputs changed)."),
     CommandEntry("cache", "cache:cache_group", "Inspect and trim the response cache (.evalsite/cache/)."),
     CommandEntry("check-claims", "claims:check_claims_command", "Re-derive every claim in reports/*.md (or FILES) from the runs; exit 1 unless all hold."),
+    CommandEntry("compact", "compact:compact_command", "Store finished runs as zstd Parquet next to their JSONL (or under --to DIR)."),
     CommandEntry("compare", "compare:compare_command", "Compare RUN with its baseline, fingerprint first."),
     CommandEntry("dataset", "dataset:dataset_group", "Freeze, verify and describe dataset files."),
     CommandEntry("family-test", "analysis:family_test_command", "RUN against a declared family of runs, Holm-corrected."),
@@ -37,6 +39,7 @@ COMMANDS = (
     CommandEntry("import", "importer:import_command", "Turn another tool's results (FORMAT: promptfoo, inspect, lm-eval, jsonl, csv) into runs."),
     CommandEntry("init", "init:init_command", "Scaffold a project: example dataset, manifest, targets, report, .gitignore, CI workflow."),
     CommandEntry("leaderboard", "analysis:leaderboard_command", "Every arm on a dataset, and the order the data supports."),
+    CommandEntry("merge", "merge:merge_command", "Merge the shard runs of each BATCH (default: every batch with shards) into one run per config."),
     CommandEntry("noise", "analysis:noise_command", "RUN's spread across repeats and each item's flakiness."),
     CommandEntry("promote", "compare:promote_command", "Make RUN the baseline of its arm, with a reason."),
     CommandEntry("query", "query:query_command", "Run SQL over the views runs, cases and scores."),
@@ -84,5 +87,10 @@ class LazyGroup(click.Group):
 
 @click.group(cls=LazyGroup, entries=COMMANDS, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="evalsite")
-def main() -> None:
+@click.option("--runs", "runs_location", metavar="DIR|URI",
+              help="Read runs from this folder or object-storage URI (s3://bucket/prefix) instead of runs/ "
+                   "or [store] runs; the same as EVALSITE_RUNS.")
+def main(runs_location: str | None) -> None:
     """Run experiments into append-only run logs, test them honestly, publish a static site."""
+    if runs_location:
+        os.environ["EVALSITE_RUNS"] = runs_location  # evalsite.project.RUNS_ENV, read by Project.runs_location

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -12,13 +13,15 @@ from evalsite.analysis.ci_files import write_junit, write_summary
 from evalsite.analysis.markdown import compare_markdown, run_junit_outcomes, runs_markdown
 from evalsite.cli.output import print_json, print_table, warn
 from evalsite.cli.run_report import baseline_reports, regression_failed, report_batch, resume_line
+from evalsite.errors import ProjectError
 from evalsite.execute.prepare import prepare_plan
 from evalsite.execute.progress import Progress
 from evalsite.execute.runner import execute_plan
 from evalsite.execute.stopping import parse_duration
 from evalsite.experiment.estimate import PlanEstimate, estimate_plan
 from evalsite.experiment.safety import MAX_CONCURRENCY, MAX_REPEAT
-from evalsite.project import find_project
+from evalsite.experiment.shards import parse_shard, plan_batch_id
+from evalsite.project import RUNS_ENV, find_project
 
 
 def _check_assignments(context, parameter, values: tuple[str, ...]) -> tuple[str, ...]:
@@ -55,6 +58,22 @@ def _print_estimate(report: PlanEstimate) -> None:
         warn(f"the estimate exceeds limits.max_cost_usd = {report.max_cost_usd}; the run stops at that ceiling")
 
 
+def _run_on_ray(project, manifest: Path, plan, shards: int, as_json: bool, **options) -> None:
+    from dataclasses import asdict
+
+    from evalsite.execute.ray_executor import run_on_ray, shard_requests
+
+    requests, batch_id = shard_requests(project.root, manifest.resolve(), plan, shards, **options)
+    merged = run_on_ray(requests, project.runs_dir, batch_id)
+    rows = [{**asdict(run), "shards": len(run.shards)} for run in merged]
+    if as_json:
+        print_json([asdict(run) for run in merged])
+    else:
+        print_table(rows, ["run_id", "arm_id", "batch_id", "shards", "cases", "status"])
+    if any(run.status != "completed" for run in merged):
+        sys.exit(1)
+
+
 def _dollars(value: float | None) -> str | None:
     return None if value is None else f"{value:.4f}"
 
@@ -80,6 +99,14 @@ def _dollars(value: float | None) -> str | None:
               help="When the batch completes, compare each run with RUN, or with its arm's promoted baseline.")
 @click.option("--fail-on", type=click.Choice(["regression"]),
               help="With --baseline: exit 1 when a comparison's gate fails or a baseline is not comparable.")
+@click.option("--shard", metavar="K/N", help="Run only shard K of N (a deterministic split by config and item); "
+              "merge the N shard runs with `evalsite merge`.")
+@click.option("--batch", "batch_name", metavar="NAME", help="Name the batch (its id is derived from the plan and NAME, "
+              "so shards started apart agree on it).")
+@click.option("--executor", type=click.Choice(["local", "ray"]),
+              help="ray: run --shards shards as Ray tasks (RAY_ADDRESS, else a local Ray) and merge them "
+                   "(default: local, in this process).")
+@click.option("--shards", type=click.IntRange(min=1), help="How many shards --executor ray splits the plan into (default 2).")
 @click.option("--build", "build_after", is_flag=True, help="Build the site afterwards.")
 @click.option("--json", "as_json", is_flag=True, help="Print the run summaries (or the dry-run estimate) as JSON.")
 @click.option("--summary", "summary_file", type=click.Path(path_type=Path),
@@ -88,13 +115,20 @@ def _dollars(value: float | None) -> str | None:
               help="Write JUnit XML: one test case per arm and item.")
 @click.pass_context
 def run_command(ctx, manifest: Path, arm_ids, repeat, concurrency, overrides, dry_run, max_cost, timeout, resume,
-                cache_mode, allow_failures, baseline, fail_on, build_after, as_json, summary_file, junit_file) -> None:
+                cache_mode, allow_failures, baseline, fail_on, shard, batch_name, executor, shards, build_after,
+                as_json, summary_file, junit_file) -> None:
     """Execute an experiment: one run per arm, written under runs/.
 
     Exits 1 when a run did not finish (failed, canceled, stopped at the cost ceiling, timed out) or a critical row failed, and (unless --allow-failures)
     when a case errored or an evaluator's pass rule failed on any item."""
     project = find_project()
+    if project.runs_dir != project.local_runs_dir:
+        raise ProjectError(f"the runs location is {project.runs_location}, which only `evalsite compact --to` writes; "
+                           f"unset {RUNS_ENV} / [store] runs to run here, then compact --to it")
     plan = prepare_plan(project, manifest, overrides=overrides, arm_ids=arm_ids, repeat=repeat)
+    if shard is not None:
+        plan = replace(plan, shard=parse_shard(shard))
+    batch_id = plan_batch_id(plan, batch_name) if shard is not None or batch_name else None
     if dry_run:
         report = estimate_plan(plan)
         if as_json:
@@ -102,9 +136,13 @@ def run_command(ctx, manifest: Path, arm_ids, repeat, concurrency, overrides, dr
         else:
             _print_estimate(report)
         return
+    if executor == "ray":
+        _run_on_ray(project, manifest, plan, shards or 2, as_json, overrides=overrides, arm_ids=arm_ids, repeat=repeat,
+                    concurrency=concurrency, max_cost_usd=max_cost, batch_name=batch_name)
+        return
     batch = execute_plan(
         project, plan, concurrency=concurrency, max_cost_usd=max_cost, resume=resume, progress=Progress(),
-        timeout_s=timeout, cache=cache_mode,
+        timeout_s=timeout, cache=cache_mode, batch_id=batch_id,
     )
     diffs = baseline_reports(project, batch, baseline)
     rows = [

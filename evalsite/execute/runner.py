@@ -61,6 +61,7 @@ async def execute_plan_async(
     progress: Progress | None = None,
     timeout_s: float | None = None,
     cache: str | None = None,
+    batch_id: str | None = None,
 ) -> BatchOutcome:
     """Run every config of ``plan`` in turn (or continue the run ``resume`` names), stopping
     new calls ``timeout_s`` seconds in (default ``limits.timeout_s``; None: no deadline).
@@ -81,6 +82,7 @@ async def execute_plan_async(
         progress=progress or Progress(enabled=False),
         deadline_s=timeout_s if timeout_s is not None else manifest_deadline(plan.manifest),
         cache_mode=cache_mode(plan.manifest, cache),
+        **({"batch_id": batch_id} if batch_id else {}),  # shards of one batch share it (experiment.shards)
     )
     batch.study = StudyPipeline(project, plan, batch.batch_id, *load_study(project, plan))
     configs = plan.configs
@@ -175,6 +177,7 @@ class BatchRunner:
             "started_at": iso(utc_now()),
             "plan": plan.totals(config),
             **({"prompt": _prompt_pin(plan.manifest.prompt_ref)} if plan.manifest.prompt_ref else {}),
+            **({"shard": plan.shard.record()} if plan.shard else {}),
         }
 
     def schedule_record(self, policy: RetryPolicy) -> dict:
@@ -283,7 +286,7 @@ class BatchRunner:
             raise
         finally:
             self.progress.finish()
-            totals = run_totals(previous + cases, self.plan, config)
+            totals = run_totals(previous + cases, len(keys))
             footer = {"status": status, "ended_at": iso(utc_now()), "totals": totals, **footer}
             if self.budget.limit is not None:
                 footer["cost_ceiling"] = {"max_cost_usd": self.budget.limit, "spent_usd": self.budget.spent}
@@ -326,12 +329,12 @@ class BatchRunner:
             await asyncio.gather(*self.stop.workers, return_exceptions=True)
             self.stop.workers = []
 
-def run_totals(cases: list[dict], plan: Plan, config: Config) -> dict:
+def run_totals(cases: list[dict], planned: int) -> dict:
     """The run's summary (:func:`~evalsite.analysis.summary.summarise_run`) plus what only the
     runner knows: the planned cases and the truncated items."""
     return {
         **summarise_run(cases).to_json(),
-        "planned": len(plan.case_keys(config)),
+        "planned": planned,
         "truncated_items": sorted({c["item_id"] for c in cases if c.get("finish_reason") == "length"}),
     }
 

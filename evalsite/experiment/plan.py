@@ -20,6 +20,7 @@ from evalsite.experiment.locks import changes_since_lock, declared_tier
 from evalsite.experiment.manifest import ArmSpec, Manifest, did_you_mean
 from evalsite.experiment.prompt_versions import with_resolved_prompt
 from evalsite.experiment.prompts import render_input
+from evalsite.experiment.shards import Shard
 from evalsite.experiment.sweeps import schedule_trials
 from evalsite.project import Project, cwd_relative
 from evalsite.runlog.hashing import canonical_json, short_hash
@@ -59,7 +60,8 @@ class Config:
 class Plan:
     """``dataset`` holds the items selected by ``dataset.split``/``limit`` (its id is theirs);
     ``file_dataset_id`` is the whole file's id. ``item_selection`` maps an arm to the item ids
-    the design gives it; ``None`` means every arm runs every item (cartesian)."""
+    the design gives it; ``None`` means every arm runs every item (cartesian). ``shard`` keeps
+    one shard's share of those cells (evalsite.experiment.shards)."""
 
     manifest: Manifest
     dataset: Dataset
@@ -68,12 +70,17 @@ class Plan:
     item_selection: dict[str, frozenset[str]] | None = None
     file_dataset_id: str = ""
     reference_tier: str | None = None  # the expected values' provenance (experiment.locks)
+    shard: Shard | None = None  # --shard K/N: only the (config, item) cells of that shard
 
     def items_for(self, config: Config) -> list[Item]:
         if self.item_selection is None:
-            return self.dataset.items
-        chosen = self.item_selection.get(config.arm_id, frozenset())
-        return [item for item in self.dataset.items if item.item_id in chosen]
+            items = self.dataset.items
+        else:
+            chosen = self.item_selection.get(config.arm_id, frozenset())
+            items = [item for item in self.dataset.items if item.item_id in chosen]
+        if self.shard is None:
+            return items
+        return [item for item in items if self.shard.holds(config.config_id, item.item_id)]
 
     def case_keys(self, config: Config) -> list[tuple[Item, int]]:
         """The (item, repeat) pairs ``config`` runs; every design mode answers through here."""

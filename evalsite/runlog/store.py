@@ -327,18 +327,19 @@ def read_run(path: str | Path) -> Run:
     return Run(run.directory, run.header, run.footer, run.status, cases, warnings)
 
 
-def scan_runs(runs_dir: Path) -> tuple[list[Run], list[str]]:
+def scan_runs(runs_dir: Path, folders: list[Path] | None = None) -> tuple[list[Run], list[str]]:
     """Every readable run under ``runs_dir`` (headers and footers, oldest first) and one line
     per unreadable run naming it and the reason. Folders without a ``run.json`` (a process killed
-    before it wrote the header) are not runs and are not listed."""
+    before it wrote the header) are not runs and are not listed. ``folders``: these run folders
+    instead (a compacted store's ``run=<id>`` partitions among them)."""
     runs, problems = [], []
-    for directory in run_directories(runs_dir):
+    for directory in run_directories(runs_dir) if folders is None else folders:
         try:
             run = open_run(directory)
         except RunLogError as exc:
             problems.append(exc.message)
             continue
-        if run.run_id != directory.name:
+        if run.run_id != directory.name.removeprefix("run="):
             problems.append(f"{directory.name}/{RUN_FILE}: names run_id {run.run_id!r}, not its folder's name")
         else:
             runs.append(run)

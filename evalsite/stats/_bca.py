@@ -30,6 +30,20 @@ def leave_one_out_ratios(sums: np.ndarray, sizes: np.ndarray) -> np.ndarray:
     return (sums.sum() - sums) / (sizes.sum() - sizes)
 
 
+def resample_statistic(
+    of_units: Callable[..., np.ndarray], n_units: int, n_resamples: int, batch: int, rng: np.random.Generator
+) -> np.ndarray:
+    """The bootstrap distribution ``scipy.stats.bootstrap`` computes for ``of_units`` over the
+    unit indices: per batch of ``batch`` resamples, ``rng.integers(0, n, (rows, n))`` (scipy's
+    ``_bootstrap_resample``), then the statistic along the last axis. scipy also indexes
+    ``arange(n)`` with those integers, an identity copy that cost a third of the time."""
+    chunks = []
+    for start in range(0, n_resamples, batch):
+        rows = min(batch, n_resamples - start)
+        chunks.append(of_units(rng.integers(0, n_units, size=(rows, n_units)), axis=-1))
+    return np.concatenate(chunks)
+
+
 def bca_bounds(
     distribution: np.ndarray, estimate: float, jackknife: np.ndarray, confidence: float
 ) -> tuple[float, float]:

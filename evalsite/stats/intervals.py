@@ -8,7 +8,8 @@ reports a percentile interval.
 
 For the mean (of items, or of the items of chosen clusters) the BCa acceleration comes from a
 closed-form O(n) jackknife (:mod:`evalsite.stats._bca`) instead of scipy's n × (n - 1)
-leave-one-out array; the resamples are scipy's own, so the interval is the one
+leave-one-out array, and the resamples are drawn as scipy draws them (same generator calls,
+same batches) without its identity gather of the index array, so the interval is the one
 ``scipy.stats.bootstrap(method='BCa')`` gives. Mean intervals are remembered for identical
 inputs (an arm's mean and pass rate often coincide on pass/fail data).
 """
@@ -25,7 +26,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy import stats as scipy_stats
 
-from evalsite.stats._bca import bca_bounds, leave_one_out_ratios, remembered
+from evalsite.stats._bca import bca_bounds, leave_one_out_ratios, remembered, resample_statistic
 from evalsite.stats._inputs import paired_per_item, per_item_values, repeat_matrix
 from evalsite.stats.proportions import Interval
 
@@ -192,26 +193,24 @@ def _one_level_interval(
 ) -> Interval:
     if unit_statistic.n_units < 2:
         return Interval(math.nan, math.nan, confidence, "undefined: fewer than 2 resampling units")
-    closed_form = method == "BCa" and unit_statistic.jackknife is not None
-    with warnings.catch_warnings():  # degenerate data is handled below, not reported as warnings
-        warnings.simplefilter("ignore", scipy_stats.DegenerateDataWarning)
-        warnings.simplefilter("ignore", RuntimeWarning)
-        result = scipy_stats.bootstrap(
-            (np.arange(unit_statistic.n_units),),
-            unit_statistic.of_units,
-            n_resamples=n_resamples,
-            batch=max(1, _RESAMPLE_CELLS // unit_statistic.n_units),
-            vectorized=unit_statistic.vectorized,
-            confidence_level=confidence,
-            method="percentile" if closed_form else method,  # same resamples, no jackknife
-            rng=np.random.default_rng(seed),
-        )
-        distribution = np.asarray(result.bootstrap_distribution, dtype=float)
-        if closed_form:
+    batch = max(1, _RESAMPLE_CELLS // unit_statistic.n_units)
+    rng = np.random.default_rng(seed)
+    if method == "BCa" and unit_statistic.jackknife is not None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            distribution = resample_statistic(unit_statistic.of_units, unit_statistic.n_units, n_resamples, batch, rng)
             estimate = float(unit_statistic.of_units(np.arange(unit_statistic.n_units)))
             low, high = bca_bounds(distribution, estimate, unit_statistic.jackknife(), confidence)
-        else:
-            low, high = (float(bound) for bound in result.confidence_interval)
+    else:
+        with warnings.catch_warnings():  # degenerate data is handled below, not reported as warnings
+            warnings.simplefilter("ignore", scipy_stats.DegenerateDataWarning)
+            warnings.simplefilter("ignore", RuntimeWarning)
+            result = scipy_stats.bootstrap(
+                (np.arange(unit_statistic.n_units),), unit_statistic.of_units, n_resamples=n_resamples,
+                batch=batch, vectorized=unit_statistic.vectorized, confidence_level=confidence, method=method, rng=rng,
+            )
+        distribution = np.asarray(result.bootstrap_distribution, dtype=float)
+        low, high = (float(bound) for bound in result.confidence_interval)
     if math.isfinite(low) and math.isfinite(high):
         return Interval(low, high, confidence, unit_statistic.label + method)
     if np.ptp(distribution) == 0:

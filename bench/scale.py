@@ -1,0 +1,133 @@
+"""Whole commands on 10k / 100k / 1M-case projects: time, peak memory, growth ratio (issue 17).
+
+Rerun from the repository root with:
+
+    python bench/scale.py [--sizes 10000,100000,1000000] [--commands query,leaderboard,compare,compact,query-parquet,build]
+
+For each size it writes a synthetic project (10 arms × size/10 items × 1 repeat, pass/fail
+scores, plus a second run of arm 0 for ``compare``) straight into run logs, then runs each
+command as its own ``evalsite`` process and prints its wall seconds and peak RSS (the operating
+system's accounting of that child), and the growth against the previous size. ``build`` is
+``build --full``; ``query-parquet`` is the same query once ``compact`` has run. A command slower than ``--timeout`` seconds is stopped and printed as such.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from evalsite.runlog.store import CASES_FILE, RunWriter  # noqa: E402
+
+ARMS = 10
+FINGERPRINT = {"dataset": {"dataset_id": "bench@000000000000"}, "bench": True}
+COMMANDS = {
+    "query": ["query", "SELECT run_id, count(*) AS n, avg(score) AS mean FROM cases GROUP BY ALL", "--json"],
+    "leaderboard": ["leaderboard", "--json"],
+    "compare": ["compare", "{current}", "--baseline", "{baseline}", "--json"],
+    "compact": ["compact", "--json"],
+    "query-parquet": ["query", "SELECT run_id, count(*) AS n, avg(score) AS mean FROM cases GROUP BY ALL", "--json"],
+    "build": ["build", "--full", "--json"],
+}
+
+
+def write_project(root: Path, cases: int) -> dict[str, str]:
+    items = cases // ARMS
+    (root / "data").mkdir(parents=True)
+    with open(root / "data" / "bench.jsonl", "w") as handle:
+        handle.writelines(json.dumps({"id": f"i{i:07d}", "input": f"q{i}", "expected": "x"}) + "\n" for i in range(items))
+    rng = np.random.default_rng(0)
+    ids = {}
+    for arm in [*range(ARMS), "again"]:
+        accuracy = 0.5 + 0.03 * (0 if arm == "again" else arm)
+        name = "arm0" if arm == "again" else f"arm{arm}"
+        header = {
+            "arm_id": name, "config_id": f"config-{name}", "experiment": "bench",
+            "started_at": f"2026-01-01T00:00:{0 if arm == 'again' else arm:02d}.000Z",
+            "dataset": {"path": "data/bench.jsonl", "dataset_id": "bench@000000000000", "items": items},
+            "evaluators": {"exact": {"type": "exact", "version": "bench"}},
+            "fingerprint": FINGERPRINT, "fingerprint_hash": "bench",
+            "plan": {"items": items, "repeat": 1, "cases": items},
+        }
+        writer = RunWriter.create(root / "runs", name, header)
+        passes = rng.random(items) < accuracy
+        latencies = rng.gamma(2.0, 50.0, items)
+        with open(writer.directory / CASES_FILE, "a") as handle:
+            handle.writelines(
+                json.dumps({
+                    "item_id": f"i{i:07d}", "item_sha": f"s{i}", "repeat": 0, "input": f"q{i}", "expected": "x",
+                    "output": "x" if ok else "y", "error": None, "latency_ms": float(lat), "cost_usd": 1e-5,
+                    "score": float(ok), "passed": bool(ok),
+                    "scores": [{"evaluator": "exact", "version": "bench", "score": float(ok), "passed": bool(ok)}],
+                }) + "\n"
+                for i, (ok, lat) in enumerate(zip(passes, latencies))
+            )
+        writer.finish({"status": "completed"})
+        ids["baseline" if arm == 0 else "current" if arm == "again" else name] = writer.run_id
+    return ids
+
+
+def timed(command: list[str], cwd: Path, timeout: float) -> tuple[float | None, float]:
+    """Wall seconds (None when stopped at the timeout) and peak RSS in MB of one evalsite process."""
+    started = time.perf_counter()
+    child = subprocess.Popen([sys.executable, "-m", "evalsite", *command], cwd=cwd,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = started + timeout
+    while True:
+        pid, status, usage = os.wait4(child.pid, os.WNOHANG)
+        if pid:
+            child.returncode = os.waitstatus_to_exitcode(status)
+            break
+        if time.perf_counter() > deadline:
+            child.kill()
+            _, _, usage = os.wait4(child.pid, 0)
+            return None, usage.ru_maxrss / 1024
+        time.sleep(0.05)
+    seconds = time.perf_counter() - started
+    if child.returncode not in (0, 1):
+        raise SystemExit(f"{' '.join(command)} failed: {child.stderr.read().decode()[-500:]}")
+    return seconds, usage.ru_maxrss / 1024
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="10000,100000,1000000")
+    parser.add_argument("--commands", default=",".join(COMMANDS))
+    parser.add_argument("--timeout", type=float, default=600)
+    options = parser.parse_args()
+    previous: dict[str, float] = {}
+    for size in (int(s) for s in options.sizes.split(",")):
+        with tempfile.TemporaryDirectory() as folder:
+            root = Path(folder)
+            started = time.perf_counter()
+            ids = write_project(root, size)
+            jsonl = sum(p.stat().st_size for p in (root / "runs").glob(f"*/{CASES_FILE}"))
+            print(f"{size:>9,} cases (+{size // ARMS:,} for compare): written in {time.perf_counter() - started:.1f} s, "
+                  f"{jsonl / 2**20:,.0f} MiB of JSONL", flush=True)
+            for name in options.commands.split(","):
+                command = [part.format(**ids) for part in COMMANDS[name]]
+                seconds, peak = timed(command, root, options.timeout)
+                if seconds is None:
+                    print(f"  {name:<12} stopped after {options.timeout:.0f} s, peak {peak:7.0f} MB", flush=True)
+                    continue
+                growth = f"  ×{seconds / previous[name]:.1f} vs previous size" if name in previous else ""
+                extra = ""
+                if name == "compact":
+                    parquet = sum(p.stat().st_size for p in (root / "runs").glob("*/cases.parquet"))
+                    extra = f"  Parquet {parquet / 2**20:,.1f} MiB = {parquet / jsonl:.2f} of the JSONL"
+                print(f"  {name:<12} {seconds:8.2f} s  peak {peak:7.0f} MB{growth}{extra}", flush=True)
+                previous[name] = seconds
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,212 @@
+"""The columnar store: finished runs compacted into zstd Parquet, read together with JSONL.
+
+``cases.jsonl`` stays the format a run is written in. ``compact_run`` turns a finished run's
+cases into ``cases.parquet`` (zstd, the explicit column schema of :mod:`evalsite.analysis.db`,
+plus ``run_id``) in the run's folder, or, with a destination, into a Hive-style partition
+``DEST/dataset=<dataset_id>/run=<run_id>/`` together with copies of ``run.json`` and
+``end.json``, so the partition is itself a readable run folder. The Parquet file records the
+SHA-256, size and case count of the JSONL it came from in its key-value metadata:
+
+* the DuckDB views read a run from its Parquet file when the JSONL beside it still has the
+  recorded size (a resumed run appends, and is read from JSONL again until recompacted) or
+  when there is no JSONL (a published partition);
+* ``evalsite validate`` recomputes the hash (:func:`parquet_problems`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import duckdb
+import pyarrow.parquet as pq
+
+from evalsite.analysis.db import CASE_COLUMNS, MAXIMUM_CASE_BYTES
+from evalsite.analysis.remote import URI_FILE, mirrored_location, refresh_mirror, staging_dir, upload
+from evalsite.errors import RunLogError
+from evalsite.runlog.records import RunHeader
+from evalsite.runlog.store import (
+    CASES_FILE,
+    END_FILE,
+    RUN_FILE,
+    read_header,
+    resolve_run,
+    run_directories,
+    run_is_active,
+    run_status,
+)
+
+PARQUET_FILE = "cases.parquet"
+HASH_KEY = b"evalsite.jsonl_sha256"
+BYTES_KEY = b"evalsite.jsonl_bytes"
+CASES_KEY = b"evalsite.cases"
+
+
+@dataclass(frozen=True)
+class Compacted:
+    run_id: str
+    parquet: str  # a path, or the URI it was uploaded to
+    cases: int
+    jsonl_bytes: int
+    parquet_bytes: int
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def json_source(files: list[str]) -> str:
+    """SQL selecting the case columns (and run_id, from the folder name) from JSONL files."""
+    spec = "{" + ", ".join(f"'{name}': '{kind}'" for name, kind in CASE_COLUMNS.items()) + "}"
+    return (
+        f"SELECT regexp_extract(replace(filename, '\\', '/'), '([^/]+)/{CASES_FILE}$', 1) AS run_id, "
+        f"* EXCLUDE (filename) FROM read_json({_sql_list(files)}, format='newline_delimited', columns={spec}, "
+        f"maximum_object_size={MAXIMUM_CASE_BYTES}, ignore_errors=true, filename=true) WHERE item_id IS NOT NULL"
+    )
+
+
+def parquet_source(files: list[str]) -> str:
+    """SQL selecting the same columns, cast to the same types, from compacted Parquet files."""
+    columns = ", ".join(f"CAST({_quoted(name)} AS {kind}) AS {_quoted(name)}" for name, kind in CASE_COLUMNS.items())
+    return f"SELECT CAST(run_id AS VARCHAR) AS run_id, {columns} FROM read_parquet({_sql_list(files)})"
+
+
+def run_folders(runs_dir: Path) -> list[Path]:
+    """Every run folder under ``runs_dir``: ``runs/<run_id>/`` and compacted partitions
+    ``dataset=<id>/run=<run_id>/`` (a published store), by run id (oldest first)."""
+    location = mirrored_location(runs_dir)
+    if location is not None:
+        refresh_mirror(runs_dir, location)
+    folders = run_directories(runs_dir)
+    if runs_dir.is_dir():
+        folders += [path.parent for path in runs_dir.glob(f"dataset=*/run=*/{RUN_FILE}")]
+    return sorted(folders, key=lambda folder: folder.name.removeprefix("run="))
+
+
+def case_files(directories: list[Path]) -> tuple[list[str], list[str]]:
+    """(JSONL files, Parquet files) to read the cases of these run folders from."""
+    jsonl, parquet = [], []
+    for directory in directories:
+        if (directory / URI_FILE).exists():  # a mirrored partition: its Parquet is in the store
+            parquet.append((directory / URI_FILE).read_text().strip())
+            continue
+        compacted = directory / PARQUET_FILE
+        if compacted.exists() and _parquet_is_current(compacted, directory / CASES_FILE):
+            parquet.append(str(compacted))
+            continue
+        path = directory / CASES_FILE
+        if path.exists() and path.stat().st_size > 0:
+            jsonl.append(str(path))
+    return jsonl, parquet
+
+
+def compact_run(directory: Path, destination: Path | None = None) -> Compacted:
+    """Write the finished run in ``directory`` as zstd Parquet (see the module docstring)."""
+    header = read_header(directory)
+    status = run_status(directory)
+    if not status.finished or run_is_active(directory):
+        raise RunLogError(f"{directory.name}: only finished runs are compacted (this one is {status})")
+    source = directory / CASES_FILE
+    if not source.exists():
+        raise RunLogError(f"{directory.name}: no {CASES_FILE} to compact")
+    target_dir = directory if destination is None else _partition(destination, header)
+    target_dir.mkdir(parents=True, exist_ok=True)
+    if destination is not None:
+        for name in (RUN_FILE, END_FILE):
+            shutil.copy2(directory / name, target_dir / name)
+    target = target_dir / PARQUET_FILE
+    partial = target.with_name(PARQUET_FILE + ".partial")
+    connection = duckdb.connect()
+    connection.execute(
+        f"COPY ({json_source([str(source)])}) TO {_quoted_literal(str(partial))} (FORMAT parquet, COMPRESSION zstd)"
+    )
+    cases = pq.read_metadata(partial).num_rows
+    table = pq.read_table(partial)
+    metadata = {
+        **(table.schema.metadata or {}),
+        HASH_KEY: file_sha256(source).encode(),
+        BYTES_KEY: str(source.stat().st_size).encode(),
+        CASES_KEY: str(cases).encode(),
+    }
+    pq.write_table(table.replace_schema_metadata(metadata), partial, compression="zstd")
+    partial.replace(target)
+    return Compacted(header.run_id, str(target), cases, source.stat().st_size, target.stat().st_size)
+
+
+def compact_runs(runs_dir: Path, references: list[str], destination: str | None = None) -> list[Compacted]:
+    """Compact the named runs, or every finished run whose Parquet is missing or stale, beside
+    their JSONL or as partitions under ``destination`` (a folder, or a URI they are uploaded to)."""
+    if destination is not None and "://" in destination:
+        with staging_dir() as staged:
+            done = _compact_runs(runs_dir, references, Path(staged))
+            upload(Path(staged), destination)
+        prefix = destination.rstrip("/")
+        return [replace(c, parquet=f"{prefix}/{Path(c.parquet).relative_to(staged).as_posix()}") for c in done]
+    return _compact_runs(runs_dir, references, None if destination is None else Path(destination))
+
+
+def _compact_runs(runs_dir: Path, references: list[str], destination: Path | None) -> list[Compacted]:
+    if references:
+        folders = [resolve_run(runs_dir, reference) for reference in references]
+    else:
+        folders = [
+            folder for folder in run_directories(runs_dir)
+            if run_status(folder).finished and not run_is_active(folder)
+            and (destination is not None or not _parquet_is_current(folder / PARQUET_FILE, folder / CASES_FILE))
+        ]
+    return [compact_run(folder, destination) for folder in folders]
+
+
+def parquet_problems(directory: Path) -> list[str]:
+    """Why a run's Parquet file does not match its JSONL (empty when it does or there is none)."""
+    compacted, source = directory / PARQUET_FILE, directory / CASES_FILE
+    if not compacted.exists():
+        return []
+    try:
+        metadata = pq.read_schema(compacted).metadata or {}
+    except (OSError, ValueError) as exc:
+        return [f"{compacted}: unreadable Parquet: {exc}"]
+    if HASH_KEY not in metadata:
+        return [f"{compacted}: records no hash of the JSONL it was compacted from"]
+    if not source.exists():
+        return []  # a published partition: the recorded hash is what it claims to be
+    recorded, actual = metadata[HASH_KEY].decode(), file_sha256(source)
+    if recorded != actual:
+        return [f"{compacted}: compacted from a cases.jsonl with sha256 {recorded[:12]}…, "
+                f"which is now {actual[:12]}…; run `evalsite compact {directory.name}` again"]
+    return []
+
+
+def _parquet_is_current(compacted: Path, source: Path) -> bool:
+    if not compacted.exists():
+        return False
+    if not source.exists():
+        return True
+    try:
+        recorded = (pq.read_schema(compacted).metadata or {}).get(BYTES_KEY)
+    except (OSError, ValueError):
+        return False
+    return recorded is not None and int(recorded) == source.stat().st_size
+
+
+def _partition(destination: Path, header: RunHeader) -> Path:
+    dataset_id = header.dataset.dataset_id or "unknown"
+    return destination / f"dataset={dataset_id}" / f"run={header.run_id}"
+
+
+def _sql_list(files: list[str]) -> str:
+    return "[" + ", ".join(_quoted_literal(f) for f in files) + "]"
+
+
+def _quoted_literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _quoted(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'

@@ -1,0 +1,76 @@
+"""Runs on object storage: `compact --to s3://…` and reading commands over a local S3 (moto).
+
+Needs the extras `evalsite[s3]` (fsspec, s3fs) and moto[server] (in the test extra); skipped
+with the reason when they are not installed.
+"""
+
+from __future__ import annotations
+
+import socket
+import uuid
+
+import pytest
+from analysis_support import example_runs, invoke, json_of, project  # noqa: F401
+
+pytest.importorskip("s3fs", reason="the S3 store needs the optional extra: pip install 'evalsite[s3]'")
+moto_server = pytest.importorskip("moto.server", reason="the local S3 server needs moto[server] (test extra)")
+pytest.importorskip("flask", reason="moto's server mode needs moto[server] (flask)")
+
+
+@pytest.fixture
+def s3(monkeypatch):
+    """A moto S3 server on 127.0.0.1 and a bucket, with the environment pointing at it."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    for name, value in {"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_DEFAULT_REGION": "us-east-1",
+                        "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}"}.items():
+        monkeypatch.setenv(name, value)
+    import s3fs
+
+    s3fs.S3FileSystem.clear_instance_cache()
+    bucket = f"evals-{uuid.uuid4().hex[:8]}"  # moto keeps buckets in-process across servers
+    s3fs.S3FileSystem().mkdir(bucket)
+    yield f"s3://{bucket}/team"
+    server.stop()
+
+
+def test_leaderboard_and_query_read_compacted_runs_from_s3(project, s3, monkeypatch):
+    local_board = json_of("leaderboard")
+    local_count = json_of("query", "SELECT run_id, count(*) AS n FROM cases GROUP BY ALL ORDER BY ALL")
+    uploaded = json_of("compact", "--to", s3)
+    assert len(uploaded) == 3 and all(row["parquet"].startswith(f"{s3}/dataset=") for row in uploaded)
+    shutil_runs = project / "runs"
+    for folder in shutil_runs.iterdir():  # nothing local left to read: only the store has the cases
+        (folder / "cases.jsonl").unlink()
+    monkeypatch.setenv("EVALSITE_RUNS", s3)
+    remote_board = json_of("leaderboard")
+    assert remote_board["arms"] == local_board["arms"] and remote_board["verdict"] == local_board["verdict"]
+    assert json_of("query", "SELECT run_id, count(*) AS n FROM cases GROUP BY ALL ORDER BY ALL") == local_count
+
+
+def test_the_store_in_evalsite_toml_and_a_missing_bucket_is_one_line(project, s3):
+    (project / "evalsite.toml").write_text(f'[store]\nruns = "{s3}"\n')
+    json_of("compact", "--to", s3)
+    assert len(json_of("runs")) == 3
+    (project / "evalsite.toml").write_text('[store]\nruns = "s3://no-such-bucket/x"\n')
+    result = invoke("runs")
+    assert result.exit_code == 1 and "no-such-bucket" in result.output
+
+
+def test_the_global_runs_option_reads_the_store_in_a_fresh_process(project, s3):
+    import json
+    import os
+    import subprocess
+    import sys
+
+    json_of("compact", "--to", s3)
+    result = subprocess.run([sys.executable, "-m", "evalsite", "--runs", s3, "runs", "--json"],
+                            capture_output=True, text=True, env={**os.environ}, cwd=project)
+    assert result.returncode == 0, result.stderr
+    assert len(json.loads(result.stdout)) == 3
+    refused = subprocess.run([sys.executable, "-m", "evalsite", "--runs", s3, "run", "experiments/arithmetic.yaml"],
+                             capture_output=True, text=True, cwd=project)
+    assert refused.returncode == 1 and "only `evalsite compact --to` writes" in refused.stderr
