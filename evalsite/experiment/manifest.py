@@ -26,6 +26,7 @@ from jsonschema.exceptions import ValidationError, best_match
 
 from evalsite.errors import ManifestError
 from evalsite.experiment.checkpoints import checkpoint_problems
+from evalsite.experiment.models import fill_arms, fill_judges, slot_problems
 from evalsite.experiment.prompts import template_problems
 
 SCHEMA_PATH = Path(__file__).parent / "schema" / "manifest.schema.json"
@@ -50,6 +51,7 @@ class ArmSpec:
     settings: dict = field(default_factory=dict)
     description: str = ""
     extends: str | None = None
+    model_slot: str | None = None  # the models slot the arm's model came from
 
 
 @dataclass(frozen=True)
@@ -102,8 +104,8 @@ def load_manifest(path: str | Path, overrides: Sequence[str] = ()) -> Manifest:
         description=data.get("description", ""),
         dataset=dict(data.get("dataset") or {}),
         prompt=data.get("prompt"),
-        arms=resolve_arms(data["arms"]),
-        evaluators=list(data.get("evaluators") or []),
+        arms=fill_arms(resolve_arms(data["arms"]), data.get("models") or {}),
+        evaluators=fill_judges(list(data.get("evaluators") or []), data.get("models") or {}),
         repeat=data.get("repeat", 1),
         concurrency=data.get("concurrency", DEFAULT_CONCURRENCY),
         limits=dict(data.get("limits") or {}),
@@ -376,6 +378,7 @@ def rule_problems(data: dict, default_name: str) -> list[str]:
     problems += _design_problems(data.get("design"), arm_ids)
     problems += template_problems(data.get("prompt"))
     problems += checkpoint_problems(data.get("checkpoints"))
+    problems += slot_problems(data)
     return problems
 
 

@@ -112,6 +112,8 @@ def make_config(arm: ArmSpec, combination: dict | None = None, checkpoint: Check
     }
     if checkpoint is not None:
         resolved["checkpoint"] = checkpoint.resolved
+    if arm.model_slot is not None:
+        resolved["model_slot"] = arm.model_slot
     return Config(
         arm_id=arm.id,
         target=arm.target,
