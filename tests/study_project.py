@@ -53,6 +53,9 @@ def fail_q1(context):
     if context.ids.get("item_id") == "q1":
         raise RuntimeError("no fixture for q1")
 
+def plot(context):
+    context.output.write_text('<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"><rect width="10" height="10"/></svg>')
+
 def boom(context):
     raise ValueError("post went wrong")
 '''

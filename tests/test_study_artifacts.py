@@ -55,7 +55,7 @@ def test_case_pre_item_gather_and_experiment_ci_summary_run_end_to_end(study, cl
         assert [(r["item_id"], r["repeat"]) for r in sorted(item_frame, key=lambda r: r["repeat"])] == [("q0", "0"), ("q0", "1")]
         arm_frame = read_csv(run.directory / "frames" / "arm.csv")
         assert len(arm_frame) == 12 and {r["arm"] for r in arm_frame} == {run.header["arm_id"]}
-        assert run.end["artifacts"] == {"df": "frames/arm.csv"}
+        assert run.end["artifacts"] == {"df": {"type": "dataframe", "path": "frames/arm.csv"}}
     (results,) = study.glob("results/study/*")
     summary = read_csv(results / "ci_summary.csv")
     assert [(r["arm"], r["metric"]) for r in summary] == [("a", "score"), ("b", "score")]
@@ -128,3 +128,22 @@ def test_bad_pipelines_are_refused_one_line_each_before_anything_runs(study, cli
     assert validate_output(study, cli, artifacts={"experiment": {"df": {"type": "dataframe", "path": "{run_dir}/x.csv"}}}) == [
         "artifacts.experiment.df.path: unknown placeholder {run_dir} at the experiment level (known: batch_id, experiment, level_dir)"]
     assert validate_output(study, cli, artifacts={"case": {"t": "tracee"}})[0].startswith("artifacts.case.t:")
+
+
+def test_run_artifacts_appear_on_the_site_plots_inline(study, cli):
+    manifest = write_study(study, items=2, artifacts={
+        "case": {"trace": "trace"}, "item": {"df": "dataframe"},
+        "arm": {"df": "dataframe", "chart": {"type": "plot", "path": "{run_dir}/plots/chart.svg"}}}, hooks={
+        "case": {"post": [{"builtin": "write_trace", "out": "trace"}]},
+        "item": {"post": [{"builtin": "gather", "in": "trace", "out": "df"}]},
+        "arm": {"post": [{"builtin": "gather", "in": "df", "out": "df"}, {"name": "plot", "run": "python:study_steps:plot", "out": "chart"}]},
+    })
+    assert cli("run", manifest, "--build").exit_code == 0
+    (run,) = runs(study)
+    page = (study / "site" / "runs" / f"{run.run_id}.html").read_text()
+    assert f'href="../runs/{run.run_id}/artifacts/chart.svg"' in page
+    assert f'<img src="../runs/{run.run_id}/artifacts/chart.svg" alt="chart">' in page
+    assert f'href="../runs/{run.run_id}/artifacts/df.csv"' in page
+    copied = study / "site" / "runs" / run.run_id / "artifacts"
+    assert (copied / "chart.svg").read_bytes() == (run.directory / "plots/chart.svg").read_bytes()
+    assert (copied / "df.csv").read_text().splitlines()[0].startswith("experiment,batch_id,arm_id")

@@ -125,11 +125,12 @@ class StudyPipeline:
         (scope.level_dir / "end.json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
         return errors
 
-    def artifacts_of(self, config: Config) -> dict[str, str]:
-        """The run's own (arm-level) artifacts, relative to its folder, for its end.json."""
+    def artifacts_of(self, config: Config) -> dict[str, dict]:
+        """The run's own (arm-level) artifacts for its end.json: name → {type, path relative to the run}."""
         arm = self.runs[config.config_id]
-        paths = level_artifacts(self.pipeline, arm)
-        return relative_listing(arm.run_dir, paths)
+        paths = relative_listing(arm.run_dir, level_artifacts(self.pipeline, arm))
+        kinds = self.pipeline.artifacts.get("arm", {})
+        return {name: {"type": kinds[name].type, "path": path} for name, path in paths.items()}
 
     # ----- the steps
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from evalsite import stats
 from evalsite.site import paths
+from evalsite.site.artifacts import ArtifactLink, run_artifacts
 from evalsite.site.digest import RunDigest, case_critical, finite_number, item_sort_key
 from evalsite.site.inputs import ProjectInputs, RunSource
 from evalsite.site.pages import Job, Kit, PageContext, doc
@@ -134,6 +135,7 @@ class RunPage(PageContext):
     listing: CaseListing = doc("The first page of every case.")
     warnings: list[str] = doc("Problems met while reading the run (e.g. a bad line in cases.jsonl).")
     compare: Link | None = doc("The compare page against the run's baseline (as `evalsite compare` resolves it), if it has one.", None)
+    artifacts: list[ArtifactLink] = doc("The run's declared artifacts copied beside the page (name, type, href, inline for plots); none with redact.", default_factory=list)
 
 
 @dataclass(kw_only=True)
@@ -189,6 +191,8 @@ def _run_renderer(run: RunSource, baseline: str | None):
             if shard.path == paths.run(run.run_id):
                 context = _run_page(run, digest, facts, listing, kit.case_warnings.get(run.run_id, []))
                 context.compare = Link(baseline, paths.compare(run.run_id, baseline)) if baseline else None
+                context.artifacts, copies = run_artifacts(run.run_id, run.directory, run.end, kit.settings.redact)
+                files.update(copies)
                 files.update(kit.page(shard.path, "run.html", context))
             else:
                 title = f"{run.run_id}: {shard.pager.view} cases, page {_current(shard.pager)}"
