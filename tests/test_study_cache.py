@@ -96,3 +96,20 @@ def test_an_unknown_cache_mode_is_one_line(project, server, cli):
     result = cli("validate")
     assert result.exit_code == 1
     assert "emulation.cache: must be one of off, record, replay, auto, got 'replya'; did you mean 'replay'?" in result.output
+
+
+def test_a_longer_timeout_still_replays_the_same_responses(project, server, cli):
+    manifest = write_experiment(project, questions(1), [openai_arm(server)], emulation={"cache": "auto"})
+    assert cli("run", manifest).exit_code == 0
+    assert cli("run", manifest, "--set", "arms.gpt.settings.timeout=99").exit_code == 0
+    assert len(server.calls) == 1
+
+
+def test_the_run_page_marks_cached_cases(project, server, cli):
+    manifest = write_experiment(project, questions(2), [openai_arm(server)])
+    assert cli("run", manifest, "--cache", "record").exit_code == 0
+    assert cli("run", manifest, "--cache", "replay", "--build").exit_code == 0
+    pages = {run.run_id: (project / "site/runs" / f"{run.run_id}.html").read_text() for run in all_runs(project)}
+    replayed = _runs_by_mode(project)["replay"].run_id
+    assert {run_id: page.count(">cached</span>") for run_id, page in pages.items()} == {
+        run_id: 2 if run_id == replayed else 0 for run_id in pages}

@@ -28,6 +28,7 @@ CACHE_MODES = ("off", "record", "replay", "auto")
 CACHE_DIR = Path(".evalsite") / "cache"
 CACHE_FORMAT = 1
 HIT, RECORDED, MISSING = "hit", "recorded", "missing"
+SCHEDULE_SETTINGS = ("timeout", "max_connections")  # how a call is made, not what it answers
 
 
 def cache_dir(project_root: Path) -> Path:
@@ -35,11 +36,12 @@ def cache_dir(project_root: Path) -> Path:
 
 
 def target_identity(config) -> dict:
-    """What of a config decides its responses (not the arm's name, price or prompt variables)."""
+    """What of a config decides its responses (not the arm's name, price, prompt variables, or
+    the settings that only say how a call is made)."""
     return {
         "target": config.target,
         "params": config.params,
-        "settings": redact_secrets(config.settings),
+        "settings": redact_secrets({k: v for k, v in config.settings.items() if k not in SCHEDULE_SETTINGS}),
         "checkpoint": config.resolved.get("checkpoint"),
     }
 

@@ -97,6 +97,7 @@ class CaseRow:
     error: str | None = doc("Generation error, if any.")
     finish_reason: str | None = doc("Why generation stopped (stop, length, …).")
     errored: bool = doc("True when generation or an evaluator raised an error.")
+    cache: str | None = doc("With the response cache on: hit (served from the cache, nothing called), recorded or missing.", None)
 
 
 @dataclass(kw_only=True)
@@ -342,6 +343,7 @@ def case_row(case: dict, critical: dict[str, bool] | None, settings: SiteSetting
         error=None if error is None else str(error)[:limit],
         finish_reason=None if case.get("finish_reason") is None else str(case.get("finish_reason")),
         errored=bool(error) or any(s.get("error") for s in scores),
+        cache=case.get("cache") if isinstance(case.get("cache"), str) else None,
     )
 
 
