@@ -79,7 +79,7 @@ def read_rows(path: Path) -> list[dict]:
 
 def _typed(row: dict) -> dict:
     """CSV cells back to numbers, booleans and nulls where they read as such."""
-    typed = {}
+    typed: dict = {}
     for key, text in row.items():
         if text in ("", None):
             typed[key] = None

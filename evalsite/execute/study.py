@@ -22,6 +22,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from evalsite.execute.artifacts import Scope, level_artifacts, relative_listing
 from evalsite.execute.hooks import resolve_steps, run_step, step_context
@@ -69,7 +70,7 @@ class StudyPipeline:
         experiment = self.experiment
         base = replace(experiment, level="arm", run_dir=run_dir, arm_id=config.arm_id, config_id=config.config_id,
                        children=())
-        items = {}
+        items: dict[str, list[int]] = {}
         for item, repeat in keys:
             items.setdefault(item.item_id, []).append(repeat)
         children = tuple(
@@ -128,7 +129,7 @@ class StudyPipeline:
     def artifacts_of(self, config: Config) -> dict[str, dict]:
         """The run's own (arm-level) artifacts for its end.json: name → {type, path relative to the run}."""
         arm = self.runs[config.config_id]
-        paths = relative_listing(arm.run_dir, level_artifacts(self.pipeline, arm))
+        paths = relative_listing(arm.level_dir, level_artifacts(self.pipeline, arm))
         kinds = self.pipeline.artifacts.get("arm", {})
         return {name: {"type": kinds[name].type, "path": path} for name, path in paths.items()}
 
@@ -158,7 +159,7 @@ class StudyPipeline:
         return errors
 
     def _context(self, step, scope: Scope, config: Config | None, case: dict | None = None):
-        extra = {"output_schema": self.pipeline.output_schema}
+        extra: dict[str, Any] = {"output_schema": self.pipeline.output_schema}
         if config is not None:
             extra["config_label"] = config.label
         checkpoint = None if config is None else config.resolved.get("checkpoint")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -51,7 +52,7 @@ class Step:
     level: str
     phase: str
     kind: str
-    spec: object
+    spec: Any  # the function spec (str), the argv (list[str]) or the builtin's name (str)
     inputs: str | None = None
     output: str | None = None
     depends_on: tuple[str, ...] = ()
