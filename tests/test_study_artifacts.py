@@ -66,6 +66,11 @@ def test_case_pre_item_gather_and_experiment_ci_summary_run_end_to_end(study, cl
     end = json.loads((results / "end.json").read_text())
     assert end["hook_errors"] == [] and sorted(end["runs"]) == sorted(r.directory.name for r in (first, second))
     assert len([e for e in lines(study / "steps.log") if e["step"] == "prepare"]) == 24  # before every case
+    assert end["artifacts"] == {"ci": {"type": "dataframe", "path": "ci_summary.csv"}}
+    assert cli("build").exit_code == 0
+    page = (study / "site/experiments/study.html").read_text()
+    assert 'href="../experiments/study/artifacts/ci.csv"' in page
+    assert (study / "site/experiments/study/artifacts/ci.csv").read_bytes() == (results / "ci_summary.csv").read_bytes()
 
 
 def test_output_schema_naming_a_missing_column_fails_the_run_naming_file_and_column(study, cli):

@@ -120,17 +120,18 @@ class StudyPipeline:
         scope = self.experiment
         errors = await self._run_post(scope, None)
         scope.level_dir.mkdir(parents=True, exist_ok=True)
-        record = {"batch_id": self.batch_id, "runs": [s.run_dir.name for s in scope.children],
-                  "artifacts": {k: str(v) for k, v in level_artifacts(self.pipeline, scope).items()},
-                  "hook_errors": errors}
+        record = {"batch_id": self.batch_id, "runs": [s.level_dir.name for s in scope.children],
+                  "artifacts": self._typed_listing(scope), "hook_errors": errors}
         (scope.level_dir / "end.json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
         return errors
 
     def artifacts_of(self, config: Config) -> dict[str, dict]:
         """The run's own (arm-level) artifacts for its end.json: name → {type, path relative to the run}."""
-        arm = self.runs[config.config_id]
-        paths = relative_listing(arm.level_dir, level_artifacts(self.pipeline, arm))
-        kinds = self.pipeline.artifacts.get("arm", {})
+        return self._typed_listing(self.runs[config.config_id])
+
+    def _typed_listing(self, scope: Scope) -> dict[str, dict]:
+        paths = relative_listing(scope.level_dir, level_artifacts(self.pipeline, scope))
+        kinds = self.pipeline.artifacts.get(scope.level, {})
         return {name: {"type": kinds[name].type, "path": path} for name, path in paths.items()}
 
     # ----- the steps
