@@ -13,6 +13,7 @@ retry of a miss is an ordinary retry.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import time
@@ -140,8 +141,8 @@ class CachingTarget:
                                           f"repeat {request.repeat} (key {key[:12]})", extra={"cache": MISSING})
         clock = time.perf_counter()
         result = await self.inner.generate(request)
-        if result.error is None:
-            self.cache.put(key, {
+        if result.error is None:  # written in a thread: the event loop keeps serving the other cases
+            await asyncio.to_thread(self.cache.put, key, {
                 "target": self.identity["target"], "recorded_at": datetime.now(UTC).isoformat(),
                 "latency_ms": round((time.perf_counter() - clock) * 1000, 3),
                 "result": {k: v for k, v in asdict(result).items() if k != "extra"},
