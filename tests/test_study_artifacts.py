@@ -6,6 +6,7 @@ import csv
 import json
 
 import numpy as np
+import pytest
 
 from tests.study_project import lines, runs, study, write_study  # noqa: F401  (fixtures)
 
@@ -152,3 +153,51 @@ def test_run_artifacts_appear_on_the_site_plots_inline(study, cli):
     copied = study / "site" / "runs" / run.run_id / "artifacts"
     assert (copied / "chart.svg").read_bytes() == (run.directory / "plots/chart.svg").read_bytes()
     assert (copied / "df.csv").read_text().splitlines()[0].startswith("experiment,batch_id,arm_id")
+
+
+def test_gather_reads_metrics_json_and_writes_parquet(study, cli):
+    import pyarrow.parquet as pq
+
+    manifest = write_study(study, items=3, repeat=2, artifacts={
+        "case": {"m": "metrics"}, "item": {"df": {"type": "dataframe", "path": "{level_dir}/frame.parquet"}},
+        "arm": {"df": "dataframe"}, "experiment": {"ci": "dataframe"}}, hooks={
+        "case": {"post": [{"name": "m", "run": "python:study_steps:metrics", "out": "m"}]},
+        "item": {"post": [{"builtin": "gather", "in": "m", "out": "df"}]},
+        "arm": {"post": [{"builtin": "gather", "in": "df", "out": "df"}]},
+        "experiment": {"post": [{"builtin": "bootstrap_ci", "in": "df", "out": "ci"}]},
+    })
+    assert cli("run", manifest).exit_code == 0
+    (run,) = runs(study)
+    table = pq.read_table(run.directory / "items/q1/frame.parquet").to_pylist()
+    assert sorted((r["item_id"], r["repeat"], r["score"]) for r in table) == [("q1", 0, 1.0), ("q1", 1, 1.0)]
+    (ci,) = study.glob("results/study/*/ci.csv")
+    assert ci.read_text().splitlines()[1].startswith("a,score,1.0,1.0,1.0,3")
+
+
+def test_bootstrap_ci_agrees_with_scipy_on_items_and_averages_repeats_first(tmp_path):
+    from types import SimpleNamespace
+
+    from scipy import stats as scipy_stats
+
+    from evalsite.execute.builtin_steps import bootstrap_ci, write_rows
+
+    rng = np.random.default_rng(5)
+    scores = rng.uniform(0, 1, 40).round(3)
+    frame = tmp_path / "in.csv"
+    write_rows(frame, [{"arm": "a", "item_id": f"q{i}", "repeat": 0, "score": float(s)} for i, s in enumerate(scores)])
+    context = SimpleNamespace(inputs=[frame], config={}, output=tmp_path / "ci.csv", level_dir=tmp_path)
+    bootstrap_ci(context)
+    (row,) = read_csv(tmp_path / "ci.csv")
+    reference = scipy_stats.bootstrap((scores,), np.mean, method="BCa", n_resamples=9999, random_state=1).confidence_interval
+    assert float(row["mean"]) == pytest.approx(scores.mean())
+    assert float(row["ci_low"]) == pytest.approx(reference.low, abs=0.01)
+    assert float(row["ci_high"]) == pytest.approx(reference.high, abs=0.01)
+
+    # two repeats per item: the mean is the mean of item means, whatever the order of the rows
+    rows = [{"arm": "a", "item_id": f"q{i}", "repeat": r, "score": float(s) if r == 0 else 1.0}
+            for r in (1, 0) for i, s in enumerate(scores)]
+    write_rows(frame, rows)
+    bootstrap_ci(context)
+    (row,) = read_csv(tmp_path / "ci.csv")
+    assert float(row["mean"]) == pytest.approx(np.mean((scores + 1.0) / 2))
+    assert float(row["ci_low"]) < float(row["mean"]) < float(row["ci_high"])
