@@ -201,3 +201,20 @@ def test_bootstrap_ci_agrees_with_scipy_on_items_and_averages_repeats_first(tmp_
     (row,) = read_csv(tmp_path / "ci.csv")
     assert float(row["mean"]) == pytest.approx(np.mean((scores + 1.0) / 2))
     assert float(row["ci_low"]) < float(row["mean"]) < float(row["ci_high"])
+
+
+def test_a_step_file_is_checked_like_inline_steps(study, cli):
+    (study / "hooks").mkdir()
+    (study / "hooks/bad.yaml").write_text("- {naem: x, builtin: gather}\n")
+    (study / "hooks/not-a-list.yaml").write_text("name: x\n")
+    lines_ = validate_output(study, cli, hooks={"arm": {"pre": [{"ref": "hooks/bad.yaml"}]}})
+    assert lines_[0].startswith("hooks.arm.pre[0].ref: hooks/bad.yaml: [0].naem: unknown key; did you mean 'name'?")
+    assert validate_output(study, cli, hooks={"arm": {"pre": {"ref": "hooks/not-a-list.yaml"}}}) == [
+        "hooks.arm.pre[0].ref: hooks/not-a-list.yaml must hold a list of steps (or {steps: [...]}), without nested refs"]
+
+
+def test_a_misspelt_inline_step_key_gets_the_closest_one(study, cli):
+    assert validate_output(study, cli, hooks={"arm": {"pre": [{"naem": "x", "builtin": "gather"}]}})[0].startswith(
+        "hooks.arm.pre[0].naem: unknown key; did you mean 'name'?")
+    assert validate_output(study, cli, hooks={"arm": {"pre": [{"ref": "x.yaml", "builtin": "gather"}]}}) == [
+        "hooks.arm.pre[0]: a {ref: FILE} entry takes no other key (got builtin)"]

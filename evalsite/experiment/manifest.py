@@ -115,20 +115,10 @@ def load_manifest(path: str | Path, overrides: Sequence[str] = ()) -> Manifest:
         design=data.get("design") or {"mode": "cartesian"},
         overrides=tuple(overrides),
         effective=data,
-        **study_fields(data),
+        **{key: dict(data.get(key) or {}) for key in ("emulation", "hooks", "artifacts", "models")},
+        output_schema=data.get("output_schema"),
+        checkpoints=data.get("checkpoints"),
     )
-
-
-def study_fields(data: dict) -> dict:
-    """The study pipeline's keys as :class:`Manifest` fields."""
-    return {
-        "emulation": dict(data.get("emulation") or {}),
-        "hooks": dict(data.get("hooks") or {}),
-        "artifacts": dict(data.get("artifacts") or {}),
-        "output_schema": data.get("output_schema"),
-        "checkpoints": data.get("checkpoints"),
-        "models": dict(data.get("models") or {}),
-    }
 
 
 def read_manifest(path: Path, overrides: Sequence[str] = ()) -> tuple[str, dict]:
@@ -263,18 +253,10 @@ def manifest_problems(data: dict, *, default_name: str) -> list[str]:
     return problems or rule_problems(data, default_name)
 
 
-def schema_problems(data: dict) -> list[str]:
-    return _validator_problems(Draft202012Validator(manifest_schema()), data)
-
-
-def schema_problems_for(data: Any, definition: str) -> list[str]:
-    """``data`` checked against one of the schema's ``$defs`` (a step file holds a ``step_list``)."""
-    schema = {"$ref": f"#/$defs/{definition}", "$defs": manifest_schema()["$defs"]}
-    return _validator_problems(Draft202012Validator(schema), data)
-
-
-def _validator_problems(validator: Draft202012Validator, data: Any) -> list[str]:
-    errors = sorted(validator.iter_errors(data), key=lambda e: _sortable(e.absolute_path))
+def schema_problems(data: Any, definition: str | None = None) -> list[str]:
+    """``data`` checked against the schema, or against one of its ``$defs`` (a step file: ``step_list``)."""
+    schema = manifest_schema() if definition is None else {"$ref": f"#/$defs/{definition}", "$defs": manifest_schema()["$defs"]}
+    errors = sorted(Draft202012Validator(schema).iter_errors(data), key=lambda e: _sortable(e.absolute_path))
     problems: list[str] = []
     for error in errors:
         problems += [p for p in _describe(error) if p not in problems]

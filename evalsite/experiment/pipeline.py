@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 
 from evalsite.errors import ManifestError
-from evalsite.experiment.manifest import schema_problems_for
+from evalsite.experiment.manifest import schema_problems
 
 LEVELS = ("experiment", "arm", "item", "case")
 CHILD = {"experiment": "arm", "arm": "item", "item": "case", "case": None}
@@ -122,7 +122,10 @@ def _step_list(spec, level: str, phase: str, root: Path, problems: list[str]) ->
     entries = [spec] if isinstance(spec, dict) else list(spec or [])
     steps: list[Step] = []
     for index, entry in enumerate(entries):
-        if "ref" in entry:
+        if "ref" in entry and len(entry) > 1:
+            problems.append(f"{where}[{index}]: a {{ref: FILE}} entry takes no other key (got "
+                            f"{', '.join(sorted(set(entry) - {'ref'}))})")
+        elif "ref" in entry:
             for inner in _read_ref(entry["ref"], root, f"{where}[{index}].ref", problems):
                 steps.append(_step(inner, level, phase, f"{where}[{index}]", problems))
         else:
@@ -146,7 +149,7 @@ def _read_ref(ref: str, root: Path, where: str, problems: list[str]) -> list[dic
     if not isinstance(data, list) or not all(isinstance(step, dict) and "ref" not in step for step in data):
         problems.append(f"{where}: {ref} must hold a list of steps (or {{steps: [...]}}), without nested refs")
         return []
-    for problem in schema_problems_for(data, "step_list"):  # the same schema as inline steps
+    for problem in schema_problems(data, "step_list"):  # the same schema as inline steps
         problems.append(f"{where}: {ref}: {problem}")
     return [] if any(p.startswith(f"{where}: {ref}:") for p in problems) else data
 
