@@ -33,6 +33,7 @@ def test_record_then_replay_calls_nothing_and_each_repeat_replays_its_own_respon
     assert len(server.calls) == 6  # the replay made no call at all
     replayed = _runs_by_mode(project)["replay"]
     assert [c["cache"] for c in replayed.cases] == ["hit"] * 6
+    assert [c["attempts"] for c in replayed.cases] == [0] * 6 and [c["attempts"] for c in recorded.cases] == [1] * 6
     outputs = {(c["item_id"], c["repeat"]): c["output"] for c in replayed.cases}
     assert outputs == {(f"q{i}", k): f"answer {i}.{k}" for i in range(2) for k in range(3)}
     assert outputs == {(c["item_id"], c["repeat"]): c["output"] for c in recorded.cases}
