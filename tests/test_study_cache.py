@@ -114,3 +114,26 @@ def test_the_run_page_marks_cached_cases(project, server, cli):
     replayed = _runs_by_mode(project)["replay"].run_id
     assert {run_id: page.count(">cached</span>") for run_id, page in pages.items()} == {
         run_id: 2 if run_id == replayed else 0 for run_id in pages}
+
+
+def test_concurrent_writers_of_one_key_never_collide(tmp_path):
+    import threading
+
+    from evalsite.execute.cache import ResponseCache
+
+    cache, errors = ResponseCache(tmp_path), []
+
+    def write(n: int) -> None:
+        try:
+            for _ in range(100):
+                cache.put("ab" * 32, {"writer": n})
+        except OSError as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=write, args=(n,)) for n in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == [] and len(cache.entries()) == 1 and cache.get("ab" * 32)["writer"] in range(6)
+    assert not list(tmp_path.glob("*/*.tmp"))

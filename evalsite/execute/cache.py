@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import time
+import uuid
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -70,7 +70,7 @@ class ResponseCache:
         """Written to a temporary file and renamed: a reader never sees half an entry."""
         path = self.path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_suffix(f".{os.getpid()}.tmp")
+        temporary = path.with_suffix(f".{uuid.uuid4().hex}.tmp")  # unique: two writers of one key never share it
         temporary.write_text(json.dumps(entry, ensure_ascii=False, default=str), encoding="utf-8")
         temporary.replace(path)
 
