@@ -137,3 +137,11 @@ def test_concurrent_writers_of_one_key_never_collide(tmp_path):
         thread.join()
     assert errors == [] and len(cache.entries()) == 1 and cache.get("ab" * 32)["writer"] in range(6)
     assert not list(tmp_path.glob("*/*.tmp"))
+
+
+def test_identical_arms_do_not_share_responses(project, server, cli):
+    arms = [openai_arm(server, "a1"), openai_arm(server, "a2")]
+    manifest = write_experiment(project, questions(1), arms, emulation={"cache": "auto"})
+    assert cli("run", manifest).exit_code == 0
+    assert len(server.calls) == 2
+    assert {c["cache"] for run in all_runs(project) for c in run.cases} == {"recorded"}

@@ -1,7 +1,7 @@
 """The response cache: every target response stored content-addressed under ``.evalsite/cache/``.
 
 A study re-run should not pay twice. The key of a response is the hash of what decides it: the
-resolved target config (target, params, settings with secrets redacted, checkpoint), the
+resolved target config (arm, target, params, settings with secrets redacted, checkpoint), the
 rendered input sent and the repeat index. Repeat ``k`` therefore only ever replays repeat
 ``k``'s response: a hit is the same sample again, never a new independent one.
 
@@ -37,9 +37,11 @@ def cache_dir(project_root: Path) -> Path:
 
 
 def target_identity(config) -> dict:
-    """What of a config decides its responses (not the arm's name, price, prompt variables, or
-    the settings that only say how a call is made)."""
+    """What of a config decides its responses: the arm (so two identical arms, an A/A pair, stay
+    two independent samples), target, params, settings (not those that only say how a call is
+    made) and checkpoint. Not the price, nor the prompt variables (they are in the input)."""
     return {
+        "arm_id": config.arm_id,
         "target": config.target,
         "params": config.params,
         "settings": redact_secrets({k: v for k, v in config.settings.items() if k not in SCHEDULE_SETTINGS}),
