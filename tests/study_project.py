@@ -53,6 +53,14 @@ def fail_q1(context):
     if context.ids.get("item_id") == "q1":
         raise RuntimeError("no fixture for q1")
 
+def plot(context):
+    context.output.write_text('<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"><rect width="10" height="10"/></svg>')
+
+def metrics(context):
+    import json as j
+    context.output.write_text(j.dumps({"item_id": context.ids["item_id"], "repeat": context.ids["repeat"],
+                                       "arm": "a", "score": context.case["score"]}))
+
 def boom(context):
     raise ValueError("post went wrong")
 '''

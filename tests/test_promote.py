@@ -8,8 +8,8 @@ import json
 import pytest
 from compare_support import commit_all, golden_project, interrupt, run_arm  # noqa: F401
 
-from evalsite.runlog.decisions import validate_decisions
 from evalsite.project import find_project
+from evalsite.runlog.decisions import validate_decisions
 
 
 def decisions(project) -> list[dict]:

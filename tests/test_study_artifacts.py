@@ -6,6 +6,7 @@ import csv
 import json
 
 import numpy as np
+import pytest
 
 from tests.study_project import lines, runs, study, write_study  # noqa: F401  (fixtures)
 
@@ -55,7 +56,7 @@ def test_case_pre_item_gather_and_experiment_ci_summary_run_end_to_end(study, cl
         assert [(r["item_id"], r["repeat"]) for r in sorted(item_frame, key=lambda r: r["repeat"])] == [("q0", "0"), ("q0", "1")]
         arm_frame = read_csv(run.directory / "frames" / "arm.csv")
         assert len(arm_frame) == 12 and {r["arm"] for r in arm_frame} == {run.header.raw["arm_id"]}
-        assert run.footer.raw["artifacts"] == {"df": "frames/arm.csv"}
+        assert run.footer.raw["artifacts"] == {"df": {"type": "dataframe", "path": "frames/arm.csv"}}
     (results,) = study.glob("results/study/*")
     summary = read_csv(results / "ci_summary.csv")
     assert [(r["arm"], r["metric"]) for r in summary] == [("a", "score"), ("b", "score")]
@@ -66,6 +67,11 @@ def test_case_pre_item_gather_and_experiment_ci_summary_run_end_to_end(study, cl
     end = json.loads((results / "end.json").read_text())
     assert end["hook_errors"] == [] and sorted(end["runs"]) == sorted(r.directory.name for r in (first, second))
     assert len([e for e in lines(study / "steps.log") if e["step"] == "prepare"]) == 24  # before every case
+    assert end["artifacts"] == {"ci": {"type": "dataframe", "path": "ci_summary.csv"}}
+    assert cli("build").exit_code == 0
+    page = (study / "site/experiments/study.html").read_text()
+    assert 'href="../experiments/study/artifacts/ci.csv"' in page
+    assert (study / "site/experiments/study/artifacts/ci.csv").read_bytes() == (results / "ci_summary.csv").read_bytes()
 
 
 def test_output_schema_naming_a_missing_column_fails_the_run_naming_file_and_column(study, cli):
@@ -128,3 +134,87 @@ def test_bad_pipelines_are_refused_one_line_each_before_anything_runs(study, cli
     assert validate_output(study, cli, artifacts={"experiment": {"df": {"type": "dataframe", "path": "{run_dir}/x.csv"}}}) == [
         "artifacts.experiment.df.path: unknown placeholder {run_dir} at the experiment level (known: batch_id, experiment, level_dir)"]
     assert validate_output(study, cli, artifacts={"case": {"t": "tracee"}})[0].startswith("artifacts.case.t:")
+
+
+def test_run_artifacts_appear_on_the_site_plots_inline(study, cli):
+    manifest = write_study(study, items=2, artifacts={
+        "case": {"trace": "trace"}, "item": {"df": "dataframe"},
+        "arm": {"df": "dataframe", "chart": {"type": "plot", "path": "{run_dir}/plots/chart.svg"}}}, hooks={
+        "case": {"post": [{"builtin": "write_trace", "out": "trace"}]},
+        "item": {"post": [{"builtin": "gather", "in": "trace", "out": "df"}]},
+        "arm": {"post": [{"builtin": "gather", "in": "df", "out": "df"}, {"name": "plot", "run": "python:study_steps:plot", "out": "chart"}]},
+    })
+    assert cli("run", manifest, "--build").exit_code == 0
+    (run,) = runs(study)
+    page = (study / "site" / "runs" / f"{run.run_id}.html").read_text()
+    assert f'href="../runs/{run.run_id}/artifacts/chart.svg"' in page
+    assert f'<img src="../runs/{run.run_id}/artifacts/chart.svg" alt="chart">' in page
+    assert f'href="../runs/{run.run_id}/artifacts/df.csv"' in page
+    copied = study / "site" / "runs" / run.run_id / "artifacts"
+    assert (copied / "chart.svg").read_bytes() == (run.directory / "plots/chart.svg").read_bytes()
+    assert (copied / "df.csv").read_text().splitlines()[0].startswith("experiment,batch_id,arm_id")
+
+
+def test_gather_reads_metrics_json_and_writes_parquet(study, cli):
+    import pyarrow.parquet as pq
+
+    manifest = write_study(study, items=3, repeat=2, artifacts={
+        "case": {"m": "metrics"}, "item": {"df": {"type": "dataframe", "path": "{level_dir}/frame.parquet"}},
+        "arm": {"df": "dataframe"}, "experiment": {"ci": "dataframe"}}, hooks={
+        "case": {"post": [{"name": "m", "run": "python:study_steps:metrics", "out": "m"}]},
+        "item": {"post": [{"builtin": "gather", "in": "m", "out": "df"}]},
+        "arm": {"post": [{"builtin": "gather", "in": "df", "out": "df"}]},
+        "experiment": {"post": [{"builtin": "bootstrap_ci", "in": "df", "out": "ci"}]},
+    })
+    assert cli("run", manifest).exit_code == 0
+    (run,) = runs(study)
+    table = pq.read_table(run.directory / "items/q1/frame.parquet").to_pylist()
+    assert sorted((r["item_id"], r["repeat"], r["score"]) for r in table) == [("q1", 0, 1.0), ("q1", 1, 1.0)]
+    (ci,) = study.glob("results/study/*/ci.csv")
+    assert ci.read_text().splitlines()[1].startswith("a,score,1.0,1.0,1.0,3")
+
+
+def test_bootstrap_ci_agrees_with_scipy_on_items_and_averages_repeats_first(tmp_path):
+    from types import SimpleNamespace
+
+    from scipy import stats as scipy_stats
+
+    from evalsite.execute.builtin_steps import bootstrap_ci, write_rows
+
+    rng = np.random.default_rng(5)
+    scores = rng.uniform(0, 1, 40).round(3)
+    frame = tmp_path / "in.csv"
+    write_rows(frame, [{"arm": "a", "item_id": f"q{i}", "repeat": 0, "score": float(s)} for i, s in enumerate(scores)])
+    context = SimpleNamespace(inputs=[frame], config={}, output=tmp_path / "ci.csv", level_dir=tmp_path)
+    bootstrap_ci(context)
+    (row,) = read_csv(tmp_path / "ci.csv")
+    reference = scipy_stats.bootstrap((scores,), np.mean, method="BCa", n_resamples=9999, random_state=1).confidence_interval
+    assert float(row["mean"]) == pytest.approx(scores.mean())
+    assert float(row["ci_low"]) == pytest.approx(reference.low, abs=0.01)
+    assert float(row["ci_high"]) == pytest.approx(reference.high, abs=0.01)
+
+    # two repeats per item: the mean is the mean of item means, whatever the order of the rows
+    rows = [{"arm": "a", "item_id": f"q{i}", "repeat": r, "score": float(s) if r == 0 else 1.0}
+            for r in (1, 0) for i, s in enumerate(scores)]
+    write_rows(frame, rows)
+    bootstrap_ci(context)
+    (row,) = read_csv(tmp_path / "ci.csv")
+    assert float(row["mean"]) == pytest.approx(np.mean((scores + 1.0) / 2))
+    assert float(row["ci_low"]) < float(row["mean"]) < float(row["ci_high"])
+
+
+def test_a_step_file_is_checked_like_inline_steps(study, cli):
+    (study / "hooks").mkdir()
+    (study / "hooks/bad.yaml").write_text("- {naem: x, builtin: gather}\n")
+    (study / "hooks/not-a-list.yaml").write_text("name: x\n")
+    lines_ = validate_output(study, cli, hooks={"arm": {"pre": [{"ref": "hooks/bad.yaml"}]}})
+    assert lines_[0].startswith("hooks.arm.pre[0].ref: hooks/bad.yaml: [0].naem: unknown key; did you mean 'name'?")
+    assert validate_output(study, cli, hooks={"arm": {"pre": {"ref": "hooks/not-a-list.yaml"}}}) == [
+        "hooks.arm.pre[0].ref: hooks/not-a-list.yaml must hold a list of steps (or {steps: [...]}), without nested refs"]
+
+
+def test_a_misspelt_inline_step_key_gets_the_closest_one(study, cli):
+    assert validate_output(study, cli, hooks={"arm": {"pre": [{"naem": "x", "builtin": "gather"}]}})[0].startswith(
+        "hooks.arm.pre[0].naem: unknown key; did you mean 'name'?")
+    assert validate_output(study, cli, hooks={"arm": {"pre": [{"ref": "x.yaml", "builtin": "gather"}]}}) == [
+        "hooks.arm.pre[0]: a {ref: FILE} entry takes no other key (got builtin)"]

@@ -33,6 +33,7 @@ def test_record_then_replay_calls_nothing_and_each_repeat_replays_its_own_respon
     assert len(server.calls) == 6  # the replay made no call at all
     replayed = _runs_by_mode(project)["replay"]
     assert [c["cache"] for c in replayed.cases] == ["hit"] * 6
+    assert [c["attempts"] for c in replayed.cases] == [0] * 6 and [c["attempts"] for c in recorded.cases] == [1] * 6
     outputs = {(c["item_id"], c["repeat"]): c["output"] for c in replayed.cases}
     assert outputs == {(f"q{i}", k): f"answer {i}.{k}" for i in range(2) for k in range(3)}
     assert outputs == {(c["item_id"], c["repeat"]): c["output"] for c in recorded.cases}
@@ -96,3 +97,51 @@ def test_an_unknown_cache_mode_is_one_line(project, server, cli):
     result = cli("validate")
     assert result.exit_code == 1
     assert "emulation.cache: must be one of off, record, replay, auto, got 'replya'; did you mean 'replay'?" in result.output
+
+
+def test_a_longer_timeout_still_replays_the_same_responses(project, server, cli):
+    manifest = write_experiment(project, questions(1), [openai_arm(server)], emulation={"cache": "auto"})
+    assert cli("run", manifest).exit_code == 0
+    assert cli("run", manifest, "--set", "arms.gpt.settings.timeout=99").exit_code == 0
+    assert len(server.calls) == 1
+
+
+def test_the_run_page_marks_cached_cases(project, server, cli):
+    manifest = write_experiment(project, questions(2), [openai_arm(server)])
+    assert cli("run", manifest, "--cache", "record").exit_code == 0
+    assert cli("run", manifest, "--cache", "replay", "--build").exit_code == 0
+    pages = {run.run_id: (project / "site/runs" / f"{run.run_id}.html").read_text() for run in all_runs(project)}
+    replayed = _runs_by_mode(project)["replay"].run_id
+    assert {run_id: page.count(">cached</span>") for run_id, page in pages.items()} == {
+        run_id: 2 if run_id == replayed else 0 for run_id in pages}
+
+
+def test_concurrent_writers_of_one_key_never_collide(tmp_path):
+    import threading
+
+    from evalsite.execute.cache import ResponseCache
+
+    cache, errors = ResponseCache(tmp_path), []
+
+    def write(n: int) -> None:
+        try:
+            for _ in range(100):
+                cache.put("ab" * 32, {"writer": n})
+        except OSError as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=write, args=(n,)) for n in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == [] and len(cache.entries()) == 1 and cache.get("ab" * 32)["writer"] in range(6)
+    assert not list(tmp_path.glob("*/*.tmp"))
+
+
+def test_identical_arms_do_not_share_responses(project, server, cli):
+    arms = [openai_arm(server, "a1"), openai_arm(server, "a2")]
+    manifest = write_experiment(project, questions(1), arms, emulation={"cache": "auto"})
+    assert cli("run", manifest).exit_code == 0
+    assert len(server.calls) == 2
+    assert {c["cache"] for run in all_runs(project) for c in run.cases} == {"recorded"}

@@ -52,3 +52,11 @@ def test_the_checkpoint_example_needs_its_file_and_doubles_the_configs(example_p
     cases = [(r.header.raw["config_id"], c["checkpoint"]) for r in runs(example_project) for c in r.cases]
     assert len(cases) == 10 and len({config for config, _ in cases}) == 2
     assert sorted({checkpoint for _, checkpoint in cases}) == ["none", "warm"]
+
+
+def test_the_model_slot_example_pins_the_slot_model(example_project, cli):
+    (example_project / "experiments/slotted.yaml").write_text(example("slotted"))
+    assert cli("run", "experiments/slotted.yaml").exit_code == 0
+    configs = {r.header.raw["arm_id"]: r.header.raw["config"] for r in runs(example_project)}
+    assert configs["default"]["params"] == {"model": "gpt-4o"} and configs["default"]["model_slot"] == "main"
+    assert configs["pinned"]["params"] == {"model": "gpt-4o-2024-08-06"} and "model_slot" not in configs["pinned"]

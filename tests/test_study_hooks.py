@@ -105,3 +105,12 @@ def test_a_step_that_times_out_fails(study, cli):
     assert cli("run", manifest).exit_code == 1
     (run,) = runs(study)
     assert run.cases[0]["error"] == "arm pre step 'slow' failed: timed out after 0.3 s"
+
+
+def test_a_failing_arm_pre_step_runs_once_and_fails_every_case_of_the_run(study, cli):
+    manifest = write_study(study, repeat=2, hooks={"arm": {"pre": [{"name": "setup", "run": "python:study_steps:boom"}]}})
+    assert cli("run", manifest).exit_code == 1
+    (run,) = runs(study)
+    assert [c["error"] for c in run.cases] == ["arm pre step 'setup' failed: ValueError: post went wrong"] * 6
+    assert lines(study / "calls.log") == []
+    assert (run.directory / "hooks" / "arm-pre-setup.log").read_text().count("FAILED") == 1

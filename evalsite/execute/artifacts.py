@@ -76,7 +76,7 @@ def level_artifacts(pipeline: Pipeline, scope: Scope) -> dict[str, Path]:
 
 def child_paths(pipeline: Pipeline, scope: Scope, name: str) -> list[Path]:
     """The path of artifact ``name`` in every child instance of ``scope`` (in plan order)."""
-    artifact = pipeline.artifacts[CHILD[scope.level]][name]
+    artifact = pipeline.artifacts[CHILD[scope.level] or ""][name]
     return [artifact_path(artifact, child) for child in scope.children]
 
 

@@ -77,7 +77,7 @@ def read_rows(path: Path) -> list[dict]:
 
 def _typed(row: dict) -> dict:
     """CSV cells back to numbers, booleans and nulls where they read as such."""
-    typed = {}
+    typed: dict = {}
     for key, text in row.items():
         if text in ("", None):
             typed[key] = None
@@ -123,7 +123,8 @@ def bootstrap_ci(context) -> str:
             matrix = _item_matrix(mine, metric)
             if matrix is None:
                 continue
-            interval = bootstrap_ci(matrix, seed=int(context.config.get("seed", 0)),
+            values = matrix[:, 0] if matrix.shape[1] == 1 else matrix  # one repeat: the items' own interval
+            interval = bootstrap_ci(values, seed=int(context.config.get("seed", 0)),
                                     confidence=float(context.config.get("confidence", 0.95)))
             summary.append({"arm": arm, "metric": metric, "mean": float(np.nanmean(np.nanmean(matrix, axis=1))),
                             "ci_low": interval.low, "ci_high": interval.high, "items": matrix.shape[0]})

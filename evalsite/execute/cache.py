@@ -1,7 +1,7 @@
 """The response cache: every target response stored content-addressed under ``.evalsite/cache/``.
 
 A study re-run should not pay twice. The key of a response is the hash of what decides it: the
-resolved target config (target, params, settings with secrets redacted, checkpoint), the
+resolved target config (arm, target, params, settings with secrets redacted, checkpoint), the
 rendered input sent and the repeat index. Repeat ``k`` therefore only ever replays repeat
 ``k``'s response: a hit is the same sample again, never a new independent one.
 
@@ -13,9 +13,10 @@ retry of a miss is an ordinary retry.
 
 from __future__ import annotations
 
+import asyncio
 import json
-import os
 import time
+import uuid
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -28,6 +29,7 @@ CACHE_MODES = ("off", "record", "replay", "auto")
 CACHE_DIR = Path(".evalsite") / "cache"
 CACHE_FORMAT = 1
 HIT, RECORDED, MISSING = "hit", "recorded", "missing"
+SCHEDULE_SETTINGS = ("timeout", "max_connections")  # how a call is made, not what it answers
 
 
 def cache_dir(project_root: Path) -> Path:
@@ -35,11 +37,14 @@ def cache_dir(project_root: Path) -> Path:
 
 
 def target_identity(config) -> dict:
-    """What of a config decides its responses (not the arm's name, price or prompt variables)."""
+    """What of a config decides its responses: the arm (so two identical arms, an A/A pair, stay
+    two independent samples), target, params, settings (not those that only say how a call is
+    made) and checkpoint. Not the price, nor the prompt variables (they are in the input)."""
     return {
+        "arm_id": config.arm_id,
         "target": config.target,
         "params": config.params,
-        "settings": redact_secrets(config.settings),
+        "settings": redact_secrets({k: v for k, v in config.settings.items() if k not in SCHEDULE_SETTINGS}),
         "checkpoint": config.resolved.get("checkpoint"),
     }
 
@@ -67,7 +72,7 @@ class ResponseCache:
         """Written to a temporary file and renamed: a reader never sees half an entry."""
         path = self.path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_suffix(f".{os.getpid()}.tmp")
+        temporary = path.with_suffix(f".{uuid.uuid4().hex}.tmp")  # unique: two writers of one key never share it
         temporary.write_text(json.dumps(entry, ensure_ascii=False, default=str), encoding="utf-8")
         temporary.replace(path)
 
@@ -138,8 +143,8 @@ class CachingTarget:
                                           f"repeat {request.repeat} (key {key[:12]})", extra={"cache": MISSING})
         clock = time.perf_counter()
         result = await self.inner.generate(request)
-        if result.error is None:
-            self.cache.put(key, {
+        if result.error is None:  # written in a thread: the event loop keeps serving the other cases
+            await asyncio.to_thread(self.cache.put, key, {
                 "target": self.identity["target"], "recorded_at": datetime.now(UTC).isoformat(),
                 "latency_ms": round((time.perf_counter() - clock) * 1000, 3),
                 "result": {k: v for k, v in asdict(result).items() if k != "extra"},

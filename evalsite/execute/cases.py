@@ -144,7 +144,8 @@ class CaseExecutor:
         )
         call = await call_with_retries(job.target, request, job.policy, self.stopping, self.rng)
         if call.result.extra.get("cache") == HIT and call.result.extra.get("latency_ms") is not None:
-            call = replace(call, latency_ms=call.result.extra["latency_ms"])  # a hit reports the recorded latency
+            # a hit reports the latency recorded with the response, and no call made
+            call = replace(call, latency_ms=call.result.extra["latency_ms"], attempts=0)
         return replace(call, result=checked_result(call.result))  # every target's numbers, plugins' too
 
     async def _generate(self, job: Job, item: Item, repeat: int, rendered) -> Generation:

@@ -41,12 +41,12 @@ class StepContext:
     level_dir: Path
     project_root: Path
     artifacts: dict[str, Path]
+    log_path: Path
     inputs: list[Path] = field(default_factory=list)
     output: Path | None = None
     config: dict = field(default_factory=dict)
     case: dict | None = None
     checkpoint: dict | None = None
-    log_path: Path | None = None
     extra: dict = field(default_factory=dict)  # what builtins need (the output schema, the metrics)
 
     def to_json(self) -> dict:

@@ -27,6 +27,7 @@ from evalsite.execute.outcomes import BatchOutcome, RunOutcome
 from evalsite.execute.prepare import require_evaluator_secrets
 from evalsite.execute.progress import Progress
 from evalsite.execute.retry import Abandoned, RetryPolicy
+from evalsite.execute.schedule import Schedule, case_order
 from evalsite.execute.stopping import Budget, StopControl, manifest_ceiling, manifest_deadline
 from evalsite.execute.study import StudyPipeline, load_study
 from evalsite.execute.targets import make_target, replays_turns, with_model
@@ -83,6 +84,7 @@ async def execute_plan_async(
         deadline_s=timeout_s if timeout_s is not None else manifest_deadline(plan.manifest),
         cache_mode=cache_mode(plan.manifest, cache),
         **({"batch_id": batch_id} if batch_id else {}),  # shards of one batch share it (experiment.shards)
+        schedule=Schedule.of(plan.manifest.schedule),
     )
     batch.study = StudyPipeline(project, plan, batch.batch_id, *load_study(project, plan))
     configs = plan.configs
@@ -106,6 +108,7 @@ class BatchRunner:
     deadline_s: float | None = None
     cache_mode: str = "off"
     study: StudyPipeline | None = None
+    schedule: Schedule = field(default_factory=Schedule)
     stop: StopControl = field(default_factory=StopControl)
     batch_id: str = field(default_factory=lambda: new_run_id("batch"))
     rng: random.Random = field(default_factory=random.Random)  # backoff jitter only
@@ -189,6 +192,7 @@ class BatchRunner:
             "max_backoff_s": policy.max_backoff,
             "max_cost_usd": self.budget.limit,
             "deadline_s": self.deadline_s,
+            **self.schedule.record(),
         }
 
     # ----- the batch
@@ -196,17 +200,14 @@ class BatchRunner:
     async def execute(self, jobs: list[Job]) -> BatchOutcome:
         loop = asyncio.get_running_loop()
         # sync python targets run in threads: as many as cases in flight, not the default few
-        loop.set_default_executor(ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="evalsite"))
+        threads = self.concurrency * self.schedule.parallel_arms
+        loop.set_default_executor(ThreadPoolExecutor(max_workers=threads, thread_name_prefix="evalsite"))
         handled = self._handle_signals(loop)
         self.progress.plan(len(jobs))
         deadline = None if self.deadline_s is None else loop.call_later(self.deadline_s, self._timed_out, loop)
         runs, not_started = [], []
         try:
-            for job in jobs:
-                if self.stop.requested():
-                    not_started.append(job.config.arm_id)
-                    continue
-                runs.append(await self._execute_run(job))
+            runs = await self._execute_groups(jobs, not_started)
             completed = not not_started and all(run.status == RunStatus.COMPLETED for run in runs)
             experiment_errors = await self.study.batch_done(completed)
         finally:
@@ -252,7 +253,50 @@ class BatchRunner:
 
     # ----- one run
 
-    async def _execute_run(self, job: Job) -> RunOutcome:
+    async def _execute_groups(self, jobs: list[Job], not_started: list[str]) -> list[RunOutcome]:
+        """Every group of runs the schedule makes, ``parallel_arms`` groups at once (coverage: one)."""
+        gate = asyncio.Semaphore(self.schedule.group_parallelism())
+
+        async def group(members: list[Job]) -> list[RunOutcome]:
+            async with gate:
+                if self.stop.requested():
+                    not_started.extend(job.config.arm_id for job in members)
+                    return []
+                return await self._execute_runs(members)
+
+        done = await asyncio.gather(*(group(g) for g in self.schedule.groups(jobs)), return_exceptions=True)
+        failure = next((outcome for outcome in done if isinstance(outcome, BaseException)), None)
+        if failure is not None:
+            raise failure
+        return [outcome for outcomes in done for outcome in outcomes]
+
+    async def _execute_runs(self, jobs: list[Job]) -> list[RunOutcome]:
+        """Open the runs, walk their cases through one queue, close each with its footer."""
+        states = [self._open_run(job) for job in jobs]
+        self.progress.start(" + ".join(job.config.arm_id for job in jobs), sum(len(s.keys) for s in states),
+                            sum(len(s.keys) - len(s.pending) for s in states))
+        try:
+            await self._work(states)
+            for state in states:
+                missing = len(state.pending) - len(state.cases)
+                state.status = RunStatus.COMPLETED if missing == 0 else (self.stop.reason or RunStatus.FAILED)
+                state.footer.update(await self._finish_study(state.job.config, state.status))
+        except asyncio.CancelledError:  # the whole batch was canceled from outside: stop here
+            self.stop.request(RunStatus.CANCELED)
+            self._fail_open(states, RunStatus.CANCELED, None)
+        except OSError as exc:
+            self._fail_open(states, RunStatus.FAILED, f"cannot write the run: {exc}")
+            raise RunLogError(f"run {states[0].writer.run_id}: cannot write the run: {exc}") from None
+        except BaseException as exc:
+            self._fail_open(states, RunStatus.FAILED, f"{type(exc).__name__}: {exc}")
+            raise
+        finally:
+            self.progress.finish()
+            for state in states:
+                self._close_run(state)
+        return [state.outcome() for state in states]
+
+    def _open_run(self, job: Job) -> RunState:
         config = job.config
         if job.resume_directory is None:
             writer = RunWriter.create(self.project.runs_dir, config.arm_id, {
@@ -266,32 +310,23 @@ class BatchRunner:
         done = {case.key for case in previous}
         keys = self.plan.case_keys(config)
         pending = [(item, repeat) for item, repeat in keys if (item.item_id, repeat) not in done]
-        cases: list[dict] = []
         self.study.run_started(config, writer.directory, keys, pending)
-        self.progress.start(config.arm_id, len(keys), len(keys) - len(pending))
-        footer: dict = {}
-        try:
-            await self._work(job, writer, iter(pending), cases)
-            missing = len(pending) - len(cases)
-            status = RunStatus.COMPLETED if missing == 0 else (self.stop.reason or RunStatus.FAILED)
-            footer.update(await self._finish_study(config, status))
-        except asyncio.CancelledError:  # the whole batch was canceled from outside: stop here
-            self.stop.request(RunStatus.CANCELED)
-            status = RunStatus.CANCELED
-        except OSError as exc:
-            status, footer["error"] = RunStatus.FAILED, f"cannot write the run: {exc}"
-            raise RunLogError(f"run {writer.run_id}: {footer['error']}") from None
-        except BaseException as exc:
-            status, footer["error"] = RunStatus.FAILED, f"{type(exc).__name__}: {exc}"
-            raise
-        finally:
-            self.progress.finish()
-            totals = run_totals(previous + cases, len(keys))
-            footer = {"status": status, "ended_at": iso(utc_now()), "totals": totals, **footer}
-            if self.budget.limit is not None:
-                footer["cost_ceiling"] = {"max_cost_usd": self.budget.limit, "spent_usd": self.budget.spent}
-            writer.finish(footer)
-        return RunOutcome(writer.run_id, config.arm_id, status, totals, tuple(footer.get("hook_errors", ())))
+        return RunState(job, writer, previous, keys, pending, asyncio.Semaphore(self.concurrency))
+
+    @staticmethod
+    def _fail_open(states: list[RunState], status: RunStatus, error: str | None) -> None:
+        for state in states:
+            if state.status is None:
+                state.status = status
+                if error is not None:
+                    state.footer["error"] = error
+
+    def _close_run(self, state: RunState) -> None:
+        state.totals = run_totals(state.previous + state.cases, len(state.keys))
+        footer = {"status": state.status, "ended_at": iso(utc_now()), "totals": state.totals, **state.footer}
+        if self.budget.limit is not None:
+            footer["cost_ceiling"] = {"max_cost_usd": self.budget.limit, "spent_usd": self.budget.spent}
+        state.writer.finish(footer)
 
     async def _finish_study(self, config: Config, status: RunStatus) -> dict:
         """The run's post steps; what its footer records of them (nothing without a pipeline)."""
@@ -299,35 +334,62 @@ class BatchRunner:
         artifacts = self.study.artifacts_of(config)
         return {**({"hook_errors": errors} if errors else {}), **({"artifacts": artifacts} if artifacts else {})}
 
-    async def _work(self, job: Job, writer: RunWriter, keys, cases: list[dict]) -> None:
+    async def _work(self, states: list[RunState]) -> None:
         cases_executor = CaseExecutor(self.evaluators, self.stop.requested, self.rng, self.plan.manifest.name)
+        queue = iter(case_order(states))
 
         async def worker() -> None:
-            for item, repeat in keys:
+            for state, item, repeat in queue:
                 if self.stop.requested():
                     return
                 try:
-                    case = await cases_executor.execute(job, item, repeat)
+                    async with state.in_flight:
+                        case = await cases_executor.execute(state.job, item, repeat)
                 except Abandoned:
                     continue
-                writer.append_case(case)
-                cases.append(case)
-                await self.study.case_done(job.config, case)
+                state.writer.append_case(case)
+                state.cases.append(case)
+                await self.study.case_done(state.job.config, case)
                 spent = 0 if case.get("cache") == HIT else case["cost_usd"] or 0  # a hit spends nothing
                 if self.budget.add(spent + (case["scoring_cost_usd"] or 0)):
                     self.stop.request(RunStatus.STOPPED_COST_CEILING)
                 self.progress.advance(bool(case["error"]), _case_cost(case))
+                if self.schedule.pause_between_s:
+                    await asyncio.sleep(self.schedule.pause_between_s)
 
-        self.stop.workers = [asyncio.create_task(worker()) for _ in range(self.concurrency)]
+        workers = [asyncio.create_task(worker()) for _ in range(self.schedule.workers(self.concurrency, len(states)))]
+        self.stop.workers.extend(workers)
         try:
-            done, _ = await asyncio.wait(self.stop.workers, return_when=asyncio.FIRST_EXCEPTION)
+            done, _ = await asyncio.wait(workers, return_when=asyncio.FIRST_EXCEPTION)
             for task in done:
                 if not task.cancelled() and task.exception() is not None:
                     raise task.exception()
         finally:
-            self.stop.abandon_in_flight()
-            await asyncio.gather(*self.stop.workers, return_exceptions=True)
-            self.stop.workers = []
+            for task in workers:
+                task.cancel()
+            await asyncio.gather(*workers, return_exceptions=True)
+            self.stop.workers = [task for task in self.stop.workers if task not in workers]
+
+
+@dataclass
+class RunState:
+    """One open run while its cases are walked."""
+
+    job: Job
+    writer: RunWriter
+    previous: list[dict]
+    keys: list
+    pending: list
+    in_flight: asyncio.Semaphore  # at most `concurrency` of this run's cases at once
+    cases: list[dict] = field(default_factory=list)
+    footer: dict = field(default_factory=dict)
+    status: RunStatus | None = None
+    totals: dict = field(default_factory=dict)
+
+    def outcome(self) -> RunOutcome:
+        return RunOutcome(self.writer.run_id, self.job.config.arm_id, self.status, self.totals,
+                          tuple(self.footer.get("hook_errors", ())))
+
 
 def run_totals(cases: list[dict], planned: int) -> dict:
     """The run's summary (:func:`~evalsite.analysis.summary.summarise_run`) plus what only the

@@ -22,6 +22,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from evalsite.execute.artifacts import Scope, level_artifacts, relative_listing
 from evalsite.execute.hooks import resolve_steps, run_step, step_context
@@ -69,7 +70,7 @@ class StudyPipeline:
         experiment = self.experiment
         base = replace(experiment, level="arm", run_dir=run_dir, arm_id=config.arm_id, config_id=config.config_id,
                        children=())
-        items = {}
+        items: dict[str, list[int]] = {}
         for item, repeat in keys:
             items.setdefault(item.item_id, []).append(repeat)
         children = tuple(
@@ -119,17 +120,19 @@ class StudyPipeline:
         scope = self.experiment
         errors = await self._run_post(scope, None)
         scope.level_dir.mkdir(parents=True, exist_ok=True)
-        record = {"batch_id": self.batch_id, "runs": [s.run_dir.name for s in scope.children],
-                  "artifacts": {k: str(v) for k, v in level_artifacts(self.pipeline, scope).items()},
-                  "hook_errors": errors}
+        record = {"batch_id": self.batch_id, "runs": [s.level_dir.name for s in scope.children],
+                  "artifacts": self._typed_listing(scope), "hook_errors": errors}
         (scope.level_dir / "end.json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
         return errors
 
-    def artifacts_of(self, config: Config) -> dict[str, str]:
-        """The run's own (arm-level) artifacts, relative to its folder, for its end.json."""
-        arm = self.runs[config.config_id]
-        paths = level_artifacts(self.pipeline, arm)
-        return relative_listing(arm.run_dir, paths)
+    def artifacts_of(self, config: Config) -> dict[str, dict]:
+        """The run's own (arm-level) artifacts for its end.json: name → {type, path relative to the run}."""
+        return self._typed_listing(self.runs[config.config_id])
+
+    def _typed_listing(self, scope: Scope) -> dict[str, dict]:
+        paths = relative_listing(scope.level_dir, level_artifacts(self.pipeline, scope))
+        kinds = self.pipeline.artifacts.get(scope.level, {})
+        return {name: {"type": kinds[name].type, "path": path} for name, path in paths.items()}
 
     # ----- the steps
 
@@ -157,7 +160,7 @@ class StudyPipeline:
         return errors
 
     def _context(self, step, scope: Scope, config: Config | None, case: dict | None = None):
-        extra = {"output_schema": self.pipeline.output_schema}
+        extra: dict[str, Any] = {"output_schema": self.pipeline.output_schema}
         if config is not None:
             extra["config_label"] = config.label
         checkpoint = None if config is None else config.resolved.get("checkpoint")

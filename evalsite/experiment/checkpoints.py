@@ -47,7 +47,7 @@ def resolve_checkpoints(root: Path, manifest) -> list[Checkpoint | None]:
     """The axis's entries, each path checked to exist; ``[None]`` without an axis."""
     if not manifest.checkpoints:
         return [None]
-    found = []
+    found: list[Checkpoint | None] = []
     for index, entry in enumerate(manifest.checkpoints):
         if entry["id"] == FRESH:
             found.append(Checkpoint({"id": FRESH}, {"id": FRESH, "path": None}))

@@ -27,6 +27,7 @@ from jsonschema.exceptions import ValidationError, best_match
 from evalsite.errors import ManifestError
 from evalsite.experiment.bounded import MAX_VALUES, json_problem, shape_problem, too_deep
 from evalsite.experiment.checkpoints import checkpoint_problems
+from evalsite.experiment.models import fill_arms, fill_judges, slot_problems
 from evalsite.experiment.prompts import template_problems
 from evalsite.experiment.safety import number_problems, secret_problems
 from evalsite.experiment.sweeps import sweep_problems
@@ -53,6 +54,7 @@ class ArmSpec:
     settings: dict = field(default_factory=dict)
     description: str = ""
     extends: str | None = None
+    model_slot: str | None = None  # the models slot the arm's model came from
 
 
 @dataclass(frozen=True)
@@ -112,8 +114,8 @@ def load_manifest(path: str | Path, overrides: Sequence[str] = ()) -> Manifest:
         dataset=dict(data.get("dataset") or {}),
         prompt=None if isinstance(data.get("prompt"), dict) else data.get("prompt"),
         prompt_ref=data["prompt"] if isinstance(data.get("prompt"), dict) else None,
-        arms=resolve_arms(data["arms"]),
-        evaluators=list(data.get("evaluators") or []),
+        arms=fill_arms(resolve_arms(data["arms"]), data.get("models") or {}),
+        evaluators=fill_judges(list(data.get("evaluators") or []), data.get("models") or {}),
         repeat=data.get("repeat", 1),
         concurrency=data.get("concurrency", DEFAULT_CONCURRENCY),
         limits=dict(data.get("limits") or {}),
@@ -123,20 +125,10 @@ def load_manifest(path: str | Path, overrides: Sequence[str] = ()) -> Manifest:
         design=data.get("design") or {"mode": "cartesian"},
         overrides=tuple(overrides),
         effective=data,
-        **study_fields(data),
+        **{key: dict(data.get(key) or {}) for key in ("emulation", "hooks", "artifacts", "models")},
+        output_schema=data.get("output_schema"),
+        checkpoints=data.get("checkpoints"),
     )
-
-
-def study_fields(data: dict) -> dict:
-    """The study pipeline's keys as :class:`Manifest` fields."""
-    return {
-        "emulation": dict(data.get("emulation") or {}),
-        "hooks": dict(data.get("hooks") or {}),
-        "artifacts": dict(data.get("artifacts") or {}),
-        "output_schema": data.get("output_schema"),
-        "checkpoints": data.get("checkpoints"),
-        "models": dict(data.get("models") or {}),
-    }
 
 
 def read_manifest(path: Path, overrides: Sequence[str] = ()) -> tuple[str, dict]:
@@ -291,18 +283,10 @@ def manifest_problems(data: dict, *, default_name: str) -> list[str]:
     return problems or rule_problems(data, default_name)
 
 
-def schema_problems(data: dict) -> list[str]:
-    return _validator_problems(Draft202012Validator(manifest_schema()), data)
-
-
-def schema_problems_for(data: Any, definition: str) -> list[str]:
-    """``data`` checked against one of the schema's ``$defs`` (a step file holds a ``step_list``)."""
-    schema = {"$ref": f"#/$defs/{definition}", "$defs": manifest_schema()["$defs"]}
-    return _validator_problems(Draft202012Validator(schema), data)
-
-
-def _validator_problems(validator: Draft202012Validator, data: Any) -> list[str]:
-    errors = sorted(validator.iter_errors(data), key=lambda e: _sortable(e.absolute_path))
+def schema_problems(data: Any, definition: str | None = None) -> list[str]:
+    """``data`` checked against the schema, or against one of its ``$defs`` (a step file: ``step_list``)."""
+    schema = manifest_schema() if definition is None else {"$ref": f"#/$defs/{definition}", "$defs": manifest_schema()["$defs"]}
+    errors = sorted(Draft202012Validator(schema).iter_errors(data), key=lambda e: _sortable(e.absolute_path))
     problems: list[str] = []
     for error in errors:
         problems += [p for p in _describe(error) if p not in problems]
@@ -406,6 +390,7 @@ def rule_problems(data: dict, default_name: str) -> list[str]:
     if not isinstance(data.get("prompt"), dict):  # a versioned prompt is checked when it resolves
         problems += template_problems(data.get("prompt"))
     problems += checkpoint_problems(data.get("checkpoints"))
+    problems += slot_problems(data)
     return problems
 
 

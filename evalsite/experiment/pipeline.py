@@ -12,11 +12,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import yaml
 
 from evalsite.errors import ManifestError
-from evalsite.experiment.manifest import schema_problems_for
+from evalsite.experiment.manifest import schema_problems
 
 LEVELS = ("experiment", "arm", "item", "case")
 CHILD = {"experiment": "arm", "arm": "item", "item": "case", "case": None}
@@ -51,7 +52,7 @@ class Step:
     level: str
     phase: str
     kind: str
-    spec: object
+    spec: Any  # the function spec (str), the argv (list[str]) or the builtin's name (str)
     inputs: str | None = None
     output: str | None = None
     depends_on: tuple[str, ...] = ()
@@ -121,7 +122,10 @@ def _step_list(spec, level: str, phase: str, root: Path, problems: list[str]) ->
     entries = [spec] if isinstance(spec, dict) else list(spec or [])
     steps: list[Step] = []
     for index, entry in enumerate(entries):
-        if "ref" in entry:
+        if "ref" in entry and len(entry) > 1:
+            problems.append(f"{where}[{index}]: a {{ref: FILE}} entry takes no other key (got "
+                            f"{', '.join(sorted(set(entry) - {'ref'}))})")
+        elif "ref" in entry:
             for inner in _read_ref(entry["ref"], root, f"{where}[{index}].ref", problems):
                 steps.append(_step(inner, level, phase, f"{where}[{index}]", problems))
         else:
@@ -145,7 +149,7 @@ def _read_ref(ref: str, root: Path, where: str, problems: list[str]) -> list[dic
     if not isinstance(data, list) or not all(isinstance(step, dict) and "ref" not in step for step in data):
         problems.append(f"{where}: {ref} must hold a list of steps (or {{steps: [...]}}), without nested refs")
         return []
-    for problem in schema_problems_for(data, "step_list"):  # the same schema as inline steps
+    for problem in schema_problems(data, "step_list"):  # the same schema as inline steps
         problems.append(f"{where}: {ref}: {problem}")
     return [] if any(p.startswith(f"{where}: {ref}:") for p in problems) else data
 

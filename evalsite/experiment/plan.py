@@ -118,6 +118,8 @@ def make_config(arm: ArmSpec, combination: dict | None = None, checkpoint: Check
         resolved["checkpoint"] = checkpoint.resolved
     if trial is not None:
         resolved["trial"] = trial
+    if arm.model_slot is not None:
+        resolved["model_slot"] = arm.model_slot
     return Config(
         arm_id=arm.id,
         target=arm.target,

@@ -21,6 +21,7 @@ from evalsite.analysis.matrix import answer_key, comparison_matrix
 from evalsite.errors import EvalsiteError, NotComparableError
 from evalsite.runlog.store import Run, read_run
 from evalsite.site import charts, paths
+from evalsite.site.artifacts import ArtifactLink, experiment_artifacts
 from evalsite.site.inputs import ExperimentSource, ProjectInputs
 from evalsite.site.pages import Job, Kit, PageContext, doc
 from evalsite.site.pages.common import Pager, dataset_link, paged_views, run_link, runs_by, runs_table
@@ -114,6 +115,7 @@ class ExperimentPage(PageContext):
     matrix_note: str = doc("Why there is no matrix although there are runs (evalsite.analysis.matrix refused them), if so.")
     other_groups: list[str] = doc("Comparable groups of this experiment's runs that the matrix does not show.")
     runs: Table = doc("Every run of the experiment, newest first.")
+    artifacts: list[ArtifactLink] = doc("The newest batch's experiment-level artifacts copied beside the page (name, type, href, inline for plots); none with redact.", default_factory=list)
 
 
 @dataclass(kw_only=True)
@@ -215,6 +217,10 @@ def _renderer(name: str, members: list[Run], source: ExperimentSource | None):
             other_groups=[describe(g) for g in groups[1:]],
             runs=runs_table("runs", members, kit.digests),
         )
+        batches = list(dict.fromkeys(r.header.batch_id for r in sorted(
+            members, key=lambda r: r.header.started_at or "", reverse=True) if r.header.batch_id))
+        context.artifacts, copies = experiment_artifacts(kit.inputs.project.root, name, batches, kit.settings.redact)
+        files.update(copies)
         files.update(kit.page(paths.experiment(name), "experiment.html", context))
         return files
 

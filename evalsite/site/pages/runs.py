@@ -12,6 +12,7 @@ from evalsite.runlog.records import Case
 from evalsite.runlog.rows import case_critical, case_order, finite_number, repeat_of, whole_number
 from evalsite.runlog.store import Run
 from evalsite.site import paths
+from evalsite.site.artifacts import ArtifactLink, run_artifacts
 from evalsite.site.inputs import ProjectInputs
 from evalsite.site.pages import Job, Kit, PageContext, doc
 from evalsite.site.pages.common import Pager, dataset_link, experiment_link, paged_views, runs_table
@@ -99,6 +100,7 @@ class CaseRow:
     finish_reason: str | None = doc("Why generation stopped (stop, length, …).")
     errored: bool = doc("True when generation or an evaluator raised an error.")
     item_href: str | None = doc("Site-root-relative link to the item's page (every run's answer to it).", None)
+    cache: str | None = doc("With the response cache on: hit (served from the cache, nothing called), recorded or missing.", None)
 
 
 @dataclass(kw_only=True)
@@ -137,6 +139,7 @@ class RunPage(PageContext):
     listing: CaseListing = doc("The first page of every case.")
     warnings: list[str] = doc("Problems met while reading the run (e.g. a bad line in cases.jsonl).")
     compare: Link | None = doc("The compare page against the run's baseline (as `evalsite compare` resolves it), if it has one.", None)
+    artifacts: list[ArtifactLink] = doc("The run's declared artifacts copied beside the page (name, type, href, inline for plots); none with redact.", default_factory=list)
 
 
 @dataclass(kw_only=True)
@@ -193,6 +196,8 @@ def _run_renderer(run: Run, baseline: str | None):
             if shard.path == paths.run(run.run_id):
                 context = _run_page(run, summary, facts, listing, kit.case_warnings.get(run.run_id, []))
                 context.compare = Link(baseline, paths.compare(run.run_id, baseline)) if baseline else None
+                context.artifacts, copies = run_artifacts(run.run_id, run.directory, run.footer.raw if run.footer else None, kit.settings.redact)
+                files.update(copies)
                 files.update(kit.page(shard.path, "run.html", context))
             else:
                 title = f"{run.run_id}: {shard.pager.view} cases, page {_current(shard.pager)}"
@@ -341,6 +346,7 @@ def case_row(case: Case, critical: dict[str, bool] | None, settings: SiteSetting
         error=None if error is None else str(error)[:limit],
         finish_reason=None if case.get("finish_reason") is None else str(case.get("finish_reason")),
         errored=bool(error) or any(s.get("error") for s in scores),
+        cache=case.get("cache") if isinstance(case.get("cache"), str) else None,
     )
 
 

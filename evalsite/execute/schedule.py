@@ -1,0 +1,59 @@
+"""How a batch walks its matrix: ordering, parallel arms, a pause between cases. Never part of the
+fingerprint: it changes how fast and in which order the same cells are collected, not what
+they mean.
+
+* ``ordering: depth`` (default): arm by arm, each run walking its items in dataset order;
+  ``parallel_arms: N`` runs N arms at once, each with its own ``concurrency``.
+* ``ordering: coverage``: every arm's run is open at once and cases are handed out item by item
+  across the arms (every arm gets item 1, repeat 0 before any gets the next), by
+  ``concurrency × parallel_arms`` workers with at most ``concurrency`` cases of one arm in flight.
+* ``pause_between_s``: each worker waits this long after a case before taking the next.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+ORDERINGS = ("depth", "coverage")
+
+
+@dataclass(frozen=True)
+class Schedule:
+    ordering: str = "depth"
+    parallel_arms: int = 1
+    pause_between_s: float = 0.0
+
+    @classmethod
+    def of(cls, schedule: dict) -> Schedule:
+        return cls(schedule.get("ordering", "depth"), schedule.get("parallel_arms", 1),
+                   float(schedule.get("pause_between_s", 0.0)))
+
+    def record(self) -> dict:
+        return {"ordering": self.ordering, "parallel_arms": self.parallel_arms, "pause_between_s": self.pause_between_s}
+
+    def groups(self, jobs: list) -> list[list]:
+        """The jobs walked through one queue: each alone (depth), or all together (coverage)."""
+        return [list(jobs)] if self.ordering == "coverage" and jobs else [[job] for job in jobs]
+
+    def group_parallelism(self) -> int:
+        """How many groups run at once."""
+        return 1 if self.ordering == "coverage" else self.parallel_arms
+
+    def workers(self, concurrency: int, runs: int) -> int:
+        """Workers of one group's queue: a run's concurrency, times the arms walked together."""
+        return concurrency * (min(self.parallel_arms, runs) if self.ordering == "coverage" else 1)
+
+
+def case_order(states: list) -> list[tuple]:
+    """``(state, item, repeat)`` for every pending case: one run's in its own order, several runs'
+    interleaved by item position, then repeat, then arm (coverage)."""
+    if len(states) == 1:
+        return [(states[0], item, repeat) for item, repeat in states[0].pending]
+    position: dict[str, int] = {}
+    for state in states:
+        for item, _ in state.keys:
+            position.setdefault(item.item_id, len(position))
+    entries = [(position[item.item_id], repeat, index, state, item)
+               for index, state in enumerate(states) for item, repeat in state.pending]
+    entries.sort(key=lambda e: e[:3])
+    return [(state, item, repeat) for _, repeat, _, state, item in entries]

@@ -1,0 +1,62 @@
+"""Declared artifacts copied beside their page and linked: a run's (its ``end.json``
+``artifacts``) and an experiment's newest batch's (``results/<experiment>/<batch_id>/end.json``).
+
+Only files inside the level's folder are copied, each up to :data:`MAX_ARTIFACT_BYTES`; plots
+(SVG, PNG) are shown inline as images, anything else is a download. With ``redact`` on nothing is
+copied: an artifact may hold inputs and outputs.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from evalsite.site import paths
+
+MAX_ARTIFACT_BYTES = 10 * 1024 * 1024
+RESULTS_DIR = "results"  # where the experiment level writes (evalsite.execute.study)
+INLINE_SUFFIXES = (".svg", ".png")
+
+
+@dataclass(frozen=True)
+class ArtifactLink:
+    name: str
+    type: str
+    href: str
+    inline: bool
+
+
+def run_artifacts(run_id: str, directory: Path, end: dict | None, redact: bool) -> tuple[list[ArtifactLink], dict[str, bytes]]:
+    """The links a run page lists and the files to write for them."""
+    return artifact_links(paths.run(run_id).removesuffix(".html"), directory, end, redact)
+
+
+def experiment_artifacts(project_root: Path, name: str, batch_ids: list[str], redact: bool):
+    """The newest of ``batch_ids`` (newest first) that has an experiment ``end.json``: its links and files."""
+    for batch_id in batch_ids:
+        folder = project_root / RESULTS_DIR / name / batch_id
+        try:
+            end = json.loads((folder / "end.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        return artifact_links(paths.experiment(name).removesuffix(".html"), folder, end, redact)
+    return [], {}
+
+
+def artifact_links(prefix: str, directory: Path, end, redact: bool) -> tuple[list[ArtifactLink], dict[str, bytes]]:
+    declared = end.get("artifacts") if isinstance(end, dict) else None
+    if redact or not isinstance(declared, dict):
+        return [], {}
+    root = directory.resolve()
+    links, files = [], {}
+    for name, entry in sorted(declared.items()):
+        if not isinstance(entry, dict) or not isinstance(entry.get("path"), str):
+            continue
+        path = (root / entry["path"]).resolve()
+        if root not in path.parents or not path.is_file() or path.stat().st_size > MAX_ARTIFACT_BYTES:
+            continue
+        href = f"{prefix}/artifacts/{paths.slug(name)}{path.suffix.lower()}"
+        files[href] = path.read_bytes()
+        links.append(ArtifactLink(str(name), str(entry.get("type", "")), href, path.suffix.lower() in INLINE_SUFFIXES))
+    return links, files
