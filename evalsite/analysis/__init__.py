@@ -8,6 +8,7 @@ The data layer reads the DuckDB views (``evalsite.analysis.db``) and the statist
 * ``items``: item × arm × repeat matrices aligned on ``item_id``, and item metadata from the dataset file.
 * ``arms``: per-arm figures — mean and pass rate with intervals, cost, latency, noise.
 * ``ranking``: the leaderboard, rank stability, the pilot/holdout check.
+* ``verdict``: the one verdict on an order of arms — paired tests, Holm, groups, the headline.
 * ``family``: one run against a family of runs, Holm-corrected, with power.
 * ``one_run``: one run's bootstrap intervals and its noise and flakiness across repeats.
 * ``plain``: any report as JSON-ready data.
@@ -23,14 +24,13 @@ from evalsite.analysis.leaderboard import (
     ArmsOnDataset,
     HoldoutReport,
     Leaderboard,
-    OrderVerdict,
     RankedArm,
     StabilityReport,
     arms_on_dataset,
+    dataset_verdict,
     holdout_report,
     leaderboard,
     leaderboard_of,
-    order_verdict,
     stability_report,
 )
 from evalsite.analysis.one_run import (
@@ -56,13 +56,14 @@ from evalsite.analysis.selection import (
     runs_by_reference,
     select_runs,
 )
+from evalsite.analysis.verdict import ArmPlace, Metric, PairVerdict, Verdict, choose_metric, matrix_verdict, verdict_of
 
 __all__ = [
     "ArmRun", "ArmSummary", "ArmsOnDataset", "BootstrapReport", "Comparison", "CostSummary", "DatasetGroups", "DatasetRuns",
     "DroppedItem", "Estimate", "FamilyTest", "HoldoutReport", "ItemFlakiness", "ItemLabels", "ItemMatrix",
-    "LatencySummary", "Leaderboard", "LeftOut", "NoiseReport", "OrderVerdict", "RankedArm", "Selection",
+    "LatencySummary", "Leaderboard", "LeftOut", "NoiseReport", "Metric", "PairVerdict", "Verdict", "ArmPlace", "RankedArm", "Selection",
     "StabilityReport", "arm_labels", "arms_on_dataset", "bootstrap_report", "choose_dataset", "comparable_groups",
     "datasets_with_runs", "family_test", "holdout_report", "item_labels", "item_matrix", "leaderboard",
-    "leaderboard_of", "noise_report", "order_verdict", "plain", "require_comparable", "run_matrix",
+    "leaderboard_of", "noise_report", "dataset_verdict", "choose_metric", "matrix_verdict", "verdict_of", "plain", "require_comparable", "run_matrix",
     "runs_by_reference", "select_runs", "stability_report", "summarise_arms",
 ]
