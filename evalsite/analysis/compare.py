@@ -147,7 +147,8 @@ def compare_runs(
     reference = read_run(choice.directory)
     verdict = comparability(reference.header, current.header)
     regression = (
-        regression_report(project.root, reference, current, threshold=threshold, noise=noise) if verdict.comparable else None
+        regression_report(project.root, reference, current, threshold=threshold, noise=noise, alpha=alpha)
+        if verdict.comparable else None
     )
     return ComparisonReport(
         current=current_ref,

@@ -12,7 +12,6 @@ step tests at, so it holds for every comparison of the family.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,7 +29,7 @@ from evalsite.stats import (
     holm,
     mcnemar_exact,
     min_detectable_effect,
-    repeat_noise,
+    repeat_noise_test,
     required_n,
 )
 from evalsite.stats.intervals import Interval
@@ -38,7 +37,6 @@ from evalsite.stats.intervals import Interval
 ALPHA = 0.05
 POWER = 0.8
 SEED = 0
-_NOISE_SLACK = 1e-9
 
 
 @dataclass(frozen=True)
@@ -47,9 +45,11 @@ class Comparison:
 
     ``mean_diff`` = run − other over ``n_items`` items every run of the family scored, with its
     paired ``interval``; ``sign_flip`` is the test over the ``unit`` (item or cluster).
-    ``noise`` is the larger of the two runs' spread across repeats (None without repeats), and
-    ``within_noise`` says the difference is no larger than it. ``verdict`` reads the Holm-adjusted
-    sign-flip p at α. ``needed`` answers ``--effect`` (None without it)."""
+    ``noise`` is the pooled spread of one repeat's mean and ``noise_p`` the test of Δ against it
+    (``stats.repeat_noise_test``, over the items present in every repeat of both; None without
+    enough repeats). ``within_noise`` is True when neither that test nor the Holm-adjusted paired
+    test rejects at α, so a significant difference is never "within noise". ``verdict`` reads the
+    Holm-adjusted sign-flip p at α. ``needed`` answers ``--effect`` (None without it)."""
 
     other: ArmRun
     n_items: int
@@ -65,6 +65,7 @@ class Comparison:
     mcnemar: McNemarResult | None
     mcnemar_holm_p: float | None
     noise: float | None
+    noise_p: float | None
     within_noise: bool | None
     verdict: str
     detectable: PowerAnalysis
@@ -130,8 +131,8 @@ def _comparison(
     sign = 1.0 if pair.ahead == 0 else -1.0
     mean_diff = float(mine.mean() - theirs.mean())
     low, high = sorted((sign * difference.interval.low, sign * difference.interval.high))
-    noise = _noise(scores)
-    within = None if noise is None else abs(mean_diff) <= noise + _NOISE_SLACK
+    noise = repeat_noise_test(*scores)
+    within = None if noise is None else pair.holm_p >= alpha and noise.p_value >= alpha
     diffs = mine - theirs
     return Comparison(
         other=matrix.arms[other],
@@ -147,18 +148,13 @@ def _comparison(
         holm_p=pair.holm_p,
         mcnemar=mcnemar,
         mcnemar_holm_p=mcnemar_holm_p,
-        noise=noise,
+        noise=None if noise is None else noise.spread,
+        noise_p=None if noise is None else noise.p_value,
         within_noise=within,
         verdict=_verdict(matrix.arms[0].label, matrix.arms[other].label, mean_diff, pair.holm_p, alpha, within),
         detectable=min_detectable_effect(diffs, alpha=power_alpha, power=POWER),
         needed=None if effect is None else required_n(diffs, effect, alpha=power_alpha, power=POWER),
     )
-
-
-def _noise(scores: tuple[np.ndarray, np.ndarray]) -> float | None:
-    spreads = [repeat_noise(s).std for s in scores if s.shape[1] >= 2]
-    known = [s for s in spreads if math.isfinite(s)]
-    return max(known) if known else None
 
 
 def _verdict(label: str, other: str, mean_diff: float, holm_p: float, alpha: float, within_noise: bool | None) -> str:

@@ -14,12 +14,15 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from statistics import fmean
 
+import numpy as np
+
 from evalsite.runlog.hashing import canonical_json
 from evalsite.runlog.store import Run
 from evalsite.scoring.rescoring import rescore_items
-from evalsite.stats import paired_bootstrap_ci, repeat_noise, sign_flip_test
+from evalsite.stats import NoiseTest, paired_bootstrap_ci, repeat_noise_test, sign_flip_test
 
 THRESHOLD = 0.05
+ALPHA = 0.05
 CONFIDENCE = 0.95
 SEED = 0
 IMPROVED, REGRESSED, UNCHANGED, GT_CHANGED, UNSCORED = "improved", "regressed", "unchanged", "gt_changed", "unscored"
@@ -63,7 +66,14 @@ class EvaluatorChange:
 @dataclass(frozen=True)
 class RegressionSummary:
     """``compared`` counts items with a score on both sides that are not ``gt_changed``; the means,
-    the interval and the paired test are over those items only."""
+    the interval and the paired test are over those items only.
+
+    ``noise`` is the spread of one repeat's mean (given with ``--noise``, else pooled from the two
+    runs' per-repeat means over the ``noise_items`` items present in every repeat of both) and
+    ``noise_p`` the test of Δ against it (``stats.repeat_noise_test``). ``within_noise`` is True
+    when neither that test nor the paired test rejects at α: a rerun of the same arm is then
+    called "beyond noise" in at most 2α of comparisons, and a significant change is never
+    "within noise"."""
 
     compared: int
     improved: int
@@ -81,6 +91,8 @@ class RegressionSummary:
     test_kind: str | None
     noise: float | None
     noise_source: str | None
+    noise_p: float | None
+    noise_items: int | None
     within_noise: bool | None
 
 
@@ -132,7 +144,8 @@ def classify(delta: float, threshold: float) -> str:
 
 
 def regression_report(
-    project_root: Path, baseline: Run, current: Run, *, threshold: float = THRESHOLD, noise: float | None = None
+    project_root: Path, baseline: Run, current: Run, *, threshold: float = THRESHOLD, noise: float | None = None,
+    alpha: float = ALPHA,
 ) -> RegressionReport:
     """Compare ``current`` with ``baseline`` (two runs already found comparable)."""
     before, after = cases_by_item(baseline.cases), cases_by_item(current.cases)
@@ -154,7 +167,7 @@ def regression_report(
     critical = set((current.header.get("fingerprint") or {}).get("dataset", {}).get("critical") or [])
     return RegressionReport(
         threshold=threshold,
-        summary=_summary(changes, len(gt_changed), _noise(noise, baseline, current)),
+        summary=_summary(changes, len(gt_changed), _noise_test(noise, before, after, [c.item_id for c in changes]), alpha),
         items=sorted(changes + gt_changed, key=lambda c: item_order(c.item_id)),
         only_in_baseline=sorted(before.keys() - after.keys(), key=item_order),
         only_in_current=sorted(after.keys() - before.keys(), key=item_order),
@@ -233,32 +246,32 @@ def evaluator_change(name: str, before: dict[str, list[dict]], after: dict[str, 
     )
 
 
-def run_noise(run: Run) -> float | None:
-    """The standard deviation of a run's mean score across its repeats (``stats.repeat_noise``);
-    ``None`` with fewer than two repeats."""
-    repeats = sorted({c.get("repeat") or 0 for c in run.cases if c.get("score") is not None})
-    if len(repeats) < 2:
-        return None
-    matrix = []
-    for cases in cases_by_item(run.cases).values():
-        scores = {c.get("repeat") or 0: c["score"] for c in cases if c.get("score") is not None}
-        if scores:
-            matrix.append([scores.get(r, math.nan) for r in repeats])
-    return _finite(repeat_noise(matrix).std)
+def repeat_scores(cases_by_id: dict[str, list[dict]], item_ids: list[str]) -> np.ndarray:
+    """Items × repeats scores of one run (NaN where a repeat has no score), repeats in order."""
+    repeats = sorted({c.get("repeat") or 0 for i in item_ids for c in cases_by_id[i]})
+    column = {repeat: index for index, repeat in enumerate(repeats)}
+    matrix = np.full((len(item_ids), len(repeats)), np.nan)
+    for row, item_id in enumerate(item_ids):
+        for c in cases_by_id[item_id]:
+            if c.get("score") is not None:
+                matrix[row, column[c.get("repeat") or 0]] = c["score"]
+    return matrix
 
 
 def _finite(value: float | None) -> float | None:
     return None if value is None or math.isnan(value) else value
 
 
-def _noise(given: float | None, baseline: Run, current: Run) -> tuple[float | None, str | None]:
-    if given is not None:
-        return given, "given"
-    measured = [n for n in (run_noise(baseline), run_noise(current)) if n is not None]
-    return (max(measured), "repeats") if measured else (None, None)
+def _noise_test(given: float | None, before: dict, after: dict, item_ids: list[str]) -> tuple[NoiseTest | None, str | None]:
+    """Δ against the repeat-to-repeat spread: the given σ, else the two runs' repeats (aligned on
+    the items present in every repeat of both)."""
+    if not item_ids:
+        return None, None
+    test = repeat_noise_test(repeat_scores(after, item_ids), repeat_scores(before, item_ids), given=given)
+    return test, None if test is None else ("given" if given is not None else "repeats")
 
 
-def _summary(changes: list[ItemChange], gt_changed: int, noise: tuple[float | None, str | None]) -> RegressionSummary:
+def _summary(changes: list[ItemChange], gt_changed: int, noise: tuple[NoiseTest | None, str | None], alpha: float) -> RegressionSummary:
     baseline = [c.baseline_score for c in changes]
     current = [c.current_score for c in changes]
     counts = {kind: sum(1 for c in changes if c.classification == kind) for kind in (IMPROVED, REGRESSED, UNCHANGED)}
@@ -266,7 +279,7 @@ def _summary(changes: list[ItemChange], gt_changed: int, noise: tuple[float | No
     test = sign_flip_test(current, baseline, seed=SEED) if changes else None
     low, high = paired_bootstrap_ci(current, baseline, confidence=CONFIDENCE, seed=SEED) if changes else (None, None)
     low, high = _finite(low), _finite(high)
-    level, source = noise
+    noise_test, source = noise
     return RegressionSummary(
         compared=len(changes),
         improved=counts[IMPROVED],
@@ -282,7 +295,9 @@ def _summary(changes: list[ItemChange], gt_changed: int, noise: tuple[float | No
         confidence=CONFIDENCE,
         p_value=test.p_value if test else None,
         test_kind=test.kind if test else None,
-        noise=level,
+        noise=None if noise_test is None else noise_test.spread,
         noise_source=source,
-        within_noise=None if level is None or mean_delta is None else abs(mean_delta) <= level + _FLOAT_SLACK,
+        noise_p=None if noise_test is None else noise_test.p_value,
+        noise_items=None if noise_test is None else noise_test.n_items,
+        within_noise=None if noise_test is None or test is None else test.p_value >= alpha and noise_test.p_value >= alpha,
     )

@@ -174,7 +174,7 @@ def family(report: FamilyTest) -> None:
             "Δ": f"{c.mean_diff:+.3f}", f"{c.interval.confidence:.0%} CI": interval(c.interval),
             "sign-flip p": p_value(c.sign_flip.p_value), "kind": _sign_flip_kind(c.sign_flip),
             "Holm p": p_value(c.holm_p), "McNemar p": p_value(c.mcnemar.p_value) if c.mcnemar else "—",
-            "McNemar Holm p": p_value(c.mcnemar_holm_p), "noise": _noise_label(c.noise, c.within_noise),
+            "McNemar Holm p": p_value(c.mcnemar_holm_p), "noise": _noise_label(c.noise, c.noise_p, c.within_noise),
             "verdict": c.verdict,
         }
         for c in report.comparisons
@@ -199,10 +199,10 @@ def family(report: FamilyTest) -> None:
         click.echo(f"vs {c.other.label}: {c.dropped} items not scored in both runs were left out")
 
 
-def _noise_label(noise: float | None, within: bool | None) -> str:
+def _noise_label(noise: float | None, noise_p: float | None, within: bool | None) -> str:
     if noise is None:
         return "unknown"
-    return f"{'within' if within else 'beyond'} {noise:.3f}"
+    return f"{'within' if within else 'beyond'} σ {noise:.3f} (p {noise_p:.2g})"
 
 
 def bootstrap(report: BootstrapReport) -> None:
@@ -261,10 +261,12 @@ def noise(report: NoiseReport, all_items: bool) -> None:
         click.echo("one repeat: the run-to-run spread cannot be measured; rerun with --repeat N (N ≥ 2)")
     else:
         means = ", ".join(number(m) for m in report.noise.repeat_means)
+        left_out = report.noise.items_left_out
         click.echo(
-            f"repeat means: {means} → run-to-run spread σ = {number(report.noise.std)} ({report.noise.method}); "
-            "a difference between arms within it is noise"
+            f"repeat means: {means} → run-to-run spread σ = {number(report.noise.std)} ({report.noise.method}: "
+            f"{report.noise.n_items} items" + (f"; {left_out} lacking a repeat left out" if left_out else "") + ")"
         )
+        click.echo("compare and family-test test a difference against this spread (a t-test of per-repeat means at α)")
     if report.k is None:
         click.echo("no pass rule: pass/fail flakiness does not apply")
         return

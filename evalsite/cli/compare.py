@@ -31,7 +31,7 @@ DIFF_VALUE_WIDTH = 60
 @click.option("--threshold", type=click.FloatRange(min=0), default=THRESHOLD, show_default=True,
               help="Per-item score change beyond which an item counts as improved or regressed.")
 @click.option("--noise", type=click.FloatRange(min=0),
-              help="The arm's noise: a mean Δ at or below it is labelled noise (default: measured from repeats).")
+              help="The spread σ of one repeat's mean score: Δ is tested against it (default: measured from repeats).")
 @click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=ALPHA, show_default=True,
               help="Significance level of the paired test for the gate.")
 @click.option("--fail-on", type=click.Choice(["regression"]),
@@ -102,7 +102,7 @@ def print_report(report: ComparisonReport) -> None:
     if verdict.comparable:
         note = "; expected values edited" if verdict.ground_truth_edited else ""
         click.echo(f"comparable: same questions and evaluators{note}")
-        _print_regression(report.regression)
+        _print_regression(report.regression, report.gate.alpha)
         gate = report.gate
         click.echo(f"gate (α = {gate.alpha}): " + ("fail: " + "; ".join(gate.reasons) if gate.failed else "pass"))
 
@@ -119,17 +119,26 @@ def _print_diff(report: ComparisonReport) -> None:
     click.echo()
 
 
-def _print_regression(report: RegressionReport) -> None:
+def noise_phrase(s, alpha: float) -> str:
+    """The noise verdict in words; it never says "within noise" for a change the paired test separates."""
+    if s.noise is None:
+        return "noise unknown (repeat the run or pass --noise)"
+    spread = f"repeat spread σ {s.noise:.3f} ({s.noise_source}), noise test p = {s.noise_p:.3g} over {s.noise_items} items"
+    if s.within_noise:
+        return f"within noise ({spread}; neither test separates Δ at α = {alpha})"
+    if s.noise_p >= alpha:
+        return f"not noise: the paired test separates Δ, though the repeat spread alone would not ({spread})"
+    return f"beyond noise ({spread})"
+
+
+def _print_regression(report: RegressionReport, report_alpha: float) -> None:
     s = report.summary
     click.echo(
         f"\nitems: {s.compared} compared · {s.improved} improved · {s.regressed} regressed · "
         f"{s.unchanged} unchanged · {s.gt_changed} gt_changed · {s.rescored} re-scored  (threshold {report.threshold})"
     )
     if s.compared:
-        noise = "noise unknown (repeat the run or pass --noise)"
-        if s.noise is not None:
-            label = "within noise" if s.within_noise else "beyond noise"
-            noise = f"{label} (noise {s.noise:.3f}, {s.noise_source})"
+        noise = noise_phrase(s, report_alpha)
         click.echo(
             f"mean: {s.baseline_mean:.3f} → {s.current_mean:.3f}  Δ {s.mean_delta:+.3f}  "
             f"{s.confidence:.0%} CI [{_signed(s.ci_low)}, {_signed(s.ci_high)}]  "

@@ -7,7 +7,9 @@ dataclass that names the method it used, and every random step is seeded with
 * ``paired``: two arms — sign-flip test, exact McNemar, Holm's correction.
 * ``ranking``: many arms — Friedman, Nemenyi, tied groups, rank stability, holdout check.
 * ``intervals``: bootstrap (BCa, cluster, two-level) and Wilson intervals.
-* ``noise``: spread across repeats, per-item flakiness, pass@k and pass^k.
+* ``noise``: spread across repeats and the test of a difference against it, per-item
+  flakiness, pass@k and pass^k.
+* ``pairs``: one pair of arms on items or clusters (the verdict's primitive), letter groups.
 * ``power``: minimum detectable effect and required number of items.
 * ``descriptive``: nearest-rank percentiles.
 
@@ -18,11 +20,13 @@ from evalsite.stats.descriptive import nearest_rank_percentile
 from evalsite.stats.intervals import Interval, bootstrap_ci, paired_bootstrap_ci, wilson_interval
 from evalsite.stats.noise import (
     Flakiness,
+    NoiseTest,
     RepeatNoise,
     flakiness,
     pass_at_k,
     pass_hat_k,
     repeat_noise,
+    repeat_noise_test,
 )
 from evalsite.stats.paired import (
     EXACT_LIMIT,
@@ -60,6 +64,7 @@ __all__ = [
     "Interval",
     "McNemarResult",
     "NemenyiResult",
+    "NoiseTest",
     "PowerAnalysis",
     "RankStability",
     "RepeatNoise",
@@ -80,6 +85,7 @@ __all__ = [
     "pass_hat_k",
     "rank_stability",
     "repeat_noise",
+    "repeat_noise_test",
     "required_n",
     "sign_flip_test",
     "tied_groups",
