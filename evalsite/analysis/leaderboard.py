@@ -114,11 +114,17 @@ def leaderboard_of(
 
 
 def stability_of(data: ArmsOnDataset, verdict: Verdict, seed: int = SEED) -> RankStability:
-    """Rank stability of the pairs the verdict separates, oriented so that higher is better."""
+    """Rank stability of the arms of one dataset, for the pairs the verdict separates."""
+    return verdict_stability(metric_values(data.matrix, verdict.metric), verdict, seed)
+
+
+def verdict_stability(values: np.ndarray, verdict: Verdict, seed: int = SEED) -> RankStability:
+    """``stats.rank_stability`` of items × arms ``values`` (oriented so that higher is better)
+    checking only the pairs the verdict separates: nothing is reported for a gap the paired
+    tests cannot tell from chance."""
     sign = -1.0 if verdict.metric.lower_is_better else 1.0
-    values = sign * metric_values(data.matrix, verdict.metric)
     separated = [(p.ahead, p.behind) for p in verdict.pairs if p.separated]
-    return rank_stability(values, pairs=separated, seed=seed, level=STABILITY_LEVEL)
+    return rank_stability(sign * np.asarray(values, dtype=float), pairs=separated, seed=seed, level=STABILITY_LEVEL)
 
 
 def stability_sentence(stability: RankStability, labels: Sequence[str]) -> str:
