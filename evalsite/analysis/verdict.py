@@ -119,13 +119,17 @@ class ArmPlace:
 
 @dataclass(frozen=True)
 class Verdict:
-    """The order of the arms and what the tests let a reader conclude from it."""
+    """The order of the arms and what the tests let a reader conclude from it.
+
+    ``unit`` is ``item``, or ``cluster`` when items declare one: every test then flips whole
+    clusters and every interval resamples them (``n_clusters`` of them)."""
 
     metric: Metric
     alpha: float
     n_items: int
     unit: str
     n_units: int
+    n_clusters: int | None
     arms: tuple[ArmPlace, ...]
     pairs: tuple[PairVerdict, ...]
     groups: LetterGroups
@@ -204,7 +208,7 @@ def verdict_of(
     n_units = len(set(groups)) if groups is not None else values.shape[0]
     return Verdict(
         metric=metric, alpha=alpha, n_items=values.shape[0], unit="item" if groups is None else "cluster",
-        n_units=n_units, arms=arms, pairs=tuple(tested), groups=letters, order_supported=supported,
+        n_units=n_units, n_clusters=None if groups is None else n_units, arms=arms, pairs=tuple(tested), groups=letters, order_supported=supported,
         headline=_headline(arms, tested, metric, alpha),
         friedman=friedman, nemenyi=post_hoc, omnibus=_omnibus_sentence(friedman, alpha),
         agreement=_agreement(friedman, post_hoc, tested, order, labels, alpha),
