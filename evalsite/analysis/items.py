@@ -203,15 +203,20 @@ class ItemLabels:
         return sum(value is not None for value in self.values)
 
 
+def dataset_path(matrix: ItemMatrix) -> str | None:
+    """The dataset file the first run names (None for imported runs, which name none)."""
+    return (matrix.arms[0].header.get("dataset") or {}).get("path") or None
+
+
 def item_labels(project: Project, matrix: ItemMatrix, key: str) -> ItemLabels:
     """``metadata[key]`` of every matrix item (``group`` for clusters, ``split`` for a holdout).
 
     Cases do not carry metadata, so the rows come from the dataset file in the first run's header;
     a row counts only while its hash still equals the ``item_sha`` the run recorded. Raises
     :class:`~evalsite.errors.DatasetError` when the file cannot be read."""
-    recorded_path = (matrix.arms[0].header.get("dataset") or {}).get("path")
+    recorded_path = dataset_path(matrix)
     if not recorded_path:
-        raise EvalsiteError(f"run {matrix.arms[0].run_id} records no dataset path, so its items' metadata is unknown")
+        raise EvalsiteError(f"run {matrix.arms[0].run_id} names no dataset file (an imported run?), so its items' metadata is unknown")
     path = Path(recorded_path) if Path(recorded_path).is_absolute() else project.root / recorded_path
     rows = {item.item_id: item for item in load_dataset(path).items}
     values, stale = [], 0

@@ -96,8 +96,8 @@ def family_test_command(run, others, alpha, effect, evaluator, seed, as_json) ->
 def bootstrap_command(run, confidence, seed, group_key, evaluator, as_json) -> None:
     """Intervals for RUN's mean and pass rate.
 
-    Clustered when items carry metadata.<group>, two-level when the run has repeats, else BCa
-    over items; the output says which and why."""
+    BCa over clusters when items carry metadata.<group>, else over items, each item's repeats
+    averaged first; the output says which and why."""
     report = bootstrap_report(find_project(), run, evaluator=evaluator, confidence=confidence, seed=seed, group_key=group_key)
     _emit(report, as_json, show.bootstrap)
 

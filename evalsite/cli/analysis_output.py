@@ -23,6 +23,12 @@ from evalsite.runlog.records import RunStatus
 from evalsite.stats import Interval, SignFlipResult
 
 SHOWN_DROPPED = 10
+#: Below this many units the normal approximation of the power figures is optimistic.
+SMALL_N = 30
+POWER_CAVEAT = (
+    "optimistic below ~30 items (the sign-flip test is discrete and the t correction is ignored): a stated 80% is "
+    "about 45% at 6 items, 70% at 10, 77% at 30 (seeded simulation, docs/reference/statistics.md)"
+)
 
 
 def _table(rows: list[dict]) -> None:
@@ -184,11 +190,12 @@ def family(report: FamilyTest) -> None:
     click.echo()
     click.echo(
         "sign-flip: two-sided paired randomisation test on per-item means over repeats; McNemar: exact binomial test "
-        "on discordant pass/fail items (an item passes when at least half its repeats pass)"
+        "on discordant pass/fail items (an item passes when every repeat passed, so with repeats McNemar compares how "
+        "reliably items pass, not the mean; the verdict reads the sign-flip test)"
     )
     click.echo(
         f"power: normal approximation, two-sided paired test at α/m = {report.power_alpha:.4g} (Holm's strictest step), "
-        f"power {report.power}"
+        f"power {report.power}" + (f"; {POWER_CAVEAT}" if any(c.n_units < SMALL_N for c in report.comparisons) else "")
     )
     for c in report.comparisons:
         detectable = "no effect (too few items)" if math.isinf(c.detectable.effect) else f"|Δ| ≥ {c.detectable.effect:.3f}"
@@ -307,5 +314,10 @@ def holdout(report: HoldoutReport) -> None:
         f"Kendall τ-b = {number(check.kendall_tau)} (p = {p_value(check.kendall_p_value)}, scipy.stats.kendalltau: exact "
         f"for few arms without ties, else asymptotic) — {check.method}"
     )
+    if not check.kendall_can_reach(0.05):
+        click.echo(
+            f"with {len(report.labels)} arms Kendall's test cannot reach p < 0.05 (even a perfect agreement gives p = "
+            f"{check.kendall_min_p:.3g}); read the order, not the p-value"
+        )
     click.echo()
     _left_out(report.selection.left_out)
