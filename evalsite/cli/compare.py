@@ -36,10 +36,12 @@ DIFF_VALUE_WIDTH = 60
               help="Significance level of the paired test for the gate.")
 @click.option("--fail-on", type=click.Choice(["regression"]),
               help="Exit 1 on a significant regression or a critical row newly failing.")
+@click.option("--allow-missing-baseline", is_flag=True,
+              help="With --fail-on regression, pass when the run has no baseline (a first run) instead of failing.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("--summary", "summary_file", type=click.Path(path_type=Path),
               help="Append a markdown summary here (also to $GITHUB_STEP_SUMMARY when set).")
-def compare_command(run, baseline, threshold, noise, alpha, fail_on, as_json, summary_file) -> None:
+def compare_command(run, baseline, threshold, noise, alpha, fail_on, allow_missing_baseline, as_json, summary_file) -> None:
     """Compare RUN with its baseline, fingerprint first.
 
     Prints the fingerprint diff, refuses runs that are not comparable, and reports what
@@ -53,7 +55,13 @@ def compare_command(run, baseline, threshold, noise, alpha, fail_on, as_json, su
     if report.comparability is not None and not report.comparability.comparable:
         click.echo(f"ERROR: not comparable: {report.comparability.reason}", err=True)
         sys.exit(1)
+    if fail_on == "regression" and report.baseline is None and not allow_missing_baseline:
+        click.echo("gate: fail: no baseline to compare with, so no regression can be ruled out "
+                   "(promote one, or pass --allow-missing-baseline to accept a first run)", err=True)
+        sys.exit(1)
     if fail_on == "regression" and report.gate is not None and report.gate.failed:
+        for reason in report.gate.reasons:
+            click.echo(f"gate: fail: {reason}", err=True)
         sys.exit(1)
 
 

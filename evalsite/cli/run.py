@@ -10,7 +10,7 @@ import click
 from evalsite.analysis.ci_files import write_junit, write_summary
 from evalsite.analysis.markdown import run_junit_outcomes, runs_markdown
 from evalsite.cli.output import print_json, print_table, warn
-from evalsite.cli.run_report import report_batch, resume_line
+from evalsite.cli.run_report import max_error_rate, report_batch, report_failures, resume_line
 from evalsite.execute.prepare import prepare_plan
 from evalsite.execute.progress import Progress
 from evalsite.execute.runner import execute_plan
@@ -68,9 +68,11 @@ def run_command(ctx, manifest: Path, arm_ids, repeat, concurrency, overrides, dr
                 allow_failures, build_after, as_json, summary_file, junit_file) -> None:
     """Execute an experiment: one run per arm, written under runs/.
 
-    Exits 1 when a run did not finish or a critical row failed, and (unless --allow-failures)
-    when a case errored or an evaluator's pass rule failed on any item."""
+    Exits 1, with one line per reason on stderr, when a run did not finish, a critical row
+    failed, or more than [ci] max_error_rate (0.5) of an arm's cases failed to generate; and
+    (unless --allow-failures) when any case errored or an evaluator's pass rule failed."""
     project = find_project()
+    error_rate = max_error_rate(project)  # read before anything is spent
     plan = prepare_plan(project, manifest, overrides=overrides, arm_ids=arm_ids, repeat=repeat)
     if dry_run:
         report = estimate_plan(plan)
@@ -90,6 +92,8 @@ def run_command(ctx, manifest: Path, arm_ids, repeat, concurrency, overrides, dr
         print_json(rows)
     else:
         print_table(rows, ["run_id", "arm", "status", "cases", "errors", "mean_score", "pass_rate", "cost_usd"])
+    reasons = batch.failure_reasons(allow_failures, error_rate)
+    report_failures(reasons)
     report_batch(ctx, batch)
     write_summary(runs_markdown(plan.manifest.name, batch), summary_file)
     if junit_file:
@@ -97,7 +101,7 @@ def run_command(ctx, manifest: Path, arm_ids, repeat, concurrency, overrides, dr
     if build_after:
         report = build_site(project)
         click.echo(f"site: {report.out_dir / 'index.html'}", err=True)
-    if not batch.acceptable(allow_failures):
+    if reasons:
         sys.exit(1)
 
 

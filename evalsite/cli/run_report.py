@@ -7,7 +7,9 @@ import shlex
 import click
 
 from evalsite.cli.output import warn
-from evalsite.execute.outcomes import BatchOutcome, RunOutcome
+from evalsite.errors import ProjectError
+from evalsite.execute.outcomes import MAX_ERROR_RATE, BatchOutcome, RunOutcome
+from evalsite.project import Project
 from evalsite.runlog.records import RunStatus
 
 LISTED_ITEMS = 20
@@ -75,3 +77,18 @@ def report_run(run: RunOutcome, *, ceiling_set: bool) -> None:
 def listing(item_ids: list[str]) -> str:
     shown = ", ".join(item_ids[:LISTED_ITEMS])
     return shown + (f" and {len(item_ids) - LISTED_ITEMS} more" if len(item_ids) > LISTED_ITEMS else "")
+
+
+def max_error_rate(project: Project) -> float:
+    """``[ci] max_error_rate`` of evalsite.toml: the share of an arm's cases that may fail to
+    generate under --allow-failures (default 0.5)."""
+    value = (project.settings.get("ci") or {}).get("max_error_rate", MAX_ERROR_RATE)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < 1:
+        raise ProjectError(f"evalsite.toml: [ci] max_error_rate must be a number from 0 to below 1, not {value!r}")
+    return float(value)
+
+
+def report_failures(reasons: list[str]) -> None:
+    """Why ``run`` exits 1, one line per reason on stderr (never an empty stderr with exit 1)."""
+    for reason in reasons:
+        click.echo(f"failed: {reason}", err=True)
