@@ -133,6 +133,7 @@ def stability_sentence(stability: RankStability, labels: Sequence[str]) -> str:
     if not stability.pairs:
         return "the paired tests separate no pair of arms, so no order is reported as stable (needs: none)"
     shown = ", ".join(f"{labels[a]} > {labels[b]}" for a, b in stability.pairs)
+    size: int | None
     if stability.min_size_order is not None:
         order = " > ".join(labels[arm] for arm in stability.full_order)
         what, size, plural = f"this order ({order})", stability.min_size_order, False

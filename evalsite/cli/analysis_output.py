@@ -142,9 +142,9 @@ def _pairs(verdict: Verdict) -> None:
 
 def _omnibus(verdict: Verdict) -> None:
     click.echo(verdict.omnibus)
-    if verdict.friedman is None:
-        return
     f, n = verdict.friedman, verdict.nemenyi
+    if f is None or n is None:
+        return
     click.echo(
         f"  Friedman χ² = {f.statistic:.3f} (tie-corrected), permutation p = {p_value(f.p_value)} (Monte Carlo over "
         f"{f.n_resamples:,} within-item shuffles, seed {f.seed}, ± {f.std_error:.2g}); asymptotic χ² p = {p_value(f.p_value_chi2)}"
