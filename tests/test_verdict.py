@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import json
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -190,6 +191,11 @@ def test_every_command_gives_the_issue_example_the_same_order_direction_and_p(tw
     assert compared["mean_delta"] > 0 and compared["p_value"] == p
     stability = json_of("rank-stability")
     assert [arm["arm_id"] for arm in stability["arms"]] == ["B", "A"]
+    report = Path("reports/claims.md")
+    report.parent.mkdir()
+    report.write_text("{{ claim: arm=B beats arm=A }}\n")
+    (claim,) = json.loads(invoke("check-claims", str(report), "--json").output)
+    assert claim["status"] == "holds" and claim["numbers"]["p_value"] == p and claim["numbers"]["mean_diff"] > 0
     text = invoke("leaderboard").stdout
     assert "A has the better mean rank but B the better mean" in text
     assert "the order is supported" not in text
