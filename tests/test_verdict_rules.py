@@ -16,6 +16,7 @@ from conftest import forget_project_modules
 from scipy import stats as scipy_stats
 from sitekit import case, write_run
 
+from evalsite.analysis.verdict import verdict_of
 from evalsite.cli import main
 from evalsite.stats import friedman_test, holdout_check, mcnemar_exact, min_detectable_effect, nemenyi, sign_flip_test
 
@@ -30,6 +31,10 @@ def test_identical_repeats_in_another_order_tie_in_every_rank_function():
     assert friedman_test(both).p_value == 1.0
     assert nemenyi(both).p_values[0, 1] == 1.0
     assert sign_flip_test(a, b).p_value == 1.0
+    one_ulp = np.full(20, 0.6)  # every item one unit in the last place apart, all the same way
+    verdict = verdict_of(np.column_stack([np.nextafter(one_ulp, 1.0), one_ulp]), ["a", "b"])
+    assert verdict.pairs[0].difference.p_value == 1.0 and not verdict.pairs[0].separated
+    assert verdict.friedman.p_value == 1.0 and verdict.agreement is None
 
 
 def test_an_item_passes_when_every_repeat_passed_in_mcnemar_as_in_compare():

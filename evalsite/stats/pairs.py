@@ -25,7 +25,7 @@ from numpy.typing import ArrayLike
 
 from evalsite.stats._inputs import paired_per_item
 from evalsite.stats.intervals import Interval, paired_bootstrap_ci
-from evalsite.stats.paired import SignFlipResult, sign_flip_test
+from evalsite.stats.paired import SignFlipResult, _differences, sign_flip_test
 from evalsite.stats.power import min_detectable_effect
 from evalsite.stats.ranking import _group_label
 
@@ -65,7 +65,7 @@ def paired_difference(
     ``groups`` gives one cluster label per item; without it each item is its own unit."""
     a_items, b_items = paired_per_item(a, b)
     labels = None if groups is None else list(groups)
-    units = unit_totals(a_items - b_items, labels)
+    units = unit_totals(_differences(a_items, b_items), labels)  # rounding noise of equal scores is zero
     n_items = a_items.size
     test = sign_flip_test(units, np.zeros_like(units), seed=seed)
     interval = paired_bootstrap_ci(a_items, b_items, confidence=confidence, seed=seed, n_resamples=n_resamples,
