@@ -62,3 +62,15 @@ def test_the_leaderboard_uses_the_declared_cluster_key_and_says_so(project):
     assert "too few units to detect any difference" in text
     (project / "evalsite.toml").unlink()
     assert json.loads(invoke("leaderboard", "--json").stdout)["verdict"]["unit"] == "item"
+
+
+def test_compare_flips_clusters_too_and_gives_the_leaderboard_its_p(project):
+    (project / "evalsite.toml").write_text('[analysis]\ncluster_key = "kind"\n')
+    board = json.loads(invoke("leaderboard", "--json").stdout)
+    ids = {arm["label"]: arm["summary"]["arm"]["run_id"] for arm in board["arms"]}
+    pair = next(p for p in board["verdict"]["pairs"] if {p["ahead_label"], p["behind_label"]} == {"careful", "sampler"})
+    report = json.loads(invoke("compare", ids["careful"], "--baseline", ids["sampler"], "--json").stdout)
+    summary = report["regression"]["summary"]
+    assert (summary["unit"], summary["n_units"]) == ("cluster", 4)
+    assert summary["p_value"] == pair["difference"]["p_value"]
+    assert "whole clusters flipped: 4 clusters" in invoke("compare", ids["careful"], "--baseline", ids["sampler"]).stdout

@@ -13,10 +13,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from evalsite.analysis.baselines import NONE, BaselineChoice, DatasetIds, Decision, resolve_baseline
+from evalsite.analysis.metadata import cluster_key, dataset_labels
 from evalsite.analysis.regression import THRESHOLD, RegressionReport, regression_report
+from evalsite.errors import EvalsiteError
 from evalsite.project import Project
 from evalsite.runlog.fingerprint import FieldDiff, diff_fingerprints
-from evalsite.runlog.store import read_run, resolve_run, run_status
+from evalsite.runlog.store import Run, read_run, resolve_run, run_status
 
 ALPHA = 0.05
 SCORING_KEYS = ("type", "version", "judge_model", "weight", "threshold")
@@ -128,6 +130,21 @@ def gate(report: RegressionReport, alpha: float = ALPHA) -> GateVerdict:
     return GateVerdict(bool(reasons), reasons, alpha)
 
 
+def item_clusters(project: Project, run: Run) -> dict[str, str] | None:
+    """Item id → cluster when the run's dataset file gives some item ``metadata.<cluster key>``;
+    None without clusters, or when the file is unknown (imported runs) or unreadable."""
+    recorded_path = (run.header.get("dataset") or {}).get("path")
+    if not recorded_path:
+        return None
+    shas = {str(c["item_id"]): c.get("item_sha") for c in run.cases}
+    try:
+        values, _ = dataset_labels(project.root, recorded_path, list(shas), list(shas.values()), cluster_key(project))
+    except EvalsiteError:
+        return None
+    clusters = {item_id: value for item_id, value in zip(shas, values) if value is not None}
+    return clusters or None
+
+
 def compare_runs(
     project: Project,
     run: str,
@@ -147,7 +164,8 @@ def compare_runs(
     reference = read_run(choice.directory)
     verdict = comparability(reference.header, current.header)
     regression = (
-        regression_report(project.root, reference, current, threshold=threshold, noise=noise, alpha=alpha)
+        regression_report(project.root, reference, current, threshold=threshold, noise=noise, alpha=alpha,
+                          clusters=item_clusters(project, current))
         if verdict.comparable else None
     )
     return ComparisonReport(

@@ -9,15 +9,14 @@ latency); ``recorded`` tells a missing case from a case with an unknown value.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from pathlib import Path
 
 import numpy as np
 
 from evalsite.analysis.db import RunsDatabase
+from evalsite.analysis.metadata import cluster_key, dataset_labels
 from evalsite.analysis.regression import item_order
 from evalsite.analysis.selection import ArmRun
 from evalsite.errors import EvalsiteError
-from evalsite.experiment.datasets import load_dataset
 from evalsite.project import Project
 
 CASE_CELLS_SQL = """
@@ -217,27 +216,8 @@ def item_labels(project: Project, matrix: ItemMatrix, key: str) -> ItemLabels:
     recorded_path = dataset_path(matrix)
     if not recorded_path:
         raise EvalsiteError(f"run {matrix.arms[0].run_id} names no dataset file (an imported run?), so its items' metadata is unknown")
-    path = Path(recorded_path) if Path(recorded_path).is_absolute() else project.root / recorded_path
-    rows = {item.item_id: item for item in load_dataset(path).items}
-    values, stale = [], 0
-    for item_id, sha in zip(matrix.item_ids, matrix.item_shas):
-        item = rows.get(item_id)
-        if item is None or (sha is not None and item.sha != sha):
-            stale += 1
-            values.append(None)
-            continue
-        metadata = item.row.get("metadata")
-        value = metadata.get(key) if isinstance(metadata, dict) else None
-        values.append(None if value is None else str(value))
-    return ItemLabels(key, tuple(values), recorded_path, stale)
-
-
-#: The metadata field that names an item's cluster, unless evalsite.toml ``[analysis] cluster_key`` says otherwise.
-CLUSTER_KEY = "group"
-
-
-def cluster_key(project: Project) -> str:
-    return str((project.settings.get("analysis") or {}).get("cluster_key") or CLUSTER_KEY)
+    values, stale = dataset_labels(project.root, recorded_path, matrix.item_ids, matrix.item_shas, key)
+    return ItemLabels(key, values, recorded_path, stale)
 
 
 def cluster_labels(project: Project, matrix: ItemMatrix, key: str | None = None) -> tuple[str | None, tuple[str, ...] | None]:

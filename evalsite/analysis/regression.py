@@ -19,7 +19,8 @@ import numpy as np
 from evalsite.runlog.hashing import canonical_json
 from evalsite.runlog.store import Run
 from evalsite.scoring.rescoring import rescore_items
-from evalsite.stats import NoiseTest, paired_bootstrap_ci, repeat_noise_test, sign_flip_test
+from evalsite.stats import NoiseTest, repeat_noise_test
+from evalsite.stats.pairs import paired_difference
 
 THRESHOLD = 0.05
 ALPHA = 0.05
@@ -68,6 +69,9 @@ class RegressionSummary:
     """``compared`` counts items with a score on both sides that are not ``gt_changed``; the means,
     the interval and the paired test are over those items only.
 
+    ``unit`` is ``item``, or ``cluster`` when items declare one: the paired test then flips
+    whole clusters and the interval resamples them (``n_units`` of them), as in the verdict.
+
     ``noise`` is the spread of one repeat's mean (given with ``--noise``, else pooled from the two
     runs' per-repeat means over the ``noise_items`` items present in every repeat of both) and
     ``noise_p`` the test of Δ against it (``stats.repeat_noise_test``). ``within_noise`` is True
@@ -89,6 +93,8 @@ class RegressionSummary:
     confidence: float
     p_value: float | None
     test_kind: str | None
+    unit: str
+    n_units: int
     noise: float | None
     noise_source: str | None
     noise_p: float | None
@@ -145,9 +151,10 @@ def classify(delta: float, threshold: float) -> str:
 
 def regression_report(
     project_root: Path, baseline: Run, current: Run, *, threshold: float = THRESHOLD, noise: float | None = None,
-    alpha: float = ALPHA,
+    alpha: float = ALPHA, clusters: dict[str, str] | None = None,
 ) -> RegressionReport:
-    """Compare ``current`` with ``baseline`` (two runs already found comparable)."""
+    """Compare ``current`` with ``baseline`` (two runs already found comparable); ``clusters``
+    maps item ids to their cluster when items declare one."""
     before, after = cases_by_item(baseline.cases), cases_by_item(current.cases)
     shared = sorted(before.keys() & after.keys(), key=item_order)
     edited = [i for i in shared if _expected(before[i]) != _expected(after[i])]
@@ -167,7 +174,8 @@ def regression_report(
     critical = set((current.header.get("fingerprint") or {}).get("dataset", {}).get("critical") or [])
     return RegressionReport(
         threshold=threshold,
-        summary=_summary(changes, len(gt_changed), _noise_test(noise, before, after, [c.item_id for c in changes]), alpha),
+        summary=_summary(changes, len(gt_changed), _noise_test(noise, before, after, [c.item_id for c in changes]), alpha,
+                         clusters),
         items=sorted(changes + gt_changed, key=lambda c: item_order(c.item_id)),
         only_in_baseline=sorted(before.keys() - after.keys(), key=item_order),
         only_in_current=sorted(after.keys() - before.keys(), key=item_order),
@@ -271,13 +279,17 @@ def _noise_test(given: float | None, before: dict, after: dict, item_ids: list[s
     return test, None if test is None else ("given" if given is not None else "repeats")
 
 
-def _summary(changes: list[ItemChange], gt_changed: int, noise: tuple[NoiseTest | None, str | None], alpha: float) -> RegressionSummary:
+def _summary(
+    changes: list[ItemChange], gt_changed: int, noise: tuple[NoiseTest | None, str | None], alpha: float,
+    clusters: dict[str, str] | None,
+) -> RegressionSummary:
     baseline = [c.baseline_score for c in changes]
     current = [c.current_score for c in changes]
     counts = {kind: sum(1 for c in changes if c.classification == kind) for kind in (IMPROVED, REGRESSED, UNCHANGED)}
     mean_delta = fmean(current) - fmean(baseline) if changes else None
-    test = sign_flip_test(current, baseline, seed=SEED) if changes else None
-    low, high = paired_bootstrap_ci(current, baseline, confidence=CONFIDENCE, seed=SEED) if changes else (None, None)
+    groups = None if not clusters else [clusters.get(c.item_id, f"\0item:{c.item_id}") for c in changes]
+    test = paired_difference(current, baseline, groups=groups, seed=SEED, confidence=CONFIDENCE) if changes else None
+    low, high = (test.interval.low, test.interval.high) if test else (None, None)
     low, high = _finite(low), _finite(high)
     noise_test, source = noise
     return RegressionSummary(
@@ -295,6 +307,8 @@ def _summary(changes: list[ItemChange], gt_changed: int, noise: tuple[NoiseTest 
         confidence=CONFIDENCE,
         p_value=test.p_value if test else None,
         test_kind=test.kind if test else None,
+        unit="item" if groups is None else "cluster",
+        n_units=test.n_units if test else 0,
         noise=None if noise_test is None else noise_test.spread,
         noise_source=source,
         noise_p=None if noise_test is None else noise_test.p_value,

@@ -150,7 +150,8 @@ def _print_regression(report: RegressionReport, report_alpha: float) -> None:
         click.echo(
             f"mean: {s.baseline_mean:.3f} → {s.current_mean:.3f}  Δ {s.mean_delta:+.3f}  "
             f"{s.confidence:.0%} CI [{_signed(s.ci_low)}, {_signed(s.ci_high)}]  "
-            f"paired sign-flip p = {s.p_value:.4g} ({s.test_kind})  {noise}"
+            f"paired sign-flip p = {s.p_value:.4g} ({s.test_kind}"
+            + (f", whole clusters flipped: {s.n_units} clusters" if s.unit == "cluster" else "") + f")  {noise}"
         )
     for classification, title in ((REGRESSED, "regressed"), (IMPROVED, "improved"), (GT_CHANGED, "gt_changed, left out of every number")):
         items = report.classified(classification)
