@@ -74,3 +74,10 @@ def test_compare_flips_clusters_too_and_gives_the_leaderboard_its_p(project):
     assert (summary["unit"], summary["n_units"]) == ("cluster", 4)
     assert summary["p_value"] == pair["difference"]["p_value"]
     assert "whole clusters flipped: 4 clusters" in invoke("compare", ids["careful"], "--baseline", ids["sampler"]).stdout
+
+
+def test_the_site_leaderboard_uses_the_same_clusters(project):
+    (project / "evalsite.toml").write_text('[analysis]\ncluster_key = "kind"\n')
+    assert invoke("build").exit_code == 0
+    page = next((project / "site" / "datasets").glob("*.html")).read_text()
+    assert "not separated (too few units to detect any difference)" in page

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from evalsite.analysis.arms import ArmSummary, summarise_arms
-from evalsite.analysis.db import open_database
+from evalsite.analysis.db import RunsDatabase, open_database
 from evalsite.analysis.items import DroppedItem, ItemLabels, ItemMatrix, cluster_labels, item_labels, item_matrix
 from evalsite.analysis.selection import Selection, select_runs
 from evalsite.analysis.verdict import ArmPlace, Metric, Verdict, matrix_verdict, metric_values
@@ -41,7 +41,14 @@ class ArmsOnDataset:
 def arms_on_dataset(project: Project, dataset: str | None = None, evaluator: str | None = None) -> ArmsOnDataset:
     """Choose the comparable runs of a dataset and read their cells (the leaderboard's data)."""
     database = open_database(project.runs_dir)
-    selection = select_runs(database, dataset, evaluator)
+    return arms_of_selection(project, database, select_runs(database, dataset, evaluator), evaluator)
+
+
+def arms_of_selection(
+    project: Project, database: RunsDatabase, selection: Selection, evaluator: str | None = None
+) -> ArmsOnDataset:
+    """The aligned matrix of chosen runs and, when items declare one, each item's cluster (the
+    site calls this for every comparable group, so its verdict is the command's)."""
     matrix = item_matrix(database, selection.arms, evaluator)
     key, clusters = cluster_labels(project, matrix)
     return ArmsOnDataset(selection, matrix, clusters, key)
