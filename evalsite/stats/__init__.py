@@ -5,7 +5,8 @@ dataclass that names the method it used, and every random step is seeded with
 ``numpy.random.default_rng(seed)``. The modules, one job each:
 
 * ``paired``: two arms — sign-flip test, exact McNemar, Holm's correction.
-* ``ranking``: many arms — Friedman, Nemenyi, tied groups, rank stability, holdout check.
+* ``ranking``: many arms — Friedman, Nemenyi, tied groups, rank stability.
+* ``holdout``: does the pilot order of the arms hold on holdout items?
 * ``intervals``: bootstrap (BCa, cluster, two-level) and Wilson intervals.
 * ``noise``: spread across repeats and the test of a difference against it, per-item
   flakiness, pass@k and pass^k.
@@ -17,6 +18,7 @@ See docs/reference/statistics.md for assumptions, limits and worked examples.
 """
 
 from evalsite.stats.descriptive import nearest_rank_percentile
+from evalsite.stats.holdout import HoldoutCheck, holdout_check
 from evalsite.stats.intervals import Interval, bootstrap_ci, paired_bootstrap_ci, wilson_interval
 from evalsite.stats.noise import (
     Flakiness,
@@ -44,12 +46,10 @@ from evalsite.stats.power import (
 )
 from evalsite.stats.ranking import (
     FriedmanResult,
-    HoldoutCheck,
     NemenyiResult,
     RankStability,
     TiedGroups,
     friedman_test,
-    holdout_check,
     nemenyi,
     rank_stability,
     tied_groups,
