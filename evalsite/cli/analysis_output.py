@@ -110,12 +110,18 @@ def leaderboard(board: Leaderboard) -> None:
         click.echo(f"rank stability: {stability_sentence(board.stability, [arm.label for arm in selection.arms])}")
     click.echo(
         f"order: by {statistic} ({verdict.metric.direction}; direction from {verdict.metric.direction_from}) · groups: "
-        f"arms sharing a letter are not separated by the paired tests · intervals: {board.arms[0].interval.method} "
+        f"arms sharing a letter are not separated by the paired tests · intervals: {_interval_method(board)} "
         f"bootstrap over {verdict.unit}s, seed {board.seed} · noise σ: spread of per-repeat means over the items in every "
         "repeat · cost: USD over the compared cases, unknown when any case's cost is · latency: nearest rank"
     )
     click.echo()
     _left_out(selection.left_out)
+
+
+def _interval_method(board: Leaderboard) -> str:
+    """The bootstrap the intervals used, named by an arm whose data was not degenerate."""
+    methods = [arm.interval.method for arm in board.arms]
+    return next((m for m in methods if not m.startswith(("degenerate", "undefined"))), methods[0])
 
 
 def _statistic_name(metric: Metric) -> str:
