@@ -74,16 +74,20 @@ def test_cost_is_unknown_never_zero_when_an_arm_has_no_price(project):
     assert "unknown" in careful_row and "$0 " not in careful_row
 
 
-def test_the_two_arms_within_noise_are_tied_and_careful_is_separated(project):
+def test_the_two_close_arms_are_not_separated_and_careful_is(project):
     board = json_of("leaderboard")
     arms = by_label(board)
-    assert arms["careful"]["rank"] == "1" and arms["careful"]["letters"] == "a"
+    assert (arms["careful"]["rank"], arms["careful"]["rank_text"], arms["careful"]["letters"]) == (1, "1", "a")
     for arm in ("left_to_right", "sampler"):
-        assert arms[arm]["rank"] == "2–3 (tied)" and arms[arm]["letters"] == "b"
-    assert board["verdict"]["strict_order_supported"] is False
-    assert "does not separate left_to_right, sampler" in board["verdict"]["statement"]
-    rows = [line for line in invoke("leaderboard").stdout.splitlines() if "Z-" in line and "·" not in line]
-    assert [row.split("  ")[0] for row in rows] == ["1", "2–3 (tied)", "2–3 (tied)"]
+        assert arms[arm]["rank_text"] == "2–3 (not separated)" and arms[arm]["letters"] == "b"
+    assert [arm["rank"] for arm in board["arms"]] == [1, 2, 3]
+    assert board["verdict"]["order_supported"] is False
+    assert board["verdict"]["headline"].startswith("careful is ahead of every other arm: +0.27 ")
+    assert board["verdict"]["headline"].endswith("vs left_to_right, p = 0.003 Holm")
+    text = invoke("leaderboard").stdout
+    rows = [line for line in text.splitlines() if "Z-" in line and "·" not in line]
+    assert [row.split("  ")[0] for row in rows] == ["1", "2–3 (not separated)", "2–3 (not separated)"]
+    assert "left_to_right − sampler  +0.050" in text and "not separated (could detect |Δ| ≥ " in text
 
 
 def test_friedman_and_nemenyi_agree_with_independent_formulas(project):
@@ -110,35 +114,44 @@ def fresh_project(example_runs, tmp_path, monkeypatch, *arms: str) -> None:
     forget_project_modules()
 
 
-def test_without_a_significant_friedman_test_every_arm_is_tied(example_runs, tmp_path, monkeypatch):
+def test_two_arms_the_paired_test_cannot_separate_share_a_group(example_runs, tmp_path, monkeypatch):
     fresh_project(example_runs, tmp_path, monkeypatch, "left_to_right", "sampler")
     board = json_of("leaderboard")
-    assert board["verdict"]["friedman"]["p_value"] >= 0.05
-    assert [arm["rank"] for arm in board["arms"]] == ["1–2 (tied)", "1–2 (tied)"]
+    (pair,) = board["verdict"]["pairs"]
+    assert pair["holm_p"] >= 0.05 and pair["separated"] is False
+    assert [arm["rank_text"] for arm in board["arms"]] == ["1–2 (not separated)", "1–2 (not separated)"]
     assert [arm["letters"] for arm in board["arms"]] == ["a", "a"]
-    assert "the data supports no order" in invoke("leaderboard").stdout
+    assert board["stability"]["min_size_order"] is None and board["stability"]["pairs"] == []
+    text = invoke("leaderboard").stdout
+    assert "verdict: no arm is ahead of every other at α = 0.05: left_to_right is not separated from sampler" in text
+    assert "supported" not in text.replace("not supported", "")
 
 
 def test_one_arm_is_listed_without_a_ranking(example_runs, tmp_path, monkeypatch):
     fresh_project(example_runs, tmp_path, monkeypatch, "careful")
     board = json_of("leaderboard")
-    assert [arm["rank"] for arm in board["arms"]] == ["1"]
+    assert [arm["rank"] for arm in board["arms"]] == [1]
     assert board["verdict"]["friedman"] is None and board["stability"] is None
-    assert "order: one arm: nothing to rank" in invoke("leaderboard").stdout
+    assert "verdict: one arm: nothing to compare" in invoke("leaderboard").stdout
     result = invoke("rank-stability")
     assert result.exit_code == 1 and "rank stability needs two arms" in result.stderr
 
 
-def test_rank_stability_line_reports_what_rank_stability_computes(project):
+def test_rank_stability_checks_only_the_pairs_the_paired_tests_separate(project):
     items = np.stack([item_repeat_matrix(project, run_id(project, arm))[1] for arm in ARMS], axis=1)
-    expected = rank_stability(items, seed=0)
+    careful, l2r, sampler = (ARMS.index(arm) for arm in ARMS)
+    expected = rank_stability(items, pairs=[(careful, l2r), (careful, sampler)], seed=0)
     board = json_of("leaderboard")
-    assert board["stability"]["min_size_order"] == expected.min_size_order
-    line = f"this order (careful > left_to_right > sampler) needs ~{expected.min_size_order} items; you have 60"
+    assert board["stability"]["min_size_pairs"] == expected.min_size_pairs
+    assert board["stability"]["min_size_order"] is None  # left_to_right vs sampler is not separated
+    line = (f"the separated pairs (careful > left_to_right, careful > sampler; the rest of the order is not supported) "
+            f"need ~{expected.min_size_pairs} items; you have 60")
     assert line in invoke("leaderboard").stdout
     report = json_of("rank-stability")
     assert report["stability"]["p_order"] == pytest.approx(list(expected.p_order))
+    assert report["stability"]["min_size_order"] is None
     assert report["labels"] == list(ARMS)
+    assert [(arm["label"], arm["rank"]) for arm in report["arms"]] == [("careful", 1), ("left_to_right", 2), ("sampler", 3)]
 
 
 def test_runs_that_may_not_be_compared_are_left_out_with_the_reason(project):

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import math
 import statistics
 
 import pytest
 from compare_support import CRITICAL, ITEMS, edit_row, golden_project, interrupt, run_arm  # noqa: F401
+from scipy import stats as scipy_stats
 
 from evalsite.analysis.compare import comparability, compare_runs
 from evalsite.project import find_project
@@ -167,8 +169,10 @@ def test_within_noise_from_the_given_noise(golden_project, cli):
     current = run_arm(cli, golden_project, params={"wrong": ["g01"]})
     summary = compare_runs(find_project(), current, baseline=baseline, noise=0.1).regression.summary
     assert (summary.noise, summary.noise_source, summary.within_noise) == (0.1, "given", True)
-    tight = compare_runs(find_project(), current, baseline=baseline, noise=0.05).regression.summary
-    assert tight.within_noise is False
+    # one repeat each: Δ = -1/12 against σ √(1/1 + 1/1), a two-sided z-test
+    assert summary.noise_p == pytest.approx(2 * scipy_stats.norm.sf((1 / 12) / (0.1 * math.sqrt(2))))
+    tight = compare_runs(find_project(), current, baseline=baseline, noise=0.01).regression.summary
+    assert tight.noise_p < 0.05 and tight.within_noise is False
 
 
 def test_noise_measured_from_repeats_is_the_spread_of_per_repeat_means(golden_project, cli):
@@ -176,10 +180,13 @@ def test_noise_measured_from_repeats_is_the_spread_of_per_repeat_means(golden_pr
     current = run_arm(cli, golden_project, repeat=3, params={"wrong_in_repeat": {"0": ["g01", "g02", "g04"], "2": ["g05"]}})
     summary = compare_runs(find_project(), current, baseline=baseline).regression.summary
     # the baseline never varies; the current run's repeats score 9/12, 12/12 and 11/12
-    assert summary.noise_source == "repeats"
-    assert summary.noise == pytest.approx(statistics.stdev([9 / 12, 12 / 12, 11 / 12]))
+    assert summary.noise_source == "repeats" and summary.noise_items == 12
+    current_means, baseline_means = [9 / 12, 12 / 12, 11 / 12], [1.0, 1.0, 1.0]
+    reference = scipy_stats.ttest_ind(current_means, baseline_means, equal_var=True)
+    assert summary.noise_p == pytest.approx(reference.pvalue)
+    assert summary.noise == pytest.approx(math.sqrt(2 * statistics.variance(current_means) / 4))
     assert summary.mean_delta == pytest.approx(-4 / 36)
-    assert summary.within_noise is True
+    assert summary.p_value >= 0.05 and summary.within_noise is True
 
 
 def test_without_repeats_or_noise_the_noise_is_unknown(golden_project, cli):

@@ -261,9 +261,9 @@ def test_mcnemar_without_discordant_pairs_is_one():
     assert mcnemar_exact([1, 0, 1], [1, 0, 1]).p_value == 1.0
 
 
-def test_mcnemar_two_dimensional_uses_per_item_majority():
-    a = [[1, 1, 0], [0, 0, 1], [1, 0, np.nan]]  # pass, fail, pass (1 of 2 counts as a pass)
-    b = [0, 1, 0]
+def test_mcnemar_two_dimensional_passes_an_item_only_when_every_repeat_passed():
+    a = [[1, 1, 1], [0, 0, 1], [1, np.nan, 1], [1, 0, np.nan]]  # pass, fail, pass (missing repeat ignored), fail
+    b = [0, 1, 0, 0]
     result = mcnemar_exact(a, b)
     assert (result.b, result.c) == (2, 1)
 

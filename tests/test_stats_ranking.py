@@ -205,55 +205,51 @@ def test_friedman_refuses_a_single_arm_or_missing_cells():
 
 def test_rank_stability_of_separated_constant_arms_is_certain():
     matrix = np.tile([0.2, 0.9, 0.5], (50, 1))
-    result = rank_stability(matrix, n_resamples=50)
-    assert result.sizes == (5, 10, 15, 20, 25, 30, 35, 40, 45)
+    result = rank_stability(matrix, pairs=[(1, 2), (1, 0), (2, 0)], n_resamples=50)
+    assert result.sizes == (5, 10, 15, 20, 25, 30, 35, 40, 45, 50)
     assert result.full_order == (1, 2, 0) and result.top_arms == (1,)
     assert set(result.p_order) == {1.0} and set(result.p_top) == {1.0}
-    assert result.min_size_order == 5 and result.min_size_top == 5
+    assert result.min_size_order == 5 and result.min_size_top == 5 and result.min_size_pairs == 5
     assert result.rank_intervals == ((3.0, 3.0), (1.0, 1.0), (2.0, 2.0))
 
 
-def exact_subset_shares(matrix, size):
-    """Share of all k-subsets reproducing the full order / best arm, by enumeration."""
-    full = matrix.mean(axis=0)
-    order_hits = top_hits = total = 0
-    for subset in itertools.combinations(range(matrix.shape[0]), size):
-        means = matrix[list(subset)].mean(axis=0)
+def exact_bootstrap_shares(matrix, size, pairs, top):
+    """Share of all n^k ordered bootstrap samples of k items keeping every pair / the top arm ahead."""
+    kept_pairs = kept_top = total = 0
+    others = [arm for arm in range(matrix.shape[1]) if arm != top]
+    for sample in itertools.product(range(matrix.shape[0]), repeat=size):
+        means = matrix[list(sample)].mean(axis=0)
         total += 1
-        order_hits += all(
-            np.sign(round(means[i] - means[j], 9)) == np.sign(round(full[i] - full[j], 9))
-            for i, j in itertools.combinations(range(matrix.shape[1]), 2)
-        )
-        top_hits += set(np.flatnonzero(np.isclose(means, means.max()))) == set(
-            np.flatnonzero(np.isclose(full, full.max()))
-        )
-    return order_hits / total, top_hits / total
+        kept_pairs += all(means[a] - means[b] > 1e-9 for a, b in pairs)
+        kept_top += all(means[top] - means[o] > 1e-9 for o in others)
+    return kept_pairs / total, kept_top / total
 
 
-def test_rank_stability_shares_match_enumeration_of_all_subsets():
-    matrix = np.array(
-        [[1, 0, 1], [1, 1, 0], [0, 0, 1], [1, 0, 0], [1, 1, 1], [0, 1, 0], [1, 0, 1], [1, 1, 0]],
-        dtype=float,
-    )
-    result = rank_stability(matrix, sizes=[3, 5], n_resamples=8_000, seed=4)
+def test_rank_stability_shares_match_enumeration_of_all_bootstrap_samples():
+    matrix = np.array([[1, 0, 1], [1, 1, 0], [0, 0, 1], [1, 0, 0], [1, 1, 1], [1, 0, 1]], dtype=float)
+    pairs = [(0, 1), (0, 2)]
+    result = rank_stability(matrix, pairs=pairs, sizes=[3, 5], n_resamples=8_000, seed=4)
     for index, size in enumerate((3, 5)):
-        order_share, top_share = exact_subset_shares(matrix, size)
+        pair_share, top_share = exact_bootstrap_shares(matrix, size, pairs, top=0)
         se = 0.5 / math.sqrt(8_000)
-        assert abs(result.p_order[index] - order_share) < 4 * se
+        assert abs(result.p_order[index] - pair_share) < 4 * se
         assert abs(result.p_top[index] - top_share) < 4 * se
 
 
-def test_rank_stability_full_tie_at_the_top_counts_the_tied_set():
+def test_rank_stability_reports_nothing_for_pairs_the_tests_do_not_separate():
     matrix = np.array([[1.0, 1.0, 0.0], [0.0, 0.0, 0.0], [1.0, 1.0, 1.0], [0.0, 0.0, 0.0]])
     result = rank_stability(matrix, sizes=[4], n_resamples=10)
     assert result.top_arms == (0, 1)
-    assert result.p_order == (1.0,) and result.p_top == (1.0,)
+    assert result.p_order == () and result.p_top == ()
+    assert result.min_size_order is None and result.min_size_pairs is None and result.min_size_top is None
+    partial = rank_stability(matrix, pairs=[(0, 2)], sizes=[4], n_resamples=10)
+    assert partial.p_top == () and partial.min_size_order is None
 
 
 def test_rank_stability_reports_none_when_level_is_never_reached():
     rng = np.random.default_rng(0)
     matrix = rng.normal(size=(60, 4))  # no real differences
-    result = rank_stability(matrix, n_resamples=200, level=0.99)
+    result = rank_stability(matrix, pairs=[(0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3)], n_resamples=200, level=0.99)
     assert result.min_size_order is None
     assert all(0.0 <= share < 0.99 for share in result.p_order)
     for low, high in result.rank_intervals:

@@ -32,11 +32,20 @@ def test_repeat_noise_is_the_spread_of_per_repeat_means():
     assert (result.n_items, result.n_repeats) == (4, 3)
 
 
-def test_repeat_noise_leaves_missing_cases_out_of_their_repeat():
+def test_repeat_noise_uses_only_the_items_present_in_every_repeat():
     matrix = np.array([[1.0, np.nan], [0.0, 1.0], [np.nan, np.nan]])
     result = repeat_noise(matrix)
-    assert result.repeat_means == (0.5, 1.0)
+    assert result.repeat_means == (0.0, 1.0)
+    assert (result.n_items, result.items_left_out) == (1, 1)
     assert math.isnan(repeat_noise([[1.0], [0.0]]).std)  # one repeat: no spread to measure
+
+
+def test_a_deterministic_arm_with_an_incomplete_last_repeat_has_no_noise():
+    difficulty = (np.arange(200) % 3 == 0).astype(float)  # the same answer on every repeat
+    matrix = np.column_stack([difficulty, difficulty, np.where(np.arange(200) < 50, difficulty, np.nan)])
+    result = repeat_noise(matrix)
+    assert result.std == pytest.approx(0.0, abs=1e-12)
+    assert (result.n_items, result.items_left_out, result.n_repeats) == (50, 150, 3)
 
 
 def brute_force_pass_at_k(n, c, k):

@@ -10,6 +10,7 @@ The data layer reads the DuckDB views (``evalsite.analysis.db``) and the statist
   ``run_views`` puts them beside a run's identity for ``show`` and ``runs``.
 * ``arms``: per-arm figures — mean and pass rate with intervals, cost, latency, noise.
 * ``ranking``: the leaderboard, rank stability, the pilot/holdout check.
+* ``verdict``: the one verdict on an order of arms — paired tests, Holm, groups, the headline.
 * ``family``: one run against a family of runs, Holm-corrected, with power.
 * ``one_run``: one run's bootstrap intervals and its noise and flakiness across repeats.
 * ``plain``: any report as JSON-ready data.
@@ -28,12 +29,16 @@ from typing import Any
 
 _EXPORTS = {
     **dict.fromkeys(('ArmSummary', 'summarise_arms'), "arms"),
+    **dict.fromkeys(('ArmPlace', 'Metric', 'PairVerdict', 'Verdict', 'choose_metric', 'matrix_verdict', 'verdict_of'),
+                    "verdict"),
     **dict.fromkeys(('CostSummary', 'EvaluatorSummary', 'LatencySummary', 'RunSummary', 'mean_over_items', 'run_noise',
                      'summarise_run'), "summary"),
     **dict.fromkeys(('Comparison', 'FamilyTest', 'family_test'), "family"),
     **dict.fromkeys(('DroppedItem', 'ItemLabels', 'ItemMatrix', 'item_labels', 'item_matrix'), "items"),
     **dict.fromkeys(('plain',), "json_data"),
-    **dict.fromkeys(('ArmsOnDataset', 'HoldoutReport', 'Leaderboard', 'OrderVerdict', 'RankedArm', 'StabilityReport', 'arms_on_dataset', 'holdout_report', 'leaderboard', 'leaderboard_of', 'order_verdict', 'stability_report'), "leaderboard"),
+    **dict.fromkeys(('ArmsOnDataset', 'HoldoutReport', 'Leaderboard', 'RankedArm', 'StabilityReport', 'arms_of_selection',
+                     'arms_on_dataset', 'dataset_verdict', 'holdout_report', 'leaderboard', 'leaderboard_of',
+                     'stability_report'), "leaderboard"),
     **dict.fromkeys(('BootstrapReport', 'Estimate', 'ItemFlakiness', 'NoiseReport', 'bootstrap_report', 'noise_report', 'run_matrix'), "one_run"),
     **dict.fromkeys(('ArmRun', 'DatasetGroups', 'DatasetRuns', 'LeftOut', 'Selection', 'arm_labels', 'choose_dataset', 'comparable_groups', 'datasets_with_runs', 'require_comparable', 'runs_by_reference', 'select_runs'), "selection"),
 }
@@ -60,12 +65,4 @@ class _Package(ModuleType):
 sys.modules[__name__].__class__ = _Package
 
 
-__all__ = [
-    "ArmRun", "ArmSummary", "ArmsOnDataset", "BootstrapReport", "Comparison", "CostSummary", "DatasetGroups", "DatasetRuns",
-    "DroppedItem", "Estimate", "EvaluatorSummary", "FamilyTest", "HoldoutReport", "ItemFlakiness", "ItemLabels", "ItemMatrix",
-    "LatencySummary", "Leaderboard", "LeftOut", "NoiseReport", "OrderVerdict", "RankedArm", "RunSummary", "Selection",
-    "StabilityReport", "arm_labels", "arms_on_dataset", "bootstrap_report", "choose_dataset", "comparable_groups",
-    "datasets_with_runs", "family_test", "holdout_report", "item_labels", "item_matrix", "leaderboard",
-    "leaderboard_of", "mean_over_items", "noise_report", "order_verdict", "plain", "require_comparable", "run_matrix", "run_noise",
-    "runs_by_reference", "select_runs", "stability_report", "summarise_arms", "summarise_run",
-]
+__all__ = sorted(_EXPORTS)

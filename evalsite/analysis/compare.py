@@ -12,8 +12,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from evalsite.analysis.baselines import NONE, PROMOTED, BaselineChoice, resolve_baseline
+from evalsite.analysis.metadata import cluster_key, dataset_labels
 from evalsite.analysis.regression import THRESHOLD, RegressionReport, regression_report
-from evalsite.errors import NotComparableError
+from evalsite.errors import EvalsiteError, NotComparableError
 from evalsite.project import Project
 from evalsite.runlog.decisions import Decision
 from evalsite.runlog.fingerprint import FieldDiff, diff_fingerprints
@@ -122,6 +123,21 @@ def gate(report: RegressionReport, alpha: float = ALPHA) -> GateVerdict:
     return GateVerdict(bool(reasons), reasons, alpha)
 
 
+def item_clusters(project: Project, run: Run) -> dict[str, str] | None:
+    """Item id → cluster when the run's dataset file gives some item ``metadata.<cluster key>``;
+    None without clusters, or when the file is unknown (imported runs) or unreadable."""
+    recorded_path = run.header.dataset.path
+    if not recorded_path:
+        return None
+    shas = {str(c["item_id"]): c.get("item_sha") for c in run.cases}
+    try:
+        values, _ = dataset_labels(project.root, recorded_path, list(shas), list(shas.values()), cluster_key(project))
+    except EvalsiteError:
+        return None
+    clusters = {item_id: value for item_id, value in zip(shas, values) if value is not None}
+    return clusters or None
+
+
 def compare_runs(
     project: Project,
     run: str,
@@ -145,7 +161,8 @@ def compare_runs(
     reference = read_run(choice.directory)
     verdict = comparability(reference.header, current.header)
     regression = (
-        regression_report(project.root, reference, current, threshold=threshold, noise=noise, run_code=run_code)
+        regression_report(project.root, reference, current, threshold=threshold, noise=noise, run_code=run_code,
+                          alpha=alpha, clusters=item_clusters(project, current))
         if verdict.comparable else None
     )
     return ComparisonReport(

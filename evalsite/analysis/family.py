@@ -1,22 +1,25 @@
 """``evalsite family-test``: one run against a declared family of others, Holm-corrected.
 
-Each comparison pairs the two runs on the items both scored (per-item mean over repeats) and
-runs the two-sided paired sign-flip test; Holm's step-down adjustment over the family controls
-the chance of any false "better". When both runs have pass/fail outcomes, McNemar's exact test
-on the discordant items stands beside it (with its own Holm adjustment). Power is computed at
-α / m, the level Holm's first step tests at, so it holds for every comparison of the family.
+The runs form one item matrix (the items every run scored) and the comparisons are the pairs
+(run, member) of the verdict (:mod:`evalsite.analysis.verdict`): the two-sided paired sign-flip
+test on per-item means over repeats (whole clusters flip when items declare one), Holm's
+step-down adjustment over the family, and the paired difference with its interval — the same
+test, seed and items as the leaderboard, so a pair gets the same raw p everywhere. When both
+runs have pass/fail outcomes, McNemar's exact test on the discordant items stands beside it
+(an item passes when every repeat passed). Power is computed at α / m, the level Holm's first
+step tests at, so it holds for every comparison of the family.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from evalsite.analysis.db import open_database
-from evalsite.analysis.items import item_matrix
+from evalsite.analysis.items import ItemMatrix, cluster_labels, item_matrix
 from evalsite.analysis.selection import ArmRun, require_comparable, runs_by_reference
+from evalsite.analysis.verdict import ArmPlace, PairVerdict, matrix_verdict
 from evalsite.errors import EvalsiteError
 from evalsite.project import Project
 from evalsite.stats import (
@@ -26,25 +29,27 @@ from evalsite.stats import (
     holm,
     mcnemar_exact,
     min_detectable_effect,
-    repeat_noise,
+    repeat_noise_test,
     required_n,
-    sign_flip_test,
 )
+from evalsite.stats.intervals import Interval
 
 ALPHA = 0.05
 POWER = 0.8
 SEED = 0
-_NOISE_SLACK = 1e-9
 
 
 @dataclass(frozen=True)
 class Comparison:
     """The run against one member of the family.
 
-    ``mean_diff`` = run − other over ``n_items`` shared items (``dropped`` more were not shared).
-    ``noise`` is the larger of the two runs' spread across repeats (None without repeats), and
-    ``within_noise`` says the difference is no larger than it. ``verdict`` reads the Holm-adjusted
-    sign-flip p at α. ``needed`` answers ``--effect`` (None without it)."""
+    ``mean_diff`` = run − other over ``n_items`` items every run of the family scored, with its
+    paired ``interval``; ``sign_flip`` is the test over the ``unit`` (item or cluster).
+    ``noise`` is the pooled spread of one repeat's mean and ``noise_p`` the test of Δ against it
+    (``stats.repeat_noise_test``, over the items present in every repeat of both; None without
+    enough repeats). ``within_noise`` is True when neither that test nor the Holm-adjusted paired
+    test rejects at α, so a significant difference is never "within noise". ``verdict`` reads the
+    Holm-adjusted sign-flip p at α. ``needed`` answers ``--effect`` (None without it)."""
 
     other: ArmRun
     n_items: int
@@ -52,11 +57,15 @@ class Comparison:
     mean: float
     other_mean: float
     mean_diff: float
+    interval: Interval
+    unit: str
+    n_units: int
     sign_flip: SignFlipResult
     holm_p: float
     mcnemar: McNemarResult | None
     mcnemar_holm_p: float | None
     noise: float | None
+    noise_p: float | None
     within_noise: bool | None
     verdict: str
     detectable: PowerAnalysis
@@ -65,23 +74,17 @@ class Comparison:
 
 @dataclass(frozen=True)
 class FamilyTest:
+    """``arms`` lists the run and its family in the order of their mean score, as the verdict does."""
+
     run: ArmRun
     alpha: float
     power_alpha: float
     power: float
     effect: float | None
     evaluator: str | None
+    arms: tuple[ArmPlace, ...]
     comparisons: tuple[Comparison, ...]
     correction: str = "Holm step-down over the family"
-
-
-@dataclass(frozen=True)
-class _Pair:
-    other: ArmRun
-    n_items: int
-    dropped: int
-    scores: tuple[np.ndarray, np.ndarray]
-    passed: tuple[np.ndarray | None, np.ndarray | None]
 
 
 def family_test(
@@ -95,67 +98,63 @@ def family_test(
     arms = runs_by_reference(project.runs_dir, [run, *others])
     first, family = arms[0], arms[1:]
     require_comparable(first, family)
-    database = open_database(project.runs_dir)
-    pairs = [_pair(database, first, other, evaluator) for other in family]
-    tests = [sign_flip_test(*pair.scores, seed=seed) for pair in pairs]
-    adjusted = holm([test.p_value for test in tests])
-    mcnemars = [_mcnemar(pair) for pair in pairs]
+    matrix = item_matrix(open_database(project.runs_dir), arms, evaluator)
+    if matrix.n_items < 2:
+        raise EvalsiteError(f"the runs share {matrix.n_items} scored item; a paired test needs 2")
+    _, clusters = cluster_labels(project, matrix)
+    verdict = matrix_verdict(matrix, alpha=alpha, seed=seed, groups=clusters,
+                             pairs=[(0, other) for other in range(1, len(arms))])
+    mcnemars = [_mcnemar(matrix, other) for other in range(1, len(arms))]
     known = [i for i, result in enumerate(mcnemars) if result is not None]
     mcnemar_adjusted = dict(zip(known, holm([mcnemars[i].p_value for i in known]) if known else []))
-    power_alpha = alpha / len(pairs)
+    power_alpha = alpha / len(family)
     comparisons = tuple(
-        _comparison(first, pair, test, adjusted[i], mcnemars[i], mcnemar_adjusted.get(i), alpha, power_alpha, effect)
-        for i, (pair, test) in enumerate(zip(pairs, tests))
+        _comparison(matrix, other, verdict.pair(0, other), mcnemars[other - 1], mcnemar_adjusted.get(other - 1), alpha,
+                    power_alpha, effect)
+        for other in range(1, len(arms))
     )
-    return FamilyTest(first, alpha, power_alpha, POWER, effect, evaluator, comparisons)
+    return FamilyTest(first, alpha, power_alpha, POWER, effect, evaluator, verdict.arms, comparisons)
 
 
-def _pair(database, first: ArmRun, other: ArmRun, evaluator: str | None) -> _Pair:
-    matrix = item_matrix(database, [first, other], evaluator)
-    if matrix.n_items < 2:
-        raise EvalsiteError(f"{first.run_id} and {other.run_id} share {matrix.n_items} scored item; a paired test needs 2")
-    return _Pair(
-        other, matrix.n_items, len(matrix.dropped),
-        (matrix.arm_scores(0), matrix.arm_scores(1)), (matrix.arm_passed(0), matrix.arm_passed(1)),
-    )
-
-
-def _mcnemar(pair: _Pair) -> McNemarResult | None:
-    mine, theirs = pair.passed
+def _mcnemar(matrix: ItemMatrix, other: int) -> McNemarResult | None:
+    mine, theirs = matrix.arm_passed(0), matrix.arm_passed(other)
     return None if mine is None or theirs is None else mcnemar_exact(mine, theirs)
 
 
 def _comparison(
-    first: ArmRun, pair: _Pair, test: SignFlipResult, holm_p: float, mcnemar: McNemarResult | None,
-    mcnemar_holm_p: float | None, alpha: float, power_alpha: float, effect: float | None,
+    matrix: ItemMatrix, other: int, pair: PairVerdict, mcnemar: McNemarResult | None, mcnemar_holm_p: float | None,
+    alpha: float, power_alpha: float, effect: float | None,
 ) -> Comparison:
-    mine, theirs = (np.nanmean(scores, axis=1) for scores in pair.scores)
-    noise = _noise(pair.scores)
-    within = None if noise is None else abs(test.mean_diff) <= noise + _NOISE_SLACK
+    scores = (matrix.arm_scores(0), matrix.arm_scores(other))
+    mine, theirs = (np.nanmean(s, axis=1) for s in scores)
+    difference = pair.difference
+    sign = 1.0 if pair.ahead == 0 else -1.0
+    mean_diff = float(mine.mean() - theirs.mean())
+    low, high = sorted((sign * difference.interval.low, sign * difference.interval.high))
+    noise = repeat_noise_test(*scores)
+    within = None if noise is None else pair.holm_p >= alpha and noise.p_value >= alpha
     diffs = mine - theirs
     return Comparison(
-        other=pair.other,
-        n_items=pair.n_items,
-        dropped=pair.dropped,
+        other=matrix.arms[other],
+        n_items=matrix.n_items,
+        dropped=len(matrix.dropped),
         mean=float(mine.mean()),
         other_mean=float(theirs.mean()),
-        mean_diff=test.mean_diff,
-        sign_flip=test,
-        holm_p=holm_p,
+        mean_diff=mean_diff,
+        interval=Interval(low, high, difference.interval.confidence, difference.interval.method),
+        unit=difference.unit,
+        n_units=difference.n_units,
+        sign_flip=difference.test,
+        holm_p=pair.holm_p,
         mcnemar=mcnemar,
         mcnemar_holm_p=mcnemar_holm_p,
-        noise=noise,
+        noise=None if noise is None else noise.spread,
+        noise_p=None if noise is None else noise.p_value,
         within_noise=within,
-        verdict=_verdict(first.label, pair.other.label, test.mean_diff, holm_p, alpha, within),
+        verdict=_verdict(matrix.arms[0].label, matrix.arms[other].label, mean_diff, pair.holm_p, alpha, within),
         detectable=min_detectable_effect(diffs, alpha=power_alpha, power=POWER),
         needed=None if effect is None else required_n(diffs, effect, alpha=power_alpha, power=POWER),
     )
-
-
-def _noise(scores: tuple[np.ndarray, np.ndarray]) -> float | None:
-    spreads = [repeat_noise(s).std for s in scores if s.shape[1] >= 2]
-    known = [s for s in spreads if math.isfinite(s)]
-    return max(known) if known else None
 
 
 def _verdict(label: str, other: str, mean_diff: float, holm_p: float, alpha: float, within_noise: bool | None) -> str:

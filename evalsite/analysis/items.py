@@ -9,25 +9,24 @@ latency); ``recorded`` tells a missing case from a case with an unknown value.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from pathlib import Path
 
 import numpy as np
 
 from evalsite.analysis.db import RunsDatabase
+from evalsite.analysis.metadata import cluster_key, dataset_labels
 from evalsite.analysis.selection import ArmRun
 from evalsite.errors import EvalsiteError
-from evalsite.experiment.datasets import load_dataset
 from evalsite.project import Project
 from evalsite.runlog.rows import item_order
 
 CASE_CELLS_SQL = """
 SELECT run_id, item_id, item_sha, coalesce(repeat, 0) AS repeat, score, passed::DOUBLE AS passed,
-       cost_usd, latency_ms
+       cost_usd, latency_ms, (input_tokens + output_tokens)::DOUBLE AS tokens
 FROM cases WHERE list_contains(?, run_id)
 """
 EVALUATOR_CELLS_SQL = """
 SELECT c.run_id, c.item_id, c.item_sha, coalesce(c.repeat, 0) AS repeat, s.score, s.passed::DOUBLE AS passed,
-       c.cost_usd, c.latency_ms
+       c.cost_usd, c.latency_ms, (c.input_tokens + c.output_tokens)::DOUBLE AS tokens
 FROM cases c LEFT JOIN (
     SELECT run_id, item_id, coalesce(repeat, 0) AS repeat,
            avg(score) FILTER (WHERE error IS NULL AND NOT coalesce(skipped, false)) AS score,
@@ -36,7 +35,7 @@ FROM cases c LEFT JOIN (
 ) s ON s.run_id = c.run_id AND s.item_id = c.item_id AND s.repeat = coalesce(c.repeat, 0)
 WHERE list_contains(?, c.run_id)
 """
-_CELL_FIELDS = ("score", "passed", "cost_usd", "latency_ms")
+_CELL_FIELDS = ("score", "passed", "cost_usd", "latency_ms", "tokens")
 _ARRAYS = (*_CELL_FIELDS, "recorded")
 
 
@@ -50,7 +49,7 @@ class DroppedItem:
 class ItemMatrix:
     """Cells of ``arms`` on the items they share, in natural item order.
 
-    ``score``, ``passed`` (1.0 / 0.0), ``cost_usd`` and ``latency_ms`` are items × arms × repeats
+    ``score``, ``passed`` (1.0 / 0.0), ``cost_usd``, ``latency_ms`` and ``tokens`` (input + output) are items × arms × repeats
     float arrays with NaN for "no value"; ``recorded`` is True where the case exists. Repeats are
     numbered per arm in order, so an arm with fewer repeats has NaN in its last columns.
     ``evaluator`` is the evaluator whose scores fill the matrix (None: the case score, which
@@ -64,6 +63,7 @@ class ItemMatrix:
     passed: np.ndarray
     cost_usd: np.ndarray
     latency_ms: np.ndarray
+    tokens: np.ndarray
     recorded: np.ndarray
     dropped: tuple[DroppedItem, ...]
     evaluator: str | None
@@ -126,7 +126,7 @@ def item_matrix(database: RunsDatabase, arms: tuple[ArmRun, ...] | list[ArmRun],
     cells, recorded = _cells(kept, per_arm)
     shas = tuple(next((c["item_sha"] for cases in per_arm for c in cases[i] if c["item_sha"]), None) for i in kept)
     return ItemMatrix(arms, tuple(kept), shas, cells["score"], cells["passed"], cells["cost_usd"],
-                      cells["latency_ms"], recorded, tuple(dropped), evaluator)
+                      cells["latency_ms"], cells["tokens"], recorded, tuple(dropped), evaluator)
 
 
 def _cells(kept: list[str], per_arm: list[dict[str, list[dict]]]) -> tuple[dict[str, np.ndarray], np.ndarray]:
@@ -202,25 +202,35 @@ class ItemLabels:
         return sum(value is not None for value in self.values)
 
 
+def dataset_path(matrix: ItemMatrix) -> str | None:
+    """The dataset file the first run names (None for imported runs, which name none)."""
+    return matrix.arms[0].header.dataset.path or None
+
+
 def item_labels(project: Project, matrix: ItemMatrix, key: str) -> ItemLabels:
     """``metadata[key]`` of every matrix item (``group`` for clusters, ``split`` for a holdout).
 
     Cases do not carry metadata, so the rows come from the dataset file in the first run's header;
     a row counts only while its hash still equals the ``item_sha`` the run recorded. Raises
     :class:`~evalsite.errors.DatasetError` when the file cannot be read."""
-    recorded_path = matrix.arms[0].header.dataset.path
+    recorded_path = dataset_path(matrix)
     if not recorded_path:
-        raise EvalsiteError(f"run {matrix.arms[0].run_id} records no dataset path, so its items' metadata is unknown")
-    path = Path(recorded_path) if Path(recorded_path).is_absolute() else project.root / recorded_path
-    rows = {item.item_id: item for item in load_dataset(path).items}
-    values, stale = [], 0
-    for item_id, sha in zip(matrix.item_ids, matrix.item_shas):
-        item = rows.get(item_id)
-        if item is None or (sha is not None and item.sha != sha):
-            stale += 1
-            values.append(None)
-            continue
-        metadata = item.row.get("metadata")
-        value = metadata.get(key) if isinstance(metadata, dict) else None
-        values.append(None if value is None else str(value))
-    return ItemLabels(key, tuple(values), recorded_path, stale)
+        raise EvalsiteError(f"run {matrix.arms[0].run_id} names no dataset file (an imported run?), so its items' metadata is unknown")
+    values, stale = dataset_labels(project.root, recorded_path, matrix.item_ids, matrix.item_shas, key)
+    return ItemLabels(key, values, recorded_path, stale)
+
+
+def cluster_labels(project: Project, matrix: ItemMatrix, key: str | None = None) -> tuple[str | None, tuple[str, ...] | None]:
+    """The cluster of every matrix item when some item declares one (``metadata[key]``), else
+    ``(None, None)``: items without the field are clusters of one. Runs whose dataset file is
+    unknown (imported runs) or unreadable have no clusters."""
+    chosen = key or cluster_key(project)
+    try:
+        labels = item_labels(project, matrix, chosen)
+    except EvalsiteError:
+        return None, None
+    if labels.labelled == 0:
+        return None, None
+    return chosen, tuple(
+        value if value is not None else f"\0item:{item_id}" for value, item_id in zip(labels.values, matrix.item_ids)
+    )

@@ -1,38 +1,26 @@
 """Many arms on one dataset: the leaderboard, its rank stability, and the pilot/holdout check.
 
-The leaderboard never prints an order the data does not support. Arms are listed by mean rank
-(Friedman ranks within items, 1 = best), then:
-
-* when the Friedman permutation test does not reject at α, every arm is tied with every other;
-* otherwise Nemenyi's critical difference groups the arms (``stats.tied_groups``): arms sharing
-  a letter are not separated by the data, and an arm's rank is the range of places it could
-  hold, e.g. ``2–3 (tied)``.
+The leaderboard is the verdict (:mod:`evalsite.analysis.verdict`) with each arm's figures: arms
+in the order of the statistic shown (mean score by default, ``--metric`` otherwise), separated
+only where the paired sign-flip tests, Holm-corrected over every pair, say so. Friedman and
+Nemenyi stay beside it as the omnibus test and the critical-difference picture.
 """
 
 from __future__ import annotations
 
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from evalsite.analysis.arms import ArmSummary, summarise_arms
-from evalsite.analysis.db import open_database
-from evalsite.analysis.items import DroppedItem, ItemLabels, ItemMatrix, item_labels, item_matrix
+from evalsite.analysis.db import RunsDatabase, open_database
+from evalsite.analysis.items import DroppedItem, ItemLabels, ItemMatrix, cluster_labels, item_labels, item_matrix
 from evalsite.analysis.selection import Selection, select_runs
+from evalsite.analysis.verdict import ArmPlace, Metric, Verdict, matrix_verdict, metric_values
 from evalsite.errors import EvalsiteError
 from evalsite.project import Project
-from evalsite.stats import (
-    FriedmanResult,
-    HoldoutCheck,
-    NemenyiResult,
-    RankStability,
-    TiedGroups,
-    friedman_test,
-    holdout_check,
-    nemenyi,
-    rank_stability,
-    tied_groups,
-)
+from evalsite.stats import HoldoutCheck, Interval, RankStability, holdout_check, rank_stability
 
 ALPHA = 0.05
 SEED = 0
@@ -41,138 +29,134 @@ STABILITY_LEVEL = 0.95
 
 @dataclass(frozen=True)
 class ArmsOnDataset:
-    """The comparable arms of one dataset and their aligned matrix: what every report here starts from."""
+    """The comparable arms of one dataset, their aligned matrix and, when items declare one, the
+    cluster of each item (``clusters``; None: every item is its own unit)."""
 
     selection: Selection
     matrix: ItemMatrix
+    clusters: tuple[Hashable, ...] | None = None
+    cluster_key: str | None = None
 
 
 def arms_on_dataset(project: Project, dataset: str | None = None, evaluator: str | None = None) -> ArmsOnDataset:
     """Choose the comparable runs of a dataset and read their cells (the leaderboard's data)."""
     database = open_database(project.runs_dir)
-    selection = select_runs(database, dataset, evaluator)
-    return ArmsOnDataset(selection, item_matrix(database, selection.arms, evaluator))
+    return arms_of_selection(project, database, select_runs(database, dataset, evaluator), evaluator)
+
+
+def arms_of_selection(
+    project: Project, database: RunsDatabase, selection: Selection, evaluator: str | None = None
+) -> ArmsOnDataset:
+    """The aligned matrix of chosen runs and, when items declare one, each item's cluster (the
+    site calls this for every comparable group, so its verdict is the command's)."""
+    matrix = item_matrix(database, selection.arms, evaluator)
+    key, clusters = cluster_labels(project, matrix)
+    return ArmsOnDataset(selection, matrix, clusters, key)
 
 
 @dataclass(frozen=True)
 class RankedArm:
-    """An arm's row: its figures, its mean rank, the places it could hold and its letters.
+    """An arm's row, in display order: ``arm_id``, the ranking statistic ``value`` with its
+    ``interval``, ``rank`` (1 = listed first), ``places`` (the best and worst position it could
+    hold given the arms the tests do not separate it from, printed by ``rank_text``), its group
+    ``letters``, its Friedman ``mean_rank`` and every figure in ``summary``."""
 
-    ``places`` is the (best, worst) place the arm could take given the arms it is tied with;
-    ``rank`` prints it: ``1`` when the data separates the arm from every other, ``2–3 (tied)``
-    when it could be second or third."""
-
-    summary: ArmSummary
-    mean_rank: float
+    arm_id: str | None
+    label: str
+    value: float
+    interval: Interval
+    rank: int
     places: tuple[int, int]
-    rank: str
+    rank_text: str
     letters: str
-
-
-@dataclass(frozen=True)
-class OrderVerdict:
-    """What the tests let a reader conclude about the order of the arms.
-
-    ``groups`` holds every arm in one group when Friedman does not reject (or there is one arm);
-    ``statement`` says it in a sentence."""
-
-    friedman: FriedmanResult | None
-    nemenyi: NemenyiResult | None
-    groups: TiedGroups
-    strict_order_supported: bool
-    alpha: float
-    statement: str
+    mean_rank: float
+    summary: ArmSummary
 
 
 @dataclass(frozen=True)
 class Leaderboard:
-    """Every comparable arm of one dataset, best mean rank first, with the verdict on their order.
+    """Every comparable arm of one dataset in the verdict's order, with the verdict itself.
 
-    ``stability`` answers "how many items does this order need" (None with one arm)."""
+    ``stability`` answers "how many items do the separated pairs need" (None with one arm)."""
 
     selection: Selection
     evaluator: str | None
     n_items: int
     dropped: tuple[DroppedItem, ...]
     arms: tuple[RankedArm, ...]
-    verdict: OrderVerdict
+    verdict: Verdict
     stability: RankStability | None
     seed: int
 
 
 def leaderboard(
-    project: Project, dataset: str | None = None, *, evaluator: str | None = None, alpha: float = ALPHA, seed: int = SEED
+    project: Project, dataset: str | None = None, *, evaluator: str | None = None, alpha: float = ALPHA,
+    seed: int = SEED, metric: Metric = Metric(),
 ) -> Leaderboard:
     data = arms_on_dataset(project, dataset, evaluator)
-    return leaderboard_of(data, evaluator=evaluator, alpha=alpha, seed=seed)
+    return leaderboard_of(data, evaluator=evaluator, alpha=alpha, seed=seed, metric=metric)
 
 
-def leaderboard_of(data: ArmsOnDataset, *, evaluator: str | None = None, alpha: float = ALPHA, seed: int = SEED) -> Leaderboard:
+def dataset_verdict(data: ArmsOnDataset, *, alpha: float = ALPHA, seed: int = SEED, metric: Metric = Metric()) -> Verdict:
+    """The verdict on the arms of one dataset (clusters as the unit when items declare them)."""
+    return matrix_verdict(data.matrix, metric=metric, alpha=alpha, seed=seed, groups=data.clusters)
+
+
+def leaderboard_of(
+    data: ArmsOnDataset, *, evaluator: str | None = None, alpha: float = ALPHA, seed: int = SEED,
+    metric: Metric = Metric(),
+) -> Leaderboard:
     """The leaderboard of arms already chosen and read (the site calls this with its own data)."""
     matrix = data.matrix
     summaries = summarise_arms(matrix, seed=seed)
-    verdict = order_verdict(matrix, alpha=alpha, seed=seed)
-    places = _places(verdict.groups)
+    verdict = dataset_verdict(data, alpha=alpha, seed=seed, metric=metric)
     mean_ranks = verdict.friedman.mean_ranks if verdict.friedman else (1.0,)
     arms = tuple(
-        RankedArm(summaries[arm], mean_ranks[arm], places[arm], _rank_text(places[arm]), verdict.groups.letters[arm])
-        for arm in verdict.groups.order
+        RankedArm(matrix.arms[p.arm].arm_id, p.label, p.value, p.interval, p.rank, p.places, p.rank_text, p.letters,
+                  mean_ranks[p.arm], summaries[p.arm])
+        for p in verdict.arms
     )
-    stability = _stability(matrix, seed) if len(matrix.arms) > 1 else None
+    stability = stability_of(data, verdict, seed) if len(matrix.arms) > 1 else None
     return Leaderboard(data.selection, evaluator, matrix.n_items, matrix.dropped, arms, verdict, stability, seed)
 
 
-def order_verdict(matrix: ItemMatrix, *, alpha: float = ALPHA, seed: int = SEED) -> OrderVerdict:
-    """Friedman first; Nemenyi's groups only when Friedman rejects at ``alpha``."""
-    labels = [arm.label for arm in matrix.arms]
-    if len(labels) == 1:
-        return OrderVerdict(None, None, tied_groups([1.0], 0.0), False, alpha, "one arm: nothing to rank")
-    friedman = friedman_test(matrix.score, seed=seed)
-    post_hoc = nemenyi(matrix.score, alpha=alpha)
-    ranks = np.asarray(friedman.mean_ranks)
-    if friedman.p_value >= alpha:
-        everyone = tied_groups(ranks, float(np.ptp(ranks)))
-        statement = (
-            f"Friedman p = {friedman.p_value:.4g} ≥ α = {alpha}: the data supports no order; "
-            "every arm is tied with every other"
-        )
-        return OrderVerdict(friedman, post_hoc, everyone, False, alpha, statement)
-    groups = tied_groups(ranks, post_hoc.critical_difference)
-    statement = _groups_statement(groups, labels, alpha)
-    return OrderVerdict(friedman, post_hoc, groups, groups.strict_order_supported, alpha, statement)
+def stability_of(data: ArmsOnDataset, verdict: Verdict, seed: int = SEED) -> RankStability:
+    """Rank stability of the arms of one dataset, for the pairs the verdict separates."""
+    return verdict_stability(metric_values(data.matrix, verdict.metric), verdict, seed)
 
 
-def _groups_statement(groups: TiedGroups, labels: list[str], alpha: float) -> str:
-    if groups.strict_order_supported:
-        return f"every arm is separated from every other at α = {alpha}: the order is supported"
-    tied = [", ".join(labels[arm] for arm in group) for group in groups.groups if len(group) > 1]
-    return (
-        f"not a strict order: the data does not separate {'; nor '.join(tied)} "
-        f"(Nemenyi at α = {alpha}); arms sharing a letter are tied"
-    )
+def verdict_stability(values: np.ndarray, verdict: Verdict, seed: int = SEED) -> RankStability:
+    """``stats.rank_stability`` of items × arms ``values`` (oriented so that higher is better)
+    checking only the pairs the verdict separates: nothing is reported for a gap the paired
+    tests cannot tell from chance."""
+    sign = -1.0 if verdict.metric.lower_is_better else 1.0
+    separated = [(p.ahead, p.behind) for p in verdict.pairs if p.separated]
+    return rank_stability(sign * np.asarray(values, dtype=float), pairs=separated, seed=seed, level=STABILITY_LEVEL)
 
 
-def _places(groups: TiedGroups) -> dict[int, tuple[int, int]]:
-    place = {arm: position + 1 for position, arm in enumerate(groups.order)}
-    result = {}
-    for arm in groups.order:
-        tied = {other for group in groups.groups if arm in group for other in group}
-        result[arm] = (min(place[other] for other in tied), max(place[other] for other in tied))
-    return result
-
-
-def _rank_text(places: tuple[int, int]) -> str:
-    best, worst = places
-    return str(best) if best == worst else f"{best}–{worst} (tied)"
-
-
-def _stability(matrix: ItemMatrix, seed: int) -> RankStability:
-    return rank_stability(matrix.score, seed=seed, level=STABILITY_LEVEL)
+def stability_sentence(stability: RankStability, labels: Sequence[str]) -> str:
+    """How many items the pairs the paired tests separate need; nothing for pairs they do not."""
+    level = f"{stability.level:.0%}"
+    if not stability.pairs:
+        return "the paired tests separate no pair of arms, so no order is reported as stable (needs: none)"
+    shown = ", ".join(f"{labels[a]} > {labels[b]}" for a, b in stability.pairs)
+    size: int | None
+    if stability.min_size_order is not None:
+        order = " > ".join(labels[arm] for arm in stability.full_order)
+        what, size, plural = f"this order ({order})", stability.min_size_order, False
+    else:
+        what, size, plural = f"the separated pairs ({shown}; the rest of the order is not supported)", stability.min_size_pairs, True
+    needs = (f"{what} {'are' if plural else 'is'} kept by fewer than {level} of bootstrap samples even at "
+             f"{stability.sizes[-1]} items" if size is None else f"{what} need{'' if plural else 's'} ~{size} items")
+    return (f"{needs}; you have {stability.n_items} — share of {stability.n_resamples:,} bootstrap samples "
+            "per size (with replacement) that keep every separated pair's direction")
 
 
 @dataclass(frozen=True)
 class StabilityReport:
-    """``evalsite rank-stability``: the order by mean and how many items reproduce it."""
+    """``evalsite rank-stability``: the arms in the verdict's order (``arms``; ``labels`` and
+    ``means`` follow the matrix order the stability's arm indices refer to) and how many items the pairs
+    the paired tests separate need (``stability.min_size_order`` is None unless every pair is)."""
 
     selection: Selection
     evaluator: str | None
@@ -180,20 +164,24 @@ class StabilityReport:
     dropped: tuple[DroppedItem, ...]
     labels: tuple[str, ...]
     means: tuple[float, ...]
+    arms: tuple[ArmPlace, ...]
+    verdict: Verdict
     stability: RankStability
 
 
 def stability_report(
-    project: Project, dataset: str | None = None, *, evaluator: str | None = None, seed: int = SEED
+    project: Project, dataset: str | None = None, *, evaluator: str | None = None, seed: int = SEED,
+    metric: Metric = Metric(), alpha: float = ALPHA,
 ) -> StabilityReport:
     data = arms_on_dataset(project, dataset, evaluator)
     matrix = data.matrix
     if len(matrix.arms) < 2:
         raise EvalsiteError(f"rank stability needs two arms; dataset {data.selection.dataset_id} has one comparable arm")
-    means = matrix.item_means().mean(axis=0)
+    verdict = dataset_verdict(data, alpha=alpha, seed=seed, metric=metric)
+    means = metric_values(matrix, metric).mean(axis=0)
     return StabilityReport(
         data.selection, evaluator, matrix.n_items, matrix.dropped, tuple(arm.label for arm in matrix.arms),
-        tuple(means.tolist()), _stability(matrix, seed),
+        tuple(means.tolist()), verdict.arms, verdict, stability_of(data, verdict, seed),
     )
 
 

@@ -34,7 +34,7 @@ class MatrixColumn:
 
 
 @dataclass(frozen=True)
-class MatrixCell:
+class ComparisonCell:
     """One run on one item. ``outlier``: in a divergent row, this output is not the row's majority
     answer (every cell of a divergent row without a clear majority is an outlier)."""
 
@@ -58,7 +58,7 @@ class MatrixRow:
     item_id: str
     input: Any
     expected: Any
-    cells: list[MatrixCell | None]
+    cells: list[ComparisonCell | None]
     best: list[str]
     fastest: list[str]
     cheapest: list[str]
@@ -112,10 +112,10 @@ def _tokens(case: dict) -> int | None:
     return case["input_tokens"] + case["output_tokens"]
 
 
-def _cell(run_id: str, cases: list[dict]) -> MatrixCell:
+def _cell(run_id: str, cases: list[dict]) -> ComparisonCell:
     answers = Counter(answer_key(c.get("output")) for c in cases)
     top = answers.most_common(1)[0][0]
-    return MatrixCell(
+    return ComparisonCell(
         run_id=run_id,
         output=next(c.get("output") for c in cases if answer_key(c.get("output")) == top),
         score=mean_score(cases),
@@ -128,7 +128,7 @@ def _cell(run_id: str, cases: list[dict]) -> MatrixCell:
     )
 
 
-def _winners(cells: list[MatrixCell], value: Callable[[MatrixCell], float | None], pick: Callable) -> list[str]:
+def _winners(cells: list[ComparisonCell], value: Callable[[ComparisonCell], float | None], pick: Callable) -> list[str]:
     known = [(cell.run_id, value(cell)) for cell in cells if value(cell) is not None]
     if len(known) < 2:
         return []

@@ -3,11 +3,12 @@
 The bootstrap resamples what is independent in the run:
 
 * items carrying a cluster key (``metadata.group`` by default) are not independent of their
-  cluster, so whole clusters are resampled (cluster BCa; each item's repeats are averaged
-  first, since the two-level bootstrap does not combine with clusters);
-* otherwise, with repeats, items and then each chosen item's repeats (two-level percentile), so
-  the interval includes the noise of rerunning;
+  cluster, so whole clusters are resampled (cluster BCa);
 * otherwise items (BCa).
+
+Each item's repeats are averaged first: the item mean already carries its rerun noise, so
+resampling items alone gives the whole variance of the mean; resampling repeats as well would
+count that noise twice (see ``evalsite.stats.intervals``).
 """
 
 from __future__ import annotations
@@ -18,10 +19,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from evalsite.analysis.db import open_database
-from evalsite.analysis.items import DroppedItem, ItemMatrix, item_labels, item_matrix
+from evalsite.analysis.items import DroppedItem, ItemMatrix, dataset_path, item_labels, item_matrix
 from evalsite.analysis.selection import ArmRun, runs_by_reference
 from evalsite.analysis.summary import run_noise
-from evalsite.errors import DatasetError
+from evalsite.errors import EvalsiteError
 from evalsite.project import Project
 from evalsite.stats import Flakiness, Interval, RepeatNoise, bootstrap_ci, flakiness
 
@@ -29,7 +30,7 @@ CONFIDENCE = 0.95
 SEED = 0
 N_RESAMPLES = 9999
 GROUP_KEY = "group"
-ITEMS, TWO_LEVEL, CLUSTERS = "items", "items, then repeats within each item", "clusters"
+ITEMS, CLUSTERS = "items", "clusters"
 
 
 def run_matrix(project: Project, run: str, evaluator: str | None = None) -> ItemMatrix:
@@ -47,8 +48,8 @@ class Estimate:
 
 @dataclass(frozen=True)
 class BootstrapReport:
-    """``resampled`` is what the bootstrap drew: ``items``, ``items, then repeats within each
-    item`` or ``clusters``; ``why`` says what in the data chose it. ``clusters`` counts the
+    """``resampled`` is what the bootstrap drew: ``items`` or ``clusters`` (each item's repeats
+    averaged first); ``why`` says what in the data chose it. ``clusters`` counts the
     resampled clusters (items without the key count as one cluster each)."""
 
     run: ArmRun
@@ -74,41 +75,39 @@ def bootstrap_report(
     matrix = run_matrix(project, run, evaluator)
     scores, passed = matrix.arm_scores(0), matrix.arm_passed(0)
     groups, why = _clusters(project, matrix, group_key)
-    if groups is not None:
-        resampled, units = CLUSTERS, (np.nanmean(scores, axis=1), None if passed is None else np.nanmean(passed, axis=1))
-    elif scores.shape[1] >= 2:
-        resampled, units = TWO_LEVEL, (scores, passed)
-        why = f"{why}; the run has {scores.shape[1]} repeats"
-    else:
-        resampled, units = ITEMS, (scores[:, 0], None if passed is None else passed[:, 0])
-        why = f"{why}; one repeat"
+    resampled = ITEMS if groups is None else CLUSTERS
+    repeats = scores.shape[1]
+    why = f"{why}; " + (f"each item's {repeats} repeats averaged first" if repeats >= 2 else "one repeat")
 
     def estimate(values: np.ndarray | None) -> Estimate | None:
         if values is None:
             return None
-        interval = bootstrap_ci(values, confidence=confidence, seed=seed, n_resamples=N_RESAMPLES, groups=groups)
-        return Estimate(float(np.nanmean(np.nanmean(values, axis=1)) if values.ndim == 2 else values.mean()), interval)
+        item_values = np.nanmean(values, axis=1)
+        interval = bootstrap_ci(item_values, confidence=confidence, seed=seed, n_resamples=N_RESAMPLES, groups=groups)
+        return Estimate(float(item_values.mean()), interval)
 
     return BootstrapReport(
         run=matrix.arms[0], evaluator=evaluator, n_items=matrix.n_items, n_repeats=scores.shape[1],
         dropped=matrix.dropped, resampled=resampled, why=why, group_key=group_key,
         clusters=None if groups is None else len(set(groups)), confidence=confidence, n_resamples=N_RESAMPLES,
-        seed=seed, mean=estimate(units[0]), pass_rate=estimate(units[1]),
+        seed=seed, mean=estimate(scores), pass_rate=estimate(passed),
     )
 
 
 def _clusters(project: Project, matrix: ItemMatrix, key: str) -> tuple[list[str] | None, str]:
     """Cluster labels when some item has ``metadata[key]``, and a note on how that was decided."""
+    if dataset_path(matrix) is None:
+        return None, "the run names no dataset file (an imported run), so no item metadata and no clusters"
     try:
         labels = item_labels(project, matrix, key)
-    except DatasetError as exc:
+    except EvalsiteError as exc:  # an imported run names no dataset file; a file may be unreadable
         return None, f"metadata unknown ({exc.message}), so no clusters"
     if labels.labelled == 0:
         return None, f"no item has metadata.{key}"
     groups = [value if value is not None else f"\0item:{item_id}" for value, item_id in zip(labels.values, matrix.item_ids)]
     alone = matrix.n_items - labels.labelled
     note = f"{labels.labelled} items have metadata.{key}" + (f"; {alone} without it are clusters of one" if alone else "")
-    return groups, note + ("; repeats averaged per item first" if matrix.arm_scores(0).shape[1] >= 2 else "")
+    return groups, note
 
 
 @dataclass(frozen=True)

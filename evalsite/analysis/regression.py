@@ -13,14 +13,18 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from statistics import fmean
 
+import numpy as np
+
 from evalsite.analysis.summary import summarise_run
 from evalsite.runlog.hashing import canonical_json
 from evalsite.runlog.rows import case_critical, item_order
 from evalsite.runlog.store import Run
 from evalsite.scoring.rescoring import rescore_items
-from evalsite.stats import paired_bootstrap_ci, sign_flip_test
+from evalsite.stats import NoiseTest, repeat_noise_test
+from evalsite.stats.pairs import paired_difference
 
 THRESHOLD = 0.05
+ALPHA = 0.05
 CONFIDENCE = 0.95
 SEED = 0
 IMPROVED, REGRESSED, UNCHANGED, GT_CHANGED, UNSCORED = "improved", "regressed", "unchanged", "gt_changed", "unscored"
@@ -64,8 +68,20 @@ class EvaluatorChange:
 @dataclass(frozen=True)
 class RegressionSummary:
     """``compared`` counts items with a score on both sides that are not ``gt_changed``; the means,
-    the interval and the paired test are over those items only. ``net_delta`` is the sum of their
-    item deltas (``mean_delta`` × ``compared``): how many items' worth of score moved, net."""
+    the interval and the paired test are over those items only.
+
+    ``unit`` is ``item``, or ``cluster`` when items declare one: the paired test then flips
+    whole clusters and the interval resamples them (``n_units`` of them), as in the verdict.
+
+    ``noise`` is the spread of one repeat's mean (given with ``--noise``, else pooled from the two
+    runs' per-repeat means over the ``noise_items`` items present in every repeat of both) and
+    ``noise_p`` the test of Δ against it (``stats.repeat_noise_test``). ``within_noise`` is True
+    when neither that test nor the paired test rejects at α: a rerun of the same arm is then
+    called "beyond noise" in at most 2α of comparisons, and a significant change is never
+    "within noise".
+
+    ``net_delta`` is the sum of the item deltas (``mean_delta`` × ``compared``): how many items'
+    worth of score moved, net."""
 
     compared: int
     improved: int
@@ -81,8 +97,12 @@ class RegressionSummary:
     confidence: float
     p_value: float | None
     test_kind: str | None
+    unit: str
+    n_units: int
     noise: float | None
     noise_source: str | None
+    noise_p: float | None
+    noise_items: int | None
     within_noise: bool | None
     net_delta: float | None = None
 
@@ -130,10 +150,11 @@ def classify(delta: float, threshold: float) -> str:
 
 def regression_report(
     project_root: Path, baseline: Run, current: Run, *, threshold: float = THRESHOLD, noise: float | None = None,
-    run_code: bool = True,
+    alpha: float = ALPHA, clusters: dict[str, str] | None = None, run_code: bool = True,
 ) -> RegressionReport:
-    """Compare ``current`` with ``baseline`` (two runs already found comparable); ``run_code``
-    false re-scores only with evaluators that run no project code and call no model."""
+    """Compare ``current`` with ``baseline`` (two runs already found comparable); ``clusters``
+    maps item ids to their cluster when items declare one; ``run_code`` false re-scores only with
+    evaluators that run no project code and call no model."""
     before, after = cases_by_item(baseline.cases), cases_by_item(current.cases)
     shared = sorted(before.keys() & after.keys(), key=item_order)
     edited = [i for i in shared if _expected(before[i]) != _expected(after[i])]
@@ -154,7 +175,8 @@ def regression_report(
     critical = {i for i in kept if any(case_critical(c, {i: i in listed}) for c in after[i])}
     return RegressionReport(
         threshold=threshold,
-        summary=_summary(changes, len(gt_changed), _noise(noise, baseline, current)),
+        summary=_summary(changes, len(gt_changed), _noise_test(noise, before, after, [c.item_id for c in changes]), alpha,
+                         clusters),
         items=sorted(changes + gt_changed, key=lambda c: item_order(c.item_id)),
         only_in_baseline=sorted(before.keys() - after.keys(), key=item_order),
         only_in_current=sorted(after.keys() - before.keys(), key=item_order),
@@ -236,32 +258,44 @@ def evaluator_change(name: str, before: dict[str, list[dict]], after: dict[str, 
     )
 
 
-def _noise_std(run: Run) -> float | None:
-    """The run's noise as its summary measures it (None with fewer than two repeats)."""
-    noise = summarise_run(run.cases).noise
-    return None if noise is None else _finite(noise.std)
+def repeat_scores(cases_by_id: dict[str, list[dict]], item_ids: list[str]) -> np.ndarray:
+    """Items × repeats scores of one run (NaN where a repeat has no score), repeats in order."""
+    repeats = sorted({c.get("repeat") or 0 for i in item_ids for c in cases_by_id[i]})
+    column = {repeat: index for index, repeat in enumerate(repeats)}
+    matrix = np.full((len(item_ids), len(repeats)), np.nan)
+    for row, item_id in enumerate(item_ids):
+        for c in cases_by_id[item_id]:
+            if c.get("score") is not None:
+                matrix[row, column[c.get("repeat") or 0]] = c["score"]
+    return matrix
 
 
 def _finite(value: float | None) -> float | None:
     return None if value is None or math.isnan(value) else value
 
 
-def _noise(given: float | None, baseline: Run, current: Run) -> tuple[float | None, str | None]:
-    if given is not None:
-        return given, "given"
-    measured = [n for n in (_noise_std(baseline), _noise_std(current)) if n is not None]
-    return (max(measured), "repeats") if measured else (None, None)
+def _noise_test(given: float | None, before: dict, after: dict, item_ids: list[str]) -> tuple[NoiseTest | None, str | None]:
+    """Δ against the repeat-to-repeat spread: the given σ, else the two runs' repeats (aligned on
+    the items present in every repeat of both)."""
+    if not item_ids:
+        return None, None
+    test = repeat_noise_test(repeat_scores(after, item_ids), repeat_scores(before, item_ids), given=given)
+    return test, None if test is None else ("given" if given is not None else "repeats")
 
 
-def _summary(changes: list[ItemChange], gt_changed: int, noise: tuple[float | None, str | None]) -> RegressionSummary:
+def _summary(
+    changes: list[ItemChange], gt_changed: int, noise: tuple[NoiseTest | None, str | None], alpha: float,
+    clusters: dict[str, str] | None,
+) -> RegressionSummary:
     baseline = [c.baseline_score for c in changes]
     current = [c.current_score for c in changes]
     counts = {kind: sum(1 for c in changes if c.classification == kind) for kind in (IMPROVED, REGRESSED, UNCHANGED)}
     mean_delta = fmean(current) - fmean(baseline) if changes else None
-    test = sign_flip_test(current, baseline, seed=SEED) if changes else None
-    low, high = paired_bootstrap_ci(current, baseline, confidence=CONFIDENCE, seed=SEED) if changes else (None, None)
+    groups = None if not clusters else [clusters.get(c.item_id, f"\0item:{c.item_id}") for c in changes]
+    test = paired_difference(current, baseline, groups=groups, seed=SEED, confidence=CONFIDENCE) if changes else None
+    low, high = (test.interval.low, test.interval.high) if test else (None, None)
     low, high = _finite(low), _finite(high)
-    level, source = noise
+    noise_test, source = noise
     return RegressionSummary(
         compared=len(changes),
         improved=counts[IMPROVED],
@@ -277,8 +311,12 @@ def _summary(changes: list[ItemChange], gt_changed: int, noise: tuple[float | No
         confidence=CONFIDENCE,
         p_value=test.p_value if test else None,
         test_kind=test.kind if test else None,
-        noise=level,
+        unit="item" if groups is None else "cluster",
+        n_units=test.n_units if test else 0,
+        noise=None if noise_test is None else noise_test.spread,
         noise_source=source,
-        within_noise=None if level is None or mean_delta is None else abs(mean_delta) <= level + _FLOAT_SLACK,
+        noise_p=None if noise_test is None else noise_test.p_value,
+        noise_items=None if noise_test is None else noise_test.n_items,
+        within_noise=None if noise_test is None or test is None else test.p_value >= alpha and noise_test.p_value >= alpha,
         net_delta=math.fsum(c.delta for c in changes) if changes else None,
     )

@@ -43,7 +43,7 @@ COMMANDS = (
     CommandEntry("noise", "analysis:noise_command", "RUN's spread across repeats and each item's flakiness."),
     CommandEntry("promote", "compare:promote_command", "Make RUN the baseline of its arm, with a reason."),
     CommandEntry("query", "query:query_command", "Run SQL over the views runs, cases and scores."),
-    CommandEntry("rank-stability", "analysis:rank_stability_command", "How many items the order of the arms on a dataset needs."),
+    CommandEntry("rank-stability", "analysis:rank_stability_command", "How many items the separated part of the order of the arms needs."),
     CommandEntry("rescore", "rescore:rescore_command", "Re-score a run's outputs as a new run."),
     CommandEntry("run", "run:run_command", "Execute an experiment: one run per arm, written under runs/."),
     CommandEntry("runs", "runs:runs_command", "List runs, newest first."),

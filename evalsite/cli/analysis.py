@@ -13,6 +13,7 @@ from evalsite.analysis import (
     plain,
     stability_report,
 )
+from evalsite.analysis.verdict import METRICS, choose_metric
 from evalsite.cli import analysis_output as show
 from evalsite.cli.output import print_json, warn_unreadable_runs
 from evalsite.project import find_project
@@ -29,6 +30,14 @@ evaluator_option = click.option(
 seed_option = click.option("--seed", type=int, default=0, show_default=True, help="Seed of every random resample.")
 json_option = click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 alpha_option = click.option("--alpha", type=LEVEL, default=0.05, show_default=True, help="Significance level.")
+metric_option = click.option(
+    "--metric", type=click.Choice(list(METRICS)), default="score", show_default=True,
+    help="Rank by this statistic (mean over items): cost, latency and tokens rank lowest first.",
+)
+direction_option = click.option(
+    "--direction", type=click.Choice(["higher", "lower"]),
+    help="Which way is better for --metric (default: evalsite.toml [analysis.direction], else by name).",
+)
 
 
 def _emit(report, as_json: bool, printer) -> None:
@@ -41,17 +50,22 @@ def _emit(report, as_json: bool, printer) -> None:
 @click.command("leaderboard")
 @dataset_option
 @evaluator_option
+@metric_option
+@direction_option
 @alpha_option
 @seed_option
 @json_option
-def leaderboard_command(dataset, evaluator, alpha, seed, as_json) -> None:
+def leaderboard_command(dataset, evaluator, metric, direction, alpha, seed, as_json) -> None:
     """Every arm on a dataset, and the order the data supports.
 
-    Quality with intervals, pass rate, cost, latency and noise per arm; the Friedman test and
-    Nemenyi groups decide which arms are tied; runs left out are listed with the reason."""
+    Arms in the order of the statistic shown; paired sign-flip tests between every pair,
+    Holm-corrected, decide which arms are separated; Friedman and Nemenyi beside them as the
+    omnibus test; runs left out are listed with the reason."""
     project = find_project()
     warn_unreadable_runs(project.runs_dir)
-    _emit(leaderboard(project, dataset, evaluator=evaluator, alpha=alpha, seed=seed), as_json, show.leaderboard)
+    chosen = choose_metric(metric, direction, project.settings)
+    report = leaderboard(project, dataset, evaluator=evaluator, alpha=alpha, seed=seed, metric=chosen)
+    _emit(report, as_json, show.leaderboard)
 
 
 @click.command("family-test")
@@ -83,8 +97,8 @@ def family_test_command(run, others, alpha, effect, evaluator, seed, as_json) ->
 def bootstrap_command(run, confidence, seed, group_key, evaluator, as_json) -> None:
     """Intervals for RUN's mean and pass rate.
 
-    Clustered when items carry metadata.<group>, two-level when the run has repeats, else BCa
-    over items; the output says which and why."""
+    BCa over clusters when items carry metadata.<group>, else over items, each item's repeats
+    averaged first; the output says which and why."""
     report = bootstrap_report(find_project(), run, evaluator=evaluator, confidence=confidence, seed=seed, group_key=group_key)
     _emit(report, as_json, show.bootstrap)
 
@@ -92,14 +106,20 @@ def bootstrap_command(run, confidence, seed, group_key, evaluator, as_json) -> N
 @click.command("rank-stability")
 @dataset_option
 @evaluator_option
+@metric_option
+@direction_option
+@alpha_option
 @seed_option
 @json_option
-def rank_stability_command(dataset, evaluator, seed, as_json) -> None:
-    """How many items the order of the arms on a dataset needs.
+def rank_stability_command(dataset, evaluator, metric, direction, alpha, seed, as_json) -> None:
+    """How many items the separated part of the order of the arms needs.
 
-    Share of random item subsets that reproduce the order and the top arm, per subset size,
-    and each arm's bootstrap rank interval."""
-    _emit(stability_report(find_project(), dataset, evaluator=evaluator, seed=seed), as_json, show.stability)
+    Only pairs the paired tests separate are checked: per size, the share of bootstrap samples
+    that keep them, and each arm's bootstrap rank interval."""
+    project = find_project()
+    chosen = choose_metric(metric, direction, project.settings)
+    report = stability_report(project, dataset, evaluator=evaluator, seed=seed, metric=chosen, alpha=alpha)
+    _emit(report, as_json, show.stability)
 
 
 @click.command("noise")

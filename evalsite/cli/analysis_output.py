@@ -15,12 +15,20 @@ from evalsite.analysis import (
     StabilityReport,
 )
 from evalsite.analysis.items import DroppedItem
+from evalsite.analysis.leaderboard import stability_sentence
 from evalsite.analysis.selection import LeftOut
+from evalsite.analysis.verdict import Metric, Verdict, detectable_phrase
 from evalsite.cli.output import print_table
 from evalsite.runlog.records import RunStatus
-from evalsite.stats import Interval, RankStability, SignFlipResult
+from evalsite.stats import Interval, SignFlipResult
 
 SHOWN_DROPPED = 10
+#: Below this many units the normal approximation of the power figures is optimistic.
+SMALL_N = 30
+POWER_CAVEAT = (
+    "optimistic below ~30 items (the sign-flip test is discrete and the t correction is ignored): a stated 80% is "
+    "about 45% at 6 items, 70% at 10, 77% at 30 (seeded simulation, docs/reference/statistics.md)"
+)
 
 
 def _table(rows: list[dict]) -> None:
@@ -74,15 +82,17 @@ def _left_out(left_out: tuple[LeftOut, ...]) -> None:
 
 def leaderboard(board: Leaderboard) -> None:
     selection = board.selection
+    verdict = board.verdict
     click.echo(f"leaderboard · dataset {selection.dataset_id} · {_scored_by(board.evaluator, selection.evaluators)}")
-    click.echo(f"{len(board.arms)} arm{'s' * (len(board.arms) != 1)} · {board.n_items} items scored in every arm")
+    click.echo(f"{len(board.arms)} arm{'s' * (len(board.arms) != 1)} · {board.n_items} items scored in every arm"
+               + _unit_note(verdict))
     _dropped(board.dropped)
-    confidence = board.arms[0].summary.mean_interval.confidence
-    ci_column = f"{confidence:.0%} CI"
+    confidence = board.arms[0].interval.confidence
+    statistic = _statistic_name(verdict.metric)
     rows = [
         {
-            "rank": arm.rank, "group": arm.letters, "arm": arm.summary.arm.label, "mean": number(arm.summary.mean),
-            ci_column: interval(arm.summary.mean_interval), "pass rate": number(arm.summary.pass_rate),
+            "rank": arm.rank_text, "group": arm.letters, "arm": arm.label, statistic: number(arm.value),
+            f"{confidence:.0%} CI": interval(arm.interval), "pass rate": number(arm.summary.pass_rate),
             "cost/item": usd(arm.summary.cost.per_item), "cost/correct": usd(arm.summary.cost.per_correct),
             "p50 ms": number(arm.summary.latency.p50_ms, 1), "p95 ms": number(arm.summary.latency.p95_ms, 1),
             "noise σ": number(arm.summary.noise.std) if arm.summary.noise else "—",
@@ -93,45 +103,64 @@ def leaderboard(board: Leaderboard) -> None:
     click.echo()
     _table(rows)
     click.echo()
-    verdict = board.verdict
-    click.echo(f"order: {verdict.statement}")
-    if verdict.friedman is not None:
-        f = verdict.friedman
-        click.echo(
-            f"Friedman χ² = {f.statistic:.3f} (tie-corrected), p = {p_value(f.p_value)} (permutation p: Monte Carlo over "
-            f"{f.n_resamples:,} within-item shuffles, seed {f.seed}, ± {f.std_error:.2g}); asymptotic χ² p = {p_value(f.p_value_chi2)}"
-        )
-        n = verdict.nemenyi
-        click.echo(
-            f"{n.method}: critical difference {n.critical_difference:.3f} in mean rank at α = {n.alpha}; "
-            "it groups arms only when Friedman rejects"
-        )
+    click.echo(f"verdict: {verdict.headline}")
+    _pairs(verdict)
+    _omnibus(verdict)
     if board.stability is not None:
         click.echo(f"rank stability: {stability_sentence(board.stability, [arm.label for arm in selection.arms])}")
-    first = board.arms[0].summary
     click.echo(
-        f"intervals: {first.mean_interval.method} bootstrap over items, seed {board.seed} · noise σ: spread of per-repeat "
-        "means · cost: USD over the compared cases, unknown when any case's cost is · latency: nearest rank"
+        f"order: by {statistic} ({verdict.metric.direction}; direction from {verdict.metric.direction_from}) · groups: "
+        f"arms sharing a letter are not separated by the paired tests · intervals: {_interval_method(board)} "
+        f"bootstrap over {verdict.unit}s, seed {board.seed} · noise σ: spread of per-repeat means over the items in every "
+        "repeat · cost: USD over the compared cases, unknown when any case's cost is · latency: nearest rank"
     )
     click.echo()
     _left_out(selection.left_out)
 
 
-def stability_sentence(stability: RankStability, labels: list[str] | tuple[str, ...]) -> str:
-    """"this order needs ~N items; you have M", naming the order by mean that was tested."""
-    level = f"{stability.level:.0%}"
-    order = " > ".join(labels[arm] for arm in stability.full_order)
+def _interval_method(board: Leaderboard) -> str:
+    """The bootstrap the intervals used, named by an arm whose data was not degenerate."""
+    methods = [arm.interval.method for arm in board.arms]
+    return next((m for m in methods if not m.startswith(("degenerate", "undefined"))), methods[0])
 
-    def needs(size: int | None, what: str) -> str:
-        if size is None:
-            return f"{what} is not reproduced by {level} of subsets even at {stability.sizes[-1]} items"
-        return f"{what} needs ~{size} items"
 
-    return (
-        f"{needs(stability.min_size_order, f'this order ({order})')}; you have {stability.n_items} "
-        f"({needs(stability.min_size_top, 'the top arm')}) — {level} of {stability.n_resamples:,} random subsets "
-        "per size reproduce it"
+def _statistic_name(metric: Metric) -> str:
+    return "mean" if metric.name == "score" else f"mean {metric.name}"
+
+
+def _unit_note(verdict: Verdict) -> str:
+    return "" if verdict.unit == "item" else f" · unit: cluster ({verdict.n_units} clusters; tests flip and intervals resample whole clusters)"
+
+
+def _pairs(verdict: Verdict) -> None:
+    """Every pair's paired difference with its interval and Holm-adjusted p."""
+    if not verdict.pairs:
+        return
+    click.echo(f"pairs (paired sign-flip over {verdict.unit}s, {verdict.correction}, α = {verdict.alpha}):")
+    _table([
+        {"pair": f"{p.ahead_label} − {p.behind_label}", "Δ": f"{p.difference.mean_diff:+.3f}",
+         f"{p.difference.interval.confidence:.0%} CI": interval(p.difference.interval),
+         "p": p_value(p.difference.p_value), "Holm p": p_value(p.holm_p),
+         "verdict": "separated" if p.separated else detectable_phrase(p)}
+        for p in verdict.pairs
+    ])
+
+
+def _omnibus(verdict: Verdict) -> None:
+    click.echo(verdict.omnibus)
+    f, n = verdict.friedman, verdict.nemenyi
+    if f is None or n is None:
+        return
+    click.echo(
+        f"  Friedman χ² = {f.statistic:.3f} (tie-corrected), permutation p = {p_value(f.p_value)} (Monte Carlo over "
+        f"{f.n_resamples:,} within-item shuffles, seed {f.seed}, ± {f.std_error:.2g}); asymptotic χ² p = {p_value(f.p_value_chi2)}"
     )
+    click.echo(
+        f"  {n.method}: critical difference {n.critical_difference:.3f} in mean rank at α = {n.alpha} "
+        "(the critical-difference picture; the order and groups come from the paired tests)"
+    )
+    if verdict.agreement:
+        click.echo(f"  {verdict.agreement}")
 
 
 def _sign_flip_kind(test: SignFlipResult) -> str:
@@ -154,9 +183,10 @@ def family(report: FamilyTest) -> None:
     rows = [
         {
             "vs": c.other.label, "items": c.n_items, "mean": number(c.mean), "other": number(c.other_mean),
-            "Δ": f"{c.mean_diff:+.3f}", "sign-flip p": p_value(c.sign_flip.p_value), "kind": _sign_flip_kind(c.sign_flip),
+            "Δ": f"{c.mean_diff:+.3f}", f"{c.interval.confidence:.0%} CI": interval(c.interval),
+            "sign-flip p": p_value(c.sign_flip.p_value), "kind": _sign_flip_kind(c.sign_flip),
             "Holm p": p_value(c.holm_p), "McNemar p": p_value(c.mcnemar.p_value) if c.mcnemar else "—",
-            "McNemar Holm p": p_value(c.mcnemar_holm_p), "noise": _noise_label(c.noise, c.within_noise),
+            "McNemar Holm p": p_value(c.mcnemar_holm_p), "noise": _noise_label(c.noise, c.noise_p, c.within_noise),
             "verdict": c.verdict,
         }
         for c in report.comparisons
@@ -166,11 +196,12 @@ def family(report: FamilyTest) -> None:
     click.echo()
     click.echo(
         "sign-flip: two-sided paired randomisation test on per-item means over repeats; McNemar: exact binomial test "
-        "on discordant pass/fail items (an item passes when at least half its repeats pass)"
+        "on discordant pass/fail items (an item passes when every repeat passed, so with repeats McNemar compares how "
+        "reliably items pass, not the mean; the verdict reads the sign-flip test)"
     )
     click.echo(
         f"power: normal approximation, two-sided paired test at α/m = {report.power_alpha:.4g} (Holm's strictest step), "
-        f"power {report.power}"
+        f"power {report.power}" + (f"; {POWER_CAVEAT}" if any(c.n_units < SMALL_N for c in report.comparisons) else "")
     )
     for c in report.comparisons:
         detectable = "no effect (too few items)" if math.isinf(c.detectable.effect) else f"|Δ| ≥ {c.detectable.effect:.3f}"
@@ -181,10 +212,10 @@ def family(report: FamilyTest) -> None:
         click.echo(f"vs {c.other.label}: {c.dropped} items not scored in both runs were left out")
 
 
-def _noise_label(noise: float | None, within: bool | None) -> str:
+def _noise_label(noise: float | None, noise_p: float | None, within: bool | None) -> str:
     if noise is None:
         return "unknown"
-    return f"{'within' if within else 'beyond'} {noise:.3f}"
+    return f"{'within' if within else 'beyond'} σ {noise:.3f} (p {noise_p:.2g})"
 
 
 def bootstrap(report: BootstrapReport) -> None:
@@ -211,18 +242,21 @@ def stability(report: StabilityReport) -> None:
     s = report.stability
     click.echo(
         f"rank stability · dataset {report.selection.dataset_id} · {len(report.labels)} arms · {report.n_items} items · "
-        f"{s.n_resamples:,} random subsets per size (without replacement), seed {s.seed}"
+        f"{s.n_resamples:,} bootstrap samples per size (with replacement), seed {s.seed}"
     )
     _dropped(report.dropped)
-    click.echo("the order by mean is tested as it is; `evalsite leaderboard` says which of its gaps are significant")
-    click.echo()
-    _table([{"items": size, "order reproduced": number(po), "top reproduced": number(pt)}
-            for size, po, pt in zip(s.sizes, s.p_order, s.p_top)])
+    click.echo(f"verdict: {report.verdict.headline}")
+    click.echo("only the pairs the paired tests separate are checked: a gap they cannot tell from chance has no stable order")
+    if s.pairs:
+        click.echo()
+        columns = [("items", s.sizes), ("separated pairs kept", s.p_order)] + ([("top arm kept", s.p_top)] if s.p_top else [])
+        _table([{name: (value if name == "items" else number(value)) for name, value in zip([c for c, _ in columns], row)}
+                for row in zip(*[values for _, values in columns])])
     click.echo()
     click.echo(stability_sentence(s, report.labels))
-    click.echo(f"\nrank intervals ({s.level:.0%}, bootstrap over items; 1 = best):")
-    _table([{"arm": label, "mean": number(mean), "rank": _rank_interval(s.rank_intervals[arm])}
-            for arm, (label, mean) in enumerate(zip(report.labels, report.means))])
+    click.echo(f"\nrank intervals ({s.level:.0%}, bootstrap over items at full size; 1 = best):")
+    _table([{"rank": place.rank_text, "arm": place.label, _statistic_name(report.verdict.metric): number(place.value),
+             "rank interval": _rank_interval(s.rank_intervals[place.arm])} for place in report.arms])
     click.echo()
     _left_out(report.selection.left_out)
 
@@ -240,10 +274,12 @@ def noise(report: NoiseReport, all_items: bool) -> None:
         click.echo("one repeat: the run-to-run spread cannot be measured; rerun with --repeat N (N ≥ 2)")
     else:
         means = ", ".join(number(m) for m in report.noise.repeat_means)
+        left_out = report.noise.items_left_out
         click.echo(
-            f"repeat means: {means} → run-to-run spread σ = {number(report.noise.std)} ({report.noise.method}); "
-            "a difference between arms within it is noise"
+            f"repeat means: {means} → run-to-run spread σ = {number(report.noise.std)} ({report.noise.method}: "
+            f"{report.noise.n_items} items" + (f"; {left_out} lacking a repeat left out" if left_out else "") + ")"
         )
+        click.echo("compare and family-test test a difference against this spread (a t-test of per-repeat means at α)")
     if report.k is None:
         click.echo("no pass rule: pass/fail flakiness does not apply")
         return
@@ -284,5 +320,10 @@ def holdout(report: HoldoutReport) -> None:
         f"Kendall τ-b = {number(check.kendall_tau)} (p = {p_value(check.kendall_p_value)}, scipy.stats.kendalltau: exact "
         f"for few arms without ties, else asymptotic) — {check.method}"
     )
+    if not check.kendall_can_reach(0.05):
+        click.echo(
+            f"with {len(report.labels)} arms Kendall's test cannot reach p < 0.05 (even a perfect agreement gives p = "
+            f"{check.kendall_min_p:.3g}); read the order, not the p-value"
+        )
     click.echo()
     _left_out(report.selection.left_out)

@@ -32,15 +32,17 @@ DIFF_VALUE_WIDTH = 60
 @click.option("--threshold", type=click.FloatRange(min=0), default=THRESHOLD, show_default=True,
               help="Per-item score change beyond which an item counts as improved or regressed.")
 @click.option("--noise", type=click.FloatRange(min=0),
-              help="The arm's noise: a mean Δ at or below it is labelled noise (default: measured from repeats).")
+              help="The spread σ of one repeat's mean score: Δ is tested against it (default: measured from repeats).")
 @click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=ALPHA, show_default=True,
               help="Significance level of the paired test for the gate.")
 @click.option("--fail-on", type=click.Choice(["regression"]),
               help="Exit 1 on a significant regression or a critical row newly failing.")
+@click.option("--allow-missing-baseline", is_flag=True,
+              help="With --fail-on regression, pass when the run has no baseline (a first run) instead of failing.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("--summary", "summary_file", type=click.Path(path_type=Path),
               help="Append a markdown summary here (also to $GITHUB_STEP_SUMMARY when set).")
-def compare_command(run, baseline, threshold, noise, alpha, fail_on, as_json, summary_file) -> None:
+def compare_command(run, baseline, threshold, noise, alpha, fail_on, allow_missing_baseline, as_json, summary_file) -> None:
     """Compare RUN with its baseline, fingerprint first.
 
     Prints the fingerprint diff, refuses runs that are not comparable, and reports what
@@ -54,7 +56,13 @@ def compare_command(run, baseline, threshold, noise, alpha, fail_on, as_json, su
         print_report(report)
     write_summary(compare_markdown(report), summary_file)
     report.refuse_if_not_comparable()
+    if fail_on == "regression" and report.baseline is None and not allow_missing_baseline:
+        click.echo("gate: fail: no baseline to compare with, so no regression can be ruled out "
+                   "(promote one, or pass --allow-missing-baseline to accept a first run)", err=True)
+        sys.exit(1)
     if fail_on == "regression" and report.gate is not None and report.gate.failed:
+        for reason in report.gate.reasons:
+            click.echo(f"gate: fail: {reason}", err=True)
         sys.exit(1)
 
 
@@ -105,7 +113,7 @@ def print_report(report: ComparisonReport) -> None:
     if verdict.comparable:
         note = "; expected values edited" if verdict.ground_truth_edited else ""
         click.echo(f"comparable: same questions and evaluators{note}")
-        _print_regression(report.regression)
+        _print_regression(report.regression, report.gate.alpha)
         gate = report.gate
         click.echo(f"gate (α = {gate.alpha}): " + ("fail: " + "; ".join(gate.reasons) if gate.failed else "pass"))
 
@@ -122,21 +130,31 @@ def _print_diff(report: ComparisonReport) -> None:
     click.echo()
 
 
-def _print_regression(report: RegressionReport) -> None:
+def noise_phrase(s, alpha: float) -> str:
+    """The noise verdict in words; it never says "within noise" for a change the paired test separates."""
+    if s.noise is None:
+        return "noise unknown (repeat the run or pass --noise)"
+    spread = f"repeat spread σ {s.noise:.3f} ({s.noise_source}), noise test p = {s.noise_p:.3g} over {s.noise_items} items"
+    if s.within_noise:
+        return f"within noise ({spread}; neither test separates Δ at α = {alpha})"
+    if s.noise_p >= alpha:
+        return f"not noise: the paired test separates Δ, though the repeat spread alone would not ({spread})"
+    return f"beyond noise ({spread})"
+
+
+def _print_regression(report: RegressionReport, report_alpha: float) -> None:
     s = report.summary
     click.echo(
         f"\nitems: {s.compared} compared · {s.improved} improved · {s.regressed} regressed · "
         f"{s.unchanged} unchanged · {s.gt_changed} gt_changed · {s.rescored} re-scored  (threshold {report.threshold})"
     )
     if s.compared:
-        noise = "noise unknown (repeat the run or pass --noise)"
-        if s.noise is not None:
-            label = "within noise" if s.within_noise else "beyond noise"
-            noise = f"{label} (noise {s.noise:.3f}, {s.noise_source})"
+        noise = noise_phrase(s, report_alpha)
         click.echo(
             f"mean: {s.baseline_mean:.3f} → {s.current_mean:.3f}  Δ {s.mean_delta:+.3f} (net {s.net_delta:+.3f})  "
             f"{s.confidence:.0%} CI [{_signed(s.ci_low)}, {_signed(s.ci_high)}]  "
-            f"paired sign-flip p = {s.p_value:.4g} ({s.test_kind})  {noise}"
+            f"paired sign-flip p = {s.p_value:.4g} ({s.test_kind}"
+            + (f", whole clusters flipped: {s.n_units} clusters" if s.unit == "cluster" else "") + f")  {noise}"
         )
     for classification, title in ((REGRESSED, "regressed"), (IMPROVED, "improved"), (GT_CHANGED, "gt_changed, left out of every number")):
         items = report.classified(classification)

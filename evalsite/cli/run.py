@@ -12,7 +12,7 @@ import click
 from evalsite.analysis.ci_files import write_junit, write_summary
 from evalsite.analysis.markdown import compare_markdown, run_junit_outcomes, runs_markdown
 from evalsite.cli.output import print_json, print_table, warn
-from evalsite.cli.run_report import baseline_reports, regression_failed, report_batch, resume_line
+from evalsite.cli.run_report import baseline_reports, regression_failed, report_batch, report_failures, resume_line
 from evalsite.errors import ProjectError
 from evalsite.execute.prepare import prepare_plan
 from evalsite.execute.progress import Progress
@@ -21,7 +21,7 @@ from evalsite.execute.stopping import parse_duration
 from evalsite.experiment.estimate import PlanEstimate, estimate_plan
 from evalsite.experiment.safety import MAX_CONCURRENCY, MAX_REPEAT
 from evalsite.experiment.shards import parse_shard, plan_batch_id
-from evalsite.project import RUNS_ENV, find_project
+from evalsite.project import RUNS_ENV, find_project, max_error_rate
 
 
 def _check_assignments(context, parameter, values: tuple[str, ...]) -> tuple[str, ...]:
@@ -119,12 +119,15 @@ def run_command(ctx, manifest: Path, arm_ids, repeat, concurrency, overrides, dr
                 as_json, summary_file, junit_file) -> None:
     """Execute an experiment: one run per arm, written under runs/.
 
-    Exits 1 when a run did not finish (failed, canceled, stopped at the cost ceiling, timed out) or a critical row failed, and (unless --allow-failures)
-    when a case errored or an evaluator's pass rule failed on any item."""
+    Exits 1, with one line per reason on stderr, when a run did not finish (failed, canceled,
+    stopped at the cost ceiling, timed out), a critical row failed, or more than [ci]
+    max_error_rate (0.5) of an arm's cases failed to generate; and (unless --allow-failures) when
+    any case errored or an evaluator's pass rule failed."""
     project = find_project()
     if project.runs_dir != project.local_runs_dir:
         raise ProjectError(f"the runs location is {project.runs_location}, which only `evalsite compact --to` writes; "
                            f"unset {RUNS_ENV} / [store] runs to run here, then compact --to it")
+    error_rate = max_error_rate(project)  # read before anything is spent
     plan = prepare_plan(project, manifest, overrides=overrides, arm_ids=arm_ids, repeat=repeat)
     if shard is not None:
         plan = replace(plan, shard=parse_shard(shard))
@@ -162,6 +165,8 @@ def run_command(ctx, manifest: Path, arm_ids, repeat, concurrency, overrides, dr
     for diff in diffs.values():
         if diff.comparability is not None and not diff.comparability.comparable:
             warn(f"{diff.current.arm_id}: not comparable with its baseline: {diff.comparability.reason}")
+    reasons = batch.failure_reasons(allow_failures, error_rate)
+    report_failures(reasons)
     report_batch(ctx, batch)
     for error in batch.hook_errors:
         click.echo(f"error: {error}", err=True)
@@ -174,5 +179,5 @@ def run_command(ctx, manifest: Path, arm_ids, repeat, concurrency, overrides, dr
 
         report = build_site(project)
         click.echo(f"site: {report.out_dir / 'index.html'}", err=True)
-    if not batch.acceptable(allow_failures) or (fail_on == "regression" and regression_failed(diffs)):
+    if reasons or (fail_on == "regression" and regression_failed(diffs)):
         sys.exit(1)

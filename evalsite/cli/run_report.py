@@ -108,3 +108,9 @@ def regression_failed(reports: dict[str, ComparisonReport]) -> bool:
     """``--fail-on regression``: a gate failed, or a baseline could not be compared."""
     return any((r.gate is not None and r.gate.failed) or (r.comparability is not None and not r.comparability.comparable)
                for r in reports.values())
+
+
+def report_failures(reasons: list[str]) -> None:
+    """Why ``run`` exits 1, one line per reason on stderr (never an empty stderr with exit 1)."""
+    for reason in reasons:
+        click.echo(f"failed: {reason}", err=True)

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from evalsite.project import DEFAULT_MAX_ERROR_RATE as MAX_ERROR_RATE
 from evalsite.runlog.records import RunStatus
 
 
 def summary_ok(summary: dict) -> bool:
-    """The rule behind exit 0 for a run's summary (``run``, ``rescore``): no case error, no
-    critical failure and no failed pass rule."""
+    """The rule behind exit 0 for a run's summary (``run`` without --allow-failures, ``rescore``):
+    no case error, no critical failure and no failed pass rule."""
     return not summary["errors"] and not summary["critical_failures"] and summary.get("passed") is not False
 
 
@@ -51,9 +52,48 @@ class BatchOutcome:
 
     @property
     def ok(self) -> bool:
-        """Exit 0: finished, and no run has a case error, a critical failure or a failed pass rule."""
-        return self.finished and all(run.ok for run in self.runs)
+        """Exit 0 without --allow-failures: no reason to fail at all."""
+        return not self.failure_reasons(allow_failures=False)
 
-    def acceptable(self, allow_failures: bool) -> bool:
-        """``ok``, or with ``allow_failures``: finished with every critical row passing."""
-        return self.ok or (allow_failures and self.finished and not self.critical_failed)
+    def acceptable(self, allow_failures: bool, max_error_rate: float = MAX_ERROR_RATE) -> bool:
+        return not self.failure_reasons(allow_failures, max_error_rate)
+
+    def failure_reasons(self, allow_failures: bool, max_error_rate: float = MAX_ERROR_RATE) -> list[str]:
+        """One line per reason the batch fails, naming the arm and what failed; empty when it passes.
+
+        Whatever ``allow_failures`` says, a batch fails when an arm did not start or finish, a
+        critical row failed, or an arm's cases failed to generate for more than ``max_error_rate``
+        of them (every case failing is always too many: such a run measured nothing).
+        ``allow_failures`` accepts the rest: some failed generations and failed pass rules."""
+        reasons = [f"{arm}: not started ({self.stop_reason or 'the batch stopped'})" for arm in self.not_started]
+        for run in self.runs:
+            reasons += _run_reasons(run, allow_failures, max_error_rate)
+        reasons += [f"post step failed: {error}" for error in self.hook_errors]
+        return reasons
+
+
+def _run_reasons(run: RunOutcome, allow_failures: bool, max_error_rate: float) -> list[str]:
+    totals, reasons = run.summary, []
+    if run.status != RunStatus.COMPLETED:
+        reasons.append(f"{run.arm_id}: run {run.run_id} is {run.status}, not completed")
+    if totals["critical_failures"]:
+        reasons.append(f"{run.arm_id}: critical rows failed: {', '.join(totals['critical_failures'])}")
+    cases, errors = totals.get("cases") or 0, totals.get("errors") or 0
+    if errors and (errors >= cases or errors / cases > max_error_rate):
+        cases = max(cases, errors)  # a summary that counts fewer cases than errors: never divide by zero
+        reasons.append(
+            f"{run.arm_id}: {errors} of {cases} cases failed to generate ({errors / cases:.0%}, above [ci] "
+            f"max_error_rate {max_error_rate:g}; --allow-failures does not accept it)"
+        )
+    elif errors and not allow_failures:
+        reasons.append(f"{run.arm_id}: {errors} of {cases} cases failed to generate (--allow-failures accepts it)")
+    if not allow_failures:
+        evaluators = totals.get("evaluators") or {}
+        failed = [
+            f"{name} (passed {round(e['pass_rate'] * e['n'])} of {e['n']})" if e.get("pass_rate") is not None else name
+            for name, e in evaluators.items() if e.get("passed") is False
+        ]
+        if failed or totals.get("passed") is False:
+            rules = "; ".join(failed) or "an evaluator"
+            reasons.append(f"{run.arm_id}: pass rule failed: {rules} (--allow-failures accepts it)")
+    return reasons

@@ -111,8 +111,8 @@ class ProjectInputs:
         :class:`EvalsiteError` when the group's arms share no scored item."""
         if selection.arms not in self._leaderboards:
             try:
-                matrix = analysis.item_matrix(self.database, selection.arms)
-                self._leaderboards[selection.arms] = analysis.leaderboard_of(analysis.ArmsOnDataset(selection, matrix))
+                data = analysis.arms_of_selection(self.project, self.database, selection)
+                self._leaderboards[selection.arms] = analysis.leaderboard_of(data)
             except EvalsiteError as exc:
                 self._leaderboards[selection.arms] = exc
         found = self._leaderboards[selection.arms]

@@ -5,10 +5,12 @@ dataclass that names the method it used, and every random step is seeded with
 ``numpy.random.default_rng(seed)``. The modules, one job each:
 
 * ``paired``: two arms — sign-flip test, exact McNemar, Holm's correction.
-* ``ranking``: many arms — Friedman, Nemenyi, tied groups, rank stability, holdout check.
-* ``intervals``: bootstrap intervals (BCa, cluster, two-level); ``proportions``: the Interval
-  record and Wilson intervals (no scipy).
-* ``noise``: spread across repeats, per-item flakiness, pass@k and pass^k.
+* ``ranking``: many arms — Friedman, Nemenyi, tied groups, rank stability.
+* ``holdout``: does the pilot order of the arms hold on holdout items?
+* ``intervals``: bootstrap (BCa, cluster, two-level) and Wilson intervals.
+* ``noise``: spread across repeats and the test of a difference against it, per-item
+  flakiness, pass@k and pass^k.
+* ``pairs``: one pair of arms on items or clusters (the verdict's primitive), letter groups.
 * ``power``: minimum detectable effect and required number of items.
 * ``descriptive``: nearest-rank percentiles.
 
@@ -22,15 +24,16 @@ from typing import Any
 
 _EXPORTS = {
     "nearest_rank_percentile": "descriptive",
+    **dict.fromkeys(("HoldoutCheck", "holdout_check"), "holdout"),
     **dict.fromkeys(("Interval", "wilson_interval"), "proportions"),
     **dict.fromkeys(("bootstrap_ci", "paired_bootstrap_ci"), "intervals"),
-    **dict.fromkeys(("Flakiness", "RepeatNoise", "flakiness", "pass_at_k", "pass_hat_k", "repeat_noise"), "noise"),
+    **dict.fromkeys(("Flakiness", "NoiseTest", "RepeatNoise", "flakiness", "pass_at_k", "pass_hat_k", "repeat_noise",
+                     "repeat_noise_test"), "noise"),
     **dict.fromkeys(("EXACT_LIMIT", "McNemarResult", "SignFlipResult", "holm", "mcnemar_exact", "sign_flip_test"),
                     "paired"),
     **dict.fromkeys(("PowerAnalysis", "min_detectable_effect", "min_items_for_alpha", "required_n"), "power"),
-    **dict.fromkeys(("FriedmanResult", "HoldoutCheck", "NemenyiResult", "RankStability", "TiedGroups",
-                     "friedman_test", "holdout_check", "nemenyi", "rank_stability", "tied_groups",
-                     "within_item_ranks"), "ranking"),
+    **dict.fromkeys(("FriedmanResult", "NemenyiResult", "RankStability", "TiedGroups", "friedman_test", "nemenyi",
+                     "rank_stability", "tied_groups", "within_item_ranks"), "ranking"),
 }
 
 
@@ -52,6 +55,7 @@ __all__ = [
     "Interval",
     "McNemarResult",
     "NemenyiResult",
+    "NoiseTest",
     "PowerAnalysis",
     "RankStability",
     "RepeatNoise",
@@ -72,6 +76,7 @@ __all__ = [
     "pass_hat_k",
     "rank_stability",
     "repeat_noise",
+    "repeat_noise_test",
     "required_n",
     "sign_flip_test",
     "tied_groups",

@@ -16,17 +16,19 @@ from evalsite.stats.proportions import wilson_interval
 class RepeatNoise:
     """Spread of an arm's score across repeats of the whole dataset.
 
-    ``repeat_means[r]`` is the mean over items of repeat r (items missing in that repeat are
-    left out of it); ``std`` is their standard deviation (ddof=1, NaN with fewer than two
-    repeats). A difference between two arms smaller than this spread is indistinguishable from
-    rerunning the same arm.
+    ``repeat_means[r]`` is the mean of repeat r over the ``n_items`` items recorded in *every*
+    repeat (``items_left_out`` more lack some repeat): taking each repeat's mean over its own
+    items would count item difficulty as noise whenever a repeat is incomplete. ``std`` is the
+    standard deviation of those means (ddof=1; NaN with fewer than two repeats or no item in
+    every repeat).
     """
 
     repeat_means: tuple[float, ...]
     std: float
     n_items: int
     n_repeats: int
-    method: str = "std (ddof=1) of per-repeat means"
+    items_left_out: int = 0
+    method: str = "std (ddof=1) of per-repeat means over the items present in every repeat"
 
 
 def repeat_noise(matrix: ArrayLike) -> RepeatNoise:
@@ -35,16 +37,70 @@ def repeat_noise(matrix: ArrayLike) -> RepeatNoise:
     if array.ndim != 2:
         raise ValueError(f"matrix: expected 2-D (items × repeats), got {array.ndim}-D")
     recorded = np.isfinite(array)
-    present = recorded.any(axis=0)
-    totals = np.where(recorded, array, 0.0).sum(axis=0)[present]
-    means = totals / recorded.sum(axis=0)[present]
+    columns = recorded.any(axis=0)
+    complete = recorded[:, columns].all(axis=1)
+    means = array[complete][:, columns].mean(axis=0) if complete.any() else np.array([])
     std = float(np.std(means, ddof=1)) if means.size >= 2 else math.nan
     return RepeatNoise(
         repeat_means=tuple(means.tolist()),
         std=std,
-        n_items=array.shape[0],
-        n_repeats=int(means.size),
+        n_items=int(complete.sum()),
+        n_repeats=int(columns.sum()),
+        items_left_out=int((~complete & recorded.any(axis=1)).sum()),
     )
+
+
+@dataclass(frozen=True)
+class NoiseTest:
+    """Is Δ between two arms larger than rerunning them moves their mean?
+
+    A two-sample t-test of the two arms' per-repeat means (pooled variance, ``df`` = repeats of
+    both − 2) over the ``n_items`` items present in every repeat of both; with a ``given``
+    noise σ, a z-test with that σ per repeat. ``p_value`` < α says Δ is beyond the
+    repeat-to-repeat spread: for two runs of the same arm that happens in α of comparisons
+    (normal per-repeat means assumed). ``spread`` is the pooled (or given) σ of one repeat's
+    mean. Zero spread in both arms makes any Δ beyond noise (p = 0) and Δ = 0 within (p = 1)."""
+
+    delta: float
+    spread: float
+    p_value: float
+    n_items: int
+    repeats: tuple[int, int]
+    df: float
+    method: str
+
+
+def repeat_noise_test(a: ArrayLike, b: ArrayLike, *, given: float | None = None) -> NoiseTest | None:
+    """The noise test of two items × repeats score matrices on the same items (NaN = missing);
+    None when there is no spread to test against (fewer than three repeats in all, no given σ,
+    or no item present in every repeat of both)."""
+    a_array, b_array = (np.asarray(m, dtype=float) for m in (a, b))
+    a_array = a_array[:, np.isfinite(a_array).any(axis=0)]
+    b_array = b_array[:, np.isfinite(b_array).any(axis=0)]
+    complete = np.isfinite(a_array).all(axis=1) & np.isfinite(b_array).all(axis=1)
+    if not complete.any():
+        return None
+    a_means, b_means = a_array[complete].mean(axis=0), b_array[complete].mean(axis=0)
+    repeats = (a_means.size, b_means.size)
+    delta = float(a_means.mean() - b_means.mean())
+    scale = math.sqrt(1 / repeats[0] + 1 / repeats[1])
+    if given is not None:
+        spread, df, method = float(given), math.inf, "z-test of Δ against the given noise σ per repeat"
+    elif sum(repeats) >= 3:
+        squares = float(((a_means - a_means.mean()) ** 2).sum() + ((b_means - b_means.mean()) ** 2).sum())
+        df = float(sum(repeats) - 2)
+        spread, method = math.sqrt(squares / df), "two-sample t-test of per-repeat means (pooled variance)"
+    else:
+        return None
+    tolerance = 1e-12 * max(1.0, float(np.abs(a_means).max()), float(np.abs(b_means).max()))
+    if spread <= tolerance:
+        p_value = 1.0 if abs(delta) <= tolerance else 0.0
+    else:
+        statistic = abs(delta) / (spread * scale)
+        from scipy import stats as scipy_stats  # here, not at import: a run's summary reads this module
+
+        p_value = float(2 * (scipy_stats.norm.sf(statistic) if math.isinf(df) else scipy_stats.t.sf(statistic, df)))
+    return NoiseTest(delta, spread, min(1.0, p_value), int(complete.sum()), repeats, df, method)
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:

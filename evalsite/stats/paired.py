@@ -302,7 +302,8 @@ def mcnemar_exact(a_pass: ArrayLike, b_pass: ArrayLike) -> McNemarResult:
     """Exact McNemar test for two arms' pass/fail outcomes on the same items.
 
     2-D inputs (items × repeats) are reduced to one outcome per item first: an item passes
-    when it passed in at least half of its recorded repeats.
+    when it passed in every recorded repeat (the one definition of an item passing, shared with
+    ``compare``'s newly failing rows; see docs/reference/statistics.md).
     """
     a_items = _pass_per_item(a_pass, "a_pass")
     b_items = _pass_per_item(b_pass, "b_pass")
@@ -324,7 +325,7 @@ def _pass_per_item(outcomes: ArrayLike, name: str) -> np.ndarray:
     recorded = array[np.isfinite(array)]
     if np.any((recorded != 0) & (recorded != 1)):
         raise ValueError(f"{name}: pass/fail outcomes must be booleans or 0/1")
-    return per_item_values(array, name) >= 0.5
+    return per_item_values(array, name) == 1.0  # the mean of 0/1 outcomes is 1 only when all passed
 
 
 def holm(p_values: ArrayLike) -> list[float]:

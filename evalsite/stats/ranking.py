@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import string
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,8 +26,24 @@ _RELATIVE_TOLERANCE = 1e-12
 
 
 def within_item_ranks(matrix: np.ndarray) -> np.ndarray:
-    """Rank of each arm within each item: 1 = best, ties share their average rank."""
-    return scipy_stats.rankdata(-matrix, axis=1)
+    """Rank of each arm within each item: 1 = best, ties share their average rank.
+
+    Values within ``1e-12`` (relative) of each other tie, as in the sign-flip test: means of the
+    same repeats summed in another order differ in the last bits and are not a win."""
+    return scipy_stats.rankdata(-snap_ties(matrix), axis=1)
+
+
+def snap_ties(matrix: ArrayLike) -> np.ndarray:
+    """Each row with values closer than the float tolerance to their sorted neighbour set equal."""
+    values = np.asarray(matrix, dtype=float)
+    scale = _RELATIVE_TOLERANCE * np.maximum(1.0, np.abs(values).max(axis=1, keepdims=True))
+    order = np.argsort(values, axis=1, kind="stable")
+    ascending = np.take_along_axis(values, order, axis=1)
+    starts = np.concatenate([np.ones((values.shape[0], 1), dtype=bool), np.diff(ascending, axis=1) > scale], axis=1)
+    first = np.maximum.accumulate(np.where(starts, np.arange(values.shape[1]), 0), axis=1)
+    snapped = np.empty_like(values)
+    np.put_along_axis(snapped, order, np.take_along_axis(ascending, first, axis=1), axis=1)
+    return snapped
 
 
 @dataclass(frozen=True)
@@ -72,7 +88,7 @@ def friedman_test(
         raise ValueError(f"n_resamples must be at least 1, got {n_resamples}")
     if alpha is not None and not 0 < alpha < 1:
         raise ValueError(f"alpha must lie strictly between 0 and 1, got {alpha}")
-    values = arm_matrix(matrix)
+    values = snap_ties(arm_matrix(matrix))
     n_items, n_arms = values.shape
     ranks = within_item_ranks(values)
     statistic = _friedman_chi_square(values, ranks)
@@ -264,20 +280,26 @@ def _group_label(index: int) -> str:
 
 @dataclass(frozen=True)
 class RankStability:
-    """Outcome of :func:`rank_stability`.
+    """Outcome of :func:`rank_stability`: how often resampled items reproduce the separated pairs.
 
-    For each subsample size in ``sizes``: ``p_order`` is the share of random subsets of that
-    many items (drawn without replacement) on which the arms' means reproduce the full-data
-    order exactly (ties included), ``p_top`` the share that reproduce the best arm(s).
-    ``min_size_order`` / ``min_size_top`` are the smallest sizes reaching ``level`` (None when no
-    listed size does). ``rank_intervals[arm]`` is the central ``level`` interval of the arm's
-    rank (1 = best, ties averaged) over bootstrap resamples of the items.
+    ``pairs`` are the (ahead, behind) arm pairs the paired tests separate; only those are
+    checked, since a gap the tests cannot tell from chance is reproduced by resamples of the
+    same items about as often as not, whatever its sign. For each size in ``sizes``, ``p_order``
+    is the share of bootstrap samples of that many items (drawn with replacement) on which every
+    separated pair keeps its direction, ``p_top`` the share on which the first arm stays ahead
+    of every other (empty when the tests do not separate it from all of them).
+    ``min_size_order`` is the smallest size reaching ``level``, and is None unless *every* pair
+    of arms is separated (a full order); ``min_size_pairs`` is the same for the separated pairs
+    alone; ``min_size_top`` for the top arm. ``rank_intervals[arm]`` is the central ``level``
+    interval of the arm's rank (1 = best, ties averaged) over full-size bootstrap resamples.
     """
 
     sizes: tuple[int, ...]
+    pairs: tuple[tuple[int, int], ...]
     p_order: tuple[float, ...]
     p_top: tuple[float, ...]
     min_size_order: int | None
+    min_size_pairs: int | None
     min_size_top: int | None
     full_order: tuple[int, ...]
     top_arms: tuple[int, ...]
@@ -287,22 +309,23 @@ class RankStability:
     n_arms: int
     n_resamples: int
     seed: int
-    method: str = "subsets without replacement; bootstrap rank intervals"
+    method: str = "bootstrap samples with replacement per size; bootstrap rank intervals at full size"
 
 
 def rank_stability(
     matrix: ArrayLike,
     *,
+    pairs: Sequence[tuple[int, int]] = (),
     sizes: ArrayLike | None = None,
     n_resamples: int = 1000,
     seed: int = 0,
     level: float = 0.95,
 ) -> RankStability:
-    """How many items the ranking of arms by mean needs before it stops changing.
+    """How many items the separated part of the order needs before resamples keep reproducing it.
 
-    ``sizes`` defaults to 10%, 20%, ..., 90% of the items. Each resample draws one random
-    ordering of the items and uses its first k items for every size k, so every subset is a
-    uniform random k-subset (estimates at different sizes share their draws).
+    ``pairs`` lists (ahead, behind) arms the paired tests separated. ``sizes`` defaults to 10%,
+    20%, ..., 100% of the items. Each resample draws n items with replacement and uses its first
+    k for every size k, so every prefix is a bootstrap sample of size k (sizes share draws).
     """
     if not 0 < level < 1:
         raise ValueError(f"level must lie strictly between 0 and 1, got {level}")
@@ -310,26 +333,35 @@ def rank_stability(
         raise ValueError(f"n_resamples must be at least 1, got {n_resamples}")
     values = arm_matrix(matrix)
     n_items, n_arms = values.shape
+    checked = tuple((int(a), int(b)) for a, b in pairs)
+    if any(not (0 <= a < n_arms and 0 <= b < n_arms) or a == b for a, b in checked):
+        raise ValueError(f"pairs must name two different arms among {n_arms}")
     subset_sizes = _subset_sizes(sizes, n_items)
     rng = np.random.default_rng(seed)
     tolerance = _RELATIVE_TOLERANCE * max(1.0, float(np.max(np.abs(values))))
     full_means = values.mean(axis=0)
     full_order = _order_best_first(full_means)
-    top_arms = tuple(int(a) for a in np.flatnonzero(full_means >= full_means.max() - tolerance))
+    top = int(full_order[0])
+    top_pairs = tuple(pair for pair in checked if pair[0] == top)
+    top_separated = len({b for _, b in top_pairs}) == n_arms - 1
+    every_pair = len({frozenset(pair) for pair in checked}) == n_arms * (n_arms - 1) // 2
 
     order_hits = np.zeros(subset_sizes.size)
     top_hits = np.zeros(subset_sizes.size)
     for means in _subset_means(values, subset_sizes, n_resamples, rng):
-        order_hits += _reproduces_order(means, full_means, full_order, tolerance).sum(axis=0)
-        top_hits += _reproduces_top(means, top_arms, tolerance).sum(axis=0)
-    p_order = order_hits / n_resamples
-    p_top = top_hits / n_resamples
+        order_hits += _keeps(means, checked, tolerance).sum(axis=0)
+        top_hits += _keeps(means, top_pairs, tolerance).sum(axis=0)
+    p_order = order_hits / n_resamples if checked else np.array([])
+    p_top = top_hits / n_resamples if top_separated else np.array([])
+    pairs_size = _smallest_size_reaching(subset_sizes, p_order, level) if checked else None
     return RankStability(
-        sizes=tuple(subset_sizes.tolist()), p_order=tuple(p_order.tolist()),
+        sizes=tuple(subset_sizes.tolist()), pairs=checked, p_order=tuple(p_order.tolist()),
         p_top=tuple(p_top.tolist()),
-        min_size_order=_smallest_size_reaching(subset_sizes, p_order, level),
-        min_size_top=_smallest_size_reaching(subset_sizes, p_top, level),
-        full_order=tuple(int(a) for a in full_order), top_arms=top_arms,
+        min_size_order=pairs_size if every_pair else None,
+        min_size_pairs=pairs_size,
+        min_size_top=_smallest_size_reaching(subset_sizes, p_top, level) if top_separated else None,
+        full_order=tuple(int(a) for a in full_order),
+        top_arms=tuple(int(a) for a in np.flatnonzero(full_means >= full_means.max() - tolerance)),
         rank_intervals=_bootstrap_rank_intervals(values, n_resamples, level, rng),
         level=level, n_items=n_items, n_arms=n_arms, n_resamples=n_resamples, seed=seed,
     )
@@ -337,7 +369,7 @@ def rank_stability(
 
 def _subset_sizes(sizes: ArrayLike | None, n_items: int) -> np.ndarray:
     if sizes is None:
-        defaults = np.rint(np.linspace(0, n_items, 11)[1:-1]).astype(int)
+        defaults = np.rint(np.linspace(0, n_items, 11)[1:]).astype(int)
         return np.unique(defaults[defaults >= 1])
     chosen = np.unique(np.asarray(sizes, dtype=int))
     if chosen.size == 0 or chosen[0] < 1 or chosen[-1] > n_items:
@@ -348,15 +380,24 @@ def _subset_sizes(sizes: ArrayLike | None, n_items: int) -> np.ndarray:
 def _subset_means(
     values: np.ndarray, sizes: np.ndarray, n_resamples: int, rng: np.random.Generator
 ) -> Iterator[np.ndarray]:
-    """Yield chunks of arm means, shape (resamples, sizes, arms), over nested random subsets."""
+    """Yield chunks of arm means, shape (resamples, sizes, arms), over nested bootstrap samples."""
     n_items = values.shape[0]
     largest = int(sizes[-1])
     per_chunk = max(1, _RESAMPLE_CELLS // (largest * values.shape[1]))
     for start in range(0, n_resamples, per_chunk):
         rows = min(per_chunk, n_resamples - start)
-        shuffled = rng.permuted(np.broadcast_to(np.arange(n_items), (rows, n_items)), axis=1)
-        prefix_sums = np.cumsum(values[shuffled[:, :largest]], axis=1)
+        drawn = rng.integers(0, n_items, size=(rows, largest))
+        prefix_sums = np.cumsum(values[drawn], axis=1)
         yield prefix_sums[:, sizes - 1, :] / sizes[None, :, None]
+
+
+def _keeps(means: np.ndarray, pairs: Sequence[tuple[int, int]], tolerance: float) -> np.ndarray:
+    """Whether every (ahead, behind) pair keeps ahead's mean above behind's, per resample and size."""
+    if not pairs:
+        return np.zeros(means.shape[:-1], dtype=bool)
+    ahead = np.array([a for a, _ in pairs])
+    behind = np.array([b for _, b in pairs])
+    return np.all(means[..., ahead] - means[..., behind] > tolerance, axis=-1)
 
 
 def _order_best_first(means: np.ndarray) -> np.ndarray:
@@ -405,56 +446,3 @@ def _bootstrap_rank_intervals(
     low = np.quantile(all_ranks, tail, axis=0, method="inverted_cdf")
     high = np.quantile(all_ranks, 1 - tail, axis=0, method="inverted_cdf")
     return tuple((float(lo), float(hi)) for lo, hi in zip(low, high))
-
-
-@dataclass(frozen=True)
-class HoldoutCheck:
-    """Outcome of :func:`holdout_check`: does the pilot's order of arms hold on fresh items?"""
-
-    pilot_order: tuple[int, ...]
-    holdout_order: tuple[int, ...]
-    order_holds: bool
-    top_holds: bool
-    kendall_tau: float
-    kendall_p_value: float
-    pilot_means: tuple[float, ...]
-    holdout_means: tuple[float, ...]
-    method: str = "order of arm means; Kendall tau-b between pilot and holdout means"
-
-
-def holdout_check(pilot_matrix: ArrayLike, holdout_matrix: ArrayLike) -> HoldoutCheck:
-    """Compare the order of arms (by mean) on a pilot set with the order on a holdout set.
-
-    Both matrices are items × arms with the same arms in the same columns; the items differ.
-    ``order_holds`` requires every pair of arms to keep its relation (ties included);
-    ``top_holds`` requires the same best arm(s). Kendall's tau-b measures partial agreement
-    (NaN when either set ties all arms).
-    """
-    pilot = arm_matrix(pilot_matrix, "pilot_matrix")
-    holdout = arm_matrix(holdout_matrix, "holdout_matrix")
-    if pilot.shape[1] != holdout.shape[1]:
-        raise ValueError(
-            "pilot and holdout must hold the same arms: "
-            f"{pilot.shape[1]} vs {holdout.shape[1]} columns"
-        )
-    pilot_means, holdout_means = pilot.mean(axis=0), holdout.mean(axis=0)
-    largest = max(1.0, float(np.max(np.abs(pilot))), float(np.max(np.abs(holdout))))
-    tolerance = _RELATIVE_TOLERANCE * largest
-    pilot_order = _order_best_first(pilot_means)
-    pilot_top = tuple(int(a) for a in np.flatnonzero(pilot_means >= pilot_means.max() - tolerance))
-    tau, p_value = _kendall_tau(pilot_means, holdout_means)
-    return HoldoutCheck(
-        pilot_order=tuple(int(a) for a in pilot_order),
-        holdout_order=tuple(int(a) for a in _order_best_first(holdout_means)),
-        order_holds=bool(_reproduces_order(holdout_means, pilot_means, pilot_order, tolerance)),
-        top_holds=bool(_reproduces_top(holdout_means, pilot_top, tolerance)),
-        kendall_tau=tau, kendall_p_value=p_value,
-        pilot_means=tuple(pilot_means.tolist()), holdout_means=tuple(holdout_means.tolist()),
-    )
-
-
-def _kendall_tau(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
-    if np.ptp(x) == 0 or np.ptp(y) == 0:
-        return math.nan, math.nan
-    result = scipy_stats.kendalltau(x, y)
-    return float(result.statistic), float(result.pvalue)

@@ -47,7 +47,7 @@ class CompareSummary:
     test_kind: str | None = doc("'exact' or 'monte-carlo'.")
     noise: float | None = doc("The arm's own noise the Δ is held against, if known.")
     noise_source: str | None = doc("Where the noise figure came from.")
-    within_noise: bool | None = doc("True when |Δ| is at or below the noise: the change is noise.")
+    within_noise: bool | None = doc("True when neither the noise test nor the paired test separates Δ at α: the change is noise.")
     gate_failed: bool = doc("True when `compare --fail-on regression` would fail.")
     gate_reasons: list[str] = doc("Why the gate fails (a significant regression, critical rows newly failing).")
 

@@ -16,6 +16,8 @@ from markupsafe import Markup
 
 from evalsite.analysis import Leaderboard as Board
 from evalsite.analysis import Selection, comparable_groups
+from evalsite.analysis.leaderboard import stability_sentence
+from evalsite.analysis.verdict import detectable_phrase
 from evalsite.errors import EvalsiteError
 from evalsite.runlog.store import Run
 from evalsite.site import charts, paths
@@ -24,6 +26,7 @@ from evalsite.site.pages import Job, Kit, PageContext, doc
 from evalsite.site.pages.common import experiment_link, run_link, runs_by, runs_table
 from evalsite.site.settings import SiteSettings
 from evalsite.site.tables import Column, Interval, Table
+from evalsite.stats import tied_groups
 
 CONFIDENCE = 0.95
 
@@ -32,16 +35,20 @@ CONFIDENCE = 0.95
 class Ranking:
     """The tests behind the order of a leaderboard (present when at least two arms share two or more items)."""
 
+    headline: str = doc("The verdict in one sentence (the paired tests, Holm-corrected): what a reviewer can quote.")
+    pairs: Table = doc("Every pair's paired difference with its interval, raw and Holm p, and whether the tests separate it.")
+    omnibus: str = doc("The Friedman omnibus test in words.")
+    agreement: str = doc("When the mean-rank tests disagree with the paired tests: which one the order follows and why.")
     items: int = doc("Items every arm of the group scored (the tests use only these).")
     friedman_statistic: float = doc("Friedman chi-square (tie-corrected).")
     friedman_p: float = doc("Friedman permutation p-value (items' arms shuffled within item, seeded).")
     friedman_resamples: int = doc("Permutations behind friedman_p.")
     differ: bool = doc("True when friedman_p < 0.05: the arms are not all alike.")
     critical_difference: float = doc("Nemenyi critical difference of mean ranks at alpha 0.05.")
-    strict_order: bool = doc("True when every arm is separated from every other (a strict order is supported).")
+    strict_order: bool = doc("True when the paired tests separate every arm from every other (a strict order is supported).")
     cd_diagram: Markup = doc("Critical-difference diagram (inline SVG).")
-    stability: str = doc("Rank stability in words: how many items the order needs against how many there are.")
-    stability_table: Table = doc("Share of random item subsets (by size) that reproduce the full order and the top arm.")
+    stability: str = doc("Rank stability in words: how many items the separated pairs need against how many there are.")
+    stability_table: Table = doc("Share of bootstrap samples (by size) that keep every separated pair, and the top arm ahead.")
 
 
 @dataclass(kw_only=True)
@@ -114,7 +121,7 @@ def leaderboard(number: int, selection: Selection, inputs: ProjectInputs, page_p
     rank_intervals = board.stability.rank_intervals if board.stability else ()
     rows = [_arm_row(arm, inputs.by_id[arm.summary.arm.run_id],
                      _rank_text(rank_intervals[index]) if rank_intervals else None)
-            for index, arm in zip(board.verdict.groups.order, board.arms)]
+            for index, arm in zip(board.verdict.order, board.arms)]
     forest = charts.interval_bars(
         [charts.Point(arm.summary.arm.label, arm.summary.mean, arm.summary.mean, *bounds(arm.summary.mean_interval))
          for arm in board.arms],
@@ -140,7 +147,7 @@ def describe(selection: Selection) -> str:
 
 
 ARM_COLUMNS = [
-    Column("group", "tied group", help="arms sharing a letter are not significantly different (Friedman, then Nemenyi, alpha 0.05)"),
+    Column("group", "group", help="arms sharing a letter are not separated by the paired sign-flip tests (Holm over every pair, alpha 0.05)"),
     Column("arm", "arm"),
     Column("experiment", "experiment"),
     Column("run", "run", "code"),
@@ -191,39 +198,45 @@ def _ranking(board: Board, number: int) -> tuple[Ranking | None, str]:
     names = [arm.label for arm in board.selection.arms]
     stability = board.stability
     ranking = Ranking(
+        headline=verdict.headline,
+        pairs=_pairs_table(verdict, number),
+        omnibus=verdict.omnibus,
+        agreement=verdict.agreement or "",
         items=board.n_items,
         friedman_statistic=verdict.friedman.statistic,
         friedman_p=verdict.friedman.p_value,
         friedman_resamples=verdict.friedman.n_resamples,
         differ=verdict.friedman.p_value < verdict.alpha,
         critical_difference=verdict.nemenyi.critical_difference,
-        strict_order=verdict.strict_order_supported,
+        strict_order=verdict.order_supported,
         cd_diagram=charts.cd_diagram(names, list(verdict.friedman.mean_ranks), verdict.nemenyi.critical_difference,
-                                     [list(g) for g in verdict.groups.groups], title="Critical-difference diagram (mean ranks)"),
-        stability=_stability_text(stability),
+                                     [list(g) for g in tied_groups(verdict.friedman.mean_ranks, verdict.nemenyi.critical_difference).groups],
+                                     title="Critical-difference diagram (mean ranks)"),
+        stability=stability_sentence(stability, names),
         stability_table=Table(
             f"stability-{number}",
-            [Column("size", "items in subset", "count"), Column("p_order", "order reproduced", "percent"),
-             Column("p_top", "top arm reproduced", "percent")],
-            [{"size": s, "p_order": po, "p_top": pt} for s, po, pt in zip(stability.sizes, stability.p_order, stability.p_top)]),
+            [Column("size", "items in bootstrap sample", "count"), Column("p_order", "separated pairs kept", "percent"),
+             Column("p_top", "top arm kept", "percent")],
+            [{"size": s, "p_order": po, "p_top": stability.p_top[i] if stability.p_top else None}
+             for i, (s, po) in enumerate(zip(stability.sizes, stability.p_order))]),
     )
     return ranking, ""
+
+
+def _pairs_table(verdict, number: int) -> Table:
+    columns = [Column("pair", "pair"), Column("delta", "Δ with 95% interval", "interval", "paired difference, bootstrap over the test's units"),
+               Column("p", "p", "number", "two-sided paired sign-flip"), Column("holm_p", "Holm p", "number", verdict.correction),
+               Column("verdict", "verdict")]
+    rows = [{"pair": f"{p.ahead_label} − {p.behind_label}",
+             "delta": Interval(p.difference.mean_diff, *bounds(p.difference.interval)),
+             "p": p.difference.p_value, "holm_p": p.holm_p,
+             "verdict": "separated" if p.separated else detectable_phrase(p)} for p in verdict.pairs]
+    return Table(f"pairs-{number}", columns, rows)
 
 
 def _rank_text(places: tuple[float, float]) -> str:
     low, high = places
     return f"{low:g}" if low == high else f"{low:g}–{high:g}"
-
-
-def _stability_text(result) -> str:
-    level = f"{result.level:.0%}"
-    if result.min_size_order is not None:
-        return (f"This order needs ~{result.min_size_order} items (reproduced in {level} of random subsets of that size); "
-                f"you have {result.n_items}.")
-    largest = result.sizes[-1] if result.sizes else result.n_items
-    share = result.p_order[-1] if result.p_order else 0.0
-    return (f"This order is not stable: subsets of {largest} of your {result.n_items} items reproduce it only "
-            f"{share:.0%} of the time (needs {level}); more items are needed before the order can be read.")
 
 
 def _scatter(board: Board, page_path: str) -> tuple[Markup, str]:

@@ -9,7 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from evalsite.analysis import Selection, comparable_groups
-from evalsite.analysis.compare import compare_runs
 from evalsite.errors import EvalsiteError
 from evalsite.site import paths
 from evalsite.site.inputs import ProjectInputs
@@ -98,9 +97,10 @@ def _verdict_cards(kit: Kit) -> list[VerdictCard]:
 
 
 def dataset_verdict(inputs: ProjectInputs, dataset_id: str, group: Selection) -> VerdictCard:
-    """The card of one comparable group, read from :meth:`ProjectInputs.leaderboard` (its order and
-    statement) and :func:`evalsite.analysis.compare.compare_runs` (the paired difference of the first
-    two arms). The one adapter between the analysis layer's verdict and the home page."""
+    """The card of one comparable group, read from :meth:`ProjectInputs.leaderboard`: its verdict
+    (:mod:`evalsite.analysis.verdict`) gives the headline and the paired difference of the first
+    two arms, Holm-corrected over every pair the leaderboard shows. The one adapter between the
+    analysis layer's verdict and the home page."""
     card = VerdictCard(dataset=dataset_link(dataset_id), comparable=describe(group), arms=len(group.arms), items=0,
                        leader=None, leader_run=None, headline="", mean=None, runner_up=None, delta=None,
                        confidence=None, p_value=None, p_label="", cost_per_item=None, latency_p50=None)
@@ -110,19 +110,17 @@ def dataset_verdict(inputs: ProjectInputs, dataset_id: str, group: Selection) ->
         card.headline = f"No verdict: {exc.message}."
         return card
     first = board.arms[0].summary
-    card.items, card.headline = board.n_items, _sentence(board.verdict.statement)
+    card.items, card.headline = board.n_items, _sentence(board.verdict.headline)
     card.leader, card.leader_run = first.arm.label, Link(first.arm.run_id, paths.run(first.arm.run_id))
     card.mean = Interval(first.mean, *bounds(first.mean_interval))
     card.cost_per_item, card.latency_p50 = first.cost.per_item, first.latency.p50_ms
     if len(board.arms) > 1:
-        second = board.arms[1].summary
-        card.runner_up = second.arm.label
-        regression = compare_runs(inputs.project, first.arm.run_id, baseline=second.arm.run_id).regression
-        if regression is not None:
-            figures = regression.summary
-            card.delta = Interval(figures.mean_delta, figures.ci_low, figures.ci_high)
-            card.confidence, card.p_value = figures.confidence, figures.p_value
-            card.p_label = "paired sign-flip test, this pair alone"
+        card.runner_up = board.arms[1].summary.arm.label
+        pair = board.verdict.pair(board.verdict.arms[0].arm, board.verdict.arms[1].arm)
+        difference = pair.difference
+        card.delta = Interval(difference.mean_diff, *bounds(difference.interval))
+        card.confidence, card.p_value = difference.interval.confidence, pair.holm_p
+        card.p_label = f"paired sign-flip test over {difference.unit}s, Holm over the {len(board.verdict.pairs)} pairs shown"
     return card
 
 

@@ -1,0 +1,343 @@
+"""The one answer to "is one arm really better?", read by every command and page that orders arms.
+
+Given the item matrix (items × arms, one value per item of the ranking statistic), the verdict:
+
+1. orders the arms by the statistic it displays — the mean over items of the metric, higher
+   first, or lower first for a lower-is-better metric (cost, latency, tokens, or a declared
+   direction) — so no arm is ever listed ahead of one with a better displayed value;
+2. decides separation with the paired sign-flip test of every pair shown, Holm-corrected over
+   those pairs (``stats.paired_difference``: whole clusters flip when items declare one), and
+   reports each pair's mean difference with its bootstrap interval and the smallest difference
+   it could detect;
+3. groups the arms no test separates (a compact letter display of the paired tests) and writes
+   one headline sentence a reviewer can quote.
+
+Friedman's test and Nemenyi's critical difference are kept as what they are: an omnibus test of
+"the arms are not all alike" and the critical-difference picture over mean ranks. Mean ranks
+count how often an arm wins an item, not by how much, and Nemenyi's p of a pair depends on
+which other arms are in the table (Benavoli et al. 2016), so when they disagree with the paired
+tests the verdict says, in one sentence, that the order follows the paired tests, and why.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+from itertools import combinations
+
+import numpy as np
+
+from evalsite.analysis.items import ItemMatrix
+from evalsite.errors import EvalsiteError
+from evalsite.stats import (
+    FriedmanResult,
+    Interval,
+    NemenyiResult,
+    bootstrap_ci,
+    friedman_test,
+    holm,
+    nemenyi,
+)
+from evalsite.stats.pairs import LetterGroups, PairedDifference, letter_groups, paired_difference
+
+ALPHA = 0.05
+SEED = 0
+CONFIDENCE = 0.95
+#: Metrics a leaderboard can rank by; the names of the item-matrix arrays they average.
+METRICS = {"score": "score", "pass_rate": "passed", "cost": "cost_usd", "latency": "latency_ms", "tokens": "tokens"}
+#: Metrics where less is better when nothing else says so.
+LOWER_IS_BETTER = ("cost", "latency", "tokens")
+
+
+@dataclass(frozen=True)
+class Metric:
+    """The ranking statistic: ``name`` (a key of :data:`METRICS`) and its direction, with where
+    the direction came from (``flag``, ``evalsite.toml`` ``[analysis.direction]``, or ``name``)."""
+
+    name: str = "score"
+    lower_is_better: bool = False
+    direction_from: str = "name"
+
+    @property
+    def direction(self) -> str:
+        return "lower is better" if self.lower_is_better else "higher is better"
+
+
+def choose_metric(name: str | None = None, direction: str | None = None, settings: dict | None = None) -> Metric:
+    """The metric to rank by: ``direction`` ('lower'/'higher') from a flag wins, then the project's
+    ``[analysis.direction]`` table in evalsite.toml, then the name (cost, latency, tokens go down)."""
+    chosen = name or "score"
+    if chosen not in METRICS:
+        raise EvalsiteError(f"--metric {chosen!r}: choose one of {', '.join(METRICS)}")
+    declared = ((settings or {}).get("analysis") or {}).get("direction") or {}
+    for value, source in ((direction, "flag"), (declared.get(chosen), "evalsite.toml [analysis.direction]")):
+        if value is None:
+            continue
+        if value not in ("lower", "higher"):
+            raise EvalsiteError(f"{source}: direction of {chosen} must be 'lower' or 'higher', not {value!r}")
+        return Metric(chosen, value == "lower", source)
+    return Metric(chosen, chosen in LOWER_IS_BETTER, "name")
+
+
+@dataclass(frozen=True)
+class PairVerdict:
+    """Two arms, ``ahead`` listed before ``behind``: ``difference`` is ahead − behind (the raw
+    metric; negative for a lower-is-better metric when ``ahead`` is better), ``holm_p`` its
+    sign-flip p adjusted over every pair shown, ``separated`` when ``holm_p`` < α."""
+
+    ahead: int
+    behind: int
+    ahead_label: str
+    behind_label: str
+    difference: PairedDifference
+    holm_p: float
+    separated: bool
+
+
+@dataclass(frozen=True)
+class ArmPlace:
+    """One arm in display order: ``value`` is the statistic shown (mean over items), ``interval``
+    its bootstrap interval, ``rank`` its position (1 = first), ``places`` the best and worst
+    position it could hold given the arms it is not separated from, ``letters`` its groups."""
+
+    arm: int
+    arm_id: str | None
+    label: str
+    value: float
+    interval: Interval
+    rank: int
+    places: tuple[int, int]
+    letters: str
+
+    @property
+    def rank_text(self) -> str:
+        best, worst = self.places
+        return str(best) if best == worst else f"{best}–{worst} (not separated)"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The order of the arms and what the tests let a reader conclude from it.
+
+    ``unit`` is ``item``, or ``cluster`` when items declare one: every test then flips whole
+    clusters and every interval resamples them (``n_clusters`` of them)."""
+
+    metric: Metric
+    alpha: float
+    n_items: int
+    unit: str
+    n_units: int
+    n_clusters: int | None
+    arms: tuple[ArmPlace, ...]
+    pairs: tuple[PairVerdict, ...]
+    groups: LetterGroups
+    order_supported: bool
+    headline: str
+    friedman: FriedmanResult | None
+    nemenyi: NemenyiResult | None
+    omnibus: str
+    agreement: str | None
+    correction: str
+
+    def pair(self, a: int, b: int) -> PairVerdict:
+        """The verdict on arms a and b (matrix indices), in either order."""
+        for pair in self.pairs:
+            if {pair.ahead, pair.behind} == {a, b}:
+                return pair
+        raise KeyError(f"arms {a} and {b} were not compared")
+
+    @property
+    def order(self) -> tuple[int, ...]:
+        return tuple(place.arm for place in self.arms)
+
+
+def metric_values(matrix: ItemMatrix, metric: Metric) -> np.ndarray:
+    """Items × arms: each item's mean over its repeats of the metric's case field."""
+    cells = getattr(matrix, METRICS[metric.name])
+    if metric.name == "pass_rate":
+        missing = [arm.label for index, arm in enumerate(matrix.arms) if matrix.arm_passed(index) is None]
+        if missing:
+            raise EvalsiteError(f"cannot rank by pass_rate: {', '.join(missing)} has no pass rule")
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # an item with no value stays NaN and is refused below
+        return np.nanmean(cells, axis=2)
+
+
+def matrix_verdict(
+    matrix: ItemMatrix, *, metric: Metric = Metric(), alpha: float = ALPHA, seed: int = SEED,
+    groups: Sequence[Hashable] | None = None, pairs: Sequence[tuple[int, int]] | None = None,
+) -> Verdict:
+    """:func:`verdict_of` over the arms of an aligned item matrix."""
+    labels = [arm.label for arm in matrix.arms]
+    return verdict_of(metric_values(matrix, metric), labels, metric=metric, alpha=alpha, seed=seed, groups=groups,
+                      pairs=pairs, arm_ids=[arm.arm_id for arm in matrix.arms])
+
+
+def verdict_of(
+    values: np.ndarray, labels: Sequence[str], *, metric: Metric = Metric(), alpha: float = ALPHA, seed: int = SEED,
+    groups: Sequence[Hashable] | None = None, pairs: Sequence[tuple[int, int]] | None = None,
+    arm_ids: Sequence[str | None] | None = None,
+) -> Verdict:
+    """The verdict on an items × arms array of per-item values of ``metric``.
+
+    ``groups`` (one cluster label per item) makes the cluster the unit of every test and interval;
+    ``pairs`` restricts the comparisons shown (default: every pair), which is also the family
+    Holm corrects over."""
+    values = np.asarray(values, dtype=float)
+    _require_values(values, labels, metric)
+    sign = -1.0 if metric.lower_is_better else 1.0
+    means = values.mean(axis=0)
+    order = tuple(int(arm) for arm in np.argsort(-sign * means, kind="stable"))
+    position = {arm: place for place, arm in enumerate(order)}
+    chosen = list(combinations(range(len(labels)), 2)) if pairs is None else list(pairs)
+    tested = _pairs(values, labels, chosen, position, alpha, seed, groups)
+    separated = np.zeros((len(labels), len(labels)), dtype=bool)
+    for pair in tested:
+        separated[pair.ahead, pair.behind] = separated[pair.behind, pair.ahead] = pair.separated
+    letters = letter_groups(order, separated)
+    places = _places(order, separated)
+    arms = tuple(
+        ArmPlace(arm, None if arm_ids is None else arm_ids[arm], labels[arm], float(means[arm]), bootstrap_ci(values[:, arm], seed=seed, groups=groups),
+                 position[arm] + 1, places[arm], letters.letters[arm])
+        for arm in order
+    )
+    supported = len(labels) > 1 and all(places[arm][0] == places[arm][1] for arm in order)
+    friedman, post_hoc = _omnibus_tests(sign * values, alpha, seed)
+    n_units = len(set(groups)) if groups is not None else values.shape[0]
+    return Verdict(
+        metric=metric, alpha=alpha, n_items=values.shape[0], unit="item" if groups is None else "cluster",
+        n_units=n_units, n_clusters=None if groups is None else n_units, arms=arms, pairs=tuple(tested), groups=letters, order_supported=supported,
+        headline=_headline(arms, tested, metric, alpha),
+        friedman=friedman, nemenyi=post_hoc, omnibus=_omnibus_sentence(friedman, alpha),
+        agreement=_agreement(friedman, post_hoc, tested, order, labels, alpha),
+        correction=f"Holm over the {len(tested)} pair{'s' * (len(tested) != 1)} shown",
+    )
+
+
+def _require_values(values: np.ndarray, labels: Sequence[str], metric: Metric) -> None:
+    if values.ndim != 2 or values.shape[1] != len(labels) or values.shape[0] == 0:
+        raise ValueError(f"values must be items × arms for {len(labels)} arms, got shape {values.shape}")
+    unknown = [labels[arm] for arm in range(len(labels)) if not np.all(np.isfinite(values[:, arm]))]
+    if unknown:
+        raise EvalsiteError(f"cannot rank by {metric.name}: it is unknown for some compared cases of {', '.join(unknown)}")
+
+
+def _pairs(
+    values: np.ndarray, labels: Sequence[str], chosen: list[tuple[int, int]], position: dict[int, int],
+    alpha: float, seed: int, groups: Sequence[Hashable] | None,
+) -> list[PairVerdict]:
+    ordered = [(a, b) if position[a] < position[b] else (b, a) for a, b in chosen]
+    mde_alpha = alpha / max(1, len(ordered))  # Holm's first step: what every pair can be sure to reach
+    differences = [
+        paired_difference(values[:, a], values[:, b], groups=groups, seed=seed, mde_alpha=mde_alpha) for a, b in ordered
+    ]
+    adjusted = holm([d.p_value for d in differences]) if differences else []
+    return [
+        PairVerdict(a, b, labels[a], labels[b], difference, p, p < alpha)
+        for (a, b), difference, p in zip(ordered, differences, adjusted)
+    ]
+
+
+def _places(order: tuple[int, ...], separated: np.ndarray) -> dict[int, tuple[int, int]]:
+    """The positions an arm could take: every arm it is not separated from could swap with it."""
+    position = {arm: place + 1 for place, arm in enumerate(order)}
+    result = {}
+    for arm in order:
+        together = [other for other in order if other == arm or not separated[arm, other]]
+        result[arm] = (min(position[o] for o in together), max(position[o] for o in together))
+    return result
+
+
+def _omnibus_tests(oriented: np.ndarray, alpha: float, seed: int) -> tuple[FriedmanResult | None, NemenyiResult | None]:
+    if oriented.shape[1] < 2:
+        return None, None
+    return friedman_test(oriented, seed=seed), nemenyi(oriented, alpha=alpha)
+
+
+def _signed(value: float) -> str:
+    return f"{value:+.3g}" if abs(value) < 0.01 and value != 0 else f"{value:+.2f}"
+
+
+def _bounds(interval: Interval) -> str:
+    if math.isnan(interval.low):
+        return "[undefined]"
+    digits = 3 if max(abs(interval.low), abs(interval.high)) < 0.01 else 2
+    return f"[{interval.low:.{digits}f}, {interval.high:.{digits}f}]"
+
+
+def _p(value: float) -> str:
+    return f"{value:.1e}" if value < 0.001 else f"{value:.3f}"
+
+
+def pair_phrase(pair: PairVerdict) -> str:
+    """"+0.27 [0.15, 0.38] vs left_to_right, p = 0.002 Holm" (the difference is ahead − behind)."""
+    d = pair.difference
+    return f"{_signed(d.mean_diff)} {_bounds(d.interval)} vs {pair.behind_label}, p = {_p(pair.holm_p)} Holm"
+
+
+def detectable_phrase(pair: PairVerdict) -> str:
+    """"not separated (could detect |Δ| ≥ 0.087)": the word used instead of "tied"."""
+    mde = pair.difference.mde
+    return "not separated (too few units to detect any difference)" if math.isinf(mde) else (
+        f"not separated (could detect |Δ| ≥ {mde:.2g})")
+
+
+def _headline(arms: tuple[ArmPlace, ...], pairs: list[PairVerdict], metric: Metric, alpha: float) -> str:
+    if len(arms) < 2:
+        return "one arm: nothing to compare"
+    top = arms[0].arm
+    with_top = [p for p in pairs if top in (p.ahead, p.behind)]
+    on = "" if metric.name == "score" else f" on {metric.name} ({metric.direction})"
+    if len(with_top) == len(arms) - 1 and all(p.separated for p in with_top):
+        weakest = max(with_top, key=lambda p: p.holm_p)
+        rest = "the other arm" if len(arms) == 2 else "every other arm"
+        return f"{arms[0].label} is ahead of {rest}{on}: {pair_phrase(weakest)}"
+    close = [p for p in with_top if not p.separated]
+    if not close:
+        return f"{arms[0].label} has the best {metric.name}; not every pair with it was tested"
+    nearest = min(close, key=lambda p: abs(p.difference.mean_diff))
+    others = [p.behind_label for p in close]
+    detect = detectable_phrase(nearest).removeprefix("not separated ")
+    return (
+        f"no arm is ahead of every other{on} at α = {alpha}: {arms[0].label} is not separated from "
+        f"{', '.join(others)} — {pair_phrase(nearest)} {detect}"
+    )
+
+
+def _omnibus_sentence(friedman: FriedmanResult | None, alpha: float) -> str:
+    if friedman is None:
+        return "one arm: no omnibus test"
+    if friedman.p_value < alpha:
+        return f"Friedman omnibus test over mean ranks: p = {_p(friedman.p_value)} < α = {alpha}, the arms are not all alike"
+    return f"Friedman omnibus test over mean ranks: p = {_p(friedman.p_value)} ≥ α = {alpha}, no evidence the arms differ in rank"
+
+
+def _agreement(
+    friedman: FriedmanResult | None, post_hoc: NemenyiResult | None, pairs: list[PairVerdict],
+    order: tuple[int, ...], labels: Sequence[str], alpha: float,
+) -> str | None:
+    """One sentence when the mean-rank tests point elsewhere than the paired tests; None when they agree."""
+    if friedman is None or post_hoc is None:
+        return None
+    ranks = friedman.mean_ranks
+    rejects = friedman.p_value < alpha
+    reasons = []
+    for pair in pairs:
+        nemenyi_separates = rejects and post_hoc.p_values[pair.ahead, pair.behind] < alpha
+        if ranks[pair.behind] < ranks[pair.ahead] - 1e-12:
+            reasons.append(f"{pair.behind_label} has the better mean rank but {pair.ahead_label} the better mean")
+        elif nemenyi_separates != pair.separated:
+            what = "separates" if nemenyi_separates else "does not separate"
+            reasons.append(f"Nemenyi {what} {pair.ahead_label} and {pair.behind_label}, the paired test "
+                           f"{'does' if pair.separated else 'does not'}")
+    if rejects and not any(p.separated for p in pairs) and not reasons:
+        reasons.append("Friedman says the arms are not all alike but no pair is separated")
+    if not reasons:
+        return None
+    return (
+        f"The order and groups follow the mean and the paired tests, not the mean ranks: {'; '.join(reasons)}. "
+        "Mean ranks count how often an arm wins an item, not by how much, and Nemenyi's verdict on a pair "
+        "changes with the other arms in the table."
+    )

@@ -1,0 +1,136 @@
+"""One pair of arms, on items or on clusters of items: the paired difference every verdict reads.
+
+:func:`paired_difference` is the single primitive behind "is A really ahead of B": the mean of
+the per-item differences, its bootstrap interval, the two-sided paired sign-flip p-value and the
+smallest difference the comparison could detect. When items come in clusters (several questions
+about one document, one conversation, one template) they are not independent, so the *cluster*
+is the unit: the sign-flip test flips the sign of a whole cluster's summed difference at once,
+and the interval resamples whole clusters. Flipping items one by one when they are correlated
+within a cluster rejects a true null far more often than α (Miller 2024, "Adding error bars to
+evals"; tests/test_verdict_stats.py measures it).
+
+:func:`letter_groups` turns "which pairs are separated" into a compact letter display: two arms
+share a letter exactly when the tests do not separate them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from evalsite.stats._inputs import paired_per_item
+from evalsite.stats.intervals import Interval, paired_bootstrap_ci
+from evalsite.stats.paired import SignFlipResult, _differences, sign_flip_test
+from evalsite.stats.power import min_detectable_effect
+from evalsite.stats.ranking import _group_label
+
+Unit = Literal["item", "cluster"]
+
+
+@dataclass(frozen=True)
+class PairedDifference:
+    """mean(a − b) over items, with the test and interval on the independent ``unit``.
+
+    ``p_value`` is the two-sided sign-flip p (``kind`` exact or monte-carlo); ``interval`` the
+    bootstrap interval of the mean difference; ``mde`` the smallest |Δ| detected with power 0.8
+    at ``mde_alpha`` (normal approximation, optimistic below ~30 units: see
+    docs/reference/statistics.md); ``n_units`` counts items, or clusters when ``unit`` is
+    ``cluster``; ``test`` is the sign-flip result over the units (its own ``mean_diff`` is the
+    mean unit total, not the mean per item)."""
+
+    mean_diff: float
+    interval: Interval
+    p_value: float
+    kind: str
+    unit: Unit
+    n_items: int
+    n_units: int
+    mde: float
+    mde_alpha: float
+    test: SignFlipResult
+    method: str
+
+
+def paired_difference(
+    a: ArrayLike, b: ArrayLike, *, groups: Iterable[Hashable] | None = None, seed: int = 0,
+    confidence: float = 0.95, mde_alpha: float = 0.05, n_resamples: int = 9999,
+) -> PairedDifference:
+    """Paired comparison of a and b (1-D per item, or items × repeats averaged per item).
+
+    ``groups`` gives one cluster label per item; without it each item is its own unit."""
+    a_items, b_items = paired_per_item(a, b)
+    labels = None if groups is None else list(groups)
+    units = unit_totals(_differences(a_items, b_items), labels)  # rounding noise of equal scores is zero
+    n_items = a_items.size
+    test = sign_flip_test(units, np.zeros_like(units), seed=seed)
+    interval = paired_bootstrap_ci(a_items, b_items, confidence=confidence, seed=seed, n_resamples=n_resamples,
+                                   groups=labels)
+    # A cluster's total scaled by (clusters / items) has the mean difference as its mean, so the
+    # item-level power formula applies to these unit values with n = clusters.
+    unit_values = units * units.size / n_items
+    mde = min_detectable_effect(unit_values, alpha=mde_alpha).effect if units.size >= 2 else math.inf
+    unit: Unit = "item" if labels is None else "cluster"
+    method = f"two-sided paired sign-flip over {unit}s ({test.method}); {interval.method} bootstrap over {unit}s"
+    return PairedDifference(
+        mean_diff=float((a_items - b_items).mean()), interval=interval, p_value=test.p_value, kind=test.kind,
+        unit=unit, n_items=int(n_items), n_units=int(units.size), mde=float(mde), mde_alpha=mde_alpha, test=test,
+        method=method,
+    )
+
+
+def unit_totals(diffs: np.ndarray, groups: Sequence[Hashable] | None) -> np.ndarray:
+    """Per-item differences (no groups), or their sums per cluster in order of first appearance."""
+    if groups is None:
+        return np.asarray(diffs, dtype=float)
+    if len(groups) != diffs.size:
+        raise ValueError(f"groups needs one label per item: {len(groups)} labels for {diffs.size} items")
+    index: dict[Hashable, int] = {}
+    codes = np.array([index.setdefault(label, len(index)) for label in groups])
+    return np.bincount(codes, weights=diffs, minlength=len(index))
+
+
+@dataclass(frozen=True)
+class LetterGroups:
+    """Compact letter display of "not separated": ``groups`` are the maximal sets of arms no two
+    of which the tests separate (best first in ``order``); ``letters[arm]`` joins the labels of
+    the arm's groups. Two arms share a letter exactly when they are not separated."""
+
+    order: tuple[int, ...]
+    groups: tuple[tuple[int, ...], ...]
+    letters: tuple[str, ...]
+
+    @property
+    def strict_order_supported(self) -> bool:
+        return all(len(group) == 1 for group in self.groups)
+
+
+def letter_groups(order: Sequence[int], separated: np.ndarray) -> LetterGroups:
+    """Maximal cliques of the "not separated" graph (Bron–Kerbosch), labelled a, b, … by the
+    position of their best member in ``order``; ``separated`` is a symmetric arms × arms bool."""
+    n_arms = len(order)
+    position = {arm: place for place, arm in enumerate(order)}
+    joined = {arm: {other for other in range(n_arms) if other != arm and not separated[arm, other]} for arm in range(n_arms)}
+    cliques: list[tuple[int, ...]] = []
+
+    def extend(chosen: set[int], candidates: set[int], excluded: set[int]) -> None:
+        if not candidates and not excluded:
+            cliques.append(tuple(sorted(chosen, key=position.__getitem__)))
+            return
+        for arm in sorted(candidates, key=position.__getitem__):
+            extend(chosen | {arm}, candidates & joined[arm], excluded & joined[arm])
+            candidates = candidates - {arm}
+            excluded = excluded | {arm}
+
+    extend(set(), set(range(n_arms)), set())
+    cliques.sort(key=lambda clique: [position[arm] for arm in clique])
+    labels = [_group_label(i) for i in range(len(cliques))]
+    separator = "" if len(cliques) <= 26 else ","
+    letters = tuple(
+        separator.join(label for label, clique in zip(labels, cliques) if arm in clique) for arm in range(n_arms)
+    )
+    return LetterGroups(tuple(order), tuple(cliques), letters)

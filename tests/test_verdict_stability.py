@@ -1,0 +1,71 @@
+"""Rank stability tied to significance (issue 14, defect 3): on null data the items-needed figure
+appears about as often as the paired test rejects, not for half of the datasets."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import numpy as np
+from click.testing import CliRunner
+from conftest import forget_project_modules
+from sitekit import case, write_run
+
+from evalsite.analysis.leaderboard import verdict_stability
+from evalsite.analysis.verdict import verdict_of
+from evalsite.cli import main
+
+
+def null_dataset(rng: np.random.Generator) -> np.ndarray:
+    """Two arms with the same true pass rate on 200 items."""
+    return (rng.random((200, 2)) < 0.6).astype(float)
+
+
+def test_null_datasets_rarely_get_an_items_needed_figure():
+    rng = np.random.default_rng(2024)
+    figures = separated = 0
+    for _ in range(30):
+        values = null_dataset(rng)
+        verdict = verdict_of(values, ["a", "b"])
+        stability = verdict_stability(values, verdict)
+        separated += verdict.pairs[0].separated
+        has_figure = stability.min_size_order is not None or stability.min_size_pairs is not None
+        figures += has_figure
+        assert has_figure <= verdict.pairs[0].separated  # a figure only for a separated pair
+    assert figures <= 5
+
+
+def test_a_real_difference_gets_a_figure_and_the_full_order_is_claimed_only_when_every_pair_is_separated():
+    rng = np.random.default_rng(1)
+    values = (rng.random((200, 3)) < [0.9, 0.5, 0.48]).astype(float)
+    verdict = verdict_of(values, ["good", "mid", "low"])
+    stability = verdict_stability(values, verdict)
+    assert {(p.ahead, p.behind) for p in verdict.pairs if p.separated} == {(0, 1), (0, 2)}
+    assert stability.min_size_pairs is not None and stability.min_size_order is None
+    assert stability.min_size_top == stability.min_size_pairs
+
+
+def test_rank_stability_json_says_null_when_the_order_is_not_supported(tmp_path, monkeypatch):
+    values = null_dataset(np.random.default_rng(7))
+    for index, arm in enumerate("ab"):
+        cases = [case(f"q{i:03d}", score=values[i, index], passed=bool(values[i, index])) for i in range(200)]
+        write_run(tmp_path / "runs", f"2026010{index + 1}T000000Z-{arm}-000{index}", cases, arm=arm)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    forget_project_modules()
+    result = CliRunner().invoke(main, ["rank-stability", "--json"], catch_exceptions=False)
+    report = json.loads(result.stdout)
+    assert report["verdict"]["pairs"][0]["separated"] is False
+    assert report["stability"]["min_size_order"] is None and report["stability"]["p_order"] == []
+    text = CliRunner().invoke(main, ["rank-stability"], catch_exceptions=False).stdout
+    assert "the paired tests separate no pair of arms, so no order is reported as stable" in text
+    assert "needs ~" not in text
+    forget_project_modules()
+
+
+def test_rank_intervals_come_from_full_size_bootstrap_samples():
+    values = (np.random.default_rng(0).random((100, 2)) < [0.8, 0.3]).astype(float)
+    verdict = verdict_of(values, ["a", "b"])
+    stability = verdict_stability(values, verdict)
+    assert stability.sizes[-1] == 100
+    assert stability.rank_intervals == ((1.0, 1.0), (2.0, 2.0))
