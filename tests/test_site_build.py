@@ -55,8 +55,8 @@ def test_leaderboard_groups_careful_alone_and_the_close_arms_together(project):
     rows = [dict(zip(header, row)) for row in table_rows(table)]
     by_arm = {row["arm"]: row for row in rows}
     assert rows[0]["arm"] == "careful"
-    assert by_arm["careful"]["tied group"] == "a"
-    assert by_arm["left_to_right"]["tied group"] == by_arm["sampler"]["tied group"] == "b"
+    assert by_arm["careful"]["group"] == "a"
+    assert by_arm["left_to_right"]["group"] == by_arm["sampler"]["group"] == "b"
     assert "0.933" in by_arm["careful"]["mean score"] and "[" in by_arm["careful"]["mean score"]  # with its interval
     assert by_arm["careful"]["cost"] == "unknown" and by_arm["sampler"]["cost"].startswith("$")  # unknown, never $0
     assert float(by_arm["sampler"]["noise ±"]) > 0  # sampler's score moves between repeats
@@ -340,7 +340,7 @@ def test_arms_the_data_cannot_separate_share_one_group_and_no_order_is_claimed(t
         write_run(root / "runs", f"20260101T00000{index}Z-{arm}-000{index}", cases, arm=arm)
     build_site(find_project(root))
     page = parse(root / "site/datasets/data-000000000000.html")
-    groups = [row[0] for row in table_rows(page.find("div", id="leaderboard-1").find("table"))]
+    groups = [row[4] for row in table_rows(page.find("div", id="leaderboard-1").find("table"))]  # rank, arm, mean, Δ, group
     assert groups == ["a", "a", "a"]
     assert "No evidence that the arms differ" in page.find("p", class_="verdict").text()
 

@@ -108,9 +108,13 @@ def test_home_opens_with_the_verdict_of_each_dataset(browser, site):  # noqa: F8
 @pytest.mark.parametrize("page", ["index.html", f"datasets/{paths.slug(DATASET)}.html", "item"])
 def test_no_horizontal_overflow_at_400_px(browser, site, page):  # noqa: F811
     target = paths.item_page(DATASET, paths.item_bucket("q3")) if page == "item" else page
+    from selenium.webdriver.support.ui import WebDriverWait
+
     browser.set_window_size(400, 900)
     try:
         browser.get((site / target).as_uri())
+        WebDriverWait(browser, 10).until(lambda d: d.execute_script("return document.readyState") == "complete"
+                                         and d.execute_script("return window.innerWidth") <= 400)
         width, inner = browser.execute_script("return [document.documentElement.scrollWidth, window.innerWidth]")
         assert width <= inner, f"{target}: {width} px wide in a {inner} px window"
     finally:
@@ -126,3 +130,23 @@ def test_dark_mode_follows_the_system_setting(browser, site):  # noqa: F811
     finally:
         browser.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": []})
     assert light != dark and sum(int(c) for c in dark[dark.index("(") + 1:-1].split(",")[:3]) < 150
+
+
+def test_the_leaderboard_fits_at_1280_px_with_a_visible_legend(browser, site):  # noqa: F811
+    from selenium.webdriver.common.by import By
+
+    browser.set_window_size(1280, 900)
+    try:
+        browser.get((site / paths.dataset(DATASET)).as_uri())
+        block = browser.find_element(By.ID, "leaderboard-1")
+        scroller = block.find_element(By.CSS_SELECTOR, ".scroll")
+        fits = lambda: browser.execute_script("return arguments[0].scrollWidth <= arguments[0].clientWidth", scroller)
+        assert fits()
+        headers = [th.text for th in block.find_elements(By.CSS_SELECTOR, "thead th") if th.size["width"] > 0]
+        assert headers[:7] == ["rank", "arm", "mean score", "Δ leader", "group", "cost / case", "p50 latency"]
+        legend = block.find_element(By.CSS_SELECTOR, "dl.legend")
+        assert legend.is_displayed() and "not significantly different" in legend.text
+        block.find_element(By.CSS_SELECTOR, "input.show-secondary").click()
+        assert len([th for th in block.find_elements(By.CSS_SELECTOR, "thead th") if th.size["width"] > 0]) > 7
+    finally:
+        browser.set_window_size(1400, 1000)
