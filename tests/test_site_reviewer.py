@@ -140,8 +140,7 @@ def test_the_leaderboard_fits_at_1280_px_with_a_visible_legend(browser, site):  
         browser.get((site / paths.dataset(DATASET)).as_uri())
         block = browser.find_element(By.ID, "leaderboard-1")
         scroller = block.find_element(By.CSS_SELECTOR, ".scroll")
-        fits = lambda: browser.execute_script("return arguments[0].scrollWidth <= arguments[0].clientWidth", scroller)
-        assert fits()
+        assert browser.execute_script("return arguments[0].scrollWidth <= arguments[0].clientWidth", scroller)
         headers = [th.text for th in block.find_elements(By.CSS_SELECTOR, "thead th") if th.size["width"] > 0]
         assert headers[:7] == ["rank", "arm", "mean score", "Δ leader", "group", "cost / case", "p50 latency"]
         legend = block.find_element(By.CSS_SELECTOR, "dl.legend")
