@@ -62,8 +62,15 @@ def run_row(run: RunSource, digest: RunDigest | None) -> dict:
         "pass_rate": digest.pass_rate if digest else None,
         "cost_usd": digest.cost_total if digest else None,
         "started_at": run.started_at,
-        "_class": f"status-{run.status}",
+        "_class": f"status-{run.status}" + _error_classes(digest),
     }
+
+
+def _error_classes(digest: RunDigest | None) -> str:
+    """Row classes that turn a run's status badge amber (some cases errored) or red (every case did)."""
+    if digest is None or not digest.errors:
+        return ""
+    return " run-errored run-all-errored" if digest.errors == digest.cases else " run-errored"
 
 
 def runs_table(table_id: str, runs: Iterable[RunSource], digests: dict[str, RunDigest], caption: str = "",

@@ -123,6 +123,16 @@ class Noise:
 
 
 @dataclass(kw_only=True)
+class ErrorLine:
+    """One error message and how often the run met it."""
+
+    message: str = doc("The message's first line (cut to 300 characters).")
+    source: str = doc("'generation' (the target failed) or the evaluator that raised it.")
+    count: int = doc("Cases with this message.")
+    items: list[str] = doc("The first few item ids that met it.")
+
+
+@dataclass(kw_only=True)
 class RunPage(PageContext):
     """``runs/<run_id>.html`` (the run page, with the first page of its cases)."""
 
@@ -134,6 +144,7 @@ class RunPage(PageContext):
     noise: Noise | None = doc("Spread across repeats and flaky items; None with a single repeat.")
     listing: CaseListing = doc("The first page of every case.")
     warnings: list[str] = doc("Problems met while reading the run (e.g. a bad line in cases.jsonl).")
+    top_errors: list[ErrorLine] = doc("The most frequent error messages (generation and evaluators), most frequent first.", default_factory=list)
     compare: Link | None = doc("The compare page against the run's baseline (as `evalsite compare` resolves it), if it has one.", None)
 
 
@@ -192,6 +203,7 @@ def _run_renderer(run: RunSource, baseline: str | None):
                                   downloads=cases_table(shard.records, evaluator_names, kit.settings.redact))
             if shard.path == paths.run(run.run_id):
                 context = _run_page(run, digest, facts, listing, kit.case_warnings.get(run.run_id, []))
+                context.top_errors = top_errors(kit.cases[run.run_id])
                 context.compare = Link(baseline, paths.compare(run.run_id, baseline)) if baseline else None
                 files.update(kit.page(shard.path, "run.html", context))
             else:
@@ -200,6 +212,29 @@ def _run_renderer(run: RunSource, baseline: str | None):
         return files
 
     return render
+
+
+#: How many distinct error messages the run page's error panel lists.
+TOP_ERRORS = 8
+
+
+def top_errors(cases: list[dict]) -> list[ErrorLine]:
+    """Error messages grouped by their first line, most frequent first (ties by message)."""
+    found: dict[tuple[str, str], list[str]] = {}
+    for case in cases:
+        item = str(case.get("item_id"))
+        if case.get("error"):
+            found.setdefault(("generation", _first_line(case["error"])), []).append(item)
+        for score in case.get("scores") or []:
+            if isinstance(score, dict) and score.get("error"):
+                found.setdefault((str(score.get("evaluator")), _first_line(score["error"])), []).append(item)
+    ranked = sorted(found.items(), key=lambda pair: (-len(pair[1]), pair[0][1], pair[0][0]))[:TOP_ERRORS]
+    return [ErrorLine(message=message, source=source, count=len(items), items=items[:5]) for (source, message), items in ranked]
+
+
+def _first_line(error) -> str:
+    text = str(error).strip()
+    return (text.splitlines() or [""])[0][:300]
 
 
 def _current(pager: Pager) -> int:
