@@ -1,8 +1,9 @@
-"""Reviewer-facing page contents checked without a browser: the run page's error panel and badge."""
+"""Reviewer-facing page contents checked without a browser: the run page's error panel and badge,
+and the "edited since this run" marks when a manifest changes after its runs."""
 
 from __future__ import annotations
 
-from sitekit import case, parse, write_run
+from sitekit import case, parse, run_example, write_run
 
 from evalsite.project import find_project
 from evalsite.site import build_site
@@ -26,3 +27,21 @@ def test_a_run_whose_every_case_crashed_shows_a_red_badge_and_its_errors_first(t
     assert headings.index("Errors") < headings.index("Cases") < headings.index("Fingerprint")
     runs = parse(root / "site/runs.html")
     assert "run-all-errored" in runs.find("tbody").find("tr").attrs["class"]
+
+
+def test_editing_an_arms_params_after_its_run_marks_it_edited_since_this_run(tmp_path):
+    root = run_example(tmp_path / "example", repeat=1)
+    project = find_project(root)
+    build_site(project)
+    site = root / "site"
+    assert "edited since" not in (site / "experiments/arithmetic.html").read_text()
+    assert "badge-completed" in str(parse(site / "experiments/arithmetic.html").find("h1").find("span").attrs)
+    manifest = root / "experiments/arithmetic.yaml"
+    manifest.write_text(manifest.read_text().replace("accuracy: 0.67", "accuracy: 0.9"))
+    build_site(project)
+    page = parse(site / "experiments/arithmetic.html")
+    assert "edited" in page.find("h1").text()
+    assert "edited since the latest run of sampler" in " ".join(page.find("p", class_="drift").text().split())
+    sampler = next(p for p in (site / "runs").glob("*sampler*.html"))
+    careful = next(p for p in (site / "runs").glob("*careful*.html"))
+    assert "edited since this run" in sampler.read_text() and "edited since this run" not in careful.read_text()

@@ -21,6 +21,7 @@ from evalsite.analysis.matrix import answer_key, comparison_matrix
 from evalsite.errors import EvalsiteError, NotComparableError
 from evalsite.runlog.store import read_run
 from evalsite.site import charts, paths
+from evalsite.site.drift import drift_variant, experiment_drift, experiment_status
 from evalsite.site.inputs import ExperimentSource, ProjectInputs, RunSource
 from evalsite.site.pages import Job, Kit, PageContext, doc
 from evalsite.site.pages.common import Pager, dataset_link, paged_views, run_link, runs_by, runs_table
@@ -44,6 +45,7 @@ class ArmConfig:
     run: object = doc("Link to the run the matrix uses for this arm.")
     config_id: str | None = doc("Hash of the resolved config.")
     config_json: str = doc("The resolved config (from run.json) as indented JSON.")
+    edited: bool = doc("True when the manifest no longer produces this config (edited since this run).", False)
 
 
 @dataclass(kw_only=True)
@@ -114,6 +116,10 @@ class ExperimentPage(PageContext):
     matrix_note: str = doc("Why there is no matrix although there are runs (evalsite.analysis.matrix refused them), if so.")
     other_groups: list[str] = doc("Comparable groups of this experiment's runs that the matrix does not show.")
     runs: Table = doc("Every run of the experiment, newest first.")
+    status: str = doc("The experiment's status from each arm's latest run: not run, unfinished, failed, edited or completed.", "")
+    edited: list[str] = doc("Arms whose latest run the current manifest would no longer produce (edited since this run).", default_factory=list)
+    not_run: list[str] = doc("Arms of the manifest with no run yet.", default_factory=list)
+    drift_problem: str | None = doc("Why the manifest could not be planned to check for edits, if so.", None)
 
 
 @dataclass(kw_only=True)
@@ -131,8 +137,9 @@ def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[Job]:
         members = by_name.get(name, [])
         ids = tuple(r.run_id for r in members)
         keys = (*(f"run:{r}" for r in ids), f"experiment:{name}") if name in inputs.experiments else tuple(f"run:{r}" for r in ids)
+        drift = experiment_drift(inputs, name)
         result.append(Job(f"experiment:{name}", keys, _renderer(name, members, inputs.experiments.get(name)),
-                          digests=ids))
+                          digests=ids, variant=drift_variant(drift)))
     return result
 
 
@@ -215,6 +222,12 @@ def _renderer(name: str, members: list[RunSource], source: ExperimentSource | No
             other_groups=[describe(g) for g in groups[1:]],
             runs=runs_table("runs", members, kit.digests),
         )
+        drift = experiment_drift(kit.inputs, name)
+        context.status = experiment_status(members, drift)
+        context.edited = sorted(r.arm_id for r in members if r.run_id in drift.edited)
+        context.not_run, context.drift_problem = list(drift.not_run), drift.problem
+        for arm in context.arms:
+            arm.edited = arm.run.text in drift.edited
         files.update(kit.page(paths.experiment(name), "experiment.html", context))
         return files
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from evalsite import stats
 from evalsite.site import paths
 from evalsite.site.digest import RunDigest, case_critical, finite_number, item_sort_key
+from evalsite.site.drift import experiment_drift
 from evalsite.site.inputs import ProjectInputs, RunSource
 from evalsite.site.pages import Job, Kit, PageContext, doc
 from evalsite.site.pages.common import Pager, dataset_link, experiment_link, paged_views, runs_table
@@ -144,6 +145,7 @@ class RunPage(PageContext):
     noise: Noise | None = doc("Spread across repeats and flaky items; None with a single repeat.")
     listing: CaseListing = doc("The first page of every case.")
     warnings: list[str] = doc("Problems met while reading the run (e.g. a bad line in cases.jsonl).")
+    edited: bool = doc("True when this is its arm's latest run and the manifest no longer produces its config (edited since this run).", False)
     top_errors: list[ErrorLine] = doc("The most frequent error messages (generation and evaluators), most frequent first.", default_factory=list)
     compare: Link | None = doc("The compare page against the run's baseline (as `evalsite compare` resolves it), if it has one.", None)
 
@@ -172,8 +174,9 @@ def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[Job]:
         if run.dataset.get("path"):
             keys.append(f"dataset-file:{run.dataset['path']}")
         baseline = inputs.baseline_of(run.run_id)
-        result.append(Job(f"run:{run.run_id}", tuple(keys), _run_renderer(run, baseline), digests=(run.run_id,),
-                          cases_of=run.run_id, variant=baseline or ""))
+        edited = run.run_id in experiment_drift(inputs, run.experiment).edited
+        result.append(Job(f"run:{run.run_id}", tuple(keys), _run_renderer(run, baseline, edited), digests=(run.run_id,),
+                          cases_of=run.run_id, variant=f"{baseline or ''}|{edited}"))
     return result
 
 
@@ -183,7 +186,7 @@ def _render_runs_index(kit: Kit) -> dict[str, bytes]:
     return kit.page(paths.RUNS, "runs.html", RunsPage(title="All runs", runs=table, skipped=kit.inputs.skipped))
 
 
-def _run_renderer(run: RunSource, baseline: str | None):
+def _run_renderer(run: RunSource, baseline: str | None, edited: bool):
     def render(kit: Kit) -> dict[str, bytes]:
         digest = kit.digests[run.run_id]
         critical = kit.inputs.critical_items(run)
@@ -204,6 +207,7 @@ def _run_renderer(run: RunSource, baseline: str | None):
             if shard.path == paths.run(run.run_id):
                 context = _run_page(run, digest, facts, listing, kit.case_warnings.get(run.run_id, []))
                 context.top_errors = top_errors(kit.cases[run.run_id])
+                context.edited = edited
                 context.compare = Link(baseline, paths.compare(run.run_id, baseline)) if baseline else None
                 files.update(kit.page(shard.path, "run.html", context))
             else:
