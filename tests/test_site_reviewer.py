@@ -149,3 +149,26 @@ def test_the_leaderboard_fits_at_1280_px_with_a_visible_legend(browser, site):  
         assert len([th for th in block.find_elements(By.CSS_SELECTOR, "thead th") if th.size["width"] > 0]) > 7
     finally:
         browser.set_window_size(1400, 1000)
+
+
+def test_the_matrix_shows_costs_input_expected_and_a_pair_picker(browser, site):  # noqa: F811
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    browser.get((site / paths.matrix("exp", "divergent", 1)).as_uri())
+    row = browser.find_element(By.ID, "item-q3")
+    cells = row.find_elements(By.CSS_SELECTOR, "td.num")
+    assert all(" tok · " in cell.text and " ms" in cell.text for cell in cells)
+    right, wrong = sorted(cells, key=lambda cell: "cell-pass" not in cell.get_attribute("class"))
+    assert "outlier" not in right.get_attribute("class") and "outlier" in wrong.get_attribute("class")
+    block = browser.find_element(By.ID, "item-q3-diff")
+    assert "ask q3" in block.text and "answer q3" in block.text  # input and expected beside the outputs
+    picker = block.find_element(By.CSS_SELECTOR, ".pair-picker")
+    left, other = (Select(picker.find_element(By.CSS_SELECTOR, s)) for s in ("select.pick-left", "select.pick-right"))
+    assert left.first_selected_option.text != other.first_selected_option.text
+    changed = " ".join(e.text for e in picker.find_elements(By.CSS_SELECTOR, ".worddiff-out ins, .worddiff-out del"))
+    assert "zebrafish" in changed
+    other.select_by_index(0 if other.first_selected_option.text != left.options[0].text else 1)
+    left.select_by_visible_text(other.first_selected_option.text)
+    assert not picker.find_elements(By.CSS_SELECTOR, ".worddiff-out ins, .worddiff-out del")  # an output against itself
+    assert problems_in(browser, site) == []

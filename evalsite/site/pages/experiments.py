@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import yaml
 from markupsafe import Markup
@@ -56,10 +56,12 @@ class MatrixCell:
     score: float | None = doc("Mean score over the item's repeats; None when the arm did not score the item.")
     passed: bool | None = doc("True when every repeat of the item passed.")
     tint: str = doc("CSS class: pass (every repeat passed), mixed (failed, partly right), fail, or missing.")
-    outlier: bool = doc("True when this output differs from the answer most arms gave.")
+    outlier: bool = doc("True when this output differs from the answer most arms gave and did not pass (a correct answer is never flagged).")
     best: bool = doc("True when this arm has the row's highest score (ties mark every tied arm; a row where all tie marks none).")
-    fastest: bool = doc("True when this arm has the row's lowest mean latency (same tie rule).")
-    cheapest: bool = doc("True when this arm has the row's lowest mean cost (same tie rule).")
+    fastest: bool = doc("True when this arm has the row's lowest mean latency by a meaningful lead (analysis.matrix.MIN_LEAD).")
+    cheapest: bool = doc("True when this arm has the row's lowest mean cost by a meaningful lead.")
+    fewest_tokens: bool = doc("True when this arm used the fewest tokens on the row by a meaningful lead.", False)
+    tokens: float | None = doc("Mean input + output tokens over repeats.", None)
     output: ShownText | None = doc("The item's most common output over its repeats (None when redacted or missing).")
     latency_ms: float | None = doc("Mean latency over repeats.")
     cost_usd: float | None = doc("Mean cost over repeats; None when unknown.")
@@ -86,7 +88,22 @@ class MatrixRow:
     divergent: bool = doc("True when the arms' outputs are not all the same.")
     diffs: list[PairDiff] = doc("Diffs against the reference arm (on pages of the 'divergent' filter; empty elsewhere and when redacted).")
     diff_href: str | None = doc("Site-root-relative link to this item's diffs on the 'divergent' pages (on other pages).")
+    input: ShownText | None = doc("The item's input (None when redacted).", None)
+    expected: ShownText | None = doc("The item's expected value (None when redacted).", None)
     item_href: str | None = doc("Site-root-relative link to the item's page (input, expected, every run's answers).", None)
+
+
+@dataclass(kw_only=True)
+class ArmTotal:
+    """One arm over every item of the matrix (the leaderboard's figures for the group)."""
+
+    arm: str = doc("Arm label.")
+    mean: Interval | None = doc("Mean score with its bootstrap interval.")
+    latency_p50: float | None = doc("Median latency, ms.")
+    cost_per_case: float | None = doc("Total cost / cases; None when unknown.")
+    best: bool = doc("The leaderboard's first arm.")
+    fastest: bool = doc("The lowest median latency of the arms.")
+    cheapest: bool = doc("The lowest known cost per case of the arms.")
 
 
 @dataclass(kw_only=True)
@@ -94,6 +111,7 @@ class Matrix:
     """One page of the arm × item matrix."""
 
     arms: list[str] = doc("Arm labels in column order (best mean first).")
+    totals: list[ArmTotal] = doc("The aggregate row: each arm over every item, with the overall winners.", default_factory=list)
     comparable: str = doc("What the runs of the matrix share (dataset, evaluator versions).")
     pager: Pager = doc("Filters (all / divergent) and pages.")
     rows: list[MatrixRow] = doc("The items on this page.")
@@ -153,6 +171,7 @@ class _GroupView:
     shards: list
     sweeps: list[Markup]
     matrix_note: str = ""
+    totals: list[ArmTotal] = field(default_factory=list)
 
 
 def experiment_groups(inputs: ProjectInputs, members: list[RunSource]) -> list[Selection]:
@@ -180,7 +199,8 @@ def _group_view(name: str, group: Selection, kit: Kit) -> _GroupView:
     arms = [ArmConfig(label=label_of[r.run_id], run=run_link(r), config_id=r.config_id,
                       config_json=json.dumps(r.header.get("config"), indent=2, sort_keys=True, ensure_ascii=False, default=str))
             for r in runs]
-    view = _GroupView(arms, [label_of[r.run_id] for r in runs], describe(group), [], sweep_charts(runs, label_of, means))
+    view = _GroupView(arms, [label_of[r.run_id] for r in runs], describe(group), [], sweep_charts(runs, label_of, means),
+                      totals=_totals(kit.inputs, group, [r.run_id for r in runs], label_of))
     try:
         rows = matrix_rows(runs, label_of, kit.settings.max_field_chars, kit.settings.redact)
     except NotComparableError as exc:
@@ -188,6 +208,23 @@ def _group_view(name: str, group: Selection, kit: Kit) -> _GroupView:
     else:
         view.shards = _matrix_shards(name, rows, kit.settings)
     return view
+
+
+def _totals(inputs: ProjectInputs, group: Selection, order: list[str], labels: dict[str, str]) -> list[ArmTotal]:
+    """The aggregate row from the group's leaderboard (empty when it has none), in the matrix's column order."""
+    try:
+        board = inputs.leaderboard(group)
+    except EvalsiteError:
+        return []
+    summaries = {arm.summary.arm.run_id: arm.summary for arm in board.arms}
+    latencies = [s.latency.p50_ms for s in summaries.values() if s.latency.p50_ms is not None]
+    costs = [s.cost.per_item for s in summaries.values() if s.cost.per_item is not None]
+    return [ArmTotal(
+        arm=labels[run_id], mean=Interval(s.mean, *bounds(s.mean_interval)), latency_p50=s.latency.p50_ms,
+        cost_per_case=s.cost.per_item, best=run_id == board.arms[0].summary.arm.run_id and len(summaries) > 1,
+        fastest=len(latencies) > 1 and s.latency.p50_ms == min(latencies) and latencies.count(min(latencies)) == 1,
+        cheapest=len(costs) > 1 and s.cost.per_item == min(costs) and costs.count(min(costs)) == 1,
+    ) for run_id in order if (s := summaries.get(run_id)) is not None]
 
 
 def _renderer(name: str, members: list[RunSource], source: ExperimentSource | None):
@@ -199,7 +236,7 @@ def _renderer(name: str, members: list[RunSource], source: ExperimentSource | No
         files: dict[str, bytes] = {}
         first = None
         for shard in view.shards:
-            matrix = Matrix(arms=view.labels, comparable=view.comparable, pager=shard.pager, rows=shard.records,
+            matrix = Matrix(arms=view.labels, totals=view.totals, comparable=view.comparable, pager=shard.pager, rows=shard.records,
                             downloads=matrix_table(view.labels, shard.records, kit.settings.redact))
             if shard.path == paths.experiment(name):
                 first = matrix
@@ -243,7 +280,8 @@ def _matrix_shards(name: str, rows: list[MatrixRow], settings: SiteSettings):
                for row in shard.records if row.diffs}
     for shard in shards:
         if shard.pager.view != "divergent":
-            shard.records[:] = [replace(row, diffs=[], diff_href=home_of.get(row.item_id)) for row in shard.records]
+            shard.records[:] = [replace(row, diffs=[], diff_href=home_of.get(row.item_id), input=None, expected=None)
+                                for row in shard.records]
     return shards
 
 
@@ -277,8 +315,8 @@ def matrix_rows(runs: list[RunSource], labels: dict[str, str], limit: int, redac
 
 #: The case fields a matrix cell reads; the rest (inputs, expected values, per-evaluator scores)
 #: are dropped as each run is read, so a large experiment's matrix holds only what it shows.
-MATRIX_FIELDS = ("item_id", "repeat", "output", "score", "passed", "latency_ms", "input_tokens", "output_tokens",
-                 "cost_usd", "error")
+MATRIX_FIELDS = ("item_id", "repeat", "input", "expected", "output", "score", "passed", "latency_ms", "input_tokens",
+                 "output_tokens", "cost_usd", "error")
 
 
 def _matrix_run(source: RunSource):
@@ -291,7 +329,9 @@ def _row(row, labels: list[str], limit: int, redact: bool) -> MatrixRow:
     cells = [_cell(label, cell, row, limit, redact) for label, cell in zip(labels, row.cells)]
     diffs = [] if redact or not row.divergent else _diffs(cells, row.cells)
     return MatrixRow(anchor=paths.slug(f"item-{row.item_id}"), item_id=row.item_id, cells=cells,
-                     divergent=row.divergent, diffs=diffs, diff_href=None)
+                     divergent=row.divergent, diffs=diffs, diff_href=None,
+                     input=None if redact else display(row.input, limit),
+                     expected=None if redact else display(row.expected, limit))
 
 
 def _cell(label: str, cell, row, limit: int, redact: bool) -> MatrixCell:
@@ -299,8 +339,10 @@ def _cell(label: str, cell, row, limit: int, redact: bool) -> MatrixCell:
         return MatrixCell(arm=label, score=None, passed=None, tint="missing", outlier=False, best=False,
                           fastest=False, cheapest=False, output=None, latency_ms=None, cost_usd=None)
     return MatrixCell(
-        arm=label, score=cell.score, passed=cell.passed, tint=_tint(cell.passed, cell.score), outlier=cell.outlier,
+        arm=label, score=cell.score, passed=cell.passed, tint=_tint(cell.passed, cell.score),
+        outlier=cell.outlier and not cell.passed,
         best=cell.run_id in row.best, fastest=cell.run_id in row.fastest, cheapest=cell.run_id in row.cheapest,
+        fewest_tokens=cell.run_id in row.fewest_tokens, tokens=cell.tokens,
         output=None if redact else display(cell.output, limit), latency_ms=cell.latency_ms, cost_usd=cell.cost_usd,
     )
 
@@ -352,7 +394,8 @@ def _row_size(row: MatrixRow) -> int:
 
 
 def _row_size_with_diffs(row: MatrixRow) -> int:
-    return _row_size(row) + sum(3 * len(d.right_text.text if d.right_text else "") + 200 for d in row.diffs)
+    texts = sum(len(t.text) for t in (row.input, row.expected) if t is not None)
+    return _row_size(row) + texts + sum(3 * len(d.right_text.text if d.right_text else "") + 200 for d in row.diffs)
 
 
 def sweep_charts(runs: list[RunSource], labels: dict[str, str], means: dict[str, Interval]) -> list[Markup]:
