@@ -271,7 +271,7 @@ def test_experiment_page_renders_the_description_arms_and_matrix_with_diffs(proj
     target, _, anchor = link.partition("#")
     diffs = parse(project.root / "site/experiments" / target)
     shown = diffs.find("details", id=anchor)
-    assert shown.find_all("del") and shown.find_all("ins") and len(shown.find_all("pre", class_="text")) >= 4
+    assert shown.find_all("div", class_="pair-picker") and len(shown.find_all("pre", class_="text")) >= 4  # the browser diffs
     texts = [" ".join(h.text().split()) for h in shown.find_all("h4")]
     assert texts[:2] == ["Input", "Expected"] and "careful" in texts  # input, expected and every arm's output
 

@@ -17,7 +17,7 @@ import yaml
 from markupsafe import Markup
 
 from evalsite.analysis import Selection, comparable_groups
-from evalsite.analysis.matrix import answer_key, comparison_matrix
+from evalsite.analysis.matrix import comparison_matrix
 from evalsite.errors import EvalsiteError, NotComparableError
 from evalsite.runlog.store import read_run
 from evalsite.site import charts, paths
@@ -29,7 +29,7 @@ from evalsite.site.pages.datasets import bounds, describe
 from evalsite.site.pages.runs import flatten
 from evalsite.site.settings import SiteSettings
 from evalsite.site.tables import Column, Interval, Table
-from evalsite.site.text import DiffPiece, ShownText, display, markdown, word_diff
+from evalsite.site.text import ShownText, display, markdown
 
 MATRIX_VIEWS = {
     "all": ("all items", lambda row: True),
@@ -68,17 +68,6 @@ class MatrixCell:
 
 
 @dataclass(kw_only=True)
-class PairDiff:
-    """One arm's output against the reference (first) arm's output on one item."""
-
-    left: str = doc("Reference arm label.")
-    right: str = doc("Compared arm label.")
-    left_text: ShownText | None = doc("Reference output.")
-    right_text: ShownText | None = doc("Compared output.")
-    pieces: list[DiffPiece] | None = doc("Word diff from left to right; None when an output is too long to diff.")
-
-
-@dataclass(kw_only=True)
 class MatrixRow:
     """One item across the arms."""
 
@@ -86,7 +75,7 @@ class MatrixRow:
     item_id: str = doc("The item id.")
     cells: list[MatrixCell] = doc("One cell per arm, in the arms' order.")
     divergent: bool = doc("True when the arms' outputs are not all the same.")
-    diffs: list[PairDiff] = doc("Diffs against the reference arm (on pages of the 'divergent' filter; empty elsewhere and when redacted).")
+    shows_outputs: bool = doc("True when the page shows this divergent row's input, expected and outputs with the diff picker (pages of the 'divergent' filter, unless redacted).")
     diff_href: str | None = doc("Site-root-relative link to this item's diffs on the 'divergent' pages (on other pages).")
     input: ShownText | None = doc("The item's input (None when redacted).", None)
     expected: ShownText | None = doc("The item's expected value (None when redacted).", None)
@@ -237,7 +226,7 @@ def _renderer(name: str, members: list[RunSource], source: ExperimentSource | No
         first = None
         for shard in view.shards:
             matrix = Matrix(arms=view.labels, totals=view.totals, comparable=view.comparable, pager=shard.pager, rows=shard.records,
-                            downloads=matrix_table(view.labels, shard.records, kit.settings.redact))
+                            downloads=matrix_table(view.labels, shard.records))
             if shard.path == paths.experiment(name):
                 first = matrix
                 continue
@@ -277,10 +266,10 @@ def _matrix_shards(name: str, rows: list[MatrixRow], settings: SiteSettings):
                          max_count=settings.items_per_page, budget_bytes=settings.page_budget_bytes,
                          size_of=_row_size, view_sizes={"divergent": _row_size_with_diffs})
     home_of = {row.item_id: f"{shard.path}#{row.anchor}-diff" for shard in shards if shard.pager.view == "divergent"
-               for row in shard.records if row.diffs}
+               for row in shard.records if row.shows_outputs}
     for shard in shards:
         if shard.pager.view != "divergent":
-            shard.records[:] = [replace(row, diffs=[], diff_href=home_of.get(row.item_id), input=None, expected=None)
+            shard.records[:] = [replace(row, shows_outputs=False, diff_href=home_of.get(row.item_id), input=None, expected=None)
                                 for row in shard.records]
     return shards
 
@@ -327,9 +316,8 @@ def _matrix_run(source: RunSource):
 
 def _row(row, labels: list[str], limit: int, redact: bool) -> MatrixRow:
     cells = [_cell(label, cell, row, limit, redact) for label, cell in zip(labels, row.cells)]
-    diffs = [] if redact or not row.divergent else _diffs(cells, row.cells)
     return MatrixRow(anchor=paths.slug(f"item-{row.item_id}"), item_id=row.item_id, cells=cells,
-                     divergent=row.divergent, diffs=diffs, diff_href=None,
+                     divergent=row.divergent, shows_outputs=row.divergent and not redact, diff_href=None,
                      input=None if redact else display(row.input, limit),
                      expected=None if redact else display(row.expected, limit))
 
@@ -356,46 +344,30 @@ def _tint(passed: bool | None, score: float | None) -> str:
     return "mixed" if score else "fail"
 
 
-def _diffs(cells: list[MatrixCell], sources: list) -> list[PairDiff]:
-    """Each arm whose answer differs from the first arm's, diffed word by word against it."""
-    reference, first = cells[0], sources[0]
-    diffs = []
-    for cell, source in zip(cells[1:], sources[1:]):
-        if source is None or first is None or answer_key(source.output) == answer_key(first.output):
-            continue
-        left = reference.output.text if reference.output else ""
-        right = cell.output.text if cell.output else ""
-        diffs.append(PairDiff(left=reference.arm, right=cell.arm, left_text=reference.output, right_text=cell.output,
-                              pieces=word_diff(left, right)))
-    return diffs
-
-
-def matrix_table(labels: list[str], rows: list[MatrixRow], redact: bool) -> Table:
+def matrix_table(labels: list[str], rows: list[MatrixRow]) -> Table:
+    """The page's rows as scores and verdicts (outputs are in each run's case downloads and on the item
+    pages, so a large matrix does not carry them a third time)."""
     columns = [Column("item_id", "item", "code"), Column("divergent", "outputs differ")]
     for label in labels:
         columns += [Column(f"score:{label}", f"{label} score", "number"), Column(f"pass:{label}", f"{label} passed")]
-        if not redact:
-            columns.append(Column(f"output:{label}", f"{label} output"))
     records = []
     for row in rows:
         record = {"item_id": row.item_id, "divergent": row.divergent}
         for cell in row.cells:
             record[f"score:{cell.arm}"] = cell.score
             record[f"pass:{cell.arm}"] = cell.passed
-            if not redact:
-                record[f"output:{cell.arm}"] = cell.output.text if cell.output else None
         records.append(record)
     return Table("matrix", columns, records, sortable=False)
 
 
 def _row_size(row: MatrixRow) -> int:
-    """Bytes a row costs on a page and in its downloads (scores, and outputs in the downloads)."""
-    return 200 + 150 * len(row.cells) + sum(len(c.output.text) for c in row.cells if c.output)
+    """Bytes a row costs on a page and in its downloads (a score, latency, tokens and cost per cell)."""
+    return 300 + 250 * len(row.cells)
 
 
 def _row_size_with_diffs(row: MatrixRow) -> int:
-    texts = sum(len(t.text) for t in (row.input, row.expected) if t is not None)
-    return _row_size(row) + texts + sum(3 * len(d.right_text.text if d.right_text else "") + 200 for d in row.diffs)
+    texts = [t for t in (row.input, row.expected, *(c.output for c in row.cells)) if t is not None]
+    return _row_size(row) + sum(len(t.text) for t in texts) + 120 * len(row.cells) if row.shows_outputs else _row_size(row)
 
 
 def sweep_charts(runs: list[RunSource], labels: dict[str, str], means: dict[str, Interval]) -> list[Markup]:
