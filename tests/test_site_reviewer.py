@@ -43,7 +43,7 @@ def test_an_item_page_shows_input_expected_and_every_runs_output(site):
     section = page.find("section", id=paths.item_anchor("q3"))
     text = " ".join(section.text().split())
     assert "ask q3" in text and "answer q3" in text and UNIQUE in text
-    runs = {a.text().strip() for a in section.find_all("a") if "runs/" in a.attrs.get("href", "")}
+    runs = {a.attrs["href"].rsplit("/", 1)[1].removesuffix(".html") for a in section.find_all("a") if "runs/" in a.attrs.get("href", "")}
     assert runs == {"20260101T000000Z-a-0001", "20260101T000001Z-b-0002", "20260101T000002Z-a-0003"}
 
 

@@ -106,7 +106,7 @@ class CaseListing:
 
     pager: Pager = doc("Filters and pages of the listing.")
     cases: list[CaseRow] = doc("The cases on this page.")
-    downloads: Table = doc("The same cases as a flat table: its CSV and JSON files sit beside the page.")
+    downloads: Table | None = doc("The same cases as a flat table, its CSV and JSON files beside the page (pages of the 'all' filter only: the filtered pages' cases are among them).")
 
 
 @dataclass(kw_only=True)
@@ -203,7 +203,8 @@ def _run_renderer(run: RunSource, baseline: str | None, edited: bool):
         files: dict[str, bytes] = {}
         for shard in shards:
             listing = CaseListing(pager=shard.pager, cases=shard.records,
-                                  downloads=cases_table(shard.records, evaluator_names, kit.settings.redact))
+                                  downloads=cases_table(shard.records, evaluator_names, kit.settings.redact)
+                                  if shard.pager.view == "all" else None)
             if shard.path == paths.run(run.run_id):
                 context = _run_page(run, digest, facts, listing, kit.case_warnings.get(run.run_id, []))
                 context.top_errors = top_errors(kit.cases[run.run_id])
