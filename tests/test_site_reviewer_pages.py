@@ -45,3 +45,14 @@ def test_editing_an_arms_params_after_its_run_marks_it_edited_since_this_run(tmp
     sampler = next(p for p in (site / "runs").glob("*sampler*.html"))
     careful = next(p for p in (site / "runs").glob("*careful*.html"))
     assert "edited since this run" in sampler.read_text() and "edited since this run" not in careful.read_text()
+
+
+def test_the_matrix_marks_no_winner_on_a_sub_millisecond_lead(tmp_path):
+    root = tmp_path / "p"
+    (root / "data").mkdir(parents=True)
+    write_run(root / "runs", "20260101T000000Z-a-0001", [case(f"i{n}", latency_ms=10.0) for n in range(4)], arm="a")
+    write_run(root / "runs", "20260101T000001Z-b-0002", [case(f"i{n}", latency_ms=10.4) for n in range(4)], arm="b")
+    write_run(root / "runs", "20260101T000002Z-c-0003", [case(f"i{n}", latency_ms=30.0) for n in range(4)], arm="c")
+    build_site(find_project(root))
+    page = (root / "site/experiments/exp.html").read_text()
+    assert 'title="fastest"' not in page and 'title="fastest median"' not in page  # a leads b by 0.4 ms only

@@ -17,7 +17,7 @@ import yaml
 from markupsafe import Markup
 
 from evalsite.analysis import Selection, comparable_groups
-from evalsite.analysis.matrix import comparison_matrix
+from evalsite.analysis.matrix import MIN_LEAD, comparison_matrix
 from evalsite.errors import EvalsiteError, NotComparableError
 from evalsite.runlog.store import read_run
 from evalsite.site import charts, paths
@@ -206,14 +206,23 @@ def _totals(inputs: ProjectInputs, group: Selection, order: list[str], labels: d
     except EvalsiteError:
         return []
     summaries = {arm.summary.arm.run_id: arm.summary for arm in board.arms}
-    latencies = [s.latency.p50_ms for s in summaries.values() if s.latency.p50_ms is not None]
-    costs = [s.cost.per_item for s in summaries.values() if s.cost.per_item is not None]
+    fastest = _clear_leader({r: s.latency.p50_ms for r, s in summaries.items()}, MIN_LEAD["latency_ms"])
+    cheapest = _clear_leader({r: s.cost.per_item for r, s in summaries.items()}, MIN_LEAD["cost_usd"])
     return [ArmTotal(
         arm=labels[run_id], mean=Interval(s.mean, *bounds(s.mean_interval)), latency_p50=s.latency.p50_ms,
         cost_per_case=s.cost.per_item, best=run_id == board.arms[0].summary.arm.run_id and len(summaries) > 1,
-        fastest=len(latencies) > 1 and s.latency.p50_ms == min(latencies) and latencies.count(min(latencies)) == 1,
-        cheapest=len(costs) > 1 and s.cost.per_item == min(costs) and costs.count(min(costs)) == 1,
+        fastest=run_id == fastest, cheapest=run_id == cheapest,
     ) for run_id in order if (s := summaries.get(run_id)) is not None]
+
+
+def _clear_leader(values: dict[str, float | None], lead: tuple[float, float]) -> str | None:
+    """The run with the lowest value when it leads the next by the matrix's meaningful lead (``MIN_LEAD``)."""
+    known = sorted((v, r) for r, v in values.items() if v is not None)
+    if len(known) < 2:
+        return None
+    (best, run_id), (runner_up, _) = known[0], known[1]
+    absolute, share = lead
+    return run_id if runner_up - best >= max(absolute, share * runner_up, 1e-12) else None
 
 
 def _renderer(name: str, members: list[RunSource], source: ExperimentSource | None):
