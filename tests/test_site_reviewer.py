@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from sitekit import case, parse, write_run
+from sitekit import case, parse, table_rows, write_run
 from test_site_browser import CHROMEDRIVER, CHROMIUM, browser, problems_in  # noqa: F401  (the module's browser)
 
 from evalsite.analysis import leaderboard
@@ -172,3 +172,12 @@ def test_the_matrix_shows_costs_input_expected_and_a_pair_picker(browser, site):
     left.select_by_visible_text(other.first_selected_option.text)
     assert not picker.find_elements(By.CSS_SELECTOR, ".worddiff-out ins, .worddiff-out del")  # an output against itself
     assert problems_in(browser, site) == []
+
+
+def test_the_runs_table_counts_items_improved_regressed_and_unchanged(site):
+    page = parse(site / "runs.html")
+    header = [" ".join(th.text().split()) for th in page.find("div", id="runs").find("thead").find_all("th")]
+    rows = {row[0]: dict(zip(header, row)) for row in table_rows(page.find("div", id="runs").find("table"))}
+    newer = rows["20260101T000002Z-a-0003"]
+    assert (newer["improved"], newer["regressed"], newer["unchanged"]) == ("0", "1", "11")  # q5 went wrong
+    assert rows["20260101T000000Z-a-0001"]["improved"] == "—"  # no baseline

@@ -14,6 +14,7 @@ from evalsite.site.drift import experiment_drift
 from evalsite.site.inputs import ProjectInputs, RunSource
 from evalsite.site.pages import Job, Kit, PageContext, doc
 from evalsite.site.pages.common import Pager, dataset_link, experiment_link, paged_views, runs_table
+from evalsite.site.pages.compare import change_counts
 from evalsite.site.settings import SiteSettings
 from evalsite.site.tables import Column, Interval, Link, Table
 from evalsite.site.text import ShownText, display
@@ -168,7 +169,9 @@ class RunsPage(PageContext):
 
 def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[Job]:
     every_run = tuple(run.run_id for run in inputs.runs)
-    result = [Job("runs", ("skipped", "decisions", *(f"run:{r}" for r in every_run)), _render_runs_index, digests=every_run)]
+    datasets = sorted({f"dataset-file:{r.dataset['path']}" for r in inputs.runs if r.dataset.get("path")})
+    keys = ("skipped", "decisions", *(f"run:{r}" for r in every_run), *datasets)  # the counts re-score changed ground truth
+    result = [Job("runs", keys, _render_runs_index, digests=every_run)]
     for run in inputs.runs:
         keys = [f"run:{run.run_id}"]
         if run.dataset.get("path"):
@@ -181,8 +184,9 @@ def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[Job]:
 
 
 def _render_runs_index(kit: Kit) -> dict[str, bytes]:
-    table = runs_table("runs", kit.inputs.runs, kit.digests,
-                       baselines={r.run_id: kit.inputs.baseline_of(r.run_id) for r in kit.inputs.runs})
+    baselines = {r.run_id: kit.inputs.baseline_of(r.run_id) for r in kit.inputs.runs}
+    changes = {run_id: change_counts(kit.inputs, run_id, baseline) for run_id, baseline in baselines.items() if baseline}
+    table = runs_table("runs", kit.inputs.runs, kit.digests, baselines=baselines, changes=changes)
     return kit.page(paths.RUNS, "runs.html", RunsPage(title="All runs", runs=table, skipped=kit.inputs.skipped))
 
 
