@@ -93,3 +93,13 @@ def test_the_example_arms_as_a_matrix(example_project, cli):
         if "," in cell.output:  # careful writes thousands with a comma, which the others never do
             assert row.divergent and cell.outlier and cell.run_id not in row.best
         assert row.divergent or not any(c.outlier for c in row.cells)
+
+
+def test_a_lead_too_small_to_matter_earns_no_mark():
+    runs = [
+        make_run("r1", "a", {"i1": [("4", 1.0, 10.0, 0.100, 5)], "i2": [("4", 1.0, 100, 0.1, 5)]}),
+        make_run("r2", "b", {"i1": [("4", 1.0, 10.6, 0.1005, 9)], "i2": [("4", 1.0, 104, 0.1, 5)]}),
+    ]
+    i1, i2 = comparison_matrix(runs).rows
+    assert (i1.fastest, i1.cheapest, i1.fewest_tokens) == ([], [], ["r1"])  # 0.6 ms and 0.5% are noise; 4 tokens are not
+    assert i2.fastest == []  # 4 ms of 104 is under 5%

@@ -272,7 +272,9 @@ def test_experiment_page_renders_the_description_arms_and_matrix_with_diffs(proj
     target, _, anchor = link.partition("#")
     diffs = parse(project.root / "site/experiments" / target)
     shown = diffs.find("details", id=anchor)
-    assert shown.find_all("del") and shown.find_all("ins") and len(shown.find_all("div", class_="pair")) >= 1
+    assert shown.find_all("div", class_="pair-picker") and len(shown.find_all("pre", class_="text")) >= 4  # the browser diffs
+    texts = [" ".join(h.text().split()) for h in shown.find_all("h4")]
+    assert texts[:2] == ["Input", "Expected"] and "careful" in texts  # input, expected and every arm's output
 
 
 def test_unreadable_runs_and_bad_settings_are_reported_not_crashing(project):
@@ -341,7 +343,7 @@ def test_arms_the_data_cannot_separate_share_one_group_and_no_order_is_claimed(t
         write_run(root / "runs", f"20260101T00000{index}Z-{arm}-000{index}", cases, arm=arm)
     build_site(find_project(root))
     page = parse(root / "site/datasets/data-000000000000.html")
-    groups = [row[0] for row in table_rows(page.find("div", id="leaderboard-1").find("table"))]
+    groups = [row[4] for row in table_rows(page.find("div", id="leaderboard-1").find("table"))]  # rank, arm, mean, Δ, group
     assert groups == ["a", "a", "a"]
     verdict = page.find("p", class_="verdict").text()
     assert verdict.startswith("no arm is ahead of every other at α = 0.05: x is not separated from y, z")

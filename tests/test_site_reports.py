@@ -29,8 +29,13 @@ def test_the_example_report_marks_every_claim_as_holding_and_links_its_runs(site
     assert len(marks) == 5 and all("claim-holds" in m.attrs["class"] and m.text().startswith("✓") for m in marks)
     rows = table_rows(page.find("div", id="claims").find("table"))
     assert [row[3] for row in rows] == ["holds"] * 5
-    for link in page.find("article", class_="report").find_all("a"):
-        assert (site / "reports" / link.attrs["href"]).resolve().is_file()
+    article = page.find("article", class_="report")
+    assert "arm=" not in article.text() and "claim:" not in article.text()  # prose, not claim syntax
+    for link in article.find_all("a"):
+        target = link.attrs["href"]
+        assert any(n.attrs.get("id") == target[1:] for n in page.iter()) if target.startswith("#") else (site / "reports" / target).resolve().is_file()
+    notes = page.find("ol", class_="claim-notes").find_all("li")
+    assert len(notes) == 5 and all("holds" in n.text() and n.find_all("a") for n in notes)
     home = parse(site / "index.html").find("div", id="reports")
     assert [row[0] for row in table_rows(home.find("table"))] == ["arithmetic", "hostile"]
 

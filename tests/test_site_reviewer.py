@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from sitekit import case, parse, write_run
+from sitekit import case, parse, table_rows, write_run
 from test_site_browser import CHROMEDRIVER, CHROMIUM, browser, problems_in  # noqa: F401  (the module's browser)
 
 from evalsite.analysis import leaderboard
@@ -43,7 +43,7 @@ def test_an_item_page_shows_input_expected_and_every_runs_output(site):
     section = page.find("section", id=paths.item_anchor("q3"))
     text = " ".join(section.text().split())
     assert "ask q3" in text and "answer q3" in text and UNIQUE in text
-    runs = {a.text().strip() for a in section.find_all("a") if "runs/" in a.attrs.get("href", "")}
+    runs = {a.attrs["href"].rsplit("/", 1)[1].removesuffix(".html") for a in section.find_all("a") if "runs/" in a.attrs.get("href", "")}
     assert runs == {"20260101T000000Z-a-0001", "20260101T000001Z-b-0002", "20260101T000002Z-a-0003"}
 
 
@@ -108,9 +108,13 @@ def test_home_opens_with_the_verdict_of_each_dataset(browser, site):  # noqa: F8
 @pytest.mark.parametrize("page", ["index.html", f"datasets/{paths.slug(DATASET)}.html", "item"])
 def test_no_horizontal_overflow_at_400_px(browser, site, page):  # noqa: F811
     target = paths.item_page(DATASET, paths.item_bucket("q3")) if page == "item" else page
+    from selenium.webdriver.support.ui import WebDriverWait
+
     browser.set_window_size(400, 900)
     try:
         browser.get((site / target).as_uri())
+        WebDriverWait(browser, 10).until(lambda d: d.execute_script("return document.readyState") == "complete"
+                                         and d.execute_script("return window.innerWidth") <= 400)
         width, inner = browser.execute_script("return [document.documentElement.scrollWidth, window.innerWidth]")
         assert width <= inner, f"{target}: {width} px wide in a {inner} px window"
     finally:
@@ -126,3 +130,54 @@ def test_dark_mode_follows_the_system_setting(browser, site):  # noqa: F811
     finally:
         browser.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": []})
     assert light != dark and sum(int(c) for c in dark[dark.index("(") + 1:-1].split(",")[:3]) < 150
+
+
+def test_the_leaderboard_fits_at_1280_px_with_a_visible_legend(browser, site):  # noqa: F811
+    from selenium.webdriver.common.by import By
+
+    browser.set_window_size(1280, 900)
+    try:
+        browser.get((site / paths.dataset(DATASET)).as_uri())
+        block = browser.find_element(By.ID, "leaderboard-1")
+        scroller = block.find_element(By.CSS_SELECTOR, ".scroll")
+        assert browser.execute_script("return arguments[0].scrollWidth <= arguments[0].clientWidth", scroller)
+        headers = [th.text for th in block.find_elements(By.CSS_SELECTOR, "thead th") if th.size["width"] > 0]
+        assert headers[:7] == ["rank", "arm", "mean score", "Δ leader", "group", "cost / case", "p50 latency"]
+        legend = block.find_element(By.CSS_SELECTOR, "dl.legend")
+        assert legend.is_displayed() and "not significantly different" in legend.text
+        block.find_element(By.CSS_SELECTOR, "input.show-secondary").click()
+        assert len([th for th in block.find_elements(By.CSS_SELECTOR, "thead th") if th.size["width"] > 0]) > 7
+    finally:
+        browser.set_window_size(1400, 1000)
+
+
+def test_the_matrix_shows_costs_input_expected_and_a_pair_picker(browser, site):  # noqa: F811
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    browser.get((site / paths.matrix("exp", "divergent", 1)).as_uri())
+    row = browser.find_element(By.ID, "item-q3")
+    cells = row.find_elements(By.CSS_SELECTOR, "td.num")
+    assert all(" tok · " in cell.text and " ms" in cell.text for cell in cells)
+    right, wrong = sorted(cells, key=lambda cell: "cell-pass" not in cell.get_attribute("class"))
+    assert "outlier" not in right.get_attribute("class") and "outlier" in wrong.get_attribute("class")
+    block = browser.find_element(By.ID, "item-q3-diff")
+    assert "ask q3" in block.text and "answer q3" in block.text  # input and expected beside the outputs
+    picker = block.find_element(By.CSS_SELECTOR, ".pair-picker")
+    left, other = (Select(picker.find_element(By.CSS_SELECTOR, s)) for s in ("select.pick-left", "select.pick-right"))
+    assert left.first_selected_option.text != other.first_selected_option.text
+    changed = " ".join(e.text for e in picker.find_elements(By.CSS_SELECTOR, ".worddiff-out ins, .worddiff-out del"))
+    assert "zebrafish" in changed
+    other.select_by_index(0 if other.first_selected_option.text != left.options[0].text else 1)
+    left.select_by_visible_text(other.first_selected_option.text)
+    assert not picker.find_elements(By.CSS_SELECTOR, ".worddiff-out ins, .worddiff-out del")  # an output against itself
+    assert problems_in(browser, site) == []
+
+
+def test_the_runs_table_counts_items_improved_regressed_and_unchanged(site):
+    page = parse(site / "runs.html")
+    header = [" ".join(th.text().split()) for th in page.find("div", id="runs").find("thead").find_all("th")]
+    rows = {row[0]: dict(zip(header, row)) for row in table_rows(page.find("div", id="runs").find("table"))}
+    newer = rows["20260101T000002Z-a-0003"]
+    assert (newer["improved"], newer["regressed"], newer["unchanged"]) == ("0", "1", "11")  # q5 went wrong
+    assert rows["20260101T000000Z-a-0001"]["improved"] == "—"  # no baseline

@@ -18,7 +18,7 @@ def result(status: str, text: str) -> ClaimResult:
 def test_placeholder_text_in_a_report_does_not_move_a_verdict(decoy):
     text = (f"[a link {decoy}](https://example.org/{decoy})\n\n"
             "First {{ claim: mean(arm=a) > 0.5 }} then second {{ claim: mean(arm=b) > 0.5 }}.\n")
-    html = str(marked_report(text, [result(HOLDS, "mean(arm=a) > 0.5"), result(FAILS, "mean(arm=b) > 0.5")], "reports/r.html"))
+    html = str(marked_report(text, [result(HOLDS, "mean(arm=a) > 0.5"), result(FAILS, "mean(arm=b) > 0.5")]))
     page = parse_fragment(html)
     link = page.find("a")
     assert "claim" not in link.attrs.get("class", "") and not link.find_all("span")
@@ -26,7 +26,8 @@ def test_placeholder_text_in_a_report_does_not_move_a_verdict(decoy):
     paragraph = page.find_all("p")[1]
     marks = paragraph.find_all("span")
     assert [m.attrs["class"] for m in marks] == ["claim claim-holds", "claim claim-fails"]
-    assert paragraph.text().startswith("First ✓ claim: mean(arm=a) > 0.5 then second ✗ claim: mean(arm=b)")
+    text = paragraph.text()  # each verdict stays where its directive was, in order
+    assert text.startswith("First ✓") and " then second ✗" in text and text.index("✓") < text.index("✗")
 
 
 def parse_fragment(html: str):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from statistics import fmean
 from typing import Any
 
@@ -22,6 +22,10 @@ from evalsite.runlog.rows import item_order
 from evalsite.runlog.store import Run
 
 _TIE = 1e-9
+#: The smallest lead that earns a row's "fastest" / "fewest tokens" / "cheapest" mark: a winner
+#: that beats the runner-up by less than this (in the value's unit, or as a share of it) is not
+#: marked, so sub-millisecond jitter never reads as a win.
+MIN_LEAD = {"latency_ms": (1.0, 0.05), "tokens": (1.0, 0.0), "cost_usd": (0.0, 0.01)}
 
 
 @dataclass(frozen=True)
@@ -64,6 +68,7 @@ class MatrixRow:
     cheapest: list[str]
     divergent: bool
     majority_output: Any = None
+    fewest_tokens: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -153,8 +158,22 @@ def _row(item_id: str, runs: list[Run], grouped: list[dict[str, list[dict]]]) ->
         expected=first.get("expected"),
         cells=cells,
         best=_winners(present, lambda c: c.score, max),
-        fastest=_winners(present, lambda c: c.latency_ms, min),
-        cheapest=_winners(present, lambda c: c.cost_usd, min),
+        fastest=_clear_lead(present, "latency_ms"),
+        cheapest=_clear_lead(present, "cost_usd"),
+        fewest_tokens=_clear_lead(present, "tokens"),
         divergent=divergent,
         majority_output=next((c.output for c in present if answer_key(c.output) == majority), None),
     )
+
+
+def _clear_lead(cells: list, name: str) -> list[str]:
+    """The cells with the lowest ``name`` (latency, tokens, cost), when they lead the next cell by at
+    least :data:`MIN_LEAD` (an absolute amount or a share of the runner-up's value, whichever is larger)."""
+    winners = _winners(cells, lambda c: getattr(c, name), min)
+    if not winners:
+        return []
+    values = {cell.run_id: getattr(cell, name) for cell in cells if getattr(cell, name) is not None}
+    best = min(values[run_id] for run_id in winners)
+    runner_up = min(v for run_id, v in values.items() if run_id not in winners)
+    absolute, share = MIN_LEAD[name]
+    return winners if runner_up - best >= max(absolute, share * runner_up) else []

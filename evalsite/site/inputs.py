@@ -95,6 +95,7 @@ class ProjectInputs:
     _dataset_cache: dict[str, dict[str, dict] | None] = field(default_factory=dict)
     _baselines: dict[str, baselines.BaselineChoice] = field(default_factory=dict)
     _leaderboards: dict[tuple, analysis.Leaderboard | EvalsiteError] = field(default_factory=dict)
+    memo: dict = field(default_factory=dict)  # what several page families of one build read (e.g. manifest drift)
 
     @cached_property
     def by_id(self) -> dict[str, Run]:

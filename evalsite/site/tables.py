@@ -41,6 +41,7 @@ class Column:
     label: str
     kind: str = "text"
     help: str = ""
+    secondary: bool = False  # hidden until the reader asks for every column
 
     def __post_init__(self) -> None:
         if self.kind not in COLUMN_KINDS:
@@ -57,6 +58,7 @@ class Table:
     caption: str = ""
     note: str = ""
     sortable: bool = True
+    legend: bool = False  # list every column's help under the table (instead of only hover titles)
     download_stem: str = field(default="", compare=False)
 
     def records(self) -> list[dict]:

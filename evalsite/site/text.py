@@ -1,4 +1,4 @@
-"""Text a page shows from its inputs: safe markdown, displayable values, cut lengths, word diffs.
+"""Text a page shows from its inputs: safe markdown, displayable values, cut lengths (word diffs are drawn in the browser, static/site.js).
 
 Nothing here marks text safe except :func:`markdown`, whose renderer escapes raw HTML and drops
 unsafe link schemes; everything else stays plain text for Jinja's autoescape.
@@ -6,9 +6,7 @@ unsafe link schemes; everything else stays plain text for Jinja's autoescape.
 
 from __future__ import annotations
 
-import difflib
 import json
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,9 +14,6 @@ from markdown_it import MarkdownIt
 from markupsafe import Markup
 
 _MARKDOWN = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False}).enable("table")
-_TOKENS = re.compile(r"\s+|\w+|[^\w\s]")
-#: Outputs longer than this are shown side by side without a word diff (difflib is quadratic).
-DIFF_LIMIT_CHARS = 20_000
 
 
 def markdown(text: str | None) -> Markup:
@@ -70,28 +65,3 @@ def _content(content: Any) -> str:
     if isinstance(content, list):
         return " ".join(str(part.get("text", "")) if isinstance(part, dict) else str(part) for part in content)
     return json.dumps(content, ensure_ascii=False, default=str)
-
-
-@dataclass(frozen=True)
-class DiffPiece:
-    """A run of text that both sides share (``same``), or that only the left (``del``) or the right (``ins``) has."""
-
-    kind: str
-    text: str
-
-
-def word_diff(left: str, right: str) -> list[DiffPiece] | None:
-    """Word-level diff from ``left`` to ``right``; ``None`` when either side is too long to diff."""
-    if len(left) > DIFF_LIMIT_CHARS or len(right) > DIFF_LIMIT_CHARS:
-        return None
-    a, b = _TOKENS.findall(left), _TOKENS.findall(right)
-    pieces: list[DiffPiece] = []
-    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
-        if op == "equal":
-            pieces.append(DiffPiece("same", "".join(a[i1:i2])))
-            continue
-        if i2 > i1:
-            pieces.append(DiffPiece("del", "".join(a[i1:i2])))
-        if j2 > j1:
-            pieces.append(DiffPiece("ins", "".join(b[j1:j2])))
-    return pieces

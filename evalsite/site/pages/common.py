@@ -67,14 +67,23 @@ def run_row(run: Run, summary: RunSummary | None) -> dict:
         "critical_failures": critical,
         "cost_usd": summary.cost.total if summary else None,
         "started_at": run.header.started_at,
-        "_class": f"status-{run.status}",
+        "_class": f"status-{run.status}" + _error_classes(summary),
     }
 
 
+def _error_classes(summary: RunSummary | None) -> str:
+    """Row classes that turn a run's status badge amber (some cases errored) or red (every case did)."""
+    if summary is None or not summary.errors:
+        return ""
+    return " run-errored run-all-errored" if summary.errors == summary.cases else " run-errored"
+
+
 def runs_table(table_id: str, runs: Iterable[Run], digests: dict[str, RunSummary], caption: str = "",
-               baselines: dict[str, str | None] | None = None) -> Table:
+               baselines: dict[str, str | None] | None = None,
+               changes: dict[str, tuple[int, int, int] | None] | None = None) -> Table:
     """Runs newest first; with ``baselines`` (run id → its baseline's id) a column links each
-    run's compare page."""
+    run's compare page, and with ``changes`` (run id → items improved, regressed, unchanged against
+    that baseline) three more columns count them."""
     ordered = sorted(runs, key=lambda r: r.recency, reverse=True)
     rows = [run_row(run, digests.get(run.run_id)) for run in ordered]
     if baselines is None:
@@ -82,8 +91,14 @@ def runs_table(table_id: str, runs: Iterable[Run], digests: dict[str, RunSummary
     for run, row in zip(ordered, rows):
         baseline = baselines.get(run.run_id)
         row["compare"] = Link("compare", paths.compare(run.run_id, baseline)) if baseline else None
-    column = Column("compare", "vs baseline", help="the run against its baseline, as `evalsite compare` resolves it")
-    return Table(table_id, [*RUN_COLUMNS, column], rows, caption=caption)
+    columns = [*RUN_COLUMNS, Column("compare", "vs baseline", help="the run against its baseline, as `evalsite compare` resolves it")]
+    if changes is not None:
+        for run, row in zip(ordered, rows):
+            row["improved"], row["regressed"], row["unchanged"] = changes.get(run.run_id) or (None, None, None)
+        columns += [Column("improved", "improved", "count", "items better than in the baseline (beyond the threshold)"),
+                    Column("regressed", "regressed", "count", "items worse than in the baseline"),
+                    Column("unchanged", "unchanged", "count", "items within the threshold")]
+    return Table(table_id, columns, rows, caption=caption)
 
 
 def paginate(records: list[T], max_count: int, budget_bytes: int, size_of: Callable[[T], int]) -> list[list[T]]:

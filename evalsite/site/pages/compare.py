@@ -94,9 +94,27 @@ def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[Job]:
     return result
 
 
+def comparison(inputs: ProjectInputs, run_id: str, baseline_id: str) -> ComparisonReport:
+    """:func:`evalsite.analysis.compare.compare_runs` of a pair, once per build (the runs table reads
+    its counts, the compare page everything)."""
+    key = ("compare", run_id, baseline_id)
+    if key not in inputs.memo:
+        inputs.memo[key] = compare_runs(inputs.project, run_id, baseline=baseline_id, run_code=False)
+    return inputs.memo[key]
+
+
+def change_counts(inputs: ProjectInputs, run_id: str, baseline_id: str) -> tuple[int, int, int] | None:
+    """Items improved, regressed and unchanged against the baseline (None when the runs may not be compared)."""
+    regression = comparison(inputs, run_id, baseline_id).regression
+    if regression is None:
+        return None
+    summary = regression.summary
+    return summary.improved, summary.regressed, summary.unchanged
+
+
 def _renderer(run_id: str, baseline_id: str):
     def render(kit: Kit) -> dict[str, bytes]:
-        report = compare_runs(kit.inputs.project, run_id, baseline=baseline_id, run_code=False)
+        report = comparison(kit.inputs, run_id, baseline_id)
         if report.baseline_source == "explicit" and report.promotion is None:
             source = _source(kit.inputs, run_id, baseline_id)
         else:

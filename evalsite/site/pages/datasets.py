@@ -25,7 +25,7 @@ from evalsite.site.inputs import ProjectInputs
 from evalsite.site.pages import Job, Kit, PageContext, doc
 from evalsite.site.pages.common import experiment_link, run_link, runs_by, runs_table
 from evalsite.site.settings import SiteSettings
-from evalsite.site.tables import Column, Interval, Table
+from evalsite.site.tables import Column, Interval, Link, Table
 from evalsite.stats import tied_groups
 
 CONFIDENCE = 0.95
@@ -120,7 +120,8 @@ def leaderboard(number: int, selection: Selection, inputs: ProjectInputs, page_p
                            scatter=Markup(""), scatter_note="")
     rank_intervals = board.stability.rank_intervals if board.stability else ()
     rows = [_arm_row(arm, inputs.by_id[arm.summary.arm.run_id],
-                     _rank_text(rank_intervals[index]) if rank_intervals else None)
+                     _rank_text(rank_intervals[index]) if rank_intervals else None,
+                     None if arm is board.arms[0] else board.arms[0].summary.mean)
             for index, arm in zip(board.verdict.order, board.arms)]
     forest = charts.interval_bars(
         [charts.Point(arm.summary.arm.label, arm.summary.mean, arm.summary.mean, *bounds(arm.summary.mean_interval))
@@ -131,7 +132,7 @@ def leaderboard(number: int, selection: Selection, inputs: ProjectInputs, page_p
     return Leaderboard(
         number=number,
         comparable=comparable,
-        arms=Table(f"leaderboard-{number}", ARM_COLUMNS, rows),
+        arms=Table(f"leaderboard-{number}", ARM_COLUMNS, rows, legend=True),
         ranking=ranking,
         ranking_note=note,
         intervals=forest,
@@ -147,21 +148,23 @@ def describe(selection: Selection) -> str:
 
 
 ARM_COLUMNS = [
-    Column("group", "group", help="arms sharing a letter are not separated by the paired sign-flip tests (Holm over every pair, alpha 0.05)"),
-    Column("arm", "arm"),
-    Column("experiment", "experiment"),
-    Column("run", "run", "code"),
-    Column("items", "items", "count", "items every arm of the leaderboard scored (the figures use only these)"),
-    Column("cases", "cases", "count"),
+    Column("rank", "rank", help="place in the order the tests support; a range (2–3) when the arm is tied with others"),
+    Column("arm", "arm", help="the arm; links to the run that stands for it"),
     Column("mean", "mean score", "interval", "mean of per-item means, 95% BCa bootstrap interval over items"),
-    Column("noise", "noise ±", "number", "std of the arm's per-repeat means (with repeats): a difference smaller than this is noise"),
-    Column("pass_rate", "pass rate", "percent"),
-    Column("cost_total", "cost", "usd", "total; unknown when any case has no cost"),
-    Column("cost_per_case", "per case", "usd", "total cost / cases"),
-    Column("cost_per_correct", "per correct", "usd", "total cost / passed cases"),
-    Column("latency_p50", "p50 latency", "ms", "nearest-rank median"),
-    Column("latency_p95", "p95 latency", "ms", "nearest-rank 95th percentile"),
-    Column("rank_interval", "rank interval", help="95% bootstrap interval of the arm's rank (1 = best)"),
+    Column("delta", "Δ leader", "number", "mean score minus the first arm's, over the same items (= the paired mean difference)"),
+    Column("group", "group", help="arms sharing a letter are not significantly different (Friedman, then Nemenyi, alpha 0.05)"),
+    Column("cost_per_case", "cost / case", "usd", "total cost / cases; unknown when any case has no cost"),
+    Column("latency_p50", "p50 latency", "ms", "nearest-rank median latency"),
+    Column("pass_rate", "pass rate", "percent", secondary=True),
+    Column("noise", "noise ±", "number", "std of the arm's per-repeat means (with repeats): a difference smaller than this is noise", secondary=True),
+    Column("items", "items", "count", "items every arm of the leaderboard scored (the figures use only these)", secondary=True),
+    Column("cases", "cases", "count", secondary=True),
+    Column("cost_total", "cost", "usd", "total cost; unknown when any case has no cost", secondary=True),
+    Column("cost_per_correct", "per correct", "usd", "total cost / passed cases", secondary=True),
+    Column("latency_p95", "p95 latency", "ms", "nearest-rank 95th percentile", secondary=True),
+    Column("rank_interval", "rank interval", help="95% bootstrap interval of the arm's rank (1 = best)", secondary=True),
+    Column("experiment", "experiment", secondary=True),
+    Column("run", "run", "code", secondary=True),
 ]
 
 
@@ -170,11 +173,14 @@ def bounds(interval) -> tuple[float | None, float | None]:
     return tuple(None if bound is None or bound != bound else float(bound) for bound in (interval.low, interval.high))
 
 
-def _arm_row(arm, run: Run, rank: str | None) -> dict:
+def _arm_row(arm, run: Run, rank: str | None, leader_mean: float | None) -> dict:
+    """``leader_mean`` is the first arm's mean (None on the first arm's own row)."""
     summary = arm.summary
     return {
+        "rank": arm.rank,
+        "delta": None if leader_mean is None else summary.mean - leader_mean,
         "group": arm.letters,
-        "arm": summary.arm.label,
+        "arm": Link(summary.arm.label, paths.run(run.run_id)),
         "experiment": experiment_link(run.header.experiment),
         "run": run_link(run),
         "items": summary.n_items,

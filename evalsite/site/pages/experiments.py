@@ -11,17 +11,18 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import yaml
 from markupsafe import Markup
 
 from evalsite.analysis import Selection, comparable_groups
-from evalsite.analysis.matrix import answer_key, comparison_matrix
+from evalsite.analysis.matrix import MIN_LEAD, comparison_matrix
 from evalsite.errors import EvalsiteError, NotComparableError
 from evalsite.runlog.store import Run, read_run
 from evalsite.site import charts, paths
 from evalsite.site.artifacts import ArtifactLink, experiment_artifacts
+from evalsite.site.drift import drift_variant, experiment_drift, experiment_status
 from evalsite.site.inputs import ExperimentSource, ProjectInputs
 from evalsite.site.pages import Job, Kit, PageContext, doc
 from evalsite.site.pages.common import Pager, dataset_link, paged_views, run_link, runs_by, runs_table
@@ -29,7 +30,7 @@ from evalsite.site.pages.datasets import bounds, describe
 from evalsite.site.pages.runs import flatten
 from evalsite.site.settings import SiteSettings
 from evalsite.site.tables import Column, Interval, Table
-from evalsite.site.text import DiffPiece, ShownText, display, markdown, word_diff
+from evalsite.site.text import ShownText, display, markdown
 
 MATRIX_VIEWS = {
     "all": ("all items", lambda row: True),
@@ -45,6 +46,7 @@ class ArmConfig:
     run: object = doc("Link to the run the matrix uses for this arm.")
     config_id: str | None = doc("Hash of the resolved config.")
     config_json: str = doc("The resolved config (from run.json) as indented JSON.")
+    edited: bool = doc("True when the manifest no longer produces this config (edited since this run).", False)
 
 
 @dataclass(kw_only=True)
@@ -55,24 +57,15 @@ class MatrixCell:
     score: float | None = doc("Mean score over the item's repeats; None when the arm did not score the item.")
     passed: bool | None = doc("True when every repeat of the item passed.")
     tint: str = doc("CSS class: pass (every repeat passed), mixed (failed, partly right), fail, or missing.")
-    outlier: bool = doc("True when this output differs from the answer most arms gave.")
+    outlier: bool = doc("True when this output differs from the answer most arms gave and did not pass (a correct answer is never flagged).")
     best: bool = doc("True when this arm has the row's highest score (ties mark every tied arm; a row where all tie marks none).")
-    fastest: bool = doc("True when this arm has the row's lowest mean latency (same tie rule).")
-    cheapest: bool = doc("True when this arm has the row's lowest mean cost (same tie rule).")
+    fastest: bool = doc("True when this arm has the row's lowest mean latency by a meaningful lead (analysis.matrix.MIN_LEAD).")
+    cheapest: bool = doc("True when this arm has the row's lowest mean cost by a meaningful lead.")
+    fewest_tokens: bool = doc("True when this arm used the fewest tokens on the row by a meaningful lead.", False)
+    tokens: float | None = doc("Mean input + output tokens over repeats.", None)
     output: ShownText | None = doc("The item's most common output over its repeats (None when redacted or missing).")
     latency_ms: float | None = doc("Mean latency over repeats.")
     cost_usd: float | None = doc("Mean cost over repeats; None when unknown.")
-
-
-@dataclass(kw_only=True)
-class PairDiff:
-    """One arm's output against the reference (first) arm's output on one item."""
-
-    left: str = doc("Reference arm label.")
-    right: str = doc("Compared arm label.")
-    left_text: ShownText | None = doc("Reference output.")
-    right_text: ShownText | None = doc("Compared output.")
-    pieces: list[DiffPiece] | None = doc("Word diff from left to right; None when an output is too long to diff.")
 
 
 @dataclass(kw_only=True)
@@ -83,9 +76,24 @@ class MatrixRow:
     item_id: str = doc("The item id.")
     cells: list[MatrixCell] = doc("One cell per arm, in the arms' order.")
     divergent: bool = doc("True when the arms' outputs are not all the same.")
-    diffs: list[PairDiff] = doc("Diffs against the reference arm (on pages of the 'divergent' filter; empty elsewhere and when redacted).")
+    shows_outputs: bool = doc("True when the page shows this divergent row's input, expected and outputs with the diff picker (pages of the 'divergent' filter, unless redacted).")
     diff_href: str | None = doc("Site-root-relative link to this item's diffs on the 'divergent' pages (on other pages).")
+    input: ShownText | None = doc("The item's input (None when redacted).", None)
+    expected: ShownText | None = doc("The item's expected value (None when redacted).", None)
     item_href: str | None = doc("Site-root-relative link to the item's page (input, expected, every run's answers).", None)
+
+
+@dataclass(kw_only=True)
+class ArmTotal:
+    """One arm over every item of the matrix (the leaderboard's figures for the group)."""
+
+    arm: str = doc("Arm label.")
+    mean: Interval | None = doc("Mean score with its bootstrap interval.")
+    latency_p50: float | None = doc("Median latency, ms.")
+    cost_per_case: float | None = doc("Total cost / cases; None when unknown.")
+    best: bool = doc("The leaderboard's first arm.")
+    fastest: bool = doc("The lowest median latency of the arms.")
+    cheapest: bool = doc("The lowest known cost per case of the arms.")
 
 
 @dataclass(kw_only=True)
@@ -93,6 +101,7 @@ class Matrix:
     """One page of the arm × item matrix."""
 
     arms: list[str] = doc("Arm labels in column order (best mean first).")
+    totals: list[ArmTotal] = doc("The aggregate row: each arm over every item, with the overall winners.", default_factory=list)
     comparable: str = doc("What the runs of the matrix share (dataset, evaluator versions).")
     pager: Pager = doc("Filters (all / divergent) and pages.")
     rows: list[MatrixRow] = doc("The items on this page.")
@@ -116,6 +125,10 @@ class ExperimentPage(PageContext):
     other_groups: list[str] = doc("Comparable groups of this experiment's runs that the matrix does not show.")
     runs: Table = doc("Every run of the experiment, newest first.")
     artifacts: list[ArtifactLink] = doc("The newest batch's experiment-level artifacts copied beside the page (name, type, href, inline for plots); none with redact.", default_factory=list)
+    status: str = doc("The experiment's status from each arm's latest run: not run, unfinished, failed, edited or completed.", "")
+    edited: list[str] = doc("Arms whose latest run the current manifest would no longer produce (edited since this run).", default_factory=list)
+    not_run: list[str] = doc("Arms of the manifest with no run yet.", default_factory=list)
+    drift_problem: str | None = doc("Why the manifest could not be planned to check for edits, if so.", None)
 
 
 @dataclass(kw_only=True)
@@ -133,8 +146,9 @@ def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[Job]:
         members = by_name.get(name, [])
         ids = tuple(r.run_id for r in members)
         keys = (*inputs.summary_keys(ids), f"experiment:{name}") if name in inputs.experiments else inputs.summary_keys(ids)
+        drift = experiment_drift(inputs, name)
         result.append(Job(f"experiment:{name}", keys, _renderer(name, members, inputs.experiments.get(name)),
-                          digests=ids))
+                          digests=ids, variant=drift_variant(drift)))
     return result
 
 
@@ -148,6 +162,7 @@ class _GroupView:
     shards: list
     sweeps: list[Markup]
     matrix_note: str = ""
+    totals: list[ArmTotal] = field(default_factory=list)
 
 
 def experiment_groups(inputs: ProjectInputs, members: list[Run]) -> list[Selection]:
@@ -175,7 +190,8 @@ def _group_view(name: str, group: Selection, kit: Kit) -> _GroupView:
     arms = [ArmConfig(label=label_of[r.run_id], run=run_link(r), config_id=r.header.config_id,
                       config_json=json.dumps(r.header.config, indent=2, sort_keys=True, ensure_ascii=False, default=str))
             for r in runs]
-    view = _GroupView(arms, [label_of[r.run_id] for r in runs], describe(group), [], sweep_charts(runs, label_of, means))
+    view = _GroupView(arms, [label_of[r.run_id] for r in runs], describe(group), [], sweep_charts(runs, label_of, means),
+                      totals=_totals(kit.inputs, group, [r.run_id for r in runs], label_of))
     try:
         rows = matrix_rows(runs, label_of, kit.settings.max_field_chars, kit.settings.redact)
     except NotComparableError as exc:
@@ -183,6 +199,32 @@ def _group_view(name: str, group: Selection, kit: Kit) -> _GroupView:
     else:
         view.shards = _matrix_shards(name, rows, kit.settings)
     return view
+
+
+def _totals(inputs: ProjectInputs, group: Selection, order: list[str], labels: dict[str, str]) -> list[ArmTotal]:
+    """The aggregate row from the group's leaderboard (empty when it has none), in the matrix's column order."""
+    try:
+        board = inputs.leaderboard(group)
+    except EvalsiteError:
+        return []
+    summaries = {arm.summary.arm.run_id: arm.summary for arm in board.arms}
+    fastest = _clear_leader({r: s.latency.p50_ms for r, s in summaries.items()}, MIN_LEAD["latency_ms"])
+    cheapest = _clear_leader({r: s.cost.per_item for r, s in summaries.items()}, MIN_LEAD["cost_usd"])
+    return [ArmTotal(
+        arm=labels[run_id], mean=Interval(s.mean, *bounds(s.mean_interval)), latency_p50=s.latency.p50_ms,
+        cost_per_case=s.cost.per_item, best=run_id == board.arms[0].summary.arm.run_id and len(summaries) > 1,
+        fastest=run_id == fastest, cheapest=run_id == cheapest,
+    ) for run_id in order if (s := summaries.get(run_id)) is not None]
+
+
+def _clear_leader(values: dict[str, float | None], lead: tuple[float, float]) -> str | None:
+    """The run with the lowest value when it leads the next by the matrix's meaningful lead (``MIN_LEAD``)."""
+    known = sorted((v, r) for r, v in values.items() if v is not None)
+    if len(known) < 2:
+        return None
+    (best, run_id), (runner_up, _) = known[0], known[1]
+    absolute, share = lead
+    return run_id if runner_up - best >= max(absolute, share * runner_up, 1e-12) else None
 
 
 def _renderer(name: str, members: list[Run], source: ExperimentSource | None):
@@ -194,8 +236,8 @@ def _renderer(name: str, members: list[Run], source: ExperimentSource | None):
         files: dict[str, bytes] = {}
         first = None
         for shard in view.shards:
-            matrix = Matrix(arms=view.labels, comparable=view.comparable, pager=shard.pager, rows=shard.records,
-                            downloads=matrix_table(view.labels, shard.records, kit.settings.redact))
+            matrix = Matrix(arms=view.labels, totals=view.totals, comparable=view.comparable, pager=shard.pager, rows=shard.records,
+                            downloads=matrix_table(view.labels, shard.records))
             if shard.path == paths.experiment(name):
                 first = matrix
                 continue
@@ -221,6 +263,12 @@ def _renderer(name: str, members: list[Run], source: ExperimentSource | None):
             members, key=lambda r: r.header.started_at or "", reverse=True) if r.header.batch_id))
         context.artifacts, copies = experiment_artifacts(kit.inputs.project.root, name, batches, kit.settings.redact)
         files.update(copies)
+        drift = experiment_drift(kit.inputs, name)
+        context.status = experiment_status(members, drift)
+        context.edited = sorted(r.header.arm_id for r in members if r.run_id in drift.edited)
+        context.not_run, context.drift_problem = list(drift.not_run), drift.problem
+        for arm in context.arms:
+            arm.edited = arm.run.text in drift.edited
         files.update(kit.page(paths.experiment(name), "experiment.html", context))
         return files
 
@@ -233,10 +281,11 @@ def _matrix_shards(name: str, rows: list[MatrixRow], settings: SiteSettings):
                          max_count=settings.items_per_page, budget_bytes=settings.page_budget_bytes,
                          size_of=_row_size, view_sizes={"divergent": _row_size_with_diffs})
     home_of = {row.item_id: f"{shard.path}#{row.anchor}-diff" for shard in shards if shard.pager.view == "divergent"
-               for row in shard.records if row.diffs}
+               for row in shard.records if row.shows_outputs}
     for shard in shards:
         if shard.pager.view != "divergent":
-            shard.records[:] = [replace(row, diffs=[], diff_href=home_of.get(row.item_id)) for row in shard.records]
+            shard.records[:] = [replace(row, shows_outputs=False, diff_href=home_of.get(row.item_id), input=None, expected=None)
+                                for row in shard.records]
     return shards
 
 
@@ -272,8 +321,8 @@ def matrix_rows(runs: list[Run], labels: dict[str, str], limit: int, redact: boo
 
 #: The case fields a matrix cell reads; the rest (inputs, expected values, per-evaluator scores)
 #: are dropped as each run is read, so a large experiment's matrix holds only what it shows.
-MATRIX_FIELDS = ("item_id", "repeat", "output", "score", "passed", "latency_ms", "input_tokens", "output_tokens",
-                 "cost_usd", "error")
+MATRIX_FIELDS = ("item_id", "repeat", "input", "expected", "output", "score", "passed", "latency_ms", "input_tokens",
+                 "output_tokens", "cost_usd", "error")
 
 
 def _matrix_run(source: Run):
@@ -283,9 +332,10 @@ def _matrix_run(source: Run):
 
 def _row(row, labels: list[str], limit: int, redact: bool) -> MatrixRow:
     cells = [_cell(label, cell, row, limit, redact) for label, cell in zip(labels, row.cells)]
-    diffs = [] if redact or not row.divergent else _diffs(cells, row.cells)
     return MatrixRow(anchor=paths.slug(f"item-{row.item_id}"), item_id=row.item_id, cells=cells,
-                     divergent=row.divergent, diffs=diffs, diff_href=None)
+                     divergent=row.divergent, shows_outputs=row.divergent and not redact, diff_href=None,
+                     input=None if redact else display(row.input, limit),
+                     expected=None if redact else display(row.expected, limit))
 
 
 def _cell(label: str, cell, row, limit: int, redact: bool) -> MatrixCell:
@@ -293,8 +343,10 @@ def _cell(label: str, cell, row, limit: int, redact: bool) -> MatrixCell:
         return MatrixCell(arm=label, score=None, passed=None, tint="missing", outlier=False, best=False,
                           fastest=False, cheapest=False, output=None, latency_ms=None, cost_usd=None)
     return MatrixCell(
-        arm=label, score=cell.score, passed=cell.passed, tint=_tint(cell.passed, cell.score), outlier=cell.outlier,
+        arm=label, score=cell.score, passed=cell.passed, tint=_tint(cell.passed, cell.score),
+        outlier=cell.outlier and not cell.passed,
         best=cell.run_id in row.best, fastest=cell.run_id in row.fastest, cheapest=cell.run_id in row.cheapest,
+        fewest_tokens=cell.run_id in row.fewest_tokens, tokens=cell.tokens,
         output=None if redact else display(cell.output, limit), latency_ms=cell.latency_ms, cost_usd=cell.cost_usd,
     )
 
@@ -308,45 +360,30 @@ def _tint(passed: bool | None, score: float | None) -> str:
     return "mixed" if score else "fail"
 
 
-def _diffs(cells: list[MatrixCell], sources: list) -> list[PairDiff]:
-    """Each arm whose answer differs from the first arm's, diffed word by word against it."""
-    reference, first = cells[0], sources[0]
-    diffs = []
-    for cell, source in zip(cells[1:], sources[1:]):
-        if source is None or first is None or answer_key(source.output) == answer_key(first.output):
-            continue
-        left = reference.output.text if reference.output else ""
-        right = cell.output.text if cell.output else ""
-        diffs.append(PairDiff(left=reference.arm, right=cell.arm, left_text=reference.output, right_text=cell.output,
-                              pieces=word_diff(left, right)))
-    return diffs
-
-
-def matrix_table(labels: list[str], rows: list[MatrixRow], redact: bool) -> Table:
+def matrix_table(labels: list[str], rows: list[MatrixRow]) -> Table:
+    """The page's rows as scores and verdicts (outputs are in each run's case downloads and on the item
+    pages, so a large matrix does not carry them a third time)."""
     columns = [Column("item_id", "item", "code"), Column("divergent", "outputs differ")]
     for label in labels:
         columns += [Column(f"score:{label}", f"{label} score", "number"), Column(f"pass:{label}", f"{label} passed")]
-        if not redact:
-            columns.append(Column(f"output:{label}", f"{label} output"))
     records = []
     for row in rows:
         record = {"item_id": row.item_id, "divergent": row.divergent}
         for cell in row.cells:
             record[f"score:{cell.arm}"] = cell.score
             record[f"pass:{cell.arm}"] = cell.passed
-            if not redact:
-                record[f"output:{cell.arm}"] = cell.output.text if cell.output else None
         records.append(record)
     return Table("matrix", columns, records, sortable=False)
 
 
 def _row_size(row: MatrixRow) -> int:
-    """Bytes a row costs on a page and in its downloads (scores, and outputs in the downloads)."""
-    return 200 + 150 * len(row.cells) + sum(len(c.output.text) for c in row.cells if c.output)
+    """Bytes a row costs on a page and in its downloads (a score, latency, tokens and cost per cell)."""
+    return 300 + 250 * len(row.cells)
 
 
 def _row_size_with_diffs(row: MatrixRow) -> int:
-    return _row_size(row) + sum(3 * len(d.right_text.text if d.right_text else "") + 200 for d in row.diffs)
+    texts = [t for t in (row.input, row.expected, *(c.output for c in row.cells)) if t is not None]
+    return _row_size(row) + sum(len(t.text) for t in texts) + 120 * len(row.cells) if row.shows_outputs else _row_size(row)
 
 
 def sweep_charts(runs: list[Run], labels: dict[str, str], means: dict[str, Interval]) -> list[Markup]:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from evalsite.analysis import Selection, comparable_groups
 from evalsite.errors import EvalsiteError
 from evalsite.site import paths
+from evalsite.site.drift import drift_variant, experiment_drift, experiment_status
 from evalsite.site.inputs import ProjectInputs
 from evalsite.site.pages import Job, Kit, PageContext, doc
 from evalsite.site.pages.common import dataset_link, experiment_link, runs_by, runs_table
@@ -63,7 +64,8 @@ def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[Job]:
     every_run = tuple(run.run_id for run in inputs.runs)
     keys = ("skipped", "decisions", *inputs.summary_keys(every_run), *(f"experiment:{n}" for n in inputs.experiments),
             *(f"report:{r.name}" for r in inputs.reports))
-    return [Job("home", keys, _render, digests=every_run)]
+    drift = "|".join(drift_variant(experiment_drift(inputs, name)) for name in sorted(inputs.experiments))
+    return [Job("home", keys, _render, digests=every_run, variant=drift)]
 
 
 def _render(kit: Kit) -> dict[str, bytes]:
@@ -170,9 +172,11 @@ def _experiments_table(kit: Kit) -> Table:
             "arms": len({r.header.arm_id for r in members}),
             "runs": len(members),
             "latest": Link(newest.run_id, paths.run(newest.run_id)) if newest else None,
+            "status": experiment_status(members, experiment_drift(kit.inputs, name)),
         })
     columns = [
         Column("experiment", "experiment"), Column("manifest", "manifest", "code"), Column("arms", "arms", "count"),
         Column("runs", "runs", "count"), Column("latest", "latest run", "code"),
+        Column("status", "status", "status", "from each arm's latest run; edited: the manifest changed since"),
     ]
     return Table("experiments", columns, rows)

@@ -128,6 +128,7 @@ ITEM_FIELDS = ("item_id", "repeat", "input", "expected", "output", "score", "pas
 def _item_views(kit: Kit, runs: list[Run]) -> list[ItemView]:
     answers: dict[str, list[ItemRun]] = defaultdict(list)
     texts: dict[str, dict] = {}
+    labels = _answer_labels(runs)
     rows: dict[str, dict] = {}
     for run in runs:
         by_item: dict[str, list[CaseRow]] = defaultdict(list)
@@ -138,7 +139,7 @@ def _item_views(kit: Kit, runs: list[Run]) -> list[ItemView]:
         for item_id, cases in by_item.items():
             cases.sort(key=lambda c: c.repeat)
             answers[item_id].append(ItemRun(run=Link(run.run_id, paths.run(run.run_id)), arm=run.header.arm_id,
-                                            experiment=run.header.experiment, label=f"{run.header.arm_id} · {run.run_id}", cases=cases))
+                                            experiment=run.header.experiment, label=labels[run.run_id], cases=cases))
         rows.update({k: v for k, v in (kit.inputs.dataset_rows(run) or {}).items() if k not in rows})
     limit, redact = kit.settings.max_field_chars, kit.settings.redact
     views = []
@@ -152,6 +153,15 @@ def _item_views(kit: Kit, runs: list[Run]) -> list[ItemView]:
             runs=answers[item_id],
         ))
     return views
+
+
+def _answer_labels(runs: list[Run]) -> dict[str, str]:
+    """Run id → how the diff picker names its answers: the arm, with its run's start when the arm has several runs."""
+    arms: dict[str | None, int] = defaultdict(int)
+    for run in runs:
+        arms[run.header.arm_id] += 1
+    return {run.run_id: str(run.header.arm_id) if arms[run.header.arm_id] == 1 else f"{run.header.arm_id} · {run.run_id[:16]}"
+            for run in runs}
 
 
 def _search_files(dataset_id: str, members: list[Run], views: list[ItemView], redact: bool) -> dict[str, bytes]:

@@ -8,7 +8,23 @@ from dataclasses import dataclass
 
 from markupsafe import Markup
 
-from evalsite.analysis.claims import FAILS, HOLDS, ClaimResult, RunMetrics, check_report, find_directives
+from evalsite.analysis.claims import (
+    FAILS,
+    HOLDS,
+    Beats,
+    BinaryOp,
+    ClaimResult,
+    ClaimSyntaxError,
+    Comparison,
+    Metric,
+    Number,
+    RunMetrics,
+    Selector,
+    ValuePin,
+    check_report,
+    find_directives,
+    parse_claim,
+)
 from evalsite.analysis.db import open_database
 from evalsite.runlog.hashing import sha256_text
 from evalsite.site import paths
@@ -19,6 +35,23 @@ from evalsite.site.tables import Column, Link, Table
 from evalsite.site.text import markdown
 
 MARKS = {HOLDS: "✓", FAILS: "✗"}
+#: How a metric of the claim grammar reads in prose.
+METRIC_WORDS = {"mean": "the mean score", "pass_rate": "the pass rate", "n": "the number of items", "errors": "the errors",
+                "cost_total": "the total cost", "cost_per_item": "the cost per item", "cost_per_correct": "the cost per correct answer",
+                "latency_p50": "the median latency", "latency_p95": "the p95 latency"}
+OPERATOR_WORDS = {"<": "<", "<=": "≤", ">": ">", ">=": "≥", "==": "=", "!=": "≠"}
+
+
+@dataclass(kw_only=True)
+class ClaimNote:
+    """The footnote of one claim: its verdict, the check behind it and the runs that decided it."""
+
+    number: int = doc("Footnote number, from 1 in the report's order.")
+    mark: str = doc("✓ holds, ✗ fails, ? cannot be checked.")
+    status: str = doc("holds, fails or cannot be checked.")
+    claim: str = doc("The directive as written in the report.")
+    detail: str = doc("The numbers that decided it (or why it cannot be checked).")
+    runs: list[Link] = doc("The runs it was checked on.")
 
 
 @dataclass(kw_only=True)
@@ -29,6 +62,7 @@ class ReportPage(PageContext):
     source: str = doc("The report file, relative to the project root.")
     body: Markup = doc("The report rendered from markdown (raw HTML escaped), each claim replaced by its marked verdict.")
     claims: Table = doc("Every claim and pinned value: line, text, verdict, the numbers and runs that decided it.")
+    notes: list[ClaimNote] = doc("One footnote per claim, in order (the prose carries its number).", default_factory=list)
     holds: int = doc("Claims that hold.")
     fails: int = doc("Claims that fail (the runs no longer support them).")
     uncheckable: int = doc("Claims the runs cannot decide (unknown arm, no run, syntax).")
@@ -52,8 +86,9 @@ def _renderer(report: ReportSource):
             title=f"Report {report.name}",
             name=report.name,
             source=shown_as,
-            body=marked_report(text, results, path),
+            body=marked_report(text, results),
             claims=claims_table(results),
+            notes=[claim_note(number, result) for number, result in enumerate(results, start=1)],
             holds=sum(r.status == HOLDS for r in results),
             fails=sum(r.status == FAILS for r in results),
             uncheckable=sum(r.status not in (HOLDS, FAILS) for r in results),
@@ -63,7 +98,7 @@ def _renderer(report: ReportSource):
     return render
 
 
-def marked_report(text: str, results: list[ClaimResult], page: str) -> Markup:
+def marked_report(text: str, results: list[ClaimResult]) -> Markup:
     """Render ``text`` with each directive swapped for a placeholder, then the placeholder for its
     verdict (built from escaped parts), so no directive text is ever read as markdown or HTML.
 
@@ -77,27 +112,54 @@ def marked_report(text: str, results: list[ClaimResult], page: str) -> Markup:
         pieces += [text[position:directive.start], placeholder]
         position = directive.end
     html = str(markdown("".join(pieces) + text[position:]))
-    for placeholder, result in zip(placeholders, results):
-        html = html.replace(placeholder, str(_mark(result, page)), 1)
+    for number, (placeholder, result) in enumerate(zip(placeholders, results), start=1):
+        html = html.replace(placeholder, str(_mark(result, number)), 1)
     return Markup(html)
 
 
-def _mark(result: ClaimResult, page: str) -> Markup:
+def _mark(result: ClaimResult, number: int) -> Markup:
+    """The claim in words with its mark and a footnote number (the footnote holds the check)."""
     css = {HOLDS: "holds", FAILS: "fails"}.get(result.status, "uncheckable")
-    mark = MARKS.get(result.status, "?")
-    runs = Markup(" ").join(Markup('<a href="{}" title="run {}">{}</a>').format(paths.relative(page, paths.run(r)), r, _short(r))
-                            for r in result.runs)
-    shown = result.text.rsplit("=", 1)[1].strip() if result.kind == "value" and "=" in result.text else result.text
-    return Markup('<span class="claim claim-{css}" title="{title}">{mark} {text}</span>').format(
-        css=css, title=f"{result.status}: {result.detail}", mark=mark,
-        text=shown if result.kind == "value" else f"claim: {shown}",
-    ) + (Markup('<sup class="claim-runs">{}</sup>').format(runs) if runs else Markup(""))
+    return Markup('<span class="claim claim-{css}" id="claim-{n}">{mark} {text}</span>'
+                  '<sup class="claim-ref"><a href="#claim-note-{n}">[{n}]</a></sup>').format(
+        css=css, n=number, mark=MARKS.get(result.status, "?"), text=claim_prose(result.kind, result.text))
 
 
-def _short(run_id: str) -> str:
-    """``20260101T000000Z-careful-1a2b`` → ``careful``: the arm part of a run id, for a compact link."""
-    parts = run_id.split("-")
-    return "-".join(parts[1:-1]) if len(parts) > 2 else run_id
+def claim_prose(kind: str, text: str) -> str:
+    """A directive in words: ``arm=v2 beats arm=v1 on dataset=golden, p < 0.05`` → ``v2 beats v1 on
+    golden (paired test, p < 0.05)``; a pinned value shows its quoted figure. Text that does not parse is shown as written."""
+    try:
+        claim = parse_claim(kind, text)
+    except ClaimSyntaxError:
+        return text.strip()
+    if isinstance(claim, ValuePin):
+        return claim.quoted
+    if isinstance(claim, Beats):
+        where = f" on {claim.winner.dataset}" if claim.winner.dataset else ""
+        return f"{_who(claim.winner)} beats {_who(claim.loser)}{where} (paired test, p < {claim.alpha:g})"
+    if isinstance(claim, Comparison):
+        return f"{_expression(claim.left)} {OPERATOR_WORDS[claim.operator]} {_expression(claim.right)}"
+    return text.strip()
+
+
+def _who(selector: Selector) -> str:
+    name = selector.arm or selector.run or "?"
+    return f"{name} ({selector.evaluator})" if selector.evaluator else name
+
+
+def _expression(expression) -> str:
+    if isinstance(expression, Number):
+        return f"{expression.value:g}"
+    if isinstance(expression, Metric):
+        return f"{METRIC_WORDS.get(expression.name, expression.name)} of {_who(expression.selector)}"
+    if isinstance(expression, BinaryOp):
+        return f"({_expression(expression.left)} {expression.operator} {_expression(expression.right)})"
+    return str(expression)
+
+
+def claim_note(number: int, result: ClaimResult) -> ClaimNote:
+    return ClaimNote(number=number, mark=MARKS.get(result.status, "?"), status=result.status, claim=result.text.strip(),
+                     detail=result.detail, runs=[Link(r, paths.run(r)) for r in result.runs])
 
 
 def claims_table(results: list[ClaimResult]) -> Table:

@@ -13,9 +13,11 @@ from evalsite.runlog.rows import case_critical, case_order, finite_number, repea
 from evalsite.runlog.store import Run
 from evalsite.site import paths
 from evalsite.site.artifacts import ArtifactLink, run_artifacts
+from evalsite.site.drift import experiment_drift
 from evalsite.site.inputs import ProjectInputs
 from evalsite.site.pages import Job, Kit, PageContext, doc
 from evalsite.site.pages.common import Pager, dataset_link, experiment_link, paged_views, runs_table
+from evalsite.site.pages.compare import change_counts
 from evalsite.site.settings import SiteSettings
 from evalsite.site.tables import Column, Interval, Link, Table
 from evalsite.site.text import ShownText, display
@@ -109,7 +111,7 @@ class CaseListing:
 
     pager: Pager = doc("Filters and pages of the listing.")
     cases: list[CaseRow] = doc("The cases on this page.")
-    downloads: Table = doc("The same cases as a flat table: its CSV and JSON files sit beside the page.")
+    downloads: Table | None = doc("The same cases as a flat table, its CSV and JSON files beside the page (pages of the 'all' filter only: the filtered pages' cases are among them).")
 
 
 @dataclass(kw_only=True)
@@ -127,6 +129,16 @@ class Noise:
 
 
 @dataclass(kw_only=True)
+class ErrorLine:
+    """One error message and how often the run met it."""
+
+    message: str = doc("The message's first line (cut to 300 characters).")
+    source: str = doc("'generation' (the target failed) or the evaluator that raised it.")
+    count: int = doc("Cases with this message.")
+    items: list[str] = doc("The first few item ids that met it.")
+
+
+@dataclass(kw_only=True)
 class RunPage(PageContext):
     """``runs/<run_id>.html`` (the run page, with the first page of its cases)."""
 
@@ -138,6 +150,8 @@ class RunPage(PageContext):
     noise: Noise | None = doc("Spread across repeats and flaky items; None with a single repeat.")
     listing: CaseListing = doc("The first page of every case.")
     warnings: list[str] = doc("Problems met while reading the run (e.g. a bad line in cases.jsonl).")
+    edited: bool = doc("True when this is its arm's latest run and the manifest no longer produces its config (edited since this run).", False)
+    top_errors: list[ErrorLine] = doc("The most frequent error messages (generation and evaluators), most frequent first.", default_factory=list)
     compare: Link | None = doc("The compare page against the run's baseline (as `evalsite compare` resolves it), if it has one.", None)
     artifacts: list[ArtifactLink] = doc("The run's declared artifacts copied beside the page (name, type, href, inline for plots); none with redact.", default_factory=list)
 
@@ -164,18 +178,20 @@ def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[Job]:
     for run in inputs.runs:
         keys = inputs.summary_keys([run.run_id])
         baseline = inputs.baseline_of(run.run_id)
-        result.append(Job(f"run:{run.run_id}", keys, _run_renderer(run, baseline), digests=(run.run_id,),
-                          cases_of=run.run_id, variant=baseline or ""))
+        edited = run.run_id in experiment_drift(inputs, run.header.experiment).edited
+        result.append(Job(f"run:{run.run_id}", tuple(keys), _run_renderer(run, baseline, edited), digests=(run.run_id,),
+                          cases_of=run.run_id, variant=f"{baseline or ''}|{edited}"))
     return result
 
 
 def _render_runs_index(kit: Kit) -> dict[str, bytes]:
-    table = runs_table("runs", kit.inputs.runs, kit.digests,
-                       baselines={r.run_id: kit.inputs.baseline_of(r.run_id) for r in kit.inputs.runs})
+    baselines = {r.run_id: kit.inputs.baseline_of(r.run_id) for r in kit.inputs.runs}
+    changes = {run_id: change_counts(kit.inputs, run_id, baseline) for run_id, baseline in baselines.items() if baseline}
+    table = runs_table("runs", kit.inputs.runs, kit.digests, baselines=baselines, changes=changes)
     return kit.page(paths.RUNS, "runs.html", RunsPage(title="All runs", runs=table, skipped=kit.inputs.skipped))
 
 
-def _run_renderer(run: Run, baseline: str | None):
+def _run_renderer(run: Run, baseline: str | None, edited: bool):
     def render(kit: Kit) -> dict[str, bytes]:
         summary = kit.digests[run.run_id]
         cases = sorted(kit.cases[run.run_id], key=case_order)
@@ -192,9 +208,12 @@ def _run_renderer(run: Run, baseline: str | None):
         files: dict[str, bytes] = {}
         for shard in shards:
             listing = CaseListing(pager=shard.pager, cases=shard.records,
-                                  downloads=cases_table(shard.records, evaluator_names, kit.settings.redact))
+                                  downloads=cases_table(shard.records, evaluator_names, kit.settings.redact)
+                                  if shard.pager.view == "all" else None)
             if shard.path == paths.run(run.run_id):
                 context = _run_page(run, summary, facts, listing, kit.case_warnings.get(run.run_id, []))
+                context.top_errors = top_errors(kit.cases[run.run_id])
+                context.edited = edited
                 context.compare = Link(baseline, paths.compare(run.run_id, baseline)) if baseline else None
                 context.artifacts, copies = run_artifacts(run.run_id, run.directory, run.footer.raw if run.footer else None, kit.settings.redact)
                 files.update(copies)
@@ -205,6 +224,29 @@ def _run_renderer(run: Run, baseline: str | None):
         return files
 
     return render
+
+
+#: How many distinct error messages the run page's error panel lists.
+TOP_ERRORS = 8
+
+
+def top_errors(cases: list[Case]) -> list[ErrorLine]:
+    """Error messages grouped by their first line, most frequent first (ties by message)."""
+    found: dict[tuple[str, str], list[str]] = {}
+    for case in cases:
+        item = str(case.get("item_id"))
+        if case.error:  # the message, whether the line stores a string or {type, message}
+            found.setdefault(("generation", _first_line(case.error)), []).append(item)
+        for score in case.get("scores") or []:
+            if isinstance(score, dict) and score.get("error"):
+                found.setdefault((str(score.get("evaluator")), _first_line(score["error"])), []).append(item)
+    ranked = sorted(found.items(), key=lambda pair: (-len(pair[1]), pair[0][1], pair[0][0]))[:TOP_ERRORS]
+    return [ErrorLine(message=message, source=source, count=len(items), items=items[:5]) for (source, message), items in ranked]
+
+
+def _first_line(error) -> str:
+    text = str(error).strip()
+    return (text.splitlines() or [""])[0][:300]
 
 
 def _current(pager: Pager) -> int:
