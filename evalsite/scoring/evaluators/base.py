@@ -365,7 +365,7 @@ def build_evaluator(spec: Any, index: int, project_root: Path | None = None, *, 
     if not run_code:
         return evaluator  # a python evaluator's version needs its imported source
     try:
-        evaluator.version  # computed now, so unreadable source fails here and not mid-run
+        _ = evaluator.version  # computed now, so unreadable source fails here and not mid-run
     except (OSError, TypeError) as exc:
         raise EvaluatorError(f"{where}: cannot read the source that scores, for its version: {exc}") from None
     return evaluator
