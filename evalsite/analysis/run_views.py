@@ -59,6 +59,43 @@ def summarise_loaded(root: Path, run: Run) -> RunSummary:
     return summarise_run(run.cases, fallback)
 
 
+TOP_ERRORS = 8
+
+
+@dataclass(frozen=True)
+class ErrorCount:
+    """One error message of a run: its first line, where it came from (``generation`` or the
+    evaluator that raised it), how many cases met it and the first few of their item ids."""
+
+    message: str
+    source: str
+    count: int
+    items: tuple[str, ...]
+
+
+def top_errors(cases: list[Any], limit: int = TOP_ERRORS) -> list[ErrorCount]:
+    """A run's error messages grouped by their first line, most frequent first (ties by message):
+    what ``evalsite show`` lists and the run page's error panel shows."""
+    found: dict[tuple[str, str], list[str]] = {}
+    for case in cases:
+        item = str(case.get("item_id"))
+        error = getattr(case, "error", None) if not isinstance(case, dict) else case.get("error")
+        if isinstance(error, dict):  # a raw line that stores {type, message}
+            error = error.get("message")
+        if error:
+            found.setdefault(("generation", _first_line(error)), []).append(item)
+        for score in case.get("scores") or []:
+            if isinstance(score, dict) and score.get("error"):
+                found.setdefault((str(score.get("evaluator")), _first_line(score["error"])), []).append(item)
+    ranked = sorted(found.items(), key=lambda pair: (-len(pair[1]), pair[0][1], pair[0][0]))[:limit]
+    return [ErrorCount(message, source, len(items), tuple(items[:5])) for (source, message), items in ranked]
+
+
+def _first_line(error: Any) -> str:
+    text = str(error).strip()
+    return (text.splitlines() or [""])[0][:300]
+
+
 @dataclass(frozen=True)
 class RunOverview:
     """One run as ``evalsite show`` prints it; ``warnings`` are problems met reading it."""
@@ -71,11 +108,14 @@ class RunOverview:
     fingerprint_hash: str | None
     summary: RunSummary
     warnings: list[str] = field(default_factory=list)
+    errors_seen: list[ErrorCount] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         identity = {"run_id": self.run_id, "arm": self.arm, "experiment": self.experiment,
                     "dataset_id": self.dataset_id, "status": self.status, "fingerprint_hash": self.fingerprint_hash}
-        return {**identity, **self.summary.to_json()}
+        errors = [{"message": e.message, "source": e.source, "count": e.count, "items": list(e.items)}
+                  for e in self.errors_seen]
+        return {**identity, **self.summary.to_json(), "top_errors": errors}
 
 
 def _identity(run: Run) -> dict[str, Any]:
@@ -88,7 +128,8 @@ def _identity(run: Run) -> dict[str, Any]:
 def run_overview(project: Project, reference: str) -> RunOverview:
     """``evalsite show RUN``: RUN is an id, a unique prefix of one, or a run folder."""
     run = read_run(resolve_run(project.runs_dir, reference))
-    return RunOverview(**_identity(run), summary=summarise_loaded(project.root, run), warnings=run.warnings)
+    return RunOverview(**_identity(run), summary=summarise_loaded(project.root, run), warnings=run.warnings,
+                       errors_seen=top_errors(run.cases))
 
 
 RUNS_SQL = "SELECT run_id, arm_id AS arm, experiment, dataset_id, status FROM runs ORDER BY run_id DESC"

@@ -37,6 +37,7 @@ def show_command(run: str, as_json: bool) -> None:
     if as_json:
         print_json(summary)
         return
+    errors = summary.pop("top_errors")
     evaluators = summary.pop("evaluators")
     width = max(map(len, summary))
     for key, value in summary.items():
@@ -44,4 +45,6 @@ def show_command(run: str, as_json: bool) -> None:
     if evaluators:
         click.echo()
         print_table([{"evaluator": name, **totals} for name, totals in evaluators.items()], EVALUATOR_COLUMNS)
-
+    if errors:
+        click.echo()
+        print_table([{**e, "items": ", ".join(e["items"])} for e in errors], ["count", "source", "message", "items"])

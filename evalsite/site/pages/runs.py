@@ -7,6 +7,7 @@ import json
 import math
 from dataclasses import dataclass
 
+from evalsite.analysis.run_views import top_errors
 from evalsite.analysis.summary import RunSummary
 from evalsite.runlog.records import Case
 from evalsite.runlog.rows import case_critical, case_order, finite_number, repeat_of, whole_number
@@ -212,7 +213,7 @@ def _run_renderer(run: Run, baseline: str | None, edited: bool):
                                   if shard.pager.view == "all" else None)
             if shard.path == paths.run(run.run_id):
                 context = _run_page(run, summary, facts, listing, kit.case_warnings.get(run.run_id, []))
-                context.top_errors = top_errors(kit.cases[run.run_id])
+                context.top_errors = error_lines(kit.cases[run.run_id])
                 context.edited = edited
                 context.compare = Link(baseline, paths.compare(run.run_id, baseline)) if baseline else None
                 context.artifacts, copies = run_artifacts(run.run_id, run.directory, run.footer.raw if run.footer else None, kit.settings.redact)
@@ -227,26 +228,9 @@ def _run_renderer(run: Run, baseline: str | None, edited: bool):
 
 
 #: How many distinct error messages the run page's error panel lists.
-TOP_ERRORS = 8
-
-
-def top_errors(cases: list[Case]) -> list[ErrorLine]:
-    """Error messages grouped by their first line, most frequent first (ties by message)."""
-    found: dict[tuple[str, str], list[str]] = {}
-    for case in cases:
-        item = str(case.get("item_id"))
-        if case.error:  # the message, whether the line stores a string or {type, message}
-            found.setdefault(("generation", _first_line(case.error)), []).append(item)
-        for score in case.get("scores") or []:
-            if isinstance(score, dict) and score.get("error"):
-                found.setdefault((str(score.get("evaluator")), _first_line(score["error"])), []).append(item)
-    ranked = sorted(found.items(), key=lambda pair: (-len(pair[1]), pair[0][1], pair[0][0]))[:TOP_ERRORS]
-    return [ErrorLine(message=message, source=source, count=len(items), items=items[:5]) for (source, message), items in ranked]
-
-
-def _first_line(error) -> str:
-    text = str(error).strip()
-    return (text.splitlines() or [""])[0][:300]
+def error_lines(cases: list[Case]) -> list[ErrorLine]:
+    """The error panel: :func:`evalsite.analysis.run_views.top_errors`, shaped for the page."""
+    return [ErrorLine(message=e.message, source=e.source, count=e.count, items=list(e.items)) for e in top_errors(cases)]
 
 
 def _current(pager: Pager) -> int:
