@@ -4,6 +4,7 @@ when its cases did not record it."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,7 +49,7 @@ def dataset_rows(root: Path, dataset: DatasetRef) -> dict[str, dict[str, Any]] |
     return {item.item_id: item.row for item in items}
 
 
-def needs_dataset(cases: list[dict[str, Any]]) -> bool:
+def needs_dataset(cases: Sequence[Mapping[str, Any]]) -> bool:
     """Whether some case did not record its ``critical`` flag (only then is the dataset read)."""
     return any(not isinstance(case.get("critical"), bool) for case in cases)
 

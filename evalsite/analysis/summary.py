@@ -206,7 +206,7 @@ class RunSummary:
         }
 
 
-def summarise_run(cases: Iterable[dict[str, Any]], dataset_critical: Mapping[str, bool] | None = None) -> RunSummary:
+def summarise_run(cases: Iterable[Mapping[str, Any]], dataset_critical: Mapping[str, bool] | None = None) -> RunSummary:
     """The figures of one run from its case records (plain dicts, in any order).
 
     ``dataset_critical`` (item id → critical) stands in for cases that did not record their
@@ -273,7 +273,7 @@ class _Row(NamedTuple):
         return self.errored or self.passed is False
 
 
-def _row(case: dict[str, Any], dataset_critical: Mapping[str, bool] | None) -> _Row:
+def _row(case: Mapping[str, Any], dataset_critical: Mapping[str, bool] | None) -> _Row:
     scores = [s for s in case.get("scores") or [] if isinstance(s, dict)]
     passed = case.get("passed")
     error = bool(case.get("error"))

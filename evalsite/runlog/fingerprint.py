@@ -50,7 +50,7 @@ def _git(root: Path, *args: str) -> str | None:
     return done.stdout.strip() if done.returncode == 0 else None
 
 
-def git_identity(root: Path) -> dict:
+def git_identity(root: Path) -> dict[str, Any]:
     """The project's git commit, dirty flag and remote URL (credentials cut out); ``None`` outside a checkout."""
     commit = _git(root, "rev-parse", "HEAD")
     status = _git(root, "status", "--porcelain", "--untracked-files=no") if commit else None
@@ -98,7 +98,7 @@ def redact_secrets(value: Any) -> Any:
     return value
 
 
-def environment() -> dict:
+def environment() -> dict[str, Any]:
     return {
         "evalsite": __version__,
         "python": platform.python_version(),
@@ -116,7 +116,7 @@ def _package_version(name: str) -> str | None:
         return None
 
 
-def dataset_identity(path: str, dataset) -> dict:
+def dataset_identity(path: str | None, dataset: Any) -> dict[str, Any]:
     """The dataset block: ``inputs_id`` is like ``dataset_id`` but ignores every item's expected side,
     so a ground-truth edit keeps it while any change to the questions changes it."""
     inputs = "".join(sha256_json([item.item_id, item.input_sha]) for item in dataset.items)
@@ -130,7 +130,7 @@ def dataset_identity(path: str, dataset) -> dict:
     }
 
 
-def evaluator_identity(evaluator) -> dict:
+def evaluator_identity(evaluator: Any) -> dict[str, Any]:
     """What decides an evaluator's scores: its header entry (type, version, weight, judge) plus
     threshold, scope and params, secrets redacted."""
     identity = {
@@ -148,7 +148,7 @@ def evaluator_identity(evaluator) -> dict:
 MODEL_SPEC_KINDS = ("openai", "anthropic")  # built-in kinds whose spec names the model: openai:gpt-4o
 
 
-def target_identity(config) -> dict:
+def target_identity(config: Any) -> dict[str, Any]:
     """The target's kind and model: ``openai:gpt-4o`` names it in the spec, others in params or settings."""
     kind, _, rest = config.target.partition(":")
     model = config.params.get("model") or config.settings.get("model")
@@ -157,7 +157,8 @@ def target_identity(config) -> dict:
     return {"kind": kind, "model": model}
 
 
-def build_fingerprint(*, project, dataset, config, prompt, evaluators: list, code: dict, seed: int | None = None) -> dict:
+def build_fingerprint(*, project: Any, dataset: Any, config: Any, prompt: Any, evaluators: list[Any], code: dict[str, Any],
+                      seed: int | None = None) -> dict[str, Any]:
     """The fingerprint of one run of ``config`` (a :class:`evalsite.experiment.plan.Config`) over ``dataset``.
 
     ``code`` is :func:`git_identity` of the project (computed once per batch); the hash of the
@@ -178,7 +179,7 @@ def build_fingerprint(*, project, dataset, config, prompt, evaluators: list, cod
     }
 
 
-def fingerprint_hash(fingerprint: dict) -> str:
+def fingerprint_hash(fingerprint: dict[str, Any]) -> str:
     return sha256_json(fingerprint)[:16]
 
 
@@ -192,7 +193,7 @@ def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
     return {prefix: value}
 
 
-def diff_fingerprints(old: dict | None, new: dict | None) -> list[FieldDiff]:
+def diff_fingerprints(old: dict[str, Any] | None, new: dict[str, Any] | None) -> list[FieldDiff]:
     """Every leaf field that differs, by dotted path (sorted); a missing field reads as ``None``."""
     before, after = flatten(old or {}), flatten(new or {})
     return [
@@ -202,7 +203,7 @@ def diff_fingerprints(old: dict | None, new: dict | None) -> list[FieldDiff]:
     ]
 
 
-def entry_modules(config, evaluators: Iterable) -> set[str]:
+def entry_modules(config: Any, evaluators: Iterable[Any]) -> set[str]:
     """Modules a run of ``config`` imports first: a python target's module, and each evaluator's
     class module and the modules of any functions it holds. The harness's own modules are left out
     (the evalsite version and the commit identify them)."""
@@ -216,7 +217,7 @@ def entry_modules(config, evaluators: Iterable) -> set[str]:
     return {m for m in modules if m and m.split(".")[0] != HARNESS_PACKAGE}
 
 
-def command_paths(root: Path, config) -> list[Path]:
+def command_paths(root: Path, config: Any) -> list[Path]:
     """Files inside the project named by a command target (its spec or its ``command`` setting)."""
     command = config.settings.get("command")
     words = config.target.partition(":")[2].split()
@@ -269,7 +270,7 @@ def imported_modules(root: Path, path: Path) -> set[str]:
     except SyntaxError:
         return set()
     package = _package_of(root, path)
-    names = set()
+    names: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)

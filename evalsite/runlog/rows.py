@@ -15,7 +15,7 @@ def is_critical(row: dict[str, Any]) -> bool:
     return isinstance(metadata, dict) and metadata.get("critical") is True
 
 
-def case_critical(case: dict[str, Any], dataset_critical: Mapping[str, bool] | None = None) -> bool | None:
+def case_critical(case: Mapping[str, Any], dataset_critical: Mapping[str, bool] | None = None) -> bool | None:
     """Whether a recorded case's row is critical: the ``critical`` flag the case recorded (every
     run since the flag exists records it), else the dataset's rows when the caller still has
     the very rows the run scored (``dataset_critical``: item id → :func:`is_critical`), else
@@ -42,7 +42,7 @@ def case_order(case: dict[str, Any]) -> tuple[tuple[str | int, ...], int]:
     return item_order(str(case.get("item_id"))), repeat_of(case)
 
 
-def repeat_of(case: dict[str, Any]) -> int:
+def repeat_of(case: Mapping[str, Any]) -> int:
     """A case's repeat index (0 when absent or not a whole number)."""
     value = case.get("repeat")
     return value if isinstance(value, int) and not isinstance(value, bool) else 0

@@ -45,7 +45,7 @@ def looks_secret(name: Any) -> bool:
     return bool(parts) and parts[-1] not in NOT_A_SECRET_LAST and any(part in SECRET_PARTS for part in parts)
 
 
-def secret_pattern(secrets: Iterable[str]) -> re.Pattern | None:
+def secret_pattern(secrets: Iterable[str]) -> re.Pattern[str] | None:
     """One case-insensitive pattern finding every run of ``MIN_PART`` characters taken from a
     secret (each secret shorter than that: the whole of it); ``None`` when there is nothing to hide."""
     pieces = set()
@@ -62,7 +62,7 @@ def secret_pattern(secrets: Iterable[str]) -> re.Pattern | None:
     return re.compile(f"(?=({alternatives}))", re.IGNORECASE)
 
 
-def scrub(text: str, pattern: re.Pattern | None) -> str:
+def scrub(text: str, pattern: re.Pattern[str] | None) -> str:
     """``text`` with every stretch covered by a piece of a secret replaced by ``***``."""
     if pattern is None or not text:
         return text
@@ -83,7 +83,7 @@ def scrub(text: str, pattern: re.Pattern | None) -> str:
     return "".join(out)
 
 
-def scrub_all(value: Any, pattern: re.Pattern | None) -> Any:
+def scrub_all(value: Any, pattern: re.Pattern[str] | None) -> Any:
     """A copy of a JSON-like value with :func:`scrub` applied to every string, keys included."""
     if pattern is None:
         return value
