@@ -49,27 +49,24 @@ def lock_files(project: Project) -> list[Path]:
 def check_manifests(project: Project) -> list[str]:
     """Each manifest loads, its plan builds (dataset, pin, design, limits, prompts) and its
     evaluators construct; ``python:`` references are checked in their source, never imported."""
-    problems = []
-    for path in map(cwd_relative, manifest_files(project)):
-        try:
-            prepare_plan(project, path, run_code=False)
-        except EvalsiteError as exc:
-            problems += [_named(path, line) for line in exc.message.splitlines()]
-    return problems
+    return manifest_results(project)[0]
 
 
-def manifest_warnings(project: Project) -> list[str]:
-    """What would stop a run here but need not fail a check elsewhere: an environment variable a
-    target needs that is not set (CI validates without the keys). ``validate --strict`` fails on these."""
+def manifest_results(project: Project) -> tuple[list[str], list[str]]:
+    """The problems of :func:`check_manifests` and, from the same pass, the warnings: what would
+    stop a run here but need not fail a check elsewhere — an environment variable a target needs
+    that is not set (CI validates without the keys). ``validate --strict`` fails on these."""
+    problems: list[str] = []
     warnings: list[str] = []
     for path in map(cwd_relative, manifest_files(project)):
         found: list[str] = []
         try:
             prepare_plan(project, path, warnings=found, run_code=False)
-        except EvalsiteError:
-            continue  # check_manifests reports it
+        except EvalsiteError as exc:
+            problems += [_named(path, line) for line in exc.message.splitlines()]
+            continue
         warnings += [_named(path, warning) for warning in found]
-    return list(dict.fromkeys(warnings))
+    return problems, list(dict.fromkeys(warnings))
 
 
 def _named(path: Path, message: str) -> str:
@@ -145,9 +142,19 @@ CHECKS: list[Check] = [check_settings, check_manifests, check_datasets, check_lo
                        tier_problems]
 
 
-def validate_project(project: Project, checks: list[Check] | None = None) -> list[str]:
-    """Every problem every check finds, in check order, each listed once."""
-    return list(dict.fromkeys(problem for check in (CHECKS if checks is None else checks) for problem in check(project)))
+def validate_project(project: Project, checks: list[Check] | None = None,
+                     warnings: list[str] | None = None) -> list[str]:
+    """Every problem every check finds, in check order, each listed once; with ``warnings``, the
+    manifests' warnings are appended to it from the same pass that checks them."""
+    problems: list[str] = []
+    for check in CHECKS if checks is None else checks:
+        if check is check_manifests and warnings is not None:
+            found, noted = manifest_results(project)
+            warnings += noted
+        else:
+            found = check(project)
+        problems += found
+    return list(dict.fromkeys(problems))
 
 
 def inventory(project: Project) -> dict[str, int]:

@@ -8,7 +8,7 @@ import click
 
 from evalsite.cli.output import print_json
 from evalsite.project import find_project
-from evalsite.validate import inventory, manifest_warnings, validate_project
+from evalsite.validate import inventory, validate_project
 
 
 @click.command("validate")
@@ -18,8 +18,8 @@ def validate_command(strict: bool, as_json: bool) -> None:
     """Check every manifest, dataset, lock and run; exit 1 listing every problem (and, with
     --strict, every warning)."""
     project = find_project()
-    problems = validate_project(project)
-    warnings = manifest_warnings(project)
+    warnings: list[str] = []
+    problems = validate_project(project, warnings=warnings)  # one pass over each manifest
     failing = problems + warnings if strict else problems
     checked = inventory(project)
     if as_json:
