@@ -15,7 +15,7 @@ from evalsite.errors import EvalsiteError
 from evalsite.experiment.datasets import dataset_id as compute_dataset_id
 from evalsite.experiment.datasets import item_identity, load_rows
 from evalsite.project import Project
-from evalsite.runlog.records import DatasetRef, RunHeader
+from evalsite.runlog.records import Case, DatasetRef, RunHeader
 from evalsite.runlog.rows import is_critical
 from evalsite.runlog.store import Run, read_run, resolve_run
 
@@ -74,17 +74,14 @@ class ErrorCount:
     items: tuple[str, ...]
 
 
-def top_errors(cases: list[Any], limit: int = TOP_ERRORS) -> list[ErrorCount]:
+def top_errors(cases: list[Case], limit: int = TOP_ERRORS) -> list[ErrorCount]:
     """A run's error messages grouped by their first line, most frequent first (ties by message):
     what ``evalsite show`` lists and the run page's error panel shows."""
     found: dict[tuple[str, str], list[str]] = {}
     for case in cases:
         item = str(case.get("item_id"))
-        error = getattr(case, "error", None) if not isinstance(case, dict) else case.get("error")
-        if isinstance(error, dict):  # a raw line that stores {type, message}
-            error = error.get("message")
-        if error:
-            found.setdefault(("generation", _first_line(error)), []).append(item)
+        if case.error:  # the message, whether the line stores a string or {type, message}
+            found.setdefault(("generation", _first_line(case.error)), []).append(item)
         for score in case.get("scores") or []:
             if isinstance(score, dict) and score.get("error"):
                 found.setdefault((str(score.get("evaluator")), _first_line(score["error"])), []).append(item)
