@@ -1,30 +1,38 @@
-"""Shared fixtures: a temporary copy of the bundled example project, and a CLI runner."""
+"""Every fixture shared by more than one test file, one name per concept.
+
+Test files take these by name and never import them. Plain helpers (builders, writers, readers)
+live in the ``*_support.py`` / ``*_project.py`` modules next to this file and are imported
+normally. A fixture local to one test file stays in that file under a name not used here.
+"""
 
 from __future__ import annotations
 
 import shutil
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from cli_support import Cli
+from example_support import copy_example, forget_project_modules, run_example
 
-from evalsite.cli import main
-
-REPO = Path(__file__).resolve().parent.parent
+# The CLI -------------------------------------------------------------------------------------------
 
 
-def forget_project_modules(prefix: str = "arms") -> None:
-    """Drop a project's modules imported by the python target, so the next project imports its own."""
-    for name in [m for m in sys.modules if m == prefix or m.startswith(prefix + ".")]:
-        del sys.modules[name]
+@pytest.fixture(scope="session")
+def cli() -> Cli:
+    """The one CLI invoker: ``cli("run", ...)`` returns click's Result; ``cli.json(...)`` the parsed
+    ``--json`` output of a command that must succeed. Exceptions escape (a traceback fails the test)."""
+    return Cli()
+
+
+# The bundled example project -----------------------------------------------------------------------
 
 
 @pytest.fixture
-def example_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    """A fresh copy of the example project (data, arms, experiments) as the working folder."""
-    for folder in ("data", "arms", "experiments"):
-        shutil.copytree(REPO / folder, tmp_path / folder, ignore=shutil.ignore_patterns("__pycache__"))
+def example_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A fresh copy of the example project (data, arms, experiments), not yet run, as the working folder."""
+    copy_example(tmp_path)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(sys, "path", list(sys.path))
     forget_project_modules()
@@ -32,12 +40,20 @@ def example_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     forget_project_modules()
 
 
+@pytest.fixture(scope="module")
+def example_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The example project run once per test module (3 arms × 60 items × 3 repeats); read it, do not
+    change it (``example_with_runs`` is a private copy)."""
+    return run_example(tmp_path_factory.mktemp("example"))
+
+
 @pytest.fixture
-def cli():
-    """Invoke the evalsite CLI in-process; returns click's Result."""
-    runner = CliRunner()
-
-    def invoke(*args: str, **kwargs):
-        return runner.invoke(main, list(args), catch_exceptions=False, **kwargs)
-
-    return invoke
+def example_with_runs(example_runs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A private copy of the example project with its three completed runs, as the working folder."""
+    copy = tmp_path / "project"
+    shutil.copytree(example_runs, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.chdir(copy)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    forget_project_modules()
+    yield copy
+    forget_project_modules()

@@ -3,29 +3,11 @@
 from __future__ import annotations
 
 import json
-import shutil
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
 
 VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
-
-
-REPO = Path(__file__).resolve().parent.parent
-
-
-def run_example(root: Path, repeat: int | None = None) -> Path:
-    """Copy the bundled example project (data, arms, experiments) into ``root`` and run it."""
-    from evalsite.execute.runner import execute_plan
-    from evalsite.experiment.manifest import load_manifest
-    from evalsite.experiment.plan import build_plan
-    from evalsite.project import find_project
-
-    for folder in ("data", "arms", "experiments"):
-        shutil.copytree(REPO / folder, root / folder, ignore=shutil.ignore_patterns("__pycache__"))
-    project = find_project(root)
-    execute_plan(project, build_plan(project, load_manifest(root / "experiments/arithmetic.yaml"), repeat=repeat))
-    return root
 
 
 def case(item_id: str, *, score: float | None = 1.0, passed: bool | None = True, output="ok", input="question?",

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 import yaml
+from example_support import forget_project_modules
 
 from evalsite.runlog.store import read_run, run_directories
-from tests.conftest import forget_project_modules
 
 TARGET = '''
 import json, pathlib

@@ -8,7 +8,7 @@ import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
 import pytest
-from conftest import forget_project_modules
+from example_support import forget_project_modules
 
 from evalsite.analysis.claims import Beats, ClaimSyntaxError, Comparison, ValuePin, find_directives, parse_claim
 

@@ -10,7 +10,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from sitekit import run_example
+from example_support import run_example
 from test_site_xss import write_hostile_project
 
 from evalsite.execute.runner import execute_plan

@@ -10,7 +10,8 @@ from dataclasses import fields, is_dataclass
 from pathlib import Path
 
 import pytest
-from sitekit import REPO, case, parse, run_example, table_rows, tree_bytes, write_run
+from example_support import REPO, run_example
+from sitekit import case, parse, table_rows, tree_bytes, write_run
 
 from evalsite.errors import ProjectError, SiteError
 from evalsite.project import Project, find_project

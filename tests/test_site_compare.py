@@ -6,7 +6,8 @@ import json
 import shutil
 
 import pytest
-from sitekit import case, parse, run_example, table_rows, write_run
+from example_support import run_example
+from sitekit import case, parse, table_rows, write_run
 
 from evalsite.errors import SiteError
 from evalsite.execute.runner import execute_plan

@@ -5,7 +5,8 @@ from __future__ import annotations
 import shutil
 
 import pytest
-from sitekit import REPO, parse, run_example, table_rows
+from example_support import REPO, run_example
+from sitekit import parse, table_rows
 
 from evalsite.project import find_project
 from evalsite.site import build_site

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from conftest import forget_project_modules
+from example_support import forget_project_modules
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as scipy_stats

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 from compare_support import golden_project, run_arm  # noqa: F401
-from conftest import forget_project_modules
+from example_support import forget_project_modules
 
 from evalsite.execute.outcomes import BatchOutcome, RunOutcome
 from evalsite.runlog.records import RunStatus

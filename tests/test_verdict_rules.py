@@ -12,7 +12,7 @@ import sys
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from conftest import forget_project_modules
+from example_support import forget_project_modules
 from scipy import stats as scipy_stats
 from sitekit import case, write_run
 

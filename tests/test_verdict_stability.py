@@ -8,7 +8,7 @@ import sys
 
 import numpy as np
 from click.testing import CliRunner
-from conftest import forget_project_modules
+from example_support import forget_project_modules
 from sitekit import case, write_run
 
 from evalsite.analysis.leaderboard import verdict_stability
