@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from cli_support import Cli
 from example_support import copy_example, forget_project_modules, run_example
+from fakeserver import FakeServer
 
 # The CLI -------------------------------------------------------------------------------------------
 
@@ -57,3 +58,23 @@ def example_with_runs(example_runs: Path, tmp_path: Path, monkeypatch: pytest.Mo
     forget_project_modules()
     yield copy
     forget_project_modules()
+
+
+# Scratch projects, one per area --------------------------------------------------------------------
+
+
+@pytest.fixture
+def runner_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty project (``data/`` and ``experiments/``) as the working folder, for runner and target
+    tests (``runner_support.write_experiment`` writes a dataset and a manifest into it)."""
+    (tmp_path / "data").mkdir()
+    (tmp_path / "experiments").mkdir()
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+@pytest.fixture
+def server() -> Iterator[FakeServer]:
+    """The fake OpenAI/Anthropic provider (``tests/fakeserver.py``) on 127.0.0.1, for one test."""
+    with FakeServer() as running:
+        yield running

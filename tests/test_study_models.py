@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 
+from runner_support import openai_arm
+
 from evalsite.experiment.manifest import load_manifest
 from evalsite.scoring.evaluators import build_evaluators
-from tests.runner_project import openai_arm, server  # noqa: F401  (fixtures)
 from tests.study_project import runs, study, write_study  # noqa: F401  (fixtures)
 
 TARGET = '''

@@ -8,10 +8,10 @@ import sys
 import pytest
 from compare_support import golden_project, run_arm  # noqa: F401
 from example_support import forget_project_modules
+from runner_support import write_experiment
 
 from evalsite.execute.outcomes import BatchOutcome, RunOutcome
 from evalsite.runlog.records import RunStatus
-from tests.runner_project import project, write_experiment  # noqa: F401
 
 CRASH = "def answer(row):\n    raise RuntimeError('target down')\n"
 FLAKY = "def answer(row):\n    if row['id'] in {'c0', 'c1', 'c2'}:\n        raise RuntimeError('down')\n    return 'right'\n"
@@ -23,13 +23,13 @@ def rows(count: int = 5) -> list[dict]:
 
 
 @pytest.fixture
-def targets(project, monkeypatch):  # noqa: F811
+def targets(runner_project, monkeypatch):
     for name, source in (("crash", CRASH), ("flaky", FLAKY), ("wrong", WRONG)):
-        (project / f"gate_{name}.py").write_text(source)
+        (runner_project / f"gate_{name}.py").write_text(source)
     monkeypatch.setattr(sys, "path", list(sys.path))
     for name in ("crash", "flaky", "wrong"):
         forget_project_modules(f"gate_{name}")
-    yield project
+    yield runner_project
     for name in ("crash", "flaky", "wrong"):
         forget_project_modules(f"gate_{name}")
 
