@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from cli_support import Cli
+from compare_support import ARM_SOURCE, golden_rows, write_dataset
 from example_support import copy_example, forget_project_modules, run_example
 from fakeserver import FakeServer
 
@@ -78,3 +79,15 @@ def server() -> Iterator[FakeServer]:
     """The fake OpenAI/Anthropic provider (``tests/fakeserver.py``) on 127.0.0.1, for one test."""
     with FakeServer() as running:
         yield running
+
+
+@pytest.fixture
+def golden_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The comparison project as the working folder: twelve golden questions (``g03`` critical) and
+    the offline ``golden_arm`` whose wrong answers each test chooses (``compare_support.run_arm``)."""
+    for folder in ("data", "experiments"):
+        (tmp_path / folder).mkdir()
+    write_dataset(tmp_path, golden_rows())
+    (tmp_path / "golden_arm.py").write_text(ARM_SOURCE)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from compare_support import CRITICAL, golden_project, run_arm  # noqa: F401
+from compare_support import CRITICAL, run_arm
 from runner_support import only_run, questions, write_experiment
 
 from evalsite.errors import ProjectError

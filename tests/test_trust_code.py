@@ -7,7 +7,7 @@ import sys
 import textwrap
 
 import pytest
-from compare_support import edit_row, golden_project, run_arm  # noqa: F401
+from compare_support import edit_row, run_arm
 from sitekit import case, write_run
 
 from evalsite.errors import SiteError
@@ -129,7 +129,7 @@ def same(output, expected):
 '''
 
 
-def test_a_site_build_never_rescores_with_project_code(golden_project, cli):  # noqa: F811
+def test_a_site_build_never_rescores_with_project_code(golden_project, cli):
     project = golden_project
     (project / "golden_checks.py").write_text(textwrap.dedent(SCORER))
     evaluators = [{"type": "python:golden_checks:same"}]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 
 import pytest
-from compare_support import golden_project, run_arm  # noqa: F401
+from compare_support import run_arm
 from example_support import forget_project_modules
 from runner_support import write_experiment
 
@@ -82,7 +82,7 @@ def test_every_reason_names_its_arm_and_allow_failures_accepts_only_the_tolerabl
     assert not BatchOutcome([outcome("ok")], [], None, None, 0.0).failure_reasons(allow_failures=False)
 
 
-def test_compare_fail_on_regression_without_a_baseline_fails_unless_allowed(golden_project, cli):  # noqa: F811
+def test_compare_fail_on_regression_without_a_baseline_fails_unless_allowed(golden_project, cli):
     only = run_arm(cli, golden_project)
     result = cli("compare", only, "--fail-on", "regression")
     assert result.exit_code == 1
