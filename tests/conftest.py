@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from cli_support import Cli
 from compare_support import ARM_SOURCE, golden_rows, write_dataset
+from evaluator_support import PROJECT_MODULES
 from example_support import copy_example, forget_project_modules, run_example
 from fakeserver import FakeServer
 
@@ -89,5 +90,26 @@ def golden_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         (tmp_path / folder).mkdir()
     write_dataset(tmp_path, golden_rows())
     (tmp_path / "golden_arm.py").write_text(ARM_SOURCE)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+@pytest.fixture
+def evaluator_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """An empty folder as the working folder for the evaluator and rescore tests
+    (``evaluator_support.make_project`` writes the support project into it); its modules import afresh."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", [*sys.path])
+    for name in PROJECT_MODULES:
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    yield tmp_path
+    for name in PROJECT_MODULES:
+        sys.modules.pop(name, None)
+
+
+@pytest.fixture
+def import_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty project (just ``data/``) as the working folder, for ``evalsite import``."""
+    (tmp_path / "data").mkdir()
     monkeypatch.chdir(tmp_path)
     return tmp_path
