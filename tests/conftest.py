@@ -18,6 +18,7 @@ from compare_support import ARM_SOURCE, golden_rows, write_dataset
 from evaluator_support import PROJECT_MODULES
 from example_support import copy_example, forget_project_modules, run_example
 from fakeserver import FakeServer
+from study_support import STEPS, TARGET
 
 # The CLI -------------------------------------------------------------------------------------------
 
@@ -113,3 +114,18 @@ def import_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (tmp_path / "data").mkdir()
     monkeypatch.chdir(tmp_path)
     return tmp_path
+
+
+@pytest.fixture
+def study_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """The study pipeline's project as the working folder: the ``study_target`` python target and the
+    ``study_steps`` steps on disk (``study_support.write_study`` writes the manifest)."""
+    (tmp_path / "data").mkdir()
+    (tmp_path / "experiments").mkdir()
+    (tmp_path / "study_target.py").write_text(TARGET)
+    (tmp_path / "study_steps.py").write_text(STEPS)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    forget_project_modules("study_")
+    yield tmp_path
+    forget_project_modules("study_")
