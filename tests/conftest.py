@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from browser_support import chromium
 from cli_support import Cli
 from compare_support import ARM_SOURCE, golden_rows, write_dataset
 from evaluator_support import PROJECT_MODULES
@@ -129,3 +130,13 @@ def study_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[P
     forget_project_modules("study_")
     yield tmp_path
     forget_project_modules("study_")
+
+
+# The browser -------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator:
+    """Headless Chromium (selenium) for one test module; mark the module ``browser_support.needs_browser``."""
+    with chromium() as driver:
+        yield driver

@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from browser_support import needs_browser, problems_in
 from sitekit import case, parse, table_rows, write_run
-from test_site_browser import CHROMEDRIVER, CHROMIUM, browser, problems_in  # noqa: F401  (the module's browser)
 
 from evalsite.analysis import leaderboard
 from evalsite.analysis.compare import compare_runs
@@ -17,8 +17,7 @@ from evalsite.site import build_site, paths
 DATASET = "data@000000000000"
 UNIQUE = "zebrafish quokka marmalade"
 
-pytestmark = pytest.mark.skipif(not (CHROMIUM.exists() and CHROMEDRIVER.exists()),
-                                reason="headless browser tests need /usr/bin/chromium and /usr/bin/chromedriver")
+pytestmark = needs_browser
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +46,7 @@ def test_an_item_page_shows_input_expected_and_every_runs_output(site):
     assert runs == {"20260101T000000Z-a-0001", "20260101T000001Z-b-0002", "20260101T000002Z-a-0003"}
 
 
-def test_the_compare_page_lists_changed_items_linking_their_item_pages(browser, site):  # noqa: F811
+def test_the_compare_page_lists_changed_items_linking_their_item_pages(browser, site):
     from selenium.webdriver.common.by import By
 
     browser.get((site / paths.compare("20260101T000002Z-a-0003", "20260101T000000Z-a-0001")).as_uri())
@@ -61,7 +60,7 @@ def test_the_compare_page_lists_changed_items_linking_their_item_pages(browser, 
     assert problems_in(browser, site) == []
 
 
-def test_search_from_file_finds_an_item_by_a_unique_output(browser, site):  # noqa: F811
+def test_search_from_file_finds_an_item_by_a_unique_output(browser, site):
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
@@ -75,7 +74,7 @@ def test_search_from_file_finds_an_item_by_a_unique_output(browser, site):  # no
     assert problems_in(browser, site) == []
 
 
-def test_the_pair_picker_diffs_two_answers(browser, site):  # noqa: F811
+def test_the_pair_picker_diffs_two_answers(browser, site):
     from selenium.webdriver.common.by import By
 
     browser.get((site / paths.item_page(DATASET, paths.item_bucket("q3"))).as_uri() + "#" + paths.item_anchor("q3"))
@@ -86,7 +85,7 @@ def test_the_pair_picker_diffs_two_answers(browser, site):  # noqa: F811
     assert "zebrafish" in " ".join(added + removed)
 
 
-def test_home_opens_with_the_verdict_of_each_dataset(browser, site):  # noqa: F811
+def test_home_opens_with_the_verdict_of_each_dataset(browser, site):
     from selenium.webdriver.common.by import By
 
     project = find_project(site.parent)
@@ -106,7 +105,7 @@ def test_home_opens_with_the_verdict_of_each_dataset(browser, site):  # noqa: F8
 
 
 @pytest.mark.parametrize("page", ["index.html", f"datasets/{paths.slug(DATASET)}.html", "item"])
-def test_no_horizontal_overflow_at_400_px(browser, site, page):  # noqa: F811
+def test_no_horizontal_overflow_at_400_px(browser, site, page):
     target = paths.item_page(DATASET, paths.item_bucket("q3")) if page == "item" else page
     from selenium.webdriver.support.ui import WebDriverWait
 
@@ -121,7 +120,7 @@ def test_no_horizontal_overflow_at_400_px(browser, site, page):  # noqa: F811
         browser.set_window_size(1400, 1000)
 
 
-def test_dark_mode_follows_the_system_setting(browser, site):  # noqa: F811
+def test_dark_mode_follows_the_system_setting(browser, site):
     browser.get((site / "index.html").as_uri())
     light = browser.execute_script("return getComputedStyle(document.body).backgroundColor")
     browser.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": [{"name": "prefers-color-scheme", "value": "dark"}]})
@@ -132,7 +131,7 @@ def test_dark_mode_follows_the_system_setting(browser, site):  # noqa: F811
     assert light != dark and sum(int(c) for c in dark[dark.index("(") + 1:-1].split(",")[:3]) < 150
 
 
-def test_the_leaderboard_fits_at_1280_px_with_a_visible_legend(browser, site):  # noqa: F811
+def test_the_leaderboard_fits_at_1280_px_with_a_visible_legend(browser, site):
     from selenium.webdriver.common.by import By
 
     browser.set_window_size(1280, 900)
@@ -151,7 +150,7 @@ def test_the_leaderboard_fits_at_1280_px_with_a_visible_legend(browser, site):  
         browser.set_window_size(1400, 1000)
 
 
-def test_the_matrix_shows_costs_input_expected_and_a_pair_picker(browser, site):  # noqa: F811
+def test_the_matrix_shows_costs_input_expected_and_a_pair_picker(browser, site):
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import Select
 
