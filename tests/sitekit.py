@@ -1,4 +1,5 @@
-"""Helpers for the site tests: write run folders directly, parse built pages into a small tree."""
+"""Helpers for the site tests: write run folders directly, and parse built pages into a small tree
+(``parse``: the one HTML parser of the test suite, with ``find``/``find_all``/``text`` and ``table_rows``)."""
 
 from __future__ import annotations
 
