@@ -94,6 +94,7 @@ def summary_project(cli, tmp_path_factory) -> Path:
 
 @pytest.fixture
 def inside(summary_project, monkeypatch):
+    """``summary_project`` as the working folder."""
     monkeypatch.chdir(summary_project)
     return summary_project
 

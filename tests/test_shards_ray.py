@@ -11,6 +11,7 @@ ray = pytest.importorskip("ray", reason="--executor ray needs the optional extra
 
 @pytest.fixture(scope="module")
 def local_ray():
+    """A local Ray (two CPUs, no dashboard) for the module's tests."""
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     yield
     ray.shutdown()

@@ -23,6 +23,7 @@ pytestmark = needs_browser
 
 @pytest.fixture(scope="module")
 def screenshots(tmp_path_factory) -> Path:
+    """Where screenshots go: ``EVALSITE_SCREENSHOTS`` or a temp folder."""
     folder = Path(os.environ.get("EVALSITE_SCREENSHOTS") or tmp_path_factory.mktemp("screenshots"))
     folder.mkdir(parents=True, exist_ok=True)
     return folder
@@ -30,6 +31,7 @@ def screenshots(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def example_site(tmp_path_factory) -> Path:
+    """The example site (one repeat) with a second sampler run to compare, built once."""
     root = run_example(tmp_path_factory.mktemp("browser-example"), repeat=1)
     project = find_project(root)
     rerun = build_plan(project, load_manifest(root / "experiments/arithmetic.yaml"), arm_ids=("sampler",), repeat=2)

@@ -14,6 +14,7 @@ from evalsite.site import build_site
 
 @pytest.fixture(scope="module")
 def hostile_site(tmp_path_factory) -> Path:
+    """The site built from ``write_hostile_project``."""
     root = write_hostile_project(tmp_path_factory.mktemp("hostile"))
     build_site(find_project(root))
     return root / "site"

@@ -24,6 +24,7 @@ def rows(count: int = 5) -> list[dict]:
 
 @pytest.fixture
 def targets(runner_project, monkeypatch):
+    """``runner_project`` with three gate targets (``gate_crash``, ``gate_flaky``, ``gate_wrong``) importable afresh."""
     for name, source in (("crash", CRASH), ("flaky", FLAKY), ("wrong", WRONG)):
         (runner_project / f"gate_{name}.py").write_text(source)
     monkeypatch.setattr(sys, "path", list(sys.path))
