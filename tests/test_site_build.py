@@ -58,7 +58,7 @@ def test_leaderboard_groups_careful_alone_and_the_close_arms_together(site_proje
     text = page.text()
     assert "Friedman omnibus test" in text and "careful is ahead of every other arm" in text
     assert "the separated pairs (careful > left_to_right, careful > sampler" in text
-    assert page.find("svg", class_="chart") is not None
+    assert page.find_all("svg", class_="chart")
 
 
 def test_runs_on_other_evaluator_versions_get_their_own_leaderboard_and_left_out_runs_say_why(site_project):
