@@ -1,60 +1,17 @@
-"""The example project run once per test module (3 arms × 60 items × 3 repeats), copied fresh
-into each test, and helpers that read its run logs by hand — the independent side of every check.
+"""Helpers for the analysis tests on the example project's runs (the ``example_with_runs`` fixture):
+they read its run logs by hand, the independent side of every check.
 """
 
 from __future__ import annotations
 
 import json
-import shutil
-import sys
 from pathlib import Path
 
 import numpy as np
-import pytest
 import yaml
-from click.testing import CliRunner
-from conftest import REPO, forget_project_modules
-
-from evalsite.cli import main
+from example_support import forget_project_modules
 
 ARMS = ("careful", "left_to_right", "sampler")
-
-
-def invoke(*args: str):
-    return CliRunner().invoke(main, list(args), catch_exceptions=False)
-
-
-def json_of(*args: str):
-    result = invoke(*args, "--json")
-    assert result.exit_code == 0, result.output
-    return json.loads(result.stdout)
-
-
-@pytest.fixture(scope="module")
-def example_runs(tmp_path_factory) -> Path:
-    """A project folder holding the example experiment's three completed runs."""
-    root = tmp_path_factory.mktemp("example")
-    for folder in ("data", "arms", "experiments"):
-        shutil.copytree(REPO / folder, root / folder, ignore=shutil.ignore_patterns("__pycache__"))
-    with pytest.MonkeyPatch.context() as patch:
-        patch.chdir(root)
-        patch.setattr(sys, "path", list(sys.path))
-        forget_project_modules()
-        assert invoke("run", "experiments/arithmetic.yaml", "--allow-failures").exit_code == 0
-        forget_project_modules()
-    return root
-
-
-@pytest.fixture
-def project(example_runs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A private copy of the example project with its runs, as the working folder."""
-    copy = tmp_path / "project"
-    shutil.copytree(example_runs, copy, ignore=shutil.ignore_patterns("__pycache__"))
-    monkeypatch.chdir(copy)
-    monkeypatch.setattr(sys, "path", list(sys.path))
-    forget_project_modules()
-    yield copy
-    forget_project_modules()
 
 
 def run_id(project: Path, arm: str) -> str:
@@ -94,11 +51,11 @@ def unpin_dataset(project: Path) -> None:
     manifest.write_text("".join(line for line in manifest.read_text().splitlines(True) if "dataset_id:" not in line))
 
 
-def new_run(project: Path, manifest: str, *args: str) -> str:
-    """Run a manifest (offline arms) and return the id of the one new run."""
+def new_run(cli, project: Path, manifest: str, *args: str) -> str:
+    """Run a manifest (offline arms) through the CLI and return the id of the one new run."""
     before = {p.name for p in (project / "runs").iterdir()}
     forget_project_modules()
-    result = invoke("run", manifest, *args)
+    result = cli("run", manifest, *args)
     assert result.exit_code in (0, 1), result.output
     (created,) = {p.name for p in (project / "runs").iterdir()} - before
     return created

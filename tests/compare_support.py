@@ -1,5 +1,6 @@
-"""A small project for comparison tests: twelve questions, one offline arm whose wrong answers
-are chosen per test, and helpers that run it through the real CLI and return the new run id.
+"""The comparison tests' project (the ``golden_project`` fixture): twelve questions, one offline
+arm whose wrong answers are chosen per test, and helpers that run it through the CLI and return
+the new run id.
 
 The arm lives in a top-level module of its own name (``golden_arm``), not in a package shared
 with the example project, because a process imports a module name once.
@@ -10,8 +11,6 @@ from __future__ import annotations
 import json
 import subprocess
 from pathlib import Path
-
-import pytest
 
 ITEMS = [f"g{n:02d}" for n in range(1, 13)]
 CRITICAL = "g03"
@@ -51,16 +50,6 @@ def edit_row(project: Path, item_id: str, **changes) -> None:
                 else:
                     row[key] = value
     write_dataset(project, rows)
-
-
-@pytest.fixture
-def golden_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    for folder in ("data", "experiments"):
-        (tmp_path / folder).mkdir()
-    write_dataset(tmp_path, golden_rows())
-    (tmp_path / "golden_arm.py").write_text(ARM_SOURCE)
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
 
 
 def write_manifest(project: Path, *, arm: str = "main", params: dict | None = None,

@@ -1,30 +1,43 @@
-"""Shared fixtures: a temporary copy of the bundled example project, and a CLI runner."""
+"""Every fixture shared by more than one test file, one name per concept.
+
+Test files take these by name and never import them. Plain helpers (builders, writers, readers)
+live in the ``*_support.py`` / ``*_project.py`` modules next to this file and are imported
+normally. A fixture local to one test file stays in that file under a name not used here.
+"""
 
 from __future__ import annotations
 
 import shutil
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from browser_support import chromium
+from cli_support import Cli
+from compare_support import ARM_SOURCE, golden_rows, write_dataset
+from evaluator_support import PROJECT_MODULES
+from example_support import copy_example, forget_project_modules, run_example
+from fakeserver import FakeServer
+from study_support import STEPS, TARGET
 
-from evalsite.cli import main
-
-REPO = Path(__file__).resolve().parent.parent
+# The CLI -------------------------------------------------------------------------------------------
 
 
-def forget_project_modules(prefix: str = "arms") -> None:
-    """Drop a project's modules imported by the python target, so the next project imports its own."""
-    for name in [m for m in sys.modules if m == prefix or m.startswith(prefix + ".")]:
-        del sys.modules[name]
+@pytest.fixture(scope="session")
+def cli() -> Cli:
+    """The one CLI invoker: ``cli("run", ...)`` returns click's Result; ``cli.json(...)`` the parsed
+    ``--json`` output of a command that must succeed. Exceptions escape (a traceback fails the test)."""
+    return Cli()
+
+
+# The bundled example project -----------------------------------------------------------------------
 
 
 @pytest.fixture
-def example_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    """A fresh copy of the example project (data, arms, experiments) as the working folder."""
-    for folder in ("data", "arms", "experiments"):
-        shutil.copytree(REPO / folder, tmp_path / folder, ignore=shutil.ignore_patterns("__pycache__"))
+def example_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A fresh copy of the example project (data, arms, experiments), not yet run, as the working folder."""
+    copy_example(tmp_path)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(sys, "path", list(sys.path))
     forget_project_modules()
@@ -32,12 +45,98 @@ def example_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     forget_project_modules()
 
 
+@pytest.fixture(scope="module")
+def example_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The example project run once per test module (3 arms × 60 items × 3 repeats); read it, do not
+    change it (``example_with_runs`` is a private copy)."""
+    return run_example(tmp_path_factory.mktemp("example"))
+
+
 @pytest.fixture
-def cli():
-    """Invoke the evalsite CLI in-process; returns click's Result."""
-    runner = CliRunner()
+def example_with_runs(example_runs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A private copy of the example project with its three completed runs, as the working folder."""
+    copy = tmp_path / "project"
+    shutil.copytree(example_runs, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.chdir(copy)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    forget_project_modules()
+    yield copy
+    forget_project_modules()
 
-    def invoke(*args: str, **kwargs):
-        return runner.invoke(main, list(args), catch_exceptions=False, **kwargs)
 
-    return invoke
+# Scratch projects, one per area --------------------------------------------------------------------
+
+
+@pytest.fixture
+def runner_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty project (``data/`` and ``experiments/``) as the working folder, for runner and target
+    tests (``runner_support.write_experiment`` writes a dataset and a manifest into it)."""
+    (tmp_path / "data").mkdir()
+    (tmp_path / "experiments").mkdir()
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+@pytest.fixture
+def server() -> Iterator[FakeServer]:
+    """The fake OpenAI/Anthropic provider (``tests/fakeserver.py``) on 127.0.0.1, for one test."""
+    with FakeServer() as running:
+        yield running
+
+
+@pytest.fixture
+def golden_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The comparison project as the working folder: twelve golden questions (``g03`` critical) and
+    the offline ``golden_arm`` whose wrong answers each test chooses (``compare_support.run_arm``)."""
+    for folder in ("data", "experiments"):
+        (tmp_path / folder).mkdir()
+    write_dataset(tmp_path, golden_rows())
+    (tmp_path / "golden_arm.py").write_text(ARM_SOURCE)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+@pytest.fixture
+def evaluator_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """An empty folder as the working folder for the evaluator and rescore tests
+    (``evaluator_support.make_project`` writes the support project into it); its modules import afresh."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", [*sys.path])
+    for name in PROJECT_MODULES:
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    yield tmp_path
+    for name in PROJECT_MODULES:
+        sys.modules.pop(name, None)
+
+
+@pytest.fixture
+def import_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty project (just ``data/``) as the working folder, for ``evalsite import``."""
+    (tmp_path / "data").mkdir()
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+@pytest.fixture
+def study_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """The study pipeline's project as the working folder: the ``study_target`` python target and the
+    ``study_steps`` steps on disk (``study_support.write_study`` writes the manifest)."""
+    (tmp_path / "data").mkdir()
+    (tmp_path / "experiments").mkdir()
+    (tmp_path / "study_target.py").write_text(TARGET)
+    (tmp_path / "study_steps.py").write_text(STEPS)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    forget_project_modules("study_")
+    yield tmp_path
+    forget_project_modules("study_")
+
+
+# The browser -------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator:
+    """Headless Chromium (selenium) for one test module; mark the module ``browser_support.needs_browser``."""
+    with chromium() as driver:
+        yield driver

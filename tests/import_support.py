@@ -11,8 +11,6 @@ import json
 from pathlib import Path
 from statistics import fmean
 
-import pytest
-
 from evalsite.runlog.store import Run, read_run, run_directories
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "external"
@@ -25,14 +23,6 @@ PLAIN = FIXTURES.parent / "plain"  # a plain per-item file as another tool might
 
 # the README's "Observed per-arm results": what each tool itself reported
 ALL_PASS = {"model-a": 17 / 24, "model-b": 10 / 24}
-
-
-@pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """An empty project (just ``data/``) as the working folder; import it into a test module to use it."""
-    (tmp_path / "data").mkdir()
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
 
 
 def imported_runs(project: Path) -> list[Run]:

@@ -1,31 +1,14 @@
-"""Helpers for the site tests: write run folders directly, parse built pages into a small tree."""
+"""Helpers for the site tests: write run folders directly, and parse built pages into a small tree
+(``parse``: the one HTML parser of the test suite, with ``find``/``find_all``/``text`` and ``table_rows``)."""
 
 from __future__ import annotations
 
 import json
-import shutil
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
 
 VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
-
-
-REPO = Path(__file__).resolve().parent.parent
-
-
-def run_example(root: Path, repeat: int | None = None) -> Path:
-    """Copy the bundled example project (data, arms, experiments) into ``root`` and run it."""
-    from evalsite.execute.runner import execute_plan
-    from evalsite.experiment.manifest import load_manifest
-    from evalsite.experiment.plan import build_plan
-    from evalsite.project import find_project
-
-    for folder in ("data", "arms", "experiments"):
-        shutil.copytree(REPO / folder, root / folder, ignore=shutil.ignore_patterns("__pycache__"))
-    project = find_project(root)
-    execute_plan(project, build_plan(project, load_manifest(root / "experiments/arithmetic.yaml"), repeat=repeat))
-    return root
 
 
 def case(item_id: str, *, score: float | None = 1.0, passed: bool | None = True, output="ok", input="question?",
@@ -67,6 +50,42 @@ def _started_at(run_id: str) -> str:
     """The start time a run id encodes (``20260101T000000Z-…`` → ``2026-01-01T00:00:00.000Z``)."""
     t = run_id[:15]
     return f"{t[0:4]}-{t[4:6]}-{t[6:8]}T{t[9:11]}:{t[11:13]}:{t[13:15]}.000Z"
+
+
+#: Markup a run could try to smuggle into a page; write_hostile_project puts it in every run-controlled string.
+PAYLOADS = [
+    "<script>window.__xss=1</script>",
+    '<img src=x onerror="window.__xss=2">',
+    "</textarea><script>window.__xss=3</script><textarea>",
+    '"><svg onload=window.__xss=4>',
+    "'><iframe src=javascript:window.__xss=5></iframe>",
+]
+EVIL = " ".join(PAYLOADS)
+
+
+def write_hostile_project(root: Path) -> Path:
+    """A project whose every run-controlled string carries the payloads."""
+    (root / "experiments").mkdir(parents=True)
+    (root / "experiments/evil.yaml").write_text(
+        "name: evil\ndescription: |\n  Look " + EVIL.replace("\n", " ") + "\n  [click](javascript:window.__xss=6)\n"
+        "dataset:\n  path: data/d.jsonl\narms:\n  - id: a\n    target: none\n")
+    runs = root / "runs"
+    hostile = [
+        case(f"item{n}{payload}", input=payload, expected=payload, output=f"{payload} answer {n}", detail=payload,
+             error=payload if n == 0 else None, passed=n % 2 == 0, score=float(n % 2 == 0), cost_usd=0.001 * (n + 1))
+        for n, payload in enumerate(PAYLOADS)
+    ]
+    for index, arm in enumerate(["plain", PAYLOADS[1]]):
+        cases = [dict(c, output=c["output"] + ("" if index == 0 else " differs"), finish_reason=PAYLOADS[3]) for c in hostile]
+        for c in cases:
+            c["scores"][0]["label"] = PAYLOADS[0]
+        write_run(runs, f"20260101T00000{index}Z-arm{index}-000{index}", cases, arm=arm, experiment="evil",
+                  dataset_id="evil@000000000000", evaluators={"exact": {"type": "exact", "version": "v1"}})
+    (runs / "decisions.jsonl").write_text(json.dumps({
+        "decision": "promote", "run_id": "20260101T000000Z-arm0-0000", "reason": EVIL, "dataset_id": PAYLOADS[2],
+        "inputs_id": None, "arm_id": PAYLOADS[1], "at": "2026-01-02T00:00:00Z", "by": PAYLOADS[0],
+        "fingerprint_hash": PAYLOADS[4]}) + "\n")
+    return root
 
 
 @dataclass

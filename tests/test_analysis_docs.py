@@ -7,8 +7,7 @@ import doctest
 import re
 
 import pytest
-from analysis_support import example_runs, project  # noqa: F401
-from conftest import REPO
+from example_support import REPO
 
 from evalsite.cli import COMMANDS as ALL_COMMANDS
 from evalsite.cli import main
@@ -19,7 +18,7 @@ API = REPO / "docs" / "reference" / "python-api.md"
 COMMANDS_DOC = REPO / "docs" / "reference" / "commands" / "analysis.md"
 
 
-def test_python_api_examples_run_in_the_example_project(project):
+def test_python_api_examples_run_in_the_example_project(example_with_runs):
     result = doctest.testfile(str(API), module_relative=False, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert result.attempted > 10
     assert result.failed == 0

@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 import pytest
-from analysis_support import edit_manifest, example_runs, invoke, item_repeat_matrix, json_of, new_run, project, run_id  # noqa: F401
+from analysis_support import edit_manifest, item_repeat_matrix, new_run, run_id
 from scipy import stats as scipy_stats
 
 
@@ -30,20 +30,20 @@ def per_item(project, arm: str, field: str = "score") -> np.ndarray:
     return item_repeat_matrix(project, run_id(project, arm), field)[1]
 
 
-def test_family_numbers_match_independent_computations(project):
-    careful, l2r, sampler = (run_id(project, arm) for arm in ("careful", "left_to_right", "sampler"))
-    report = json_of("family-test", careful, "--vs", l2r, "--vs", sampler)
+def test_family_numbers_match_independent_computations(cli, example_with_runs):
+    careful, l2r, sampler = (run_id(example_with_runs, arm) for arm in ("careful", "left_to_right", "sampler"))
+    report = cli.json("family-test", careful, "--vs", l2r, "--vs", sampler)
 
     raw = []
     for comparison, arm in zip(report["comparisons"], ("left_to_right", "sampler")):
-        diffs = per_item(project, "careful").mean(axis=1) - per_item(project, arm).mean(axis=1)
+        diffs = per_item(example_with_runs, "careful").mean(axis=1) - per_item(example_with_runs, arm).mean(axis=1)
         expected_p = exact_sign_flip_p(diffs, unit=3)
         assert comparison["sign_flip"]["p_value"] == pytest.approx(expected_p, rel=1e-9)
         assert comparison["sign_flip"]["kind"] == "exact"
         assert comparison["mean_diff"] == pytest.approx(diffs.mean())
         raw.append(expected_p)
-        mine = per_item(project, "careful", "passed").min(axis=1) == 1  # an item passes when every repeat passed
-        theirs = per_item(project, arm, "passed").min(axis=1) == 1
+        mine = per_item(example_with_runs, "careful", "passed").min(axis=1) == 1  # an item passes when every repeat passed
+        theirs = per_item(example_with_runs, arm, "passed").min(axis=1) == 1
         only_mine, only_theirs = int(np.sum(mine & ~theirs)), int(np.sum(~mine & theirs))
         assert (comparison["mcnemar"]["b"], comparison["mcnemar"]["c"]) == (only_mine, only_theirs)
         assert comparison["mcnemar"]["p_value"] == pytest.approx(
@@ -58,65 +58,65 @@ def test_family_numbers_match_independent_computations(project):
     ]
 
 
-def test_holm_changes_the_verdict_of_a_borderline_comparison(project):
+def test_holm_changes_the_verdict_of_a_borderline_comparison(cli, example_with_runs):
     """Against the family {sampler, left_to_right}, left_to_right vs sampler is not significant,
     and Holm's adjusted p is never below the raw one."""
-    l2r, sampler, careful = (run_id(project, arm) for arm in ("left_to_right", "sampler", "careful"))
-    report = json_of("family-test", l2r, "--vs", sampler, "--vs", careful)
+    l2r, sampler, careful = (run_id(example_with_runs, arm) for arm in ("left_to_right", "sampler", "careful"))
+    report = cli.json("family-test", l2r, "--vs", sampler, "--vs", careful)
     vs_sampler, vs_careful = report["comparisons"]
     assert vs_sampler["holm_p"] >= vs_sampler["sign_flip"]["p_value"]
     assert vs_sampler["verdict"] in ("no significant difference", "no significant difference; within noise")
     assert vs_careful["verdict"] == "left_to_right worse than careful"
 
 
-def test_noise_labels_a_difference_within_the_spread_of_repeats(project):
-    l2r, sampler = run_id(project, "left_to_right"), run_id(project, "sampler")
-    (comparison,) = json_of("family-test", l2r, "--vs", sampler)["comparisons"]
-    mine, theirs = per_item(project, "left_to_right").mean(axis=0), per_item(project, "sampler").mean(axis=0)
+def test_noise_labels_a_difference_within_the_spread_of_repeats(cli, example_with_runs):
+    l2r, sampler = run_id(example_with_runs, "left_to_right"), run_id(example_with_runs, "sampler")
+    (comparison,) = cli.json("family-test", l2r, "--vs", sampler)["comparisons"]
+    mine, theirs = per_item(example_with_runs, "left_to_right").mean(axis=0), per_item(example_with_runs, "sampler").mean(axis=0)
     reference = scipy_stats.ttest_ind(mine, theirs, equal_var=True)
     assert comparison["noise_p"] == pytest.approx(reference.pvalue)
     assert comparison["noise"] == pytest.approx(np.sqrt((np.var(mine, ddof=1) + np.var(theirs, ddof=1)) / 2))
     assert comparison["within_noise"] is bool(comparison["holm_p"] >= 0.05 and reference.pvalue >= 0.05)
 
 
-def test_power_follows_the_normal_approximation_at_alpha_over_m(project):
-    careful, l2r, sampler = (run_id(project, arm) for arm in ("careful", "left_to_right", "sampler"))
-    report = json_of("family-test", careful, "--vs", l2r, "--vs", sampler, "--effect", "0.1", "--alpha", "0.1")
+def test_power_follows_the_normal_approximation_at_alpha_over_m(cli, example_with_runs):
+    careful, l2r, sampler = (run_id(example_with_runs, arm) for arm in ("careful", "left_to_right", "sampler"))
+    report = cli.json("family-test", careful, "--vs", l2r, "--vs", sampler, "--effect", "0.1", "--alpha", "0.1")
     assert report["power_alpha"] == pytest.approx(0.05)
     z = scipy_stats.norm.ppf(1 - 0.05 / 2) + scipy_stats.norm.ppf(0.8)
     for comparison, arm in zip(report["comparisons"], ("left_to_right", "sampler")):
-        sd = np.std(per_item(project, "careful").mean(axis=1) - per_item(project, arm).mean(axis=1), ddof=1)
+        sd = np.std(per_item(example_with_runs, "careful").mean(axis=1) - per_item(example_with_runs, arm).mean(axis=1), ddof=1)
         assert comparison["detectable"]["effect"] == pytest.approx(z * sd / math.sqrt(60))
         assert comparison["needed"]["n"] == math.ceil((z * sd / 0.1) ** 2)
-    text = invoke("family-test", careful, "--vs", l2r, "--vs", sampler, "--effect", "0.1").stdout
+    text = cli("family-test", careful, "--vs", l2r, "--vs", sampler, "--effect", "0.1").stdout
     assert "two-sided paired test at α/m = 0.025" in text and "|Δ| = 0.1 needs" in text
 
 
-def test_the_text_names_the_tests_and_the_kind_of_p(project):
-    careful, sampler = run_id(project, "careful"), run_id(project, "sampler")
-    text = invoke("family-test", careful, "--vs", sampler).stdout
+def test_the_text_names_the_tests_and_the_kind_of_p(cli, example_with_runs):
+    careful, sampler = run_id(example_with_runs, "careful"), run_id(example_with_runs, "sampler")
+    text = cli("family-test", careful, "--vs", sampler).stdout
     assert "exact (grid distribution)" in text
     assert "McNemar: exact binomial test on discordant pass/fail items" in text
     assert "Holm step-down" in text
 
 
-def test_runs_that_may_not_be_compared_are_refused(project):
-    careful = run_id(project, "careful")
-    other = new_run(project, edit_manifest(project, evaluators=[{"type": "exact"}]), "--arm", "sampler", "--repeat", "1")
-    result = invoke("family-test", careful, "--vs", run_id(project, "left_to_right"), "--vs", other)
+def test_runs_that_may_not_be_compared_are_refused(cli, example_with_runs):
+    careful = run_id(example_with_runs, "careful")
+    other = new_run(cli, example_with_runs, edit_manifest(example_with_runs, evaluators=[{"type": "exact"}]), "--arm", "sampler", "--repeat", "1")
+    result = cli("family-test", careful, "--vs", run_id(example_with_runs, "left_to_right"), "--vs", other)
     assert result.exit_code == 1
     assert result.stdout == ""
-    careful_version = json_of("show", careful)["evaluators"]["exact"]["version"]
-    other_version = json_of("show", other)["evaluators"]["exact"]["version"]
+    careful_version = cli.json("show", careful)["evaluators"]["exact"]["version"]
+    other_version = cli.json("show", other)["evaluators"]["exact"]["version"]
     assert result.stderr == (
         f"ERROR: not comparable: {careful} vs {other}: evaluator 'exact' version {careful_version} vs {other_version}\n"
     )
 
 
-def test_a_run_named_twice_or_no_family_is_an_error(project):
-    careful = run_id(project, "careful")
-    twice = invoke("family-test", careful, "--vs", careful)
+def test_a_run_named_twice_or_no_family_is_an_error(cli, example_with_runs):
+    careful = run_id(example_with_runs, "careful")
+    twice = cli("family-test", careful, "--vs", careful)
     assert twice.exit_code == 1 and f"run {careful} is named twice" in twice.stderr
-    assert invoke("family-test", careful).exit_code == 2
-    unknown = invoke("family-test", careful, "--vs", "nosuchrun")
+    assert cli("family-test", careful).exit_code == 2
+    unknown = cli("family-test", careful, "--vs", "nosuchrun")
     assert unknown.exit_code == 1 and "no run matches 'nosuchrun'" in unknown.stderr

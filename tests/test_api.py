@@ -9,7 +9,7 @@ import re
 import subprocess
 import sys
 
-from conftest import REPO
+from example_support import REPO
 
 import evalsite
 

@@ -8,7 +8,7 @@ import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
 import pytest
-from conftest import forget_project_modules
+from example_support import forget_project_modules
 
 from evalsite.analysis.claims import Beats, ClaimSyntaxError, Comparison, ValuePin, find_directives, parse_claim
 
@@ -43,6 +43,7 @@ def test_directives_carry_their_line():
 
 @pytest.fixture
 def project_with_runs(example_project, cli):
+    """The example project with its reports/ and one run per arm (one repeat), as the working folder."""
     shutil.copytree(REPO / "reports", example_project / "reports")
     assert cli("run", "experiments/arithmetic.yaml", "--repeat", "1", "--allow-failures").exit_code == 0
     return example_project

@@ -7,7 +7,7 @@ import math
 import statistics
 
 import pytest
-from compare_support import CRITICAL, ITEMS, edit_row, golden_project, interrupt, run_arm  # noqa: F401
+from compare_support import CRITICAL, ITEMS, edit_row, interrupt, run_arm
 from scipy import stats as scipy_stats
 
 from evalsite.analysis.compare import comparability, compare_runs

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from compare_support import edit_row, golden_project, interrupt, run_arm  # noqa: F401
+from compare_support import edit_row, interrupt, run_arm
 
 
 def resolved(cli, run: str, *extra: str) -> dict:

@@ -286,6 +286,7 @@ ROWS = ['{"id": "a", "input": "1+1", "expected": "2"}', '{"id": "b", "input": "2
 
 @pytest.fixture
 def frozen(tmp_path) -> Path:
+    """A two-row dataset file (qa.jsonl) with the lock ``freeze_dataset`` wrote beside it."""
     path = write(tmp_path / "qa.jsonl", "\n".join(ROWS) + "\n")
     freeze_dataset(path)
     return path

@@ -17,8 +17,8 @@ _numbers = itertools.count()
 
 
 @pytest.fixture
-def project(tmp_path, monkeypatch):
-    """Write scoring modules into a tmp project; ``project.write(source)`` returns a module name."""
+def scorer_project(tmp_path, monkeypatch):
+    """Write scoring modules into a tmp project; ``scorer_project.write(source)`` returns a module name."""
     monkeypatch.setattr(sys, "path", [*sys.path])
     monkeypatch.setattr(sys, "dont_write_bytecode", True)  # a rewrite within one second must not hit a stale .pyc
     written: list[str] = []
@@ -95,20 +95,20 @@ RETURNS = '''
         ("mapping", dict(score=0.25, passed=True, label="meh", detail="out vs exp")),
     ],
 )
-def test_what_a_function_may_return(project, function, fields):
-    name = project.write(RETURNS)
-    result = run(project, {"type": f"python:{name}:{function}"})
+def test_what_a_function_may_return(scorer_project, function, fields):
+    name = scorer_project.write(RETURNS)
+    result = run(scorer_project, {"type": f"python:{name}:{function}"})
     assert result.error is None
     assert {key: getattr(result, key) for key in fields} == fields
 
 
-def test_a_number_passes_at_the_threshold_and_labels_at_pass_labels(project):
-    name = project.write(RETURNS)
-    assert run(project, {"type": f"python:{name}:half", "threshold": 0.5}).passed is True
-    assert run(project, {"type": f"python:{name}:half", "threshold": 0.6}).passed is False
+def test_a_number_passes_at_the_threshold_and_labels_at_pass_labels(scorer_project):
+    name = scorer_project.write(RETURNS)
+    assert run(scorer_project, {"type": f"python:{name}:half", "threshold": 0.5}).passed is True
+    assert run(scorer_project, {"type": f"python:{name}:half", "threshold": 0.6}).passed is False
     spec = {"type": f"python:{name}:label", "pass_labels": ["polite"]}
-    assert run(project, spec, output="please").passed is True
-    assert run(project, spec, output="now").passed is False
+    assert run(scorer_project, spec, output="please").passed is True
+    assert run(scorer_project, spec, output="now").passed is False
 
 
 @pytest.mark.parametrize(
@@ -120,21 +120,21 @@ def test_a_number_passes_at_the_threshold_and_labels_at_pass_labels(project):
         ("boom", "ValueError: cannot score out"),
     ],
 )
-def test_bad_returns_and_exceptions_are_error_scores(project, function, message):
-    name = project.write(RETURNS)
-    result = run(project, {"type": f"python:{name}:{function}"})
+def test_bad_returns_and_exceptions_are_error_scores(scorer_project, function, message):
+    name = scorer_project.write(RETURNS)
+    result = run(scorer_project, {"type": f"python:{name}:{function}"})
     assert message in result.error and result.passed is False and result.score is None
 
 
-def test_async_functions_and_params(project):
-    name = project.write(RETURNS)
-    assert run(project, {"type": f"python:{name}:slow_yes", "want": "out"}).passed is True
-    assert run(project, {"type": f"python:{name}:slow_yes", "params": {"want": "no"}}).passed is False
+def test_async_functions_and_params(scorer_project):
+    name = scorer_project.write(RETURNS)
+    assert run(scorer_project, {"type": f"python:{name}:slow_yes", "want": "out"}).passed is True
+    assert run(scorer_project, {"type": f"python:{name}:slow_yes", "params": {"want": "no"}}).passed is False
 
 
-def test_keyword_catch_all_receives_every_offered_argument(project):
-    name = project.write(RETURNS)
-    offered = run(project, {"type": f"python:{name}:everything"}).label.split(",")
+def test_keyword_catch_all_receives_every_offered_argument(scorer_project):
+    name = scorer_project.write(RETURNS)
+    offered = run(scorer_project, {"type": f"python:{name}:everything"}).label.split(",")
     assert offered == sorted(["output", "expected", "input", "row", "latency_ms", "cost_usd", "transcript",
                               "turn_outputs", "turn", "params", "case"])
 
@@ -149,21 +149,21 @@ def test_keyword_catch_all_receives_every_offered_argument(project):
         ("exact:extra", "'exact:extra' should be written 'exact' with nothing after it"),
     ],
 )
-def test_bad_python_references_fail_at_build(project, type_, message):
-    name = project.write("def odd(answer):\n    return True\n")
+def test_bad_python_references_fail_at_build(scorer_project, type_, message):
+    name = scorer_project.write("def odd(answer):\n    return True\n")
     with pytest.raises(EvaluatorError, match=message):
-        project.build({"type": type_.format(name=name)})
+        scorer_project.build({"type": type_.format(name=name)})
 
 
-def test_a_module_that_fails_to_import_is_a_build_error(project):
-    name = project.write("def check(output):\n    return output ==\n")
+def test_a_module_that_fails_to_import_is_a_build_error(scorer_project):
+    name = scorer_project.write("def check(output):\n    return output ==\n")
     with pytest.raises(EvaluatorError, match=f"importing .{name}. failed: SyntaxError"):
-        project.build({"type": f"python:{name}:check"})
+        scorer_project.build({"type": f"python:{name}:check"})
 
 
-def test_type_name_and_default_name_are_the_full_reference(project):
-    name = project.write(RETURNS)
-    evaluator = project.build({"type": f"python:{name}:yes"})
+def test_type_name_and_default_name_are_the_full_reference(scorer_project):
+    name = scorer_project.write(RETURNS)
+    evaluator = scorer_project.build({"type": f"python:{name}:yes"})
     assert evaluator.type_name == evaluator.name == f"python:{name}:yes"
 
 
@@ -186,25 +186,25 @@ def scorer_version(project, name: str, limit=10, clean_extra="", unrelated=1) ->
     return project.build({"type": f"python:{name}:short_enough"}).version
 
 
-def test_version_follows_the_function_its_helpers_and_constants(project):
-    base = scorer_version(project, "length_scorer")
-    assert scorer_version(project, "length_scorer") == base
-    assert scorer_version(project, "length_scorer", unrelated=2) == base
-    assert scorer_version(project, "length_scorer", limit=12) != base
-    assert scorer_version(project, "length_scorer", clean_extra=".lower()") != base
+def test_version_follows_the_function_its_helpers_and_constants(scorer_project):
+    base = scorer_version(scorer_project, "length_scorer")
+    assert scorer_version(scorer_project, "length_scorer") == base
+    assert scorer_version(scorer_project, "length_scorer", unrelated=2) == base
+    assert scorer_version(scorer_project, "length_scorer", limit=12) != base
+    assert scorer_version(scorer_project, "length_scorer", clean_extra=".lower()") != base
 
 
-def test_version_changes_when_the_function_source_changes(project):
-    project.write("def check(output):\n    return output == 'a'\n", "changing")
-    before = project.build({"type": "python:changing:check"}).version
-    project.write("def check(output):\n    return output in ('a', 'A')\n", "changing")
-    assert project.build({"type": "python:changing:check"}).version != before
+def test_version_changes_when_the_function_source_changes(scorer_project):
+    scorer_project.write("def check(output):\n    return output == 'a'\n", "changing")
+    before = scorer_project.build({"type": "python:changing:check"}).version
+    scorer_project.write("def check(output):\n    return output in ('a', 'A')\n", "changing")
+    assert scorer_project.build({"type": "python:changing:check"}).version != before
 
 
-def test_version_covers_helpers_imported_from_other_project_modules(project):
-    project.write("def norm(text):\n    return text.strip()\n", "helpers_mod")
-    project.write("from helpers_mod import norm\n\ndef check(output):\n    return norm(output) == 'a'\n", "main_mod")
-    before = project.build({"type": "python:main_mod:check"}).version
-    project.write("def norm(text):\n    return text.strip().lower()\n", "helpers_mod")
-    project.write("from helpers_mod import norm\n\ndef check(output):\n    return norm(output) == 'a'\n", "main_mod")
-    assert project.build({"type": "python:main_mod:check"}).version != before
+def test_version_covers_helpers_imported_from_other_project_modules(scorer_project):
+    scorer_project.write("def norm(text):\n    return text.strip()\n", "helpers_mod")
+    scorer_project.write("from helpers_mod import norm\n\ndef check(output):\n    return norm(output) == 'a'\n", "main_mod")
+    before = scorer_project.build({"type": "python:main_mod:check"}).version
+    scorer_project.write("def norm(text):\n    return text.strip().lower()\n", "helpers_mod")
+    scorer_project.write("from helpers_mod import norm\n\ndef check(output):\n    return norm(output) == 'a'\n", "main_mod")
+    assert scorer_project.build({"type": "python:main_mod:check"}).version != before

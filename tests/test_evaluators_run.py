@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 
 import pytest
-from evaluator_project import make_project, only_run, project  # noqa: F401  (project is a fixture)
+from evaluator_support import make_project, only_run
 
 
-def test_scores_of_a_run_with_a_failed_generation_a_throwing_evaluator_and_a_critical_row(project, cli):
-    make_project(project, "\n  - type: exact\n  - type: python:support_checks:picky\n    name: picky")
+def test_scores_of_a_run_with_a_failed_generation_a_throwing_evaluator_and_a_critical_row(evaluator_project, cli):
+    make_project(evaluator_project, "\n  - type: exact\n  - type: python:support_checks:picky\n    name: picky")
     cli("run", "experiments/support.yaml")
-    run = only_run(project)
+    run = only_run(evaluator_project)
     cases = {c["item_id"]: c for c in run.cases}
 
     failed = cases["fail"]
@@ -36,18 +36,18 @@ def test_scores_of_a_run_with_a_failed_generation_a_throwing_evaluator_and_a_cri
     assert run.header.evaluators["picky"]["type"] == "python:support_checks:picky"
 
 
-def test_a_run_without_evaluators_is_unscored(project, cli):
-    make_project(project, "[]")
+def test_a_run_without_evaluators_is_unscored(evaluator_project, cli):
+    make_project(evaluator_project, "[]")
     cli("run", "experiments/support.yaml")
-    run = only_run(project)
+    run = only_run(evaluator_project)
     assert all(c["score"] is None and c["scores"] == [] for c in run.cases)
     totals = run.footer.totals
     assert (totals["unscored"], totals["mean_score"], totals["passed"]) == (True, None, None)
     assert totals["critical_failures"] == []
 
 
-def test_duckdb_reads_per_turn_and_spread_fields_and_the_critical_flag(project, cli):
-    make_project(project, "\n  - type: exact")
+def test_duckdb_reads_per_turn_and_spread_fields_and_the_critical_flag(evaluator_project, cli):
+    make_project(evaluator_project, "\n  - type: exact")
     cli("run", "experiments/support.yaml")
     result = cli("query", "select c.item_id, c.critical, s.turn, s.spread from cases c "
                  "join scores s using (run_id, item_id, repeat) order by c.item_id", "--json")
@@ -58,18 +58,18 @@ def test_duckdb_reads_per_turn_and_spread_fields_and_the_critical_flag(project, 
     ]
 
 
-def test_a_bad_evaluator_stops_the_run_before_anything_is_written(project, cli):
-    make_project(project, "\n  - type: regex\n    pattern: '('")
+def test_a_bad_evaluator_stops_the_run_before_anything_is_written(evaluator_project, cli):
+    make_project(evaluator_project, "\n  - type: regex\n    pattern: '('")
     result = cli("run", "experiments/support.yaml")
     assert result.exit_code == 1
     assert result.output.startswith("Error: evaluators[0] (regex): pattern: invalid regular expression '('")
-    assert not (project / "calls.log").exists()
+    assert not (evaluator_project / "calls.log").exists()
 
 
-def test_show_prints_a_table_of_evaluator_aggregates(project, cli):
-    make_project(project, "\n  - type: exact\n  - type: length\n    max: 5")
+def test_show_prints_a_table_of_evaluator_aggregates(evaluator_project, cli):
+    make_project(evaluator_project, "\n  - type: exact\n  - type: length\n    max: 5")
     cli("run", "experiments/support.yaml")
-    lines = cli("show", only_run(project).run_id).output.splitlines()
+    lines = cli("show", only_run(evaluator_project).run_id).output.splitlines()
     table = lines[lines.index("") + 1:]
     assert table[0].split() == ["evaluator", "n", "ok", "errors", "skipped", "pass_rate", "mean", "passed"]
     assert table[1].split() == ["exact", "3", "3", "0", "0", "0.333", "0.333", "False"]

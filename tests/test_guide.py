@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import REPO
+from example_support import REPO
 
 GUIDE = REPO / "docs" / "guide.md"
 

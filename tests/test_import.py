@@ -5,15 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from import_support import (
-    INSPECT_EVAL,
-    INSPECT_JSON,
-    ITEMS,
-    LMEVAL,
-    PROMPTFOO,
-    imported_runs,
-    project,  # noqa: F401  (fixture)
-)
+from import_support import INSPECT_EVAL, INSPECT_JSON, ITEMS, LMEVAL, PROMPTFOO, imported_runs
 
 import evalsite.execute.importers.jsonstream as jsonstream
 from evalsite.analysis.db import open_database
@@ -29,51 +21,51 @@ ALL_TOOLS = [
 ]
 
 
-def test_importing_the_same_file_twice_is_refused_unless_again(project, cli):
+def test_importing_the_same_file_twice_is_refused_unless_again(import_project, cli):
     path = str(PROMPTFOO / "results.json")
     assert cli("import", "promptfoo", path).exit_code == 0
-    first = {run.run_id for run in imported_runs(project)}
+    first = {run.run_id for run in imported_runs(import_project)}
     again = cli("import", "promptfoo", path)
     assert again.exit_code == 1
     assert again.output.startswith(f"Error: {path} was already imported as run ")
     assert "pass --again to import it again" in again.output
-    assert {run.run_id for run in imported_runs(project)} == first
+    assert {run.run_id for run in imported_runs(import_project)} == first
     assert cli("import", "promptfoo", path, "--again").exit_code == 0
-    assert len(imported_runs(project)) == 4
+    assert len(imported_runs(import_project)) == 4
 
 
-def test_the_same_content_twice_in_one_call_is_refused(project, cli, tmp_path):
+def test_the_same_content_twice_in_one_call_is_refused(import_project, cli, tmp_path):
     copy = tmp_path / "copy.json"
     copy.write_bytes((PROMPTFOO / "results.json").read_bytes())
     result = cli("import", "promptfoo", str(PROMPTFOO / "results.json"), str(copy))
     assert result.exit_code == 1
     assert f"{copy} has the same content as" in result.output
-    assert not (project / "runs").exists()
+    assert not (import_project / "runs").exists()
 
 
-def test_a_bad_file_among_several_leaves_nothing_behind(project, cli, tmp_path):
+def test_a_bad_file_among_several_leaves_nothing_behind(import_project, cli, tmp_path):
     broken = tmp_path / "broken.json"
     broken.write_text((PROMPTFOO / "results.json").read_text().replace('"testIdx": 5', '"testIdx" 5', 1))
     result = cli("import", "promptfoo", str(PROMPTFOO / "results.json"), str(broken))
     assert result.exit_code == 1
     assert result.output.startswith(f"Error: {broken}: line ")
     assert "invalid JSON: Expecting ':' delimiter" in result.output
-    assert not (project / "runs").exists()
+    assert not (import_project / "runs").exists()
 
 
-def test_two_tools_on_the_same_items_share_a_dataset_id(project, cli):
+def test_two_tools_on_the_same_items_share_a_dataset_id(import_project, cli):
     for tool, *paths in ALL_TOOLS:
         assert cli("import", tool, *paths, "--dataset", "items-24").exit_code == 0
-    runs = imported_runs(project)
+    runs = imported_runs(import_project)
     assert len(runs) == 6
     assert {run.header.dataset.dataset_id for run in runs} == {load_dataset(ITEMS).dataset_id}
     assert {run.header.raw["source"]["tool"] for run in runs} == {"promptfoo", "inspect_ai", "lm-eval"}
 
 
-def test_different_items_get_a_different_dataset_id(project, cli):
+def test_different_items_get_a_different_dataset_id(import_project, cli):
     cli("import", "inspect", *map(str, INSPECT_EVAL))
     cli("import", "inspect", *map(str, INSPECT_JSON))  # --limit 9: nine of the items
-    assert len({run.header.dataset.dataset_id for run in imported_runs(project)}) == 2
+    assert len({run.header.dataset.dataset_id for run in imported_runs(import_project)}) == 2
 
 
 LEADERBOARD = """
@@ -84,11 +76,11 @@ GROUP BY ALL ORDER BY s.evaluator, arm
 """
 
 
-def test_imported_runs_query_together_from_a_duckdb_file(project, cli, tmp_path):
+def test_imported_runs_query_together_from_a_duckdb_file(import_project, cli, tmp_path):
     for tool, *paths in ALL_TOOLS:
         cli("import", tool, *paths)
-    (dataset_id,) = {run.header.dataset.dataset_id for run in imported_runs(project)}
-    database = open_database(project / "runs", str(tmp_path / "evalsite.duckdb"))
+    (dataset_id,) = {run.header.dataset.dataset_id for run in imported_runs(import_project)}
+    database = open_database(import_project / "runs", str(tmp_path / "evalsite.duckdb"))
     assert database.skipped == []
     board = {(r["evaluator"], r["arm"]): r for r in database.rows(LEADERBOARD, [dataset_id])}
     expected = {  # each tool's own figures (fixtures/external/README.md)
@@ -108,11 +100,11 @@ def test_imported_runs_query_together_from_a_duckdb_file(project, cli, tmp_path)
     assert all(len(v) == 1 for v in versions.values())
     assert len({next(iter(v)) for v in versions.values()}) == len(versions)
     database.connection.close()
-    reopened = open_database(project / "runs", str(tmp_path / "evalsite.duckdb"))
+    reopened = open_database(import_project / "runs", str(tmp_path / "evalsite.duckdb"))
     assert reopened.rows("SELECT count(*) AS n FROM cases")[0]["n"] == 24 * 2 + 48 * 2 + 24 * 2
 
 
-def test_the_reporting_commands_read_imported_runs(project, cli):
+def test_the_reporting_commands_read_imported_runs(import_project, cli):
     result = cli("import", "lm-eval", str(LMEVAL), "--json")
     rows = json.loads(result.output)
     assert [(r["arm"], r["tool"], r["cases"], r["status"]) for r in rows] == [
@@ -124,7 +116,7 @@ def test_the_reporting_commands_read_imported_runs(project, cli):
     assert cli("build").exit_code == 0
 
 
-def test_usage_errors(project, cli):
+def test_usage_errors(import_project, cli):
     assert cli("import", "braintrust", str(PROMPTFOO / "results.json")).exit_code == 2
     assert cli("import", "promptfoo", "missing.json").exit_code == 2
     folder = cli("import", "promptfoo", str(PROMPTFOO))
@@ -132,14 +124,14 @@ def test_usage_errors(project, cli):
     assert folder.output.strip() == f"Error: {PROMPTFOO} is a folder; give the promptfoo file(s) to import"
 
 
-def test_secrets_in_source_settings_are_not_copied(project, cli, tmp_path):
+def test_secrets_in_source_settings_are_not_copied(import_project, cli, tmp_path):
     data = json.loads((PROMPTFOO / "results.json").read_text())
     for provider in data["config"]["providers"]:
         provider["config"]["headers"] = {"Authorization": "Bearer sk-live-123"}
     path = tmp_path / "with-header.json"
     path.write_text(json.dumps(data))
     cli("import", "promptfoo", str(path))
-    for run in imported_runs(project):
+    for run in imported_runs(import_project):
         assert "sk-live-123" not in (run.directory / "run.json").read_text()
 
 
@@ -209,10 +201,10 @@ def test_zstd_zip_round_trip_and_crc_check(tmp_path):
         log.read("header.json")
 
 
-def test_compare_pairs_two_arms_of_one_tool_and_refuses_two_tools(project, cli):
+def test_compare_pairs_two_arms_of_one_tool_and_refuses_two_tools(import_project, cli):
     for tool, *paths in ALL_TOOLS[:2]:
         assert cli("import", tool, *paths, "--dataset", "items-24").exit_code == 0
-    runs = {(run.header.raw["source"]["tool"], run.header.arm_id): run.run_id for run in imported_runs(project)}
+    runs = {(run.header.raw["source"]["tool"], run.header.arm_id): run.run_id for run in imported_runs(import_project)}
     inspect_a, inspect_b = runs[("inspect_ai", "openai-api/fake/model-a")], runs[("inspect_ai", "openai-api/fake/model-b")]
     result = cli("compare", inspect_b, "--baseline", inspect_a, "--json")
     assert result.exit_code == 0, result.output
@@ -224,7 +216,7 @@ def test_compare_pairs_two_arms_of_one_tool_and_refuses_two_tools(project, cli):
     assert refused.exit_code == 1 and "ERROR: not comparable: evaluator" in refused.stderr
 
 
-def test_the_leaderboard_ranks_imported_arms_with_the_tool_reported_means(project, cli):
+def test_the_leaderboard_ranks_imported_arms_with_the_tool_reported_means(import_project, cli):
     assert cli("import", "lm-eval", str(LMEVAL), "--dataset", "items-24").exit_code == 0
     board = json.loads(cli("leaderboard", "--json").stdout)
     means = {arm["summary"]["arm"]["arm_id"]: arm["summary"]["mean"] for arm in board["arms"]}

@@ -8,13 +8,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from import_support import (
-    INSPECT_EVAL,
-    INSPECT_JSON,
-    evaluator_means,
-    project,  # noqa: F401  (fixture)
-    runs_by_arm,
-)
+from import_support import INSPECT_EVAL, INSPECT_JSON, evaluator_means, runs_by_arm
 
 from evalsite.execute.importers.evalzip import EvalZip, write_zstd_zip
 from evalsite.execute.importers.inspect_log import grade
@@ -60,10 +54,10 @@ def test_an_unmappable_value_is_a_score_error_not_a_silent_zero():
     assert "cannot map the score value 'maybe'" in error
 
 
-def test_eval_logs_give_one_run_per_model_with_every_epoch(project, cli):
+def test_eval_logs_give_one_run_per_model_with_every_epoch(import_project, cli):
     result = cli("import", "inspect", *map(str, INSPECT_EVAL))
     assert result.exit_code == 0, result.output
-    runs = runs_by_arm(project)
+    runs = runs_by_arm(import_project)
     assert sorted(runs) == [MODEL_A, MODEL_B]
     for run in runs.values():
         assert run.status == "completed" and run.header.raw["source"]["status"] == "success"
@@ -82,23 +76,23 @@ def test_eval_logs_give_one_run_per_model_with_every_epoch(project, cli):
             assert means[arm][scorer] == pytest.approx(reported[scorer]["accuracy"])
 
 
-def test_json_logs_stream_their_samples(project, cli):
+def test_json_logs_stream_their_samples(import_project, cli):
     assert cli("import", "inspect", *map(str, INSPECT_JSON)).exit_code == 0
-    runs = runs_by_arm(project)
+    runs = runs_by_arm(import_project)
     expected = {MODEL_A: {"match": 7 / 9, "includes": 7 / 9}, MODEL_B: {"match": 3 / 9, "includes": 7 / 9}}
     for arm, run in runs.items():
         assert len(run.cases) == 18 and run.header.dataset.items == 9
         assert evaluator_means(run) == pytest.approx(expected[arm])
 
 
-def test_a_folder_stands_for_the_logs_inside(project, cli):
+def test_a_folder_stands_for_the_logs_inside(import_project, cli):
     assert cli("import", "inspect", str(INSPECT_EVAL[0].parent)).exit_code == 0
-    assert len(runs_by_arm(project)) == 2
+    assert len(runs_by_arm(import_project)) == 2
 
 
-def test_case_and_header_fields(project, cli):
+def test_case_and_header_fields(import_project, cli):
     cli("import", "inspect", str(log_of(MODEL_B, INSPECT_EVAL)))
-    run = runs_by_arm(project)[MODEL_B]
+    run = runs_by_arm(import_project)[MODEL_B]
     case = next(c for c in run.cases if c["item_id"] == "item-00" and c["repeat"] == 0)
     assert case["input"] == "Answer: item 0: echo harbor signal packet"  # what the solver sent
     assert case["expected"] == "ITEM 0: ECHO HARBOR SIGNAL PACKET"
@@ -117,14 +111,14 @@ def test_case_and_header_fields(project, cli):
     assert header["dataset"]["path"] == "fixtures/data/items-24.jsonl"
 
 
-def test_cases_follow_the_dataset_order(project, cli):
+def test_cases_follow_the_dataset_order(import_project, cli):
     cli("import", "inspect", str(INSPECT_EVAL[0]))
-    (run,) = runs_by_arm(project).values()
+    (run,) = runs_by_arm(import_project).values()
     assert [c["item_id"] for c in run.cases[:3]] == ["item-00", "item-01", "item-02"]
     assert [c["repeat"] for c in run.cases[23:25]] == [0, 1]
 
 
-def test_an_interrupted_eval_log_is_imported_as_interrupted(project, cli, tmp_path):
+def test_an_interrupted_eval_log_is_imported_as_interrupted(import_project, cli, tmp_path):
     members = eval_members(log_of(MODEL_A, INSPECT_EVAL))
     kept = {n: d for n, d in members.items()
             if n.startswith("_journal/start") or (n.startswith("samples/") and "epoch_1" in n)}
@@ -133,24 +127,24 @@ def test_an_interrupted_eval_log_is_imported_as_interrupted(project, cli, tmp_pa
     result = cli("import", "inspect", str(path))
     assert result.exit_code == 0, result.output
     assert "status is 'started': imported as interrupted" in result.output
-    run = runs_by_arm(project)[MODEL_A]
+    run = runs_by_arm(import_project)[MODEL_A]
     assert run.status == "interrupted" and run.footer.raw["source_status"] == "started"
     assert len(run.cases) == 10
 
 
-def test_a_log_without_samples_is_read_from_its_summaries(project, cli, tmp_path):
+def test_a_log_without_samples_is_read_from_its_summaries(import_project, cli, tmp_path):
     members = eval_members(log_of(MODEL_A, INSPECT_EVAL))
     path = tmp_path / "no-samples.eval"
     write_zstd_zip(path, [(n, d) for n, d in members.items() if not n.startswith("samples/")])
     result = cli("import", "inspect", str(path))
     assert result.exit_code == 0, result.output
     assert "only summaries" in result.output
-    run = runs_by_arm(project)[MODEL_A]
+    run = runs_by_arm(import_project)[MODEL_A]
     assert len(run.cases) == 48 and all(c["output"] is None for c in run.cases)
     assert evaluator_means(run)["match"] == pytest.approx(17 / 24)
 
 
-def test_a_sample_error_is_kept_as_a_case_error(project, cli, tmp_path):
+def test_a_sample_error_is_kept_as_a_case_error(import_project, cli, tmp_path):
     log = json.loads(log_of(MODEL_A, INSPECT_JSON).read_text())
     sample = log["samples"][2]
     sample["error"] = {"message": "RuntimeError: connection reset", "traceback": "..."}
@@ -160,7 +154,7 @@ def test_a_sample_error_is_kept_as_a_case_error(project, cli, tmp_path):
     path = tmp_path / "error.json"
     path.write_text(json.dumps(log))
     assert cli("import", "inspect", str(path)).exit_code == 0
-    run = runs_by_arm(project)[MODEL_A]
+    run = runs_by_arm(import_project)[MODEL_A]
     assert run.status == "failed" and run.footer.raw["source_error"] == "RuntimeError: connection reset"
     case = next(c for c in run.cases if c["item_id"] == sample["id"] and c["repeat"] == sample["epoch"] - 1)
     assert case["error"] == "RuntimeError: connection reset"
@@ -168,7 +162,7 @@ def test_a_sample_error_is_kept_as_a_case_error(project, cli, tmp_path):
         ("match", 0.0, False), ("includes", 0.0, False)]
 
 
-def test_an_unknown_log_version_is_refused_naming_the_field(project, cli, tmp_path):
+def test_an_unknown_log_version_is_refused_naming_the_field(import_project, cli, tmp_path):
     members = eval_members(INSPECT_EVAL[0])
     header = json.loads(members["header.json"])
     header["version"] = 3
@@ -180,7 +174,7 @@ def test_an_unknown_log_version_is_refused_naming_the_field(project, cli, tmp_pa
     assert result.output.strip() == f"Error: {path}: log version is 3; evalsite reads Inspect log version 2"
 
 
-def test_a_damaged_member_is_reported_by_name(project, cli, tmp_path):
+def test_a_damaged_member_is_reported_by_name(import_project, cli, tmp_path):
     data = bytearray(INSPECT_EVAL[0].read_bytes())
     with zipfile.ZipFile(INSPECT_EVAL[0]) as log:
         info = log.getinfo("samples/item-03_epoch_1.json")
@@ -190,16 +184,16 @@ def test_a_damaged_member_is_reported_by_name(project, cli, tmp_path):
     result = cli("import", "inspect", str(path))
     assert result.exit_code == 1
     assert "member samples/item-03_epoch_1.json" in result.output
-    assert not (project / "runs").exists()
+    assert not (import_project / "runs").exists()
 
 
-def test_arm_from_reads_the_log_header(project, cli):
+def test_arm_from_reads_the_log_header(import_project, cli):
     result = cli("import", "inspect", str(INSPECT_EVAL[0]), "--arm-from", "eval.dataset.name")
     assert result.exit_code == 0, result.output
-    assert list(runs_by_arm(project)) == ["items-24"]
+    assert list(runs_by_arm(import_project)) == ["items-24"]
 
 
-def test_members_written_as_several_zstd_frames_import_with_the_same_figures(project, cli, tmp_path):
+def test_members_written_as_several_zstd_frames_import_with_the_same_figures(import_project, cli, tmp_path):
     """Inspect splits a large member into several zstd frames; every frame is read, not the first."""
     source = log_of(MODEL_A, INSPECT_EVAL)
     path = tmp_path / "frames.eval"
@@ -210,6 +204,6 @@ def test_members_written_as_several_zstd_frames_import_with_the_same_figures(pro
         assert raw.count(b"\x28\xb5\x2f\xfd", info.header_offset, info.header_offset + info.compress_size + 200) > 2
     result = cli("import", "inspect", str(path))
     assert result.exit_code == 0, result.output
-    run = runs_by_arm(project)[MODEL_A]
+    run = runs_by_arm(import_project)[MODEL_A]
     assert len(run.cases) == 48
     assert evaluator_means(run)["match"] == pytest.approx(0.7083, abs=1e-4)

@@ -3,15 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from import_support import (
-    PLAIN,
-    evaluator_means,
-    pass_rate,
-    project,  # noqa: F401  (fixture)
-    read_jsonl,
-    runs_by_arm,
-    write_jsonl,
-)
+from import_support import PLAIN, evaluator_means, pass_rate, read_jsonl, runs_by_arm, write_jsonl
 
 
 def tool_rows(arms=("model-a", "model-b")) -> list[dict]:
@@ -20,10 +12,10 @@ def tool_rows(arms=("model-a", "model-b")) -> list[dict]:
     return [row for row in read_jsonl(PLAIN / "scored.jsonl") if row["arm"] in arms]
 
 
-def test_jsonl_rows_become_one_run_per_arm(project, cli, tmp_path):
+def test_jsonl_rows_become_one_run_per_arm(import_project, cli, tmp_path):
     result = cli("import", "jsonl", str(write_jsonl(tmp_path / "scored.jsonl", tool_rows())))
     assert result.exit_code == 0, result.output
-    runs = runs_by_arm(project)
+    runs = runs_by_arm(import_project)
     assert sorted(runs) == ["model-a", "model-b"]
     for arm, expected in {"model-a": 17 / 24, "model-b": 10 / 24}.items():
         run = runs[arm]
@@ -37,9 +29,9 @@ def test_jsonl_rows_become_one_run_per_arm(project, cli, tmp_path):
     assert runs["model-a"].header.evaluators == runs["model-b"].header.evaluators
 
 
-def test_csv_columns_map_the_same_way(project, cli):
+def test_csv_columns_map_the_same_way(import_project, cli):
     assert cli("import", "csv", str(PLAIN / "scored.csv")).exit_code == 0
-    runs = runs_by_arm(project)
+    runs = runs_by_arm(import_project)
     assert sorted(runs) == ["model-a", "model-b"]
     lengths = [len(row["output"]) / 100 for row in tool_rows(["model-b"])]
     assert evaluator_means(runs["model-b"]) == pytest.approx({"exact": 10 / 24, "length": sum(lengths) / 24})
@@ -47,32 +39,32 @@ def test_csv_columns_map_the_same_way(project, cli):
     assert runs["model-a"].cases[0]["latency_ms"] == 12.5
 
 
-def test_a_csv_passed_column_is_the_case_verdict(project, cli, tmp_path):
+def test_a_csv_passed_column_is_the_case_verdict(import_project, cli, tmp_path):
     path = tmp_path / "verdicts.csv"
     path.write_text("id,input,score.quality,passed\nq1,a,0.9,true\nq2,b,0.2,no\nq3,c,0.5,\n")
     assert cli("import", "csv", str(path)).exit_code == 0
-    (run,) = runs_by_arm(project).values()
+    (run,) = runs_by_arm(import_project).values()
     assert [c["passed"] for c in run.cases] == [True, False, None]
 
 
-def test_a_bad_value_names_the_line_and_field(project, cli, tmp_path):
+def test_a_bad_value_names_the_line_and_field(import_project, cli, tmp_path):
     path = tmp_path / "bad.csv"
     path.write_text("id,input,score.exact\nitem-00,a,1\nitem-01,b,high\n")
     result = cli("import", "csv", str(path))
     assert result.exit_code == 1
     assert result.output.strip() == f"Error: {path}: line 3: field 'score.exact' is 'high', not a number"
-    assert not (project / "runs").exists()
+    assert not (import_project / "runs").exists()
 
 
-def test_without_a_scorer_file_two_files_are_not_comparable(project, cli, tmp_path):
+def test_without_a_scorer_file_two_files_are_not_comparable(import_project, cli, tmp_path):
     a = write_jsonl(tmp_path / "a.jsonl", tool_rows(["model-a"]))
     b = write_jsonl(tmp_path / "b.jsonl", tool_rows(["model-b"]))
     cli("import", "jsonl", str(a), str(b))
-    runs = runs_by_arm(project)
+    runs = runs_by_arm(import_project)
     assert runs["model-a"].header.evaluators["exact"] != runs["model-b"].header.evaluators["exact"]
 
 
-def test_the_same_scorer_file_makes_them_comparable_and_another_does_not(project, cli, tmp_path):
+def test_the_same_scorer_file_makes_them_comparable_and_another_does_not(import_project, cli, tmp_path):
     a = write_jsonl(tmp_path / "a.jsonl", tool_rows(["model-a"]))
     b = write_jsonl(tmp_path / "b.jsonl", tool_rows(["model-b"]))
     c = write_jsonl(tmp_path / "c.jsonl", [{**row, "arm": "model-c"} for row in tool_rows(["model-a"])])
@@ -81,25 +73,25 @@ def test_the_same_scorer_file_makes_them_comparable_and_another_does_not(project
     other.write_text("def score(output, expected):\n    return output.strip() == expected.strip()\n")
     cli("import", "jsonl", str(a), str(b), "--scorer-file", str(scorer))
     cli("import", "jsonl", str(c), "--scorer-file", str(other))
-    versions = {arm: run.header.evaluators["exact"]["version"] for arm, run in runs_by_arm(project).items()}
+    versions = {arm: run.header.evaluators["exact"]["version"] for arm, run in runs_by_arm(import_project).items()}
     assert versions["model-a"] == versions["model-b"] != versions["model-c"]
-    assert runs_by_arm(project)["model-a"].header.raw["source"]["scorer_file"]["sha256"]
+    assert runs_by_arm(import_project)["model-a"].header.raw["source"]["scorer_file"]["sha256"]
 
 
-def test_rows_without_arm_form_one_run_named_after_the_file(project, cli, tmp_path):
+def test_rows_without_arm_form_one_run_named_after_the_file(import_project, cli, tmp_path):
     rows = [{"id": f"q{i}", "input": f"question {i}", "output": "x", "note": "kept out"} for i in range(3)]
     result = cli("import", "jsonl", str(write_jsonl(tmp_path / "baseline.jsonl", rows)))
     assert result.exit_code == 0
     assert "ignored fields (not in the plain format): note" in result.output
     assert "arm baseline: no score fields; its run is unscored" in result.output
-    run = runs_by_arm(project)["baseline"]
+    run = runs_by_arm(import_project)["baseline"]
     assert [c["score"] for c in run.cases] == [None] * 3 and run.header.evaluators == {}
 
 
-def test_explicit_repeats_and_a_duplicate_repeat(project, cli, tmp_path):
+def test_explicit_repeats_and_a_duplicate_repeat(import_project, cli, tmp_path):
     rows = [{"id": "q1", "input": "x", "repeat": r, "score": s} for r, s in [(0, 1), (1, 0), (2, 1)]]
     cli("import", "jsonl", str(write_jsonl(tmp_path / "repeats.jsonl", rows)))
-    (run,) = runs_by_arm(project).values()
+    (run,) = runs_by_arm(import_project).values()
     assert [(c["repeat"], c["passed"]) for c in run.cases] == [(0, True), (1, False), (2, True)]
     duplicate = write_jsonl(tmp_path / "dup.jsonl", rows + [{"id": "q1", "input": "x", "repeat": 1, "score": 1}])
     result = cli("import", "jsonl", str(duplicate))
@@ -107,24 +99,24 @@ def test_explicit_repeats_and_a_duplicate_repeat(project, cli, tmp_path):
     assert "item 'q1' repeat 1 is recorded twice" in result.output
 
 
-def test_a_row_that_names_no_item_is_refused(project, cli, tmp_path):
+def test_a_row_that_names_no_item_is_refused(import_project, cli, tmp_path):
     path = write_jsonl(tmp_path / "x.jsonl", [{"output": "y", "score": 1}])
     result = cli("import", "jsonl", str(path))
     assert result.exit_code == 1
     assert result.output.strip() == f"Error: {path}: line 1: neither 'id' nor 'input': cannot tell which item this row is"
 
 
-def test_the_same_id_with_two_inputs_is_refused(project, cli, tmp_path):
+def test_the_same_id_with_two_inputs_is_refused(import_project, cli, tmp_path):
     path = write_jsonl(tmp_path / "x.jsonl", [{"id": "q1", "input": "a"}, {"id": "q1", "input": "b"}])
     result = cli("import", "jsonl", str(path))
     assert result.exit_code == 1
     assert "item 'q1' is recorded with two different inputs or expected values" in result.output
 
 
-def test_a_torn_last_line_imports_the_rest_as_interrupted(project, cli, tmp_path):
+def test_a_torn_last_line_imports_the_rest_as_interrupted(import_project, cli, tmp_path):
     path = write_jsonl(tmp_path / "torn.jsonl", tool_rows(["model-a"]))
     path.write_text(path.read_text() + '{"arm": "model-a", "id": "item-')
     result = cli("import", "jsonl", str(path))
     assert result.exit_code == 0
-    run = runs_by_arm(project)["model-a"]
+    run = runs_by_arm(import_project)["model-a"]
     assert run.status == "interrupted" and len(run.cases) == 24

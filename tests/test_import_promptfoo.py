@@ -6,15 +6,7 @@ import json
 from collections import Counter
 
 import pytest
-from import_support import (
-    ALL_PASS,
-    PROMPTFOO,
-    pass_rate,
-    project,  # noqa: F401  (fixture)
-    read_jsonl,
-    runs_by_arm,
-    write_jsonl,
-)
+from import_support import ALL_PASS, PROMPTFOO, pass_rate, read_jsonl, runs_by_arm, write_jsonl
 
 ASSERTION_PASSES = {  # README: namedScores sums exact / contains_expected / format
     "model-a": {"exact": 17, "contains_expected": 17, "format": 24},
@@ -35,10 +27,10 @@ def assert_matches_promptfoo(runs):
         assert sum(c["score"] for c in run.cases) / 24 == pytest.approx(WEIGHTED_SCORE[arm])
 
 
-def test_results_json_gives_one_run_per_provider_matching_promptfoos_own_numbers(project, cli):
+def test_results_json_gives_one_run_per_provider_matching_promptfoos_own_numbers(import_project, cli):
     result = cli("import", "promptfoo", str(PROMPTFOO / "results.json"))
     assert result.exit_code == 0, result.output
-    runs = runs_by_arm(project)
+    runs = runs_by_arm(import_project)
     assert_matches_promptfoo(runs)
     for arm, run in runs.items():
         reported = run.header.raw["source"]["reported"]
@@ -46,16 +38,16 @@ def test_results_json_gives_one_run_per_provider_matching_promptfoos_own_numbers
         assert reported["score"] == pytest.approx(sum(c["score"] for c in run.cases))
 
 
-def test_results_jsonl_gives_the_same_runs_without_the_json_only_metadata(project, cli):
+def test_results_jsonl_gives_the_same_runs_without_the_json_only_metadata(import_project, cli):
     assert cli("import", "promptfoo", str(PROMPTFOO / "results.jsonl")).exit_code == 0
-    runs = runs_by_arm(project)
+    runs = runs_by_arm(import_project)
     assert_matches_promptfoo(runs)
     assert all(run.header.raw["source"]["version"] is None for run in runs.values())  # .jsonl has no version
 
 
-def test_run_header_carries_source_provider_prompt_and_fingerprint(project, cli):
+def test_run_header_carries_source_provider_prompt_and_fingerprint(import_project, cli):
     cli("import", "promptfoo", str(PROMPTFOO / "results.json"))
-    header = runs_by_arm(project)["model-b"].header.raw
+    header = runs_by_arm(import_project)["model-b"].header.raw
     assert header["source"]["tool"] == "promptfoo"
     assert header["source"]["version"] == "0.121.20"
     assert header["source"]["ids"]["eval_id"] == "eval-Qc5-2026-11-30T00:34:09"
@@ -70,9 +62,9 @@ def test_run_header_carries_source_provider_prompt_and_fingerprint(project, cli)
     assert header["started_at"] == "2026-11-30T00:34:09.842Z"
 
 
-def test_case_fields_come_from_the_result_row(project, cli):
+def test_case_fields_come_from_the_result_row(import_project, cli):
     cli("import", "promptfoo", str(PROMPTFOO / "results.json"))
-    case = next(c for c in runs_by_arm(project)["model-b"].cases if c["item_id"] == "item-00")
+    case = next(c for c in runs_by_arm(import_project)["model-b"].cases if c["item_id"] == "item-00")
     assert case["input"] == "Answer: item 0: echo harbor signal packet"  # the rendered prompt sent
     assert case["expected"] == "ITEM 0: ECHO HARBOR SIGNAL PACKET"
     assert case["output"] == "ANSWER: ITEM 0: ECHO HARBOR SIGNAL PACKET"
@@ -86,9 +78,9 @@ def test_case_fields_come_from_the_result_row(project, cli):
     assert exact["passed"] is False and "to equal" in exact["detail"]
 
 
-def test_repeats_are_recovered_by_grouping_identical_tests(project, cli):
+def test_repeats_are_recovered_by_grouping_identical_tests(import_project, cli):
     assert cli("import", "promptfoo", str(PROMPTFOO / "results-repeat.json")).exit_code == 0
-    runs = runs_by_arm(project)
+    runs = runs_by_arm(import_project)
     for arm, expected_rate in {"model-a": 16 / 20, "model-b": 8 / 20}.items():
         run = runs[arm]
         assert run.header.plan == {"items": 10, "repeat": 2, "cases": 20}
@@ -101,13 +93,13 @@ def test_repeats_are_recovered_by_grouping_identical_tests(project, cli):
         assert all(len(v) == 1 for v in verdicts.values())  # the fake server is deterministic
 
 
-def test_a_provider_error_is_a_case_error_scoring_zero_on_every_assertion(project, cli, tmp_path):
+def test_a_provider_error_is_a_case_error_scoring_zero_on_every_assertion(import_project, cli, tmp_path):
     rows = read_jsonl(PROMPTFOO / "results.jsonl")
     broken = next(r for r in rows if r["vars"]["id"] == "item-02" and r["provider"]["label"] == "model-a")
     broken.update(success=False, score=0, failureReason=2, error="API error: 500 Internal Server Error",
                   gradingResult=None, response={"error": "API error: 500 Internal Server Error"})
     cli("import", "promptfoo", str(write_jsonl(tmp_path / "with-error.jsonl", rows)))
-    run = runs_by_arm(project)["model-a"]
+    run = runs_by_arm(import_project)["model-a"]
     case = next(c for c in run.cases if c["item_id"] == "item-02")
     assert case["error"] == "API error: 500 Internal Server Error"
     assert case["passed"] is False and case["score"] == 0
@@ -117,30 +109,30 @@ def test_a_provider_error_is_a_case_error_scoring_zero_on_every_assertion(projec
     assert pass_rate(run) == pytest.approx(16 / 24)
 
 
-def test_several_prompts_for_one_provider_make_one_run_per_prompt(project, cli, tmp_path):
+def test_several_prompts_for_one_provider_make_one_run_per_prompt(import_project, cli, tmp_path):
     rows = read_jsonl(PROMPTFOO / "results.jsonl")
     for row in rows:
         row["provider"] = {"id": "openai:chat:model-a", "label": "model-a"}
     cli("import", "promptfoo", str(write_jsonl(tmp_path / "two-prompts.jsonl", rows)))
-    runs = runs_by_arm(project)
+    runs = runs_by_arm(import_project)
     assert sorted(runs) == ["model-a/answer-prefix", "model-a/plain"]
     assert pass_rate(runs["model-a/plain"]) == pytest.approx(17 / 24)
 
 
-def test_arm_from_names_runs_by_another_field(project, cli):
+def test_arm_from_names_runs_by_another_field(import_project, cli):
     result = cli("import", "promptfoo", str(PROMPTFOO / "results.json"), "--arm-from", "provider.id")
     assert result.exit_code == 0, result.output
-    assert sorted(runs_by_arm(project)) == ["openai:chat:model-a", "openai:chat:model-b"]
+    assert sorted(runs_by_arm(import_project)) == ["openai:chat:model-a", "openai:chat:model-b"]
 
 
-def test_arm_from_a_missing_field_names_it(project, cli):
+def test_arm_from_a_missing_field_names_it(import_project, cli):
     result = cli("import", "promptfoo", str(PROMPTFOO / "results.json"), "--arm-from", "provider.nickname")
     assert result.exit_code == 1
     assert "results.results[0]: --arm-from field 'provider.nickname' is missing" in result.output
-    assert not (project / "runs").exists()
+    assert not (import_project / "runs").exists()
 
 
-def test_an_unknown_results_version_is_refused_naming_the_field(project, cli, tmp_path):
+def test_an_unknown_results_version_is_refused_naming_the_field(import_project, cli, tmp_path):
     data = json.loads((PROMPTFOO / "results.json").read_text())
     data["results"]["version"] = 4
     path = tmp_path / "future.json"
@@ -150,10 +142,10 @@ def test_an_unknown_results_version_is_refused_naming_the_field(project, cli, tm
     assert result.output.strip() == (
         f"Error: {path}: results.version is 4; evalsite reads promptfoo results version 3"
     )
-    assert not (project / "runs").exists()
+    assert not (import_project / "runs").exists()
 
 
-def test_a_file_that_is_not_promptfoo_results_says_so(project, cli, tmp_path):
+def test_a_file_that_is_not_promptfoo_results_says_so(import_project, cli, tmp_path):
     path = tmp_path / "other.json"
     path.write_text(json.dumps({"results": {"version": 3, "rows": []}}))
     result = cli("import", "promptfoo", str(path))
@@ -161,7 +153,7 @@ def test_a_file_that_is_not_promptfoo_results_says_so(project, cli, tmp_path):
     assert "no results.results array: not a promptfoo results file" in result.output
 
 
-def test_a_file_cut_inside_the_results_imports_the_complete_ones_as_interrupted(project, cli, tmp_path):
+def test_a_file_cut_inside_the_results_imports_the_complete_ones_as_interrupted(import_project, cli, tmp_path):
     text = (PROMPTFOO / "results.json").read_text()
     cut = text.index('"testIdx": 12')  # inside the 25th result or so
     path = tmp_path / "cut.json"
@@ -169,7 +161,7 @@ def test_a_file_cut_inside_the_results_imports_the_complete_ones_as_interrupted(
     result = cli("import", "promptfoo", str(path))
     assert result.exit_code == 0, result.output
     assert "the file ends in the middle of the results" in result.output
-    runs = runs_by_arm(project)
+    runs = runs_by_arm(import_project)
     assert {run.status for run in runs.values()} == {"interrupted"}
     cases = sum(len(run.cases) for run in runs.values())
     complete = text[:cut].count('"failureReason"')  # the last key of every complete result

@@ -16,7 +16,6 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from analysis_support import invoke, json_of
 
 from evalsite.site import paths
 
@@ -69,7 +68,7 @@ MODULES = ("summary_targets", "summary_graders")
 
 
 @pytest.fixture(scope="module")
-def project(tmp_path_factory) -> Path:
+def summary_project(cli, tmp_path_factory) -> Path:
     """Both experiments run (2 arms × 6 items × 3 repeats each) and the site built."""
     root = tmp_path_factory.mktemp("one-summary")
     (root / "data").mkdir()
@@ -86,17 +85,18 @@ def project(tmp_path_factory) -> Path:
         patch.chdir(root)
         patch.setattr(sys, "path", [*sys.path])
         for name in ("mixed", "ruled"):
-            invoke("run", f"experiments/{name}.yaml")
-        assert invoke("build").exit_code == 0
+            cli("run", f"experiments/{name}.yaml")
+        assert cli("build").exit_code == 0
         yield root
     for module in MODULES:
         sys.modules.pop(module, None)
 
 
 @pytest.fixture
-def inside(project, monkeypatch):
-    monkeypatch.chdir(project)
-    return project
+def inside(summary_project, monkeypatch):
+    """``summary_project`` as the working folder."""
+    monkeypatch.chdir(summary_project)
+    return summary_project
 
 
 def runs_of(project: Path) -> dict[tuple[str, str], str]:
@@ -145,10 +145,10 @@ def site_json(project: Path, page: str, table: str) -> list[dict]:
     return json.loads((project / "site" / f"{page.removesuffix('.html')}.{table}.json").read_text())
 
 
-def test_the_runs_cover_the_case_this_test_is_about(project):
+def test_the_runs_cover_the_case_this_test_is_about(summary_project):
     """Failed generations, repeats, and a critical row whose cases have no verdict."""
-    run = runs_of(project)[("mixed", "steady")]
-    cases = cases_of(project, run)
+    run = runs_of(summary_project)[("mixed", "steady")]
+    cases = cases_of(summary_project, run)
     assert {c["repeat"] for c in cases} == {0, 1, 2}
     assert any(c["error"] for c in cases)
     critical = [c for c in cases if c["item_id"] == CRITICAL]
@@ -158,10 +158,10 @@ def test_the_runs_cover_the_case_this_test_is_about(project):
 
 @pytest.mark.parametrize("experiment", ["mixed", "ruled"])
 @pytest.mark.parametrize("arm", ["steady", "sloppy"])
-def test_show_equals_an_independent_computation_from_the_cases(inside, experiment, arm):
+def test_show_equals_an_independent_computation_from_the_cases(cli, inside, experiment, arm):
     run = runs_of(inside)[(experiment, arm)]
     expected = by_hand(cases_of(inside, run))
-    shown = json_of("show", run)
+    shown = cli.json("show", run)
     assert shown["cases"] == expected["cases"] and shown["errors"] == expected["errors"]
     assert shown["mean_score"] == pytest.approx(expected["mean"], abs=1e-12)
     assert (shown["pass_rate"] is None) == (expected["pass_rate"] is None)
@@ -174,25 +174,25 @@ def test_show_equals_an_independent_computation_from_the_cases(inside, experimen
     }
 
 
-def test_the_rule_for_a_critical_row_without_a_pass_rule(inside):
+def test_the_rule_for_a_critical_row_without_a_pass_rule(cli, inside):
     """No pass rule: neither passes nor fails, unless it errored."""
     runs = runs_of(inside)
-    steady, sloppy = json_of("show", runs[("mixed", "steady")]), json_of("show", runs[("mixed", "sloppy")])
+    steady, sloppy = cli.json("show", runs[("mixed", "steady")]), cli.json("show", runs[("mixed", "sloppy")])
     assert steady["critical_failures"] == [] and steady["pass_rate"] is None
     assert sloppy["critical_failures"] == [CRITICAL]  # it errored in one repeat
     assert steady["evaluators"]["size"]["pass_rate"] is None  # its failed generations give it no rule
     assert steady["evaluators"]["grade"]["critical_failures"] == []
     assert sloppy["evaluators"]["grade"]["critical_failures"] == [CRITICAL]
-    ruled = json_of("show", runs[("ruled", "sloppy")])
+    ruled = cli.json("show", runs[("ruled", "sloppy")])
     assert ruled["pass_rate"] is not None and ruled["critical_failures"] == [CRITICAL]
 
 
 @pytest.mark.parametrize("experiment", ["mixed", "ruled"])
-def test_show_the_leaderboard_and_every_site_download_agree(inside, experiment):
+def test_show_the_leaderboard_and_every_site_download_agree(cli, inside, experiment):
     runs = {arm: run for (exp, arm), run in runs_of(inside).items() if exp == experiment}
-    shown = {arm: json_of("show", run) for arm, run in runs.items()}
+    shown = {arm: cli.json("show", run) for arm, run in runs.items()}
     dataset_id = shown["steady"]["dataset_id"]
-    board = json_of("leaderboard", "--dataset", dataset_id)
+    board = cli.json("leaderboard", "--dataset", dataset_id)
     on_board = {arm["summary"]["arm"]["run_id"]: arm["summary"] for arm in board["arms"]}
     assert set(on_board) == set(runs.values())
 
@@ -203,7 +203,7 @@ def test_show_the_leaderboard_and_every_site_download_agree(inside, experiment):
         "experiment": site_json(inside, paths.experiment(experiment), "runs"),
     }
     leaderboard_rows = {row["run"]: row for row in site_json(inside, paths.dataset(dataset_id), "leaderboard-1")}
-    listed_by_run = {"runs": json_of("runs")}
+    listed_by_run = {"runs": cli.json("runs")}
     for arm, run in runs.items():
         figures = shown[arm]
         critical = None if figures["critical_failures"] is None else len(figures["critical_failures"])
@@ -235,11 +235,11 @@ def test_show_the_leaderboard_and_every_site_download_agree(inside, experiment):
         assert sum(1 for c in cases if c["status"] == "errored") == figures["errors"]
 
 
-def test_the_run_page_shows_the_noise_evalsite_noise_measures(inside):
+def test_the_run_page_shows_the_noise_evalsite_noise_measures(cli, inside):
     from evalsite.analysis.summary import summarise_run
 
     for (_, _), run in runs_of(inside).items():
-        measured = json_of("noise", run)
+        measured = cli.json("noise", run)
         summary = summarise_run(cases_of(inside, run))
         assert summary.noise is not None and measured["noise"] is not None
         assert summary.noise.repeat_means == pytest.approx(measured["noise"]["repeat_means"], abs=0)
@@ -251,13 +251,13 @@ def test_the_run_page_shows_the_noise_evalsite_noise_measures(inside):
         assert not math.isnan(summary.noise.std)
 
 
-def test_compare_reads_the_same_per_evaluator_figures(inside):
+def test_compare_reads_the_same_per_evaluator_figures(cli, inside):
     """An evaluator without a pass rule has no pass rate and no failing items in a comparison."""
     runs = runs_of(inside)
     baseline, current = runs[("mixed", "steady")], runs[("mixed", "sloppy")]
-    report = json_of("compare", current, "--baseline", baseline)
+    report = cli.json("compare", current, "--baseline", baseline)
     changes = {e["evaluator"]: e for e in report["regression"]["evaluators"]}
-    before, after = json_of("show", baseline)["evaluators"], json_of("show", current)["evaluators"]
+    before, after = cli.json("show", baseline)["evaluators"], cli.json("show", current)["evaluators"]
     for name in ("grade", "size"):
         assert changes[name]["baseline_pass_rate"] == before[name]["pass_rate"]
         assert changes[name]["current_pass_rate"] == after[name]["pass_rate"]
@@ -267,7 +267,7 @@ def test_compare_reads_the_same_per_evaluator_figures(inside):
     assert changes["size"]["still_failing"] == changes["size"]["newly_failing"] == []
 
 
-def test_noise_equals_the_spread_of_per_repeat_means_computed_by_hand(inside):
+def test_noise_equals_the_spread_of_per_repeat_means_computed_by_hand(cli, inside):
     for run in runs_of(inside).values():
         cases = cases_of(inside, run)
         scored = {c["item_id"] for c in cases if c["score"] is not None}
@@ -278,4 +278,4 @@ def test_noise_equals_the_spread_of_per_repeat_means_computed_by_hand(inside):
             means.append(sum(values) / len(values))
         centre = sum(means) / len(means)
         std = math.sqrt(sum((m - centre) ** 2 for m in means) / (len(means) - 1))
-        assert json_of("show", run)["noise_std"] == pytest.approx(std, abs=1e-12)
+        assert cli.json("show", run)["noise_std"] == pytest.approx(std, abs=1e-12)

@@ -7,7 +7,6 @@ import json
 import random
 
 import pytest
-from analysis_support import json_of
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sitekit import case as site_case
@@ -77,7 +76,7 @@ def test_the_summary_does_not_depend_on_the_order_of_the_cases(cells, shuffler: 
     assert summarise_run(shuffled).to_json() == summarise_run(cases).to_json()
 
 
-def test_show_and_the_site_read_critical_rows_from_the_dataset_while_it_matches(tmp_path, monkeypatch):
+def test_show_and_the_site_read_critical_rows_from_the_dataset_while_it_matches(cli, tmp_path, monkeypatch):
     """Cases written before the `critical` flag existed: the dataset file stands in while it
     still holds the rows the run scored, for `show` and the site alike; then it is unknown."""
     from evalsite.experiment.datasets import load_dataset
@@ -94,7 +93,7 @@ def test_show_and_the_site_read_critical_rows_from_the_dataset_while_it_matches(
 
     def figures():
         build_site(find_project(root))
-        shown = json_of("show", run_id)
+        shown = cli.json("show", run_id)
         (listed,) = json.loads((root / "site" / f"{paths.RUNS.removesuffix('.html')}.runs.json").read_text())
         return shown["critical_failures"], listed["critical_failures"]
 

@@ -12,7 +12,7 @@ import subprocess
 import sys
 import termios
 
-from conftest import REPO
+from example_support import REPO
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 

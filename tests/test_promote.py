@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from compare_support import commit_all, golden_project, interrupt, run_arm  # noqa: F401
+from compare_support import commit_all, interrupt, run_arm
 
 from evalsite.project import find_project
 from evalsite.runlog.decisions import validate_decisions

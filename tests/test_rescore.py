@@ -7,7 +7,7 @@ import json
 import shutil
 
 import pytest
-from evaluator_project import ROWS, make_project, only_run, project  # noqa: F401  (project is a fixture)
+from evaluator_support import ROWS, make_project, only_run
 
 from evalsite.experiment.datasets import item_identity
 from evalsite.runlog.store import read_run
@@ -26,30 +26,30 @@ def set_evaluators(root, evaluators: str):
 
 
 @pytest.fixture
-def recorded(project, cli):
+def recorded(evaluator_project, cli):
     """A finished run of the support project scored by ``exact``; returns it."""
-    make_project(project, "\n  - type: exact")
+    make_project(evaluator_project, "\n  - type: exact")
     cli("run", "experiments/support.yaml")
-    return only_run(project)
+    return only_run(evaluator_project)
 
 
 def runs_by_id(root):
     return {p.name: read_run(p) for p in (root / "runs").iterdir() if p.is_dir()}
 
 
-def test_rescore_uses_current_expected_values_and_evaluators_without_calling_the_target(project, cli, recorded):
-    calls = (project / "calls.log").read_text()
+def test_rescore_uses_current_expected_values_and_evaluators_without_calling_the_target(evaluator_project, cli, recorded):
+    calls = (evaluator_project / "calls.log").read_text()
     before = (recorded.directory / "cases.jsonl").read_bytes()
-    write_rows(project, [ROWS[0], {**ROWS[1], "expected": "REFUND"}, ROWS[2]])
-    set_evaluators(project, "\n  - type: exact\n  - type: contains_any\n    value: [HELLO, REFUND]")
+    write_rows(evaluator_project, [ROWS[0], {**ROWS[1], "expected": "REFUND"}, ROWS[2]])
+    set_evaluators(evaluator_project, "\n  - type: exact\n  - type: contains_any\n    value: [HELLO, REFUND]")
 
     result = cli("rescore", recorded.run_id[:20], "--json")
 
     assert result.exit_code == 1, result.output  # the failed generation still fails the verdict
-    assert (project / "calls.log").read_text() == calls
+    assert (evaluator_project / "calls.log").read_text() == calls
     assert (recorded.directory / "cases.jsonl").read_bytes() == before
     report = json.loads(result.output)
-    derived = runs_by_id(project)[report["run_id"]]
+    derived = runs_by_id(evaluator_project)[report["run_id"]]
     assert derived.header.raw["derived_from"] == report["derived_from"] == recorded.run_id
     assert derived.header.arm_id == "shout" and derived.header.config == recorded.header.config
     assert derived.header.dataset.dataset_id != recorded.header.dataset.dataset_id
@@ -69,23 +69,23 @@ def test_rescore_uses_current_expected_values_and_evaluators_without_calling_the
     assert report["critical_failures"] == [] and report["passed"] is False
 
 
-def test_rescore_exits_1_on_a_failed_verdict_and_names_critical_failures(project, cli, recorded):
+def test_rescore_exits_1_on_a_failed_verdict_and_names_critical_failures(evaluator_project, cli, recorded):
     result = cli("rescore", recorded.run_id)
     assert result.exit_code == 1
     assert "cases, mean score 0.333, pass rate 0.333, failed" in result.output
     assert "critical failures: crit" in result.output
 
 
-def test_rescore_exits_0_when_every_ruled_score_passes(project, cli, recorded):
-    set_evaluators(project, "\n  - type: length\n    max: 100")
-    write_rows(project, ROWS[:2])
+def test_rescore_exits_0_when_every_ruled_score_passes(evaluator_project, cli, recorded):
+    set_evaluators(evaluator_project, "\n  - type: length\n    max: 100")
+    write_rows(evaluator_project, ROWS[:2])
     result = cli("rescore", recorded.run_id)
     assert result.exit_code == 0, result.output
     assert result.stdout.rstrip().endswith("2 cases, mean score 1.000, pass rate 1.000, passed")
 
 
-def test_items_gone_from_the_dataset_are_left_out_with_a_warning(project, cli, recorded):
-    write_rows(project, ROWS[:2])
+def test_items_gone_from_the_dataset_are_left_out_with_a_warning(evaluator_project, cli, recorded):
+    write_rows(evaluator_project, ROWS[:2])
     result = cli("rescore", recorded.run_id, "--json")
     report = json.loads(result.stdout)
     assert report["left_out"] == ["fail"] and report["cases"] == 2
@@ -93,38 +93,38 @@ def test_items_gone_from_the_dataset_are_left_out_with_a_warning(project, cli, r
     assert report["passed"] is False  # crit still fails exact
 
 
-def test_an_interrupted_run_is_refused(project, cli, recorded):
+def test_an_interrupted_run_is_refused(evaluator_project, cli, recorded):
     (recorded.directory / "end.json").unlink()
     result = cli("rescore", recorded.run_id)
     assert result.exit_code == 1
     assert f"{recorded.run_id}: interrupted (no end.json); finish it with 'evalsite run --resume" in result.output
-    assert len(runs_by_id(project)) == 1
+    assert len(runs_by_id(evaluator_project)) == 1
 
 
-def test_a_manifest_naming_a_dataset_with_other_questions_is_refused(project, cli, recorded):
-    lines = (project / "data" / "support.jsonl").read_text().splitlines(keepends=True)
+def test_a_manifest_naming_a_dataset_with_other_questions_is_refused(evaluator_project, cli, recorded):
+    lines = (evaluator_project / "data" / "support.jsonl").read_text().splitlines(keepends=True)
     first = json.loads(lines[0])
     first["input"] = "another question"
-    (project / "data" / "other.jsonl").write_text(json.dumps(first) + "\n" + "".join(lines[1:]))
-    manifest = project / "experiments" / "support.yaml"
+    (evaluator_project / "data" / "other.jsonl").write_text(json.dumps(first) + "\n" + "".join(lines[1:]))
+    manifest = evaluator_project / "experiments" / "support.yaml"
     manifest.write_text(manifest.read_text().replace("data/support.jsonl", "data/other.jsonl"))
     result = cli("rescore", recorded.run_id)
     assert result.exit_code == 1
     assert "dataset is data/other.jsonl but run" in result.output and "made on data/support.jsonl" in result.output
 
 
-def test_a_copy_of_the_dataset_under_another_path_is_the_same_questions(project, cli, recorded):
-    shutil.copy(project / "data" / "support.jsonl", project / "data" / "other.jsonl")
-    manifest = project / "experiments" / "support.yaml"
+def test_a_copy_of_the_dataset_under_another_path_is_the_same_questions(evaluator_project, cli, recorded):
+    shutil.copy(evaluator_project / "data" / "support.jsonl", evaluator_project / "data" / "other.jsonl")
+    manifest = evaluator_project / "experiments" / "support.yaml"
     manifest.write_text(manifest.read_text().replace("data/support.jsonl", "data/other.jsonl"))
     result = cli("rescore", recorded.run_id, "--json")
     assert json.loads(result.stdout)["derived_from"] == recorded.run_id
 
 
-def test_manifest_option_and_unknown_runs(project, cli, recorded):
-    alternative = project / "experiments" / "alt.yaml"
-    alternative.write_text((project / "experiments" / "support.yaml").read_text())
-    set_evaluators(project, "[]")
+def test_manifest_option_and_unknown_runs(evaluator_project, cli, recorded):
+    alternative = evaluator_project / "experiments" / "alt.yaml"
+    alternative.write_text((evaluator_project / "experiments" / "support.yaml").read_text())
+    set_evaluators(evaluator_project, "[]")
     result = cli("rescore", recorded.run_id, "--manifest", str(alternative), "--json")
     assert json.loads(result.output)["evaluators"]["exact"]["n"] == 3
     unscored = json.loads(cli("rescore", recorded.run_id, "--json").output)

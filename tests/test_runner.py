@@ -5,16 +5,9 @@ from __future__ import annotations
 import io
 import json
 
+from runner_support import only_run, openai_arm, questions, write_experiment
+
 from evalsite.execute.progress import Progress
-from tests.runner_project import (  # noqa: F401  (fixtures)
-    all_runs,
-    only_run,
-    openai_arm,
-    project,
-    questions,
-    server,
-    write_experiment,
-)
 
 TURNS_ROW = {
     "id": "chat",
@@ -27,8 +20,8 @@ TURNS_ROW = {
 }
 
 
-def test_turns_are_replayed_with_the_targets_own_replies(project, server, cli):
-    manifest = write_experiment(project, [TURNS_ROW], [openai_arm(server, price={"input": 1, "output": 1})],
+def test_turns_are_replayed_with_the_targets_own_replies(runner_project, server, cli):
+    manifest = write_experiment(runner_project, [TURNS_ROW], [openai_arm(server, price={"input": 1, "output": 1})],
                                 prompt="You are terse.")
     assert cli("run", manifest).exit_code == 0
     first, second = server.calls
@@ -42,7 +35,7 @@ def test_turns_are_replayed_with_the_targets_own_replies(project, server, cli):
         {"role": "assistant", "content": "echo: first question"},
         {"role": "user", "content": "second question"},
     ]
-    (case,) = only_run(project).cases
+    (case,) = only_run(runner_project).cases
     assert case["turn_outputs"] == ["echo: first question", "echo: second question"]
     assert case["transcript"] == second.body["messages"] + [{"role": "assistant", "content": "echo: second question"}]
     assert case["output"] == "echo: second question" and case["passed"] is True
@@ -50,25 +43,25 @@ def test_turns_are_replayed_with_the_targets_own_replies(project, server, cli):
     assert case["cost_usd"] == (15 + 6) / 1e6 and case["attempts"] == 2
 
 
-def test_a_failing_turn_fails_the_case_and_keeps_the_transcript_so_far(project, server, cli):
+def test_a_failing_turn_fails_the_case_and_keeps_the_transcript_so_far(runner_project, server, cli):
     server.script["second question"] = [{"status": 400, "message": "too long"}]
-    assert cli("run", write_experiment(project, [TURNS_ROW], [openai_arm(server)])).exit_code == 1
-    (case,) = only_run(project).cases
+    assert cli("run", write_experiment(runner_project, [TURNS_ROW], [openai_arm(server)])).exit_code == 1
+    (case,) = only_run(runner_project).cases
     assert case["error"].startswith("turn 2: HTTP 400 Bad Request")
     assert case["output"] is None and case["turn_outputs"] == ["echo: first question"]
     assert case["transcript"][-1] == {"role": "user", "content": "second question"}
 
 
-def test_a_python_target_receives_the_history(project, cli):
-    (project / "pt_history.py").write_text(
+def test_a_python_target_receives_the_history(runner_project, cli):
+    (runner_project / "pt_history.py").write_text(
         "def answer(input):\n    return f'{len(input)} messages, last: ' + input[-1]['content']\n"
     )
     row = {"id": "c", "turns": ["a", "b", "c"]}
-    cli("run", write_experiment(project, [row], [{"id": "p", "target": "python:pt_history:answer"}], evaluators=[]))
-    assert only_run(project).cases[0]["turn_outputs"] == ["1 messages, last: a", "3 messages, last: b", "5 messages, last: c"]
+    cli("run", write_experiment(runner_project, [row], [{"id": "p", "target": "python:pt_history:answer"}], evaluators=[]))
+    assert only_run(runner_project).cases[0]["turn_outputs"] == ["1 messages, last: a", "3 messages, last: b", "5 messages, last: c"]
 
 
-def test_none_scores_recorded_outputs_chat_rows_and_recorded_turns(project, cli):
+def test_none_scores_recorded_outputs_chat_rows_and_recorded_turns(runner_project, cli):
     rows = [
         {"id": "plain", "input": "q", "output": "yes", "expected": "yes"},
         {"id": "chat", "input": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "yes"}],
@@ -77,58 +70,58 @@ def test_none_scores_recorded_outputs_chat_rows_and_recorded_turns(project, cli)
                                   {"role": "assistant", "content": "yes"}], "expected": "yes"},
         {"id": "missing", "input": "q", "expected": "yes"},
     ]
-    result = cli("run", write_experiment(project, rows, [{"id": "recorded", "target": "none"}]))
+    result = cli("run", write_experiment(runner_project, rows, [{"id": "recorded", "target": "none"}]))
     assert result.exit_code == 1  # the row with nothing recorded is a case error
-    cases = {c["item_id"]: c for c in only_run(project).cases}
+    cases = {c["item_id"]: c for c in only_run(runner_project).cases}
     assert all(cases[i]["output"] == "yes" and cases[i]["passed"] for i in ("plain", "chat", "turns"))
     assert cases["turns"]["turn_outputs"] == ["hello", "yes"] and len(cases["turns"]["transcript"]) == 4
     assert cases["missing"]["error"].startswith("the row has no recorded 'output'")
 
 
-def test_malformed_turns_and_unrenderable_prompts_stop_before_any_call(project, server, cli):
+def test_malformed_turns_and_unrenderable_prompts_stop_before_any_call(runner_project, server, cli):
     bad_turns = [{"id": "ok", "input": "x"}, {"id": "bad", "turns": ["hi", {"role": "robot", "content": "?"}]}]
-    result = cli("run", write_experiment(project, bad_turns, [openai_arm(server)]))
+    result = cli("run", write_experiment(runner_project, bad_turns, [openai_arm(server)]))
     assert result.exit_code == 1
     assert result.output.strip() == (
         "Error: data/exp.jsonl: line 2: 'turns[1].role' must be one of system, user, assistant, tool, developer, "
         "got 'robot'"
     )
-    result = cli("run", write_experiment(project, [{"id": "a", "topic": "x"}, {"id": "b"}], [openai_arm(server)],
+    result = cli("run", write_experiment(runner_project, [{"id": "a", "topic": "x"}, {"id": "b"}], [openai_arm(server)],
                                          prompt="Tell me about {{ topic }}"))
     assert result.exit_code == 1
     assert "Error: experiments/exp.yaml: item 'b' of data/exp.jsonl: prompt: cannot render: 'topic' is undefined" in result.output
-    assert server.calls == [] and not (project / "runs").exists()
+    assert server.calls == [] and not (runner_project / "runs").exists()
 
 
-def test_cases_run_concurrently_up_to_the_limit(project, server, cli):
+def test_cases_run_concurrently_up_to_the_limit(runner_project, server, cli):
     server.delay = 0.05
-    manifest = write_experiment(project, questions(30), [openai_arm(server)], concurrency=2)
+    manifest = write_experiment(runner_project, questions(30), [openai_arm(server)], concurrency=2)
     cli("run", manifest, "--concurrency", "10")
     assert server.max_in_flight == 10  # the --concurrency flag beats the manifest's 2
-    assert only_run(project).header.raw["schedule"]["concurrency"] == 10
+    assert only_run(runner_project).header.raw["schedule"]["concurrency"] == 10
 
 
-def test_critical_rows_fail_the_command(project, cli):
-    (project / "pt_half.py").write_text("def answer(row):\n    return 'right' if row['id'] != 'c1' else 'wrong'\n")
+def test_critical_rows_fail_the_command(runner_project, cli):
+    (runner_project / "pt_half.py").write_text("def answer(row):\n    return 'right' if row['id'] != 'c1' else 'wrong'\n")
     rows = [{"id": f"c{i}", "input": "q", "expected": "right", "metadata": {"critical": i == 1}} for i in range(3)]
     passing = [{"id": f"c{i}", "input": "q", "expected": "right", "metadata": {"critical": i != 1}} for i in range(3)]
     arm = [{"id": "a", "target": "python:pt_half:answer"}]
-    result = cli("run", write_experiment(project, rows, arm))
+    result = cli("run", write_experiment(runner_project, rows, arm))
     assert result.exit_code == 1 and "a: critical rows failed: c1" in result.stderr
-    assert only_run(project).footer.totals["critical_failures"] == ["c1"]
+    assert only_run(runner_project).footer.totals["critical_failures"] == ["c1"]
     # a non-critical failure fails the verdict (the pass rule) but --allow-failures accepts it;
     # a critical one fails the command even then
-    other = write_experiment(project, passing, arm, name="other")
+    other = write_experiment(runner_project, passing, arm, name="other")
     assert cli("run", other).exit_code == 1
     assert cli("run", other, "--allow-failures").exit_code == 0
     assert cli("run", "experiments/exp.yaml", "--allow-failures").exit_code == 1
 
 
-def test_run_json_records_the_schedule_and_end_json_the_totals(project, server, cli):
-    manifest = write_experiment(project, questions(2), [openai_arm(server, settings={"timeout": 7})],
+def test_run_json_records_the_schedule_and_end_json_the_totals(runner_project, server, cli):
+    manifest = write_experiment(runner_project, questions(2), [openai_arm(server, settings={"timeout": 7})],
                                 schedule={"max_attempts": 4, "backoff_s": 0.5})
     result = cli("run", manifest, "--max-cost", "2.5", "--json")
-    run = only_run(project)
+    run = only_run(runner_project)
     assert run.header.raw["schedule"] == {"concurrency": 8, "timeout_s": 7.0, "max_attempts": 4, "backoff_s": 0.5,
                                       "max_backoff_s": 60.0, "max_cost_usd": 2.5, "deadline_s": None,
                                       "ordering": "depth", "parallel_arms": 1, "pause_between_s": 0.0}
@@ -139,10 +132,10 @@ def test_run_json_records_the_schedule_and_end_json_the_totals(project, server, 
     assert json.loads(result.stdout)[0]["run_id"] == run.run_id
 
 
-def test_bad_schedule_values_are_named(project, server, cli):
-    result = cli("run", write_experiment(project, questions(1), [openai_arm(server)], schedule={"max_attempts": 0}))
+def test_bad_schedule_values_are_named(runner_project, server, cli):
+    result = cli("run", write_experiment(runner_project, questions(1), [openai_arm(server)], schedule={"max_attempts": 0}))
     assert result.exit_code == 1 and "schedule.max_attempts: must be at least 1, got 0" in result.output
-    result = cli("run", write_experiment(project, questions(1), [openai_arm(server)], limits={"max_cost_usd": "lots"}))
+    result = cli("run", write_experiment(runner_project, questions(1), [openai_arm(server)], limits={"max_cost_usd": "lots"}))
     assert result.exit_code == 1 and "limits.max_cost_usd: must be a number, got the string 'lots'" in result.output
 
 

@@ -11,8 +11,9 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from runner_support import only_run, openai_arm, questions, write_experiment
+
 from evalsite.runlog.store import CASES_FILE, END_FILE, read_attempts, read_cases, run_directories
-from tests.runner_project import only_run, openai_arm, project, questions, server, write_experiment  # noqa: F401
 
 REPO = Path(__file__).resolve().parent.parent
 ITEMS = 40
@@ -39,11 +40,11 @@ def case_keys(directory: Path) -> Counter:
     return Counter((c["item_id"], c["repeat"]) for c in read_cases(directory / CASES_FILE))
 
 
-def test_sigkill_mid_run_then_resume_records_every_case_once(project, server, cli):
+def test_sigkill_mid_run_then_resume_records_every_case_once(runner_project, server, cli):
     server.delay = 0.1
-    manifest = write_experiment(project, questions(ITEMS), [openai_arm(server)])
-    process = start_run(project, manifest, "--concurrency", "4")
-    directory = wait_for_cases(project, 8, process)
+    manifest = write_experiment(runner_project, questions(ITEMS), [openai_arm(server)])
+    process = start_run(runner_project, manifest, "--concurrency", "4")
+    directory = wait_for_cases(runner_project, 8, process)
     process.send_signal(signal.SIGKILL)
     process.wait()
     before = case_keys(directory)
@@ -57,19 +58,19 @@ def test_sigkill_mid_run_then_resume_records_every_case_once(project, server, cl
     assert all(called[f"question {item[1:]}"] == 1 for item, _ in before)
     assert sum(called.values()) - ITEMS <= 4 and max(called.values()) <= 2
     assert read_attempts(directory)[0]["previous"] == {"status": "interrupted"}
-    assert only_run(project).footer.status == "completed"
+    assert only_run(runner_project).footer.status == "completed"
 
 
-def test_sigint_cancels_cooperatively_and_prints_the_resume_line(project, server, cli):
+def test_sigint_cancels_cooperatively_and_prints_the_resume_line(runner_project, server, cli):
     server.delay = 0.1
-    manifest = write_experiment(project, questions(ITEMS), [openai_arm(server)])
-    process = start_run(project, manifest, "--concurrency", "4")
-    directory = wait_for_cases(project, 5, process)
+    manifest = write_experiment(runner_project, questions(ITEMS), [openai_arm(server)])
+    process = start_run(runner_project, manifest, "--concurrency", "4")
+    directory = wait_for_cases(runner_project, 5, process)
     process.send_signal(signal.SIGINT)
     _, stderr = process.communicate(timeout=30)
     assert process.returncode == 1, stderr
     assert "Traceback" not in stderr
-    run = only_run(project)
+    run = only_run(runner_project)
     assert run.footer.status == "canceled"
     # calls in flight at Ctrl-C were allowed to finish and were recorded: every call made is on disk
     assert len(server.calls) == len(run.cases) < ITEMS
@@ -81,14 +82,14 @@ def test_sigint_cancels_cooperatively_and_prints_the_resume_line(project, server
     assert Counter(call.content for call in server.calls) == Counter({f"question {i}": 1 for i in range(ITEMS)})
 
 
-def test_two_processes_on_one_project_write_separate_whole_runs(project, server):
+def test_two_processes_on_one_project_write_separate_whole_runs(runner_project, server):
     server.delay = 0.01
-    manifest = write_experiment(project, questions(ITEMS), [openai_arm(server)])
-    processes = [start_run(project, manifest, "--concurrency", "8") for _ in range(2)]
+    manifest = write_experiment(runner_project, questions(ITEMS), [openai_arm(server)])
+    processes = [start_run(runner_project, manifest, "--concurrency", "8") for _ in range(2)]
     for process in processes:
         _, stderr = process.communicate(timeout=60)
         assert process.returncode == 0, stderr
-    directories = run_directories(project / "runs")
+    directories = run_directories(runner_project / "runs")
     assert len(directories) == 2
     for directory in directories:
         assert case_keys(directory) == Counter({(f"q{i}", 0): 1 for i in range(ITEMS)})

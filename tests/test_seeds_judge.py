@@ -33,6 +33,7 @@ _numbers = itertools.count()
 
 @pytest.fixture
 def judge_module(tmp_path, monkeypatch):
+    """The name of a fresh module holding the recording judge, importable from ``tmp_path``."""
     monkeypatch.setattr(sys, "path", [*sys.path])
     name = f"seeds_judges_{next(_numbers)}"
     (tmp_path / f"{name}.py").write_text(RECORDING)

@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 
 import pytest
-from compare_support import CRITICAL, golden_project, run_arm  # noqa: F401
+from compare_support import CRITICAL, run_arm
+from runner_support import only_run, questions, write_experiment
 
 from evalsite.errors import ProjectError
 from evalsite.project import Project, max_error_rate
-from tests.runner_project import only_run, project, questions, write_experiment  # noqa: F401
 
 
 def decisions(root) -> list[dict]:
@@ -40,13 +40,13 @@ FLAKY = "def answer(row):\n    if row['id'] in ('q0', 'q1', 'q2'):\n        rais
 
 @pytest.mark.parametrize("setting, refused", [(None, True), ("max_error_rate = 0.75", False), ("max_error_rate = 0.6", False),
                                               ("max_error_rate = 0.5", True)])
-def test_errors_above_ci_max_error_rate_are_refused(project, cli, setting, refused):
-    (project / "flaky_arm.py").write_text(FLAKY)
+def test_errors_above_ci_max_error_rate_are_refused(runner_project, cli, setting, refused):
+    (runner_project / "flaky_arm.py").write_text(FLAKY)
     if setting:
-        (project / "evalsite.toml").write_text(f"[ci]\n{setting}\n")
-    manifest = write_experiment(project, questions(5), [{"id": "flaky", "target": "python:flaky_arm:answer"}])
+        (runner_project / "evalsite.toml").write_text(f"[ci]\n{setting}\n")
+    manifest = write_experiment(runner_project, questions(5), [{"id": "flaky", "target": "python:flaky_arm:answer"}])
     cli("run", manifest)
-    run = only_run(project).run_id
+    run = only_run(runner_project).run_id
     result = cli("promote", run, "--reason", "r", "--allow-dirty")
     assert (result.exit_code == 1) == refused, result.output
     if refused:
@@ -72,8 +72,8 @@ def test_the_documented_ci_setting_reads_as_documented(tmp_path):
     assert max_error_rate(Project(tmp_path, tomllib.loads(block))) == 0.05
 
 
-def test_validate_reports_a_bad_max_error_rate(project, cli):
-    (project / "evalsite.toml").write_text("[ci]\nmax_error_rate = 2\n")
+def test_validate_reports_a_bad_max_error_rate(runner_project, cli):
+    (runner_project / "evalsite.toml").write_text("[ci]\nmax_error_rate = 2\n")
     result = cli("validate")
     assert result.exit_code == 1
     assert "evalsite.toml: [ci] max_error_rate: needs a number from 0 to 1, got 2" in result.output

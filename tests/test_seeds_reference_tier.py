@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from compare_support import golden_project, run_arm, write_manifest  # noqa: F401
+from compare_support import run_arm, write_manifest
 
 
 def decisions(root) -> list[dict]:

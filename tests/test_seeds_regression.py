@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from compare_support import golden_project, run_arm, write_manifest  # noqa: F401
+from compare_support import run_arm, write_manifest
 
 from evalsite.analysis.compare import compare_runs
 from evalsite.project import find_project

@@ -5,13 +5,12 @@ no request outside the site folder, and no payload executing. Screenshots go to 
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 from pathlib import Path
 
 import pytest
-from sitekit import run_example
-from test_site_xss import write_hostile_project
+from browser_support import needs_browser, problems_in
+from example_support import run_example
+from sitekit import write_hostile_project
 
 from evalsite.execute.runner import execute_plan
 from evalsite.experiment.manifest import load_manifest
@@ -19,37 +18,12 @@ from evalsite.experiment.plan import build_plan
 from evalsite.project import find_project
 from evalsite.site import build_site
 
-CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
-
-pytestmark = pytest.mark.skipif(
-    not (CHROMIUM.exists() and CHROMEDRIVER.exists()),
-    reason="headless browser tests need /usr/bin/chromium and /usr/bin/chromedriver (Debian: apt-get install chromium chromium-driver)",
-)
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    profile = tempfile.mkdtemp(prefix="evalsite-chromium-")
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--window-size=1400,1000", f"--user-data-dir={profile}"):
-        options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
-    driver.set_page_load_timeout(30)
-    try:
-        yield driver
-    finally:
-        driver.quit()
-        shutil.rmtree(profile, ignore_errors=True)
+pytestmark = needs_browser
 
 
 @pytest.fixture(scope="module")
 def screenshots(tmp_path_factory) -> Path:
+    """Where screenshots go: ``EVALSITE_SCREENSHOTS`` or a temp folder."""
     folder = Path(os.environ.get("EVALSITE_SCREENSHOTS") or tmp_path_factory.mktemp("screenshots"))
     folder.mkdir(parents=True, exist_ok=True)
     return folder
@@ -57,23 +31,13 @@ def screenshots(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def example_site(tmp_path_factory) -> Path:
+    """The example site (one repeat) with a second sampler run to compare, built once."""
     root = run_example(tmp_path_factory.mktemp("browser-example"), repeat=1)
     project = find_project(root)
     rerun = build_plan(project, load_manifest(root / "experiments/arithmetic.yaml"), arm_ids=("sampler",), repeat=2)
     execute_plan(project, rerun)  # a second sampler run, compared with the first
     build_site(project)
     return root / "site"
-
-
-def problems_in(driver, site: Path) -> list[str]:
-    """Console messages at warning level or above, and any request outside the site folder."""
-    messages = [f"console: {entry['message']}" for entry in driver.get_log("browser")
-                if entry["level"] in ("SEVERE", "WARNING")]
-    names = driver.execute_script(
-        "return performance.getEntriesByType('resource').map(e => e.name)"
-        ".concat(performance.getEntriesByType('navigation').map(e => e.name));")
-    inside = site.resolve().as_uri() + "/"
-    return messages + [f"request outside the site: {name}" for name in names if not name.startswith(inside)]
 
 
 def click_link(driver, text_part: str):
@@ -99,8 +63,11 @@ def test_home_to_leaderboard_to_run_to_compare_and_sorting(browser, example_site
     table = browser.find_element(By.CSS_SELECTOR, "#leaderboard-1 table")
     column = [th.text for th in table.find_elements(By.CSS_SELECTOR, "thead th")].index("p50 latency")
     header = table.find_elements(By.CSS_SELECTOR, "thead th button")[column]
-    cells = lambda: [row.find_elements(By.TAG_NAME, "td")[column].get_attribute("data-sort")
-                     for row in table.find_elements(By.CSS_SELECTOR, "tbody tr")]
+
+    def cells():
+        return [row.find_elements(By.TAG_NAME, "td")[column].get_attribute("data-sort")
+                for row in table.find_elements(By.CSS_SELECTOR, "tbody tr")]
+
     header.click()
     ascending = [float(v) for v in cells()]
     assert ascending == sorted(ascending)
@@ -131,7 +98,10 @@ def test_status_and_text_filters_hide_rows_on_the_page(browser, example_site):
 
     run_page = next((example_site / "runs").glob("*left_to_right*.html"))
     browser.get(run_page.as_uri())
-    visible = lambda: [r for r in browser.find_elements(By.CSS_SELECTOR, "#cases-table tbody tr") if r.is_displayed()]
+
+    def visible():
+        return [r for r in browser.find_elements(By.CSS_SELECTOR, "#cases-table tbody tr") if r.is_displayed()]
+
     everything = len(visible())
     Select(browser.find_element(By.CSS_SELECTOR, "select[data-filter-status]")).select_by_visible_text("passed")
     passed = visible()

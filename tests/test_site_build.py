@@ -10,7 +10,8 @@ from dataclasses import fields, is_dataclass
 from pathlib import Path
 
 import pytest
-from sitekit import REPO, case, parse, run_example, table_rows, tree_bytes, write_run
+from example_support import REPO
+from sitekit import case, parse, table_rows, tree_bytes, write_run
 
 from evalsite.errors import ProjectError, SiteError
 from evalsite.project import Project, find_project
@@ -18,16 +19,10 @@ from evalsite.site import build_site
 from evalsite.site.pages import PageContext, common, compare, datasets, decisions, experiments, home, reports, runs
 
 
-@pytest.fixture(scope="module")
-def example(tmp_path_factory) -> Path:
-    """The bundled example project, run once (three arms × 60 items × 3 repeats)."""
-    return run_example(tmp_path_factory.mktemp("example"))
-
-
 @pytest.fixture
-def project(example, tmp_path) -> Project:
-    """A private copy of the example project with its runs, so a test may add to it."""
-    shutil.copytree(example, tmp_path / "p")
+def site_project(example_runs, tmp_path) -> Project:
+    """A private copy of the example project with its runs (as a Project), so a test may add to it."""
+    shutil.copytree(example_runs, tmp_path / "p")
     return find_project(tmp_path / "p")
 
 
@@ -35,10 +30,10 @@ def html_files(site: Path) -> list[Path]:
     return sorted(site.rglob("*.html"))
 
 
-def test_example_site_has_every_page_family(project):
-    report = build_site(project)
-    site = project.root / "site"
-    run_ids = sorted(p.name for p in project.runs_dir.iterdir())
+def test_example_site_has_every_page_family(site_project):
+    report = build_site(site_project)
+    site = site_project.root / "site"
+    run_ids = sorted(p.name for p in site_project.runs_dir.iterdir())
     assert (site / "index.html").is_file() and (site / "runs.html").is_file() and (site / "decisions.html").is_file()
     assert (site / "experiments/arithmetic.html").is_file()
     assert len(list((site / "datasets").glob("*.html"))) == 1
@@ -47,9 +42,9 @@ def test_example_site_has_every_page_family(project):
     assert report.pages == len(html_files(site)) and report.rendered == report.kept + report.rendered
 
 
-def test_leaderboard_groups_careful_alone_and_the_close_arms_together(project):
-    build_site(project)
-    page = parse(next((project.root / "site/datasets").glob("*.html")))
+def test_leaderboard_groups_careful_alone_and_the_close_arms_together(site_project):
+    build_site(site_project)
+    page = parse(next((site_project.root / "site/datasets").glob("*.html")))
     table = page.find("div", id="leaderboard-1").find("table")
     header = [" ".join(th.text().split()) for th in table.find("thead").find_all("th")]
     rows = [dict(zip(header, row)) for row in table_rows(table)]
@@ -63,52 +58,52 @@ def test_leaderboard_groups_careful_alone_and_the_close_arms_together(project):
     text = page.text()
     assert "Friedman omnibus test" in text and "careful is ahead of every other arm" in text
     assert "the separated pairs (careful > left_to_right, careful > sampler" in text
-    assert page.find("svg", class_="chart") is not None
+    assert page.find_all("svg", class_="chart")
 
 
-def test_runs_on_other_evaluator_versions_get_their_own_leaderboard_and_left_out_runs_say_why(project):
-    runs_dir = project.runs_dir
+def test_runs_on_other_evaluator_versions_get_their_own_leaderboard_and_left_out_runs_say_why(site_project):
+    runs_dir = site_project.runs_dir
     dataset_id = json.loads(next(runs_dir.glob("*careful*/run.json")).read_text())["dataset"]["dataset_id"]
     write_run(runs_dir, "20990101T000000Z-other-0001", [case("q000")], arm="other", dataset_id=dataset_id,
               evaluators={"exact": {"type": "exact", "version": "changed"}})
     write_run(runs_dir, "20990101T000001Z-broken-0002", [case("q000")], arm="broken", dataset_id=dataset_id, status=None)
-    build_site(project)
-    page = parse(next((project.root / "site/datasets").glob("*.html")))
+    build_site(site_project)
+    page = parse(next((site_project.root / "site/datasets").glob("*.html")))
     assert len(page.find_all("section", class_="leaderboard")) == 2
     assert "changed" in page.find("section", id="leaderboard-1").text()
     left_out = {row[1]: row[2] for row in table_rows(page.find("div", id="left-out").find("table"))}
     assert left_out == {"broken": "status interrupted"}
 
 
-def test_build_twice_gives_byte_identical_trees(project, tmp_path):
-    build_site(project, tmp_path / "one")
-    build_site(project, tmp_path / "two")
+def test_build_twice_gives_byte_identical_trees(site_project, tmp_path):
+    build_site(site_project, tmp_path / "one")
+    build_site(site_project, tmp_path / "two")
     one, two = tree_bytes(tmp_path / "one"), tree_bytes(tmp_path / "two")
     assert one.keys() == two.keys() and one == two
     assert not any(b"T0" in content and name.endswith(".html") and b"built at" in content for name, content in one.items())
 
 
-def test_incremental_build_renders_only_what_changed_and_equals_a_full_build(project, tmp_path):
-    site = project.root / "site"
-    build_site(project)
-    assert build_site(project).rendered == 0
-    write_run(project.runs_dir, "20990101T000000Z-extra-0001", [case("x1"), case("x2", passed=False, score=0.0)],
+def test_incremental_build_renders_only_what_changed_and_equals_a_full_build(site_project, tmp_path):
+    site = site_project.root / "site"
+    build_site(site_project)
+    assert build_site(site_project).rendered == 0
+    write_run(site_project.runs_dir, "20990101T000000Z-extra-0001", [case("x1"), case("x2", passed=False, score=0.0)],
               arm="extra", dataset_id="other@111111111111", experiment="extra-exp")
-    second = build_site(project)
+    second = build_site(site_project)
     # rendered: home, runs list, decisions, the new run, its dataset, its experiment, its items, the search
     # documents of pages; kept: the three example runs, the example dataset, its items and the example experiment
     assert (second.rendered, second.kept) == (8, 6)
-    build_site(project, tmp_path / "fresh")
+    build_site(site_project, tmp_path / "fresh")
     assert tree_bytes(site) == tree_bytes(tmp_path / "fresh")
-    shutil.rmtree(project.runs_dir / "20990101T000000Z-extra-0001")
-    build_site(project)
+    shutil.rmtree(site_project.runs_dir / "20990101T000000Z-extra-0001")
+    build_site(site_project)
     assert not (site / "runs/20990101T000000Z-extra-0001.html").exists()
     assert not (site / "experiments/extra-exp.html").exists()
 
 
-def test_every_internal_link_and_anchor_resolves(project):
-    build_site(project)
-    site = project.root / "site"
+def test_every_internal_link_and_anchor_resolves(site_project):
+    build_site(site_project)
+    site = site_project.root / "site"
     ids: dict[Path, set[str]] = {}
     for page in html_files(site):
         for node in parse(page).iter():
@@ -125,9 +120,9 @@ def test_every_internal_link_and_anchor_resolves(project):
                 assert fragment in ids[resolved], f"{page.relative_to(site)}: missing anchor {link}"
 
 
-def test_every_table_has_csv_and_json_downloads_that_match_it(project):
-    build_site(project)
-    site = project.root / "site"
+def test_every_table_has_csv_and_json_downloads_that_match_it(site_project):
+    build_site(site_project)
+    site = site_project.root / "site"
     checked = 0
     for page in html_files(site):
         tree = parse(page)
@@ -142,21 +137,21 @@ def test_every_table_has_csv_and_json_downloads_that_match_it(project):
     assert checked > 15
 
 
-def test_run_cases_are_paged_and_filtered_without_javascript(project):
-    settings = project.root / "evalsite.toml"
+def test_run_cases_are_paged_and_filtered_without_javascript(site_project):
+    settings = site_project.root / "evalsite.toml"
     settings.write_text("[site]\ncases_per_page = 25\n")
-    project = find_project(project.root)
-    build_site(project)
-    careful = next(project.runs_dir.glob("*careful*")).name
-    folder = project.root / "site/runs" / careful
-    page = parse(project.root / f"site/runs/{careful}.html")
+    site_project = find_project(site_project.root)
+    build_site(site_project)
+    careful = next(site_project.runs_dir.glob("*careful*")).name
+    folder = site_project.root / "site/runs" / careful
+    page = parse(site_project.root / f"site/runs/{careful}.html")
     assert len(page.find("table", id="cases-table").find("tbody").find_all("tr")) == 25
     views = page.find("nav", class_="pager").find("p", class_="views").text()
     assert "all (180)" in views and "failed (12)" in views and "errored (0)" in views
     failed_pages = sorted(folder.glob("failed-*.html"))
     statuses = [tr.attrs["class"] for p in failed_pages for tr in parse(p).find("table", id="cases-table").find_all("tr", class_="case")]
     assert len(statuses) == 12 and all("case-failed" in s for s in statuses)
-    listed = [tr.attrs["id"] for p in [project.root / f"site/runs/{careful}.html", *sorted(folder.glob("all-*.html"))]
+    listed = [tr.attrs["id"] for p in [site_project.root / f"site/runs/{careful}.html", *sorted(folder.glob("all-*.html"))]
               for tr in parse(p).find("table", id="cases-table").find_all("tr", class_="case")]
     assert len(listed) == len(set(listed)) == 180
 
@@ -208,14 +203,14 @@ def test_redact_leaves_inputs_and_outputs_out_of_every_file(tmp_path):
     assert "redacted" in parse(root / "site/index.html").text()
 
 
-def test_project_templates_and_static_files_override_the_theme_file_by_file(project):
-    (project.root / "templates").mkdir()
-    (project.root / "templates/run.html").write_text(
+def test_project_templates_and_static_files_override_the_theme_file_by_file(site_project):
+    (site_project.root / "templates").mkdir()
+    (site_project.root / "templates/run.html").write_text(
         '{% extends "builtin/run.html" %}{% block title %}CUSTOM {{ super() }}{% endblock %}')
-    (project.root / "static").mkdir()
-    (project.root / "static/style.css").write_text("body { color: rebeccapurple; }\n")
-    build_site(project)
-    site = project.root / "site"
+    (site_project.root / "static").mkdir()
+    (site_project.root / "static/style.css").write_text("body { color: rebeccapurple; }\n")
+    build_site(site_project)
+    site = site_project.root / "site"
     run_page = next((site / "runs").glob("*.html"))
     assert parse(run_page).find("title").text().startswith("CUSTOM Run")
     assert not parse(site / "index.html").find("title").text().startswith("CUSTOM")
@@ -224,13 +219,13 @@ def test_project_templates_and_static_files_override_the_theme_file_by_file(proj
     assert list((site / "static").glob("site.*.js"))  # the built-in script is still there
 
 
-def test_decisions_show_reasons_newest_first_and_baselines_on_home(project):
+def test_decisions_show_reasons_newest_first_and_baselines_on_home(site_project):
     from dataclasses import asdict
 
     from evalsite.analysis.baselines import Decision
 
-    run_ids = sorted(p.name for p in project.runs_dir.iterdir())
-    header = json.loads((project.runs_dir / run_ids[0] / "run.json").read_text())
+    run_ids = sorted(p.name for p in site_project.runs_dir.iterdir())
+    header = json.loads((site_project.runs_dir / run_ids[0] / "run.json").read_text())
 
     def promotion(run_id: str, arm: str, reason: str, fingerprint: str = header["fingerprint_hash"]) -> str:
         return json.dumps(asdict(Decision(run_id=run_id, dataset_id="d", inputs_id=None, arm_id=arm,
@@ -242,9 +237,9 @@ def test_decisions_show_reasons_newest_first_and_baselines_on_home(project):
         promotion(run_ids[0], "careful", "better <script>alert(1)</script>"),
         promotion(run_ids[1], "left_to_right", "edited since", fingerprint="0" * 16),
     ]
-    (project.runs_dir / "decisions.jsonl").write_text("\n".join(lines) + "\nnot json\n{}\n")
-    build_site(project)
-    site = project.root / "site"
+    (site_project.runs_dir / "decisions.jsonl").write_text("\n".join(lines) + "\nnot json\n{}\n")
+    build_site(site_project)
+    site = site_project.root / "site"
     page = parse(site / "decisions.html")
     articles = page.find_all("article", class_="decision")
     assert [a.find("div", class_="reason").text().strip() for a in articles] == [
@@ -257,9 +252,9 @@ def test_decisions_show_reasons_newest_first_and_baselines_on_home(project):
     assert [row[4] for row in baselines] == ["left_to_right", "careful", "gone"] and "better" in baselines[1][7]
 
 
-def test_experiment_page_renders_the_description_arms_and_matrix_with_diffs(project):
-    build_site(project)
-    page = parse(project.root / "site/experiments/arithmetic.html")
+def test_experiment_page_renders_the_description_arms_and_matrix_with_diffs(site_project):
+    build_site(site_project)
+    page = parse(site_project.root / "site/experiments/arithmetic.html")
     description = page.find("div", class_="description")
     assert [c.text() for c in description.find_all("code")][:2] == ["careful", "left_to_right"]
     assert len(page.find("table", class_="arms").find("tbody").find_all("tr")) == 3
@@ -270,36 +265,36 @@ def test_experiment_page_renders_the_description_arms_and_matrix_with_diffs(proj
     assert divergent and not page.find_all("details", class_="diff")  # the diffs live on the divergent pages
     link = divergent[0].find_all("a")[-1].attrs["href"]
     target, _, anchor = link.partition("#")
-    diffs = parse(project.root / "site/experiments" / target)
+    diffs = parse(site_project.root / "site/experiments" / target)
     shown = diffs.find("details", id=anchor)
     assert shown.find_all("div", class_="pair-picker") and len(shown.find_all("pre", class_="text")) >= 4  # the browser diffs
     texts = [" ".join(h.text().split()) for h in shown.find_all("h4")]
     assert texts[:2] == ["Input", "Expected"] and "careful" in texts  # input, expected and every arm's output
 
 
-def test_unreadable_runs_and_bad_settings_are_reported_not_crashing(project):
-    broken = project.runs_dir / "20990101T000000Z-bad-0000"
+def test_unreadable_runs_and_bad_settings_are_reported_not_crashing(site_project):
+    broken = site_project.runs_dir / "20990101T000000Z-bad-0000"
     broken.mkdir()
     (broken / "run.json").write_text("{not json")
-    report = build_site(project)
+    report = build_site(site_project)
     assert any("20990101T000000Z-bad-0000" in reason for reason in report.skipped_runs)
-    assert "run.json: not valid JSON" in parse(project.root / "site/index.html").text()
-    (project.root / "evalsite.toml").write_text("[site]\ncases_per_pag = 3\nredact = 'yes'\n")
+    assert "run.json: not valid JSON" in parse(site_project.root / "site/index.html").text()
+    (site_project.root / "evalsite.toml").write_text("[site]\ncases_per_pag = 3\nredact = 'yes'\n")
     with pytest.raises(ProjectError, match=r"unknown key 'cases_per_pag'; did you mean 'cases_per_page'\?.*redact: needs true or false"):
-        build_site(find_project(project.root))
+        build_site(find_project(site_project.root))
 
 
-def test_refuses_to_overwrite_a_folder_it_did_not_build(project):
-    out = project.root / "elsewhere"
+def test_refuses_to_overwrite_a_folder_it_did_not_build(site_project):
+    out = site_project.root / "elsewhere"
     out.mkdir()
     (out / "notes.txt").write_text("mine")
     with pytest.raises(SiteError, match="not empty and was not built by evalsite"):
-        build_site(project, out)
+        build_site(site_project, out)
     assert (out / "notes.txt").read_text() == "mine"
 
 
-def test_build_command_prints_json(example, cli, monkeypatch, tmp_path):
-    monkeypatch.chdir(example)
+def test_build_command_prints_json(example_runs, cli, monkeypatch, tmp_path):
+    monkeypatch.chdir(example_runs)
     result = cli("build", "--out", str(tmp_path / "s"), "--json")
     assert result.exit_code == 0, result.output
     report = json.loads(result.output)
@@ -327,9 +322,9 @@ def test_the_reference_docs_hold_the_current_settings_and_contexts():
     assert settings_reference() in docs and context_reference() in docs, "run python -m evalsite.site.reference"
 
 
-def test_a_repeated_run_shows_its_noise_and_flaky_items(project):
-    build_site(project)
-    sampler = parse(next((project.root / "site/runs").glob("*sampler*.html")))
+def test_a_repeated_run_shows_its_noise_and_flaky_items(site_project):
+    build_site(site_project)
+    sampler = parse(next((site_project.root / "site/runs").glob("*sampler*.html")))
     assert "Noise across repeats" in sampler.text()
     flaky = table_rows(sampler.find("div", id="flaky").find("table"))
     assert flaky and all(0 < int(row[2]) < int(row[1]) for row in flaky)  # passed in some repeats, not all

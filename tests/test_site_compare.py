@@ -6,7 +6,8 @@ import json
 import shutil
 
 import pytest
-from sitekit import case, parse, run_example, table_rows, write_run
+from example_support import run_example
+from sitekit import case, parse, table_rows, write_run
 
 from evalsite.errors import SiteError
 from evalsite.execute.runner import execute_plan
@@ -27,18 +28,19 @@ def rerun(tmp_path_factory):
 
 
 @pytest.fixture
-def project(rerun, tmp_path):
+def rerun_project(rerun, tmp_path):
+    """A private copy of ``rerun`` (as a Project), so a test may add to it."""
     shutil.copytree(rerun, tmp_path / "p")
     return find_project(tmp_path / "p")
 
 
-def test_a_rerun_is_compared_with_its_prior_run(project):
-    build_site(project)
-    site = project.root / "site"
+def test_a_rerun_is_compared_with_its_prior_run(rerun_project):
+    build_site(rerun_project)
+    site = rerun_project.root / "site"
     pages = list((site / "compare").glob("*.html"))
     assert len(pages) == 1
     page = parse(pages[0])
-    samplers = [p.name for p in sorted(project.runs_dir.glob("*sampler*"),
+    samplers = [p.name for p in sorted(rerun_project.runs_dir.glob("*sampler*"),
                                        key=lambda p: json.loads((p / "run.json").read_text())["started_at"])]
     assert pages[0].name == f"{samplers[1]}--{samplers[0]}.html"
     text = " ".join(page.text().split())
@@ -55,45 +57,45 @@ def test_a_rerun_is_compared_with_its_prior_run(project):
     assert any(a.attrs["href"] == f"compare/{pages[0].name}" for a in recent.find_all("a"))
 
 
-def test_a_pair_on_different_datasets_shows_the_reason_and_nothing_else(project):
-    write_run(project.runs_dir, "20990101T000000Z-other-0001", [case("x")], arm="other", dataset_id="other@111111111111")
-    careful = next(project.runs_dir.glob("*careful*")).name
-    (project.root / "evalsite.toml").write_text(f'[site]\ncompare = [["20990101T000000Z-other", "{careful}"]]\n')
-    build_site(find_project(project.root))
-    page = parse(project.root / f"site/compare/20990101T000000Z-other-0001--{careful}.html")
+def test_a_pair_on_different_datasets_shows_the_reason_and_nothing_else(rerun_project):
+    write_run(rerun_project.runs_dir, "20990101T000000Z-other-0001", [case("x")], arm="other", dataset_id="other@111111111111")
+    careful = next(rerun_project.runs_dir.glob("*careful*")).name
+    (rerun_project.root / "evalsite.toml").write_text(f'[site]\ncompare = [["20990101T000000Z-other", "{careful}"]]\n')
+    build_site(find_project(rerun_project.root))
+    page = parse(rerun_project.root / f"site/compare/20990101T000000Z-other-0001--{careful}.html")
     assert "Not comparable" in page.find("p", class_="not-comparable").text()
     assert [h.text() for h in page.find_all("h2")] == ["Fingerprint diff"]
     assert "Baseline chosen as: explicit" in " ".join(page.text().split())
 
 
-def test_an_unknown_run_in_the_compare_setting_is_a_one_line_error(project):
-    (project.root / "evalsite.toml").write_text('[site]\ncompare = [["nosuchrun", "alsonot"]]\n')
+def test_an_unknown_run_in_the_compare_setting_is_a_one_line_error(rerun_project):
+    (rerun_project.root / "evalsite.toml").write_text('[site]\ncompare = [["nosuchrun", "alsonot"]]\n')
     with pytest.raises(SiteError, match=r"\[site\] compare: no run matches 'nosuchrun'"):
-        build_site(find_project(project.root))
+        build_site(find_project(rerun_project.root))
 
 
-def test_the_site_resolves_every_baseline_as_evalsite_compare_does(project):
+def test_the_site_resolves_every_baseline_as_evalsite_compare_does(rerun_project):
     from dataclasses import asdict
 
     from evalsite.analysis.baselines import Decision, resolve_baseline
     from evalsite.site.inputs import scan_project
 
-    sampler = sorted(project.runs_dir.glob("*sampler*"), key=lambda p: p.name)[0]
+    sampler = sorted(rerun_project.runs_dir.glob("*sampler*"), key=lambda p: p.name)[0]
     header = json.loads((sampler / "run.json").read_text())
-    careful = json.loads(next(project.runs_dir.glob("*careful*/run.json")).read_text())
-    write_run(project.runs_dir, "20990101T000000Z-sampler-aaaa", [case("q000")], arm="sampler", status=None,
+    careful = json.loads(next(rerun_project.runs_dir.glob("*careful*/run.json")).read_text())
+    write_run(rerun_project.runs_dir, "20990101T000000Z-sampler-aaaa", [case("q000")], arm="sampler", status=None,
               dataset_id=header["dataset"]["dataset_id"])
-    write_run(project.runs_dir, "20990101T000001Z-careful-bbbb", [case("q000")], arm="careful",
+    write_run(rerun_project.runs_dir, "20990101T000001Z-careful-bbbb", [case("q000")], arm="careful",
               dataset_id="elsewhere@000000000000")
-    write_run(project.runs_dir, "20990101T000002Z-careful-cccc", [case("q000")], arm="careful",
+    write_run(rerun_project.runs_dir, "20990101T000002Z-careful-cccc", [case("q000")], arm="careful",
               dataset_id=careful["dataset"]["dataset_id"])
     promotion = Decision(run_id=sampler.name, dataset_id=header["dataset"]["dataset_id"], inputs_id=None,
                          arm_id=header["arm_id"], fingerprint_hash=header["fingerprint_hash"], reason="r", at="t", by=None)
-    (project.runs_dir / "decisions.jsonl").write_text(json.dumps(asdict(promotion)) + "\n")
-    inputs = scan_project(project)
+    (rerun_project.runs_dir / "decisions.jsonl").write_text(json.dumps(asdict(promotion)) + "\n")
+    inputs = scan_project(rerun_project)
     sources = set()
     for run in inputs.runs:
-        mine, theirs = inputs.baseline_choice(run.run_id), resolve_baseline(project, run.header)
+        mine, theirs = inputs.baseline_choice(run.run_id), resolve_baseline(rerun_project, run.header)
         assert (mine.directory, mine.source) == (theirs.directory, theirs.source), run.run_id
         sources.add(mine.source)
     assert sources == {"promoted", "prior", "none"}

@@ -6,17 +6,15 @@ from __future__ import annotations
 
 import json
 
-from analysis_support import example_runs, invoke, json_of, project  # noqa: F401
-
 from evalsite.site import paths
 
 
-def test_site_leaderboard_download_agrees_with_the_leaderboard_command(project):
-    board = json_of("leaderboard")
-    assert invoke("build").exit_code == 0
+def test_site_leaderboard_download_agrees_with_the_leaderboard_command(cli, example_with_runs):
+    board = cli.json("leaderboard")
+    assert cli("build").exit_code == 0
     dataset_id = board["selection"]["dataset_id"]
     page = paths.dataset(dataset_id).removesuffix(".html")
-    rows = json.loads((project / "site" / f"{page}.leaderboard-1.json").read_text())
+    rows = json.loads((example_with_runs / "site" / f"{page}.leaderboard-1.json").read_text())
     expected = [
         (arm["letters"], arm["summary"]["arm"]["label"], arm["summary"]["arm"]["run_id"], arm["summary"]["mean"],
          arm["summary"]["mean_interval"]["low"], arm["summary"]["mean_interval"]["high"], arm["summary"]["pass_rate"],

@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from browser_support import needs_browser, problems_in
 from sitekit import case, parse, table_rows, write_run
-from test_site_browser import CHROMEDRIVER, CHROMIUM, browser, problems_in  # noqa: F401  (the module's browser)
 
 from evalsite.analysis import leaderboard
 from evalsite.analysis.compare import compare_runs
@@ -17,12 +17,12 @@ from evalsite.site import build_site, paths
 DATASET = "data@000000000000"
 UNIQUE = "zebrafish quokka marmalade"
 
-pytestmark = pytest.mark.skipif(not (CHROMIUM.exists() and CHROMEDRIVER.exists()),
-                                reason="headless browser tests need /usr/bin/chromium and /usr/bin/chromedriver")
+pytestmark = needs_browser
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory) -> Path:
+def reviewer_site(tmp_path_factory) -> Path:
+    """A built site of two arms answering twelve questions, for a reviewer's reading."""
     root = tmp_path_factory.mktemp("reviewer")
     (root / "data").mkdir()
     (root / "evalsite.toml").write_text('[site]\ntitle = "Reviewer demo"\ndescription = "Two arms answer twelve questions."\n')
@@ -38,8 +38,8 @@ def site(tmp_path_factory) -> Path:
     return root / "site"
 
 
-def test_an_item_page_shows_input_expected_and_every_runs_output(site):
-    page = parse(site / paths.item_page(DATASET, paths.item_bucket("q3")))
+def test_an_item_page_shows_input_expected_and_every_runs_output(reviewer_site):
+    page = parse(reviewer_site / paths.item_page(DATASET, paths.item_bucket("q3")))
     section = page.find("section", id=paths.item_anchor("q3"))
     text = " ".join(section.text().split())
     assert "ask q3" in text and "answer q3" in text and UNIQUE in text
@@ -47,10 +47,10 @@ def test_an_item_page_shows_input_expected_and_every_runs_output(site):
     assert runs == {"20260101T000000Z-a-0001", "20260101T000001Z-b-0002", "20260101T000002Z-a-0003"}
 
 
-def test_the_compare_page_lists_changed_items_linking_their_item_pages(browser, site):  # noqa: F811
+def test_the_compare_page_lists_changed_items_linking_their_item_pages(browser, reviewer_site):
     from selenium.webdriver.common.by import By
 
-    browser.get((site / paths.compare("20260101T000002Z-a-0003", "20260101T000000Z-a-0001")).as_uri())
+    browser.get((reviewer_site / paths.compare("20260101T000002Z-a-0003", "20260101T000000Z-a-0001")).as_uri())
     visible = [row for row in browser.find_elements(By.CSS_SELECTOR, "#items tbody tr") if row.is_displayed()]
     assert [row.find_element(By.TAG_NAME, "td").text for row in visible] == ["q5"]
     browser.find_element(By.CSS_SELECTOR, "input.show-unchanged").click()
@@ -58,27 +58,27 @@ def test_the_compare_page_lists_changed_items_linking_their_item_pages(browser, 
     browser.find_element(By.LINK_TEXT, "q5").click()
     target = browser.find_element(By.ID, paths.item_anchor("q5"))
     assert "wrong" in target.text and "answer q5" in target.text
-    assert problems_in(browser, site) == []
+    assert problems_in(browser, reviewer_site) == []
 
 
-def test_search_from_file_finds_an_item_by_a_unique_output(browser, site):  # noqa: F811
+def test_search_from_file_finds_an_item_by_a_unique_output(browser, reviewer_site):
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
-    browser.get((site / "index.html").as_uri())
+    browser.get((reviewer_site / "index.html").as_uri())
     box = browser.find_element(By.CSS_SELECTOR, "form.site-search input")
     box.send_keys("quokka marma")
     link = WebDriverWait(browser, 10).until(lambda d: d.find_elements(By.CSS_SELECTOR, "ol.search-results a"))[0]
     assert "q3" in link.text
     link.click()
     assert UNIQUE in browser.find_element(By.ID, paths.item_anchor("q3")).text
-    assert problems_in(browser, site) == []
+    assert problems_in(browser, reviewer_site) == []
 
 
-def test_the_pair_picker_diffs_two_answers(browser, site):  # noqa: F811
+def test_the_pair_picker_diffs_two_answers(browser, reviewer_site):
     from selenium.webdriver.common.by import By
 
-    browser.get((site / paths.item_page(DATASET, paths.item_bucket("q3"))).as_uri() + "#" + paths.item_anchor("q3"))
+    browser.get((reviewer_site / paths.item_page(DATASET, paths.item_bucket("q3"))).as_uri() + "#" + paths.item_anchor("q3"))
     picker = browser.find_element(By.CSS_SELECTOR, f"#{paths.item_anchor('q3')} .pair-picker")
     assert picker.is_displayed()
     removed = [e.text for e in picker.find_elements(By.CSS_SELECTOR, ".worddiff-out del")]
@@ -86,14 +86,14 @@ def test_the_pair_picker_diffs_two_answers(browser, site):  # noqa: F811
     assert "zebrafish" in " ".join(added + removed)
 
 
-def test_home_opens_with_the_verdict_of_each_dataset(browser, site):  # noqa: F811
+def test_home_opens_with_the_verdict_of_each_dataset(browser, reviewer_site):
     from selenium.webdriver.common.by import By
 
-    project = find_project(site.parent)
+    project = find_project(reviewer_site.parent)
     board = leaderboard(project, DATASET)
     leader, runner_up = (arm.summary.arm for arm in board.arms[:2])
     figures = compare_runs(project, leader.run_id, baseline=runner_up.run_id).regression.summary
-    browser.get((site / "index.html").as_uri())
+    browser.get((reviewer_site / "index.html").as_uri())
     assert browser.title.endswith("Reviewer demo")
     assert browser.find_element(By.CSS_SELECTOR, "main p.lede").text == "Two arms answer twelve questions."
     card = browser.find_element(By.CSS_SELECTOR, "main > section.verdicts article.verdict-card")
@@ -102,17 +102,17 @@ def test_home_opens_with_the_verdict_of_each_dataset(browser, site):  # noqa: F8
     assert f"Against {runner_up.label}: Δ {figures.mean_delta:+.3f}" in card.text
     card.find_element(By.LINK_TEXT, "Full leaderboard →").click()
     assert browser.find_element(By.TAG_NAME, "h1").text == f"Dataset {DATASET}"
-    assert problems_in(browser, site) == []
+    assert problems_in(browser, reviewer_site) == []
 
 
 @pytest.mark.parametrize("page", ["index.html", f"datasets/{paths.slug(DATASET)}.html", "item"])
-def test_no_horizontal_overflow_at_400_px(browser, site, page):  # noqa: F811
+def test_no_horizontal_overflow_at_400_px(browser, reviewer_site, page):
     target = paths.item_page(DATASET, paths.item_bucket("q3")) if page == "item" else page
     from selenium.webdriver.support.ui import WebDriverWait
 
     browser.set_window_size(400, 900)
     try:
-        browser.get((site / target).as_uri())
+        browser.get((reviewer_site / target).as_uri())
         WebDriverWait(browser, 10).until(lambda d: d.execute_script("return document.readyState") == "complete"
                                          and d.execute_script("return window.innerWidth") <= 400)
         width, inner = browser.execute_script("return [document.documentElement.scrollWidth, window.innerWidth]")
@@ -121,8 +121,8 @@ def test_no_horizontal_overflow_at_400_px(browser, site, page):  # noqa: F811
         browser.set_window_size(1400, 1000)
 
 
-def test_dark_mode_follows_the_system_setting(browser, site):  # noqa: F811
-    browser.get((site / "index.html").as_uri())
+def test_dark_mode_follows_the_system_setting(browser, reviewer_site):
+    browser.get((reviewer_site / "index.html").as_uri())
     light = browser.execute_script("return getComputedStyle(document.body).backgroundColor")
     browser.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": [{"name": "prefers-color-scheme", "value": "dark"}]})
     try:
@@ -132,12 +132,12 @@ def test_dark_mode_follows_the_system_setting(browser, site):  # noqa: F811
     assert light != dark and sum(int(c) for c in dark[dark.index("(") + 1:-1].split(",")[:3]) < 150
 
 
-def test_the_leaderboard_fits_at_1280_px_with_a_visible_legend(browser, site):  # noqa: F811
+def test_the_leaderboard_fits_at_1280_px_with_a_visible_legend(browser, reviewer_site):
     from selenium.webdriver.common.by import By
 
     browser.set_window_size(1280, 900)
     try:
-        browser.get((site / paths.dataset(DATASET)).as_uri())
+        browser.get((reviewer_site / paths.dataset(DATASET)).as_uri())
         block = browser.find_element(By.ID, "leaderboard-1")
         scroller = block.find_element(By.CSS_SELECTOR, ".scroll")
         assert browser.execute_script("return arguments[0].scrollWidth <= arguments[0].clientWidth", scroller)
@@ -151,11 +151,11 @@ def test_the_leaderboard_fits_at_1280_px_with_a_visible_legend(browser, site):  
         browser.set_window_size(1400, 1000)
 
 
-def test_the_matrix_shows_costs_input_expected_and_a_pair_picker(browser, site):  # noqa: F811
+def test_the_matrix_shows_costs_input_expected_and_a_pair_picker(browser, reviewer_site):
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import Select
 
-    browser.get((site / paths.matrix("exp", "divergent", 1)).as_uri())
+    browser.get((reviewer_site / paths.matrix("exp", "divergent", 1)).as_uri())
     row = browser.find_element(By.ID, "item-q3")
     cells = row.find_elements(By.CSS_SELECTOR, "td.num")
     assert all(" tok · " in cell.text and " ms" in cell.text for cell in cells)
@@ -171,11 +171,11 @@ def test_the_matrix_shows_costs_input_expected_and_a_pair_picker(browser, site):
     other.select_by_index(0 if other.first_selected_option.text != left.options[0].text else 1)
     left.select_by_visible_text(other.first_selected_option.text)
     assert not picker.find_elements(By.CSS_SELECTOR, ".worddiff-out ins, .worddiff-out del")  # an output against itself
-    assert problems_in(browser, site) == []
+    assert problems_in(browser, reviewer_site) == []
 
 
-def test_the_runs_table_counts_items_improved_regressed_and_unchanged(site):
-    page = parse(site / "runs.html")
+def test_the_runs_table_counts_items_improved_regressed_and_unchanged(reviewer_site):
+    page = parse(reviewer_site / "runs.html")
     header = [" ".join(th.text().split()) for th in page.find("div", id="runs").find("thead").find_all("th")]
     rows = {row[0]: dict(zip(header, row)) for row in table_rows(page.find("div", id="runs").find("table"))}
     newer = rows["20260101T000002Z-a-0003"]

@@ -3,7 +3,8 @@ and the "edited since this run" marks when a manifest changes after its runs."""
 
 from __future__ import annotations
 
-from sitekit import case, parse, run_example, write_run
+from example_support import run_example
+from sitekit import case, parse, write_run
 
 from evalsite.project import find_project
 from evalsite.site import build_site

@@ -28,6 +28,7 @@ def wait_for(condition, seconds: float = 20.0) -> None:
 
 @pytest.fixture
 def live(tmp_path):
+    """``evalsite serve`` on a one-run project (port 0), stopped after the test; ``live.messages`` holds what it reported."""
     root = tmp_path / "project"
     (root / "data").mkdir(parents=True)
     write_run(root / "runs", "20260101T000000Z-first-0001", [case("i1")], arm="first")

@@ -6,48 +6,15 @@ import json
 from pathlib import Path
 
 import pytest
-from sitekit import case, parse, write_run
+from sitekit import PAYLOADS, parse, write_hostile_project
 
 from evalsite.project import find_project
 from evalsite.site import build_site
 
-PAYLOADS = [
-    "<script>window.__xss=1</script>",
-    '<img src=x onerror="window.__xss=2">',
-    "</textarea><script>window.__xss=3</script><textarea>",
-    '"><svg onload=window.__xss=4>',
-    "'><iframe src=javascript:window.__xss=5></iframe>",
-]
-EVIL = " ".join(PAYLOADS)
-
-
-def write_hostile_project(root: Path) -> Path:
-    """A project whose every run-controlled string carries the payloads."""
-    (root / "experiments").mkdir(parents=True)
-    (root / "experiments/evil.yaml").write_text(
-        "name: evil\ndescription: |\n  Look " + EVIL.replace("\n", " ") + "\n  [click](javascript:window.__xss=6)\n"
-        "dataset:\n  path: data/d.jsonl\narms:\n  - id: a\n    target: none\n")
-    runs = root / "runs"
-    hostile = [
-        case(f"item{n}{payload}", input=payload, expected=payload, output=f"{payload} answer {n}", detail=payload,
-             error=payload if n == 0 else None, passed=n % 2 == 0, score=float(n % 2 == 0), cost_usd=0.001 * (n + 1))
-        for n, payload in enumerate(PAYLOADS)
-    ]
-    for index, arm in enumerate(["plain", PAYLOADS[1]]):
-        cases = [dict(c, output=c["output"] + ("" if index == 0 else " differs"), finish_reason=PAYLOADS[3]) for c in hostile]
-        for c in cases:
-            c["scores"][0]["label"] = PAYLOADS[0]
-        write_run(runs, f"20260101T00000{index}Z-arm{index}-000{index}", cases, arm=arm, experiment="evil",
-                  dataset_id="evil@000000000000", evaluators={"exact": {"type": "exact", "version": "v1"}})
-    (runs / "decisions.jsonl").write_text(json.dumps({
-        "decision": "promote", "run_id": "20260101T000000Z-arm0-0000", "reason": EVIL, "dataset_id": PAYLOADS[2],
-        "inputs_id": None, "arm_id": PAYLOADS[1], "at": "2026-01-02T00:00:00Z", "by": PAYLOADS[0],
-        "fingerprint_hash": PAYLOADS[4]}) + "\n")
-    return root
-
 
 @pytest.fixture(scope="module")
 def hostile_site(tmp_path_factory) -> Path:
+    """The site built from ``write_hostile_project``."""
     root = write_hostile_project(tmp_path_factory.mktemp("hostile"))
     build_site(find_project(root))
     return root / "site"

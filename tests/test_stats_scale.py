@@ -128,7 +128,10 @@ def test_the_resamples_are_scipys_own():
     from evalsite.stats._bca import resample_statistic
 
     values = np.random.default_rng(2).normal(size=700)
-    statistic = lambda chosen, axis=-1: values[chosen].mean(axis=axis)  # noqa: E731
+
+    def statistic(chosen, axis=-1):
+        return values[chosen].mean(axis=axis)
+
     ours = resample_statistic(statistic, 700, 1001, 97, np.random.default_rng(5))
     reference = scipy_stats.bootstrap(
         (np.arange(700),), statistic, n_resamples=1001, batch=97, method="percentile", rng=np.random.default_rng(5)

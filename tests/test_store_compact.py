@@ -7,7 +7,6 @@ import shutil
 
 import duckdb
 import pyarrow.parquet as pq
-from analysis_support import example_runs, invoke, json_of, project  # noqa: F401
 
 from evalsite.analysis.db import open_database
 
@@ -18,59 +17,59 @@ def view_rows(runs_dir) -> list:
     return open_database(runs_dir).connection.execute(QUERY).fetchall()
 
 
-def test_compacted_runs_read_the_same_and_are_zstd_parquet(project):
-    before = view_rows(project / "runs")
-    board_before = json_of("leaderboard")
-    done = json_of("compact")
+def test_compacted_runs_read_the_same_and_are_zstd_parquet(cli, example_with_runs):
+    before = view_rows(example_with_runs / "runs")
+    board_before = cli.json("leaderboard")
+    done = cli.json("compact")
     assert len(done) == 3 and all(row["cases"] == 180 for row in done)
     for row in done:
         parquet = pq.ParquetFile(row["parquet"])
         assert parquet.metadata.row_group(0).column(0).compression == "ZSTD"
         assert parquet.metadata.num_rows == 180
         assert row["parquet_bytes"] < row["jsonl_bytes"]
-    assert view_rows(project / "runs") == before
-    board_after = json_of("leaderboard")
+    assert view_rows(example_with_runs / "runs") == before
+    board_after = cli.json("leaderboard")
     assert board_after["arms"] == board_before["arms"] and board_after["verdict"] == board_before["verdict"]
     # the views really read Parquet now: hide the JSONL and the same rows come back
-    for folder in (project / "runs").iterdir():
+    for folder in (example_with_runs / "runs").iterdir():
         (folder / "cases.jsonl").rename(folder / "cases.jsonl.hidden")
-    assert view_rows(project / "runs") == before
-    assert json_of("compact") == []  # nothing left to do
+    assert view_rows(example_with_runs / "runs") == before
+    assert cli.json("compact") == []  # nothing left to do
 
 
-def test_a_resumed_run_is_read_from_jsonl_until_recompacted_and_validate_names_it(project):
-    json_of("compact")
-    folder = sorted((project / "runs").iterdir())[0]
+def test_a_resumed_run_is_read_from_jsonl_until_recompacted_and_validate_names_it(cli, example_with_runs):
+    cli.json("compact")
+    folder = sorted((example_with_runs / "runs").iterdir())[0]
     with open(folder / "cases.jsonl") as handle:
         first = json.loads(handle.readline())
     with open(folder / "cases.jsonl", "a") as handle:
         handle.write(json.dumps({**first, "repeat": 99}) + "\n")
-    rows = open_database(project / "runs").connection.execute(
+    rows = open_database(example_with_runs / "runs").connection.execute(
         "SELECT count(*) FROM cases WHERE run_id = ? AND repeat = 99", [folder.name]).fetchone()
     assert rows == (1,)
-    result = invoke("validate")
+    result = cli("validate")
     assert result.exit_code == 1
     assert f"evalsite compact {folder.name}" in result.output and "sha256" in result.output
-    json_of("compact", folder.name)
-    assert invoke("validate").exit_code == 0
+    cli.json("compact", folder.name)
+    assert cli("validate").exit_code == 0
 
 
-def test_compact_to_a_folder_writes_partitions_that_form_a_runs_folder(project, tmp_path):
+def test_compact_to_a_folder_writes_partitions_that_form_a_runs_folder(cli, example_with_runs, tmp_path):
     store = tmp_path / "store"
-    done = json_of("compact", "--to", str(store))
+    done = cli.json("compact", "--to", str(store))
     assert len(done) == 3
     partitions = sorted(p.relative_to(store).as_posix() for p in store.glob("dataset=*/run=*"))
     assert len(partitions) == 3 and all(p.startswith("dataset=") for p in partitions)
-    assert view_rows(store) == view_rows(project / "runs")
+    assert view_rows(store) == view_rows(example_with_runs / "runs")
     hive = duckdb.sql(f"SELECT DISTINCT dataset, run FROM read_parquet('{store}/*/*/cases.parquet', hive_partitioning=true)")
     assert len(hive.fetchall()) == 3
-    assert not (project / "runs" / done[0]["run_id"] / "cases.parquet").exists()
+    assert not (example_with_runs / "runs" / done[0]["run_id"] / "cases.parquet").exists()
 
 
-def test_an_unfinished_run_is_refused_by_name(project):
-    folder = sorted((project / "runs").iterdir())[0]
+def test_an_unfinished_run_is_refused_by_name(cli, example_with_runs):
+    folder = sorted((example_with_runs / "runs").iterdir())[0]
     (folder / "end.json").unlink()
-    result = invoke("compact", folder.name)
+    result = cli("compact", folder.name)
     assert result.exit_code == 1
     assert f"{folder.name}: only finished runs are compacted (this one is interrupted)" in result.output
     shutil.rmtree(folder)

@@ -10,7 +10,6 @@ import socket
 import uuid
 
 import pytest
-from analysis_support import example_runs, invoke, json_of, project  # noqa: F401
 
 pytest.importorskip("s3fs", reason="the S3 store needs the optional extra: pip install 'evalsite[s3]'")
 moto_server = pytest.importorskip("moto.server", reason="the local S3 server needs moto[server] (test extra)")
@@ -37,40 +36,40 @@ def s3(monkeypatch):
     server.stop()
 
 
-def test_leaderboard_and_query_read_compacted_runs_from_s3(project, s3, monkeypatch):
-    local_board = json_of("leaderboard")
-    local_count = json_of("query", "SELECT run_id, count(*) AS n FROM cases GROUP BY ALL ORDER BY ALL")
-    uploaded = json_of("compact", "--to", s3)
+def test_leaderboard_and_query_read_compacted_runs_from_s3(cli, example_with_runs, s3, monkeypatch):
+    local_board = cli.json("leaderboard")
+    local_count = cli.json("query", "SELECT run_id, count(*) AS n FROM cases GROUP BY ALL ORDER BY ALL")
+    uploaded = cli.json("compact", "--to", s3)
     assert len(uploaded) == 3 and all(row["parquet"].startswith(f"{s3}/dataset=") for row in uploaded)
-    shutil_runs = project / "runs"
+    shutil_runs = example_with_runs / "runs"
     for folder in shutil_runs.iterdir():  # nothing local left to read: only the store has the cases
         (folder / "cases.jsonl").unlink()
     monkeypatch.setenv("EVALSITE_RUNS", s3)
-    remote_board = json_of("leaderboard")
+    remote_board = cli.json("leaderboard")
     assert remote_board["arms"] == local_board["arms"] and remote_board["verdict"] == local_board["verdict"]
-    assert json_of("query", "SELECT run_id, count(*) AS n FROM cases GROUP BY ALL ORDER BY ALL") == local_count
+    assert cli.json("query", "SELECT run_id, count(*) AS n FROM cases GROUP BY ALL ORDER BY ALL") == local_count
 
 
-def test_the_store_in_evalsite_toml_and_a_missing_bucket_is_one_line(project, s3):
-    (project / "evalsite.toml").write_text(f'[store]\nruns = "{s3}"\n')
-    json_of("compact", "--to", s3)
-    assert len(json_of("runs")) == 3
-    (project / "evalsite.toml").write_text('[store]\nruns = "s3://no-such-bucket/x"\n')
-    result = invoke("runs")
+def test_the_store_in_evalsite_toml_and_a_missing_bucket_is_one_line(cli, example_with_runs, s3):
+    (example_with_runs / "evalsite.toml").write_text(f'[store]\nruns = "{s3}"\n')
+    cli.json("compact", "--to", s3)
+    assert len(cli.json("runs")) == 3
+    (example_with_runs / "evalsite.toml").write_text('[store]\nruns = "s3://no-such-bucket/x"\n')
+    result = cli("runs")
     assert result.exit_code == 1 and "no-such-bucket" in result.output
 
 
-def test_the_global_runs_option_reads_the_store_in_a_fresh_process(project, s3):
+def test_the_global_runs_option_reads_the_store_in_a_fresh_process(cli, example_with_runs, s3):
     import json
     import os
     import subprocess
     import sys
 
-    json_of("compact", "--to", s3)
+    cli.json("compact", "--to", s3)
     result = subprocess.run([sys.executable, "-m", "evalsite", "--runs", s3, "runs", "--json"],
-                            capture_output=True, text=True, env={**os.environ}, cwd=project)
+                            capture_output=True, text=True, env={**os.environ}, cwd=example_with_runs)
     assert result.returncode == 0, result.stderr
     assert len(json.loads(result.stdout)) == 3
     refused = subprocess.run([sys.executable, "-m", "evalsite", "--runs", s3, "run", "experiments/arithmetic.yaml"],
-                             capture_output=True, text=True, cwd=project)
+                             capture_output=True, text=True, cwd=example_with_runs)
     assert refused.returncode == 1 and "only `evalsite compact --to` writes" in refused.stderr

@@ -4,34 +4,28 @@ from __future__ import annotations
 
 import json
 
+from runner_support import all_runs, openai_arm, questions, write_experiment
+
 from evalsite.analysis.compare import comparability
-from tests.runner_project import (  # noqa: F401  (fixtures)
-    all_runs,
-    openai_arm,
-    project,
-    questions,
-    server,
-    write_experiment,
-)
 
 
 def _runs_by_mode(project):
     return {run.header.raw["fingerprint"].get("emulation", {}).get("cache"): run for run in all_runs(project)}
 
 
-def test_record_then_replay_calls_nothing_and_each_repeat_replays_its_own_response(project, server, cli):
+def test_record_then_replay_calls_nothing_and_each_repeat_replays_its_own_response(runner_project, server, cli):
     for i in range(2):
         server.script[f"question {i}"] = [{"reply": f"answer {i}.{k}"} for k in range(3)]
-    manifest = write_experiment(project, questions(2), [openai_arm(server, price={"input": 1, "output": 1})],
+    manifest = write_experiment(runner_project, questions(2), [openai_arm(server, price={"input": 1, "output": 1})],
                                 repeat=3, concurrency=1)
     assert cli("run", manifest, "--cache", "record", "--allow-failures").exit_code == 0
     assert len(server.calls) == 6
-    recorded = _runs_by_mode(project)["record"]
+    recorded = _runs_by_mode(runner_project)["record"]
     assert {c["cache"] for c in recorded.cases} == {"recorded"}
 
     assert cli("run", manifest, "--cache", "replay", "--allow-failures").exit_code == 0
     assert len(server.calls) == 6  # the replay made no call at all
-    replayed = _runs_by_mode(project)["replay"]
+    replayed = _runs_by_mode(runner_project)["replay"]
     assert [c["cache"] for c in replayed.cases] == ["hit"] * 6
     assert [c["attempts"] for c in replayed.cases] == [0] * 6 and [c["attempts"] for c in recorded.cases] == [1] * 6
     outputs = {(c["item_id"], c["repeat"]): c["output"] for c in replayed.cases}
@@ -44,45 +38,45 @@ def test_record_then_replay_calls_nothing_and_each_repeat_replays_its_own_respon
     assert [d.path for d in verdict.differences if d.path.startswith("emulation")] == ["emulation.cache"]
 
 
-def test_replay_fails_a_case_whose_response_is_missing(project, server, cli):
-    manifest = write_experiment(project, questions(2), [openai_arm(server)])
+def test_replay_fails_a_case_whose_response_is_missing(runner_project, server, cli):
+    manifest = write_experiment(runner_project, questions(2), [openai_arm(server)])
     assert cli("run", manifest, "--cache", "record").exit_code == 0
     rows = questions(3)
-    (project / "data/exp.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (runner_project / "data/exp.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     assert cli("run", manifest, "--cache", "replay").exit_code == 1
     assert len(server.calls) == 2
-    cases = {c["item_id"]: c for c in _runs_by_mode(project)["replay"].cases}
+    cases = {c["item_id"]: c for c in _runs_by_mode(runner_project)["replay"].cases}
     assert cases["q0"]["cache"] == cases["q1"]["cache"] == "hit" and cases["q0"]["error"] is None
     assert cases["q2"]["cache"] == "missing"
     assert cases["q2"]["error"].startswith("cache replay: no recorded response for item 'q2' repeat 0")
 
 
-def test_auto_replays_what_exists_and_records_the_rest(project, server, cli):
-    manifest = write_experiment(project, questions(1), [openai_arm(server)], emulation={"cache": "auto"})
+def test_auto_replays_what_exists_and_records_the_rest(runner_project, server, cli):
+    manifest = write_experiment(runner_project, questions(1), [openai_arm(server)], emulation={"cache": "auto"})
     assert cli("run", manifest).exit_code == 0
     assert cli("run", manifest, "--repeat", "2").exit_code == 0
     assert len(server.calls) == 2  # repeat 0 once, repeat 1 only in the second run
-    second = max(all_runs(project), key=lambda run: run.header.raw["started_at"])
+    second = max(all_runs(runner_project), key=lambda run: run.header.raw["started_at"])
     assert sorted((c["repeat"], c["cache"]) for c in second.cases) == [(0, "hit"), (1, "recorded")]
 
 
-def test_a_different_config_does_not_share_responses(project, server, cli):
-    manifest = write_experiment(project, questions(1), [openai_arm(server)], emulation={"cache": "auto"})
+def test_a_different_config_does_not_share_responses(runner_project, server, cli):
+    manifest = write_experiment(runner_project, questions(1), [openai_arm(server)], emulation={"cache": "auto"})
     assert cli("run", manifest).exit_code == 0
     assert cli("run", manifest, "--set", "arms.gpt.params.temperature=0.5").exit_code == 0
     assert len(server.calls) == 2
 
 
-def test_errors_are_not_cached(project, server, cli):
+def test_errors_are_not_cached(runner_project, server, cli):
     server.script["question 0"] = [{"status": 400, "message": "bad"}]
-    manifest = write_experiment(project, questions(1), [openai_arm(server)], emulation={"cache": "auto"})
+    manifest = write_experiment(runner_project, questions(1), [openai_arm(server)], emulation={"cache": "auto"})
     assert cli("run", manifest).exit_code == 1
     assert cli("run", manifest).exit_code == 0
     assert len(server.calls) == 2
 
 
-def test_cache_stats_and_prune(project, server, cli):
-    manifest = write_experiment(project, questions(3), [openai_arm(server)])
+def test_cache_stats_and_prune(runner_project, server, cli):
+    manifest = write_experiment(runner_project, questions(3), [openai_arm(server)])
     assert cli("run", manifest, "--cache", "record").exit_code == 0
     stats = json.loads(cli("cache", "stats", "--json").output)
     assert stats["entries"] == 3 and stats["by_target"] == {"openai:fake-model": 3} and stats["bytes"] > 0
@@ -92,26 +86,26 @@ def test_cache_stats_and_prune(project, server, cli):
     assert json.loads(cli("cache", "stats", "--json").output)["entries"] == 0
 
 
-def test_an_unknown_cache_mode_is_one_line(project, server, cli):
-    write_experiment(project, questions(1), [openai_arm(server)], emulation={"cache": "replya"})
+def test_an_unknown_cache_mode_is_one_line(runner_project, server, cli):
+    write_experiment(runner_project, questions(1), [openai_arm(server)], emulation={"cache": "replya"})
     result = cli("validate")
     assert result.exit_code == 1
     assert "emulation.cache: must be one of off, record, replay, auto, got 'replya'; did you mean 'replay'?" in result.output
 
 
-def test_a_longer_timeout_still_replays_the_same_responses(project, server, cli):
-    manifest = write_experiment(project, questions(1), [openai_arm(server)], emulation={"cache": "auto"})
+def test_a_longer_timeout_still_replays_the_same_responses(runner_project, server, cli):
+    manifest = write_experiment(runner_project, questions(1), [openai_arm(server)], emulation={"cache": "auto"})
     assert cli("run", manifest).exit_code == 0
     assert cli("run", manifest, "--set", "arms.gpt.settings.timeout=99").exit_code == 0
     assert len(server.calls) == 1
 
 
-def test_the_run_page_marks_cached_cases(project, server, cli):
-    manifest = write_experiment(project, questions(2), [openai_arm(server)])
+def test_the_run_page_marks_cached_cases(runner_project, server, cli):
+    manifest = write_experiment(runner_project, questions(2), [openai_arm(server)])
     assert cli("run", manifest, "--cache", "record").exit_code == 0
     assert cli("run", manifest, "--cache", "replay", "--build").exit_code == 0
-    pages = {run.run_id: (project / "site/runs" / f"{run.run_id}.html").read_text() for run in all_runs(project)}
-    replayed = _runs_by_mode(project)["replay"].run_id
+    pages = {run.run_id: (runner_project / "site/runs" / f"{run.run_id}.html").read_text() for run in all_runs(runner_project)}
+    replayed = _runs_by_mode(runner_project)["replay"].run_id
     assert {run_id: page.count(">cached</span>") for run_id, page in pages.items()} == {
         run_id: 2 if run_id == replayed else 0 for run_id in pages}
 
@@ -139,9 +133,9 @@ def test_concurrent_writers_of_one_key_never_collide(tmp_path):
     assert not list(tmp_path.glob("*/*.tmp"))
 
 
-def test_identical_arms_do_not_share_responses(project, server, cli):
+def test_identical_arms_do_not_share_responses(runner_project, server, cli):
     arms = [openai_arm(server, "a1"), openai_arm(server, "a2")]
-    manifest = write_experiment(project, questions(1), arms, emulation={"cache": "auto"})
+    manifest = write_experiment(runner_project, questions(1), arms, emulation={"cache": "auto"})
     assert cli("run", manifest).exit_code == 0
     assert len(server.calls) == 2
-    assert {c["cache"] for run in all_runs(project) for c in run.cases} == {"recorded"}
+    assert {c["cache"] for run in all_runs(runner_project) for c in run.cases} == {"recorded"}

@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 import re
 
+from example_support import REPO
+
 from evalsite.runlog.store import read_run, run_directories
-from tests.conftest import REPO
 
 DOCS = REPO / "docs/reference/manifest.md"
 

@@ -9,19 +9,18 @@ from pathlib import Path
 import yaml
 
 from evalsite.runlog.store import read_run, run_directories
-from tests.runner_project import project, server  # noqa: F401
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "reference" / "targets.md"
 TITLED = re.compile(r'```\w+ title="([^"]+)"\n(.*?)```', re.DOTALL)
 RUN = re.compile(r"^(?:\w+=\S+ )?evalsite (run .+)$", re.MULTILINE)
 
 
-def test_every_example_runs_and_scores_what_it_claims(project, server, cli, monkeypatch):
+def test_every_example_runs_and_scores_what_it_claims(runner_project, server, cli, monkeypatch):
     for name, text in TITLED.findall(DOC.read_text(encoding="utf-8")):
-        path = project / name
+        path = runner_project / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
-    point_http_arms_at(project, server)
+    point_http_arms_at(runner_project, server)
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-doc-example")
     for question, answer in [("France", "Paris"), ("Japan", "Tokyo")]:  # asked by two examples
         server.script[f"What is the capital of {question}? One word."] = [{"reply": answer}] * 2
@@ -30,7 +29,7 @@ def test_every_example_runs_and_scores_what_it_claims(project, server, cli, monk
     for command in commands:
         result = cli(*shlex.split(command))
         assert result.exit_code == 0, (command, result.output)
-    runs = [read_run(directory) for directory in run_directories(project / "runs")]
+    runs = [read_run(directory) for directory in run_directories(runner_project / "runs")]
     assert len(runs) == 6
     assert {run.header.experiment: run.footer.totals["pass_rate"] for run in runs} == dict.fromkeys(
         ["answered", "capitals", "capitals-claude", "reverse", "shout", "thread"], 1.0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import textwrap
 
-from tests.runner_project import only_run, project, questions, write_experiment  # noqa: F401
+from runner_support import only_run, questions, write_experiment
 
 PLUGIN = """
 from evalsite.execute.targets import TargetResult, register_target
@@ -38,28 +38,28 @@ def install(site, name: str, module_text: str) -> None:
     (info / "entry_points.txt").write_text(f"[evalsite.targets]\n{name} = {name}\n")
 
 
-def test_a_plugin_kind_runs_like_a_built_in(project, cli, tmp_path_factory, monkeypatch):
+def test_a_plugin_kind_runs_like_a_built_in(runner_project, cli, tmp_path_factory, monkeypatch):
     site = tmp_path_factory.mktemp("site")
     install(site, "evalsite_shout", PLUGIN)
     monkeypatch.syspath_prepend(str(site))
     arms = [{"id": "loud", "target": "shout:?!"}]
-    assert cli("run", write_experiment(project, questions(2), arms, evaluators=[])).exit_code == 0
-    assert sorted(c["output"] for c in only_run(project).cases) == ["QUESTION 0?!", "QUESTION 1?!"]
+    assert cli("run", write_experiment(runner_project, questions(2), arms, evaluators=[])).exit_code == 0
+    assert sorted(c["output"] for c in only_run(runner_project).cases) == ["QUESTION 0?!", "QUESTION 1?!"]
 
 
-def test_a_broken_plugin_is_named(project, cli, tmp_path_factory, monkeypatch):
+def test_a_broken_plugin_is_named(runner_project, cli, tmp_path_factory, monkeypatch):
     site = tmp_path_factory.mktemp("site")
     install(site, "evalsite_broken", "raise RuntimeError('missing dependency')\n")
     monkeypatch.syspath_prepend(str(site))
-    result = cli("run", write_experiment(project, questions(1), [{"id": "x", "target": "nope"}]))
+    result = cli("run", write_experiment(runner_project, questions(1), [{"id": "x", "target": "nope"}]))
     assert result.exit_code == 1
     assert result.output.strip() == (
         "Error: target plugin 'evalsite_broken' (evalsite_broken) failed to load: missing dependency"
     )
 
 
-def test_an_unknown_kind_lists_the_known_ones(project, cli):
-    result = cli("run", write_experiment(project, questions(1), [{"id": "x", "target": "opena:gpt"}]))
+def test_an_unknown_kind_lists_the_known_ones(runner_project, cli):
+    result = cli("run", write_experiment(runner_project, questions(1), [{"id": "x", "target": "opena:gpt"}]))
     assert result.exit_code == 1
     assert result.output.startswith(
         "Error: experiments/exp.yaml: arms[0].target: unknown target kind 'opena'; did you mean 'openai'? (known: anthropic, ")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import textwrap
 
-from tests.runner_project import all_runs, only_run, project, questions, write_experiment  # noqa: F401
+from runner_support import all_runs, only_run, questions, write_experiment
 
 
 def module(project, name: str, body: str) -> None:
@@ -12,8 +12,8 @@ def module(project, name: str, body: str) -> None:
     (project / f"{name}.py").write_text(textwrap.dedent(body))
 
 
-def test_sync_and_async_functions_and_dict_results(project, cli):
-    module(project, "pt_both", """
+def test_sync_and_async_functions_and_dict_results(runner_project, cli):
+    module(runner_project, "pt_both", """
         import asyncio
 
         def plain(input):
@@ -25,15 +25,15 @@ def test_sync_and_async_functions_and_dict_results(project, cli):
     """)
     arms = [{"id": "plain", "target": "python:pt_both:plain"},
             {"id": "awaited", "target": "python:pt_both:awaited", "price": {"input": 2.0, "output": 4.0}}]
-    assert cli("run", write_experiment(project, questions(3), arms)).exit_code == 0
-    runs = {run.header.arm_id: run for run in all_runs(project)}
+    assert cli("run", write_experiment(runner_project, questions(3), arms)).exit_code == 0
+    runs = {run.header.arm_id: run for run in all_runs(runner_project)}
     plain, awaited = runs["plain"], runs["awaited"]
     assert all(c["passed"] and c["cost_usd"] is None for c in plain.cases)
     assert all(c["passed"] and c["cost_usd"] == (3 * 2.0 + 1 * 4.0) / 1e6 for c in awaited.cases)
 
 
-def test_bad_results_and_exceptions_are_case_errors(project, cli):
-    module(project, "pt_bad", """
+def test_bad_results_and_exceptions_are_case_errors(runner_project, cli):
+    module(runner_project, "pt_bad", """
         def answer(input, row):
             kind = row["id"]
             if kind == "q0":
@@ -46,9 +46,9 @@ def test_bad_results_and_exceptions_are_case_errors(project, cli):
                 return {"input_tokens": 3}
             return None
     """)
-    result = cli("run", write_experiment(project, questions(5), [{"id": "bad", "target": "python:pt_bad:answer"}]))
+    result = cli("run", write_experiment(runner_project, questions(5), [{"id": "bad", "target": "python:pt_bad:answer"}]))
     assert result.exit_code == 1
-    errors = {c["item_id"]: c["error"] for c in only_run(project).cases}
+    errors = {c["item_id"]: c["error"] for c in only_run(runner_project).cases}
     assert errors == {
         "q0": "ValueError: no idea",
         "q1": "target returned input_tokens=-1; expected a whole number >= 0 or null",
@@ -58,8 +58,8 @@ def test_bad_results_and_exceptions_are_case_errors(project, cli):
     }
 
 
-def test_a_transient_error_is_retried(project, cli):
-    module(project, "pt_flaky", """
+def test_a_transient_error_is_retried(runner_project, cli):
+    module(runner_project, "pt_flaky", """
         from evalsite.execute.targets import TransientTargetError
         seen = set()
 
@@ -69,13 +69,13 @@ def test_a_transient_error_is_retried(project, cli):
                 raise TransientTargetError("rate limited", retry_after=0.01)
             return "echo: " + input
     """)
-    assert cli("run", write_experiment(project, questions(2), [{"id": "f", "target": "python:pt_flaky:answer"}])).exit_code == 0
-    assert [c["attempts"] for c in only_run(project).cases] == [2, 2]
+    assert cli("run", write_experiment(runner_project, questions(2), [{"id": "f", "target": "python:pt_flaky:answer"}])).exit_code == 0
+    assert [c["attempts"] for c in only_run(runner_project).cases] == [2, 2]
 
 
-def test_sync_functions_run_in_as_many_threads_as_the_concurrency(project, cli):
+def test_sync_functions_run_in_as_many_threads_as_the_concurrency(runner_project, cli):
     # every call waits until ten calls are inside the function at once: with fewer threads it breaks
-    module(project, "pt_barrier", """
+    module(runner_project, "pt_barrier", """
         import threading
         together = threading.Barrier(10, timeout=10)
 
@@ -83,20 +83,20 @@ def test_sync_functions_run_in_as_many_threads_as_the_concurrency(project, cli):
             together.wait()
             return "echo: " + input
     """)
-    manifest = write_experiment(project, questions(10), [{"id": "b", "target": "python:pt_barrier:answer"}])
+    manifest = write_experiment(runner_project, questions(10), [{"id": "b", "target": "python:pt_barrier:answer"}])
     assert cli("run", manifest, "--concurrency", "10").exit_code == 0
-    assert all(c["passed"] for c in only_run(project).cases)
+    assert all(c["passed"] for c in only_run(runner_project).cases)
 
 
-def test_construction_problems_are_one_line_errors(project, cli):
-    module(project, "pt_broken", "def answer(input:\n")
-    module(project, "pt_needs", "def answer(input, context):\n    return input\n")
+def test_construction_problems_are_one_line_errors(runner_project, cli):
+    module(runner_project, "pt_broken", "def answer(input:\n")
+    module(runner_project, "pt_needs", "def answer(input, context):\n    return input\n")
     for target, message in [
         ("python:pt_broken:answer", "importing 'pt_broken' failed: SyntaxError"),
         ("python:pt_needs:answer", "parameter 'context' has no default and is not one of input, row, params, repeat"),
         ("python:pt_needs:missing", "module 'pt_needs' has no function 'missing'"),
         ("python:pt_needs", "expected 'module:function'"),
     ]:
-        result = cli("run", write_experiment(project, questions(1), [{"id": "a", "target": target}]))
+        result = cli("run", write_experiment(runner_project, questions(1), [{"id": "a", "target": target}]))
         assert result.exit_code == 1 and message in result.output, result.output
         assert len(result.output.strip().splitlines()) == 1

@@ -7,7 +7,7 @@ import sys
 import textwrap
 
 import pytest
-from compare_support import edit_row, golden_project, run_arm  # noqa: F401
+from compare_support import edit_row, run_arm
 from sitekit import case, write_run
 
 from evalsite.errors import SiteError
@@ -65,7 +65,8 @@ evaluators:
 
 
 @pytest.fixture
-def project(tmp_path, monkeypatch):
+def code_project(tmp_path, monkeypatch):
+    """A project whose evaluator, judge and arm modules would leave a mark if imported, as the working folder."""
     (tmp_path / "experiments").mkdir()
     (tmp_path / "sut_checks.py").write_text(textwrap.dedent(CHECKS))
     (tmp_path / "sut_arm.py").write_text(textwrap.dedent(ARM))
@@ -83,11 +84,11 @@ def write(project, arm="sut_arm:answer", evaluator="sut_checks:score", judge="pk
     (project / "experiments/p.yaml").write_text(MANIFEST.format(arm=arm, evaluator=evaluator, judge=judge))
 
 
-def test_validate_imports_no_project_module(project, cli):
-    write(project)
+def test_validate_imports_no_project_module(code_project, cli):
+    write(code_project)
     result = cli("validate")
     assert result.exit_code == 0, result.output
-    assert not any((project / name).exists() for name in ("IMPORTED", "ARM_IMPORTED", "PKG_IMPORTED"))
+    assert not any((code_project / name).exists() for name in ("IMPORTED", "ARM_IMPORTED", "PKG_IMPORTED"))
     assert "sut_checks" not in sys.modules and "pkg" not in sys.modules
 
 
@@ -98,25 +99,25 @@ def test_validate_imports_no_project_module(project, cli):
     ("evaluators[1]", {"judge": "pkg.judges:nope"}, "module 'pkg.judges' has no function 'nope'"),
     ("arm 'a'", {"arm": "sut_arm:gone"}, "module 'sut_arm' has no function 'gone'"),
 ])
-def test_validate_still_names_broken_references_from_the_source(project, cli, where, changes, message):
-    write(project, **changes)
+def test_validate_still_names_broken_references_from_the_source(code_project, cli, where, changes, message):
+    write(code_project, **changes)
     result = cli("validate")
     assert result.exit_code == 1
     assert where in result.output and message in result.output, result.output
-    assert not (project / "IMPORTED").exists() and not (project / "ARM_IMPORTED").exists()
+    assert not (code_project / "IMPORTED").exists() and not (code_project / "ARM_IMPORTED").exists()
 
 
-def test_a_module_with_a_syntax_error_is_named_without_running_it(project, cli):
-    (project / "sut_checks.py").write_text("def score(output:\n")
-    write(project)
+def test_a_module_with_a_syntax_error_is_named_without_running_it(code_project, cli):
+    (code_project / "sut_checks.py").write_text("def score(output:\n")
+    write(code_project)
     result = cli("validate")
     assert result.exit_code == 1 and "cannot read" in result.output and "sut_checks.py" in result.output
 
 
-def test_run_still_imports_and_runs_the_code(project, cli):
-    write(project)
+def test_run_still_imports_and_runs_the_code(code_project, cli):
+    write(code_project)
     result = cli("run", "experiments/p.yaml")
-    assert all((project / name).exists() for name in ("IMPORTED", "ARM_IMPORTED", "PKG_IMPORTED")), result.output
+    assert all((code_project / name).exists() for name in ("IMPORTED", "ARM_IMPORTED", "PKG_IMPORTED")), result.output
 
 
 SCORER = '''
@@ -129,7 +130,7 @@ def same(output, expected):
 '''
 
 
-def test_a_site_build_never_rescores_with_project_code(golden_project, cli):  # noqa: F811
+def test_a_site_build_never_rescores_with_project_code(golden_project, cli):
     project = golden_project
     (project / "golden_checks.py").write_text(textwrap.dedent(SCORER))
     evaluators = [{"type": "python:golden_checks:same"}]

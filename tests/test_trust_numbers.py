@@ -8,20 +8,20 @@ import math
 import textwrap
 
 import pytest
+from runner_support import only_run, openai_arm, questions, write_experiment
 
 from evalsite.errors import ManifestError
 from evalsite.execute.stopping import Budget
 from evalsite.experiment.manifest import load_manifest, manifest_schema
 from evalsite.experiment.safety import MAX_CONCURRENCY, MAX_REPEAT
-from tests.runner_project import only_run, openai_arm, project, questions, server, write_experiment  # noqa: F401
 
 
-def test_a_nan_or_negative_billed_cost_is_a_case_error_and_the_ceiling_still_holds(project, server, cli):  # noqa: F811
+def test_a_nan_or_negative_billed_cost_is_a_case_error_and_the_ceiling_still_holds(runner_project, server, cli):
     server.script = {"question 0": [{"cost": float("nan")}], "question 1": [{"cost": -1.0}],
                      **{f"question {i}": [{"cost": 0.1}] for i in range(2, 10)}}
-    manifest = write_experiment(project, questions(10), [openai_arm(server)])
+    manifest = write_experiment(runner_project, questions(10), [openai_arm(server)])
     result = cli("run", manifest, "--concurrency", "1", "--max-cost", "0.35")
-    run = only_run(project)
+    run = only_run(runner_project)
     by_item = {case["item_id"]: case for case in run.cases}
     assert by_item["q0"]["error"] == "target returned cost_usd=nan; expected a finite number >= 0 or null"
     assert by_item["q1"]["error"] == "target returned cost_usd=-1.0; expected a finite number >= 0 or null"
@@ -32,10 +32,10 @@ def test_a_nan_or_negative_billed_cost_is_a_case_error_and_the_ceiling_still_hol
     assert "NaN" not in (run.directory / "cases.jsonl").read_text() + (run.directory / "end.json").read_text()
 
 
-def test_a_billed_cost_header_that_is_not_a_finite_number_is_refused(project, server, cli):  # noqa: F811
+def test_a_billed_cost_header_that_is_not_a_finite_number_is_refused(runner_project, server, cli):
     server.script = {"question 0": [{"headers": {"x-litellm-response-cost": "inf"}}]}
-    cli("run", write_experiment(project, questions(1), [openai_arm(server)]))
-    (case,) = only_run(project).cases
+    cli("run", write_experiment(runner_project, questions(1), [openai_arm(server)]))
+    (case,) = only_run(runner_project).cases
     assert case["error"] == "target returned cost_usd=inf; expected a finite number >= 0 or null"
 
 
@@ -50,11 +50,11 @@ def answer(input):
 '''
 
 
-def test_a_python_target_reporting_unusable_numbers_gets_case_errors(project, cli):  # noqa: F811
-    (project / "num_arm.py").write_text(textwrap.dedent(ARM))
+def test_a_python_target_reporting_unusable_numbers_gets_case_errors(runner_project, cli):
+    (runner_project / "num_arm.py").write_text(textwrap.dedent(ARM))
     rows = [{"id": key, "input": key, "expected": "x"} for key in "abcde"]
-    cli("run", write_experiment(project, rows, [{"id": "py", "target": "python:num_arm:answer"}]))
-    errors = {case["item_id"]: case["error"] for case in only_run(project).cases}
+    cli("run", write_experiment(runner_project, rows, [{"id": "py", "target": "python:num_arm:answer"}]))
+    errors = {case["item_id"]: case["error"] for case in only_run(runner_project).cases}
     assert errors == {
         "a": "target returned cost_usd=nan; expected a finite number >= 0 or null",
         "b": "target returned cost_usd=-inf; expected a finite number >= 0 or null",
@@ -89,11 +89,11 @@ def test_manifests_refuse_non_finite_numbers_and_oversized_limits(tmp_path, text
     assert f"{path}: {message}" in caught.value.message
 
 
-def test_the_cli_bounds_match_the_schema_and_refuse_nan(project, server, cli):  # noqa: F811
+def test_the_cli_bounds_match_the_schema_and_refuse_nan(runner_project, server, cli):
     schema = manifest_schema()["properties"]
     assert (schema["concurrency"]["maximum"], schema["repeat"]["maximum"]) == (MAX_CONCURRENCY, MAX_REPEAT)
-    manifest = write_experiment(project, questions(1), [openai_arm(server)])
+    manifest = write_experiment(runner_project, questions(1), [openai_arm(server)])
     for args in (["--max-cost", "nan"], ["--concurrency", "10000000"], ["--repeat", "100000"]):
         result = cli("run", manifest, *args)
         assert result.exit_code == 2 and "Invalid value" in result.output, result.output
-    assert not (project / "runs").exists() or not any((project / "runs").iterdir())
+    assert not (runner_project / "runs").exists() or not any((runner_project / "runs").iterdir())

@@ -14,15 +14,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
-from conftest import forget_project_modules
+from example_support import forget_project_modules
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as scipy_stats
 from sitekit import case, write_run
 
 from evalsite.analysis.verdict import Metric, choose_metric, verdict_of
-from evalsite.cli import main
 from evalsite.errors import EvalsiteError
 from evalsite.stats.pairs import letter_groups
 
@@ -143,16 +141,6 @@ def test_metric_direction_comes_from_the_flag_then_the_project_then_the_name():
 # The commands ------------------------------------------------------------------------------------
 
 
-def invoke(*args: str):
-    return CliRunner().invoke(main, list(args), catch_exceptions=False)
-
-
-def json_of(*args: str) -> dict:
-    result = invoke(*args, "--json")
-    assert result.exit_code == 0, result.output
-    return json.loads(result.stdout)
-
-
 @pytest.fixture
 def two_arm_project(tmp_path, monkeypatch):
     """Runs of arms A and B with the issue's scores, A's cases cheaper."""
@@ -171,43 +159,43 @@ def two_arm_project(tmp_path, monkeypatch):
     forget_project_modules()
 
 
-def test_every_command_gives_the_issue_example_the_same_order_direction_and_p(two_arm_project):
+def test_every_command_gives_the_issue_example_the_same_order_direction_and_p(cli, two_arm_project):
     ids = two_arm_project
-    board = json_of("leaderboard")
+    board = cli.json("leaderboard")
     assert [(arm["arm_id"], arm["rank"]) for arm in board["arms"]] == [("B", 1), ("A", 2)]
     assert board["arms"][0]["value"] > board["arms"][1]["value"]
     assert {"low", "high"} <= set(board["arms"][0]["interval"])
     (pair,) = board["verdict"]["pairs"]
     p = pair["difference"]["p_value"]
     assert p == pytest.approx(issue_example_p(), rel=1e-9)
-    family = json_of("family-test", ids["B"], "--vs", ids["A"])
+    family = cli.json("family-test", ids["B"], "--vs", ids["A"])
     (comparison,) = family["comparisons"]
     assert comparison["mean_diff"] > 0 and comparison["verdict"].startswith("B ")
     assert comparison["sign_flip"]["p_value"] == p and comparison["holm_p"] == pair["holm_p"]
     assert [arm["arm_id"] for arm in family["arms"]] == ["B", "A"]
-    reverse = json_of("family-test", ids["A"], "--vs", ids["B"])["comparisons"][0]
+    reverse = cli.json("family-test", ids["A"], "--vs", ids["B"])["comparisons"][0]
     assert reverse["mean_diff"] < 0 and reverse["sign_flip"]["p_value"] == p
-    compared = json_of("compare", ids["B"], "--baseline", ids["A"])["regression"]["summary"]
+    compared = cli.json("compare", ids["B"], "--baseline", ids["A"])["regression"]["summary"]
     assert compared["mean_delta"] > 0 and compared["p_value"] == p
-    stability = json_of("rank-stability")
+    stability = cli.json("rank-stability")
     assert [arm["arm_id"] for arm in stability["arms"]] == ["B", "A"]
     report = Path("reports/claims.md")
     report.parent.mkdir()
     report.write_text("{{ claim: arm=B beats arm=A }}\n")
-    (claim,) = json.loads(invoke("check-claims", str(report), "--json").output)
+    (claim,) = json.loads(cli("check-claims", str(report), "--json").output)
     assert claim["status"] == "holds" and claim["numbers"]["p_value"] == p and claim["numbers"]["mean_diff"] > 0
-    text = invoke("leaderboard").stdout
+    text = cli("leaderboard").stdout
     assert "A has the better mean rank but B the better mean" in text
     assert "the order is supported" not in text
 
 
-def test_leaderboard_metric_cost_ranks_the_cheapest_first(two_arm_project):
-    board = json_of("leaderboard", "--metric", "cost")
+def test_leaderboard_metric_cost_ranks_the_cheapest_first(cli, two_arm_project):
+    board = cli.json("leaderboard", "--metric", "cost")
     assert [arm["arm_id"] for arm in board["arms"]] == ["A", "B"]
     assert [arm["value"] for arm in board["arms"]] == pytest.approx([0.001, 0.01])
     assert board["verdict"]["metric"] == {"name": "cost", "lower_is_better": True, "direction_from": "name"}
     assert board["verdict"]["headline"].startswith("A is ahead of the other arm on cost (lower is better): -0.009")
-    higher = json_of("leaderboard", "--metric", "cost", "--direction", "higher")
+    higher = cli.json("leaderboard", "--metric", "cost", "--direction", "higher")
     assert [arm["arm_id"] for arm in higher["arms"]] == ["B", "A"]
-    tokens = json_of("leaderboard", "--metric", "tokens")
+    tokens = cli.json("leaderboard", "--metric", "tokens")
     assert [arm["value"] for arm in tokens["arms"]] == [4.0, 4.0]

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 
 import numpy as np
-from analysis_support import example_runs, invoke, project  # noqa: F401
 
 from evalsite.stats import sign_flip_test
 from evalsite.stats.pairs import paired_difference, unit_totals
@@ -48,36 +47,36 @@ def test_the_cluster_test_is_the_sign_flip_test_of_cluster_totals():
     assert result.interval.method == "cluster BCa"
 
 
-def test_the_leaderboard_uses_the_declared_cluster_key_and_says_so(project):
-    (project / "evalsite.toml").write_text('[analysis]\ncluster_key = "kind"\n')
-    board = json.loads(invoke("leaderboard", "--json").stdout)
+def test_the_leaderboard_uses_the_declared_cluster_key_and_says_so(cli, example_with_runs):
+    (example_with_runs / "evalsite.toml").write_text('[analysis]\ncluster_key = "kind"\n')
+    board = json.loads(cli("leaderboard", "--json").stdout)
     verdict = board["verdict"]
     assert (verdict["unit"], verdict["n_clusters"], verdict["n_units"]) == ("cluster", 4, 4)
     for pair in verdict["pairs"]:
         assert pair["difference"]["unit"] == "cluster" and pair["difference"]["n_units"] == 4
         assert pair["separated"] is False  # 4 clusters: the smallest two-sided p is 2/16
     assert {arm["interval"]["method"] for arm in board["arms"]} <= {"cluster BCa", "cluster percentile (BCa undefined for this data)"}
-    text = invoke("leaderboard").stdout
+    text = cli("leaderboard").stdout
     assert "unit: cluster (4 clusters; tests flip and intervals resample whole clusters)" in text
     assert "too few units to detect any difference" in text
-    (project / "evalsite.toml").unlink()
-    assert json.loads(invoke("leaderboard", "--json").stdout)["verdict"]["unit"] == "item"
+    (example_with_runs / "evalsite.toml").unlink()
+    assert json.loads(cli("leaderboard", "--json").stdout)["verdict"]["unit"] == "item"
 
 
-def test_compare_flips_clusters_too_and_gives_the_leaderboard_its_p(project):
-    (project / "evalsite.toml").write_text('[analysis]\ncluster_key = "kind"\n')
-    board = json.loads(invoke("leaderboard", "--json").stdout)
+def test_compare_flips_clusters_too_and_gives_the_leaderboard_its_p(cli, example_with_runs):
+    (example_with_runs / "evalsite.toml").write_text('[analysis]\ncluster_key = "kind"\n')
+    board = json.loads(cli("leaderboard", "--json").stdout)
     ids = {arm["label"]: arm["summary"]["arm"]["run_id"] for arm in board["arms"]}
     pair = next(p for p in board["verdict"]["pairs"] if {p["ahead_label"], p["behind_label"]} == {"careful", "sampler"})
-    report = json.loads(invoke("compare", ids["careful"], "--baseline", ids["sampler"], "--json").stdout)
+    report = json.loads(cli("compare", ids["careful"], "--baseline", ids["sampler"], "--json").stdout)
     summary = report["regression"]["summary"]
     assert (summary["unit"], summary["n_units"]) == ("cluster", 4)
     assert summary["p_value"] == pair["difference"]["p_value"]
-    assert "whole clusters flipped: 4 clusters" in invoke("compare", ids["careful"], "--baseline", ids["sampler"]).stdout
+    assert "whole clusters flipped: 4 clusters" in cli("compare", ids["careful"], "--baseline", ids["sampler"]).stdout
 
 
-def test_the_site_leaderboard_uses_the_same_clusters(project):
-    (project / "evalsite.toml").write_text('[analysis]\ncluster_key = "kind"\n')
-    assert invoke("build").exit_code == 0
-    page = next((project / "site" / "datasets").glob("*.html")).read_text()
+def test_the_site_leaderboard_uses_the_same_clusters(cli, example_with_runs):
+    (example_with_runs / "evalsite.toml").write_text('[analysis]\ncluster_key = "kind"\n')
+    assert cli("build").exit_code == 0
+    page = next((example_with_runs / "site" / "datasets").glob("*.html")).read_text()
     assert "not separated (too few units to detect any difference)" in page

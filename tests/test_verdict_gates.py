@@ -6,12 +6,12 @@ from __future__ import annotations
 import sys
 
 import pytest
-from compare_support import golden_project, run_arm  # noqa: F401
-from conftest import forget_project_modules
+from compare_support import run_arm
+from example_support import forget_project_modules
+from runner_support import write_experiment
 
 from evalsite.execute.outcomes import BatchOutcome, RunOutcome
 from evalsite.runlog.records import RunStatus
-from tests.runner_project import project, write_experiment  # noqa: F401
 
 CRASH = "def answer(row):\n    raise RuntimeError('target down')\n"
 FLAKY = "def answer(row):\n    if row['id'] in {'c0', 'c1', 'c2'}:\n        raise RuntimeError('down')\n    return 'right'\n"
@@ -23,13 +23,14 @@ def rows(count: int = 5) -> list[dict]:
 
 
 @pytest.fixture
-def targets(project, monkeypatch):  # noqa: F811
+def targets(runner_project, monkeypatch):
+    """``runner_project`` with three gate targets (``gate_crash``, ``gate_flaky``, ``gate_wrong``) importable afresh."""
     for name, source in (("crash", CRASH), ("flaky", FLAKY), ("wrong", WRONG)):
-        (project / f"gate_{name}.py").write_text(source)
+        (runner_project / f"gate_{name}.py").write_text(source)
     monkeypatch.setattr(sys, "path", list(sys.path))
     for name in ("crash", "flaky", "wrong"):
         forget_project_modules(f"gate_{name}")
-    yield project
+    yield runner_project
     for name in ("crash", "flaky", "wrong"):
         forget_project_modules(f"gate_{name}")
 
@@ -82,7 +83,7 @@ def test_every_reason_names_its_arm_and_allow_failures_accepts_only_the_tolerabl
     assert not BatchOutcome([outcome("ok")], [], None, None, 0.0).failure_reasons(allow_failures=False)
 
 
-def test_compare_fail_on_regression_without_a_baseline_fails_unless_allowed(golden_project, cli):  # noqa: F811
+def test_compare_fail_on_regression_without_a_baseline_fails_unless_allowed(golden_project, cli):
     only = run_arm(cli, golden_project)
     result = cli("compare", only, "--fail-on", "regression")
     assert result.exit_code == 1

@@ -10,12 +10,10 @@ import sys
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
-from conftest import forget_project_modules
+from example_support import forget_project_modules
 from scipy import stats as scipy_stats
 from sitekit import case, write_run
 
-from evalsite.cli import main
 from evalsite.stats import repeat_noise_test
 
 
@@ -44,10 +42,6 @@ def test_calling_a_rerun_of_the_same_arm_beyond_noise_happens_at_about_alpha():
     assert 0.035 <= rejections / trials <= 0.065
 
 
-def invoke(*args: str):
-    return CliRunner().invoke(main, list(args), catch_exceptions=False)
-
-
 @pytest.fixture
 def deterministic_runs(tmp_path, monkeypatch):
     """A deterministic baseline (3 repeats, the last on 50 of 200 items) and a run better on 24 items."""
@@ -67,22 +61,22 @@ def deterministic_runs(tmp_path, monkeypatch):
     forget_project_modules()
 
 
-def test_a_deterministic_arm_with_an_incomplete_last_repeat_has_no_noise(deterministic_runs):
-    result = invoke("noise", deterministic_runs["base"], "--json")
+def test_a_deterministic_arm_with_an_incomplete_last_repeat_has_no_noise(cli, deterministic_runs):
+    result = cli("noise", deterministic_runs["base"], "--json")
     noise = json.loads(result.stdout)["noise"]
     assert noise["std"] == pytest.approx(0.0, abs=1e-12)
     assert (noise["n_items"], noise["items_left_out"]) == (50, 150)
-    text = invoke("noise", deterministic_runs["base"]).stdout
+    text = cli("noise", deterministic_runs["base"]).stdout
     assert "50 items; 150 lacking a repeat left out" in text and "flaky items (passed in some repeats, failed in others): 0 of 200" in text
 
 
-def test_a_significant_change_is_never_called_within_noise_and_the_gate_agrees(deterministic_runs):
+def test_a_significant_change_is_never_called_within_noise_and_the_gate_agrees(cli, deterministic_runs):
     ids = deterministic_runs
-    result = invoke("compare", ids["new"], "--baseline", ids["base"], "--json")
+    result = cli("compare", ids["new"], "--baseline", ids["base"], "--json")
     summary = json.loads(result.stdout)["regression"]["summary"]
     assert summary["mean_delta"] == pytest.approx(24 / 200) and summary["p_value"] < 1e-6
     assert summary["within_noise"] is False and summary["noise"] == pytest.approx(0.0, abs=1e-12)
-    reverse = invoke("compare", ids["base"], "--baseline", ids["new"], "--fail-on", "regression")
+    reverse = cli("compare", ids["base"], "--baseline", ids["new"], "--fail-on", "regression")
     assert reverse.exit_code == 1
     assert "gate (α = 0.05): fail: significant regression" in reverse.stdout
     assert "within noise" not in reverse.stdout

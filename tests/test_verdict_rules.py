@@ -5,19 +5,16 @@ holdout's Kendall test cannot reach 0.05. References: scipy, brute force, seeded
 from __future__ import annotations
 
 import itertools
-import json
 import math
 import sys
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
-from conftest import forget_project_modules
+from example_support import forget_project_modules
 from scipy import stats as scipy_stats
 from sitekit import case, write_run
 
 from evalsite.analysis.verdict import verdict_of
-from evalsite.cli import main
 from evalsite.stats import friedman_test, holdout_check, mcnemar_exact, min_detectable_effect, nemenyi, sign_flip_test
 
 
@@ -85,10 +82,8 @@ def imported_runs(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("command", [["bootstrap", "RUN"], ["noise", "RUN"], ["rank-stability"], ["leaderboard"]])
-def test_commands_work_on_runs_that_record_no_dataset_path(imported_runs, command):
+def test_commands_work_on_runs_that_record_no_dataset_path(cli, imported_runs, command):
     args = [imported_runs[0] if word == "RUN" else word for word in command]
-    result = CliRunner().invoke(main, [*args, "--json"], catch_exceptions=False)
-    assert result.exit_code == 0, result.output
-    report = json.loads(result.stdout)
+    report = cli.json(*args)
     if command[0] == "bootstrap":
         assert report["why"].startswith("the run names no dataset file (an imported run), so no item metadata")

@@ -3,17 +3,14 @@ appears about as often as the paired test rejects, not for half of the datasets.
 
 from __future__ import annotations
 
-import json
 import sys
 
 import numpy as np
-from click.testing import CliRunner
-from conftest import forget_project_modules
+from example_support import forget_project_modules
 from sitekit import case, write_run
 
 from evalsite.analysis.leaderboard import verdict_stability
 from evalsite.analysis.verdict import verdict_of
-from evalsite.cli import main
 
 
 def null_dataset(rng: np.random.Generator) -> np.ndarray:
@@ -45,7 +42,7 @@ def test_a_real_difference_gets_a_figure_and_the_full_order_is_claimed_only_when
     assert stability.min_size_top == stability.min_size_pairs
 
 
-def test_rank_stability_json_says_null_when_the_order_is_not_supported(tmp_path, monkeypatch):
+def test_rank_stability_json_says_null_when_the_order_is_not_supported(cli, tmp_path, monkeypatch):
     values = null_dataset(np.random.default_rng(7))
     for index, arm in enumerate("ab"):
         cases = [case(f"q{i:03d}", score=values[i, index], passed=bool(values[i, index])) for i in range(200)]
@@ -53,11 +50,10 @@ def test_rank_stability_json_says_null_when_the_order_is_not_supported(tmp_path,
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(sys, "path", list(sys.path))
     forget_project_modules()
-    result = CliRunner().invoke(main, ["rank-stability", "--json"], catch_exceptions=False)
-    report = json.loads(result.stdout)
+    report = cli.json("rank-stability")
     assert report["verdict"]["pairs"][0]["separated"] is False
     assert report["stability"]["min_size_order"] is None and report["stability"]["p_order"] == []
-    text = CliRunner().invoke(main, ["rank-stability"], catch_exceptions=False).stdout
+    text = cli("rank-stability").stdout
     assert "the paired tests separate no pair of arms, so no order is reported as stable" in text
     assert "needs ~" not in text
     forget_project_modules()

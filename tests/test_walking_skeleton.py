@@ -3,21 +3,11 @@
 from __future__ import annotations
 
 import json
-from html.parser import HTMLParser
 from pathlib import Path
 
+from sitekit import parse
+
 from evalsite.runlog.store import read_run
-
-
-class LinkCollector(HTMLParser):
-    def __init__(self):
-        super().__init__()
-        self.links: list[str] = []
-
-    def handle_starttag(self, tag, attrs):
-        for name, value in attrs:
-            if name in ("href", "src") and value:
-                self.links.append(value)
 
 
 def run_dirs(project: Path) -> list[Path]:
@@ -82,9 +72,9 @@ def test_build_renders_leaderboard_and_a_page_per_run_with_working_links(example
     pages = list((site / "runs").glob("*.html"))
     assert len(pages) == 3
     for page in [site / "index.html", *pages]:
-        collector = LinkCollector()
-        collector.feed(page.read_text())
-        for link in collector.links:
+        links = [node.attrs[name] for node in parse(page).iter() for name in ("href", "src") if node.attrs.get(name)]
+        assert links, page.name
+        for link in links:
             assert not link.startswith(("/", "http:", "https:")), link
             target = link.partition("#")[0] or page.name  # an anchor names a place on the linked page
             assert (page.parent / target).resolve().exists(), f"{page.name}: broken link {link}"

@@ -1,35 +1,17 @@
-"""Fixtures and helpers for runner and target tests: a scratch project and the fake provider.
-
-Test modules import the fixtures they use (``from tests.runner_project import project, server``).
-"""
+"""Helpers for runner and target tests, which take the ``runner_project`` folder and the fake
+provider (``server``) as fixtures: write an experiment, point an arm at the fake provider, read runs."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-import pytest
 import yaml
+from fakeserver import FakeServer
 
 from evalsite.runlog.store import read_run, run_directories
-from tests.fakeserver import FakeServer
 
 FAST_RETRIES = {"backoff_s": 0.01, "max_backoff_s": 0.05}
-
-
-@pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """An empty project folder (with ``data/`` and ``experiments/``) as the working folder."""
-    (tmp_path / "data").mkdir()
-    (tmp_path / "experiments").mkdir()
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
-
-
-@pytest.fixture
-def server():
-    with FakeServer() as running:
-        yield running
 
 
 def write_experiment(root: Path, rows: list[dict], arms: list[dict], *, name: str = "exp", **manifest) -> str:

@@ -4,11 +4,8 @@ that fails on one of them and logs every call, and a scoring module with a throw
 from __future__ import annotations
 
 import json
-import sys
 import textwrap
 from pathlib import Path
-
-import pytest
 
 from evalsite.runlog.store import Run, read_run
 
@@ -46,6 +43,7 @@ evaluators: {evaluators}
 
 
 def make_project(root: Path, evaluators: str) -> Path:
+    """Write the support project into ``root`` (the ``evaluator_project`` fixture) with these evaluators."""
     (root / "data").mkdir()
     (root / "experiments").mkdir()
     (root / "data" / "support.jsonl").write_text("".join(json.dumps(r) + "\n" for r in ROWS))
@@ -53,18 +51,6 @@ def make_project(root: Path, evaluators: str) -> Path:
     (root / "support_checks.py").write_text(textwrap.dedent(CHECKS))
     (root / "experiments" / "support.yaml").write_text(MANIFEST.format(evaluators=evaluators))
     return root
-
-
-@pytest.fixture
-def project(tmp_path, monkeypatch):
-    """An empty project folder as the working folder; its modules are imported afresh."""
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(sys, "path", [*sys.path])
-    for name in PROJECT_MODULES:
-        monkeypatch.delitem(sys.modules, name, raising=False)
-    yield tmp_path
-    for name in PROJECT_MODULES:
-        sys.modules.pop(name, None)
 
 
 def only_run(root: Path) -> Run:

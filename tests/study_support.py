@@ -1,4 +1,4 @@
-"""A scratch project for the study pipeline's tests: a python target and python steps on disk.
+"""The study pipeline's scratch project (the ``study_project`` fixture writes these files) and helpers.
 
 The target ``study_target:answer`` answers ``ok <input>`` and appends every call to
 ``calls.log``; ``flaky`` fails transiently on the first attempt of each item. The steps in
@@ -9,14 +9,11 @@ raises for item q1.
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
-import pytest
 import yaml
 
 from evalsite.runlog.store import read_run, run_directories
-from tests.conftest import forget_project_modules
 
 TARGET = '''
 import json, pathlib
@@ -64,19 +61,6 @@ def metrics(context):
 def boom(context):
     raise ValueError("post went wrong")
 '''
-
-
-@pytest.fixture
-def study(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    (tmp_path / "data").mkdir()
-    (tmp_path / "experiments").mkdir()
-    (tmp_path / "study_target.py").write_text(TARGET)
-    (tmp_path / "study_steps.py").write_text(STEPS)
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(sys, "path", list(sys.path))
-    forget_project_modules("study_")
-    yield tmp_path
-    forget_project_modules("study_")
 
 
 def write_study(root: Path, *, items: int = 3, target: str = "python:study_target:answer", **manifest) -> str:

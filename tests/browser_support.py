@@ -1,0 +1,53 @@
+"""Headless Chromium for the site tests: the binaries, a skip mark when they are missing, a
+driver with the brief's flags and a fresh profile, and the problems a page logs."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
+FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync", "--window-size=1400,1000")
+
+needs_browser = pytest.mark.skipif(
+    not (CHROMIUM.exists() and CHROMEDRIVER.exists()),
+    reason="headless browser tests need /usr/bin/chromium and /usr/bin/chromedriver (Debian: apt-get install chromium chromium-driver)",
+)
+
+
+@contextmanager
+def chromium() -> Iterator:
+    """A selenium Chrome driver on headless Chromium with a fresh ``--user-data-dir``, quit on exit."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    profile = tempfile.mkdtemp(prefix="evalsite-chromium-")
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    for flag in (*FLAGS, f"--user-data-dir={profile}"):
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
+    driver.set_page_load_timeout(30)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+def problems_in(driver, site: Path) -> list[str]:
+    """Console messages at warning level or above, and any request outside the site folder."""
+    messages = [f"console: {entry['message']}" for entry in driver.get_log("browser")
+                if entry["level"] in ("SEVERE", "WARNING")]
+    names = driver.execute_script(
+        "return performance.getEntriesByType('resource').map(e => e.name)"
+        ".concat(performance.getEntriesByType('navigation').map(e => e.name));")
+    inside = site.resolve().as_uri() + "/"
+    return messages + [f"request outside the site: {name}" for name in names if not name.startswith(inside)]
