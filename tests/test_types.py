@@ -22,7 +22,8 @@ def type_checking_imports(package: str) -> dict[str, str]:
     return names
 
 
-@pytest.mark.parametrize("package", ["evalsite.stats"])
+@pytest.mark.parametrize("package", ["evalsite.stats", "evalsite.analysis"])
 def test_every_lazy_export_is_imported_for_the_type_checker(package):
-    exports = importlib.import_module(package)._EXPORTS
-    assert type_checking_imports(package) == {name: f"{package}.{module}" for name, module in exports.items()}
+    module = importlib.import_module(package)
+    assert type_checking_imports(package) == {name: f"{package}.{source}" for name, source in module._EXPORTS.items()}
+    assert sorted(module.__all__) == sorted(module._EXPORTS)

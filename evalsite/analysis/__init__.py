@@ -25,7 +25,68 @@ from __future__ import annotations
 import importlib
 import sys
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the type checker sees each export's real type; at run time __getattr__ loads it
+    from evalsite.analysis.arms import ArmSummary, summarise_arms
+    from evalsite.analysis.family import Comparison, FamilyTest, family_test
+    from evalsite.analysis.items import DroppedItem, ItemLabels, ItemMatrix, item_labels, item_matrix
+    from evalsite.analysis.json_data import plain
+    from evalsite.analysis.leaderboard import (
+        ArmsOnDataset,
+        HoldoutReport,
+        Leaderboard,
+        RankedArm,
+        StabilityReport,
+        arms_of_selection,
+        arms_on_dataset,
+        dataset_verdict,
+        holdout_report,
+        leaderboard,
+        leaderboard_of,
+        stability_report,
+    )
+    from evalsite.analysis.one_run import (
+        BootstrapReport,
+        Estimate,
+        ItemFlakiness,
+        NoiseReport,
+        bootstrap_report,
+        noise_report,
+        run_matrix,
+    )
+    from evalsite.analysis.selection import (
+        ArmRun,
+        DatasetGroups,
+        DatasetRuns,
+        LeftOut,
+        Selection,
+        arm_labels,
+        choose_dataset,
+        comparable_groups,
+        datasets_with_runs,
+        require_comparable,
+        runs_by_reference,
+        select_runs,
+    )
+    from evalsite.analysis.summary import (
+        CostSummary,
+        EvaluatorSummary,
+        LatencySummary,
+        RunSummary,
+        mean_over_items,
+        run_noise,
+        summarise_run,
+    )
+    from evalsite.analysis.verdict import (
+        ArmPlace,
+        Metric,
+        PairVerdict,
+        Verdict,
+        choose_metric,
+        matrix_verdict,
+        verdict_of,
+    )
 
 _EXPORTS = {
     **dict.fromkeys(('ArmSummary', 'summarise_arms'), "arms"),
@@ -65,4 +126,61 @@ class _Package(ModuleType):
 sys.modules[__name__].__class__ = _Package
 
 
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "ArmPlace",
+    "ArmRun",
+    "ArmSummary",
+    "ArmsOnDataset",
+    "BootstrapReport",
+    "Comparison",
+    "CostSummary",
+    "DatasetGroups",
+    "DatasetRuns",
+    "DroppedItem",
+    "Estimate",
+    "EvaluatorSummary",
+    "FamilyTest",
+    "HoldoutReport",
+    "ItemFlakiness",
+    "ItemLabels",
+    "ItemMatrix",
+    "LatencySummary",
+    "Leaderboard",
+    "LeftOut",
+    "Metric",
+    "NoiseReport",
+    "PairVerdict",
+    "RankedArm",
+    "RunSummary",
+    "Selection",
+    "StabilityReport",
+    "Verdict",
+    "arm_labels",
+    "arms_of_selection",
+    "arms_on_dataset",
+    "bootstrap_report",
+    "choose_dataset",
+    "choose_metric",
+    "comparable_groups",
+    "dataset_verdict",
+    "datasets_with_runs",
+    "family_test",
+    "holdout_report",
+    "item_labels",
+    "item_matrix",
+    "leaderboard",
+    "leaderboard_of",
+    "matrix_verdict",
+    "mean_over_items",
+    "noise_report",
+    "plain",
+    "require_comparable",
+    "run_matrix",
+    "run_noise",
+    "runs_by_reference",
+    "select_runs",
+    "stability_report",
+    "summarise_arms",
+    "summarise_run",
+    "verdict_of",
+]

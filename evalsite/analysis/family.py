@@ -23,6 +23,7 @@ from evalsite.analysis.verdict import ArmPlace, PairVerdict, matrix_verdict
 from evalsite.errors import EvalsiteError
 from evalsite.project import Project
 from evalsite.stats import (
+    Interval,
     McNemarResult,
     PowerAnalysis,
     SignFlipResult,
@@ -32,7 +33,6 @@ from evalsite.stats import (
     repeat_noise_test,
     required_n,
 )
-from evalsite.stats.intervals import Interval
 
 ALPHA = 0.05
 POWER = 0.8
@@ -105,8 +105,8 @@ def family_test(
     verdict = matrix_verdict(matrix, alpha=alpha, seed=seed, groups=clusters,
                              pairs=[(0, other) for other in range(1, len(arms))])
     mcnemars = [_mcnemar(matrix, other) for other in range(1, len(arms))]
-    known = [i for i, result in enumerate(mcnemars) if result is not None]
-    mcnemar_adjusted = dict(zip(known, holm([mcnemars[i].p_value for i in known]) if known else []))
+    known = {i: result.p_value for i, result in enumerate(mcnemars) if result is not None}
+    mcnemar_adjusted = dict(zip(known, holm(list(known.values())))) if known else {}
     power_alpha = alpha / len(family)
     comparisons = tuple(
         _comparison(matrix, other, verdict.pair(0, other), mcnemars[other - 1], mcnemar_adjusted.get(other - 1), alpha,
