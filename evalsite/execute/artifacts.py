@@ -45,8 +45,10 @@ class Scope:
     def level_dir(self) -> Path:
         if self.level == "experiment":
             return self.results_dir
+        assert self.run_dir is not None, f"a {self.level} scope lies in a run"
         if self.level == "arm":
             return self.run_dir
+        assert self.item_id is not None, f"a {self.level} scope names its item"
         item_dir = self.run_dir / "items" / path_part(self.item_id)
         return item_dir if self.level == "item" else item_dir / f"repeat-{self.repeat}"
 

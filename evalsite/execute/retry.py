@@ -24,7 +24,7 @@ RETRY_AFTER_LIMIT = 600.0  # a provider asking for a longer wait fails the case 
 @dataclass(frozen=True)
 class RetryPolicy:
     timeout: float = DEFAULTS["timeout_s"]
-    max_attempts: int = DEFAULTS["max_attempts"]
+    max_attempts: int = int(DEFAULTS["max_attempts"])
     backoff: float = DEFAULTS["backoff_s"]
     max_backoff: float = DEFAULTS["max_backoff_s"]
 

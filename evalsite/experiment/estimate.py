@@ -93,8 +93,8 @@ class PlanEstimate:
 
 def _row(name: str, entries: list[ConfigEstimate]) -> dict:
     summed = sum((entry.estimate for entry in entries), Estimate())
-    costs = [entry.cost_usd for entry in entries]
-    cost = None if any(c is None for c in costs) else sum(costs)
+    known = [entry.cost_usd for entry in entries if entry.cost_usd is not None]
+    cost = sum(known) if len(known) == len(entries) else None
     return {"arm": name, "configs": len(entries), **asdict(summed), "cost_usd": cost}
 
 

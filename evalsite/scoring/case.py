@@ -7,8 +7,10 @@ truth (``analysis``), so re-scoring never imports the runner, a target or httpx.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from dataclasses import dataclass
 from statistics import fmean
+from typing import Any
 
 from evalsite.experiment.datasets import Item
 from evalsite.runlog.rows import is_critical
@@ -65,7 +67,7 @@ def scoring_cost(scores) -> float | None:
     return sum(known) if known else None
 
 
-async def rescore_case(case: dict, item: Item, evaluators: list[Evaluator]) -> dict:
+async def rescore_case(case: Mapping[str, Any], item: Item, evaluators: list[Evaluator]) -> dict[str, Any]:
     """A recorded case scored again against ``item`` as the dataset holds it now."""
     expected = item.row.get("expected")
     view = CaseView(

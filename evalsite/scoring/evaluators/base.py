@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import inspect
+import sys
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -121,9 +122,13 @@ class Evaluator:
     scopes: ClassVar[tuple[str, ...]] = SCOPES
     takes_reference: ClassVar[bool] = False
     helper_modules: ClassVar[tuple[str, ...]] = ()
-    waits_on_io: ClassVar[bool] = False
     default_timeout_s: ClassVar[float | None] = None
     runs_code: ClassVar[bool] = False  # scoring runs project code or calls a model (python, llm_judge)
+
+    @property
+    def waits_on_io(self) -> bool:
+        """Whether scoring awaits slow calls (a model, a coroutine), so a case runs it concurrently."""
+        return False
 
     @property
     def type_name(self) -> str:
@@ -146,7 +151,7 @@ class Evaluator:
 
     def code_identity(self) -> str:
         """The source that decides scores: the family's module and the helper modules it names."""
-        modules = [inspect.getmodule(type(self)), *map(importlib.import_module, self.helper_modules)]
+        modules = [sys.modules[type(self).__module__], *map(importlib.import_module, self.helper_modules)]
         return "\n".join(inspect.getsource(module) for module in modules)
 
     def describe(self) -> dict:
