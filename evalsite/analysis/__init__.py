@@ -13,7 +13,7 @@ The data layer reads the DuckDB views (``evalsite.analysis.db``) and the statist
 * ``verdict``: the one verdict on an order of arms — paired tests, Holm, groups, the headline.
 * ``family``: one run against a family of runs, Holm-corrected, with power.
 * ``one_run``: one run's bootstrap intervals and its noise and flakiness across repeats.
-* ``plain``: any report as JSON-ready data.
+* ``json_data``: any report as JSON-ready data (:func:`json_ready`).
 
 See docs/reference/python-api.md. The names below load their module on first use (PEP 562), so
 importing one module of the package (the runner imports ``summary``) does not import scipy and
@@ -29,9 +29,9 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the type checker sees each export's real type; at run time __getattr__ loads it
     from evalsite.analysis.arms import ArmSummary, summarise_arms
-    from evalsite.analysis.family import Comparison, FamilyTest, family_test
+    from evalsite.analysis.family import FamilyComparison, FamilyTest, family_test
     from evalsite.analysis.items import DroppedItem, ItemLabels, ItemMatrix, item_labels, item_matrix
-    from evalsite.analysis.json_data import plain
+    from evalsite.analysis.json_data import json_ready
     from evalsite.analysis.leaderboard import (
         ArmsOnDataset,
         HoldoutReport,
@@ -94,9 +94,9 @@ _EXPORTS = {
                     "verdict"),
     **dict.fromkeys(('CostSummary', 'EvaluatorSummary', 'LatencySummary', 'RunSummary', 'mean_over_items', 'run_noise',
                      'summarise_run'), "summary"),
-    **dict.fromkeys(('Comparison', 'FamilyTest', 'family_test'), "family"),
+    **dict.fromkeys(('FamilyComparison', 'FamilyTest', 'family_test'), "family"),
     **dict.fromkeys(('DroppedItem', 'ItemLabels', 'ItemMatrix', 'item_labels', 'item_matrix'), "items"),
-    **dict.fromkeys(('plain',), "json_data"),
+    **dict.fromkeys(('json_ready',), "json_data"),
     **dict.fromkeys(('ArmsOnDataset', 'HoldoutReport', 'Leaderboard', 'RankedArm', 'StabilityReport', 'arms_of_selection',
                      'arms_on_dataset', 'dataset_verdict', 'holdout_report', 'leaderboard', 'leaderboard_of',
                      'stability_report'), "leaderboard"),
@@ -132,13 +132,13 @@ __all__ = [
     "ArmSummary",
     "ArmsOnDataset",
     "BootstrapReport",
-    "Comparison",
     "CostSummary",
     "DatasetGroups",
     "DatasetRuns",
     "DroppedItem",
     "Estimate",
     "EvaluatorSummary",
+    "FamilyComparison",
     "FamilyTest",
     "HoldoutReport",
     "ItemFlakiness",
@@ -168,12 +168,12 @@ __all__ = [
     "holdout_report",
     "item_labels",
     "item_matrix",
+    "json_ready",
     "leaderboard",
     "leaderboard_of",
     "matrix_verdict",
     "mean_over_items",
     "noise_report",
-    "plain",
     "require_comparable",
     "run_matrix",
     "run_noise",

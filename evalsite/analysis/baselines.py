@@ -4,7 +4,7 @@ most recent older completed run → none).
 
 A baseline belongs to a dataset and an arm. "The same dataset" means the same questions: the
 fingerprint's ``inputs_id`` (the dataset without its expected answers), so a ground-truth edit
-keeps the baseline, and the comparison re-scores the edited items (see :mod:`evalsite.scoring.rescoring`).
+keeps the baseline, and the comparison re-scores the edited items (see :mod:`evalsite.scoring.ground_truth`).
 """
 
 from __future__ import annotations

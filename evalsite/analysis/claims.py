@@ -31,7 +31,7 @@ from evalsite.analysis.claim_syntax import (
     Comparison,
     Directive,
     Expression,
-    Metric,
+    MetricTerm,
     Number,
     Selector,
     ValuePin,
@@ -76,7 +76,7 @@ __all__ = [
     "FAILS",
     "HOLDS",
     "METRICS",
-    "Metric",
+    "MetricTerm",
     "Number",
     "RunMetrics",
     "Selector",
@@ -187,12 +187,12 @@ class RunMetrics:
             self._summaries[run.run_id] = summarise_run(read_cases(self.runs_dir / run.run_id / CASES_FILE))
         return self._summaries[run.run_id]
 
-    def value(self, metric: Metric) -> tuple[float, str]:
+    def value(self, metric: MetricTerm) -> tuple[float, str]:
         run = self.resolve(metric.selector)
         return _summary_metric(metric, self.summary(run), run), run.run_id
 
 
-def _summary_metric(metric: Metric, summary: RunSummary, run: ResolvedRun) -> float:
+def _summary_metric(metric: MetricTerm, summary: RunSummary, run: ResolvedRun) -> float:
     """One metric of a run from its :class:`~evalsite.analysis.summary.RunSummary`."""
     name, evaluator = metric.name, metric.selector.evaluator
     if name in ("mean", "pass_rate"):
@@ -231,7 +231,7 @@ def _summary_metric(metric: Metric, summary: RunSummary, run: ResolvedRun) -> fl
 def _evaluate(expression: Expression, metrics: RunMetrics, numbers: Numbers, runs: list[str]) -> float:
     if isinstance(expression, Number):
         return expression.value
-    if isinstance(expression, Metric):
+    if isinstance(expression, MetricTerm):
         value, run_id = metrics.value(expression)
         numbers[f"{expression.name}({expression.selector.text()})"] = value
         if run_id not in runs:

@@ -40,7 +40,7 @@ SEED = 0
 
 
 @dataclass(frozen=True)
-class Comparison:
+class FamilyComparison:
     """The run against one member of the family.
 
     ``mean_diff`` = run − other over ``n_items`` items every run of the family scored, with its
@@ -83,7 +83,7 @@ class FamilyTest:
     effect: float | None
     evaluator: str | None
     arms: tuple[ArmPlace, ...]
-    comparisons: tuple[Comparison, ...]
+    comparisons: tuple[FamilyComparison, ...]
     correction: str = "Holm step-down over the family"
 
 
@@ -124,7 +124,7 @@ def _mcnemar(matrix: ItemMatrix, other: int) -> McNemarResult | None:
 def _comparison(
     matrix: ItemMatrix, other: int, pair: PairVerdict, mcnemar: McNemarResult | None, mcnemar_holm_p: float | None,
     alpha: float, power_alpha: float, effect: float | None,
-) -> Comparison:
+) -> FamilyComparison:
     scores = (matrix.arm_scores(0), matrix.arm_scores(other))
     mine, theirs = (np.nanmean(s, axis=1) for s in scores)
     difference = pair.difference
@@ -134,7 +134,7 @@ def _comparison(
     noise = repeat_noise_test(*scores)
     within = None if noise is None else pair.holm_p >= alpha and noise.p_value >= alpha
     diffs = mine - theirs
-    return Comparison(
+    return FamilyComparison(
         other=matrix.arms[other],
         n_items=matrix.n_items,
         dropped=len(matrix.dropped),
