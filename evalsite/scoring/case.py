@@ -13,8 +13,9 @@ from statistics import fmean
 from typing import Any
 
 from evalsite.experiment.datasets import Item
+from evalsite.runlog.records import Score
 from evalsite.runlog.rows import is_critical
-from evalsite.scoring.evaluators.base import CaseView, Evaluator, Score
+from evalsite.scoring.evaluators.base import CaseView, Evaluator
 
 
 @dataclass(frozen=True)

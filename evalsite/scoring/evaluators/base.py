@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 
 from evalsite.errors import EvaluatorError
 from evalsite.runlog.hashing import short_hash
+from evalsite.runlog.records import Score
 
 COMMON_KEYS = ("type", "name", "weight", "threshold", "scope", "params", "timeout_s")
 SCOPES = ("thread", "single_turn")
@@ -38,26 +39,6 @@ class CaseView:
     turn_outputs: list | None = None
     transcript: list | None = None
     turn: int | None = None
-
-
-@dataclass
-class Score:
-    """One evaluator's result on one case (or one turn: ``turn`` is then its 1-based number)."""
-
-    evaluator: str
-    version: str
-    score: float | None = None
-    passed: bool | None = None
-    label: str | None = None
-    detail: str | None = None
-    error: str | None = None
-    skipped: bool = False
-    turn: int | None = None
-    spread: float | None = None
-    cost_usd: float | None = None
-
-    def to_json(self) -> dict:
-        return dict(vars(self))  # every field is a plain value; asdict's deep copy costs 10x more
 
 
 @dataclass(frozen=True)
