@@ -9,7 +9,7 @@ The data layer reads the DuckDB views (``evalsite.analysis.db``) and the statist
 * ``summary``: one run's figures (:func:`summarise_run`), the definitions everything else reads;
   ``run_views`` puts them beside a run's identity for ``show`` and ``runs``.
 * ``arms``: per-arm figures — mean and pass rate with intervals, cost, latency, noise.
-* ``ranking``: the leaderboard, rank stability, the pilot/holdout check.
+* ``leaderboard``: the leaderboard, rank stability, the pilot/holdout check.
 * ``verdict``: the one verdict on an order of arms — paired tests, Holm, groups, the headline.
 * ``family``: one run against a family of runs, Holm-corrected, with power.
 * ``one_run``: one run's bootstrap intervals and its noise and flakiness across repeats.
