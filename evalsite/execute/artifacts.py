@@ -39,7 +39,7 @@ class Scope:
     config_id: str | None = None
     item_id: str | None = None
     repeat: int | None = None
-    children: tuple = field(default=(), compare=False)  # the child scopes, for `in:`
+    children: tuple[Scope, ...] = field(default=(), compare=False)  # the child scopes, for `in:`
 
     @property
     def level_dir(self) -> Path:
@@ -53,12 +53,12 @@ class Scope:
         return item_dir if self.level == "item" else item_dir / f"repeat-{self.repeat}"
 
     @property
-    def ids(self) -> dict:
+    def ids(self) -> dict[str, str | int]:
         values = {"experiment": self.experiment, "batch_id": self.batch_id, "arm_id": self.arm_id,
                   "config_id": self.config_id, "item_id": self.item_id, "repeat": self.repeat}
         return {key: value for key, value in values.items() if value is not None}
 
-    def placeholders(self) -> dict:
+    def placeholders(self) -> dict[str, str | int]:
         values = {**self.ids, "level_dir": str(self.level_dir)}
         if self.run_dir is not None:
             values["run_dir"] = str(self.run_dir)

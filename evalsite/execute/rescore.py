@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from evalsite.aio import run_sync
 from evalsite.analysis.summary import summarise_run
@@ -43,7 +44,7 @@ class RescoreOutcome:
     run_id: str
     derived_from: str
     status: str
-    summary: dict
+    summary: dict[str, Any]
     left_out: list[str]
 
     @property
@@ -74,7 +75,7 @@ def rescore_run(project: Project, reference: str, *, manifest_path: Path | None 
     left_out = sorted({case.item_id for case in source.cases} - set(items))
     header = _derived_header(project, source, manifest, dataset, evaluators, kept)
     writer = RunWriter.create(project.runs_dir, source.header.arm_id or "rescore", header)
-    cases: list[dict] = []
+    cases: list[dict[str, Any]] = []
     status = source.status
     try:
         run_sync(_rescore_cases(writer, cases, kept, items, evaluators, manifest.concurrency))
@@ -120,7 +121,7 @@ def _same_inputs(source: Run, dataset: Dataset) -> bool:
 
 
 def _derived_header(project: Project, source: Run, manifest: Manifest, dataset: Dataset,
-                    evaluators: list[Evaluator], cases: list[Case]) -> dict:
+                    evaluators: list[Evaluator], cases: list[Case]) -> dict[str, Any]:
     kept = {k: v for k, v in source.header.raw.items() if k not in ("format_version", "run_id")}
     dataset_entry = dataset_record(project, dataset)
     versions = describe_evaluators(evaluators)
@@ -144,7 +145,7 @@ def _derived_header(project: Project, source: Run, manifest: Manifest, dataset: 
     }
 
 
-async def _rescore_cases(writer: RunWriter, done: list[dict], cases: list[Case], items: dict[str, Item],
+async def _rescore_cases(writer: RunWriter, done: list[dict[str, Any]], cases: list[Case], items: dict[str, Item],
                          evaluators: list[Evaluator], concurrency: int) -> None:
     gate = asyncio.Semaphore(concurrency)
 

@@ -7,7 +7,7 @@ truth (``analysis``), so re-scoring never imports the runner, a target or httpx.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from statistics import fmean
 from typing import Any
@@ -62,7 +62,7 @@ def combine_scores(evaluators: list[Evaluator], per_evaluator: list[list[Score]]
     )
 
 
-def scoring_cost(scores) -> float | None:
+def scoring_cost(scores: Iterable[Score]) -> float | None:
     """What the evaluators' own model calls (LLM judges) cost for one case; None when none reported a cost."""
     known = [s.cost_usd for s in scores if s.cost_usd is not None]
     return sum(known) if known else None

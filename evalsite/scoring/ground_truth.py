@@ -28,11 +28,11 @@ from evalsite.scoring.evaluators.base import spec_runs_code
 class Rescored:
     """The re-scored cases of one item, or why they could not be re-scored."""
 
-    cases: list[dict] | None
+    cases: list[dict[str, Any]] | None
     reason: str | None = None
 
 
-def evaluator_specs(header: RunHeader) -> list[dict] | None:
+def evaluator_specs(header: RunHeader) -> list[dict[str, Any]] | None:
     """The evaluator specs a run recorded in its fingerprint, in order; ``None`` if it recorded none."""
     recorded = header.fingerprint.get("evaluators") or {}
     if not all(isinstance(entry, dict) and "params" in entry for entry in recorded.values()):
