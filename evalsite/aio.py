@@ -20,17 +20,18 @@ def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
         asyncio.get_running_loop()
     except RuntimeError:
         return asyncio.run(coroutine)
-    outcome: dict[str, Any] = {}
+    values: list[T] = []
+    errors: list[BaseException] = []
 
     def worker() -> None:
         try:
-            outcome["value"] = asyncio.run(coroutine)
+            values.append(asyncio.run(coroutine))
         except BaseException as exc:  # re-raised in the caller's thread
-            outcome["error"] = exc
+            errors.append(exc)
 
     thread = threading.Thread(target=worker, name="evalsite-run-sync")
     thread.start()
     thread.join()
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome["value"]
+    if errors:
+        raise errors[0]
+    return values[0]

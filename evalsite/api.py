@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from evalsite.project import Project, find_project
 
@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from evalsite.analysis.compare import ComparisonReport
     from evalsite.analysis.leaderboard import Leaderboard
     from evalsite.execute.outcomes import BatchOutcome
+    from evalsite.experiment.plan import Plan
     from evalsite.runlog.store import Run
     from evalsite.site.build import SiteReport
 
@@ -28,7 +29,7 @@ def _project(project: Project | str | Path | None) -> Project:
 
 
 def _prepared(manifest: str | Path, project: Project, arms: Sequence[str], overrides: Sequence[str],
-              repeat: int | None):
+              repeat: int | None) -> Plan:
     from evalsite.execute.prepare import prepare_plan
 
     path = Path(manifest)
@@ -85,7 +86,7 @@ def leaderboard(dataset: str | None = None, *, project: Project | str | Path | N
 
 
 def compare(run: str, *, baseline: str | None = None, project: Project | str | Path | None = None,
-            **options) -> ComparisonReport:
+            **options: Any) -> ComparisonReport:
     """``evalsite compare RUN``: the fingerprint diff and, if comparable, the regression report."""
     from evalsite.analysis.compare import compare_runs
 

@@ -7,6 +7,8 @@ never catches and rewraps them.
 
 from __future__ import annotations
 
+from typing import IO, Any
+
 import click
 
 
@@ -53,7 +55,7 @@ class NotComparableError(EvalsiteError):
     """Two runs may not be compared; the message gives the reason. Printed as ``ERROR: <message>``,
     the refusal line DESIGN.md promises scripts (the same as ``evalsite compare`` prints)."""
 
-    def show(self, file=None) -> None:
+    def show(self, file: IO[Any] | None = None) -> None:
         click.echo(f"ERROR: {self.format_message()}", file=file, err=file is None)
 
 

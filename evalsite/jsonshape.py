@@ -4,8 +4,23 @@ from __future__ import annotations
 
 from typing import Any
 
+#: What :func:`field_at` returns where the path leads nowhere (``None`` is a value JSON can hold).
+MISSING = object()
+
 
 def mapping(value: Any) -> dict[str, Any]:
     """``value`` when it is a JSON object, else an empty one: a missing or malformed block reads
     as having no keys."""
     return value if isinstance(value, dict) else {}
+
+
+def field_at(value: Any, dotted: str) -> Any:
+    """The value at a dotted path through objects and lists (``choices.0.text``), or :data:`MISSING`."""
+    for part in dotted.split("."):
+        if isinstance(value, dict) and part in value:
+            value = value[part]
+        elif isinstance(value, list) and part.isdigit() and int(part) < len(value):
+            value = value[int(part)]
+        else:
+            return MISSING
+    return value

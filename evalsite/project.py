@@ -15,6 +15,7 @@ import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from evalsite.errors import ProjectError, TargetError
 
@@ -26,7 +27,7 @@ RUNS_ENV = "EVALSITE_RUNS"
 @dataclass(frozen=True)
 class Project:
     root: Path
-    settings: dict = field(default_factory=dict)
+    settings: dict[str, Any] = field(default_factory=dict)
 
     @property
     def data_dir(self) -> Path:
@@ -100,7 +101,7 @@ def find_project(start: Path | None = None) -> Project:
     return Project(start, {})
 
 
-def _read_settings(root: Path) -> dict:
+def _read_settings(root: Path) -> dict[str, Any]:
     path = root / "evalsite.toml"
     if not path.exists():
         return {}
@@ -129,7 +130,7 @@ def cwd_relative(path: Path) -> Path:
         return path
 
 
-def load_callable(spec: str, project_root: Path, what: str) -> Callable:
+def load_callable(spec: str, project_root: Path, what: str) -> Callable[..., Any]:
     """Import ``module:function`` relative to the project root."""
     module_name, _, function_name = spec.partition(":")
     if not module_name or not function_name:
@@ -143,7 +144,7 @@ def load_callable(spec: str, project_root: Path, what: str) -> Callable:
         raise TargetError(f"{what} {spec!r}: cannot import module {module_name!r}: {exc}") from None
     except Exception as exc:  # the user's module failed while importing (syntax error, raise at top level)
         raise TargetError(f"{what} {spec!r}: importing {module_name!r} failed: {type(exc).__name__}: {exc}") from None
-    function = getattr(module, function_name, None)
+    function: object = getattr(module, function_name, None)
     if not callable(function):
         raise TargetError(f"{what} {spec!r}: module {module_name!r} has no function {function_name!r}")
     return function

@@ -4,7 +4,7 @@ most recent older completed run → none).
 
 A baseline belongs to a dataset and an arm. "The same dataset" means the same questions: the
 fingerprint's ``inputs_id`` (the dataset without its expected answers), so a ground-truth edit
-keeps the baseline, and the comparison re-scores the edited items (see :mod:`evalsite.scoring.rescoring`).
+keeps the baseline, and the comparison re-scores the edited items (see :mod:`evalsite.scoring.ground_truth`).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from evalsite.analysis.summary import summarise_run
 from evalsite.errors import DecisionError, EvalsiteError, RunLogError
@@ -96,7 +97,7 @@ def _refuse_failing(project: Project, directory: Path, run_id: str, allow_critic
         )
 
 
-def _refuse_unknown_code(run_id: str, code: dict) -> None:
+def _refuse_unknown_code(run_id: str, code: dict[str, Any]) -> None:
     if not code.get("commit"):
         raise DecisionError(
             f"{run_id}: refusing to promote a run from an unknown build (the project was not a git checkout); "
@@ -133,8 +134,10 @@ def _tier_problems(project: Project, decided: str | None, header: RunHeader) -> 
     if dataset.reference_tier != decided:
         return [f"reference tier no longer matches the decision (decided {decided}, run {dataset.reference_tier})"]
     path = project.root / dataset.path if dataset.path else None
+    if path is None or not path.is_file():
+        return []
     try:
-        now = locked_tier(path) if path is not None and path.is_file() else None
+        now = locked_tier(path)
     except EvalsiteError as exc:
         return [exc.message]
     if now is not None and now != decided:

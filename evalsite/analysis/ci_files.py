@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import xml.etree.ElementTree as ElementTree
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,8 +41,8 @@ def write_summary(markdown: str, summary_file: Path | None) -> None:
             raise EvalsiteError(f"{path}: cannot write the summary: {exc.strerror}") from None
 
 
-def markdown_table(rows: list[dict], columns: list[str]) -> str:
-    def cell(value) -> str:
+def markdown_table(rows: Sequence[Mapping[str, object]], columns: list[str]) -> str:
+    def cell(value: object) -> str:
         if value is None:
             return "—"
         if isinstance(value, float):
@@ -72,8 +73,9 @@ def write_junit(path: Path, suite_name: str, outcomes: list[TestOutcome]) -> Non
             message = getattr(outcome, tag)
             if message is not None:
                 ElementTree.SubElement(case, tag, message=message).text = message
-    tree = ElementTree.ElementTree(ElementTree.Element("testsuites"))
-    tree.getroot().append(suite)
+    root = ElementTree.Element("testsuites")
+    root.append(suite)
+    tree = ElementTree.ElementTree(root)
     ElementTree.indent(tree)
     try:
         Path(path).parent.mkdir(parents=True, exist_ok=True)

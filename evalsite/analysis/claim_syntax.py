@@ -44,7 +44,7 @@ class Number:
 
 
 @dataclass(frozen=True)
-class Metric:
+class MetricTerm:
     name: str
     selector: Selector
 
@@ -56,7 +56,7 @@ class BinaryOp:
     right: Expression
 
 
-Expression = Number | Metric | BinaryOp
+Expression = Number | MetricTerm | BinaryOp
 
 
 @dataclass(frozen=True)
@@ -172,7 +172,7 @@ class _Parser:
         self.take("(")
         selector = self.selector_pairs(stop=(")",))
         self.take(")")
-        return Metric(token, selector)
+        return MetricTerm(token, selector)
 
 
 def _tokenize(text: str) -> list[str]:

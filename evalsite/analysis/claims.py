@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import math
 import operator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from evalsite.analysis.ci_files import TestOutcome, write_junit
 from evalsite.analysis.claim_syntax import (
@@ -29,7 +31,7 @@ from evalsite.analysis.claim_syntax import (
     Comparison,
     Directive,
     Expression,
-    Metric,
+    MetricTerm,
     Number,
     Selector,
     ValuePin,
@@ -37,14 +39,17 @@ from evalsite.analysis.claim_syntax import (
     parse_claim,
 )
 from evalsite.analysis.compare import comparability
-from evalsite.analysis.db import open_database
+from evalsite.analysis.db import RunsDatabase, open_database
 from evalsite.analysis.summary import RunSummary, summarise_run
 from evalsite.errors import EvalsiteError
 from evalsite.runlog.records import RunHeader, RunStatus
 from evalsite.runlog.store import CASES_FILE, read_cases
 from evalsite.stats import sign_flip_test
 
-COMPARATORS = {
+if TYPE_CHECKING:
+    from evalsite.project import Project
+
+COMPARATORS: dict[str, Callable[[float, float], bool]] = {
     "<": lambda a, b: a < b,
     "<=": lambda a, b: a <= b,
     ">": lambda a, b: a > b,
@@ -52,8 +57,12 @@ COMPARATORS = {
     "==": lambda a, b: math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12),
     "!=": lambda a, b: not math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12),
 }
-ARITHMETIC = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv}
+ARITHMETIC: dict[str, Callable[[float, float], float]] = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv}
 HOLDS, FAILS, UNCHECKABLE = "holds", "fails", "cannot be checked"
+#: The figures a verdict rests on, by name: metric values, a test's mean difference, p, n and kind.
+Numbers = dict[str, float | str]
+#: A claim's verdict: ``(status, detail, numbers, runs)``.
+ClaimCheck = tuple[str, str, Numbers, list[str]]
 
 __all__ = [
     "Beats",
@@ -67,7 +76,7 @@ __all__ = [
     "FAILS",
     "HOLDS",
     "METRICS",
-    "Metric",
+    "MetricTerm",
     "Number",
     "RunMetrics",
     "Selector",
@@ -98,10 +107,10 @@ class ClaimResult:
     text: str
     status: str
     detail: str
-    numbers: dict = field(default_factory=dict)
+    numbers: Numbers = field(default_factory=dict)
     runs: list[str] = field(default_factory=list)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
 
 
@@ -116,14 +125,14 @@ class ResolvedRun:
     header: RunHeader
 
     @property
-    def evaluators(self) -> dict:
+    def evaluators(self) -> dict[str, dict[str, Any]]:
         return self.header.evaluators
 
 
 class RunMetrics:
     """Answers metric questions about runs through the DuckDB views."""
 
-    def __init__(self, database, runs_dir: Path):
+    def __init__(self, database: RunsDatabase, runs_dir: Path) -> None:
         self.database = database
         self.runs_dir = runs_dir
         self._summaries: dict[str, RunSummary] = {}
@@ -153,7 +162,7 @@ class RunMetrics:
             )
         return self._resolved(rows[-1])
 
-    def _resolved(self, row: dict) -> ResolvedRun:
+    def _resolved(self, row: dict[str, Any]) -> ResolvedRun:
         return ResolvedRun(row["run_id"], row["arm_id"], row["dataset_id"], self.database.runs[row["run_id"]].header)
 
     def item_means(self, run: ResolvedRun, evaluator: str | None, column: str) -> dict[str, float]:
@@ -178,12 +187,12 @@ class RunMetrics:
             self._summaries[run.run_id] = summarise_run(read_cases(self.runs_dir / run.run_id / CASES_FILE))
         return self._summaries[run.run_id]
 
-    def value(self, metric: Metric) -> tuple[float, str]:
+    def value(self, metric: MetricTerm) -> tuple[float, str]:
         run = self.resolve(metric.selector)
         return _summary_metric(metric, self.summary(run), run), run.run_id
 
 
-def _summary_metric(metric: Metric, summary: RunSummary, run: ResolvedRun) -> float:
+def _summary_metric(metric: MetricTerm, summary: RunSummary, run: ResolvedRun) -> float:
     """One metric of a run from its :class:`~evalsite.analysis.summary.RunSummary`."""
     name, evaluator = metric.name, metric.selector.evaluator
     if name in ("mean", "pass_rate"):
@@ -212,16 +221,17 @@ def _summary_metric(metric: Metric, summary: RunSummary, run: ResolvedRun) -> fl
     if name == "cost_total":
         return cost.total
     if name == "cost_per_item":
+        assert cost.per_item is not None  # known whenever the total is
         return cost.per_item
     if cost.per_correct is None:
         raise Uncheckable(f"run {run.run_id}: no passed case, so cost per correct answer is undefined")
     return cost.per_correct
 
 
-def _evaluate(expression: Expression, metrics: RunMetrics, numbers: dict, runs: list[str]) -> float:
+def _evaluate(expression: Expression, metrics: RunMetrics, numbers: Numbers, runs: list[str]) -> float:
     if isinstance(expression, Number):
         return expression.value
-    if isinstance(expression, Metric):
+    if isinstance(expression, MetricTerm):
         value, run_id = metrics.value(expression)
         numbers[f"{expression.name}({expression.selector.text()})"] = value
         if run_id not in runs:
@@ -234,9 +244,9 @@ def _evaluate(expression: Expression, metrics: RunMetrics, numbers: dict, runs: 
     return ARITHMETIC[expression.operator](left, right)
 
 
-def check_claim(claim: Claim, metrics: RunMetrics) -> tuple[str, str, dict, list[str]]:
+def check_claim(claim: Claim, metrics: RunMetrics) -> ClaimCheck:
     """Decide one parsed claim: ``(status, detail, numbers, runs)``."""
-    numbers: dict = {}
+    numbers: Numbers = {}
     runs: list[str] = []
     try:
         if isinstance(claim, Beats):
@@ -256,7 +266,7 @@ def check_claim(claim: Claim, metrics: RunMetrics) -> tuple[str, str, dict, list
         return UNCHECKABLE, str(reason), numbers, runs
 
 
-def _check_beats(claim: Beats, metrics: RunMetrics) -> tuple[str, str, dict, list[str]]:
+def _check_beats(claim: Beats, metrics: RunMetrics) -> ClaimCheck:
     winner, loser = metrics.resolve(claim.winner), metrics.resolve(claim.loser)
     runs = [winner.run_id, loser.run_id]
     if winner.dataset_id != loser.dataset_id:
@@ -270,7 +280,7 @@ def _check_beats(claim: Beats, metrics: RunMetrics) -> tuple[str, str, dict, lis
     if len(shared) < 2:
         raise Uncheckable(f"only {len(shared)} items scored in both runs")
     test = sign_flip_test([a[i] for i in shared], [b[i] for i in shared])
-    numbers = {"mean_diff": test.mean_diff, "p_value": test.p_value, "n": len(shared), "test": test.kind}
+    numbers: Numbers = {"mean_diff": test.mean_diff, "p_value": test.p_value, "n": len(shared), "test": test.kind}
     holds = test.mean_diff > 0 and test.p_value < claim.alpha
     detail = f"mean Δ {test.mean_diff:+.4f} over {len(shared)} items, sign-flip p = {test.p_value:.4g} ({test.kind})"
     return (HOLDS if holds else FAILS), detail, numbers, runs
@@ -301,7 +311,7 @@ def check_report(path: Path, metrics: RunMetrics, shown_as: str) -> list[ClaimRe
     return results
 
 
-def check_claims(project, files: tuple[Path, ...] = ()) -> list[ClaimResult]:
+def check_claims(project: Project, files: tuple[Path, ...] = ()) -> list[ClaimResult]:
     """Re-derive every claim in the given reports (default: ``reports/**/*.md``) from the runs."""
     metrics = RunMetrics(open_database(project.runs_dir), project.runs_dir)
     results = []

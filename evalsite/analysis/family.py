@@ -23,6 +23,7 @@ from evalsite.analysis.verdict import ArmPlace, PairVerdict, matrix_verdict
 from evalsite.errors import EvalsiteError
 from evalsite.project import Project
 from evalsite.stats import (
+    Interval,
     McNemarResult,
     PowerAnalysis,
     SignFlipResult,
@@ -32,7 +33,6 @@ from evalsite.stats import (
     repeat_noise_test,
     required_n,
 )
-from evalsite.stats.intervals import Interval
 
 ALPHA = 0.05
 POWER = 0.8
@@ -40,7 +40,7 @@ SEED = 0
 
 
 @dataclass(frozen=True)
-class Comparison:
+class FamilyComparison:
     """The run against one member of the family.
 
     ``mean_diff`` = run − other over ``n_items`` items every run of the family scored, with its
@@ -83,7 +83,7 @@ class FamilyTest:
     effect: float | None
     evaluator: str | None
     arms: tuple[ArmPlace, ...]
-    comparisons: tuple[Comparison, ...]
+    comparisons: tuple[FamilyComparison, ...]
     correction: str = "Holm step-down over the family"
 
 
@@ -105,8 +105,8 @@ def family_test(
     verdict = matrix_verdict(matrix, alpha=alpha, seed=seed, groups=clusters,
                              pairs=[(0, other) for other in range(1, len(arms))])
     mcnemars = [_mcnemar(matrix, other) for other in range(1, len(arms))]
-    known = [i for i, result in enumerate(mcnemars) if result is not None]
-    mcnemar_adjusted = dict(zip(known, holm([mcnemars[i].p_value for i in known]) if known else []))
+    known = {i: result.p_value for i, result in enumerate(mcnemars) if result is not None}
+    mcnemar_adjusted = dict(zip(known, holm(list(known.values())))) if known else {}
     power_alpha = alpha / len(family)
     comparisons = tuple(
         _comparison(matrix, other, verdict.pair(0, other), mcnemars[other - 1], mcnemar_adjusted.get(other - 1), alpha,
@@ -124,7 +124,7 @@ def _mcnemar(matrix: ItemMatrix, other: int) -> McNemarResult | None:
 def _comparison(
     matrix: ItemMatrix, other: int, pair: PairVerdict, mcnemar: McNemarResult | None, mcnemar_holm_p: float | None,
     alpha: float, power_alpha: float, effect: float | None,
-) -> Comparison:
+) -> FamilyComparison:
     scores = (matrix.arm_scores(0), matrix.arm_scores(other))
     mine, theirs = (np.nanmean(s, axis=1) for s in scores)
     difference = pair.difference
@@ -134,7 +134,7 @@ def _comparison(
     noise = repeat_noise_test(*scores)
     within = None if noise is None else pair.holm_p >= alpha and noise.p_value >= alpha
     diffs = mine - theirs
-    return Comparison(
+    return FamilyComparison(
         other=matrix.arms[other],
         n_items=matrix.n_items,
         dropped=len(matrix.dropped),

@@ -1,4 +1,4 @@
-"""Reports as plain JSON data: dataclasses become objects, numpy values numbers and lists.
+"""Reports as JSON-ready data: dataclasses become objects, numpy values numbers and lists.
 
 Fields marked ``metadata={"internal": True}`` (a run's whole header) are left out, tuples become
 lists, and a number that is not finite (an undefined p-value, an effect no sample size can
@@ -14,21 +14,22 @@ from typing import Any
 import numpy as np
 
 
-def plain(value: Any) -> Any:
+def json_ready(value: Any) -> Any:
+    """``value`` as data ``json.dumps`` writes as is (see the module docstring)."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {
-            f.name: plain(getattr(value, f.name))
+            f.name: json_ready(getattr(value, f.name))
             for f in dataclasses.fields(value)
             if not f.metadata.get("internal")
         }
     if isinstance(value, dict):
-        return {str(key): plain(item) for key, item in value.items()}
+        return {str(key): json_ready(item) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
-        return [plain(item) for item in value]
+        return [json_ready(item) for item in value]
     if isinstance(value, np.ndarray):
-        return plain(value.tolist())
+        return json_ready(value.tolist())
     if isinstance(value, np.generic):
-        return plain(value.item())
+        return json_ready(value.item())
     if isinstance(value, float) and not math.isfinite(value):
         return None
     return value

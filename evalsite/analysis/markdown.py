@@ -6,8 +6,18 @@ decides where it goes.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
 from evalsite.analysis.ci_files import TestOutcome, markdown_table
+from evalsite.runlog.records import Case
 from evalsite.runlog.store import read_run
+
+if TYPE_CHECKING:
+    from evalsite.analysis.claims import ClaimResult
+    from evalsite.analysis.compare import ComparisonReport
+    from evalsite.execute.outcomes import BatchOutcome
+    from evalsite.project import Project
 
 MARKS = {"holds": "✓", "fails": "✗", "cannot be checked": "?"}
 
@@ -16,7 +26,7 @@ def _signed(value: float | None) -> str:
     return "—" if value is None else f"{value:+.3f}"
 
 
-def claims_markdown(results) -> str:
+def claims_markdown(results: Sequence[ClaimResult]) -> str:
     """One row per claim directive: mark, text, where, verdict, the numbers behind it."""
     held = sum(r.status == "holds" for r in results)
     rows = [{"claim": f"{MARKS[r.status]} {r.text}", "where": f"{r.file}:{r.line}", "verdict": r.status,
@@ -25,17 +35,18 @@ def claims_markdown(results) -> str:
             + markdown_table(rows, ["claim", "where", "verdict", "numbers"]))
 
 
-def compare_markdown(report) -> str:
+def compare_markdown(report: ComparisonReport) -> str:
     """The run against its baseline: comparability, item counts, mean Δ with interval and p, gate."""
     current = report.current
     title = f"### evalsite compare: {current.run_id} (arm {current.header.arm_id})"
     if report.baseline is None:
         return f"{title}\n\nNo baseline: no promoted run and no older completed run of this arm on this dataset."
     lines = [title, "", f"Baseline: {report.baseline.run_id} ({report.baseline_source})."]
-    verdict = report.comparability
-    if not verdict.comparable:
+    verdict, regression, gate = report.comparability, report.regression, report.gate
+    if verdict is not None and not verdict.comparable:
         return "\n".join([*lines, "", f"**Not comparable:** {verdict.reason}"])
-    s = report.regression.summary
+    assert regression is not None and gate is not None  # a baseline comparable with the run is compared
+    s = regression.summary
     interval = "—" if s.ci_low is None else f"[{s.ci_low:+.3f}, {s.ci_high:+.3f}]"
     p_value = "—" if s.p_value is None else f"{s.p_value:.4g} ({s.test_kind})"
     noise = " · within noise" if s.within_noise else ""
@@ -49,16 +60,15 @@ def compare_markdown(report) -> str:
              f"{s.confidence:.0%} interval", "p"]),
         "",
     ]
-    newly_failing = [e for e in report.regression.evaluators if e.newly_failing]
+    newly_failing = [e for e in regression.evaluators if e.newly_failing]
     for change in newly_failing:
         lines.append(f"- `{change.evaluator}` newly fails on {len(change.newly_failing)} items: "
                      + ", ".join(change.newly_failing[:10]) + (" …" if len(change.newly_failing) > 10 else ""))
-    gate = report.gate
     lines.append(f"\n**Gate (α = {gate.alpha}):** " + ("fail — " + "; ".join(gate.reasons) if gate.failed else "pass") + noise)
     return "\n".join(lines)
 
 
-def runs_markdown(experiment: str, batch) -> str:
+def runs_markdown(experiment: str, batch: BatchOutcome) -> str:
     """One row per run of an ``evalsite run`` batch, then what failed or stopped it."""
     rows = [{"arm": run.arm_id, "run": run.run_id, "status": run.status, **run.summary} for run in batch.runs]
     lines = [f"### evalsite run: {experiment}", "",
@@ -71,23 +81,23 @@ def runs_markdown(experiment: str, batch) -> str:
     return "\n".join(lines)
 
 
-def run_junit_outcomes(project, batch) -> list[TestOutcome]:
+def run_junit_outcomes(project: Project, batch: BatchOutcome) -> list[TestOutcome]:
     """One JUnit test case per run and item: a failure names the failing repeats and evaluators,
     an error carries the generation error; unscored items pass only if they generated."""
     outcomes = []
     for run in batch.runs:
-        by_item: dict[str, list[dict]] = {}
+        by_item: dict[str, list[Case]] = {}
         for case in read_run(project.runs_dir / run.run_id).cases:
-            by_item.setdefault(str(case["item_id"]), []).append(case)
+            by_item.setdefault(case.item_id, []).append(case)
         for item_id, cases in by_item.items():
-            errors = [c["error"] for c in cases if c.get("error")]
-            failing = sorted({s["evaluator"] for c in cases for s in c.get("scores") or [] if s.get("passed") is False})
-            failed_repeats = [c.get("repeat") for c in cases if c.get("passed") is False and not c.get("error")]
+            errors = [c.error for c in cases if c.error]
+            failing = sorted({s.evaluator for c in cases for s in c.scores if s.passed is False})
+            failed_repeats = [c.repeat for c in cases if c.passed is False and not c.error]
             outcomes.append(TestOutcome(
                 name=item_id,
                 classname=f"{run.arm_id}.{run.run_id}",
                 error=errors[0] if errors else None,
                 failure=(f"repeats {failed_repeats} failed: {', '.join(failing)}" if failed_repeats and not errors else None),
-                seconds=sum((c.get("latency_ms") or 0) for c in cases) / 1000,
+                seconds=sum(c.latency_ms or 0 for c in cases) / 1000,
             ))
     return outcomes

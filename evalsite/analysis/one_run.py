@@ -79,9 +79,7 @@ def bootstrap_report(
     repeats = scores.shape[1]
     why = f"{why}; " + (f"each item's {repeats} repeats averaged first" if repeats >= 2 else "one repeat")
 
-    def estimate(values: np.ndarray | None) -> Estimate | None:
-        if values is None:
-            return None
+    def estimate(values: np.ndarray) -> Estimate:
         item_values = np.nanmean(values, axis=1)
         interval = bootstrap_ci(item_values, confidence=confidence, seed=seed, n_resamples=N_RESAMPLES, groups=groups)
         return Estimate(float(item_values.mean()), interval)
@@ -90,7 +88,7 @@ def bootstrap_report(
         run=matrix.arms[0], evaluator=evaluator, n_items=matrix.n_items, n_repeats=scores.shape[1],
         dropped=matrix.dropped, resampled=resampled, why=why, group_key=group_key,
         clusters=None if groups is None else len(set(groups)), confidence=confidence, n_resamples=N_RESAMPLES,
-        seed=seed, mean=estimate(scores), pass_rate=estimate(passed),
+        seed=seed, mean=estimate(scores), pass_rate=None if passed is None else estimate(passed),
     )
 
 

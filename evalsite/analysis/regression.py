@@ -2,7 +2,7 @@
 
 Items pair on ``item_id``; an item's score on one side is the mean of its case scores over the
 repeats. An item whose expected value changed between the runs is re-scored from the baseline's
-stored output (:mod:`evalsite.scoring.rescoring`); if that fails it is listed under ``gt_changed`` and left
+stored output (:mod:`evalsite.scoring.ground_truth`); if that fails it is listed under ``gt_changed`` and left
 out of every other number. Items in only one run are listed apart, never counted as regressions.
 """
 
@@ -19,7 +19,7 @@ from evalsite.analysis.summary import summarise_run
 from evalsite.runlog.hashing import canonical_json
 from evalsite.runlog.rows import case_critical, item_order
 from evalsite.runlog.store import Run
-from evalsite.scoring.rescoring import rescore_items
+from evalsite.scoring.ground_truth import rescore_items
 from evalsite.stats import NoiseTest, repeat_noise_test
 from evalsite.stats.pairs import paired_difference
 

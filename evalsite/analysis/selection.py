@@ -15,6 +15,7 @@ from collections import Counter
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from evalsite.analysis.compare import comparability
 from evalsite.analysis.db import RunsDatabase
@@ -28,6 +29,10 @@ RUNS_SQL = (
     "ORDER BY started_at, run_id"
 )
 _LABEL_SECTIONS = ("params", "prompt_variables")
+#: One row of :data:`RUNS_SQL`, column -> value.
+Row = dict[str, Any]
+#: A usable run: its row and its header.
+Candidate = tuple[Row, RunHeader]
 
 
 @dataclass(frozen=True)
@@ -95,7 +100,7 @@ class DatasetChoiceError(EvalsiteError):
 
 def datasets_with_runs(database: RunsDatabase) -> list[DatasetRuns]:
     """Every dataset id some run names, with its run counts; newest activity first."""
-    grouped: dict[str, list[dict]] = {}
+    grouped: dict[str, list[Row]] = {}
     for row in database.rows(RUNS_SQL):
         if row["dataset_id"]:
             grouped.setdefault(row["dataset_id"], []).append(row)
@@ -186,18 +191,18 @@ def comparable_groups(
 
 def _dataset_runs(
     database: RunsDatabase, dataset_id: str, evaluator: str | None, only_runs: Collection[str] | None = None
-) -> tuple[list[LeftOut], list[LeftOut], list[tuple[dict, RunHeader]]]:
+) -> tuple[list[LeftOut], list[LeftOut], list[Candidate]]:
     """Runs on other versions of the dataset, unusable runs of it, and its usable (row, header)s, oldest first."""
     other_versions: list[LeftOut] = []
     unusable: list[LeftOut] = []
-    candidates: list[tuple[dict, RunHeader]] = []
+    candidates: list[Candidate] = []
     for row in database.rows(RUNS_SQL):
         if only_runs is not None and row["run_id"] not in only_runs:
             continue
         if row["dataset_id"] != dataset_id:
             if dataset_name(row["dataset_id"]) == dataset_name(dataset_id):
-                reason = f"on dataset {row['dataset_id']}, not {dataset_id} (same name, other rows)"
-                other_versions.append(LeftOut(row["run_id"], row["arm_id"], reason))
+                why = f"on dataset {row['dataset_id']}, not {dataset_id} (same name, other rows)"
+                other_versions.append(LeftOut(row["run_id"], row["arm_id"], why))
             continue
         header = database.runs[row["run_id"]].header
         reason = _unusable(row, header, evaluator)
@@ -208,7 +213,7 @@ def _dataset_runs(
     return other_versions, unusable, candidates
 
 
-def _selection(dataset_id: str, group: list[tuple[dict, RunHeader]], left_out: list[LeftOut]) -> Selection:
+def _selection(dataset_id: str, group: list[Candidate], left_out: list[LeftOut]) -> Selection:
     """One group's latest run per config as arms; its older runs join ``left_out``."""
     latest, older = _latest_per_config(group)
     left_out = left_out + [
@@ -219,7 +224,7 @@ def _selection(dataset_id: str, group: list[tuple[dict, RunHeader]], left_out: l
     return Selection(dataset_id, tuple(arms), tuple(sorted(left_out, key=lambda r: r.run_id)), arms[0].evaluators)
 
 
-def _unusable(row: dict, header: RunHeader, evaluator: str | None) -> str | None:
+def _unusable(row: Row, header: RunHeader, evaluator: str | None) -> str | None:
     if row["status"] != RunStatus.COMPLETED:
         return f"status {row['status']}"
     recorded = header.evaluator_versions
@@ -230,10 +235,10 @@ def _unusable(row: dict, header: RunHeader, evaluator: str | None) -> str | None
     return None
 
 
-def _comparable_groups(candidates: list[tuple[dict, RunHeader]]) -> list[list[tuple[dict, RunHeader]]]:
+def _comparable_groups(candidates: list[Candidate]) -> list[list[Candidate]]:
     """Split runs (oldest first) into groups that ``comparability`` accepts together: the group
     holding the newest run first, each group oldest first."""
-    groups: list[list[tuple[dict, RunHeader]]] = []
+    groups: list[list[Candidate]] = []
     for candidate in reversed(candidates):
         home = next((g for g in groups if comparability(g[0][1], candidate[1]).comparable), None)
         if home is None:
@@ -243,13 +248,13 @@ def _comparable_groups(candidates: list[tuple[dict, RunHeader]]) -> list[list[tu
     return [list(reversed(group)) for group in groups]
 
 
-def _config_key(row: dict) -> str:
-    return row["config_id"] or row["run_id"]
+def _config_key(row: Row) -> str:
+    return str(row["config_id"] or row["run_id"])
 
 
-def _latest_per_config(runs: list[tuple[dict, RunHeader]]) -> tuple[list, list[tuple[dict, str]]]:
-    latest: dict[str, tuple[dict, RunHeader]] = {}
-    older: list[tuple[dict, str]] = []
+def _latest_per_config(runs: list[Candidate]) -> tuple[list[Candidate], list[tuple[Row, str]]]:
+    latest: dict[str, Candidate] = {}
+    older: list[tuple[Row, str]] = []
     for row, header in runs:  # oldest first, so a later run replaces an earlier one
         key = _config_key(row)
         if key in latest:
@@ -285,10 +290,10 @@ def arm_labels(headers: list[RunHeader]) -> list[str]:
     return [header.run_id if repeated[label] > 1 else label for header, label in zip(headers, labels)]
 
 
-def _config_fields(config: dict) -> dict:
+def _config_fields(config: dict[str, Any]) -> dict[str, Any]:
     """A resolved config flattened to ``name → value``: parameters and prompt variables by their
     own name (as a sweep names them), anything else by its dotted path."""
-    flat: dict = {}
+    flat: dict[str, Any] = {}
     for key, value in config.items():
         if key == "arm_id":
             continue
@@ -301,7 +306,7 @@ def _config_fields(config: dict) -> dict:
     return flat
 
 
-def _shown(value) -> str:
+def _shown(value: object) -> str:
     """Plain words as they are; anything else (numbers, blanks, spaces, lists) as JSON."""
     return value if isinstance(value, str) and re.fullmatch(r"[\w.:/@+-]+", value) else canonical_json(value)
 

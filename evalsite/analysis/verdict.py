@@ -26,6 +26,7 @@ import warnings
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from itertools import combinations
+from typing import Any
 
 import numpy as np
 
@@ -65,7 +66,7 @@ class Metric:
         return "lower is better" if self.lower_is_better else "higher is better"
 
 
-def choose_metric(name: str | None = None, direction: str | None = None, settings: dict | None = None) -> Metric:
+def choose_metric(name: str | None = None, direction: str | None = None, settings: dict[str, Any] | None = None) -> Metric:
     """The metric to rank by: ``direction`` ('lower'/'higher') from a flag wins, then the project's
     ``[analysis.direction]`` table in evalsite.toml, then the name (cost, latency, tokens go down)."""
     chosen = name or "score"
@@ -162,7 +163,7 @@ def metric_values(matrix: ItemMatrix, metric: Metric) -> np.ndarray:
             raise EvalsiteError(f"cannot rank by pass_rate: {', '.join(missing)} has no pass rule")
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # an item with no value stays NaN and is refused below
-        return np.nanmean(cells, axis=2)
+        return np.asarray(np.nanmean(cells, axis=2))
 
 
 def matrix_verdict(

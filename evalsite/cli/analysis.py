@@ -8,9 +8,9 @@ from evalsite.analysis import (
     bootstrap_report,
     family_test,
     holdout_report,
+    json_ready,
     leaderboard,
     noise_report,
-    plain,
     stability_report,
 )
 from evalsite.analysis.verdict import METRICS, choose_metric
@@ -42,7 +42,7 @@ direction_option = click.option(
 
 def _emit(report, as_json: bool, printer) -> None:
     if as_json:
-        print_json(plain(report))
+        print_json(json_ready(report))
     else:
         printer(report)
 

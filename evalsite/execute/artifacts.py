@@ -39,24 +39,26 @@ class Scope:
     config_id: str | None = None
     item_id: str | None = None
     repeat: int | None = None
-    children: tuple = field(default=(), compare=False)  # the child scopes, for `in:`
+    children: tuple[Scope, ...] = field(default=(), compare=False)  # the child scopes, for `in:`
 
     @property
     def level_dir(self) -> Path:
         if self.level == "experiment":
             return self.results_dir
+        assert self.run_dir is not None, f"a {self.level} scope lies in a run"
         if self.level == "arm":
             return self.run_dir
+        assert self.item_id is not None, f"a {self.level} scope names its item"
         item_dir = self.run_dir / "items" / path_part(self.item_id)
         return item_dir if self.level == "item" else item_dir / f"repeat-{self.repeat}"
 
     @property
-    def ids(self) -> dict:
+    def ids(self) -> dict[str, str | int]:
         values = {"experiment": self.experiment, "batch_id": self.batch_id, "arm_id": self.arm_id,
                   "config_id": self.config_id, "item_id": self.item_id, "repeat": self.repeat}
         return {key: value for key, value in values.items() if value is not None}
 
-    def placeholders(self) -> dict:
+    def placeholders(self) -> dict[str, str | int]:
         values = {**self.ids, "level_dir": str(self.level_dir)}
         if self.run_dir is not None:
             values["run_dir"] = str(self.run_dir)

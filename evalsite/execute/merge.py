@@ -97,10 +97,10 @@ def _check_same_measurement(where: str, runs: list[Run]) -> None:
 
 
 def _check_disjoint(where: str, runs: list[Run]) -> None:
-    owner: dict[tuple, str] = {}
+    owner: dict[tuple[str, int], str] = {}
     for run in runs:
         for case in run.cases:
-            key = (case.get("item_id"), case.get("repeat"))
+            key = case.key
             if key in owner and owner[key] != run.run_id:
                 raise RunLogError(
                     f"{where}: item {key[0]!r} repeat {key[1]} is in two shards ({owner[key]}, {run.run_id})"

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from evalsite.project import DEFAULT_MAX_ERROR_RATE as MAX_ERROR_RATE
 from evalsite.runlog.records import RunStatus
 
 
-def summary_ok(summary: dict) -> bool:
+def summary_ok(summary: dict[str, Any]) -> bool:
     """The rule behind exit 0 for a run's summary (``run`` without --allow-failures, ``rescore``):
     no case error, no critical failure and no failed pass rule."""
     return not summary["errors"] and not summary["critical_failures"] and summary.get("passed") is not False
@@ -19,7 +20,7 @@ class RunOutcome:
     run_id: str
     arm_id: str
     status: RunStatus
-    summary: dict
+    summary: dict[str, Any]  # summarise_run(...).to_json()
     hook_errors: tuple[str, ...] = ()  # failed post steps of the study pipeline
 
     @property

@@ -24,7 +24,7 @@ from evalsite.experiment.manifest import did_you_mean, load_manifest
 from evalsite.experiment.plan import Plan, build_plan
 from evalsite.project import Project
 from evalsite.python_refs import UnreadableSourceError, check_reference
-from evalsite.scoring.evaluators import build_evaluators
+from evalsite.scoring.evaluators import Evaluator, build_evaluators
 
 CODE_KINDS = ("python",)  # kinds whose construction imports user code: checked by source instead
 
@@ -52,12 +52,12 @@ def prepare_plan(
     return plan
 
 
-def unset_evaluator_secrets(evaluators: list) -> list[str]:
+def unset_evaluator_secrets(evaluators: list[Evaluator]) -> list[str]:
     """``evaluator <name>: judge.target: …is not set`` for each secret an evaluator's calls lack."""
     return [f"evaluator {e.name!r}: {secret}" for e in evaluators for secret in e.unset_secrets()]
 
 
-def require_evaluator_secrets(evaluators: list) -> None:
+def require_evaluator_secrets(evaluators: list[Evaluator]) -> None:
     """What ``run`` and ``rescore`` refuse before the first call: a judge without its key."""
     if unset := unset_evaluator_secrets(evaluators):
         raise MissingSecretError("; ".join(unset))

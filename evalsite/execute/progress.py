@@ -48,7 +48,7 @@ class Progress:
         if cost_usd is not None:
             self.spent = (self.spent or 0.0) + cost_usd
         if self._bar is not None:
-            self._postfix()
+            self._bar.set_postfix_str(self._status(), refresh=False)
             self._bar.update(1)
 
     def notice(self, message: str) -> None:
@@ -62,9 +62,6 @@ class Progress:
         if self._bar is not None:
             self._bar.close()
             self._bar = None
-
-    def _postfix(self) -> None:
-        self._bar.set_postfix_str(self._status(), refresh=False)
 
     def _status(self) -> str:
         cost = "cost ?" if self.spent is None else format_usd(self.spent)

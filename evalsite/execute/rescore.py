@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from evalsite.aio import run_sync
 from evalsite.analysis.summary import summarise_run
@@ -32,7 +33,7 @@ from evalsite.runlog.fingerprint import (
     fingerprint_hash,
     git_identity,
 )
-from evalsite.runlog.records import RunStatus
+from evalsite.runlog.records import Case, RunStatus
 from evalsite.runlog.store import Run, RunWriter, iso, new_run_id, read_run, resolve_run, utc_now
 from evalsite.scoring.case import rescore_case
 from evalsite.scoring.evaluators import Evaluator, build_evaluators, describe_evaluators
@@ -43,7 +44,7 @@ class RescoreOutcome:
     run_id: str
     derived_from: str
     status: str
-    summary: dict
+    summary: dict[str, Any]
     left_out: list[str]
 
     @property
@@ -70,11 +71,11 @@ def rescore_run(project: Project, reference: str, *, manifest_path: Path | None 
     evaluators = build_evaluators(manifest.evaluators, project.root)
     require_evaluator_secrets(evaluators)
     items = {item.item_id: item for item in dataset.items}
-    kept = [case for case in source.cases if str(case.get("item_id")) in items]
-    left_out = sorted({str(case.get("item_id")) for case in source.cases} - set(items))
+    kept = [case for case in source.cases if case.item_id in items]
+    left_out = sorted({case.item_id for case in source.cases} - set(items))
     header = _derived_header(project, source, manifest, dataset, evaluators, kept)
     writer = RunWriter.create(project.runs_dir, source.header.arm_id or "rescore", header)
-    cases: list[dict] = []
+    cases: list[dict[str, Any]] = []
     status = source.status
     try:
         run_sync(_rescore_cases(writer, cases, kept, items, evaluators, manifest.concurrency))
@@ -120,7 +121,7 @@ def _same_inputs(source: Run, dataset: Dataset) -> bool:
 
 
 def _derived_header(project: Project, source: Run, manifest: Manifest, dataset: Dataset,
-                    evaluators: list[Evaluator], cases: list[dict]) -> dict:
+                    evaluators: list[Evaluator], cases: list[Case]) -> dict[str, Any]:
     kept = {k: v for k, v in source.header.raw.items() if k not in ("format_version", "run_id")}
     dataset_entry = dataset_record(project, dataset)
     versions = describe_evaluators(evaluators)
@@ -138,19 +139,19 @@ def _derived_header(project: Project, source: Run, manifest: Manifest, dataset: 
         "fingerprint": fingerprint,
         "fingerprint_hash": fingerprint_hash(fingerprint),
         "started_at": iso(utc_now()),
-        "plan": {**(kept.get("plan") or {}), "items": len({c["item_id"] for c in cases}), "cases": len(cases)},
+        "plan": {**(kept.get("plan") or {}), "items": len({c.item_id for c in cases}), "cases": len(cases)},
         "derived_from": source.run_id,
         "rescore_manifest": {"path": project.relative(manifest.path), "text": manifest.text},
     }
 
 
-async def _rescore_cases(writer: RunWriter, done: list[dict], cases: list[dict], items: dict[str, Item],
+async def _rescore_cases(writer: RunWriter, done: list[dict[str, Any]], cases: list[Case], items: dict[str, Item],
                          evaluators: list[Evaluator], concurrency: int) -> None:
     gate = asyncio.Semaphore(concurrency)
 
-    async def one(case: dict) -> None:
+    async def one(case: Case) -> None:
         async with gate:
-            rescored = await rescore_case(case, items[str(case["item_id"])], evaluators)
+            rescored = await rescore_case(case, items[case.item_id], evaluators)
         writer.append_case(rescored)
         done.append(rescored)
 

@@ -13,9 +13,11 @@ import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from evalsite.errors import ManifestError, TargetError
 from evalsite.execute.targets import TargetRequest, TargetResult, TransientTargetError
+from evalsite.execute.targets.base import Target
 
 DEFAULTS = {"timeout_s": 60.0, "max_attempts": 3, "backoff_s": 1.0, "max_backoff_s": 60.0}
 RETRY_AFTER_LIMIT = 600.0  # a provider asking for a longer wait fails the case instead
@@ -24,12 +26,12 @@ RETRY_AFTER_LIMIT = 600.0  # a provider asking for a longer wait fails the case 
 @dataclass(frozen=True)
 class RetryPolicy:
     timeout: float = DEFAULTS["timeout_s"]
-    max_attempts: int = DEFAULTS["max_attempts"]
+    max_attempts: int = int(DEFAULTS["max_attempts"])
     backoff: float = DEFAULTS["backoff_s"]
     max_backoff: float = DEFAULTS["max_backoff_s"]
 
     @classmethod
-    def from_schedule(cls, schedule: dict, settings: dict) -> RetryPolicy:
+    def from_schedule(cls, schedule: dict[str, Any], settings: dict[str, Any]) -> RetryPolicy:
         """``schedule.{timeout_s,max_attempts,backoff_s,max_backoff_s}``; an arm's ``settings.timeout`` wins."""
         values = {key: schedule.get(key, default) for key, default in DEFAULTS.items()}
         for key, value in values.items():
@@ -45,7 +47,7 @@ class RetryPolicy:
     def delay(self, failures: int, retry_after: float | None, rng: random.Random) -> float:
         """Seconds before the next attempt: backoff × 2^(failures-1) jittered to 50–100 % and capped at
         ``max_backoff``, or longer when the provider's ``Retry-After`` asked for longer."""
-        backoff = min(self.max_backoff, self.backoff * 2 ** (failures - 1)) * (0.5 + rng.random() / 2)
+        backoff = min(self.max_backoff, self.backoff * float(2 ** (failures - 1))) * (0.5 + rng.random() / 2)
         return max(backoff, retry_after or 0.0)
 
 
@@ -64,7 +66,7 @@ class Abandoned(Exception):
 
 
 async def call_with_retries(
-    target, request: TargetRequest, policy: RetryPolicy, stopping: Callable[[], bool], rng: random.Random
+    target: Target, request: TargetRequest, policy: RetryPolicy, stopping: Callable[[], bool], rng: random.Random
 ) -> CallOutcome:
     attempt = 0
     request_ids: list[str] = []

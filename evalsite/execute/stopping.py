@@ -13,7 +13,7 @@ from evalsite.experiment.manifest import Manifest
 @dataclass
 class StopControl:
     reason: str | None = None
-    workers: list[asyncio.Task] = field(default_factory=list)
+    workers: list[asyncio.Task[None]] = field(default_factory=list)
 
     def request(self, reason: str) -> None:
         if self.reason is None:

@@ -86,15 +86,11 @@ def shape_problem(value: Any, *, max_values: int | None = None) -> str | None:
         if max_values is not None and seen > max_values:
             return f"holds more than {max_values} values (YAML aliases repeating a large part?)"
         if isinstance(node, str):
-            if _SURROGATE.search(node):
-                return f"holds a lone surrogate {_first_surrogate(node)} (not valid Unicode text)"
+            if surrogate := _SURROGATE.search(node):
+                return f"holds a lone surrogate \\u{ord(surrogate.group(0)):04x} (not valid Unicode text)"
         elif isinstance(node, (dict, list)):
             if depth >= MAX_DEPTH:
                 return too_deep()
             children = [*node.keys(), *node.values()] if isinstance(node, dict) else node
             pending.extend((child, depth + 1) for child in children)
     return None
-
-
-def _first_surrogate(text: str) -> str:
-    return "\\u" + format(ord(_SURROGATE.search(text).group(0)), "04x")

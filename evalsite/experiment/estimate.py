@@ -30,24 +30,24 @@ METHOD = {
 
 
 @dataclass(frozen=True)
-class Estimate:
+class Workload:
     cases: int = 0
     calls: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
     unknown_output_calls: int = 0
 
-    def __add__(self, other: Estimate) -> Estimate:
-        return Estimate(*(getattr(self, f.name) + getattr(other, f.name) for f in fields(self)))
+    def __add__(self, other: Workload) -> Workload:
+        return Workload(*(getattr(self, f.name) + getattr(other, f.name) for f in fields(self)))
 
-    def times(self, factor: int) -> Estimate:
-        return Estimate(*(getattr(self, f.name) * factor for f in fields(self)))
+    def times(self, factor: int) -> Workload:
+        return Workload(*(getattr(self, f.name) * factor for f in fields(self)))
 
 
 @dataclass(frozen=True)
 class ConfigEstimate:
     config: Config
-    estimate: Estimate
+    estimate: Workload
 
     @property
     def cost_usd(self) -> float | None:
@@ -92,13 +92,13 @@ class PlanEstimate:
 
 
 def _row(name: str, entries: list[ConfigEstimate]) -> dict:
-    summed = sum((entry.estimate for entry in entries), Estimate())
-    costs = [entry.cost_usd for entry in entries]
-    cost = None if any(c is None for c in costs) else sum(costs)
+    summed = sum((entry.estimate for entry in entries), Workload())
+    known = [entry.cost_usd for entry in entries if entry.cost_usd is not None]
+    cost = sum(known) if len(known) == len(entries) else None
     return {"arm": name, "configs": len(entries), **asdict(summed), "cost_usd": cost}
 
 
-def cost_usd(price: dict | None, estimate: Estimate) -> float | None:
+def cost_usd(price: dict | None, estimate: Workload) -> float | None:
     """Dollars for ``estimate``: known to be 0 without calls, unknown without a price."""
     if estimate.calls == 0:
         return 0.0
@@ -112,33 +112,33 @@ def estimate_plan(plan: Plan) -> PlanEstimate:
     return PlanEstimate(entries, plan.manifest.limits.get("max_cost_usd"))
 
 
-def _config_estimate(plan: Plan, config: Config) -> Estimate:
-    total = Estimate()
+def _config_estimate(plan: Plan, config: Config) -> Workload:
+    total = Workload()
     for item, rendered in rendered_inputs(plan, config):
         total += _case(config, item.row, rendered)
     return total.times(plan.repeat)
 
 
-def _case(config: Config, row: dict, rendered: Any) -> Estimate:
+def _case(config: Config, row: dict, rendered: Any) -> Workload:
     if config.target.partition(":")[0] == "none":
-        return Estimate(cases=1)
+        return Workload(cases=1)
     max_tokens = config.params.get("max_tokens")
     if rendered is None:
         return _replay(row, max_tokens)
     output = _output_tokens(max_tokens, row.get("expected"))
-    return Estimate(1, 1, tokens(_length(rendered)), output or 0, int(output is None))
+    return Workload(1, 1, tokens(_length(rendered)), output or 0, int(output is None))
 
 
-def _replay(row: dict, max_tokens: int | None) -> Estimate:
+def _replay(row: dict, max_tokens: int | None) -> Workload:
     expected = row.get("expected")
     history_chars = replies = asked = 0
-    total = Estimate(cases=1)
+    total = Workload(cases=1)
     for turn in row["turns"]:
         history_chars += _length(turn if isinstance(turn, str) else turn.get("content"))
         if isinstance(turn, dict) and turn.get("role") != "user":
             continue
         output = _output_tokens(max_tokens, expected[asked] if isinstance(expected, list) else expected)
-        total += Estimate(0, 1, tokens(history_chars) + replies, output or 0, int(output is None))
+        total += Workload(0, 1, tokens(history_chars) + replies, output or 0, int(output is None))
         replies += output or 0
         asked += 1
     return total

@@ -12,13 +12,13 @@ a model). A manifest's ``dataset.reference_tier`` declares it too; the two must 
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from evalsite.errors import DatasetError
 from evalsite.experiment.datasets import Dataset, Item, load_dataset
+from evalsite.runlog.hashing import file_sha256
 from evalsite.runlog.store import write_json_atomic
 
 LOCK_VERSION = 1
@@ -48,10 +48,6 @@ def lock_path(dataset_path: str | Path) -> Path:
 
 def is_lock_file(path: Path) -> bool:
     return path.name.endswith(LOCK_SUFFIX)
-
-
-def file_sha256(path: Path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 def freeze_dataset(dataset_path: str | Path, reference_tier: str | None = None) -> tuple[Path, Dataset]:

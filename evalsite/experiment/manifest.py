@@ -253,10 +253,10 @@ def _list_index(items: list, list_path: list[str], part: str, assignment: str) -
     ids = [str(element["id"]) if isinstance(element, dict) and "id" in element else None for element in items]
     if part in ids:
         return ids.index(part)
-    ids = [found for found in ids if found is not None]
-    choices = f"ids: {', '.join(ids)}" if ids else f"indexes 0 to {len(items) - 1}"
+    known = [found for found in ids if found is not None]
+    choices = f"ids: {', '.join(known)}" if known else f"indexes 0 to {len(items) - 1}"
     raise ManifestError(
-        f"--set {assignment!r}: {'.'.join(list_path)} has no entry {part!r}{did_you_mean(part, ids)} ({choices})"
+        f"--set {assignment!r}: {'.'.join(list_path)} has no entry {part!r}{did_you_mean(part, known)} ({choices})"
     )
 
 
@@ -352,7 +352,7 @@ def _describe_value(kind: str, expected: Any, value: Any, schema: dict) -> str |
 
 def _type_phrase(type_name: str | list | None) -> str:
     names = type_name if isinstance(type_name, list) else [type_name]
-    return " or ".join(TYPE_PHRASES.get(name, str(name)) for name in names)
+    return " or ".join(TYPE_PHRASES.get(str(name), str(name)) for name in names)
 
 
 def _value_phrase(value: Any) -> str:

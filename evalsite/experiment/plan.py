@@ -12,6 +12,7 @@ import math
 import random
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from evalsite.errors import EvalsiteError, PlanError
 from evalsite.experiment.checkpoints import Checkpoint, resolve_checkpoints
@@ -106,7 +107,7 @@ def make_config(arm: ArmSpec, combination: dict | None = None, checkpoint: Check
     combination = combination or {}
     params = {**arm.params, **{k: v for k, v in combination.items() if k in MODEL_PARAMS}}
     prompt_variables = {k: v for k, v in combination.items() if k not in MODEL_PARAMS}
-    resolved = {
+    resolved: dict[str, Any] = {
         "arm_id": arm.id,
         "target": arm.target,
         "params": params,

@@ -14,7 +14,8 @@ from functools import lru_cache
 from typing import Any
 
 from jinja2 import StrictUndefined, TemplateError, nodes
-from jinja2.sandbox import SandboxedEnvironment, SecurityError
+from jinja2.exceptions import SecurityError
+from jinja2.sandbox import SandboxedEnvironment
 
 from evalsite.errors import ManifestError
 

@@ -1,9 +1,10 @@
-"""Canonical JSON and content hashes shared by datasets, configs, evaluators and fingerprints."""
+"""Canonical JSON and content hashes shared by datasets, configs, evaluators, fingerprints and files."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+from pathlib import Path
 from typing import Any
 
 
@@ -22,3 +23,12 @@ def sha256_json(value: Any) -> str:
 
 def short_hash(value: Any, length: int = 12) -> str:
     return sha256_json(value)[:length]
+
+
+def file_sha256(path: str | Path) -> str:
+    """The sha256 of a file's bytes, read 1 MiB at a time (a dataset or a run file may be large)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()

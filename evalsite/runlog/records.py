@@ -147,19 +147,24 @@ def _run_id(fields: FieldReader) -> str:
 
 @dataclass(frozen=True)
 class Score:
-    """One evaluator's result on one case (one entry of a case's ``scores``)."""
+    """One evaluator's result on one case (one entry of a case's ``scores``), or on one turn:
+    ``turn`` is then its 1-based number. Evaluators build it, the writer records its
+    :meth:`to_json`, and the reader gives it back."""
 
     evaluator: str
     version: str | None
-    score: float | None
-    passed: bool | None
-    label: str | None
-    detail: str | None
-    error: str | None
-    skipped: bool
-    turn: int | None
-    spread: float | None
-    cost_usd: float | None
+    score: float | None = None
+    passed: bool | None = None
+    label: str | None = None
+    detail: str | None = None
+    error: str | None = None
+    skipped: bool = False
+    turn: int | None = None
+    spread: float | None = None
+    cost_usd: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(vars(self))  # every field is a plain value; asdict's deep copy costs 10x more
 
     @classmethod
     def from_json(cls, data: Any, where: str, prefix: str = "") -> Score:

@@ -7,12 +7,15 @@ truth (``analysis``), so re-scoring never imports the runner, a target or httpx.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from statistics import fmean
+from typing import Any
 
 from evalsite.experiment.datasets import Item
+from evalsite.runlog.records import Score
 from evalsite.runlog.rows import is_critical
-from evalsite.scoring.evaluators.base import CaseView, Evaluator, Score
+from evalsite.scoring.evaluators.base import CaseView, Evaluator
 
 
 @dataclass(frozen=True)
@@ -59,13 +62,13 @@ def combine_scores(evaluators: list[Evaluator], per_evaluator: list[list[Score]]
     )
 
 
-def scoring_cost(scores) -> float | None:
+def scoring_cost(scores: Iterable[Score]) -> float | None:
     """What the evaluators' own model calls (LLM judges) cost for one case; None when none reported a cost."""
     known = [s.cost_usd for s in scores if s.cost_usd is not None]
     return sum(known) if known else None
 
 
-async def rescore_case(case: dict, item: Item, evaluators: list[Evaluator]) -> dict:
+async def rescore_case(case: Mapping[str, Any], item: Item, evaluators: list[Evaluator]) -> dict[str, Any]:
     """A recorded case scored again against ``item`` as the dataset holds it now."""
     expected = item.row.get("expected")
     view = CaseView(

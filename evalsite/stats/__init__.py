@@ -20,7 +20,36 @@ See docs/reference/statistics.md for assumptions, limits and worked examples.
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the type checker sees each export's real type; at run time __getattr__ loads it
+    from evalsite.stats.descriptive import nearest_rank_percentile
+    from evalsite.stats.holdout import HoldoutCheck, holdout_check
+    from evalsite.stats.intervals import bootstrap_ci, paired_bootstrap_ci
+    from evalsite.stats.noise import (
+        Flakiness,
+        NoiseTest,
+        RepeatNoise,
+        flakiness,
+        pass_at_k,
+        pass_hat_k,
+        repeat_noise,
+        repeat_noise_test,
+    )
+    from evalsite.stats.paired import EXACT_LIMIT, McNemarResult, SignFlipResult, holm, mcnemar_exact, sign_flip_test
+    from evalsite.stats.power import PowerAnalysis, min_detectable_effect, min_items_for_alpha, required_n
+    from evalsite.stats.proportions import Interval, wilson_interval
+    from evalsite.stats.ranking import (
+        FriedmanResult,
+        NemenyiResult,
+        RankStability,
+        TiedGroups,
+        friedman_test,
+        nemenyi,
+        rank_stability,
+        tied_groups,
+        within_item_ranks,
+    )
 
 _EXPORTS = {
     "nearest_rank_percentile": "descriptive",

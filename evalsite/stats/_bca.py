@@ -15,19 +15,20 @@ import hashlib
 import math
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 from scipy.special import ndtr, ndtri
 
-_T = TypeVar("_T")
+from evalsite.stats.proportions import Interval
+
 _MEMO_SIZE = 64
-_memo: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
+_memo: OrderedDict[tuple[Any, ...], Interval] = OrderedDict()
 
 
 def leave_one_out_ratios(sums: np.ndarray, sizes: np.ndarray) -> np.ndarray:
     """sum(sums without unit i) / sum(sizes without unit i), for every unit i."""
-    return (sums.sum() - sums) / (sizes.sum() - sizes)
+    return np.asarray((sums.sum() - sums) / (sizes.sum() - sizes))
 
 
 def resample_statistic(
@@ -65,8 +66,8 @@ def bca_bounds(
     return float(low), float(high)
 
 
-def remembered(key: tuple[Any, ...], compute: Callable[[], _T]) -> _T:
-    """``compute()``, reused when the same array (by content) and options come again.
+def remembered(key: tuple[Any, ...], compute: Callable[[], Interval]) -> Interval:
+    """The interval ``compute()`` gives, reused when the same array (by content) and options come again.
 
     The first element of ``key`` is an array, identified by a digest of its bytes; intervals
     are pure functions of their inputs and seed, so a repeat is the same interval.

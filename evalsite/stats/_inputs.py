@@ -66,7 +66,7 @@ def _mean_over_last_axis(array: np.ndarray, name: str, what: str) -> np.ndarray:
     if np.any(np.isinf(array)):
         raise ValueError(f"{name}: infinite values cannot be averaged")
     _require_a_finite_value_per_row(array, name, what)
-    return np.nanmean(array, axis=-1)
+    return np.asarray(np.nanmean(array, axis=-1))
 
 
 def _require_a_finite_value_per_row(array: np.ndarray, name: str, what: str) -> None:

@@ -113,7 +113,7 @@ def sign_flip_test(
     nonzero = diffs[diffs != 0]
 
     def result(
-        p_value: float, kind: str, method: str, std_error: float = 0.0, draws: int = 0
+        p_value: float, kind: Literal["exact", "monte-carlo"], method: str, std_error: float = 0.0, draws: int = 0
     ) -> SignFlipResult:
         return SignFlipResult(
             p_value=float(p_value), kind=kind, method=method, alternative=alternative,
@@ -178,7 +178,7 @@ def _grid_integers(values: np.ndarray) -> np.ndarray | None:
         common_denominator = math.lcm(common_denominator, fraction.denominator)
         if common_denominator > MAX_GRID_DENOMINATOR or largest * common_denominator > GRID_BUDGET:
             return None
-    integers = np.rint(values * common_denominator)
+    integers: np.ndarray = np.rint(values * common_denominator)
     if np.any(np.abs(integers / common_denominator - values) > tolerance):
         return None
     return integers.astype(np.int64)
@@ -213,7 +213,7 @@ def _subset_sum_distribution(magnitudes: np.ndarray, total: int) -> np.ndarray:
 def _enumerated_p_value(nonzero: np.ndarray, alternative: Alternative) -> float:
     magnitudes = np.abs(nonzero)
     total = float(magnitudes.sum())
-    patterns = 2.0 ** magnitudes.size
+    patterns = float(2**magnitudes.size)
 
     def upper_tail(threshold: float) -> float:
         return _count_subset_sums_at_least(magnitudes, threshold) / patterns
@@ -283,7 +283,7 @@ def _byte_sum_tables(nonzero: np.ndarray) -> np.ndarray:
     padding = -nonzero.size % _BITS_PER_BYTE
     groups = np.concatenate([nonzero, np.zeros(padding)]).reshape(-1, _BITS_PER_BYTE)
     bits = (np.arange(256)[:, None] >> np.arange(_BITS_PER_BYTE)) & 1
-    return groups @ bits.T.astype(float)
+    return np.asarray(groups @ bits.T.astype(float))
 
 
 @dataclass(frozen=True)
@@ -325,7 +325,7 @@ def _pass_per_item(outcomes: ArrayLike, name: str) -> np.ndarray:
     recorded = array[np.isfinite(array)]
     if np.any((recorded != 0) & (recorded != 1)):
         raise ValueError(f"{name}: pass/fail outcomes must be booleans or 0/1")
-    return per_item_values(array, name) == 1.0  # the mean of 0/1 outcomes is 1 only when all passed
+    return np.asarray(per_item_values(array, name) == 1.0)  # the mean of 0/1 outcomes is 1 only when all passed
 
 
 def holm(p_values: ArrayLike) -> list[float]:
@@ -342,4 +342,4 @@ def holm(p_values: ArrayLike) -> list[float]:
     stepped = np.minimum(1.0, np.maximum.accumulate(raw[order] * multipliers))
     adjusted = np.empty_like(raw)
     adjusted[order] = stepped
-    return adjusted.tolist()
+    return [float(value) for value in adjusted]

@@ -24,9 +24,10 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from evalsite.stats._inputs import paired_per_item
-from evalsite.stats.intervals import Interval, paired_bootstrap_ci
+from evalsite.stats.intervals import paired_bootstrap_ci
 from evalsite.stats.paired import SignFlipResult, _differences, sign_flip_test
 from evalsite.stats.power import min_detectable_effect
+from evalsite.stats.proportions import Interval
 from evalsite.stats.ranking import _group_label
 
 Unit = Literal["item", "cluster"]

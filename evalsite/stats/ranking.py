@@ -30,7 +30,7 @@ def within_item_ranks(matrix: np.ndarray) -> np.ndarray:
 
     Values within ``1e-12`` (relative) of each other tie, as in the sign-flip test: means of the
     same repeats summed in another order differ in the last bits and are not a win."""
-    return scipy_stats.rankdata(-snap_ties(matrix), axis=1)
+    return np.asarray(scipy_stats.rankdata(-snap_ties(matrix), axis=1))
 
 
 def snap_ties(matrix: ArrayLike) -> np.ndarray:
@@ -120,7 +120,7 @@ def _friedman_chi_square(values: np.ndarray, ranks: np.ndarray) -> float:
     correction = 1.0 - float(np.sum(tie_sizes**2 - 1)) / (n_items * n_arms * (n_arms**2 - 1))
     if correction <= 0:
         return math.nan
-    return uncorrected / correction
+    return float(uncorrected / correction)
 
 
 def _permutation_hits(
@@ -397,7 +397,7 @@ def _keeps(means: np.ndarray, pairs: Sequence[tuple[int, int]], tolerance: float
         return np.zeros(means.shape[:-1], dtype=bool)
     ahead = np.array([a for a, _ in pairs])
     behind = np.array([b for _, b in pairs])
-    return np.all(means[..., ahead] - means[..., behind] > tolerance, axis=-1)
+    return np.asarray(np.all(means[..., ahead] - means[..., behind] > tolerance, axis=-1))
 
 
 def _order_best_first(means: np.ndarray) -> np.ndarray:
@@ -415,7 +415,7 @@ def _reproduces_order(
     gaps = means[..., order[:-1]] - means[..., order[1:]]
     strict = reference_gaps > tolerance
     kept = np.where(strict, gaps > tolerance, np.abs(gaps) <= tolerance)
-    return np.all(kept, axis=-1)
+    return np.asarray(np.all(kept, axis=-1))
 
 
 def _reproduces_top(means: np.ndarray, top_arms: tuple[int, ...], tolerance: float) -> np.ndarray:
@@ -423,7 +423,7 @@ def _reproduces_top(means: np.ndarray, top_arms: tuple[int, ...], tolerance: flo
     at_top = means >= best - tolerance
     expected = np.zeros(means.shape[-1], dtype=bool)
     expected[list(top_arms)] = True
-    return np.all(at_top == expected, axis=-1)
+    return np.asarray(np.all(at_top == expected, axis=-1))
 
 
 def _smallest_size_reaching(sizes: np.ndarray, shares: np.ndarray, level: float) -> int | None:

@@ -51,10 +51,10 @@ class AnthropicMessages(ModelOverHttp):
         if system:
             body["system"] = system
         thread = {THREAD_HEADER: request.thread_id} if request.thread_id else None
-        data, _, error = await self.client.post("/v1/messages", body, thread)
-        if error is not None:
-            return TargetResult(error=error)
-        return parse_message(data)
+        reply = await self.client.post("/v1/messages", body, thread)
+        if isinstance(reply, str):
+            return TargetResult(error=reply)
+        return parse_message(reply[0])
 
 
 def parse_message(data: dict) -> TargetResult:
@@ -63,12 +63,12 @@ def parse_message(data: dict) -> TargetResult:
         return TargetResult(error=f"the response has no content: {str(data)[:200]}")
     text = "".join(b.get("text", "") for b in blocks if isinstance(b, dict) and b.get("type") == "text")
     usage = mapping(data.get("usage"))
-    reason = data.get("stop_reason")
+    reason = text_or_none(data.get("stop_reason"))
     return TargetResult(
         output=text,
         input_tokens=number_or_none(usage.get("input_tokens")),
         output_tokens=number_or_none(usage.get("output_tokens")),
-        finish_reason=STOP_REASONS.get(reason, reason),
+        finish_reason=None if reason is None else STOP_REASONS.get(reason, reason),
         request_id=text_or_none(data.get("id")),
         served_model=text_or_none(data.get("model")),
     )

@@ -72,8 +72,9 @@ class Command:
                 process.kill()
                 await process.wait()
             raise
-        if process.returncode != 0:
-            return TargetResult(error=exit_error(process.returncode, stderr))
+        returncode = await process.wait()  # at once: communicate() saw the process end
+        if returncode != 0:
+            return TargetResult(error=exit_error(returncode, stderr))
         return parse_stdout(stdout.decode("utf-8", errors="replace"))
 
     async def aclose(self) -> None:

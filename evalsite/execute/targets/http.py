@@ -12,6 +12,7 @@ import ssl
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from functools import lru_cache
+from typing import Any
 
 import aiohttp
 import httpx
@@ -105,9 +106,9 @@ class JsonClient:
 
     async def post(
         self, path: str, body: dict, headers: dict[str, str] | None = None
-    ) -> tuple[dict | None, httpx.Headers | None, str | None]:
-        """POST JSON (with this request's extra ``headers``); returns ``(data, headers, None)`` or
-        ``(None, None, error)`` for a final failure.
+    ) -> tuple[dict[str, Any], httpx.Headers] | str:
+        """POST JSON (with this request's extra ``headers``); returns ``(data, headers)``, or the
+        error message of a final failure.
 
         Raises :class:`TransientTargetError` for what is worth retrying.
         """
@@ -126,15 +127,15 @@ class JsonClient:
             raise TransientTargetError(self._status_error(response), retry_after(response.headers.get("retry-after")),
                                        response.headers.get("x-request-id") or response.headers.get("request-id"))
         if status >= 400:
-            return None, None, self._status_error(response)
+            return self._status_error(response)
         try:
             data = response.json()
         except ValueError:
             snippet = response.text[:ERROR_BODY_CHARS]
-            return None, None, self.redact(f"HTTP {status}: the response is not JSON: {snippet!r}")
+            return self.redact(f"HTTP {status}: the response is not JSON: {snippet!r}")
         if not isinstance(data, dict):
-            return None, None, f"HTTP {status}: expected a JSON object, got {type(data).__name__}"
-        return data, response.headers, None
+            return f"HTTP {status}: expected a JSON object, got {type(data).__name__}"
+        return data, response.headers
 
     def _status_error(self, response: httpx.Response) -> str:
         body = " ".join(response.text.split())[:ERROR_BODY_CHARS]

@@ -38,9 +38,10 @@ class OpenAIChat(ModelOverHttp):
     async def generate(self, request: TargetRequest) -> TargetResult:
         body = {**request.params, "model": self.model, "messages": chat_messages(request.input)}
         thread = {THREAD_HEADER: request.thread_id} if request.thread_id else None
-        data, headers, error = await self.client.post("/chat/completions", body, thread)
-        if error is not None:
-            return TargetResult(error=error)
+        reply = await self.client.post("/chat/completions", body, thread)
+        if isinstance(reply, str):
+            return TargetResult(error=reply)
+        data, headers = reply
         return parse_completion(data, headers.get(BILLED_COST_HEADER))
 
 

@@ -29,7 +29,7 @@ from evalsite.project import load_callable
 OFFERED = ("input", "row", "params", "repeat", "checkpoint")  # checkpoint: only on a checkpoint axis
 
 
-class PythonFunction:
+class PythonTarget:
     kind = "python"
 
     def __init__(self, function: Callable, spec: str):
@@ -74,6 +74,6 @@ class PythonFunction:
 
 
 @register_target("python")
-def _make(rest: str, settings: dict, project_root: Path) -> PythonFunction:
+def _make(rest: str, settings: dict, project_root: Path) -> PythonTarget:
     check_settings("python", settings, set())
-    return PythonFunction(load_callable(rest, project_root, "target"), rest)
+    return PythonTarget(load_callable(rest, project_root, "target"), rest)

@@ -1,5 +1,6 @@
 """Evaluators: one module per family, registered by type name (built-ins as a user's would be)."""
 
+from evalsite.runlog.records import Score
 from evalsite.scoring.evaluators import (  # noqa: F401  (registers the built-ins)
     ceilings,
     contains,
@@ -16,7 +17,6 @@ from evalsite.scoring.evaluators.base import (
     CaseView,
     Evaluator,
     Outcome,
-    Score,
     ScoringError,
     build_evaluators,
     describe_evaluators,

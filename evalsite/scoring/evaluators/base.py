@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import inspect
+import sys
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -19,6 +20,7 @@ from typing import Any, ClassVar
 
 from evalsite.errors import EvaluatorError
 from evalsite.runlog.hashing import short_hash
+from evalsite.runlog.records import Score
 
 COMMON_KEYS = ("type", "name", "weight", "threshold", "scope", "params", "timeout_s")
 SCOPES = ("thread", "single_turn")
@@ -37,26 +39,6 @@ class CaseView:
     turn_outputs: list | None = None
     transcript: list | None = None
     turn: int | None = None
-
-
-@dataclass
-class Score:
-    """One evaluator's result on one case (or one turn: ``turn`` is then its 1-based number)."""
-
-    evaluator: str
-    version: str
-    score: float | None = None
-    passed: bool | None = None
-    label: str | None = None
-    detail: str | None = None
-    error: str | None = None
-    skipped: bool = False
-    turn: int | None = None
-    spread: float | None = None
-    cost_usd: float | None = None
-
-    def to_json(self) -> dict:
-        return dict(vars(self))  # every field is a plain value; asdict's deep copy costs 10x more
 
 
 @dataclass(frozen=True)
@@ -121,9 +103,13 @@ class Evaluator:
     scopes: ClassVar[tuple[str, ...]] = SCOPES
     takes_reference: ClassVar[bool] = False
     helper_modules: ClassVar[tuple[str, ...]] = ()
-    waits_on_io: ClassVar[bool] = False
     default_timeout_s: ClassVar[float | None] = None
     runs_code: ClassVar[bool] = False  # scoring runs project code or calls a model (python, llm_judge)
+
+    @property
+    def waits_on_io(self) -> bool:
+        """Whether scoring awaits slow calls (a model, a coroutine), so a case runs it concurrently."""
+        return False
 
     @property
     def type_name(self) -> str:
@@ -146,7 +132,7 @@ class Evaluator:
 
     def code_identity(self) -> str:
         """The source that decides scores: the family's module and the helper modules it names."""
-        modules = [inspect.getmodule(type(self)), *map(importlib.import_module, self.helper_modules)]
+        modules = [sys.modules[type(self).__module__], *map(importlib.import_module, self.helper_modules)]
         return "\n".join(inspect.getsource(module) for module in modules)
 
     def describe(self) -> dict:

@@ -3,14 +3,16 @@ counts against the pass rate: a ceiling cannot pass on a number nobody measured.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from evalsite.scoring.evaluators.base import CaseView, Evaluator, Outcome, register_evaluator
 
 
 class Ceiling(Evaluator):
-    param_names: tuple[str, ...] = ()
+    param_names: ClassVar[tuple[str, ...]] = ()
     scopes = ("thread",)
-    key = ""
-    unit = ""
+    key: ClassVar[str] = ""
+    unit: ClassVar[str] = ""
 
     def check(self) -> None:
         self.limit = self.option(self.key, (int, float))

@@ -21,11 +21,11 @@ import jsonschema._legacy_keywords
 import jsonschema._utils
 import yaml
 
+from evalsite.jsonshape import MISSING, field_at
 from evalsite.runlog.hashing import canonical_json
 from evalsite.scoring.evaluators.base import CaseView, Evaluator, Outcome, ScoringError, register_evaluator
 from evalsite.scoring.evaluators.text import PatternLimits, compile_user_pattern, strip_fence
 
-_MISSING = object()
 _LIMITS: contextvars.ContextVar[PatternLimits | None] = contextvars.ContextVar("schema_pattern_limits", default=None)
 
 
@@ -50,7 +50,7 @@ class _BoundedRe:
 
 BOUNDED_RE = _BoundedRe()
 for _module in (jsonschema._keywords, jsonschema._legacy_keywords, jsonschema._utils):
-    _module.re = BOUNDED_RE  # type: ignore[attr-defined]
+    _module.re = BOUNDED_RE
 
 
 @register_evaluator("json")
@@ -65,7 +65,7 @@ class Json(Evaluator):
     """
 
     param_names = ("schema", "fields", "value", "timeout", "max_chars")
-    helper_modules = ("evalsite.scoring.evaluators.text",)
+    helper_modules = ("evalsite.scoring.evaluators.text", "evalsite.jsonshape")
     schema_required = False
 
     def check(self) -> None:
@@ -126,7 +126,7 @@ class Json(Evaluator):
         differing = []
         for path in self.fields:
             wanted = field_at(expected, path)
-            if wanted is _MISSING:
+            if wanted is MISSING:
                 raise ScoringError(f"the expected value has no field {path!r}")
             if field_at(document, path) != wanted:
                 differing.append(path)
@@ -149,19 +149,6 @@ def parse_json_output(output: Any) -> Any:
         return json.loads(strip_fence(output))
     except json.JSONDecodeError as exc:
         raise ValueError(f"{exc.msg} at line {exc.lineno} column {exc.colno}") from None
-
-
-def field_at(document: Any, path: str) -> Any:
-    """``a.b.0.c`` inside nested objects and lists, or ``_MISSING``."""
-    value = document
-    for part in path.split("."):
-        if isinstance(value, dict) and part in value:
-            value = value[part]
-        elif isinstance(value, list) and part.isdigit() and int(part) < len(value):
-            value = value[int(part)]
-        else:
-            return _MISSING
-    return value
 
 
 def _read_schema_file(path: Path, named: str) -> Any:

@@ -128,8 +128,11 @@ class LlmJudge(Evaluator):
     param_names = ("judge", "rubric", "prompt", "samples", *LIMITS)
     helper_modules = ("evalsite.scoring.evaluators.text",)
     default_threshold = 0.7
-    waits_on_io = True
     runs_code = True
+
+    @property
+    def waits_on_io(self) -> bool:
+        return True
 
     def check(self) -> None:
         judge = self.params.get("judge")

@@ -68,12 +68,12 @@ class PythonFunction(Evaluator):
 
     def _import(self) -> None:
         try:
-            self.function = load_callable(self.reference, self.project_root, "evaluator function")
+            self.function: Callable[..., Any] | None = load_callable(self.reference, self.project_root, "evaluator function")
         except EvalsiteError as exc:
             raise ValueError(exc.message) from None
         except Exception as exc:  # the module itself raised while being imported
             raise ValueError(f"importing {self.reference} failed: {type(exc).__name__}: {exc}") from None
-        parameters = inspect.signature(self.function).parameters.values()
+        parameters = inspect.signature(self.loaded).parameters.values()
         self.takes_all = any(p.kind is p.VAR_KEYWORD for p in parameters)
         self.accepted = {p.name for p in parameters if p.kind is not p.VAR_KEYWORD}
 
@@ -88,11 +88,18 @@ class PythonFunction(Evaluator):
         self.accepted = set(shape.parameters or ())
 
     @property
+    def loaded(self) -> Callable[..., Any]:
+        """The imported function; ``validate`` checks its source without importing it."""
+        if self.function is None:
+            raise ScoringError(f"{self.reference} was checked without being imported, so it cannot score")
+        return self.function
+
+    @property
     def waits_on_io(self) -> bool:
         return inspect.iscoroutinefunction(self.function)
 
     def code_identity(self) -> str:
-        return source_closure(self.function, self.project_root)
+        return source_closure(self.loaded, self.project_root)
 
     def _arguments(self, case: CaseView) -> dict[str, Any]:
         params = {k: v for k, v in self.params.items() if k != "pass_labels"}
@@ -104,12 +111,13 @@ class PythonFunction(Evaluator):
         return offered if self.takes_all else {k: v for k, v in offered.items() if k in self.accepted}
 
     async def ameasure(self, case: CaseView) -> Outcome:
-        if inspect.iscoroutinefunction(self.function):
-            value = await self.function(**self._arguments(case))
+        function = self.loaded
+        if inspect.iscoroutinefunction(function):
+            value = await function(**self._arguments(case))
         elif self.timeout_s is None:  # no deadline: inline, the cheapest (a hang hangs the run)
-            value = self.function(**self._arguments(case))
+            value = function(**self._arguments(case))
         else:
-            value = await in_daemon_thread(self.function, self._arguments(case))
+            value = await in_daemon_thread(function, self._arguments(case))
         if inspect.isawaitable(value):
             value = await value
         return self.as_outcome(value)

@@ -122,8 +122,8 @@ class Extractor:
 
     def __init__(self, evaluator):
         self.limits = PatternLimits(evaluator)
-        source = evaluator.option("extract", str)
-        self.pattern = None if source is None else compile_user_pattern(source, key="extract")
+        self.source = evaluator.option("extract", str)
+        self.pattern = None if self.source is None else compile_user_pattern(self.source, key="extract")
 
     def __call__(self, text: str) -> str | None:
         """The extracted text, or None when the pattern finds nothing (the output then fails)."""
@@ -136,4 +136,4 @@ class Extractor:
 
     @property
     def miss(self) -> Outcome:
-        return Outcome.check(False, f"extract pattern {self.pattern.pattern!r} found nothing in the output")
+        return Outcome.check(False, f"extract pattern {self.source!r} found nothing in the output")

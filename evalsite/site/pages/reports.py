@@ -16,7 +16,7 @@ from evalsite.analysis.claims import (
     ClaimResult,
     ClaimSyntaxError,
     Comparison,
-    Metric,
+    MetricTerm,
     Number,
     RunMetrics,
     Selector,
@@ -150,7 +150,7 @@ def _who(selector: Selector) -> str:
 def _expression(expression) -> str:
     if isinstance(expression, Number):
         return f"{expression.value:g}"
-    if isinstance(expression, Metric):
+    if isinstance(expression, MetricTerm):
         return f"{METRIC_WORDS.get(expression.name, expression.name)} of {_who(expression.selector)}"
     if isinstance(expression, BinaryOp):
         return f"({_expression(expression.left)} {expression.operator} {_expression(expression.right)})"

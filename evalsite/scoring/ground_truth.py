@@ -10,8 +10,10 @@ one the current run saw (same item hash), and no evaluator may error or skip.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from evalsite.aio import run_sync
 from evalsite.errors import DatasetError, EvaluatorError
@@ -26,11 +28,11 @@ from evalsite.scoring.evaluators.base import spec_runs_code
 class Rescored:
     """The re-scored cases of one item, or why they could not be re-scored."""
 
-    cases: list[dict] | None
+    cases: list[dict[str, Any]] | None
     reason: str | None = None
 
 
-def evaluator_specs(header: RunHeader) -> list[dict] | None:
+def evaluator_specs(header: RunHeader) -> list[dict[str, Any]] | None:
     """The evaluator specs a run recorded in its fingerprint, in order; ``None`` if it recorded none."""
     recorded = header.fingerprint.get("evaluators") or {}
     if not all(isinstance(entry, dict) and "params" in entry for entry in recorded.values()):
@@ -64,7 +66,7 @@ def rebuild_evaluators(header: RunHeader, project_root: Path, *, run_code: bool 
     return evaluators, None
 
 
-def current_items(project_root: Path, header: RunHeader, cases_by_item: dict[str, list[dict]]) -> tuple[dict[str, Item], str | None]:
+def current_items(project_root: Path, header: RunHeader, cases_by_item: Mapping[str, Sequence[Mapping[str, Any]]]) -> tuple[dict[str, Item], str | None]:
     """The dataset items of the current run, keyed by item id, taken from its dataset file only
     where the row still hashes to what the run recorded."""
     path = header.dataset.path
@@ -84,8 +86,8 @@ def current_items(project_root: Path, header: RunHeader, cases_by_item: dict[str
 def rescore_items(
     project_root: Path,
     current_header: RunHeader,
-    baseline_cases: dict[str, list[dict]],
-    current_cases: dict[str, list[dict]],
+    baseline_cases: Mapping[str, Sequence[Mapping[str, Any]]],
+    current_cases: Mapping[str, Sequence[Mapping[str, Any]]],
     item_ids: list[str],
     *,
     run_code: bool = True,
@@ -96,7 +98,7 @@ def rescore_items(
     evaluators, reason = rebuild_evaluators(current_header, project_root, run_code=run_code)
     items, items_reason = current_items(project_root, current_header, {i: current_cases[i] for i in item_ids})
     reason = reason or items_reason
-    if reason is not None:
+    if evaluators is None or reason is not None:  # no evaluators always comes with a reason
         return {item_id: Rescored(None, reason) for item_id in item_ids}
 
     async def all_items() -> list[Rescored]:
@@ -107,7 +109,7 @@ def rescore_items(
     return dict(zip(item_ids, run_sync(all_items())))
 
 
-async def _rescore_item(evaluators: list[Evaluator], item: Item | None, cases: list[dict]) -> Rescored:
+async def _rescore_item(evaluators: list[Evaluator], item: Item | None, cases: Sequence[Mapping[str, Any]]) -> Rescored:
     if item is None:
         return Rescored(None, "the dataset file no longer holds this item as the current run saw it")
     rescored = []
