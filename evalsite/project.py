@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import importlib
+import logging
 import os
 import sys
 import tomllib
@@ -21,6 +22,17 @@ from evalsite.errors import ProjectError, TargetError
 PROJECT_MARKERS = ("evalsite.toml", "experiments", "data")
 DEFAULT_MAX_ERROR_RATE = 0.5
 RUNS_ENV = "EVALSITE_RUNS"
+
+#: Every table of evalsite.toml and its keys (None: the table's own reader checks its keys —
+#: ``[site]`` is evalsite.site.settings.SiteSettings, read by ``build`` and ``validate``).
+SETTINGS_KEYS: dict[str, frozenset[str] | None] = {
+    "analysis": frozenset({"cluster_key", "direction"}),
+    "ci": frozenset({"experiments", "max_cost_usd", "max_error_rate"}),
+    "site": None,
+    "store": frozenset({"runs"}),
+}
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -105,9 +117,36 @@ def _read_settings(root: Path) -> dict:
     if not path.exists():
         return {}
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
+        settings = tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ProjectError(f"{path}: invalid TOML: {exc}") from None
+    for problem in settings_problems(settings):  # the CLI shows each distinct warning once
+        log.warning("%s (ignored)", problem)
+    log.debug("project %s: settings from %s", root, path)
+    return settings
+
+
+def settings_problems(settings: dict) -> list[str]:
+    """Every table or key of evalsite.toml that nothing reads (a typo would otherwise leave the
+    default in force silently), each with the closest known name."""
+    problems = []
+    for table in sorted(settings):
+        if table not in SETTINGS_KEYS:
+            problems.append(f"evalsite.toml: unknown table [{table}]{_did_you_mean(table, SETTINGS_KEYS)} "
+                            f"(known: {', '.join(f'[{name}]' for name in SETTINGS_KEYS)})")
+            continue
+        known, values = SETTINGS_KEYS[table], settings[table]
+        if known is None or not isinstance(values, dict):
+            continue
+        problems += [f"evalsite.toml: [{table}] unknown key {key!r}{_did_you_mean(key, known)} (known: {', '.join(sorted(known))})"
+                     for key in sorted(set(values) - known)]
+    return problems
+
+
+def _did_you_mean(name: str, known) -> str:
+    from evalsite.experiment.manifest import did_you_mean  # only when a key is unknown: it loads the schema tools
+
+    return did_you_mean(name, sorted(known))
 
 
 def max_error_rate(project: Project) -> float:

@@ -96,6 +96,7 @@ def leaderboard(board: Leaderboard) -> None:
             "cost/item": usd(arm.summary.cost.per_item), "cost/correct": usd(arm.summary.cost.per_correct),
             "p50 ms": number(arm.summary.latency.p50_ms, 1), "p95 ms": number(arm.summary.latency.p95_ms, 1),
             "noise σ": number(arm.summary.noise.std) if arm.summary.noise else "—",
+            "errors": "—" if arm.errors is None else str(arm.errors),
             "mean rank": number(arm.mean_rank, 2), "run": arm.summary.arm.run_id,
         }
         for arm in board.arms
@@ -112,7 +113,8 @@ def leaderboard(board: Leaderboard) -> None:
         f"order: by {statistic} ({verdict.metric.direction}; direction from {verdict.metric.direction_from}) · groups: "
         f"arms sharing a letter are not separated by the paired tests · intervals: {_interval_method(board)} "
         f"bootstrap over {verdict.unit}s, seed {board.seed} · noise σ: spread of per-repeat means over the items in every "
-        "repeat · cost: USD over the compared cases, unknown when any case's cost is · latency: nearest rank"
+        "repeat · cost: USD over the compared cases, unknown when any case's cost is · latency: nearest rank · errors: "
+        "the run's cases that failed to generate (scored 0)"
     )
     click.echo()
     _left_out(selection.left_out)
@@ -287,11 +289,11 @@ def noise(report: NoiseReport, all_items: bool) -> None:
     click.echo(f"flaky items (passed in some repeats, failed in others): {len(flaky)} of {report.n_items}")
     click.echo(
         f"pass@{report.k} = {number(report.mean_pass_at_k)}, pass^{report.k} = {number(report.mean_pass_hat_k)} "
-        f"(means over items; {report.method}, {report.confidence:.0%})"
+        "(means over items of the unbiased per-item estimates)"
     )
     listed = report.items if all_items else flaky
     if listed:
-        click.echo()
+        click.echo(f"\nper item: pass rate across repeats with its {report.confidence:.0%} Wilson score interval")
         columns = ["item", "runs", "passed", "pass rate", "Wilson interval", f"pass@{report.k}", f"pass^{report.k}"]
         _table([dict(zip(columns, (i.item_id, i.runs, i.passed, number(i.pass_rate),
                                    f"[{i.wilson[0]:.3f}, {i.wilson[1]:.3f}]", number(i.pass_at_k), number(i.pass_hat_k))))
