@@ -115,3 +115,12 @@ def test_noise_names_wilson_intervals_only_where_it_prints_them(project):
         "per item: pass rate across repeats with its 95% Wilson score interval") + 1]
     one_repeat = invoke("noise", "reverse@latest").stdout
     assert "Wilson" not in one_repeat and "pass@1 = 1.000" in one_repeat
+
+
+def test_verbose_import_says_what_it_read_and_wrote(project):
+    from conftest import REPO
+
+    shown = invoke("-v", "import", "jsonl", str(REPO / "tests" / "fixtures" / "plain" / "scored.jsonl"), "--again")
+    assert shown.exit_code == 0, shown.output
+    assert "debug: evalsite.execute.importers: read " in shown.stderr and "as jsonl (sha256 " in shown.stderr
+    assert shown.stderr.count("debug: evalsite.execute.importers: wrote run ") == shown.stdout.count("completed")

@@ -17,6 +17,7 @@ import logging
 import os
 import sys
 from dataclasses import dataclass
+from typing import Any
 
 import click
 
@@ -24,7 +25,7 @@ LOGGER = "evalsite"
 NO_COLOR_ENV = "NO_COLOR"
 
 #: What each kind of word looks like when colour is on.
-STYLES = {
+STYLES: dict[str, dict[str, Any]] = {
     "good": {"fg": "green"},
     "bad": {"fg": "red", "bold": True},
     "warn": {"fg": "yellow"},

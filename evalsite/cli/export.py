@@ -50,7 +50,7 @@ class Result:
 
     title: str
     data: Any
-    rows: list[dict]
+    rows: list[dict[str, Any]]
     markdown: str | None = None
     junit: tuple[str, list[TestOutcome]] | None = None
 
@@ -63,7 +63,7 @@ def extension_of(path: Path) -> str | None:
 def output_file(path: Path, command: str, extensions: Sequence[str]) -> OutputFile:
     """``path`` with its format, or :class:`OutputError` naming the file and what ``command`` writes."""
     extension = extension_of(path)
-    if extension not in extensions:
+    if extension is None or extension not in extensions:
         what = f"{command} does not write {extension}" if extension else "unknown output format"
         raise OutputError(f"{path}: {what}; {command} -o writes {', '.join(extensions)}")
     if not path.parent.is_dir():  # refused before the command spends anything
@@ -71,7 +71,7 @@ def output_file(path: Path, command: str, extensions: Sequence[str]) -> OutputFi
     return OutputFile(path, extension)
 
 
-def output_option(command: str, *extensions: str):
+def output_option(command: str, *extensions: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """The ``-o/--output FILE`` option of ``command``, checked against the ``extensions`` it writes."""
 
     def check(context: click.Context, parameter: click.Parameter, value: Path | None) -> OutputFile | None:
@@ -83,7 +83,7 @@ def output_option(command: str, *extensions: str):
     )
 
 
-def pick_rows(records: Sequence[Mapping[str, Any]], columns: Mapping[str, str]) -> list[dict]:
+def pick_rows(records: Sequence[Mapping[str, Any]], columns: Mapping[str, str]) -> list[dict[str, Any]]:
     """Rows of ``column -> value`` where each value is the record's field at a dotted path
     (``summary.cost.per_item``); a missing field is None."""
     return [{name: _at(record, path) for name, path in columns.items()} for record in records]
@@ -109,7 +109,7 @@ def _json(result: Result) -> str:
     return json.dumps(result.data, indent=2, sort_keys=True, ensure_ascii=False, default=str) + "\n"
 
 
-def _columns(rows: list[dict]) -> list[str]:
+def _columns(rows: list[dict[str, Any]]) -> list[str]:
     return list(dict.fromkeys(key for row in rows for key in row))
 
 
