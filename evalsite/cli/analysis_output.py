@@ -19,6 +19,7 @@ from evalsite.analysis.leaderboard import stability_sentence
 from evalsite.analysis.selection import LeftOut
 from evalsite.analysis.verdict import Metric, Verdict, detectable_phrase
 from evalsite.cli.output import print_table
+from evalsite.runlog.money import format_usd
 from evalsite.runlog.records import RunStatus
 from evalsite.stats import Interval, SignFlipResult
 
@@ -45,7 +46,7 @@ def p_value(value: float | None) -> str:
 
 
 def usd(value: float | None) -> str:
-    return "unknown" if value is None else f"${value:.3g}"
+    return "unknown" if value is None else format_usd(value)
 
 
 def interval(ci: Interval | None) -> str:

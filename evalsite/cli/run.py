@@ -48,8 +48,7 @@ def _duration(context, parameter, value: str | None) -> float | None:
 
 def _print_estimate(report: PlanEstimate) -> None:
     columns = ["arm", "configs", "cases", "calls", "input_tokens", "output_tokens", "cost_usd"]
-    rows = [{**row, "cost_usd": _dollars(row["cost_usd"])} for row in [*report.by_arm(), report.total()]]
-    print_table(rows, columns)
+    print_table([*report.by_arm(), report.total()], columns)  # cost_usd to significant digits (format_usd)
     total = report.total()
     click.echo("estimate: tokens = characters / 4; output tokens from params.max_tokens, else the expected answer")
     if total["unpriced_arms"]:
@@ -79,10 +78,6 @@ def _run_on_ray(project, manifest: Path, plan, shards: int, as_json: bool, outpu
 
 RUN_COLUMNS = {name: name for name in ("run_id", "arm", "status", "cases", "errors", "mean_score", "pass_rate",
                                        "cost_usd", "resume")}
-
-
-def _dollars(value: float | None) -> str | None:
-    return None if value is None else f"{value:.4f}"
 
 
 @click.command("run")
