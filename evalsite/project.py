@@ -158,6 +158,31 @@ def max_error_rate(project: Project) -> float:
     return float(value)
 
 
+@dataclass(frozen=True)
+class CiPlan:
+    """``[ci] experiments`` and ``[ci] max_cost_usd``: the manifests the scaffolded workflow runs
+    (project-relative paths) and the most each run may spend (None: no ceiling)."""
+
+    experiments: tuple[str, ...]
+    max_cost_usd: float | None
+
+
+def ci_plan(project: Project) -> CiPlan:
+    """Read ``[ci] experiments`` and ``[ci] max_cost_usd`` (both optional), refusing a value that
+    is not a list of manifests inside the project, or not a finite number of dollars ≥ 0."""
+    table = project.settings.get("ci") or {}
+    experiments = table.get("experiments", [])
+    if not isinstance(experiments, list) or not all(isinstance(entry, str) and entry for entry in experiments):
+        raise ProjectError(f"evalsite.toml: [ci] experiments: needs a list of manifest paths, got {experiments!r}")
+    for entry in experiments:
+        if not project.inside(Path(entry), "evalsite.toml: [ci] experiments:").is_file():
+            raise ProjectError(f"evalsite.toml: [ci] experiments: no manifest {entry}")
+    cost = table.get("max_cost_usd")
+    if cost is not None and (isinstance(cost, bool) or not isinstance(cost, (int, float)) or not 0 <= cost < float("inf")):
+        raise ProjectError(f"evalsite.toml: [ci] max_cost_usd: needs a number of dollars ≥ 0, got {cost!r}")
+    return CiPlan(tuple(experiments), None if cost is None else float(cost))
+
+
 def cwd_relative(path: Path) -> Path:
     """``path`` relative to the current folder when it is inside it: it still opens, and reads short
     in messages (``data/qa.jsonl`` rather than an absolute path)."""

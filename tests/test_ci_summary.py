@@ -65,9 +65,29 @@ def test_the_scaffolded_workflow_steps_run_and_write_the_pull_request_summary(tm
         done = subprocess.run(["bash", "-e", "-c", step["run"]], cwd=project, env=env, capture_output=True, text=True,
                               timeout=300)
         assert done.returncode == 0, f"{step['name']}: {done.stderr[-1500:]}"
+    assert (runner_temp / "experiments.tsv").read_text() == "experiments/example.yaml\t1\n"  # from evalsite.toml [ci]
+    runs = json.loads((runner_temp / "example.yaml.runs.json").read_text())
+    assert sorted(run["arm"] for run in runs) == ["lowercase", "reverse"]
     summary = (runner_temp / "summary.md").read_text()
     assert summary.startswith("### evalsite runs\n") and "### evalsite compare:" in summary
     assert "### evalsite claims: " in summary
     job_page = step_summary.read_text()
     assert "### evalsite run: example" in job_page and "### evalsite claims: " in job_page
     assert (runner_temp / "claims.junit.xml").exists() and (project / "site" / "index.html").exists()
+
+
+def test_ci_experiments_reads_the_ci_table_and_names_a_bad_value(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    invoke("init", "p")
+    monkeypatch.chdir(tmp_path / "p")
+    assert invoke("ci", "experiments").stdout == "experiments/example.yaml\t1\n"
+    toml = (tmp_path / "p" / "evalsite.toml")
+    toml.write_text('[ci]\nexperiments = ["experiments/example.yaml"]\n')
+    assert invoke("ci", "experiments").stdout == "experiments/example.yaml\t\n"  # no ceiling
+    for table, message in (('experiments = ["experiments/nope.yaml"]', "[ci] experiments: no manifest experiments/nope.yaml"),
+                           ('experiments = "experiments/example.yaml"', "[ci] experiments: needs a list of manifest paths"),
+                           ("max_cost_usd = -1", "[ci] max_cost_usd: needs a number of dollars ≥ 0, got -1")):
+        toml.write_text(f"[ci]\n{table}\n")
+        refused = invoke("ci", "experiments")
+        assert refused.exit_code == 1 and refused.stderr.startswith(f"Error: evalsite.toml: {message}")
+        assert any(message in line for line in invoke("validate").stdout.splitlines())

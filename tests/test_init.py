@@ -31,7 +31,7 @@ def test_the_workflow_is_valid_yaml_with_the_expected_jobs(tmp_path, cli):
     assert set(workflow["jobs"]) == {"evaluate", "deploy"}
     steps = workflow["jobs"]["evaluate"]["steps"]
     commands = " ".join(step.get("run", "") for step in steps)
-    for command in ("evalsite validate", "evalsite run experiments/example.yaml", "--max-cost 1.00", "--allow-failures",
+    for command in ("evalsite validate", "evalsite ci experiments", '--max-cost "$max_cost"', "--allow-failures",
                     "evalsite compare --fail-on regression", "evalsite check-claims", "evalsite build"):
         assert command in commands or command.replace(" experiments/example.yaml", "") in commands, command
     uses = [step.get("uses", "") for step in steps] + [

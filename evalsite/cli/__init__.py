@@ -32,7 +32,7 @@ COMMANDS = (
     CommandEntry("build", "build:build_command", "Render the static site (only pages whose inputs changed)."),
     CommandEntry("cache", "cache:cache_group", "Inspect and trim the response cache (.evalsite/cache/)."),
     CommandEntry("check-claims", "claims:check_claims_command", "Re-derive every claim in reports/*.md (or FILES) from the runs; exit 1 unless all hold."),
-    CommandEntry("ci", "ci:ci_group", "Helpers for CI jobs: the job summary."),
+    CommandEntry("ci", "ci:ci_group", "Helpers for CI jobs: what to run, and the job summary."),
     CommandEntry("compact", "compact:compact_command", "Store finished runs as zstd Parquet next to their JSONL (or under --to DIR)."),
     CommandEntry("compare", "compare:compare_command", "Compare RUN with its baseline, fingerprint first."),
     CommandEntry("dataset", "dataset:dataset_group", "Freeze, verify and describe dataset files."),

@@ -13,12 +13,12 @@ from evalsite.analysis.markdown import ci_summary_markdown
 from evalsite.cli.console import info
 from evalsite.cli.export import MARKDOWN, Result, output_option, write_output
 from evalsite.errors import OutputError, ProjectError
-from evalsite.project import find_project
+from evalsite.project import ci_plan, find_project
 
 
 @click.group("ci")
 def ci_group() -> None:
-    """Helpers for CI jobs: the job summary."""
+    """Helpers for CI jobs: what to run, and the job summary."""
 
 
 def _run_ids(path: Path) -> list[str]:
@@ -28,6 +28,14 @@ def _run_ids(path: Path) -> list[str]:
         return [str(row["run_id"]) for row in rows]
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, TypeError, KeyError) as exc:
         raise ProjectError(f"{path}: not the JSON list of runs `evalsite run --json` prints ({exc})") from None
+
+
+@ci_group.command("experiments")
+def experiments_command() -> None:
+    """Print the manifests [ci] experiments lists, each with [ci] max_cost_usd (tab-separated)."""
+    plan = ci_plan(find_project())
+    for manifest in plan.experiments:
+        click.echo(f"{manifest}\t{'' if plan.max_cost_usd is None else f'{plan.max_cost_usd:g}'}")
 
 
 @ci_group.command("summary")
