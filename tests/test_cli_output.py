@@ -99,6 +99,8 @@ def test_run_writes_junit_and_the_summary_markdown(example_project):
     assert json.loads((example_project / "estimate.json").read_text()) == json.loads(
         invoke("run", "experiments/arithmetic.yaml", "--dry-run", "--json").stdout)
     assert estimate.exit_code == 0
+    refused = invoke("run", "experiments/arithmetic.yaml", "--dry-run", "-o", "estimate.junit.xml")
+    assert refused.exit_code == 1 and refused.stderr.startswith("Error: estimate.junit.xml: run --dry-run has no test cases")
 
 
 def test_compare_show_and_check_claims_write_the_json_figures(example_project):

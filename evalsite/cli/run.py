@@ -15,7 +15,7 @@ from evalsite.cli.console import CONSOLE, info
 from evalsite.cli.export import CSV, HTML, JSON, JUNIT, MARKDOWN, Result, output_option, pick_rows, write_output
 from evalsite.cli.output import print_json, print_table, warn
 from evalsite.cli.run_report import baseline_reports, regression_failed, report_batch, report_failures, resume_line
-from evalsite.errors import ProjectError
+from evalsite.errors import OutputError, ProjectError
 from evalsite.execute.prepare import prepare_plan
 from evalsite.execute.progress import Progress
 from evalsite.execute.runner import execute_plan
@@ -131,6 +131,9 @@ def run_command(ctx, manifest: Path, arm_ids, repeat, concurrency, overrides, dr
         raise ProjectError(f"the runs location is {project.runs_location}, which only `evalsite compact --to` writes; "
                            f"unset {RUNS_ENV} / [store] runs to run here, then compact --to it")
     error_rate = max_error_rate(project)  # read before anything is spent
+    if output is not None and output.extension == JUNIT and (dry_run or executor == "ray"):
+        raise OutputError(f"{output.path}: run {'--dry-run' if dry_run else '--executor ray'} has no test cases "
+                          "to write as JUnit XML; use .json, .csv, .md or .html")
     plan = prepare_plan(project, manifest, overrides=overrides, arm_ids=arm_ids, repeat=repeat)
     if shard is not None:
         plan = replace(plan, shard=parse_shard(shard))
