@@ -7,8 +7,6 @@ never catches and rewraps them.
 
 from __future__ import annotations
 
-from typing import IO, Any
-
 import click
 
 
@@ -52,11 +50,8 @@ class RunLogError(EvalsiteError):
 
 
 class NotComparableError(EvalsiteError):
-    """Two runs may not be compared; the message gives the reason. Printed as ``ERROR: <message>``,
-    the refusal line DESIGN.md promises scripts (the same as ``evalsite compare`` prints)."""
-
-    def show(self, file: IO[Any] | None = None) -> None:
-        click.echo(f"ERROR: {self.format_message()}", file=file, err=file is None)
+    """Two runs may not be compared; the message (``not comparable: <reason>``) gives the reason,
+    printed ``Error: not comparable: <reason>`` like every other refusal (one prefix everywhere)."""
 
 
 class SiteError(EvalsiteError):
@@ -69,6 +64,10 @@ class DecisionError(EvalsiteError):
 
 class SourceError(EvalsiteError):
     """A file given to ``evalsite import`` cannot be read as the format it was given as."""
+
+
+class OutputError(EvalsiteError):
+    """``-o/--output FILE`` names a format the command does not write, or the file cannot be written."""
 
 
 class AlreadyImportedError(EvalsiteError):

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import base64
 import importlib
+import logging
 import os
 import sys
 import tomllib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,17 @@ from evalsite.errors import ProjectError, TargetError
 PROJECT_MARKERS = ("evalsite.toml", "experiments", "data")
 DEFAULT_MAX_ERROR_RATE = 0.5
 RUNS_ENV = "EVALSITE_RUNS"
+
+#: Every table of evalsite.toml and its keys (None: the table's own reader checks its keys —
+#: ``[site]`` is evalsite.site.settings.SiteSettings, read by ``build`` and ``validate``).
+SETTINGS_KEYS: dict[str, frozenset[str] | None] = {
+    "analysis": frozenset({"cluster_key", "direction"}),
+    "ci": frozenset({"experiments", "max_cost_usd", "max_error_rate"}),
+    "site": None,
+    "store": frozenset({"runs"}),
+}
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -106,9 +118,36 @@ def _read_settings(root: Path) -> dict[str, Any]:
     if not path.exists():
         return {}
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
+        settings = tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ProjectError(f"{path}: invalid TOML: {exc}") from None
+    for problem in settings_problems(settings):  # the CLI shows each distinct warning once
+        log.warning("%s (ignored)", problem)
+    log.debug("project %s: settings from %s", root, path)
+    return settings
+
+
+def settings_problems(settings: dict[str, Any]) -> list[str]:
+    """Every table or key of evalsite.toml that nothing reads (a typo would otherwise leave the
+    default in force silently), each with the closest known name."""
+    problems = []
+    for table in sorted(settings):
+        if table not in SETTINGS_KEYS:
+            problems.append(f"evalsite.toml: unknown table [{table}]{_did_you_mean(table, SETTINGS_KEYS)} "
+                            f"(known: {', '.join(f'[{name}]' for name in SETTINGS_KEYS)})")
+            continue
+        known, values = SETTINGS_KEYS[table], settings[table]
+        if known is None or not isinstance(values, dict):
+            continue
+        problems += [f"evalsite.toml: [{table}] unknown key {key!r}{_did_you_mean(key, known)} (known: {', '.join(sorted(known))})"
+                     for key in sorted(set(values) - known)]
+    return problems
+
+
+def _did_you_mean(name: str, known: Iterable[str]) -> str:
+    from evalsite.experiment.manifest import did_you_mean  # only when a key is unknown: it loads the schema tools
+
+    return did_you_mean(name, sorted(known))
 
 
 def max_error_rate(project: Project) -> float:
@@ -118,6 +157,31 @@ def max_error_rate(project: Project) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
         raise ProjectError(f"evalsite.toml: [ci] max_error_rate: needs a number from 0 to 1, got {value!r}")
     return float(value)
+
+
+@dataclass(frozen=True)
+class CiPlan:
+    """``[ci] experiments`` and ``[ci] max_cost_usd``: the manifests the scaffolded workflow runs
+    (project-relative paths) and the most each run may spend (None: no ceiling)."""
+
+    experiments: tuple[str, ...]
+    max_cost_usd: float | None
+
+
+def ci_plan(project: Project) -> CiPlan:
+    """Read ``[ci] experiments`` and ``[ci] max_cost_usd`` (both optional), refusing a value that
+    is not a list of manifests inside the project, or not a finite number of dollars ≥ 0."""
+    table = project.settings.get("ci") or {}
+    experiments = table.get("experiments", [])
+    if not isinstance(experiments, list) or not all(isinstance(entry, str) and entry for entry in experiments):
+        raise ProjectError(f"evalsite.toml: [ci] experiments: needs a list of manifest paths, got {experiments!r}")
+    for entry in experiments:
+        if not project.inside(Path(entry), "evalsite.toml: [ci] experiments:").is_file():
+            raise ProjectError(f"evalsite.toml: [ci] experiments: no manifest {entry}")
+    cost = table.get("max_cost_usd")
+    if cost is not None and (isinstance(cost, bool) or not isinstance(cost, (int, float)) or not 0 <= cost < float("inf")):
+        raise ProjectError(f"evalsite.toml: [ci] max_cost_usd: needs a number of dollars ≥ 0, got {cost!r}")
+    return CiPlan(tuple(experiments), None if cost is None else float(cost))
 
 
 def cwd_relative(path: Path) -> Path:

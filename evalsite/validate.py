@@ -16,7 +16,7 @@ from evalsite.errors import EvalsiteError
 from evalsite.execute.prepare import prepare_plan
 from evalsite.experiment.datasets import DATASET_SUFFIXES, dataset_problems, read_source_rows
 from evalsite.experiment.locks import LOCK_SUFFIX, is_lock_file, verify_dataset
-from evalsite.project import Project, cwd_relative, max_error_rate
+from evalsite.project import Project, ci_plan, cwd_relative, max_error_rate, settings_problems
 from evalsite.runlog.decisions import validate_decisions
 from evalsite.runlog.store import CASES_FILE, read_cases, run_directories, scan_runs
 from evalsite.site.settings import site_settings
@@ -102,10 +102,11 @@ def check_locks(project: Project) -> list[str]:
 
 
 def check_settings(project: Project) -> list[str]:
-    """``evalsite.toml``'s ``[site]`` table, read as ``evalsite build`` reads it, and ``[ci]
-    max_error_rate`` as ``promote`` reads it."""
-    problems = []
-    for read in (site_settings, lambda _: max_error_rate(project)):
+    """``evalsite.toml``: tables and keys nothing reads, the ``[site]`` table as ``evalsite
+    build`` reads it, ``[ci] max_error_rate`` as ``promote`` reads it and ``[ci] experiments`` /
+    ``max_cost_usd`` as ``evalsite ci experiments`` reads them."""
+    problems = settings_problems(project.settings)
+    for read in (site_settings, lambda _: max_error_rate(project), lambda _: ci_plan(project)):
         try:
             read(project.settings)
         except EvalsiteError as exc:

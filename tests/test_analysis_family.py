@@ -109,7 +109,7 @@ def test_runs_that_may_not_be_compared_are_refused(cli, example_with_runs):
     careful_version = cli.json("show", careful)["evaluators"]["exact"]["version"]
     other_version = cli.json("show", other)["evaluators"]["exact"]["version"]
     assert result.stderr == (
-        f"ERROR: not comparable: {careful} vs {other}: evaluator 'exact' version {careful_version} vs {other_version}\n"
+        f"Error: not comparable: {careful} vs {other}: evaluator 'exact' version {careful_version} vs {other_version}\n"
     )
 
 

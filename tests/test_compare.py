@@ -30,7 +30,7 @@ def test_runs_on_different_datasets_are_refused_with_the_reason(golden_project, 
     result = cli("compare", current, "--baseline", baseline)
 
     assert result.exit_code == 1
-    assert result.stderr == f"ERROR: not comparable: dataset {old_id} vs {new_id}\n"
+    assert result.stderr == f"Error: not comparable: dataset {old_id} vs {new_id}\n"
     assert "dataset.dataset_id" in result.stdout and "dataset.inputs_id" in result.stdout
     assert "items:" not in result.stdout
 
@@ -60,7 +60,7 @@ def test_an_added_evaluator_is_refused(golden_project, cli):
     current = run_arm(cli, golden_project, evaluators=[{"type": "exact"}, {"type": "exact", "name": "strict"}])
     result = cli("compare", current, "--baseline", baseline)
     assert result.exit_code == 1
-    assert result.stderr == "ERROR: not comparable: evaluator 'strict' only in the current run\n"
+    assert result.stderr == "Error: not comparable: evaluator 'strict' only in the current run\n"
 
 
 def test_a_model_change_is_compared_and_listed_as_changed(golden_project, cli):

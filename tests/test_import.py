@@ -213,7 +213,7 @@ def test_compare_pairs_two_arms_of_one_tool_and_refuses_two_tools(import_project
     assert summary["compared"] == 24 and summary["regressed"] == 7 and summary["improved"] == 0
     assert summary["mean_delta"] < 0 and summary["p_value"] < 0.05
     refused = cli("compare", runs[("promptfoo", "model-a")], "--baseline", inspect_a)
-    assert refused.exit_code == 1 and "ERROR: not comparable: evaluator" in refused.stderr
+    assert refused.exit_code == 1 and "Error: not comparable: evaluator" in refused.stderr
 
 
 def test_the_leaderboard_ranks_imported_arms_with_the_tool_reported_means(import_project, cli):

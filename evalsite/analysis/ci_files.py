@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import logging
 import os
+import tempfile
 import xml.etree.ElementTree as ElementTree
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from evalsite.errors import EvalsiteError
+from evalsite.errors import EvalsiteError, OutputError
+
+STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"  # the job summary file GitHub Actions gives each step
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -26,7 +31,7 @@ class TestOutcome:
 def summary_targets(summary_file: Path | None) -> list[Path]:
     """Where a markdown summary goes: ``--summary FILE`` and ``$GITHUB_STEP_SUMMARY`` when set."""
     targets = [Path(summary_file)] if summary_file else []
-    if step_summary := os.environ.get("GITHUB_STEP_SUMMARY"):
+    if step_summary := os.environ.get(STEP_SUMMARY_ENV):
         targets.append(Path(step_summary))
     return targets
 
@@ -37,6 +42,7 @@ def write_summary(markdown: str, summary_file: Path | None) -> None:
         try:
             with open(path, "a", encoding="utf-8") as handle:
                 handle.write(markdown.rstrip("\n") + "\n\n")
+            log.debug("appended the markdown summary to %s", path)
         except OSError as exc:
             raise EvalsiteError(f"{path}: cannot write the summary: {exc.strerror}") from None
 
@@ -54,8 +60,8 @@ def markdown_table(rows: Sequence[Mapping[str, object]], columns: list[str]) -> 
     return "\n".join(lines)
 
 
-def write_junit(path: Path, suite_name: str, outcomes: list[TestOutcome]) -> None:
-    """Write one ``<testsuite>`` of JUnit XML, the shape CI systems display."""
+def junit_xml(suite_name: str, outcomes: list[TestOutcome]) -> str:
+    """One ``<testsuite>`` of JUnit XML, the shape CI systems display."""
     suite = ElementTree.Element(
         "testsuite",
         name=suite_name,
@@ -75,10 +81,30 @@ def write_junit(path: Path, suite_name: str, outcomes: list[TestOutcome]) -> Non
                 ElementTree.SubElement(case, tag, message=message).text = message
     root = ElementTree.Element("testsuites")
     root.append(suite)
-    tree = ElementTree.ElementTree(root)
-    ElementTree.indent(tree)
+    ElementTree.indent(root)
+    return "<?xml version='1.0' encoding='utf-8'?>\n" + ElementTree.tostring(root, encoding="unicode") + "\n"
+
+
+def write_junit(path: Path, suite_name: str, outcomes: list[TestOutcome]) -> None:
+    """Write :func:`junit_xml` to ``path`` atomically (creating its folder)."""
     try:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
-        tree.write(path, encoding="utf-8", xml_declaration=True)
     except OSError as exc:
-        raise EvalsiteError(f"{path}: cannot write JUnit XML: {exc.strerror}") from None
+        raise OutputError(f"{path}: cannot write JUnit XML: {exc.strerror}") from None
+    write_atomic(path, junit_xml(suite_name, outcomes))
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to a temporary file beside ``path``, then rename it over ``path``: a reader
+    (or an error) never sees half a file, and a failed write leaves no temporary file behind."""
+    path = Path(path)
+    temporary: str | None = None
+    try:
+        descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        with os.fdopen(descriptor, "w", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+        os.replace(temporary, path)
+    except OSError as exc:
+        if temporary is not None and os.path.exists(temporary):
+            os.unlink(temporary)
+        raise OutputError(f"{path}: cannot write: {exc.strerror or exc}") from None

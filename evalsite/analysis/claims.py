@@ -86,6 +86,8 @@ __all__ = [
     "check_claim",
     "check_claims",
     "check_report",
+    "claims_outcomes",
+    "CLAIMS_SUITE",
     "find_directives",
     "parse_claim",
     "report_files",
@@ -322,10 +324,12 @@ def check_claims(project: Project, files: tuple[Path, ...] = ()) -> list[ClaimRe
     return results
 
 
-def write_claims_junit(path: Path, results: list[ClaimResult]) -> None:
-    """JUnit XML with one test per claim: a claim that fails is a failure, one that cannot be
-    checked an error."""
-    write_junit(path, "evalsite.analysis.claims", [
+CLAIMS_SUITE = "evalsite.analysis.claims"
+
+
+def claims_outcomes(results: list[ClaimResult]) -> list[TestOutcome]:
+    """One JUnit test per claim: a claim that fails is a failure, one that cannot be checked an error."""
+    return [
         TestOutcome(
             name=f"{r.file}:{r.line} {r.text}",
             classname=r.file,
@@ -333,4 +337,9 @@ def write_claims_junit(path: Path, results: list[ClaimResult]) -> None:
             error=r.detail if r.status == UNCHECKABLE else None,
         )
         for r in results
-    ])
+    ]
+
+
+def write_claims_junit(path: Path, results: list[ClaimResult]) -> None:
+    """JUnit XML of :func:`claims_outcomes`."""
+    write_junit(path, CLAIMS_SUITE, claims_outcomes(results))

@@ -62,7 +62,7 @@ class ComparisonReport:
         return self.comparability.differences if self.comparability else []
 
     def refuse_if_not_comparable(self) -> None:
-        """Raise :class:`NotComparableError` (``ERROR: not comparable: <reason>``, exit 1) when
+        """Raise :class:`NotComparableError` (``Error: not comparable: <reason>``, exit 1) when
         the two runs may not be compared."""
         if self.comparability is not None and not self.comparability.comparable:
             raise NotComparableError(f"not comparable: {self.comparability.reason}")

@@ -8,8 +8,8 @@ Nemenyi stay beside it as the omnibus test and the critical-difference picture.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
-from dataclasses import dataclass
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -20,6 +20,7 @@ from evalsite.analysis.selection import Selection, select_runs
 from evalsite.analysis.verdict import ArmPlace, Metric, Verdict, matrix_verdict, metric_values
 from evalsite.errors import EvalsiteError
 from evalsite.project import Project
+from evalsite.runlog.store import Run
 from evalsite.stats import HoldoutCheck, Interval, RankStability, holdout_check, rank_stability
 
 ALPHA = 0.05
@@ -36,6 +37,7 @@ class ArmsOnDataset:
     matrix: ItemMatrix
     clusters: tuple[Hashable, ...] | None = None
     cluster_key: str | None = None
+    errors: Mapping[str, int | None] = field(default_factory=dict)  # run id -> failed generations (run_errors)
 
 
 def arms_on_dataset(project: Project, dataset: str | None = None, evaluator: str | None = None) -> ArmsOnDataset:
@@ -51,7 +53,15 @@ def arms_of_selection(
     site calls this for every comparable group, so its verdict is the command's)."""
     matrix = item_matrix(database, selection.arms, evaluator)
     key, clusters = cluster_labels(project, matrix)
-    return ArmsOnDataset(selection, matrix, clusters, key)
+    errors = {arm.run_id: run_errors(database.runs.get(arm.run_id)) for arm in selection.arms}
+    return ArmsOnDataset(selection, matrix, clusters, key, errors)
+
+
+def run_errors(run: Run | None) -> int | None:
+    """The cases of a run that failed to generate, as its one run summary counted them when it
+    ended (``end.json`` totals); None for a run without an end record (still running, killed)."""
+    errors = run.footer.totals.get("errors") if run is not None and run.footer is not None else None
+    return errors if isinstance(errors, int) and not isinstance(errors, bool) else None
 
 
 @dataclass(frozen=True)
@@ -59,7 +69,9 @@ class RankedArm:
     """An arm's row, in display order: ``arm_id``, the ranking statistic ``value`` with its
     ``interval``, ``rank`` (1 = listed first), ``places`` (the best and worst position it could
     hold given the arms the tests do not separate it from, printed by ``rank_text``), its group
-    ``letters``, its Friedman ``mean_rank`` and every figure in ``summary``."""
+    ``letters``, its Friedman ``mean_rank``, every figure in ``summary`` and ``errors``, the run's
+    cases that failed to generate (:func:`run_errors`: an arm whose every case errored shows a
+    0.0 mean like an arm that answered everything wrong; this tells them apart)."""
 
     arm_id: str | None
     label: str
@@ -71,6 +83,7 @@ class RankedArm:
     letters: str
     mean_rank: float
     summary: ArmSummary
+    errors: int | None = None
 
 
 @dataclass(frozen=True)
@@ -113,7 +126,7 @@ def leaderboard_of(
     mean_ranks = verdict.friedman.mean_ranks if verdict.friedman else (1.0,)
     arms = tuple(
         RankedArm(matrix.arms[p.arm].arm_id, p.label, p.value, p.interval, p.rank, p.places, p.rank_text, p.letters,
-                  mean_ranks[p.arm], summaries[p.arm])
+                  mean_ranks[p.arm], summaries[p.arm], data.errors.get(matrix.arms[p.arm].run_id))
         for p in verdict.arms
     )
     stability = stability_of(data, verdict, seed) if len(matrix.arms) > 1 else None

@@ -7,7 +7,7 @@ decides where it goes.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from evalsite.analysis.ci_files import TestOutcome, markdown_table
 from evalsite.runlog.records import Case
@@ -68,17 +68,45 @@ def compare_markdown(report: ComparisonReport) -> str:
     return "\n".join(lines)
 
 
+RUN_COLUMNS = ["arm", "run", "status", "cases", "errors", "mean_score", "pass_rate", "cost_usd"]
+
+
+def _runs_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """A table of runs (each row: arm, run, status and the run summary's totals), then their failed critical rows."""
+    lines = [markdown_table(rows, RUN_COLUMNS)]
+    lines += [f"- {row['arm']}: critical rows failed: {', '.join(row['critical_failures'])}"
+              for row in rows if row.get("critical_failures")]
+    return lines
+
+
 def runs_markdown(experiment: str, batch: BatchOutcome) -> str:
     """One row per run of an ``evalsite run`` batch, then what failed or stopped it."""
     rows = [{"arm": run.arm_id, "run": run.run_id, "status": run.status, **run.summary} for run in batch.runs]
-    lines = [f"### evalsite run: {experiment}", "",
-             markdown_table(rows, ["arm", "run", "status", "cases", "errors", "mean_score", "pass_rate", "cost_usd"])]
-    for run in batch.runs:
-        if run.summary.get("critical_failures"):
-            lines.append(f"- {run.arm_id}: critical rows failed: {', '.join(run.summary['critical_failures'])}")
+    lines = [f"### evalsite run: {experiment}", "", *_runs_lines(rows)]
     if batch.not_started:
         lines.append(f"- not started: {', '.join(batch.not_started)} ({batch.stop_reason})")
     return "\n".join(lines)
+
+
+def ci_summary_markdown(project: Project, references: list[str], claims: bool = True) -> str:
+    """``evalsite ci summary``: the runs (their one run summary), each against its baseline (as
+    ``compare`` decides it) and, with ``claims``, every claim of the reports (when they have any) —
+    one markdown text.
+
+    The analysis modules are imported here, not at the top: ``evalsite run`` imports this module
+    for :func:`runs_markdown` and must not load the statistics."""
+    from evalsite.analysis.claims import check_claims
+    from evalsite.analysis.compare import compare_runs
+    from evalsite.analysis.run_views import run_overview
+
+    overviews = [run_overview(project, reference).to_json() for reference in references]
+    rows = [{**overview, "run": overview["run_id"]} for overview in overviews]
+    parts = ["### evalsite runs\n\n" + "\n".join(_runs_lines(rows)) if rows else "### evalsite runs\n\nNo runs given."]
+    parts += [compare_markdown(compare_runs(project, overview["run_id"])) for overview in overviews]
+    results = check_claims(project, ()) if claims else []
+    if results:
+        parts.append(claims_markdown(results))
+    return "\n\n".join(parts)
 
 
 def run_junit_outcomes(project: Project, batch: BatchOutcome) -> list[TestOutcome]:

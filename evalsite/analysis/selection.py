@@ -323,7 +323,7 @@ def runs_by_reference(runs_dir: Path, references: list[str]) -> list[ArmRun]:
 
 
 def require_comparable(first: ArmRun, others: list[ArmRun]) -> None:
-    """Refuse (exit 1, ``ERROR: not comparable: …``) when any run may not be compared with ``first``."""
+    """Refuse (exit 1, ``Error: not comparable: …``) when any run may not be compared with ``first``."""
     refusals = []
     for other in others:
         verdict = comparability(first.header, other.header)

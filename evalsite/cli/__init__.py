@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import click
 
 from evalsite import __version__
+from evalsite.cli.console import configure
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,7 @@ COMMANDS = (
     CommandEntry("build", "build:build_command", "Render the static site (only pages whose inputs changed)."),
     CommandEntry("cache", "cache:cache_group", "Inspect and trim the response cache (.evalsite/cache/)."),
     CommandEntry("check-claims", "claims:check_claims_command", "Re-derive every claim in reports/*.md (or FILES) from the runs; exit 1 unless all hold."),
+    CommandEntry("ci", "ci:ci_group", "Helpers for CI jobs: what to run, and the job summary."),
     CommandEntry("compact", "compact:compact_command", "Store finished runs as zstd Parquet next to their JSONL (or under --to DIR)."),
     CommandEntry("compare", "compare:compare_command", "Compare RUN with its baseline, fingerprint first."),
     CommandEntry("dataset", "dataset:dataset_group", "Freeze, verify and describe dataset files."),
@@ -90,7 +92,15 @@ class LazyGroup(click.Group):
 @click.option("--runs", "runs_location", metavar="DIR|URI",
               help="Read runs from this folder or object-storage URI (s3://bucket/prefix) instead of runs/ "
                    "or [store] runs; the same as EVALSITE_RUNS.")
-def main(runs_location: str | None) -> None:
+@click.option("-q", "--quiet", is_flag=True, help="No progress display and no informational lines (warnings, "
+              "errors and results still print).")
+@click.option("-v", "--verbose", is_flag=True, help="Also print debug lines: what each step read and wrote.")
+@click.option("--no-color", "no_color", is_flag=True,
+              help="Never colour the output (colour is used only on a terminal, and never when NO_COLOR is set).")
+def main(runs_location: str | None, quiet: bool, verbose: bool, no_color: bool) -> None:
     """Run experiments into append-only run logs, test them honestly, publish a static site."""
+    if quiet and verbose:
+        raise click.UsageError("--quiet and --verbose contradict each other; pass one")
+    configure(quiet=quiet, verbose=verbose, colour=not no_color)
     if runs_location:
         os.environ["EVALSITE_RUNS"] = runs_location  # evalsite.project.RUNS_ENV, read by Project.runs_location

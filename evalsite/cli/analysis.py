@@ -15,6 +15,7 @@ from evalsite.analysis import (
 )
 from evalsite.analysis.verdict import METRICS, choose_metric
 from evalsite.cli import analysis_output as show
+from evalsite.cli.export import CSV, HTML, JSON, MARKDOWN, Result, output_option, pick_rows, write_output
 from evalsite.cli.output import print_json, warn_unreadable_runs
 from evalsite.project import find_project
 
@@ -27,6 +28,10 @@ dataset_option = click.option(
 evaluator_option = click.option(
     "--evaluator", metavar="NAME", help="Rank on this evaluator's scores (default: the case score, all evaluators combined)."
 )
+scores_option = click.option(  # for the commands that do not rank arms
+    "--evaluator", metavar="NAME",
+    help="Use this evaluator's scores and pass/fail (default: the case score, all evaluators combined).",
+)
 seed_option = click.option("--seed", type=int, default=0, show_default=True, help="Seed of every random resample.")
 json_option = click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 alpha_option = click.option("--alpha", type=LEVEL, default=0.05, show_default=True, help="Significance level.")
@@ -38,6 +43,16 @@ direction_option = click.option(
     "--direction", type=click.Choice(["higher", "lower"]),
     help="Which way is better for --metric (default: evalsite.toml [analysis.direction], else by name).",
 )
+
+
+LEADERBOARD_COLUMNS = {
+    "rank": "rank", "places": "rank_text", "group": "letters", "arm": "label", "arm_id": "arm_id",
+    "run_id": "summary.arm.run_id", "value": "value", "ci_low": "interval.low", "ci_high": "interval.high",
+    "confidence": "interval.confidence", "pass_rate": "summary.pass_rate", "items": "summary.n_items",
+    "cases": "summary.n_cases", "errors": "errors", "cost_per_item_usd": "summary.cost.per_item",
+    "cost_per_correct_usd": "summary.cost.per_correct", "p50_ms": "summary.latency.p50_ms",
+    "p95_ms": "summary.latency.p95_ms", "noise_std": "summary.noise.std", "mean_rank": "mean_rank",
+}
 
 
 def _emit(report, as_json: bool, printer) -> None:
@@ -55,7 +70,8 @@ def _emit(report, as_json: bool, printer) -> None:
 @alpha_option
 @seed_option
 @json_option
-def leaderboard_command(dataset, evaluator, metric, direction, alpha, seed, as_json) -> None:
+@output_option("leaderboard", JSON, CSV, MARKDOWN, HTML)
+def leaderboard_command(dataset, evaluator, metric, direction, alpha, seed, as_json, output) -> None:
     """Every arm on a dataset, and the order the data supports.
 
     Arms in the order of the statistic shown; paired sign-flip tests between every pair,
@@ -66,6 +82,9 @@ def leaderboard_command(dataset, evaluator, metric, direction, alpha, seed, as_j
     chosen = choose_metric(metric, direction, project.settings)
     report = leaderboard(project, dataset, evaluator=evaluator, alpha=alpha, seed=seed, metric=chosen)
     _emit(report, as_json, show.leaderboard)
+    data = json_ready(report)
+    write_output(output, Result(f"leaderboard · dataset {report.selection.dataset_id}", data,
+                                pick_rows(data["arms"], LEADERBOARD_COLUMNS)))
 
 
 @click.command("family-test")
@@ -74,7 +93,7 @@ def leaderboard_command(dataset, evaluator, metric, direction, alpha, seed, as_j
 @alpha_option
 @click.option("--effect", type=click.FloatRange(min=0, min_open=True),
               help="A mean difference to detect: print how many items that needs.")
-@evaluator_option
+@scores_option
 @seed_option
 @json_option
 def family_test_command(run, others, alpha, effect, evaluator, seed, as_json) -> None:
@@ -92,7 +111,7 @@ def family_test_command(run, others, alpha, effect, evaluator, seed, as_json) ->
 @seed_option
 @click.option("--group", "group_key", metavar="KEY", default="group", show_default=True,
               help="metadata key whose items form clusters, resampled whole.")
-@evaluator_option
+@scores_option
 @json_option
 def bootstrap_command(run, confidence, seed, group_key, evaluator, as_json) -> None:
     """Intervals for RUN's mean and pass rate.
@@ -126,7 +145,7 @@ def rank_stability_command(dataset, evaluator, metric, direction, alpha, seed, a
 @click.argument("run")
 @click.option("--k", type=click.IntRange(min=1), help="Repeats drawn by pass@k and pass^k (default: the fewest any item has).")
 @click.option("--all", "all_items", is_flag=True, help="List every item, not only the flaky ones.")
-@evaluator_option
+@scores_option
 @json_option
 def noise_command(run, k, all_items, evaluator, as_json) -> None:
     """RUN's spread across repeats and each item's flakiness.

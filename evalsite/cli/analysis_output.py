@@ -19,6 +19,7 @@ from evalsite.analysis.leaderboard import stability_sentence
 from evalsite.analysis.selection import LeftOut
 from evalsite.analysis.verdict import Metric, Verdict, detectable_phrase
 from evalsite.cli.output import print_table
+from evalsite.runlog.money import format_usd
 from evalsite.runlog.records import RunStatus
 from evalsite.stats import Interval, SignFlipResult
 
@@ -45,7 +46,7 @@ def p_value(value: float | None) -> str:
 
 
 def usd(value: float | None) -> str:
-    return "unknown" if value is None else f"${value:.3g}"
+    return "unknown" if value is None else format_usd(value)
 
 
 def interval(ci: Interval | None) -> str:
@@ -96,6 +97,7 @@ def leaderboard(board: Leaderboard) -> None:
             "cost/item": usd(arm.summary.cost.per_item), "cost/correct": usd(arm.summary.cost.per_correct),
             "p50 ms": number(arm.summary.latency.p50_ms, 1), "p95 ms": number(arm.summary.latency.p95_ms, 1),
             "noise σ": number(arm.summary.noise.std) if arm.summary.noise else "—",
+            "errors": "—" if arm.errors is None else str(arm.errors),
             "mean rank": number(arm.mean_rank, 2), "run": arm.summary.arm.run_id,
         }
         for arm in board.arms
@@ -112,7 +114,8 @@ def leaderboard(board: Leaderboard) -> None:
         f"order: by {statistic} ({verdict.metric.direction}; direction from {verdict.metric.direction_from}) · groups: "
         f"arms sharing a letter are not separated by the paired tests · intervals: {_interval_method(board)} "
         f"bootstrap over {verdict.unit}s, seed {board.seed} · noise σ: spread of per-repeat means over the items in every "
-        "repeat · cost: USD over the compared cases, unknown when any case's cost is · latency: nearest rank"
+        "repeat · cost: USD over the compared cases, unknown when any case's cost is · latency: nearest rank · errors: "
+        "the run's cases that failed to generate (scored 0)"
     )
     click.echo()
     _left_out(selection.left_out)
@@ -287,11 +290,11 @@ def noise(report: NoiseReport, all_items: bool) -> None:
     click.echo(f"flaky items (passed in some repeats, failed in others): {len(flaky)} of {report.n_items}")
     click.echo(
         f"pass@{report.k} = {number(report.mean_pass_at_k)}, pass^{report.k} = {number(report.mean_pass_hat_k)} "
-        f"(means over items; {report.method}, {report.confidence:.0%})"
+        "(means over items of the unbiased per-item estimates)"
     )
     listed = report.items if all_items else flaky
     if listed:
-        click.echo()
+        click.echo(f"\nper item: pass rate across repeats with its {report.confidence:.0%} Wilson score interval")
         columns = ["item", "runs", "passed", "pass rate", "Wilson interval", f"pass@{report.k}", f"pass^{report.k}"]
         _table([dict(zip(columns, (i.item_id, i.runs, i.passed, number(i.pass_rate),
                                    f"[{i.wilson[0]:.3f}, {i.wilson[1]:.3f}]", number(i.pass_at_k), number(i.pass_hat_k))))

@@ -8,10 +8,24 @@ from pathlib import Path
 import click
 
 from evalsite.analysis.ci_files import write_summary
-from evalsite.analysis.claims import HOLDS, check_claims, write_claims_junit
+from evalsite.analysis.claims import (
+    CLAIMS_SUITE,
+    FAILS,
+    HOLDS,
+    UNCHECKABLE,
+    check_claims,
+    claims_outcomes,
+    write_claims_junit,
+)
 from evalsite.analysis.markdown import MARKS, claims_markdown
+from evalsite.cli.console import paint
+from evalsite.cli.export import CSV, HTML, JSON, JUNIT, MARKDOWN, Result, output_option, pick_rows, write_output
 from evalsite.cli.output import print_json
 from evalsite.project import find_project
+
+CLAIM_KINDS = {HOLDS: "good", FAILS: "bad", UNCHECKABLE: "warn"}
+CLAIM_COLUMNS = {"file": "file", "line": "line", "kind": "kind", "status": "status", "claim": "text",
+                 "detail": "detail", "numbers": "numbers", "runs": "runs"}
 
 
 @click.command("check-claims")
@@ -20,17 +34,23 @@ from evalsite.project import find_project
 @click.option("--summary", "summary_file", type=click.Path(path_type=Path),
               help="Append a markdown summary here (also to $GITHUB_STEP_SUMMARY when set).")
 @click.option("--junit", "junit_file", type=click.Path(path_type=Path), help="Write JUnit XML, one test per claim.")
-def check_claims_command(files, as_json, summary_file, junit_file) -> None:
+@output_option("check-claims", JSON, CSV, MARKDOWN, JUNIT, HTML)
+def check_claims_command(files, as_json, summary_file, junit_file, output) -> None:
     """Re-derive every claim in reports/*.md (or FILES) from the runs; exit 1 unless all hold."""
     results = check_claims(find_project(), files)
     if as_json:
         print_json([r.to_json() for r in results])
     else:
         for r in results:
-            click.echo(f"{MARKS[r.status]} {r.file}:{r.line} {r.status}: {r.text} — {r.detail}")
+            kind = CLAIM_KINDS[r.status]
+            click.echo(f"{paint(MARKS[r.status], kind)} {r.file}:{r.line} {paint(r.status, kind)}: {r.text} — {r.detail}")
         click.echo(f"{sum(r.status == HOLDS for r in results)} of {len(results)} claims hold", err=True)
-    write_summary(claims_markdown(results), summary_file)
+    markdown = claims_markdown(results)
+    write_summary(markdown, summary_file)
     if junit_file:
         write_claims_junit(junit_file, results)
+    data = [r.to_json() for r in results]
+    write_output(output, Result("evalsite check-claims", data, pick_rows(data, CLAIM_COLUMNS), markdown,
+                                (CLAIMS_SUITE, claims_outcomes(results))))
     if any(r.status != HOLDS for r in results):
         sys.exit(1)

@@ -14,6 +14,8 @@ from evalsite.analysis.ci_files import write_summary
 from evalsite.analysis.compare import ALPHA, ComparisonReport, compare_runs
 from evalsite.analysis.markdown import compare_markdown
 from evalsite.analysis.regression import GT_CHANGED, IMPROVED, REGRESSED, THRESHOLD, RegressionReport
+from evalsite.cli.console import paint
+from evalsite.cli.export import CSV, HTML, JSON, MARKDOWN, Result, output_option, pick_rows, write_output
 from evalsite.cli.output import format_value, print_json, warn_unreadable_runs
 from evalsite.project import find_project
 from evalsite.runlog.store import Run
@@ -24,6 +26,9 @@ SOURCES = {
     PRIOR: "the most recent older completed run of this arm on this dataset",
 }
 DIFF_VALUE_WIDTH = 60
+TITLE_KINDS = {REGRESSED: "bad", IMPROVED: "good"}
+ITEM_COLUMNS = {"item_id": "item_id", "classification": "classification", "baseline_score": "baseline_score",
+                "score": "current_score", "delta": "delta", "rescored": "rescored", "note": "note"}
 
 
 @click.command("compare")
@@ -42,7 +47,9 @@ DIFF_VALUE_WIDTH = 60
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("--summary", "summary_file", type=click.Path(path_type=Path),
               help="Append a markdown summary here (also to $GITHUB_STEP_SUMMARY when set).")
-def compare_command(run, baseline, threshold, noise, alpha, fail_on, allow_missing_baseline, as_json, summary_file) -> None:
+@output_option("compare", JSON, CSV, MARKDOWN, HTML)
+def compare_command(run, baseline, threshold, noise, alpha, fail_on, allow_missing_baseline, as_json, summary_file,
+                    output) -> None:
     """Compare RUN with its baseline, fingerprint first.
 
     Prints the fingerprint diff, refuses runs that are not comparable, and reports what
@@ -54,15 +61,19 @@ def compare_command(run, baseline, threshold, noise, alpha, fail_on, allow_missi
         print_json(report.to_json())
     else:
         print_report(report)
-    write_summary(compare_markdown(report), summary_file)
+    markdown = compare_markdown(report)
+    write_summary(markdown, summary_file)
+    data = report.to_json()
+    items = (data["regression"] or {}).get("items", [])
+    write_output(output, Result(f"evalsite compare {report.current.run_id}", data, pick_rows(items, ITEM_COLUMNS), markdown))
     report.refuse_if_not_comparable()
     if fail_on == "regression" and report.baseline is None and not allow_missing_baseline:
-        click.echo("gate: fail: no baseline to compare with, so no regression can be ruled out "
-                   "(promote one, or pass --allow-missing-baseline to accept a first run)", err=True)
+        click.echo(f"gate: {paint('fail', 'bad', err=True)}: no baseline to compare with, so no regression can be ruled "
+                   "out (promote one, or pass --allow-missing-baseline to accept a first run)", err=True)
         sys.exit(1)
     if fail_on == "regression" and report.gate is not None and report.gate.failed:
         for reason in report.gate.reasons:
-            click.echo(f"gate: fail: {reason}", err=True)
+            click.echo(f"gate: {paint('fail', 'bad', err=True)}: {reason}", err=True)
         sys.exit(1)
 
 
@@ -115,7 +126,8 @@ def print_report(report: ComparisonReport) -> None:
         click.echo(f"comparable: same questions and evaluators{note}")
         _print_regression(report.regression, report.gate.alpha)
         gate = report.gate
-        click.echo(f"gate (α = {gate.alpha}): " + ("fail: " + "; ".join(gate.reasons) if gate.failed else "pass"))
+        click.echo(f"gate (α = {gate.alpha}): "
+                   + (paint("fail", "bad") + ": " + "; ".join(gate.reasons) if gate.failed else paint("pass", "good")))
 
 
 def _print_diff(report: ComparisonReport) -> None:
@@ -159,7 +171,7 @@ def _print_regression(report: RegressionReport, report_alpha: float) -> None:
     for classification, title in ((REGRESSED, "regressed"), (IMPROVED, "improved"), (GT_CHANGED, "gt_changed, left out of every number")):
         items = report.classified(classification)
         if items:
-            click.echo(f"\n{title} ({len(items)}):")
+            click.echo(f"\n{paint(title, TITLE_KINDS.get(classification, 'muted'))} ({len(items)}):")
         for item in items:
             note = "  re-scored" if item.rescored else f"  {item.note}" if item.note else ""
             click.echo(

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import click
 
+from evalsite.cli.console import paint
 from evalsite.runlog.money import format_usd
+from evalsite.runlog.records import RunStatus
 from evalsite.runlog.store import scan_runs
 
 
@@ -29,11 +32,27 @@ def format_cell(value: Any, column: str) -> str:
 
 
 def print_table(rows: Iterable[dict], columns: list[str]) -> None:
+    """An aligned table; a ``status`` column's words are coloured (:func:`status_kind`) on a terminal."""
     rows = [[format_cell(row.get(c), c) for c in columns] for row in rows]
     widths = [max(len(c), *(len(r[i]) for r in rows)) if rows else len(c) for i, c in enumerate(columns)]
     click.echo("  ".join(c.ljust(w) for c, w in zip(columns, widths)).rstrip())
     for row in rows:
-        click.echo("  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip())
+        cells = [_painted(v, v.ljust(w), c) for v, w, c in zip(row, widths, columns)]
+        click.echo("  ".join(cells).rstrip())
+
+
+def _painted(value: str, padded: str, column: str) -> str:
+    kind = status_kind(value) if column == "status" else None
+    return padded if kind is None else paint(value, kind) + padded[len(value):]
+
+
+def status_kind(status: str) -> str | None:
+    """How a run status reads: completed is good, failed bad, stopped or unfinished a warning."""
+    if status == RunStatus.COMPLETED:
+        return "good"
+    if status == RunStatus.FAILED:
+        return "bad"
+    return "warn" if status in set(RunStatus) else None
 
 
 def print_json(data: Any) -> None:
@@ -41,7 +60,8 @@ def print_json(data: Any) -> None:
 
 
 def warn(message: str) -> None:
-    click.echo(f"warning: {message}", err=True)
+    """``warning: message`` on stderr (through logging, so every warning looks the same)."""
+    logging.getLogger("evalsite.cli").warning(message)
 
 
 def warn_skipped_runs(problems: Iterable[str]) -> None:

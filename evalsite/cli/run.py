@@ -11,9 +11,11 @@ import click
 
 from evalsite.analysis.ci_files import write_junit, write_summary
 from evalsite.analysis.markdown import compare_markdown, run_junit_outcomes, runs_markdown
+from evalsite.cli.console import CONSOLE, info
+from evalsite.cli.export import CSV, HTML, JSON, JUNIT, MARKDOWN, Result, output_option, pick_rows, write_output
 from evalsite.cli.output import print_json, print_table, warn
 from evalsite.cli.run_report import baseline_reports, regression_failed, report_batch, report_failures, resume_line
-from evalsite.errors import ProjectError
+from evalsite.errors import OutputError, ProjectError
 from evalsite.execute.prepare import prepare_plan
 from evalsite.execute.progress import Progress
 from evalsite.execute.runner import execute_plan
@@ -46,8 +48,7 @@ def _duration(context, parameter, value: str | None) -> float | None:
 
 def _print_estimate(report: PlanEstimate) -> None:
     columns = ["arm", "configs", "cases", "calls", "input_tokens", "output_tokens", "cost_usd"]
-    rows = [{**row, "cost_usd": _dollars(row["cost_usd"])} for row in [*report.by_arm(), report.total()]]
-    print_table(rows, columns)
+    print_table([*report.by_arm(), report.total()], columns)  # cost_usd to significant digits (format_usd)
     total = report.total()
     click.echo("estimate: tokens = characters / 4; output tokens from params.max_tokens, else the expected answer")
     if total["unpriced_arms"]:
@@ -58,7 +59,7 @@ def _print_estimate(report: PlanEstimate) -> None:
         warn(f"the estimate exceeds limits.max_cost_usd = {report.max_cost_usd}; the run stops at that ceiling")
 
 
-def _run_on_ray(project, manifest: Path, plan, shards: int, as_json: bool, **options) -> None:
+def _run_on_ray(project, manifest: Path, plan, shards: int, as_json: bool, output, **options) -> None:
     from dataclasses import asdict
 
     from evalsite.execute.ray_executor import run_on_ray, shard_requests
@@ -70,12 +71,13 @@ def _run_on_ray(project, manifest: Path, plan, shards: int, as_json: bool, **opt
         print_json([asdict(run) for run in merged])
     else:
         print_table(rows, ["run_id", "arm_id", "batch_id", "shards", "cases", "status"])
+    write_output(output, Result(f"evalsite run {plan.manifest.name}", [asdict(run) for run in merged], rows))
     if any(run.status != "completed" for run in merged):
         sys.exit(1)
 
 
-def _dollars(value: float | None) -> str | None:
-    return None if value is None else f"{value:.4f}"
+RUN_COLUMNS = {name: name for name in ("run_id", "arm", "status", "cases", "errors", "mean_score", "pass_rate",
+                                       "cost_usd", "resume")}
 
 
 @click.command("run")
@@ -113,10 +115,11 @@ def _dollars(value: float | None) -> str | None:
               help="Append a markdown summary here (also to $GITHUB_STEP_SUMMARY when set).")
 @click.option("--junit", "junit_file", type=click.Path(path_type=Path),
               help="Write JUnit XML: one test case per arm and item.")
+@output_option("run", JSON, CSV, MARKDOWN, JUNIT, HTML)
 @click.pass_context
 def run_command(ctx, manifest: Path, arm_ids, repeat, concurrency, overrides, dry_run, max_cost, timeout, resume,
                 cache_mode, allow_failures, baseline, fail_on, shard, batch_name, executor, shards, build_after,
-                as_json, summary_file, junit_file) -> None:
+                as_json, summary_file, junit_file, output) -> None:
     """Execute an experiment: one run per arm, written under runs/.
 
     Exits 1, with one line per reason on stderr, when a run did not finish (failed, canceled,
@@ -128,6 +131,9 @@ def run_command(ctx, manifest: Path, arm_ids, repeat, concurrency, overrides, dr
         raise ProjectError(f"the runs location is {project.runs_location}, which only `evalsite compact --to` writes; "
                            f"unset {RUNS_ENV} / [store] runs to run here, then compact --to it")
     error_rate = max_error_rate(project)  # read before anything is spent
+    if output is not None and output.extension == JUNIT and (dry_run or executor == "ray"):
+        raise OutputError(f"{output.path}: run {'--dry-run' if dry_run else '--executor ray'} has no test cases "
+                          "to write as JUnit XML; use .json, .csv, .md or .html")
     plan = prepare_plan(project, manifest, overrides=overrides, arm_ids=arm_ids, repeat=repeat)
     if shard is not None:
         plan = replace(plan, shard=parse_shard(shard))
@@ -138,13 +144,15 @@ def run_command(ctx, manifest: Path, arm_ids, repeat, concurrency, overrides, dr
             print_json(report.to_json())
         else:
             _print_estimate(report)
+        write_output(output, Result(f"evalsite run --dry-run {plan.manifest.name}", report.to_json(),
+                                    [*report.by_arm(), report.total()]))
         return
     if executor == "ray":
-        _run_on_ray(project, manifest, plan, shards or 2, as_json, overrides=overrides, arm_ids=arm_ids, repeat=repeat,
+        _run_on_ray(project, manifest, plan, shards or 2, as_json, output, overrides=overrides, arm_ids=arm_ids, repeat=repeat,
                     concurrency=concurrency, max_cost_usd=max_cost, batch_name=batch_name)
         return
     batch = execute_plan(
-        project, plan, concurrency=concurrency, max_cost_usd=max_cost, resume=resume, progress=Progress(),
+        project, plan, concurrency=concurrency, max_cost_usd=max_cost, resume=resume, progress=Progress(enabled=False if CONSOLE.quiet else None),
         timeout_s=timeout, cache=cache_mode, batch_id=batch_id,
     )
     diffs = baseline_reports(project, batch, baseline)
@@ -170,14 +178,17 @@ def run_command(ctx, manifest: Path, arm_ids, repeat, concurrency, overrides, dr
     report_batch(ctx, batch)
     for error in batch.hook_errors:
         click.echo(f"error: {error}", err=True)
-    write_summary("\n\n".join([runs_markdown(plan.manifest.name, batch), *map(compare_markdown, diffs.values())]),
-                  summary_file)
+    markdown = "\n\n".join([runs_markdown(plan.manifest.name, batch), *map(compare_markdown, diffs.values())])
+    write_summary(markdown, summary_file)
+    suite = f"evalsite.run.{plan.manifest.name}"
     if junit_file:
-        write_junit(junit_file, f"evalsite.run.{plan.manifest.name}", run_junit_outcomes(project, batch))
+        write_junit(junit_file, suite, run_junit_outcomes(project, batch))
+    junit = (suite, run_junit_outcomes(project, batch)) if output and output.extension == JUNIT else None
+    write_output(output, Result(f"evalsite run {plan.manifest.name}", rows, pick_rows(rows, RUN_COLUMNS), markdown, junit))
     if build_after:
         from evalsite.site import build_site  # only here: a run without --build needs no Jinja/DuckDB
 
         report = build_site(project)
-        click.echo(f"site: {report.out_dir / 'index.html'}", err=True)
+        info(f"site: {report.out_dir / 'index.html'}")
     if reasons or (fail_on == "regression" and regression_failed(diffs)):
         sys.exit(1)

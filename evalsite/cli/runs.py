@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import click
 
+from evalsite.analysis.ci_files import markdown_table
 from evalsite.analysis.run_views import run_listing, run_overview
+from evalsite.cli.export import CSV, HTML, JSON, MARKDOWN, Result, output_option, write_output
 from evalsite.cli.output import print_json, print_table, warn, warn_skipped_runs
 from evalsite.project import find_project
 
@@ -26,7 +28,8 @@ def runs_command(as_json: bool) -> None:
 @click.command("show")
 @click.argument("run")
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
-def show_command(run: str, as_json: bool) -> None:
+@output_option("show", JSON, CSV, MARKDOWN, HTML)
+def show_command(run: str, as_json: bool, output) -> None:
     """One run's summary."""
     overview = run_overview(find_project(), run)
     for message in overview.warnings:
@@ -34,6 +37,7 @@ def show_command(run: str, as_json: bool) -> None:
     summary = overview.to_json()
     if summary.get("served_model_changed"):
         warn(f"the served model changed mid-run: {', '.join(summary['served_models'])}")
+    write_output(output, show_result(summary))
     if as_json:
         print_json(summary)
         return
@@ -48,3 +52,20 @@ def show_command(run: str, as_json: bool) -> None:
     if errors:
         click.echo()
         print_table([{**e, "items": ", ".join(e["items"])} for e in errors], ["count", "source", "message", "items"])
+
+
+def show_result(summary: dict) -> Result:
+    """``show -o``: the ``--json`` data; as a table, one row of the run's fields (nested totals as
+    dotted columns, ``evaluators.exact.pass_rate``); as markdown, the fields, evaluators and errors."""
+    fields = {key: value for key, value in summary.items() if key not in ("evaluators", "top_errors")}
+    row = {**fields, **{f"evaluators.{name}.{key}": value for name, totals in summary["evaluators"].items()
+                        for key, value in totals.items()}}
+    lines = [f"### evalsite show: {summary['run_id']}", "",
+             markdown_table([{"field": key, "value": value} for key, value in fields.items()], ["field", "value"])]
+    if summary["evaluators"]:
+        lines += ["", markdown_table([{"evaluator": name, **totals} for name, totals in summary["evaluators"].items()],
+                                     EVALUATOR_COLUMNS)]
+    if summary["top_errors"]:
+        lines += ["", markdown_table([{**e, "items": ", ".join(e["items"])} for e in summary["top_errors"]],
+                                     ["count", "source", "message", "items"])]
+    return Result(f"evalsite show {summary['run_id']}", summary, [row], markdown="\n".join(lines))

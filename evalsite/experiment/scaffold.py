@@ -10,8 +10,6 @@ from evalsite.errors import ProjectError
 from evalsite.experiment.manifest import SCHEMA_PATH
 
 SCAFFOLD_DIR = Path(__file__).resolve().parent / "project_template"
-CI_EXPERIMENTS = ["experiments/example.yaml"]
-CI_MAX_COST_USD = "1.00"
 SCHEMA_COPY = Path(".evalsite/manifest.schema.json")  # editors read it via the manifests' modeline
 
 
@@ -37,8 +35,6 @@ def scaffold_files(install: str | None = None) -> dict[Path, str]:
     if install is not None and (not install.strip() or "\n" in install or '"' in install):
         raise ProjectError(f"--install {install!r}: needs one pip requirement, URL or path (no quotes or newlines)")
     replacements = {
-        "__EXPERIMENTS__": " ".join(CI_EXPERIMENTS),
-        "__MAX_COST__": CI_MAX_COST_USD,
         "__INSTALL__": install or default_install(),
     }
     files = {}

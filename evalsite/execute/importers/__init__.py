@@ -9,6 +9,7 @@ writes, so a bad file leaves no half import behind.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +26,8 @@ from evalsite.project import Project
 from evalsite.runlog.store import new_run_id, read_header, run_directories
 
 __all__ = ["FORMATS", "ImportOptions", "ImportReport", "ImportedRun", "import_files", "previous_imports"]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -70,11 +73,14 @@ def import_files(project: Project, format_name: str, paths: Sequence[Path], opti
             form.read(source, options)
             if not source.run_keys:
                 raise SourceError(f"{source.label}: no results to import")
+            log.debug("read %s as %s (sha256 %s): %d run(s)", file, format_name, shas[file][:12], len(source.run_keys))
         batch_id = new_run_id("import")
         runs = [run for source in sources for run in write_runs(source, project.runs_dir, batch_id, options)]
     finally:
         for source in sources:
             source.close()
+    for run in runs:
+        log.debug("wrote run %s (%s cases)", run.run_id, run.summary.get("cases"))
     return ImportReport(runs, [warning for source in sources for warning in source.warnings])
 
 

@@ -1,0 +1,61 @@
+"""``evalsite ci summary``."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import click
+
+from evalsite.analysis.ci_files import STEP_SUMMARY_ENV, write_summary
+from evalsite.analysis.markdown import ci_summary_markdown
+from evalsite.cli.console import info
+from evalsite.cli.export import MARKDOWN, Result, output_option, write_output
+from evalsite.errors import OutputError, ProjectError
+from evalsite.project import ci_plan, find_project
+
+
+@click.group("ci")
+def ci_group() -> None:
+    """Helpers for CI jobs: what to run, and the job summary."""
+
+
+def _run_ids(path: Path) -> list[str]:
+    """The ``run_id`` of every row of a JSON list that ``evalsite run --json`` (or ``-o x.json``) wrote."""
+    try:
+        rows = json.loads(path.read_text(encoding="utf-8"))
+        return [str(row["run_id"]) for row in rows]
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, TypeError, KeyError) as exc:
+        raise ProjectError(f"{path}: not the JSON list of runs `evalsite run --json` prints ({exc})") from None
+
+
+@ci_group.command("experiments")
+def experiments_command() -> None:
+    """Print the manifests [ci] experiments lists, each with [ci] max_cost_usd (tab-separated)."""
+    plan = ci_plan(find_project())
+    for manifest in plan.experiments:
+        click.echo(f"{manifest}\t{'' if plan.max_cost_usd is None else f'{plan.max_cost_usd:g}'}")
+
+
+@ci_group.command("summary")
+@click.argument("runs", metavar="[RUN]...", nargs=-1)
+@click.option("--from", "from_files", metavar="FILE", multiple=True, type=click.Path(path_type=Path),
+              help="Also summarise the runs listed in FILE, the JSON `evalsite run --json` printed (repeatable).")
+@click.option("--claims/--no-claims", default=True, show_default=True, help="Check the reports' claims too.")
+@output_option("ci summary", MARKDOWN)
+def summary_command(runs: tuple[str, ...], from_files: tuple[Path, ...], claims: bool, output) -> None:
+    """Append the markdown summary (runs, each against its baseline, claims) to $GITHUB_STEP_SUMMARY.
+
+    With -o FILE it is written to FILE instead. The summary reports; it never fails a job
+    (that is what `compare --fail-on regression` and `check-claims` do)."""
+    if output is None and not os.environ.get(STEP_SUMMARY_ENV):
+        raise OutputError(f"${STEP_SUMMARY_ENV} is not set (GitHub Actions sets it in every step); "
+                          "pass -o FILE to write the summary to a file")
+    references = [*runs, *(run_id for path in from_files for run_id in _run_ids(path))]
+    markdown = ci_summary_markdown(find_project(), references, claims=claims)
+    if output is not None:
+        write_output(output, Result("evalsite ci summary", markdown, [], markdown))
+    else:
+        write_summary(markdown, None)
+        info(f"appended the summary to ${STEP_SUMMARY_ENV}")
