@@ -68,7 +68,7 @@ def test_post_steps_run_in_dependency_order_and_a_failure_fails_the_exit_code(st
     ]}})
     result = cli("run", manifest, "--allow-failures")
     assert result.exit_code == 1
-    assert "error: arm post step 'broken' arm_id=a failed: ValueError: post went wrong" in result.output
+    assert "Error: arm post step 'broken' arm_id=a failed: ValueError: post went wrong" in result.output
     assert [e["step"] for e in lines(study_project / "steps.log")] == ["first", "last"]
     (run,) = runs(study_project)
     assert run.footer.raw["hook_errors"] == [

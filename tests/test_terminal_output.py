@@ -13,6 +13,9 @@ from evalsite.runlog.money import format_usd
     (12.3456, "$12.3"),
     (0.0, "$0"),
     (1234.5, "$1,234"),
+    (6.83e-06, "$0.00000683"),  # a per-case cost of a cheap model: digits, never 6.83e-06
+    (0.5, "$0.5"),
+    (9.996, "$10"),
     (None, "unknown"),
     (float("nan"), "unknown"),
 ])

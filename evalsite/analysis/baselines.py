@@ -18,7 +18,7 @@ from evalsite.analysis.summary import summarise_run
 from evalsite.errors import DecisionError, EvalsiteError, RunLogError
 from evalsite.experiment.locks import lock_path, locked_tier
 from evalsite.project import Project, max_error_rate
-from evalsite.runlog.decisions import Decision, append_decision, decisions_path, read_decisions
+from evalsite.runlog.decisions import PROMOTE, Decision, append_decision, decisions_path, exclusions, read_decisions
 from evalsite.runlog.fingerprint import fingerprint_hash, git_user
 from evalsite.runlog.records import DatasetRef, RunHeader, RunStatus
 from evalsite.runlog.store import (
@@ -164,7 +164,9 @@ class BaselineResolver:
 
     def __init__(self, runs: Iterable[Run], decisions: Iterable[Decision], unreadable: dict[str, Path] | None = None):
         self._runs = {run.run_id: run for run in runs}
-        self._promotions = [decision for decision in decisions if decision.decision == "promote"]
+        decisions = list(decisions)
+        self._excluded = exclusions(decisions)
+        self._promotions = [d for d in decisions if d.decision == PROMOTE and d.run_id not in self._excluded]
         self._unreadable = unreadable or {}
 
     @classmethod
@@ -201,7 +203,8 @@ class BaselineResolver:
         best: Run | None = None
         for run in self._runs.values():
             moment = run.header.started_at or ""
-            if run.run_id == current.run_id or not moment < started or run.status != RunStatus.COMPLETED:
+            if run.run_id == current.run_id or not moment < started or run.status != RunStatus.COMPLETED \
+                    or run.run_id in self._excluded:
                 continue
             if _same_scope(run.header, current) and (best is None or moment > (best.header.started_at or "")):
                 best = run

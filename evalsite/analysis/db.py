@@ -16,6 +16,7 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
+from evalsite.runlog.decisions import Decision, excluded_runs
 from evalsite.runlog.store import Run, scan_runs
 
 SCORE_TYPE = (
@@ -70,6 +71,8 @@ class RunsDatabase:
     connection: duckdb.DuckDBPyConnection
     skipped: list[str] = field(default_factory=list)
     runs: dict[str, Run] = field(default_factory=dict)
+    #: Run id → the decision that keeps it out of comparisons that pick runs themselves.
+    excluded: dict[str, Decision] = field(default_factory=dict)
 
     def rows(self, sql: str, parameters: list | None = None) -> list[dict]:
         cursor = self.connection.execute(sql, parameters or [])
@@ -105,7 +108,7 @@ def open_database(runs_dir: Path, database: str = ":memory:") -> RunsDatabase:
     connection.register("runs_table", pa.Table.from_pylist(records, schema=RUN_SCHEMA))
     connection.execute("CREATE OR REPLACE VIEW runs AS SELECT * FROM runs_table")
     _define_case_views(connection, [run.directory for run in runs])
-    return RunsDatabase(connection, skipped, {run.run_id: run for run in runs})
+    return RunsDatabase(connection, skipped, {run.run_id: run for run in runs}, excluded_runs(runs_dir))
 
 
 def _define_case_views(connection: duckdb.DuckDBPyConnection, directories: list[Path]) -> None:

@@ -145,7 +145,8 @@ class RunListing:
 
 def run_listing(project: Project) -> RunListing:
     """Every readable run with its cases, mean score and pass rate, as :func:`summarise_run`
-    defines them (fed the few case fields those figures read)."""
+    defines them (fed the few case fields those figures read), and the reason it is excluded
+    from comparisons (None: it is not)."""
     database = open_database(project.runs_dir)
     cases: dict[str, list[dict[str, Any]]] = {}
     for case in database.rows(CASES_SQL):
@@ -153,5 +154,7 @@ def run_listing(project: Project) -> RunListing:
     rows = []
     for run in database.rows(RUNS_SQL):
         summary = summarise_run(cases.get(run["run_id"], []))
-        rows.append({**run, "cases": summary.cases, "mean_score": summary.mean_score, "pass_rate": summary.pass_rate})
+        exclusion = database.excluded.get(run["run_id"])
+        rows.append({**run, "cases": summary.cases, "mean_score": summary.mean_score, "pass_rate": summary.pass_rate,
+                     "excluded": exclusion.reason if exclusion else None})
     return RunListing(rows, database.skipped)

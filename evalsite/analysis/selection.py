@@ -5,7 +5,8 @@ completed, scored ones whose evaluators agree (``compare.comparability``), and o
 latest run of every config: configs from one sweep share an arm id, so arms are keyed by
 ``config_id``. Every other run of the dataset — interrupted, unscored, scored differently, older —
 and every run on another version of it (same dataset name, other rows) is listed with the
-reason, never dropped silently.
+reason, never dropped silently. A run excluded in ``runs/decisions.jsonl`` (``evalsite runs
+--exclude``) is left out with its reason, and a dataset whose every run is excluded is no choice.
 """
 
 from __future__ import annotations
@@ -102,7 +103,7 @@ def datasets_with_runs(database: RunsDatabase) -> list[DatasetRuns]:
     """Every dataset id some run names, with its run counts; newest activity first."""
     grouped: dict[str, list[Row]] = {}
     for row in database.rows(RUNS_SQL):
-        if row["dataset_id"]:
+        if row["dataset_id"] and row["run_id"] not in database.excluded:
             grouped.setdefault(row["dataset_id"], []).append(row)
     found = [
         DatasetRuns(dataset_id, len(rows), sum(r["status"] == RunStatus.COMPLETED for r in rows), rows[-1]["run_id"])
@@ -205,7 +206,8 @@ def _dataset_runs(
                 other_versions.append(LeftOut(row["run_id"], row["arm_id"], why))
             continue
         header = database.runs[row["run_id"]].header
-        reason = _unusable(row, header, evaluator)
+        exclusion = database.excluded.get(row["run_id"])
+        reason = f"excluded: {exclusion.reason}" if exclusion else _unusable(row, header, evaluator)
         if reason is None:
             candidates.append((row, header))
         else:

@@ -48,7 +48,7 @@ COMMANDS = (
     CommandEntry("rank-stability", "analysis:rank_stability_command", "How many items the separated part of the order of the arms needs."),
     CommandEntry("rescore", "rescore:rescore_command", "Re-score a run's outputs as a new run."),
     CommandEntry("run", "run:run_command", "Execute an experiment: one run per arm, written under runs/."),
-    CommandEntry("runs", "runs:runs_command", "List runs, newest first."),
+    CommandEntry("runs", "runs:runs_command", "List runs, newest first; or exclude a run from comparisons, or include it again."),
     CommandEntry("schema", "schema:schema_command", "Print the manifest JSON Schema (Draft 2020-12) that validation uses."),
     CommandEntry("serve", "build:serve_command", "Serve the site on 127.0.0.1 and rebuild it when runs, data, manifests or the theme change."),
     CommandEntry("show", "runs:show_command", "One run's summary."),

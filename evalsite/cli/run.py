@@ -177,7 +177,7 @@ def run_command(ctx, manifest: Path, arm_ids, repeat, concurrency, overrides, dr
     report_failures(reasons)
     report_batch(ctx, batch)
     for error in batch.hook_errors:
-        click.echo(f"error: {error}", err=True)
+        click.echo(f"Error: {error}", err=True)
     markdown = "\n\n".join([runs_markdown(plan.manifest.name, batch), *map(compare_markdown, diffs.values())])
     write_summary(markdown, summary_file)
     suite = f"evalsite.run.{plan.manifest.name}"

@@ -8,21 +8,46 @@ from evalsite.analysis.ci_files import markdown_table
 from evalsite.analysis.run_views import run_listing, run_overview
 from evalsite.cli.export import CSV, HTML, JSON, MARKDOWN, Result, output_option, write_output
 from evalsite.cli.output import print_json, print_table, warn, warn_skipped_runs
-from evalsite.project import find_project
+from evalsite.project import Project, find_project
 
 EVALUATOR_COLUMNS = ["evaluator", "n", "ok", "errors", "skipped", "pass_rate", "mean", "passed"]
 
 
 @click.command("runs")
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
-def runs_command(as_json: bool) -> None:
-    """List runs, newest first."""
-    listing = run_listing(find_project())
+@click.option("--exclude", "exclude", metavar="RUN", help="Keep RUN out of leaderboards, claims, baselines and the site (needs --reason).")
+@click.option("--include", "include", metavar="RUN", help="Take an excluded RUN back (needs --reason).")
+@click.option("--reason", help="Why, recorded in runs/decisions.jsonl with --exclude or --include.")
+def runs_command(as_json: bool, exclude: str | None, include: str | None, reason: str | None) -> None:
+    """List runs, newest first; or exclude a run from comparisons, or include it again."""
+    project = find_project()
+    if exclude or include:
+        _decide(project, exclude, include, reason)
+        return
+    if reason is not None:
+        raise click.UsageError("--reason goes with --exclude RUN or --include RUN")
+    listing = run_listing(project)
     warn_skipped_runs(listing.skipped)
     if as_json:
         print_json(listing.rows)
     else:
-        print_table(listing.rows, ["run_id", "arm", "experiment", "status", "cases", "mean_score", "pass_rate"])
+        columns = ["run_id", "arm", "experiment", "status", "cases", "mean_score", "pass_rate"]
+        print_table(listing.rows, columns + ["excluded"] * any(row["excluded"] for row in listing.rows))
+
+
+def _decide(project: Project, exclude: str | None, include: str | None, reason: str | None) -> None:
+    from evalsite.analysis.exclusions import exclude_run, include_run
+
+    if exclude and include:
+        raise click.UsageError("give --exclude or --include, not both")
+    if reason is None:
+        raise click.UsageError(f"--{'exclude' if exclude else 'include'} needs --reason TEXT (recorded in runs/decisions.jsonl)")
+    if exclude:
+        decision = exclude_run(project, exclude, reason)
+        click.echo(f"excluded {decision.run_id} from comparisons: {decision.reason}")
+    else:
+        decision = include_run(project, include or "", reason)
+        click.echo(f"included {decision.run_id} in comparisons again: {decision.reason}")
 
 
 @click.command("show")

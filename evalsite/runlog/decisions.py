@@ -1,4 +1,8 @@
-"""The decisions log, ``runs/decisions.jsonl``: promotions (and later other decisions) about runs.
+"""The decisions log, ``runs/decisions.jsonl``: promotions and exclusions of runs.
+
+A promotion makes a run the baseline of its dataset and arm; an exclusion keeps a run out of
+every comparison that picks runs by itself (leaderboards, claims, baselines, the site) until a
+later ``include`` line takes it back.
 
 The file is append-only: each line is one :class:`Decision`, flushed and synced as it is written;
 later lines are newer. Reading it is tolerant like reading a run: a torn last line (a crash
@@ -10,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,11 +29,14 @@ if TYPE_CHECKING:
 
 DECISIONS_FILE = "decisions.jsonl"
 DECISION_FORMAT_VERSION = 1
+PROMOTE, EXCLUDE, INCLUDE = "promote", "exclude", "include"
+DECISION_KINDS = (PROMOTE, EXCLUDE, INCLUDE)
 
 
 @dataclass(frozen=True)
 class Decision:
-    """One line of ``runs/decisions.jsonl``: a run made the baseline of its dataset and arm."""
+    """One line of ``runs/decisions.jsonl``: a run made the baseline of its dataset and arm
+    (``decision`` = ``promote``), kept out of comparisons (``exclude``) or taken back (``include``)."""
 
     run_id: str
     dataset_id: str | None
@@ -41,7 +49,7 @@ class Decision:
     allow_dirty: bool = False
     allow_critical: bool = False
     reference_tier: str | None = None
-    decision: str = "promote"
+    decision: str = PROMOTE
     format_version: int = DECISION_FORMAT_VERSION
 
     @classmethod
@@ -51,6 +59,9 @@ class Decision:
         version = fields.integer("format_version", minimum=1) or DECISION_FORMAT_VERSION
         if version > DECISION_FORMAT_VERSION:
             raise RunLogError(f"{where}: decision format_version {version} is newer than this evalsite reads; upgrade evalsite")
+        kind = fields.text("decision") or PROMOTE
+        if kind not in DECISION_KINDS:
+            raise RunLogError(f"{where}: decision {kind!r} is not one of {', '.join(DECISION_KINDS)}")
         return cls(
             run_id=fields.text("run_id", required=True) or "",
             dataset_id=fields.text("dataset_id"),
@@ -63,7 +74,7 @@ class Decision:
             allow_dirty=bool(fields.flag("allow_dirty")),
             allow_critical=bool(fields.flag("allow_critical")),
             reference_tier=fields.text("reference_tier"),
-            decision=fields.text("decision") or "promote",
+            decision=kind,
             format_version=version,
         )
 
@@ -102,6 +113,22 @@ def read_decisions(path: Path, shown: str | None = None) -> tuple[list[DecisionL
         except RunLogError as exc:
             problems.append(exc.message)
     return decisions, problems
+
+
+def exclusions(decisions: Iterable[Decision]) -> dict[str, Decision]:
+    """Run id → its exclusion, for every run whose latest ``exclude``/``include`` line (in file
+    order) is an exclusion."""
+    latest: dict[str, Decision] = {}
+    for decision in decisions:
+        if decision.decision in (EXCLUDE, INCLUDE):
+            latest[decision.run_id] = decision
+    return {run_id: decision for run_id, decision in latest.items() if decision.decision == EXCLUDE}
+
+
+def excluded_runs(runs_dir: Path) -> dict[str, Decision]:
+    """:func:`exclusions` of ``runs_dir``'s decisions log (unreadable lines are ``validate``'s to report)."""
+    lines, _ = read_decisions(decisions_path(runs_dir))
+    return exclusions(entry.decision for entry in lines)
 
 
 def validate_decisions(project: Project) -> list[str]:
