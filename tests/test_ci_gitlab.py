@@ -8,7 +8,6 @@ import subprocess
 import sys
 
 import yaml
-
 from example_support import REPO
 
 
