@@ -207,3 +207,14 @@ def test_members_written_as_several_zstd_frames_import_with_the_same_figures(imp
     run = runs_by_arm(import_project)[MODEL_A]
     assert len(run.cases) == 48
     assert evaluator_means(run)["match"] == pytest.approx(0.7083, abs=1e-4)
+
+
+def test_a_status_that_is_not_text_is_an_unknown_status_not_a_crash(import_project, cli, tmp_path):
+    log = json.loads(log_of(MODEL_A, INSPECT_JSON).read_text())
+    log["status"] = {"state": "success"}  # unhashable: looking it up used to raise TypeError
+    path = tmp_path / "odd-status.json"
+    path.write_text(json.dumps(log))
+    result = cli("import", "inspect", str(path))
+    assert result.exit_code == 0, result.output
+    assert "unknown log status {'state': 'success'}; imported as interrupted" in result.output
+    assert runs_by_arm(import_project)[MODEL_A].status == "interrupted"

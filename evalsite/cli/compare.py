@@ -120,12 +120,11 @@ def print_report(report: ComparisonReport) -> None:
     if report.promotion is not None:
         click.echo(f"          promoted {report.promotion.at} by {report.promotion.by or 'unknown'}: {report.promotion.reason}")
     _print_diff(report)
-    verdict = report.comparability
-    if verdict.comparable:
+    verdict, gate = report.comparability, report.gate
+    if verdict is not None and verdict.comparable and report.regression is not None and gate is not None:
         note = "; expected values edited" if verdict.ground_truth_edited else ""
         click.echo(f"comparable: same questions and evaluators{note}")
-        _print_regression(report.regression, report.gate.alpha)
-        gate = report.gate
+        _print_regression(report.regression, gate.alpha)
         click.echo(f"gate (α = {gate.alpha}): "
                    + (paint("fail", "bad") + ": " + "; ".join(gate.reasons) if gate.failed else paint("pass", "good")))
 

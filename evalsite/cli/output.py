@@ -33,10 +33,10 @@ def format_cell(value: Any, column: str) -> str:
 
 def print_table(rows: Iterable[dict], columns: list[str]) -> None:
     """An aligned table; a ``status`` column's words are coloured (:func:`status_kind`) on a terminal."""
-    rows = [[format_cell(row.get(c), c) for c in columns] for row in rows]
-    widths = [max(len(c), *(len(r[i]) for r in rows)) if rows else len(c) for i, c in enumerate(columns)]
+    cells_of = [[format_cell(row.get(c), c) for c in columns] for row in rows]
+    widths = [max(len(c), *(len(r[i]) for r in cells_of)) if cells_of else len(c) for i, c in enumerate(columns)]
     click.echo("  ".join(c.ljust(w) for c, w in zip(columns, widths)).rstrip())
-    for row in rows:
+    for row in cells_of:
         cells = [_painted(v, v.ljust(w), c) for v, w, c in zip(row, widths, columns)]
         click.echo("  ".join(cells).rstrip())
 

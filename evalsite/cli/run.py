@@ -172,7 +172,7 @@ def run_command(ctx, manifest: Path, arm_ids, repeat, concurrency, overrides, dr
             print_report(diff)
     for diff in diffs.values():
         if diff.comparability is not None and not diff.comparability.comparable:
-            warn(f"{diff.current.arm_id}: not comparable with its baseline: {diff.comparability.reason}")
+            warn(f"{diff.current.header.arm_id}: not comparable with its baseline: {diff.comparability.reason}")
     reasons = batch.failure_reasons(allow_failures, error_rate)
     report_failures(reasons)
     report_batch(ctx, batch)
@@ -188,7 +188,7 @@ def run_command(ctx, manifest: Path, arm_ids, repeat, concurrency, overrides, dr
     if build_after:
         from evalsite.site import build_site  # only here: a run without --build needs no Jinja/DuckDB
 
-        report = build_site(project)
-        info(f"site: {report.out_dir / 'index.html'}")
+        site = build_site(project)
+        info(f"site: {site.out_dir / 'index.html'}")
     if reasons or (fail_on == "regression" and regression_failed(diffs)):
         sys.exit(1)

@@ -86,7 +86,7 @@ def import_files(project: Project, format_name: str, paths: Sequence[Path], opti
 
 def previous_imports(runs_dir: Path) -> dict[str, str]:
     """The sha256 of every imported source under ``runs_dir``, mapped to a run made from it."""
-    found = {}
+    found: dict[str, str] = {}
     for directory in run_directories(runs_dir):
         try:
             source = read_header(directory).raw.get("source")

@@ -129,7 +129,8 @@ class _EvalFile:
                 yield from self._summaries(log, names)
 
     def _member_order(self, name: str) -> tuple:
-        sample_id, epoch = SAMPLE_MEMBER.match(name).groups()
+        matched = SAMPLE_MEMBER.match(name)  # only sample members are sorted
+        sample_id, epoch = matched.groups() if matched else (name, "0")
         position = self.positions.get(sample_id)
         return int(epoch), float("inf") if position is None else position, name
 
@@ -139,7 +140,7 @@ class _EvalFile:
             members = ["summaries.json"]
         else:
             members = sorted((n for n in names if SUMMARY_MEMBER.match(n)),
-                             key=lambda n: int(SUMMARY_MEMBER.match(n).group(1)))
+                             key=lambda n: int(SUMMARY_MEMBER.sub(r"\1", n)))
         if members:
             self.source.warn("the log has no samples, only summaries: outputs, tokens and latency are missing")
         for name in members:
@@ -273,7 +274,7 @@ def _run(source: SourceImport, header: dict, truncated: bool, scorers: set[str],
     else:
         raise SourceError(f"{source.label}: eval.model is missing; name the arm with --arm-from")
     raw_status = header.get("status")
-    status = STATUSES.get(raw_status)
+    status = STATUSES.get(str(raw_status))  # str: a hostile log's status may be unhashable
     if status is None:
         source.warn(f"unknown log status {raw_status!r}; imported as interrupted")
         status = RunStatus.INTERRUPTED

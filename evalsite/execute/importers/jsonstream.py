@@ -144,7 +144,8 @@ class JsonArrayStream:
 
     def _skip_whitespace(self) -> None:
         while True:
-            self._pos = _WHITESPACE.match(self._buffer, self._pos).end()
+            blank = _WHITESPACE.match(self._buffer, self._pos)  # always matches: the pattern may match nothing
+            self._pos = blank.end() if blank else self._pos
             if self._pos < len(self._buffer) or not self._fill():
                 return
 

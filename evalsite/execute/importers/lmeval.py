@@ -176,15 +176,15 @@ def _sent(arguments: Any) -> Any:
 
 def _case(line: dict, task: str, scores: _TaskScores, where: str) -> SourceCase:
     doc_id, doc = line["doc_id"], line.get("doc")
-    has_id = isinstance(doc, dict) and doc.get("id") is not None
+    own_id = doc.get("id") if isinstance(doc, dict) else None
     return SourceCase(
         run=task,
         item=SourceItem(
-            id=str(doc["id"]) if has_id else None,
+            id=str(own_id) if own_id is not None else None,
             input=_doc_input(doc),
             expected=line.get("target"),
             order=doc_id,
-            key=None if has_id else f"doc {doc_id}",
+            key=None if own_id is not None else f"doc {doc_id}",
         ),
         repeat=0,
         input=_sent(line.get("arguments")),
@@ -194,7 +194,7 @@ def _case(line: dict, task: str, scores: _TaskScores, where: str) -> SourceCase:
     )
 
 
-def _status(source: SourceImport, results: dict, task: str, documents: int, truncated: bool) -> str:
+def _status(source: SourceImport, results: dict, task: str, documents: int, truncated: bool) -> RunStatus:
     expected = optional_int(value_at(_per_task(results, "n-samples", task), "effective"))
     if truncated or (expected is not None and documents < expected):
         source.warn(f"task {task}: {documents} documents in the samples file, {expected} evaluated; "
@@ -227,7 +227,8 @@ def _times(results: dict) -> tuple[str | None, str | None]:
     if started is None:
         return None, None
     try:
-        duration = float(results.get("total_evaluation_time_seconds"))
+        seconds = results.get("total_evaluation_time_seconds")
+        duration = float(seconds) if seconds is not None else None
     except (TypeError, ValueError):
         duration = None
     as_iso = lambda seconds: iso(datetime.fromtimestamp(seconds, UTC))  # noqa: E731
@@ -240,7 +241,7 @@ def _metric_spec(task_config: dict, metric: str, filter_name: str) -> dict:
     return {"metric": metric_list[0] if metric_list else metric, "filter": filters[0] if filters else filter_name}
 
 
-def _run(results: dict, task: str, task_config: dict, arm: str, scores: _TaskScores, status: str) -> SourceRun:
+def _run(results: dict, task: str, task_config: dict, arm: str, scores: _TaskScores, status: RunStatus) -> SourceRun:
     version = results.get("lm_eval_version")
     config = mapping(results.get("config"))
     started, ended = _times(results)

@@ -136,6 +136,7 @@ def _score(name: str, value: Any, field: str, where: str) -> SourceScore:
     details = value if isinstance(value, dict) else {"score": value}
     raw = details.get("score")
     passed = _verdict(details.get("passed"), f"{field}.passed", where)
+    number: float | None
     if isinstance(raw, bool) or (isinstance(raw, str) and raw.strip().lower() in WORDS):
         passed = _verdict(raw, field, where) if passed is None else passed
         number = 1.0 if _verdict(raw, field, where) else 0.0

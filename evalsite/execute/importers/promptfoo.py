@@ -72,11 +72,11 @@ class _Results:
     @property
     def document(self) -> dict:
         """Everything but the result rows (empty for ``.jsonl``, which holds rows only)."""
-        return {} if self.jsonl else self._reader.rest
+        return {} if isinstance(self._reader, JsonLines) else self._reader.rest
 
     @property
     def found(self) -> bool:
-        return self.jsonl or self._reader.found
+        return isinstance(self._reader, JsonLines) or self._reader.found
 
     @property
     def truncated(self) -> bool:
@@ -175,7 +175,8 @@ def _scores(result: dict, where: str) -> list[SourceScore]:
         return []
     if not isinstance(components, list):
         raise SourceError(f"{where}: gradingResult.componentResults is not a list")
-    scores, seen = [], {}
+    scores: list[SourceScore] = []
+    seen: dict[str, int] = {}
     for component in components:
         assertion = mapping(component.get("assertion"))
         kind = str(assertion.get("type") or "assertion")

@@ -221,22 +221,23 @@ class _Totals:
 
 def write_runs(source: SourceImport, runs_dir: Path, batch_id: str, options: ImportOptions) -> list[ImportedRun]:
     """Write every run of ``source`` under ``runs_dir``; call once the reader has finished."""
-    drafts = sorted(source.drafts(), key=lambda draft: draft.description.arm_id)
-    return [_write_run(source, draft, runs_dir, batch_id, options) for draft in drafts]
+    described = sorted(((_description(source, draft), draft) for draft in source.drafts()), key=lambda pair: pair[0].arm_id)
+    return [_write_run(source, draft, run, runs_dir, batch_id, options) for run, draft in described]
 
 
-def _write_run(source: SourceImport, draft: _RunDraft, runs_dir: Path, batch_id: str,
+def _description(source: SourceImport, draft: _RunDraft) -> SourceRun:
+    if draft.description is None:
+        raise SourceError(f"{source.label}: cases of run {draft.key!r} arrived without a description of the run")
+    return draft.description
+
+
+def _write_run(source: SourceImport, draft: _RunDraft, run: SourceRun, runs_dir: Path, batch_id: str,
                options: ImportOptions) -> ImportedRun:
-    run = draft.description
     keys = sorted(draft.items, key=lambda k: draft.items[k].order)
     items = dict(zip(keys, item_identity([draft.items[k].row for k in keys], source.label)))
     name = options.dataset_name or DEFAULT_DATASET_NAME
-    dataset = {
-        "path": run.dataset_location,
-        "name": name,
-        "dataset_id": dataset_id(name, list(items.values())),
-        "items": len(items),
-    }
+    identifier = dataset_id(name, list(items.values()))
+    dataset = {"path": run.dataset_location, "name": name, "dataset_id": identifier, "items": len(items)}
     versions = _evaluator_versions(run, draft, options)
     identity = dataset_identity(run.dataset_location, Dataset(Path(run.dataset_location or "."), name, list(items.values())))
     header = _header(source, draft, run, dataset, identity, versions, batch_id, options)
@@ -259,8 +260,7 @@ def _write_run(source: SourceImport, draft: _RunDraft, runs_dir: Path, batch_id:
         "source_error": run.source_error,
     }
     writer.finish(footer)
-    return ImportedRun(writer.run_id, run.arm_id, run.experiment, run.tool, source.label, run.status,
-                       dataset["dataset_id"], summary)
+    return ImportedRun(writer.run_id, run.arm_id, run.experiment, run.tool, source.label, run.status, identifier, summary)
 
 
 def _evaluator_versions(run: SourceRun, draft: _RunDraft, options: ImportOptions) -> dict[str, str]:
