@@ -8,10 +8,15 @@ they mean.
   across the arms (every arm gets item 1, repeat 0 before any gets the next), by
   ``concurrency × parallel_arms`` workers with at most ``concurrency`` cases of one arm in flight.
 * ``pause_between_s``: each worker waits this long after a case before taking the next.
+
+Whatever the ordering, the workers take cases from a :class:`CaseQueue`, one batch (as many
+cases as there are workers) at a time, and every finished case is made durable before the next
+batch is handed out (docs/reference/run-format.md#durability).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 ORDERINGS = ("depth", "coverage")
@@ -57,3 +62,29 @@ def case_order(states: list) -> list[tuple]:
                for index, state in enumerate(states) for item, repeat in state.pending]
     entries.sort(key=lambda e: e[:3])
     return [(state, item, repeat) for _, repeat, _, state, item in entries]
+
+
+class CaseQueue:
+    """The pending cases, handed out one at a time and opened a batch at a time: before the first
+    case of a batch is taken, ``before_batch`` runs (the runner syncs its open runs there), so
+    every case that finished before a batch was scheduled is durable before that batch calls
+    anything. Taking is synchronous: within one event loop no other worker runs in between."""
+
+    def __init__(self, entries: list[tuple], batch_size: int, before_batch: Callable[[], None]):
+        self._entries = entries
+        self._batch_size = max(1, batch_size)
+        self._before_batch = before_batch
+        self._next = self._batch_end = 0
+        self.batches = 0
+
+    def take(self) -> tuple | None:
+        """The next case, or None when every case has been taken."""
+        if self._next == self._batch_end:
+            if self._batch_end == len(self._entries):
+                return None
+            self._before_batch()
+            self._batch_end = min(len(self._entries), self._batch_end + self._batch_size)
+            self.batches += 1
+        entry = self._entries[self._next]
+        self._next += 1
+        return entry
