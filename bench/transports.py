@@ -1,9 +1,12 @@
-"""HTTP transports side by side: the sharded httpcore pools, httpx-aiohttp, and bare aiohttp.
+"""HTTP clients side by side: evalsite's own (aiohttp directly), httpx over aiohttp, httpx over
+sharded httpcore pools, and bare aiohttp.
 
 Each client makes N POSTs of a chat-completions body to the fake server (tests/fakeserver.py,
 in its own process, answering after a fixed latency) with at most C in flight, in a fresh
-process so its CPU and peak memory are its own. The figures decide which transport
-evalsite.execute.targets.http puts under httpx (issue 17):
+process so its CPU and peak memory are its own. The figures decided what
+evalsite.execute.targets.http posts through (issue 17): httpx's request and response models
+cost about as much CPU per call as the whole aiohttp client, so the targets use aiohttp
+directly. The httpx clients need the extra ``pip install 'evalsite[bench]'``:
 
     python bench/transports.py [--calls 6000] [--latency 0.02] [--concurrency 32]
 
@@ -22,19 +25,31 @@ import sys
 import time
 from pathlib import Path
 
-import httpx
-
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from evalsite.execute.targets.http import aiohttp_transport, shared_ssl_context  # noqa: E402
+from evalsite.execute.targets.http import JsonClient, shared_ssl_context  # noqa: E402
 
-CLIENTS = ("sharded", "httpx-aiohttp", "bare-aiohttp")
+CLIENTS = ("evalsite", "httpx-aiohttp", "sharded", "bare-aiohttp")
 CONNECTIONS_PER_SHARD = 4
 BODY = {"model": "bench", "messages": [{"role": "user", "content": "question"}]}
 
 
+async def with_evalsite(url: str, calls: int, concurrency: int) -> None:
+    base, path = url.rsplit("/chat/completions", 1)[0], "/chat/completions"
+    client = JsonClient(base, {}, [], concurrency)
+    try:
+        async def one() -> None:
+            await client.post(path, BODY)
+
+        await bounded(one, calls, concurrency)
+    finally:
+        await client.aclose()
+
+
 async def with_httpx(url: str, calls: int, concurrency: int, transport) -> None:
+    import httpx
+
     async with httpx.AsyncClient(timeout=None, transport=transport) as client:
         async def one() -> None:
             response = await client.post(url, json=BODY)
@@ -69,19 +84,30 @@ def run_client(name: str, url: str, calls: int, concurrency: int) -> dict:
     started = time.perf_counter()
     if name == "bare-aiohttp":
         asyncio.run(with_aiohttp(url, calls, concurrency))
+    elif name == "evalsite":
+        asyncio.run(with_evalsite(url, calls, concurrency))
     elif name == "httpx-aiohttp":
-        asyncio.run(with_httpx(url, calls, concurrency, aiohttp_transport(concurrency)))
+        asyncio.run(with_httpx(url, calls, concurrency, httpx_aiohttp_transport(concurrency)))
     else:
-        asyncio.run(with_httpx(url, calls, concurrency, ShardedTransport(concurrency)))
+        asyncio.run(with_httpx(url, calls, concurrency, sharded_transport(concurrency)))
     wall = time.perf_counter() - started
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return {"client": name, "wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "peak_mb": usage.ru_maxrss / 1024}
 
 
-# The transport evalsite used before httpx-aiohttp, kept to measure against -------------------
+# The transports evalsite used before, kept to measure against ----------------------------------
 
 
-class ShardedTransport(httpx.AsyncBaseTransport):
+def httpx_aiohttp_transport(max_connections: int):
+    """httpx over aiohttp's pool (the targets' transport before they used aiohttp directly)."""
+    import httpx
+    from httpx_aiohttp import AiohttpTransport
+
+    limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections)
+    return AiohttpTransport(verify=shared_ssl_context(), limits=limits)
+
+
+def sharded_transport(max_connections: int):
     """One client's connections spread over small httpcore pools, each request to the least busy.
 
     httpcore re-checks every connection of a pool whenever it assigns a request, so one pool of
@@ -89,68 +115,67 @@ class ShardedTransport(httpx.AsyncBaseTransport):
     157 requests/s at concurrency 32 on a 20 ms server, against 384 with pools of four). Pools
     are added as the number of requests in flight grows, up to ``max_connections`` in total.
     """
+    import httpx
 
-    def __init__(self, max_connections: int):
-        self.max_shards = max(1, -(-max_connections // CONNECTIONS_PER_SHARD))
-        self.shards: list[httpx.AsyncHTTPTransport] = []
-        self.busy: list[int] = []
+    class Once:
+        def __init__(self, action):
+            self.action = action
 
-    def _least_busy(self) -> int:
-        index = min(range(len(self.busy)), key=self.busy.__getitem__) if self.busy else None
-        if index is None or (self.busy[index] >= CONNECTIONS_PER_SHARD and len(self.shards) < self.max_shards):
-            limits = httpx.Limits(max_connections=CONNECTIONS_PER_SHARD, max_keepalive_connections=CONNECTIONS_PER_SHARD)
-            self.shards.append(httpx.AsyncHTTPTransport(limits=limits, verify=shared_ssl_context()))
-            self.busy.append(0)
-            index = len(self.shards) - 1
-        return index
+        def __call__(self) -> None:
+            action, self.action = self.action, None
+            if action is not None:
+                action()
 
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        index = self._least_busy()
-        self.busy[index] += 1
-        release = _Once(lambda: self.busy.__setitem__(index, self.busy[index] - 1))
-        try:
-            response = await self.shards[index].handle_async_request(request)
-        except BaseException:
-            release()
-            raise
-        return httpx.Response(
-            response.status_code,
-            headers=response.headers,
-            stream=_ReleasingStream(response.stream, release),
-            extensions=response.extensions,
-        )
+    class ReleasingStream(httpx.AsyncByteStream):
+        """A response body that frees its pool's slot when closed (read to the end or abandoned)."""
 
-    async def aclose(self) -> None:
-        for shard in self.shards:
-            await shard.aclose()
+        def __init__(self, stream, release: Once):
+            self.stream = stream
+            self.release = release
 
+        async def __aiter__(self):
+            async for chunk in self.stream:
+                yield chunk
 
-class _Once:
-    def __init__(self, action):
-        self.action = action
+        async def aclose(self) -> None:
+            try:
+                await self.stream.aclose()
+            finally:
+                self.release()
 
-    def __call__(self) -> None:
-        action, self.action = self.action, None
-        if action is not None:
-            action()
+    class ShardedTransport(httpx.AsyncBaseTransport):
+        def __init__(self) -> None:
+            self.max_shards = max(1, -(-max_connections // CONNECTIONS_PER_SHARD))
+            self.shards: list[httpx.AsyncHTTPTransport] = []
+            self.busy: list[int] = []
 
+        def _least_busy(self) -> int:
+            index = min(range(len(self.busy)), key=self.busy.__getitem__) if self.busy else None
+            if index is None or (self.busy[index] >= CONNECTIONS_PER_SHARD and len(self.shards) < self.max_shards):
+                limits = httpx.Limits(max_connections=CONNECTIONS_PER_SHARD,
+                                      max_keepalive_connections=CONNECTIONS_PER_SHARD)
+                self.shards.append(httpx.AsyncHTTPTransport(limits=limits, verify=shared_ssl_context()))
+                self.busy.append(0)
+                index = len(self.shards) - 1
+            return index
 
-class _ReleasingStream(httpx.AsyncByteStream):
-    """A response body that frees its pool's slot when closed (read to the end or abandoned)."""
+        async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+            index = self._least_busy()
+            self.busy[index] += 1
+            release = Once(lambda: self.busy.__setitem__(index, self.busy[index] - 1))
+            try:
+                response = await self.shards[index].handle_async_request(request)
+            except BaseException:
+                release()
+                raise
+            return httpx.Response(response.status_code, headers=response.headers,
+                                  stream=ReleasingStream(response.stream, release), extensions=response.extensions)
 
-    def __init__(self, stream, release: _Once):
-        self.stream = stream
-        self.release = release
+        async def aclose(self) -> None:
+            for shard in self.shards:
+                await shard.aclose()
 
-    async def __aiter__(self):
-        async for chunk in self.stream:
-            yield chunk
-
-    async def aclose(self) -> None:
-        try:
-            await self.stream.aclose()
-        finally:
-            self.release()
+    return ShardedTransport()
 
 
 def main() -> None:

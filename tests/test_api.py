@@ -50,6 +50,6 @@ def test_run_experiment_async_returns_the_batch_it_wrote(example_project):
 
 
 def test_import_evalsite_loads_no_engine():
-    probe = "import sys, evalsite; print(sorted(m for m in ('duckdb', 'httpx', 'jinja2', 'scipy') if m in sys.modules))"
+    probe = "import sys, evalsite; print(sorted(m for m in ('duckdb', 'aiohttp', 'jinja2', 'scipy') if m in sys.modules))"
     loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert loaded.strip() == "[]"

@@ -13,7 +13,7 @@ import click
 from evalsite.cli import COMMANDS, main
 
 CLI = Path(__file__).resolve().parent.parent / "evalsite" / "cli"
-HEAVY = ("scipy", "duckdb", "jinja2", "httpx")
+HEAVY = ("scipy", "duckdb", "jinja2", "aiohttp")
 
 
 def modules_loaded_by(code: str) -> set[str]:

@@ -15,16 +15,16 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "evalsite"
 
-EXECUTION = ("evalsite.execute.runner", "evalsite.execute.targets", "httpx")
+EXECUTION = ("evalsite.execute.runner", "evalsite.execute.targets", "aiohttp")
 FORBIDDEN = {
     "analysis": EXECUTION,
     "site": EXECUTION,
     "stats": (*EXECUTION, "duckdb", "jinja2", "click", "pyarrow", "evalsite.analysis", "evalsite.site"),
     "runlog": ("evalsite.experiment", "evalsite.scoring", "evalsite.execute", "evalsite.analysis", "evalsite.site",
-               "evalsite.cli", "duckdb", "jinja2", "httpx"),
+               "evalsite.cli", "duckdb", "jinja2", "aiohttp"),
     # prompts are Jinja templates, so jinja2 is the experiment layer's own
     "experiment": ("evalsite.scoring", "evalsite.execute", "evalsite.analysis", "evalsite.site", "evalsite.cli",
-                   "httpx", "duckdb"),
+                   "aiohttp", "duckdb"),
     "scoring": (*EXECUTION, "evalsite.analysis", "evalsite.site", "evalsite.cli", "duckdb"),
 }
 
@@ -66,7 +66,7 @@ def test_a_layer_never_imports_what_sits_above_it(layer):
 
 def test_the_probe_blames_the_module_that_imports_a_forbidden_one():
     probe = subprocess.run(
-        [sys.executable, "-c", PROBE, json.dumps(["evalsite.execute.runner"]), json.dumps(["httpx"])],
+        [sys.executable, "-c", PROBE, json.dumps(["evalsite.execute.runner"]), json.dumps(["aiohttp"])],
         capture_output=True, text=True, check=True,
     )
-    assert json.loads(probe.stdout)["httpx"] == "evalsite.execute.runner"
+    assert json.loads(probe.stdout)["aiohttp"] == "evalsite.execute.runner"

@@ -3,6 +3,8 @@ its run is scheduled, and a resume after SIGKILL calls exactly the cases that we
 
 from __future__ import annotations
 
+import asyncio
+import math
 import os
 import signal
 import subprocess
@@ -11,6 +13,9 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
+from evalsite.execute import schedule
 from evalsite.execute.schedule import CaseQueue
 from evalsite.runlog.store import CASES_FILE, END_FILE, read_cases, run_directories
 from tests.runner_project import openai_arm, project, questions, server, write_experiment  # noqa: F401
@@ -18,13 +23,49 @@ from tests.runner_project import openai_arm, project, questions, server, write_e
 REPO = Path(__file__).resolve().parent.parent
 
 
-def test_the_queue_opens_each_batch_after_its_hook_and_ends_with_none():
+def drain_queue(queue: CaseQueue, events: list[str]) -> None:
+    async def take_all() -> None:
+        while (entry := await queue.take()) is not None:
+            events.append(str(entry))
+
+    asyncio.run(take_all())
+
+
+def test_the_queue_syncs_before_each_batch_and_ends_with_none():
     events: list[str] = []
-    queue = CaseQueue(list(range(10)), 4, lambda: events.append("batch"))
-    while (entry := queue.take()) is not None:
-        events.append(str(entry))
-    assert events == ["batch", "0", "1", "2", "3", "batch", "4", "5", "6", "7", "batch", "8", "9"]
-    assert queue.take() is None and queue.batches == 3
+
+    async def sync() -> None:
+        events.append("sync")
+
+    queue = CaseQueue(list(range(10)), 4, sync, clock=lambda: 0.0)
+    drain_queue(queue, events)
+    assert events == ["sync", "0", "1", "2", "3", "sync", "4", "5", "6", "7", "sync", "8", "9"]
+    assert queue.batches == 3
+
+
+def test_a_batch_grows_while_syncing_takes_more_than_its_share_and_shrinks_back():
+    now = [0.0]
+    sync_seconds = [0.0, 1.0, 1.0, 1.0, 0.0, 0.0]  # a slow disk for three batches, then a fast one
+    sizes: list[int] = []
+
+    async def sync() -> None:
+        now[0] += sync_seconds.pop(0) if sync_seconds else 0.0
+        sizes.append(queue.batch_size)
+
+    async def take_all() -> None:
+        while await queue.take() is not None:
+            now[0] += 0.1  # each case takes 0.1 s between batches
+
+    queue = CaseQueue(list(range(200)), 4, sync, clock=lambda: now[0])
+    asyncio.run(take_all())
+    assert sizes[:7] == [4, 4, 8, 16, 32, 16, 8]  # 1 s of sync against 0.4-1.6 s of cases: too much
+    assert sizes[-1] == 4  # never below the worker count
+
+
+@pytest.fixture
+def fixed_batches(monkeypatch):
+    """Batches of exactly the worker count, however slow this machine's fsync is."""
+    monkeypatch.setattr(schedule, "SYNC_SHARE", math.inf)
 
 
 def durable_lines_log(monkeypatch) -> list[int]:
@@ -42,7 +83,7 @@ def durable_lines_log(monkeypatch) -> list[int]:
     return synced
 
 
-def test_every_finished_case_is_durable_before_the_next_batch_calls(project, monkeypatch, cli):
+def test_every_finished_case_is_durable_before_the_next_batch_calls(project, monkeypatch, cli, fixed_batches):
     """Concurrency 1: a batch is one case, so every call sees all earlier cases fsynced."""
     synced = durable_lines_log(monkeypatch)
     (project / "dur_target.py").write_text(
@@ -62,7 +103,7 @@ def test_every_finished_case_is_durable_before_the_next_batch_calls(project, mon
     assert synced == [1, 2, 3, 4, 5, 6]  # five batch boundaries and the footer's
 
 
-def test_one_fsync_per_batch_not_per_case(project, server, monkeypatch, cli):
+def test_one_fsync_per_batch_not_per_case(project, server, monkeypatch, cli, fixed_batches):
     synced = durable_lines_log(monkeypatch)
     manifest = write_experiment(project, questions(40), [openai_arm(server)], concurrency=4)
     assert cli("run", manifest).exit_code == 0

@@ -5,9 +5,8 @@ from __future__ import annotations
 import asyncio
 import json
 
-import httpx
-
-from evalsite.execute.targets.http import aiohttp_transport
+from evalsite.execute.targets.base import TransientTargetError
+from evalsite.execute.targets.http import JsonClient, pooled_session, shared_ssl_context
 from tests.runner_project import (  # noqa: F401  (fixtures)
     all_runs,
     only_run,
@@ -172,7 +171,7 @@ def test_connection_refused_is_a_case_error_after_retries(project, cli):
     result = cli("run", write_experiment(project, questions(1), [arm], schedule={"max_attempts": 2, "backoff_s": 0.01}))
     assert result.exit_code == 1
     (case,) = only_run(project).cases
-    assert case["error"].startswith("connection error: ConnectError") and case["attempts"] == 2
+    assert case["error"].startswith("connection error: ClientConnectorError: Cannot connect to host 127.0.0.1:9") and case["attempts"] == 2
 
 
 def test_json_prints_the_run_summaries(project, server, cli):
@@ -189,17 +188,27 @@ def assert_secret_absent(root, secret: str) -> None:
         assert secret not in path.read_text(encoding="utf-8", errors="replace"), path
 
 
-def test_the_aiohttp_pool_bounds_connections_and_reports_refusals(server):
+def test_the_pooled_client_bounds_connections_and_reports_refusals_as_transient(server):
     server.delay = 0.02
+    body = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
 
-    async def send(transport, url: str, count: int) -> list:
-        async with httpx.AsyncClient(transport=transport) as client:
-            body = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
-            return await asyncio.gather(*(client.post(url, json=body) for _ in range(count)), return_exceptions=True)
+    async def send(client: JsonClient, count: int) -> list:
+        try:
+            return await asyncio.gather(*(client.post("/chat/completions", body) for _ in range(count)),
+                                        return_exceptions=True)
+        finally:
+            await client.aclose()
 
-    answers = asyncio.run(send(aiohttp_transport(12), server.url + "/v1/chat/completions", 30))
-    assert all(a.status_code == 200 for a in answers)
+    answers = asyncio.run(send(JsonClient(server.url + "/v1", {}, [], 12), 30))
+    assert all(data["choices"][0]["message"]["content"] == "echo: hi" and error is None for data, _, error in answers)
     assert server.max_in_flight == 12
-    answers = asyncio.run(send(aiohttp_transport(4), "http://127.0.0.1:9/v1/chat/completions", 3))
-    assert all(isinstance(a, httpx.ConnectError) for a in answers)
-    assert aiohttp_transport(1).ssl_context is aiohttp_transport(2).ssl_context  # one SSL context for all
+    refused = asyncio.run(send(JsonClient("http://127.0.0.1:9/v1", {}, [], 4), 3))
+    assert all(isinstance(a, TransientTargetError) and str(a).startswith("connection error: ") for a in refused)
+
+    async def ssl_of_a_new_pool():
+        session = pooled_session({}, 1)
+        ssl_context = session.connector._ssl
+        await session.close()
+        return ssl_context
+
+    assert asyncio.run(ssl_of_a_new_pool()) is shared_ssl_context()  # one SSL context for every pool

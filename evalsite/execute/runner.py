@@ -339,15 +339,17 @@ class BatchRunner:
     async def _work(self, states: list[RunState]) -> None:
         cases_executor = CaseExecutor(self.evaluators, self.stop.requested, self.rng, self.plan.manifest.name)
         count = self.schedule.workers(self.concurrency, len(states))
+        syncing = ThreadPoolExecutor(max_workers=1, thread_name_prefix="evalsite-sync")  # never behind targets' threads
 
-        def sync_runs() -> None:
-            for state in states:
-                state.writer.sync()
+        async def sync_runs() -> None:
+            writers = [state.writer for state in states if state.writer.unsynced]
+            if writers:  # in a thread: the calls in flight go on while the disk syncs
+                await asyncio.get_running_loop().run_in_executor(syncing, _sync_all, writers)
 
         queue = CaseQueue(case_order(states), count, sync_runs)
 
         async def worker() -> None:
-            while not self.stop.requested() and (entry := queue.take()) is not None:
+            while not self.stop.requested() and (entry := await queue.take()) is not None:
                 state, item, repeat = entry
                 try:
                     async with state.in_flight:
@@ -375,6 +377,8 @@ class BatchRunner:
             for task in workers:
                 task.cancel()
             await asyncio.gather(*workers, return_exceptions=True)
+            await queue.drain()
+            syncing.shutdown()
             self.stop.workers = [task for task in self.stop.workers if task not in workers]
 
 
@@ -406,6 +410,11 @@ def run_totals(cases: list[dict], planned: int) -> dict:
         "planned": planned,
         "truncated_items": sorted({c["item_id"] for c in cases if c.get("finish_reason") == "length"}),
     }
+
+
+def _sync_all(writers: list[RunWriter]) -> None:
+    for writer in writers:
+        writer.sync()
 
 
 def _prompt_pin(reference: dict) -> dict:

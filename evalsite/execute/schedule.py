@@ -9,17 +9,21 @@ they mean.
   ``concurrency × parallel_arms`` workers with at most ``concurrency`` cases of one arm in flight.
 * ``pause_between_s``: each worker waits this long after a case before taking the next.
 
-Whatever the ordering, the workers take cases from a :class:`CaseQueue`, one batch (as many
-cases as there are workers) at a time, and every finished case is made durable before the next
-batch is handed out (docs/reference/run-format.md#durability).
+Whatever the ordering, the workers take cases from a :class:`CaseQueue`, one batch (at least as
+many cases as there are workers) at a time, and every finished case is made durable before the
+next batch is handed out (docs/reference/run-format.md#durability).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 ORDERINGS = ("depth", "coverage")
+SYNC_SHARE = 0.05  # at most this share of the time between batches goes to the batch's fsync
+MAX_BATCH = 4096
 
 
 @dataclass(frozen=True)
@@ -65,26 +69,59 @@ def case_order(states: list) -> list[tuple]:
 
 
 class CaseQueue:
-    """The pending cases, handed out one at a time and opened a batch at a time: before the first
-    case of a batch is taken, ``before_batch`` runs (the runner syncs its open runs there), so
-    every case that finished before a batch was scheduled is durable before that batch calls
-    anything. Taking is synchronous: within one event loop no other worker runs in between."""
+    """The pending cases, handed out one at a time and opened a batch at a time.
 
-    def __init__(self, entries: list[tuple], batch_size: int, before_batch: Callable[[], None]):
+    Before the first case of a batch is taken, ``sync`` is awaited (the runner fsyncs its open
+    runs there, in a thread), so every case that finished before a batch was scheduled is durable
+    before that batch calls anything; the workers already calling go on meanwhile. A batch starts
+    as ``batch_size`` cases (the workers) and doubles while syncing takes more than
+    ``SYNC_SHARE`` of the time between batches (a slow disk, instant targets), halving back when
+    it takes under a quarter of that: waiting on the disk stays a small share of the run.
+    """
+
+    def __init__(self, entries: list[tuple], batch_size: int, sync: Callable[[], Awaitable[None]],
+                 clock: Callable[[], float] = time.monotonic):
         self._entries = entries
-        self._batch_size = max(1, batch_size)
-        self._before_batch = before_batch
+        self._smallest = self.batch_size = max(1, batch_size)
+        self._sync = sync
+        self._clock = clock
         self._next = self._batch_end = 0
+        self._opened_at = clock()
+        self._opening: asyncio.Future | None = None
         self.batches = 0
 
-    def take(self) -> tuple | None:
+    async def take(self) -> tuple | None:
         """The next case, or None when every case has been taken."""
-        if self._next == self._batch_end:
+        while self._next == self._batch_end:
             if self._batch_end == len(self._entries):
                 return None
-            self._before_batch()
-            self._batch_end = min(len(self._entries), self._batch_end + self._batch_size)
-            self.batches += 1
+            if self._opening is None:
+                self._opening = asyncio.ensure_future(self._open_batch())
+            await asyncio.shield(self._opening)  # one sync per batch, however many workers wait
         entry = self._entries[self._next]
         self._next += 1
         return entry
+
+    async def drain(self) -> None:
+        """Wait for a sync in progress (the run's files must not be closed under it)."""
+        if self._opening is not None:
+            await asyncio.gather(self._opening, return_exceptions=True)
+
+    async def _open_batch(self) -> None:
+        started = self._clock()
+        try:
+            await self._sync()
+        finally:
+            self._opening = None
+        self._resize(self._clock() - started, started - self._opened_at)
+        self._opened_at = self._clock()
+        self._batch_end = min(len(self._entries), self._batch_end + self.batch_size)
+        self.batches += 1
+
+    def _resize(self, sync_s: float, batch_s: float) -> None:
+        if self.batches == 0:
+            return  # the first batch had nothing to sync and no time to measure
+        if sync_s > SYNC_SHARE * batch_s:
+            self.batch_size = min(self.batch_size * 2, MAX_BATCH)
+        elif sync_s < SYNC_SHARE / 4 * batch_s:
+            self.batch_size = max(self.batch_size // 2, self._smallest)

@@ -27,7 +27,7 @@ from evalsite.runlog.hashing import canonical_json, sha256_json, sha256_text, sh
 from evalsite.runlog.rows import is_critical
 from evalsite.runlog.secrets import looks_secret
 
-KEY_PACKAGES = ("duckdb", "httpx", "jinja2", "numpy", "pyarrow", "pyyaml", "scipy")
+KEY_PACKAGES = ("aiohttp", "duckdb", "jinja2", "numpy", "pyarrow", "pyyaml", "scipy")
 REDACTED = "<redacted>"
 _URL_WITH_USER = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://[^/?#\s]*@")
 HARNESS_PACKAGE = "evalsite"

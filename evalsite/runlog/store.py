@@ -82,7 +82,8 @@ class RunWriter:
         self.run_id = directory.name
         self._lock: TextIO | None = None
         self._cases: int | None = None  # the descriptor of cases.jsonl, opened for appending
-        self.unsynced = False  # a case was written since the last sync
+        self.appended = 0  # cases appended by this writer
+        self.synced = 0  # of those, how many are known to be on disk
 
     @classmethod
     def create(cls, runs_dir: Path, arm_id: str, header: dict[str, Any]) -> RunWriter:
@@ -146,14 +147,21 @@ class RunWriter:
         line = memoryview((json.dumps(case, ensure_ascii=False, default=str) + "\n").encode("utf-8"))
         while line:  # a regular file takes the whole line in one write; a short write is continued
             line = line[os.write(self._cases, line):]
-        self.unsynced = True
+        self.appended += 1
+
+    @property
+    def unsynced(self) -> bool:
+        return self.appended > self.synced
 
     def sync(self) -> None:
-        """Make every case appended so far durable on disk (one ``fsync``; nothing if none is new)."""
-        if self._cases is None or not self.unsynced:
+        """Make every case appended so far durable on disk (one ``fsync``; nothing if none is new).
+        May run in a worker thread while the event loop appends: what is appended meanwhile
+        stays counted as unsynced."""
+        target = self.appended
+        if self._cases is None or target == self.synced:
             return
         os.fsync(self._cases)
-        self.unsynced = False
+        self.synced = max(self.synced, target)
 
     def finish(self, footer: dict[str, Any]) -> None:
         """Sync the cases, write the footer, then remove the lock file while still holding it: a

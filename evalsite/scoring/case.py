@@ -1,7 +1,7 @@
 """Scoring one case: the evaluators' scores combined, re-scoring a recorded case, what scoring cost.
 
 Shared by the runner (``execute``) and by comparisons that re-score against changed ground
-truth (``analysis``), so re-scoring never imports the runner, a target or httpx.
+truth (``analysis``), so re-scoring never imports the runner, a target or aiohttp.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The ``anthropic`` target: the Messages API (``POST /v1/messages``) over httpx.
+"""The ``anthropic`` target: the Messages API (``POST /v1/messages``) over aiohttp.
 
 System messages of the input become the request's ``system`` field; ``params`` go into the
 body as they are (``max_tokens`` defaults to 1024 because the API requires it). Stop reasons

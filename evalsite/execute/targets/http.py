@@ -7,15 +7,15 @@ redacted from every error message, so they never reach a run log or the site.
 
 from __future__ import annotations
 
+import json
 import os
 import ssl
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from functools import lru_cache
 
 import aiohttp
-import httpx
-from httpx_aiohttp import AiohttpTransport
 
 from evalsite.errors import MissingSecretError, TargetError
 from evalsite.execute.targets.base import TransientTargetError, refuse_secret_names
@@ -86,9 +86,11 @@ def client_from_settings(
 
 
 class JsonClient:
-    """One pooled ``httpx.AsyncClient`` per target (per run), created inside the run's event loop.
+    """One pooled aiohttp session per target (per run), created inside the run's event loop.
 
-    The runner bounds each call with its own timeout, so the client has none.
+    The runner bounds each call with its own timeout, so the session has none. aiohttp directly,
+    not httpx over it: httpx's request and response models cost about as much CPU per call as
+    the whole aiohttp client (bench/transports.py), which is what the runner has to spend.
     """
 
     def __init__(self, base_url: str, headers: dict[str, str], secrets: list[str], connections: int):
@@ -97,7 +99,7 @@ class JsonClient:
         self.secrets = [s for s in secrets if s]
         self._secret_pattern = secret_pattern(self.secrets)
         self.connections = connections
-        self._client: httpx.AsyncClient | None = None
+        self._session: aiohttp.ClientSession | None = None
 
     def redact(self, text: str) -> str:
         """Any part of a secret of 8+ characters, in any case (:func:`evalsite.runlog.secrets.scrub`)."""
@@ -105,45 +107,47 @@ class JsonClient:
 
     async def post(
         self, path: str, body: dict, headers: dict[str, str] | None = None
-    ) -> tuple[dict | None, httpx.Headers | None, str | None]:
+    ) -> tuple[dict | None, Mapping[str, str] | None, str | None]:
         """POST JSON (with this request's extra ``headers``); returns ``(data, headers, None)`` or
         ``(None, None, error)`` for a final failure.
 
         Raises :class:`TransientTargetError` for what is worth retrying.
         """
-        if self._client is None:
-            self._client = httpx.AsyncClient(
-                headers=self.headers, timeout=None, transport=aiohttp_transport(self.connections)
-            )
+        if self._session is None:
+            self._session = pooled_session(self.headers, self.connections)
         try:
-            response = await self._client.post(self.base_url + path, json=body, headers=headers)
-        except httpx.TimeoutException as exc:
+            async with self._session.post(self.base_url + path, json=body, headers=headers) as response:
+                status, reason, raw = response.status, response.reason, await response.read()
+                response_headers = response.headers
+        except aiohttp.InvalidURL as exc:
+            return None, None, self.redact(f"invalid URL: {exc}")
+        except (aiohttp.ServerTimeoutError, TimeoutError) as exc:
             raise TransientTargetError(self.redact(f"timed out: {type(exc).__name__}")) from None
-        except httpx.TransportError as exc:
+        except aiohttp.ClientError as exc:
             raise TransientTargetError(self.redact(f"connection error: {type(exc).__name__}: {exc}")) from None
-        status = response.status_code
         if status == 429 or status >= 500:
-            raise TransientTargetError(self._status_error(response), retry_after(response.headers.get("retry-after")),
-                                       response.headers.get("x-request-id") or response.headers.get("request-id"))
+            raise TransientTargetError(self._status_error(status, reason, raw),
+                                       retry_after(response_headers.get("retry-after")),
+                                       response_headers.get("x-request-id") or response_headers.get("request-id"))
         if status >= 400:
-            return None, None, self._status_error(response)
+            return None, None, self._status_error(status, reason, raw)
         try:
-            data = response.json()
+            data = json.loads(raw)
         except ValueError:
-            snippet = response.text[:ERROR_BODY_CHARS]
+            snippet = raw.decode("utf-8", "replace")[:ERROR_BODY_CHARS]
             return None, None, self.redact(f"HTTP {status}: the response is not JSON: {snippet!r}")
         if not isinstance(data, dict):
             return None, None, f"HTTP {status}: expected a JSON object, got {type(data).__name__}"
-        return data, response.headers, None
+        return data, response_headers, None
 
-    def _status_error(self, response: httpx.Response) -> str:
-        body = " ".join(response.text.split())[:ERROR_BODY_CHARS]
-        return self.redact(f"HTTP {response.status_code} {response.reason_phrase}: {body}".rstrip(": "))
+    def _status_error(self, status: int, reason: str | None, raw: bytes) -> str:
+        body = " ".join(raw.decode("utf-8", "replace").split())[:ERROR_BODY_CHARS]
+        return self.redact(f"HTTP {status} {reason or ''}: {body}".rstrip(": ").replace("  ", " "))
 
     async def aclose(self) -> None:
-        if self._client is not None:
-            await self._client.aclose()
-            self._client = None
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
 
 
 class ModelOverHttp:
@@ -164,31 +168,21 @@ class ModelOverHttp:
 @lru_cache(maxsize=1)
 def shared_ssl_context() -> ssl.SSLContext:
     """One verifying SSL context for every pool of every client: loading the CA bundle costs
-    milliseconds and memory per context, and nothing in it differs between pools."""
-    return httpx.create_ssl_context()
+    milliseconds and memory per context, and nothing in it differs between pools (certifi's CA
+    bundle when installed, as httpx used, else the system's)."""
+    try:
+        import certifi
+    except ImportError:
+        return ssl.create_default_context()
+    return ssl.create_default_context(cafile=certifi.where())
 
 
-def aiohttp_transport(max_connections: int) -> httpx.AsyncBaseTransport:
-    """httpx as the API, aiohttp's connection pool and parser on the wire (httpx-aiohttp).
-
-    On 6,000 calls × 20 ms at concurrency 32 it beat httpcore split over pools of four (the
-    previous transport, kept in bench/transports.py) on wall time and on CPU; see that script.
-    """
-    limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections)
-    return _AiohttpTransport(verify=shared_ssl_context(), limits=limits)
-
-
-class _AiohttpTransport(AiohttpTransport):
-    """httpx-aiohttp 0.2 reports a refused connection as ``ConnectTimeout``; it is a ConnectError."""
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        try:
-            return await super().handle_async_request(request)
-        except httpx.ConnectTimeout as exc:
-            cause = exc.__cause__
-            if isinstance(cause, aiohttp.ClientConnectorError) and not isinstance(cause, TimeoutError):
-                raise httpx.ConnectError(str(exc), request=request) from cause
-            raise
+def pooled_session(headers: dict[str, str], max_connections: int) -> aiohttp.ClientSession:
+    """An aiohttp session keeping up to ``max_connections`` connections alive, verifying TLS with
+    the one shared SSL context, without a cookie jar (a provider API sets none worth keeping)."""
+    connector = aiohttp.TCPConnector(limit=max_connections, ssl=shared_ssl_context())
+    return aiohttp.ClientSession(headers=headers, connector=connector, cookie_jar=aiohttp.DummyCookieJar(),
+                                 timeout=aiohttp.ClientTimeout(total=None))
 
 
 def retry_after(value: str | None) -> float | None:

@@ -110,7 +110,7 @@ def _quote(reply: Any) -> str:
 
 def _calls():
     """The execution layer, imported when a judge is built rather than with this module: the
-    evaluator catalogue is shared with comparisons, which must not load targets or httpx for
+    evaluator catalogue is shared with comparisons, which must not load targets or aiohttp for
     manifests that have no judge."""
     from evalsite.execute import retry, targets
 
