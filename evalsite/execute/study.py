@@ -71,6 +71,10 @@ class StudyPipeline:
         experiment = self.experiment
         base = replace(experiment, level="arm", run_dir=run_dir, arm_id=config.arm_id, config_id=config.config_id,
                        children=())
+        self.errors.setdefault(config.config_id, [])
+        if self.pipeline.empty:  # no step will run: no item or case scopes to build, none to count
+            self.runs[config.config_id] = base
+            return
         items: dict[str, list[int]] = {}
         for item, repeat in keys:
             items.setdefault(item.item_id, []).append(repeat)
@@ -81,7 +85,6 @@ class StudyPipeline:
         )
         self.runs[config.config_id] = replace(base, children=children)
         self.items.update(((config.config_id, child.item_id), child) for child in children)
-        self.errors.setdefault(config.config_id, [])
         for item, _ in pending:
             self.remaining[(config.config_id, item.item_id)] = self.remaining.get((config.config_id, item.item_id), 0) + 1
 
@@ -99,6 +102,8 @@ class StudyPipeline:
         return await self._pre(self._case(item, repeat), config)
 
     async def case_done(self, config: Config, case: dict) -> None:
+        if self.pipeline.empty:
+            return
         item = self.items[(config.config_id, case["item_id"])]
         await self._post(self._case(item, case["repeat"]), config, case=case)
         key = (config.config_id, case["item_id"])
