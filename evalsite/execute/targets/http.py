@@ -114,7 +114,7 @@ class JsonClient:
         Raises :class:`TransientTargetError` for what is worth retrying.
         """
         if self._session is None:
-            self._session = pooled_session(self.headers, self.connections)
+            self._session = pooled_session(self.headers, self.connections, tls=self.base_url.startswith("https:"))
         try:
             async with self._session.post(self.base_url + path, json=body, headers=headers) as response:
                 status, reason, raw = response.status, response.reason, await response.read()
@@ -177,10 +177,12 @@ def shared_ssl_context() -> ssl.SSLContext:
     return ssl.create_default_context(cafile=certifi.where())
 
 
-def pooled_session(headers: dict[str, str], max_connections: int) -> aiohttp.ClientSession:
+def pooled_session(headers: dict[str, str], max_connections: int, tls: bool = True) -> aiohttp.ClientSession:
     """An aiohttp session keeping up to ``max_connections`` connections alive, verifying TLS with
-    the one shared SSL context, without a cookie jar (a provider API sets none worth keeping)."""
-    connector = aiohttp.TCPConnector(limit=max_connections, ssl=shared_ssl_context())
+    the one shared SSL context, without a cookie jar (a provider API sets none worth keeping).
+    ``tls`` false (a plain ``http://`` base URL): the CA bundle is not loaded; aiohttp's own
+    verifying context still covers a redirect to ``https://``."""
+    connector = aiohttp.TCPConnector(limit=max_connections, ssl=shared_ssl_context() if tls else True)
     return aiohttp.ClientSession(headers=headers, connector=connector, cookie_jar=aiohttp.DummyCookieJar(),
                                  timeout=aiohttp.ClientTimeout(total=None))
 
