@@ -73,3 +73,16 @@ def test_the_mirror_writes_each_runs_cases_once_per_version(project, s3, monkeyp
     remote._REFRESHED.clear()  # as a new process would
     json_of("runs")
     assert {p: (p / "cases.jsonl").stat().st_mtime_ns for p in folders} == written
+
+
+def test_the_python_api_reads_the_store(project, s3, monkeypatch):
+    import evalsite
+
+    local = {run.run_id: len(run.cases) for run in evalsite.load_runs()}
+    json_of("compact", "--to", s3)
+    shutil.rmtree(project / "runs")
+    monkeypatch.setenv("EVALSITE_RUNS", s3)
+    from evalsite.analysis import remote
+
+    remote._REFRESHED.clear()  # a fresh process
+    assert {run.run_id: len(run.cases) for run in evalsite.load_runs()} == local
