@@ -62,9 +62,10 @@ def filesystem(location: str) -> tuple[Any, str]:
             "pip install 'evalsite[s3]'"
         ) from None
     try:
-        return url_to_fs(location)
+        fs, path = url_to_fs(location)
     except (ImportError, ValueError) as exc:
         raise EvalsiteError(f"runs location {location}: {exc}") from None
+    return fs, str(path)
 
 
 _REFRESHED: set[tuple[Path, str]] = set()  # mirrors already refreshed by this process
@@ -169,5 +170,5 @@ def _store_errors(location: str) -> Iterator[None]:
         raise EvalsiteError(f"runs location {location}: {message}") from None
 
 
-def staging_dir() -> tempfile.TemporaryDirectory:
+def staging_dir() -> tempfile.TemporaryDirectory[str]:
     return tempfile.TemporaryDirectory(prefix="evalsite-compact-")

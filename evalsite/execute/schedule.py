@@ -20,6 +20,7 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Any
 
 ORDERINGS = ("depth", "coverage")
 SYNC_SHARE = 0.05  # at most this share of the time between batches goes to the batch's fsync
@@ -33,14 +34,14 @@ class Schedule:
     pause_between_s: float = 0.0
 
     @classmethod
-    def of(cls, schedule: dict) -> Schedule:
+    def of(cls, schedule: dict[str, Any]) -> Schedule:
         return cls(schedule.get("ordering", "depth"), schedule.get("parallel_arms", 1),
                    float(schedule.get("pause_between_s", 0.0)))
 
-    def record(self) -> dict:
+    def record(self) -> dict[str, Any]:
         return {"ordering": self.ordering, "parallel_arms": self.parallel_arms, "pause_between_s": self.pause_between_s}
 
-    def groups(self, jobs: list) -> list[list]:
+    def groups(self, jobs: list[Any]) -> list[list[Any]]:
         """The jobs walked through one queue: each alone (depth), or all together (coverage)."""
         return [list(jobs)] if self.ordering == "coverage" and jobs else [[job] for job in jobs]
 
@@ -53,7 +54,7 @@ class Schedule:
         return concurrency * (min(self.parallel_arms, runs) if self.ordering == "coverage" else 1)
 
 
-def case_order(states: list) -> list[tuple]:
+def case_order(states: list[Any]) -> list[tuple[Any, ...]]:
     """``(state, item, repeat)`` for every pending case: one run's in its own order, several runs'
     interleaved by item position, then repeat, then arm (coverage)."""
     if len(states) == 1:
@@ -79,7 +80,7 @@ class CaseQueue:
     it takes under a quarter of that: waiting on the disk stays a small share of the run.
     """
 
-    def __init__(self, entries: list[tuple], batch_size: int, sync: Callable[[], Awaitable[None]],
+    def __init__(self, entries: list[tuple[Any, ...]], batch_size: int, sync: Callable[[], Awaitable[None]],
                  clock: Callable[[], float] = time.monotonic):
         self._entries = entries
         self._smallest = self.batch_size = max(1, batch_size)
@@ -87,10 +88,10 @@ class CaseQueue:
         self._clock = clock
         self._next = self._batch_end = 0
         self._opened_at = clock()
-        self._opening: asyncio.Future | None = None
+        self._opening: asyncio.Future[None] | None = None
         self.batches = 0
 
-    async def take(self) -> tuple | None:
+    async def take(self) -> tuple[Any, ...] | None:
         """The next case, or None when every case has been taken."""
         while self._next == self._batch_end:
             if self._batch_end == len(self._entries):
