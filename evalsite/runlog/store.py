@@ -161,6 +161,8 @@ class RunWriter:
         if self._cases is None or target == self.synced:
             return
         os.fsync(self._cases)
+        if self.synced == 0:  # the first time: the folder's entries (run.json, cases.jsonl) too
+            _fsync_directory(self.directory)
         self.synced = max(self.synced, target)
 
     def finish(self, footer: dict[str, Any]) -> None:
@@ -191,6 +193,21 @@ class RunWriter:
         if self._lock is not None:
             self._lock.close()
             self._lock = None
+
+
+def _fsync_directory(directory: Path) -> None:
+    """Make a folder's entries durable where the system can (POSIX; a system or file system that
+    cannot open or sync a folder is skipped: the files' own fsyncs still report a failing disk)."""
+    try:
+        handle = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(handle)
+    except OSError:
+        pass
+    finally:
+        os.close(handle)
 
 
 def run_is_active(directory: Path) -> bool:
