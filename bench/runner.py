@@ -1,6 +1,7 @@
 """Runner throughput: how close the async pool gets to the ideal, and the harness's own overhead.
 
-Three measurements, each in a fresh process so its peak memory is its own:
+Three measurements, each in a fresh process so its peak memory is its own, and a fourth of
+whole commands:
 
 - ``http``: N calls of the ``openai`` target against the fake server (tests/fakeserver.py, run
   in its own process) answering after a fixed latency, at a given concurrency. Ideal time is
@@ -12,8 +13,14 @@ Three measurements, each in a fresh process so its peak memory is its own:
 ``http`` and ``instant`` run unscored, so they measure the runner alone. All go through
 ``execute_plan`` exactly as ``evalsite run`` does (progress off).
 
+- ``--whole``: the issue-17 target, start-up included. ``evalsite run`` of the ``http`` project
+  as its own process, paired round by round with a bare aiohttp client making the same calls
+  (``bench/transports.py --only bare-aiohttp``) against the same fake server; prints each
+  one's wall and CPU seconds and peak RSS (the operating system's accounting of the finished
+  child, as ``/usr/bin/time -v`` reports it) and the medians of the paired ratios.
+
 Rerun: ``python bench/runner.py`` (defaults: 6,000 calls at 20 ms, concurrency 32; 20,000
-instant cases). ``--help`` lists the knobs.
+instant cases), ``python bench/runner.py --whole --rounds 5``. ``--help`` lists the knobs.
 """
 
 from __future__ import annotations
@@ -113,14 +120,67 @@ def measure_instant(cases: int, concurrency: int, evaluators: list) -> dict:
     }
 
 
+def child_figures(command: list[str], cwd: Path) -> dict:
+    """Wall and CPU seconds and peak RSS (MB) of one finished child process."""
+    started = time.perf_counter()
+    child = subprocess.Popen(command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(child.pid, 0)
+    wall = time.perf_counter() - started
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"{' '.join(command)} failed: {child.stderr.read().decode()[-500:]}")
+    child.stderr.close()
+    return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "peak_mb": usage.ru_maxrss / 1024}
+
+
+def measure_whole(calls: int, latency: float, concurrency: int, rounds: int) -> None:
+    server = subprocess.Popen([sys.executable, str(REPO / "tests" / "fakeserver.py"), "--delay", str(latency)],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        port = int(server.stdout.readline().split()[1])
+        with tempfile.TemporaryDirectory() as folder:
+            root = Path(folder)
+            arm = {"id": "http", "target": "openai:bench", "settings": {"base_url": f"http://127.0.0.1:{port}/v1"}}
+            manifest = write_project(root, calls, arm, concurrency, [])
+            run = [sys.executable, "-m", "evalsite", "run", str(manifest)]
+            bare = [sys.executable, str(REPO / "bench" / "transports.py"), "--only", "bare-aiohttp", "--url",
+                    f"http://127.0.0.1:{port}/v1/chat/completions", "--calls", str(calls),
+                    "--concurrency", str(concurrency)]
+            os.environ["PYTHONPATH"] = str(REPO)  # this checkout's evalsite, installed or not
+            pairs = []
+            for _ in range(rounds + 1):  # the first pair warms the caches and is not counted
+                pairs.append((child_figures(run, root), child_figures(bare, root)))
+    finally:
+        server.terminate()
+        server.wait()
+    pairs = pairs[1:]
+    print(f"evalsite run against a bare aiohttp client: {calls} calls × {latency * 1000:g} ms at concurrency "
+          f"{concurrency}, start-up included; medians of {rounds} paired rounds")
+    for label, index in (("evalsite run", 0), ("bare aiohttp", 1)):
+        figures = {key: median([pair[index][key] for pair in pairs]) for key in ("wall", "cpu", "peak_mb")}
+        print(f"  {label:<13} wall {figures['wall']:6.2f} s  cpu {figures['cpu']:6.2f} s  peak {figures['peak_mb']:5.0f} MB")
+    ratios = {key: median([a[key] / b[key] for a, b in pairs]) for key in ("wall", "cpu")}
+    print(f"  ratio         wall {ratios['wall']:.2f}×  cpu {ratios['cpu']:.2f}× (paired, median)")
+
+
+def median(values: list[float]) -> float:
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=6000)
     parser.add_argument("--latency", type=float, default=0.02, help="seconds per call at the server")
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--instant-cases", type=int, default=20000)
+    parser.add_argument("--whole", action="store_true", help="evalsite run paired with a bare aiohttp client")
+    parser.add_argument("--rounds", type=int, default=5, help="paired rounds of --whole")
     parser.add_argument("--only", choices=SCENARIOS, help=argparse.SUPPRESS)
     options = parser.parse_args()
+    if options.whole:
+        measure_whole(options.calls, options.latency, options.concurrency, options.rounds)
+        return
     if options.only == "http":
         print(json.dumps(measure_http(options.calls, options.latency, options.concurrency)))
         return

@@ -28,6 +28,16 @@ def _project(project: Project | str | Path | None) -> Project:
     return find_project(None if project is None else Path(project))
 
 
+def _reading(project: Project | str | Path | None) -> Project:
+    """The project, its mirror of a URI runs location refreshed (as reading commands do)."""
+    where = _project(project)
+    if "://" in (where.runs_location or ""):
+        from evalsite.analysis.remote import refresh_project_store
+
+        refresh_project_store(where)
+    return where
+
+
 def _prepared(manifest: str | Path, project: Project, arms: Sequence[str], overrides: Sequence[str],
               repeat: int | None) -> Plan:
     from evalsite.execute.prepare import prepare_plan
@@ -69,7 +79,7 @@ def load_runs(*, project: Project | str | Path | None = None) -> list[Run]:
     from evalsite.runlog.store import read_run, run_directories
 
     runs = []
-    for directory in run_directories(_project(project).runs_dir):
+    for directory in run_directories(_reading(project).runs_dir):
         try:
             runs.append(read_run(directory))
         except RunLogError:
@@ -82,7 +92,7 @@ def leaderboard(dataset: str | None = None, *, project: Project | str | Path | N
     """``evalsite leaderboard``: every comparable arm on one dataset, with its verdict."""
     from evalsite.analysis.leaderboard import leaderboard as board
 
-    return board(_project(project), dataset, evaluator=evaluator)
+    return board(_reading(project), dataset, evaluator=evaluator)
 
 
 def compare(run: str, *, baseline: str | None = None, project: Project | str | Path | None = None,
@@ -90,7 +100,7 @@ def compare(run: str, *, baseline: str | None = None, project: Project | str | P
     """``evalsite compare RUN``: the fingerprint diff and, if comparable, the regression report."""
     from evalsite.analysis.compare import compare_runs
 
-    return compare_runs(_project(project), run, baseline=baseline, **options)
+    return compare_runs(_reading(project), run, baseline=baseline, **options)
 
 
 def build_site(*, project: Project | str | Path | None = None, out_dir: str | Path | None = None,
@@ -98,4 +108,4 @@ def build_site(*, project: Project | str | Path | None = None, out_dir: str | Pa
     """``evalsite build``: render the static site (default ``site/``)."""
     from evalsite.site.build import build_site as build
 
-    return build(_project(project), None if out_dir is None else Path(out_dir), full=full)
+    return build(_reading(project), None if out_dir is None else Path(out_dir), full=full)

@@ -8,7 +8,9 @@ normally. A fixture local to one test file stays in that file under a name not u
 from __future__ import annotations
 
 import shutil
+import socket
 import sys
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -140,3 +142,27 @@ def browser() -> Iterator:
     """Headless Chromium (selenium) for one test module; mark the module ``browser_support.needs_browser``."""
     with chromium() as driver:
         yield driver
+
+
+@pytest.fixture
+def s3(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """A moto S3 server on 127.0.0.1 and a bucket (``s3://bucket/team``), with the environment
+    pointing at it; skipped without the s3 extra or moto[server]."""
+    pytest.importorskip("s3fs", reason="the S3 store needs the optional extra: pip install 'evalsite[s3]'")
+    moto_server = pytest.importorskip("moto.server", reason="the local S3 server needs moto[server] (test extra)")
+    pytest.importorskip("flask", reason="moto's server mode needs moto[server] (flask)")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    for name, value in {"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_DEFAULT_REGION": "us-east-1",
+                        "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}"}.items():
+        monkeypatch.setenv(name, value)
+    import s3fs
+
+    s3fs.S3FileSystem.clear_instance_cache()
+    bucket = f"evals-{uuid.uuid4().hex[:8]}"  # moto keeps buckets in-process across servers
+    s3fs.S3FileSystem().mkdir(bucket)
+    yield f"s3://{bucket}/team"
+    server.stop()

@@ -2,13 +2,24 @@
 
 A remote runs location holds compacted partitions, ``dataset=<id>/run=<run_id>/`` with
 ``cases.parquet``, ``run.json`` and ``end.json`` (``evalsite compact --to URI`` writes them).
-Reading commands use a local mirror of the small files only: :func:`refresh_mirror` copies
-each partition's ``run.json`` and ``end.json`` into the project's
-``.evalsite/store/<location>/`` and leaves a ``cases.parquet.uri`` naming the remote Parquet
-file, which DuckDB then reads straight from the store through the fsspec filesystem registered
-on its connection (no DuckDB extension is needed or downloaded). The mirror's folder name is the
-location itself, URL-safe base64 encoded (``Project.runs_dir`` names it), so a path says which
-store it mirrors.
+Every reading command reads a local mirror of it: :func:`refresh_mirror` makes the project's
+``.evalsite/store/<location>/`` hold one ordinary run folder per partition, ``<run_id>/``, with
+copies of ``run.json`` and ``end.json``, a ``cases.parquet.uri`` naming the remote Parquet file,
+and a ``cases.jsonl`` that DuckDB writes from that Parquet file once per version of it (its
+size and ETag or modification time, kept in ``cases.parquet.version``). DuckDB reads Parquet
+from the store through the fsspec filesystem registered on its connection, so no DuckDB
+extension is needed or downloaded:
+
+* the DuckDB views (``query``, ``runs``, ``leaderboard``) read each run's ``cases.parquet``
+  straight from the store (:func:`evalsite.analysis.store.case_files` follows the ``.uri``);
+* the commands that read a run's cases record by record (``show``, ``compare``, ``build``,
+  ``check-claims``) read the mirrored ``cases.jsonl`` like any local run. The Parquet schema
+  holds the columns of :data:`evalsite.analysis.db.CASE_COLUMNS`; the fields it does not
+  (``attempts``, ``transcript``, ``turn_outputs``, ``cache``, ``checkpoint``) are absent from
+  a mirrored run.
+
+The mirror's folder name is the location itself, URL-safe base64 encoded (``Project.runs_dir``
+names it), so a path says which store it mirrors.
 
 fsspec, and the filesystem of the scheme (s3fs for ``s3://``), are the optional extra
 ``evalsite[s3]``; credentials and endpoints come from the usual environment variables
@@ -26,10 +37,11 @@ from pathlib import Path
 from typing import Any
 
 from evalsite.errors import EvalsiteError
+from evalsite.runlog.store import CASES_FILE, END_FILE, RUN_FILE
 
 MIRROR_PARENT = ("store", ".evalsite")  # <project>/.evalsite/store/<encoded location> (Project.runs_dir)
-URI_FILE = "cases.parquet.uri"
-HEADER_FILES = ("run.json", "end.json")
+URI_FILE, VERSION_FILE = "cases.parquet.uri", "cases.parquet.version"
+HEADER_FILES = (RUN_FILE, END_FILE)
 
 
 def mirrored_location(folder: Path) -> str | None:
@@ -50,33 +62,81 @@ def filesystem(location: str) -> tuple[Any, str]:
             "pip install 'evalsite[s3]'"
         ) from None
     try:
-        return url_to_fs(location)
+        fs, path = url_to_fs(location)
     except (ImportError, ValueError) as exc:
         raise EvalsiteError(f"runs location {location}: {exc}") from None
+    return fs, str(path)
+
+
+_REFRESHED: set[tuple[Path, str]] = set()  # mirrors already refreshed by this process
 
 
 def refresh_mirror(folder: Path, location: str) -> None:
-    """Make ``folder`` hold the headers of every partition under ``location``, and no others."""
+    """Make ``folder`` hold a run folder for every partition under ``location``, and no others;
+    once per process (a command reads the store as it was when it started; an upload from
+    this process refreshes it again)."""
+    if (folder, location) in _REFRESHED:
+        return
     with _store_errors(location):
         _refresh_mirror(folder, location)
+    _REFRESHED.add((folder, location))
+
+
+def refresh_project_store(project: Any) -> None:
+    """Refresh the project's mirror when its runs location is a URI (else nothing to do)."""
+    location = mirrored_location(project.runs_dir)
+    if location is not None:
+        refresh_mirror(project.runs_dir, location)
 
 
 def _refresh_mirror(folder: Path, location: str) -> None:
+    from evalsite.analysis.store import PARQUET_FILE  # store builds on this module
+
     fs, root = filesystem(location)
     found = set()
-    for header in fs.glob(f"{root.rstrip('/')}/dataset=*/run=*/run.json"):
+    for header in fs.glob(f"{root.rstrip('/')}/dataset=*/run=*/{RUN_FILE}"):
         remote = header.rsplit("/", 1)[0]
-        relative = remote[len(root.rstrip("/")) + 1:]
-        local = folder / relative
+        local = folder / remote.rsplit("/", 1)[1].removeprefix("run=")
         local.mkdir(parents=True, exist_ok=True)
         for name in HEADER_FILES:
             if fs.exists(f"{remote}/{name}"):
                 (local / name).write_bytes(fs.cat_file(f"{remote}/{name}"))
-        (local / URI_FILE).write_text(fs.unstrip_protocol(f"{remote}/cases.parquet"))
+            else:
+                (local / name).unlink(missing_ok=True)
+        uri = fs.unstrip_protocol(f"{remote}/{PARQUET_FILE}")
+        (local / URI_FILE).write_text(uri)
+        _mirror_cases(fs, f"{remote}/{PARQUET_FILE}", uri, local)
         found.add(local)
-    for stale in folder.glob("dataset=*/run=*"):
-        if stale not in found:
+    for stale in folder.iterdir() if folder.is_dir() else ():
+        if stale.is_dir() and stale not in found:
             shutil.rmtree(stale)
+
+
+def _mirror_cases(fs: Any, path: str, uri: str, local: Path) -> None:
+    """Write ``local/cases.jsonl`` from the remote Parquet file, unless this version is there."""
+    info = fs.info(path)
+    version = f"{info.get('size')} {info.get('ETag') or info.get('etag') or info.get('mtime') or info.get('LastModified')}"
+    marker, target = local / VERSION_FILE, local / CASES_FILE
+    if target.exists() and marker.exists() and marker.read_text() == version:
+        return
+    import duckdb
+
+    from evalsite.analysis.store import parquet_source  # the one cast of the Parquet columns
+
+    partial = local / f".{CASES_FILE}.partial"
+    connection = duckdb.connect()
+    try:
+        register_filesystems(connection, [uri])
+        query = f"SELECT * EXCLUDE (run_id) FROM ({parquet_source([uri])})"
+        connection.execute(f"COPY ({query}) TO '{_sql_text(str(partial))}' (FORMAT json)")
+    finally:
+        connection.close()
+    partial.replace(target)
+    marker.write_text(version)
+
+
+def _sql_text(text: str) -> str:
+    return text.replace("'", "''")
 
 
 def register_filesystems(connection: Any, files: list[str]) -> None:
@@ -89,6 +149,7 @@ def register_filesystems(connection: Any, files: list[str]) -> None:
 
 def upload(local_store: Path, location: str) -> None:
     """Copy a folder of compacted partitions to ``location``."""
+    _REFRESHED.clear()
     fs, root = filesystem(location)
     with _store_errors(location):
         for path in sorted(local_store.rglob("*")):
@@ -109,5 +170,5 @@ def _store_errors(location: str) -> Iterator[None]:
         raise EvalsiteError(f"runs location {location}: {message}") from None
 
 
-def staging_dir() -> tempfile.TemporaryDirectory:
+def staging_dir() -> tempfile.TemporaryDirectory[str]:
     return tempfile.TemporaryDirectory(prefix="evalsite-compact-")

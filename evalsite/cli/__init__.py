@@ -104,3 +104,20 @@ def main(runs_location: str | None, quiet: bool, verbose: bool, no_color: bool) 
     configure(quiet=quiet, verbose=verbose, colour=not no_color)
     if runs_location:
         os.environ["EVALSITE_RUNS"] = runs_location  # evalsite.project.RUNS_ENV, read by Project.runs_location
+    if click.get_current_context().invoked_subcommand in READS_RUNS:
+        _refresh_store()
+
+
+#: Commands that read runs: over a URI runs location they read its local mirror, refreshed first.
+READS_RUNS = frozenset({"bootstrap", "build", "check-claims", "compare", "family-test", "holdout", "leaderboard",
+                        "noise", "query", "rank-stability", "runs", "serve", "show"})
+
+
+def _refresh_store() -> None:
+    from evalsite.project import find_project
+
+    project = find_project()
+    if "://" in (project.runs_location or ""):  # imports fsspec and DuckDB only for a store
+        from evalsite.analysis.remote import refresh_project_store
+
+        refresh_project_store(project)

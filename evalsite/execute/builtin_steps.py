@@ -21,8 +21,10 @@ import json
 import math
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 
 class StepFailed(Exception):
@@ -114,7 +116,9 @@ def _cell(value):
 def bootstrap_ci(context) -> str:
     rows = [row for path in context.inputs for row in read_rows(path)]
     metrics = context.config.get("metrics") or ["score"]
-    from evalsite.stats import bootstrap_ci  # scipy only when this step runs, not with every run
+    import numpy as np  # numpy and scipy only when this step runs, not with every run
+
+    from evalsite.stats import bootstrap_ci
 
     summary = []
     for arm in dict.fromkeys(str(row.get("arm")) for row in rows):
@@ -147,6 +151,8 @@ def _item_matrix(rows: list[dict], metric: str) -> np.ndarray | None:
             by_item.setdefault(str(row.get("item_id")), []).append(float(value))
     if not by_item:
         return None
+    import numpy as np
+
     width = max(len(values) for values in by_item.values())
     return np.array([values + [math.nan] * (width - len(values)) for values in by_item.values()])
 

@@ -146,7 +146,8 @@ class CaseExecutor:
         if call.result.extra.get("cache") == HIT and call.result.extra.get("latency_ms") is not None:
             # a hit reports the latency recorded with the response, and no call made
             call = replace(call, latency_ms=call.result.extra["latency_ms"], attempts=0)
-        return replace(call, result=checked_result(call.result))  # every target's numbers, plugins' too
+        checked = checked_result(call.result)  # every target's numbers, plugins' too
+        return call if checked is call.result else replace(call, result=checked)
 
     async def _generate(self, job: Job, item: Item, repeat: int, rendered) -> Generation:
         call = await self._call(job, item, repeat, rendered)

@@ -47,7 +47,7 @@ class Progress:
         self.errors += bool(error)
         if cost_usd is not None:
             self.spent = (self.spent or 0.0) + cost_usd
-        if self._bar is not None:
+        if self._bar is not None and self.enabled:  # nothing to draw: the counts are all it keeps
             self._bar.set_postfix_str(self._status(), refresh=False)
             self._bar.update(1)
 

@@ -3,7 +3,9 @@
 A batch (one ``evalsite run``) executes its configs in turn. Within a run, ``concurrency``
 workers take (item, repeat) pairs from one queue; each case is one target call (or one call
 per user turn for a ``turns`` row) under the retry policy, then scored and appended to
-``cases.jsonl``. Stopping is cooperative: a cost ceiling, the batch's deadline (``--timeout``,
+``cases.jsonl`` (handed to the operating system at once, made durable by one ``fsync`` per run
+before its next batch of cases is scheduled: :class:`~evalsite.execute.schedule.CaseQueue`).
+Stopping is cooperative: a cost ceiling, the batch's deadline (``--timeout``,
 ``limits.timeout_s``) or Ctrl-C stops new calls, lets the ones in flight finish (the deadline and
 Ctrl-C abandon them after a grace period) and writes the footer with the reason, so ``--resume``
 can continue the run without paying for anything twice.
@@ -27,7 +29,7 @@ from evalsite.execute.outcomes import BatchOutcome, RunOutcome
 from evalsite.execute.prepare import require_evaluator_secrets
 from evalsite.execute.progress import Progress
 from evalsite.execute.retry import Abandoned, RetryPolicy
-from evalsite.execute.schedule import Schedule, case_order
+from evalsite.execute.schedule import CaseQueue, Schedule, case_order
 from evalsite.execute.stopping import Budget, StopControl, manifest_ceiling, manifest_deadline
 from evalsite.execute.study import StudyPipeline, load_study
 from evalsite.execute.targets import make_target, replays_turns, with_model
@@ -336,12 +338,19 @@ class BatchRunner:
 
     async def _work(self, states: list[RunState]) -> None:
         cases_executor = CaseExecutor(self.evaluators, self.stop.requested, self.rng, self.plan.manifest.name)
-        queue = iter(case_order(states))
+        count = self.schedule.workers(self.concurrency, len(states))
+        syncing = ThreadPoolExecutor(max_workers=1, thread_name_prefix="evalsite-sync")  # never behind targets' threads
+
+        async def sync_runs() -> None:
+            writers = [state.writer for state in states if state.writer.unsynced]
+            if writers:  # in a thread: the calls in flight go on while the disk syncs
+                await asyncio.get_running_loop().run_in_executor(syncing, _sync_all, writers)
+
+        queue = CaseQueue(case_order(states), count, sync_runs)
 
         async def worker() -> None:
-            for state, item, repeat in queue:
-                if self.stop.requested():
-                    return
+            while not self.stop.requested() and (entry := await queue.take()) is not None:
+                state, item, repeat = entry
                 try:
                     async with state.in_flight:
                         case = await cases_executor.execute(state.job, item, repeat)
@@ -357,7 +366,7 @@ class BatchRunner:
                 if self.schedule.pause_between_s:
                     await asyncio.sleep(self.schedule.pause_between_s)
 
-        workers = [asyncio.create_task(worker()) for _ in range(self.schedule.workers(self.concurrency, len(states)))]
+        workers = [asyncio.create_task(worker()) for _ in range(count)]
         self.stop.workers.extend(workers)
         try:
             done, _ = await asyncio.wait(workers, return_when=asyncio.FIRST_EXCEPTION)
@@ -368,6 +377,8 @@ class BatchRunner:
             for task in workers:
                 task.cancel()
             await asyncio.gather(*workers, return_exceptions=True)
+            await queue.drain()
+            syncing.shutdown()
             self.stop.workers = [task for task in self.stop.workers if task not in workers]
 
 
@@ -399,6 +410,11 @@ def run_totals(cases: list[dict], planned: int) -> dict:
         "planned": planned,
         "truncated_items": sorted({c["item_id"] for c in cases if c.get("finish_reason") == "length"}),
     }
+
+
+def _sync_all(writers: list[RunWriter]) -> None:
+    for writer in writers:
+        writer.sync()
 
 
 def _prompt_pin(reference: dict) -> dict:

@@ -51,6 +51,7 @@ class StudyPipeline:
     gates: dict[tuple, asyncio.Task] = field(default_factory=dict)
     remaining: dict[tuple[str, str], int] = field(default_factory=dict)
     errors: dict[str, list[str]] = field(default_factory=dict)  # config_id → post failures
+    items: dict[tuple[str, str], Scope] = field(default_factory=dict)  # (config_id, item_id) → its scope
 
     @property
     def experiment(self) -> Scope:
@@ -70,6 +71,10 @@ class StudyPipeline:
         experiment = self.experiment
         base = replace(experiment, level="arm", run_dir=run_dir, arm_id=config.arm_id, config_id=config.config_id,
                        children=())
+        self.errors.setdefault(config.config_id, [])
+        if self.pipeline.empty:  # no step will run: no item or case scopes to build, none to count
+            self.runs[config.config_id] = base
+            return
         items: dict[str, list[int]] = {}
         for item, repeat in keys:
             items.setdefault(item.item_id, []).append(repeat)
@@ -79,14 +84,14 @@ class StudyPipeline:
             for item_id, repeats in items.items()
         )
         self.runs[config.config_id] = replace(base, children=children)
-        self.errors.setdefault(config.config_id, [])
+        self.items.update(((config.config_id, item_id), child) for item_id, child in zip(items, children))
         for item, _ in pending:
             self.remaining[(config.config_id, item.item_id)] = self.remaining.get((config.config_id, item.item_id), 0) + 1
 
     async def before_attempt(self, config: Config, item_id: str, repeat: int) -> str | None:
         """The error that keeps this attempt from calling its target, or ``None``."""
         arm = self.runs[config.config_id]
-        item = self._item(arm, item_id)
+        item = self.items[(config.config_id, item_id)]
         for key, scope in ((("experiment",), self.experiment), ((config.config_id,), arm),
                            ((config.config_id, item_id), item)):
             if key not in self.gates:
@@ -97,8 +102,9 @@ class StudyPipeline:
         return await self._pre(self._case(item, repeat), config)
 
     async def case_done(self, config: Config, case: dict) -> None:
-        arm = self.runs[config.config_id]
-        item = self._item(arm, case["item_id"])
+        if self.pipeline.empty:
+            return
+        item = self.items[(config.config_id, case["item_id"])]
         await self._post(self._case(item, case["repeat"]), config, case=case)
         key = (config.config_id, case["item_id"])
         self.remaining[key] -= 1
@@ -147,10 +153,13 @@ class StudyPipeline:
         self.errors[config.config_id] += await self._run_post(scope, config, **extra)
 
     async def _run_post(self, scope: Scope, config: Config | None, **extra) -> list[str]:
+        steps = self.pipeline.of(scope.level, "post")
+        if not steps:  # the common case, once per case: nothing to format
+            return []
         failed: set[str] = set()
         errors = []
         where = "".join(f" {k}={v}" for k, v in scope.ids.items() if k in ("arm_id", "item_id", "repeat"))
-        for step in self.pipeline.of(scope.level, "post"):
+        for step in steps:
             blocked = [d for d in step.depends_on if d in failed]
             error = (f"skipped: it depends on {blocked[0]!r}, which failed" if blocked
                      else await run_step(step, self._context(step, scope, config, **extra), self.functions))
@@ -166,10 +175,6 @@ class StudyPipeline:
         checkpoint = None if config is None else config.resolved.get("checkpoint")
         return step_context(self.pipeline, step, scope, self.project.root, case=case, checkpoint=checkpoint,
                             extra=extra)
-
-    @staticmethod
-    def _item(arm: Scope, item_id: str) -> Scope:
-        return next(child for child in arm.children if child.item_id == item_id)
 
     @staticmethod
     def _case(item: Scope, repeat: int) -> Scope:

@@ -1,10 +1,15 @@
 """The on-disk run format: the contract every other part reads.
 
 ``runs/<run_id>/run.json`` (header, written once atomically before the first case),
-``cases.jsonl`` (append-only, one finished case per line, flushed per line) and ``end.json``
-(footer, written atomically when the run stops). No ``end.json`` means interrupted. Resuming a
+``cases.jsonl`` (append-only, one finished case per line) and ``end.json`` (footer, written
+atomically when the run stops). No ``end.json`` means interrupted. Resuming a
 stopped or interrupted run first appends the footer it had to ``attempts.jsonl``, so the run's
 history stays on disk, then appends new cases; the final footer replaces ``end.json``.
+
+Durability (docs/reference/run-format.md#durability): each finished case reaches the operating
+system in one ``write`` as it ends, so killing the process loses no finished case; the file is
+made durable on disk (``fsync``) by :meth:`RunWriter.sync`, which the runner calls before it
+schedules a run's next batch of cases, and always before the footer is written.
 
 A process writing a run holds an exclusive lock on the run's ``.lock`` file (released by the
 kernel if the process dies), so a second process can neither resume a run that is still being
@@ -76,7 +81,9 @@ class RunWriter:
         self.directory = directory
         self.run_id = directory.name
         self._lock: TextIO | None = None
-        self._cases: TextIO | None = None
+        self._cases: int | None = None  # the descriptor of cases.jsonl, opened for appending
+        self.appended = 0  # cases appended by this writer
+        self.synced = 0  # of those, how many are known to be on disk
 
     @classmethod
     def create(cls, runs_dir: Path, arm_id: str, header: dict[str, Any]) -> RunWriter:
@@ -131,18 +138,38 @@ class RunWriter:
             raise RunLogError(f"run {self.run_id} is being written by another evalsite process") from None
 
     def _open(self) -> None:
-        self._cases = open(self.directory / CASES_FILE, "a", encoding="utf-8")
+        self._cases = os.open(self.directory / CASES_FILE, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
 
     def append_case(self, case: dict[str, Any]) -> None:
+        """Append one case line, handed to the operating system at once (no buffer in this
+        process: a killed process loses no case that was appended)."""
         assert self._cases is not None, "append_case after close"
-        self._cases.write(json.dumps(case, ensure_ascii=False, default=str) + "\n")
-        self._cases.flush()
+        line = memoryview((json.dumps(case, ensure_ascii=False, default=str) + "\n").encode("utf-8"))
+        while line:  # a regular file takes the whole line in one write; a short write is continued
+            line = line[os.write(self._cases, line):]
+        self.appended += 1
+
+    @property
+    def unsynced(self) -> bool:
+        return self.appended > self.synced
+
+    def sync(self) -> None:
+        """Make every case appended so far durable on disk (one ``fsync``; nothing if none is new).
+        May run in a worker thread while the event loop appends: what is appended meanwhile
+        stays counted as unsynced."""
+        target = self.appended
+        if self._cases is None or target == self.synced:
+            return
+        os.fsync(self._cases)
+        if self.synced == 0:  # the first time: the folder's entries (run.json, cases.jsonl) too
+            _fsync_directory(self.directory)
+        self.synced = max(self.synced, target)
 
     def finish(self, footer: dict[str, Any]) -> None:
-        """Write the footer, then remove the lock file while still holding it: a finished run
-        folder holds only its records."""
-        if self._cases is not None:
-            self._cases.close()
+        """Sync the cases, write the footer, then remove the lock file while still holding it: a
+        finished run folder holds only its records."""
+        self.sync()
+        self._close_cases()
         write_json_atomic(self.directory / END_FILE, footer)
         self._remove_temp_files()
         if self._lock is not None:
@@ -155,13 +182,32 @@ class RunWriter:
         for temp in self.directory.glob(".*.tmp"):
             temp.unlink(missing_ok=True)
 
+    def _close_cases(self) -> None:
+        if self._cases is not None:
+            os.close(self._cases)
+            self._cases = None
+
     def close(self) -> None:
         """Close the case file and release the lock (idempotent)."""
-        if self._cases is not None and not self._cases.closed:
-            self._cases.close()
+        self._close_cases()
         if self._lock is not None:
             self._lock.close()
             self._lock = None
+
+
+def _fsync_directory(directory: Path) -> None:
+    """Make a folder's entries durable where the system can (POSIX; a system or file system that
+    cannot open or sync a folder is skipped: the files' own fsyncs still report a failing disk)."""
+    try:
+        handle = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(handle)
+    except OSError:
+        pass
+    finally:
+        os.close(handle)
 
 
 def run_is_active(directory: Path) -> bool:
