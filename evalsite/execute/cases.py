@@ -12,7 +12,7 @@ from evalsite.errors import DatasetError, ManifestError
 from evalsite.execute.cache import HIT, case_cache_mark
 from evalsite.execute.retry import CallOutcome, RetryPolicy, call_with_retries
 from evalsite.execute.targets import TargetRequest, TargetResult, call_cost, replays_turns, total_or_none
-from evalsite.execute.targets.base import checked_result, target_secrets
+from evalsite.execute.targets.base import Target, checked_result, target_secrets
 from evalsite.execute.targets.turns import TurnsError, assistant_replies, normalise_turns
 from evalsite.experiment.datasets import Item
 from evalsite.experiment.plan import Config, Plan
@@ -35,7 +35,7 @@ class PreparedInput:
 @dataclass
 class Job:
     config: Config
-    target: object
+    target: Target
     policy: RetryPolicy
     inputs: dict[str, PreparedInput]
     resume_directory: Path | None = None
@@ -90,6 +90,7 @@ class CaseExecutor:
         """One case: its generation (one call, or a replayed conversation), scored, as a cases.jsonl record."""
         started_at = utc_now()
         prepared = job.inputs[item.item_id]
+        case_input: object
         if prepared.turns is not None and replays_turns(job.target):
             generation = await self._replay(job, item, repeat, prepared)
             case_input = prepared.turns
@@ -157,10 +158,10 @@ class CaseExecutor:
     async def _replay(self, job: Job, item: Item, repeat: int, prepared: PreparedInput) -> Generation:
         """Each user turn is sent with the history so far, the target's own replies included; every
         call carries the replay's one thread id."""
-        history = list(prepared.input)
+        history: list[dict] = list(prepared.input) if isinstance(prepared.input, list) else []  # a replay's prefix
         thread_id = f"exp-{self.experiment}-{item.item_id}-{repeat}"
         calls: list[CallOutcome] = []
-        for message in prepared.turns:
+        for message in prepared.turns or []:
             if message["role"] == "assistant":  # a recorded answer: the target gives its own instead
                 continue
             history.append(message)

@@ -16,9 +16,11 @@ from __future__ import annotations
 import asyncio
 import random
 import signal
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from evalsite.aio import run_sync
 from evalsite.analysis.summary import summarise_run
@@ -37,7 +39,7 @@ from evalsite.experiment.datasets import Dataset
 from evalsite.experiment.plan import Config, Plan
 from evalsite.project import Project
 from evalsite.runlog.fingerprint import build_fingerprint, diff_fingerprints, fingerprint_hash, git_identity
-from evalsite.runlog.records import RunStatus
+from evalsite.runlog.records import Case, RunStatus
 from evalsite.runlog.store import CASES_FILE, RunWriter, iso, new_run_id, read_cases, read_header, resolve_run, utc_now
 from evalsite.scoring.evaluators import build_evaluators, describe_evaluators
 
@@ -75,6 +77,7 @@ async def execute_plan_async(
     evaluators = build_evaluators(plan.manifest.evaluators, project.root)
     require_evaluator_secrets(evaluators)
     code = git_identity(project.root)
+    batch_id = batch_id or new_run_id("batch")
     batch = BatchRunner(
         project=project,
         plan=plan,
@@ -85,10 +88,10 @@ async def execute_plan_async(
         progress=progress or Progress(enabled=False),
         deadline_s=timeout_s if timeout_s is not None else manifest_deadline(plan.manifest),
         cache_mode=cache_mode(plan.manifest, cache),
-        **({"batch_id": batch_id} if batch_id else {}),  # shards of one batch share it (experiment.shards)
+        study=StudyPipeline(project, plan, batch_id, *load_study(project, plan)),
+        batch_id=batch_id,  # shards of one batch share it (experiment.shards)
         schedule=Schedule.of(plan.manifest.schedule),
     )
-    batch.study = StudyPipeline(project, plan, batch.batch_id, *load_study(project, plan))
     configs = plan.configs
     resume_directory = None
     if resume is not None:
@@ -107,9 +110,9 @@ class BatchRunner:
     concurrency: int
     budget: Budget
     progress: Progress
+    study: StudyPipeline
     deadline_s: float | None = None
     cache_mode: str = "off"
-    study: StudyPipeline | None = None
     schedule: Schedule = field(default_factory=Schedule)
     stop: StopControl = field(default_factory=StopControl)
     batch_id: str = field(default_factory=lambda: new_run_id("batch"))
@@ -207,7 +210,8 @@ class BatchRunner:
         handled = self._handle_signals(loop)
         self.progress.plan(len(jobs))
         deadline = None if self.deadline_s is None else loop.call_later(self.deadline_s, self._timed_out, loop)
-        runs, not_started = [], []
+        runs: list[RunOutcome] = []
+        not_started: list[str] = []
         try:
             runs = await self._execute_groups(jobs, not_started)
             completed = not not_started and all(run.status == RunStatus.COMPLETED for run in runs)
@@ -223,7 +227,7 @@ class BatchRunner:
         return BatchOutcome(runs, not_started, self.stop.reason, self.budget.limit, self.budget.spent, hook_errors)
 
     def _handle_signals(self, loop: asyncio.AbstractEventLoop) -> list[int]:
-        handled = []
+        handled: list[int] = []
         for signal_number in (signal.SIGINT, signal.SIGTERM):
             try:
                 loop.add_signal_handler(signal_number, self._interrupted, loop)
@@ -270,7 +274,7 @@ class BatchRunner:
         failure = next((outcome for outcome in done if isinstance(outcome, BaseException)), None)
         if failure is not None:
             raise failure
-        return [outcome for outcomes in done for outcome in outcomes]
+        return [outcome for outcomes in done if not isinstance(outcomes, BaseException) for outcome in outcomes]
 
     async def _execute_runs(self, jobs: list[Job]) -> list[RunOutcome]:
         """Open the runs, walk their cases through one queue, close each with its footer."""
@@ -324,7 +328,7 @@ class BatchRunner:
                     state.footer["error"] = error
 
     def _close_run(self, state: RunState) -> None:
-        state.totals = run_totals(state.previous + state.cases, len(state.keys))
+        state.totals = run_totals([*state.previous, *state.cases], len(state.keys))
         footer = {"status": state.status, "ended_at": iso(utc_now()), "totals": state.totals, **state.footer}
         if self.budget.limit is not None:
             footer["cost_ceiling"] = {"max_cost_usd": self.budget.limit, "spent_usd": self.budget.spent}
@@ -371,8 +375,9 @@ class BatchRunner:
         try:
             done, _ = await asyncio.wait(workers, return_when=asyncio.FIRST_EXCEPTION)
             for task in done:
-                if not task.cancelled() and task.exception() is not None:
-                    raise task.exception()
+                failure = None if task.cancelled() else task.exception()
+                if failure is not None:
+                    raise failure
         finally:
             for task in workers:
                 task.cancel()
@@ -388,7 +393,7 @@ class RunState:
 
     job: Job
     writer: RunWriter
-    previous: list[dict]
+    previous: list[Case]
     keys: list
     pending: list
     in_flight: asyncio.Semaphore  # at most `concurrency` of this run's cases at once
@@ -398,11 +403,12 @@ class RunState:
     totals: dict = field(default_factory=dict)
 
     def outcome(self) -> RunOutcome:
-        return RunOutcome(self.writer.run_id, self.job.config.arm_id, self.status, self.totals,
+        # a run never closed has no footer, so the reader calls it interrupted: say the same
+        return RunOutcome(self.writer.run_id, self.job.config.arm_id, self.status or RunStatus.INTERRUPTED, self.totals,
                           tuple(self.footer.get("hook_errors", ())))
 
 
-def run_totals(cases: list[dict], planned: int) -> dict:
+def run_totals(cases: Sequence[Mapping[str, Any]], planned: int) -> dict:
     """The run's summary (:func:`~evalsite.analysis.summary.summarise_run`) plus what only the
     runner knows: the planned cases and the truncated items."""
     return {

@@ -8,14 +8,15 @@ import re
 from dataclasses import dataclass, field
 
 from evalsite.experiment.manifest import Manifest
+from evalsite.runlog.records import RunStatus
 
 
 @dataclass
 class StopControl:
-    reason: str | None = None
+    reason: RunStatus | None = None
     workers: list[asyncio.Task[None]] = field(default_factory=list)
 
-    def request(self, reason: str) -> None:
+    def request(self, reason: RunStatus) -> None:
         if self.reason is None:
             self.reason = reason
 

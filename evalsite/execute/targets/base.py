@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from evalsite.errors import TargetError
 from evalsite.runlog.secrets import looks_secret
+
+Number = TypeVar("Number", int, float)
 
 
 @dataclass(frozen=True)
@@ -224,7 +226,11 @@ def call_cost(result: TargetResult, price: dict | None) -> float | None:
     return (result.input_tokens * price.get("input", 0) + result.output_tokens * price.get("output", 0)) / 1e6
 
 
-def total_or_none(values) -> float | int | None:
-    """The sum, or ``None`` when any value is unknown."""
-    values = list(values)
-    return None if any(v is None for v in values) else sum(values)
+def total_or_none(values: Iterable[Number | None]) -> Number | None:
+    """The sum (tokens stay whole numbers, costs dollars), or ``None`` when any value is unknown."""
+    known: list[Number] = []
+    for value in values:
+        if value is None:
+            return None
+        known.append(value)
+    return sum(known[1:], known[0]) if known else 0
