@@ -1,6 +1,6 @@
 """Reading a large cases.jsonl: json parsing alone (``--json-only``) or through the typed, checked
-reader (default). Run with farm-bench: ``farm-bench -- python bench/read_cases.py --vs 'python
-bench/read_cases.py --json-only'``. Prints cases read per second."""
+reader (default): ``python bench/read_cases.py`` and ``python bench/read_cases.py --json-only``,
+each a few times as whole processes (quote medians). Prints cases read per second."""
 
 from __future__ import annotations
 
