@@ -4,12 +4,17 @@ provider (``server``) as fixtures: write an experiment, point an arm at the fake
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import yaml
+from example_support import REPO
 from fakeserver import FakeServer
 
-from evalsite.runlog.store import read_run, run_directories
+from evalsite.runlog.store import CASES_FILE, read_cases, read_run, run_directories
 
 FAST_RETRIES = {"backoff_s": 0.01, "max_backoff_s": 0.05}
 
@@ -49,3 +54,22 @@ def all_runs(root: Path):
 def only_run(root: Path):
     (run,) = all_runs(root)
     return run
+
+
+def start_run(project: Path, *args: str) -> subprocess.Popen:
+    """``evalsite run ARGS`` in its own process (this checkout's evalsite), output captured."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.Popen([sys.executable, "-m", "evalsite", "run", *args], cwd=project, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def wait_for_cases(project: Path, at_least: int, process: subprocess.Popen) -> Path:
+    """The run folder of ``project`` once it holds ``at_least`` cases (the process still running)."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        assert process.poll() is None, process.communicate()
+        for directory in run_directories(project / "runs"):
+            if len(read_cases(directory / CASES_FILE)) >= at_least:
+                return directory
+        time.sleep(0.01)
+    raise AssertionError("the run never wrote enough cases")

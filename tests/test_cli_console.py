@@ -3,40 +3,15 @@ standard logging module; did-you-mean for every evalsite.toml key; help and text
 
 from __future__ import annotations
 
-import fcntl
 import os
-import pty
-import struct
 import subprocess
 import sys
-import termios
 
 import pytest
+from terminal_support import in_terminal
 
 ESCAPE = "\x1b["
 
-
-
-def in_terminal(cwd, *args: str, env: dict | None = None) -> str:
-    """``evalsite ARGS`` with stdout and stderr on a pseudo-terminal; what it drew."""
-    leader, follower = pty.openpty()
-    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 200, 0, 0))
-    environment = {key: value for key, value in os.environ.items() if key != "NO_COLOR"}
-    process = subprocess.Popen([sys.executable, "-m", "evalsite", *args], cwd=cwd, stdin=subprocess.DEVNULL,
-                               stdout=follower, stderr=follower, env={**environment, **(env or {})})
-    os.close(follower)
-    chunks = []
-    while True:
-        try:
-            data = os.read(leader, 65536)
-        except OSError:  # the child closed the terminal
-            break
-        if not data:
-            break
-        chunks.append(data)
-    process.wait(timeout=120)
-    os.close(leader)
-    return b"".join(chunks).decode("utf-8", "replace")
 
 
 @pytest.fixture

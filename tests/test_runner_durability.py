@@ -7,20 +7,16 @@ import asyncio
 import math
 import os
 import signal
-import subprocess
-import sys
 import time
 from collections import Counter
 from pathlib import Path
 
 import pytest
-from runner_support import openai_arm, questions, write_experiment
+from runner_support import openai_arm, questions, start_run, wait_for_cases, write_experiment
 
 from evalsite.execute import schedule
 from evalsite.execute.schedule import CaseQueue
 from evalsite.runlog.store import CASES_FILE, END_FILE, read_cases, run_directories
-
-REPO = Path(__file__).resolve().parent.parent
 
 
 def drain_queue(queue: CaseQueue, events: list[str]) -> None:
@@ -117,9 +113,7 @@ def test_resume_after_sigkill_calls_exactly_the_unrecorded_cases(runner_project,
     items = 60
     server.delay = 0.05
     manifest = write_experiment(runner_project, questions(items), [openai_arm(server)], concurrency=4)
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    process = subprocess.Popen([sys.executable, "-m", "evalsite", "run", manifest], cwd=runner_project, env=env,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    process = start_run(runner_project, manifest)
     directory = wait_for_cases(runner_project, 12, process)
     process.send_signal(signal.SIGKILL)
     process.wait()
@@ -133,17 +127,6 @@ def test_resume_after_sigkill_calls_exactly_the_unrecorded_cases(runner_project,
     assert resumed == Counter({f"question {i}": 1 for i in range(items) if f"q{i}" not in recorded})
     assert Counter(case.item_id for case in read_cases(directory / CASES_FILE)) == Counter(
         {f"q{i}": 1 for i in range(items)})
-
-
-def wait_for_cases(project: Path, at_least: int, process: subprocess.Popen) -> Path:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        assert process.poll() is None, process.communicate()
-        for directory in run_directories(project / "runs"):
-            if len(read_cases(directory / CASES_FILE)) >= at_least:
-                return directory
-        time.sleep(0.005)
-    raise AssertionError("the run never wrote enough cases")
 
 
 def wait_until_quiet(server, quiet_s: float = 0.3) -> None:

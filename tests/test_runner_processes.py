@@ -2,38 +2,16 @@
 
 from __future__ import annotations
 
-import os
 import shlex
 import signal
-import subprocess
-import sys
-import time
 from collections import Counter
 from pathlib import Path
 
-from runner_support import only_run, openai_arm, questions, write_experiment
+from runner_support import only_run, openai_arm, questions, start_run, wait_for_cases, write_experiment
 
 from evalsite.runlog.store import CASES_FILE, END_FILE, read_attempts, read_cases, run_directories
 
-REPO = Path(__file__).resolve().parent.parent
 ITEMS = 40
-
-
-def start_run(project: Path, *args: str) -> subprocess.Popen:
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.Popen([sys.executable, "-m", "evalsite", "run", *args], cwd=project, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-
-def wait_for_cases(project: Path, at_least: int, process: subprocess.Popen) -> Path:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        assert process.poll() is None, process.communicate()
-        for directory in run_directories(project / "runs"):
-            if len(read_cases(directory / CASES_FILE)) >= at_least:
-                return directory
-        time.sleep(0.01)
-    raise AssertionError("the run never wrote enough cases")
 
 
 def case_keys(directory: Path) -> Counter:

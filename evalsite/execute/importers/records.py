@@ -12,10 +12,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evalsite.errors import SourceError
+from evalsite.jsonshape import MISSING, field_at
 from evalsite.runlog.records import RunStatus
 from evalsite.runlog.secrets import looks_secret
 
-MISSING = object()
+__all__ = ["MISSING", "field_at"]  # the readers import the path helpers from here, with the records
 REDACTED = "[REDACTED]"
 
 
@@ -104,19 +105,6 @@ class SourceRun:
     dataset_location: str | None = None
     reported: dict = field(default_factory=dict)  # the tool's own aggregates for this run
     ids: dict = field(default_factory=dict)  # the source's run identifiers (eval id, run id)
-
-
-def field_at(record: Any, dotted: str) -> Any:
-    """The value at a dotted path (``provider.label``, ``choices.0.text``), or ``MISSING``."""
-    value = record
-    for part in dotted.split("."):
-        if isinstance(value, dict) and part in value:
-            value = value[part]
-        elif isinstance(value, list) and part.isdigit() and int(part) < len(value):
-            value = value[int(part)]
-        else:
-            return MISSING
-    return value
 
 
 def value_at(record: Any, dotted: str, default: Any = None) -> Any:
