@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pyarrow as pa
@@ -75,6 +76,10 @@ class RunsDatabase:
         cursor = self.connection.execute(sql, parameters or [])
         names = [d[0] for d in cursor.description]
         return [dict(zip(names, row)) for row in cursor.fetchall()]
+
+    def arrow(self, sql: str, parameters: list[Any] | None = None) -> pa.Table:
+        """The result as an Arrow table (columns, no Python object per row)."""
+        return self.connection.sql(sql, params=parameters or []).to_arrow_table()
 
 
 def _run_record(run: Run) -> dict:
