@@ -176,3 +176,26 @@ def test_a_seed_with_every_kind_of_gap_is_in_the_random_sample(tmp_path):
         twice = any(len({(c["item_id"], c["repeat"]) for c in cs}) < len(cs) for cs in written.values())
         kinds |= {"twice"} if twice else set()
     assert kinds == {"unscored", "sha", "arms", "repeats", "twice"}
+
+
+def test_a_dataset_file_that_never_mentions_metadata_has_no_clusters_and_is_not_parsed(tmp_path, monkeypatch):
+    from evalsite.analysis import metadata
+    from evalsite.analysis.items import cluster_labels
+    from evalsite.project import Project
+
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "d.jsonl").write_text('{"id": "q1", "input": "a", "expected": "b"}\n')
+    header = {"arm_id": "a", "dataset": {"path": "data/d.jsonl", "dataset_id": "d@0"}}
+    writer = RunWriter.create(tmp_path / "runs", "a", header)
+    writer.append_case({"item_id": "q1", "repeat": 0, "score": 1.0, "passed": True})
+    writer.finish({"status": "completed"})
+    matrix = item_matrix(open_database(tmp_path / "runs"), runs_by_reference(tmp_path / "runs", [writer.run_id]))
+
+    def parsed(*args, **kwargs):
+        raise AssertionError("the dataset file was parsed")
+
+    monkeypatch.setattr(metadata, "load_dataset", parsed)
+    assert cluster_labels(Project(tmp_path), matrix) == (None, None)
+    (tmp_path / "data" / "d.jsonl").write_text('{"id": "q1", "input": "a", "expected": "b", "metadata": {"group": "g"}}\n')
+    with pytest.raises(AssertionError, match="parsed"):
+        cluster_labels(Project(tmp_path), matrix)

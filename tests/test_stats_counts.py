@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats as scipy_stats
 
-from evalsite.stats import _bca, bootstrap_ci, paired_bootstrap_ci, sign_flip_test
+from evalsite.stats import _bca, _counts, bootstrap_ci, paired_bootstrap_ci, rank_stability, sign_flip_test
 from evalsite.stats import intervals as intervals_module
 from evalsite.stats.paired import GRID_BUDGET
 
@@ -32,7 +32,7 @@ def assert_close_bounds(ours, reference, values: np.ndarray) -> None:
 @pytest.fixture
 def counts_always(monkeypatch):
     """Draw counts at every size, and fail if the index bootstrap is used instead."""
-    monkeypatch.setattr(_bca, "COUNTS_FROM_DRAWS", 0)
+    monkeypatch.setattr(_counts, "COUNTS_FROM_DRAWS", 0)
     _bca._memo.clear()
 
     def no_index_draws(*args, **kwargs):
@@ -77,9 +77,9 @@ def test_counts_cluster_bootstrap_agrees_with_scipy_on_the_ratio(counts_always):
 
 def test_large_inputs_draw_counts_by_default_and_agree_with_the_index_bootstrap(monkeypatch):
     values = (np.random.default_rng(2).random(40_000) < 0.4).astype(float)
-    assert values.size * 2000 > _bca.COUNTS_FROM_DRAWS  # this size takes the counts path
+    assert values.size * 2000 > _counts.COUNTS_FROM_DRAWS  # this size takes the counts path
     by_counts = bootstrap_ci(values, n_resamples=2000, seed=4)
-    monkeypatch.setattr(_bca, "COUNTS_FROM_DRAWS", 1 << 62)
+    monkeypatch.setattr(_counts, "COUNTS_FROM_DRAWS", 1 << 62)
     _bca._memo.clear()  # intervals are remembered by their inputs
     by_index = bootstrap_ci(values, n_resamples=2000, seed=4)
     assert tuple(by_counts) != tuple(by_index)  # two different streams of random numbers ...
@@ -87,7 +87,7 @@ def test_large_inputs_draw_counts_by_default_and_agree_with_the_index_bootstrap(
 
 
 def test_many_distinct_values_keep_the_index_bootstrap(monkeypatch):
-    monkeypatch.setattr(_bca, "COUNTS_FROM_DRAWS", 0)
+    monkeypatch.setattr(_counts, "COUNTS_FROM_DRAWS", 0)
     _bca._memo.clear()
     values = np.random.default_rng(6).normal(size=300)
     assert tuple(bootstrap_ci(values, n_resamples=999)) == pytest.approx(scipy_bca(values, 0, 999), rel=1e-12)
@@ -111,3 +111,19 @@ def test_equal_size_differences_in_another_unit_are_the_same_test():
     wins, losses = int(np.sum(d > 0)), int(np.sum(d < 0))
     result = sign_flip_test(d, np.zeros_like(d))
     assert result.p_value == pytest.approx(scipy_stats.binomtest(wins, wins + losses, 0.5).pvalue, rel=1e-9)
+
+
+def test_rank_stability_by_counts_agrees_with_the_index_bootstrap(monkeypatch):
+    rng = np.random.default_rng(12)
+    matrix = (rng.random((3000, 4)) < np.array([0.50, 0.53, 0.56, 0.62])).astype(float)
+    pairs = [(3, 0), (3, 1), (2, 0)]
+    monkeypatch.setattr(_counts, "COUNTS_FROM_DRAWS", 1 << 62)
+    by_index = rank_stability(matrix, pairs=pairs, n_resamples=2000, seed=1)
+    monkeypatch.setattr(_counts, "COUNTS_FROM_DRAWS", 0)
+    by_counts = rank_stability(matrix, pairs=pairs, n_resamples=2000, seed=1)
+    assert by_counts.p_order != by_index.p_order  # another stream ...
+    for ours, reference in zip(by_counts.p_order, by_index.p_order):  # ... of the same bootstrap
+        assert abs(ours - reference) <= 5 * np.sqrt(reference * (1 - reference) / 2000) + 2e-3
+    for (low, high), (ref_low, ref_high) in zip(by_counts.rank_intervals, by_index.rank_intervals):
+        assert abs(low - ref_low) <= 1 and abs(high - ref_high) <= 1
+    assert by_counts.sizes == by_index.sizes and by_counts.full_order == by_index.full_order

@@ -317,6 +317,8 @@ def cluster_labels(project: Project, matrix: ItemMatrix, key: str | None = None)
     ``(None, None)``: items without the field are clusters of one. Runs whose dataset file is
     unknown (imported runs) or unreadable have no clusters."""
     chosen = key or cluster_key(project)
+    if not _may_hold_metadata(project, matrix):
+        return None, None
     try:
         labels = item_labels(project, matrix, chosen)
     except EvalsiteError:
@@ -326,3 +328,20 @@ def cluster_labels(project: Project, matrix: ItemMatrix, key: str | None = None)
     return chosen, tuple(
         value if value is not None else f"\0item:{item_id}" for value, item_id in zip(labels.values, matrix.item_ids)
     )
+
+
+def _may_hold_metadata(project: Project, matrix: ItemMatrix) -> bool:
+    """False when the dataset file is text that never spells ``metadata`` (nor a JSON ``\\u``
+    escape that could): then no row has any, and the file need not be parsed and hashed (4 s
+    for 100k rows)."""
+    recorded_path = dataset_path(matrix)
+    if not recorded_path or recorded_path.lower().endswith(".parquet"):
+        return True
+    path = (project.root / recorded_path).resolve()
+    if not path.is_relative_to(project.root.resolve()):
+        return True  # dataset_labels refuses it
+    try:
+        text = path.read_bytes()
+    except OSError:
+        return True
+    return b"metadata" in text or b"\\u" in text

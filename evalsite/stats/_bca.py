@@ -20,14 +20,6 @@ from typing import Any, TypeVar
 import numpy as np
 from scipy.special import ndtr, ndtri
 
-#: Above this many index draws (units × resamples) an interval over units that take few distinct
-#: (sum, size) values draws, for each resample, how often each distinct unit is chosen
-#: (:func:`resample_ratio_by_counts`) instead of which units are chosen: the same bootstrap
-#: distribution, at a cost that no longer grows with the number of units.
-COUNTS_FROM_DRAWS = 1 << 26
-#: ... when the units hold at most one distinct value per this many units.
-UNITS_PER_DISTINCT = 16
-_COUNT_CELLS = 1 << 22
 _T = TypeVar("_T")
 _MEMO_SIZE = 64
 _memo: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
@@ -50,38 +42,6 @@ def resample_statistic(
         rows = min(batch, n_resamples - start)
         chunks.append(of_units(rng.integers(0, n_units, size=(rows, n_units)), axis=-1))
     return np.concatenate(chunks)
-
-
-def counts_resampler(
-    sums: np.ndarray, sizes: np.ndarray, n_resamples: int
-) -> Callable[[np.random.Generator], tuple[np.ndarray, float]] | None:
-    """The bootstrap of sum(sums) / sum(sizes) over units drawn by multinomial counts, or None
-    when drawing the units' indices is cheap enough or the units take too many distinct values.
-
-    Resampling n units with replacement chooses each distinct unit value v a number of times
-    that is jointly Multinomial(n, frequency of v); the statistic depends on those counts only,
-    so drawing them gives exactly the distribution of the index bootstrap (another stream of
-    random numbers than scipy's, so the bounds agree with scipy's within Monte Carlo error, not
-    to the last digit). The estimate is computed from the observed counts the same way, so a
-    resample equal to the sample ties with it exactly (BCa counts ties as half)."""
-    n = sums.size
-    if n * n_resamples <= COUNTS_FROM_DRAWS:
-        return None
-    distinct, counts = np.unique(np.stack([sums, sizes], axis=1), axis=0, return_counts=True)
-    if distinct.shape[0] * UNITS_PER_DISTINCT > n:
-        return None
-    frequencies = counts / n
-
-    def resample(rng: np.random.Generator) -> tuple[np.ndarray, float]:
-        rows = max(1, _COUNT_CELLS // distinct.shape[0])
-        chunks = []
-        for start in range(0, n_resamples, rows):
-            chosen = rng.multinomial(n, frequencies, size=min(rows, n_resamples - start)).astype(float)
-            chunks.append((chosen @ distinct[:, 0]) / (chosen @ distinct[:, 1]))
-        observed = counts.astype(float)
-        return np.concatenate(chunks), float((observed @ distinct[:, 0]) / (observed @ distinct[:, 1]))
-
-    return resample
 
 
 def bca_bounds(

@@ -15,7 +15,7 @@ leave-one-out array, and the resamples are drawn as scipy draws them (same gener
 same batches) without its identity gather of the index array, so the interval is the one
 ``scipy.stats.bootstrap(method='BCa')`` gives. On large inputs whose units take few distinct
 values (pass/fail items, means over a few repeats, their paired differences) the resamples are
-drawn as multinomial counts of those values instead (:func:`evalsite.stats._bca.counts_resampler`):
+drawn as multinomial counts of those values instead (:mod:`evalsite.stats._counts`):
 the same bootstrap distribution and the same number of resamples, at a cost independent of the
 number of items, equal to scipy's bounds within Monte Carlo error. Mean intervals are
 remembered for identical inputs (an arm's mean and pass rate often coincide on pass/fail data).
@@ -33,7 +33,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy import stats as scipy_stats
 
-from evalsite.stats._bca import bca_bounds, counts_resampler, leave_one_out_ratios, remembered, resample_statistic
+from evalsite.stats._bca import bca_bounds, leave_one_out_ratios, remembered, resample_statistic
+from evalsite.stats._counts import counts_resampler
 from evalsite.stats._inputs import paired_per_item, per_item_values
 from evalsite.stats.proportions import Interval
 
