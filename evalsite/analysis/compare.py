@@ -10,6 +10,7 @@ difference (model, prompt, params, code, environment) is what is being compared,
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from evalsite.analysis.baselines import NONE, PROMOTED, BaselineChoice, resolve_baseline
 from evalsite.analysis.metadata import cluster_key, dataset_labels
@@ -67,9 +68,9 @@ class ComparisonReport:
         if self.comparability is not None and not self.comparability.comparable:
             raise NotComparableError(f"not comparable: {self.comparability.reason}")
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         """The report as plain data; the fingerprint diff is the top-level ``fingerprint_diff``."""
-        data = {
+        data: dict[str, Any] = {
             "current": run_reference(self.current),
             "baseline": run_reference(self.baseline) if self.baseline else None,
             "baseline_source": self.baseline_source,
@@ -82,7 +83,7 @@ class ComparisonReport:
         return {**data, "fingerprint_diff": [asdict(d) for d in self.fingerprint_diff]}
 
 
-def run_reference(run: Run) -> dict:
+def run_reference(run: Run) -> dict[str, Any]:
     """How a report names a run: id, arm, dataset, status, start and fingerprint hash."""
     header = run.header
     return {"run_id": run.run_id, "arm_id": header.arm_id, "dataset_id": header.dataset.dataset_id,
@@ -116,7 +117,7 @@ def gate(report: RegressionReport, alpha: float = ALPHA) -> GateVerdict:
     """Fail on a regression the paired test calls significant at ``alpha``, or a critical row newly
     failing; a single flipped item, or a drop the test cannot tell from chance, passes."""
     summary, reasons = report.summary, []
-    if summary.p_value is not None and summary.mean_delta < 0 and summary.p_value < alpha:
+    if summary.p_value is not None and summary.mean_delta is not None and summary.mean_delta < 0 and summary.p_value < alpha:
         reasons.append(f"significant regression: mean Δ {summary.mean_delta:+.3f}, p = {summary.p_value:.4g} < α = {alpha}")
     if report.critical_newly_failing:
         reasons.append(f"critical rows newly failing: {', '.join(report.critical_newly_failing)}")

@@ -72,7 +72,7 @@ class RunsDatabase:
     skipped: list[str] = field(default_factory=list)
     runs: dict[str, Run] = field(default_factory=dict)
 
-    def rows(self, sql: str, parameters: list | None = None) -> list[dict]:
+    def rows(self, sql: str, parameters: list[Any] | None = None) -> list[dict[str, Any]]:
         cursor = self.connection.execute(sql, parameters or [])
         names = [d[0] for d in cursor.description]
         return [dict(zip(names, row)) for row in cursor.fetchall()]
@@ -82,7 +82,7 @@ class RunsDatabase:
         return self.connection.sql(sql, params=parameters or []).to_arrow_table()
 
 
-def _run_record(run: Run) -> dict:
+def _run_record(run: Run) -> dict[str, Any]:
     header = run.header
     return {
         "run_id": run.run_id,

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -95,7 +94,8 @@ class ItemMatrix:
 
     def item_means(self) -> np.ndarray:
         """Items × arms: each item's mean score over its repeats."""
-        return np.nanmean(self.score, axis=2)
+        means: np.ndarray = np.nanmean(self.score, axis=2)
+        return means
 
     def only(self, arms: list[int]) -> ItemMatrix:
         """The same items restricted to some arms (e.g. a pair)."""
