@@ -15,11 +15,11 @@ import numpy as np
 import pytest
 
 from evalsite.analysis.db import open_database
-from evalsite.analysis.items import item_matrix
+from evalsite.analysis.items import item_matrix, runs_item_matrix
 from evalsite.analysis.selection import runs_by_reference
 from evalsite.errors import EvalsiteError
 from evalsite.runlog.rows import item_order
-from evalsite.runlog.store import RunWriter
+from evalsite.runlog.store import RunWriter, read_run
 
 FIELDS = ("score", "passed", "cost_usd", "latency_ms", "tokens")
 
@@ -66,6 +66,7 @@ def write_arms(root, seed: int) -> tuple[list[str], dict[str, list[dict]]]:
             if rng.random() < 0.1:
                 continue  # missing from this arm
             sha = f"changed{item}" if arm == 1 and item % 7 == 3 else (None if item % 5 == 4 else f"sha{item}")
+            sha = "" if sha is None and arm == 2 else sha  # an empty item_sha is no item_sha
             for repeat in repeats:
                 if rng.random() < 0.1:
                     continue
@@ -199,3 +200,28 @@ def test_a_dataset_file_that_never_mentions_metadata_has_no_clusters_and_is_not_
     (tmp_path / "data" / "d.jsonl").write_text('{"id": "q1", "input": "a", "expected": "b", "metadata": {"group": "g"}}\n')
     with pytest.raises(AssertionError, match="parsed"):
         cluster_labels(Project(tmp_path), matrix)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_matrix_of_runs_in_memory_is_the_matrix_duckdb_reads(tmp_path, seed):
+    run_ids, written = write_arms(tmp_path, seed)
+    arms = runs_by_reference(tmp_path / "runs", run_ids)
+    runs = [read_run(tmp_path / "runs" / run_id) for run_id in run_ids]
+    try:
+        from_views = item_matrix(open_database(tmp_path / "runs"), arms)
+    except EvalsiteError:
+        from_views = None
+    if from_views is not None:
+        in_memory = runs_item_matrix(runs)
+        assert (in_memory.item_ids, in_memory.item_shas, in_memory.dropped) == (
+            from_views.item_ids, from_views.item_shas, from_views.dropped)
+        assert in_memory.repeat_ids == from_views.repeat_ids
+        for name in (*FIELDS, "recorded"):
+            np.testing.assert_array_equal(getattr(in_memory, name), getattr(from_views, name), err_msg=name)
+    every = runs_item_matrix(runs, shared=False)
+    assert every.dropped == ()
+    assert list(every.item_ids) == sorted({c["item_id"] for cs in written.values() for c in cs}, key=item_order)
+    for arm, run_id in enumerate(run_ids):
+        assert every.repeat_ids[arm] == tuple(sorted({c["repeat"] for c in written[run_id]}))
+        mine = {c["item_id"] for c in written[run_id]}
+        assert [item_id in mine for item_id in every.item_ids] == every.recorded[:, arm, :].any(axis=1).tolist()

@@ -8,8 +8,9 @@ latency); ``recorded`` tells a missing case from a case with an unknown value.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -17,20 +18,21 @@ import pyarrow.compute as pc
 
 from evalsite.analysis.db import RunsDatabase
 from evalsite.analysis.metadata import cluster_key, dataset_labels
-from evalsite.analysis.selection import ArmRun
+from evalsite.analysis.selection import ArmRun, arm_labels
 from evalsite.errors import EvalsiteError
 from evalsite.project import Project
-from evalsite.runlog.rows import item_order
+from evalsite.runlog.rows import finite_number, item_order, repeat_of, whole_number
+from evalsite.runlog.store import Run
 
 #: One row per case of the chosen runs, numeric columns only besides the ids (fetched as Arrow).
 CASE_CELLS_SQL = """
-SELECT run_id, item_id, item_sha, coalesce(repeat, 0)::BIGINT AS repeat, score, passed::DOUBLE AS passed,
+SELECT run_id, item_id, nullif(item_sha, '') AS item_sha, coalesce(repeat, 0)::BIGINT AS repeat, score, passed::DOUBLE AS passed,
        cost_usd, latency_ms, (input_tokens + output_tokens)::DOUBLE AS tokens
 FROM cases WHERE list_contains(?, run_id)
 """
 #: The same with one evaluator's score: a per-turn evaluator's turns averaged per case.
 EVALUATOR_CELLS_SQL = """
-SELECT c.run_id, c.item_id, c.item_sha, coalesce(c.repeat, 0)::BIGINT AS repeat, s.score, s.passed::DOUBLE AS passed,
+SELECT c.run_id, c.item_id, nullif(c.item_sha, '') AS item_sha, coalesce(c.repeat, 0)::BIGINT AS repeat, s.score, s.passed::DOUBLE AS passed,
        c.cost_usd, c.latency_ms, (c.input_tokens + c.output_tokens)::DOUBLE AS tokens
 FROM cases c LEFT JOIN (
     SELECT run_id, item_id, coalesce(repeat, 0) AS repeat,
@@ -59,7 +61,11 @@ class ItemMatrix:
     numbered per arm in order, so an arm with fewer repeats has NaN in its last columns.
     ``evaluator`` is the evaluator whose scores fill the matrix (None: the case score, which
     combines every evaluator). A per-turn evaluator's turns are averaged per case, and the case
-    passes when every turn passed."""
+    passes when every turn passed. ``repeat_ids[arm]`` is the repeat number of each of that
+    arm's columns.
+
+    A matrix of every item (``shared=False`` in :func:`runs_item_matrix`) keeps the items some
+    arm lacks, with nothing recorded there, and drops none."""
 
     arms: tuple[ArmRun, ...]
     item_ids: tuple[str, ...]
@@ -72,6 +78,7 @@ class ItemMatrix:
     recorded: np.ndarray
     dropped: tuple[DroppedItem, ...]
     evaluator: str | None
+    repeat_ids: tuple[tuple[int, ...], ...] = ()
 
     @property
     def n_items(self) -> int:
@@ -100,7 +107,8 @@ class ItemMatrix:
     def only(self, arms: list[int]) -> ItemMatrix:
         """The same items restricted to some arms (e.g. a pair)."""
         cells = {name: getattr(self, name)[:, arms, :] for name in _ARRAYS}
-        return replace(self, arms=tuple(self.arms[i] for i in arms), **cells)
+        return replace(self, arms=tuple(self.arms[i] for i in arms), repeat_ids=tuple(self.repeat_ids[i] for i in arms),
+                       **cells)
 
     def subset(self, rows: np.ndarray) -> ItemMatrix:
         """Some items (a boolean mask over ``item_ids``) of every arm."""
@@ -126,8 +134,53 @@ def item_matrix(database: RunsDatabase, arms: Sequence[ArmRun], evaluator: str |
         table = database.arrow(CASE_CELLS_SQL, [run_ids])
     else:
         table = database.arrow(EVALUATOR_CELLS_SQL, [evaluator, run_ids, run_ids])
+    return _matrix(table, arms, evaluator, shared=True)
+
+
+def runs_item_matrix(runs: Sequence[Run], *, shared: bool = True) -> ItemMatrix:
+    """The item matrix of runs already read (their cases in memory), built by the same rules
+    as :func:`item_matrix`; ``shared=False`` keeps every item any run recorded (the
+    regression report and the comparison matrix list one-sided items too)."""
+    labels = arm_labels([run.header for run in runs])
+    arms = tuple(
+        ArmRun(label, run.run_id, run.header.arm_id, run.header.config_id, str(run.status), run.header.started_at, run.header)
+        for run, label in zip(runs, labels)
+    )
+    return _matrix(cases_table([(run.run_id, case) for run in runs for case in run.cases]), arms, None, shared=shared)
+
+
+def cases_table(cases: Sequence[tuple[str, Mapping[str, Any]]]) -> pa.Table:
+    """(run id, case record) pairs as the Arrow columns :data:`CASE_CELLS_SQL` selects, read as
+    the DuckDB views read them (a value of the wrong kind is no value)."""
+    def floats(name: str) -> list[float | None]:
+        return [finite_number(case.get(name)) for _, case in cases]
+
+    def tokens(case: Mapping[str, Any]) -> float | None:
+        given, produced = whole_number(case.get("input_tokens")), whole_number(case.get("output_tokens"))
+        return None if given is None or produced is None else float(given + produced)
+
+    def verdict(value: Any) -> float | None:
+        return float(value) if isinstance(value, bool) else None
+
+    return pa.table({
+        "run_id": pa.array([run_id for run_id, _ in cases], pa.string()),
+        "item_id": pa.array([str(case.get("item_id")) for _, case in cases], pa.string()),
+        "item_sha": pa.array([case.get("item_sha") or None for _, case in cases], pa.string()),
+        "repeat": pa.array([repeat_of(case) for _, case in cases], pa.int64()),
+        "score": pa.array(floats("score"), pa.float64()),
+        "passed": pa.array([verdict(case.get("passed")) for _, case in cases], pa.float64()),
+        "cost_usd": pa.array(floats("cost_usd"), pa.float64()),
+        "latency_ms": pa.array(floats("latency_ms"), pa.float64()),
+        "tokens": pa.array([tokens(case) for _, case in cases], pa.float64()),
+    })
+
+
+def _matrix(table: pa.Table, arms: tuple[ArmRun, ...], evaluator: str | None, *, shared: bool) -> ItemMatrix:
+    run_ids = [arm.run_id for arm in arms]
     cases = _case_columns(table, run_ids)
     coverage = _coverage(cases, len(arms))
+    if not shared:
+        coverage = replace(coverage, kept=np.asarray(coverage.present.any(axis=1)))
     natural = np.array(sorted(range(len(cases.item_ids)), key=lambda code: item_order(cases.item_ids[code])), dtype=np.int64)
     kept = natural[coverage.kept[natural]]
     dropped = tuple(
@@ -141,7 +194,8 @@ def item_matrix(database: RunsDatabase, arms: Sequence[ArmRun], evaluator: str |
     cells, recorded = _cells(cases, kept, len(arms))
     shas = tuple(None if coverage.sha[code] < 0 else cases.shas[coverage.sha[code]] for code in kept.tolist())
     return ItemMatrix(arms, tuple(cases.item_ids[code] for code in kept.tolist()), shas, cells["score"], cells["passed"],
-                      cells["cost_usd"], cells["latency_ms"], cells["tokens"], recorded, dropped, evaluator)
+                      cells["cost_usd"], cells["latency_ms"], cells["tokens"], recorded, dropped, evaluator,
+                      cases.repeat_ids)
 
 
 @dataclass(frozen=True)
@@ -159,6 +213,7 @@ class _CaseColumns:
     item_ids: list[str]
     shas: list[str]
     width: int
+    repeat_ids: tuple[tuple[int, ...], ...]
 
 
 def _case_columns(table: pa.Table, run_ids: list[str]) -> _CaseColumns:
@@ -180,6 +235,7 @@ def _case_columns(table: pa.Table, run_ids: list[str]) -> _CaseColumns:
         item_ids=[str(item_id) for item_id in items.dictionary.to_pylist()],
         shas=[str(sha) for sha in shas.dictionary.to_pylist()],
         width=int(column.max()) + 1 if column.size else 0,
+        repeat_ids=tuple(tuple(int(r) for r in np.unique(repeat[arm == index])) for index in range(len(run_ids))),
     )
 
 
