@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from statistics import fmean
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -18,11 +19,13 @@ import pyarrow.compute as pc
 
 from evalsite.analysis.db import RunsDatabase
 from evalsite.analysis.metadata import cluster_key, dataset_labels
-from evalsite.analysis.selection import ArmRun, arm_labels
 from evalsite.errors import EvalsiteError
 from evalsite.project import Project
 from evalsite.runlog.rows import finite_number, item_order, repeat_of, whole_number
 from evalsite.runlog.store import Run
+
+if TYPE_CHECKING:  # selection builds on compare, which builds on the regression report, which reads this module
+    from evalsite.analysis.selection import ArmRun
 
 #: One row per case of the chosen runs, numeric columns only besides the ids (fetched as Arrow).
 CASE_CELLS_SQL = """
@@ -104,6 +107,19 @@ class ItemMatrix:
         means: np.ndarray = np.nanmean(self.score, axis=2)
         return means
 
+    def mean_of(self, name: str, row: int, arm: int) -> float | None:
+        """One cell's mean over its repeats with a value of ``name`` (``score``, ``latency_ms``, …);
+        None without one."""
+        values = getattr(self, name)[row, arm]
+        known = values[np.isfinite(values)]
+        return fmean(known.tolist()) if known.size else None
+
+    def item_passed(self, row: int, arm: int) -> bool | None:
+        """Every repeat of the cell with a verdict passed; None when none has one."""
+        verdicts = self.passed[row, arm]
+        known = verdicts[np.isfinite(verdicts)]
+        return bool(np.all(known == 1.0)) if known.size else None
+
     def only(self, arms: list[int]) -> ItemMatrix:
         """The same items restricted to some arms (e.g. a pair)."""
         cells = {name: getattr(self, name)[:, arms, :] for name in _ARRAYS}
@@ -141,6 +157,8 @@ def runs_item_matrix(runs: Sequence[Run], *, shared: bool = True) -> ItemMatrix:
     """The item matrix of runs already read (their cases in memory), built by the same rules
     as :func:`item_matrix`; ``shared=False`` keeps every item any run recorded (the
     regression report and the comparison matrix list one-sided items too)."""
+    from evalsite.analysis.selection import ArmRun, arm_labels  # see the TYPE_CHECKING import
+
     labels = arm_labels([run.header for run in runs])
     arms = tuple(
         ArmRun(label, run.run_id, run.header.arm_id, run.header.config_id, str(run.status), run.header.started_at, run.header)
