@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from evalsite.analysis.baselines import NONE, PROMOTED, BaselineChoice, resolve_baseline
+from evalsite.analysis.items import may_hold_metadata
 from evalsite.analysis.metadata import cluster_key, dataset_labels
 from evalsite.analysis.regression import THRESHOLD, RegressionReport, regression_report
 from evalsite.errors import EvalsiteError, NotComparableError
@@ -128,7 +129,7 @@ def item_clusters(project: Project, run: Run) -> dict[str, str] | None:
     """Item id → cluster when the run's dataset file gives some item ``metadata.<cluster key>``;
     None without clusters, or when the file is unknown (imported runs) or unreadable."""
     recorded_path = run.header.dataset.path
-    if not recorded_path:
+    if not recorded_path or not may_hold_metadata(project.root, recorded_path):
         return None
     shas = {str(c["item_id"]): c.get("item_sha") for c in run.cases}
     try:

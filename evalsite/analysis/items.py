@@ -8,8 +8,9 @@ latency); ``recorded`` tells a missing case from a case with an unknown value.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 from statistics import fmean
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +22,7 @@ from evalsite.analysis.db import RunsDatabase
 from evalsite.analysis.metadata import cluster_key, dataset_labels
 from evalsite.errors import EvalsiteError
 from evalsite.project import Project
+from evalsite.runlog.records import Case
 from evalsite.runlog.rows import finite_number, item_order, repeat_of, whole_number
 from evalsite.runlog.store import Run
 
@@ -167,30 +169,44 @@ def runs_item_matrix(runs: Sequence[Run], *, shared: bool = True) -> ItemMatrix:
     return _matrix(cases_table([(run.run_id, case) for run in runs for case in run.cases]), arms, None, shared=shared)
 
 
-def cases_table(cases: Sequence[tuple[str, Mapping[str, Any]]]) -> pa.Table:
-    """(run id, case record) pairs as the Arrow columns :data:`CASE_CELLS_SQL` selects, read as
-    the DuckDB views read them (a value of the wrong kind is no value)."""
-    def floats(name: str) -> list[float | None]:
-        return [finite_number(case.get(name)) for _, case in cases]
+def cases_table(cases: Sequence[tuple[str, Case | Mapping[str, Any]]]) -> pa.Table:
+    """(run id, case) pairs as the Arrow columns :data:`CASE_CELLS_SQL` selects, read as the
+    DuckDB views read them (a value of the wrong kind is no value). Cases are typed records
+    or plain mappings of a case line's fields."""
+    if not cases:
+        columns: list[tuple[Any, ...]] = [()] * 9
+    else:
+        columns = list(zip(*(_case_fields(case) for _, case in cases)))
+    item_ids, shas, repeats, scores, passed, costs, latencies, given, produced = columns
 
-    def tokens(case: Mapping[str, Any]) -> float | None:
-        given, produced = whole_number(case.get("input_tokens")), whole_number(case.get("output_tokens"))
-        return None if given is None or produced is None else float(given + produced)
-
-    def verdict(value: Any) -> float | None:
-        return float(value) if isinstance(value, bool) else None
+    def floats(values: Iterable[Any]) -> pa.Array:
+        return pa.array([finite_number(value) for value in values], pa.float64())
 
     return pa.table({
         "run_id": pa.array([run_id for run_id, _ in cases], pa.string()),
-        "item_id": pa.array([str(case.get("item_id")) for _, case in cases], pa.string()),
-        "item_sha": pa.array([case.get("item_sha") or None for _, case in cases], pa.string()),
-        "repeat": pa.array([repeat_of(case) for _, case in cases], pa.int64()),
-        "score": pa.array(floats("score"), pa.float64()),
-        "passed": pa.array([verdict(case.get("passed")) for _, case in cases], pa.float64()),
-        "cost_usd": pa.array(floats("cost_usd"), pa.float64()),
-        "latency_ms": pa.array(floats("latency_ms"), pa.float64()),
-        "tokens": pa.array([tokens(case) for _, case in cases], pa.float64()),
+        "item_id": pa.array(item_ids, pa.string()),
+        "item_sha": pa.array(shas, pa.string()),
+        "repeat": pa.array(repeats, pa.int64()),
+        "score": floats(scores),
+        "passed": floats(float(value) if isinstance(value, bool) else None for value in passed),
+        "cost_usd": floats(costs),
+        "latency_ms": floats(latencies),
+        "tokens": floats(_total(whole_number(a), whole_number(b)) for a, b in zip(given, produced)),
     })
+
+
+def _total(given: int | None, produced: int | None) -> int | None:
+    return None if given is None or produced is None else given + produced
+
+
+def _case_fields(case: Case | Mapping[str, Any]) -> tuple[Any, ...]:
+    """item id, item_sha (None for none or empty), repeat, score, passed, cost, latency, tokens in and out."""
+    if isinstance(case, Case):
+        return (str(case.item_id), case.item_sha or None, case.repeat, case.score, case.passed, case.cost_usd,
+                case.latency_ms, case.input_tokens, case.output_tokens)
+    get = case.get
+    return (str(get("item_id")), get("item_sha") or None, repeat_of(case), get("score"), get("passed"),
+            get("cost_usd"), get("latency_ms"), get("input_tokens"), get("output_tokens"))
 
 
 def _matrix(table: pa.Table, arms: tuple[ArmRun, ...], evaluator: str | None, *, shared: bool) -> ItemMatrix:
@@ -391,7 +407,8 @@ def cluster_labels(project: Project, matrix: ItemMatrix, key: str | None = None)
     ``(None, None)``: items without the field are clusters of one. Runs whose dataset file is
     unknown (imported runs) or unreadable have no clusters."""
     chosen = key or cluster_key(project)
-    if not _may_hold_metadata(project, matrix):
+    recorded_path = dataset_path(matrix)
+    if recorded_path and not may_hold_metadata(project.root, recorded_path):
         return None, None
     try:
         labels = item_labels(project, matrix, chosen)
@@ -404,15 +421,14 @@ def cluster_labels(project: Project, matrix: ItemMatrix, key: str | None = None)
     )
 
 
-def _may_hold_metadata(project: Project, matrix: ItemMatrix) -> bool:
+def may_hold_metadata(root: Path, recorded_path: str) -> bool:
     """False when the dataset file is text that never spells ``metadata`` (nor a JSON ``\\u``
     escape that could): then no row has any, and the file need not be parsed and hashed (4 s
-    for 100k rows)."""
-    recorded_path = dataset_path(matrix)
-    if not recorded_path or recorded_path.lower().endswith(".parquet"):
+    for 100k rows) to find clusters."""
+    if recorded_path.lower().endswith(".parquet"):
         return True
-    path = (project.root / recorded_path).resolve()
-    if not path.is_relative_to(project.root.resolve()):
+    path = (root / recorded_path).resolve()
+    if not path.is_relative_to(root.resolve()):
         return True  # dataset_labels refuses it
     try:
         text = path.read_bytes()

@@ -20,7 +20,7 @@ import numpy as np
 from evalsite.analysis.items import ItemMatrix, runs_item_matrix
 from evalsite.analysis.summary import summarise_run
 from evalsite.runlog.hashing import canonical_json
-from evalsite.runlog.rows import case_critical, finite_number, item_order, repeat_of
+from evalsite.runlog.rows import case_critical, finite_number, repeat_of
 from evalsite.runlog.store import Run
 from evalsite.scoring.rescoring import rescore_items
 from evalsite.stats import NoiseTest, repeat_noise_test
@@ -291,7 +291,7 @@ def _difference(new: float | None, old: float | None) -> float | None:
 
 def evaluator_change(name: str, before: CasesByItem, after: CasesByItem) -> EvaluatorChange:
     old, new = _evaluator_side(name, before), _evaluator_side(name, after)
-    items = sorted(before.keys() & after.keys(), key=item_order)
+    items = [item_id for item_id in before if item_id in after]  # in the order the caller gives (natural order)
     return EvaluatorChange(
         evaluator=name,
         newly_failing=[i for i in items if old.passed[i] is True and new.passed[i] is False],
