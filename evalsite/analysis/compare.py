@@ -9,7 +9,7 @@ difference (model, prompt, params, code, environment) is what is being compared,
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields, is_dataclass
 from typing import Any
 
 from evalsite.analysis.baselines import NONE, PROMOTED, BaselineChoice, resolve_baseline
@@ -77,11 +77,31 @@ class ComparisonReport:
             "baseline_source": self.baseline_source,
             **{name: asdict(part) if part else None
                for name, part in (("promotion", self.promotion), ("comparability", self.comparability),
-                                  ("regression", self.regression), ("gate", self.gate))},
+                                  ("gate", self.gate))},
+            "regression": None if self.regression is None else _regression_data(self.regression),
         }
         if data["comparability"] is not None:
             del data["comparability"]["differences"]
         return {**data, "fingerprint_diff": [asdict(d) for d in self.fingerprint_diff]}
+
+
+def _regression_data(report: RegressionReport) -> dict[str, Any]:
+    """``asdict(report)``, with the item rows (flat records of scalars, one per item: 100k of
+    them at scale) copied by a shallow copy instead of asdict's recursive deep copy."""
+    data: dict[str, Any] = {}
+    for part in fields(report):
+        value = getattr(report, part.name)
+        if part.name == "items":
+            data["items"] = [dict(vars(item)) for item in value]
+        elif isinstance(value, list):
+            data[part.name] = [_plain(v) for v in value]
+        else:
+            data[part.name] = _plain(value)
+    return data
+
+
+def _plain(value: Any) -> Any:
+    return asdict(value) if is_dataclass(value) and not isinstance(value, type) else value
 
 
 def run_reference(run: Run) -> dict[str, Any]:

@@ -18,8 +18,9 @@ from typing import Any
 import numpy as np
 
 from evalsite.analysis.items import ItemMatrix, runs_item_matrix
-from evalsite.analysis.summary import summarise_run
+from evalsite.analysis.summary import RunSummary, summarise_run
 from evalsite.runlog.hashing import canonical_json
+from evalsite.runlog.records import Case
 from evalsite.runlog.rows import case_critical, finite_number, repeat_of
 from evalsite.runlog.store import Run
 from evalsite.scoring.rescoring import rescore_items
@@ -186,10 +187,9 @@ def regression_report(
         only_in_baseline=[ids[row] for row in np.flatnonzero(present[:, 0] & ~present[:, 1])],
         only_in_current=[ids[row] for row in np.flatnonzero(present[:, 1] & ~present[:, 0])],
         unscored=unscored,
-        evaluators=[
-            evaluator_change(name, {i: before[i] for i in kept}, {i: after[i] for i in kept})
-            for name in _evaluator_names(current.cases)
-        ],
+        evaluators=evaluator_changes(
+            {i: before[i] for i in kept}, {i: after[i] for i in kept}, _evaluator_names(current.cases)
+        ),
         critical_newly_failing=[
             i for i in kept if i in critical and sides.passed(i, 0) is True and sides.passed(i, 1) is False
         ],
@@ -270,11 +270,11 @@ class _EvaluatorSide:
     errors: int
 
 
-def _evaluator_side(name: str, cases_by_id: CasesByItem) -> _EvaluatorSide:
-    """One evaluator over the compared items: its figures as the run summary defines them
-    (:func:`~evalsite.analysis.summary.summarise_run`), and per item whether every score passed
-    (None for every item when the evaluator has no pass rule)."""
-    summary = summarise_run(c for cases in cases_by_id.values() for c in cases).evaluators.get(name)
+def _evaluator_side(name: str, cases_by_id: CasesByItem, run: RunSummary) -> _EvaluatorSide:
+    """One evaluator over the compared items: its figures from the run summary of those items'
+    cases (``run``), and per item whether every score passed (None for every item when the
+    evaluator has no pass rule)."""
+    summary = run.evaluators.get(name)
     if summary is None:
         return _EvaluatorSide({item_id: None for item_id in cases_by_id}, None, None, 0)
     passed: dict[str, bool | None] = {}
@@ -289,8 +289,24 @@ def _difference(new: float | None, old: float | None) -> float | None:
     return None if new is None or old is None else new - old
 
 
-def evaluator_change(name: str, before: CasesByItem, after: CasesByItem) -> EvaluatorChange:
-    old, new = _evaluator_side(name, before), _evaluator_side(name, after)
+def _summary_of(cases_by_id: CasesByItem) -> RunSummary:
+    """The run summary (:func:`~evalsite.analysis.summary.summarise_run`) of these cases, read
+    from their lines as written (a typed case is a mapping of its line; the line is faster to read)."""
+    return summarise_run(c.raw if isinstance(c, Case) else c for cases in cases_by_id.values() for c in cases)
+
+
+def evaluator_changes(before: CasesByItem, after: CasesByItem, names: list[str]) -> list[EvaluatorChange]:
+    """Each evaluator's change over the compared items (the two sides summarised once)."""
+    if not names:
+        return []
+    old_run, new_run = _summary_of(before), _summary_of(after)
+    return [evaluator_change(name, before, after, old_run, new_run) for name in names]
+
+
+def evaluator_change(
+    name: str, before: CasesByItem, after: CasesByItem, old_run: RunSummary, new_run: RunSummary
+) -> EvaluatorChange:
+    old, new = _evaluator_side(name, before, old_run), _evaluator_side(name, after, new_run)
     items = [item_id for item_id in before if item_id in after]  # in the order the caller gives (natural order)
     return EvaluatorChange(
         evaluator=name,
