@@ -107,7 +107,8 @@ def timed(command: list[str], cwd: Path, timeout: float) -> tuple[float | None, 
         time.sleep(0.05)
     seconds = time.perf_counter() - started
     if child.returncode not in (0, 1):
-        raise SystemExit(f"{' '.join(command)} failed: {child.stderr.read().decode()[-500:]}")
+        message = child.stderr.read().decode() if child.stderr else ""
+        raise SystemExit(f"{' '.join(command)} failed: {message[-500:]}")
     return seconds, usage.ru_maxrss / 1024
 
 
