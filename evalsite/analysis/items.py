@@ -112,15 +112,13 @@ class ItemMatrix:
     def mean_of(self, name: str, row: int, arm: int) -> float | None:
         """One cell's mean over its repeats with a value of ``name`` (``score``, ``latency_ms``, …);
         None without one."""
-        values = getattr(self, name)[row, arm]
-        known = values[np.isfinite(values)]
-        return fmean(known.tolist()) if known.size else None
+        known = [value for value in getattr(self, name)[row, arm].tolist() if value == value]  # NaN != NaN
+        return fmean(known) if known else None
 
     def item_passed(self, row: int, arm: int) -> bool | None:
         """Every repeat of the cell with a verdict passed; None when none has one."""
-        verdicts = self.passed[row, arm]
-        known = verdicts[np.isfinite(verdicts)]
-        return bool(np.all(known == 1.0)) if known.size else None
+        known = [value for value in self.passed[row, arm].tolist() if value == value]
+        return all(value == 1.0 for value in known) if known else None
 
     def only(self, arms: list[int]) -> ItemMatrix:
         """The same items restricted to some arms (e.g. a pair)."""
