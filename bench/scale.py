@@ -2,13 +2,15 @@
 
 Rerun from the repository root with:
 
-    python bench/scale.py [--sizes 10000,100000,1000000] [--commands query,leaderboard,compare,compact,query-parquet,build]
+    python bench/scale.py [--sizes 10000,100000,1000000] [--commands query,leaderboard,compare,compact,query-parquet,build] [--keep DIR]
 
 For each size it writes a synthetic project (10 arms × size/10 items × 1 repeat, pass/fail
 scores, plus a second run of arm 0 for ``compare``) straight into run logs, then runs each
 command as its own ``evalsite`` process and prints its wall seconds and peak RSS (the operating
 system's accounting of that child), and the growth against the previous size. ``build`` is
 ``build --full``; ``query-parquet`` is the same query once ``compact`` has run. A command slower than ``--timeout`` seconds is stopped and printed as such.
+With ``--keep DIR`` each size's project is written once to ``DIR/<size>`` and reused by later
+calls (``compact`` leaves Parquet there, which later reads then use).
 """
 
 from __future__ import annotations
