@@ -18,7 +18,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from evalsite.analysis.db import RunsDatabase
 from evalsite.analysis.metadata import cluster_key, dataset_labels
 from evalsite.errors import EvalsiteError
 from evalsite.project import Project
@@ -26,7 +25,9 @@ from evalsite.runlog.records import Case
 from evalsite.runlog.rows import finite_number, item_order, repeat_of, whole_number
 from evalsite.runlog.store import Run
 
-if TYPE_CHECKING:  # selection builds on compare, which builds on the regression report, which reads this module
+if TYPE_CHECKING:  # selection builds on compare, which builds on the regression report, which reads this module;
+    # the DuckDB views are the caller's (compare reads runs in memory and never loads duckdb)
+    from evalsite.analysis.db import RunsDatabase
     from evalsite.analysis.selection import ArmRun
 
 #: One row per case of the chosen runs, numeric columns only besides the ids (fetched as Arrow).
