@@ -8,7 +8,7 @@ latency); ``recorded`` tells a missing case from a case with an unknown value.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from statistics import fmean
@@ -170,42 +170,30 @@ def runs_item_matrix(runs: Sequence[Run], *, shared: bool = True) -> ItemMatrix:
 
 def cases_table(cases: Sequence[tuple[str, Case | Mapping[str, Any]]]) -> pa.Table:
     """(run id, case) pairs as the Arrow columns :data:`CASE_CELLS_SQL` selects, read as the
-    DuckDB views read them (a value of the wrong kind is no value). Cases are typed records
-    or plain mappings of a case line's fields."""
-    if not cases:
-        columns: list[tuple[Any, ...]] = [()] * 9
-    else:
-        columns = list(zip(*(_case_fields(case) for _, case in cases)))
-    item_ids, shas, repeats, scores, passed, costs, latencies, given, produced = columns
-
-    def floats(values: Iterable[Any]) -> pa.Array:
-        return pa.array([finite_number(value) for value in values], pa.float64())
-
+    DuckDB views read them (a value of the wrong kind is no value; so is a non-finite number,
+    see :func:`_floats`). Cases are typed records or plain mappings of a case line's fields."""
+    columns: list[tuple[Any, ...]] = list(zip(*(_case_fields(case) for _, case in cases))) if cases else [()] * 8
+    names = ("item_id", "item_sha", "repeat", "score", "passed", "cost_usd", "latency_ms", "tokens")
+    kinds = (pa.string(), pa.string(), pa.int64(), *[pa.float64()] * 5)
     return pa.table({
         "run_id": pa.array([run_id for run_id, _ in cases], pa.string()),
-        "item_id": pa.array(item_ids, pa.string()),
-        "item_sha": pa.array(shas, pa.string()),
-        "repeat": pa.array(repeats, pa.int64()),
-        "score": floats(scores),
-        "passed": floats(float(value) if isinstance(value, bool) else None for value in passed),
-        "cost_usd": floats(costs),
-        "latency_ms": floats(latencies),
-        "tokens": floats(_total(whole_number(a), whole_number(b)) for a, b in zip(given, produced)),
+        **{name: pa.array(values, kind) for name, values, kind in zip(names, columns, kinds)},
     })
 
 
-def _total(given: int | None, produced: int | None) -> int | None:
-    return None if given is None or produced is None else given + produced
-
-
 def _case_fields(case: Case | Mapping[str, Any]) -> tuple[Any, ...]:
-    """item id, item_sha (None for none or empty), repeat, score, passed, cost, latency, tokens in and out."""
-    if isinstance(case, Case):
-        return (str(case.item_id), case.item_sha or None, case.repeat, case.score, case.passed, case.cost_usd,
-                case.latency_ms, case.input_tokens, case.output_tokens)
+    """item id, item_sha (None for none or empty), repeat, then score, passed (1.0 / 0.0),
+    cost, latency and tokens (input + output) as floats or None."""
+    if isinstance(case, Case):  # typed: numbers are numbers, passed a bool, tokens ints (or None)
+        given, produced = case.input_tokens, case.output_tokens
+        return (case.item_id, case.item_sha or None, case.repeat, case.score,
+                None if case.passed is None else float(case.passed), case.cost_usd, case.latency_ms,
+                None if given is None or produced is None else float(given + produced))
     get = case.get
-    return (str(get("item_id")), get("item_sha") or None, repeat_of(case), get("score"), get("passed"),
-            get("cost_usd"), get("latency_ms"), get("input_tokens"), get("output_tokens"))
+    passed, given, produced = get("passed"), whole_number(get("input_tokens")), whole_number(get("output_tokens"))
+    return (str(get("item_id")), get("item_sha") or None, repeat_of(case), finite_number(get("score")),
+            float(passed) if isinstance(passed, bool) else None, finite_number(get("cost_usd")),
+            finite_number(get("latency_ms")), None if given is None or produced is None else float(given + produced))
 
 
 def _matrix(table: pa.Table, arms: tuple[ArmRun, ...], evaluator: str | None, *, shared: bool) -> ItemMatrix:
@@ -282,7 +270,10 @@ def _codes(column: pa.ChunkedArray) -> pa.DictionaryArray:
 
 
 def _floats(column: pa.ChunkedArray) -> np.ndarray:
-    return np.asarray(pc.fill_null(column.cast(pa.float64()), np.nan).to_numpy(), dtype=float)
+    """The column as floats, NaN for no value: null, or a non-finite number (Python's JSON reads
+    ``NaN`` and ``Infinity``; the run summary counts neither as a value)."""
+    values = np.asarray(pc.fill_null(column.cast(pa.float64()), np.nan).to_numpy(), dtype=float)
+    return np.where(np.isfinite(values), values, np.nan)
 
 
 def _dense_rank_within(groups: np.ndarray, values: np.ndarray) -> np.ndarray:
