@@ -225,3 +225,16 @@ def test_the_matrix_of_runs_in_memory_is_the_matrix_duckdb_reads(tmp_path, seed)
         assert every.repeat_ids[arm] == tuple(sorted({c["repeat"] for c in written[run_id]}))
         mine = {c["item_id"] for c in written[run_id]}
         assert [item_id in mine for item_id in every.item_ids] == every.recorded[:, arm, :].any(axis=1).tolist()
+
+
+@pytest.mark.parametrize("seed", [1, 4])
+def test_runs_holding_plain_case_lines_give_the_same_matrix_as_typed_cases(tmp_path, seed):
+    from dataclasses import replace as replaced
+
+    run_ids, _ = write_arms(tmp_path, seed)
+    typed = [read_run(tmp_path / "runs" / run_id) for run_id in run_ids]
+    plain = [replaced(run, cases=[dict(case.raw) for case in run.cases]) for run in typed]
+    a, b = runs_item_matrix(typed, shared=False), runs_item_matrix(plain, shared=False)
+    assert (a.item_ids, a.item_shas, a.repeat_ids) == (b.item_ids, b.item_shas, b.repeat_ids)
+    for name in (*FIELDS, "recorded"):
+        np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)

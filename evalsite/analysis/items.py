@@ -172,28 +172,49 @@ def cases_table(cases: Sequence[tuple[str, Case | Mapping[str, Any]]]) -> pa.Tab
     """(run id, case) pairs as the Arrow columns :data:`CASE_CELLS_SQL` selects, read as the
     DuckDB views read them (a value of the wrong kind is no value; so is a non-finite number,
     see :func:`_floats`). Cases are typed records or plain mappings of a case line's fields."""
-    columns: list[tuple[Any, ...]] = list(zip(*(_case_fields(case) for _, case in cases))) if cases else [()] * 8
-    names = ("item_id", "item_sha", "repeat", "score", "passed", "cost_usd", "latency_ms", "tokens")
+    records = [case for _, case in cases]
+    typed = [case for case in records if isinstance(case, Case)]
+    columns = _typed_columns(typed) if len(typed) == len(records) else _line_columns(records)
     kinds = (pa.string(), pa.string(), pa.int64(), *[pa.float64()] * 5)
     return pa.table({
         "run_id": pa.array([run_id for run_id, _ in cases], pa.string()),
-        **{name: pa.array(values, kind) for name, values, kind in zip(names, columns, kinds)},
+        **{name: pa.array(values, kind) for (name, values), kind in zip(columns.items(), kinds)},
     })
 
 
-def _case_fields(case: Case | Mapping[str, Any]) -> tuple[Any, ...]:
-    """item id, item_sha (None for none or empty), repeat, then score, passed (1.0 / 0.0),
-    cost, latency and tokens (input + output) as floats or None."""
-    if isinstance(case, Case):  # typed: numbers are numbers, passed a bool, tokens ints (or None)
-        given, produced = case.input_tokens, case.output_tokens
-        return (case.item_id, case.item_sha or None, case.repeat, case.score,
-                None if case.passed is None else float(case.passed), case.cost_usd, case.latency_ms,
-                None if given is None or produced is None else float(given + produced))
-    get = case.get
-    passed, given, produced = get("passed"), whole_number(get("input_tokens")), whole_number(get("output_tokens"))
-    return (str(get("item_id")), get("item_sha") or None, repeat_of(case), finite_number(get("score")),
-            float(passed) if isinstance(passed, bool) else None, finite_number(get("cost_usd")),
-            finite_number(get("latency_ms")), None if given is None or produced is None else float(given + produced))
+def _typed_columns(cases: list[Case]) -> dict[str, list[Any]]:
+    """The columns of typed cases, one pass per field (numbers are numbers, passed a bool)."""
+    return {
+        "item_id": [c.item_id for c in cases],
+        "item_sha": [c.item_sha or None for c in cases],
+        "repeat": [c.repeat for c in cases],
+        "score": [c.score for c in cases],
+        "passed": [None if c.passed is None else float(c.passed) for c in cases],
+        "cost_usd": [c.cost_usd for c in cases],
+        "latency_ms": [c.latency_ms for c in cases],
+        "tokens": [_tokens(c.input_tokens, c.output_tokens) for c in cases],
+    }
+
+
+def _line_columns(cases: list[Case | Mapping[str, Any]]) -> dict[str, list[Any]]:
+    """The same columns from mappings of case lines, checking each value's kind."""
+    def verdict(value: Any) -> float | None:
+        return float(value) if isinstance(value, bool) else None
+
+    return {
+        "item_id": [str(c.get("item_id")) for c in cases],
+        "item_sha": [c.get("item_sha") or None for c in cases],
+        "repeat": [repeat_of(c) for c in cases],
+        "score": [finite_number(c.get("score")) for c in cases],
+        "passed": [verdict(c.get("passed")) for c in cases],
+        "cost_usd": [finite_number(c.get("cost_usd")) for c in cases],
+        "latency_ms": [finite_number(c.get("latency_ms")) for c in cases],
+        "tokens": [_tokens(whole_number(c.get("input_tokens")), whole_number(c.get("output_tokens"))) for c in cases],
+    }
+
+
+def _tokens(given: int | None, produced: int | None) -> float | None:
+    return None if given is None or produced is None else float(given + produced)
 
 
 def _matrix(table: pa.Table, arms: tuple[ArmRun, ...], evaluator: str | None, *, shared: bool) -> ItemMatrix:
