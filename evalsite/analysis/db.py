@@ -115,19 +115,30 @@ def open_database(runs_dir: Path, database: str = ":memory:") -> RunsDatabase:
 
 def _define_case_views(connection: duckdb.DuckDBPyConnection, directories: list[Path]) -> None:
     from evalsite.analysis.remote import register_filesystems
+    from evalsite.analysis.store import case_files
+
+    register_filesystems(connection, case_files(directories)[1])  # Parquet in object storage, through fsspec
+    connection.execute(f"CREATE OR REPLACE VIEW cases AS {case_source(directories)}")
+    connection.execute(f"CREATE OR REPLACE VIEW scores AS {scores_of('cases')}")
+
+
+def case_source(directories: list[Path]) -> str:
+    """SQL selecting the cases of these run folders (the ``cases`` view's columns): compacted
+    runs from their Parquet files, the others from their JSONL."""
     from evalsite.analysis.store import case_files, json_source, parquet_source
 
-    jsonl, parquet = case_files(directories)  # compacted runs are read from their Parquet files
-    register_filesystems(connection, parquet)  # Parquet in object storage, through fsspec
+    jsonl, parquet = case_files(directories)
     sources = ([json_source(jsonl)] if jsonl else []) + ([parquet_source(parquet)] if parquet else [])
     if sources:
-        source = " UNION ALL ".join(sources)
-    else:
-        nulls = ", ".join(f"NULL::{kind} AS {name}" for name, kind in CASE_COLUMNS.items())
-        source = f"SELECT NULL::VARCHAR AS run_id, {nulls} WHERE false"
-    connection.execute(f"CREATE OR REPLACE VIEW cases AS {source}")
-    connection.execute(
-        "CREATE OR REPLACE VIEW scores AS SELECT run_id, item_id, repeat, s.evaluator, s.version, "
+        return " UNION ALL ".join(sources)
+    nulls = ", ".join(f"NULL::{kind} AS {name}" for name, kind in CASE_COLUMNS.items())
+    return f"SELECT NULL::VARCHAR AS run_id, {nulls} WHERE false"
+
+
+def scores_of(cases: str) -> str:
+    """SQL selecting one row per score of the cases in the relation ``cases`` (the ``scores`` view)."""
+    return (
+        "SELECT run_id, item_id, repeat, s.evaluator, s.version, "
         "s.score, s.passed, s.label, s.detail, s.error, s.skipped, s.turn, s.spread, s.cost_usd "
-        "FROM (SELECT run_id, item_id, repeat, unnest(scores) AS s FROM cases)"
+        f"FROM (SELECT run_id, item_id, repeat, unnest(scores) AS s FROM {cases})"
     )

@@ -31,20 +31,21 @@ if TYPE_CHECKING:  # selection builds on compare, which builds on the regression
     from evalsite.analysis.selection import ArmRun
 
 #: One row per case of the chosen runs, numeric columns only besides the ids (fetched as Arrow).
+#: ``chosen`` is a CTE over the chosen runs' files only (:func:`_chosen_cases`).
 CASE_CELLS_SQL = """
 SELECT run_id, item_id, nullif(item_sha, '') AS item_sha, coalesce(repeat, 0)::BIGINT AS repeat, score, passed::DOUBLE AS passed,
        cost_usd, latency_ms, (input_tokens + output_tokens)::DOUBLE AS tokens
-FROM cases WHERE list_contains(?, run_id)
+FROM chosen WHERE list_contains(?, run_id)
 """
 #: The same with one evaluator's score: a per-turn evaluator's turns averaged per case.
 EVALUATOR_CELLS_SQL = """
 SELECT c.run_id, c.item_id, nullif(c.item_sha, '') AS item_sha, coalesce(c.repeat, 0)::BIGINT AS repeat, s.score, s.passed::DOUBLE AS passed,
        c.cost_usd, c.latency_ms, (c.input_tokens + c.output_tokens)::DOUBLE AS tokens
-FROM cases c LEFT JOIN (
+FROM chosen c LEFT JOIN (
     SELECT run_id, item_id, coalesce(repeat, 0) AS repeat,
            avg(score) FILTER (WHERE error IS NULL AND NOT coalesce(skipped, false)) AS score,
            bool_and(passed) AS passed
-    FROM scores WHERE evaluator = ? AND list_contains(?, run_id) GROUP BY ALL
+    FROM chosen_scores WHERE evaluator = ? AND list_contains(?, run_id) GROUP BY ALL
 ) s ON s.run_id = c.run_id AND s.item_id = c.item_id AND s.repeat = coalesce(c.repeat, 0)
 WHERE list_contains(?, c.run_id)
 """
@@ -147,11 +148,25 @@ def item_matrix(database: RunsDatabase, arms: Sequence[ArmRun], evaluator: str |
     no item is scored in every arm."""
     arms = tuple(arms)
     run_ids = [arm.run_id for arm in arms]
+    chosen = _chosen_cases(database, run_ids)
     if evaluator is None:
-        table = database.arrow(CASE_CELLS_SQL, [run_ids])
+        table = database.arrow(chosen + CASE_CELLS_SQL, [run_ids])
     else:
-        table = database.arrow(EVALUATOR_CELLS_SQL, [evaluator, run_ids, run_ids])
+        table = database.arrow(chosen + EVALUATOR_CELLS_SQL, [evaluator, run_ids, run_ids])
     return _matrix(table, arms, evaluator, shared=True)
+
+
+def _chosen_cases(database: RunsDatabase, run_ids: list[str]) -> str:
+    """``WITH chosen AS (…), chosen_scores AS (…)``: the cases (and scores) of these runs read
+    from their own files only, so a project's other runs are not scanned; the ``cases`` view
+    when some run is not among the database's readable runs."""
+    from evalsite.analysis.db import case_source, scores_of
+
+    if all(run_id in database.runs for run_id in run_ids):
+        source = case_source([database.runs[run_id].directory for run_id in dict.fromkeys(run_ids)])
+    else:
+        source = "SELECT * FROM cases"
+    return f"WITH chosen AS ({source}), chosen_scores AS ({scores_of('chosen')})"
 
 
 def runs_item_matrix(runs: Sequence[Run], *, shared: bool = True) -> ItemMatrix:
