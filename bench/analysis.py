@@ -21,16 +21,22 @@ import time
 import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from evalsite.analysis import family_test, item_matrix, leaderboard, select_runs, summarise_arms
+from evalsite.analysis.arms import summarise_arms
 from evalsite.analysis.db import open_database
+from evalsite.analysis.family import family_test
+from evalsite.analysis.items import item_matrix
+from evalsite.analysis.leaderboard import leaderboard
+from evalsite.analysis.selection import select_runs
 from evalsite.project import Project
 from evalsite.runlog.store import RunWriter
 
+T = TypeVar("T")
 EVALUATORS = {"exact": {"type": "exact", "version": "bench"}}
 
 
@@ -59,7 +65,7 @@ def write_runs(project: Path, arms: int, items: int, repeats: int) -> list[str]:
     return run_ids
 
 
-def measured(label: str, cases: int, step: Callable[[], object]) -> object:
+def measured(label: str, cases: int, step: Callable[[], T]) -> T:
     """Time one call, then trace a second one for its peak memory (tracing slows Python down)."""
     start = time.perf_counter()
     outcome = step()

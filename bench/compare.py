@@ -18,6 +18,7 @@ import sys
 import tempfile
 import time
 import tracemalloc
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -71,7 +72,7 @@ def write_run(project: Project, arm: str, accuracy: float, repeats: int, seed: i
     return writer.run_id
 
 
-def measure(label: str, cases: int, work) -> None:
+def measure(label: str, cases: int, work: Callable[[], object]) -> None:
     """Seconds from a plain call; peak memory from a second call under tracemalloc (which slows it)."""
     start = time.perf_counter()
     work()

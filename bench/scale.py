@@ -2,13 +2,15 @@
 
 Rerun from the repository root with:
 
-    python bench/scale.py [--sizes 10000,100000,1000000] [--commands query,leaderboard,compare,compact,query-parquet,build]
+    python bench/scale.py [--sizes 10000,100000,1000000] [--commands query,leaderboard,compare,compact,query-parquet,build] [--keep DIR]
 
 For each size it writes a synthetic project (10 arms × size/10 items × 1 repeat, pass/fail
 scores, plus a second run of arm 0 for ``compare``) straight into run logs, then runs each
 command as its own ``evalsite`` process and prints its wall seconds and peak RSS (the operating
 system's accounting of that child), and the growth against the previous size. ``build`` is
 ``build --full``; ``query-parquet`` is the same query once ``compact`` has run. A command slower than ``--timeout`` seconds is stopped and printed as such.
+With ``--keep DIR`` each size's project is written once to ``DIR/<size>`` and reused by later
+calls (``compact`` leaves Parquet there, which later reads then use).
 """
 
 from __future__ import annotations
@@ -77,6 +79,18 @@ def write_project(root: Path, cases: int) -> dict[str, str]:
     return ids
 
 
+def project_of(size: int, root: Path) -> tuple[Path, dict[str, str]]:
+    """The project of ``size`` cases in ``root``: written there unless a previous call left it."""
+    written = root / "ids.json"
+    if written.exists():
+        return root, json.loads(written.read_text())
+    started = time.perf_counter()
+    ids = write_project(root, size)
+    written.write_text(json.dumps(ids))
+    print(f"{size:>9,} cases written in {time.perf_counter() - started:.1f} s", flush=True)
+    return root, ids
+
+
 def timed(command: list[str], cwd: Path, timeout: float) -> tuple[float | None, float]:
     """Wall seconds (None when stopped at the timeout) and peak RSS in MB of one evalsite process."""
     started = time.perf_counter()
@@ -95,7 +109,8 @@ def timed(command: list[str], cwd: Path, timeout: float) -> tuple[float | None, 
         time.sleep(0.05)
     seconds = time.perf_counter() - started
     if child.returncode not in (0, 1):
-        raise SystemExit(f"{' '.join(command)} failed: {child.stderr.read().decode()[-500:]}")
+        message = child.stderr.read().decode() if child.stderr else ""
+        raise SystemExit(f"{' '.join(command)} failed: {message[-500:]}")
     return seconds, usage.ru_maxrss / 1024
 
 
@@ -104,16 +119,15 @@ def main() -> None:
     parser.add_argument("--sizes", default="10000,100000,1000000")
     parser.add_argument("--commands", default=",".join(COMMANDS))
     parser.add_argument("--timeout", type=float, default=600)
+    parser.add_argument("--keep", type=Path, default=None,
+                        help="write each size's project under KEEP/<size> once and reuse it (the 1M project takes minutes)")
     options = parser.parse_args()
     previous: dict[str, float] = {}
     for size in (int(s) for s in options.sizes.split(",")):
         with tempfile.TemporaryDirectory() as folder:
-            root = Path(folder)
-            started = time.perf_counter()
-            ids = write_project(root, size)
+            root, ids = project_of(size, Path(folder) if options.keep is None else options.keep / str(size))
             jsonl = sum(p.stat().st_size for p in (root / "runs").glob(f"*/{CASES_FILE}"))
-            print(f"{size:>9,} cases (+{size // ARMS:,} for compare): written in {time.perf_counter() - started:.1f} s, "
-                  f"{jsonl / 2**20:,.0f} MiB of JSONL", flush=True)
+            print(f"{size:>9,} cases (+{size // ARMS:,} for compare): {jsonl / 2**20:,.0f} MiB of JSONL", flush=True)
             for name in options.commands.split(","):
                 command = [part.format(**ids) for part in COMMANDS[name]]
                 seconds, peak = timed(command, root, options.timeout)

@@ -62,12 +62,14 @@ def _summary(matrix: ItemMatrix, arm: int, confidence: float, seed: int) -> ArmS
     passed = matrix.arm_passed(arm)
     item_pass_rates = None if passed is None else np.nanmean(passed, axis=1)
     recorded = matrix.recorded[:, arm, :]
+    mean = mean_over_items(scores)
+    assert mean is not None  # every item of the matrix has a score in every arm
     return ArmSummary(
         arm=matrix.arms[arm],
         n_items=matrix.n_items,
         n_cases=int(recorded.sum()),
         n_repeats=matrix.repeats(arm),
-        mean=mean_over_items(scores),
+        mean=mean,
         mean_interval=bootstrap_ci(item_means, confidence=confidence, seed=seed),
         pass_rate=None if passed is None else mean_over_items(passed),
         pass_rate_interval=None if item_pass_rates is None else bootstrap_ci(item_pass_rates, confidence=confidence, seed=seed),

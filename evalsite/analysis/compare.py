@@ -9,9 +9,11 @@ difference (model, prompt, params, code, environment) is what is being compared,
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields, is_dataclass
+from typing import Any
 
 from evalsite.analysis.baselines import NONE, PROMOTED, BaselineChoice, resolve_baseline
+from evalsite.analysis.items import may_hold_metadata
 from evalsite.analysis.metadata import cluster_key, dataset_labels
 from evalsite.analysis.regression import THRESHOLD, RegressionReport, regression_report
 from evalsite.errors import EvalsiteError, NotComparableError
@@ -67,22 +69,42 @@ class ComparisonReport:
         if self.comparability is not None and not self.comparability.comparable:
             raise NotComparableError(f"not comparable: {self.comparability.reason}")
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         """The report as plain data; the fingerprint diff is the top-level ``fingerprint_diff``."""
-        data = {
+        data: dict[str, Any] = {
             "current": run_reference(self.current),
             "baseline": run_reference(self.baseline) if self.baseline else None,
             "baseline_source": self.baseline_source,
             **{name: asdict(part) if part else None
                for name, part in (("promotion", self.promotion), ("comparability", self.comparability),
-                                  ("regression", self.regression), ("gate", self.gate))},
+                                  ("gate", self.gate))},
+            "regression": None if self.regression is None else _regression_data(self.regression),
         }
         if data["comparability"] is not None:
             del data["comparability"]["differences"]
         return {**data, "fingerprint_diff": [asdict(d) for d in self.fingerprint_diff]}
 
 
-def run_reference(run: Run) -> dict:
+def _regression_data(report: RegressionReport) -> dict[str, Any]:
+    """``asdict(report)``, with the item rows (flat records of scalars, one per item: 100k of
+    them at scale) copied by a shallow copy instead of asdict's recursive deep copy."""
+    data: dict[str, Any] = {}
+    for part in fields(report):
+        value = getattr(report, part.name)
+        if part.name == "items":
+            data["items"] = [dict(vars(item)) for item in value]
+        elif isinstance(value, list):
+            data[part.name] = [_plain(v) for v in value]
+        else:
+            data[part.name] = _plain(value)
+    return data
+
+
+def _plain(value: Any) -> Any:
+    return asdict(value) if is_dataclass(value) and not isinstance(value, type) else value
+
+
+def run_reference(run: Run) -> dict[str, Any]:
     """How a report names a run: id, arm, dataset, status, start and fingerprint hash."""
     header = run.header
     return {"run_id": run.run_id, "arm_id": header.arm_id, "dataset_id": header.dataset.dataset_id,
@@ -116,7 +138,7 @@ def gate(report: RegressionReport, alpha: float = ALPHA) -> GateVerdict:
     """Fail on a regression the paired test calls significant at ``alpha``, or a critical row newly
     failing; a single flipped item, or a drop the test cannot tell from chance, passes."""
     summary, reasons = report.summary, []
-    if summary.p_value is not None and summary.mean_delta < 0 and summary.p_value < alpha:
+    if summary.p_value is not None and summary.mean_delta is not None and summary.mean_delta < 0 and summary.p_value < alpha:
         reasons.append(f"significant regression: mean Δ {summary.mean_delta:+.3f}, p = {summary.p_value:.4g} < α = {alpha}")
     if report.critical_newly_failing:
         reasons.append(f"critical rows newly failing: {', '.join(report.critical_newly_failing)}")
@@ -127,7 +149,7 @@ def item_clusters(project: Project, run: Run) -> dict[str, str] | None:
     """Item id → cluster when the run's dataset file gives some item ``metadata.<cluster key>``;
     None without clusters, or when the file is unknown (imported runs) or unreadable."""
     recorded_path = run.header.dataset.path
-    if not recorded_path:
+    if not recorded_path or not may_hold_metadata(project.root, recorded_path):
         return None
     shas = {str(c["item_id"]): c.get("item_sha") for c in run.cases}
     try:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pyarrow as pa
@@ -74,13 +75,17 @@ class RunsDatabase:
     #: Run id → the decision that keeps it out of comparisons that pick runs themselves.
     excluded: dict[str, Decision] = field(default_factory=dict)
 
-    def rows(self, sql: str, parameters: list | None = None) -> list[dict]:
+    def rows(self, sql: str, parameters: list[Any] | None = None) -> list[dict[str, Any]]:
         cursor = self.connection.execute(sql, parameters or [])
         names = [d[0] for d in cursor.description]
         return [dict(zip(names, row)) for row in cursor.fetchall()]
 
+    def arrow(self, sql: str, parameters: list[Any] | None = None) -> pa.Table:
+        """The result as an Arrow table (columns, no Python object per row)."""
+        return self.connection.sql(sql, params=parameters or []).to_arrow_table()
 
-def _run_record(run: Run) -> dict:
+
+def _run_record(run: Run) -> dict[str, Any]:
     header = run.header
     return {
         "run_id": run.run_id,
@@ -113,19 +118,30 @@ def open_database(runs_dir: Path, database: str = ":memory:") -> RunsDatabase:
 
 def _define_case_views(connection: duckdb.DuckDBPyConnection, directories: list[Path]) -> None:
     from evalsite.analysis.remote import register_filesystems
+    from evalsite.analysis.store import case_files
+
+    register_filesystems(connection, case_files(directories)[1])  # Parquet in object storage, through fsspec
+    connection.execute(f"CREATE OR REPLACE VIEW cases AS {case_source(directories)}")
+    connection.execute(f"CREATE OR REPLACE VIEW scores AS {scores_of('cases')}")
+
+
+def case_source(directories: list[Path]) -> str:
+    """SQL selecting the cases of these run folders (the ``cases`` view's columns): compacted
+    runs from their Parquet files, the others from their JSONL."""
     from evalsite.analysis.store import case_files, json_source, parquet_source
 
-    jsonl, parquet = case_files(directories)  # compacted runs are read from their Parquet files
-    register_filesystems(connection, parquet)  # Parquet in object storage, through fsspec
+    jsonl, parquet = case_files(directories)
     sources = ([json_source(jsonl)] if jsonl else []) + ([parquet_source(parquet)] if parquet else [])
     if sources:
-        source = " UNION ALL ".join(sources)
-    else:
-        nulls = ", ".join(f"NULL::{kind} AS {name}" for name, kind in CASE_COLUMNS.items())
-        source = f"SELECT NULL::VARCHAR AS run_id, {nulls} WHERE false"
-    connection.execute(f"CREATE OR REPLACE VIEW cases AS {source}")
-    connection.execute(
-        "CREATE OR REPLACE VIEW scores AS SELECT run_id, item_id, repeat, s.evaluator, s.version, "
+        return " UNION ALL ".join(sources)
+    nulls = ", ".join(f"NULL::{kind} AS {name}" for name, kind in CASE_COLUMNS.items())
+    return f"SELECT NULL::VARCHAR AS run_id, {nulls} WHERE false"
+
+
+def scores_of(cases: str) -> str:
+    """SQL selecting one row per score of the cases in the relation ``cases`` (the ``scores`` view)."""
+    return (
+        "SELECT run_id, item_id, repeat, s.evaluator, s.version, "
         "s.score, s.passed, s.label, s.detail, s.error, s.skipped, s.turn, s.spread, s.cost_usd "
-        "FROM (SELECT run_id, item_id, repeat, unnest(scores) AS s FROM cases)"
+        f"FROM (SELECT run_id, item_id, repeat, unnest(scores) AS s FROM {cases})"
     )

@@ -8,30 +8,44 @@ latency); ``recorded`` tells a missing case from a case with an unknown value.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
+from statistics import fmean
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
-from evalsite.analysis.db import RunsDatabase
 from evalsite.analysis.metadata import cluster_key, dataset_labels
-from evalsite.analysis.selection import ArmRun
 from evalsite.errors import EvalsiteError
 from evalsite.project import Project
-from evalsite.runlog.rows import item_order
+from evalsite.runlog.records import Case
+from evalsite.runlog.rows import finite_number, item_order, repeat_of, whole_number
+from evalsite.runlog.store import Run
 
+if TYPE_CHECKING:  # selection builds on compare, which builds on the regression report, which reads this module;
+    # the DuckDB views are the caller's (compare reads runs in memory and never loads duckdb)
+    from evalsite.analysis.db import RunsDatabase
+    from evalsite.analysis.selection import ArmRun
+
+#: One row per case of the chosen runs, numeric columns only besides the ids (fetched as Arrow).
+#: ``chosen`` is a CTE over the chosen runs' files only (:func:`_chosen_cases`).
 CASE_CELLS_SQL = """
-SELECT run_id, item_id, item_sha, coalesce(repeat, 0) AS repeat, score, passed::DOUBLE AS passed,
+SELECT run_id, item_id, nullif(item_sha, '') AS item_sha, coalesce(repeat, 0)::BIGINT AS repeat, score, passed::DOUBLE AS passed,
        cost_usd, latency_ms, (input_tokens + output_tokens)::DOUBLE AS tokens
-FROM cases WHERE list_contains(?, run_id)
+FROM chosen WHERE list_contains(?, run_id)
 """
+#: The same with one evaluator's score: a per-turn evaluator's turns averaged per case.
 EVALUATOR_CELLS_SQL = """
-SELECT c.run_id, c.item_id, c.item_sha, coalesce(c.repeat, 0) AS repeat, s.score, s.passed::DOUBLE AS passed,
+SELECT c.run_id, c.item_id, nullif(c.item_sha, '') AS item_sha, coalesce(c.repeat, 0)::BIGINT AS repeat, s.score, s.passed::DOUBLE AS passed,
        c.cost_usd, c.latency_ms, (c.input_tokens + c.output_tokens)::DOUBLE AS tokens
-FROM cases c LEFT JOIN (
+FROM chosen c LEFT JOIN (
     SELECT run_id, item_id, coalesce(repeat, 0) AS repeat,
            avg(score) FILTER (WHERE error IS NULL AND NOT coalesce(skipped, false)) AS score,
            bool_and(passed) AS passed
-    FROM scores WHERE evaluator = ? AND list_contains(?, run_id) GROUP BY ALL
+    FROM chosen_scores WHERE evaluator = ? AND list_contains(?, run_id) GROUP BY ALL
 ) s ON s.run_id = c.run_id AND s.item_id = c.item_id AND s.repeat = coalesce(c.repeat, 0)
 WHERE list_contains(?, c.run_id)
 """
@@ -54,7 +68,11 @@ class ItemMatrix:
     numbered per arm in order, so an arm with fewer repeats has NaN in its last columns.
     ``evaluator`` is the evaluator whose scores fill the matrix (None: the case score, which
     combines every evaluator). A per-turn evaluator's turns are averaged per case, and the case
-    passes when every turn passed."""
+    passes when every turn passed. ``repeat_ids[arm]`` is the repeat number of each of that
+    arm's columns.
+
+    A matrix of every item (``shared=False`` in :func:`runs_item_matrix`) keeps the items some
+    arm lacks, with nothing recorded there, and drops none."""
 
     arms: tuple[ArmRun, ...]
     item_ids: tuple[str, ...]
@@ -67,6 +85,7 @@ class ItemMatrix:
     recorded: np.ndarray
     dropped: tuple[DroppedItem, ...]
     evaluator: str | None
+    repeat_ids: tuple[tuple[int, ...], ...] = ()
 
     @property
     def n_items(self) -> int:
@@ -89,12 +108,25 @@ class ItemMatrix:
 
     def item_means(self) -> np.ndarray:
         """Items × arms: each item's mean score over its repeats."""
-        return np.nanmean(self.score, axis=2)
+        means: np.ndarray = np.nanmean(self.score, axis=2)
+        return means
+
+    def mean_of(self, name: str, row: int, arm: int) -> float | None:
+        """One cell's mean over its repeats with a value of ``name`` (``score``, ``latency_ms``, …);
+        None without one."""
+        known = [value for value in getattr(self, name)[row, arm].tolist() if value == value]  # NaN != NaN
+        return fmean(known) if known else None
+
+    def item_passed(self, row: int, arm: int) -> bool | None:
+        """Every repeat of the cell with a verdict passed; None when none has one."""
+        known = [value for value in self.passed[row, arm].tolist() if value == value]
+        return all(value == 1.0 for value in known) if known else None
 
     def only(self, arms: list[int]) -> ItemMatrix:
         """The same items restricted to some arms (e.g. a pair)."""
         cells = {name: getattr(self, name)[:, arms, :] for name in _ARRAYS}
-        return replace(self, arms=tuple(self.arms[i] for i in arms), **cells)
+        return replace(self, arms=tuple(self.arms[i] for i in arms), repeat_ids=tuple(self.repeat_ids[i] for i in arms),
+                       **cells)
 
     def subset(self, rows: np.ndarray) -> ItemMatrix:
         """Some items (a boolean mask over ``item_ids``) of every arm."""
@@ -106,83 +138,259 @@ class ItemMatrix:
         )
 
 
-def item_matrix(database: RunsDatabase, arms: tuple[ArmRun, ...] | list[ArmRun], evaluator: str | None = None) -> ItemMatrix:
+def item_matrix(database: RunsDatabase, arms: Sequence[ArmRun], evaluator: str | None = None) -> ItemMatrix:
     """Read the cases of ``arms`` from the DuckDB views into an aligned :class:`ItemMatrix`.
 
-    Raises :class:`EvalsiteError` when no item is scored in every arm."""
+    DuckDB scans the cases once into Arrow columns; ids are dictionary-encoded there, and the
+    alignment (which items every arm scored, each arm's repeat columns, the dropped items'
+    reasons) and the cells are computed on numpy arrays, so no Python object is made per case
+    (only one per distinct item id, for the natural order). Raises :class:`EvalsiteError` when
+    no item is scored in every arm."""
     arms = tuple(arms)
     run_ids = [arm.run_id for arm in arms]
+    chosen = _chosen_cases(database, run_ids)
     if evaluator is None:
-        rows = database.rows(CASE_CELLS_SQL, [run_ids])
+        table = database.arrow(chosen + CASE_CELLS_SQL, [run_ids])
     else:
-        rows = database.rows(EVALUATOR_CELLS_SQL, [evaluator, run_ids, run_ids])
-    per_arm = [_cases_by_item([r for r in rows if r["run_id"] == run_id]) for run_id in run_ids]
-    kept, dropped = _align(arms, per_arm)
-    if not kept:
+        table = database.arrow(chosen + EVALUATOR_CELLS_SQL, [evaluator, run_ids, run_ids])
+    return _matrix(table, arms, evaluator, shared=True)
+
+
+def _chosen_cases(database: RunsDatabase, run_ids: list[str]) -> str:
+    """``WITH chosen AS (…), chosen_scores AS (…)``: the cases (and scores) of these runs read
+    from their own files only, so a project's other runs are not scanned; the ``cases`` view
+    when some run is not among the database's readable runs."""
+    from evalsite.analysis.db import case_source, scores_of
+
+    if all(run_id in database.runs for run_id in run_ids):
+        source = case_source([database.runs[run_id].directory for run_id in dict.fromkeys(run_ids)])
+    else:
+        source = "SELECT * FROM cases"
+    return f"WITH chosen AS ({source}), chosen_scores AS ({scores_of('chosen')})"
+
+
+def runs_item_matrix(runs: Sequence[Run], *, shared: bool = True) -> ItemMatrix:
+    """The item matrix of runs already read (their cases in memory), built by the same rules
+    as :func:`item_matrix`; ``shared=False`` keeps every item any run recorded (the
+    regression report and the comparison matrix list one-sided items too)."""
+    from evalsite.analysis.selection import ArmRun, arm_labels  # see the TYPE_CHECKING import
+
+    labels = arm_labels([run.header for run in runs])
+    arms = tuple(
+        ArmRun(label, run.run_id, run.header.arm_id, run.header.config_id, str(run.status), run.header.started_at, run.header)
+        for run, label in zip(runs, labels)
+    )
+    return _matrix(cases_table([(run.run_id, case) for run in runs for case in run.cases]), arms, None, shared=shared)
+
+
+def cases_table(cases: Sequence[tuple[str, Case | Mapping[str, Any]]]) -> pa.Table:
+    """(run id, case) pairs as the Arrow columns :data:`CASE_CELLS_SQL` selects, read as the
+    DuckDB views read them (a value of the wrong kind is no value; so is a non-finite number,
+    see :func:`_floats`). Cases are typed records or plain mappings of a case line's fields."""
+    records = [case for _, case in cases]
+    typed = [case for case in records if isinstance(case, Case)]
+    columns = _typed_columns(typed) if len(typed) == len(records) else _line_columns(records)
+    kinds = (pa.string(), pa.string(), pa.int64(), *[pa.float64()] * 5)
+    return pa.table({
+        "run_id": pa.array([run_id for run_id, _ in cases], pa.string()),
+        **{name: pa.array(values, kind) for (name, values), kind in zip(columns.items(), kinds)},
+    })
+
+
+def _typed_columns(cases: list[Case]) -> dict[str, list[Any]]:
+    """The columns of typed cases, one pass per field (numbers are numbers, passed a bool)."""
+    return {
+        "item_id": [c.item_id for c in cases],
+        "item_sha": [c.item_sha or None for c in cases],
+        "repeat": [c.repeat for c in cases],
+        "score": [c.score for c in cases],
+        "passed": [None if c.passed is None else float(c.passed) for c in cases],
+        "cost_usd": [c.cost_usd for c in cases],
+        "latency_ms": [c.latency_ms for c in cases],
+        "tokens": [_tokens(c.input_tokens, c.output_tokens) for c in cases],
+    }
+
+
+def _line_columns(cases: list[Case | Mapping[str, Any]]) -> dict[str, list[Any]]:
+    """The same columns from mappings of case lines, checking each value's kind."""
+    def verdict(value: Any) -> float | None:
+        return float(value) if isinstance(value, bool) else None
+
+    return {
+        "item_id": [str(c.get("item_id")) for c in cases],
+        "item_sha": [c.get("item_sha") or None for c in cases],
+        "repeat": [repeat_of(c) for c in cases],
+        "score": [finite_number(c.get("score")) for c in cases],
+        "passed": [verdict(c.get("passed")) for c in cases],
+        "cost_usd": [finite_number(c.get("cost_usd")) for c in cases],
+        "latency_ms": [finite_number(c.get("latency_ms")) for c in cases],
+        "tokens": [_tokens(whole_number(c.get("input_tokens")), whole_number(c.get("output_tokens"))) for c in cases],
+    }
+
+
+def _tokens(given: int | None, produced: int | None) -> float | None:
+    return None if given is None or produced is None else float(given + produced)
+
+
+def _matrix(table: pa.Table, arms: tuple[ArmRun, ...], evaluator: str | None, *, shared: bool) -> ItemMatrix:
+    run_ids = [arm.run_id for arm in arms]
+    cases = _case_columns(table, run_ids)
+    coverage = _coverage(cases, len(arms))
+    if not shared:
+        coverage = replace(coverage, kept=np.asarray(coverage.present.any(axis=1)))
+    natural = np.array(sorted(range(len(cases.item_ids)), key=lambda code: item_order(cases.item_ids[code])), dtype=np.int64)
+    kept = natural[coverage.kept[natural]]
+    dropped = tuple(
+        DroppedItem(cases.item_ids[code], _why_not_shared(code, arms, coverage)) for code in natural[~coverage.kept[natural]]
+    )
+    if kept.size == 0:
         shown = "; ".join(f"{d.item_id}: {d.reason}" for d in dropped[:3])
         raise EvalsiteError(
             f"no item is scored in every run ({', '.join(run_ids)})" + (f": {shown}" if shown else "")
         )
-    cells, recorded = _cells(kept, per_arm)
-    shas = tuple(next((c["item_sha"] for cases in per_arm for c in cases[i] if c["item_sha"]), None) for i in kept)
-    return ItemMatrix(arms, tuple(kept), shas, cells["score"], cells["passed"], cells["cost_usd"],
-                      cells["latency_ms"], cells["tokens"], recorded, tuple(dropped), evaluator)
+    cells, recorded = _cells(cases, kept, len(arms))
+    shas = tuple(None if coverage.sha[code] < 0 else cases.shas[coverage.sha[code]] for code in kept.tolist())
+    return ItemMatrix(arms, tuple(cases.item_ids[code] for code in kept.tolist()), shas, cells["score"], cells["passed"],
+                      cells["cost_usd"], cells["latency_ms"], cells["tokens"], recorded, dropped, evaluator,
+                      cases.repeat_ids)
 
 
-def _cells(kept: list[str], per_arm: list[dict[str, list[dict]]]) -> tuple[dict[str, np.ndarray], np.ndarray]:
-    """Items × arms × repeats arrays of each case field (NaN = none), and where a case exists."""
-    width = max(len(_repeat_columns(cases)) for cases in per_arm)
-    shape = (len(kept), len(per_arm), width)
-    cells = {name: np.full(shape, np.nan) for name in _CELL_FIELDS}
-    recorded = np.zeros(shape, dtype=bool)
-    for arm, cases in enumerate(per_arm):
-        column = _repeat_columns(cases)
-        for row, item_id in enumerate(kept):
-            for case in cases[item_id]:
-                cell = (row, arm, column[case["repeat"]])
-                recorded[cell] = True
-                for name in _CELL_FIELDS:
-                    if case[name] is not None:
-                        cells[name][cell] = case[name]
-    return cells, recorded
+@dataclass(frozen=True)
+class _CaseColumns:
+    """Every case of the chosen arms as parallel columns, one entry per (arm, case): the arm's
+    index, the item's code into ``item_ids``, the case's repeat column within its arm (repeats
+    numbered per arm in order), the item_sha's code into ``shas`` (-1: none) and the cell fields
+    (NaN: no value), in the order DuckDB read the cases."""
+
+    arm: np.ndarray
+    item: np.ndarray
+    column: np.ndarray
+    sha: np.ndarray
+    fields: dict[str, np.ndarray]
+    item_ids: list[str]
+    shas: list[str]
+    width: int
+    repeat_ids: tuple[tuple[int, ...], ...]
 
 
-def _cases_by_item(rows: list[dict]) -> dict[str, list[dict]]:
-    grouped: dict[str, list[dict]] = {}
-    for row in rows:
-        grouped.setdefault(str(row["item_id"]), []).append(row)
-    return grouped
+def _case_columns(table: pa.Table, run_ids: list[str]) -> _CaseColumns:
+    runs = _codes(table.column("run_id"))
+    known = {run_id: code for code, run_id in enumerate(runs.dictionary.to_pylist())}
+    run_codes = runs.indices.to_numpy()
+    rows_of_arm = [
+        np.flatnonzero(run_codes == known[run_id]) if run_id in known else np.empty(0, dtype=np.int64) for run_id in run_ids
+    ]
+    rows = np.concatenate(rows_of_arm) if rows_of_arm else np.empty(0, dtype=np.int64)
+    arm = np.repeat(np.arange(len(run_ids)), [r.size for r in rows_of_arm])
+    items, shas = _codes(table.column("item_id")), _codes(table.column("item_sha"))
+    repeat = table.column("repeat").to_numpy()[rows]
+    column = _dense_rank_within(arm, repeat)
+    return _CaseColumns(
+        arm=arm, item=items.indices.to_numpy()[rows], column=column,
+        sha=pc.fill_null(shas.indices, -1).to_numpy()[rows],
+        fields={name: _floats(table.column(name))[rows] for name in _CELL_FIELDS},
+        item_ids=[str(item_id) for item_id in items.dictionary.to_pylist()],
+        shas=[str(sha) for sha in shas.dictionary.to_pylist()],
+        width=int(column.max()) + 1 if column.size else 0,
+        repeat_ids=tuple(tuple(int(r) for r in np.unique(repeat[arm == index])) for index in range(len(run_ids))),
+    )
 
 
-def _repeat_columns(cases: dict[str, list[dict]]) -> dict[int, int]:
-    repeats = sorted({case["repeat"] for item in cases.values() for case in item})
-    return {repeat: column for column, repeat in enumerate(repeats)}
+def _codes(column: pa.ChunkedArray) -> pa.DictionaryArray:
+    """The column dictionary-encoded in one chunk: integer codes (null stays null) and the distinct values."""
+    encoded = pc.dictionary_encode(column).combine_chunks()
+    if isinstance(encoded, pa.ChunkedArray):  # an empty column has no chunk to combine
+        encoded = pa.DictionaryArray.from_arrays(pa.array([], pa.int32()), pa.array([], pa.string()))
+    assert isinstance(encoded, pa.DictionaryArray)
+    return encoded
 
 
-def _align(arms: tuple[ArmRun, ...], per_arm: list[dict[str, list[dict]]]) -> tuple[list[str], list[DroppedItem]]:
-    kept, dropped = [], []
-    for item_id in sorted(set().union(*per_arm), key=item_order):
-        reason = _why_not_shared(item_id, arms, per_arm)
-        if reason is None:
-            kept.append(item_id)
-        else:
-            dropped.append(DroppedItem(item_id, reason))
-    return kept, dropped
+def _floats(column: pa.ChunkedArray) -> np.ndarray:
+    """The column as floats, NaN for no value: null, or a non-finite number (Python's JSON reads
+    ``NaN`` and ``Infinity``; the run summary counts neither as a value)."""
+    values = np.asarray(pc.fill_null(column.cast(pa.float64()), np.nan).to_numpy(), dtype=float)
+    return np.where(np.isfinite(values), values, np.nan)
 
 
-def _why_not_shared(item_id: str, arms: tuple[ArmRun, ...], per_arm: list[dict[str, list[dict]]]) -> str | None:
-    missing = [arm.label for arm, cases in zip(arms, per_arm) if item_id not in cases]
+def _dense_rank_within(groups: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """For each row, the rank of its value among the distinct values of its group (0, 1, …)."""
+    if groups.size == 0:
+        return np.empty(0, dtype=np.int64)
+    order = np.lexsort((values, groups))
+    group, value = groups[order], values[order]
+    new_group = np.r_[True, group[1:] != group[:-1]]
+    new_value = new_group | np.r_[True, value[1:] != value[:-1]]
+    rank = np.cumsum(new_value) - 1
+    first_of_group = rank[new_group][np.cumsum(new_group) - 1]
+    dense = np.empty(groups.size, dtype=np.int64)
+    dense[order] = rank - first_of_group
+    return dense
+
+
+@dataclass(frozen=True)
+class _Coverage:
+    """Per distinct item (by code): the arms with a case (``present``) and with a score
+    (``scored``), items × arms; one of its item_shas (-1: none); and whether the matrix keeps it
+    (a case in every arm, a score in every arm, at most one distinct item_sha)."""
+
+    present: np.ndarray
+    scored: np.ndarray
+    sha: np.ndarray
+    kept: np.ndarray
+
+
+def _coverage(cases: _CaseColumns, n_arms: int) -> _Coverage:
+    n_items = len(cases.item_ids)
+    present = np.zeros((n_items, n_arms), dtype=bool)
+    present[cases.item, cases.arm] = True
+    scored = np.zeros((n_items, n_arms), dtype=bool)
+    has_score = ~np.isnan(cases.fields["score"])
+    scored[cases.item[has_score], cases.arm[has_score]] = True
+    with_sha = cases.sha >= 0
+    pairs = np.unique(cases.item[with_sha].astype(np.int64) * (len(cases.shas) + 1) + cases.sha[with_sha])
+    sha_count = np.bincount(pairs // (len(cases.shas) + 1), minlength=n_items)
+    sha = np.full(n_items, -1, dtype=np.int64)
+    sha[cases.item[with_sha]] = cases.sha[with_sha]
+    kept = present.all(axis=1) & scored.all(axis=1) & (sha_count <= 1)
+    return _Coverage(present, scored, sha, kept)
+
+
+def _why_not_shared(code: int, arms: tuple[ArmRun, ...], coverage: _Coverage) -> str:
+    missing = [arm.label for arm, there in zip(arms, coverage.present[code]) if not there]
     if missing:
         return f"no case in {', '.join(missing)}"
-    unscored = [
-        arm.label for arm, cases in zip(arms, per_arm) if all(case["score"] is None for case in cases[item_id])
-    ]
+    unscored = [arm.label for arm, scored in zip(arms, coverage.scored[code]) if not scored]
     if unscored:
         return f"no score in {', '.join(unscored)}"
-    shas = {case["item_sha"] for cases in per_arm for case in cases[item_id] if case["item_sha"]}
-    if len(shas) > 1:
-        return "the row differs between runs (its item_sha changed)"
-    return None
+    return "the row differs between runs (its item_sha changed)"
+
+
+def _cells(cases: _CaseColumns, kept: np.ndarray, n_arms: int) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """Items × arms × repeats arrays of each case field (NaN = none), and where a case exists.
+
+    When one (item, arm, repeat) has several cases (a run log written twice), the last one
+    with a value gives each field, as reading the cases in order and keeping known values does."""
+    row_of = np.full(len(cases.item_ids), -1, dtype=np.int64)
+    row_of[kept] = np.arange(kept.size)
+    rows = row_of[cases.item]
+    chosen = rows >= 0
+    shape = (kept.size, n_arms, cases.width)
+    flat = np.ravel_multi_index((rows[chosen], cases.arm[chosen], cases.column[chosen]), shape)
+    recorded = np.zeros(shape, dtype=bool)
+    recorded.flat[flat] = True
+    repeated = np.count_nonzero(recorded) < flat.size
+    cells = {}
+    for name in _CELL_FIELDS:
+        values = cases.fields[name][chosen]
+        known = ~np.isnan(values)
+        cell = np.full(shape, np.nan)
+        index, known_values = flat[known], values[known]
+        if repeated:  # the last known value of each cell: first occurrence in reverse order
+            index, first = np.unique(index[::-1], return_index=True)
+            known_values = known_values[::-1][first]
+        cell.flat[index] = known_values
+        cells[name] = cell
+    return cells, recorded
 
 
 @dataclass(frozen=True)
@@ -225,6 +433,9 @@ def cluster_labels(project: Project, matrix: ItemMatrix, key: str | None = None)
     ``(None, None)``: items without the field are clusters of one. Runs whose dataset file is
     unknown (imported runs) or unreadable have no clusters."""
     chosen = key or cluster_key(project)
+    recorded_path = dataset_path(matrix)
+    if recorded_path and not may_hold_metadata(project.root, recorded_path):
+        return None, None
     try:
         labels = item_labels(project, matrix, chosen)
     except EvalsiteError:
@@ -234,3 +445,19 @@ def cluster_labels(project: Project, matrix: ItemMatrix, key: str | None = None)
     return chosen, tuple(
         value if value is not None else f"\0item:{item_id}" for value, item_id in zip(labels.values, matrix.item_ids)
     )
+
+
+def may_hold_metadata(root: Path, recorded_path: str) -> bool:
+    """False when the dataset file is text that never spells ``metadata`` (nor a JSON ``\\u``
+    escape that could): then no row has any, and the file need not be parsed and hashed (4 s
+    for 100k rows) to find clusters."""
+    if recorded_path.lower().endswith(".parquet"):
+        return True
+    path = (root / recorded_path).resolve()
+    if not path.is_relative_to(root.resolve()):
+        return True  # dataset_labels refuses it
+    try:
+        text = path.read_bytes()
+    except OSError:
+        return True
+    return b"metadata" in text or b"\\u" in text

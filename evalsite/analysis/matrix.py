@@ -9,16 +9,15 @@ whitespace (text) or as canonical JSON (anything else).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from statistics import fmean
 from typing import Any
 
 from evalsite.analysis.compare import comparability
-from evalsite.analysis.regression import cases_by_item, item_passed, mean_score
+from evalsite.analysis.items import ItemMatrix, runs_item_matrix
+from evalsite.analysis.regression import cases_by_item
 from evalsite.errors import NotComparableError
 from evalsite.runlog.hashing import canonical_json
-from evalsite.runlog.rows import item_order
 from evalsite.runlog.store import Run
 
 _TIE = 1e-9
@@ -89,8 +88,8 @@ def comparison_matrix(runs: list[Run]) -> ComparisonMatrix:
         if not verdict.comparable:
             raise NotComparableError(f"not comparable: {runs[0].run_id} vs {run.run_id}: {verdict.reason}")
     grouped = [cases_by_item(run.cases) for run in runs]
-    item_ids = sorted({item_id for cases in grouped for item_id in cases}, key=item_order)
-    return ComparisonMatrix(_columns(runs), [_row(item_id, runs, grouped) for item_id in item_ids])
+    matrix = runs_item_matrix(runs, shared=False)
+    return ComparisonMatrix(_columns(runs), [_row(row, item_id, runs, grouped, matrix) for row, item_id in enumerate(matrix.item_ids)])
 
 
 def _columns(runs: list[Run]) -> list[MatrixColumn]:
@@ -106,35 +105,29 @@ def answer_key(output: Any) -> str:
     return output.strip() if isinstance(output, str) else canonical_json(output)
 
 
-def _mean(values: list) -> float | None:
-    known = [v for v in values if v is not None]
-    return fmean(known) if known else None
-
-
-def _tokens(case: dict) -> int | None:
-    if case.get("input_tokens") is None or case.get("output_tokens") is None:
-        return None
-    return case["input_tokens"] + case["output_tokens"]
-
-
-def _cell(run_id: str, cases: list[dict]) -> ComparisonCell:
+def _cell(run_id: str, cases: list[Mapping[str, Any]], matrix: ItemMatrix, row: int, arm: int) -> ComparisonCell:
+    """One run's cases of one item: its most common output and first error from the case records,
+    its figures (means over the repeats with a value) from the item matrix."""
     answers = Counter(answer_key(c.get("output")) for c in cases)
     top = answers.most_common(1)[0][0]
     return ComparisonCell(
         run_id=run_id,
         output=next(c.get("output") for c in cases if answer_key(c.get("output")) == top),
-        score=mean_score(cases),
-        passed=item_passed(cases),
-        latency_ms=_mean([c.get("latency_ms") for c in cases]),
-        tokens=_mean([_tokens(c) for c in cases]),
-        cost_usd=_mean([c.get("cost_usd") for c in cases]),
+        score=matrix.mean_of("score", row, arm),
+        passed=matrix.item_passed(row, arm),
+        latency_ms=matrix.mean_of("latency_ms", row, arm),
+        tokens=matrix.mean_of("tokens", row, arm),
+        cost_usd=matrix.mean_of("cost_usd", row, arm),
         error=next((c["error"] for c in cases if c.get("error")), None),
         repeats=len(cases),
     )
 
 
-def _winners(cells: list[ComparisonCell], value: Callable[[ComparisonCell], float | None], pick: Callable) -> list[str]:
-    known = [(cell.run_id, value(cell)) for cell in cells if value(cell) is not None]
+def _winners(
+    cells: list[ComparisonCell], value: Callable[[ComparisonCell], float | None], pick: Callable[[Iterable[float]], float]
+) -> list[str]:
+    values = [(cell.run_id, value(cell)) for cell in cells]
+    known = [(run_id, v) for run_id, v in values if v is not None]
     if len(known) < 2:
         return []
     target = pick(v for _, v in known)
@@ -142,8 +135,13 @@ def _winners(cells: list[ComparisonCell], value: Callable[[ComparisonCell], floa
     return [] if len(winners) == len(known) else winners
 
 
-def _row(item_id: str, runs: list[Run], grouped: list[dict[str, list[dict]]]) -> MatrixRow:
-    cells = [_cell(run.run_id, cases[item_id]) if item_id in cases else None for run, cases in zip(runs, grouped)]
+def _row(
+    row: int, item_id: str, runs: list[Run], grouped: list[dict[str, list[Mapping[str, Any]]]], matrix: ItemMatrix
+) -> MatrixRow:
+    cells = [
+        _cell(run.run_id, cases[item_id], matrix, row, arm) if item_id in cases else None
+        for arm, (run, cases) in enumerate(zip(runs, grouped))
+    ]
     present = [cell for cell in cells if cell is not None]
     answers = Counter(answer_key(cell.output) for cell in present)
     divergent = len(answers) > 1
@@ -166,7 +164,7 @@ def _row(item_id: str, runs: list[Run], grouped: list[dict[str, list[dict]]]) ->
     )
 
 
-def _clear_lead(cells: list, name: str) -> list[str]:
+def _clear_lead(cells: list[ComparisonCell], name: str) -> list[str]:
     """The cells with the lowest ``name`` (latency, tokens, cost), when they lead the next cell by at
     least :data:`MIN_LEAD` (an absolute amount or a share of the runner-up's value, whichever is larger)."""
     winners = _winners(cells, lambda c: getattr(c, name), min)

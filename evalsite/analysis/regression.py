@@ -9,15 +9,19 @@ out of every other number. Items in only one run are listed apart, never counted
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from statistics import fmean
+from typing import Any
 
 import numpy as np
 
-from evalsite.analysis.summary import summarise_run
+from evalsite.analysis.items import ItemMatrix, runs_item_matrix
+from evalsite.analysis.summary import RunSummary, summarise_run
 from evalsite.runlog.hashing import canonical_json
-from evalsite.runlog.rows import case_critical, item_order
+from evalsite.runlog.records import Case
+from evalsite.runlog.rows import case_critical, finite_number, repeat_of
 from evalsite.runlog.store import Run
 from evalsite.scoring.ground_truth import rescore_items
 from evalsite.stats import NoiseTest, repeat_noise_test
@@ -122,22 +126,17 @@ class RegressionReport:
         return [item for item in self.items if item.classification == classification]
 
 
-def cases_by_item(cases: list[dict]) -> dict[str, list[dict]]:
-    grouped: dict[str, list[dict]] = {}
+#: Case records by item id: typed cases as read, or the plain dicts re-scoring returns.
+CasesByItem = dict[str, list[Any]]
+
+
+def cases_by_item(cases: Iterable[Mapping[str, Any]]) -> CasesByItem:
+    """A run's case records by item id, each item's in repeat order (what re-scoring, the
+    evaluator figures and the comparison matrix's outputs read; scores come from the item matrix)."""
+    grouped: CasesByItem = {}
     for case in sorted(cases, key=lambda c: c.get("repeat") or 0):
         grouped.setdefault(str(case["item_id"]), []).append(case)
     return grouped
-
-
-def mean_score(cases: list[dict]) -> float | None:
-    scores = [c["score"] for c in cases if c.get("score") is not None]
-    return fmean(scores) if scores else None
-
-
-def item_passed(cases: list[dict]) -> bool | None:
-    """Every repeat passed; ``None`` when no repeat has a verdict."""
-    verdicts = [c["passed"] for c in cases if c.get("passed") is not None]
-    return all(verdicts) if verdicts else None
 
 
 def classify(delta: float, threshold: float) -> str:
@@ -154,56 +153,108 @@ def regression_report(
 ) -> RegressionReport:
     """Compare ``current`` with ``baseline`` (two runs already found comparable); ``clusters``
     maps item ids to their cluster when items declare one; ``run_code`` false re-scores only with
-    evaluators that run no project code and call no model."""
+    evaluators that run no project code and call no model.
+
+    Items are aligned by the item matrix of the two runs (every item either recorded, arm 0 the
+    baseline); the case records are read only for expected values, re-scoring, critical flags
+    and the per-evaluator figures."""
+    matrix = runs_item_matrix([baseline, current], shared=False)
     before, after = cases_by_item(baseline.cases), cases_by_item(current.cases)
-    shared = sorted(before.keys() & after.keys(), key=item_order)
-    edited = [i for i in shared if _expected(before[i]) != _expected(after[i])]
+    ids = matrix.item_ids
+    present = np.asarray(matrix.recorded.any(axis=2))
+    shared = [ids[row] for row in np.flatnonzero(present.all(axis=1))]
+    edited = [i for i in shared if not _same_expected(before[i], after[i])]
     rescored = rescore_items(project_root, current.header, before, after, edited, run_code=run_code)
+    sides = _Sides(matrix)
     gt_changed = []
     for item_id, outcome in rescored.items():
         if outcome.cases is not None:
             before[item_id] = outcome.cases
+            sides.rescore_baseline(item_id, outcome.cases)
         else:
-            change = _change(item_id, before[item_id], after[item_id], threshold)
-            gt_changed.append(replace(change, classification=GT_CHANGED, note=outcome.reason))
+            gt_changed.append(replace(sides.change(item_id, threshold), classification=GT_CHANGED, note=outcome.reason))
     left_out = {change.item_id for change in gt_changed}
     kept = [i for i in shared if i not in left_out]
-    scored = [_change(i, before[i], after[i], threshold, rescored=i in rescored) for i in kept]
+    scored = [sides.change(i, threshold, rescored=i in rescored) for i in kept]
     changes = [c for c in scored if c.delta is not None]
     unscored = [c.item_id for c in scored if c.delta is None]
     listed = set((current.header.fingerprint.get("dataset") or {}).get("critical") or [])
     critical = {i for i in kept if any(case_critical(c, {i: i in listed}) for c in after[i])}
     return RegressionReport(
         threshold=threshold,
-        summary=_summary(changes, len(gt_changed), _noise_test(noise, before, after, [c.item_id for c in changes]), alpha,
-                         clusters),
-        items=sorted(changes + gt_changed, key=lambda c: item_order(c.item_id)),
-        only_in_baseline=sorted(before.keys() - after.keys(), key=item_order),
-        only_in_current=sorted(after.keys() - before.keys(), key=item_order),
+        summary=_summary(changes, len(gt_changed), sides.noise_test(noise, [c.item_id for c in changes]), alpha, clusters),
+        items=sorted(changes + gt_changed, key=lambda c: sides.row[c.item_id]),
+        only_in_baseline=[ids[row] for row in np.flatnonzero(present[:, 0] & ~present[:, 1])],
+        only_in_current=[ids[row] for row in np.flatnonzero(present[:, 1] & ~present[:, 0])],
         unscored=unscored,
-        evaluators=[
-            evaluator_change(name, {i: before[i] for i in kept}, {i: after[i] for i in kept})
-            for name in _evaluator_names(current.cases)
-        ],
+        evaluators=evaluator_changes(
+            {i: before[i] for i in kept}, {i: after[i] for i in kept}, _evaluator_names(current.cases)
+        ),
         critical_newly_failing=[
-            i for i in kept if i in critical and item_passed(before[i]) is True and item_passed(after[i]) is False
+            i for i in kept if i in critical and sides.passed(i, 0) is True and sides.passed(i, 1) is False
         ],
     )
 
 
-def _expected(cases: list[dict]) -> str:
-    return canonical_json(cases[0].get("expected"))
+def _same_expected(before: list[Any], after: list[Any]) -> bool:
+    old, new = before[0].get("expected"), after[0].get("expected")
+    if type(old) is str and type(new) is str:  # two strings' canonical JSON is equal exactly when they are
+        return old == new
+    return canonical_json(old) == canonical_json(new)
 
 
-def _change(item_id: str, before: list[dict], after: list[dict], threshold: float, *, rescored: bool = False) -> ItemChange:
-    """An item classified by its delta; ``unscored`` when either side has no score."""
-    baseline_score, current_score = mean_score(before), mean_score(after)
-    delta = _difference(current_score, baseline_score)
-    classification = UNSCORED if delta is None else classify(delta, threshold)
-    return ItemChange(item_id, baseline_score, current_score, delta, classification, rescored)
+class _Sides:
+    """Per-item figures of the two runs read from their item matrix (arm 0: the baseline), with
+    the baseline's re-scored cases written over its cells: an item's score on a side is its
+    mean over the repeats with a score, and it passed when every repeat with a verdict did."""
+
+    def __init__(self, matrix: ItemMatrix):
+        self.matrix = replace(matrix, score=matrix.score.copy(), passed=matrix.passed.copy())
+        self.row = {item_id: row for row, item_id in enumerate(matrix.item_ids)}
+
+    def rescore_baseline(self, item_id: str, cases: list[dict[str, Any]]) -> None:
+        row, column = self.row[item_id], {repeat: index for index, repeat in enumerate(self.matrix.repeat_ids[0])}
+        score, verdicts = self.matrix.score, self.matrix.passed
+        score[row, 0, :] = np.nan
+        verdicts[row, 0, :] = np.nan
+        for case in cases:  # in repeat order: a later known value replaces an earlier one, as in the matrix
+            cell = column[repeat_of(case)]
+            if finite_number(case.get("score")) is not None:
+                score[row, 0, cell] = case["score"]
+            if isinstance(case.get("passed"), bool):
+                verdicts[row, 0, cell] = float(case["passed"])
+
+    def mean(self, item_id: str, side: int) -> float | None:
+        return self.matrix.mean_of("score", self.row[item_id], side)
+
+    def passed(self, item_id: str, side: int) -> bool | None:
+        return self.matrix.item_passed(self.row[item_id], side)
+
+    def change(self, item_id: str, threshold: float, *, rescored: bool = False) -> ItemChange:
+        """An item classified by its delta; ``unscored`` when either side has no score."""
+        baseline_score, current_score = self.mean(item_id, 0), self.mean(item_id, 1)
+        delta = _difference(current_score, baseline_score)
+        classification = UNSCORED if delta is None else classify(delta, threshold)
+        return ItemChange(item_id, baseline_score, current_score, delta, classification, rescored)
+
+    def repeat_scores(self, side: int, item_ids: list[str]) -> np.ndarray:
+        """Items × repeats scores of one run over some items (NaN where a repeat has no score),
+        keeping the repeats those items recorded."""
+        rows = np.array([self.row[i] for i in item_ids], dtype=np.int64)
+        columns = self.matrix.recorded[rows, side, :].any(axis=0)
+        scores: np.ndarray = self.matrix.score[rows, side, :][:, columns]
+        return scores
+
+    def noise_test(self, given: float | None, item_ids: list[str]) -> tuple[NoiseTest | None, str | None]:
+        """Δ against the repeat-to-repeat spread: the given σ, else the two runs' repeats (aligned
+        on the items present in every repeat of both)."""
+        if not item_ids:
+            return None, None
+        test = repeat_noise_test(self.repeat_scores(1, item_ids), self.repeat_scores(0, item_ids), given=given)
+        return test, None if test is None else ("given" if given is not None else "repeats")
 
 
-def _evaluator_names(cases: list[dict]) -> list[str]:
+def _evaluator_names(cases: Iterable[Mapping[str, Any]]) -> list[str]:
     names: dict[str, None] = {}
     for case in cases:
         for score in case.get("scores") or []:
@@ -219,11 +270,11 @@ class _EvaluatorSide:
     errors: int
 
 
-def _evaluator_side(name: str, cases_by_id: dict[str, list[dict]]) -> _EvaluatorSide:
-    """One evaluator over the compared items: its figures as the run summary defines them
-    (:func:`~evalsite.analysis.summary.summarise_run`), and per item whether every score passed
-    (None for every item when the evaluator has no pass rule)."""
-    summary = summarise_run(c for cases in cases_by_id.values() for c in cases).evaluators.get(name)
+def _evaluator_side(name: str, cases_by_id: CasesByItem, run: RunSummary) -> _EvaluatorSide:
+    """One evaluator over the compared items: its figures from the run summary of those items'
+    cases (``run``), and per item whether every score passed (None for every item when the
+    evaluator has no pass rule)."""
+    summary = run.evaluators.get(name)
     if summary is None:
         return _EvaluatorSide({item_id: None for item_id in cases_by_id}, None, None, 0)
     passed: dict[str, bool | None] = {}
@@ -238,9 +289,25 @@ def _difference(new: float | None, old: float | None) -> float | None:
     return None if new is None or old is None else new - old
 
 
-def evaluator_change(name: str, before: dict[str, list[dict]], after: dict[str, list[dict]]) -> EvaluatorChange:
-    old, new = _evaluator_side(name, before), _evaluator_side(name, after)
-    items = sorted(before.keys() & after.keys(), key=item_order)
+def _summary_of(cases_by_id: CasesByItem) -> RunSummary:
+    """The run summary (:func:`~evalsite.analysis.summary.summarise_run`) of these cases, read
+    from their lines as written (a typed case is a mapping of its line; the line is faster to read)."""
+    return summarise_run(c.raw if isinstance(c, Case) else c for cases in cases_by_id.values() for c in cases)
+
+
+def evaluator_changes(before: CasesByItem, after: CasesByItem, names: list[str]) -> list[EvaluatorChange]:
+    """Each evaluator's change over the compared items (the two sides summarised once)."""
+    if not names:
+        return []
+    old_run, new_run = _summary_of(before), _summary_of(after)
+    return [evaluator_change(name, before, after, old_run, new_run) for name in names]
+
+
+def evaluator_change(
+    name: str, before: CasesByItem, after: CasesByItem, old_run: RunSummary, new_run: RunSummary
+) -> EvaluatorChange:
+    old, new = _evaluator_side(name, before, old_run), _evaluator_side(name, after, new_run)
+    items = [item_id for item_id in before if item_id in after]  # in the order the caller gives (natural order)
     return EvaluatorChange(
         evaluator=name,
         newly_failing=[i for i in items if old.passed[i] is True and new.passed[i] is False],
@@ -258,37 +325,16 @@ def evaluator_change(name: str, before: dict[str, list[dict]], after: dict[str, 
     )
 
 
-def repeat_scores(cases_by_id: dict[str, list[dict]], item_ids: list[str]) -> np.ndarray:
-    """Items × repeats scores of one run (NaN where a repeat has no score), repeats in order."""
-    repeats = sorted({c.get("repeat") or 0 for i in item_ids for c in cases_by_id[i]})
-    column = {repeat: index for index, repeat in enumerate(repeats)}
-    matrix = np.full((len(item_ids), len(repeats)), np.nan)
-    for row, item_id in enumerate(item_ids):
-        for c in cases_by_id[item_id]:
-            if c.get("score") is not None:
-                matrix[row, column[c.get("repeat") or 0]] = c["score"]
-    return matrix
-
-
 def _finite(value: float | None) -> float | None:
     return None if value is None or math.isnan(value) else value
-
-
-def _noise_test(given: float | None, before: dict, after: dict, item_ids: list[str]) -> tuple[NoiseTest | None, str | None]:
-    """Δ against the repeat-to-repeat spread: the given σ, else the two runs' repeats (aligned on
-    the items present in every repeat of both)."""
-    if not item_ids:
-        return None, None
-    test = repeat_noise_test(repeat_scores(after, item_ids), repeat_scores(before, item_ids), given=given)
-    return test, None if test is None else ("given" if given is not None else "repeats")
 
 
 def _summary(
     changes: list[ItemChange], gt_changed: int, noise: tuple[NoiseTest | None, str | None], alpha: float,
     clusters: dict[str, str] | None,
 ) -> RegressionSummary:
-    baseline = [c.baseline_score for c in changes]
-    current = [c.current_score for c in changes]
+    baseline = [c.baseline_score for c in changes if c.baseline_score is not None]  # every change has both scores
+    current = [c.current_score for c in changes if c.current_score is not None]
     counts = {kind: sum(1 for c in changes if c.classification == kind) for kind in (IMPROVED, REGRESSED, UNCHANGED)}
     mean_delta = fmean(current) - fmean(baseline) if changes else None
     groups = None if not clusters else [clusters.get(c.item_id, f"\0item:{c.item_id}") for c in changes]
@@ -318,5 +364,5 @@ def _summary(
         noise_p=None if noise_test is None else noise_test.p_value,
         noise_items=None if noise_test is None else noise_test.n_items,
         within_noise=None if noise_test is None or test is None else test.p_value >= alpha and noise_test.p_value >= alpha,
-        net_delta=math.fsum(c.delta for c in changes) if changes else None,
+        net_delta=math.fsum(c.delta for c in changes if c.delta is not None) if changes else None,
     )

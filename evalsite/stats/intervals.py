@@ -13,8 +13,12 @@ For the mean (of items, or of the items of chosen clusters) the BCa acceleration
 closed-form O(n) jackknife (:mod:`evalsite.stats._bca`) instead of scipy's n × (n - 1)
 leave-one-out array, and the resamples are drawn as scipy draws them (same generator calls,
 same batches) without its identity gather of the index array, so the interval is the one
-``scipy.stats.bootstrap(method='BCa')`` gives. Mean intervals are remembered for identical
-inputs (an arm's mean and pass rate often coincide on pass/fail data).
+``scipy.stats.bootstrap(method='BCa')`` gives. On large inputs whose units take few distinct
+values (pass/fail items, means over a few repeats, their paired differences) the resamples are
+drawn as multinomial counts of those values instead (:mod:`evalsite.stats._counts`):
+the same bootstrap distribution and the same number of resamples, at a cost independent of the
+number of items, equal to scipy's bounds within Monte Carlo error. Mean intervals are
+remembered for identical inputs (an arm's mean and pass rate often coincide on pass/fail data).
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from numpy.typing import ArrayLike
 from scipy import stats as scipy_stats
 
 from evalsite.stats._bca import bca_bounds, leave_one_out_ratios, remembered, resample_statistic
+from evalsite.stats._counts import counts_resampler
 from evalsite.stats._inputs import paired_per_item, per_item_values
 from evalsite.stats.proportions import Interval
 
@@ -112,6 +117,7 @@ class _UnitStatistic:
     vectorized: bool
     label: str
     jackknife: Callable[[], np.ndarray] | None = None  # closed-form leave-one-out estimates
+    by_counts: Callable[[np.random.Generator], tuple[np.ndarray, float]] | None = None  # (distribution, estimate)
 
 
 def _mean_interval(
@@ -123,22 +129,22 @@ def _mean_interval(
         return Interval(value, value, confidence, "degenerate: all values equal")
     if groups is not None:
         return _one_level_interval(
-            _mean_over_units(item_values, groups), confidence, seed, n_resamples, method
+            _mean_over_units(item_values, groups, n_resamples), confidence, seed, n_resamples, method
         )
     return remembered(
         (item_values, confidence, seed, n_resamples, method),
         lambda: _one_level_interval(
-            _mean_over_units(item_values, None), confidence, seed, n_resamples, method
+            _mean_over_units(item_values, None, n_resamples), confidence, seed, n_resamples, method
         ),
     )
 
 
-def _mean_over_units(item_values: np.ndarray, groups: Iterable[Hashable] | None) -> _UnitStatistic:
+def _mean_over_units(item_values: np.ndarray, groups: Iterable[Hashable] | None, n_resamples: int) -> _UnitStatistic:
     if groups is None:
         ones = np.ones_like(item_values)
         return _UnitStatistic(
             lambda chosen, axis=-1: item_values[chosen].mean(axis=axis), item_values.size, True, "",
-            lambda: leave_one_out_ratios(item_values, ones),
+            lambda: leave_one_out_ratios(item_values, ones), counts_resampler(item_values, ones, n_resamples),
         )
     members = _cluster_members(groups, item_values.size)
     sums = np.array([item_values[m].sum() for m in members])
@@ -146,6 +152,7 @@ def _mean_over_units(item_values: np.ndarray, groups: Iterable[Hashable] | None)
     return _UnitStatistic(
         lambda chosen, axis=-1: sums[chosen].sum(axis=axis) / counts[chosen].sum(axis=axis),
         len(members), True, "cluster ", lambda: leave_one_out_ratios(sums, counts),
+        counts_resampler(sums, counts, n_resamples),
     )
 
 
@@ -183,8 +190,11 @@ def _one_level_interval(
     if method == "BCa" and unit_statistic.jackknife is not None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            distribution = resample_statistic(unit_statistic.of_units, unit_statistic.n_units, n_resamples, batch, rng)
-            estimate = float(unit_statistic.of_units(np.arange(unit_statistic.n_units)))
+            if unit_statistic.by_counts is not None:
+                distribution, estimate = unit_statistic.by_counts(rng)
+            else:
+                distribution = resample_statistic(unit_statistic.of_units, unit_statistic.n_units, n_resamples, batch, rng)
+                estimate = float(unit_statistic.of_units(np.arange(unit_statistic.n_units)))
             low, high = bca_bounds(distribution, estimate, unit_statistic.jackknife(), confidence)
     else:
         with warnings.catch_warnings():  # degenerate data is handled below, not reported as warnings

@@ -12,7 +12,9 @@ Three engines compute the same p-value:
 * grid distribution (exact, any m): when every difference is an integer multiple of a common
   unit (pass/fail scores, ordinal scores, means over a fixed number of repeats), the
   distribution of the sum is built item by item over the integers. Cost: m × (sum of the
-  differences in units), bounded by ``GRID_BUDGET``.
+  differences in units), bounded by ``GRID_BUDGET``. When every difference has the same size
+  (pass/fail scores, one repeat) the sum is that size times a Binomial(m, 1/2), whose tail
+  scipy gives in closed form at any m.
 * meet-in-the-middle enumeration (exact, m <= ``exact_limit``): the differences are split in
   two halves, all 2^h subset sums of each half are listed, one half is sorted and the other
   half's sums are located in it with a binary search, so 2^m totals are counted in about
@@ -124,7 +126,7 @@ def sign_flip_test(
     if nonzero.size == 0:
         return result(1.0, "exact", "all differences zero")
     grid = _grid_integers(nonzero)
-    if grid is not None and grid.size * int(np.abs(grid).sum()) <= GRID_BUDGET:
+    if grid is not None and (_one_magnitude(grid) or grid.size * int(np.abs(grid).sum()) <= GRID_BUDGET):
         return result(_grid_p_value(grid, alternative), "exact", "grid distribution")
     if nonzero.size <= exact_limit:
         p_value = _enumerated_p_value(nonzero, alternative)
@@ -184,9 +186,22 @@ def _grid_integers(values: np.ndarray) -> np.ndarray | None:
     return integers.astype(np.int64)
 
 
+def _one_magnitude(integers: np.ndarray) -> bool:
+    magnitudes = np.abs(integers)
+    return bool(np.all(magnitudes == magnitudes[0]))
+
+
 def _grid_p_value(integers: np.ndarray, alternative: Alternative) -> float:
     magnitudes = np.abs(integers)
     total = int(magnitudes.sum())
+    if _one_magnitude(integers):  # S = unit × Binomial(m, 1/2): the grid distribution in closed form, O(1)
+        unit, m = int(magnitudes[0]), int(magnitudes.size)
+
+        def binomial_tail(threshold: float) -> float:
+            start = max(0, math.ceil(threshold))
+            return float(scipy_stats.binom.sf(math.ceil(start / unit) - 1, m, 0.5)) if start <= total else 0.0
+
+        return _p_from_upper_tail(binomial_tail, int(integers.sum()), total, 0, alternative)
     distribution = _subset_sum_distribution(magnitudes, total)
     tail_sums = np.cumsum(distribution[::-1])[::-1]
 

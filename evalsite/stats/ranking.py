@@ -16,6 +16,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy import stats as scipy_stats
 
+from evalsite.stats._counts import distinct_units, draw_counts, nested_count_means
 from evalsite.stats._inputs import arm_matrix
 
 _PERMUTATION_CELLS = 1 << 22
@@ -348,7 +349,8 @@ def rank_stability(
 
     order_hits = np.zeros(subset_sizes.size)
     top_hits = np.zeros(subset_sizes.size)
-    for means in _subset_means(values, subset_sizes, n_resamples, rng):
+    by_counts = distinct_units(values, n_resamples)  # large inputs with few distinct item rows
+    for means in _subset_means(values, subset_sizes, n_resamples, rng, by_counts):
         order_hits += _keeps(means, checked, tolerance).sum(axis=0)
         top_hits += _keeps(means, top_pairs, tolerance).sum(axis=0)
     p_order = order_hits / n_resamples if checked else np.array([])
@@ -362,7 +364,7 @@ def rank_stability(
         min_size_top=_smallest_size_reaching(subset_sizes, p_top, level) if top_separated else None,
         full_order=tuple(int(a) for a in full_order),
         top_arms=tuple(int(a) for a in np.flatnonzero(full_means >= full_means.max() - tolerance)),
-        rank_intervals=_bootstrap_rank_intervals(values, n_resamples, level, rng),
+        rank_intervals=_bootstrap_rank_intervals(values, n_resamples, level, rng, by_counts),
         level=level, n_items=n_items, n_arms=n_arms, n_resamples=n_resamples, seed=seed,
     )
 
@@ -378,9 +380,17 @@ def _subset_sizes(sizes: ArrayLike | None, n_items: int) -> np.ndarray:
 
 
 def _subset_means(
-    values: np.ndarray, sizes: np.ndarray, n_resamples: int, rng: np.random.Generator
+    values: np.ndarray, sizes: np.ndarray, n_resamples: int, rng: np.random.Generator,
+    by_counts: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> Iterator[np.ndarray]:
-    """Yield chunks of arm means, shape (resamples, sizes, arms), over nested bootstrap samples."""
+    """Yield chunks of arm means, shape (resamples, sizes, arms), over nested bootstrap samples
+    (drawn as counts of the distinct item rows when ``by_counts`` gives them: :mod:`._counts`)."""
+    if by_counts is not None:
+        distinct, counts = by_counts
+        per_chunk = max(1, _RESAMPLE_CELLS // (distinct.shape[0] * sizes.size))
+        for start in range(0, n_resamples, per_chunk):
+            yield nested_count_means(distinct, counts, sizes, min(per_chunk, n_resamples - start), rng)
+        return
     n_items = values.shape[0]
     largest = int(sizes[-1])
     per_chunk = max(1, _RESAMPLE_CELLS // (largest * values.shape[1]))
@@ -432,14 +442,18 @@ def _smallest_size_reaching(sizes: np.ndarray, shares: np.ndarray, level: float)
 
 
 def _bootstrap_rank_intervals(
-    values: np.ndarray, n_resamples: int, level: float, rng: np.random.Generator
+    values: np.ndarray, n_resamples: int, level: float, rng: np.random.Generator,
+    by_counts: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[tuple[float, float], ...]:
     n_items, n_arms = values.shape
-    per_chunk = max(1, _RESAMPLE_CELLS // values.size)
+    per_chunk = max(1, _RESAMPLE_CELLS // (values.size if by_counts is None else by_counts[0].size))
     ranks = []
     for start in range(0, n_resamples, per_chunk):
         rows = min(per_chunk, n_resamples - start)
-        means = values[rng.integers(0, n_items, size=(rows, n_items))].mean(axis=1)
+        if by_counts is not None:
+            means = draw_counts(rng, n_items, by_counts[1], rows) @ by_counts[0] / n_items
+        else:
+            means = values[rng.integers(0, n_items, size=(rows, n_items))].mean(axis=1)
         ranks.append(scipy_stats.rankdata(-means, axis=1))
     all_ranks = np.concatenate(ranks)
     tail = (1 - level) / 2

@@ -1,0 +1,129 @@
+"""Large-n paths of the statistics against independent references: the bootstrap drawn as
+multinomial counts of distinct values (scipy's index bootstrap within Monte Carlo error), and the
+sign-flip test of equal-size differences in closed form (scipy's exact binomial test)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats as scipy_stats
+
+from evalsite.stats import _bca, _counts, bootstrap_ci, paired_bootstrap_ci, rank_stability, sign_flip_test
+from evalsite.stats import intervals as intervals_module
+from evalsite.stats.paired import GRID_BUDGET
+
+
+def scipy_bca(values: np.ndarray, seed: int, n_resamples: int) -> tuple[float, float]:
+    result = scipy_stats.bootstrap((values,), np.mean, n_resamples=n_resamples, method="BCa",
+                                   rng=np.random.default_rng(seed))
+    return float(result.confidence_interval.low), float(result.confidence_interval.high)
+
+
+def assert_close_bounds(ours, reference, values: np.ndarray) -> None:
+    """Two Monte Carlo BCa intervals of the same bootstrap: each bound within 5 % of the
+    interval's width (about 7 standard errors at 9,999 resamples) plus one step of the data's grid."""
+    width = reference[1] - reference[0]
+    distinct = np.unique(values)
+    step = float(np.min(np.diff(distinct))) / values.size if distinct.size > 1 else 0.0
+    assert abs(ours[0] - reference[0]) <= 0.05 * width + step
+    assert abs(ours[1] - reference[1]) <= 0.05 * width + step
+
+
+@pytest.fixture
+def counts_always(monkeypatch):
+    """Draw counts at every size, and fail if the index bootstrap is used instead."""
+    monkeypatch.setattr(_counts, "COUNTS_FROM_DRAWS", 0)
+    _bca._memo.clear()
+
+    def no_index_draws(*args, **kwargs):
+        raise AssertionError("the index bootstrap ran")
+
+    monkeypatch.setattr(intervals_module, "resample_statistic", no_index_draws)
+
+
+@pytest.mark.parametrize("kind", ["pass_fail", "repeat_means", "paired"])
+@pytest.mark.parametrize("seed", [0, 3])
+def test_counts_bootstrap_agrees_with_scipy(counts_always, kind, seed):
+    rng = np.random.default_rng(seed)
+    values = {
+        "pass_fail": lambda: (rng.random(400) < 0.7).astype(float),
+        "repeat_means": lambda: (rng.random((500, 4)) < rng.random((500, 1))).mean(axis=1),
+        "paired": lambda: (rng.random(600) < 0.6).astype(float) - (rng.random(600) < 0.5),
+    }[kind]()
+    ours = bootstrap_ci(values, seed=seed)
+    assert ours.method == "BCa"
+    assert_close_bounds(tuple(ours), scipy_bca(values, seed + 100, 9999), values)
+
+
+def test_counts_paired_interval_is_the_interval_of_the_differences(counts_always):
+    rng = np.random.default_rng(8)
+    a, b = rng.random(800) < 0.6, rng.random(800) < 0.55
+    assert paired_bootstrap_ci(a, b) == bootstrap_ci(a.astype(float) - b)
+
+
+def test_counts_cluster_bootstrap_agrees_with_scipy_on_the_ratio(counts_always):
+    rng = np.random.default_rng(5)
+    groups = np.repeat(np.arange(300), 3)
+    values = (rng.random(900) < 0.6).astype(float)
+    ours = bootstrap_ci(values, groups=groups)
+    sums, sizes = values.reshape(300, 3).sum(axis=1), np.full(300, 3.0)
+    reference = scipy_stats.bootstrap(
+        (np.arange(300),), lambda i, axis=-1: sums[i].sum(axis=axis) / sizes[i].sum(axis=axis),
+        n_resamples=9999, method="BCa", rng=np.random.default_rng(1),
+    ).confidence_interval
+    assert ours.method == "cluster BCa"
+    assert_close_bounds(tuple(ours), (reference.low, reference.high), values)
+
+
+def test_large_inputs_draw_counts_by_default_and_agree_with_the_index_bootstrap(monkeypatch):
+    values = (np.random.default_rng(2).random(40_000) < 0.4).astype(float)
+    assert values.size * 2000 > _counts.COUNTS_FROM_DRAWS  # this size takes the counts path
+    by_counts = bootstrap_ci(values, n_resamples=2000, seed=4)
+    monkeypatch.setattr(_counts, "COUNTS_FROM_DRAWS", 1 << 62)
+    _bca._memo.clear()  # intervals are remembered by their inputs
+    by_index = bootstrap_ci(values, n_resamples=2000, seed=4)
+    assert tuple(by_counts) != tuple(by_index)  # two different streams of random numbers ...
+    assert_close_bounds(tuple(by_counts), tuple(by_index), values)  # ... of the same bootstrap
+
+
+def test_many_distinct_values_keep_the_index_bootstrap(monkeypatch):
+    monkeypatch.setattr(_counts, "COUNTS_FROM_DRAWS", 0)
+    _bca._memo.clear()
+    values = np.random.default_rng(6).normal(size=300)
+    assert tuple(bootstrap_ci(values, n_resamples=999)) == pytest.approx(scipy_bca(values, 0, 999), rel=1e-12)
+
+
+@pytest.mark.parametrize("alternative", ["two-sided", "greater", "less"])
+def test_equal_size_differences_above_the_grid_budget_are_an_exact_binomial_test(alternative):
+    rng = np.random.default_rng(9)
+    a, b = rng.random(60_000) < 0.51, rng.random(60_000) < 0.5
+    wins, losses = int(np.sum(a & ~b)), int(np.sum(~a & b))
+    assert (wins + losses) ** 2 > GRID_BUDGET  # the item-by-item grid would be over budget
+    result = sign_flip_test(a, b, alternative=alternative)
+    expected = scipy_stats.binomtest(wins, wins + losses, 0.5, alternative=alternative).pvalue
+    assert result.kind == "exact" and result.method == "grid distribution"
+    assert result.p_value == pytest.approx(expected, rel=1e-9)
+
+
+def test_equal_size_differences_in_another_unit_are_the_same_test():
+    rng = np.random.default_rng(10)
+    d = np.where(rng.random(5_000) < 0.55, 2 / 3, -2 / 3) * (rng.random(5_000) < 0.8)
+    wins, losses = int(np.sum(d > 0)), int(np.sum(d < 0))
+    result = sign_flip_test(d, np.zeros_like(d))
+    assert result.p_value == pytest.approx(scipy_stats.binomtest(wins, wins + losses, 0.5).pvalue, rel=1e-9)
+
+
+def test_rank_stability_by_counts_agrees_with_the_index_bootstrap(monkeypatch):
+    rng = np.random.default_rng(12)
+    matrix = (rng.random((3000, 4)) < np.array([0.50, 0.53, 0.56, 0.62])).astype(float)
+    pairs = [(3, 0), (3, 1), (2, 0)]
+    monkeypatch.setattr(_counts, "COUNTS_FROM_DRAWS", 1 << 62)
+    by_index = rank_stability(matrix, pairs=pairs, n_resamples=2000, seed=1)
+    monkeypatch.setattr(_counts, "COUNTS_FROM_DRAWS", 0)
+    by_counts = rank_stability(matrix, pairs=pairs, n_resamples=2000, seed=1)
+    assert by_counts.p_order != by_index.p_order  # another stream ...
+    for ours, reference in zip(by_counts.p_order, by_index.p_order):  # ... of the same bootstrap
+        assert abs(ours - reference) <= 5 * np.sqrt(reference * (1 - reference) / 2000) + 2e-3
+    for (low, high), (ref_low, ref_high) in zip(by_counts.rank_intervals, by_index.rank_intervals):
+        assert abs(low - ref_low) <= 1 and abs(high - ref_high) <= 1
+    assert by_counts.sizes == by_index.sizes and by_counts.full_order == by_index.full_order
