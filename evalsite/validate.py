@@ -134,7 +134,7 @@ def _compacted_problems(folder: Path) -> list[str]:
     """A compacted run's Parquet must come from the JSONL beside it (by hash)."""
     if not (folder / "cases.parquet").exists():
         return []
-    from evalsite.analysis.store import parquet_problems  # DuckDB and pyarrow only when needed
+    from evalsite.analysis.parquet import parquet_problems  # DuckDB and pyarrow only when needed
 
     return parquet_problems(folder)
 

@@ -105,7 +105,7 @@ def _run_record(run: Run) -> dict[str, Any]:
 
 def open_database(runs_dir: Path, database: str = ":memory:") -> RunsDatabase:
     """Connect DuckDB and define the views over every readable run under ``runs_dir``."""
-    from evalsite.analysis.store import run_folders  # store builds on this module's schema
+    from evalsite.analysis.parquet import run_folders  # store builds on this module's schema
 
     runs, skipped = scan_runs(runs_dir, run_folders(runs_dir))
     records = [_run_record(run) for run in runs]
@@ -117,8 +117,8 @@ def open_database(runs_dir: Path, database: str = ":memory:") -> RunsDatabase:
 
 
 def _define_case_views(connection: duckdb.DuckDBPyConnection, directories: list[Path]) -> None:
+    from evalsite.analysis.parquet import case_files
     from evalsite.analysis.remote import register_filesystems
-    from evalsite.analysis.store import case_files
 
     register_filesystems(connection, case_files(directories)[1])  # Parquet in object storage, through fsspec
     connection.execute(f"CREATE OR REPLACE VIEW cases AS {case_source(directories)}")
@@ -128,7 +128,7 @@ def _define_case_views(connection: duckdb.DuckDBPyConnection, directories: list[
 def case_source(directories: list[Path]) -> str:
     """SQL selecting the cases of these run folders (the ``cases`` view's columns): compacted
     runs from their Parquet files, the others from their JSONL."""
-    from evalsite.analysis.store import case_files, json_source, parquet_source
+    from evalsite.analysis.parquet import case_files, json_source, parquet_source
 
     jsonl, parquet = case_files(directories)
     sources = ([json_source(jsonl)] if jsonl else []) + ([parquet_source(parquet)] if parquet else [])

@@ -11,7 +11,7 @@ from the store through the fsspec filesystem registered on its connection, so no
 extension is needed or downloaded:
 
 * the DuckDB views (``query``, ``runs``, ``leaderboard``) read each run's ``cases.parquet``
-  straight from the store (:func:`evalsite.analysis.store.case_files` follows the ``.uri``);
+  straight from the store (:func:`evalsite.analysis.parquet.case_files` follows the ``.uri``);
 * the commands that read a run's cases record by record (``show``, ``compare``, ``build``,
   ``check-claims``) read the mirrored ``cases.jsonl`` like any local run. The Parquet schema
   holds the columns of :data:`evalsite.analysis.db.CASE_COLUMNS`; the fields it does not
@@ -90,7 +90,7 @@ def refresh_project_store(project: Any) -> None:
 
 
 def _refresh_mirror(folder: Path, location: str) -> None:
-    from evalsite.analysis.store import PARQUET_FILE  # store builds on this module
+    from evalsite.analysis.parquet import PARQUET_FILE  # store builds on this module
 
     fs, root = filesystem(location)
     found = set()
@@ -121,7 +121,7 @@ def _mirror_cases(fs: Any, path: str, uri: str, local: Path) -> None:
         return
     import duckdb
 
-    from evalsite.analysis.store import parquet_source  # the one cast of the Parquet columns
+    from evalsite.analysis.parquet import parquet_source  # the one cast of the Parquet columns
 
     partial = local / f".{CASES_FILE}.partial"
     connection = duckdb.connect()

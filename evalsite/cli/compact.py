@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from evalsite.analysis.store import compact_runs
+from evalsite.analysis.parquet import compact_runs
 from evalsite.cli.output import print_json, print_table
 from evalsite.project import cwd_relative, find_project
 

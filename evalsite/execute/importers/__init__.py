@@ -1,7 +1,7 @@
 """Turn other tools' results into ordinary evalsite runs: ``evalsite import FORMAT PATH…``.
 
 One module per format reads its files into cases and run descriptions
-(:mod:`~evalsite.execute.importers.records`); :mod:`~evalsite.execute.importers.writer` writes them as runs.
+(:mod:`~evalsite.execute.importers.source_records`); :mod:`~evalsite.execute.importers.writer` writes them as runs.
 :func:`import_files` is the one function behind the command: it expands folders, refuses a file
 already imported (same sha256) unless ``again``, reads every source completely, and only then
 writes, so a bad file leaves no half import behind.
@@ -19,7 +19,7 @@ from evalsite.execute.importers.inspect_log import read_inspect
 from evalsite.execute.importers.lmeval import read_lmeval
 from evalsite.execute.importers.plain import read_csv, read_jsonl
 from evalsite.execute.importers.promptfoo import read_promptfoo
-from evalsite.execute.importers.records import ImportOptions
+from evalsite.execute.importers.source_records import ImportOptions
 from evalsite.execute.importers.writer import ImportedRun, SourceImport, file_sha256, write_runs
 from evalsite.experiment.manifest import SAFE_NAME_RULE, is_safe_name
 from evalsite.project import Project

@@ -15,7 +15,7 @@ from typing import Any
 from evalsite.errors import SourceError
 from evalsite.execute.importers.evalzip import EvalZip
 from evalsite.execute.importers.jsonstream import JsonArrayStream
-from evalsite.execute.importers.records import (
+from evalsite.execute.importers.source_records import (
     ImportOptions,
     SourceCase,
     SourceItem,

@@ -18,7 +18,7 @@ from typing import Any
 
 from evalsite.errors import SourceError
 from evalsite.execute.importers.jsonstream import JsonLines
-from evalsite.execute.importers.records import (
+from evalsite.execute.importers.source_records import (
     ImportOptions,
     SourceCase,
     SourceItem,

@@ -15,7 +15,7 @@ from typing import Any
 
 from evalsite.errors import SourceError
 from evalsite.execute.importers.jsonstream import JsonArrayStream, JsonLines
-from evalsite.execute.importers.records import (
+from evalsite.execute.importers.source_records import (
     MISSING,
     ImportOptions,
     SourceCase,

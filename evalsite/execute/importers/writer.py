@@ -31,7 +31,7 @@ from typing import IO
 from evalsite import __version__
 from evalsite.analysis.summary import summarise_run
 from evalsite.errors import SourceError
-from evalsite.execute.importers.records import ImportOptions, SourceCase, SourceItem, SourceRun, SourceScore
+from evalsite.execute.importers.source_records import ImportOptions, SourceCase, SourceItem, SourceRun, SourceScore
 from evalsite.experiment.datasets import Dataset, Item, dataset_id, item_identity
 from evalsite.project import Project
 from evalsite.runlog.fingerprint import dataset_identity, fingerprint_hash, redact_secrets
