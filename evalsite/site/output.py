@@ -93,7 +93,7 @@ class SiteWriter:
             raise SiteError(f"{name}: written by two pages ({owners[0]}); rename one of them")
         size = len(content)
         if size > HARD_FILE_LIMIT_BYTES:
-            raise SiteError(f"{name}: {size / 1e6:.1f} MB is above the 100 MB limit of GitHub Pages; lower [site] page_budget_kb or max_field_chars")
+            raise SiteError(f"{name}: {size / 1e6:.1f} MB is above the 100 MB limit of GitHub Pages; lower [site] max_field_chars or page_budget_kb")
         if size > self.warn_bytes:
             self.warnings.append(f"{name}: {size / 1e6:.1f} MB is above warn_file_mb")
 
