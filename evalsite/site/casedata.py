@@ -14,12 +14,13 @@ Texts are cut to ``max_field_chars`` with the omitted length kept, and left out 
 from __future__ import annotations
 
 import json
+import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from evalsite.runlog.records import Case
-from evalsite.runlog.rows import case_critical, case_order, finite_number, repeat_of, whole_number
+from evalsite.runlog.records import Case, Score
+from evalsite.runlog.rows import case_critical, case_order
 from evalsite.site import paths
 from evalsite.site.text import display
 
@@ -62,13 +63,12 @@ def run_data(run_id: str, cases: list[Case], critical: dict[str, bool] | None, *
     its texts hold about ``part_chars`` characters ([site] page_budget_kb), so a bucket of a very
     large run, or of one with long outputs, never makes one large file."""
     ordered = sorted(cases, key=case_order)
-    evaluators = sorted({str(s.get("evaluator")) for c in ordered for s in _scores(c)})
+    evaluators = sorted({score.evaluator for c in ordered for score in c.scores})
     ev_index = {name: n for n, name in enumerate(evaluators)}
     parts: dict[str, list[_Part]] = defaultdict(lambda: [_Part()])
     counts = dict.fromkeys(("all", *STATUSES, "critical"), 0)
     for position, case in enumerate(ordered):
-        item_id = str(case.get("item_id"))
-        bucket = paths.item_bucket(item_id)
+        bucket = paths.item_bucket(case.item_id)
         part = parts[bucket][-1]
         if part.chars > part_chars:
             part = _Part()
@@ -84,58 +84,53 @@ def run_data(run_id: str, cases: list[Case], critical: dict[str, bool] | None, *
     return RunData(files, counts)
 
 
-def _scores(case: Case) -> list[dict]:
-    return [s for s in case.get("scores") or [] if isinstance(s, dict)]
-
-
 def _add(part: _Part, case: Case, position: int, critical: dict[str, bool] | None, ev_index: dict[str, int],
          limit: int, redact: bool, item_pages: bool) -> tuple[str, bool | None]:
-    """Append one case to ``part``'s columns; its status and critical flag."""
-    item_id = str(case.get("item_id"))
-    columns = part.columns
+    """Append one case to ``part``'s columns (typed fields, checked by the run log reader); its status
+    and critical flag."""
+    columns, text, raw = part.columns, part.text, case.raw
     row = len(columns["item"])
-    error = case.error
-    scores = _scores(case)
-    passed = case.get("passed") if isinstance(case.get("passed"), bool) else None
+    error, passed = case.error, case.passed
     status = "errored" if error else "passed" if passed else "failed" if passed is False else "unscored"
     is_critical = case_critical(case, critical)
-    columns["item"].append(part.text(item_id))
+    columns["item"].append(text(case.item_id))
     columns["ord"].append(position)
-    columns["rep"].append(repeat_of(case))
+    columns["rep"].append(case.repeat)
     columns["st"].append(STATUSES.index(status))
     columns["crit"].append(None if is_critical is None else int(is_critical))
     for key, name in (("in", "input"), ("exp", "expected"), ("out", "output")):
-        shown = None if redact else display(case.get(name), limit)
-        columns[key].append(None if shown is None else part.text(shown.text))
+        shown = None if redact else display(raw.get(name), limit)
+        columns[key].append(None if shown is None else text(shown.text))
         if shown is not None and shown.omitted:
             part.cut.setdefault(key, []).extend((row, shown.omitted))
-    columns["score"].append(finite_number(case.get("score")))
-    columns["lat"].append(finite_number(case.get("latency_ms")))
-    columns["tin"].append(whole_number(case.get("input_tokens")))
-    columns["tout"].append(whole_number(case.get("output_tokens")))
-    columns["cost"].append(finite_number(case.get("cost_usd")))
-    columns["err"].append(part.text(None if error is None else str(error)[:limit]))
-    finish = case.get("finish_reason")
-    columns["fin"].append(part.text(None if finish is None or finish == "stop" else str(finish)))
-    cache = case.get("cache")
-    columns["cache"].append(part.text(cache) if isinstance(cache, str) else None)
-    columns["sc"].append([_score(part, s, ev_index, limit, redact) for s in scores])
-    anchor = paths.item_anchor(item_id)
-    columns["anc"].append(None if not item_pages or anchor == f"item-{item_id}" else part.text(anchor))
+    columns["score"].append(_finite(case.score))
+    columns["lat"].append(_finite(case.latency_ms))
+    columns["tin"].append(case.input_tokens)
+    columns["tout"].append(case.output_tokens)
+    columns["cost"].append(_finite(case.cost_usd))
+    columns["err"].append(text(None if error is None else str(error)[:limit]))
+    columns["fin"].append(text(None if case.finish_reason in (None, "stop") else case.finish_reason))
+    cache = raw.get("cache")
+    columns["cache"].append(text(cache) if isinstance(cache, str) else None)
+    columns["sc"].append([_score(part, s, ev_index, limit, redact) for s in case.scores])
+    anchor = paths.item_anchor(case.item_id) if item_pages else None
+    columns["anc"].append(None if anchor is None or anchor == f"item-{case.item_id}" else text(anchor))
     return status, is_critical
 
 
-def _score(part: _Part, score: dict, ev_index: dict[str, int], limit: int, redact: bool) -> list:
+def _finite(value: float | None) -> float | None:
+    return value if value is None or math.isfinite(value) else None
+
+
+def _score(part: _Part, score: Score, ev_index: dict[str, int], limit: int, redact: bool) -> list:
     """``[evaluator, score, passed, label, detail, error, skipped]`` with strings as indices."""
-    passed = score.get("passed")
-    detail = None if redact else display(score.get("detail"), limit)
+    detail = None if redact else display(score.detail, limit)
     return [
-        ev_index[str(score.get("evaluator"))], finite_number(score.get("score")),
-        int(passed) if isinstance(passed, bool) else None,
-        part.text(None if score.get("label") is None else str(score.get("label"))),
+        ev_index[score.evaluator], _finite(score.score), None if score.passed is None else int(score.passed),
+        part.text(None if score.label is None else str(score.label)),
         part.text(None if detail is None else detail.text),
-        part.text(None if score.get("error") is None else str(score.get("error"))[:limit]),
-        int(bool(score.get("skipped"))),
+        part.text(None if score.error is None else str(score.error)[:limit]),
+        int(score.skipped),
     ]
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import posixpath
 import re
+from functools import lru_cache
 
 from evalsite.runlog.hashing import sha256_text
 
@@ -62,12 +63,14 @@ def compare(run_id: str, baseline_id: str) -> str:
     return f"compare/{slug(run_id)}--{slug(baseline_id)}.html"
 
 
+@lru_cache(maxsize=1 << 18)
 def item_bucket(item_id: str) -> str:
     """Which page of its dataset's item pages holds an item: two hex digits of a hash of its id, so any
     page can link an item without knowing the dataset's other items (at most 256 item pages a dataset)."""
     return hashlib.sha256(str(item_id).encode("utf-8")).hexdigest()[:2]
 
 
+@lru_cache(maxsize=1 << 18)
 def item_anchor(item_id: str) -> str:
     """The item's HTML id; ids that the slug changes get a hash suffix, so two ids never share one."""
     text = f"item-{item_id}"
