@@ -122,6 +122,7 @@ class _RunCache:
 
 
 def _render(kit: Kit, writer: SiteWriter, stale: list[Job], hashes: dict[str, str], cache: _RunCache) -> None:
+    cache.cache.recall_intervals(cache.code)
     own = {job.cases_of: job for job in stale if job.cases_of}
     wanted = {run_id for job in stale for run_id in (*job.figures, *job.matrix_of)}
     matrix_wanted = {run_id for job in stale for run_id in job.matrix_of}
@@ -153,6 +154,7 @@ def _render(kit: Kit, writer: SiteWriter, stale: list[Job], hashes: dict[str, st
         if not job.cases_of:
             _run_job(kit, writer, job, hashes)
     cache.cache.keep_only({cache.key(kit.inputs, run.run_id) for run in kit.inputs.runs})
+    cache.cache.keep_intervals(cache.code)
 
 
 def _run_job(kit: Kit, writer: SiteWriter, job: Job, hashes: dict[str, str]) -> None:

@@ -21,7 +21,7 @@ import numpy as np
 from scipy.special import ndtr, ndtri
 
 _T = TypeVar("_T")
-_MEMO_SIZE = 64
+_MEMO_SIZE = 4096  # a leaderboard of n arms asks for n + n(n-1)/2 intervals; entries are a few floats
 _memo: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
 
 
@@ -82,3 +82,15 @@ def remembered(key: tuple[Any, ...], compute: Callable[[], _T]) -> _T:
     if len(_memo) > _MEMO_SIZE:
         _memo.popitem(last=False)
     return value
+
+
+def memo_items() -> list[tuple[tuple[Any, ...], Any]]:
+    """Every remembered (key, value), oldest first; keys start with the array's digest and shape."""
+    return list(_memo.items())
+
+
+def recall(key: tuple[Any, ...], value: Any) -> None:
+    """Remember ``value`` under a key :func:`memo_items` gave (from another process)."""
+    _memo[key] = value
+    if len(_memo) > _MEMO_SIZE:
+        _memo.popitem(last=False)
