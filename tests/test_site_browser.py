@@ -91,7 +91,9 @@ def click_link(driver, text_part: str):
 
 
 def test_home_to_leaderboard_to_run_to_compare_and_sorting(browser, example_site, screenshots):
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
 
     browser.get((example_site / "index.html").as_uri())
     assert browser.find_element(By.TAG_NAME, "h1").text
@@ -118,10 +120,12 @@ def test_home_to_leaderboard_to_run_to_compare_and_sorting(browser, example_site
     click_link(browser, "careful")  # the run of the top arm
     assert browser.find_element(By.TAG_NAME, "h1").text.startswith("Run ")
     everything = len(drawn(browser, "#cases-table tbody tr"))
-    browser.find_element(By.PARTIAL_LINK_TEXT, "failed (").click()  # the count's link picks the filter
     failed = int(browser.find_element(By.PARTIAL_LINK_TEXT, "failed (").text.split("(")[1].rstrip(")"))
+    browser.find_element(By.PARTIAL_LINK_TEXT, "failed (").click()  # the count's link picks the filter
+    WebDriverWait(browser, 10, ignored_exceptions=(StaleElementReferenceException,)).until(
+        lambda d: all("case-failed" in row.get_attribute("class") for row in d.find_elements(By.CSS_SELECTOR, "#cases-table tbody tr")))
     rows = browser.find_elements(By.CSS_SELECTOR, "#cases-table tbody tr")
-    assert len(rows) == failed < everything and all("case-failed" in row.get_attribute("class") for row in rows)
+    assert len(rows) == failed < everything
     browser.save_screenshot(str(screenshots / "run-failed-cases.png"))
     assert problems_in(browser, example_site) == []
 
@@ -152,13 +156,17 @@ def test_status_and_text_filters_hide_rows_on_the_page(browser, example_site):
 
 
 def test_experiment_matrix_and_decisions_pages_load_cleanly(browser, example_site, screenshots):
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
 
     browser.get((example_site / "experiments/arithmetic.html").as_uri())
     assert len(drawn(browser, "#matrix-table tbody tr")) == 50  # items_per_page
+    divergent = int(browser.find_element(By.PARTIAL_LINK_TEXT, "outputs differ (").text.split("(")[1].rstrip(")"))
     browser.find_element(By.PARTIAL_LINK_TEXT, "outputs differ (").click()
-    rows = browser.find_elements(By.CSS_SELECTOR, "#matrix-table tbody tr")
-    assert rows and all("divergent" in row.get_attribute("class") for row in rows)
+    WebDriverWait(browser, 10, ignored_exceptions=(StaleElementReferenceException,)).until(
+        lambda d: all("divergent" in row.get_attribute("class") for row in d.find_elements(By.CSS_SELECTOR, "#matrix-table tbody tr")))
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#matrix-table tbody tr")) == min(50, divergent)
     browser.save_screenshot(str(screenshots / "experiment.png"))
     click_link(browser, "Decisions")
     assert browser.find_element(By.TAG_NAME, "h1").text == "Decisions"

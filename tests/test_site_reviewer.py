@@ -53,12 +53,17 @@ def test_an_item_page_shows_input_expected_and_every_runs_output(browser, site):
 
 def test_the_compare_page_lists_changed_items_linking_their_item_pages(browser, site):  # noqa: F811
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
 
     browser.get((site / paths.compare("20260101T000002Z-a-0003", "20260101T000000Z-a-0001")).as_uri())
     visible = [row for row in browser.find_elements(By.CSS_SELECTOR, "#items tbody tr") if row.is_displayed()]
     assert [row.find_element(By.TAG_NAME, "td").text for row in visible] == ["q5"]
+    browser.find_element(By.CSS_SELECTOR, "input.show-unchanged").click()  # the 11 unchanged items load from a data script
+    WebDriverWait(browser, 10).until(lambda d: len([row for row in d.find_elements(By.CSS_SELECTOR, "#items tbody tr")
+                                                    if row.is_displayed()]) == 12)
     browser.find_element(By.CSS_SELECTOR, "input.show-unchanged").click()
-    assert len([row for row in browser.find_elements(By.CSS_SELECTOR, "#items tbody tr") if row.is_displayed()]) == 12
+    assert [row.find_element(By.TAG_NAME, "td").text for row in browser.find_elements(By.CSS_SELECTOR, "#items tbody tr")
+            if row.is_displayed()] == ["q5"]
     browser.find_element(By.LINK_TEXT, "q5").click()
     target = drawn(browser, f"#{paths.item_anchor('q5')}")[0]
     assert "wrong" in target.text and "answer q5" in target.text

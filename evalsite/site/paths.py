@@ -63,6 +63,11 @@ def compare(run_id: str, baseline_id: str) -> str:
     return f"compare/{slug(run_id)}--{slug(baseline_id)}.html"
 
 
+def compare_data(run_id: str, baseline_id: str) -> str:
+    """The unchanged items of a compare page, a data script drawn into its table on request."""
+    return f"data/compare/{slug(run_id)}--{slug(baseline_id)}.js"
+
+
 @lru_cache(maxsize=1 << 18)
 def item_bucket(item_id: str) -> str:
     """Which page of its dataset's item pages holds an item: two hex digits of a hash of its id, so any

@@ -53,6 +53,7 @@ class ArmConfig:
     config_id: str | None = doc("Hash of the resolved config.")
     config_json: str = doc("The resolved config (from run.json) as indented JSON.")
     edited: bool = doc("True when the manifest no longer produces this config (edited since this run).", False)
+    submitted_json: str | None = doc("The arm as written in the manifest its run was started from (with the manifest's prompt and sweep, before extends, sweeps, --set and `latest` were resolved), as indented JSON; None when the run recorded no manifest.", None)
 
 
 @dataclass(kw_only=True)
@@ -156,8 +157,8 @@ def _group_view(name: str, group: Selection, kit: Kit) -> _GroupView:
     runs = [kit.inputs.by_id[arm.run_id] for arm in ordered]
     label_of = {arm.run_id: arm.label for arm in ordered}
     arms = [ArmConfig(label=label_of[r.run_id], run=run_link(r), config_id=r.header.config_id,
-                      config_json=json.dumps(r.header.config, indent=2, sort_keys=True, ensure_ascii=False, default=str))
-            for r in runs]
+                      config_json=json.dumps(r.header.config, indent=2, sort_keys=True, ensure_ascii=False, default=str),
+                      submitted_json=submitted_config(r)) for r in runs]
     view = _GroupView(arms, [label_of[r.run_id] for r in runs], describe(group), None, sweep_charts(runs, label_of, means),
                       totals=_totals(kit.inputs, group, [r.run_id for r in runs], label_of))
     try:
@@ -240,6 +241,22 @@ def _renderer(name: str, members: list[Run], source: ExperimentSource | None):
         return files
 
     return render
+
+
+def submitted_config(run: Run) -> str | None:
+    """The run's arm as its submitted manifest (run.json ``submitted_manifest``) wrote it, with the
+    manifest's ``prompt`` and ``sweep``; None when the run recorded no manifest or it cannot be read."""
+    text = run.header.submitted_manifest
+    try:
+        data = yaml.safe_load(text) if isinstance(text, str) else None
+    except (yaml.YAMLError, RecursionError):
+        return None
+    arms = data.get("arms") if isinstance(data, dict) else None
+    entry = next((arm for arm in arms or [] if isinstance(arm, dict) and arm.get("id") == run.header.arm_id), None)
+    if entry is None:
+        return None
+    written = {"arm": entry, **{key: data[key] for key in ("prompt", "sweep") if key in data}}
+    return json.dumps(written, indent=2, sort_keys=True, ensure_ascii=False, default=str)
 
 
 def _manifest_text(source: ExperimentSource | None, members: list[Run]) -> tuple[str, str | None]:
