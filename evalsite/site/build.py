@@ -76,10 +76,13 @@ def build_site(project: Project, out_dir: Path | None = None, *, redact: bool | 
     stale = [job for job in jobs if not writer.is_fresh(job.key, hashes[job.key])]
     _write_assets(writer, theme)
     try:
+        inputs.prefetch_leaderboards(_leaderboard_datasets(inputs, stale))
         _render(kit, writer, stale, hashes, _RunCache(SiteCache(project.root / CACHE_DIR), code))
     except TemplateError as exc:
         where = f"{exc.filename or exc.name}, line {exc.lineno}: " if getattr(exc, "lineno", None) else ""
         raise SiteError(f"template error: {where}{exc.message or exc}") from None
+    finally:
+        inputs.close()
     for job in jobs:
         if job.key not in writer.current:
             writer.keep(job.key)
@@ -155,6 +158,16 @@ def _render(kit: Kit, writer: SiteWriter, stale: list[Job], hashes: dict[str, st
             _run_job(kit, writer, job, hashes)
     cache.cache.keep_only({cache.key(kit.inputs, run.run_id) for run in kit.inputs.runs})
     cache.cache.keep_intervals(cache.code)
+
+
+def _leaderboard_datasets(inputs, stale: list[Job]) -> set[str]:
+    """The datasets whose leaderboards stale pages show: the home page's verdict cards, the dataset
+    pages and the experiments' matrices (their aggregate rows)."""
+    wanted: set[str] = set()
+    for job in stale:
+        if job.key == "home" or job.key.startswith(("dataset:", "experiment:")):
+            wanted |= {inputs.by_id[run_id].header.dataset.dataset_id for run_id in job.figures}
+    return {dataset_id for dataset_id in wanted if dataset_id}
 
 
 def _run_job(kit: Kit, writer: SiteWriter, job: Job, hashes: dict[str, str]) -> None:
