@@ -1,6 +1,6 @@
 """Write the site folder incrementally, within a size budget, and remember what each page was built from.
 
-The folder holds ``.evalsite-build.json``: for every job (a page with its downloads and shards) the
+The folder holds ``.evalsite-build.json``: for every job (a page with its downloads and data scripts) the
 hash of its inputs and the files it wrote. A later build keeps a job whose hash is unchanged and
 whose files are all present, rewrites the others, and deletes files no job produces any more.
 The record holds content hashes only (no times), so it is as deterministic as the pages.

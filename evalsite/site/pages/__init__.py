@@ -48,7 +48,7 @@ class PageContext:
 
 @dataclass(frozen=True)
 class Job:
-    """One unit of an incremental build: a page with its downloads and shard pages. ``variant`` holds
+    """One unit of an incremental build: a page with its downloads and data scripts. ``variant`` holds
     anything else the page shows that its input files do not determine (e.g. which run is a run's
     baseline); it is part of the job's hash."""
 
