@@ -1,12 +1,13 @@
-"""Benchmark the site build: 20 runs × 5,000 cases (one dataset, one experiment).
+"""Benchmark the site build: 10 runs × 10,000 cases (one dataset, one experiment).
 
-Rerun from the repository root:  python bench/site.py  [--runs 20] [--cases 5000] [--keep DIR]
+Rerun from the repository root:  python bench/site.py  [--runs 10] [--cases 10000] [--keep DIR]
 
-Prints the full build time, the incremental rebuild times (nothing changed; one new run of an
-existing arm, which also gets a compare page against its prior run), the
-peak resident memory of the process, the site's total size and file count, and its largest file.
-Runs are synthetic but shaped like real ones: outputs of ~100 characters, seeded scores, latency
-and cost, one exact-style evaluator.
+Each build runs in a fresh process, as ``evalsite build`` does: the full build (no site, no
+cache), a rebuild with nothing new, and a rebuild after one new run of an existing arm (which also
+gets a compare page against its prior run). Prints each one's time and peak resident memory, the
+site's total size and file count, and its largest file. Runs are synthetic but shaped like real
+ones: outputs of ~100 characters, seeded scores, latency and cost, one exact-style evaluator.
+With ``--keep DIR`` an existing project there is reused (its site and cache are rebuilt).
 """
 
 from __future__ import annotations
@@ -14,19 +15,19 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import resource
 import shutil
+import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from evalsite.project import find_project
-from evalsite.site import build_site
+REPO = Path(__file__).resolve().parent.parent
 
 DATASET_ID = "bench@0123456789ab"
+
+
+def run_id(index: int, arm_index: int) -> str:
+    return f"20260101T{index:06d}Z-arm{arm_index:02d}-{index:04x}"
 
 
 def write_run(runs_dir: Path, index: int, cases: int, arm_index: int | None = None) -> None:
@@ -34,13 +35,12 @@ def write_run(runs_dir: Path, index: int, cases: int, arm_index: int | None = No
     rng = random.Random(index)
     arm_index = index if arm_index is None else arm_index
     arm = f"arm{arm_index:02d}"
-    run_id = f"20260101T{index:06d}Z-{arm}-{index:04x}"
-    folder = runs_dir / run_id
+    folder = runs_dir / run_id(index, arm_index)
     folder.mkdir(parents=True)
     accuracy = 0.55 + 0.02 * arm_index
     priced = arm_index % 2 == 0
     header = {
-        "format_version": 1, "run_id": run_id, "batch_id": "bench", "experiment": "bench", "arm_id": arm,
+        "format_version": 1, "run_id": folder.name, "batch_id": "bench", "experiment": "bench", "arm_id": arm,
         "config": {"arm_id": arm, "target": "python:bench:arm", "params": {"temperature": round(0.05 * arm_index, 2)}},
         "config_id": f"cfg{arm_index:04d}", "dataset": {"path": "data/bench.jsonl", "dataset_id": DATASET_ID, "items": cases},
         "evaluators": {"exact": {"type": "exact", "version": "v1"}},
@@ -66,40 +66,57 @@ def write_run(runs_dir: Path, index: int, cases: int, arm_index: int | None = No
     (folder / "end.json").write_text(json.dumps({"status": "completed", "ended_at": "2026-01-01T01:00:00.000Z"}))
 
 
+#: One build in a fresh process, as `evalsite build` runs it: its time and peak memory, the site's size.
+BUILD = """
+import json, resource, sys, time
+from pathlib import Path
+sys.path.insert(0, sys.argv[2])
+from evalsite.project import find_project
+from evalsite.site import build_site
+started = time.perf_counter()
+report = build_site(find_project(Path(sys.argv[1])))
+seconds = time.perf_counter() - started
+files = [p for p in report.out_dir.rglob("*") if p.is_file() and p.name != ".evalsite-build.json"]
+largest = max(files, key=lambda p: p.stat().st_size)
+print(json.dumps({"seconds": seconds, "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                  "rendered": report.rendered, "kept": report.kept, "bytes": report.bytes, "files": report.files,
+                  "pages": report.pages, "largest": [largest.relative_to(report.out_dir).as_posix(), largest.stat().st_size]}))
+"""
+
+
+def timed_build(root: Path) -> dict:
+    done = subprocess.run([sys.executable, "-c", BUILD, str(root), str(REPO)], capture_output=True, text=True, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=20)
-    parser.add_argument("--cases", type=int, default=5000)
+    parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--cases", type=int, default=10_000)
     parser.add_argument("--keep", type=Path, help="Build the project here and keep it (default: a temp folder).")
     args = parser.parse_args()
     root = args.keep or Path(tempfile.mkdtemp(prefix="evalsite-bench-"))
     (root / "data").mkdir(parents=True, exist_ok=True)
-    for index in range(args.runs):
-        write_run(root / "runs", index, args.cases)
-    project = find_project(root)
+    if not (root / "runs").is_dir():
+        for index in range(args.runs):
+            write_run(root / "runs", index, args.cases)
+    for derived in (root / "site", root / ".evalsite" / "site-cache"):
+        shutil.rmtree(derived, ignore_errors=True)
 
-    started = time.perf_counter()
-    report = build_site(project)
-    full = time.perf_counter() - started
-    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    files = [p for p in (root / "site").rglob("*") if p.is_file()]
-    largest = max(files, key=lambda p: p.stat().st_size)
-
-    started = time.perf_counter()
-    build_site(project)
-    unchanged = time.perf_counter() - started
+    full = timed_build(root)
+    unchanged = timed_build(root)
     write_run(root / "runs", args.runs, args.cases, arm_index=0)  # arm00 again: compared with its first run
-    started = time.perf_counter()
-    incremental = build_site(project)
-    one_more = time.perf_counter() - started
+    one_more = timed_build(root)
+    shutil.rmtree(root / "runs" / run_id(args.runs, 0))
 
-    print(f"site for {args.runs} runs × {args.cases:,} cases ({args.runs * args.cases:,} cases)")
-    print(f"full build:             {full:8.1f} s  ({args.runs * args.cases / full:,.0f} cases/s)")
-    print(f"rebuild, nothing new:   {unchanged:8.2f} s")
-    print(f"rebuild, one new run:   {one_more:8.1f} s  ({incremental.rendered} of {incremental.rendered + incremental.kept} jobs rendered, compare page included)")
-    print(f"peak memory (RSS):      {peak_mb:8.0f} MB")
-    print(f"site size:              {report.bytes / 1e6:8.1f} MB in {report.files:,} files ({report.pages:,} pages)")
-    print(f"largest file:           {largest.stat().st_size / 1e6:8.2f} MB  ({largest.relative_to(root / 'site')})")
+    total = args.runs * args.cases
+    print(f"site for {args.runs} runs × {args.cases:,} cases ({total:,} cases); each build in a fresh process")
+    print(f"full build:             {full['seconds']:8.1f} s  ({total / full['seconds']:,.0f} cases/s), peak {full['peak_mb']:.0f} MB")
+    print(f"rebuild, nothing new:   {unchanged['seconds']:8.2f} s")
+    print(f"rebuild, one new run:   {one_more['seconds']:8.1f} s  ({one_more['seconds'] / full['seconds']:.0%} of the full build; "
+          f"{one_more['rendered']} of {one_more['rendered'] + one_more['kept']} jobs rendered, compare page included), peak {one_more['peak_mb']:.0f} MB")
+    print(f"site size:              {full['bytes'] / 1e6:8.1f} MB in {full['files']:,} files ({full['pages']:,} pages)")
+    print(f"largest file:           {full['largest'][1] / 1e6:8.2f} MB  ({full['largest'][0]})")
     if not args.keep:
         shutil.rmtree(root)
 

@@ -18,21 +18,26 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 WIDTHS = {"desktop": 1280, "phone": 400}
-#: Page type → a glob (relative to the site) whose first match stands for it.
+#: Page type → a glob (relative to the site) whose first match stands for it, and a fragment to open.
 PAGE_TYPES = {
     "home": "index.html",
     "runs": "runs.html",
     "leaderboard": "datasets/*.html",
     "experiment": "experiments/*.html",
-    "matrix-page": "experiments/*/*.html",
+    "matrix-divergent": "experiments/*.html#matrix-divergent",
     "run": "runs/*.html",
-    "cases-page": "runs/*/*.html",
+    "run-failed-cases": "runs/*.html#cases-failed",
     "compare": "compare/*.html",
     "report": "reports/*.html",
     "decisions": "decisions.html",
     "item": "items/*/[0-9a-f][0-9a-f].html",
     "item-index": "items/*/index.html",
 }
+
+
+#: True once a page's script has drawn what it draws from the data scripts (listing, item sections, matrix rows).
+DRAWN = """return !document.querySelector('.case-listing, .item-page, .matrix-view')
+  || !!document.querySelector('#cases-table, section.item, .item-page p.muted, #matrix-table tbody tr');"""
 
 
 def example_site(folder: Path) -> Path:
@@ -66,6 +71,8 @@ def browser(profile: str):
 
 
 def shoot(site: Path, out: Path, dark: bool) -> list[Path]:
+    from selenium.webdriver.support.ui import WebDriverWait
+
     out.mkdir(parents=True, exist_ok=True)
     profile = tempfile.mkdtemp(prefix="evalsite-shots-")
     driver = browser(profile)
@@ -73,14 +80,16 @@ def shoot(site: Path, out: Path, dark: bool) -> list[Path]:
     try:
         if dark:
             driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": [{"name": "prefers-color-scheme", "value": "dark"}]})
-        for name, pattern in PAGE_TYPES.items():
-            found = sorted(site.glob(pattern))
+        for name, target in PAGE_TYPES.items():
+            pattern, _, fragment = target.partition("#")
+            found = sorted(p for p in site.glob(pattern) if not p.name.count(".") > 1)  # pages, not downloads
             if not found:
                 print(f"{name}: no page matches {pattern}", file=sys.stderr)
                 continue
             for label, width in WIDTHS.items():
                 driver.set_window_size(width, 900)
-                driver.get(found[0].as_uri())
+                driver.get(found[0].as_uri() + (f"#{fragment}" if fragment else ""))
+                WebDriverWait(driver, 10).until(lambda d: d.execute_script(DRAWN))
                 height = driver.execute_script("return Math.min(document.documentElement.scrollHeight, 6000)")
                 driver.set_window_size(width, max(600, height))
                 path = out / f"{name}-{label}{'-dark' if dark else ''}.png"

@@ -1,6 +1,7 @@
-/* evalsite: search the whole site. The documents (search/*.js, written by the build) and the
-   MiniSearch library load only when the reader first uses the box, as scripts, so search works on
-   any static host and from file:// alike. Results are built as text nodes, never as HTML. */
+/* evalsite: search the whole site. The documents (search/*.js, and the items straight from the
+   runs' data scripts, data/runs/*) and the MiniSearch library load only when the reader first uses
+   the box, as scripts, so search works on any static host and from file:// alike. Results are
+   built as text nodes, never as HTML. */
 (function () {
   "use strict";
   var form = document.querySelector("form.site-search");
@@ -23,10 +24,40 @@
     show();
   }
 
+  /* One doc per item of a run: its outputs, and its input and expected value from one run a dataset. */
+  function runDocuments(shard) {
+    withData(function (data) {
+      data.runCases(root, shard.folder).then(function (cases) {
+        var docs = {}, list = [];
+        cases.forEach(function (c) {
+          var doc = docs[c.item];
+          if (!doc) {
+            doc = docs[c.item] = { kind: "item", title: c.item, where: shard.arm, text: "",
+                                   url: shard.items + c.bucket + ".html#" + c.anchor };
+            if (shard.texts) { doc.text = [c.input, c.expected].filter(Boolean).join(" "); }
+            list.push(doc);
+          }
+          if (c.output) { doc.text += " " + c.output; }
+        });
+        window.evalsiteSearch.add(list);
+        shardDone();
+      });
+    });
+  }
+
+  var dataReady = null;
+  function withData(done) {
+    if (window.evalsite && window.evalsite.data) { done(window.evalsite.data); return; }
+    if (!dataReady) { dataReady = new Promise(function (resolve) { load(form.getAttribute("data-data"), resolve); }); }
+    dataReady.then(function () { done(window.evalsite.data); });
+  }
+
   window.evalsiteSearch = {
     shards: function (names) {
       pending = names.length;
-      names.forEach(function (name) { load(root + name, shardDone); });
+      names.forEach(function (name) {
+        if (typeof name === "string") { load(root + name, shardDone); } else { runDocuments(name); }
+      });
       if (!names.length) { show(); }
     },
     add: function (docs) {
@@ -57,7 +88,12 @@
     if (!query) { list.hidden = true; return; }
     list.hidden = false;
     if (!index) { note("loading…"); return; }
-    var found = index.search(query).slice(0, 20);
+    var seen = {};
+    var found = index.search(query).filter(function (hit) {
+      if (seen[hit.url]) { return false; }
+      seen[hit.url] = true;
+      return true;
+    }).slice(0, 20);
     found.forEach(function (hit) {
       var item = document.createElement("li");
       var link = document.createElement("a");

@@ -1,4 +1,5 @@
-/* evalsite: sort tables and filter rows on the current page. Everything still reads without it. */
+/* evalsite: sort tables, filter rows, diff two answers. The summaries read without it; case
+   listings, item pages and the matrix are drawn by data.js, cases.js, items.js and matrix.js. */
 (function () {
   "use strict";
 
@@ -127,6 +128,20 @@
     render();
   }
 
+  /* The Resolved / Submitted toggle of a configuration diff shows one of its two pickers. */
+  function makeConfigToggle(box) {
+    var toggle = box.querySelector(".config-toggle");
+    box.hidden = false;
+    toggle.querySelectorAll("input[name=config-view]").forEach(function (radio) {
+      radio.addEventListener("change", function () {
+        box.querySelectorAll(".config-view").forEach(function (view) { view.hidden = view.getAttribute("data-view") !== radio.value; });
+      });
+    });
+  }
+
+  window.evalsite = window.evalsite || {};
+  window.evalsite.makePicker = makePicker;
+  document.querySelectorAll(".config-diff").forEach(makeConfigToggle);
   document.querySelectorAll(".pair-picker").forEach(makePicker);
   document.querySelectorAll("table.sortable").forEach(makeSortable);
   document.querySelectorAll(".filter-box").forEach(makeFilter);

@@ -51,3 +51,11 @@ def problems_in(driver, site: Path) -> list[str]:
         ".concat(performance.getEntriesByType('navigation').map(e => e.name));")
     inside = site.resolve().as_uri() + "/"
     return messages + [f"request outside the site: {name}" for name in names if not name.startswith(inside)]
+
+
+def drawn(driver, css: str, timeout: float = 10):
+    """The elements a page's script draws from its data scripts, once they are there."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    return WebDriverWait(driver, timeout).until(lambda d: d.find_elements(By.CSS_SELECTOR, css))

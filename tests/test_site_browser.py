@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 import pytest
-from browser_support import needs_browser, problems_in
+from browser_support import drawn, needs_browser, problems_in
 from example_support import run_example
 from sitekit import write_hostile_project
 
@@ -47,7 +47,9 @@ def click_link(driver, text_part: str):
 
 
 def test_home_to_leaderboard_to_run_to_compare_and_sorting(browser, example_site, screenshots):
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
 
     browser.get((example_site / "index.html").as_uri())
     assert browser.find_element(By.TAG_NAME, "h1").text
@@ -76,9 +78,13 @@ def test_home_to_leaderboard_to_run_to_compare_and_sorting(browser, example_site
 
     click_link(browser, "careful")  # the run of the top arm
     assert browser.find_element(By.TAG_NAME, "h1").text.startswith("Run ")
-    browser.find_element(By.PARTIAL_LINK_TEXT, "failed (").click()
+    everything = len(drawn(browser, "#cases-table tbody tr"))
+    failed = int(browser.find_element(By.PARTIAL_LINK_TEXT, "failed (").text.split("(")[1].rstrip(")"))
+    browser.find_element(By.PARTIAL_LINK_TEXT, "failed (").click()  # the count's link picks the filter
+    WebDriverWait(browser, 10, ignored_exceptions=(StaleElementReferenceException,)).until(
+        lambda d: all("case-failed" in row.get_attribute("class") for row in d.find_elements(By.CSS_SELECTOR, "#cases-table tbody tr")))
     rows = browser.find_elements(By.CSS_SELECTOR, "#cases-table tbody tr")
-    assert rows and all("case-failed" in row.get_attribute("class") for row in rows)
+    assert len(rows) == failed < everything
     browser.save_screenshot(str(screenshots / "run-failed-cases.png"))
     assert problems_in(browser, example_site) == []
 
@@ -98,6 +104,7 @@ def test_status_and_text_filters_hide_rows_on_the_page(browser, example_site):
 
     run_page = next((example_site / "runs").glob("*left_to_right*.html"))
     browser.get(run_page.as_uri())
+    drawn(browser, "#cases-table tbody tr")
 
     def visible():
         return [r for r in browser.find_elements(By.CSS_SELECTOR, "#cases-table tbody tr") if r.is_displayed()]
@@ -111,10 +118,17 @@ def test_status_and_text_filters_hide_rows_on_the_page(browser, example_site):
 
 
 def test_experiment_matrix_and_decisions_pages_load_cleanly(browser, example_site, screenshots):
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
 
     browser.get((example_site / "experiments/arithmetic.html").as_uri())
-    assert browser.find_elements(By.CSS_SELECTOR, "#matrix-table tbody tr")
+    assert len(drawn(browser, "#matrix-table tbody tr")) == 50  # items_per_page
+    divergent = int(browser.find_element(By.PARTIAL_LINK_TEXT, "outputs differ (").text.split("(")[1].rstrip(")"))
+    browser.find_element(By.PARTIAL_LINK_TEXT, "outputs differ (").click()
+    WebDriverWait(browser, 10, ignored_exceptions=(StaleElementReferenceException,)).until(
+        lambda d: all("divergent" in row.get_attribute("class") for row in d.find_elements(By.CSS_SELECTOR, "#matrix-table tbody tr")))
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#matrix-table tbody tr")) == min(50, divergent)
     browser.save_screenshot(str(screenshots / "experiment.png"))
     click_link(browser, "Decisions")
     assert browser.find_element(By.TAG_NAME, "h1").text == "Decisions"
@@ -122,12 +136,22 @@ def test_experiment_matrix_and_decisions_pages_load_cleanly(browser, example_sit
 
 
 def test_no_payload_executes_in_the_browser(browser, tmp_path_factory, screenshots):
+    from selenium.webdriver.common.by import By
+
     root = write_hostile_project(tmp_path_factory.mktemp("hostile-browser"))
     build_site(find_project(root))
     site = root / "site"
+    items = sorted((site / "items/evil-000000000000").glob("[0-9a-f][0-9a-f].html"))
+    assert items
     for page in ["index.html", "runs/20260101T000000Z-arm0-0000.html", "experiments/evil.html", "decisions.html",
-                 "datasets/evil-000000000000.html"]:
+                 "datasets/evil-000000000000.html", *(p.relative_to(site).as_posix() for p in items)]:
         browser.get((site / page).as_uri())
+        if page.startswith(("runs/", "items/", "experiments/")):  # drawn from the data: every payload is on the page, as text
+            drawn(browser, "#cases-table tbody tr, section.item, #matrix-table tbody tr")
+        if page.startswith("experiments/"):
+            for link in browser.find_elements(By.LINK_TEXT, "differ"):
+                link.click()
+            drawn(browser, ".diff .output pre")
         assert browser.execute_script("return window.__xss === undefined"), page
         assert problems_in(browser, site) == [], page
     browser.save_screenshot(str(screenshots / "hostile-decisions.png"))

@@ -11,12 +11,14 @@ from pathlib import Path
 
 import pytest
 from example_support import REPO
+from sitedata import matrix_rows, payload, run_cases
 from sitekit import case, parse, table_rows, tree_bytes, write_run
 
 from evalsite.errors import ProjectError, SiteError
 from evalsite.project import Project, find_project
-from evalsite.site import build_site
+from evalsite.site import build_site, paths
 from evalsite.site.pages import PageContext, common, compare, datasets, decisions, experiments, home, reports, runs
+from evalsite.site.pages.runs import CASE_VIEWS
 
 
 @pytest.fixture
@@ -116,8 +118,20 @@ def test_every_internal_link_and_anchor_resolves(site_project):
             assert resolved.is_file(), f"{page.relative_to(site)}: broken link {link}"
             if fragment and resolved.suffix == ".html":
                 if resolved not in ids:
-                    ids[resolved] = {n.attrs["id"] for n in parse(resolved).iter() if "id" in n.attrs}
+                    ids[resolved] = drawn_anchors(site, resolved) | {n.attrs["id"] for n in parse(resolved).iter() if "id" in n.attrs}
                 assert fragment in ids[resolved], f"{page.relative_to(site)}: missing anchor {link}"
+
+
+def drawn_anchors(site: Path, page: Path) -> set[str]:
+    """The anchors a page's script draws: the filters of a case listing or matrix (#cases-failed,
+    #matrix-divergent), and on an item page the items its runs' data holds for its bucket."""
+    tree = parse(page)
+    anchors = {f"cases-{name}" for name, _ in CASE_VIEWS if tree.find_all("div", class_="case-listing")}
+    anchors |= {"matrix-all", "matrix-divergent"} if tree.find_all("div", class_="matrix-view") else set()
+    for shell in tree.find_all("div", class_="item-page"):
+        for run in json.loads(shell.attrs["data-runs"]):
+            anchors |= {c["anchor"] for c in run_cases(site, run["run"]) if c["bucket"] == shell.attrs["data-bucket"]}
+    return anchors
 
 
 def test_every_table_has_csv_and_json_downloads_that_match_it(site_project):
@@ -137,55 +151,51 @@ def test_every_table_has_csv_and_json_downloads_that_match_it(site_project):
     assert checked > 15
 
 
-def test_run_cases_are_paged_and_filtered_without_javascript(site_project):
-    settings = site_project.root / "evalsite.toml"
-    settings.write_text("[site]\ncases_per_page = 25\n")
-    site_project = find_project(site_project.root)
+def test_the_run_page_counts_its_cases_and_its_data_holds_every_case_once(site_project):
     build_site(site_project)
     careful = next(site_project.runs_dir.glob("*careful*")).name
-    folder = site_project.root / "site/runs" / careful
     page = parse(site_project.root / f"site/runs/{careful}.html")
-    assert len(page.find("table", id="cases-table").find("tbody").find_all("tr")) == 25
     views = page.find("nav", class_="pager").find("p", class_="views").text()
-    assert "all (180)" in views and "failed (12)" in views and "errored (0)" in views
-    failed_pages = sorted(folder.glob("failed-*.html"))
-    statuses = [tr.attrs["class"] for p in failed_pages for tr in parse(p).find("table", id="cases-table").find_all("tr", class_="case")]
-    assert len(statuses) == 12 and all("case-failed" in s for s in statuses)
-    listed = [tr.attrs["id"] for p in [site_project.root / f"site/runs/{careful}.html", *sorted(folder.glob("all-*.html"))]
-              for tr in parse(p).find("table", id="cases-table").find_all("tr", class_="case")]
-    assert len(listed) == len(set(listed)) == 180
+    assert "all (180)" in views and "failed (12)" in views and "errored (0)" in views  # readable without JavaScript
+    cases = run_cases(site_project.root / "site", careful)
+    assert len({(c["item_id"], c["repeat"]) for c in cases}) == len(cases) == 180
+    assert sum(c["status"] == "failed" for c in cases) == 12
+    recorded = [json.loads(line) for line in (site_project.runs_dir / careful / "cases.jsonl").read_text().splitlines()]
+    assert {(c["item_id"], c["repeat"], c["output"]) for c in cases} == {(c["item_id"], c["repeat"], c["output"]) for c in recorded}
 
 
-def test_a_ten_thousand_case_run_is_split_into_pages_within_the_budget(tmp_path):
+def test_a_ten_thousand_case_run_is_split_into_small_data_files(tmp_path):
     root = tmp_path / "big"
     (root / "data").mkdir(parents=True)
     cases = [case(f"i{n}", output="word " * 40, passed=n % 3 > 0, score=float(n % 3 > 0)) for n in range(10_000)]
     write_run(root / "runs", "20260101T000000Z-big-0001", cases)
     report = build_site(find_project(root))
     site = root / "site"
-    pages = list((site / "runs/20260101T000000Z-big-0001").glob("all-*.html"))
-    assert len(pages) == 99  # 100 cases per page; the first page is the run page itself
+    assert len(run_cases(site, "20260101T000000Z-big-0001")) == 10_000
+    assert len(list((site / "data/runs/20260101T000000Z-big-0001").glob("*.js"))) == 257  # 256 item buckets and the index
     sizes = [p.stat().st_size for p in site.rglob("*") if p.is_file()]
     assert max(sizes) < 2 * 1024 * 1024 and report.warnings == []
+    assert sum(sizes) < 12 * 1024 * 1024  # about one copy of the cases' text (2.6 MB of outputs), not four
 
 
-def test_long_fields_are_cut_and_the_page_budget_closes_pages_early(tmp_path):
+def test_long_fields_are_cut_and_the_budget_splits_data_files(tmp_path):
     root = tmp_path / "long"
     (root / "data").mkdir(parents=True)
-    (root / "evalsite.toml").write_text("[site]\nmax_field_chars = 1000\npage_budget_kb = 4\n")
-    write_run(root / "runs", "20260101T000000Z-long-0001", [case(f"i{n}", output="x" * 5000) for n in range(6)])
+    (root / "evalsite.toml").write_text("[site]\nmax_field_chars = 1000\npage_budget_kb = 2\n")
+    write_run(root / "runs", "20260101T000000Z-long-0001", [case("i1", output=str(r) * 5000, repeat=r) for r in range(4)])
     build_site(find_project(root))
-    page = parse(root / "site/runs/20260101T000000Z-long-0001.html")
-    assert "4,000 more characters not shown" in page.text()
-    assert len(page.find("tbody").find_all("tr")) < 6
+    cases = run_cases(root / "site", "20260101T000000Z-long-0001")
+    assert [c["cut"] for c in cases] == [{"out": 4000}] * 4 and {len(c["output"]) for c in cases} == {1000}
+    index = payload(root / "site" / paths.run_data_index("20260101T000000Z-long-0001"))
+    assert index["parts"] == {paths.item_bucket("i1"): 2}  # 2 kB of text a file: one item's repeats over two
 
 
 def test_a_file_above_the_hard_limit_is_refused_by_name(tmp_path, monkeypatch):
     monkeypatch.setattr("evalsite.site.output.HARD_FILE_LIMIT_BYTES", 100_000)  # above the largest static asset
     root = tmp_path / "huge"
     (root / "data").mkdir(parents=True)
-    (root / "evalsite.toml").write_text("[site]\nwarn_file_mb = 0.001\nmax_field_chars = 50000\n")
-    write_run(root / "runs", "20260101T000000Z-huge-0001", [case(f"i{n}", output="y" * 45_000) for n in range(3)])
+    (root / "evalsite.toml").write_text("[site]\nwarn_file_mb = 0.001\nmax_field_chars = 200000\n")
+    write_run(root / "runs", "20260101T000000Z-huge-0001", [case("i1", output="y" * 150_000)])
     with pytest.raises(SiteError, match=r"runs/20260101T000000Z-huge-0001.*above the 100 MB limit"):
         build_site(find_project(root))
 
@@ -261,15 +271,13 @@ def test_experiment_page_renders_the_description_arms_and_matrix_with_diffs(site
     matrix = page.find("table", id="matrix-table")
     header = [th.text() for th in matrix.find("thead").find_all("th")]
     assert header[1:4] == ["careful", "left_to_right", "sampler"]
-    divergent = matrix.find_all("tr", class_="divergent")
-    assert divergent and not page.find_all("details", class_="diff")  # the diffs live on the divergent pages
-    link = divergent[0].find_all("a")[-1].attrs["href"]
-    target, _, anchor = link.partition("#")
-    diffs = parse(site_project.root / "site/experiments" / target)
-    shown = diffs.find("details", id=anchor)
-    assert shown.find_all("div", class_="pair-picker") and len(shown.find_all("pre", class_="text")) >= 4  # the browser diffs
-    texts = [" ".join(h.text().split()) for h in shown.find_all("h4")]
-    assert texts[:2] == ["Input", "Expected"] and "careful" in texts  # input, expected and every arm's output
+    assert len(matrix.find("tfoot").find_all("td", class_="num")) == 3  # the aggregate row reads without JavaScript
+    rows = matrix_rows(site_project.root / "site", "arithmetic")
+    assert len(rows) == 60 and [row[0] for row in rows][:2] == ["q000", "q001"]
+    divergent = [row for row in rows if row[3]]
+    assert divergent and all(len(row[4]) == 3 for row in rows)
+    assert "outputs differ (" + str(len(divergent)) + ")" in page.find("div", class_="matrix-view").text()
+    assert json.loads(page.find("div", class_="matrix-view").attrs["data-runs"])[0]["label"] == "careful"  # the diff reads each arm's run data
 
 
 def test_unreadable_runs_and_bad_settings_are_reported_not_crashing(site_project):
@@ -363,8 +371,8 @@ def test_critical_rows_have_their_own_filter_while_the_dataset_still_matches_the
     numbers = dict(zip([dt.text() for dt in page.find("dl", class_="numbers").find_all("dt")],
                        [dd.text() for dd in page.find("dl", class_="numbers").find_all("dd")]))
     assert numbers["critical failures"] == "1"
-    critical = parse(root / "site/runs/20260101T000000Z-a-0001/critical-1.html").find("table", id="cases-table")
-    assert [tr.attrs["id"] for tr in critical.find_all("tr", class_="critical")] == ["case-a-0", "case-c-0"]
+    critical = [c["item_id"] for c in run_cases(root / "site", "20260101T000000Z-a-0001") if c["critical"]]
+    assert critical == ["a", "c"]
     data.write_text(data.read_text().replace('"x"}', '"y"}', 1))  # the dataset changed since the run
     build_site(find_project(root))
     page = parse(root / "site/runs/20260101T000000Z-a-0001.html")

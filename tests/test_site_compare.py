@@ -7,6 +7,7 @@ import shutil
 
 import pytest
 from example_support import run_example
+from sitedata import payload
 from sitekit import case, parse, table_rows, write_run
 
 from evalsite.errors import SiteError
@@ -14,7 +15,7 @@ from evalsite.execute.runner import execute_plan
 from evalsite.experiment.manifest import load_manifest
 from evalsite.experiment.plan import build_plan
 from evalsite.project import find_project
-from evalsite.site import build_site
+from evalsite.site import build_site, paths
 
 
 @pytest.fixture(scope="module")
@@ -46,9 +47,10 @@ def test_a_rerun_is_compared_with_its_prior_run(rerun_project):
     text = " ".join(page.text().split())
     assert "Baseline chosen as: prior" in text and "paired sign-flip test p =" in text
     assert page.find("h2").text() == "Fingerprint diff"  # the diff comes first
-    items = table_rows(page.find("div", id="items").find("table"))
-    assert len(items) == 60
-    assert {row[4] for row in items} >= {"improved", "regressed"}
+    items = table_rows(page.find("div", id="items").find("table"))  # the changed items; the unchanged ones are data
+    unchanged = payload(site / paths.compare_data(samplers[1], samplers[0]))
+    assert len(items) + len(unchanged) == 60 and {row[4] for row in items} == {"improved", "regressed"}
+    assert f"also show the {len(unchanged)} unchanged items" in text
     charts = [svg.find("title").text() for svg in page.find_all("svg", class_="chart")]
     assert charts == ["Items improved, unchanged, regressed", "Items that changed"]
     run_page = parse(site / "runs" / f"{samplers[1]}.html")

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from browser_support import needs_browser, problems_in
+from browser_support import drawn, needs_browser, problems_in
 from sitekit import case, parse, table_rows, write_run
 
 from evalsite.analysis import leaderboard
@@ -38,25 +38,34 @@ def reviewer_site(tmp_path_factory) -> Path:
     return root / "site"
 
 
-def test_an_item_page_shows_input_expected_and_every_runs_output(reviewer_site):
-    page = parse(reviewer_site / paths.item_page(DATASET, paths.item_bucket("q3")))
-    section = page.find("section", id=paths.item_anchor("q3"))
-    text = " ".join(section.text().split())
+def test_an_item_page_shows_input_expected_and_every_runs_output(browser, reviewer_site):
+    from selenium.webdriver.common.by import By
+
+    browser.get((reviewer_site / paths.item_page(DATASET, paths.item_bucket("q3"))).as_uri() + "#" + paths.item_anchor("q3"))
+    section = drawn(browser, f"section#{paths.item_anchor('q3')}")[0]
+    text = " ".join(section.text.split())
     assert "ask q3" in text and "answer q3" in text and UNIQUE in text
-    runs = {a.attrs["href"].rsplit("/", 1)[1].removesuffix(".html") for a in section.find_all("a") if "runs/" in a.attrs.get("href", "")}
+    runs = {a.get_attribute("href").rsplit("/", 1)[1].removesuffix(".html") for a in section.find_elements(By.TAG_NAME, "a")
+            if "/runs/" in a.get_attribute("href")}
     assert runs == {"20260101T000000Z-a-0001", "20260101T000001Z-b-0002", "20260101T000002Z-a-0003"}
+    assert problems_in(browser, reviewer_site) == []
 
 
 def test_the_compare_page_lists_changed_items_linking_their_item_pages(browser, reviewer_site):
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
 
     browser.get((reviewer_site / paths.compare("20260101T000002Z-a-0003", "20260101T000000Z-a-0001")).as_uri())
     visible = [row for row in browser.find_elements(By.CSS_SELECTOR, "#items tbody tr") if row.is_displayed()]
     assert [row.find_element(By.TAG_NAME, "td").text for row in visible] == ["q5"]
+    browser.find_element(By.CSS_SELECTOR, "input.show-unchanged").click()  # the 11 unchanged items load from a data script
+    WebDriverWait(browser, 10).until(lambda d: len([row for row in d.find_elements(By.CSS_SELECTOR, "#items tbody tr")
+                                                    if row.is_displayed()]) == 12)
     browser.find_element(By.CSS_SELECTOR, "input.show-unchanged").click()
-    assert len([row for row in browser.find_elements(By.CSS_SELECTOR, "#items tbody tr") if row.is_displayed()]) == 12
+    assert [row.find_element(By.TAG_NAME, "td").text for row in browser.find_elements(By.CSS_SELECTOR, "#items tbody tr")
+            if row.is_displayed()] == ["q5"]
     browser.find_element(By.LINK_TEXT, "q5").click()
-    target = browser.find_element(By.ID, paths.item_anchor("q5"))
+    target = drawn(browser, f"#{paths.item_anchor('q5')}")[0]
     assert "wrong" in target.text and "answer q5" in target.text
     assert problems_in(browser, reviewer_site) == []
 
@@ -71,7 +80,7 @@ def test_search_from_file_finds_an_item_by_a_unique_output(browser, reviewer_sit
     link = WebDriverWait(browser, 10).until(lambda d: d.find_elements(By.CSS_SELECTOR, "ol.search-results a"))[0]
     assert "q3" in link.text
     link.click()
-    assert UNIQUE in browser.find_element(By.ID, paths.item_anchor("q3")).text
+    assert UNIQUE in drawn(browser, f"#{paths.item_anchor('q3')}")[0].text
     assert problems_in(browser, reviewer_site) == []
 
 
@@ -79,7 +88,7 @@ def test_the_pair_picker_diffs_two_answers(browser, reviewer_site):
     from selenium.webdriver.common.by import By
 
     browser.get((reviewer_site / paths.item_page(DATASET, paths.item_bucket("q3"))).as_uri() + "#" + paths.item_anchor("q3"))
-    picker = browser.find_element(By.CSS_SELECTOR, f"#{paths.item_anchor('q3')} .pair-picker")
+    picker = drawn(browser, f"#{paths.item_anchor('q3')} .pair-picker")[0]
     assert picker.is_displayed()
     removed = [e.text for e in picker.find_elements(By.CSS_SELECTOR, ".worddiff-out del")]
     added = [e.text for e in picker.find_elements(By.CSS_SELECTOR, ".worddiff-out ins")]
@@ -115,6 +124,8 @@ def test_no_horizontal_overflow_at_400_px(browser, reviewer_site, page):
         browser.get((reviewer_site / target).as_uri())
         WebDriverWait(browser, 10).until(lambda d: d.execute_script("return document.readyState") == "complete"
                                          and d.execute_script("return window.innerWidth") <= 400)
+        if page == "item":
+            drawn(browser, "section.item table.answers")
         width, inner = browser.execute_script("return [document.documentElement.scrollWidth, window.innerWidth]")
         assert width <= inner, f"{target}: {width} px wide in a {inner} px window"
     finally:
@@ -155,12 +166,15 @@ def test_the_matrix_shows_costs_input_expected_and_a_pair_picker(browser, review
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import Select
 
-    browser.get((reviewer_site / paths.matrix("exp", "divergent", 1)).as_uri())
-    row = browser.find_element(By.ID, "item-q3")
+    browser.get((reviewer_site / paths.experiment("exp")).as_uri() + "#matrix-divergent")
+    row = drawn(browser, "#matrix-table tr#item-q3")[0]
+    assert all("divergent" in tr.get_attribute("class") for tr in browser.find_elements(By.CSS_SELECTOR, "#matrix-table tbody tr"))
     cells = row.find_elements(By.CSS_SELECTOR, "td.num")
     assert all(" tok · " in cell.text and " ms" in cell.text for cell in cells)
     right, wrong = sorted(cells, key=lambda cell: "cell-pass" not in cell.get_attribute("class"))
     assert "outlier" not in right.get_attribute("class") and "outlier" in wrong.get_attribute("class")
+    row.find_element(By.LINK_TEXT, "differ").click()
+    drawn(browser, "#item-q3-diff .pair-picker .worddiff-out")
     block = browser.find_element(By.ID, "item-q3-diff")
     assert "ask q3" in block.text and "answer q3" in block.text  # input and expected beside the outputs
     picker = block.find_element(By.CSS_SELECTOR, ".pair-picker")

@@ -31,7 +31,7 @@ from evalsite.execute.outcomes import BatchOutcome, RunOutcome
 from evalsite.execute.prepare import require_evaluator_secrets
 from evalsite.execute.progress import Progress
 from evalsite.execute.retry import Abandoned, RetryPolicy
-from evalsite.execute.schedule import CaseQueue, Schedule, case_order
+from evalsite.execute.schedule import CaseQueue, Schedule, pending_in_walk_order
 from evalsite.execute.stopping import Budget, StopControl, manifest_ceiling, manifest_deadline
 from evalsite.execute.study import StudyPipeline, load_study
 from evalsite.execute.targets import make_target, replays_turns, with_model
@@ -350,7 +350,7 @@ class BatchRunner:
             if writers:  # in a thread: the calls in flight go on while the disk syncs
                 await asyncio.get_running_loop().run_in_executor(syncing, _sync_all, writers)
 
-        queue = CaseQueue(case_order(states), count, sync_runs)
+        queue = CaseQueue(pending_in_walk_order(states), count, sync_runs)
 
         async def worker() -> None:
             while not self.stop.requested() and (entry := await queue.take()) is not None:

@@ -54,7 +54,7 @@ class Schedule:
         return concurrency * (min(self.parallel_arms, runs) if self.ordering == "coverage" else 1)
 
 
-def case_order(states: list[Any]) -> list[tuple[Any, ...]]:
+def pending_in_walk_order(states: list[Any]) -> list[tuple[Any, ...]]:
     """``(state, item, repeat)`` for every pending case: one run's in its own order, several runs'
     interleaved by item position, then repeat, then arm (coverage)."""
     if len(states) == 1:

@@ -37,7 +37,7 @@ def item_order(item_id: str) -> tuple[str | int, ...]:
     return tuple(int(part) if index % 2 else part for index, part in enumerate(parts))
 
 
-def case_order(case: dict[str, Any]) -> tuple[tuple[str | int, ...], int]:
+def case_order(case: Mapping[str, Any]) -> tuple[tuple[str | int, ...], int]:
     """Cases by natural item order, then repeat."""
     return item_order(str(case.get("item_id"))), repeat_of(case)
 

@@ -1,9 +1,12 @@
 """Build the static site: scan every input, decide which jobs are stale, render them, write the folder.
 
-Order of work: scan (headers and hashes only) → for each run a stale job needs, read its cases once,
-summarise them (:func:`evalsite.analysis.summary.summarise_run`) and render its own run pages → render the pages that read those summaries → write the build
-record. A job whose inputs, theme, settings and code are unchanged since the last build is kept as it
-is on disk, so an incremental build gives the same bytes as a full one.
+Order of work: scan (headers and hashes only) → for each run a stale job needs, read its cases at
+most once, summarise them (:func:`evalsite.analysis.summary.summarise_run`), render its own run page
+and data, and keep its figures and matrix columns (in memory and in :mod:`evalsite.site.figures`'
+cache) → render the pages that read them → write the build record. A run whose own page is fresh
+and whose figures are cached is not read at all. A job whose inputs, theme, settings and code are
+unchanged since the last build is kept as it is on disk, so an incremental build gives the same
+bytes as a full one.
 """
 
 from __future__ import annotations
@@ -21,12 +24,16 @@ from evalsite.errors import SiteError
 from evalsite.project import Project
 from evalsite.runlog.hashing import sha256_json
 from evalsite.runlog.store import CASES_FILE, read_cases
+from evalsite.site import paths
+from evalsite.site.figures import MATRIX_FIELDS, RunFigures, SiteCache
 from evalsite.site.inputs import file_hash, scan_project
 from evalsite.site.output import SiteWriter
 from evalsite.site.pages import Job, Kit, compare, datasets, decisions, experiments, home, items, reports, runs, search
 from evalsite.site.settings import SiteSettings, site_settings
 from evalsite.site.theme import PACKAGE_DIR, load_theme
 
+#: Derived per-run figures, local to the project (see :mod:`evalsite.site.figures`).
+CACHE_DIR = ".evalsite/site-cache"
 #: Page families in build order; a new family is one more module here.
 FAMILIES = (home, runs, datasets, experiments, decisions, compare, reports, items, search)
 
@@ -63,15 +70,19 @@ def build_site(project: Project, out_dir: Path | None = None, *, redact: bool | 
     kit = Kit(inputs, settings, theme, settings.title or project.root.name, live_reload=live_reload)
     jobs = [job for family in FAMILIES for job in family.jobs(inputs, settings)]
     writer = SiteWriter.open(out_dir, int(settings.warn_file_mb * 1024 * 1024), full=full)
-    common = _build_identity(settings, theme.content_hash, live_reload, kit.site_title)
+    code = file_hash(*sorted(PACKAGE_DIR.rglob("*.py")))
+    common = _build_identity(code, settings, theme.content_hash, live_reload, kit.site_title)
     hashes = {job.key: sha256_json([common, inputs.combined_hash(list(job.inputs)), job.variant]) for job in jobs}
     stale = [job for job in jobs if not writer.is_fresh(job.key, hashes[job.key])]
     _write_assets(writer, theme)
     try:
-        _render(kit, writer, stale, hashes)
+        inputs.prefetch_leaderboards(_leaderboard_datasets(inputs, stale))
+        _render(kit, writer, stale, hashes, _RunCache(SiteCache(project.root / CACHE_DIR), code))
     except TemplateError as exc:
         where = f"{exc.filename or exc.name}, line {exc.lineno}: " if getattr(exc, "lineno", None) else ""
         raise SiteError(f"template error: {where}{exc.message or exc}") from None
+    finally:
+        inputs.close()
     for job in jobs:
         if job.key not in writer.current:
             writer.keep(job.key)
@@ -101,23 +112,62 @@ def _output_folder(project: Project, out_dir: Path | None, settings: SiteSetting
     return folder
 
 
-def _render(kit: Kit, writer: SiteWriter, stale: list[Job], hashes: dict[str, str]) -> None:
-    needed = {run_id for job in stale for run_id in job.digests}
-    by_cases = {job.cases_of: job for job in stale if job.cases_of}
+@dataclass(frozen=True)
+class _RunCache:
+    """The project's :class:`~evalsite.site.figures.SiteCache`, keyed by a run's files, the dataset
+    file its critical flags may come from, and the code that computes the figures."""
+
+    cache: SiteCache
+    code: str
+
+    def key(self, inputs, run_id: str) -> str:
+        return sha256_json([self.code, [inputs.hashes.get(key) for key in inputs.summary_keys([run_id])]])
+
+
+def _render(kit: Kit, writer: SiteWriter, stale: list[Job], hashes: dict[str, str], cache: _RunCache) -> None:
+    cache.cache.recall_intervals(cache.code)
+    own = {job.cases_of: job for job in stale if job.cases_of}
+    wanted = {run_id for job in stale for run_id in (*job.figures, *job.matrix_of)}
+    matrix_wanted = {run_id for job in stale for run_id in job.matrix_of}
     for run in kit.inputs.runs:
-        if run.run_id not in needed:
+        run_id = run.run_id
+        if run_id not in own and run_id not in wanted:
+            continue
+        key = cache.key(kit.inputs, run_id)
+        entry = None if run_id in own else cache.cache.get(key)
+        if entry is not None:
+            kit.figures[run_id] = entry.figures
+            if run_id in matrix_wanted:
+                kit.matrix_cases[run_id] = entry.matrix_cases
             continue
         warnings: list[str] = []
         cases = read_cases(run.directory / CASES_FILE, warnings)
-        kit.digests[run.run_id] = summarise_run(cases, kit.inputs.critical_items(run, cases))
-        job = by_cases.get(run.run_id)
+        summary = summarise_run(cases, kit.inputs.critical_items(run, cases))
+        kit.figures[run_id] = RunFigures.of(summary, {paths.item_bucket(str(c.get("item_id"))) for c in cases})
+        slim = [{name: case.get(name) for name in MATRIX_FIELDS} for case in cases]
+        cache.cache.put(key, kit.figures[run_id], slim)
+        if run_id in matrix_wanted:
+            kit.matrix_cases[run_id] = slim
+        job = own.get(run_id)
         if job is not None:
-            kit.cases, kit.case_warnings = {run.run_id: cases}, {run.run_id: warnings}
+            kit.summaries, kit.cases, kit.case_warnings = {run_id: summary}, {run_id: cases}, {run_id: warnings}
             _run_job(kit, writer, job, hashes)
-            kit.cases, kit.case_warnings = {}, {}
+            kit.summaries, kit.cases, kit.case_warnings = {}, {}, {}
     for job in stale:
         if not job.cases_of:
             _run_job(kit, writer, job, hashes)
+    cache.cache.keep_only({cache.key(kit.inputs, run.run_id) for run in kit.inputs.runs})
+    cache.cache.keep_intervals(cache.code)
+
+
+def _leaderboard_datasets(inputs, stale: list[Job]) -> set[str]:
+    """The datasets whose leaderboards stale pages show: the home page's verdict cards, the dataset
+    pages and the experiments' matrices (their aggregate rows)."""
+    wanted: set[str] = set()
+    for job in stale:
+        if job.key == "home" or job.key.startswith(("dataset:", "experiment:")):
+            wanted |= {inputs.by_id[run_id].header.dataset.dataset_id for run_id in job.figures}
+    return {dataset_id for dataset_id in wanted if dataset_id}
 
 
 def _run_job(kit: Kit, writer: SiteWriter, job: Job, hashes: dict[str, str]) -> None:
@@ -133,7 +183,6 @@ def _write_assets(writer: SiteWriter, theme) -> None:
         writer.write(key, theme.content_hash, dict(theme.files))
 
 
-def _build_identity(settings: SiteSettings, theme_hash: str, live_reload: bool, title: str) -> str:
+def _build_identity(code: str, settings: SiteSettings, theme_hash: str, live_reload: bool, title: str) -> str:
     """Everything besides a job's inputs that shapes its pages: version, code, theme, settings."""
-    code = file_hash(*sorted(PACKAGE_DIR.rglob("*.py")))
     return sha256_json([__version__, code, theme_hash, asdict(settings), live_reload, title])

@@ -211,7 +211,8 @@ def interval_bars(points: list[Point], *, x_label: str, title: str) -> Markup:
     body.append(f'<text class="chart-label" x="{_f((label_width + WIDTH - MARGIN_RIGHT) / 2)}" y="{height - 10}" text-anchor="middle">{escape(x_label)}</text>')
     for index, point in enumerate(points):
         cy = MARGIN_TOP + row * index + row / 2
-        body.append(f'<text class="chart-tick" x="{label_width - 8}" y="{_f(cy + 4)}" text-anchor="end">{escape(point.label)}</text>')
+        body.append(f'<text class="chart-tick" x="{label_width - 8}" y="{_f(cy + 4)}" text-anchor="end">'
+                    f'<title>{escape(point.label)}</title>{escape(_short(point.label, 24))}</text>')
         if point.low is not None and point.high is not None:
             body.append(f'<line class="chart-interval" x1="{_f(x(point.low))}" y1="{_f(cy)}" x2="{_f(x(point.high))}" y2="{_f(cy)}"/>')
         body.append(f'<circle class="chart-point" cx="{_f(x(point.x))}" cy="{_f(cy)}" r="4"><title>{escape(point.label)}</title></circle>')
@@ -256,8 +257,14 @@ def cd_diagram(names: list[str], mean_ranks: list[float], critical_difference: f
         body.append(f'<path class="chart-leader" d="M{_f(px)},{axis_y}V{y}H{_f(label_x + (6 if on_left else -6))}"/>')
         anchor = "end" if on_left else "start"
         body.append(f'<text class="chart-tick" x="{_f(label_x)}" y="{y + 4}" text-anchor="{anchor}">'
-                    f'{escape(names[arm])} ({mean_ranks[arm]:.2f})</text>')
+                    f'<title>{escape(names[arm])}</title>{escape(_short(names[arm]))} ({mean_ranks[arm]:.2f})</text>')
     return _frame(title, body, height)
+
+
+def _short(name: str, chars: int = 16) -> str:
+    """An arm name cut to ``chars`` characters with an ellipsis, to fit a chart's label column (16 fit
+    the CD diagram's 140 pixels); the whole name stays in the label's tooltip and in every table."""
+    return name if len(name) <= chars else name[:chars - 1] + "…"
 
 
 def verdict_bar(counts: list[tuple[str, int]], *, title: str) -> Markup:

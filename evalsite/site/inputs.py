@@ -9,6 +9,7 @@ reason and left out; they never stop a build.
 from __future__ import annotations
 
 import hashlib
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -94,7 +95,8 @@ class ProjectInputs:
     outside: list[str] = field(default_factory=list)
     _dataset_cache: dict[str, dict[str, dict] | None] = field(default_factory=dict)
     _baselines: dict[str, baselines.BaselineChoice] = field(default_factory=dict)
-    _leaderboards: dict[tuple, analysis.Leaderboard | EvalsiteError] = field(default_factory=dict)
+    _leaderboards: dict[tuple, analysis.Leaderboard | EvalsiteError | Future] = field(default_factory=dict)
+    _pool: ThreadPoolExecutor | None = None
     memo: dict = field(default_factory=dict)  # what several page families of one build read (e.g. manifest drift)
 
     @cached_property
@@ -111,15 +113,46 @@ class ProjectInputs:
         dataset page and an experiment page often show the same group). Raises
         :class:`EvalsiteError` when the group's arms share no scored item."""
         if selection.arms not in self._leaderboards:
-            try:
-                data = analysis.arms_of_selection(self.project, self.database, selection)
-                self._leaderboards[selection.arms] = analysis.leaderboard_of(data)
-            except EvalsiteError as exc:
-                self._leaderboards[selection.arms] = exc
+            self._start_leaderboard(selection, background=False)
         found = self._leaderboards[selection.arms]
+        if isinstance(found, Future):
+            try:
+                found = found.result()
+            except EvalsiteError as exc:
+                found = exc
+            self._leaderboards[selection.arms] = found
         if isinstance(found, EvalsiteError):
             raise found
         return found
+
+    def prefetch_leaderboards(self, dataset_ids: set[str]) -> None:
+        """Start the leaderboards of these datasets' comparable groups on a second thread, so their
+        bootstraps (numpy, which releases the interpreter lock) run while the build reads runs and
+        renders pages; :meth:`leaderboard` then waits for the result. The data is read here, on
+        the build's thread (one DuckDB connection is not shared between threads)."""
+        for dataset_id in sorted(dataset_ids):
+            members = {run.run_id for run in self.runs if run.header.dataset.dataset_id == dataset_id}
+            for group in analysis.comparable_groups(self.database, dataset_id, only_runs=members).groups:
+                if group.arms not in self._leaderboards:
+                    self._start_leaderboard(group, background=True)
+
+    def _start_leaderboard(self, selection: analysis.Selection, *, background: bool) -> None:
+        try:
+            data = analysis.arms_of_selection(self.project, self.database, selection)
+            if background:
+                if self._pool is None:
+                    self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="evalsite-leaderboards")
+                self._leaderboards[selection.arms] = self._pool.submit(analysis.leaderboard_of, data)
+            else:
+                self._leaderboards[selection.arms] = analysis.leaderboard_of(data)
+        except EvalsiteError as exc:
+            self._leaderboards[selection.arms] = exc
+
+    def close(self) -> None:
+        """Wait for the leaderboard thread, if one was started (a build never leaves it running)."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
 
     @cached_property
     def hashes(self) -> dict[str, str]:

@@ -1,6 +1,6 @@
 """Write the site folder incrementally, within a size budget, and remember what each page was built from.
 
-The folder holds ``.evalsite-build.json``: for every job (a page with its downloads and shards) the
+The folder holds ``.evalsite-build.json``: for every job (a page with its downloads and data scripts) the
 hash of its inputs and the files it wrote. A later build keeps a job whose hash is unchanged and
 whose files are all present, rewrites the others, and deletes files no job produces any more.
 The record holds content hashes only (no times), so it is as deterministic as the pages.
@@ -93,7 +93,7 @@ class SiteWriter:
             raise SiteError(f"{name}: written by two pages ({owners[0]}); rename one of them")
         size = len(content)
         if size > HARD_FILE_LIMIT_BYTES:
-            raise SiteError(f"{name}: {size / 1e6:.1f} MB is above the 100 MB limit of GitHub Pages; lower [site] page_budget_kb or max_field_chars")
+            raise SiteError(f"{name}: {size / 1e6:.1f} MB is above the 100 MB limit of GitHub Pages; lower [site] max_field_chars or page_budget_kb")
         if size > self.warn_bytes:
             self.warnings.append(f"{name}: {size / 1e6:.1f} MB is above warn_file_mb")
 

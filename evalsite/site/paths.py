@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import posixpath
 import re
+from functools import lru_cache
 
 from evalsite.runlog.hashing import sha256_text
 
@@ -35,9 +36,14 @@ def run(run_id: str) -> str:
     return f"runs/{slug(run_id)}.html"
 
 
-def run_cases(run_id: str, view: str, page: int) -> str:
-    """Page ``page`` (from 1) of a run's case listing filtered by ``view``; page 1 of ``all`` is the run page."""
-    return run(run_id) if (view, page) == ("all", 1) else f"runs/{slug(run_id)}/{view}-{page}.html"
+def run_data(run_id: str, bucket: str, part: int) -> str:
+    """Part ``part`` (from 0) of the run's cases whose items fall in ``bucket`` (:mod:`evalsite.site.casedata`)."""
+    return f"data/runs/{slug(run_id)}/{bucket}-{part}.js"
+
+
+def run_data_index(run_id: str) -> str:
+    """Which buckets and parts the run's case data has."""
+    return f"data/runs/{slug(run_id)}/index.js"
 
 
 def dataset(dataset_id: str) -> str:
@@ -48,34 +54,51 @@ def experiment(name: str) -> str:
     return f"experiments/{slug(name)}.html"
 
 
-def matrix(name: str, view: str, page: int) -> str:
-    """Page ``page`` of an experiment's arm × item matrix; page 1 of ``all`` is the experiment page."""
-    return experiment(name) if (view, page) == ("all", 1) else f"experiments/{slug(name)}/{view}-{page}.html"
+def matrix_data(name: str, part: int) -> str:
+    """Part ``part`` (from 0) of the rows of an experiment's arm × item matrix, rendered on its page."""
+    return f"data/experiments/{slug(name)}/matrix-{part}.js"
 
 
 def compare(run_id: str, baseline_id: str) -> str:
     return f"compare/{slug(run_id)}--{slug(baseline_id)}.html"
 
 
+def compare_data(run_id: str, baseline_id: str) -> str:
+    """The unchanged items of a compare page, a data script drawn into its table on request."""
+    return f"data/compare/{slug(run_id)}--{slug(baseline_id)}.js"
+
+
+@lru_cache(maxsize=1 << 18)
 def item_bucket(item_id: str) -> str:
     """Which page of its dataset's item pages holds an item: two hex digits of a hash of its id, so any
     page can link an item without knowing the dataset's other items (at most 256 item pages a dataset)."""
     return hashlib.sha256(str(item_id).encode("utf-8")).hexdigest()[:2]
 
 
+@lru_cache(maxsize=1 << 18)
 def item_anchor(item_id: str) -> str:
     """The item's HTML id; ids that the slug changes get a hash suffix, so two ids never share one."""
     text = f"item-{item_id}"
     return text if slug(text) == text else f"{slug(text)}-{item_bucket(item_id)}{hashlib.sha256(text.encode()).hexdigest()[:6]}"
 
 
+def items_folder(dataset_id: str) -> str:
+    """The folder of a dataset's item pages (ends in /)."""
+    return f"items/{slug(dataset_id)}/"
+
+
 def item_page(dataset_id: str, bucket: str) -> str:
-    return f"items/{slug(dataset_id)}/{bucket}.html"
+    return f"{items_folder(dataset_id)}{bucket}.html"
 
 
 def item(dataset_id: str, item_id: str) -> str:
     """The item's section on its item page: input, expected and every run's output."""
     return f"{item_page(dataset_id, item_bucket(item_id))}#{item_anchor(item_id)}"
+
+
+def item_metadata(dataset_id: str, bucket: str) -> str:
+    """The dataset rows' metadata of one item bucket, a data script read by its item page."""
+    return f"data/items/{slug(dataset_id)}/{bucket}.js"
 
 
 def items_index(dataset_id: str) -> str:

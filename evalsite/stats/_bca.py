@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
@@ -22,8 +23,9 @@ from scipy.special import ndtr, ndtri
 
 from evalsite.stats.proportions import Interval
 
-_MEMO_SIZE = 64
+_MEMO_SIZE = 4096  # a leaderboard of n arms asks for n + n(n-1)/2 intervals; entries are a few floats
 _memo: OrderedDict[tuple[Any, ...], Interval] = OrderedDict()
+_memo_lock = threading.Lock()  # a caller may compute intervals in two threads (the site build does)
 
 
 def leave_one_out_ratios(sums: np.ndarray, sizes: np.ndarray) -> np.ndarray:
@@ -75,11 +77,24 @@ def remembered(key: tuple[Any, ...], compute: Callable[[], Interval]) -> Interva
     array = np.ascontiguousarray(key[0])
     digest = hashlib.blake2b(array.tobytes(), digest_size=16).digest()
     full_key = (digest, array.shape, array.dtype.str, *key[1:])
-    if full_key in _memo:
-        _memo.move_to_end(full_key)
-        return _memo[full_key]
+    with _memo_lock:
+        if full_key in _memo:
+            _memo.move_to_end(full_key)
+            return _memo[full_key]
     value = compute()
-    _memo[full_key] = value
-    if len(_memo) > _MEMO_SIZE:
-        _memo.popitem(last=False)
+    recall(full_key, value)
     return value
+
+
+def memo_items() -> list[tuple[tuple[Any, ...], Interval]]:
+    """Every remembered (key, value), oldest first; keys start with the array's digest and shape."""
+    with _memo_lock:
+        return list(_memo.items())
+
+
+def recall(key: tuple[Any, ...], value: Interval) -> None:
+    """Remember ``value`` under a key :func:`memo_items` gave (from another process)."""
+    with _memo_lock:
+        _memo[key] = value
+        if len(_memo) > _MEMO_SIZE:
+            _memo.popitem(last=False)

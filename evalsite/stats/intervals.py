@@ -33,7 +33,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy import stats as scipy_stats
 
-from evalsite.stats._bca import bca_bounds, leave_one_out_ratios, remembered, resample_statistic
+from evalsite.stats._bca import bca_bounds, leave_one_out_ratios, memo_items, recall, remembered, resample_statistic
 from evalsite.stats._counts import counts_resampler
 from evalsite.stats._inputs import paired_per_item, per_item_values
 from evalsite.stats.proportions import Interval
@@ -231,3 +231,20 @@ def _check_options(statistic: object, confidence: float, n_resamples: int, metho
         raise ValueError(f"n_resamples must be at least 1, got {n_resamples}")
     if method not in ("BCa", "percentile", "basic"):
         raise ValueError(f"method must be 'BCa', 'percentile' or 'basic', not {method!r}")
+
+
+def remembered_intervals() -> list[list[Any]]:
+    """The mean intervals this process computed, as JSON-ready rows (array digest, shape, dtype,
+    options, then the interval), so a caller that keeps them between processes (the site build,
+    :mod:`evalsite.site.figures`) never bootstraps the same items twice. Intervals are pure
+    functions of the values and options, so a row stays true for as long as this code is unchanged."""
+    return [[key[0].hex(), list(key[1]), *key[2:], value.low, value.high, value.confidence, value.method]
+            for key, value in memo_items() if isinstance(value, Interval) and isinstance(key[0], bytes)]
+
+
+def recall_intervals(rows: Iterable[list[Any]]) -> None:
+    """Remember the rows :func:`remembered_intervals` gave (a malformed row raises ValueError/TypeError)."""
+    for row in rows:
+        digest, shape, dtype, *options, low, high, confidence, method = row
+        recall((bytes.fromhex(digest), tuple(shape), str(dtype), *options),
+               Interval(float(low), float(high), float(confidence), str(method)))

@@ -3,8 +3,9 @@ downloads and shards) from a documented context dataclass.
 
 A family module exposes ``jobs(inputs, settings) -> list[Job]``. A job names the inputs it is built
 from (keys of :attr:`ProjectInputs.hashes`) so an incremental build can skip it, the runs whose
-summaries it reads (``digests``: run ids; the build puts each run's
-:class:`~evalsite.analysis.summary.RunSummary` in ``kit.digests``), and a ``render(kit)`` that returns ``{path: bytes}``. New pages (compare,
+figures it reads (``figures``: run ids; the build puts each run's
+:class:`~evalsite.site.figures.RunFigures` in ``kit.figures``), the runs whose matrix columns it
+reads (``matrix_of``), and a ``render(kit)`` that returns ``{path: bytes}``. New pages (compare,
 reports) slot in as another family module listed in :data:`evalsite.site.build.FAMILIES`.
 """
 
@@ -16,7 +17,9 @@ from typing import Any
 
 from evalsite import __version__
 from evalsite.analysis.summary import RunSummary
+from evalsite.runlog.records import Case
 from evalsite.site import paths
+from evalsite.site.figures import RunFigures
 from evalsite.site.inputs import ProjectInputs
 from evalsite.site.settings import SiteSettings
 from evalsite.site.tables import tables_in
@@ -45,30 +48,34 @@ class PageContext:
 
 @dataclass(frozen=True)
 class Job:
-    """One unit of an incremental build: a page with its downloads and shard pages. ``variant`` holds
+    """One unit of an incremental build: a page with its downloads and data scripts. ``variant`` holds
     anything else the page shows that its input files do not determine (e.g. which run is a run's
     baseline); it is part of the job's hash."""
 
     key: str
     inputs: tuple[str, ...]
     render: Callable[[Kit], dict[str, bytes]]
-    digests: tuple[str, ...] = ()
+    figures: tuple[str, ...] = ()
     cases_of: str | None = None
+    matrix_of: tuple[str, ...] = ()
     variant: str = ""
 
 
 @dataclass
 class Kit:
-    """What a job's ``render`` may use: inputs, settings, theme, the runs' summaries (``digests``:
-    run id → :class:`~evalsite.analysis.summary.RunSummary`), the current cases."""
+    """What a job's ``render`` may use: inputs, settings, theme, the runs' figures (run id →
+    :class:`~evalsite.site.figures.RunFigures`), the matrix columns of the runs it asked for, and —
+    for a run's own job — that run's summary and cases."""
 
     inputs: ProjectInputs
     settings: SiteSettings
     theme: Theme
     site_title: str
     live_reload: bool = False
-    digests: dict[str, RunSummary] = field(default_factory=dict)
-    cases: dict[str, list[dict]] = field(default_factory=dict)
+    figures: dict[str, RunFigures] = field(default_factory=dict)
+    summaries: dict[str, RunSummary] = field(default_factory=dict)
+    cases: dict[str, list[Case]] = field(default_factory=dict)
+    matrix_cases: dict[str, list[dict]] = field(default_factory=dict)
     case_warnings: dict[str, list[str]] = field(default_factory=dict)
     stamp: str = ""
 

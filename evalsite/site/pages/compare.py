@@ -19,6 +19,7 @@ from evalsite.analysis.regression import GT_CHANGED, IMPROVED, REGRESSED, UNCHAN
 from evalsite.errors import RunLogError, SiteError
 from evalsite.runlog.store import resolve_run
 from evalsite.site import charts, paths
+from evalsite.site.casedata import data_script
 from evalsite.site.inputs import ProjectInputs
 from evalsite.site.pages import Job, Kit, PageContext, doc
 from evalsite.site.settings import SiteSettings
@@ -66,7 +67,8 @@ class ComparePage(PageContext):
     summary: CompareSummary | None = doc("The verdict, when comparable.")
     dumbbells: Markup = doc("Baseline → current score of the items that changed most (inline SVG).")
     dumbbell_note: str = doc("How many changed items the dumbbells show of how many.")
-    items: Table | None = doc("Every compared item (linked to its item page): baseline, current, Δ, classification, re-scored; unchanged rows are hidden until the reader asks for them.")
+    items: Table | None = doc("The items that changed (linked to their item pages): baseline, current, Δ, classification, re-scored.")
+    unchanged_rows: str | None = doc("Site-root-relative path of the data script listing the unchanged items, drawn into the table when the reader asks for them (None when there are none).", None)
     evaluators: Table | None = doc("Per evaluator: newly failing / passing, pass-rate, mean and error deltas.")
     apart: Table | None = doc("Items left out of the numbers: ground truth changed, only in one run, unscored.")
     critical_newly_failing: list[str] = doc("Critical rows that passed in the baseline and fail now.")
@@ -121,7 +123,14 @@ def _renderer(run_id: str, baseline_id: str):
             source = report.baseline_source
         path = paths.compare(run_id, baseline_id)
         dataset_id = kit.inputs.by_id[run_id].header.dataset.dataset_id
-        return kit.page(path, "compare.html", compare_page(report, source, kit.settings, dataset_id))
+        page = compare_page(report, source, kit.settings, dataset_id)
+        files = {}
+        if report.regression is not None and page.summary is not None and page.summary.unchanged:
+            page.unchanged_rows = paths.compare_data(run_id, baseline_id)
+            rows = [[c.item_id, paths.item(dataset_id, c.item_id) if dataset_id else None, c.baseline_score, c.current_score,
+                     c.delta, int(bool(c.rescored))] for c in report.regression.items if c.classification == UNCHANGED]
+            files[page.unchanged_rows] = data_script(page.unchanged_rows, rows)
+        return {**files, **kit.page(path, "compare.html", page)}
 
     return render
 
@@ -158,7 +167,7 @@ def compare_page(report: ComparisonReport, source: str, settings: SiteSettings, 
         Column("delta", "Δ", "number"), Column("classification", "change", "status"), Column("rescored", "re-scored"),
     ], [{"item": _item_link(dataset_id, c.item_id), "baseline": c.baseline_score, "current": c.current_score, "delta": c.delta,
          "classification": c.classification, "rescored": c.rescored, "_class": f"change-{c.classification}"}
-        for c in regression.items if c.classification != GT_CHANGED])
+        for c in regression.items if c.classification in (IMPROVED, REGRESSED)])
     page.evaluators = Table("evaluators", [
         Column("evaluator", "evaluator"), Column("newly_failing", "newly failing", "count"),
         Column("newly_passing", "newly passing", "count"), Column("still_failing", "still failing", "count"),

@@ -81,7 +81,7 @@ class DatasetPage(PageContext):
 def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[Job]:
     return [
         Job(f"dataset:{dataset_id}", inputs.summary_keys([r.run_id for r in members]),
-            _renderer(dataset_id, members), digests=tuple(r.run_id for r in members))
+            _renderer(dataset_id, members), figures=tuple(r.run_id for r in members))
         for dataset_id, members in runs_by(inputs.runs, lambda run: run.header.dataset.dataset_id).items()
     ]
 
@@ -101,7 +101,7 @@ def _renderer(dataset_id: str, members: list[Run]):
             left_out=Table("left-out", [Column("run", "run", "code"), Column("arm", "arm"), Column("reason", "reason")],
                            [{"run": run_link(kit.inputs.by_id[item.run_id]), "arm": item.arm_id, "reason": item.reason}
                             for item in found.left_out]),
-            runs=runs_table("runs", members, kit.digests),
+            runs=runs_table("runs", members, kit.figures),
             items_href=paths.items_index(dataset_id),
         )
         return kit.page(page_path, "dataset.html", context)

@@ -4,12 +4,16 @@ The page shows the manifest (its description rendered from markdown, raw HTML es
 with their resolved configs from run.json, score-against-parameter charts for swept numeric
 parameters, and the arm × item matrix of the newest comparable group of runs: per-row winners,
 rows where the arms' outputs diverge, cells whose output differs from the row's majority, and a
-side-by-side word diff of each arm's output against the first arm's on divergent rows.
+word diff of any two arms' outputs beside the item's input and expected value. The matrix's rows are
+data scripts (``data/experiments/<name>/matrix-<n>.js``) drawn, filtered and paged by
+``static/matrix.js``; its header, legend and aggregate row are HTML; the diff loads the outputs
+from the runs' own data scripts, so the matrix carries no copy of them.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
 
@@ -19,23 +23,25 @@ from markupsafe import Markup
 from evalsite.analysis import Selection, comparable_groups
 from evalsite.analysis.matrix import MIN_LEAD, comparison_matrix
 from evalsite.errors import EvalsiteError, NotComparableError
-from evalsite.runlog.store import Run, read_run
+from evalsite.runlog.store import Run
 from evalsite.site import charts, paths
 from evalsite.site.artifacts import ArtifactLink, experiment_artifacts
+from evalsite.site.casedata import data_script
 from evalsite.site.drift import drift_variant, experiment_drift, experiment_status
 from evalsite.site.inputs import ExperimentSource, ProjectInputs
 from evalsite.site.pages import Job, Kit, PageContext, doc
-from evalsite.site.pages.common import Pager, dataset_link, paged_views, run_link, runs_by, runs_table
+from evalsite.site.pages.common import dataset_link, run_link, runs_by, runs_table
 from evalsite.site.pages.datasets import bounds, describe
 from evalsite.site.pages.runs import flatten
 from evalsite.site.settings import SiteSettings
-from evalsite.site.tables import Column, Interval, Table
-from evalsite.site.text import ShownText, display, markdown
+from evalsite.site.tables import Interval, Table
+from evalsite.site.text import markdown
 
-MATRIX_VIEWS = {
-    "all": ("all items", lambda row: True),
-    "divergent": ("outputs differ", lambda row: row.divergent),
-}
+#: Matrix rows per data script.
+MATRIX_PART_ROWS = 2000
+#: A cell's flags in the matrix data (bits), and its tint's index.
+OUTLIER, BEST, FASTEST, CHEAPEST, FEWEST_TOKENS = 1, 2, 4, 8, 16
+TINTS = ("pass", "mixed", "fail", "missing")
 
 
 @dataclass(kw_only=True)
@@ -47,40 +53,7 @@ class ArmConfig:
     config_id: str | None = doc("Hash of the resolved config.")
     config_json: str = doc("The resolved config (from run.json) as indented JSON.")
     edited: bool = doc("True when the manifest no longer produces this config (edited since this run).", False)
-
-
-@dataclass(kw_only=True)
-class MatrixCell:
-    """One arm on one item."""
-
-    arm: str = doc("Arm label.")
-    score: float | None = doc("Mean score over the item's repeats; None when the arm did not score the item.")
-    passed: bool | None = doc("True when every repeat of the item passed.")
-    tint: str = doc("CSS class: pass (every repeat passed), mixed (failed, partly right), fail, or missing.")
-    outlier: bool = doc("True when this output differs from the answer most arms gave and did not pass (a correct answer is never flagged).")
-    best: bool = doc("True when this arm has the row's highest score (ties mark every tied arm; a row where all tie marks none).")
-    fastest: bool = doc("True when this arm has the row's lowest mean latency by a meaningful lead (analysis.matrix.MIN_LEAD).")
-    cheapest: bool = doc("True when this arm has the row's lowest mean cost by a meaningful lead.")
-    fewest_tokens: bool = doc("True when this arm used the fewest tokens on the row by a meaningful lead.", False)
-    tokens: float | None = doc("Mean input + output tokens over repeats.", None)
-    output: ShownText | None = doc("The item's most common output over its repeats (None when redacted or missing).")
-    latency_ms: float | None = doc("Mean latency over repeats.")
-    cost_usd: float | None = doc("Mean cost over repeats; None when unknown.")
-
-
-@dataclass(kw_only=True)
-class MatrixRow:
-    """One item across the arms."""
-
-    anchor: str = doc("HTML id of the row.")
-    item_id: str = doc("The item id.")
-    cells: list[MatrixCell] = doc("One cell per arm, in the arms' order.")
-    divergent: bool = doc("True when the arms' outputs are not all the same.")
-    shows_outputs: bool = doc("True when the page shows this divergent row's input, expected and outputs with the diff picker (pages of the 'divergent' filter, unless redacted).")
-    diff_href: str | None = doc("Site-root-relative link to this item's diffs on the 'divergent' pages (on other pages).")
-    input: ShownText | None = doc("The item's input (None when redacted).", None)
-    expected: ShownText | None = doc("The item's expected value (None when redacted).", None)
-    item_href: str | None = doc("Site-root-relative link to the item's page (input, expected, every run's answers).", None)
+    submitted_json: str | None = doc("The arm as written in the manifest its run was started from (with the manifest's prompt and sweep, before extends, sweeps, --set and `latest` were resolved), as indented JSON; None when the run recorded no manifest.", None)
 
 
 @dataclass(kw_only=True)
@@ -98,14 +71,17 @@ class ArmTotal:
 
 @dataclass(kw_only=True)
 class Matrix:
-    """One page of the arm × item matrix."""
+    """The arm × item matrix: HTML header, legend and aggregate row; rows in data scripts."""
 
     arms: list[str] = doc("Arm labels in column order (best mean first).")
     totals: list[ArmTotal] = doc("The aggregate row: each arm over every item, with the overall winners.", default_factory=list)
     comparable: str = doc("What the runs of the matrix share (dataset, evaluator versions).")
-    pager: Pager = doc("Filters (all / divergent) and pages.")
-    rows: list[MatrixRow] = doc("The items on this page.")
-    downloads: Table = doc("The page's rows as a flat table (CSV/JSON beside the page).")
+    items: int = doc("Rows (items) in the matrix.")
+    divergent: int = doc("Rows where the arms' outputs differ.")
+    parts: list[str] = doc("Site-root-relative paths of the data scripts holding the rows: item, bucket, divergence, and per cell score, verdict, tint, flags, latency, tokens and cost.")
+    runs_json: str = doc("The columns' runs as JSON (label, data folder), for the diff to load each arm's output.")
+    item_pages: str | None = doc("Site-root-relative folder of the dataset's item pages.")
+    page_size: int = doc("Rows per page ([site] items_per_page).")
 
 
 @dataclass(kw_only=True)
@@ -131,14 +107,6 @@ class ExperimentPage(PageContext):
     drift_problem: str | None = doc("Why the manifest could not be planned to check for edits, if so.", None)
 
 
-@dataclass(kw_only=True)
-class MatrixPage(PageContext):
-    """``experiments/<name>/<filter>-<n>.html``: another page of the matrix."""
-
-    name: str = doc("Experiment name.")
-    matrix: Matrix = doc("The matrix rows of this page.")
-
-
 def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[Job]:
     by_name = runs_by(inputs.runs, lambda run: run.header.experiment)
     result = []
@@ -148,7 +116,7 @@ def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[Job]:
         keys = (*inputs.summary_keys(ids), f"experiment:{name}") if name in inputs.experiments else inputs.summary_keys(ids)
         drift = experiment_drift(inputs, name)
         result.append(Job(f"experiment:{name}", keys, _renderer(name, members, inputs.experiments.get(name)),
-                          digests=ids, variant=drift_variant(drift)))
+                          figures=ids, matrix_of=ids, variant=drift_variant(drift)))
     return result
 
 
@@ -159,10 +127,11 @@ class _GroupView:
     arms: list[ArmConfig]
     labels: list[str]
     comparable: str
-    shards: list
+    matrix: Matrix | None
     sweeps: list[Markup]
     matrix_note: str = ""
     totals: list[ArmTotal] = field(default_factory=list)
+    files: dict[str, bytes] = field(default_factory=dict)
 
 
 def experiment_groups(inputs: ProjectInputs, members: list[Run]) -> list[Selection]:
@@ -188,16 +157,25 @@ def _group_view(name: str, group: Selection, kit: Kit) -> _GroupView:
     runs = [kit.inputs.by_id[arm.run_id] for arm in ordered]
     label_of = {arm.run_id: arm.label for arm in ordered}
     arms = [ArmConfig(label=label_of[r.run_id], run=run_link(r), config_id=r.header.config_id,
-                      config_json=json.dumps(r.header.config, indent=2, sort_keys=True, ensure_ascii=False, default=str))
-            for r in runs]
-    view = _GroupView(arms, [label_of[r.run_id] for r in runs], describe(group), [], sweep_charts(runs, label_of, means),
+                      config_json=json.dumps(r.header.config, indent=2, sort_keys=True, ensure_ascii=False, default=str),
+                      submitted_json=submitted_config(r)) for r in runs]
+    view = _GroupView(arms, [label_of[r.run_id] for r in runs], describe(group), None, sweep_charts(runs, label_of, means),
                       totals=_totals(kit.inputs, group, [r.run_id for r in runs], label_of))
     try:
-        rows = matrix_rows(runs, label_of, kit.settings.max_field_chars, kit.settings.redact)
+        matrix = comparison_matrix([replace(run, cases=kit.matrix_cases[run.run_id]) for run in runs])
     except NotComparableError as exc:
         view.matrix_note = f"No matrix: {exc.message}."
-    else:
-        view.shards = _matrix_shards(name, rows, kit.settings)
+        return view
+    rows = [matrix_row(row) for row in matrix.rows]
+    parts = [paths.matrix_data(name, n) for n in range(max(1, -(-len(rows) // MATRIX_PART_ROWS)))]
+    view.files = {path: data_script(path, rows[n * MATRIX_PART_ROWS:(n + 1) * MATRIX_PART_ROWS]) for n, path in enumerate(parts)}
+    dataset_id = runs[0].header.dataset.dataset_id
+    view.matrix = Matrix(
+        arms=view.labels, totals=view.totals, comparable=view.comparable, items=len(rows),
+        divergent=sum(1 for row in matrix.rows if row.divergent), parts=parts,
+        runs_json=json.dumps([{"label": label_of[r.run_id], "folder": paths.run_data_index(r.run_id).removesuffix("index.js")}
+                              for r in runs], ensure_ascii=False),
+        item_pages=paths.items_folder(dataset_id) if dataset_id else None, page_size=kit.settings.items_per_page)
     return view
 
 
@@ -230,20 +208,10 @@ def _clear_leader(values: dict[str, float | None], lead: tuple[float, float]) ->
 def _renderer(name: str, members: list[Run], source: ExperimentSource | None):
     def render(kit: Kit) -> dict[str, bytes]:
         groups = experiment_groups(kit.inputs, members)
-        view = _group_view(name, groups[0], kit) if groups else _GroupView([], [], "", [], [])
+        view = _group_view(name, groups[0], kit) if groups else _GroupView([], [], "", None, [])
         text, origin = _manifest_text(source, members)
         description, error = _description(text)
-        files: dict[str, bytes] = {}
-        first = None
-        for shard in view.shards:
-            matrix = Matrix(arms=view.labels, totals=view.totals, comparable=view.comparable, pager=shard.pager, rows=shard.records,
-                            downloads=matrix_table(view.labels, shard.records))
-            if shard.path == paths.experiment(name):
-                first = matrix
-                continue
-            number = next(p.number for p in shard.pager.pages if p.current)
-            files.update(kit.page(shard.path, "matrix.html", MatrixPage(
-                title=f"{name}: matrix, {shard.pager.view}, page {number}", name=name, matrix=matrix)))
+        files: dict[str, bytes] = dict(view.files)
         context = ExperimentPage(
             title=f"Experiment {name}",
             name=name,
@@ -254,10 +222,10 @@ def _renderer(name: str, members: list[Run], source: ExperimentSource | None):
             datasets=[dataset_link(d) for d in sorted({r.header.dataset.dataset_id for r in members if r.header.dataset.dataset_id})],
             arms=view.arms,
             sweeps=view.sweeps,
-            matrix=first,
+            matrix=view.matrix,
             matrix_note=view.matrix_note,
             other_groups=[describe(g) for g in groups[1:]],
-            runs=runs_table("runs", members, kit.digests),
+            runs=runs_table("runs", members, kit.figures),
         )
         batches = list(dict.fromkeys(r.header.batch_id for r in sorted(
             members, key=lambda r: r.header.started_at or "", reverse=True) if r.header.batch_id))
@@ -275,18 +243,20 @@ def _renderer(name: str, members: list[Run], source: ExperimentSource | None):
     return render
 
 
-def _matrix_shards(name: str, rows: list[MatrixRow], settings: SiteSettings):
-    """Diffs are shown once, on the pages of the 'divergent' filter; other pages link to them."""
-    shards = paged_views(rows, MATRIX_VIEWS, lambda view, page: paths.matrix(name, view, page),
-                         max_count=settings.items_per_page, budget_bytes=settings.page_budget_bytes,
-                         size_of=_row_size, view_sizes={"divergent": _row_size_with_diffs})
-    home_of = {row.item_id: f"{shard.path}#{row.anchor}-diff" for shard in shards if shard.pager.view == "divergent"
-               for row in shard.records if row.shows_outputs}
-    for shard in shards:
-        if shard.pager.view != "divergent":
-            shard.records[:] = [replace(row, shows_outputs=False, diff_href=home_of.get(row.item_id), input=None, expected=None)
-                                for row in shard.records]
-    return shards
+def submitted_config(run: Run) -> str | None:
+    """The run's arm as its submitted manifest (run.json ``submitted_manifest``) wrote it, with the
+    manifest's ``prompt`` and ``sweep``; None when the run recorded no manifest or it cannot be read."""
+    text = run.header.submitted_manifest
+    try:
+        data = yaml.safe_load(text) if isinstance(text, str) else None
+    except (yaml.YAMLError, RecursionError):
+        return None
+    arms = data.get("arms") if isinstance(data, dict) else None
+    entry = next((arm for arm in arms or [] if isinstance(arm, dict) and arm.get("id") == run.header.arm_id), None)
+    if entry is None:
+        return None
+    written = {"arm": entry, **{key: data[key] for key in ("prompt", "sweep") if key in data}}
+    return json.dumps(written, indent=2, sort_keys=True, ensure_ascii=False, default=str)
 
 
 def _manifest_text(source: ExperimentSource | None, members: list[Run]) -> tuple[str, str | None]:
@@ -308,47 +278,24 @@ def _description(text: str) -> tuple[Markup, str | None]:
     return markdown(description if isinstance(description, str) else ""), None
 
 
-def matrix_rows(runs: list[Run], labels: dict[str, str], limit: int, redact: bool) -> list[MatrixRow]:
-    """The rows of :func:`evalsite.analysis.matrix.comparison_matrix` over ``runs`` (read from disk now), shaped
-    for the page: texts cut to ``limit``, outputs left out when redacting, diffs on divergent rows."""
-    matrix = comparison_matrix([_matrix_run(run) for run in runs])
-    rows = [_row(row, [labels[column.run_id] for column in matrix.columns], limit, redact) for row in matrix.rows]
-    dataset_id = runs[0].header.dataset.dataset_id if runs else None
-    for row in rows:
-        row.item_href = paths.item(dataset_id, row.item_id) if dataset_id else None
-    return rows
+def matrix_row(row) -> list:
+    """One row of :func:`evalsite.analysis.matrix.comparison_matrix` as the matrix data holds it:
+    ``[item id, anchor or null, bucket, divergent, cells]``; a cell is ``[score, passed, tint, flags,
+    latency, tokens, cost]`` or null where the arm lacks the item."""
+    anchor = paths.item_anchor(row.item_id)
+    cells = [None if cell is None else [
+        cell.score, None if cell.passed is None else int(cell.passed), TINTS.index(_tint(cell.passed, cell.score)),
+        (OUTLIER if cell.outlier and not cell.passed else 0) | (BEST if cell.run_id in row.best else 0)
+        | (FASTEST if cell.run_id in row.fastest else 0) | (CHEAPEST if cell.run_id in row.cheapest else 0)
+        | (FEWEST_TOKENS if cell.run_id in row.fewest_tokens else 0),
+        _finite(cell.latency_ms), _finite(cell.tokens), _finite(cell.cost_usd),
+    ] for cell in row.cells]
+    return [row.item_id, None if anchor == f"item-{row.item_id}" else anchor, paths.item_bucket(row.item_id),
+            int(row.divergent), cells]
 
 
-#: The case fields a matrix cell reads; the rest (inputs, expected values, per-evaluator scores)
-#: are dropped as each run is read, so a large experiment's matrix holds only what it shows.
-MATRIX_FIELDS = ("item_id", "repeat", "input", "expected", "output", "score", "passed", "latency_ms", "input_tokens",
-                 "output_tokens", "cost_usd", "error")
-
-
-def _matrix_run(source: Run):
-    run = read_run(source.directory)
-    return replace(run, cases=[{key: case.get(key) for key in MATRIX_FIELDS} for case in run.cases])
-
-
-def _row(row, labels: list[str], limit: int, redact: bool) -> MatrixRow:
-    cells = [_cell(label, cell, row, limit, redact) for label, cell in zip(labels, row.cells)]
-    return MatrixRow(anchor=paths.slug(f"item-{row.item_id}"), item_id=row.item_id, cells=cells,
-                     divergent=row.divergent, shows_outputs=row.divergent and not redact, diff_href=None,
-                     input=None if redact else display(row.input, limit),
-                     expected=None if redact else display(row.expected, limit))
-
-
-def _cell(label: str, cell, row, limit: int, redact: bool) -> MatrixCell:
-    if cell is None:
-        return MatrixCell(arm=label, score=None, passed=None, tint="missing", outlier=False, best=False,
-                          fastest=False, cheapest=False, output=None, latency_ms=None, cost_usd=None)
-    return MatrixCell(
-        arm=label, score=cell.score, passed=cell.passed, tint=_tint(cell.passed, cell.score),
-        outlier=cell.outlier and not cell.passed,
-        best=cell.run_id in row.best, fastest=cell.run_id in row.fastest, cheapest=cell.run_id in row.cheapest,
-        fewest_tokens=cell.run_id in row.fewest_tokens, tokens=cell.tokens,
-        output=None if redact else display(cell.output, limit), latency_ms=cell.latency_ms, cost_usd=cell.cost_usd,
-    )
+def _finite(value: float | None) -> float | None:
+    return None if value is None or not math.isfinite(value) else value
 
 
 def _tint(passed: bool | None, score: float | None) -> str:
@@ -358,32 +305,6 @@ def _tint(passed: bool | None, score: float | None) -> str:
     if passed:
         return "pass"
     return "mixed" if score else "fail"
-
-
-def matrix_table(labels: list[str], rows: list[MatrixRow]) -> Table:
-    """The page's rows as scores and verdicts (outputs are in each run's case downloads and on the item
-    pages, so a large matrix does not carry them a third time)."""
-    columns = [Column("item_id", "item", "code"), Column("divergent", "outputs differ")]
-    for label in labels:
-        columns += [Column(f"score:{label}", f"{label} score", "number"), Column(f"pass:{label}", f"{label} passed")]
-    records = []
-    for row in rows:
-        record = {"item_id": row.item_id, "divergent": row.divergent}
-        for cell in row.cells:
-            record[f"score:{cell.arm}"] = cell.score
-            record[f"pass:{cell.arm}"] = cell.passed
-        records.append(record)
-    return Table("matrix", columns, records, sortable=False)
-
-
-def _row_size(row: MatrixRow) -> int:
-    """Bytes a row costs on a page and in its downloads (a score, latency, tokens and cost per cell)."""
-    return 300 + 250 * len(row.cells)
-
-
-def _row_size_with_diffs(row: MatrixRow) -> int:
-    texts = [t for t in (row.input, row.expected, *(c.output for c in row.cells)) if t is not None]
-    return _row_size(row) + sum(len(t.text) for t in texts) + 120 * len(row.cells) if row.shows_outputs else _row_size(row)
 
 
 def sweep_charts(runs: list[Run], labels: dict[str, str], means: dict[str, Interval]) -> list[Markup]:

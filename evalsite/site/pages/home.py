@@ -65,7 +65,7 @@ def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[Job]:
     keys = ("skipped", "decisions", *inputs.summary_keys(every_run), *(f"experiment:{n}" for n in inputs.experiments),
             *(f"report:{r.name}" for r in inputs.reports))
     drift = "|".join(drift_variant(experiment_drift(inputs, name)) for name in sorted(inputs.experiments))
-    return [Job("home", keys, _render, digests=every_run, variant=drift)]
+    return [Job("home", keys, _render, figures=every_run, variant=drift)]
 
 
 def _render(kit: Kit) -> dict[str, bytes]:
@@ -77,7 +77,7 @@ def _render(kit: Kit) -> dict[str, bytes]:
         verdicts=_verdict_cards(kit),
         datasets=_datasets_table(kit),
         experiments=_experiments_table(kit),
-        recent_runs=runs_table("recent-runs", recent, kit.digests,
+        recent_runs=runs_table("recent-runs", recent, kit.figures,
                                baselines={r.run_id: inputs.baseline_of(r.run_id) for r in recent}),
         total_runs=len(inputs.runs),
         baselines=Table("baselines", DECISION_COLUMNS, [decision_row(d, inputs) for d in current_baselines(inputs)]),
@@ -137,8 +137,8 @@ def _datasets_table(kit: Kit) -> Table:
         groups = comparable_groups(kit.inputs.database, dataset_id, only_runs={r.run_id for r in members}).groups
         best = None
         if groups:
-            scored = [(kit.digests[arm.run_id].mean_score, arm) for arm in groups[0].arms
-                      if kit.digests[arm.run_id].mean_score is not None]
+            scored = [(kit.figures[arm.run_id].mean_score, arm) for arm in groups[0].arms
+                      if kit.figures[arm.run_id].mean_score is not None]
             best = max(scored, key=lambda pair: (pair[0], pair[1].run_id), default=None)
         newest = max(members, key=lambda r: r.recency)
         rows.append({

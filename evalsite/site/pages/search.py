@@ -1,11 +1,12 @@
-"""The site's search: ``search/index.js`` lists every search script; ``search/pages.js`` holds the
-documents of the runs, arms, experiments, datasets and reports (each dataset's items are written by
-its item job, :mod:`evalsite.site.pages.items`).
+"""The site's search: ``search/index.js`` lists what to index; ``search/pages.js`` holds the
+documents of the runs, arms, experiments, datasets and reports, and the items are indexed straight
+from the runs' data scripts (:mod:`evalsite.site.casedata`), so no case text is written twice.
 
 Documents are plain records (kind, title, where, text, url); the browser indexes and ranks them with
 the vendored MiniSearch library (``static/minisearch.js``), loading the scripts only when the reader
 first uses the search box, so pages stay small and search works from ``file://`` (scripts load from
-disk where ``fetch`` does not).
+disk where ``fetch`` does not). An item's input and expected value are indexed from the newest run
+on its dataset only; every run's outputs are indexed.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from evalsite.site import paths
 from evalsite.site.inputs import ProjectInputs
 from evalsite.site.pages import Job, Kit
 from evalsite.site.pages.common import runs_by
-from evalsite.site.pages.items import search_script, search_shard_name, search_shards
 from evalsite.site.settings import SiteSettings
 
 PAGES_SHARD = "pages"
@@ -30,14 +30,24 @@ def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[Job]:
 
 def _render(kit: Kit) -> dict[str, bytes]:
     inputs = kit.inputs
-    shards = [PAGES_SHARD]
+    shards: list = [paths.search_shard(PAGES_SHARD)]
     for dataset_id, members in runs_by(inputs.runs, lambda run: run.header.dataset.dataset_id).items():
-        shards += [search_shard_name(dataset_id, n) for n in range(search_shards(members))]
-    manifest = json.dumps([paths.search_shard(name) for name in shards])
+        newest = max(members, key=lambda r: r.recency)
+        shards += [{"folder": paths.run_data_index(r.run_id).removesuffix("index.js"), "arm": r.header.arm_id,
+                    "items": paths.items_folder(dataset_id), "texts": r is newest}
+                   for r in sorted(members, key=lambda r: r.run_id)]
+    manifest = json.dumps(shards, ensure_ascii=False).replace("<", "\\u003c")
     return {
         paths.SEARCH_MANIFEST: f"window.evalsiteSearch&&window.evalsiteSearch.shards({manifest});\n".encode(),
         paths.search_shard(PAGES_SHARD): search_script(_page_documents(inputs)),
     }
+
+
+def search_script(docs: list[dict]) -> bytes:
+    """Documents as a script that hands them to the page's search (``search.js``); ``<`` is escaped so
+    no text can close a script element."""
+    payload = json.dumps(docs, ensure_ascii=False, separators=(",", ":")).replace("<", "\\u003c")
+    return f"window.evalsiteSearch&&window.evalsiteSearch.add({payload});\n".encode()
 
 
 def _page_documents(inputs: ProjectInputs) -> list[dict]:

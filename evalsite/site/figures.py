@@ -1,0 +1,110 @@
+"""Per-run figures the site's listings read, and the cache that lets a build skip reading a run.
+
+A build reads each run's cases at most once (:mod:`evalsite.site.build`). What other pages need of
+a run — the runs-table figures (:class:`RunFigures`) and the matrix's columns — is kept under
+``.evalsite/site-cache/<content hash of the run's files>.json``, so a later build that re-renders
+the runs table, the home page or an experiment's matrix after one new run reads only that run;
+``intervals.json`` keeps the bootstrap intervals, so a leaderboard that run joins bootstraps only
+the arms and pairs whose items changed.
+An entry is found by the run's content hash, so a changed run never meets an old entry; a
+missing or unreadable entry just means the run is read again. The cache is derived data, local to
+the project (``.evalsite/`` is git-ignored), and never published.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from evalsite.analysis.summary import RunSummary
+from evalsite.stats.intervals import recall_intervals, remembered_intervals
+
+CACHE_VERSION = 1
+INTERVALS_FILE = "intervals.json"
+#: The case fields the experiment matrix reads (:func:`evalsite.analysis.matrix.comparison_matrix`);
+#: inputs and expected values are shown from the runs' data scripts, not from the matrix.
+MATRIX_FIELDS = ("item_id", "repeat", "output", "score", "passed", "latency_ms", "input_tokens", "output_tokens",
+                 "cost_usd", "error")
+
+
+@dataclass(frozen=True)
+class RunFigures:
+    """A run's figures in the runs tables and on the home page (from its one summary), and which item
+    buckets it has cases in (the item pages a dataset needs)."""
+
+    cases: int
+    mean_score: float | None
+    pass_rate: float | None
+    errors: int
+    critical_failures: int | None
+    cost_total: float | None
+    buckets: tuple[str, ...]
+
+    @classmethod
+    def of(cls, summary: RunSummary, buckets: set[str]) -> RunFigures:
+        critical = None if summary.critical_failures is None else len(summary.critical_failures)
+        return cls(summary.cases, summary.mean_score, summary.pass_rate, summary.errors, critical, summary.cost.total,
+                   tuple(sorted(buckets)))
+
+
+@dataclass(frozen=True)
+class CachedRun:
+    figures: RunFigures
+    matrix_cases: list[dict]
+
+
+class SiteCache:
+    """``.evalsite/site-cache/`` of one project; entries of runs that are gone are pruned by :meth:`keep_only`."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+
+    def get(self, content_hash: str) -> CachedRun | None:
+        try:
+            data = json.loads((self.folder / f"{content_hash}.json").read_text(encoding="utf-8"))
+            if data.get("version") != CACHE_VERSION:
+                return None
+            figures = data["figures"]
+            figures["buckets"] = tuple(figures["buckets"])
+            columns = data["matrix"]
+            count = len(columns["item_id"])
+            cases = [{key: columns[key][n] for key in MATRIX_FIELDS} for n in range(count)]
+            return CachedRun(RunFigures(**figures), cases)
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return None
+
+    def put(self, content_hash: str, figures: RunFigures, cases) -> None:
+        """Store a run's figures and matrix columns; a read-only project just goes without a cache."""
+        columns = {key: [case.get(key) for case in cases] for key in MATRIX_FIELDS}
+        self._write(f"{content_hash}.json", {"version": CACHE_VERSION, "figures": asdict(figures), "matrix": columns})
+
+    def keep_only(self, hashes: set[str]) -> None:
+        if not self.folder.is_dir():
+            return
+        for path in self.folder.glob("*.json"):
+            if path.stem not in hashes and path.name != INTERVALS_FILE:
+                path.unlink(missing_ok=True)
+
+    def recall_intervals(self, code: str) -> None:
+        """Put the bootstrap intervals earlier builds computed (with this code) back in the statistics'
+        memo: a leaderboard a new run joins then bootstraps only the arms and pairs that changed."""
+        try:
+            data = json.loads((self.folder / INTERVALS_FILE).read_text(encoding="utf-8"))
+            if data.get("version") == CACHE_VERSION and data.get("code") == code:
+                recall_intervals(data["rows"])
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return
+
+    def keep_intervals(self, code: str) -> None:
+        self._write(INTERVALS_FILE, {"version": CACHE_VERSION, "code": code, "rows": remembered_intervals()})
+
+    def _write(self, name: str, payload: dict) -> None:
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            temp = self.folder / f".{name}.tmp"
+            temp.write_text(json.dumps(payload, separators=(",", ":"), default=str), encoding="utf-8")
+            os.replace(temp, self.folder / name)
+        except (OSError, ValueError):
+            pass

@@ -1,0 +1,127 @@
+/* evalsite: load the build's data scripts (data/**.js) and decode a run's cases.
+   A data script calls evalsiteData(key, payload); scripts load from file:// as from any static
+   host, where fetch() would not. Every text from a run is put on the page with textContent. */
+(function () {
+  "use strict";
+  if (window.evalsite && window.evalsite.data) { return; }
+  var store = {}, waiting = {};
+  var STATUSES = ["passed", "failed", "errored", "unscored"];
+
+  window.evalsiteData = function (key, payload) { store[key] = payload; };
+
+  function load(root, path) {
+    var key = path.replace(/\.js$/, "");
+    if (Object.prototype.hasOwnProperty.call(store, key)) { return Promise.resolve(store[key]); }
+    if (!waiting[key]) {
+      waiting[key] = new Promise(function (resolve) {
+        var script = document.createElement("script");
+        script.src = root + path;
+        script.onload = function () { resolve(store[key] || null); };
+        script.onerror = function () { resolve(null); };
+        document.head.appendChild(script);
+      });
+    }
+    return waiting[key];
+  }
+
+  /* One part of a run's case data (evalsite/site/casedata.py) as case objects. */
+  function decode(part) {
+    var s = part.s, text = function (i) { return i === null || i === undefined ? null : s[i]; };
+    var cut = {};
+    Object.keys(part.cut || {}).forEach(function (key) {
+      var pairs = part.cut[key];
+      for (var i = 0; i < pairs.length; i += 2) { (cut[pairs[i]] = cut[pairs[i]] || {})[key] = pairs[i + 1]; }
+    });
+    return part.item.map(function (itemIndex, row) {
+      return {
+        item: s[itemIndex], ord: part.ord[row], repeat: part.rep[row], status: STATUSES[part.st[row]],
+        critical: part.crit[row] === null ? null : part.crit[row] === 1,
+        input: text(part["in"][row]), expected: text(part.exp[row]), output: text(part.out[row]), cut: cut[row] || {},
+        score: part.score[row], latency: part.lat[row], tokensIn: part.tin[row], tokensOut: part.tout[row],
+        cost: part.cost[row], error: text(part.err[row]), finish: text(part.fin[row]), cache: text(part.cache[row]),
+        anchor: part.anc[row] === null ? "item-" + s[itemIndex] : s[part.anc[row]],
+        scores: part.sc[row].map(function (v) {
+          return { evaluator: part.ev[v[0]], score: v[1], passed: v[2] === null ? null : v[2] === 1,
+                   label: text(v[3]), detail: text(v[4]), error: text(v[5]), skipped: v[6] === 1 };
+        })
+      };
+    });
+  }
+
+  /* Every case of a run (folder: data/runs/<run>/), or only those whose items fall in one bucket. */
+  function runCases(root, folder, bucket) {
+    return load(root, folder + "index.js").then(function (index) {
+      if (!index) { return []; }
+      var wanted = Object.keys(index.parts).filter(function (b) { return bucket === undefined || b === bucket; });
+      var paths = [];
+      wanted.forEach(function (b) { for (var n = 0; n < index.parts[b]; n += 1) { paths.push(folder + b + "-" + n + ".js"); } });
+      return Promise.all(paths.map(function (p) { return load(root, p); })).then(function (parts) {
+        var cases = [];
+        parts.forEach(function (part, n) {
+          if (!part) { return; }
+          var b = paths[n].slice(folder.length, folder.length + 2);
+          decode(part).forEach(function (c) { c.bucket = b; cases.push(c); });
+        });
+        return cases;
+      });
+    });
+  }
+
+  function el(tag, className, text) {
+    var node = document.createElement(tag);
+    if (className) { node.className = className; }
+    if (text !== undefined && text !== null) { node.textContent = String(text); }
+    return node;
+  }
+
+  /* Number formats, as evalsite/site/formatting.py writes them on the server-rendered pages. */
+  function missing(v) { return v === null || v === undefined || typeof v === "number" && !isFinite(v); }
+  var format = {
+    number: function (v, digits) {
+      if (missing(v)) { return "—"; }
+      return Number.isInteger(v) && digits === undefined ? v.toLocaleString("en-US") : v.toFixed(digits === undefined ? 3 : digits);
+    },
+    count: function (v) { return missing(v) ? "—" : Math.round(v).toLocaleString("en-US"); },
+    ms: function (v) {
+      if (missing(v)) { return "—"; }
+      return v >= 10000 ? (v / 1000).toFixed(2) + " s" : v < 100 ? v.toFixed(1) + " ms" : v.toFixed(0) + " ms";
+    },
+    usd: function (v) {
+      if (missing(v)) { return "unknown"; }
+      if (v === 0) { return "$0"; }
+      var digits = Math.abs(v) >= 1 ? 2 : Math.min(8, 2 + Math.max(0, -Math.floor(Math.log10(Math.abs(v)))));
+      return "$" + v.toFixed(digits);
+    }
+  };
+
+  /* A text block as the server renders one: <pre class="text"> and a note when it was cut. */
+  function textBlock(text, omitted) {
+    if (text === null || text === undefined) { return el("span", "muted", "—"); }
+    var box = document.createDocumentFragment();
+    box.appendChild(el("pre", "text", text));
+    if (omitted) { box.appendChild(el("p", "cut", "… " + omitted.toLocaleString("en-US") + " more characters not shown (max_field_chars).")); }
+    return box;
+  }
+
+  /* A download link for rows the reader has on screen, made in the browser (no copy on disk). */
+  function download(name, type, content) {
+    var link = el("a", "", name);
+    link.href = URL.createObjectURL(new Blob([content], { type: type }));
+    link.download = name;
+    return link;
+  }
+
+  function csv(columns, rows) {
+    var quote = function (v) {
+      var text = v === null || v === undefined ? "" : String(v);
+      return /[",\n\r]/.test(text) ? '"' + text.replace(/"/g, '""') + '"' : text;
+    };
+    return [columns.map(quote).join(",")].concat(rows.map(function (r) {
+      return columns.map(function (c) { return quote(r[c]); }).join(",");
+    })).join("\r\n") + "\r\n";
+  }
+
+  window.evalsite = window.evalsite || {};
+  window.evalsite.data = { load: load, decode: decode, runCases: runCases, el: el, format: format,
+                           textBlock: textBlock, download: download, csv: csv };
+}());

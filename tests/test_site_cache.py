@@ -1,0 +1,83 @@
+"""The build reads each run at most once, and a later build reads only what changed: per-run figures,
+matrix columns and bootstrap intervals come back from .evalsite/site-cache, and the pages are the
+same bytes as a build without the cache."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from example_support import run_example
+from sitekit import tree_bytes
+
+from evalsite.execute.runner import execute_plan
+from evalsite.experiment.manifest import load_manifest
+from evalsite.experiment.plan import build_plan
+from evalsite.project import find_project
+from evalsite.site import build, build_site
+from evalsite.stats import _bca, intervals
+
+
+@pytest.fixture()
+def cache_project(tmp_path):
+    """The example project (one repeat) with its runs, as a Project, for builds with a cache."""
+    return find_project(run_example(tmp_path / "p", repeat=1))
+
+
+@pytest.fixture()
+def reads(monkeypatch) -> list[str]:
+    """The run folders whose cases.jsonl the build parses."""
+    seen: list[str] = []
+    original = build.read_cases
+
+    def counting(path: Path, warnings=None):
+        seen.append(path.parent.name)
+        return original(path, warnings)
+
+    monkeypatch.setattr(build, "read_cases", counting)
+    return seen
+
+
+@pytest.fixture()
+def bootstraps(monkeypatch) -> list[int]:
+    """One entry per bootstrap interval actually computed (not answered from the memo)."""
+    done: list[int] = []
+    original = intervals._one_level_interval
+
+    def counting(*args, **kwargs):
+        done.append(1)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(intervals, "_one_level_interval", counting)
+    return done
+
+
+def test_a_build_reads_each_run_once_and_the_next_only_the_new_run(cache_project, reads):
+    build_site(cache_project)
+    assert sorted(reads) == sorted(p.name for p in cache_project.runs_dir.iterdir() if p.is_dir())
+    reads.clear()
+    rerun = build_plan(cache_project, load_manifest(cache_project.root / "experiments/arithmetic.yaml"), arm_ids=("sampler",), repeat=1)
+    new_run = execute_plan(cache_project, rerun).runs[0].run_id
+    report = build_site(cache_project)
+    assert reads == [new_run]  # the runs table, home, matrix and item pages read the others' cached figures
+    assert report.kept > 0  # the other runs' pages are kept
+    cached = tree_bytes(cache_project.root / "site")
+    shutil.rmtree(cache_project.root / ".evalsite" / "site-cache")
+    reads.clear()
+    build_site(cache_project, cache_project.root / "fresh")
+    assert len(reads) == len([p for p in cache_project.runs_dir.iterdir() if p.is_dir()])  # no cache: every run is read
+    assert tree_bytes(cache_project.root / "fresh") == cached
+
+
+def test_the_bootstrap_intervals_of_a_build_are_kept_for_the_next_process(cache_project, bootstraps):
+    _bca._memo.clear()  # as in a new process
+    build_site(cache_project, full=True)
+    computed = len(bootstraps)
+    assert computed > 0 and (cache_project.root / ".evalsite/site-cache/intervals.json").is_file()
+    first = tree_bytes(cache_project.root / "site")
+    _bca._memo.clear()
+    bootstraps.clear()
+    build_site(cache_project, full=True)
+    assert len(bootstraps) < computed  # the mean intervals came from the cache
+    assert tree_bytes(cache_project.root / "site") == first
