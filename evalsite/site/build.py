@@ -79,7 +79,8 @@ def build_site(project: Project, out_dir: Path | None = None, *, redact: bool | 
         inputs.prefetch_leaderboards(_leaderboard_datasets(inputs, stale))
         _render(kit, writer, stale, hashes, _RunCache(SiteCache(project.root / CACHE_DIR), code))
     except TemplateError as exc:
-        where = f"{exc.filename or exc.name}, line {exc.lineno}: " if getattr(exc, "lineno", None) else ""
+        lineno = getattr(exc, "lineno", None)  # syntax errors say where; other template errors do not
+        where = f"{getattr(exc, 'filename', None) or getattr(exc, 'name', None)}, line {lineno}: " if lineno else ""
         raise SiteError(f"template error: {where}{exc.message or exc}") from None
     finally:
         inputs.close()

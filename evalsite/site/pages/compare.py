@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from markupsafe import Markup
 
 from evalsite.analysis.compare import ComparisonReport, compare_runs
-from evalsite.analysis.regression import GT_CHANGED, IMPROVED, REGRESSED, UNCHANGED
+from evalsite.analysis.regression import GT_CHANGED, IMPROVED, REGRESSED, UNCHANGED, RegressionReport
 from evalsite.errors import RunLogError, SiteError
 from evalsite.runlog.store import resolve_run
 from evalsite.site import charts, paths
@@ -142,13 +142,15 @@ def _source(inputs: ProjectInputs, run_id: str, baseline_id: str) -> str:
 
 
 def compare_page(report: ComparisonReport, source: str, settings: SiteSettings, dataset_id: str | None = None) -> ComparePage:
-    verdict = report.comparability
-    regression = report.regression
+    """The page of a pair the site compares: both runs exist and their comparability was decided."""
+    verdict, regression, baseline = report.comparability, report.regression, report.baseline
+    if verdict is None or baseline is None:
+        raise SiteError(f"{report.current.run_id}: no baseline to compare with")
     diff_rows = [{"field": d.path, "baseline": _text(d.old), "current": _text(d.new)} for d in verdict.differences]
     page = ComparePage(
-        title=f"{report.current.run_id} against {report.baseline.run_id}",
+        title=f"{report.current.run_id} against {baseline.run_id}",
         current=Link(report.current.run_id, paths.run(report.current.run_id)),
-        baseline=Link(report.baseline.run_id, paths.run(report.baseline.run_id)),
+        baseline=Link(baseline.run_id, paths.run(baseline.run_id)),
         baseline_source=source,
         promotion_reason=report.promotion.reason if report.promotion else None,
         fingerprint_diff=Table("fingerprint-diff", [Column("field", "field", "code"), Column("baseline", "baseline", "code"),
@@ -160,7 +162,7 @@ def compare_page(report: ComparisonReport, source: str, settings: SiteSettings, 
     )
     if not verdict.comparable or regression is None:
         return page
-    page.summary = _summary(report)
+    page.summary = _summary(report, regression)
     page.dumbbells, page.dumbbell_note = _dumbbells(regression, settings.dumbbells)
     page.items = Table("items", [
         Column("item", "item", "code"), Column("baseline", "baseline", "number"), Column("current", "current", "number"),
@@ -186,15 +188,15 @@ def compare_page(report: ComparisonReport, source: str, settings: SiteSettings, 
     return page
 
 
-def _summary(report: ComparisonReport) -> CompareSummary:
-    summary, gate = report.regression.summary, report.gate
+def _summary(report: ComparisonReport, regression: RegressionReport) -> CompareSummary:
+    summary, gate = regression.summary, report.gate
     counts = [(IMPROVED, summary.improved), (UNCHANGED, summary.unchanged), (REGRESSED, summary.regressed),
               (GT_CHANGED, summary.gt_changed)]
     return CompareSummary(
         verdict_bar=charts.verdict_bar(counts, title="Items improved, unchanged, regressed"),
         compared=summary.compared, improved=summary.improved, regressed=summary.regressed,
         unchanged=summary.unchanged, gt_changed=summary.gt_changed, rescored=summary.rescored,
-        threshold=report.regression.threshold, baseline_mean=summary.baseline_mean, current_mean=summary.current_mean,
+        threshold=regression.threshold, baseline_mean=summary.baseline_mean, current_mean=summary.current_mean,
         mean_delta=Interval(summary.mean_delta, summary.ci_low, summary.ci_high), confidence=summary.confidence,
         p_value=summary.p_value, test_kind=summary.test_kind, noise=summary.noise, noise_source=summary.noise_source,
         within_noise=summary.within_noise, gate_failed=bool(gate and gate.failed), gate_reasons=list(gate.reasons) if gate else [],

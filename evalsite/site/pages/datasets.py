@@ -170,7 +170,8 @@ ARM_COLUMNS = [
 
 def bounds(interval) -> tuple[float | None, float | None]:
     """An analysis interval's bounds for a page (None where the bootstrap gave NaN)."""
-    return tuple(None if bound is None or bound != bound else float(bound) for bound in (interval.low, interval.high))
+    low, high = (None if bound is None or bound != bound else float(bound) for bound in (interval.low, interval.high))
+    return low, high
 
 
 def _arm_row(arm, run: Run, rank: str | None, leader_mean: float | None) -> dict:
@@ -199,7 +200,7 @@ def _arm_row(arm, run: Run, rank: str | None, leader_mean: float | None) -> dict
 
 def _ranking(board: Board, number: int) -> tuple[Ranking | None, str]:
     verdict = board.verdict
-    if verdict.friedman is None or board.stability is None:
+    if verdict.friedman is None or verdict.nemenyi is None or board.stability is None:
         return None, "One arm: nothing to rank."
     names = [arm.label for arm in board.selection.arms]
     stability = board.stability

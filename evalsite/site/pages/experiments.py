@@ -22,6 +22,7 @@ from markupsafe import Markup
 
 from evalsite.analysis import Selection, comparable_groups
 from evalsite.analysis.matrix import MIN_LEAD, comparison_matrix
+from evalsite.analysis.selection import ArmRun
 from evalsite.errors import EvalsiteError, NotComparableError
 from evalsite.runlog.store import Run
 from evalsite.site import charts, paths
@@ -34,7 +35,7 @@ from evalsite.site.pages.common import dataset_link, run_link, runs_by, runs_tab
 from evalsite.site.pages.datasets import bounds, describe
 from evalsite.site.pages.runs import flatten
 from evalsite.site.settings import SiteSettings
-from evalsite.site.tables import Interval, Table
+from evalsite.site.tables import Interval, Link, Table
 from evalsite.site.text import markdown
 
 #: Matrix rows per data script.
@@ -49,7 +50,7 @@ class ArmConfig:
     """An arm of the matrix and its resolved config."""
 
     label: str = doc("The arm as the matrix names it.")
-    run: object = doc("Link to the run the matrix uses for this arm.")
+    run: Link = doc("Link to the run the matrix uses for this arm.")
     config_id: str | None = doc("Hash of the resolved config.")
     config_json: str = doc("The resolved config (from run.json) as indented JSON.")
     edited: bool = doc("True when the manifest no longer produces this config (edited since this run).", False)
@@ -153,7 +154,11 @@ def arm_means(inputs: ProjectInputs, selection: Selection) -> dict[str, Interval
 
 def _group_view(name: str, group: Selection, kit: Kit) -> _GroupView:
     means = arm_means(kit.inputs, group)
-    ordered = sorted(group.arms, key=lambda a: (a.run_id not in means, -means[a.run_id].value if a.run_id in means else 0.0, a.label))
+    def order(arm: ArmRun) -> tuple[bool, float, str]:  # best mean first; arms without one last
+        value = means[arm.run_id].value if arm.run_id in means else None
+        return value is None, -value if value is not None else 0.0, arm.label
+
+    ordered = sorted(group.arms, key=order)
     runs = [kit.inputs.by_id[arm.run_id] for arm in ordered]
     label_of = {arm.run_id: arm.label for arm in ordered}
     arms = [ArmConfig(label=label_of[r.run_id], run=run_link(r), config_id=r.header.config_id,
@@ -162,7 +167,8 @@ def _group_view(name: str, group: Selection, kit: Kit) -> _GroupView:
     view = _GroupView(arms, [label_of[r.run_id] for r in runs], describe(group), None, sweep_charts(runs, label_of, means),
                       totals=_totals(kit.inputs, group, [r.run_id for r in runs], label_of))
     try:
-        matrix = comparison_matrix([replace(run, cases=kit.matrix_cases[run.run_id]) for run in runs])
+        # the cached slim cases: the matrix reads a case as a mapping of its fields
+        matrix = comparison_matrix([replace(run, cases=kit.matrix_cases[run.run_id]) for run in runs])  # type: ignore[arg-type]
     except NotComparableError as exc:
         view.matrix_note = f"No matrix: {exc.message}."
         return view
@@ -233,7 +239,7 @@ def _renderer(name: str, members: list[Run], source: ExperimentSource | None):
         files.update(copies)
         drift = experiment_drift(kit.inputs, name)
         context.status = experiment_status(members, drift)
-        context.edited = sorted(r.header.arm_id for r in members if r.run_id in drift.edited)
+        context.edited = sorted(r.header.arm_id or r.run_id for r in members if r.run_id in drift.edited)
         context.not_run, context.drift_problem = list(drift.not_run), drift.problem
         for arm in context.arms:
             arm.edited = arm.run.text in drift.edited
@@ -251,8 +257,11 @@ def submitted_config(run: Run) -> str | None:
         data = yaml.safe_load(text) if isinstance(text, str) else None
     except (yaml.YAMLError, RecursionError):
         return None
-    arms = data.get("arms") if isinstance(data, dict) else None
-    entry = next((arm for arm in arms or [] if isinstance(arm, dict) and arm.get("id") == run.header.arm_id), None)
+    if not isinstance(data, dict):
+        return None
+    arms = data.get("arms")
+    entry = next((arm for arm in arms if isinstance(arm, dict) and arm.get("id") == run.header.arm_id), None) \
+        if isinstance(arms, list) else None
     if entry is None:
         return None
     written = {"arm": entry, **{key: data[key] for key in ("prompt", "sweep") if key in data}}
@@ -323,7 +332,7 @@ def sweep_charts(runs: list[Run], labels: dict[str, str], means: dict[str, Inter
                 continue
             rest = json.dumps({k: v for k, v in params[run.run_id].items() if k != key}, sort_keys=True)
             interval = means.get(run.run_id)
-            if interval is None:
+            if interval is None or interval.value is None:
                 continue
             series[rest].append(charts.Point(labels[run.run_id], present[run.run_id], interval.value, interval.low, interval.high))
         named = {" · ".join(p.label for p in points): points for points in series.values()}

@@ -26,7 +26,7 @@ from evalsite.site.tables import Column, Interval, Link, Table
 class VerdictCard:
     """Who leads on one dataset and whether the lead is real (its newest comparable group)."""
 
-    dataset: Link = doc("The dataset's leaderboard.")
+    dataset: Link | str = doc("The dataset's leaderboard (— when the runs name no dataset).")
     comparable: str = doc("What the group's runs share (dataset, evaluator versions).")
     arms: int = doc("Arms in the group.")
     items: int = doc("Items every arm scored (the tests use only these).")

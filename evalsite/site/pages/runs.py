@@ -34,7 +34,7 @@ class RunFacts:
 
     run_id: str = doc("The run id (its folder under runs/).")
     href: str = doc("Site-root-relative link to the run page.")
-    arm_id: str = doc("The arm the run executed.")
+    arm_id: str | None = doc("The arm the run executed (None for a run that names none).")
     experiment: Link | str = doc("Link to the experiment page, or '—'.")
     dataset: Link | str = doc("Link to the dataset leaderboard, or '—'.")
     dataset_path: str | None = doc("The dataset file, relative to the project root.")

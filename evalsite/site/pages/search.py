@@ -53,7 +53,7 @@ def search_script(docs: list[dict]) -> bytes:
 def _page_documents(inputs: ProjectInputs) -> list[dict]:
     docs = []
     for run in inputs.runs:
-        words = [run.header.arm_id, run.header.experiment or "", run.header.dataset.dataset_id or "", str(run.status), run.header.config_id or ""]
+        words = [run.header.arm_id or "", run.header.experiment or "", run.header.dataset.dataset_id or "", str(run.status), run.header.config_id or ""]
         docs.append({"kind": "run", "title": run.run_id, "where": run.header.arm_id, "text": " ".join(words),
                      "url": paths.run(run.run_id)})
     arms = {(r.header.experiment, r.header.arm_id): r for r in sorted(inputs.runs, key=lambda r: r.recency)}
