@@ -21,9 +21,9 @@ from evalsite.runlog.store import resolve_run
 from evalsite.site import charts, paths
 from evalsite.site.casedata import data_script
 from evalsite.site.inputs import ProjectInputs
-from evalsite.site.pages import Job, Kit, PageContext, doc
+from evalsite.site.pages import Kit, PageContext, PageJob, doc
 from evalsite.site.settings import SiteSettings
-from evalsite.site.tables import Column, Interval, Link, Table
+from evalsite.site.tables import Column, Link, ShownInterval, Table
 
 LISTED_IDS = 20
 
@@ -42,7 +42,7 @@ class CompareSummary:
     threshold: float = doc("The per-item change that counts as improved or regressed.")
     baseline_mean: float | None = doc("Baseline mean over the compared items.")
     current_mean: float | None = doc("Current mean over the compared items.")
-    mean_delta: Interval = doc("Mean Δ (current − baseline) with its paired bootstrap interval.")
+    mean_delta: ShownInterval = doc("Mean Δ (current − baseline) with its paired bootstrap interval.")
     confidence: float = doc("Confidence level of the interval.")
     p_value: float | None = doc("p of the paired sign-flip test.")
     test_kind: str | None = doc("'exact' or 'monte-carlo'.")
@@ -74,7 +74,7 @@ class ComparePage(PageContext):
     critical_newly_failing: list[str] = doc("Critical rows that passed in the baseline and fail now.")
 
 
-def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[Job]:
+def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[PageJob]:
     pairs: dict[tuple[str, str], None] = {}
     for run in inputs.runs:
         baseline = inputs.baseline_of(run.run_id)
@@ -92,7 +92,7 @@ def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[Job]:
             continue
         keys = ["decisions", f"run:{run_id}", f"run:{baseline_id}"]
         keys += [f"dataset-file:{p}" for p in {inputs.by_id[r].header.dataset.path for r in (run_id, baseline_id)} if p]
-        result.append(Job(f"compare:{run_id}--{baseline_id}", tuple(keys), _renderer(run_id, baseline_id)))
+        result.append(PageJob(f"compare:{run_id}--{baseline_id}", tuple(keys), _renderer(run_id, baseline_id)))
     return result
 
 
@@ -197,7 +197,7 @@ def _summary(report: ComparisonReport, regression: RegressionReport) -> CompareS
         compared=summary.compared, improved=summary.improved, regressed=summary.regressed,
         unchanged=summary.unchanged, gt_changed=summary.gt_changed, rescored=summary.rescored,
         threshold=regression.threshold, baseline_mean=summary.baseline_mean, current_mean=summary.current_mean,
-        mean_delta=Interval(summary.mean_delta, summary.ci_low, summary.ci_high), confidence=summary.confidence,
+        mean_delta=ShownInterval(summary.mean_delta, summary.ci_low, summary.ci_high), confidence=summary.confidence,
         p_value=summary.p_value, test_kind=summary.test_kind, noise=summary.noise, noise_source=summary.noise_source,
         within_noise=summary.within_noise, gate_failed=bool(gate and gate.failed), gate_reasons=list(gate.reasons) if gate else [],
     )

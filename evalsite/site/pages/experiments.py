@@ -30,13 +30,13 @@ from evalsite.site.artifacts import ArtifactLink, experiment_artifacts
 from evalsite.site.casedata import data_script
 from evalsite.site.drift import drift_variant, experiment_drift, experiment_status
 from evalsite.site.inputs import ExperimentSource, ProjectInputs
-from evalsite.site.pages import Job, Kit, PageContext, doc
+from evalsite.site.pages import Kit, PageContext, PageJob, doc
 from evalsite.site.pages.common import dataset_link, run_link, runs_by, runs_table
 from evalsite.site.pages.datasets import bounds, describe
 from evalsite.site.pages.runs import flatten
+from evalsite.site.safe_text import markdown
 from evalsite.site.settings import SiteSettings
-from evalsite.site.tables import Interval, Link, Table
-from evalsite.site.text import markdown
+from evalsite.site.tables import Link, ShownInterval, Table
 
 #: Matrix rows per data script.
 MATRIX_PART_ROWS = 2000
@@ -62,7 +62,7 @@ class ArmTotal:
     """One arm over every item of the matrix (the leaderboard's figures for the group)."""
 
     arm: str = doc("Arm label.")
-    mean: Interval | None = doc("Mean score with its bootstrap interval.")
+    mean: ShownInterval | None = doc("Mean score with its bootstrap interval.")
     latency_p50: float | None = doc("Median latency, ms.")
     cost_per_case: float | None = doc("Total cost / cases; None when unknown.")
     best: bool = doc("The leaderboard's first arm.")
@@ -108,7 +108,7 @@ class ExperimentPage(PageContext):
     drift_problem: str | None = doc("Why the manifest could not be planned to check for edits, if so.", None)
 
 
-def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[Job]:
+def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[PageJob]:
     by_name = runs_by(inputs.runs, lambda run: run.header.experiment)
     result = []
     for name in sorted(set(by_name) | set(inputs.experiments)):
@@ -116,7 +116,7 @@ def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[Job]:
         ids = tuple(r.run_id for r in members)
         keys = (*inputs.summary_keys(ids), f"experiment:{name}") if name in inputs.experiments else inputs.summary_keys(ids)
         drift = experiment_drift(inputs, name)
-        result.append(Job(f"experiment:{name}", keys, _renderer(name, members, inputs.experiments.get(name)),
+        result.append(PageJob(f"experiment:{name}", keys, _renderer(name, members, inputs.experiments.get(name)),
                           figures=ids, matrix_of=ids, variant=drift_variant(drift)))
     return result
 
@@ -143,13 +143,13 @@ def experiment_groups(inputs: ProjectInputs, members: list[Run]) -> list[Selecti
     return sorted(groups, key=lambda g: max((arm.started_at or "", arm.run_id) for arm in g.arms), reverse=True)
 
 
-def arm_means(inputs: ProjectInputs, selection: Selection) -> dict[str, Interval]:
+def arm_means(inputs: ProjectInputs, selection: Selection) -> dict[str, ShownInterval]:
     """Run id → the arm's mean with its interval over the items the group shares (empty when it shares none)."""
     try:
         board = inputs.leaderboard(selection)
     except EvalsiteError:
         return {}
-    return {arm.summary.arm.run_id: Interval(arm.summary.mean, *bounds(arm.summary.mean_interval)) for arm in board.arms}
+    return {arm.summary.arm.run_id: ShownInterval(arm.summary.mean, *bounds(arm.summary.mean_interval)) for arm in board.arms}
 
 
 def _group_view(name: str, group: Selection, kit: Kit) -> _GroupView:
@@ -195,7 +195,7 @@ def _totals(inputs: ProjectInputs, group: Selection, order: list[str], labels: d
     fastest = _clear_leader({r: s.latency.p50_ms for r, s in summaries.items()}, MIN_LEAD["latency_ms"])
     cheapest = _clear_leader({r: s.cost.per_item for r, s in summaries.items()}, MIN_LEAD["cost_usd"])
     return [ArmTotal(
-        arm=labels[run_id], mean=Interval(s.mean, *bounds(s.mean_interval)), latency_p50=s.latency.p50_ms,
+        arm=labels[run_id], mean=ShownInterval(s.mean, *bounds(s.mean_interval)), latency_p50=s.latency.p50_ms,
         cost_per_case=s.cost.per_item, best=run_id == board.arms[0].summary.arm.run_id and len(summaries) > 1,
         fastest=run_id == fastest, cheapest=run_id == cheapest,
     ) for run_id in order if (s := summaries.get(run_id)) is not None]
@@ -316,7 +316,7 @@ def _tint(passed: bool | None, score: float | None) -> str:
     return "mixed" if score else "fail"
 
 
-def sweep_charts(runs: list[Run], labels: dict[str, str], means: dict[str, Interval]) -> list[Markup]:
+def sweep_charts(runs: list[Run], labels: dict[str, str], means: dict[str, ShownInterval]) -> list[Markup]:
     """One chart per numeric parameter whose value differs between the configs."""
     params = {r.run_id: dict(flatten(r.header.config.get("params") or {})) for r in runs}
     keys = sorted({k for p in params.values() for k in p})

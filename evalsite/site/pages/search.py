@@ -15,17 +15,17 @@ import json
 
 from evalsite.site import paths
 from evalsite.site.inputs import ProjectInputs
-from evalsite.site.pages import Job, Kit
+from evalsite.site.pages import Kit, PageJob
 from evalsite.site.pages.common import runs_by
 from evalsite.site.settings import SiteSettings
 
 PAGES_SHARD = "pages"
 
 
-def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[Job]:
+def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[PageJob]:
     keys = (*(f"run:{r.run_id}" for r in inputs.runs), *(f"experiment:{n}" for n in inputs.experiments),
             *(f"report:{r.name}" for r in inputs.reports))
-    return [Job("search", keys, _render)]
+    return [PageJob("search", keys, _render)]
 
 
 def _render(kit: Kit) -> dict[str, bytes]:
