@@ -28,7 +28,19 @@ from evalsite.site import paths
 from evalsite.site.figures import MATRIX_FIELDS, RunFigures, SiteCache
 from evalsite.site.inputs import file_hash, scan_project
 from evalsite.site.output import SiteWriter
-from evalsite.site.pages import Job, Kit, compare, datasets, decisions, experiments, home, items, reports, runs, search
+from evalsite.site.pages import (
+    Kit,
+    PageJob,
+    compare,
+    datasets,
+    decisions,
+    experiments,
+    home,
+    items,
+    reports,
+    runs,
+    search,
+)
 from evalsite.site.settings import SiteSettings, site_settings
 from evalsite.site.theme import PACKAGE_DIR, load_theme
 
@@ -79,7 +91,8 @@ def build_site(project: Project, out_dir: Path | None = None, *, redact: bool | 
         inputs.prefetch_leaderboards(_leaderboard_datasets(inputs, stale))
         _render(kit, writer, stale, hashes, _RunCache(SiteCache(project.root / CACHE_DIR), code))
     except TemplateError as exc:
-        where = f"{exc.filename or exc.name}, line {exc.lineno}: " if getattr(exc, "lineno", None) else ""
+        lineno = getattr(exc, "lineno", None)  # syntax errors say where; other template errors do not
+        where = f"{getattr(exc, 'filename', None) or getattr(exc, 'name', None)}, line {lineno}: " if lineno else ""
         raise SiteError(f"template error: {where}{exc.message or exc}") from None
     finally:
         inputs.close()
@@ -124,7 +137,7 @@ class _RunCache:
         return sha256_json([self.code, [inputs.hashes.get(key) for key in inputs.summary_keys([run_id])]])
 
 
-def _render(kit: Kit, writer: SiteWriter, stale: list[Job], hashes: dict[str, str], cache: _RunCache) -> None:
+def _render(kit: Kit, writer: SiteWriter, stale: list[PageJob], hashes: dict[str, str], cache: _RunCache) -> None:
     cache.cache.recall_intervals(cache.code)
     own = {job.cases_of: job for job in stale if job.cases_of}
     wanted = {run_id for job in stale for run_id in (*job.figures, *job.matrix_of)}
@@ -160,7 +173,7 @@ def _render(kit: Kit, writer: SiteWriter, stale: list[Job], hashes: dict[str, st
     cache.cache.keep_intervals(cache.code)
 
 
-def _leaderboard_datasets(inputs, stale: list[Job]) -> set[str]:
+def _leaderboard_datasets(inputs, stale: list[PageJob]) -> set[str]:
     """The datasets whose leaderboards stale pages show: the home page's verdict cards, the dataset
     pages and the experiments' matrices (their aggregate rows)."""
     wanted: set[str] = set()
@@ -170,7 +183,7 @@ def _leaderboard_datasets(inputs, stale: list[Job]) -> set[str]:
     return {dataset_id for dataset_id in wanted if dataset_id}
 
 
-def _run_job(kit: Kit, writer: SiteWriter, job: Job, hashes: dict[str, str]) -> None:
+def _run_job(kit: Kit, writer: SiteWriter, job: PageJob, hashes: dict[str, str]) -> None:
     kit.stamp = kit.inputs.combined_hash(list(job.inputs))
     writer.write(job.key, hashes[job.key], job.render(kit))
 

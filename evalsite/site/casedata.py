@@ -22,7 +22,7 @@ from typing import Any
 from evalsite.runlog.records import Case, Score
 from evalsite.runlog.rows import case_critical, case_order
 from evalsite.site import paths
-from evalsite.site.text import display
+from evalsite.site.safe_text import display
 
 FORMAT = 1
 STATUSES = ("passed", "failed", "errored", "unscored")

@@ -28,7 +28,7 @@ MODULES = (home, runs, datasets, experiments, decisions, compare, reports, items
 
 
 def context_classes() -> list[type]:
-    found = [PageContext]
+    found: list[type] = [PageContext]
     for module in MODULES:
         for value in vars(module).values():
             if (isinstance(value, type) and is_dataclass(value) and value.__module__ == module.__name__

@@ -27,7 +27,7 @@ class Link:
 
 
 @dataclass(frozen=True)
-class Interval:
+class ShownInterval:
     """A value with its interval (``low``/``high`` are ``None`` when no interval was computed)."""
 
     value: float | None
@@ -82,7 +82,7 @@ class Table:
             for column in self.columns:
                 value = row.get(column.key)
                 if column.kind == "interval":
-                    interval = value if isinstance(value, Interval) else Interval(value)
+                    interval = value if isinstance(value, ShownInterval) else ShownInterval(value)
                     cells += [_csv(interval.value), _csv(interval.low), _csv(interval.high)]
                 else:
                     cells.append(_csv(_plain(value)))
@@ -93,7 +93,7 @@ class Table:
 def _plain(value: Any) -> Any:
     if isinstance(value, Link):
         return value.text
-    if isinstance(value, Interval):
+    if isinstance(value, ShownInterval):
         return {"value": value.value, "low": value.low, "high": value.high}
     if isinstance(value, float) and value != value:
         return None

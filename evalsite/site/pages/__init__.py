@@ -1,7 +1,7 @@
 """Page families: each module turns project inputs into jobs, each job renders one page (with its
 downloads and shards) from a documented context dataclass.
 
-A family module exposes ``jobs(inputs, settings) -> list[Job]``. A job names the inputs it is built
+A family module exposes ``jobs(inputs, settings) -> list[PageJob]``. A job names the inputs it is built
 from (keys of :attr:`ProjectInputs.hashes`) so an incremental build can skip it, the runs whose
 figures it reads (``figures``: run ids; the build puts each run's
 :class:`~evalsite.site.figures.RunFigures` in ``kit.figures``), the runs whose matrix columns it
@@ -47,7 +47,7 @@ class PageContext:
 
 
 @dataclass(frozen=True)
-class Job:
+class PageJob:
     """One unit of an incremental build: a page with its downloads and data scripts. ``variant`` holds
     anything else the page shows that its input files do not determine (e.g. which run is a run's
     baseline); it is part of the job's hash."""

@@ -15,15 +15,15 @@ from dataclasses import dataclass
 from markupsafe import Markup
 
 from evalsite.analysis.compare import ComparisonReport, compare_runs
-from evalsite.analysis.regression import GT_CHANGED, IMPROVED, REGRESSED, UNCHANGED
+from evalsite.analysis.regression import GT_CHANGED, IMPROVED, REGRESSED, UNCHANGED, RegressionReport
 from evalsite.errors import RunLogError, SiteError
 from evalsite.runlog.store import resolve_run
 from evalsite.site import charts, paths
 from evalsite.site.casedata import data_script
 from evalsite.site.inputs import ProjectInputs
-from evalsite.site.pages import Job, Kit, PageContext, doc
+from evalsite.site.pages import Kit, PageContext, PageJob, doc
 from evalsite.site.settings import SiteSettings
-from evalsite.site.tables import Column, Interval, Link, Table
+from evalsite.site.tables import Column, Link, ShownInterval, Table
 
 LISTED_IDS = 20
 
@@ -42,7 +42,7 @@ class CompareSummary:
     threshold: float = doc("The per-item change that counts as improved or regressed.")
     baseline_mean: float | None = doc("Baseline mean over the compared items.")
     current_mean: float | None = doc("Current mean over the compared items.")
-    mean_delta: Interval = doc("Mean Δ (current − baseline) with its paired bootstrap interval.")
+    mean_delta: ShownInterval = doc("Mean Δ (current − baseline) with its paired bootstrap interval.")
     confidence: float = doc("Confidence level of the interval.")
     p_value: float | None = doc("p of the paired sign-flip test.")
     test_kind: str | None = doc("'exact' or 'monte-carlo'.")
@@ -74,7 +74,7 @@ class ComparePage(PageContext):
     critical_newly_failing: list[str] = doc("Critical rows that passed in the baseline and fail now.")
 
 
-def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[Job]:
+def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[PageJob]:
     pairs: dict[tuple[str, str], None] = {}
     for run in inputs.runs:
         baseline = inputs.baseline_of(run.run_id)
@@ -92,7 +92,7 @@ def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[Job]:
             continue
         keys = ["decisions", f"run:{run_id}", f"run:{baseline_id}"]
         keys += [f"dataset-file:{p}" for p in {inputs.by_id[r].header.dataset.path for r in (run_id, baseline_id)} if p]
-        result.append(Job(f"compare:{run_id}--{baseline_id}", tuple(keys), _renderer(run_id, baseline_id)))
+        result.append(PageJob(f"compare:{run_id}--{baseline_id}", tuple(keys), _renderer(run_id, baseline_id)))
     return result
 
 
@@ -142,13 +142,15 @@ def _source(inputs: ProjectInputs, run_id: str, baseline_id: str) -> str:
 
 
 def compare_page(report: ComparisonReport, source: str, settings: SiteSettings, dataset_id: str | None = None) -> ComparePage:
-    verdict = report.comparability
-    regression = report.regression
+    """The page of a pair the site compares: both runs exist and their comparability was decided."""
+    verdict, regression, baseline = report.comparability, report.regression, report.baseline
+    if verdict is None or baseline is None:
+        raise SiteError(f"{report.current.run_id}: no baseline to compare with")
     diff_rows = [{"field": d.path, "baseline": _text(d.old), "current": _text(d.new)} for d in verdict.differences]
     page = ComparePage(
-        title=f"{report.current.run_id} against {report.baseline.run_id}",
+        title=f"{report.current.run_id} against {baseline.run_id}",
         current=Link(report.current.run_id, paths.run(report.current.run_id)),
-        baseline=Link(report.baseline.run_id, paths.run(report.baseline.run_id)),
+        baseline=Link(baseline.run_id, paths.run(baseline.run_id)),
         baseline_source=source,
         promotion_reason=report.promotion.reason if report.promotion else None,
         fingerprint_diff=Table("fingerprint-diff", [Column("field", "field", "code"), Column("baseline", "baseline", "code"),
@@ -160,7 +162,7 @@ def compare_page(report: ComparisonReport, source: str, settings: SiteSettings, 
     )
     if not verdict.comparable or regression is None:
         return page
-    page.summary = _summary(report)
+    page.summary = _summary(report, regression)
     page.dumbbells, page.dumbbell_note = _dumbbells(regression, settings.dumbbells)
     page.items = Table("items", [
         Column("item", "item", "code"), Column("baseline", "baseline", "number"), Column("current", "current", "number"),
@@ -186,16 +188,16 @@ def compare_page(report: ComparisonReport, source: str, settings: SiteSettings, 
     return page
 
 
-def _summary(report: ComparisonReport) -> CompareSummary:
-    summary, gate = report.regression.summary, report.gate
+def _summary(report: ComparisonReport, regression: RegressionReport) -> CompareSummary:
+    summary, gate = regression.summary, report.gate
     counts = [(IMPROVED, summary.improved), (UNCHANGED, summary.unchanged), (REGRESSED, summary.regressed),
               (GT_CHANGED, summary.gt_changed)]
     return CompareSummary(
         verdict_bar=charts.verdict_bar(counts, title="Items improved, unchanged, regressed"),
         compared=summary.compared, improved=summary.improved, regressed=summary.regressed,
         unchanged=summary.unchanged, gt_changed=summary.gt_changed, rescored=summary.rescored,
-        threshold=report.regression.threshold, baseline_mean=summary.baseline_mean, current_mean=summary.current_mean,
-        mean_delta=Interval(summary.mean_delta, summary.ci_low, summary.ci_high), confidence=summary.confidence,
+        threshold=regression.threshold, baseline_mean=summary.baseline_mean, current_mean=summary.current_mean,
+        mean_delta=ShownInterval(summary.mean_delta, summary.ci_low, summary.ci_high), confidence=summary.confidence,
         p_value=summary.p_value, test_kind=summary.test_kind, noise=summary.noise, noise_source=summary.noise_source,
         within_noise=summary.within_noise, gate_failed=bool(gate and gate.failed), gate_reasons=list(gate.reasons) if gate else [],
     )

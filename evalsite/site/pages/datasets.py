@@ -22,10 +22,10 @@ from evalsite.errors import EvalsiteError
 from evalsite.runlog.store import Run
 from evalsite.site import charts, paths
 from evalsite.site.inputs import ProjectInputs
-from evalsite.site.pages import Job, Kit, PageContext, doc
+from evalsite.site.pages import Kit, PageContext, PageJob, doc
 from evalsite.site.pages.common import experiment_link, run_link, runs_by, runs_table
 from evalsite.site.settings import SiteSettings
-from evalsite.site.tables import Column, Interval, Link, Table
+from evalsite.site.tables import Column, Link, ShownInterval, Table
 from evalsite.stats import tied_groups
 
 CONFIDENCE = 0.95
@@ -52,7 +52,7 @@ class Ranking:
 
 
 @dataclass(kw_only=True)
-class Leaderboard:
+class LeaderboardSection:
     """One group of comparable runs."""
 
     number: int = doc("1 for the group with the newest run, 2 for the next…")
@@ -72,15 +72,15 @@ class DatasetPage(PageContext):
     dataset_id: str = doc("The dataset's content id (<name>@<hash>); one changed byte is a new dataset.")
     paths: list[str] = doc("The dataset file(s) its runs name.")
     items: int | None = doc("Items in the dataset (from the newest run).")
-    leaderboards: list[Leaderboard] = doc("One leaderboard per comparable group, newest first.")
+    leaderboards: list[LeaderboardSection] = doc("One leaderboard per comparable group, newest first.")
     left_out: Table = doc("Runs on this dataset that no leaderboard uses, with the reason.")
     runs: Table = doc("Every run on this dataset, newest first.")
     items_href: str = doc("Site-root-relative link to the dataset's item index (each item with every run's answers).", "")
 
 
-def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[Job]:
+def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[PageJob]:
     return [
-        Job(f"dataset:{dataset_id}", inputs.summary_keys([r.run_id for r in members]),
+        PageJob(f"dataset:{dataset_id}", inputs.summary_keys([r.run_id for r in members]),
             _renderer(dataset_id, members), figures=tuple(r.run_id for r in members))
         for dataset_id, members in runs_by(inputs.runs, lambda run: run.header.dataset.dataset_id).items()
     ]
@@ -109,13 +109,13 @@ def _renderer(dataset_id: str, members: list[Run]):
     return render
 
 
-def leaderboard(number: int, selection: Selection, inputs: ProjectInputs, page_path: str) -> Leaderboard:
+def leaderboard(number: int, selection: Selection, inputs: ProjectInputs, page_path: str) -> LeaderboardSection:
     """One group's leaderboard, as :func:`evalsite.analysis.leaderboard_of` computes it."""
     comparable = describe(selection)
     try:
         board = inputs.leaderboard(selection)
     except EvalsiteError as exc:
-        return Leaderboard(number=number, comparable=comparable, arms=Table(f"leaderboard-{number}", ARM_COLUMNS, []),
+        return LeaderboardSection(number=number, comparable=comparable, arms=Table(f"leaderboard-{number}", ARM_COLUMNS, []),
                            ranking=None, ranking_note=f"No leaderboard: {exc.message}.", intervals=Markup(""),
                            scatter=Markup(""), scatter_note="")
     rank_intervals = board.stability.rank_intervals if board.stability else ()
@@ -129,7 +129,7 @@ def leaderboard(number: int, selection: Selection, inputs: ProjectInputs, page_p
         x_label=f"mean score with {CONFIDENCE:.0%} bootstrap interval", title="Mean score per arm")
     scatter, scatter_note = _scatter(board, page_path)
     ranking, note = _ranking(board, number)
-    return Leaderboard(
+    return LeaderboardSection(
         number=number,
         comparable=comparable,
         arms=Table(f"leaderboard-{number}", ARM_COLUMNS, rows, legend=True),
@@ -170,7 +170,8 @@ ARM_COLUMNS = [
 
 def bounds(interval) -> tuple[float | None, float | None]:
     """An analysis interval's bounds for a page (None where the bootstrap gave NaN)."""
-    return tuple(None if bound is None or bound != bound else float(bound) for bound in (interval.low, interval.high))
+    low, high = (None if bound is None or bound != bound else float(bound) for bound in (interval.low, interval.high))
+    return low, high
 
 
 def _arm_row(arm, run: Run, rank: str | None, leader_mean: float | None) -> dict:
@@ -185,7 +186,7 @@ def _arm_row(arm, run: Run, rank: str | None, leader_mean: float | None) -> dict
         "run": run_link(run),
         "items": summary.n_items,
         "cases": summary.n_cases,
-        "mean": Interval(summary.mean, *bounds(summary.mean_interval)),
+        "mean": ShownInterval(summary.mean, *bounds(summary.mean_interval)),
         "noise": summary.noise.std if summary.noise and summary.noise.std == summary.noise.std else None,
         "pass_rate": summary.pass_rate,
         "cost_total": summary.cost.total,
@@ -199,7 +200,7 @@ def _arm_row(arm, run: Run, rank: str | None, leader_mean: float | None) -> dict
 
 def _ranking(board: Board, number: int) -> tuple[Ranking | None, str]:
     verdict = board.verdict
-    if verdict.friedman is None or board.stability is None:
+    if verdict.friedman is None or verdict.nemenyi is None or board.stability is None:
         return None, "One arm: nothing to rank."
     names = [arm.label for arm in board.selection.arms]
     stability = board.stability
@@ -234,7 +235,7 @@ def _pairs_table(verdict, number: int) -> Table:
                Column("p", "p", "number", "two-sided paired sign-flip"), Column("holm_p", "Holm p", "number", verdict.correction),
                Column("verdict", "verdict")]
     rows = [{"pair": f"{p.ahead_label} − {p.behind_label}",
-             "delta": Interval(p.difference.mean_diff, *bounds(p.difference.interval)),
+             "delta": ShownInterval(p.difference.mean_diff, *bounds(p.difference.interval)),
              "p": p.difference.p_value, "holm_p": p.holm_p,
              "verdict": "separated" if p.separated else detectable_phrase(p)} for p in verdict.pairs]
     return Table(f"pairs-{number}", columns, rows)

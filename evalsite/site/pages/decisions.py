@@ -10,11 +10,11 @@ from markupsafe import Markup
 from evalsite.runlog.fingerprint import fingerprint_hash
 from evalsite.site import paths
 from evalsite.site.inputs import DecisionEntry, ProjectInputs
-from evalsite.site.pages import Job, Kit, PageContext, doc
+from evalsite.site.pages import Kit, PageContext, PageJob, doc
 from evalsite.site.pages.common import dataset_link
+from evalsite.site.safe_text import markdown
 from evalsite.site.settings import SiteSettings
 from evalsite.site.tables import Column, Link, Table
-from evalsite.site.text import markdown
 
 DECISION_COLUMNS = [
     Column("when", "when", "when"), Column("action", "action"), Column("run", "run", "code"),
@@ -80,9 +80,9 @@ def run_link(decision: DecisionEntry, inputs: ProjectInputs) -> Link | str:
     return decision.run_id or "—"
 
 
-def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[Job]:
+def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[PageJob]:
     keys = ("decisions", *(f"run:{run.run_id}" for run in inputs.runs))
-    return [Job("decisions", keys, _render)]
+    return [PageJob("decisions", keys, _render)]
 
 
 def _render(kit: Kit) -> dict[str, bytes]:

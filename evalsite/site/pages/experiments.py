@@ -22,6 +22,7 @@ from markupsafe import Markup
 
 from evalsite.analysis import Selection, comparable_groups
 from evalsite.analysis.matrix import MIN_LEAD, comparison_matrix
+from evalsite.analysis.selection import ArmRun
 from evalsite.errors import EvalsiteError, NotComparableError
 from evalsite.runlog.store import Run
 from evalsite.site import charts, paths
@@ -29,13 +30,13 @@ from evalsite.site.artifacts import ArtifactLink, experiment_artifacts
 from evalsite.site.casedata import data_script
 from evalsite.site.drift import drift_variant, experiment_drift, experiment_status
 from evalsite.site.inputs import ExperimentSource, ProjectInputs
-from evalsite.site.pages import Job, Kit, PageContext, doc
+from evalsite.site.pages import Kit, PageContext, PageJob, doc
 from evalsite.site.pages.common import dataset_link, run_link, runs_by, runs_table
 from evalsite.site.pages.datasets import bounds, describe
 from evalsite.site.pages.runs import flatten
+from evalsite.site.safe_text import markdown
 from evalsite.site.settings import SiteSettings
-from evalsite.site.tables import Interval, Table
-from evalsite.site.text import markdown
+from evalsite.site.tables import Link, ShownInterval, Table
 
 #: Matrix rows per data script.
 MATRIX_PART_ROWS = 2000
@@ -49,7 +50,7 @@ class ArmConfig:
     """An arm of the matrix and its resolved config."""
 
     label: str = doc("The arm as the matrix names it.")
-    run: object = doc("Link to the run the matrix uses for this arm.")
+    run: Link = doc("Link to the run the matrix uses for this arm.")
     config_id: str | None = doc("Hash of the resolved config.")
     config_json: str = doc("The resolved config (from run.json) as indented JSON.")
     edited: bool = doc("True when the manifest no longer produces this config (edited since this run).", False)
@@ -61,7 +62,7 @@ class ArmTotal:
     """One arm over every item of the matrix (the leaderboard's figures for the group)."""
 
     arm: str = doc("Arm label.")
-    mean: Interval | None = doc("Mean score with its bootstrap interval.")
+    mean: ShownInterval | None = doc("Mean score with its bootstrap interval.")
     latency_p50: float | None = doc("Median latency, ms.")
     cost_per_case: float | None = doc("Total cost / cases; None when unknown.")
     best: bool = doc("The leaderboard's first arm.")
@@ -107,7 +108,7 @@ class ExperimentPage(PageContext):
     drift_problem: str | None = doc("Why the manifest could not be planned to check for edits, if so.", None)
 
 
-def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[Job]:
+def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[PageJob]:
     by_name = runs_by(inputs.runs, lambda run: run.header.experiment)
     result = []
     for name in sorted(set(by_name) | set(inputs.experiments)):
@@ -115,7 +116,7 @@ def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[Job]:
         ids = tuple(r.run_id for r in members)
         keys = (*inputs.summary_keys(ids), f"experiment:{name}") if name in inputs.experiments else inputs.summary_keys(ids)
         drift = experiment_drift(inputs, name)
-        result.append(Job(f"experiment:{name}", keys, _renderer(name, members, inputs.experiments.get(name)),
+        result.append(PageJob(f"experiment:{name}", keys, _renderer(name, members, inputs.experiments.get(name)),
                           figures=ids, matrix_of=ids, variant=drift_variant(drift)))
     return result
 
@@ -142,18 +143,22 @@ def experiment_groups(inputs: ProjectInputs, members: list[Run]) -> list[Selecti
     return sorted(groups, key=lambda g: max((arm.started_at or "", arm.run_id) for arm in g.arms), reverse=True)
 
 
-def arm_means(inputs: ProjectInputs, selection: Selection) -> dict[str, Interval]:
+def arm_means(inputs: ProjectInputs, selection: Selection) -> dict[str, ShownInterval]:
     """Run id → the arm's mean with its interval over the items the group shares (empty when it shares none)."""
     try:
         board = inputs.leaderboard(selection)
     except EvalsiteError:
         return {}
-    return {arm.summary.arm.run_id: Interval(arm.summary.mean, *bounds(arm.summary.mean_interval)) for arm in board.arms}
+    return {arm.summary.arm.run_id: ShownInterval(arm.summary.mean, *bounds(arm.summary.mean_interval)) for arm in board.arms}
 
 
 def _group_view(name: str, group: Selection, kit: Kit) -> _GroupView:
     means = arm_means(kit.inputs, group)
-    ordered = sorted(group.arms, key=lambda a: (a.run_id not in means, -means[a.run_id].value if a.run_id in means else 0.0, a.label))
+    def order(arm: ArmRun) -> tuple[bool, float, str]:  # best mean first; arms without one last
+        value = means[arm.run_id].value if arm.run_id in means else None
+        return value is None, -value if value is not None else 0.0, arm.label
+
+    ordered = sorted(group.arms, key=order)
     runs = [kit.inputs.by_id[arm.run_id] for arm in ordered]
     label_of = {arm.run_id: arm.label for arm in ordered}
     arms = [ArmConfig(label=label_of[r.run_id], run=run_link(r), config_id=r.header.config_id,
@@ -162,7 +167,8 @@ def _group_view(name: str, group: Selection, kit: Kit) -> _GroupView:
     view = _GroupView(arms, [label_of[r.run_id] for r in runs], describe(group), None, sweep_charts(runs, label_of, means),
                       totals=_totals(kit.inputs, group, [r.run_id for r in runs], label_of))
     try:
-        matrix = comparison_matrix([replace(run, cases=kit.matrix_cases[run.run_id]) for run in runs])
+        # the cached slim cases: the matrix reads a case as a mapping of its fields
+        matrix = comparison_matrix([replace(run, cases=kit.matrix_cases[run.run_id]) for run in runs])  # type: ignore[arg-type]
     except NotComparableError as exc:
         view.matrix_note = f"No matrix: {exc.message}."
         return view
@@ -189,7 +195,7 @@ def _totals(inputs: ProjectInputs, group: Selection, order: list[str], labels: d
     fastest = _clear_leader({r: s.latency.p50_ms for r, s in summaries.items()}, MIN_LEAD["latency_ms"])
     cheapest = _clear_leader({r: s.cost.per_item for r, s in summaries.items()}, MIN_LEAD["cost_usd"])
     return [ArmTotal(
-        arm=labels[run_id], mean=Interval(s.mean, *bounds(s.mean_interval)), latency_p50=s.latency.p50_ms,
+        arm=labels[run_id], mean=ShownInterval(s.mean, *bounds(s.mean_interval)), latency_p50=s.latency.p50_ms,
         cost_per_case=s.cost.per_item, best=run_id == board.arms[0].summary.arm.run_id and len(summaries) > 1,
         fastest=run_id == fastest, cheapest=run_id == cheapest,
     ) for run_id in order if (s := summaries.get(run_id)) is not None]
@@ -233,7 +239,7 @@ def _renderer(name: str, members: list[Run], source: ExperimentSource | None):
         files.update(copies)
         drift = experiment_drift(kit.inputs, name)
         context.status = experiment_status(members, drift)
-        context.edited = sorted(r.header.arm_id for r in members if r.run_id in drift.edited)
+        context.edited = sorted(r.header.arm_id or r.run_id for r in members if r.run_id in drift.edited)
         context.not_run, context.drift_problem = list(drift.not_run), drift.problem
         for arm in context.arms:
             arm.edited = arm.run.text in drift.edited
@@ -251,8 +257,11 @@ def submitted_config(run: Run) -> str | None:
         data = yaml.safe_load(text) if isinstance(text, str) else None
     except (yaml.YAMLError, RecursionError):
         return None
-    arms = data.get("arms") if isinstance(data, dict) else None
-    entry = next((arm for arm in arms or [] if isinstance(arm, dict) and arm.get("id") == run.header.arm_id), None)
+    if not isinstance(data, dict):
+        return None
+    arms = data.get("arms")
+    entry = next((arm for arm in arms if isinstance(arm, dict) and arm.get("id") == run.header.arm_id), None) \
+        if isinstance(arms, list) else None
     if entry is None:
         return None
     written = {"arm": entry, **{key: data[key] for key in ("prompt", "sweep") if key in data}}
@@ -307,7 +316,7 @@ def _tint(passed: bool | None, score: float | None) -> str:
     return "mixed" if score else "fail"
 
 
-def sweep_charts(runs: list[Run], labels: dict[str, str], means: dict[str, Interval]) -> list[Markup]:
+def sweep_charts(runs: list[Run], labels: dict[str, str], means: dict[str, ShownInterval]) -> list[Markup]:
     """One chart per numeric parameter whose value differs between the configs."""
     params = {r.run_id: dict(flatten(r.header.config.get("params") or {})) for r in runs}
     keys = sorted({k for p in params.values() for k in p})
@@ -323,7 +332,7 @@ def sweep_charts(runs: list[Run], labels: dict[str, str], means: dict[str, Inter
                 continue
             rest = json.dumps({k: v for k, v in params[run.run_id].items() if k != key}, sort_keys=True)
             interval = means.get(run.run_id)
-            if interval is None:
+            if interval is None or interval.value is None:
                 continue
             series[rest].append(charts.Point(labels[run.run_id], present[run.run_id], interval.value, interval.low, interval.high))
         named = {" · ".join(p.label for p in points): points for points in series.values()}

@@ -13,29 +13,29 @@ from evalsite.errors import EvalsiteError
 from evalsite.site import paths
 from evalsite.site.drift import drift_variant, experiment_drift, experiment_status
 from evalsite.site.inputs import ProjectInputs
-from evalsite.site.pages import Job, Kit, PageContext, doc
+from evalsite.site.pages import Kit, PageContext, PageJob, doc
 from evalsite.site.pages.common import dataset_link, experiment_link, runs_by, runs_table
 from evalsite.site.pages.datasets import bounds, describe
 from evalsite.site.pages.decisions import DECISION_COLUMNS, current_baselines, decision_row
 from evalsite.site.pages.reports import report_link
 from evalsite.site.settings import SiteSettings
-from evalsite.site.tables import Column, Interval, Link, Table
+from evalsite.site.tables import Column, Link, ShownInterval, Table
 
 
 @dataclass(kw_only=True)
 class VerdictCard:
     """Who leads on one dataset and whether the lead is real (its newest comparable group)."""
 
-    dataset: Link = doc("The dataset's leaderboard.")
+    dataset: Link | str = doc("The dataset's leaderboard (— when the runs name no dataset).")
     comparable: str = doc("What the group's runs share (dataset, evaluator versions).")
     arms: int = doc("Arms in the group.")
     items: int = doc("Items every arm scored (the tests use only these).")
     leader: str | None = doc("The first arm of the leaderboard; None when there is no leaderboard.")
     leader_run: Link | None = doc("The leader's run.")
     headline: str = doc("The verdict in one sentence (or why there is none).")
-    mean: Interval | None = doc("The leader's mean score with its bootstrap interval.")
+    mean: ShownInterval | None = doc("The leader's mean score with its bootstrap interval.")
     runner_up: str | None = doc("The second arm, when there is one.")
-    delta: Interval | None = doc("Paired mean difference leader − runner-up over their shared items, with its bootstrap interval.")
+    delta: ShownInterval | None = doc("Paired mean difference leader − runner-up over their shared items, with its bootstrap interval.")
     confidence: float | None = doc("Confidence level of that interval.")
     p_value: float | None = doc("p of the paired sign-flip test of that difference.")
     p_label: str = doc("Which test and correction the p is.")
@@ -60,12 +60,12 @@ class HomePage(PageContext):
     input_hash: str = doc("Hash over every input of the site (runs, manifests, decisions).")
 
 
-def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[Job]:
+def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[PageJob]:
     every_run = tuple(run.run_id for run in inputs.runs)
     keys = ("skipped", "decisions", *inputs.summary_keys(every_run), *(f"experiment:{n}" for n in inputs.experiments),
             *(f"report:{r.name}" for r in inputs.reports))
     drift = "|".join(drift_variant(experiment_drift(inputs, name)) for name in sorted(inputs.experiments))
-    return [Job("home", keys, _render, figures=every_run, variant=drift)]
+    return [PageJob("home", keys, _render, figures=every_run, variant=drift)]
 
 
 def _render(kit: Kit) -> dict[str, bytes]:
@@ -114,13 +114,13 @@ def dataset_verdict(inputs: ProjectInputs, dataset_id: str, group: Selection) ->
     first = board.arms[0].summary
     card.items, card.headline = board.n_items, _sentence(board.verdict.headline)
     card.leader, card.leader_run = first.arm.label, Link(first.arm.run_id, paths.run(first.arm.run_id))
-    card.mean = Interval(first.mean, *bounds(first.mean_interval))
+    card.mean = ShownInterval(first.mean, *bounds(first.mean_interval))
     card.cost_per_item, card.latency_p50 = first.cost.per_item, first.latency.p50_ms
     if len(board.arms) > 1:
         card.runner_up = board.arms[1].summary.arm.label
         pair = board.verdict.pair(board.verdict.arms[0].arm, board.verdict.arms[1].arm)
         difference = pair.difference
-        card.delta = Interval(difference.mean_diff, *bounds(difference.interval))
+        card.delta = ShownInterval(difference.mean_diff, *bounds(difference.interval))
         card.confidence, card.p_value = difference.interval.confidence, pair.holm_p
         card.p_label = f"paired sign-flip test over {difference.unit}s, Holm over the {len(board.verdict.pairs)} pairs shown"
     return card

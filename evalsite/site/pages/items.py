@@ -18,11 +18,11 @@ from evalsite.runlog.store import Run
 from evalsite.site import paths
 from evalsite.site.casedata import data_script
 from evalsite.site.inputs import ProjectInputs
-from evalsite.site.pages import Job, Kit, PageContext, doc
+from evalsite.site.pages import Kit, PageContext, PageJob, doc
 from evalsite.site.pages.common import runs_by
+from evalsite.site.safe_text import display
 from evalsite.site.settings import SiteSettings
 from evalsite.site.tables import Link
-from evalsite.site.text import display
 
 
 @dataclass(kw_only=True)
@@ -45,12 +45,12 @@ class ItemIndexPage(PageContext):
     runs: int = doc("Runs on the dataset.")
 
 
-def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[Job]:
+def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[PageJob]:
     result = []
     for dataset_id, members in runs_by(inputs.runs, lambda run: run.header.dataset.dataset_id).items():
         keys = [f"run:{r.run_id}" for r in members]
         keys += [f"dataset-file:{p}" for p in sorted({r.header.dataset.path for r in members if r.header.dataset.path})]
-        result.append(Job(f"items:{dataset_id}", tuple(keys), _renderer(dataset_id, members),
+        result.append(PageJob(f"items:{dataset_id}", tuple(keys), _renderer(dataset_id, members),
                           figures=tuple(r.run_id for r in members)))
     return result
 

@@ -29,10 +29,10 @@ from evalsite.analysis.db import open_database
 from evalsite.runlog.hashing import sha256_text
 from evalsite.site import paths
 from evalsite.site.inputs import ProjectInputs, ReportSource
-from evalsite.site.pages import Job, Kit, PageContext, doc
+from evalsite.site.pages import Kit, PageContext, PageJob, doc
+from evalsite.site.safe_text import markdown
 from evalsite.site.settings import SiteSettings
 from evalsite.site.tables import Column, Link, Table
-from evalsite.site.text import markdown
 
 MARKS = {HOLDS: "✓", FAILS: "✗"}
 #: How a metric of the claim grammar reads in prose.
@@ -68,9 +68,9 @@ class ReportPage(PageContext):
     uncheckable: int = doc("Claims the runs cannot decide (unknown arm, no run, syntax).")
 
 
-def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[Job]:
+def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[PageJob]:
     every_run = tuple(f"run:{run.run_id}" for run in inputs.runs)
-    return [Job(f"report:{report.name}", (f"report:{report.name}", *every_run), _renderer(report))
+    return [PageJob(f"report:{report.name}", (f"report:{report.name}", *every_run), _renderer(report))
             for report in inputs.reports]
 
 

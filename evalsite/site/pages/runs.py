@@ -17,11 +17,11 @@ from evalsite.site.artifacts import ArtifactLink, run_artifacts
 from evalsite.site.casedata import run_data
 from evalsite.site.drift import experiment_drift
 from evalsite.site.inputs import ProjectInputs
-from evalsite.site.pages import Job, Kit, PageContext, doc
+from evalsite.site.pages import Kit, PageContext, PageJob, doc
 from evalsite.site.pages.common import dataset_link, experiment_link, runs_table
 from evalsite.site.pages.compare import change_counts
 from evalsite.site.settings import SiteSettings
-from evalsite.site.tables import Column, Interval, Link, Table
+from evalsite.site.tables import Column, Link, ShownInterval, Table
 
 #: The filters the listing's counts link to (name, label); the listing filters in the browser.
 CASE_VIEWS = (("all", "all"), ("failed", "failed"), ("errored", "errored"), ("critical", "critical rows"),
@@ -34,7 +34,7 @@ class RunFacts:
 
     run_id: str = doc("The run id (its folder under runs/).")
     href: str = doc("Site-root-relative link to the run page.")
-    arm_id: str = doc("The arm the run executed.")
+    arm_id: str | None = doc("The arm the run executed (None for a run that names none).")
     experiment: Link | str = doc("Link to the experiment page, or '—'.")
     dataset: Link | str = doc("Link to the dataset leaderboard, or '—'.")
     dataset_path: str | None = doc("The dataset file, relative to the project root.")
@@ -130,14 +130,14 @@ class RunsPage(PageContext):
     skipped: list[str] = doc("Run folders that could not be read, with the reason.")
 
 
-def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[Job]:
+def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[PageJob]:
     every_run = tuple(run.run_id for run in inputs.runs)
-    result = [Job("runs", ("skipped", "decisions", *inputs.summary_keys(every_run)), _render_runs_index, figures=every_run)]
+    result = [PageJob("runs", ("skipped", "decisions", *inputs.summary_keys(every_run)), _render_runs_index, figures=every_run)]
     for run in inputs.runs:
         keys = inputs.summary_keys([run.run_id])
         baseline = inputs.baseline_of(run.run_id)
         edited = run.run_id in experiment_drift(inputs, run.header.experiment).edited
-        result.append(Job(f"run:{run.run_id}", tuple(keys), _run_renderer(run, baseline, edited), figures=(run.run_id,),
+        result.append(PageJob(f"run:{run.run_id}", tuple(keys), _run_renderer(run, baseline, edited), figures=(run.run_id,),
                           cases_of=run.run_id, variant=f"{baseline or ''}|{edited}"))
     return result
 
@@ -257,7 +257,7 @@ def run_noise(summary: RunSummary) -> Noise | None:
                        caption="Mean score per repeat")
     flaky_rows = [] if flaky is None else [{
         "item": item_ids[i], "runs": flaky.n_runs[i], "passed": flaky.n_passed[i], "pass_rate": flaky.pass_rate[i],
-        "wilson": Interval(flaky.pass_rate[i], *flaky.wilson[i]), "pass_at_k": flaky.pass_at_k[i],
+        "wilson": ShownInterval(flaky.pass_rate[i], *flaky.wilson[i]), "pass_at_k": flaky.pass_at_k[i],
         "pass_hat_k": flaky.pass_hat_k[i]} for i in flaky.flaky_items]
     k = flaky.k if flaky else 0
     flaky_table = Table("flaky", [

@@ -15,17 +15,17 @@ import json
 
 from evalsite.site import paths
 from evalsite.site.inputs import ProjectInputs
-from evalsite.site.pages import Job, Kit
+from evalsite.site.pages import Kit, PageJob
 from evalsite.site.pages.common import runs_by
 from evalsite.site.settings import SiteSettings
 
 PAGES_SHARD = "pages"
 
 
-def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[Job]:
+def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[PageJob]:
     keys = (*(f"run:{r.run_id}" for r in inputs.runs), *(f"experiment:{n}" for n in inputs.experiments),
             *(f"report:{r.name}" for r in inputs.reports))
-    return [Job("search", keys, _render)]
+    return [PageJob("search", keys, _render)]
 
 
 def _render(kit: Kit) -> dict[str, bytes]:
@@ -53,7 +53,7 @@ def search_script(docs: list[dict]) -> bytes:
 def _page_documents(inputs: ProjectInputs) -> list[dict]:
     docs = []
     for run in inputs.runs:
-        words = [run.header.arm_id, run.header.experiment or "", run.header.dataset.dataset_id or "", str(run.status), run.header.config_id or ""]
+        words = [run.header.arm_id or "", run.header.experiment or "", run.header.dataset.dataset_id or "", str(run.status), run.header.config_id or ""]
         docs.append({"kind": "run", "title": run.run_id, "where": run.header.arm_id, "text": " ".join(words),
                      "url": paths.run(run.run_id)})
     arms = {(r.header.experiment, r.header.arm_id): r for r in sorted(inputs.runs, key=lambda r: r.recency)}
