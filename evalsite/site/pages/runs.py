@@ -173,7 +173,6 @@ def _run_renderer(run: Run, baseline: str | None, edited: bool):
     return render
 
 
-#: How many distinct error messages the run page's error panel lists.
 def error_lines(cases: list[Case]) -> list[ErrorLine]:
     """The error panel: :func:`evalsite.analysis.run_views.top_errors`, shaped for the page."""
     return [ErrorLine(message=e.message, source=e.source, count=e.count, items=list(e.items)) for e in top_errors(cases)]
