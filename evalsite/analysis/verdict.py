@@ -36,12 +36,13 @@ from evalsite.stats import (
     FriedmanResult,
     Interval,
     NemenyiResult,
+    TiedGroups,
     bootstrap_ci,
     friedman_test,
     holm,
     nemenyi,
 )
-from evalsite.stats.pairs import LetterGroups, PairedDifference, letter_groups, paired_difference
+from evalsite.stats.pairs import PairedDifference, letter_groups, paired_difference
 
 ALPHA = 0.05
 SEED = 0
@@ -133,7 +134,7 @@ class Verdict:
     n_clusters: int | None
     arms: tuple[ArmPlace, ...]
     pairs: tuple[PairVerdict, ...]
-    groups: LetterGroups
+    groups: TiedGroups
     order_supported: bool
     headline: str
     friedman: FriedmanResult | None

@@ -28,7 +28,7 @@ from evalsite.stats.intervals import paired_bootstrap_ci
 from evalsite.stats.paired import SignFlipResult, _differences, sign_flip_test
 from evalsite.stats.power import min_detectable_effect
 from evalsite.stats.proportions import Interval
-from evalsite.stats.ranking import _group_label
+from evalsite.stats.ranking import TiedGroups, labelled_groups
 
 Unit = Literal["item", "cluster"]
 
@@ -95,22 +95,7 @@ def unit_totals(diffs: np.ndarray, groups: Sequence[Hashable] | None) -> np.ndar
     return np.bincount(codes, weights=diffs, minlength=len(index))
 
 
-@dataclass(frozen=True)
-class LetterGroups:
-    """Compact letter display of "not separated": ``groups`` are the maximal sets of arms no two
-    of which the tests separate (best first in ``order``); ``letters[arm]`` joins the labels of
-    the arm's groups. Two arms share a letter exactly when they are not separated."""
-
-    order: tuple[int, ...]
-    groups: tuple[tuple[int, ...], ...]
-    letters: tuple[str, ...]
-
-    @property
-    def strict_order_supported(self) -> bool:
-        return all(len(group) == 1 for group in self.groups)
-
-
-def letter_groups(order: Sequence[int], separated: np.ndarray) -> LetterGroups:
+def letter_groups(order: Sequence[int], separated: np.ndarray) -> TiedGroups:
     """Maximal cliques of the "not separated" graph (Bron–Kerbosch), labelled a, b, … by the
     position of their best member in ``order``; ``separated`` is a symmetric arms × arms bool."""
     n_arms = len(order)
@@ -129,9 +114,4 @@ def letter_groups(order: Sequence[int], separated: np.ndarray) -> LetterGroups:
 
     extend(set(), set(range(n_arms)), set())
     cliques.sort(key=lambda clique: [position[arm] for arm in clique])
-    labels = [_group_label(i) for i in range(len(cliques))]
-    separator = "" if len(cliques) <= 26 else ","
-    letters = tuple(
-        separator.join(label for label, clique in zip(labels, cliques) if arm in clique) for arm in range(n_arms)
-    )
-    return LetterGroups(tuple(order), tuple(cliques), letters)
+    return labelled_groups(order, cliques, n_arms)

@@ -211,13 +211,15 @@ def nemenyi(matrix: ArrayLike, alpha: float = 0.05) -> NemenyiResult:
 
 @dataclass(frozen=True)
 class TiedGroups:
-    """Compact letter display of arms whose mean ranks lie within the critical difference.
+    """Compact letter display: arms no two of which the data separates, as letters.
 
-    ``order`` lists arms best first. ``groups`` are the maximal runs of that order whose mean
-    ranks span at most the critical difference, best group first; group i is labelled with the
-    i-th letter ('a', 'b', ..., 'z', 'aa', 'ab', ...). ``letters[arm]`` joins the labels of
-    the arm's groups (with ',' between them once labels have two letters). Two arms share a
-    letter exactly when the data does not separate them.
+    ``order`` lists arms best first. ``groups`` are the maximal sets of arms no two of which are
+    separated — for :func:`tied_groups` runs of that order whose mean ranks span at most the
+    critical difference, for :func:`evalsite.stats.pairs.letter_groups` cliques of the paired
+    tests' "not separated" graph — best group first; group i is labelled with the i-th letter
+    ('a', 'b', ..., 'z', 'aa', 'ab', ...). ``letters[arm]`` joins the labels of the arm's groups
+    (with ',' between them once labels have two letters). Two arms share a letter exactly when
+    the data does not separate them.
     """
 
     order: tuple[int, ...]
@@ -258,15 +260,17 @@ def tied_groups(mean_ranks: ArrayLike, critical_difference: float) -> TiedGroups
         if end - 1 > last_end:  # not contained in the previous run
             groups.append(tuple(int(arm) for arm in order[start:end]))
             last_end = end - 1
+    return labelled_groups([int(arm) for arm in order], groups, ranks.size)
+
+
+def labelled_groups(order: Sequence[int], groups: Sequence[tuple[int, ...]], n_arms: int) -> TiedGroups:
+    """The letter display of ``groups`` (best first) over ``n_arms`` arms listed in ``order``."""
     labels = [_group_label(i) for i in range(len(groups))]
     separator = "" if len(groups) <= 26 else ","
-    letters = [
-        separator.join(label for label, group in zip(labels, groups) if arm in group)
-        for arm in range(ranks.size)
-    ]
-    return TiedGroups(
-        order=tuple(int(arm) for arm in order), groups=tuple(groups), letters=tuple(letters)
+    letters = tuple(
+        separator.join(label for label, group in zip(labels, groups) if arm in group) for arm in range(n_arms)
     )
+    return TiedGroups(order=tuple(order), groups=tuple(groups), letters=letters)
 
 
 def _group_label(index: int) -> str:
