@@ -136,31 +136,11 @@
     return td;
   }
 
-  function pageLink(text, number) {
-    var link = el("a", "", text);
-    link.href = "#cases";
-    link.addEventListener("click", function (event) { event.preventDefault(); page = number; draw(); });
-    return link;
-  }
-
   function draw() {
     var pages = Math.max(1, Math.ceil(shown.length / size));
-    tally.textContent = shown.length ? (page * size + 1).toLocaleString("en-US") + "–" +
-      Math.min(shown.length, (page + 1) * size).toLocaleString("en-US") + " of " + shown.length.toLocaleString("en-US") +
+    tally.textContent = shown.length ? data.pageRange(shown.length, page, size) +
       (shown.length < all.length ? " (of " + all.length.toLocaleString("en-US") + " cases)" : " cases") : "no case matches";
-    while (pager.firstChild) { pager.removeChild(pager.firstChild); }
-    if (pages > 1) {
-      if (page > 0) { pager.appendChild(pageLink("← previous", page - 1)); pager.appendChild(document.createTextNode(" ")); }
-      var numbers = [0, page - 2, page - 1, page, page + 1, page + 2, pages - 1].filter(function (n, i, a) {
-        return n >= 0 && n < pages && a.indexOf(n) === i;
-      }).sort(function (a, b) { return a - b; });
-      numbers.forEach(function (n, i) {
-        if (i && n - numbers[i - 1] > 1) { pager.appendChild(document.createTextNode("… ")); }
-        pager.appendChild(n === page ? el("strong", "", n + 1) : pageLink(String(n + 1), n));
-        pager.appendChild(document.createTextNode(" "));
-      });
-      if (page < pages - 1) { pager.appendChild(pageLink("next →", page + 1)); }
-    }
+    data.drawPager(pager, "#cases", page, pages, function (n) { page = n; draw(); });
     var table = el("table", "data cases");
     table.id = "cases-table";
     table.appendChild(header());

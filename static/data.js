@@ -111,6 +111,35 @@
     return link;
   }
 
+  /* "101–200 of 2,500": which of `count` rows page `page` (of `size` rows) shows. */
+  function pageRange(count, page, size) {
+    return (page * size + 1).toLocaleString("en-US") + "–" + Math.min(count, (page + 1) * size).toLocaleString("en-US") +
+      " of " + count.toLocaleString("en-US");
+  }
+
+  /* Page links into `pager`: previous, the first, last and nearby page numbers, next; a link goes
+     to `anchor` and calls `go(n)` with the page it names. */
+  function drawPager(pager, anchor, page, pages, go) {
+    var link = function (text, number) {
+      var a = el("a", "", text);
+      a.href = anchor;
+      a.addEventListener("click", function (event) { event.preventDefault(); go(number); });
+      return a;
+    };
+    while (pager.firstChild) { pager.removeChild(pager.firstChild); }
+    if (pages < 2) { return; }
+    if (page > 0) { pager.appendChild(link("← previous", page - 1)); pager.appendChild(document.createTextNode(" ")); }
+    var numbers = [0, page - 2, page - 1, page, page + 1, page + 2, pages - 1].filter(function (n, i, a) {
+      return n >= 0 && n < pages && a.indexOf(n) === i;
+    }).sort(function (a, b) { return a - b; });
+    numbers.forEach(function (n, i) {
+      if (i && n - numbers[i - 1] > 1) { pager.appendChild(document.createTextNode("… ")); }
+      pager.appendChild(n === page ? el("strong", "", n + 1) : link(String(n + 1), n));
+      pager.appendChild(document.createTextNode(" "));
+    });
+    if (page < pages - 1) { pager.appendChild(link("next →", page + 1)); }
+  }
+
   function csv(columns, rows) {
     var quote = function (v) {
       var text = v === null || v === undefined ? "" : String(v);
@@ -123,5 +152,6 @@
 
   window.evalsite = window.evalsite || {};
   window.evalsite.data = { load: load, decode: decode, runCases: runCases, el: el, format: format,
-                           textBlock: textBlock, download: download, csv: csv };
+                           textBlock: textBlock, download: download, csv: csv, pageRange: pageRange,
+                           drawPager: drawPager };
 }());

@@ -157,24 +157,11 @@
     });
   }
 
-  function pageLink(text, number) {
-    var link = el("a", "", text);
-    link.href = "#matrix";
-    link.addEventListener("click", function (event) { event.preventDefault(); page = number; draw(); });
-    return link;
-  }
-
   function draw() {
     var pages = Math.max(1, Math.ceil(shown.length / size));
-    tally.textContent = shown.length ? (page * size + 1).toLocaleString("en-US") + "–" +
-      Math.min(shown.length, (page + 1) * size).toLocaleString("en-US") + " of " + shown.length.toLocaleString("en-US") +
+    tally.textContent = shown.length ? data.pageRange(shown.length, page, size) +
       (divergentOnly ? " items whose outputs differ" : " items") : "no item matches";
-    while (pager.firstChild) { pager.removeChild(pager.firstChild); }
-    if (pages > 1) {
-      if (page > 0) { pager.appendChild(pageLink("← previous", page - 1)); pager.appendChild(document.createTextNode(" ")); }
-      pager.appendChild(el("strong", "", "page " + (page + 1) + " of " + pages));
-      if (page < pages - 1) { pager.appendChild(document.createTextNode(" ")); pager.appendChild(pageLink("next →", page + 1)); }
-    }
+    data.drawPager(pager, "#matrix", page, pages, function (n) { page = n; draw(); });
     while (body.firstChild) { body.removeChild(body.firstChild); }
     shown.slice(page * size, (page + 1) * size).forEach(function (r) { body.appendChild(row(r)); });
     while (links.firstChild) { links.removeChild(links.firstChild); }

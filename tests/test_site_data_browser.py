@@ -106,3 +106,16 @@ def test_charts_keep_their_size_and_scroll_in_their_box_at_400_px(browser, confi
             assert browser.execute_script("return arguments[0].scrollWidth > arguments[0].clientWidth", figure)
     finally:
         browser.set_window_size(1400, 1000)
+
+
+def test_the_matrix_pages_its_sixty_items(browser, config_diff_site):
+    from selenium.webdriver.common.by import By
+
+    browser.get((config_diff_site / paths.experiment("arithmetic")).as_uri())
+    rows = drawn(browser, "#matrix-table tbody tr")
+    assert len(rows) == 50  # [site] items_per_page
+    browser.find_element(By.CSS_SELECTOR, ".matrix-view").find_element(By.LINK_TEXT, "2").click()
+    rows = browser.find_elements(By.CSS_SELECTOR, "#matrix-table tbody tr")
+    assert [row.get_attribute("id") for row in rows] == [f"item-q{n:03d}" for n in range(50, 60)]
+    assert "51–60 of 60 items" in browser.find_element(By.CSS_SELECTOR, ".matrix-view").text
+    assert problems_in(browser, config_diff_site) == []
