@@ -9,6 +9,7 @@ from statistics import fmean
 
 import pytest
 
+from evalsite.analysis.case_scan import scan_cases
 from evalsite.analysis.regression import IMPROVED, REGRESSED, UNCHANGED, UNSCORED, regression_report
 from evalsite.runlog.rows import item_order
 from evalsite.runlog.store import RunWriter, read_run
@@ -59,8 +60,9 @@ def test_the_report_equals_a_brute_force_reading_of_both_runs(tmp_path, seed):
     new_items = [i for i in everything if rng.random() < 0.9]
     old_id, old_cases = write_run(tmp_path, "main", rng, old_items, rng.randint(1, 3))
     new_id, new_cases = write_run(tmp_path, "main", rng, new_items, rng.randint(1, 3))
-    report = regression_report(tmp_path, read_run(tmp_path / "runs" / old_id), read_run(tmp_path / "runs" / new_id),
-                               threshold=THRESHOLD)
+    folders = tmp_path / "runs" / old_id, tmp_path / "runs" / new_id
+    report = regression_report(tmp_path, read_run(folders[0]), read_run(folders[1]),
+                               (scan_cases(folders[0]), scan_cases(folders[1])), threshold=THRESHOLD)
 
     before, after = by_item(old_cases), by_item(new_cases)
     shared = sorted(before.keys() & after.keys(), key=item_order)

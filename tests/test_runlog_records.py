@@ -81,7 +81,7 @@ def test_a_case_error_may_be_a_string_or_a_type_and_message():
 
 @pytest.mark.parametrize(("change", "message"), [
     ({"item_id": 7}, "item_id must be a string, not a number 7"),
-    ({"repeat": "0"}, "repeat must be an integer >= 0, not a string '0'"),
+    ({"repeat": "0"}, "repeat must be an integer from 0 to 9223372036854775807, not a string '0'"),
     ({"passed": "yes"}, "passed must be true, false or null, not a string 'yes'"),
     ({"scores": "x"}, "scores must be a list, not a string 'x'"),
     ({"scores": [5]}, "scores[0] must be a JSON object, not a number"),
@@ -128,7 +128,7 @@ def test_bad_case_lines_are_warnings_and_a_torn_last_line_is_silent(tmp_path):
     name = f"{folder.name}/cases.jsonl"
     assert run.warnings == [
         f"{name}: line 2: a case must be a JSON object, not a list; skipped",
-        f"{name}: line 3: repeat must be an integer >= 0, not a number -1; skipped",
+        f"{name}: line 3: repeat must be an integer from 0 to 9223372036854775807, not a number -1; skipped",
         f"{name}: line 4 is not valid JSON; skipped",
     ]
 

@@ -12,7 +12,11 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields, is_dataclass
 from typing import Any
 
+import numpy as np
+
 from evalsite.analysis.baselines import NONE, PROMOTED, BaselineChoice, resolve_baseline
+from evalsite.analysis.case_columns import CaseColumns
+from evalsite.analysis.case_scan import scan_cases
 from evalsite.analysis.items import may_hold_metadata
 from evalsite.analysis.metadata import cluster_key, dataset_labels
 from evalsite.analysis.regression import THRESHOLD, RegressionReport, regression_report
@@ -21,7 +25,7 @@ from evalsite.project import Project
 from evalsite.runlog.decisions import Decision
 from evalsite.runlog.fingerprint import FieldDiff, diff_fingerprints
 from evalsite.runlog.records import RunHeader
-from evalsite.runlog.store import Run, read_run, resolve_run
+from evalsite.runlog.store import Run, open_run, resolve_run
 
 ALPHA = 0.05
 PROMOTED_ONLY = "promoted"  # --baseline promoted: the arm's promoted baseline, never the prior run
@@ -145,13 +149,16 @@ def gate(report: RegressionReport, alpha: float = ALPHA) -> GateVerdict:
     return GateVerdict(bool(reasons), reasons, alpha)
 
 
-def item_clusters(project: Project, run: Run) -> dict[str, str] | None:
+def item_clusters(project: Project, run: Run, cases: CaseColumns) -> dict[str, str] | None:
     """Item id → cluster when the run's dataset file gives some item ``metadata.<cluster key>``;
-    None without clusters, or when the file is unknown (imported runs) or unreadable."""
+    None without clusters, or when the file is unknown (imported runs) or unreadable. ``cases``
+    are the run's (an item's item_sha is its last case's)."""
     recorded_path = run.header.dataset.path
     if not recorded_path or not may_hold_metadata(project.root, recorded_path):
         return None
-    shas = {str(c["item_id"]): c.get("item_sha") for c in run.cases}
+    sha_codes = cases.item_sha if cases.item_sha is not None else np.full(cases.size, -1)
+    shas = {cases.item_ids[item]: None if sha < 0 else cases.shas[sha]
+            for item, sha in zip(cases.item.tolist(), sha_codes.tolist())}
     try:
         values, _ = dataset_labels(project.root, recorded_path, list(shas), list(shas.values()), cluster_key(project))
     except EvalsiteError:
@@ -174,19 +181,19 @@ def compare_runs(
     baseline resolved for it; never raises for a refusal: the report carries the fingerprint
     diff and the reason instead. ``run_code`` false (the site) never re-scores with python
     evaluators or judges (docs/security.md)."""
-    current = read_run(resolve_run(project.runs_dir, run))
+    current = open_run(resolve_run(project.runs_dir, run))
     choice: BaselineChoice = resolve_baseline(project, current.header, None if baseline == PROMOTED_ONLY else baseline)
     if baseline == PROMOTED_ONLY and choice.source != PROMOTED:
         choice = BaselineChoice(None, NONE)
     if choice.directory is None:
         return ComparisonReport(current, None, NONE, None, None, None, None)
-    reference = read_run(choice.directory)
+    reference = open_run(choice.directory)
     verdict = comparability(reference.header, current.header)
-    regression = (
-        regression_report(project.root, reference, current, threshold=threshold, noise=noise, run_code=run_code,
-                          alpha=alpha, clusters=item_clusters(project, current))
-        if verdict.comparable else None
-    )
+    regression = None
+    if verdict.comparable:
+        cases = scan_cases(reference.directory), scan_cases(current.directory)
+        regression = regression_report(project.root, reference, current, cases, threshold=threshold, noise=noise,
+                                       run_code=run_code, alpha=alpha, clusters=item_clusters(project, current, cases[1].columns))
     return ComparisonReport(
         current=current,
         baseline=reference,

@@ -18,6 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from evalsite.analysis.case_columns import NONE, CaseColumns
 from evalsite.analysis.metadata import cluster_key, dataset_labels
 from evalsite.errors import EvalsiteError
 from evalsite.project import Project
@@ -26,7 +27,7 @@ from evalsite.runlog.rows import finite_number, item_order, repeat_of, whole_num
 from evalsite.runlog.store import Run
 
 if TYPE_CHECKING:  # selection builds on compare, which builds on the regression report, which reads this module;
-    # the DuckDB views are the caller's (compare reads runs in memory and never loads duckdb)
+    # the DuckDB views are the caller's
     from evalsite.analysis.db import RunsDatabase
     from evalsite.analysis.selection import ArmRun
 
@@ -173,14 +174,43 @@ def runs_item_matrix(runs: Sequence[Run], *, shared: bool = True) -> ItemMatrix:
     """The item matrix of runs already read (their cases in memory), built by the same rules
     as :func:`item_matrix`; ``shared=False`` keeps every item any run recorded (the
     regression report and the comparison matrix list one-sided items too)."""
+    return _matrix(cases_table([(run.run_id, case) for run in runs for case in run.cases]), _arms_of(runs), None, shared=shared)
+
+
+def columns_item_matrix(runs: Sequence[Run], cases: Sequence[CaseColumns], *, shared: bool = True) -> ItemMatrix:
+    """The same matrix from each run's :class:`~evalsite.analysis.case_columns.CaseColumns`
+    (``cases[i]`` are ``runs[i]``'s), with no Python object per case."""
+    tables = [_columns_table(run.run_id, columns) for run, columns in zip(runs, cases)]
+    return _matrix(pa.concat_tables(tables), _arms_of(runs), None, shared=shared)
+
+
+def _arms_of(runs: Sequence[Run]) -> tuple[ArmRun, ...]:
     from evalsite.analysis.selection import ArmRun, arm_labels  # see the TYPE_CHECKING import
 
     labels = arm_labels([run.header for run in runs])
-    arms = tuple(
+    return tuple(
         ArmRun(label, run.run_id, run.header.arm_id, run.header.config_id, str(run.status), run.header.started_at, run.header)
         for run, label in zip(runs, labels)
     )
-    return _matrix(cases_table([(run.run_id, case) for run in runs for case in run.cases]), arms, None, shared=shared)
+
+
+def _columns_table(run_id: str, columns: CaseColumns) -> pa.Table:
+    """One run's columns as the Arrow columns :data:`CASE_CELLS_SQL` selects."""
+    size = columns.size
+
+    def decoded(codes: np.ndarray, values: Sequence[str]) -> pa.Array:
+        indices = pa.array(codes.astype(np.int32), pa.int32(), mask=codes < 0)
+        return pa.DictionaryArray.from_arrays(indices, pa.array(list(values), pa.string())).cast(pa.string())
+
+    shas = columns.item_sha if columns.item_sha is not None else np.full(size, -1, dtype=np.int64)
+    return pa.table({
+        "run_id": decoded(np.zeros(size, dtype=np.int64), [run_id]), "item_id": decoded(columns.item, columns.item_ids),
+        "item_sha": decoded(shas, columns.shas), "repeat": pa.array(columns.repeat, pa.int64()),
+        "score": pa.array(columns.score, pa.float64()),
+        "passed": pa.array(np.where(columns.passed == NONE, np.nan, columns.passed.astype(float)), pa.float64()),
+        "cost_usd": pa.array(columns.cost_usd, pa.float64()), "latency_ms": pa.array(columns.latency_ms, pa.float64()),
+        "tokens": pa.array(columns.input_tokens + columns.output_tokens, pa.float64()),
+    })
 
 
 def cases_table(cases: Sequence[tuple[str, Case | Mapping[str, Any]]]) -> pa.Table:

@@ -15,7 +15,6 @@ from typing import Any
 
 from evalsite.analysis.compare import comparability
 from evalsite.analysis.items import ItemMatrix, runs_item_matrix
-from evalsite.analysis.regression import cases_by_item
 from evalsite.errors import NotComparableError
 from evalsite.runlog.hashing import canonical_json
 from evalsite.runlog.store import Run
@@ -78,6 +77,15 @@ class ComparisonMatrix:
     @property
     def divergent_rows(self) -> int:
         return sum(1 for row in self.rows if row.divergent)
+
+
+def cases_by_item(cases: Iterable[Mapping[str, Any]]) -> dict[str, list[Mapping[str, Any]]]:
+    """A run's case records by item id, each item's in repeat order (what the matrix's outputs
+    and errors read; its figures come from the item matrix)."""
+    grouped: dict[str, list[Mapping[str, Any]]] = {}
+    for case in sorted(cases, key=lambda c: c.get("repeat") or 0):
+        grouped.setdefault(str(case["item_id"]), []).append(case)
+    return grouped
 
 
 def comparison_matrix(runs: list[Run]) -> ComparisonMatrix:

@@ -8,8 +8,8 @@ out of every other number. Items in only one run are listed apart, never counted
 
 from __future__ import annotations
 
+import json
 import math
-from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from statistics import fmean
@@ -17,11 +17,12 @@ from typing import Any
 
 import numpy as np
 
-from evalsite.analysis.items import ItemMatrix, runs_item_matrix
+from evalsite.analysis.case_columns import NONE, TRUE, CaseColumns, case_columns, joined
+from evalsite.analysis.case_scan import ScannedCases
+from evalsite.analysis.items import ItemMatrix, columns_item_matrix
 from evalsite.analysis.summary import RunSummary, summarise_run
 from evalsite.runlog.hashing import canonical_json
-from evalsite.runlog.records import Case
-from evalsite.runlog.rows import case_critical, finite_number, repeat_of
+from evalsite.runlog.rows import finite_number, repeat_of
 from evalsite.runlog.store import Run
 from evalsite.scoring.ground_truth import rescore_items
 from evalsite.stats import NoiseTest, repeat_noise_test
@@ -126,17 +127,8 @@ class RegressionReport:
         return [item for item in self.items if item.classification == classification]
 
 
-#: Case records by item id: typed cases as read, or the plain dicts re-scoring returns.
+#: Case records by item id (plain dicts of their lines), each item's in repeat order.
 CasesByItem = dict[str, list[Any]]
-
-
-def cases_by_item(cases: Iterable[Mapping[str, Any]]) -> CasesByItem:
-    """A run's case records by item id, each item's in repeat order (what re-scoring, the
-    evaluator figures and the comparison matrix's outputs read; scores come from the item matrix)."""
-    grouped: CasesByItem = {}
-    for case in sorted(cases, key=lambda c: c.get("repeat") or 0):
-        grouped.setdefault(str(case["item_id"]), []).append(case)
-    return grouped
 
 
 def classify(delta: float, threshold: float) -> str:
@@ -148,28 +140,33 @@ def classify(delta: float, threshold: float) -> str:
 
 
 def regression_report(
-    project_root: Path, baseline: Run, current: Run, *, threshold: float = THRESHOLD, noise: float | None = None,
-    alpha: float = ALPHA, clusters: dict[str, str] | None = None, run_code: bool = True,
+    project_root: Path, baseline: Run, current: Run, cases: tuple[ScannedCases, ScannedCases], *,
+    threshold: float = THRESHOLD, noise: float | None = None, alpha: float = ALPHA, clusters: dict[str, str] | None = None,
+    run_code: bool = True,
 ) -> RegressionReport:
-    """Compare ``current`` with ``baseline`` (two runs already found comparable); ``clusters``
-    maps item ids to their cluster when items declare one; ``run_code`` false re-scores only with
-    evaluators that run no project code and call no model.
+    """Compare ``current`` with ``baseline`` (two runs already found comparable), whose cases are
+    ``cases`` (the baseline's, the current run's); ``clusters`` maps item ids to their cluster
+    when items declare one; ``run_code`` false re-scores only with evaluators that run no
+    project code and call no model.
 
     Items are aligned by the item matrix of the two runs (every item either recorded, arm 0 the
-    baseline); the case records are read only for expected values, re-scoring, critical flags
-    and the per-evaluator figures."""
-    matrix = runs_item_matrix([baseline, current], shared=False)
-    before, after = cases_by_item(baseline.cases), cases_by_item(current.cases)
+    baseline); the evaluator figures are the run summaries of the compared items' cases, and
+    whole case records are read only for the items whose expected value changed (re-scoring)."""
+    old, new = cases[0].columns, cases[1].columns
+    matrix = columns_item_matrix([baseline, current], [old, new], shared=False)
     ids = matrix.item_ids
     present = np.asarray(matrix.recorded.any(axis=2))
     shared = [ids[row] for row in np.flatnonzero(present.all(axis=1))]
-    edited = [i for i in shared if not _same_expected(before[i], after[i])]
+    first_old, first_new = _first_expected(old), _first_expected(new)
+    edited = [i for i in shared if not _same_expected(first_old[i], first_new[i])]
+    before, after = cases[0].records_of(set(edited)), cases[1].records_of(set(edited))
+    before, after = ({i: sorted(group, key=repeat_of) for i, group in side.items()} for side in (before, after))
     rescored = rescore_items(project_root, current.header, before, after, edited, run_code=run_code)
     sides = _Sides(matrix)
-    gt_changed = []
+    gt_changed, rescored_cases = [], []
     for item_id, outcome in rescored.items():
         if outcome.cases is not None:
-            before[item_id] = outcome.cases
+            rescored_cases += outcome.cases
             sides.rescore_baseline(item_id, outcome.cases)
         else:
             gt_changed.append(replace(sides.change(item_id, threshold), classification=GT_CHANGED, note=outcome.reason))
@@ -179,7 +176,11 @@ def regression_report(
     changes = [c for c in scored if c.delta is not None]
     unscored = [c.item_id for c in scored if c.delta is None]
     listed = set((current.header.fingerprint.get("dataset") or {}).get("critical") or [])
-    critical = {i for i in kept if any(case_critical(c, {i: i in listed}) for c in after[i])}
+    critical = _critical_items(new, listed)
+    kept_set = set(kept)
+    old_kept = old.where(_of_items(old, kept_set - set(rescored)))
+    if rescored_cases:
+        old_kept = joined(old_kept, case_columns(rescored_cases))
     return RegressionReport(
         threshold=threshold,
         summary=_summary(changes, len(gt_changed), sides.noise_test(noise, [c.item_id for c in changes]), alpha, clusters),
@@ -187,20 +188,41 @@ def regression_report(
         only_in_baseline=[ids[row] for row in np.flatnonzero(present[:, 0] & ~present[:, 1])],
         only_in_current=[ids[row] for row in np.flatnonzero(present[:, 1] & ~present[:, 0])],
         unscored=unscored,
-        evaluators=evaluator_changes(
-            {i: before[i] for i in kept}, {i: after[i] for i in kept}, _evaluator_names(current.cases)
-        ),
+        evaluators=evaluator_changes(old_kept, new.where(_of_items(new, kept_set)), kept, list(new.scores.evaluators)),
         critical_newly_failing=[
             i for i in kept if i in critical and sides.passed(i, 0) is True and sides.passed(i, 1) is False
         ],
     )
 
 
-def _same_expected(before: list[Any], after: list[Any]) -> bool:
-    old, new = before[0].get("expected"), after[0].get("expected")
-    if type(old) is str and type(new) is str:  # two strings' canonical JSON is equal exactly when they are
-        return old == new
-    return canonical_json(old) == canonical_json(new)
+def _first_expected(columns: CaseColumns) -> dict[str, str | None]:
+    """Item id → the expected value (JSON text) of its first case in repeat order."""
+    if columns.expected is None:
+        raise ValueError("the cases were read without their expected values")
+    order = np.lexsort((np.arange(columns.size), columns.repeat, columns.item))
+    firsts = order[np.r_[True, np.diff(columns.item[order]) != 0]] if order.size else order
+    return {columns.item_ids[columns.item[row]]: columns.expected[row] for row in firsts.tolist()}
+
+
+def _same_expected(old: str | None, new: str | None) -> bool:
+    """Two expected values as JSON text (None: no value, as JSON null) hold the same value."""
+    if old == new:
+        return True
+    return bool(canonical_json(json.loads(old or "null")) == canonical_json(json.loads(new or "null")))
+
+
+def _of_items(columns: CaseColumns, item_ids: set[str]) -> np.ndarray:
+    """Which cases are of these items (a boolean mask)."""
+    wanted = np.array([item_id in item_ids for item_id in columns.item_ids], dtype=bool)
+    return wanted[columns.item] if columns.size else np.zeros(0, dtype=bool)
+
+
+def _critical_items(columns: CaseColumns, listed: set[str]) -> set[str]:
+    """Items with a critical case: one that recorded ``critical: true``, or recorded nothing and
+    is listed critical by the run's fingerprint (:func:`evalsite.runlog.rows.case_critical`)."""
+    in_list = np.array([item_id in listed for item_id in columns.item_ids], dtype=bool)
+    critical = (columns.critical == TRUE) | ((columns.critical == NONE) & in_list[columns.item])
+    return {columns.item_ids[code] for code in np.unique(columns.item[critical]).tolist()}
 
 
 class _Sides:
@@ -254,14 +276,6 @@ class _Sides:
         return test, None if test is None else ("given" if given is not None else "repeats")
 
 
-def _evaluator_names(cases: Iterable[Mapping[str, Any]]) -> list[str]:
-    names: dict[str, None] = {}
-    for case in cases:
-        for score in case.get("scores") or []:
-            names.setdefault(score["evaluator"], None)
-    return list(names)
-
-
 @dataclass(frozen=True)
 class _EvaluatorSide:
     passed: dict[str, bool | None]
@@ -270,18 +284,24 @@ class _EvaluatorSide:
     errors: int
 
 
-def _evaluator_side(name: str, cases_by_id: CasesByItem, run: RunSummary) -> _EvaluatorSide:
+def _evaluator_side(name: str, columns: CaseColumns, run: RunSummary, items: list[str]) -> _EvaluatorSide:
     """One evaluator over the compared items: its figures from the run summary of those items'
     cases (``run``), and per item whether every score passed (None for every item when the
-    evaluator has no pass rule)."""
+    evaluator has no pass rule, or for an item it did not score)."""
     summary = run.evaluators.get(name)
     if summary is None:
-        return _EvaluatorSide({item_id: None for item_id in cases_by_id}, None, None, 0)
+        return _EvaluatorSide({item_id: None for item_id in items}, None, None, 0)
+    scores = columns.scores
+    mine = scores.evaluator == scores.evaluators.index(name)
+    item_of_score = columns.item[scores.case[mine]]
+    entries = np.bincount(item_of_score, minlength=len(columns.item_ids))
+    passes = np.bincount(item_of_score[(scores.passed[mine] == TRUE) & ~scores.error[mine]], minlength=len(columns.item_ids))
+    code = {item_id: index for index, item_id in enumerate(columns.item_ids)}
     passed: dict[str, bool | None] = {}
-    for item_id, cases in cases_by_id.items():
-        entries = [s for c in cases for s in c.get("scores") or [] if s.get("evaluator") == name]
-        outcomes = [s.get("passed") is True and not s.get("error") for s in entries]
-        passed[item_id] = all(outcomes) if outcomes and summary.ruled else None
+    for item_id in items:
+        index = code.get(item_id)
+        scored = index is not None and entries[index] > 0 and summary.ruled
+        passed[item_id] = bool(passes[index] == entries[index]) if scored and index is not None else None
     return _EvaluatorSide(passed, summary.pass_rate, summary.mean, summary.errors)
 
 
@@ -289,25 +309,17 @@ def _difference(new: float | None, old: float | None) -> float | None:
     return None if new is None or old is None else new - old
 
 
-def _summary_of(cases_by_id: CasesByItem) -> RunSummary:
-    """The run summary (:func:`~evalsite.analysis.summary.summarise_run`) of these cases, read
-    from their lines as written (a typed case is a mapping of its line; the line is faster to read)."""
-    return summarise_run(c.raw if isinstance(c, Case) else c for cases in cases_by_id.values() for c in cases)
-
-
-def evaluator_changes(before: CasesByItem, after: CasesByItem, names: list[str]) -> list[EvaluatorChange]:
-    """Each evaluator's change over the compared items (the two sides summarised once)."""
+def evaluator_changes(before: CaseColumns, after: CaseColumns, items: list[str], names: list[str]) -> list[EvaluatorChange]:
+    """Each evaluator's change over the compared ``items`` (in that order), from the cases of
+    those items on each side (the two sides summarised once)."""
     if not names:
         return []
-    old_run, new_run = _summary_of(before), _summary_of(after)
-    return [evaluator_change(name, before, after, old_run, new_run) for name in names]
+    old_run, new_run = summarise_run(before), summarise_run(after)
+    return [evaluator_change(name, _evaluator_side(name, before, old_run, items), _evaluator_side(name, after, new_run, items),
+                             items) for name in names]
 
 
-def evaluator_change(
-    name: str, before: CasesByItem, after: CasesByItem, old_run: RunSummary, new_run: RunSummary
-) -> EvaluatorChange:
-    old, new = _evaluator_side(name, before, old_run), _evaluator_side(name, after, new_run)
-    items = [item_id for item_id in before if item_id in after]  # in the order the caller gives (natural order)
+def evaluator_change(name: str, old: _EvaluatorSide, new: _EvaluatorSide, items: list[str]) -> EvaluatorChange:
     return EvaluatorChange(
         evaluator=name,
         newly_failing=[i for i in items if old.passed[i] is True and new.passed[i] is False],

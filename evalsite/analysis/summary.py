@@ -24,15 +24,15 @@ The rules (docs/reference/evaluators.md, "Run aggregates and the verdict"):
 from __future__ import annotations
 
 import math
-from collections import Counter
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from statistics import fmean
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
-from evalsite.runlog.rows import case_critical, finite_number, item_order, repeat_of, whole_number
+from evalsite.analysis.case_columns import FALSE, NONE, TRUE, CaseColumns, case_columns
+from evalsite.runlog.rows import item_order
 from evalsite.stats.descriptive import nearest_rank_percentile
 from evalsite.stats.noise import Flakiness, RepeatNoise, flakiness, repeat_noise
 
@@ -206,195 +206,177 @@ class RunSummary:
         }
 
 
-def summarise_run(cases: Iterable[Mapping[str, Any]], dataset_critical: Mapping[str, bool] | None = None) -> RunSummary:
-    """The figures of one run from its case records (plain dicts, in any order).
+def summarise_run(
+    cases: CaseColumns | Iterable[Mapping[str, Any]], dataset_critical: Mapping[str, bool] | None = None
+) -> RunSummary:
+    """The figures of one run from its cases: case records (plain dicts or typed cases, in any
+    order) or their :class:`~evalsite.analysis.case_columns.CaseColumns`.
 
     ``dataset_critical`` (item id → critical) stands in for cases that did not record their
     ``critical`` flag; pass it only while the dataset's rows are the ones the run scored."""
-    cases = list(cases)
-    rows = [_row(case, dataset_critical) for case in cases]
-    known = all(row.critical is not None for row in rows)
-    evaluators = _evaluators(rows, known)
-    rated = _has_pass_rate(rows)
-    passed_cases = sum(row.passed is True for row in rows) if rated else None
-    grid = _Grid(rows)
-    scores = grid.matrix([(row, row.score) for row in rows])
-    verdicts = grid.matrix([(row, None if row.passed is None else float(row.passed)) for row in rows] if rated else [])
-    scored_rows, verdict_rows = np.isfinite(scores).any(axis=1), np.isfinite(verdicts).any(axis=1)
+    columns = cases if isinstance(cases, CaseColumns) else case_columns(cases, dataset_critical)
+    if isinstance(cases, CaseColumns) and dataset_critical is not None:
+        columns = _with_dataset_critical(columns, dataset_critical)
+    scores = columns.scores
+    errored = columns.error.copy()
+    errored[scores.case[scores.error]] = True
+    skipped = np.zeros(columns.size, dtype=bool)
+    skipped[scores.case[scores.skipped]] = True
+    known = bool(np.all(columns.critical != NONE))
+    evaluators = _evaluators(columns, known)
+    has_score = np.isfinite(columns.score)
+    rated = bool(has_score.any()) and bool(np.all(columns.passed[has_score] != NONE))
+    passed_cases = int(np.count_nonzero(columns.passed == TRUE)) if rated else None
+    grid = _Grid(columns)
+    score_matrix = grid.matrix(columns.score)
+    verdicts = grid.matrix(np.where(columns.passed == NONE, np.nan, columns.passed.astype(float)) if rated
+                           else np.full(columns.size, np.nan))
+    scored_rows, verdict_rows = np.isfinite(score_matrix).any(axis=1), np.isfinite(verdicts).any(axis=1)
+    failed = errored | (columns.passed == FALSE)
     return RunSummary(
-        cases=len(rows),
+        cases=columns.size,
         items=len(grid.items),
         repeats=grid.repeats,
-        errors=sum(row.error for row in rows),
-        skipped=sum(row.skipped and not row.error for row in rows),
-        scored=sum(row.score is not None for row in rows),
+        errors=int(np.count_nonzero(columns.error)),
+        skipped=int(np.count_nonzero(skipped & ~columns.error)),
+        scored=int(np.count_nonzero(has_score)),
         unscored=not evaluators,
-        mean_score=mean_over_items(scores),
+        mean_score=mean_over_items(score_matrix),
         pass_rate=mean_over_items(verdicts) if rated else None,
         passed_cases=passed_cases,
-        passed=_run_verdict(rows, evaluators),
-        critical_failures=tuple(sorted({row.item for row in rows if row.critical and row.failed}, key=item_order))
-        if known else None,
-        cost=cost_summary(np.array([np.nan if row.cost is None else row.cost for row in rows], dtype=float), passed_cases),
-        scoring_cost_usd=_known_sum([row.scoring_cost for row in rows]),
-        latency=latency_summary(np.array([np.nan if row.latency is None else row.latency for row in rows], dtype=float)),
-        input_tokens=_total([row.input_tokens for row in rows]),
-        output_tokens=_total([row.output_tokens for row in rows]),
+        passed=_run_verdict(columns, evaluators),
+        critical_failures=_item_names(columns, columns.item[(columns.critical == TRUE) & failed]) if known else None,
+        cost=cost_summary(columns.cost_usd, passed_cases),
+        scoring_cost_usd=_known_sum(columns.scoring_cost_usd),
+        latency=latency_summary(columns.latency_ms),
+        input_tokens=_total(columns.input_tokens),
+        output_tokens=_total(columns.output_tokens),
         evaluators=evaluators,
-        noise=run_noise(scores[scored_rows]),
+        noise=run_noise(score_matrix[scored_rows]),
         verdict_items=tuple(item for item, keep in zip(grid.items, verdict_rows) if keep),
         verdict_matrix=verdicts[verdict_rows],
-        served_models=tuple(dict.fromkeys(str(c.get("served_model")) for c in cases if c.get("served_model"))),
+        served_models=columns.served_models,
     )
 
 
-class _Row(NamedTuple):
-    """What the summary reads of one case, read once (recorded values that are not numbers of
-    the right kind count as absent)."""
-
-    item: str
-    repeat: int
-    score: float | None
-    passed: bool | None
-    error: bool  # the generation failed
-    errored: bool  # the generation or an evaluator raised
-    skipped: bool  # an evaluator skipped
-    critical: bool | None
-    cost: float | None
-    latency: float | None
-    scoring_cost: float | None
-    input_tokens: int | None
-    output_tokens: int | None
-    scores: list[dict[str, Any]]
-
-    @property
-    def failed(self) -> bool:
-        """Errored, or a pass rule failed (a case without a pass rule has no verdict: it never fails)."""
-        return self.errored or self.passed is False
+def _with_dataset_critical(columns: CaseColumns, dataset_critical: Mapping[str, bool]) -> CaseColumns:
+    unknown = columns.critical == NONE
+    if not unknown.any():
+        return columns
+    per_item = np.array([int(dataset_critical.get(item, False)) for item in columns.item_ids], dtype=np.int8)
+    return replace(columns, critical=np.where(unknown, per_item[columns.item], columns.critical).astype(np.int8))
 
 
-def _row(case: Mapping[str, Any], dataset_critical: Mapping[str, bool] | None) -> _Row:
-    scores = [s for s in case.get("scores") or [] if isinstance(s, dict)]
-    passed = case.get("passed")
-    error = bool(case.get("error"))
-    return _Row(
-        item=str(case.get("item_id")), repeat=repeat_of(case), score=finite_number(case.get("score")),
-        passed=passed if isinstance(passed, bool) else None, error=error,
-        errored=error or any(s.get("error") for s in scores), skipped=any(s.get("skipped") for s in scores),
-        critical=case_critical(case, dataset_critical), cost=finite_number(case.get("cost_usd")),
-        latency=finite_number(case.get("latency_ms")), scoring_cost=finite_number(case.get("scoring_cost_usd")),
-        input_tokens=whole_number(case.get("input_tokens")), output_tokens=whole_number(case.get("output_tokens")),
-        scores=scores,
-    )
+def _item_names(columns: CaseColumns, codes: np.ndarray) -> tuple[str, ...]:
+    """The distinct item ids of these codes, in natural order."""
+    return tuple(sorted((columns.item_ids[code] for code in np.unique(codes).tolist()), key=item_order))
 
 
 class _Grid:
     """Items (natural order) × repeats (sorted) of a run: how every per-item matrix is aligned,
     the same alignment as :func:`evalsite.analysis.items.item_matrix` (by item id and repeat)."""
 
-    def __init__(self, rows: list[_Row]):
-        self.items = tuple(sorted({row.item for row in rows}, key=item_order))
-        self.repeats = tuple(sorted({row.repeat for row in rows}))
-        self._row = {item: index for index, item in enumerate(self.items)}
-        self._column = {repeat: index for index, repeat in enumerate(self.repeats)}
+    def __init__(self, columns: CaseColumns):
+        codes = np.unique(columns.item).tolist()
+        natural = sorted(codes, key=lambda code: item_order(columns.item_ids[code]))
+        self.items = tuple(columns.item_ids[code] for code in natural)
+        self.repeats = tuple(np.unique(columns.repeat).tolist())
+        row_of = np.full(len(columns.item_ids), -1, dtype=np.int64)
+        row_of[np.array(natural, dtype=np.int64)] = np.arange(len(natural))
+        self._rows = row_of[columns.item]
+        self._columns = np.searchsorted(np.array(self.repeats, dtype=np.int64), columns.repeat)
 
-    def matrix(self, cells: list[tuple[_Row, float | None]]) -> np.ndarray:
-        """Items × repeats of the given values (None → NaN); a later case of a cell wins."""
+    def matrix(self, values: np.ndarray) -> np.ndarray:
+        """Items × repeats of one value per case (NaN: none); a later case of a cell wins."""
         matrix = np.full((len(self.items), len(self.repeats)), np.nan)
-        for row, value in cells:
-            if value is not None:
-                matrix[self._row[row.item], self._column[row.repeat]] = value
+        known = ~np.isnan(values)
+        cells = np.ravel_multi_index((self._rows[known], self._columns[known]), matrix.shape)
+        cells, last = np.unique(cells[::-1], return_index=True)
+        matrix.flat[cells] = values[known][::-1][last]
         return matrix
 
 
-def _has_pass_rate(rows: list[_Row]) -> bool:
-    """A run's pass rate is defined when every scored case has a verdict — the rule the
-    leaderboard applies (:meth:`evalsite.analysis.items.ItemMatrix.arm_passed`). A run in which
-    some scored row has no pass rule has none (a failed generation's ``passed: false`` alone
-    does not make one)."""
-    verdicts = [row.passed is not None for row in rows if row.score is not None]
-    return bool(verdicts) and all(verdicts)
-
-
-def _run_verdict(rows: list[_Row], evaluators: dict[str, EvaluatorSummary]) -> bool | None:
+def _run_verdict(columns: CaseColumns, evaluators: dict[str, EvaluatorSummary]) -> bool | None:
     if not evaluators:
         return None
-    if any(row.error for row in rows) or any(e.passed is False for e in evaluators.values()):
+    if columns.error.any() or any(e.passed is False for e in evaluators.values()):
         return False
     return True if any(e.ruled for e in evaluators.values()) else None
 
 
-def _known_sum(values: list[float | None]) -> float | None:
-    known = [v for v in values if v is not None]
-    return math.fsum(known) if known else None
+def _known_sum(values: np.ndarray) -> float | None:
+    known = values[np.isfinite(values)]
+    return math.fsum(known.tolist()) if known.size else None
 
 
-def _total(counts: list[int | None]) -> int | None:
-    """The sum when every case reported its count, else None (unknown)."""
-    known = [c for c in counts if c is not None]
-    return sum(known) if counts and len(known) == len(counts) else None
+def _total(counts: np.ndarray) -> int | None:
+    """The sum when every case reported its count, else None (unknown). (Counts are whole
+    numbers held as floats: exact up to 2**53.)"""
+    return int(math.fsum(counts.tolist())) if counts.size and not np.isnan(counts).any() else None
 
 
-def unit_id(item: str, score: dict[str, Any]) -> str:
+def unit_id(item: str, turn: str | None) -> str:
     """What one score is about: the item, or ``<item>.t<turn>`` for a per-turn score."""
-    turn = score.get("turn")
     return item if turn is None else f"{item}.t{turn}"
 
 
-class _Tally:
-    """One evaluator's scores, counted in one pass over the run."""
-
-    def __init__(self, version: str | None):
-        self.version = version
-        self.n = self.ok = self.errors = self.skipped = self.passes = 0
-        self.ruled = False
-        self.labels: Counter[str] = Counter()
-        self.failed_units: set[str] = set()
-        self.values: dict[str, dict[int, list[float]]] = {}
-
-    def add(self, row: _Row, score: dict[str, Any]) -> None:
-        self.n += 1
-        error, skipped, passed = bool(score.get("error")), bool(score.get("skipped")), score.get("passed")
-        self.errors += error
-        self.skipped += skipped and not error
-        self.passes += passed is True and not error
-        if row.critical and (error or row.error or passed is False):
-            self.failed_units.add(unit_id(row.item, score))
-        if error or skipped:
-            return
-        self.ok += 1
-        self.ruled = self.ruled or (passed is not None and not row.error)
-        if score.get("label") is not None:
-            self.labels[str(score["label"])] += 1
-        value = finite_number(score.get("score"))
-        if value is not None:
-            self.values.setdefault(row.item, {}).setdefault(row.repeat, []).append(value)
-
-    def summary(self, name: str, known: bool) -> EvaluatorSummary:
-        return EvaluatorSummary(
-            name=name, version=self.version, n=self.n, ok=self.ok, errors=self.errors, skipped=self.skipped,
-            passes=self.passes, ruled=self.ruled, mean=self._mean(), label_counts=dict(sorted(self.labels.items())),
-            critical_failures=tuple(sorted(self.failed_units, key=item_order)) if known else None,
-            passed=False if self.errors or (self.ruled and self.passes < self.n) else (True if self.ruled else None),
-        )
-
-    def _mean(self) -> float | None:
-        """Over items of each item's mean over its cases, a case's value being the mean of its
-        produced scores (turns): the figure the leaderboard reads for ``--evaluator``. (``fmean``
-        sums exactly, so the order of cases does not matter.)"""
-        if not self.values:
-            return None
-        return fmean([fmean([fmean(turns) for turns in repeats.values()]) for repeats in self.values.values()])
-
-
-def _evaluators(rows: list[_Row], known: bool) -> dict[str, EvaluatorSummary]:
+def _evaluators(columns: CaseColumns, known: bool) -> dict[str, EvaluatorSummary]:
     """One summary per evaluator name, in the order evaluators first appear."""
-    tallies: dict[str, _Tally] = {}
-    for row in rows:
-        for score in row.scores:
-            name = str(score.get("evaluator"))
-            tally = tallies.get(name)
-            if tally is None:
-                tally = tallies[name] = _Tally(score.get("version"))
-            tally.add(row, score)
-    return {name: tally.summary(name, known) for name, tally in tallies.items()}
+    scores = columns.scores
+    return {
+        name: _evaluator_summary(columns, np.flatnonzero(scores.evaluator == code), name, scores.versions[code], known)
+        for code, name in enumerate(scores.evaluators) if np.any(scores.evaluator == code)
+    }
+
+
+def _evaluator_summary(columns: CaseColumns, rows: np.ndarray, name: str, version: str | None, known: bool) -> EvaluatorSummary:
+    """One evaluator's scores (``rows`` of the score columns) counted over the run."""
+    scores = columns.scores
+    case, error, skipped, passed = scores.case[rows], scores.error[rows], scores.skipped[rows], scores.passed[rows]
+    case_error = columns.error[case]
+    good = ~error & ~skipped
+    ruled = bool(np.any(good & (passed != NONE) & ~case_error))
+    passes = int(np.count_nonzero((passed == TRUE) & ~error))
+    failing = (columns.critical[case] == TRUE) & (error | case_error | (passed == FALSE))
+    units = {unit_id(columns.item_ids[columns.item[c]], t) for c, t in zip(case[failing].tolist(), scores.turn[rows][failing])}
+    labels = scores.label[rows][good & (scores.label[rows] >= 0)]
+    counts = np.bincount(labels, minlength=len(scores.labels)) if labels.size else np.zeros(0, dtype=np.int64)
+    errors, n = int(np.count_nonzero(error)), int(rows.size)
+    return EvaluatorSummary(
+        name=name, version=version, n=n, ok=int(np.count_nonzero(good)), errors=errors,
+        skipped=int(np.count_nonzero(skipped & ~error)), passes=passes, ruled=ruled,
+        mean=_evaluator_mean(columns, case[good], scores.score[rows][good]),
+        label_counts=dict(sorted((scores.labels[code], int(count)) for code, count in enumerate(counts) if count)),
+        critical_failures=tuple(sorted(units, key=item_order)) if known else None,
+        passed=False if errors or (ruled and passes < n) else (True if ruled else None),
+    )
+
+
+def _evaluator_mean(columns: CaseColumns, cases: np.ndarray, values: np.ndarray) -> float | None:
+    """Over items of each item's mean over its repeats, a repeat's value being the mean of its
+    produced scores (turns): the figure the leaderboard reads for ``--evaluator``. Every mean is
+    an exact sum (``math.fsum``, as ``statistics.fmean``), so the order of cases does not matter."""
+    known = np.isfinite(values)
+    cases, values = cases[known], values[known]
+    if values.size == 0:
+        return None
+    items, repeats = columns.item[cases], columns.repeat[cases]
+    repeat_items, repeat_means = _group_means((items, repeats), values)
+    item_means = _group_means((repeat_items,), repeat_means)[1]
+    return math.fsum(item_means.tolist()) / item_means.size
+
+
+def _group_means(keys: tuple[np.ndarray, ...], values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The exact mean of ``values`` per distinct key (a tuple of equal-length integer arrays),
+    groups in key order; returns each group's first key array and its mean."""
+    order = np.lexsort((values, *reversed(keys)))
+    sorted_keys = [key[order] for key in keys]
+    values = values[order]
+    starts = np.flatnonzero(np.r_[True, np.any([np.diff(key) != 0 for key in sorted_keys], axis=0)]) \
+        if values.size > 1 else np.zeros(values.size, dtype=np.int64)
+    sizes = np.diff(np.r_[starts, values.size])
+    means = values[starts].astype(float)
+    for group in np.flatnonzero(sizes > 1).tolist():
+        start = starts[group]
+        means[group] = math.fsum(values[start:start + sizes[group]].tolist()) / sizes[group]
+    return sorted_keys[0][starts], means

@@ -57,15 +57,16 @@ def compare_command(run, baseline, threshold, noise, alpha, fail_on, allow_missi
     project = find_project()
     warn_unreadable_runs(project.runs_dir)
     report = compare_runs(project, run, baseline=baseline, threshold=threshold, noise=noise, alpha=alpha)
+    data = report.to_json() if as_json or output else None
     if as_json:
-        print_json(report.to_json())
+        print_json(data)
     else:
         print_report(report)
     markdown = compare_markdown(report)
     write_summary(markdown, summary_file)
-    data = report.to_json()
-    items = (data["regression"] or {}).get("items", [])
-    write_output(output, Result(f"evalsite compare {report.current.run_id}", data, pick_rows(items, ITEM_COLUMNS), markdown))
+    if output is not None and data is not None:
+        items = (data["regression"] or {}).get("items", [])
+        write_output(output, Result(f"evalsite compare {report.current.run_id}", data, pick_rows(items, ITEM_COLUMNS), markdown))
     report.refuse_if_not_comparable()
     if fail_on == "regression" and report.baseline is None and not allow_missing_baseline:
         click.echo(f"gate: {paint('fail', 'bad', err=True)}: no baseline to compare with, so no regression can be ruled "

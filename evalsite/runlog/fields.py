@@ -50,12 +50,16 @@ class FieldReader:
             raise self.bad(key, "a string", value)
         return value
 
-    def integer(self, key: str, *, required: bool = False, minimum: int | None = None) -> int | None:
+    def integer(self, key: str, *, required: bool = False, minimum: int | None = None,
+                maximum: int | None = None) -> int | None:
         value = self._get(key, required)
         if value is None and not required:
             return None
-        if isinstance(value, bool) or not isinstance(value, int) or (minimum is not None and value < minimum):
-            raise self.bad(key, "an integer" + (f" >= {minimum}" if minimum is not None else ""), value)
+        if (isinstance(value, bool) or not isinstance(value, int) or (minimum is not None and value < minimum)
+                or (maximum is not None and value > maximum)):
+            bounds = (f" from {minimum} to {maximum}" if minimum is not None and maximum is not None
+                      else f" >= {minimum}" if minimum is not None else f" <= {maximum}" if maximum is not None else "")
+            raise self.bad(key, "an integer" + bounds, value)
         return value
 
     def number(self, key: str) -> float | None:

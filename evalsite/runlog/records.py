@@ -252,7 +252,7 @@ class Case(Mapping[str, Any]):
             raise fields.bad("scores", "a list", scores)
         return cls(
             item_id=fields.text("item_id", required=True) or "",
-            repeat=fields.integer("repeat", required=True, minimum=0) or 0,
+            repeat=fields.integer("repeat", required=True, minimum=0, maximum=MAX_REPEAT_INDEX) or 0,
             item_sha=fields.text("item_sha"),
             error=error,
             error_type=error_type,
@@ -285,6 +285,8 @@ class Case(Mapping[str, Any]):
         return len(self.raw)
 
 
+#: The largest repeat index a case may record: a 64-bit integer, as every reader (DuckDB, Arrow, numpy) holds it.
+MAX_REPEAT_INDEX = 2**63 - 1
 _NONE = type(None)
 _TEXT, _INT, _NUMBER, _FLAG = (str, _NONE), (int, _NONE), (int, float, _NONE), (bool, _NONE)
 _CASE_TYPES: dict[str, tuple[type, ...]] = {
@@ -309,7 +311,7 @@ def _well_typed(data: Any, types: dict[str, tuple[type, ...]]) -> bool:
     for key, allowed in types.items():  # a plain loop: this runs for every case of every run read
         if type(get(key)) not in allowed:
             return False
-    return type(get("repeat")) is not int or data["repeat"] >= 0
+    return type(get("repeat")) is not int or 0 <= data["repeat"] <= MAX_REPEAT_INDEX
 
 
 def _float(value: int | float | None) -> float | None:

@@ -1,0 +1,120 @@
+"""The DuckDB reading of a run's cases (analysis.case_scan) equals the one Python reader: the same
+run summary and the same case records, for lines evalsite writes and for hand-edited ones (wrong
+types, lines that are not cases, blank and torn lines), which fall back to the Python reader."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from evalsite.analysis.case_columns import case_columns, joined
+from evalsite.analysis.case_scan import scan_cases
+from evalsite.analysis.summary import summarise_run
+from evalsite.runlog.store import CASES_FILE, read_cases
+
+
+def score(rng: random.Random, evaluator: str, turn: int | None = None) -> dict:
+    errored = rng.random() < 0.1
+    return {
+        "evaluator": evaluator, "version": rng.choice(["v1", "v2", None]),
+        "score": None if errored else rng.choice([0.0, 0.25, 1.0, 3, float("nan")]),
+        "passed": None if errored else rng.choice([True, False, None]),
+        "label": rng.choice([None, "good", "bad"]), "detail": rng.choice([None, "why"]),
+        "error": "boom" if errored else rng.choice([None, ""]), "skipped": rng.random() < 0.1, "turn": turn,
+    }
+
+
+def good_case(rng: random.Random, item: int) -> dict:
+    """A line as evalsite writes one, every optional field sometimes absent or null."""
+    case = {
+        "item_id": f"q{item}", "repeat": rng.randint(0, 2), "item_sha": rng.choice([f"{item:064x}", "", None]),
+        "expected": rng.choice([str(item), {"b": [1, 2], "a": "x"}, None, 4.5]),
+        "error": rng.choice([None, None, "HTTP 500", ""]), "latency_ms": rng.choice([12.5, 3, None, float("inf")]),
+        "input_tokens": rng.choice([10, None]), "output_tokens": rng.choice([5, None]),
+        "cost_usd": rng.choice([0.001, 0, None]), "scoring_cost_usd": rng.choice([0.0001, None]),
+        "score": rng.choice([1.0, 0.0, 0.5, None, 2]), "passed": rng.choice([True, False, None]),
+        "critical": rng.choice([True, False, None]), "served_model": rng.choice(["m-1", "m-2", "", None]),
+        "scores": [score(rng, name) for name in rng.sample(["exact", "judge", "json"], rng.randint(0, 2))]
+        + ([score(rng, "turns", turn) for turn in (1, 2)] if rng.random() < 0.3 else []),
+    }
+    for key in list(case):
+        if key not in ("item_id", "repeat") and rng.random() < 0.15:
+            del case[key]
+    return case
+
+
+def write_lines(folder: Path, lines: list[str]) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / CASES_FILE).write_text("\n".join(lines) + "\n")
+    return folder
+
+
+def summary_text(cases) -> str:
+    return json.dumps(summarise_run(cases).to_json(), sort_keys=True, default=str)
+
+
+def assert_same_reading(folder: Path) -> None:
+    scanned = scan_cases(folder)
+    python = read_cases(folder / CASES_FILE)
+    assert summary_text(scanned.columns) == summary_text(python)
+    items = {str(case["item_id"]) for case in python}
+    records = scanned.records_of(items)
+    by_item: dict[str, list] = {}
+    for case in python:
+        by_item.setdefault(case.item_id, []).append(case.raw)
+    assert json.dumps(records, sort_keys=True) == json.dumps(by_item, sort_keys=True)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_lines_evalsite_writes_read_the_same_through_duckdb(tmp_path, seed):
+    rng = random.Random(seed)
+    cases = [good_case(rng, rng.randint(0, 30)) for _ in range(rng.randint(1, 80))]
+    folder = write_lines(tmp_path / "run", [json.dumps(case) for case in cases])
+    scanned = scan_cases(folder)
+    assert scanned._cases is None  # the DuckDB path, not the fallback
+    assert_same_reading(folder)
+
+
+#: Values no well-formed case holds in these fields, each a line Case.from_json checks or refuses.
+ODD_VALUES = st.sampled_from([
+    ("score", True), ("score", "high"), ("passed", 1), ("passed", "yes"), ("repeat", -1), ("repeat", 1.5),
+    ("repeat", True), ("item_id", 7), ("latency_ms", False), ("input_tokens", 3.7), ("critical", "yes"),
+    ("scores", "none"), ("scores", [1, 2]), ("scores", [{"score": 1.0}]), ("scores", [{"evaluator": "e", "turn": "t"}]),
+    ("error", {"type": "TimeoutError", "message": "timed out"}), ("served_model", 5), ("repeat", 2**70),
+])
+ODD_LINES = st.sampled_from(["[1, 2]", "7", "not json", '{"item_id": "a", "repeat": 0}{"item_id": "b", "repeat": 0}',
+                             "   ", '{"item_id": "torn", "rep'])
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 10_000), st.lists(ODD_VALUES, max_size=3), st.lists(ODD_LINES, max_size=2))
+def test_hand_edited_lines_read_as_the_python_reader_reads_them(tmp_path_factory, seed, odd_values, odd_lines):
+    rng = random.Random(seed)
+    cases = [good_case(rng, item) for item in range(12)]
+    for key, value in odd_values:
+        cases[rng.randrange(len(cases))][key] = value
+    lines = [json.dumps(case) for case in cases]
+    for line in odd_lines:
+        lines.insert(rng.randrange(len(lines) + 1), line)
+    assert_same_reading(write_lines(tmp_path_factory.mktemp("run"), lines))
+
+
+def test_a_run_without_cases_reads_as_empty(tmp_path):
+    (tmp_path / "run").mkdir()
+    assert scan_cases(tmp_path / "run").columns.size == 0
+    assert summary_text(scan_cases(tmp_path / "run").columns) == summary_text([])
+
+
+def test_joined_columns_summarise_as_the_cases_of_both(tmp_path):
+    rng = random.Random(3)
+    first = [good_case(rng, item) for item in range(20)]
+    second = [good_case(rng, item) for item in range(15, 30)]
+    both = summarise_run(joined(case_columns(first), case_columns(second)))
+    assert json.dumps(both.to_json(), sort_keys=True) == summary_text(first + second)
+    assert math.isclose(both.cases, 35)
