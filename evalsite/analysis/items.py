@@ -118,6 +118,18 @@ class ItemMatrix:
         known = [value for value in getattr(self, name)[row, arm].tolist() if value == value]  # NaN != NaN
         return fmean(known) if known else None
 
+    def means_of(self, name: str, arm: int) -> np.ndarray:
+        """Every item's :meth:`mean_of` for one arm (NaN: none), each an exact mean (``fmean``)."""
+        values = getattr(self, name)[:, arm, :]
+        known = ~np.isnan(values)
+        counts = known.sum(axis=1)
+        means = np.full(values.shape[0], np.nan)
+        single = np.flatnonzero(counts == 1)
+        means[single] = values[single][known[single]]
+        for row in np.flatnonzero(counts > 1).tolist():
+            means[row] = fmean(values[row][known[row]].tolist())
+        return means
+
     def item_passed(self, row: int, arm: int) -> bool | None:
         """Every repeat of the cell with a verdict passed; None when none has one."""
         known = [value for value in self.passed[row, arm].tolist() if value == value]

@@ -233,12 +233,14 @@ class _Sides:
     def __init__(self, matrix: ItemMatrix):
         self.matrix = replace(matrix, score=matrix.score.copy(), passed=matrix.passed.copy())
         self.row = {item_id: row for row, item_id in enumerate(matrix.item_ids)}
+        self._means: tuple[np.ndarray, np.ndarray] | None = None
 
     def rescore_baseline(self, item_id: str, cases: list[dict[str, Any]]) -> None:
         row, column = self.row[item_id], {repeat: index for index, repeat in enumerate(self.matrix.repeat_ids[0])}
         score, verdicts = self.matrix.score, self.matrix.passed
         score[row, 0, :] = np.nan
         verdicts[row, 0, :] = np.nan
+        self._means = None
         for case in cases:  # in repeat order: a later known value replaces an earlier one, as in the matrix
             cell = column[repeat_of(case)]
             if finite_number(case.get("score")) is not None:
@@ -247,7 +249,10 @@ class _Sides:
                 verdicts[row, 0, cell] = float(case["passed"])
 
     def mean(self, item_id: str, side: int) -> float | None:
-        return self.matrix.mean_of("score", self.row[item_id], side)
+        if self._means is None:
+            self._means = self.matrix.means_of("score", 0), self.matrix.means_of("score", 1)
+        value = float(self._means[side][self.row[item_id]])
+        return None if math.isnan(value) else value
 
     def passed(self, item_id: str, side: int) -> bool | None:
         return self.matrix.item_passed(self.row[item_id], side)

@@ -23,6 +23,7 @@ from typing import Any
 import click
 
 from evalsite.analysis.ci_files import TestOutcome, junit_xml, markdown_table, write_atomic
+from evalsite.cli.output import json_text
 from evalsite.errors import OutputError
 
 log = logging.getLogger(__name__)
@@ -106,7 +107,7 @@ def write_output(output: OutputFile | None, result: Result) -> None:
 
 
 def _json(result: Result) -> str:
-    return json.dumps(result.data, indent=2, sort_keys=True, ensure_ascii=False, default=str) + "\n"
+    return json_text(result.data) + "\n"
 
 
 def _columns(rows: list[dict[str, Any]]) -> list[str]:

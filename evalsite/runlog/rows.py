@@ -28,13 +28,17 @@ def case_critical(case: Mapping[str, Any], dataset_critical: Mapping[str, bool] 
     return dataset_critical.get(str(case.get("item_id")), False)
 
 
+_DIGITS = re.compile(r"(\d+)")
+
+
 def item_order(item_id: str) -> tuple[str | int, ...]:
     """Natural order of item ids: ``q2`` before ``q10``, ``9`` before ``10``.
 
     Text and numbers alternate in the key (text at even places, numbers at odd ones), so two
     keys always compare."""
-    parts = re.split(r"(\d+)", str(item_id))
-    return tuple(int(part) if index % 2 else part for index, part in enumerate(parts))
+    parts: list[str | int] = list(_DIGITS.split(str(item_id)))
+    parts[1::2] = map(int, parts[1::2])  # the digit runs, as numbers
+    return tuple(parts)
 
 
 def case_order(case: Mapping[str, Any]) -> tuple[tuple[str | int, ...], int]:
