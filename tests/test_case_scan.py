@@ -118,3 +118,39 @@ def test_joined_columns_summarise_as_the_cases_of_both(tmp_path):
     both = summarise_run(joined(case_columns(first), case_columns(second)))
     assert json.dumps(both.to_json(), sort_keys=True) == summary_text(first + second)
     assert math.isclose(both.cases, 35)
+
+
+def view_rows(folder: Path) -> list[tuple]:
+    import duckdb
+
+    from evalsite.analysis.parquet import json_source
+
+    query = f"SELECT item_id, repeat, score, passed, error, len(coalesce(scores, [])), critical FROM ({json_source([str(folder / CASES_FILE)])})"
+    return duckdb.connect().sql(query).fetchall()
+
+
+def reader_rows(folder: Path) -> list[tuple]:
+    return [(c.item_id, c.repeat, c.score, c.passed, c.error, len(c.scores), c.critical) for c in read_cases(folder / CASES_FILE)]
+
+
+def same_rows(a: list[tuple], b: list[tuple]) -> bool:
+    """Equal row by row, NaN equal to NaN."""
+    def key(row: tuple) -> str:
+        return json.dumps(row, default=str)
+    return [key(r) for r in a] == [key(r) for r in b]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 10_000), st.lists(ODD_VALUES, max_size=3), st.lists(ODD_LINES, max_size=2))
+def test_the_duckdb_views_hold_exactly_the_cases_the_python_reader_reads(tmp_path_factory, seed, odd_values, odd_lines):
+    """`leaderboard` and `query` read the views, `show` the Python reader: a hand-edited line is a
+    case for both or for neither, with the same values (a bool is never a number there either)."""
+    rng = random.Random(seed)
+    cases = [good_case(rng, item) for item in range(12)]
+    for key, value in odd_values:
+        cases[rng.randrange(len(cases))][key] = value
+    lines = [json.dumps(case) for case in cases]
+    for line in odd_lines:
+        lines.insert(rng.randrange(len(lines) + 1), line)
+    folder = write_lines(tmp_path_factory.mktemp("run"), lines)
+    assert same_rows(view_rows(folder), reader_rows(folder))

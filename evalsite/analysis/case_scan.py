@@ -22,50 +22,23 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from evalsite.analysis.case_columns import NONE, CaseColumns, ScoreColumns, case_columns
-from evalsite.analysis.db import MAXIMUM_CASE_BYTES
+from evalsite.analysis.db import CASE_FIELD_TYPES, JSON_TEXT, MAXIMUM_CASE_BYTES, case_line_ok, json_type_in
 from evalsite.runlog.hashing import canonical_json
 from evalsite.runlog.records import Case
 from evalsite.runlog.store import CASES_FILE, read_cases
 
-#: Each case field read as raw JSON, with the JSON types Case.from_json trusts without checks.
-_TEXT, _NUMBER, _WHOLE, _FLAG = ("VARCHAR", "NULL"), ("UBIGINT", "BIGINT", "DOUBLE", "NULL"), ("UBIGINT", "BIGINT", "NULL"), ("BOOLEAN", "NULL")
-_CASE_TYPES = {
-    "item_sha": _TEXT, "error": _TEXT, "latency_ms": _NUMBER, "input_tokens": _WHOLE, "output_tokens": _WHOLE,
-    "cost_usd": _NUMBER, "scoring_cost_usd": _NUMBER, "finish_reason": _TEXT, "score": _NUMBER, "passed": _FLAG,
-    "started_at": _TEXT, "critical": _FLAG, "served_model": _TEXT,
-}
-_SCORE_TYPES = {
-    "version": _TEXT, "score": _NUMBER, "passed": _FLAG, "label": _TEXT, "detail": _TEXT, "error": _TEXT,
-    "skipped": _FLAG, "turn": _WHOLE, "spread": _NUMBER, "cost_usd": _NUMBER,
-}
-_RAW_FIELDS = ("item_id", "repeat", "scores", "expected", *_CASE_TYPES)
-
-
-def _allowed(value: str, kinds: tuple[str, ...]) -> str:
-    """SQL: the JSON value (SQL NULL when the key is absent) has one of these JSON types."""
-    listed = ", ".join(f"'{kind}'" for kind in kinds)
-    return f"coalesce({value} IN ({listed}), true)"
+_RAW_FIELDS = ("item_id", "repeat", "scores", "error", "expected", "served_model", *CASE_FIELD_TYPES)
 
 
 def _scan_sql(path: str) -> str:
     spec = "{" + ", ".join(f"'{name}': 'JSON'" for name in _RAW_FIELDS) + "}"
-    score_ok = " AND ".join(
-        ["json_type(e) = 'OBJECT'", "coalesce(json_type(e, '$.evaluator') = 'VARCHAR', false)"]
-        + [_allowed(f"json_type(e, '$.{name}')", kinds) for name, kinds in _SCORE_TYPES.items()]
-    )
-    well_typed = " AND ".join(
-        ["coalesce(json_type(item_id) = 'VARCHAR', false)",
-         "coalesce(json_type(repeat) = 'UBIGINT' AND TRY_CAST(repeat AS BIGINT) IS NOT NULL, false)",
-         _allowed("json_type(scores)", ("ARRAY", "NULL")),
-         f"coalesce(list_bool_and([{score_ok} FOR e IN CASE WHEN json_type(scores) = 'ARRAY' THEN scores::JSON[] END]), true)"]
-        + [_allowed(f"json_type({name})", kinds) for name, kinds in _CASE_TYPES.items()]
-    )
+    trusted = f"{case_line_ok(error_objects=False)} AND {json_type_in('served_model', JSON_TEXT)}"
     score = ("{'evaluator': e->>'evaluator', 'version': e->>'version', 'score': TRY_CAST(e->'score' AS DOUBLE), "
              "'passed': TRY_CAST(e->'passed' AS BOOLEAN), 'error': coalesce(e->>'error', '') <> '', "
              "'skipped': coalesce(TRY_CAST(e->'skipped' AS BOOLEAN), false), 'label': e->>'label', 'turn': e->>'turn'}")
     quoted = "'" + path.replace("'", "''") + "'"
     return f"""
-SELECT {well_typed} AS well_typed,
+SELECT {trusted} AS well_typed,
        item_id->>'$' AS item_id, TRY_CAST(repeat AS BIGINT) AS repeat, nullif(item_sha->>'$', '') AS item_sha,
        TRY_CAST(score AS DOUBLE) AS score, TRY_CAST(passed AS BOOLEAN) AS passed,
        coalesce(error->>'$', '') <> '' AS error, TRY_CAST(critical AS BOOLEAN) AS critical,

@@ -2,9 +2,10 @@
 
 Case files are read with an explicit column schema (never auto-detected), so runs whose
 optional fields differ still union cleanly, and with a ``maximum_object_size`` far above
-DuckDB's 16 MB default, so a case holding a large output is read, not dropped. Lines that are not
-cases (not an object, a field of the wrong type) are left out of the views as the Python reader
-leaves them out. Runs whose header or footer cannot be read are reported by id with the reason
+DuckDB's 16 MB default, so a case holding a large output is read, not dropped. Every field is read
+as raw JSON and its JSON type checked as the Python reader checks it (:func:`case_line_ok`), so lines
+that are not cases (not an object, a field of the wrong type — ``true`` is no score) are left out of
+the views exactly as the Python reader leaves them out, and no value is coerced. Runs whose header or footer cannot be read are reported by id with the reason
 (``skipped``) and left out; they never break a query.
 """
 
@@ -51,6 +52,59 @@ CASE_COLUMNS = {
 }
 #: The largest case line the views read (DuckDB's default is 16 MB, less than one long transcript).
 MAXIMUM_CASE_BYTES = 1 << 30
+
+#: The JSON types a case line's fields may have, as :meth:`evalsite.runlog.records.Case.from_json`
+#: reads them (a boolean is no number; an absent key is allowed).
+JSON_TEXT, JSON_NUMBER = ("VARCHAR", "NULL"), ("UBIGINT", "BIGINT", "DOUBLE", "NULL")
+JSON_WHOLE, JSON_FLAG = ("UBIGINT", "BIGINT", "NULL"), ("BOOLEAN", "NULL")
+CASE_FIELD_TYPES = {
+    "item_sha": JSON_TEXT, "latency_ms": JSON_NUMBER, "input_tokens": JSON_WHOLE, "output_tokens": JSON_WHOLE,
+    "cost_usd": JSON_NUMBER, "scoring_cost_usd": JSON_NUMBER, "finish_reason": JSON_TEXT, "score": JSON_NUMBER,
+    "passed": JSON_FLAG, "started_at": JSON_TEXT, "critical": JSON_FLAG,
+}
+SCORE_FIELD_TYPES = {
+    "version": JSON_TEXT, "score": JSON_NUMBER, "passed": JSON_FLAG, "label": JSON_TEXT, "detail": JSON_TEXT,
+    "skipped": JSON_FLAG, "turn": JSON_WHOLE, "spread": JSON_NUMBER, "cost_usd": JSON_NUMBER,
+}
+
+
+def json_type_in(value: str, kinds: tuple[str, ...]) -> str:
+    """SQL: the JSON value ``value`` (SQL NULL when its key is absent) has one of these JSON types."""
+    listed = ", ".join(f"'{kind}'" for kind in kinds)
+    return f"coalesce(json_type({value}) IN ({listed}), true)"
+
+
+def _error_ok(value: str, objects: bool) -> str:
+    """An error is text or null; with ``objects``, also ``{message: text, type: text or null}``."""
+    text = json_type_in(value, JSON_TEXT)
+    if not objects:
+        return text
+    message, kind = f"json_extract({value}, '$.message')", f"json_extract({value}, '$.type')"
+    return (f"({text} OR (json_type({value}) = 'OBJECT' AND coalesce(json_type({message}) = 'VARCHAR', false) "
+            f"AND {json_type_in(kind, JSON_TEXT)}))")
+
+
+def case_line_ok(*, error_objects: bool) -> str:
+    """SQL over a row of a case file read with every field as raw JSON: true when
+    :meth:`~evalsite.runlog.records.Case.from_json` reads the line as a case. With
+    ``error_objects`` false, only lines it trusts without checks (errors stored as text)."""
+    score = " AND ".join(
+        ["json_type(e) = 'OBJECT'", "coalesce(json_type(json_extract(e, '$.evaluator')) = 'VARCHAR', false)",
+         _error_ok("json_extract(e, '$.error')", error_objects)]
+        + [json_type_in(f"json_extract(e, '$.{name}')", kinds) for name, kinds in SCORE_FIELD_TYPES.items()]
+    )
+    return " AND ".join(
+        ["coalesce(json_type(item_id) = 'VARCHAR', false)",
+         "coalesce(json_type(repeat) = 'UBIGINT' AND TRY_CAST(repeat AS BIGINT) IS NOT NULL, false)",
+         json_type_in("scores", ("ARRAY", "NULL")), _error_ok("error", error_objects),
+         f"coalesce(list_bool_and([{score} FOR e IN CASE WHEN json_type(scores) = 'ARRAY' THEN scores::JSON[] END]), true)"]
+        + [json_type_in(name, kinds) for name, kinds in CASE_FIELD_TYPES.items()]
+    )
+
+
+def error_text(value: str) -> str:
+    """SQL: an error's message, whether stored as text or as ``{type, message}``."""
+    return f"CASE WHEN json_type({value}) = 'OBJECT' THEN json_extract_string({value}, '$.message') ELSE {value}->>'$' END"
 RUN_SCHEMA = pa.schema([
     ("run_id", pa.string()),
     ("batch_id", pa.string()),

@@ -23,7 +23,7 @@ from pathlib import Path
 import duckdb
 import pyarrow.parquet as pq
 
-from evalsite.analysis.db import CASE_COLUMNS, MAXIMUM_CASE_BYTES
+from evalsite.analysis.db import CASE_COLUMNS, MAXIMUM_CASE_BYTES, SCORE_TYPE, case_line_ok, error_text
 from evalsite.analysis.remote import URI_FILE, mirrored_location, refresh_mirror, staging_dir, upload
 from evalsite.errors import RunLogError
 from evalsite.runlog.records import RunHeader
@@ -62,13 +62,45 @@ def file_sha256(path: Path) -> str:
 
 
 def json_source(files: list[str]) -> str:
-    """SQL selecting the case columns (and run_id, from the folder name) from JSONL files."""
-    spec = "{" + ", ".join(f"'{name}': '{kind}'" for name, kind in CASE_COLUMNS.items()) + "}"
+    """SQL selecting the case columns (and run_id, from the folder name) from JSONL files: every
+    field read as raw JSON, only the lines the Python reader reads as cases
+    (:func:`evalsite.analysis.db.case_line_ok`), each field cast to its column's type — so the
+    views count exactly the cases ``show`` counts, with the same values."""
+    spec = "{" + ", ".join(f"'{name}': 'JSON'" for name in CASE_COLUMNS) + "}"
+    columns = ", ".join(f"{_from_json(name, kind)} AS {_quoted(name)}" for name, kind in CASE_COLUMNS.items())
     return (
-        f"SELECT regexp_extract(replace(filename, '\\', '/'), '([^/]+)/{CASES_FILE}$', 1) AS run_id, "
-        f"* EXCLUDE (filename) FROM read_json({_sql_list(files)}, format='newline_delimited', columns={spec}, "
-        f"maximum_object_size={MAXIMUM_CASE_BYTES}, ignore_errors=true, filename=true) WHERE item_id IS NOT NULL"
+        f"SELECT regexp_extract(replace(filename, '\\', '/'), '([^/]+)/{CASES_FILE}$', 1) AS run_id, {columns} "
+        f"FROM read_json({_sql_list(files)}, format='newline_delimited', columns={spec}, "
+        f"maximum_object_size={MAXIMUM_CASE_BYTES}, ignore_errors=true, filename=true) "
+        f"WHERE {case_line_ok(error_objects=True)}"
     )
+
+
+def _from_json(name: str, kind: str) -> str:
+    """SQL: one raw JSON field of a case line as its column's type."""
+    if kind == "JSON":
+        return _quoted(name)
+    if name == "error":
+        return error_text("error")
+    if name == "scores":
+        fields = ", ".join(f"'{field}': {_score_field(field, field_kind)}" for field, field_kind in _SCORE_FIELDS)
+        return (f"CASE WHEN json_type(scores) = 'ARRAY' THEN CAST([{{{fields}}} FOR e IN scores::JSON[]] AS {SCORE_TYPE}[]) END")
+    if kind == "VARCHAR":
+        return f"{_quoted(name)}->>'$'"
+    return f"TRY_CAST({_quoted(name)} AS {kind})"
+
+
+def _score_field(name: str, kind: str) -> str:
+    value = f"json_extract(e, '$.{name}')"
+    if name == "error":
+        return error_text(value)
+    return f"json_extract_string(e, '$.{name}')" if kind == "VARCHAR" else f"TRY_CAST({value} AS {kind})"
+
+
+#: The fields of SCORE_TYPE with their SQL types, in order.
+_SCORE_FIELDS = tuple(
+    (part.split()[0], part.split()[1]) for part in SCORE_TYPE.removeprefix("STRUCT(").removesuffix(")").split(", ")
+)
 
 
 def parquet_source(files: list[str]) -> str:
