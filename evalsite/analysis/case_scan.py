@@ -27,15 +27,14 @@ from evalsite.runlog.hashing import canonical_json
 from evalsite.runlog.records import Case
 from evalsite.runlog.store import CASES_FILE, read_cases
 
+#: The score fields the summary reads, cast in one pass (exact for the lines trusted: errors are text).
+_SCORES = "STRUCT(evaluator VARCHAR, version VARCHAR, score DOUBLE, passed BOOLEAN, error VARCHAR, skipped BOOLEAN, label VARCHAR, turn VARCHAR)[]"
 _RAW_FIELDS = ("item_id", "repeat", "scores", "error", "expected", "served_model", *CASE_FIELD_TYPES)
 
 
 def _scan_sql(path: str) -> str:
     spec = "{" + ", ".join(f"'{name}': 'JSON'" for name in _RAW_FIELDS) + "}"
     trusted = f"{case_line_ok(error_objects=False)} AND {json_type_in('served_model', JSON_TEXT)}"
-    score = ("{'evaluator': e->>'evaluator', 'version': e->>'version', 'score': TRY_CAST(e->'score' AS DOUBLE), "
-             "'passed': TRY_CAST(e->'passed' AS BOOLEAN), 'error': coalesce(e->>'error', '') <> '', "
-             "'skipped': coalesce(TRY_CAST(e->'skipped' AS BOOLEAN), false), 'label': e->>'label', 'turn': e->>'turn'}")
     quoted = "'" + path.replace("'", "''") + "'"
     return f"""
 SELECT {trusted} AS well_typed,
@@ -46,7 +45,7 @@ SELECT {trusted} AS well_typed,
        TRY_CAST(scoring_cost_usd AS DOUBLE) AS scoring_cost_usd,
        TRY_CAST(input_tokens AS DOUBLE) AS input_tokens, TRY_CAST(output_tokens AS DOUBLE) AS output_tokens,
        nullif(served_model->>'$', '') AS served_model, expected::VARCHAR AS expected,
-       [{score} FOR e IN CASE WHEN json_type(scores) = 'ARRAY' THEN scores::JSON[] ELSE []::JSON[] END] AS scores
+       CASE WHEN json_type(scores) = 'ARRAY' THEN TRY_CAST(scores AS {_SCORES}) END AS scores
 FROM read_json({quoted}, format='newline_delimited', columns={spec}, maximum_object_size={MAXIMUM_CASE_BYTES},
                ignore_errors=true)
 """
@@ -137,8 +136,8 @@ def _score_columns(flat: pa.StructArray, parents: pa.Array) -> ScoreColumns:
         evaluators=tuple(str(name) for name in evaluators.dictionary.to_pylist()),
         versions=tuple(versions[first[code]] for code in range(len(evaluators.dictionary))),
         score=_floats(flat.field("score")), passed=_verdicts(flat.field("passed")),
-        error=flat.field("error").to_numpy(zero_copy_only=False).astype(bool),
-        skipped=flat.field("skipped").to_numpy(zero_copy_only=False).astype(bool),
+        error=_truthy_text(flat.field("error")),
+        skipped=np.asarray(pc.fill_null(flat.field("skipped"), False).to_numpy(zero_copy_only=False), dtype=bool),
         label=pc.fill_null(labels.indices, -1).to_numpy(zero_copy_only=False).astype(np.int64),
         labels=tuple(str(label) for label in labels.dictionary.to_pylist()),
         turn=flat.field("turn").to_numpy(zero_copy_only=False).astype(object),
@@ -163,6 +162,11 @@ def _floats(column: pa.Array | pa.ChunkedArray) -> np.ndarray:
     """As floats, NaN for no value: null or a non-finite number (the summary counts neither)."""
     values = np.asarray(pc.fill_null(column.cast(pa.float64()), np.nan).to_numpy(zero_copy_only=False), dtype=float)
     return np.where(np.isfinite(values), values, np.nan)
+
+
+def _truthy_text(column: pa.Array) -> np.ndarray:
+    """Non-empty text (an error message) as True, empty or null as False."""
+    return np.asarray(pc.fill_null(pc.greater(pc.utf8_length(column), 0), False).to_numpy(zero_copy_only=False), dtype=bool)
 
 
 def _verdicts(column: pa.Array | pa.ChunkedArray) -> np.ndarray:

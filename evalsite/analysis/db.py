@@ -74,30 +74,55 @@ def json_type_in(value: str, kinds: tuple[str, ...]) -> str:
     return f"coalesce(json_type({value}) IN ({listed}), true)"
 
 
-def _error_ok(value: str, objects: bool) -> str:
-    """An error is text or null; with ``objects``, also ``{message: text, type: text or null}``."""
-    text = json_type_in(value, JSON_TEXT)
+def _all_in(types: str, kinds: tuple[str, ...]) -> str:
+    """SQL: every JSON type in the list ``types`` (NULL: no list) is one of ``kinds``."""
+    listed = ", ".join(f"'{kind}'" for kind in kinds)
+    return f"coalesce(list_bool_and(list_transform({types}, lambda t: t IN ({listed}))), true)"
+
+
+def _case_error_ok(objects: bool) -> str:
+    """The case's ``error`` is text or null; with ``objects``, also ``{message: text, type: text or null}``."""
+    text = json_type_in("error", JSON_TEXT)
     if not objects:
         return text
-    message, kind = f"json_extract({value}, '$.message')", f"json_extract({value}, '$.type')"
-    return (f"({text} OR (json_type({value}) = 'OBJECT' AND coalesce(json_type({message}) = 'VARCHAR', false) "
-            f"AND {json_type_in(kind, JSON_TEXT)}))")
+    kind = json_type_in("json_extract(error, '$.type')", JSON_TEXT)
+    return (f"({text} OR (json_type(error) = 'OBJECT' AND coalesce(json_type(error, '$.message') = 'VARCHAR', false) "
+            f"AND {kind}))")
+
+
+def _scores_ok(objects: bool) -> str:
+    """SQL: ``scores`` (an array, or absent) holds only objects with a text ``evaluator`` and
+    fields of the allowed JSON types. JSON path wildcards (``$[*].score``: the types of every
+    element's ``score``, elements without one left out) read the array once per field instead of
+    once per field and element."""
+    def types(path: str) -> str:
+        return f"json_type(scores, '$[*]{path}')"
+
+    errors = types(".error")
+    checks = [
+        _all_in(types(""), ("OBJECT",)),
+        f"coalesce(len({types('.evaluator')}) = json_array_length(scores), true)",
+        _all_in(types(".evaluator"), ("VARCHAR",)),
+        *(_all_in(types(f".{name}"), kinds) for name, kinds in SCORE_FIELD_TYPES.items()),
+    ]
+    if objects:  # an error object holds a text message and a text or null type
+        objects_there = f"len(list_filter(coalesce({errors}, []), lambda t: t = 'OBJECT'))"
+        checks += [_all_in(errors, ("VARCHAR", "NULL", "OBJECT")), _all_in(types(".error.message"), ("VARCHAR",)),
+                   f"coalesce(len({types('.error.message')}), 0) = {objects_there}", _all_in(types(".error.type"), JSON_TEXT)]
+    else:
+        checks.append(_all_in(errors, JSON_TEXT))
+    return " AND ".join(checks)
 
 
 def case_line_ok(*, error_objects: bool) -> str:
     """SQL over a row of a case file read with every field as raw JSON: true when
     :meth:`~evalsite.runlog.records.Case.from_json` reads the line as a case. With
     ``error_objects`` false, only lines it trusts without checks (errors stored as text)."""
-    score = " AND ".join(
-        ["json_type(e) = 'OBJECT'", "coalesce(json_type(json_extract(e, '$.evaluator')) = 'VARCHAR', false)",
-         _error_ok("json_extract(e, '$.error')", error_objects)]
-        + [json_type_in(f"json_extract(e, '$.{name}')", kinds) for name, kinds in SCORE_FIELD_TYPES.items()]
-    )
     return " AND ".join(
         ["coalesce(json_type(item_id) = 'VARCHAR', false)",
          "coalesce(json_type(repeat) = 'UBIGINT' AND TRY_CAST(repeat AS BIGINT) IS NOT NULL, false)",
-         json_type_in("scores", ("ARRAY", "NULL")), _error_ok("error", error_objects),
-         f"coalesce(list_bool_and([{score} FOR e IN CASE WHEN json_type(scores) = 'ARRAY' THEN scores::JSON[] END]), true)"]
+         json_type_in("scores", ("ARRAY", "NULL")), _case_error_ok(error_objects),
+         f"(json_type(scores) IS DISTINCT FROM 'ARRAY' OR ({_scores_ok(error_objects)}))"]
         + [json_type_in(name, kinds) for name, kinds in CASE_FIELD_TYPES.items()]
     )
 

@@ -82,9 +82,11 @@ def _from_json(name: str, kind: str) -> str:
         return _quoted(name)
     if name == "error":
         return error_text("error")
-    if name == "scores":
+    if name == "scores":  # one typed cast, exact for the lines kept; field by field where an error is an object
         fields = ", ".join(f"'{field}': {_score_field(field, field_kind)}" for field, field_kind in _SCORE_FIELDS)
-        return (f"CASE WHEN json_type(scores) = 'ARRAY' THEN CAST([{{{fields}}} FOR e IN scores::JSON[]] AS {SCORE_TYPE}[]) END")
+        return (f"CASE WHEN json_type(scores) <> 'ARRAY' THEN NULL "
+                f"WHEN list_contains(json_type(scores, '$[*].error'), 'OBJECT') "
+                f"THEN CAST([{{{fields}}} FOR e IN scores::JSON[]] AS {SCORE_TYPE}[]) ELSE TRY_CAST(scores AS {SCORE_TYPE}[]) END")
     if kind == "VARCHAR":
         return f"{_quoted(name)}->>'$'"
     return f"TRY_CAST({_quoted(name)} AS {kind})"
