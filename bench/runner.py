@@ -15,9 +15,11 @@ whole commands:
 
 - ``--whole``: the issue-17 target, start-up included. ``evalsite run`` of the ``http`` project
   as its own process, paired round by round with a bare aiohttp client making the same calls
-  (``bench/transports.py --only bare-aiohttp``) against the same fake server; prints each
-  one's wall and CPU seconds and peak RSS (the operating system's accounting of the finished
-  child, as ``/usr/bin/time -v`` reports it) and the medians of the paired ratios.
+  (``bench/bare_aiohttp.py``, which imports aiohttp alone) against the same fake server; prints
+  each one's wall and CPU seconds and peak RSS (the operating system's accounting of the
+  finished child, as ``/usr/bin/time -v`` reports it) and the medians of the paired ratios.
+  Both children start from cached bytecode (``PYTHONPYCACHEPREFIX`` in the bench's folder,
+  written by the uncounted first pair), as an installed package does.
 
 Rerun: ``python bench/runner.py`` (defaults: 6,000 calls at 20 ms, concurrency 32; 20,000
 instant cases), ``python bench/runner.py --whole --rounds 5``. ``--help`` lists the knobs.
@@ -142,10 +144,13 @@ def measure_whole(calls: int, latency: float, concurrency: int, rounds: int) -> 
             arm = {"id": "http", "target": "openai:bench", "settings": {"base_url": f"http://127.0.0.1:{port}/v1"}}
             manifest = write_project(root, calls, arm, concurrency, [])
             run = [sys.executable, "-m", "evalsite", "run", str(manifest)]
-            bare = [sys.executable, str(REPO / "bench" / "transports.py"), "--only", "bare-aiohttp", "--url",
+            bare = [sys.executable, str(REPO / "bench" / "bare_aiohttp.py"), "--url",
                     f"http://127.0.0.1:{port}/v1/chat/completions", "--calls", str(calls),
                     "--concurrency", str(concurrency)]
             os.environ["PYTHONPATH"] = str(REPO)  # this checkout's evalsite, installed or not
+            # both start from cached bytecode, as an installed package does (the warm-up pair writes it)
+            os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+            os.environ["PYTHONPYCACHEPREFIX"] = str(root / "pycache")
             pairs = []
             for _ in range(rounds + 1):  # the first pair warms the caches and is not counted
                 pairs.append((child_figures(run, root), child_figures(bare, root)))

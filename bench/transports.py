@@ -1,4 +1,9 @@
-"""HTTP transports side by side: the sharded httpcore pools, httpx-aiohttp, and bare aiohttp.
+"""HTTP transports side by side: the sharded httpcore pools, httpx-aiohttp, evalsite's client, bare aiohttp.
+
+Clients: ``sharded`` (httpx over httpcore split into pools of four, the transport before),
+``httpx-aiohttp`` (``AsyncClient.post`` over httpx-aiohttp), ``evalsite`` (the HTTP targets'
+``JsonClient``: an ``httpx.Request`` handed straight to the same transport) and
+``bare-aiohttp`` (bench/bare_aiohttp.py, which imports neither httpx nor evalsite).
 
 Each client makes N POSTs of a chat-completions body to the fake server (tests/fakeserver.py,
 in its own process, answering after a fixed latency) with at most C in flight, in a fresh
@@ -27,9 +32,9 @@ import httpx
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from evalsite.execute.targets.http import aiohttp_transport, shared_ssl_context  # noqa: E402
+from evalsite.execute.targets.http import JsonClient, aiohttp_transport, shared_ssl_context  # noqa: E402
 
-CLIENTS = ("sharded", "httpx-aiohttp", "bare-aiohttp")
+CLIENTS = ("sharded", "httpx-aiohttp", "evalsite", "bare-aiohttp")
 CONNECTIONS_PER_SHARD = 4
 BODY = {"model": "bench", "messages": [{"role": "user", "content": "question"}]}
 
@@ -43,16 +48,17 @@ async def with_httpx(url: str, calls: int, concurrency: int, transport) -> None:
         await bounded(one, calls, concurrency)
 
 
-async def with_aiohttp(url: str, calls: int, concurrency: int) -> None:
-    import aiohttp
+async def with_evalsite(base_url: str, calls: int, concurrency: int) -> None:
+    client = JsonClient(base_url, {}, [], concurrency)
 
-    connector = aiohttp.TCPConnector(limit=concurrency)
-    async with aiohttp.ClientSession(connector=connector) as session:
-        async def one() -> None:
-            async with session.post(url, json=BODY) as response:
-                await response.json()
+    async def one() -> None:
+        reply = await client.post("/chat/completions", BODY)
+        assert not isinstance(reply, str), reply
 
+    try:
         await bounded(one, calls, concurrency)
+    finally:
+        await client.aclose()
 
 
 async def bounded(one, calls: int, concurrency: int) -> None:
@@ -67,15 +73,22 @@ async def bounded(one, calls: int, concurrency: int) -> None:
 
 def run_client(name: str, url: str, calls: int, concurrency: int) -> dict:
     started = time.perf_counter()
-    if name == "bare-aiohttp":
-        asyncio.run(with_aiohttp(url, calls, concurrency))
-    elif name == "httpx-aiohttp":
+    if name == "httpx-aiohttp":
         asyncio.run(with_httpx(url, calls, concurrency, aiohttp_transport(concurrency)))
+    elif name == "evalsite":
+        asyncio.run(with_evalsite(url.removesuffix("/chat/completions"), calls, concurrency))
     else:
         asyncio.run(with_httpx(url, calls, concurrency, ShardedTransport(concurrency)))
     wall = time.perf_counter() - started
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return {"client": name, "wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "peak_mb": usage.ru_maxrss / 1024}
+
+
+def client_command(name: str, url: str, calls: int, concurrency: int) -> list[str]:
+    """The command line of one client's process."""
+    script = REPO / "bench" / ("bare_aiohttp.py" if name == "bare-aiohttp" else "transports.py")
+    return [sys.executable, str(script), *(["--only", name] if name != "bare-aiohttp" else []), "--url", url,
+            "--calls", str(calls), "--concurrency", str(concurrency)]
 
 
 # The transport evalsite used before httpx-aiohttp, kept to measure against -------------------
@@ -159,7 +172,7 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.02)
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--only", choices=CLIENTS, help=argparse.SUPPRESS)
+    parser.add_argument("--only", choices=CLIENTS[:-1], help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)
     options = parser.parse_args()
     if options.only:
@@ -173,8 +186,8 @@ def main() -> None:
         figures: dict[str, list[dict]] = {name: [] for name in CLIENTS}
         for _ in range(options.rounds):  # interleaved, so drift in the machine's speed hits every client
             for name in CLIENTS:
-                child = subprocess.run([sys.executable, __file__, "--only", name, "--url", url, "--calls", str(options.calls),
-                                        "--concurrency", str(options.concurrency)], capture_output=True, text=True, check=True)
+                child = subprocess.run(client_command(name, url, options.calls, options.concurrency),
+                                       capture_output=True, text=True, check=True)
                 figures[name].append(json.loads(child.stdout.splitlines()[-1]))
     finally:
         server.terminate()

@@ -44,6 +44,7 @@ CASE_FIELDS = (
     "started_at", "critical",
 )
 OPTIONAL_CASE_FIELDS = ("attempts", "transcript", "turn_outputs", "scoring_cost_usd")
+_CASE_LINE = json.JSONEncoder(ensure_ascii=False, default=str)  # json.dumps(case, ensure_ascii=False, default=str)
 
 
 def utc_now() -> datetime:
@@ -144,7 +145,7 @@ class RunWriter:
         """Append one case line, handed to the operating system at once (no buffer in this
         process: a killed process loses no case that was appended)."""
         assert self._cases is not None, "append_case after close"
-        line = memoryview((json.dumps(case, ensure_ascii=False, default=str) + "\n").encode("utf-8"))
+        line = memoryview((_CASE_LINE.encode(case) + "\n").encode("utf-8"))
         while line:  # a regular file takes the whole line in one write; a short write is continued
             line = line[os.write(self._cases, line):]
         self.appended += 1

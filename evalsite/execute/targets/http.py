@@ -89,7 +89,13 @@ def client_from_settings(
 class JsonClient:
     """One pooled ``httpx.AsyncClient`` per target (per run), created inside the run's event loop.
 
-    The runner bounds each call with its own timeout, so the client has none.
+    The runner bounds each call with its own timeout, so the client has none. A request is an
+    ``httpx.Request`` handed straight to the client's transport (httpx-aiohttp), built from
+    the client's merged headers and a parsed URL kept per path: the client's per-request
+    machinery (merging URL, headers and cookies, auth and redirect generators, event hooks)
+    cost about as much CPU as aiohttp's whole request, and the targets use none of it beyond
+    cookies, which are still sent and kept. (A client given its own transport never read
+    proxy variables, so none is lost.)
     """
 
     def __init__(self, base_url: str, headers: dict[str, str], secrets: list[str], connections: int):
@@ -99,6 +105,8 @@ class JsonClient:
         self._secret_pattern = secret_pattern(self.secrets)
         self.connections = connections
         self._client: httpx.AsyncClient | None = None
+        self._transport: httpx.AsyncBaseTransport | None = None
+        self._urls: dict[str, httpx.URL] = {}
 
     def redact(self, text: str) -> str:
         """Any part of a secret of 8+ characters, in any case (:func:`evalsite.runlog.secrets.scrub`)."""
@@ -112,12 +120,8 @@ class JsonClient:
 
         Raises :class:`TransientTargetError` for what is worth retrying.
         """
-        if self._client is None:
-            self._client = httpx.AsyncClient(
-                headers=self.headers, timeout=None, transport=aiohttp_transport(self.connections)
-            )
         try:
-            response = await self._client.post(self.base_url + path, json=body, headers=headers)
+            response = await self._send(path, body, headers)
         except httpx.TimeoutException as exc:
             raise TransientTargetError(self.redact(f"timed out: {type(exc).__name__}")) from None
         except httpx.TransportError as exc:
@@ -137,14 +141,39 @@ class JsonClient:
             return f"HTTP {status}: expected a JSON object, got {type(data).__name__}"
         return data, response.headers
 
+    async def _send(self, path: str, body: dict, headers: dict[str, str] | None) -> httpx.Response:
+        """The response, read to its end (as ``AsyncClient.post`` returns it)."""
+        client, transport = self._client, self._transport
+        if client is None or transport is None:
+            transport = self._transport = aiohttp_transport(self.connections)
+            client = self._client = httpx.AsyncClient(headers=self.headers, timeout=None, transport=transport)
+        url = self._urls.get(path)
+        if url is None:
+            url = self._urls[path] = httpx.URL(self.base_url + path)
+        merged = client.headers
+        if headers:
+            merged = merged.copy()
+            merged.update(headers)
+        request = httpx.Request("POST", url, json=body, headers=merged)
+        if client.cookies:
+            client.cookies.set_cookie_header(request)
+        response = await transport.handle_async_request(request)
+        try:
+            await response.aread()
+        finally:
+            await response.aclose()
+        if "set-cookie" in response.headers:
+            client.cookies.extract_cookies(response)
+        return response
+
     def _status_error(self, response: httpx.Response) -> str:
         body = " ".join(response.text.split())[:ERROR_BODY_CHARS]
         return self.redact(f"HTTP {response.status_code} {response.reason_phrase}: {body}".rstrip(": "))
 
     async def aclose(self) -> None:
         if self._client is not None:
-            await self._client.aclose()
-            self._client = None
+            await self._client.aclose()  # closes the transport too
+            self._client = self._transport = None
 
 
 class ModelOverHttp:

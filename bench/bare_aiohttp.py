@@ -1,0 +1,50 @@
+"""The reference client of the runner benchmarks: N POSTs of a chat-completions body with a bare
+aiohttp client, at most C in flight, each response read as JSON.
+
+It imports aiohttp and the standard library only (no httpx, no evalsite), so its start-up is a
+bare client's. bench/transports.py and bench/runner.py --whole run it in a fresh process:
+
+    python bench/bare_aiohttp.py --url http://127.0.0.1:PORT/v1/chat/completions [--calls 6000] [--concurrency 32]
+
+prints one JSON line: wall and CPU seconds, peak RSS (MB).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import resource
+import time
+
+import aiohttp
+
+BODY = {"model": "bench", "messages": [{"role": "user", "content": "question"}]}
+
+
+async def post_all(url: str, calls: int, concurrency: int) -> None:
+    gate = asyncio.Semaphore(concurrency)
+    connector = aiohttp.TCPConnector(limit=concurrency)
+    async with aiohttp.ClientSession(connector=connector) as session:
+        async def one() -> None:
+            async with gate, session.post(url, json=BODY) as response:
+                await response.json()
+
+        await asyncio.gather(*(one() for _ in range(calls)))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--url", required=True)
+    parser.add_argument("--calls", type=int, default=6000)
+    parser.add_argument("--concurrency", type=int, default=32)
+    options = parser.parse_args()
+    started = time.perf_counter()
+    asyncio.run(post_all(options.url, options.calls, options.concurrency))
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    print(json.dumps({"client": "bare-aiohttp", "wall": time.perf_counter() - started,
+                      "cpu": usage.ru_utime + usage.ru_stime, "peak_mb": usage.ru_maxrss / 1024}))
+
+
+if __name__ == "__main__":
+    main()
