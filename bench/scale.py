@@ -64,17 +64,14 @@ def write_project(root: Path, cases: int) -> dict[str, str]:
         writer = RunWriter.create(root / "runs", name, header)
         passes = rng.random(items) < accuracy
         latencies = rng.gamma(2.0, 50.0, items)
-        with open(writer.directory / CASES_FILE, "a") as handle:
-            handle.writelines(
-                json.dumps({
-                    "item_id": f"i{i:07d}", "item_sha": f"s{i}", "repeat": 0, "input": f"q{i}", "expected": "x",
-                    "output": "x" if ok else "y", "error": None, "latency_ms": float(lat), "cost_usd": 1e-5,
-                    "score": float(ok), "passed": bool(ok),
-                    "scores": [{"evaluator": "exact", "version": "bench", "score": float(ok), "passed": bool(ok)}],
-                }) + "\n"
-                for i, (ok, lat) in enumerate(zip(passes, latencies))
-            )
-        writer.finish({"status": "completed"})
+        for i, (ok, lat) in enumerate(zip(passes.tolist(), latencies.tolist())):
+            writer.append_case({
+                "item_id": f"i{i:07d}", "item_sha": f"s{i}", "repeat": 0, "input": f"q{i}", "expected": "x",
+                "output": "x" if ok else "y", "error": None, "latency_ms": lat, "cost_usd": 1e-5,
+                "score": float(ok), "passed": ok,
+                "scores": [{"evaluator": "exact", "version": "bench", "score": float(ok), "passed": ok}],
+            })
+        writer.finish({"status": "completed"})  # records the file's sha256: every line is a well-typed case
         ids["baseline" if arm == 0 else "current" if arm == "again" else name] = writer.run_id
     return ids
 

@@ -13,6 +13,7 @@ With ``--keep DIR`` an existing project there is reused (its site and cache are 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import random
 import shutil
@@ -63,7 +64,10 @@ def write_run(runs_dir: Path, index: int, cases: int, arm_index: int | None = No
                             "skipped": False}],
                 "score": float(passed), "passed": passed, "started_at": "2026-01-01T00:00:00.000Z",
             }) + "\n")
-    (folder / "end.json").write_text(json.dumps({"status": "completed", "ended_at": "2026-01-01T01:00:00.000Z"}))
+    # the footer RunWriter.finish writes for such a file: every line above is a well-typed case
+    digest = hashlib.sha256((folder / "cases.jsonl").read_bytes()).hexdigest()
+    (folder / "end.json").write_text(json.dumps({"status": "completed", "ended_at": "2026-01-01T01:00:00.000Z",
+                                                 "cases_sha256": digest}))
 
 
 #: One build in a fresh process, as `evalsite build` runs it: its time and peak memory, the site's size.

@@ -57,13 +57,13 @@ def test_the_writer_holds_a_lock_until_it_finishes(tmp_path):
 def test_reopen_keeps_the_previous_footer_and_refuses_a_completed_run(tmp_path):
     writer = new_run(tmp_path)
     writer.finish({"status": "stopped_cost_ceiling", "totals": {"cases": 2}})
+    previous = json.loads((writer.directory / END_FILE).read_text())
+    assert {key: previous[key] for key in ("status", "totals")} == {"status": "stopped_cost_ceiling", "totals": {"cases": 2}}
     again = RunWriter.reopen(writer.directory, {"resumed_at": "t1"})
     assert not (writer.directory / END_FILE).exists()
     again.append_case({"item_id": "i2", "repeat": 0})
     again.finish({"status": "completed"})
-    assert read_attempts(writer.directory) == [
-        {"resumed_at": "t1", "previous": {"status": "stopped_cost_ceiling", "totals": {"cases": 2}}}
-    ]
+    assert read_attempts(writer.directory) == [{"resumed_at": "t1", "previous": previous}]
     run = read_run(writer.directory)
     assert run.status == "completed" and len(run.cases) == 3
     with pytest.raises(RunLogError, match="is completed; there is nothing to resume"):

@@ -13,13 +13,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 import pyarrow as pa
 
 from evalsite.runlog.decisions import Decision, excluded_runs
 from evalsite.runlog.store import Run, scan_runs
+
+if TYPE_CHECKING:
+    from evalsite.analysis.parquet import CaseFiles
 
 SCORE_TYPE = (
     "STRUCT(evaluator VARCHAR, version VARCHAR, score DOUBLE, passed BOOLEAN, label VARCHAR, "
@@ -199,18 +202,21 @@ def _define_case_views(connection: duckdb.DuckDBPyConnection, directories: list[
     from evalsite.analysis.parquet import case_files
     from evalsite.analysis.remote import register_filesystems
 
-    register_filesystems(connection, case_files(directories)[1])  # Parquet in object storage, through fsspec
-    connection.execute(f"CREATE OR REPLACE VIEW cases AS {case_source(directories)}")
+    files = case_files(directories)
+    register_filesystems(connection, files.parquet)  # Parquet in object storage, through fsspec
+    connection.execute(f"CREATE OR REPLACE VIEW cases AS {case_source(directories, files)}")
     connection.execute(f"CREATE OR REPLACE VIEW scores AS {scores_of('cases')}")
 
 
-def case_source(directories: list[Path]) -> str:
+def case_source(directories: list[Path], files: CaseFiles | None = None) -> str:
     """SQL selecting the cases of these run folders (the ``cases`` view's columns): compacted
-    runs from their Parquet files, the others from their JSONL."""
-    from evalsite.analysis.parquet import case_files, json_source, parquet_source
+    runs from their Parquet files, the others from their JSONL (``files``: where each is, when
+    the caller has looked already)."""
+    from evalsite.analysis.parquet import case_files, json_source, parquet_source, written_json_source
 
-    jsonl, parquet = case_files(directories)
-    sources = ([json_source(jsonl)] if jsonl else []) + ([parquet_source(parquet)] if parquet else [])
+    files = files or case_files(directories)
+    sources = [make(found) for make, found in ((written_json_source, files.written), (json_source, files.checked),
+                                                (parquet_source, files.parquet)) if found]
     if sources:
         return " UNION ALL ".join(sources)
     nulls = ", ".join(f"NULL::{kind} AS {name}" for name, kind in CASE_COLUMNS.items())

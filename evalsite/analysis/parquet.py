@@ -15,7 +15,9 @@ SHA-256, size and case count of the JSONL it came from in its key-value metadata
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import json
 import shutil
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -29,6 +31,7 @@ from evalsite.errors import RunLogError
 from evalsite.runlog.records import RunHeader
 from evalsite.runlog.store import (
     CASES_FILE,
+    CASES_SHA256,
     END_FILE,
     RUN_FILE,
     read_header,
@@ -68,12 +71,23 @@ def json_source(files: list[str]) -> str:
     views count exactly the cases ``show`` counts, with the same values."""
     spec = "{" + ", ".join(f"'{name}': 'JSON'" for name in CASE_COLUMNS) + "}"
     columns = ", ".join(f"{_from_json(name, kind)} AS {_quoted(name)}" for name, kind in CASE_COLUMNS.items())
-    return (
-        f"SELECT regexp_extract(replace(filename, '\\', '/'), '([^/]+)/{CASES_FILE}$', 1) AS run_id, {columns} "
-        f"FROM read_json({_sql_list(files)}, format='newline_delimited', columns={spec}, "
-        f"maximum_object_size={MAXIMUM_CASE_BYTES}, ignore_errors=true, filename=true) "
-        f"WHERE {case_line_ok(error_objects=True)}"
-    )
+    return f"SELECT {_RUN_ID}, {columns} FROM {_read_json(files, spec)} WHERE {case_line_ok(error_objects=True)}"
+
+
+def written_json_source(files: list[str]) -> str:
+    """The same columns from JSONL files whose every line is a well-typed case
+    (:attr:`CaseFiles.written`): read as typed columns directly, which for such lines gives
+    exactly :func:`json_source`'s rows, at a fraction of the cost (no field is re-parsed)."""
+    spec = "{" + ", ".join(f"'{name}': '{kind}'" for name, kind in CASE_COLUMNS.items()) + "}"
+    return f"SELECT {_RUN_ID}, * EXCLUDE (filename) FROM {_read_json(files, spec)} WHERE item_id IS NOT NULL"
+
+
+_RUN_ID = f"regexp_extract(replace(filename, '\\', '/'), '([^/]+)/{CASES_FILE}$', 1) AS run_id"
+
+
+def _read_json(files: list[str], spec: str) -> str:
+    return (f"read_json({_sql_list(files)}, format='newline_delimited', columns={spec}, "
+            f"maximum_object_size={MAXIMUM_CASE_BYTES}, ignore_errors=true, filename=true)")
 
 
 def _from_json(name: str, kind: str) -> str:
@@ -123,21 +137,50 @@ def run_folders(runs_dir: Path) -> list[Path]:
     return sorted(folders, key=lambda folder: folder.name.removeprefix("run="))
 
 
-def case_files(directories: list[Path]) -> tuple[list[str], list[str]]:
-    """(JSONL files, Parquet files) to read the cases of these run folders from."""
-    jsonl, parquet = [], []
+@dataclass(frozen=True)
+class CaseFiles:
+    """Where the cases of some run folders are read from: JSONL files as their writer recorded
+    them (``written``: ``end.json``'s ``cases_sha256`` is still the file's, so every line is a
+    well-typed case and typed columns read it exactly), other JSONL files (``checked``: every
+    field's JSON type checked, :func:`json_source`) and compacted Parquet files or URIs."""
+
+    written: list[str]
+    checked: list[str]
+    parquet: list[str]
+
+
+def case_files(directories: list[Path]) -> CaseFiles:
+    """The files to read the cases of these run folders from."""
+    files = CaseFiles([], [], [])
     for directory in directories:
         if (directory / URI_FILE).exists():  # a mirrored partition: its Parquet is in the store
-            parquet.append((directory / URI_FILE).read_text().strip())
+            files.parquet.append((directory / URI_FILE).read_text().strip())
             continue
         compacted = directory / PARQUET_FILE
         if compacted.exists() and _parquet_is_current(compacted, directory / CASES_FILE):
-            parquet.append(str(compacted))
+            files.parquet.append(str(compacted))
             continue
         path = directory / CASES_FILE
         if path.exists() and path.stat().st_size > 0:
-            jsonl.append(str(path))
-    return jsonl, parquet
+            (files.written if _as_written(directory, path) else files.checked).append(str(path))
+    return files
+
+
+def _as_written(directory: Path, cases: Path) -> bool:
+    """The run's footer records the sha256 of a cases file of well-typed lines, and it is this file's."""
+    try:
+        footer = json.loads((directory / END_FILE).read_text(encoding="utf-8"))
+        state = cases.stat()
+    except (OSError, ValueError):
+        return False
+    recorded = footer.get(CASES_SHA256) if isinstance(footer, dict) else None
+    return isinstance(recorded, str) and recorded == _sha256_of(str(cases), state.st_size, state.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=4096)
+def _sha256_of(path: str, size: int, modified_ns: int) -> str:
+    """:func:`file_sha256`, once per file version in a process (a command builds several views)."""
+    return file_sha256(Path(path))
 
 
 def compact_run(directory: Path, destination: Path | None = None) -> Compacted:

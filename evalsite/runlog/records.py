@@ -223,7 +223,7 @@ class Case(Mapping[str, Any]):
     @classmethod
     def from_json(cls, data: Any, where: str) -> Case:
         """Check ``data`` (one parsed line); ``where`` names the file and line."""
-        if _well_typed(data, _CASE_TYPES) and all(_well_typed(s, _SCORE_TYPES) for s in data.get("scores") or ()):
+        if well_typed_case(data):
             return cls._trusted(data)
         return cls._checked(data, where)
 
@@ -312,6 +312,13 @@ def _well_typed(data: Any, types: dict[str, tuple[type, ...]]) -> bool:
         if type(get(key)) not in allowed:
             return False
     return type(get("repeat")) is not int or 0 <= data["repeat"] <= MAX_REPEAT_INDEX
+
+
+def well_typed_case(data: Any) -> bool:
+    """A case line whose every field has exactly one of its allowed types (what :meth:`Case.from_json`
+    reads without checks): the writer records whether every line of a run was one
+    (``end.json``'s ``cases_sha256``)."""
+    return _well_typed(data, _CASE_TYPES) and all(_well_typed(s, _SCORE_TYPES) for s in data.get("scores") or ())
 
 
 def _float(value: int | float | None) -> float | None:

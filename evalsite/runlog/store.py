@@ -18,6 +18,7 @@ written nor append to it.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -29,7 +30,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from evalsite.errors import RunLogError
-from evalsite.runlog.records import FORMAT_VERSION, Case, Footer, RunHeader, RunStatus
+from evalsite.runlog.records import FORMAT_VERSION, Case, Footer, RunHeader, RunStatus, well_typed_case
 
 try:
     import fcntl
@@ -37,6 +38,9 @@ except ImportError:  # not POSIX: runs are written without the cross-process loc
     fcntl = None  # type: ignore[assignment]
 
 RUN_FILE, CASES_FILE, END_FILE = "run.json", "cases.jsonl", "end.json"
+#: end.json's record that every line of cases.jsonl was a well-typed case when the run stopped: the
+#: file's sha256 then (absent when some line was not, or for runs written before it existed)
+CASES_SHA256 = "cases_sha256"
 ATTEMPTS_FILE, LOCK_FILE = "attempts.jsonl", ".lock"
 CASE_FIELDS = (
     "item_id", "item_sha", "repeat", "input", "expected", "output", "error", "latency_ms",
@@ -85,6 +89,8 @@ class RunWriter:
         self._cases: int | None = None  # the descriptor of cases.jsonl, opened for appending
         self.appended = 0  # cases appended by this writer
         self.synced = 0  # of those, how many are known to be on disk
+        self._digest = hashlib.sha256()  # of cases.jsonl as written
+        self._well_typed = True  # every line of it is a well-typed case
 
     @classmethod
     def create(cls, runs_dir: Path, arm_id: str, header: dict[str, Any]) -> RunWriter:
@@ -140,12 +146,35 @@ class RunWriter:
 
     def _open(self) -> None:
         self._cases = os.open(self.directory / CASES_FILE, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+        self._digest = hashlib.sha256()
+        self._well_typed = True
+        self._take_existing_cases()
+
+    def _take_existing_cases(self) -> None:
+        """Hash the lines already in the file (a resumed run) and check that each is a well-typed case."""
+        try:
+            data = (self.directory / CASES_FILE).read_bytes()
+        except OSError:
+            return
+        self._digest.update(data)
+        for line in data.split(b"\n"):
+            if not line.strip():
+                continue
+            try:
+                self._well_typed = self._well_typed and well_typed_case(json.loads(line))
+            except (ValueError, RecursionError):
+                self._well_typed = False
+            if not self._well_typed:
+                return
 
     def append_case(self, case: dict[str, Any]) -> None:
         """Append one case line, handed to the operating system at once (no buffer in this
         process: a killed process loses no case that was appended)."""
         assert self._cases is not None, "append_case after close"
-        line = memoryview((_CASE_LINE.encode(case) + "\n").encode("utf-8"))
+        encoded = (_CASE_LINE.encode(case) + "\n").encode("utf-8")
+        self._digest.update(encoded)
+        self._well_typed = self._well_typed and well_typed_case(case)
+        line = memoryview(encoded)
         while line:  # a regular file takes the whole line in one write; a short write is continued
             line = line[os.write(self._cases, line):]
         self.appended += 1
@@ -171,6 +200,8 @@ class RunWriter:
         finished run folder holds only its records."""
         self.sync()
         self._close_cases()
+        if self._well_typed:  # readers may then read the file as typed columns (analysis.parquet.case_files)
+            footer = {**footer, CASES_SHA256: self._digest.hexdigest()}
         write_json_atomic(self.directory / END_FILE, footer)
         self._remove_temp_files()
         if self._lock is not None:

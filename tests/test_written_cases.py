@@ -1,0 +1,83 @@
+"""end.json's cases_sha256: the writer records it when every line it wrote is a well-typed case, and
+the views read such a file as typed columns only while it is still that file — a hand edit after
+the run finished sends it back through the checked reading, so the views and `show` still agree."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import duckdb
+
+from evalsite.analysis.db import case_source
+from evalsite.analysis.parquet import case_files
+from evalsite.runlog.store import CASES_FILE, CASES_SHA256, END_FILE, RunWriter, read_cases
+
+HEADER = {"arm_id": "a", "dataset": {"path": "d.jsonl", "dataset_id": "d@0"}}
+
+
+def case(item: str, score: float | bool = 1.0) -> dict:
+    return {"item_id": item, "repeat": 0, "score": score, "passed": True, "error": None,
+            "scores": [{"evaluator": "exact", "version": "v", "score": 1.0, "passed": True}]}
+
+
+def write_run(runs: Path, cases: list[dict]) -> Path:
+    writer = RunWriter.create(runs, "a", HEADER)
+    for record in cases:
+        writer.append_case(record)
+    writer.finish({"status": "completed"})
+    return writer.directory
+
+
+def footer(folder: Path) -> dict:
+    return json.loads((folder / END_FILE).read_text())
+
+
+def view_cases(folder: Path) -> list[tuple]:
+    return duckdb.connect().sql(f"SELECT item_id, score FROM ({case_source([folder])}) ORDER BY item_id").fetchall()
+
+
+def test_a_run_of_well_typed_cases_records_its_file_hash_and_is_read_as_written(tmp_path):
+    folder = write_run(tmp_path / "runs", [case("q1"), case("q2", 0.0)])
+    assert footer(folder)[CASES_SHA256] == hashlib.sha256((folder / CASES_FILE).read_bytes()).hexdigest()
+    files = case_files([folder])
+    assert files.written == [str(folder / CASES_FILE)] and files.checked == []
+    assert view_cases(folder) == [("q1", 1.0), ("q2", 0.0)]
+
+
+def test_a_hand_edit_after_the_run_finished_is_read_through_the_checks(tmp_path):
+    folder = write_run(tmp_path / "runs", [case("q1"), case("q2", 0.0)])
+    path = folder / CASES_FILE
+    path.write_text(path.read_text().replace('"score": 0.0', '"score": true', 1))
+    files = case_files([folder])
+    assert files.written == [] and files.checked == [str(path)]
+    assert view_cases(folder) == [("q1", 1.0)]  # the typed reading would have made `true` a score of 1.0
+    assert [c.item_id for c in read_cases(path)] == ["q1"]
+
+
+def test_a_writer_handed_a_case_of_the_wrong_type_records_no_hash(tmp_path):
+    folder = write_run(tmp_path / "runs", [case("q1"), case("q2", True)])
+    assert CASES_SHA256 not in footer(folder)
+    assert case_files([folder]).checked == [str(folder / CASES_FILE)]
+    assert view_cases(folder) == [("q1", 1.0)]
+
+
+def test_a_resumed_run_hashes_the_cases_it_found_and_the_ones_it_added(tmp_path):
+    folder = write_run(tmp_path / "runs", [case("q1")])
+    (folder / END_FILE).write_text(json.dumps({"status": "canceled"}))
+    writer = RunWriter.reopen(folder, {"attempt": 2})
+    writer.append_case(case("q2"))
+    writer.finish({"status": "completed"})
+    assert footer(folder)[CASES_SHA256] == hashlib.sha256((folder / CASES_FILE).read_bytes()).hexdigest()
+
+
+def test_a_resumed_run_whose_earlier_lines_were_edited_records_no_hash(tmp_path):
+    folder = write_run(tmp_path / "runs", [case("q1")])
+    (folder / END_FILE).write_text(json.dumps({"status": "canceled"}))
+    path = folder / CASES_FILE
+    path.write_text(path.read_text().replace('"score": 1.0', '"score": "high"', 1))
+    writer = RunWriter.reopen(folder, {"attempt": 2})
+    writer.append_case(case("q2"))
+    writer.finish({"status": "completed"})
+    assert CASES_SHA256 not in footer(folder)
