@@ -92,9 +92,8 @@ ODD_LINES = st.sampled_from(["[1, 2]", "7", "not json", '{"item_id": "a", "repea
                              "   ", '{"item_id": "torn", "rep'])
 
 
-@settings(max_examples=40, deadline=None)
-@given(st.integers(0, 10_000), st.lists(ODD_VALUES, max_size=3), st.lists(ODD_LINES, max_size=2))
-def test_hand_edited_lines_read_as_the_python_reader_reads_them(tmp_path_factory, seed, odd_values, odd_lines):
+def hand_edited_run(folder: Path, seed: int, odd_values: list, odd_lines: list) -> Path:
+    """Twelve well-formed cases, some fields set to odd values, odd lines put in between."""
     rng = random.Random(seed)
     cases = [good_case(rng, item) for item in range(12)]
     for key, value in odd_values:
@@ -102,7 +101,13 @@ def test_hand_edited_lines_read_as_the_python_reader_reads_them(tmp_path_factory
     lines = [json.dumps(case) for case in cases]
     for line in odd_lines:
         lines.insert(rng.randrange(len(lines) + 1), line)
-    assert_same_reading(write_lines(tmp_path_factory.mktemp("run"), lines))
+    return write_lines(folder, lines)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 10_000), st.lists(ODD_VALUES, max_size=3), st.lists(ODD_LINES, max_size=2))
+def test_hand_edited_lines_read_as_the_python_reader_reads_them(tmp_path_factory, seed, odd_values, odd_lines):
+    assert_same_reading(hand_edited_run(tmp_path_factory.mktemp("run"), seed, odd_values, odd_lines))
 
 
 def test_a_run_without_cases_reads_as_empty(tmp_path):
@@ -145,12 +150,5 @@ def same_rows(a: list[tuple], b: list[tuple]) -> bool:
 def test_the_duckdb_views_hold_exactly_the_cases_the_python_reader_reads(tmp_path_factory, seed, odd_values, odd_lines):
     """`leaderboard` and `query` read the views, `show` the Python reader: a hand-edited line is a
     case for both or for neither, with the same values (a bool is never a number there either)."""
-    rng = random.Random(seed)
-    cases = [good_case(rng, item) for item in range(12)]
-    for key, value in odd_values:
-        cases[rng.randrange(len(cases))][key] = value
-    lines = [json.dumps(case) for case in cases]
-    for line in odd_lines:
-        lines.insert(rng.randrange(len(lines) + 1), line)
-    folder = write_lines(tmp_path_factory.mktemp("run"), lines)
+    folder = hand_edited_run(tmp_path_factory.mktemp("run"), seed, odd_values, odd_lines)
     assert same_rows(view_rows(folder), reader_rows(folder))
