@@ -13,19 +13,20 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from jinja2 import TemplateError
 
 from evalsite import __version__
+from evalsite.analysis.matrix import run_cells
 from evalsite.analysis.summary import summarise_run
 from evalsite.errors import SiteError
 from evalsite.project import Project
 from evalsite.runlog.hashing import sha256_json
 from evalsite.runlog.store import CASES_FILE, read_cases
 from evalsite.site import paths
-from evalsite.site.figures import MATRIX_FIELDS, RunFigures, SiteCache
+from evalsite.site.figures import RunFigures, SiteCache
 from evalsite.site.inputs import file_hash, scan_project
 from evalsite.site.output import SiteWriter
 from evalsite.site.pages import (
@@ -151,16 +152,16 @@ def _render(kit: Kit, writer: SiteWriter, stale: list[PageJob], hashes: dict[str
         if entry is not None:
             kit.figures[run_id] = entry.figures
             if run_id in matrix_wanted:
-                kit.matrix_cases[run_id] = entry.matrix_cases
+                kit.matrix_cells[run_id] = entry.cells
             continue
         warnings: list[str] = []
         cases = read_cases(run.directory / CASES_FILE, warnings)
         summary = summarise_run(cases, kit.inputs.critical_items(run, cases))
         kit.figures[run_id] = RunFigures.of(summary, {paths.item_bucket(str(c.get("item_id"))) for c in cases})
-        slim = [{name: case.get(name) for name in MATRIX_FIELDS} for case in cases]
-        cache.cache.put(key, kit.figures[run_id], slim)
+        cells = run_cells(replace(run, cases=cases))
+        cache.cache.put(key, run_id, kit.figures[run_id], cells)
         if run_id in matrix_wanted:
-            kit.matrix_cases[run_id] = slim
+            kit.matrix_cells[run_id] = cells
         job = own.get(run_id)
         if job is not None:
             kit.summaries, kit.cases, kit.case_warnings = {run_id: summary}, {run_id: cases}, {run_id: warnings}

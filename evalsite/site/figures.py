@@ -1,7 +1,8 @@
 """Per-run figures the site's listings read, and the cache that lets a build skip reading a run.
 
 A build reads each run's cases at most once (:mod:`evalsite.site.build`). What other pages need of
-a run — the runs-table figures (:class:`RunFigures`) and the matrix's columns — is kept under
+a run — the runs-table figures (:class:`RunFigures`) and its column of the experiment matrix (its
+:func:`~evalsite.analysis.matrix.run_cells`) — is kept under
 ``.evalsite/site-cache/<content hash of the run's files>.json``, so a later build that re-renders
 the runs table, the home page or an experiment's matrix after one new run reads only that run;
 ``intervals.json`` keeps the bootstrap intervals, so a leaderboard that run joins bootstraps only
@@ -15,18 +16,19 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
+from evalsite.analysis.matrix import ComparisonCell
 from evalsite.analysis.summary import RunSummary
 from evalsite.stats.intervals import recall_intervals, remembered_intervals
 
-CACHE_VERSION = 1
+CACHE_VERSION = 2
 INTERVALS_FILE = "intervals.json"
-#: The case fields the experiment matrix reads (:func:`evalsite.analysis.matrix.comparison_matrix`);
-#: inputs and expected values are shown from the runs' data scripts, not from the matrix.
-MATRIX_FIELDS = ("item_id", "repeat", "output", "score", "passed", "latency_ms", "input_tokens", "output_tokens",
-                 "cost_usd", "error")
+#: The fields of a run's matrix cells (:class:`~evalsite.analysis.matrix.ComparisonCell`) the cache
+#: keeps as columns; ``outlier`` belongs to a row of several runs, so it is not kept. Inputs and
+#: expected values are shown from the runs' data scripts, not from the matrix.
+CELL_FIELDS = tuple(f.name for f in fields(ComparisonCell) if f.name not in ("run_id", "outlier"))
 
 
 @dataclass(frozen=True)
@@ -52,7 +54,7 @@ class RunFigures:
 @dataclass(frozen=True)
 class CachedRun:
     figures: RunFigures
-    matrix_cases: list[dict]
+    cells: dict[str, ComparisonCell]
 
 
 class SiteCache:
@@ -68,17 +70,19 @@ class SiteCache:
                 return None
             figures = data["figures"]
             figures["buckets"] = tuple(figures["buckets"])
-            columns = data["matrix"]
-            count = len(columns["item_id"])
-            cases = [{key: columns[key][n] for key in MATRIX_FIELDS} for n in range(count)]
-            return CachedRun(RunFigures(**figures), cases)
+            columns = data["cells"]
+            run_id = data["run_id"]
+            cells = {item_id: ComparisonCell(run_id, *values)
+                     for item_id, *values in zip(columns["item_id"], *(columns[key] for key in CELL_FIELDS), strict=True)}
+            return CachedRun(RunFigures(**figures), cells)
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return None
 
-    def put(self, content_hash: str, figures: RunFigures, cases) -> None:
-        """Store a run's figures and matrix columns; a read-only project just goes without a cache."""
-        columns = {key: [case.get(key) for case in cases] for key in MATRIX_FIELDS}
-        self._write(f"{content_hash}.json", {"version": CACHE_VERSION, "figures": asdict(figures), "matrix": columns})
+    def put(self, content_hash: str, run_id: str, figures: RunFigures, cells: dict[str, ComparisonCell]) -> None:
+        """Store a run's figures and matrix cells; a read-only project just goes without a cache."""
+        columns = {"item_id": list(cells), **{key: [getattr(cell, key) for cell in cells.values()] for key in CELL_FIELDS}}
+        self._write(f"{content_hash}.json", {"version": CACHE_VERSION, "run_id": run_id, "figures": asdict(figures),
+                                             "cells": columns})
 
     def keep_only(self, hashes: set[str]) -> None:
         if not self.folder.is_dir():
