@@ -158,30 +158,38 @@ def _rows(item_ids: list[str], run_ids: list[str], columns: Sequence[Mapping[str
     has_majority = at_top.sum(axis=1) == top  # one answer alone has the most cells
     leader = at_top.argmax(axis=1)  # the first cell giving the most common answer
     majority = np.where(has_majority, codes[np.arange(shape[0]), leader], -2)
-    outlier = (divergent[:, None] & present & (codes != majority[:, None])).tolist()
-    best = _winners(_values(grid, "score", shape), highest=True).tolist()
-    leads = {name: _clear_lead(_values(grid, name, shape), name).tolist() for name in ("latency_ms", "cost_usd", "tokens")}
-
-    def chosen(mask: list[bool]) -> list[str]:
-        return [run_id for run_id, won in zip(run_ids, mask) if won]
-
+    outlier = divergent[:, None] & present & (codes != majority[:, None])
+    marked = {name: _named(mask, run_ids) for name, mask in (
+        ("outlier", outlier), ("best", _winners(_values(grid, "score", shape), highest=True)),
+        *((name, _clear_lead(_values(grid, name, shape), name)) for name in ("latency_ms", "cost_usd", "tokens")))}
     rows = []
     for n, (item_id, cells) in enumerate(zip(item_ids, grid)):
         case = first.get(item_id)
         lead = cells[int(leader[n])]
+        if marked["outlier"][n]:
+            cells = [_outlying(cell) if cell is not None and outlier[n, column] else cell for column, cell in enumerate(cells)]
         rows.append(MatrixRow(
             item_id=item_id,
             input=None if case is None else case.get("input"),
             expected=None if case is None else case.get("expected"),
-            cells=[_outlying(cell) if cell is not None and out else cell for cell, out in zip(cells, outlier[n])],
-            best=chosen(best[n]),
-            fastest=chosen(leads["latency_ms"][n]),
-            cheapest=chosen(leads["cost_usd"][n]),
-            fewest_tokens=chosen(leads["tokens"][n]),
+            cells=cells,
+            best=marked["best"][n],
+            fastest=marked["latency_ms"][n],
+            cheapest=marked["cost_usd"][n],
+            fewest_tokens=marked["tokens"][n],
             divergent=bool(divergent[n]),
             majority_output=lead.output if has_majority[n] and lead is not None else None,
         ))
     return rows
+
+
+def _named(mask: np.ndarray, run_ids: list[str]) -> list[list[str]]:
+    """Per row, the run ids of the columns ``mask`` marks (in column order)."""
+    named: list[list[str]] = [[] for _ in range(mask.shape[0])]
+    rows, columns = np.nonzero(mask)
+    for row, column in zip(rows.tolist(), columns.tolist()):
+        named[row].append(run_ids[column])
+    return named
 
 
 def _values(grid: list[list[ComparisonCell | None]], name: str, shape: tuple[int, int]) -> np.ndarray:

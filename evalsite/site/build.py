@@ -26,7 +26,7 @@ from evalsite.project import Project
 from evalsite.runlog.hashing import sha256_json
 from evalsite.runlog.store import CASES_FILE, read_cases
 from evalsite.site import paths
-from evalsite.site.figures import RunFigures, SiteCache
+from evalsite.site.figures import PAIRS_FILE, RunFigures, SiteCache
 from evalsite.site.inputs import file_hash, scan_project
 from evalsite.site.output import SiteWriter
 from evalsite.site.pages import (
@@ -90,7 +90,9 @@ def build_site(project: Project, out_dir: Path | None = None, *, redact: bool | 
     _write_assets(writer, theme)
     try:
         inputs.prefetch_leaderboards(_leaderboard_datasets(inputs, stale))
-        _render(kit, writer, stale, hashes, _RunCache(SiteCache(project.root / CACHE_DIR), code))
+        cache = SiteCache(project.root / CACHE_DIR)
+        kit.pair_counts = cache.kept_values(PAIRS_FILE, common)
+        _render(kit, writer, stale, hashes, _RunCache(cache, code))
     except TemplateError as exc:
         lineno = getattr(exc, "lineno", None)  # syntax errors say where; other template errors do not
         where = f"{getattr(exc, 'filename', None) or getattr(exc, 'name', None)}, line {lineno}: " if lineno else ""
@@ -148,7 +150,7 @@ def _render(kit: Kit, writer: SiteWriter, stale: list[PageJob], hashes: dict[str
         if run_id not in own and run_id not in wanted:
             continue
         key = cache.key(kit.inputs, run_id)
-        entry = None if run_id in own else cache.cache.get(key)
+        entry = None if run_id in own else cache.cache.get(key, cells=run_id in matrix_wanted)
         if entry is not None:
             kit.figures[run_id] = entry.figures
             if run_id in matrix_wanted:
@@ -167,21 +169,27 @@ def _render(kit: Kit, writer: SiteWriter, stale: list[PageJob], hashes: dict[str
             kit.summaries, kit.cases, kit.case_warnings = {run_id: summary}, {run_id: cases}, {run_id: warnings}
             _run_job(kit, writer, job, hashes)
             kit.summaries, kit.cases, kit.case_warnings = {}, {}, {}
-    for job in stale:
-        if not job.cases_of:
-            _run_job(kit, writer, job, hashes)
+    for job in sorted((job for job in stale if not job.cases_of), key=_reads_leaderboards):
+        _run_job(kit, writer, job, hashes)
     cache.cache.keep_only({cache.key(kit.inputs, run.run_id) for run in kit.inputs.runs})
     cache.cache.keep_intervals(cache.code)
+    kit.pair_counts.save()
 
 
 def _leaderboard_datasets(inputs, stale: list[PageJob]) -> set[str]:
-    """The datasets whose leaderboards stale pages show: the home page's verdict cards, the dataset
-    pages and the experiments' matrices (their aggregate rows)."""
+    """The datasets whose leaderboards stale pages show."""
     wanted: set[str] = set()
     for job in stale:
-        if job.key == "home" or job.key.startswith(("dataset:", "experiment:")):
+        if _reads_leaderboards(job):
             wanted |= {inputs.by_id[run_id].header.dataset.dataset_id for run_id in job.figures}
     return {dataset_id for dataset_id in wanted if dataset_id}
+
+
+def _reads_leaderboards(job: PageJob) -> bool:
+    """The home page's verdict cards, the dataset pages and the experiments' matrices (their
+    aggregate rows) show leaderboards; they render last, while the leaderboards' bootstraps run on
+    their own thread (the order of jobs does not change a byte)."""
+    return job.key == "home" or job.key.startswith(("dataset:", "experiment:"))
 
 
 def _run_job(kit: Kit, writer: SiteWriter, job: PageJob, hashes: dict[str, str]) -> None:

@@ -20,7 +20,7 @@ from evalsite.analysis.matrix import ComparisonCell
 from evalsite.analysis.summary import RunSummary
 from evalsite.runlog.records import Case
 from evalsite.site import paths
-from evalsite.site.figures import RunFigures
+from evalsite.site.figures import KeptValues, RunFigures
 from evalsite.site.inputs import ProjectInputs
 from evalsite.site.settings import SiteSettings
 from evalsite.site.tables import tables_in
@@ -78,6 +78,7 @@ class Kit:
     cases: dict[str, list[Case]] = field(default_factory=dict)
     matrix_cells: dict[str, dict[str, ComparisonCell]] = field(default_factory=dict)
     case_warnings: dict[str, list[str]] = field(default_factory=dict)
+    pair_counts: KeptValues = field(default_factory=KeptValues.unsaved)
     stamp: str = ""
 
     def page(self, path: str, template: str, context: PageContext) -> dict[str, bytes]:

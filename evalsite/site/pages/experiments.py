@@ -114,7 +114,8 @@ def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[PageJob]:
     for name in sorted(set(by_name) | set(inputs.experiments)):
         members = by_name.get(name, [])
         ids = tuple(r.run_id for r in members)
-        keys = (*inputs.summary_keys(ids), f"experiment:{name}") if name in inputs.experiments else inputs.summary_keys(ids)
+        keys = ("decisions", *inputs.summary_keys(ids))  # an excluded run leaves the matrix and its leaderboard
+        keys += (f"experiment:{name}",) if name in inputs.experiments else ()
         drift = experiment_drift(inputs, name)
         result.append(PageJob(f"experiment:{name}", keys, _renderer(name, members, inputs.experiments.get(name)),
                           figures=ids, matrix_of=ids, variant=drift_variant(drift)))
