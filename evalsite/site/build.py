@@ -11,8 +11,11 @@ bytes as a full one.
 
 from __future__ import annotations
 
+import gc
 import os
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
@@ -47,6 +50,8 @@ from evalsite.site.theme import PACKAGE_DIR, load_theme
 
 #: Derived per-run figures, local to the project (see :mod:`evalsite.site.figures`).
 CACHE_DIR = ".evalsite/site-cache"
+#: Allocations between two young-generation collections during a build (Python's default is 700).
+GC_THRESHOLD = 100_000
 #: Page families in build order; a new family is one more module here.
 FAMILIES = (home, runs, datasets, experiments, decisions, compare, reports, items, search)
 
@@ -75,6 +80,25 @@ class SiteReport:
 def build_site(project: Project, out_dir: Path | None = None, *, redact: bool | None = None,
                full: bool = False, live_reload: bool = False) -> SiteReport:
     """Build (or update) the site of ``project`` in ``out_dir`` (default ``[site] out``)."""
+    with _fewer_collections():
+        return _build(project, out_dir, redact=redact, full=full, live_reload=live_reload)
+
+
+@contextmanager
+def _fewer_collections() -> Iterator[None]:
+    """Run the cycle collector less often while building. A build holds hundreds of thousands of
+    long-lived objects (cases, summaries, matrix cells) that the default thresholds make Python scan
+    again and again: a fifth to a third of a build's CPU at 100,000 cases, for no memory saved
+    (measured with bench/site.py). The thresholds are put back afterwards."""
+    before = gc.get_threshold()
+    gc.set_threshold(GC_THRESHOLD, *before[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*before)
+
+
+def _build(project: Project, out_dir: Path | None, *, redact: bool | None, full: bool, live_reload: bool) -> SiteReport:
     started = time.perf_counter()
     settings = site_settings(project.settings, redact=redact)
     out_dir = _output_folder(project, out_dir, settings)
