@@ -106,7 +106,25 @@ def run_cells(run: Run) -> dict[str, ComparisonCell]:
     this run alone, so it can be kept per run and combined with other runs' cells."""
     grouped = cases_by_item(run.cases)
     matrix = runs_item_matrix([run], shared=False)
-    return {item_id: _cell(run.run_id, grouped[item_id], matrix, row, 0) for row, item_id in enumerate(matrix.item_ids)}
+    means = {name: _means(matrix, name) for name in ("score", "latency_ms", "tokens", "cost_usd")}
+    passed = _passed(matrix)
+    return {item_id: _cell(run.run_id, grouped[item_id], means, passed, row) for row, item_id in enumerate(matrix.item_ids)}
+
+
+def _means(matrix: ItemMatrix, name: str) -> list[float | None]:
+    """Each item's mean of ``name`` over its repeats with a value (:meth:`ItemMatrix.mean_of`); with a
+    single repeat that is the value itself, read for every item at once."""
+    values = getattr(matrix, name)[:, 0, :]
+    if values.shape[1] == 1:
+        return [None if value != value else value for value in values[:, 0].tolist()]  # NaN != NaN
+    return [matrix.mean_of(name, row, 0) for row in range(matrix.n_items)]
+
+
+def _passed(matrix: ItemMatrix) -> list[bool | None]:
+    """Each item's verdict over its repeats (:meth:`ItemMatrix.item_passed`), read at once with a single repeat."""
+    if matrix.passed.shape[2] == 1:
+        return [None if value != value else value == 1.0 for value in matrix.passed[:, 0, 0].tolist()]
+    return [matrix.item_passed(row, 0) for row in range(matrix.n_items)]
 
 
 def _columns(runs: list[Run]) -> list[MatrixColumn]:
@@ -122,19 +140,23 @@ def answer_key(output: Any) -> str:
     return output.strip() if isinstance(output, str) else canonical_json(output)
 
 
-def _cell(run_id: str, cases: list[Mapping[str, Any]], matrix: ItemMatrix, row: int, arm: int) -> ComparisonCell:
+def _cell(run_id: str, cases: list[Mapping[str, Any]], means: Mapping[str, list[float | None]],
+          passed: list[bool | None], row: int) -> ComparisonCell:
     """One run's cases of one item: its most common output and first error from the case records,
     its figures (means over the repeats with a value) from the item matrix."""
-    answers = Counter(answer_key(c.get("output")) for c in cases)
-    top = answers.most_common(1)[0][0]
+    if len(cases) == 1:  # the usual single repeat: its output is the most common
+        output = cases[0].get("output")
+    else:
+        top = Counter(answer_key(c.get("output")) for c in cases).most_common(1)[0][0]
+        output = next(c.get("output") for c in cases if answer_key(c.get("output")) == top)
     return ComparisonCell(
         run_id=run_id,
-        output=next(c.get("output") for c in cases if answer_key(c.get("output")) == top),
-        score=matrix.mean_of("score", row, arm),
-        passed=matrix.item_passed(row, arm),
-        latency_ms=matrix.mean_of("latency_ms", row, arm),
-        tokens=matrix.mean_of("tokens", row, arm),
-        cost_usd=matrix.mean_of("cost_usd", row, arm),
+        output=output,
+        score=means["score"][row],
+        passed=passed[row],
+        latency_ms=means["latency_ms"][row],
+        tokens=means["tokens"][row],
+        cost_usd=means["cost_usd"][row],
         error=next((c["error"] for c in cases if c.get("error")), None),
         repeats=len(cases),
     )
