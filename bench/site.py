@@ -7,7 +7,8 @@ cache), a rebuild with nothing new, a rebuild after one new run of an existing a
 gets a compare page against its prior run), and a rebuild after one new run of a new arm (no
 compare page; the leaderboards and the matrix gain a column). Prints each one's wall time, CPU
 time (both threads) and peak resident memory, medians over ``--repeat`` rounds, the site's total
-size and file count, and its largest file. Runs are synthetic but shaped like real
+size and file count, and its largest file (after the full build and after one new run, whose
+compare page lists every changed item). Runs are synthetic but shaped like real
 ones: outputs of ~100 characters, seeded scores, latency and cost, one exact-style evaluator.
 With ``--keep DIR`` an existing project there is reused (its site and cache are rebuilt).
 """
@@ -141,7 +142,8 @@ def main() -> None:
           f"{last['new_arm']['rendered'] + last['new_arm']['kept']} jobs rendered, no compare page), "
           f"peak {median('new_arm', 'peak_mb'):.0f} MB")
     print(f"site size:              {last['full']['bytes'] / 1e6:8.1f} MB in {last['full']['files']:,} files ({last['full']['pages']:,} pages)")
-    print(f"largest file:           {last['full']['largest'][1] / 1e6:8.2f} MB  ({last['full']['largest'][0]})")
+    print(f"largest file:           {last['full']['largest'][1] / 1e6:8.2f} MB  ({last['full']['largest'][0]}); "
+          f"after one new run {last['same_arm']['largest'][1] / 1e6:.2f} MB ({last['same_arm']['largest'][0]})")
     if not args.keep:
         shutil.rmtree(root)
 

@@ -3,14 +3,14 @@
 A build reads each run's cases at most once (:mod:`evalsite.site.build`). What other pages need of
 a run — the runs-table figures (:class:`RunFigures`) and its column of the experiment matrix (its
 :func:`~evalsite.analysis.matrix.run_cells`) — is kept under
-``.evalsite/site-cache/<content hash of the run's files>.json``, so a later build that re-renders
-the runs table, the home page or an experiment's matrix after one new run reads only that run;
-``intervals.json`` keeps the bootstrap intervals, so a leaderboard that run joins bootstraps only
-the arms and pairs whose items changed.
-An entry is found by the run's content hash, so a changed run never meets an old entry; a
-missing or unreadable entry just means the run is read again. The cache is derived data, local to
-the project (``.evalsite/`` is git-ignored), and never published.
-"""
+``.evalsite/site-cache/<content hash of the run's files>.json`` and ``….cells.json``, so a later
+build that re-renders the runs table, the home page or an experiment's matrix after one new run
+reads only that run; ``intervals.json`` keeps the bootstrap intervals, so a leaderboard that run
+joins bootstraps only the arms and pairs whose items changed, and ``pairs.json`` the runs table's
+change counts of each run against its baseline (:class:`KeptValues`), so only new pairs are compared.
+An entry is found by the content hash of what it was computed from, so a changed run never meets
+an old entry; a missing or unreadable entry just means the value is computed again. The cache is
+derived data, local to the project (``.evalsite/`` is git-ignored), and never published."""
 
 from __future__ import annotations
 
