@@ -1,11 +1,14 @@
 """Benchmark the site build: 10 runs × 10,000 cases (one dataset, one experiment).
 
-Rerun from the repository root:  python bench/site.py  [--runs 10] [--cases 10000] [--keep DIR]
+Rerun from the repository root:  python bench/site.py  [--runs 10] [--cases 10000] [--keep DIR] [--repeat 3]
 
 Each build runs in a fresh process, as ``evalsite build`` does: the full build (no site, no
-cache), a rebuild with nothing new, and a rebuild after one new run of an existing arm (which also
-gets a compare page against its prior run). Prints each one's time and peak resident memory, the
-site's total size and file count, and its largest file. Runs are synthetic but shaped like real
+cache), a rebuild with nothing new, a rebuild after one new run of an existing arm (which also
+gets a compare page against its prior run), and a rebuild after one new run of a new arm (no
+compare page; the leaderboards and the matrix gain a column). Prints each one's wall time, CPU
+time (both threads) and peak resident memory, medians over ``--repeat`` rounds, the site's total
+size and file count, and its largest file (after the full build and after one new run, whose
+compare page lists every changed item). Runs are synthetic but shaped like real
 ones: outputs of ~100 characters, seeded scores, latency and cost, one exact-style evaluator.
 With ``--keep DIR`` an existing project there is reused (its site and cache are rebuilt).
 """
@@ -17,6 +20,7 @@ import hashlib
 import json
 import random
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -77,12 +81,12 @@ from pathlib import Path
 sys.path.insert(0, sys.argv[2])
 from evalsite.project import find_project
 from evalsite.site import build_site
-started = time.perf_counter()
+started, cpu = time.perf_counter(), time.process_time()
 report = build_site(find_project(Path(sys.argv[1])))
-seconds = time.perf_counter() - started
+seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
 files = [p for p in report.out_dir.rglob("*") if p.is_file() and p.name != ".evalsite-build.json"]
 largest = max(files, key=lambda p: p.stat().st_size)
-print(json.dumps({"seconds": seconds, "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+print(json.dumps({"seconds": seconds, "cpu": cpu, "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
                   "rendered": report.rendered, "kept": report.kept, "bytes": report.bytes, "files": report.files,
                   "pages": report.pages, "largest": [largest.relative_to(report.out_dir).as_posix(), largest.stat().st_size]}))
 """
@@ -93,34 +97,57 @@ def timed_build(root: Path) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def one_round(root: Path, runs: int, cases: int) -> dict[str, dict]:
+    """The four builds of one round, from no site and no cache; the project is as it was after."""
+    for derived in (root / "site", root / ".evalsite" / "site-cache"):
+        shutil.rmtree(derived, ignore_errors=True)
+    found = {"full": timed_build(root), "unchanged": timed_build(root)}
+    write_run(root / "runs", runs, cases, arm_index=0)  # arm00 again: compared with its first run
+    found["same_arm"] = timed_build(root)
+    shutil.rmtree(root / "runs" / run_id(runs, 0))
+    timed_build(root)  # back to the project as it was
+    write_run(root / "runs", runs + 1, cases, arm_index=runs)  # an arm no run had before
+    found["new_arm"] = timed_build(root)
+    shutil.rmtree(root / "runs" / run_id(runs + 1, runs))
+    return found
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--cases", type=int, default=10_000)
     parser.add_argument("--keep", type=Path, help="Build the project here and keep it (default: a temp folder).")
+    parser.add_argument("--repeat", type=int, default=1, help="Rounds of the four builds; figures are medians.")
     args = parser.parse_args()
     root = args.keep or Path(tempfile.mkdtemp(prefix="evalsite-bench-"))
     (root / "data").mkdir(parents=True, exist_ok=True)
     if not (root / "runs").is_dir():
         for index in range(args.runs):
             write_run(root / "runs", index, args.cases)
-    for derived in (root / "site", root / ".evalsite" / "site-cache"):
-        shutil.rmtree(derived, ignore_errors=True)
+    rounds = [one_round(root, args.runs, args.cases) for _ in range(args.repeat)]
 
-    full = timed_build(root)
-    unchanged = timed_build(root)
-    write_run(root / "runs", args.runs, args.cases, arm_index=0)  # arm00 again: compared with its first run
-    one_more = timed_build(root)
-    shutil.rmtree(root / "runs" / run_id(args.runs, 0))
+    def median(build: str, figure: str) -> float:
+        return statistics.median(found[build][figure] for found in rounds)
 
+    full, same_arm, new_arm = (median("full", "seconds"), median("same_arm", "seconds"), median("new_arm", "seconds"))
+    last = rounds[-1]
     total = args.runs * args.cases
-    print(f"site for {args.runs} runs × {args.cases:,} cases ({total:,} cases); each build in a fresh process")
-    print(f"full build:             {full['seconds']:8.1f} s  ({total / full['seconds']:,.0f} cases/s), peak {full['peak_mb']:.0f} MB")
-    print(f"rebuild, nothing new:   {unchanged['seconds']:8.2f} s")
-    print(f"rebuild, one new run:   {one_more['seconds']:8.1f} s  ({one_more['seconds'] / full['seconds']:.0%} of the full build; "
-          f"{one_more['rendered']} of {one_more['rendered'] + one_more['kept']} jobs rendered, compare page included), peak {one_more['peak_mb']:.0f} MB")
-    print(f"site size:              {full['bytes'] / 1e6:8.1f} MB in {full['files']:,} files ({full['pages']:,} pages)")
-    print(f"largest file:           {full['largest'][1] / 1e6:8.2f} MB  ({full['largest'][0]})")
+    print(f"site for {args.runs} runs × {args.cases:,} cases ({total:,} cases); each build in a fresh process; "
+          f"medians of {len(rounds)} (wall, CPU of both threads)")
+    print(f"full build:             {full:8.1f} s  cpu {median('full', 'cpu'):6.1f} s  ({total / full:,.0f} cases/s), "
+          f"peak {median('full', 'peak_mb'):.0f} MB")
+    print(f"rebuild, nothing new:   {median('unchanged', 'seconds'):8.2f} s")
+    print(f"rebuild, one new run:   {same_arm:8.1f} s  cpu {median('same_arm', 'cpu'):6.1f} s  ({same_arm / full:.0%} of the full "
+          f"build, cpu {median('same_arm', 'cpu') / median('full', 'cpu'):.0%}; {last['same_arm']['rendered']} of "
+          f"{last['same_arm']['rendered'] + last['same_arm']['kept']} jobs rendered, compare page included), "
+          f"peak {median('same_arm', 'peak_mb'):.0f} MB")
+    print(f"  ... of a new arm:     {new_arm:8.1f} s  cpu {median('new_arm', 'cpu'):6.1f} s  ({new_arm / full:.0%} of the full "
+          f"build, cpu {median('new_arm', 'cpu') / median('full', 'cpu'):.0%}; {last['new_arm']['rendered']} of "
+          f"{last['new_arm']['rendered'] + last['new_arm']['kept']} jobs rendered, no compare page), "
+          f"peak {median('new_arm', 'peak_mb'):.0f} MB")
+    print(f"site size:              {last['full']['bytes'] / 1e6:8.1f} MB in {last['full']['files']:,} files ({last['full']['pages']:,} pages)")
+    print(f"largest file:           {last['full']['largest'][1] / 1e6:8.2f} MB  ({last['full']['largest'][0]}); "
+          f"after one new run {last['same_arm']['largest'][1] / 1e6:.2f} MB ({last['same_arm']['largest'][0]})")
     if not args.keep:
         shutil.rmtree(root)
 

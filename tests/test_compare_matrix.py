@@ -2,36 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
+from matrix_support import make_run
 
 from evalsite.analysis.matrix import comparison_matrix
 from evalsite.errors import NotComparableError
-from evalsite.runlog.records import Case, Footer, RunHeader
-from evalsite.runlog.store import Run, read_run
-
-EVALUATORS = {"exact": {"type": "exact", "version": "v1", "weight": 1.0, "threshold": None}}
-
-
-def make_run(run_id: str, arm: str, cells: dict[str, list[tuple]], inputs_id: str = "golden@aaa") -> Run:
-    """``cells``: item id → one ``(output, score, latency_ms, cost_usd, tokens)`` per repeat."""
-    cases = [
-        {
-            "item_id": item_id, "repeat": repeat, "input": f"question {item_id}", "expected": "4",
-            "output": output, "score": score, "passed": score == 1.0, "latency_ms": latency,
-            "cost_usd": cost, "input_tokens": tokens, "output_tokens": None if tokens is None else 1, "error": None,
-        }
-        for item_id, repeats in cells.items()
-        for repeat, (output, score, latency, cost, tokens) in enumerate(repeats)
-    ]
-    header = {
-        "format_version": 1, "run_id": run_id, "arm_id": arm, "dataset": {"dataset_id": "golden@111"},
-        "fingerprint": {"dataset": {"dataset_id": "golden@111", "inputs_id": inputs_id}, "evaluators": EVALUATORS},
-    }
-    footer = Footer.from_json({"status": "completed"}, "end.json")
-    return Run(Path(run_id), RunHeader.from_json(header, "run.json"), footer, footer.status,
-               [Case.from_json(case, "cases.jsonl") for case in cases])
+from evalsite.runlog.store import read_run
 
 
 def test_cells_winners_divergence_and_outliers():

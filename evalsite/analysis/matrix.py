@@ -9,14 +9,17 @@ whitespace (text) or as canonical JSON (anything else).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
 
 from evalsite.analysis.compare import comparability
 from evalsite.analysis.items import ItemMatrix, runs_item_matrix
 from evalsite.errors import NotComparableError
 from evalsite.runlog.hashing import canonical_json
+from evalsite.runlog.rows import item_order
 from evalsite.runlog.store import Run
 
 _TIE = 1e-9
@@ -88,16 +91,48 @@ def cases_by_item(cases: Iterable[Mapping[str, Any]]) -> dict[str, list[Mapping[
     return grouped
 
 
-def comparison_matrix(runs: list[Run]) -> ComparisonMatrix:
-    """The matrix over ``runs`` (columns in the given order). Raises :class:`NotComparableError`
+def comparison_matrix(runs: list[Run], cells: Sequence[Mapping[str, ComparisonCell]] | None = None) -> ComparisonMatrix:
+    """The matrix over ``runs`` (columns in the given order). ``cells`` are the runs' :func:`run_cells`
+    when the caller already has them (the site keeps them per run); rows then take their input and
+    expected value from the runs' cases when the runs carry them. Raises :class:`NotComparableError`
     when any run is not comparable with the first."""
     for run in runs[1:]:
         verdict = comparability(runs[0].header, run.header)
         if not verdict.comparable:
             raise NotComparableError(f"not comparable: {runs[0].run_id} vs {run.run_id}: {verdict.reason}")
-    grouped = [cases_by_item(run.cases) for run in runs]
-    matrix = runs_item_matrix(runs, shared=False)
-    return ComparisonMatrix(_columns(runs), [_row(row, item_id, runs, grouped, matrix) for row, item_id in enumerate(matrix.item_ids)])
+    cells = [run_cells(run) for run in runs] if cells is None else cells
+    first: dict[str, Mapping[str, Any]] = {}
+    for run in runs:
+        for item_id, cases in cases_by_item(run.cases).items():
+            first.setdefault(item_id, cases[0])
+    item_ids = sorted({item_id for column in cells for item_id in column}, key=item_order)
+    return ComparisonMatrix(_columns(runs), _rows(item_ids, [run.run_id for run in runs], cells, first))
+
+
+def run_cells(run: Run) -> dict[str, ComparisonCell]:
+    """Item id → the run's cell (in natural item order): the part of the matrix that depends on
+    this run alone, so it can be kept per run and combined with other runs' cells."""
+    grouped = cases_by_item(run.cases)
+    matrix = runs_item_matrix([run], shared=False)
+    means = {name: _means(matrix, name) for name in ("score", "latency_ms", "tokens", "cost_usd")}
+    passed = _passed(matrix)
+    return {item_id: _cell(run.run_id, grouped[item_id], means, passed, row) for row, item_id in enumerate(matrix.item_ids)}
+
+
+def _means(matrix: ItemMatrix, name: str) -> list[float | None]:
+    """Each item's mean of ``name`` over its repeats with a value (:meth:`ItemMatrix.mean_of`); with a
+    single repeat that is the value itself, read for every item at once."""
+    values = getattr(matrix, name)[:, 0, :]
+    if values.shape[1] == 1:
+        return [None if value != value else value for value in values[:, 0].tolist()]  # NaN != NaN
+    return [matrix.mean_of(name, row, 0) for row in range(matrix.n_items)]
+
+
+def _passed(matrix: ItemMatrix) -> list[bool | None]:
+    """Each item's verdict over its repeats (:meth:`ItemMatrix.item_passed`), read at once with a single repeat."""
+    if matrix.passed.shape[2] == 1:
+        return [None if value != value else value == 1.0 for value in matrix.passed[:, 0, 0].tolist()]
+    return [matrix.item_passed(row, 0) for row in range(matrix.n_items)]
 
 
 def _columns(runs: list[Run]) -> list[MatrixColumn]:
@@ -113,73 +148,118 @@ def answer_key(output: Any) -> str:
     return output.strip() if isinstance(output, str) else canonical_json(output)
 
 
-def _cell(run_id: str, cases: list[Mapping[str, Any]], matrix: ItemMatrix, row: int, arm: int) -> ComparisonCell:
+def _cell(run_id: str, cases: list[Mapping[str, Any]], means: Mapping[str, list[float | None]],
+          passed: list[bool | None], row: int) -> ComparisonCell:
     """One run's cases of one item: its most common output and first error from the case records,
     its figures (means over the repeats with a value) from the item matrix."""
-    answers = Counter(answer_key(c.get("output")) for c in cases)
-    top = answers.most_common(1)[0][0]
+    if len(cases) == 1:  # the usual single repeat: its output is the most common
+        output = cases[0].get("output")
+    else:
+        top = Counter(answer_key(c.get("output")) for c in cases).most_common(1)[0][0]
+        output = next(c.get("output") for c in cases if answer_key(c.get("output")) == top)
     return ComparisonCell(
         run_id=run_id,
-        output=next(c.get("output") for c in cases if answer_key(c.get("output")) == top),
-        score=matrix.mean_of("score", row, arm),
-        passed=matrix.item_passed(row, arm),
-        latency_ms=matrix.mean_of("latency_ms", row, arm),
-        tokens=matrix.mean_of("tokens", row, arm),
-        cost_usd=matrix.mean_of("cost_usd", row, arm),
+        output=output,
+        score=means["score"][row],
+        passed=passed[row],
+        latency_ms=means["latency_ms"][row],
+        tokens=means["tokens"][row],
+        cost_usd=means["cost_usd"][row],
         error=next((c["error"] for c in cases if c.get("error")), None),
         repeats=len(cases),
     )
 
 
-def _winners(
-    cells: list[ComparisonCell], value: Callable[[ComparisonCell], float | None], pick: Callable[[Iterable[float]], float]
-) -> list[str]:
-    values = [(cell.run_id, value(cell)) for cell in cells]
-    known = [(run_id, v) for run_id, v in values if v is not None]
-    if len(known) < 2:
-        return []
-    target = pick(v for _, v in known)
-    winners = [run_id for run_id, v in known if abs(v - target) <= _TIE]
-    return [] if len(winners) == len(known) else winners
+def _rows(item_ids: list[str], run_ids: list[str], columns: Sequence[Mapping[str, ComparisonCell]],
+          first: Mapping[str, Mapping[str, Any]]) -> list[MatrixRow]:
+    """The rows of the matrix, decided over items × columns arrays: winners, divergence, majority
+    answers and outliers of every row at once (one Python step per cell only to read it)."""
+    grid = [[column.get(item_id) for column in columns] for item_id in item_ids]
+    shape = (len(item_ids), len(columns))
+    present = np.array([[cell is not None for cell in row] for row in grid], dtype=bool).reshape(shape)
+    keys: dict[str, int] = {}
+    codes = np.array([[-1 if cell is None else keys.setdefault(answer_key(cell.output), len(keys)) for cell in row]
+                      for row in grid], dtype=np.int64).reshape(shape)
+    same = (codes[:, :, None] == codes[:, None, :]) & present[:, None, :]
+    counts = np.where(present, same.sum(axis=2), 0)  # how many cells of the row give each cell's answer
+    top = counts.max(axis=1, initial=0)
+    divergent = top < present.sum(axis=1)
+    at_top = counts == top[:, None]
+    has_majority = at_top.sum(axis=1) == top  # one answer alone has the most cells
+    leader = at_top.argmax(axis=1)  # the first cell giving the most common answer
+    majority = np.where(has_majority, codes[np.arange(shape[0]), leader], -2)
+    outlier = divergent[:, None] & present & (codes != majority[:, None])
+    marked = {name: _named(mask, run_ids) for name, mask in (
+        ("outlier", outlier), ("best", _winners(_values(grid, "score", shape), highest=True)),
+        *((name, _clear_lead(_values(grid, name, shape), name)) for name in ("latency_ms", "cost_usd", "tokens")))}
+    rows = []
+    for n, (item_id, cells) in enumerate(zip(item_ids, grid)):
+        case = first.get(item_id)
+        lead = cells[int(leader[n])]
+        if marked["outlier"][n]:
+            cells = [_outlying(cell) if cell is not None and outlier[n, column] else cell for column, cell in enumerate(cells)]
+        rows.append(MatrixRow(
+            item_id=item_id,
+            input=None if case is None else case.get("input"),
+            expected=None if case is None else case.get("expected"),
+            cells=cells,
+            best=marked["best"][n],
+            fastest=marked["latency_ms"][n],
+            cheapest=marked["cost_usd"][n],
+            fewest_tokens=marked["tokens"][n],
+            divergent=bool(divergent[n]),
+            majority_output=lead.output if has_majority[n] and lead is not None else None,
+        ))
+    return rows
 
 
-def _row(
-    row: int, item_id: str, runs: list[Run], grouped: list[dict[str, list[Mapping[str, Any]]]], matrix: ItemMatrix
-) -> MatrixRow:
-    cells = [
-        _cell(run.run_id, cases[item_id], matrix, row, arm) if item_id in cases else None
-        for arm, (run, cases) in enumerate(zip(runs, grouped))
-    ]
-    present = [cell for cell in cells if cell is not None]
-    answers = Counter(answer_key(cell.output) for cell in present)
-    divergent = len(answers) > 1
-    ranked = answers.most_common(2)
-    majority = ranked[0][0] if len(ranked) == 1 or ranked[0][1] > ranked[1][1] else None
-    if divergent:
-        cells = [None if cell is None else replace(cell, outlier=answer_key(cell.output) != majority) for cell in cells]
-    first = next(cases[item_id][0] for cases in grouped if item_id in cases)
-    return MatrixRow(
-        item_id=item_id,
-        input=first.get("input"),
-        expected=first.get("expected"),
-        cells=cells,
-        best=_winners(present, lambda c: c.score, max),
-        fastest=_clear_lead(present, "latency_ms"),
-        cheapest=_clear_lead(present, "cost_usd"),
-        fewest_tokens=_clear_lead(present, "tokens"),
-        divergent=divergent,
-        majority_output=next((c.output for c in present if answer_key(c.output) == majority), None),
-    )
+def _named(mask: np.ndarray, run_ids: list[str]) -> list[list[str]]:
+    """Per row, the run ids of the columns ``mask`` marks (in column order)."""
+    named: list[list[str]] = [[] for _ in range(mask.shape[0])]
+    rows, columns = np.nonzero(mask)
+    for row, column in zip(rows.tolist(), columns.tolist()):
+        named[row].append(run_ids[column])
+    return named
 
 
-def _clear_lead(cells: list[ComparisonCell], name: str) -> list[str]:
+def _values(grid: list[list[ComparisonCell | None]], name: str, shape: tuple[int, int]) -> np.ndarray:
+    """Items × columns of one figure, NaN where a cell is missing or has no value."""
+    def value(cell: ComparisonCell | None) -> float:
+        found = None if cell is None else getattr(cell, name)
+        return np.nan if found is None else float(found)
+
+    return np.array([[value(cell) for cell in row] for row in grid], dtype=np.float64).reshape(shape)
+
+
+def _winners(values: np.ndarray, *, highest: bool) -> np.ndarray:
+    """Per row, the cells whose value ties the row's highest (or lowest) value among the cells with
+    one; none when fewer than two cells have a value or all of them tie."""
+    known = ~np.isnan(values)
+    if highest:
+        target = np.where(known, values, -np.inf).max(axis=1, initial=-np.inf)
+    else:
+        target = np.where(known, values, np.inf).min(axis=1, initial=np.inf)
+    with np.errstate(invalid="ignore"):  # rows without a value: inf - inf
+        won = known & (np.abs(values - target[:, None]) <= _TIE)
+    shown = (known.sum(axis=1) >= 2) & (won.sum(axis=1) < known.sum(axis=1))
+    chosen: np.ndarray = won & shown[:, None]
+    return chosen
+
+
+def _clear_lead(values: np.ndarray, name: str) -> np.ndarray:
     """The cells with the lowest ``name`` (latency, tokens, cost), when they lead the next cell by at
     least :data:`MIN_LEAD` (an absolute amount or a share of the runner-up's value, whichever is larger)."""
-    winners = _winners(cells, lambda c: getattr(c, name), min)
-    if not winners:
-        return []
-    values = {cell.run_id: getattr(cell, name) for cell in cells if getattr(cell, name) is not None}
-    best = min(values[run_id] for run_id in winners)
-    runner_up = min(v for run_id, v in values.items() if run_id not in winners)
+    won = _winners(values, highest=False)
+    known = ~np.isnan(values)
+    best = np.where(known, values, np.inf).min(axis=1, initial=np.inf)
+    runner_up = np.where(known & ~won, values, np.inf).min(axis=1, initial=np.inf)
     absolute, share = MIN_LEAD[name]
-    return winners if runner_up - best >= max(absolute, share * runner_up) else []
+    with np.errstate(invalid="ignore"):  # rows without a winner have no runner-up (inf - inf)
+        clear = runner_up - best >= np.maximum(absolute, share * runner_up)
+    chosen: np.ndarray = won & clear[:, None]
+    return chosen
+
+
+def _outlying(cell: ComparisonCell) -> ComparisonCell:
+    return ComparisonCell(cell.run_id, cell.output, cell.score, cell.passed, cell.latency_ms, cell.tokens, cell.cost_usd,
+                          cell.error, cell.repeats, outlier=True)

@@ -1,32 +1,38 @@
 """Per-run figures the site's listings read, and the cache that lets a build skip reading a run.
 
 A build reads each run's cases at most once (:mod:`evalsite.site.build`). What other pages need of
-a run — the runs-table figures (:class:`RunFigures`) and the matrix's columns — is kept under
-``.evalsite/site-cache/<content hash of the run's files>.json``, so a later build that re-renders
-the runs table, the home page or an experiment's matrix after one new run reads only that run;
-``intervals.json`` keeps the bootstrap intervals, so a leaderboard that run joins bootstraps only
-the arms and pairs whose items changed.
-An entry is found by the run's content hash, so a changed run never meets an old entry; a
-missing or unreadable entry just means the run is read again. The cache is derived data, local to
-the project (``.evalsite/`` is git-ignored), and never published.
-"""
+a run — the runs-table figures (:class:`RunFigures`) and its column of the experiment matrix (its
+:func:`~evalsite.analysis.matrix.run_cells`) — is kept under
+``.evalsite/site-cache/<content hash of the run's files>.json`` and ``….cells.json``, so a later
+build that re-renders the runs table, the home page or an experiment's matrix after one new run
+reads only that run; ``intervals.json`` keeps the bootstrap intervals, so a leaderboard that run
+joins bootstraps only the arms and pairs whose items changed, and ``pairs.json`` the runs table's
+change counts of each run against its baseline (:class:`KeptValues`), so only new pairs are compared.
+An entry is found by the content hash of what it was computed from, so a changed run never meets
+an old entry; a missing or unreadable entry just means the value is computed again. The cache is
+derived data, local to the project (``.evalsite/`` is git-ignored), and never published."""
 
 from __future__ import annotations
 
 import json
 import os
-from dataclasses import asdict, dataclass
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
+from typing import Any
 
+from evalsite.analysis.matrix import ComparisonCell
 from evalsite.analysis.summary import RunSummary
 from evalsite.stats.intervals import recall_intervals, remembered_intervals
 
-CACHE_VERSION = 1
+CACHE_VERSION = 2
 INTERVALS_FILE = "intervals.json"
-#: The case fields the experiment matrix reads (:func:`evalsite.analysis.matrix.comparison_matrix`);
-#: inputs and expected values are shown from the runs' data scripts, not from the matrix.
-MATRIX_FIELDS = ("item_id", "repeat", "output", "score", "passed", "latency_ms", "input_tokens", "output_tokens",
-                 "cost_usd", "error")
+#: A run against its baseline: the runs table's change counts, by the hash of both runs' inputs.
+PAIRS_FILE = "pairs.json"
+#: The fields of a run's matrix cells (:class:`~evalsite.analysis.matrix.ComparisonCell`) the cache
+#: keeps as columns; ``outlier`` belongs to a row of several runs, so it is not kept. Inputs and
+#: expected values are shown from the runs' data scripts, not from the matrix.
+CELL_FIELDS = tuple(f.name for f in fields(ComparisonCell) if f.name not in ("run_id", "outlier"))
 
 
 @dataclass(frozen=True)
@@ -52,40 +58,54 @@ class RunFigures:
 @dataclass(frozen=True)
 class CachedRun:
     figures: RunFigures
-    matrix_cases: list[dict]
+    cells: dict[str, ComparisonCell]
 
 
 class SiteCache:
-    """``.evalsite/site-cache/`` of one project; entries of runs that are gone are pruned by :meth:`keep_only`."""
+    """``.evalsite/site-cache/`` of one project: per run ``<hash>.json`` (figures) and ``<hash>.cells.json``
+    (matrix cells), read separately so a build that needs only a run's figures never parses its
+    cells; entries of runs that are gone are pruned by :meth:`keep_only`."""
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
 
-    def get(self, content_hash: str) -> CachedRun | None:
+    def get(self, content_hash: str, *, cells: bool) -> CachedRun | None:
+        """The run's figures, and its matrix cells when ``cells`` (else an empty mapping)."""
         try:
-            data = json.loads((self.folder / f"{content_hash}.json").read_text(encoding="utf-8"))
-            if data.get("version") != CACHE_VERSION:
-                return None
+            data = self._read(f"{content_hash}.json")
             figures = data["figures"]
             figures["buckets"] = tuple(figures["buckets"])
-            columns = data["matrix"]
-            count = len(columns["item_id"])
-            cases = [{key: columns[key][n] for key in MATRIX_FIELDS} for n in range(count)]
-            return CachedRun(RunFigures(**figures), cases)
+            return CachedRun(RunFigures(**figures), self._cells(content_hash) if cells else {})
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return None
 
-    def put(self, content_hash: str, figures: RunFigures, cases) -> None:
-        """Store a run's figures and matrix columns; a read-only project just goes without a cache."""
-        columns = {key: [case.get(key) for case in cases] for key in MATRIX_FIELDS}
-        self._write(f"{content_hash}.json", {"version": CACHE_VERSION, "figures": asdict(figures), "matrix": columns})
+    def _cells(self, content_hash: str) -> dict[str, ComparisonCell]:
+        data = self._read(f"{content_hash}.cells.json")
+        columns, run_id = data["cells"], data["run_id"]
+        return {item_id: ComparisonCell(run_id, *values)
+                for item_id, *values in zip(columns["item_id"], *(columns[key] for key in CELL_FIELDS), strict=True)}
+
+    def put(self, content_hash: str, run_id: str, figures: RunFigures, cells: dict[str, ComparisonCell]) -> None:
+        """Store a run's figures and matrix cells; a read-only project just goes without a cache."""
+        columns = {"item_id": list(cells), **{key: [getattr(cell, key) for cell in cells.values()] for key in CELL_FIELDS}}
+        self._write(f"{content_hash}.cells.json", {"version": CACHE_VERSION, "run_id": run_id, "cells": columns})
+        self._write(f"{content_hash}.json", {"version": CACHE_VERSION, "figures": asdict(figures)})
 
     def keep_only(self, hashes: set[str]) -> None:
         if not self.folder.is_dir():
             return
         for path in self.folder.glob("*.json"):
-            if path.stem not in hashes and path.name != INTERVALS_FILE:
+            if path.name.split(".")[0] not in hashes and path.name not in (INTERVALS_FILE, PAIRS_FILE):
                 path.unlink(missing_ok=True)
+
+    def kept_values(self, name: str, identity: str) -> KeptValues:
+        """Small figures an earlier build with the same ``identity`` (code, settings) stored under ``name``."""
+        try:
+            data = self._read(name)
+            values = data["values"] if data.get("identity") == identity and isinstance(data["values"], dict) else {}
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            values = {}
+        return KeptValues(self, name, identity, values)
 
     def recall_intervals(self, code: str) -> None:
         """Put the bootstrap intervals earlier builds computed (with this code) back in the statistics'
@@ -100,6 +120,12 @@ class SiteCache:
     def keep_intervals(self, code: str) -> None:
         self._write(INTERVALS_FILE, {"version": CACHE_VERSION, "code": code, "rows": remembered_intervals()})
 
+    def _read(self, name: str) -> dict:
+        data = json.loads((self.folder / name).read_text(encoding="utf-8"))
+        if not isinstance(data, dict) or data.get("version") != CACHE_VERSION:
+            raise ValueError(f"{name}: another cache version")
+        return data
+
     def _write(self, name: str, payload: dict) -> None:
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
@@ -108,3 +134,32 @@ class SiteCache:
             os.replace(temp, self.folder / name)
         except (OSError, ValueError):
             pass
+
+
+@dataclass
+class KeptValues:
+    """Figures computed from a few inputs (e.g. a pair of runs), found by the hash of those inputs; the
+    next build keeps only the entries this one used, so a pair that is gone is forgotten."""
+
+    cache: SiteCache | None
+    name: str
+    identity: str
+    values: dict[str, Any]
+    used: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def unsaved(cls) -> KeptValues:
+        """Values computed once in this process and never stored."""
+        return cls(None, "", "", {})
+
+    def get(self, key: str, compute: Callable[[], Any]) -> Any:
+        """The value stored under ``key``, else ``compute()`` (stored for the next build; it must be JSON)."""
+        if key not in self.used:
+            self.used[key] = self.values[key] if key in self.values else compute()
+        return self.used[key]
+
+    def save(self) -> None:
+        """Keep what this build used (nothing is written when it used nothing: the page reading these
+        values was not rebuilt)."""
+        if self.cache is not None and self.used:
+            self.cache._write(self.name, {"version": CACHE_VERSION, "identity": self.identity, "values": self.used})

@@ -90,9 +90,8 @@ def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[PageJob]:
     for run_id, baseline_id in pairs:
         if run_id not in inputs.by_id or baseline_id not in inputs.by_id:
             continue
-        keys = ["decisions", f"run:{run_id}", f"run:{baseline_id}"]
-        keys += [f"dataset-file:{p}" for p in {inputs.by_id[r].header.dataset.path for r in (run_id, baseline_id)} if p]
-        result.append(PageJob(f"compare:{run_id}--{baseline_id}", tuple(keys), _renderer(run_id, baseline_id)))
+        keys = ("decisions", *inputs.summary_keys([run_id, baseline_id]))
+        result.append(PageJob(f"compare:{run_id}--{baseline_id}", keys, _renderer(run_id, baseline_id)))
     return result
 
 
@@ -105,13 +104,19 @@ def comparison(inputs: ProjectInputs, run_id: str, baseline_id: str) -> Comparis
     return inputs.memo[key]
 
 
-def change_counts(inputs: ProjectInputs, run_id: str, baseline_id: str) -> tuple[int, int, int] | None:
-    """Items improved, regressed and unchanged against the baseline (None when the runs may not be compared)."""
-    regression = comparison(inputs, run_id, baseline_id).regression
-    if regression is None:
-        return None
-    summary = regression.summary
-    return summary.improved, summary.regressed, summary.unchanged
+def change_counts(kit: Kit, run_id: str, baseline_id: str) -> tuple[int, int, int] | None:
+    """Items improved, regressed and unchanged against the baseline (None when the runs may not be
+    compared); kept in the site cache by the hash of both runs' inputs, so the runs table of a later
+    build compares only the pairs it has not seen."""
+    def counts() -> list[int] | None:
+        regression = comparison(kit.inputs, run_id, baseline_id).regression
+        if regression is None:
+            return None
+        summary = regression.summary
+        return [summary.improved, summary.regressed, summary.unchanged]
+
+    found = kit.pair_counts.get(kit.inputs.combined_hash(list(kit.inputs.summary_keys([run_id, baseline_id]))), counts)
+    return None if found is None else (found[0], found[1], found[2])
 
 
 def _renderer(run_id: str, baseline_id: str):

@@ -80,7 +80,7 @@ class DatasetPage(PageContext):
 
 def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[PageJob]:
     return [
-        PageJob(f"dataset:{dataset_id}", inputs.summary_keys([r.run_id for r in members]),
+        PageJob(f"dataset:{dataset_id}", ("decisions", *inputs.summary_keys([r.run_id for r in members])),  # exclusions
             _renderer(dataset_id, members), figures=tuple(r.run_id for r in members))
         for dataset_id, members in runs_by(inputs.runs, lambda run: run.header.dataset.dataset_id).items()
     ]

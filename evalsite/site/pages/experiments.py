@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import math
 from collections import defaultdict
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import yaml
 from markupsafe import Markup
@@ -114,7 +114,8 @@ def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[PageJob]:
     for name in sorted(set(by_name) | set(inputs.experiments)):
         members = by_name.get(name, [])
         ids = tuple(r.run_id for r in members)
-        keys = (*inputs.summary_keys(ids), f"experiment:{name}") if name in inputs.experiments else inputs.summary_keys(ids)
+        keys = ("decisions", *inputs.summary_keys(ids))  # an excluded run leaves the matrix and its leaderboard
+        keys += (f"experiment:{name}",) if name in inputs.experiments else ()
         drift = experiment_drift(inputs, name)
         result.append(PageJob(f"experiment:{name}", keys, _renderer(name, members, inputs.experiments.get(name)),
                           figures=ids, matrix_of=ids, variant=drift_variant(drift)))
@@ -167,8 +168,7 @@ def _group_view(name: str, group: Selection, kit: Kit) -> _GroupView:
     view = _GroupView(arms, [label_of[r.run_id] for r in runs], describe(group), None, sweep_charts(runs, label_of, means),
                       totals=_totals(kit.inputs, group, [r.run_id for r in runs], label_of))
     try:
-        # the cached slim cases: the matrix reads a case as a mapping of its fields
-        matrix = comparison_matrix([replace(run, cases=kit.matrix_cases[run.run_id]) for run in runs])  # type: ignore[arg-type]
+        matrix = comparison_matrix(runs, [kit.matrix_cells[run.run_id] for run in runs])
     except NotComparableError as exc:
         view.matrix_note = f"No matrix: {exc.message}."
         return view

@@ -70,7 +70,7 @@ class ReportPage(PageContext):
 
 def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[PageJob]:
     every_run = tuple(f"run:{run.run_id}" for run in inputs.runs)
-    return [PageJob(f"report:{report.name}", (f"report:{report.name}", *every_run), _renderer(report))
+    return [PageJob(f"report:{report.name}", (f"report:{report.name}", "decisions", *every_run), _renderer(report))  # exclusions
             for report in inputs.reports]
 
 

@@ -144,7 +144,7 @@ def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[PageJob]:
 
 def _render_runs_index(kit: Kit) -> dict[str, bytes]:
     baselines = {r.run_id: kit.inputs.baseline_of(r.run_id) for r in kit.inputs.runs}
-    changes = {run_id: change_counts(kit.inputs, run_id, baseline) for run_id, baseline in baselines.items() if baseline}
+    changes = {run_id: change_counts(kit, run_id, baseline) for run_id, baseline in baselines.items() if baseline}
     table = runs_table("runs", kit.inputs.runs, kit.figures, baselines=baselines, changes=changes)
     return kit.page(paths.RUNS, "runs.html", RunsPage(title="All runs", runs=table, skipped=kit.inputs.skipped))
 

@@ -1,0 +1,169 @@
+"""An incremental build redoes exactly what a change touches, and its site is the same bytes as a
+build from nothing.
+
+Each test builds a small project, changes one input (a new run of an arm, an exclusion in the
+decisions log, a run's cases, the dataset file, the code), builds again, and checks which runs were
+parsed, which pairs were compared, which jobs were rendered, and that the site equals a build of
+the same project into a fresh folder without the cache.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from sitekit import case, tree_bytes, write_run
+
+from evalsite.analysis.exclusions import exclude_run
+from evalsite.experiment.datasets import dataset_id, item_identity
+from evalsite.project import Project, find_project
+from evalsite.site import build, build_site
+from evalsite.site.output import BUILD_RECORD
+from evalsite.site.pages import compare
+
+ITEMS = [f"i{n}" for n in range(8)]
+ROWS = [{"id": item, "input": f"Q{item}", "expected": "ok"} for item in ITEMS]
+A1, B1, C1 = "20260101T000001Z-a-0001", "20260101T000002Z-b-0001", "20260101T000003Z-c-0001"
+A2, B2 = "20260101T000004Z-a-0002", "20260101T000005Z-b-0002"
+
+
+def dataset_file(root: Path, rows: list[dict]) -> str:
+    """Write data/data.jsonl and return its dataset id (the id a run of it records)."""
+    path = root / "data" / "data.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    return dataset_id("data", item_identity(rows, "data/data.jsonl"))
+
+
+def arm_run(root: Path, run_id: str, arm: str, failing: set[str], data_id: str) -> None:
+    cases = [case(item, passed=item not in failing, score=0.0 if item in failing else 1.0,
+                  output="no" if item in failing else "ok", latency_ms=10.0 + n) for n, item in enumerate(ITEMS)]
+    write_run(root / "runs", run_id, cases, arm=arm, dataset_id=data_id, config={"arm_id": arm, "params": {}})
+
+
+@pytest.fixture()
+def small_project(tmp_path) -> Project:
+    """Three arms (a, b, c) of one experiment on one eight-item dataset whose rows mark ``i1`` critical."""
+    root = tmp_path / "p"
+    rows = [dict(row, metadata={"critical": True}) if row["id"] == "i1" else row for row in ROWS]
+    data_id = dataset_file(root, rows)
+    for run_id, arm, failing in ((A1, "a", {"i1", "i2"}), (B1, "b", {"i3"}), (C1, "c", {"i4", "i5", "i6"})):
+        arm_run(root, run_id, arm, failing, data_id)
+    return find_project(root)
+
+
+@pytest.fixture()
+def spy(monkeypatch) -> dict[str, list]:
+    """What a build parses and compares: ``reads`` (run folders whose cases.jsonl is parsed) and
+    ``pairs`` ((run, baseline) whose comparison is computed)."""
+    seen: dict[str, list] = {"reads": [], "pairs": []}
+    read_cases, compare_runs = build.read_cases, compare.compare_runs
+
+    def reading(path: Path, warnings=None):
+        seen["reads"].append(path.parent.name)
+        return read_cases(path, warnings)
+
+    def comparing(project, run_id, *, baseline, **options):
+        seen["pairs"].append((run_id, baseline))
+        return compare_runs(project, run_id, baseline=baseline, **options)
+
+    monkeypatch.setattr(build, "read_cases", reading)
+    monkeypatch.setattr(compare, "compare_runs", comparing)
+    return seen
+
+
+def record(project: Project) -> dict[str, str]:
+    jobs = json.loads((project.root / "site" / BUILD_RECORD).read_text())["jobs"]
+    return {key: job["input_hash"] for key, job in jobs.items()}
+
+
+def rebuild(project: Project, spy: dict[str, list]) -> set[str]:
+    """Build again after a change; the keys of the jobs it rendered."""
+    before = record(project)
+    for seen in spy.values():
+        seen.clear()
+    build_site(project)
+    return {key for key, input_hash in record(project).items() if before.get(key) != input_hash}
+
+
+def assert_same_as_a_fresh_build(project: Project, tmp_path: Path) -> None:
+    shutil.rmtree(project.root / ".evalsite" / "site-cache")
+    build_site(project, tmp_path / "fresh")
+    assert tree_bytes(project.root / "site") == tree_bytes(tmp_path / "fresh")
+
+
+def recorded_dataset(project: Project) -> str:
+    return json.loads((project.runs_dir / A1 / "run.json").read_text())["dataset"]["dataset_id"]
+
+
+def test_a_new_run_of_an_arm_reads_and_compares_only_that_run(small_project, spy, tmp_path):
+    build_site(small_project)
+    data_id = recorded_dataset(small_project)
+    arm_run(small_project.root, A2, "a", {"i2"}, data_id)
+    rendered = rebuild(small_project, spy)
+    assert spy["reads"] == [A2]
+    assert spy["pairs"] == [(A2, A1)]  # the runs table and the new compare page share one comparison
+    shared = {"home", "runs", "decisions", "search", f"dataset:{data_id}", f"items:{data_id}", "experiment:exp"}
+    assert rendered == shared | {f"run:{A2}", f"compare:{A2}--{A1}"}  # the other runs' pages are kept
+    assert_same_as_a_fresh_build(small_project, tmp_path)
+
+
+def test_the_runs_table_compares_a_pair_once_and_later_builds_reuse_its_counts(small_project, spy, tmp_path):
+    data_id = recorded_dataset(small_project)
+    arm_run(small_project.root, A2, "a", {"i2"}, data_id)
+    build_site(small_project)
+    arm_run(small_project.root, B2, "b", {"i3", "i7"}, data_id)
+    rendered = rebuild(small_project, spy)
+    assert "runs" in rendered and f"compare:{A2}--{A1}" not in rendered
+    assert spy["pairs"] == [(B2, B1)]  # the a pair's change counts come from the cache
+    assert_same_as_a_fresh_build(small_project, tmp_path)
+
+
+def test_excluding_a_run_reads_no_run_and_redraws_the_pages_that_choose_runs(small_project, spy, tmp_path):
+    build_site(small_project)
+    exclude_run(small_project, C1, "scratch run")
+    rendered = rebuild(small_project, spy)
+    assert spy["reads"] == []  # figures and matrix cells come from the cache
+    assert {"home", "runs", "decisions", "experiment:exp", f"dataset:{recorded_dataset(small_project)}"} <= rendered
+    assert not any(key.startswith("run:") for key in rendered)
+    assert_same_as_a_fresh_build(small_project, tmp_path)
+
+
+def test_a_changed_run_is_read_again_and_only_its_pairs_are_compared_again(small_project, spy, tmp_path):
+    data_id = recorded_dataset(small_project)
+    arm_run(small_project.root, A2, "a", {"i2"}, data_id)
+    arm_run(small_project.root, B2, "b", {"i3"}, data_id)
+    build_site(small_project)
+    cases = small_project.runs_dir / B2 / "cases.jsonl"
+    lines = cases.read_text().splitlines()
+    edited = json.loads(lines[0]) | {"output": "changed", "score": 0.0, "passed": False}
+    cases.write_text("\n".join([json.dumps(edited), *lines[1:]]) + "\n")
+    rendered = rebuild(small_project, spy)
+    assert spy["reads"] == [B2] and spy["pairs"] == [(B2, B1)]
+    assert f"run:{B2}" in rendered and f"compare:{B2}--{B1}" in rendered
+    assert not {f"run:{A1}", f"run:{A2}", f"compare:{A2}--{A1}"} & rendered
+    assert_same_as_a_fresh_build(small_project, tmp_path)
+
+
+def test_a_changed_dataset_file_rereads_the_runs_whose_critical_flags_it_holds(small_project, spy, tmp_path):
+    build_site(small_project)
+    dataset_file(small_project.root, ROWS)  # i1 is no longer marked critical: the file no longer holds the runs' rows
+    rendered = rebuild(small_project, spy)
+    assert sorted(spy["reads"]) == [A1, B1, C1]
+    assert {f"run:{A1}", f"run:{B1}", f"run:{C1}", "runs", "home"} <= rendered
+    assert_same_as_a_fresh_build(small_project, tmp_path)
+
+
+def test_new_code_recomputes_everything(small_project, spy, monkeypatch, tmp_path):
+    data_id = recorded_dataset(small_project)
+    arm_run(small_project.root, A2, "a", {"i2"}, data_id)
+    build_site(small_project)
+    hashed = build.file_hash
+    monkeypatch.setattr(build, "file_hash", lambda *paths: hashed(*paths) + "-edited")  # as if a module changed
+    rendered = rebuild(small_project, spy)
+    assert sorted(spy["reads"]) == sorted([A1, A2, B1, C1])
+    assert spy["pairs"] == [(A2, A1)]
+    assert rendered == set(record(small_project)) - {"static"}
+    assert_same_as_a_fresh_build(small_project, tmp_path)
