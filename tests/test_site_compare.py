@@ -48,7 +48,7 @@ def test_a_rerun_is_compared_with_its_prior_run(rerun_project):
     assert "Baseline chosen as: prior" in text and "paired sign-flip test p =" in text
     assert page.find("h2").text() == "Fingerprint diff"  # the diff comes first
     items = table_rows(page.find("div", id="items").find("table"))  # the changed items; the unchanged ones are data
-    unchanged = payload(site / paths.compare_data(samplers[1], samplers[0]))
+    unchanged = payload(site / paths.compare_data(samplers[1], samplers[0], "unchanged-0"))
     assert len(items) + len(unchanged) == 60 and {row[4] for row in items} == {"improved", "regressed"}
     assert f"also show the {len(unchanged)} unchanged items" in text
     charts = [svg.find("title").text() for svg in page.find_all("svg", class_="chart")]

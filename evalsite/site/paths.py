@@ -63,9 +63,10 @@ def compare(run_id: str, baseline_id: str) -> str:
     return f"compare/{slug(run_id)}--{slug(baseline_id)}.html"
 
 
-def compare_data(run_id: str, baseline_id: str) -> str:
-    """The unchanged items of a compare page, a data script drawn into its table on request."""
-    return f"data/compare/{slug(run_id)}--{slug(baseline_id)}.js"
+def compare_data(run_id: str, baseline_id: str, part: str) -> str:
+    """One part of a compare page's item rows (``changed-1``, ``unchanged-0``: the changed items
+    beyond its HTML rows, the unchanged ones), a data script drawn into its table on request."""
+    return f"data/compare/{slug(run_id)}--{slug(baseline_id)}.{part}.js"
 
 
 @lru_cache(maxsize=1 << 18)

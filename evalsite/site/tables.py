@@ -60,6 +60,11 @@ class Table:
     sortable: bool = True
     legend: bool = False  # list every column's help under the table (instead of only hover titles)
     download_stem: str = field(default="", compare=False)
+    shown: int | None = None  # draw only the first rows as HTML (the downloads hold them all)
+
+    @property
+    def shown_rows(self) -> list[dict]:
+        return self.rows if self.shown is None else self.rows[: self.shown]
 
     def records(self) -> list[dict]:
         """Rows as plain JSON values, in column order."""

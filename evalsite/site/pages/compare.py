@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from markupsafe import Markup
 
 from evalsite.analysis.compare import ComparisonReport, compare_runs
-from evalsite.analysis.regression import GT_CHANGED, IMPROVED, REGRESSED, UNCHANGED, RegressionReport
+from evalsite.analysis.regression import GT_CHANGED, IMPROVED, REGRESSED, UNCHANGED, ItemChange, RegressionReport
 from evalsite.errors import RunLogError, SiteError
 from evalsite.runlog.store import resolve_run
 from evalsite.site import charts, paths
@@ -26,6 +26,10 @@ from evalsite.site.settings import SiteSettings
 from evalsite.site.tables import Column, Link, ShownInterval, Table
 
 LISTED_IDS = 20
+#: Changed items a compare page draws as HTML (the largest changes first); the others, and the
+#: unchanged items, are data scripts of at most ROWS_PER_SCRIPT rows each, drawn on request.
+SHOWN_CHANGES = 500
+ROWS_PER_SCRIPT = 10_000
 
 
 @dataclass(kw_only=True)
@@ -67,8 +71,9 @@ class ComparePage(PageContext):
     summary: CompareSummary | None = doc("The verdict, when comparable.")
     dumbbells: Markup = doc("Baseline → current score of the items that changed most (inline SVG).")
     dumbbell_note: str = doc("How many changed items the dumbbells show of how many.")
-    items: Table | None = doc("The items that changed (linked to their item pages): baseline, current, Δ, classification, re-scored.")
-    unchanged_rows: str | None = doc("Site-root-relative path of the data script listing the unchanged items, drawn into the table when the reader asks for them (None when there are none).", None)
+    items: Table | None = doc("The items that changed (linked to their item pages), largest change first: baseline, current, Δ, classification, re-scored; the first SHOWN_CHANGES are HTML rows (``items.shown``), all of them are in its downloads.")
+    more_changed_rows: list[str] = doc("Site-root-relative paths of the data scripts listing the changed items beyond the HTML rows, drawn into the table when the reader asks for them.", default_factory=list)
+    unchanged_rows: list[str] = doc("Site-root-relative paths of the data scripts listing the unchanged items, drawn into the table when the reader asks for them (empty when there are none).", default_factory=list)
     evaluators: Table | None = doc("Per evaluator: newly failing / passing, pass-rate, mean and error deltas.")
     apart: Table | None = doc("Items left out of the numbers: ground truth changed, only in one run, unscored.")
     critical_newly_failing: list[str] = doc("Critical rows that passed in the baseline and fail now.")
@@ -129,15 +134,33 @@ def _renderer(run_id: str, baseline_id: str):
         path = paths.compare(run_id, baseline_id)
         dataset_id = kit.inputs.by_id[run_id].header.dataset.dataset_id
         page = compare_page(report, source, kit.settings, dataset_id)
-        files = {}
-        if report.regression is not None and page.summary is not None and page.summary.unchanged:
-            page.unchanged_rows = paths.compare_data(run_id, baseline_id)
-            rows = [[c.item_id, paths.item(dataset_id, c.item_id) if dataset_id else None, c.baseline_score, c.current_score,
-                     c.delta, int(bool(c.rescored))] for c in report.regression.items if c.classification == UNCHANGED]
-            files[page.unchanged_rows] = data_script(page.unchanged_rows, rows)
+        files: dict[str, bytes] = {}
+        if report.regression is not None:
+            changed = _largest_first([c for c in report.regression.items if c.classification in (IMPROVED, REGRESSED)])
+            unchanged = [c for c in report.regression.items if c.classification == UNCHANGED]
+            page.more_changed_rows = _data_scripts(files, run_id, baseline_id, "changed", changed[SHOWN_CHANGES:], dataset_id)
+            page.unchanged_rows = _data_scripts(files, run_id, baseline_id, "unchanged", unchanged, dataset_id)
         return {**files, **kit.page(path, "compare.html", page)}
 
     return render
+
+
+def _largest_first(changes: list[ItemChange]) -> list[ItemChange]:
+    """Changed items by the size of their change, largest first (natural item order among equals)."""
+    return sorted(changes, key=lambda c: -abs(c.delta or 0.0))
+
+
+def _data_scripts(files: dict[str, bytes], run_id: str, baseline_id: str, kind: str, changes: list[ItemChange],
+                  dataset_id: str | None) -> list[str]:
+    """Write ``changes`` as data scripts of at most ROWS_PER_SCRIPT rows into ``files``; their paths."""
+    written = []
+    for part, start in enumerate(range(0, len(changes), ROWS_PER_SCRIPT)):
+        key = paths.compare_data(run_id, baseline_id, f"{kind}-{part}")
+        rows = [[c.item_id, paths.item(dataset_id, c.item_id) if dataset_id else None, c.baseline_score, c.current_score,
+                 c.delta, int(bool(c.rescored)), c.classification] for c in changes[start:start + ROWS_PER_SCRIPT]]
+        files[key] = data_script(key, rows)
+        written.append(key)
+    return written
 
 
 def _source(inputs: ProjectInputs, run_id: str, baseline_id: str) -> str:
@@ -174,7 +197,8 @@ def compare_page(report: ComparisonReport, source: str, settings: SiteSettings, 
         Column("delta", "Δ", "number"), Column("classification", "change", "status"), Column("rescored", "re-scored"),
     ], [{"item": _item_link(dataset_id, c.item_id), "baseline": c.baseline_score, "current": c.current_score, "delta": c.delta,
          "classification": c.classification, "rescored": c.rescored, "_class": f"change-{c.classification}"}
-        for c in regression.items if c.classification in (IMPROVED, REGRESSED)])
+        for c in _largest_first([c for c in regression.items if c.classification in (IMPROVED, REGRESSED)])],
+        shown=SHOWN_CHANGES)
     page.evaluators = Table("evaluators", [
         Column("evaluator", "evaluator"), Column("newly_failing", "newly failing", "count"),
         Column("newly_passing", "newly passing", "count"), Column("still_failing", "still failing", "count"),
