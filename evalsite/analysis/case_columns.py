@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from evalsite.runlog.records import Case
 from evalsite.runlog.rows import case_critical, finite_number, repeat_of, whole_number
 
 NONE, FALSE, TRUE, OTHER = -1, 0, 1, 2
@@ -120,6 +121,8 @@ class _Builder:
         self.score_fields: dict[str, list[Any]] = {name: [] for name in _SCORE_FIELDS}
 
     def add(self, case: Mapping[str, Any], dataset_critical: Mapping[str, bool] | None) -> None:
+        if isinstance(case, Case):  # the same fields, read from its line: a dict's get is 3x a Mapping's
+            case = case.raw
         index = len(self.case_fields["item"])
         item = str(case.get("item_id"))
         passed, critical = case.get("passed"), case_critical(case, dataset_critical)
