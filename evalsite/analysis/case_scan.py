@@ -90,7 +90,7 @@ def scan_cases(directory: Path) -> ScannedCases:
         connection.close()
     if table.num_rows != len(lines) or not pc.all(table.column("well_typed")).as_py():
         return _read_in_python(path)
-    return ScannedCases(_columns(table), lines)
+    return ScannedCases(columns_from_arrow(table), lines)
 
 
 def _read_in_python(path: Path) -> ScannedCases:
@@ -105,7 +105,29 @@ def _read_in_python(path: Path) -> ScannedCases:
     return ScannedCases(columns, _cases=cases)
 
 
-def _columns(table: pa.Table) -> CaseColumns:
+#: The same columns from the ``cases`` view (whose lines the reader reads, with the same values).
+VIEW_COLUMNS_SQL = """
+SELECT run_id, item_id, repeat, nullif(item_sha, '') AS item_sha, score, passed, coalesce(error, '') <> '' AS error,
+       critical, cost_usd, latency_ms, scoring_cost_usd, input_tokens::DOUBLE AS input_tokens,
+       output_tokens::DOUBLE AS output_tokens, nullif(served_model, '') AS served_model, NULL::VARCHAR AS expected,
+       [{'evaluator': s.evaluator, 'version': s.version, 'score': s.score, 'passed': s.passed, 'error': s.error,
+         'skipped': s.skipped, 'label': s.label, 'turn': s.turn::VARCHAR} FOR s IN coalesce(scores, [])] AS scores
+FROM cases
+"""
+
+
+def columns_by_run(table: pa.Table) -> dict[str, CaseColumns]:
+    """Each run's columns from a :data:`VIEW_COLUMNS_SQL` table (cases in the order read)."""
+    runs = _codes(table.column("run_id"))
+    codes = runs.indices.to_numpy(zero_copy_only=False)
+    order = np.argsort(codes, kind="stable")
+    bounds = np.searchsorted(codes[order], np.arange(len(runs.dictionary) + 1))
+    return {str(run_id): columns_from_arrow(table.take(pa.array(order[bounds[n]:bounds[n + 1]])))
+            for n, run_id in enumerate(runs.dictionary.to_pylist())}
+
+
+def columns_from_arrow(table: pa.Table) -> CaseColumns:
+    """:class:`CaseColumns` from an Arrow table of :func:`_scan_sql`'s columns."""
     items, shas, served = _codes(table.column("item_id")), _codes(table.column("item_sha")), _codes(table.column("served_model"))
     scores = table.column("scores").combine_chunks()
     flat = pc.list_flatten(scores)

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from evalsite.analysis.case_scan import VIEW_COLUMNS_SQL, columns_by_run
 from evalsite.analysis.db import open_database
 from evalsite.analysis.summary import RunSummary, summarise_run
 from evalsite.errors import EvalsiteError
@@ -131,8 +132,6 @@ def run_overview(project: Project, reference: str) -> RunOverview:
 
 
 RUNS_SQL = "SELECT run_id, arm_id AS arm, experiment, dataset_id, status FROM runs ORDER BY run_id DESC"
-#: The case fields the listing's figures need, read by DuckDB (outputs and inputs never reach Python).
-CASES_SQL = "SELECT run_id, item_id, repeat, score, passed, error FROM cases"
 
 
 @dataclass(frozen=True)
@@ -145,15 +144,13 @@ class RunListing:
 
 def run_listing(project: Project) -> RunListing:
     """Every readable run with its cases, mean score and pass rate, as :func:`summarise_run`
-    defines them (fed the few case fields those figures read), and the reason it is excluded
-    from comparisons (None: it is not)."""
+    defines them (fed the runs' case columns, read by DuckDB: no Python object per case), and
+    the reason it is excluded from comparisons (None: it is not)."""
     database = open_database(project.runs_dir)
-    cases: dict[str, list[dict[str, Any]]] = {}
-    for case in database.rows(CASES_SQL):
-        cases.setdefault(case["run_id"], []).append(case)
+    cases = columns_by_run(database.arrow(VIEW_COLUMNS_SQL))
     rows = []
     for run in database.rows(RUNS_SQL):
-        summary = summarise_run(cases.get(run["run_id"], []))
+        summary = summarise_run(cases[run["run_id"]] if run["run_id"] in cases else [])
         exclusion = database.excluded.get(run["run_id"])
         rows.append({**run, "cases": summary.cases, "mean_score": summary.mean_score, "pass_rate": summary.pass_rate,
                      "excluded": exclusion.reason if exclusion else None})
