@@ -16,7 +16,6 @@ SHA-256, size and case count of the JSONL it came from in its key-value metadata
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import shutil
 from dataclasses import dataclass, replace
@@ -28,6 +27,7 @@ import pyarrow.parquet as pq
 from evalsite.analysis.db import CASE_COLUMNS, MAXIMUM_CASE_BYTES, SCORE_TYPE, case_line_ok, error_text
 from evalsite.analysis.remote import URI_FILE, mirrored_location, refresh_mirror, staging_dir, upload
 from evalsite.errors import RunLogError
+from evalsite.runlog.hashing import file_sha256
 from evalsite.runlog.records import RunHeader
 from evalsite.runlog.store import (
     CASES_FILE,
@@ -54,14 +54,6 @@ class Compacted:
     cases: int
     jsonl_bytes: int
     parquet_bytes: int
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def json_source(files: list[str]) -> str:

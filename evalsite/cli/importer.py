@@ -8,8 +8,8 @@ import click
 
 from evalsite.cli.output import print_json, print_table, warn
 from evalsite.execute.importers import FORMATS, ImportOptions, import_files
-from evalsite.execute.importers.writer import file_sha256
 from evalsite.project import find_project
+from evalsite.runlog.hashing import file_sha256
 
 
 @click.command("import")

@@ -20,9 +20,10 @@ from evalsite.execute.importers.lmeval import read_lmeval
 from evalsite.execute.importers.plain import read_csv, read_jsonl
 from evalsite.execute.importers.promptfoo import read_promptfoo
 from evalsite.execute.importers.source_records import ImportOptions
-from evalsite.execute.importers.writer import ImportedRun, SourceImport, file_sha256, write_runs
+from evalsite.execute.importers.writer import ImportedRun, SourceImport, write_runs
 from evalsite.experiment.manifest import SAFE_NAME_RULE, is_safe_name
 from evalsite.project import Project
+from evalsite.runlog.hashing import file_sha256
 from evalsite.runlog.store import new_run_id, read_header, run_directories
 
 __all__ = ["FORMATS", "ImportOptions", "ImportReport", "ImportedRun", "import_files", "previous_imports"]

@@ -20,7 +20,6 @@ What the writer decides, the same for every format:
 
 from __future__ import annotations
 
-import hashlib
 import json
 import tempfile
 from collections import Counter
@@ -35,20 +34,12 @@ from evalsite.execute.importers.source_records import ImportOptions, SourceCase,
 from evalsite.experiment.datasets import Dataset, Item, dataset_id, item_identity
 from evalsite.project import Project
 from evalsite.runlog.fingerprint import dataset_identity, fingerprint_hash, redact_secrets
-from evalsite.runlog.hashing import sha256_json, short_hash
+from evalsite.runlog.hashing import file_sha256, sha256_json, short_hash
 from evalsite.runlog.store import RunWriter, iso, utc_now
 from evalsite.scoring.evaluators import Score
 
 DEFAULT_DATASET_NAME = "imported"
 _UNKNOWN_ORDER = float("inf")
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while chunk := handle.read(1 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 @dataclass
