@@ -57,7 +57,7 @@ class CaseColumns:
     """One entry per case, in the order read. ``item`` is a code into ``item_ids``; ``error`` is
     True where the generation failed; ``served_models`` are the models providers said answered,
     in order of first appearance; ``item_sha`` a code into ``shas`` (-1: none); ``expected`` each
-    case's expected value as JSON text (None: not read)."""
+    case's expected value as JSON text (None: not read, as :func:`case_columns` does not)."""
 
     item: np.ndarray
     item_ids: tuple[str, ...]
@@ -117,7 +117,8 @@ class _Builder:
         self.versions: list[str | None] = []
         self.labels: dict[str, int] = {}
         self.served: dict[str, None] = {}
-        self.case_fields: dict[str, list[Any]] = {name: [] for name in _CASE_FIELDS}
+        self.shas: dict[str, int] = {}
+        self.case_fields: dict[str, list[Any]] = {name: [] for name in (*_CASE_FIELDS, "item_sha")}
         self.score_fields: dict[str, list[Any]] = {name: [] for name in _SCORE_FIELDS}
 
     def add(self, case: Mapping[str, Any], dataset_critical: Mapping[str, bool] | None) -> None:
@@ -134,6 +135,8 @@ class _Builder:
         )
         for name, value in zip(_CASE_FIELDS, values):
             self.case_fields[name].append(value)
+        sha = case.get("item_sha")
+        self.case_fields["item_sha"].append(self.shas.setdefault(str(sha), len(self.shas)) if sha else -1)
         if case.get("served_model"):
             self.served.setdefault(str(case.get("served_model")), None)
         for score in case.get("scores") or []:
@@ -173,6 +176,7 @@ class _Builder:
             critical=np.array(c["critical"], dtype=np.int8), cost_usd=floats("cost_usd"), latency_ms=floats("latency_ms"),
             scoring_cost_usd=floats("scoring_cost_usd"), input_tokens=floats("input_tokens"),
             output_tokens=floats("output_tokens"), scores=scores, served_models=tuple(self.served),
+            item_sha=np.array(c["item_sha"], dtype=np.int64), shas=tuple(self.shas),
         )
 
 

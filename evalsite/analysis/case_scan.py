@@ -95,14 +95,8 @@ def scan_cases(directory: Path) -> ScannedCases:
 
 def _read_in_python(path: Path) -> ScannedCases:
     cases = read_cases(path)
-    columns = case_columns(cases)
-    shas = [case.item_sha or None for case in cases]
-    distinct = list(dict.fromkeys(sha for sha in shas if sha is not None))
-    code = {sha: index for index, sha in enumerate(distinct)}
     expected = np.array([None if "expected" not in case else canonical_json(case["expected"]) for case in cases], dtype=object)
-    columns = replace(columns, item_sha=np.array([-1 if sha is None else code[sha] for sha in shas], dtype=np.int64),
-                      shas=tuple(distinct), expected=expected)
-    return ScannedCases(columns, _cases=cases)
+    return ScannedCases(replace(case_columns(cases), expected=expected), _cases=cases)
 
 
 #: The same columns from the ``cases`` view (whose lines the reader reads, with the same values).
@@ -118,7 +112,7 @@ FROM cases
 
 def columns_by_run(table: pa.Table) -> dict[str, CaseColumns]:
     """Each run's columns from a :data:`VIEW_COLUMNS_SQL` table (cases in the order read)."""
-    runs = _codes(table.column("run_id"))
+    runs = dictionary_codes(table.column("run_id"))
     codes = runs.indices.to_numpy(zero_copy_only=False)
     order = np.argsort(codes, kind="stable")
     bounds = np.searchsorted(codes[order], np.arange(len(runs.dictionary) + 1))
@@ -128,18 +122,19 @@ def columns_by_run(table: pa.Table) -> dict[str, CaseColumns]:
 
 def columns_from_arrow(table: pa.Table) -> CaseColumns:
     """:class:`CaseColumns` from an Arrow table of :func:`_scan_sql`'s columns."""
-    items, shas, served = _codes(table.column("item_id")), _codes(table.column("item_sha")), _codes(table.column("served_model"))
+    items, shas = dictionary_codes(table.column("item_id")), dictionary_codes(table.column("item_sha"))
+    served = dictionary_codes(table.column("served_model"))
     scores = table.column("scores").combine_chunks()
     flat = pc.list_flatten(scores)
     return CaseColumns(
         item=items.indices.to_numpy(zero_copy_only=False).astype(np.int64),
         item_ids=tuple(str(item) for item in items.dictionary.to_pylist()),
         repeat=table.column("repeat").to_numpy().astype(np.int64),
-        score=_floats(table.column("score")), passed=_verdicts(table.column("passed")),
+        score=finite_floats(table.column("score")), passed=_verdicts(table.column("passed")),
         error=table.column("error").to_numpy().astype(bool), critical=_verdicts(table.column("critical")),
-        cost_usd=_floats(table.column("cost_usd")), latency_ms=_floats(table.column("latency_ms")),
-        scoring_cost_usd=_floats(table.column("scoring_cost_usd")),
-        input_tokens=_floats(table.column("input_tokens")), output_tokens=_floats(table.column("output_tokens")),
+        cost_usd=finite_floats(table.column("cost_usd")), latency_ms=finite_floats(table.column("latency_ms")),
+        scoring_cost_usd=finite_floats(table.column("scoring_cost_usd")),
+        input_tokens=finite_floats(table.column("input_tokens")), output_tokens=finite_floats(table.column("output_tokens")),
         scores=_score_columns(flat, pc.list_parent_indices(scores)),
         served_models=tuple(str(model) for model in _first_appearance(served)),
         item_sha=pc.fill_null(shas.indices, -1).to_numpy(zero_copy_only=False).astype(np.int64),
@@ -149,7 +144,7 @@ def columns_from_arrow(table: pa.Table) -> CaseColumns:
 
 
 def _score_columns(flat: pa.StructArray, parents: pa.Array) -> ScoreColumns:
-    evaluators, labels = _codes(flat.field("evaluator")), _codes(flat.field("label"))
+    evaluators, labels = dictionary_codes(flat.field("evaluator")), dictionary_codes(flat.field("label"))
     versions = flat.field("version").to_pylist() if len(flat) else []
     codes = evaluators.indices.to_numpy(zero_copy_only=False).astype(np.int64)
     first = {int(code): index for index, code in reversed(list(enumerate(codes.tolist())))}
@@ -157,7 +152,7 @@ def _score_columns(flat: pa.StructArray, parents: pa.Array) -> ScoreColumns:
         case=parents.to_numpy(zero_copy_only=False).astype(np.int64), evaluator=codes,
         evaluators=tuple(str(name) for name in evaluators.dictionary.to_pylist()),
         versions=tuple(versions[first[code]] for code in range(len(evaluators.dictionary))),
-        score=_floats(flat.field("score")), passed=_verdicts(flat.field("passed")),
+        score=finite_floats(flat.field("score")), passed=_verdicts(flat.field("passed")),
         error=_truthy_text(flat.field("error")),
         skipped=np.asarray(pc.fill_null(flat.field("skipped"), False).to_numpy(zero_copy_only=False), dtype=bool),
         label=pc.fill_null(labels.indices, -1).to_numpy(zero_copy_only=False).astype(np.int64),
@@ -166,7 +161,7 @@ def _score_columns(flat: pa.StructArray, parents: pa.Array) -> ScoreColumns:
     )
 
 
-def _codes(column: pa.Array | pa.ChunkedArray) -> pa.DictionaryArray:
+def dictionary_codes(column: pa.Array | pa.ChunkedArray) -> pa.DictionaryArray:
     """Dictionary-encoded in one chunk, values in order of first appearance (null stays null)."""
     encoded = pc.dictionary_encode(column)
     if isinstance(encoded, pa.ChunkedArray):
@@ -180,7 +175,7 @@ def _first_appearance(encoded: pa.DictionaryArray) -> list[Any]:
     return [value for value in encoded.dictionary.to_pylist() if value is not None]
 
 
-def _floats(column: pa.Array | pa.ChunkedArray) -> np.ndarray:
+def finite_floats(column: pa.Array | pa.ChunkedArray) -> np.ndarray:
     """As floats, NaN for no value: null or a non-finite number (the summary counts neither)."""
     values = np.asarray(pc.fill_null(column.cast(pa.float64()), np.nan).to_numpy(zero_copy_only=False), dtype=float)
     return np.where(np.isfinite(values), values, np.nan)

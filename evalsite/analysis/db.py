@@ -19,6 +19,7 @@ import duckdb
 import pyarrow as pa
 
 from evalsite.runlog.decisions import Decision, excluded_runs
+from evalsite.runlog.records import CASE_TYPES, SCORE_TYPES
 from evalsite.runlog.store import Run, scan_runs
 
 if TYPE_CHECKING:
@@ -56,19 +57,21 @@ CASE_COLUMNS = {
 #: The largest case line the views read (DuckDB's default is 16 MB, less than one long transcript).
 MAXIMUM_CASE_BYTES = 1 << 30
 
-#: The JSON types a case line's fields may have, as :meth:`evalsite.runlog.records.Case.from_json`
-#: reads them (a boolean is no number; an absent key is allowed).
-JSON_TEXT, JSON_NUMBER = ("VARCHAR", "NULL"), ("UBIGINT", "BIGINT", "DOUBLE", "NULL")
-JSON_WHOLE, JSON_FLAG = ("UBIGINT", "BIGINT", "NULL"), ("BOOLEAN", "NULL")
-CASE_FIELD_TYPES = {
-    "item_sha": JSON_TEXT, "latency_ms": JSON_NUMBER, "input_tokens": JSON_WHOLE, "output_tokens": JSON_WHOLE,
-    "cost_usd": JSON_NUMBER, "scoring_cost_usd": JSON_NUMBER, "finish_reason": JSON_TEXT, "score": JSON_NUMBER,
-    "passed": JSON_FLAG, "started_at": JSON_TEXT, "critical": JSON_FLAG,
-}
-SCORE_FIELD_TYPES = {
-    "version": JSON_TEXT, "score": JSON_NUMBER, "passed": JSON_FLAG, "label": JSON_TEXT, "detail": JSON_TEXT,
-    "skipped": JSON_FLAG, "turn": JSON_WHOLE, "spread": JSON_NUMBER, "cost_usd": JSON_NUMBER,
-}
+#: The JSON types a case line's fields may have: the Python types of
+#: :data:`evalsite.runlog.records.CASE_TYPES` as DuckDB's ``json_type`` names them (a boolean is no
+#: number; an absent key is allowed). ``item_id``, ``repeat``, ``scores`` and ``error`` are checked apart.
+_JSON_TYPES = {str: ("VARCHAR",), int: ("UBIGINT", "BIGINT"), float: ("DOUBLE",), bool: ("BOOLEAN",),
+               type(None): ("NULL",), list: ("ARRAY",)}
+JSON_TEXT = ("VARCHAR", "NULL")
+
+
+def _json_kinds(allowed: tuple[type, ...]) -> tuple[str, ...]:
+    return tuple(kind for python_type in allowed for kind in _JSON_TYPES[python_type])
+
+
+CASE_FIELD_TYPES = {name: _json_kinds(allowed) for name, allowed in CASE_TYPES.items()
+                    if name not in ("item_id", "repeat", "scores", "error")}
+SCORE_FIELD_TYPES = {name: _json_kinds(allowed) for name, allowed in SCORE_TYPES.items() if name not in ("evaluator", "error")}
 
 
 def json_type_in(value: str, kinds: tuple[str, ...]) -> str:

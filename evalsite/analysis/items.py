@@ -8,22 +8,22 @@ latency); ``recorded`` tells a missing case from a case with an unknown value.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from statistics import fmean
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from evalsite.analysis.case_columns import NONE, CaseColumns
+from evalsite.analysis.case_columns import NONE, CaseColumns, case_columns
+from evalsite.analysis.case_scan import dictionary_codes, finite_floats
 from evalsite.analysis.metadata import cluster_key, dataset_labels
 from evalsite.errors import EvalsiteError
 from evalsite.project import Project
-from evalsite.runlog.records import Case
-from evalsite.runlog.rows import finite_number, item_order, repeat_of, whole_number
+from evalsite.runlog.rows import item_order
 from evalsite.runlog.store import Run
 
 if TYPE_CHECKING:  # selection builds on compare, which builds on the regression report, which reads this module;
@@ -186,7 +186,7 @@ def runs_item_matrix(runs: Sequence[Run], *, shared: bool = True) -> ItemMatrix:
     """The item matrix of runs already read (their cases in memory), built by the same rules
     as :func:`item_matrix`; ``shared=False`` keeps every item any run recorded (the
     regression report and the comparison matrix list one-sided items too)."""
-    return _matrix(cases_table([(run.run_id, case) for run in runs for case in run.cases]), _arms_of(runs), None, shared=shared)
+    return columns_item_matrix(runs, [case_columns(run.cases) for run in runs], shared=shared)
 
 
 def columns_item_matrix(runs: Sequence[Run], cases: Sequence[CaseColumns], *, shared: bool = True) -> ItemMatrix:
@@ -223,55 +223,6 @@ def _columns_table(run_id: str, columns: CaseColumns) -> pa.Table:
         "cost_usd": pa.array(columns.cost_usd, pa.float64()), "latency_ms": pa.array(columns.latency_ms, pa.float64()),
         "tokens": pa.array(columns.input_tokens + columns.output_tokens, pa.float64()),
     })
-
-
-def cases_table(cases: Sequence[tuple[str, Case | Mapping[str, Any]]]) -> pa.Table:
-    """(run id, case) pairs as the Arrow columns :data:`CASE_CELLS_SQL` selects, read as the
-    DuckDB views read them (a value of the wrong kind is no value; so is a non-finite number,
-    see :func:`_floats`). Cases are typed records or plain mappings of a case line's fields."""
-    records = [case for _, case in cases]
-    typed = [case for case in records if isinstance(case, Case)]
-    columns = _typed_columns(typed) if len(typed) == len(records) else _line_columns(records)
-    kinds = (pa.string(), pa.string(), pa.int64(), *[pa.float64()] * 5)
-    return pa.table({
-        "run_id": pa.array([run_id for run_id, _ in cases], pa.string()),
-        **{name: pa.array(values, kind) for (name, values), kind in zip(columns.items(), kinds)},
-    })
-
-
-def _typed_columns(cases: list[Case]) -> dict[str, list[Any]]:
-    """The columns of typed cases, one pass per field (numbers are numbers, passed a bool)."""
-    return {
-        "item_id": [c.item_id for c in cases],
-        "item_sha": [c.item_sha or None for c in cases],
-        "repeat": [c.repeat for c in cases],
-        "score": [c.score for c in cases],
-        "passed": [None if c.passed is None else float(c.passed) for c in cases],
-        "cost_usd": [c.cost_usd for c in cases],
-        "latency_ms": [c.latency_ms for c in cases],
-        "tokens": [_tokens(c.input_tokens, c.output_tokens) for c in cases],
-    }
-
-
-def _line_columns(cases: list[Case | Mapping[str, Any]]) -> dict[str, list[Any]]:
-    """The same columns from mappings of case lines, checking each value's kind."""
-    def verdict(value: Any) -> float | None:
-        return float(value) if isinstance(value, bool) else None
-
-    return {
-        "item_id": [str(c.get("item_id")) for c in cases],
-        "item_sha": [c.get("item_sha") or None for c in cases],
-        "repeat": [repeat_of(c) for c in cases],
-        "score": [finite_number(c.get("score")) for c in cases],
-        "passed": [verdict(c.get("passed")) for c in cases],
-        "cost_usd": [finite_number(c.get("cost_usd")) for c in cases],
-        "latency_ms": [finite_number(c.get("latency_ms")) for c in cases],
-        "tokens": [_tokens(whole_number(c.get("input_tokens")), whole_number(c.get("output_tokens"))) for c in cases],
-    }
-
-
-def _tokens(given: int | None, produced: int | None) -> float | None:
-    return None if given is None or produced is None else float(given + produced)
 
 
 def _matrix(table: pa.Table, arms: tuple[ArmRun, ...], evaluator: str | None, *, shared: bool) -> ItemMatrix:
@@ -316,7 +267,7 @@ class _CaseColumns:
 
 
 def _case_columns(table: pa.Table, run_ids: list[str]) -> _CaseColumns:
-    runs = _codes(table.column("run_id"))
+    runs = dictionary_codes(table.column("run_id"))
     known = {run_id: code for code, run_id in enumerate(runs.dictionary.to_pylist())}
     run_codes = runs.indices.to_numpy()
     rows_of_arm = [
@@ -324,34 +275,18 @@ def _case_columns(table: pa.Table, run_ids: list[str]) -> _CaseColumns:
     ]
     rows = np.concatenate(rows_of_arm) if rows_of_arm else np.empty(0, dtype=np.int64)
     arm = np.repeat(np.arange(len(run_ids)), [r.size for r in rows_of_arm])
-    items, shas = _codes(table.column("item_id")), _codes(table.column("item_sha"))
+    items, shas = dictionary_codes(table.column("item_id")), dictionary_codes(table.column("item_sha"))
     repeat = table.column("repeat").to_numpy()[rows]
     column = _dense_rank_within(arm, repeat)
     return _CaseColumns(
         arm=arm, item=items.indices.to_numpy()[rows], column=column,
         sha=pc.fill_null(shas.indices, -1).to_numpy()[rows],
-        fields={name: _floats(table.column(name))[rows] for name in _CELL_FIELDS},
+        fields={name: finite_floats(table.column(name))[rows] for name in _CELL_FIELDS},
         item_ids=[str(item_id) for item_id in items.dictionary.to_pylist()],
         shas=[str(sha) for sha in shas.dictionary.to_pylist()],
         width=int(column.max()) + 1 if column.size else 0,
         repeat_ids=tuple(tuple(int(r) for r in np.unique(repeat[arm == index])) for index in range(len(run_ids))),
     )
-
-
-def _codes(column: pa.ChunkedArray) -> pa.DictionaryArray:
-    """The column dictionary-encoded in one chunk: integer codes (null stays null) and the distinct values."""
-    encoded = pc.dictionary_encode(column).combine_chunks()
-    if isinstance(encoded, pa.ChunkedArray):  # an empty column has no chunk to combine
-        encoded = pa.DictionaryArray.from_arrays(pa.array([], pa.int32()), pa.array([], pa.string()))
-    assert isinstance(encoded, pa.DictionaryArray)
-    return encoded
-
-
-def _floats(column: pa.ChunkedArray) -> np.ndarray:
-    """The column as floats, NaN for no value: null, or a non-finite number (Python's JSON reads
-    ``NaN`` and ``Infinity``; the run summary counts neither as a value)."""
-    values = np.asarray(pc.fill_null(column.cast(pa.float64()), np.nan).to_numpy(), dtype=float)
-    return np.where(np.isfinite(values), values, np.nan)
 
 
 def _dense_rank_within(groups: np.ndarray, values: np.ndarray) -> np.ndarray:

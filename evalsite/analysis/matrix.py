@@ -15,8 +15,9 @@ from typing import Any
 
 import numpy as np
 
+from evalsite.analysis.case_columns import CaseColumns, case_columns
 from evalsite.analysis.compare import comparability
-from evalsite.analysis.items import ItemMatrix, runs_item_matrix
+from evalsite.analysis.items import ItemMatrix, columns_item_matrix
 from evalsite.errors import NotComparableError
 from evalsite.runlog.hashing import canonical_json
 from evalsite.runlog.rows import item_order
@@ -109,11 +110,12 @@ def comparison_matrix(runs: list[Run], cells: Sequence[Mapping[str, ComparisonCe
     return ComparisonMatrix(_columns(runs), _rows(item_ids, [run.run_id for run in runs], cells, first))
 
 
-def run_cells(run: Run) -> dict[str, ComparisonCell]:
+def run_cells(run: Run, columns: CaseColumns | None = None) -> dict[str, ComparisonCell]:
     """Item id → the run's cell (in natural item order): the part of the matrix that depends on
-    this run alone, so it can be kept per run and combined with other runs' cells."""
+    this run alone, so it can be kept per run and combined with other runs' cells. ``columns``:
+    the run's :func:`~evalsite.analysis.case_columns.case_columns`, when the caller has them."""
     grouped = cases_by_item(run.cases)
-    matrix = runs_item_matrix([run], shared=False)
+    matrix = columns_item_matrix([run], [case_columns(run.cases) if columns is None else columns], shared=False)
     means = {name: _means(matrix, name) for name in ("score", "latency_ms", "tokens", "cost_usd")}
     passed = _passed(matrix)
     return {item_id: _cell(run.run_id, grouped[item_id], means, passed, row) for row, item_id in enumerate(matrix.item_ids)}

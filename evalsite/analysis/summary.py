@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from statistics import fmean
 from typing import Any
 
@@ -212,11 +212,12 @@ def summarise_run(
     """The figures of one run from its cases: case records (plain dicts or typed cases, in any
     order) or their :class:`~evalsite.analysis.case_columns.CaseColumns`.
 
-    ``dataset_critical`` (item id → critical) stands in for cases that did not record their
-    ``critical`` flag; pass it only while the dataset's rows are the ones the run scored."""
-    columns = cases if isinstance(cases, CaseColumns) else case_columns(cases, dataset_critical)
+    ``dataset_critical`` (item id → critical) stands in for records that did not record their
+    ``critical`` flag; pass it only while the dataset's rows are the ones the run scored (columns
+    carry it already: :func:`~evalsite.analysis.case_columns.case_columns` takes it)."""
     if isinstance(cases, CaseColumns) and dataset_critical is not None:
-        columns = _with_dataset_critical(columns, dataset_critical)
+        raise ValueError("dataset_critical goes to case_columns, not with columns")
+    columns = cases if isinstance(cases, CaseColumns) else case_columns(cases, dataset_critical)
     scores = columns.scores
     errored = columns.error.copy()
     errored[scores.case[scores.error]] = True
@@ -257,14 +258,6 @@ def summarise_run(
         verdict_matrix=verdicts[verdict_rows],
         served_models=columns.served_models,
     )
-
-
-def _with_dataset_critical(columns: CaseColumns, dataset_critical: Mapping[str, bool]) -> CaseColumns:
-    unknown = columns.critical == NONE
-    if not unknown.any():
-        return columns
-    per_item = np.array([int(dataset_critical.get(item, False)) for item in columns.item_ids], dtype=np.int8)
-    return replace(columns, critical=np.where(unknown, per_item[columns.item], columns.critical).astype(np.int8))
 
 
 def _item_names(columns: CaseColumns, codes: np.ndarray) -> tuple[str, ...]:

@@ -289,13 +289,15 @@ class Case(Mapping[str, Any]):
 MAX_REPEAT_INDEX = 2**63 - 1
 _NONE = type(None)
 _TEXT, _INT, _NUMBER, _FLAG = (str, _NONE), (int, _NONE), (int, float, _NONE), (bool, _NONE)
-_CASE_TYPES: dict[str, tuple[type, ...]] = {
+#: The Python types each field of a case line (and of one of its scores) may have: the lines
+#: Case.from_json reads without checks, and (as JSON types) the lines the DuckDB views keep.
+CASE_TYPES: dict[str, tuple[type, ...]] = {
     "item_id": (str,), "repeat": (int,), "item_sha": _TEXT, "error": _TEXT, "latency_ms": _NUMBER,
     "input_tokens": _INT, "output_tokens": _INT, "cost_usd": _NUMBER, "scoring_cost_usd": _NUMBER,
     "finish_reason": _TEXT, "scores": (list, _NONE), "score": _NUMBER, "passed": _FLAG, "started_at": _TEXT,
     "critical": _FLAG,
 }
-_SCORE_TYPES: dict[str, tuple[type, ...]] = {
+SCORE_TYPES: dict[str, tuple[type, ...]] = {
     "evaluator": (str,), "version": _TEXT, "score": _NUMBER, "passed": _FLAG, "label": _TEXT, "detail": _TEXT,
     "error": _TEXT, "skipped": _FLAG, "turn": _INT, "spread": _NUMBER, "cost_usd": _NUMBER,
 }
@@ -318,7 +320,7 @@ def well_typed_case(data: Any) -> bool:
     """A case line whose every field has exactly one of its allowed types (what :meth:`Case.from_json`
     reads without checks): the writer records whether every line of a run was one
     (``end.json``'s ``cases_sha256``)."""
-    return _well_typed(data, _CASE_TYPES) and all(_well_typed(s, _SCORE_TYPES) for s in data.get("scores") or ())
+    return _well_typed(data, CASE_TYPES) and all(_well_typed(s, SCORE_TYPES) for s in data.get("scores") or ())
 
 
 def _float(value: int | float | None) -> float | None:

@@ -22,6 +22,7 @@ from pathlib import Path
 from jinja2 import TemplateError
 
 from evalsite import __version__
+from evalsite.analysis.case_columns import case_columns
 from evalsite.analysis.matrix import run_cells
 from evalsite.analysis.summary import summarise_run
 from evalsite.errors import SiteError
@@ -182,9 +183,10 @@ def _render(kit: Kit, writer: SiteWriter, stale: list[PageJob], hashes: dict[str
             continue
         warnings: list[str] = []
         cases = read_cases(run.directory / CASES_FILE, warnings)
-        summary = summarise_run(cases, kit.inputs.critical_items(run, cases))
+        columns = case_columns(cases, kit.inputs.critical_items(run, cases))  # the run's one conversion
+        summary = summarise_run(columns)
         kit.figures[run_id] = RunFigures.of(summary, {paths.item_bucket(str(c.get("item_id"))) for c in cases})
-        cells = run_cells(replace(run, cases=cases))
+        cells = run_cells(replace(run, cases=cases), columns)
         cache.cache.put(key, run_id, kit.figures[run_id], cells)
         if run_id in matrix_wanted:
             kit.matrix_cells[run_id] = cells
