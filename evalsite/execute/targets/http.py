@@ -20,6 +20,7 @@ from httpx_aiohttp import AiohttpTransport
 
 from evalsite.errors import MissingSecretError, TargetError
 from evalsite.execute.targets.base import TransientTargetError, refuse_secret_names
+from evalsite.execute.targets.proxies import environment_proxy
 from evalsite.runlog.secrets import scrub, secret_pattern
 
 HTTP_SETTINGS = {"model", "base_url", "api_key_env", "headers", "headers_env", "max_connections"}
@@ -83,7 +84,11 @@ def client_from_settings(
     if key:
         headers[key_header] = key_prefix + key
         secrets.append(key)
-    return JsonClient(settings.get("base_url", default_base_url), headers, secrets, max_connections(settings, kind))
+    base_url = settings.get("base_url", default_base_url)
+    proxy = environment_proxy(base_url, kind)
+    if proxy is not None and proxy.password:
+        secrets.append(proxy.password)
+    return JsonClient(base_url, headers, secrets, max_connections(settings, kind), proxy.proxy if proxy else None)
 
 
 class JsonClient:
@@ -94,16 +99,18 @@ class JsonClient:
     the client's merged headers and a parsed URL kept per path: the client's per-request
     machinery (merging URL, headers and cookies, auth and redirect generators, event hooks)
     cost about as much CPU as aiohttp's whole request, and the targets use none of it beyond
-    cookies, which are still sent and kept. (A client given its own transport never read
-    proxy variables, so none is lost.)
+    cookies, which are still sent and kept. The proxy the environment names (``HTTPS_PROXY``…,
+    :mod:`~evalsite.execute.targets.proxies`) is given to the transport.
     """
 
-    def __init__(self, base_url: str, headers: dict[str, str], secrets: list[str], connections: int):
+    def __init__(self, base_url: str, headers: dict[str, str], secrets: list[str], connections: int,
+                 proxy: httpx.Proxy | None = None):
         self.base_url = base_url.rstrip("/")
         self.headers = headers
         self.secrets = [s for s in secrets if s]
         self._secret_pattern = secret_pattern(self.secrets)
         self.connections = connections
+        self.proxy = proxy
         self._client: httpx.AsyncClient | None = None
         self._transport: httpx.AsyncBaseTransport | None = None
         self._urls: dict[str, httpx.URL] = {}
@@ -145,7 +152,7 @@ class JsonClient:
         """The response, read to its end (as ``AsyncClient.post`` returns it)."""
         client, transport = self._client, self._transport
         if client is None or transport is None:
-            transport = self._transport = aiohttp_transport(self.connections)
+            transport = self._transport = aiohttp_transport(self.connections, self.proxy)
             client = self._client = httpx.AsyncClient(headers=self.headers, timeout=None, transport=transport)
         url = self._urls.get(path)
         if url is None:
@@ -198,14 +205,14 @@ def shared_ssl_context() -> ssl.SSLContext:
     return httpx.create_ssl_context()
 
 
-def aiohttp_transport(max_connections: int) -> httpx.AsyncBaseTransport:
+def aiohttp_transport(max_connections: int, proxy: httpx.Proxy | None = None) -> httpx.AsyncBaseTransport:
     """httpx as the API, aiohttp's connection pool and parser on the wire (httpx-aiohttp).
 
     On 6,000 calls × 20 ms at concurrency 32 it beat httpcore split over pools of four (the
     previous transport, kept in bench/transports.py) on wall time and on CPU; see that script.
     """
     limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections)
-    return _AiohttpTransport(verify=shared_ssl_context(), limits=limits)
+    return _AiohttpTransport(verify=shared_ssl_context(), limits=limits, proxy=proxy)
 
 
 class _AiohttpTransport(AiohttpTransport):

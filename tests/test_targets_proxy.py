@@ -1,0 +1,95 @@
+"""HTTP targets go through the proxy the environment names (``HTTP_PROXY``…, ``NO_PROXY``), tested
+with a real forwarding proxy and the fake provider, both on 127.0.0.1."""
+
+from __future__ import annotations
+
+import base64
+import socket
+
+import pytest
+from proxy_support import ForwardingProxy
+from runner_support import only_run, openai_arm, questions, write_experiment
+
+PASSWORD = "pr0xy-pa55word-never-logged"
+VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY")
+
+
+@pytest.fixture
+def proxy(monkeypatch):
+    """The forwarding proxy, with every proxy variable of the test's environment cleared first."""
+    for name in VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.lower(), raising=False)
+    with ForwardingProxy() as running:
+        yield running
+
+
+def closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_calls_go_through_http_proxy_with_its_credentials(runner_project, server, proxy, cli, monkeypatch):
+    monkeypatch.setenv("HTTP_PROXY", proxy.url.replace("http://", f"http://evalsite:{PASSWORD}@"))
+    manifest = write_experiment(runner_project, questions(3), [openai_arm(server)])
+    result = cli("run", manifest)
+    assert result.exit_code == 0, result.output
+    assert sorted(case["output"] for case in only_run(runner_project).cases) == [
+        "echo: question 0", "echo: question 1", "echo: question 2"]
+    assert [seen.url for seen in proxy.seen] == [f"{server.url}/v1/chat/completions"] * 3
+    credentials = base64.b64encode(f"evalsite:{PASSWORD}".encode()).decode()
+    assert {seen.proxy_authorization for seen in proxy.seen} == {f"Basic {credentials}"}
+    written = b"".join(path.read_bytes() for path in (runner_project / "runs").rglob("*") if path.is_file())
+    assert PASSWORD.encode() not in written
+
+
+def test_lower_case_variable_and_all_proxy_are_read(runner_project, server, proxy, cli, monkeypatch):
+    monkeypatch.setenv("all_proxy", proxy.url)
+    manifest = write_experiment(runner_project, questions(2), [openai_arm(server)])
+    assert cli("run", manifest).exit_code == 0
+    assert len(proxy.seen) == 2
+
+
+def test_no_proxy_naming_the_host_bypasses_the_proxy(runner_project, server, proxy, cli, monkeypatch):
+    monkeypatch.setenv("HTTP_PROXY", proxy.url)
+    monkeypatch.setenv("NO_PROXY", "example.com, 127.0.0.1")
+    manifest = write_experiment(runner_project, questions(2), [openai_arm(server)])
+    assert cli("run", manifest).exit_code == 0
+    assert proxy.seen == []
+    assert all(case["error"] is None for case in only_run(runner_project).cases)
+
+
+def test_a_proxy_that_refuses_is_a_connection_error_without_its_password(runner_project, server, proxy, cli,
+                                                                         monkeypatch):
+    monkeypatch.setenv("HTTP_PROXY", f"http://evalsite:{PASSWORD}@127.0.0.1:{closed_port()}")
+    manifest = write_experiment(runner_project, questions(1), [openai_arm(server)])
+    result = cli("run", manifest)
+    (case,) = only_run(runner_project).cases
+    assert case["error"].startswith("connection error"), case["error"]
+    assert PASSWORD not in result.output and server.calls == []
+    written = b"".join(path.read_bytes() for path in (runner_project / "runs").rglob("*") if path.is_file())
+    assert PASSWORD.encode() not in written
+
+
+@pytest.mark.parametrize("value", ["socks5://evalsite:secret@127.0.0.1:1080", "ftp://127.0.0.1:21"])
+def test_a_proxy_scheme_aiohttp_cannot_speak_is_refused_naming_the_variable(runner_project, server, proxy, cli,
+                                                                          monkeypatch, value):
+    monkeypatch.setenv("HTTP_PROXY", value)
+    manifest = write_experiment(runner_project, questions(1), [openai_arm(server)])
+    result = cli("run", manifest)
+    assert result.exit_code != 0
+    line = result.output.strip().splitlines()[-1]
+    assert line.startswith("Error: arm 'gpt': HTTP_PROXY=") and "only http:// and https:// proxies" in line, line
+    assert "secret" not in result.output
+    assert not (runner_project / "runs").exists() or not any((runner_project / "runs").iterdir())
+
+
+@pytest.mark.parametrize(("value", "problem"), [("http://", "HTTP_PROXY: names no proxy host"),
+                                                ("http://127.0.0.1:port", "HTTP_PROXY: not a proxy URL")])
+def test_a_malformed_proxy_variable_is_one_line_naming_it(runner_project, server, proxy, cli, monkeypatch, value,
+                                                          problem):
+    monkeypatch.setenv("HTTP_PROXY", value)
+    manifest = write_experiment(runner_project, questions(1), [openai_arm(server)])
+    result = cli("run", manifest)
+    assert result.exit_code != 0 and result.output.strip().splitlines()[-1].startswith(f"Error: arm 'gpt': {problem}")
