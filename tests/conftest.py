@@ -23,6 +23,18 @@ from example_support import copy_example, forget_project_modules, run_example
 from fakeserver import FakeServer
 from study_support import STEPS, TARGET
 
+PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY")
+
+
+@pytest.fixture(autouse=True)
+def no_proxy_variables(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test reaches 127.0.0.1 directly: the proxy variables of the machine running the suite
+    are cleared (HTTP targets read them), so no test's calls go to a real proxy."""
+    for name in PROXY_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.lower(), raising=False)
+
+
 # The CLI -------------------------------------------------------------------------------------------
 
 

@@ -11,15 +11,11 @@ from proxy_support import ForwardingProxy
 from runner_support import only_run, openai_arm, questions, write_experiment
 
 PASSWORD = "pr0xy-pa55word-never-logged"
-VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY")
 
 
 @pytest.fixture
-def proxy(monkeypatch):
-    """The forwarding proxy, with every proxy variable of the test's environment cleared first."""
-    for name in VARIABLES:
-        monkeypatch.delenv(name, raising=False)
-        monkeypatch.delenv(name.lower(), raising=False)
+def proxy():
+    """The forwarding proxy (conftest's autouse fixture has cleared the machine's proxy variables)."""
     with ForwardingProxy() as running:
         yield running
 
