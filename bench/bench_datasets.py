@@ -62,7 +62,7 @@ def main(count: int) -> None:
 
         print(f"{count:,} rows")
         for name in ("bench.jsonl", "bench.csv", "bench.parquet"):
-            measure(f"load_dataset {name}", count, "rows", lambda: load_dataset(root / "data" / name))
+            measure(f"load_dataset {name}", count, "rows", lambda name=name: load_dataset(root / "data" / name))
         measure("dataset freeze bench.jsonl", count, "rows", lambda: freeze_dataset(jsonl))
         measure("dataset verify bench.jsonl", count, "rows", lambda: verify_dataset(jsonl))
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import tempfile
 import time
@@ -22,6 +21,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from bench.fake_provider import fake_provider  # noqa: E402
 from bench.runner import write_project  # noqa: E402
 from evalsite.execute.runner import execute_plan  # noqa: E402
 from evalsite.experiment.manifest import load_manifest  # noqa: E402
@@ -43,18 +43,11 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.02)
     parser.add_argument("--concurrency", type=int, default=16)
     args = parser.parse_args()
-    server = subprocess.Popen([sys.executable, str(REPO / "tests" / "fakeserver.py"), "--delay", str(args.latency)],
-                              stdout=subprocess.PIPE, text=True)
-    try:
-        port = int(server.stdout.readline().split()[1])
-        with tempfile.TemporaryDirectory() as folder:
-            root = Path(folder)
-            arm = {"id": "http", "target": "openai:bench", "settings": {"base_url": f"http://127.0.0.1:{port}/v1"}}
-            manifest = write_project(root, args.calls, arm, args.concurrency, [])
-            figures = {mode: timed(root, manifest, mode) for mode in ("off", "record", "replay")}
-    finally:
-        server.terminate()
-        server.wait()
+    with fake_provider(args.latency) as provider, tempfile.TemporaryDirectory() as folder:
+        root = Path(folder)
+        arm = {"id": "http", "target": "openai:bench", "settings": {"base_url": f"{provider}/v1"}}
+        manifest = write_project(root, args.calls, arm, args.concurrency, [])
+        figures = {mode: timed(root, manifest, mode) for mode in ("off", "record", "replay")}
     for mode, seconds in figures.items():
         print(json.dumps({"mode": mode, "calls": args.calls, "seconds": round(seconds, 3),
                           "cases_per_s": round(args.calls / seconds, 1)}))

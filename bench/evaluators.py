@@ -54,7 +54,7 @@ def per_family(count: int) -> None:
     for spec in SPECS:
         evaluators = build_evaluators([spec])
 
-        async def score_all():
+        async def score_all(evaluators=evaluators):
             for view in cases:
                 await score_case(evaluators, view, None)
 

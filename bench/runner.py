@@ -40,6 +40,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from bench.fake_provider import fake_provider  # noqa: E402
 from evalsite.execute.runner import execute_plan  # noqa: E402
 from evalsite.experiment.manifest import load_manifest  # noqa: E402
 from evalsite.experiment.plan import build_plan  # noqa: E402
@@ -84,18 +85,9 @@ def peak_mb() -> float:
 
 
 def measure_http(calls: int, latency: float, concurrency: int) -> dict:
-    server = subprocess.Popen(
-        [sys.executable, str(REPO / "tests" / "fakeserver.py"), "--delay", str(latency)],
-        stdout=subprocess.PIPE, text=True,
-    )
-    try:
-        port = int(server.stdout.readline().split()[1])
-        with tempfile.TemporaryDirectory() as folder:
-            arm = {"id": "http", "target": "openai:bench", "settings": {"base_url": f"http://127.0.0.1:{port}/v1"}}
-            seconds, _ = timed_run(Path(folder), write_project(Path(folder), calls, arm, concurrency, []))
-    finally:
-        server.terminate()
-        server.wait()
+    with fake_provider(latency) as provider, tempfile.TemporaryDirectory() as folder:
+        arm = {"id": "http", "target": "openai:bench", "settings": {"base_url": f"{provider}/v1"}}
+        seconds, _ = timed_run(Path(folder), write_project(Path(folder), calls, arm, concurrency, []))
     ideal_seconds = calls * latency / concurrency
     return {
         "scenario": f"http: {calls} calls, {latency * 1000:g} ms, concurrency {concurrency}",
@@ -135,28 +127,21 @@ def child_figures(command: list[str], cwd: Path) -> dict:
 
 
 def measure_whole(calls: int, latency: float, concurrency: int, rounds: int) -> None:
-    server = subprocess.Popen([sys.executable, str(REPO / "tests" / "fakeserver.py"), "--delay", str(latency)],
-                              stdout=subprocess.PIPE, text=True)
-    try:
-        port = int(server.stdout.readline().split()[1])
-        with tempfile.TemporaryDirectory() as folder:
-            root = Path(folder)
-            arm = {"id": "http", "target": "openai:bench", "settings": {"base_url": f"http://127.0.0.1:{port}/v1"}}
-            manifest = write_project(root, calls, arm, concurrency, [])
-            run = [sys.executable, "-m", "evalsite", "run", str(manifest)]
-            bare = [sys.executable, str(REPO / "bench" / "bare_aiohttp.py"), "--url",
-                    f"http://127.0.0.1:{port}/v1/chat/completions", "--calls", str(calls),
-                    "--concurrency", str(concurrency)]
-            os.environ["PYTHONPATH"] = str(REPO)  # this checkout's evalsite, installed or not
-            # both start from cached bytecode, as an installed package does (the warm-up pair writes it)
-            os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
-            os.environ["PYTHONPYCACHEPREFIX"] = str(root / "pycache")
-            pairs = []
-            for _ in range(rounds + 1):  # the first pair warms the caches and is not counted
-                pairs.append((child_figures(run, root), child_figures(bare, root)))
-    finally:
-        server.terminate()
-        server.wait()
+    with fake_provider(latency) as provider, tempfile.TemporaryDirectory() as folder:
+        root = Path(folder)
+        arm = {"id": "http", "target": "openai:bench", "settings": {"base_url": f"{provider}/v1"}}
+        manifest = write_project(root, calls, arm, concurrency, [])
+        run = [sys.executable, "-m", "evalsite", "run", str(manifest)]
+        bare = [sys.executable, str(REPO / "bench" / "bare_aiohttp.py"), "--url",
+                f"{provider}/v1/chat/completions", "--calls", str(calls),
+                "--concurrency", str(concurrency)]
+        os.environ["PYTHONPATH"] = str(REPO)  # this checkout's evalsite, installed or not
+        # both start from cached bytecode, as an installed package does (the warm-up pair writes it)
+        os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+        os.environ["PYTHONPYCACHEPREFIX"] = str(root / "pycache")
+        pairs = []
+        for _ in range(rounds + 1):  # the first pair warms the caches and is not counted
+            pairs.append((child_figures(run, root), child_figures(bare, root)))
     pairs = pairs[1:]
     print(f"evalsite run against a bare aiohttp client: {calls} calls × {latency * 1000:g} ms at concurrency "
           f"{concurrency}, start-up included; medians of {rounds} paired rounds")

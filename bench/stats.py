@@ -51,11 +51,11 @@ def main() -> None:
     for n in (20, 30, 40, EXACT_LIMIT):
         diffs = continuous_diffs(n)
         label = f"sign_flip_test exact, n={n} continuous differences"
-        timed(label, lambda: sign_flip_test(diffs, 0 * diffs))
+        timed(label, lambda diffs=diffs: sign_flip_test(diffs, 0 * diffs))
     for n in (200, 2000):
         diffs = continuous_diffs(n)
         label = f"sign_flip_test Monte Carlo, n={n}, 100,000 resamples"
-        timed(label, lambda: sign_flip_test(diffs, 0 * diffs))
+        timed(label, lambda diffs=diffs: sign_flip_test(diffs, 0 * diffs))
     rng = np.random.default_rng(0)
     a, b = rng.random((1000, 3)) < 0.6, rng.random((1000, 3)) < 0.55
     timed("sign_flip_test exact, 1,000 items × 3 pass/fail repeats", lambda: sign_flip_test(a, b))
@@ -73,7 +73,7 @@ def main() -> None:
         # a new seed per call, so no call reuses a remembered interval
         seeds = iter(range(100))
         timed(f"bootstrap_ci BCa mean, {n:,} items, 9,999 resamples",
-              lambda: bootstrap_ci(values, seed=next(seeds)), repeats=2)
+              lambda values=values, seeds=seeds: bootstrap_ci(values, seed=next(seeds)), repeats=2)
     wide = rng.normal(size=(100_000, 10)) + np.linspace(0.0, 0.05, 10)
     timed("friedman_test 10 arms × 100,000 items, separated arms", lambda: friedman_test(wide), repeats=2)
     alike = rng.normal(size=(100_000, 10))

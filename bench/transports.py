@@ -32,6 +32,7 @@ import httpx
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from bench.fake_provider import fake_provider  # noqa: E402
 from evalsite.execute.targets.http import JsonClient, aiohttp_transport, shared_ssl_context  # noqa: E402
 
 CLIENTS = ("sharded", "httpx-aiohttp", "evalsite", "bare-aiohttp")
@@ -178,20 +179,14 @@ def main() -> None:
     if options.only:
         print(json.dumps(run_client(options.only, options.url, options.calls, options.concurrency)))
         return
-    server = subprocess.Popen([sys.executable, str(REPO / "tests" / "fakeserver.py"), "--delay", str(options.latency)],
-                              stdout=subprocess.PIPE, text=True)
-    try:
-        port = int(server.stdout.readline().split()[1])
-        url = f"http://127.0.0.1:{port}/v1/chat/completions"
+    with fake_provider(options.latency) as provider:
+        url = f"{provider}/v1/chat/completions"
         figures: dict[str, list[dict]] = {name: [] for name in CLIENTS}
         for _ in range(options.rounds):  # interleaved, so drift in the machine's speed hits every client
             for name in CLIENTS:
                 child = subprocess.run(client_command(name, url, options.calls, options.concurrency),
                                        capture_output=True, text=True, check=True)
                 figures[name].append(json.loads(child.stdout.splitlines()[-1]))
-    finally:
-        server.terminate()
-        server.wait()
     report(figures, options)
 
 
