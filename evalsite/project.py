@@ -145,7 +145,7 @@ def settings_problems(settings: dict[str, Any]) -> list[str]:
 
 
 def _did_you_mean(name: str, known: Iterable[str]) -> str:
-    from evalsite.experiment.manifest import did_you_mean  # only when a key is unknown: it loads the schema tools
+    from evalsite.experiment.schema_check import did_you_mean  # only when a key is unknown: it loads jsonschema
 
     return did_you_mean(name, sorted(known))
 

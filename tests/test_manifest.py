@@ -10,7 +10,8 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from evalsite.errors import ManifestError
-from evalsite.experiment.manifest import SCHEMA_PATH, apply_override, load_manifest, manifest_schema
+from evalsite.experiment.manifest import apply_override, load_manifest
+from evalsite.experiment.schema_check import SCHEMA_PATH, manifest_schema
 
 REPO = Path(__file__).resolve().parent.parent
 VALID = """\

@@ -12,8 +12,9 @@ from runner_support import only_run, openai_arm, questions, write_experiment
 
 from evalsite.errors import ManifestError
 from evalsite.execute.stopping import Budget
-from evalsite.experiment.manifest import load_manifest, manifest_schema
+from evalsite.experiment.manifest import load_manifest
 from evalsite.experiment.safety import MAX_CONCURRENCY, MAX_REPEAT
+from evalsite.experiment.schema_check import manifest_schema
 
 
 def test_a_nan_or_negative_billed_cost_is_a_case_error_and_the_ceiling_still_holds(runner_project, server, cli):

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from evalsite.experiment.manifest import SCHEMA_PATH
+from evalsite.experiment.schema_check import SCHEMA_PATH
 
 
 @click.command("schema")

@@ -20,8 +20,9 @@ from evalsite.execute.retry import RetryPolicy
 from evalsite.execute.study import load_study
 from evalsite.execute.targets import make_target, target_kinds, with_model
 from evalsite.execute.targets.base import load_plugins
-from evalsite.experiment.manifest import did_you_mean, load_manifest
+from evalsite.experiment.manifest import load_manifest
 from evalsite.experiment.plan import Plan, build_plan
+from evalsite.experiment.schema_check import did_you_mean
 from evalsite.project import Project
 from evalsite.python_refs import UnreadableSourceError, check_reference
 from evalsite.scoring.evaluators import Evaluator, build_evaluators

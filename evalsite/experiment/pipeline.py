@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 
 from evalsite.errors import ManifestError
-from evalsite.experiment.manifest import schema_problems
+from evalsite.experiment.schema_check import schema_problems
 
 LEVELS = ("experiment", "arm", "item", "case")
 CHILD = {"experiment": "arm", "arm": "item", "item": "case", "case": None}

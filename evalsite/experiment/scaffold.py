@@ -7,7 +7,7 @@ from pathlib import Path
 
 from evalsite import __version__
 from evalsite.errors import ProjectError
-from evalsite.experiment.manifest import SCHEMA_PATH
+from evalsite.experiment.schema_check import SCHEMA_PATH
 
 SCAFFOLD_DIR = Path(__file__).resolve().parent / "project_template"
 SCHEMA_COPY = Path(".evalsite/manifest.schema.json")  # editors read it via the manifests' modeline
