@@ -5,7 +5,8 @@ dataclass that names the method it used, and every random step is seeded with
 ``numpy.random.default_rng(seed)``. The modules, one job each:
 
 * ``paired``: two arms — sign-flip test, exact McNemar, Holm's correction.
-* ``ranking``: many arms — Friedman, Nemenyi, tied groups, rank stability.
+* ``ranking``: many arms — Friedman, Nemenyi, tied groups.
+* ``stability``: how stable their order is on item subsets and under the bootstrap.
 * ``holdout``: does the pilot order of the arms hold on holdout items?
 * ``intervals``: bootstrap (BCa, cluster, two-level) and Wilson intervals.
 * ``noise``: spread across repeats and the test of a difference against it, per-item
@@ -42,14 +43,13 @@ if TYPE_CHECKING:  # the type checker sees each export's real type; at run time 
     from evalsite.stats.ranking import (
         FriedmanResult,
         NemenyiResult,
-        RankStability,
         TiedGroups,
         friedman_test,
         nemenyi,
-        rank_stability,
         tied_groups,
         within_item_ranks,
     )
+    from evalsite.stats.stability import RankStability, rank_stability
 
 _EXPORTS = {
     "nearest_rank_percentile": "descriptive",
@@ -61,8 +61,9 @@ _EXPORTS = {
     **dict.fromkeys(("EXACT_LIMIT", "McNemarResult", "SignFlipResult", "holm", "mcnemar_exact", "sign_flip_test"),
                     "paired"),
     **dict.fromkeys(("PowerAnalysis", "min_detectable_effect", "min_items_for_alpha", "required_n"), "power"),
-    **dict.fromkeys(("FriedmanResult", "NemenyiResult", "RankStability", "TiedGroups", "friedman_test", "nemenyi",
-                     "rank_stability", "tied_groups", "within_item_ranks"), "ranking"),
+    **dict.fromkeys(("FriedmanResult", "NemenyiResult", "TiedGroups", "friedman_test", "nemenyi", "tied_groups",
+                     "within_item_ranks"), "ranking"),
+    **dict.fromkeys(("RankStability", "rank_stability"), "stability"),
 }
 
 

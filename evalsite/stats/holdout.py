@@ -10,7 +10,8 @@ from numpy.typing import ArrayLike
 from scipy import stats as scipy_stats
 
 from evalsite.stats._inputs import arm_matrix
-from evalsite.stats.ranking import _RELATIVE_TOLERANCE, _order_best_first, _reproduces_order, _reproduces_top
+from evalsite.stats.ranking import RELATIVE_TOLERANCE
+from evalsite.stats.stability import order_best_first, reproduces_order, reproduces_top
 
 
 @dataclass(frozen=True)
@@ -51,15 +52,15 @@ def holdout_check(pilot_matrix: ArrayLike, holdout_matrix: ArrayLike) -> Holdout
         )
     pilot_means, holdout_means = pilot.mean(axis=0), holdout.mean(axis=0)
     largest = max(1.0, float(np.max(np.abs(pilot))), float(np.max(np.abs(holdout))))
-    tolerance = _RELATIVE_TOLERANCE * largest
-    pilot_order = _order_best_first(pilot_means)
+    tolerance = RELATIVE_TOLERANCE * largest
+    pilot_order = order_best_first(pilot_means)
     pilot_top = tuple(int(a) for a in np.flatnonzero(pilot_means >= pilot_means.max() - tolerance))
     tau, p_value = _kendall_tau(pilot_means, holdout_means)
     return HoldoutCheck(
         pilot_order=tuple(int(a) for a in pilot_order),
-        holdout_order=tuple(int(a) for a in _order_best_first(holdout_means)),
-        order_holds=bool(_reproduces_order(holdout_means, pilot_means, pilot_order, tolerance)),
-        top_holds=bool(_reproduces_top(holdout_means, pilot_top, tolerance)),
+        holdout_order=tuple(int(a) for a in order_best_first(holdout_means)),
+        order_holds=bool(reproduces_order(holdout_means, pilot_means, pilot_order, tolerance)),
+        top_holds=bool(reproduces_top(holdout_means, pilot_top, tolerance)),
         kendall_tau=tau, kendall_p_value=p_value,
         pilot_means=tuple(pilot_means.tolist()), holdout_means=tuple(holdout_means.tolist()),
         kendall_min_p=min(1.0, 2.0 / math.factorial(pilot.shape[1])),

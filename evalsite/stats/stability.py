@@ -1,0 +1,204 @@
+"""How stable the order of many arms is: on random subsets of the items (does the order, or the
+top, survive fewer items?) and under the bootstrap (each arm's interval of ranks).
+
+Matrices are items × arms with higher = better, ranked as :mod:`evalsite.stats.ranking` ranks them
+(ties within :data:`~evalsite.stats.ranking.RELATIVE_TOLERANCE` share their rank).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike
+from scipy import stats as scipy_stats
+
+from evalsite.stats._counts import distinct_units, draw_counts, nested_count_means
+from evalsite.stats._inputs import arm_matrix
+from evalsite.stats.ranking import RELATIVE_TOLERANCE
+
+_RESAMPLE_CELLS = 1 << 21
+
+
+@dataclass(frozen=True)
+class RankStability:
+    """Outcome of :func:`rank_stability`: how often resampled items reproduce the separated pairs.
+
+    ``pairs`` are the (ahead, behind) arm pairs the paired tests separate; only those are
+    checked, since a gap the tests cannot tell from chance is reproduced by resamples of the
+    same items about as often as not, whatever its sign. For each size in ``sizes``, ``p_order``
+    is the share of bootstrap samples of that many items (drawn with replacement) on which every
+    separated pair keeps its direction, ``p_top`` the share on which the first arm stays ahead
+    of every other (empty when the tests do not separate it from all of them).
+    ``min_size_order`` is the smallest size reaching ``level``, and is None unless *every* pair
+    of arms is separated (a full order); ``min_size_pairs`` is the same for the separated pairs
+    alone; ``min_size_top`` for the top arm. ``rank_intervals[arm]`` is the central ``level``
+    interval of the arm's rank (1 = best, ties averaged) over full-size bootstrap resamples.
+    """
+
+    sizes: tuple[int, ...]
+    pairs: tuple[tuple[int, int], ...]
+    p_order: tuple[float, ...]
+    p_top: tuple[float, ...]
+    min_size_order: int | None
+    min_size_pairs: int | None
+    min_size_top: int | None
+    full_order: tuple[int, ...]
+    top_arms: tuple[int, ...]
+    rank_intervals: tuple[tuple[float, float], ...]
+    level: float
+    n_items: int
+    n_arms: int
+    n_resamples: int
+    seed: int
+    method: str = "bootstrap samples with replacement per size; bootstrap rank intervals at full size"
+
+
+def rank_stability(
+    matrix: ArrayLike,
+    *,
+    pairs: Sequence[tuple[int, int]] = (),
+    sizes: ArrayLike | None = None,
+    n_resamples: int = 1000,
+    seed: int = 0,
+    level: float = 0.95,
+) -> RankStability:
+    """How many items the separated part of the order needs before resamples keep reproducing it.
+
+    ``pairs`` lists (ahead, behind) arms the paired tests separated. ``sizes`` defaults to 10%,
+    20%, ..., 100% of the items. Each resample draws n items with replacement and uses its first
+    k for every size k, so every prefix is a bootstrap sample of size k (sizes share draws).
+    """
+    if not 0 < level < 1:
+        raise ValueError(f"level must lie strictly between 0 and 1, got {level}")
+    if n_resamples < 1:
+        raise ValueError(f"n_resamples must be at least 1, got {n_resamples}")
+    values = arm_matrix(matrix)
+    n_items, n_arms = values.shape
+    checked = tuple((int(a), int(b)) for a, b in pairs)
+    if any(not (0 <= a < n_arms and 0 <= b < n_arms) or a == b for a, b in checked):
+        raise ValueError(f"pairs must name two different arms among {n_arms}")
+    subset_sizes = _subset_sizes(sizes, n_items)
+    rng = np.random.default_rng(seed)
+    tolerance = RELATIVE_TOLERANCE * max(1.0, float(np.max(np.abs(values))))
+    full_means = values.mean(axis=0)
+    full_order = order_best_first(full_means)
+    top = int(full_order[0])
+    top_pairs = tuple(pair for pair in checked if pair[0] == top)
+    top_separated = len({b for _, b in top_pairs}) == n_arms - 1
+    every_pair = len({frozenset(pair) for pair in checked}) == n_arms * (n_arms - 1) // 2
+
+    order_hits = np.zeros(subset_sizes.size)
+    top_hits = np.zeros(subset_sizes.size)
+    by_counts = distinct_units(values, n_resamples)  # large inputs with few distinct item rows
+    for means in _subset_means(values, subset_sizes, n_resamples, rng, by_counts):
+        order_hits += _keeps(means, checked, tolerance).sum(axis=0)
+        top_hits += _keeps(means, top_pairs, tolerance).sum(axis=0)
+    p_order = order_hits / n_resamples if checked else np.array([])
+    p_top = top_hits / n_resamples if top_separated else np.array([])
+    pairs_size = _smallest_size_reaching(subset_sizes, p_order, level) if checked else None
+    return RankStability(
+        sizes=tuple(subset_sizes.tolist()), pairs=checked, p_order=tuple(p_order.tolist()),
+        p_top=tuple(p_top.tolist()),
+        min_size_order=pairs_size if every_pair else None,
+        min_size_pairs=pairs_size,
+        min_size_top=_smallest_size_reaching(subset_sizes, p_top, level) if top_separated else None,
+        full_order=tuple(int(a) for a in full_order),
+        top_arms=tuple(int(a) for a in np.flatnonzero(full_means >= full_means.max() - tolerance)),
+        rank_intervals=_bootstrap_rank_intervals(values, n_resamples, level, rng, by_counts),
+        level=level, n_items=n_items, n_arms=n_arms, n_resamples=n_resamples, seed=seed,
+    )
+
+
+def _subset_sizes(sizes: ArrayLike | None, n_items: int) -> np.ndarray:
+    if sizes is None:
+        defaults = np.rint(np.linspace(0, n_items, 11)[1:]).astype(int)
+        return np.unique(defaults[defaults >= 1])
+    chosen = np.unique(np.asarray(sizes, dtype=int))
+    if chosen.size == 0 or chosen[0] < 1 or chosen[-1] > n_items:
+        raise ValueError(f"sizes must lie between 1 and the number of items ({n_items})")
+    return chosen
+
+
+def _subset_means(
+    values: np.ndarray, sizes: np.ndarray, n_resamples: int, rng: np.random.Generator,
+    by_counts: tuple[np.ndarray, np.ndarray] | None = None,
+) -> Iterator[np.ndarray]:
+    """Yield chunks of arm means, shape (resamples, sizes, arms), over nested bootstrap samples
+    (drawn as counts of the distinct item rows when ``by_counts`` gives them: :mod:`._counts`)."""
+    if by_counts is not None:
+        distinct, counts = by_counts
+        per_chunk = max(1, _RESAMPLE_CELLS // (distinct.shape[0] * sizes.size))
+        for start in range(0, n_resamples, per_chunk):
+            yield nested_count_means(distinct, counts, sizes, min(per_chunk, n_resamples - start), rng)
+        return
+    n_items = values.shape[0]
+    largest = int(sizes[-1])
+    per_chunk = max(1, _RESAMPLE_CELLS // (largest * values.shape[1]))
+    for start in range(0, n_resamples, per_chunk):
+        rows = min(per_chunk, n_resamples - start)
+        drawn = rng.integers(0, n_items, size=(rows, largest))
+        prefix_sums = np.cumsum(values[drawn], axis=1)
+        yield prefix_sums[:, sizes - 1, :] / sizes[None, :, None]
+
+
+def _keeps(means: np.ndarray, pairs: Sequence[tuple[int, int]], tolerance: float) -> np.ndarray:
+    """Whether every (ahead, behind) pair keeps ahead's mean above behind's, per resample and size."""
+    if not pairs:
+        return np.zeros(means.shape[:-1], dtype=bool)
+    ahead = np.array([a for a, _ in pairs])
+    behind = np.array([b for _, b in pairs])
+    return np.asarray(np.all(means[..., ahead] - means[..., behind] > tolerance, axis=-1))
+
+
+def order_best_first(means: np.ndarray) -> np.ndarray:
+    return np.argsort(-means, kind="stable")
+
+
+def reproduces_order(
+    means: np.ndarray, reference: np.ndarray, order: np.ndarray, tolerance: float
+) -> np.ndarray:
+    """Whether every pair of arms keeps its relation (>, or = within tolerance) to the reference.
+
+    Checking neighbours in the reference order suffices: the relations chain transitively.
+    """
+    reference_gaps = reference[order[:-1]] - reference[order[1:]]
+    gaps = means[..., order[:-1]] - means[..., order[1:]]
+    strict = reference_gaps > tolerance
+    kept = np.where(strict, gaps > tolerance, np.abs(gaps) <= tolerance)
+    return np.asarray(np.all(kept, axis=-1))
+
+
+def reproduces_top(means: np.ndarray, top_arms: tuple[int, ...], tolerance: float) -> np.ndarray:
+    best = means.max(axis=-1, keepdims=True)
+    at_top = means >= best - tolerance
+    expected = np.zeros(means.shape[-1], dtype=bool)
+    expected[list(top_arms)] = True
+    return np.asarray(np.all(at_top == expected, axis=-1))
+
+
+def _smallest_size_reaching(sizes: np.ndarray, shares: np.ndarray, level: float) -> int | None:
+    reached = np.flatnonzero(shares >= level)
+    return int(sizes[reached[0]]) if reached.size else None
+
+
+def _bootstrap_rank_intervals(
+    values: np.ndarray, n_resamples: int, level: float, rng: np.random.Generator,
+    by_counts: tuple[np.ndarray, np.ndarray] | None = None,
+) -> tuple[tuple[float, float], ...]:
+    n_items, n_arms = values.shape
+    per_chunk = max(1, _RESAMPLE_CELLS // (values.size if by_counts is None else by_counts[0].size))
+    ranks = []
+    for start in range(0, n_resamples, per_chunk):
+        rows = min(per_chunk, n_resamples - start)
+        if by_counts is not None:
+            means = draw_counts(rng, n_items, by_counts[1], rows) @ by_counts[0] / n_items
+        else:
+            means = values[rng.integers(0, n_items, size=(rows, n_items))].mean(axis=1)
+        ranks.append(scipy_stats.rankdata(-means, axis=1))
+    all_ranks = np.concatenate(ranks)
+    tail = (1 - level) / 2
+    low = np.quantile(all_ranks, tail, axis=0, method="inverted_cdf")
+    high = np.quantile(all_ranks, 1 - tail, axis=0, method="inverted_cdf")
+    return tuple((float(lo), float(hi)) for lo, hi in zip(low, high))
