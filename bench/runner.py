@@ -15,11 +15,13 @@ whole commands:
 
 - ``--whole``: the issue-17 target, start-up included. ``evalsite run`` of the ``http`` project
   as its own process, paired round by round with a bare aiohttp client making the same calls
-  (``bench/bare_aiohttp.py``, which imports aiohttp alone) against the same fake server; prints
+  (``bench/bare_aiohttp.py``, which imports aiohttp alone) against the same fake server, and with
+  the floor under any runner that keeps httpx as the API (``bench/httpx_floor.py``: ``evalsite
+  run``'s imports and the same calls through the HTTP targets' client, nothing else); prints
   each one's wall and CPU seconds and peak RSS (the operating system's accounting of the
   finished child, as ``/usr/bin/time -v`` reports it) and the medians of the paired ratios.
-  Both children start from cached bytecode (``PYTHONPYCACHEPREFIX`` in the bench's folder,
-  written by the uncounted first pair), as an installed package does.
+  All three start from cached bytecode (``PYTHONPYCACHEPREFIX`` in the bench's folder,
+  written by the uncounted first round), as an installed package does.
 
 Rerun: ``python bench/runner.py`` (defaults: 6,000 calls at 20 ms, concurrency 32; 20,000
 instant cases), ``python bench/runner.py --whole --rounds 5``. ``--help`` lists the knobs.
@@ -135,21 +137,24 @@ def measure_whole(calls: int, latency: float, concurrency: int, rounds: int) -> 
         bare = [sys.executable, str(REPO / "bench" / "bare_aiohttp.py"), "--url",
                 f"{provider}/v1/chat/completions", "--calls", str(calls),
                 "--concurrency", str(concurrency)]
+        floor = [sys.executable, str(REPO / "bench" / "httpx_floor.py"), "--url", f"{provider}/v1",
+                 "--calls", str(calls), "--concurrency", str(concurrency)]
         os.environ["PYTHONPATH"] = str(REPO)  # this checkout's evalsite, installed or not
         # both start from cached bytecode, as an installed package does (the warm-up pair writes it)
         os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
         os.environ["PYTHONPYCACHEPREFIX"] = str(root / "pycache")
-        pairs = []
-        for _ in range(rounds + 1):  # the first pair warms the caches and is not counted
-            pairs.append((child_figures(run, root), child_figures(bare, root)))
-    pairs = pairs[1:]
+        rounds_run = []
+        for _ in range(rounds + 1):  # the first round warms the caches and is not counted
+            rounds_run.append([child_figures(command, root) for command in (run, floor, bare)])
+    rounds_run = rounds_run[1:]
     print(f"evalsite run against a bare aiohttp client: {calls} calls × {latency * 1000:g} ms at concurrency "
-          f"{concurrency}, start-up included; medians of {rounds} paired rounds")
-    for label, index in (("evalsite run", 0), ("bare aiohttp", 1)):
-        figures = {key: median([pair[index][key] for pair in pairs]) for key in ("wall", "cpu", "peak_mb")}
+          f"{concurrency}, start-up included; medians of {rounds} rounds (the three children in turn)")
+    for label, index in (("evalsite run", 0), ("httpx floor", 1), ("bare aiohttp", 2)):
+        figures = {key: median([one[index][key] for one in rounds_run]) for key in ("wall", "cpu", "peak_mb")}
         print(f"  {label:<13} wall {figures['wall']:6.2f} s  cpu {figures['cpu']:6.2f} s  peak {figures['peak_mb']:5.0f} MB")
-    ratios = {key: median([a[key] / b[key] for a, b in pairs]) for key in ("wall", "cpu")}
-    print(f"  ratio         wall {ratios['wall']:.2f}×  cpu {ratios['cpu']:.2f}× (paired, median)")
+    for label, index in (("evalsite run", 0), ("httpx floor", 1)):
+        ratios = {key: median([one[index][key] / one[2][key] for one in rounds_run]) for key in ("wall", "cpu")}
+        print(f"  {label + ' / bare':<24} wall {ratios['wall']:.2f}×  cpu {ratios['cpu']:.2f}× (per round, median)")
 
 
 def median(values: list[float]) -> float:

@@ -1,0 +1,57 @@
+"""The floor under ``evalsite run`` while httpx is the HTTP API: the modules ``evalsite run``
+imports, then N POSTs through the HTTP targets' own client (``JsonClient``: an ``httpx.Request``
+handed to the httpx-aiohttp transport), at most C in flight, each response read as JSON — and
+nothing else: no dataset, no plan, no case records, no run folder.
+
+``bench/runner.py --whole`` runs it beside ``evalsite run`` and the bare aiohttp client
+(``bench/bare_aiohttp.py``), so the runner's own work (``evalsite run`` minus this) and the cost
+of httpx and of the imports (this minus the bare client) are told apart:
+
+    python bench/httpx_floor.py --url http://127.0.0.1:PORT/v1 [--calls 6000] [--concurrency 32]
+
+prints one JSON line: wall and CPU seconds, peak RSS (MB).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import resource
+import time
+
+import evalsite.cli.run  # noqa: F401  (what `evalsite run` imports: the command, the runner, the targets)
+from evalsite.execute.targets.http import JsonClient
+
+BODY = {"model": "bench", "messages": [{"role": "user", "content": "question"}]}
+
+
+async def post_all(base_url: str, calls: int, concurrency: int) -> None:
+    gate = asyncio.Semaphore(concurrency)
+    client = JsonClient(base_url, {}, [], concurrency)
+
+    async def one() -> None:
+        async with gate:
+            await client.post("/chat/completions", BODY)
+
+    try:
+        await asyncio.gather(*(one() for _ in range(calls)))
+    finally:
+        await client.aclose()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--url", required=True, help="the base URL, e.g. http://127.0.0.1:PORT/v1")
+    parser.add_argument("--calls", type=int, default=6000)
+    parser.add_argument("--concurrency", type=int, default=32)
+    options = parser.parse_args()
+    started = time.perf_counter()
+    asyncio.run(post_all(options.url, options.calls, options.concurrency))
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    print(json.dumps({"client": "httpx-floor", "wall": time.perf_counter() - started,
+                      "cpu": usage.ru_utime + usage.ru_stime, "peak_mb": usage.ru_maxrss / 1024}))
+
+
+if __name__ == "__main__":
+    main()
