@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import ssl
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -44,6 +45,7 @@ class FakeServer:
     port: int = 0
     in_flight: int = 0
     max_in_flight: int = 0
+    tls: ssl.SSLContext | None = None  # serve HTTPS with this server context (tests/proxy_support.py makes one)
 
     def __post_init__(self):
         self._lock = threading.Lock()
@@ -52,7 +54,7 @@ class FakeServer:
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"{'https' if self.tls else 'http'}://127.0.0.1:{self.port}"
 
     def calls_for(self, content: str) -> int:
         with self._lock:
@@ -78,7 +80,7 @@ class FakeServer:
     async def serve(self, on_ready: Callable[[], None] | None = None) -> None:
         self._loop = asyncio.get_running_loop()
         self._stopped = asyncio.Event()
-        server = await asyncio.start_server(self._connection, "127.0.0.1", self.port, backlog=1024)
+        server = await asyncio.start_server(self._connection, "127.0.0.1", self.port, backlog=1024, ssl=self.tls)
         self.port = server.sockets[0].getsockname()[1]
         if on_ready is not None:
             on_ready()

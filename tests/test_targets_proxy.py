@@ -7,8 +7,11 @@ import base64
 import socket
 
 import pytest
-from proxy_support import ForwardingProxy
+from fakeserver import FakeServer
+from proxy_support import ForwardingProxy, https_certificates
 from runner_support import only_run, openai_arm, questions, write_experiment
+
+from evalsite.execute.targets.http import shared_ssl_context
 
 PASSWORD = "pr0xy-pa55word-never-logged"
 
@@ -18,6 +21,18 @@ def proxy():
     """The forwarding proxy (conftest's autouse fixture has cleared the machine's proxy variables)."""
     with ForwardingProxy() as running:
         yield running
+
+
+@pytest.fixture
+def https_server(tmp_path, monkeypatch):
+    """The fake provider over HTTPS with a test CA's certificate for 127.0.0.1; ``SSL_CERT_FILE``
+    names that CA, and the shared SSL context is made afresh so it trusts it (and again after)."""
+    context, bundle = https_certificates(tmp_path)
+    monkeypatch.setenv("SSL_CERT_FILE", str(bundle))
+    shared_ssl_context.cache_clear()
+    with FakeServer(tls=context) as running:
+        yield running
+    shared_ssl_context.cache_clear()
 
 
 def closed_port() -> int:
@@ -38,6 +53,31 @@ def test_calls_go_through_http_proxy_with_its_credentials(runner_project, server
     assert {seen.proxy_authorization for seen in proxy.seen} == {f"Basic {credentials}"}
     written = b"".join(path.read_bytes() for path in (runner_project / "runs").rglob("*") if path.is_file())
     assert PASSWORD.encode() not in written
+
+
+def test_an_https_api_is_reached_through_the_proxy_by_connect(runner_project, https_server, proxy, cli,
+                                                             monkeypatch):
+    monkeypatch.setenv("HTTPS_PROXY", proxy.url.replace("http://", f"http://evalsite:{PASSWORD}@"))
+    manifest = write_experiment(runner_project, questions(3), [openai_arm(https_server)])
+    result = cli("run", manifest)
+    assert result.exit_code == 0, result.output
+    assert all(case["error"] is None for case in only_run(runner_project).cases)
+    assert len(https_server.calls) == 3  # answered over TLS, through the tunnels
+    assert proxy.seen and {seen.url for seen in proxy.seen} == {f"127.0.0.1:{https_server.port}"}
+    credentials = base64.b64encode(f"evalsite:{PASSWORD}".encode()).decode()
+    assert {seen.proxy_authorization for seen in proxy.seen} == {f"Basic {credentials}"}
+
+
+def test_through_the_proxy_the_api_certificate_is_still_verified(runner_project, https_server, proxy, cli,
+                                                                 monkeypatch):
+    monkeypatch.delenv("SSL_CERT_FILE")  # the test CA is no longer trusted
+    shared_ssl_context.cache_clear()
+    monkeypatch.setenv("HTTPS_PROXY", proxy.url)
+    manifest = write_experiment(runner_project, questions(1), [openai_arm(https_server)])
+    cli("run", manifest)
+    (case,) = only_run(runner_project).cases
+    assert case["error"].startswith("connection error") and "certificate" in case["error"].lower(), case["error"]
+    assert https_server.calls == [] and len(proxy.seen) >= 1
 
 
 def test_lower_case_variable_and_all_proxy_are_read(runner_project, server, proxy, cli, monkeypatch):
