@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
 from evalsite.runlog.records import Case, Footer, RunHeader
@@ -28,3 +29,23 @@ def make_run(run_id: str, arm: str, cells: dict[str, list[tuple]], inputs_id: st
     footer = Footer.from_json({"status": "completed"}, "end.json")
     return Run(Path(run_id), RunHeader.from_json(header, "run.json"), footer, footer.status,
                [Case.from_json(case, "cases.jsonl") for case in cases])
+
+
+def random_runs(seed: int):
+    """Up to five runs; odd seeds give every case a single repeat (the matrix's one-value path)."""
+    rng = random.Random(seed)
+    most = 1 if seed % 2 else 3
+    outputs = ["4", " 4\n", "5", "x", {"a": 1}, ["b"], None]
+    runs = []
+    for n in range(rng.randint(1, 5)):
+        items = {}
+        for item in range(rng.randint(1, 12)):
+            if rng.random() < 0.2:
+                continue  # this run lacks the item
+            items[f"i{item}"] = [(rng.choice(outputs), rng.choice([0.0, 0.5, 1.0, 1.0, None]), rng.choice([1, 2, 10, 10.5, 30]),
+                                  rng.choice([0.1, 0.1, 0.2, None]), rng.choice([2, 5, None]))
+                                 for _ in range(rng.randint(1, most))]
+        if not items:
+            items["i0"] = [("4", 1.0, 1, 0.1, 2)]
+        runs.append(make_run(f"r{n}", f"arm{n}", items))
+    return runs

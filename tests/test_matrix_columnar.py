@@ -1,5 +1,5 @@
-"""The comparison matrix decided over arrays equals a row-by-row reading of its cells, and a matrix
-combined from per-run cells (as the site keeps them) equals the matrix of the runs.
+"""The comparison matrix decided over arrays equals a row-by-row reading of its cells, and rows
+decided from per-run columns (as the site keeps them) equal the matrix of the runs.
 
 Random runs (items missing from some runs, several repeats, tied and missing scores, latencies,
 costs and tokens, outputs differing only in whitespace, JSON outputs) are compared with a plain
@@ -8,13 +8,12 @@ reference that applies the rules stated in ``evalsite.analysis.matrix`` one row 
 
 from __future__ import annotations
 
-import random
 from collections import Counter
 
 import pytest
-from matrix_support import make_run
+from matrix_support import make_run, random_runs
 
-from evalsite.analysis.matrix import MIN_LEAD, answer_key, comparison_matrix, run_cells
+from evalsite.analysis.matrix import MIN_LEAD, answer_key, comparison_matrix, decide_rows, run_cells, run_column
 
 TIE = 1e-9
 
@@ -52,26 +51,6 @@ def reference_row(cells):
             next((c.output for c in present if answer_key(c.output) == majority), None), outliers)
 
 
-def random_runs(seed: int):
-    """Up to five runs; odd seeds give every case a single repeat (the matrix's one-value path)."""
-    rng = random.Random(seed)
-    most = 1 if seed % 2 else 3
-    outputs = ["4", " 4\n", "5", "x", {"a": 1}, ["b"], None]
-    runs = []
-    for n in range(rng.randint(1, 5)):
-        items = {}
-        for item in range(rng.randint(1, 12)):
-            if rng.random() < 0.2:
-                continue  # this run lacks the item
-            items[f"i{item}"] = [(rng.choice(outputs), rng.choice([0.0, 0.5, 1.0, 1.0, None]), rng.choice([1, 2, 10, 10.5, 30]),
-                                  rng.choice([0.1, 0.1, 0.2, None]), rng.choice([2, 5, None]))
-                                 for _ in range(rng.randint(1, most))]
-        if not items:
-            items["i0"] = [("4", 1.0, 1, 0.1, 2)]
-        runs.append(make_run(f"r{n}", f"arm{n}", items))
-    return runs
-
-
 @pytest.mark.parametrize("seed", range(60))
 def test_the_rows_equal_a_row_by_row_reading_of_the_cells(seed):
     runs = random_runs(seed)
@@ -88,6 +67,23 @@ def test_the_rows_equal_a_row_by_row_reading_of_the_cells(seed):
             == [None if c is None else (c.output, c.score, c.latency_ms, c.cost_usd, c.tokens, c.repeats) for c in plain]
         first = next(run for run in runs if row.item_id in {c.item_id for c in run.cases})
         assert row.input == f"question {row.item_id}" and first is not None
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_rows_decided_from_kept_columns_equal_the_matrix_of_the_runs(seed):
+    runs = random_runs(seed)
+    marks = decide_rows([run_column(run) for run in runs])  # each run's column alone, as the site keeps them
+    matrix = comparison_matrix(runs)
+    run_ids = [run.run_id for run in runs]
+    assert list(marks.item_ids) == [row.item_id for row in matrix.rows]
+    for n, row in enumerate(matrix.rows):
+        def named(mask, n=n):
+            return [run_id for run_id, marked in zip(run_ids, mask[n]) if marked]
+        assert (named(marks.best), named(marks.fastest), named(marks.cheapest), named(marks.fewest_tokens)) \
+            == (row.best, row.fastest, row.cheapest, row.fewest_tokens)
+        assert named(marks.outlier) == [cell.run_id for cell in row.cells if cell is not None and cell.outlier]
+        assert bool(marks.divergent[n]) == row.divergent
+        assert named(marks.present) == [cell.run_id for cell in row.cells if cell is not None]
 
 
 @pytest.mark.parametrize("seed", range(10))

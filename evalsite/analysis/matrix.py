@@ -4,10 +4,16 @@ winners, rows where the arms' outputs diverge, and cells that differ from the ro
 A cell summarises one run's cases of one item over its repeats: the most common output, and the
 mean score, latency, tokens and cost per case. Outputs are compared after trimming surrounding
 whitespace (text) or as canonical JSON (anything else).
+
+What depends on one run alone is its :class:`RunColumn` (arrays over its items, its answers as
+digests), so a caller can keep it per run (the site does, in its cache); :func:`decide_rows`
+decides every row of any set of columns at once over items × columns arrays, and
+:func:`comparison_matrix` is the same matrix as one object per cell.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -17,7 +23,7 @@ import numpy as np
 
 from evalsite.analysis.case_columns import CaseColumns, case_columns
 from evalsite.analysis.compare import comparability
-from evalsite.analysis.items import ItemMatrix, columns_item_matrix
+from evalsite.analysis.items import columns_item_matrix
 from evalsite.errors import NotComparableError
 from evalsite.runlog.hashing import canonical_json
 from evalsite.runlog.rows import item_order
@@ -92,49 +98,158 @@ def cases_by_item(cases: Iterable[Mapping[str, Any]]) -> dict[str, list[Mapping[
     return grouped
 
 
-def comparison_matrix(runs: list[Run], cells: Sequence[Mapping[str, ComparisonCell]] | None = None) -> ComparisonMatrix:
-    """The matrix over ``runs`` (columns in the given order). ``cells`` are the runs' :func:`run_cells`
-    when the caller already has them (the site keeps them per run); rows then take their input and
-    expected value from the runs' cases when the runs carry them. Raises :class:`NotComparableError`
-    when any run is not comparable with the first."""
+@dataclass(frozen=True)
+class RunColumn:
+    """One run's column of the matrix as arrays over its items (natural item order): the part of
+    the matrix that depends on this run alone, so it can be kept per run and combined with other
+    runs' columns by :func:`decide_rows`. ``score``, ``latency_ms``, ``tokens`` and ``cost_usd``
+    are each item's mean over its repeats with a value, ``passed`` its verdict over its repeats
+    (1.0 every repeat with a verdict passed, 0.0 one failed), NaN where there is none;
+    ``answers`` is an items × 2 array of uint64 holding a 128-bit BLAKE2b digest of the
+    :func:`answer_key` of the item's most common output, so answers are compared across runs
+    without their text (two different answers share a digest with probability about 2⁻¹²⁸)."""
+
+    run_id: str
+    item_ids: tuple[str, ...]
+    score: np.ndarray
+    passed: np.ndarray
+    latency_ms: np.ndarray
+    tokens: np.ndarray
+    cost_usd: np.ndarray
+    answers: np.ndarray
+
+
+#: The figures of a :class:`RunColumn` (float arrays, one value per item).
+FIGURES = ("score", "passed", "latency_ms", "tokens", "cost_usd")
+
+
+@dataclass(frozen=True)
+class MatrixMarks:
+    """The rows of a matrix decided over its columns at once. ``item_ids`` is the union of the
+    columns' items in natural order; ``position`` (items × columns) is each item's index in a
+    column's arrays, -1 where that run lacks it; ``values`` holds each figure (items × columns,
+    NaN where missing or without a value). ``best`` (highest score), ``fastest``, ``cheapest``
+    and ``fewest_tokens`` (a clear lowest value, :data:`MIN_LEAD`) mark the row's winners,
+    ``outlier`` the cells of a divergent row whose answer is not the row's majority answer, and
+    ``majority`` the first column giving that answer (-1: no single most common answer)."""
+
+    item_ids: tuple[str, ...]
+    position: np.ndarray
+    values: dict[str, np.ndarray]
+    present: np.ndarray
+    divergent: np.ndarray
+    majority: np.ndarray
+    outlier: np.ndarray
+    best: np.ndarray
+    fastest: np.ndarray
+    cheapest: np.ndarray
+    fewest_tokens: np.ndarray
+
+
+def check_comparable(runs: Sequence[Run]) -> None:
+    """Raise :class:`NotComparableError` when any run is not comparable with the first."""
     for run in runs[1:]:
         verdict = comparability(runs[0].header, run.header)
         if not verdict.comparable:
             raise NotComparableError(f"not comparable: {runs[0].run_id} vs {run.run_id}: {verdict.reason}")
-    cells = [run_cells(run) for run in runs] if cells is None else cells
+
+
+def comparison_matrix(runs: list[Run], cells: Sequence[Mapping[str, ComparisonCell]] | None = None) -> ComparisonMatrix:
+    """The matrix over ``runs`` (columns in the given order), one object per cell. ``cells`` are the
+    runs' :func:`run_cells` when the caller already has them; rows then take their input and
+    expected value from the runs' cases when the runs carry them. Raises
+    :class:`NotComparableError` when any run is not comparable with the first."""
+    check_comparable(runs)
+    if cells is None:
+        columns = [run_column(run) for run in runs]
+        cells = [run_cells(run, column) for run, column in zip(runs, columns)]
+    else:
+        columns = [_column_of_cells(run.run_id, column) for run, column in zip(runs, cells)]
     first: dict[str, Mapping[str, Any]] = {}
     for run in runs:
         for item_id, cases in cases_by_item(run.cases).items():
             first.setdefault(item_id, cases[0])
-    item_ids = sorted({item_id for column in cells for item_id in column}, key=item_order)
-    return ComparisonMatrix(_columns(runs), _rows(item_ids, [run.run_id for run in runs], cells, first))
+    return ComparisonMatrix(_columns(runs), _rows(decide_rows(columns), [run.run_id for run in runs], cells, first))
 
 
-def run_cells(run: Run, columns: CaseColumns | None = None) -> dict[str, ComparisonCell]:
-    """Item id → the run's cell (in natural item order): the part of the matrix that depends on
-    this run alone, so it can be kept per run and combined with other runs' cells. ``columns``:
-    the run's :func:`~evalsite.analysis.case_columns.case_columns`, when the caller has them."""
+def _column_of_cells(run_id: str, cells: Mapping[str, ComparisonCell]) -> RunColumn:
+    """The :class:`RunColumn` of cells computed earlier (:func:`run_cells`)."""
+    item_ids = sorted(cells, key=item_order)
+    chosen = [cells[item_id] for item_id in item_ids]
+
+    def floats(name: str) -> np.ndarray:
+        return np.array([np.nan if getattr(cell, name) is None else float(getattr(cell, name)) for cell in chosen], dtype=float)
+
+    return RunColumn(run_id, tuple(item_ids), floats("score"), floats("passed"), floats("latency_ms"), floats("tokens"),
+                     floats("cost_usd"), _digests([answer_key(cell.output) for cell in chosen]))
+
+
+def run_column(run: Run, columns: CaseColumns | None = None) -> RunColumn:
+    """The run's :class:`RunColumn`. ``columns``: the run's
+    :func:`~evalsite.analysis.case_columns.case_columns`, when the caller has them."""
+    cases = case_columns(run.cases) if columns is None else columns
+    if cases.size == 0:  # a run that has recorded nothing yet: a column of no items
+        nothing = np.empty(0)
+        return RunColumn(run.run_id, (), nothing, nothing, nothing, nothing, nothing, np.empty((0, 2), dtype=np.uint64))
+    matrix = columns_item_matrix([run], [cases], shared=False)
+    known = ~np.isnan(matrix.passed[:, 0, :])
+    passed = np.where(known.any(axis=1), np.all((matrix.passed[:, 0, :] == 1.0) | ~known, axis=1), np.nan).astype(float)
+    return RunColumn(
+        run_id=run.run_id, item_ids=matrix.item_ids, score=matrix.means_of("score", 0), passed=passed,
+        latency_ms=matrix.means_of("latency_ms", 0), tokens=matrix.means_of("tokens", 0),
+        cost_usd=matrix.means_of("cost_usd", 0),
+        answers=_digests([answer_key(output) for output in _outputs(run.cases, cases, matrix.item_ids)]),
+    )
+
+
+def _outputs(records: Sequence[Mapping[str, Any]], cases: CaseColumns, item_ids: Sequence[str]) -> list[Any]:
+    """Each item's most common output (:func:`_most_common_output`), in the order of ``item_ids``;
+    read case by case when every item has one case (the usual single repeat)."""
+    code_of = {item_id: code for code, item_id in enumerate(cases.item_ids)}
+    if np.bincount(cases.item).max() == 1:
+        by_code: list[Any] = [None] * len(cases.item_ids)
+        for record, code in zip(records, cases.item.tolist()):
+            by_code[code] = record.get("output")
+        return [by_code[code_of[item_id]] for item_id in item_ids]
+    grouped = cases_by_item(records)
+    return [_most_common_output(grouped[item_id]) for item_id in item_ids]
+
+
+def _most_common_output(cases: Sequence[Mapping[str, Any]]) -> Any:
+    """The output most of an item's repeats gave (by :func:`answer_key`; the first repeat's among equals)."""
+    if len(cases) == 1:
+        return cases[0].get("output")
+    top = Counter(answer_key(c.get("output")) for c in cases).most_common(1)[0][0]
+    return next(c.get("output") for c in cases if answer_key(c.get("output")) == top)
+
+
+def _digests(keys: Sequence[str]) -> np.ndarray:
+    """Items × 2 uint64: the 128-bit BLAKE2b digest of each answer key."""
+    raw = b"".join(hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=16).digest() for key in keys)
+    return np.frombuffer(raw, dtype=np.uint64).reshape(len(keys), 2).copy()
+
+
+def run_cells(run: Run, column: RunColumn | None = None) -> dict[str, ComparisonCell]:
+    """Item id → the run's cell (in natural item order), its figures from the run's
+    :class:`RunColumn`, its most common output and first error from the case records."""
+    column = run_column(run) if column is None else column
     grouped = cases_by_item(run.cases)
-    matrix = columns_item_matrix([run], [case_columns(run.cases) if columns is None else columns], shared=False)
-    means = {name: _means(matrix, name) for name in ("score", "latency_ms", "tokens", "cost_usd")}
-    passed = _passed(matrix)
-    return {item_id: _cell(run.run_id, grouped[item_id], means, passed, row) for row, item_id in enumerate(matrix.item_ids)}
+    values = {name: _optional(getattr(column, name)) for name in FIGURES}
+    return {item_id: ComparisonCell(
+        run_id=run.run_id,
+        output=_most_common_output(grouped[item_id]),
+        score=values["score"][n],
+        passed=None if values["passed"][n] is None else values["passed"][n] == 1.0,
+        latency_ms=values["latency_ms"][n],
+        tokens=values["tokens"][n],
+        cost_usd=values["cost_usd"][n],
+        error=next((c["error"] for c in grouped[item_id] if c.get("error")), None),
+        repeats=len(grouped[item_id]),
+    ) for n, item_id in enumerate(column.item_ids)}
 
 
-def _means(matrix: ItemMatrix, name: str) -> list[float | None]:
-    """Each item's mean of ``name`` over its repeats with a value (:meth:`ItemMatrix.mean_of`); with a
-    single repeat that is the value itself, read for every item at once."""
-    values = getattr(matrix, name)[:, 0, :]
-    if values.shape[1] == 1:
-        return [None if value != value else value for value in values[:, 0].tolist()]  # NaN != NaN
-    return [matrix.mean_of(name, row, 0) for row in range(matrix.n_items)]
-
-
-def _passed(matrix: ItemMatrix) -> list[bool | None]:
-    """Each item's verdict over its repeats (:meth:`ItemMatrix.item_passed`), read at once with a single repeat."""
-    if matrix.passed.shape[2] == 1:
-        return [None if value != value else value == 1.0 for value in matrix.passed[:, 0, 0].tolist()]
-    return [matrix.item_passed(row, 0) for row in range(matrix.n_items)]
+def _optional(values: np.ndarray) -> list[float | None]:
+    return [None if value != value else value for value in values.tolist()]  # NaN != NaN
 
 
 def _columns(runs: list[Run]) -> list[MatrixColumn]:
@@ -150,67 +265,89 @@ def answer_key(output: Any) -> str:
     return output.strip() if isinstance(output, str) else canonical_json(output)
 
 
-def _cell(run_id: str, cases: list[Mapping[str, Any]], means: Mapping[str, list[float | None]],
-          passed: list[bool | None], row: int) -> ComparisonCell:
-    """One run's cases of one item: its most common output and first error from the case records,
-    its figures (means over the repeats with a value) from the item matrix."""
-    if len(cases) == 1:  # the usual single repeat: its output is the most common
-        output = cases[0].get("output")
-    else:
-        top = Counter(answer_key(c.get("output")) for c in cases).most_common(1)[0][0]
-        output = next(c.get("output") for c in cases if answer_key(c.get("output")) == top)
-    return ComparisonCell(
-        run_id=run_id,
-        output=output,
-        score=means["score"][row],
-        passed=passed[row],
-        latency_ms=means["latency_ms"][row],
-        tokens=means["tokens"][row],
-        cost_usd=means["cost_usd"][row],
-        error=next((c["error"] for c in cases if c.get("error")), None),
-        repeats=len(cases),
-    )
-
-
-def _rows(item_ids: list[str], run_ids: list[str], columns: Sequence[Mapping[str, ComparisonCell]],
-          first: Mapping[str, Mapping[str, Any]]) -> list[MatrixRow]:
-    """The rows of the matrix, decided over items × columns arrays: winners, divergence, majority
-    answers and outliers of every row at once (one Python step per cell only to read it)."""
-    grid = [[column.get(item_id) for column in columns] for item_id in item_ids]
-    shape = (len(item_ids), len(columns))
-    present = np.array([[cell is not None for cell in row] for row in grid], dtype=bool).reshape(shape)
-    keys: dict[str, int] = {}
-    codes = np.array([[-1 if cell is None else keys.setdefault(answer_key(cell.output), len(keys)) for cell in row]
-                      for row in grid], dtype=np.int64).reshape(shape)
-    same = (codes[:, :, None] == codes[:, None, :]) & present[:, None, :]
-    counts = np.where(present, same.sum(axis=2), 0)  # how many cells of the row give each cell's answer
+def decide_rows(columns: Sequence[RunColumn]) -> MatrixMarks:
+    """The rows of the matrix of ``columns``, decided over items × columns arrays: winners,
+    divergence, majority answers and outliers of every row at once."""
+    item_ids, position = _aligned(columns)
+    present = position >= 0
+    values = {name: _stacked(columns, position, name) for name in FIGURES}
+    shape = position.shape
+    hi, lo = (_stacked_answers(columns, position, part) for part in (0, 1))
+    same = (hi[:, :, None] == hi[:, None, :]) & (lo[:, :, None] == lo[:, None, :]) & present[:, None, :] & present[:, :, None]
+    counts = same.sum(axis=2)  # how many cells of the row give each cell's answer
     top = counts.max(axis=1, initial=0)
     divergent = top < present.sum(axis=1)
     at_top = counts == top[:, None]
     has_majority = at_top.sum(axis=1) == top  # one answer alone has the most cells
     leader = at_top.argmax(axis=1)  # the first cell giving the most common answer
-    majority = np.where(has_majority, codes[np.arange(shape[0]), leader], -2)
-    outlier = divergent[:, None] & present & (codes != majority[:, None])
-    marked = {name: _named(mask, run_ids) for name, mask in (
-        ("outlier", outlier), ("best", _winners(_values(grid, "score", shape), highest=True)),
-        *((name, _clear_lead(_values(grid, name, shape), name)) for name in ("latency_ms", "cost_usd", "tokens")))}
+    like_leader = same[np.arange(shape[0]), :, leader] & has_majority[:, None]
+    return MatrixMarks(
+        item_ids=item_ids, position=position, values=values, present=present, divergent=divergent,
+        majority=np.where(has_majority, leader, -1), outlier=divergent[:, None] & present & ~like_leader,
+        best=_winners(values["score"], highest=True), fastest=_clear_lead(values["latency_ms"], "latency_ms"),
+        cheapest=_clear_lead(values["cost_usd"], "cost_usd"), fewest_tokens=_clear_lead(values["tokens"], "tokens"),
+    )
+
+
+def _aligned(columns: Sequence[RunColumn]) -> tuple[tuple[str, ...], np.ndarray]:
+    """The union of the columns' items in natural order, and each item's index in each column
+    (-1: missing); the columns' own order when they all hold the same items."""
+    first = columns[0].item_ids if columns else ()
+    if all(column.item_ids == first for column in columns):
+        return first, np.repeat(np.arange(len(first))[:, None], len(columns), axis=1)
+    item_ids = tuple(sorted({item_id for column in columns for item_id in column.item_ids}, key=item_order))
+    row_of = {item_id: row for row, item_id in enumerate(item_ids)}
+    position = np.full((len(item_ids), len(columns)), -1, dtype=np.int64)
+    for index, column in enumerate(columns):
+        rows = np.array([row_of[item_id] for item_id in column.item_ids], dtype=np.int64)
+        position[rows, index] = np.arange(rows.size)
+    return item_ids, position
+
+
+def _stacked(columns: Sequence[RunColumn], position: np.ndarray, name: str) -> np.ndarray:
+    """Items × columns of one figure, NaN where a cell is missing or has no value."""
+    stacked = np.full(position.shape, np.nan)
+    for index, column in enumerate(columns):
+        rows = position[:, index]
+        found = rows >= 0
+        stacked[found, index] = getattr(column, name)[rows[found]]
+    return stacked
+
+
+def _stacked_answers(columns: Sequence[RunColumn], position: np.ndarray, part: int) -> np.ndarray:
+    """Items × columns of one half of the answers' digests (0 where a cell is missing)."""
+    stacked = np.zeros(position.shape, dtype=np.uint64)
+    for index, column in enumerate(columns):
+        rows = position[:, index]
+        found = rows >= 0
+        stacked[found, index] = column.answers[rows[found], part]
+    return stacked
+
+
+def _rows(marks: MatrixMarks, run_ids: list[str], cells: Sequence[Mapping[str, ComparisonCell]],
+          first: Mapping[str, Mapping[str, Any]]) -> list[MatrixRow]:
+    """The matrix's rows as objects: each cell from its run's :func:`run_cells`, marked outlying
+    where ``marks`` say so."""
+    named = {name: _named(getattr(marks, name), run_ids)
+             for name in ("outlier", "best", "fastest", "cheapest", "fewest_tokens")}
     rows = []
-    for n, (item_id, cells) in enumerate(zip(item_ids, grid)):
-        case = first.get(item_id)
-        lead = cells[int(leader[n])]
-        if marked["outlier"][n]:
-            cells = [_outlying(cell) if cell is not None and outlier[n, column] else cell for column, cell in enumerate(cells)]
+    for n, item_id in enumerate(marks.item_ids):
+        row = [column.get(item_id) for column in cells]
+        if named["outlier"][n]:
+            row = [_outlying(cell) if cell is not None and marks.outlier[n, index] else cell for index, cell in enumerate(row)]
+        case, lead = first.get(item_id), int(marks.majority[n])
+        leading = row[lead] if lead >= 0 else None
         rows.append(MatrixRow(
             item_id=item_id,
             input=None if case is None else case.get("input"),
             expected=None if case is None else case.get("expected"),
-            cells=cells,
-            best=marked["best"][n],
-            fastest=marked["latency_ms"][n],
-            cheapest=marked["cost_usd"][n],
-            fewest_tokens=marked["tokens"][n],
-            divergent=bool(divergent[n]),
-            majority_output=lead.output if has_majority[n] and lead is not None else None,
+            cells=row,
+            best=named["best"][n],
+            fastest=named["fastest"][n],
+            cheapest=named["cheapest"][n],
+            fewest_tokens=named["fewest_tokens"][n],
+            divergent=bool(marks.divergent[n]),
+            majority_output=None if leading is None else leading.output,
         ))
     return rows
 
@@ -222,15 +359,6 @@ def _named(mask: np.ndarray, run_ids: list[str]) -> list[list[str]]:
     for row, column in zip(rows.tolist(), columns.tolist()):
         named[row].append(run_ids[column])
     return named
-
-
-def _values(grid: list[list[ComparisonCell | None]], name: str, shape: tuple[int, int]) -> np.ndarray:
-    """Items × columns of one figure, NaN where a cell is missing or has no value."""
-    def value(cell: ComparisonCell | None) -> float:
-        found = None if cell is None else getattr(cell, name)
-        return np.nan if found is None else float(found)
-
-    return np.array([[value(cell) for cell in row] for row in grid], dtype=np.float64).reshape(shape)
 
 
 def _winners(values: np.ndarray, *, highest: bool) -> np.ndarray:

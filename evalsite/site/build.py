@@ -2,7 +2,7 @@
 
 Order of work: scan (headers and hashes only) → for each run a stale job needs, read its cases at
 most once, summarise them (:func:`evalsite.analysis.summary.summarise_run`), render its own run page
-and data, and keep its figures and matrix columns (in memory and in :mod:`evalsite.site.figures`'
+and data, and keep its figures and matrix part (in memory and in :mod:`evalsite.site.figures`'
 cache) → render the pages that read them → write the build record. A run whose own page is fresh
 and whose figures are cached is not read at all. A job whose inputs, theme, settings and code are
 unchanged since the last build is kept as it is on disk, so an incremental build gives the same
@@ -23,7 +23,7 @@ from jinja2 import TemplateError
 
 from evalsite import __version__
 from evalsite.analysis.case_columns import case_columns
-from evalsite.analysis.matrix import run_cells
+from evalsite.analysis.matrix import run_column
 from evalsite.analysis.summary import summarise_run
 from evalsite.errors import SiteError
 from evalsite.project import Project
@@ -32,6 +32,7 @@ from evalsite.runlog.store import CASES_FILE, read_cases
 from evalsite.site import paths
 from evalsite.site.figures import PAIRS_FILE, RunFigures, SiteCache
 from evalsite.site.inputs import file_hash, scan_project
+from evalsite.site.matrixdata import matrix_part
 from evalsite.site.output import SiteWriter
 from evalsite.site.pages import (
     Kit,
@@ -175,21 +176,21 @@ def _render(kit: Kit, writer: SiteWriter, stale: list[PageJob], hashes: dict[str
         if run_id not in own and run_id not in wanted:
             continue
         key = cache.key(kit.inputs, run_id)
-        entry = None if run_id in own else cache.cache.get(key, cells=run_id in matrix_wanted)
+        entry = None if run_id in own else cache.cache.get(key, matrix=run_id in matrix_wanted)
         if entry is not None:
             kit.figures[run_id] = entry.figures
-            if run_id in matrix_wanted:
-                kit.matrix_cells[run_id] = entry.cells
+            if entry.matrix is not None:
+                kit.matrix_parts[run_id] = entry.matrix
             continue
         warnings: list[str] = []
         cases = read_cases(run.directory / CASES_FILE, warnings)
         columns = case_columns(cases, kit.inputs.critical_items(run, cases))  # the run's one conversion
         summary = summarise_run(columns)
         kit.figures[run_id] = RunFigures.of(summary, {paths.item_bucket(str(c.get("item_id"))) for c in cases})
-        cells = run_cells(replace(run, cases=cases), columns)
-        cache.cache.put(key, run_id, kit.figures[run_id], cells)
+        part = matrix_part(run_column(replace(run, cases=cases), columns))
+        cache.cache.put(key, run_id, kit.figures[run_id], part)
         if run_id in matrix_wanted:
-            kit.matrix_cells[run_id] = cells
+            kit.matrix_parts[run_id] = part
         job = own.get(run_id)
         if job is not None:
             kit.summaries, kit.cases, kit.case_warnings = {run_id: summary}, {run_id: cases}, {run_id: warnings}

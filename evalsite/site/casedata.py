@@ -137,5 +137,10 @@ def _score(part: _Part, score: Score, ev_index: dict[str, int], limit: int, reda
 def data_script(key: str, payload: Any) -> bytes:
     """``payload`` as a script handing it to ``static/data.js`` under ``key`` (its path without
     ``.js``). ``<`` is escaped so no text can end a script element; the file is data, never markup."""
-    text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"), allow_nan=False).replace("<", "\\u003c")
-    return f"evalsiteData({json.dumps(key.removesuffix('.js'))},{text});\n".encode()
+    return json_script(key, json.dumps(payload, ensure_ascii=False, separators=(",", ":"), allow_nan=False))
+
+
+def json_script(key: str, text: str) -> bytes:
+    """:func:`data_script` of a payload already written as JSON text (compact, as ``data_script`` writes it)."""
+    escaped = text.replace("<", "\\u003c")
+    return f"evalsiteData({json.dumps(key.removesuffix('.js'))},{escaped});\n".encode()

@@ -2,8 +2,9 @@
 
 A build reads each run's cases at most once (:mod:`evalsite.site.build`). What other pages need of
 a run — the runs-table figures (:class:`RunFigures`) and its column of the experiment matrix (its
-:func:`~evalsite.analysis.matrix.run_cells`) — is kept under
-``.evalsite/site-cache/<content hash of the run's files>.json`` and ``….cells.json``, so a later
+:class:`~evalsite.site.matrixdata.MatrixPart`: arrays and the cells' JSON text, no object per
+cell) — is kept under ``.evalsite/site-cache/<content hash of the run's files>.json`` and
+``….matrix.npz`` (numpy arrays, read without pickle), so a later
 build that re-renders the runs table, the home page or an experiment's matrix after one new run
 reads only that run; ``intervals.json`` keeps the bootstrap intervals, so a leaderboard that run
 joins bootstraps only the arms and pairs whose items changed, and ``pairs.json`` the runs table's
@@ -16,23 +17,26 @@ from __future__ import annotations
 
 import json
 import os
+import zipfile
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evalsite.analysis.matrix import ComparisonCell
+import numpy as np
+
+from evalsite.analysis.matrix import FIGURES, RunColumn
 from evalsite.analysis.summary import RunSummary
+from evalsite.site.matrixdata import MatrixPart
 from evalsite.stats.intervals import recall_intervals, remembered_intervals
 
-CACHE_VERSION = 2
+CACHE_VERSION = 3
 INTERVALS_FILE = "intervals.json"
 #: A run against its baseline: the runs table's change counts, by the hash of both runs' inputs.
 PAIRS_FILE = "pairs.json"
-#: The fields of a run's matrix cells (:class:`~evalsite.analysis.matrix.ComparisonCell`) the cache
-#: keeps as columns; ``outlier`` belongs to a row of several runs, so it is not kept. Inputs and
-#: expected values are shown from the runs' data scripts, not from the matrix.
-CELL_FIELDS = tuple(f.name for f in fields(ComparisonCell) if f.name not in ("run_id", "outlier"))
+#: A run's matrix part: its column's arrays, and its texts as UTF-8 lines (JSON text has no raw newline).
+MATRIX_SUFFIX = ".matrix.npz"
+_TEXTS = ("items", "heads", "tails")
 
 
 @dataclass(frozen=True)
@@ -58,43 +62,60 @@ class RunFigures:
 @dataclass(frozen=True)
 class CachedRun:
     figures: RunFigures
-    cells: dict[str, ComparisonCell]
+    matrix: MatrixPart | None
 
 
 class SiteCache:
-    """``.evalsite/site-cache/`` of one project: per run ``<hash>.json`` (figures) and ``<hash>.cells.json``
-    (matrix cells), read separately so a build that needs only a run's figures never parses its
-    cells; entries of runs that are gone are pruned by :meth:`keep_only`."""
+    """``.evalsite/site-cache/`` of one project: per run ``<hash>.json`` (figures) and
+    ``<hash>.matrix.npz`` (its matrix part), read separately so a build that needs only a run's
+    figures never reads its matrix part; entries of runs that are gone are pruned by :meth:`keep_only`."""
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
 
-    def get(self, content_hash: str, *, cells: bool) -> CachedRun | None:
-        """The run's figures, and its matrix cells when ``cells`` (else an empty mapping)."""
+    def get(self, content_hash: str, *, matrix: bool) -> CachedRun | None:
+        """The run's figures, and its matrix part when ``matrix`` (else None)."""
         try:
             data = self._read(f"{content_hash}.json")
             figures = data["figures"]
             figures["buckets"] = tuple(figures["buckets"])
-            return CachedRun(RunFigures(**figures), self._cells(content_hash) if cells else {})
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return CachedRun(RunFigures(**figures), self._matrix(content_hash) if matrix else None)
+        except (OSError, ValueError, KeyError, TypeError, AttributeError, EOFError, zipfile.BadZipFile):
             return None
 
-    def _cells(self, content_hash: str) -> dict[str, ComparisonCell]:
-        data = self._read(f"{content_hash}.cells.json")
-        columns, run_id = data["cells"], data["run_id"]
-        return {item_id: ComparisonCell(run_id, *values)
-                for item_id, *values in zip(columns["item_id"], *(columns[key] for key in CELL_FIELDS), strict=True)}
+    def _matrix(self, content_hash: str) -> MatrixPart:
+        with np.load(self.folder / f"{content_hash}{MATRIX_SUFFIX}", allow_pickle=False) as data:
+            if int(data["version"]) != CACHE_VERSION:
+                raise ValueError(f"{content_hash}{MATRIX_SUFFIX}: another cache version")
+            item_ids = tuple(json.loads(_text(data["item_ids"])))
+            column = RunColumn(_text(data["run_id"]), item_ids, answers=data["answers"],
+                               **{name: data[name] for name in FIGURES})
+            texts = {name: _text(data[name]).split("\n") if item_ids else [] for name in _TEXTS}
+        if any(len(getattr(column, name)) != len(item_ids) for name in (*FIGURES, "answers")) or \
+                any(len(lines) != len(item_ids) for lines in texts.values()):
+            raise ValueError(f"{content_hash}{MATRIX_SUFFIX}: columns of different lengths")
+        return MatrixPart(column, **texts)
 
-    def put(self, content_hash: str, run_id: str, figures: RunFigures, cells: dict[str, ComparisonCell]) -> None:
-        """Store a run's figures and matrix cells; a read-only project just goes without a cache."""
-        columns = {"item_id": list(cells), **{key: [getattr(cell, key) for cell in cells.values()] for key in CELL_FIELDS}}
-        self._write(f"{content_hash}.cells.json", {"version": CACHE_VERSION, "run_id": run_id, "cells": columns})
+    def put(self, content_hash: str, run_id: str, figures: RunFigures, matrix: MatrixPart) -> None:
+        """Store a run's figures and matrix part; a read-only project just goes without a cache."""
+        column = matrix.column
+        arrays: dict[str, Any] = {"version": np.array(CACHE_VERSION), "run_id": _bytes(run_id),
+                  "item_ids": _bytes(json.dumps(column.item_ids, ensure_ascii=False)), "answers": column.answers,
+                  **{name: getattr(column, name) for name in FIGURES},
+                  **{name: _bytes("\n".join(getattr(matrix, name))) for name in _TEXTS}}
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            temp = self.folder / f".{content_hash}.tmp.npz"
+            np.savez(temp, **arrays)
+            os.replace(temp, self.folder / f"{content_hash}{MATRIX_SUFFIX}")
+        except (OSError, ValueError):
+            return
         self._write(f"{content_hash}.json", {"version": CACHE_VERSION, "figures": asdict(figures)})
 
     def keep_only(self, hashes: set[str]) -> None:
         if not self.folder.is_dir():
             return
-        for path in self.folder.glob("*.json"):
+        for path in [*self.folder.glob("*.json"), *self.folder.glob(f"*{MATRIX_SUFFIX}")]:
             if path.name.split(".")[0] not in hashes and path.name not in (INTERVALS_FILE, PAIRS_FILE):
                 path.unlink(missing_ok=True)
 
@@ -163,3 +184,11 @@ class KeptValues:
         values was not rebuilt)."""
         if self.cache is not None and self.used:
             self.cache._write(self.name, {"version": CACHE_VERSION, "identity": self.identity, "values": self.used})
+
+
+def _bytes(text: str) -> np.ndarray:
+    return np.frombuffer(text.encode("utf-8", "surrogatepass"), dtype=np.uint8)
+
+
+def _text(array: np.ndarray) -> str:
+    return array.tobytes().decode("utf-8", "surrogatepass")

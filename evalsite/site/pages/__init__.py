@@ -16,12 +16,12 @@ from dataclasses import MISSING, dataclass, field, fields
 from typing import Any
 
 from evalsite import __version__
-from evalsite.analysis.matrix import ComparisonCell
 from evalsite.analysis.summary import RunSummary
 from evalsite.runlog.records import Case
 from evalsite.site import paths
 from evalsite.site.figures import KeptValues, RunFigures
 from evalsite.site.inputs import ProjectInputs
+from evalsite.site.matrixdata import MatrixPart
 from evalsite.site.settings import SiteSettings
 from evalsite.site.tables import tables_in
 from evalsite.site.theme import Theme
@@ -65,7 +65,7 @@ class PageJob:
 @dataclass
 class Kit:
     """What a job's ``render`` may use: inputs, settings, theme, the runs' figures (run id →
-    :class:`~evalsite.site.figures.RunFigures`), the matrix cells of the runs it asked for, and —
+    :class:`~evalsite.site.figures.RunFigures`), the matrix parts of the runs it asked for, and —
     for a run's own job — that run's summary and cases."""
 
     inputs: ProjectInputs
@@ -76,7 +76,7 @@ class Kit:
     figures: dict[str, RunFigures] = field(default_factory=dict)
     summaries: dict[str, RunSummary] = field(default_factory=dict)
     cases: dict[str, list[Case]] = field(default_factory=dict)
-    matrix_cells: dict[str, dict[str, ComparisonCell]] = field(default_factory=dict)
+    matrix_parts: dict[str, MatrixPart] = field(default_factory=dict)
     case_warnings: dict[str, list[str]] = field(default_factory=dict)
     pair_counts: KeptValues = field(default_factory=KeptValues.unsaved)
     stamp: str = ""

@@ -13,7 +13,6 @@ from the runs' own data scripts, so the matrix carries no copy of them.
 from __future__ import annotations
 
 import json
-import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 
@@ -21,15 +20,15 @@ import yaml
 from markupsafe import Markup
 
 from evalsite.analysis import Selection, comparable_groups
-from evalsite.analysis.matrix import MIN_LEAD, comparison_matrix
+from evalsite.analysis.matrix import MIN_LEAD, check_comparable, decide_rows
 from evalsite.analysis.selection import ArmRun
 from evalsite.errors import EvalsiteError, NotComparableError
 from evalsite.runlog.store import Run
 from evalsite.site import charts, paths
 from evalsite.site.artifacts import ArtifactLink, experiment_artifacts
-from evalsite.site.casedata import data_script
 from evalsite.site.drift import drift_variant, experiment_drift, experiment_status
 from evalsite.site.inputs import ExperimentSource, ProjectInputs
+from evalsite.site.matrixdata import matrix_scripts
 from evalsite.site.pages import Kit, PageContext, PageJob, doc
 from evalsite.site.pages.common import dataset_link, run_link, runs_by, runs_table
 from evalsite.site.pages.datasets import bounds, describe
@@ -37,12 +36,6 @@ from evalsite.site.pages.runs import flatten
 from evalsite.site.safe_text import markdown
 from evalsite.site.settings import SiteSettings
 from evalsite.site.tables import Link, ShownInterval, Table
-
-#: Matrix rows per data script.
-MATRIX_PART_ROWS = 2000
-#: A cell's flags in the matrix data (bits), and its tint's index.
-OUTLIER, BEST, FASTEST, CHEAPEST, FEWEST_TOKENS = 1, 2, 4, 8, 16
-TINTS = ("pass", "mixed", "fail", "missing")
 
 
 @dataclass(kw_only=True)
@@ -168,17 +161,17 @@ def _group_view(name: str, group: Selection, kit: Kit) -> _GroupView:
     view = _GroupView(arms, [label_of[r.run_id] for r in runs], describe(group), None, sweep_charts(runs, label_of, means),
                       totals=_totals(kit.inputs, group, [r.run_id for r in runs], label_of))
     try:
-        matrix = comparison_matrix(runs, [kit.matrix_cells[run.run_id] for run in runs])
+        check_comparable(runs)
     except NotComparableError as exc:
         view.matrix_note = f"No matrix: {exc.message}."
         return view
-    rows = [matrix_row(row) for row in matrix.rows]
-    parts = [paths.matrix_data(name, n) for n in range(max(1, -(-len(rows) // MATRIX_PART_ROWS)))]
-    view.files = {path: data_script(path, rows[n * MATRIX_PART_ROWS:(n + 1) * MATRIX_PART_ROWS]) for n, path in enumerate(parts)}
+    parts = [kit.matrix_parts[run.run_id] for run in runs]
+    marks = decide_rows([part.column for part in parts])
+    view.files = matrix_scripts(name, marks, parts)
     dataset_id = runs[0].header.dataset.dataset_id
     view.matrix = Matrix(
-        arms=view.labels, totals=view.totals, comparable=view.comparable, items=len(rows),
-        divergent=sum(1 for row in matrix.rows if row.divergent), parts=parts,
+        arms=view.labels, totals=view.totals, comparable=view.comparable, items=len(marks.item_ids),
+        divergent=int(marks.divergent.sum()), parts=list(view.files),
         runs_json=json.dumps([{"label": label_of[r.run_id], "folder": paths.run_data_index(r.run_id).removesuffix("index.js")}
                               for r in runs], ensure_ascii=False),
         item_pages=paths.items_folder(dataset_id) if dataset_id else None, page_size=kit.settings.items_per_page)
@@ -285,35 +278,6 @@ def _description(text: str) -> tuple[Markup, str | None]:
         return Markup(""), "not valid YAML/JSON: nested too deeply"
     description = data.get("description") if isinstance(data, dict) else None
     return markdown(description if isinstance(description, str) else ""), None
-
-
-def matrix_row(row) -> list:
-    """One row of :func:`evalsite.analysis.matrix.comparison_matrix` as the matrix data holds it:
-    ``[item id, anchor or null, bucket, divergent, cells]``; a cell is ``[score, passed, tint, flags,
-    latency, tokens, cost]`` or null where the arm lacks the item."""
-    anchor = paths.item_anchor(row.item_id)
-    cells = [None if cell is None else [
-        cell.score, None if cell.passed is None else int(cell.passed), TINTS.index(_tint(cell.passed, cell.score)),
-        (OUTLIER if cell.outlier and not cell.passed else 0) | (BEST if cell.run_id in row.best else 0)
-        | (FASTEST if cell.run_id in row.fastest else 0) | (CHEAPEST if cell.run_id in row.cheapest else 0)
-        | (FEWEST_TOKENS if cell.run_id in row.fewest_tokens else 0),
-        _finite(cell.latency_ms), _finite(cell.tokens), _finite(cell.cost_usd),
-    ] for cell in row.cells]
-    return [row.item_id, None if anchor == f"item-{row.item_id}" else anchor, paths.item_bucket(row.item_id),
-            int(row.divergent), cells]
-
-
-def _finite(value: float | None) -> float | None:
-    return None if value is None or not math.isfinite(value) else value
-
-
-def _tint(passed: bool | None, score: float | None) -> str:
-    """pass: every repeat passed; fail: none scored above 0; mixed: failed but partly right."""
-    if passed is None:
-        return "missing"
-    if passed:
-        return "pass"
-    return "mixed" if score else "fail"
 
 
 def sweep_charts(runs: list[Run], labels: dict[str, str], means: dict[str, ShownInterval]) -> list[Markup]:

@@ -1,0 +1,130 @@
+"""The experiment matrix's data scripts, joined from per-run texts, are the bytes of the rows the
+matrix data format documents (``evalsite.site.matrixdata``), written by ``json.dumps``; a run's
+matrix part comes back from the site cache as it was stored, and a damaged entry is computed again.
+
+The reference builds each row from :func:`evalsite.analysis.matrix.comparison_matrix` (one object
+per cell) by the documented rules and encodes it with :func:`evalsite.site.casedata.data_script`.
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+
+import numpy as np
+import pytest
+from matrix_support import make_run, random_runs
+from sitekit import case, tree_bytes, write_run
+
+from evalsite.analysis.matrix import comparison_matrix, decide_rows, run_column
+from evalsite.project import find_project
+from evalsite.site import build, build_site, matrixdata, paths
+from evalsite.site.casedata import data_script
+from evalsite.site.figures import MATRIX_SUFFIX, RunFigures, SiteCache
+from evalsite.site.matrixdata import matrix_part, matrix_scripts
+
+BITS = {"best": 2, "fastest": 4, "cheapest": 8, "fewest_tokens": 16}
+
+
+def reference_rows(runs) -> list[list]:
+    """``[item id, anchor or null, bucket, divergent, cells]`` per row, cells ``[score, passed, tint,
+    flags, latency, tokens, cost]``, as the module docstring and static/matrix.js read them."""
+    def finite(value):
+        return None if value is None or not math.isfinite(value) else value
+
+    def tint(cell):
+        if cell.passed is None:
+            return matrixdata.TINTS.index("missing")
+        return matrixdata.TINTS.index("pass" if cell.passed else "mixed" if cell.score else "fail")
+
+    rows = []
+    for row in comparison_matrix(runs).rows:
+        cells = []
+        for cell in row.cells:
+            if cell is None:
+                cells.append(None)
+                continue
+            flags = (1 if cell.outlier and not cell.passed else 0) + sum(
+                bit for name, bit in BITS.items() if cell.run_id in getattr(row, name))
+            cells.append([cell.score, None if cell.passed is None else int(cell.passed), tint(cell), flags,
+                          finite(cell.latency_ms), finite(cell.tokens), finite(cell.cost_usd)])
+        anchor = paths.item_anchor(row.item_id)
+        rows.append([row.item_id, None if anchor == f"item-{row.item_id}" else anchor, paths.item_bucket(row.item_id),
+                     int(row.divergent), cells])
+    return rows
+
+
+def expected_scripts(name: str, rows: list[list], per_part: int) -> dict[str, bytes]:
+    parts = max(1, -(-len(rows) // per_part))
+    return {paths.matrix_data(name, n): data_script(paths.matrix_data(name, n), rows[n * per_part:(n + 1) * per_part])
+            for n in range(parts)}
+
+
+def odd_runs():
+    """Ids a slug changes (a space, ``<``, non-ASCII), ids in natural order (q2 before q10), an item one run
+    lacks, unknown costs and tokens, non-ASCII outputs."""
+    ids = ["q10", "q2", "a b", "x<y</script>", "ü-1"]
+    first = {item: [(f"Antwort {item} é", 1.0 if n % 2 else 0.5, 10.0 + n, None if n % 3 else 0.25, None if n == 1 else 7)]
+             for n, item in enumerate(ids)}
+    second = {item: [("Antwort", 0.0 if n % 2 else 1.0, 30.5 - n, 0.125, 9)] for n, item in enumerate(ids[:-1])}
+    return [make_run("r1", "one", first), make_run("r2", "two", second)]
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_the_joined_scripts_are_the_bytes_of_the_documented_rows(seed, monkeypatch):
+    runs = odd_runs() if seed == 0 else random_runs(seed)
+    monkeypatch.setattr(matrixdata, "MATRIX_PART_ROWS", 3)  # several parts
+    parts = [matrix_part(run_column(run)) for run in runs]
+    written = matrix_scripts("exp", decide_rows([part.column for part in parts]), parts)
+    assert written == expected_scripts("exp", reference_rows(runs), 3)
+
+
+def test_a_matrix_part_comes_back_from_the_cache_as_it_was_stored(tmp_path):
+    cache = SiteCache(tmp_path / "cache")
+    figures = RunFigures(5, 0.5, 0.4, 0, None, None, ("0a",))
+    for run in odd_runs():
+        part = matrix_part(run_column(run))
+        cache.put(run.run_id, run.run_id, figures, part)
+        found = cache.get(run.run_id, matrix=True)
+        assert found is not None and found.figures == figures and found.matrix is not None
+        kept = found.matrix
+        assert (kept.column.run_id, kept.column.item_ids) == (run.run_id, part.column.item_ids)
+        for name in ("score", "passed", "latency_ms", "tokens", "cost_usd", "answers"):
+            assert np.array_equal(getattr(kept.column, name), getattr(part.column, name), equal_nan=name != "answers")
+        assert (kept.items, kept.heads, kept.tails) == (part.items, part.heads, part.tails)
+        assert cache.get(run.run_id, matrix=False).matrix is None  # figures alone never read the matrix part
+        (tmp_path / "cache" / f"{run.run_id}{MATRIX_SUFFIX}").write_bytes(b"not a numpy file")
+        assert cache.get(run.run_id, matrix=True) is None  # computed again
+
+
+def test_a_damaged_matrix_entry_is_computed_again_and_the_site_is_unchanged(tmp_path, monkeypatch):
+    root = tmp_path / "p"
+    items = [f"i{n}" for n in range(6)]
+    for run_id, arm, failing in (("20260101T000001Z-a-0001", "a", {"i1"}), ("20260101T000002Z-b-0001", "b", {"i2", "i3"})):
+        write_run(root / "runs", run_id, [case(item, passed=item not in failing, score=0.0 if item in failing else 1.0,
+                                               output="no" if item in failing else "ok") for item in items], arm=arm)
+    project = find_project(root)
+    build_site(project)
+    for entry in (root / ".evalsite" / "site-cache").glob(f"*{MATRIX_SUFFIX}"):
+        entry.write_bytes(entry.read_bytes()[:40])  # cut short, as by a full disk
+    write_run(root / "runs", "20260101T000003Z-c-0001", [case(item, output="ok") for item in items], arm="c")
+    reads: list[str] = []
+    original = build.read_cases
+    monkeypatch.setattr(build, "read_cases", lambda path, warnings=None: reads.append(path.parent.name) or original(path, warnings))
+    build_site(project)
+    assert len(reads) == 3  # the new run, and the two whose matrix parts could not be read
+    shutil.rmtree(root / ".evalsite")
+    build_site(project, tmp_path / "fresh")
+    assert tree_bytes(root / "site") == tree_bytes(tmp_path / "fresh")
+
+
+def test_a_run_that_has_recorded_no_case_yet_is_an_empty_column(tmp_path):
+    runs = [make_run("r1", "a", {"i1": [("4", 1.0, 10, 0.1, 2)], "i2": [("5", 0.0, 10, 0.1, 2)]}), make_run("r2", "b", {})]
+    marks = decide_rows([run_column(run) for run in runs])
+    assert marks.item_ids == ("i1", "i2") and marks.present.tolist() == [[True, False], [True, False]]
+    assert not marks.divergent.any() and not marks.outlier.any()
+    root = tmp_path / "p"
+    write_run(root / "runs", "20260101T000001Z-a-0001", [case("i1"), case("i2")], arm="a")
+    write_run(root / "runs", "20260101T000002Z-b-0001", [], arm="b", status=None)  # started, nothing written yet
+    report = build_site(find_project(root))  # used to stop the whole build: "no item is scored in every run"
+    assert (root / "site" / paths.run("20260101T000002Z-b-0001")).is_file() and report.pages > 0
