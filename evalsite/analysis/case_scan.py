@@ -94,9 +94,15 @@ def scan_cases(directory: Path) -> ScannedCases:
 
 
 def _read_in_python(path: Path) -> ScannedCases:
-    cases = read_cases(path)
+    return cases_in_hand(read_cases(path))
+
+
+def cases_in_hand(cases: list[Case], columns: CaseColumns | None = None) -> ScannedCases:
+    """The same for cases already read by the one Python reader (``columns``: their
+    ``case_columns(cases)``, without a dataset standing in for critical flags, when the caller
+    has them), so a caller that has read a run never reads it again."""
     expected = np.array([None if "expected" not in case else canonical_json(case["expected"]) for case in cases], dtype=object)
-    return ScannedCases(replace(case_columns(cases), expected=expected), _cases=cases)
+    return ScannedCases(replace(case_columns(cases) if columns is None else columns, expected=expected), _cases=cases)
 
 
 #: The same columns from the ``cases`` view (whose lines the reader reads, with the same values).

@@ -16,7 +16,7 @@ import numpy as np
 
 from evalsite.analysis.baselines import NONE, PROMOTED, BaselineChoice, resolve_baseline
 from evalsite.analysis.case_columns import CaseColumns
-from evalsite.analysis.case_scan import scan_cases
+from evalsite.analysis.case_scan import ScannedCases, scan_cases
 from evalsite.analysis.items import may_hold_metadata
 from evalsite.analysis.metadata import cluster_key, dataset_labels
 from evalsite.analysis.regression import THRESHOLD, RegressionReport, regression_report
@@ -176,11 +176,14 @@ def compare_runs(
     noise: float | None = None,
     alpha: float = ALPHA,
     run_code: bool = True,
+    current_cases: ScannedCases | None = None,
 ) -> ComparisonReport:
     """Compare ``run`` with ``baseline`` (a run, or ``promoted``: only a promoted baseline) or the
     baseline resolved for it; never raises for a refusal: the report carries the fingerprint
     diff and the reason instead. ``run_code`` false (the site) never re-scores with python
-    evaluators or judges (docs/security.md)."""
+    evaluators or judges (docs/security.md). ``current_cases``: the run's cases when the caller
+    has already read them (:func:`evalsite.analysis.case_scan.cases_in_hand`; the site), so
+    only the baseline is read."""
     current = open_run(resolve_run(project.runs_dir, run))
     choice: BaselineChoice = resolve_baseline(project, current.header, None if baseline == PROMOTED_ONLY else baseline)
     if baseline == PROMOTED_ONLY and choice.source != PROMOTED:
@@ -191,7 +194,7 @@ def compare_runs(
     verdict = comparability(reference.header, current.header)
     regression = None
     if verdict.comparable:
-        cases = scan_cases(reference.directory), scan_cases(current.directory)
+        cases = scan_cases(reference.directory), current_cases or scan_cases(current.directory)
         regression = regression_report(project.root, reference, current, cases, threshold=threshold, noise=noise,
                                        run_code=run_code, alpha=alpha, clusters=item_clusters(project, current, cases[1].columns))
     return ComparisonReport(

@@ -11,7 +11,7 @@ the views exactly as the Python reader leaves them out, and no value is coerced.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -168,6 +168,11 @@ class RunsDatabase:
     def arrow(self, sql: str, parameters: list[Any] | None = None) -> pa.Table:
         """The result as an Arrow table (columns, no Python object per row)."""
         return self.connection.sql(sql, params=parameters or []).to_arrow_table()
+
+    def for_thread(self) -> RunsDatabase:
+        """The same database on a connection of its own (DuckDB's ``cursor``), for another thread:
+        one connection is never used by two threads at once. Close it when done."""
+        return replace(self, connection=self.connection.cursor())
 
 
 def _run_record(run: Run) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from jinja2 import TemplateError
 
 from evalsite import __version__
 from evalsite.analysis.case_columns import case_columns
+from evalsite.analysis.case_scan import cases_in_hand
 from evalsite.analysis.matrix import run_column
 from evalsite.analysis.summary import summarise_run
 from evalsite.errors import SiteError
@@ -115,8 +116,9 @@ def _build(project: Project, out_dir: Path | None, *, redact: bool | None, full:
     stale = [job for job in jobs if not writer.is_fresh(job.key, hashes[job.key])]
     _write_assets(writer, theme)
     try:
-        inputs.prefetch_leaderboards(_leaderboard_datasets(inputs, stale))
         cache = SiteCache(project.root / CACHE_DIR)
+        cache.recall_intervals(code)  # before any leaderboard starts bootstrapping
+        inputs.prefetch_leaderboards(_leaderboard_datasets(inputs, stale))
         kit.pair_counts = cache.kept_values(PAIRS_FILE, common)
         _render(kit, writer, stale, hashes, _RunCache(cache, code))
     except TemplateError as exc:
@@ -167,8 +169,8 @@ class _RunCache:
 
 
 def _render(kit: Kit, writer: SiteWriter, stale: list[PageJob], hashes: dict[str, str], cache: _RunCache) -> None:
-    cache.cache.recall_intervals(cache.code)
     own = {job.cases_of: job for job in stale if job.cases_of}
+    stale_keys = {job.key for job in stale}
     wanted = {run_id for job in stale for run_id in (*job.figures, *job.matrix_of)}
     matrix_wanted = {run_id for job in stale for run_id in job.matrix_of}
     for run in kit.inputs.runs:
@@ -184,7 +186,8 @@ def _render(kit: Kit, writer: SiteWriter, stale: list[PageJob], hashes: dict[str
             continue
         warnings: list[str] = []
         cases = read_cases(run.directory / CASES_FILE, warnings)
-        columns = case_columns(cases, kit.inputs.critical_items(run, cases))  # the run's one conversion
+        critical = kit.inputs.critical_items(run, cases)
+        columns = case_columns(cases, critical)  # the run's one conversion
         summary = summarise_run(columns)
         kit.figures[run_id] = RunFigures.of(summary, {paths.item_bucket(str(c.get("item_id"))) for c in cases})
         part = matrix_part(run_column(replace(run, cases=cases), columns))
@@ -196,6 +199,8 @@ def _render(kit: Kit, writer: SiteWriter, stale: list[PageJob], hashes: dict[str
             kit.summaries, kit.cases, kit.case_warnings = {run_id: summary}, {run_id: cases}, {run_id: warnings}
             _run_job(kit, writer, job, hashes)
             kit.summaries, kit.cases, kit.case_warnings = {}, {}, {}
+        if critical is None:  # the columns a comparison reads (no dataset stands in for critical flags)
+            compare.compare_read_run(kit, run_id, cases_in_hand(cases, columns), stale_keys)
     for job in sorted((job for job in stale if not job.cases_of), key=_reads_leaderboards):
         _run_job(kit, writer, job, hashes)
     cache.cache.keep_only({cache.key(kit.inputs, run.run_id) for run in kit.inputs.runs})

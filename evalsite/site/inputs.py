@@ -126,10 +126,10 @@ class ProjectInputs:
         return found
 
     def prefetch_leaderboards(self, dataset_ids: set[str]) -> None:
-        """Start the leaderboards of these datasets' comparable groups on a second thread, so their
-        bootstraps (numpy, which releases the interpreter lock) run while the build reads runs and
-        renders pages; :meth:`leaderboard` then waits for the result. The data is read here, on
-        the build's thread (one DuckDB connection is not shared between threads)."""
+        """Start the leaderboards of these datasets' comparable groups on a second thread, so reading
+        their cells (DuckDB, on a connection of its own) and their bootstraps and permutations
+        (numpy) — both release the interpreter lock — run while the build reads runs and renders
+        pages; :meth:`leaderboard` then waits for the result (the order of work never changes a byte)."""
         for dataset_id in sorted(dataset_ids):
             members = {run.run_id for run in self.runs if run.header.dataset.dataset_id == dataset_id}
             for group in analysis.comparable_groups(self.database, dataset_id, only_runs=members).groups:
@@ -137,16 +137,22 @@ class ProjectInputs:
                     self._start_leaderboard(group, background=True)
 
     def _start_leaderboard(self, selection: analysis.Selection, *, background: bool) -> None:
+        if background:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="evalsite-leaderboards")
+            self._leaderboards[selection.arms] = self._pool.submit(self._leaderboard_of, selection, self.database.for_thread())
+            return
         try:
-            data = analysis.arms_of_selection(self.project, self.database, selection)
-            if background:
-                if self._pool is None:
-                    self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="evalsite-leaderboards")
-                self._leaderboards[selection.arms] = self._pool.submit(analysis.leaderboard_of, data)
-            else:
-                self._leaderboards[selection.arms] = analysis.leaderboard_of(data)
+            self._leaderboards[selection.arms] = self._leaderboard_of(selection, self.database)
         except EvalsiteError as exc:
             self._leaderboards[selection.arms] = exc
+
+    def _leaderboard_of(self, selection: analysis.Selection, database: RunsDatabase) -> analysis.Leaderboard:
+        try:
+            return analysis.leaderboard_of(analysis.arms_of_selection(self.project, database, selection))
+        finally:
+            if database is not self.database:
+                database.connection.close()
 
     def close(self) -> None:
         """Wait for the leaderboard thread, if one was started (a build never leaves it running)."""

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from markupsafe import Markup
 
+from evalsite.analysis.case_scan import ScannedCases
 from evalsite.analysis.compare import ComparisonReport, compare_runs
 from evalsite.analysis.regression import GT_CHANGED, IMPROVED, REGRESSED, UNCHANGED, ItemChange, RegressionReport
 from evalsite.errors import RunLogError, SiteError
@@ -80,6 +81,16 @@ class ComparePage(PageContext):
 
 
 def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[PageJob]:
+    result = []
+    for run_id, baseline_id in compared_pairs(inputs, settings):
+        keys = ("decisions", *inputs.summary_keys([run_id, baseline_id]))
+        result.append(PageJob(job_key(run_id, baseline_id), keys, _renderer(run_id, baseline_id)))
+    return result
+
+
+def compared_pairs(inputs: ProjectInputs, settings: SiteSettings) -> list[tuple[str, str]]:
+    """(run, baseline) of every compare page: each completed run and its resolved baseline, then the
+    pairs ``[site] compare`` lists (both runs present)."""
     pairs: dict[tuple[str, str], None] = {}
     for run in inputs.runs:
         baseline = inputs.baseline_of(run.run_id)
@@ -91,22 +102,33 @@ def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[PageJob]:
         except RunLogError as exc:
             raise SiteError(f"evalsite.toml [site] compare: {exc.message}") from None
         pairs[(run_dir.name, baseline_dir.name)] = None
-    result = []
-    for run_id, baseline_id in pairs:
-        if run_id not in inputs.by_id or baseline_id not in inputs.by_id:
-            continue
-        keys = ("decisions", *inputs.summary_keys([run_id, baseline_id]))
-        result.append(PageJob(f"compare:{run_id}--{baseline_id}", keys, _renderer(run_id, baseline_id)))
-    return result
+    return [(run_id, baseline_id) for run_id, baseline_id in pairs if run_id in inputs.by_id and baseline_id in inputs.by_id]
 
 
-def comparison(inputs: ProjectInputs, run_id: str, baseline_id: str) -> ComparisonReport:
+def job_key(run_id: str, baseline_id: str) -> str:
+    return f"compare:{run_id}--{baseline_id}"
+
+
+def comparison(inputs: ProjectInputs, run_id: str, baseline_id: str, current: ScannedCases | None = None) -> ComparisonReport:
     """:func:`evalsite.analysis.compare.compare_runs` of a pair, once per build (the runs table reads
-    its counts, the compare page everything)."""
+    its counts, the compare page everything); ``current``: the run's cases, when the build has them."""
     key = ("compare", run_id, baseline_id)
     if key not in inputs.memo:
-        inputs.memo[key] = compare_runs(inputs.project, run_id, baseline=baseline_id, run_code=False)
+        inputs.memo[key] = compare_runs(inputs.project, run_id, baseline=baseline_id, run_code=False, current_cases=current)
     return inputs.memo[key]
+
+
+def compare_read_run(kit: Kit, run_id: str, cases: ScannedCases, stale: set[str]) -> None:
+    """Compare a run the build has just read with each baseline a stale page shows it against (its
+    compare pages; the runs table's change counts), from the cases in hand: only the baselines are
+    read again."""
+    baselines = {baseline for current, baseline in compared_pairs(kit.inputs, kit.settings)
+                 if current == run_id and job_key(current, baseline) in stale}
+    baseline = kit.inputs.baseline_of(run_id)
+    if baseline and "runs" in stale and _pair_key(kit, run_id, baseline) not in kit.pair_counts.values:
+        baselines.add(baseline)
+    for baseline_id in sorted(baselines):
+        comparison(kit.inputs, run_id, baseline_id, cases)
 
 
 def change_counts(kit: Kit, run_id: str, baseline_id: str) -> tuple[int, int, int] | None:
@@ -120,8 +142,12 @@ def change_counts(kit: Kit, run_id: str, baseline_id: str) -> tuple[int, int, in
         summary = regression.summary
         return [summary.improved, summary.regressed, summary.unchanged]
 
-    found = kit.pair_counts.get(kit.inputs.combined_hash(list(kit.inputs.summary_keys([run_id, baseline_id]))), counts)
+    found = kit.pair_counts.get(_pair_key(kit, run_id, baseline_id), counts)
     return None if found is None else (found[0], found[1], found[2])
+
+
+def _pair_key(kit: Kit, run_id: str, baseline_id: str) -> str:
+    return kit.inputs.combined_hash(list(kit.inputs.summary_keys([run_id, baseline_id])))
 
 
 def _renderer(run_id: str, baseline_id: str):
