@@ -1,5 +1,5 @@
-"""``compare_runs`` given the current run's cases already read (as the site passes them) reports
-exactly what it reports reading both runs itself: random runs with items on one side only,
+"""``compare_runs`` given the current run's cases already read, and the baseline's columns kept from
+an earlier reading (as the site passes them), reports exactly what it reports reading both runs itself: random runs with items on one side only,
 unequal repeats, missing scores and verdicts, critical rows and edited expected values (whose
 records are read whole to re-score)."""
 
@@ -9,7 +9,8 @@ import random
 
 import pytest
 
-from evalsite.analysis.case_scan import cases_in_hand
+from evalsite.analysis.case_columns import columns_arrays, columns_of_arrays
+from evalsite.analysis.case_scan import ScannedCases, cases_in_hand
 from evalsite.analysis.compare import compare_runs
 from evalsite.project import find_project
 from evalsite.runlog.store import CASES_FILE, RunWriter, read_cases
@@ -45,5 +46,9 @@ def test_a_comparison_from_the_cases_in_hand_equals_one_that_reads_both_runs(tmp
     read = compare_runs(project, current, baseline=baseline, run_code=False)
     in_hand = compare_runs(project, current, baseline=baseline, run_code=False,
                            current_cases=cases_in_hand(read_cases(project.runs_dir / current / CASES_FILE)))
+    path = project.runs_dir / baseline / CASES_FILE
+    kept = ScannedCases.kept(columns_of_arrays(columns_arrays(cases_in_hand(read_cases(path)).columns)), path)
+    both = compare_runs(project, current, baseline=baseline, run_code=False, baseline_cases=kept,
+                        current_cases=cases_in_hand(read_cases(project.runs_dir / current / CASES_FILE)))
     assert read.regression is not None and read.regression.items
-    assert in_hand.to_json() == read.to_json()
+    assert in_hand.to_json() == read.to_json() == both.to_json()

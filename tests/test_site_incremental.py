@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 from sitekit import case, tree_bytes, write_run
 
+from evalsite.analysis import compare as compare_module
+from evalsite.analysis import items
 from evalsite.analysis.exclusions import exclude_run
 from evalsite.experiment.datasets import dataset_id, item_identity
 from evalsite.project import Project, find_project
@@ -167,3 +169,28 @@ def test_new_code_recomputes_everything(small_project, spy, monkeypatch, tmp_pat
     assert spy["pairs"] == [(A2, A1)]
     assert rendered == set(record(small_project)) - {"static"}
     assert_same_as_a_fresh_build(small_project, tmp_path)
+
+
+def test_a_new_run_is_the_only_file_its_leaderboard_and_comparison_read(tmp_path, monkeypatch):
+    """The other runs' cells and case columns come from the cache (cases that record their critical
+    flag: no dataset stands in for them)."""
+    root = tmp_path / "p"
+    data_id = dataset_file(root, ROWS)
+
+    def flagged_run(run_id: str, arm: str, failing: set[str]) -> None:
+        cases = [dict(case(item, passed=item not in failing, score=0.0 if item in failing else 1.0), critical=item == "i1")
+                 for item in ITEMS]
+        write_run(root / "runs", run_id, cases, arm=arm, dataset_id=data_id, config={"arm_id": arm, "params": {}})
+
+    for run_id, arm, failing in ((A1, "a", {"i1", "i2"}), (B1, "b", {"i3"}), (C1, "c", {"i4"})):
+        flagged_run(run_id, arm, failing)
+    project = find_project(root)
+    build_site(project)
+    flagged_run(A2, "a", {"i2", "i5"})
+    read: dict[str, list] = {"duckdb": [], "scanned": []}
+    chosen, scan = items._chosen_cases, compare_module.scan_cases
+    monkeypatch.setattr(items, "_chosen_cases", lambda database, run_ids: read["duckdb"].extend(run_ids) or chosen(database, run_ids))
+    monkeypatch.setattr(compare_module, "scan_cases", lambda directory: read["scanned"].append(directory.name) or scan(directory))
+    build_site(project)
+    assert read == {"duckdb": [A2], "scanned": []}  # A2 itself was read once, by the build
+    assert_same_as_a_fresh_build(project, tmp_path)

@@ -13,8 +13,9 @@ null: it gives the evaluator a pass rule but neither passes nor fails).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
@@ -247,3 +248,42 @@ def _merged(first: tuple[str, ...], second: tuple[str, ...]) -> tuple[tuple[str,
     for value in second:
         codes.setdefault(value, len(codes))
     return tuple(codes), np.array([codes[value] for value in second], dtype=np.int64)
+
+
+def columns_arrays(columns: CaseColumns) -> dict[str, np.ndarray]:
+    """The columns as plain numpy arrays (numbers as they are; names, texts and optional values as
+    UTF-8 JSON), for a cache that stores arrays and never pickles objects: :func:`columns_of_arrays`
+    gives the same columns back."""
+    arrays: dict[str, np.ndarray] = {}
+    for prefix, part in (("", columns), ("scores.", columns.scores)):
+        for item in fields(part):
+            value = getattr(part, item.name)
+            if isinstance(value, ScoreColumns):
+                continue
+            if isinstance(value, np.ndarray) and value.dtype != object:
+                arrays[prefix + item.name] = value
+            else:
+                plain = value.tolist() if isinstance(value, np.ndarray) else value
+                arrays[prefix + item.name + ".json"] = np.frombuffer(
+                    json.dumps(plain, ensure_ascii=False).encode("utf-8", "surrogatepass"), dtype=np.uint8)
+    return arrays
+
+
+def columns_of_arrays(arrays: Mapping[str, np.ndarray]) -> CaseColumns:
+    """:func:`columns_arrays` read back."""
+    def part(cls: type, prefix: str) -> dict[str, Any]:
+        found: dict[str, Any] = {}
+        for item in fields(cls):
+            key = prefix + item.name
+            if key in arrays:
+                found[item.name] = arrays[key]
+            elif key + ".json" in arrays:
+                plain = json.loads(arrays[key + ".json"].tobytes().decode("utf-8", "surrogatepass"))
+                found[item.name] = tuple(plain) if item.name in _NAMES else None if plain is None else np.array(plain, dtype=object)
+        return found
+
+    return CaseColumns(**part(CaseColumns, ""), scores=ScoreColumns(**part(ScoreColumns, "scores.")))
+
+
+#: The fields that hold names (tuples), not one value per case or score.
+_NAMES = {"item_ids", "served_models", "shas", "evaluators", "versions", "labels"}

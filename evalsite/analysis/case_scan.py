@@ -59,14 +59,25 @@ class ScannedCases:
     columns: CaseColumns
     _lines: list[bytes] = field(repr=False, default_factory=list)
     _cases: list[Case] | None = field(repr=False, default=None)
+    _source: Path | None = field(repr=False, default=None)
+
+    @classmethod
+    def kept(cls, columns: CaseColumns, path: Path) -> ScannedCases:
+        """Columns an earlier reading of ``path`` by the Python reader gave (:func:`cases_in_hand`,
+        kept by the caller, e.g. in the site's cache); the file is read again only if whole
+        records are asked for."""
+        return cls(columns, _source=path)
 
     def records_of(self, item_ids: set[str]) -> dict[str, list[dict[str, Any]]]:
         """The case lines of these items as plain dicts, each item's in the order of the file."""
         codes = {code for code, item_id in enumerate(self.columns.item_ids) if item_id in item_ids}
         rows = np.flatnonzero(np.isin(self.columns.item, list(codes))).tolist()
+        cases = self._cases
+        if cases is None and rows and self._source is not None:
+            cases = read_cases(self._source)
         grouped: dict[str, list[dict[str, Any]]] = {}
         for row in rows:
-            record = self._cases[row].raw if self._cases is not None else json.loads(self._lines[row])
+            record = cases[row].raw if cases is not None else json.loads(self._lines[row])
             if record.get("item_id") != self.columns.item_ids[self.columns.item[row]]:
                 raise AssertionError(f"case line {row + 1} is not the case DuckDB read there")
             grouped.setdefault(str(record["item_id"]), []).append(record)

@@ -177,13 +177,15 @@ def compare_runs(
     alpha: float = ALPHA,
     run_code: bool = True,
     current_cases: ScannedCases | None = None,
+    baseline_cases: ScannedCases | None = None,
 ) -> ComparisonReport:
     """Compare ``run`` with ``baseline`` (a run, or ``promoted``: only a promoted baseline) or the
     baseline resolved for it; never raises for a refusal: the report carries the fingerprint
     diff and the reason instead. ``run_code`` false (the site) never re-scores with python
-    evaluators or judges (docs/security.md). ``current_cases``: the run's cases when the caller
-    has already read them (:func:`evalsite.analysis.case_scan.cases_in_hand`; the site), so
-    only the baseline is read."""
+    evaluators or judges (docs/security.md). ``current_cases``, ``baseline_cases``: the run's and
+    the baseline's cases when the caller has already read them (the site:
+    :func:`evalsite.analysis.case_scan.cases_in_hand`, ``ScannedCases.kept``); ``baseline_cases``
+    only with an explicit ``baseline`` run, whose cases they are."""
     current = open_run(resolve_run(project.runs_dir, run))
     choice: BaselineChoice = resolve_baseline(project, current.header, None if baseline == PROMOTED_ONLY else baseline)
     if baseline == PROMOTED_ONLY and choice.source != PROMOTED:
@@ -194,7 +196,9 @@ def compare_runs(
     verdict = comparability(reference.header, current.header)
     regression = None
     if verdict.comparable:
-        cases = scan_cases(reference.directory), current_cases or scan_cases(current.directory)
+        explicit = baseline not in (None, PROMOTED_ONLY)
+        cases = (baseline_cases if explicit and baseline_cases else scan_cases(reference.directory),
+                 current_cases or scan_cases(current.directory))
         regression = regression_report(project.root, reference, current, cases, threshold=threshold, noise=noise,
                                        run_code=run_code, alpha=alpha, clusters=item_clusters(project, current, cases[1].columns))
     return ComparisonReport(

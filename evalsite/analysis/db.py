@@ -193,8 +193,11 @@ def _run_record(run: Run) -> dict[str, Any]:
     }
 
 
-def open_database(runs_dir: Path, database: str = ":memory:") -> RunsDatabase:
-    """Connect DuckDB and define the views over every readable run under ``runs_dir``."""
+def open_database(runs_dir: Path, database: str = ":memory:", *, case_views: bool = True) -> RunsDatabase:
+    """Connect DuckDB and define the views over every readable run under ``runs_dir``.
+    ``case_views`` false defines only ``runs`` (the ``cases`` and ``scores`` views check every
+    case file's recorded hash), for a caller that reads cases only through
+    :func:`evalsite.analysis.items.item_matrix` of runs it chose, which reads their own files."""
     from evalsite.analysis.parquet import run_folders  # store builds on this module's schema
 
     runs, skipped = scan_runs(runs_dir, run_folders(runs_dir))
@@ -202,7 +205,8 @@ def open_database(runs_dir: Path, database: str = ":memory:") -> RunsDatabase:
     connection = duckdb.connect(database)
     connection.register("runs_table", pa.Table.from_pylist(records, schema=RUN_SCHEMA))
     connection.execute("CREATE OR REPLACE VIEW runs AS SELECT * FROM runs_table")
-    _define_case_views(connection, [run.directory for run in runs])
+    if case_views:
+        _define_case_views(connection, [run.directory for run in runs])
     return RunsDatabase(connection, skipped, {run.run_id: run for run in runs}, excluded_runs(runs_dir))
 
 

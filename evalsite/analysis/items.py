@@ -8,7 +8,7 @@ latency); ``recorded`` tells a missing case from a case with an unknown value.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from statistics import fmean
@@ -151,21 +151,26 @@ class ItemMatrix:
         )
 
 
-def item_matrix(database: RunsDatabase, arms: Sequence[ArmRun], evaluator: str | None = None) -> ItemMatrix:
+def item_matrix(database: RunsDatabase, arms: Sequence[ArmRun], evaluator: str | None = None,
+                kept: Mapping[str, pa.Table] | None = None) -> ItemMatrix:
     """Read the cases of ``arms`` from the DuckDB views into an aligned :class:`ItemMatrix`.
 
     DuckDB scans the cases once into Arrow columns; ids are dictionary-encoded there, and the
     alignment (which items every arm scored, each arm's repeat columns, the dropped items'
     reasons) and the cells are computed on numpy arrays, so no Python object is made per case
-    (only one per distinct item id, for the natural order). Raises :class:`EvalsiteError` when
-    no item is scored in every arm."""
+    (only one per distinct item id, for the natural order). ``kept``: run id → the run's
+    :func:`case_cells` the caller already has (the site keeps them); with the case score (no
+    ``evaluator``) only the other runs are read. Raises :class:`EvalsiteError` when no item is
+    scored in every arm."""
     arms = tuple(arms)
     run_ids = [arm.run_id for arm in arms]
-    chosen = _chosen_cases(database, run_ids)
-    if evaluator is None:
-        table = database.arrow(chosen + CASE_CELLS_SQL, [run_ids])
+    if evaluator is not None:
+        table = database.arrow(_chosen_cases(database, run_ids) + EVALUATOR_CELLS_SQL, [evaluator, run_ids, run_ids])
+    elif not kept or not set(kept) & set(run_ids):
+        table = database.arrow(_chosen_cases(database, run_ids) + CASE_CELLS_SQL, [run_ids])
     else:
-        table = database.arrow(chosen + EVALUATOR_CELLS_SQL, [evaluator, run_ids, run_ids])
+        table = pa.concat_tables([kept[run_id] if run_id in kept else database.arrow(
+            _chosen_cases(database, [run_id]) + CASE_CELLS_SQL, [[run_id]]).cast(CELLS_SCHEMA) for run_id in dict.fromkeys(run_ids)])
     return _matrix(table, arms, evaluator, shared=True)
 
 
@@ -192,7 +197,7 @@ def runs_item_matrix(runs: Sequence[Run], *, shared: bool = True) -> ItemMatrix:
 def columns_item_matrix(runs: Sequence[Run], cases: Sequence[CaseColumns], *, shared: bool = True) -> ItemMatrix:
     """The same matrix from each run's :class:`~evalsite.analysis.case_columns.CaseColumns`
     (``cases[i]`` are ``runs[i]``'s), with no Python object per case."""
-    tables = [_columns_table(run.run_id, columns) for run, columns in zip(runs, cases)]
+    tables = [case_cells(run.run_id, columns) for run, columns in zip(runs, cases)]
     return _matrix(pa.concat_tables(tables), _arms_of(runs), None, shared=shared)
 
 
@@ -206,8 +211,9 @@ def _arms_of(runs: Sequence[Run]) -> tuple[ArmRun, ...]:
     )
 
 
-def _columns_table(run_id: str, columns: CaseColumns) -> pa.Table:
-    """One run's columns as the Arrow columns :data:`CASE_CELLS_SQL` selects."""
+def case_cells(run_id: str, columns: CaseColumns) -> pa.Table:
+    """One run's columns as the Arrow columns :data:`CASE_CELLS_SQL` selects (:data:`CELLS_SCHEMA`),
+    which a caller may keep per run and give :func:`item_matrix` as ``kept``."""
     size = columns.size
 
     def decoded(codes: np.ndarray, values: Sequence[str]) -> pa.Array:
@@ -215,14 +221,19 @@ def _columns_table(run_id: str, columns: CaseColumns) -> pa.Table:
         return pa.DictionaryArray.from_arrays(indices, pa.array(list(values), pa.string())).cast(pa.string())
 
     shas = columns.item_sha if columns.item_sha is not None else np.full(size, -1, dtype=np.int64)
-    return pa.table({
+    return pa.Table.from_pydict({
         "run_id": decoded(np.zeros(size, dtype=np.int64), [run_id]), "item_id": decoded(columns.item, columns.item_ids),
         "item_sha": decoded(shas, columns.shas), "repeat": pa.array(columns.repeat, pa.int64()),
         "score": pa.array(columns.score, pa.float64()),
         "passed": pa.array(np.where(columns.passed == NONE, np.nan, columns.passed.astype(float)), pa.float64()),
         "cost_usd": pa.array(columns.cost_usd, pa.float64()), "latency_ms": pa.array(columns.latency_ms, pa.float64()),
         "tokens": pa.array(columns.input_tokens + columns.output_tokens, pa.float64()),
-    })
+    }, schema=CELLS_SCHEMA)
+
+
+#: The columns :data:`CASE_CELLS_SQL` selects, as Arrow types.
+CELLS_SCHEMA = pa.schema([("run_id", pa.string()), ("item_id", pa.string()), ("item_sha", pa.string()),
+                           ("repeat", pa.int64()), *((name, pa.float64()) for name in _CELL_FIELDS)])
 
 
 def _matrix(table: pa.Table, arms: tuple[ArmRun, ...], evaluator: str | None, *, shared: bool) -> ItemMatrix:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -22,6 +23,9 @@ from evalsite.errors import EvalsiteError
 from evalsite.project import Project
 from evalsite.runlog.store import Run
 from evalsite.stats import HoldoutCheck, Interval, RankStability, holdout_check, rank_stability
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 ALPHA = 0.05
 SEED = 0
@@ -47,11 +51,13 @@ def arms_on_dataset(project: Project, dataset: str | None = None, evaluator: str
 
 
 def arms_of_selection(
-    project: Project, database: RunsDatabase, selection: Selection, evaluator: str | None = None
+    project: Project, database: RunsDatabase, selection: Selection, evaluator: str | None = None,
+    kept: Mapping[str, pa.Table] | None = None,
 ) -> ArmsOnDataset:
     """The aligned matrix of chosen runs and, when items declare one, each item's cluster (the
-    site calls this for every comparable group, so its verdict is the command's)."""
-    matrix = item_matrix(database, selection.arms, evaluator)
+    site calls this for every comparable group, so its verdict is the command's; ``kept``: the
+    cells of runs it has already read, :func:`~evalsite.analysis.items.item_matrix`)."""
+    matrix = item_matrix(database, selection.arms, evaluator, kept)
     key, clusters = cluster_labels(project, matrix)
     errors = {arm.run_id: run_errors(database.runs.get(arm.run_id)) for arm in selection.arms}
     return ArmsOnDataset(selection, matrix, clusters, key, errors)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import gc
 import os
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -24,6 +25,7 @@ from jinja2 import TemplateError
 from evalsite import __version__
 from evalsite.analysis.case_columns import case_columns
 from evalsite.analysis.case_scan import cases_in_hand
+from evalsite.analysis.items import case_cells
 from evalsite.analysis.matrix import run_column
 from evalsite.analysis.summary import summarise_run
 from evalsite.errors import SiteError
@@ -55,6 +57,8 @@ from evalsite.site.theme import PACKAGE_DIR, load_theme
 CACHE_DIR = ".evalsite/site-cache"
 #: Allocations between two young-generation collections during a build (Python's default is 700).
 GC_THRESHOLD = 100_000
+#: Seconds a thread may hold the interpreter lock while another waits for it, during a build (Python's default is 0.005).
+SWITCH_INTERVAL = 0.0005
 #: Page families in build order; a new family is one more module here.
 FAMILIES = (home, runs, datasets, experiments, decisions, compare, reports, items, search)
 
@@ -83,7 +87,7 @@ class SiteReport:
 def build_site(project: Project, out_dir: Path | None = None, *, redact: bool | None = None,
                full: bool = False, live_reload: bool = False) -> SiteReport:
     """Build (or update) the site of ``project`` in ``out_dir`` (default ``[site] out``)."""
-    with _fewer_collections():
+    with _fewer_collections(), _quick_thread_switches():
         return _build(project, out_dir, redact=redact, full=full, live_reload=live_reload)
 
 
@@ -99,6 +103,21 @@ def _fewer_collections() -> Iterator[None]:
         yield
     finally:
         gc.set_threshold(*before)
+
+
+@contextmanager
+def _quick_thread_switches() -> Iterator[None]:
+    """Let a thread waiting for the interpreter lock take it sooner while building. The
+    leaderboards' thread releases the lock in each numpy call, then has to take it back from the
+    build's thread, which renders pages in Python: with Python's default interval (5 ms) it waits
+    that long again and again, and the leaderboards a new run joins finished last (measured with
+    bench/site.py at 1M cases). The interval is put back afterwards."""
+    before = sys.getswitchinterval()
+    sys.setswitchinterval(SWITCH_INTERVAL)
+    try:
+        yield
+    finally:
+        sys.setswitchinterval(before)
 
 
 def _build(project: Project, out_dir: Path | None, *, redact: bool | None, full: bool, live_reload: bool) -> SiteReport:
@@ -118,6 +137,9 @@ def _build(project: Project, out_dir: Path | None, *, redact: bool | None, full:
     try:
         cache = SiteCache(project.root / CACHE_DIR)
         cache.recall_intervals(code)  # before any leaderboard starts bootstrapping
+        kept = _RunCache(cache, code)
+        inputs.kept_columns = lambda run_id: cache.case_columns(kept.key(inputs, run_id))
+        inputs.kept_cells = lambda run_id: cache.case_cells(kept.key(inputs, run_id))
         inputs.prefetch_leaderboards(_leaderboard_datasets(inputs, stale))
         kit.pair_counts = cache.kept_values(PAIRS_FILE, common)
         _render(kit, writer, stale, hashes, _RunCache(cache, code))
@@ -192,6 +214,7 @@ def _render(kit: Kit, writer: SiteWriter, stale: list[PageJob], hashes: dict[str
         kit.figures[run_id] = RunFigures.of(summary, {paths.item_bucket(str(c.get("item_id"))) for c in cases})
         part = matrix_part(run_column(replace(run, cases=cases), columns))
         cache.cache.put(key, run_id, kit.figures[run_id], part)
+        cache.cache.put_cells(key, case_cells(run_id, columns))  # the leaderboards' cells: no critical flag among them
         if run_id in matrix_wanted:
             kit.matrix_parts[run_id] = part
         job = own.get(run_id)
@@ -200,7 +223,9 @@ def _render(kit: Kit, writer: SiteWriter, stale: list[PageJob], hashes: dict[str
             _run_job(kit, writer, job, hashes)
             kit.summaries, kit.cases, kit.case_warnings = {}, {}, {}
         if critical is None:  # the columns a comparison reads (no dataset stands in for critical flags)
-            compare.compare_read_run(kit, run_id, cases_in_hand(cases, columns), stale_keys)
+            scanned = cases_in_hand(cases, columns)
+            cache.cache.put_columns(key, scanned.columns)
+            compare.compare_read_run(kit, run_id, scanned, stale_keys)
     for job in sorted((job for job in stale if not job.cases_of), key=_reads_leaderboards):
         _run_job(kit, writer, job, hashes)
     cache.cache.keep_only({cache.key(kit.inputs, run.run_id) for run in kit.inputs.runs})

@@ -24,7 +24,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
+from evalsite.analysis.case_columns import CaseColumns, columns_arrays, columns_of_arrays
+from evalsite.analysis.items import CELLS_SCHEMA
 from evalsite.analysis.matrix import FIGURES, RunColumn
 from evalsite.analysis.summary import RunSummary
 from evalsite.site.matrixdata import MatrixPart
@@ -36,6 +39,10 @@ INTERVALS_FILE = "intervals.json"
 PAIRS_FILE = "pairs.json"
 #: A run's matrix part: its column's arrays, and its texts as UTF-8 lines (JSON text has no raw newline).
 MATRIX_SUFFIX = ".matrix.npz"
+#: A run's case columns (:func:`~evalsite.analysis.case_columns.columns_arrays`), which comparisons read.
+COLUMNS_SUFFIX = ".columns.npz"
+#: A run's cells as the leaderboards' item matrix reads them (an Arrow IPC file).
+CELLS_SUFFIX = ".cells.arrow"
 _TEXTS = ("items", "heads", "tails")
 
 
@@ -99,23 +106,62 @@ class SiteCache:
     def put(self, content_hash: str, run_id: str, figures: RunFigures, matrix: MatrixPart) -> None:
         """Store a run's figures and matrix part; a read-only project just goes without a cache."""
         column = matrix.column
-        arrays: dict[str, Any] = {"version": np.array(CACHE_VERSION), "run_id": _bytes(run_id),
+        arrays: dict[str, Any] = {"run_id": _bytes(run_id),
                   "item_ids": _bytes(json.dumps(column.item_ids, ensure_ascii=False)), "answers": column.answers,
                   **{name: getattr(column, name) for name in FIGURES},
                   **{name: _bytes("\n".join(getattr(matrix, name))) for name in _TEXTS}}
+        if self._write_arrays(f"{content_hash}{MATRIX_SUFFIX}", arrays):
+            self._write(f"{content_hash}.json", {"version": CACHE_VERSION, "figures": asdict(figures)})
+
+    def case_columns(self, content_hash: str) -> CaseColumns | None:
+        """The run's case columns kept by :meth:`put_columns` (None when there are none)."""
+        try:
+            with np.load(self.folder / f"{content_hash}{COLUMNS_SUFFIX}", allow_pickle=False) as data:
+                if int(data["version"]) != CACHE_VERSION:
+                    return None
+                return columns_of_arrays({name: data[name] for name in data.files if name != "version"})
+        except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile):
+            return None
+
+    def put_columns(self, content_hash: str, columns: CaseColumns) -> None:
+        """Keep a run's case columns as the Python reader gave them (with their expected values:
+        :func:`~evalsite.analysis.case_scan.cases_in_hand`), for the leaderboards and comparisons
+        of later builds."""
+        self._write_arrays(f"{content_hash}{COLUMNS_SUFFIX}", columns_arrays(columns))
+
+    def case_cells(self, content_hash: str) -> pa.Table | None:
+        """The run's cells as the item matrix reads them (:func:`evalsite.analysis.items.case_cells`)."""
+        try:
+            with pa.OSFile(str(self.folder / f"{content_hash}{CELLS_SUFFIX}"), "rb") as source:  # read into memory
+                table = pa.ipc.open_file(source).read_all()
+        except (OSError, ValueError, pa.ArrowException):
+            return None
+        return table if table.schema.equals(CELLS_SCHEMA) else None
+
+    def put_cells(self, content_hash: str, table: pa.Table) -> None:
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
-            temp = self.folder / f".{content_hash}.tmp.npz"
-            np.savez(temp, **arrays)
-            os.replace(temp, self.folder / f"{content_hash}{MATRIX_SUFFIX}")
-        except (OSError, ValueError):
+            temp = self.folder / f".{content_hash}{CELLS_SUFFIX}.tmp"
+            with pa.OSFile(str(temp), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
+                writer.write_table(table)
+            os.replace(temp, self.folder / f"{content_hash}{CELLS_SUFFIX}")
+        except (OSError, ValueError, pa.ArrowException):
             return
-        self._write(f"{content_hash}.json", {"version": CACHE_VERSION, "figures": asdict(figures)})
+
+    def _write_arrays(self, name: str, arrays: dict[str, Any]) -> bool:
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            temp = self.folder / f".{name}.tmp.npz"
+            np.savez(temp, version=np.array(CACHE_VERSION), **arrays)
+            os.replace(temp, self.folder / name)
+        except (OSError, ValueError):
+            return False
+        return True
 
     def keep_only(self, hashes: set[str]) -> None:
         if not self.folder.is_dir():
             return
-        for path in [*self.folder.glob("*.json"), *self.folder.glob(f"*{MATRIX_SUFFIX}")]:
+        for path in [*self.folder.glob("*.json"), *self.folder.glob("*.npz"), *self.folder.glob(f"*{CELLS_SUFFIX}")]:
             if path.name.split(".")[0] not in hashes and path.name not in (INTERVALS_FILE, PAIRS_FILE):
                 path.unlink(missing_ok=True)
 

@@ -9,15 +9,19 @@ reason and left out; they never stop a build.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
+import pyarrow as pa
 import yaml
 
 from evalsite import analysis
 from evalsite.analysis import baselines
+from evalsite.analysis.case_columns import CaseColumns
+from evalsite.analysis.case_scan import ScannedCases
 from evalsite.analysis.db import RunsDatabase, open_database
 from evalsite.analysis.run_views import dataset_rows, needs_dataset
 from evalsite.errors import EvalsiteError
@@ -98,6 +102,10 @@ class ProjectInputs:
     _leaderboards: dict[tuple, analysis.Leaderboard | EvalsiteError | Future] = field(default_factory=dict)
     _pool: ThreadPoolExecutor | None = None
     memo: dict = field(default_factory=dict)  # what several page families of one build read (e.g. manifest drift)
+    #: Run id → its case columns (what comparisons read) and its cells (what leaderboards read) kept
+    #: by an earlier build (the build's cache), None when there are none.
+    kept_columns: Callable[[str], CaseColumns | None] = lambda run_id: None
+    kept_cells: Callable[[str], pa.Table | None] = lambda run_id: None
 
     @cached_property
     def by_id(self) -> dict[str, Run]:
@@ -105,8 +113,9 @@ class ProjectInputs:
 
     @cached_property
     def database(self) -> RunsDatabase:
-        """The DuckDB views the analysis layer reads (opened once per build, when a page needs them)."""
-        return open_database(self.project.runs_dir)
+        """The DuckDB views the analysis layer reads (opened once per build, when a page needs them):
+        the runs, and the cases of the runs each leaderboard chooses, read from their own files."""
+        return open_database(self.project.runs_dir, case_views=False)
 
     def leaderboard(self, selection: analysis.Selection) -> analysis.Leaderboard:
         """:func:`evalsite.analysis.leaderboard_of` of a comparable group, computed once per build (a
@@ -148,8 +157,10 @@ class ProjectInputs:
             self._leaderboards[selection.arms] = exc
 
     def _leaderboard_of(self, selection: analysis.Selection, database: RunsDatabase) -> analysis.Leaderboard:
+        """The group's leaderboard, its cells read from the runs' kept cells where there are any."""
+        kept = {arm.run_id: cells for arm in selection.arms if (cells := self.kept_cells(arm.run_id)) is not None}
         try:
-            return analysis.leaderboard_of(analysis.arms_of_selection(self.project, database, selection))
+            return analysis.leaderboard_of(analysis.arms_of_selection(self.project, database, selection, kept=kept))
         finally:
             if database is not self.database:
                 database.connection.close()
@@ -159,6 +170,11 @@ class ProjectInputs:
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
+
+    def kept_cases(self, run_id: str) -> ScannedCases | None:
+        """The run's cases as :func:`~evalsite.analysis.case_scan.scan_cases` reads them, from its kept columns."""
+        columns = self.kept_columns(run_id)
+        return None if columns is None else ScannedCases.kept(columns, self.by_id[run_id].directory / CASES_FILE)
 
     @cached_property
     def hashes(self) -> dict[str, str]:

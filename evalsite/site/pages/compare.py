@@ -111,17 +111,19 @@ def job_key(run_id: str, baseline_id: str) -> str:
 
 def comparison(inputs: ProjectInputs, run_id: str, baseline_id: str, current: ScannedCases | None = None) -> ComparisonReport:
     """:func:`evalsite.analysis.compare.compare_runs` of a pair, once per build (the runs table reads
-    its counts, the compare page everything); ``current``: the run's cases, when the build has them."""
+    its counts, the compare page everything); ``current``: the run's cases, when the build has them.
+    A run's kept columns stand in for reading it (:meth:`ProjectInputs.kept_cases`)."""
     key = ("compare", run_id, baseline_id)
     if key not in inputs.memo:
-        inputs.memo[key] = compare_runs(inputs.project, run_id, baseline=baseline_id, run_code=False, current_cases=current)
+        inputs.memo[key] = compare_runs(inputs.project, run_id, baseline=baseline_id, run_code=False,
+                                        current_cases=current or inputs.kept_cases(run_id),
+                                        baseline_cases=inputs.kept_cases(baseline_id))
     return inputs.memo[key]
 
 
 def compare_read_run(kit: Kit, run_id: str, cases: ScannedCases, stale: set[str]) -> None:
     """Compare a run the build has just read with each baseline a stale page shows it against (its
-    compare pages; the runs table's change counts), from the cases in hand: only the baselines are
-    read again."""
+    compare pages; the runs table's change counts), from the cases in hand."""
     baselines = {baseline for current, baseline in compared_pairs(kit.inputs, kit.settings)
                  if current == run_id and job_key(current, baseline) in stale}
     baseline = kit.inputs.baseline_of(run_id)
