@@ -192,5 +192,6 @@ def test_a_new_run_is_the_only_file_its_leaderboard_and_comparison_read(tmp_path
     monkeypatch.setattr(items, "_chosen_cases", lambda database, run_ids: read["duckdb"].extend(run_ids) or chosen(database, run_ids))
     monkeypatch.setattr(compare_module, "scan_cases", lambda directory: read["scanned"].append(directory.name) or scan(directory))
     build_site(project)
-    assert read == {"duckdb": [A2], "scanned": []}  # A2 itself was read once, by the build
+    assert set(read["duckdb"]) <= {A2}  # (its leaderboard may find A2's own cells the build has just kept)
+    assert read["scanned"] == []
     assert_same_as_a_fresh_build(project, tmp_path)

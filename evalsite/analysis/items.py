@@ -179,9 +179,13 @@ def _chosen_cases(database: RunsDatabase, run_ids: list[str]) -> str:
     from their own files only, so a project's other runs are not scanned; the ``cases`` view
     when some run is not among the database's readable runs."""
     from evalsite.analysis.db import case_source, scores_of
+    from evalsite.analysis.parquet import case_files
+    from evalsite.analysis.remote import register_filesystems
 
     if all(run_id in database.runs for run_id in run_ids):
-        source = case_source([database.runs[run_id].directory for run_id in dict.fromkeys(run_ids)])
+        files = case_files([database.runs[run_id].directory for run_id in dict.fromkeys(run_ids)])
+        register_filesystems(database.connection, files.parquet)  # compacted runs in object storage
+        source = case_source([database.runs[run_id].directory for run_id in dict.fromkeys(run_ids)], files)
     else:
         source = "SELECT * FROM cases"
     return f"WITH chosen AS ({source}), chosen_scores AS ({scores_of('chosen')})"

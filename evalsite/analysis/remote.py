@@ -140,11 +140,15 @@ def _sql_text(text: str) -> str:
 
 
 def register_filesystems(connection: Any, files: list[str]) -> None:
-    """Let DuckDB open remote Parquet files through fsspec, once per scheme."""
+    """Let DuckDB open remote Parquet files through fsspec, once per scheme (a scheme already
+    registered in the connection's database is left as it is: DuckDB refuses a second one)."""
     schemes = {f.split("://", 1)[0] for f in files if "://" in f}
+    registered = set(connection.list_filesystems()) if schemes else set()
     for scheme in sorted(schemes):
         fs, _ = filesystem(f"{scheme}://")
-        connection.register_filesystem(fs)
+        protocols = (fs.protocol,) if isinstance(fs.protocol, str) else tuple(fs.protocol)
+        if not registered & set(protocols):
+            connection.register_filesystem(fs)
 
 
 def upload(local_store: Path, location: str) -> None:
