@@ -11,13 +11,10 @@ prints one JSON line: wall and CPU seconds, peak RSS (MB).
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import json
-import resource
-import time
 
 import aiohttp
+from client_child import run_client  # bench/, beside this script
 
 BODY = {"model": "bench", "messages": [{"role": "user", "content": "question"}]}
 
@@ -33,18 +30,5 @@ async def post_all(url: str, calls: int, concurrency: int) -> None:
         await asyncio.gather(*(one() for _ in range(calls)))
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--url", required=True)
-    parser.add_argument("--calls", type=int, default=6000)
-    parser.add_argument("--concurrency", type=int, default=32)
-    options = parser.parse_args()
-    started = time.perf_counter()
-    asyncio.run(post_all(options.url, options.calls, options.concurrency))
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    print(json.dumps({"client": "bare-aiohttp", "wall": time.perf_counter() - started,
-                      "cpu": usage.ru_utime + usage.ru_stime, "peak_mb": usage.ru_maxrss / 1024}))
-
-
 if __name__ == "__main__":
-    main()
+    run_client("bare-aiohttp", __doc__, "the chat completions URL", post_all)

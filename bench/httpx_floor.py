@@ -14,11 +14,9 @@ prints one JSON line: wall and CPU seconds, peak RSS (MB).
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import json
-import resource
-import time
+
+from client_child import run_client  # bench/, beside this script
 
 import evalsite.cli.run  # noqa: F401  (what `evalsite run` imports: the command, the runner, the targets)
 from evalsite.execute.targets.http import JsonClient
@@ -40,18 +38,5 @@ async def post_all(base_url: str, calls: int, concurrency: int) -> None:
         await client.aclose()
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--url", required=True, help="the base URL, e.g. http://127.0.0.1:PORT/v1")
-    parser.add_argument("--calls", type=int, default=6000)
-    parser.add_argument("--concurrency", type=int, default=32)
-    options = parser.parse_args()
-    started = time.perf_counter()
-    asyncio.run(post_all(options.url, options.calls, options.concurrency))
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    print(json.dumps({"client": "httpx-floor", "wall": time.perf_counter() - started,
-                      "cpu": usage.ru_utime + usage.ru_stime, "peak_mb": usage.ru_maxrss / 1024}))
-
-
 if __name__ == "__main__":
-    main()
+    run_client("httpx-floor", __doc__, "the base URL, e.g. http://127.0.0.1:PORT/v1", post_all)
