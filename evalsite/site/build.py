@@ -142,7 +142,7 @@ def _build(project: Project, out_dir: Path | None, *, redact: bool | None, full:
         inputs.kept_cells = lambda run_id: cache.case_cells(kept.key(inputs, run_id))
         inputs.prefetch_leaderboards(_leaderboard_datasets(inputs, stale))
         kit.pair_counts = cache.kept_values(PAIRS_FILE, common)
-        _render(kit, writer, stale, hashes, _RunCache(cache, code))
+        _render(kit, writer, stale, hashes, kept)
     except TemplateError as exc:
         lineno = getattr(exc, "lineno", None)  # syntax errors say where; other template errors do not
         where = f"{getattr(exc, 'filename', None) or getattr(exc, 'name', None)}, line {lineno}: " if lineno else ""
