@@ -139,13 +139,13 @@ def test_bad_schedule_values_are_named(runner_project, server, cli):
     assert result.exit_code == 1 and "limits.max_cost_usd: must be a number, got the string 'lots'" in result.output
 
 
-def test_progress_draws_only_on_a_terminal():
-    quiet_stream = io.StringIO()  # not a terminal
-    quiet = Progress(quiet_stream)
-    quiet.start("arm", 2)
-    quiet.advance(False, None)
-    quiet.finish()
-    assert quiet_stream.getvalue() == ""
+def test_progress_draws_a_bar_on_a_terminal_and_nothing_when_off():
+    off_stream = io.StringIO()
+    off = Progress(off_stream, enabled=False)  # --quiet, and the Python API's default
+    off.start("arm", 2)
+    off.advance(False, None)
+    off.finish()
+    assert off_stream.getvalue() == "" and off.done == 1
     stream = io.StringIO()
     shown = Progress(stream, enabled=True)
     shown.start("arm", 3)
@@ -156,3 +156,21 @@ def test_progress_draws_only_on_a_terminal():
     assert "0/3, errors 0 cost ?" in drawn
     last = drawn.split("\r")[-1]
     assert last.startswith("arm ") and "3/3, errors 1 $0.75" in last  # this arm's own spend: 0.25 + 0.5
+
+
+def test_progress_off_a_terminal_is_a_line_every_five_percent_or_ten_seconds_at_most_one_a_second():
+    now = [0.0]
+    stream = io.StringIO()  # not a terminal: a CI log
+    lines = Progress(stream, clock=lambda: now[0])
+    lines.plan(2)
+    lines.start("careful", 100)
+    steps = [0.25] * 5 + [0.1] * 5 + [1.0, 11.0]  # 5 % more at the 10th case, but < 1 s after the 5th
+    for case, step in enumerate(steps):
+        now[0] += step
+        lines.advance(case == 7, 0.001)
+    lines.finish()
+    written = stream.getvalue().splitlines()
+    assert written[0] == "careful (1/2): 0/100 cases (0%), errors 0, cost ?"
+    assert written[1] == "careful (1/2): 5/100 cases (5%), errors 0, $0.005, 4 cases/s, ETA 0:00:24"
+    assert [line.split(": ")[1].split(" cases")[0] for line in written] == ["0/100", "5/100", "11/100", "12/100"]
+    assert "errors 1" in written[-1] and "\r" not in stream.getvalue()
