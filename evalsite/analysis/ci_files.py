@@ -96,11 +96,14 @@ def write_junit(path: Path, suite_name: str, outcomes: list[TestOutcome]) -> Non
 
 def write_atomic(path: Path, text: str) -> None:
     """Write ``text`` to a temporary file beside ``path``, then rename it over ``path``: a reader
-    (or an error) never sees half a file, and a failed write leaves no temporary file behind."""
+    (or an error) never sees half a file, and a failed write leaves no temporary file behind. The
+    file gets the mode a plain ``open`` would give it under the umask (``mkstemp`` makes 0600, which
+    a CI artifact step run as another user cannot read)."""
     path = Path(path)
     temporary: str | None = None
     try:
         descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        os.fchmod(descriptor, 0o666 & ~_umask())
         with os.fdopen(descriptor, "w", encoding="utf-8", newline="") as handle:
             handle.write(text)
         os.replace(temporary, path)
@@ -108,3 +111,10 @@ def write_atomic(path: Path, text: str) -> None:
         if temporary is not None and os.path.exists(temporary):
             os.unlink(temporary)
         raise OutputError(f"{path}: cannot write: {exc.strerror or exc}") from None
+
+
+def _umask() -> int:
+    """The process's umask (reading it means setting it: set it straight back)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
