@@ -9,6 +9,7 @@ latency and noise come from the same functions as a run's summary.
 
 from __future__ import annotations
 
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,8 +34,10 @@ SEED = 0
 class ArmSummary:
     """One arm over the compared items.
 
-    ``mean_interval`` / ``pass_rate_interval``: BCa bootstrap over items of the per-item means
-    (``stats.bootstrap_ci``; ``.method`` says when a fallback applied). ``pass_rate`` is None when
+    ``mean_interval`` / ``pass_rate_interval``: BCa bootstrap of the per-item means over the
+    verdict's resampling unit — items, or whole clusters when items declare one (the labels
+    :func:`~evalsite.analysis.items.cluster_labels` gives) — so ``mean_interval`` is the interval
+    the verdict shows for the arm (``stats.bootstrap_ci``; ``.method`` says when a fallback applied). ``pass_rate`` is None when
     the arm has no pass rule. ``noise`` is the spread of the per-repeat means (None with one
     repeat)."""
 
@@ -51,12 +54,17 @@ class ArmSummary:
     noise: RepeatNoise | None
 
 
-def summarise_arms(matrix: ItemMatrix, *, confidence: float = CONFIDENCE, seed: int = SEED) -> tuple[ArmSummary, ...]:
-    """One :class:`ArmSummary` per arm of ``matrix``, in the matrix's arm order."""
-    return tuple(_summary(matrix, arm, confidence, seed) for arm in range(len(matrix.arms)))
+def summarise_arms(
+    matrix: ItemMatrix, *, clusters: Sequence[Hashable] | None = None, confidence: float = CONFIDENCE, seed: int = SEED,
+) -> tuple[ArmSummary, ...]:
+    """One :class:`ArmSummary` per arm of ``matrix``, in the matrix's arm order; ``clusters`` (one
+    label per item, ``ArmsOnDataset.clusters``) makes the cluster the unit the intervals resample."""
+    return tuple(_summary(matrix, arm, clusters, confidence, seed) for arm in range(len(matrix.arms)))
 
 
-def _summary(matrix: ItemMatrix, arm: int, confidence: float, seed: int) -> ArmSummary:
+def _summary(
+    matrix: ItemMatrix, arm: int, clusters: Sequence[Hashable] | None, confidence: float, seed: int,
+) -> ArmSummary:
     scores = matrix.arm_scores(arm)
     item_means = np.nanmean(scores, axis=1)
     passed = matrix.arm_passed(arm)
@@ -70,9 +78,10 @@ def _summary(matrix: ItemMatrix, arm: int, confidence: float, seed: int) -> ArmS
         n_cases=int(recorded.sum()),
         n_repeats=matrix.repeats(arm),
         mean=mean,
-        mean_interval=bootstrap_ci(item_means, confidence=confidence, seed=seed),
+        mean_interval=bootstrap_ci(item_means, confidence=confidence, seed=seed, groups=clusters),
         pass_rate=None if passed is None else mean_over_items(passed),
-        pass_rate_interval=None if item_pass_rates is None else bootstrap_ci(item_pass_rates, confidence=confidence, seed=seed),
+        pass_rate_interval=None if item_pass_rates is None else bootstrap_ci(
+            item_pass_rates, confidence=confidence, seed=seed, groups=clusters),
         cost=cost_summary(matrix.cost_usd[:, arm, :][recorded], None if passed is None else int(np.nansum(passed))),
         latency=latency_summary(matrix.latency_ms[:, arm, :][recorded]),
         noise=run_noise(scores),

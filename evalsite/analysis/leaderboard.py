@@ -127,7 +127,7 @@ def leaderboard_of(
 ) -> Leaderboard:
     """The leaderboard of arms already chosen and read (the site calls this with its own data)."""
     matrix = data.matrix
-    summaries = summarise_arms(matrix, seed=seed)
+    summaries = summarise_arms(matrix, clusters=data.clusters, seed=seed)
     verdict = dataset_verdict(data, alpha=alpha, seed=seed, metric=metric)
     mean_ranks = verdict.friedman.mean_ranks if verdict.friedman else (1.0,)
     arms = tuple(

@@ -131,11 +131,17 @@ def _axes(x: Axis, y: Axis, x_ticks: list[float], y_ticks: list[float], x_label:
     return parts
 
 
+def _point_title(label: str, value: float, low: float | None, high: float | None) -> str:
+    """A point's tooltip: its label, the value drawn and the interval drawn, as the tables print them."""
+    interval = f" [{low:.3f}, {high:.3f}]" if low is not None and high is not None else ""
+    return f"<title>{escape(label)}: {value:.3f}{interval}</title>"
+
+
 def _marker(point: Point, px: float, py: float, y: Axis, css: str) -> str:
     parts = []
     if point.low is not None and point.high is not None:
         parts.append(f'<line class="chart-interval" x1="{_f(px)}" y1="{_f(y(point.low))}" x2="{_f(px)}" y2="{_f(y(point.high))}"/>')
-    parts.append(f'<circle class="{css}" cx="{_f(px)}" cy="{_f(py)}" r="5"><title>{escape(point.label)}</title></circle>')
+    parts.append(f'<circle class="{css}" cx="{_f(px)}" cy="{_f(py)}" r="5">{_point_title(point.label, point.y, point.low, point.high)}</circle>')
     parts.append(f'<text class="chart-point-label" x="{_f(px + 8)}" y="{_f(py - 8)}">{escape(point.label)}</text>')
     inner = "".join(parts)
     return f'<a href="{escape(point.href)}">{inner}</a>' if point.href else f"<g>{inner}</g>"
@@ -215,7 +221,8 @@ def interval_bars(points: list[Point], *, x_label: str, title: str) -> Markup:
                     f'<title>{escape(point.label)}</title>{escape(_short(point.label, 24))}</text>')
         if point.low is not None and point.high is not None:
             body.append(f'<line class="chart-interval" x1="{_f(x(point.low))}" y1="{_f(cy)}" x2="{_f(x(point.high))}" y2="{_f(cy)}"/>')
-        body.append(f'<circle class="chart-point" cx="{_f(x(point.x))}" cy="{_f(cy)}" r="4"><title>{escape(point.label)}</title></circle>')
+        body.append(f'<circle class="chart-point" cx="{_f(x(point.x))}" cy="{_f(cy)}" r="4">'
+                    f'{_point_title(point.label, point.x, point.low, point.high)}</circle>')
     return _frame(title, body, height)
 
 

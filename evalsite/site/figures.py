@@ -27,11 +27,11 @@ import numpy as np
 import pyarrow as pa
 
 from evalsite.analysis.case_columns import CaseColumns, columns_arrays, columns_of_arrays
+from evalsite.analysis.interval_memo import kept_intervals, recall_kept_intervals
 from evalsite.analysis.items import CELLS_SCHEMA
 from evalsite.analysis.matrix import FIGURES, RunColumn
 from evalsite.analysis.summary import RunSummary
 from evalsite.site.matrixdata import MatrixPart
-from evalsite.stats.intervals import recall_intervals, remembered_intervals
 
 CACHE_VERSION = 3
 INTERVALS_FILE = "intervals.json"
@@ -178,14 +178,13 @@ class SiteCache:
         """Put the bootstrap intervals earlier builds computed (with this code) back in the statistics'
         memo: a leaderboard a new run joins then bootstraps only the arms and pairs that changed."""
         try:
-            data = json.loads((self.folder / INTERVALS_FILE).read_text(encoding="utf-8"))
-            if data.get("version") == CACHE_VERSION and data.get("code") == code:
-                recall_intervals(data["rows"])
+            data = self._read(INTERVALS_FILE)
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return
+        recall_kept_intervals(data.get("intervals"), code)
 
     def keep_intervals(self, code: str) -> None:
-        self._write(INTERVALS_FILE, {"version": CACHE_VERSION, "code": code, "rows": remembered_intervals()})
+        self._write(INTERVALS_FILE, {"version": CACHE_VERSION, "intervals": kept_intervals(code)})
 
     def _read(self, name: str) -> dict:
         data = json.loads((self.folder / name).read_text(encoding="utf-8"))

@@ -1,11 +1,14 @@
 """Dataset leaderboards: ``datasets/<dataset_id>.html``.
 
 The figures come from :mod:`evalsite.analysis` (``comparable_groups``, ``item_matrix``,
-``leaderboard_of``; once per group and build, :meth:`ProjectInputs.leaderboard`), so a leaderboard here is the one ``evalsite leaderboard`` prints. Only runs
-the analysis layer finds comparable are compared; each such group gets its own leaderboard, and every run left out is listed with the reason. Within a group the arms
-are ordered by mean score but *ranked* only as far as the data supports: Friedman's test first,
-then Nemenyi's tied groups (arms sharing a letter are not significantly different), a
-critical-difference diagram and the rank stability ("this order needs ~N items; you have M").
+``leaderboard_of``; once per group and build, :meth:`ProjectInputs.leaderboard`), so a leaderboard
+here is the one ``evalsite leaderboard`` prints. Only runs the analysis layer finds comparable are
+compared; each such group gets its own leaderboard, and every run left out is listed with the
+reason. Every figure of an arm is its verdict's (:class:`~evalsite.analysis.verdict.ArmPlace`):
+its mean and interval, its places (a rank range such as ``2–3`` where the paired tests do not
+separate it), its letters; the legend names the test and correction the verdict used. Friedman
+and Nemenyi stay as the omnibus test and, only when Friedman rejects, the critical-difference
+diagram (:mod:`evalsite.analysis.critical_difference`).
 """
 
 from __future__ import annotations
@@ -15,9 +18,10 @@ from dataclasses import dataclass
 from markupsafe import Markup
 
 from evalsite.analysis import Leaderboard as Board
-from evalsite.analysis import Selection, comparable_groups
+from evalsite.analysis import RankedArm, Selection, comparable_groups
+from evalsite.analysis.critical_difference import critical_difference_picture
 from evalsite.analysis.leaderboard import stability_sentence
-from evalsite.analysis.verdict import detectable_phrase
+from evalsite.analysis.verdict import Verdict, detectable_phrase
 from evalsite.errors import EvalsiteError
 from evalsite.runlog.store import Run
 from evalsite.site import charts, paths
@@ -26,7 +30,6 @@ from evalsite.site.pages import Kit, PageContext, PageJob, doc
 from evalsite.site.pages.common import experiment_link, run_link, runs_by, runs_table
 from evalsite.site.settings import SiteSettings
 from evalsite.site.tables import Column, Link, ShownInterval, Table
-from evalsite.stats import tied_groups
 
 CONFIDENCE = 0.95
 
@@ -46,7 +49,8 @@ class Ranking:
     differ: bool = doc("True when friedman_p < 0.05: the arms are not all alike.")
     critical_difference: float = doc("Nemenyi critical difference of mean ranks at alpha 0.05.")
     strict_order: bool = doc("True when the paired tests separate every arm from every other (a strict order is supported).")
-    cd_diagram: Markup = doc("Critical-difference diagram (inline SVG).")
+    cd_diagram: Markup = doc("Critical-difference diagram (inline SVG), drawn only when Friedman rejects; empty otherwise.")
+    cd_note: str = doc("Why there is no critical-difference diagram, when there is none.", "")
     stability: str = doc("Rank stability in words: how many items the separated pairs need against how many there are.")
     stability_table: Table = doc("Share of bootstrap samples (by size) that keep every separated pair, and the top arm ahead.")
 
@@ -57,7 +61,7 @@ class LeaderboardSection:
 
     number: int = doc("1 for the group with the newest run, 2 for the next…")
     comparable: str = doc("What the group's runs share: the dataset and the evaluator versions.")
-    arms: Table = doc("One row per arm: its run, mean with interval, tied group, pass rate, costs, latency percentiles.")
+    arms: Table = doc("One row per arm in the verdict's order: its places, run, mean with the verdict's interval, letters, pass rate, costs, latency percentiles.")
     ranking: Ranking | None = doc("Friedman/Nemenyi/rank stability; None with fewer than two arms or items in common.")
     ranking_note: str = doc("Why there is no ranking, when there is none.")
     intervals: Markup = doc("Forest plot of every arm's mean and interval (inline SVG).")
@@ -115,24 +119,20 @@ def leaderboard(number: int, selection: Selection, inputs: ProjectInputs, page_p
     try:
         board = inputs.leaderboard(selection)
     except EvalsiteError as exc:
-        return LeaderboardSection(number=number, comparable=comparable, arms=Table(f"leaderboard-{number}", ARM_COLUMNS, []),
+        return LeaderboardSection(number=number, comparable=comparable, arms=Table(f"leaderboard-{number}", arm_columns(None), []),
                            ranking=None, ranking_note=f"No leaderboard: {exc.message}.", intervals=Markup(""),
                            scatter=Markup(""), scatter_note="")
-    rank_intervals = board.stability.rank_intervals if board.stability else ()
-    rows = [_arm_row(arm, inputs.by_id[arm.summary.arm.run_id],
-                     _rank_text(rank_intervals[index]) if rank_intervals else None,
-                     None if arm is board.arms[0] else board.arms[0].summary.mean)
-            for index, arm in zip(board.verdict.order, board.arms)]
+    rows = [_arm_row(arm, inputs.by_id[arm.summary.arm.run_id], leader_delta(board, place))
+            for place, arm in enumerate(board.arms)]
     forest = charts.interval_bars(
-        [charts.Point(arm.summary.arm.label, arm.summary.mean, arm.summary.mean, *bounds(arm.summary.mean_interval))
-         for arm in board.arms],
-        x_label=f"mean score with {CONFIDENCE:.0%} bootstrap interval", title="Mean score per arm")
+        [charts.Point(arm.label, arm.value, arm.value, *bounds(arm.interval)) for arm in board.arms],
+        x_label=f"mean score with {CONFIDENCE:.0%} bootstrap interval over {board.verdict.unit}s", title="Mean score per arm")
     scatter, scatter_note = _scatter(board, page_path)
     ranking, note = _ranking(board, number)
     return LeaderboardSection(
         number=number,
         comparable=comparable,
-        arms=Table(f"leaderboard-{number}", ARM_COLUMNS, rows, legend=True),
+        arms=Table(f"leaderboard-{number}", arm_columns(board.verdict), rows, legend=True),
         ranking=ranking,
         ranking_note=note,
         intervals=forest,
@@ -147,25 +147,45 @@ def describe(selection: Selection) -> str:
     return f"dataset {selection.dataset_id}; evaluators {evaluators}"
 
 
-ARM_COLUMNS = [
-    Column("rank", "rank", help="place in the order the tests support; a range (2–3) when the arm is tied with others"),
-    Column("arm", "arm", help="the arm; links to the run that stands for it"),
-    Column("mean", "mean score", "interval", "mean of per-item means, 95% BCa bootstrap interval over items"),
-    Column("delta", "Δ leader", "number", "mean score minus the first arm's, over the same items (= the paired mean difference)"),
-    Column("group", "group", help="arms sharing a letter are not significantly different (Friedman, then Nemenyi, alpha 0.05)"),
-    Column("cost_per_case", "cost / case", "usd", "total cost / cases; unknown when any case has no cost"),
-    Column("latency_p50", "p50 latency", "ms", "nearest-rank median latency"),
-    Column("pass_rate", "pass rate", "percent", secondary=True),
-    Column("noise", "noise ±", "number", "std of the arm's per-repeat means (with repeats): a difference smaller than this is noise", secondary=True),
-    Column("items", "items", "count", "items every arm of the leaderboard scored (the figures use only these)", secondary=True),
-    Column("cases", "cases", "count", secondary=True),
-    Column("cost_total", "cost", "usd", "total cost; unknown when any case has no cost", secondary=True),
-    Column("cost_per_correct", "per correct", "usd", "total cost / passed cases", secondary=True),
-    Column("latency_p95", "p95 latency", "ms", "nearest-rank 95th percentile", secondary=True),
-    Column("rank_interval", "rank interval", help="95% bootstrap interval of the arm's rank (1 = best)", secondary=True),
-    Column("experiment", "experiment", secondary=True),
-    Column("run", "run", "code", secondary=True),
-]
+def arm_columns(verdict: Verdict | None) -> list[Column]:
+    """The leaderboard's columns; the legend of the rank, interval and group columns names what the
+    verdict used (its unit and its correction)."""
+    unit = verdict.unit if verdict is not None else "item"
+    tests = (f"the paired sign-flip tests over {unit}s, {verdict.correction}, α = {verdict.alpha}"
+             if verdict is not None else "the paired sign-flip tests")
+    return [
+        Column("rank", "rank", help=f"the places the arm can hold: a range (2–3) when {tests} do not separate it from the arms it could swap with"),
+        Column("arm", "arm", help="the arm; links to the run that stands for it"),
+        Column("mean", "mean score", "interval", f"mean of per-item means, {CONFIDENCE:.0%} BCa bootstrap interval over {unit}s"),
+        Column("delta", "Δ leader", "number", "mean score minus the first arm's, over the same items (the paired mean difference)"),
+        Column("group", "group", help=f"arms sharing a letter are not separated by {tests}"),
+        Column("cost_per_case", "cost / case", "usd", "total cost / cases; unknown when any case has no cost"),
+        Column("latency_p50", "p50 latency", "ms", "nearest-rank median latency"),
+        Column("pass_rate", "pass rate", "percent", secondary=True),
+        Column("noise", "noise ±", "number", "std of the arm's per-repeat means (with repeats): a difference smaller than this is noise", secondary=True),
+        Column("items", "items", "count", "items every arm of the leaderboard scored (the figures use only these)", secondary=True),
+        Column("cases", "cases", "count", secondary=True),
+        Column("cost_total", "cost", "usd", "total cost; unknown when any case has no cost", secondary=True),
+        Column("cost_per_correct", "per correct", "usd", "total cost / passed cases", secondary=True),
+        Column("latency_p95", "p95 latency", "ms", "nearest-rank 95th percentile", secondary=True),
+        Column("experiment", "experiment", secondary=True),
+        Column("run", "run", "code", secondary=True),
+    ]
+
+
+def places_text(arm: RankedArm) -> str:
+    """The verdict's places of an arm as the site shows them: ``1``, or ``2–3`` when not separated."""
+    best, worst = arm.places
+    return str(best) if best == worst else f"{best}–{worst}"
+
+
+def leader_delta(board: Board, place: int) -> float | None:
+    """The arm at ``place`` minus the first arm: the verdict's paired mean difference of the two,
+    turned to read arm − leader (None on the first arm's own row)."""
+    if place == 0:
+        return None
+    verdict = board.verdict
+    return -verdict.pair(verdict.arms[0].arm, verdict.arms[place].arm).difference.mean_diff
 
 
 def bounds(interval) -> tuple[float | None, float | None]:
@@ -174,19 +194,18 @@ def bounds(interval) -> tuple[float | None, float | None]:
     return low, high
 
 
-def _arm_row(arm, run: Run, rank: str | None, leader_mean: float | None) -> dict:
-    """``leader_mean`` is the first arm's mean (None on the first arm's own row)."""
+def _arm_row(arm: RankedArm, run: Run, delta: float | None) -> dict:
     summary = arm.summary
     return {
-        "rank": arm.rank,
-        "delta": None if leader_mean is None else summary.mean - leader_mean,
+        "rank": places_text(arm),
+        "delta": delta,
         "group": arm.letters,
         "arm": Link(summary.arm.label, paths.run(run.run_id)),
         "experiment": experiment_link(run.header.experiment),
         "run": run_link(run),
         "items": summary.n_items,
         "cases": summary.n_cases,
-        "mean": ShownInterval(summary.mean, *bounds(summary.mean_interval)),
+        "mean": ShownInterval(arm.value, *bounds(arm.interval)),
         "noise": summary.noise.std if summary.noise and summary.noise.std == summary.noise.std else None,
         "pass_rate": summary.pass_rate,
         "cost_total": summary.cost.total,
@@ -194,7 +213,6 @@ def _arm_row(arm, run: Run, rank: str | None, leader_mean: float | None) -> dict
         "cost_per_correct": summary.cost.per_correct,
         "latency_p50": summary.latency.p50_ms,
         "latency_p95": summary.latency.p95_ms,
-        "rank_interval": rank,
     }
 
 
@@ -204,6 +222,7 @@ def _ranking(board: Board, number: int) -> tuple[Ranking | None, str]:
         return None, "One arm: nothing to rank."
     names = [arm.label for arm in board.selection.arms]
     stability = board.stability
+    cd = critical_difference_picture(verdict)
     ranking = Ranking(
         headline=verdict.headline,
         pairs=_pairs_table(verdict, number),
@@ -216,9 +235,10 @@ def _ranking(board: Board, number: int) -> tuple[Ranking | None, str]:
         differ=verdict.friedman.p_value < verdict.alpha,
         critical_difference=verdict.nemenyi.critical_difference,
         strict_order=verdict.order_supported,
-        cd_diagram=charts.cd_diagram(names, list(verdict.friedman.mean_ranks), verdict.nemenyi.critical_difference,
-                                     [list(g) for g in tied_groups(verdict.friedman.mean_ranks, verdict.nemenyi.critical_difference).groups],
-                                     title="Critical-difference diagram (mean ranks)"),
+        cd_diagram=Markup("") if cd.picture is None else charts.cd_diagram(
+            list(cd.picture.labels), list(cd.picture.mean_ranks), cd.picture.critical_difference,
+            [list(group) for group in cd.picture.groups], title="Critical-difference diagram (mean ranks)"),
+        cd_note=cd.reason,
         stability=stability_sentence(stability, names),
         stability_table=Table(
             f"stability-{number}",
@@ -241,11 +261,6 @@ def _pairs_table(verdict, number: int) -> Table:
     return Table(f"pairs-{number}", columns, rows)
 
 
-def _rank_text(places: tuple[float, float]) -> str:
-    low, high = places
-    return f"{low:g}" if low == high else f"{low:g}–{high:g}"
-
-
 def _scatter(board: Board, page_path: str) -> tuple[Markup, str]:
     points, unknown = [], []
     for arm in board.arms:
@@ -253,7 +268,7 @@ def _scatter(board: Board, page_path: str) -> tuple[Markup, str]:
         if summary.cost.per_item is None:
             unknown.append(summary.arm.label)
             continue
-        points.append(charts.Point(summary.arm.label, summary.cost.per_item, summary.mean, *bounds(summary.mean_interval),
+        points.append(charts.Point(arm.label, summary.cost.per_item, arm.value, *bounds(arm.interval),
                                    href=paths.relative(page_path, paths.run(summary.arm.run_id))))
     if len(points) < 2:
         return Markup(""), "Fewer than two arms have a known cost, so there is no quality-against-cost chart."

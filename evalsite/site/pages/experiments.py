@@ -31,7 +31,7 @@ from evalsite.site.inputs import ExperimentSource, ProjectInputs
 from evalsite.site.matrixdata import matrix_scripts
 from evalsite.site.pages import Kit, PageContext, PageJob, doc
 from evalsite.site.pages.common import dataset_link, run_link, runs_by, runs_table
-from evalsite.site.pages.datasets import bounds, describe
+from evalsite.site.pages.datasets import bounds, describe, places_text
 from evalsite.site.pages.runs import flatten
 from evalsite.site.safe_text import markdown
 from evalsite.site.settings import SiteSettings
@@ -55,10 +55,11 @@ class ArmTotal:
     """One arm over every item of the matrix (the leaderboard's figures for the group)."""
 
     arm: str = doc("Arm label.")
-    mean: ShownInterval | None = doc("Mean score with its bootstrap interval.")
+    mean: ShownInterval | None = doc("Mean score with the verdict's bootstrap interval (over clusters when items declare them).")
+    rank: str = doc("The arm's places in the verdict: 1, or a range (2–3) where the paired tests do not separate it.")
     latency_p50: float | None = doc("Median latency, ms.")
     cost_per_case: float | None = doc("Total cost / cases; None when unknown.")
-    best: bool = doc("The leaderboard's first arm.")
+    best: bool = doc("The leaderboard's first arm, when the paired tests separate it from every other (its places are 1 alone).")
     fastest: bool = doc("The lowest median latency of the arms.")
     cheapest: bool = doc("The lowest known cost per case of the arms.")
 
@@ -143,7 +144,7 @@ def arm_means(inputs: ProjectInputs, selection: Selection) -> dict[str, ShownInt
         board = inputs.leaderboard(selection)
     except EvalsiteError:
         return {}
-    return {arm.summary.arm.run_id: ShownInterval(arm.summary.mean, *bounds(arm.summary.mean_interval)) for arm in board.arms}
+    return {arm.summary.arm.run_id: ShownInterval(arm.value, *bounds(arm.interval)) for arm in board.arms}
 
 
 def _group_view(name: str, group: Selection, kit: Kit) -> _GroupView:
@@ -184,14 +185,14 @@ def _totals(inputs: ProjectInputs, group: Selection, order: list[str], labels: d
         board = inputs.leaderboard(group)
     except EvalsiteError:
         return []
-    summaries = {arm.summary.arm.run_id: arm.summary for arm in board.arms}
-    fastest = _clear_leader({r: s.latency.p50_ms for r, s in summaries.items()}, MIN_LEAD["latency_ms"])
-    cheapest = _clear_leader({r: s.cost.per_item for r, s in summaries.items()}, MIN_LEAD["cost_usd"])
+    ranked = {arm.summary.arm.run_id: arm for arm in board.arms}
+    fastest = _clear_leader({r: a.summary.latency.p50_ms for r, a in ranked.items()}, MIN_LEAD["latency_ms"])
+    cheapest = _clear_leader({r: a.summary.cost.per_item for r, a in ranked.items()}, MIN_LEAD["cost_usd"])
     return [ArmTotal(
-        arm=labels[run_id], mean=ShownInterval(s.mean, *bounds(s.mean_interval)), latency_p50=s.latency.p50_ms,
-        cost_per_case=s.cost.per_item, best=run_id == board.arms[0].summary.arm.run_id and len(summaries) > 1,
-        fastest=run_id == fastest, cheapest=run_id == cheapest,
-    ) for run_id in order if (s := summaries.get(run_id)) is not None]
+        arm=labels[run_id], mean=ShownInterval(a.value, *bounds(a.interval)), rank=places_text(a),
+        latency_p50=a.summary.latency.p50_ms, cost_per_case=a.summary.cost.per_item,
+        best=len(ranked) > 1 and a.places == (1, 1), fastest=run_id == fastest, cheapest=run_id == cheapest,
+    ) for run_id in order if (a := ranked.get(run_id)) is not None]
 
 
 def _clear_leader(values: dict[str, float | None], lead: tuple[float, float]) -> str | None:

@@ -15,7 +15,7 @@ from evalsite.site.drift import drift_variant, experiment_drift, experiment_stat
 from evalsite.site.inputs import ProjectInputs
 from evalsite.site.pages import Kit, PageContext, PageJob, doc
 from evalsite.site.pages.common import dataset_link, experiment_link, runs_by, runs_table
-from evalsite.site.pages.datasets import bounds, describe
+from evalsite.site.pages.datasets import bounds, describe, places_text
 from evalsite.site.pages.decisions import DECISION_COLUMNS, current_baselines, decision_row
 from evalsite.site.pages.reports import report_link
 from evalsite.site.settings import SiteSettings
@@ -32,13 +32,14 @@ class VerdictCard:
     items: int = doc("Items every arm scored (the tests use only these).")
     leader: str | None = doc("The first arm of the leaderboard; None when there is no leaderboard.")
     leader_run: Link | None = doc("The leader's run.")
+    leader_rank: str = doc("The leader's places in the verdict: 1, or a range (1–3) when the paired tests do not separate it from the others.", "")
     headline: str = doc("The verdict in one sentence (or why there is none).")
-    mean: ShownInterval | None = doc("The leader's mean score with its bootstrap interval.")
+    mean: ShownInterval | None = doc("The leader's mean score with the verdict's bootstrap interval (over clusters when items declare them).")
     runner_up: str | None = doc("The second arm, when there is one.")
     delta: ShownInterval | None = doc("Paired mean difference leader − runner-up over their shared items, with its bootstrap interval.")
     confidence: float | None = doc("Confidence level of that interval.")
     p_value: float | None = doc("p of the paired sign-flip test of that difference.")
-    p_label: str = doc("Which test and correction the p is.")
+    p_label: str = doc("Which test and correction the p is (the verdict's unit and correction).")
     cost_per_item: float | None = doc("The leader's cost of answering one item once (None: unknown).")
     latency_p50: float | None = doc("The leader's median latency in ms.")
 
@@ -111,10 +112,12 @@ def dataset_verdict(inputs: ProjectInputs, dataset_id: str, group: Selection) ->
     except EvalsiteError as exc:
         card.headline = f"No verdict: {exc.message}."
         return card
-    first = board.arms[0].summary
+    leader = board.arms[0]
+    first = leader.summary
     card.items, card.headline = board.n_items, _sentence(board.verdict.headline)
-    card.leader, card.leader_run = first.arm.label, Link(first.arm.run_id, paths.run(first.arm.run_id))
-    card.mean = ShownInterval(first.mean, *bounds(first.mean_interval))
+    card.leader, card.leader_run = leader.label, Link(first.arm.run_id, paths.run(first.arm.run_id))
+    card.leader_rank = places_text(leader)
+    card.mean = ShownInterval(leader.value, *bounds(leader.interval))
     card.cost_per_item, card.latency_p50 = first.cost.per_item, first.latency.p50_ms
     if len(board.arms) > 1:
         card.runner_up = board.arms[1].summary.arm.label
@@ -122,7 +125,7 @@ def dataset_verdict(inputs: ProjectInputs, dataset_id: str, group: Selection) ->
         difference = pair.difference
         card.delta = ShownInterval(difference.mean_diff, *bounds(difference.interval))
         card.confidence, card.p_value = difference.interval.confidence, pair.holm_p
-        card.p_label = f"paired sign-flip test over {difference.unit}s, Holm over the {len(board.verdict.pairs)} pairs shown"
+        card.p_label = f"paired sign-flip test over {difference.unit}s, {board.verdict.correction}"
     return card
 
 
