@@ -25,7 +25,6 @@ from evalsite.analysis.claims import (
     find_directives,
     parse_claim,
 )
-from evalsite.analysis.db import open_database
 from evalsite.runlog.hashing import sha256_text
 from evalsite.site import paths
 from evalsite.site.inputs import ProjectInputs, ReportSource
@@ -77,7 +76,7 @@ def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[PageJob]:
 def _renderer(report: ReportSource):
     def render(kit: Kit) -> dict[str, bytes]:
         project = kit.inputs.project
-        metrics = RunMetrics(open_database(project.runs_dir), project.runs_dir)
+        metrics = RunMetrics(project)
         shown_as = project.relative(report.path)
         results = check_report(report.path, metrics, shown_as)
         text = report.path.read_text(encoding="utf-8")
