@@ -68,7 +68,7 @@ class ReportPage(PageContext):
 
 
 def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[PageJob]:
-    every_run = tuple(f"run:{run.run_id}" for run in inputs.runs)
+    every_run = inputs.summary_keys([run.run_id for run in inputs.runs])  # runs, and the dataset files clusters come from
     return [PageJob(f"report:{report.name}", (f"report:{report.name}", "decisions", *every_run), _renderer(report))  # exclusions
             for report in inputs.reports]
 
