@@ -6,6 +6,7 @@ The grammar and the metrics are documented in docs/reference/claims.md.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 
@@ -16,6 +17,8 @@ TOKEN = re.compile(r"\s*(?:(<=|>=|==|!=|[<>=(),*/+%-])|([A-Za-z0-9_][A-Za-z0-9_.
 NUMBER = re.compile(r"^\d+(?:\.\d+)?$")
 COMPARISONS = ("<", "<=", ">", ">=", "==", "!=")
 SELECTOR_KEYS = ("arm", "dataset", "run", "evaluator")
+#: ``… p < 0.05 (unadjusted)``: the one pair's own test instead of the dataset's Holm family.
+UNADJUSTED = "unadjusted"
 
 
 class ClaimSyntaxError(EvalsiteError):
@@ -68,9 +71,18 @@ class Comparison:
 
 @dataclass(frozen=True)
 class Beats:
+    """``winner beats loser``: asked of the dataset's verdict (Holm over every pair its leaderboard
+    shows), or with ``unadjusted`` of the one pair's own paired test (still cluster-aware)."""
+
     winner: Selector
     loser: Selector
     alpha: float = 0.05
+    unadjusted: bool = False
+
+    @property
+    def evaluator(self) -> str | None:
+        """The one evaluator both sides read (None: the case score)."""
+        return self.winner.evaluator or self.loser.evaluator
 
 
 @dataclass(frozen=True)
@@ -215,22 +227,41 @@ def parse_claim(kind: str, body: str) -> Claim:
 def _parse_beats(parser: _Parser) -> Beats:
     winner = parser.selector_pairs(stop=("beats",))
     parser.take("beats")
-    loser = parser.selector_pairs(stop=("on", ","))
+    loser = parser.selector_pairs(stop=("on", ",", "("))
     dataset = None
     if parser.peek() == "on":
         parser.take("on")
-        dataset = parser.selector_pairs(stop=(",",)).dataset
+        dataset = parser.selector_pairs(stop=(",", "(")).dataset
     alpha = 0.05
     if parser.peek() == ",":
         parser.take(",")
         parser.take("p")
         parser.take("<")
-        alpha = float(parser.take())
+        alpha = _alpha(parser, parser.take())
+    unadjusted = parser.peek() == "("
+    if unadjusted:
+        parser.take("(")
+        parser.take(UNADJUSTED)
+        parser.take(")")
     parser.done()
     if dataset:
         winner = Selector(**{**winner.__dict__, "dataset": winner.dataset or dataset})
         loser = Selector(**{**loser.__dict__, "dataset": loser.dataset or dataset})
-    return Beats(winner, loser, alpha)
+    if winner.dataset and loser.dataset and winner.dataset != loser.dataset:
+        raise ClaimSyntaxError(f"{parser.text.strip()!r}: both arms must be on one dataset "
+                               f"(dataset={winner.dataset} vs dataset={loser.dataset})")
+    if winner.evaluator and loser.evaluator and winner.evaluator != loser.evaluator:
+        raise ClaimSyntaxError(f"{parser.text.strip()!r}: both arms must read one evaluator "
+                               f"(evaluator={winner.evaluator} vs evaluator={loser.evaluator})")
+    return Beats(winner, loser, alpha, unadjusted)
+
+
+def _alpha(parser: _Parser, token: str) -> float:
+    """The bound of ``p < NUMBER``: a number strictly between 0 and 1."""
+    value = float(token) if NUMBER.match(token) else math.nan
+    if not 0 < value < 1:
+        raise ClaimSyntaxError(f"{parser.text.strip()!r}: p < {token!r}: the bound must be a number between 0 and 1")
+    return value
 
 
 def find_directives(markdown: str) -> list[Directive]:

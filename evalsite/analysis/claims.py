@@ -3,13 +3,16 @@
 A report states claims as inline directives, so the prose and the number it rests on live on the
 same line:
 
-- ``{{ claim: arm=v2 beats arm=v1 on dataset=golden, p < 0.05 }}`` — a paired sign-flip test on
-  the two arms' latest completed runs; holds when v2's mean is higher and p is below the bound.
+- ``{{ claim: arm=v2 beats arm=v1 on dataset=golden, p < 0.05 }}`` — a question to the dataset's
+  verdict (:mod:`evalsite.analysis.claim_beats`): holds when the leaderboard of ``golden``
+  separates v2 above v1 at that α, Holm over every pair it shows; ``(unadjusted)`` after the bound
+  asks the pair's own cluster-aware test instead.
 - ``{{ claim: mean(arm=v2) >= 0.80 }}`` — arithmetic over metrics compared with ``< <= > >= == !=``.
 - ``{{ value: mean(arm=v2) = 0.93 }}`` — a figure quoted in prose; it holds while the metric,
   rounded to the quoted decimals, still equals the quoted figure (``= 93.3%`` compares percent).
 
 The grammar, the metrics and the run-selection rules are documented in docs/reference/claims.md.
+A run excluded in ``runs/decisions.jsonl`` is never read by a claim, as by the leaderboard.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evalsite.analysis.ci_files import TestOutcome, write_junit
+from evalsite.analysis.claim_beats import FAILS, HOLDS, DatasetVerdicts, Uncheckable, check_beats
 from evalsite.analysis.claim_syntax import (
     METRICS,
     Beats,
@@ -38,13 +42,11 @@ from evalsite.analysis.claim_syntax import (
     find_directives,
     parse_claim,
 )
-from evalsite.analysis.compare import comparability
 from evalsite.analysis.db import RunsDatabase, open_database
 from evalsite.analysis.summary import RunSummary, summarise_run
 from evalsite.errors import EvalsiteError
 from evalsite.runlog.records import RunHeader, RunStatus
 from evalsite.runlog.store import CASES_FILE, read_cases
-from evalsite.stats import sign_flip_test
 
 if TYPE_CHECKING:
     from evalsite.project import Project
@@ -58,7 +60,7 @@ COMPARATORS: dict[str, Callable[[float, float], bool]] = {
     "!=": lambda a, b: not math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12),
 }
 ARITHMETIC: dict[str, Callable[[float, float], float]] = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv}
-HOLDS, FAILS, UNCHECKABLE = "holds", "fails", "cannot be checked"
+UNCHECKABLE = "cannot be checked"
 #: The figures a verdict rests on, by name: metric values, a test's mean difference, p, n and kind.
 Numbers = dict[str, float | str]
 #: A claim's verdict: ``(status, detail, numbers, runs)``.
@@ -95,10 +97,6 @@ __all__ = [
 ]
 
 
-class Uncheckable(Exception):
-    """The runs cannot decide a claim (unknown arm, no run, unknown cost…); carries the reason."""
-
-
 @dataclass
 class ClaimResult:
     """One directive's verdict, with the numbers and runs that decided it."""
@@ -132,22 +130,25 @@ class ResolvedRun:
 
 
 class RunMetrics:
-    """Answers metric questions about runs through the DuckDB views."""
+    """Answers metric questions about runs through the DuckDB views, and ``beats`` questions
+    through the datasets' verdicts (``verdicts``). Excluded runs are not read."""
 
-    def __init__(self, database: RunsDatabase, runs_dir: Path) -> None:
-        self.database = database
-        self.runs_dir = runs_dir
+    def __init__(self, project: Project, database: RunsDatabase | None = None) -> None:
+        self.database = database or open_database(project.runs_dir)
+        self.runs_dir = project.runs_dir
+        self.verdicts = DatasetVerdicts(project, self.database)
         self._summaries: dict[str, RunSummary] = {}
-        self.completed = database.rows(
+        completed = self.database.rows(
             "SELECT run_id, arm_id, dataset_id FROM runs WHERE status = ? ORDER BY started_at, run_id",
             [str(RunStatus.COMPLETED)],
         )
+        self.completed = [row for row in completed if row["run_id"] not in self.database.excluded]
 
     def resolve(self, selector: Selector) -> ResolvedRun:
         if selector.run:
             rows = [r for r in self.completed if r["run_id"].startswith(selector.run)]
             if len(rows) != 1:
-                raise Uncheckable(f"run={selector.run} matches {len(rows)} completed runs")
+                raise Uncheckable(self._excluded(selector.run) or f"run={selector.run} matches {len(rows)} completed runs")
             return self._resolved(rows[0])
         rows = [r for r in self.completed if r["arm_id"] == selector.arm]
         if not rows:
@@ -164,24 +165,16 @@ class RunMetrics:
             )
         return self._resolved(rows[-1])
 
+    def _excluded(self, prefix: str) -> str | None:
+        """Why ``run=prefix`` reads nothing when it names one excluded run (else None)."""
+        named = [run_id for run_id in self.database.excluded if run_id.startswith(prefix)]
+        if len(named) != 1:
+            return None
+        return (f"run {named[0]} is excluded from comparisons ({self.database.excluded[named[0]].reason}); "
+                f"`evalsite runs --include {named[0]} --reason …` takes it back")
+
     def _resolved(self, row: dict[str, Any]) -> ResolvedRun:
         return ResolvedRun(row["run_id"], row["arm_id"], row["dataset_id"], self.database.runs[row["run_id"]].header)
-
-    def item_means(self, run: ResolvedRun, evaluator: str | None, column: str) -> dict[str, float]:
-        """Per item: the mean over repeats of the case ``score`` or ``passed`` (or one evaluator's)."""
-        if evaluator:
-            if evaluator not in run.evaluators:
-                raise Uncheckable(f"run {run.run_id} has no evaluator {evaluator!r}")
-            sql = (f"SELECT item_id, avg({column}::DOUBLE) AS v FROM scores WHERE run_id = ? AND evaluator = ? "
-                   "GROUP BY item_id")
-            rows = self.database.rows(sql, [run.run_id, evaluator])
-        else:
-            sql = f"SELECT item_id, avg({column}::DOUBLE) AS v FROM cases WHERE run_id = ? GROUP BY item_id"
-            rows = self.database.rows(sql, [run.run_id])
-        values = {r["item_id"]: r["v"] for r in rows if r["v"] is not None}
-        if not values:
-            raise Uncheckable(f"run {run.run_id} is unscored")
-        return values
 
     def summary(self, run: ResolvedRun) -> RunSummary:
         """The run's figures, as ``evalsite show`` gives them (read once per run)."""
@@ -252,7 +245,7 @@ def check_claim(claim: Claim, metrics: RunMetrics) -> ClaimCheck:
     runs: list[str] = []
     try:
         if isinstance(claim, Beats):
-            return _check_beats(claim, metrics)
+            return check_beats(claim, metrics)
         if isinstance(claim, ValuePin):
             actual = _evaluate(claim.expression, metrics, numbers, runs)
             shown = actual * 100 if claim.percent else actual
@@ -266,26 +259,6 @@ def check_claim(claim: Claim, metrics: RunMetrics) -> ClaimCheck:
         return (HOLDS if holds else FAILS), f"{left:.6g} {claim.operator} {right:.6g}", numbers, runs
     except Uncheckable as reason:
         return UNCHECKABLE, str(reason), numbers, runs
-
-
-def _check_beats(claim: Beats, metrics: RunMetrics) -> ClaimCheck:
-    winner, loser = metrics.resolve(claim.winner), metrics.resolve(claim.loser)
-    runs = [winner.run_id, loser.run_id]
-    if winner.dataset_id != loser.dataset_id:
-        raise Uncheckable(f"not comparable: dataset {winner.dataset_id} vs {loser.dataset_id}")
-    verdict = comparability(loser.header, winner.header)
-    if not verdict.comparable:
-        raise Uncheckable(f"not comparable: {verdict.reason}")
-    a = metrics.item_means(winner, claim.winner.evaluator, "score")
-    b = metrics.item_means(loser, claim.loser.evaluator, "score")
-    shared = sorted(set(a) & set(b))
-    if len(shared) < 2:
-        raise Uncheckable(f"only {len(shared)} items scored in both runs")
-    test = sign_flip_test([a[i] for i in shared], [b[i] for i in shared])
-    numbers: Numbers = {"mean_diff": test.mean_diff, "p_value": test.p_value, "n": len(shared), "test": test.kind}
-    holds = test.mean_diff > 0 and test.p_value < claim.alpha
-    detail = f"mean Δ {test.mean_diff:+.4f} over {len(shared)} items, sign-flip p = {test.p_value:.4g} ({test.kind})"
-    return (HOLDS if holds else FAILS), detail, numbers, runs
 
 
 def report_files(project_root: Path, files: tuple[Path, ...] = ()) -> list[Path]:
@@ -315,7 +288,7 @@ def check_report(path: Path, metrics: RunMetrics, shown_as: str) -> list[ClaimRe
 
 def check_claims(project: Project, files: tuple[Path, ...] = ()) -> list[ClaimResult]:
     """Re-derive every claim in the given reports (default: ``reports/**/*.md``) from the runs."""
-    metrics = RunMetrics(open_database(project.runs_dir), project.runs_dir)
+    metrics = RunMetrics(project)
     results = []
     for path in report_files(project.root, files):
         if not path.is_file():

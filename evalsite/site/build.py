@@ -12,6 +12,7 @@ bytes as a full one.
 from __future__ import annotations
 
 import gc
+import json
 import os
 import sys
 import time
@@ -130,7 +131,7 @@ def _build(project: Project, out_dir: Path | None, *, redact: bool | None, full:
     jobs = [job for family in FAMILIES for job in family.jobs(inputs, settings)]
     writer = SiteWriter.open(out_dir, int(settings.warn_file_mb * 1024 * 1024), full=full)
     code = file_hash(*sorted(PACKAGE_DIR.rglob("*.py")))
-    common = _build_identity(code, settings, theme.content_hash, live_reload, kit.site_title)
+    common = _build_identity(code, settings, project.settings, theme.content_hash, live_reload, kit.site_title)
     hashes = {job.key: sha256_json([common, inputs.combined_hash(list(job.inputs)), job.variant]) for job in jobs}
     stale = [job for job in jobs if not writer.is_fresh(job.key, hashes[job.key])]
     _write_assets(writer, theme)
@@ -262,6 +263,10 @@ def _write_assets(writer: SiteWriter, theme) -> None:
         writer.write(key, theme.content_hash, dict(theme.files))
 
 
-def _build_identity(code: str, settings: SiteSettings, theme_hash: str, live_reload: bool, title: str) -> str:
-    """Everything besides a job's inputs that shapes its pages: version, code, theme, settings."""
-    return sha256_json([__version__, code, theme_hash, asdict(settings), live_reload, title])
+def _build_identity(code: str, settings: SiteSettings, project_settings: dict, theme_hash: str, live_reload: bool,
+                    title: str) -> str:
+    """Everything besides a job's inputs that shapes its pages: version, code, theme, the site's
+    settings and every other table of evalsite.toml (``[analysis]`` clusters and directions, ``[ci]``
+    …: they change figures, so a page built under other settings is stale)."""
+    every_setting = json.dumps(project_settings, sort_keys=True, default=str)  # TOML dates are not JSON
+    return sha256_json([__version__, code, theme_hash, asdict(settings), every_setting, live_reload, title])

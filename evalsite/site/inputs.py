@@ -27,7 +27,7 @@ from evalsite.analysis.run_views import dataset_rows, needs_dataset
 from evalsite.errors import EvalsiteError
 from evalsite.project import Project
 from evalsite.runlog import decisions
-from evalsite.runlog.decisions import DECISIONS_FILE
+from evalsite.runlog.decisions import DECISIONS_FILE, Decision
 from evalsite.runlog.hashing import sha256_json
 from evalsite.runlog.records import RunStatus
 from evalsite.runlog.rows import is_critical
@@ -110,6 +110,17 @@ class ProjectInputs:
     @cached_property
     def by_id(self) -> dict[str, Run]:
         return {run.run_id: run for run in self.runs}
+
+    @cached_property
+    def excluded(self) -> dict[str, Decision]:
+        """Run id → its exclusion (``evalsite runs --exclude``), from the decisions scanned."""
+        return decisions.exclusions(entry.record for entry in self.decisions)
+
+    @cached_property
+    def listed_runs(self) -> list[Run]:
+        """The runs every listing shows: all but the excluded ones, which appear only on their own
+        page and in the runs table, marked (as no leaderboard or claim reads them)."""
+        return [run for run in self.runs if run.run_id not in self.excluded]
 
     @cached_property
     def database(self) -> RunsDatabase:

@@ -77,18 +77,28 @@ def _error_classes(summary: RunFigures | None) -> str:
 
 def runs_table(table_id: str, runs: Iterable[Run], figures: dict[str, RunFigures], caption: str = "",
                baselines: dict[str, str | None] | None = None,
-               changes: dict[str, tuple[int, int, int] | None] | None = None) -> Table:
+               changes: dict[str, tuple[int, int, int] | None] | None = None,
+               excluded: dict[str, str] | None = None) -> Table:
     """Runs newest first; with ``baselines`` (run id → its baseline's id) a column links each
     run's compare page, and with ``changes`` (run id → items improved, regressed, unchanged against
-    that baseline) three more columns count them."""
+    that baseline) three more columns count them. With ``excluded`` (run id → the reason it is kept
+    out of comparisons) an excluded run's row is marked and says why (the runs table only: every
+    other listing leaves excluded runs out)."""
     ordered = sorted(runs, key=lambda r: r.recency, reverse=True)
     rows = [run_row(run, figures.get(run.run_id)) for run in ordered]
+    if excluded is not None:
+        for run, row in zip(ordered, rows):
+            row["excluded"] = excluded.get(run.run_id)
+            row["_class"] += " run-excluded" if run.run_id in excluded else ""
+    columns = [*RUN_COLUMNS]
+    if excluded is not None:
+        columns.append(Column("excluded", "excluded", help="why `evalsite runs --exclude` keeps the run out of leaderboards, claims and baselines"))
     if baselines is None:
-        return Table(table_id, RUN_COLUMNS, rows, caption=caption)
+        return Table(table_id, columns, rows, caption=caption)
     for run, row in zip(ordered, rows):
         baseline = baselines.get(run.run_id)
         row["compare"] = Link("compare", paths.compare(run.run_id, baseline)) if baseline else None
-    columns = [*RUN_COLUMNS, Column("compare", "vs baseline", help="the run against its baseline, as `evalsite compare` resolves it")]
+    columns.append(Column("compare", "vs baseline", help="the run against its baseline, as `evalsite compare` resolves it"))
     if changes is not None:
         for run, row in zip(ordered, rows):
             row["improved"], row["regressed"], row["unchanged"] = changes.get(run.run_id) or (None, None, None)

@@ -51,10 +51,10 @@ class HomePage(PageContext):
     description: str = doc("The project's description ([site] description), shown under the title.")
     verdicts: list[VerdictCard] = doc("One card per dataset, the verdict of its newest comparable group.")
 
-    datasets: Table = doc("One row per dataset_id: its file, items, runs, arms and the best arm of its newest comparable group.")
-    experiments: Table = doc("One row per experiment: description, arms, runs, latest run.")
-    recent_runs: Table = doc("The most recent runs ([site] recent_runs of them), newest first.")
-    total_runs: int = doc("How many readable runs the project has (all are on runs.html).")
+    datasets: Table = doc("One row per dataset_id: its file, items, runs, arms and the best arm of its newest comparable group (excluded runs left out).")
+    experiments: Table = doc("One row per experiment: description, arms, runs, latest run (excluded runs left out).")
+    recent_runs: Table = doc("The most recent runs ([site] recent_runs of them), newest first; excluded runs are left out.")
+    total_runs: int = doc("How many readable runs the project has (all are on runs.html, excluded ones marked).")
     baselines: Table = doc("The current baseline per dataset and arm (latest promotion) with its reason.")
     reports: Table = doc("The markdown reports under reports/, each a page with its claims checked.")
     skipped: list[str] = doc("Run folders that could not be read, with the reason.")
@@ -71,7 +71,7 @@ def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[PageJob]:
 
 def _render(kit: Kit) -> dict[str, bytes]:
     inputs = kit.inputs
-    recent = sorted(inputs.runs, key=lambda r: r.recency, reverse=True)[: kit.settings.recent_runs]
+    recent = sorted(inputs.listed_runs, key=lambda r: r.recency, reverse=True)[: kit.settings.recent_runs]
     context = HomePage(
         title=kit.site_title,
         description=kit.settings.description,
@@ -92,7 +92,7 @@ def _render(kit: Kit) -> dict[str, bytes]:
 
 def _verdict_cards(kit: Kit) -> list[VerdictCard]:
     cards = []
-    for dataset_id, members in runs_by(kit.inputs.runs, lambda run: run.header.dataset.dataset_id).items():
+    for dataset_id, members in runs_by(kit.inputs.listed_runs, lambda run: run.header.dataset.dataset_id).items():
         groups = comparable_groups(kit.inputs.database, dataset_id, only_runs={r.run_id for r in members}).groups
         if groups:
             cards.append(dataset_verdict(kit.inputs, dataset_id, groups[0]))
@@ -136,7 +136,7 @@ def _sentence(text: str) -> str:
 
 def _datasets_table(kit: Kit) -> Table:
     rows = []
-    for dataset_id, members in runs_by(kit.inputs.runs, lambda run: run.header.dataset.dataset_id).items():
+    for dataset_id, members in runs_by(kit.inputs.listed_runs, lambda run: run.header.dataset.dataset_id).items():
         groups = comparable_groups(kit.inputs.database, dataset_id, only_runs={r.run_id for r in members}).groups
         best = None
         if groups:
@@ -163,7 +163,7 @@ def _datasets_table(kit: Kit) -> Table:
 
 
 def _experiments_table(kit: Kit) -> Table:
-    by_name = runs_by(kit.inputs.runs, lambda run: run.header.experiment)
+    by_name = runs_by(kit.inputs.listed_runs, lambda run: run.header.experiment)
     rows = []
     for name in sorted(set(by_name) | set(kit.inputs.experiments)):
         members = by_name.get(name, [])

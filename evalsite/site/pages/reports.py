@@ -25,7 +25,6 @@ from evalsite.analysis.claims import (
     find_directives,
     parse_claim,
 )
-from evalsite.analysis.db import open_database
 from evalsite.runlog.hashing import sha256_text
 from evalsite.site import paths
 from evalsite.site.inputs import ProjectInputs, ReportSource
@@ -69,7 +68,7 @@ class ReportPage(PageContext):
 
 
 def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[PageJob]:
-    every_run = tuple(f"run:{run.run_id}" for run in inputs.runs)
+    every_run = inputs.summary_keys([run.run_id for run in inputs.runs])  # runs, and the dataset files clusters come from
     return [PageJob(f"report:{report.name}", (f"report:{report.name}", "decisions", *every_run), _renderer(report))  # exclusions
             for report in inputs.reports]
 
@@ -77,7 +76,7 @@ def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[PageJob]:
 def _renderer(report: ReportSource):
     def render(kit: Kit) -> dict[str, bytes]:
         project = kit.inputs.project
-        metrics = RunMetrics(open_database(project.runs_dir), project.runs_dir)
+        metrics = RunMetrics(project)
         shown_as = project.relative(report.path)
         results = check_report(report.path, metrics, shown_as)
         text = report.path.read_text(encoding="utf-8")

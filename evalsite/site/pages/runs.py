@@ -120,6 +120,7 @@ class RunPage(PageContext):
     top_errors: list[ErrorLine] = doc("The most frequent error messages (generation and evaluators), most frequent first.", default_factory=list)
     compare: Link | None = doc("The compare page against the run's baseline (as `evalsite compare` resolves it), if it has one.", None)
     artifacts: list[ArtifactLink] = doc("The run's declared artifacts copied beside the page (name, type, href, inline for plots); none with redact.", default_factory=list)
+    excluded: str | None = doc("Why the run is kept out of comparisons (`evalsite runs --exclude`), if it is.", None)
 
 
 @dataclass(kw_only=True)
@@ -137,19 +138,22 @@ def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[PageJob]:
         keys = inputs.summary_keys([run.run_id])
         baseline = inputs.baseline_of(run.run_id)
         edited = run.run_id in experiment_drift(inputs, run.header.experiment).edited
-        result.append(PageJob(f"run:{run.run_id}", tuple(keys), _run_renderer(run, baseline, edited), figures=(run.run_id,),
-                          cases_of=run.run_id, variant=f"{baseline or ''}|{edited}"))
+        exclusion = inputs.excluded.get(run.run_id)
+        excluded = exclusion.reason if exclusion else None
+        result.append(PageJob(f"run:{run.run_id}", tuple(keys), _run_renderer(run, baseline, edited, excluded),
+                          figures=(run.run_id,), cases_of=run.run_id, variant=f"{baseline or ''}|{edited}|{excluded}"))
     return result
 
 
 def _render_runs_index(kit: Kit) -> dict[str, bytes]:
     baselines = {r.run_id: kit.inputs.baseline_of(r.run_id) for r in kit.inputs.runs}
     changes = {run_id: change_counts(kit, run_id, baseline) for run_id, baseline in baselines.items() if baseline}
-    table = runs_table("runs", kit.inputs.runs, kit.figures, baselines=baselines, changes=changes)
+    excluded = {run_id: decision.reason for run_id, decision in kit.inputs.excluded.items()}
+    table = runs_table("runs", kit.inputs.runs, kit.figures, baselines=baselines, changes=changes, excluded=excluded)
     return kit.page(paths.RUNS, "runs.html", RunsPage(title="All runs", runs=table, skipped=kit.inputs.skipped))
 
 
-def _run_renderer(run: Run, baseline: str | None, edited: bool):
+def _run_renderer(run: Run, baseline: str | None, edited: bool, excluded: str | None):
     def render(kit: Kit) -> dict[str, bytes]:
         summary = kit.summaries[run.run_id]
         cases = kit.cases[run.run_id]
@@ -165,7 +169,7 @@ def _run_renderer(run: Run, baseline: str | None, edited: bool):
         )
         context = _run_page(run, summary, run_facts(run, summary), listing, kit.case_warnings.get(run.run_id, []))
         context.top_errors = error_lines(cases)
-        context.edited = edited
+        context.edited, context.excluded = edited, excluded
         context.compare = Link(baseline, paths.compare(run.run_id, baseline)) if baseline else None
         context.artifacts, copies = run_artifacts(run.run_id, run.directory, run.footer.raw if run.footer else None, kit.settings.redact)
         return {**data.files, **copies, **kit.page(paths.run(run.run_id), "run.html", context)}

@@ -6,7 +6,8 @@ Documents are plain records (kind, title, where, text, url); the browser indexes
 the vendored MiniSearch library (``static/minisearch.js``), loading the scripts only when the reader
 first uses the search box, so pages stay small and search works from ``file://`` (scripts load from
 disk where ``fetch`` does not). An item's input and expected value are indexed from the newest run
-on its dataset only; every run's outputs are indexed.
+on its dataset only; every run's outputs are indexed. Excluded runs (``evalsite runs --exclude``)
+are not indexed at all: like every listing, search leaves them to their own page and the runs table.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ PAGES_SHARD = "pages"
 
 
 def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[PageJob]:
-    keys = (*(f"run:{r.run_id}" for r in inputs.runs), *(f"experiment:{n}" for n in inputs.experiments),
+    keys = ("decisions", *(f"run:{r.run_id}" for r in inputs.runs), *(f"experiment:{n}" for n in inputs.experiments),
             *(f"report:{r.name}" for r in inputs.reports))
     return [PageJob("search", keys, _render)]
 
@@ -31,7 +32,7 @@ def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[PageJob]:
 def _render(kit: Kit) -> dict[str, bytes]:
     inputs = kit.inputs
     shards: list = [paths.search_shard(PAGES_SHARD)]
-    for dataset_id, members in runs_by(inputs.runs, lambda run: run.header.dataset.dataset_id).items():
+    for dataset_id, members in runs_by(inputs.listed_runs, lambda run: run.header.dataset.dataset_id).items():
         newest = max(members, key=lambda r: r.recency)
         shards += [{"folder": paths.run_data_index(r.run_id).removesuffix("index.js"), "arm": r.header.arm_id,
                     "items": paths.items_folder(dataset_id), "texts": r is newest}
@@ -52,18 +53,18 @@ def search_script(docs: list[dict]) -> bytes:
 
 def _page_documents(inputs: ProjectInputs) -> list[dict]:
     docs = []
-    for run in inputs.runs:
+    for run in inputs.listed_runs:
         words = [run.header.arm_id or "", run.header.experiment or "", run.header.dataset.dataset_id or "", str(run.status), run.header.config_id or ""]
         docs.append({"kind": "run", "title": run.run_id, "where": run.header.arm_id, "text": " ".join(words),
                      "url": paths.run(run.run_id)})
-    arms = {(r.header.experiment, r.header.arm_id): r for r in sorted(inputs.runs, key=lambda r: r.recency)}
+    arms = {(r.header.experiment, r.header.arm_id): r for r in sorted(inputs.listed_runs, key=lambda r: r.recency)}
     for (experiment, arm_id), run in sorted(arms.items(), key=lambda pair: (str(pair[0][0]), pair[0][1])):
         config = json.dumps((run.header.config or {}).get("params") or {}, sort_keys=True, default=str)
         url = paths.experiment(experiment) if experiment else paths.run(run.run_id)
         docs.append({"kind": "arm", "title": arm_id, "where": experiment or "", "text": config, "url": url})
     for name, source in sorted(inputs.experiments.items()):
         docs.append({"kind": "experiment", "title": name, "where": "", "text": source.text, "url": paths.experiment(name)})
-    for dataset_id in runs_by(inputs.runs, lambda run: run.header.dataset.dataset_id):
+    for dataset_id in runs_by(inputs.listed_runs, lambda run: run.header.dataset.dataset_id):
         docs.append({"kind": "dataset", "title": dataset_id, "where": "", "text": "leaderboard", "url": paths.dataset(dataset_id)})
     for report in inputs.reports:
         text = report.path.read_text(encoding="utf-8", errors="replace")
