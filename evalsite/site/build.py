@@ -134,8 +134,8 @@ def _build(project: Project, out_dir: Path | None, *, redact: bool | None, full:
     hashes = {job.key: sha256_json([common, inputs.combined_hash(list(job.inputs)), job.variant]) for job in jobs}
     stale = [job for job in jobs if not writer.is_fresh(job.key, hashes[job.key])]
     _write_assets(writer, theme)
+    cache = SiteCache(project.root / CACHE_DIR, root=project.root)
     try:
-        cache = SiteCache(project.root / CACHE_DIR)
         cache.recall_intervals(code)  # before any leaderboard starts bootstrapping
         kept = _RunCache(cache, code)
         inputs.kept_columns = lambda run_id: cache.case_columns(kept.key(inputs, run_id))
@@ -164,8 +164,15 @@ def _build(project: Project, out_dir: Path | None, *, redact: bool | None, full:
         seconds=round(time.perf_counter() - started, 3),
         input_hash=inputs.combined_hash(),
         skipped_runs=list(inputs.skipped),
-        warnings=[*inputs.decision_problems, *inputs.outside, *theme.warnings, *writer.warnings],
+        warnings=[*inputs.decision_problems, *inputs.outside, *theme.warnings, *writer.warnings, *_cache_warnings(project, cache)],
     )
+
+
+def _cache_warnings(project: Project, cache: SiteCache) -> list[str]:
+    if cache.refused is None:
+        return []
+    return [f"{cache.refused.relative_to(project.root).as_posix()}: a symlink or not a folder; "
+            "the build cache is not used (nothing there is read, written or deleted)"]
 
 
 def _output_folder(project: Project, out_dir: Path | None, settings: SiteSettings) -> Path:
