@@ -83,3 +83,32 @@ def test_a_symlink_planted_at_a_page_is_rendered_again_not_kept(cli, project, tm
         assert not (site / name).is_symlink() and SECRET not in (site / name).read_text()
     assert secret.read_text() == SECRET
     assert json.loads((site / ".evalsite-build.json").read_text())["jobs"]
+
+
+def test_a_symlink_planted_at_any_site_or_cache_path_changes_nothing_outside(cli, project, tmp_path):
+    """A fuzz over the paths a build writes: each one in turn (every eighth, in order) replaced by a
+    symlink to a file or folder outside, then an incremental and a full build: nothing outside
+    changes and each build either succeeds or stops with one `Error:` line."""
+    assert cli("build").exit_code == 0
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "f").write_text("precious")
+    cache = project / ".evalsite/site-cache"
+    planted = sorted([*(project / "site").rglob("*"), *cache.rglob("*"), cache, project / "site/runs"])[::8]
+    assert len(planted) > 6
+    for path in planted:
+        if not path.exists():
+            continue
+        if path.is_dir():
+            os.rename(path, tmp_path / "moved")
+            os.symlink(victim, path)
+        else:
+            path.unlink()
+            os.symlink(victim / "f", path)
+        for args in (("build",), ("build", "--full")):
+            result = cli(*args)
+            assert result.exit_code == 0 or result.output.startswith("Error: "), (path, result.output)
+            assert sorted(p.name for p in victim.iterdir()) == ["f"] and (victim / "f").read_text() == "precious", path
+        path.unlink()
+        if (tmp_path / "moved").exists():
+            os.rename(tmp_path / "moved", path)

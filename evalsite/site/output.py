@@ -142,7 +142,7 @@ def _replace(path: Path, content: bytes) -> None:
     is replaced, never written through."""
     temp = path.with_name(f".{path.name}.tmp")
     temp.unlink(missing_ok=True)
-    with os.fdopen(os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644), "wb") as handle:
+    with os.fdopen(os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666), "wb") as handle:
         handle.write(content)
     os.replace(temp, path)
 
