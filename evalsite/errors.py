@@ -24,6 +24,7 @@ MAX_WORD_CHARS = 400
 #: its end (where the advice is) and says how many characters were left out between them.
 MAX_LINE_CHARS = 2000
 _LONG_WORD = re.compile(rf"\S{{{MAX_WORD_CHARS + 1},}}")
+_CLOSING = "'\":;,.)]}"
 
 
 def shortened(text: str, keep: int = SHOWN_CHARS) -> str:
@@ -33,8 +34,14 @@ def shortened(text: str, keep: int = SHOWN_CHARS) -> str:
 
 def bounded_message(message: str) -> str:
     """``message`` with every overlong value shortened (:data:`MAX_WORD_CHARS`, :data:`MAX_LINE_CHARS`)."""
-    message = _LONG_WORD.sub(lambda match: shortened(match.group()), message)
+    message = _LONG_WORD.sub(lambda match: _shortened_word(match.group()), message)
     return "\n".join(_bounded_line(line) for line in message.split("\n"))
+
+
+def _shortened_word(word: str) -> str:
+    """A long value, shortened, keeping the punctuation that closes it (``'…'``, ``…:``)."""
+    value = word.rstrip(_CLOSING)
+    return shortened(value) + word[len(value):]
 
 
 def _bounded_line(line: str) -> str:

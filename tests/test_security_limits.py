@@ -68,13 +68,13 @@ def test_validate_lists_a_long_id_once_per_row(cli, project):
 
 def test_a_100_kb_name_in_an_error_is_shown_by_its_start_and_length(cli, project):
     error = one_short_error(cli("run", "experiments/example.yaml", "--arm", HUGE, "--dry-run"), "unknown arm")
-    assert "'" + "n" * 59 + "…(100,002 chars) (arms: reverse, lowercase)" in error  # the value as quoted: 'nnn…
+    assert "'" + "n" * 59 + "…(100,001 chars)' (arms: reverse, lowercase)" in error  # the value as quoted: 'nnn…'
 
 
 def test_a_100_kb_manifest_name_is_shown_by_its_start_and_length(cli, project):
     manifest = project / "experiments/example.yaml"
     manifest.write_text(manifest.read_text().replace("name: example", f"name: {HUGE}"))
-    one_short_error(cli("run", "experiments/example.yaml", "--dry-run"), "name:", "(100,002 chars)")
+    one_short_error(cli("run", "experiments/example.yaml", "--dry-run"), "name:", "(100,001 chars)'")
 
 
 def test_every_line_of_a_message_is_bounded_and_keeps_its_advice():
@@ -86,3 +86,7 @@ def test_every_line_of_a_message_is_bounded_and_keeps_its_advice():
     assert bounded_message("short message, unchanged") == "short message, unchanged"
     path = "/" + "/".join(["folder"] * 50) + "/run.json"  # 350 characters: a long path is not cut
     assert bounded_message(f"{path}: unreadable") == f"{path}: unreadable"
+
+
+def test_a_100_kb_dataset_path_is_one_short_error_not_a_traceback(cli, project):
+    one_short_error(cli("dataset", "show", HUGE), "nnnn…(100,000 chars): cannot read the dataset file: File name too long")

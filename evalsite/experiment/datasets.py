@@ -74,7 +74,11 @@ def load_rows(path: str | Path) -> list[dict]:
 def read_source_rows(path: str | Path) -> list[SourceRow]:
     """Read a dataset file into rows that remember their line (or element) for error messages."""
     path = Path(path)
-    if not path.is_file():
+    try:
+        found = path.is_file()
+    except OSError as exc:  # a name too long for the file system, say
+        raise DatasetError(f"{path}: cannot read the dataset file: {exc.strerror}") from None
+    if not found:
         raise DatasetError(f"{path}: dataset file not found")
     suffix = path.suffix.lower()
     if suffix == ".parquet":
