@@ -145,8 +145,8 @@ class SiteCache:
     def case_cells(self, content_hash: str) -> pa.Table | None:
         """The run's cells as the item matrix reads them (:func:`evalsite.analysis.items.case_cells`)."""
         try:
-            with self._open(f"{content_hash}{CELLS_SUFFIX}") as handle:  # read into memory
-                table = pa.ipc.open_file(handle).read_all()
+            with self._open(f"{content_hash}{CELLS_SUFFIX}") as handle:  # read into memory, in one read
+                table = pa.ipc.open_file(pa.BufferReader(handle.read())).read_all()
         except (OSError, ValueError, pa.ArrowException):
             return None
         return table if table.schema.equals(CELLS_SCHEMA) else None
