@@ -3,17 +3,61 @@
 Every class derives from ``click.ClickException`` so that a user's mistake prints one line
 (``Error: <message>``) and never a traceback. Code raises the most specific class; the CLI
 never catches and rewraps them.
+
+A message quotes what the user gave (a name, a value, a path), and that can be any length: every
+message is bounded here, in the one place all of them pass (:func:`bounded_message`), so a 100 KB
+name is shown by its start and its length, never echoed whole.
 """
 
 from __future__ import annotations
 
+import re
+
 import click
+
+#: How many characters of a long value a message shows, before ``…(N chars)``.
+SHOWN_CHARS = 60
+#: A stretch of a message without white space longer than this is a value someone passed, not
+#: wording: it is shown by its first :data:`SHOWN_CHARS` characters and its length.
+MAX_WORD_CHARS = 400
+#: A line of a message still longer than this (a long value with spaces in it) keeps its start and
+#: its end (where the advice is) and says how many characters were left out between them.
+MAX_LINE_CHARS = 2000
+_LONG_WORD = re.compile(rf"\S{{{MAX_WORD_CHARS + 1},}}")
+_CLOSING = "'\":;,.)]}"
+
+
+def shortened(text: str, keep: int = SHOWN_CHARS) -> str:
+    """``text``, or its first ``keep`` characters and its length when it is longer."""
+    return text if len(text) <= keep else f"{text[:keep]}…({len(text):,} chars)"
+
+
+def bounded_message(message: str) -> str:
+    """``message`` with every overlong value shortened (:data:`MAX_WORD_CHARS`, :data:`MAX_LINE_CHARS`)."""
+    message = _LONG_WORD.sub(lambda match: _shortened_word(match.group()), message)
+    return "\n".join(_bounded_line(line) for line in message.split("\n"))
+
+
+def _shortened_word(word: str) -> str:
+    """A long value, shortened, keeping the punctuation that closes it (``'…'``, ``…:``)."""
+    value = word.rstrip(_CLOSING)
+    return shortened(value) + word[len(value):]
+
+
+def _bounded_line(line: str) -> str:
+    if len(line) <= MAX_LINE_CHARS:
+        return line
+    head, tail = line[: MAX_LINE_CHARS // 2], line[-(MAX_LINE_CHARS // 4):]
+    return f"{head}…({len(line) - len(head) - len(tail):,} chars)…{tail}"
 
 
 class EvalsiteError(click.ClickException):
-    """Base of every user-facing error; exit code 1."""
+    """Base of every user-facing error; exit code 1. Its message is bounded (:func:`bounded_message`)."""
 
     exit_code = 1
+
+    def __init__(self, message: str) -> None:
+        super().__init__(bounded_message(str(message)))
 
 
 class ProjectError(EvalsiteError):

@@ -86,7 +86,7 @@ def test_a_planted_symlink_at_the_build_record_is_replaced_not_written_through(o
 
 def test_out_through_a_missing_folder_does_not_bypass_the_non_empty_refusal(one_run_project, monkeypatch):
     monkeypatch.chdir(one_run_project.root)
-    with pytest.raises(SiteError, match="not empty and was not built by evalsite"):
+    with pytest.raises(SiteError, match="would mix with the project's runs/ folder"):
         build_site(one_run_project, Path("missing/../runs"))
     assert not (one_run_project.root / "missing").exists() and not (one_run_project.root / "runs/index.html").exists()
 

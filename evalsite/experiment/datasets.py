@@ -21,7 +21,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from evalsite.errors import DatasetError
+from evalsite.errors import DatasetError, shortened
 from evalsite.experiment.bounded import json_problem
 from evalsite.runlog.hashing import sha256_json, sha256_text
 from evalsite.runlog.rows import is_critical
@@ -30,6 +30,9 @@ EXPECTED_FIELD = "expected"
 PREFERENCE_FIELDS = ("chosen", "rejected")
 DATASET_SUFFIXES = (".jsonl", ".ndjson", ".json", ".csv", ".parquet", ".txt")
 MESSAGE_ROLES = ("system", "user", "assistant", "tool", "developer")
+#: The longest item id a dataset row may give (its ``id``): ids name pages, anchors and rows all over
+#: the site and the run logs, so three rows with megabyte ids once made a 20 MB site.
+MAX_ITEM_ID_CHARS = 256
 
 
 @dataclass(frozen=True)
@@ -71,7 +74,11 @@ def load_rows(path: str | Path) -> list[dict]:
 def read_source_rows(path: str | Path) -> list[SourceRow]:
     """Read a dataset file into rows that remember their line (or element) for error messages."""
     path = Path(path)
-    if not path.is_file():
+    try:
+        found = path.is_file()
+    except OSError as exc:  # a name too long for the file system, say
+        raise DatasetError(f"{path}: cannot read the dataset file: {exc.strerror}") from None
+    if not found:
         raise DatasetError(f"{path}: dataset file not found")
     suffix = path.suffix.lower()
     if suffix == ".parquet":
@@ -216,7 +223,9 @@ def row_problems(row: dict) -> list[str]:
         ]
     problems = []
     if "id" in row and not _usable_id(row["id"]):
-        problems.append(f"'id' must be a non-empty string or a whole number, got {row['id']!r}")
+        problems.append(f"'id' must be a non-empty string or a whole number, got {_short(row['id'])}")
+    elif "id" in row and _too_long(row["id"]):
+        problems.append(f"'id' is {_id_length(row['id'])} long; an item id is at most {MAX_ITEM_ID_CHARS} characters")
     if "input" in row and "turns" in row:
         problems.append("has both 'input' and 'turns'; a row is a single input or a replayed conversation")
     if "input" in row and not isinstance(row["input"], str):
@@ -232,6 +241,16 @@ def _usable_id(value) -> bool:
     if isinstance(value, bool):
         return False
     return isinstance(value, int) or (isinstance(value, str) and value != "")
+
+
+def _too_long(item_id: int | str) -> bool:
+    """Longer than :data:`MAX_ITEM_ID_CHARS` (a whole number is measured without writing its digits,
+    which Python refuses past 4,300)."""
+    return abs(item_id) >= 10 ** MAX_ITEM_ID_CHARS if isinstance(item_id, int) else len(item_id) > MAX_ITEM_ID_CHARS
+
+
+def _id_length(item_id: int | str) -> str:
+    return f"a number of more than {MAX_ITEM_ID_CHARS} digits" if isinstance(item_id, int) else f"{len(item_id):,} characters"
 
 
 def _messages_problems(value, field: str, *, allow_strings: bool) -> list[str]:
@@ -250,9 +269,8 @@ def _messages_problems(value, field: str, *, allow_strings: bool) -> list[str]:
     return []
 
 
-def _short(value, width: int = 60) -> str:
-    text = repr(value)
-    return text if len(text) <= width else text[: width - 1] + "…"
+def _short(value) -> str:
+    return shortened(repr(value))
 
 
 def user_turns(turns: list) -> list:
@@ -292,6 +310,8 @@ def dataset_problems(rows: list[SourceRow], source: str, expected_field: str = E
     for index, source_row in enumerate(rows):
         row = eval_row(source_row.row, expected_field)
         problems += [f"{source}: {source_row.where}: {problem}" for problem in row_problems(row)]
+        if _usable_id(row.get("id")) and _too_long(row["id"]):
+            continue  # refused above; too long to compare (or, as a number, to write out)
         item_id = _item_id(row, index)
         if item_id in first_seen:
             problems.append(

@@ -9,6 +9,7 @@ copied: an artifact may hold inputs and outputs.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,13 +36,43 @@ def run_artifacts(run_id: str, directory: Path, end: dict | None, redact: bool) 
 def experiment_artifacts(project_root: Path, name: str, batch_ids: list[str], redact: bool):
     """The newest of ``batch_ids`` (newest first) that has an experiment ``end.json``: its links and files."""
     for batch_id in batch_ids:
-        folder = project_root / RESULTS_DIR / name / batch_id
+        folder = results_folder(project_root, name, batch_id)
+        if folder is None:
+            continue
         try:
             end = json.loads((folder / "end.json").read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
         return artifact_links(paths.experiment(name).removesuffix(".html"), folder, end, redact)
     return [], {}
+
+
+def results_folder(project_root: Path, name: object, batch_id: object) -> Path | None:
+    """``results/<name>/<batch_id>``, the folder the experiment level of a batch writes, when both
+    (read from a run header, which anyone can edit) are plain folder names and its real path stays
+    inside the project's ``results/``; None otherwise (docs/security.md)."""
+    if not (_plain_part(name) and _plain_part(batch_id)):
+        return None
+    root = Path(os.path.realpath(project_root))
+    results = Path(os.path.realpath(root / RESULTS_DIR))
+    folder = Path(os.path.realpath(results / str(name) / str(batch_id)))
+    return folder if root in results.parents and results in folder.parents else None
+
+
+def refused_results(project_root: Path, name: object, batch_id: object) -> bool:
+    """Whether a run header names an experiment or batch whose ``results/`` folder
+    :func:`results_folder` refuses although something is there (a forged ``../../x`` name)."""
+    if not isinstance(name, str) or not isinstance(batch_id, str) or results_folder(project_root, name, batch_id):
+        return False
+    try:
+        return os.path.lexists(project_root / RESULTS_DIR / name / batch_id / "end.json")
+    except ValueError:  # a NUL in a name
+        return False
+
+
+def _plain_part(name: object) -> bool:
+    """One path component: not empty, ``.`` or ``..``, and no ``/``, backslash or NUL."""
+    return isinstance(name, str) and name not in ("", ".", "..") and not any(c in name for c in "/\\\0")
 
 
 def artifact_links(prefix: str, directory: Path, end, redact: bool) -> tuple[list[ArtifactLink], dict[str, bytes]]:

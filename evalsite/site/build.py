@@ -135,8 +135,8 @@ def _build(project: Project, out_dir: Path | None, *, redact: bool | None, full:
     hashes = {job.key: sha256_json([common, inputs.combined_hash(list(job.inputs)), job.variant]) for job in jobs}
     stale = [job for job in jobs if not writer.is_fresh(job.key, hashes[job.key])]
     _write_assets(writer, theme)
+    cache = SiteCache(project.root / CACHE_DIR, root=project.root)
     try:
-        cache = SiteCache(project.root / CACHE_DIR)
         cache.recall_intervals(code)  # before any leaderboard starts bootstrapping
         kept = _RunCache(cache, code)
         inputs.kept_columns = lambda run_id: cache.case_columns(kept.key(inputs, run_id))
@@ -165,18 +165,39 @@ def _build(project: Project, out_dir: Path | None, *, redact: bool | None, full:
         seconds=round(time.perf_counter() - started, 3),
         input_hash=inputs.combined_hash(),
         skipped_runs=list(inputs.skipped),
-        warnings=[*inputs.decision_problems, *inputs.outside, *theme.warnings, *writer.warnings],
+        warnings=[*inputs.decision_problems, *inputs.outside, *theme.warnings, *writer.warnings, *_cache_warnings(project, cache)],
     )
+
+
+def _cache_warnings(project: Project, cache: SiteCache) -> list[str]:
+    if cache.refused is None:
+        return []
+    return [f"{cache.refused.relative_to(project.root).as_posix()}: a symlink or not a folder; "
+            "the build cache is not used (nothing there is read, written or deleted)"]
 
 
 def _output_folder(project: Project, out_dir: Path | None, settings: SiteSettings) -> Path:
     """``--out`` as given, else ``[site] out``, which must stay inside the project (a pull request can
-    edit evalsite.toml); never the project itself or a folder holding it."""
+    edit evalsite.toml); never the project itself or a folder holding it, nor one of the folders the
+    build reads (``runs/``, ``reports/``, …) or a folder inside or holding one: the build writes and
+    deletes pages there."""
     folder = Path(out_dir) if out_dir is not None else project.inside(Path(settings.out), "[site] out")
     resolved, root = Path(os.path.realpath(folder)), project.root.resolve()
     if resolved == root or resolved in root.parents:
         raise SiteError(f"{folder}: the site folder would hold the whole project; choose another --out")
+    for inputs in _input_folders(project):
+        if resolved == inputs or inputs in resolved.parents or resolved in inputs.parents:
+            shown = Path(os.path.relpath(inputs, root)).as_posix()
+            raise SiteError(f"{folder}: the site folder would mix with the project's {shown}/ folder, which the "
+                            "build reads; choose another --out")
     return folder
+
+
+def _input_folders(project: Project) -> list[Path]:
+    """The project's folders a build reads or keeps its cache in (their real paths)."""
+    folders = (project.runs_dir, project.data_dir, project.experiments_dir, project.root / "reports",
+               project.templates_dir, project.static_dir, project.root / ".evalsite")
+    return [Path(os.path.realpath(folder)) for folder in folders]
 
 
 @dataclass(frozen=True)

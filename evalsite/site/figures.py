@@ -15,13 +15,16 @@ derived data, local to the project (``.evalsite/`` is git-ignored), and never pu
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import stat
+import tempfile
 import zipfile
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 import pyarrow as pa
@@ -43,6 +46,8 @@ MATRIX_SUFFIX = ".matrix.npz"
 COLUMNS_SUFFIX = ".columns.npz"
 #: A run's cells as the leaderboards' item matrix reads them (an Arrow IPC file).
 CELLS_SUFFIX = ".cells.arrow"
+#: A file being written: ``.<name>.<random>.tmp``, renamed to ``<name>`` when whole.
+TEMP_SUFFIX = ".tmp"
 _TEXTS = ("items", "heads", "tails")
 
 
@@ -75,10 +80,18 @@ class CachedRun:
 class SiteCache:
     """``.evalsite/site-cache/`` of one project: per run ``<hash>.json`` (figures) and
     ``<hash>.matrix.npz`` (its matrix part), read separately so a build that needs only a run's
-    figures never reads its matrix part; entries of runs that are gone are pruned by :meth:`keep_only`."""
+    figures never reads its matrix part; entries of runs that are gone are pruned by :meth:`keep_only`.
 
-    def __init__(self, folder: Path) -> None:
+    A cloned repository can plant symlinks here, so the cache never follows one (docs/security.md):
+    when a folder between ``root`` and the cache folder is a symlink or not a folder, the cache is
+    not used at all (:attr:`refused` names it; the build computes everything and warns); files are
+    read only when they are regular files (``O_NOFOLLOW``), written through a fresh temporary file
+    (``O_EXCL``) renamed over their name, and only regular files directly in the folder are deleted."""
+
+    def __init__(self, folder: Path, *, root: Path | None = None) -> None:
         self.folder = folder
+        self.root = folder.parent if root is None else root
+        self.refused = _not_a_folder(self.root, folder)
 
     def get(self, content_hash: str, *, matrix: bool) -> CachedRun | None:
         """The run's figures, and its matrix part when ``matrix`` (else None)."""
@@ -91,7 +104,7 @@ class SiteCache:
             return None
 
     def _matrix(self, content_hash: str) -> MatrixPart:
-        with np.load(self.folder / f"{content_hash}{MATRIX_SUFFIX}", allow_pickle=False) as data:
+        with self._open(f"{content_hash}{MATRIX_SUFFIX}") as handle, np.load(handle, allow_pickle=False) as data:
             if int(data["version"]) != CACHE_VERSION:
                 raise ValueError(f"{content_hash}{MATRIX_SUFFIX}: another cache version")
             item_ids = tuple(json.loads(_text(data["item_ids"])))
@@ -116,7 +129,7 @@ class SiteCache:
     def case_columns(self, content_hash: str) -> CaseColumns | None:
         """The run's case columns kept by :meth:`put_columns` (None when there are none)."""
         try:
-            with np.load(self.folder / f"{content_hash}{COLUMNS_SUFFIX}", allow_pickle=False) as data:
+            with self._open(f"{content_hash}{COLUMNS_SUFFIX}") as handle, np.load(handle, allow_pickle=False) as data:
                 if int(data["version"]) != CACHE_VERSION:
                     return None
                 return columns_of_arrays({name: data[name] for name in data.files if name != "version"})
@@ -132,38 +145,35 @@ class SiteCache:
     def case_cells(self, content_hash: str) -> pa.Table | None:
         """The run's cells as the item matrix reads them (:func:`evalsite.analysis.items.case_cells`)."""
         try:
-            with pa.OSFile(str(self.folder / f"{content_hash}{CELLS_SUFFIX}"), "rb") as source:  # read into memory
-                table = pa.ipc.open_file(source).read_all()
+            with self._open(f"{content_hash}{CELLS_SUFFIX}") as handle:  # read into memory, in one read
+                table = pa.ipc.open_file(pa.BufferReader(handle.read())).read_all()
         except (OSError, ValueError, pa.ArrowException):
             return None
         return table if table.schema.equals(CELLS_SCHEMA) else None
 
     def put_cells(self, content_hash: str, table: pa.Table) -> None:
-        try:
-            self.folder.mkdir(parents=True, exist_ok=True)
-            temp = self.folder / f".{content_hash}{CELLS_SUFFIX}.tmp"
-            with pa.OSFile(str(temp), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
+        def write(handle: BinaryIO) -> None:
+            with pa.ipc.new_file(handle, table.schema) as writer:
                 writer.write_table(table)
-            os.replace(temp, self.folder / f"{content_hash}{CELLS_SUFFIX}")
-        except (OSError, ValueError, pa.ArrowException):
-            return
+
+        self._store(f"{content_hash}{CELLS_SUFFIX}", write)
 
     def _write_arrays(self, name: str, arrays: dict[str, Any]) -> bool:
-        try:
-            self.folder.mkdir(parents=True, exist_ok=True)
-            temp = self.folder / f".{name}.tmp.npz"
-            np.savez(temp, version=np.array(CACHE_VERSION), **arrays)
-            os.replace(temp, self.folder / name)
-        except (OSError, ValueError):
-            return False
-        return True
+        return self._store(name, lambda handle: np.savez(handle, version=np.array(CACHE_VERSION), **arrays))
 
     def keep_only(self, hashes: set[str]) -> None:
-        if not self.folder.is_dir():
+        """Delete the entries of runs not in ``hashes`` and temporary files a killed build left:
+        regular files directly in the cache folder only, never a symlink or what it leads to."""
+        if self.refused or _not_a_folder(self.root, self.folder):
             return
-        for path in [*self.folder.glob("*.json"), *self.folder.glob("*.npz"), *self.folder.glob(f"*{CELLS_SUFFIX}")]:
-            if path.name.split(".")[0] not in hashes and path.name not in (INTERVALS_FILE, PAIRS_FILE):
-                path.unlink(missing_ok=True)
+        try:
+            with os.scandir(self.folder) as entries:
+                doomed = [entry.path for entry in entries if entry.is_file(follow_symlinks=False) and _pruned(entry.name, hashes)]
+        except OSError:
+            return
+        for path in doomed:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
 
     def kept_values(self, name: str, identity: str) -> KeptValues:
         """Small figures an earlier build with the same ``identity`` (code, settings) stored under ``name``."""
@@ -187,19 +197,90 @@ class SiteCache:
         self._write(INTERVALS_FILE, {"version": CACHE_VERSION, "intervals": kept_intervals(code)})
 
     def _read(self, name: str) -> dict:
-        data = json.loads((self.folder / name).read_text(encoding="utf-8"))
+        with self._open(name) as handle:
+            data = json.loads(handle.read().decode("utf-8"))
         if not isinstance(data, dict) or data.get("version") != CACHE_VERSION:
             raise ValueError(f"{name}: another cache version")
         return data
 
     def _write(self, name: str, payload: dict) -> None:
+        text = json.dumps(payload, separators=(",", ":"), default=str)
+        self._store(name, lambda handle: handle.write(text.encode("utf-8")))
+
+    def _open(self, name: str) -> BinaryIO:
+        """``name`` in the cache folder, opened for reading only when it is a regular file: a symlink
+        (``O_NOFOLLOW``), a FIFO (``O_NONBLOCK``, then refused) or a folder raises OSError."""
+        if self.refused:
+            raise OSError(f"{self.refused}: not a folder of the project")
+        descriptor = os.open(self.folder / name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            os.close(descriptor)
+            raise OSError(f"{name}: not a regular file")
+        return os.fdopen(descriptor, "rb")
+
+    def _store(self, name: str, write: Callable[[BinaryIO], object]) -> bool:
+        """Write ``name`` through a new temporary file (``mkstemp``: ``O_EXCL``, a fresh name, so a
+        planted symlink is never opened) renamed over it, which replaces a symlink at ``name`` rather
+        than writing through it. False when it could not be written (read-only project, refused folder)."""
+        if not self._ready():
+            return False
         try:
-            self.folder.mkdir(parents=True, exist_ok=True)
-            temp = self.folder / f".{name}.tmp"
-            temp.write_text(json.dumps(payload, separators=(",", ":"), default=str), encoding="utf-8")
+            descriptor, temp = tempfile.mkstemp(dir=self.folder, prefix=f".{name}.", suffix=TEMP_SUFFIX)
+        except OSError:
+            return False
+        try:
+            with os.fdopen(descriptor, "wb") as handle:
+                write(handle)
             os.replace(temp, self.folder / name)
-        except (OSError, ValueError):
-            pass
+        except (OSError, ValueError, pa.ArrowException):
+            with contextlib.suppress(OSError):
+                os.unlink(temp)
+            return False
+        return True
+
+    def _ready(self) -> bool:
+        """Whether the cache folder is there to write in, creating what is missing one folder at a
+        time below ``root``, each checked (not a symlink) before the next is made in it."""
+        if self.refused:
+            return False
+        path = self.root
+        for part in self.folder.relative_to(self.root).parts:
+            path = path / part
+            try:
+                os.mkdir(path)
+            except FileExistsError:
+                pass
+            except OSError:
+                return False
+            if _not_a_folder(path.parent, path) is not None:
+                return False
+        return True
+
+
+def _not_a_folder(root: Path, folder: Path) -> Path | None:
+    """The first path from below ``root`` down to ``folder`` that exists and is not a real folder (a
+    symlink, even to a folder, or a file); None when each one is a folder or missing."""
+    path = root
+    for part in folder.relative_to(root).parts:
+        path = path / part
+        try:
+            mode = os.lstat(path).st_mode
+        except FileNotFoundError:
+            return None
+        except OSError:
+            return path
+        if not stat.S_ISDIR(mode):
+            return path
+    return None
+
+
+def _pruned(name: str, hashes: set[str]) -> bool:
+    """Whether a build that keeps the entries of ``hashes`` deletes the cache file ``name``."""
+    if name.endswith(TEMP_SUFFIX):
+        return True
+    if name in (INTERVALS_FILE, PAIRS_FILE) or not name.endswith((".json", ".npz", CELLS_SUFFIX)):
+        return False
+    return name.split(".")[0] not in hashes
 
 
 @dataclass

@@ -9,6 +9,7 @@ reason and left out; they never stop a build.
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -31,7 +32,8 @@ from evalsite.runlog.decisions import DECISIONS_FILE, Decision
 from evalsite.runlog.hashing import sha256_json
 from evalsite.runlog.records import RunStatus
 from evalsite.runlog.rows import is_critical
-from evalsite.runlog.store import CASES_FILE, END_FILE, RUN_FILE, Run, scan_runs
+from evalsite.runlog.store import CASES_FILE, END_FILE, RUN_FILE, Run, run_directories, scan_runs
+from evalsite.site.artifacts import refused_results
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 
@@ -249,10 +251,13 @@ class ProjectInputs:
 
 
 def scan_project(project: Project) -> ProjectInputs:
-    runs, skipped = scan_runs(project.runs_dir)
     outside: list[str] = []
-    runs = [run for run in runs if all(in_project(project, run.directory / name, outside)
-                                       for name in (RUN_FILE, CASES_FILE, END_FILE) if (run.directory / name).exists())]
+    folders, linked = _run_folders(project, outside)
+    runs, skipped = scan_runs(project.runs_dir, folders)
+    skipped = sorted([*linked, *skipped])
+    outside += [f"runs/{run.run_id}/{RUN_FILE}: experiment {run.header.experiment!r}, batch {run.header.batch_id!r} is not "
+                "a folder under results/; its artifacts are not published" for run in runs
+                if refused_results(project.root, run.header.experiment, run.header.batch_id)]
     decisions_path = project.runs_dir / DECISIONS_FILE
     entries, problems = read_decisions(decisions_path)
     return ProjectInputs(
@@ -267,6 +272,24 @@ def scan_project(project: Project) -> ProjectInputs:
         reports=_scan_reports(project, outside),
         outside=outside,
     )
+
+
+def _run_folders(project: Project, outside: list[str]) -> tuple[list[Path], list[str]]:
+    """The run folders whose files may be read for the site, and a skip reason per run whose
+    ``run.json``, ``cases.jsonl`` or ``end.json`` is a symlink (a run file is read only as the file
+    the runner wrote; even a link inside the project could make a page quote another file). A run
+    whose files lead outside the project is left out with a note in ``outside``, unread."""
+    folders, linked = [], []
+    for directory in run_directories(project.runs_dir):
+        present = [directory / name for name in (RUN_FILE, CASES_FILE, END_FILE) if os.path.lexists(directory / name)]
+        if not all(in_project(project, path, outside) for path in present):
+            continue
+        symlinks = [path.name for path in present if path.is_symlink()]
+        if symlinks:
+            linked.append(f"{directory.name}/{symlinks[0]}: a symlink; run files are read only as regular files")
+        else:
+            folders.append(directory)
+    return folders, linked
 
 
 def _scan_experiments(project: Project, outside: list[str]) -> dict[str, ExperimentSource]:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -43,7 +42,8 @@ class SiteWriter:
 
     @classmethod
     def open(cls, out_dir: Path, warn_bytes: int, *, full: bool = False) -> SiteWriter:
-        """Refuse a non-empty folder that evalsite did not build, so a wrong ``--out`` deletes nothing.
+        """Refuse a non-empty folder that evalsite did not build (it has no build record), so a wrong
+        ``--out`` deletes nothing: the build never deletes a folder, only files its record lists.
 
         The folder is resolved first (``missing/../runs`` is ``runs``), and a new folder gets an empty
         record before any page is written, so a first build killed early does not block the next."""
@@ -51,8 +51,6 @@ class SiteWriter:
         record = out_dir / BUILD_RECORD
         if out_dir.exists() and not out_dir.is_dir():
             raise SiteError(f"{out_dir}: exists and is not a folder; choose another --out")
-        if out_dir.is_dir() and not record.is_file() and _built_before_records(out_dir):
-            shutil.rmtree(out_dir)
         if out_dir.is_dir() and any(out_dir.iterdir()) and not record.is_file():
             raise SiteError(f"{out_dir}: folder is not empty and was not built by evalsite; empty it or choose another --out")
         writer = cls(out_dir, warn_bytes)
@@ -66,8 +64,10 @@ class SiteWriter:
         return writer
 
     def is_fresh(self, key: str, input_hash: str) -> bool:
+        """The job's record matches and its files are all there as regular files (a symlink planted
+        at one of them makes the job render again, which replaces it)."""
         job = self.previous.get(key)
-        return bool(job and job.input_hash == input_hash and all((self.out_dir / f).is_file() for f in job.files))
+        return bool(job and job.input_hash == input_hash and all(_regular(self.out_dir / f) for f in job.files))
 
     def keep(self, key: str) -> None:
         self.current[key] = self.previous[key]
@@ -77,10 +77,10 @@ class SiteWriter:
         for name, content in sorted(files.items()):
             self._check(name, content)
         for name, content in sorted(files.items()):
+            if not self._inside(name):  # before any folder is made: a symlinked folder never leads one outside
+                raise SiteError(f"refusing to write {name!r}: a symlink in the site folder leads outside it")
             path = self.out_dir / name
             path.parent.mkdir(parents=True, exist_ok=True)
-            if not self._inside(name):
-                raise SiteError(f"refusing to write {name!r}: a symlink in the site folder leads outside it")
             _replace(path, content)
         self.current[key] = JobRecord(input_hash, sorted(files))
         self.written += 1
@@ -142,7 +142,8 @@ def _replace(path: Path, content: bytes) -> None:
     is replaced, never written through."""
     temp = path.with_name(f".{path.name}.tmp")
     temp.unlink(missing_ok=True)
-    temp.write_bytes(content)
+    with os.fdopen(os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666), "wb") as handle:
+        handle.write(content)
     os.replace(temp, path)
 
 
@@ -165,14 +166,12 @@ def _as_list(files: object) -> list:
     return files
 
 
-def _built_before_records(out_dir: Path) -> bool:
-    """A site from an evalsite that kept no build record: its index.html names evalsite as generator."""
-    index = out_dir / "index.html"
-    return index.is_file() and '<meta name="generator" content="evalsite' in index.read_text(encoding="utf-8", errors="replace")[:2000]
+def _regular(path: Path) -> bool:
+    return path.is_file() and not path.is_symlink()
 
 
 def _prune_empty_parents(path: Path, root: Path) -> None:
     folder = path.parent
-    while root in folder.parents and folder.is_dir() and not any(folder.iterdir()):
+    while root in folder.parents and folder.is_dir() and not folder.is_symlink() and not any(folder.iterdir()):
         folder.rmdir()
         folder = folder.parent

@@ -11,12 +11,14 @@ and the last good site keeps being served.
 from __future__ import annotations
 
 import functools
+import os
 import shutil
 import tempfile
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from http import HTTPStatus
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -34,6 +36,8 @@ from evalsite.errors import SiteError
 from evalsite.project import Project, find_project
 from evalsite.site.build import build_site
 
+#: The names a request's Host header may give (with the server's port): pages opened on this machine.
+LOCAL_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 WATCHED_FOLDERS = ("runs", "experiments", "data", "reports", "templates", "static")
 EPOCH_PATH = "/.evalsite-epoch"
 #: Events that change a file. watchdog 7 also reports ``opened``, ``closed_no_write`` and ``attrib``
@@ -151,11 +155,22 @@ class LiveSite:
 
 
 class _Handler(SimpleHTTPRequestHandler):
+    """Files of the served folder only, to pages opened from this machine (docs/security.md):
+
+    - a request whose ``Host`` is not ``127.0.0.1``, ``localhost`` or ``[::1]`` with the server's port
+      is answered 421 (400 without a ``Host``): a web page whose name was rebound to 127.0.0.1 (DNS
+      rebinding) cannot read the site;
+    - a path whose real path (symlinks resolved) leaves the served folder, names no file (a NUL, an
+      undecodable escape) or is a folder without ``index.html`` is answered 404: no symlink planted in
+      the site folder is followed out of it, and no folder is listed."""
+
     def __init__(self, live: LiveSite, *args, **kwargs):
         self.live = live
         super().__init__(*args, **kwargs)
 
     def do_GET(self) -> None:
+        if not self._host_allowed():
+            return
         if self.path.split("?")[0] == EPOCH_PATH:
             body = str(self.live.epoch).encode()
             self.send_response(200)
@@ -166,6 +181,46 @@ class _Handler(SimpleHTTPRequestHandler):
             self.wfile.write(body)
             return
         super().do_GET()
+
+    def do_HEAD(self) -> None:
+        if self._host_allowed():
+            super().do_HEAD()
+
+    def _host_allowed(self) -> bool:
+        host = self.headers.get("Host")
+        if host is None:
+            self.send_error(HTTPStatus.BAD_REQUEST, "Host header required")
+            return False
+        port = self.live.port
+        allowed = {f"{name}:{port}" for name in LOCAL_HOSTS} | (set(LOCAL_HOSTS) if port == 80 else set())
+        if host.strip().lower() not in allowed:
+            self.send_error(HTTPStatus.MISDIRECTED_REQUEST, "evalsite serve answers only 127.0.0.1 and localhost")
+            return False
+        return True
+
+    def send_head(self):
+        if not self._servable():
+            self.send_error(HTTPStatus.NOT_FOUND, "File not found")
+            return None
+        return super().send_head()
+
+    def _servable(self) -> bool:
+        """The request names a file whose real path is inside the served folder (or such a folder's index)."""
+        try:
+            path = self.translate_path(self.path)
+            if "\0" in path:
+                return False
+            real, root = os.path.realpath(path), os.path.realpath(self.directory)
+            if os.path.isdir(real):
+                real = os.path.realpath(os.path.join(real, "index.html"))
+            return real.startswith(root + os.sep) and os.path.isfile(real)
+        except (ValueError, UnicodeError):
+            return False
+
+    def list_directory(self, path):
+        """Never list a folder (a folder without index.html is not a page of the site)."""
+        self.send_error(HTTPStatus.NOT_FOUND, "File not found")
+        return None
 
     def log_message(self, format: str, *args) -> None:
         """Quiet: one line per request would drown the build messages."""
