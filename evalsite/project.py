@@ -113,6 +113,19 @@ def find_project(start: Path | None = None) -> Project:
     return Project(start, {})
 
 
+def require_project(start: Path | None = None) -> Project:
+    """:func:`find_project`, refusing a folder that is in no project: a command run in the wrong
+    folder would otherwise print an empty listing, check nothing, or build an empty site there.
+    A folder holding only ``runs/`` (what ``evalsite import`` makes) is a project; so is any with a
+    runs location set (``--runs``, ``EVALSITE_RUNS``)."""
+    project = find_project(start)
+    if os.environ.get(RUNS_ENV) or any((project.root / marker).exists() for marker in (*PROJECT_MARKERS, "runs")):
+        return project
+    raise ProjectError(
+        f"no evalsite project in {project.root} or any folder above it (none holds evalsite.toml, experiments/, "
+        "data/ or runs/): cd into one, or run `evalsite init` to make one here")
+
+
 def _read_settings(root: Path) -> dict[str, Any]:
     path = root / "evalsite.toml"
     if not path.exists():

@@ -12,6 +12,7 @@ import yaml
 
 
 def test_without_the_variable_or_o_it_is_one_error_line(cli, tmp_path, monkeypatch):
+    (tmp_path / "runs").mkdir()  # a project (outside one, the command says that instead)
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
     result = cli("ci", "summary")

@@ -37,7 +37,7 @@ def test_run_baseline_promoted_prints_the_diff_and_fails_on_regression(golden_pr
 
     gated = cli("run", manifest, "--baseline", "promoted", "--allow-failures", "--fail-on", "regression", "--json")
     assert gated.exit_code == 1
-    (row,) = json.loads(gated.output)
+    (row,) = json.loads(gated.stdout)
     diff = row["baseline_diff"]
     assert diff["baseline"]["run_id"] == base and diff["baseline_source"] == "promoted"
     assert diff["gate"]["failed"] is True and diff["regression"]["summary"]["net_delta"] == pytest.approx(-8)
@@ -53,5 +53,5 @@ def test_run_baseline_with_a_run_id_and_no_regression_passes_the_gate(golden_pro
 def test_promoted_means_only_a_promoted_baseline(golden_project, cli):
     run_arm(cli, golden_project)
     result = cli("run", write_manifest(golden_project), "--baseline", "promoted", "--json")
-    (row,) = json.loads(result.output)
+    (row,) = json.loads(result.stdout)
     assert row["baseline_diff"]["baseline"] is None and row["baseline_diff"]["baseline_source"] == "none"

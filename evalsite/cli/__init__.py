@@ -56,6 +56,12 @@ COMMANDS = (
 )
 
 
+#: ``ctx.meta`` key: the command's own ``--help`` is asked for (help works in any folder).
+ASKS_HELP = "evalsite.asks_help"
+#: Commands that work in any folder: they make a project, or read files named on their command line.
+OUTSIDE_A_PROJECT = frozenset({"dataset", "import", "init", "schema"})
+
+
 class _LazyCommands(Mapping[str, click.Command]):
     """Command name -> command, importing the command's module when it is first looked up."""
 
@@ -81,6 +87,12 @@ class LazyGroup(click.Group):
         super().__init__(*args, **kwargs)
         self.commands = _LazyCommands(entries)  # type: ignore[assignment]
 
+    def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple[str | None, click.Command | None, list[str]]:
+        """Also note whether the command's own ``--help`` is asked for: help works in any folder."""
+        name, command, rest = super().resolve_command(ctx, args)
+        ctx.meta[ASKS_HELP] = any(arg in ctx.help_option_names for arg in rest)
+        return name, command, rest
+
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         entries = self.commands.entries  # type: ignore[attr-defined]
         with formatter.section("Commands"):
@@ -102,6 +114,11 @@ def main(runs_location: str | None, quiet: bool, verbose: bool, no_color: bool) 
     if quiet and verbose:
         raise click.UsageError("--quiet and --verbose contradict each other; pass one")
     configure(quiet=quiet, verbose=verbose, colour=not no_color)
+    context = click.get_current_context()
+    if context.invoked_subcommand not in OUTSIDE_A_PROJECT and not context.meta.get(ASKS_HELP) and not runs_location:
+        from evalsite.project import require_project
+
+        require_project()
     if runs_location:
         os.environ["EVALSITE_RUNS"] = runs_location  # evalsite.project.RUNS_ENV, read by Project.runs_location
     if click.get_current_context().invoked_subcommand in READS_RUNS:
