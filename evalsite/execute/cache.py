@@ -23,9 +23,8 @@ from pathlib import Path
 
 from evalsite.execute.targets import TargetRequest, TargetResult
 from evalsite.execute.targets.base import scrubbed_result, target_secrets
-from evalsite.runlog.fingerprint import redact_secrets
 from evalsite.runlog.hashing import sha256_json
-from evalsite.runlog.secrets import secret_pattern
+from evalsite.runlog.secrets import redact_secrets, secret_pattern
 
 CACHE_MODES = ("off", "record", "replay", "auto")
 CACHE_DIR = Path(".evalsite") / "cache"

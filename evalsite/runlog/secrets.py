@@ -8,6 +8,10 @@ The values a run did read from the environment (API keys, ``headers_env`` header
 from every record before it is written: not only the exact value but any part of it of
 :data:`MIN_PART` characters or more, in any letter case, so an error echoing the key minus its
 last character, or upper-cased, does not leak it either.
+
+Credentials written *in* a URL (``https://user:PASSWORD@host``, ``?api_key=…``, ``&sig=…``) are
+redacted wherever a URL is recorded (:func:`redact_urls`): the run header's config and submitted
+manifest, fingerprints, the git remote, error messages. The request itself uses the real URL.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from typing import Any
+from urllib.parse import quote, unquote
 
 #: A name part that marks a secret (``openai_api_key``, ``client_secret``, ``auth_token``, ``X-Api-Key``).
 SECRET_PARTS = frozenset({
@@ -25,8 +30,12 @@ SECRET_PARTS = frozenset({
 #: variable holding it), ``pad_token_id``, ``max_token_count``, ``key_file``, ``secret_name``.
 NOT_A_SECRET_LAST = frozenset({"env", "id", "ids", "count", "limit", "budget", "length", "len", "size", "file",
                                "path", "name", "type"})
+#: Query parameter name parts that carry a credential beyond :data:`SECRET_PARTS`: the signature of a
+#: signed URL (Azure SAS ``sig``, AWS ``X-Amz-Signature``).
+SECRET_QUERY_PARTS = frozenset({"sig", "signature"})
 MIN_PART = 8
 MASK = "***"
+REDACTED = "<redacted>"
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _SEPARATORS = re.compile(r"[^A-Za-z0-9]+")
 
@@ -94,3 +103,103 @@ def scrub_all(value: Any, pattern: re.Pattern[str] | None) -> Any:
     if isinstance(value, list):
         return [scrub_all(v, pattern) for v in value]
     return value
+
+
+def redact_secrets(value: Any, *, names: bool = True) -> Any:
+    """A copy of a JSON-like ``value`` with the credentials in every URL it holds redacted
+    (:func:`redact_urls`) and, with ``names``, secret-named keys' values replaced by ``<redacted>``.
+
+    Keys ending in ``_env`` name an environment variable rather than hold a secret, so they stay.
+    """
+    if isinstance(value, dict):
+        return {k: REDACTED if names and looks_secret(str(k)) and v is not None else redact_secrets(v, names=names)
+                for k, v in value.items()}
+    if isinstance(value, list):
+        return [redact_secrets(v, names=names) for v in value]
+    if isinstance(value, str) and "://" in value:
+        return redact_urls(value)
+    return value
+
+
+def redact_header(header: dict[str, Any]) -> dict[str, Any]:
+    """A run header as it may be written: the URLs of its resolved ``config`` and of the manifest
+    texts it quotes (``submitted_manifest``, ``rescore_manifest.text``) without credentials
+    (:func:`redact_urls`). Secret-named keys never reach a header's config (a manifest holding one is
+    refused; an importer redacts its source's in the source's own way), and the fingerprint is
+    redacted where it is built (its hash is over that)."""
+    redacted = dict(header)
+    if "config" in redacted:
+        redacted["config"] = redact_secrets(redacted["config"], names=False)
+    if isinstance(redacted.get("submitted_manifest"), str):
+        redacted["submitted_manifest"] = redact_urls(redacted["submitted_manifest"])
+    rescore = redacted.get("rescore_manifest")
+    if isinstance(rescore, dict) and isinstance(rescore.get("text"), str):
+        redacted["rescore_manifest"] = {**rescore, "text": redact_urls(rescore["text"])}
+    return redacted
+
+
+# scheme://authority path ?query #fragment; a URL ends at whitespace, a quote or an angle bracket
+_URL = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<authority>[^/?#\s'\"<>`]*)(?P<path>[^?#\s'\"<>`]*)"
+                  r"(?:\?(?P<query>[^#\s'\"<>`]*))?(?:#(?P<fragment>[^\s'\"<>`]*))?")
+_TRAILING = ",;)]}"  # punctuation after a URL in prose or a YAML flow mapping, not part of it
+_REDACTED_VALUE = quote(REDACTED)
+
+
+def redact_urls(text: str) -> str:
+    """``text`` with every ``scheme://`` URL's credentials redacted, everything else kept byte for byte:
+    the user information (``user:password@``, or a lone ``TOKEN@``) is cut out and the value of every
+    query or fragment parameter whose name looks like a secret (:func:`secret_query_name`) becomes
+    ``%3Credacted%3E``. The host, port, path and other parameters stay, so a changed host still
+    reads as one. ``git@github.com:a/b`` (no scheme) is left as it is."""
+    if "://" not in text:
+        return text
+    return _URL.sub(_redacted_url, text)
+
+
+def url_secrets(url: str) -> list[str]:
+    """The credentials a URL carries (its user information's password, or a lone user name, and the
+    values of secret-named parameters), decoded: what :func:`redact_urls` takes out of it."""
+    found = []
+    for match in map(_without_trailing, _URL.finditer(url)):
+        userinfo = match["authority"].rpartition("@")[0]
+        if userinfo:
+            user, _, password = userinfo.partition(":")
+            found.append(unquote(password or user))
+        for part in (match["query"], match["fragment"]):
+            found += [unquote(value) for name, value in _parameters(part) if value and secret_query_name(name)]
+    return [value for value in found if value]
+
+
+def secret_query_name(name: str) -> bool:
+    """Whether a URL parameter called ``name`` (percent-decoded) holds a credential."""
+    decoded = unquote(name)
+    return looks_secret(decoded) or any(part in SECRET_QUERY_PARTS for part in name_parts(decoded))
+
+
+def _without_trailing(match: re.Match[str]) -> re.Match[str]:
+    """The URL of ``match`` without the punctuation that ends the sentence or mapping around it."""
+    return _URL.match(match[0].rstrip(_TRAILING)) or match
+
+
+def _redacted_url(match: re.Match[str]) -> str:
+    trailing = match[0][len(match[0].rstrip(_TRAILING)):]
+    match = _without_trailing(match)
+    host = match["authority"].rpartition("@")[2]
+    out = match["scheme"] + host + match["path"]
+    if match["query"] is not None:
+        out += "?" + _redacted_parameters(match["query"])
+    if match["fragment"] is not None:
+        out += "#" + _redacted_parameters(match["fragment"])
+    return out + trailing
+
+
+def _parameters(part: str | None) -> list[tuple[str, str]]:
+    return [(piece.partition("=")[0], piece.partition("=")[2]) for piece in (part or "").split("&") if "=" in piece]
+
+
+def _redacted_parameters(part: str) -> str:
+    pieces = []
+    for piece in part.split("&"):
+        name, equals, value = piece.partition("=")
+        pieces.append(f"{name}={_REDACTED_VALUE}" if equals and value and secret_query_name(name) else piece)
+    return "&".join(pieces)
