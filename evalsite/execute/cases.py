@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import random
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -18,7 +17,7 @@ from evalsite.experiment.datasets import Item
 from evalsite.experiment.plan import Config, Plan
 from evalsite.experiment.prompts import render_input
 from evalsite.runlog.rows import is_critical
-from evalsite.runlog.secrets import scrub_all, secret_pattern
+from evalsite.runlog.secrets import SecretPattern, scrub_all, secret_pattern
 from evalsite.runlog.store import iso, utc_now
 from evalsite.scoring.case import score_case, scoring_cost
 from evalsite.scoring.evaluators import CaseView, Evaluator
@@ -39,7 +38,7 @@ class Job:
     policy: RetryPolicy
     inputs: dict[str, PreparedInput]
     resume_directory: Path | None = None
-    secrets: re.Pattern | None = field(init=False, repr=False)
+    secrets: SecretPattern | None = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.secrets = secret_pattern(target_secrets(self.target))

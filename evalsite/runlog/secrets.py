@@ -16,16 +16,23 @@ manifest, fingerprints, the git remote, error messages. The request itself uses 
 
 from __future__ import annotations
 
+import base64
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote, unquote
+from urllib.parse import quote, quote_plus, unquote
 
 #: A name part that marks a secret (``openai_api_key``, ``client_secret``, ``auth_token``, ``X-Api-Key``).
 SECRET_PARTS = frozenset({
     "key", "apikey", "token", "secret", "password", "passwd", "pwd", "cookie", "auth", "authorization",
-    "credential", "credentials", "bearer",
+    "credential", "credentials", "bearer", "cookies", "jwt", "passphrase",
 })
+#: Words found inside a name's parts joined together (``api_keys`` → ``apikeys``, ``clientSecrets``
+#: → ``clientsecrets``): a secret however the name is cut or pluralised. ``tokens`` and ``keys``
+#: alone are not among them (``max_tokens``, ``required_keys`` are ordinary params).
+SECRET_WORDS = ("apikey", "secret", "passw", "passphrase", "jwt", "credential", "bearer", "accesskey",
+                "privatekey", "accesstoken", "authtoken", "refreshtoken", "sessiontoken")
 #: A last name part saying the value is *about* a secret, not the secret: ``api_key_env`` (the
 #: variable holding it), ``pad_token_id``, ``max_token_count``, ``key_file``, ``secret_name``.
 NOT_A_SECRET_LAST = frozenset({"env", "id", "ids", "count", "limit", "budget", "length", "len", "size", "file",
@@ -47,41 +54,86 @@ def name_parts(name: str) -> list[str]:
 
 def looks_secret(name: Any) -> bool:
     """Whether a param, setting or header called ``name`` would hold a secret: one of its parts is
-    in :data:`SECRET_PARTS` and its last part is not in :data:`NOT_A_SECRET_LAST`."""
+    in :data:`SECRET_PARTS` or its joined parts hold one of :data:`SECRET_WORDS`, and its last part
+    is not in :data:`NOT_A_SECRET_LAST`."""
     if not isinstance(name, str):
         return False
     parts = name_parts(name)
-    return bool(parts) and parts[-1] not in NOT_A_SECRET_LAST and any(part in SECRET_PARTS for part in parts)
+    if not parts or parts[-1] in NOT_A_SECRET_LAST:
+        return False
+    joined = "".join(parts)
+    return any(part in SECRET_PARTS for part in parts) or any(word in joined for word in SECRET_WORDS)
 
 
-def secret_pattern(secrets: Iterable[str]) -> re.Pattern[str] | None:
-    """One case-insensitive pattern finding every run of ``MIN_PART`` characters taken from a
-    secret (each secret shorter than that: the whole of it); ``None`` when there is nothing to hide."""
-    pieces = set()
+@dataclass(frozen=True)
+class SecretPattern:
+    """Every piece of the secrets to hide, letter case folded, by length.
+
+    A set lookup of every window of a text: one regular expression alternating hundreds of pieces
+    (a key's 8-character runs in each of its encoded forms) took ten times as long on a long reply."""
+
+    pieces: dict[int, frozenset[str]]
+
+    def spans(self, text: str) -> list[list[int]]:
+        """``[start, end]`` of every stretch of ``text`` covered by pieces, merged, in order."""
+        folded = _fold(text)
+        found = sorted((start, start + length) for length, pieces in self.pieces.items()
+                       for start in range(len(folded) - length + 1) if folded[start:start + length] in pieces)
+        spans: list[list[int]] = []
+        for start, end in found:
+            if spans and start <= spans[-1][1]:
+                spans[-1][1] = max(spans[-1][1], end)
+            else:
+                spans.append([start, end])
+        return spans
+
+
+def _fold(text: str) -> str:
+    """``text`` lower-cased character by character (a character whose lower case is longer stays)."""
+    if text.isascii():
+        return text.lower()
+    return "".join(lower if len(lower := char.lower()) == 1 else char for char in text)
+
+
+def secret_pattern(secrets: Iterable[str]) -> SecretPattern | None:
+    """What finds, in any letter case, every run of ``MIN_PART`` characters taken from a secret or
+    from one of its encoded forms (:func:`encoded_forms`; a secret shorter than that: the whole of
+    it); ``None`` when there is nothing to hide."""
+    pieces: dict[int, set[str]] = {}
     for secret in secrets:
         if not secret:
             continue
         if len(secret) < MIN_PART:
-            pieces.add(secret)
-        else:
-            pieces.update(secret[i:i + MIN_PART] for i in range(len(secret) - MIN_PART + 1))
-    if not pieces:
-        return None
-    alternatives = "|".join(re.escape(piece) for piece in sorted(pieces, key=lambda p: (-len(p), p)))
-    return re.compile(f"(?=({alternatives}))", re.IGNORECASE)
+            pieces.setdefault(len(secret), set()).add(_fold(secret))
+            continue
+        for form in (secret, *encoded_forms(secret)):
+            pieces.setdefault(MIN_PART, set()).update(_fold(form[i:i + MIN_PART]) for i in range(len(form) - MIN_PART + 1))
+    return SecretPattern({length: frozenset(found) for length, found in pieces.items()}) if pieces else None
 
 
-def scrub(text: str, pattern: re.Pattern[str] | None) -> str:
+def encoded_forms(secret: str) -> list[str]:
+    """How a secret is commonly echoed encoded: percent-encoded (``quote`` and ``quote_plus``), and
+    base64, standard and URL-safe, with and without padding, at each of the three alignments it can
+    have inside a longer encoded text (an ``Authorization: Basic`` header, a JWT, a data URL): there
+    only the characters that depend on the secret's bytes alone, with the last one when the secret
+    ends the text and without it when more follows (it then mixes in the next byte)."""
+    data = secret.encode()
+    standard = {base64.b64encode(data).decode()}  # alone, padded
+    for offset in range(3):  # 0, 1 or 2 bytes before the secret share its first group of three
+        encoded = base64.b64encode(bytes(offset) + data).decode().rstrip("=")[(0, 2, 3)[offset]:]
+        standard.add(encoded)
+        if (offset + len(data)) % 3:
+            standard.add(encoded[:-1])
+    url_safe = {form.replace("+", "-").replace("/", "_") for form in standard}
+    forms = standard | url_safe | {quote(secret, safe=""), quote_plus(secret, safe="")}
+    return sorted(form for form in forms - {secret} if len(form) >= MIN_PART)
+
+
+def scrub(text: str, pattern: SecretPattern | None) -> str:
     """``text`` with every stretch covered by a piece of a secret replaced by ``***``."""
     if pattern is None or not text:
         return text
-    spans: list[list[int]] = []
-    for match in pattern.finditer(text):
-        start, end = match.start(1), match.end(1)
-        if spans and start <= spans[-1][1]:
-            spans[-1][1] = max(spans[-1][1], end)
-        else:
-            spans.append([start, end])
+    spans = pattern.spans(text)
     if not spans:
         return text
     out, last = [], 0
@@ -92,7 +144,7 @@ def scrub(text: str, pattern: re.Pattern[str] | None) -> str:
     return "".join(out)
 
 
-def scrub_all(value: Any, pattern: re.Pattern[str] | None) -> Any:
+def scrub_all(value: Any, pattern: SecretPattern | None) -> Any:
     """A copy of a JSON-like value with :func:`scrub` applied to every string, keys included."""
     if pattern is None:
         return value

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
@@ -17,7 +16,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from evalsite.errors import TargetError
-from evalsite.runlog.secrets import looks_secret, scrub_all
+from evalsite.runlog.secrets import SecretPattern, looks_secret, scrub_all
 
 Number = TypeVar("Number", int, float)
 
@@ -222,7 +221,7 @@ def target_secrets(target: Target) -> list[str]:
     return found
 
 
-def scrubbed_result(result: TargetResult, secrets: re.Pattern[str] | None) -> TargetResult:
+def scrubbed_result(result: TargetResult, secrets: SecretPattern | None) -> TargetResult:
     """``result`` with every piece of a secret scrubbed from each field (:func:`evalsite.runlog.secrets.scrub`),
     ``extra`` (the harness's own marks) apart. Applied to every answer before it is scored, cached or
     replayed, so a provider echoing the key is scrubbed the same with the cache on or off."""
