@@ -7,7 +7,8 @@ anything runs, because its value would be recorded with the run and published by
 The values a run did read from the environment (API keys, ``headers_env`` headers) are scrubbed
 from every record before it is written: not only the exact value but any part of it of
 :data:`MIN_PART` characters or more, in any letter case, so an error echoing the key minus its
-last character, or upper-cased, does not leak it either.
+last character, or upper-cased, does not leak it either; nor its base64 or percent-encoded forms
+(:func:`encoded_forms`). A reversed, spaced-out, hashed or shorter echo is not found (docs/security.md).
 
 Credentials written *in* a URL (``https://user:PASSWORD@host``, ``?api_key=…``, ``&sig=…``) are
 redacted wherever a URL is recorded (:func:`redact_urls`): the run header's config and submitted
