@@ -13,6 +13,8 @@ import math
 from urllib.parse import quote, quote_plus
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from runner_support import only_run, openai_arm, questions, write_experiment
 
 from evalsite.runlog.secrets import MASK, looks_secret, scrub, secret_pattern
@@ -99,3 +101,34 @@ def test_a_provider_echoing_the_key_encoded_is_scrubbed_from_the_run(runner_proj
     assert outputs["q0"].startswith("Authorization: Basic ") and MASK in outputs["q0"]
     written = json.dumps([p.read_text() for p in runner_project.rglob("*.json*") if p.is_file()])
     assert basic[8:-4] not in written and quote(KEY, safe="") not in written
+
+
+KEYS = st.text(st.characters(min_codepoint=33, max_codepoint=0x2FF).filter(lambda c: len(c.lower()) == len(c.upper()) == 1),
+               min_size=8, max_size=40)  # letter case is compared character by character (docs/security.md)
+AROUND = st.text(st.characters(min_codepoint=32, max_codepoint=0x2FF), max_size=9)
+
+
+def key_only_characters(before: bytes, key: bytes, encoded: str) -> list[int]:
+    """The positions of ``encoded`` (base64 of before + key + after) whose 6 bits all come from the key's bytes."""
+    first, end = len(before), len(before) + len(key)
+    return [j for j, char in enumerate(encoded) if char != "=" and first <= 6 * j // 8 and (6 * j + 5) // 8 < end]
+
+
+@settings(max_examples=150, deadline=None)
+@given(key=KEYS, before=AROUND, after=AROUND, encoder=st.sampled_from(sorted(ENCODERS)))
+def test_fuzz_any_key_base64_encoded_anywhere_is_masked_in_every_character_of_its_own(key, before, after, encoder):
+    """Any key, base64-encoded after and before any text: every character that encodes only the
+    key's bits is masked (a character mixing its bits with a neighbour's may stay)."""
+    encoded = ENCODERS[encoder](f"{before}{key}{after}".encode()).decode()
+    spans = secret_pattern([key]).spans(encoded)
+    hidden = {j for start, end in spans for j in range(start, end)}
+    assert set(key_only_characters(before.encode(), key.encode(), encoded)) <= hidden, (encoded, scrub(encoded, secret_pattern([key])))
+
+
+@settings(max_examples=150, deadline=None)
+@given(key=KEYS, before=AROUND, after=AROUND)
+def test_fuzz_any_key_as_is_or_percent_encoded_leaves_no_8_characters_of_it(key, before, after):
+    pattern = secret_pattern([key])
+    for form in (key, key.upper(), key.lower(), quote(key, safe=""), quote_plus(key, safe="")):
+        kept = scrub(f"{before}{form}{after}", pattern).lower()
+        assert not any(form.lower()[i:i + 8] in kept for i in range(len(form) - 7)), (form, kept)

@@ -120,6 +120,16 @@ def test_an_import_writes_no_credential_of_its_source(import_project, cli):
         assert PASSWORD not in json.dumps(header) and QUERY_KEY not in json.dumps(header)
 
 
+def test_a_connection_error_quoting_the_url_names_it_without_its_credentials(runner_project, server, cli):
+    """httpx names the URL it refuses; a short password (not scrubbed as a key would be) is cut out too."""
+    arm = openai_arm(server, settings={"base_url": f"ftp://alice:pw7@files.example/v1?api_key={QUERY_KEY}"})
+    cli("run", write_experiment(runner_project, questions(1), [arm], schedule={"max_attempts": 1}))
+    (run,) = all_runs(runner_project)
+    (case,) = run.cases
+    assert "UnsupportedProtocol: ftp://files.example/v1?api_key=%3Credacted%3E" in case.raw["error"]
+    assert files_holding(runner_project, "pw7@") == [] and files_holding(runner_project, QUERY_KEY) == []
+
+
 def test_a_client_error_quoting_the_url_is_redacted():
     client = JsonClient(f"http://alice:{PASSWORD}@127.0.0.1:1/v1?api_key={QUERY_KEY}", {}, [], 1)
     message = client.redact(f"cannot reach http://alice:{PASSWORD}@127.0.0.1:1/v1?api_key={QUERY_KEY}&x=1")

@@ -21,6 +21,7 @@ import base64
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 from urllib.parse import quote, quote_plus, unquote
 
@@ -90,10 +91,16 @@ class SecretPattern:
 
 
 def _fold(text: str) -> str:
-    """``text`` lower-cased character by character (a character whose lower case is longer stays)."""
+    """``text`` with each character in one letter case, keeping its length (so positions still
+    match): ``ı``, ``I`` and ``i`` read the same, ``İ`` reads as ``i``."""
     if text.isascii():
         return text.lower()
-    return "".join(lower if len(lower := char.lower()) == 1 else char for char in text)
+    return "".join(map(_fold_character, text))
+
+
+@lru_cache(maxsize=4096)
+def _fold_character(char: str) -> str:
+    return char.upper().lower()[0]
 
 
 def secret_pattern(secrets: Iterable[str]) -> SecretPattern | None:
