@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from runner_support import only_run, openai_arm, questions, write_experiment
 
-from evalsite.runlog.secrets import MASK, looks_secret, scrub, secret_pattern
+from evalsite.runlog.secrets import MASK, looks_secret, scrub, scrub_all, secret_pattern
 
 KEY = "sk-proj-A1b2/C3d4+E5f6=G7h8~i9j0"
 ENCODERS = {
@@ -132,3 +132,7 @@ def test_fuzz_any_key_as_is_or_percent_encoded_leaves_no_8_characters_of_it(key,
     for form in (key, key.upper(), key.lower(), quote(key, safe=""), quote_plus(key, safe="")):
         kept = scrub(f"{before}{form}{after}", pattern).lower()
         assert not any(form.lower()[i:i + 8] in kept for i in range(len(form) - 7)), (form, kept)
+
+
+def test_a_tuple_a_target_returns_is_scrubbed_too():
+    assert scrub_all({"output": (KEY, 1)}, secret_pattern([KEY])) == {"output": [MASK, 1]}

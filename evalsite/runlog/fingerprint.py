@@ -4,7 +4,7 @@ A fingerprint names the dataset (and its questions without the expected answers)
 config, the prompt, the evaluators, the target, the code (git commit, dirty flag, remote and a
 hash of every project file the run imports), the harness and environment, and the seed. Nothing
 secret is in it: settings whose key names a secret are redacted and credentials are cut out of
-URLs (:func:`evalsite.runlog.secrets.redact_secrets`, re-exported here with ``REDACTED``).
+URLs (:func:`evalsite.runlog.secrets.redact_secrets`).
 """
 
 from __future__ import annotations

@@ -160,7 +160,7 @@ def scrub_all(value: Any, pattern: SecretPattern | None) -> Any:
         return scrub(value, pattern)
     if isinstance(value, dict):
         return {scrub_all(k, pattern): scrub_all(v, pattern) for k, v in value.items()}
-    if isinstance(value, list):
+    if isinstance(value, (list, tuple)):  # a tuple a python target returned is written as a list anyway
         return [scrub_all(v, pattern) for v in value]
     return value
 
