@@ -18,7 +18,7 @@ from evalsite.experiment.manifest import load_manifest
 from evalsite.experiment.plan import build_plan
 from evalsite.project import find_project
 from evalsite.runlog.secrets import redact_urls, url_secrets
-from evalsite.runlog.store import RUN_FILE
+from evalsite.runlog.store import CASES_FILE, END_FILE, RUN_FILE
 
 PASSWORD = "PassW0rd-9876-xyz"
 QUERY_KEY = "QuerySecret-5555-abc"
@@ -73,6 +73,28 @@ def test_a_rotated_password_is_the_same_config_and_a_changed_host_is_not(runner_
     assert config_id(credentialed(server, password="another-password-42")) == first
     assert config_id(credentialed(server, host="localhost")) != first
     assert config_id(credentialed(server).replace("region=eu", "region=us")) != first
+
+
+def test_a_run_resumes_after_its_password_was_rotated(runner_project, server, cli):
+    """The rotated password is used for what is left; a changed host would be another config."""
+    manifest = write_credentialed(runner_project, server)
+    assert cli("run", manifest).exit_code == 0
+    (run,) = all_runs(runner_project)
+    lines = (run.directory / CASES_FILE).read_text().splitlines(keepends=True)
+    (run.directory / CASES_FILE).write_text(lines[0])
+    (run.directory / END_FILE).unlink()
+    path = runner_project / manifest
+    path.write_text(path.read_text().replace(PASSWORD, "rotated-password-42"))
+    calls = len(server.calls)
+    result = cli("run", manifest, "--resume", run.run_id)
+    assert result.exit_code == 0, result.output
+    assert len(server.calls) == calls + 1
+    assert server.calls[-1].headers["authorization"] == "Basic " + base64.b64encode(b"alice:rotated-password-42").decode()
+    assert len(all_runs(runner_project)[0].cases) == 2
+    path.write_text(path.read_text().replace("127.0.0.1", "localhost"))
+    (run.directory / END_FILE).unlink()
+    refused = cli("run", manifest, "--resume", run.run_id)
+    assert refused.exit_code == 1 and "Traceback" not in refused.output
 
 
 def plant_credentials(run_dir, url_shown: str, url_real: str) -> None:
