@@ -32,9 +32,14 @@ def files_holding(root, piece: str) -> list[str]:
                   if p.is_file() and "experiments" not in p.parts and needle in p.read_bytes().lower())
 
 
+def newest_run(project):
+    """The run the last command wrote (run ids of one second sort by their random part)."""
+    return max(all_runs(project), key=lambda r: r.header.raw["started_at"])
+
+
 def cases_by_item(project) -> list[dict]:
     """The newest run's cases as the fields a reader sees, by item."""
-    run = max(all_runs(project), key=lambda r: r.run_id)
+    run = newest_run(project)
     return sorted(({k: case.raw.get(k) for k in CASE_FIELDS} for case in run.cases), key=lambda c: c["item_id"])
 
 
@@ -66,9 +71,10 @@ def test_a_cached_and_an_uncached_run_write_the_same_scrubbed_case(runner_projec
     cli("run", echo_manifest, "--cache", "record")
     recorded = cases_by_item(runner_project)
     calls = len(server.calls)
-    cli("run", echo_manifest, "--cache", "replay")
+    cli("run", echo_manifest, "--cache", "replay", "--build")
     replayed = cases_by_item(runner_project)
     assert len(server.calls) == calls  # replay called nothing
+    assert (runner_project / "site" / "index.html").is_file()
     assert uncached[0] == recorded[0] == replayed[0] and uncached[0]["output"].count(MASK) == 2
     assert uncached[1] == recorded[1]  # an error is not cached: replay has no response for it
     for piece in PIECES:
@@ -102,5 +108,26 @@ def test_an_echoed_key_is_scrubbed_behind_the_study_pipeline_and_the_cache(runne
         result = cli("run", manifest, "--cache", mode, "--build")
         assert result.exit_code in (0, 1), result.output
         assert cases_by_item(runner_project)[0]["output"] == f"your key is {MASK}, again {MASK}"
+    for piece in PIECES:
+        assert files_holding(runner_project, piece) == [], piece
+
+
+def test_a_replayed_conversation_echoing_the_key_replays_from_the_cache(runner_project, server, cli, monkeypatch):
+    """The history sent with turn 2 holds turn 1's scrubbed reply, recorded or replayed alike, so
+    every turn of a replay is a hit (an unscrubbed history would change turn 2's cache key)."""
+    monkeypatch.setenv("ECHO_KEY", KEY)
+    turns = [{"role": "user", "content": "question 0"}, {"role": "assistant", "content": "old"},
+             {"role": "user", "content": "question 1"}]
+    manifest = write_experiment(runner_project, [{"id": "t0", "turns": turns}],
+                                [openai_arm(server, settings={"api_key_env": "ECHO_KEY"})])
+    server.script = {"question 0": [{"reply": f"your key is {KEY}"}]}
+    cli("run", manifest, "--cache", "record")
+    assert server.calls[1].body["messages"][1] == {"role": "assistant", "content": f"your key is {MASK}"}
+    calls = len(server.calls)
+    cli("run", manifest, "--cache", "replay")
+    assert len(server.calls) == calls
+    (case,) = newest_run(runner_project).cases
+    assert case.raw["cache"] == "hit" and case.raw["error"] is None
+    assert case.raw["turn_outputs"][0] == f"your key is {MASK}"
     for piece in PIECES:
         assert files_holding(runner_project, piece) == [], piece
