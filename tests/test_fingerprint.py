@@ -8,15 +8,13 @@ import pytest
 from compare_support import commit_all, git
 
 from evalsite.runlog.fingerprint import (
-    REDACTED,
     FieldDiff,
     diff_fingerprints,
     fingerprint_hash,
     git_identity,
     project_code_files,
-    redact_secrets,
-    strip_url_credentials,
 )
+from evalsite.runlog.secrets import REDACTED, redact_secrets, redact_urls
 from evalsite.runlog.store import read_run
 
 
@@ -141,7 +139,7 @@ def test_a_secret_in_arm_settings_is_refused_and_never_reaches_disk(example_proj
     ],
 )
 def test_strip_url_credentials(url, stripped):
-    assert strip_url_credentials(url) == stripped
+    assert redact_urls(url) == stripped
 
 
 def test_diff_names_every_differing_leaf_by_dotted_path():

@@ -22,8 +22,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from evalsite.execute.targets import TargetRequest, TargetResult
-from evalsite.runlog.fingerprint import redact_secrets
+from evalsite.execute.targets.base import scrubbed_result, target_secrets
 from evalsite.runlog.hashing import sha256_json
+from evalsite.runlog.secrets import redact_secrets, secret_pattern
 
 CACHE_MODES = ("off", "record", "replay", "auto")
 CACHE_DIR = Path(".evalsite") / "cache"
@@ -123,26 +124,31 @@ def _recorded(entry: dict) -> datetime:
 
 
 class CachingTarget:
-    """A target behind the cache. A hit answers with the stored result, marked ``extra.cache``."""
+    """A target behind the cache. A hit answers with the stored result, marked ``extra.cache``.
+
+    The secrets the target read are scrubbed from a response before it is stored, and again from
+    a stored one when it is replayed (an entry written before scrubbing, or copied in from
+    elsewhere), exactly as a run without the cache scrubs its cases."""
 
     def __init__(self, inner, cache: ResponseCache, mode: str, identity: dict):
         self.inner, self.cache, self.mode, self.identity = inner, cache, mode, identity
         self.kind = getattr(inner, "kind", "?")
         self.replays_turns = getattr(inner, "replays_turns", True)
+        self.secrets_pattern = secret_pattern(target_secrets(inner))
 
     async def generate(self, request: TargetRequest) -> TargetResult:
         key = response_key(self.identity, request)
         if self.mode in ("replay", "auto"):
             entry = self.cache.get(key)
             if entry is not None:
-                result = TargetResult(**entry["result"])
+                result = scrubbed_result(TargetResult(**entry["result"]), self.secrets_pattern)
                 result.extra = {"cache": HIT, "latency_ms": entry.get("latency_ms")}
                 return result
             if self.mode == "replay":
                 return TargetResult(error=f"cache replay: no recorded response for item {request.item_id!r} "
                                           f"repeat {request.repeat} (key {key[:12]})", extra={"cache": MISSING})
         clock = time.perf_counter()
-        result = await self.inner.generate(request)
+        result = scrubbed_result(await self.inner.generate(request), self.secrets_pattern)
         if result.error is None:  # written in a thread: the event loop keeps serving the other cases
             await asyncio.to_thread(self.cache.put, key, {
                 "target": self.identity["target"], "recorded_at": datetime.now(UTC).isoformat(),

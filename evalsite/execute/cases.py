@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import random
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -12,13 +11,13 @@ from evalsite.errors import DatasetError, ManifestError
 from evalsite.execute.cache import HIT, case_cache_mark
 from evalsite.execute.retry import CallOutcome, RetryPolicy, call_with_retries
 from evalsite.execute.targets import TargetRequest, TargetResult, call_cost, replays_turns, total_or_none
-from evalsite.execute.targets.base import Target, checked_result, target_secrets
+from evalsite.execute.targets.base import Target, checked_result, scrubbed_result, target_secrets
 from evalsite.execute.targets.turns import TurnsError, assistant_replies, normalise_turns
 from evalsite.experiment.datasets import Item
 from evalsite.experiment.plan import Config, Plan
 from evalsite.experiment.prompts import render_input
 from evalsite.runlog.rows import is_critical
-from evalsite.runlog.secrets import scrub_all, secret_pattern
+from evalsite.runlog.secrets import SecretPattern, scrub_all, secret_pattern
 from evalsite.runlog.store import iso, utc_now
 from evalsite.scoring.case import score_case, scoring_cost
 from evalsite.scoring.evaluators import CaseView, Evaluator
@@ -39,7 +38,7 @@ class Job:
     policy: RetryPolicy
     inputs: dict[str, PreparedInput]
     resume_directory: Path | None = None
-    secrets: re.Pattern | None = field(init=False, repr=False)
+    secrets: SecretPattern | None = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.secrets = secret_pattern(target_secrets(self.target))
@@ -147,7 +146,8 @@ class CaseExecutor:
         if call.result.extra.get("cache") == HIT and call.result.extra.get("latency_ms") is not None:
             # a hit reports the latency recorded with the response, and no call made
             call = replace(call, latency_ms=call.result.extra["latency_ms"], attempts=0)
-        checked = checked_result(call.result)  # every target's numbers, plugins' too
+        # every target's numbers checked, plugins' too; secrets scrubbed before anything scores the reply
+        checked = scrubbed_result(checked_result(call.result), job.secrets)
         return call if checked is call.result else replace(call, result=checked)
 
     async def _generate(self, job: Job, item: Item, repeat: int, rendered) -> Generation:

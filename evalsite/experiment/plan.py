@@ -26,6 +26,7 @@ from evalsite.experiment.shards import Shard
 from evalsite.experiment.sweeps import schedule_trials
 from evalsite.project import Project, cwd_relative
 from evalsite.runlog.hashing import canonical_json, short_hash
+from evalsite.runlog.secrets import redact_secrets
 
 DEFAULT_MAX_CASES = 5000
 DEFAULT_MAX_COMBINATIONS = 500
@@ -129,7 +130,7 @@ def make_config(arm: ArmSpec, combination: dict | None = None, checkpoint: Check
         price=arm.price,
         settings=arm.settings,
         resolved=resolved,
-        config_id=short_hash(resolved, 16),
+        config_id=short_hash(redact_secrets(resolved), 16),  # a rotated password is the same config
         prompt_variables=prompt_variables,
         sweep=dict(combination) if trial is None else {"trial": trial, **combination},
         checkpoint=None if checkpoint is None else checkpoint.request,

@@ -1,6 +1,6 @@
 """Manifest rules that protect the user from values a schema lets through.
 
-Secrets: a param, setting or header (of an arm, an evaluator or a sweep variable) whose name
+Secrets: a param, setting or header (of an arm, an evaluator, a sweep variable or a hook step) whose name
 looks like a secret (:func:`evalsite.runlog.secrets.looks_secret`) is refused, since its value
 would be recorded with the run and published; only ``*_env`` keys, which name an environment
 variable, may point at one. The check runs when the manifest loads, before anything is written.
@@ -34,11 +34,12 @@ def number_problems(value: Any, where: str = "") -> list[str]:
 
 
 def secret_problems(data: dict) -> list[str]:
-    """A problem for every secret-looking key in the arms, the evaluators and the sweep variables."""
+    """A problem for every secret-looking key in the arms, the evaluators, the sweep variables and the hooks."""
     found = [path for index, arm in enumerate(data.get("arms") or [])
              for section in ("settings", "params") for path in _secret_paths(_get(arm, section), f"arms[{index}].{section}")]
     found += [path for index, spec in enumerate(data.get("evaluators") or []) for path in _secret_paths(spec, f"evaluators[{index}]")]
     found += [f"sweep.variables.{name}" for name in (_get(data.get("sweep"), "variables") or {}) if looks_secret(name)]
+    found += _secret_paths(data.get("hooks"), "hooks")  # a step's config is in the recorded manifest too
     return [f"{path}: looks like a secret written into the manifest; keep it in an environment "
             "variable and name that variable instead (e.g. api_key_env: OPENAI_API_KEY)"
             for path in found]

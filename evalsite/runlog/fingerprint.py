@@ -4,7 +4,7 @@ A fingerprint names the dataset (and its questions without the expected answers)
 config, the prompt, the evaluators, the target, the code (git commit, dirty flag, remote and a
 hash of every project file the run imports), the harness and environment, and the seed. Nothing
 secret is in it: settings whose key names a secret are redacted and credentials are cut out of
-URLs.
+URLs (:func:`evalsite.runlog.secrets.redact_secrets`).
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from __future__ import annotations
 import ast
 import hashlib
 import platform
-import re
 import subprocess
 import sys
 from collections.abc import Iterable
@@ -20,16 +19,13 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from evalsite import __version__
 from evalsite.runlog.hashing import canonical_json, sha256_json, sha256_text, short_hash
 from evalsite.runlog.rows import is_critical
-from evalsite.runlog.secrets import looks_secret
+from evalsite.runlog.secrets import redact_secrets, redact_urls
 
 KEY_PACKAGES = ("duckdb", "httpx", "jinja2", "numpy", "pyarrow", "pyyaml", "scipy")
-REDACTED = "<redacted>"
-_URL_WITH_USER = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://[^/?#\s]*@")
 HARNESS_PACKAGE = "evalsite"
 
 
@@ -58,7 +54,7 @@ def git_identity(root: Path) -> dict[str, Any]:
     return {
         "commit": commit,
         "dirty": None if status is None else bool(status),
-        "remote": strip_url_credentials(remote) if remote else None,
+        "remote": redact_urls(remote) if remote else None,
     }
 
 
@@ -68,34 +64,6 @@ def git_user(root: Path) -> str | None:
     if name and email:
         return f"{name} <{email}>"
     return name or email or None
-
-
-def strip_url_credentials(url: str) -> str:
-    """Drop ``user:password@`` and secret-named query parameters from a URL; other text is returned as is."""
-    if "://" not in url:
-        return url
-    parts = urlsplit(url)
-    host = parts.netloc.rpartition("@")[2]
-    query = urlencode([(k, REDACTED if _is_secret_key(k) else v) for k, v in parse_qsl(parts.query, keep_blank_values=True)])
-    return urlunsplit((parts.scheme, host, parts.path, query, parts.fragment))
-
-
-def _is_secret_key(key: str) -> bool:
-    return looks_secret(key)
-
-
-def redact_secrets(value: Any) -> Any:
-    """A copy of ``value`` with secret-named keys' values replaced and URL credentials removed.
-
-    Keys ending in ``_env`` name an environment variable rather than hold a secret, so they stay.
-    """
-    if isinstance(value, dict):
-        return {k: REDACTED if _is_secret_key(str(k)) and v is not None else redact_secrets(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [redact_secrets(v) for v in value]
-    if isinstance(value, str) and _URL_WITH_USER.match(value):
-        return strip_url_credentials(value)
-    return value
 
 
 def environment() -> dict[str, Any]:

@@ -31,6 +31,7 @@ from typing import Any, TextIO
 
 from evalsite.errors import RunLogError
 from evalsite.runlog.records import FORMAT_VERSION, Case, Footer, RunHeader, RunStatus, well_typed_case
+from evalsite.runlog.secrets import redact_header
 
 try:
     import fcntl
@@ -103,6 +104,7 @@ class RunWriter:
             except FileExistsError:  # another process took this id in the same second
                 continue
         writer._acquire()
+        header = redact_header(header)  # every writer of a header (run, import, merge, rescore) comes here
         write_json_atomic(writer.directory / RUN_FILE, {"format_version": FORMAT_VERSION, "run_id": writer.run_id, **header})
         writer._open()
         return writer

@@ -32,6 +32,7 @@ from evalsite.runlog.decisions import DECISIONS_FILE, Decision
 from evalsite.runlog.hashing import sha256_json
 from evalsite.runlog.records import RunStatus
 from evalsite.runlog.rows import is_critical
+from evalsite.runlog.secrets import redact_urls
 from evalsite.runlog.store import CASES_FILE, END_FILE, RUN_FILE, Run, run_directories, scan_runs
 from evalsite.site.artifacts import refused_results
 
@@ -298,7 +299,7 @@ def _scan_experiments(project: Project, outside: list[str]) -> dict[str, Experim
         return found
     for path in sorted(project.experiments_dir.iterdir()):
         if path.suffix.lower() in MANIFEST_SUFFIXES and path.is_file() and in_project(project, path, outside):
-            text = path.read_text(encoding="utf-8", errors="replace")
+            text = redact_urls(path.read_text(encoding="utf-8", errors="replace"))  # published: no URL credentials
             name = _manifest_name(text) or path.stem
             found.setdefault(name, ExperimentSource(name, path, text, file_hash(path)))
     return found

@@ -33,8 +33,9 @@ from evalsite.errors import SourceError
 from evalsite.execute.importers.source_records import ImportOptions, SourceCase, SourceItem, SourceRun, SourceScore
 from evalsite.experiment.datasets import Dataset, Item, dataset_id, item_identity
 from evalsite.project import Project
-from evalsite.runlog.fingerprint import dataset_identity, fingerprint_hash, redact_secrets
+from evalsite.runlog.fingerprint import dataset_identity, fingerprint_hash
 from evalsite.runlog.hashing import file_sha256, sha256_json, short_hash
+from evalsite.runlog.secrets import redact_secrets
 from evalsite.runlog.store import RunWriter, iso, utc_now
 from evalsite.scoring.evaluators import Score
 
@@ -273,7 +274,7 @@ def _header(source: SourceImport, draft: _RunDraft, run: SourceRun, dataset: dic
     """The run header; its fingerprint has the fields of a native run's (evalsite.runlog.fingerprint), filled
     from what the source recorded: its environment, not the importing machine's."""
     evaluators = {name: _evaluator_entry(draft.evaluators[name], version) for name, version in versions.items()}
-    config_id = short_hash(run.config, 16)
+    config_id = short_hash(redact_secrets(run.config), 16)  # as a native run's: over what is written
     fingerprint = {
         "dataset": identity,
         "config": redact_secrets(run.config),

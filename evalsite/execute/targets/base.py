@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from evalsite.errors import TargetError
-from evalsite.runlog.secrets import looks_secret
+from evalsite.runlog.secrets import SecretPattern, looks_secret, scrub_all
 
 Number = TypeVar("Number", int, float)
 
@@ -209,8 +209,26 @@ def replays_turns(target: Target) -> bool:
 
 
 def target_secrets(target: Target) -> list[str]:
-    """Values the target read from the environment (``secrets``, optional): scrubbed from its cases."""
-    return list(getattr(target, "secrets", None) or ())
+    """Values the target read from the environment (``secrets``, optional): scrubbed from its cases.
+
+    A wrapper (the response cache, the study's pre steps) holds the real target as ``inner``;
+    its secrets are those of every target beneath it, so wrapping never turns scrubbing off."""
+    found: list[str] = []
+    layer: object = target
+    while layer is not None:
+        found += getattr(layer, "secrets", None) or ()
+        layer = getattr(layer, "inner", None)
+    return found
+
+
+def scrubbed_result(result: TargetResult, secrets: SecretPattern | None) -> TargetResult:
+    """``result`` with every piece of a secret scrubbed from each field (:func:`evalsite.runlog.secrets.scrub`),
+    ``extra`` (the harness's own marks) apart. Applied to every answer before it is scored, cached or
+    replayed, so a provider echoing the key is scrubbed the same with the cache on or off."""
+    if secrets is None:
+        return result
+    scrubbed = {f.name: scrub_all(getattr(result, f.name), secrets) for f in dataclasses.fields(result) if f.name != "extra"}
+    return dataclasses.replace(result, **scrubbed)
 
 
 def call_cost(result: TargetResult, price: dict | None) -> float | None:

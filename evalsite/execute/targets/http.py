@@ -2,7 +2,8 @@
 
 Secrets (the API key, headers named in ``headers_env``) are read from environment variables
 whose *names* the manifest gives; their values are only ever put on outgoing requests and are
-redacted from every error message, so they never reach a run log or the site.
+redacted from every error message, so they never reach a run log or the site. Credentials written
+in ``base_url`` (``user:password@``, ``?api_key=``) are used as written and scrubbed the same way.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from httpx_aiohttp import AiohttpTransport
 from evalsite.errors import MissingSecretError, TargetError
 from evalsite.execute.targets.base import TransientTargetError, refuse_secret_names
 from evalsite.execute.targets.proxies import environment_proxy
-from evalsite.runlog.secrets import scrub, secret_pattern
+from evalsite.runlog.secrets import MIN_PART, redact_urls, scrub, secret_pattern, url_secrets
 
 HTTP_SETTINGS = {"model", "base_url", "api_key_env", "headers", "headers_env", "max_connections"}
 ERROR_BODY_CHARS = 300
@@ -85,6 +86,9 @@ def client_from_settings(
         headers[key_header] = key_prefix + key
         secrets.append(key)
     base_url = settings.get("base_url", default_base_url)
+    # credentials written in the URL are scrubbed like a key, but only when long enough not to mask
+    # ordinary words of every reply (a short one is still cut out of every URL written: redact_urls)
+    secrets += [value for value in url_secrets(str(base_url)) if len(value) >= MIN_PART]
     proxy = environment_proxy(base_url, kind)
     if proxy is not None and proxy.password:
         secrets.append(proxy.password)
@@ -116,8 +120,9 @@ class JsonClient:
         self._urls: dict[str, httpx.URL] = {}
 
     def redact(self, text: str) -> str:
-        """Any part of a secret of 8+ characters, in any case (:func:`evalsite.runlog.secrets.scrub`)."""
-        return scrub(text, self._secret_pattern)
+        """Any part of a secret of 8+ characters, in any case (:func:`evalsite.runlog.secrets.scrub`),
+        and the credentials of any URL quoted (:func:`evalsite.runlog.secrets.redact_urls`)."""
+        return scrub(redact_urls(text), self._secret_pattern)
 
     async def post(
         self, path: str, body: dict, headers: dict[str, str] | None = None
