@@ -4,7 +4,9 @@ One module per format reads its files into cases and run descriptions
 (:mod:`~evalsite.execute.importers.source_records`); :mod:`~evalsite.execute.importers.writer` writes them as runs.
 :func:`import_files` is the one function behind the command: it expands folders, refuses a file
 already imported (same sha256) unless ``again``, reads every source completely, and only then
-writes, so a bad file leaves no half import behind.
+writes, into a staging folder renamed into ``runs/`` once every run is whole
+(:class:`~evalsite.execute.importers.writer.StagedRuns`), so a bad file or a failed write leaves
+no half import behind.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from evalsite.execute.importers.lmeval import read_lmeval
 from evalsite.execute.importers.plain import read_csv, read_jsonl
 from evalsite.execute.importers.promptfoo import read_promptfoo
 from evalsite.execute.importers.source_records import ImportOptions
-from evalsite.execute.importers.writer import ImportedRun, SourceImport, write_runs
+from evalsite.execute.importers.writer import ImportedRun, SourceImport, StagedRuns, write_runs
 from evalsite.experiment.manifest import SAFE_NAME_RULE, is_safe_name
 from evalsite.project import Project
 from evalsite.runlog.hashing import file_sha256
@@ -76,7 +78,9 @@ def import_files(project: Project, format_name: str, paths: Sequence[Path], opti
                 raise SourceError(f"{source.label}: no results to import")
             log.debug("read %s as %s (sha256 %s): %d run(s)", file, format_name, shas[file][:12], len(source.run_keys))
         batch_id = new_run_id("import")
-        runs = [run for source in sources for run in write_runs(source, project.runs_dir, batch_id, options)]
+        with StagedRuns(project.runs_dir) as staged:
+            runs = [run for source in sources for run in write_runs(source, staged.folder, batch_id, options)]
+            staged.publish([run.run_id for run in runs])
     finally:
         for source in sources:
             source.close()
