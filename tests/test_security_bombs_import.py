@@ -10,13 +10,13 @@ small in most tests and the default in two, which stop long before any real memo
 from __future__ import annotations
 
 import json
-import struct
 import tracemalloc
 import zlib
 from pathlib import Path
 
 import pytest
 import zstandard
+from bombs_support import GIB, MIB, deflate_zeros, write_zip, zstd_zeros
 from import_support import INSPECT_EVAL, imported_runs
 
 from evalsite.errors import SourceError
@@ -24,43 +24,9 @@ from evalsite.execute.importers import ImportOptions, import_files
 from evalsite.execute.importers.evalzip import DEFAULT_MAX_MEMBER_BYTES, ZSTD_METHOD, EvalZip
 from evalsite.project import find_project
 
-GIB, MIB = 1 << 30, 1 << 20
 DEFLATE_METHOD = 8
-LOCAL = struct.Struct("<4sHHHHHIIIHH")
-CENTRAL = struct.Struct("<4sHHHHHHIIIHHHHHII")
-END = struct.Struct("<4sHHHHIIH")
 HEADER = {"version": 2, "status": "success", "eval": {"task": "t", "model": "m"}}
 SAMPLE = "samples/1_epoch_1.json"
-
-
-def zstd_zeros(size: int) -> bytes:
-    """zstd data decoding to ``size`` zero bytes (a multiple of 16 MiB): one frame, repeated."""
-    frame = zstandard.ZstdCompressor(level=3).compress(bytes(16 * MIB))
-    return frame * (size // (16 * MIB))
-
-
-def deflate_zeros(size: int) -> bytes:
-    """Raw deflate decoding to ``size`` zero bytes (a multiple of 16 MiB): one fully flushed
-    (byte-aligned, self-contained) run of blocks repeated, then a final empty block."""
-    compressor = zlib.compressobj(9, zlib.DEFLATED, -zlib.MAX_WBITS)
-    chunk = compressor.compress(bytes(16 * MIB)) + compressor.flush(zlib.Z_FULL_FLUSH)
-    return chunk * (size // (16 * MIB)) + zlib.compressobj(9, zlib.DEFLATED, -zlib.MAX_WBITS).flush()
-
-
-def write_zip(path: Path, members: list[tuple[str, int, bytes, int, int]]) -> Path:
-    """A ZIP whose members are ``(name, method, compressed, declared size, crc)``, sizes as given."""
-    central = []
-    with open(path, "wb") as out:
-        for name, method, data, declared, crc in members:
-            encoded, offset = name.encode(), out.tell()
-            out.write(LOCAL.pack(b"PK\x03\x04", 63, 0x800, method, 0, 0x21, crc, len(data), declared, len(encoded), 0))
-            out.write(encoded + data)
-            central.append(CENTRAL.pack(b"PK\x01\x02", 63, 63, 0x800, method, 0, 0x21, crc, len(data), declared,
-                                        len(encoded), 0, 0, 0, 0, 0, offset) + encoded)
-        start = out.tell()
-        out.write(b"".join(central))
-        out.write(END.pack(b"PK\x05\x06", 0, 0, len(central), len(central), out.tell() - start, start, 0))
-    return path
 
 
 def honest(name: str, data: bytes) -> tuple[str, int, bytes, int, int]:

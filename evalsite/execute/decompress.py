@@ -3,15 +3,17 @@ provider's ``Content-Encoding: gzip`` reply.
 
 A few kilobytes of zstd or deflate can stand for gigabytes (a "bomb"), and a size declared beside
 them (a ZIP's central directory, a ``Content-Length``) says nothing about what they decode to.
-So nothing here decodes in one call: input is fed in pieces, each zlib call yields at most
+So nothing here decodes in one call: input is written in pieces, each zlib call yields at most
 :data:`STEP` bytes, zstd writes its output in pieces of that size, and every piece is counted
 into a :class:`Budget`, which raises :class:`TooLarge` the moment the total passes its limit.
-Memory then stays near the limit whatever the input claims or holds.
+Memory then stays near the limit whatever the input claims or holds. Every decoder is also a
+sink (``write``), so stacked encodings (``Content-Encoding: gzip, zstd``) chain.
 """
 
 from __future__ import annotations
 
 import zlib
+from collections.abc import Callable
 from typing import IO, Protocol, cast
 
 import zstandard
@@ -46,61 +48,71 @@ class Budget:
         return len(piece)
 
 
-class Decoder(Protocol):
-    def feed(self, data: bytes) -> None: ...
-
-
-class Plain:
-    """No encoding: the bytes themselves are counted."""
-
-    def __init__(self, budget: Budget):
-        self.budget = budget
-
-    def feed(self, data: bytes) -> None:
-        self.budget.write(data)
+class Sink(Protocol):
+    def write(self, data: bytes) -> object: ...
 
 
 class Inflate:
     """gzip, zlib or raw deflate (``wbits``); ``fallback_wbits``: tried instead when the first
     bytes are not valid for ``wbits`` (HTTP ``deflate`` is zlib-wrapped, some servers send it raw)."""
 
-    def __init__(self, budget: Budget, wbits: int, fallback_wbits: int | None = None):
-        self.budget = budget
+    def __init__(self, sink: Sink, wbits: int, fallback_wbits: int | None = None):
+        self.sink = sink
         self._wbits, self._fallback = wbits, fallback_wbits
         self._stream = zlib.decompressobj(wbits)
         self._started = False
 
-    def feed(self, data: bytes) -> None:
+    def write(self, data: bytes) -> None:
         try:
             self._inflate(data)
         except zlib.error as exc:
             if self._started or self._fallback is None:
                 raise DecodeError(str(exc)) from None
             self._stream, self._fallback = zlib.decompressobj(self._fallback), None
-            self.feed(data)
+            self.write(data)
 
     def _inflate(self, data: bytes) -> None:
         pending = data
         while pending and not self._stream.eof:
             piece = self._stream.decompress(pending, STEP)
             self._started = self._started or bool(piece)
-            self.budget.write(piece)
+            self.sink.write(piece)
             pending = self._stream.unconsumed_tail
             while len(piece) == STEP and not pending:  # output still held back by the last call
                 piece = self._stream.decompress(b"", STEP)
-                self.budget.write(piece)
+                self.sink.write(piece)
 
 
 class Unzstd:
     """zstd, one frame or several in a row (Inspect writes a large member as consecutive frames)."""
 
-    def __init__(self, budget: Budget):
-        self.budget = budget
-        sink = cast(IO[bytes], budget)  # stream_writer calls only write()
-        self._writer = zstandard.ZstdDecompressor().stream_writer(sink, write_size=STEP, closefd=False)
+    def __init__(self, sink: Sink):
+        output = cast(IO[bytes], sink)  # stream_writer calls only write()
+        self._writer = zstandard.ZstdDecompressor().stream_writer(output, write_size=STEP, closefd=False)
 
-    def feed(self, data: bytes) -> None:
+    def write(self, data: bytes) -> None:
         try:
             self._writer.write(data)
         except zstandard.ZstdError as exc:
             raise DecodeError(str(exc)) from None
+
+
+#: Content-Encoding values and the decoder of each, writing into a sink
+DECODERS: dict[str, Callable[[Sink], Sink]] = {
+    "gzip": lambda sink: Inflate(sink, GZIP_WBITS),
+    "x-gzip": lambda sink: Inflate(sink, GZIP_WBITS),
+    "deflate": lambda sink: Inflate(sink, ZLIB_WBITS, RAW_DEFLATE_WBITS),
+    "zstd": Unzstd,
+}
+
+
+def decoding(encodings: list[str], sink: Sink) -> Sink:
+    """A sink that undoes ``encodings`` (in the order they were applied) and writes into ``sink``;
+    an encoding not in :data:`DECODERS` (other than ``identity``) is a :class:`DecodeError`."""
+    for encoding in encodings:
+        if encoding in ("", "identity"):
+            continue
+        if encoding not in DECODERS:
+            raise DecodeError(f"unsupported encoding {encoding[:40]!r}")
+        sink = DECODERS[encoding](sink)
+    return sink

@@ -109,7 +109,7 @@ class EvalZip:
         decoder, remaining = Unzstd(budget), info.compress_size
         try:
             while remaining > 0 and (piece := self._raw.read(min(STEP, remaining))):
-                decoder.feed(piece)
+                decoder.write(piece)
                 remaining -= len(piece)
         except DecodeError as exc:
             raise SourceError(f"{self.label}: member {info.filename} is not valid zstd data: {exc}") from None
