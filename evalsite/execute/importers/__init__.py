@@ -18,6 +18,7 @@ from pathlib import Path
 
 from evalsite.errors import AlreadyImportedError, RunLogError, SourceError
 from evalsite.execute.importers.inspect_log import read_inspect
+from evalsite.execute.importers.jsonstream import TOO_DEEP
 from evalsite.execute.importers.lmeval import read_lmeval
 from evalsite.execute.importers.plain import read_csv, read_jsonl
 from evalsite.execute.importers.promptfoo import read_promptfoo
@@ -73,7 +74,7 @@ def import_files(project: Project, format_name: str, paths: Sequence[Path], opti
         for file in files:
             source = SourceImport(project, file, format_name, shas[file])
             sources.append(source)
-            form.read(source, options)
+            _read(form, source, options)
             if not source.run_keys:
                 raise SourceError(f"{source.label}: no results to import")
             log.debug("read %s as %s (sha256 %s): %d run(s)", file, format_name, shas[file][:12], len(source.run_keys))
@@ -87,6 +88,15 @@ def import_files(project: Project, format_name: str, paths: Sequence[Path], opti
     for run in runs:
         log.debug("wrote run %s (%s cases)", run.run_id, run.summary.get("cases"))
     return ImportReport(runs, [warning for source in sources for warning in source.warnings])
+
+
+def _read(form: Format, source: SourceImport, options: ImportOptions) -> None:
+    """The format's reader; a value nested past what Python can decode or copy (anywhere the
+    readers do not catch it themselves) is refused naming the file."""
+    try:
+        form.read(source, options)
+    except RecursionError:
+        raise SourceError(f"{source.label}: {TOO_DEEP}") from None
 
 
 def previous_imports(runs_dir: Path) -> dict[str, str]:

@@ -31,6 +31,7 @@ import zstandard
 
 from evalsite.errors import SourceError
 from evalsite.execute.decompress import STEP, Budget, DecodeError, TooLarge, Unzstd
+from evalsite.execute.importers.jsonstream import TOO_DEEP
 
 ZSTD_METHOD = 93
 DEFAULT_MAX_MEMBER_BYTES = 256 * 1024 * 1024
@@ -90,6 +91,8 @@ class EvalZip:
             return json.loads(self.read(name))
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise SourceError(f"{self.label}: member {name} is not valid JSON: {exc}") from None
+        except RecursionError:
+            raise SourceError(f"{self.label}: member {name} is {TOO_DEEP}") from None
 
     def _read_through_zipfile(self, info: zipfile.ZipInfo, budget: Budget) -> None:
         try:
