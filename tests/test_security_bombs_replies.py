@@ -29,7 +29,8 @@ BOMBS = {"gzip": gzip_zeros, "deflate": zlib_zeros, "zstd": zstd_zeros}
 
 class Provider(BaseHTTPRequestHandler):
     """OpenAI chat completions: ``bomb <encoding>`` gets a bomb, ``size <n>`` a reply of about ``n``
-    bytes (streamed, with its true Content-Length), anything else ``echo: <question>``."""
+    bytes (streamed, with its true Content-Length), ``encoded <name>`` a plain reply labelled with
+    that Content-Encoding, anything else ``echo: <question>``."""
 
     protocol_version = "HTTP/1.1"
     bombs: dict[str, bytes] = {}
@@ -42,6 +43,9 @@ class Provider(BaseHTTPRequestHandler):
             self._send(self.bombs[argument], {"Content-Encoding": argument})
         elif word == "size":
             self._send_large(int(argument), body["model"])
+        elif word == "encoded":  # a plain JSON reply labelled with this Content-Encoding
+            reply = openai_body(body["model"], f"echo: {question}", {}, {"in": 1, "out": 2})
+            self._send(json.dumps(reply).encode(), {"Content-Encoding": argument})
         else:
             reply = openai_body(body["model"], f"echo: {question}", {}, {"in": 1, "out": 2})
             self._send(json.dumps(reply).encode())
@@ -154,3 +158,9 @@ def test_the_limit_must_be_a_positive_whole_number(runner_project, cli, provider
     result = cli("run", write_experiment(runner_project, rows, [arm]))
     assert result.exit_code == 1
     assert "settings.max_reply_bytes: needs a whole number >= 1, got 'lots'" in result.output
+
+
+def test_an_encoding_the_client_cannot_decode_fails_its_case(runner_project, cli, provider):
+    cases = _run(runner_project, cli, provider, ["encoded br", "encoded identity"])
+    assert cases["encoded br"]["error"] == "the reply's Content-Encoding cannot be decoded: unsupported encoding 'br'"
+    assert cases["encoded identity"]["output"] == "echo: encoded identity"
