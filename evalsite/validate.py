@@ -12,13 +12,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 from evalsite.analysis.baselines import tier_problems
+from evalsite.analysis.footer_check import footer_problems
 from evalsite.errors import EvalsiteError
 from evalsite.execute.prepare import prepare_plan
 from evalsite.experiment.datasets import DATASET_SUFFIXES, dataset_problems, read_source_rows
 from evalsite.experiment.locks import LOCK_SUFFIX, is_lock_file, verify_dataset
 from evalsite.project import Project, ci_plan, cwd_relative, max_error_rate, settings_problems
 from evalsite.runlog.decisions import validate_decisions
-from evalsite.runlog.store import CASES_FILE, read_cases, run_directories, scan_runs
+from evalsite.runlog.store import CASES_FILE, END_FILE, read_cases, run_directories, scan_runs
 from evalsite.site.settings import site_settings
 
 Check = Callable[[Project], list[str]]
@@ -116,16 +117,19 @@ def check_settings(project: Project) -> list[str]:
 
 def check_runs(project: Project) -> list[str]:
     """Every run under ``runs/`` (a folder with a ``run.json``) is readable, its id is its folder's
-    name, every line of its ``cases.jsonl`` is a case, and a compacted run's Parquet still comes
-    from that JSONL. Folders without a ``run.json`` (a process killed before it wrote the header)
-    are not runs and are ignored."""
+    name, every line of its ``cases.jsonl`` is a case and no two lines are the same case (item_id,
+    repeat), its footer's totals are what its cases give, and a compacted run's Parquet still
+    comes from that JSONL. Folders without a ``run.json`` (a process killed before it wrote the
+    header) are not runs and are ignored."""
     runs, problems = scan_runs(project.runs_dir)
     shown = cwd_relative(project.runs_dir)
     messages = [f"{shown}/{problem}" for problem in problems]
     for run in runs:
         warnings: list[str] = []
-        read_cases(run.directory / CASES_FILE, warnings)
+        cases = read_cases(run.directory / CASES_FILE, warnings)
         messages += [f"{shown}/{warning}" for warning in warnings]
+        if run.footer is not None:
+            messages += footer_problems(run.footer.totals, cases, f"{shown}/{run.run_id}/{END_FILE}")
         messages += _compacted_problems(run.directory)
     return sorted(messages)  # by run id, so each run's problems stay together
 

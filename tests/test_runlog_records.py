@@ -120,7 +120,8 @@ def write_run(runs: Path, lines: list[str], header: dict | None = None) -> Path:
 
 def test_bad_case_lines_are_warnings_and_a_torn_last_line_is_silent(tmp_path):
     good = json.dumps(CASE)
-    folder = write_run(tmp_path, [good, "[1, 2]", json.dumps({**CASE, "repeat": -1}), "{oops", good])
+    folder = write_run(tmp_path, [good, "[1, 2]", json.dumps({**CASE, "repeat": -1}), "{oops",
+                                  json.dumps({**CASE, "repeat": 1})])
     with open(folder / "cases.jsonl", "a") as handle:
         handle.write('{"item_id": "q9", "rep')  # torn by a crash
     run = read_run(folder)

@@ -9,6 +9,8 @@ import duckdb
 import pyarrow.parquet as pq
 
 from evalsite.analysis.db import open_database
+from evalsite.analysis.summary import summarise_run
+from evalsite.runlog.store import read_cases
 
 QUERY = "SELECT run_id, item_id, repeat, score, passed, output, scores FROM cases ORDER BY ALL"
 
@@ -44,6 +46,9 @@ def test_a_resumed_run_is_read_from_jsonl_until_recompacted_and_validate_names_i
         first = json.loads(handle.readline())
     with open(folder / "cases.jsonl", "a") as handle:
         handle.write(json.dumps({**first, "repeat": 99}) + "\n")
+    footer = json.loads((folder / "end.json").read_text())  # as a resume would: totals over every case
+    footer["totals"].update(summarise_run(read_cases(folder / "cases.jsonl")).to_json())
+    (folder / "end.json").write_text(json.dumps(footer))
     rows = open_database(example_with_runs / "runs").connection.execute(
         "SELECT count(*) FROM cases WHERE run_id = ? AND repeat = 99", [folder.name]).fetchone()
     assert rows == (1,)

@@ -5,8 +5,8 @@ The result always equals reading the file with the one Python reader
 (:func:`evalsite.runlog.store.read_cases`) and building the columns from its cases: DuckDB reads
 every field as raw JSON and checks its type exactly as :meth:`evalsite.runlog.records.Case.from_json`
 trusts a line (a bool is not a number, a repeat is a non-negative whole number, …). When any line
-is not such a line — or DuckDB did not read exactly one row per non-blank line — the file is read
-by the Python reader instead, so a hand-edited run gets the reader's own rules and warnings.
+is not such a line — or DuckDB did not read exactly one row per non-blank line, or two lines share
+an (item_id, repeat) — the file is read by the Python reader instead, so a hand-edited run gets the reader's own rules and warnings.
 """
 
 from __future__ import annotations
@@ -99,9 +99,15 @@ def scan_cases(directory: Path) -> ScannedCases:
         table = connection.sql(_scan_sql(str(path))).to_arrow_table()
     finally:
         connection.close()
-    if table.num_rows != len(lines) or not pc.all(table.column("well_typed")).as_py():
+    if table.num_rows != len(lines) or not pc.all(table.column("well_typed")).as_py() or _repeats_a_key(table):
         return _read_in_python(path)
     return ScannedCases(columns_from_arrow(table), lines)
+
+
+def _repeats_a_key(table: pa.Table) -> bool:
+    """Some (item_id, repeat) is on two lines: the Python reader keeps only the first."""
+    keys = table.select(["item_id", "repeat"]).group_by(["item_id", "repeat"]).aggregate([])
+    return bool(keys.num_rows != table.num_rows)
 
 
 def _read_in_python(path: Path) -> ScannedCases:

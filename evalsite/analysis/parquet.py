@@ -59,11 +59,16 @@ class Compacted:
 def json_source(files: list[str]) -> str:
     """SQL selecting the case columns (and run_id, from the folder name) from JSONL files: every
     field read as raw JSON, only the lines the Python reader reads as cases
-    (:func:`evalsite.analysis.db.case_line_ok`), each field cast to its column's type — so the
-    views count exactly the cases ``show`` counts, with the same values."""
+    (:func:`evalsite.analysis.db.case_line_ok`), each field cast to its column's type, and of
+    two lines with one (item_id, repeat) only the first, as the reader keeps it — so the views
+    count exactly the cases ``show`` counts, with the same values."""
     spec = "{" + ", ".join(f"'{name}': 'JSON'" for name in CASE_COLUMNS) + "}"
     columns = ", ".join(f"{_from_json(name, kind)} AS {_quoted(name)}" for name, kind in CASE_COLUMNS.items())
-    return f"SELECT {_RUN_ID}, {columns} FROM {_read_json(files, spec)} WHERE {case_line_ok(error_objects=True)}"
+    lines = (f"SELECT {_RUN_ID}, {columns}, ordinality AS line_number FROM {_read_json(files, spec)} WITH ORDINALITY "
+             f"WHERE {case_line_ok(error_objects=True)}")
+    first = (f"SELECT * FROM ({lines}) QUALIFY row_number() OVER (PARTITION BY run_id, item_id, repeat "
+             "ORDER BY line_number) = 1 ORDER BY line_number")
+    return f"SELECT * EXCLUDE (line_number) FROM ({first})"
 
 
 def written_json_source(files: list[str]) -> str:

@@ -8,6 +8,7 @@ import click
 
 from evalsite.cli.output import print_json, print_table, warn
 from evalsite.execute.importers import FORMATS, ImportOptions, import_files
+from evalsite.execute.importers.evalzip import DEFAULT_MAX_MEMBER_BYTES
 from evalsite.project import find_project
 from evalsite.runlog.hashing import file_sha256
 
@@ -21,9 +22,11 @@ from evalsite.runlog.hashing import file_sha256
 @click.option("--scorer-file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="The code that produced the scores; its hash goes into every evaluator version.")
 @click.option("--again", is_flag=True, help="Import a file even if it was imported before.")
+@click.option("--max-member-mb", type=click.IntRange(min=1), default=DEFAULT_MAX_MEMBER_BYTES >> 20, show_default=True,
+              help="The most one compressed member (of an Inspect .eval log) may decompress to, in MiB.")
 @click.option("--json", "as_json", is_flag=True, help="Print the imported runs as JSON.")
 def import_command(format_name: str, paths: tuple[Path, ...], dataset_name, arm_field, scorer_file, again,
-                   as_json) -> None:
+                   max_member_mb, as_json) -> None:
     """Turn another tool's results (FORMAT: promptfoo, inspect, lm-eval, jsonl, csv) into runs."""
     project = find_project()
     options = ImportOptions(
@@ -32,6 +35,7 @@ def import_command(format_name: str, paths: tuple[Path, ...], dataset_name, arm_
         scorer_file=project.relative(scorer_file) if scorer_file else None,
         scorer_sha256=file_sha256(scorer_file) if scorer_file else None,
         again=again,
+        max_member_bytes=max_member_mb << 20,
     )
     report = import_files(project, format_name, paths, options)
     for message in report.warnings:

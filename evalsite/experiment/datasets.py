@@ -164,11 +164,11 @@ def _parse_csv(path: Path, text: str) -> list[SourceRow]:
             padded = record + [""] * (len(header) - len(record))
             rows.append(SourceRow(dict(zip(header, padded)), f"line {start}"))
     except csv.Error as exc:
-        raise DatasetError(f"{path}: invalid CSV in the record starting on line {previous_end + 1}: {_csv_reason(exc)}") from None
+        raise DatasetError(f"{path}: invalid CSV in the record starting on line {previous_end + 1}: {csv_reason(exc)}") from None
     return rows
 
 
-def _csv_reason(exc: csv.Error) -> str:
+def csv_reason(exc: csv.Error) -> str:
     """Python's csv messages, said plainly (strict mode: a stray or unclosed quote is an error,
     not records silently merged into one)."""
     message = str(exc)

@@ -362,17 +362,33 @@ def read_jsonl(path: Path, warnings: list[str] | None = None, where: str | None 
 
 def read_cases(path: Path, warnings: list[str] | None = None) -> list[Case]:
     """Read ``cases.jsonl``: a line that is not a well-formed case is skipped with a warning
-    naming the file and line (a torn last line silently)."""
+    naming the file and line (a torn last line silently). A case is identified by
+    ``(item_id, repeat)``: a second line with the key of an earlier one (evalsite never writes
+    one; a hand-edited or forged file may) is skipped with a warning, so the first line counts,
+    once."""
     path = Path(path)
     where = f"{path.parent.name}/{path.name}"
     cases = []
+    first_line: dict[tuple[str, int], int] = {}
     for number, data in read_jsonl(path, warnings, where):
         try:
-            cases.append(Case.from_json(data, f"{where}: line {number}"))
+            case = Case.from_json(data, f"{where}: line {number}")
         except RunLogError as exc:
             if warnings is not None:
                 warnings.append(f"{exc.message}; skipped")
+            continue
+        earlier = first_line.setdefault((case.item_id, case.repeat), number)
+        if earlier != number:
+            if warnings is not None:
+                warnings.append(f"{where}: line {number}: item {_brief(case.item_id)} repeat {case.repeat} is already "
+                                f"recorded on line {earlier}; skipped (the first line counts)")
+            continue
+        cases.append(case)
     return cases
+
+
+def _brief(text: str) -> str:
+    return repr(text) if len(text) <= 60 else repr(text[:57] + "...")
 
 
 def footer_status(footer: Footer | None, directory: Path) -> RunStatus:
@@ -393,7 +409,18 @@ def open_run(path: str | Path) -> Run:
     Raises :class:`RunLogError` naming the run and the reason when it cannot be read."""
     directory = Path(path)
     header, footer = read_header(directory), read_footer(directory)
+    _check_cases_file(directory)
     return Run(directory, header, footer, footer_status(footer, directory))
+
+
+def _check_cases_file(directory: Path) -> None:
+    """``cases.jsonl``, when present, must be a regular file: a folder or a FIFO planted under that
+    name would break (or block) every reader that opens it."""
+    path = directory / CASES_FILE
+    if path.is_file() or not (path.exists() or path.is_symlink()):
+        return
+    kind = "a directory" if path.is_dir() else "not a regular file"
+    raise RunLogError(f"{directory.name}/{CASES_FILE}: is {kind}; the run cannot be read")
 
 
 def read_run(path: str | Path) -> Run:

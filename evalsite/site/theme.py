@@ -5,6 +5,9 @@ project file replaces the built-in file of the same name; ``builtin/<name>`` alw
 built-in one (``{% extends "builtin/run.html" %}``). Autoescape is on for every template, and the
 environment is sandboxed: a project template (a pull request may change one) cannot reach
 Python internals (``__class__``, ``__globals__``), so it cannot run OS commands during a build.
+A template that fails while it renders (``{{ 1/0 }}``, a method of an undefined attribute, an
+include that is missing) stops the build with one line naming the template file and line
+(:class:`ThemeEnvironment`), never a traceback.
 
 Static assets: the built-in ``static/`` overlaid with the project's, each written as
 ``static/<stem>.<hash>.<ext>`` (the hash of its content) so a redeploy never serves a stale file;
@@ -18,6 +21,8 @@ import posixpath
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from types import TracebackType
+from typing import NoReturn
 
 from jinja2 import (
     ChoiceLoader,
@@ -26,10 +31,12 @@ from jinja2 import (
     PrefixLoader,
     StrictUndefined,
     TemplateNotFound,
+    TemplateSyntaxError,
     select_autoescape,
 )
 from jinja2.sandbox import SandboxedEnvironment
 
+from evalsite.errors import EvalsiteError, SiteError
 from evalsite.runlog.hashing import sha256_text
 from evalsite.site import formatting
 
@@ -58,12 +65,47 @@ class ProjectLoader(FileSystemLoader):
         return source, filename, uptodate
 
 
+class ThemeEnvironment(SandboxedEnvironment):
+    """The sandbox, with every error raised while a template renders turned into a one-line
+    :class:`SiteError` naming the template file (relative to ``root``) and line. Syntax errors
+    keep Jinja's own exception (they carry their file and line; the build reports them)."""
+
+    root: Path = Path(".")
+
+    def handle_exception(self, source: str | None = None) -> NoReturn:
+        try:
+            super().handle_exception(source)  # re-raises, its traceback rewritten to template lines
+        except (TemplateSyntaxError, EvalsiteError):
+            raise
+        except Exception as exc:
+            message = f"no template {exc.name!r}" if isinstance(exc, TemplateNotFound) else (
+                " ".join(str(exc).split())[:300] or type(exc).__name__)
+            raise SiteError(f"template error: {self._where(exc.__traceback__)}{message}") from None
+
+    def _where(self, tb: TracebackType | None) -> str:
+        """``file, line N: `` of the innermost template frame (Jinja marks those frames)."""
+        where = ""
+        while tb is not None:
+            if "__jinja_exception__" in tb.tb_frame.f_globals:
+                where = f"{_shown_path(tb.tb_frame.f_code.co_filename, self.root)}, line {tb.tb_lineno}: "
+            tb = tb.tb_next
+        return where
+
+
+def _shown_path(filename: str, root: Path) -> str:
+    path = Path(filename)
+    for base, prefix in ((root, ""), (builtin_theme_dir("templates"), "builtin/")):
+        if path.is_relative_to(base):
+            return prefix + path.relative_to(base).as_posix()
+    return filename
+
+
 def environment(project_templates: Path, root: Path | None = None) -> Environment:
     """Project templates override built-ins file by file; ``builtin/`` always reaches the default."""
     builtin = FileSystemLoader(str(builtin_theme_dir("templates")))
     root = project_templates.parent if root is None else root
     loaders = [ProjectLoader(project_templates, root)] if project_templates.is_dir() else []
-    env = SandboxedEnvironment(
+    env = ThemeEnvironment(
         loader=ChoiceLoader([*loaders, builtin, PrefixLoader({"builtin": builtin})]),
         autoescape=select_autoescape(default=True, default_for_string=True),
         undefined=StrictUndefined,
@@ -72,6 +114,7 @@ def environment(project_templates: Path, root: Path | None = None) -> Environmen
         lstrip_blocks=True,
     )
     env.filters.update(formatting.FILTERS)
+    env.root = root.resolve()
     return env
 
 

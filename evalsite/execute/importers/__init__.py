@@ -4,7 +4,9 @@ One module per format reads its files into cases and run descriptions
 (:mod:`~evalsite.execute.importers.source_records`); :mod:`~evalsite.execute.importers.writer` writes them as runs.
 :func:`import_files` is the one function behind the command: it expands folders, refuses a file
 already imported (same sha256) unless ``again``, reads every source completely, and only then
-writes, so a bad file leaves no half import behind.
+writes, into a staging folder renamed into ``runs/`` once every run is whole
+(:class:`~evalsite.execute.importers.writer.StagedRuns`), so a bad file or a failed write leaves
+no half import behind.
 """
 
 from __future__ import annotations
@@ -16,11 +18,12 @@ from pathlib import Path
 
 from evalsite.errors import AlreadyImportedError, RunLogError, SourceError
 from evalsite.execute.importers.inspect_log import read_inspect
+from evalsite.execute.importers.jsonstream import TOO_DEEP
 from evalsite.execute.importers.lmeval import read_lmeval
 from evalsite.execute.importers.plain import read_csv, read_jsonl
 from evalsite.execute.importers.promptfoo import read_promptfoo
 from evalsite.execute.importers.source_records import ImportOptions
-from evalsite.execute.importers.writer import ImportedRun, SourceImport, write_runs
+from evalsite.execute.importers.writer import ImportedRun, SourceImport, StagedRuns, write_runs
 from evalsite.experiment.manifest import SAFE_NAME_RULE, is_safe_name
 from evalsite.project import Project
 from evalsite.runlog.hashing import file_sha256
@@ -71,18 +74,29 @@ def import_files(project: Project, format_name: str, paths: Sequence[Path], opti
         for file in files:
             source = SourceImport(project, file, format_name, shas[file])
             sources.append(source)
-            form.read(source, options)
+            _read(form, source, options)
             if not source.run_keys:
                 raise SourceError(f"{source.label}: no results to import")
             log.debug("read %s as %s (sha256 %s): %d run(s)", file, format_name, shas[file][:12], len(source.run_keys))
         batch_id = new_run_id("import")
-        runs = [run for source in sources for run in write_runs(source, project.runs_dir, batch_id, options)]
+        with StagedRuns(project.runs_dir) as staged:
+            runs = [run for source in sources for run in write_runs(source, staged.folder, batch_id, options)]
+            staged.publish([run.run_id for run in runs])
     finally:
         for source in sources:
             source.close()
     for run in runs:
         log.debug("wrote run %s (%s cases)", run.run_id, run.summary.get("cases"))
     return ImportReport(runs, [warning for source in sources for warning in source.warnings])
+
+
+def _read(form: Format, source: SourceImport, options: ImportOptions) -> None:
+    """The format's reader; a value nested past what Python can decode or copy (anywhere the
+    readers do not catch it themselves) is refused naming the file."""
+    try:
+        form.read(source, options)
+    except RecursionError:
+        raise SourceError(f"{source.label}: {TOO_DEEP}") from None
 
 
 def previous_imports(runs_dir: Path) -> dict[str, str]:

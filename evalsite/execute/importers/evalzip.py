@@ -6,6 +6,12 @@ offsets, CRCs); this module reads each member's raw bytes from its local header 
 decompresses them with ``zstandard``, one member at a time, checking the CRC. Stored and
 deflated members (older logs) go through ``zipfile`` itself.
 
+A member is decoded a piece at a time (:mod:`evalsite.execute.decompress`) and never past the
+size the central directory declares for it, which must itself be at most ``max_member_bytes``
+(default :data:`DEFAULT_MAX_MEMBER_BYTES`, ``evalsite import --max-member-mb``): a few kilobytes
+declaring 2 GB, or declaring 1 KB and holding 2 GB, are refused naming the file and member
+without ever holding more than the limit.
+
 :func:`write_zstd_zip` writes such a file; tests and ``bench/importers.py`` use it to build logs
 the way Inspect does.
 """
@@ -24,8 +30,11 @@ from typing import Any
 import zstandard
 
 from evalsite.errors import SourceError
+from evalsite.execute.decompress import STEP, Budget, DecodeError, TooLarge, Unzstd
+from evalsite.execute.importers.jsonstream import TOO_DEEP
 
 ZSTD_METHOD = 93
+DEFAULT_MAX_MEMBER_BYTES = 256 * 1024 * 1024
 _LOCAL_HEADER = struct.Struct("<4sHHHHHIIIHH")
 _CENTRAL_HEADER = struct.Struct("<4sHHHHHHIIIHHHHHII")
 _END_RECORD = struct.Struct("<4sHHHHIIH")
@@ -35,15 +44,15 @@ _LOCAL_SIGNATURE, _CENTRAL_SIGNATURE, _END_SIGNATURE = b"PK\x03\x04", b"PK\x01\x
 class EvalZip:
     """An open ``.eval`` file; use as a context manager."""
 
-    def __init__(self, path: Path, label: str | None = None):
+    def __init__(self, path: Path, label: str | None = None, max_member_bytes: int = DEFAULT_MAX_MEMBER_BYTES):
         self.path = Path(path)
         self.label = label or str(path)
+        self.max_member_bytes = max_member_bytes
         try:
             self._zip = zipfile.ZipFile(self.path)
         except (zipfile.BadZipFile, OSError) as exc:
             raise SourceError(f"{self.label}: not a readable .eval (ZIP) file: {exc}") from None
         self._raw = open(self.path, "rb")
-        self._decompressor = zstandard.ZstdDecompressor()
 
     def __enter__(self) -> EvalZip:
         return self
@@ -58,36 +67,54 @@ class EvalZip:
     def names(self) -> list[str]:
         return self._zip.namelist()
 
-    def read(self, name: str) -> bytes:
+    def read(self, name: str) -> bytearray:
+        """The member's decoded bytes, refused past its declared size or the limit (module docstring)."""
         info = self._zip.getinfo(name)
-        if info.compress_type != ZSTD_METHOD:
-            try:
-                return self._zip.read(info)
-            except (zipfile.BadZipFile, NotImplementedError, zlib.error) as exc:
-                raise SourceError(f"{self.label}: member {name} is unreadable: {exc}") from None
-        data = self._decompress(info)
-        if zlib.crc32(data) != info.CRC:
+        if info.file_size > self.max_member_bytes:
+            raise SourceError(f"{self.label}: member {name} declares {info.file_size:,} bytes decompressed, over the "
+                              f"limit of {self.max_member_bytes:,} (evalsite import --max-member-mb raises it)")
+        budget = Budget(info.file_size)
+        try:
+            if info.compress_type == ZSTD_METHOD:
+                self._decompress(info, budget)
+            else:
+                self._read_through_zipfile(info, budget)
+        except TooLarge:
+            raise SourceError(f"{self.label}: member {name} decompresses to more than the {info.file_size:,} bytes it "
+                              "declares (a damaged file or a zip bomb)") from None
+        if len(budget.data) != info.file_size or zlib.crc32(budget.data) != info.CRC:
             raise SourceError(f"{self.label}: member {name} is corrupt (CRC mismatch)")
-        return data
+        return budget.data
 
     def read_json(self, name: str) -> Any:
         try:
             return json.loads(self.read(name))
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise SourceError(f"{self.label}: member {name} is not valid JSON: {exc}") from None
+        except RecursionError:
+            raise SourceError(f"{self.label}: member {name} is {TOO_DEEP}") from None
 
-    def _decompress(self, info: zipfile.ZipInfo) -> bytes:
+    def _read_through_zipfile(self, info: zipfile.ZipInfo, budget: Budget) -> None:
+        try:
+            with self._zip.open(info) as member:
+                while piece := member.read(STEP):
+                    budget.write(piece)
+        except (zipfile.BadZipFile, NotImplementedError, zlib.error, EOFError) as exc:
+            raise SourceError(f"{self.label}: member {info.filename} is unreadable: {exc}") from None
+
+    def _decompress(self, info: zipfile.ZipInfo, budget: Budget) -> None:
         self._raw.seek(info.header_offset)
         header = self._raw.read(_LOCAL_HEADER.size)
         if len(header) < _LOCAL_HEADER.size or header[:4] != _LOCAL_SIGNATURE:
             raise SourceError(f"{self.label}: member {info.filename} has no local header (damaged file)")
         name_length, extra_length = _LOCAL_HEADER.unpack(header)[-2:]
         self._raw.seek(info.header_offset + _LOCAL_HEADER.size + name_length + extra_length)
-        compressed = self._raw.read(info.compress_size)
+        decoder, remaining = Unzstd(budget), info.compress_size
         try:
-            # Inspect writes a large member as several zstd frames: read them all, not just the first
-            return self._decompressor.decompressobj(read_across_frames=True).decompress(compressed)
-        except zstandard.ZstdError as exc:
+            while remaining > 0 and (piece := self._raw.read(min(STEP, remaining))):
+                decoder.write(piece)
+                remaining -= len(piece)
+        except DecodeError as exc:
             raise SourceError(f"{self.label}: member {info.filename} is not valid zstd data: {exc}") from None
 
 

@@ -47,7 +47,8 @@ SPEC_KEYS = ("task", "task_version", "task_file", "task_registry_name", "task_at
 
 
 def read_inspect(source: SourceImport, options: ImportOptions) -> None:
-    reader = _EvalFile(source) if source.path.suffix.lower() == ".eval" else _JsonFile(source)
+    suffix = source.path.suffix.lower()
+    reader = _EvalFile(source, options.max_member_bytes) if suffix == ".eval" else _JsonFile(source)
     scorers: set[str] = set()
     for where, sample in reader:
         case = _case(sample, reader.positions, where)
@@ -101,10 +102,10 @@ class _JsonFile:
 class _EvalFile:
     """An ``.eval`` log. An interrupted one has no ``header.json``: its ``_journal/start.json`` stands in."""
 
-    def __init__(self, source: SourceImport):
+    def __init__(self, source: SourceImport, max_member_bytes: int):
         self.source = source
         self.truncated = False
-        self._log = EvalZip(source.path, source.label)
+        self._log = EvalZip(source.path, source.label, max_member_bytes)
         names = set(self._log.names())
         if "header.json" in names:
             self.header = self._log.read_json("header.json")

@@ -29,6 +29,8 @@ from typing import Any
 from evalsite.errors import SourceError
 
 CHUNK_CHARS = 1 << 20
+#: why a value the C decoder gave up on (``RecursionError``) is refused
+TOO_DEEP = "nested too deeply to read (arrays or objects about 1,000 levels inside each other)"
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
 _NEAR_END = 16  # a decode error this close to the buffer's end may just be a value cut by the chunk
 
@@ -179,6 +181,8 @@ class JsonArrayStream:
                 if maybe_cut:
                     raise _EndOfFile from None
                 raise self._error(f"invalid JSON: {exc.msg}", exc.pos) from None
+            except RecursionError:
+                raise self._error(TOO_DEEP) from None
             if end == len(self._buffer) and self._fill():  # a number may go on in the next chunk
                 continue
             self._pos = end
@@ -218,6 +222,8 @@ class JsonLines:
                             self.truncated = True
                             return
                         raise SourceError(f"{self.label}: line {number}: invalid JSON: {exc.msg}") from None
+                    except RecursionError:
+                        raise SourceError(f"{self.label}: line {number}: {TOO_DEEP}") from None
                     if not isinstance(record, dict):
                         raise SourceError(
                             f"{self.label}: line {number}: a {type(record).__name__}, expected a JSON object"

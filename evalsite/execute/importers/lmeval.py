@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from evalsite.errors import SourceError
-from evalsite.execute.importers.jsonstream import JsonLines
+from evalsite.execute.importers.jsonstream import TOO_DEEP, JsonLines
 from evalsite.execute.importers.source_records import (
     ImportOptions,
     SourceCase,
@@ -88,6 +88,8 @@ def _load_results(source: SourceImport) -> dict:
         results = json.loads(source.path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise SourceError(f"{source.label}: not valid JSON: {exc}") from None
+    except RecursionError:
+        raise SourceError(f"{source.label}: {TOO_DEEP}") from None
     for key in REQUIRED_KEYS:
         if not isinstance(results, dict) or not isinstance(results.get(key), dict):
             raise SourceError(f"{source.label}: no '{key}' object: not an lm-eval results_*.json file")
@@ -168,7 +170,7 @@ def _sent(arguments: Any) -> Any:
     if isinstance(context, str):
         try:
             messages = json.loads(context)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):  # not chat messages: the text itself
             return context
         return prompt_text(messages) if isinstance(messages, list) else context
     return context

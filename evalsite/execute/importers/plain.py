@@ -27,6 +27,7 @@ from evalsite.execute.importers.source_records import (
     finite_number,
 )
 from evalsite.execute.importers.writer import SourceImport
+from evalsite.experiment.datasets import csv_reason
 from evalsite.runlog.records import RunStatus
 
 TOOL = "plain"
@@ -49,22 +50,29 @@ def read_csv(source: SourceImport, options: ImportOptions) -> None:
 
 
 def _csv_rows(source: SourceImport) -> Iterator[tuple[str, dict]]:
+    """Each record as ``(where, row)``, ``where`` naming the line it starts on. Quotes are read
+    strictly: an unclosed quote is an error naming the line of its record, not the rest of the
+    file swallowed into one field."""
+    previous_end = 0
     try:
         with open(source.path, newline="", encoding="utf-8-sig") as handle:
-            reader = csv.DictReader(handle)
+            reader = csv.DictReader(handle, strict=True)
             columns = reader.fieldnames or []
+            previous_end = reader.line_num
             repeated = sorted({c for c in columns if columns.count(c) > 1})
             if repeated:
                 raise SourceError(f"{source.label}: column {repeated[0]!r} appears twice in the header")
             for row in reader:
+                start, previous_end = previous_end + 1, reader.line_num
                 extra = row.pop(None, None)
                 if extra:
-                    raise SourceError(f"{source.label}: line {reader.line_num}: more values than header columns")
-                yield f"{source.label}: line {reader.line_num}", {k: (None if v == "" else v) for k, v in row.items()}
+                    raise SourceError(f"{source.label}: line {start}: more values than header columns")
+                yield f"{source.label}: line {start}", {k: (None if v == "" else v) for k, v in row.items()}
     except UnicodeDecodeError as exc:
         raise SourceError(f"{source.label}: not UTF-8 text ({exc.reason})") from None
     except csv.Error as exc:
-        raise SourceError(f"{source.label}: not readable CSV: {exc}") from None
+        raise SourceError(f"{source.label}: invalid CSV in the record starting on line {previous_end + 1}: "
+                          f"{csv_reason(exc)}") from None
 
 
 def _read(source: SourceImport, options: ImportOptions, rows: Iterator[tuple[str, dict]],

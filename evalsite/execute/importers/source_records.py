@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evalsite.errors import SourceError
+from evalsite.execute.importers.evalzip import DEFAULT_MAX_MEMBER_BYTES
 from evalsite.jsonshape import MISSING, field_at
 from evalsite.runlog.records import RunStatus
 from evalsite.runlog.secrets import looks_secret
@@ -29,6 +30,7 @@ class ImportOptions:
     scorer_file: str | None = None
     scorer_sha256: str | None = None
     again: bool = False
+    max_member_bytes: int = DEFAULT_MAX_MEMBER_BYTES  # the most one compressed member may decode to
 
 
 @dataclass

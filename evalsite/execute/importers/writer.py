@@ -4,7 +4,9 @@ A :class:`SourceImport` collects one source file. While the reader streams, each
 temporary spool file per run (so memory holds only the items' identity rows and a few counters),
 and the writer learns each run's items, evaluators and repeats. Only when the whole source has
 been read does :func:`write_runs` create run directories, through :class:`evalsite.runlog.store.RunWriter`
-like any run: a source that fails to parse leaves nothing behind.
+like any run, inside a :class:`StagedRuns` folder beside ``runs/`` that is renamed into it only
+once every run of the import is whole: a source that fails to parse, or a write that fails midway
+(a full disk, a number the summary refuses), leaves nothing in ``runs/``.
 
 What the writer decides, the same for every format:
 
@@ -21,6 +23,9 @@ What the writer decides, the same for every format:
 from __future__ import annotations
 
 import json
+import os
+import secrets
+import shutil
 import tempfile
 from collections import Counter
 from dataclasses import dataclass, field
@@ -29,7 +34,7 @@ from typing import IO
 
 from evalsite import __version__
 from evalsite.analysis.summary import summarise_run
-from evalsite.errors import SourceError
+from evalsite.errors import RunLogError, SourceError
 from evalsite.execute.importers.source_records import ImportOptions, SourceCase, SourceItem, SourceRun, SourceScore
 from evalsite.experiment.datasets import Dataset, Item, dataset_id, item_identity
 from evalsite.project import Project
@@ -39,7 +44,14 @@ from evalsite.runlog.secrets import redact_secrets
 from evalsite.runlog.store import RunWriter, iso, utc_now
 from evalsite.scoring.evaluators import Score
 
+try:
+    import fcntl
+except ImportError:  # not POSIX: no lock, so the next import removes every staging folder it finds
+    fcntl = None  # type: ignore[assignment]
+
 DEFAULT_DATASET_NAME = "imported"
+STAGING_MARK = "-importing-"
+STAGING_LOCK = ".lock"
 _UNKNOWN_ORDER = float("inf")
 
 
@@ -209,6 +221,61 @@ class _Totals:
             case = dict(zip(self.FIELDS, row))
             case["scores"] = [dict(zip(self.SCORE_FIELDS, score)) for score in row[-1]]
             yield case
+
+
+class StagedRuns:
+    """Where an import writes its runs: a hidden folder beside ``runs/`` (the same file system, so
+    :meth:`publish` is a rename per run), held under a lock while this process writes.
+
+    Readers never look there (it is not under ``runs/``). A folder left by a killed import is
+    removed when the next import starts (its lock was released by the kernel); one another
+    import is still writing is left alone."""
+
+    def __init__(self, runs_dir: Path):
+        self.runs_dir = runs_dir
+        self.prefix = f".{runs_dir.name}{STAGING_MARK}"
+        remove_stale_staging(runs_dir)
+        runs_dir.parent.mkdir(parents=True, exist_ok=True)
+        self.folder = runs_dir.parent / f"{self.prefix}{secrets.token_hex(4)}"
+        self.folder.mkdir()
+        self._lock = open(self.folder / STAGING_LOCK, "a")
+        if fcntl is not None:
+            fcntl.flock(self._lock, fcntl.LOCK_EX)
+
+    def __enter__(self) -> StagedRuns:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self._lock.close()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+    def publish(self, run_ids: list[str]) -> None:
+        """Move every staged run into ``runs/`` (each run a single rename: whole or absent)."""
+        self.runs_dir.mkdir(parents=True, exist_ok=True)
+        taken = [run_id for run_id in run_ids if (self.runs_dir / run_id).exists()]
+        if taken:
+            raise RunLogError(f"{self.runs_dir / taken[0]} already exists; import again")
+        for run_id in run_ids:
+            os.rename(self.folder / run_id, self.runs_dir / run_id)
+
+
+def remove_stale_staging(runs_dir: Path) -> None:
+    """Remove the staging folders of imports that are no longer running (see :class:`StagedRuns`)."""
+    parent = runs_dir.parent
+    for folder in parent.glob(f".{runs_dir.name}{STAGING_MARK}*") if parent.is_dir() else ():
+        if folder.is_dir() and not folder.is_symlink() and not _held(folder / STAGING_LOCK):
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _held(lock: Path) -> bool:
+    if fcntl is None or not lock.is_file():
+        return False
+    with open(lock, "a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+    return False
 
 
 def write_runs(source: SourceImport, runs_dir: Path, batch_id: str, options: ImportOptions) -> list[ImportedRun]:

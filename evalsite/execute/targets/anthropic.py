@@ -5,7 +5,7 @@ body as they are (``max_tokens`` defaults to 1024 because the API requires it). 
 are recorded in the OpenAI vocabulary, so ``max_tokens`` reads ``length`` like every target.
 Settings: ``model`` (or ``anthropic:<model>``), ``base_url`` (default Anthropic's),
 ``api_key_env`` (default ``ANTHROPIC_API_KEY``), ``anthropic_version``, ``headers``,
-``headers_env``, ``max_connections``.
+``headers_env``, ``max_connections``, ``max_reply_bytes``.
 """
 
 from __future__ import annotations

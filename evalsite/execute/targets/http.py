@@ -4,6 +4,11 @@ Secrets (the API key, headers named in ``headers_env``) are read from environmen
 whose *names* the manifest gives; their values are only ever put on outgoing requests and are
 redacted from every error message, so they never reach a run log or the site. Credentials written
 in ``base_url`` (``user:password@``, ``?api_key=``) are used as written and scrubbed the same way.
+
+A reply is read a piece at a time and never held past ``max_reply_bytes`` (default
+:data:`DEFAULT_MAX_REPLY_BYTES`), counted both as received and as decoded from its
+``Content-Encoding`` (:mod:`evalsite.execute.decompress`): an endless or oversized reply, or a
+gzip bomb, ends that call with the case's error and the run goes on.
 """
 
 from __future__ import annotations
@@ -20,12 +25,14 @@ import httpx
 from httpx_aiohttp import AiohttpTransport
 
 from evalsite.errors import MissingSecretError, TargetError
+from evalsite.execute.decompress import Budget, DecodeError, TooLarge, decoding
 from evalsite.execute.targets.base import TransientTargetError, refuse_secret_names
 from evalsite.execute.targets.proxies import environment_proxy
 from evalsite.runlog.secrets import MIN_PART, redact_urls, scrub, secret_pattern, url_secrets
 
-HTTP_SETTINGS = {"model", "base_url", "api_key_env", "headers", "headers_env", "max_connections"}
+HTTP_SETTINGS = {"model", "base_url", "api_key_env", "headers", "headers_env", "max_connections", "max_reply_bytes"}
 ERROR_BODY_CHARS = 300
+DEFAULT_MAX_REPLY_BYTES = 16 * 1024 * 1024
 
 
 def env_value(name: object, key: str, kind: str) -> str:
@@ -69,11 +76,15 @@ def model_name(rest: str, settings: dict, kind: str) -> str:
     return model
 
 
-def max_connections(settings: dict, kind: str) -> int:
-    value = settings.get("max_connections", 100)
+def positive_setting(settings: dict, key: str, default: int, kind: str) -> int:
+    value = settings.get(key, default)
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise TargetError(f"settings.max_connections: needs a whole number >= 1, got {value!r} (target {kind})")
+        raise TargetError(f"settings.{key}: needs a whole number >= 1, got {str(value)[:60]!r} (target {kind})")
     return value
+
+
+def max_connections(settings: dict, kind: str) -> int:
+    return positive_setting(settings, "max_connections", 100, kind)
 
 
 def client_from_settings(
@@ -92,7 +103,8 @@ def client_from_settings(
     proxy = environment_proxy(base_url, kind)
     if proxy is not None and proxy.password:
         secrets.append(proxy.password)
-    return JsonClient(base_url, headers, secrets, max_connections(settings, kind), proxy.proxy if proxy else None)
+    return JsonClient(base_url, headers, secrets, max_connections(settings, kind), proxy.proxy if proxy else None,
+                      positive_setting(settings, "max_reply_bytes", DEFAULT_MAX_REPLY_BYTES, kind))
 
 
 class JsonClient:
@@ -108,13 +120,14 @@ class JsonClient:
     """
 
     def __init__(self, base_url: str, headers: dict[str, str], secrets: list[str], connections: int,
-                 proxy: httpx.Proxy | None = None):
+                 proxy: httpx.Proxy | None = None, max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES):
         self.base_url = base_url.rstrip("/")
         self.headers = headers
         self.secrets = [s for s in secrets if s]
         self._secret_pattern = secret_pattern(self.secrets)
         self.connections = connections
         self.proxy = proxy
+        self.max_reply_bytes = max_reply_bytes
         self._client: httpx.AsyncClient | None = None
         self._transport: httpx.AsyncBaseTransport | None = None
         self._urls: dict[str, httpx.URL] = {}
@@ -138,6 +151,11 @@ class JsonClient:
             raise TransientTargetError(self.redact(f"timed out: {type(exc).__name__}")) from None
         except httpx.TransportError as exc:
             raise TransientTargetError(self.redact(f"connection error: {type(exc).__name__}: {exc}")) from None
+        except TooLarge as exc:
+            return (f"the reply is larger than {exc.limit:,} bytes (settings.max_reply_bytes); "
+                    "it was not read past that")
+        except DecodeError as exc:
+            return self.redact(f"the reply's Content-Encoding cannot be decoded: {exc}")
         status = response.status_code
         if status == 429 or status >= 500:
             raise TransientTargetError(self._status_error(response), retry_after(response.headers.get("retry-after")),
@@ -154,7 +172,7 @@ class JsonClient:
         return data, response.headers
 
     async def _send(self, path: str, body: dict, headers: dict[str, str] | None) -> httpx.Response:
-        """The response, read to its end (as ``AsyncClient.post`` returns it)."""
+        """The response, read to its end within :attr:`max_reply_bytes` (see :meth:`_read_body`)."""
         client, transport = self._client, self._transport
         if client is None or transport is None:
             transport = self._transport = aiohttp_transport(self.connections, self.proxy)
@@ -171,12 +189,27 @@ class JsonClient:
             client.cookies.set_cookie_header(request)
         response = await transport.handle_async_request(request)
         try:
-            await response.aread()
+            if "set-cookie" in response.headers:
+                client.cookies.extract_cookies(response)
+            return await self._read_body(response)
         finally:
             await response.aclose()
-        if "set-cookie" in response.headers:
-            client.cookies.extract_cookies(response)
-        return response
+
+    async def _read_body(self, response: httpx.Response) -> httpx.Response:
+        """The response with its body decoded, read a piece at a time: past ``max_reply_bytes``
+        received or decoded, :class:`TooLarge` is raised and the rest is never read."""
+        budget = Budget(self.max_reply_bytes)
+        encodings = [e.strip().lower() for e in response.headers.get("content-encoding", "").split(",")]
+        sink = decoding(encodings, budget)
+        received = 0
+        async for piece in response.aiter_raw():
+            received += len(piece)
+            if received > self.max_reply_bytes:
+                raise TooLarge(self.max_reply_bytes)
+            sink.write(piece)
+        headers = [(k, v) for k, v in response.headers.multi_items() if k.lower() != "content-encoding"]
+        return httpx.Response(response.status_code, headers=headers, content=bytes(budget.data),
+                              request=response.request, extensions=response.extensions)
 
     def _status_error(self, response: httpx.Response) -> str:
         body = " ".join(response.text.split())[:ERROR_BODY_CHARS]

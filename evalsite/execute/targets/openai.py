@@ -3,7 +3,7 @@
 Covers OpenAI, vLLM, Ollama, the llama.cpp server and a LiteLLM proxy. The arm's ``params``
 (temperature, max_tokens, top_p, seed, stop, response_format…) go into the request body as
 they are. Settings: ``model`` (or ``openai:<model>``), ``base_url`` (default OpenAI's),
-``api_key_env``, ``headers``, ``headers_env``, ``max_connections``.
+``api_key_env``, ``headers``, ``headers_env``, ``max_connections``, ``max_reply_bytes``.
 """
 
 from __future__ import annotations
