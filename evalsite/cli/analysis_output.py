@@ -17,7 +17,7 @@ from evalsite.analysis import (
 from evalsite.analysis.items import DroppedItem
 from evalsite.analysis.leaderboard import stability_sentence
 from evalsite.analysis.selection import LeftOut
-from evalsite.analysis.verdict import Metric, Verdict, detectable_phrase
+from evalsite.analysis.verdict import Metric, Verdict, detectable_phrase, level_text
 from evalsite.cli.output import print_table
 from evalsite.runlog.money import format_usd
 from evalsite.runlog.records import RunStatus
@@ -142,7 +142,8 @@ def _pairs(verdict: Verdict) -> None:
     click.echo(f"pairs (paired sign-flip over {verdict.unit}s, {verdict.correction}, α = {verdict.alpha}):")
     _table([
         {"pair": f"{p.ahead_label} − {p.behind_label}", "Δ": f"{p.difference.mean_diff:+.3f}",
-         f"{p.difference.interval.confidence:.0%} CI": interval(p.difference.interval),
+         "Holm-level CI": f"{interval(p.interval)} at {level_text(p.interval)}",
+         f"raw {p.difference.interval.confidence:.0%} CI": interval(p.difference.interval),
          "p": p_value(p.difference.p_value), "Holm p": p_value(p.holm_p),
          "verdict": "separated" if p.separated else detectable_phrase(p)}
         for p in verdict.pairs

@@ -25,6 +25,7 @@ from numpy.typing import ArrayLike
 
 from evalsite.stats._inputs import paired_per_item
 from evalsite.stats.intervals import paired_bootstrap_ci
+from evalsite.stats.inversion import inverted_interval, shift_test
 from evalsite.stats.paired import SignFlipResult, _differences, sign_flip_test
 from evalsite.stats.power import min_detectable_effect
 from evalsite.stats.proportions import Interval
@@ -82,6 +83,20 @@ def paired_difference(
         unit=unit, n_items=int(n_items), n_units=int(units.size), mde=float(mde), mde_alpha=mde_alpha, test=test,
         method=method,
     )
+
+
+def inverted_pair_interval(
+    a: ArrayLike, b: ArrayLike, level: float, *, zero_accepted: bool, groups: Iterable[Hashable] | None = None,
+    seed: int = 0, n_resamples: int = 9999,
+) -> Interval:
+    """The mean differences a − b the sign-flip test (over the same units as
+    :func:`paired_difference`) does not reject at ``level``; whether 0 is accepted is the
+    caller's decision (the exact p of :func:`paired_difference` against its level), so the
+    interval excludes 0 exactly when that decision rejects (:mod:`evalsite.stats.inversion`)."""
+    a_items, b_items = paired_per_item(a, b)
+    test = shift_test(_differences(a_items, b_items), None if groups is None else list(groups), seed=seed,
+                      n_resamples=n_resamples)
+    return inverted_interval(test, level, zero_accepted=zero_accepted)
 
 
 def unit_totals(diffs: np.ndarray, groups: Sequence[Hashable] | None) -> np.ndarray:
