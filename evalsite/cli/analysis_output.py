@@ -14,6 +14,7 @@ from evalsite.analysis import (
     NoiseReport,
     StabilityReport,
 )
+from evalsite.analysis.family import FamilyComparison
 from evalsite.analysis.items import DroppedItem
 from evalsite.analysis.leaderboard import stability_sentence
 from evalsite.analysis.selection import LeftOut
@@ -27,8 +28,8 @@ SHOWN_DROPPED = 10
 #: Below this many units the normal approximation of the power figures is optimistic.
 SMALL_N = 30
 POWER_CAVEAT = (
-    "optimistic below ~30 items (the sign-flip test is discrete and the t correction is ignored): a stated 80% is "
-    "about 45% at 6 items, 70% at 10, 77% at 30 (seeded simulation, docs/reference/statistics.md)"
+    "approximate below ~30 units (the sign-flip test is discrete): a stated 80% measured 76-78% at 10-30 units "
+    "(seeded simulation, docs/reference/statistics.md)"
 )
 
 
@@ -187,7 +188,8 @@ def family(report: FamilyTest) -> None:
     rows = [
         {
             "vs": c.other.label, "items": c.n_items, "mean": number(c.mean), "other": number(c.other_mean),
-            "Δ": f"{c.mean_diff:+.3f}", f"{c.interval.confidence:.0%} CI": interval(c.interval),
+            "Δ": f"{c.mean_diff:+.3f}", "Holm-level CI": f"{interval(c.interval)} at {level_text(c.interval)}",
+            "raw 95% CI": interval(c.raw_interval),
             "sign-flip p": p_value(c.sign_flip.p_value), "kind": _sign_flip_kind(c.sign_flip),
             "Holm p": p_value(c.holm_p), "McNemar p": p_value(c.mcnemar.p_value) if c.mcnemar else "—",
             "McNemar Holm p": p_value(c.mcnemar_holm_p), "noise": _noise_label(c.noise, c.noise_p, c.within_noise),
@@ -204,16 +206,25 @@ def family(report: FamilyTest) -> None:
         "reliably items pass, not the mean; the verdict reads the sign-flip test)"
     )
     click.echo(
-        f"power: normal approximation, two-sided paired test at α/m = {report.power_alpha:.4g} (Holm's strictest step), "
+        f"power: calibrated on the two-sided sign-flip test over {report.comparisons[0].unit}s at α/m = {report.power_alpha:.4g} (Holm's strictest step), "
         f"power {report.power}" + (f"; {POWER_CAVEAT}" if any(c.n_units < SMALL_N for c in report.comparisons) else "")
     )
     for c in report.comparisons:
-        detectable = "no effect (too few items)" if math.isinf(c.detectable.effect) else f"|Δ| ≥ {c.detectable.effect:.3f}"
-        needed = "" if c.needed is None else f"; |Δ| = {report.effect} needs {c.needed.n} items"
-        click.echo(f"  vs {c.other.label}: {c.n_items} items detect {detectable}{needed}")
+        detectable = f"no effect (too few {c.unit}s)" if math.isinf(c.detectable.effect) else f"|Δ| ≥ {c.detectable.effect:.3f}"
+        needed = "" if c.needed is None else f"; |Δ| = {report.effect} needs {_units_text(c.needed.n, c)}"
+        click.echo(f"  vs {c.other.label}: {_units_text(c.n_units, c)} detect {detectable}{needed}")
+    for note in sorted({c.mcnemar_note for c in report.comparisons if c.mcnemar_note}):
+        click.echo(note)
     dropped = [c for c in report.comparisons if c.dropped]
     for c in dropped:
         click.echo(f"vs {c.other.label}: {c.dropped} items not scored in both runs were left out")
+
+
+def _units_text(n: int, c: FamilyComparison) -> str:
+    """"80 items", or "12 clusters (~96 items)" when the comparison flips clusters."""
+    if c.unit == "item":
+        return f"{n} item{'s' * (n != 1)}"
+    return f"{n} cluster{'s' * (n != 1)} (~{round(n * c.n_items / c.n_units)} items)"
 
 
 def _noise_label(noise: float | None, noise_p: float | None, within: bool | None) -> str:

@@ -72,10 +72,7 @@ def paired_difference(
     test = sign_flip_test(units, np.zeros_like(units), seed=seed)
     interval = paired_bootstrap_ci(a_items, b_items, confidence=confidence, seed=seed, n_resamples=n_resamples,
                                    groups=labels)
-    # A cluster's total scaled by (clusters / items) has the mean difference as its mean, so the
-    # item-level power formula applies to these unit values with n = clusters.
-    unit_values = units * units.size / n_items
-    mde = min_detectable_effect(unit_values, alpha=mde_alpha).effect if units.size >= 2 else math.inf
+    mde = min_detectable_effect(_per_item_scale(units, n_items), alpha=mde_alpha).effect if units.size >= 2 else math.inf
     unit: Unit = "item" if labels is None else "cluster"
     method = f"two-sided paired sign-flip over {unit}s ({test.method}); {interval.method} bootstrap over {unit}s"
     return PairedDifference(
@@ -83,6 +80,19 @@ def paired_difference(
         unit=unit, n_items=int(n_items), n_units=int(units.size), mde=float(mde), mde_alpha=mde_alpha, test=test,
         method=method,
     )
+
+
+def unit_differences(a: ArrayLike, b: ArrayLike, *, groups: Iterable[Hashable] | None = None) -> np.ndarray:
+    """One value per unit the test flips: per-item a − b, or each cluster's total scaled by
+    (clusters / items), whose mean is the mean per-item difference — the values the power of
+    the comparison is computed from (:mod:`evalsite.stats.power`, with n = units)."""
+    a_items, b_items = paired_per_item(a, b)
+    units = unit_totals(_differences(a_items, b_items), None if groups is None else list(groups))
+    return _per_item_scale(units, a_items.size)
+
+
+def _per_item_scale(units: np.ndarray, n_items: int) -> np.ndarray:
+    return np.asarray(units * units.size / n_items)
 
 
 def inverted_pair_interval(
