@@ -257,19 +257,20 @@ def stability(report: StabilityReport) -> None:
     s = report.stability
     click.echo(
         f"rank stability · dataset {report.selection.dataset_id} · {len(report.labels)} arms · {report.n_items} items · "
-        f"{s.n_resamples:,} bootstrap samples per size (with replacement), seed {s.seed}"
+        f"{s.n_resamples:,} bootstrap samples of {s.unit}s per size (with replacement), seed {s.seed}"
     )
     _dropped(report.dropped)
     click.echo(f"verdict: {report.verdict.headline}")
     click.echo("only the pairs the paired tests separate are checked: a gap they cannot tell from chance has no stable order")
     if s.pairs:
         click.echo()
-        columns = [("items", s.sizes), ("separated pairs kept", s.p_order)] + ([("top arm kept", s.p_top)] if s.p_top else [])
-        _table([{name: (value if name == "items" else number(value)) for name, value in zip([c for c, _ in columns], row)}
+        size_column = f"{s.unit}s"
+        columns = [(size_column, s.sizes), ("separated pairs kept", s.p_order)] + ([("top arm kept", s.p_top)] if s.p_top else [])
+        _table([{name: (value if name == size_column else number(value)) for name, value in zip([c for c, _ in columns], row)}
                 for row in zip(*[values for _, values in columns])])
     click.echo()
     click.echo(stability_sentence(s, report.labels))
-    click.echo(f"\nrank intervals ({s.level:.0%}, bootstrap over items at full size; 1 = best):")
+    click.echo(f"\nrank intervals ({s.level:.0%}, bootstrap over {s.unit}s at full size; 1 = best):")
     _table([{"rank": place.rank_text, "arm": place.label, _statistic_name(report.verdict.metric): number(place.value),
              "rank interval": _rank_interval(s.rank_intervals[place.arm])} for place in report.arms])
     click.echo()
