@@ -7,8 +7,9 @@ Given the item matrix (items × arms, one value per item of the ranking statisti
    direction) — so no arm is ever listed ahead of one with a better displayed value;
 2. decides separation with the paired sign-flip test of every pair shown, Holm-corrected over
    those pairs (``stats.paired_difference``: whole clusters flip when items declare one), and
-   reports each pair's mean difference with its bootstrap interval and the smallest difference
-   it could detect;
+   reports each pair's mean difference with the interval of that test's inversion at the
+   pair's Holm level (it excludes 0 exactly when the pair is separated; the raw bootstrap
+   interval stays beside it) and the smallest difference it could detect;
 3. groups the arms no test separates (a compact letter display of the paired tests) and writes
    one headline sentence a reviewer can quote.
 

@@ -39,9 +39,9 @@ class PairedDifference:
     """mean(a − b) over items, with the test and interval on the independent ``unit``.
 
     ``p_value`` is the two-sided sign-flip p (``kind`` exact or monte-carlo); ``interval`` the
-    bootstrap interval of the mean difference; ``mde`` the smallest |Δ| detected with power 0.8
-    at ``mde_alpha`` (normal approximation, optimistic below ~30 units: see
-    docs/reference/statistics.md); ``n_units`` counts items, or clusters when ``unit`` is
+    raw (unadjusted) bootstrap interval of the mean difference; ``mde`` the smallest |Δ| detected
+    with power 0.8 at ``mde_alpha`` (:mod:`evalsite.stats.power`, calibrated on this test over
+    these units; approximate below ~30 units); ``n_units`` counts items, or clusters when ``unit`` is
     ``cluster``; ``test`` is the sign-flip result over the units (its own ``mean_diff`` is the
     mean unit total, not the mean per item)."""
 

@@ -10,7 +10,7 @@ clusters). Two things make the textbook formula (z_{1−α/2} + z_power) × sd /
 
 So the alternative is modelled the way the test sees data: the units' observed magnitudes |d| with
 signs tilted towards one arm (an exponential tilt, P(+a) ∝ e^{θa}; for normal differences this is
-exactly a shift of the mean). For each tilt the power of "|T| − h ≥ z_{1−α/2} √(Σ d²)" is a normal
+exactly a shift of the mean). For each tilt the power of "|T| − h ≥ t_{1−α/2, n−1} √(Σ d²)" is a normal
 approximation of the ratio T / √(Σ d²) (delta method on the tilted moments), h half a grid unit when
 the differences lie on one (a continuity correction; 0 otherwise). The detectable effect is the mean
 difference of the tilt with 80% power; the units needed for an effect are the fewest with 80% power
