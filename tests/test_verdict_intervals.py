@@ -125,3 +125,14 @@ def test_the_headline_no_longer_puts_an_interval_that_excludes_zero_beside_not_s
     assert f"{100 * (1 - pair.level):.3g}% Holm-level interval" in phrase
     low = phrase.split("[")[1].split(",")[0]
     assert float(low) <= 0, phrase
+
+
+def test_repeating_units_draw_sign_counts_with_the_same_p_as_scipy():
+    rng = np.random.default_rng(6)
+    d = (rng.random(400) < 0.6).astype(float) - (rng.random(400) < 0.5)  # pass/fail: three values
+    test = shift_test(d, seed=1, n_resamples=20_000)
+    for delta in (0.0, 0.05, 0.1, 0.15):
+        reference = scipy_stats.permutation_test(
+            (d - delta,), np.sum, permutation_type="samples", n_resamples=20_000, random_state=2,
+        ).pvalue
+        assert abs(test.p_value(delta) - reference) < 0.012, delta

@@ -104,6 +104,9 @@ def shift_test(
     if signs is not None:
         return ShiftTest(totals, sizes, signs @ totals, signs @ sizes, True)
     rng = np.random.default_rng(seed)
+    units, counts = np.unique(np.column_stack([totals, sizes]), axis=0, return_counts=True)
+    if units.shape[0] <= totals.size // 4:  # few distinct units (pass/fail items): draw sign counts per value
+        return ShiftTest(totals, sizes, *_counted_flips(units, counts, n_resamples, rng), False)
     flipped_totals, flipped_sizes = np.empty(n_resamples), np.empty(n_resamples)
     per_chunk = max(1, _PATTERN_CELLS // totals.size)
     for start in range(0, n_resamples, per_chunk):
@@ -112,6 +115,19 @@ def shift_test(
         flipped_totals[start:start + rows] = chunk @ totals
         flipped_sizes[start:start + rows] = chunk @ sizes
     return ShiftTest(totals, sizes, flipped_totals, flipped_sizes, False)
+
+
+def _counted_flips(
+    units: np.ndarray, counts: np.ndarray, n_resamples: int, rng: np.random.Generator,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Random sign patterns of units that repeat: of the c units equal to one (total, size), a
+    Binomial(c, 1/2) number keep their sign, so the pattern's sums are drawn without listing it."""
+    net = np.empty((n_resamples, units.shape[0]))
+    per_chunk = max(1, _PATTERN_CELLS // units.shape[0])
+    for start in range(0, n_resamples, per_chunk):
+        rows = min(per_chunk, n_resamples - start)
+        net[start:start + rows] = 2.0 * rng.binomial(counts, 0.5, size=(rows, counts.size)) - counts
+    return net @ units[:, 0], net @ units[:, 1]
 
 
 def _unit_totals_and_sizes(values: np.ndarray, groups: Sequence[Hashable] | None) -> tuple[np.ndarray, np.ndarray]:
