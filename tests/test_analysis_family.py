@@ -3,12 +3,12 @@ hand, power by its formula, and the refusal of runs that may not be compared."""
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pytest
 from analysis_support import edit_manifest, item_repeat_matrix, new_run, run_id
 from scipy import stats as scipy_stats
+
+from evalsite.stats import min_detectable_effect, required_n
 
 
 def exact_sign_flip_p(diffs: np.ndarray, unit: int) -> float:
@@ -79,17 +79,16 @@ def test_noise_labels_a_difference_within_the_spread_of_repeats(cli, example_wit
     assert comparison["within_noise"] is bool(comparison["holm_p"] >= 0.05 and reference.pvalue >= 0.05)
 
 
-def test_power_follows_the_normal_approximation_at_alpha_over_m(cli, example_with_runs):
+def test_power_is_the_calibrated_figure_at_alpha_over_m(cli, example_with_runs):
     careful, l2r, sampler = (run_id(example_with_runs, arm) for arm in ("careful", "left_to_right", "sampler"))
     report = cli.json("family-test", careful, "--vs", l2r, "--vs", sampler, "--effect", "0.1", "--alpha", "0.1")
     assert report["power_alpha"] == pytest.approx(0.05)
-    z = scipy_stats.norm.ppf(1 - 0.05 / 2) + scipy_stats.norm.ppf(0.8)
     for comparison, arm in zip(report["comparisons"], ("left_to_right", "sampler")):
-        sd = np.std(per_item(example_with_runs, "careful").mean(axis=1) - per_item(example_with_runs, arm).mean(axis=1), ddof=1)
-        assert comparison["detectable"]["effect"] == pytest.approx(z * sd / math.sqrt(60))
-        assert comparison["needed"]["n"] == math.ceil((z * sd / 0.1) ** 2)
+        diffs = per_item(example_with_runs, "careful").mean(axis=1) - per_item(example_with_runs, arm).mean(axis=1)
+        assert comparison["detectable"]["effect"] == pytest.approx(min_detectable_effect(diffs, alpha=0.05).effect)
+        assert comparison["needed"]["n"] == required_n(diffs, 0.1, alpha=0.05).n
     text = cli("family-test", careful, "--vs", l2r, "--vs", sampler, "--effect", "0.1").stdout
-    assert "two-sided paired test at α/m = 0.025" in text and "|Δ| = 0.1 needs" in text
+    assert "sign-flip test over items at α/m = 0.025" in text and "|Δ| = 0.1 needs" in text
 
 
 def test_the_text_names_the_tests_and_the_kind_of_p(cli, example_with_runs):

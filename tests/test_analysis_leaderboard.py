@@ -133,7 +133,7 @@ def test_rank_stability_checks_only_the_pairs_the_paired_tests_separate(cli, exa
     assert board["stability"]["min_size_pairs"] == expected.min_size_pairs
     assert board["stability"]["min_size_order"] is None  # left_to_right vs sampler is not separated
     line = (f"the separated pairs (careful > left_to_right, careful > sampler; the rest of the order is not supported) "
-            f"need ~{expected.min_size_pairs} items; you have 60")
+            f"keep their direction in 95% of bootstrap samples of ~{expected.min_size_pairs} items; you have 60 items")
     assert line in cli("leaderboard").stdout
     report = cli.json("rank-stability")
     assert report["stability"]["p_order"] == pytest.approx(list(expected.p_order))

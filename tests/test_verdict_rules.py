@@ -42,16 +42,16 @@ def test_an_item_passes_when_every_repeat_passed_in_mcnemar_as_in_compare():
     assert result.p_value == pytest.approx(scipy_stats.binomtest(2, 2, 0.5).pvalue)
 
 
-def test_the_power_formula_is_optimistic_at_six_items_as_the_docs_say():
-    """Seeded simulation: at the formula's 80%-power effect, a 6-item sign-flip test detects it
-    about 45% of the time, 10 items about 70%."""
+def test_the_power_figure_is_near_80_percent_at_few_units_too():
+    """Seeded simulation: at the stated 80%-power effect a 10–30 unit sign-flip test detects it
+    76–78% of the time (the figure the CLI's caveat quotes); at 6 units no effect is promised."""
     rng = np.random.default_rng(0)
-    for n, low, high in ((6, 0.40, 0.51), (10, 0.64, 0.75)):
+    assert min_detectable_effect(np.linspace(-1, 1, 6)).effect == math.inf
+    for n in (10, 30):
         unit_spread = np.linspace(-1, 1, n) / np.linspace(-1, 1, n).std(ddof=1)  # differences with sd 1
         effect = min_detectable_effect(unit_spread).effect
-        assert effect == pytest.approx((scipy_stats.norm.ppf(0.975) + scipy_stats.norm.ppf(0.8)) / math.sqrt(n))
-        hits = sum(sign_flip_test(rng.normal(effect, 1, n), np.zeros(n)).p_value < 0.05 for _ in range(1500))
-        assert low <= hits / 1500 <= high
+        hits = sum(sign_flip_test(rng.normal(effect, 1, n), np.zeros(n)).p_value < 0.05 for _ in range(1000))
+        assert 0.73 <= hits / 1000 <= 0.83
 
 
 @pytest.mark.parametrize("arms", [3, 4, 5])

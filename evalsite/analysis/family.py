@@ -6,8 +6,10 @@ test on per-item means over repeats (whole clusters flip when items declare one)
 step-down adjustment over the family, and the paired difference with its interval — the same
 test, seed and items as the leaderboard, so a pair gets the same raw p everywhere. When both
 runs have pass/fail outcomes, McNemar's exact test on the discordant items stands beside it
-(an item passes when every repeat passed). Power is computed at α / m, the level Holm's first
-step tests at, so it holds for every comparison of the family.
+(an item passes when every repeat passed) — unless items declare clusters: McNemar treats items
+as independent, so it is left out and ``mcnemar_note`` says why. Power is computed at α / m, the
+level Holm's first step tests at, so it holds for every comparison of the family, over the
+pair's units (clusters when declared: ``stats.power``, calibrated on the sign-flip test).
 """
 
 from __future__ import annotations
@@ -33,9 +35,15 @@ from evalsite.stats import (
     repeat_noise_test,
     required_n,
 )
+from evalsite.stats.pairs import unit_differences
 
 ALPHA = 0.05
 POWER = 0.8
+#: Why McNemar is left out when items declare clusters.
+MCNEMAR_WITH_CLUSTERS = (
+    "McNemar left out: items declare clusters and McNemar counts discordant items as independent "
+    "(it rejects a true null far more often than α); the verdict's sign-flip test flips whole clusters"
+)
 SEED = 0
 
 
@@ -44,7 +52,9 @@ class FamilyComparison:
     """The run against one member of the family.
 
     ``mean_diff`` = run − other over ``n_items`` items every run of the family scored, with its
-    paired ``interval``; ``sign_flip`` is the test over the ``unit`` (item or cluster).
+    ``interval`` the verdict's interval at the pair's Holm level (it excludes 0 exactly when the
+    pair is separated), ``raw_interval`` the unadjusted bootstrap interval; ``sign_flip`` is the
+    test over the ``unit`` (item or cluster).
     ``noise`` is the pooled spread of one repeat's mean and ``noise_p`` the test of Δ against it
     (``stats.repeat_noise_test``, over the items present in every repeat of both; None without
     enough repeats). ``within_noise`` is True when neither that test nor the Holm-adjusted paired
@@ -70,6 +80,8 @@ class FamilyComparison:
     verdict: str
     detectable: PowerAnalysis
     needed: PowerAnalysis | None
+    mcnemar_note: str | None = None
+    raw_interval: Interval | None = None
 
 
 @dataclass(frozen=True)
@@ -104,13 +116,13 @@ def family_test(
     _, clusters = cluster_labels(project, matrix)
     verdict = matrix_verdict(matrix, alpha=alpha, seed=seed, groups=clusters,
                              pairs=[(0, other) for other in range(1, len(arms))])
-    mcnemars = [_mcnemar(matrix, other) for other in range(1, len(arms))]
+    mcnemars = [None if clusters else _mcnemar(matrix, other) for other in range(1, len(arms))]
     known = {i: result.p_value for i, result in enumerate(mcnemars) if result is not None}
     mcnemar_adjusted = dict(zip(known, holm(list(known.values())))) if known else {}
     power_alpha = alpha / len(family)
     comparisons = tuple(
         _comparison(matrix, other, verdict.pair(0, other), mcnemars[other - 1], mcnemar_adjusted.get(other - 1), alpha,
-                    power_alpha, effect)
+                    power_alpha, effect, clusters)
         for other in range(1, len(arms))
     )
     return FamilyTest(first, alpha, power_alpha, POWER, effect, evaluator, verdict.arms, comparisons)
@@ -123,17 +135,17 @@ def _mcnemar(matrix: ItemMatrix, other: int) -> McNemarResult | None:
 
 def _comparison(
     matrix: ItemMatrix, other: int, pair: PairVerdict, mcnemar: McNemarResult | None, mcnemar_holm_p: float | None,
-    alpha: float, power_alpha: float, effect: float | None,
+    alpha: float, power_alpha: float, effect: float | None, clusters: tuple[str, ...] | None,
 ) -> FamilyComparison:
     scores = (matrix.arm_scores(0), matrix.arm_scores(other))
     mine, theirs = (np.nanmean(s, axis=1) for s in scores)
     difference = pair.difference
     sign = 1.0 if pair.ahead == 0 else -1.0
     mean_diff = float(mine.mean() - theirs.mean())
-    low, high = sorted((sign * difference.interval.low, sign * difference.interval.high))
+
     noise = repeat_noise_test(*scores)
     within = None if noise is None else pair.holm_p >= alpha and noise.p_value >= alpha
-    diffs = mine - theirs
+    units = unit_differences(mine, theirs, groups=clusters)
     return FamilyComparison(
         other=matrix.arms[other],
         n_items=matrix.n_items,
@@ -141,7 +153,7 @@ def _comparison(
         mean=float(mine.mean()),
         other_mean=float(theirs.mean()),
         mean_diff=mean_diff,
-        interval=Interval(low, high, difference.interval.confidence, difference.interval.method),
+        interval=_oriented(pair.interval, sign),
         unit=difference.unit,
         n_units=difference.n_units,
         sign_flip=difference.test,
@@ -152,9 +164,24 @@ def _comparison(
         noise_p=None if noise is None else noise.p_value,
         within_noise=within,
         verdict=_verdict(matrix.arms[0].label, matrix.arms[other].label, mean_diff, pair.holm_p, alpha, within),
-        detectable=min_detectable_effect(diffs, alpha=power_alpha, power=POWER),
-        needed=None if effect is None else required_n(diffs, effect, alpha=power_alpha, power=POWER),
+        detectable=min_detectable_effect(units, alpha=power_alpha, power=POWER),
+        needed=None if effect is None else _needed(units, effect, power_alpha),
+        mcnemar_note=MCNEMAR_WITH_CLUSTERS if clusters else None,
+        raw_interval=_oriented(difference.interval, sign),
     )
+
+
+def _oriented(interval: Interval, sign: float) -> Interval:
+    """An interval of ahead − behind as one of run − other."""
+    low, high = sorted((sign * interval.low, sign * interval.high))
+    return Interval(low, high, interval.confidence, interval.method)
+
+
+def _needed(units: np.ndarray, effect: float, power_alpha: float) -> PowerAnalysis:
+    try:
+        return required_n(units, effect, alpha=power_alpha, power=POWER)
+    except ValueError as exc:
+        raise EvalsiteError(f"--effect {effect:g}: {exc}") from None
 
 
 def _verdict(label: str, other: str, mean_diff: float, holm_p: float, alpha: float, within_noise: bool | None) -> str:

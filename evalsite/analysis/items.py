@@ -420,6 +420,10 @@ def item_labels(project: Project, matrix: ItemMatrix, key: str) -> ItemLabels:
     return ItemLabels(key, values, recorded_path, stale)
 
 
+#: The cluster label of an item without the cluster field (a cluster of one).
+ALONE_PREFIX = "\0item:"
+
+
 def cluster_labels(project: Project, matrix: ItemMatrix, key: str | None = None) -> tuple[str | None, tuple[str, ...] | None]:
     """The cluster of every matrix item when some item declares one (``metadata[key]``), else
     ``(None, None)``: items without the field are clusters of one. Runs whose dataset file is
@@ -435,7 +439,7 @@ def cluster_labels(project: Project, matrix: ItemMatrix, key: str | None = None)
     if labels.labelled == 0:
         return None, None
     return chosen, tuple(
-        value if value is not None else f"\0item:{item_id}" for value, item_id in zip(labels.values, matrix.item_ids)
+        value if value is not None else f"{ALONE_PREFIX}{item_id}" for value, item_id in zip(labels.values, matrix.item_ids)
     )
 
 

@@ -141,23 +141,28 @@ def leaderboard_of(
 
 def stability_of(data: ArmsOnDataset, verdict: Verdict, seed: int = SEED) -> RankStability:
     """Rank stability of the arms of one dataset, for the pairs the verdict separates."""
-    return verdict_stability(metric_values(data.matrix, verdict.metric), verdict, seed)
+    return verdict_stability(metric_values(data.matrix, verdict.metric), verdict, seed, groups=data.clusters)
 
 
-def verdict_stability(values: np.ndarray, verdict: Verdict, seed: int = SEED) -> RankStability:
+def verdict_stability(
+    values: np.ndarray, verdict: Verdict, seed: int = SEED, groups: Sequence[Hashable] | None = None,
+) -> RankStability:
     """``stats.rank_stability`` of items × arms ``values`` (oriented so that higher is better)
     checking only the pairs the verdict separates: nothing is reported for a gap the paired
-    tests cannot tell from chance."""
+    tests cannot tell from chance. ``groups`` (the verdict's clusters) makes whole clusters the
+    resampled unit, as in the verdict's own tests."""
     sign = -1.0 if verdict.metric.lower_is_better else 1.0
     separated = [(p.ahead, p.behind) for p in verdict.pairs if p.separated]
-    return rank_stability(sign * np.asarray(values, dtype=float), pairs=separated, seed=seed, level=STABILITY_LEVEL)
+    return rank_stability(sign * np.asarray(values, dtype=float), pairs=separated, seed=seed, level=STABILITY_LEVEL,
+                          groups=groups)
 
 
 def stability_sentence(stability: RankStability, labels: Sequence[str]) -> str:
-    """How many items the pairs the paired tests separate need; nothing for pairs they do not."""
+    """How large a bootstrap sample keeps the separated pairs' direction; nothing for pairs the
+    paired tests do not separate. It is a resampling figure, not the items a test needs."""
     level = f"{stability.level:.0%}"
     if not stability.pairs:
-        return "the paired tests separate no pair of arms, so no order is reported as stable (needs: none)"
+        return "the paired tests separate no pair of arms, so no order is reported as stable"
     shown = ", ".join(f"{labels[a]} > {labels[b]}" for a, b in stability.pairs)
     size: int | None
     if stability.min_size_order is not None:
@@ -165,10 +170,20 @@ def stability_sentence(stability: RankStability, labels: Sequence[str]) -> str:
         what, size, plural = f"this order ({order})", stability.min_size_order, False
     else:
         what, size, plural = f"the separated pairs ({shown}; the rest of the order is not supported)", stability.min_size_pairs, True
-    needs = (f"{what} {'are' if plural else 'is'} kept by fewer than {level} of bootstrap samples even at "
-             f"{stability.sizes[-1]} items" if size is None else f"{what} need{'' if plural else 's'} ~{size} items")
-    return (f"{needs}; you have {stability.n_items} — share of {stability.n_resamples:,} bootstrap samples "
-            "per size (with replacement) that keep every separated pair's direction")
+    keep = "keep their direction" if plural else "keeps its direction"
+    kept = (f"{what} {'are' if plural else 'is'} kept by fewer than {level} of bootstrap samples even at "
+            f"{_sample_size(stability, stability.sizes[-1])}" if size is None
+            else f"{what} {keep} in {level} of bootstrap samples of ~{_sample_size(stability, size)}")
+    return (f"{kept}; you have {_sample_size(stability, stability.n_units or stability.n_items)} — share of "
+            f"{stability.n_resamples:,} bootstrap samples per size (with replacement) that keep every separated "
+            "pair's direction; not the number of items a test needs to detect a difference (family-test --effect)")
+
+
+def _sample_size(stability: RankStability, size: int) -> str:
+    """"72 items", or "18 clusters (~144 items)" when whole clusters are resampled."""
+    if stability.unit == "item":
+        return f"{size} item{'s' * (size != 1)}"
+    return f"{size} cluster{'s' * (size != 1)} (~{round(size * stability.items_per_unit)} items)"
 
 
 @dataclass(frozen=True)

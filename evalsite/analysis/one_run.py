@@ -2,8 +2,9 @@
 
 The bootstrap resamples what is independent in the run:
 
-* items carrying a cluster key (``metadata.group`` by default) are not independent of their
-  cluster, so whole clusters are resampled (cluster BCa);
+* items carrying a cluster key (``[analysis] cluster_key``, ``metadata.group`` by default: the one
+  cluster rule of :func:`~evalsite.analysis.items.cluster_labels` every verdict uses) are not
+  independent of their cluster, so whole clusters are resampled (cluster BCa);
 * otherwise items (BCa).
 
 Each item's repeats are averaged first: the item mean already carries its rerun noise, so
@@ -19,17 +20,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from evalsite.analysis.db import open_database
-from evalsite.analysis.items import DroppedItem, ItemMatrix, dataset_path, item_labels, item_matrix
+from evalsite.analysis.items import ALONE_PREFIX, DroppedItem, ItemMatrix, cluster_labels, dataset_path, item_matrix
+from evalsite.analysis.metadata import cluster_key
 from evalsite.analysis.selection import ArmRun, runs_by_reference
 from evalsite.analysis.summary import run_noise
-from evalsite.errors import EvalsiteError
 from evalsite.project import Project
 from evalsite.stats import Flakiness, Interval, RepeatNoise, bootstrap_ci, flakiness
 
 CONFIDENCE = 0.95
 SEED = 0
 N_RESAMPLES = 9999
-GROUP_KEY = "group"
 ITEMS, CLUSTERS = "items", "clusters"
 
 
@@ -70,8 +70,10 @@ class BootstrapReport:
 
 def bootstrap_report(
     project: Project, run: str, *, evaluator: str | None = None, confidence: float = CONFIDENCE,
-    seed: int = SEED, group_key: str = GROUP_KEY,
+    seed: int = SEED, group_key: str | None = None,
 ) -> BootstrapReport:
+    """``group_key`` overrides the project's ``[analysis] cluster_key`` (default ``group``)."""
+    group_key = group_key or cluster_key(project)
     matrix = run_matrix(project, run, evaluator)
     scores, passed = matrix.arm_scores(0), matrix.arm_passed(0)
     groups, why = _clusters(project, matrix, group_key)
@@ -92,19 +94,16 @@ def bootstrap_report(
     )
 
 
-def _clusters(project: Project, matrix: ItemMatrix, key: str) -> tuple[list[str] | None, str]:
-    """Cluster labels when some item has ``metadata[key]``, and a note on how that was decided."""
+def _clusters(project: Project, matrix: ItemMatrix, key: str) -> tuple[tuple[str, ...] | None, str]:
+    """The clusters of the one cluster rule (:func:`~evalsite.analysis.items.cluster_labels`,
+    the verdict's), and a note on how they were decided."""
     if dataset_path(matrix) is None:
         return None, "the run names no dataset file (an imported run), so no item metadata and no clusters"
-    try:
-        labels = item_labels(project, matrix, key)
-    except EvalsiteError as exc:  # an imported run names no dataset file; a file may be unreadable
-        return None, f"metadata unknown ({exc.message}), so no clusters"
-    if labels.labelled == 0:
+    _, groups = cluster_labels(project, matrix, key)
+    if groups is None:
         return None, f"no item has metadata.{key}"
-    groups = [value if value is not None else f"\0item:{item_id}" for value, item_id in zip(labels.values, matrix.item_ids)]
-    alone = matrix.n_items - labels.labelled
-    note = f"{labels.labelled} items have metadata.{key}" + (f"; {alone} without it are clusters of one" if alone else "")
+    alone = sum(label.startswith(ALONE_PREFIX) for label in groups)
+    note = f"{matrix.n_items - alone} items have metadata.{key}" + (f"; {alone} without it are clusters of one" if alone else "")
     return groups, note
 
 

@@ -7,8 +7,9 @@ Given the item matrix (items × arms, one value per item of the ranking statisti
    direction) — so no arm is ever listed ahead of one with a better displayed value;
 2. decides separation with the paired sign-flip test of every pair shown, Holm-corrected over
    those pairs (``stats.paired_difference``: whole clusters flip when items declare one), and
-   reports each pair's mean difference with its bootstrap interval and the smallest difference
-   it could detect;
+   reports each pair's mean difference with the interval of that test's inversion at the
+   pair's Holm level (it excludes 0 exactly when the pair is separated; the raw bootstrap
+   interval stays beside it) and the smallest difference it could detect;
 3. groups the arms no test separates (a compact letter display of the paired tests) and writes
    one headline sentence a reviewer can quote.
 
@@ -39,10 +40,10 @@ from evalsite.stats import (
     TiedGroups,
     bootstrap_ci,
     friedman_test,
-    holm,
     nemenyi,
 )
-from evalsite.stats.pairs import PairedDifference, letter_groups, paired_difference
+from evalsite.stats.inversion import holm_levels
+from evalsite.stats.pairs import PairedDifference, inverted_pair_interval, letter_groups, paired_difference
 
 ALPHA = 0.05
 SEED = 0
@@ -87,7 +88,14 @@ def choose_metric(name: str | None = None, direction: str | None = None, setting
 class PairVerdict:
     """Two arms, ``ahead`` listed before ``behind``: ``difference`` is ahead − behind (the raw
     metric; negative for a lower-is-better metric when ``ahead`` is better), ``holm_p`` its
-    sign-flip p adjusted over every pair shown, ``separated`` when ``holm_p`` < α."""
+    sign-flip p adjusted over every pair shown, ``separated`` when ``holm_p`` < α.
+
+    ``interval`` is the interval that agrees with that decision: the shifts of the mean
+    difference the same sign-flip test does not reject at ``level``, the level Holm tested this
+    pair at (α / (m − j + 1) for the pair rejected at step j, α / (m − r) for every pair not
+    rejected), so it excludes 0 exactly when the pair is separated
+    (:mod:`evalsite.stats.inversion`). ``difference.interval`` is the raw (unadjusted) bootstrap
+    interval, kept for reference and labelled raw wherever it is shown."""
 
     ahead: int
     behind: int
@@ -96,6 +104,8 @@ class PairVerdict:
     difference: PairedDifference
     holm_p: float
     separated: bool
+    interval: Interval
+    level: float
 
 
 @dataclass(frozen=True)
@@ -232,13 +242,18 @@ def _pairs(
 ) -> list[PairVerdict]:
     ordered = [(a, b) if position[a] < position[b] else (b, a) for a, b in chosen]
     mde_alpha = alpha / max(1, len(ordered))  # Holm's first step: what every pair can be sure to reach
+    labels_of_items = None if groups is None else list(groups)
     differences = [
-        paired_difference(values[:, a], values[:, b], groups=groups, seed=seed, mde_alpha=mde_alpha) for a, b in ordered
+        paired_difference(values[:, a], values[:, b], groups=labels_of_items, seed=seed, mde_alpha=mde_alpha)
+        for a, b in ordered
     ]
-    adjusted = holm([d.p_value for d in differences]) if differences else []
+    holm_decision = holm_levels([d.p_value for d in differences], alpha)
     return [
-        PairVerdict(a, b, labels[a], labels[b], difference, p, p < alpha)
-        for (a, b), difference, p in zip(ordered, differences, adjusted)
+        PairVerdict(a, b, labels[a], labels[b], difference, p, rejected,
+                    inverted_pair_interval(values[:, a], values[:, b], level, zero_accepted=not rejected,
+                                           groups=labels_of_items, seed=seed), level)
+        for (a, b), difference, p, rejected, level in zip(
+            ordered, differences, holm_decision.adjusted, holm_decision.rejected, holm_decision.levels)
     ]
 
 
@@ -266,7 +281,14 @@ def _bounds(interval: Interval) -> str:
     if math.isnan(interval.low):
         return "[undefined]"
     digits = 3 if max(abs(interval.low), abs(interval.high)) < 0.01 else 2
-    return f"[{interval.low:.{digits}f}, {interval.high:.{digits}f}]"
+    return f"[{_bound(interval.low, digits)}, {_bound(interval.high, digits)}]"
+
+
+def _bound(value: float, digits: int) -> str:
+    """A bound to ``digits`` decimals, or to two significant digits when those would print a
+    non-zero bound as 0 (a bound just above 0 is what says "separated")."""
+    text = f"{value:.{digits}f}"
+    return f"{value:.2g}" if value != 0 and math.isfinite(value) and float(text) == 0 else text
 
 
 def _p(value: float) -> str:
@@ -274,9 +296,16 @@ def _p(value: float) -> str:
 
 
 def pair_phrase(pair: PairVerdict) -> str:
-    """"+0.27 [0.15, 0.38] vs left_to_right, p = 0.002 Holm" (the difference is ahead − behind)."""
+    """"+0.27 [0.15, 0.38] (97.5% Holm-level interval) vs left_to_right, p = 0.002 Holm": the
+    difference is ahead − behind, the interval the one that agrees with the Holm decision."""
     d = pair.difference
-    return f"{_signed(d.mean_diff)} {_bounds(d.interval)} vs {pair.behind_label}, p = {_p(pair.holm_p)} Holm"
+    return (f"{_signed(d.mean_diff)} {_bounds(pair.interval)} ({level_text(pair.interval)} Holm-level interval) "
+            f"vs {pair.behind_label}, p = {_p(pair.holm_p)} Holm")
+
+
+def level_text(interval: Interval) -> str:
+    """"97.5%": an interval's confidence, with as many digits as Holm's levels need."""
+    return f"{100 * interval.confidence:.3g}%"
 
 
 def detectable_phrase(pair: PairVerdict) -> str:

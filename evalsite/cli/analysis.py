@@ -109,8 +109,8 @@ def family_test_command(run, others, alpha, effect, evaluator, seed, as_json) ->
 @click.argument("run")
 @click.option("--confidence", type=LEVEL, default=0.95, show_default=True, help="Confidence level of the intervals.")
 @seed_option
-@click.option("--group", "group_key", metavar="KEY", default="group", show_default=True,
-              help="metadata key whose items form clusters, resampled whole.")
+@click.option("--group", "group_key", metavar="KEY", default=None,
+              help="metadata key whose items form clusters, resampled whole (default: [analysis] cluster_key, else group).")
 @scores_option
 @json_option
 def bootstrap_command(run, confidence, seed, group_key, evaluator, as_json) -> None:

@@ -14,10 +14,11 @@ from evalsite.analysis import (
     NoiseReport,
     StabilityReport,
 )
+from evalsite.analysis.family import FamilyComparison
 from evalsite.analysis.items import DroppedItem
 from evalsite.analysis.leaderboard import stability_sentence
 from evalsite.analysis.selection import LeftOut
-from evalsite.analysis.verdict import Metric, Verdict, detectable_phrase
+from evalsite.analysis.verdict import Metric, Verdict, detectable_phrase, level_text
 from evalsite.cli.output import print_table
 from evalsite.runlog.money import format_usd
 from evalsite.runlog.records import RunStatus
@@ -27,8 +28,8 @@ SHOWN_DROPPED = 10
 #: Below this many units the normal approximation of the power figures is optimistic.
 SMALL_N = 30
 POWER_CAVEAT = (
-    "optimistic below ~30 items (the sign-flip test is discrete and the t correction is ignored): a stated 80% is "
-    "about 45% at 6 items, 70% at 10, 77% at 30 (seeded simulation, docs/reference/statistics.md)"
+    "approximate below ~30 units (the sign-flip test is discrete): a stated 80% measured 76-78% at 10-30 units "
+    "(seeded simulation, docs/reference/statistics.md)"
 )
 
 
@@ -142,7 +143,8 @@ def _pairs(verdict: Verdict) -> None:
     click.echo(f"pairs (paired sign-flip over {verdict.unit}s, {verdict.correction}, α = {verdict.alpha}):")
     _table([
         {"pair": f"{p.ahead_label} − {p.behind_label}", "Δ": f"{p.difference.mean_diff:+.3f}",
-         f"{p.difference.interval.confidence:.0%} CI": interval(p.difference.interval),
+         "Holm-level CI": f"{interval(p.interval)} at {level_text(p.interval)}",
+         f"raw {p.difference.interval.confidence:.0%} CI": interval(p.difference.interval),
          "p": p_value(p.difference.p_value), "Holm p": p_value(p.holm_p),
          "verdict": "separated" if p.separated else detectable_phrase(p)}
         for p in verdict.pairs
@@ -186,7 +188,8 @@ def family(report: FamilyTest) -> None:
     rows = [
         {
             "vs": c.other.label, "items": c.n_items, "mean": number(c.mean), "other": number(c.other_mean),
-            "Δ": f"{c.mean_diff:+.3f}", f"{c.interval.confidence:.0%} CI": interval(c.interval),
+            "Δ": f"{c.mean_diff:+.3f}", "Holm-level CI": f"{interval(c.interval)} at {level_text(c.interval)}",
+            "raw 95% CI": interval(c.raw_interval),
             "sign-flip p": p_value(c.sign_flip.p_value), "kind": _sign_flip_kind(c.sign_flip),
             "Holm p": p_value(c.holm_p), "McNemar p": p_value(c.mcnemar.p_value) if c.mcnemar else "—",
             "McNemar Holm p": p_value(c.mcnemar_holm_p), "noise": _noise_label(c.noise, c.noise_p, c.within_noise),
@@ -203,16 +206,25 @@ def family(report: FamilyTest) -> None:
         "reliably items pass, not the mean; the verdict reads the sign-flip test)"
     )
     click.echo(
-        f"power: normal approximation, two-sided paired test at α/m = {report.power_alpha:.4g} (Holm's strictest step), "
+        f"power: calibrated on the two-sided sign-flip test over {report.comparisons[0].unit}s at α/m = {report.power_alpha:.4g} (Holm's strictest step), "
         f"power {report.power}" + (f"; {POWER_CAVEAT}" if any(c.n_units < SMALL_N for c in report.comparisons) else "")
     )
     for c in report.comparisons:
-        detectable = "no effect (too few items)" if math.isinf(c.detectable.effect) else f"|Δ| ≥ {c.detectable.effect:.3f}"
-        needed = "" if c.needed is None else f"; |Δ| = {report.effect} needs {c.needed.n} items"
-        click.echo(f"  vs {c.other.label}: {c.n_items} items detect {detectable}{needed}")
+        detectable = f"no effect (too few {c.unit}s)" if math.isinf(c.detectable.effect) else f"|Δ| ≥ {c.detectable.effect:.3f}"
+        needed = "" if c.needed is None else f"; |Δ| = {report.effect} needs {_units_text(c.needed.n, c)}"
+        click.echo(f"  vs {c.other.label}: {_units_text(c.n_units, c)} detect {detectable}{needed}")
+    for note in sorted({c.mcnemar_note for c in report.comparisons if c.mcnemar_note}):
+        click.echo(note)
     dropped = [c for c in report.comparisons if c.dropped]
     for c in dropped:
         click.echo(f"vs {c.other.label}: {c.dropped} items not scored in both runs were left out")
+
+
+def _units_text(n: int, c: FamilyComparison) -> str:
+    """"80 items", or "12 clusters (~96 items)" when the comparison flips clusters."""
+    if c.unit == "item":
+        return f"{n} item{'s' * (n != 1)}"
+    return f"{n} cluster{'s' * (n != 1)} (~{round(n * c.n_items / c.n_units)} items)"
 
 
 def _noise_label(noise: float | None, noise_p: float | None, within: bool | None) -> str:
@@ -245,19 +257,20 @@ def stability(report: StabilityReport) -> None:
     s = report.stability
     click.echo(
         f"rank stability · dataset {report.selection.dataset_id} · {len(report.labels)} arms · {report.n_items} items · "
-        f"{s.n_resamples:,} bootstrap samples per size (with replacement), seed {s.seed}"
+        f"{s.n_resamples:,} bootstrap samples of {s.unit}s per size (with replacement), seed {s.seed}"
     )
     _dropped(report.dropped)
     click.echo(f"verdict: {report.verdict.headline}")
     click.echo("only the pairs the paired tests separate are checked: a gap they cannot tell from chance has no stable order")
     if s.pairs:
         click.echo()
-        columns = [("items", s.sizes), ("separated pairs kept", s.p_order)] + ([("top arm kept", s.p_top)] if s.p_top else [])
-        _table([{name: (value if name == "items" else number(value)) for name, value in zip([c for c, _ in columns], row)}
+        size_column = f"{s.unit}s"
+        columns = [(size_column, s.sizes), ("separated pairs kept", s.p_order)] + ([("top arm kept", s.p_top)] if s.p_top else [])
+        _table([{name: (value if name == size_column else number(value)) for name, value in zip([c for c, _ in columns], row)}
                 for row in zip(*[values for _, values in columns])])
     click.echo()
     click.echo(stability_sentence(s, report.labels))
-    click.echo(f"\nrank intervals ({s.level:.0%}, bootstrap over items at full size; 1 = best):")
+    click.echo(f"\nrank intervals ({s.level:.0%}, bootstrap over {s.unit}s at full size; 1 = best):")
     _table([{"rank": place.rank_text, "arm": place.label, _statistic_name(report.verdict.metric): number(place.value),
              "rank interval": _rank_interval(s.rank_intervals[place.arm])} for place in report.arms])
     click.echo()

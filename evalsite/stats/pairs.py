@@ -25,6 +25,7 @@ from numpy.typing import ArrayLike
 
 from evalsite.stats._inputs import paired_per_item
 from evalsite.stats.intervals import paired_bootstrap_ci
+from evalsite.stats.inversion import inverted_interval, shift_test
 from evalsite.stats.paired import SignFlipResult, _differences, sign_flip_test
 from evalsite.stats.power import min_detectable_effect
 from evalsite.stats.proportions import Interval
@@ -38,9 +39,9 @@ class PairedDifference:
     """mean(a − b) over items, with the test and interval on the independent ``unit``.
 
     ``p_value`` is the two-sided sign-flip p (``kind`` exact or monte-carlo); ``interval`` the
-    bootstrap interval of the mean difference; ``mde`` the smallest |Δ| detected with power 0.8
-    at ``mde_alpha`` (normal approximation, optimistic below ~30 units: see
-    docs/reference/statistics.md); ``n_units`` counts items, or clusters when ``unit`` is
+    raw (unadjusted) bootstrap interval of the mean difference; ``mde`` the smallest |Δ| detected
+    with power 0.8 at ``mde_alpha`` (:mod:`evalsite.stats.power`, calibrated on this test over
+    these units; approximate below ~30 units); ``n_units`` counts items, or clusters when ``unit`` is
     ``cluster``; ``test`` is the sign-flip result over the units (its own ``mean_diff`` is the
     mean unit total, not the mean per item)."""
 
@@ -71,10 +72,7 @@ def paired_difference(
     test = sign_flip_test(units, np.zeros_like(units), seed=seed)
     interval = paired_bootstrap_ci(a_items, b_items, confidence=confidence, seed=seed, n_resamples=n_resamples,
                                    groups=labels)
-    # A cluster's total scaled by (clusters / items) has the mean difference as its mean, so the
-    # item-level power formula applies to these unit values with n = clusters.
-    unit_values = units * units.size / n_items
-    mde = min_detectable_effect(unit_values, alpha=mde_alpha).effect if units.size >= 2 else math.inf
+    mde = min_detectable_effect(_per_item_scale(units, n_items), alpha=mde_alpha).effect if units.size >= 2 else math.inf
     unit: Unit = "item" if labels is None else "cluster"
     method = f"two-sided paired sign-flip over {unit}s ({test.method}); {interval.method} bootstrap over {unit}s"
     return PairedDifference(
@@ -82,6 +80,33 @@ def paired_difference(
         unit=unit, n_items=int(n_items), n_units=int(units.size), mde=float(mde), mde_alpha=mde_alpha, test=test,
         method=method,
     )
+
+
+def unit_differences(a: ArrayLike, b: ArrayLike, *, groups: Iterable[Hashable] | None = None) -> np.ndarray:
+    """One value per unit the test flips: per-item a − b, or each cluster's total scaled by
+    (clusters / items), whose mean is the mean per-item difference — the values the power of
+    the comparison is computed from (:mod:`evalsite.stats.power`, with n = units)."""
+    a_items, b_items = paired_per_item(a, b)
+    units = unit_totals(_differences(a_items, b_items), None if groups is None else list(groups))
+    return _per_item_scale(units, a_items.size)
+
+
+def _per_item_scale(units: np.ndarray, n_items: int) -> np.ndarray:
+    return np.asarray(units * units.size / n_items)
+
+
+def inverted_pair_interval(
+    a: ArrayLike, b: ArrayLike, level: float, *, zero_accepted: bool, groups: Iterable[Hashable] | None = None,
+    seed: int = 0, n_resamples: int = 9999,
+) -> Interval:
+    """The mean differences a − b the sign-flip test (over the same units as
+    :func:`paired_difference`) does not reject at ``level``; whether 0 is accepted is the
+    caller's decision (the exact p of :func:`paired_difference` against its level), so the
+    interval excludes 0 exactly when that decision rejects (:mod:`evalsite.stats.inversion`)."""
+    a_items, b_items = paired_per_item(a, b)
+    test = shift_test(_differences(a_items, b_items), None if groups is None else list(groups), seed=seed,
+                      n_resamples=n_resamples)
+    return inverted_interval(test, level, zero_accepted=zero_accepted)
 
 
 def unit_totals(diffs: np.ndarray, groups: Sequence[Hashable] | None) -> np.ndarray:

@@ -7,7 +7,7 @@ Matrices are items × arms with higher = better, ranked as :mod:`evalsite.stats.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Hashable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,6 +35,11 @@ class RankStability:
     of arms is separated (a full order); ``min_size_pairs`` is the same for the separated pairs
     alone; ``min_size_top`` for the top arm. ``rank_intervals[arm]`` is the central ``level``
     interval of the arm's rank (1 = best, ties averaged) over full-size bootstrap resamples.
+
+    With ``groups`` (one cluster label per item) the resampled ``unit`` is the cluster: sizes
+    count clusters (``n_units`` of them), and each resample's arm means are over the items of
+    the clusters drawn. These shares say how often resamples keep an order; they are not the
+    number of items a test needs to detect a difference (:mod:`evalsite.stats.power` is).
     """
 
     sizes: tuple[int, ...]
@@ -53,6 +58,13 @@ class RankStability:
     n_resamples: int
     seed: int
     method: str = "bootstrap samples with replacement per size; bootstrap rank intervals at full size"
+    unit: str = "item"
+    n_units: int = 0
+
+    @property
+    def items_per_unit(self) -> float:
+        """Mean items per resampled unit (1 for items; a size of k clusters is about k × this items)."""
+        return self.n_items / self.n_units if self.n_units else 1.0
 
 
 def rank_stability(
@@ -63,6 +75,7 @@ def rank_stability(
     n_resamples: int = 1000,
     seed: int = 0,
     level: float = 0.95,
+    groups: Sequence[Hashable] | None = None,
 ) -> RankStability:
     """How many items the separated part of the order needs before resamples keep reproducing it.
 
@@ -76,10 +89,12 @@ def rank_stability(
         raise ValueError(f"n_resamples must be at least 1, got {n_resamples}")
     values = arm_matrix(matrix)
     n_items, n_arms = values.shape
+    clusters = None if groups is None else _cluster_sums(values, groups)
+    n_units = n_items if clusters is None else clusters[0].shape[0]
     checked = tuple((int(a), int(b)) for a, b in pairs)
     if any(not (0 <= a < n_arms and 0 <= b < n_arms) or a == b for a, b in checked):
         raise ValueError(f"pairs must name two different arms among {n_arms}")
-    subset_sizes = _subset_sizes(sizes, n_items)
+    subset_sizes = _subset_sizes(sizes, n_units)
     rng = np.random.default_rng(seed)
     tolerance = RELATIVE_TOLERANCE * max(1.0, float(np.max(np.abs(values))))
     full_means = values.mean(axis=0)
@@ -91,8 +106,10 @@ def rank_stability(
 
     order_hits = np.zeros(subset_sizes.size)
     top_hits = np.zeros(subset_sizes.size)
-    by_counts = distinct_units(values, n_resamples)  # large inputs with few distinct item rows
-    for means in _subset_means(values, subset_sizes, n_resamples, rng, by_counts):
+    by_counts = distinct_units(values, n_resamples) if clusters is None else None  # few distinct item rows
+    chunks = (_subset_means(values, subset_sizes, n_resamples, rng, by_counts) if clusters is None
+              else _cluster_subset_means(*clusters, subset_sizes, n_resamples, rng))
+    for means in chunks:
         order_hits += _keeps(means, checked, tolerance).sum(axis=0)
         top_hits += _keeps(means, top_pairs, tolerance).sum(axis=0)
     p_order = order_hits / n_resamples if checked else np.array([])
@@ -106,9 +123,47 @@ def rank_stability(
         min_size_top=_smallest_size_reaching(subset_sizes, p_top, level) if top_separated else None,
         full_order=tuple(int(a) for a in full_order),
         top_arms=tuple(int(a) for a in np.flatnonzero(full_means >= full_means.max() - tolerance)),
-        rank_intervals=_bootstrap_rank_intervals(values, n_resamples, level, rng, by_counts),
+        rank_intervals=(_bootstrap_rank_intervals(values, n_resamples, level, rng, by_counts) if clusters is None
+                        else _cluster_rank_intervals(*clusters, n_resamples, level, rng)),
         level=level, n_items=n_items, n_arms=n_arms, n_resamples=n_resamples, seed=seed,
+        unit="item" if clusters is None else "cluster", n_units=n_units,
     )
+
+
+def _cluster_sums(values: np.ndarray, groups: Sequence[Hashable]) -> tuple[np.ndarray, np.ndarray]:
+    """Clusters × arms sums of the items' values, and each cluster's item count."""
+    if len(groups) != values.shape[0]:
+        raise ValueError(f"groups needs one label per item: {len(groups)} labels for {values.shape[0]} items")
+    index: dict[Hashable, int] = {}
+    codes = np.array([index.setdefault(label, len(index)) for label in groups])
+    totals = np.zeros((len(index), values.shape[1]))
+    np.add.at(totals, codes, values)
+    return totals, np.bincount(codes, minlength=len(index)).astype(float)
+
+
+def _cluster_subset_means(
+    totals: np.ndarray, sizes: np.ndarray, subset_sizes: np.ndarray, n_resamples: int, rng: np.random.Generator,
+) -> Iterator[np.ndarray]:
+    """Like :func:`_subset_means` with whole clusters drawn: the first k drawn clusters for size k."""
+    largest = int(subset_sizes[-1])
+    per_chunk = max(1, _RESAMPLE_CELLS // (largest * totals.shape[1]))
+    for start in range(0, n_resamples, per_chunk):
+        drawn = rng.integers(0, totals.shape[0], size=(min(per_chunk, n_resamples - start), largest))
+        summed = np.cumsum(totals[drawn], axis=1)[:, subset_sizes - 1, :]
+        counted = np.cumsum(sizes[drawn], axis=1)[:, subset_sizes - 1]
+        yield summed / counted[..., None]
+
+
+def _cluster_rank_intervals(
+    totals: np.ndarray, sizes: np.ndarray, n_resamples: int, level: float, rng: np.random.Generator,
+) -> tuple[tuple[float, float], ...]:
+    per_chunk = max(1, _RESAMPLE_CELLS // totals.size)
+    ranks = []
+    for start in range(0, n_resamples, per_chunk):
+        drawn = rng.integers(0, totals.shape[0], size=(min(per_chunk, n_resamples - start), totals.shape[0]))
+        means = totals[drawn].sum(axis=1) / sizes[drawn].sum(axis=1)[:, None]
+        ranks.append(scipy_stats.rankdata(-means, axis=1))
+    return _rank_quantiles(np.concatenate(ranks), level)
 
 
 def _subset_sizes(sizes: ArrayLike | None, n_items: int) -> np.ndarray:
@@ -197,7 +252,10 @@ def _bootstrap_rank_intervals(
         else:
             means = values[rng.integers(0, n_items, size=(rows, n_items))].mean(axis=1)
         ranks.append(scipy_stats.rankdata(-means, axis=1))
-    all_ranks = np.concatenate(ranks)
+    return _rank_quantiles(np.concatenate(ranks), level)
+
+
+def _rank_quantiles(all_ranks: np.ndarray, level: float) -> tuple[tuple[float, float], ...]:
     tail = (1 - level) / 2
     low = np.quantile(all_ranks, tail, axis=0, method="inverted_cdf")
     high = np.quantile(all_ranks, 1 - tail, axis=0, method="inverted_cdf")
