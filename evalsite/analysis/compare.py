@@ -20,6 +20,7 @@ from evalsite.analysis.case_scan import ScannedCases, scan_cases
 from evalsite.analysis.items import may_hold_metadata
 from evalsite.analysis.metadata import cluster_key, dataset_labels
 from evalsite.analysis.regression import THRESHOLD, RegressionReport, regression_report
+from evalsite.analysis.wording import p_clause
 from evalsite.errors import EvalsiteError, NotComparableError
 from evalsite.project import Project
 from evalsite.runlog.decisions import Decision
@@ -143,7 +144,7 @@ def gate(report: RegressionReport, alpha: float = ALPHA) -> GateVerdict:
     failing; a single flipped item, or a drop the test cannot tell from chance, passes."""
     summary, reasons = report.summary, []
     if summary.p_value is not None and summary.mean_delta is not None and summary.mean_delta < 0 and summary.p_value < alpha:
-        reasons.append(f"significant regression: mean Δ {summary.mean_delta:+.3f}, p = {summary.p_value:.4g} < α = {alpha}")
+        reasons.append(f"significant regression: mean Δ {summary.mean_delta:+.3f}, {p_clause(summary.p_value)} < α = {alpha}")
     if report.critical_newly_failing:
         reasons.append(f"critical rows newly failing: {', '.join(report.critical_newly_failing)}")
     return GateVerdict(bool(reasons), reasons, alpha)

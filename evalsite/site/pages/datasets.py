@@ -148,7 +148,7 @@ def describe(selection: Selection) -> str:
 
 
 ARM_COLUMNS = [
-    Column("rank", "rank", help="place in the order the tests support; a range (2–3) when the arm is tied with others"),
+    Column("rank", "rank", help="place in the order the tests support; a range (2–3) when the tests do not separate the arm from others"),
     Column("arm", "arm", help="the arm; links to the run that stands for it"),
     Column("mean", "mean score", "interval", "mean of per-item means, 95% BCa bootstrap interval over items"),
     Column("delta", "Δ leader", "number", "mean score minus the first arm's, over the same items (= the paired mean difference)"),
@@ -156,7 +156,7 @@ ARM_COLUMNS = [
     Column("cost_per_case", "cost / case", "usd", "total cost / cases; unknown when any case has no cost"),
     Column("latency_p50", "p50 latency", "ms", "nearest-rank median latency"),
     Column("pass_rate", "pass rate", "percent", secondary=True),
-    Column("noise", "noise ±", "number", "std of the arm's per-repeat means (with repeats): a difference smaller than this is noise", secondary=True),
+    Column("noise", "noise ±", "number", "std of the arm's per-repeat means (with repeats): how far its mean moves on a rerun; a difference of this size could not be told apart from rerunning", secondary=True),
     Column("items", "items", "count", "items every arm of the leaderboard scored (the figures use only these)", secondary=True),
     Column("cases", "cases", "count", secondary=True),
     Column("cost_total", "cost", "usd", "total cost; unknown when any case has no cost", secondary=True),
@@ -232,7 +232,7 @@ def _ranking(board: Board, number: int) -> tuple[Ranking | None, str]:
 
 def _pairs_table(verdict, number: int) -> Table:
     columns = [Column("pair", "pair"), Column("delta", "Δ with 95% interval", "interval", "paired difference, bootstrap over the test's units"),
-               Column("p", "p", "number", "two-sided paired sign-flip"), Column("holm_p", "Holm p", "number", verdict.correction),
+               Column("p", "p", "pvalue", "two-sided paired sign-flip"), Column("holm_p", "Holm p", "pvalue", verdict.correction),
                Column("verdict", "verdict")]
     rows = [{"pair": f"{p.ahead_label} − {p.behind_label}",
              "delta": ShownInterval(p.difference.mean_diff, *bounds(p.difference.interval)),

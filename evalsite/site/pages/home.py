@@ -122,7 +122,7 @@ def dataset_verdict(inputs: ProjectInputs, dataset_id: str, group: Selection) ->
         difference = pair.difference
         card.delta = ShownInterval(difference.mean_diff, *bounds(difference.interval))
         card.confidence, card.p_value = difference.interval.confidence, pair.holm_p
-        card.p_label = f"paired sign-flip test over {difference.unit}s, Holm over the {len(board.verdict.pairs)} pairs shown"
+        card.p_label = f"paired sign-flip test over {difference.unit}s, {board.verdict.correction}"
     return card
 
 
