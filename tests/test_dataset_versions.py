@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+from compare_support import edit_row, run_arm
 from runner_support import all_runs, questions, write_experiment
 
 
@@ -41,3 +42,36 @@ def test_a_dataset_without_a_lock_or_with_only_reformatted_bytes_runs(runner_pro
     path.write_text("".join(json.dumps(json.loads(line), indent=None, separators=(", ", " : ")) + "\n"
                             for line in path.read_text().splitlines()))
     assert cli("run", manifest, "--dry-run").exit_code == 0
+
+
+def test_compare_says_the_dataset_changed_and_why_the_baseline_mean_differs(golden_project, cli):
+    """After one expected value is edited, compare said "same ground truth" and showed the baseline's
+    mean re-scored against the new ground truth (11/12) beside a run page showing 12/12, unexplained."""
+    baseline = run_arm(cli, golden_project)
+    edit_row(golden_project, "g05", expected="A5 (corrected)")
+    current = run_arm(cli, golden_project)
+    cases = [json.loads(line) for line in (golden_project / "runs" / baseline / "cases.jsonl").read_text().splitlines()]
+    own_mean = sum(c["score"] for c in cases) / len(cases)
+    assert own_mean == 1.0  # the baseline against the ground truth it ran with
+    report = cli.json("compare", current, "--baseline", baseline)
+    summary = report["regression"]["summary"]
+    assert summary["baseline_mean"] == 11 / 12 and summary["rescored"] == 1
+    before = json.loads((golden_project / "runs" / baseline / "run.json").read_text())["dataset"]["dataset_id"]
+    after = json.loads((golden_project / "runs" / current / "run.json").read_text())["dataset"]["dataset_id"]
+    note = report["dataset_note"]
+    assert note == (
+        f"The dataset changed between the runs ({before} → {after}): same questions, 1 item with edited expected "
+        "values. The baseline's recorded outputs of 1 item were re-scored against the current expected values, so its "
+        "mean here (0.917) is against the new ground truth, not the one on its run page (scored against the ground "
+        "truth it ran with).")
+    assert note in cli("compare", current, "--baseline", baseline).stdout
+    assert cli("build").exit_code == 0
+    page = (golden_project / "site" / "compare" / f"{current}--{baseline}.html").read_text()
+    assert "same ground truth" not in page and "on the same dataset" not in page
+    assert "re-scored against the current expected values" in page
+
+
+def test_one_dataset_version_has_no_note(golden_project, cli):
+    baseline = run_arm(cli, golden_project)
+    current = run_arm(cli, golden_project)
+    assert cli.json("compare", current, "--baseline", baseline)["dataset_note"] is None

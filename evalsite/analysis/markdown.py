@@ -52,6 +52,7 @@ def compare_markdown(report: ComparisonReport) -> str:
     p_value = "—" if s.p_value is None else f"{p_text(s.p_value)} ({s.test_kind})"
     noise = " · within noise" if s.within_noise else ""
     lines += [
+        *(["", report.dataset_note] if report.dataset_note else []),
         "",
         markdown_table([{
             "items": s.compared, "improved": s.improved, "regressed": s.regressed, "unchanged": s.unchanged,

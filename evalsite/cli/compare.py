@@ -126,6 +126,8 @@ def print_report(report: ComparisonReport) -> None:
     if verdict is not None and verdict.comparable and report.regression is not None and gate is not None:
         note = "; expected values edited" if verdict.ground_truth_edited else ""
         click.echo(f"comparable: same questions and evaluators{note}")
+        if report.dataset_note:
+            click.echo(report.dataset_note)
         _print_regression(report.regression, gate.alpha)
         click.echo(f"gate (α = {gate.alpha}): "
                    + (paint("fail", "bad") + ": " + "; ".join(gate.reasons) if gate.failed else paint("pass", "good")))
