@@ -4,6 +4,7 @@ as the guide says, with one line naming the change and the command that freezes 
 from __future__ import annotations
 
 import json
+import re
 
 from compare_support import edit_row, run_arm
 from runner_support import all_runs, questions, write_experiment
@@ -75,3 +76,29 @@ def test_one_dataset_version_has_no_note(golden_project, cli):
     baseline = run_arm(cli, golden_project)
     current = run_arm(cli, golden_project)
     assert cli.json("compare", current, "--baseline", baseline)["dataset_note"] is None
+
+
+def cards(project) -> list[str]:
+    html = (project / "site" / "index.html").read_text()
+    return [" ".join(re.sub(r"<[^>]+>", " ", card).split()) for card in re.findall(r'<article class="verdict-card">(.*?)</article>', html, re.S)]
+
+
+def test_the_home_page_leads_only_with_the_current_version_of_a_file(golden_project, cli):
+    """After one expected value was edited the home page showed two "leading" cards for one file."""
+    first = run_arm(cli, golden_project)
+    edit_row(golden_project, "g05", expected="A5 (corrected)")
+    second = run_arm(cli, golden_project)
+    ids = [json.loads((golden_project / "runs" / run / "run.json").read_text())["dataset"]["dataset_id"]
+           for run in (first, second)]
+    assert ids[0] != ids[1]
+    assert cli("build").exit_code == 0
+    current, older = cards(golden_project)
+    assert current.startswith(f"{ids[1]} current version of data/golden.jsonl leading main")
+    assert older.startswith(f"{ids[0]} older version of data/golden.jsonl (the file has changed since) led, on this "
+                            "older version, main")
+    assert "leading" not in older
+    edit_row(golden_project, "g05", expected="A5")  # back to the first version, without a new run
+    assert cli("build").exit_code == 0  # incremental: the file's version is part of the home page's inputs
+    first_card, second_card = cards(golden_project)
+    assert first_card.startswith(f"{ids[0]} current version of data/golden.jsonl leading")
+    assert second_card.startswith(f"{ids[1]} older version of data/golden.jsonl")
