@@ -102,3 +102,26 @@ def test_the_home_page_leads_only_with_the_current_version_of_a_file(golden_proj
     first_card, second_card = cards(golden_project)
     assert first_card.startswith(f"{ids[0]} current version of data/golden.jsonl leading")
     assert second_card.startswith(f"{ids[1]} older version of data/golden.jsonl")
+
+
+def test_a_selection_of_the_file_now_is_the_current_version_and_any_edit_makes_it_older(tmp_path):
+    from evalsite.analysis.dataset_versions import CURRENT, OLDER, UNKNOWN, DatasetVersions
+    from evalsite.experiment.datasets import load_dataset, select_items
+    from evalsite.runlog.records import DatasetRef
+
+    rows = [{"id": f"r{i}", "input": f"q{i}", "expected": "a", "metadata": {"split": "ab"[i % 2]}} for i in range(6)]
+    path = tmp_path / "data" / "x.jsonl"
+    path.parent.mkdir()
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    whole = load_dataset(path)
+    refs = [DatasetRef("data/x.jsonl", whole.dataset_id, len(whole.items))]
+    for split, limit in ((None, 2), ("b", None), ("a", 2)):
+        chosen = select_items(whole.items, split=split, limit=limit)
+        refs.append(DatasetRef("data/x.jsonl", type(whole)(path, "x", chosen).dataset_id, len(chosen)))
+    assert [DatasetVersions(tmp_path).of(ref).state for ref in refs] == [CURRENT] * 4
+    path.write_text("".join(json.dumps({**row, "expected": "b"} if row["id"] == "r0" else row) + "\n" for row in rows))
+    versions = DatasetVersions(tmp_path)
+    assert [versions.of(ref).state for ref in refs] == [OLDER, OLDER, CURRENT, OLDER]  # split b does not hold r0
+    assert versions.of(refs[0]).label == "older version of data/x.jsonl (the file has changed since)"
+    path.unlink()
+    assert DatasetVersions(tmp_path).of(refs[0]).state == UNKNOWN
