@@ -104,3 +104,12 @@ def test_retired_phrases_are_gone_from_the_package_and_templates(phrase):
     files = [*REPO.joinpath("evalsite").rglob("*.py"), *REPO.joinpath("templates").rglob("*.html")]
     hits = [str(f.relative_to(REPO)) for f in files if phrase in f.read_text(encoding="utf-8")]
     assert not hits, f"{phrase!r} in {hits}"
+
+
+def test_text_and_markdown_tables_print_p_columns_in_the_one_format():
+    from evalsite.analysis.ci_files import markdown_table
+    from evalsite.cli.output import format_cell
+
+    row = {"p": 1.2e-9, "holm_p": 0.0712, "Holm p": 0.0004, "mean": 0.0004, "top_p": 0.0004}
+    assert markdown_table([row], list(row)).splitlines()[-1] == "| < 0.001 | 0.071 | < 0.001 | 0.000 | 0.000 |"
+    assert [format_cell(value, column) for column, value in row.items()] == ["< 0.001", "0.071", "< 0.001", "0.000", "0.000"]

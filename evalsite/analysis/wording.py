@@ -28,6 +28,12 @@ def p_clause(value: float | None, name: str = "p") -> str:
     return f"{name} {text}" if text.startswith("<") else f"{name} = {text}"
 
 
+def is_p_column(name: str) -> bool:
+    """A table column that holds p-values (``p``, ``p_value``, ``holm_p``, ``Holm p``…): its cells print
+    by :func:`p_text` in text and markdown tables, never as ``0.000``."""
+    return name in ("p", "holm_p", "noise_p") or name.endswith(("p_value", " p"))
+
+
 def count_of(n: int, singular: str, plural: str | None = None) -> str:
     """``1 pair``, ``3 pairs``: a count with its noun in the right number."""
     return f"{n} {singular if n == 1 else plural or singular + 's'}"

@@ -341,8 +341,8 @@ def holdout(report: HoldoutReport) -> None:
     )
     if not check.kendall_can_reach(0.05):
         click.echo(
-            f"with {len(report.labels)} arms Kendall's test cannot reach p < 0.05 (even a perfect agreement gives p = "
-            f"{check.kendall_min_p:.3g}); read the order, not the p-value"
+            f"with {len(report.labels)} arms Kendall's test cannot reach p < 0.05 (even a perfect agreement gives "
+            f"{p_clause(check.kendall_min_p)}); read the order, not the p-value"
         )
     click.echo()
     _left_out(report.selection.left_out)
