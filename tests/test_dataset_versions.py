@@ -9,6 +9,8 @@ import re
 from compare_support import edit_row, run_arm
 from runner_support import all_runs, questions, write_experiment
 
+from evalsite.site import paths
+
 
 def edit_expected(path, item_id: str, expected: str) -> None:
     rows = [json.loads(line) for line in path.read_text().splitlines()]
@@ -97,6 +99,10 @@ def test_the_home_page_leads_only_with_the_current_version_of_a_file(golden_proj
     assert older.startswith(f"{ids[0]} older version of data/golden.jsonl (the file has changed since) led, on this "
                             "older version, main")
     assert "leading" not in older
+    for dataset_id, word in zip(ids, ("older version of data/golden.jsonl (the file has changed since)",
+                                      "current version of data/golden.jsonl")):
+        page = (golden_project / "site" / paths.dataset(dataset_id)).read_text()
+        assert f"This dataset is the {word}." in page
     edit_row(golden_project, "g05", expected="A5")  # back to the first version, without a new run
     assert cli("build").exit_code == 0  # incremental: the file's version is part of the home page's inputs
     first_card, second_card = cards(golden_project)

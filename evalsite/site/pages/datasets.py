@@ -16,6 +16,7 @@ from markupsafe import Markup
 
 from evalsite.analysis import Leaderboard as Board
 from evalsite.analysis import Selection, comparable_groups
+from evalsite.analysis.dataset_versions import OLDER, DatasetVersions
 from evalsite.analysis.leaderboard import stability_sentence
 from evalsite.analysis.verdict import detectable_phrase
 from evalsite.errors import EvalsiteError
@@ -76,12 +77,16 @@ class DatasetPage(PageContext):
     left_out: Table = doc("Runs on this dataset that no leaderboard uses, with the reason.")
     runs: Table = doc("Every run on this dataset, newest first.")
     items_href: str = doc("Site-root-relative link to the dataset's item index (each item with every run's answers).", "")
+    dataset_version: str = doc("Which version of its file this dataset is: 'current version of data/x.jsonl' (its hash matches the file now) or 'older version of data/x.jsonl (the file has changed since)'.", "")
+    current: bool = doc("False when the dataset is an older version of its file.", True)
 
 
 def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[PageJob]:
+    versions = DatasetVersions(inputs.project.root)  # the file's version now is part of the page's key
     return [
         PageJob(f"dataset:{dataset_id}", ("decisions", *inputs.summary_keys([r.run_id for r in members])),  # exclusions
-            _renderer(dataset_id, members), figures=tuple(r.run_id for r in members))
+            _renderer(dataset_id, members), figures=tuple(r.run_id for r in members),
+            variant=versions.of(members[0].header.dataset).state)
         for dataset_id, members in runs_by(inputs.runs, lambda run: run.header.dataset.dataset_id).items()
     ]
 
@@ -104,6 +109,8 @@ def _renderer(dataset_id: str, members: list[Run]):
             runs=runs_table("runs", members, kit.figures),
             items_href=paths.items_index(dataset_id),
         )
+        version = DatasetVersions(kit.inputs.project.root).of(newest.header.dataset)
+        context.dataset_version, context.current = version.label, version.state != OLDER
         return kit.page(page_path, "dataset.html", context)
 
     return render
