@@ -27,8 +27,13 @@ def holm_by_hand(p_values: list[float]) -> list[float]:
 
 @pytest.fixture
 def four_arms(tmp_path, monkeypatch) -> dict[str, str]:
+    monkeypatch.chdir(tmp_path)
+    return write_four_arms(tmp_path, seed=1)
+
+
+def write_four_arms(tmp_path, seed: int) -> dict[str, str]:
     """A project whose runs are written directly: 60 items × 2 repeats per arm, seeded; arm → run id."""
-    rng = np.random.default_rng(1)
+    rng = np.random.default_rng(seed)
     (tmp_path / "evalsite.toml").write_text("")
     (tmp_path / "data").mkdir()
     runs = {}
@@ -37,7 +42,6 @@ def four_arms(tmp_path, monkeypatch) -> dict[str, str]:
                  for item in range(60) for repeat in range(2) for ok in [bool(rng.random() < rate)]]
         runs[arm] = f"20260101T00000{index}Z-{arm}-000{index}"
         write_run(tmp_path / "runs", runs[arm], cases, arm=arm)
-    monkeypatch.chdir(tmp_path)
     return runs
 
 
@@ -99,3 +103,21 @@ def test_the_text_names_the_family_prints_the_groups_and_notes_a_disagreement(cl
     for comparison in report["comparisons"]:
         differs = (comparison["holm_p"] < 0.05) != comparison["all_pairs_separated"]
         assert (f"note: over every pair of these runs strong and {comparison['other']['label']} are" in text) == differs
+
+
+def test_a_pair_the_declared_family_separates_and_the_leaderboard_does_not_is_named(cli, tmp_path, monkeypatch):
+    """Seed 3: strong vs twin2 is separated by Holm over the 3 declared pairs (p ≈ 0.044) and not over
+    all 6 (p ≈ 0.088) — the issue's "strong better than twin2" beside a leaderboard saying not separated."""
+    monkeypatch.chdir(tmp_path)
+    runs = write_four_arms(tmp_path, seed=3)
+    board = leaderboard_pairs(cli)
+    (declared,) = [c for c in family(cli, runs)["comparisons"] if c["other"]["label"] == "twin2"]
+    assert declared["holm_p"] < 0.05 <= board[frozenset(("strong", "twin2"))]["holm_p"]
+    assert declared["all_pairs_holm_p"] == pytest.approx(board[frozenset(("strong", "twin2"))]["holm_p"], rel=1e-12)
+    args = [runs["strong"], *(a for arm in ("weak", "twin1", "twin2") for a in ("--vs", runs[arm]))]
+    text = cli("family-test", *args).stdout
+    held = board[frozenset(("strong", "twin2"))]["holm_p"]
+    assert (f"note: over every pair of these runs strong and twin2 are not separated (Holm p = {held:.3f}); the "
+            "declared family is smaller, so Holm corrects less") in text
+    (with_all,) = [c for c in family(cli, runs, "--all-pairs")["comparisons"] if c["other"]["label"] == "twin2"]
+    assert with_all["holm_p"] >= 0.05 and "no significant difference" in with_all["verdict"]
