@@ -165,11 +165,29 @@ def _did_you_mean(name: str, known: Iterable[str]) -> str:
 
 def max_error_rate(project: Project) -> float:
     """``[ci] max_error_rate`` of ``evalsite.toml`` (default 0.5): the largest share of failed
-    generations a run may have and still pass a gate (``promote`` reads it; read it only here)."""
+    generations a run may have and still pass a gate (read it only here; :func:`error_rate_problem` applies it)."""
     value = (project.settings.get("ci") or {}).get("max_error_rate", DEFAULT_MAX_ERROR_RATE)
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
         raise ProjectError(f"evalsite.toml: [ci] max_error_rate: needs a number from 0 to 1, got {value!r}")
     return float(value)
+
+
+def error_rate_problem(errors: int, cases: int, limit: float) -> str | None:
+    """The one error-rate rule, read by ``run`` (its exit code) and ``promote`` (a baseline): None when
+    a run's failed generations pass ``[ci] max_error_rate`` = ``limit``, else why not.
+
+    A run with no successful case (every case failed, or none recorded) never passes, whatever the
+    limit says, ``max_error_rate = 1`` included: it measured nothing, so it can be neither green nor a
+    baseline. Otherwise a share of failed cases up to ``limit`` passes."""
+    if errors >= cases:
+        if not cases and not errors:
+            return "no case was recorded: a run with no successful case measured nothing"
+        return (f"{errors} of {max(cases, errors)} cases failed to generate (100%): a run with no successful case "
+                "measured nothing, whatever [ci] max_error_rate says")
+    rate = errors / cases
+    if rate <= limit:
+        return None
+    return f"{errors} of {cases} cases failed to generate ({rate:.0%}, above [ci] max_error_rate {limit:g})"
 
 
 @dataclass(frozen=True)

@@ -62,7 +62,7 @@ def manifest_results(project: Project) -> tuple[list[str], list[str]]:
     for path in map(cwd_relative, manifest_files(project)):
         found: list[str] = []
         try:
-            prepare_plan(project, path, warnings=found, run_code=False)
+            prepare_plan(project, path, warnings=found, run_code=False, check_lock=False)
         except EvalsiteError as exc:
             problems += [_named(path, line) for line in exc.message.splitlines()]
             continue

@@ -46,7 +46,9 @@ def edit_manifest(project: Path, **changes) -> str:
 
 
 def unpin_dataset(project: Path) -> None:
-    """Drop the example manifest's dataset_id pin, for tests that edit the dataset on purpose."""
+    """Drop the example manifest's dataset_id pin and the dataset's lock, for tests that edit the
+    dataset on purpose (``run`` refuses a dataset that no longer matches its lock)."""
+    (project / "data" / "arithmetic.jsonl.lock.json").unlink(missing_ok=True)
     manifest = project / "experiments" / "arithmetic.yaml"
     manifest.write_text("".join(line for line in manifest.read_text().splitlines(True) if "dataset_id:" not in line))
 

@@ -96,7 +96,7 @@ def test_the_text_names_the_tests_and_the_kind_of_p(cli, example_with_runs):
     text = cli("family-test", careful, "--vs", sampler).stdout
     assert "exact (grid distribution)" in text
     assert "McNemar: exact binomial test on discordant pass/fail items" in text
-    assert "Holm step-down" in text
+    assert "Holm over every pair of these 2 runs (1 pair), as the leaderboard corrects" in text
 
 
 def test_runs_that_may_not_be_compared_are_refused(cli, example_with_runs):

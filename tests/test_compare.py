@@ -210,7 +210,7 @@ def test_gate_fails_on_a_significant_regression(golden_project, cli):
     current = run_arm(cli, golden_project, params={"wrong": ["g01", "g02", "g04", "g05", "g06", "g07", "g08", "g09"]})
     result = cli("compare", current, "--baseline", baseline, "--fail-on", "regression")
     assert result.exit_code == 1
-    assert "gate (α = 0.05): fail: significant regression: mean Δ -0.667, p = 0.007812 < α = 0.05" in result.stdout
+    assert "gate (α = 0.05): fail: significant regression: mean Δ -0.667, p = 0.008 < α = 0.05" in result.stdout
     assert cli("compare", current, "--baseline", baseline).exit_code == 0, "without --fail-on the report only reports"
 
 

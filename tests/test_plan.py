@@ -166,7 +166,7 @@ def test_a_pinned_dataset_id_refuses_a_changed_dataset_naming_the_items(plan_pro
     assert plan_of(plan_project, MANIFEST, f"dataset.dataset_id={dataset_id}").total_cases == 12
     changed = [{**row, "expected": "z"} if row["id"] == "q2" else row for row in ROWS]
     (plan_project.root / "data/qa.jsonl").write_text("".join(json.dumps(row) + "\n" for row in changed))
-    now = plan_of(plan_project, MANIFEST).file_dataset_id
+    now = plan_of(plan_project, MANIFEST, check_lock=False).file_dataset_id  # the lock refusal is tested on its own
     assert refusal(plan_project, MANIFEST, f"dataset.dataset_id={dataset_id}") == (
         f"experiments/demo.yaml: dataset.dataset_id pins {dataset_id} but data/qa.jsonl is now {now} (since its "
         "lock: item 'q2' changed: expected only (the ground truth was edited)); refusing to run on a changed dataset"

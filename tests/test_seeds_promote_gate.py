@@ -50,7 +50,7 @@ def test_errors_above_ci_max_error_rate_are_refused(runner_project, cli, setting
     result = cli("promote", run, "--reason", "r", "--allow-dirty")
     assert (result.exit_code == 1) == refused, result.output
     if refused:
-        assert "3 of 5 generations failed (60%), above [ci] max_error_rate = 0.5 in evalsite.toml" in result.stderr
+        assert "refusing to promote: 3 of 5 cases failed to generate (60%, above [ci] max_error_rate 0.5) (evalsite.toml [ci])" in result.stderr
 
 
 @pytest.mark.parametrize("value", ["'high'", "1.5", "-0.1", "true"])

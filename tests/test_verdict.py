@@ -21,6 +21,7 @@ from scipy import stats as scipy_stats
 from sitekit import case, write_run
 
 from evalsite.analysis.verdict import Metric, choose_metric, verdict_of
+from evalsite.analysis.wording import p_clause
 from evalsite.errors import EvalsiteError
 from evalsite.stats.pairs import letter_groups
 
@@ -118,7 +119,7 @@ def test_the_headline_quotes_the_weakest_separated_pair_and_never_says_tied():
     verdict = verdict_of(values, ["careful", "left_to_right", "sampler"])
     weakest = max((p for p in verdict.pairs if p.ahead == 0), key=lambda p: p.holm_p)
     assert verdict.headline.startswith("careful is ahead of every other arm: +")
-    assert f"vs {weakest.behind_label}, p = " in verdict.headline and verdict.headline.endswith("Holm")
+    assert f"vs {weakest.behind_label}, {p_clause(weakest.holm_p)} Holm" in verdict.headline and verdict.headline.endswith("Holm")
     close = verdict.pair(1, 2)
     assert not close.separated
     assert verdict.arms[1].rank_text == "2–3 (not separated)"

@@ -39,8 +39,8 @@ def test_an_arm_whose_every_case_crashed_fails_run_even_with_allow_failures(targ
     manifest = write_experiment(targets, rows(), [{"id": "down", "target": "python:gate_crash:answer"}])
     result = cli("run", manifest, "--allow-failures")
     assert result.exit_code == 1
-    assert ("failed: down: 5 of 5 cases failed to generate (100%, above [ci] max_error_rate 0.5; "
-            "--allow-failures does not accept it)") in result.stderr
+    assert ("failed: down: 5 of 5 cases failed to generate (100%): a run with no successful case measured nothing, "
+            "whatever [ci] max_error_rate says; --allow-failures does not accept it") in result.stderr
 
 
 def test_max_error_rate_sets_how_many_failed_generations_allow_failures_accepts(targets, cli):

@@ -17,7 +17,7 @@ from typing import Any
 from evalsite.analysis.summary import summarise_run
 from evalsite.errors import DecisionError, EvalsiteError, RunLogError
 from evalsite.experiment.locks import lock_path, locked_tier
-from evalsite.project import Project, max_error_rate
+from evalsite.project import Project, error_rate_problem, max_error_rate
 from evalsite.runlog.decisions import PROMOTE, Decision, append_decision, decisions_path, exclusions, read_decisions
 from evalsite.runlog.fingerprint import fingerprint_hash, git_user
 from evalsite.runlog.records import DatasetRef, RunHeader, RunStatus
@@ -79,8 +79,8 @@ def promote(
 
 
 def _refuse_failing(project: Project, directory: Path, run_id: str, allow_critical: bool) -> None:
-    """A baseline passes its critical rows (unless ``allow_critical``) and fails no more
-    generations than ``[ci] max_error_rate`` allows."""
+    """A baseline passes its critical rows (unless ``allow_critical``) and the error-rate rule ``run``
+    applies (:func:`evalsite.project.error_rate_problem`): a run with no successful case is never one."""
     totals = summarise_run(read_run(directory).cases).to_json()
     failed = totals["critical_failures"] or []
     if failed and not allow_critical:
@@ -88,13 +88,9 @@ def _refuse_failing(project: Project, directory: Path, run_id: str, allow_critic
         raise DecisionError(
             f"{run_id}: refusing to promote a run whose critical rows failed ({shown}); fix them or pass --allow-critical"
         )
-    limit = max_error_rate(project)
-    rate = totals["errors"] / totals["cases"] if totals["cases"] else 0.0
-    if rate > limit:
-        raise DecisionError(
-            f"{run_id}: refusing to promote a run with {totals['errors']} of {totals['cases']} generations failed "
-            f"({rate:.0%}), above [ci] max_error_rate = {limit:g} in evalsite.toml"
-        )
+    too_many = error_rate_problem(totals["errors"], totals["cases"], max_error_rate(project))
+    if too_many:
+        raise DecisionError(f"{run_id}: refusing to promote: {too_many} (evalsite.toml [ci])")
 
 
 def _refuse_unknown_code(run_id: str, code: dict[str, Any]) -> None:

@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from evalsite.analysis.wording import is_p_column, p_text
 from evalsite.errors import EvalsiteError, OutputError
 
 STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"  # the job summary file GitHub Actions gives each step
@@ -48,15 +49,15 @@ def write_summary(markdown: str, summary_file: Path | None) -> None:
 
 
 def markdown_table(rows: Sequence[Mapping[str, object]], columns: list[str]) -> str:
-    def cell(value: object) -> str:
+    def cell(value: object, column: str) -> str:
         if value is None:
             return "—"
         if isinstance(value, float):
-            return f"{value:.3f}"
+            return p_text(value) if is_p_column(column) else f"{value:.3f}"
         return str(value).replace("|", "\\|").replace("\n", " ")
 
     lines = ["| " + " | ".join(columns) + " |", "|" + " --- |" * len(columns)]
-    lines += ["| " + " | ".join(cell(row.get(c)) for c in columns) + " |" for row in rows]
+    lines += ["| " + " | ".join(cell(row.get(c), c) for c in columns) + " |" for row in rows]
     return "\n".join(lines)
 
 

@@ -20,6 +20,7 @@ from evalsite.analysis.case_scan import ScannedCases, scan_cases
 from evalsite.analysis.items import may_hold_metadata
 from evalsite.analysis.metadata import cluster_key, dataset_labels
 from evalsite.analysis.regression import THRESHOLD, RegressionReport, regression_report
+from evalsite.analysis.wording import count_of, p_clause
 from evalsite.errors import EvalsiteError, NotComparableError
 from evalsite.project import Project
 from evalsite.runlog.decisions import Decision
@@ -67,6 +68,27 @@ class ComparisonReport:
     def fingerprint_diff(self) -> list[FieldDiff]:
         return self.comparability.differences if self.comparability else []
 
+    @property
+    def dataset_note(self) -> str | None:
+        """Why the two sides' numbers are not the runs' own, when the dataset changed between them
+        (same questions, edited expected values): None when both ran on the same dataset version."""
+        if self.baseline is None or self.regression is None:
+            return None
+        before, after = self.baseline.header.dataset, self.current.header.dataset
+        if before.dataset_id == after.dataset_id:
+            return None
+        s = self.regression.summary
+        mean = "" if s.baseline_mean is None else f" ({s.baseline_mean:.3f})"
+        note = (f"The dataset changed between the runs ({before.dataset_id} → {after.dataset_id}): same questions, "
+                f"{count_of(s.rescored + s.gt_changed, 'item')} with edited expected values. ")
+        if s.rescored:
+            note += (f"The baseline's recorded outputs of {count_of(s.rescored, 'item')} were re-scored against the "
+                     f"current expected values, so its mean here{mean} is against the new ground truth, not the one on "
+                     "its run page (scored against the ground truth it ran with). ")
+        if s.gt_changed:
+            note += f"{count_of(s.gt_changed, 'item')} could not be re-scored and {'is' if s.gt_changed == 1 else 'are'} left out."
+        return note.strip()
+
     def refuse_if_not_comparable(self) -> None:
         """Raise :class:`NotComparableError` (``Error: not comparable: <reason>``, exit 1) when
         the two runs may not be compared."""
@@ -86,7 +108,7 @@ class ComparisonReport:
         }
         if data["comparability"] is not None:
             del data["comparability"]["differences"]
-        return {**data, "fingerprint_diff": [asdict(d) for d in self.fingerprint_diff]}
+        return {**data, "dataset_note": self.dataset_note, "fingerprint_diff": [asdict(d) for d in self.fingerprint_diff]}
 
 
 def _regression_data(report: RegressionReport) -> dict[str, Any]:
@@ -143,7 +165,7 @@ def gate(report: RegressionReport, alpha: float = ALPHA) -> GateVerdict:
     failing; a single flipped item, or a drop the test cannot tell from chance, passes."""
     summary, reasons = report.summary, []
     if summary.p_value is not None and summary.mean_delta is not None and summary.mean_delta < 0 and summary.p_value < alpha:
-        reasons.append(f"significant regression: mean Δ {summary.mean_delta:+.3f}, p = {summary.p_value:.4g} < α = {alpha}")
+        reasons.append(f"significant regression: mean Δ {summary.mean_delta:+.3f}, {p_clause(summary.p_value)} < α = {alpha}")
     if report.critical_newly_failing:
         reasons.append(f"critical rows newly failing: {', '.join(report.critical_newly_failing)}")
     return GateVerdict(bool(reasons), reasons, alpha)

@@ -10,6 +10,14 @@ runs have pass/fail outcomes, McNemar's exact test on the discordant items stand
 as independent, so it is left out and ``mcnemar_note`` says why. Power is computed at α / m, the
 level Holm's first step tests at, so it holds for every comparison of the family, over the
 pair's units (clusters when declared: ``stats.power``, calibrated on the sign-flip test).
+
+Which family Holm corrects over is part of the answer. By default it is the family declared with
+``--vs``: the m pairs (run, member). ``all_pairs`` makes it every pair of the named runs, the
+family the leaderboard corrects over, so on the leaderboard's runs a pair gets the leaderboard's
+Holm p and verdict exactly. Either way each comparison also carries its verdict over every pair
+(``all_pairs_holm_p``), and the groups (letters) and rank ranges come only from that fully tested
+family: a pair of members that was never tested is neither "separated" nor "not separated", so a
+letter display over the declared pairs alone would group arms only because nobody tested them.
 """
 
 from __future__ import annotations
@@ -22,6 +30,7 @@ from evalsite.analysis.db import open_database
 from evalsite.analysis.items import ItemMatrix, cluster_labels, item_matrix
 from evalsite.analysis.selection import ArmRun, require_comparable, runs_by_reference
 from evalsite.analysis.verdict import ArmPlace, PairVerdict, matrix_verdict
+from evalsite.analysis.wording import count_of
 from evalsite.errors import EvalsiteError
 from evalsite.project import Project
 from evalsite.stats import (
@@ -59,7 +68,10 @@ class FamilyComparison:
     (``stats.repeat_noise_test``, over the items present in every repeat of both; None without
     enough repeats). ``within_noise`` is True when neither that test nor the Holm-adjusted paired
     test rejects at α, so a significant difference is never "within noise". ``verdict`` reads the
-    Holm-adjusted sign-flip p at α. ``needed`` answers ``--effect`` (None without it)."""
+    Holm-adjusted sign-flip p at α. ``needed`` answers ``--effect`` (None without it). ``holm_p`` is
+    adjusted over the family the test corrects over (:attr:`FamilyTest.family`); ``all_pairs_holm_p``
+    and ``all_pairs_separated`` are the verdict on the same pair over every pair of the named runs
+    (the leaderboard's family): the two differ only when the declared family is smaller."""
 
     other: ArmRun
     n_items: int
@@ -72,6 +84,8 @@ class FamilyComparison:
     n_units: int
     sign_flip: SignFlipResult
     holm_p: float
+    all_pairs_holm_p: float
+    all_pairs_separated: bool
     mcnemar: McNemarResult | None
     mcnemar_holm_p: float | None
     noise: float | None
@@ -86,7 +100,9 @@ class FamilyComparison:
 
 @dataclass(frozen=True)
 class FamilyTest:
-    """``arms`` lists the run and its family in the order of their mean score, as the verdict does."""
+    """``arms`` lists the run and its family in the order of their mean score, with the letters and
+    rank ranges of the verdict over every pair of these runs (the only family in which every pair
+    was tested). ``family`` names the pairs Holm corrects over and ``correction`` says it in words."""
 
     run: ArmRun
     alpha: float
@@ -96,15 +112,17 @@ class FamilyTest:
     evaluator: str | None
     arms: tuple[ArmPlace, ...]
     comparisons: tuple[FamilyComparison, ...]
-    correction: str = "Holm step-down over the family"
+    family: str
+    correction: str
 
 
 def family_test(
     project: Project, run: str, others: list[str], *, alpha: float = ALPHA, effect: float | None = None,
-    evaluator: str | None = None, seed: int = SEED,
+    evaluator: str | None = None, seed: int = SEED, all_pairs: bool = False,
 ) -> FamilyTest:
-    """Test ``run`` against every run in ``others``. Raises
-    :class:`~evalsite.errors.NotComparableError` naming every pair that may not be compared."""
+    """Test ``run`` against every run in ``others``, Holm-corrected over those pairs, or over every pair
+    of the runs with ``all_pairs``. Raises :class:`~evalsite.errors.NotComparableError` naming every
+    pair that may not be compared."""
     if not others:
         raise EvalsiteError("name at least one run to test against with --vs RUN")
     arms = runs_by_reference(project.runs_dir, [run, *others])
@@ -114,18 +132,29 @@ def family_test(
     if matrix.n_items < 2:
         raise EvalsiteError(f"the runs share {matrix.n_items} scored item; a paired test needs 2")
     _, clusters = cluster_labels(project, matrix)
-    verdict = matrix_verdict(matrix, alpha=alpha, seed=seed, groups=clusters,
-                             pairs=[(0, other) for other in range(1, len(arms))])
+    every = matrix_verdict(matrix, alpha=alpha, seed=seed, groups=clusters)
+    declared = every if all_pairs or len(arms) == 2 else matrix_verdict(
+        matrix, alpha=alpha, seed=seed, groups=clusters, pairs=[(0, other) for other in range(1, len(arms))])
     mcnemars = [None if clusters else _mcnemar(matrix, other) for other in range(1, len(arms))]
     known = {i: result.p_value for i, result in enumerate(mcnemars) if result is not None}
     mcnemar_adjusted = dict(zip(known, holm(list(known.values())))) if known else {}
-    power_alpha = alpha / len(family)
+    power_alpha = alpha / len(declared.pairs)
     comparisons = tuple(
-        _comparison(matrix, other, verdict.pair(0, other), mcnemars[other - 1], mcnemar_adjusted.get(other - 1), alpha,
-                    power_alpha, effect, clusters)
+        _comparison(matrix, other, declared.pair(0, other), every.pair(0, other), mcnemars[other - 1],
+                    mcnemar_adjusted.get(other - 1), alpha, power_alpha, effect, clusters)
         for other in range(1, len(arms))
     )
-    return FamilyTest(first, alpha, power_alpha, POWER, effect, evaluator, verdict.arms, comparisons)
+    family_text = _family_text(first.label, [arm.label for arm in family], len(every.pairs), all_pairs)
+    return FamilyTest(first, alpha, power_alpha, POWER, effect, evaluator, every.arms, comparisons, family_text,
+                      f"Holm over {family_text}")
+
+
+def _family_text(label: str, members: list[str], n_all: int, all_pairs: bool) -> str:
+    """"the 3 pairs strong vs weak, twin1, twin2 (declared with --vs; …)" or "every pair of these 4 runs …"."""
+    if all_pairs or len(members) == 1:
+        return f"every pair of these {len(members) + 1} runs ({count_of(n_all, 'pair')}), as the leaderboard corrects"
+    return (f"the {count_of(len(members), 'pair')} {label} vs {', '.join(members)} (declared with --vs; the "
+            f"leaderboard of these runs corrects over all {n_all})")
 
 
 def _mcnemar(matrix: ItemMatrix, other: int) -> McNemarResult | None:
@@ -134,8 +163,9 @@ def _mcnemar(matrix: ItemMatrix, other: int) -> McNemarResult | None:
 
 
 def _comparison(
-    matrix: ItemMatrix, other: int, pair: PairVerdict, mcnemar: McNemarResult | None, mcnemar_holm_p: float | None,
-    alpha: float, power_alpha: float, effect: float | None, clusters: tuple[str, ...] | None,
+    matrix: ItemMatrix, other: int, pair: PairVerdict, over_all: PairVerdict, mcnemar: McNemarResult | None,
+    mcnemar_holm_p: float | None, alpha: float, power_alpha: float, effect: float | None,
+    clusters: tuple[str, ...] | None,
 ) -> FamilyComparison:
     scores = (matrix.arm_scores(0), matrix.arm_scores(other))
     mine, theirs = (np.nanmean(s, axis=1) for s in scores)
@@ -158,6 +188,8 @@ def _comparison(
         n_units=difference.n_units,
         sign_flip=difference.test,
         holm_p=pair.holm_p,
+        all_pairs_holm_p=over_all.holm_p,
+        all_pairs_separated=over_all.separated,
         mcnemar=mcnemar,
         mcnemar_holm_p=mcnemar_holm_p,
         noise=None if noise is None else noise.spread,

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from evalsite.analysis.ci_files import TestOutcome, markdown_table
+from evalsite.analysis.wording import p_text
 from evalsite.runlog.records import Case
 from evalsite.runlog.store import read_run
 
@@ -48,9 +49,10 @@ def compare_markdown(report: ComparisonReport) -> str:
     assert regression is not None and gate is not None  # a baseline comparable with the run is compared
     s = regression.summary
     interval = "—" if s.ci_low is None else f"[{s.ci_low:+.3f}, {s.ci_high:+.3f}]"
-    p_value = "—" if s.p_value is None else f"{s.p_value:.4g} ({s.test_kind})"
+    p_value = "—" if s.p_value is None else f"{p_text(s.p_value)} ({s.test_kind})"
     noise = " · within noise" if s.within_noise else ""
     lines += [
+        *(["", report.dataset_note] if report.dataset_note else []),
         "",
         markdown_table([{
             "items": s.compared, "improved": s.improved, "regressed": s.regressed, "unchanged": s.unchanged,

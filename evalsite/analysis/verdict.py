@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from evalsite.analysis.items import ItemMatrix
+from evalsite.analysis.wording import count_of, p_clause
 from evalsite.errors import EvalsiteError
 from evalsite.stats import (
     FriedmanResult,
@@ -224,7 +225,7 @@ def verdict_of(
         headline=_headline(arms, tested, metric, alpha),
         friedman=friedman, nemenyi=post_hoc, omnibus=_omnibus_sentence(friedman, alpha),
         agreement=_agreement(friedman, post_hoc, tested, order, labels, alpha),
-        correction=f"Holm over the {len(tested)} pair{'s' * (len(tested) != 1)} shown",
+        correction=_correction(len(tested)),
     )
 
 
@@ -273,6 +274,11 @@ def _omnibus_tests(oriented: np.ndarray, alpha: float, seed: int) -> tuple[Fried
     return friedman_test(oriented, seed=seed), nemenyi(oriented, alpha=alpha)
 
 
+def _correction(n_pairs: int) -> str:
+    """"Holm over the 3 pairs shown", "Holm over the 1 pair shown" (one pair: no adjustment)."""
+    return f"Holm over the {count_of(n_pairs, 'pair')} shown"
+
+
 def _signed(value: float) -> str:
     return f"{value:+.3g}" if abs(value) < 0.01 and value != 0 else f"{value:+.2f}"
 
@@ -291,16 +297,12 @@ def _bound(value: float, digits: int) -> str:
     return f"{value:.2g}" if value != 0 and math.isfinite(value) and float(text) == 0 else text
 
 
-def _p(value: float) -> str:
-    return f"{value:.1e}" if value < 0.001 else f"{value:.3f}"
-
-
 def pair_phrase(pair: PairVerdict) -> str:
     """"+0.27 [0.15, 0.38] (97.5% Holm-level interval) vs left_to_right, p = 0.002 Holm": the
     difference is ahead − behind, the interval the one that agrees with the Holm decision."""
     d = pair.difference
     return (f"{_signed(d.mean_diff)} {_bounds(pair.interval)} ({level_text(pair.interval)} Holm-level interval) "
-            f"vs {pair.behind_label}, p = {_p(pair.holm_p)} Holm")
+            f"vs {pair.behind_label}, {p_clause(pair.holm_p)} Holm")
 
 
 def level_text(interval: Interval) -> str:
@@ -341,15 +343,16 @@ def _omnibus_sentence(friedman: FriedmanResult | None, alpha: float) -> str:
     if friedman is None:
         return "one arm: no omnibus test"
     if friedman.p_value < alpha:
-        return f"Friedman omnibus test over mean ranks: p = {_p(friedman.p_value)} < α = {alpha}, the arms are not all alike"
-    return f"Friedman omnibus test over mean ranks: p = {_p(friedman.p_value)} ≥ α = {alpha}, no evidence the arms differ in rank"
+        return f"Friedman omnibus test over mean ranks: {p_clause(friedman.p_value)} < α = {alpha}, the arms are not all alike"
+    return f"Friedman omnibus test over mean ranks: {p_clause(friedman.p_value)} ≥ α = {alpha}, no evidence the arms differ in rank"
 
 
 def _agreement(
     friedman: FriedmanResult | None, post_hoc: NemenyiResult | None, pairs: list[PairVerdict],
     order: tuple[int, ...], labels: Sequence[str], alpha: float,
 ) -> str | None:
-    """One sentence when the mean-rank tests point elsewhere than the paired tests; None when they agree."""
+    """One sentence when the mean-rank tests point elsewhere than the paired tests on a pair one of them
+    separates; None when they agree or neither separates anything (a null leaderboard)."""
     if friedman is None or post_hoc is None:
         return None
     ranks = friedman.mean_ranks
@@ -357,6 +360,8 @@ def _agreement(
     reasons = []
     for pair in pairs:
         nemenyi_separates = rejects and post_hoc.p_values[pair.ahead, pair.behind] < alpha
+        if not (pair.separated or nemenyi_separates):
+            continue  # neither test separates the pair: neither order of it says anything
         if ranks[pair.behind] < ranks[pair.ahead] - 1e-12:
             reasons.append(f"{pair.behind_label} has the better mean rank but {pair.ahead_label} the better mean")
         elif nemenyi_separates != pair.separated:

@@ -93,15 +93,19 @@ def leaderboard_command(dataset, evaluator, metric, direction, alpha, seed, as_j
 @alpha_option
 @click.option("--effect", type=click.FloatRange(min=0, min_open=True),
               help="A mean difference to detect: print how many items that needs.")
+@click.option("--all-pairs", is_flag=True,
+              help="Holm over every pair of the named runs (the leaderboard's family), not only RUN vs each --vs.")
 @scores_option
 @seed_option
 @json_option
-def family_test_command(run, others, alpha, effect, evaluator, seed, as_json) -> None:
+def family_test_command(run, others, alpha, effect, all_pairs, evaluator, seed, as_json) -> None:
     """RUN against a declared family of runs, Holm-corrected.
 
     Paired sign-flip test per comparison (McNemar beside it for pass/fail), raw and adjusted p,
-    verdict at α, noise, and the power of each comparison."""
-    report = family_test(find_project(), run, list(others), alpha=alpha, effect=effect, evaluator=evaluator, seed=seed)
+    verdict at α, noise, and the power of each comparison. Holm corrects over the pairs RUN vs each
+    --vs, or over every pair of the runs with --all-pairs; the groups always come from every pair."""
+    report = family_test(find_project(), run, list(others), alpha=alpha, effect=effect, evaluator=evaluator, seed=seed,
+                         all_pairs=all_pairs)
     _emit(report, as_json, show.family)
 
 

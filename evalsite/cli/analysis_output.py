@@ -19,6 +19,7 @@ from evalsite.analysis.items import DroppedItem
 from evalsite.analysis.leaderboard import stability_sentence
 from evalsite.analysis.selection import LeftOut
 from evalsite.analysis.verdict import Metric, Verdict, detectable_phrase, level_text
+from evalsite.analysis.wording import count_of, p_clause, p_text
 from evalsite.cli.output import print_table
 from evalsite.runlog.money import format_usd
 from evalsite.runlog.records import RunStatus
@@ -40,10 +41,6 @@ def _table(rows: list[dict]) -> None:
 
 def number(value: float | None, digits: int = 3) -> str:
     return "—" if value is None or math.isnan(value) else f"{value:.{digits}f}"
-
-
-def p_value(value: float | None) -> str:
-    return "—" if value is None or math.isnan(value) else f"{value:.4g}"
 
 
 def usd(value: float | None) -> str:
@@ -145,7 +142,7 @@ def _pairs(verdict: Verdict) -> None:
         {"pair": f"{p.ahead_label} − {p.behind_label}", "Δ": f"{p.difference.mean_diff:+.3f}",
          "Holm-level CI": f"{interval(p.interval)} at {level_text(p.interval)}",
          f"raw {p.difference.interval.confidence:.0%} CI": interval(p.difference.interval),
-         "p": p_value(p.difference.p_value), "Holm p": p_value(p.holm_p),
+         "p": p_text(p.difference.p_value), "Holm p": p_text(p.holm_p),
          "verdict": "separated" if p.separated else detectable_phrase(p)}
         for p in verdict.pairs
     ])
@@ -157,13 +154,16 @@ def _omnibus(verdict: Verdict) -> None:
     if f is None or n is None:
         return
     click.echo(
-        f"  Friedman χ² = {f.statistic:.3f} (tie-corrected), permutation p = {p_value(f.p_value)} (Monte Carlo over "
-        f"{f.n_resamples:,} within-item shuffles, seed {f.seed}, ± {f.std_error:.2g}); asymptotic χ² p = {p_value(f.p_value_chi2)}"
+        f"  Friedman χ² = {f.statistic:.3f} (tie-corrected), permutation {p_clause(f.p_value)} (Monte Carlo over "
+        f"{f.n_resamples:,} within-item shuffles, seed {f.seed}, ± {f.std_error:.2g}); asymptotic χ² {p_clause(f.p_value_chi2)}"
     )
-    click.echo(
-        f"  {n.method}: critical difference {n.critical_difference:.3f} in mean rank at α = {n.alpha} "
-        "(the critical-difference picture; the order and groups come from the paired tests)"
-    )
+    if f.p_value < verdict.alpha:
+        click.echo(
+            f"  {n.method}: critical difference {n.critical_difference:.3f} in mean rank at α = {n.alpha} "
+            "(the critical-difference picture; the order and groups come from the paired tests)"
+        )
+    else:
+        click.echo("  no critical-difference picture: Friedman does not reject, so Nemenyi's post-hoc is not read")
     if verdict.agreement:
         click.echo(f"  {verdict.agreement}")
 
@@ -177,10 +177,7 @@ def _sign_flip_kind(test: SignFlipResult) -> str:
 def family(report: FamilyTest) -> None:
     run = report.run
     m = len(report.comparisons)
-    click.echo(
-        f"family-test · {run.label} ({run.run_id}) vs {m} run{'s' * (m != 1)} · α = {report.alpha} · "
-        f"{report.correction} ({m} comparison{'s' * (m != 1)})"
-    )
+    click.echo(f"family-test · {run.label} ({run.run_id}) vs {count_of(m, 'run')} · α = {report.alpha} · {report.correction}")
     click.echo(_scored_by(report.evaluator, run.evaluators))
     for arm in (run, *(c.other for c in report.comparisons)):
         if arm.status != RunStatus.COMPLETED:
@@ -190,15 +187,16 @@ def family(report: FamilyTest) -> None:
             "vs": c.other.label, "items": c.n_items, "mean": number(c.mean), "other": number(c.other_mean),
             "Δ": f"{c.mean_diff:+.3f}", "Holm-level CI": f"{interval(c.interval)} at {level_text(c.interval)}",
             "raw 95% CI": interval(c.raw_interval),
-            "sign-flip p": p_value(c.sign_flip.p_value), "kind": _sign_flip_kind(c.sign_flip),
-            "Holm p": p_value(c.holm_p), "McNemar p": p_value(c.mcnemar.p_value) if c.mcnemar else "—",
-            "McNemar Holm p": p_value(c.mcnemar_holm_p), "noise": _noise_label(c.noise, c.noise_p, c.within_noise),
+            "sign-flip p": p_text(c.sign_flip.p_value), "kind": _sign_flip_kind(c.sign_flip),
+            "Holm p": p_text(c.holm_p), "McNemar p": p_text(c.mcnemar.p_value) if c.mcnemar else "—",
+            "McNemar Holm p": p_text(c.mcnemar_holm_p), "noise": _noise_label(c.noise, c.noise_p, c.within_noise, report.alpha),
             "verdict": c.verdict,
         }
         for c in report.comparisons
     ]
     click.echo()
     _table(rows)
+    _family_groups(report)
     click.echo()
     click.echo(
         "sign-flip: two-sided paired randomisation test on per-item means over repeats; McNemar: exact binomial test "
@@ -223,14 +221,32 @@ def family(report: FamilyTest) -> None:
 def _units_text(n: int, c: FamilyComparison) -> str:
     """"80 items", or "12 clusters (~96 items)" when the comparison flips clusters."""
     if c.unit == "item":
-        return f"{n} item{'s' * (n != 1)}"
-    return f"{n} cluster{'s' * (n != 1)} (~{round(n * c.n_items / c.n_units)} items)"
+        return count_of(n, "item")
+    return f"{count_of(n, 'cluster')} (~{round(n * c.n_items / c.n_units)} items)"
 
 
-def _noise_label(noise: float | None, noise_p: float | None, within: bool | None) -> str:
+def _family_groups(report: FamilyTest) -> None:
+    """The groups over every pair of the runs, and each comparison the declared family decides otherwise."""
+    groups = ", ".join(f"{place.label} {place.letters}" for place in report.arms)
+    click.echo(f"\ngroups (letters from every pair of these runs, the leaderboard's family): {groups}")
+    for c in report.comparisons:
+        if (c.holm_p < report.alpha) != c.all_pairs_separated:
+            word = "separated" if c.all_pairs_separated else "not separated"
+            click.echo(f"note: over every pair of these runs {report.run.label} and {c.other.label} are {word} "
+                       f"({p_clause(c.all_pairs_holm_p, 'Holm p')}); the declared family is smaller, so Holm corrects less")
+
+
+def _noise_label(noise: float | None, noise_p: float | None, within: bool | None, alpha: float) -> str:
+    """Δ against the repeat spread σ: "beyond" only when the noise test itself rejects, never for a
+    noise p of 0.89 beside a paired test that separates the pair."""
     if noise is None:
         return "unknown"
-    return f"{'within' if within else 'beyond'} σ {noise:.3f} (p {noise_p:.2g})"
+    spread = f"σ {noise:.3f} ({p_clause(noise_p)})"
+    if within:
+        return f"within {spread}"
+    if noise_p is not None and noise_p < alpha:
+        return f"beyond {spread}"
+    return f"{spread}: not noise by the paired test, though the spread alone would not separate Δ"
 
 
 def bootstrap(report: BootstrapReport) -> None:
@@ -333,13 +349,13 @@ def holdout(report: HoldoutReport) -> None:
     click.echo(f"holdout order: {' > '.join(report.labels[a] for a in check.holdout_order)}")
     click.echo(
         f"order holds: {'yes' if check.order_holds else 'no'} · top holds: {'yes' if check.top_holds else 'no'} · "
-        f"Kendall τ-b = {number(check.kendall_tau)} (p = {p_value(check.kendall_p_value)}, scipy.stats.kendalltau: exact "
+        f"Kendall τ-b = {number(check.kendall_tau)} ({p_clause(check.kendall_p_value)}, scipy.stats.kendalltau: exact "
         f"for few arms without ties, else asymptotic) — {check.method}"
     )
     if not check.kendall_can_reach(0.05):
         click.echo(
-            f"with {len(report.labels)} arms Kendall's test cannot reach p < 0.05 (even a perfect agreement gives p = "
-            f"{check.kendall_min_p:.3g}); read the order, not the p-value"
+            f"with {len(report.labels)} arms Kendall's test cannot reach p < 0.05 (even a perfect agreement gives "
+            f"{p_clause(check.kendall_min_p)}); read the order, not the p-value"
         )
     click.echo()
     _left_out(report.selection.left_out)

@@ -14,6 +14,7 @@ from evalsite.analysis.ci_files import write_summary
 from evalsite.analysis.compare import ALPHA, ComparisonReport, compare_runs
 from evalsite.analysis.markdown import compare_markdown
 from evalsite.analysis.regression import GT_CHANGED, IMPROVED, REGRESSED, THRESHOLD, RegressionReport
+from evalsite.analysis.wording import p_clause
 from evalsite.cli.console import paint
 from evalsite.cli.export import CSV, HTML, JSON, MARKDOWN, Result, output_option, pick_rows, write_output
 from evalsite.cli.output import format_value, print_json, warn_unreadable_runs
@@ -125,6 +126,8 @@ def print_report(report: ComparisonReport) -> None:
     if verdict is not None and verdict.comparable and report.regression is not None and gate is not None:
         note = "; expected values edited" if verdict.ground_truth_edited else ""
         click.echo(f"comparable: same questions and evaluators{note}")
+        if report.dataset_note:
+            click.echo(report.dataset_note)
         _print_regression(report.regression, gate.alpha)
         click.echo(f"gate (α = {gate.alpha}): "
                    + (paint("fail", "bad") + ": " + "; ".join(gate.reasons) if gate.failed else paint("pass", "good")))
@@ -146,7 +149,7 @@ def noise_phrase(s, alpha: float) -> str:
     """The noise verdict in words; it never says "within noise" for a change the paired test separates."""
     if s.noise is None:
         return "noise unknown (repeat the run or pass --noise)"
-    spread = f"repeat spread σ {s.noise:.3f} ({s.noise_source}), noise test p = {s.noise_p:.3g} over {s.noise_items} items"
+    spread = f"repeat spread σ {s.noise:.3f} ({s.noise_source}), noise test {p_clause(s.noise_p)} over {s.noise_items} items"
     if s.within_noise:
         return f"within noise ({spread}; neither test separates Δ at α = {alpha})"
     if s.noise_p >= alpha:
@@ -165,7 +168,7 @@ def _print_regression(report: RegressionReport, report_alpha: float) -> None:
         click.echo(
             f"mean: {s.baseline_mean:.3f} → {s.current_mean:.3f}  Δ {s.mean_delta:+.3f} (net {s.net_delta:+.3f})  "
             f"{s.confidence:.0%} CI [{_signed(s.ci_low)}, {_signed(s.ci_high)}]  "
-            f"paired sign-flip p = {s.p_value:.4g} ({s.test_kind}"
+            f"paired sign-flip {p_clause(s.p_value)} ({s.test_kind}"
             + (f", whole clusters flipped: {s.n_units} clusters" if s.unit == "cluster" else "") + f")  {noise}"
         )
     for classification, title in ((REGRESSED, "regressed"), (IMPROVED, "improved"), (GT_CHANGED, "gt_changed, left out of every number")):

@@ -11,6 +11,7 @@ from typing import Any
 import click
 import orjson
 
+from evalsite.analysis.wording import is_p_column, p_text
 from evalsite.cli.console import paint
 from evalsite.runlog.money import format_usd
 from evalsite.runlog.records import RunStatus
@@ -29,6 +30,8 @@ def format_cell(value: Any, column: str) -> str:
     """A table cell: dollar columns (``*cost_usd``) to significant digits, the rest by :func:`format_value`."""
     if column.endswith("cost_usd") and isinstance(value, (int, float)) and not isinstance(value, bool):
         return format_usd(value)
+    if isinstance(value, float) and is_p_column(column):
+        return p_text(value)
     return format_value(value)
 
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evalsite.project import DEFAULT_MAX_ERROR_RATE as MAX_ERROR_RATE
+from evalsite.project import error_rate_problem
 from evalsite.runlog.records import RunStatus
 
 
@@ -63,8 +64,8 @@ class BatchOutcome:
         """One line per reason the batch fails, naming the arm and what failed; empty when it passes.
 
         Whatever ``allow_failures`` says, a batch fails when an arm did not start or finish, a
-        critical row failed, or an arm's cases failed to generate for more than ``max_error_rate``
-        of them (every case failing is always too many: such a run measured nothing).
+        critical row failed, or an arm's failed generations do not pass the one error-rate rule
+        (:func:`evalsite.project.error_rate_problem`: more than ``max_error_rate`` of its cases, or all of them).
         ``allow_failures`` accepts the rest: some failed generations and failed pass rules."""
         reasons = [f"{arm}: not started ({self.stop_reason or 'the batch stopped'})" for arm in self.not_started]
         for run in self.runs:
@@ -80,12 +81,9 @@ def _run_reasons(run: RunOutcome, allow_failures: bool, max_error_rate: float) -
     if totals["critical_failures"]:
         reasons.append(f"{run.arm_id}: critical rows failed: {', '.join(totals['critical_failures'])}")
     cases, errors = totals.get("cases") or 0, totals.get("errors") or 0
-    if errors and (errors >= cases or errors / cases > max_error_rate):
-        cases = max(cases, errors)  # a summary that counts fewer cases than errors: never divide by zero
-        reasons.append(
-            f"{run.arm_id}: {errors} of {cases} cases failed to generate ({errors / cases:.0%}, above [ci] "
-            f"max_error_rate {max_error_rate:g}; --allow-failures does not accept it)"
-        )
+    too_many = error_rate_problem(errors, cases, max_error_rate)
+    if too_many:
+        reasons.append(f"{run.arm_id}: {too_many}; --allow-failures does not accept it")
     elif errors and not allow_failures:
         reasons.append(f"{run.arm_id}: {errors} of {cases} cases failed to generate (--allow-failures accepts it)")
     if not allow_failures:

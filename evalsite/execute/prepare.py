@@ -20,6 +20,7 @@ from evalsite.execute.retry import RetryPolicy
 from evalsite.execute.study import load_study
 from evalsite.execute.targets import make_target, target_kinds, with_model
 from evalsite.execute.targets.base import load_plugins
+from evalsite.experiment.locks import refuse_changed_dataset
 from evalsite.experiment.manifest import load_manifest
 from evalsite.experiment.plan import Plan, build_plan
 from evalsite.experiment.schema_check import did_you_mean
@@ -32,15 +33,19 @@ CODE_KINDS = ("python",)  # kinds whose construction imports user code: checked 
 
 def prepare_plan(
     project: Project, manifest_path: Path, *, overrides: tuple[str, ...] = (), arm_ids: tuple[str, ...] = (),
-    repeat: int | None = None, warnings: list[str] | None = None, run_code: bool = True,
+    repeat: int | None = None, warnings: list[str] | None = None, run_code: bool = True, check_lock: bool = True,
 ) -> Plan:
     """Load and validate a manifest and build its plan, or raise the first layer's problems.
 
     An unset environment variable a target needs is not a problem here (a dry run needs no
     key; the runner refuses it); with ``warnings`` given, each is appended to it.
     ``run_code=False`` (``evalsite validate``) builds the evaluators without importing project
-    code: ``python:`` references are checked in their source only (docs/security.md)."""
+    code: ``python:`` references are checked in their source only (docs/security.md).
+    ``check_lock`` refuses a dataset file that no longer matches its lock (``validate`` passes False:
+    it verifies every lock itself and goes on checking the manifest)."""
     plan = build_plan(project, load_manifest(manifest_path, overrides), arm_ids=arm_ids, repeat=repeat)
+    if check_lock and plan.manifest.rows is None:
+        refuse_changed_dataset(plan.dataset.path)
     check_targets(plan)
     problems, missing = runnable_problems(project, plan, run_code)
     problems += [f"{plan.manifest.path}: {p}" for p in reference_problems(project, evaluator_references(plan), run_code)]

@@ -169,6 +169,28 @@ def _changed_side(entry: dict, item: Item) -> str:
     return "'expected' appeared or disappeared as null"
 
 
+def refuse_changed_dataset(dataset_path: str | Path) -> None:
+    """What ``run`` refuses (docs/guide.md §8): a dataset file whose items no longer match its lock.
+
+    A dataset without a lock is not checked; an unreadable lock is refused with its reason. Bytes
+    that changed while every item still hashes the same (whitespace, key order) are not a change of
+    the dataset and are left to ``dataset verify``."""
+    dataset_path = Path(dataset_path)
+    target = lock_path(dataset_path)
+    if not target.exists():
+        return
+    lock = read_lock(target)
+    if file_sha256(dataset_path) == lock.get("file_sha256"):
+        return
+    changes = item_differences(lock, load_dataset(dataset_path).items)
+    if changes:
+        shown = "; ".join(changes[:3]) + (f"; and {len(changes) - 3} more" if len(changes) > 3 else "")
+        raise DatasetError(
+            f"{dataset_path}: no longer matches its lock {target.name} ({shown}); refusing to run on a changed "
+            f"dataset. If the change is intended, freeze it again: evalsite dataset freeze {dataset_path}"
+        )
+
+
 def changes_since_lock(dataset: Dataset) -> list[str] | None:
     """Differences from the dataset's lock file, or ``None`` when it has no readable lock."""
     try:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+from evalsite.analysis.wording import p_clause, p_text
+
 DASH = "—"
 
 
@@ -20,13 +22,13 @@ def number(value, digits: int = 3) -> str:
 
 
 def pvalue(value) -> str:
-    """A p-value, one way everywhere: three decimals, or two significant digits below 0.001 (never
-    ``0.0000`` beside ``1.2e-07``)."""
-    if _missing(value):
-        return DASH
-    if value == 0:
-        return "0"
-    return f"{value:.3f}" if value >= 0.001 else f"{value:.1e}"
+    """A p-value as every surface prints it (:func:`evalsite.analysis.wording.p_text`): ``0.071``, ``< 0.001``."""
+    return DASH if _missing(value) else p_text(value)
+
+
+def p_is(value) -> str:
+    """``p = 0.071`` or ``p < 0.001`` (:func:`evalsite.analysis.wording.p_clause`)."""
+    return p_clause(None if _missing(value) else value)
 
 
 def percent(value, digits: int = 1) -> str:
@@ -72,6 +74,7 @@ FILTERS = {
     "number": number,
     "percent": percent,
     "pvalue": pvalue,
+    "p_is": p_is,
     "usd": usd,
     "ms": milliseconds,
     "when": when,

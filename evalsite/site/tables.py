@@ -12,7 +12,7 @@ from functools import cache
 from typing import Any, get_args, get_type_hints
 
 #: How a column's cells are shown; downloads always carry the raw value.
-COLUMN_KINDS = ("text", "code", "number", "percent", "usd", "ms", "count", "interval", "status", "when")
+COLUMN_KINDS = ("text", "code", "number", "pvalue", "percent", "usd", "ms", "count", "interval", "status", "when")
 
 
 @dataclass(frozen=True)

@@ -78,6 +78,7 @@ class ComparePage(PageContext):
     evaluators: Table | None = doc("Per evaluator: newly failing / passing, pass-rate, mean and error deltas.")
     apart: Table | None = doc("Items left out of the numbers: ground truth changed, only in one run, unscored.")
     critical_newly_failing: list[str] = doc("Critical rows that passed in the baseline and fail now.")
+    dataset_note: str | None = doc("When the dataset changed between the runs (same questions, edited expected values): what changed and why the baseline's mean here is not its run page's (its outputs re-scored against the current ground truth). None on one dataset version.", default=None)
 
 
 def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[PageJob]:
@@ -214,7 +215,7 @@ def compare_page(report: ComparisonReport, source: str, settings: SiteSettings, 
         comparable=verdict.comparable,
         reason=verdict.reason,
         summary=None, dumbbells=Markup(""), dumbbell_note="", items=None, evaluators=None, apart=None,
-        critical_newly_failing=[],
+        critical_newly_failing=[], dataset_note=report.dataset_note,
     )
     if not verdict.comparable or regression is None:
         return page

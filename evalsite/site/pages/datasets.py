@@ -20,6 +20,7 @@ from markupsafe import Markup
 from evalsite.analysis import Leaderboard as Board
 from evalsite.analysis import RankedArm, Selection, comparable_groups
 from evalsite.analysis.critical_difference import critical_difference_picture
+from evalsite.analysis.dataset_versions import OLDER, DatasetVersions
 from evalsite.analysis.leaderboard import stability_sentence
 from evalsite.analysis.verdict import Verdict, detectable_phrase
 from evalsite.errors import EvalsiteError
@@ -80,12 +81,16 @@ class DatasetPage(PageContext):
     left_out: Table = doc("Runs on this dataset that no leaderboard uses, with the reason.")
     runs: Table = doc("Every run on this dataset, newest first.")
     items_href: str = doc("Site-root-relative link to the dataset's item index (each item with every run's answers).", "")
+    dataset_version: str = doc("Which version of its file this dataset is: 'current version of data/x.jsonl' (its hash matches the file now) or 'older version of data/x.jsonl (the file has changed since)'.", "")
+    current: bool = doc("False when the dataset is an older version of its file.", True)
 
 
 def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[PageJob]:
+    versions = DatasetVersions(inputs.project.root)  # the file's version now is part of the page's key
     return [
         PageJob(f"dataset:{dataset_id}", ("decisions", *inputs.summary_keys([r.run_id for r in members])),  # exclusions
-            _renderer(dataset_id, members), figures=tuple(r.run_id for r in members))
+            _renderer(dataset_id, members), figures=tuple(r.run_id for r in members),
+            variant=versions.of(members[0].header.dataset).state)
         for dataset_id, members in runs_by(inputs.runs, lambda run: run.header.dataset.dataset_id).items()
     ]
 
@@ -108,6 +113,8 @@ def _renderer(dataset_id: str, members: list[Run]):
             runs=runs_table("runs", members, kit.figures),
             items_href=paths.items_index(dataset_id),
         )
+        version = DatasetVersions(kit.inputs.project.root).of(newest.header.dataset)
+        context.dataset_version, context.current = version.label, version.state != OLDER
         return kit.page(page_path, "dataset.html", context)
 
     return render
@@ -162,7 +169,7 @@ def arm_columns(verdict: Verdict | None) -> list[Column]:
         Column("cost_per_case", "cost / case", "usd", "total cost / cases; unknown when any case has no cost"),
         Column("latency_p50", "p50 latency", "ms", "nearest-rank median latency"),
         Column("pass_rate", "pass rate", "percent", secondary=True),
-        Column("noise", "noise ±", "number", "std of the arm's per-repeat means (with repeats): a difference smaller than this is noise", secondary=True),
+        Column("noise", "noise ±", "number", "std of the arm's per-repeat means (with repeats): how far its mean moves on a rerun; a difference of this size could not be told apart from rerunning", secondary=True),
         Column("items", "items", "count", "items every arm of the leaderboard scored (the figures use only these)", secondary=True),
         Column("cases", "cases", "count", secondary=True),
         Column("cost_total", "cost", "usd", "total cost; unknown when any case has no cost", secondary=True),
@@ -252,7 +259,7 @@ def _ranking(board: Board, number: int) -> tuple[Ranking | None, str]:
 
 def _pairs_table(verdict, number: int) -> Table:
     columns = [Column("pair", "pair"), Column("delta", "Δ with 95% interval", "interval", "paired difference, bootstrap over the test's units"),
-               Column("p", "p", "number", "two-sided paired sign-flip"), Column("holm_p", "Holm p", "number", verdict.correction),
+               Column("p", "p", "pvalue", "two-sided paired sign-flip"), Column("holm_p", "Holm p", "pvalue", verdict.correction),
                Column("verdict", "verdict")]
     rows = [{"pair": f"{p.ahead_label} − {p.behind_label}",
              "delta": ShownInterval(p.difference.mean_diff, *bounds(p.difference.interval)),

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from evalsite.analysis import Selection, comparable_groups
+from evalsite.analysis.dataset_versions import OLDER, DatasetVersions
 from evalsite.errors import EvalsiteError
 from evalsite.site import paths
 from evalsite.site.drift import drift_variant, experiment_drift, experiment_status
@@ -27,6 +28,8 @@ class VerdictCard:
     """Who leads on one dataset and whether the lead is real (its newest comparable group)."""
 
     dataset: Link | str = doc("The dataset's leaderboard (— when the runs name no dataset).")
+    dataset_version: str = doc("Which version of its file the dataset is: 'current version of data/x.jsonl' (its hash matches the file now) or 'older version of data/x.jsonl (the file has changed since)'.", default="")
+    current: bool = doc("True unless the dataset is an older version of its file: only a current version's card says 'leading'; older cards come after the current ones.", default=True)
     comparable: str = doc("What the group's runs share (dataset, evaluator versions).")
     arms: int = doc("Arms in the group.")
     items: int = doc("Items every arm scored (the tests use only these).")
@@ -66,7 +69,9 @@ def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[PageJob]:
     keys = ("skipped", "decisions", *inputs.summary_keys(every_run), *(f"experiment:{n}" for n in inputs.experiments),
             *(f"report:{r.name}" for r in inputs.reports))
     drift = "|".join(drift_variant(experiment_drift(inputs, name)) for name in sorted(inputs.experiments))
-    return [PageJob("home", keys, _render, figures=every_run, variant=drift)]
+    versions = DatasetVersions(inputs.project.root)  # a dataset file edited without a new run re-renders the cards
+    states = sorted({f"{run.header.dataset.dataset_id}:{versions.of(run.header.dataset).state}" for run in inputs.runs})
+    return [PageJob("home", keys, _render, figures=every_run, variant=drift + "|" + ",".join(states))]
 
 
 def _render(kit: Kit) -> dict[str, bytes]:
@@ -91,12 +96,16 @@ def _render(kit: Kit) -> dict[str, bytes]:
 
 
 def _verdict_cards(kit: Kit) -> list[VerdictCard]:
-    cards = []
+    """One card per dataset, the current versions of their files first (a stable sort keeps the order within)."""
+    cards, versions = [], DatasetVersions(kit.inputs.project.root)
     for dataset_id, members in runs_by(kit.inputs.listed_runs, lambda run: run.header.dataset.dataset_id).items():
         groups = comparable_groups(kit.inputs.database, dataset_id, only_runs={r.run_id for r in members}).groups
         if groups:
-            cards.append(dataset_verdict(kit.inputs, dataset_id, groups[0]))
-    return cards
+            card = dataset_verdict(kit.inputs, dataset_id, groups[0])
+            version = versions.of(members[0].header.dataset)
+            card.dataset_version, card.current = version.label, version.state != OLDER
+            cards.append(card)
+    return sorted(cards, key=lambda card: not card.current)
 
 
 def dataset_verdict(inputs: ProjectInputs, dataset_id: str, group: Selection) -> VerdictCard:

@@ -84,7 +84,7 @@ class CaseListing:
 class Noise:
     """How much a run moves between repeats of the same items."""
 
-    std: float | None = doc("Standard deviation of the per-repeat mean scores: a difference smaller than this is noise.")
+    std: float | None = doc("Standard deviation of the per-repeat mean scores: how far the mean moves on a rerun; a difference of this size could not be told apart from rerunning.")
     per_repeat: Table = doc("Mean score of each repeat.")
     flaky: Table = doc("Items that passed in some repeats and failed in others, with Wilson intervals, pass@k and pass^k.")
     flaky_count: int = doc("How many items are flaky.")
