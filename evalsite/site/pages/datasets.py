@@ -13,6 +13,7 @@ diagram (:mod:`evalsite.analysis.critical_difference`).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from markupsafe import Markup
@@ -22,7 +23,7 @@ from evalsite.analysis import RankedArm, Selection, comparable_groups
 from evalsite.analysis.critical_difference import critical_difference_picture
 from evalsite.analysis.dataset_versions import OLDER, DatasetVersions
 from evalsite.analysis.leaderboard import stability_sentence
-from evalsite.analysis.verdict import Verdict, detectable_phrase
+from evalsite.analysis.verdict import Verdict, detectable_phrase, level_text
 from evalsite.errors import EvalsiteError
 from evalsite.runlog.store import Run
 from evalsite.site import charts, paths
@@ -196,8 +197,9 @@ def leader_delta(board: Board, place: int) -> float | None:
 
 
 def bounds(interval) -> tuple[float | None, float | None]:
-    """An analysis interval's bounds for a page (None where the bootstrap gave NaN)."""
-    low, high = (None if bound is None or bound != bound else float(bound) for bound in (interval.low, interval.high))
+    """An analysis interval's bounds for a page: None where the bootstrap gave NaN, or where an inverted
+    test's interval is unbounded (too few units for any level to exclude a shift)."""
+    low, high = (None if bound is None or not math.isfinite(bound) else float(bound) for bound in (interval.low, interval.high))
     return low, high
 
 
@@ -258,11 +260,18 @@ def _ranking(board: Board, number: int) -> tuple[Ranking | None, str]:
 
 
 def _pairs_table(verdict, number: int) -> Table:
-    columns = [Column("pair", "pair"), Column("delta", "Δ with 95% interval", "interval", "paired difference, bootstrap over the test's units"),
+    columns = [Column("pair", "pair"),
+               Column("delta", "Δ, Holm-level interval", "interval", "paired difference; the sign-flip test's inverted "
+                      "interval at the level Holm tested the pair at (its confidence in the next column): it excludes 0 "
+                      "exactly when the pair is separated"),
+               Column("level", "level"),
+               Column("raw", "raw 95% interval", "interval", "bootstrap over the test's units, not adjusted for the "
+                      "other pairs", secondary=True),
                Column("p", "p", "pvalue", "two-sided paired sign-flip"), Column("holm_p", "Holm p", "pvalue", verdict.correction),
                Column("verdict", "verdict")]
     rows = [{"pair": f"{p.ahead_label} − {p.behind_label}",
-             "delta": ShownInterval(p.difference.mean_diff, *bounds(p.difference.interval)),
+             "delta": ShownInterval(p.difference.mean_diff, *bounds(p.interval)), "level": level_text(p.interval),
+             "raw": ShownInterval(p.difference.mean_diff, *bounds(p.difference.interval)),
              "p": p.difference.p_value, "holm_p": p.holm_p,
              "verdict": "separated" if p.separated else detectable_phrase(p)} for p in verdict.pairs]
     return Table(f"pairs-{number}", columns, rows)

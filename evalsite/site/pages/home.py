@@ -132,8 +132,8 @@ def dataset_verdict(inputs: ProjectInputs, dataset_id: str, group: Selection) ->
         card.runner_up = board.arms[1].summary.arm.label
         pair = board.verdict.pair(board.verdict.arms[0].arm, board.verdict.arms[1].arm)
         difference = pair.difference
-        card.delta = ShownInterval(difference.mean_diff, *bounds(difference.interval))
-        card.confidence, card.p_value = difference.interval.confidence, pair.holm_p
+        card.delta = ShownInterval(difference.mean_diff, *bounds(pair.interval))  # excludes 0 exactly when separated
+        card.confidence, card.p_value = pair.interval.confidence, pair.holm_p
         card.p_label = f"paired sign-flip test over {difference.unit}s, {board.verdict.correction}"
     return card
 
