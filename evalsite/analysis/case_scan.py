@@ -12,6 +12,7 @@ by the Python reader instead, so a hand-edited run gets the reader's own rules a
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from evalsite.analysis.case_columns import NONE, CaseColumns, ScoreColumns, case_columns
-from evalsite.analysis.db import CASE_FIELD_TYPES, JSON_TEXT, MAXIMUM_CASE_BYTES, case_line_ok, json_type_in
+from evalsite.analysis.db import (
+    CASE_FIELD_TYPES,
+    JSON_TEXT,
+    MAXIMUM_CASE_BYTES,
+    PYTHON_INT_DIGITS,
+    case_line_ok,
+    json_type_in,
+)
 from evalsite.runlog.hashing import canonical_json
 from evalsite.runlog.records import Case
 from evalsite.runlog.store import CASES_FILE, read_cases
@@ -92,7 +100,7 @@ def scan_cases(directory: Path) -> ScannedCases:
     except OSError:
         return _read_in_python(path)
     lines = [line for line in data.split(b"\n") if line.strip()]
-    if not lines:
+    if not lines or _LONG_DIGITS.search(data):
         return _read_in_python(path)
     connection = duckdb.connect()
     try:
@@ -102,6 +110,12 @@ def scan_cases(directory: Path) -> ScannedCases:
     if table.num_rows != len(lines) or not pc.all(table.column("well_typed")).as_py():
         return _read_in_python(path)
     return ScannedCases(columns_from_arrow(table), lines)
+
+
+#: A run of more digits than Python's json reads in an integer: a line the Python reader refuses
+#: whatever field holds it, which DuckDB would read (as an infinite double). Digits inside a
+#: string match too; reading such a file in Python is only slower, never different.
+_LONG_DIGITS = re.compile(rb"[0-9]{%d,}" % (PYTHON_INT_DIGITS + 1))
 
 
 def _read_in_python(path: Path) -> ScannedCases:

@@ -19,7 +19,7 @@ import duckdb
 import pyarrow as pa
 
 from evalsite.runlog.decisions import Decision, excluded_runs
-from evalsite.runlog.records import CASE_TYPES, SCORE_TYPES
+from evalsite.runlog.records import CASE_RANGES, CASE_TYPES, SCORE_RANGES, SCORE_TYPES
 from evalsite.runlog.store import Run, scan_runs
 
 if TYPE_CHECKING:
@@ -120,16 +120,40 @@ def _scores_ok(objects: bool) -> str:
     return " AND ".join(checks)
 
 
+def _number_ok(value: str, bounds: tuple[float, float]) -> str:
+    """SQL: the raw JSON ``value`` (a number or null, its type checked apart) is one the Python
+    reader reads: within ``bounds`` or not finite (no value), and not an integer of more digits
+    than Python converts (DuckDB reads one as an infinite double; the reader refuses its line)."""
+    number, text = f"TRY_CAST({value} AS DOUBLE)", f"ltrim({value}::VARCHAR, '-')"
+    return (f"coalesce((NOT isfinite({number}) OR {number} BETWEEN {bounds[0]!r} AND {bounds[1]!r}) "
+            f"AND (length({text}) <= {PYTHON_INT_DIGITS} OR NOT regexp_matches({text}, '^[0-9]+$')), true)")
+
+
+#: The most digits Python's ``json`` reads in an integer (``sys.get_int_max_str_digits``'s default).
+PYTHON_INT_DIGITS = 4300
+
+
+def _numbers_ok() -> list[str]:
+    """SQL: every number of the case and of each of its scores is in its range
+    (:data:`~evalsite.runlog.records.CASE_RANGES`, :data:`~evalsite.runlog.records.SCORE_RANGES`)."""
+    case = [_number_ok(name, bounds) for name, bounds in CASE_RANGES.items()]
+    scores = [f"coalesce(list_bool_and(list_transform(json_extract(scores, '$[*].{name}'), "
+              f"lambda v: {_number_ok('v', bounds)})), true)" for name, bounds in SCORE_RANGES.items()]
+    return [*case, f"(json_type(scores) IS DISTINCT FROM 'ARRAY' OR ({' AND '.join(scores)}))"]
+
+
 def case_line_ok(*, error_objects: bool) -> str:
     """SQL over a row of a case file read with every field as raw JSON: true when
-    :meth:`~evalsite.runlog.records.Case.from_json` reads the line as a case. With
-    ``error_objects`` false, only lines it trusts without checks (errors stored as text)."""
+    :meth:`~evalsite.runlog.records.Case.from_json` reads the line as a case (its fields' JSON
+    types, then its numbers' ranges). With ``error_objects`` false, only lines it trusts without
+    checks (errors stored as text)."""
     return " AND ".join(
         ["coalesce(json_type(item_id) = 'VARCHAR', false)",
          "coalesce(json_type(repeat) = 'UBIGINT' AND TRY_CAST(repeat AS BIGINT) IS NOT NULL, false)",
          json_type_in("scores", ("ARRAY", "NULL")), _case_error_ok(error_objects),
          f"(json_type(scores) IS DISTINCT FROM 'ARRAY' OR ({_scores_ok(error_objects)}))"]
         + [json_type_in(name, kinds) for name, kinds in CASE_FIELD_TYPES.items()]
+        + _numbers_ok()
     )
 
 
