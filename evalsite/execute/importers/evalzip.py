@@ -24,6 +24,7 @@ from typing import Any
 import zstandard
 
 from evalsite.errors import SourceError
+from evalsite.execute.importers.jsonstream import json_problem
 
 ZSTD_METHOD = 93
 _LOCAL_HEADER = struct.Struct("<4sHHHHHIIIHH")
@@ -73,8 +74,8 @@ class EvalZip:
     def read_json(self, name: str) -> Any:
         try:
             return json.loads(self.read(name))
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise SourceError(f"{self.label}: member {name} is not valid JSON: {exc}") from None
+        except ValueError as exc:  # syntax, encoding, or an integer past 4,300 digits
+            raise SourceError(f"{self.label}: member {name} is not valid JSON: {json_problem(exc)}") from None
 
     def _decompress(self, info: zipfile.ZipInfo) -> bytes:
         self._raw.seek(info.header_offset)

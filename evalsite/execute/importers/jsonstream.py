@@ -28,6 +28,14 @@ from typing import Any
 
 from evalsite.errors import SourceError
 
+
+def json_problem(exc: ValueError) -> str:
+    """Why a text is not JSON that can be imported: the decoder's message, or, for the one
+    ``ValueError`` json raises on valid syntax, an integer past Python's 4,300 digits."""
+    if isinstance(exc, (json.JSONDecodeError, UnicodeDecodeError)):
+        return str(exc)
+    return "an integer of more than 4300 digits"
+
 CHUNK_CHARS = 1 << 20
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
 _NEAR_END = 16  # a decode error this close to the buffer's end may just be a value cut by the chunk
@@ -179,6 +187,8 @@ class JsonArrayStream:
                 if maybe_cut:
                     raise _EndOfFile from None
                 raise self._error(f"invalid JSON: {exc.msg}", exc.pos) from None
+            except ValueError as exc:
+                raise self._error(f"invalid JSON: {json_problem(exc)}") from None
             if end == len(self._buffer) and self._fill():  # a number may go on in the next chunk
                 continue
             self._pos = end
@@ -218,6 +228,8 @@ class JsonLines:
                             self.truncated = True
                             return
                         raise SourceError(f"{self.label}: line {number}: invalid JSON: {exc.msg}") from None
+                    except ValueError as exc:
+                        raise SourceError(f"{self.label}: line {number}: invalid JSON: {json_problem(exc)}") from None
                     if not isinstance(record, dict):
                         raise SourceError(
                             f"{self.label}: line {number}: a {type(record).__name__}, expected a JSON object"
