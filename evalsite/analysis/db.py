@@ -142,18 +142,30 @@ def _numbers_ok() -> list[str]:
     return [*case, f"(json_type(scores) IS DISTINCT FROM 'ARRAY' OR ({' AND '.join(scores)}))"]
 
 
-def case_line_ok(*, error_objects: bool) -> str:
+def _no_long_integer(value: str) -> str:
+    """SQL: the raw JSON ``value`` holds no integer of more digits than Python's json reads (one
+    anywhere in a line makes the reader refuse the line). Strings are cut out first, so digits in
+    text never count; an integer is a digit run with no sign of a fraction or exponent around it."""
+    text = f"{value}::VARCHAR"
+    run = "[0-9]{1000}" * (PYTHON_INT_DIGITS // 1000) + f"[0-9]{{{PYTHON_INT_DIGITS % 1000 + 1}}}"  # RE2 repeats <= 1000
+    numbers = f"regexp_replace({text}, '\"(\\\\.|[^\"\\\\])*\"', '', 'g')"
+    return (f"coalesce(length({text}) <= {PYTHON_INT_DIGITS} OR NOT regexp_matches({numbers}, "
+            f"'(^|[^0-9.eE+-])-?{run}[0-9]*([^0-9.eE]|$)'), true)")
+
+
+def case_line_ok(*, error_objects: bool, json_fields: tuple[str, ...] = ()) -> str:
     """SQL over a row of a case file read with every field as raw JSON: true when
     :meth:`~evalsite.runlog.records.Case.from_json` reads the line as a case (its fields' JSON
     types, then its numbers' ranges). With ``error_objects`` false, only lines it trusts without
-    checks (errors stored as text)."""
+    checks (errors stored as text). ``json_fields``: the other fields read (``input``, ``output``…),
+    checked for an integer the reader cannot read (a field not read is not checked)."""
     return " AND ".join(
         ["coalesce(json_type(item_id) = 'VARCHAR', false)",
          "coalesce(json_type(repeat) = 'UBIGINT' AND TRY_CAST(repeat AS BIGINT) IS NOT NULL, false)",
          json_type_in("scores", ("ARRAY", "NULL")), _case_error_ok(error_objects),
          f"(json_type(scores) IS DISTINCT FROM 'ARRAY' OR ({_scores_ok(error_objects)}))"]
         + [json_type_in(name, kinds) for name, kinds in CASE_FIELD_TYPES.items()]
-        + _numbers_ok()
+        + _numbers_ok() + [_no_long_integer(name) for name in json_fields]
     )
 
 

@@ -63,7 +63,8 @@ def json_source(files: list[str]) -> str:
     views count exactly the cases ``show`` counts, with the same values."""
     spec = "{" + ", ".join(f"'{name}': 'JSON'" for name in CASE_COLUMNS) + "}"
     columns = ", ".join(f"{_from_json(name, kind)} AS {_quoted(name)}" for name, kind in CASE_COLUMNS.items())
-    return f"SELECT {_RUN_ID}, {columns} FROM {_read_json(files, spec)} WHERE {case_line_ok(error_objects=True)}"
+    texts = tuple(name for name, kind in CASE_COLUMNS.items() if kind == "JSON")
+    return f"SELECT {_RUN_ID}, {columns} FROM {_read_json(files, spec)} WHERE {case_line_ok(error_objects=True, json_fields=texts)}"
 
 
 def written_json_source(files: list[str]) -> str:
