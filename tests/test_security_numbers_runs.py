@@ -124,3 +124,12 @@ def test_the_writer_records_an_out_of_range_number_as_null_and_names_it(tmp_path
 def test_a_case_in_range_is_written_as_it_is():
     case = {"item_id": "q0", "repeat": 0, "cost_usd": 1e6, "input_tokens": 10**9, "scores": [{"evaluator": "e", "score": 1}]}
     assert bounded_case(case) is case
+
+
+def test_an_integer_too_long_to_write_is_recorded_as_null_and_named(tmp_path):
+    writer = RunWriter.create(tmp_path, "a", {"format_version": 1, "run_id": "r", "arm_id": "a"})
+    written = writer.append_case({"item_id": "q0", "repeat": 0, "error": None, "output": {"n": [10**5000, 10**4000]}})
+    writer.finish({"status": "completed"})
+    (read,) = read_run(writer.directory).cases
+    assert read.raw == written and read["output"] == {"n": [None, 10**4000]}
+    assert read.error == "output.n[0] is an integer of more than 4300 digits, recorded as null"

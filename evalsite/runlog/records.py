@@ -361,6 +361,40 @@ def bounded_case(case: dict[str, Any]) -> dict[str, Any]:
     return {**bounded, "scores": kept}
 
 
+def without_long_integers(case: dict[str, Any]) -> dict[str, Any]:
+    """``case`` with every integer too long for JSON text (past Python's 4,300 digits: a project's
+    target returned ``10**5000``) replaced by null, named in its error: what the writer records
+    when ``case`` cannot be written as it is."""
+    found: list[str] = []
+
+    def kept(value: Any, path: str) -> Any:
+        if isinstance(value, dict):
+            return {key: kept(inner, f"{path}.{key}" if path else str(key)) for key, inner in value.items()}
+        if isinstance(value, list):
+            return [kept(inner, f"{path}[{index}]") for index, inner in enumerate(value)]
+        if isinstance(value, int) and not isinstance(value, bool) and _too_long(value):
+            found.append(path)
+            return None
+        return value
+
+    record = kept(case, "")
+    if not found:
+        return case
+    said = f"{found[0]} is an integer of more than 4300 digits, recorded as null"
+    error = case.get("error")
+    return {**record, "error": f"{error}; {said}" if isinstance(error, str) and error else said}
+
+
+def _too_long(value: int) -> bool:
+    if value.bit_length() < 14_000:  # fewer than 4,215 digits: written without a doubt
+        return False
+    try:
+        str(value)
+    except ValueError:
+        return True
+    return False
+
+
 def _bounded(record: dict[str, Any], ranges: Mapping[str, tuple[float, float]]) -> dict[str, Any]:
     problems = out_of_range(record, ranges)
     if not problems:

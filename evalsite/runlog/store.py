@@ -30,7 +30,16 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from evalsite.errors import RunLogError
-from evalsite.runlog.records import FORMAT_VERSION, Case, Footer, RunHeader, RunStatus, bounded_case, well_typed_case
+from evalsite.runlog.records import (
+    FORMAT_VERSION,
+    Case,
+    Footer,
+    RunHeader,
+    RunStatus,
+    bounded_case,
+    well_typed_case,
+    without_long_integers,
+)
 
 try:
     import fcntl
@@ -174,7 +183,12 @@ class RunWriter:
         (:func:`~evalsite.runlog.records.bounded_case`), which the caller should count from."""
         assert self._cases is not None, "append_case after close"
         case = bounded_case(case)
-        encoded = (_CASE_LINE.encode(case) + "\n").encode("utf-8")
+        try:
+            text = _CASE_LINE.encode(case)
+        except ValueError:  # an integer past Python's 4,300 digits somewhere in the record
+            case = without_long_integers(case)
+            text = _CASE_LINE.encode(case)
+        encoded = (text + "\n").encode("utf-8")
         self._digest.update(encoded)
         self._well_typed = self._well_typed and well_typed_case(case)
         line = memoryview(encoded)
