@@ -316,7 +316,7 @@ MAX_COST_USD = 1e6  # a case's billed or priced cost, its judges' cost, a score'
 MAX_TOKENS = 10**9  # a case's input or output tokens (every turn's together)
 MAX_LATENCY_MS = 30 * 24 * 3600 * 1000  # 30 days: retries, backoff and every turn included
 MAX_SCORE = 1e12  # a score or a judge's spread, either sign (metrics such as perplexity are not 0..1)
-MIN_TURN, MAX_TURN = 1, 10**6  # a score's 1-based turn
+MIN_TURN, MAX_TURN = 0, 10**6  # a score's turn (1-based as evalsite writes it; 0 read too)
 CASE_RANGES: dict[str, tuple[float, float]] = {
     "latency_ms": (0, MAX_LATENCY_MS), "input_tokens": (0, MAX_TOKENS), "output_tokens": (0, MAX_TOKENS),
     "cost_usd": (0, MAX_COST_USD), "scoring_cost_usd": (0, MAX_COST_USD), "score": (-MAX_SCORE, MAX_SCORE),
