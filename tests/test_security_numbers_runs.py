@@ -15,6 +15,7 @@ from test_hostile_runs import READERS, make_project
 from evalsite.analysis.case_scan import scan_cases
 from evalsite.analysis.db import open_database
 from evalsite.analysis.summary import summarise_run
+from evalsite.runlog.hashing import file_sha256
 from evalsite.runlog.records import CASE_RANGES, bounded_case, well_typed_case
 from evalsite.runlog.store import CASES_FILE, RunWriter, read_cases, read_run
 
@@ -133,3 +134,16 @@ def test_an_integer_too_long_to_write_is_recorded_as_null_and_named(tmp_path):
     (read,) = read_run(writer.directory).cases
     assert read.raw == written and read["output"] == {"n": [None, 10**4000]}
     assert read.error == "output.n[0] is an integer of more than 4300 digits, recorded as null"
+
+
+def test_a_forged_run_whose_footer_vouches_for_its_lines_breaks_no_command(cli, project):
+    """A forger can recompute ``cases_sha256``: the views then read the file unchecked, and the
+    figures built on them still leave its out-of-range numbers out instead of overflowing."""
+    bad, good = sorted((project / "runs").iterdir())
+    forge(bad, ['"cost_usd": 1.7e308', '"cost_usd": 1.7e308', '"latency_ms": 1.7e308', '"latency_ms": 1.7e308'])
+    footer = json.loads((bad / "end.json").read_text())
+    (bad / "end.json").write_text(json.dumps({**footer, "cases_sha256": file_sha256(bad / CASES_FILE)}))
+    for command in (*READERS, ("show", bad.name), ("compare", bad.name, "--baseline", good.name)):
+        result = cli(*command)
+        assert result.exception is None or isinstance(result.exception, SystemExit), (command, result.output)
+        assert result.exit_code == 0, (command, result.output)
