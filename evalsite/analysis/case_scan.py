@@ -12,7 +12,6 @@ by the Python reader instead, so a hand-edited run gets the reader's own rules a
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -100,7 +99,7 @@ def scan_cases(directory: Path) -> ScannedCases:
     except OSError:
         return _read_in_python(path)
     lines = [line for line in data.split(b"\n") if line.strip()]
-    if not lines or _LONG_DIGITS.search(data):
+    if not lines or _DIGITS_AS_ZEROS_RUN in data.translate(_DIGITS_AS_ZEROS):
         return _read_in_python(path)
     connection = duckdb.connect()
     try:
@@ -114,8 +113,10 @@ def scan_cases(directory: Path) -> ScannedCases:
 
 #: A run of more digits than Python's json reads in an integer: a line the Python reader refuses
 #: whatever field holds it, which DuckDB would read (as an infinite double). Digits inside a
-#: string match too; reading such a file in Python is only slower, never different.
-_LONG_DIGITS = re.compile(rb"[0-9]{%d,}" % (PYTHON_INT_DIGITS + 1))
+#: string match too; reading such a file in Python is only slower, never different. (Every digit
+#: made a 0, then one substring search: a regular expression is 20x slower.)
+_DIGITS_AS_ZEROS = bytes.maketrans(b"123456789", b"000000000")
+_DIGITS_AS_ZEROS_RUN = b"0" * (PYTHON_INT_DIGITS + 1)
 
 
 def _read_in_python(path: Path) -> ScannedCases:

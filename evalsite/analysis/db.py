@@ -124,9 +124,10 @@ def _number_ok(value: str, bounds: tuple[float, float]) -> str:
     """SQL: the raw JSON ``value`` (a number or null, its type checked apart) is one the Python
     reader reads: within ``bounds`` or not finite (no value), and not an integer of more digits
     than Python converts (DuckDB reads one as an infinite double; the reader refuses its line)."""
-    number, text = f"TRY_CAST({value} AS DOUBLE)", f"ltrim({value}::VARCHAR, '-')"
+    number, text = f"TRY_CAST({value} AS DOUBLE)", f"{value}::VARCHAR"
     return (f"coalesce((NOT isfinite({number}) OR {number} BETWEEN {bounds[0]!r} AND {bounds[1]!r}) "
-            f"AND (length({text}) <= {PYTHON_INT_DIGITS} OR NOT regexp_matches({text}, '^[0-9]+$')), true)")
+            f"AND CASE WHEN length({text}) > {PYTHON_INT_DIGITS} THEN NOT regexp_matches({text}, '^-?[0-9]+$') "
+            f"ELSE true END, true)")
 
 
 #: The most digits Python's ``json`` reads in an integer (``sys.get_int_max_str_digits``'s default).
@@ -149,8 +150,8 @@ def _no_long_integer(value: str) -> str:
     text = f"{value}::VARCHAR"
     run = "[0-9]{1000}" * (PYTHON_INT_DIGITS // 1000) + f"[0-9]{{{PYTHON_INT_DIGITS % 1000 + 1}}}"  # RE2 repeats <= 1000
     numbers = f"regexp_replace({text}, '\"(\\\\.|[^\"\\\\])*\"', '', 'g')"
-    return (f"coalesce(length({text}) <= {PYTHON_INT_DIGITS} OR NOT regexp_matches({numbers}, "
-            f"'(^|[^0-9.eE+-])-?{run}[0-9]*([^0-9.eE]|$)'), true)")
+    return (f"coalesce(CASE WHEN length({text}) > {PYTHON_INT_DIGITS} THEN NOT regexp_matches({numbers}, "
+            f"'(^|[^0-9.eE+-])-?{run}[0-9]*([^0-9.eE]|$)') ELSE true END, true)")
 
 
 def case_line_ok(*, error_objects: bool, json_fields: tuple[str, ...] = ()) -> str:
