@@ -122,12 +122,12 @@ def _scores_ok(objects: bool) -> str:
 
 def _number_ok(value: str, bounds: tuple[float, float]) -> str:
     """SQL: the raw JSON ``value`` (a number or null, its type checked apart) is one the Python
-    reader reads: within ``bounds`` or not finite (no value), and not an integer of more digits
-    than Python converts (DuckDB reads one as an infinite double; the reader refuses its line)."""
-    number, text = f"TRY_CAST({value} AS DOUBLE)", f"{value}::VARCHAR"
-    return (f"coalesce((NOT isfinite({number}) OR {number} BETWEEN {bounds[0]!r} AND {bounds[1]!r}) "
-            f"AND CASE WHEN length({text}) > {PYTHON_INT_DIGITS} THEN NOT regexp_matches({text}, '^-?[0-9]+$') "
-            f"ELSE true END, true)")
+    reader reads: a finite number within ``bounds``, or ``NaN``/``Infinity``/``1e400`` (no value).
+    An integer DuckDB reads as an infinite double (past 1.8e308, or past Python's 4,300 digits) is
+    an integer out of range to the reader, which refuses its line."""
+    number = f"TRY_CAST({value} AS DOUBLE)"
+    return (f"coalesce(CASE WHEN isfinite({number}) THEN {number} BETWEEN {bounds[0]!r} AND {bounds[1]!r} "
+            f"ELSE NOT regexp_matches({value}::VARCHAR, '^-?[0-9]+$') END, true)")
 
 
 #: The most digits Python's ``json`` reads in an integer (``sys.get_int_max_str_digits``'s default).

@@ -304,14 +304,14 @@ SCORE_TYPES: dict[str, tuple[type, ...]] = {
 }
 
 
-
 # ----------------------------------------------------------------------------- numbers
 
 #: The ranges of a case's numbers (docs/reference/run-format.md#numbers), the one place they are
 #: decided: the reader refuses a line with a number outside them, the DuckDB views leave it out
 #: (:func:`evalsite.analysis.db.case_line_ok`), targets' and importers' numbers are checked against
 #: them, and the writer never writes one (:func:`bounded_case`). Bounded numbers make every sum
-#: safe: 10**12 cases at the largest cost still sum to a finite 1e18.
+#: safe: 10**12 cases at the largest cost still sum to a finite 1e18. The reader reads NaN and
+#: ±Infinity in a number field as no value, as before the ranges (older runs may hold them).
 MAX_COST_USD = 1e6  # a case's billed or priced cost, its judges' cost, a score's judge cost
 MAX_TOKENS = 10**9  # a case's input or output tokens (every turn's together)
 MAX_LATENCY_MS = 30 * 24 * 3600 * 1000  # 30 days: retries, backoff and every turn included
@@ -325,12 +325,6 @@ SCORE_RANGES: dict[str, tuple[float, float]] = {
     "score": (-MAX_SCORE, MAX_SCORE), "spread": (-MAX_SCORE, MAX_SCORE), "cost_usd": (0, MAX_COST_USD),
     "turn": (MIN_TURN, MAX_TURN),
 }
-
-
-def in_range(value: Any, bounds: tuple[float, float]) -> bool:
-    """What the reader accepts: ``value`` (a number or None) within ``bounds``, or NaN or infinite,
-    read as no value as the summaries read it (runs written before the ranges may hold them)."""
-    return value is None or bounds[0] <= value <= bounds[1] or (type(value) is float and not math.isfinite(value))
 
 
 def out_of_range(record: Mapping[str, Any], ranges: Mapping[str, tuple[float, float]] = CASE_RANGES) -> list[str]:
