@@ -5,7 +5,7 @@ Tests and benchmarks point the ``openai`` and ``anthropic`` targets at it. By de
 for a given last user message, in order (then the default): a status such as 429 with a
 ``Retry-After`` header or 500, a slow response (``delay``), ``finish_reason: length``, a billed
 ``cost``, a custom ``reply``, a ``served_model`` other than the one asked for, a
-``system_fingerprint``. Every response carries a distinct id (``chatcmpl-<n>``/``msg_<n>``, n
+``system_fingerprint``, ``usage_values`` that replace the counted usage fields. Every response carries a distinct id (``chatcmpl-<n>``/``msg_<n>``, n
 the call's 1-based number; error responses send it as ``x-request-id``). Every request is
 recorded in ``calls`` (headers lower-cased); ``max_in_flight`` is the most requests it held at once.
 
@@ -149,6 +149,7 @@ def openai_body(model: str | None, reply: str, spec: dict, usage: dict, number: 
     counted = {"prompt_tokens": usage["in"], "completion_tokens": usage["out"], "total_tokens": usage["in"] + usage["out"]}
     if "cost" in spec:
         counted["cost"] = spec["cost"]
+    counted.update(spec.get("usage_values", {}))  # counts as a provider might send them: 12.0, NaN, "12"
     body = {
         "id": f"chatcmpl-{number}",
         "object": "chat.completion",
@@ -171,7 +172,7 @@ def anthropic_body(reply: str, spec: dict, usage: dict, number: int = 1, model: 
         "role": "assistant",
         "content": [{"type": "text", "text": reply}],
         "stop_reason": reason,
-        "usage": {"input_tokens": usage["in"], "output_tokens": usage["out"]},
+        "usage": {"input_tokens": usage["in"], "output_tokens": usage["out"], **spec.get("usage_values", {})},
     }
 
 

@@ -86,7 +86,7 @@ def test_a_case_error_may_be_a_string_or_a_type_and_message():
     ({"scores": "x"}, "scores must be a list, not a string 'x'"),
     ({"scores": [5]}, "scores[0] must be a JSON object, not a number"),
     ({"scores": [{"evaluator": "e", "score": "high"}]}, "scores[0].score must be a number, not a string 'high'"),
-    ({"input_tokens": 1.5}, "input_tokens must be an integer, not a number 1.5"),
+    ({"input_tokens": 1.5}, "input_tokens must be an integer from 0 to 1000000000, not a number 1.5"),
 ])
 def test_a_bad_case_field_names_the_line_and_the_field(change, message):
     with pytest.raises(RunLogError) as caught:

@@ -51,7 +51,7 @@ def test_bad_results_and_exceptions_are_case_errors(runner_project, cli):
     errors = {c["item_id"]: c["error"] for c in only_run(runner_project).cases}
     assert errors == {
         "q0": "ValueError: no idea",
-        "q1": "target returned input_tokens=-1; expected a whole number >= 0 or null",
+        "q1": "target returned input_tokens=-1; expected a whole number from 0 to 1000000000 or null",
         "q2": "target returned unknown keys: tokens",
         "q3": "target returned a dict without 'output'",
         "q4": "target returned None instead of an output",

@@ -24,8 +24,8 @@ def test_a_nan_or_negative_billed_cost_is_a_case_error_and_the_ceiling_still_hol
     result = cli("run", manifest, "--concurrency", "1", "--max-cost", "0.35")
     run = only_run(runner_project)
     by_item = {case["item_id"]: case for case in run.cases}
-    assert by_item["q0"]["error"] == "target returned cost_usd=nan; expected a finite number >= 0 or null"
-    assert by_item["q1"]["error"] == "target returned cost_usd=-1.0; expected a finite number >= 0 or null"
+    assert by_item["q0"]["error"] == "target returned cost_usd=nan; expected a finite number from 0 to 1e+06 or null"
+    assert by_item["q1"]["error"] == "target returned cost_usd=-1.0; expected a finite number from 0 to 1e+06 or null"
     assert by_item["q0"]["cost_usd"] is None and by_item["q1"]["cost_usd"] is None
     assert run.footer.raw["status"] == "stopped_cost_ceiling" and len(run.cases) == 6, result.output
     spent = run.footer.raw["cost_ceiling"]["spent_usd"]
@@ -37,7 +37,7 @@ def test_a_billed_cost_header_that_is_not_a_finite_number_is_refused(runner_proj
     server.script = {"question 0": [{"headers": {"x-litellm-response-cost": "inf"}}]}
     cli("run", write_experiment(runner_project, questions(1), [openai_arm(server)]))
     (case,) = only_run(runner_project).cases
-    assert case["error"] == "target returned cost_usd=inf; expected a finite number >= 0 or null"
+    assert case["error"] == "target returned cost_usd=inf; expected a finite number from 0 to 1e+06 or null"
 
 
 ARM = '''
@@ -57,10 +57,10 @@ def test_a_python_target_reporting_unusable_numbers_gets_case_errors(runner_proj
     cli("run", write_experiment(runner_project, rows, [{"id": "py", "target": "python:num_arm:answer"}]))
     errors = {case["item_id"]: case["error"] for case in only_run(runner_project).cases}
     assert errors == {
-        "a": "target returned cost_usd=nan; expected a finite number >= 0 or null",
-        "b": "target returned cost_usd=-inf; expected a finite number >= 0 or null",
-        "c": "target returned input_tokens=-5; expected a whole number >= 0 or null",
-        "d": f"target returned output_tokens={10**30}; expected a whole number >= 0 or null",
+        "a": "target returned cost_usd=nan; expected a finite number from 0 to 1e+06 or null",
+        "b": "target returned cost_usd=-inf; expected a finite number from 0 to 1e+06 or null",
+        "c": "target returned input_tokens=-5; expected a whole number from 0 to 1000000000 or null",
+        "d": f"target returned output_tokens={10**30}; expected a whole number from 0 to 1000000000 or null",
         "e": None,
     }
 

@@ -4,7 +4,8 @@ and the regression report read.
 Two builders give the same columns: :func:`case_columns` from case records in memory (the
 runner, ``rescore``, an import, a small run), and :func:`evalsite.analysis.case_scan.read_case_columns`
 from a run's file through DuckDB (``compare``), which never makes a Python object per case. The
-columns hold a case's fields as the summary reads them: a value of the wrong kind is no value.
+columns hold a case's fields as the summary reads them: a value of the wrong kind, or out of its range
+(:data:`evalsite.runlog.records.CASE_RANGES`), is no value.
 
 Encodings: NaN is "no value" in float columns; a verdict (``passed``, ``critical``) is 1 (true),
 0 (false), -1 (none) or, for a score's ``passed`` only, 2 (a value that is neither a boolean nor
@@ -20,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from evalsite.runlog.records import Case
+from evalsite.runlog.records import CASE_RANGES, SCORE_RANGES, Case
 from evalsite.runlog.rows import case_critical, finite_number, repeat_of, whole_number
 
 NONE, FALSE, TRUE, OTHER = -1, 0, 1, 2
@@ -129,10 +130,10 @@ class _Builder:
         item = str(case.get("item_id"))
         passed, critical = case.get("passed"), case_critical(case, dataset_critical)
         values = (
-            self.items.setdefault(item, len(self.items)), repeat_of(case), _number(case.get("score")),
+            self.items.setdefault(item, len(self.items)), repeat_of(case), _number(case, "score"),
             _verdict(passed) if isinstance(passed, bool) else NONE, bool(case.get("error")),
-            NONE if critical is None else int(critical), _number(case.get("cost_usd")), _number(case.get("latency_ms")),
-            _number(case.get("scoring_cost_usd")), _whole(case.get("input_tokens")), _whole(case.get("output_tokens")),
+            NONE if critical is None else int(critical), _number(case, "cost_usd"), _number(case, "latency_ms"),
+            _number(case, "scoring_cost_usd"), _whole(case, "input_tokens"), _whole(case, "output_tokens"),
         )
         for name, value in zip(_CASE_FIELDS, values):
             self.case_fields[name].append(value)
@@ -151,7 +152,7 @@ class _Builder:
             self.versions.append(score.get("version"))
         label, turn = score.get("label"), score.get("turn")
         values = (
-            case, self.evaluators[name], _number(score.get("score")), _verdict(score.get("passed")),
+            case, self.evaluators[name], _number(score, "score", SCORE_RANGES), _verdict(score.get("passed")),
             bool(score.get("error")), bool(score.get("skipped")),
             -1 if label is None else self.labels.setdefault(str(label), len(self.labels)),
             None if turn is None else str(turn),
@@ -186,14 +187,19 @@ _CASE_FIELDS = ("item", "repeat", "score", "passed", "error", "critical", "cost_
 _SCORE_FIELDS = ("case", "evaluator", "score", "passed", "error", "skipped", "label", "turn")
 
 
-def _number(value: Any) -> float:
-    number = finite_number(value)
-    return np.nan if number is None else number
+def _number(record: Mapping[str, Any], key: str, ranges: Mapping[str, tuple[float, float]] = CASE_RANGES) -> float:
+    """``record[key]`` as a float, NaN for no value: absent, not a finite number, or out of its
+    range (which the reader refuses a line for, so only a record that was never read or written
+    can hold one; the sums over these columns then never overflow)."""
+    number = finite_number(record.get(key))
+    low, high = ranges[key]
+    return number if number is not None and low <= number <= high else np.nan
 
 
-def _whole(value: Any) -> float:
-    number = whole_number(value)
-    return np.nan if number is None else float(number)
+def _whole(record: Mapping[str, Any], key: str) -> float:
+    number = whole_number(record.get(key))
+    low, high = CASE_RANGES[key]
+    return float(number) if number is not None and low <= number <= high else np.nan
 
 
 def _verdict(value: Any) -> int:

@@ -22,7 +22,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from evalsite.analysis.case_columns import NONE, CaseColumns, ScoreColumns, case_columns
-from evalsite.analysis.db import CASE_FIELD_TYPES, JSON_TEXT, MAXIMUM_CASE_BYTES, case_line_ok, json_type_in
+from evalsite.analysis.db import (
+    CASE_FIELD_TYPES,
+    JSON_TEXT,
+    MAXIMUM_CASE_BYTES,
+    PYTHON_INT_DIGITS,
+    case_line_ok,
+    json_type_in,
+)
 from evalsite.runlog.hashing import canonical_json
 from evalsite.runlog.records import Case
 from evalsite.runlog.store import CASES_FILE, read_cases
@@ -92,7 +99,7 @@ def scan_cases(directory: Path) -> ScannedCases:
     except OSError:
         return _read_in_python(path)
     lines = [line for line in data.split(b"\n") if line.strip()]
-    if not lines:
+    if not lines or _DIGITS_AS_ZEROS_RUN in data.translate(_DIGITS_AS_ZEROS):
         return _read_in_python(path)
     connection = duckdb.connect()
     try:
@@ -108,6 +115,14 @@ def _repeats_a_key(table: pa.Table) -> bool:
     """Some (item_id, repeat) is on two lines: the Python reader keeps only the first."""
     keys = table.select(["item_id", "repeat"]).group_by(["item_id", "repeat"]).aggregate([])
     return bool(keys.num_rows != table.num_rows)
+
+
+#: A run of more digits than Python's json reads in an integer: a line the Python reader refuses
+#: whatever field holds it, which DuckDB would read (as an infinite double). Digits inside a
+#: string match too; reading such a file in Python is only slower, never different. (Every digit
+#: made a 0, then one substring search: a regular expression is 20x slower.)
+_DIGITS_AS_ZEROS = bytes.maketrans(b"123456789", b"000000000")
+_DIGITS_AS_ZEROS_RUN = b"0" * (PYTHON_INT_DIGITS + 1)
 
 
 def _read_in_python(path: Path) -> ScannedCases:

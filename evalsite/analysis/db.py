@@ -19,7 +19,7 @@ import duckdb
 import pyarrow as pa
 
 from evalsite.runlog.decisions import Decision, excluded_runs
-from evalsite.runlog.records import CASE_TYPES, SCORE_TYPES
+from evalsite.runlog.records import CASE_RANGES, CASE_TYPES, SCORE_RANGES, SCORE_TYPES
 from evalsite.runlog.store import Run, scan_runs
 
 if TYPE_CHECKING:
@@ -120,16 +120,53 @@ def _scores_ok(objects: bool) -> str:
     return " AND ".join(checks)
 
 
-def case_line_ok(*, error_objects: bool) -> str:
+def _number_ok(value: str, bounds: tuple[float, float]) -> str:
+    """SQL: the raw JSON ``value`` (a number or null, its type checked apart) is one the Python
+    reader reads: a finite number within ``bounds``, or ``NaN``/``Infinity``/``1e400`` (no value).
+    An integer DuckDB reads as an infinite double (past 1.8e308, or past Python's 4,300 digits) is
+    an integer out of range to the reader, which refuses its line."""
+    number = f"TRY_CAST({value} AS DOUBLE)"
+    return (f"coalesce(CASE WHEN isfinite({number}) THEN {number} BETWEEN {bounds[0]!r} AND {bounds[1]!r} "
+            f"ELSE NOT regexp_matches({value}::VARCHAR, '^-?[0-9]+$') END, true)")
+
+
+#: The most digits Python's ``json`` reads in an integer (``sys.get_int_max_str_digits``'s default).
+PYTHON_INT_DIGITS = 4300
+
+
+def _numbers_ok() -> list[str]:
+    """SQL: every number of the case and of each of its scores is in its range
+    (:data:`~evalsite.runlog.records.CASE_RANGES`, :data:`~evalsite.runlog.records.SCORE_RANGES`)."""
+    case = [_number_ok(name, bounds) for name, bounds in CASE_RANGES.items()]
+    scores = [f"coalesce(list_bool_and(list_transform(json_extract(scores, '$[*].{name}'), "
+              f"lambda v: {_number_ok('v', bounds)})), true)" for name, bounds in SCORE_RANGES.items()]
+    return [*case, f"(json_type(scores) IS DISTINCT FROM 'ARRAY' OR ({' AND '.join(scores)}))"]
+
+
+def _no_long_integer(value: str) -> str:
+    """SQL: the raw JSON ``value`` holds no integer of more digits than Python's json reads (one
+    anywhere in a line makes the reader refuse the line). Strings are cut out first, so digits in
+    text never count; an integer is a digit run with no sign of a fraction or exponent around it."""
+    text = f"{value}::VARCHAR"
+    run = "[0-9]{1000}" * (PYTHON_INT_DIGITS // 1000) + f"[0-9]{{{PYTHON_INT_DIGITS % 1000 + 1}}}"  # RE2 repeats <= 1000
+    numbers = f"regexp_replace({text}, '\"(\\\\.|[^\"\\\\])*\"', '', 'g')"
+    return (f"coalesce(CASE WHEN length({text}) > {PYTHON_INT_DIGITS} THEN NOT regexp_matches({numbers}, "
+            f"'(^|[^0-9.eE+-])-?{run}[0-9]*([^0-9.eE]|$)') ELSE true END, true)")
+
+
+def case_line_ok(*, error_objects: bool, json_fields: tuple[str, ...] = ()) -> str:
     """SQL over a row of a case file read with every field as raw JSON: true when
-    :meth:`~evalsite.runlog.records.Case.from_json` reads the line as a case. With
-    ``error_objects`` false, only lines it trusts without checks (errors stored as text)."""
+    :meth:`~evalsite.runlog.records.Case.from_json` reads the line as a case (its fields' JSON
+    types, then its numbers' ranges). With ``error_objects`` false, only lines it trusts without
+    checks (errors stored as text). ``json_fields``: the other fields read (``input``, ``output``…),
+    checked for an integer the reader cannot read (a field not read is not checked)."""
     return " AND ".join(
         ["coalesce(json_type(item_id) = 'VARCHAR', false)",
          "coalesce(json_type(repeat) = 'UBIGINT' AND TRY_CAST(repeat AS BIGINT) IS NOT NULL, false)",
          json_type_in("scores", ("ARRAY", "NULL")), _case_error_ok(error_objects),
          f"(json_type(scores) IS DISTINCT FROM 'ARRAY' OR ({_scores_ok(error_objects)}))"]
         + [json_type_in(name, kinds) for name, kinds in CASE_FIELD_TYPES.items()]
+        + _numbers_ok() + [_no_long_integer(name) for name in json_fields]
     )
 
 

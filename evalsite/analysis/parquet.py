@@ -64,8 +64,9 @@ def json_source(files: list[str]) -> str:
     count exactly the cases ``show`` counts, with the same values."""
     spec = "{" + ", ".join(f"'{name}': 'JSON'" for name in CASE_COLUMNS) + "}"
     columns = ", ".join(f"{_from_json(name, kind)} AS {_quoted(name)}" for name, kind in CASE_COLUMNS.items())
+    texts = tuple(name for name, kind in CASE_COLUMNS.items() if kind == "JSON")
     lines = (f"SELECT {_RUN_ID}, {columns}, ordinality AS line_number FROM {_read_json(files, spec)} WITH ORDINALITY "
-             f"WHERE {case_line_ok(error_objects=True)}")
+             f"WHERE {case_line_ok(error_objects=True, json_fields=texts)}")
     first = (f"SELECT * FROM ({lines}) QUALIFY row_number() OVER (PARTITION BY run_id, item_id, repeat "
              "ORDER BY line_number) = 1 ORDER BY line_number")
     return f"SELECT * EXCLUDE (line_number) FROM ({first})"

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from evalsite.analysis.case_columns import FALSE, NONE, TRUE, CaseColumns, case_columns
+from evalsite.runlog.records import CASE_RANGES
 from evalsite.runlog.rows import item_order
 from evalsite.stats.descriptive import nearest_rank_percentile
 from evalsite.stats.noise import Flakiness, RepeatNoise, flakiness, repeat_noise
@@ -72,6 +73,7 @@ class CostSummary:
 def cost_summary(case_costs: np.ndarray, passed_cases: int | None) -> CostSummary:
     """Totals from one cost per case (NaN = unknown) and the number of passed cases. Sums are
     exact (``math.fsum``), so they do not depend on the order of the cases."""
+    case_costs = counted(case_costs, "cost_usd")
     unknown = int(np.count_nonzero(np.isnan(case_costs)))
     known = case_costs[~np.isnan(case_costs)]
     total = None if unknown or case_costs.size == 0 else math.fsum(known.tolist())
@@ -98,7 +100,7 @@ class LatencySummary:
 
 
 def latency_summary(case_latencies: np.ndarray) -> LatencySummary:
-    known = case_latencies[np.isfinite(case_latencies)]
+    known = case_latencies[np.isfinite(counted(case_latencies, "latency_ms"))]
     if known.size == 0:
         return LatencySummary(None, None, 0)
     return LatencySummary(nearest_rank_percentile(known, 50), nearest_rank_percentile(known, 95), int(known.size),
@@ -297,14 +299,23 @@ def _run_verdict(columns: CaseColumns, evaluators: dict[str, EvaluatorSummary]) 
     return True if any(e.ruled for e in evaluators.values()) else None
 
 
+def counted(values: np.ndarray, name: str) -> np.ndarray:
+    """``values`` with NaN (no value) for a number outside its field's range
+    (:data:`evalsite.runlog.records.CASE_RANGES`): the readers leave such lines out, but columns
+    may come from a file whose footer vouches for it (read unchecked); bounded, no sum overflows."""
+    low, high = CASE_RANGES[name]
+    return np.where((values >= low) & (values <= high), values, np.nan)
+
+
 def _known_sum(values: np.ndarray) -> float | None:
-    known = values[np.isfinite(values)]
+    known = values[np.isfinite(counted(values, "scoring_cost_usd"))]
     return math.fsum(known.tolist()) if known.size else None
 
 
 def _total(counts: np.ndarray) -> int | None:
     """The sum when every case reported its count, else None (unknown). (Counts are whole
     numbers held as floats: exact up to 2**53.)"""
+    counts = counted(counts, "input_tokens")  # the same range as output_tokens
     return int(math.fsum(counts.tolist())) if counts.size and not np.isnan(counts).any() else None
 
 

@@ -54,7 +54,10 @@ def report_batch(ctx: click.Context, batch: BatchOutcome) -> None:
     """Warnings on stderr; when the batch stopped early, the commands that finish it."""
     for run in batch.runs:
         report_run(run, ceiling_set=batch.max_cost_usd is not None)
-    if batch.stop_reason == RunStatus.STOPPED_COST_CEILING:
+    if batch.stop_reason == RunStatus.STOPPED_COST_CEILING and batch.unknown_cost:
+        warn(f"stopped at the cost ceiling: {batch.unknown_cost} ({format_usd(batch.spent_usd)} counted this time, "
+             f"ceiling {format_usd(batch.max_cost_usd)})")
+    elif batch.stop_reason == RunStatus.STOPPED_COST_CEILING:
         warn(f"stopped at the cost ceiling: {format_usd(batch.spent_usd)} spent this time, "
              f"ceiling {format_usd(batch.max_cost_usd)}")
     elif batch.stop_reason == RunStatus.CANCELED:

@@ -39,6 +39,7 @@ class BatchOutcome:
     max_cost_usd: float | None
     spent_usd: float
     hook_errors: list[str] = field(default_factory=list)  # failed post steps, the experiment's included
+    unknown_cost: str | None = None  # why the ceiling stopped the batch when a case's cost was unknown
 
     @property
     def finished(self) -> bool:

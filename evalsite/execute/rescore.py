@@ -152,7 +152,7 @@ async def _rescore_cases(writer: RunWriter, done: list[dict[str, Any]], cases: l
     async def one(case: Case) -> None:
         async with gate:
             rescored = await rescore_case(case, items[case.item_id], evaluators)
-        writer.append_case(rescored)
+        rescored = writer.append_case(rescored)
         done.append(rescored)
 
     await asyncio.gather(*(one(case) for case in cases))

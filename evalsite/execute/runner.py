@@ -26,7 +26,7 @@ from typing import Any
 from evalsite.aio import run_sync
 from evalsite.analysis.summary import summarise_run
 from evalsite.errors import PlanError, RunLogError, TargetError
-from evalsite.execute.cache import HIT, cache_mode, with_cache
+from evalsite.execute.cache import cache_mode, with_cache
 from evalsite.execute.cases import CaseExecutor, Job, prepare_input
 from evalsite.execute.outcomes import BatchOutcome, RunOutcome
 from evalsite.execute.prepare import require_evaluator_secrets
@@ -231,7 +231,8 @@ class BatchRunner:
             for job in jobs:
                 await job.target.aclose()
         hook_errors = [error for run in runs for error in run.hook_errors] + experiment_errors
-        return BatchOutcome(runs, not_started, self.stop.reason, self.budget.limit, self.budget.spent, hook_errors)
+        return BatchOutcome(runs, not_started, self.stop.reason, self.budget.limit, self.budget.spent, hook_errors,
+                            self.budget.unknown)
 
     def _handle_signals(self, loop: asyncio.AbstractEventLoop) -> list[int]:
         handled: list[int] = []
@@ -338,7 +339,7 @@ class BatchRunner:
         state.totals = run_totals([*state.previous, *state.cases], len(state.keys))
         footer = {"status": state.status, "ended_at": iso(utc_now()), "totals": state.totals, **state.footer}
         if self.budget.limit is not None:
-            footer["cost_ceiling"] = {"max_cost_usd": self.budget.limit, "spent_usd": self.budget.spent}
+            footer["cost_ceiling"] = self.budget.record()
         state.writer.finish(footer)
 
     async def _finish_study(self, config: Config, status: RunStatus) -> dict:
@@ -367,11 +368,10 @@ class BatchRunner:
                         case = await cases_executor.execute(state.job, item, repeat)
                 except Abandoned:
                     continue
-                state.writer.append_case(case)
+                case = state.writer.append_case(case)  # as written: numbers out of range made null
                 state.cases.append(case)
                 await self.study.case_done(state.job.config, case)
-                spent = 0 if case.get("cache") == HIT else case["cost_usd"] or 0  # a hit spends nothing
-                if self.budget.add(spent + (case["scoring_cost_usd"] or 0)):
+                if self.budget.count_case(case, state.job.config):
                     self.stop.request(RunStatus.STOPPED_COST_CEILING)
                 self.progress.advance(bool(case["error"]), _case_cost(case))
                 if self.schedule.pause_between_s:

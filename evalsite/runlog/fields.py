@@ -7,6 +7,7 @@ integer >= 0, not a string 'x'``.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from evalsite.errors import RunLogError
@@ -15,7 +16,12 @@ _MISSING = object()
 
 
 def shown(value: Any) -> str:
-    text = repr(value)
+    """``value`` as a message quotes it: at most 40 characters (an integer too long for Python to
+    write out, past 4,300 digits, by its size)."""
+    try:
+        text = repr(value)
+    except ValueError:
+        return f"of about {int(value.bit_length() * math.log10(2)) + 1} digits"
     return text if len(text) <= 40 else text[:37] + "..."
 
 
@@ -23,6 +29,10 @@ def _kind(value: Any) -> str:
     return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}.get(
         type(value), "a number" if isinstance(value, (int, float)) else type(value).__name__
     )
+
+
+def _non_finite(value: int | float) -> bool:
+    return isinstance(value, float) and not math.isfinite(value)
 
 
 class FieldReader:
@@ -62,13 +72,16 @@ class FieldReader:
             raise self.bad(key, "an integer" + bounds, value)
         return value
 
-    def number(self, key: str) -> float | None:
-        """A number (``NaN`` and infinities are kept: summaries treat them as unknown)."""
+    def number(self, key: str, within: tuple[float, float] | None = None) -> float | None:
+        """A number, from ``within``'s low to its high when given (``NaN`` and infinities are kept:
+        summaries treat them as unknown)."""
         value = self._get(key, False)
         if value is None:
             return None
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise self.bad(key, "a number", value)
+        if within is not None and not within[0] <= value <= within[1] and not _non_finite(value):
+            raise self.bad(key, f"a number from {within[0]:g} to {within[1]:g}", value)
         return float(value)
 
     def flag(self, key: str) -> bool | None:

@@ -12,6 +12,7 @@ The on-disk format is ``format_version`` 1 (docs/reference/run-format.md).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -173,15 +174,15 @@ class Score:
         return cls(
             evaluator=fields.text("evaluator", required=True) or "",
             version=fields.text("version"),
-            score=fields.number("score"),
+            score=fields.number("score", SCORE_RANGES["score"]),
             passed=fields.flag("passed"),
             label=fields.text("label"),
             detail=fields.text("detail"),
             error=error,
             skipped=bool(fields.flag("skipped")),
-            turn=fields.integer("turn"),
-            spread=fields.number("spread"),
-            cost_usd=fields.number("cost_usd"),
+            turn=fields.integer("turn", minimum=MIN_TURN, maximum=MAX_TURN),
+            spread=fields.number("spread", SCORE_RANGES["spread"]),
+            cost_usd=fields.number("cost_usd", SCORE_RANGES["cost_usd"]),
         )
 
 
@@ -229,7 +230,7 @@ class Case(Mapping[str, Any]):
 
     @classmethod
     def _trusted(cls, data: dict[str, Any]) -> Case:
-        """A line :func:`_well_typed` accepted (the common case: a line evalsite wrote), built
+        """A line :func:`well_typed_case` accepted (the common case: a line evalsite wrote), built
         without the per-field checks of :meth:`_checked`."""
         get = data.get
         scores = tuple(
@@ -256,14 +257,14 @@ class Case(Mapping[str, Any]):
             item_sha=fields.text("item_sha"),
             error=error,
             error_type=error_type,
-            latency_ms=fields.number("latency_ms"),
-            input_tokens=fields.integer("input_tokens"),
-            output_tokens=fields.integer("output_tokens"),
-            cost_usd=fields.number("cost_usd"),
-            scoring_cost_usd=fields.number("scoring_cost_usd"),
+            latency_ms=fields.number("latency_ms", CASE_RANGES["latency_ms"]),
+            input_tokens=fields.integer("input_tokens", minimum=0, maximum=MAX_TOKENS),
+            output_tokens=fields.integer("output_tokens", minimum=0, maximum=MAX_TOKENS),
+            cost_usd=fields.number("cost_usd", CASE_RANGES["cost_usd"]),
+            scoring_cost_usd=fields.number("scoring_cost_usd", CASE_RANGES["scoring_cost_usd"]),
             finish_reason=fields.text("finish_reason"),
             scores=tuple(Score.from_json(s, where, f"scores[{i}].") for i, s in enumerate(scores or [])),
-            score=fields.number("score"),
+            score=fields.number("score", CASE_RANGES["score"]),
             passed=fields.flag("passed"),
             started_at=fields.text("started_at"),
             critical=fields.flag("critical"),
@@ -303,24 +304,123 @@ SCORE_TYPES: dict[str, tuple[type, ...]] = {
 }
 
 
-def _well_typed(data: Any, types: dict[str, tuple[type, ...]]) -> bool:
+# ----------------------------------------------------------------------------- numbers
+
+#: The ranges of a case's numbers (docs/reference/run-format.md#numbers), the one place they are
+#: decided: the reader refuses a line with a number outside them, the DuckDB views leave it out
+#: (:func:`evalsite.analysis.db.case_line_ok`), targets' and importers' numbers are checked against
+#: them, and the writer never writes one (:func:`bounded_case`). Bounded numbers make every sum
+#: safe: 10**12 cases at the largest cost still sum to a finite 1e18. The reader reads NaN and
+#: ±Infinity in a number field as no value, as before the ranges (older runs may hold them).
+MAX_COST_USD = 1e6  # a case's billed or priced cost, its judges' cost, a score's judge cost
+MAX_TOKENS = 10**9  # a case's input or output tokens (every turn's together)
+MAX_LATENCY_MS = 30 * 24 * 3600 * 1000  # 30 days: retries, backoff and every turn included
+MAX_SCORE = 1e12  # a score or a judge's spread, either sign (metrics such as perplexity are not 0..1)
+MIN_TURN, MAX_TURN = 0, 10**6  # a score's turn (1-based as evalsite writes it; 0 read too)
+CASE_RANGES: dict[str, tuple[float, float]] = {
+    "latency_ms": (0, MAX_LATENCY_MS), "input_tokens": (0, MAX_TOKENS), "output_tokens": (0, MAX_TOKENS),
+    "cost_usd": (0, MAX_COST_USD), "scoring_cost_usd": (0, MAX_COST_USD), "score": (-MAX_SCORE, MAX_SCORE),
+}
+SCORE_RANGES: dict[str, tuple[float, float]] = {
+    "score": (-MAX_SCORE, MAX_SCORE), "spread": (-MAX_SCORE, MAX_SCORE), "cost_usd": (0, MAX_COST_USD),
+    "turn": (MIN_TURN, MAX_TURN),
+}
+
+
+def out_of_range(record: Mapping[str, Any], ranges: Mapping[str, tuple[float, float]] = CASE_RANGES) -> list[str]:
+    """The keys of ``record`` whose number is outside its range or not finite: what a target, an
+    importer or the writer may not record (a value of another type is the type checks' business)."""
+    return [key for key, (low, high) in ranges.items()
+            if isinstance(value := record.get(key), (int, float)) and not isinstance(value, bool) and not low <= value <= high]
+
+
+def range_problem(key: str, value: Any, ranges: Mapping[str, tuple[float, float]] = CASE_RANGES) -> str:
+    """One line naming the number and its range: ``cost_usd=1e+308 is out of range (0 to 1e+06)``."""
+    low, high = ranges[key]
+    return f"{key}={shown(value)} is out of range ({low:g} to {high:g})"
+
+
+def bounded_case(case: dict[str, Any]) -> dict[str, Any]:
+    """``case`` as the writer records it: a number out of range or not finite (a sum over turns,
+    a plugin evaluator's score) becomes null and is named in the case's error (in a score's own
+    error for a score's number), so no line evalsite writes is one its reader refuses and no line
+    holds NaN or Infinity. ``case`` itself when every number holds."""
+    bounded = _bounded(case, CASE_RANGES)
+    scores = case.get("scores")
+    if not isinstance(scores, list):
+        return bounded
+    kept = [_bounded(s, SCORE_RANGES) if isinstance(s, dict) else s for s in scores]
+    if all(a is b for a, b in zip(kept, scores)):
+        return bounded
+    return {**bounded, "scores": kept}
+
+
+def without_long_integers(case: dict[str, Any]) -> dict[str, Any]:
+    """``case`` with every integer too long for JSON text (past Python's 4,300 digits: a project's
+    target returned ``10**5000``) replaced by null, named in its error: what the writer records
+    when ``case`` cannot be written as it is."""
+    found: list[str] = []
+
+    def kept(value: Any, path: str) -> Any:
+        if isinstance(value, dict):
+            return {key: kept(inner, f"{path}.{key}" if path else str(key)) for key, inner in value.items()}
+        if isinstance(value, list):
+            return [kept(inner, f"{path}[{index}]") for index, inner in enumerate(value)]
+        if isinstance(value, int) and not isinstance(value, bool) and _too_long(value):
+            found.append(path)
+            return None
+        return value
+
+    record = kept(case, "")
+    if not found:
+        return case
+    said = f"{found[0]} is an integer of more than 4300 digits, recorded as null"
+    error = case.get("error")
+    return {**record, "error": f"{error}; {said}" if isinstance(error, str) and error else said}
+
+
+def _too_long(value: int) -> bool:
+    if value.bit_length() < 14_000:  # fewer than 4,215 digits: written without a doubt
+        return False
+    try:
+        str(value)
+    except ValueError:
+        return True
+    return False
+
+
+def _bounded(record: dict[str, Any], ranges: Mapping[str, tuple[float, float]]) -> dict[str, Any]:
+    problems = out_of_range(record, ranges)
+    if not problems:
+        return record
+    said = "; ".join(f"{range_problem(key, record[key], ranges)}, recorded as null" for key in problems)
+    error = record.get("error")
+    return {**record, **dict.fromkeys(problems), "error": f"{error}; {said}" if isinstance(error, str) and error else said}
+
+
+def _well_typed(data: Any, types: dict[str, tuple[type, ...]], ranges: dict[str, tuple[float, float]]) -> bool:
     """Every field of ``data`` has exactly one of its allowed types (``type() in``, so a boolean is
-    never an integer) and a repeat is not negative; anything else goes through the checks that name
-    the bad field."""
+    never an integer), every number is in its range and a repeat is not negative; anything else
+    goes through the checks that name the bad field."""
     if type(data) is not dict:
         return False
     get = data.get
     for key, allowed in types.items():  # a plain loop: this runs for every case of every run read
         if type(get(key)) not in allowed:
             return False
+    for key, (low, high) in ranges.items():
+        value = get(key)
+        if value is not None and not low <= value <= high and not (type(value) is float and not math.isfinite(value)):
+            return False
     return type(get("repeat")) is not int or 0 <= data["repeat"] <= MAX_REPEAT_INDEX
 
 
 def well_typed_case(data: Any) -> bool:
-    """A case line whose every field has exactly one of its allowed types (what :meth:`Case.from_json`
-    reads without checks): the writer records whether every line of a run was one
-    (``end.json``'s ``cases_sha256``)."""
-    return _well_typed(data, CASE_TYPES) and all(_well_typed(s, SCORE_TYPES) for s in data.get("scores") or ())
+    """A case line whose every field has exactly one of its allowed types and every number its
+    range (what :meth:`Case.from_json` reads without checks): the writer records whether every
+    line of a run was one (``end.json``'s ``cases_sha256``)."""
+    return _well_typed(data, CASE_TYPES, CASE_RANGES) and all(
+        _well_typed(s, SCORE_TYPES, SCORE_RANGES) for s in data.get("scores") or ())
 
 
 def _float(value: int | float | None) -> float | None:

@@ -30,7 +30,16 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from evalsite.errors import RunLogError
-from evalsite.runlog.records import FORMAT_VERSION, Case, Footer, RunHeader, RunStatus, well_typed_case
+from evalsite.runlog.records import (
+    FORMAT_VERSION,
+    Case,
+    Footer,
+    RunHeader,
+    RunStatus,
+    bounded_case,
+    well_typed_case,
+    without_long_integers,
+)
 from evalsite.runlog.secrets import redact_header
 
 try:
@@ -169,17 +178,26 @@ class RunWriter:
             if not self._well_typed:
                 return
 
-    def append_case(self, case: dict[str, Any]) -> None:
+    def append_case(self, case: dict[str, Any]) -> dict[str, Any]:
         """Append one case line, handed to the operating system at once (no buffer in this
-        process: a killed process loses no case that was appended)."""
+        process: a killed process loses no case that was appended). Returns the record as written:
+        ``case``, or a copy whose numbers out of range are null and named in its error
+        (:func:`~evalsite.runlog.records.bounded_case`), which the caller should count from."""
         assert self._cases is not None, "append_case after close"
-        encoded = (_CASE_LINE.encode(case) + "\n").encode("utf-8")
+        case = bounded_case(case)
+        try:
+            text = _CASE_LINE.encode(case)
+        except ValueError:  # an integer past Python's 4,300 digits somewhere in the record
+            case = without_long_integers(case)
+            text = _CASE_LINE.encode(case)
+        encoded = (text + "\n").encode("utf-8")
         self._digest.update(encoded)
         self._well_typed = self._well_typed and well_typed_case(case)
         line = memoryview(encoded)
         while line:  # a regular file takes the whole line in one write; a short write is continued
             line = line[os.write(self._cases, line):]
         self.appended += 1
+        return case
 
     @property
     def unsynced(self) -> bool:
@@ -356,6 +374,10 @@ def read_jsonl(path: Path, warnings: list[str] | None = None, where: str | None 
         except (json.JSONDecodeError, RecursionError):
             if warnings is not None and number != len(lines):
                 warnings.append(f"{where}: line {number} is not valid JSON; skipped")
+            continue
+        except ValueError:  # what json raises beyond syntax: an integer past Python's 4,300 digits
+            if warnings is not None:
+                warnings.append(f"{where}: line {number} holds an integer of more than 4300 digits; skipped")
             continue
         yield number, data
 

@@ -31,7 +31,7 @@ import zstandard
 
 from evalsite.errors import SourceError
 from evalsite.execute.decompress import STEP, Budget, DecodeError, TooLarge, Unzstd
-from evalsite.execute.importers.jsonstream import TOO_DEEP
+from evalsite.execute.importers.jsonstream import TOO_DEEP, json_problem
 
 ZSTD_METHOD = 93
 DEFAULT_MAX_MEMBER_BYTES = 256 * 1024 * 1024
@@ -89,8 +89,8 @@ class EvalZip:
     def read_json(self, name: str) -> Any:
         try:
             return json.loads(self.read(name))
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise SourceError(f"{self.label}: member {name} is not valid JSON: {exc}") from None
+        except ValueError as exc:  # syntax, encoding, or an integer past 4,300 digits
+            raise SourceError(f"{self.label}: member {name} is not valid JSON: {json_problem(exc)}") from None
         except RecursionError:
             raise SourceError(f"{self.label}: member {name} is {TOO_DEEP}") from None
 

@@ -22,6 +22,7 @@ from evalsite.execute.importers.source_records import (
     SourceRun,
     SourceScore,
     arm_from,
+    checked_numbers,
     finite_number,
     optional_int,
     prompt_text,
@@ -223,7 +224,7 @@ def _case(sample: Any, positions: _Positions, where: str) -> SourceCase:
     epoch = optional_int(sample.get("epoch"))
     seconds = finite_number(output.get("time"))
     input_tokens, output_tokens = _tokens(sample, output)
-    return SourceCase(
+    return checked_numbers(SourceCase(
         run=RUN_KEY,
         item=SourceItem(sample_id, sample.get("input"), sample.get("target"), positions.get(sample_id)),
         repeat=None if epoch is None else epoch - 1,
@@ -236,7 +237,7 @@ def _case(sample: Any, positions: _Positions, where: str) -> SourceCase:
         finish_reason=value_at(output, "choices.0.stop_reason"),
         started_at=sample.get("started_at"),
         scores=_scores(sample),
-    )
+    ), where)
 
 
 def _spec(eval_spec: dict, header: dict) -> dict:

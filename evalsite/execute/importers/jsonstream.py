@@ -28,6 +28,14 @@ from typing import Any
 
 from evalsite.errors import SourceError
 
+
+def json_problem(exc: ValueError) -> str:
+    """Why a text is not JSON that can be imported: the decoder's message, or, for the one
+    ``ValueError`` json raises on valid syntax, an integer past Python's 4,300 digits."""
+    if isinstance(exc, (json.JSONDecodeError, UnicodeDecodeError)):
+        return str(exc)
+    return "an integer of more than 4300 digits"
+
 CHUNK_CHARS = 1 << 20
 #: why a value the C decoder gave up on (``RecursionError``) is refused
 TOO_DEEP = "nested too deeply to read (arrays or objects about 1,000 levels inside each other)"
@@ -183,6 +191,8 @@ class JsonArrayStream:
                 raise self._error(f"invalid JSON: {exc.msg}", exc.pos) from None
             except RecursionError:
                 raise self._error(TOO_DEEP) from None
+            except ValueError as exc:
+                raise self._error(f"invalid JSON: {json_problem(exc)}") from None
             if end == len(self._buffer) and self._fill():  # a number may go on in the next chunk
                 continue
             self._pos = end
@@ -224,6 +234,8 @@ class JsonLines:
                         raise SourceError(f"{self.label}: line {number}: invalid JSON: {exc.msg}") from None
                     except RecursionError:
                         raise SourceError(f"{self.label}: line {number}: {TOO_DEEP}") from None
+                    except ValueError as exc:
+                        raise SourceError(f"{self.label}: line {number}: invalid JSON: {json_problem(exc)}") from None
                     if not isinstance(record, dict):
                         raise SourceError(
                             f"{self.label}: line {number}: a {type(record).__name__}, expected a JSON object"

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from evalsite.errors import SourceError
-from evalsite.execute.importers.jsonstream import TOO_DEEP, JsonLines
+from evalsite.execute.importers.jsonstream import TOO_DEEP, JsonLines, json_problem
 from evalsite.execute.importers.source_records import (
     ImportOptions,
     SourceCase,
@@ -25,6 +25,7 @@ from evalsite.execute.importers.source_records import (
     SourceRun,
     SourceScore,
     arm_from,
+    checked_numbers,
     finite_number,
     optional_int,
     prompt_text,
@@ -86,8 +87,8 @@ def read_lmeval(source: SourceImport, options: ImportOptions) -> None:
 def _load_results(source: SourceImport) -> dict:
     try:
         results = json.loads(source.path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise SourceError(f"{source.label}: not valid JSON: {exc}") from None
+    except ValueError as exc:  # syntax, encoding, or an integer past 4,300 digits
+        raise SourceError(f"{source.label}: not valid JSON: {json_problem(exc)}") from None
     except RecursionError:
         raise SourceError(f"{source.label}: {TOO_DEEP}") from None
     for key in REQUIRED_KEYS:
@@ -170,7 +171,7 @@ def _sent(arguments: Any) -> Any:
     if isinstance(context, str):
         try:
             messages = json.loads(context)
-        except (json.JSONDecodeError, RecursionError):  # not chat messages: the text itself
+        except (ValueError, RecursionError):  # not JSON, an integer past 4,300 digits, or too deep: the text itself
             return context
         return prompt_text(messages) if isinstance(messages, list) else context
     return context
@@ -179,7 +180,7 @@ def _sent(arguments: Any) -> Any:
 def _case(line: dict, task: str, scores: _TaskScores, where: str) -> SourceCase:
     doc_id, doc = line["doc_id"], line.get("doc")
     own_id = doc.get("id") if isinstance(doc, dict) else None
-    return SourceCase(
+    return checked_numbers(SourceCase(
         run=task,
         item=SourceItem(
             id=str(own_id) if own_id is not None else None,
@@ -193,7 +194,7 @@ def _case(line: dict, task: str, scores: _TaskScores, where: str) -> SourceCase:
         output=_response(line.get("resps")),
         scores=[SourceScore(name, value, detail=detail, kind=f"lm-eval:{scores.metrics[name][0]}")
                 for name, value, detail in scores.by_doc.get(doc_id, [])],
-    )
+    ), where)
 
 
 def _status(source: SourceImport, results: dict, task: str, documents: int, truncated: bool) -> RunStatus:

@@ -24,6 +24,7 @@ from evalsite.execute.importers.source_records import (
     SourceRun,
     SourceScore,
     arm_from,
+    checked_numbers,
     finite_number,
 )
 from evalsite.execute.importers.writer import SourceImport
@@ -113,7 +114,7 @@ def _case(row: dict, where: str, options: ImportOptions, default_arm: str) -> So
     item_id = row.get("id") if row.get("id") is not None else row.get("item_id")
     if item_id is None and row.get("input") is None:
         raise SourceError(f"{where}: neither 'id' nor 'input': cannot tell which item this row is")
-    return SourceCase(
+    return checked_numbers(SourceCase(
         run=arm,
         item=SourceItem(None if item_id is None else str(item_id), row.get("input"), row.get("expected")),
         repeat=_integer(row, "repeat", where),
@@ -127,7 +128,7 @@ def _case(row: dict, where: str, options: ImportOptions, default_arm: str) -> So
         started_at=row.get("started_at"),
         scores=_scores(row, where),
         passed=_verdict(row.get("passed"), "passed", where),
-    )
+    ), where)
 
 
 def _scores(row: dict, where: str) -> list[SourceScore]:

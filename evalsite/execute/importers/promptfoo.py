@@ -23,6 +23,7 @@ from evalsite.execute.importers.source_records import (
     SourceRun,
     SourceScore,
     arm_from,
+    checked_numbers,
     field_at,
     finite_number,
     optional_int,
@@ -200,7 +201,7 @@ def _case(result: dict, key: str, where: str) -> SourceCase:
     scores = _scores(result, where)
     cost = finite_number(result.get("cost"))
     latency = result.get("latencyMs", response.get("latencyMs"))
-    return SourceCase(
+    return checked_numbers(SourceCase(
         run=key,
         item=_item(result),
         input=value_at(result, "prompt.raw"),
@@ -214,7 +215,7 @@ def _case(result: dict, key: str, where: str) -> SourceCase:
         scores=scores,
         score=finite_number(result.get("score")) if scores else None,
         passed=result.get("success") if scores and isinstance(result.get("success"), bool) else None,
-    )
+    ), where)
 
 
 def _provider_config(document: dict, column: _Column) -> Any:

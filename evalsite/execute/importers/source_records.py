@@ -14,7 +14,8 @@ from typing import Any
 from evalsite.errors import SourceError
 from evalsite.execute.importers.evalzip import DEFAULT_MAX_MEMBER_BYTES
 from evalsite.jsonshape import MISSING, field_at
-from evalsite.runlog.records import RunStatus
+from evalsite.runlog.fields import shown
+from evalsite.runlog.records import MAX_REPEAT_INDEX, SCORE_RANGES, RunStatus, out_of_range, range_problem
 from evalsite.runlog.secrets import looks_secret
 
 __all__ = ["MISSING", "field_at"]  # the readers import the path helpers from here, with the records
@@ -131,6 +132,23 @@ def finite_number(value: Any) -> float | None:
     if isinstance(value, (int, float)) and math.isfinite(value):
         return float(value)
     return None
+
+
+def checked_numbers(case: SourceCase, where: str) -> SourceCase:
+    """``case`` when its every number is one a run may record (the run log's ranges,
+    :data:`evalsite.runlog.records.CASE_RANGES`), else a :class:`SourceError` naming ``where``
+    (the source file and record) and the number: a source's ``cost: 1e308`` would overflow
+    every sum of its run."""
+    numbers = {"latency_ms": case.latency_ms, "input_tokens": case.input_tokens, "output_tokens": case.output_tokens,
+               "cost_usd": case.cost_usd, "score": case.score}
+    problems = [range_problem(key, numbers[key]) for key in out_of_range(numbers)]
+    problems += [f"score {score.evaluator!r}: {range_problem('score', score.value, SCORE_RANGES)}"
+                 for score in case.scores if out_of_range({"score": score.value}, SCORE_RANGES)]
+    if case.repeat is not None and not 0 <= case.repeat <= MAX_REPEAT_INDEX:
+        problems.append(f"repeat={shown(case.repeat)} is out of range (0 to {MAX_REPEAT_INDEX})")
+    if problems:
+        raise SourceError(f"{where}: {problems[0]}; a run cannot record it")
+    return case
 
 
 def optional_int(value: Any) -> int | None:

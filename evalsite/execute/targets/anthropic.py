@@ -19,6 +19,7 @@ from evalsite.execute.targets.base import (
     check_settings,
     register_target,
     text_or_none,
+    token_count,
 )
 from evalsite.execute.targets.http import (
     HTTP_SETTINGS,
@@ -26,7 +27,6 @@ from evalsite.execute.targets.http import (
     chat_messages,
     client_from_settings,
     model_name,
-    number_or_none,
 )
 from evalsite.jsonshape import mapping
 
@@ -66,8 +66,8 @@ def parse_message(data: dict) -> TargetResult:
     reason = text_or_none(data.get("stop_reason"))
     return TargetResult(
         output=text,
-        input_tokens=number_or_none(usage.get("input_tokens")),
-        output_tokens=number_or_none(usage.get("output_tokens")),
+        input_tokens=token_count(usage.get("input_tokens")),
+        output_tokens=token_count(usage.get("output_tokens")),
         finish_reason=None if reason is None else STOP_REASONS.get(reason, reason),
         request_id=text_or_none(data.get("id")),
         served_model=text_or_none(data.get("model")),

@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from evalsite.errors import TargetError
+from evalsite.runlog.fields import shown
+from evalsite.runlog.records import MAX_COST_USD, MAX_TOKENS
 from evalsite.runlog.secrets import SecretPattern, looks_secret, scrub_all
 
 Number = TypeVar("Number", int, float)
@@ -39,7 +41,6 @@ THREAD_HEADER = "X-Evalsite-Thread"
 
 COMMON_SETTINGS = {"timeout"}  # read by the runner for every target: seconds per call
 RESULT_KEYS = ("output", "input_tokens", "output_tokens", "cost_usd", "finish_reason")
-MAX_TOKENS = 10**12  # far above any real call; larger counts overflow a float cost
 
 
 @dataclass
@@ -116,20 +117,30 @@ def checked_result(result: TargetResult) -> TargetResult:
 
 
 def result_problem(result: TargetResult) -> str | None:
-    """Why a token count or billed cost from outside (a provider, a project's code) cannot be kept."""
+    """Why a token count or billed cost from outside (a provider, a project's code) cannot be
+    kept: the ranges are the run log's (:data:`evalsite.runlog.records.CASE_RANGES`)."""
     for key in ("input_tokens", "output_tokens"):
         count = getattr(result, key)
         if count is not None and (isinstance(count, bool) or not isinstance(count, int) or not 0 <= count <= MAX_TOKENS):
-            return f"target returned {key}={count!r}; expected a whole number >= 0 or null"
+            return f"target returned {key}={shown(count)}; expected a whole number from 0 to {MAX_TOKENS} or null"
     cost = result.cost_usd
     if cost is not None and not is_cost(cost):
-        return f"target returned cost_usd={cost!r}; expected a finite number >= 0 or null"
+        return f"target returned cost_usd={shown(cost)}; expected a finite number from 0 to {MAX_COST_USD:g} or null"
     return None
 
 
 def is_cost(value: Any) -> bool:
-    """A usable amount of US dollars: a finite number >= 0 (not a bool)."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
+    """A usable amount of US dollars for one case: a number from 0 to :data:`MAX_COST_USD` (not a bool)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value <= MAX_COST_USD
+
+
+def token_count(value: Any) -> int | None:
+    """A token count as a provider's ``usage`` gives it: a whole number, or a float that is one
+    (``12.0``, as some OpenAI-compatible servers send); anything else (``12.5``, NaN, ``"12"``) is
+    an unknown count — which, with a cost ceiling, stops the run (execute/stopping.py)."""
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        return int(value)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def refuse_secret_names(mapping: dict, key: str, instead: str) -> None:
@@ -234,14 +245,16 @@ def scrubbed_result(result: TargetResult, secrets: SecretPattern | None) -> Targ
 def call_cost(result: TargetResult, price: dict | None) -> float | None:
     """Billed cost when the target reports it, else tokens × ``price`` (USD per million input and
     output tokens); ``None`` (unknown, never 0) when neither is known. A reported cost or count
-    that :func:`result_problem` refuses is unknown here too (a judge's reply, say), never NaN."""
+    that :func:`result_problem` refuses is unknown here too (a judge's reply, say), never NaN, and
+    so is a price times tokens above :data:`MAX_COST_USD`."""
     if result_problem(result) is not None:
         return None
     if result.cost_usd is not None:
         return result.cost_usd
     if not price or result.input_tokens is None or result.output_tokens is None:
         return None
-    return (result.input_tokens * price.get("input", 0) + result.output_tokens * price.get("output", 0)) / 1e6
+    cost = (result.input_tokens * price.get("input", 0) + result.output_tokens * price.get("output", 0)) / 1e6
+    return cost if is_cost(cost) else None  # an absurd price: unknown, never Infinity
 
 
 def total_or_none(values: Iterable[Number | None]) -> Number | None:

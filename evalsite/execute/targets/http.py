@@ -290,7 +290,3 @@ def chat_messages(rendered) -> list[dict]:
     if isinstance(rendered, list):
         return rendered
     return [{"role": "user", "content": str(rendered)}]
-
-
-def number_or_none(value) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None

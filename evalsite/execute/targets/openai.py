@@ -17,6 +17,7 @@ from evalsite.execute.targets.base import (
     check_settings,
     register_target,
     text_or_none,
+    token_count,
 )
 from evalsite.execute.targets.http import (
     HTTP_SETTINGS,
@@ -24,7 +25,6 @@ from evalsite.execute.targets.http import (
     chat_messages,
     client_from_settings,
     model_name,
-    number_or_none,
 )
 from evalsite.jsonshape import mapping
 
@@ -53,8 +53,8 @@ def parse_completion(data: dict, billed_header: str | None) -> TargetResult:
     usage = mapping(data.get("usage"))
     return TargetResult(
         output=message.get("content"),
-        input_tokens=number_or_none(usage.get("prompt_tokens")),
-        output_tokens=number_or_none(usage.get("completion_tokens")),
+        input_tokens=token_count(usage.get("prompt_tokens")),
+        output_tokens=token_count(usage.get("completion_tokens")),
         cost_usd=billed_cost(usage.get("cost"), billed_header),
         finish_reason=choices[0].get("finish_reason"),
         request_id=text_or_none(data.get("id")),
