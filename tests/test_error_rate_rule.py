@@ -78,3 +78,12 @@ def test_the_batch_outcome_applies_the_same_rule():
     batch = BatchOutcome([RunOutcome("r1", "down", RunStatus.COMPLETED, summary)], [], None, None, 0.0)
     assert batch.failure_reasons(allow_failures=True, max_error_rate=1.0) == [
         f"down: {error_rate_problem(4, 4, 1.0)}; --allow-failures does not accept it"]
+
+
+def test_a_completed_run_with_nothing_planned_passes_the_batch_but_is_no_baseline():
+    """An empty shard (``run --shard 1/2`` of a dataset the split gave wholly to shard 2) has
+    nothing to fail; the rule still refuses it as a baseline (promote reads error_rate_problem)."""
+    empty = {"cases": 0, "errors": 0, "passed": None, "critical_failures": [], "evaluators": {}}
+    batch = BatchOutcome([RunOutcome("r1", "shard", RunStatus.COMPLETED, empty)], [], None, None, 0.0)
+    assert batch.failure_reasons(allow_failures=False) == []
+    assert error_rate_problem(0, 0, 1.0) is not None

@@ -110,7 +110,8 @@ def plant_credentials(run_dir, url_shown: str, url_real: str) -> None:
 def test_rescore_and_merge_write_no_credential_from_an_older_header(runner_project, server, cli):
     manifest = write_credentialed(runner_project, server)
     for shard in ("1/2", "2/2"):
-        assert cli("run", manifest, "--shard", shard).exit_code == 0
+        result = cli("run", manifest, "--shard", shard)
+        assert result.exit_code == 0, result.output
     shown = f"http://127.0.0.1:{server.port}/v1?api_key=%3Credacted%3E&region=eu"
     for run in all_runs(runner_project):
         plant_credentials(run.directory, shown, credentialed(server))
