@@ -26,7 +26,7 @@ def holm_by_hand(p_values: list[float]) -> list[float]:
 
 
 @pytest.fixture
-def four_arms(tmp_path, monkeypatch) -> dict[str, str]:
+def family_runs(tmp_path, monkeypatch) -> dict[str, str]:
     monkeypatch.chdir(tmp_path)
     return write_four_arms(tmp_path, seed=1)
 
@@ -55,9 +55,9 @@ def family(cli, runs: dict[str, str], *extra: str) -> dict:
                     *extra)
 
 
-def test_with_all_pairs_every_comparison_is_the_leaderboards_verdict(cli, four_arms):
+def test_with_all_pairs_every_comparison_is_the_leaderboards_verdict(cli, family_runs):
     board = leaderboard_pairs(cli)
-    report = family(cli, four_arms, "--all-pairs")
+    report = family(cli, family_runs, "--all-pairs")
     assert report["family"] == "every pair of these 4 runs (6 pairs), as the leaderboard corrects"
     for comparison in report["comparisons"]:
         pair = board[frozenset(("strong", comparison["other"]["label"]))]
@@ -65,9 +65,9 @@ def test_with_all_pairs_every_comparison_is_the_leaderboards_verdict(cli, four_a
         assert (comparison["holm_p"] < 0.05) == pair["separated"]
 
 
-def test_the_declared_family_is_named_and_holm_is_over_exactly_its_pairs(cli, four_arms):
+def test_the_declared_family_is_named_and_holm_is_over_exactly_its_pairs(cli, family_runs):
     board = leaderboard_pairs(cli)
-    report = family(cli, four_arms)
+    report = family(cli, family_runs)
     assert report["family"] == ("the 3 pairs strong vs weak, twin1, twin2 (declared with --vs; the leaderboard of "
                                 "these runs corrects over all 6)")
     raw = [c["sign_flip"]["p_value"] for c in report["comparisons"]]
@@ -82,11 +82,11 @@ def test_the_declared_family_is_named_and_holm_is_over_exactly_its_pairs(cli, fo
         assert comparison["all_pairs_separated"] == board[key]["separated"]
 
 
-def test_letters_never_group_two_arms_a_test_separates(cli, four_arms):
+def test_letters_never_group_two_arms_a_test_separates(cli, family_runs):
     """Before, the letters came from the declared pairs only: weak and twin1 were never tested against
     each other and shared a letter although their paired p is below 1e-6."""
     board = leaderboard_pairs(cli)
-    report = family(cli, four_arms)
+    report = family(cli, family_runs)
     letters = {place["label"]: set(place["letters"]) for place in report["arms"]}
     assert board[frozenset(("weak", "twin1"))]["difference"]["test"]["p_value"] < 1e-6
     for a, b in combinations(RATES, 2):
@@ -94,12 +94,12 @@ def test_letters_never_group_two_arms_a_test_separates(cli, four_arms):
         assert shares == (not board[frozenset((a, b))]["separated"]), (a, b)
 
 
-def test_the_text_names_the_family_prints_the_groups_and_notes_a_disagreement(cli, four_arms):
-    args = [four_arms["strong"], *(a for arm in ("weak", "twin1", "twin2") for a in ("--vs", four_arms[arm]))]
+def test_the_text_names_the_family_prints_the_groups_and_notes_a_disagreement(cli, family_runs):
+    args = [family_runs["strong"], *(a for arm in ("weak", "twin1", "twin2") for a in ("--vs", family_runs[arm]))]
     text = cli("family-test", *args).stdout
     assert "Holm over the 3 pairs strong vs weak, twin1, twin2 (declared with --vs" in text.splitlines()[0]
     assert "groups (letters from every pair of these runs, the leaderboard's family): " in text
-    report = family(cli, four_arms)
+    report = family(cli, family_runs)
     for comparison in report["comparisons"]:
         differs = (comparison["holm_p"] < 0.05) != comparison["all_pairs_separated"]
         assert (f"note: over every pair of these runs strong and {comparison['other']['label']} are" in text) == differs

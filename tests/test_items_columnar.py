@@ -73,7 +73,7 @@ def write_arms(root, seed: int) -> tuple[list[str], dict[str, list[dict]]]:
                 cases.append(_case(rng, item, repeat, sha))
         if cases and rng.random() < 0.5:
             again = dict(rng.choice(cases))
-            again.update(score=None, latency_ms=rng.uniform(1, 100))  # written twice: last known value wins
+            again.update(score=None, latency_ms=rng.uniform(1, 100))  # written twice: the first line wins
             cases.append(again)
         for case in cases:
             writer.append_case(case)
@@ -119,10 +119,12 @@ def reference(run_ids: list[str], labels: list[str], written: dict[str, list[dic
     recorded = np.zeros((len(kept), len(run_ids), width), dtype=bool)
     row_of = {item_id: row for row, (item_id, _) in enumerate(kept)}
     for arm, cases in enumerate(per_arm):
-        for case in cases:  # in the order written: a later known value replaces an earlier one
+        for case in cases:  # in the order written: a repeated (item, repeat) is its first line
             if case["item_id"] not in row_of:
                 continue
             cell = (row_of[case["item_id"]], arm, columns[arm][case["repeat"]])
+            if recorded[cell]:
+                continue
             recorded[cell] = True
             for name in FIELDS:
                 if case[name] is not None:

@@ -76,6 +76,15 @@ def test_rescore_exits_1_on_a_failed_verdict_and_names_critical_failures(evaluat
     assert "critical failures: crit" in result.output
 
 
+def test_allow_failures_accepts_failed_pass_rules_but_not_a_failed_critical_row(evaluator_project, cli, recorded):
+    assert cli("rescore", recorded.run_id, "--allow-failures").exit_code == 1  # `crit` fails: still refused
+    write_rows(evaluator_project, [row for row in ROWS if row["id"] != "crit"])
+    result = cli("rescore", recorded.run_id, "--allow-failures")
+    assert result.exit_code == 0, result.output
+    assert "failed" in result.stdout and "critical failures" not in result.stdout
+    assert cli("rescore", recorded.run_id).exit_code == 1  # without the flag, the pass rule's verdict
+
+
 def test_rescore_exits_0_when_every_ruled_score_passes(evaluator_project, cli, recorded):
     set_evaluators(evaluator_project, "\n  - type: length\n    max: 100")
     write_rows(evaluator_project, ROWS[:2])

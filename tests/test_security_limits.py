@@ -15,15 +15,15 @@ HUGE = "n" * 100_000
 
 
 @pytest.fixture
-def project(cli, tmp_path, monkeypatch) -> Path:
+def scaffolded(cli, tmp_path, monkeypatch) -> Path:
     """`evalsite init`'s example project, as the working folder."""
     assert cli("init", str(tmp_path / "p")).exit_code == 0
     monkeypatch.chdir(tmp_path / "p")
     return tmp_path / "p"
 
 
-def write_rows(project: Path, ids: list) -> Path:
-    path = project / "data/example.jsonl"
+def write_rows(scaffolded: Path, ids: list) -> Path:
+    path = scaffolded / "data/example.jsonl"
     path.write_text("".join(json.dumps({"id": item_id, "input": "abc", "expected": "cba"}) + "\n" for item_id in ids))
     return path
 
@@ -37,28 +37,28 @@ def one_short_error(result, *parts: str) -> str:
 
 
 @pytest.mark.parametrize("command", [("run", "experiments/example.yaml", "--dry-run"), ("dataset", "show", "data/example.jsonl")])
-def test_an_item_id_past_the_limit_is_refused_naming_file_and_line(cli, project, command):
-    write_rows(project, ["a", "b" * 1_000_000, "c"])
+def test_an_item_id_past_the_limit_is_refused_naming_file_and_line(cli, scaffolded, command):
+    write_rows(scaffolded, ["a", "b" * 1_000_000, "c"])
     error = one_short_error(cli(*command), "data/example.jsonl: line 2: 'id' is 1,000,000 characters long",
                             f"at most {MAX_ITEM_ID_CHARS} characters")
     assert "line 1" not in error and "line 3" not in error
 
 
-def test_an_item_id_at_the_limit_is_kept_and_one_past_it_is_not(cli, project):
-    write_rows(project, ["a", "b" * MAX_ITEM_ID_CHARS])
+def test_an_item_id_at_the_limit_is_kept_and_one_past_it_is_not(cli, scaffolded):
+    write_rows(scaffolded, ["a", "b" * MAX_ITEM_ID_CHARS])
     assert cli("run", "experiments/example.yaml", "--dry-run").exit_code == 0
-    write_rows(project, ["a", "b" * (MAX_ITEM_ID_CHARS + 1)])
+    write_rows(scaffolded, ["a", "b" * (MAX_ITEM_ID_CHARS + 1)])
     one_short_error(cli("run", "experiments/example.yaml", "--dry-run"), "line 2", f"{MAX_ITEM_ID_CHARS + 1} characters long")
 
 
-def test_a_number_id_past_the_limit_is_refused_without_writing_its_digits(cli, project):
-    path = project / "data/example.jsonl"
+def test_a_number_id_past_the_limit_is_refused_without_writing_its_digits(cli, scaffolded):
+    path = scaffolded / "data/example.jsonl"
     path.write_text('{"id": 1, "input": "abc", "expected": "cba"}\n{"id": 1' + "0" * 300 + ', "input": "x"}\n')
     one_short_error(cli("dataset", "show", "data/example.jsonl"), "line 2: 'id' is a number of more than 256 digits")
 
 
-def test_validate_lists_a_long_id_once_per_row(cli, project):
-    write_rows(project, ["x" * 5000, "x" * 5000])  # also a duplicate: too long to compare, so not listed as one
+def test_validate_lists_a_long_id_once_per_row(cli, scaffolded):
+    write_rows(scaffolded, ["x" * 5000, "x" * 5000])  # also a duplicate: too long to compare, so not listed as one
     result = cli("validate")
     assert result.exit_code == 1
     for line in (1, 2):
@@ -66,13 +66,13 @@ def test_validate_lists_a_long_id_once_per_row(cli, project):
     assert "duplicate" not in result.output
 
 
-def test_a_100_kb_name_in_an_error_is_shown_by_its_start_and_length(cli, project):
+def test_a_100_kb_name_in_an_error_is_shown_by_its_start_and_length(cli, scaffolded):
     error = one_short_error(cli("run", "experiments/example.yaml", "--arm", HUGE, "--dry-run"), "unknown arm")
     assert "'" + "n" * 59 + "…(100,001 chars)' (arms: reverse, lowercase)" in error  # the value as quoted: 'nnn…'
 
 
-def test_a_100_kb_manifest_name_is_shown_by_its_start_and_length(cli, project):
-    manifest = project / "experiments/example.yaml"
+def test_a_100_kb_manifest_name_is_shown_by_its_start_and_length(cli, scaffolded):
+    manifest = scaffolded / "experiments/example.yaml"
     manifest.write_text(manifest.read_text().replace("name: example", f"name: {HUGE}"))
     one_short_error(cli("run", "experiments/example.yaml", "--dry-run"), "name:", "(100,001 chars)'")
 
@@ -88,5 +88,5 @@ def test_every_line_of_a_message_is_bounded_and_keeps_its_advice():
     assert bounded_message(f"{path}: unreadable") == f"{path}: unreadable"
 
 
-def test_a_100_kb_dataset_path_is_one_short_error_not_a_traceback(cli, project):
+def test_a_100_kb_dataset_path_is_one_short_error_not_a_traceback(cli, scaffolded):
     one_short_error(cli("dataset", "show", HUGE), "nnnn…(100,000 chars): cannot read the dataset file: File name too long")

@@ -10,7 +10,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from test_hostile_runs import READERS, make_project
+from hostile_support import READERS, make_project
 
 from evalsite.analysis.case_scan import scan_cases
 from evalsite.analysis.db import open_database
@@ -23,14 +23,14 @@ MANY_DIGITS = "9" * 5000  # past Python's int-string limit: json.loads raises Va
 
 
 @pytest.fixture(scope="module")
-def pristine(cli, tmp_path_factory) -> Path:
+def pristine_numbers(cli, tmp_path_factory) -> Path:
     return make_project(cli, tmp_path_factory.mktemp("numbers") / "p")
 
 
 @pytest.fixture
-def project(pristine, tmp_path, monkeypatch) -> Path:
+def numbers_project(pristine_numbers, tmp_path, monkeypatch) -> Path:
     copy = tmp_path / "p"
-    shutil.copytree(pristine, copy)
+    shutil.copytree(pristine_numbers, copy)
     monkeypatch.chdir(copy)
     return copy
 
@@ -63,9 +63,9 @@ FORGERIES = {
 
 
 @pytest.mark.parametrize("name", sorted(FORGERIES))
-def test_a_forged_out_of_range_line_is_skipped_with_a_reason_by_every_command(cli, project, name):
+def test_a_forged_out_of_range_line_is_skipped_with_a_reason_by_every_command(cli, numbers_project, name):
     changes, reason = FORGERIES[name]
-    bad, good = sorted((project / "runs").iterdir())
+    bad, good = sorted((numbers_project / "runs").iterdir())
     forge(bad, changes)
     warning = f"warning: {bad.name}/cases.jsonl: {reason}; skipped"
     kept = 6 - len(changes)
@@ -83,22 +83,22 @@ def test_a_forged_out_of_range_line_is_skipped_with_a_reason_by_every_command(cl
 
 
 @pytest.mark.parametrize("name", sorted(FORGERIES))
-def test_the_columnar_scan_reads_a_forged_run_as_the_python_reader_does(project, name):
-    bad, _ = sorted((project / "runs").iterdir())
+def test_the_columnar_scan_reads_a_forged_run_as_the_python_reader_does(numbers_project, name):
+    bad, _ = sorted((numbers_project / "runs").iterdir())
     forge(bad, FORGERIES[name][0])
     python = read_cases(bad / CASES_FILE)
     expected = json.dumps(summarise_run(python).to_json(), sort_keys=True, default=str)
     assert json.dumps(summarise_run(scan_cases(bad).columns).to_json(), sort_keys=True, default=str) == expected
-    database = open_database(project / "runs")
+    database = open_database(numbers_project / "runs")
     assert database.rows("SELECT count(*) AS n FROM cases WHERE run_id = ?", [bad.name]) == [{"n": len(python)}]
 
 
-def test_the_views_keep_a_number_at_the_edge_of_its_range(project):
-    bad, _ = sorted((project / "runs").iterdir())
+def test_the_views_keep_a_number_at_the_edge_of_its_range(numbers_project):
+    bad, _ = sorted((numbers_project / "runs").iterdir())
     forge(bad, [f'"cost_usd": {CASE_RANGES["cost_usd"][1]}, "latency_ms": {CASE_RANGES["latency_ms"][1]}',
                 '"input_tokens": 1000000000, "score": -1e12'])
     assert len(read_cases(bad / CASES_FILE)) == 6
-    database = open_database(project / "runs")
+    database = open_database(numbers_project / "runs")
     assert database.rows("SELECT count(*) AS n FROM cases WHERE run_id = ?", [bad.name]) == [{"n": 6}]
     summary = summarise_run(scan_cases(bad).columns)
     assert summary.cost.known == 1e6
@@ -136,10 +136,10 @@ def test_an_integer_too_long_to_write_is_recorded_as_null_and_named(tmp_path):
     assert read.error == "output.n[0] is an integer of more than 4300 digits, recorded as null"
 
 
-def test_a_forged_run_whose_footer_vouches_for_its_lines_breaks_no_command(cli, project):
+def test_a_forged_run_whose_footer_vouches_for_its_lines_breaks_no_command(cli, numbers_project):
     """A forger can recompute ``cases_sha256``: the views then read the file unchecked, and the
     figures built on them still leave its out-of-range numbers out instead of overflowing."""
-    bad, good = sorted((project / "runs").iterdir())
+    bad, good = sorted((numbers_project / "runs").iterdir())
     forge(bad, ['"cost_usd": 1.7e308', '"cost_usd": 1.7e308', '"latency_ms": 1.7e308', '"latency_ms": 1.7e308'])
     footer = json.loads((bad / "end.json").read_text())
     (bad / "end.json").write_text(json.dumps({**footer, "cases_sha256": file_sha256(bad / CASES_FILE)}))

@@ -15,7 +15,7 @@ CACHE = Path(".evalsite/site-cache")
 
 
 @pytest.fixture
-def project(tmp_path, monkeypatch) -> Path:
+def cached_site(tmp_path, monkeypatch) -> Path:
     """Two runs of one dataset, built once (so the cache exists), as the working folder."""
     root = tmp_path / "p"
     (root / "data").mkdir(parents=True)
@@ -40,7 +40,7 @@ def victim(tmp_path) -> Path:
 
 def untouched(folder: Path) -> bool:
     return sorted(p.name for p in folder.iterdir()) == sorted(["f", "a.json", "b.npz", "c.cells.arrow", "intervals.json",
-                                                               ".x.json.tmp"]) \
+                                                               ".x.json.tmp"])\
         and all(p.read_text() == f"precious {p.name}" for p in folder.iterdir())
 
 
@@ -48,9 +48,9 @@ def build(cli, *args: str) -> dict:
     return cli.json("build", *args)
 
 
-def test_a_symlink_planted_at_a_temporary_name_is_never_written_through(cli, project, victim):
+def test_a_symlink_planted_at_a_temporary_name_is_never_written_through(cli, cached_site, victim):
     build(cli)
-    cache = project / CACHE
+    cache = cached_site / CACHE
     os.symlink(victim / "f", cache / ".intervals.json.tmp")
     os.symlink(victim / "a.json", cache / ".pairs.json.tmp")
     entry = next(p.name for p in cache.glob("*.json") if p.name not in ("intervals.json", "pairs.json"))
@@ -60,9 +60,9 @@ def test_a_symlink_planted_at_a_temporary_name_is_never_written_through(cli, pro
     assert json.loads((cache / "intervals.json").read_text())["version"]  # the cache still works
 
 
-def test_a_symlink_at_a_cache_name_is_replaced_not_written_through(cli, project, victim):
+def test_a_symlink_at_a_cache_name_is_replaced_not_written_through(cli, cached_site, victim):
     build(cli)
-    cache = project / CACHE
+    cache = cached_site / CACHE
     for entry in [*cache.glob("*.json"), *cache.glob("*.npz"), *cache.glob("*.arrow")]:
         entry.unlink()
         os.symlink(victim / "intervals.json", entry)  # read would be refused, write replaces the link
@@ -72,24 +72,24 @@ def test_a_symlink_at_a_cache_name_is_replaced_not_written_through(cli, project,
 
 
 @pytest.mark.parametrize("linked", [".evalsite/site-cache", ".evalsite"])
-def test_a_symlinked_cache_folder_is_not_used_and_nothing_outside_changes(cli, project, victim, linked):
+def test_a_symlinked_cache_folder_is_not_used_and_nothing_outside_changes(cli, cached_site, victim, linked):
     reference = build(cli)
-    pages = tree_bytes(project / "site")
-    shutil.rmtree(project / ".evalsite")
-    (project / linked).parent.mkdir(parents=True, exist_ok=True)
-    os.symlink(victim, project / linked)
-    shutil.rmtree(project / "site")
+    pages = tree_bytes(cached_site / "site")
+    shutil.rmtree(cached_site / ".evalsite")
+    (cached_site / linked).parent.mkdir(parents=True, exist_ok=True)
+    os.symlink(victim, cached_site / linked)
+    shutil.rmtree(cached_site / "site")
     report = build(cli)
     assert untouched(victim)
     assert f"{linked}: a symlink or not a folder; the build cache is not used" in " ".join(report["warnings"])
-    assert tree_bytes(project / "site") == pages and report["pages"] == reference["pages"]  # nothing lost
+    assert tree_bytes(cached_site / "site") == pages and report["pages"] == reference["pages"]  # nothing lost
     build(cli, "--full")  # a second build: still nothing read, written or deleted there
     assert untouched(victim)
 
 
-def test_pruning_deletes_only_regular_files_of_the_cache_folder(cli, project, victim):
+def test_pruning_deletes_only_regular_files_of_the_cache_folder(cli, cached_site, victim):
     build(cli)
-    cache = project / CACHE
+    cache = cached_site / CACHE
     os.symlink(victim / "a.json", cache / "0000dead.json")  # a stale name: pruning would delete it
     os.symlink(victim, cache / "0000dead.npz")
     (cache / "0000gone.json").write_text("{}")  # a regular entry of a run that is gone

@@ -15,7 +15,7 @@ SECRET = "SECRET_0123456789_abcdef"
 
 
 @pytest.fixture
-def project(tmp_path, monkeypatch) -> Path:
+def planted_site(tmp_path, monkeypatch) -> Path:
     root = tmp_path / "p"
     (root / "data").mkdir(parents=True)
     (root / "data/data.jsonl").write_text('{"id": "i1", "input": "q", "expected": "ok"}\n')
@@ -26,26 +26,26 @@ def project(tmp_path, monkeypatch) -> Path:
     return root
 
 
-def test_site_out_naming_an_input_folder_is_refused_and_deletes_nothing(cli, project):
-    (project / "evalsite.toml").write_text('[site]\nout = "reports"\n')
-    (project / "reports/index.html").write_text(GENERATOR)  # planted: "a site an older evalsite built"
+def test_site_out_naming_an_input_folder_is_refused_and_deletes_nothing(cli, planted_site):
+    (planted_site / "evalsite.toml").write_text('[site]\nout = "reports"\n')
+    (planted_site / "reports/index.html").write_text(GENERATOR)  # planted: "a site an older evalsite built"
     result = cli("build")
     assert result.exit_code == 1
-    assert f"Error: {project / 'reports'}: the site folder would mix with the project's reports/ folder, which the build reads" \
+    assert f"Error: {planted_site / 'reports'}: the site folder would mix with the project's reports/ folder, which the build reads"\
         in result.output
-    assert sorted(p.name for p in (project / "reports").iterdir()) == ["findings.md", "index.html"]
+    assert sorted(p.name for p in (planted_site / "reports").iterdir()) == ["findings.md", "index.html"]
 
 
 @pytest.mark.parametrize("out", ["runs", "data/site", "experiments", ".evalsite", "templates"])
-def test_every_input_folder_or_one_inside_it_is_refused_as_the_site_folder(cli, project, out):
-    before = sorted(str(p) for p in project.rglob("*"))
+def test_every_input_folder_or_one_inside_it_is_refused_as_the_site_folder(cli, planted_site, out):
+    before = sorted(str(p) for p in planted_site.rglob("*"))
     result = cli("build", "--out", out)
     assert result.exit_code == 1 and "the site folder would mix with the project's" in result.output
-    assert sorted(str(p) for p in project.rglob("*")) == before
+    assert sorted(str(p) for p in planted_site.rglob("*")) == before
 
 
-def test_a_folder_with_an_evalsite_index_but_no_record_is_refused_not_deleted(cli, project):
-    other = project / "docs"
+def test_a_folder_with_an_evalsite_index_but_no_record_is_refused_not_deleted(cli, planted_site):
+    other = planted_site / "docs"
     other.mkdir()
     (other / "index.html").write_text(GENERATOR)
     (other / "notes.txt").write_text("mine")
@@ -54,9 +54,9 @@ def test_a_folder_with_an_evalsite_index_but_no_record_is_refused_not_deleted(cl
     assert (other / "notes.txt").read_text() == "mine" and (other / "index.html").read_text() == GENERATOR
 
 
-def test_a_symlinked_folder_in_the_site_makes_no_folder_outside_it(cli, project, tmp_path):
+def test_a_symlinked_folder_in_the_site_makes_no_folder_outside_it(cli, planted_site, tmp_path):
     assert cli("build").exit_code == 0
-    site = project / "site"
+    site = planted_site / "site"
     victim = tmp_path / "victim"
     victim.mkdir()
     for child in sorted((site / "data").rglob("*"), reverse=True):
@@ -69,11 +69,11 @@ def test_a_symlinked_folder_in_the_site_makes_no_folder_outside_it(cli, project,
     assert list(victim.iterdir()) == []
 
 
-def test_a_symlink_planted_at_a_page_is_rendered_again_not_kept(cli, project, tmp_path):
+def test_a_symlink_planted_at_a_page_is_rendered_again_not_kept(cli, planted_site, tmp_path):
     assert cli("build").exit_code == 0
     secret = tmp_path / "passwd"
     secret.write_text(SECRET)
-    site = project / "site"
+    site = planted_site / "site"
     for name in ("index.html", "runs.html"):
         (site / name).unlink()
         os.symlink(secret, site / name)
@@ -85,7 +85,7 @@ def test_a_symlink_planted_at_a_page_is_rendered_again_not_kept(cli, project, tm
     assert json.loads((site / ".evalsite-build.json").read_text())["jobs"]
 
 
-def test_a_symlink_planted_at_any_site_or_cache_path_changes_nothing_outside(cli, project, tmp_path):
+def test_a_symlink_planted_at_any_site_or_cache_path_changes_nothing_outside(cli, planted_site, tmp_path):
     """A fuzz over the paths a build writes: each one in turn (every eighth, in order) replaced by a
     symlink to a file or folder outside, then an incremental and a full build: nothing outside
     changes and each build either succeeds or stops with one `Error:` line."""
@@ -93,8 +93,8 @@ def test_a_symlink_planted_at_any_site_or_cache_path_changes_nothing_outside(cli
     victim = tmp_path / "victim"
     victim.mkdir()
     (victim / "f").write_text("precious")
-    cache = project / ".evalsite/site-cache"
-    planted = sorted([*(project / "site").rglob("*"), *cache.rglob("*"), cache, project / "site/runs"])[::8]
+    cache = planted_site / ".evalsite/site-cache"
+    planted = sorted([*(planted_site / "site").rglob("*"), *cache.rglob("*"), cache, planted_site / "site/runs"])[::8]
     assert len(planted) > 6
     for path in planted:
         if not path.exists():

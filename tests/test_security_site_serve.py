@@ -17,7 +17,7 @@ SECRET = "SECRET_0123456789_abcdef"
 
 
 @pytest.fixture
-def live(tmp_path):
+def served_site(tmp_path):
     root = tmp_path / "project"
     (root / "data").mkdir(parents=True)
     write_run(root / "runs", "20260101T000000Z-first-0001", [case("i1")], arm="first")
@@ -28,13 +28,13 @@ def live(tmp_path):
         site.stop()
 
 
-def request(live, path: str, host: str | None = "default", method: str = "GET", version: str = "HTTP/1.1") -> tuple[int, bytes]:
+def request(served_site, path: str, host: str | None = "default", method: str = "GET", version: str = "HTTP/1.1") -> tuple[int, bytes]:
     """The status and body of one raw request (``host=None``: no Host header)."""
     lines = [f"{method} {path} {version}"]
     if host is not None:
-        lines.append(f"Host: {f'127.0.0.1:{live.port}' if host == 'default' else host}")
+        lines.append(f"Host: {f'127.0.0.1:{served_site.port}' if host == 'default' else host}")
     lines.append("Connection: close")
-    with socket.create_connection(("127.0.0.1", live.port), timeout=10) as connection:
+    with socket.create_connection(("127.0.0.1", served_site.port), timeout=10) as connection:
         connection.sendall(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
         answer = b""
         while chunk := connection.recv(65536):
@@ -44,51 +44,51 @@ def request(live, path: str, host: str | None = "default", method: str = "GET", 
     return int(head.split()[1]), body
 
 
-def test_the_site_is_served_to_local_names_with_the_port(live):
-    for host in (f"127.0.0.1:{live.port}", f"localhost:{live.port}", f"LOCALHOST:{live.port}", f"[::1]:{live.port}"):
-        status, body = request(live, "/", host)
+def test_the_site_is_served_to_local_names_with_the_port(served_site):
+    for host in (f"127.0.0.1:{served_site.port}", f"localhost:{served_site.port}", f"LOCALHOST:{served_site.port}", f"[::1]:{served_site.port}"):
+        status, body = request(served_site, "/", host)
         assert status == 200 and b"first" in body, host
 
 
 @pytest.mark.parametrize("host", ["attacker.example", "attacker.example:{port}", "127.0.0.1.attacker.example:{port}",
                                   "127.0.0.1:1", "localhost", "127.0.0.1", ""])
-def test_another_host_is_refused_so_dns_rebinding_reads_nothing(live, host):
-    status, body = request(live, "/", host.format(port=live.port))
+def test_another_host_is_refused_so_dns_rebinding_reads_nothing(served_site, host):
+    status, body = request(served_site, "/", host.format(port=served_site.port))
     assert status == 421 and b"first" not in body
-    assert request(live, "/.evalsite-epoch", host.format(port=live.port))[0] == 421
-    assert request(live, "/", host.format(port=live.port), method="HEAD")[0] == 421
+    assert request(served_site, "/.evalsite-epoch", host.format(port=served_site.port))[0] == 421
+    assert request(served_site, "/", host.format(port=served_site.port), method="HEAD")[0] == 421
 
 
-def test_a_request_without_host_is_refused(live):
-    status, body = request(live, "/", None, version="HTTP/1.0")
+def test_a_request_without_host_is_refused(served_site):
+    status, body = request(served_site, "/", None, version="HTTP/1.0")
     assert status == 400 and b"first" not in body
 
 
-def test_symlinks_planted_in_the_site_folder_are_not_followed_out_of_it(live, tmp_path):
+def test_symlinks_planted_in_the_site_folder_are_not_followed_out_of_it(served_site, tmp_path):
     secret = tmp_path / "passwd"
     secret.write_text(SECRET)
     (tmp_path / "outside").mkdir()
     (tmp_path / "outside/notes.txt").write_text(SECRET)
-    site = Path(live.out_dir)
+    site = Path(served_site.out_dir)
     os.symlink(secret, site / "passwd")
     os.symlink(tmp_path / "outside", site / "linked")
     os.symlink(site / "index.html", site / "alias.html")  # stays inside: served
     for path in ("/passwd", "/linked/notes.txt", "/linked/", "/linked", "/%70asswd", "/./passwd", "/runs/../passwd"):
-        status, body = request(live, path)
+        status, body = request(served_site, path)
         assert status == 404 and SECRET.encode() not in body, path
-    assert request(live, "/alias.html")[0] == 200
+    assert request(served_site, "/alias.html")[0] == 200
 
 
 @pytest.mark.parametrize("path", ["/%00", "/%00.html", "/runs/%00", "/%ff", "/%ed%a0%80", "/%c0%af", "/" + "a" * 5000])
-def test_a_path_no_file_can_have_is_a_clean_404(live, path, capfd):
-    assert request(live, path)[0] == 404
-    assert request(live, "/")[0] == 200  # the server is still up
+def test_a_path_no_file_can_have_is_a_clean_404(served_site, path, capfd):
+    assert request(served_site, path)[0] == 404
+    assert request(served_site, "/")[0] == 200  # the server is still up
     assert "Traceback" not in capfd.readouterr().err
 
 
-def test_no_folder_is_listed(live):
-    folders = [p for p in Path(live.out_dir).rglob("*") if p.is_dir() and not (p / "index.html").exists()]
+def test_no_folder_is_listed(served_site):
+    folders = [p for p in Path(served_site.out_dir).rglob("*") if p.is_dir() and not (p / "index.html").exists()]
     assert folders
     for folder in folders[:3]:
-        status, body = request(live, "/" + folder.relative_to(live.out_dir).as_posix() + "/")
+        status, body = request(served_site, "/" + folder.relative_to(served_site.out_dir).as_posix() + "/")
         assert status == 404 and b"Directory listing" not in body

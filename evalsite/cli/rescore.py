@@ -18,8 +18,10 @@ VERDICTS = {True: "passed", False: "failed", None: "no pass rule"}
 @click.argument("run")
 @click.option("--manifest", "manifest_path", type=click.Path(path_type=Path),
               help="Score with this manifest's evaluators (default: the manifest the run recorded).")
+@click.option("--allow-failures", is_flag=True,
+              help="Exit 0 although items fail the pass rule (as run's flag); a failed critical row still exits 1.")
 @click.option("--json", "as_json", is_flag=True, help="Print the new run's summary as JSON.")
-def rescore_command(run: str, manifest_path: Path | None, as_json: bool) -> None:
+def rescore_command(run: str, manifest_path: Path | None, allow_failures: bool, as_json: bool) -> None:
     """Re-score a run's outputs as a new run.
 
     Uses the manifest's current evaluators and the dataset's current expected values; no
@@ -40,5 +42,5 @@ def rescore_command(run: str, manifest_path: Path | None, as_json: bool) -> None
         )
         if summary["critical_failures"]:
             click.echo("critical failures: " + ", ".join(summary["critical_failures"]))
-    if not outcome.ok:
+    if not outcome.acceptable(allow_failures):
         sys.exit(1)

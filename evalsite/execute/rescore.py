@@ -52,6 +52,11 @@ class RescoreOutcome:
         """Exit 0 by the rule ``evalsite run`` applies to each of its runs (:func:`summary_ok`)."""
         return summary_ok(self.summary)
 
+    def acceptable(self, allow_failures: bool) -> bool:
+        """Exit 0: :attr:`ok`, or with ``allow_failures`` (as ``run --allow-failures``) any run whose
+        critical rows all pass, failed pass rules and failed generations included."""
+        return self.ok or (allow_failures and not self.summary["critical_failures"])
+
 
 def rescore_run(project: Project, reference: str, *, manifest_path: Path | None = None) -> RescoreOutcome:
     """Re-score run ``reference`` (an id, unique prefix or folder) into a new run.

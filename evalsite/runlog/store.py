@@ -100,7 +100,8 @@ class RunWriter:
         self.appended = 0  # cases appended by this writer
         self.synced = 0  # of those, how many are known to be on disk
         self._digest = hashlib.sha256()  # of cases.jsonl as written
-        self._well_typed = True  # every line of it is a well-typed case
+        self._well_typed = True  # every line of it is a well-typed case, each with a key of its own
+        self._keys: set[tuple[Any, Any]] = set()  # (item_id, repeat) of every line
 
     @classmethod
     def create(cls, runs_dir: Path, arm_id: str, header: dict[str, Any]) -> RunWriter:
@@ -158,7 +159,7 @@ class RunWriter:
     def _open(self) -> None:
         self._cases = os.open(self.directory / CASES_FILE, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
         self._digest = hashlib.sha256()
-        self._well_typed = True
+        self._well_typed, self._keys = True, set()
         self._take_existing_cases()
 
     def _take_existing_cases(self) -> None:
@@ -172,7 +173,7 @@ class RunWriter:
             if not line.strip():
                 continue
             try:
-                self._well_typed = self._well_typed and well_typed_case(json.loads(line))
+                self._well_typed = self._well_typed and self._typed_and_new(json.loads(line))
             except (ValueError, RecursionError):
                 self._well_typed = False
             if not self._well_typed:
@@ -192,12 +193,24 @@ class RunWriter:
             text = _CASE_LINE.encode(case)
         encoded = (text + "\n").encode("utf-8")
         self._digest.update(encoded)
-        self._well_typed = self._well_typed and well_typed_case(case)
+        self._well_typed = self._well_typed and self._typed_and_new(case)
         line = memoryview(encoded)
         while line:  # a regular file takes the whole line in one write; a short write is continued
             line = line[os.write(self._cases, line):]
         self.appended += 1
         return case
+
+    def _typed_and_new(self, case: Any) -> bool:
+        """A well-typed case whose (item_id, repeat) no earlier line has: a file of only such lines
+        reads the same as typed columns (no line skipped) as through the readers' checks, which keep
+        the first line of a repeated key."""
+        if not well_typed_case(case):
+            return False
+        key = (case.get("item_id"), case.get("repeat"))
+        if key in self._keys:
+            return False
+        self._keys.add(key)
+        return True
 
     @property
     def unsynced(self) -> bool:
