@@ -123,7 +123,11 @@ class ProjectInputs:
     def listed_runs(self) -> list[Run]:
         """The runs every listing shows: all but the excluded ones, which appear only on their own
         page and in the runs table, marked (as no leaderboard or claim reads them)."""
-        return [run for run in self.runs if run.run_id not in self.excluded]
+        return self.listed(self.runs)
+
+    def listed(self, runs: list[Run]) -> list[Run]:
+        """Of ``runs``, the ones a listing shows (all but the excluded ones, see :attr:`listed_runs`)."""
+        return [run for run in runs if run.run_id not in self.excluded]
 
     @cached_property
     def database(self) -> RunsDatabase:

@@ -80,7 +80,7 @@ class DatasetPage(PageContext):
     items: int | None = doc("Items in the dataset (from the newest run).")
     leaderboards: list[LeaderboardSection] = doc("One leaderboard per comparable group, newest first.")
     left_out: Table = doc("Runs on this dataset that no leaderboard uses, with the reason.")
-    runs: Table = doc("Every run on this dataset, newest first.")
+    runs: Table = doc("Every run on this dataset, newest first (excluded runs left out; runs.html lists them, marked).")
     items_href: str = doc("Site-root-relative link to the dataset's item index (each item with every run's answers).", "")
     dataset_version: str = doc("Which version of its file this dataset is: 'current version of data/x.jsonl' (its hash matches the file now) or 'older version of data/x.jsonl (the file has changed since)'.", "")
     current: bool = doc("False when the dataset is an older version of its file.", True)
@@ -111,7 +111,7 @@ def _renderer(dataset_id: str, members: list[Run]):
             left_out=Table("left-out", [Column("run", "run", "code"), Column("arm", "arm"), Column("reason", "reason")],
                            [{"run": run_link(kit.inputs.by_id[item.run_id]), "arm": item.arm_id, "reason": item.reason}
                             for item in found.left_out]),
-            runs=runs_table("runs", members, kit.figures),
+            runs=runs_table("runs", kit.inputs.listed(members), kit.figures),  # excluded runs: their page and runs.html
             items_href=paths.items_index(dataset_id),
         )
         version = DatasetVersions(kit.inputs.project.root).of(newest.header.dataset)

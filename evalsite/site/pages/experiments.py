@@ -94,7 +94,7 @@ class ExperimentPage(PageContext):
     matrix: Matrix | None = doc("First page of the arm × item matrix; None without a completed scored run.")
     matrix_note: str = doc("Why there is no matrix although there are runs (evalsite.analysis.matrix refused them), if so.")
     other_groups: list[str] = doc("Comparable groups of this experiment's runs that the matrix does not show.")
-    runs: Table = doc("Every run of the experiment, newest first.")
+    runs: Table = doc("Every run of the experiment, newest first (excluded runs left out; runs.html lists them, marked).")
     artifacts: list[ArtifactLink] = doc("The newest batch's experiment-level artifacts copied beside the page (name, type, href, inline for plots); none with redact.", default_factory=list)
     status: str = doc("The experiment's status from each arm's latest run: not run, unfinished, failed, edited or completed.", "")
     edited: list[str] = doc("Arms whose latest run the current manifest would no longer produce (edited since this run).", default_factory=list)
@@ -212,6 +212,7 @@ def _renderer(name: str, members: list[Run], source: ExperimentSource | None):
         text, origin = _manifest_text(source, members)
         description, error = _description(text)
         files: dict[str, bytes] = dict(view.files)
+        listed = kit.inputs.listed(members)  # an excluded run is shown only on its page and in the runs table
         context = ExperimentPage(
             title=f"Experiment {name}",
             name=name,
@@ -219,21 +220,21 @@ def _renderer(name: str, members: list[Run], source: ExperimentSource | None):
             manifest_text=text,
             manifest_error=error,
             description=description,
-            datasets=[dataset_link(d) for d in sorted({r.header.dataset.dataset_id for r in members if r.header.dataset.dataset_id})],
+            datasets=[dataset_link(d) for d in sorted({r.header.dataset.dataset_id for r in listed if r.header.dataset.dataset_id})],
             arms=view.arms,
             sweeps=view.sweeps,
             matrix=view.matrix,
             matrix_note=view.matrix_note,
             other_groups=[describe(g) for g in groups[1:]],
-            runs=runs_table("runs", members, kit.figures),
+            runs=runs_table("runs", listed, kit.figures),
         )
         batches = list(dict.fromkeys(r.header.batch_id for r in sorted(
             members, key=lambda r: r.header.started_at or "", reverse=True) if r.header.batch_id))
         context.artifacts, copies = experiment_artifacts(kit.inputs.project.root, name, batches, kit.settings.redact)
         files.update(copies)
         drift = experiment_drift(kit.inputs, name)
-        context.status = experiment_status(members, drift)
-        context.edited = sorted(r.header.arm_id or r.run_id for r in members if r.run_id in drift.edited)
+        context.status = experiment_status(listed, drift)  # as the home page's experiments table says
+        context.edited = sorted(r.header.arm_id or r.run_id for r in listed if r.run_id in drift.edited)
         context.not_run, context.drift_problem = list(drift.not_run), drift.problem
         for arm in context.arms:
             arm.edited = arm.run.text in drift.edited
