@@ -21,7 +21,7 @@ from markupsafe import Markup
 from evalsite.analysis import Leaderboard as Board
 from evalsite.analysis import RankedArm, Selection, comparable_groups
 from evalsite.analysis.critical_difference import critical_difference_picture
-from evalsite.analysis.dataset_versions import OLDER, DatasetVersions
+from evalsite.analysis.dataset_versions import OLDER
 from evalsite.analysis.leaderboard import stability_sentence
 from evalsite.analysis.verdict import Verdict, detectable_phrase, level_text
 from evalsite.errors import EvalsiteError
@@ -87,7 +87,7 @@ class DatasetPage(PageContext):
 
 
 def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[PageJob]:
-    versions = DatasetVersions(inputs.project.root)  # the file's version now is part of the page's key
+    versions = inputs.dataset_versions  # the file's version now is part of the page's key
     return [
         PageJob(f"dataset:{dataset_id}", ("decisions", *inputs.summary_keys([r.run_id for r in members])),  # exclusions
             _renderer(dataset_id, members), figures=tuple(r.run_id for r in members),
@@ -114,7 +114,7 @@ def _renderer(dataset_id: str, members: list[Run]):
             runs=runs_table("runs", kit.inputs.listed(members), kit.figures),  # excluded runs: their page and runs.html
             items_href=paths.items_index(dataset_id),
         )
-        version = DatasetVersions(kit.inputs.project.root).of(newest.header.dataset)
+        version = kit.inputs.dataset_versions.of(newest.header.dataset)
         context.dataset_version, context.current = version.label, version.state != OLDER
         return kit.page(page_path, "dataset.html", context)
 

@@ -20,6 +20,7 @@ import yaml
 from markupsafe import Markup
 
 from evalsite.analysis import Selection, comparable_groups
+from evalsite.analysis.dataset_versions import OLDER
 from evalsite.analysis.matrix import MIN_LEAD, check_comparable, decide_rows
 from evalsite.analysis.selection import ArmRun
 from evalsite.errors import EvalsiteError, NotComparableError
@@ -100,6 +101,8 @@ class ExperimentPage(PageContext):
     edited: list[str] = doc("Arms whose latest run the current manifest would no longer produce (edited since this run).", default_factory=list)
     not_run: list[str] = doc("Arms of the manifest with no run yet.", default_factory=list)
     drift_problem: str | None = doc("Why the manifest could not be planned to check for edits, if so.", None)
+    dataset_version: str = doc("Which version of its file the matrix's dataset is: 'current version of data/x.jsonl' (its hash matches the file now) or 'older version of data/x.jsonl (the file has changed since)'; empty without a comparable group.", "")
+    current: bool = doc("False when the matrix's dataset is an older version of its file.", True)
 
 
 def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[PageJob]:
@@ -111,8 +114,9 @@ def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[PageJob]:
         keys = ("decisions", *inputs.summary_keys(ids))  # an excluded run leaves the matrix and its leaderboard
         keys += (f"experiment:{name}",) if name in inputs.experiments else ()
         drift = experiment_drift(inputs, name)
+        versions = sorted({f"{r.header.dataset.dataset_id}:{inputs.dataset_versions.of(r.header.dataset).state}" for r in members})
         result.append(PageJob(f"experiment:{name}", keys, _renderer(name, members, inputs.experiments.get(name)),
-                          figures=ids, matrix_of=ids, variant=drift_variant(drift)))
+                          figures=ids, matrix_of=ids, variant=drift_variant(drift) + "|" + ",".join(versions)))
     return result
 
 
@@ -238,6 +242,9 @@ def _renderer(name: str, members: list[Run], source: ExperimentSource | None):
         context.not_run, context.drift_problem = list(drift.not_run), drift.problem
         for arm in context.arms:
             arm.edited = arm.run.text in drift.edited
+        if groups:
+            version = kit.inputs.dataset_versions.of(groups[0].arms[0].header.dataset)
+            context.dataset_version, context.current = version.label, version.state != OLDER
         files.update(kit.page(paths.experiment(name), "experiment.html", context))
         return files
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from evalsite.analysis import Selection, comparable_groups
-from evalsite.analysis.dataset_versions import OLDER, DatasetVersions
+from evalsite.analysis.dataset_versions import OLDER
 from evalsite.errors import EvalsiteError
 from evalsite.site import paths
 from evalsite.site.drift import drift_variant, experiment_drift, experiment_status
@@ -69,7 +69,7 @@ def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[PageJob]:
     keys = ("skipped", "decisions", *inputs.summary_keys(every_run), *(f"experiment:{n}" for n in inputs.experiments),
             *(f"report:{r.name}" for r in inputs.reports))
     drift = "|".join(drift_variant(experiment_drift(inputs, name)) for name in sorted(inputs.experiments))
-    versions = DatasetVersions(inputs.project.root)  # a dataset file edited without a new run re-renders the cards
+    versions = inputs.dataset_versions  # a dataset file edited without a new run re-renders the cards
     states = sorted({f"{run.header.dataset.dataset_id}:{versions.of(run.header.dataset).state}" for run in inputs.runs})
     return [PageJob("home", keys, _render, figures=every_run, variant=drift + "|" + ",".join(states))]
 
@@ -97,7 +97,7 @@ def _render(kit: Kit) -> dict[str, bytes]:
 
 def _verdict_cards(kit: Kit) -> list[VerdictCard]:
     """One card per dataset, the current versions of their files first (a stable sort keeps the order within)."""
-    cards, versions = [], DatasetVersions(kit.inputs.project.root)
+    cards, versions = [], kit.inputs.dataset_versions
     for dataset_id, members in runs_by(kit.inputs.listed_runs, lambda run: run.header.dataset.dataset_id).items():
         group = comparable_groups(kit.inputs.database, dataset_id, only_runs={r.run_id for r in members}).chosen
         if group is not None:  # the group `evalsite leaderboard` and `check-claims` read
