@@ -161,8 +161,15 @@ def test_check_claims_and_the_leaderboard_agree_on_every_pair(cli, four_arms):
         numbers = claim["numbers"]
         assert numbers["p_value"] == pair["holm_p"] and numbers["adjustment"] == board["verdict"]["correction"]
         assert numbers["mean_diff"] == sign * pair["difference"]["mean_diff"]
-        interval = pair["difference"]["interval"]
-        assert sorted((numbers["low"], numbers["high"])) == sorted((sign * interval["low"], sign * interval["high"]))
+        for asked, interval in ((numbers, pair["interval"]), (raw_claim["numbers"], pair["difference"]["interval"])):
+            # the Holm-level interval beside the Holm p; the raw bootstrap one beside the raw p
+            assert sorted((asked["low"], asked["high"])) == sorted((sign * interval["low"], sign * interval["high"]))
+            assert asked["confidence"] == interval["confidence"]
+        assert (numbers["low"] > 0) == (claim["status"] == "holds")  # the claim's interval agrees with its verdict
+        assert f"({100 * pair['interval']['confidence']:.3g}% Holm-level interval)" in claim["detail"]
+        assert "raw bootstrap interval" in raw_claim["detail"]
+        shown_p = "p < 0.001" if pair["holm_p"] < 0.001 else f"p = {pair['holm_p']:.3f}"  # never 0.000 nor 7.7e-11
+        assert f"{shown_p} {board['verdict']['correction']}" in claim["detail"]
         assert (numbers["unit"], numbers["n_units"], numbers["n"]) == (
             pair["difference"]["unit"], pair["difference"]["n_units"], board["n_items"])
         assert set(claim["runs"]) == {arm["summary"]["arm"]["run_id"] for arm in board["arms"] if arm["label"] in (a, b)}
@@ -170,6 +177,7 @@ def test_check_claims_and_the_leaderboard_agree_on_every_pair(cli, four_arms):
         assert raw_claim["status"] == ("holds" if leads and pair["difference"]["p_value"] < 0.05 else "fails")
         assert "unadjusted" in raw_claim["detail"] and "Holm" in claim["detail"]
     assert {p["difference"]["unit"] for p in pairs.values()} == {"item" if four_arms.groups is None else "cluster"}
+    assert any("p < 0.001" in c["detail"] for c in adjusted)
     # the case: a pair the raw test would call "beats" that the Holm family does not separate
     assert any(r["status"] == "holds" and c["status"] == "fails" for c, r in zip(adjusted, unadjusted))
 
@@ -220,5 +228,5 @@ def test_the_documented_examples_hold_on_the_example_project(cli, example_with_r
     clustered = cli("check-claims", "reports/arithmetic.md")
     assert clustered.exit_code == 1
     beats = next(line for line in clustered.stdout.splitlines() if "beats" in line)
-    assert "fails" in beats and "p = 1 Holm over the 3 pairs shown" in beats and "in 4 clusters" in beats
+    assert "fails" in beats and "p = 1.000 Holm over the 3 pairs shown" in beats and "in 4 clusters" in beats
     assert "not separated" in beats

@@ -131,3 +131,31 @@ def test_a_selection_of_the_file_now_is_the_current_version_and_any_edit_makes_i
     assert versions.of(refs[0]).label == "older version of data/x.jsonl (the file has changed since)"
     path.unlink()
     assert DatasetVersions(tmp_path).of(refs[0]).state == UNKNOWN
+
+
+def version_line(page_path) -> str:
+    """The page's dataset-version line, as text."""
+    found = re.findall(r'<p class="dataset-version[^"]*">(.*?)</p>', page_path.read_text(), re.S)
+    assert len(found) == 1, found
+    return " ".join(re.sub(r"<[^>]+>", " ", found[0]).split())
+
+
+def test_run_and_experiment_pages_name_the_version_of_the_dataset_file(golden_project, cli):
+    """The run page and the experiment page did not say whether a run's dataset is the file as it is now."""
+    first = run_arm(cli, golden_project)
+    site = golden_project / "site"
+    experiment = json.loads((golden_project / "runs" / first / "run.json").read_text())["experiment"]
+    assert cli("build").exit_code == 0
+    current, older = "Dataset: current version of data/golden.jsonl.", \
+        "Dataset: older version of data/golden.jsonl (the file has changed since)."
+    assert version_line(site / paths.run(first)) == current
+    assert version_line(site / paths.experiment(experiment)) == current
+    edit_row(golden_project, "g05", expected="A5 (corrected)")
+    assert cli("build").exit_code == 0  # incremental, no new run: the file's version is in both pages' keys
+    assert version_line(site / paths.run(first)) == older
+    assert version_line(site / paths.experiment(experiment)) == older
+    second = run_arm(cli, golden_project)
+    assert cli("build").exit_code == 0
+    assert version_line(site / paths.run(first)) == older
+    assert version_line(site / paths.run(second)) == current
+    assert version_line(site / paths.experiment(experiment)) == current  # its matrix shows the newest group

@@ -10,6 +10,8 @@ from pathlib import Path
 
 from sitekit import parse
 
+from evalsite.site import paths
+
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -82,3 +84,29 @@ def test_an_incremental_build_follows_analysis_settings(cli, example_with_runs):
     assert cli("build", "--full").exit_code == 0
     full = {path.relative_to(site): path.read_bytes() for path in site.rglob("*") if path.is_file()}
     assert incremental == full
+
+
+def listings(site: Path, scratch_dataset: str) -> dict[str, str]:
+    """The dataset page's runs table, the experiment page and the item pages of the scratch run's dataset."""
+    dataset_runs = parse(site / paths.dataset(scratch_dataset)).find("div", id="runs").text()
+    items = "".join(page_text(path) for path in (site / paths.items_folder(scratch_dataset)).glob("*.html"))
+    return {"dataset runs table": dataset_runs, "experiment page": page_text(site / paths.experiment("arithmetic")),
+            "item pages": items}
+
+
+def test_an_excluded_run_leaves_the_dataset_experiment_and_item_listings(cli, example_with_runs):
+    scratch = scratch_run(cli)
+    scratch_dataset = cli.json("show", scratch)["dataset_id"]
+    site = example_with_runs / "site"
+    assert cli("build").exit_code == 0
+    assert all(scratch in text for text in listings(site, scratch_dataset).values())  # listed before the exclusion
+    assert cli("runs", "--exclude", scratch, "--reason", "scratch: 10 items").exit_code == 0
+    assert cli("build").exit_code == 0  # incremental: the exclusion re-renders these pages
+    for where, text in listings(site, scratch_dataset).items():
+        assert scratch not in text, where
+    run_page = page_text(site / paths.run(scratch))
+    assert paths.items_folder(scratch_dataset) in run_page  # its own page still links its items, and they exist
+    assert list((site / paths.items_folder(scratch_dataset)).glob("*.html"))
+    assert cli("runs", "--include", scratch, "--reason", "needed after all").exit_code == 0
+    assert cli("build").exit_code == 0
+    assert all(scratch in text for text in listings(site, scratch_dataset).values())

@@ -148,3 +148,26 @@ def point_titles(section) -> dict[str, set[str]]:
 def _titles(svg) -> set[str]:
     return {" ".join(title.text().split()) for circle in svg.find_all("circle") for title in circle.find_all("title")
             if re.search(r": -?\d", title.text())}
+
+
+def test_the_home_card_reads_the_group_the_command_reads(cli, tmp_path, monkeypatch):
+    """Two comparable groups on one dataset (evaluator v1, then v2): the older has more configs, so
+    `evalsite leaderboard` reads it; the home card showed the newest group instead."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "experiments").mkdir()
+    rng = np.random.default_rng(8)
+    arms = [("v1", "wide", 0.9), ("v1", "middle", 0.5), ("v1", "narrow", 0.2), ("v2", "late", 0.9), ("v2", "later", 0.1)]
+    for serial, (version, arm, rate) in enumerate(arms):
+        passes = rng.random(40) < rate
+        write_run(tmp_path / "runs", f"20260101T00000{serial}Z-{arm}-000{serial}",
+                  [case(f"q{i:02d}", score=float(ok), passed=bool(ok), version=version) for i, ok in enumerate(passes)],
+                  arm=arm, evaluators={"exact": {"type": "exact", "version": version}})
+    board = cli.json("leaderboard")
+    assert {arm["label"] for arm in board["arms"]} == {"wide", "middle", "narrow"}
+    assert cli("build").exit_code == 0
+    card = parse(tmp_path / "site" / "index.html").find("article", class_="verdict-card")
+    leader = " ".join(card.find("p", class_="leader").text().split())
+    assert leader.startswith(f"leading {board['arms'][0]['label']} "), leader
+    assert "Holm over the 3 pairs shown" in " ".join(card.text().split())  # three arms, not the newest two
+    datasets = parse(tmp_path / "site" / "index.html").find("div", id="datasets").find("table")
+    assert column(datasets, "highest mean") == [board["arms"][0]["label"]]

@@ -18,9 +18,11 @@ from evalsite.analysis.claim_syntax import Beats, Selector
 from evalsite.analysis.db import RunsDatabase
 from evalsite.analysis.leaderboard import ArmsOnDataset, arms_of_selection, dataset_verdict
 from evalsite.analysis.selection import Selection, require_comparable, runs_by_reference, select_runs
-from evalsite.analysis.verdict import PairVerdict, Verdict, choose_metric
+from evalsite.analysis.verdict import PairVerdict, Verdict, choose_metric, level_text
+from evalsite.analysis.wording import p_clause
 from evalsite.errors import EvalsiteError
 from evalsite.project import Project
+from evalsite.stats import Interval
 
 if TYPE_CHECKING:
     from evalsite.analysis.claims import ClaimCheck, Numbers, ResolvedRun, RunMetrics
@@ -138,12 +140,15 @@ def _leaderboard_row(selection: Selection, side: Selector, run: ResolvedRun) -> 
 
 
 def _numbers(claim: Beats, asked: Asked, pair: PairVerdict) -> Numbers:
-    """The verdict's pair, oriented as the claim reads it (winner − loser)."""
+    """The verdict's pair, oriented as the claim reads it (winner − loser), with the interval that
+    agrees with the claim's test: the pair's Holm-level interval, or with ``(unadjusted)`` its raw
+    bootstrap interval (so it lies above 0 exactly when the claim holds, Holm or raw)."""
     difference = pair.difference
     sign = 1.0 if pair.ahead == asked.winner else -1.0
-    low, high = sorted((sign * difference.interval.low, sign * difference.interval.high))
+    interval = _interval(claim, pair)
+    low, high = sorted((sign * interval.low, sign * interval.high))
     return {
-        "mean_diff": sign * difference.mean_diff, "low": low, "high": high, "confidence": difference.interval.confidence,
+        "mean_diff": sign * difference.mean_diff, "low": low, "high": high, "confidence": interval.confidence,
         "p_value": difference.p_value if claim.unadjusted else pair.holm_p,
         "adjustment": UNADJUSTED_LABEL if claim.unadjusted else asked.verdict.correction,
         "unit": difference.unit, "n_units": difference.n_units, "n": difference.n_items, "test": difference.kind,
@@ -151,20 +156,27 @@ def _numbers(claim: Beats, asked: Asked, pair: PairVerdict) -> Numbers:
     }
 
 
+def _interval(claim: Beats, pair: PairVerdict) -> Interval:
+    """The pair's Holm-level interval, or its raw bootstrap one for an ``(unadjusted)`` claim."""
+    return pair.difference.interval if claim.unadjusted else pair.interval
+
+
 def _detail(claim: Beats, asked: Asked, pair: PairVerdict, numbers: Numbers, holds: bool) -> str:
     labels = asked.data.matrix.arms
     winner, loser = labels[asked.winner].label, labels[asked.loser].label
     unit = "" if numbers["unit"] == "item" else f" in {numbers['n_units']} clusters"
-    test = numbers["test"]
+    test, level = numbers["test"], level_text(_interval(claim, pair))
     if claim.unadjusted:
-        p_text = f"p = {numbers['p_value']:.4g} {UNADJUSTED_LABEL} ({test} test of this pair alone, no Holm family)"
+        shown = f"{level} raw bootstrap interval"
+        p_text = f"{p_clause(float(numbers['p_value']))} {UNADJUSTED_LABEL} ({test} test of this pair alone, no Holm family)"
     else:
-        p_text = f"p = {numbers['p_value']:.4g} {asked.verdict.correction} ({test} test)"
+        shown = f"{level} Holm-level interval"
+        p_text = f"{p_clause(float(numbers['p_value']))} {asked.verdict.correction} ({test} test)"
     if holds:
         outcome = "separated"
     elif pair.ahead != asked.winner:
         outcome = f"{loser} is listed ahead"
     else:
         outcome = "not separated"
-    return (f"{winner} − {loser}: Δ {numbers['mean_diff']:+.4f} [{numbers['low']:+.4f}, {numbers['high']:+.4f}] over "
-            f"{numbers['n']} items{unit}, {p_text} on {asked.where} — {outcome}")
+    return (f"{winner} − {loser}: Δ {numbers['mean_diff']:+.4f} [{numbers['low']:+.4f}, {numbers['high']:+.4f}] ({shown}) "
+            f"over {numbers['n']} items{unit}, {p_text} on {asked.where} — {outcome}")

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -157,6 +157,17 @@ class DatasetGroups:
     groups: tuple[Selection, ...]
     left_out: tuple[LeftOut, ...]
 
+    @property
+    def chosen(self) -> Selection | None:
+        """The group :func:`select_runs` reads (:func:`chosen_group`), None when there is none."""
+        return chosen_group(self.groups) if self.groups else None
+
+
+def chosen_group(groups: Sequence[Selection]) -> Selection:
+    """The one rule for which comparable group stands for a dataset (the CLI's leaderboard and
+    claims, the home card): the group with the most configs, the one holding the newest run among equals."""
+    return max(groups, key=lambda group: len(group.arms))
+
 
 def select_runs(database: RunsDatabase, dataset: str | None = None, evaluator: str | None = None) -> Selection:
     """The comparable arms of one dataset (see the module docstring for the rules).
@@ -169,7 +180,9 @@ def select_runs(database: RunsDatabase, dataset: str | None = None, evaluator: s
         reasons = "; ".join(f"{r.run_id}: {r.reason}" for r in unusable)
         raise EvalsiteError(f"no completed, scored run on dataset {dataset_id} ({reasons})")
     groups = _comparable_groups(candidates)
-    chosen = max(groups, key=lambda g: len({_config_key(row) for row, _ in g}))
+    selections = [_selection(dataset_id, group, []) for group in groups]
+    picked = chosen_group(selections)
+    chosen = groups[next(i for i, selection in enumerate(selections) if selection is picked)]
     reference = chosen[-1]
     left_out = other_versions + unusable
     for row, header in sorted((c for g in groups if g is not chosen for c in g), key=lambda c: c[0]["run_id"]):

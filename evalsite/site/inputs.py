@@ -23,6 +23,7 @@ from evalsite import analysis
 from evalsite.analysis import baselines
 from evalsite.analysis.case_columns import CaseColumns
 from evalsite.analysis.case_scan import ScannedCases
+from evalsite.analysis.dataset_versions import DatasetVersions
 from evalsite.analysis.db import RunsDatabase, open_database
 from evalsite.analysis.run_views import dataset_rows, needs_dataset
 from evalsite.errors import EvalsiteError
@@ -123,7 +124,17 @@ class ProjectInputs:
     def listed_runs(self) -> list[Run]:
         """The runs every listing shows: all but the excluded ones, which appear only on their own
         page and in the runs table, marked (as no leaderboard or claim reads them)."""
-        return [run for run in self.runs if run.run_id not in self.excluded]
+        return self.listed(self.runs)
+
+    def listed(self, runs: list[Run]) -> list[Run]:
+        """Of ``runs``, the ones a listing shows (all but the excluded ones, see :attr:`listed_runs`)."""
+        return [run for run in runs if run.run_id not in self.excluded]
+
+    @cached_property
+    def dataset_versions(self) -> DatasetVersions:
+        """Which version of its file each run's dataset is (each dataset file read once per build):
+        the pages that name it put the version in their cache key, as an edited file re-renders them."""
+        return DatasetVersions(self.project.root)
 
     @cached_property
     def database(self) -> RunsDatabase:

@@ -21,7 +21,7 @@ from markupsafe import Markup
 from evalsite.analysis import Leaderboard as Board
 from evalsite.analysis import RankedArm, Selection, comparable_groups
 from evalsite.analysis.critical_difference import critical_difference_picture
-from evalsite.analysis.dataset_versions import OLDER, DatasetVersions
+from evalsite.analysis.dataset_versions import OLDER
 from evalsite.analysis.leaderboard import stability_sentence
 from evalsite.analysis.verdict import Verdict, detectable_phrase, level_text
 from evalsite.errors import EvalsiteError
@@ -80,14 +80,14 @@ class DatasetPage(PageContext):
     items: int | None = doc("Items in the dataset (from the newest run).")
     leaderboards: list[LeaderboardSection] = doc("One leaderboard per comparable group, newest first.")
     left_out: Table = doc("Runs on this dataset that no leaderboard uses, with the reason.")
-    runs: Table = doc("Every run on this dataset, newest first.")
+    runs: Table = doc("Every run on this dataset, newest first (excluded runs left out; runs.html lists them, marked).")
     items_href: str = doc("Site-root-relative link to the dataset's item index (each item with every run's answers).", "")
     dataset_version: str = doc("Which version of its file this dataset is: 'current version of data/x.jsonl' (its hash matches the file now) or 'older version of data/x.jsonl (the file has changed since)'.", "")
     current: bool = doc("False when the dataset is an older version of its file.", True)
 
 
 def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[PageJob]:
-    versions = DatasetVersions(inputs.project.root)  # the file's version now is part of the page's key
+    versions = inputs.dataset_versions  # the file's version now is part of the page's key
     return [
         PageJob(f"dataset:{dataset_id}", ("decisions", *inputs.summary_keys([r.run_id for r in members])),  # exclusions
             _renderer(dataset_id, members), figures=tuple(r.run_id for r in members),
@@ -111,10 +111,10 @@ def _renderer(dataset_id: str, members: list[Run]):
             left_out=Table("left-out", [Column("run", "run", "code"), Column("arm", "arm"), Column("reason", "reason")],
                            [{"run": run_link(kit.inputs.by_id[item.run_id]), "arm": item.arm_id, "reason": item.reason}
                             for item in found.left_out]),
-            runs=runs_table("runs", members, kit.figures),
+            runs=runs_table("runs", kit.inputs.listed(members), kit.figures),  # excluded runs: their page and runs.html
             items_href=paths.items_index(dataset_id),
         )
-        version = DatasetVersions(kit.inputs.project.root).of(newest.header.dataset)
+        version = kit.inputs.dataset_versions.of(newest.header.dataset)
         context.dataset_version, context.current = version.label, version.state != OLDER
         return kit.page(page_path, "dataset.html", context)
 

@@ -20,6 +20,7 @@ import yaml
 from markupsafe import Markup
 
 from evalsite.analysis import Selection, comparable_groups
+from evalsite.analysis.dataset_versions import OLDER
 from evalsite.analysis.matrix import MIN_LEAD, check_comparable, decide_rows
 from evalsite.analysis.selection import ArmRun
 from evalsite.errors import EvalsiteError, NotComparableError
@@ -94,12 +95,14 @@ class ExperimentPage(PageContext):
     matrix: Matrix | None = doc("First page of the arm × item matrix; None without a completed scored run.")
     matrix_note: str = doc("Why there is no matrix although there are runs (evalsite.analysis.matrix refused them), if so.")
     other_groups: list[str] = doc("Comparable groups of this experiment's runs that the matrix does not show.")
-    runs: Table = doc("Every run of the experiment, newest first.")
+    runs: Table = doc("Every run of the experiment, newest first (excluded runs left out; runs.html lists them, marked).")
     artifacts: list[ArtifactLink] = doc("The newest batch's experiment-level artifacts copied beside the page (name, type, href, inline for plots); none with redact.", default_factory=list)
     status: str = doc("The experiment's status from each arm's latest run: not run, unfinished, failed, edited or completed.", "")
     edited: list[str] = doc("Arms whose latest run the current manifest would no longer produce (edited since this run).", default_factory=list)
     not_run: list[str] = doc("Arms of the manifest with no run yet.", default_factory=list)
     drift_problem: str | None = doc("Why the manifest could not be planned to check for edits, if so.", None)
+    dataset_version: str = doc("Which version of its file the matrix's dataset is: 'current version of data/x.jsonl' (its hash matches the file now) or 'older version of data/x.jsonl (the file has changed since)'; empty without a comparable group.", "")
+    current: bool = doc("False when the matrix's dataset is an older version of its file.", True)
 
 
 def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[PageJob]:
@@ -111,8 +114,9 @@ def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[PageJob]:
         keys = ("decisions", *inputs.summary_keys(ids))  # an excluded run leaves the matrix and its leaderboard
         keys += (f"experiment:{name}",) if name in inputs.experiments else ()
         drift = experiment_drift(inputs, name)
+        versions = sorted({f"{r.header.dataset.dataset_id}:{inputs.dataset_versions.of(r.header.dataset).state}" for r in members})
         result.append(PageJob(f"experiment:{name}", keys, _renderer(name, members, inputs.experiments.get(name)),
-                          figures=ids, matrix_of=ids, variant=drift_variant(drift)))
+                          figures=ids, matrix_of=ids, variant=drift_variant(drift) + "|" + ",".join(versions)))
     return result
 
 
@@ -212,6 +216,7 @@ def _renderer(name: str, members: list[Run], source: ExperimentSource | None):
         text, origin = _manifest_text(source, members)
         description, error = _description(text)
         files: dict[str, bytes] = dict(view.files)
+        listed = kit.inputs.listed(members)  # an excluded run is shown only on its page and in the runs table
         context = ExperimentPage(
             title=f"Experiment {name}",
             name=name,
@@ -219,24 +224,27 @@ def _renderer(name: str, members: list[Run], source: ExperimentSource | None):
             manifest_text=text,
             manifest_error=error,
             description=description,
-            datasets=[dataset_link(d) for d in sorted({r.header.dataset.dataset_id for r in members if r.header.dataset.dataset_id})],
+            datasets=[dataset_link(d) for d in sorted({r.header.dataset.dataset_id for r in listed if r.header.dataset.dataset_id})],
             arms=view.arms,
             sweeps=view.sweeps,
             matrix=view.matrix,
             matrix_note=view.matrix_note,
             other_groups=[describe(g) for g in groups[1:]],
-            runs=runs_table("runs", members, kit.figures),
+            runs=runs_table("runs", listed, kit.figures),
         )
         batches = list(dict.fromkeys(r.header.batch_id for r in sorted(
             members, key=lambda r: r.header.started_at or "", reverse=True) if r.header.batch_id))
         context.artifacts, copies = experiment_artifacts(kit.inputs.project.root, name, batches, kit.settings.redact)
         files.update(copies)
         drift = experiment_drift(kit.inputs, name)
-        context.status = experiment_status(members, drift)
-        context.edited = sorted(r.header.arm_id or r.run_id for r in members if r.run_id in drift.edited)
+        context.status = experiment_status(listed, drift)  # as the home page's experiments table says
+        context.edited = sorted(r.header.arm_id or r.run_id for r in listed if r.run_id in drift.edited)
         context.not_run, context.drift_problem = list(drift.not_run), drift.problem
         for arm in context.arms:
             arm.edited = arm.run.text in drift.edited
+        if groups:
+            version = kit.inputs.dataset_versions.of(groups[0].arms[0].header.dataset)
+            context.dataset_version, context.current = version.label, version.state != OLDER
         files.update(kit.page(paths.experiment(name), "experiment.html", context))
         return files
 

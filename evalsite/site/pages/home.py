@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from evalsite.analysis import Selection, comparable_groups
-from evalsite.analysis.dataset_versions import OLDER, DatasetVersions
+from evalsite.analysis.dataset_versions import OLDER
 from evalsite.errors import EvalsiteError
 from evalsite.site import paths
 from evalsite.site.drift import drift_variant, experiment_drift, experiment_status
@@ -25,7 +25,7 @@ from evalsite.site.tables import Column, Link, ShownInterval, Table
 
 @dataclass(kw_only=True)
 class VerdictCard:
-    """Who leads on one dataset and whether the lead is real (its newest comparable group)."""
+    """Who leads on one dataset and whether the lead is real (the comparable group `evalsite leaderboard` reads: the most configs, the newest among equals)."""
 
     dataset: Link | str = doc("The dataset's leaderboard (— when the runs name no dataset).")
     dataset_version: str = doc("Which version of its file the dataset is: 'current version of data/x.jsonl' (its hash matches the file now) or 'older version of data/x.jsonl (the file has changed since)'.", default="")
@@ -52,9 +52,9 @@ class HomePage(PageContext):
     """``index.html``."""
 
     description: str = doc("The project's description ([site] description), shown under the title.")
-    verdicts: list[VerdictCard] = doc("One card per dataset, the verdict of its newest comparable group.")
+    verdicts: list[VerdictCard] = doc("One card per dataset, the verdict of the comparable group `evalsite leaderboard` reads (the most configs, the newest among equals).")
 
-    datasets: Table = doc("One row per dataset_id: its file, items, runs, arms and the best arm of its newest comparable group (excluded runs left out).")
+    datasets: Table = doc("One row per dataset_id: its file, items, runs, arms and the best arm of the comparable group `evalsite leaderboard` reads (excluded runs left out).")
     experiments: Table = doc("One row per experiment: description, arms, runs, latest run (excluded runs left out).")
     recent_runs: Table = doc("The most recent runs ([site] recent_runs of them), newest first; excluded runs are left out.")
     total_runs: int = doc("How many readable runs the project has (all are on runs.html, excluded ones marked).")
@@ -69,7 +69,7 @@ def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[PageJob]:
     keys = ("skipped", "decisions", *inputs.summary_keys(every_run), *(f"experiment:{n}" for n in inputs.experiments),
             *(f"report:{r.name}" for r in inputs.reports))
     drift = "|".join(drift_variant(experiment_drift(inputs, name)) for name in sorted(inputs.experiments))
-    versions = DatasetVersions(inputs.project.root)  # a dataset file edited without a new run re-renders the cards
+    versions = inputs.dataset_versions  # a dataset file edited without a new run re-renders the cards
     states = sorted({f"{run.header.dataset.dataset_id}:{versions.of(run.header.dataset).state}" for run in inputs.runs})
     return [PageJob("home", keys, _render, figures=every_run, variant=drift + "|" + ",".join(states))]
 
@@ -97,11 +97,11 @@ def _render(kit: Kit) -> dict[str, bytes]:
 
 def _verdict_cards(kit: Kit) -> list[VerdictCard]:
     """One card per dataset, the current versions of their files first (a stable sort keeps the order within)."""
-    cards, versions = [], DatasetVersions(kit.inputs.project.root)
+    cards, versions = [], kit.inputs.dataset_versions
     for dataset_id, members in runs_by(kit.inputs.listed_runs, lambda run: run.header.dataset.dataset_id).items():
-        groups = comparable_groups(kit.inputs.database, dataset_id, only_runs={r.run_id for r in members}).groups
-        if groups:
-            card = dataset_verdict(kit.inputs, dataset_id, groups[0])
+        group = comparable_groups(kit.inputs.database, dataset_id, only_runs={r.run_id for r in members}).chosen
+        if group is not None:  # the group `evalsite leaderboard` and `check-claims` read
+            card = dataset_verdict(kit.inputs, dataset_id, group)
             version = versions.of(members[0].header.dataset)
             card.dataset_version, card.current = version.label, version.state != OLDER
             cards.append(card)
@@ -146,10 +146,10 @@ def _sentence(text: str) -> str:
 def _datasets_table(kit: Kit) -> Table:
     rows = []
     for dataset_id, members in runs_by(kit.inputs.listed_runs, lambda run: run.header.dataset.dataset_id).items():
-        groups = comparable_groups(kit.inputs.database, dataset_id, only_runs={r.run_id for r in members}).groups
+        group = comparable_groups(kit.inputs.database, dataset_id, only_runs={r.run_id for r in members}).chosen
         best = None
-        if groups:
-            scored = [(kit.figures[arm.run_id].mean_score, arm) for arm in groups[0].arms
+        if group is not None:
+            scored = [(kit.figures[arm.run_id].mean_score, arm) for arm in group.arms
                       if kit.figures[arm.run_id].mean_score is not None]
             best = max(scored, key=lambda pair: (pair[0], pair[1].run_id), default=None)
         newest = max(members, key=lambda r: r.recency)
@@ -165,7 +165,7 @@ def _datasets_table(kit: Kit) -> Table:
     columns = [
         Column("dataset", "dataset", "code"), Column("path", "file", "code"), Column("items", "items", "count"),
         Column("runs", "runs", "count"), Column("arms", "arms", "count"),
-        Column("best", "highest mean", help="highest mean score in the newest comparable group; see the leaderboard for whether it is really ahead"),
+        Column("best", "highest mean", help="highest mean score in the comparable group `evalsite leaderboard` reads; see the leaderboard for whether it is really ahead"),
         Column("best_score", "its score", "number"),
     ]
     return Table("datasets", columns, rows)

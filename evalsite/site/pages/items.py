@@ -32,7 +32,7 @@ class ItemPage(PageContext):
     dataset: Link = doc("The dataset's leaderboard.")
     index: str = doc("Site-root-relative link to the dataset's item index.")
     bucket: str = doc("Which of the dataset's item buckets the page shows (:func:`evalsite.site.paths.item_bucket`).")
-    runs_json: str = doc("The dataset's runs, newest first, as JSON: data folder, run id, link, arm, experiment and the label the diff picker gives its answers.")
+    runs_json: str = doc("The dataset's runs (excluded ones left out), newest first, as JSON: data folder, run id, link, arm, experiment and the label the diff picker gives its answers.")
     metadata: str | None = doc("Site-root-relative path of the bucket's metadata script (the dataset rows' metadata), if any item has metadata.")
 
 
@@ -42,13 +42,13 @@ class ItemIndexPage(PageContext):
 
     dataset: Link = doc("The dataset's leaderboard.")
     pages: list[Link] = doc("Every item page.")
-    runs: int = doc("Runs on the dataset.")
+    runs: int = doc("Runs on the dataset (excluded ones left out).")
 
 
 def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[PageJob]:
     result = []
     for dataset_id, members in runs_by(inputs.runs, lambda run: run.header.dataset.dataset_id).items():
-        keys = [f"run:{r.run_id}" for r in members]
+        keys = ["decisions", *(f"run:{r.run_id}" for r in members)]  # an exclusion takes a run off these pages
         keys += [f"dataset-file:{p}" for p in sorted({r.header.dataset.path for r in members if r.header.dataset.path})]
         result.append(PageJob(f"items:{dataset_id}", tuple(keys), _renderer(dataset_id, members),
                           figures=tuple(r.run_id for r in members)))
@@ -57,14 +57,14 @@ def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[PageJob]:
 
 def _renderer(dataset_id: str, members: list[Run]):
     def render(kit: Kit) -> dict[str, bytes]:
-        newest = sorted(members, key=lambda r: r.recency, reverse=True)
+        newest = sorted(kit.inputs.listed(members), key=lambda r: r.recency, reverse=True)  # excluded runs left out
         labels = _answer_labels(newest)
         runs_json = json.dumps([{
             "folder": paths.run_data_index(r.run_id).removesuffix("index.js"), "run": r.run_id, "href": paths.run(r.run_id),
             "arm": r.header.arm_id, "experiment": r.header.experiment, "label": labels[r.run_id],
             "buckets": "".join(kit.figures[r.run_id].buckets)} for r in newest], ensure_ascii=False)
-        buckets = sorted({b for r in members for b in kit.figures[r.run_id].buckets})
-        metadata = _metadata_scripts(kit, dataset_id, newest)
+        buckets = sorted({b for r in members for b in kit.figures[r.run_id].buckets})  # every run's item links lead somewhere
+        metadata = _metadata_scripts(kit, dataset_id, sorted(members, key=lambda r: r.recency, reverse=True))
         dataset = Link(dataset_id, paths.dataset(dataset_id))
         index = paths.items_index(dataset_id)
         files: dict[str, bytes] = dict(metadata)
@@ -75,7 +75,7 @@ def _renderer(dataset_id: str, members: list[Run]):
                 runs_json=runs_json, metadata=script if script in metadata else None)))
         pages = [Link(f"page {b}", paths.item_page(dataset_id, b)) for b in buckets]
         files.update(kit.page(index, "item_index.html", ItemIndexPage(
-            title=f"Items of {dataset_id}", dataset=dataset, pages=pages, runs=len(members))))
+            title=f"Items of {dataset_id}", dataset=dataset, pages=pages, runs=len(newest))))
         return files
 
     return render

@@ -8,6 +8,7 @@ import json
 import math
 from dataclasses import dataclass
 
+from evalsite.analysis.dataset_versions import OLDER, DatasetVersion
 from evalsite.analysis.run_views import top_errors
 from evalsite.analysis.summary import RunSummary
 from evalsite.runlog.records import Case
@@ -121,6 +122,8 @@ class RunPage(PageContext):
     compare: Link | None = doc("The compare page against the run's baseline (as `evalsite compare` resolves it), if it has one.", None)
     artifacts: list[ArtifactLink] = doc("The run's declared artifacts copied beside the page (name, type, href, inline for plots); none with redact.", default_factory=list)
     excluded: str | None = doc("Why the run is kept out of comparisons (`evalsite runs --exclude`), if it is.", None)
+    dataset_version: str = doc("Which version of its file the run's dataset is: 'current version of data/x.jsonl' (its hash matches the file now) or 'older version of data/x.jsonl (the file has changed since)'.", "")
+    current: bool = doc("False when the run's dataset is an older version of its file.", True)
 
 
 @dataclass(kw_only=True)
@@ -140,8 +143,10 @@ def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[PageJob]:
         edited = run.run_id in experiment_drift(inputs, run.header.experiment).edited
         exclusion = inputs.excluded.get(run.run_id)
         excluded = exclusion.reason if exclusion else None
-        result.append(PageJob(f"run:{run.run_id}", tuple(keys), _run_renderer(run, baseline, edited, excluded),
-                          figures=(run.run_id,), cases_of=run.run_id, variant=f"{baseline or ''}|{edited}|{excluded}"))
+        version = inputs.dataset_versions.of(run.header.dataset)  # the file's version now is part of the page's key
+        result.append(PageJob(f"run:{run.run_id}", tuple(keys), _run_renderer(run, baseline, edited, excluded, version),
+                          figures=(run.run_id,), cases_of=run.run_id,
+                          variant=f"{baseline or ''}|{edited}|{excluded}|{version.state}"))
     return result
 
 
@@ -153,7 +158,7 @@ def _render_runs_index(kit: Kit) -> dict[str, bytes]:
     return kit.page(paths.RUNS, "runs.html", RunsPage(title="All runs", runs=table, skipped=kit.inputs.skipped))
 
 
-def _run_renderer(run: Run, baseline: str | None, edited: bool, excluded: str | None):
+def _run_renderer(run: Run, baseline: str | None, edited: bool, excluded: str | None, version: DatasetVersion):
     def render(kit: Kit) -> dict[str, bytes]:
         summary = kit.summaries[run.run_id]
         cases = kit.cases[run.run_id]
@@ -170,6 +175,7 @@ def _run_renderer(run: Run, baseline: str | None, edited: bool, excluded: str | 
         context = _run_page(run, summary, run_facts(run, summary), listing, kit.case_warnings.get(run.run_id, []))
         context.top_errors = error_lines(cases)
         context.edited, context.excluded = edited, excluded
+        context.dataset_version, context.current = version.label, version.state != OLDER
         context.compare = Link(baseline, paths.compare(run.run_id, baseline)) if baseline else None
         context.artifacts, copies = run_artifacts(run.run_id, run.directory, run.footer.raw if run.footer else None, kit.settings.redact)
         return {**data.files, **copies, **kit.page(paths.run(run.run_id), "run.html", context)}
