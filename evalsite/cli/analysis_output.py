@@ -286,9 +286,11 @@ def stability(report: StabilityReport) -> None:
                 for row in zip(*[values for _, values in columns])])
     click.echo()
     click.echo(stability_sentence(s, report.labels))
-    click.echo(f"\nrank intervals ({s.level:.0%}, bootstrap over {s.unit}s at full size; 1 = best):")
+    click.echo(f"\nraw bootstrap ranks ({s.level:.0%} of bootstrap samples over {s.unit}s at full size; 1 = best): not a "
+               "test, and may be narrower than the places where the paired tests do not separate arms; the rank column is the "
+               "verdict's places")
     _table([{"rank": place.rank_text, "arm": place.label, _statistic_name(report.verdict.metric): number(place.value),
-             "rank interval": _rank_interval(s.rank_intervals[place.arm])} for place in report.arms])
+             "raw bootstrap ranks": _rank_interval(s.rank_intervals[place.arm])} for place in report.arms])
     click.echo()
     _left_out(report.selection.left_out)
 
