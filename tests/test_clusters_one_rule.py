@@ -49,7 +49,7 @@ def test_rank_stability_resamples_clusters_and_reports_clusters_and_items(cli, e
     assert (report["stability"]["unit"], report["stability"]["n_units"]) == ("cluster", 4)
     assert report["stability"]["sizes"][-1] == 4
     text = cli("rank-stability").stdout
-    assert "bootstrap samples of clusters per size" in text and "bootstrap over clusters at full size" in text
+    assert "bootstrap samples of clusters per size" in text and "of bootstrap samples over clusters at full size" in text
 
 
 def test_resampling_whole_clusters_needs_more_items_than_resampling_items():
