@@ -161,8 +161,12 @@ def test_check_claims_and_the_leaderboard_agree_on_every_pair(cli, four_arms):
         numbers = claim["numbers"]
         assert numbers["p_value"] == pair["holm_p"] and numbers["adjustment"] == board["verdict"]["correction"]
         assert numbers["mean_diff"] == sign * pair["difference"]["mean_diff"]
-        interval = pair["difference"]["interval"]
+        interval, raw = pair["interval"], pair["difference"]["interval"]  # the Holm-level one beside the Holm p
         assert sorted((numbers["low"], numbers["high"])) == sorted((sign * interval["low"], sign * interval["high"]))
+        assert numbers["confidence"] == interval["confidence"] and f"{100 * interval['confidence']:.3g}% Holm-level" in claim["detail"]
+        raw_numbers = raw_claim["numbers"]
+        assert sorted((raw_numbers["low"], raw_numbers["high"])) == sorted((sign * raw["low"], sign * raw["high"]))
+        assert raw_numbers["confidence"] == raw["confidence"] and "95% raw interval" in raw_claim["detail"]
         assert (numbers["unit"], numbers["n_units"], numbers["n"]) == (
             pair["difference"]["unit"], pair["difference"]["n_units"], board["n_items"])
         assert set(claim["runs"]) == {arm["summary"]["arm"]["run_id"] for arm in board["arms"] if arm["label"] in (a, b)}

@@ -138,12 +138,15 @@ def _leaderboard_row(selection: Selection, side: Selector, run: ResolvedRun) -> 
 
 
 def _numbers(claim: Beats, asked: Asked, pair: PairVerdict) -> Numbers:
-    """The verdict's pair, oriented as the claim reads it (winner − loser)."""
+    """The verdict's pair, oriented as the claim reads it (winner − loser), with the interval that
+    agrees with the claim's test: the pair's Holm-level interval (it excludes 0 exactly when the
+    verdict separates the pair), or the raw interval for an ``(unadjusted)`` claim."""
     difference = pair.difference
+    interval = difference.interval if claim.unadjusted else pair.interval
     sign = 1.0 if pair.ahead == asked.winner else -1.0
-    low, high = sorted((sign * difference.interval.low, sign * difference.interval.high))
+    low, high = sorted((sign * interval.low, sign * interval.high))
     return {
-        "mean_diff": sign * difference.mean_diff, "low": low, "high": high, "confidence": difference.interval.confidence,
+        "mean_diff": sign * difference.mean_diff, "low": low, "high": high, "confidence": interval.confidence,
         "p_value": difference.p_value if claim.unadjusted else pair.holm_p,
         "adjustment": UNADJUSTED_LABEL if claim.unadjusted else asked.verdict.correction,
         "unit": difference.unit, "n_units": difference.n_units, "n": difference.n_items, "test": difference.kind,
@@ -166,5 +169,7 @@ def _detail(claim: Beats, asked: Asked, pair: PairVerdict, numbers: Numbers, hol
         outcome = f"{loser} is listed ahead"
     else:
         outcome = "not separated"
-    return (f"{winner} − {loser}: Δ {numbers['mean_diff']:+.4f} [{numbers['low']:+.4f}, {numbers['high']:+.4f}] over "
+    level = f"{100 * float(numbers['confidence']):.3g}% " + ("raw" if claim.unadjusted else "Holm-level")
+    return (f"{winner} − {loser}: Δ {numbers['mean_diff']:+.4f} [{numbers['low']:+.4f}, {numbers['high']:+.4f}] "
+            f"({level} interval) over "
             f"{numbers['n']} items{unit}, {p_text} on {asked.where} — {outcome}")

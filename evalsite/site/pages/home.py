@@ -123,7 +123,7 @@ def dataset_verdict(inputs: ProjectInputs, dataset_id: str, group: Selection) ->
         return card
     leader = board.arms[0]
     first = leader.summary
-    card.items, card.headline = board.n_items, _sentence(board.verdict.headline)
+    card.items, card.headline = board.n_items, _sentence(board.verdict.headline, leader.label)
     card.leader, card.leader_run = leader.label, Link(first.arm.run_id, paths.run(first.arm.run_id))
     card.leader_rank = places_text(leader)
     card.mean = ShownInterval(leader.value, *bounds(leader.interval))
@@ -138,9 +138,12 @@ def dataset_verdict(inputs: ProjectInputs, dataset_id: str, group: Selection) ->
     return card
 
 
-def _sentence(text: str) -> str:
+def _sentence(text: str, leader: str) -> str:
+    """The headline as a sentence: a capital first letter, unless it starts with the leader's label
+    (an arm is named as written: ``arm0`` is not ``Arm0``), and a full stop."""
     text = text.strip()
-    return text[:1].upper() + text[1:] + ("" if text.endswith(".") else ".") if text else ""
+    first = text[:1] if text.startswith(leader) else text[:1].upper()
+    return first + text[1:] + ("" if text.endswith(".") else ".") if text else ""
 
 
 def _datasets_table(kit: Kit) -> Table:
