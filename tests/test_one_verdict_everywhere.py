@@ -343,6 +343,18 @@ def check_site(site: Path, dataset_id: str, answer: Answer) -> None:
     assert re.match(expected.replace("+", r"\+"), versus), (versus, expected)
 
 
+def check_site_claims(site: Path, results: list[dict]) -> None:
+    """The report page re-checks the claims at build time: its download says what check-claims said."""
+    shown = json.loads((site / "reports" / "verdict.claims.json").read_text())
+    assert [(c["claim"], c["status"], c["detail"]) for c in shown] == [(r["text"], r["status"], r["detail"]) for r in results]
+
+
+def check_home_datasets(site: Path, answer: Answer, value: float) -> None:
+    """The home page's datasets table names the verdict's first arm and its mean."""
+    (row,) = json.loads((site / "index.datasets.json").read_text())
+    assert (row["best"], row["best_score"]) == (answer.order[0], value)
+
+
 # ----------------------------------------------------------------------------- the property
 
 
@@ -382,3 +394,5 @@ def test_every_surface_gives_the_one_verdict(plan: Plan) -> None:
         built = cli("build")
         assert built.exit_code == 0, built.output
         check_site(root / "site", written.dataset_id, answer)
+        check_site_claims(root / "site", results)
+        check_home_datasets(root / "site", answer, board["arms"][0]["value"])
