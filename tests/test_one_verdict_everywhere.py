@@ -12,7 +12,8 @@ the Holm-level interval and its level, the Holm p and the verdict word from
 * ``check-claims --json`` on a report claiming ``A beats B`` for every ordered pair (it must hold
   exactly when the verdict separates A above B) and the CI summary (``ci summary -o summary.md``);
 * the built site: the dataset page's leaderboard and pairs tables, their JSON and CSV downloads,
-  and the home card,
+  the home card and datasets table, the report page's claims (re-checked at build time) and the
+  experiment page's ranks,
 
 and asserts they are one answer, up to each surface's printed rounding. The reference for the
 figures the test can compute on its own (each arm's mean over the items every arm scored, each
@@ -349,6 +350,15 @@ def check_site_claims(site: Path, results: list[dict]) -> None:
     assert [(c["claim"], c["status"], c["detail"]) for c in shown] == [(r["text"], r["status"], r["detail"]) for r in results]
 
 
+def check_experiment(site: Path, answer: Answer) -> None:
+    """The experiment page's matrix footer gives each arm its places (its columns in its own order)."""
+    matrix = parse(site / "experiments" / "exp.html").find("table", id="matrix-table")
+    arms = [" ".join(th.text().split()) for th in matrix.find("thead").find_all("th")][1:-1]
+    ranks = [" ".join(span.text().split()) for span in matrix.find("tfoot").find_all("span", class_="cell-rank")]
+    assert sorted(arms) == sorted(answer.order)
+    assert ranks == [f"rank {places_text(answer.places[arm])}" for arm in arms]
+
+
 def check_home_datasets(site: Path, answer: Answer, value: float) -> None:
     """The home page's datasets table names the verdict's first arm and its mean."""
     (row,) = json.loads((site / "index.datasets.json").read_text())
@@ -396,3 +406,4 @@ def test_every_surface_gives_the_one_verdict(plan: Plan) -> None:
         check_site(root / "site", written.dataset_id, answer)
         check_site_claims(root / "site", results)
         check_home_datasets(root / "site", answer, board["arms"][0]["value"])
+        check_experiment(root / "site", answer)
