@@ -144,6 +144,7 @@ class Pair:
 class Answer:
     order: list[str]
     places: dict[str, tuple[int, int]]
+    letters: dict[str, str]
     pairs: dict[tuple[str, str], Pair]
     headline: str
 
@@ -157,7 +158,7 @@ def from_json(board: dict) -> Answer:
             p["ahead_label"], p["behind_label"], p["difference"]["mean_diff"], low, high, p["interval"]["confidence"],
             p["difference"]["p_value"], p["holm_p"], p["separated"])
     return Answer([a["label"] for a in board["arms"]], {a["label"]: tuple(a["places"]) for a in board["arms"]},
-                  pairs, verdict["headline"])
+                  {a["label"]: a["letters"] for a in board["arms"]}, pairs, verdict["headline"])
 
 
 def places_text(places: tuple[int, int], suffix: str = "") -> str:
@@ -198,6 +199,8 @@ def check_reference(answer: Answer, written: Written) -> None:
             assert pair.delta == 0 and not pair.separated
         excludes_zero = pair.low is not None and pair.high is not None and (pair.low > 0 or pair.high < 0)
         assert excludes_zero == pair.separated, pair  # the interval shown agrees with the decision
+        share = bool(set(answer.letters[pair.ahead]) & set(answer.letters[pair.behind]))
+        assert share == (not pair.separated), (pair, answer.letters)  # letters: only from the pairs tested
     position = {label: place for place, label in enumerate(answer.order, start=1)}
     for label in answer.order:
         together = [position[label]] + [position[o] for o in answer.order if o != label and not _pair(answer, label, o).separated]
@@ -218,10 +221,10 @@ def check_text(text: str, answer: Answer) -> None:
     for line in lines[header + 1:]:
         if not line.strip():
             break
-        match = re.match(r"(\d+(?:–\d+ \(not separated\))?)\s+\S+\s+(\S+)\s", line)
+        match = re.match(r"(\d+(?:–\d+ \(not separated\))?)\s+(\S+)\s+(\S+)\s", line)
         assert match, line
-        arms.append((match.group(2), match.group(1)))
-    assert arms == [(label, places_text(answer.places[label], " (not separated)")) for label in answer.order]
+        arms.append((match.group(3), match.group(1), match.group(2)))
+    assert arms == [(a, places_text(answer.places[a], " (not separated)"), answer.letters[a]) for a in answer.order]
     verdict_line = next(line for line in lines if line.startswith("verdict: "))
     assert verdict_line == f"verdict: {answer.headline}"
     start = next(i for i, line in enumerate(lines) if line.startswith("pair "))
@@ -246,6 +249,7 @@ def check_csv(path: Path, answer: Answer) -> None:
     assert [row["arm"] for row in rows] == answer.order
     assert [row["places"] for row in rows] == [places_text(answer.places[a], " (not separated)") for a in answer.order]
     assert [int(row["rank"]) for row in rows] == list(range(1, len(rows) + 1))
+    assert [row["group"] for row in rows] == [answer.letters[a] for a in answer.order]
 
 
 def claims_report(root: Path, answer: Answer) -> list[tuple[str, str]]:
@@ -301,12 +305,12 @@ def check_site(site: Path, dataset_id: str, answer: Answer) -> None:
     page_path = site / paths.dataset(dataset_id)
     page = parse(page_path)
     board, pairs_table = page.find("div", id="leaderboard-1").find("table"), page.find("div", id="pairs-1").find("table")
-    rows = columns(board)
-    assert [(r["arm"], r["rank"]) for r in rows] == [(a, places_text(answer.places[a])) for a in answer.order]
+    arms = [(a, places_text(answer.places[a]), answer.letters[a]) for a in answer.order]
+    assert [(r["arm"], r["rank"], r["group"]) for r in columns(board)] == arms
     download = json.loads(page_path.with_name(page_path.stem + ".leaderboard-1.json").read_text())
-    assert [(r["arm"], r["rank"]) for r in download] == [(a, places_text(answer.places[a])) for a in answer.order]
+    assert [(r["arm"], r["rank"], r["group"]) for r in download] == arms
     with page_path.with_name(page_path.stem + ".leaderboard-1.csv").open(newline="") as handle:
-        assert [(r["arm"], r["rank"]) for r in csv.DictReader(handle)] == [(a, places_text(answer.places[a])) for a in answer.order]
+        assert [(r["arm"], r["rank"], r["group"]) for r in csv.DictReader(handle)] == arms
 
     html_pairs = columns(pairs_table)
     json_pairs = json.loads(page_path.with_name(page_path.stem + ".pairs-1.json").read_text())
