@@ -144,8 +144,8 @@ def _numbers(claim: Beats, asked: Asked, pair: PairVerdict) -> Numbers:
     agrees with the claim's test: the pair's Holm-level interval, or with ``(unadjusted)`` its raw
     bootstrap interval (so it lies above 0 exactly when the claim holds, Holm or raw)."""
     difference = pair.difference
+    interval = difference.interval if claim.unadjusted else pair.interval
     sign = 1.0 if pair.ahead == asked.winner else -1.0
-    interval = _interval(claim, pair)
     low, high = sorted((sign * interval.low, sign * interval.high))
     return {
         "mean_diff": sign * difference.mean_diff, "low": low, "high": high, "confidence": interval.confidence,

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from evalsite.analysis import Selection, comparable_groups
-from evalsite.analysis.dataset_versions import OLDER
+from evalsite.analysis import RankedArm, Selection, comparable_groups
+from evalsite.analysis.dataset_versions import OLDER, DatasetVersions
 from evalsite.errors import EvalsiteError
 from evalsite.site import paths
 from evalsite.site.drift import drift_variant, experiment_drift, experiment_status
@@ -54,7 +54,7 @@ class HomePage(PageContext):
     description: str = doc("The project's description ([site] description), shown under the title.")
     verdicts: list[VerdictCard] = doc("One card per dataset, the verdict of the comparable group `evalsite leaderboard` reads (the most configs, the newest among equals).")
 
-    datasets: Table = doc("One row per dataset_id: its file, items, runs, arms and the best arm of the comparable group `evalsite leaderboard` reads (excluded runs left out).")
+    datasets: Table = doc("One row per dataset_id: its file, items, runs, arms and the first arm of the leaderboard of the comparable group `evalsite leaderboard` reads, with its mean (excluded runs left out).")
     experiments: Table = doc("One row per experiment: description, arms, runs, latest run (excluded runs left out).")
     recent_runs: Table = doc("The most recent runs ([site] recent_runs of them), newest first; excluded runs are left out.")
     total_runs: int = doc("How many readable runs the project has (all are on runs.html, excluded ones marked).")
@@ -123,7 +123,7 @@ def dataset_verdict(inputs: ProjectInputs, dataset_id: str, group: Selection) ->
         return card
     leader = board.arms[0]
     first = leader.summary
-    card.items, card.headline = board.n_items, _sentence(board.verdict.headline)
+    card.items, card.headline = board.n_items, _sentence(board.verdict.headline, leader.label)
     card.leader, card.leader_run = leader.label, Link(first.arm.run_id, paths.run(first.arm.run_id))
     card.leader_rank = places_text(leader)
     card.mean = ShownInterval(leader.value, *bounds(leader.interval))
@@ -138,20 +138,19 @@ def dataset_verdict(inputs: ProjectInputs, dataset_id: str, group: Selection) ->
     return card
 
 
-def _sentence(text: str) -> str:
+def _sentence(text: str, leader: str) -> str:
+    """The headline as a sentence: a capital first letter, unless it starts with the leader's label
+    (an arm is named as written: ``arm0`` is not ``Arm0``), and a full stop."""
     text = text.strip()
-    return text[:1].upper() + text[1:] + ("" if text.endswith(".") else ".") if text else ""
+    first = text[:1] if text.startswith(leader) else text[:1].upper()
+    return first + text[1:] + ("" if text.endswith(".") else ".") if text else ""
 
 
 def _datasets_table(kit: Kit) -> Table:
     rows = []
     for dataset_id, members in runs_by(kit.inputs.listed_runs, lambda run: run.header.dataset.dataset_id).items():
         group = comparable_groups(kit.inputs.database, dataset_id, only_runs={r.run_id for r in members}).chosen
-        best = None
-        if group is not None:
-            scored = [(kit.figures[arm.run_id].mean_score, arm) for arm in group.arms
-                      if kit.figures[arm.run_id].mean_score is not None]
-            best = max(scored, key=lambda pair: (pair[0], pair[1].run_id), default=None)
+        leader = _leader(kit.inputs, group) if group is not None else None
         newest = max(members, key=lambda r: r.recency)
         rows.append({
             "dataset": dataset_link(dataset_id),
@@ -159,16 +158,24 @@ def _datasets_table(kit: Kit) -> Table:
             "items": newest.header.dataset.items,
             "runs": len(members),
             "arms": len({(r.header.experiment, r.header.arm_id, r.header.config_id) for r in members}),
-            "best": best[1].label if best else None,
-            "best_score": best[0] if best else None,
+            "best": leader.label if leader else None,
+            "best_score": leader.value if leader else None,
         })
     columns = [
         Column("dataset", "dataset", "code"), Column("path", "file", "code"), Column("items", "items", "count"),
         Column("runs", "runs", "count"), Column("arms", "arms", "count"),
-        Column("best", "highest mean", help="highest mean score in the comparable group `evalsite leaderboard` reads; see the leaderboard for whether it is really ahead"),
+        Column("best", "highest mean", help="the first arm of the leaderboard `evalsite leaderboard` shows for this dataset (highest mean over the items every arm scored); see the leaderboard for whether it is really ahead"),
         Column("best_score", "its score", "number"),
     ]
     return Table("datasets", columns, rows)
+
+
+def _leader(inputs: ProjectInputs, group: Selection) -> RankedArm | None:
+    """The verdict's first arm of a group (the one the card and the leaderboard name), None without a leaderboard."""
+    try:
+        return inputs.leaderboard(group).arms[0]
+    except EvalsiteError:
+        return None
 
 
 def _experiments_table(kit: Kit) -> Table:
