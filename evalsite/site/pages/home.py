@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from evalsite.analysis import RankedArm, Selection, comparable_groups
-from evalsite.analysis.dataset_versions import OLDER, DatasetVersions
+from evalsite.analysis.dataset_versions import OLDER
 from evalsite.errors import EvalsiteError
 from evalsite.site import paths
 from evalsite.site.drift import drift_variant, experiment_drift, experiment_status
