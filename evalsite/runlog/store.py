@@ -277,8 +277,13 @@ def _fsync_directory(directory: Path) -> None:
 
 def run_is_active(directory: Path) -> bool:
     """True while some process holds the run's lock (it is being written right now)."""
-    path = Path(directory) / LOCK_FILE
-    if fcntl is None or not path.exists():
+    return lock_is_held(Path(directory) / LOCK_FILE)
+
+
+def lock_is_held(path: Path) -> bool:
+    """True while some process holds an exclusive ``flock`` on the file at ``path`` (False where it is
+    missing, or where the platform has no ``fcntl``)."""
+    if fcntl is None or not path.is_file():
         return False
     with open(path, "a") as handle:
         try:

@@ -41,7 +41,7 @@ from evalsite.project import Project
 from evalsite.runlog.fingerprint import dataset_identity, fingerprint_hash
 from evalsite.runlog.hashing import file_sha256, sha256_json, short_hash
 from evalsite.runlog.secrets import redact_secrets
-from evalsite.runlog.store import RunWriter, iso, utc_now
+from evalsite.runlog.store import RunWriter, iso, lock_is_held, utc_now
 from evalsite.scoring.evaluators import Score
 
 try:
@@ -263,19 +263,8 @@ def remove_stale_staging(runs_dir: Path) -> None:
     """Remove the staging folders of imports that are no longer running (see :class:`StagedRuns`)."""
     parent = runs_dir.parent
     for folder in parent.glob(f".{runs_dir.name}{STAGING_MARK}*") if parent.is_dir() else ():
-        if folder.is_dir() and not folder.is_symlink() and not _held(folder / STAGING_LOCK):
+        if folder.is_dir() and not folder.is_symlink() and not lock_is_held(folder / STAGING_LOCK):
             shutil.rmtree(folder, ignore_errors=True)
-
-
-def _held(lock: Path) -> bool:
-    if fcntl is None or not lock.is_file():
-        return False
-    with open(lock, "a") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return True
-    return False
 
 
 def write_runs(source: SourceImport, runs_dir: Path, batch_id: str, options: ImportOptions) -> list[ImportedRun]:
