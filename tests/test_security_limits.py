@@ -90,3 +90,11 @@ def test_every_line_of_a_message_is_bounded_and_keeps_its_advice():
 
 def test_a_100_kb_dataset_path_is_one_short_error_not_a_traceback(cli, scaffolded):
     one_short_error(cli("dataset", "show", HUGE), "nnnn…(100,000 chars): cannot read the dataset file: File name too long")
+
+
+def test_a_100_kb_run_reference_is_one_short_error_line(scaffolded, cli):
+    for command in ("show", "compare", "bootstrap"):
+        result = cli(command, "r" * 100_000)
+        assert result.exit_code == 1 and "Traceback" not in result.output
+        (line,) = result.output.strip().splitlines()
+        assert line.startswith("Error: no run matches 'rrrr") and " chars)" in line and len(line) < 400

@@ -511,7 +511,7 @@ def resolve_run(runs_dir: Path, reference: str) -> Path:
     """A run id, a unique prefix of one, a run directory's path, or ``ARM@latest`` (``@latest``:
     any arm) for the newest run by its recorded start."""
     as_path = Path(reference)
-    if (as_path / RUN_FILE).exists():
+    if _is_file(as_path / RUN_FILE):
         return as_path
     if reference.endswith(LATEST):
         return _latest_run(runs_dir, reference.removesuffix(LATEST))
@@ -522,6 +522,15 @@ def resolve_run(runs_dir: Path, reference: str) -> Path:
         names = ", ".join(p.name for p in matches[:5])
         raise RunLogError(f"{reference!r} matches {len(matches)} runs ({names}); give more of the id")
     return matches[0]
+
+
+def _is_file(path: Path) -> bool:
+    """``path`` exists; False for a name the file system refuses (too long, a NUL byte), which is
+    then no run folder but a reference to match against run ids."""
+    try:
+        return path.exists()
+    except (OSError, ValueError):
+        return False
 
 
 def _latest_run(runs_dir: Path, arm_id: str) -> Path:
