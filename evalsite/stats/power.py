@@ -117,15 +117,23 @@ def required_n(
 @dataclass(frozen=True)
 class _Tilts:
     """The signs of ``magnitudes`` tilted by θ: P(+a) ∝ e^{θa}, P(−a) ∝ e^{−θa} (equal weights
-    per observed magnitude); ``half_unit`` the continuity correction of T."""
+    per observed magnitude); ``half_unit`` the continuity correction of T. The magnitudes are kept
+    as their distinct values with ``counts`` (pass/fail data has a handful), so each of the many
+    powers a bisection asks for costs that handful, not one term per unit."""
 
     magnitudes: np.ndarray
+    counts: np.ndarray
     sd: float
     half_unit: float
 
     @classmethod
     def of(cls, values: np.ndarray) -> _Tilts:
-        return cls(np.abs(values), float(np.std(values, ddof=1)), _grid_unit(values) / 2)
+        return cls.of_magnitudes(np.abs(values), float(np.std(values, ddof=1)), _grid_unit(values) / 2)
+
+    @classmethod
+    def of_magnitudes(cls, magnitudes: np.ndarray, sd: float, half_unit: float) -> _Tilts:
+        distinct, counts = np.unique(magnitudes, return_counts=True)
+        return cls(distinct, counts.astype(float), sd, half_unit)
 
     @property
     def scale(self) -> float:
@@ -133,9 +141,10 @@ class _Tilts:
 
     def _weights(self, tilt: float) -> tuple[np.ndarray, np.ndarray]:
         if math.isinf(tilt):  # every sign positive
-            return np.full(self.magnitudes.size, 1 / self.magnitudes.size), np.zeros(self.magnitudes.size)
+            return self.counts / self.counts.sum(), np.zeros(self.magnitudes.size)
         top = tilt * self.magnitudes.max()
-        plus, minus = np.exp(tilt * self.magnitudes - top), np.exp(-tilt * self.magnitudes - top)
+        plus = self.counts * np.exp(tilt * self.magnitudes - top)
+        minus = self.counts * np.exp(-tilt * self.magnitudes - top)
         total = float((plus + minus).sum())
         return plus / total, minus / total
 
@@ -178,7 +187,7 @@ def _model(diffs_or_sd: ArrayLike | float) -> _Tilts:
             raise ValueError(f"sd must be a finite number > 0, got {sd}")
         # normal differences of spread sd, by their quantiles: a tilt of N(0, sd²) is a shift of its mean
         quantiles = scipy_stats.norm.ppf((np.arange(4000) + 0.5) / 4000) * sd
-        return _Tilts(np.abs(quantiles), sd, 0.0)
+        return _Tilts.of_magnitudes(np.abs(quantiles), sd, 0.0)
     return _Tilts.of(_at_least_two(per_item_values(array, "diffs")))
 
 
