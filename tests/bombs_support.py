@@ -4,6 +4,7 @@ made in a fraction of a second by repeating one small self-contained piece."""
 from __future__ import annotations
 
 import struct
+import tracemalloc
 import zlib
 from pathlib import Path
 
@@ -61,3 +62,14 @@ def zlib_zeros(size: int) -> bytes:
     for _ in range(size // PIECE):
         adler = zlib.adler32(bytes(PIECE), adler)
     return b"\x78\xda" + deflate_zeros(size) + struct.pack(">I", adler)
+
+
+def peak_of(action) -> int:
+    """The most memory Python allocated while ``action`` ran (every bytearray and bytes counts)."""
+    tracemalloc.start()
+    try:
+        action()
+    finally:
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    return peak

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from reference_support import holm_by_hand
 from sitekit import case, write_run
 
 from evalsite.analysis.claims import Beats, ClaimSyntaxError, check_claims, find_directives, parse_claim
@@ -132,15 +133,6 @@ def four_arms(request, tmp_path, monkeypatch) -> FourArms:
         write_arm(tmp_path, f"20260101T0000{index:02d}Z-{arm}-000{index}", arm, dataset, scores[arm])
     monkeypatch.chdir(tmp_path)
     return FourArms(tmp_path, dataset, groups, scores)
-
-
-def holm_by_hand(p_values: list[float]) -> list[float]:
-    order = sorted(range(len(p_values)), key=lambda i: p_values[i])
-    adjusted, running = [0.0] * len(p_values), 0.0
-    for step, index in enumerate(order):
-        running = max(running, (len(p_values) - step) * p_values[index])
-        adjusted[index] = min(1.0, running)
-    return adjusted
 
 
 def test_check_claims_and_the_leaderboard_agree_on_every_pair(cli, four_arms):

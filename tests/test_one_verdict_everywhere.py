@@ -37,6 +37,7 @@ import numpy as np
 from cli_support import Cli
 from hypothesis import Phase, example, given, settings
 from hypothesis import strategies as st
+from reference_support import holm_by_hand
 from sitekit import Node, case, parse, table_rows, write_run
 
 from evalsite.analysis.wording import p_text
@@ -173,15 +174,6 @@ def close(shown: str | float | None, value: float | None, decimals: int = 3) -> 
     return abs(float(shown) - value) <= 0.5 * 10**-decimals + 1e-9
 
 
-def holm(p_values: list[float]) -> list[float]:
-    order = sorted(range(len(p_values)), key=lambda i: p_values[i])
-    adjusted, running = [0.0] * len(p_values), 0.0
-    for step, index in enumerate(order):
-        running = max(running, (len(p_values) - step) * p_values[index])
-        adjusted[index] = min(1.0, running)
-    return adjusted
-
-
 def check_reference(answer: Answer, written: Written) -> None:
     """The figures the test computes from the cases it wrote."""
     shown = {label: written.item_means[label] for label in answer.order}
@@ -191,7 +183,7 @@ def check_reference(answer: Answer, written: Written) -> None:
     assert all(mean[a] >= mean[b] - 1e-12 for a, b in zip(answer.order, answer.order[1:]))  # never a worse arm first
     pairs = list(answer.pairs.values())
     assert len(pairs) == len(answer.order) * (len(answer.order) - 1) // 2
-    for pair, adjusted in zip(pairs, holm([p.raw_p for p in pairs])):
+    for pair, adjusted in zip(pairs, holm_by_hand([p.raw_p for p in pairs])):
         assert math.isclose(pair.delta, mean[pair.ahead] - mean[pair.behind], abs_tol=1e-12)
         assert math.isclose(pair.holm_p, adjusted, rel_tol=1e-9, abs_tol=1e-12)
         assert pair.separated == (pair.holm_p < ALPHA)

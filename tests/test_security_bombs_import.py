@@ -10,13 +10,12 @@ small in most tests and the default in two, which stop long before any real memo
 from __future__ import annotations
 
 import json
-import tracemalloc
 import zlib
 from pathlib import Path
 
 import pytest
 import zstandard
-from bombs_support import GIB, MIB, deflate_zeros, write_zip, zstd_zeros
+from bombs_support import GIB, MIB, deflate_zeros, peak_of, write_zip, zstd_zeros
 from import_support import INSPECT_EVAL, imported_runs
 
 from evalsite.errors import SourceError
@@ -35,17 +34,6 @@ def honest(name: str, data: bytes) -> tuple[str, int, bytes, int, int]:
 
 def log_with(path: Path, member: tuple[str, int, bytes, int, int]) -> Path:
     return write_zip(path, [honest("header.json", json.dumps(HEADER).encode()), member])
-
-
-def peak_of(action) -> int:
-    """The most memory Python allocated while ``action`` ran (every bytearray and bytes counts)."""
-    tracemalloc.start()
-    try:
-        action()
-    finally:
-        peak = tracemalloc.get_traced_memory()[1]
-        tracemalloc.stop()
-    return peak
 
 
 @pytest.mark.parametrize("method, bomb", [(ZSTD_METHOD, zstd_zeros), (DEFLATE_METHOD, deflate_zeros)])

@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import json
 import threading
-import tracemalloc
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from bombs_support import MIB, gzip_zeros, zlib_zeros, zstd_zeros
+from bombs_support import MIB, gzip_zeros, peak_of, zlib_zeros, zstd_zeros
 from fakeserver import openai_body
 from runner_support import only_run, write_experiment
 
@@ -112,21 +111,11 @@ def _run(root, cli, provider: str, questions: list[str], **settings) -> dict[str
     return {case["input"]: case for case in run.cases}
 
 
-def _peak(action) -> int:
-    tracemalloc.start()
-    try:
-        action()
-    finally:
-        peak = tracemalloc.get_traced_memory()[1]
-        tracemalloc.stop()
-    return peak
-
-
 def test_bombs_and_huge_replies_fail_their_case_at_the_default_limit(runner_project, cli, provider):
     assert all(len(bomb) < 2 * MIB for bomb in Provider.bombs.values())  # small compressed, huge decompressed
     questions = ["hello", *(f"bomb {encoding}" for encoding in BOMBS), *[f"size {HUGE_BYTES}"] * 5, "bye"]
     cases: dict[str, dict] = {}
-    peak = _peak(lambda: cases.update(_run(runner_project, cli, provider, questions)))
+    peak = peak_of(lambda: cases.update(_run(runner_project, cli, provider, questions)))
     too_large = (f"the reply is larger than {DEFAULT_MAX_REPLY_BYTES:,} bytes (settings.max_reply_bytes); "
                  "it was not read past that")
     for question in questions[1:-1]:
