@@ -19,7 +19,7 @@ import asyncio
 from client_child import run_client  # bench/, beside this script
 
 import evalsite.cli.run  # noqa: F401  (what `evalsite run` imports: the command, the runner, the targets)
-from evalsite.execute.targets.http import JsonClient
+from evalsite.calls.targets.http import JsonClient
 
 BODY = {"model": "bench", "messages": [{"role": "user", "content": "question"}]}
 

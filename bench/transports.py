@@ -8,7 +8,7 @@ Clients: ``sharded`` (httpx over httpcore split into pools of four, the transpor
 Each client makes N POSTs of a chat-completions body to the fake server (tests/fakeserver.py,
 in its own process, answering after a fixed latency) with at most C in flight, in a fresh
 process so its CPU and peak memory are its own. The figures decide which transport
-evalsite.execute.targets.http puts under httpx (issue 17):
+evalsite.calls.targets.http puts under httpx (issue 17):
 
     python bench/transports.py [--calls 6000] [--latency 0.02] [--concurrency 32]
 
@@ -33,7 +33,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from bench.fake_provider import fake_provider  # noqa: E402
-from evalsite.execute.targets.http import JsonClient, aiohttp_transport, shared_ssl_context  # noqa: E402
+from evalsite.calls.targets.http import JsonClient, aiohttp_transport, shared_ssl_context  # noqa: E402
 
 CLIENTS = ("sharded", "httpx-aiohttp", "evalsite", "bare-aiohttp")
 CONNECTIONS_PER_SHARD = 4

@@ -17,7 +17,7 @@ from evalsite.runlog.store import read_run, run_directories
 
 TARGET = '''
 import json, pathlib
-from evalsite.execute.targets import TransientTargetError
+from evalsite.calls.targets import TransientTargetError
 
 SEEN = set()
 

@@ -55,7 +55,7 @@ def by_tokens(input):
 busy_calls = []
 
 def busy_once(input):
-    from evalsite.execute.targets import TransientTargetError
+    from evalsite.calls.targets import TransientTargetError
     busy_calls.append(1)
     if len(busy_calls) == 1:
         raise TransientTargetError("HTTP 429", retry_after=0.01)

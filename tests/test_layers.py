@@ -15,7 +15,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "evalsite"
 
-EXECUTION = ("evalsite.execute.runner", "evalsite.execute.targets", "httpx")
+EXECUTION = ("evalsite.execute.runner", "evalsite.calls.targets", "httpx")
 FORBIDDEN = {
     "analysis": EXECUTION,
     "site": EXECUTION,

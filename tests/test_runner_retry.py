@@ -9,10 +9,10 @@ from email.utils import format_datetime
 
 import pytest
 
+from evalsite.calls.retry import Abandoned, RetryPolicy, call_with_retries
+from evalsite.calls.targets import TargetRequest, TargetResult, TransientTargetError
+from evalsite.calls.targets.http import retry_after
 from evalsite.errors import ManifestError, TargetError
-from evalsite.execute.retry import Abandoned, RetryPolicy, call_with_retries
-from evalsite.execute.targets import TargetRequest, TargetResult, TransientTargetError
-from evalsite.execute.targets.http import retry_after
 
 REQUEST = TargetRequest(input="q", row={}, params={}, repeat=0, item_id="i")
 

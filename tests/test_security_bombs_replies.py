@@ -19,7 +19,7 @@ from bombs_support import MIB, gzip_zeros, peak_of, zlib_zeros, zstd_zeros
 from fakeserver import openai_body
 from runner_support import only_run, write_experiment
 
-from evalsite.execute.targets.http import DEFAULT_MAX_REPLY_BYTES
+from evalsite.calls.targets.http import DEFAULT_MAX_REPLY_BYTES
 
 BOMB_BYTES = 208 * MIB  # a multiple of the bombs' 16 MiB piece
 HUGE_BYTES = 50 * MIB

@@ -13,7 +13,7 @@ import pytest
 from import_support import PROMPTFOO
 from runner_support import all_runs, openai_arm, questions, write_experiment
 
-from evalsite.execute.targets.http import JsonClient
+from evalsite.calls.targets.http import JsonClient
 from evalsite.experiment.manifest import load_manifest
 from evalsite.experiment.plan import build_plan
 from evalsite.project import find_project

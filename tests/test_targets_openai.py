@@ -8,7 +8,7 @@ import json
 import httpx
 from runner_support import only_run, openai_arm, questions, write_experiment
 
-from evalsite.execute.targets.http import aiohttp_transport
+from evalsite.calls.targets.http import aiohttp_transport
 
 SECRET = "sk-test-4f9c2b7e1d0a-do-not-log"
 

@@ -1,4 +1,4 @@
-"""A target kind from an installed package, found through its ``evalsite.execute.targets`` entry point."""
+"""A target kind from an installed package, found through its ``evalsite.calls.targets`` entry point."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import textwrap
 from runner_support import only_run, questions, write_experiment
 
 PLUGIN = """
-from evalsite.execute.targets import TargetResult, register_target
+from evalsite.calls.targets import TargetResult, register_target
 
 
 class Shout:

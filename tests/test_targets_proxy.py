@@ -11,7 +11,7 @@ from fakeserver import FakeServer
 from proxy_support import ForwardingProxy, https_certificates
 from runner_support import only_run, openai_arm, questions, write_experiment
 
-from evalsite.execute.targets.http import shared_ssl_context
+from evalsite.calls.targets.http import shared_ssl_context
 
 PASSWORD = "pr0xy-pa55word-never-logged"
 

@@ -60,7 +60,7 @@ def test_bad_results_and_exceptions_are_case_errors(runner_project, cli):
 
 def test_a_transient_error_is_retried(runner_project, cli):
     module(runner_project, "pt_flaky", """
-        from evalsite.execute.targets import TransientTargetError
+        from evalsite.calls.targets import TransientTargetError
         seen = set()
 
         def answer(input):

@@ -7,7 +7,7 @@ import asyncio
 
 import httpx
 
-from evalsite.execute.targets.http import JsonClient
+from evalsite.calls.targets.http import JsonClient
 
 
 def post_all(client: JsonClient, bodies: list[dict], headers: dict | None = None) -> list:

@@ -21,8 +21,8 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from evalsite.execute.targets import TargetRequest, TargetResult
-from evalsite.execute.targets.base import scrubbed_result, target_secrets
+from evalsite.calls.targets import TargetRequest, TargetResult
+from evalsite.calls.targets.base import scrubbed_result, target_secrets
 from evalsite.runlog.hashing import sha256_json
 from evalsite.runlog.secrets import redact_secrets, secret_pattern
 

@@ -7,12 +7,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from evalsite.calls.retry import CallOutcome, RetryPolicy, call_with_retries
+from evalsite.calls.targets import TargetRequest, TargetResult, call_cost, replays_turns, total_or_none
+from evalsite.calls.targets.base import Target, checked_result, scrubbed_result, target_secrets
+from evalsite.calls.targets.turns import TurnsError, assistant_replies, normalise_turns
 from evalsite.errors import DatasetError, ManifestError
 from evalsite.execute.cache import HIT, case_cache_mark
-from evalsite.execute.retry import CallOutcome, RetryPolicy, call_with_retries
-from evalsite.execute.targets import TargetRequest, TargetResult, call_cost, replays_turns, total_or_none
-from evalsite.execute.targets.base import Target, checked_result, scrubbed_result, target_secrets
-from evalsite.execute.targets.turns import TurnsError, assistant_replies, normalise_turns
 from evalsite.experiment.datasets import Item
 from evalsite.experiment.plan import Config, Plan
 from evalsite.experiment.prompts import render_input

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from evalsite.calls.retry import RetryPolicy
+from evalsite.calls.targets import make_target, target_kinds, with_model
+from evalsite.calls.targets.base import load_plugins
 from evalsite.errors import EvalsiteError, MissingSecretError, PlanError
-from evalsite.execute.retry import RetryPolicy
 from evalsite.execute.study import load_study
-from evalsite.execute.targets import make_target, target_kinds, with_model
-from evalsite.execute.targets.base import load_plugins
 from evalsite.experiment.locks import refuse_changed_dataset
 from evalsite.experiment.manifest import load_manifest
 from evalsite.experiment.plan import Plan, build_plan

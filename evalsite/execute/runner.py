@@ -25,17 +25,17 @@ from typing import Any
 
 from evalsite.aio import run_sync
 from evalsite.analysis.summary import summarise_run
+from evalsite.calls.retry import Abandoned, RetryPolicy
+from evalsite.calls.targets import make_target, replays_turns, with_model
 from evalsite.errors import PlanError, RunLogError, TargetError
 from evalsite.execute.cache import cache_mode, with_cache
 from evalsite.execute.cases import CaseExecutor, Job, prepare_input
 from evalsite.execute.outcomes import BatchOutcome, RunOutcome
 from evalsite.execute.prepare import require_evaluator_secrets
 from evalsite.execute.progress import Progress
-from evalsite.execute.retry import Abandoned, RetryPolicy
 from evalsite.execute.schedule import CaseQueue, Schedule, pending_in_walk_order
 from evalsite.execute.stopping import Budget, StopControl, manifest_ceiling, manifest_deadline
 from evalsite.execute.study import StudyPipeline, load_study
-from evalsite.execute.targets import make_target, replays_turns, with_model
 from evalsite.experiment.datasets import Dataset
 from evalsite.experiment.plan import Config, Plan
 from evalsite.project import Project

@@ -24,9 +24,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from evalsite.calls.targets import TargetRequest, TargetResult
 from evalsite.execute.artifacts import Scope, level_artifacts, relative_listing
 from evalsite.execute.hooks import resolve_steps, run_step, step_context
-from evalsite.execute.targets import TargetRequest, TargetResult
 from evalsite.experiment.pipeline import Pipeline, load_pipeline
 from evalsite.experiment.plan import Config, Plan
 from evalsite.project import Project

@@ -6,7 +6,7 @@ offsets, CRCs); this module reads each member's raw bytes from its local header 
 decompresses them with ``zstandard``, one member at a time, checking the CRC. Stored and
 deflated members (older logs) go through ``zipfile`` itself.
 
-A member is decoded a piece at a time (:mod:`evalsite.execute.decompress`) and never past the
+A member is decoded a piece at a time (:mod:`evalsite.calls.decompress`) and never past the
 size the central directory declares for it, which must itself be at most ``max_member_bytes``
 (default :data:`DEFAULT_MAX_MEMBER_BYTES`, ``evalsite import --max-member-mb``): a few kilobytes
 declaring 2 GB, or declaring 1 KB and holding 2 GB, are refused naming the file and member
@@ -29,8 +29,8 @@ from typing import Any
 
 import zstandard
 
+from evalsite.calls.decompress import STEP, Budget, DecodeError, TooLarge, Unzstd
 from evalsite.errors import SourceError
-from evalsite.execute.decompress import STEP, Budget, DecodeError, TooLarge, Unzstd
 from evalsite.execute.importers.jsonstream import TOO_DEEP, json_problem
 
 ZSTD_METHOD = 93

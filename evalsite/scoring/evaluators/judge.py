@@ -112,7 +112,7 @@ def _calls():
     """The execution layer, imported when a judge is built rather than with this module: the
     evaluator catalogue is shared with comparisons, which must not load targets or httpx for
     manifests that have no judge."""
-    from evalsite.execute import retry, targets
+    from evalsite.calls import retry, targets
 
     return retry, targets
 

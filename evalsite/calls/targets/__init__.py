@@ -5,8 +5,8 @@ register themselves with :func:`register_target` exactly as a plugin would.
 """
 
 # importing the built-ins registers them
-from evalsite.execute.targets import anthropic, command, none_target, openai, python_target  # noqa: F401
-from evalsite.execute.targets.base import (
+from evalsite.calls.targets import anthropic, command, none_target, openai, python_target  # noqa: F401
+from evalsite.calls.targets.base import (
     THREAD_HEADER,
     Target,
     TargetRequest,

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from evalsite.execute.targets.base import TargetRequest, TargetResult, check_settings, register_target
-from evalsite.execute.targets.turns import assistant_replies
+from evalsite.calls.targets.base import TargetRequest, TargetResult, check_settings, register_target
+from evalsite.calls.targets.turns import assistant_replies
 
 
 class RecordedOutput:

@@ -15,8 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from evalsite.errors import TargetError
-from evalsite.execute.targets.base import (
+from evalsite.calls.targets.base import (
     TargetRequest,
     TargetResult,
     TransientTargetError,
@@ -24,6 +23,7 @@ from evalsite.execute.targets.base import (
     register_target,
     result_from_value,
 )
+from evalsite.errors import TargetError
 from evalsite.project import load_callable
 
 OFFERED = ("input", "row", "params", "repeat", "checkpoint")  # checkpoint: only on a checkpoint axis

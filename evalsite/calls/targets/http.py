@@ -7,7 +7,7 @@ in ``base_url`` (``user:password@``, ``?api_key=``) are used as written and scru
 
 A reply is read a piece at a time and never held past ``max_reply_bytes`` (default
 :data:`DEFAULT_MAX_REPLY_BYTES`), counted both as received and as decoded from its
-``Content-Encoding`` (:mod:`evalsite.execute.decompress`): an endless or oversized reply, or a
+``Content-Encoding`` (:mod:`evalsite.calls.decompress`): an endless or oversized reply, or a
 gzip bomb, ends that call with the case's error and the run goes on.
 """
 
@@ -24,10 +24,10 @@ import aiohttp
 import httpx
 from httpx_aiohttp import AiohttpTransport
 
+from evalsite.calls.decompress import Budget, DecodeError, TooLarge, decoding
+from evalsite.calls.targets.base import TransientTargetError, refuse_secret_names
+from evalsite.calls.targets.proxies import environment_proxy
 from evalsite.errors import MissingSecretError, TargetError
-from evalsite.execute.decompress import Budget, DecodeError, TooLarge, decoding
-from evalsite.execute.targets.base import TransientTargetError, refuse_secret_names
-from evalsite.execute.targets.proxies import environment_proxy
 from evalsite.runlog.secrets import MIN_PART, redact_urls, scrub, secret_pattern, url_secrets
 
 HTTP_SETTINGS = {"model", "base_url", "api_key_env", "headers", "headers_env", "max_connections", "max_reply_bytes"}
@@ -116,7 +116,7 @@ class JsonClient:
     machinery (merging URL, headers and cookies, auth and redirect generators, event hooks)
     cost about as much CPU as aiohttp's whole request, and the targets use none of it beyond
     cookies, which are still sent and kept. The proxy the environment names (``HTTPS_PROXY``…,
-    :mod:`~evalsite.execute.targets.proxies`) is given to the transport.
+    :mod:`~evalsite.calls.targets.proxies`) is given to the transport.
     """
 
     def __init__(self, base_url: str, headers: dict[str, str], secrets: list[str], connections: int,

@@ -3,7 +3,7 @@
 ``HTTPS_PROXY`` for an ``https://`` base URL, ``HTTP_PROXY`` for ``http://``, ``ALL_PROXY`` for
 either (lower-case names too, which win), unless ``NO_PROXY`` names the host (a host or domain
 suffix, ``*`` for every host). httpx's own client reads the same variables per request; the
-targets hand requests straight to the transport (:class:`~evalsite.execute.targets.http.JsonClient`),
+targets hand requests straight to the transport (:class:`~evalsite.calls.targets.http.JsonClient`),
 so the choice is made once per client, whose base URL never changes. aiohttp, under httpx,
 speaks to HTTP proxies (an ``https://`` URL goes through them by ``CONNECT``); a SOCKS proxy is
 refused with the variable's name rather than silently bypassed.

@@ -21,8 +21,7 @@ import shlex
 import shutil
 from pathlib import Path
 
-from evalsite.errors import TargetError
-from evalsite.execute.targets.base import (
+from evalsite.calls.targets.base import (
     RESULT_KEYS,
     TargetRequest,
     TargetResult,
@@ -31,6 +30,7 @@ from evalsite.execute.targets.base import (
     register_target,
     result_from_value,
 )
+from evalsite.errors import TargetError
 
 STDERR_LINES = 5
 

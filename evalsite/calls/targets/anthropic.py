@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from evalsite.execute.targets.base import (
+from evalsite.calls.targets.base import (
     THREAD_HEADER,
     TargetRequest,
     TargetResult,
@@ -21,7 +21,7 @@ from evalsite.execute.targets.base import (
     text_or_none,
     token_count,
 )
-from evalsite.execute.targets.http import (
+from evalsite.calls.targets.http import (
     HTTP_SETTINGS,
     ModelOverHttp,
     chat_messages,

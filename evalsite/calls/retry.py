@@ -15,9 +15,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from evalsite.calls.targets import TargetRequest, TargetResult, TransientTargetError
+from evalsite.calls.targets.base import Target
 from evalsite.errors import ManifestError, TargetError
-from evalsite.execute.targets import TargetRequest, TargetResult, TransientTargetError
-from evalsite.execute.targets.base import Target
 
 DEFAULTS = {"timeout_s": 60.0, "max_attempts": 3, "backoff_s": 1.0, "max_backoff_s": 60.0}
 RETRY_AFTER_LIMIT = 600.0  # a provider asking for a longer wait fails the case instead
