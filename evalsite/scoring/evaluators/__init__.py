@@ -3,6 +3,7 @@
 from evalsite.runlog.records import Score
 from evalsite.scoring.evaluators import (  # noqa: F401  (registers the built-ins)
     ceilings,
+    code_tests,
     contains,
     exact,
     json_output,
