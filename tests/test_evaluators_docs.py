@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import json
 import re
 import sys
 from pathlib import Path
@@ -71,6 +72,19 @@ def test_the_judge_example_scores_with_its_offline_judge(docs_project):
     assert (judged.score, judged.spread, judged.passed) == (1.0, 0.0, True)
     (empty,) = score_with("name: helpful", "", docs_project).scores
     assert (empty.score, empty.passed) == (0.0, False)
+
+
+def test_the_humaneval_example_scores_a_completion_and_labels_a_wrong_one(docs_project):
+    (row,) = [json.loads(b) for b in blocks("json") if '"entry_point"' in b]
+    (snippet,) = [s for s in blocks("yaml") if "type: code_tests" in s]
+    evaluators = build_evaluators(yaml.safe_load(snippet)["evaluators"], docs_project)
+    outcomes = {}
+    for completion in ("    return number % 1.0\n", "    return number\n", "    return number %\n"):
+        view = CaseView(input=row["input"], output=completion, expected=None, row=row)
+        (score,) = asyncio.run(score_case(evaluators, view, None)).scores
+        outcomes[completion.strip()] = (score.score, score.label)
+    assert outcomes == {"return number % 1.0": (1.0, "passed"), "return number": (0.0, "failed"),
+                        "return number %": (0.0, "syntax_error")}
 
 
 def test_the_plugin_example_registers_and_scores(docs_project, monkeypatch):

@@ -1,0 +1,179 @@
+"""``code_tests``: HumanEval problems scored by running each answer in the sandbox, in real runs.
+
+The acceptance run: fifteen vendored HumanEval problems, three ``python:`` arms — the canonical
+solutions, the same with every third problem broken, and a hostile arm (an endless loop, writes
+outside its folder, a fork bomb, a 10 GB allocation, a segfault, a syntax error, a look at the
+environment) — each case labelled for how it ended, nothing left behind.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+import yaml
+from example_support import REPO
+
+from evalsite.runlog.store import read_run, run_directories
+from evalsite.scoring import sandbox_child
+
+SAMPLE = REPO / "examples" / "humaneval" / "data" / "humaneval_sample.jsonl"
+SECRET = "EVALSITE_CODE_TESTS_SECRET"
+ARMS = '''
+import json
+from pathlib import Path
+
+OUTSIDE = Path(__file__).parent / "outside"
+HOSTILE = {
+    "loop": "    while True:\\n        pass\\n",
+    "shell_write": "    import os\\n    os.system('touch {outside}/shell; touch inside')\\n",
+    "python_write": "    open('{outside}/python', 'w').write('x')\\n",
+    "fork_bomb": "    import os\\n    while True:\\n        try:\\n            os.fork()\\n        except OSError:\\n            pass\\n",
+    "allocation": "    return bytearray(10 * 1024 ** 3)\\n",
+    "segfault": "    import ctypes\\n    ctypes.string_at(0)\\n",
+    "syntax": "    return (\\n",
+    "environment": "    import os\\n    print(sorted(os.environ))\\n",
+}
+
+
+def number(row):
+    return int(row["id"].rsplit("_", 1)[1])
+
+
+def correct(row):
+    return row["output"]
+
+
+def broken(row):
+    return "    return None\\n" if number(row) % 3 == 0 else row["output"]
+
+
+def hostile(row):
+    kinds = list(HOSTILE)
+    return HOSTILE[kinds[number(row) % len(kinds)]].format(outside=OUTSIDE)
+'''
+EXPECTED_HOSTILE = {
+    "loop": ("timeout", "still running after 2 s (wall-clock limit)"),
+    "shell_write": ("failed", "AssertionError"),  # the write is refused; the function returns None
+    "python_write": ("error", "PermissionError"),
+    "fork_bomb": ("timeout", "still running after 2 s (wall-clock limit)"),
+    "allocation": ("memory", "MemoryError"),
+    "segfault": ("killed", "killed by SIGSEGV"),
+    "syntax": ("syntax_error", "SyntaxError"),
+    "environment": ("failed", "AssertionError"),
+}
+
+
+def landlock_available() -> bool:
+    libc = ctypes.CDLL(None, use_errno=True)
+    call = sandbox_child.LANDLOCK_CREATE_RULESET
+    return bool(libc.syscall(call, None, 0, sandbox_child.LANDLOCK_CREATE_RULESET_VERSION) >= 1)
+
+
+@pytest.fixture
+def code_project(runner_project, monkeypatch):
+    """The vendored sample, the three arms, a folder for the sandboxes' temporary folders."""
+    shutil.copy(SAMPLE, runner_project / "data" / "humaneval.jsonl")
+    (runner_project / "code_arms.py").write_text(ARMS)
+    (runner_project / "outside").mkdir()
+    sandboxes = runner_project / "sandboxes"
+    sandboxes.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(sandboxes))
+    monkeypatch.setenv(SECRET, "do-not-leak")
+    monkeypatch.syspath_prepend(str(runner_project))
+    monkeypatch.delitem(__import__("sys").modules, "code_arms", raising=False)
+    return runner_project
+
+
+def write_manifest(project: Path, **evaluator) -> str:
+    document = {
+        "name": "humaneval",
+        "dataset": {"path": "data/humaneval.jsonl"},
+        "arms": [{"id": arm, "target": f"python:code_arms:{arm}"} for arm in ("correct", "broken", "hostile")],
+        "evaluators": [{"type": "code_tests", "timeout_s": 2, "memory_mb": 256, "processes": 16, "workers": 4,
+                        **evaluator}],
+    }
+    (project / "experiments" / "humaneval.yaml").write_text(yaml.safe_dump(document))
+    return "experiments/humaneval.yaml"
+
+
+def runs_by_arm(project: Path) -> dict:
+    runs = [read_run(directory) for directory in run_directories(project / "runs")]
+    return {run.header.arm_id: run for run in runs}
+
+
+def sandbox_processes() -> list[int]:
+    """Processes still running the sandbox's first file (a fork bomb's survivors would)."""
+    found = []
+    for name in os.listdir("/proc"):
+        try:
+            command = Path(f"/proc/{name}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if name.isdigit() and b"sandbox_child.py" in command:
+            found.append(int(name))
+    return found
+
+
+def test_a_humaneval_run_scores_correct_broken_and_hostile_arms(code_project, cli):
+    result = cli("run", write_manifest(code_project))
+    assert result.exit_code in (0, 1), result.output
+    runs = runs_by_arm(code_project)
+    assert sorted(runs) == ["broken", "correct", "hostile"]
+    assert all(run.footer.status.value == "completed" for run in runs.values())
+
+    correct = runs["correct"]
+    assert [(c["score"], c["scores"][0]["label"]) for c in correct.cases] == [(1.0, "passed")] * 15
+    assert correct.footer.totals["mean_score"] == 1.0
+
+    broken = {c["item_id"]: c for c in runs["broken"].cases}
+    failing = sorted(item for item, case in broken.items() if not case["passed"])
+    assert failing == sorted(f"HumanEval_{n}" for n in range(15) if n % 3 == 0)
+    assert runs["broken"].footer.totals["mean_score"] == pytest.approx(10 / 15)
+    assert {broken[item]["scores"][0]["label"] for item in failing} <= {"failed", "error"}
+
+    kinds = list(EXPECTED_HOSTILE)
+    for case in runs["hostile"].cases:
+        (score,) = case["scores"]
+        kind = kinds[int(case["item_id"].rsplit("_", 1)[1]) % len(kinds)]
+        label, reason = EXPECTED_HOSTILE[kind]
+        assert (kind, score["label"], score["score"], score["passed"]) == (kind, label, 0.0, False)
+        assert reason in score["detail"], (kind, score["detail"])
+        assert SECRET not in score["detail"] and "do-not-leak" not in score["detail"]
+
+    assert sandbox_processes() == [], "a sandboxed process outlived its case"
+    assert list((code_project / "sandboxes").iterdir()) == [], "a sandbox folder was left behind"
+    assert not (code_project / "inside").exists(), "a relative write landed in the project"
+    if landlock_available():  # without Landlock an absolute path the user may write is not refused
+        assert list((code_project / "outside").iterdir()) == []
+
+
+def test_the_environment_holds_only_path_home_tmpdir_and_the_locale(code_project, cli):
+    rows = [json.loads(line) for line in SAMPLE.read_text().splitlines()]
+    rows[7]["output"] = "    import os\n    print(sorted(os.environ))\n    print(os.getcwd() == os.environ['HOME'])\n"
+    (code_project / "data" / "humaneval.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows[7:8]))
+    manifest = write_manifest(code_project)
+    document = yaml.safe_load((code_project / manifest).read_text())
+    document["arms"] = [{"id": "recorded", "target": "none"}]
+    (code_project / manifest).write_text(yaml.safe_dump(document))
+    cli("run", manifest)
+    (case,) = runs_by_arm(code_project)["recorded"].cases
+    stdout = case["scores"][0]["detail"].split("--- stdout ---\n")[1].split("\n--- stderr")[0]
+    assert stdout.splitlines() == ["['HOME', 'LANG', 'LC_ALL', 'PATH', 'TMPDIR']", "True"]
+
+
+def test_the_humaneval_example_project_passes_its_canonical_solutions(tmp_path, monkeypatch, cli):
+    project = tmp_path / "humaneval"
+    shutil.copytree(REPO / "examples" / "humaneval", project)
+    monkeypatch.chdir(project)
+    assert cli("validate").exit_code == 0
+    result = cli("run", "experiments/humaneval.yaml")
+    assert result.exit_code == 0, result.output
+    (run,) = runs_by_arm(project).values()
+    assert [c["scores"][0]["label"] for c in run.cases] == ["passed"] * 15
+    assert run.header.dataset.dataset_id == "humaneval_sample@de4065970597"
