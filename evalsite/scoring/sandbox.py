@@ -68,7 +68,8 @@ class Limits:
 @dataclass(frozen=True)
 class Ran:
     """How a program ended: ``label`` (passed, failed, error, syntax_error, timeout, memory,
-    killed), a one-line ``message``, and the kept head of its stdout and stderr."""
+    killed; ``sandbox_error`` when the limits could not be set and the program never ran), a
+    one-line ``message``, and the kept head of its stdout and stderr."""
 
     label: str
     message: str
@@ -111,7 +112,14 @@ def _run_child(folder: Path, limits: Limits, cgroup: Path | None) -> tuple[int, 
 
 
 def _exited_within(process: subprocess.Popen, seconds: float) -> bool:
-    """Wait for the process to end without reaping it (a pidfd), so its group can still be killed."""
+    """Wait for the process to end without reaping it (a pidfd, Linux), so its group id cannot be
+    reused before the group is killed; elsewhere a plain wait."""
+    if not hasattr(os, "pidfd_open"):
+        try:
+            process.wait(seconds)
+        except subprocess.TimeoutExpired:
+            return False
+        return True
     descriptor = os.pidfd_open(process.pid)
     try:
         ready, _, _ = select.select([descriptor], [], [], seconds)
@@ -229,6 +237,6 @@ def _report(path: Path) -> tuple[str, str] | None:
         label, message = data["label"], data["message"]
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    if label not in ("passed", "failed", "error", "syntax_error", "memory") or not isinstance(message, str):
+    if label not in ("passed", "failed", "error", "syntax_error", "memory", "sandbox_error") or not isinstance(message, str):
         return None
     return label, message

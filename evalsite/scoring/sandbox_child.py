@@ -5,8 +5,8 @@ any), sets its resource limits (CPU seconds, address space, file size, processes
 files), and as root drops every capability (so the limits cannot be raised again and
 set-uid programs gain nothing). Then it compiles ``program.py`` from its working folder, runs
 it, and writes what happened to the result file as ``{"label", "message"}``: ``passed``,
-``failed`` (an AssertionError), ``error`` (any other exception), ``syntax_error`` or
-``memory`` (MemoryError). A program that ends the interpreter itself (``os._exit``, a signal,
+``failed`` (an AssertionError), ``error`` (any other exception), ``syntax_error``, ``memory``
+(MemoryError), or ``sandbox_error`` when a limit could not be set (the program never ran). A program that ends the interpreter itself (``os._exit``, a signal,
 a limit) writes no result; the parent labels that from the exit status.
 
 Standard library only, and nothing here runs on import: the parent passes this file's path.
@@ -44,19 +44,30 @@ class PathBeneath(ctypes.Structure):
 def main(argv: list[str]) -> None:
     settings = json.loads(argv[1])
     pid = os.getpid()
+    try:
+        confine(settings)
+    except Exception as exc:  # the sandbox could not be set up: nothing of the program has run
+        report(settings["result"], "sandbox_error", f"{type(exc).__name__}: {exc}")
+        sys.exit(2)
+    label, message = run_program("program.py")
+    if os.getpid() != pid:  # a process the program forked: only the first reports
+        os._exit(1)
+    report(settings["result"], label, message)
+
+
+def confine(settings: dict) -> None:
+    """Everything that limits this process, in the order that keeps each step possible."""
     if settings["cgroup"]:
         with open(os.path.join(settings["cgroup"], "cgroup.procs"), "w") as procs:
             procs.write(str(os.getpid()))
     limit_resources(settings)
+    if sys.platform != "linux":  # capabilities and Landlock are Linux's
+        return
     libc = ctypes.CDLL(None, use_errno=True)
     if os.geteuid() == 0:
         drop_capabilities(libc)
     libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
     confine_writes(libc, os.getcwd())
-    label, message = run_program("program.py")
-    if os.getpid() != pid:  # a process the program forked: only the first reports
-        os._exit(1)
-    report(settings["result"], label, message)
 
 
 def limit_resources(settings: dict) -> None:
@@ -66,7 +77,7 @@ def limit_resources(settings: dict) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (settings["memory_mb"] * megabyte,) * 2)
     resource.setrlimit(resource.RLIMIT_FSIZE, (settings["file_mb"] * megabyte,) * 2)
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    if not settings["cgroup"]:  # counted per user: the user's tasks now, plus the allowance
+    if not settings["cgroup"] and os.path.isdir("/proc"):  # per user: the user's tasks now, plus the allowance
         allowance = own_tasks() + settings["processes"]
         resource.setrlimit(resource.RLIMIT_NPROC, (allowance, allowance))
 

@@ -109,6 +109,8 @@ class CodeTests(Evaluator):
     async def ameasure(self, case: CaseView) -> Outcome:
         program = self.program(case)
         ran = await asyncio.get_running_loop().run_in_executor(self.pool, run_python, program, self.limits)
+        if ran.label == "sandbox_error":
+            raise ScoringError(f"the sandbox could not be set up, so the program did not run: {ran.message}")
         passed = ran.label == "passed"
         return Outcome(1.0 if passed else 0.0, passed, label=ran.label, detail=describe(ran))
 
