@@ -8,6 +8,7 @@ environment) — each case labelled for how it ended, nothing left behind.
 
 from __future__ import annotations
 
+import asyncio
 import ctypes
 import json
 import os
@@ -177,3 +178,52 @@ def test_the_humaneval_example_project_passes_its_canonical_solutions(tmp_path, 
     (run,) = runs_by_arm(project).values()
     assert [c["scores"][0]["label"] for c in run.cases] == ["passed"] * 15
     assert run.header.dataset.dataset_id == "humaneval_sample@de4065970597"
+
+
+def score_one(spec: dict, output: str, row: dict):
+    from evalsite.scoring.case import score_case
+    from evalsite.scoring.evaluators import CaseView, build_evaluators
+
+    evaluators = build_evaluators([{"type": "code_tests", **spec}])
+    view = CaseView(input=row.get("input"), output=output, expected=None, row=row)
+    (score,) = asyncio.run(score_case(evaluators, view, None)).scores
+    return score
+
+
+def test_mbpp_rows_whole_solutions_and_fenced_replies():
+    row = {"input": "Write add(a, b).", "test_list": ["assert add(1, 2) == 3", "assert add(-1, 1) == 0"]}
+    spec = {"include_prompt": False, "tests_field": "test_list", "entry_point_field": None}
+    fenced = "```python\ndef add(a, b):\n    return a + b\n```"
+    assert (score_one(spec, fenced, row).label, score_one(spec, "def add(a, b):\n    return a - b\n", row).label) == (
+        "passed", "failed")
+
+
+def test_a_row_without_its_tests_is_a_scoring_error_not_a_zero():
+    score = score_one({}, "    return 1\n", {"input": "def f():\n", "entry_point": "f"})
+    assert (score.score, score.error) == (None, "row has no text field 'tests' (code_tests needs it; see its *_field params)")
+
+
+@pytest.mark.parametrize(("spec", "message"), [
+    ({"workers": 0}, "workers: needs a whole number from 1 to 64, got 0"),
+    ({"timeout_s": None}, "timeout_s: code_tests needs a wall-clock limit in seconds, not null"),
+    ({"memory_mb": "lots"}, "memory_mb: needs a whole number, got 'lots'"),
+    ({"include_prompt": "yes"}, "include_prompt: needs true or false, got 'yes'"),
+])
+def test_bad_settings_name_the_key(spec, message):
+    from evalsite.errors import EvaluatorError
+    from evalsite.scoring.evaluators import build_evaluators
+
+    with pytest.raises(EvaluatorError) as raised:
+        build_evaluators([{"type": "code_tests", **spec}])
+    assert raised.value.message == f"evaluators[0] (code_tests): {message}"
+
+
+def test_the_limits_are_in_the_version_and_workers_is_not():
+    from evalsite.scoring.evaluators import build_evaluators
+
+    def version(**spec):
+        (evaluator,) = build_evaluators([{"type": "code_tests", **spec}])
+        return evaluator.version
+
+    assert version(workers=2) == version(workers=8)
+    assert len({version(), version(timeout_s=3), version(memory_mb=256), version(cpu_s=2)}) == 4
