@@ -13,6 +13,7 @@ import ctypes
 import json
 import os
 import shutil
+import socket
 import tempfile
 from pathlib import Path
 
@@ -68,12 +69,6 @@ EXPECTED_HOSTILE = {
     "syntax": ("syntax_error", "SyntaxError"),
     "environment": ("failed", "AssertionError"),
 }
-
-
-def landlock_available() -> bool:
-    libc = ctypes.CDLL(None, use_errno=True)
-    call = sandbox_child.LANDLOCK_CREATE_RULESET
-    return bool(libc.syscall(call, None, 0, sandbox_child.LANDLOCK_CREATE_RULESET_VERSION) >= 1)
 
 
 @pytest.fixture
@@ -150,7 +145,7 @@ def test_a_humaneval_run_scores_correct_broken_and_hostile_arms(code_project, cl
     assert sandbox_processes() == [], "a sandboxed process outlived its case"
     assert list((code_project / "sandboxes").iterdir()) == [], "a sandbox folder was left behind"
     assert not (code_project / "inside").exists(), "a relative write landed in the project"
-    if landlock_available():  # without Landlock an absolute path the user may write is not refused
+    if landlock_abi() >= 1:  # without Landlock an absolute path the user may write is not refused
         assert list((code_project / "outside").iterdir()) == []
 
 
@@ -227,3 +222,24 @@ def test_the_limits_are_in_the_version_and_workers_is_not():
 
     assert version(workers=2) == version(workers=8)
     assert len({version(), version(timeout_s=3), version(memory_mb=256), version(cpu_s=2)}) == 4
+
+
+def landlock_abi() -> int:
+    libc = ctypes.CDLL(None, use_errno=True)
+    return int(libc.syscall(sandbox_child.LANDLOCK_CREATE_RULESET, None, 0, sandbox_child.LANDLOCK_CREATE_RULESET_VERSION))
+
+
+@pytest.mark.skipif(landlock_abi() < 4, reason="Landlock's TCP rules need Linux 6.7+ with Landlock enabled")
+def test_tcp_connections_are_refused_unless_the_network_is_allowed():
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        port = listener.getsockname()[1]
+        row = {"tests": f"import socket\nsocket.create_connection(('127.0.0.1', {port}), timeout=1).close()\n"}
+        spec = {"include_prompt": False, "entry_point_field": None}
+        refused = score_one(spec, "", row)
+        listener.settimeout(0.01)
+        with pytest.raises(TimeoutError):
+            listener.accept()  # nothing reached the listener
+        allowed = score_one({**spec, "network": True}, "", row)
+    assert (refused.label, refused.detail.splitlines()[0]) == (
+        "error", "PermissionError: [Errno 13] Permission denied (program.py line 4)")  # after the empty output
+    assert allowed.label == "passed"

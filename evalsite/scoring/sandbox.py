@@ -18,14 +18,16 @@ allowance is the user's tasks at start plus ``processes``.
 
 Files: where the kernel has Landlock (Linux 5.13+, when enabled) the program and everything it
 starts may create, write, rename or remove files only beneath its folder (and write /dev/null);
-reading and executing stay allowed. Without Landlock nothing stops a write by absolute path
+reading and executing stay allowed; with Landlock ABI 4 (Linux 6.7+) binding and connecting TCP
+sockets are refused too unless ``network`` is set (UDP and Unix sockets are not covered).
+Without Landlock nothing stops a write by absolute path
 wherever the user running evalsite may write (cwd, HOME and TMPDIR only make relative and
 conventional paths land inside).
 
 This is process isolation, not a security boundary: there is no seccomp filter, no namespace
-and no container. The program can read whatever the user running evalsite can, open network
-connections, and use up to its limits of CPU and memory. Run code you do not trust inside a
-container or VM as well.
+and no container. The program can read whatever the user running evalsite can, send UDP (and,
+without Landlock's network rules, TCP), and use up to its limits of CPU and memory. Run code
+you do not trust inside a container or VM as well.
 """
 
 from __future__ import annotations
@@ -63,6 +65,7 @@ class Limits:
     file_mb: int = 16
     processes: int = 32
     output_bytes: int = 8192
+    network: bool = False
 
 
 @dataclass(frozen=True)
@@ -95,7 +98,7 @@ def run_python(source: str, limits: Limits) -> Ran:
 def _run_child(folder: Path, limits: Limits, cgroup: Path | None) -> tuple[int, bool]:
     settings = {
         "cpu_s": limits.cpu_s, "memory_mb": limits.memory_mb, "file_mb": limits.file_mb,
-        "processes": limits.processes, "cgroup": str(cgroup) if cgroup else "",
+        "processes": limits.processes, "network": limits.network, "cgroup": str(cgroup) if cgroup else "",
         "result": str(folder / RESULT_FILE),
     }
     environment = {**ENVIRONMENT, "HOME": str(folder), "TMPDIR": str(folder)}

@@ -32,8 +32,11 @@ TRUNCATE = 1 << 14  # ABI 3
 WRITES = WRITE_FILE | sum(1 << bit for bit in range(4, 13))  # remove, make dir/file/link/socket/fifo/device
 
 
+TCP_BIND_AND_CONNECT = 0b11  # ABI 4
+
+
 class RulesetAttributes(ctypes.Structure):
-    _fields_ = [("handled_access_fs", ctypes.c_uint64)]
+    _fields_ = [("handled_access_fs", ctypes.c_uint64), ("handled_access_net", ctypes.c_uint64)]
 
 
 class PathBeneath(ctypes.Structure):
@@ -67,7 +70,7 @@ def confine(settings: dict) -> None:
     if os.geteuid() == 0:
         drop_capabilities(libc)
     libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
-    confine_writes(libc, os.getcwd())
+    confine_writes(libc, os.getcwd(), settings["network"])
 
 
 def limit_resources(settings: dict) -> None:
@@ -113,16 +116,18 @@ def drop_capabilities(libc: ctypes.CDLL) -> None:
         raise OSError(ctypes.get_errno(), "capset failed")
 
 
-def confine_writes(libc: ctypes.CDLL, folder: str) -> bool:
+def confine_writes(libc: ctypes.CDLL, folder: str, network: bool) -> bool:
     """With Landlock (Linux 5.13+, when enabled), files may be created, written, removed or
     renamed only beneath ``folder`` (and /dev/null written), for this process and every process
-    it starts; reading and executing stay allowed. False when the kernel has no Landlock."""
+    it starts; reading and executing stay allowed. Without ``network``, binding and connecting
+    TCP sockets are refused too (Landlock ABI 4, Linux 6.7+). False when the kernel has no Landlock."""
     abi = libc.syscall(LANDLOCK_CREATE_RULESET, None, 0, LANDLOCK_CREATE_RULESET_VERSION)
     if abi < 1:
         return False
     writes = WRITES | (1 << 13 if abi >= 2 else 0) | (TRUNCATE if abi >= 3 else 0)  # 13: refer (ABI 2)
-    attributes = RulesetAttributes(writes)
-    ruleset = libc.syscall(LANDLOCK_CREATE_RULESET, ctypes.byref(attributes), ctypes.sizeof(attributes), 0)
+    attributes = RulesetAttributes(writes, 0 if network or abi < 4 else TCP_BIND_AND_CONNECT)
+    size = ctypes.sizeof(attributes) if abi >= 4 else RulesetAttributes.handled_access_net.offset
+    ruleset = libc.syscall(LANDLOCK_CREATE_RULESET, ctypes.byref(attributes), size, 0)
     if ruleset < 0:
         raise OSError(ctypes.get_errno(), "landlock_create_ruleset failed")
     for path, allowed in ((folder, writes), ("/dev/null", writes & (WRITE_FILE | TRUNCATE))):

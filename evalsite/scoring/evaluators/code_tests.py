@@ -7,7 +7,8 @@ the output (a reply that is one fenced block is unwrapped), then the row's tests
 plain statements). It runs in a separate limited process (:mod:`evalsite.scoring.sandbox`):
 ``timeout_s`` wall-clock seconds (default 10), ``cpu_s`` CPU seconds (default: the wall clock),
 ``memory_mb`` of address space (512), ``processes`` (32), at most ``workers`` programs at once
-(default 4, this evaluator's own bound whatever the run's concurrency).
+(default 4, this evaluator's own bound whatever the run's concurrency); TCP connections are
+refused unless ``network: true`` (where the kernel's Landlock can refuse them).
 
 The label says how it ended: ``passed``, ``failed`` (an assertion), ``error`` (another
 exception, or an exit before the tests finished), ``syntax_error``, ``timeout`` (wall clock or
@@ -36,7 +37,7 @@ NUMBERS = {"cpu_s": (1, 3600), "memory_mb": (64, 65536), "processes": (1, 4096),
 
 @register_evaluator("code_tests")
 class CodeTests(Evaluator):
-    param_names = ("include_prompt", *FIELDS, *NUMBERS)
+    param_names = ("include_prompt", "network", *FIELDS, *NUMBERS)
     default_timeout_s = 10.0
     runs_code = True
     helper_modules = ("evalsite.scoring.sandbox", "evalsite.scoring.sandbox_child")
@@ -54,6 +55,7 @@ class CodeTests(Evaluator):
             memory_mb=numbers["memory_mb"] or 512,
             processes=numbers["processes"] or 32,
             output_bytes=(numbers["output_kb"] or 8) * 1024,
+            network=self.option("network", bool, False),
         )
         # the sandbox enforces the wall clock on each program (a wait for a worker is not counted),
         # so the base class's deadline around a whole scoring is off
