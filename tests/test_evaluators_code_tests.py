@@ -243,3 +243,24 @@ def test_tcp_connections_are_refused_unless_the_network_is_allowed():
     assert (refused.label, refused.detail.splitlines()[0]) == (
         "error", "PermissionError: [Errno 13] Permission denied (program.py line 4)")  # after the empty output
     assert allowed.label == "passed"
+
+
+def test_pass_at_k_of_a_sampled_arm_in_noise_json(code_project, cli):
+    """Six problems, three samples each, every problem solved in exactly one sample: by hand,
+    pass@1 = 1/3, pass@2 = 1 - C(2,2)/C(3,2) = 2/3, pass@3 = 1 on every problem."""
+    rows = SAMPLE.read_text().splitlines()[:6]
+    (code_project / "data" / "humaneval.jsonl").write_text("\n".join(rows) + "\n")
+    (code_project / "code_arms.py").write_text(ARMS + '''
+
+def sampled(row, repeat):
+    return row["output"] if (number(row) + repeat) % 3 == 0 else "    return None\\n"
+''')
+    manifest = write_manifest(code_project)
+    document = yaml.safe_load((code_project / manifest).read_text())
+    document["arms"], document["repeat"] = [{"id": "sampled", "target": "python:code_arms:sampled"}], 3
+    (code_project / manifest).write_text(yaml.safe_dump(document))
+    cli("run", manifest)
+    run_id = runs_by_arm(code_project)["sampled"].run_id
+    by_k = {k: json.loads(cli("noise", run_id, "--k", str(k), "--json").output) for k in (1, 2, 3)}
+    assert [by_k[k]["mean_pass_at_k"] for k in (1, 2, 3)] == pytest.approx([1 / 3, 2 / 3, 1.0])
+    assert json.loads(cli("noise", run_id, "--json").output)["k"] == 3
