@@ -138,7 +138,7 @@ def test_single_turn_scope_on_a_single_turn_row_scores_once():
 @pytest.mark.parametrize(
     "specs, message",
     [
-        ([{"type": "nope"}], r"evaluators\[0\]\.type: unknown evaluator 'nope' \(known: contains, .*python:…"),
+        ([{"type": "nope"}], r"evaluators\[0\]\.type: unknown evaluator 'nope' \(known: code_tests, contains, .*python:…"),
         (["exact"], r"evaluators\[0\]: needs a mapping with a 'type'"),
         ([{"type": "exact", "weight": -1}], "weight: needs a number of at least 0, got -1"),
         ([{"type": "exact", "threshold": 7}], "threshold: needs a number from 0 to 1, got 7"),
