@@ -78,13 +78,22 @@ def test_the_humaneval_example_scores_a_completion_and_labels_a_wrong_one(docs_p
     (row,) = [json.loads(b) for b in blocks("json") if '"entry_point"' in b]
     (snippet,) = [s for s in blocks("yaml") if "type: code_tests" in s]
     evaluators = build_evaluators(yaml.safe_load(snippet)["evaluators"], docs_project)
-    outcomes = {}
+    outcomes, details = {}, {}
     for completion in ("    return number % 1.0\n", "    return number\n", "    return number %\n"):
         view = CaseView(input=row["input"], output=completion, expected=None, row=row)
         (score,) = asyncio.run(score_case(evaluators, view, None)).scores
         outcomes[completion.strip()] = (score.score, score.label)
+        details[completion.strip()] = without_timing(score.detail)
     assert outcomes == {"return number % 1.0": (1.0, "passed"), "return number": (0.0, "failed"),
                         "return number %": (0.0, "syntax_error")}
+    (shown,) = [b for b in blocks("text") if b.startswith("AssertionError (program.py")]
+    assert details["return number"] == without_timing(shown)
+
+
+def without_timing(detail: str) -> str:
+    """A detail without its seconds and traceback carets (which Python versions draw differently)."""
+    lines = re.sub(r"\(\d+\.\d\d s\)", "(… s)", detail).splitlines()
+    return "\n".join(line for line in lines if not re.fullmatch(r"\s*[\^~]+\s*", line))
 
 
 def test_the_plugin_example_registers_and_scores(docs_project, monkeypatch):

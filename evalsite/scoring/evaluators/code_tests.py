@@ -118,8 +118,9 @@ class CodeTests(Evaluator):
 
 
 def describe(ran: Ran) -> str:
-    """The score's detail: the reason, then the captured streams that are not empty."""
-    lines = [ran.message or ran.label]
+    """The score's detail: the reason and how long the program ran, then the captured streams
+    that are not empty."""
+    lines = [f"{ran.message or ran.label} ({ran.seconds:.2f} s)"]
     for name, text in (("stdout", ran.stdout), ("stderr", ran.stderr)):
         if text:
             lines.append(f"--- {name} ---\n{text.rstrip()}")
