@@ -40,6 +40,7 @@ HOSTILE = {
     "segfault": "    import ctypes\\n    ctypes.string_at(0)\\n",
     "syntax": "    return (\\n",
     "environment": "    import os\\n    print(sorted(os.environ))\\n",
+    "flood": "    while True:\\n        print('x' * 65536)\\n",
 }
 
 
@@ -68,6 +69,7 @@ EXPECTED_HOSTILE = {
     "segfault": ("killed", "killed by SIGSEGV"),
     "syntax": ("syntax_error", "SyntaxError"),
     "environment": ("failed", "AssertionError"),
+    "flood": ("error", "OSError: [Errno 27] File too large"),  # stdout reached the 16 MB file-size limit
 }
 
 
@@ -141,6 +143,7 @@ def test_a_humaneval_run_scores_correct_broken_and_hostile_arms(code_project, cl
         assert (kind, score["label"], score["score"], score["passed"]) == (kind, label, 0.0, False)
         assert reason in score["detail"], (kind, score["detail"])
         assert SECRET not in score["detail"] and "do-not-leak" not in score["detail"]
+        assert len(score["detail"]) < 3 * 8192, "stdout and stderr are kept to 8 KB each"
 
     assert sandbox_processes() == [], "a sandboxed process outlived its case"
     assert list((code_project / "sandboxes").iterdir()) == [], "a sandbox folder was left behind"

@@ -226,8 +226,6 @@ def _ending(result: Path, status: int, timed_out: bool, limits: Limits, stderr: 
         number = -status
         if number == signal.SIGXCPU:
             return "timeout", f"used its {limits.cpu_s} s of CPU (CPU limit)"
-        if number == signal.SIGXFSZ:
-            return "killed", f"wrote past the {limits.file_mb} MB file-size limit (SIGXFSZ)"
         return "killed", f"killed by {signal.Signals(number).name}"
     if "MemoryError" in stderr:
         return "memory", f"ran out of its {limits.memory_mb} MB address space"
