@@ -63,7 +63,7 @@ def hostile(row):
 EXPECTED_HOSTILE = {
     "loop": ("timeout", "still running after 2 s (wall-clock limit)"),
     "shell_write": ("failed", "AssertionError"),  # the write is refused; the function returns None
-    "python_write": ("error", "PermissionError"),
+    "python_write": ("error", "PermissionError"),  # with Landlock; without, the write succeeds (see below)
     "fork_bomb": ("timeout", "still running after 2 s (wall-clock limit)"),
     "allocation": ("memory", "MemoryError"),
     "segfault": ("killed", "killed by SIGSEGV"),
@@ -135,11 +135,12 @@ def test_a_humaneval_run_scores_correct_broken_and_hostile_arms(code_project, cl
     assert runs["broken"].footer.totals["mean_score"] == pytest.approx(10 / 15)
     assert {broken[item]["scores"][0]["label"] for item in failing} <= {"failed", "error"}
 
-    kinds = list(EXPECTED_HOSTILE)
+    kinds, confined = list(EXPECTED_HOSTILE), landlock_abi() >= 1
+    expected = {**EXPECTED_HOSTILE, **({} if confined else {"python_write": ("failed", "AssertionError")})}
     for case in runs["hostile"].cases:
         (score,) = case["scores"]
         kind = kinds[int(case["item_id"].rsplit("_", 1)[1]) % len(kinds)]
-        label, reason = EXPECTED_HOSTILE[kind]
+        label, reason = expected[kind]
         assert (kind, score["label"], score["score"], score["passed"]) == (kind, label, 0.0, False)
         assert reason in score["detail"], (kind, score["detail"])
         assert SECRET not in score["detail"] and "do-not-leak" not in score["detail"]
@@ -148,7 +149,7 @@ def test_a_humaneval_run_scores_correct_broken_and_hostile_arms(code_project, cl
     assert sandbox_processes() == [], "a sandboxed process outlived its case"
     assert list((code_project / "sandboxes").iterdir()) == [], "a sandbox folder was left behind"
     assert not (code_project / "inside").exists(), "a relative write landed in the project"
-    if landlock_abi() >= 1:  # without Landlock an absolute path the user may write is not refused
+    if confined:  # without Landlock an absolute path the user may write is not refused
         assert list((code_project / "outside").iterdir()) == []
 
 
