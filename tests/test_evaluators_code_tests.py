@@ -14,6 +14,7 @@ import json
 import os
 import shutil
 import socket
+import sys
 import tempfile
 from pathlib import Path
 
@@ -84,7 +85,7 @@ def code_project(runner_project, monkeypatch):
     monkeypatch.setattr(tempfile, "tempdir", str(sandboxes))
     monkeypatch.setenv(SECRET, "do-not-leak")
     monkeypatch.syspath_prepend(str(runner_project))
-    monkeypatch.delitem(__import__("sys").modules, "code_arms", raising=False)
+    monkeypatch.delitem(sys.modules, "code_arms", raising=False)
     return runner_project
 
 
@@ -229,6 +230,9 @@ def test_the_limits_are_in_the_version_and_workers_is_not():
 
 
 def landlock_abi() -> int:
+    """The kernel's Landlock ABI version (0: none), probed as the sandbox probes it."""
+    if sys.platform != "linux":
+        return 0
     libc = ctypes.CDLL(None, use_errno=True)
     return int(libc.syscall(sandbox_child.LANDLOCK_CREATE_RULESET, None, 0, sandbox_child.LANDLOCK_CREATE_RULESET_VERSION))
 
