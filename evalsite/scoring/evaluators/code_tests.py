@@ -33,6 +33,7 @@ CODE_FENCE = re.compile(r"\A\s*```[ \t]*(?:python3?|py)?[ \t]*\n(.*?)\n?[ \t]*``
 FIELDS = {"prompt_field": "input", "tests_field": "tests", "entry_point_field": "entry_point"}
 NUMBERS = {"cpu_s": (1, 3600), "memory_mb": (64, 65536), "processes": (1, 4096), "workers": (1, 64),
            "output_kb": (1, 1024)}
+DEFAULT_WORKERS = 4
 
 
 @register_evaluator("code_tests")
@@ -48,15 +49,12 @@ class CodeTests(Evaluator):
         self.include_prompt = self.option("include_prompt", bool, True)
         self.fields = {key: self._field(key, default) for key, default in FIELDS.items()}
         numbers = {key: self._number(key, low, high) for key, (low, high) in NUMBERS.items()}
-        self.workers = numbers["workers"] or 4
-        self.limits = Limits(
-            wall_s=self.timeout_s,
-            cpu_s=numbers["cpu_s"] or math.ceil(self.timeout_s),
-            memory_mb=numbers["memory_mb"] or 512,
-            processes=numbers["processes"] or 32,
-            output_bytes=(numbers["output_kb"] or 8) * 1024,
-            network=self.option("network", bool, False),
-        )
+        self.workers = numbers.pop("workers") or DEFAULT_WORKERS
+        output_kb = numbers.pop("output_kb")
+        numbers["output_bytes"] = None if output_kb is None else output_kb * 1024
+        numbers["cpu_s"] = numbers["cpu_s"] or math.ceil(self.timeout_s)
+        given = {key: value for key, value in numbers.items() if value is not None}  # the rest: the sandbox's defaults
+        self.limits = Limits(wall_s=self.timeout_s, network=self.option("network", bool, False), **given)
         # the sandbox enforces the wall clock on each program (a wait for a worker is not counted),
         # so the base class's deadline around a whole scoring is off
         self.timeout_s = None
