@@ -18,7 +18,7 @@ from scipy import stats as scipy_stats
 
 from evalsite.cli import main
 from evalsite.stats import sign_flip_test
-from evalsite.stats.stopping_design import Scenario, _draw, look_points, simulate_stopping
+from evalsite.stats.stopping_design import Scenario, draw_scores, look_points, simulate_stopping
 
 ALPHA = 0.05
 
@@ -38,15 +38,15 @@ def test_looks_are_the_ends_of_blocks_once_min_items_are_in(units, size, min_ite
 
 def test_the_data_model_has_the_means_and_spread_asked_for():
     rng = np.random.default_rng(0)
-    binary = _draw(Scenario(0.1, base=0.6, arms=3), rng, 200, 1000)
+    binary = draw_scores(Scenario(0.1, base=0.6, arms=3), rng, 200, 1000)
     np.testing.assert_allclose(binary.mean(axis=(0, 1)), [0.6, 0.7, 0.8], atol=0.005)
-    nested = _draw(Scenario(0.1, base=0.6, nested=True), rng, 200, 1000)
+    nested = draw_scores(Scenario(0.1, base=0.6, nested=True), rng, 200, 1000)
     assert np.all(nested[:, :, 1] >= nested[:, :, 0])  # the better arm is right wherever the other is
     assert abs(float(np.mean(nested[:, :, 1] - nested[:, :, 0])) - 0.1) < 0.005
-    continuous = _draw(Scenario(0.05, base=0.4, sd=0.3), rng, 200, 1000)
+    continuous = draw_scores(Scenario(0.05, base=0.4, sd=0.3), rng, 200, 1000)
     diffs = continuous[:, :, 1] - continuous[:, :, 0]
     assert abs(float(diffs.mean()) - 0.05) < 0.005 and abs(float(diffs.std()) - 0.3) < 0.005
-    clustered = _draw(Scenario(0.0, base=0.5, cluster_size=10, cluster_shift=0.3), rng, 200, 100)
+    clustered = draw_scores(Scenario(0.0, base=0.5, cluster_size=10, cluster_shift=0.3), rng, 200, 100)
     assert abs(float(clustered.mean()) - 0.5) < 0.005
     # a cluster's mean moves by ±0.3, so cluster means spread far more than 10 independent items'
     assert float(clustered.std()) > 2 * math.sqrt(0.25 / 10)

@@ -73,7 +73,8 @@ class StoppingPlan:
     """What the simulation found. Items counts are items (clusters × their size), over every
     experiment (an undecided one counts ``max_items``). ``false_separation_rate``: experiments in
     which some pair was declared separated though its true difference is 0 or of the other sign.
-    ``fixed_power``: the fixed-n design's power on all ``n_items`` (same data); ``fixed_items``:
+    ``fixed_power``: the fixed-n design's power on all ``n_items`` (same data), and
+    ``fixed_false_separation_rate`` its false separations (both NaN when not simulated); ``fixed_items``:
     the fixed-n items with power ``fixed_items_power``, the sequential design's decision rate kept
     inside [0.01, 0.99] (both None when delta is 0)."""
 
@@ -90,6 +91,7 @@ class StoppingPlan:
     items_p10: float
     items_p90: float
     fixed_power: float
+    fixed_false_separation_rate: float
     fixed_items: int | None
     fixed_items_power: float | None
 
@@ -126,7 +128,7 @@ def simulate_stopping(
     n_units, max_units = n_items // size, limit // size
     if max_units < 1:
         raise ValueError(f"max_items {limit} holds no whole cluster of {size} items")
-    scores = _draw(scenario, np.random.default_rng(seed), n_sims, n_units)  # sims × units × arms
+    scores = draw_scores(scenario, np.random.default_rng(seed), n_sims, n_units)  # sims × units × arms
     pairs = list(itertools.combinations(range(scenario.arms), 2))
     diffs = np.stack([scores[:, :, j] - scores[:, :, i] for i, j in pairs], axis=1)  # sims × pairs × units
     truth = np.array([scenario.delta * (j - i) for i, j in pairs])
@@ -135,7 +137,7 @@ def simulate_stopping(
         diffs[:, :, :max_units], truth, looks, family_alpha(alpha, len(pairs)), margin, max_units
     )
     items = stop_units * size
-    power = _fixed_power(diffs, alpha) if fixed_n else math.nan
+    power, fixed_wrong = _fixed_design(diffs, truth, alpha) if fixed_n else (math.nan, math.nan)
     target = min(max(float(decided.mean()), 0.01), 0.99) if fixed_n and scenario.delta != 0 else None
     return StoppingPlan(
         n_items=n_units * size,
@@ -151,6 +153,7 @@ def simulate_stopping(
         items_p10=float(np.percentile(items, 10)),
         items_p90=float(np.percentile(items, 90)),
         fixed_power=power,
+        fixed_false_separation_rate=fixed_wrong,
         fixed_items=None if target is None else _fixed_items(scenario, diffs[:, 0, :], alpha, len(pairs), target),
         fixed_items_power=target,
     )
@@ -176,16 +179,17 @@ def _run_rule(
     return looks[stop], decided, decided & np.all(sep, axis=1), decided & np.any(eq, axis=1), wrong
 
 
-def _fixed_power(diffs: np.ndarray, alpha: float) -> float:
-    """The fixed-n design on every unit: each pair's two-sided sign-flip test, Holm over the pairs;
-    the rate at which every pair is separated."""
-    hits = 0
+def _fixed_design(diffs: np.ndarray, truth: np.ndarray, alpha: float) -> tuple[float, float]:
+    """The fixed-n design on every unit: each pair's two-sided sign-flip test, Holm over the pairs.
+    The rate at which every pair is separated, and at which some pair is separated though its true
+    difference is 0 or of the other sign."""
+    every, wrong = 0, 0
     for sim in diffs:
-        p_values = [
-            sign_flip_test(pair, np.zeros_like(pair), seed=0, n_resamples=FIXED_N_RESAMPLES).p_value for pair in sim
-        ]
-        hits += all(p <= alpha for p in holm(p_values))
-    return float(hits / diffs.shape[0])
+        tests = [sign_flip_test(pair, np.zeros_like(pair), seed=0, n_resamples=FIXED_N_RESAMPLES) for pair in sim]
+        separated = np.array(holm([test.p_value for test in tests])) <= alpha
+        every += bool(np.all(separated))
+        wrong += bool(np.any(separated & (np.sign([test.mean_diff for test in tests]) != np.sign(truth))))
+    return every / diffs.shape[0], wrong / diffs.shape[0]
 
 
 def _fixed_items(scenario: Scenario, pilot: np.ndarray, alpha: float, pairs: int, power: float) -> int:
@@ -213,7 +217,7 @@ def _one_signed_units(nonzero_rate: float, alpha: float, power: float) -> int:
     return n
 
 
-def _draw(scenario: Scenario, rng: np.random.Generator, sims: int, units: int) -> np.ndarray:
+def draw_scores(scenario: Scenario, rng: np.random.Generator, sims: int, units: int) -> np.ndarray:
     """Per-unit scores, sims × units × arms (the mean over each cluster's items)."""
     size = scenario.cluster_size
     shape = (sims, units, scenario.arms)
