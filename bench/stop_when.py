@@ -33,6 +33,7 @@ from scipy import stats as scipy_stats
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from evalsite.stats.confseq import confidence_sequence
 from evalsite.stats.paired import holm
 from evalsite.stats.stopping_design import Scenario, StoppingPlan, draw_scores, look_points, simulate_stopping
 
@@ -41,9 +42,20 @@ ALPHA = 0.05
 
 def main(sims: int) -> None:
     started = time.perf_counter()
+    speed()
     validity(sims)
     savings(sims)
     print(f"\n{time.perf_counter() - started:.0f} s in all")
+
+
+def speed() -> None:
+    values = np.random.default_rng(0).choice([-1.0, 0.0, 1.0], size=100_000)
+    times = []
+    for _ in range(3):
+        begun = time.perf_counter()
+        confidence_sequence(values, alpha=ALPHA, horizon=100_000)
+        times.append(time.perf_counter() - begun)
+    print(f"confidence_sequence over 100,000 values: {min(times):.3f}–{max(times):.3f} s (best and worst of 3)\n")
 
 
 def validity(sims: int) -> None:

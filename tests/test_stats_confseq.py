@@ -162,6 +162,7 @@ def test_deterministic():
         (lambda: confidence_sequence(np.zeros((2, 2, 2)), alpha=ALPHA), "values: expected 1-D"),
         (lambda: confidence_sequence([0.0], alpha=1.0), "alpha"),
         (lambda: confidence_sequence([0.0], alpha=0), "alpha"),
+        (lambda: confidence_sequence([0.0], alpha="0.05"), "alpha"),
         (lambda: confidence_sequence([0.0], alpha=ALPHA, lower=1.0, upper=0.0), "lower and upper"),
         (lambda: confidence_sequence([0.0], alpha=ALPHA, horizon=0), "horizon"),
         (lambda: family_alpha(0.05, 0), "pairs"),
@@ -184,6 +185,7 @@ def test_decisions():
     assert decide(-0.05, 0.01, margin=0.05) is None  # the margin's ends are open
     assert family_alpha(0.05, 3) == pytest.approx(0.05 / 3)
     assert family_alpha(0.05, 1) == 0.05
+    assert family_alpha(np.float32(0.05), 2) == pytest.approx(0.025)  # any real number will do
 
 
 # The guarantee, by simulation: 1,000 sequences of 2,000 values, looked at after every value. -------

@@ -22,6 +22,7 @@ every t, before and after it. It is closed form, O(n) and deterministic.
 from __future__ import annotations
 
 import math
+import numbers
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -122,5 +123,5 @@ def _unit_values(values: ArrayLike, lower: float, upper: float) -> np.ndarray:
 
 
 def _check_alpha(alpha: float) -> None:
-    if not (isinstance(alpha, (int, float)) and 0 < alpha < 1):
+    if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not 0 < alpha < 1:
         raise ValueError(f"alpha must lie strictly between 0 and 1, got {alpha!r}")
