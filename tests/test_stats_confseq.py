@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from scipy import stats as scipy_stats
 
-from evalsite.stats.confseq import confidence_sequence, decide, family_alpha
+from evalsite.stats.confseq import confidence_sequence, decide, decisions, family_alpha
 
 ALPHA = 0.05
 
@@ -183,6 +183,8 @@ def test_decisions():
     assert decide(-0.04, 0.04, margin=None) is None
     assert decide(-0.04, 0.06, margin=0.05) is None
     assert decide(-0.05, 0.01, margin=0.05) is None  # the margin's ends are open
+    separated, equivalent = decisions(np.array([0.01, -0.04, -0.04, 0.01]), np.array([0.2, 0.04, 0.06, 0.02]), margin=0.05)
+    assert separated.tolist() == [True, False, False, True] and equivalent.tolist() == [False, True, False, False]
     assert family_alpha(0.05, 3) == pytest.approx(0.05 / 3)
     assert family_alpha(0.05, 1) == 0.05
     assert family_alpha(np.float32(0.05), 2) == pytest.approx(0.025)  # any real number will do

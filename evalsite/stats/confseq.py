@@ -15,8 +15,10 @@ to [0, 1]: with bets λ_i chosen from the items before i only (predictable),
 where μ̂ and σ̂² are the paper's regularised running mean and variance. Any predictable λ in
 [0, 1) gives a valid CS; the paper's default λ_t = √(2 log(2/α) / (σ̂²_{t−1} t log(1 + t))) ∧ c
 spreads the tightness over all t, and the fixed-horizon variant, t log(1 + t) replaced by
-``horizon`` (the planned number of items), makes the CS tightest near that horizon — still valid at
-every t, before and after it. It is closed form, O(n) and deterministic.
+max(t, ``horizon``) (``horizon`` the planned number of units, fixed before any data), makes the CS
+tightest near that horizon — still valid at every t, before and after it. It is closed form, O(n)
+and deterministic. (The running intersection can only be empty on the event, of probability at
+most α, that the sequence has missed the mean.)
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ def confidence_sequence(
     values at which the sequence should be tightest; None spreads its tightness over every t."""
     x = _unit_values(values, lower, upper)
     _check_alpha(alpha)
-    if horizon is not None and (isinstance(horizon, bool) or not isinstance(horizon, int) or horizon < 1):
+    if horizon is not None and (isinstance(horizon, bool) or not isinstance(horizon, numbers.Integral) or horizon < 1):
         raise ValueError(f"horizon must be a whole number >= 1, got {horizon!r}")
     if x.shape[-1] == 0:
         return np.empty(x.shape), np.empty(x.shape)
@@ -58,13 +60,17 @@ def decide(low: float, high: float, *, margin: float | None) -> str | None:
     """'separated' when the interval excludes 0, 'equivalent' when margin is given and it lies inside
     (-margin, margin), else None. An interval that does both (a real difference smaller than the
     margin) is 'separated': that the arms differ is the stronger statement."""
+    separated, equivalent = decisions(np.asarray(low), np.asarray(high), margin=margin)
+    return "separated" if separated else "equivalent" if equivalent else None
+
+
+def decisions(low: np.ndarray, high: np.ndarray, *, margin: float | None) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`decide` over arrays of intervals: boolean arrays (separated, equivalent), never both."""
     if margin is not None and not (math.isfinite(margin) and margin > 0):
         raise ValueError(f"margin must be a finite number > 0, got {margin}")
-    if low > 0 or high < 0:
-        return "separated"
-    if margin is not None and -margin < low and high < margin:
-        return "equivalent"
-    return None
+    separated = (low > 0) | (high < 0)
+    inside = (low > -margin) & (high < margin) if margin is not None else np.zeros_like(separated)
+    return separated, inside & ~separated
 
 
 def family_alpha(alpha: float, pairs: int) -> float:
@@ -76,9 +82,9 @@ def family_alpha(alpha: float, pairs: int) -> float:
     closed or step-down procedure (Holm over CSs) is needed for validity; one could only buy a
     little power with it."""
     _check_alpha(alpha)
-    if isinstance(pairs, bool) or not isinstance(pairs, int) or pairs < 1:
+    if isinstance(pairs, bool) or not isinstance(pairs, numbers.Integral) or pairs < 1:
         raise ValueError(f"pairs must be a whole number >= 1, got {pairs!r}")
-    return alpha / pairs
+    return float(alpha / pairs)
 
 
 def _eb_bounds(x: np.ndarray, alpha: float, horizon: int | None) -> tuple[np.ndarray, np.ndarray]:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats as scipy_stats
 
-from evalsite.stats.confseq import confidence_sequence, family_alpha
+from evalsite.stats.confseq import confidence_sequence, decisions, family_alpha
 from evalsite.stats.paired import holm, sign_flip_test
 from evalsite.stats.power import min_items_for_alpha, required_n
 
@@ -167,8 +167,7 @@ def _run_rule(
     low, high = confidence_sequence(diffs.reshape(sims * pairs, -1), alpha=alpha, horizon=max_units)
     low = low.reshape(sims, pairs, -1)[:, :, looks - 1]
     high = high.reshape(sims, pairs, -1)[:, :, looks - 1]
-    separated = (low > 0) | (high < 0)
-    equivalent = ~separated & ((low > -margin) & (high < margin) if margin is not None else False)
+    separated, equivalent = decisions(low, high, margin=margin)
     all_decided = np.all(separated | equivalent, axis=1)  # sims × looks
     decided = all_decided.any(axis=1)
     stop = np.where(decided, np.argmax(all_decided, axis=1), looks.size - 1)
