@@ -20,10 +20,13 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats as scipy_stats
 
+from evalsite.stats.confseq import METHOD as SEQUENCE_METHOD
 from evalsite.stats.confseq import confidence_sequence, decisions, family_alpha
 from evalsite.stats.paired import holm, sign_flip_test
 from evalsite.stats.power import min_items_for_alpha, required_n
 
+METHOD = (f"simulated stop_when runs: every pair's {SEQUENCE_METHOD} at alpha / pairs; fixed-n: paired "
+          "sign-flip test of every pair on all items, Holm; fixed-n items from the calibrated sign-flip power model")
 #: Sign-flip resamples for the fixed-n test on continuous data (pass/fail data is tested exactly).
 FIXED_N_RESAMPLES = 2000
 
@@ -94,6 +97,7 @@ class StoppingPlan:
     fixed_false_separation_rate: float
     fixed_items: int | None
     fixed_items_power: float | None
+    method: str = METHOD
 
 
 def look_points(n_units: int, *, unit_size: int, min_items: int, check_every: int) -> np.ndarray:
