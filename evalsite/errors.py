@@ -11,7 +11,9 @@ name is shown by its start and its length, never echoed whole.
 
 from __future__ import annotations
 
+import difflib
 import re
+from collections.abc import Sequence
 
 import click
 
@@ -36,6 +38,12 @@ def bounded_message(message: str) -> str:
     """``message`` with every overlong value shortened (:data:`MAX_WORD_CHARS`, :data:`MAX_LINE_CHARS`)."""
     message = _LONG_WORD.sub(lambda match: _shortened_word(match.group()), message)
     return "\n".join(_bounded_line(line) for line in message.split("\n"))
+
+
+def did_you_mean(value: object, candidates: Sequence[str]) -> str:
+    """``; did you mean 'params'?`` for the closest candidate, or nothing."""
+    close = difflib.get_close_matches(str(value), list(candidates), n=1, cutoff=0.6)
+    return f"; did you mean {close[0]!r}?" if close else ""
 
 
 def _shortened_word(word: str) -> str:
