@@ -13,7 +13,7 @@ import pytest
 from runner_support import questions, write_experiment
 
 import evalsite
-from evalsite.errors import EvalsiteError, ManifestError, PlanError, RunLogError
+from evalsite.errors import EvalsiteError, ManifestError, PlanError
 
 
 def test_the_error_tree_does_not_derive_from_click_and_its_module_loads_no_click():
@@ -56,11 +56,6 @@ def test_an_error_raised_by_the_group_itself_is_converted_too(tmp_path, monkeypa
 def test_a_usage_error_still_exits_2(runner_project, cli):
     result = cli("run", "--no-such-option")
     assert result.exit_code == 2 and "No such option" in result.stderr
-
-
-def test_a_library_error_from_reading_runs_is_plain(runner_project):
-    with pytest.raises(RunLogError):
-        evalsite.compare("no-such-run", project=runner_project)
 
 
 def test_the_architecture_pages_example_runs_and_prints_what_the_cli_prints(runner_project, cli, capsys):
