@@ -1,8 +1,10 @@
 """One exception tree for everything a user can cause.
 
-Every class derives from ``click.ClickException`` so that a user's mistake prints one line
-(``Error: <message>``) and never a traceback. Code raises the most specific class; the CLI
-never catches and rewraps them.
+Plain exceptions, usable without click (``import evalsite; evalsite.run_experiment(...)`` raises
+them as any library does). Code raises the most specific class; the CLI converts every one, in
+one place (:class:`evalsite.cli.LazyGroup`), to one line on stderr (``Error: <message>``, never a
+traceback) and the class's :attr:`EvalsiteError.exit_code`. This module imports only the
+standard library: it is the base every layer imports.
 
 A message quotes what the user gave (a name, a value, a path), and that can be any length: every
 message is bounded here, in the one place all of them pass (:func:`bounded_message`), so a 100 KB
@@ -11,9 +13,9 @@ name is shown by its start and its length, never echoed whole.
 
 from __future__ import annotations
 
+import difflib
 import re
-
-import click
+from collections.abc import Sequence
 
 #: How many characters of a long value a message shows, before ``…(N chars)``.
 SHOWN_CHARS = 60
@@ -38,6 +40,12 @@ def bounded_message(message: str) -> str:
     return "\n".join(_bounded_line(line) for line in message.split("\n"))
 
 
+def did_you_mean(value: object, candidates: Sequence[str]) -> str:
+    """``; did you mean 'params'?`` for the closest candidate, or nothing."""
+    close = difflib.get_close_matches(str(value), list(candidates), n=1, cutoff=0.6)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
 def _shortened_word(word: str) -> str:
     """A long value, shortened, keeping the punctuation that closes it (``'…'``, ``…:``)."""
     value = word.rstrip(_CLOSING)
@@ -51,13 +59,15 @@ def _bounded_line(line: str) -> str:
     return f"{head}…({len(line) - len(head) - len(tail):,} chars)…{tail}"
 
 
-class EvalsiteError(click.ClickException):
-    """Base of every user-facing error; exit code 1. Its message is bounded (:func:`bounded_message`)."""
+class EvalsiteError(Exception):
+    """Base of every user-facing error: a refusal, exit code 1 on the command line. Its
+    ``message`` (also its ``str``) is bounded (:func:`bounded_message`)."""
 
     exit_code = 1
 
     def __init__(self, message: str) -> None:
-        super().__init__(bounded_message(str(message)))
+        self.message = bounded_message(str(message))
+        super().__init__(self.message)
 
 
 class ProjectError(EvalsiteError):

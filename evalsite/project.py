@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evalsite.errors import ProjectError, TargetError
+from evalsite.errors import ProjectError, TargetError, did_you_mean
 
 PROJECT_MARKERS = ("evalsite.toml", "experiments", "data")
 DEFAULT_MAX_ERROR_RATE = 0.5
@@ -158,8 +158,6 @@ def settings_problems(settings: dict[str, Any]) -> list[str]:
 
 
 def _did_you_mean(name: str, known: Iterable[str]) -> str:
-    from evalsite.experiment.schema_check import did_you_mean  # only when a key is unknown: it loads jsonschema
-
     return did_you_mean(name, sorted(known))
 
 

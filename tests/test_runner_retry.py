@@ -9,7 +9,8 @@ from email.utils import format_datetime
 
 import pytest
 
-from evalsite.calls.retry import Abandoned, RetryPolicy, call_with_retries
+from evalsite.calls.context import Abandoned, CallContext
+from evalsite.calls.retry import RetryPolicy, call_with_retries
 from evalsite.calls.targets import TargetRequest, TargetResult, TransientTargetError
 from evalsite.calls.targets.http import retry_after
 from evalsite.errors import ManifestError, TargetError
@@ -32,7 +33,7 @@ class Scripted:
 
 
 def call(target, policy, stopping=lambda: False):
-    return asyncio.run(call_with_retries(target, REQUEST, policy, stopping, random.Random(0)))
+    return asyncio.run(call_with_retries(target, REQUEST, policy, CallContext(stopping), random.Random(0)))
 
 
 def test_backoff_doubles_is_jittered_capped_and_yields_to_retry_after():

@@ -11,12 +11,13 @@ import pytest
 from example_support import run_example
 from sitekit import tree_bytes
 
+from evalsite.analysis.interval_memo import INTERVALS
 from evalsite.execute.runner import execute_plan
 from evalsite.experiment.manifest import load_manifest
 from evalsite.experiment.plan import build_plan
 from evalsite.project import find_project
 from evalsite.site import build, build_site
-from evalsite.stats import _bca, intervals
+from evalsite.stats import intervals
 
 
 @pytest.fixture()
@@ -71,12 +72,12 @@ def test_a_build_reads_each_run_once_and_the_next_only_the_new_run(cache_project
 
 
 def test_the_bootstrap_intervals_of_a_build_are_kept_for_the_next_process(cache_project, bootstraps):
-    _bca._memo.clear()  # as in a new process
+    INTERVALS.clear()  # as in a new process
     build_site(cache_project, full=True)
     computed = len(bootstraps)
     assert computed > 0 and (cache_project.root / ".evalsite/site-cache/intervals.json").is_file()
     first = tree_bytes(cache_project.root / "site")
-    _bca._memo.clear()
+    INTERVALS.clear()
     bootstraps.clear()
     build_site(cache_project, full=True)
     assert len(bootstraps) < computed  # the mean intervals came from the cache

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats as scipy_stats
 
-from evalsite.stats import _bca, _counts, bootstrap_ci, paired_bootstrap_ci, rank_stability, sign_flip_test
+from evalsite.stats import _counts, bootstrap_ci, paired_bootstrap_ci, rank_stability, sign_flip_test
 from evalsite.stats import intervals as intervals_module
 from evalsite.stats.paired import GRID_BUDGET
 
@@ -33,7 +33,6 @@ def assert_close_bounds(ours, reference, values: np.ndarray) -> None:
 def counts_always(monkeypatch):
     """Draw counts at every size, and fail if the index bootstrap is used instead."""
     monkeypatch.setattr(_counts, "COUNTS_FROM_DRAWS", 0)
-    _bca._memo.clear()
 
     def no_index_draws(*args, **kwargs):
         raise AssertionError("the index bootstrap ran")
@@ -80,7 +79,6 @@ def test_large_inputs_draw_counts_by_default_and_agree_with_the_index_bootstrap(
     assert values.size * 2000 > _counts.COUNTS_FROM_DRAWS  # this size takes the counts path
     by_counts = bootstrap_ci(values, n_resamples=2000, seed=4)
     monkeypatch.setattr(_counts, "COUNTS_FROM_DRAWS", 1 << 62)
-    _bca._memo.clear()  # intervals are remembered by their inputs
     by_index = bootstrap_ci(values, n_resamples=2000, seed=4)
     assert tuple(by_counts) != tuple(by_index)  # two different streams of random numbers ...
     assert_close_bounds(tuple(by_counts), tuple(by_index), values)  # ... of the same bootstrap
@@ -88,7 +86,6 @@ def test_large_inputs_draw_counts_by_default_and_agree_with_the_index_bootstrap(
 
 def test_many_distinct_values_keep_the_index_bootstrap(monkeypatch):
     monkeypatch.setattr(_counts, "COUNTS_FROM_DRAWS", 0)
-    _bca._memo.clear()
     values = np.random.default_rng(6).normal(size=300)
     assert tuple(bootstrap_ci(values, n_resamples=999)) == pytest.approx(scipy_bca(values, 0, 999), rel=1e-12)
 

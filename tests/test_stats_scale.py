@@ -66,18 +66,25 @@ def test_cluster_bca_equals_scipy_on_the_ratio_statistic():
     assert tuple(ours) == pytest.approx((reference.low, reference.high), rel=1e-12)
 
 
-def test_identical_arrays_are_bootstrapped_once(monkeypatch):
+class DictMemo(dict):
+    def put(self, key, value):
+        self[key] = value
+
+
+def test_identical_arrays_are_bootstrapped_once_with_a_memo_and_stats_keeps_no_state(monkeypatch):
     calls = []
     original = intervals_module.resample_statistic
     monkeypatch.setattr(
         intervals_module, "resample_statistic", lambda *args, **kwargs: calls.append(1) or original(*args, **kwargs)
     )
     values = np.random.default_rng(11).random(301)
-    first = bootstrap_ci(values, seed=9)
-    second = bootstrap_ci(values.copy(), seed=9)
-    assert first == second and len(calls) == 1
-    bootstrap_ci(values, seed=10)  # another seed is another interval
+    memo = DictMemo()
+    first = bootstrap_ci(values, seed=9, memo=memo)
+    second = bootstrap_ci(values.copy(), seed=9, memo=memo)
+    assert first == second and len(calls) == 1 and len(memo) == 1
+    bootstrap_ci(values, seed=10, memo=memo)  # another seed is another interval
     assert len(calls) == 2
+    assert bootstrap_ci(values, seed=9) == first and len(calls) == 3  # no memo given: computed again
 
 
 def exact_permutation_p(matrix: np.ndarray) -> float:

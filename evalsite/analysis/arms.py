@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from evalsite.analysis.interval_memo import INTERVALS
 from evalsite.analysis.items import ItemMatrix
 from evalsite.analysis.selection import ArmRun
 from evalsite.analysis.summary import (
@@ -78,10 +79,10 @@ def _summary(
         n_cases=int(recorded.sum()),
         n_repeats=matrix.repeats(arm),
         mean=mean,
-        mean_interval=bootstrap_ci(item_means, confidence=confidence, seed=seed, groups=clusters),
+        mean_interval=bootstrap_ci(item_means, confidence=confidence, seed=seed, groups=clusters, memo=INTERVALS),
         pass_rate=None if passed is None else mean_over_items(passed),
         pass_rate_interval=None if item_pass_rates is None else bootstrap_ci(
-            item_pass_rates, confidence=confidence, seed=seed, groups=clusters),
+            item_pass_rates, confidence=confidence, seed=seed, groups=clusters, memo=INTERVALS),
         cost=cost_summary(matrix.cost_usd[:, arm, :][recorded], None if passed is None else int(np.nansum(passed))),
         latency=latency_summary(matrix.latency_ms[:, arm, :][recorded]),
         noise=run_noise(scores),

@@ -6,8 +6,8 @@ decides where it goes.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from evalsite.analysis.ci_files import TestOutcome, markdown_table
 from evalsite.analysis.wording import p_text
@@ -17,8 +17,33 @@ from evalsite.runlog.store import read_run
 if TYPE_CHECKING:
     from evalsite.analysis.claims import ClaimResult
     from evalsite.analysis.compare import ComparisonReport
-    from evalsite.execute.outcomes import BatchOutcome
     from evalsite.project import Project
+
+
+class RunRow(Protocol):
+    """What a step summary reads of one run of a batch (``execute.outcomes.RunOutcome`` is one)."""
+
+    @property
+    def run_id(self) -> str: ...
+    @property
+    def arm_id(self) -> str: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def summary(self) -> Mapping[str, Any]: ...
+
+
+class BatchRows(Protocol):
+    """What a step summary reads of an ``evalsite run`` batch (``execute.outcomes.BatchOutcome`` is
+    one): analysis never imports the runner, so it names only the fields it reads."""
+
+    @property
+    def runs(self) -> Sequence[RunRow]: ...
+    @property
+    def not_started(self) -> Sequence[str]: ...
+    @property
+    def stop_reason(self) -> str | None: ...
+
 
 MARKS = {"holds": "✓", "fails": "✗", "cannot be checked": "?"}
 
@@ -81,7 +106,7 @@ def _runs_lines(rows: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def runs_markdown(experiment: str, batch: BatchOutcome) -> str:
+def runs_markdown(experiment: str, batch: BatchRows) -> str:
     """One row per run of an ``evalsite run`` batch, then what failed or stopped it."""
     rows = [{"arm": run.arm_id, "run": run.run_id, "status": run.status, **run.summary} for run in batch.runs]
     lines = [f"### evalsite run: {experiment}", "", *_runs_lines(rows)]
@@ -111,7 +136,7 @@ def ci_summary_markdown(project: Project, references: list[str], claims: bool = 
     return "\n\n".join(parts)
 
 
-def run_junit_outcomes(project: Project, batch: BatchOutcome) -> list[TestOutcome]:
+def run_junit_outcomes(project: Project, batch: BatchRows) -> list[TestOutcome]:
     """One JUnit test case per run and item: a failure names the failing repeats and evaluators,
     an error carries the generation error; unscored items pass only if they generated."""
     outcomes = []

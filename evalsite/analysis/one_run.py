@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from evalsite.analysis.db import open_database
+from evalsite.analysis.interval_memo import INTERVALS
 from evalsite.analysis.items import ALONE_PREFIX, DroppedItem, ItemMatrix, cluster_labels, dataset_path, item_matrix
 from evalsite.analysis.metadata import cluster_key
 from evalsite.analysis.selection import ArmRun, runs_by_reference
@@ -83,7 +84,8 @@ def bootstrap_report(
 
     def estimate(values: np.ndarray) -> Estimate:
         item_values = np.nanmean(values, axis=1)
-        interval = bootstrap_ci(item_values, confidence=confidence, seed=seed, n_resamples=N_RESAMPLES, groups=groups)
+        interval = bootstrap_ci(item_values, confidence=confidence, seed=seed, n_resamples=N_RESAMPLES, groups=groups,
+                                memo=INTERVALS)
         return Estimate(float(item_values.mean()), interval)
 
     return BootstrapReport(

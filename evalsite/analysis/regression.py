@@ -19,6 +19,7 @@ import numpy as np
 
 from evalsite.analysis.case_columns import NONE, TRUE, CaseColumns, case_columns, joined
 from evalsite.analysis.case_scan import ScannedCases
+from evalsite.analysis.interval_memo import INTERVALS
 from evalsite.analysis.items import ItemMatrix, columns_item_matrix
 from evalsite.analysis.summary import RunSummary, summarise_run
 from evalsite.runlog.hashing import canonical_json
@@ -355,7 +356,7 @@ def _summary(
     counts = {kind: sum(1 for c in changes if c.classification == kind) for kind in (IMPROVED, REGRESSED, UNCHANGED)}
     mean_delta = fmean(current) - fmean(baseline) if changes else None
     groups = None if not clusters else [clusters.get(c.item_id, f"\0item:{c.item_id}") for c in changes]
-    test = paired_difference(current, baseline, groups=groups, seed=SEED, confidence=CONFIDENCE) if changes else None
+    test = paired_difference(current, baseline, groups=groups, seed=SEED, confidence=CONFIDENCE, memo=INTERVALS) if changes else None
     low, high = (test.interval.low, test.interval.high) if test else (None, None)
     low, high = _finite(low), _finite(high)
     noise_test, source = noise

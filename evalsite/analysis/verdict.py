@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from evalsite.analysis.interval_memo import INTERVALS
 from evalsite.analysis.items import ItemMatrix
 from evalsite.analysis.wording import count_of, p_clause
 from evalsite.errors import EvalsiteError
@@ -212,7 +213,7 @@ def verdict_of(
     letters = letter_groups(order, separated)
     places = _places(order, separated)
     arms = tuple(
-        ArmPlace(arm, None if arm_ids is None else arm_ids[arm], labels[arm], float(means[arm]), bootstrap_ci(values[:, arm], seed=seed, groups=groups),
+        ArmPlace(arm, None if arm_ids is None else arm_ids[arm], labels[arm], float(means[arm]), bootstrap_ci(values[:, arm], seed=seed, groups=groups, memo=INTERVALS),
                  position[arm] + 1, places[arm], letters.letters[arm])
         for arm in order
     )
@@ -245,7 +246,8 @@ def _pairs(
     mde_alpha = alpha / max(1, len(ordered))  # Holm's first step: what every pair can be sure to reach
     labels_of_items = None if groups is None else list(groups)
     differences = [
-        paired_difference(values[:, a], values[:, b], groups=labels_of_items, seed=seed, mde_alpha=mde_alpha)
+        paired_difference(values[:, a], values[:, b], groups=labels_of_items, seed=seed, mde_alpha=mde_alpha,
+                          memo=INTERVALS)
         for a, b in ordered
     ]
     holm_decision = holm_levels([d.p_value for d in differences], alpha)

@@ -2,8 +2,11 @@
 
 Timeouts, connection errors, 429 and 5xx (a target raising :class:`TransientTargetError`) are
 retried up to ``schedule.max_attempts`` with exponential backoff and jitter, waiting at least as
-long as a ``Retry-After`` asked; any other failure is final at once. Latency is measured around
-the attempt whose result is recorded, failures included.
+long as a ``Retry-After`` asked; any other failure is final at once. Between attempts and during
+the backoff the call's :class:`~evalsite.calls.context.CallContext` is consulted: once the batch is
+stopping, its cost ceiling is reached or its deadline would pass before the next attempt, the call
+is :class:`~evalsite.calls.context.Abandoned`. Latency is measured around the attempt whose result
+is recorded, failures included.
 """
 
 from __future__ import annotations
@@ -11,10 +14,10 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from evalsite.calls.context import CallContext
 from evalsite.calls.targets import TargetRequest, TargetResult, TransientTargetError
 from evalsite.calls.targets.base import Target
 from evalsite.errors import ManifestError, TargetError
@@ -61,12 +64,8 @@ class CallOutcome:
     request_ids: tuple[str, ...] = ()
 
 
-class Abandoned(Exception):
-    """The run is stopping before a retry: the case is left unrecorded so a resume runs it."""
-
-
 async def call_with_retries(
-    target: Target, request: TargetRequest, policy: RetryPolicy, stopping: Callable[[], bool], rng: random.Random
+    target: Target, request: TargetRequest, policy: RetryPolicy, context: CallContext, rng: random.Random
 ) -> CallOutcome:
     attempt = 0
     request_ids: list[str] = []
@@ -95,8 +94,4 @@ async def call_with_retries(
         if too_long or attempt >= policy.max_attempts:
             tries = "1 attempt" if attempt == 1 else f"{attempt} attempts"
             return CallOutcome(TargetResult(error=f"{transient} ({tries})"), latency_ms, attempt, tuple(request_ids))
-        if stopping():
-            raise Abandoned(transient)
-        await asyncio.sleep(policy.delay(attempt, wait_at_least, rng))
-        if stopping():
-            raise Abandoned(transient)
+        await context.pause(policy.delay(attempt, wait_at_least, rng), transient)

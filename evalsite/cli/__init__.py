@@ -18,6 +18,7 @@ import click
 
 from evalsite import __version__
 from evalsite.cli.console import configure
+from evalsite.errors import EvalsiteError
 
 
 @dataclass(frozen=True)
@@ -80,13 +81,31 @@ class _LazyCommands(Mapping[str, click.Command]):
         return len(self.entries)
 
 
+class Refusal(click.ClickException):
+    """An :class:`~evalsite.errors.EvalsiteError` as click shows it: ``Error: <message>`` on stderr,
+    exit code the error's (1)."""
+
+    def __init__(self, error: EvalsiteError) -> None:
+        super().__init__(error.message)
+        self.exit_code = error.exit_code  # type: ignore[misc]  # click declares it per class
+
+
 class LazyGroup(click.Group):
     """A group whose commands are imported on first use (click's LazyGroup pattern); its
-    listing in ``--help`` uses the help strings of ``COMMANDS``, so it imports none of them."""
+    listing in ``--help`` uses the help strings of ``COMMANDS``, so it imports none of them.
+    It is also the one place a library error becomes the CLI's one line (:meth:`invoke`)."""
 
     def __init__(self, *args, entries: tuple[CommandEntry, ...], **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.commands = _LazyCommands(entries)  # type: ignore[assignment]
+
+    def invoke(self, ctx: click.Context) -> object:
+        """Run the command; an :class:`~evalsite.errors.EvalsiteError` from anywhere below (the
+        group's own checks, a command's options or body) leaves as a :class:`Refusal`."""
+        try:
+            return super().invoke(ctx)
+        except EvalsiteError as error:
+            raise Refusal(error) from None
 
     def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple[str | None, click.Command | None, list[str]]:
         """Also note whether the command's own ``--help`` is asked for: help works in any folder."""

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from evalsite.calls.context import CallContext
 from evalsite.calls.retry import CallOutcome, RetryPolicy, call_with_retries
 from evalsite.calls.targets import TargetRequest, TargetResult, call_cost, replays_turns, total_or_none
 from evalsite.calls.targets.base import Target, checked_result, scrubbed_result, target_secrets
@@ -78,10 +78,11 @@ def prepare_input(plan: Plan, item: Item, config: Config, replaying: bool) -> Pr
 
 @dataclass
 class CaseExecutor:
-    """Executes cases for a batch: ``stopping`` says the batch is stopping (no new retries)."""
+    """Executes cases for a batch: ``calls`` is the batch's call context (its stop predicate,
+    budget and deadline), under which the generation and every judge call."""
 
     evaluators: list[Evaluator]
-    stopping: Callable[[], bool]
+    calls: CallContext
     rng: random.Random  # backoff jitter only
     experiment: str = ""  # names the thread id of a multi-turn replay
 
@@ -103,7 +104,7 @@ class CaseExecutor:
         view = CaseView(
             input=case_input, output=result.output, expected=expected, row=item.row,
             latency_ms=generation.latency_ms, cost_usd=generation.cost_usd,
-            turn_outputs=generation.turn_outputs, transcript=generation.transcript,
+            turn_outputs=generation.turn_outputs, transcript=generation.transcript, calls=self.calls,
         )
         scored = await score_case(self.evaluators, view, result.error)
         case = {
@@ -142,12 +143,14 @@ class CaseExecutor:
             input=rendered, row=item.row, params=job.config.params, repeat=repeat, item_id=item.item_id,
             thread_id=thread_id, checkpoint=job.config.checkpoint,
         )
-        call = await call_with_retries(job.target, request, job.policy, self.stopping, self.rng)
+        call = await call_with_retries(job.target, request, job.policy, self.calls, self.rng)
         if call.result.extra.get("cache") == HIT and call.result.extra.get("latency_ms") is not None:
             # a hit reports the latency recorded with the response, and no call made
             call = replace(call, latency_ms=call.result.extra["latency_ms"], attempts=0)
         # every target's numbers checked, plugins' too; secrets scrubbed before anything scores the reply
         checked = scrubbed_result(checked_result(call.result), job.secrets)
+        if call.result.extra.get("cache") != HIT:  # a hit spends nothing; what a call spent counts at once
+            self.calls.spend(call_cost(checked, job.config.price))
         return call if checked is call.result else replace(call, result=checked)
 
     async def _generate(self, job: Job, item: Item, repeat: int, rendered) -> Generation:

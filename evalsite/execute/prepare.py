@@ -18,12 +18,11 @@ from pathlib import Path
 from evalsite.calls.retry import RetryPolicy
 from evalsite.calls.targets import make_target, target_kinds, with_model
 from evalsite.calls.targets.base import load_plugins
-from evalsite.errors import EvalsiteError, MissingSecretError, PlanError
+from evalsite.errors import EvalsiteError, MissingSecretError, PlanError, did_you_mean
 from evalsite.execute.study import load_study
 from evalsite.experiment.locks import refuse_changed_dataset
 from evalsite.experiment.manifest import load_manifest
 from evalsite.experiment.plan import Plan, build_plan
-from evalsite.experiment.schema_check import did_you_mean
 from evalsite.project import Project
 from evalsite.python_refs import UnreadableSourceError, check_reference
 from evalsite.scoring.evaluators import Evaluator, build_evaluators

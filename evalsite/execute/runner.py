@@ -25,7 +25,8 @@ from typing import Any
 
 from evalsite.aio import run_sync
 from evalsite.analysis.summary import summarise_run
-from evalsite.calls.retry import Abandoned, RetryPolicy
+from evalsite.calls.context import Abandoned, CallContext
+from evalsite.calls.retry import RetryPolicy
 from evalsite.calls.targets import make_target, replays_turns, with_model
 from evalsite.errors import PlanError, RunLogError, TargetError
 from evalsite.execute.cache import cache_mode, with_cache
@@ -124,6 +125,7 @@ class BatchRunner:
     stop: StopControl = field(default_factory=StopControl)
     batch_id: str = field(default_factory=lambda: new_run_id("batch"))
     rng: random.Random = field(default_factory=random.Random)  # backoff jitter only
+    calls: CallContext = field(default_factory=CallContext)  # the batch's, set when it starts
 
     # ----- before anything is spent
 
@@ -217,6 +219,7 @@ class BatchRunner:
         handled = self._handle_signals(loop)
         self.progress.plan(len(jobs))
         deadline = None if self.deadline_s is None else loop.call_later(self.deadline_s, self._timed_out, loop)
+        self.calls = CallContext.for_batch(self.stop.requested, self.budget, self.deadline_s)  # generation and judges
         runs: list[RunOutcome] = []
         not_started: list[str] = []
         try:
@@ -349,7 +352,7 @@ class BatchRunner:
         return {**({"hook_errors": errors} if errors else {}), **({"artifacts": artifacts} if artifacts else {})}
 
     async def _work(self, states: list[RunState]) -> None:
-        cases_executor = CaseExecutor(self.evaluators, self.stop.requested, self.rng, self.plan.manifest.name)
+        cases_executor = CaseExecutor(self.evaluators, self.calls, self.rng, self.plan.manifest.name)
         count = self.schedule.workers(self.concurrency, len(states))
         syncing = ThreadPoolExecutor(max_workers=1, thread_name_prefix="evalsite-sync")  # never behind targets' threads
 
@@ -366,7 +369,9 @@ class BatchRunner:
                 try:
                     async with state.in_flight:
                         case = await cases_executor.execute(state.job, item, repeat)
-                except Abandoned:
+                except Abandoned:  # left unrecorded; if one of its calls reached the ceiling, that is why
+                    if self.budget.reached():
+                        self.stop.request(RunStatus.STOPPED_COST_CEILING)
                     continue
                 case = state.writer.append_case(case)  # as written: numbers out of range made null
                 state.cases.append(case)

@@ -47,17 +47,18 @@ class Budget:
         if cost is None or not math.isfinite(cost) or cost <= 0:
             return False
         self.spent += cost
+        return self.reached()
+
+    def reached(self) -> bool:
         return self.limit is not None and self.spent >= self.limit
 
     def count_case(self, case: Mapping[str, Any], config: Config) -> bool:
-        """Count a recorded case; true when the batch must stop: the ceiling is reached, or the
-        case's cost is one the ceiling cannot count (:func:`uncounted_cost`). A cache hit spends
-        nothing; its judges' cost counts."""
-        generation = 0 if case.get("cache") == HIT else case.get("cost_usd")
+        """Check a recorded case, whose calls were counted as they returned (the batch's
+        :class:`~evalsite.calls.context.CallContext`); true when the batch must stop: the ceiling
+        is reached, or the case's cost is one the ceiling cannot count (:func:`uncounted_cost`)."""
         if self.limit is not None and self.unknown is None:
             self.unknown = uncounted_cost(case, config)
-        reached = self.add((generation or 0) + (case.get("scoring_cost_usd") or 0))
-        return reached or self.unknown is not None
+        return self.reached() or self.unknown is not None
 
     def record(self) -> dict[str, Any]:
         """``end.json``'s ``cost_ceiling``."""

@@ -19,13 +19,13 @@ from typing import Any
 
 import yaml
 
-from evalsite.errors import ManifestError
+from evalsite.errors import ManifestError, did_you_mean
 from evalsite.experiment.bounded import MAX_VALUES, json_problem, shape_problem, too_deep
 from evalsite.experiment.checkpoints import checkpoint_problems
 from evalsite.experiment.models import fill_arms, fill_judges, slot_problems
 from evalsite.experiment.prompts import template_problems
 from evalsite.experiment.safety import number_problems, secret_problems
-from evalsite.experiment.schema_check import did_you_mean, schema_problems, value_phrase
+from evalsite.experiment.schema_check import schema_problems, value_phrase
 from evalsite.experiment.sweeps import sweep_problems
 
 SAFE_NAME = re.compile(r"^(?!\.+$)(?!.*\.\.)[A-Za-z0-9_.-]{1,100}$")

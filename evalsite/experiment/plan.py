@@ -14,14 +14,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from evalsite.errors import EvalsiteError, PlanError
+from evalsite.errors import EvalsiteError, PlanError, did_you_mean
 from evalsite.experiment.checkpoints import Checkpoint, resolve_checkpoints
 from evalsite.experiment.datasets import Dataset, Item, inline_dataset, item_split, load_dataset, select_items
 from evalsite.experiment.locks import changes_since_lock, declared_tier
 from evalsite.experiment.manifest import ArmSpec, Manifest
 from evalsite.experiment.prompt_versions import with_resolved_prompt
 from evalsite.experiment.prompts import render_input
-from evalsite.experiment.schema_check import did_you_mean
 from evalsite.experiment.shards import Shard
 from evalsite.experiment.sweeps import schedule_trials
 from evalsite.project import Project, cwd_relative

@@ -1,4 +1,4 @@
-"""BCa bounds from a bootstrap distribution and a closed-form jackknife, and a small memo.
+"""BCa bounds from a bootstrap distribution and a closed-form jackknife.
 
 ``scipy.stats.bootstrap(method='BCa')`` estimates the acceleration from the n leave-one-out
 values of the statistic, which it computes on an n × (n - 1) array: O(n²) time, the bulk of an
@@ -11,21 +11,11 @@ equal scipy's up to floating-point rounding.
 
 from __future__ import annotations
 
-import hashlib
 import math
-import threading
-from collections import OrderedDict
 from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 from scipy.special import ndtr, ndtri
-
-from evalsite.stats.proportions import Interval
-
-_MEMO_SIZE = 4096  # a leaderboard of n arms asks for n + n(n-1)/2 intervals; entries are a few floats
-_memo: OrderedDict[tuple[Any, ...], Interval] = OrderedDict()
-_memo_lock = threading.Lock()  # a caller may compute intervals in two threads (the site build does)
 
 
 def leave_one_out_ratios(sums: np.ndarray, sizes: np.ndarray) -> np.ndarray:
@@ -66,35 +56,3 @@ def bca_bounds(
         return math.nan, math.nan
     low, high = np.quantile(distribution, levels)
     return float(low), float(high)
-
-
-def remembered(key: tuple[Any, ...], compute: Callable[[], Interval]) -> Interval:
-    """The interval ``compute()`` gives, reused when the same array (by content) and options come again.
-
-    The first element of ``key`` is an array, identified by a digest of its bytes; intervals
-    are pure functions of their inputs and seed, so a repeat is the same interval.
-    """
-    array = np.ascontiguousarray(key[0])
-    digest = hashlib.blake2b(array.tobytes(), digest_size=16).digest()
-    full_key = (digest, array.shape, array.dtype.str, *key[1:])
-    with _memo_lock:
-        if full_key in _memo:
-            _memo.move_to_end(full_key)
-            return _memo[full_key]
-    value = compute()
-    recall(full_key, value)
-    return value
-
-
-def memo_items() -> list[tuple[tuple[Any, ...], Interval]]:
-    """Every remembered (key, value), oldest first; keys start with the array's digest and shape."""
-    with _memo_lock:
-        return list(_memo.items())
-
-
-def recall(key: tuple[Any, ...], value: Interval) -> None:
-    """Remember ``value`` under a key :func:`memo_items` gave (from another process)."""
-    with _memo_lock:
-        _memo[key] = value
-        if len(_memo) > _MEMO_SIZE:
-            _memo.popitem(last=False)

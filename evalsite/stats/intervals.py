@@ -17,29 +17,48 @@ same batches) without its identity gather of the index array, so the interval is
 values (pass/fail items, means over a few repeats, their paired differences) the resamples are
 drawn as multinomial counts of those values instead (:mod:`evalsite.stats._counts`):
 the same bootstrap distribution and the same number of resamples, at a cost independent of the
-number of items, equal to scipy's bounds within Monte Carlo error. Mean intervals are
-remembered for identical inputs (an arm's mean and pass rate often coincide on pass/fail data).
+number of items, equal to scipy's bounds within Monte Carlo error. A caller may hand in a
+``memo`` (:class:`IntervalMemo`) that keeps mean intervals for identical inputs (an arm's mean and
+pass rate often coincide on pass/fail data); this module keeps no state of its own
+(``analysis.interval_memo`` holds the process's memo).
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 import warnings
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import numpy as np
 from numpy.typing import ArrayLike
 from scipy import stats as scipy_stats
 
-from evalsite.stats._bca import bca_bounds, leave_one_out_ratios, memo_items, recall, remembered, resample_statistic
+from evalsite.stats._bca import bca_bounds, leave_one_out_ratios, resample_statistic
 from evalsite.stats._counts import counts_resampler
 from evalsite.stats._inputs import paired_per_item, per_item_values
 from evalsite.stats.proportions import Interval
 
 Method = Literal["BCa", "percentile", "basic"]
 _RESAMPLE_CELLS = 1 << 22
+
+
+class IntervalMemo(Protocol):
+    """Where a caller keeps mean intervals between calls, by :func:`memo_key`: intervals are pure
+    functions of the values and options, so a kept one is the interval a new bootstrap would give."""
+
+    def get(self, key: tuple[Any, ...]) -> Interval | None: ...
+
+    def put(self, key: tuple[Any, ...], value: Interval) -> None: ...
+
+
+def memo_key(item_values: np.ndarray, *options: Any) -> tuple[Any, ...]:
+    """The values by a digest of their bytes (with shape and dtype), then the options."""
+    array = np.ascontiguousarray(item_values)
+    digest = hashlib.blake2b(array.tobytes(), digest_size=16).digest()
+    return (digest, array.shape, array.dtype.str, *options)
 
 
 def bootstrap_ci(
@@ -51,6 +70,7 @@ def bootstrap_ci(
     n_resamples: int = 9999,
     method: Method = "BCa",
     groups: Iterable[Hashable] | None = None,
+    memo: IntervalMemo | None = None,
 ) -> Interval:
     """Bootstrap confidence interval of a statistic over items.
 
@@ -61,6 +81,7 @@ def bootstrap_ci(
       and returns a number, so corpus-level metrics are recomputed on each resample.
     * ``groups``: one cluster label per item; whole clusters are resampled (cluster bootstrap).
       With ``'mean'`` the statistic is the mean over all items of the chosen clusters.
+    * ``memo``: where the interval of a mean over items (no ``groups``) is looked up and kept.
 
     Fewer than two resampling units give (nan, nan); data on which every resample yields the
     same value gives (value, value).
@@ -68,7 +89,7 @@ def bootstrap_ci(
     _check_options(statistic, confidence, n_resamples, method)
     if statistic == "mean":
         item_values = per_item_values(np.asarray(values, dtype=float), "values")
-        return _mean_interval(item_values, groups, confidence, seed, n_resamples, method)
+        return _mean_interval(item_values, groups, confidence, seed, n_resamples, method, memo)
     items = np.asarray(values)
     return _one_level_interval(
         _callable_over_units(lambda chosen: statistic(items[chosen]), len(items), groups),
@@ -86,6 +107,7 @@ def paired_bootstrap_ci(
     n_resamples: int = 9999,
     method: Method = "BCa",
     groups: Iterable[Hashable] | None = None,
+    memo: IntervalMemo | None = None,
 ) -> Interval:
     """Bootstrap interval for mean(a - b), resampling items (or clusters) for both arms jointly.
 
@@ -95,7 +117,7 @@ def paired_bootstrap_ci(
     _check_options(statistic, confidence, n_resamples, method)
     if statistic == "mean":
         a_items, b_items = paired_per_item(a, b)
-        return _mean_interval(a_items - b_items, groups, confidence, seed, n_resamples, method)
+        return _mean_interval(a_items - b_items, groups, confidence, seed, n_resamples, method, memo)
     a_items, b_items = np.asarray(a), np.asarray(b)
     if len(a_items) != len(b_items):
         raise ValueError(f"a and b must hold the same items: {len(a_items)} vs {len(b_items)}")
@@ -122,21 +144,18 @@ class _UnitStatistic:
 
 def _mean_interval(
     item_values: np.ndarray, groups: Iterable[Hashable] | None, confidence: float, seed: int,
-    n_resamples: int, method: Method,
+    n_resamples: int, method: Method, memo: IntervalMemo | None,
 ) -> Interval:
     if item_values.size >= 2 and np.ptp(item_values) == 0:
         value = float(item_values[0])
         return Interval(value, value, confidence, "degenerate: all values equal")
-    if groups is not None:
-        return _one_level_interval(
-            _mean_over_units(item_values, groups, n_resamples), confidence, seed, n_resamples, method
-        )
-    return remembered(
-        (item_values, confidence, seed, n_resamples, method),
-        lambda: _one_level_interval(
-            _mean_over_units(item_values, None, n_resamples), confidence, seed, n_resamples, method
-        ),
-    )
+    if memo is None or groups is not None:
+        return _one_level_interval(_mean_over_units(item_values, groups, n_resamples), confidence, seed, n_resamples, method)
+    key = memo_key(item_values, confidence, seed, n_resamples, method)
+    if (kept := memo.get(key)) is None:
+        kept = _one_level_interval(_mean_over_units(item_values, None, n_resamples), confidence, seed, n_resamples, method)
+        memo.put(key, kept)
+    return kept
 
 
 def _mean_over_units(item_values: np.ndarray, groups: Iterable[Hashable] | None, n_resamples: int) -> _UnitStatistic:
@@ -231,20 +250,3 @@ def _check_options(statistic: object, confidence: float, n_resamples: int, metho
         raise ValueError(f"n_resamples must be at least 1, got {n_resamples}")
     if method not in ("BCa", "percentile", "basic"):
         raise ValueError(f"method must be 'BCa', 'percentile' or 'basic', not {method!r}")
-
-
-def remembered_intervals() -> list[list[Any]]:
-    """The mean intervals this process computed, as JSON-ready rows (array digest, shape, dtype,
-    options, then the interval), so a caller that keeps them between processes (the site build,
-    :mod:`evalsite.site.figures`) never bootstraps the same items twice. Intervals are pure
-    functions of the values and options, so a row stays true for as long as this code is unchanged."""
-    return [[key[0].hex(), list(key[1]), *key[2:], value.low, value.high, value.confidence, value.method]
-            for key, value in memo_items() if isinstance(value, Interval) and isinstance(key[0], bytes)]
-
-
-def recall_intervals(rows: Iterable[list[Any]]) -> None:
-    """Remember the rows :func:`remembered_intervals` gave (a malformed row raises ValueError/TypeError)."""
-    for row in rows:
-        digest, shape, dtype, *options, low, high, confidence, method = row
-        recall((bytes.fromhex(digest), tuple(shape), str(dtype), *options),
-               Interval(float(low), float(high), float(confidence), str(method)))

@@ -24,7 +24,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from evalsite.stats._inputs import paired_per_item
-from evalsite.stats.intervals import paired_bootstrap_ci
+from evalsite.stats.intervals import IntervalMemo, paired_bootstrap_ci
 from evalsite.stats.inversion import inverted_interval, shift_test
 from evalsite.stats.paired import SignFlipResult, _differences, sign_flip_test
 from evalsite.stats.power import min_detectable_effect
@@ -60,18 +60,19 @@ class PairedDifference:
 
 def paired_difference(
     a: ArrayLike, b: ArrayLike, *, groups: Iterable[Hashable] | None = None, seed: int = 0,
-    confidence: float = 0.95, mde_alpha: float = 0.05, n_resamples: int = 9999,
+    confidence: float = 0.95, mde_alpha: float = 0.05, n_resamples: int = 9999, memo: IntervalMemo | None = None,
 ) -> PairedDifference:
     """Paired comparison of a and b (1-D per item, or items × repeats averaged per item).
 
-    ``groups`` gives one cluster label per item; without it each item is its own unit."""
+    ``groups`` gives one cluster label per item; without it each item is its own unit. ``memo``
+    keeps the interval (:func:`~evalsite.stats.intervals.bootstrap_ci`)."""
     a_items, b_items = paired_per_item(a, b)
     labels = None if groups is None else list(groups)
     units = unit_totals(_differences(a_items, b_items), labels)  # rounding noise of equal scores is zero
     n_items = a_items.size
     test = sign_flip_test(units, np.zeros_like(units), seed=seed)
     interval = paired_bootstrap_ci(a_items, b_items, confidence=confidence, seed=seed, n_resamples=n_resamples,
-                                   groups=labels)
+                                   groups=labels, memo=memo)
     mde = min_detectable_effect(_per_item_scale(units, n_items), alpha=mde_alpha).effect if units.size >= 2 else math.inf
     unit: Unit = "item" if labels is None else "cluster"
     method = f"two-sided paired sign-flip over {unit}s ({test.method}); {interval.method} bootstrap over {unit}s"

@@ -18,6 +18,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, ClassVar
 
+from evalsite.calls.context import UNBOUNDED, Abandoned, CallContext
 from evalsite.errors import EvaluatorError
 from evalsite.runlog.hashing import short_hash
 from evalsite.runlog.records import Score
@@ -28,7 +29,8 @@ SCOPES = ("thread", "single_turn")
 
 @dataclass(frozen=True)
 class CaseView:
-    """What an evaluator sees of a finished generation (or of one turn of it)."""
+    """What an evaluator sees of a finished generation (or of one turn of it); ``calls`` is the
+    context its own model calls run under (a judge's retries stop with the batch)."""
 
     input: Any
     output: Any
@@ -39,6 +41,7 @@ class CaseView:
     turn_outputs: list | None = None
     transcript: list | None = None
     turn: int | None = None
+    calls: CallContext = field(default=UNBOUNDED, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -178,6 +181,8 @@ class Evaluator:
             return self.error_score(f"timed out after {self.timeout_s:g} s (timeout_s)", case.turn)
         except ScoringError as exc:
             return self.error_score(str(exc), case.turn, exc.cost_usd)
+        except Abandoned:  # the batch is stopping: the case stays unrecorded, a resume scores it
+            raise
         except Exception as exc:
             return self.error_score(f"{type(exc).__name__}: {exc}", case.turn)
         return self.to_score(outcome, case.turn)
@@ -229,6 +234,7 @@ def turn_views(case: CaseView) -> list[CaseView]:
             row=case.row,
             transcript=_transcript_through(case.transcript, index + 1),
             turn=index + 1,
+            calls=case.calls,
         )
         for index, output in enumerate(outputs)
     ]

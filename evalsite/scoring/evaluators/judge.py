@@ -109,9 +109,9 @@ def _quote(reply: Any) -> str:
 
 
 def _calls():
-    """The execution layer, imported when a judge is built rather than with this module: the
-    evaluator catalogue is shared with comparisons, which must not load targets or httpx for
-    manifests that have no judge."""
+    """The model clients and retries (``calls/``), imported when a judge is built rather than with
+    this module: the evaluator catalogue is shared with comparisons, which must not load targets or
+    httpx for manifests that have no judge."""
     from evalsite.calls import retry, targets
 
     return retry, targets
@@ -253,14 +253,16 @@ class LlmJudge(Evaluator):
         return grade
 
     async def _ask(self, target, messages: list[dict], case: CaseView, sample: int, spent: list) -> Any:
-        """One judge call (with retries); its cost — billed, else tokens × ``judge.price`` — joins ``spent``."""
+        """One judge call (with retries under the case's call context: they stop with the batch);
+        its cost — billed, else tokens × ``judge.price`` — joins ``spent`` and the batch's budget."""
         retry, targets = _calls()
         request = targets.TargetRequest(input=messages, row=case.row, params=self.judge_params, repeat=sample,
                                 item_id=str(case.row.get("id", "")))
         # the same retries as a generation: timeouts, connection errors, 429 (Retry-After) and 5xx
-        called = await retry.call_with_retries(target, request, self.retry_policy, stopping=lambda: False, rng=random.Random())
+        called = await retry.call_with_retries(target, request, self.retry_policy, case.calls, random.Random())
         result = called.result
         spent.append(targets.call_cost(result, self.judge_price))
+        case.calls.spend(spent[-1])
         if result.error is not None:
             raise ScoringError(f"judge failed: {result.error}")
         return result.output
