@@ -158,7 +158,7 @@ def settings_problems(settings: dict[str, Any]) -> list[str]:
 
 
 def _did_you_mean(name: str, known: Iterable[str]) -> str:
-    from evalsite.experiment.schema_check import did_you_mean  # only when a key is unknown: it loads jsonschema
+    from evalsite.registry import did_you_mean
 
     return did_you_mean(name, sorted(known))
 

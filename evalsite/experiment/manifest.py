@@ -25,8 +25,9 @@ from evalsite.experiment.checkpoints import checkpoint_problems
 from evalsite.experiment.models import fill_arms, fill_judges, slot_problems
 from evalsite.experiment.prompts import template_problems
 from evalsite.experiment.safety import number_problems, secret_problems
-from evalsite.experiment.schema_check import did_you_mean, schema_problems, value_phrase
+from evalsite.experiment.schema_check import schema_problems, value_phrase
 from evalsite.experiment.sweeps import sweep_problems
+from evalsite.registry import did_you_mean
 
 SAFE_NAME = re.compile(r"^(?!\.+$)(?!.*\.\.)[A-Za-z0-9_.-]{1,100}$")
 SAFE_NAME_RULE = "letters, digits, '-', '_' and '.' only (at most 100), without '..'"

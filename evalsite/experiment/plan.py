@@ -21,10 +21,10 @@ from evalsite.experiment.locks import changes_since_lock, declared_tier
 from evalsite.experiment.manifest import ArmSpec, Manifest
 from evalsite.experiment.prompt_versions import with_resolved_prompt
 from evalsite.experiment.prompts import render_input
-from evalsite.experiment.schema_check import did_you_mean
 from evalsite.experiment.shards import Shard
 from evalsite.experiment.sweeps import schedule_trials
 from evalsite.project import Project, cwd_relative
+from evalsite.registry import did_you_mean
 from evalsite.runlog.hashing import canonical_json, short_hash
 from evalsite.runlog.secrets import redact_secrets
 

@@ -3,20 +3,20 @@
 One schema (``evalsite/experiment/schema/manifest.schema.json``, the file editors use for
 completion) checks manifests and step files; each violation becomes ``key.path: what is wrong``
 in plain words (``must be a whole number, got the string '3'``), an unknown key gets the closest
-known one (:func:`did_you_mean`, also used for arms, items, settings and target kinds).
+known one (:func:`evalsite.registry.did_you_mean`, also used for arms, items, settings and target kinds).
 """
 
 from __future__ import annotations
 
-import difflib
 import json
-from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError, best_match
+
+from evalsite.registry import did_you_mean
 
 SCHEMA_PATH = Path(__file__).parent / "schema" / "manifest.schema.json"
 TYPE_PHRASES = {
@@ -114,9 +114,3 @@ def value_phrase(value: Any) -> str:
     if isinstance(value, (int, float)):
         return f"the number {value!r}"
     return f"{type(value).__name__} {value!r}"
-
-
-def did_you_mean(value: Any, candidates: Sequence[str]) -> str:
-    """``; did you mean 'params'?`` for the closest candidate, or nothing."""
-    close = difflib.get_close_matches(str(value), list(candidates), n=1, cutoff=0.6)
-    return f"; did you mean {close[0]!r}?" if close else ""

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from evalsite.errors import ProjectError
-from evalsite.experiment.schema_check import did_you_mean
+from evalsite.registry import did_you_mean
 
 #: GitHub Pages refuses files above 100 MB; no file the site writes may exceed it.
 HARD_FILE_LIMIT_BYTES = 100 * 1024 * 1024
