@@ -15,10 +15,12 @@ import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from importlib.metadata import EntryPoint, entry_points
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from evalsite.errors import EvalsiteError
+
+if TYPE_CHECKING:
+    from importlib.metadata import EntryPoint
 
 T = TypeVar("T")
 
@@ -116,6 +118,8 @@ class Registry(Generic[T]):
         """Import every module named by an entry point of :attr:`group` not imported yet (a package
         installed since the last look is found); a plugin that fails to load, or registers a taken
         name, is named in one line, and again at the next look."""
+        from importlib.metadata import entry_points  # only on a miss: it costs more to import than the rest
+
         with self._lock:
             for entry in entry_points(group=self.group):
                 if (entry.name, entry.value) not in self._loaded:
