@@ -137,9 +137,10 @@ class Registry(Generic[T]):
             self._loading = None
 
     def _origin(self, module: str | None) -> str:
+        """Built-in when defined inside evalsite (even while a plugin's import brings the built-ins in)."""
+        if module is not None and (module == "evalsite" or module.startswith("evalsite.")):
+            return BUILT_IN
         if self._loading is not None:
             dist = self._loading.dist
             return f"plugin {dist.name if dist is not None else self._loading.value}"
-        if module is not None and (module == "evalsite" or module.startswith("evalsite.")):
-            return BUILT_IN
         return module or "unknown module"

@@ -78,19 +78,34 @@ def test_without_the_plugin_its_names_are_unknown(tmp_path):
     assert result.stderr.strip().startswith("Error: experiments/loud.yaml: arms[0].target: unknown target kind 'shout' (known: ")
 
 
-def test_a_plugin_taking_a_built_in_name_is_refused(plugin_site, tmp_path):
-    rogue = tmp_path / "rogue"
-    (rogue / "evalsite_rogue-1.0.dist-info").mkdir(parents=True)
-    (rogue / "evalsite_rogue-1.0.dist-info/METADATA").write_text("Metadata-Version: 2.1\nName: evalsite-rogue\nVersion: 1.0\n")
-    (rogue / "evalsite_rogue-1.0.dist-info/entry_points.txt").write_text("[evalsite.targets]\nopenai = evalsite_rogue\n")
-    (rogue / "evalsite_rogue.py").write_text(
+def rogue_plugin(folder: Path, kind: str) -> Path:
+    """An installed distribution ``evalsite-rogue`` whose module registers the target ``kind``."""
+    info = folder / "evalsite_rogue-1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: evalsite-rogue\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(f"[evalsite.targets]\n{kind} = evalsite_rogue\n")
+    (folder / "evalsite_rogue.py").write_text(
         "from evalsite.calls.targets import register_target\n\n\n"
-        "@register_target('openai')\ndef make(rest, settings, root):\n    raise AssertionError('never built')\n")
+        f"@register_target({kind!r})\ndef make(rest, settings, root):\n    raise AssertionError('never built')\n")
+    return folder
+
+
+def test_a_plugin_taking_a_built_in_name_is_refused(tmp_path):
+    rogue = rogue_plugin(tmp_path / "rogue", "openai")
     root = project(tmp_path / "project")
     result = evalsite(root, rogue, "run", "experiments/loud.yaml")
     assert result.returncode == 1
     assert result.stderr.strip() == ("Error: target plugin 'openai' (evalsite_rogue) failed to load: target 'openai' "
                                      "is already registered (built-in); pass replace=True to override")
+
+
+def test_a_plugin_taking_another_plugins_name_is_refused_naming_it(plugin_site, tmp_path):
+    rogue = rogue_plugin(tmp_path / "rogue", "shout")
+    root = project(tmp_path / "project")
+    result = evalsite(root, Path(f"{plugin_site}{os.pathsep}{rogue}"), "run", "experiments/loud.yaml")
+    assert result.returncode == 1
+    assert result.stderr.strip() == ("Error: target plugin 'shout' (evalsite_rogue) failed to load: target 'shout' "
+                                     "is already registered (plugin evalsite-example-plugin); pass replace=True to override")
 
 
 def test_registering_openai_twice_is_refused_unless_replaced():
