@@ -15,10 +15,8 @@ CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver"
 FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
          "--disable-component-update", "--disable-sync", "--window-size=1400,1000")
 
-needs_browser = pytest.mark.skipif(
-    not (CHROMIUM.exists() and CHROMEDRIVER.exists()),
-    reason="headless browser tests need /usr/bin/chromium and /usr/bin/chromedriver (Debian: apt-get install chromium chromium-driver)",
-)
+NO_BROWSER = "headless browser tests need /usr/bin/chromium and /usr/bin/chromedriver (Debian: apt-get install chromium chromium-driver)"
+needs_browser = pytest.mark.skipif(not (CHROMIUM.exists() and CHROMEDRIVER.exists()), reason=NO_BROWSER)
 
 
 @contextmanager

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from browser_support import chromium
+from browser_support import NO_BROWSER, chromium
 from cli_support import Cli
 from compare_support import ARM_SOURCE, golden_rows, write_dataset
 from evaluator_support import PROJECT_MODULES
@@ -33,6 +33,13 @@ def no_proxy_variables(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in PROXY_VARIABLES:
         monkeypatch.delenv(name, raising=False)
         monkeypatch.delenv(name.lower(), raising=False)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """One line for the browser tests skipped because Chromium is missing, instead of silent skips."""
+    skipped = [report for report in terminalreporter.stats.get("skipped", []) if NO_BROWSER in str(report.longrepr)]
+    if skipped:
+        terminalreporter.write_line(f"{len(skipped)} browser tests skipped: {NO_BROWSER}", yellow=True, bold=True)
 
 
 # The CLI -------------------------------------------------------------------------------------------

@@ -105,6 +105,7 @@ def hand_edited_run(folder: Path, seed: int, odd_values: list, odd_lines: list) 
     return write_lines(folder, lines)
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None)
 @given(st.integers(0, 10_000), st.lists(ODD_VALUES, max_size=3), st.lists(ODD_LINES, max_size=2))
 def test_hand_edited_lines_read_as_the_python_reader_reads_them(tmp_path_factory, seed, odd_values, odd_lines):
@@ -146,6 +147,7 @@ def same_rows(a: list[tuple], b: list[tuple]) -> bool:
     return [key(r) for r in a] == [key(r) for r in b]
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None)
 @given(st.integers(0, 10_000), st.lists(ODD_VALUES, max_size=3), st.lists(ODD_LINES, max_size=2))
 def test_the_duckdb_views_hold_exactly_the_cases_the_python_reader_reads(tmp_path_factory, seed, odd_values, odd_lines):

@@ -97,13 +97,13 @@ def without_timing(detail: str) -> str:
 
 
 def test_the_plugin_example_registers_and_scores(docs_project, monkeypatch):
-    monkeypatch.setattr(base, "_REGISTRY", dict(base._REGISTRY))
-    (plugin,) = [b for b in blocks("python") if "register_evaluator(" in b]
-    (docs_project / "plugin_example.py").write_text(plugin)
-    monkeypatch.syspath_prepend(str(docs_project))
-    monkeypatch.delitem(sys.modules, "plugin_example", raising=False)
-    importlib.import_module("plugin_example")
-    (evaluator,) = build_evaluators([{"type": "no_urls", "allow": ["https://example.com"]}])
-    view = CaseView(input="", output="see https://example.com/a and http://evil.test", expected=None, row={})
-    (result,) = asyncio.run(evaluator.ascore(view))
-    assert (result.passed, result.detail) == (False, "links: http://evil.test")
+    with base.EVALUATORS.isolated():  # the example registers no_urls in a registry restored afterwards
+        (plugin,) = [b for b in blocks("python") if "register_evaluator(" in b]
+        (docs_project / "plugin_example.py").write_text(plugin)
+        monkeypatch.syspath_prepend(str(docs_project))
+        monkeypatch.delitem(sys.modules, "plugin_example", raising=False)
+        importlib.import_module("plugin_example")
+        (evaluator,) = build_evaluators([{"type": "no_urls", "allow": ["https://example.com"]}])
+        view = CaseView(input="", output="see https://example.com/a and http://evil.test", expected=None, row={})
+        (result,) = asyncio.run(evaluator.ascore(view))
+        assert (result.passed, result.detail) == (False, "links: http://evil.test")

@@ -38,12 +38,13 @@ class TurnProbe(Evaluator):
 
 
 @pytest.fixture(autouse=True)
-def test_evaluators(monkeypatch):
+def test_evaluators():
     """Register the test evaluators exactly as a user's would be, in a registry restored afterwards."""
-    monkeypatch.setattr(base, "_REGISTRY", dict(base._REGISTRY))
-    register_evaluator("test_explodes")(Explodes)
-    register_evaluator("test_label")(LabelOnly)
-    register_evaluator("test_turn_probe")(TurnProbe)
+    with base.EVALUATORS.isolated():
+        register_evaluator("test_explodes")(Explodes)
+        register_evaluator("test_label")(LabelOnly)
+        register_evaluator("test_turn_probe")(TurnProbe)
+        yield
 
 
 def case_score(specs, output="Paris", expected="Paris", error=None, **fields):

@@ -137,6 +137,7 @@ def test_a_folder_a_kill_left_before_the_header_is_ignored(cli, hostile_project)
         assert result.exit_code == 0 and "killed" not in result.output + result.stderr
 
 
+@pytest.mark.slow
 def test_eight_cases_of_20_mb_output_are_read_by_every_command(cli, hostile_project):
     folder, _ = sorted((hostile_project / "runs").iterdir())
     first = json.loads((folder / "cases.jsonl").read_text().splitlines()[0])
@@ -173,6 +174,7 @@ def one_line_naming(message: str, name: str) -> bool:
     return "\n" not in message and message.startswith(name)
 
 
+@pytest.mark.slow
 @FUZZ
 @given(key=HEADER_KEYS, value=JSON, footer=st.none() | JSON)
 def test_fuzzed_headers_and_footers_are_read_or_refused_in_one_line(pristine, hostile_project, key, value, footer):
@@ -192,6 +194,7 @@ def test_fuzzed_headers_and_footers_are_read_or_refused_in_one_line(pristine, ho
     open_database(hostile_project / "runs").rows("SELECT * FROM runs")
 
 
+@pytest.mark.slow
 @FUZZ
 @given(key=CASE_KEYS, value=JSON, line=JSON)
 def test_fuzzed_case_lines_are_skipped_with_a_warning_and_never_break_the_views(pristine, hostile_project, key, value, line):

@@ -191,6 +191,7 @@ def test_decision_lines_are_checked_like_run_files(tmp_path):
 SCALARS = st.none() | st.booleans() | st.integers(-2, 2) | st.floats(allow_nan=False) | st.text(max_size=3)
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(case=st.fixed_dictionaries(
     {"item_id": st.text(max_size=3), "repeat": st.integers(0, 3)},

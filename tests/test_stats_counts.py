@@ -74,6 +74,7 @@ def test_counts_cluster_bootstrap_agrees_with_scipy_on_the_ratio(counts_always):
     assert_close_bounds(tuple(ours), (reference.low, reference.high), values)
 
 
+@pytest.mark.slow
 def test_large_inputs_draw_counts_by_default_and_agree_with_the_index_bootstrap(monkeypatch):
     values = (np.random.default_rng(2).random(40_000) < 0.4).astype(float)
     assert values.size * 2000 > _counts.COUNTS_FROM_DRAWS  # this size takes the counts path

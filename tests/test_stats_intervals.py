@@ -87,6 +87,7 @@ def test_items_by_repeats_are_averaged_per_item_then_items_are_resampled_like_sc
     assert tuple(ours) == pytest.approx(reference, rel=1e-12)
 
 
+@pytest.mark.slow
 def test_the_item_bootstrap_of_repeat_means_covers_the_true_mean_at_its_level():
     """Seeded simulation: item effects plus large repeat noise, 3 repeats; the 90 % interval of
     the mean of item means covers the true mean about 90 % of the time (resampling repeats as

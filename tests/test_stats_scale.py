@@ -109,6 +109,7 @@ def test_early_stopped_friedman_agrees_with_full_enumeration(seed):
         assert (result.p_value <= 0.05) == (exact <= 0.05)
 
 
+@pytest.mark.slow
 def test_early_stopping_keeps_the_level_under_the_null():
     """Seeded simulation: arms alike, the rejection rate at 0.05 stays at or below 0.05."""
     rng = np.random.default_rng(123)

@@ -1,10 +1,13 @@
-"""A target kind from an installed package, found through its ``evalsite.calls.targets`` entry point."""
+"""A target kind from an installed package, found through its ``evalsite.targets`` entry point."""
 
 from __future__ import annotations
 
 import textwrap
 
+import pytest
 from runner_support import only_run, questions, write_experiment
+
+from evalsite.calls.targets import base
 
 PLUGIN = """
 from evalsite.calls.targets import TargetResult, register_target
@@ -27,6 +30,13 @@ class Shout:
 def make(rest, settings, project_root):
     return Shout(rest or "!")
 """
+
+
+@pytest.fixture(autouse=True)
+def own_registry():
+    """The kinds a test's plugin registers stay in that test (later tests list the built-ins only)."""
+    with base.TARGETS.isolated():
+        yield
 
 
 def install(site, name: str, module_text: str) -> None:

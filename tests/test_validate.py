@@ -31,7 +31,7 @@ def test_every_problem_in_the_project_is_listed(example_project, cli):
     result = cli("validate")
     assert result.exit_code == 1
     lines = result.output.splitlines()
-    assert lines[0].startswith("experiments/arithmetic.yaml: evaluators[0].type: unknown evaluator 'exat' (known: ")
+    assert lines[0].startswith("experiments/arithmetic.yaml: evaluators[0].type: unknown evaluator 'exat'; did you mean 'exact'? (known: ")
     assert lines[1:] == [
         "experiments/second.yaml: repet: unknown key; did you mean 'repeat'? (allowed: $schema, arms, artifacts, checkpoints, concurrency, "
         "dataset, description, design, emulation, evaluators, hooks, limits, models, name, output_schema, prompt, repeat, rows, schedule, sweep)",

@@ -49,6 +49,7 @@ def test_beyond_noise_is_said_only_when_the_noise_test_rejects():
     assert _noise_label(0.05, 0.4, True, 0.05) == "within σ 0.050 (p = 0.400)"
 
 
+@pytest.mark.slow
 def test_a_null_leaderboard_has_no_agreement_sentence():
     """Identical arms: whenever nothing is separated and Friedman does not reject, the "order follows the
     mean, not the mean ranks" sentence says nothing and is not printed — though mean ranks and means

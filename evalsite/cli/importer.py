@@ -7,14 +7,21 @@ from pathlib import Path
 import click
 
 from evalsite.cli.output import print_json, print_table, warn
-from evalsite.execute.importers import FORMATS, ImportOptions, import_files
+from evalsite.execute.importers import IMPORTERS, ImportOptions, import_files
 from evalsite.execute.importers.evalzip import DEFAULT_MAX_MEMBER_BYTES
 from evalsite.project import find_project
 from evalsite.runlog.hashing import file_sha256
 
 
+def _known_format(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    """An unknown FORMAT is a usage error (exit 2); the installed plugins' formats count."""
+    if IMPORTERS.find(value) is None:
+        raise click.BadParameter(IMPORTERS.unknown(value))
+    return value
+
+
 @click.command("import")
-@click.argument("format_name", metavar="FORMAT", type=click.Choice(list(FORMATS)))
+@click.argument("format_name", metavar="FORMAT", callback=_known_format)
 @click.argument("paths", metavar="PATH...", nargs=-1, required=True,
                 type=click.Path(exists=True, path_type=Path))
 @click.option("--dataset", "dataset_name", metavar="NAME", help="Dataset name in the dataset id (default: imported).")

@@ -1,6 +1,7 @@
 """The built-in steps: ``write_trace``, ``gather``, ``bootstrap_ci`` and ``validate_outputs``.
 
-Each takes a step context (``evalsite.execute.hooks.StepContext``), writes what it says, returns
+Each is registered with :func:`register_step` in :data:`STEPS` (where an installed package's
+``evalsite.steps`` entry point adds its own), takes a step context (``evalsite.execute.hooks.StepContext``), writes what it says, returns
 a line for the step's log, and raises :class:`StepFailed` with one line naming the culprit.
 
 * ``write_trace`` (a case ``post``): the case as one JSON line (ids, config, checkpoint, output,
@@ -23,6 +24,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from evalsite.errors import ManifestError
+from evalsite.registry import Registry
+
 if TYPE_CHECKING:
     import numpy as np
 
@@ -31,6 +35,21 @@ class StepFailed(Exception):
     """A built-in step's one-line failure."""
 
 
+Step = Callable[..., "str | None"]  # (context) -> a line for the step's log, or None
+STEPS: Registry[Step] = Registry("builtin step", "evalsite.steps", ManifestError, unknown_as="builtin")
+
+
+def register_step(name: str, *, replace: bool = False) -> Callable[[Step], Step]:
+    """Register ``step(context)`` as the builtin ``name`` (a manifest's ``builtin: name``), the
+    built-ins' way too; a taken name is refused unless ``replace``."""
+
+    def decorate(step: Step) -> Step:
+        return STEPS.register(name, step, replace=replace)
+
+    return decorate
+
+
+@register_step("write_trace")
 def write_trace(context) -> str:
     case = context.case
     if case is None or context.output is None:
@@ -48,6 +67,7 @@ def write_trace(context) -> str:
     return f"wrote 1 trace line to {context.output}"
 
 
+@register_step("gather")
 def gather(context) -> str:
     if context.output is None:
         raise StepFailed("gather needs an 'out' artifact to write")
@@ -113,6 +133,7 @@ def _cell(value):
     return json.dumps(value, ensure_ascii=False) if isinstance(value, (dict, list)) else value
 
 
+@register_step("bootstrap_ci")
 def bootstrap_ci(context) -> str:
     rows = [row for path in context.inputs for row in read_rows(path)]
     metrics = context.config.get("metrics") or ["score"]
@@ -157,6 +178,7 @@ def _item_matrix(rows: list[dict], metric: str) -> np.ndarray | None:
     return np.array([values + [math.nan] * (width - len(values)) for values in by_item.values()])
 
 
+@register_step("validate_outputs")
 def validate_outputs(context) -> str:
     schema = context.config.get("schema") or context.extra.get("output_schema")
     if not schema:
@@ -184,11 +206,3 @@ def _columns(path: Path) -> list[str]:
         return list(pq.read_schema(path).names)
     with open(path, newline="", encoding="utf-8") as handle:
         return next(csv.reader(handle), [])
-
-
-BUILTINS: dict[str, Callable] = {
-    "write_trace": write_trace,
-    "gather": gather,
-    "bootstrap_ci": bootstrap_ci,
-    "validate_outputs": validate_outputs,
-}

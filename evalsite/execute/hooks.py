@@ -22,7 +22,7 @@ from pathlib import Path
 
 from evalsite.errors import EvalsiteError, ManifestError
 from evalsite.execute.artifacts import Scope, child_paths, level_artifacts
-from evalsite.execute.builtin_steps import BUILTINS, StepFailed
+from evalsite.execute.builtin_steps import STEPS, StepFailed
 from evalsite.experiment.pipeline import Pipeline, Step
 from evalsite.project import load_callable
 
@@ -87,9 +87,8 @@ def resolve_steps(pipeline: Pipeline, project_root: Path) -> dict[str, Callable]
                     functions[step.spec] = load_callable(step.spec.partition(":")[2], project_root, "step")
                 except EvalsiteError as exc:
                     raise ManifestError(f"{step.where}.run: {exc.message}") from None
-            if step.kind == "builtin" and step.spec not in BUILTINS:
-                raise ManifestError(f"{step.where}.builtin: unknown builtin {step.spec!r} "
-                                    f"(known: {', '.join(sorted(BUILTINS))})")
+            if step.kind == "builtin" and STEPS.find(step.spec) is None:
+                raise ManifestError(f"{step.where}.builtin: {STEPS.unknown(step.spec)}")
     return functions
 
 
@@ -116,7 +115,7 @@ def _run_in_thread(step: Step, context: StepContext, functions: dict[str, Callab
     error = None
     try:
         if step.kind == "builtin":
-            message = BUILTINS[step.spec](context)
+            message = STEPS.get(step.spec)(context)
             output.write(f"{message}\n" if message else "")
         else:
             functions[step.spec](context)

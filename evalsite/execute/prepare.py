@@ -16,9 +16,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from evalsite.calls.retry import RetryPolicy
-from evalsite.calls.targets import make_target, target_kinds, with_model
-from evalsite.calls.targets.base import load_plugins
-from evalsite.errors import EvalsiteError, MissingSecretError, PlanError, did_you_mean
+from evalsite.calls.targets import make_target, with_model
+from evalsite.calls.targets.base import TARGETS
+from evalsite.errors import EvalsiteError, MissingSecretError, PlanError
 from evalsite.execute.study import load_study
 from evalsite.experiment.locks import refuse_changed_dataset
 from evalsite.experiment.manifest import load_manifest
@@ -69,17 +69,11 @@ def require_evaluator_secrets(evaluators: list[Evaluator]) -> None:
 
 
 def check_targets(plan: Plan) -> None:
-    if any(config.target.partition(":")[0] not in target_kinds() for config in plan.configs):
-        load_plugins()  # installed packages may add kinds; load them only when a kind is unknown
-    kinds = target_kinds()
     index = {arm.id: position for position, arm in enumerate(plan.manifest.arms)}
     for config in plan.configs:
         kind = config.target.partition(":")[0]
-        if kind not in kinds:
-            raise PlanError(
-                f"{plan.manifest.path}: arms[{index[config.arm_id]}].target: unknown target kind "
-                f"{kind!r}{did_you_mean(kind, kinds)} (known: {', '.join(kinds)})"
-            )
+        if TARGETS.find(kind) is None:  # installed packages' kinds are loaded only when a kind is unknown
+            raise PlanError(f"{plan.manifest.path}: arms[{index[config.arm_id]}].target: {TARGETS.unknown(kind)}")
 
 
 def runnable_problems(project: Project, plan: Plan, run_code: bool = True) -> tuple[list[str], list[str]]:

@@ -39,6 +39,7 @@ from evalsite.site.inputs import file_hash, scan_project
 from evalsite.site.matrixdata import matrix_part
 from evalsite.site.output import SiteWriter
 from evalsite.site.pages import (
+    PAGES,
     Kit,
     PageJob,
     compare,
@@ -47,6 +48,7 @@ from evalsite.site.pages import (
     experiments,
     home,
     items,
+    register_page,
     reports,
     runs,
     search,
@@ -60,8 +62,8 @@ CACHE_DIR = ".evalsite/site-cache"
 GC_THRESHOLD = 100_000
 #: Seconds a thread may hold the interpreter lock while another waits for it, during a build (Python's default is 0.005).
 SWITCH_INTERVAL = 0.0005
-#: Page families in build order; a new family is one more module here.
-FAMILIES = (home, runs, datasets, experiments, decisions, compare, reports, items, search)
+for _family in (home, runs, datasets, experiments, decisions, compare, reports, items, search):  # in build order
+    register_page(_family.__name__.rpartition(".")[2])(_family.jobs)
 
 
 @dataclass(frozen=True)
@@ -128,7 +130,7 @@ def _build(project: Project, out_dir: Path | None, *, redact: bool | None, full:
     inputs = scan_project(project)
     theme = load_theme(project.templates_dir, project.static_dir, project.root)
     kit = Kit(inputs, settings, theme, settings.title or project.root.name, live_reload=live_reload)
-    jobs = [job for family in FAMILIES for job in family.jobs(inputs, settings)]
+    jobs = [job for family in PAGES.values() for job in family(inputs, settings)]
     writer = SiteWriter.open(out_dir, int(settings.warn_file_mb * 1024 * 1024), full=full)
     code = file_hash(*sorted(PACKAGE_DIR.rglob("*.py")))
     common = _build_identity(code, settings, project.settings, theme.content_hash, live_reload, kit.site_title)

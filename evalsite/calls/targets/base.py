@@ -1,8 +1,8 @@
 """The target interface and registry.
 
-Kinds come from :func:`register_target` calls: the built-ins' and those of installed packages
-that declare an ``evalsite.targets`` entry point (loaded the first time an unknown kind is
-asked for).
+Kinds come from :func:`register_target` calls into :data:`TARGETS`: the built-ins' and those of
+installed packages that declare an ``evalsite.targets`` entry point (loaded the first time an
+unknown kind is asked for; :mod:`evalsite.registry`).
 """
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ import dataclasses
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from evalsite.errors import TargetError
+from evalsite.registry import Registry
 from evalsite.runlog.fields import shown
 from evalsite.runlog.records import MAX_COST_USD, MAX_TOKENS
 from evalsite.runlog.secrets import SecretPattern, looks_secret, scrub_all
@@ -166,53 +166,51 @@ def check_settings(kind: str, settings: dict, allowed: set[str]) -> None:
 
 
 TargetFactory = Callable[[str, dict, Path], Target]
-_FACTORIES: dict[str, TargetFactory] = {}
-_MODEL_KINDS: set[str] = set()  # kinds whose spec rest is the model name (``openai:gpt-4o``)
 
 
-def register_target(kind: str, *, model_in_spec: bool = False):
-    """Register a factory ``(spec_rest, settings, project_root) -> Target`` for ``kind``;
-    ``model_in_spec``: the rest of the spec names the model, so ``params.model`` can supply it."""
+@dataclass(frozen=True)
+class TargetKind:
+    """A registered kind: its factory ``(spec_rest, settings, project_root) -> Target``, and whether
+    the rest of the spec names the model (``openai:gpt-4o``), so ``params.model`` can supply it."""
+
+    factory: TargetFactory
+    model_in_spec: bool = False
+
+
+TARGETS: Registry[TargetKind] = Registry("target", "evalsite.targets", TargetError, unknown_as="target kind")
+
+
+def register_target(kind: str, *, model_in_spec: bool = False, replace: bool = False):
+    """Register a factory ``(spec_rest, settings, project_root) -> Target`` for ``kind`` (a taken
+    kind is refused unless ``replace``); ``model_in_spec``: the rest of the spec names the model."""
 
     def decorate(factory: TargetFactory) -> TargetFactory:
-        _FACTORIES[kind] = factory
-        if model_in_spec:
-            _MODEL_KINDS.add(kind)
+        TARGETS.register(kind, TargetKind(factory, model_in_spec), replace=replace, module=factory.__module__)
         return factory
 
     return decorate
 
 
 def target_kinds() -> list[str]:
-    return sorted(_FACTORIES)
-
-
-def load_plugins() -> None:
-    """Import every module named by an ``evalsite.targets`` entry point (they register kinds)."""
-    for entry in entry_points(group="evalsite.targets"):
-        try:
-            entry.load()
-        except Exception as exc:  # a broken plugin must name itself, not crash with a traceback
-            raise TargetError(f"target plugin {entry.name!r} ({entry.value}) failed to load: {exc}") from None
+    """Every kind, the installed plugins' included."""
+    return TARGETS.names()
 
 
 def with_model(spec: str, model: Any) -> str:
     """A kind written alone takes ``params.model``: ``openai`` with model ``gpt-4o`` is
     ``openai:gpt-4o`` (so ``{target: openai, params: {model: …}}`` reads as it says, and a sweep
     over ``model`` reaches the request)."""
-    if spec not in _MODEL_KINDS or not isinstance(model, str) or not model:
+    if ":" in spec or not isinstance(model, str) or not model:
+        return spec
+    kind = TARGETS.find(spec)
+    if kind is None or not kind.model_in_spec:
         return spec
     return f"{spec}:{model}"
 
 
 def make_target(spec: str, settings: dict, project_root: Path) -> Target:
-    kind, _, rest = spec.partition(":")
-    if kind not in _FACTORIES:
-        load_plugins()
-    factory = _FACTORIES.get(kind)
-    if factory is None:
-        raise TargetError(f"unknown target kind {kind!r} in {spec!r} (known: {', '.join(target_kinds())})")
-    return factory(rest, settings, project_root)
+    name, _, rest = spec.partition(":")
+    return TARGETS.get(name).factory(rest, settings, project_root)
 
 
 def replays_turns(target: Target) -> bool:

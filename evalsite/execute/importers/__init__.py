@@ -1,6 +1,7 @@
 """Turn other tools' results into ordinary evalsite runs: ``evalsite import FORMAT PATH…``.
 
-One module per format reads its files into cases and run descriptions
+One module per format reads its files (registered with :func:`register_importer` in :data:`IMPORTERS`,
+where an installed package's ``evalsite.importers`` entry point adds its own) into cases and run descriptions
 (:mod:`~evalsite.execute.importers.source_records`); :mod:`~evalsite.execute.importers.writer` writes them as runs.
 :func:`import_files` is the one function behind the command: it expands folders, refuses a file
 already imported (same sha256) unless ``again``, reads every source completely, and only then
@@ -26,10 +27,12 @@ from evalsite.execute.importers.source_records import ImportOptions
 from evalsite.execute.importers.writer import ImportedRun, SourceImport, StagedRuns, write_runs
 from evalsite.experiment.manifest import SAFE_NAME_RULE, is_safe_name
 from evalsite.project import Project
+from evalsite.registry import Registry
 from evalsite.runlog.hashing import file_sha256
 from evalsite.runlog.store import new_run_id, read_header, run_directories
 
-__all__ = ["FORMATS", "ImportOptions", "ImportReport", "ImportedRun", "import_files", "previous_imports"]
+__all__ = ["IMPORTERS", "ImportOptions", "ImportReport", "ImportedRun", "import_files", "previous_imports",
+           "register_importer"]
 
 log = logging.getLogger(__name__)
 
@@ -42,13 +45,26 @@ class Format:
     folder_patterns: tuple[str, ...] = ()
 
 
-FORMATS: dict[str, Format] = {
-    "promptfoo": Format(read_promptfoo),
-    "inspect": Format(read_inspect, ("*.eval", "*.json")),
-    "lm-eval": Format(read_lmeval, ("results_*.json",)),
-    "jsonl": Format(read_jsonl),
-    "csv": Format(read_csv),
-}
+IMPORTERS: Registry[Format] = Registry("import format", "evalsite.importers", SourceError)
+
+
+def register_importer(name: str, *, folder_patterns: tuple[str, ...] = (), replace: bool = False):
+    """Register ``read(source, options)`` as the reader of format ``name`` (``evalsite import
+    NAME``), the built-ins' way too; ``folder_patterns``: the files a folder argument stands for
+    (none: folders refused). A taken name is refused unless ``replace``."""
+
+    def decorate(read: Callable[[SourceImport, ImportOptions], None]) -> Callable[[SourceImport, ImportOptions], None]:
+        IMPORTERS.register(name, Format(read, folder_patterns), replace=replace, module=read.__module__)
+        return read
+
+    return decorate
+
+
+register_importer("promptfoo")(read_promptfoo)
+register_importer("inspect", folder_patterns=("*.eval", "*.json"))(read_inspect)
+register_importer("lm-eval", folder_patterns=("results_*.json",))(read_lmeval)
+register_importer("jsonl")(read_jsonl)
+register_importer("csv")(read_csv)
 
 
 @dataclass
@@ -59,12 +75,10 @@ class ImportReport:
 
 def import_files(project: Project, format_name: str, paths: Sequence[Path], options: ImportOptions) -> ImportReport:
     """Import every file named by ``paths`` (folders expand) as format ``format_name``."""
-    if format_name not in FORMATS:
-        raise SourceError(f"unknown import format {format_name!r} (known: {', '.join(FORMATS)})")
+    form = IMPORTERS.get(format_name)
     if options.dataset_name is not None and not is_safe_name(options.dataset_name):
         raise SourceError(f"--dataset {options.dataset_name[:60]!r}: not a safe name ({SAFE_NAME_RULE}); "
                           "it becomes part of the dataset id and of file names on the site")
-    form = FORMATS[format_name]
     files = [file for path in paths for file in _expand(Path(path), format_name, form)]
     shas = {file: file_sha256(file) for file in files}
     if not options.again:

@@ -1,4 +1,4 @@
-"""The evaluator interface, the registry, and how a case's scores combine.
+"""The evaluator interface, the registry (:data:`EVALUATORS`), and how a case's scores combine.
 
 An evaluator spec in a manifest is ``{type, name?, weight?, threshold?, scope?, params...}``
 (params flat or under ``params:``). ``type`` is a registered family, optionally followed by
@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 
 from evalsite.calls.context import UNBOUNDED, Abandoned, CallContext
 from evalsite.errors import EvaluatorError
+from evalsite.registry import Registry
 from evalsite.runlog.hashing import short_hash
 from evalsite.runlog.records import Score
 
@@ -264,20 +265,21 @@ def _transcript_through(transcript: list | None, replies: int) -> list | None:
     return list(transcript)
 
 
-_REGISTRY: dict[str, type[Evaluator]] = {}
+EVALUATORS: Registry[type[Evaluator]] = Registry("evaluator", "evalsite.evaluators", EvaluatorError)
 
 
-def register_evaluator(kind: str, *, takes_reference: bool = False):
-    """Register an :class:`Evaluator` subclass under ``kind`` (the built-ins use this too).
+def register_evaluator(kind: str, *, takes_reference: bool = False, replace: bool = False):
+    """Register an :class:`Evaluator` subclass under ``kind`` (the built-ins use this too; a taken
+    kind is refused unless ``replace``).
 
     With ``takes_reference`` the spec's type is ``<kind>:<reference>`` and the evaluator gets
     the reference (``python:module:function`` is built this way).
     """
 
     def decorate(cls: type[Evaluator]) -> type[Evaluator]:
+        EVALUATORS.register(kind, cls, replace=replace)
         cls.kind = kind
         cls.takes_reference = takes_reference
-        _REGISTRY[kind] = cls
         return cls
 
     return decorate
@@ -286,12 +288,13 @@ def register_evaluator(kind: str, *, takes_reference: bool = False):
 def spec_runs_code(spec: Any) -> bool:
     """Whether the evaluator ``spec`` describes runs project code or calls a model when it scores."""
     kind = str(spec.get("type", "")).partition(":")[0] if isinstance(spec, dict) else ""
-    cls = _REGISTRY.get(kind)
+    cls = EVALUATORS.find(kind) if kind else None
     return cls is not None and cls.runs_code
 
 
 def evaluator_types() -> list[str]:
-    return sorted(f"{kind}:…" if cls.takes_reference else kind for kind, cls in _REGISTRY.items())
+    """Every type as a spec writes it (``python:…`` for a family that takes a reference), plugins' included."""
+    return [f"{kind}:…" if EVALUATORS.get(kind).takes_reference else kind for kind in EVALUATORS.names()]
 
 
 def _spec_problems(spec: dict) -> list[str]:
@@ -321,9 +324,9 @@ def build_evaluator(spec: Any, index: int, project_root: Path | None = None, *, 
     if not isinstance(spec, dict) or not isinstance(spec.get("type"), str):
         raise EvaluatorError(f"{where}: needs a mapping with a 'type'")
     kind, _, reference = spec["type"].partition(":")
-    cls = _REGISTRY.get(kind)
+    cls = EVALUATORS.find(kind)
     if cls is None:
-        raise EvaluatorError(f"{where}.type: unknown evaluator {spec['type']!r} (known: {', '.join(evaluator_types())})")
+        raise EvaluatorError(f"{where}.type: {EVALUATORS.unknown(spec['type'], evaluator_types())}")
     if cls.takes_reference != bool(reference):
         form = f"'{kind}:<reference>'" if cls.takes_reference else f"'{kind}' with nothing after it"
         raise EvaluatorError(f"{where}.type: {spec['type']!r} should be written {form}")

@@ -5,8 +5,9 @@ A family module exposes ``jobs(inputs, settings) -> list[PageJob]``. A job names
 from (keys of :attr:`ProjectInputs.hashes`) so an incremental build can skip it, the runs whose
 figures it reads (``figures``: run ids; the build puts each run's
 :class:`~evalsite.site.figures.RunFigures` in ``kit.figures``), the runs whose matrix columns it
-reads (``matrix_of``), and a ``render(kit)`` that returns ``{path: bytes}``. New pages (compare,
-reports) slot in as another family module listed in :data:`evalsite.site.build.FAMILIES`.
+reads (``matrix_of``), and a ``render(kit)`` that returns ``{path: bytes}``. Families are
+registered with :func:`register_page` in :data:`PAGES` (the built-ins by :mod:`evalsite.site.build`,
+in build order; an installed package's ``evalsite.pages`` entry point adds its own after them).
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from typing import Any
 
 from evalsite import __version__
 from evalsite.analysis.summary import RunSummary
+from evalsite.errors import SiteError
+from evalsite.registry import Registry
 from evalsite.runlog.records import Case
 from evalsite.site import paths
 from evalsite.site.figures import KeptValues, RunFigures
@@ -103,3 +106,17 @@ class Kit:
             files[f"{table.download_stem}.csv"] = table.to_csv().encode("utf-8")
             files[f"{table.download_stem}.json"] = table.to_json().encode("utf-8")
         return files
+
+
+PageFamily = Callable[[ProjectInputs, SiteSettings], list[PageJob]]
+PAGES: Registry[PageFamily] = Registry("page family", "evalsite.pages", SiteError)
+
+
+def register_page(name: str, *, replace: bool = False) -> Callable[[PageFamily], PageFamily]:
+    """Register ``jobs(inputs, settings) -> list[PageJob]`` as the page family ``name``; a taken
+    name is refused unless ``replace``."""
+
+    def decorate(jobs: PageFamily) -> PageFamily:
+        return PAGES.register(name, jobs, replace=replace)
+
+    return decorate

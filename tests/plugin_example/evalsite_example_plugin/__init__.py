@@ -1,0 +1,1 @@
+"""An example evalsite plugin: the ``shout`` target, the ``shouted`` evaluator, the ``tsv`` importer."""
