@@ -87,6 +87,8 @@ RUN_COLUMNS = {name: name for name in ("run_id", "arm", "status", "cases", "erro
 @click.option("--concurrency", type=click.IntRange(1, MAX_CONCURRENCY), help="Cases in flight at once.")
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", callback=_check_assignments,
               help="Patch the manifest before validation: a dotted KEY, a YAML VALUE (repeatable).")
+@click.option("--until", type=click.Choice(["decided"]),
+              help="decided: stop once every pair of arms is decided (the manifest's stop_when, or its defaults).")
 @click.option("--dry-run", is_flag=True, help="Print calls, tokens and estimated cost per arm; call nothing.")
 @click.option("--max-cost", type=click.FloatRange(min=0), callback=_finite, envvar="EVALSITE_MAX_COST_USD", show_envvar=True,
               metavar="USD", help="Start no new call once this many dollars are spent (over limits.max_cost_usd).")
@@ -117,7 +119,7 @@ RUN_COLUMNS = {name: name for name in ("run_id", "arm", "status", "cases", "erro
               help="Write JUnit XML: one test case per arm and item.")
 @output_option("run", JSON, CSV, MARKDOWN, JUNIT, HTML)
 @click.pass_context
-def run_command(ctx, manifest: Path, arm_ids, repeat, concurrency, overrides, dry_run, max_cost, timeout, resume,
+def run_command(ctx, manifest: Path, arm_ids, repeat, concurrency, overrides, until, dry_run, max_cost, timeout, resume,
                 cache_mode, allow_failures, baseline, fail_on, shard, batch_name, executor, shards, build_after,
                 as_json, summary_file, junit_file, output) -> None:
     """Execute an experiment: one run per arm, written under runs/.
@@ -134,6 +136,8 @@ def run_command(ctx, manifest: Path, arm_ids, repeat, concurrency, overrides, dr
     if output is not None and output.extension == JUNIT and (dry_run or executor == "ray"):
         raise OutputError(f"{output.path}: run {'--dry-run' if dry_run else '--executor ray'} has no test cases "
                           "to write as JUnit XML; use .json, .csv, .md or .html")
+    if until == "decided":  # the shortcut is an override: a manifest's own stop_when settings stay
+        overrides = ("stop_when.decided=true", *overrides)
     plan = prepare_plan(project, manifest, overrides=overrides, arm_ids=arm_ids, repeat=repeat)
     if shard is not None:
         plan = replace(plan, shard=parse_shard(shard))
