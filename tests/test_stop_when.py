@@ -160,3 +160,4 @@ def test_a_killed_adaptive_batch_resumes_with_the_same_order_and_looks_and_calls
     logged = Counter((crashed / "calls.log").read_text().split("\n")[:-1])
     recorded = sum(len(run.cases) for run in after.values())
     assert sum(logged.values()) <= recorded + 4  # at most the calls in flight at the kill (concurrency 2 × 2)
+

@@ -9,6 +9,8 @@ recorded and calls nothing twice. The walk stops when every pair is ``separated`
 ``equivalent`` (after ``min_items``), or a budget is spent (``max_items``, ``max_cost_usd``, the
 dataset); items not reached are simply absent and the runs are ``completed``, their footers
 recording the rule, each look and why it stopped (docs/reference/run-format.md#stop_when).
+Evaluators' scores lie in [0, 1], so each difference lies in [-1, 1] as the sequences need; an
+item a scoring error left without a score on some arm is left out of the sequences.
 """
 
 from __future__ import annotations
@@ -138,11 +140,15 @@ class DecidedWalk:
 
     # ----- what the footers record
 
+    @property
+    def items_used(self) -> int:
+        return self.looks[-1]["n"] if self.looks else 0
+
     def close(self, states: list[Any]) -> None:
         """Mark the cases past the stop as not needed and write each run's ``stop_when`` record."""
         if self.reason is None:
             return
-        used = {item.item_id for item in self.items[: self.looks[-1]["n"]]} if self.looks else set()
+        used = {item.item_id for item in self.items[: self.items_used]}
         for state in states:
             recorded = [*state.previous, *state.cases]
             not_run = [key for key in state.pending if key[0].item_id not in used]
@@ -156,7 +162,7 @@ class DecidedWalk:
         return {
             "rule": self.rule.record(), "reason": self.reason, **({"budget": self.budget} if self.budget else {}),
             "look": len(self.looks), "looks_planned": len(self.ends),
-            "items_used": self.looks[-1]["n"] if self.looks else 0, "items_planned": len(self.items),
+            "items_used": self.items_used, "items_planned": len(self.items),
             "cases_used": len(recorded), "cases_planned": planned, "calls_saved": not_run,
             "cost_saved_usd": None if per_case is None else per_case * not_run,
             "looks": self.looks,

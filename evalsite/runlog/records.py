@@ -81,6 +81,7 @@ class StopOrder:
     max_cost_usd: float | None
     arms: tuple[str, ...]
     cluster_key: str | None = None
+    horizon: int | None = None  # the units the sequences were tuned for (fixed before any data)
 
     @classmethod
     def from_json(cls, data: Any, where: str) -> StopOrder:
@@ -96,6 +97,7 @@ class StopOrder:
             max_cost_usd=fields.number("max_cost_usd", (0.0, math.inf)),
             arms=tuple(arms),
             cluster_key=fields.text("cluster_key"),
+            horizon=fields.integer("horizon", minimum=1),
         )
 
     @property
