@@ -43,6 +43,7 @@ COMMANDS = (
     CommandEntry("leaderboard", "analysis:leaderboard_command", "Every arm on a dataset, and the order the data supports."),
     CommandEntry("merge", "merge:merge_command", "Merge the shard runs of each BATCH (default: every batch with shards) into one run per config."),
     CommandEntry("noise", "analysis:noise_command", "RUN's spread across repeats and each item's flakiness."),
+    CommandEntry("plan-size", "plan_size:plan_size_command", "Items a stop_when run is expected to use for an assumed difference, by simulation."),
     CommandEntry("promote", "compare:promote_command", "Make RUN the baseline of its arm, with a reason."),
     CommandEntry("query", "query:query_command", "Run SQL over the views runs, cases and scores."),
     CommandEntry("rank-stability", "analysis:rank_stability_command", "How many items the separated part of the order of the arms needs."),
@@ -59,7 +60,7 @@ COMMANDS = (
 #: ``ctx.meta`` key: the command's own ``--help`` is asked for (help works in any folder).
 ASKS_HELP = "evalsite.asks_help"
 #: Commands that work in any folder: they make a project, or read files named on their command line.
-OUTSIDE_A_PROJECT = frozenset({"dataset", "import", "init", "schema"})
+OUTSIDE_A_PROJECT = frozenset({"dataset", "import", "init", "plan-size", "schema"})
 
 
 class _LazyCommands(Mapping[str, click.Command]):

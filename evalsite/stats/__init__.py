@@ -13,6 +13,8 @@ dataclass that names the method it used, and every random step is seeded with
   flakiness, pass@k and pass^k.
 * ``pairs``: one pair of arms on items or clusters (the verdict's primitive), letter groups.
 * ``power``: minimum detectable effect and required number of items.
+* ``confseq``: anytime-valid confidence sequences of a paired difference (``stop_when``);
+  ``stopping_design``: the items a stopped run expects to use, by simulation.
 * ``descriptive``: nearest-rank percentiles.
 
 See docs/reference/statistics.md for assumptions, limits and worked examples.
