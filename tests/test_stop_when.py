@@ -10,6 +10,7 @@ import time
 from collections import Counter
 
 import numpy as np
+import pytest
 import yaml
 from runner_support import all_runs, start_run
 
@@ -28,12 +29,13 @@ def answer(input, row, repeat):
 TAILS = ["", " a", " b"]  # the sweep's three configs: right on 100%-share, 30% and 0% of the items
 
 
-def write_project(root, *, items: int = 300, stop_when: dict | None = None, sleep: float = 0.0, **extra) -> str:
+def write_project(root, *, items: int = 300, stop_when: dict | None = None, sleep: float = 0.0, cluster: int = 0,
+                  **extra) -> str:
     """Three configs of one arm; config tail '' is right wherever the expected answer has no tail
     (70% of items), ' a' on the other 30%, ' b' never."""
     (root / "pt_stop.py").write_text(TARGET)
     rows = [{"id": f"q{i}", "input": f"question {i}", "expected": f"echo: question {i}{' a' if i % 10 < 3 else ''}",
-             "metadata": {"sleep": sleep}} for i in range(items)]
+             "metadata": {"sleep": sleep, **({"group": f"g{i // cluster}"} if cluster else {})}} for i in range(items)]
     (root / "data" / "exp.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
     manifest = {
         "name": "exp", "dataset": {"path": "data/exp.jsonl"}, "prompt": "{{ input }}{{ tail }}",
@@ -161,3 +163,35 @@ def test_a_killed_adaptive_batch_resumes_with_the_same_order_and_looks_and_calls
     recorded = sum(len(run.cases) for run in after.values())
     assert sum(logged.values()) <= recorded + 4  # at most the calls in flight at the kill (concurrency 2 × 2)
 
+
+
+def test_clusters_are_drawn_whole_and_the_verdict_flips_them_as_units(runner_project, cli):
+    manifest = write_project(runner_project, cluster=3, stop_when={"decided": True, "check_every": 10, "min_items": 10})
+    assert cli("run", manifest, "--allow-failures").exit_code == 0
+    runs = by_tail(all_runs(runner_project))
+    record = runs[""].footer.stop_when
+    used = record["items_used"]
+    assert used % 3 == 0 and all(look["n"] % 3 == 0 and look["units"] == look["n"] // 3 for look in record["looks"])
+    assert runs[""].header.stop_when.cluster_key == "group"
+    key = lambda text: hashlib.sha256(text.encode()).digest()  # noqa: E731 - the documented cluster order
+    groups = sorted({f"g{i // 3}" for i in range(300)}, key=lambda g: key(f"0\0\0cluster\0{g}"))[: used // 3]
+    assert {c["item_id"] for c in runs[""].cases} == {f"q{3 * int(g[1:]) + k}" for g in groups for k in range(3)}
+    scores = {tail: {c["item_id"]: c["score"] for c in run.cases} for tail, run in runs.items()}
+    per_cluster = np.array([np.mean([scores[""][f"q{3 * int(g[1:]) + k}"] - scores[" a"][f"q{3 * int(g[1:]) + k}"]
+                                     for k in range(3)]) for g in groups])
+    low, high = confidence_sequence(per_cluster, alpha=family_alpha(0.05, 3), horizon=100)
+    verdict = cli.json("leaderboard")["verdict"]
+    pair = next(p for p in verdict["pairs"] if (p["ahead_label"], p["behind_label"]) == ('echo tail=""', 'echo tail=" a"'))
+    assert verdict["unit"] == "cluster" and verdict["n_units"] == used // 3
+    assert (pair["interval"]["low"], pair["interval"]["high"]) == pytest.approx((low[-1], high[-1]))
+
+
+def test_repeats_finish_each_block_and_count_once_per_item(runner_project, cli):
+    manifest = write_project(runner_project, stop_when={"decided": True, "check_every": 10, "min_items": 10})
+    assert cli("run", manifest, "--repeat", "2", "--allow-failures").exit_code == 0
+    runs = by_tail(all_runs(runner_project))
+    used = runs[""].footer.stop_when["items_used"]
+    for run in runs.values():
+        assert Counter(c.repeat for c in run.cases) == {0: used, 1: used}
+    assert len((runner_project / "calls.log").read_text().splitlines()) == 3 * 2 * used
+    assert runs[""].footer.stop_when["looks"][-1]["units"] == used  # an item is one value: its mean over repeats
