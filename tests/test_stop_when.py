@@ -102,6 +102,8 @@ def test_until_decided_stops_early_on_the_same_seeded_items_for_every_arm(runner
     assert record["calls_saved"] == 300 - used and record["look"] == used // 20 == len(record["looks"])
     assert runs[""].header.stop_when.seed == 0 and runs[""].header.stop_when.alpha == 0.05
     assert Counter((runner_project / "calls.log").read_text().split("\n")[:-1]).most_common(1)[0][1] == 1
+    assert (f"stop_when: separated at look {used // 20}, after {used} of 300 items; {3 * (300 - used)} calls saved"
+            in result.stderr)
 
 
 def test_each_look_is_the_confidence_sequence_of_the_recorded_differences(runner_project, cli):

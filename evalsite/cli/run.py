@@ -24,6 +24,7 @@ from evalsite.experiment.estimate import PlanEstimate, estimate_plan
 from evalsite.experiment.safety import MAX_CONCURRENCY, MAX_REPEAT
 from evalsite.experiment.shards import parse_shard, plan_batch_id
 from evalsite.project import RUNS_ENV, find_project, max_error_rate
+from evalsite.runlog.store import read_footer
 
 
 def _check_assignments(context, parameter, values: tuple[str, ...]) -> tuple[str, ...]:
@@ -74,6 +75,17 @@ def _run_on_ray(project, manifest: Path, plan, shards: int, as_json: bool, outpu
     write_output(output, Result(f"evalsite run {plan.manifest.name}", [asdict(run) for run in merged], rows))
     if any(run.status != "completed" for run in merged):
         sys.exit(1)
+
+
+def _report_stop(project, batch) -> None:
+    """One line when a stop_when batch stopped: why, after how many items, and the calls it saved."""
+    footers = [read_footer(project.runs_dir / run.run_id) for run in batch.runs]
+    records = [footer.stop_when for footer in footers if footer is not None and footer.stop_when]
+    if records:
+        first = records[0]
+        detail = f" ({first['budget']})" if first.get("budget") else ""
+        info(f"stop_when: {first['reason']}{detail} at look {first['look']}, after {first['items_used']:,} of "
+             f"{first['items_planned']:,} items; {sum(r['calls_saved'] for r in records):,} calls saved")
 
 
 RUN_COLUMNS = {name: name for name in ("run_id", "arm", "status", "cases", "errors", "mean_score", "pass_rate",
@@ -180,6 +192,7 @@ def run_command(ctx, manifest: Path, arm_ids, repeat, concurrency, overrides, un
     reasons = batch.failure_reasons(allow_failures, error_rate)
     report_failures(reasons)
     report_batch(ctx, batch)
+    _report_stop(project, batch)
     for error in batch.hook_errors:
         click.echo(f"Error: {error}", err=True)
     markdown = "\n\n".join([runs_markdown(plan.manifest.name, batch), *map(compare_markdown, diffs.values())])
