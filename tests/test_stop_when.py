@@ -24,7 +24,7 @@ def answer(input, row, repeat):
     with open("calls.log", "a") as log:
         log.write(f"{input}#{repeat}\\n")
     time.sleep(float(row.get("metadata", {}).get("sleep", 0)))
-    return "echo: " + input
+    return {"output": "echo: " + input, "cost_usd": 0.001}
 """
 TAILS = ["", " a", " b"]  # the sweep's three configs: right on 100%-share, 30% and 0% of the items
 
@@ -197,3 +197,13 @@ def test_repeats_finish_each_block_and_count_once_per_item(runner_project, cli):
         assert Counter(c.repeat for c in run.cases) == {0: used, 1: used}
     assert len((runner_project / "calls.log").read_text().splitlines()) == 3 * 2 * used
     assert runs[""].footer.stop_when["looks"][-1]["units"] == used  # an item is one value: its mean over repeats
+
+
+def test_max_cost_stops_at_the_first_look_past_it_as_budget(runner_project, cli):
+    manifest = write_project(runner_project, stop_when={"decided": True, "max_cost_usd": 0.1})
+    assert cli("run", manifest, "--allow-failures").exit_code == 0
+    runs = by_tail(all_runs(runner_project))
+    record = runs[""].footer.stop_when
+    assert [look["cost_usd"] for look in record["looks"]] == pytest.approx([0.06, 0.12])  # 3 arms × 20 items × $0.001
+    assert record["reason"] == "budget" and record["budget"] == "stop_when.max_cost_usd 0.1 spent"
+    assert runs[""].footer.status == "completed" and record["cost_saved_usd"] == pytest.approx(0.001 * (300 - 40))

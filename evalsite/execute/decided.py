@@ -104,7 +104,7 @@ class DecidedWalk:
             look = self._look(states, end)
             self.looks.append(look)
             start = end
-            reason = self._stop_reason(look, end, states, last=index == len(self.ends) - 1)
+            reason = self._stop_reason(look, end, last=index == len(self.ends) - 1)
             if reason is not None:
                 self.reason = reason
                 return
@@ -122,9 +122,9 @@ class DecidedWalk:
                                horizon=self.horizon) if differences.size else []
             pairs.append(_pair_record(states[a], states[b], looks[-1] if looks else None))
         return {"n": end, "units": int(known.sum()) if units is None else len(dict.fromkeys(units)), "pairs": pairs,
-                "cost_usd": _spent(states)}
+                "cost_usd": _spent(states, item_ids)}
 
-    def _stop_reason(self, look: dict[str, Any], end: int, states: list[Any], last: bool) -> str | None:
+    def _stop_reason(self, look: dict[str, Any], end: int, last: bool) -> str | None:
         decisions = [pair["decision"] for pair in look["pairs"]]
         if end >= self.rule.min_items and all(decisions):
             return "separated" if all(d == "separated" for d in decisions) else (
@@ -217,9 +217,11 @@ def _item_means(state: Any, item_ids: list[str]) -> np.ndarray:
     return np.array([np.mean(sums[i]) if i in sums else np.nan for i in item_ids])
 
 
-def _spent(states: list[Any]) -> float:
+def _spent(states: list[Any], item_ids: list[str]) -> float:
+    """What the cases of ``item_ids`` cost (generation and judges), so a resumed batch's look is the same."""
+    seen = set(item_ids)
     return float(sum((c.get("cost_usd") or 0) + (c.get("scoring_cost_usd") or 0)
-                     for state in states for c in [*state.previous, *state.cases]))
+                     for state in states for c in [*state.previous, *state.cases] if c["item_id"] in seen))
 
 
 def _pair_record(a: Any, b: Any, look: Look | None) -> dict[str, Any]:
