@@ -14,6 +14,7 @@ import pytest
 import yaml
 from fakeserver import FakeServer
 from runner_support import all_runs
+from sitekit import parse
 from test_stop_when import seeded_order, write_project
 
 from evalsite.stats import sign_flip_test
@@ -111,3 +112,22 @@ def test_a_budget_stop_is_not_decided_even_where_a_fixed_n_test_would_separate(r
     text = cli("leaderboard").stdout
     assert "not decided after 40 of 300 items (anytime-valid, α 0.05)" in text
     assert f"could still detect |Δ| ≥ {(high[-1] - low[-1]) / 2:.2g}" in text
+
+
+def test_the_experiment_page_draws_each_pairs_sequence_look_by_look_with_the_stop(runner_project, cli):
+    manifest = write_project(runner_project, stop_when={"decided": True, "check_every": 20})
+    assert cli("run", manifest, "--allow-failures").exit_code == 0
+    assert cli("build").exit_code == 0
+    record = all_runs(runner_project)[0].footer.stop_when
+    section = parse(runner_project / "site" / "experiments" / "exp.html").find("section", class_="stop-when")
+    figures = section.find_all("figure")
+    assert len(figures) == 3  # one per pair
+    verdict = cli.json("leaderboard")["verdict"]
+    for figure, pair in zip(figures, verdict["pairs"]):
+        svg = figure.find("svg")
+        assert len(svg.find_all("line", class_="chart-interval")) == len(record["looks"])  # one bar per look
+        assert len(svg.find_all("line", class_="chart-stop")) == 1
+        assert "stopped: separated" in svg.text()
+        caption = " ".join(figure.find("figcaption").text().split())
+        assert caption.startswith(f"decided after {record['items_used']} of 300 items (anytime-valid, α 0.05):")
+        assert f"[{pair['interval']['low']:.2f}, {pair['interval']['high']:.2f}]" in caption
