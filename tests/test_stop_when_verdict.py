@@ -60,6 +60,7 @@ def test_three_arms_stop_early_and_every_surface_agrees_on_the_decision(runner_p
     runs = {run.header.arm_id: run for run in all_runs(runner_project)}
     used = runs["best"].footer.stop_when["items_used"]
     assert requests == 3 * used <= 0.5 * 3 * ITEMS  # stopped early: at least half the calls saved
+    assert used == 120  # seeded order, scripted answers: the figure README.md quotes
     assert runs["best"].footer.stop_when["reason"] == "separated"
     assert runs["best"].footer.stop_when["calls_saved"] == ITEMS - used
 
