@@ -15,7 +15,7 @@ import yaml
 from fakeserver import FakeServer
 from runner_support import all_runs
 from sitekit import parse
-from test_stop_when import seeded_order, write_project
+from stop_when_support import seeded_order, write_project
 
 from evalsite.stats import sign_flip_test
 from evalsite.stats.confseq import confidence_sequence, family_alpha

@@ -58,7 +58,7 @@ class DecidedWalk:
         rule = plan.manifest.stop_when
         if rule is None:
             return None
-        _check_plan(plan)
+        check_stop_rule(plan)
         key = cluster_key(project)
         items = plan.items_for(plan.configs[0])
         labels = [_cluster(item, key) for item in items]
@@ -188,17 +188,24 @@ def resumable_batch(runs_dir: Path, directory: Path) -> list[Path]:
     return sorted(batch, key=lambda path: path != directory) or [directory]
 
 
-def _check_plan(plan: Plan) -> None:
+def check_stop_rule(plan: Plan) -> None:
+    """Refuse a ``stop_when`` plan the walk cannot pair (``run``, ``--dry-run`` and ``validate`` alike)."""
+    problem = None if plan.manifest.stop_when is None else _stop_rule_problem(plan)
+    if problem is not None:
+        raise PlanError(f"{plan.manifest.path}: stop_when: {problem}")
+
+
+def _stop_rule_problem(plan: Plan) -> str | None:
     if len(plan.configs) < 2:
-        raise PlanError("stop_when: needs at least two arms (or configs) to compare; "
-                        f"this plan runs {len(plan.configs)}")
+        return f"needs at least two arms (or configs) to compare; this plan runs {len(plan.configs)}"
     if not plan.manifest.evaluators:
-        raise PlanError("stop_when: the experiment has no evaluators, so there is no score to decide on")
+        return "the experiment has no evaluators, so there is no score to decide on"
     if plan.shard is not None:
-        raise PlanError("stop_when: a sharded run cannot look at every arm's items together; drop --shard or stop_when")
+        return "a sharded run cannot look at every arm's items together; drop --shard or stop_when"
     first = [item.item_id for item in plan.items_for(plan.configs[0])]
     if any([item.item_id for item in plan.items_for(config)] != first for config in plan.configs[1:]):
-        raise PlanError("stop_when: every arm must run the same items (paired)")
+        return "every arm must run the same items (paired)"
+    return None
 
 
 def _cluster(item: Item, key: str) -> str | None:
