@@ -4,6 +4,7 @@ block-by-block walk, the footer it writes, and resume after a crash between look
 from __future__ import annotations
 
 import hashlib
+import shlex
 import signal
 import time
 from collections import Counter
@@ -168,3 +169,22 @@ def test_max_cost_stops_at_the_first_look_past_it_as_budget(runner_project, cli)
     assert [look["cost_usd"] for look in record["looks"]] == pytest.approx([0.06, 0.12])  # 3 arms × 20 items × $0.001
     assert record["reason"] == "budget" and record["budget"] == "stop_when.max_cost_usd 0.1 spent"
     assert runs[""].footer.status == "completed" and record["cost_saved_usd"] == pytest.approx(0.001 * (300 - 40))
+
+
+def test_a_ceiling_stop_prints_one_line_that_resumes_the_whole_batch(runner_project, cli):
+    manifest = write_project(runner_project, stop_when={"decided": True})
+    stopped = cli("run", manifest, "--concurrency", "1", "--max-cost", "0.03", "--allow-failures")
+    assert stopped.exit_code == 1
+    runs = by_tail(all_runs(runner_project))
+    assert {run.footer.status for run in runs.values()} == {"stopped_cost_ceiling"}
+    assert runs[""].footer.stop_when["budget"] == "the batch was stopped before this look"
+    lines = [line.strip() for line in stopped.stderr.split("to continue, run:\n", 1)[1].splitlines()
+             if line.startswith("  evalsite ")]
+    assert len(lines) == 1 and "--resume" in lines[0]
+    assert runs[""].footer.stop_when["calls_saved"] == 0  # not saved: the resume runs them
+    resumed = cli(*shlex.split(lines[0])[1:], "--max-cost", "10")  # the ceiling counts per invocation
+    assert resumed.exit_code == 0, resumed.output
+    after = by_tail(all_runs(runner_project))
+    assert {run.footer.status for run in after.values()} == {"completed"}
+    assert after[""].footer.stop_when["reason"] == "separated"
+    assert all(Counter(c.key for c in run.cases).most_common(1)[0][1] == 1 for run in after.values())

@@ -24,6 +24,7 @@ from evalsite.experiment.estimate import PlanEstimate, estimate_plan
 from evalsite.experiment.safety import MAX_CONCURRENCY, MAX_REPEAT
 from evalsite.experiment.shards import parse_shard, plan_batch_id
 from evalsite.project import RUNS_ENV, find_project, max_error_rate
+from evalsite.runlog.records import RunStatus
 from evalsite.runlog.store import read_footer
 
 
@@ -80,7 +81,7 @@ def _run_on_ray(project, manifest: Path, plan, shards: int, as_json: bool, outpu
 def _report_stop(project, batch) -> None:
     """One line when a stop_when batch stopped: why, after how many items, and the calls it saved."""
     footers = [read_footer(project.runs_dir / run.run_id) for run in batch.runs]
-    records = [footer.stop_when for footer in footers if footer is not None and footer.stop_when]
+    records = [f.stop_when for f in footers if f is not None and f.stop_when and f.status == RunStatus.COMPLETED]
     if records:
         first = records[0]
         detail = f" ({first['budget']})" if first.get("budget") else ""

@@ -152,19 +152,19 @@ class DecidedWalk:
         for state in states:
             recorded = [*state.previous, *state.cases]
             not_run = [key for key in state.pending if key[0].item_id not in used]
-            if not self.interrupted:
-                state.not_needed = len(not_run)
-            state.footer["stop_when"] = self._footer(recorded, len(state.keys), len(not_run))
+            saved = 0 if self.interrupted else len(not_run)  # an interrupted batch runs them on resume
+            state.not_needed = saved
+            state.footer["stop_when"] = self._footer(recorded, len(state.keys), saved)
 
-    def _footer(self, recorded: Sequence[Any], planned: int, not_run: int) -> dict[str, Any]:
+    def _footer(self, recorded: Sequence[Any], planned: int, saved: int) -> dict[str, Any]:
         costs = [c.get("cost_usd") for c in recorded if c.get("cost_usd") is not None]
         per_case = sum(costs) / len(costs) if costs and len(costs) == len(recorded) else None
         return {
             "rule": self.rule.record(), "reason": self.reason, **({"budget": self.budget} if self.budget else {}),
             "look": len(self.looks), "looks_planned": len(self.ends),
             "items_used": self.items_used, "items_planned": len(self.items),
-            "cases_used": len(recorded), "cases_planned": planned, "calls_saved": not_run,
-            "cost_saved_usd": None if per_case is None else per_case * not_run,
+            "cases_used": len(recorded), "cases_planned": planned, "calls_saved": saved,
+            "cost_saved_usd": None if per_case is None else per_case * saved,
             "looks": self.looks,
         }
 

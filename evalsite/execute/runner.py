@@ -237,7 +237,7 @@ class BatchRunner:
                 await job.target.aclose()
         hook_errors = [error for run in runs for error in run.hook_errors] + experiment_errors
         return BatchOutcome(runs, not_started, self.stop.reason, self.budget.limit, self.budget.spent, hook_errors,
-                            self.budget.unknown)
+                            self.budget.unknown, together=self.decided is not None)
 
     def _handle_signals(self, loop: asyncio.AbstractEventLoop) -> list[int]:
         handled: list[int] = []
