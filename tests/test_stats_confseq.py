@@ -112,6 +112,17 @@ def test_width_at_the_horizon_is_the_published_empirical_bernstein_rate():
     assert (high[-1] - low[-1]) / 2 > 1.3 * expected
 
 
+def test_no_interval_is_narrower_than_the_floor_of_capped_bets():
+    """statistics.md: with bets capped at 1/2 each interval is at least ±4 log(2/α) / t wide on
+    [−1, 1]; all-zero differences (no spread at all) sit just above that floor."""
+    t = np.arange(1, 2001)
+    low, high = confidence_sequence(np.zeros(2000), alpha=ALPHA, horizon=2000)
+    floor = 4 * math.log(2 / ALPHA) / t
+    inside = floor < 1  # before that the interval is the whole [−1, 1]
+    ratio = ((high - low) / 2)[inside] / floor[inside]
+    assert np.all(ratio >= 1 - 1e-12) and ratio[-1] < 1.01
+
+
 def test_the_running_intersection_only_narrows_and_is_rescaled():
     rng = np.random.default_rng(5)
     values = rng.random(500)

@@ -19,6 +19,10 @@ COUNT = click.IntRange(min=1)
 @click.option("--sd", type=click.FloatRange(min=0, min_open=True), default=None,
               help="Continuous scores whose per-item difference has this spread (default: pass/fail scores).")
 @click.option("--nested", is_flag=True, help="Pass/fail arms where a better arm is right wherever a worse one is.")
+@click.option("--cluster-size", type=COUNT, default=1, show_default=True,
+              help="Items per cluster; the sequence then runs over cluster means.")
+@click.option("--cluster-shift", type=click.FloatRange(min=0), default=0.0, show_default=True,
+              help="Each cluster's mean score moves by ±this per arm (how alike a cluster's items are).")
 @click.option("--items", "n_items", type=COUNT, default=1000, show_default=True, help="Items in the dataset.")
 @click.option("--arms", type=click.IntRange(min=2), default=2, show_default=True, help="Arms, means stepping by --delta.")
 @click.option("--alpha", type=LEVEL, default=0.05, show_default=True, help="Familywise error over every pair of arms.")
@@ -30,7 +34,7 @@ COUNT = click.IntRange(min=1)
 @click.option("--sims", "n_sims", type=COUNT, default=1000, show_default=True, help="Simulated experiments.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the simulation.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-def plan_size_command(delta, base, sd, nested, n_items, arms, alpha, margin, min_items, check_every, max_items,
+def plan_size_command(delta, base, sd, nested, cluster_size, cluster_shift, n_items, arms, alpha, margin, min_items, check_every, max_items,
                       n_sims, seed, as_json) -> None:
     """Items a stop_when run is expected to use for an assumed difference, by simulation.
 
@@ -38,7 +42,8 @@ def plan_size_command(delta, base, sd, nested, n_items, arms, alpha, margin, min
     pair on all items, Holm-corrected): its power, and the items it needs for the same power."""
     from evalsite.stats.stopping_design import Scenario, simulate_stopping
 
-    scenario = Scenario(delta, base=base, sd=sd, arms=arms, nested=nested)
+    scenario = Scenario(delta, base=base, sd=sd, arms=arms, nested=nested, cluster_size=cluster_size,
+                        cluster_shift=cluster_shift)
     try:
         plan = simulate_stopping(scenario, n_items=n_items, alpha=alpha, margin=margin, min_items=min_items,
                                  check_every=check_every, max_items=max_items, n_sims=n_sims, seed=seed)
@@ -49,7 +54,8 @@ def plan_size_command(delta, base, sd, nested, n_items, arms, alpha, margin, min
                     "check_every": check_every, "seed": seed, "plan": dataclasses.asdict(plan)})
         return
     scores = f"continuous scores (sd of a difference {sd:g})" if sd is not None else "pass/fail scores"
-    click.echo(f"Δ {delta:+g} between adjacent arms from {base:g}, {scores}{', nested' if nested else ''}; "
+    clusters = f", clusters of {cluster_size} (±{cluster_shift:g})" if cluster_size > 1 else ""
+    click.echo(f"Δ {delta:+g} between adjacent arms from {base:g}, {scores}{', nested' if nested else ''}{clusters}; "
                f"{arms} arms ({plan.pairs} pair{'s' if plan.pairs > 1 else ''}), α {alpha:g} familywise; "
                f"{n_sims:,} simulated experiments, seed {seed}")
     print_table(_rows(plan), ["design", "items_median", "items_mean", "items_p10", "items_p90", "decided"])
