@@ -11,6 +11,7 @@ verdict of the two runs alone. docs/reference/claims.md states the rules.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -18,7 +19,7 @@ from evalsite.analysis.claim_syntax import Beats, Selector
 from evalsite.analysis.db import RunsDatabase
 from evalsite.analysis.leaderboard import ArmsOnDataset, arms_of_selection, dataset_verdict
 from evalsite.analysis.selection import Selection, require_comparable, runs_by_reference, select_runs
-from evalsite.analysis.verdict import PairVerdict, Verdict, choose_metric, level_text
+from evalsite.analysis.verdict import PairVerdict, Verdict, choose_metric, level_text, sequence_text
 from evalsite.analysis.wording import p_clause
 from evalsite.errors import EvalsiteError
 from evalsite.project import Project
@@ -92,7 +93,8 @@ def check_beats(claim: Beats, metrics: RunMetrics) -> ClaimCheck:
     asked = _ask(claim, metrics.verdicts, winner, loser)
     pair = asked.verdict.pair(asked.winner, asked.loser)
     numbers = _numbers(claim, asked, pair)
-    separated = pair.difference.p_value < claim.alpha if claim.unadjusted else pair.separated
+    # a stop_when batch's pair has no fixed-n test: its sequence decides, (unadjusted) or not
+    separated = pair.difference.p_value < claim.alpha if claim.unadjusted and pair.sequence is None else pair.separated
     holds = pair.ahead == asked.winner and separated
     runs = [asked.data.matrix.arms[asked.winner].run_id, asked.data.matrix.arms[asked.loser].run_id]
     return (HOLDS if holds else FAILS), _detail(claim, asked, pair, numbers, holds), numbers, runs
@@ -144,21 +146,22 @@ def _numbers(claim: Beats, asked: Asked, pair: PairVerdict) -> Numbers:
     agrees with the claim's test: the pair's Holm-level interval, or with ``(unadjusted)`` its raw
     bootstrap interval (so it lies above 0 exactly when the claim holds, Holm or raw)."""
     difference = pair.difference
-    interval = difference.interval if claim.unadjusted else pair.interval
+    interval = _interval(claim, pair)
     sign = 1.0 if pair.ahead == asked.winner else -1.0
     low, high = sorted((sign * interval.low, sign * interval.high))
     return {
         "mean_diff": sign * difference.mean_diff, "low": low, "high": high, "confidence": interval.confidence,
-        "p_value": difference.p_value if claim.unadjusted else pair.holm_p,
-        "adjustment": UNADJUSTED_LABEL if claim.unadjusted else asked.verdict.correction,
+        "p_value": math.nan if pair.sequence is not None else difference.p_value if claim.unadjusted else pair.holm_p,
+        "adjustment": UNADJUSTED_LABEL if claim.unadjusted and pair.sequence is None else asked.verdict.correction,
         "unit": difference.unit, "n_units": difference.n_units, "n": difference.n_items, "test": difference.kind,
         "dataset_id": asked.data.selection.dataset_id,
     }
 
 
 def _interval(claim: Beats, pair: PairVerdict) -> Interval:
-    """The pair's Holm-level interval, or its raw bootstrap one for an ``(unadjusted)`` claim."""
-    return pair.difference.interval if claim.unadjusted else pair.interval
+    """The pair's Holm-level interval (its sequence's at the stopping look for a stop_when batch),
+    or its raw bootstrap one for an ``(unadjusted)`` claim."""
+    return pair.difference.interval if claim.unadjusted and pair.sequence is None else pair.interval
 
 
 def _detail(claim: Beats, asked: Asked, pair: PairVerdict, numbers: Numbers, holds: bool) -> str:
@@ -166,6 +169,9 @@ def _detail(claim: Beats, asked: Asked, pair: PairVerdict, numbers: Numbers, hol
     winner, loser = labels[asked.winner].label, labels[asked.loser].label
     unit = "" if numbers["unit"] == "item" else f" in {numbers['n_units']} clusters"
     test, level = numbers["test"], level_text(_interval(claim, pair))
+    if pair.sequence is not None:
+        outcome = "separated" if holds else (f"{loser} is listed ahead" if pair.ahead != asked.winner else "not separated")
+        return f"{sequence_text(pair)}{unit}, {asked.verdict.correction}, on {asked.where} — {outcome}"
     if claim.unadjusted:
         shown = f"{level} raw bootstrap interval"
         p_text = f"{p_clause(float(numbers['p_value']))} {UNADJUSTED_LABEL} ({test} test of this pair alone, no Holm family)"

@@ -20,6 +20,7 @@ from evalsite.analysis.case_scan import ScannedCases, scan_cases
 from evalsite.analysis.items import may_hold_metadata
 from evalsite.analysis.metadata import cluster_key, dataset_labels
 from evalsite.analysis.regression import THRESHOLD, RegressionReport, regression_report
+from evalsite.analysis.stopped import sequential_regression
 from evalsite.analysis.wording import count_of, p_clause
 from evalsite.errors import EvalsiteError, NotComparableError
 from evalsite.project import Project
@@ -63,6 +64,16 @@ class ComparisonReport:
     comparability: Comparability | None
     regression: RegressionReport | None
     gate: GateVerdict | None
+
+    @property
+    def sequence_text(self) -> str | None:
+        """A stop_when run against its baseline: the anytime-valid sequence's sentence (else None)."""
+        regression = self.regression
+        if regression is None or regression.sequence is None or self.baseline is None:
+            return None
+        label = f"{self.current.header.arm_id} ({self.current.run_id})"
+        base = f"baseline {self.baseline.header.arm_id} ({self.baseline.run_id})"
+        return regression.sequence.phrase(label, base, regression.summary.mean_delta or 0.0)
 
     @property
     def fingerprint_diff(self) -> list[FieldDiff]:
@@ -166,6 +177,10 @@ def gate(report: RegressionReport, alpha: float = ALPHA) -> GateVerdict:
     summary, reasons = report.summary, []
     if summary.p_value is not None and summary.mean_delta is not None and summary.mean_delta < 0 and summary.p_value < alpha:
         reasons.append(f"significant regression: mean Δ {summary.mean_delta:+.3f}, {p_clause(summary.p_value)} < α = {alpha}")
+    sequence = report.sequence
+    if sequence is not None and sequence.decision == "separated" and sequence.last.high < 0:
+        reasons.append(f"regression decided by the anytime-valid sequence: mean Δ {summary.mean_delta:+.3f}, "
+                       f"[{sequence.last.low:+.3f}, {sequence.last.high:+.3f}] at α = {sequence.alpha}")
     if report.critical_newly_failing:
         reasons.append(f"critical rows newly failing: {', '.join(report.critical_newly_failing)}")
     return GateVerdict(bool(reasons), reasons, alpha)
@@ -221,8 +236,10 @@ def compare_runs(
         explicit = baseline not in (None, PROMOTED_ONLY)
         cases = (baseline_cases if explicit and baseline_cases else scan_cases(reference.directory),
                  current_cases or scan_cases(current.directory))
+        clusters = item_clusters(project, current, cases[1].columns)
         regression = regression_report(project.root, reference, current, cases, threshold=threshold, noise=noise,
-                                       run_code=run_code, alpha=alpha, clusters=item_clusters(project, current, cases[1].columns))
+                                       run_code=run_code, alpha=alpha, clusters=clusters)
+        regression = sequential_regression(regression, [current.header, reference.header], alpha, clusters)
     return ComparisonReport(
         current=current,
         baseline=reference,

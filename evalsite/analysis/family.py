@@ -29,7 +29,7 @@ import numpy as np
 from evalsite.analysis.db import open_database
 from evalsite.analysis.items import ItemMatrix, cluster_labels, item_matrix
 from evalsite.analysis.selection import ArmRun, require_comparable, runs_by_reference
-from evalsite.analysis.verdict import ArmPlace, PairVerdict, matrix_verdict
+from evalsite.analysis.verdict import ArmPlace, PairVerdict, matrix_verdict, sequence_text
 from evalsite.analysis.wording import count_of
 from evalsite.errors import EvalsiteError
 from evalsite.project import Project
@@ -135,7 +135,7 @@ def family_test(
     every = matrix_verdict(matrix, alpha=alpha, seed=seed, groups=clusters)
     declared = every if all_pairs or len(arms) == 2 else matrix_verdict(
         matrix, alpha=alpha, seed=seed, groups=clusters, pairs=[(0, other) for other in range(1, len(arms))])
-    mcnemars = [None if clusters else _mcnemar(matrix, other) for other in range(1, len(arms))]
+    mcnemars = [None if clusters or every.stopped else _mcnemar(matrix, other) for other in range(1, len(arms))]
     known = {i: result.p_value for i, result in enumerate(mcnemars) if result is not None}
     mcnemar_adjusted = dict(zip(known, holm(list(known.values())))) if known else {}
     power_alpha = alpha / len(declared.pairs)
@@ -195,7 +195,8 @@ def _comparison(
         noise=None if noise is None else noise.spread,
         noise_p=None if noise is None else noise.p_value,
         within_noise=within,
-        verdict=_verdict(matrix.arms[0].label, matrix.arms[other].label, mean_diff, pair.holm_p, alpha, within),
+        verdict=sequence_text(pair) if pair.sequence is not None else  # a stop_when batch: its sequence decides
+        _verdict(matrix.arms[0].label, matrix.arms[other].label, mean_diff, pair.holm_p, alpha, within),
         detectable=min_detectable_effect(units, alpha=power_alpha, power=POWER),
         needed=None if effect is None else _needed(units, effect, power_alpha),
         mcnemar_note=MCNEMAR_WITH_CLUSTERS if clusters else None,

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from evalsite.analysis.ci_files import TestOutcome, markdown_table
 from evalsite.analysis.wording import p_text
 from evalsite.runlog.records import Case
-from evalsite.runlog.store import read_run
+from evalsite.runlog.store import read_header, read_run
 
 if TYPE_CHECKING:
     from evalsite.analysis.claims import ClaimResult
@@ -86,6 +86,7 @@ def compare_markdown(report: ComparisonReport) -> str:
         }], ["items", "improved", "regressed", "unchanged", "gt_changed", "baseline mean", "mean", "mean Δ",
              f"{s.confidence:.0%} interval", "p"]),
         "",
+        *([f"Decision: {report.sequence_text}.", ""] if report.sequence_text else []),
     ]
     newly_failing = [e for e in regression.evaluators if e.newly_failing]
     for change in newly_failing:
@@ -130,10 +131,27 @@ def ci_summary_markdown(project: Project, references: list[str], claims: bool = 
     rows = [{**overview, "run": overview["run_id"]} for overview in overviews]
     parts = ["### evalsite runs\n\n" + "\n".join(_runs_lines(rows)) if rows else "### evalsite runs\n\nNo runs given."]
     parts += [compare_markdown(compare_runs(project, overview["run_id"])) for overview in overviews]
+    parts += [stopped_verdict_markdown(project, dataset_id) for dataset_id in _stopped_datasets(project, overviews)]
     results = check_claims(project, ()) if claims else []
     if results:
         parts.append(claims_markdown(results))
     return "\n\n".join(parts)
+
+
+def _stopped_datasets(project: Project, overviews: list[dict[str, Any]]) -> list[str]:
+    """The datasets of the given runs that stopped by ``stop_when``, each once."""
+    found = [read_header(project.runs_dir / o["run_id"]) for o in overviews]
+    return list(dict.fromkeys(h.dataset.dataset_id for h in found if h.stop_when is not None and h.dataset.dataset_id))
+
+
+def stopped_verdict_markdown(project: Project, dataset_id: str) -> str:
+    """The dataset's verdict when its runs stopped by ``stop_when``: each pair's anytime-valid decision."""
+    from evalsite.analysis.leaderboard import leaderboard
+    from evalsite.analysis.verdict import pair_phrase
+
+    verdict = leaderboard(project, dataset_id).verdict
+    lines = [f"### evalsite verdict: {dataset_id} (stop_when)", "", verdict.headline, ""]
+    return "\n".join([*lines, *(f"- {pair_phrase(pair)}" for pair in verdict.pairs)])
 
 
 def run_junit_outcomes(project: Project, batch: BatchRows) -> list[TestOutcome]:

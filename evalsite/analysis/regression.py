@@ -21,6 +21,7 @@ from evalsite.analysis.case_columns import NONE, TRUE, CaseColumns, case_columns
 from evalsite.analysis.case_scan import ScannedCases
 from evalsite.analysis.interval_memo import INTERVALS
 from evalsite.analysis.items import ItemMatrix, columns_item_matrix
+from evalsite.analysis.stopped import PairSequence
 from evalsite.analysis.summary import RunSummary, summarise_run
 from evalsite.runlog.hashing import canonical_json
 from evalsite.runlog.rows import finite_number, repeat_of
@@ -123,6 +124,7 @@ class RegressionReport:
     unscored: list[str]
     evaluators: list[EvaluatorChange]
     critical_newly_failing: list[str]
+    sequence: PairSequence | None = None  # a stop_when run: current − baseline by its anytime-valid sequence
 
     def classified(self, classification: str) -> list[ItemChange]:
         return [item for item in self.items if item.classification == classification]

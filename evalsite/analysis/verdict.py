@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import combinations
 from typing import Any
 
@@ -33,7 +33,8 @@ import numpy as np
 
 from evalsite.analysis.interval_memo import INTERVALS
 from evalsite.analysis.items import ItemMatrix
-from evalsite.analysis.wording import count_of, p_clause
+from evalsite.analysis.stopped import PairSequence, Stopped, pair_sequence, stopped_rule
+from evalsite.analysis.wording import bounds_text, count_of, p_clause, signed
 from evalsite.errors import EvalsiteError
 from evalsite.stats import (
     FriedmanResult,
@@ -44,6 +45,7 @@ from evalsite.stats import (
     friedman_test,
     nemenyi,
 )
+from evalsite.stats.confseq import METHOD
 from evalsite.stats.inversion import holm_levels
 from evalsite.stats.pairs import PairedDifference, inverted_pair_interval, letter_groups, paired_difference
 
@@ -108,6 +110,12 @@ class PairVerdict:
     separated: bool
     interval: Interval
     level: float
+    sequence: PairSequence | None = None  # runs that stopped by stop_when: the anytime-valid sequence decides
+
+    @property
+    def decided_by(self) -> str:
+        """What decides the pair: ``anytime-valid`` (a stop_when batch) or ``Holm``."""
+        return "Holm" if self.sequence is None else "anytime-valid"
 
 
 @dataclass(frozen=True)
@@ -154,6 +162,7 @@ class Verdict:
     omnibus: str
     agreement: str | None
     correction: str
+    stopped: Stopped | None = None  # the compared runs stopped by stop_when: every pair reads its sequence
 
     def pair(self, a: int, b: int) -> PairVerdict:
         """The verdict on arms a and b (matrix indices), in either order."""
@@ -185,20 +194,24 @@ def matrix_verdict(
 ) -> Verdict:
     """:func:`verdict_of` over the arms of an aligned item matrix."""
     labels = [arm.label for arm in matrix.arms]
-    return verdict_of(metric_values(matrix, metric), labels, metric=metric, alpha=alpha, seed=seed, groups=groups,
-                      pairs=pairs, arm_ids=[arm.arm_id for arm in matrix.arms])
+    values = metric_values(matrix, metric)
+    stopped = stopped_rule([arm.header for arm in matrix.arms]) if metric.name in ("score", "pass_rate") else None
+    return verdict_of(values, labels, metric=metric, alpha=alpha, seed=seed, groups=groups,
+                      pairs=pairs, arm_ids=[arm.arm_id for arm in matrix.arms],
+                      stopped=None if stopped is None else (stopped, matrix.item_ids))
 
 
 def verdict_of(
     values: np.ndarray, labels: Sequence[str], *, metric: Metric = Metric(), alpha: float = ALPHA, seed: int = SEED,
     groups: Sequence[Hashable] | None = None, pairs: Sequence[tuple[int, int]] | None = None,
-    arm_ids: Sequence[str | None] | None = None,
+    arm_ids: Sequence[str | None] | None = None, stopped: tuple[Stopped, Sequence[str]] | None = None,
 ) -> Verdict:
     """The verdict on an items × arms array of per-item values of ``metric``.
 
     ``groups`` (one cluster label per item) makes the cluster the unit of every test and interval;
     ``pairs`` restricts the comparisons shown (default: every pair), which is also the family
-    Holm corrects over."""
+    Holm corrects over. ``stopped`` (the rule of runs that stopped by ``stop_when`` and the item
+    ids of the rows) decides every pair by its anytime-valid sequence instead (:mod:`evalsite.analysis.stopped`)."""
     values = np.asarray(values, dtype=float)
     _require_values(values, labels, metric)
     sign = -1.0 if metric.lower_is_better else 1.0
@@ -207,6 +220,8 @@ def verdict_of(
     position = {arm: place for place, arm in enumerate(order)}
     chosen = list(combinations(range(len(labels)), 2)) if pairs is None else list(pairs)
     tested = _pairs(values, labels, chosen, position, alpha, seed, groups)
+    if stopped is not None:
+        tested = [_sequential(pair, values, groups, alpha, *stopped) for pair in tested]
     separated = np.zeros((len(labels), len(labels)), dtype=bool)
     for pair in tested:
         separated[pair.ahead, pair.behind] = separated[pair.behind, pair.ahead] = pair.separated
@@ -224,10 +239,32 @@ def verdict_of(
         metric=metric, alpha=alpha, n_items=values.shape[0], unit="item" if groups is None else "cluster",
         n_units=n_units, n_clusters=None if groups is None else n_units, arms=arms, pairs=tuple(tested), groups=letters, order_supported=supported,
         headline=_headline(arms, tested, metric, alpha),
-        friedman=friedman, nemenyi=post_hoc, omnibus=_omnibus_sentence(friedman, alpha),
-        agreement=_agreement(friedman, post_hoc, tested, order, labels, alpha),
-        correction=_correction(len(tested)),
+        friedman=friedman, nemenyi=post_hoc,
+        omnibus=_omnibus_sentence(friedman, alpha) if stopped is None else STOPPED_OMNIBUS,
+        agreement=_agreement(friedman, post_hoc, tested, order, labels, alpha) if stopped is None else None,
+        correction=_correction(len(tested)) if stopped is None else _sequence_correction(stopped[0]),
+        stopped=None if stopped is None else stopped[0],
     )
+
+
+STOPPED_OMNIBUS = ("Friedman omnibus test not read: the runs stopped by stop_when, so a fixed-n test of the "
+                   "stopped sample is not valid; each pair's anytime-valid sequence decides")
+
+
+def _sequential(pair: PairVerdict, values: np.ndarray, groups: Sequence[Hashable] | None, alpha: float,
+                stopped: Stopped, item_ids: Sequence[str]) -> PairVerdict:
+    """``pair`` decided by its anytime-valid sequence at the stopping look: no fixed-n p-value is kept."""
+    sequence = pair_sequence(values[:, pair.ahead], values[:, pair.behind], item_ids, groups, stopped, alpha)
+    test = replace(pair.difference.test, p_value=math.nan, method=METHOD)
+    difference = replace(pair.difference, p_value=math.nan, kind="anytime-valid", test=test,
+                         method=f"{METHOD}; {pair.difference.interval.method} bootstrap over {pair.difference.unit}s (raw)")
+    return replace(pair, difference=difference, holm_p=math.nan, separated=sequence.decision == "separated",
+                   interval=sequence.interval(), level=sequence.pair_alpha, sequence=sequence)
+
+
+def _sequence_correction(stopped: Stopped) -> str:
+    """"Bonferroni over the 3 pairs of the stop_when batch (anytime-valid)"."""
+    return f"Bonferroni over the {count_of(stopped.rule.pairs, 'pair')} of the stop_when batch (anytime-valid)"
 
 
 def _require_values(values: np.ndarray, labels: Sequence[str], metric: Metric) -> None:
@@ -281,30 +318,21 @@ def _correction(n_pairs: int) -> str:
     return f"Holm over the {count_of(n_pairs, 'pair')} shown"
 
 
-def _signed(value: float) -> str:
-    return f"{value:+.3g}" if abs(value) < 0.01 and value != 0 else f"{value:+.2f}"
-
-
-def _bounds(interval: Interval) -> str:
-    if math.isnan(interval.low):
-        return "[undefined]"
-    digits = 3 if max(abs(interval.low), abs(interval.high)) < 0.01 else 2
-    return f"[{_bound(interval.low, digits)}, {_bound(interval.high, digits)}]"
-
-
-def _bound(value: float, digits: int) -> str:
-    """A bound to ``digits`` decimals, or to two significant digits when those would print a
-    non-zero bound as 0 (a bound just above 0 is what says "separated")."""
-    text = f"{value:.{digits}f}"
-    return f"{value:.2g}" if value != 0 and math.isfinite(value) and float(text) == 0 else text
-
-
 def pair_phrase(pair: PairVerdict) -> str:
     """"+0.27 [0.15, 0.38] (97.5% Holm-level interval) vs left_to_right, p = 0.002 Holm": the
-    difference is ahead − behind, the interval the one that agrees with the Holm decision."""
+    difference is ahead − behind, the interval the one that agrees with the Holm decision; for a
+    stop_when batch the sequence's sentence (:func:`sequence_text`)."""
+    if pair.sequence is not None:
+        return sequence_text(pair)
     d = pair.difference
-    return (f"{_signed(d.mean_diff)} {_bounds(pair.interval)} ({level_text(pair.interval)} Holm-level interval) "
+    return (f"{signed(d.mean_diff)} {bounds_text(*pair.interval)} ({level_text(pair.interval)} Holm-level interval) "
             f"vs {pair.behind_label}, {p_clause(pair.holm_p)} Holm")
+
+
+def sequence_text(pair: PairVerdict) -> str:
+    """"decided after 240 of 1,000 items (anytime-valid, α 0.05): A > B by +0.08 [0.03, 0.13]"."""
+    assert pair.sequence is not None
+    return pair.sequence.phrase(pair.ahead_label, pair.behind_label, pair.difference.mean_diff)
 
 
 def level_text(interval: Interval) -> str:
@@ -313,7 +341,12 @@ def level_text(interval: Interval) -> str:
 
 
 def detectable_phrase(pair: PairVerdict) -> str:
-    """"not separated (could detect |Δ| ≥ 0.087)": the word used instead of "tied"."""
+    """"not separated (could detect |Δ| ≥ 0.087)": the word used instead of "tied"; a stop_when
+    pair says "equivalent within ±0.02" or "not decided (could still detect |Δ| ≥ 0.05)"."""
+    if pair.sequence is not None:
+        if pair.sequence.decision == "equivalent":
+            return f"equivalent within ±{pair.sequence.margin:g} (anytime-valid)"
+        return f"not decided (could still detect |Δ| ≥ {pair.sequence.half_width:.2g})"
     mde = pair.difference.mde
     return "not separated (too few units to detect any difference)" if math.isinf(mde) else (
         f"not separated (could detect |Δ| ≥ {mde:.2g})")
@@ -326,7 +359,7 @@ def _headline(arms: tuple[ArmPlace, ...], pairs: list[PairVerdict], metric: Metr
     with_top = [p for p in pairs if top in (p.ahead, p.behind)]
     on = "" if metric.name == "score" else f" on {metric.name} ({metric.direction})"
     if len(with_top) == len(arms) - 1 and all(p.separated for p in with_top):
-        weakest = max(with_top, key=lambda p: p.holm_p)
+        weakest = max(with_top, key=_weakness)
         rest = "the other arm" if len(arms) == 2 else "every other arm"
         return f"{arms[0].label} is ahead of {rest}{on}: {pair_phrase(weakest)}"
     close = [p for p in with_top if not p.separated]
@@ -334,11 +367,18 @@ def _headline(arms: tuple[ArmPlace, ...], pairs: list[PairVerdict], metric: Metr
         return f"{arms[0].label} has the best {metric.name}; not every pair with it was tested"
     nearest = min(close, key=lambda p: abs(p.difference.mean_diff))
     others = [p.behind_label for p in close]
-    detect = detectable_phrase(nearest).removeprefix("not separated ")
+    detect = "" if nearest.sequence is not None else " " + detectable_phrase(nearest).removeprefix("not separated ")
     return (
         f"no arm is ahead of every other{on} at α = {alpha}: {arms[0].label} is not separated from "
-        f"{', '.join(others)} — {pair_phrase(nearest)} {detect}"
+        f"{', '.join(others)} — {pair_phrase(nearest)}{detect}"
     )
+
+
+def _weakness(pair: PairVerdict) -> float:
+    """How narrowly a separated pair is separated: its Holm p, or how close its sequence comes to 0."""
+    if pair.sequence is None:
+        return pair.holm_p
+    return -min(abs(pair.interval.low), abs(pair.interval.high))
 
 
 def _omnibus_sentence(friedman: FriedmanResult | None, alpha: float) -> str:

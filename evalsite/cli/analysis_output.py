@@ -137,7 +137,8 @@ def _pairs(verdict: Verdict) -> None:
     """Every pair's paired difference with its interval and Holm-adjusted p."""
     if not verdict.pairs:
         return
-    click.echo(f"pairs (paired sign-flip over {verdict.unit}s, {verdict.correction}, α = {verdict.alpha}):")
+    test = f"paired sign-flip over {verdict.unit}s" if verdict.stopped is None else "anytime-valid confidence sequences"
+    click.echo(f"pairs ({test}, {verdict.correction}, α = {verdict.alpha}):")
     _table([
         {"pair": f"{p.ahead_label} − {p.behind_label}", "Δ": f"{p.difference.mean_diff:+.3f}",
          "Holm-level CI": f"{interval(p.interval)} at {level_text(p.interval)}",
@@ -151,7 +152,7 @@ def _pairs(verdict: Verdict) -> None:
 def _omnibus(verdict: Verdict) -> None:
     click.echo(verdict.omnibus)
     f, n = verdict.friedman, verdict.nemenyi
-    if f is None or n is None:
+    if f is None or n is None or verdict.stopped is not None:
         return
     click.echo(
         f"  Friedman χ² = {f.statistic:.3f} (tie-corrected), permutation {p_clause(f.p_value)} (Monte Carlo over "

@@ -163,7 +163,10 @@ def _print_regression(report: RegressionReport, report_alpha: float) -> None:
         f"\nitems: {s.compared} compared · {s.improved} improved · {s.regressed} regressed · "
         f"{s.unchanged} unchanged · {s.gt_changed} gt_changed · {s.rescored} re-scored  (threshold {report.threshold})"
     )
-    if s.compared:
+    if s.compared and report.sequence is not None:  # a stop_when run: its sequence, never a fixed-n test
+        click.echo(f"mean: {s.baseline_mean:.3f} → {s.current_mean:.3f}  Δ {s.mean_delta:+.3f}  "
+                   f"{report.sequence.phrase('this run', 'the baseline', s.mean_delta or 0.0)}")
+    elif s.compared:
         noise = noise_phrase(s, report_alpha)
         click.echo(
             f"mean: {s.baseline_mean:.3f} → {s.current_mean:.3f}  Δ {s.mean_delta:+.3f} (net {s.net_delta:+.3f})  "

@@ -24,6 +24,8 @@ from evalsite.experiment.estimate import PlanEstimate, estimate_plan
 from evalsite.experiment.safety import MAX_CONCURRENCY, MAX_REPEAT
 from evalsite.experiment.shards import parse_shard, plan_batch_id
 from evalsite.project import RUNS_ENV, find_project, max_error_rate
+from evalsite.runlog.records import RunStatus
+from evalsite.runlog.store import read_footer
 
 
 def _check_assignments(context, parameter, values: tuple[str, ...]) -> tuple[str, ...]:
@@ -76,6 +78,17 @@ def _run_on_ray(project, manifest: Path, plan, shards: int, as_json: bool, outpu
         sys.exit(1)
 
 
+def _report_stop(project, batch) -> None:
+    """One line when a stop_when batch stopped: why, after how many items, and the calls it saved."""
+    footers = [read_footer(project.runs_dir / run.run_id) for run in batch.runs]
+    records = [f.stop_when for f in footers if f is not None and f.stop_when and f.status == RunStatus.COMPLETED]
+    if records:
+        first = records[0]
+        detail = f" ({first['budget']})" if first.get("budget") else ""
+        info(f"stop_when: {first['reason']}{detail} at look {first['look']}, after {first['items_used']:,} of "
+             f"{first['items_planned']:,} items; {sum(r['calls_saved'] for r in records):,} calls saved")
+
+
 RUN_COLUMNS = {name: name for name in ("run_id", "arm", "status", "cases", "errors", "mean_score", "pass_rate",
                                        "cost_usd", "resume")}
 
@@ -87,6 +100,8 @@ RUN_COLUMNS = {name: name for name in ("run_id", "arm", "status", "cases", "erro
 @click.option("--concurrency", type=click.IntRange(1, MAX_CONCURRENCY), help="Cases in flight at once.")
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", callback=_check_assignments,
               help="Patch the manifest before validation: a dotted KEY, a YAML VALUE (repeatable).")
+@click.option("--until", type=click.Choice(["decided"]),
+              help="decided: stop once every pair of arms is decided (the manifest's stop_when, or its defaults).")
 @click.option("--dry-run", is_flag=True, help="Print calls, tokens and estimated cost per arm; call nothing.")
 @click.option("--max-cost", type=click.FloatRange(min=0), callback=_finite, envvar="EVALSITE_MAX_COST_USD", show_envvar=True,
               metavar="USD", help="Start no new call once this many dollars are spent (over limits.max_cost_usd).")
@@ -117,7 +132,7 @@ RUN_COLUMNS = {name: name for name in ("run_id", "arm", "status", "cases", "erro
               help="Write JUnit XML: one test case per arm and item.")
 @output_option("run", JSON, CSV, MARKDOWN, JUNIT, HTML)
 @click.pass_context
-def run_command(ctx, manifest: Path, arm_ids, repeat, concurrency, overrides, dry_run, max_cost, timeout, resume,
+def run_command(ctx, manifest: Path, arm_ids, repeat, concurrency, overrides, until, dry_run, max_cost, timeout, resume,
                 cache_mode, allow_failures, baseline, fail_on, shard, batch_name, executor, shards, build_after,
                 as_json, summary_file, junit_file, output) -> None:
     """Execute an experiment: one run per arm, written under runs/.
@@ -134,6 +149,8 @@ def run_command(ctx, manifest: Path, arm_ids, repeat, concurrency, overrides, dr
     if output is not None and output.extension == JUNIT and (dry_run or executor == "ray"):
         raise OutputError(f"{output.path}: run {'--dry-run' if dry_run else '--executor ray'} has no test cases "
                           "to write as JUnit XML; use .json, .csv, .md or .html")
+    if until == "decided":  # the shortcut is an override: a manifest's own stop_when settings stay
+        overrides = ("stop_when.decided=true", *overrides)
     plan = prepare_plan(project, manifest, overrides=overrides, arm_ids=arm_ids, repeat=repeat)
     if shard is not None:
         plan = replace(plan, shard=parse_shard(shard))
@@ -176,6 +193,7 @@ def run_command(ctx, manifest: Path, arm_ids, repeat, concurrency, overrides, dr
     reasons = batch.failure_reasons(allow_failures, error_rate)
     report_failures(reasons)
     report_batch(ctx, batch)
+    _report_stop(project, batch)
     for error in batch.hook_errors:
         click.echo(f"Error: {error}", err=True)
     markdown = "\n\n".join([runs_markdown(plan.manifest.name, batch), *map(compare_markdown, diffs.values())])

@@ -65,6 +65,7 @@ def report_batch(ctx: click.Context, batch: BatchOutcome) -> None:
     elif batch.stop_reason == RunStatus.TIMED_OUT:
         warn("timed out: every case that finished is on disk")
     pending = [line for line in (resume_line(ctx, run) for run in batch.runs) if line]
+    pending = pending[:1] if batch.together else pending  # one line resumes a stop_when batch's every run
     if batch.not_started:
         arms = [word for arm in batch.not_started for word in ("--arm", arm)]
         pending.append(command_line(ctx, {"resume", "arm_ids", *_spent_limits(batch.stop_reason)}, arms))

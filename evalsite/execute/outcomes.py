@@ -40,6 +40,7 @@ class BatchOutcome:
     spent_usd: float
     hook_errors: list[str] = field(default_factory=list)  # failed post steps, the experiment's included
     unknown_cost: str | None = None  # why the ceiling stopped the batch when a case's cost was unknown
+    together: bool = False  # a stop_when batch: its runs resume together, from any one of them
 
     @property
     def finished(self) -> bool:

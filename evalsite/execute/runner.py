@@ -31,6 +31,7 @@ from evalsite.calls.targets import make_target, replays_turns, with_model
 from evalsite.errors import PlanError, RunLogError, TargetError
 from evalsite.execute.cache import cache_mode, with_cache
 from evalsite.execute.cases import CaseExecutor, Job, prepare_input
+from evalsite.execute.decided import DecidedWalk, resumable_batch
 from evalsite.execute.outcomes import BatchOutcome, RunOutcome
 from evalsite.execute.prepare import require_evaluator_secrets
 from evalsite.execute.progress import Progress
@@ -80,6 +81,7 @@ async def execute_plan_async(
     require_evaluator_secrets(evaluators)
     code = git_identity(project.root)
     batch_id = batch_id or new_run_id("batch")
+    decided = DecidedWalk.of(project, plan)
     batch = BatchRunner(
         project=project,
         plan=plan,
@@ -92,14 +94,15 @@ async def execute_plan_async(
         cache_mode=cache_mode(plan.manifest, cache),
         study=StudyPipeline(project, plan, batch_id, *load_study(project, plan)),
         batch_id=batch_id,  # shards of one batch share it (experiment.shards)
-        schedule=Schedule.of(plan.manifest.schedule),
+        schedule=Schedule.of(plan.manifest.schedule, paired=decided is not None),
+        decided=decided,
     )
+    directories: list[Path | None] = [None] * len(plan.configs)
     configs = plan.configs
-    resume_directory = None
-    if resume is not None:
-        resume_directory = resolve_run(project.runs_dir, resume)
-        configs = [batch.check_resumable(resume_directory)]
-    jobs = [batch.prepare(config, resume_directory) for config in configs]
+    if resume is not None:  # an adaptive batch's runs resume together (execute.decided)
+        found = resumable_batch(project.runs_dir, resolve_run(project.runs_dir, resume))
+        configs, directories = [batch.check_resumable(directory) for directory in found], list(found)
+    jobs = [batch.prepare(config, directory) for config, directory in zip(configs, directories)]
     # what exists now (modules, the plan, the dataset's rows) lives as long as the batch: keeping
     # it out of the collector's full passes saves most of their cost (gc.freeze's documented use)
     gc.freeze()
@@ -126,6 +129,7 @@ class BatchRunner:
     batch_id: str = field(default_factory=lambda: new_run_id("batch"))
     rng: random.Random = field(default_factory=random.Random)  # backoff jitter only
     calls: CallContext = field(default_factory=CallContext)  # the batch's, set when it starts
+    decided: DecidedWalk | None = None  # stop_when: the adaptive walk
 
     # ----- before anything is spent
 
@@ -155,7 +159,7 @@ class BatchRunner:
             )
         fresh = self.header(config)
         changed = [f"{section}.{d.path}: {_brief(d.old)} → {_brief(d.new)}"
-                   for section in ("fingerprint", "plan") for d in diff_fingerprints(stored.raw.get(section), fresh[section])]
+                   for section in ("fingerprint", "plan", "stop_when") for d in diff_fingerprints(stored.raw.get(section), fresh.get(section))]
         if changed or stored.fingerprint_hash != fresh["fingerprint_hash"]:
             raise PlanError(
                 f"cannot resume {stored.run_id}: what its numbers depend on changed "
@@ -195,6 +199,7 @@ class BatchRunner:
             "plan": plan.totals(config),
             **({"prompt": _prompt_pin(plan.manifest.prompt_ref)} if plan.manifest.prompt_ref else {}),
             **({"shard": plan.shard.record()} if plan.shard else {}),
+            **({"stop_when": self.decided.header_record(plan)} if self.decided else {}),
         }
 
     def schedule_record(self, policy: RetryPolicy) -> dict:
@@ -235,7 +240,7 @@ class BatchRunner:
                 await job.target.aclose()
         hook_errors = [error for run in runs for error in run.hook_errors] + experiment_errors
         return BatchOutcome(runs, not_started, self.stop.reason, self.budget.limit, self.budget.spent, hook_errors,
-                            self.budget.unknown)
+                            self.budget.unknown, together=self.decided is not None)
 
     def _handle_signals(self, loop: asyncio.AbstractEventLoop) -> list[int]:
         handled: list[int] = []
@@ -293,9 +298,13 @@ class BatchRunner:
         self.progress.start(" + ".join(job.config.arm_id for job in jobs), sum(len(s.keys) for s in states),
                             sum(len(s.keys) - len(s.pending) for s in states))
         try:
-            await self._work(states)
+            if self.decided is None:
+                await self._work(states, pending_in_walk_order(states))
+            else:
+                await self.decided.walk(states, self._work, self.stop.requested)
+                self.decided.close(states)
             for state in states:
-                missing = len(state.pending) - len(state.cases)
+                missing = len(state.pending) - len(state.cases) - state.not_needed
                 state.status = RunStatus.COMPLETED if missing == 0 else (self.stop.reason or RunStatus.FAILED)
                 state.footer.update(await self._finish_study(state.job.config, state.status))
         except asyncio.CancelledError:  # the whole batch was canceled from outside: stop here
@@ -351,7 +360,7 @@ class BatchRunner:
         artifacts = self.study.artifacts_of(config)
         return {**({"hook_errors": errors} if errors else {}), **({"artifacts": artifacts} if artifacts else {})}
 
-    async def _work(self, states: list[RunState]) -> None:
+    async def _work(self, states: list[RunState], entries: list[tuple[Any, ...]]) -> None:
         cases_executor = CaseExecutor(self.evaluators, self.calls, self.rng, self.plan.manifest.name)
         count = self.schedule.workers(self.concurrency, len(states))
         syncing = ThreadPoolExecutor(max_workers=1, thread_name_prefix="evalsite-sync")  # never behind targets' threads
@@ -361,7 +370,7 @@ class BatchRunner:
             if writers:  # in a thread: the calls in flight go on while the disk syncs
                 await asyncio.get_running_loop().run_in_executor(syncing, _sync_all, writers)
 
-        queue = CaseQueue(pending_in_walk_order(states), count, sync_runs)
+        queue = CaseQueue(entries, count, sync_runs)
 
         async def worker() -> None:
             while not self.stop.requested() and (entry := await queue.take()) is not None:
@@ -413,6 +422,7 @@ class RunState:
     footer: dict = field(default_factory=dict)
     status: RunStatus | None = None
     totals: dict = field(default_factory=dict)
+    not_needed: int = 0  # pending cases an adaptive walk stopped before (execute.decided)
 
     def outcome(self) -> RunOutcome:
         # a run never closed has no footer, so the reader calls it interrupted: say the same

@@ -34,8 +34,9 @@ class Schedule:
     pause_between_s: float = 0.0
 
     @classmethod
-    def of(cls, schedule: dict[str, Any]) -> Schedule:
-        return cls(schedule.get("ordering", "depth"), schedule.get("parallel_arms", 1),
+    def of(cls, schedule: dict[str, Any], *, paired: bool = False) -> Schedule:
+        """The manifest's schedule; ``paired`` (``stop_when``) walks every arm together (coverage)."""
+        return cls("coverage" if paired else schedule.get("ordering", "depth"), schedule.get("parallel_arms", 1),
                    float(schedule.get("pause_between_s", 0.0)))
 
     def record(self) -> dict[str, Any]:

@@ -49,6 +49,31 @@ class ArmSpec:
 
 
 @dataclass(frozen=True)
+class StopRule:
+    """``stop_when``: stop the batch when every pair of arms is decided (docs/reference/manifest.md#stop_when).
+
+    Items are drawn in the order ``seed`` gives, every arm runs the same block of ``check_every``
+    items, and after each block every pair's anytime-valid confidence sequence is looked at."""
+
+    alpha: float = 0.05
+    margin: float | None = 0.02
+    min_items: int = 30
+    max_items: int | None = None
+    max_cost_usd: float | None = None
+    check_every: int = 20
+    seed: int = 0
+
+    @classmethod
+    def of(cls, data: dict) -> StopRule:
+        """The rule a validated ``stop_when`` mapping declares (its defaults filled in)."""
+        return cls(**{key: value for key, value in data.items() if key != "decided"})
+
+    def record(self) -> dict[str, Any]:
+        """The rule as a run header and footer record it."""
+        return {"decided": True, **vars(self)}
+
+
+@dataclass(frozen=True)
 class Manifest:
     """A validated manifest. ``text`` is the file as submitted; ``effective`` is the mapping
     after ``overrides`` (the ``--set`` assignments, in order) were applied."""
@@ -78,6 +103,7 @@ class Manifest:
     checkpoints: list[dict] | None = None
     models: dict = field(default_factory=dict)
     prompt_ref: dict | None = None  # prompt: {name, version}; resolved by experiment.prompt_versions
+    stop_when: StopRule | None = None  # adaptive: stop when every pair of arms is decided
 
 
 # A manifest with neither ``dataset`` nor ``rows`` runs one empty row per config: a pure sweep
@@ -119,6 +145,7 @@ def load_manifest(path: str | Path, overrides: Sequence[str] = ()) -> Manifest:
         **{key: dict(data.get(key) or {}) for key in ("emulation", "hooks", "artifacts", "models")},
         output_schema=data.get("output_schema"),
         checkpoints=data.get("checkpoints"),
+        stop_when=StopRule.of(data["stop_when"]) if (data.get("stop_when") or {}).get("decided") else None,
     )
 
 
@@ -285,6 +312,22 @@ def rule_problems(data: dict, default_name: str) -> list[str]:
         problems += template_problems(data.get("prompt"))
     problems += checkpoint_problems(data.get("checkpoints"))
     problems += slot_problems(data)
+    problems += _stop_problems(data.get("stop_when"), data.get("design"))
+    return problems
+
+
+def _stop_problems(rule: dict | None, design: dict | None) -> list[str]:
+    """``stop_when``: a block no larger than the items it may use, every arm on the same items."""
+    if rule is None or not rule.get("decided"):
+        return []
+    problems = []
+    max_items = rule.get("max_items")
+    if max_items is not None and max_items < rule.get("min_items", StopRule.min_items):
+        problems.append(f"stop_when.max_items: {max_items} is below stop_when.min_items "
+                        f"({rule.get('min_items', StopRule.min_items)}); raise max_items or lower min_items")
+    mode = (design or {}).get("mode", "cartesian")
+    if mode != "cartesian":
+        problems.append(f"stop_when: needs every arm on the same items (design.mode: cartesian), not {mode}")
     return problems
 
 

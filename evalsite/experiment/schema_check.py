@@ -88,6 +88,8 @@ def _describe_value(kind: str, expected: Any, value: Any, schema: dict) -> str |
         return f"must be at most {expected}, got {value!r}"
     if kind == "exclusiveMinimum":
         return f"must be more than {expected}, got {value!r}"
+    if kind == "exclusiveMaximum":
+        return f"must be less than {expected}, got {value!r}"
     if kind in ("minItems", "minProperties"):
         return f"needs at least {expected} entr{'y' if expected == 1 else 'ies'}"
     if kind == "minLength":

@@ -66,6 +66,47 @@ class DatasetRef:
 
 
 @dataclass(frozen=True)
+class StopOrder:
+    """``run.json``'s ``stop_when`` (absent from runs without one): the rule a run of an adaptive
+    batch was walked under — items in the order ``seed`` draws, every arm of ``arms`` on the
+    same blocks of ``check_every`` items, each pair's anytime-valid sequence at level 1 − ``alpha``
+    familywise — which the verdict reads to judge the run by that sequence."""
+
+    seed: int
+    alpha: float
+    margin: float | None
+    check_every: int
+    min_items: int
+    max_items: int | None
+    max_cost_usd: float | None
+    arms: tuple[str, ...]
+    cluster_key: str | None = None
+    horizon: int | None = None  # the units the sequences were tuned for (fixed before any data)
+
+    @classmethod
+    def from_json(cls, data: Any, where: str) -> StopOrder:
+        fields = FieldReader(data, where, "stop_when", prefix="stop_when.")
+        arms = fields.texts("arms") or []
+        return cls(
+            seed=fields.integer("seed", required=True, minimum=0) or 0,
+            alpha=fields.number("alpha", (0.0, 0.5)) or 0.05,
+            margin=fields.number("margin", (0.0, 1.0)),
+            check_every=fields.integer("check_every", required=True, minimum=1) or 1,
+            min_items=fields.integer("min_items", minimum=1) or 1,
+            max_items=fields.integer("max_items", minimum=1),
+            max_cost_usd=fields.number("max_cost_usd", (0.0, math.inf)),
+            arms=tuple(arms),
+            cluster_key=fields.text("cluster_key"),
+            horizon=fields.integer("horizon", minimum=1),
+        )
+
+    @property
+    def pairs(self) -> int:
+        """The pairs of arms the family's α is split over."""
+        return max(1, len(self.arms) * (len(self.arms) - 1) // 2)
+
+
+@dataclass(frozen=True)
 class RunHeader:
     """``run.json``: what the run is (written once, before the first case)."""
 
@@ -84,6 +125,7 @@ class RunHeader:
     plan: dict[str, Any]
     manifest_path: str | None = None
     submitted_manifest: str | None = None
+    stop_when: StopOrder | None = None  # an adaptive batch's run (format_version 1 readers ignore it)
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
@@ -121,6 +163,7 @@ class RunHeader:
             plan=fields.mapping("plan") or {},
             manifest_path=fields.text("manifest_path"),
             submitted_manifest=fields.text("submitted_manifest"),
+            stop_when=None if fields.mapping("stop_when") is None else StopOrder.from_json(data["stop_when"], where),
             raw=data,
         )
 
@@ -439,6 +482,7 @@ class Footer:
     totals: dict[str, Any]
     error: str | None
     cost_ceiling: dict[str, Any] | None
+    stop_when: dict[str, Any] | None = None  # an adaptive run: its looks and why it stopped (run-format.md)
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
@@ -450,4 +494,18 @@ class Footer:
         except ValueError:
             raise RunLogError(f"{where}: unknown status {shown(status)}") from None
         error, _ = _error(fields, "error")
-        return cls(known, fields.text("ended_at"), fields.mapping("totals") or {}, error, fields.mapping("cost_ceiling"), data)
+        return cls(known, fields.text("ended_at"), fields.mapping("totals") or {}, error, fields.mapping("cost_ceiling"),
+                   _stop_record(fields), data)
+
+
+def _stop_record(fields: FieldReader) -> dict[str, Any] | None:
+    """``end.json``'s ``stop_when``: its ``reason`` and ``looks`` checked, the rest as written."""
+    record = fields.mapping("stop_when")
+    if record is None:
+        return None
+    inner = fields.inner("stop_when")
+    inner.text("reason"), inner.integer("items_used", minimum=0)
+    looks = record.get("looks", [])
+    if not isinstance(looks, list) or not all(isinstance(look, dict) for look in looks):
+        raise inner.bad("looks", "a list of objects", looks)
+    return record

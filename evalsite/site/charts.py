@@ -319,3 +319,29 @@ def dumbbells(rows: list[tuple[str, float, float]], *, x_label: str, title: str)
         body.append(f'<circle class="chart-before" cx="{_f(x(before))}" cy="{_f(cy)}" r="3.5"><title>{escape(label)}: baseline {before:.3f}</title></circle>')
         body.append(f'<circle class="chart-after chart-dumbbell-{kind}" cx="{_f(x(after))}" cy="{_f(cy)}" r="4"><title>{escape(label)}: current {after:.3f}</title></circle>')
     return _frame(title, body, height)
+
+
+def sequence_chart(looks: list[tuple[int, float, float]], *, stop: int, margin: float | None, title: str,
+                   stop_label: str) -> Markup:
+    """A ``stop_when`` pair's confidence sequence narrowing look by look: the band of each look's
+    (items, low, high), 0 and ±``margin`` as guides, the look it stopped at marked."""
+    if not looks:
+        return Markup("")
+    values = [v for _, low, high in looks for v in (low, high)] + [0.0] + ([margin, -margin] if margin else [])
+    y_lo, y_hi = _padded(min(values), max(values), False)
+    x = Axis(0.0, float(max(n for n, _, _ in looks)), MARGIN_LEFT, WIDTH - MARGIN_RIGHT)
+    y = Axis(y_lo, y_hi, HEIGHT - MARGIN_BOTTOM, MARGIN_TOP)
+    body = _axes(x, y, [t for t in nice_ticks(0.0, x.hi) if 0 <= t <= x.hi],
+                 [t for t in nice_ticks(y_lo, y_hi) if y_lo <= t <= y_hi], "items seen by every arm", "difference (ahead − behind)")
+    upper = "".join(f"{'M' if i == 0 else 'L'}{_f(x(n))},{_f(y(high))}" for i, (n, _, high) in enumerate(looks))
+    lower = "".join(f"L{_f(x(n))},{_f(y(low))}" for n, low, _ in reversed(looks))
+    body.append(f'<path class="chart-band" d="{upper}{lower}Z"/>')
+    for guide, css in [(0.0, "chart-zero"), *([(margin, "chart-margin"), (-margin, "chart-margin")] if margin else [])]:
+        body.append(f'<line class="{css}" x1="{_f(x.start)}" y1="{_f(y(guide))}" x2="{_f(x.end)}" y2="{_f(y(guide))}"/>')
+    for n, low, high in looks:
+        body.append(f'<line class="chart-interval" x1="{_f(x(n))}" y1="{_f(y(low))}" x2="{_f(x(n))}" y2="{_f(y(high))}">'
+                    f"<title>{n} items: [{low:.3f}, {high:.3f}]</title></line>")
+    body.append(f'<line class="chart-stop" x1="{_f(x(stop))}" y1="{_f(y.start)}" x2="{_f(x(stop))}" y2="{_f(y.end)}"/>')
+    body.append(f'<text class="chart-point-label" x="{_f(x(stop) - 4)}" y="{_f(y.end + 12)}" text-anchor="end">'
+                f"{escape(stop_label)}</text>")
+    return _frame(title, body)

@@ -23,6 +23,7 @@ from evalsite.analysis import Selection, comparable_groups
 from evalsite.analysis.dataset_versions import OLDER
 from evalsite.analysis.matrix import MIN_LEAD, check_comparable, decide_rows
 from evalsite.analysis.selection import ArmRun
+from evalsite.analysis.verdict import sequence_text
 from evalsite.errors import EvalsiteError, NotComparableError
 from evalsite.runlog.store import Run
 from evalsite.site import charts, paths
@@ -66,6 +67,14 @@ class ArmTotal:
 
 
 @dataclass(kw_only=True)
+class SequenceView:
+    """One pair of a ``stop_when`` batch: its anytime-valid sequence look by look."""
+
+    phrase: str = doc("The verdict's sentence for the pair: 'decided after 240 of 1,000 items (anytime-valid, α 0.05): A > B by …'.")
+    chart: Markup = doc("The sequence's interval at each look narrowing (inline SVG), the stopping look marked.")
+
+
+@dataclass(kw_only=True)
 class Matrix:
     """The arm × item matrix: HTML header, legend and aggregate row; rows in data scripts."""
 
@@ -103,6 +112,7 @@ class ExperimentPage(PageContext):
     drift_problem: str | None = doc("Why the manifest could not be planned to check for edits, if so.", None)
     dataset_version: str = doc("Which version of its file the matrix's dataset is: 'current version of data/x.jsonl' (its hash matches the file now) or 'older version of data/x.jsonl (the file has changed since)'; empty without a comparable group.", "")
     current: bool = doc("False when the matrix's dataset is an older version of its file.", True)
+    sequences: list[SequenceView] = doc("When the matrix's runs stopped by stop_when: each pair's confidence sequence look by look (the verdict's).", default_factory=list)
 
 
 def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[PageJob]:
@@ -199,6 +209,24 @@ def _totals(inputs: ProjectInputs, group: Selection, order: list[str], labels: d
     ) for run_id in order if (a := ranked.get(run_id)) is not None]
 
 
+def _sequences(inputs: ProjectInputs, group: Selection) -> list[SequenceView]:
+    """Each pair's sequence as the verdict read it (none unless the group's runs stopped by stop_when)."""
+    try:
+        verdict = inputs.leaderboard(group).verdict
+    except EvalsiteError:
+        return []
+    views = []
+    for pair in verdict.pairs:
+        if pair.sequence is None:
+            continue
+        looks = [(look.items, look.low, look.high) for look in pair.sequence.looks]
+        stop = f"stopped: {pair.sequence.decision or 'not decided'}"
+        views.append(SequenceView(phrase=sequence_text(pair), chart=charts.sequence_chart(
+            looks, stop=pair.sequence.items_used, margin=pair.sequence.margin, stop_label=stop,
+            title=f"{pair.ahead_label} − {pair.behind_label}: anytime-valid sequence by look")))
+    return views
+
+
 def _clear_leader(values: dict[str, float | None], lead: tuple[float, float]) -> str | None:
     """The run with the lowest value when it leads the next by the matrix's meaningful lead (``MIN_LEAD``)."""
     known = sorted((v, r) for r, v in values.items() if v is not None)
@@ -243,6 +271,7 @@ def _renderer(name: str, members: list[Run], source: ExperimentSource | None):
         for arm in context.arms:
             arm.edited = arm.run.text in drift.edited
         if groups:
+            context.sequences = _sequences(kit.inputs, groups[0])
             version = kit.inputs.dataset_versions.of(groups[0].arms[0].header.dataset)
             context.dataset_version, context.current = version.label, version.state != OLDER
         files.update(kit.page(paths.experiment(name), "experiment.html", context))
