@@ -39,6 +39,7 @@
         input: text(part["in"][row]), expected: text(part.exp[row]), output: text(part.out[row]), cut: cut[row] || {},
         score: part.score[row], latency: part.lat[row], tokensIn: part.tin[row], tokensOut: part.tout[row],
         cost: part.cost[row], error: text(part.err[row]), finish: text(part.fin[row]), cache: text(part.cache[row]),
+        transcript: part.tr && part.tr[row] !== null ? JSON.parse(s[part.tr[row]]) : null,
         anchor: part.anc[row] === null ? "item-" + s[itemIndex] : s[part.anc[row]],
         scores: part.sc[row].map(function (v) {
           return { evaluator: part.ev[v[0]], score: v[1], passed: v[2] === null ? null : v[2] === 1,

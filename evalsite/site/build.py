@@ -47,6 +47,7 @@ from evalsite.site.pages import (
     experiments,
     home,
     items,
+    judges,
     reports,
     runs,
     search,
@@ -61,7 +62,7 @@ GC_THRESHOLD = 100_000
 #: Seconds a thread may hold the interpreter lock while another waits for it, during a build (Python's default is 0.005).
 SWITCH_INTERVAL = 0.0005
 #: Page families in build order; a new family is one more module here.
-FAMILIES = (home, runs, datasets, experiments, decisions, compare, reports, items, search)
+FAMILIES = (home, runs, datasets, experiments, decisions, compare, reports, items, search, judges)
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ or output is stored once a part). The files are scripts, not JSON fetched by the
 from ``file://`` as from any static host; ``static/data.js`` decodes them.
 
 Texts are cut to ``max_field_chars`` with the omitted length kept, and left out when redacting.
+A case with a conversation (:mod:`evalsite.site.transcripts`) carries it as one JSON text (``tr``).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from evalsite.runlog.records import Case, Score
 from evalsite.runlog.rows import case_critical, case_order
 from evalsite.site import paths
 from evalsite.site.safe_text import display
+from evalsite.site.transcripts import conversation
 
 FORMAT = 1
 STATUSES = ("passed", "failed", "errored", "unscored")
@@ -112,6 +114,8 @@ def _add(part: _Part, case: Case, position: int, critical: dict[str, bool] | Non
     columns["fin"].append(text(None if case.finish_reason in (None, "stop") else case.finish_reason))
     cache = raw.get("cache")
     columns["cache"].append(text(cache) if isinstance(cache, str) else None)
+    messages = None if redact else conversation(case, limit)
+    columns["tr"].append(None if messages is None else text(json.dumps(messages, ensure_ascii=False, sort_keys=True)))
     columns["sc"].append([_score(part, s, ev_index, limit, redact) for s in case.scores])
     anchor = paths.item_anchor(case.item_id) if item_pages else None
     columns["anc"].append(None if anchor is None or anchor == f"item-{case.item_id}" else text(anchor))

@@ -1,0 +1,157 @@
+"""Transcripts and human review in headless Chromium, from file://: a tool-using multi-turn case
+shows every message and tool call; a rating made on the run page, downloaded for real and imported
+with ``review import`` is a ``human`` score, and ``judge-agreement`` gives a hand-computed κ."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from browser_support import chromium, drawn, needs_browser, problems_in
+from review_support import MODULES, make_review_project
+
+from evalsite.project import find_project
+from evalsite.site import build_site, paths
+
+pytestmark = needs_browser
+
+TOOL_ROW = {
+    "id": "oslo",
+    "input": [
+        {"role": "system", "content": "You are a travel helper with a weather tool."},
+        {"role": "user", "content": "What is the weather in Oslo?"},
+        {"role": "assistant", "content": None, "latency_ms": 812, "input_tokens": 120, "output_tokens": 18,
+         "tool_calls": [{"id": "call_1", "type": "function",
+                         "function": {"name": "get_weather", "arguments": "{\"city\": \"Oslo\"}"}}]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "{\"temp_c\": -3, \"sky\": \"snow\"}"},
+        {"role": "assistant", "content": "It is -3 °C and snowing in Oslo."},
+        {"role": "user", "content": "And tomorrow? <script>alert(1)</script>"},
+        {"role": "assistant", "content": None,
+         "tool_calls": [{"id": "call_2", "type": "function",
+                         "function": {"name": "get_forecast", "arguments": "{\"city\": \"Oslo\", \"days\": 1}"}}]},
+        {"role": "tool", "tool_call_id": "call_2", "content": "{\"temp_c\": 1, \"sky\": \"cloud\"}"},
+    ],
+    "output": "Tomorrow: 1 °C and cloudy. " + "Long tail. " * 200,
+    "expected": "1 °C",
+}
+TOOLS = '''
+name: tools
+dataset:
+  path: data/tools.jsonl
+arms:
+  - id: recorded
+    target: none
+evaluators:
+  - type: contains
+'''
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory) -> Path:
+    """The review project and a recorded tool-using conversation, run, with its site built."""
+    root = tmp_path_factory.mktemp("review-site")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(root)
+        patch.setattr(sys, "path", [str(root), *sys.path])
+        for name in MODULES:
+            patch.delitem(sys.modules, name, raising=False)
+        make_review_project(root)
+        (root / "data" / "tools.jsonl").write_text(json.dumps(TOOL_ROW) + "\n")
+        (root / "experiments" / "tools.yaml").write_text(TOOLS)
+        from cli_support import Cli
+
+        cli = Cli()
+        for manifest in ("review", "tools"):
+            assert cli("run", f"experiments/{manifest}.yaml").exit_code in (0, 1)
+        build_site(find_project(root))
+    return root
+
+
+def run_of(root: Path, arm: str) -> str:
+    return next(p.name for p in sorted((root / "runs").iterdir()) if p.is_dir() and f"-{arm}-" in p.name)
+
+
+def test_a_tool_using_case_shows_every_message_and_tool_call(browser, project):
+    from selenium.webdriver.common.by import By
+
+    site = project / "site"
+    browser.get((site / paths.run(run_of(project, "recorded"))).as_uri())
+    (summary,) = drawn(browser, "details.transcript summary")
+    assert summary.text == "Transcript: 9 messages, 2 tool calls"
+    summary.click()
+    messages = browser.find_elements(By.CSS_SELECTOR, "details.transcript li.message")
+    roles = [m.find_element(By.CSS_SELECTOR, ".message-head strong").text for m in messages]
+    assert roles == ["system", "user", "assistant", "tool", "assistant", "user", "assistant", "tool", "assistant"]
+    calls = [c.text for c in browser.find_elements(By.CSS_SELECTOR, "details.transcript .tool-call-head code")]
+    assert calls == ["get_weather", "get_forecast"]
+    arguments = [c.text for c in browser.find_elements(By.CSS_SELECTOR, "details.transcript pre.arguments")]
+    assert arguments == ['{"city": "Oslo"}', '{"city": "Oslo", "days": 1}']
+    assert "result of call call_1" in messages[3].text and '"temp_c": -3' in messages[3].text
+    assert "812 ms" in messages[2].text and "120 / 18 tokens" in messages[2].text
+    assert "<script>alert(1)</script>" in messages[5].text, "shown as text, never run"
+    last = messages[-1]
+    toggle = last.find_element(By.CSS_SELECTOR, "button.show-all")
+    pre = last.find_element(By.CSS_SELECTOR, "pre.text")
+    folded = pre.size["height"]
+    toggle.click()
+    assert pre.size["height"] > folded and pre.get_attribute("textContent") == TOOL_ROW["output"]
+    assert problems_in(browser, site) == []
+
+
+def test_a_rating_downloaded_from_the_page_imports_as_a_human_score(project, tmp_path, monkeypatch, cli):
+    from selenium.webdriver.common.by import By
+
+    site, run_id = project / "site", run_of(project, "sloppy")
+    downloads = tmp_path / "downloads"
+    downloads.mkdir()
+    with chromium(downloads) as driver:
+        driver.get((site / paths.run(run_id)).as_uri())
+        rows = drawn(driver, "#cases-table tbody tr")
+        driver.find_element(By.CSS_SELECTOR, "input.review-reviewer").send_keys("eve\t")
+        chosen = {"q00": "fail", "q01": "pass", "q03": "fail", "q04": "unsure", "q05": "fail"}  # q05 disagrees: judge passes "n5"
+        for row in rows:
+            item = row.find_element(By.TAG_NAME, "code").text
+            if item in chosen:
+                row.find_element(By.CSS_SELECTOR, f"button.review-{chosen[item]}").click()
+                if item == "q03":
+                    row.find_element(By.CSS_SELECTOR, "textarea.review-comment").send_keys("short but wrong")
+        assert "5 ratings kept in this browser" in driver.find_element(By.CSS_SELECTOR, ".review-count").text
+        driver.refresh()  # ratings survive a reload (localStorage)
+        drawn(driver, "#cases-table tbody tr")
+        assert "5 ratings kept" in driver.find_element(By.CSS_SELECTOR, ".review-count").text
+        driver.find_element(By.CSS_SELECTOR, "button.review-download").click()
+        path = downloads / "ratings.jsonl"
+        for _ in range(100):
+            if path.exists():
+                break
+            time.sleep(0.1)
+        assert problems_in(driver, site) == []
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [(line["item_id"], line["rating"], line["reviewer"]) for line in lines] == [
+        (item, rating, "eve") for item, rating in sorted(chosen.items())]
+    assert next(line for line in lines if line["item_id"] == "q03")["comment"] == "short but wrong"
+
+    monkeypatch.chdir(project)
+    imported = cli.json("review", "import", str(path))
+    assert imported["recorded"] == 5 and imported["reviewers"] == ["eve"]
+    decisions = [json.loads(line) for line in (project / "runs" / "decisions.jsonl").read_text().splitlines()]
+    assert {(d["review"]["item_id"], d["review"]["rating"]) for d in decisions} == set(chosen.items())
+
+    (report,) = cli.json("judge-agreement", "--evaluator", "brief")
+    cases = {json.loads(line)["item_id"]: json.loads(line) for line in (project / "runs" / run_id / "cases.jsonl").read_text().splitlines()}
+    judge = {item: next(s for s in cases[item]["scores"] if s["evaluator"] == "brief")["passed"] for item in chosen}
+    sure = [item for item, rating in chosen.items() if rating != "unsure"]
+    pairs = [(judge[item], chosen[item] == "pass") for item in sure]
+    # by hand: q00 long wrong → judge fail; q01 "n1" → pass; q03 "x3" → judge pass; q05 "n5" → judge pass
+    assert pairs == [(False, False), (True, True), (True, False), (True, False)]
+    p_o = 2 / 4
+    p_e = (3 / 4) * (1 / 4) + (1 / 4) * (3 / 4)  # judge passes 3 of 4, humans 1 of 4
+    assert report["n"] == 4 and report["unsure"] == 1
+    assert report["raw_agreement"] == pytest.approx(p_o)
+    assert report["kappa"] == pytest.approx((p_o - p_e) / (1 - p_e))
+    assert report["confusion"] == {"judge_pass_human_pass": 1, "judge_pass_human_fail": 2,
+                                   "judge_fail_human_pass": 0, "judge_fail_human_fail": 1}
+    assert sorted(d["item_id"] for d in report["disagreements"]) == ["q03", "q05"]
