@@ -155,3 +155,49 @@ def test_a_rating_downloaded_from_the_page_imports_as_a_human_score(project, tmp
     assert report["confusion"] == {"judge_pass_human_pass": 1, "judge_pass_human_fail": 2,
                                    "judge_fail_human_pass": 0, "judge_fail_human_fail": 1}
     assert sorted(d["item_id"] for d in report["disagreements"]) == ["q03", "q05"]
+
+
+def test_the_item_page_shows_answers_side_by_side_with_a_diff_toggle_and_the_judges_reason(browser, project):
+    from selenium.webdriver.common.by import By
+
+    run_id = run_of(project, "sloppy")
+    dataset_id = json.loads((project / "runs" / run_id / "run.json").read_text())["dataset"]["dataset_id"]
+    page = project / "site" / paths.item_page(dataset_id, paths.item_bucket("q03"))
+    browser.get(page.as_uri() + "#" + paths.item_anchor("q03"))
+    section = drawn(browser, f"section#{paths.item_anchor('q03')}")[0]
+    view = section.find_element(By.CSS_SELECTOR, "details.side-by-side-view")
+    view.find_element(By.TAG_NAME, "summary").click()
+    columns = view.find_elements(By.CSS_SELECTOR, ".side-by-side-column")
+    assert sorted(c.find_element(By.TAG_NAME, "h3").text for c in columns) == ["right", "sloppy"]
+    assert sorted(c.find_element(By.TAG_NAME, "pre").text for c in columns) == ["n3", "x3"]
+    assert not view.find_elements(By.CSS_SELECTOR, "ins, del")
+    view.find_element(By.CSS_SELECTOR, "label.diff-toggle input").click()
+    marked = view.find_elements(By.CSS_SELECTOR, ".side-by-side-column ins, .side-by-side-column del")
+    assert sorted(m.text for m in marked) == ["n3", "x3"], "the second column's word against the first's"
+    reasons = section.find_elements(By.CSS_SELECTOR, "details.explanation")
+    assert reasons, "every evaluator's explanation is on the item page"
+    judged = [r for r in reasons if "short answer" in r.get_attribute("textContent")]
+    assert len(judged) == 2, "the judge's reason on both answers (9/10: short answer)"
+    judged[0].find_element(By.TAG_NAME, "summary").click()
+    assert "short answer" in judged[0].find_element(By.TAG_NAME, "pre").text
+
+
+def test_the_judges_page_shows_what_judge_agreement_computes(project, monkeypatch, cli):
+    from sitekit import parse, table_rows
+
+    monkeypatch.chdir(project)
+    run_id = run_of(project, "right")
+    ratings = [{"run_id": run_id, "item_id": f"q{n:02d}", "repeat": 0, "rating": "pass" if n < 10 else "fail"}
+               for n in range(12)]
+    Path("right.jsonl").write_text("".join(json.dumps(r) + "\n" for r in ratings))
+    assert cli("review", "import", "right.jsonl", "--reviewer", "gus").exit_code == 0
+    build_site(find_project(project))
+    (report,) = cli.json("judge-agreement")
+    page = parse(project / "site" / paths.JUDGES)
+    (row,) = table_rows(page.find("div", id="judges").find("table"))
+    assert row[0] == "brief" and row[1] == str(report["n"])
+    assert f"{report['kappa']:.3f}" in row[2] and f"{report['kappa_interval']['low']:.3f}" in row[2]
+    shown = {r[2] for r in table_rows(page.find("div", id="disagreements-brief").find("table"))}
+    assert shown == {d["item_id"] for d in report["disagreements"]}
+    run_page = parse(project / "site" / paths.run(run_id))
+    assert run_page.find("p", class_="judge-link").find("a").attrs["href"].endswith("judges.html")
