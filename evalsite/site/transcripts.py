@@ -4,7 +4,8 @@ message records (latency, tokens, cost), in one shape whatever wrote it.
 
 Where it comes from: the case's ``transcript`` (a replayed or recorded multi-turn row), else its
 input when that is a list of chat messages, followed by the output as the assistant's last reply.
-A single-text input has no transcript (the listing shows its input and output). Message shapes
+A single-text input has no transcript (the listing shows its input and output). A replayed
+conversation's per-call figures (the case's ``turn_figures``) go on the replies they produced. Message shapes
 read: OpenAI chat (``tool_calls`` with ``function.name`` / ``function.arguments``, ``role: tool``
 with ``tool_call_id``), Anthropic content blocks (``text``, ``tool_use``, ``tool_result``) and
 plain ``{role, content}``. Every text is cut to the site's ``max_field_chars`` with the omitted
@@ -35,7 +36,21 @@ def conversation(case: Case, limit: int) -> list[dict[str, Any]] | None:
             messages.append({"role": "assistant", "content": raw["output"]})
     else:
         return None
-    return [_message(m, limit) for m in messages]
+    shown = [_message(m, limit) for m in messages]
+    _turn_figures(shown, raw.get("turn_figures"))
+    return shown
+
+
+def _turn_figures(shown: list[dict[str, Any]], figures: Any) -> None:
+    """A replay's per-call figures (``turn_figures``) on the assistant replies they produced, in order."""
+    if not isinstance(figures, list):
+        return
+    replies = [m for m in shown if m["role"] == "assistant"]
+    for message, recorded in zip(replies, figures):
+        if isinstance(recorded, dict):
+            found = {name: recorded[key] for key, name in FIGURES if _number(recorded.get(key))}
+            if found:
+                message["figures"] = {**found, **message.get("figures", {})}
 
 
 def _messages(value: Any) -> bool:
