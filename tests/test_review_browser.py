@@ -201,3 +201,26 @@ def test_the_judges_page_shows_what_judge_agreement_computes(project, monkeypatc
     assert shown == {d["item_id"] for d in report["disagreements"]}
     run_page = parse(project / "site" / paths.run(run_id))
     assert run_page.find("p", class_="judge-link").find("a").attrs["href"].endswith("judges.html")
+
+
+def test_the_matrix_side_by_side_says_when_an_output_was_cut(tmp_path, monkeypatch, browser, cli):
+    from selenium.webdriver.common.by import By
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", [str(tmp_path), *sys.path])
+    monkeypatch.delitem(sys.modules, "cut_arms", raising=False)
+    (tmp_path / "data").mkdir()
+    (tmp_path / "experiments").mkdir()
+    (tmp_path / "evalsite.toml").write_text("[site]\nmax_field_chars = 30\n")
+    (tmp_path / "data" / "long.jsonl").write_text(json.dumps({"id": "a", "input": "go", "expected": "x" * 50}) + "\n")
+    (tmp_path / "cut_arms.py").write_text("def one(input):\n    return 'a' * 100\n\ndef two(input):\n    return 'b' * 80\n")
+    (tmp_path / "experiments" / "long.yaml").write_text(
+        "name: long\ndataset: {path: data/long.jsonl}\narms:\n  - {id: one, target: 'python:cut_arms:one'}\n"
+        "  - {id: two, target: 'python:cut_arms:two'}\nevaluators:\n  - {type: exact}\n")
+    assert cli("run", "experiments/long.yaml").exit_code == 1  # both answers are wrong
+    build_site(find_project(tmp_path))
+    browser.get((tmp_path / "site" / "experiments" / "long.html").as_uri())
+    drawn(browser, "#matrix-table tbody tr")[0].find_element(By.LINK_TEXT, "differ").click()
+    notes = sorted(n.text for n in drawn(browser, "tr.diff-row p.cut"))
+    # the expected value (50 characters), then the two outputs (80 and 100): none cut silently
+    assert notes == [f"… {n} more characters not shown (max_field_chars)." for n in (20, 50, 70)], notes
