@@ -115,8 +115,9 @@
     var shown = window.evalsite.transcript;
     if (!redacted) {
       ["input", "expected", "output"].forEach(function (key) {
-        var text = c[key], omitted = c.cut[key === "input" ? "in" : key === "expected" ? "exp" : "out"];
-        var td = cell("", shown && text !== null ? shown.longText(text, omitted) : data.textBlock(text, omitted));
+        var short = key === "input" ? "in" : key === "expected" ? "exp" : "out", text = c[key], omitted = c.cut[short];
+        var more = function () { return data.whole(root, c, short); };
+        var td = cell("", shown && text !== null ? shown.longText(text, omitted, "", more) : data.textBlock(text, omitted));
         if (key === "output" && shown && c.transcript) { td.appendChild(shown.render(c.transcript)); }
         tr.appendChild(td);
       });

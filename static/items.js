@@ -67,7 +67,8 @@
         if (!redacted) {
           var out = el("td", "output");
           if (c.output === null) { out.appendChild(el("span", "muted", "—")); } else {
-            var block = shown ? shown.longText(c.output, c.cut.out) : el("pre", "text", c.output);
+            var more = function () { return data.whole(root, c, "out"); };
+            var block = shown ? shown.longText(c.output, c.cut.out, "", more) : el("pre", "text", c.output);
             var pre = block.nodeName === "PRE" ? block : block.firstChild;
             pre.setAttribute("data-answer", answer.run.label + (answer.cases.length > 1 ? " #" + c.repeat : ""));
             out.appendChild(block);

@@ -8,8 +8,10 @@
   var el = data.el, format = data.format;
   var LONG_CHARS = 600, LONG_LINES = 12;
 
-  /* A text in <pre class="text">; a long one is folded with a "show all" toggle. */
-  function longText(text, omitted, className) {
+  /* A text in <pre class="text">; a long one is folded with a "show all" toggle. A text cut to
+     max_field_chars says so; with `more` (a function promising [whole text, characters still left
+     out] from the part's .whole.js) its note has a button that puts the whole text in place. */
+  function longText(text, omitted, className, more) {
     var box = document.createDocumentFragment();
     var pre = el("pre", "text" + (className ? " " + className : ""), text);
     box.appendChild(pre);
@@ -23,8 +25,24 @@
       box.appendChild(toggle);
     }
     if (omitted) {
-      box.appendChild(el("p", "cut", "… " + omitted.toLocaleString("en-US") +
-        " more characters not shown (max_field_chars); the whole text is in the run's cases.jsonl."));
+      var note = el("p", "cut", "… " + omitted.toLocaleString("en-US") +
+        " more characters not shown (max_field_chars); the whole text is in the run's cases.jsonl. ");
+      if (more) {
+        var button = el("button", "show-whole", "show the whole text");
+        button.type = "button";
+        button.addEventListener("click", function () {
+          more().then(function (found) {
+            if (!found) { note.textContent = "The whole text is in the run's cases.jsonl."; return; }
+            pre.textContent = found[0];
+            pre.classList.add("unfolded");
+            note.textContent = found[1] ? "… " + found[1].toLocaleString("en-US") +
+              " characters beyond these are in the run's cases.jsonl only." : "";
+            note.hidden = !found[1];
+          });
+        });
+        note.appendChild(button);
+      }
+      box.appendChild(note);
     }
     return box;
   }

@@ -203,7 +203,7 @@ def test_the_judges_page_shows_what_judge_agreement_computes(project, monkeypatc
     assert run_page.find("p", class_="judge-link").find("a").attrs["href"].endswith("judges.html")
 
 
-def test_the_matrix_side_by_side_says_when_an_output_was_cut(tmp_path, monkeypatch, browser, cli):
+def test_a_cut_text_says_so_and_the_run_page_shows_it_whole_on_request(tmp_path, monkeypatch, browser, cli):
     from selenium.webdriver.common.by import By
 
     monkeypatch.chdir(tmp_path)
@@ -224,3 +224,13 @@ def test_the_matrix_side_by_side_says_when_an_output_was_cut(tmp_path, monkeypat
     notes = sorted(n.text for n in drawn(browser, "tr.diff-row p.cut"))
     # the expected value (50 characters), then the two outputs (80 and 100): none cut silently
     assert notes == [f"… {n} more characters not shown (max_field_chars)." for n in (20, 50, 70)], notes
+
+    browser.get((tmp_path / "site" / paths.run(run_of(tmp_path, "one"))).as_uri())
+    row = drawn(browser, "#cases-table tbody tr")[0]
+    output = row.find_elements(By.CSS_SELECTOR, "td pre.text")[2]  # input, expected, output
+    assert output.text == "a" * 30
+    row.find_elements(By.CSS_SELECTOR, "button.show-whole")[1].click()  # the expected value's, then the output's
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    WebDriverWait(browser, 10).until(lambda d: output.text == "a" * 100)
+    assert problems_in(browser, tmp_path / "site") == []
