@@ -158,3 +158,17 @@ def test_an_agreement_claim_holds_exactly_when_the_kappa_clears_its_bound(review
     assert claims[3]["numbers"]["low"] < kappa, "the lower bound of the interval is below the estimate"
     assert "no rated case was scored by evaluator 'nobody'" in claims[4]["detail"]
     assert "expected κ, kappa or agreement" in claims[5]["detail"]
+
+
+def test_validate_names_a_rating_of_a_case_its_run_does_not_hold(review_project, cli):
+    (run_id, item_id, repeat), _ = sorted(cases_of(review_project).items())[0]
+    Path("one.jsonl").write_text(json.dumps({"run_id": run_id, "item_id": item_id, "repeat": repeat, "rating": "pass"}) + "\n")
+    assert cli("review", "import", "one.jsonl", "--reviewer", "hal").exit_code == 0
+    assert "decisions.jsonl" not in cli("validate").output, "a well-formed rating is no problem"
+    line = json.loads(Path("runs/decisions.jsonl").read_text())
+    line["review"]["item_id"] = "gone"
+    with open("runs/decisions.jsonl", "a") as handle:
+        handle.write(json.dumps(line) + "\n")
+    result = cli("validate")
+    assert result.exit_code == 1
+    assert f"runs/decisions.jsonl: line 2: run {run_id} has no case item 'gone' repeat 0 (rated by hal)" in result.output

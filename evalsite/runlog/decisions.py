@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from evalsite.errors import RunLogError
 from evalsite.runlog.fields import FieldReader
 from evalsite.runlog.fingerprint import fingerprint_hash
-from evalsite.runlog.store import RUN_FILE, read_header, read_jsonl, repair_torn_tail
+from evalsite.runlog.store import CASES_FILE, RUN_FILE, read_cases, read_header, read_jsonl, repair_torn_tail
 
 if TYPE_CHECKING:
     from evalsite.project import Project
@@ -183,6 +183,7 @@ def validate_decisions(project: Project) -> list[str]:
     path = decisions_path(project.runs_dir)
     where = str(project.relative(path))
     decisions, messages = read_decisions(path, where)
+    cases: dict[str, set[tuple[str, int]]] = {}
     for entry in decisions:
         run_id = entry.decision.run_id
         prefix = f"{where}: line {entry.line}: run {run_id}"
@@ -198,4 +199,10 @@ def validate_decisions(project: Project) -> list[str]:
                 f"{prefix}: fingerprint no longer matches the decision "
                 f"(decided {entry.decision.fingerprint_hash}, run now {now})"
             )
+        rating = entry.decision.review
+        if rating is not None:
+            if run_id not in cases:
+                cases[run_id] = {(c.item_id, c.repeat) for c in read_cases(project.runs_dir / run_id / CASES_FILE)}
+            if (rating.item_id, rating.repeat) not in cases[run_id]:
+                messages.append(f"{prefix} has no case item {rating.item_id!r} repeat {rating.repeat} (rated by {entry.decision.by})")
     return messages
