@@ -50,7 +50,7 @@ evaluators:
 
 
 @pytest.fixture(scope="module")
-def project(tmp_path_factory) -> Path:
+def reviewed_site(tmp_path_factory) -> Path:
     """The review project and a recorded tool-using conversation, run, with its site built."""
     root = tmp_path_factory.mktemp("review-site")
     with pytest.MonkeyPatch.context() as patch:
@@ -74,7 +74,8 @@ def run_of(root: Path, arm: str) -> str:
     return next(p.name for p in sorted((root / "runs").iterdir()) if p.is_dir() and f"-{arm}-" in p.name)
 
 
-def test_a_tool_using_case_shows_every_message_and_tool_call(browser, project):
+def test_a_tool_using_case_shows_every_message_and_tool_call(browser, reviewed_site):
+    project = reviewed_site
     from selenium.webdriver.common.by import By
 
     site = project / "site"
@@ -101,7 +102,8 @@ def test_a_tool_using_case_shows_every_message_and_tool_call(browser, project):
     assert problems_in(browser, site) == []
 
 
-def test_a_rating_downloaded_from_the_page_imports_as_a_human_score(project, tmp_path, monkeypatch, cli):
+def test_a_rating_downloaded_from_the_page_imports_as_a_human_score(reviewed_site, tmp_path, monkeypatch, cli):
+    project = reviewed_site
     from selenium.webdriver.common.by import By
 
     site, run_id = project / "site", run_of(project, "sloppy")
@@ -157,7 +159,8 @@ def test_a_rating_downloaded_from_the_page_imports_as_a_human_score(project, tmp
     assert sorted(d["item_id"] for d in report["disagreements"]) == ["q03", "q05"]
 
 
-def test_the_item_page_shows_answers_side_by_side_with_a_diff_toggle_and_the_judges_reason(browser, project):
+def test_the_item_page_shows_answers_side_by_side_with_a_diff_toggle_and_the_judges_reason(browser, reviewed_site):
+    project = reviewed_site
     from selenium.webdriver.common.by import By
 
     run_id = run_of(project, "sloppy")
@@ -182,7 +185,8 @@ def test_the_item_page_shows_answers_side_by_side_with_a_diff_toggle_and_the_jud
     assert "short answer" in judged[0].find_element(By.TAG_NAME, "pre").text
 
 
-def test_the_judges_page_shows_what_judge_agreement_computes(project, monkeypatch, cli):
+def test_the_judges_page_shows_what_judge_agreement_computes(reviewed_site, monkeypatch, cli):
+    project = reviewed_site
     from sitekit import parse, table_rows
 
     monkeypatch.chdir(project)
