@@ -105,6 +105,15 @@
       link.click();
       document.body.removeChild(link);
     });
+    var forget = el("button", "review-forget", "forget these ratings");
+    forget.type = "button";
+    forget.title = "remove this project's ratings from this browser (after `evalsite review import`)";
+    forget.addEventListener("click", function () {
+      stored().forEach(function (r) { window.localStorage.removeItem(key(r.run_id, r.item_id, r.repeat)); });
+      document.querySelectorAll("div.review button[aria-pressed=true]").forEach(function (b) { b.setAttribute("aria-pressed", "false"); });
+      document.querySelectorAll("div.review textarea").forEach(function (t) { t.value = ""; });
+      listeners.forEach(function (listener) { listener(); });
+    });
     var label = el("label", "", "Reviewer ");
     label.appendChild(name);
     node.appendChild(el("strong", "", "Human review: "));
@@ -113,11 +122,13 @@
     node.appendChild(label);
     node.appendChild(document.createTextNode(" "));
     node.appendChild(button);
-    node.appendChild(el("span", "muted", " then `evalsite review import ratings.jsonl`. Ratings stay in this browser until then."));
+    node.appendChild(el("span", "muted", " then `evalsite review import ratings.jsonl`. Ratings stay in this browser until you "));
+    node.appendChild(forget);
+    node.appendChild(el("span", "muted", "."));
     function update() {
       var n = stored().length;
       count.textContent = n + (n === 1 ? " rating" : " ratings") + " kept in this browser for " + project + ".";
-      button.disabled = n === 0;
+      button.disabled = forget.disabled = n === 0;
     }
     listeners.push(update);
     update();

@@ -131,6 +131,12 @@ def test_a_rating_downloaded_from_the_page_imports_as_a_human_score(reviewed_sit
                 break
             time.sleep(0.1)
         assert problems_in(driver, site) == []
+        driver.find_element(By.CSS_SELECTOR, "button.review-forget").click()
+        assert "0 ratings kept" in driver.find_element(By.CSS_SELECTOR, ".review-count").text
+        assert not driver.find_elements(By.CSS_SELECTOR, "div.review button[aria-pressed=true]")
+        driver.refresh()
+        drawn(driver, "#cases-table tbody tr")
+        assert "0 ratings kept" in driver.find_element(By.CSS_SELECTOR, ".review-count").text
     lines = [json.loads(line) for line in path.read_text().splitlines()]
     assert [(line["item_id"], line["rating"], line["reviewer"]) for line in lines] == [
         (item, rating, "eve") for item, rating in sorted(chosen.items())]

@@ -17,7 +17,7 @@ def review_group() -> None:
 
 @review_group.command("export")
 @click.option("--out", "out", type=click.Path(path_type=Path), help="Write the sample here (default: stdout).")
-@click.option("--per-stratum", default=5, show_default=True, type=int,
+@click.option("--per-stratum", default=5, show_default=True, type=click.IntRange(min=1),
               help="Cases drawn from each stratum (an arm and its judges' verdicts).")
 @click.option("--seed", default=0, show_default=True, type=int, help="Seed of the draw.")
 @click.option("--evaluator", "evaluators", multiple=True,
