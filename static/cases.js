@@ -8,7 +8,7 @@
   var el = data.el, format = data.format;
   var root = box.getAttribute("data-root"), folder = box.getAttribute("data-folder");
   var items = box.getAttribute("data-items"), size = +box.getAttribute("data-page-size") || 100;
-  var redacted = box.getAttribute("data-redacted") === "1";
+  var redacted = box.getAttribute("data-redacted") === "1", run = box.getAttribute("data-run");
   var all = [], shown = [], page = 0, sortKey = "ord", ascending = true;
 
   var controls = el("p", "filter-box");
@@ -66,9 +66,11 @@
     .concat(redacted ? [] : [["input", null], ["expected", null], ["output", null]])
     .concat([["evaluators", null], ["latency", "latency"], ["tokens in/out", null], ["cost", "cost"]]);
 
+  function review() { return window.evalsite.review && run ? window.evalsite.review : null; }
+
   function header() {
     var head = el("thead"), row = el("tr");
-    COLUMNS.forEach(function (column) {
+    COLUMNS.concat(review() ? [["review", null]] : []).forEach(function (column) {
       var th = el("th");
       if (!column[1]) { th.textContent = column[0]; row.appendChild(th); return; }
       var button = el("button", "sort", column[0]);
@@ -110,8 +112,15 @@
     if (c.finish) { st.appendChild(el("br")); st.appendChild(el("span", "muted", "finish: " + c.finish)); }
     tr.appendChild(st);
     tr.appendChild(c.score === null ? cell("num", el("span", "muted", "unscored")) : el("td", "num", format.number(c.score)));
+    var shown = window.evalsite.transcript;
     if (!redacted) {
-      ["input", "expected", "output"].forEach(function (key) { tr.appendChild(cell("", data.textBlock(c[key], c.cut[key === "input" ? "in" : key === "expected" ? "exp" : "out"]))); });
+      ["input", "expected", "output"].forEach(function (key) {
+        var short = key === "input" ? "in" : key === "expected" ? "exp" : "out", text = c[key], omitted = c.cut[short];
+        var more = function () { return data.whole(root, c, short); };
+        var td = cell("", shown && text !== null ? shown.longText(text, omitted, "", more) : data.textBlock(text, omitted));
+        if (key === "output" && shown && c.transcript) { td.appendChild(shown.render(c.transcript)); }
+        tr.appendChild(td);
+      });
     }
     var list = el("ul", "scores");
     c.scores.forEach(function (s) {
@@ -120,13 +129,15 @@
       li.appendChild(el("span", "badge badge-" + kind, s.evaluator));
       if (s.score !== null) { li.appendChild(document.createTextNode(" " + format.number(s.score))); }
       if (s.label) { li.appendChild(document.createTextNode(" ")); li.appendChild(el("em", "", s.label)); }
-      if (s.error) { li.appendChild(el("pre", "text error", s.error)); } else if (s.detail) { li.appendChild(el("pre", "text detail", s.detail)); }
+      var why = shown ? shown.explanation(s) : null;
+      if (why) { li.appendChild(why); } else if (s.error) { li.appendChild(el("pre", "text error", s.error)); } else if (s.detail) { li.appendChild(el("pre", "text detail", s.detail)); }
       list.appendChild(li);
     });
     tr.appendChild(cell("", list));
     tr.appendChild(el("td", "num", format.ms(c.latency)));
     tr.appendChild(el("td", "num", format.count(c.tokensIn) + " / " + format.count(c.tokensOut)));
     tr.appendChild(el("td", "num", format.usd(c.cost)));
+    if (review()) { tr.appendChild(cell("review-cell", review().controls(run, c))); }
     return tr;
   }
 

@@ -34,11 +34,13 @@
     });
     return part.item.map(function (itemIndex, row) {
       return {
+        row: row, whole: part.wh === 1,
         item: s[itemIndex], ord: part.ord[row], repeat: part.rep[row], status: STATUSES[part.st[row]],
         critical: part.crit[row] === null ? null : part.crit[row] === 1,
         input: text(part["in"][row]), expected: text(part.exp[row]), output: text(part.out[row]), cut: cut[row] || {},
         score: part.score[row], latency: part.lat[row], tokensIn: part.tin[row], tokensOut: part.tout[row],
         cost: part.cost[row], error: text(part.err[row]), finish: text(part.fin[row]), cache: text(part.cache[row]),
+        transcript: part.tr && part.tr[row] !== null ? JSON.parse(s[part.tr[row]]) : null,
         anchor: part.anc[row] === null ? "item-" + s[itemIndex] : s[part.anc[row]],
         scores: part.sc[row].map(function (v) {
           return { evaluator: part.ev[v[0]], score: v[1], passed: v[2] === null ? null : v[2] === 1,
@@ -60,10 +62,23 @@
         parts.forEach(function (part, n) {
           if (!part) { return; }
           var b = paths[n].slice(folder.length, folder.length + 2);
-          decode(part).forEach(function (c) { c.bucket = b; cases.push(c); });
+          decode(part).forEach(function (c) {
+            c.bucket = b;
+            c.wholeFrom = c.whole ? paths[n].replace(/\.js$/, ".whole.js") : null;
+            cases.push(c);
+          });
         });
         return cases;
       });
+    });
+  }
+
+  /* The whole text of a case's cut field ("in", "exp", "out"): [text, characters still left out]. */
+  function whole(root, c, key) {
+    if (!c.wholeFrom) { return Promise.resolve(null); }
+    return load(root, c.wholeFrom).then(function (found) {
+      var rows = found && found.rows, mine = rows && rows[c.row];
+      return mine && mine[key] ? mine[key] : null;
     });
   }
 
@@ -151,7 +166,7 @@
   }
 
   window.evalsite = window.evalsite || {};
-  window.evalsite.data = { load: load, decode: decode, runCases: runCases, el: el, format: format,
+  window.evalsite.data = { load: load, decode: decode, runCases: runCases, whole: whole, el: el, format: format,
                            textBlock: textBlock, download: download, csv: csv, pageRange: pageRange,
                            drawPager: drawPager };
 }());

@@ -35,8 +35,9 @@
 
   function answersTable(item) {
     var table = el("table", "data answers"), head = el("tr");
+    var shown = window.evalsite.transcript, review = window.evalsite.review;
     ["run", "repeat", "status", "score"].concat(redacted ? [] : ["output"]).concat(["evaluators", "latency", "tokens in/out", "cost"])
-      .forEach(function (name) { head.appendChild(el("th", "", name)); });
+      .concat(review ? ["review"] : []).forEach(function (name) { head.appendChild(el("th", "", name)); });
     var thead = el("thead");
     thead.appendChild(head);
     table.appendChild(thead);
@@ -66,11 +67,14 @@
         if (!redacted) {
           var out = el("td", "output");
           if (c.output === null) { out.appendChild(el("span", "muted", "—")); } else {
-            var pre = el("pre", "text", c.output);
+            var more = function () { return data.whole(root, c, "out"); };
+            var block = shown ? shown.longText(c.output, c.cut.out, "", more) : el("pre", "text", c.output);
+            var pre = block.nodeName === "PRE" ? block : block.firstChild;
             pre.setAttribute("data-answer", answer.run.label + (answer.cases.length > 1 ? " #" + c.repeat : ""));
-            out.appendChild(pre);
-            if (c.cut.out) { out.appendChild(el("p", "cut", "… " + c.cut.out.toLocaleString("en-US") + " more characters not shown.")); }
+            out.appendChild(block);
+            if (c.cut.out && !shown) { out.appendChild(el("p", "cut", "… " + c.cut.out.toLocaleString("en-US") + " more characters not shown.")); }
           }
+          if (shown && c.transcript) { out.appendChild(shown.render(c.transcript)); }
           tr.appendChild(out);
         }
         var scores = el("td");
@@ -79,12 +83,19 @@
           scores.appendChild(document.createTextNode(text));
           if (s.label) { scores.appendChild(document.createTextNode(" ")); scores.appendChild(el("em", "", s.label)); }
           if (s.error) { scores.appendChild(el("span", "problems", " error")); }
+          var why = shown ? shown.explanation(s) : null;
+          if (why) { scores.appendChild(why); }
           if (i < c.scores.length - 1) { scores.appendChild(el("br")); }
         });
         tr.appendChild(scores);
         tr.appendChild(el("td", "num", format.ms(c.latency)));
         tr.appendChild(el("td", "num", format.count(c.tokensIn) + " / " + format.count(c.tokensOut)));
         tr.appendChild(el("td", "num", format.usd(c.cost)));
+        if (review) {
+          var rate = el("td", "review-cell");
+          rate.appendChild(review.controls(answer.run.run, c));
+          tr.appendChild(rate);
+        }
         body.appendChild(tr);
       });
     });
@@ -118,6 +129,7 @@
     node.appendChild(heading(2, "Every run's answers"));
     node.appendChild(answersTable(item));
     if (!redacted) { node.appendChild(picker()); }
+    if (!redacted && window.evalsite.transcript) { node.appendChild(window.evalsite.transcript.sideBySide(item.answers)); }
     return node;
   }
 

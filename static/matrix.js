@@ -110,25 +110,26 @@
     body.insertBefore(holder, tr.nextSibling);
     Promise.all(runs.map(function (run) { return data.runCases(root, run.folder, r[2]); })).then(function (loaded) {
       while (block.firstChild) { block.removeChild(block.firstChild); }
-      var texts = el("div", "item-texts"), outputs = el("div", "outputs"), input = null, expected = null;
+      var texts = el("div", "item-texts"), outputs = el("div", "outputs"), input = null, expected = null, cuts = {};
       loaded.forEach(function (cases, n) {
         var mine = cases.filter(function (c) { return c.item === r[0]; });
         if (!mine.length || !r[4][n]) { return; }
         var chosen = output(mine);
-        if (input === null) { input = chosen.input; }
-        if (expected === null) { expected = chosen.expected; }
+        if (input === null) { input = chosen.input; cuts.input = chosen.cut["in"]; }
+        if (expected === null) { expected = chosen.expected; cuts.expected = chosen.cut.exp; }
         if (chosen.output === null) { return; }
         var box = el("div", "output cell-" + TINTS[r[4][n][2]]);
         box.appendChild(el("h4", "", runs[n].label));
         var pre = el("pre", "text", chosen.output);
         pre.setAttribute("data-answer", runs[n].label);
         box.appendChild(pre);
+        if (chosen.cut.out) { box.appendChild(el("p", "cut", "… " + chosen.cut.out.toLocaleString("en-US") + " more characters not shown (max_field_chars).")); }
         outputs.appendChild(box);
       });
-      [["Input", input], ["Expected", expected]].forEach(function (pair) {
+      [["Input", input, cuts.input], ["Expected", expected, cuts.expected]].forEach(function (pair) {
         var part = el("div");
         part.appendChild(el("h4", "", pair[0]));
-        part.appendChild(data.textBlock(pair[1]));
+        part.appendChild(data.textBlock(pair[1], pair[2]));
         texts.appendChild(part);
       });
       var title = el("p");

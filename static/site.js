@@ -141,6 +141,7 @@
 
   window.evalsite = window.evalsite || {};
   window.evalsite.makePicker = makePicker;
+  window.evalsite.wordDiff = wordDiff;
   document.querySelectorAll(".config-diff").forEach(makeConfigToggle);
   document.querySelectorAll(".pair-picker").forEach(makePicker);
   document.querySelectorAll("table.sortable").forEach(makeSortable);

@@ -20,8 +20,9 @@ needs_browser = pytest.mark.skipif(not (CHROMIUM.exists() and CHROMEDRIVER.exist
 
 
 @contextmanager
-def chromium() -> Iterator:
-    """A selenium Chrome driver on headless Chromium with a fresh ``--user-data-dir``, quit on exit."""
+def chromium(downloads: Path | None = None) -> Iterator:
+    """A selenium Chrome driver on headless Chromium with a fresh ``--user-data-dir``, quit on exit;
+    with ``downloads``, files the page downloads are saved there without asking."""
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
@@ -31,7 +32,12 @@ def chromium() -> Iterator:
     for flag in (*FLAGS, f"--user-data-dir={profile}"):
         options.add_argument(flag)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    if downloads is not None:
+        options.add_experimental_option("prefs", {"download.default_directory": str(downloads),
+                                                  "download.prompt_for_download": False})
     driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
+    if downloads is not None:
+        driver.execute_cdp_cmd("Page.setDownloadBehavior", {"behavior": "allow", "downloadPath": str(downloads)})
     driver.set_page_load_timeout(30)
     try:
         yield driver

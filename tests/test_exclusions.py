@@ -82,4 +82,4 @@ def test_an_unknown_decision_kind_is_a_problem_naming_the_line(cli, example_with
     path.write_text(json.dumps({"run_id": "r", "fingerprint_hash": "h", "reason": "x", "at": "t", "decision": "retire"}) + "\n")
     decisions, problems = read_decisions(path, "runs/decisions.jsonl")
     assert decisions == []
-    assert problems == ["runs/decisions.jsonl: line 1: decision 'retire' is not one of promote, exclude, include"]
+    assert problems == ["runs/decisions.jsonl: line 1: decision 'retire' is not one of promote, exclude, include, review"]

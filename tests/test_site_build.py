@@ -93,8 +93,9 @@ def test_incremental_build_renders_only_what_changed_and_equals_a_full_build(sit
               arm="extra", dataset_id="other@111111111111", experiment="extra-exp")
     second = build_site(site_project)
     # rendered: home, runs list, decisions, the new run, its dataset, its experiment, its items, the search
-    # documents of pages; kept: the three example runs, the example dataset, its items and the example experiment
-    assert (second.rendered, second.kept) == (8, 6)
+    # documents of pages; kept: the three example runs, the example dataset, its items, the example experiment
+    # and the judges page (no rated run changed)
+    assert (second.rendered, second.kept) == (8, 7)
     build_site(site_project, tmp_path / "fresh")
     assert tree_bytes(site) == tree_bytes(tmp_path / "fresh")
     shutil.rmtree(site_project.runs_dir / "20990101T000000Z-extra-0001")

@@ -19,6 +19,10 @@ COMPARISONS = ("<", "<=", ">", ">=", "==", "!=")
 SELECTOR_KEYS = ("arm", "dataset", "run", "evaluator")
 #: ``… p < 0.05 (unadjusted)``: the one pair's own test instead of the dataset's Holm family.
 UNADJUSTED = "unadjusted"
+#: ``judge NAME agrees with humans κ >= 0.6``: the statistics an agreement claim may bound.
+AGREEMENT_STATISTICS = {"kappa": "kappa", "agreement": "raw_agreement"}
+#: The symbols an agreement claim may be written with, as the tokens they stand for.
+SYMBOLS = {"κ": "kappa", "≥": ">=", "≤": "<="}
 
 
 class ClaimSyntaxError(EvalsiteError):
@@ -100,7 +104,20 @@ class ValuePin:
         return len(digits.split(".")[1]) if "." in digits else 0
 
 
-Claim = Comparison | Beats | ValuePin
+@dataclass(frozen=True)
+class Agrees:
+    """``judge NAME agrees with humans κ >= 0.6``: the evaluator's Cohen's κ (or raw ``agreement``)
+    against the human ratings, compared with a bound; ``(lower bound)`` compares the low end of its
+    95% bootstrap interval instead of the estimate."""
+
+    evaluator: str
+    statistic: str  # kappa | agreement
+    operator: str
+    bound: float
+    lower: bool = False
+
+
+Claim = Comparison | Beats | ValuePin | Agrees
 
 
 @dataclass(frozen=True)
@@ -202,6 +219,8 @@ def _tokenize(text: str) -> list[str]:
 
 def parse_claim(kind: str, body: str) -> Claim:
     """Parse one directive body (``kind`` is ``claim`` or ``value``)."""
+    for symbol, word in SYMBOLS.items():
+        body = body.replace(symbol, f" {word} ")
     parser = _Parser(body)
     if kind == "value":
         expression = parser.expression()
@@ -213,6 +232,8 @@ def parse_claim(kind: str, body: str) -> Claim:
             quoted += parser.take()
         parser.done()
         return ValuePin(expression, quoted)
+    if parser.peek() == "judge" and "agrees" in parser.tokens:
+        return _parse_agrees(parser)
     if "beats" in parser.tokens:
         return _parse_beats(parser)
     left = parser.expression()
@@ -254,6 +275,31 @@ def _parse_beats(parser: _Parser) -> Beats:
         raise ClaimSyntaxError(f"{parser.text.strip()!r}: both arms must read one evaluator "
                                f"(evaluator={winner.evaluator} vs evaluator={loser.evaluator})")
     return Beats(winner, loser, alpha, unadjusted)
+
+
+def _parse_agrees(parser: _Parser) -> Agrees:
+    parser.take("judge")
+    evaluator = parser.take()
+    for word in ("agrees", "with", "humans"):
+        parser.take(word)
+    statistic = parser.take()
+    if statistic not in AGREEMENT_STATISTICS:
+        raise ClaimSyntaxError(f"{parser.text.strip()!r}: expected κ, kappa or agreement after 'humans', found {statistic!r}")
+    operator = parser.take()
+    if operator not in COMPARISONS:
+        raise ClaimSyntaxError(f"{parser.text.strip()!r}: expected a comparison ({' '.join(COMPARISONS)}), found {operator!r}")
+    negative = parser.peek() == "-" and bool(parser.take())
+    token = parser.take()
+    if not NUMBER.match(token):
+        raise ClaimSyntaxError(f"{parser.text.strip()!r}: the bound {token!r} is not a number")
+    lower = parser.peek() == "("
+    if lower:
+        parser.take("(")
+        parser.take("lower")
+        parser.take("bound")
+        parser.take(")")
+    parser.done()
+    return Agrees(evaluator, statistic, operator, -float(token) if negative else float(token), lower)
 
 
 def _alpha(parser: _Parser, token: str) -> float:

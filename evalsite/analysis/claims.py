@@ -8,6 +8,8 @@ same line:
   separates v2 above v1 at that α, Holm over every pair it shows; ``(unadjusted)`` after the bound
   asks the pair's own cluster-aware test instead.
 - ``{{ claim: mean(arm=v2) >= 0.80 }}`` — arithmetic over metrics compared with ``< <= > >= == !=``.
+- ``{{ claim: judge helpful agrees with humans κ >= 0.6 }}`` — the judge's Cohen's κ against the
+  human ratings (:mod:`evalsite.analysis.claim_judges`).
 - ``{{ value: mean(arm=v2) = 0.93 }}`` — a figure quoted in prose; it holds while the metric,
   rounded to the quoted decimals, still equals the quoted figure (``= 93.3%`` compares percent).
 
@@ -26,8 +28,10 @@ from typing import TYPE_CHECKING, Any
 
 from evalsite.analysis.ci_files import TestOutcome, write_junit
 from evalsite.analysis.claim_beats import FAILS, HOLDS, DatasetVerdicts, Uncheckable, check_beats
+from evalsite.analysis.claim_judges import check_agrees
 from evalsite.analysis.claim_syntax import (
     METRICS,
+    Agrees,
     Beats,
     BinaryOp,
     Claim,
@@ -246,6 +250,8 @@ def check_claim(claim: Claim, metrics: RunMetrics) -> ClaimCheck:
     try:
         if isinstance(claim, Beats):
             return check_beats(claim, metrics)
+        if isinstance(claim, Agrees):
+            return check_agrees(claim, metrics.runs_dir, COMPARATORS)
         if isinstance(claim, ValuePin):
             actual = _evaluate(claim.expression, metrics, numbers, runs)
             shown = actual * 100 if claim.percent else actual

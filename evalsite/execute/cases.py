@@ -54,6 +54,7 @@ class Generation:
     attempts: int
     transcript: list | None = None
     turn_outputs: list | None = None
+    turn_figures: list | None = None  # a replay's calls: latency, tokens and cost of each, in order
     provenance: dict | None = None  # request ids, served model, fingerprint, thread: see provenance()
     cache: str | None = None  # hit | recorded | missing, with the response cache on
 
@@ -135,6 +136,8 @@ class CaseExecutor:
         if generation.transcript is not None:
             case["transcript"] = generation.transcript
             case["turn_outputs"] = generation.turn_outputs
+        if generation.turn_figures is not None:
+            case["turn_figures"] = generation.turn_figures
         case.update(generation.provenance or {})
         return scrub_all(case, job.secrets)  # an echoed key (or 8+ characters of it) is never written
 
@@ -216,5 +219,7 @@ def combine_turns(calls: list[CallOutcome], transcript: list[dict], price: dict 
         attempts=sum(call.attempts for call in calls),
         transcript=transcript,
         turn_outputs=[r.output for r in results if r.error is None],
+        turn_figures=[{"latency_ms": round(call.latency_ms, 3), "input_tokens": call.result.input_tokens,
+                       "output_tokens": call.result.output_tokens, "cost_usd": cost} for call, cost in zip(calls, costs)],
         cache=case_cache_mark(results),
     )

@@ -1,8 +1,10 @@
-"""The decisions log, ``runs/decisions.jsonl``: promotions and exclusions of runs.
+"""The decisions log, ``runs/decisions.jsonl``: promotions and exclusions of runs, and human reviews of cases.
 
 A promotion makes a run the baseline of its dataset and arm; an exclusion keeps a run out of
 every comparison that picks runs by itself (leaderboards, claims, baselines, the site) until a
-later ``include`` line takes it back.
+later ``include`` line takes it back. A ``review`` line is one reviewer's rating of one case of a
+run (:class:`Rating`: pass, fail or unsure, with a comment): the ``human`` evaluator's score of that
+case, kept beside the run, never written into it (:mod:`evalsite.analysis.review`).
 
 The file is append-only: each line is one :class:`Decision`, flushed and synced as it is written;
 later lines are newer. Reading it is tolerant like reading a run: a torn last line (a crash
@@ -22,21 +24,49 @@ from typing import TYPE_CHECKING, Any
 from evalsite.errors import RunLogError
 from evalsite.runlog.fields import FieldReader
 from evalsite.runlog.fingerprint import fingerprint_hash
-from evalsite.runlog.store import RUN_FILE, read_header, read_jsonl, repair_torn_tail
+from evalsite.runlog.store import CASES_FILE, RUN_FILE, read_cases, read_header, read_jsonl, repair_torn_tail
 
 if TYPE_CHECKING:
     from evalsite.project import Project
 
 DECISIONS_FILE = "decisions.jsonl"
 DECISION_FORMAT_VERSION = 1
-PROMOTE, EXCLUDE, INCLUDE = "promote", "exclude", "include"
-DECISION_KINDS = (PROMOTE, EXCLUDE, INCLUDE)
+PROMOTE, EXCLUDE, INCLUDE, REVIEW = "promote", "exclude", "include", "review"
+DECISION_KINDS = (PROMOTE, EXCLUDE, INCLUDE, REVIEW)
+PASS, FAIL, UNSURE = "pass", "fail", "unsure"
+RATINGS = (PASS, FAIL, UNSURE)
+#: The evaluator name human ratings are scores of.
+HUMAN = "human"
+MAX_REPEAT = 1_000_000
+
+
+@dataclass(frozen=True)
+class Rating:
+    """A ``review`` decision's rating of one case of its run (the decision's ``reason`` is the comment)."""
+
+    item_id: str
+    repeat: int
+    rating: str
+
+    @property
+    def passed(self) -> bool | None:
+        """The ``human`` evaluator's verdict: True for pass, False for fail, None when unsure."""
+        return None if self.rating == UNSURE else self.rating == PASS
+
+    @classmethod
+    def from_json(cls, fields: FieldReader) -> Rating:
+        rating = fields.text("rating", required=True) or ""
+        if rating not in RATINGS:
+            raise fields.bad("rating", " or ".join(RATINGS), rating)
+        return cls(fields.text("item_id", required=True) or "",
+                   fields.integer("repeat", required=True, minimum=0, maximum=MAX_REPEAT) or 0, rating)
 
 
 @dataclass(frozen=True)
 class Decision:
     """One line of ``runs/decisions.jsonl``: a run made the baseline of its dataset and arm
-    (``decision`` = ``promote``), kept out of comparisons (``exclude``) or taken back (``include``)."""
+    (``decision`` = ``promote``), kept out of comparisons (``exclude``), taken back (``include``), or
+    one of its cases rated by a reviewer (``review``, with ``review`` set and ``by`` the reviewer)."""
 
     run_id: str
     dataset_id: str | None
@@ -51,6 +81,7 @@ class Decision:
     reference_tier: str | None = None
     decision: str = PROMOTE
     format_version: int = DECISION_FORMAT_VERSION
+    review: Rating | None = None
 
     @classmethod
     def from_json(cls, data: Any, where: str) -> Decision:
@@ -62,6 +93,7 @@ class Decision:
         kind = fields.text("decision") or PROMOTE
         if kind not in DECISION_KINDS:
             raise RunLogError(f"{where}: decision {kind!r} is not one of {', '.join(DECISION_KINDS)}")
+        review = Rating.from_json(fields.inner("review")) if kind == REVIEW else None
         return cls(
             run_id=fields.text("run_id", required=True) or "",
             dataset_id=fields.text("dataset_id"),
@@ -76,6 +108,7 @@ class Decision:
             reference_tier=fields.text("reference_tier"),
             decision=kind,
             format_version=version,
+            review=review,
         )
 
 
@@ -93,12 +126,26 @@ def decisions_path(runs_dir: Path) -> Path:
 
 def append_decision(path: Path, decision: Decision) -> None:
     """Append one decision line, flushed and synced; a torn last line is cut first so it never glues on."""
+    append_decisions(path, [decision])
+
+
+def append_decisions(path: Path, decisions: Iterable[Decision]) -> None:
+    """Append decision lines in one write, flushed and synced (a review import's ratings)."""
+    text = "".join(json.dumps(_record(d), ensure_ascii=False, sort_keys=True) + "\n" for d in decisions)
     path.parent.mkdir(parents=True, exist_ok=True)
     repair_torn_tail(path)
     with open(path, "a", encoding="utf-8") as handle:
-        handle.write(json.dumps(asdict(decision), ensure_ascii=False, sort_keys=True) + "\n")
+        handle.write(text)
         handle.flush()
         os.fsync(handle.fileno())
+
+
+def _record(decision: Decision) -> dict[str, Any]:
+    """A decision as its line holds it: ``review`` only on a review."""
+    record = asdict(decision)
+    if record["review"] is None:
+        del record["review"]
+    return record
 
 
 def read_decisions(path: Path, shown: str | None = None) -> tuple[list[DecisionLine], list[str]]:
@@ -136,6 +183,7 @@ def validate_decisions(project: Project) -> list[str]:
     path = decisions_path(project.runs_dir)
     where = str(project.relative(path))
     decisions, messages = read_decisions(path, where)
+    cases: dict[str, set[tuple[str, int]]] = {}
     for entry in decisions:
         run_id = entry.decision.run_id
         prefix = f"{where}: line {entry.line}: run {run_id}"
@@ -151,4 +199,10 @@ def validate_decisions(project: Project) -> list[str]:
                 f"{prefix}: fingerprint no longer matches the decision "
                 f"(decided {entry.decision.fingerprint_hash}, run now {now})"
             )
+        rating = entry.decision.review
+        if rating is not None:
+            if run_id not in cases:
+                cases[run_id] = {(c.item_id, c.repeat) for c in read_cases(project.runs_dir / run_id / CASES_FILE)}
+            if (rating.item_id, rating.repeat) not in cases[run_id]:
+                messages.append(f"{prefix} has no case item {rating.item_id!r} repeat {rating.repeat} (rated by {entry.decision.by})")
     return messages

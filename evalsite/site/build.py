@@ -48,6 +48,7 @@ from evalsite.site.pages import (
     experiments,
     home,
     items,
+    judges,
     register_page,
     reports,
     runs,
@@ -62,7 +63,7 @@ CACHE_DIR = ".evalsite/site-cache"
 GC_THRESHOLD = 100_000
 #: Seconds a thread may hold the interpreter lock while another waits for it, during a build (Python's default is 0.005).
 SWITCH_INTERVAL = 0.0005
-for _family in (home, runs, datasets, experiments, decisions, compare, reports, items, search):  # in build order
+for _family in (home, runs, datasets, experiments, decisions, compare, reports, items, search, judges):  # in build order
     register_page(_family.__name__.rpartition(".")[2])(_family.jobs)
 
 

@@ -8,7 +8,10 @@ A part is columnar JSON with one table of shared strings (an evaluator's detail,
 or output is stored once a part). The files are scripts, not JSON fetched by the page, so they load
 from ``file://`` as from any static host; ``static/data.js`` decodes them.
 
-Texts are cut to ``max_field_chars`` with the omitted length kept, and left out when redacting.
+Texts are cut to ``max_field_chars`` with the omitted length kept, and left out when redacting; the
+cut ones are also kept whole (up to :data:`WHOLE_FACTOR` times that) in a ``.whole.js`` script beside
+their part, loaded only when the reader asks to see one whole.
+A case with a conversation (:mod:`evalsite.site.transcripts`) carries it as one JSON text (``tr``).
 """
 
 from __future__ import annotations
@@ -23,8 +26,12 @@ from evalsite.runlog.records import Case, Score
 from evalsite.runlog.rows import case_critical, case_order
 from evalsite.site import paths
 from evalsite.site.safe_text import display
+from evalsite.site.transcripts import conversation
 
 FORMAT = 1
+#: A text cut to ``max_field_chars`` is kept whole, up to this many times that, in the part's
+#: ``<bucket>-<n>.whole.js``, which a page loads only when the reader asks for the whole text.
+WHOLE_FACTOR = 50
 STATUSES = ("passed", "failed", "errored", "unscored")
 
 
@@ -35,6 +42,7 @@ class _Part:
     strings: dict[str, int] = field(default_factory=dict)
     columns: dict[str, list] = field(default_factory=lambda: defaultdict(list))
     cut: dict[str, list[int]] = field(default_factory=dict)
+    whole: dict[int, dict[str, Any]] = field(default_factory=dict)  # row → the cut texts, whole
     chars: int = 0
 
     def text(self, value: str | None) -> int | None:
@@ -46,7 +54,8 @@ class _Part:
         return self.strings[value]
 
     def payload(self, evaluators: list[str]) -> dict:
-        return {"v": FORMAT, "s": list(self.strings), "ev": evaluators, "cut": self.cut, **self.columns}
+        return {"v": FORMAT, "s": list(self.strings), "ev": evaluators, "cut": self.cut, "wh": int(bool(self.whole)),
+                **self.columns}
 
 
 @dataclass(frozen=True)
@@ -79,6 +88,9 @@ def run_data(run_id: str, cases: list[Case], critical: dict[str, bool] | None, *
         counts["critical"] += bool(is_critical)
     files = {paths.run_data(run_id, bucket, n): data_script(paths.run_data(run_id, bucket, n), part.payload(evaluators))
              for bucket, chunks in parts.items() for n, part in enumerate(chunks)}
+    files.update({whole_path(paths.run_data(run_id, bucket, n)): data_script(whole_path(paths.run_data(run_id, bucket, n)),
+                                                                            {"v": FORMAT, "rows": part.whole})
+                  for bucket, chunks in parts.items() for n, part in enumerate(chunks) if part.whole})
     index = {"v": FORMAT, "parts": {bucket: len(chunks) for bucket, chunks in sorted(parts.items())}, "counts": counts}
     files[paths.run_data_index(run_id)] = data_script(paths.run_data_index(run_id), index)
     return RunData(files, counts)
@@ -103,6 +115,9 @@ def _add(part: _Part, case: Case, position: int, critical: dict[str, bool] | Non
         columns[key].append(None if shown is None else text(shown.text))
         if shown is not None and shown.omitted:
             part.cut.setdefault(key, []).extend((row, shown.omitted))
+            whole = display(raw.get(name), limit * WHOLE_FACTOR)
+            if whole is not None:
+                part.whole.setdefault(row, {})[key] = [whole.text, whole.omitted]
     columns["score"].append(_finite(case.score))
     columns["lat"].append(_finite(case.latency_ms))
     columns["tin"].append(case.input_tokens)
@@ -112,6 +127,8 @@ def _add(part: _Part, case: Case, position: int, critical: dict[str, bool] | Non
     columns["fin"].append(text(None if case.finish_reason in (None, "stop") else case.finish_reason))
     cache = raw.get("cache")
     columns["cache"].append(text(cache) if isinstance(cache, str) else None)
+    messages = None if redact else conversation(case, limit)
+    columns["tr"].append(None if messages is None else text(json.dumps(messages, ensure_ascii=False, sort_keys=True)))
     columns["sc"].append([_score(part, s, ev_index, limit, redact) for s in case.scores])
     anchor = paths.item_anchor(case.item_id) if item_pages else None
     columns["anc"].append(None if anchor is None or anchor == f"item-{case.item_id}" else text(anchor))
@@ -132,6 +149,11 @@ def _score(part: _Part, score: Score, ev_index: dict[str, int], limit: int, reda
         part.text(None if score.error is None else str(score.error)[:limit]),
         int(score.skipped),
     ]
+
+
+def whole_path(part_path: str) -> str:
+    """Where a part's whole texts are: ``<bucket>-<n>.whole.js`` beside ``<bucket>-<n>.js``."""
+    return part_path.removesuffix(".js") + ".whole.js"
 
 
 def data_script(key: str, payload: Any) -> bytes:

@@ -16,6 +16,7 @@ from evalsite.runlog.hashing import sha256_text
 HOME = "index.html"
 RUNS = "runs.html"
 DECISIONS = "decisions.html"
+JUDGES = "judges.html"
 SEARCH_MANIFEST = "search/index.js"
 
 

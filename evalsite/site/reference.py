@@ -20,11 +20,12 @@ from evalsite.site.pages import (
     experiments,
     home,
     items,
+    judges,
     reports,
     runs,
 )
 
-MODULES = (home, runs, datasets, experiments, decisions, compare, reports, items, common)
+MODULES = (home, runs, datasets, experiments, decisions, compare, reports, items, judges, common)
 
 
 def context_classes() -> list[type]:

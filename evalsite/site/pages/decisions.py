@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from markupsafe import Markup
 
+from evalsite.runlog.decisions import REVIEW
 from evalsite.runlog.fingerprint import fingerprint_hash
 from evalsite.site import paths
 from evalsite.site.inputs import DecisionEntry, ProjectInputs
@@ -87,7 +88,7 @@ def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[PageJob]:
 
 def _render(kit: Kit) -> dict[str, bytes]:
     inputs = kit.inputs
-    ordered = newest_first(inputs.decisions)
+    ordered = newest_first([d for d in inputs.decisions if d.action != REVIEW])  # ratings: judges.html
     views = [DecisionView(decision=d, run=run_link(d, inputs), check=check_decision(d, inputs),
                           reason_html=markdown(d.reason)) for d in ordered]
     table = Table("decisions", DECISION_COLUMNS, [decision_row(d, inputs) for d in ordered], sortable=True)

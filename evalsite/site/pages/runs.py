@@ -9,6 +9,7 @@ import math
 from dataclasses import dataclass
 
 from evalsite.analysis.dataset_versions import OLDER, DatasetVersion
+from evalsite.analysis.review import judge_names
 from evalsite.analysis.run_views import top_errors
 from evalsite.analysis.summary import RunSummary
 from evalsite.runlog.records import Case
@@ -124,6 +125,7 @@ class RunPage(PageContext):
     excluded: str | None = doc("Why the run is kept out of comparisons (`evalsite runs --exclude`), if it is.", None)
     dataset_version: str = doc("Which version of its file the run's dataset is: 'current version of data/x.jsonl' (its hash matches the file now) or 'older version of data/x.jsonl (the file has changed since)'.", "")
     current: bool = doc("False when the run's dataset is an older version of its file.", True)
+    judges: list[str] = doc("The run's llm_judge evaluators, whose agreement with human review judges.html shows.", default_factory=list)
 
 
 @dataclass(kw_only=True)
@@ -174,6 +176,7 @@ def _run_renderer(run: Run, baseline: str | None, edited: bool, excluded: str | 
         )
         context = _run_page(run, summary, run_facts(run, summary), listing, kit.case_warnings.get(run.run_id, []))
         context.top_errors = error_lines(cases)
+        context.judges = judge_names(run.header)
         context.edited, context.excluded = edited, excluded
         context.dataset_version, context.current = version.label, version.state != OLDER
         context.compare = Link(baseline, paths.compare(run.run_id, baseline)) if baseline else None
