@@ -16,6 +16,7 @@ from evalsite.analysis import (
 from evalsite.analysis.verdict import METRICS, choose_metric
 from evalsite.cli import analysis_output as show
 from evalsite.cli.export import CSV, HTML, JSON, MARKDOWN, Result, output_option, pick_rows, write_output
+from evalsite.cli.fit import fitted, wide_option
 from evalsite.cli.output import print_json, warn_unreadable_runs
 from evalsite.project import find_project
 
@@ -59,7 +60,8 @@ def _emit(report, as_json: bool, printer) -> None:
     if as_json:
         print_json(json_ready(report))
     else:
-        printer(report)
+        with fitted():
+            printer(report)
 
 
 @click.command("leaderboard")
@@ -70,6 +72,7 @@ def _emit(report, as_json: bool, printer) -> None:
 @alpha_option
 @seed_option
 @json_option
+@wide_option
 @output_option("leaderboard", JSON, CSV, MARKDOWN, HTML)
 def leaderboard_command(dataset, evaluator, metric, direction, alpha, seed, as_json, output) -> None:
     """Every arm on a dataset, and the order the data supports.
@@ -98,6 +101,7 @@ def leaderboard_command(dataset, evaluator, metric, direction, alpha, seed, as_j
 @scores_option
 @seed_option
 @json_option
+@wide_option
 def family_test_command(run, others, alpha, effect, all_pairs, evaluator, seed, as_json) -> None:
     """RUN against a declared family of runs, Holm-corrected.
 
@@ -117,6 +121,7 @@ def family_test_command(run, others, alpha, effect, all_pairs, evaluator, seed, 
               help="metadata key whose items form clusters, resampled whole (default: [analysis] cluster_key, else group).")
 @scores_option
 @json_option
+@wide_option
 def bootstrap_command(run, confidence, seed, group_key, evaluator, as_json) -> None:
     """Intervals for RUN's mean and pass rate.
 
@@ -134,6 +139,7 @@ def bootstrap_command(run, confidence, seed, group_key, evaluator, as_json) -> N
 @alpha_option
 @seed_option
 @json_option
+@wide_option
 def rank_stability_command(dataset, evaluator, metric, direction, alpha, seed, as_json) -> None:
     """How many items the separated part of the order of the arms needs.
 
@@ -151,6 +157,7 @@ def rank_stability_command(dataset, evaluator, metric, direction, alpha, seed, a
 @click.option("--all", "all_items", is_flag=True, help="List every item, not only the flaky ones.")
 @scores_option
 @json_option
+@wide_option
 def noise_command(run, k, all_items, evaluator, as_json) -> None:
     """RUN's spread across repeats and each item's flakiness.
 
@@ -167,6 +174,7 @@ def noise_command(run, k, all_items, evaluator, as_json) -> None:
 @dataset_option
 @evaluator_option
 @json_option
+@wide_option
 def holdout_command(pilot, holdout_split, dataset, evaluator, as_json) -> None:
     """Does the pilot order of the arms hold on the holdout items?
 
