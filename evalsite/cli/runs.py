@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from evalsite.analysis.ci_files import markdown_table
@@ -10,6 +12,7 @@ from evalsite.cli.export import CSV, HTML, JSON, MARKDOWN, Result, output_option
 from evalsite.cli.fit import Fit, fitted, wide_option
 from evalsite.cli.output import print_json, print_table, warn, warn_skipped_runs
 from evalsite.project import Project, find_project
+from evalsite.runlog.money import format_usd
 
 EVALUATOR_COLUMNS = ["evaluator", "n", "ok", "errors", "skipped", "pass_rate", "mean", "passed"]
 #: A narrow terminal keeps the run id whole (it is what the other commands take) and its mean score.
@@ -81,14 +84,31 @@ def print_summary(summary: dict) -> None:
     fields = {key: value for key, value in summary.items() if key not in ("evaluators", "top_errors")}
     width = max(map(len, fields))
     for key, value in fields.items():
-        click.echo(f"{key.ljust(width)}  {value if value is not None else '—'}")
+        click.echo(f"{key.ljust(width)}  {shown(key, value)}")
     if summary["evaluators"]:
         click.echo()
-        print_table([{"evaluator": name, **totals} for name, totals in summary["evaluators"].items()], EVALUATOR_COLUMNS,
-                    EVALUATORS_FIT)
+        rows = [{"evaluator": name, **{key: shown(key, value) for key, value in totals.items()}}
+                for name, totals in summary["evaluators"].items()]
+        print_table(rows, EVALUATOR_COLUMNS, EVALUATORS_FIT)
     if summary["top_errors"]:
         click.echo()
         print_table([{**e, "items": ", ".join(e["items"])} for e in summary["top_errors"]], ["count", "source", "message", "items"])
+
+
+def shown(key: str, value: Any) -> str:
+    """One of ``show``'s figures as the other commands print it: money to its significant digits
+    (``$0.00000683``), milliseconds to a tenth, other fractions to three decimals, yes/no, lists
+    in words; ``--json`` keeps the raw values."""
+    money = key.endswith("_usd") or key.startswith("cost_per")
+    if value is None:
+        return "unknown" if money else "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(map(str, value)) if value else "none"
+    if isinstance(value, float):
+        return format_usd(value) if money else f"{value:.1f}" if key.endswith("_ms") else f"{value:.3f}"
+    return str(value)
 
 
 def show_result(summary: dict) -> Result:
