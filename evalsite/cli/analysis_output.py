@@ -42,7 +42,7 @@ def _table(rows: list[dict], fit: Fit | None = None) -> None:
 
 #: What a narrow terminal hides first (evalsite.cli.fit): the rank, group, arm, mean and interval stay.
 LEADERBOARD_FIT = Fit(
-    drop=("run", "mean rank", "p95 ms", "cost/correct", "noise σ", "p50 ms", "errors", "pass rate", "cost/item"),
+    drop=("run", "mean rank", "p95 ms", "cost/correct", "noise σ", "p50 ms", "errors", "pass rate", "cost/case"),
     shrink=(Shrink("rank", 3), Shrink("arm", 8, middle=True)), wrap=False,
 )
 #: A pair keeps its difference, Holm p and verdict; its interval goes last.
@@ -102,7 +102,7 @@ def leaderboard(board: Leaderboard) -> None:
         {
             "rank": arm.rank_text, "group": arm.letters, "arm": arm.label, statistic: number(arm.value),
             f"{confidence:.0%} CI": interval(arm.interval), "pass rate": number(arm.summary.pass_rate),
-            "cost/item": usd(arm.summary.cost.per_item), "cost/correct": usd(arm.summary.cost.per_correct),
+            "cost/case": usd(arm.summary.cost.per_case), "cost/correct": usd(arm.summary.cost.per_correct),
             "p50 ms": number(arm.summary.latency.p50_ms, 1), "p95 ms": number(arm.summary.latency.p95_ms, 1),
             "noise σ": number(arm.summary.noise.std) if arm.summary.noise else "—",
             "errors": "—" if arm.errors is None else str(arm.errors),

@@ -219,7 +219,7 @@ def _arm_row(arm: RankedArm, run: Run, delta: float | None) -> dict:
         "noise": summary.noise.std if summary.noise and summary.noise.std == summary.noise.std else None,
         "pass_rate": summary.pass_rate,
         "cost_total": summary.cost.total,
-        "cost_per_case": summary.cost.per_item,
+        "cost_per_case": summary.cost.per_case,
         "cost_per_correct": summary.cost.per_correct,
         "latency_p50": summary.latency.p50_ms,
         "latency_p95": summary.latency.p95_ms,
@@ -282,10 +282,10 @@ def _scatter(board: Board, page_path: str) -> tuple[Markup, str]:
     points, unknown = [], []
     for arm in board.arms:
         summary = arm.summary
-        if summary.cost.per_item is None:
+        if summary.cost.per_case is None:
             unknown.append(summary.arm.label)
             continue
-        points.append(charts.Point(arm.label, summary.cost.per_item, arm.value, *bounds(arm.interval),
+        points.append(charts.Point(arm.label, summary.cost.per_case, arm.value, *bounds(arm.interval),
                                    href=paths.relative(page_path, paths.run(summary.arm.run_id))))
     if len(points) < 2:
         return Markup(""), "Fewer than two arms have a known cost, so there is no quality-against-cost chart."
