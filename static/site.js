@@ -139,6 +139,15 @@
     });
   }
 
+  /* A table wider than its box scrolls inside it: the line above it says so (the box's edge
+     shadows say it without a script). Checked again when the window or the shown columns change. */
+  function markWideTables() {
+    document.querySelectorAll(".table-block > .scroll").forEach(function (box) {
+      var cue = box.previousElementSibling;
+      if (cue && cue.classList.contains("scroll-cue")) { cue.hidden = box.scrollWidth <= box.clientWidth + 1; }
+    });
+  }
+
   window.evalsite = window.evalsite || {};
   window.evalsite.makePicker = makePicker;
   window.evalsite.wordDiff = wordDiff;
@@ -146,4 +155,9 @@
   document.querySelectorAll(".pair-picker").forEach(makePicker);
   document.querySelectorAll("table.sortable").forEach(makeSortable);
   document.querySelectorAll(".filter-box").forEach(makeFilter);
+  markWideTables();
+  window.addEventListener("resize", markWideTables);
+  document.addEventListener("change", function (event) {
+    if (event.target.classList && event.target.classList.contains("show-secondary")) { markWideTables(); }
+  });
 }());

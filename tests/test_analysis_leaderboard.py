@@ -48,14 +48,15 @@ def test_each_arm_figure_matches_its_cases(cli, example_with_runs):
 def test_cost_is_unknown_never_zero_when_an_arm_has_no_price(cli, example_with_runs):
     arms = by_label(cli.json("leaderboard"))
     assert arms["careful"]["summary"]["cost"] == {
-        "total": None, "per_item": None, "per_correct": None, "cases": 180, "unknown_cases": 180, "passed_cases": 168,
-        "known": None,
+        "total": None, "per_case": None, "per_item": None, "per_correct": None, "cases": 180, "unknown_cases": 180,
+        "passed_cases": 168, "known": None,
     }
     records = cases(example_with_runs, run_id(example_with_runs, "sampler"))
     total = sum(c["cost_usd"] for c in records)
     cost = arms["sampler"]["summary"]["cost"]
     assert cost["total"] == pytest.approx(total)
-    assert cost["per_item"] == pytest.approx(total / 180)
+    assert cost["per_case"] == pytest.approx(total / 180)  # one answer to one item
+    assert cost["per_item"] == pytest.approx(total / len({c["item_id"] for c in records}))  # an item with its 3 repeats
     assert cost["per_correct"] == pytest.approx(total / sum(c["passed"] for c in records))
     text = cli("leaderboard").stdout
     careful_row = next(line for line in text.splitlines() if " careful " in line)

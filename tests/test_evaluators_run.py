@@ -72,5 +72,5 @@ def test_show_prints_a_table_of_evaluator_aggregates(evaluator_project, cli):
     lines = cli("show", only_run(evaluator_project).run_id).output.splitlines()
     table = lines[lines.index("") + 1:]
     assert table[0].split() == ["evaluator", "n", "ok", "errors", "skipped", "pass_rate", "mean", "passed"]
-    assert table[1].split() == ["exact", "3", "3", "0", "0", "0.333", "0.333", "False"]
-    assert table[2].split() == ["length", "3", "3", "0", "0", "0.333", "0.333", "False"]  # REFUND is 6 chars
+    assert table[1].split() == ["exact", "3", "3", "0", "0", "0.333", "0.333", "no"]
+    assert table[2].split() == ["length", "3", "3", "0", "0", "0.333", "0.333", "no"]  # REFUND is 6 chars

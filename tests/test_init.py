@@ -91,3 +91,22 @@ def test_the_workflow_posts_one_sticky_summary_comment_on_pull_requests(tmp_path
     script = comment["with"]["script"]
     assert "<!-- evalsite-summary -->" in script and "updateComment" in script and "createComment" in script
     assert workflow["permissions"]["pull-requests"] == "write"
+
+
+def test_git_keeps_the_manifest_schema_and_ignores_the_rest_of_dot_evalsite(tmp_path, cli):
+    import shutil
+    import subprocess
+
+    import pytest
+
+    if shutil.which("git") is None:
+        pytest.skip("needs git")
+    cli("init", str(tmp_path))
+    (tmp_path / ".evalsite" / "cache").mkdir(parents=True)
+    (tmp_path / ".evalsite" / "cache" / "responses.jsonl").write_text("{}\n")
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    def ignored(path: str) -> bool:
+        return subprocess.run(["git", "-C", str(tmp_path), "check-ignore", "-q", path]).returncode == 0
+    assert (tmp_path / ".evalsite" / "manifest.schema.json").is_file()
+    assert not ignored(".evalsite/manifest.schema.json")  # the docs say to commit it; the modeline names it
+    assert ignored(".evalsite/cache/responses.jsonl") and ignored("site/index.html")

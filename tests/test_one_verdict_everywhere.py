@@ -316,12 +316,11 @@ def check_site(site: Path, dataset_id: str, answer: Answer) -> None:
         value, low, high = shown_interval(html["Δ, Holm-level interval"])
         assert close(value, pair.delta) and close(low, pair.low) and close(high, pair.high)
         assert (down["delta"]["value"], down["delta"]["low"], down["delta"]["high"]) == (pair.delta, pair.low, pair.high)
-        assert [float(flat[k]) if flat[k] else None for k in ("Δ, Holm-level interval", "Δ, Holm-level interval low",
-                                                           "Δ, Holm-level interval high")] == [pair.delta, pair.low, pair.high]
+        assert [float(flat[k]) if flat[k] else None for k in ("delta", "delta_low", "delta_high")] == [pair.delta, pair.low, pair.high]
         assert html["level"] == down["level"] == flat["level"] == f"{100 * pair.level:.3g}%"
         assert (html["p"], html["Holm p"]) == (p_text(pair.raw_p), p_text(pair.holm_p))
         assert (down["p"], down["holm_p"]) == (pair.raw_p, pair.holm_p)
-        assert (float(flat["p"]), float(flat["Holm p"])) == (pair.raw_p, pair.holm_p)
+        assert (float(flat["p"]), float(flat["holm_p"])) == (pair.raw_p, pair.holm_p)
         for word in (html["verdict"], down["verdict"], flat["verdict"]):
             assert (word == "separated") == pair.separated and word.startswith("not separated") != pair.separated
 

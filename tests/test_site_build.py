@@ -347,7 +347,7 @@ def test_arms_the_data_cannot_separate_share_one_group_and_no_order_is_claimed(t
         write_run(root / "runs", f"20260101T00000{index}Z-{arm}-000{index}", cases, arm=arm)
     build_site(find_project(root))
     page = parse(root / "site/datasets/data-000000000000.html")
-    groups = [row[4] for row in table_rows(page.find("div", id="leaderboard-1").find("table"))]  # rank, arm, mean, Δ, group
+    groups = [row[3] for row in table_rows(page.find("div", id="leaderboard-1").find("table"))]  # rank, arm, mean, group, Δ
     assert groups == ["a", "a", "a"]
     verdict = page.find("p", class_="verdict").text()
     assert verdict.startswith("no arm is ahead of every other at α = 0.05: x is not separated from y, z")

@@ -83,7 +83,8 @@ def _summary(
         pass_rate=None if passed is None else mean_over_items(passed),
         pass_rate_interval=None if item_pass_rates is None else bootstrap_ci(
             item_pass_rates, confidence=confidence, seed=seed, groups=clusters, memo=INTERVALS),
-        cost=cost_summary(matrix.cost_usd[:, arm, :][recorded], None if passed is None else int(np.nansum(passed))),
+        cost=cost_summary(matrix.cost_usd[:, arm, :][recorded], None if passed is None else int(np.nansum(passed)),
+                          matrix.n_items),
         latency=latency_summary(matrix.latency_ms[:, arm, :][recorded]),
         noise=run_noise(scores),
     )

@@ -219,9 +219,10 @@ def _summary_metric(metric: MetricTerm, summary: RunSummary, run: ResolvedRun) -
         raise Uncheckable(f"run {run.run_id}: cost unknown for {cost.unknown_cases} of {cost.cases} cases")
     if name == "cost_total":
         return cost.total
-    if name == "cost_per_item":
-        assert cost.per_item is not None  # known whenever the total is
-        return cost.per_item
+    if name in ("cost_per_case", "cost_per_item"):
+        value = cost.per_case if name == "cost_per_case" else cost.per_item
+        assert value is not None  # known whenever the total is
+        return value
     if cost.per_correct is None:
         raise Uncheckable(f"run {run.run_id}: no passed case, so cost per correct answer is undefined")
     return cost.per_correct

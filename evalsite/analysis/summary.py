@@ -58,28 +58,32 @@ class CostSummary:
     """USD over cases. Every figure is None — unknown, never 0 — when any case has no recorded
     cost (``unknown_cases`` counts them; ``known`` sums the others).
 
-    ``per_item`` is the cost of answering one item once (total ÷ cases); ``per_correct`` the
-    cost of one passed case (total ÷ passed cases), None without a pass rule or a passed case."""
+    ``per_case`` is the cost of one answer to one item (total ÷ cases), the figure every surface
+    shows; ``per_item`` the cost of an item with all its repeats (total ÷ items, ``per_case`` ×
+    repeats); ``per_correct`` the cost of one passed case (total ÷ passed cases), None without a
+    pass rule or a passed case (docs/reference/evaluators.md#cost-per-case-per-item-per-correct)."""
 
     total: float | None
-    per_item: float | None
+    per_case: float | None
     per_correct: float | None
     cases: int
     unknown_cases: int
     passed_cases: int | None
     known: float | None = None
+    per_item: float | None = None
 
 
-def cost_summary(case_costs: np.ndarray, passed_cases: int | None) -> CostSummary:
-    """Totals from one cost per case (NaN = unknown) and the number of passed cases. Sums are
-    exact (``math.fsum``), so they do not depend on the order of the cases."""
+def cost_summary(case_costs: np.ndarray, passed_cases: int | None, items: int) -> CostSummary:
+    """Totals from one cost per case (NaN = unknown), the number of passed cases and of items the
+    cases answer. Sums are exact (``math.fsum``), so they do not depend on the order of the cases."""
     case_costs = counted(case_costs, "cost_usd")
     unknown = int(np.count_nonzero(np.isnan(case_costs)))
     known = case_costs[~np.isnan(case_costs)]
     total = None if unknown or case_costs.size == 0 else math.fsum(known.tolist())
     return CostSummary(
         total=total,
-        per_item=None if total is None else total / case_costs.size,
+        per_case=None if total is None else total / case_costs.size,
+        per_item=None if total is None or not items else total / items,
         per_correct=None if total is None or not passed_cases else total / passed_cases,
         cases=int(case_costs.size),
         unknown_cases=unknown,
@@ -197,7 +201,7 @@ class RunSummary:
             "mean_score": self.mean_score, "pass_rate": self.pass_rate, "passed": self.passed,
             "critical_failures": None if self.critical_failures is None else list(self.critical_failures),
             "cost_usd": self.cost.total, "known_cost_usd": self.cost.known, "unknown_cost_cases": self.cost.unknown_cases,
-            "cost_per_case": self.cost.per_item, "cost_per_correct": self.cost.per_correct,
+            "cost_per_case": self.cost.per_case, "cost_per_correct": self.cost.per_correct,
             "scoring_cost_usd": self.scoring_cost_usd,
             "mean_latency_ms": self.latency.mean_ms, "latency_p50_ms": self.latency.p50_ms,
             "latency_p95_ms": self.latency.p95_ms,
@@ -249,7 +253,7 @@ def summarise_run(
         passed_cases=passed_cases,
         passed=_run_verdict(columns, evaluators),
         critical_failures=_item_names(columns, columns.item[(columns.critical == TRUE) & failed]) if known else None,
-        cost=cost_summary(columns.cost_usd, passed_cases),
+        cost=cost_summary(columns.cost_usd, passed_cases, len(grid.items)),
         scoring_cost_usd=_known_sum(columns.scoring_cost_usd),
         latency=latency_summary(columns.latency_ms),
         input_tokens=_total(columns.input_tokens),

@@ -16,6 +16,7 @@ from evalsite.analysis import (
 from evalsite.analysis.verdict import METRICS, choose_metric
 from evalsite.cli import analysis_output as show
 from evalsite.cli.export import CSV, HTML, JSON, MARKDOWN, Result, output_option, pick_rows, write_output
+from evalsite.cli.fit import fitted, wide_option
 from evalsite.cli.output import print_json, warn_unreadable_runs
 from evalsite.project import find_project
 
@@ -49,17 +50,47 @@ LEADERBOARD_COLUMNS = {
     "rank": "rank", "places": "rank_text", "group": "letters", "arm": "label", "arm_id": "arm_id",
     "run_id": "summary.arm.run_id", "value": "value", "ci_low": "interval.low", "ci_high": "interval.high",
     "confidence": "interval.confidence", "pass_rate": "summary.pass_rate", "items": "summary.n_items",
-    "cases": "summary.n_cases", "errors": "errors", "cost_per_item_usd": "summary.cost.per_item",
+    "cases": "summary.n_cases", "errors": "errors", "cost_per_case_usd": "summary.cost.per_case",
     "cost_per_correct_usd": "summary.cost.per_correct", "p50_ms": "summary.latency.p50_ms",
     "p95_ms": "summary.latency.p95_ms", "noise_std": "summary.noise.std", "mean_rank": "mean_rank",
 }
 
 
-def _emit(report, as_json: bool, printer) -> None:
+#: The ``-o`` table of each report: one row per record of its ``--json`` data (export.pick_rows).
+FAMILY_COLUMNS = {
+    "vs": "other.label", "vs_run_id": "other.run_id", "items": "n_items", "mean": "mean", "other_mean": "other_mean",
+    "mean_diff": "mean_diff", "ci_low": "interval.low", "ci_high": "interval.high", "confidence": "interval.confidence",
+    "raw_ci_low": "raw_interval.low", "raw_ci_high": "raw_interval.high", "p": "sign_flip.p_value", "holm_p": "holm_p",
+    "mcnemar_p": "mcnemar.p_value", "mcnemar_holm_p": "mcnemar_holm_p", "noise_p": "noise_p", "verdict": "verdict",
+}
+BOOTSTRAP_COLUMNS = {"statistic": "statistic", "value": "value", "ci_low": "interval.low", "ci_high": "interval.high",
+                     "confidence": "interval.confidence", "method": "interval.method"}
+STABILITY_COLUMNS = {"rank": "rank", "places": "places", "group": "letters", "arm": "label", "arm_id": "arm_id",
+                     "value": "value", "ci_low": "interval.low", "ci_high": "interval.high"}
+NOISE_COLUMNS = {"item_id": "item_id", "runs": "runs", "passed": "passed", "pass_rate": "pass_rate", "wilson_low": "wilson_low",
+                 "wilson_high": "wilson_high", "pass_at_k": "pass_at_k", "pass_hat_k": "pass_hat_k", "flaky": "flaky"}
+
+
+def _bootstrap_rows(data: dict) -> list[dict]:
+    return pick_rows([{"statistic": name, **data[name]} for name in ("mean", "pass_rate") if data.get(name)], BOOTSTRAP_COLUMNS)
+
+
+def _noise_rows(data: dict) -> list[dict]:
+    items = [{**item, "wilson_low": item["wilson"][0], "wilson_high": item["wilson"][1]} for item in data["items"]]
+    return pick_rows(items, NOISE_COLUMNS)
+
+
+def _emit(report, as_json: bool, printer, output=None, title: str = "", rows=None) -> None:
+    """Print the report (``--json``, else its text fitted to the terminal) and write ``-o`` FILE
+    from the same ``--json`` data, ``rows(data)`` its table."""
+    data = json_ready(report) if as_json or output else None
     if as_json:
-        print_json(json_ready(report))
+        print_json(data)
     else:
-        printer(report)
+        with fitted():
+            printer(report)
+    if output is not None and rows is not None:
+        write_output(output, Result(title, data, rows(data)))
 
 
 @click.command("leaderboard")
@@ -70,6 +101,7 @@ def _emit(report, as_json: bool, printer) -> None:
 @alpha_option
 @seed_option
 @json_option
+@wide_option
 @output_option("leaderboard", JSON, CSV, MARKDOWN, HTML)
 def leaderboard_command(dataset, evaluator, metric, direction, alpha, seed, as_json, output) -> None:
     """Every arm on a dataset, and the order the data supports.
@@ -98,7 +130,9 @@ def leaderboard_command(dataset, evaluator, metric, direction, alpha, seed, as_j
 @scores_option
 @seed_option
 @json_option
-def family_test_command(run, others, alpha, effect, all_pairs, evaluator, seed, as_json) -> None:
+@output_option("family-test", JSON, CSV, MARKDOWN, HTML)
+@wide_option
+def family_test_command(run, others, alpha, effect, all_pairs, evaluator, seed, as_json, output) -> None:
     """RUN against a declared family of runs, Holm-corrected.
 
     Paired sign-flip test per comparison (McNemar beside it for pass/fail), raw and adjusted p,
@@ -106,7 +140,8 @@ def family_test_command(run, others, alpha, effect, all_pairs, evaluator, seed, 
     --vs, or over every pair of the runs with --all-pairs; the groups always come from every pair."""
     report = family_test(find_project(), run, list(others), alpha=alpha, effect=effect, evaluator=evaluator, seed=seed,
                          all_pairs=all_pairs)
-    _emit(report, as_json, show.family)
+    _emit(report, as_json, show.family, output, f"family-test · {report.run.run_id}",
+          lambda data: pick_rows(data["comparisons"], FAMILY_COLUMNS))
 
 
 @click.command("bootstrap")
@@ -117,13 +152,15 @@ def family_test_command(run, others, alpha, effect, all_pairs, evaluator, seed, 
               help="metadata key whose items form clusters, resampled whole (default: [analysis] cluster_key, else group).")
 @scores_option
 @json_option
-def bootstrap_command(run, confidence, seed, group_key, evaluator, as_json) -> None:
+@output_option("bootstrap", JSON, CSV, MARKDOWN, HTML)
+@wide_option
+def bootstrap_command(run, confidence, seed, group_key, evaluator, as_json, output) -> None:
     """Intervals for RUN's mean and pass rate.
 
     BCa over clusters when items carry metadata.<group>, else over items, each item's repeats
     averaged first; the output says which and why."""
     report = bootstrap_report(find_project(), run, evaluator=evaluator, confidence=confidence, seed=seed, group_key=group_key)
-    _emit(report, as_json, show.bootstrap)
+    _emit(report, as_json, show.bootstrap, output, f"bootstrap · {report.run.run_id}", _bootstrap_rows)
 
 
 @click.command("rank-stability")
@@ -134,7 +171,9 @@ def bootstrap_command(run, confidence, seed, group_key, evaluator, as_json) -> N
 @alpha_option
 @seed_option
 @json_option
-def rank_stability_command(dataset, evaluator, metric, direction, alpha, seed, as_json) -> None:
+@output_option("rank-stability", JSON, CSV, MARKDOWN, HTML)
+@wide_option
+def rank_stability_command(dataset, evaluator, metric, direction, alpha, seed, as_json, output) -> None:
     """How many items the separated part of the order of the arms needs.
 
     Only pairs the paired tests separate are checked: per size, the share of bootstrap samples
@@ -142,7 +181,8 @@ def rank_stability_command(dataset, evaluator, metric, direction, alpha, seed, a
     project = find_project()
     chosen = choose_metric(metric, direction, project.settings)
     report = stability_report(project, dataset, evaluator=evaluator, seed=seed, metric=chosen, alpha=alpha)
-    _emit(report, as_json, show.stability)
+    _emit(report, as_json, show.stability, output, f"rank-stability · dataset {report.selection.dataset_id}",
+          lambda data: pick_rows(data["arms"], STABILITY_COLUMNS))
 
 
 @click.command("noise")
@@ -151,13 +191,15 @@ def rank_stability_command(dataset, evaluator, metric, direction, alpha, seed, a
 @click.option("--all", "all_items", is_flag=True, help="List every item, not only the flaky ones.")
 @scores_option
 @json_option
-def noise_command(run, k, all_items, evaluator, as_json) -> None:
+@output_option("noise", JSON, CSV, MARKDOWN, HTML)
+@wide_option
+def noise_command(run, k, all_items, evaluator, as_json, output) -> None:
     """RUN's spread across repeats and each item's flakiness.
 
     Per-repeat means and their spread; per item the pass rate across repeats with its Wilson
     interval, pass@k and pass^k."""
     report = noise_report(find_project(), run, evaluator=evaluator, k=k)
-    _emit(report, as_json, lambda r: show.noise(r, all_items))
+    _emit(report, as_json, lambda r: show.noise(r, all_items), output, f"noise · {report.run.run_id}", _noise_rows)
 
 
 @click.command("holdout")
@@ -167,6 +209,7 @@ def noise_command(run, k, all_items, evaluator, as_json) -> None:
 @dataset_option
 @evaluator_option
 @json_option
+@wide_option
 def holdout_command(pilot, holdout_split, dataset, evaluator, as_json) -> None:
     """Does the pilot order of the arms hold on the holdout items?
 

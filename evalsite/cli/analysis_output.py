@@ -20,6 +20,7 @@ from evalsite.analysis.leaderboard import stability_sentence
 from evalsite.analysis.selection import LeftOut
 from evalsite.analysis.verdict import Metric, Verdict, detectable_phrase, level_text
 from evalsite.analysis.wording import count_of, p_clause, p_text
+from evalsite.cli.fit import Fit, Shrink
 from evalsite.cli.output import print_table
 from evalsite.runlog.money import format_usd
 from evalsite.runlog.records import RunStatus
@@ -34,9 +35,18 @@ POWER_CAVEAT = (
 )
 
 
-def _table(rows: list[dict]) -> None:
+def _table(rows: list[dict], fit: Fit | None = None) -> None:
     """Rows of already formatted cells, columns in the order of the first row's keys."""
-    print_table(rows, list(rows[0]))
+    print_table(rows, list(rows[0]), fit)
+
+
+#: What a narrow terminal hides first (evalsite.cli.fit): the rank, group, arm, mean and interval stay.
+LEADERBOARD_FIT = Fit(
+    drop=("run", "mean rank", "p95 ms", "cost/correct", "noise σ", "p50 ms", "errors", "pass rate", "cost/case"),
+    shrink=(Shrink("rank", 3), Shrink("arm", 8, middle=True)), wrap=False,
+)
+#: A pair keeps its difference, Holm p and verdict; its interval goes last.
+PAIRS_FIT = Fit(drop=("raw 95% CI", "p", "Holm-level CI"), shrink=(Shrink("pair", 15, middle=True),))
 
 
 def number(value: float | None, digits: int = 3) -> str:
@@ -76,7 +86,7 @@ def _left_out(left_out: tuple[LeftOut, ...]) -> None:
         click.echo("runs left out: none")
         return
     click.echo(f"runs left out ({len(left_out)}):")
-    _table([{"run": r.run_id, "arm": r.arm_id, "reason": r.reason} for r in left_out])
+    _table([{"run": r.run_id, "arm": r.arm_id, "reason": r.reason} for r in left_out], Fit(drop=("arm",)))
 
 
 def leaderboard(board: Leaderboard) -> None:
@@ -92,7 +102,7 @@ def leaderboard(board: Leaderboard) -> None:
         {
             "rank": arm.rank_text, "group": arm.letters, "arm": arm.label, statistic: number(arm.value),
             f"{confidence:.0%} CI": interval(arm.interval), "pass rate": number(arm.summary.pass_rate),
-            "cost/item": usd(arm.summary.cost.per_item), "cost/correct": usd(arm.summary.cost.per_correct),
+            "cost/case": usd(arm.summary.cost.per_case), "cost/correct": usd(arm.summary.cost.per_correct),
             "p50 ms": number(arm.summary.latency.p50_ms, 1), "p95 ms": number(arm.summary.latency.p95_ms, 1),
             "noise σ": number(arm.summary.noise.std) if arm.summary.noise else "—",
             "errors": "—" if arm.errors is None else str(arm.errors),
@@ -101,7 +111,7 @@ def leaderboard(board: Leaderboard) -> None:
         for arm in board.arms
     ]
     click.echo()
-    _table(rows)
+    _table(rows, LEADERBOARD_FIT)
     click.echo()
     click.echo(f"verdict: {verdict.headline}")
     _pairs(verdict)
@@ -146,7 +156,7 @@ def _pairs(verdict: Verdict) -> None:
          "p": p_text(p.difference.p_value), "Holm p": p_text(p.holm_p),
          "verdict": "separated" if p.separated else detectable_phrase(p)}
         for p in verdict.pairs
-    ])
+    ], PAIRS_FIT)
 
 
 def _omnibus(verdict: Verdict) -> None:

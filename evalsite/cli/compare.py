@@ -17,6 +17,7 @@ from evalsite.analysis.regression import GT_CHANGED, IMPROVED, REGRESSED, THRESH
 from evalsite.analysis.wording import p_clause
 from evalsite.cli.console import paint
 from evalsite.cli.export import CSV, HTML, JSON, MARKDOWN, Result, output_option, pick_rows, write_output
+from evalsite.cli.fit import fitted, wide_option
 from evalsite.cli.output import format_value, print_json, warn_unreadable_runs
 from evalsite.project import find_project
 from evalsite.runlog.store import Run
@@ -49,6 +50,7 @@ ITEM_COLUMNS = {"item_id": "item_id", "classification": "classification", "basel
 @click.option("--summary", "summary_file", type=click.Path(path_type=Path),
               help="Append a markdown summary here (also to $GITHUB_STEP_SUMMARY when set).")
 @output_option("compare", JSON, CSV, MARKDOWN, HTML)
+@wide_option
 def compare_command(run, baseline, threshold, noise, alpha, fail_on, allow_missing_baseline, as_json, summary_file,
                     output) -> None:
     """Compare RUN with its baseline, fingerprint first.
@@ -62,7 +64,8 @@ def compare_command(run, baseline, threshold, noise, alpha, fail_on, allow_missi
     if as_json:
         print_json(data)
     else:
-        print_report(report)
+        with fitted():
+            print_report(report)
     markdown = compare_markdown(report)
     write_summary(markdown, summary_file)
     if output is not None and data is not None:

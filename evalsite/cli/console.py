@@ -40,6 +40,7 @@ class Console:
     quiet: bool = False
     verbose: bool = False
     colour: bool = True  # False: --no-color
+    wide: bool = False  # --wide: every column in full (evalsite.cli.fit)
 
 
 CONSOLE = Console()
@@ -86,7 +87,7 @@ class _Formatter(logging.Formatter):
 
 def configure(*, quiet: bool = False, verbose: bool = False, colour: bool = True) -> None:
     """Set this invocation's verbosity and colour, and (re)install the one stderr handler."""
-    CONSOLE.quiet, CONSOLE.verbose, CONSOLE.colour = quiet, verbose, colour
+    CONSOLE.quiet, CONSOLE.verbose, CONSOLE.colour, CONSOLE.wide = quiet, verbose, colour, False
     logger = logging.getLogger(LOGGER)
     for handler in [h for h in logger.handlers if isinstance(h, _ClickHandler)]:
         logger.removeHandler(handler)

@@ -86,7 +86,7 @@ def output_option(command: str, *extensions: str) -> Callable[[Callable[..., Any
 
 def pick_rows(records: Sequence[Mapping[str, Any]], columns: Mapping[str, str]) -> list[dict[str, Any]]:
     """Rows of ``column -> value`` where each value is the record's field at a dotted path
-    (``summary.cost.per_item``); a missing field is None."""
+    (``summary.cost.per_case``); a missing field is None."""
     return [{name: _at(record, path) for name, path in columns.items()} for record in records]
 
 

@@ -13,6 +13,7 @@ import orjson
 
 from evalsite.analysis.wording import is_p_column, p_text
 from evalsite.cli.console import paint
+from evalsite.cli.fit import Fit, hidden_note, output_width, plan_table, table_lines, wrap
 from evalsite.runlog.money import format_usd
 from evalsite.runlog.records import RunStatus
 from evalsite.runlog.store import scan_runs
@@ -35,19 +36,24 @@ def format_cell(value: Any, column: str) -> str:
     return format_value(value)
 
 
-def print_table(rows: Iterable[dict], columns: list[str]) -> None:
-    """An aligned table; a ``status`` column's words are coloured (:func:`status_kind`) on a terminal."""
-    cells_of = [[format_cell(row.get(c), c) for c in columns] for row in rows]
-    widths = [max(len(c), *(len(r[i]) for r in cells_of)) if cells_of else len(c) for i, c in enumerate(columns)]
-    click.echo("  ".join(c.ljust(w) for c, w in zip(columns, widths)).rstrip())
-    for row in cells_of:
-        cells = [_painted(v, v.ljust(w), c) for v, w, c in zip(row, widths, columns)]
-        click.echo("  ".join(cells).rstrip())
+def print_table(rows: Iterable[dict], columns: list[str], fit: Fit | None = None) -> None:
+    """An aligned table; a ``status`` column's words are coloured (:func:`status_kind`) on a terminal.
+
+    Wider than the terminal, it gives way by ``fit`` (columns dropped, then cut), its last column
+    wrapping, and says which columns it hid (evalsite.cli.fit)."""
+    cells = [[format_cell(row.get(c), c) for c in columns] for row in rows]
+    width = output_width()
+    plan = plan_table(columns, cells, width, fit or Fit())
+    for line in table_lines(columns, cells, plan, lambda value, i: _painted(value, columns[i])):
+        click.echo(line)
+    note = hidden_note(plan, width)
+    for line in wrap(note, width or len(note), "  ") if note else ():
+        click.echo(paint(line, "muted"))
 
 
-def _painted(value: str, padded: str, column: str) -> str:
+def _painted(value: str, column: str) -> str:
     kind = status_kind(value) if column == "status" else None
-    return padded if kind is None else paint(value, kind) + padded[len(value):]
+    return value if kind is None else paint(value, kind)
 
 
 def status_kind(status: str) -> str | None:

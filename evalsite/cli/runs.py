@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from evalsite.analysis.ci_files import markdown_table
 from evalsite.analysis.run_views import run_listing, run_overview
 from evalsite.cli.export import CSV, HTML, JSON, MARKDOWN, Result, output_option, write_output
+from evalsite.cli.fit import Fit, fitted, wide_option
 from evalsite.cli.output import print_json, print_table, warn, warn_skipped_runs
 from evalsite.project import Project, find_project
+from evalsite.runlog.money import format_usd
 
 EVALUATOR_COLUMNS = ["evaluator", "n", "ok", "errors", "skipped", "pass_rate", "mean", "passed"]
+#: A narrow terminal keeps the run id whole (it is what the other commands take) and its mean score.
+RUNS_FIT = Fit(drop=("experiment", "pass_rate", "cases", "arm", "excluded", "status"), wrap=False)
+EVALUATORS_FIT = Fit(drop=("skipped", "ok", "n", "errors"), wrap=False)
 
 
 @click.command("runs")
@@ -18,6 +25,7 @@ EVALUATOR_COLUMNS = ["evaluator", "n", "ok", "errors", "skipped", "pass_rate", "
 @click.option("--exclude", "exclude", metavar="RUN", help="Keep RUN out of leaderboards, claims, baselines and the site (needs --reason).")
 @click.option("--include", "include", metavar="RUN", help="Take an excluded RUN back (needs --reason).")
 @click.option("--reason", help="Why, recorded in runs/decisions.jsonl with --exclude or --include.")
+@wide_option
 def runs_command(as_json: bool, exclude: str | None, include: str | None, reason: str | None) -> None:
     """List runs, newest first; or exclude a run from comparisons, or include it again."""
     project = find_project()
@@ -32,7 +40,7 @@ def runs_command(as_json: bool, exclude: str | None, include: str | None, reason
         print_json(listing.rows)
     else:
         columns = ["run_id", "arm", "experiment", "status", "cases", "mean_score", "pass_rate"]
-        print_table(listing.rows, columns + ["excluded"] * any(row["excluded"] for row in listing.rows))
+        print_table(listing.rows, columns + ["excluded"] * any(row["excluded"] for row in listing.rows), RUNS_FIT)
 
 
 def _decide(project: Project, exclude: str | None, include: str | None, reason: str | None) -> None:
@@ -54,6 +62,7 @@ def _decide(project: Project, exclude: str | None, include: str | None, reason: 
 @click.argument("run")
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
 @output_option("show", JSON, CSV, MARKDOWN, HTML)
+@wide_option
 def show_command(run: str, as_json: bool, output) -> None:
     """One run's summary."""
     overview = run_overview(find_project(), run)
@@ -66,17 +75,40 @@ def show_command(run: str, as_json: bool, output) -> None:
     if as_json:
         print_json(summary)
         return
-    errors = summary.pop("top_errors")
-    evaluators = summary.pop("evaluators")
-    width = max(map(len, summary))
-    for key, value in summary.items():
-        click.echo(f"{key.ljust(width)}  {value if value is not None else '—'}")
-    if evaluators:
+    with fitted():
+        print_summary(summary)
+
+
+def print_summary(summary: dict) -> None:
+    """``show``'s text: the run's fields, then its evaluators and most common errors as tables."""
+    fields = {key: value for key, value in summary.items() if key not in ("evaluators", "top_errors")}
+    width = max(map(len, fields))
+    for key, value in fields.items():
+        click.echo(f"{key.ljust(width)}  {shown(key, value)}")
+    if summary["evaluators"]:
         click.echo()
-        print_table([{"evaluator": name, **totals} for name, totals in evaluators.items()], EVALUATOR_COLUMNS)
-    if errors:
+        rows = [{"evaluator": name, **{key: shown(key, value) for key, value in totals.items()}}
+                for name, totals in summary["evaluators"].items()]
+        print_table(rows, EVALUATOR_COLUMNS, EVALUATORS_FIT)
+    if summary["top_errors"]:
         click.echo()
-        print_table([{**e, "items": ", ".join(e["items"])} for e in errors], ["count", "source", "message", "items"])
+        print_table([{**e, "items": ", ".join(e["items"])} for e in summary["top_errors"]], ["count", "source", "message", "items"])
+
+
+def shown(key: str, value: Any) -> str:
+    """One of ``show``'s figures as the other commands print it: money to its significant digits
+    (``$0.00000683``), milliseconds to a tenth, other fractions to three decimals, yes/no, lists
+    in words; ``--json`` keeps the raw values."""
+    money = key.endswith("_usd") or key.startswith("cost_per")
+    if value is None:
+        return "unknown" if money else "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(map(str, value)) if value else "none"
+    if isinstance(value, float):
+        return format_usd(value) if money else f"{value:.1f}" if key.endswith("_ms") else f"{value:.3f}"
+    return str(value)
 
 
 def show_result(summary: dict) -> Result:

@@ -168,7 +168,7 @@ def _build(project: Project, out_dir: Path | None, *, redact: bool | None, full:
         seconds=round(time.perf_counter() - started, 3),
         input_hash=inputs.combined_hash(),
         skipped_runs=list(inputs.skipped),
-        warnings=[*inputs.decision_problems, *inputs.outside, *theme.warnings, *writer.warnings, *_cache_warnings(project, cache)],
+        warnings=[*inputs.manifest_problems, *inputs.decision_problems, *inputs.outside, *theme.warnings, *writer.warnings, *_cache_warnings(project, cache)],
     )
 
 

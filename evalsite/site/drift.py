@@ -18,6 +18,7 @@ from evalsite.project import Project
 from evalsite.runlog.records import RunStatus
 from evalsite.runlog.store import Run
 from evalsite.site.inputs import ExperimentSource, ProjectInputs
+from evalsite.site.safe_text import project_relative
 
 EDITED = "edited since this run"
 
@@ -51,7 +52,7 @@ def manifest_drift(project: Project, source: ExperimentSource | None, members: l
     try:
         plan = build_plan(project, load_manifest(source.path))
     except EvalsiteError as exc:
-        return Drift(problem=exc.message.splitlines()[0])
+        return Drift(problem=project_relative(exc.message.splitlines()[0], project.root))
     configs: dict[str, set[str]] = {}
     for config in plan.configs:
         configs.setdefault(config.arm_id, set()).add(config.config_id)

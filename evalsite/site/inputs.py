@@ -27,6 +27,7 @@ from evalsite.analysis.dataset_versions import DatasetVersions
 from evalsite.analysis.db import RunsDatabase, open_database
 from evalsite.analysis.run_views import dataset_rows, needs_dataset
 from evalsite.errors import EvalsiteError
+from evalsite.experiment.manifest import load_manifest
 from evalsite.project import Project
 from evalsite.runlog import decisions
 from evalsite.runlog.decisions import DECISIONS_FILE, Decision
@@ -36,6 +37,7 @@ from evalsite.runlog.rows import is_critical
 from evalsite.runlog.secrets import redact_urls
 from evalsite.runlog.store import CASES_FILE, END_FILE, RUN_FILE, Run, run_directories, scan_runs
 from evalsite.site.artifacts import refused_results
+from evalsite.site.safe_text import project_relative
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 
@@ -101,6 +103,8 @@ class ProjectInputs:
     experiments: dict[str, ExperimentSource]
     reports: list[ReportSource] = field(default_factory=list)
     outside: list[str] = field(default_factory=list)
+    #: One line per manifest under experiments/ that cannot be read (``build`` warns; ``--strict`` fails).
+    manifest_problems: list[str] = field(default_factory=list)
     _dataset_cache: dict[str, dict[str, dict] | None] = field(default_factory=dict)
     _baselines: dict[str, baselines.BaselineChoice] = field(default_factory=dict)
     _leaderboards: dict[tuple, analysis.Leaderboard | EvalsiteError | Future] = field(default_factory=dict)
@@ -272,6 +276,7 @@ def scan_project(project: Project) -> ProjectInputs:
                 if refused_results(project.root, run.header.experiment, run.header.batch_id)]
     decisions_path = project.runs_dir / DECISIONS_FILE
     entries, problems = read_decisions(decisions_path)
+    experiments = _scan_experiments(project, outside)
     return ProjectInputs(
         project=project,
         runs=runs,
@@ -280,10 +285,22 @@ def scan_project(project: Project) -> ProjectInputs:
         decisions=entries,
         decision_problems=problems,
         decisions_hash=file_hash(decisions_path),
-        experiments=_scan_experiments(project, outside),
+        experiments=experiments,
         reports=_scan_reports(project, outside),
         outside=outside,
+        manifest_problems=[problem for source in experiments.values() if (problem := _manifest_problem(project, source))],
     )
+
+
+def _manifest_problem(project: Project, source: ExperimentSource) -> str | None:
+    """Why a manifest cannot be read (its first problem, paths relative to the project), or None."""
+    try:
+        load_manifest(source.path)
+    except EvalsiteError as exc:
+        lines = exc.message.splitlines()
+        more = f" (and {len(lines) - 1} more problems: evalsite validate lists them)" if len(lines) > 1 else ""
+        return project_relative(lines[0], project.root) + more
+    return None
 
 
 def _run_folders(project: Project, outside: list[str]) -> tuple[list[Path], list[str]]:

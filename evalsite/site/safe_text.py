@@ -7,13 +7,23 @@ unsafe link schemes; everything else stays plain text for Jinja's autoescape.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from markdown_it import MarkdownIt
 from markupsafe import Markup
 
 _MARKDOWN = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False}).enable("table")
+
+
+def project_relative(text: str, root: Path) -> str:
+    """``text`` (an error message) with the project's absolute folder left out, so the paths in it
+    read relative to the project: a published page never shows where the project sits on a disk."""
+    for folder in {str(root), str(root.resolve())}:
+        text = text.replace(folder + os.sep, "").replace(folder, ".")
+    return text
 
 
 def markdown(text: str | None) -> Markup:

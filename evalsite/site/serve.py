@@ -152,6 +152,8 @@ class LiveSite:
         if report.rendered or not self.epoch:  # open pages reload only when a page actually changed
             self.epoch += 1
         self.report(f"built {report.pages} pages ({report.rendered} rendered) in {report.seconds:.1f} s")
+        for problem in [*(f"skipped run {reason}" for reason in report.skipped_runs), *report.warnings]:
+            self.report(f"warning: {problem}")
 
 
 class _Handler(SimpleHTTPRequestHandler):

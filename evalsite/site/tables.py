@@ -76,11 +76,14 @@ class Table:
         return "[\n" + ",\n".join(lines) + "\n]\n" if lines else "[]\n"
 
     def to_csv(self) -> str:
+        """The rows under the columns' keys, as the JSON download names them (an interval as
+        ``key``, ``key_low``, ``key_high``): machine names a script can rely on, never the display
+        labels, which may change with the wording of a page."""
         buffer = io.StringIO()
         writer = csv.writer(buffer, lineterminator="\n")
         header = []
         for column in self.columns:
-            header += [column.label, f"{column.label} low", f"{column.label} high"] if column.kind == "interval" else [column.label]
+            header += [column.key, f"{column.key}_low", f"{column.key}_high"] if column.kind == "interval" else [column.key]
         writer.writerow(header)
         for row in self.rows:
             cells = []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from typing import TypeVar
 
 from evalsite.runlog.store import Run
@@ -18,9 +19,9 @@ RUN_COLUMNS = [
     Column("arm", "arm"),
     Column("dataset", "dataset", "code"),
     Column("status", "status", "status"),
-    Column("cases", "n", "count", "cases: items × repeats"),
+    Column("cases", "n", "count", "cases: items × repeats", secondary=True),
     Column("mean_score", "score", "number", "mean over items of each item's mean score"),
-    Column("pass_rate", "pass rate", "percent", "mean over items of each item's share of passed repeats"),
+    Column("pass_rate", "pass rate", "percent", "mean over items of each item's share of passed repeats", secondary=True),
     Column("errors", "errors", "count", "cases whose generation failed"),
     Column("critical_failures", "critical failures", "count", "metadata.critical rows that errored or failed"),
     Column("cost_usd", "cost", "usd", "total cost; unknown when any case has no cost"),
@@ -75,6 +76,18 @@ def _error_classes(summary: RunFigures | None) -> str:
     return " run-errored run-all-errored" if summary.errors == summary.cases else " run-errored"
 
 
+#: Columns that go behind "show more columns" when every row holds the same value (one dataset, one experiment).
+UNIFORM_SECONDARY = ("experiment", "dataset")
+
+
+def _same_everywhere_secondary(columns: list[Column], rows: list[dict]) -> list[Column]:
+    """The runs table fits a 1280 px screen: a column that says the same on every row is secondary."""
+    def uniform(key: str) -> bool:
+        return len(rows) > 1 and len({str(row.get(key)) for row in rows}) == 1
+
+    return [replace(c, secondary=True) if c.key in UNIFORM_SECONDARY and uniform(c.key) else c for c in columns]
+
+
 def runs_table(table_id: str, runs: Iterable[Run], figures: dict[str, RunFigures], caption: str = "",
                baselines: dict[str, str | None] | None = None,
                changes: dict[str, tuple[int, int, int] | None] | None = None,
@@ -94,7 +107,7 @@ def runs_table(table_id: str, runs: Iterable[Run], figures: dict[str, RunFigures
     if excluded is not None:
         columns.append(Column("excluded", "excluded", help="why `evalsite runs --exclude` keeps the run out of leaderboards, claims and baselines"))
     if baselines is None:
-        return Table(table_id, columns, rows, caption=caption)
+        return Table(table_id, _same_everywhere_secondary(columns, rows), rows, caption=caption)
     for run, row in zip(ordered, rows):
         baseline = baselines.get(run.run_id)
         row["compare"] = Link("compare", paths.compare(run.run_id, baseline)) if baseline else None
@@ -104,5 +117,5 @@ def runs_table(table_id: str, runs: Iterable[Run], figures: dict[str, RunFigures
             row["improved"], row["regressed"], row["unchanged"] = changes.get(run.run_id) or (None, None, None)
         columns += [Column("improved", "improved", "count", "items better than in the baseline (beyond the threshold)"),
                     Column("regressed", "regressed", "count", "items worse than in the baseline"),
-                    Column("unchanged", "unchanged", "count", "items within the threshold")]
-    return Table(table_id, columns, rows, caption=caption)
+                    Column("unchanged", "unchanged", "count", "items within the threshold", secondary=True)]
+    return Table(table_id, _same_everywhere_secondary(columns, rows), rows, caption=caption)

@@ -157,7 +157,8 @@ def describe(selection: Selection) -> str:
 
 def arm_columns(verdict: Verdict | None) -> list[Column]:
     """The leaderboard's columns; the legend of the rank, interval and group columns names what the
-    verdict used (its unit and its correction)."""
+    verdict used (its unit and its correction). The verdict's columns come first (rank, arm, mean
+    and interval, group), so a phone shows them before the table scrolls."""
     unit = verdict.unit if verdict is not None else "item"
     tests = (f"the paired sign-flip tests over {unit}s, {verdict.correction}, α = {verdict.alpha}"
              if verdict is not None else "the paired sign-flip tests")
@@ -165,8 +166,8 @@ def arm_columns(verdict: Verdict | None) -> list[Column]:
         Column("rank", "rank", help=f"the places the arm can hold: a range (2–3) when {tests} do not separate it from the arms it could swap with"),
         Column("arm", "arm", help="the arm; links to the run that stands for it"),
         Column("mean", "mean score", "interval", f"mean of per-item means, {CONFIDENCE:.0%} BCa bootstrap interval over {unit}s"),
-        Column("delta", "Δ leader", "number", "mean score minus the first arm's, over the same items (the paired mean difference)"),
         Column("group", "group", help=f"arms sharing a letter are not separated by {tests}"),
+        Column("delta", "Δ leader", "number", "mean score minus the first arm's, over the same items (the paired mean difference)"),
         Column("cost_per_case", "cost / case", "usd", "total cost / cases; unknown when any case has no cost"),
         Column("latency_p50", "p50 latency", "ms", "nearest-rank median latency"),
         Column("pass_rate", "pass rate", "percent", secondary=True),
@@ -218,7 +219,7 @@ def _arm_row(arm: RankedArm, run: Run, delta: float | None) -> dict:
         "noise": summary.noise.std if summary.noise and summary.noise.std == summary.noise.std else None,
         "pass_rate": summary.pass_rate,
         "cost_total": summary.cost.total,
-        "cost_per_case": summary.cost.per_item,
+        "cost_per_case": summary.cost.per_case,
         "cost_per_correct": summary.cost.per_correct,
         "latency_p50": summary.latency.p50_ms,
         "latency_p95": summary.latency.p95_ms,
@@ -281,10 +282,10 @@ def _scatter(board: Board, page_path: str) -> tuple[Markup, str]:
     points, unknown = [], []
     for arm in board.arms:
         summary = arm.summary
-        if summary.cost.per_item is None:
+        if summary.cost.per_case is None:
             unknown.append(summary.arm.label)
             continue
-        points.append(charts.Point(arm.label, summary.cost.per_item, arm.value, *bounds(arm.interval),
+        points.append(charts.Point(arm.label, summary.cost.per_case, arm.value, *bounds(arm.interval),
                                    href=paths.relative(page_path, paths.run(summary.arm.run_id))))
     if len(points) < 2:
         return Markup(""), "Fewer than two arms have a known cost, so there is no quality-against-cost chart."

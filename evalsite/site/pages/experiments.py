@@ -201,10 +201,10 @@ def _totals(inputs: ProjectInputs, group: Selection, order: list[str], labels: d
         return []
     ranked = {arm.summary.arm.run_id: arm for arm in board.arms}
     fastest = _clear_leader({r: a.summary.latency.p50_ms for r, a in ranked.items()}, MIN_LEAD["latency_ms"])
-    cheapest = _clear_leader({r: a.summary.cost.per_item for r, a in ranked.items()}, MIN_LEAD["cost_usd"])
+    cheapest = _clear_leader({r: a.summary.cost.per_case for r, a in ranked.items()}, MIN_LEAD["cost_usd"])
     return [ArmTotal(
         arm=labels[run_id], mean=ShownInterval(a.value, *bounds(a.interval)), rank=places_text(a),
-        latency_p50=a.summary.latency.p50_ms, cost_per_case=a.summary.cost.per_item,
+        latency_p50=a.summary.latency.p50_ms, cost_per_case=a.summary.cost.per_case,
         best=len(ranked) > 1 and a.places == (1, 1), fastest=run_id == fastest, cheapest=run_id == cheapest,
     ) for run_id in order if (a := ranked.get(run_id)) is not None]
 

@@ -43,7 +43,7 @@ class VerdictCard:
     confidence: float | None = doc("Confidence level of that interval.")
     p_value: float | None = doc("p of the paired sign-flip test of that difference.")
     p_label: str = doc("Which test and correction the p is (the verdict's unit and correction).")
-    cost_per_item: float | None = doc("The leader's cost of answering one item once (None: unknown).")
+    cost_per_case: float | None = doc("The leader's cost of one answer to one item: total ÷ cases (None: unknown).")
     latency_p50: float | None = doc("The leader's median latency in ms.")
 
 
@@ -115,7 +115,7 @@ def dataset_verdict(inputs: ProjectInputs, dataset_id: str, group: Selection) ->
     analysis layer's verdict and the home page."""
     card = VerdictCard(dataset=dataset_link(dataset_id), comparable=describe(group), arms=len(group.arms), items=0,
                        leader=None, leader_run=None, headline="", mean=None, runner_up=None, delta=None,
-                       confidence=None, p_value=None, p_label="", cost_per_item=None, latency_p50=None)
+                       confidence=None, p_value=None, p_label="", cost_per_case=None, latency_p50=None)
     try:
         board = inputs.leaderboard(group)
     except EvalsiteError as exc:
@@ -127,7 +127,7 @@ def dataset_verdict(inputs: ProjectInputs, dataset_id: str, group: Selection) ->
     card.leader, card.leader_run = leader.label, Link(first.arm.run_id, paths.run(first.arm.run_id))
     card.leader_rank = places_text(leader)
     card.mean = ShownInterval(leader.value, *bounds(leader.interval))
-    card.cost_per_item, card.latency_p50 = first.cost.per_item, first.latency.p50_ms
+    card.cost_per_case, card.latency_p50 = first.cost.per_case, first.latency.p50_ms
     if len(board.arms) > 1:
         card.runner_up = board.arms[1].summary.arm.label
         pair = board.verdict.pair(board.verdict.arms[0].arm, board.verdict.arms[1].arm)

@@ -36,7 +36,7 @@ from evalsite.site.tables import Column, Link, Table
 MARKS = {HOLDS: "✓", FAILS: "✗"}
 #: How a metric of the claim grammar reads in prose.
 METRIC_WORDS = {"mean": "the mean score", "pass_rate": "the pass rate", "n": "the number of items", "errors": "the errors",
-                "cost_total": "the total cost", "cost_per_item": "the cost per item", "cost_per_correct": "the cost per correct answer",
+                "cost_total": "the total cost", "cost_per_case": "the cost per case", "cost_per_item": "the cost per item", "cost_per_correct": "the cost per correct answer",
                 "latency_p50": "the median latency", "latency_p95": "the p95 latency"}
 OPERATOR_WORDS = {"<": "<", "<=": "≤", ">": ">", ">=": "≥", "==": "=", "!=": "≠"}
 

@@ -228,7 +228,7 @@ def run_facts(run: Run, summary: RunSummary) -> RunFacts:
         mean_score=summary.mean_score,
         pass_rate=summary.pass_rate,
         cost_total=summary.cost.total,
-        cost_per_case=summary.cost.per_item,
+        cost_per_case=summary.cost.per_case,
         cost_per_correct=summary.cost.per_correct,
         latency_p50=summary.latency.p50_ms,
         latency_p95=summary.latency.p95_ms,

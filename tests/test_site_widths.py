@@ -1,0 +1,124 @@
+"""The site's tables at a phone's and at desktop widths, in real headless Chromium: no page scrolls
+sideways; at 1280-1920 px the runs tables and the leaderboard fit their column (the "when" column
+on one line, "vs baseline" on screen) and hidden columns do not stretch rows; at 390 px the
+leaderboard's verdict columns come first and a table wider than the screen scrolls in its own
+box, with a cue."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from browser_support import needs_browser
+from example_support import run_example
+
+from evalsite.execute.runner import execute_plan
+from evalsite.experiment.manifest import load_manifest
+from evalsite.experiment.plan import build_plan
+from evalsite.project import find_project
+from evalsite.site import build_site
+
+pytestmark = needs_browser
+
+DATASET_PAGE = "datasets/arithmetic-854dec43a471.html"
+PAGES = ("index.html", "runs.html", DATASET_PAGE)
+#: The tables that must fit a desktop screen without scrolling.
+MUST_FIT = {"index.html": ("recent-runs",), "runs.html": ("runs",), DATASET_PAGE: ("leaderboard-1", "runs")}
+KEY_COLUMNS = ("rank", "arm", "mean score", "group")
+
+TABLES = """
+return [...document.querySelectorAll('.table-block')].filter(b => b.querySelector('table')).map(block => {
+  const box = block.querySelector('.scroll'), table = box.querySelector('table'), cue = block.querySelector('.scroll-cue');
+  return {id: block.id, table: table.scrollWidth, box: box.clientWidth, overflow: getComputedStyle(box).overflowX,
+          shadows: getComputedStyle(box).backgroundImage.includes('gradient'), cue: !!cue && !cue.hidden && cue.offsetParent !== null};
+});
+"""
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    """The example project (one repeat) with a second sampler run, so runs link a compare page."""
+    root = run_example(tmp_path_factory.mktemp("widths"), repeat=1)
+    project = find_project(root)
+    execute_plan(project, build_plan(project, load_manifest(root / "experiments/arithmetic.yaml"), arm_ids=("sampler",), repeat=1))
+    build_site(project)
+    return root / "site"
+
+
+def open_at(browser, site: Path, page: str, width: int) -> None:
+    browser.set_window_size(width, 900)
+    browser.get((site / page).as_uri())
+
+
+@pytest.fixture
+def sized(browser):
+    yield browser
+    browser.set_window_size(1400, 1000)
+
+
+@pytest.mark.parametrize("width", [390, 1280, 1920])
+@pytest.mark.parametrize("page", PAGES)
+def test_no_page_scrolls_sideways_and_no_table_is_clipped(sized, site, page, width):
+    open_at(sized, site, page, width)
+    page_width, inner = sized.execute_script("return [document.documentElement.scrollWidth, window.innerWidth]")
+    assert page_width <= inner, f"{page}: {page_width} px wide in a {inner} px window"
+    tables = sized.execute_script(TABLES)
+    assert tables
+    for table in tables:
+        wider = table["table"] > table["box"]
+        assert table["cue"] == wider, table  # the cue says exactly when the table scrolls
+        assert table["overflow"] == "auto" and table["shadows"], table
+        if width >= 1280 and table["id"] in MUST_FIT[page]:
+            assert not wider, f"{page} at {width} px: {table}"
+
+
+@pytest.mark.parametrize("width", [1280, 1920])
+def test_runs_tables_show_when_on_one_line_and_vs_baseline_on_screen(sized, site, width):
+    for page, table_id in (("index.html", "recent-runs"), ("runs.html", "runs")):
+        open_at(sized, site, page, width)
+        lines = sized.execute_script(
+            "return [...document.querySelectorAll('#' + arguments[0] + ' td.when')].map(td => {"
+            " const r = document.createRange(); r.selectNodeContents(td); return new Set([...r.getClientRects()].map(x => x.top)).size; })",
+            table_id)
+        assert lines and set(lines) == {1}, f"{page}: the when column takes {lines} lines"
+        right, inner = sized.execute_script(
+            "const th = [...document.querySelectorAll('#' + arguments[0] + ' th')].find(th => th.textContent.trim() === 'vs baseline');"
+            " return [th.getBoundingClientRect().right, document.documentElement.clientWidth];", table_id)
+        assert right <= inner
+
+
+def test_hidden_columns_do_not_stretch_leaderboard_rows(sized, site):
+    open_at(sized, site, DATASET_PAGE, 1280)
+    before, after, hidden = sized.execute_script("""
+      const table = document.querySelector('#leaderboard-1 table');
+      const heights = () => [...table.tBodies[0].rows].map(r => r.getBoundingClientRect().height);
+      const secondary = [...table.querySelectorAll('[data-secondary]')];
+      const hidden = secondary.every(cell => getComputedStyle(cell).display === 'none');
+      const before = heights();
+      secondary.forEach(cell => cell.remove());
+      return [before, heights(), hidden && secondary.length > 0];
+    """)
+    assert hidden
+    assert before == after
+
+
+def test_a_phone_shows_the_verdict_columns_first_and_a_scroll_cue(sized, site):
+    open_at(sized, site, DATASET_PAGE, 390)
+    right_edge, headers = sized.execute_script("""
+      const block = document.getElementById('leaderboard-1'), box = block.querySelector('.scroll');
+      return [box.getBoundingClientRect().right,
+              [...block.querySelectorAll('thead th')].filter(th => th.offsetParent).map(th => [th.textContent.trim(), th.getBoundingClientRect().right])];
+    """)
+    assert [name for name, _ in headers[:4]] == list(KEY_COLUMNS)
+    assert all(right <= right_edge for _, right in headers[:4]), headers
+    cues = sized.execute_script("return [...document.querySelectorAll('.scroll-cue')].filter(c => !c.hidden).length")
+    assert cues >= 1  # the leaderboard (and others) scroll at 390 px, and say so
+
+
+@pytest.mark.parametrize("width", [390, 1280])
+def test_the_compare_and_run_pages_do_not_scroll_sideways(sized, site, width):
+    pages = [next((site / "compare").rglob("*.html")), next((site / "runs").glob("*sampler*.html"))]
+    for page in pages:
+        open_at(sized, site, str(page.relative_to(site)), width)
+        page_width, inner = sized.execute_script("return [document.documentElement.scrollWidth, window.innerWidth]")
+        assert page_width <= inner, f"{page.name}: {page_width} px in {inner}"
