@@ -18,6 +18,7 @@ written nor append to it.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -30,6 +31,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from evalsite.errors import RunLogError
+from evalsite.runlog.hashing import file_sha256
 from evalsite.runlog.records import (
     FORMAT_VERSION,
     Case,
@@ -59,6 +61,24 @@ CASE_FIELDS = (
 )
 OPTIONAL_CASE_FIELDS = ("attempts", "transcript", "turn_outputs", "scoring_cost_usd")
 _CASE_LINE = json.JSONEncoder(ensure_ascii=False, default=str)  # json.dumps(case, ensure_ascii=False, default=str)
+
+
+def cases_as_written(cases: Path, recorded: Any) -> bool:
+    """Whether ``recorded`` (a footer's :data:`CASES_SHA256`) is the sha256 of the file ``cases``
+    as it is now: then every line is a well-typed case with a key of its own, exactly as the writer
+    wrote it, and the footer's totals are the summary of those cases."""
+    try:
+        state = cases.stat()
+    except OSError:
+        return False
+    return isinstance(recorded, str) and recorded == _sha256_of(str(cases), state.st_size, state.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=4096)
+def _sha256_of(path: str, size: int, modified_ns: int) -> str:
+    """:func:`~evalsite.runlog.hashing.file_sha256`, once per file version in a process (a command
+    reads several views of the same runs)."""
+    return file_sha256(Path(path))
 
 
 def utc_now() -> datetime:
