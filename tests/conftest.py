@@ -35,6 +35,13 @@ def no_proxy_variables(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(name.lower(), raising=False)
 
 
+@pytest.fixture(autouse=True)
+def no_terminal_width(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Output is tested as a pipe gets it: pytest-xdist's workers inherit ``COLUMNS=80``, which
+    would make every command fit its text to 80 columns (docs/reference/commands/output.md#width)."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     """One line for the browser tests skipped because Chromium is missing, instead of silent skips."""
     skipped = [report for report in terminalreporter.stats.get("skipped", []) if NO_BROWSER in str(report.longrepr)]

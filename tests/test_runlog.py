@@ -34,7 +34,8 @@ def test_a_torn_last_line_is_ignored_by_readers_and_cut_by_repair(tmp_path):
     run = read_run(writer.directory)
     assert [c["item_id"] for c in run.cases] == ["i0", "i1"] and run.warnings == []
     repair_torn_tail(path)
-    assert path.read_text().endswith('"repeat": 0}\n') and path.read_text().count("\n") == 2
+    lines = path.read_text().split("\n")
+    assert lines[2:] == [""] and [json.loads(line)["item_id"] for line in lines[:2]] == ["i0", "i1"]
 
 
 def test_a_complete_line_without_its_newline_is_cut_too(tmp_path):

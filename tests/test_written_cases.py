@@ -49,7 +49,7 @@ def test_a_run_of_well_typed_cases_records_its_file_hash_and_is_read_as_written(
 def test_a_hand_edit_after_the_run_finished_is_read_through_the_checks(tmp_path):
     folder = write_run(tmp_path / "runs", [case("q1"), case("q2", 0.0)])
     path = folder / CASES_FILE
-    path.write_text(path.read_text().replace('"score": 0.0', '"score": true', 1))
+    path.write_text(path.read_text().replace('"score":0.0', '"score":true', 1))
     files = case_files([folder])
     assert files.written == [] and files.checked == [str(path)]
     assert view_cases(folder) == [("q1", 1.0)]  # the typed reading would have made `true` a score of 1.0
@@ -76,7 +76,7 @@ def test_a_resumed_run_whose_earlier_lines_were_edited_records_no_hash(tmp_path)
     folder = write_run(tmp_path / "runs", [case("q1")])
     (folder / END_FILE).write_text(json.dumps({"status": "canceled"}))
     path = folder / CASES_FILE
-    path.write_text(path.read_text().replace('"score": 1.0', '"score": "high"', 1))
+    path.write_text(path.read_text().replace('"score":1.0', '"score":"high"', 1))
     writer = RunWriter.reopen(folder, {"attempt": 2})
     writer.append_case(case("q2"))
     writer.finish({"status": "completed"})

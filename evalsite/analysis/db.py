@@ -235,7 +235,7 @@ def open_database(runs_dir: Path, database: str = ":memory:", *, case_views: boo
     ``case_views`` false defines only ``runs`` (the ``cases`` and ``scores`` views check every
     case file's recorded hash), for a caller that reads cases only through
     :func:`evalsite.analysis.items.item_matrix` of runs it chose, which reads their own files."""
-    from evalsite.analysis.parquet import run_folders  # store builds on this module's schema
+    from evalsite.analysis.remote import run_folders  # remote builds on this module through parquet
 
     runs, skipped = scan_runs(runs_dir, run_folders(runs_dir))
     records = [_run_record(run) for run in runs]
@@ -243,11 +243,12 @@ def open_database(runs_dir: Path, database: str = ":memory:", *, case_views: boo
     connection.register("runs_table", pa.Table.from_pylist(records, schema=RUN_SCHEMA))
     connection.execute("CREATE OR REPLACE VIEW runs AS SELECT * FROM runs_table")
     if case_views:
-        _define_case_views(connection, [run.directory for run in runs])
+        define_case_views(connection, [run.directory for run in runs])
     return RunsDatabase(connection, skipped, {run.run_id: run for run in runs}, excluded_runs(runs_dir))
 
 
-def _define_case_views(connection: duckdb.DuckDBPyConnection, directories: list[Path]) -> None:
+def define_case_views(connection: duckdb.DuckDBPyConnection, directories: list[Path]) -> None:
+    """The ``cases`` and ``scores`` views over the cases of these run folders."""
     from evalsite.analysis.parquet import case_files
     from evalsite.analysis.remote import register_filesystems
 

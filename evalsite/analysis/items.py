@@ -21,9 +21,9 @@ import pyarrow.compute as pc
 from evalsite.analysis.case_columns import NONE, CaseColumns, case_columns
 from evalsite.analysis.case_scan import dictionary_codes, finite_floats
 from evalsite.analysis.metadata import cluster_key, dataset_labels
+from evalsite.analysis.summary import natural_order
 from evalsite.errors import EvalsiteError
 from evalsite.project import Project
-from evalsite.runlog.rows import item_order
 from evalsite.runlog.store import Run
 
 if TYPE_CHECKING:  # selection builds on compare, which builds on the regression report, which reads this module;
@@ -246,7 +246,7 @@ def _matrix(table: pa.Table, arms: tuple[ArmRun, ...], evaluator: str | None, *,
     coverage = _coverage(cases, len(arms))
     if not shared:
         coverage = replace(coverage, kept=np.asarray(coverage.present.any(axis=1)))
-    natural = np.array(sorted(range(len(cases.item_ids)), key=lambda code: item_order(cases.item_ids[code])), dtype=np.int64)
+    natural = natural_order(cases.item_ids)
     kept = natural[coverage.kept[natural]]
     dropped = tuple(
         DroppedItem(cases.item_ids[code], _why_not_shared(code, arms, coverage)) for code in natural[~coverage.kept[natural]]

@@ -15,7 +15,6 @@ SHA-256, size and case count of the JSONL it came from in its key-value metadata
 
 from __future__ import annotations
 
-import functools
 import json
 import shutil
 from dataclasses import dataclass, replace
@@ -25,7 +24,7 @@ import duckdb
 import pyarrow.parquet as pq
 
 from evalsite.analysis.db import CASE_COLUMNS, MAXIMUM_CASE_BYTES, SCORE_TYPE, case_line_ok, error_text
-from evalsite.analysis.remote import URI_FILE, mirrored_location, refresh_mirror, staging_dir, upload
+from evalsite.analysis.remote import URI_FILE, staging_dir, upload
 from evalsite.errors import RunLogError
 from evalsite.runlog.hashing import file_sha256
 from evalsite.runlog.records import RunHeader
@@ -34,6 +33,7 @@ from evalsite.runlog.store import (
     CASES_SHA256,
     END_FILE,
     RUN_FILE,
+    cases_as_written,
     read_header,
     resolve_run,
     run_directories,
@@ -123,18 +123,6 @@ def parquet_source(files: list[str]) -> str:
     return f"SELECT CAST(run_id AS VARCHAR) AS run_id, {columns} FROM read_parquet({_sql_list(files)})"
 
 
-def run_folders(runs_dir: Path) -> list[Path]:
-    """Every run folder under ``runs_dir``: ``runs/<run_id>/`` and compacted partitions
-    ``dataset=<id>/run=<run_id>/`` (a published store), by run id (oldest first)."""
-    location = mirrored_location(runs_dir)
-    if location is not None:
-        refresh_mirror(runs_dir, location)
-    folders = run_directories(runs_dir)
-    if runs_dir.is_dir():
-        folders += [path.parent for path in runs_dir.glob(f"dataset=*/run=*/{RUN_FILE}")]
-    return sorted(folders, key=lambda folder: folder.name.removeprefix("run="))
-
-
 @dataclass(frozen=True)
 class CaseFiles:
     """Where the cases of some run folders are read from: JSONL files as their writer recorded
@@ -168,17 +156,9 @@ def _as_written(directory: Path, cases: Path) -> bool:
     """The run's footer records the sha256 of a cases file of well-typed lines, and it is this file's."""
     try:
         footer = json.loads((directory / END_FILE).read_text(encoding="utf-8"))
-        state = cases.stat()
     except (OSError, ValueError):
         return False
-    recorded = footer.get(CASES_SHA256) if isinstance(footer, dict) else None
-    return isinstance(recorded, str) and recorded == _sha256_of(str(cases), state.st_size, state.st_mtime_ns)
-
-
-@functools.lru_cache(maxsize=4096)
-def _sha256_of(path: str, size: int, modified_ns: int) -> str:
-    """:func:`file_sha256`, once per file version in a process (a command builds several views)."""
-    return file_sha256(Path(path))
+    return cases_as_written(cases, footer.get(CASES_SHA256) if isinstance(footer, dict) else None)
 
 
 def compact_run(directory: Path, destination: Path | None = None) -> Compacted:

@@ -26,7 +26,6 @@ from evalsite.analysis.summary import RunSummary, summarise_run
 from evalsite.runlog.hashing import canonical_json
 from evalsite.runlog.rows import finite_number, repeat_of
 from evalsite.runlog.store import Run
-from evalsite.scoring.ground_truth import rescore_items
 from evalsite.stats import NoiseTest, repeat_noise_test
 from evalsite.stats.pairs import paired_difference
 
@@ -164,6 +163,8 @@ def regression_report(
     edited = [i for i in shared if not _same_expected(first_old[i], first_new[i])]
     before, after = cases[0].records_of(set(edited)), cases[1].records_of(set(edited))
     before, after = ({i: sorted(group, key=repeat_of) for i, group in side.items()} for side in (before, after))
+    from evalsite.scoring.ground_truth import rescore_items  # the evaluators load only when ground truth was edited
+
     rescored = rescore_items(project_root, current.header, before, after, edited, run_code=run_code)
     sides = _Sides(matrix)
     gt_changed, rescored_cases = [], []

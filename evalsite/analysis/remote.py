@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from evalsite.errors import EvalsiteError
-from evalsite.runlog.store import CASES_FILE, END_FILE, RUN_FILE
+from evalsite.runlog.store import CASES_FILE, END_FILE, RUN_FILE, run_directories
 
 MIRROR_PARENT = ("store", ".evalsite")  # <project>/.evalsite/store/<encoded location> (Project.runs_dir)
 URI_FILE, VERSION_FILE = "cases.parquet.uri", "cases.parquet.version"
@@ -80,6 +80,19 @@ def refresh_mirror(folder: Path, location: str) -> None:
     with _store_errors(location):
         _refresh_mirror(folder, location)
     _REFRESHED.add((folder, location))
+
+
+def run_folders(runs_dir: Path) -> list[Path]:
+    """Every run folder under ``runs_dir``: ``runs/<run_id>/`` and compacted partitions
+    ``dataset=<id>/run=<run_id>/`` (a published store, refreshed first when ``runs_dir`` mirrors
+    one), by run id (oldest first)."""
+    location = mirrored_location(runs_dir)
+    if location is not None:
+        refresh_mirror(runs_dir, location)
+    folders = run_directories(runs_dir)
+    if runs_dir.is_dir():
+        folders += [path.parent for path in runs_dir.glob(f"dataset=*/run=*/{RUN_FILE}")]
+    return sorted(folders, key=lambda folder: folder.name.removeprefix("run="))
 
 
 def refresh_project_store(project: Any) -> None:

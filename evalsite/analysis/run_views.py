@@ -7,18 +7,18 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from evalsite.analysis.case_scan import VIEW_COLUMNS_SQL, columns_by_run
-from evalsite.analysis.db import open_database
-from evalsite.analysis.summary import RunSummary, summarise_run
+from evalsite.analysis.remote import run_folders
 from evalsite.errors import EvalsiteError
-from evalsite.experiment.datasets import dataset_id as compute_dataset_id
-from evalsite.experiment.datasets import item_identity, load_rows
 from evalsite.project import Project
+from evalsite.runlog.decisions import excluded_runs
 from evalsite.runlog.records import Case, DatasetRef, RunHeader
 from evalsite.runlog.rows import is_critical
-from evalsite.runlog.store import Run, read_run, resolve_run
+from evalsite.runlog.store import CASES_FILE, CASES_SHA256, Run, cases_as_written, read_run, resolve_run, scan_runs
+
+if TYPE_CHECKING:
+    from evalsite.analysis.summary import RunSummary
 
 
 def dataset_critical(root: Path, header: RunHeader) -> dict[str, bool] | None:
@@ -32,6 +32,9 @@ def dataset_critical(root: Path, header: RunHeader) -> dict[str, bool] | None:
 def dataset_rows(root: Path, dataset: DatasetRef) -> dict[str, dict[str, Any]] | None:
     """Item id → row of a run's recorded dataset, while the file is inside the project and still
     holds the rows the run scored; None otherwise."""
+    from evalsite.experiment.datasets import dataset_id as compute_dataset_id
+    from evalsite.experiment.datasets import item_identity, load_rows
+
     path, expected_id, count = dataset.path, dataset.dataset_id, dataset.items
     if not isinstance(path, str) or not isinstance(expected_id, str) or "@" not in expected_id:
         return None
@@ -57,6 +60,8 @@ def needs_dataset(cases: Sequence[Mapping[str, Any]]) -> bool:
 
 def summarise_loaded(root: Path, run: Run) -> RunSummary:
     """The summary of a run read from disk, its dataset standing in for unrecorded critical flags."""
+    from evalsite.analysis.summary import summarise_run
+
     fallback = dataset_critical(root, run.header) if needs_dataset(run.cases) else None
     return summarise_run(run.cases, fallback)
 
@@ -131,7 +136,8 @@ def run_overview(project: Project, reference: str) -> RunOverview:
                        errors_seen=top_errors(run.cases))
 
 
-RUNS_SQL = "SELECT run_id, arm_id AS arm, experiment, dataset_id, status FROM runs ORDER BY run_id DESC"
+#: What ``evalsite runs`` prints of each run's summary.
+LISTED = ("cases", "mean_score", "pass_rate")
 
 
 @dataclass(frozen=True)
@@ -144,14 +150,51 @@ class RunListing:
 
 def run_listing(project: Project) -> RunListing:
     """Every readable run with its cases, mean score and pass rate, as :func:`summarise_run`
-    defines them (fed the runs' case columns, read by DuckDB: no Python object per case), and
-    the reason it is excluded from comparisons (None: it is not)."""
-    database = open_database(project.runs_dir)
-    cases = columns_by_run(database.arrow(VIEW_COLUMNS_SQL))
+    defines them, and the reason it is excluded from comparisons (None: it is not). A finished
+    run's figures are its footer's, the summary its writer recorded, while the footer's
+    ``cases_sha256`` is still its cases file's (:func:`~evalsite.runlog.store.cases_as_written`);
+    only the other runs (running, interrupted, compacted, edited, or written before footers
+    recorded the hash) are summarised from their case columns, read by DuckDB."""
+    runs, skipped = scan_runs(project.runs_dir, run_folders(project.runs_dir))
+    read = {run.run_id: _footer_figures(run) for run in runs}
+    figures = {run_id: found for run_id, found in read.items() if found is not None}
+    figures.update(_summarised([run for run in runs if run.run_id not in figures]))
+    excluded = excluded_runs(project.runs_dir)
     rows = []
-    for run in database.rows(RUNS_SQL):
-        summary = summarise_run(cases[run["run_id"]] if run["run_id"] in cases else [])
-        exclusion = database.excluded.get(run["run_id"])
-        rows.append({**run, "cases": summary.cases, "mean_score": summary.mean_score, "pass_rate": summary.pass_rate,
+    for run in sorted(runs, key=lambda run: run.run_id, reverse=True):
+        exclusion = excluded.get(run.run_id)
+        rows.append({"run_id": run.run_id, "arm": run.header.arm_id, "experiment": run.header.experiment,
+                     "dataset_id": run.header.dataset.dataset_id, "status": str(run.status), **figures[run.run_id],
                      "excluded": exclusion.reason if exclusion else None})
-    return RunListing(rows, database.skipped)
+    return RunListing(rows, skipped)
+
+
+def _footer_figures(run: Run) -> dict[str, Any] | None:
+    """The :data:`LISTED` figures of the run's footer, when its cases are still as written."""
+    if run.footer is None or not cases_as_written(run.directory / CASES_FILE, run.footer.raw.get(CASES_SHA256)):
+        return None
+    totals = run.footer.totals
+    cases, mean, rate = (totals.get(name) for name in LISTED)
+    if not (type(cases) is int and all(value is None or type(value) is float for value in (mean, rate))):
+        return None
+    return {"cases": cases, "mean_score": mean, "pass_rate": rate}
+
+
+def _summarised(runs: list[Run]) -> dict[str, dict[str, Any]]:
+    """The :data:`LISTED` figures of these runs from their case columns (no Python object per case)."""
+    if not runs:
+        return {}
+    import duckdb
+
+    from evalsite.analysis.case_scan import VIEW_COLUMNS_SQL, columns_by_run
+    from evalsite.analysis.db import define_case_views
+    from evalsite.analysis.summary import summarise_run
+
+    connection = duckdb.connect()
+    try:
+        define_case_views(connection, [run.directory for run in runs])
+        cases = columns_by_run(connection.sql(VIEW_COLUMNS_SQL).to_arrow_table())
+    finally:
+        connection.close()
+    summaries = {run.run_id: summarise_run(cases[run.run_id] if run.run_id in cases else []) for run in runs}
+    return {run_id: {name: getattr(summary, name) for name in LISTED} for run_id, summary in summaries.items()}

@@ -23,8 +23,9 @@ The rules (docs/reference/evaluators.md, "Run aggregates and the verdict"):
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from statistics import fmean
 from typing import Any
@@ -271,13 +272,28 @@ def _item_names(columns: CaseColumns, codes: np.ndarray) -> tuple[str, ...]:
     return tuple(sorted((columns.item_ids[code] for code in np.unique(codes).tolist()), key=item_order))
 
 
+def natural_order(item_ids: Sequence[str]) -> np.ndarray:
+    """The positions of ``item_ids`` in natural order (:func:`~evalsite.runlog.rows.item_order`):
+    sorted once per distinct list of ids in a process, so the runs of one dataset (whose cases
+    list its items in the same order) share one sort."""
+    return _natural_order(tuple(item_ids))
+
+
+@functools.lru_cache(maxsize=32)
+def _natural_order(item_ids: tuple[str, ...]) -> np.ndarray:
+    order = np.array(sorted(range(len(item_ids)), key=lambda code: item_order(item_ids[code])), dtype=np.int64)
+    order.setflags(write=False)
+    return order
+
+
 class _Grid:
     """Items (natural order) × repeats (sorted) of a run: how every per-item matrix is aligned,
     the same alignment as :func:`evalsite.analysis.items.item_matrix` (by item id and repeat)."""
 
     def __init__(self, columns: CaseColumns):
-        codes = np.unique(columns.item).tolist()
-        natural = sorted(codes, key=lambda code: item_order(columns.item_ids[code]))
+        used = np.zeros(len(columns.item_ids), dtype=bool)
+        used[columns.item] = True
+        natural = [code for code in natural_order(columns.item_ids).tolist() if used[code]]
         self.items = tuple(columns.item_ids[code] for code in natural)
         self.repeats = tuple(np.unique(columns.repeat).tolist())
         row_of = np.full(len(columns.item_ids), -1, dtype=np.int64)

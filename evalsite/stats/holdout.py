@@ -7,7 +7,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import stats as scipy_stats
 
 from evalsite.stats._inputs import arm_matrix
 from evalsite.stats.ranking import RELATIVE_TOLERANCE
@@ -70,5 +69,7 @@ def holdout_check(pilot_matrix: ArrayLike, holdout_matrix: ArrayLike) -> Holdout
 def _kendall_tau(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
     if np.ptp(x) == 0 or np.ptp(y) == 0:
         return math.nan, math.nan
+    from scipy import stats as scipy_stats  # here: only the holdout check needs Kendall's tau
+
     result = scipy_stats.kendalltau(x, y)
     return float(result.statistic), float(result.pvalue)

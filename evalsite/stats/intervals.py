@@ -34,7 +34,6 @@ from typing import Any, Literal, Protocol
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import stats as scipy_stats
 
 from evalsite.stats._bca import bca_bounds, leave_one_out_ratios, resample_statistic
 from evalsite.stats._counts import counts_resampler
@@ -216,6 +215,8 @@ def _one_level_interval(
                 estimate = float(unit_statistic.of_units(np.arange(unit_statistic.n_units)))
             low, high = bca_bounds(distribution, estimate, unit_statistic.jackknife(), confidence)
     else:
+        from scipy import stats as scipy_stats  # here: only methods other than the O(n) BCa need it
+
         with warnings.catch_warnings():  # degenerate data is handled below, not reported as warnings
             warnings.simplefilter("ignore", scipy_stats.DegenerateDataWarning)
             warnings.simplefilter("ignore", RuntimeWarning)

@@ -14,7 +14,7 @@ Three engines compute the same p-value:
   distribution of the sum is built item by item over the integers. Cost: m × (sum of the
   differences in units), bounded by ``GRID_BUDGET``. When every difference has the same size
   (pass/fail scores, one repeat) the sum is that size times a Binomial(m, 1/2), whose tail
-  scipy gives in closed form at any m.
+  ``scipy.special`` gives in closed form at any m.
 * meet-in-the-middle enumeration (exact, m <= ``exact_limit``): the differences are split in
   two halves, all 2^h subset sums of each half are listed, one half is sorted and the other
   half's sums are located in it with a binary search, so 2^m totals are counted in about
@@ -36,9 +36,9 @@ from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import stats as scipy_stats
 
 from evalsite.stats._inputs import paired_per_item, per_item_values
+from evalsite.stats.distributions import binom_sf, binom_test_half
 
 Alternative = Literal["two-sided", "greater", "less"]
 
@@ -199,7 +199,7 @@ def _grid_p_value(integers: np.ndarray, alternative: Alternative) -> float:
 
         def binomial_tail(threshold: float) -> float:
             start = max(0, math.ceil(threshold))
-            return float(scipy_stats.binom.sf(math.ceil(start / unit) - 1, m, 0.5)) if start <= total else 0.0
+            return float(binom_sf(math.ceil(start / unit) - 1, m, 0.5)) if start <= total else 0.0
 
         return _p_from_upper_tail(binomial_tail, int(integers.sum()), total, 0, alternative)
     distribution = _subset_sum_distribution(magnitudes, total)
@@ -329,7 +329,7 @@ def mcnemar_exact(a_pass: ArrayLike, b_pass: ArrayLike) -> McNemarResult:
     only_a = int(np.count_nonzero(a_items & ~b_items))
     only_b = int(np.count_nonzero(~a_items & b_items))
     discordant = only_a + only_b
-    p_value = 1.0 if discordant == 0 else scipy_stats.binomtest(only_a, discordant, 0.5).pvalue
+    p_value = 1.0 if discordant == 0 else binom_test_half(only_a, discordant)
     return McNemarResult(
         p_value=float(p_value), b=only_a, c=only_b, n_discordant=discordant, n=int(a_items.size)
     )

@@ -26,9 +26,9 @@ from fractions import Fraction
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import stats as scipy_stats
 
 from evalsite.stats._inputs import per_item_values
+from evalsite.stats.distributions import norm_cdf, norm_ppf, t_ppf
 
 METHOD = "sign-flip power: tilted signs of the observed magnitudes, delta-method normal approximation"
 _BISECTIONS = 100
@@ -164,10 +164,10 @@ class _Tilts:
             return 0.0
         gx, gy = 1 / math.sqrt(m2), -m1 / (2 * m2**1.5)  # gradient of x / √y at (m1, m2)
         variance = gx * gx * (m2 - m1 * m1) + 2 * gx * gy * (m3 - m1 * m2) + gy * gy * (m4 - m2 * m2)
-        centre = (n * m1 - self.half_unit) / math.sqrt(n * m2) - float(scipy_stats.t.ppf(1 - alpha / 2, max(1, n - 1)))
+        centre = (n * m1 - self.half_unit) / math.sqrt(n * m2) - t_ppf(1 - alpha / 2, max(1, n - 1))
         if variance <= 1e-12:
             return 1.0 if centre >= 0 else 0.0
-        return float(scipy_stats.norm.cdf(centre / math.sqrt(variance)))
+        return float(norm_cdf(centre / math.sqrt(variance)))
 
     def tilt_for_mean(self, target: float) -> float:
         low, high = 0.0, 1.0 / self.scale
@@ -186,7 +186,7 @@ def _model(diffs_or_sd: ArrayLike | float) -> _Tilts:
         if not math.isfinite(sd) or sd <= 0:
             raise ValueError(f"sd must be a finite number > 0, got {sd}")
         # normal differences of spread sd, by their quantiles: a tilt of N(0, sd²) is a shift of its mean
-        quantiles = scipy_stats.norm.ppf((np.arange(4000) + 0.5) / 4000) * sd
+        quantiles = norm_ppf((np.arange(4000) + 0.5) / 4000) * sd
         return _Tilts.of_magnitudes(np.abs(quantiles), sd, 0.0)
     return _Tilts.of(_at_least_two(per_item_values(array, "diffs")))
 

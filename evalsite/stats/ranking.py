@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import stats as scipy_stats
 
 from evalsite.stats._inputs import arm_matrix
+from evalsite.stats.distributions import beta_ppf, chi2_sf, rankdata, studentized_range_ppf, studentized_range_sf
 
 _PERMUTATION_CELLS = 1 << 22
 _FIRST_LOOK = 100  # permutations before the first early-stopping check; doubles after each
@@ -29,7 +29,7 @@ def within_item_ranks(matrix: np.ndarray) -> np.ndarray:
 
     Values within ``1e-12`` (relative) of each other tie, as in the sign-flip test: means of the
     same repeats summed in another order differ in the last bits and are not a win."""
-    return np.asarray(scipy_stats.rankdata(-snap_ties(matrix), axis=1))
+    return rankdata(-snap_ties(matrix))
 
 
 def snap_ties(matrix: ArrayLike) -> np.ndarray:
@@ -103,7 +103,7 @@ def friedman_test(
     if not math.isfinite(statistic):  # every item ties all arms: no evidence of any order
         return result(1.0, 1.0, n_resamples)
     hits, drawn = _permutation_hits(ranks, n_resamples, alpha, np.random.default_rng(seed))
-    p_value_chi2 = float(scipy_stats.chi2.sf(statistic, n_arms - 1))
+    p_value_chi2 = chi2_sf(statistic, n_arms - 1)
     return result((hits + 1) / (drawn + 1), p_value_chi2, drawn)
 
 
@@ -113,9 +113,7 @@ def _friedman_chi_square(values: np.ndarray, ranks: np.ndarray) -> float:
     rank_sums = ranks.sum(axis=0)
     scale = 12.0 / (n_items * n_arms * (n_arms + 1))
     uncorrected = scale * float(np.sum(rank_sums**2)) - 3.0 * n_items * (n_arms + 1)
-    tie_sizes = scipy_stats.rankdata(values, axis=1, method="max") - scipy_stats.rankdata(
-        values, axis=1, method="min"
-    ) + 1  # each member of a group of t tied arms contributes t^2 - 1, the group t^3 - t
+    tie_sizes = rankdata(values, method="max") - rankdata(values, method="min") + 1  # each member of a group of t tied arms contributes t^2 - 1, the group t^3 - t
     correction = 1.0 - float(np.sum(tie_sizes**2 - 1)) / (n_items * n_arms * (n_arms**2 - 1))
     if correction <= 0:
         return math.nan
@@ -155,8 +153,8 @@ def _permutation_hits(
 def _clear_of(hits: int, drawn: int, alpha: float) -> bool:
     """Whether the Clopper-Pearson interval of hits / drawn lies wholly on one side of alpha."""
     tail = _LOOK_ERROR / 2
-    low = 0.0 if hits == 0 else float(scipy_stats.beta.ppf(tail, hits, drawn - hits + 1))
-    high = 1.0 if hits == drawn else float(scipy_stats.beta.ppf(1 - tail, hits + 1, drawn - hits))
+    low = 0.0 if hits == 0 else beta_ppf(tail, hits, drawn - hits + 1)
+    high = 1.0 if hits == drawn else beta_ppf(1 - tail, hits + 1, drawn - hits)
     return high < alpha or low > alpha
 
 
@@ -192,13 +190,11 @@ def nemenyi(matrix: ArrayLike, alpha: float = 0.05) -> NemenyiResult:
     n_items, n_arms = values.shape
     mean_ranks = within_item_ranks(values).mean(axis=0)
     standard_error = math.sqrt(n_arms * (n_arms + 1) / (6.0 * n_items))
-    q_alpha = float(scipy_stats.studentized_range.ppf(1 - alpha, n_arms, np.inf)) / math.sqrt(2)
+    q_alpha = studentized_range_ppf(1 - alpha, n_arms) / math.sqrt(2)
     gaps = np.abs(mean_ranks[:, None] - mean_ranks[None, :])
     p_values = np.ones_like(gaps)
     upper = np.triu_indices(n_arms, k=1)
-    p_values[upper] = scipy_stats.studentized_range.sf(
-        math.sqrt(2) * gaps[upper] / standard_error, n_arms, np.inf
-    )
+    p_values[upper] = [studentized_range_sf(q, n_arms) for q in (math.sqrt(2) * gaps[upper] / standard_error).tolist()]
     p_values = np.minimum(p_values, p_values.T)  # mirror the upper triangle
     p_values.setflags(write=False)
     return NemenyiResult(

@@ -12,10 +12,10 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import stats as scipy_stats
 
 from evalsite.stats._counts import distinct_units, draw_counts, nested_count_means
 from evalsite.stats._inputs import arm_matrix
+from evalsite.stats.distributions import rankdata
 from evalsite.stats.ranking import RELATIVE_TOLERANCE
 
 _RESAMPLE_CELLS = 1 << 21
@@ -162,7 +162,7 @@ def _cluster_rank_intervals(
     for start in range(0, n_resamples, per_chunk):
         drawn = rng.integers(0, totals.shape[0], size=(min(per_chunk, n_resamples - start), totals.shape[0]))
         means = totals[drawn].sum(axis=1) / sizes[drawn].sum(axis=1)[:, None]
-        ranks.append(scipy_stats.rankdata(-means, axis=1))
+        ranks.append(rankdata(-means))
     return _rank_quantiles(np.concatenate(ranks), level)
 
 
@@ -251,7 +251,7 @@ def _bootstrap_rank_intervals(
             means = draw_counts(rng, n_items, by_counts[1], rows) @ by_counts[0] / n_items
         else:
             means = values[rng.integers(0, n_items, size=(rows, n_items))].mean(axis=1)
-        ranks.append(scipy_stats.rankdata(-means, axis=1))
+        ranks.append(rankdata(-means))
     return _rank_quantiles(np.concatenate(ranks), level)
 
 

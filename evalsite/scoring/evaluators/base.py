@@ -176,8 +176,13 @@ class Evaluator:
     async def aevaluate(self, case: CaseView) -> Score:
         """Score one view; a throwing evaluator records its error and never raises."""
         try:
-            async with asyncio.timeout(self.timeout_s):
-                outcome = await self.ameasure(case)
+            if type(self).ameasure is not Evaluator.ameasure:
+                async with asyncio.timeout(self.timeout_s):
+                    outcome = await self.ameasure(case)
+            elif self.timeout_s is None:  # synchronous code: an event-loop deadline could not interrupt it
+                outcome = self.measure(case)
+            else:  # a thread, so the deadline holds even while the comparison runs
+                outcome = await asyncio.wait_for(asyncio.to_thread(self.measure, case), self.timeout_s)
         except TimeoutError:
             return self.error_score(f"timed out after {self.timeout_s:g} s (timeout_s)", case.turn)
         except ScoringError as exc:

@@ -1,0 +1,152 @@
+"""The few distributions the statistics need, without ``scipy.stats`` (whose import costs more
+than a whole analysis command on a small project: ~1 s and ~100 MB).
+
+Each function is the ``scipy.special`` function that ``scipy.stats`` itself calls for the same
+figure (``norm``, ``t``, ``chi2``, ``beta``, ``binom``), or, where ``scipy.stats`` has no cheap
+path, a direct computation: the two-sided exact binomial test at p = 1/2 (what
+``binomtest(k, n, 0.5)`` returns), average ranks (``rankdata``) and the studentized range at
+infinite degrees of freedom (the Nemenyi test's distribution). tests/test_distributions.py
+checks every one against ``scipy.stats`` over a grid of inputs.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import special
+
+
+def norm_cdf(x: float | np.ndarray) -> float | np.ndarray:
+    """P(Z <= x) for a standard normal Z (``scipy.stats.norm.cdf``)."""
+    return special.ndtr(x)  # type: ignore[no-any-return]
+
+
+def norm_sf(x: float) -> float:
+    """P(Z > x) (``scipy.stats.norm.sf``)."""
+    return float(special.ndtr(-x))
+
+
+def norm_ppf(p: float | np.ndarray) -> float | np.ndarray:
+    """The standard normal quantile (``scipy.stats.norm.ppf``)."""
+    return special.ndtri(p)  # type: ignore[no-any-return]
+
+
+def t_ppf(p: float, df: float) -> float:
+    """Student's t quantile (``scipy.stats.t.ppf``)."""
+    return float(special.stdtrit(df, p))
+
+
+def t_sf(x: float, df: float) -> float:
+    """P(T > x) for Student's t (``scipy.stats.t.sf``)."""
+    return float(special.stdtr(df, -x))
+
+
+def chi2_sf(x: float, df: float) -> float:
+    """P(X > x) for a chi-square X (``scipy.stats.chi2.sf``)."""
+    return float(special.chdtrc(df, x))
+
+
+def beta_ppf(p: float, a: float, b: float) -> float:
+    """The Beta(a, b) quantile (``scipy.stats.beta.ppf``)."""
+    return float(special.betaincinv(a, b, p))
+
+
+def binom_sf(k: int, n: int, p: float) -> float:
+    """P(X > k) for X ~ Binomial(n, p) (``scipy.stats.binom.sf``)."""
+    if k < 0:
+        return 1.0
+    if k >= n:
+        return 0.0
+    return float(special.bdtrc(k, n, p))
+
+
+def binom_cdf(k: int, n: int, p: float) -> float:
+    """P(X <= k) for X ~ Binomial(n, p) (``scipy.stats.binom.cdf``)."""
+    if k < 0:
+        return 0.0
+    if k >= n:
+        return 1.0
+    return float(special.bdtr(k, n, p))
+
+
+def binom_test_half(k: int, n: int) -> float:
+    """The two-sided exact binomial test of k successes in n trials at p = 1/2
+    (``scipy.stats.binomtest(k, n, 0.5).pvalue``): the distribution is symmetric, so the outcomes
+    at most as likely as k are the two tails beyond min(k, n - k), each of the same mass."""
+    if n < 1 or not 0 <= k <= n:
+        raise ValueError(f"need 0 <= k <= n and n >= 1, got k={k}, n={n}")
+    if 2 * k == n:
+        return 1.0
+    return min(1.0, 2.0 * binom_cdf(min(k, n - k), n, 0.5))
+
+
+def rankdata(values: np.ndarray, method: str = "average") -> np.ndarray:
+    """Ranks along the last axis, 1 = smallest (``scipy.stats.rankdata(values, axis=-1)``): tied
+    values share their ``average``, ``min`` or ``max`` rank. NaN is not expected (the callers'
+    matrices are finite)."""
+    array = np.asarray(values, dtype=float)
+    order = np.argsort(array, axis=-1, kind="mergesort")
+    ordered = np.take_along_axis(array, order, axis=-1)
+    size = array.shape[-1]
+    if size == 0:
+        return np.zeros(array.shape)
+    starts = np.concatenate([np.ones(array.shape[:-1] + (1,), dtype=bool), ordered[..., 1:] != ordered[..., :-1]],
+                            axis=-1)
+    positions = np.broadcast_to(np.arange(1, size + 1, dtype=float), array.shape)
+    # first and last position of each element's group of ties, along the sorted axis
+    first = np.maximum.accumulate(np.where(starts, positions, 0.0), axis=-1)
+    ends = np.concatenate([starts[..., 1:], np.ones(array.shape[:-1] + (1,), dtype=bool)], axis=-1)
+    last = np.flip(np.minimum.accumulate(np.flip(np.where(ends, positions, np.inf), axis=-1), axis=-1), axis=-1)
+    sorted_ranks = {"average": (first + last) / 2, "min": first, "max": last}[method]
+    ranks = np.empty(array.shape)
+    np.put_along_axis(ranks, order, sorted_ranks, axis=-1)
+    return ranks
+
+
+#: The grid the studentized range's integral is summed on: z in [-_REACH, _REACH + q] in steps
+#: of _STEP. The integrand is analytic and decays like a normal density, so the trapezoid rule
+#: converges geometrically: at this step its error is far below double rounding.
+_STEP, _REACH = 1 / 64, 9.0
+
+
+def studentized_range_cdf(q: float, k: int) -> float:
+    """P(Q <= q) for Q the range of k standard normals, divided by nothing (infinite degrees of
+    freedom): k ∫ φ(z) [Φ(z) − Φ(z − q)]^(k−1) dz (Lund & Lund 1983, the form
+    ``scipy.stats.studentized_range`` integrates at df = ∞)."""
+    if q <= 0:
+        return 0.0
+    z = np.arange(-_REACH, _REACH + q + _STEP / 2, _STEP)
+    density = np.exp(-0.5 * z * z) / math.sqrt(2 * math.pi)
+    inside = special.ndtr(z) - special.ndtr(z - q)
+    return min(1.0, float(k * _STEP * np.sum(density * inside ** (k - 1))))
+
+
+def studentized_range_sf(q: float, k: int) -> float:
+    """P(Q > q) at infinite degrees of freedom: k ∫ φ(z) (Φ(z)^(k−1) − [Φ(z) − Φ(z − q)]^(k−1)) dz,
+    summed as such so a small tail keeps its digits (1 − cdf would not)."""
+    if q <= 0:
+        return 1.0
+    z = np.arange(-_REACH, _REACH + q + _STEP / 2, _STEP)
+    density = np.exp(-0.5 * z * z) / math.sqrt(2 * math.pi)
+    below = special.ndtr(z)
+    # Φ(z)^(k−1) − (Φ(z) − Φ(z − q))^(k−1) = Φ(z)^(k−1) (1 − (1 − Φ(z − q)/Φ(z))^(k−1))
+    ratio = special.ndtr(z - q) / np.where(below > 0, below, 1.0)
+    with np.errstate(divide="ignore"):  # ratio 1 (far below q): log1p(-1) = -inf, the difference Φ(z)^(k−1)
+        difference = below ** (k - 1) * -np.expm1((k - 1) * np.log1p(-np.minimum(ratio, 1.0)))
+    return max(0.0, min(1.0, float(k * _STEP * np.sum(density * difference))))
+
+
+def studentized_range_ppf(p: float, k: int) -> float:
+    """The q with P(Q <= q) = p at infinite degrees of freedom (bisection to double precision)."""
+    if not 0 < p < 1:
+        raise ValueError(f"p must lie strictly between 0 and 1, got {p}")
+    low, high = 0.0, 1.0
+    while studentized_range_cdf(high, k) < p:
+        low, high = high, 2 * high
+    for _ in range(200):
+        middle = (low + high) / 2
+        if middle in (low, high):
+            break
+        low, high = (middle, high) if studentized_range_cdf(middle, k) < p else (low, middle)
+    return (low + high) / 2
