@@ -192,7 +192,7 @@ class HookedTarget:
     async def generate(self, request: TargetRequest) -> TargetResult:
         error = await self.study.before_attempt(self.config, request.item_id, request.repeat)
         if error is not None:
-            return TargetResult(error=error)
+            return TargetResult(error=error, called=False)  # no call made: no attempt, no cache mark
         return await self.inner.generate(request)
 
     async def aclose(self) -> None:
