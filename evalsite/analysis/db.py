@@ -48,6 +48,7 @@ CASE_COLUMNS = {
     "passed": "BOOLEAN",
     "started_at": "VARCHAR",
     "critical": "BOOLEAN",
+    "emulated": "BOOLEAN",
     # provenance, from provider targets only (NULL elsewhere)
     "request_ids": "VARCHAR[]",
     "served_model": "VARCHAR",

@@ -38,6 +38,7 @@ class Job:
     policy: RetryPolicy
     inputs: dict[str, PreparedInput]
     resume_directory: Path | None = None
+    emulated: bool = False  # emulation.infra.llm: mock answers instead of the target
     secrets: SecretPattern | None = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -127,6 +128,8 @@ class CaseExecutor:
             "started_at": iso(started_at),
             "attempts": generation.attempts,
         }
+        if job.emulated:
+            case["emulated"] = True
         if job.config.checkpoint is not None:
             case["checkpoint"] = job.config.checkpoint["id"]
         if generation.cache is not None:

@@ -74,6 +74,7 @@ class Plan:
     file_dataset_id: str = ""
     reference_tier: str | None = None  # the expected values' provenance (experiment.locks)
     shard: Shard | None = None  # --shard K/N: only the (config, item) cells of that shard
+    depth: str = "experiment"  # --depth LEVEL: the outermost study level whose post steps run
 
     def items_for(self, config: Config) -> list[Item]:
         if self.item_selection is None:
@@ -143,14 +144,16 @@ def build_plan(
     *,
     arm_ids: tuple[str, ...] = (),
     repeat: int | None = None,
+    item_ids: tuple[str, ...] = (),
 ) -> Plan:
     """Everything a run will do, checked: dataset (and its pin), arms, sweep, design, limits,
     target kinds, and that every case's input renders."""
     manifest = with_resolved_prompt(project.root, manifest)
     whole = manifest_dataset(project, manifest)
-    dataset = selected_part(manifest, whole)
+    part = selected_part(manifest, whole)
     arms = _chosen_arms(manifest, arm_ids)
-    selection = design_selection(manifest, dataset)
+    selection = design_selection(manifest, part)  # a design may name items --item leaves out
+    dataset = _chosen_items(manifest, part, item_ids)
     if selection is not None:
         arms = [arm for arm in arms if arm.id in selection]
     limits = manifest.limits
@@ -216,6 +219,21 @@ def _chosen_arms(manifest: Manifest, arm_ids: tuple[str, ...]) -> list[ArmSpec]:
             f"{manifest.path}: unknown arm {unknown[0]!r}{did_you_mean(unknown[0], known)} (arms: {', '.join(known)})"
         )
     return [arm for arm in manifest.arms if not arm_ids or arm.id in arm_ids]
+
+
+def _chosen_items(manifest: Manifest, dataset: Dataset, item_ids: tuple[str, ...]) -> Dataset:
+    """``run --item``: only these items (of those ``dataset.split``/``limit`` selected), in dataset
+    order; the run's dataset id is theirs, as for ``limit``."""
+    if not item_ids:
+        return dataset
+    known = [item.item_id for item in dataset.items]
+    unknown = [item_id for item_id in item_ids if item_id not in set(known)]
+    if unknown:
+        shown = ", ".join(known[:10]) + (f", … ({len(known)} items)" if len(known) > 10 else "")
+        raise PlanError(f"{manifest.path}: --item {unknown[0]!r}: no such item{did_you_mean(unknown[0], known)} "
+                        f"(items: {shown})")
+    chosen = set(item_ids)
+    return replace(dataset, items=[item for item in dataset.items if item.item_id in chosen])
 
 
 def sweep_combinations(manifest: Manifest, max_combinations: int) -> list[dict]:
