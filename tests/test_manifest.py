@@ -66,7 +66,7 @@ def test_the_shipped_schema_is_a_valid_json_schema():
 def test_an_unknown_key_suggests_the_closest_known_one(tmp_path):
     assert problems(tmp_path, VALID + "repaet: 3\n") == [
         "repaet: unknown key; did you mean 'repeat'? (allowed: $schema, arms, artifacts, checkpoints, concurrency, dataset, "
-        "description, design, emulation, evaluators, hooks, limits, models, name, output_schema, prompt, repeat, rows, schedule, sweep)"
+        "description, design, emulation, evaluators, hooks, limits, models, name, output_schema, overlays, prompt, repeat, rows, schedule, sweep)"
     ]
 
 
@@ -285,7 +285,7 @@ def test_run_lists_every_manifest_problem_one_line_each(example_project, cli):
     assert result.exit_code == 1
     assert result.output.splitlines() == [
         "Error: experiments/arithmetic.yaml: nmae: unknown key; did you mean 'name'? (allowed: $schema, arms, "
-        "artifacts, checkpoints, concurrency, dataset, description, design, emulation, evaluators, hooks, limits, models, name, output_schema, prompt, repeat, rows, schedule, sweep)",
+        "artifacts, checkpoints, concurrency, dataset, description, design, emulation, evaluators, hooks, limits, models, name, output_schema, overlays, prompt, repeat, rows, schedule, sweep)",
         "experiments/arithmetic.yaml: repeat: must be at least 1, got 0",
     ]
     assert not any((example_project / "runs").glob("*"))
