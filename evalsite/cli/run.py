@@ -138,6 +138,8 @@ def run_command(ctx, manifest: Path, arm_ids, item_ids, depth, repeat, concurren
         raise OutputError(f"{output.path}: run {'--dry-run' if dry_run else '--executor ray'} has no test cases "
                           "to write as JUnit XML; use .json, .csv, .md or .html")
     plan = prepare_plan(project, manifest, overrides=overrides, arm_ids=arm_ids, repeat=repeat, item_ids=item_ids)
+    for message in plan.warnings:
+        warn(message)
     if shard is not None:
         plan = replace(plan, shard=parse_shard(shard))
     if depth is not None:

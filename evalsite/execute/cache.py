@@ -51,7 +51,9 @@ def target_identity(config) -> dict:
 
 
 def response_key(identity: dict, request: TargetRequest) -> str:
-    return sha256_json({"format": CACHE_FORMAT, "target": identity, "input": request.input, "repeat": request.repeat})
+    own = {} if identity.get("checkpoint") or not request.checkpoint else {"item_checkpoint": request.checkpoint["id"]}
+    return sha256_json({"format": CACHE_FORMAT, "target": identity, "input": request.input, "repeat": request.repeat,
+                        **own})  # an item's own inputs.checkpoint.load starts another state
 
 
 @dataclass

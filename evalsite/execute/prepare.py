@@ -56,7 +56,7 @@ def prepare_plan(
         raise PlanError("\n".join(dict.fromkeys(problems)))
     evaluators = build_evaluators(plan.manifest.evaluators, project.root, run_code=run_code)
     if warnings is not None:
-        warnings += missing + unset_evaluator_secrets(evaluators)
+        warnings += [*plan.warnings, *missing, *unset_evaluator_secrets(evaluators)]
     load_study(project, plan)  # hooks, artifacts, step files and functions
     return plan
 
