@@ -52,3 +52,14 @@ def test_depth_keeps_post_steps_of_outer_levels_from_running(study_project, cli)
     assert sorted({e["level"] for e in lines(study_project / "steps.log")}) == ["arm", "case", "experiment", "item"]
     refused = cli("run", manifest, "--depth", "scenario")
     assert refused.exit_code == 2 and "'scenario' is not one of 'experiment', 'arm', 'item', 'case'" in refused.output
+
+
+def test_schedule_runner_picks_the_executor_unless_executor_says(study_project, cli):
+    manifest = write_study(study_project, schedule={"runner": "ray"})
+    refused = cli("run", manifest, "-o", "out.junit.xml")  # the ray executor has no cases to write as JUnit
+    assert refused.exit_code == 1 and _error_lines(refused.output) == [
+        "Error: out.junit.xml: run --executor ray has no test cases to write as JUnit XML; use .json, .csv, .md or .html"]
+    assert cli("run", manifest, "--executor", "local", "-o", "out.junit.xml").exit_code == 0
+    assert (study_project / "out.junit.xml").is_file() and len(runs(study_project)) == 1
+    wrong = cli("run", write_study(study_project, schedule={"runner": "slurm"}))
+    assert wrong.exit_code == 1 and "schedule.runner" in wrong.output

@@ -134,10 +134,11 @@ def run_command(ctx, manifest: Path, arm_ids, item_ids, depth, repeat, concurren
         raise ProjectError(f"the runs location is {project.runs_location}, which only `evalsite compact --to` writes; "
                            f"unset {RUNS_ENV} / [store] runs to run here, then compact --to it")
     error_rate = max_error_rate(project)  # read before anything is spent
+    plan = prepare_plan(project, manifest, overrides=overrides, arm_ids=arm_ids, repeat=repeat, item_ids=item_ids)
+    executor = executor or plan.manifest.schedule.get("runner", "local")  # --executor over schedule.runner
     if output is not None and output.extension == JUNIT and (dry_run or executor == "ray"):
         raise OutputError(f"{output.path}: run {'--dry-run' if dry_run else '--executor ray'} has no test cases "
                           "to write as JUnit XML; use .json, .csv, .md or .html")
-    plan = prepare_plan(project, manifest, overrides=overrides, arm_ids=arm_ids, repeat=repeat, item_ids=item_ids)
     for message in plan.warnings:
         warn(message)
     if shard is not None:
