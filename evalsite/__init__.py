@@ -10,7 +10,7 @@ from typing import Any
 
 __version__ = "0.1.0"
 
-API = ("run_experiment", "run_experiment_async", "load_runs", "leaderboard", "compare", "build_site")
+API = ("run_experiment", "run_experiment_async", "load_runs", "cases_in_dataset_order", "leaderboard", "compare", "build_site")
 __all__ = ["__version__", *API]
 
 

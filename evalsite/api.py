@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from evalsite.analysis.leaderboard import Leaderboard
     from evalsite.execute.outcomes import BatchOutcome
     from evalsite.experiment.plan import Plan
+    from evalsite.runlog.records import Case
     from evalsite.runlog.store import Run
     from evalsite.site.build import SiteReport
 
@@ -71,6 +72,14 @@ async def run_experiment_async(
     where = _project(project)
     plan = _prepared(manifest, where, arms, overrides, repeat)
     return await execute_plan_async(where, plan, concurrency=concurrency, max_cost_usd=max_cost_usd, resume=resume)
+
+
+def cases_in_dataset_order(run: Run, *, project: Project | str | Path | None = None) -> list[Case]:
+    """``run``'s cases in the order of its dataset's items, each item's repeats in order, however
+    they were scheduled (the file keeps completion order)."""
+    from evalsite.analysis.dataset_order import in_dataset_order
+
+    return in_dataset_order(_reading(project).root, run)
 
 
 def load_runs(*, project: Project | str | Path | None = None) -> list[Run]:

@@ -66,7 +66,7 @@ def test_the_shipped_schema_is_a_valid_json_schema():
 def test_an_unknown_key_suggests_the_closest_known_one(tmp_path):
     assert problems(tmp_path, VALID + "repaet: 3\n") == [
         "repaet: unknown key; did you mean 'repeat'? (allowed: $schema, arms, artifacts, checkpoints, concurrency, dataset, "
-        "description, design, emulation, evaluators, hooks, limits, models, name, output_schema, prompt, repeat, rows, schedule, stop_when, sweep)"
+        "description, design, emulation, evaluators, hooks, limits, models, name, output_schema, overlays, prompt, repeat, rows, schedule, stop_when, sweep)"
     ]
 
 
@@ -102,7 +102,7 @@ def test_every_problem_is_listed_not_only_the_first(tmp_path):
     ("sweep: {variables: {not-a-name: [1]}}", "sweep.variables: 'not-a-name' is not allowed: must match ^[A-Za-z_][A-Za-z0-9_]*$"),
     ("schedule: {timeout: 3}",
      "schedule.timeout: unknown key; did you mean 'timeout_s'? (allowed: backoff_s, max_attempts, max_backoff_s, ordering, parallel_arms, "
-     "pause_between_s, timeout_s)"),
+     "pause_between_s, runner, timeout_s)"),
 ])
 def test_schema_messages_name_the_key_path_and_what_is_allowed(tmp_path, extra, problem):
     assert problems(tmp_path, VALID + extra + "\n") == [problem]
@@ -285,7 +285,7 @@ def test_run_lists_every_manifest_problem_one_line_each(example_project, cli):
     assert result.exit_code == 1
     assert result.output.splitlines() == [
         "Error: experiments/arithmetic.yaml: nmae: unknown key; did you mean 'name'? (allowed: $schema, arms, "
-        "artifacts, checkpoints, concurrency, dataset, description, design, emulation, evaluators, hooks, limits, models, name, output_schema, prompt, repeat, rows, schedule, stop_when, sweep)",
+        "artifacts, checkpoints, concurrency, dataset, description, design, emulation, evaluators, hooks, limits, models, name, output_schema, overlays, prompt, repeat, rows, schedule, stop_when, sweep)",
         "experiments/arithmetic.yaml: repeat: must be at least 1, got 0",
     ]
     assert not any((example_project / "runs").glob("*"))

@@ -61,3 +61,24 @@ def test_the_model_slot_example_pins_the_slot_model(example_project, cli):
     configs = {r.header.raw["arm_id"]: r.header.raw["config"] for r in runs(example_project)}
     assert configs["default"]["params"] == {"model": "gpt-4o"} and configs["default"]["model_slot"] == "main"
     assert configs["pinned"]["params"] == {"model": "gpt-4o-2024-08-06"} and "model_slot" not in configs["pinned"]
+
+
+def test_the_mock_example_runs_without_a_key_or_a_call(example_project, cli, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    (example_project / "experiments/mocked-study.yaml").write_text(example("mocked-study"))
+    result = cli("run", "experiments/mocked-study.yaml")
+    assert result.exit_code == 0, result.output  # the mock answers "4": the exact evaluator passes
+    (run,) = [r for r in runs(example_project) if r.header.experiment == "mocked-study"]
+    assert [(c["output"], c["emulated"], c["attempts"]) for c in run.cases] == [("4", True, 0)]
+    assert "emulated: every answer came from emulation.infra.llm: mock" in cli("show", run.run_id).output
+
+
+def test_the_overlay_example_patches_every_arm_it_selects(example_project, cli):
+    overlay = re.search(r"`experiments/cold.yaml`:\n\n```yaml\n(.*?)```", DOCS.read_text(), re.S).group(1)
+    (example_project / "experiments/cold.yaml").write_text(overlay)
+    (example_project / "experiments/overlaid-study.yaml").write_text(example("overlaid-study"))
+    assert cli("run", "experiments/overlaid-study.yaml").exit_code == 0
+    resolved = {r.header.arm_id: r.header.config for r in runs(example_project) if r.header.experiment == "overlaid-study"}
+    assert {arm: config["params"] for arm, config in resolved.items()} == {"gpt-small": {"temperature": 0},
+                                                                          "local": {"temperature": 0}}
+    assert resolved["gpt-small"]["settings"] == {"timeout": 30} and resolved["local"].get("settings", {}) == {}

@@ -34,6 +34,7 @@ def test_a_case_pre_step_runs_before_every_attempt_and_a_failing_one_fails_only_
     by_item = {c["item_id"]: c for c in run.cases}
     assert by_item["q0"]["error"] is None and by_item["q0"]["attempts"] == 2
     assert by_item["q1"]["error"] == "case pre step 'each' failed: RuntimeError: no fixture for q1"
+    assert by_item["q1"]["attempts"] == 0  # the pre step failed before any call
     assert [e["item_id"] for e in lines(study_project / "steps.log")].count("q0") == 2  # once per attempt
     assert [c["input"] for c in lines(study_project / "calls.log")] == ["x0"]
 
@@ -57,6 +58,23 @@ def test_cache_hits_start_nothing_beneath_them(study_project, cli):
     assert cli("run", manifest).exit_code == 0
     assert len(lines(study_project / "steps.log")) == 1 + 3  # the second run was all hits: nothing prepared
     assert [c["cache"] for c in runs(study_project)[1].cases] == ["hit"] * 3
+
+
+def test_a_case_failed_in_a_pre_step_records_no_attempt_and_no_cache_mark(study_project, cli):
+    manifest = write_study(study_project, repeat=2, emulation={"cache": "auto"},
+                           hooks={"item": {"pre": [{"name": "prepare", "run": "python:study_steps:fail_q1"}]}})
+    assert cli("run", manifest).exit_code == 1
+    (run,) = runs(study_project)
+    by_key = {(c["item_id"], c["repeat"]): c for c in run.cases}
+    for repeat in (0, 1):
+        failed = by_key[("q1", repeat)]
+        assert failed["error"].startswith("item pre step 'prepare' failed")
+        assert failed["attempts"] == 0 and "cache" not in failed  # no call was made, none recorded
+        assert by_key[("q0", repeat)]["attempts"] == 1 and by_key[("q0", repeat)]["cache"] == "recorded"
+    # a second run still calls for q1 (nothing of it was cached) and replays the rest
+    assert cli("run", manifest).exit_code == 1
+    second = {(c["item_id"], c["repeat"]): c for c in runs(study_project)[1].cases}
+    assert second[("q0", 0)]["cache"] == "hit" and "cache" not in second[("q1", 0)]
 
 
 def test_post_steps_run_in_dependency_order_and_a_failure_fails_the_exit_code(study_project, cli):

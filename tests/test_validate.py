@@ -34,7 +34,7 @@ def test_every_problem_in_the_project_is_listed(example_project, cli):
     assert lines[0].startswith("experiments/arithmetic.yaml: evaluators[0].type: unknown evaluator 'exat'; did you mean 'exact'? (known: ")
     assert lines[1:] == [
         "experiments/second.yaml: repet: unknown key; did you mean 'repeat'? (allowed: $schema, arms, artifacts, checkpoints, concurrency, "
-        "dataset, description, design, emulation, evaluators, hooks, limits, models, name, output_schema, prompt, repeat, rows, schedule, stop_when, sweep)",
+        "dataset, description, design, emulation, evaluators, hooks, limits, models, name, output_schema, overlays, prompt, repeat, rows, schedule, stop_when, sweep)",
         "data/broken.jsonl: line 1: 'input' must be a string or a list of messages, got a number",
         "data/broken.jsonl: duplicate item id 'a' on line 2 and line 3",
         "data/gone.jsonl.lock.json: locks data/gone.jsonl, which does not exist",

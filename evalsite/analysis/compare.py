@@ -159,6 +159,8 @@ def comparability(baseline: RunHeader, current: RunHeader) -> Comparability:
 def _refusal(baseline: RunHeader, current: RunHeader) -> str | None:
     if not baseline.dataset.same_questions(current.dataset):
         return f"dataset {baseline.dataset.dataset_id} vs {current.dataset.dataset_id}"
+    if baseline.emulated != current.emulated:
+        return "emulated (mock) answers vs a model's" if baseline.emulated else "a model's answers vs emulated (mock) ones"
     old, new = baseline.evaluator_specs, current.evaluator_specs
     for name in sorted(old.keys() | new.keys()):
         if name not in new:

@@ -23,7 +23,14 @@ from pathlib import Path
 import duckdb
 import pyarrow.parquet as pq
 
-from evalsite.analysis.db import CASE_COLUMNS, MAXIMUM_CASE_BYTES, SCORE_TYPE, case_line_ok, error_text
+from evalsite.analysis.db import (
+    CASE_COLUMNS,
+    MAXIMUM_CASE_BYTES,
+    OPTIONAL_CASE_COLUMNS,
+    SCORE_TYPE,
+    case_line_ok,
+    error_text,
+)
 from evalsite.analysis.remote import URI_FILE, staging_dir, upload
 from evalsite.errors import RunLogError
 from evalsite.runlog.hashing import file_sha256
@@ -76,8 +83,11 @@ def written_json_source(files: list[str]) -> str:
     """The same columns from JSONL files whose every line is a well-typed case
     (:attr:`CaseFiles.written`): read as typed columns directly, which for such lines gives
     exactly :func:`json_source`'s rows, at a fraction of the cost (no field is re-parsed)."""
-    spec = "{" + ", ".join(f"'{name}': '{kind}'" for name, kind in CASE_COLUMNS.items()) + "}"
-    return f"SELECT {_RUN_ID}, * EXCLUDE (filename) FROM {_read_json(files, spec)} WHERE item_id IS NOT NULL"
+    kinds = {name: "JSON" if name in OPTIONAL_CASE_COLUMNS else kind for name, kind in CASE_COLUMNS.items()}
+    spec = "{" + ", ".join(f"'{name}': '{kind}'" for name, kind in kinds.items()) + "}"
+    columns = ", ".join(_quoted(name) if kinds[name] == kind else f"{_from_json(name, kind)} AS {_quoted(name)}"
+                        for name, kind in CASE_COLUMNS.items())
+    return f"SELECT {_RUN_ID}, {columns} FROM {_read_json(files, spec)} WHERE item_id IS NOT NULL"
 
 
 _RUN_ID = f"regexp_extract(replace(filename, '\\', '/'), '([^/]+)/{CASES_FILE}$', 1) AS run_id"
@@ -118,9 +128,14 @@ _SCORE_FIELDS = tuple(
 
 
 def parquet_source(files: list[str]) -> str:
-    """SQL selecting the same columns, cast to the same types, from compacted Parquet files."""
+    """SQL selecting the same columns, cast to the same types, from compacted Parquet files. A file
+    compacted before a column existed (``cache`` and the other optional fields came later) reads
+    it as NULL: the files are unioned by name, with an empty row set that holds every column."""
     columns = ", ".join(f"CAST({_quoted(name)} AS {kind}) AS {_quoted(name)}" for name, kind in CASE_COLUMNS.items())
-    return f"SELECT CAST(run_id AS VARCHAR) AS run_id, {columns} FROM read_parquet({_sql_list(files)})"
+    every = ", ".join(f"NULL::{kind} AS {_quoted(name)}" for name, kind in CASE_COLUMNS.items())
+    files_read = (f"SELECT * FROM read_parquet({_sql_list(files)}, union_by_name=true) "
+                  f"UNION ALL BY NAME SELECT NULL::VARCHAR AS run_id, {every} WHERE false")
+    return f"SELECT CAST(run_id AS VARCHAR) AS run_id, {columns} FROM ({files_read})"
 
 
 @dataclass(frozen=True)

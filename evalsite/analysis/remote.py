@@ -14,9 +14,9 @@ extension is needed or downloaded:
   straight from the store (:func:`evalsite.analysis.parquet.case_files` follows the ``.uri``);
 * the commands that read a run's cases record by record (``show``, ``compare``, ``build``,
   ``check-claims``) read the mirrored ``cases.jsonl`` like any local run. The Parquet schema
-  holds the columns of :data:`evalsite.analysis.db.CASE_COLUMNS`; the fields it does not
-  (``attempts``, ``transcript``, ``turn_outputs``, ``cache``, ``checkpoint``) are absent from
-  a mirrored run.
+  holds the columns of :data:`evalsite.analysis.db.CASE_COLUMNS`, every field a case line has
+  (a field that does not apply to a case is ``null`` in a mirrored line, and absent from a
+  partition compacted before the field was a column).
 
 The mirror's folder name is the location itself, URL-safe base64 encoded (``Project.runs_dir``
 names it), so a path says which store it mirrors.

@@ -113,10 +113,12 @@ class RunOverview:
     summary: RunSummary
     warnings: list[str] = field(default_factory=list)
     errors_seen: list[ErrorCount] = field(default_factory=list)
+    emulated: bool = False  # answered by emulation.infra.llm: mock (the key is written only then)
 
     def to_json(self) -> dict[str, Any]:
         identity = {"run_id": self.run_id, "arm": self.arm, "experiment": self.experiment,
-                    "dataset_id": self.dataset_id, "status": self.status, "fingerprint_hash": self.fingerprint_hash}
+                    "dataset_id": self.dataset_id, "status": self.status, "fingerprint_hash": self.fingerprint_hash,
+                    **({"emulated": True} if self.emulated else {})}
         errors = [{"message": e.message, "source": e.source, "count": e.count, "items": list(e.items)}
                   for e in self.errors_seen]
         return {**identity, **self.summary.to_json(), "top_errors": errors}
@@ -126,7 +128,7 @@ def _identity(run: Run) -> dict[str, Any]:
     """The :class:`RunOverview` fields that name the run."""
     return {"run_id": run.run_id, "arm": run.header.arm_id, "experiment": run.header.experiment,
             "dataset_id": run.header.dataset.dataset_id, "status": str(run.status),
-            "fingerprint_hash": run.header.fingerprint_hash}
+            "fingerprint_hash": run.header.fingerprint_hash, "emulated": run.header.emulated}
 
 
 def run_overview(project: Project, reference: str) -> RunOverview:

@@ -87,7 +87,8 @@ async def call_with_retries(
         latency_ms = (time.perf_counter() - clock) * 1000
         if transient is None:
             request_ids += [result.request_id] if result.request_id else []
-            return CallOutcome(result, latency_ms, attempt, tuple(request_ids))
+            made = attempt if result.called else attempt - 1  # an attempt that called nothing is not one
+            return CallOutcome(result, latency_ms, made, tuple(request_ids))
         too_long = wait_at_least is not None and wait_at_least > RETRY_AFTER_LIMIT
         if too_long:
             transient += f"; the provider asked to retry after {wait_at_least:g} s"

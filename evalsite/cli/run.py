@@ -95,7 +95,10 @@ RUN_COLUMNS = {name: name for name in ("run_id", "arm", "status", "cases", "erro
 
 @click.command("run")
 @click.argument("manifest", type=click.Path(path_type=Path))
-@click.option("--arm", "arm_ids", multiple=True, help="Run only this arm (repeatable).")
+@click.option("--arm", "--scenario", "arm_ids", multiple=True, help="Run only this arm, a.k.a. scenario (repeatable).")
+@click.option("--item", "item_ids", multiple=True, metavar="ID", help="Run only this dataset item (repeatable).")
+@click.option("--depth", type=click.Choice(["experiment", "arm", "item", "case"]),
+              help="The outermost study level whose post steps run (default: experiment, every level).")
 @click.option("--repeat", type=click.IntRange(1, MAX_REPEAT), help="Runs per item (overrides the manifest).")
 @click.option("--concurrency", type=click.IntRange(1, MAX_CONCURRENCY), help="Cases in flight at once.")
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", callback=_check_assignments,
@@ -132,7 +135,8 @@ RUN_COLUMNS = {name: name for name in ("run_id", "arm", "status", "cases", "erro
               help="Write JUnit XML: one test case per arm and item.")
 @output_option("run", JSON, CSV, MARKDOWN, JUNIT, HTML)
 @click.pass_context
-def run_command(ctx, manifest: Path, arm_ids, repeat, concurrency, overrides, until, dry_run, max_cost, timeout, resume,
+def run_command(ctx, manifest: Path, arm_ids, item_ids, depth, repeat, concurrency, overrides, until, dry_run, max_cost, timeout,
+                resume,
                 cache_mode, allow_failures, baseline, fail_on, shard, batch_name, executor, shards, build_after,
                 as_json, summary_file, junit_file, output) -> None:
     """Execute an experiment: one run per arm, written under runs/.
@@ -146,14 +150,19 @@ def run_command(ctx, manifest: Path, arm_ids, repeat, concurrency, overrides, un
         raise ProjectError(f"the runs location is {project.runs_location}, which only `evalsite compact --to` writes; "
                            f"unset {RUNS_ENV} / [store] runs to run here, then compact --to it")
     error_rate = max_error_rate(project)  # read before anything is spent
+    if until == "decided":  # the shortcut is an override: a manifest's own stop_when settings stay
+        overrides = ("stop_when.decided=true", *overrides)
+    plan = prepare_plan(project, manifest, overrides=overrides, arm_ids=arm_ids, repeat=repeat, item_ids=item_ids)
+    executor = executor or plan.manifest.schedule.get("runner", "local")  # --executor over schedule.runner
     if output is not None and output.extension == JUNIT and (dry_run or executor == "ray"):
         raise OutputError(f"{output.path}: run {'--dry-run' if dry_run else '--executor ray'} has no test cases "
                           "to write as JUnit XML; use .json, .csv, .md or .html")
-    if until == "decided":  # the shortcut is an override: a manifest's own stop_when settings stay
-        overrides = ("stop_when.decided=true", *overrides)
-    plan = prepare_plan(project, manifest, overrides=overrides, arm_ids=arm_ids, repeat=repeat)
+    for message in plan.warnings:
+        warn(message)
     if shard is not None:
         plan = replace(plan, shard=parse_shard(shard))
+    if depth is not None:
+        plan = replace(plan, depth=depth)
     batch_id = plan_batch_id(plan, batch_name) if shard is not None or batch_name else None
     if dry_run:
         report = estimate_plan(plan)
@@ -166,7 +175,7 @@ def run_command(ctx, manifest: Path, arm_ids, repeat, concurrency, overrides, un
         return
     if executor == "ray":
         _run_on_ray(project, manifest, plan, shards or 2, as_json, output, overrides=overrides, arm_ids=arm_ids, repeat=repeat,
-                    concurrency=concurrency, max_cost_usd=max_cost, batch_name=batch_name)
+                    item_ids=item_ids, depth=plan.depth, concurrency=concurrency, max_cost_usd=max_cost, batch_name=batch_name)
         return
     batch = execute_plan(
         project, plan, concurrency=concurrency, max_cost_usd=max_cost, resume=resume, progress=Progress(enabled=False if CONSOLE.quiet else None),

@@ -69,6 +69,8 @@ def show_command(run: str, as_json: bool, output) -> None:
     for message in overview.warnings:
         warn(message)
     summary = overview.to_json()
+    if overview.emulated:
+        warn("emulated: every answer came from emulation.infra.llm: mock, not from the arm's target")
     if summary.get("served_model_changed"):
         warn(f"the served model changed mid-run: {', '.join(summary['served_models'])}")
     write_output(output, show_result(summary))

@@ -51,7 +51,9 @@ def target_identity(config) -> dict:
 
 
 def response_key(identity: dict, request: TargetRequest) -> str:
-    return sha256_json({"format": CACHE_FORMAT, "target": identity, "input": request.input, "repeat": request.repeat})
+    own = {} if identity.get("checkpoint") or not request.checkpoint else {"item_checkpoint": request.checkpoint["id"]}
+    return sha256_json({"format": CACHE_FORMAT, "target": identity, "input": request.input, "repeat": request.repeat,
+                        **own})  # an item's own inputs.checkpoint.load starts another state
 
 
 @dataclass
@@ -149,11 +151,13 @@ class CachingTarget:
                                           f"repeat {request.repeat} (key {key[:12]})", extra={"cache": MISSING})
         clock = time.perf_counter()
         result = scrubbed_result(await self.inner.generate(request), self.secrets_pattern)
+        if not result.called:  # a pre step failed before any call: nothing recorded, nothing marked
+            return result
         if result.error is None:  # written in a thread: the event loop keeps serving the other cases
             await asyncio.to_thread(self.cache.put, key, {
                 "target": self.identity["target"], "recorded_at": datetime.now(UTC).isoformat(),
                 "latency_ms": round((time.perf_counter() - clock) * 1000, 3),
-                "result": {k: v for k, v in asdict(result).items() if k != "extra"},
+                "result": {k: v for k, v in asdict(result).items() if k not in ("extra", "called")},
             })
         result.extra = {**result.extra, "cache": RECORDED}
         return result

@@ -29,6 +29,7 @@ class PreparedInput:
 
     input: object
     turns: list[dict] | None = None
+    checkpoint: dict | None = None  # {id, path} the case starts from: the config's, else the item's own
 
 
 @dataclass
@@ -38,6 +39,7 @@ class Job:
     policy: RetryPolicy
     inputs: dict[str, PreparedInput]
     resume_directory: Path | None = None
+    emulated: bool = False  # emulation.infra.llm: mock answers instead of the target
     secrets: SecretPattern | None = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -62,15 +64,16 @@ class Generation:
 def prepare_input(plan: Plan, item: Item, config: Config, replaying: bool) -> PreparedInput:
     """The input a case sends, rendered before anything is spent (a ``turns`` row keeps its turns)."""
     prompt, row = plan.manifest.prompt, item.row
+    checkpoint = config.checkpoint or plan.item_checkpoints.get(item.item_id)
     try:
         if "turns" not in row:
-            return PreparedInput(render_input(prompt, row, config.prompt_variables))
+            return PreparedInput(render_input(prompt, row, config.prompt_variables), checkpoint=checkpoint)
         turns = normalise_turns(row["turns"])
         if not replaying:
-            return PreparedInput(turns, turns)
+            return PreparedInput(turns, turns, checkpoint)
         prefix = [] if prompt is None else render_input(prompt, row, config.prompt_variables)
         prefix = [{"role": "system", "content": prefix}] if isinstance(prefix, str) else prefix
-        return PreparedInput(prefix, turns)
+        return PreparedInput(prefix, turns, checkpoint)
     except TurnsError as exc:
         raise DatasetError(f"{plan.dataset.path}: item {item.item_id!r}: {exc}") from None
     except ManifestError as exc:
@@ -129,8 +132,10 @@ class CaseExecutor:
             "started_at": iso(started_at),
             "attempts": generation.attempts,
         }
-        if job.config.checkpoint is not None:
-            case["checkpoint"] = job.config.checkpoint["id"]
+        if job.emulated:
+            case["emulated"] = True
+        if prepared.checkpoint is not None:
+            case["checkpoint"] = prepared.checkpoint["id"]
         if generation.cache is not None:
             case["cache"] = generation.cache
         if generation.transcript is not None:
@@ -144,7 +149,7 @@ class CaseExecutor:
     async def _call(self, job: Job, item: Item, repeat: int, rendered, thread_id: str | None = None) -> CallOutcome:
         request = TargetRequest(
             input=rendered, row=item.row, params=job.config.params, repeat=repeat, item_id=item.item_id,
-            thread_id=thread_id, checkpoint=job.config.checkpoint,
+            thread_id=thread_id, checkpoint=job.inputs[item.item_id].checkpoint,
         )
         call = await call_with_retries(job.target, request, job.policy, self.calls, self.rng)
         if call.result.extra.get("cache") == HIT and call.result.extra.get("latency_ms") is not None:

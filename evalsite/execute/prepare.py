@@ -20,6 +20,7 @@ from evalsite.calls.targets import make_target, with_model
 from evalsite.calls.targets.base import TARGETS
 from evalsite.errors import EvalsiteError, MissingSecretError, PlanError
 from evalsite.execute.decided import check_stop_rule
+from evalsite.execute.emulation import refuse_model_evaluators
 from evalsite.execute.study import load_study
 from evalsite.experiment.locks import refuse_changed_dataset
 from evalsite.experiment.manifest import load_manifest
@@ -34,6 +35,7 @@ CODE_KINDS = ("python",)  # kinds whose construction imports user code: checked 
 def prepare_plan(
     project: Project, manifest_path: Path, *, overrides: tuple[str, ...] = (), arm_ids: tuple[str, ...] = (),
     repeat: int | None = None, warnings: list[str] | None = None, run_code: bool = True, check_lock: bool = True,
+    item_ids: tuple[str, ...] = (),
 ) -> Plan:
     """Load and validate a manifest and build its plan, or raise the first layer's problems.
 
@@ -43,18 +45,19 @@ def prepare_plan(
     code: ``python:`` references are checked in their source only (docs/security.md).
     ``check_lock`` refuses a dataset file that no longer matches its lock (``validate`` passes False:
     it verifies every lock itself and goes on checking the manifest)."""
-    plan = build_plan(project, load_manifest(manifest_path, overrides), arm_ids=arm_ids, repeat=repeat)
+    plan = build_plan(project, load_manifest(manifest_path, overrides), arm_ids=arm_ids, repeat=repeat, item_ids=item_ids)
     if check_lock and plan.manifest.rows is None:
         refuse_changed_dataset(plan.dataset.path)
     check_targets(plan)
     check_stop_rule(plan)
+    refuse_model_evaluators(plan.manifest)
     problems, missing = runnable_problems(project, plan, run_code)
     problems += [f"{plan.manifest.path}: {p}" for p in reference_problems(project, evaluator_references(plan), run_code)]
     if problems:
         raise PlanError("\n".join(dict.fromkeys(problems)))
     evaluators = build_evaluators(plan.manifest.evaluators, project.root, run_code=run_code)
     if warnings is not None:
-        warnings += missing + unset_evaluator_secrets(evaluators)
+        warnings += [*plan.warnings, *missing, *unset_evaluator_secrets(evaluators)]
     load_study(project, plan)  # hooks, artifacts, step files and functions
     return plan
 

@@ -32,6 +32,8 @@ class ShardRequest:
     max_cost_usd: float | None
     batch_name: str | None
     shard: Shard
+    item_ids: tuple[str, ...] = ()
+    depth: str = "experiment"
 
 
 def run_shard(request: ShardRequest) -> list[str]:
@@ -43,8 +45,8 @@ def run_shard(request: ShardRequest) -> list[str]:
     os.chdir(request.root)
     project = find_project(Path(request.root))
     plan = prepare_plan(project, Path(request.manifest), overrides=request.overrides, arm_ids=request.arm_ids,
-                        repeat=request.repeat)
-    plan = replace(plan, shard=request.shard)
+                        repeat=request.repeat, item_ids=request.item_ids)
+    plan = replace(plan, shard=request.shard, depth=request.depth)
     batch = execute_plan(project, plan, concurrency=request.concurrency, max_cost_usd=request.max_cost_usd,
                          batch_id=plan_batch_id(plan, request.batch_name))
     return [run.run_id for run in batch.runs]

@@ -32,6 +32,7 @@ from evalsite.errors import PlanError, RunLogError, TargetError
 from evalsite.execute.cache import cache_mode, with_cache
 from evalsite.execute.cases import CaseExecutor, Job, prepare_input
 from evalsite.execute.decided import DecidedWalk, resumable_batch
+from evalsite.execute.emulation import MOCK, llm_mode, mock_target
 from evalsite.execute.outcomes import BatchOutcome, RunOutcome
 from evalsite.execute.prepare import require_evaluator_secrets
 from evalsite.execute.progress import Progress
@@ -135,8 +136,11 @@ class BatchRunner:
 
     def prepare(self, config: Config, resume_directory: Path | None) -> Job:
         try:
-            target = make_target(with_model(config.target, config.params.get("model")), config.settings, self.project.root)
-            target = with_cache(self.study.wrap(target, config), self.cache_mode, self.project.root, config)
+            if emulated := llm_mode(self.plan.manifest) == MOCK:  # nothing built, nothing called, nothing cached
+                target = self.study.wrap(mock_target(self.plan.manifest), config)
+            else:
+                target = make_target(with_model(config.target, config.params.get("model")), config.settings, self.project.root)
+                target = with_cache(self.study.wrap(target, config), self.cache_mode, self.project.root, config)
             policy = RetryPolicy.from_schedule(self.plan.manifest.schedule, config.settings)
         except TargetError as exc:
             raise TargetError(f"arm {config.arm_id!r}: {exc.message}") from None
@@ -144,7 +148,7 @@ class BatchRunner:
         inputs = {
             item.item_id: prepare_input(self.plan, item, config, replaying) for item, _ in self.plan.case_keys(config)
         }
-        return Job(config, target, policy, inputs, resume_directory)
+        return Job(config, target, policy, inputs, resume_directory, emulated=emulated)
 
     def check_resumable(self, directory: Path) -> Config:
         """The config a stored run was made with; refuses when anything it depends on changed."""
@@ -183,6 +187,8 @@ class BatchRunner:
         )
         if self.cache_mode != "off":  # recorded, but never a reason to refuse a comparison
             fingerprint["emulation"] = {"cache": self.cache_mode}
+        if llm_mode(plan.manifest) == MOCK:  # replaces the cache; compare refuses a mock against a live run
+            fingerprint["emulation"] = {"llm": MOCK}
         return {
             "batch_id": self.batch_id,
             "experiment": plan.manifest.name,

@@ -8,7 +8,7 @@ the pre steps), :meth:`run_started`, :meth:`case_done` and :meth:`run_done`, and
   actually calls its target (a cache hit starts nothing, so it prepares nothing); their result
   is kept, so when one fails every case beneath it fails with that error, without a call.
 * ``case`` ``pre`` runs before every attempt (a retry runs it again); a failure fails the case.
-* ``post`` steps run when their level finished (an item when all its repeats are recorded, an arm
+* ``post`` steps run when their level finished (``run --depth LEVEL``: only at LEVEL and the levels beneath it) (an item when all its repeats are recorded, an arm
   when its run completed, the experiment when every run completed), in ``depends_on`` order; a
   failure is recorded in the run's ``end.json`` (the experiment's in
   ``results/<experiment>/<batch_id>/end.json``) and fails the exit code. A step whose
@@ -27,7 +27,7 @@ from typing import Any
 from evalsite.calls.targets import TargetRequest, TargetResult
 from evalsite.execute.artifacts import Scope, level_artifacts, relative_listing
 from evalsite.execute.hooks import resolve_steps, run_step, step_context
-from evalsite.experiment.pipeline import Pipeline, load_pipeline
+from evalsite.experiment.pipeline import LEVELS, Pipeline, load_pipeline
 from evalsite.experiment.plan import Config, Plan
 from evalsite.project import Project
 
@@ -121,7 +121,7 @@ class StudyPipeline:
     async def batch_done(self, completed: bool) -> list[str]:
         """The experiment's post steps (when every run completed), recorded in its end.json."""
         steps = self.pipeline.of("experiment", "post")
-        if not steps or not completed:
+        if not steps or not completed or self.plan.depth != "experiment":
             return []
         scope = self.experiment
         errors = await self._run_post(scope, None)
@@ -153,6 +153,8 @@ class StudyPipeline:
         self.errors[config.config_id] += await self._run_post(scope, config, **extra)
 
     async def _run_post(self, scope: Scope, config: Config | None, **extra) -> list[str]:
+        if LEVELS.index(scope.level) < LEVELS.index(self.plan.depth):  # run --depth: not this far out
+            return []
         steps = self.pipeline.of(scope.level, "post")
         if not steps:  # the common case, once per case: nothing to format
             return []
@@ -192,7 +194,7 @@ class HookedTarget:
     async def generate(self, request: TargetRequest) -> TargetResult:
         error = await self.study.before_attempt(self.config, request.item_id, request.repeat)
         if error is not None:
-            return TargetResult(error=error)
+            return TargetResult(error=error, called=False)  # no call made: no attempt, no cache mark
         return await self.inner.generate(request)
 
     async def aclose(self) -> None:

@@ -23,6 +23,7 @@ from evalsite.errors import ManifestError, did_you_mean
 from evalsite.experiment.bounded import MAX_VALUES, json_problem, shape_problem, too_deep
 from evalsite.experiment.checkpoints import checkpoint_problems
 from evalsite.experiment.models import fill_arms, fill_judges, slot_problems
+from evalsite.experiment.overlays import apply_overlays
 from evalsite.experiment.prompts import template_problems
 from evalsite.experiment.safety import number_problems, secret_problems
 from evalsite.experiment.schema_check import schema_problems, value_phrase
@@ -161,6 +162,7 @@ def read_manifest(path: Path, overrides: Sequence[str] = ()) -> tuple[str, dict]
     except UnicodeDecodeError as exc:
         raise ManifestError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     data = _parse(path, text)
+    apply_overlays(data, path)  # the overlay files' groups, then --set
     for assignment in overrides:
         apply_override(data, assignment)
     return text, data

@@ -17,6 +17,7 @@ from typing import Any
 from evalsite.errors import EvalsiteError, PlanError, did_you_mean
 from evalsite.experiment.checkpoints import Checkpoint, resolve_checkpoints
 from evalsite.experiment.datasets import Dataset, Item, inline_dataset, item_split, load_dataset, select_items
+from evalsite.experiment.item_checkpoints import item_checkpoint, overridden_warning
 from evalsite.experiment.locks import changes_since_lock, declared_tier
 from evalsite.experiment.manifest import ArmSpec, Manifest
 from evalsite.experiment.prompt_versions import with_resolved_prompt
@@ -73,6 +74,10 @@ class Plan:
     file_dataset_id: str = ""
     reference_tier: str | None = None  # the expected values' provenance (experiment.locks)
     shard: Shard | None = None  # --shard K/N: only the (config, item) cells of that shard
+    depth: str = "experiment"  # --depth LEVEL: the outermost study level whose post steps run
+    #: item id → {id, path} of its own inputs.checkpoint.load (none on a checkpoint axis, which wins)
+    item_checkpoints: dict[str, dict] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()  # what the plan tells the user before anything is spent
 
     def items_for(self, config: Config) -> list[Item]:
         if self.item_selection is None:
@@ -142,14 +147,16 @@ def build_plan(
     *,
     arm_ids: tuple[str, ...] = (),
     repeat: int | None = None,
+    item_ids: tuple[str, ...] = (),
 ) -> Plan:
     """Everything a run will do, checked: dataset (and its pin), arms, sweep, design, limits,
     target kinds, and that every case's input renders."""
     manifest = with_resolved_prompt(project.root, manifest)
     whole = manifest_dataset(project, manifest)
-    dataset = selected_part(manifest, whole)
+    part = selected_part(manifest, whole)
     arms = _chosen_arms(manifest, arm_ids)
-    selection = design_selection(manifest, dataset)
+    selection = design_selection(manifest, part)  # a design may name items --item leaves out
+    dataset = _chosen_items(manifest, part, item_ids)
     if selection is not None:
         arms = [arm for arm in arms if arm.id in selection]
     limits = manifest.limits
@@ -166,6 +173,7 @@ def build_plan(
                    for arm in arms for combination in combinations for checkpoint in checkpoints]
     plan = Plan(manifest, dataset, configs, repeat or manifest.repeat, selection, whole.dataset_id,
                 _reference_tier(manifest, whole))
+    plan = _with_item_checkpoints(project, plan, checkpoints != [None])
     _check_not_empty(plan, whole)
     _check_distinct(plan)
     _check_max_cases(plan)
@@ -215,6 +223,32 @@ def _chosen_arms(manifest: Manifest, arm_ids: tuple[str, ...]) -> list[ArmSpec]:
             f"{manifest.path}: unknown arm {unknown[0]!r}{did_you_mean(unknown[0], known)} (arms: {', '.join(known)})"
         )
     return [arm for arm in manifest.arms if not arm_ids or arm.id in arm_ids]
+
+
+def _with_item_checkpoints(project: Project, plan: Plan, axis: bool) -> Plan:
+    """The items' own ``inputs.checkpoint.load`` (checked to exist), unless an axis overrides them (warned)."""
+    items = plan.dataset.items
+    if axis:
+        warning = overridden_warning([(item.item_id, item.row) for item in items], plan.manifest.checkpoints)
+        return replace(plan, warnings=(*plan.warnings, warning)) if warning else plan
+    own = {item.item_id: item_checkpoint(project.root, item.row, f"{plan.dataset.path}: item {item.item_id!r}")
+           for item in items}
+    return replace(plan, item_checkpoints={item_id: found for item_id, found in own.items() if found})
+
+
+def _chosen_items(manifest: Manifest, dataset: Dataset, item_ids: tuple[str, ...]) -> Dataset:
+    """``run --item``: only these items (of those ``dataset.split``/``limit`` selected), in dataset
+    order; the run's dataset id is theirs, as for ``limit``."""
+    if not item_ids:
+        return dataset
+    known = [item.item_id for item in dataset.items]
+    unknown = [item_id for item_id in item_ids if item_id not in set(known)]
+    if unknown:
+        shown = ", ".join(known[:10]) + (f", … ({len(known)} items)" if len(known) > 10 else "")
+        raise PlanError(f"{manifest.path}: --item {unknown[0]!r}: no such item{did_you_mean(unknown[0], known)} "
+                        f"(items: {shown})")
+    chosen = set(item_ids)
+    return replace(dataset, items=[item for item in dataset.items if item.item_id in chosen])
 
 
 def sweep_combinations(manifest: Manifest, max_combinations: int) -> list[dict]:

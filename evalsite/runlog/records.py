@@ -174,6 +174,12 @@ class RunHeader:
         return self.fingerprint.get("evaluators") or self.evaluators
 
     @property
+    def emulated(self) -> bool:
+        """The run's answers came from ``emulation.infra.llm: mock``, not from its arm's target."""
+        emulation = self.fingerprint.get("emulation")
+        return isinstance(emulation, dict) and emulation.get("llm") == "mock"
+
+    @property
     def evaluator_versions(self) -> dict[str, str | None]:
         """Evaluator name → version, as the header records them."""
         return {name: spec.get("version") for name, spec in (self.evaluators or self.evaluator_specs).items()}
@@ -263,6 +269,8 @@ class Case(Mapping[str, Any]):
     started_at: str | None
     critical: bool | None
     raw: dict[str, Any] = field(repr=False)
+    #: answered by ``emulation.infra.llm: mock``, not by the arm's target (absent: a live case)
+    emulated: bool | None = None
 
     @classmethod
     def from_json(cls, data: Any, where: str) -> Case:
@@ -285,7 +293,7 @@ class Case(Mapping[str, Any]):
         return cls(data["item_id"], data["repeat"], get("item_sha"), get("error"), None, _float(get("latency_ms")),
                    get("input_tokens"), get("output_tokens"), _float(get("cost_usd")), _float(get("scoring_cost_usd")),
                    get("finish_reason"), scores, _float(get("score")), get("passed"), get("started_at"), get("critical"),
-                   data)
+                   data, get("emulated"))
 
     @classmethod
     def _checked(cls, data: Any, where: str) -> Case:
@@ -312,6 +320,7 @@ class Case(Mapping[str, Any]):
             started_at=fields.text("started_at"),
             critical=fields.flag("critical"),
             raw=data,
+            emulated=fields.flag("emulated"),
         )
 
     @property
@@ -339,7 +348,7 @@ CASE_TYPES: dict[str, tuple[type, ...]] = {
     "item_id": (str,), "repeat": (int,), "item_sha": _TEXT, "error": _TEXT, "latency_ms": _NUMBER,
     "input_tokens": _INT, "output_tokens": _INT, "cost_usd": _NUMBER, "scoring_cost_usd": _NUMBER,
     "finish_reason": _TEXT, "scores": (list, _NONE), "score": _NUMBER, "passed": _FLAG, "started_at": _TEXT,
-    "critical": _FLAG,
+    "critical": _FLAG, "emulated": _FLAG,
 }
 SCORE_TYPES: dict[str, tuple[type, ...]] = {
     "evaluator": (str,), "version": _TEXT, "score": _NUMBER, "passed": _FLAG, "label": _TEXT, "detail": _TEXT,

@@ -49,6 +49,9 @@ class TargetResult:
 
     Provenance, when the provider says: ``request_id`` (the response ``id``), ``served_model``
     (the model that answered, which may differ from the one asked for) and ``system_fingerprint``.
+    ``called`` is false when no model was called for it (a pre step failed first, or the study's
+    emulated mock answered): such an attempt is not counted in a case's ``attempts``, and the
+    response cache neither stores nor marks it.
     """
 
     output: Any = None
@@ -61,6 +64,7 @@ class TargetResult:
     request_id: str | None = None
     served_model: str | None = None
     system_fingerprint: str | None = None
+    called: bool = True
 
 
 class TransientTargetError(Exception):

@@ -6,6 +6,7 @@ from evalsite.scoring.evaluators import (  # noqa: F401  (registers the built-in
     code_tests,
     contains,
     exact,
+    grounding,
     json_output,
     judge,
     length,

@@ -47,6 +47,7 @@ class RunFacts:
     config_id: str | None = doc("Hash of the resolved config.")
     fingerprint_hash: str | None = doc("Hash of the fingerprint: equal hashes, same conditions.")
     batch_id: str | None = doc("The batch (one `evalsite run`) the run belongs to.")
+    emulated: bool = doc("Every answer came from emulation.infra.llm: mock, not from the arm's target.", default=False)
     repeats: int = doc("Distinct repeat indices among the cases.")
     cases: int = doc("Cases recorded.")
     errors: int = doc("Cases whose generation failed.")
@@ -222,6 +223,7 @@ def run_facts(run: Run, summary: RunSummary) -> RunFacts:
         config_id=run.header.config_id,
         fingerprint_hash=run.header.fingerprint_hash,
         batch_id=run.header.batch_id,
+        emulated=run.header.emulated,
         repeats=len(summary.repeats),
         cases=summary.cases,
         errors=summary.errors,
