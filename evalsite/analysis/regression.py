@@ -167,9 +167,11 @@ def regression_report(
             gt_changed.append(replace(sides.change(item_id, threshold), classification=GT_CHANGED, note=outcome.reason))
     kept = np.setdiff1d(shared, [sides.row[change.item_id] for change in gt_changed])
     scored = sides.changes(kept, threshold, rescored_rows)
-    changes = [c for c in scored if c.delta is not None]
-    unscored = [c.item_id for c in scored if c.delta is None]
-    changed_rows = np.array([sides.row[c.item_id] for c in changes], dtype=np.int64)
+    with_delta = np.array([c.delta is not None for c in scored], dtype=bool)
+    changes = [c for c, known in zip(scored, with_delta.tolist()) if known]
+    unscored = [c.item_id for c, known in zip(scored, with_delta.tolist()) if not known]
+    changed_rows = kept[with_delta] if kept.size else kept
+    listed_rows = np.r_[changed_rows, [sides.row[c.item_id] for c in gt_changed]].astype(np.int64)
     listed = set((current.header.fingerprint.get("dataset") or {}).get("critical") or [])
     critical = _critical_codes(new, listed)[codes[1][kept]]
     old_kept = old.where(_of_codes(old, codes[0][np.setdiff1d(kept, rescored_rows)]))
@@ -179,12 +181,13 @@ def regression_report(
     return RegressionReport(
         threshold=threshold,
         summary=_summary(changes, len(gt_changed), sides.noise_test(noise, changed_rows), alpha, clusters),
-        items=sorted(changes + gt_changed, key=lambda c: sides.row[c.item_id]),
+        items=[(changes + gt_changed)[index] for index in np.argsort(listed_rows, kind="stable").tolist()],
         only_in_baseline=[ids[row] for row in np.flatnonzero(present[:, 0] & ~present[:, 1])],
         only_in_current=[ids[row] for row in np.flatnonzero(present[:, 1] & ~present[:, 0])],
         unscored=unscored,
         evaluators=evaluator_changes(old_kept, new.where(_of_codes(new, codes[1][kept])),
-                                     [ids[row] for row in kept.tolist()], list(new.scores.evaluators)),
+                                     [ids[row] for row in kept.tolist()], (codes[0][kept], codes[1][kept]),
+                                     list(new.scores.evaluators)),
         critical_newly_failing=[ids[row] for row in kept[critical & (verdicts[0][kept] == TRUE)
                                                           & (verdicts[1][kept] == FALSE)].tolist()],
     )
@@ -286,8 +289,8 @@ class _Sides:
                           [UNSCORED, IMPROVED, REGRESSED], UNCHANGED)
         flags = np.isin(rows, rescored).tolist()
         ids = self.matrix.item_ids
-        return [ItemChange(ids[row], _known(b), _known(c), _known(d), kind, flag)
-                for row, b, c, d, kind, flag in zip(rows.tolist(), old.tolist(), new.tolist(), delta.tolist(),
+        return [ItemChange(ids[row], b, c, d, kind, flag)
+                for row, b, c, d, kind, flag in zip(rows.tolist(), _known(old), _known(new), _known(delta),
                                                     kinds.tolist(), flags)]
 
     def repeat_scores(self, side: int, rows: np.ndarray) -> np.ndarray:
@@ -306,8 +309,9 @@ class _Sides:
         return test, None if test is None else ("given" if given is not None else "repeats")
 
 
-def _known(value: float) -> float | None:
-    return None if math.isnan(value) else value
+def _known(values: np.ndarray) -> list[float | None]:
+    """The values as Python floats, None for NaN."""
+    return [None if value != value else value for value in values.tolist()]
 
 
 @dataclass(frozen=True)
@@ -318,20 +322,21 @@ class _EvaluatorSide:
     errors: int
 
 
-def _evaluator_side(name: str, columns: CaseColumns, run: dict[str, EvaluatorSummary], items: list[str]) -> _EvaluatorSide:
-    """One evaluator over the compared items: its figures from the evaluator summaries of those
-    items' cases (``run``), and per item whether every score passed (NONE for every item when
-    the evaluator has no pass rule, or for an item it did not score)."""
+def _evaluator_side(name: str, columns: CaseColumns, run: dict[str, EvaluatorSummary], codes: np.ndarray) -> _EvaluatorSide:
+    """One evaluator over the compared items (``codes``: their codes in ``columns``, -1 for none):
+    its figures from the evaluator summaries of those items' cases (``run``), and per item whether
+    every score passed (NONE for every item when the evaluator has no pass rule, or for an item it
+    did not score)."""
     summary = run.get(name)
     if summary is None:
-        return _EvaluatorSide(np.full(len(items), NONE), None, None, 0)
+        return _EvaluatorSide(np.full(codes.size, NONE), None, None, 0)
     scores = columns.scores
     mine = scores.evaluator == scores.evaluators.index(name)
     item_of_score = columns.item[scores.case[mine]]
     entries = np.bincount(item_of_score, minlength=len(columns.item_ids) + 1)
     passes = np.bincount(item_of_score[(scores.passed[mine] == TRUE) & ~scores.error[mine]],
                          minlength=len(columns.item_ids) + 1)
-    codes = _codes_of_rows(tuple(items), columns)  # -1 (not scored here) reads the zero count at the end
+    # a code of -1 reads the zero counts at the end
     verdict = np.where(passes[codes] == entries[codes], TRUE, FALSE)
     passed = np.where((entries[codes] > 0) & summary.ruled, verdict, NONE)
     return _EvaluatorSide(passed, summary.pass_rate, summary.mean, summary.errors)
@@ -341,15 +346,16 @@ def _difference(new: float | None, old: float | None) -> float | None:
     return None if new is None or old is None else new - old
 
 
-def evaluator_changes(before: CaseColumns, after: CaseColumns, items: list[str], names: list[str]) -> list[EvaluatorChange]:
-    """Each evaluator's change over the compared ``items`` (in that order), from the cases of
-    those items on each side (each side's evaluators summarised once; which rows are critical
-    is not asked)."""
+def evaluator_changes(before: CaseColumns, after: CaseColumns, items: list[str], codes: tuple[np.ndarray, np.ndarray],
+                      names: list[str]) -> list[EvaluatorChange]:
+    """Each evaluator's change over the compared ``items`` (in that order; ``codes``: their codes
+    in ``before`` and ``after``), from the cases of those items on each side (each side's
+    evaluators summarised once; which rows are critical is not asked)."""
     if not names:
         return []
     old_run, new_run = evaluator_summaries(before, known=False), evaluator_summaries(after, known=False)
-    return [evaluator_change(name, _evaluator_side(name, before, old_run, items), _evaluator_side(name, after, new_run, items),
-                             items) for name in names]
+    return [evaluator_change(name, _evaluator_side(name, before, old_run, codes[0]),
+                             _evaluator_side(name, after, new_run, codes[1]), items) for name in names]
 
 
 def evaluator_change(name: str, old: _EvaluatorSide, new: _EvaluatorSide, items: list[str]) -> EvaluatorChange:
