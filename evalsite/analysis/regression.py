@@ -172,8 +172,9 @@ def regression_report(
     unscored = [c.item_id for c, known in zip(scored, with_delta.tolist()) if not known]
     changed_rows = kept[with_delta] if kept.size else kept
     listed_rows = np.r_[changed_rows, [sides.row[c.item_id] for c in gt_changed]].astype(np.int64)
-    listed = set((current.header.fingerprint.get("dataset") or {}).get("critical") or [])
-    critical = _critical_codes(new, listed)[codes[1][kept]]
+    listed = changes + gt_changed
+    in_list = set((current.header.fingerprint.get("dataset") or {}).get("critical") or [])
+    critical = _critical_codes(new, in_list)[codes[1][kept]]
     old_kept = old.where(_of_codes(old, codes[0][np.setdiff1d(kept, rescored_rows)]))
     if rescored_cases:
         old_kept = joined(old_kept, case_columns(rescored_cases))
@@ -181,7 +182,7 @@ def regression_report(
     return RegressionReport(
         threshold=threshold,
         summary=_summary(changes, len(gt_changed), sides.noise_test(noise, changed_rows), alpha, clusters),
-        items=[(changes + gt_changed)[index] for index in np.argsort(listed_rows, kind="stable").tolist()],
+        items=[listed[index] for index in np.argsort(listed_rows, kind="stable").tolist()],
         only_in_baseline=[ids[row] for row in np.flatnonzero(present[:, 0] & ~present[:, 1])],
         only_in_current=[ids[row] for row in np.flatnonzero(present[:, 1] & ~present[:, 0])],
         unscored=unscored,
