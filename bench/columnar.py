@@ -7,7 +7,7 @@ Rerun from the repository root with:
 It writes two runs of one arm, ITEMS cases each (bench/site.py's runs: ~100-character outputs, one
 exact evaluator), then times ``compare RUN --baseline PRIOR --json`` and ``build --full`` as a user
 runs them (``python -m evalsite``, imports included), wall seconds and peak resident memory of the
-process. With ``--vs`` every command also runs with that checkout of evalsite first on the path,
+process (and its CPU time: on a shared machine the wall time mostly measures waiting). With ``--vs`` every command also runs with that checkout of evalsite first on the path,
 in turn with this one (A B A B ...), ratios taken pair by pair, and the two outputs are checked to
 be the same bytes (the compare JSON; every file of the site). Figures are medians of ``--repeat``.
 """
@@ -25,11 +25,12 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from types import ModuleType
 
 REPO = Path(__file__).resolve().parent.parent
 
 
-def bench_runs():
+def bench_runs() -> ModuleType:
     """bench/site.py's run writer (loaded by path: ``site`` is also the name of a standard module)."""
     spec = importlib.util.spec_from_file_location("bench_site", REPO / "bench" / "site.py")
     assert spec is not None and spec.loader is not None
@@ -38,8 +39,8 @@ def bench_runs():
     return module
 
 
-def timed(tree: Path, root: Path, args: list[str]) -> tuple[float, float, bytes]:
-    """Wall seconds, peak RSS (MiB) and standard output of ``python -m evalsite ARGS`` run in ``root``
+def timed(tree: Path, root: Path, args: list[str]) -> tuple[float, float, float, bytes]:
+    """Wall seconds, CPU seconds (user + system), peak RSS (MiB) and standard output of ``python -m evalsite ARGS`` run in ``root``
     with ``tree`` first on the path."""
     environment = {**os.environ, "PYTHONPATH": str(tree)}
     started = time.perf_counter()
@@ -51,7 +52,7 @@ def timed(tree: Path, root: Path, args: list[str]) -> tuple[float, float, bytes]
         if os.waitstatus_to_exitcode(status) != 0:
             raise SystemExit(f"evalsite {' '.join(args)} failed under {tree}")
         output.seek(0)
-        return seconds, usage.ru_maxrss / 1024, output.read()
+        return seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, output.read()
 
 
 def site_digest(root: Path) -> str:
@@ -63,29 +64,33 @@ def site_digest(root: Path) -> str:
     return digest.hexdigest()
 
 
-def measure(trees: list[Path], root: Path, command: str, args: list[str]) -> dict[Path, list[tuple[float, float, str]]]:
-    """One round of ``command`` under each tree in turn: (seconds, peak MiB, digest of its output)."""
-    found: dict[Path, list[tuple[float, float, str]]] = {}
+Figures = tuple[float, float, float, str]
+
+
+def measure(trees: list[Path], root: Path, command: str, args: list[str]) -> dict[Path, list[Figures]]:
+    """One round of ``command`` under each tree in turn: (wall s, CPU s, peak MiB, digest of its output)."""
+    found: dict[Path, list[Figures]] = {}
     for tree in trees:
         if command == "build":
             for derived in (root / "site", root / ".evalsite"):
                 shutil.rmtree(derived, ignore_errors=True)
-        seconds, peak, output = timed(tree, root, args)
+        seconds, cpu, peak, output = timed(tree, root, args)
         digest = site_digest(root) if command == "build" else hashlib.sha256(output).hexdigest()
-        found.setdefault(tree, []).append((seconds, peak, digest))
+        found.setdefault(tree, []).append((seconds, cpu, peak, digest))
     return found
 
 
-def report(command: str, rounds: list[dict[Path, list[tuple[float, float, str]]]], trees: list[Path]) -> None:
+def report(command: str, rounds: list[dict[Path, list[Figures]]], trees: list[Path]) -> None:
     for tree in trees:
         runs = [found[tree][0] for found in rounds]
-        print(f"{command:<8} {tree.name:<20} {statistics.median(r[0] for r in runs):8.2f} s   "
-              f"peak {statistics.median(r[1] for r in runs):7.0f} MiB")
+        print(f"{command:<8} {tree.name:<20} wall {statistics.median(r[0] for r in runs):8.2f} s   "
+              f"cpu {statistics.median(r[1] for r in runs):8.2f} s   peak {statistics.median(r[2] for r in runs):7.0f} MiB")
     if len(trees) == 2:
         pairs = [(found[trees[0]][0], found[trees[1]][0]) for found in rounds]
-        same = all(a[2] == b[2] for a, b in pairs)
-        print(f"{command:<8} {trees[0].name}/{trees[1].name}: time {statistics.median(a[0] / b[0] for a, b in pairs):.2f}x, "
-              f"peak {statistics.median(a[1] / b[1] for a, b in pairs):.2f}x; output {'identical' if same else 'DIFFERENT'}")
+        same = all(a[3] == b[3] for a, b in pairs)
+        ratios = ", ".join(f"{name} {statistics.median(float(a[n]) / float(b[n]) for a, b in pairs):.2f}x"
+                           for n, name in enumerate(("wall", "cpu", "peak")))
+        print(f"{command:<8} {trees[0].name}/{trees[1].name}: {ratios}; output {'identical' if same else 'DIFFERENT'}")
 
 
 def main() -> None:
