@@ -17,12 +17,12 @@ from typing import Any
 
 import numpy as np
 
-from evalsite.analysis.case_columns import NONE, TRUE, CaseColumns, case_columns, joined
+from evalsite.analysis.case_columns import FALSE, NONE, TRUE, CaseColumns, case_columns, joined
 from evalsite.analysis.case_scan import ScannedCases
 from evalsite.analysis.interval_memo import INTERVALS
 from evalsite.analysis.items import ItemMatrix, columns_item_matrix
 from evalsite.analysis.stopped import PairSequence
-from evalsite.analysis.summary import RunSummary, summarise_run
+from evalsite.analysis.summary import EvaluatorSummary, evaluator_summaries
 from evalsite.runlog.hashing import canonical_json
 from evalsite.runlog.rows import finite_number, repeat_of
 from evalsite.runlog.store import Run
@@ -133,14 +133,6 @@ class RegressionReport:
 CasesByItem = dict[str, list[Any]]
 
 
-def classify(delta: float, threshold: float) -> str:
-    if delta > threshold + _FLOAT_SLACK:
-        return IMPROVED
-    if delta < -threshold - _FLOAT_SLACK:
-        return REGRESSED
-    return UNCHANGED
-
-
 def regression_report(
     project_root: Path, baseline: Run, current: Run, cases: tuple[ScannedCases, ScannedCases], *,
     threshold: float = THRESHOLD, noise: float | None = None, alpha: float = ALPHA, clusters: dict[str, str] | None = None,
@@ -152,60 +144,81 @@ def regression_report(
     project code and call no model.
 
     Items are aligned by the item matrix of the two runs (every item either recorded, arm 0 the
-    baseline); the evaluator figures are the run summaries of the compared items' cases, and
-    whole case records are read only for the items whose expected value changed (re-scoring)."""
+    baseline) and every per-item figure is an array over its rows; the evaluator figures are the
+    evaluator summaries of the compared items' cases, and whole case records are read only for
+    the items whose expected value changed (re-scoring)."""
     old, new = cases[0].columns, cases[1].columns
     matrix = columns_item_matrix([baseline, current], [old, new], shared=False)
     ids = matrix.item_ids
+    codes = _codes_of_rows(ids, old), _codes_of_rows(ids, new)
     present = np.asarray(matrix.recorded.any(axis=2))
-    shared = [ids[row] for row in np.flatnonzero(present.all(axis=1))]
-    first_old, first_new = _first_expected(old), _first_expected(new)
-    edited = [i for i in shared if not _same_expected(first_old[i], first_new[i])]
+    shared = np.flatnonzero(present.all(axis=1))
+    edited = [ids[row] for row in _edited_rows(shared, codes, old, new).tolist()]
     before, after = cases[0].records_of(set(edited)), cases[1].records_of(set(edited))
     before, after = ({i: sorted(group, key=repeat_of) for i, group in side.items()} for side in (before, after))
     from evalsite.scoring.ground_truth import rescore_items  # the evaluators load only when ground truth was edited
 
     rescored = rescore_items(project_root, current.header, before, after, edited, run_code=run_code)
     sides = _Sides(matrix)
-    gt_changed, rescored_cases = [], []
+    gt_changed, rescored_cases, rescored_rows = [], [], []
     for item_id, outcome in rescored.items():
         if outcome.cases is not None:
             rescored_cases += outcome.cases
+            rescored_rows.append(sides.row[item_id])
             sides.rescore_baseline(item_id, outcome.cases)
         else:
             gt_changed.append(replace(sides.change(item_id, threshold), classification=GT_CHANGED, note=outcome.reason))
-    left_out = {change.item_id for change in gt_changed}
-    kept = [i for i in shared if i not in left_out]
-    scored = [sides.change(i, threshold, rescored=i in rescored) for i in kept]
-    changes = [c for c in scored if c.delta is not None]
-    unscored = [c.item_id for c in scored if c.delta is None]
-    listed = set((current.header.fingerprint.get("dataset") or {}).get("critical") or [])
-    critical = _critical_items(new, listed)
-    kept_set = set(kept)
-    old_kept = old.where(_of_items(old, kept_set - set(rescored)))
+    kept = np.setdiff1d(shared, [sides.row[change.item_id] for change in gt_changed])
+    scored = sides.changes(kept, threshold, rescored_rows)
+    with_delta = np.array([c.delta is not None for c in scored], dtype=bool)
+    changes = [c for c, known in zip(scored, with_delta.tolist()) if known]
+    unscored = [c.item_id for c, known in zip(scored, with_delta.tolist()) if not known]
+    changed_rows = kept[with_delta] if kept.size else kept
+    listed_rows = np.r_[changed_rows, [sides.row[c.item_id] for c in gt_changed]].astype(np.int64)
+    listed = changes + gt_changed
+    in_list = set((current.header.fingerprint.get("dataset") or {}).get("critical") or [])
+    critical = _critical_codes(new, in_list)[codes[1][kept]]
+    old_kept = old.where(_of_codes(old, codes[0][np.setdiff1d(kept, rescored_rows)]))
     if rescored_cases:
         old_kept = joined(old_kept, case_columns(rescored_cases))
+    verdicts = sides.verdicts(0), sides.verdicts(1)
     return RegressionReport(
         threshold=threshold,
-        summary=_summary(changes, len(gt_changed), sides.noise_test(noise, [c.item_id for c in changes]), alpha, clusters),
-        items=sorted(changes + gt_changed, key=lambda c: sides.row[c.item_id]),
+        summary=_summary(changes, len(gt_changed), sides.noise_test(noise, changed_rows), alpha, clusters),
+        items=[listed[index] for index in np.argsort(listed_rows, kind="stable").tolist()],
         only_in_baseline=[ids[row] for row in np.flatnonzero(present[:, 0] & ~present[:, 1])],
         only_in_current=[ids[row] for row in np.flatnonzero(present[:, 1] & ~present[:, 0])],
         unscored=unscored,
-        evaluators=evaluator_changes(old_kept, new.where(_of_items(new, kept_set)), kept, list(new.scores.evaluators)),
-        critical_newly_failing=[
-            i for i in kept if i in critical and sides.passed(i, 0) is True and sides.passed(i, 1) is False
-        ],
+        evaluators=evaluator_changes(old_kept, new.where(_of_codes(new, codes[1][kept])),
+                                     [ids[row] for row in kept.tolist()], (codes[0][kept], codes[1][kept]),
+                                     list(new.scores.evaluators)),
+        critical_newly_failing=[ids[row] for row in kept[critical & (verdicts[0][kept] == TRUE)
+                                                          & (verdicts[1][kept] == FALSE)].tolist()],
     )
 
 
-def _first_expected(columns: CaseColumns) -> dict[str, str | None]:
-    """Item id → the expected value (JSON text) of its first case in repeat order."""
+def _codes_of_rows(item_ids: tuple[str, ...], columns: CaseColumns) -> np.ndarray:
+    """Each matrix row's item code in ``columns`` (-1: not among them)."""
+    code = {item_id: index for index, item_id in enumerate(columns.item_ids)}
+    return np.array([code.get(item_id, -1) for item_id in item_ids], dtype=np.int64)
+
+
+def _edited_rows(rows: np.ndarray, codes: tuple[np.ndarray, np.ndarray], old: CaseColumns, new: CaseColumns) -> np.ndarray:
+    """The ``rows`` (items on both sides) whose first case's expected value differs between the sides."""
+    before, after = _first_expected(old)[codes[0][rows]], _first_expected(new)[codes[1][rows]]
+    differ = np.flatnonzero(before != after)
+    return rows[[index for index in differ.tolist() if not _same_expected(before[index], after[index])]]
+
+
+def _first_expected(columns: CaseColumns) -> np.ndarray:
+    """Per item code, the expected value (JSON text) of its first case in repeat order (None: no case)."""
     if columns.expected is None:
         raise ValueError("the cases were read without their expected values")
     order = np.lexsort((np.arange(columns.size), columns.repeat, columns.item))
     firsts = order[np.r_[True, np.diff(columns.item[order]) != 0]] if order.size else order
-    return {columns.item_ids[columns.item[row]]: columns.expected[row] for row in firsts.tolist()}
+    expected = np.full(len(columns.item_ids), None, dtype=object)
+    expected[columns.item[firsts]] = columns.expected[firsts]
+    return expected
 
 
 def _same_expected(old: str | None, new: str | None) -> bool:
@@ -215,18 +228,22 @@ def _same_expected(old: str | None, new: str | None) -> bool:
     return bool(canonical_json(json.loads(old or "null")) == canonical_json(json.loads(new or "null")))
 
 
-def _of_items(columns: CaseColumns, item_ids: set[str]) -> np.ndarray:
-    """Which cases are of these items (a boolean mask)."""
-    wanted = np.array([item_id in item_ids for item_id in columns.item_ids], dtype=bool)
+def _of_codes(columns: CaseColumns, item_codes: np.ndarray) -> np.ndarray:
+    """Which cases are of these items (codes into ``columns.item_ids``; a boolean mask)."""
+    wanted = np.zeros(len(columns.item_ids), dtype=bool)
+    wanted[item_codes[item_codes >= 0]] = True
     return wanted[columns.item] if columns.size else np.zeros(0, dtype=bool)
 
 
-def _critical_items(columns: CaseColumns, listed: set[str]) -> set[str]:
-    """Items with a critical case: one that recorded ``critical: true``, or recorded nothing and
-    is listed critical by the run's fingerprint (:func:`evalsite.runlog.rows.case_critical`)."""
+def _critical_codes(columns: CaseColumns, listed: set[str]) -> np.ndarray:
+    """Per item code, whether the item has a critical case: one that recorded ``critical: true``,
+    or recorded nothing and is listed critical by the run's fingerprint
+    (:func:`evalsite.runlog.rows.case_critical`); one more False at the end, for code -1."""
     in_list = np.array([item_id in listed for item_id in columns.item_ids], dtype=bool)
     critical = (columns.critical == TRUE) | ((columns.critical == NONE) & in_list[columns.item])
-    return {columns.item_ids[code] for code in np.unique(columns.item[critical]).tolist()}
+    found = np.zeros(len(columns.item_ids) + 1, dtype=bool)
+    found[columns.item[critical]] = True
+    return found
 
 
 class _Sides:
@@ -252,65 +269,80 @@ class _Sides:
             if isinstance(case.get("passed"), bool):
                 verdicts[row, 0, cell] = float(case["passed"])
 
-    def mean(self, item_id: str, side: int) -> float | None:
+    def means(self) -> tuple[np.ndarray, np.ndarray]:
         if self._means is None:
             self._means = self.matrix.means_of("score", 0), self.matrix.means_of("score", 1)
-        value = float(self._means[side][self.row[item_id]])
-        return None if math.isnan(value) else value
+        return self._means
 
-    def passed(self, item_id: str, side: int) -> bool | None:
-        return self.matrix.item_passed(self.row[item_id], side)
+    def verdicts(self, side: int) -> np.ndarray:
+        """Per row: TRUE when every repeat with a verdict passed, FALSE when one failed, NONE without one."""
+        values = self.matrix.passed[:, side, :]
+        known = ~np.isnan(values)
+        passed = np.where(np.all((values == 1.0) | ~known, axis=1), TRUE, FALSE)
+        return np.where(known.any(axis=1), passed, NONE)
 
     def change(self, item_id: str, threshold: float, *, rescored: bool = False) -> ItemChange:
         """An item classified by its delta; ``unscored`` when either side has no score."""
-        baseline_score, current_score = self.mean(item_id, 0), self.mean(item_id, 1)
-        delta = _difference(current_score, baseline_score)
-        classification = UNSCORED if delta is None else classify(delta, threshold)
-        return ItemChange(item_id, baseline_score, current_score, delta, classification, rescored)
+        return self.changes(np.array([self.row[item_id]]), threshold, [self.row[item_id]] if rescored else [])[0]
 
-    def repeat_scores(self, side: int, item_ids: list[str]) -> np.ndarray:
-        """Items × repeats scores of one run over some items (NaN where a repeat has no score),
+    def changes(self, rows: np.ndarray, threshold: float, rescored: list[int]) -> list[ItemChange]:
+        """:meth:`change` of each row (``rescored``: the rows whose baseline side was re-scored)."""
+        old, new = (means[rows] for means in self.means())
+        delta = new - old
+        kinds = np.select([np.isnan(delta), delta > threshold + _FLOAT_SLACK, delta < -threshold - _FLOAT_SLACK],
+                          [UNSCORED, IMPROVED, REGRESSED], UNCHANGED)
+        flags = np.isin(rows, rescored).tolist()
+        ids = self.matrix.item_ids
+        return [ItemChange(ids[row], b, c, d, kind, flag)
+                for row, b, c, d, kind, flag in zip(rows.tolist(), _known(old), _known(new), _known(delta),
+                                                    kinds.tolist(), flags)]
+
+    def repeat_scores(self, side: int, rows: np.ndarray) -> np.ndarray:
+        """Items × repeats scores of one run over some rows (NaN where a repeat has no score),
         keeping the repeats those items recorded."""
-        rows = np.array([self.row[i] for i in item_ids], dtype=np.int64)
         columns = self.matrix.recorded[rows, side, :].any(axis=0)
         scores: np.ndarray = self.matrix.score[rows, side, :][:, columns]
         return scores
 
-    def noise_test(self, given: float | None, item_ids: list[str]) -> tuple[NoiseTest | None, str | None]:
+    def noise_test(self, given: float | None, rows: np.ndarray) -> tuple[NoiseTest | None, str | None]:
         """Δ against the repeat-to-repeat spread: the given σ, else the two runs' repeats (aligned
         on the items present in every repeat of both)."""
-        if not item_ids:
+        if not rows.size:
             return None, None
-        test = repeat_noise_test(self.repeat_scores(1, item_ids), self.repeat_scores(0, item_ids), given=given)
+        test = repeat_noise_test(self.repeat_scores(1, rows), self.repeat_scores(0, rows), given=given)
         return test, None if test is None else ("given" if given is not None else "repeats")
+
+
+def _known(values: np.ndarray) -> list[float | None]:
+    """The values as Python floats, None for NaN."""
+    return [None if value != value else value for value in values.tolist()]
 
 
 @dataclass(frozen=True)
 class _EvaluatorSide:
-    passed: dict[str, bool | None]
+    passed: np.ndarray  # per compared item: TRUE, FALSE or NONE
     pass_rate: float | None
     mean: float | None
     errors: int
 
 
-def _evaluator_side(name: str, columns: CaseColumns, run: RunSummary, items: list[str]) -> _EvaluatorSide:
-    """One evaluator over the compared items: its figures from the run summary of those items'
-    cases (``run``), and per item whether every score passed (None for every item when the
-    evaluator has no pass rule, or for an item it did not score)."""
-    summary = run.evaluators.get(name)
+def _evaluator_side(name: str, columns: CaseColumns, run: dict[str, EvaluatorSummary], codes: np.ndarray) -> _EvaluatorSide:
+    """One evaluator over the compared items (``codes``: their codes in ``columns``, -1 for none):
+    its figures from the evaluator summaries of those items' cases (``run``), and per item whether
+    every score passed (NONE for every item when the evaluator has no pass rule, or for an item it
+    did not score)."""
+    summary = run.get(name)
     if summary is None:
-        return _EvaluatorSide({item_id: None for item_id in items}, None, None, 0)
+        return _EvaluatorSide(np.full(codes.size, NONE), None, None, 0)
     scores = columns.scores
     mine = scores.evaluator == scores.evaluators.index(name)
     item_of_score = columns.item[scores.case[mine]]
-    entries = np.bincount(item_of_score, minlength=len(columns.item_ids))
-    passes = np.bincount(item_of_score[(scores.passed[mine] == TRUE) & ~scores.error[mine]], minlength=len(columns.item_ids))
-    code = {item_id: index for index, item_id in enumerate(columns.item_ids)}
-    passed: dict[str, bool | None] = {}
-    for item_id in items:
-        index = code.get(item_id)
-        scored = index is not None and entries[index] > 0 and summary.ruled
-        passed[item_id] = bool(passes[index] == entries[index]) if scored and index is not None else None
+    entries = np.bincount(item_of_score, minlength=len(columns.item_ids) + 1)
+    passes = np.bincount(item_of_score[(scores.passed[mine] == TRUE) & ~scores.error[mine]],
+                         minlength=len(columns.item_ids) + 1)
+    # a code of -1 reads the zero counts at the end
+    verdict = np.where(passes[codes] == entries[codes], TRUE, FALSE)
+    passed = np.where((entries[codes] > 0) & summary.ruled, verdict, NONE)
     return _EvaluatorSide(passed, summary.pass_rate, summary.mean, summary.errors)
 
 
@@ -318,22 +350,27 @@ def _difference(new: float | None, old: float | None) -> float | None:
     return None if new is None or old is None else new - old
 
 
-def evaluator_changes(before: CaseColumns, after: CaseColumns, items: list[str], names: list[str]) -> list[EvaluatorChange]:
-    """Each evaluator's change over the compared ``items`` (in that order), from the cases of
-    those items on each side (the two sides summarised once)."""
+def evaluator_changes(before: CaseColumns, after: CaseColumns, items: list[str], codes: tuple[np.ndarray, np.ndarray],
+                      names: list[str]) -> list[EvaluatorChange]:
+    """Each evaluator's change over the compared ``items`` (in that order; ``codes``: their codes
+    in ``before`` and ``after``), from the cases of those items on each side (each side's
+    evaluators summarised once; which rows are critical is not asked)."""
     if not names:
         return []
-    old_run, new_run = summarise_run(before), summarise_run(after)
-    return [evaluator_change(name, _evaluator_side(name, before, old_run, items), _evaluator_side(name, after, new_run, items),
-                             items) for name in names]
+    old_run, new_run = evaluator_summaries(before, known=False), evaluator_summaries(after, known=False)
+    return [evaluator_change(name, _evaluator_side(name, before, old_run, codes[0]),
+                             _evaluator_side(name, after, new_run, codes[1]), items) for name in names]
 
 
 def evaluator_change(name: str, old: _EvaluatorSide, new: _EvaluatorSide, items: list[str]) -> EvaluatorChange:
+    def listed(was: int, now: int) -> list[str]:
+        return [items[index] for index in np.flatnonzero((old.passed == was) & (new.passed == now)).tolist()]
+
     return EvaluatorChange(
         evaluator=name,
-        newly_failing=[i for i in items if old.passed[i] is True and new.passed[i] is False],
-        newly_passing=[i for i in items if old.passed[i] is False and new.passed[i] is True],
-        still_failing=[i for i in items if old.passed[i] is False and new.passed[i] is False],
+        newly_failing=listed(TRUE, FALSE),
+        newly_passing=listed(FALSE, TRUE),
+        still_failing=listed(FALSE, FALSE),
         baseline_pass_rate=old.pass_rate,
         current_pass_rate=new.pass_rate,
         pass_rate_delta=_difference(new.pass_rate, old.pass_rate),

@@ -231,7 +231,7 @@ def summarise_run(
     skipped = np.zeros(columns.size, dtype=bool)
     skipped[scores.case[scores.skipped]] = True
     known = bool(np.all(columns.critical != NONE))
-    evaluators = _evaluators(columns, known)
+    evaluators = evaluator_summaries(columns, known)
     has_score = np.isfinite(columns.score)
     rated = bool(has_score.any()) and bool(np.all(columns.passed[has_score] != NONE))
     passed_cases = int(np.count_nonzero(columns.passed == TRUE)) if rated else None
@@ -344,7 +344,7 @@ def unit_id(item: str, turn: str | None) -> str:
     return item if turn is None else f"{item}.t{turn}"
 
 
-def _evaluators(columns: CaseColumns, known: bool) -> dict[str, EvaluatorSummary]:
+def evaluator_summaries(columns: CaseColumns, known: bool) -> dict[str, EvaluatorSummary]:
     """One summary per evaluator name, in the order evaluators first appear."""
     scores = columns.scores
     return {
