@@ -37,17 +37,17 @@ def drawn_lines(text: str) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def project(example_runs):
+def run_project(example_runs):
     return example_runs
 
 
 @pytest.mark.parametrize("name", list(COMMANDS))
 @pytest.mark.parametrize("columns", [80, 50])
-def test_no_line_is_wider_than_the_terminal(project, name, columns):
-    lines = drawn_lines(in_terminal(project, *COMMANDS[name], columns=columns, env={"COLUMNS": None}))
+def test_no_line_is_wider_than_the_terminal(run_project, name, columns):
+    lines = drawn_lines(in_terminal(run_project, *COMMANDS[name], columns=columns, env={"COLUMNS": None}))
     widest = max(lines, key=columns_of)
     assert columns_of(widest) <= columns, widest
-    wide = drawn_lines(in_terminal(project, *COMMANDS[name], "--wide", columns=columns, env={"COLUMNS": None}))
+    wide = drawn_lines(in_terminal(run_project, *COMMANDS[name], "--wide", columns=columns, env={"COLUMNS": None}))
     assert max(map(columns_of, wide)) > columns  # the same report in full does not fit: fitting did something
     text = "\n".join(lines)
     for arm in ("careful", "left_to_right"):
@@ -59,17 +59,17 @@ def test_no_line_is_wider_than_the_terminal(project, name, columns):
 
 
 @pytest.mark.parametrize("name", list(COMMANDS))
-def test_wide_on_a_terminal_is_the_full_report_a_pipe_gets(cli, project, name, monkeypatch):
-    monkeypatch.chdir(project)
+def test_wide_on_a_terminal_is_the_full_report_a_pipe_gets(cli, run_project, name, monkeypatch):
+    monkeypatch.chdir(run_project)
     monkeypatch.delenv("COLUMNS", raising=False)
     piped = cli(*COMMANDS[name])
     assert piped.exit_code == 0, piped.output
-    wide = drawn_lines(in_terminal(project, *COMMANDS[name], "--wide", columns=50, env={"COLUMNS": None}))
+    wide = drawn_lines(in_terminal(run_project, *COMMANDS[name], "--wide", columns=50, env={"COLUMNS": None}))
     assert wide == piped.stdout.rstrip("\n").split("\n")
 
 
-def test_columns_fits_a_pipe_too(cli, project, monkeypatch):
-    monkeypatch.chdir(project)
+def test_columns_fits_a_pipe_too(cli, run_project, monkeypatch):
+    monkeypatch.chdir(run_project)
     monkeypatch.setenv("COLUMNS", "60")
     result = cli("leaderboard")
     assert result.exit_code == 0, result.output
@@ -77,8 +77,8 @@ def test_columns_fits_a_pipe_too(cli, project, monkeypatch):
     assert "(hidden at 60 columns: run, mean rank" in result.stdout
 
 
-def test_a_fitted_leaderboard_keeps_rank_group_arm_mean_and_interval(project):
-    lines = drawn_lines(in_terminal(project, "leaderboard", columns=50, env={"COLUMNS": None}))
+def test_a_fitted_leaderboard_keeps_rank_group_arm_mean_and_interval(run_project):
+    lines = drawn_lines(in_terminal(run_project, "leaderboard", columns=50, env={"COLUMNS": None}))
     header = next(line for line in lines if line.startswith("rank"))
     assert re.split(r"\s{2,}", header) == ["rank", "group", "arm", "mean", "95% CI"]
     careful = next(line for line in lines if " careful " in line)

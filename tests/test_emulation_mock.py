@@ -45,7 +45,7 @@ def test_a_mock_run_is_not_comparable_with_a_live_one(runner_project, server, cl
         "infra": {"llm": "mock", "response": "echo: question 0"}})
     assert cli("run", mocked, "--allow-failures").exit_code == 0
     assert len(server.calls) == calls
-    first, second = all_runs(runner_project)
+    first, second = sorted(all_runs(runner_project), key=lambda run: run.header.started_at)  # ids of one second sort by their random tail
     assert [c["output"] for c in second.cases] == ["echo: question 0"] * 2  # emulation.infra.response
     verdict = comparability(first.header, second.header)
     assert not verdict.comparable and verdict.reason == "a model's answers vs emulated (mock) ones"

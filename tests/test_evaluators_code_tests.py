@@ -75,7 +75,7 @@ EXPECTED_HOSTILE = {
 
 
 @pytest.fixture
-def code_project(runner_project, monkeypatch):
+def humaneval_project(runner_project, monkeypatch):
     """The vendored sample, the three arms, a folder for the sandboxes' temporary folders."""
     shutil.copy(SAMPLE, runner_project / "data" / "humaneval.jsonl")
     (runner_project / "code_arms.py").write_text(ARMS)
@@ -119,10 +119,10 @@ def sandbox_processes() -> list[int]:
     return found
 
 
-def test_a_humaneval_run_scores_correct_broken_and_hostile_arms(code_project, cli):
-    result = cli("run", write_manifest(code_project))
+def test_a_humaneval_run_scores_correct_broken_and_hostile_arms(humaneval_project, cli):
+    result = cli("run", write_manifest(humaneval_project))
     assert result.exit_code in (0, 1), result.output
-    runs = runs_by_arm(code_project)
+    runs = runs_by_arm(humaneval_project)
     assert sorted(runs) == ["broken", "correct", "hostile"]
     assert all(run.footer.status.value == "completed" for run in runs.values())
 
@@ -148,22 +148,22 @@ def test_a_humaneval_run_scores_correct_broken_and_hostile_arms(code_project, cl
         assert len(score["detail"]) < 3 * 8192, "stdout and stderr are kept to 8 KB each"
 
     assert sandbox_processes() == [], "a sandboxed process outlived its case"
-    assert list((code_project / "sandboxes").iterdir()) == [], "a sandbox folder was left behind"
-    assert not (code_project / "inside").exists(), "a relative write landed in the project"
+    assert list((humaneval_project / "sandboxes").iterdir()) == [], "a sandbox folder was left behind"
+    assert not (humaneval_project / "inside").exists(), "a relative write landed in the project"
     if confined:  # without Landlock an absolute path the user may write is not refused
-        assert list((code_project / "outside").iterdir()) == []
+        assert list((humaneval_project / "outside").iterdir()) == []
 
 
-def test_the_environment_holds_only_path_home_tmpdir_and_the_locale(code_project, cli):
+def test_the_environment_holds_only_path_home_tmpdir_and_the_locale(humaneval_project, cli):
     rows = [json.loads(line) for line in SAMPLE.read_text().splitlines()]
     rows[7]["output"] = "    import os\n    print(sorted(os.environ))\n    print(os.getcwd() == os.environ['HOME'])\n"
-    (code_project / "data" / "humaneval.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows[7:8]))
-    manifest = write_manifest(code_project)
-    document = yaml.safe_load((code_project / manifest).read_text())
+    (humaneval_project / "data" / "humaneval.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows[7:8]))
+    manifest = write_manifest(humaneval_project)
+    document = yaml.safe_load((humaneval_project / manifest).read_text())
     document["arms"] = [{"id": "recorded", "target": "none"}]
-    (code_project / manifest).write_text(yaml.safe_dump(document))
+    (humaneval_project / manifest).write_text(yaml.safe_dump(document))
     cli("run", manifest)
-    (case,) = runs_by_arm(code_project)["recorded"].cases
+    (case,) = runs_by_arm(humaneval_project)["recorded"].cases
     stdout = case["scores"][0]["detail"].split("--- stdout ---\n")[1].split("\n--- stderr")[0]
     assert stdout.splitlines() == ["['HOME', 'LANG', 'LC_ALL', 'PATH', 'TMPDIR']", "True"]
 
@@ -253,22 +253,22 @@ def test_tcp_connections_are_refused_unless_the_network_is_allowed():
     assert allowed.label == "passed"
 
 
-def test_pass_at_k_of_a_sampled_arm_in_noise_json(code_project, cli):
+def test_pass_at_k_of_a_sampled_arm_in_noise_json(humaneval_project, cli):
     """Six problems, three samples each, every problem solved in exactly one sample: by hand,
     pass@1 = 1/3, pass@2 = 1 - C(2,2)/C(3,2) = 2/3, pass@3 = 1 on every problem."""
     rows = SAMPLE.read_text().splitlines()[:6]
-    (code_project / "data" / "humaneval.jsonl").write_text("\n".join(rows) + "\n")
-    (code_project / "code_arms.py").write_text(ARMS + '''
+    (humaneval_project / "data" / "humaneval.jsonl").write_text("\n".join(rows) + "\n")
+    (humaneval_project / "code_arms.py").write_text(ARMS + '''
 
 def sampled(row, repeat):
     return row["output"] if (number(row) + repeat) % 3 == 0 else "    return None\\n"
 ''')
-    manifest = write_manifest(code_project)
-    document = yaml.safe_load((code_project / manifest).read_text())
+    manifest = write_manifest(humaneval_project)
+    document = yaml.safe_load((humaneval_project / manifest).read_text())
     document["arms"], document["repeat"] = [{"id": "sampled", "target": "python:code_arms:sampled"}], 3
-    (code_project / manifest).write_text(yaml.safe_dump(document))
+    (humaneval_project / manifest).write_text(yaml.safe_dump(document))
     cli("run", manifest)
-    run_id = runs_by_arm(code_project)["sampled"].run_id
+    run_id = runs_by_arm(humaneval_project)["sampled"].run_id
     by_k = {k: json.loads(cli("noise", run_id, "--k", str(k), "--json").output) for k in (1, 2, 3)}
     assert [by_k[k]["mean_pass_at_k"] for k in (1, 2, 3)] == pytest.approx([1 / 3, 2 / 3, 1.0])
     assert json.loads(cli("noise", run_id, "--json").output)["k"] == 3

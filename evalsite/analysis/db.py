@@ -57,6 +57,7 @@ CASE_COLUMNS = {
     # present only where they apply (run-format.md): NULL elsewhere, whatever a line holds read as JSON first
     "attempts": "BIGINT",
     "transcript": "JSON",
+    "turn_figures": "JSON",
     "turn_outputs": "JSON",
     "cache": "VARCHAR",
     "checkpoint": "VARCHAR",
@@ -64,7 +65,7 @@ CASE_COLUMNS = {
 #: The optional fields among them: never among the types a line is checked for (the Python
 #: reader does not model them), so even a file read as typed columns reads them as raw JSON and
 #: casts them, and a line holding an odd one (``"attempts": "2"``) still counts as the case it is.
-OPTIONAL_CASE_COLUMNS = ("attempts", "transcript", "turn_outputs", "cache", "checkpoint")
+OPTIONAL_CASE_COLUMNS = ("attempts", "transcript", "turn_figures", "turn_outputs", "cache", "checkpoint")
 #: The largest case line the views read (DuckDB's default is 16 MB, less than one long transcript).
 MAXIMUM_CASE_BYTES = 1 << 30
 
