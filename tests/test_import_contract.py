@@ -42,24 +42,23 @@ def test_the_package_keeps_every_contract():
     assert "0 broken" in result.stdout
 
 
-def test_a_lazy_backward_import_breaks_the_layers_naming_it(package_copy):
-    add_lines(package_copy, "evalsite/runlog/records.py",
-              "def _probe():\n    from evalsite.execute import runner\n\n    return runner\n")
+VIOLATIONS = {
+    "a lazy backward import": ("evalsite/runlog/records.py",
+                               "def _probe():\n    from evalsite.execute import runner\n\n    return runner\n",
+                               "evalsite.runlog.records -> evalsite.execute.runner"),
+    "a TYPE_CHECKING import of the runner in analysis": (
+        "evalsite/analysis/wording.py",
+        "from typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n    from evalsite.execute.outcomes import BatchOutcome\n",
+        "evalsite.analysis.wording -> evalsite.execute.outcomes"),
+    "stats loading a database": ("evalsite/stats/descriptive.py", "def _probe():\n    import duckdb\n\n    return duckdb\n",
+                                 "evalsite.stats.descriptive -> duckdb"),
+}
+
+
+@pytest.mark.parametrize("violation", sorted(VIOLATIONS))
+def test_a_probe_violation_breaks_the_contract_naming_the_import(package_copy, violation):
+    module, lines, named = VIOLATIONS[violation]
+    add_lines(package_copy, module, lines)
     result = lint_imports(package_copy)
     assert result.returncode != 0
-    assert "evalsite.runlog.records -> evalsite.execute.runner" in result.stdout
-
-
-def test_a_type_checking_import_of_the_runner_in_analysis_breaks_it(package_copy):
-    add_lines(package_copy, "evalsite/analysis/wording.py",
-              "from typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n    from evalsite.execute.outcomes import BatchOutcome\n")
-    result = lint_imports(package_copy)
-    assert result.returncode != 0
-    assert "evalsite.analysis.wording -> evalsite.execute.outcomes" in result.stdout
-
-
-def test_stats_loading_a_database_breaks_it(package_copy):
-    add_lines(package_copy, "evalsite/stats/descriptive.py", "def _probe():\n    import duckdb\n\n    return duckdb\n")
-    result = lint_imports(package_copy)
-    assert result.returncode != 0
-    assert "evalsite.stats.descriptive -> duckdb" in result.stdout
+    assert named in result.stdout
