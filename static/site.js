@@ -71,27 +71,13 @@
     if (status) { status.addEventListener("change", apply); }
   }
 
-  /* Word diff of two texts (longest common subsequence of words, spaces and punctuation). */
-  function tokens(text) { return text.match(/\s+|[^\s\w]|\w+/g) || []; }
-
+  /* Word diff of two texts: jsdiff's Myers O(ND) diff over words, spaces and punctuation
+     (static/diff.js, loaded before this script), as ["same" | "ins" | "del", text] pieces. */
   function wordDiff(left, right) {
-    var a = tokens(left), b = tokens(right), n = a.length, m = b.length, i, j;
-    if (n * m > 4000000) { return null; }
-    var table = [];
-    for (i = 0; i <= n; i += 1) { table.push(new Uint32Array(m + 1)); }
-    for (i = n - 1; i >= 0; i -= 1) {
-      for (j = m - 1; j >= 0; j -= 1) {
-        table[i][j] = a[i] === b[j] ? table[i + 1][j + 1] + 1 : Math.max(table[i + 1][j], table[i][j + 1]);
-      }
-    }
-    var pieces = [];
-    i = 0; j = 0;
-    while (i < n || j < m) {
-      if (i < n && j < m && a[i] === b[j]) { pieces.push(["same", a[i]]); i += 1; j += 1; }
-      else if (j < m && (i === n || table[i][j + 1] >= table[i + 1][j])) { pieces.push(["ins", b[j]]); j += 1; }
-      else { pieces.push(["del", a[i]]); i += 1; }
-    }
-    return pieces;
+    if (!window.Diff) { return null; }
+    return window.Diff.diffWordsWithSpace(left, right).map(function (change) {
+      return [change.added ? "ins" : change.removed ? "del" : "same", change.value];
+    });
   }
 
   /* A pair picker diffs any two of the outputs (pre[data-answer]) of its section. */
@@ -114,7 +100,7 @@
     function render() {
       while (out.firstChild) { out.removeChild(out.firstChild); }
       var pieces = wordDiff(answers[+left.value].textContent, answers[+right.value].textContent);
-      if (pieces === null) { out.textContent = "Too long to diff word by word."; return; }
+      if (pieces === null) { out.textContent = "No word diff: static/diff.js did not load."; return; }
       pieces.forEach(function (piece) {
         if (piece[0] === "same") { out.appendChild(document.createTextNode(piece[1])); return; }
         var mark = document.createElement(piece[0]);
