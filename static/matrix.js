@@ -1,5 +1,5 @@
 /* evalsite: the experiment's arm × item matrix, drawn from its data scripts. The filters (all /
-   outputs differ / item text) and the pages work over every row; "differ" opens the item's input,
+   outputs differ / item text) and the pages work over every row; the count opens the item's input,
    expected value and every arm's output, loaded from the runs' data, with a pair picker. */
 (function () {
   "use strict";
@@ -35,7 +35,7 @@
 
   function apply() {
     var text = needle.value.trim().toLowerCase();
-    shown = rows.filter(function (r) { return (!divergentOnly || r[3]) && (!text || r[0].toLowerCase().indexOf(text) !== -1); });
+    shown = rows.filter(function (r) { return (!divergentOnly || r[3] > 1) && (!text || r[0].toLowerCase().indexOf(text) !== -1); });
     page = Math.min(page, Math.max(0, Math.ceil(shown.length / size) - 1));
     draw();
   }
@@ -62,7 +62,7 @@
   function anchorOf(r) { return r[1] || "item-" + r[0]; }
 
   function row(r) {
-    var tr = el("tr", r[3] ? "divergent" : "");
+    var tr = el("tr", r[3] > 1 ? "divergent" : "");
     tr.id = slug("item-" + r[0]);
     var first = el("td");
     var code = el("code", "", r[0]);
@@ -75,12 +75,13 @@
     tr.appendChild(first);
     r[4].forEach(function (c) { tr.appendChild(cell(c)); });
     var last = el("td");
-    if (r[3] && !redacted) {
-      var open = el("a", "", "differ");
+    var differ = r[3].toLocaleString("en-US") + " distinct";  /* r[3]: distinct outputs over every repeat of every arm */
+    if (r[3] > 1 && !redacted) {
+      var open = el("a", "", differ);
       open.href = "#" + tr.id + "-diff";
       open.addEventListener("click", function (event) { event.preventDefault(); toggleDiff(tr, r); });
       last.appendChild(open);
-    } else { last.appendChild(r[3] ? document.createTextNode("differ") : el("span", "muted", "same")); }
+    } else { last.appendChild(r[3] > 1 ? document.createTextNode(differ) : el("span", "muted", "same")); }
     tr.appendChild(last);
     return tr;
   }
@@ -167,7 +168,7 @@
     shown.slice(page * size, (page + 1) * size).forEach(function (r) { body.appendChild(row(r)); });
     while (links.firstChild) { links.removeChild(links.firstChild); }
     var records = shown.map(function (r) {
-      var record = { item_id: r[0], divergent: r[3] === 1 };
+      var record = { item_id: r[0], distinct_outputs: r[3] };
       runs.forEach(function (run, n) {
         record["score:" + run.label] = r[4][n] ? r[4][n][0] : null;
         record["pass:" + run.label] = r[4][n] && r[4][n][1] !== null ? r[4][n][1] === 1 : null;

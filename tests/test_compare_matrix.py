@@ -39,7 +39,18 @@ def test_a_cell_summarises_its_repeats():
     assert (cell.output, cell.repeats, cell.passed) == ("7", 3, False)
     assert cell.score == pytest.approx(2 / 3)
     assert cell.latency_ms == 20 and cell.cost_usd == pytest.approx(0.2) and cell.tokens == 6
-    assert not row.divergent
+    assert row.divergent and row.outputs == 2  # both arms' most common answer is "7", but one repeat said "8"
+
+
+def test_outputs_are_the_same_only_when_every_repeat_of_every_arm_agrees():
+    same = [make_run("r1", "a", {"i1": [("7", 1.0, 1, 0.1, 1), (" 7", 1.0, 1, 0.1, 1)]}),
+            make_run("r2", "b", {"i1": [("7", 1.0, 1, 0.1, 1)] * 3})]
+    (row,) = comparison_matrix(same).rows
+    assert (row.divergent, row.outputs) == (False, 1)
+    mixed = [make_run("r1", "a", {"i1": [("7", 1.0, 1, 0.1, 1), ("9", 0.0, 1, 0.1, 1)]}),
+             make_run("r2", "b", {"i1": [("8", 0.0, 1, 0.1, 1), ("7", 1.0, 1, 0.1, 1)]})]
+    (row,) = comparison_matrix(mixed).rows
+    assert (row.divergent, row.outputs) == (True, 3)  # 7, 9 and 8 over the four repeats
 
 
 def test_outputs_differing_only_in_surrounding_whitespace_agree():

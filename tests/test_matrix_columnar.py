@@ -38,13 +38,14 @@ def _clear_lead(cells, name):
     return won if runner_up - best >= max(absolute, share * runner_up) else []
 
 
-def reference_row(cells):
-    """(best, fastest, cheapest, fewest tokens, divergent, majority output, outliers) of one row."""
+def reference_row(cells, outputs):
+    """(best, fastest, cheapest, fewest tokens, divergent, majority output, outliers) of one row;
+    ``outputs``: every repeat's output of every run on the item (divergent: more than one distinct)."""
     present = [cell for cell in cells if cell is not None]
     answers = Counter(answer_key(cell.output) for cell in present)
     ranked = answers.most_common(2)
     majority = ranked[0][0] if len(ranked) == 1 or ranked[0][1] > ranked[1][1] else None
-    divergent = len(answers) > 1
+    divergent = len({answer_key(output) for output in outputs}) > 1
     outliers = [cell is not None and divergent and answer_key(cell.output) != majority for cell in cells]
     return (_winners(present, "score", True), _clear_lead(present, "latency_ms"), _clear_lead(present, "cost_usd"),
             _clear_lead(present, "tokens"), divergent,
@@ -59,9 +60,11 @@ def test_the_rows_equal_a_row_by_row_reading_of_the_cells(seed):
     assert [row.item_id for row in matrix.rows] == sorted({i for c in cells for i in c}, key=lambda i: int(i[1:]))
     for row in matrix.rows:
         plain = [column.get(row.item_id) for column in cells]
-        best, fastest, cheapest, tokens, divergent, majority, outliers = reference_row(plain)
+        outputs = [c["output"] for run in runs for c in run.cases if c["item_id"] == row.item_id]
+        best, fastest, cheapest, tokens, divergent, majority, outliers = reference_row(plain, outputs)
         assert (row.best, row.fastest, row.cheapest, row.fewest_tokens) == (best, fastest, cheapest, tokens)
         assert (row.divergent, row.majority_output) == (divergent, majority)
+        assert row.outputs == len({answer_key(output) for output in outputs})  # every repeat of every arm
         assert [cell is not None and cell.outlier for cell in row.cells] == outliers
         assert [None if c is None else (c.output, c.score, c.latency_ms, c.cost_usd, c.tokens, c.repeats) for c in row.cells] \
             == [None if c is None else (c.output, c.score, c.latency_ms, c.cost_usd, c.tokens, c.repeats) for c in plain]
@@ -82,7 +85,7 @@ def test_rows_decided_from_kept_columns_equal_the_matrix_of_the_runs(seed):
         assert (named(marks.best), named(marks.fastest), named(marks.cheapest), named(marks.fewest_tokens)) \
             == (row.best, row.fastest, row.cheapest, row.fewest_tokens)
         assert named(marks.outlier) == [cell.run_id for cell in row.cells if cell is not None and cell.outlier]
-        assert bool(marks.divergent[n]) == row.divergent
+        assert (bool(marks.divergent[n]), int(marks.outputs[n])) == (row.divergent, row.outputs)
         assert named(marks.present) == [cell.run_id for cell in row.cells if cell is not None]
 
 
@@ -93,7 +96,7 @@ def test_a_matrix_of_kept_cells_equals_the_matrix_of_the_runs(seed):
     kept = comparison_matrix(bare, [run_cells(run) for run in runs])
     full = comparison_matrix(runs)
     assert kept.columns == full.columns
-    assert [(r.item_id, r.cells, r.best, r.fastest, r.cheapest, r.fewest_tokens, r.divergent, r.majority_output)
+    assert [(r.item_id, r.cells, r.best, r.fastest, r.cheapest, r.fewest_tokens, r.divergent, r.majority_output, r.outputs)
             for r in kept.rows] == [(r.item_id, r.cells, r.best, r.fastest, r.cheapest, r.fewest_tokens, r.divergent,
-                                     r.majority_output) for r in full.rows]
+                                     r.majority_output, r.outputs) for r in full.rows]
     assert all(row.input is None for row in kept.rows)  # no cases: inputs come from the runs' data scripts

@@ -230,7 +230,7 @@ def test_a_cut_text_says_so_and_the_run_page_shows_it_whole_on_request(tmp_path,
     assert cli("run", "experiments/long.yaml").exit_code == 1  # both answers are wrong
     build_site(find_project(tmp_path))
     browser.get((tmp_path / "site" / "experiments" / "long.html").as_uri())
-    drawn(browser, "#matrix-table tbody tr")[0].find_element(By.LINK_TEXT, "differ").click()
+    drawn(browser, "#matrix-table tbody tr")[0].find_element(By.PARTIAL_LINK_TEXT, " distinct").click()
     notes = sorted(n.text for n in drawn(browser, "tr.diff-row p.cut"))
     # the expected value (50 characters), then the two outputs (80 and 100): none cut silently
     assert notes == [f"… {n} more characters not shown (max_field_chars)." for n in (20, 50, 70)], notes

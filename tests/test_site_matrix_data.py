@@ -27,7 +27,7 @@ BITS = {"best": 2, "fastest": 4, "cheapest": 8, "fewest_tokens": 16}
 
 
 def reference_rows(runs) -> list[list]:
-    """``[item id, anchor or null, bucket, divergent, cells]`` per row, cells ``[score, passed, tint,
+    """``[item id, anchor or null, bucket, outputs, cells]`` per row, cells ``[score, passed, tint,
     flags, latency, tokens, cost]``, as the module docstring and static/matrix.js read them."""
     def finite(value):
         return None if value is None or not math.isfinite(value) else value
@@ -50,7 +50,7 @@ def reference_rows(runs) -> list[list]:
                           finite(cell.latency_ms), finite(cell.tokens), finite(cell.cost_usd)])
         anchor = paths.item_anchor(row.item_id)
         rows.append([row.item_id, None if anchor == f"item-{row.item_id}" else anchor, paths.item_bucket(row.item_id),
-                     int(row.divergent), cells])
+                     row.outputs, cells])
     return rows
 
 

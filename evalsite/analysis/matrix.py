@@ -1,5 +1,7 @@
 """The comparison matrix the site shows for a set of comparable runs: item × arm cells, per-row
-winners, rows where the arms' outputs diverge, and cells that differ from the row's majority answer.
+winners, rows where the outputs diverge, and cells that differ from the row's majority answer.
+A row's outputs are the same when every repeat of every arm gave the identical output; otherwise
+the row counts its distinct outputs (over every repeat of every arm).
 
 A cell summarises one run's cases of one item over its repeats: the most common output, and the
 mean score, latency, tokens and cost per case. Outputs are compared after trimming surrounding
@@ -60,6 +62,7 @@ class ComparisonCell:
     error: str | None
     repeats: int
     outlier: bool = False
+    variants: tuple[Any, ...] = ()  # every distinct output over the repeats (first seen first); () means just ``output``
 
 
 @dataclass(frozen=True)
@@ -77,6 +80,7 @@ class MatrixRow:
     divergent: bool
     majority_output: Any = None
     fewest_tokens: list[str] = field(default_factory=list)
+    outputs: int = 1  # distinct outputs over every repeat of every arm; divergent is outputs > 1
 
 
 @dataclass(frozen=True)
@@ -107,7 +111,9 @@ class RunColumn:
     (1.0 every repeat with a verdict passed, 0.0 one failed), NaN where there is none;
     ``answers`` is an items × 2 array of uint64 holding a 128-bit BLAKE2b digest of the
     :func:`answer_key` of the item's most common output, so answers are compared across runs
-    without their text (two different answers share a digest with probability about 2⁻¹²⁸)."""
+    without their text (two different answers share a digest with probability about 2⁻¹²⁸);
+    ``variants`` is a k × 3 uint64 array, one row ``(item index, digest)`` per distinct output of
+    an item over all its repeats (sorted), from which a row counts its distinct outputs."""
 
     run_id: str
     item_ids: tuple[str, ...]
@@ -117,6 +123,7 @@ class RunColumn:
     tokens: np.ndarray
     cost_usd: np.ndarray
     answers: np.ndarray
+    variants: np.ndarray
 
 
 #: The figures of a :class:`RunColumn` (float arrays, one value per item).
@@ -131,13 +138,16 @@ class MatrixMarks:
     NaN where missing or without a value). ``best`` (highest score), ``fastest``, ``cheapest``
     and ``fewest_tokens`` (a clear lowest value, :data:`MIN_LEAD`) mark the row's winners,
     ``outlier`` the cells of a divergent row whose answer is not the row's majority answer, and
-    ``majority`` the first column giving that answer (-1: no single most common answer)."""
+    ``majority`` the first column giving that answer (-1: no single most common answer).
+    ``outputs`` counts each row's distinct outputs over every repeat of every column (0: no
+    cell); a row is ``divergent`` when it has more than one."""
 
     item_ids: tuple[str, ...]
     position: np.ndarray
     values: dict[str, np.ndarray]
     present: np.ndarray
     divergent: np.ndarray
+    outputs: np.ndarray
     majority: np.ndarray
     outlier: np.ndarray
     best: np.ndarray
@@ -180,8 +190,10 @@ def _column_of_cells(run_id: str, cells: Mapping[str, ComparisonCell]) -> RunCol
     def floats(name: str) -> np.ndarray:
         return np.array([np.nan if getattr(cell, name) is None else float(getattr(cell, name)) for cell in chosen], dtype=float)
 
+    variants = [(n, answer_key(output)) for n, cell in enumerate(chosen) for output in (cell.variants or (cell.output,))]
     return RunColumn(run_id, tuple(item_ids), floats("score"), floats("passed"), floats("latency_ms"), floats("tokens"),
-                     floats("cost_usd"), _digests([answer_key(cell.output) for cell in chosen]))
+                     floats("cost_usd"), _digests([answer_key(cell.output) for cell in chosen]),
+                     _variant_rows([n for n, _ in variants], _digests([key for _, key in variants])))
 
 
 def run_column(run: Run, columns: CaseColumns | None = None) -> RunColumn:
@@ -190,16 +202,37 @@ def run_column(run: Run, columns: CaseColumns | None = None) -> RunColumn:
     cases = case_columns(run.cases) if columns is None else columns
     if cases.size == 0:  # a run that has recorded nothing yet: a column of no items
         nothing = np.empty(0)
-        return RunColumn(run.run_id, (), nothing, nothing, nothing, nothing, nothing, np.empty((0, 2), dtype=np.uint64))
+        return RunColumn(run.run_id, (), nothing, nothing, nothing, nothing, nothing, np.empty((0, 2), dtype=np.uint64),
+                         np.empty((0, 3), dtype=np.uint64))
     matrix = columns_item_matrix([run], [cases], shared=False)
+    answers = _digests([answer_key(output) for output in _outputs(run.cases, cases, matrix.item_ids)])
     known = ~np.isnan(matrix.passed[:, 0, :])
     passed = np.where(known.any(axis=1), np.all((matrix.passed[:, 0, :] == 1.0) | ~known, axis=1), np.nan).astype(float)
     return RunColumn(
         run_id=run.run_id, item_ids=matrix.item_ids, score=matrix.means_of("score", 0), passed=passed,
         latency_ms=matrix.means_of("latency_ms", 0), tokens=matrix.means_of("tokens", 0),
         cost_usd=matrix.means_of("cost_usd", 0),
-        answers=_digests([answer_key(output) for output in _outputs(run.cases, cases, matrix.item_ids)]),
+        answers=answers, variants=_variants(run.cases, cases, matrix.item_ids, answers),
     )
+
+
+def _variants(records: Sequence[Mapping[str, Any]], cases: CaseColumns, item_ids: Sequence[str],
+              answers: np.ndarray) -> np.ndarray:
+    """:attr:`RunColumn.variants`: each item's distinct outputs over its repeats; the answers
+    themselves when every item has one case."""
+    if np.bincount(cases.item).max() == 1:
+        return _variant_rows(list(range(len(item_ids))), answers)
+    row_of = {item_id: row for row, item_id in enumerate(item_ids)}
+    code_row = [row_of[item_id] for item_id in cases.item_ids]
+    rows = [code_row[code] for code in cases.item.tolist()]
+    return _variant_rows(rows, _digests([answer_key(record.get("output")) for record in records]))
+
+
+def _variant_rows(rows: Sequence[int], digests: np.ndarray) -> np.ndarray:
+    """The distinct ``(row, digest)`` triples, sorted."""
+    if not len(rows):
+        return np.empty((0, 3), dtype=np.uint64)
+    return np.unique(np.column_stack([np.asarray(rows, dtype=np.uint64), digests]), axis=0)
 
 
 def _outputs(records: Sequence[Mapping[str, Any]], cases: CaseColumns, item_ids: Sequence[str]) -> list[Any]:
@@ -245,7 +278,16 @@ def run_cells(run: Run, column: RunColumn | None = None) -> dict[str, Comparison
         cost_usd=values["cost_usd"][n],
         error=next((c["error"] for c in grouped[item_id] if c.get("error")), None),
         repeats=len(grouped[item_id]),
+        variants=_distinct_outputs(grouped[item_id]),
     ) for n, item_id in enumerate(column.item_ids)}
+
+
+def _distinct_outputs(cases: Sequence[Mapping[str, Any]]) -> tuple[Any, ...]:
+    """Every distinct output (by :func:`answer_key`) of an item's repeats, first seen first."""
+    seen: dict[str, Any] = {}
+    for case in cases:
+        seen.setdefault(answer_key(case.get("output")), case.get("output"))
+    return tuple(seen.values())
 
 
 def _optional(values: np.ndarray) -> list[float | None]:
@@ -276,13 +318,14 @@ def decide_rows(columns: Sequence[RunColumn]) -> MatrixMarks:
     same = (hi[:, :, None] == hi[:, None, :]) & (lo[:, :, None] == lo[:, None, :]) & present[:, None, :] & present[:, :, None]
     counts = same.sum(axis=2)  # how many cells of the row give each cell's answer
     top = counts.max(axis=1, initial=0)
-    divergent = top < present.sum(axis=1)
+    outputs = _distinct_counts(columns, position)
+    divergent = outputs > 1
     at_top = counts == top[:, None]
     has_majority = at_top.sum(axis=1) == top  # one answer alone has the most cells
     leader = at_top.argmax(axis=1)  # the first cell giving the most common answer
     like_leader = same[np.arange(shape[0]), :, leader] & has_majority[:, None]
     return MatrixMarks(
-        item_ids=item_ids, position=position, values=values, present=present, divergent=divergent,
+        item_ids=item_ids, position=position, values=values, present=present, divergent=divergent, outputs=outputs,
         majority=np.where(has_majority, leader, -1), outlier=divergent[:, None] & present & ~like_leader,
         best=_winners(values["score"], highest=True), fastest=_clear_lead(values["latency_ms"], "latency_ms"),
         cheapest=_clear_lead(values["cost_usd"], "cost_usd"), fewest_tokens=_clear_lead(values["tokens"], "tokens"),
@@ -302,6 +345,21 @@ def _aligned(columns: Sequence[RunColumn]) -> tuple[tuple[str, ...], np.ndarray]
         rows = np.array([row_of[item_id] for item_id in column.item_ids], dtype=np.int64)
         position[rows, index] = np.arange(rows.size)
     return item_ids, position
+
+
+def _distinct_counts(columns: Sequence[RunColumn], position: np.ndarray) -> np.ndarray:
+    """Per row, the distinct outputs over every repeat of every column (their variants' union)."""
+    found = []
+    for index, column in enumerate(columns):
+        row_of = np.full(len(column.item_ids), -1, dtype=np.int64)  # the column's item index → the matrix row
+        present = position[:, index] >= 0
+        row_of[position[present, index]] = np.nonzero(present)[0]
+        rows = row_of[column.variants[:, 0].astype(np.int64)]
+        found.append(np.column_stack([rows.astype(np.uint64), column.variants[:, 1:]]))
+    if not any(len(part) for part in found):
+        return np.zeros(position.shape[0], dtype=np.int64)
+    distinct = np.unique(np.concatenate(found), axis=0)
+    return np.bincount(distinct[:, 0].astype(np.int64), minlength=position.shape[0])
 
 
 def _stacked(columns: Sequence[RunColumn], position: np.ndarray, name: str) -> np.ndarray:
@@ -347,6 +405,7 @@ def _rows(marks: MatrixMarks, run_ids: list[str], cells: Sequence[Mapping[str, C
             cheapest=named["cheapest"][n],
             fewest_tokens=named["fewest_tokens"][n],
             divergent=bool(marks.divergent[n]),
+            outputs=int(marks.outputs[n]),
             majority_output=None if leading is None else leading.output,
         ))
     return rows

@@ -36,7 +36,7 @@ from evalsite.analysis.matrix import FIGURES, RunColumn
 from evalsite.analysis.summary import RunSummary
 from evalsite.site.matrixdata import MatrixPart
 
-CACHE_VERSION = 3
+CACHE_VERSION = 4
 INTERVALS_FILE = "intervals.json"
 #: A run against its baseline: the runs table's change counts, by the hash of both runs' inputs.
 PAIRS_FILE = "pairs.json"
@@ -108,7 +108,7 @@ class SiteCache:
             if int(data["version"]) != CACHE_VERSION:
                 raise ValueError(f"{content_hash}{MATRIX_SUFFIX}: another cache version")
             item_ids = tuple(json.loads(_text(data["item_ids"])))
-            column = RunColumn(_text(data["run_id"]), item_ids, answers=data["answers"],
+            column = RunColumn(_text(data["run_id"]), item_ids, answers=data["answers"], variants=data["variants"],
                                **{name: data[name] for name in FIGURES})
             texts = {name: _text(data[name]).split("\n") if item_ids else [] for name in _TEXTS}
         if any(len(getattr(column, name)) != len(item_ids) for name in (*FIGURES, "answers")) or \
@@ -121,6 +121,7 @@ class SiteCache:
         column = matrix.column
         arrays: dict[str, Any] = {"run_id": _bytes(run_id),
                   "item_ids": _bytes(json.dumps(column.item_ids, ensure_ascii=False)), "answers": column.answers,
+                  "variants": column.variants,
                   **{name: getattr(column, name) for name in FIGURES},
                   **{name: _bytes("\n".join(getattr(matrix, name))) for name in _TEXTS}}
         if self._write_arrays(f"{content_hash}{MATRIX_SUFFIX}", arrays):

@@ -1,6 +1,7 @@
 """The experiment matrix's rows as data scripts (``data/experiments/<name>/matrix-<n>.js``).
 
-A row is ``[item id, anchor or null, bucket, divergent, cells]``; a cell is ``[score, passed, tint,
+A row is ``[item id, anchor or null, bucket, outputs, cells]`` (``outputs``: its distinct outputs over
+every repeat of every arm, :attr:`~evalsite.analysis.matrix.MatrixMarks.outputs`); a cell is ``[score, passed, tint,
 flags, latency, tokens, cost]``, or null where the arm lacks the item (``static/matrix.js`` draws
 them). All of a cell but its flags depends on its run alone, so each run's cells are written as
 JSON text once (:func:`matrix_part`, kept in the site cache beside the run's
@@ -78,8 +79,8 @@ def matrix_scripts(name: str, marks: MatrixMarks, parts: Sequence[MatrixPart]) -
     flags = (OUTLIER * (marks.outlier & ~passed) + BEST * marks.best + FASTEST * marks.fastest
              + CHEAPEST * marks.cheapest + FEWEST_TOKENS * marks.fewest_tokens)
     cells = [_cells(part, marks.position[:, index], flags[:, index]) for index, part in enumerate(parts)]
-    rows = [f"[{start},{divergent},[{','.join(row)}]]"
-            for start, divergent, row in zip(_row_starts(marks, parts), marks.divergent.astype(int).tolist(), zip(*cells))]
+    rows = [f"[{start},{outputs},[{','.join(row)}]]"
+            for start, outputs, row in zip(_row_starts(marks, parts), marks.outputs.tolist(), zip(*cells))]
     count = max(1, -(-len(rows) // MATRIX_PART_ROWS))
     return {paths.matrix_data(name, n): json_script(paths.matrix_data(name, n),
                                                     "[" + ",".join(rows[n * MATRIX_PART_ROWS:(n + 1) * MATRIX_PART_ROWS]) + "]")
