@@ -101,3 +101,40 @@ def test_the_site_resolves_every_baseline_as_evalsite_compare_does(rerun_project
         assert (mine.directory, mine.source) == (theirs.directory, theirs.source), run.run_id
         sources.add(mine.source)
     assert sources == {"promoted", "prior", "none"}
+
+
+def _promote(project, run_dir) -> None:
+    from dataclasses import asdict
+
+    from evalsite.analysis.baselines import Decision
+
+    header = json.loads((run_dir / "run.json").read_text())
+    promotion = Decision(run_id=run_dir.name, dataset_id=header["dataset"]["dataset_id"], inputs_id=None,
+                         arm_id=header["arm_id"], fingerprint_hash=header["fingerprint_hash"], reason="r", at="t", by=None)
+    (project.runs_dir / "decisions.jsonl").write_text(json.dumps(asdict(promotion)) + "\n")
+
+
+def test_an_older_run_gets_no_compare_page_against_a_later_promoted_baseline(rerun_project):
+    older, newer = sorted(rerun_project.runs_dir.glob("*sampler*"),
+                          key=lambda p: json.loads((p / "run.json").read_text())["started_at"])
+    _promote(rerun_project, newer)
+    build_site(find_project(rerun_project.root))
+    site = rerun_project.root / "site"
+    assert not (site / paths.compare(older.name, newer.name)).exists()  # `compare` would resolve it; the site does not build it
+    assert parse(site / "runs" / f"{older.name}.html").find_all("p", class_="compare-link") == []
+    assert all(not a.attrs.get("href", "").endswith(f"{older.name}--{newer.name}.html")
+               for a in parse(site / "runs.html").find_all("a"))
+
+
+def test_a_listed_pair_against_a_later_baseline_says_so(rerun_project):
+    older, newer = sorted(rerun_project.runs_dir.glob("*sampler*"),
+                          key=lambda p: json.loads((p / "run.json").read_text())["started_at"])
+    (rerun_project.root / "evalsite.toml").write_text(f'[site]\ncompare = [["{older.name}", "{newer.name}"]]\n')
+    build_site(find_project(rerun_project.root))
+    site = rerun_project.root / "site"
+    later = parse(site / paths.compare(older.name, newer.name))
+    assert "against a later baseline" in " ".join(later.find("h1").text().split())
+    assert "Against a later baseline" in later.find("p", class_="notice").text()
+    assert "a later baseline" in later.find("title").text()
+    earlier = parse(site / paths.compare(newer.name, older.name))  # the newer run against its prior run: no label
+    assert "later baseline" not in earlier.text()

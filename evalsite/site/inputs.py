@@ -242,11 +242,20 @@ class ProjectInputs:
         return self._baselines[run_id]
 
     def baseline_of(self, run_id: str) -> str | None:
-        """The id of a completed run's baseline, if it has one."""
+        """The id of a completed run's baseline, if it has one that started before it: a run is
+        judged against what came before it, so a baseline promoted later (a newer run) gives an
+        older run no compare page and no "vs baseline" figures."""
         if self.by_id[run_id].status != RunStatus.COMPLETED:
             return None
         choice = self.baseline_choice(run_id)
-        return choice.directory.name if choice.directory is not None else None
+        if choice.directory is None or self.later(choice.directory.name, run_id):
+            return None
+        return choice.directory.name
+
+    def later(self, baseline_id: str, run_id: str) -> bool:
+        """Whether ``baseline_id`` started after ``run_id`` (:attr:`Run.recency`)."""
+        baseline = self.by_id.get(baseline_id)
+        return baseline is not None and baseline.recency > self.by_id[run_id].recency
 
     def critical_items(self, run: Run, cases: list) -> dict[str, bool] | None:
         """Which items of the run's dataset are critical, for cases that did not record it

@@ -78,6 +78,7 @@ class ComparePage(PageContext):
     evaluators: Table | None = doc("Per evaluator: newly failing / passing, pass-rate, mean and error deltas.")
     apart: Table | None = doc("Items left out of the numbers: ground truth changed, only in one run, unscored.")
     critical_newly_failing: list[str] = doc("Critical rows that passed in the baseline and fail now.")
+    later_baseline: bool = doc("True when the baseline started after the run (a pair listed in ``[site] compare``; resolved baselines are always older): the page says it is against a later baseline.", default=False)
     dataset_note: str | None = doc("When the dataset changed between the runs (same questions, edited expected values): what changed and why the baseline's mean here is not its run page's (its outputs re-scored against the current ground truth). None on one dataset version.", default=None)
 
 
@@ -90,8 +91,9 @@ def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[PageJob]:
 
 
 def compared_pairs(inputs: ProjectInputs, settings: SiteSettings) -> list[tuple[str, str]]:
-    """(run, baseline) of every compare page: each completed run and its resolved baseline, then the
-    pairs ``[site] compare`` lists (both runs present)."""
+    """(run, baseline) of every compare page: each completed run and its resolved baseline when that
+    started before the run (:meth:`ProjectInputs.baseline_of`), then the pairs ``[site] compare``
+    lists (both runs present; a later baseline is labelled so on its page)."""
     pairs: dict[tuple[str, str], None] = {}
     for run in inputs.runs:
         baseline = inputs.baseline_of(run.run_id)
@@ -163,6 +165,8 @@ def _renderer(run_id: str, baseline_id: str):
         path = paths.compare(run_id, baseline_id)
         dataset_id = kit.inputs.by_id[run_id].header.dataset.dataset_id
         page = compare_page(report, source, kit.settings, dataset_id)
+        if kit.inputs.later(baseline_id, run_id):
+            page.later_baseline, page.title = True, f"{run_id} against a later baseline, {baseline_id}"
         files: dict[str, bytes] = {}
         if report.regression is not None:
             changed = _largest_first([c for c in report.regression.items if c.classification in (IMPROVED, REGRESSED)])
