@@ -1,6 +1,6 @@
-"""Browsing the site in headless Chromium from file://: the word diff of two long answers (jsdiff's
-Myers diff, no size limit a reader meets), and the matrix's "same / N distinct outputs" column
-counting every repeat's output."""
+"""Browsing the site in headless Chromium from file://: a dataset's item index (every item, its
+input's start and each arm's outcome, filtered and searched over every page), and the word diff of
+two long answers (jsdiff's Myers diff, no size limit a reader meets)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 from browser_support import drawn, needs_browser, problems_in
-from sitekit import case, write_run
+from sitekit import case, parse, write_run
 
 from evalsite.project import find_project
-from evalsite.site import build_site, paths
+from evalsite.site import build_site, itemindex, paths
 
 pytestmark = needs_browser
 
@@ -56,3 +56,83 @@ def test_two_2000_word_answers_get_a_word_diff(browser, long_site):
     assert browser.execute_script("const o = arguments[0].cloneNode(true); o.querySelectorAll('del').forEach(d => d.remove());"
                                   " return o.textContent;", out) == {"a": left, "b": right}[picked]  # it rebuilds that answer
     assert problems_in(browser, long_site) == []
+
+
+ITEMS = 250
+DATASET = "data@000000000000"
+
+
+def outcome(arm: str, n: int) -> bool:
+    """Whether arm ``arm`` passes item ``n``: a fails every 5th item, b every 7th."""
+    return n % (5 if arm == "a" else 7) != 0
+
+
+@pytest.fixture(scope="module")
+def index_site(tmp_path_factory) -> Path:
+    """Two arms on 250 items (more than a page of the index); item 137 asks about a pelican."""
+    root = tmp_path_factory.mktemp("item-index")
+    (root / "data").mkdir()
+    for minute, arm in enumerate("ab"):
+        cases = [case(f"i{n}", input="pelican saxophone?" if n == 137 else f"question number {n}",
+                      passed=outcome(arm, n), score=float(outcome(arm, n))) for n in range(ITEMS)]
+        write_run(root / "runs", f"20260101T00{minute:02d}00Z-{arm}-0001", cases, arm=arm)
+    build_site(find_project(root))
+    return root / "site"
+
+
+def index_rows(driver) -> list[list[str]]:
+    return driver.execute_script(
+        "return [...document.querySelectorAll('#item-index-table tbody tr')].map(tr => [...tr.cells].map(td => td.textContent));")
+
+
+def test_the_item_index_lists_every_item_with_its_input_and_each_arms_outcome(browser, index_site):
+    browser.get((index_site / paths.items_index(DATASET)).as_uri())
+    drawn(browser, "#item-index-table tbody tr")
+    headers = browser.execute_script("return [...document.querySelectorAll('#item-index-table th')].map(th => th.textContent)")
+    assert headers == ["item", "input", "b", "a"]  # newest run's arm first
+    rows = index_rows(browser)
+    assert len(rows) == 100 and rows[0] == ["i0", "question number 0", "0.00", "0.00"]  # a page of 100, natural order
+    assert rows[1] == ["i1", "question number 1", "1.00", "1.00"] and rows[10][0] == "i10"
+    assert "1–100 of 250 items" in browser.find_element("css selector", ".index-tally").text
+    link = browser.find_element("css selector", "#item-index-table tbody tr a")
+    assert link.get_attribute("href").endswith(f"{paths.item_bucket('i0')}.html#item-i0")
+    assert problems_in(browser, index_site) == []
+
+
+def test_the_item_index_filters_and_searches_every_page(browser, index_site):
+    from selenium.webdriver.support.ui import Select
+
+    browser.get((index_site / paths.items_index(DATASET)).as_uri())
+    drawn(browser, "#item-index-table tbody tr")
+    needle = browser.find_element("css selector", ".index-needle")
+    needle.send_keys("pelican")  # input text of an item on the second page
+    assert index_rows(browser) == [["i137", "pelican saxophone?", "1.00", "1.00"]]
+    needle.clear()
+    needle.send_keys("i24")
+    assert [r[0] for r in index_rows(browser)] == ["i24", *(f"i24{n}" for n in range(10))]
+    needle.clear()
+    outcomes = Select(browser.find_element("css selector", ".index-outcome"))
+    expected = {
+        "failed": [n for n in range(ITEMS) if not outcome("a", n) or not outcome("b", n)],
+        "passed": [n for n in range(ITEMS) if outcome("a", n) and outcome("b", n)],
+        "disagree": [n for n in range(ITEMS) if outcome("a", n) != outcome("b", n)],
+        "missing": [],
+    }
+    for value, items in expected.items():
+        outcomes.select_by_value(value)
+        tally = browser.find_element("css selector", ".index-tally").text
+        assert tally == (f"1–{min(100, len(items))} of {len(items)} items" if items else "no item matches"), value
+        assert [r[0] for r in index_rows(browser)] == [f"i{n}" for n in items[:100]], value
+
+
+def test_the_item_index_page_holds_no_row_and_its_scripts_are_bounded(tmp_path, monkeypatch):
+    monkeypatch.setattr(itemindex, "INDEX_PART_ROWS", 40)
+    (tmp_path / "data").mkdir()
+    write_run(tmp_path / "runs", "20260101T000000Z-a-0001", [case(f"i{n}") for n in range(ITEMS)])
+    build_site(find_project(tmp_path))
+    site = tmp_path / "site"
+    page = parse(site / paths.items_index(DATASET))
+    assert page.find("table", id="item-index-table").find_all("td") == []
+    parts = page.find("div", id="item-index").attrs["data-parts"].split()
+    assert parts == [paths.item_index_data(DATASET, n) for n in range(7)]  # 250 rows, 40 a script
+    assert all((site / part).exists() for part in parts)

@@ -173,7 +173,7 @@ def test_the_matrix_shows_costs_input_expected_and_a_pair_picker(browser, review
     assert all(" tok · " in cell.text and " ms" in cell.text for cell in cells)
     right, wrong = sorted(cells, key=lambda cell: "cell-pass" not in cell.get_attribute("class"))
     assert "outlier" not in right.get_attribute("class") and "outlier" in wrong.get_attribute("class")
-    row.find_element(By.LINK_TEXT, "differ").click()
+    row.find_element(By.PARTIAL_LINK_TEXT, " distinct").click()
     drawn(browser, "#item-q3-diff .pair-picker .worddiff-out")
     block = browser.find_element(By.ID, "item-q3-diff")
     assert "ask q3" in block.text and "answer q3" in block.text  # input and expected beside the outputs

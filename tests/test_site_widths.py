@@ -122,3 +122,20 @@ def test_the_compare_and_run_pages_do_not_scroll_sideways(sized, site, width):
         open_at(sized, site, str(page.relative_to(site)), width)
         page_width, inner = sized.execute_script("return [document.documentElement.scrollWidth, window.innerWidth]")
         assert page_width <= inner, f"{page.name}: {page_width} px in {inner}"
+
+
+@pytest.mark.parametrize("width", [390, 1280, 1920])
+def test_the_item_index_does_not_scroll_sideways_and_fits_a_desktop(sized, site, width):
+    from browser_support import drawn
+
+    open_at(sized, site, "items/arithmetic-854dec43a471/index.html", width)
+    drawn(sized, "#item-index-table tbody tr")
+    page_width, inner = sized.execute_script("return [document.documentElement.scrollWidth, window.innerWidth]")
+    assert page_width <= inner, f"item index: {page_width} px wide in a {inner} px window"
+    table, box, overflow, right = sized.execute_script(
+        "const box = document.querySelector('#item-index-table-block > .scroll');"
+        " return [box.querySelector('table').scrollWidth, box.clientWidth, getComputedStyle(box).overflowX,"
+        " box.getBoundingClientRect().right];")
+    assert overflow == "auto" and right <= inner  # a wider table scrolls in its own box, never the page
+    if width >= 1280:
+        assert table <= box, f"item index at {width} px: table {table} px in a {box} px box"

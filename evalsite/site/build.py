@@ -36,6 +36,7 @@ from evalsite.runlog.store import CASES_FILE, read_cases
 from evalsite.site import paths
 from evalsite.site.figures import PAIRS_FILE, RunFigures, SiteCache
 from evalsite.site.inputs import file_hash, scan_project
+from evalsite.site.itemindex import input_snippets
 from evalsite.site.matrixdata import matrix_part
 from evalsite.site.output import SiteWriter
 from evalsite.site.pages import (
@@ -237,7 +238,7 @@ def _render(kit: Kit, writer: SiteWriter, stale: list[PageJob], hashes: dict[str
         columns = case_columns(cases, critical)  # the run's one conversion
         summary = summarise_run(columns)
         kit.figures[run_id] = RunFigures.of(summary, {paths.item_bucket(str(c.get("item_id"))) for c in cases})
-        part = matrix_part(run_column(replace(run, cases=cases), columns))
+        part = matrix_part(run_column(replace(run, cases=cases), columns), input_snippets(cases))
         cache.cache.put(key, run_id, kit.figures[run_id], part)
         cache.cache.put_cells(key, case_cells(run_id, columns))  # the leaderboards' cells: no critical flag among them
         if run_id in matrix_wanted:

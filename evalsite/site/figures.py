@@ -36,7 +36,7 @@ from evalsite.analysis.matrix import FIGURES, RunColumn
 from evalsite.analysis.summary import RunSummary
 from evalsite.site.matrixdata import MatrixPart
 
-CACHE_VERSION = 4
+CACHE_VERSION = 5
 INTERVALS_FILE = "intervals.json"
 #: A run against its baseline: the runs table's change counts, by the hash of both runs' inputs.
 PAIRS_FILE = "pairs.json"
@@ -48,7 +48,7 @@ COLUMNS_SUFFIX = ".columns.npz"
 CELLS_SUFFIX = ".cells.arrow"
 #: A file being written: ``.<name>.<random>.tmp``, renamed to ``<name>`` when whole.
 TEMP_SUFFIX = ".tmp"
-_TEXTS = ("items", "heads", "tails")
+_TEXTS = ("items", "heads", "tails", "snippets")
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ Python object per cell.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -36,15 +36,17 @@ _NOT_FINITE = {"NaN": "null", "Infinity": "null", "-Infinity": "null"}
 class MatrixPart:
     """What the matrix needs of one run: its column (to decide the rows) and its cells as JSON
     text, per item of the column: ``items`` the row's first fields (``"id",anchor,"bucket"``),
-    ``heads`` the cell's score, verdict and tint, ``tails`` its latency, tokens and cost."""
+    ``heads`` the cell's score, verdict and tint, ``tails`` its latency, tokens and cost, and
+    ``snippets`` the start of the item's input (a JSON string or null), which the item index shows."""
 
     column: RunColumn
     items: list[str]
     heads: list[str]
     tails: list[str]
+    snippets: list[str]
 
 
-def matrix_part(column: RunColumn) -> MatrixPart:
+def matrix_part(column: RunColumn, snippets: Mapping[str, str] | None = None) -> MatrixPart:
     """The run's cells as the matrix data writes them. The tint: pass (every repeat with a verdict
     passed), fail (none scored above 0), mixed (failed but partly right), missing (no verdict)."""
     passed, score = column.passed, column.score
@@ -53,7 +55,9 @@ def matrix_part(column: RunColumn) -> MatrixPart:
     verdicts = np.where(known, np.where(passed == 1.0, "1", "0"), "null").tolist()
     heads = [f"{s},{v},{t}" for s, v, t in zip(_numbers(score), verdicts, tint.tolist())]
     tails = [",".join(cell) for cell in zip(*(_numbers(getattr(column, name)) for name in ("latency_ms", "tokens", "cost_usd")))]
-    return MatrixPart(column, [_row_start(item_id) for item_id in column.item_ids], heads, tails)
+    shown = snippets or {}
+    return MatrixPart(column, [_row_start(item_id) for item_id in column.item_ids], heads, tails,
+                      [_text(shown[item_id]) if item_id in shown else "null" for item_id in column.item_ids])
 
 
 def _row_start(item_id: str) -> str:

@@ -124,3 +124,8 @@ def root_of(page: str) -> str:
 def relative(page: str, target: str) -> str:
     """``target`` (site-root relative) as seen from ``page``."""
     return posixpath.relpath(target, posixpath.dirname(page) or ".")
+
+
+def item_index_data(dataset_id: str, part: int) -> str:
+    """Part ``part`` (from 0) of a dataset's item index rows, read by ``items/<dataset>/index.html``."""
+    return f"data/items/{slug(dataset_id)}/index-{part}.js"

@@ -6,6 +6,10 @@ Items are spread over at most 256 pages by a hash of their id (:func:`evalsite.s
 so every other page can link an item without reading the dataset. A page is a shell: the browser
 (``static/items.js``) loads that bucket's part of each run's data (:mod:`evalsite.site.casedata`),
 so an item page carries no copy of a case and a new run re-renders only these small shells.
+
+The dataset's item index lists every item (id, the start of its input, each arm's outcome in its
+newest run) from data scripts (:mod:`evalsite.site.itemindex`), filtered, searched and paged in
+the browser (``static/itemindex.js``).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from evalsite.runlog.store import Run
 from evalsite.site import paths
 from evalsite.site.casedata import data_script
 from evalsite.site.inputs import ProjectInputs
+from evalsite.site.itemindex import index_scripts
 from evalsite.site.pages import Kit, PageContext, PageJob, doc
 from evalsite.site.pages.common import runs_by
 from evalsite.site.safe_text import display
@@ -38,11 +43,14 @@ class ItemPage(PageContext):
 
 @dataclass(kw_only=True)
 class ItemIndexPage(PageContext):
-    """``items/<dataset>/index.html``: every item page of the dataset."""
+    """``items/<dataset>/index.html``: every item of the dataset, drawn from its index's data scripts."""
 
     dataset: Link = doc("The dataset's leaderboard.")
     pages: list[Link] = doc("Every item page.")
     runs: int = doc("Runs on the dataset (excluded ones left out).")
+    items: int = doc("Items in the index (every item the arms' newest runs have).")
+    parts: list[str] = doc("Site-root-relative paths of the index's data scripts (:mod:`evalsite.site.itemindex`).")
+    columns_json: str = doc("The index's columns as JSON: per arm, its label, the run it shows (the arm's newest run) and that run's link.")
 
 
 def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[PageJob]:
@@ -51,7 +59,7 @@ def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[PageJob]:
         keys = ["decisions", *(f"run:{r.run_id}" for r in members)]  # an exclusion takes a run off these pages
         keys += [f"dataset-file:{p}" for p in sorted({r.header.dataset.path for r in members if r.header.dataset.path})]
         result.append(PageJob(f"items:{dataset_id}", tuple(keys), _renderer(dataset_id, members),
-                          figures=tuple(r.run_id for r in members)))
+                          figures=tuple(r.run_id for r in members), matrix_of=tuple(r.run_id for r in members)))
     return result
 
 
@@ -74,11 +82,25 @@ def _renderer(dataset_id: str, members: list[Run]):
                 title=f"Items of {dataset_id}, page {bucket}", dataset=dataset, index=index, bucket=bucket,
                 runs_json=runs_json, metadata=script if script in metadata else None)))
         pages = [Link(f"page {b}", paths.item_page(dataset_id, b)) for b in buckets]
+        shown = [kit.matrix_parts[r.run_id] for r in _newest_per_arm(newest)]
+        scripts = index_scripts(dataset_id, shown, redact=kit.settings.redact)
+        files.update(scripts)
+        columns_json = json.dumps([{"label": str(r.header.arm_id), "run": r.run_id, "href": paths.run(r.run_id)}
+                                   for r in _newest_per_arm(newest)], ensure_ascii=False)
         files.update(kit.page(index, "item_index.html", ItemIndexPage(
-            title=f"Items of {dataset_id}", dataset=dataset, pages=pages, runs=len(newest))))
+            title=f"Items of {dataset_id}", dataset=dataset, pages=pages, runs=len(newest), parts=list(scripts),
+            items=len({i for part in shown for i in part.column.item_ids}), columns_json=columns_json)))
         return files
 
     return render
+
+
+def _newest_per_arm(newest: list[Run]) -> list[Run]:
+    """The newest run of each arm (``newest`` is newest first), in that order: the item index's columns."""
+    seen: dict[str | None, Run] = {}
+    for run in newest:
+        seen.setdefault(run.header.arm_id, run)
+    return list(seen.values())
 
 
 def _metadata_scripts(kit: Kit, dataset_id: str, runs: list[Run]) -> dict[str, bytes]:

@@ -1,0 +1,68 @@
+"""The rows of a dataset's item index (``items/<dataset>/index.html``) as data scripts
+(``data/items/<dataset>/index-<n>.js``, :data:`INDEX_PART_ROWS` rows each).
+
+A row is ``[item id, anchor or null, bucket, input snippet or null, cells]``, one cell per column
+(the newest run of each arm on the dataset): ``[score, passed, tint]`` from that run's
+:class:`~evalsite.site.matrixdata.MatrixPart` (its mean score over the repeats, 1/0/null verdict
+and the matrix's tint index), or null where the run lacks the item. Rows are in natural item
+order; ``static/itemindex.js`` filters, searches and pages them in the browser. The page itself
+holds no row, so a dataset of 100,000 items gives a small page and scripts of bounded size.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from evalsite.runlog.records import Case
+from evalsite.runlog.rows import item_order
+from evalsite.site import paths
+from evalsite.site.casedata import json_script
+from evalsite.site.matrixdata import MatrixPart
+from evalsite.site.safe_text import display
+
+#: Rows per data script of an item index.
+INDEX_PART_ROWS = 5000
+#: Characters of an item's input the index shows.
+SNIPPET_CHARS = 160
+
+
+def input_snippets(cases: Sequence[Case]) -> dict[str, str]:
+    """Item id → the start of its input (its first turn for a conversation) on one line, from the
+    item's first case with one: what the matrix part keeps for the index."""
+    found: dict[str, str] = {}
+    for case in cases:
+        if case.item_id in found:
+            continue
+        value = case.raw.get("input")
+        turns = case.raw.get("turns")
+        if value is None and isinstance(turns, list) and turns:
+            value = turns[0]
+        shown = display(value, SNIPPET_CHARS)
+        if shown is not None:
+            found[case.item_id] = " ".join(shown.text.split()) + ("…" if shown.omitted else "")
+    return found
+
+
+def index_scripts(dataset_id: str, parts: Sequence[MatrixPart], *, redact: bool) -> dict[str, bytes]:
+    """The item index's data scripts (path → bytes, at least one) over ``parts`` (one per column);
+    an item's snippet comes from the first column that has one (none when redacting)."""
+    cells = [dict(zip(part.column.item_ids, part.heads)) for part in parts]
+    snippets: dict[str, str] = {}
+    for part in [] if redact else parts:
+        for item_id, shown in zip(part.column.item_ids, part.snippets):
+            if shown != "null":
+                snippets.setdefault(item_id, shown)
+    item_ids = sorted({item_id for column in cells for item_id in column}, key=item_order)
+    rows = []
+    for item_id in item_ids:
+        anchor = paths.item_anchor(item_id)
+        row = [json.dumps(value, ensure_ascii=False) for value in
+               (item_id, None if anchor == f"item-{item_id}" else anchor, paths.item_bucket(item_id))]
+        row.append(snippets.get(item_id, "null"))
+        shown = ",".join("null" if column.get(item_id) is None else f"[{column[item_id]}]" for column in cells)
+        rows.append(f"[{','.join(row)},[{shown}]]")
+    count = max(1, -(-len(rows) // INDEX_PART_ROWS))
+    return {paths.item_index_data(dataset_id, n): json_script(
+        paths.item_index_data(dataset_id, n), "[" + ",".join(rows[n * INDEX_PART_ROWS:(n + 1) * INDEX_PART_ROWS]) + "]")
+        for n in range(count)}
