@@ -73,7 +73,7 @@
       if (typeof window.MiniSearch !== "function") { return; }
       index = new window.MiniSearch({
         fields: ["title", "where", "text"],
-        storeFields: ["kind", "title", "where", "url"],
+        storeFields: ["kind", "title", "where", "url", "text"],
         searchOptions: { prefix: true, combineWith: "AND", boost: { title: 3 } }
       });
       index.addAll(queued);
@@ -104,9 +104,36 @@
       link.appendChild(kind);
       link.appendChild(document.createTextNode(" " + hit.title + (hit.where ? " · " + hit.where : "")));
       item.appendChild(link);
+      item.appendChild(why(hit));
       list.appendChild(item);
     });
     if (!found.length) { note(pending > 0 ? "searching…" : "nothing found"); }
+  }
+
+  /* Why a hit matched: the words around the first matched term in its text, the term marked; or
+     which of its fields matched when the text did not. */
+  var FIELDS = { title: "its name", where: "where it is", text: "its text" };
+  function why(hit) {
+    var box = document.createElement("span");
+    box.className = "search-snippet";
+    var text = (hit.text || "").replace(/\s+/g, " "), lower = text.toLowerCase(), at = -1, term = "";
+    (hit.terms || []).forEach(function (t) {
+      var i = lower.indexOf(t.toLowerCase());
+      if (i !== -1 && (at === -1 || i < at)) { at = i; term = t; }
+    });
+    if (at === -1) {
+      var fields = {};
+      Object.keys(hit.match || {}).forEach(function (t) { hit.match[t].forEach(function (f) { fields[FIELDS[f] || f] = true; }); });
+      box.textContent = "matched " + (Object.keys(fields).join(" and ") || "its name");
+      return box;
+    }
+    var start = Math.max(0, at - 40), end = Math.min(text.length, at + term.length + 80);
+    box.appendChild(document.createTextNode((start > 0 ? "…" : "") + text.slice(start, at)));
+    var mark = document.createElement("mark");
+    mark.textContent = text.slice(at, at + term.length);
+    box.appendChild(mark);
+    box.appendChild(document.createTextNode(text.slice(at + term.length, end) + (end < text.length ? "…" : "")));
+    return box;
   }
 
   function note(text) {

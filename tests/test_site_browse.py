@@ -136,3 +136,32 @@ def test_the_item_index_page_holds_no_row_and_its_scripts_are_bounded(tmp_path, 
     parts = page.find("div", id="item-index").attrs["data-parts"].split()
     assert parts == [paths.item_index_data(DATASET, n) for n in range(7)]  # 250 rows, 40 a script
     assert all((site / part).exists() for part in parts)
+
+
+def search_hit(browser, title: str):
+    """(snippet text, marked words) of the result whose link names item ``title``, once it is listed."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    return WebDriverWait(browser, 10).until(lambda d: d.execute_script(
+        "const li = [...document.querySelectorAll('ol.search-results li')].find(li => li.querySelector('a')"
+        " && li.querySelector('a').textContent.includes(' ' + arguments[0] + ' ·'));"
+        " return li ? [li.querySelector('.search-snippet').textContent, [...li.querySelectorAll('mark')].map(m => m.textContent)] : null;",
+        title))
+
+
+def test_a_search_result_shows_why_it_matched(browser, index_site):
+    browser.get((index_site / "index.html").as_uri())
+    box = browser.find_element("css selector", "form.site-search input")
+    box.send_keys("saxoph")  # a prefix of a word in item i137's input
+    # the input, the expected value and the run's output, the matched word marked
+    assert search_hit(browser, "i137") == ["pelican saxophone? ok ok", ["saxophone"]]
+    box.clear()
+    box.send_keys("i13")  # matches item ids, not their text
+    assert search_hit(browser, "i13") == ["matched its name", []]
+    assert problems_in(browser, index_site) == []
+
+
+def test_page_titles_name_the_project_once(index_site):
+    root = index_site.parent.name
+    titles = {page: parse(index_site / page).find("title").text() for page in ("index.html", "runs.html")}
+    assert titles == {"index.html": root, "runs.html": f"All runs · {root}"}
