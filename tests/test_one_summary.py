@@ -202,7 +202,7 @@ def test_show_the_leaderboard_and_every_site_download_agree(cli, inside, experim
         "dataset": site_json(inside, paths.dataset(dataset_id), "runs"),
         "experiment": site_json(inside, paths.experiment(experiment), "runs"),
     }
-    leaderboard_rows = {row["run"]: row for row in site_json(inside, paths.dataset(dataset_id), "leaderboard-1")}
+    leaderboard_rows = {row["run_id"]: row for row in site_json(inside, paths.dataset(dataset_id), "leaderboard-1")}
     listed_by_run = {"runs": cli.json("runs")}
     for arm, run in runs.items():
         figures = shown[arm]
@@ -210,7 +210,7 @@ def test_show_the_leaderboard_and_every_site_download_agree(cli, inside, experim
         # the leaderboard: every arm scored every item, so its figures are the run's
         assert on_board[run]["mean"] == figures["mean_score"]
         assert on_board[run]["pass_rate"] == figures["pass_rate"]
-        assert leaderboard_rows[run]["mean"]["value"] == figures["mean_score"]
+        assert leaderboard_rows[run]["value"]["value"] == figures["mean_score"]
         assert leaderboard_rows[run]["pass_rate"] == figures["pass_rate"]
         # `evalsite runs`
         (listed,) = [row for row in listed_by_run["runs"] if row["run_id"] == run]

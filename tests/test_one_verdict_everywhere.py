@@ -300,9 +300,9 @@ def check_site(site: Path, dataset_id: str, answer: Answer) -> None:
     arms = [(a, places_text(answer.places[a]), answer.letters[a]) for a in answer.order]
     assert [(r["arm"], r["rank"], r["group"]) for r in columns(board)] == arms
     download = json.loads(page_path.with_name(page_path.stem + ".leaderboard-1.json").read_text())
-    assert [(r["arm"], r["rank"], r["group"]) for r in download] == arms
+    assert [(r["arm"], r["rank_range"], r["group"]) for r in download] == arms
     with page_path.with_name(page_path.stem + ".leaderboard-1.csv").open(newline="") as handle:
-        assert [(r["arm"], r["rank"], r["group"]) for r in csv.DictReader(handle)] == arms
+        assert [(r["arm"], r["rank_range"], r["group"]) for r in csv.DictReader(handle)] == arms
 
     html_pairs = columns(pairs_table)
     json_pairs = json.loads(page_path.with_name(page_path.stem + ".pairs-1.json").read_text())

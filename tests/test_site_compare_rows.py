@@ -55,7 +55,7 @@ def test_the_downloads_hold_every_changed_item(many_changes):
     stem = paths.compare(NEW, OLD).removesuffix(".html")
     with open(many_changes / f"{stem}.items.csv", newline="") as handle:
         rows = list(csv.DictReader(handle))
-    assert sorted(row["item"] for row in rows) == sorted(ITEMS[:10])
+    assert sorted(row["item_id"] for row in rows) == sorted(ITEMS[:10])
 
 
 @needs_browser

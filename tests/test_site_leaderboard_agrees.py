@@ -22,7 +22,7 @@ def test_site_leaderboard_download_agrees_with_the_leaderboard_command(cli, exam
         for arm in board["arms"]
     ]
     shown = [
-        (row["group"], row["arm"], row["run"], row["mean"]["value"], row["mean"]["low"], row["mean"]["high"],
+        (row["group"], row["arm"], row["run_id"], row["value"]["value"], row["value"]["low"], row["value"]["high"],
          row["pass_rate"], row["items"], row["cases"])
         for row in rows
     ]

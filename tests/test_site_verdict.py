@@ -59,7 +59,7 @@ def test_ranks_letters_and_the_legend_are_the_verdicts(cli, example_with_runs):
     assert column(table, "group") == [arm["letters"] for arm in board["arms"]]
     assert "rank interval" not in [th.text() for th in table.find("thead").find_all("th")]  # no second, narrower rank
     download = json.loads((site / paths.dataset(board["selection"]["dataset_id"]).replace(".html", ".leaderboard-1.json")).read_text())
-    assert [row["rank"] for row in download] == [places(arm) for arm in board["arms"]]
+    assert [row["rank_range"] for row in download] == [places(arm) for arm in board["arms"]]
     shown = legend(page)
     for name in ("group", "rank"):
         assert f"paired sign-flip tests over items, {verdict['correction']}, α = {verdict['alpha']}" in shown[name]
@@ -112,7 +112,7 @@ def test_with_clusters_every_page_shows_the_commands_interval(cli, tmp_path, mon
     site = tmp_path / "site"
     page_path = site / paths.dataset(dataset.dataset_id)
     download = json.loads(page_path.with_name(page_path.stem + ".leaderboard-1.json").read_text())
-    assert {row["arm"]: (row["mean"]["value"], row["mean"]["low"], row["mean"]["high"]) for row in download} == expected
+    assert {row["arm"]: (row["value"]["value"], row["value"]["low"], row["value"]["high"]) for row in download} == expected
 
     def text(label: str) -> str:
         value, low, high = expected[label]

@@ -42,10 +42,27 @@ class Column:
     kind: str = "text"
     help: str = ""
     secondary: bool = False  # hidden until the reader asks for every column
+    #: The downloads' name for the column (default its key): the name the CLI's ``-o FILE.csv``
+    #: gives the same figure, where a command writes it (docs/reference/site.md, "Download columns").
+    download: str = ""
+    #: An interval column's CSV names of its low and high bounds (default ``<name>_low``/``<name>_high``).
+    bounds: tuple[str, str] | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in COLUMN_KINDS:
             raise ValueError(f"column {self.key!r}: unknown kind {self.kind!r}")
+
+    @property
+    def name(self) -> str:
+        """The column's name in both downloads."""
+        return self.download or self.key
+
+    def csv_names(self) -> list[str]:
+        """The column's CSV header: its name, and an interval's two bounds after it."""
+        name = self.name
+        if self.kind != "interval":
+            return [name]
+        return [name, *(self.bounds or (f"{name}_low", f"{name}_high"))]
 
 
 @dataclass
@@ -67,8 +84,8 @@ class Table:
         return self.rows if self.shown is None else self.rows[: self.shown]
 
     def records(self) -> list[dict]:
-        """Rows as plain JSON values, in column order."""
-        return [{c.key: _plain(row.get(c.key)) for c in self.columns} for row in self.rows]
+        """Rows as plain JSON values under the columns' download names, in column order."""
+        return [{c.name: _plain(row.get(c.key)) for c in self.columns} for row in self.rows]
 
     def to_json(self) -> str:
         """A JSON array, one record per line (compact, and quick to diff)."""
@@ -76,15 +93,13 @@ class Table:
         return "[\n" + ",\n".join(lines) + "\n]\n" if lines else "[]\n"
 
     def to_csv(self) -> str:
-        """The rows under the columns' keys, as the JSON download names them (an interval as
-        ``key``, ``key_low``, ``key_high``): machine names a script can rely on, never the display
-        labels, which may change with the wording of a page."""
+        """The rows under the columns' CSV names (:meth:`Column.csv_names`: the CLI's ``-o`` names
+        where a command writes the figure, else the key; an interval as its name and two bounds):
+        machine names a script can rely on, never the display labels, which may change with the
+        wording of a page."""
         buffer = io.StringIO()
         writer = csv.writer(buffer, lineterminator="\n")
-        header = []
-        for column in self.columns:
-            header += [column.key, f"{column.key}_low", f"{column.key}_high"] if column.kind == "interval" else [column.key]
-        writer.writerow(header)
+        writer.writerow([name for column in self.columns for name in column.csv_names()])
         for row in self.rows:
             cells = []
             for column in self.columns:

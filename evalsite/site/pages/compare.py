@@ -226,7 +226,8 @@ def compare_page(report: ComparisonReport, source: str, settings: SiteSettings, 
     page.summary = _summary(report, regression)
     page.dumbbells, page.dumbbell_note = _dumbbells(regression, settings.dumbbells)
     page.items = Table("items", [
-        Column("item", "item", "code"), Column("baseline", "baseline", "number"), Column("current", "current", "number"),
+        Column("item", "item", "code", download="item_id"), Column("baseline", "baseline", "number", download="baseline_score"),
+        Column("current", "current", "number", download="score"),
         Column("delta", "Δ", "number"), Column("classification", "change", "status"), Column("rescored", "re-scored"),
     ], [{"item": _item_link(dataset_id, c.item_id), "baseline": c.baseline_score, "current": c.current_score, "delta": c.delta,
          "classification": c.classification, "rescored": c.rescored, "_class": f"change-{c.classification}"}

@@ -163,22 +163,24 @@ def arm_columns(verdict: Verdict | None) -> list[Column]:
     tests = (f"the paired sign-flip tests over {unit}s, {verdict.correction}, α = {verdict.alpha}"
              if verdict is not None else "the paired sign-flip tests")
     return [
-        Column("rank", "rank", help=f"the places the arm can hold: a range (2–3) when {tests} do not separate it from the arms it could swap with"),
+        Column("rank", "rank", download="rank_range", help=f"the places the arm can hold: a range (2–3) when {tests} do not separate it from the arms it could swap with"),
         Column("arm", "arm", help="the arm; links to the run that stands for it"),
-        Column("mean", "mean score", "interval", f"mean of per-item means, {CONFIDENCE:.0%} BCa bootstrap interval over {unit}s"),
+        Column("mean", "mean score", "interval", f"mean of per-item means, {CONFIDENCE:.0%} BCa bootstrap interval over {unit}s",
+               download="value", bounds=("ci_low", "ci_high")),
         Column("group", "group", help=f"arms sharing a letter are not separated by {tests}"),
         Column("delta", "Δ leader", "number", "mean score minus the first arm's, over the same items (the paired mean difference)"),
-        Column("cost_per_case", "cost / case", "usd", "total cost / cases; unknown when any case has no cost"),
-        Column("latency_p50", "p50 latency", "ms", "nearest-rank median latency"),
+        Column("cost_per_case", "cost / case", "usd", "total cost / cases; unknown when any case has no cost", download="cost_per_case_usd"),
+        Column("latency_p50", "p50 latency", "ms", "nearest-rank median latency", download="p50_ms"),
         Column("pass_rate", "pass rate", "percent", secondary=True),
-        Column("noise", "noise ±", "number", "std of the arm's per-repeat means (with repeats): how far its mean moves on a rerun; a difference of this size could not be told apart from rerunning", secondary=True),
+        Column("noise", "noise ±", "number", "std of the arm's per-repeat means (with repeats): how far its mean moves on a rerun; a difference of this size could not be told apart from rerunning", secondary=True,
+               download="noise_std"),
         Column("items", "items", "count", "items every arm of the leaderboard scored (the figures use only these)", secondary=True),
         Column("cases", "cases", "count", secondary=True),
-        Column("cost_total", "cost", "usd", "total cost; unknown when any case has no cost", secondary=True),
-        Column("cost_per_correct", "per correct", "usd", "total cost / passed cases", secondary=True),
-        Column("latency_p95", "p95 latency", "ms", "nearest-rank 95th percentile", secondary=True),
+        Column("cost_total", "cost", "usd", "total cost; unknown when any case has no cost", secondary=True, download="cost_usd"),
+        Column("cost_per_correct", "per correct", "usd", "total cost / passed cases", secondary=True, download="cost_per_correct_usd"),
+        Column("latency_p95", "p95 latency", "ms", "nearest-rank 95th percentile", secondary=True, download="p95_ms"),
         Column("experiment", "experiment", secondary=True),
-        Column("run", "run", "code", secondary=True),
+        Column("run", "run", "code", secondary=True, download="run_id"),
     ]
 
 
