@@ -1,6 +1,7 @@
 """Browsing the site in headless Chromium from file://: a dataset's item index (every item, its
-input's start and each arm's outcome, filtered and searched over every page), and the word diff of
-two long answers (jsdiff's Myers diff, no size limit a reader meets)."""
+input's start and each arm's outcome, filtered and searched over every page), the word diff of two
+long answers (jsdiff's Myers diff, no size limit a reader meets), search results saying why they
+matched, titles naming the project once, and the matrix's "same" meaning every repeat agreed."""
 
 from __future__ import annotations
 
@@ -165,3 +166,30 @@ def test_page_titles_name_the_project_once(index_site):
     root = index_site.parent.name
     titles = {page: parse(index_site / page).find("title").text() for page in ("index.html", "runs.html")}
     assert titles == {"index.html": root, "runs.html": f"All runs · {root}"}
+
+
+@pytest.fixture(scope="module")
+def repeats_site(tmp_path_factory) -> Path:
+    """Two arms, three repeats: on s both arms answer "7" every time; on m both answer "7" most of
+    the time (mean score 0.67 for a) but a said "8" once and b "9" once."""
+    root = tmp_path_factory.mktemp("repeats")
+    (root / "data").mkdir()
+    answers = {"a": {"s": ["7", "7", "7"], "m": ["7", "8", "7"]}, "b": {"s": ["7", " 7", "7"], "m": ["7", "7", "9"]}}
+    for minute, (arm, items) in enumerate(answers.items()):
+        cases = [case(item, output=out, repeat=r, expected="7", passed=out.strip() == "7", score=float(out.strip() == "7"))
+                 for item, outs in items.items() for r, out in enumerate(outs)]
+        write_run(root / "runs", f"20260101T00{minute:02d}00Z-{arm}-0001", cases, arm=arm)
+    build_site(find_project(root))
+    return root / "site"
+
+
+def test_the_matrix_says_same_only_when_every_repeat_agrees(browser, repeats_site):
+    browser.get((repeats_site / paths.experiment("exp")).as_uri())
+    drawn(browser, "#matrix-table tbody tr")
+    rows = browser.execute_script(
+        "return Object.fromEntries([...document.querySelectorAll('#matrix-table tbody tr')]"
+        ".map(tr => [tr.cells[0].textContent, tr.cells[tr.cells.length - 1].textContent]));")
+    assert rows == {"s": "same", "m": "3 distinct"}  # m: every arm's most common answer is "7", but not every repeat's
+    legend = browser.find_element("css selector", ".matrix-legend").text
+    assert "every repeat of every arm gave the identical output" in legend
+    assert problems_in(browser, repeats_site) == []
