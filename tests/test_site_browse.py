@@ -193,3 +193,11 @@ def test_the_matrix_says_same_only_when_every_repeat_agrees(browser, repeats_sit
     legend = browser.find_element("css selector", ".matrix-legend").text
     assert "every repeat of every arm gave the identical output" in legend
     assert problems_in(browser, repeats_site) == []
+
+
+def test_a_redacted_item_index_shows_no_input(tmp_path):
+    (tmp_path / "data").mkdir()
+    write_run(tmp_path / "runs", "20260101T000000Z-a-0001", [case("i1", input="secret question")])
+    build_site(find_project(tmp_path), redact=True)
+    script = (tmp_path / "site" / paths.item_index_data(DATASET, 0)).read_text()
+    assert '"i1"' in script and "secret" not in script
