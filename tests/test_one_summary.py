@@ -218,7 +218,7 @@ def test_show_the_leaderboard_and_every_site_download_agree(cli, inside, experim
             figures["mean_score"], figures["pass_rate"], figures["cases"])
         # every runs table of the site
         for name, rows in listings.items():
-            (row,) = [r for r in rows if r["run"] == run]
+            (row,) = [r for r in rows if r["run_id"] == run]
             assert (row["mean_score"], row["pass_rate"], row["errors"], row["critical_failures"]) == (
                 figures["mean_score"], figures["pass_rate"], figures["errors"], critical), name
         # the run page's per-evaluator download
@@ -248,7 +248,7 @@ def test_the_run_page_shows_the_noise_evalsite_noise_measures(cli, inside):
         assert summary.noise.std == measured["noise"]["std"]
         repeats = site_json(inside, paths.run(run), "repeats")
         assert [r["mean_score"] for r in repeats] == list(summary.noise.repeat_means)
-        flaky = [r["item"] for r in site_json(inside, paths.run(run), "flaky")]
+        flaky = [r["item_id"] for r in site_json(inside, paths.run(run), "flaky")]
         assert flaky == [item["item_id"] for item in measured["items"] if item["flaky"]]
         assert not math.isnan(summary.noise.std)
 

@@ -64,3 +64,19 @@ def test_the_compare_items_download_uses_the_cli_names(example_with_runs, cli):
         for name in ("baseline_score", "score", "delta"):
             assert float(row[name]) == pytest.approx(float(other[name])), (row["item_id"], name)
     assert json.loads(page.with_suffix(".items.json").read_text())  # the JSON download is still written
+
+
+def test_the_flaky_items_download_uses_the_noise_command_names(example_with_runs, cli):
+    build_site(find_project(example_with_runs))
+    page = next((example_with_runs / "site/runs").glob("*sampler*.html"))
+    site_rows = read_csv(page.with_suffix(".flaky.csv"))
+    result = cli("noise", page.stem, "-o", "noise.csv")
+    assert result.exit_code == 0, result.output
+    cli_rows = {row["item_id"]: row for row in read_csv(example_with_runs / "noise.csv")}
+    assert site_rows and set(site_rows[0]) <= set(next(iter(cli_rows.values())))
+    assert list(site_rows[0])[:6] == ["item_id", "runs", "passed", "pass_rate", "wilson_low", "wilson_high"]
+    for row in site_rows:
+        other = cli_rows[row["item_id"]]
+        for name in row:
+            if name != "item_id":
+                assert float(row[name]) == pytest.approx(float(other[name])), (row["item_id"], name)

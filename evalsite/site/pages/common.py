@@ -14,7 +14,7 @@ from evalsite.site.tables import Column, Link, Table
 T = TypeVar("T")
 
 RUN_COLUMNS = [
-    Column("run", "run", "code"),
+    Column("run", "run", "code", download="run_id"),
     Column("experiment", "experiment"),
     Column("arm", "arm"),
     Column("dataset", "dataset", "code"),

@@ -275,8 +275,8 @@ def run_noise(summary: RunSummary) -> Noise | None:
         "pass_hat_k": flaky.pass_hat_k[i]} for i in flaky.flaky_items]
     k = flaky.k if flaky else 0
     flaky_table = Table("flaky", [
-        Column("item", "item", "code"), Column("runs", "repeats", "count"), Column("passed", "passed", "count"),
-        Column("wilson", "pass rate", "interval", "with its 95% Wilson interval"),
+        Column("item", "item", "code", download="item_id"), Column("runs", "repeats", "count"), Column("passed", "passed", "count"),
+        Column("wilson", "pass rate", "interval", "with its 95% Wilson interval", download="pass_rate", bounds=("wilson_low", "wilson_high")),
         Column("pass_at_k", f"pass@{k}", "number"), Column("pass_hat_k", f"pass^{k}", "number"),
     ], flaky_rows, caption="Flaky items (passed in some repeats, failed in others)")
     return Noise(
