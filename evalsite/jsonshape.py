@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeAlias
 
 #: What :func:`field_at` returns where the path leads nowhere (``None`` is a value JSON can hold).
 MISSING = object()
@@ -24,3 +24,13 @@ def field_at(value: Any, dotted: str) -> Any:
         else:
             return MISSING
     return value
+
+
+#: Any value JSON can hold, as :func:`json.loads` returns it.
+JSONValue: TypeAlias = "str | int | float | bool | None | list[JSONValue] | dict[str, JSONValue]"
+
+#: A JSON object whose values are read where they are used, not when it is typed: a dataset row,
+#: an arm's params, a manifest mapping before it is validated, an evaluator's parameters. Its
+#: values are ``Any`` rather than :data:`JSONValue` because a caller builds such objects from
+#: values of narrower types (``dict`` is invariant) and each reader checks the field it needs.
+JSONObject: TypeAlias = dict[str, Any]

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,7 +35,7 @@ class RetryPolicy:
     max_backoff: float = DEFAULTS["max_backoff_s"]
 
     @classmethod
-    def from_schedule(cls, schedule: dict[str, Any], settings: dict[str, Any]) -> RetryPolicy:
+    def from_schedule(cls, schedule: Mapping[str, Any], settings: dict[str, Any]) -> RetryPolicy:
         """``schedule.{timeout_s,max_attempts,backoff_s,max_backoff_s}``; an arm's ``settings.timeout`` wins."""
         values = {key: schedule.get(key, default) for key, default in DEFAULTS.items()}
         for key, value in values.items():

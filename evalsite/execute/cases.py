@@ -14,6 +14,7 @@ from evalsite.calls.targets.turns import TurnsError, assistant_replies, normalis
 from evalsite.errors import DatasetError, ManifestError
 from evalsite.execute.cache import HIT, case_cache_mark
 from evalsite.experiment.datasets import Item
+from evalsite.experiment.manifest_shapes import PriceSpec
 from evalsite.experiment.plan import Config, Plan
 from evalsite.experiment.prompts import render_input
 from evalsite.runlog.rows import is_critical
@@ -204,7 +205,7 @@ def provenance(calls: list[CallOutcome]) -> dict:
     return record
 
 
-def combine_turns(calls: list[CallOutcome], transcript: list[dict], price: dict | None) -> Generation:
+def combine_turns(calls: list[CallOutcome], transcript: list[dict], price: PriceSpec | None) -> Generation:
     """A replay's case: summed latency, tokens and cost (unknown if any turn's is), the last reply."""
     results = [call.result for call in calls]
     failed = next(((n, r) for n, r in enumerate(results, start=1) if r.error is not None), None)

@@ -451,7 +451,7 @@ def _sync_all(writers: list[RunWriter]) -> None:
         writer.sync()
 
 
-def _prompt_pin(reference: dict) -> dict:
+def _prompt_pin(reference: Mapping[str, Any]) -> dict:
     """A versioned prompt as the header pins it: name, submitted and resolved version, hash, file."""
     return {key: reference[key] for key in ("name", "submitted", "version", "hash", "path")}
 

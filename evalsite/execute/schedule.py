@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,7 +34,7 @@ class Schedule:
     pause_between_s: float = 0.0
 
     @classmethod
-    def of(cls, schedule: dict[str, Any], *, paired: bool = False) -> Schedule:
+    def of(cls, schedule: Mapping[str, Any], *, paired: bool = False) -> Schedule:
         """The manifest's schedule; ``paired`` (``stop_when``) walks every arm together (coverage)."""
         return cls("coverage" if paired else schedule.get("ordering", "depth"), schedule.get("parallel_arms", 1),
                    float(schedule.get("pause_between_s", 0.0)))

@@ -14,6 +14,8 @@ import math
 import re
 from typing import Any
 
+from evalsite.jsonshape import JSONObject
+
 MAX_DEPTH = 100  # nesting levels in one row or manifest; real data stays far below
 MAX_VALUES = 1_000_000  # values in one manifest, each use of a YAML alias counted again
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -27,9 +29,9 @@ class DuplicateKey(ValueError):
         self.key = key
 
 
-def unique_object(pairs: list[tuple[str, Any]]) -> dict:
+def unique_object(pairs: list[tuple[str, Any]]) -> JSONObject:
     """``object_pairs_hook`` for ``json.loads``: a key given twice is :class:`DuplicateKey`."""
-    data: dict = {}
+    data: JSONObject = {}
     for key, value in pairs:
         if key in data:
             raise DuplicateKey(key)

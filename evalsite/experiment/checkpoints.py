@@ -13,8 +13,14 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from evalsite.errors import PlanError
+from evalsite.experiment.manifest_shapes import CheckpointSpec
+from evalsite.jsonshape import JSONObject
+
+if TYPE_CHECKING:
+    from evalsite.experiment.manifest import Manifest
 
 FRESH = "none"
 
@@ -23,11 +29,11 @@ FRESH = "none"
 class Checkpoint:
     """``resolved`` goes into the config (and its id); ``request`` is what the target is given."""
 
-    resolved: dict
-    request: dict
+    resolved: JSONObject
+    request: JSONObject
 
 
-def checkpoint_problems(entries: list[dict] | None) -> list[str]:
+def checkpoint_problems(entries: list[CheckpointSpec] | None) -> list[str]:
     """Unique ids; a path on every entry but ``none`` (and none on ``none``)."""
     problems = []
     seen: dict[str, int] = {}
@@ -43,7 +49,7 @@ def checkpoint_problems(entries: list[dict] | None) -> list[str]:
     return problems
 
 
-def resolve_checkpoints(root: Path, manifest) -> list[Checkpoint | None]:
+def resolve_checkpoints(root: Path, manifest: Manifest) -> list[Checkpoint | None]:
     """The axis's entries, each path checked to exist; ``[None]`` without an axis."""
     if not manifest.checkpoints:
         return [None]

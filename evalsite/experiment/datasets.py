@@ -18,11 +18,14 @@ from __future__ import annotations
 import csv
 import io
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeGuard
 
 from evalsite.errors import DatasetError, shortened
 from evalsite.experiment.bounded import json_problem
+from evalsite.jsonshape import JSONObject
 from evalsite.runlog.hashing import sha256_json, sha256_text
 from evalsite.runlog.rows import is_critical
 
@@ -41,7 +44,7 @@ class Item:
 
     item_id: str
     index: int
-    row: dict
+    row: JSONObject
     sha: str
     input_sha: str
     expected_sha: str
@@ -51,7 +54,7 @@ class Item:
 class SourceRow:
     """A row and where it stands in its file (``line 4``, ``element 3``, ``row 2``)."""
 
-    row: dict
+    row: JSONObject
     where: str
 
 
@@ -66,7 +69,7 @@ class Dataset:
         return dataset_id(self.name, self.items)
 
 
-def load_rows(path: str | Path) -> list[dict]:
+def load_rows(path: str | Path) -> list[JSONObject]:
     """Read a dataset file into a list of row dicts, by extension."""
     return [source.row for source in read_source_rows(path)]
 
@@ -105,7 +108,7 @@ def _read_text(path: Path) -> str:
         raise DatasetError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
 
 
-def _numbered_lines(text: str):
+def _numbered_lines(text: str) -> Iterator[tuple[int, str]]:
     """Lines split on ``\\n`` only (a JSON string may hold U+2028), numbered from 1."""
     for number, line in enumerate(text.split("\n"), start=1):
         yield number, line.removesuffix("\r")
@@ -196,7 +199,7 @@ def _load_parquet(path: Path) -> list[SourceRow]:
     return [SourceRow(row, f"row {index}") for index, row in enumerate(table.to_pylist())]
 
 
-def _a(value) -> str:
+def _a(value: object) -> str:
     """``a string``, ``an array``…: a JSON value's type for a message."""
     name = {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null"}.get(
         type(value), "number"
@@ -204,7 +207,7 @@ def _a(value) -> str:
     return f"an {name}" if name[0] in "aeiou" else f"a {name}"
 
 
-def eval_row(raw: dict, expected_field: str = EXPECTED_FIELD) -> dict:
+def eval_row(raw: JSONObject, expected_field: str = EXPECTED_FIELD) -> JSONObject:
     """The row the runner sees: with ``expected_field`` set, that field becomes ``expected``."""
     if expected_field == EXPECTED_FIELD:
         return raw
@@ -214,7 +217,7 @@ def eval_row(raw: dict, expected_field: str = EXPECTED_FIELD) -> dict:
     return row
 
 
-def row_problems(row: dict) -> list[str]:
+def row_problems(row: JSONObject) -> list[str]:
     """What makes an eval row unusable (empty when the row is fine)."""
     if all(field in row for field in PREFERENCE_FIELDS):
         return [
@@ -237,7 +240,7 @@ def row_problems(row: dict) -> list[str]:
     return problems
 
 
-def _usable_id(value) -> bool:
+def _usable_id(value: object) -> TypeGuard[int | str]:
     if isinstance(value, bool):
         return False
     return isinstance(value, int) or (isinstance(value, str) and value != "")
@@ -253,7 +256,7 @@ def _id_length(item_id: int | str) -> str:
     return f"a number of more than {MAX_ITEM_ID_CHARS} digits" if isinstance(item_id, int) else f"{len(item_id):,} characters"
 
 
-def _messages_problems(value, field: str, *, allow_strings: bool) -> list[str]:
+def _messages_problems(value: object, field: str, *, allow_strings: bool) -> list[str]:
     wanted = "a list of strings or messages" if allow_strings else "a string or a list of messages"
     if not isinstance(value, list):
         return [f"'{field}' must be {wanted}, got {_a(value)}"]
@@ -269,18 +272,18 @@ def _messages_problems(value, field: str, *, allow_strings: bool) -> list[str]:
     return []
 
 
-def _short(value) -> str:
+def _short(value: object) -> str:
     return shortened(repr(value))
 
 
-def user_turns(turns: list) -> list:
+def user_turns(turns: list[str | JSONObject]) -> list[str | JSONObject]:
     """The turns a target answers: plain strings and ``role: user`` messages."""
     return [turn for turn in turns if isinstance(turn, str) or turn.get("role") == "user"]
 
 
-def _turns_problems(turns, expected) -> list[str]:
+def _turns_problems(turns: object, expected: object) -> list[str]:
     problems = _messages_problems(turns, "turns", allow_strings=True)
-    if problems:
+    if problems or not isinstance(turns, list):  # a list whenever it has no problems
         return problems
     asked = len(user_turns(turns))
     if asked == 0:
@@ -290,7 +293,7 @@ def _turns_problems(turns, expected) -> list[str]:
     return []
 
 
-def _metadata_problems(metadata) -> list[str]:
+def _metadata_problems(metadata: object) -> list[str]:
     if not isinstance(metadata, dict):
         return [f"'metadata' must be an object, got {_a(metadata)}"]
     problems = []
@@ -327,7 +330,7 @@ def dataset_problems(rows: list[SourceRow], source: str, expected_field: str = E
     return problems
 
 
-def _item_id(row: dict, index: int) -> str:
+def _item_id(row: JSONObject, index: int) -> str:
     return str(row["id"]) if row.get("id") is not None else str(index)
 
 
@@ -340,7 +343,7 @@ def make_items(rows: list[SourceRow], source: str, expected_field: str = EXPECTE
     return [_item(index, source_row.row, expected_field) for index, source_row in enumerate(rows)]
 
 
-def _item(index: int, raw: dict, expected_field: str) -> Item:
+def _item(index: int, raw: JSONObject, expected_field: str) -> Item:
     input_side = {key: value for key, value in raw.items() if key not in (EXPECTED_FIELD, expected_field)}
     expected_side = {EXPECTED_FIELD: raw.get(expected_field)}
     row = eval_row(raw, expected_field)
@@ -366,12 +369,12 @@ def load_dataset(path: str | Path, *, name: str | None = None, expected_field: s
     return Dataset(path=path, name=name or path.stem, items=items)
 
 
-def item_identity(rows: list[dict], source: str) -> list[Item]:
+def item_identity(rows: list[JSONObject], source: str) -> list[Item]:
     """Items for rows held in memory (inline rows, imported results), named ``rows[i]`` in messages."""
     return make_items([SourceRow(row, f"rows[{index}]") for index, row in enumerate(rows)], source)
 
 
-def inline_dataset(rows: list[dict], *, name: str, source: Path) -> Dataset:
+def inline_dataset(rows: list[JSONObject], *, name: str, source: Path) -> Dataset:
     """A dataset from a manifest's inline ``rows``."""
     return Dataset(path=source, name=name, items=item_identity(rows, str(source)))
 
@@ -403,7 +406,7 @@ class DatasetSummary:
     splits: dict[str, int]
 
 
-def row_shape(row: dict) -> str:
+def row_shape(row: JSONObject) -> str:
     """``input``, ``turns``, ``text`` (one line of a text file) or ``fields`` (for a prompt template)."""
     return next((shape for shape in ("input", "turns", "text") if shape in row), "fields")
 

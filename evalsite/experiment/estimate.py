@@ -17,7 +17,9 @@ import math
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
+from evalsite.experiment.manifest_shapes import PriceSpec
 from evalsite.experiment.plan import Config, Plan, rendered_inputs
+from evalsite.jsonshape import JSONObject
 from evalsite.runlog.hashing import canonical_json
 
 CHARS_PER_TOKEN = 4
@@ -59,13 +61,13 @@ class PlanEstimate:
     configs: list[ConfigEstimate]
     max_cost_usd: float | None = None
 
-    def by_arm(self) -> list[dict]:
+    def by_arm(self) -> list[JSONObject]:
         arms: dict[str, list[ConfigEstimate]] = {}
         for entry in self.configs:
             arms.setdefault(entry.config.arm_id, []).append(entry)
         return [_row(arm_id, entries) for arm_id, entries in arms.items()]
 
-    def total(self) -> dict:
+    def total(self) -> JSONObject:
         row = _row("total", self.configs)
         unpriced = [arm["arm"] for arm in self.by_arm() if arm["cost_usd"] is None]
         priced = [entry.cost_usd for entry in self.configs if entry.cost_usd is not None]
@@ -76,7 +78,7 @@ class PlanEstimate:
         cost = self.total()["cost_usd"]
         return self.max_cost_usd is not None and cost is not None and cost > self.max_cost_usd
 
-    def to_json(self) -> dict:
+    def to_json(self) -> JSONObject:
         return {
             "method": METHOD,
             "arms": self.by_arm(),
@@ -91,14 +93,14 @@ class PlanEstimate:
         }
 
 
-def _row(name: str, entries: list[ConfigEstimate]) -> dict:
+def _row(name: str, entries: list[ConfigEstimate]) -> JSONObject:
     summed = sum((entry.estimate for entry in entries), Workload())
     known = [entry.cost_usd for entry in entries if entry.cost_usd is not None]
     cost = sum(known) if len(known) == len(entries) else None
     return {"arm": name, "configs": len(entries), **asdict(summed), "cost_usd": cost}
 
 
-def cost_usd(price: dict | None, estimate: Workload) -> float | None:
+def cost_usd(price: PriceSpec | None, estimate: Workload) -> float | None:
     """Dollars for ``estimate``: known to be 0 without calls, unknown without a price."""
     if estimate.calls == 0:
         return 0.0
@@ -119,7 +121,7 @@ def _config_estimate(plan: Plan, config: Config) -> Workload:
     return total.times(plan.repeat)
 
 
-def _case(config: Config, row: dict, rendered: Any) -> Workload:
+def _case(config: Config, row: JSONObject, rendered: Any) -> Workload:
     if config.target.partition(":")[0] == "none":
         return Workload(cases=1)
     max_tokens = config.params.get("max_tokens")
@@ -129,7 +131,7 @@ def _case(config: Config, row: dict, rendered: Any) -> Workload:
     return Workload(1, 1, tokens(_length(rendered)), output or 0, int(output is None))
 
 
-def _replay(row: dict, max_tokens: int | None) -> Workload:
+def _replay(row: JSONObject, max_tokens: int | None) -> Workload:
     expected = row.get("expected")
     history_chars = replies = asked = 0
     total = Workload(cases=1)

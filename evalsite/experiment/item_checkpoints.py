@@ -14,18 +14,20 @@ from typing import Any
 
 from evalsite.errors import PlanError
 from evalsite.experiment.checkpoints import FRESH
+from evalsite.experiment.manifest_shapes import CheckpointSpec
+from evalsite.jsonshape import JSONObject
 
 FIELD = "inputs.checkpoint.load"
 
 
-def declared_load(row: dict) -> Any:
+def declared_load(row: JSONObject) -> Any:
     """The row's ``inputs.checkpoint.load`` as written, or None."""
     inputs = row.get("inputs")
     checkpoint = inputs.get("checkpoint") if isinstance(inputs, dict) else None
     return checkpoint.get("load") if isinstance(checkpoint, dict) else None
 
 
-def item_checkpoint(root: Path, row: dict, where: str) -> dict | None:
+def item_checkpoint(root: Path, row: JSONObject, where: str) -> JSONObject | None:
     """``{id, path}`` (the path absolute) of the row's own checkpoint; ``where`` names the item."""
     load = declared_load(row)
     if load is None:
@@ -38,7 +40,7 @@ def item_checkpoint(root: Path, row: dict, where: str) -> dict | None:
     return {"id": load, "path": str(path)}
 
 
-def overridden_warning(items: list[tuple[str, dict]], axis: list[dict] | None) -> str | None:
+def overridden_warning(items: list[tuple[str, JSONObject]], axis: list[CheckpointSpec] | None) -> str | None:
     """The warning when a non-trivial checkpoint axis overrides items' own checkpoints."""
     if not axis or all(entry["id"] == FRESH for entry in axis):
         return None

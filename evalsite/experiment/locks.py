@@ -18,6 +18,7 @@ from pathlib import Path
 
 from evalsite.errors import DatasetError
 from evalsite.experiment.datasets import Dataset, Item, load_dataset
+from evalsite.jsonshape import JSONObject
 from evalsite.runlog.hashing import file_sha256
 from evalsite.runlog.store import write_json_atomic
 
@@ -91,11 +92,11 @@ def declared_tier(dataset_path: str | Path, in_manifest: str | None, where: str)
     return in_manifest or in_lock
 
 
-def _locked_item(item: Item) -> dict:
+def _locked_item(item: Item) -> JSONObject:
     return {"item_id": item.item_id, "sha": item.sha, "input_sha": item.input_sha, "expected_sha": item.expected_sha}
 
 
-def read_lock(path: Path) -> dict:
+def read_lock(path: Path) -> JSONObject:
     """A lock file's content; refuses an unreadable lock or one of a newer format."""
     try:
         lock = json.loads(Path(path).read_text(encoding="utf-8"))
@@ -142,7 +143,7 @@ def lock_state(dataset_path: str | Path) -> str:
     return f"{target}: does not match, {count} difference{'s' * (count != 1)} (see evalsite dataset verify)"
 
 
-def item_differences(lock: dict, items: list[Item]) -> list[str]:
+def item_differences(lock: JSONObject, items: list[Item]) -> list[str]:
     """Items added, removed or changed since ``lock``, and a changed order."""
     locked = {entry["item_id"]: entry for entry in lock["items"]}
     current = {item.item_id: item for item in items}
@@ -157,7 +158,7 @@ def item_differences(lock: dict, items: list[Item]) -> list[str]:
     return differences
 
 
-def _changed_side(entry: dict, item: Item) -> str:
+def _changed_side(entry: JSONObject, item: Item) -> str:
     input_changed = item.input_sha != entry.get("input_sha")
     expected_changed = item.expected_sha != entry.get("expected_sha")
     if input_changed and expected_changed:

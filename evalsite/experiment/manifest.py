@@ -15,19 +15,37 @@ import re
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import yaml
 
 from evalsite.errors import ManifestError, did_you_mean
 from evalsite.experiment.bounded import MAX_VALUES, json_problem, shape_problem, too_deep
 from evalsite.experiment.checkpoints import checkpoint_problems
+from evalsite.experiment.manifest_shapes import (
+    ArtifactsSpec,
+    CheckpointSpec,
+    DatasetSpec,
+    DesignSpec,
+    EmulationSpec,
+    EvaluatorSpec,
+    HooksSpec,
+    LimitsSpec,
+    ModelSlots,
+    OutputSchemaSpec,
+    PriceSpec,
+    PromptRef,
+    PromptSpec,
+    ScheduleSpec,
+    SweepSpec,
+)
 from evalsite.experiment.models import fill_arms, fill_judges, slot_problems
 from evalsite.experiment.overlays import apply_overlays
 from evalsite.experiment.prompts import template_problems
 from evalsite.experiment.safety import number_problems, secret_problems
 from evalsite.experiment.schema_check import schema_problems, value_phrase
 from evalsite.experiment.sweeps import sweep_problems
+from evalsite.jsonshape import JSONObject
 
 SAFE_NAME = re.compile(r"^(?!\.+$)(?!.*\.\.)[A-Za-z0-9_.-]{1,100}$")
 SAFE_NAME_RULE = "letters, digits, '-', '_' and '.' only (at most 100), without '..'"
@@ -41,9 +59,9 @@ class ArmSpec:
 
     id: str
     target: str
-    params: dict = field(default_factory=dict)
-    price: dict | None = None
-    settings: dict = field(default_factory=dict)
+    params: JSONObject = field(default_factory=dict)
+    price: PriceSpec | None = None
+    settings: JSONObject = field(default_factory=dict)
     description: str = ""
     extends: str | None = None
     model_slot: str | None = None  # the models slot the arm's model came from
@@ -65,7 +83,7 @@ class StopRule:
     seed: int = 0
 
     @classmethod
-    def of(cls, data: dict) -> StopRule:
+    def of(cls, data: JSONObject) -> StopRule:
         """The rule a validated ``stop_when`` mapping declares (its defaults filled in)."""
         return cls(**{key: value for key, value in data.items() if key != "decided"})
 
@@ -83,33 +101,33 @@ class Manifest:
     text: str
     name: str
     description: str
-    dataset: dict
-    prompt: Any
+    dataset: DatasetSpec
+    prompt: PromptSpec
     arms: list[ArmSpec]
-    evaluators: list[dict]
+    evaluators: list[EvaluatorSpec]
     repeat: int = 1
     concurrency: int = DEFAULT_CONCURRENCY
-    limits: dict = field(default_factory=dict)
-    schedule: dict = field(default_factory=dict)
-    rows: list[dict] | None = None
-    sweep: dict | None = None
-    design: dict = field(default_factory=lambda: {"mode": "cartesian"})
+    limits: LimitsSpec = field(default_factory=lambda: LimitsSpec())
+    schedule: ScheduleSpec = field(default_factory=lambda: ScheduleSpec())
+    rows: list[JSONObject] | None = None
+    sweep: SweepSpec | None = None
+    design: DesignSpec = field(default_factory=lambda: DesignSpec(mode="cartesian"))
     overrides: tuple[str, ...] = ()
-    effective: dict = field(default_factory=dict)
+    effective: JSONObject = field(default_factory=dict)
     # the study pipeline (hooks, artifacts, output checks, checkpoints, model slots, the cache)
-    emulation: dict = field(default_factory=dict)
-    hooks: dict = field(default_factory=dict)
-    artifacts: dict = field(default_factory=dict)
-    output_schema: dict | None = None
-    checkpoints: list[dict] | None = None
-    models: dict = field(default_factory=dict)
-    prompt_ref: dict | None = None  # prompt: {name, version}; resolved by experiment.prompt_versions
+    emulation: EmulationSpec = field(default_factory=lambda: EmulationSpec())
+    hooks: HooksSpec = field(default_factory=lambda: HooksSpec())
+    artifacts: ArtifactsSpec = field(default_factory=dict)
+    output_schema: OutputSchemaSpec | None = None
+    checkpoints: list[CheckpointSpec] | None = None
+    models: ModelSlots = field(default_factory=dict)
+    prompt_ref: PromptRef | None = None  # prompt: {name, version}; resolved by experiment.prompt_versions
     stop_when: StopRule | None = None  # adaptive: stop when every pair of arms is decided
 
 
 # A manifest with neither ``dataset`` nor ``rows`` runs one empty row per config: a pure sweep
 # over a fixed prompt. Its dataset id is that of inline rows, named after the experiment.
-NO_DATASET_ROWS: list[dict] = [{}]
+NO_DATASET_ROWS: list[JSONObject] = [{}]
 
 
 def is_safe_name(value: Any) -> bool:
@@ -129,28 +147,37 @@ def load_manifest(path: str | Path, overrides: Sequence[str] = ()) -> Manifest:
         text=text,
         name=data.get("name", path.stem),
         description=data.get("description", ""),
-        dataset=dict(data.get("dataset") or {}),
+        # the schema checked every block's shape: each is typed as the schema describes it
+        dataset=cast(DatasetSpec, _block(data, "dataset")),
         prompt=None if isinstance(data.get("prompt"), dict) else data.get("prompt"),
         prompt_ref=data["prompt"] if isinstance(data.get("prompt"), dict) else None,
         arms=fill_arms(resolve_arms(data["arms"]), data.get("models") or {}),
         evaluators=fill_judges(list(data.get("evaluators") or []), data.get("models") or {}),
         repeat=data.get("repeat", 1),
         concurrency=data.get("concurrency", DEFAULT_CONCURRENCY),
-        limits=dict(data.get("limits") or {}),
-        schedule=dict(data.get("schedule") or {}),
+        limits=cast(LimitsSpec, _block(data, "limits")),
+        schedule=cast(ScheduleSpec, _block(data, "schedule")),
         rows=data.get("rows", NO_DATASET_ROWS if "dataset" not in data else None),
         sweep=data.get("sweep"),
         design=data.get("design") or {"mode": "cartesian"},
         overrides=tuple(overrides),
         effective=data,
-        **{key: dict(data.get(key) or {}) for key in ("emulation", "hooks", "artifacts", "models")},
+        emulation=cast(EmulationSpec, _block(data, "emulation")),
+        hooks=cast(HooksSpec, _block(data, "hooks")),
+        artifacts=_block(data, "artifacts"),
+        models=_block(data, "models"),
         output_schema=data.get("output_schema"),
         checkpoints=data.get("checkpoints"),
         stop_when=StopRule.of(data["stop_when"]) if (data.get("stop_when") or {}).get("decided") else None,
     )
 
 
-def read_manifest(path: Path, overrides: Sequence[str] = ()) -> tuple[str, dict]:
+def _block(data: JSONObject, key: str) -> JSONObject:
+    """A copy of the block ``data[key]``, empty when it is missing or null."""
+    return dict(data.get(key) or {})
+
+
+def read_manifest(path: Path, overrides: Sequence[str] = ()) -> tuple[str, JSONObject]:
     """The manifest's text and its mapping with ``overrides`` applied (not yet validated)."""
     if not path.is_file():
         raise ManifestError(f"{path}: manifest not found")
@@ -170,11 +197,11 @@ def read_manifest(path: Path, overrides: Sequence[str] = ()) -> tuple[str, dict]
 
 # ---- parsing -------------------------------------------------------------------------------
 
-class _StrictLoader(yaml.SafeLoader):
+class _StrictLoader(yaml.SafeLoader):  # type: ignore[misc]  # PyYAML has no stubs here: SafeLoader is Any
     """A safe YAML loader that refuses a key given twice in one mapping."""
 
 
-def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
+def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> JSONObject:
     first_line: dict[Any, int] = {}
     for key_node, _ in node.value:
         if key_node.tag == "tag:yaml.org,2002:merge":
@@ -187,13 +214,14 @@ def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool
                 None, None, f"duplicate key {key!r} (first on line {first_line[key]})", key_node.start_mark
             )
         first_line[key] = key_node.start_mark.line + 1
-    return loader.construct_mapping(node, deep=deep)
+    mapping: JSONObject = loader.construct_mapping(node, deep=deep)
+    return mapping
 
 
 _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
 
-def _parse(path: Path, text: str) -> dict:
+def _parse(path: Path, text: str) -> JSONObject:
     if path.suffix.lower() == ".json":
         data, problem = json_problem(text)
         if problem is not None:
@@ -221,7 +249,7 @@ def _parse_yaml(path: Path, text: str) -> Any:
 
 # ---- --set overrides -----------------------------------------------------------------------
 
-def apply_override(data: dict, assignment: str) -> None:
+def apply_override(data: JSONObject, assignment: str) -> None:
     """Apply ``KEY=VALUE`` in place: ``KEY`` is a dotted path (a list step is an index or an
     element's ``id``), ``VALUE`` a YAML scalar or flow list; missing mappings are created."""
     key, equals, raw = assignment.partition("=")
@@ -241,7 +269,7 @@ def apply_override(data: dict, assignment: str) -> None:
         node[parts[-1]] = value
 
 
-def _remove(data: dict, parts: list[str], assignment: str) -> None:
+def _remove(data: JSONObject, parts: list[str], assignment: str) -> None:
     """``KEY=null``: remove the key (a pin such as ``dataset.dataset_id`` is lifted, a limit falls
     back to its default); a key that is not there is nothing to remove, and nothing is created."""
     node: Any = data
@@ -266,7 +294,7 @@ def _step_into(node: Any, path: list[str], assignment: str) -> Any:
     return child
 
 
-def _list_index(items: list, list_path: list[str], part: str, assignment: str) -> int:
+def _list_index(items: list[Any], list_path: list[str], part: str, assignment: str) -> int:
     """A list step: an index, or the ``id`` of one of the list's mappings."""
     if part.isdigit() and int(part) < len(items):
         return int(part)
@@ -291,14 +319,14 @@ def _yaml_value(raw: str) -> Any:
 
 # ---- validation ----------------------------------------------------------------------------
 
-def manifest_problems(data: dict, *, default_name: str) -> list[str]:
+def manifest_problems(data: JSONObject, *, default_name: str) -> list[str]:
     """Every problem, as ``key.path: what is wrong``: non-finite numbers (which pass any schema
     bound) and the schema's first, then the rules'."""
     problems = number_problems(data) + schema_problems(data)
     return problems or rule_problems(data, default_name)
 
 
-def rule_problems(data: dict, default_name: str) -> list[str]:
+def rule_problems(data: JSONObject, default_name: str) -> list[str]:
     """What the schema cannot say: names, dataset xor rows, arm references, modes, secrets, templates."""
     problems = []
     if "name" not in data and not is_safe_name(default_name):
@@ -318,7 +346,7 @@ def rule_problems(data: dict, default_name: str) -> list[str]:
     return problems
 
 
-def _stop_problems(rule: dict | None, design: dict | None) -> list[str]:
+def _stop_problems(rule: JSONObject | None, design: JSONObject | None) -> list[str]:
     """``stop_when``: a block no larger than the items it may use, every arm on the same items."""
     if rule is None or not rule.get("decided"):
         return []
@@ -333,7 +361,7 @@ def _stop_problems(rule: dict | None, design: dict | None) -> list[str]:
     return problems
 
 
-def _arm_problems(arms: list[dict]) -> list[str]:
+def _arm_problems(arms: list[JSONObject]) -> list[str]:
     problems = []
     first_index: dict[str, int] = {}
     for index, arm in enumerate(arms):
@@ -350,7 +378,7 @@ def _arm_problems(arms: list[dict]) -> list[str]:
     return problems
 
 
-def _extends_cycle(arm_id: str, by_id: dict[str, dict]) -> list[str] | None:
+def _extends_cycle(arm_id: str, by_id: dict[str, JSONObject]) -> list[str] | None:
     chain = [arm_id]
     while (base := by_id.get(chain[-1], {}).get("extends")) is not None:
         if base in chain:
@@ -368,7 +396,7 @@ DESIGN_KEYS = {
 }
 
 
-def _design_problems(design: dict | None, arm_ids: list[str]) -> list[str]:
+def _design_problems(design: JSONObject | None, arm_ids: list[str]) -> list[str]:
     if not design:
         return []
     mode = design["mode"]
@@ -404,15 +432,16 @@ def deep_merge(base: Any, patch: Any) -> Any:
     return merged
 
 
-def resolve_arms(arms: list[dict]) -> list[ArmSpec]:
+def resolve_arms(arms: list[JSONObject]) -> list[ArmSpec]:
     """Apply every ``extends`` (chains included); the manifest is already validated."""
     by_id = {arm["id"]: arm for arm in arms}
 
-    def resolved(arm: dict) -> dict:
+    def resolved(arm: JSONObject) -> JSONObject:
         if "extends" not in arm:
             return arm
         patch = {key: value for key, value in arm.items() if key not in ("id", "extends")}
-        return deep_merge(resolved(by_id[arm["extends"]]), patch)
+        merged: JSONObject = deep_merge(resolved(by_id[arm["extends"]]), patch)
+        return merged
 
     specs = []
     for arm in arms:

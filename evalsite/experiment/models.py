@@ -12,19 +12,25 @@ from __future__ import annotations
 
 import copy
 from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from evalsite.jsonshape import JSONObject
+
+if TYPE_CHECKING:
+    from evalsite.experiment.manifest import ArmSpec
 
 ANY = "any"
 SPEC_MODEL_KINDS = ("openai", "anthropic")  # kinds that read the model from 'kind:<model>' or settings.model
 
 
-def own_model(target: str, params: dict, settings: dict) -> str | None:
+def own_model(target: str, params: JSONObject, settings: JSONObject) -> str | None:
     """The model a target spec names itself, or ``None`` (``any`` counts as none)."""
     kind, _, rest = target.partition(":")
     named = params.get("model") or settings.get("model") or (rest if kind in SPEC_MODEL_KINDS else "")
     return None if named in ("", ANY) else named
 
 
-def with_model(target: str, params: dict, settings: dict, model: str) -> tuple[dict, dict]:
+def with_model(target: str, params: JSONObject, settings: JSONObject, model: str) -> tuple[JSONObject, JSONObject]:
     """``params`` and ``settings`` with ``model`` where the target reads it."""
     params = {k: v for k, v in params.items() if not (k == "model" and v == ANY)}
     settings = {k: v for k, v in settings.items() if not (k == "model" and v == ANY)}
@@ -33,7 +39,7 @@ def with_model(target: str, params: dict, settings: dict, model: str) -> tuple[d
     return {**params, "model": model}, settings
 
 
-def fill_arms(arms: list, models: dict) -> list:
+def fill_arms(arms: list[ArmSpec], models: JSONObject) -> list[ArmSpec]:
     """Arms without a model of their own take ``models.main``."""
     main = models.get("main")
     if not main or main == ANY:
@@ -48,7 +54,7 @@ def fill_arms(arms: list, models: dict) -> list:
     return filled
 
 
-def fill_judges(evaluators: list[dict], models: dict) -> list[dict]:
+def fill_judges(evaluators: list[JSONObject], models: JSONObject) -> list[JSONObject]:
     """Judges without a model of their own take ``models.judge``, else ``models.main``."""
     slot = next((models.get(n) for n in ("judge", "main") if models.get(n) and models.get(n) != ANY), None)
     if slot is None:
@@ -68,7 +74,7 @@ def fill_judges(evaluators: list[dict], models: dict) -> list[dict]:
     return filled
 
 
-def slot_problems(data: dict) -> list[str]:
+def slot_problems(data: JSONObject) -> list[str]:
     """An arm or judge saying ``model: any`` needs a slot to take it from."""
     models = data.get("models") or {}
     problems = []

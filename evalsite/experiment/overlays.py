@@ -20,12 +20,13 @@ import yaml
 
 from evalsite.errors import ManifestError
 from evalsite.experiment.schema_check import value_phrase
+from evalsite.jsonshape import JSONObject
 
 KIND = "Overlay"
 GROUP_KEYS = {"target", "patch"}
 
 
-def apply_overlays(data: dict, manifest_path: Path) -> None:
+def apply_overlays(data: JSONObject, manifest_path: Path) -> None:
     """Apply the overlays ``data`` names, in place; raises one error listing every problem."""
     names = data.get("overlays")
     if names is None:
@@ -40,7 +41,7 @@ def apply_overlays(data: dict, manifest_path: Path) -> None:
         raise ManifestError("\n".join(f"{manifest_path}: overlay {problem}" for problem in problems))
 
 
-def _apply_file(data: dict, path: Path) -> list[str]:
+def _apply_file(data: JSONObject, path: Path) -> list[str]:
     try:
         document = yaml.safe_load(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -59,7 +60,7 @@ def _apply_file(data: dict, path: Path) -> list[str]:
     return problems
 
 
-def _apply_group(data: dict, group: Any) -> list[str]:
+def _apply_group(data: JSONObject, group: Any) -> list[str]:
     if not isinstance(group, dict) or set(group) != GROUP_KEYS:
         return [f"{', '.join(sorted(set(group) ^ GROUP_KEYS)) if isinstance(group, dict) else 'entry'}: "
                 "a group has exactly the keys target and patch"]
@@ -106,7 +107,7 @@ def _wild(step: str) -> bool:
     return any(sign in step for sign in "*?[")
 
 
-def _merge_into(parent: Any, key: Any, patch: dict, target: str) -> list[str]:
+def _merge_into(parent: Any, key: Any, patch: JSONObject, target: str) -> list[str]:
     from evalsite.experiment.manifest import deep_merge  # the one merge (arms' extends use it too)
 
     current = parent[key] if not isinstance(parent, dict) or key in parent else {}

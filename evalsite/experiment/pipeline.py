@@ -12,16 +12,19 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 
 from evalsite.errors import ManifestError
+from evalsite.experiment.manifest import Manifest
+from evalsite.experiment.manifest_shapes import ArtifactsSpec, Level, OutputSchemaSpec
 from evalsite.experiment.schema_check import schema_problems
+from evalsite.jsonshape import JSONObject
 
-LEVELS = ("experiment", "arm", "item", "case")
+LEVELS: tuple[Level, ...] = ("experiment", "arm", "item", "case")
 CHILD = {"experiment": "arm", "arm": "item", "item": "case", "case": None}
-PHASES = ("pre", "post")
+PHASES: tuple[Literal["pre", "post"], ...] = ("pre", "post")
 ARTIFACT_TYPES = {"dataframe": (".csv", ".parquet"), "metrics": (".json",), "trace": (".jsonl",),
                   "plot": (".svg", ".png")}
 PLACEHOLDERS = {
@@ -57,20 +60,24 @@ class Step:
     output: str | None = None
     depends_on: tuple[str, ...] = ()
     timeout_s: float | None = None
-    config: dict = field(default_factory=dict, hash=False)
+    config: JSONObject = field(default_factory=dict, hash=False)
 
     @property
     def where(self) -> str:
         return f"hooks.{self.level}.{self.phase}[{self.name}]"
 
 
+#: Steps per (level, phase).
+StepLists = dict[tuple[str, str], list[Step]]
+
+
 @dataclass(frozen=True)
 class Pipeline:
     """Steps per (level, phase) in execution order, artifacts per level, the output schema."""
 
-    steps: dict[tuple[str, str], list[Step]]
+    steps: StepLists
     artifacts: dict[str, dict[str, Artifact]]
-    output_schema: dict | None = None
+    output_schema: OutputSchemaSpec | None = None
 
     def of(self, level: str, phase: str) -> list[Step]:
         return self.steps.get((level, phase), [])
@@ -84,12 +91,12 @@ def default_path(level: str, name: str, kind: str) -> str:
     return f"{{level_dir}}/{name}{ARTIFACT_TYPES[kind][0]}"
 
 
-def load_pipeline(manifest, project_root: Path) -> Pipeline:
+def load_pipeline(manifest: Manifest, project_root: Path) -> Pipeline:
     """The manifest's pipeline with ``ref`` files read, checked; a :class:`ManifestError` lists
     every problem, one line each."""
     problems: list[str] = []
     artifacts = _artifacts(manifest.artifacts, problems)
-    steps = {
+    steps: StepLists = {
         (level, phase): _step_list(manifest.hooks.get(level, {}).get(phase), level, phase, project_root, problems)
         for level in LEVELS for phase in PHASES
     }
@@ -101,7 +108,7 @@ def load_pipeline(manifest, project_root: Path) -> Pipeline:
     return Pipeline(ordered, artifacts, manifest.output_schema)
 
 
-def _artifacts(spec: dict, problems: list[str]) -> dict[str, dict[str, Artifact]]:
+def _artifacts(spec: ArtifactsSpec, problems: list[str]) -> dict[str, dict[str, Artifact]]:
     found: dict[str, dict[str, Artifact]] = {}
     for level in LEVELS:
         for name, value in (spec.get(level) or {}).items():
@@ -116,7 +123,7 @@ def _artifacts(spec: dict, problems: list[str]) -> dict[str, dict[str, Artifact]
     return found
 
 
-def _step_list(spec, level: str, phase: str, root: Path, problems: list[str]) -> list[Step]:
+def _step_list(spec: JSONObject | list[JSONObject] | None, level: str, phase: str, root: Path, problems: list[str]) -> list[Step]:
     """A step list: inline steps, ``{ref: file}`` entries (a YAML list of steps) or a ``{ref}`` alone."""
     where = f"hooks.{level}.{phase}"
     entries = [spec] if isinstance(spec, dict) else list(spec or [])
@@ -135,7 +142,7 @@ def _step_list(spec, level: str, phase: str, root: Path, problems: list[str]) ->
     return steps
 
 
-def _read_ref(ref: str, root: Path, where: str, problems: list[str]) -> list[dict]:
+def _read_ref(ref: str, root: Path, where: str, problems: list[str]) -> list[JSONObject]:
     path = (root / ref).resolve()
     if not path.is_file():
         problems.append(f"{where}: step file {ref!r} not found (relative to the project root)")
@@ -154,7 +161,7 @@ def _read_ref(ref: str, root: Path, where: str, problems: list[str]) -> list[dic
     return [] if any(p.startswith(f"{where}: {ref}:") for p in problems) else data
 
 
-def _step(entry: dict, level: str, phase: str, where: str, problems: list[str]) -> Step:
+def _step(entry: JSONObject, level: str, phase: str, where: str, problems: list[str]) -> Step:
     kinds = [kind for kind in STEP_KINDS if kind in entry]
     if len(kinds) != 1:
         problems.append(f"{where}: a step needs exactly one of run, command, builtin (got "
@@ -168,7 +175,7 @@ def _step(entry: dict, level: str, phase: str, where: str, problems: list[str]) 
     )
 
 
-def _reference_problems(steps: dict, artifacts: dict) -> list[str]:
+def _reference_problems(steps: StepLists, artifacts: dict[str, dict[str, Artifact]]) -> list[str]:
     """``in`` names an artifact of the level below, ``out`` one of the step's own level."""
     problems = []
     for (level, _), found in steps.items():
@@ -188,7 +195,7 @@ def _reference_problems(steps: dict, artifacts: dict) -> list[str]:
     return problems
 
 
-def _dependency_problems(steps: dict) -> list[str]:
+def _dependency_problems(steps: StepLists) -> list[str]:
     """Every ``depends_on`` names a step of the same list (levels already run in order); no cycles."""
     problems = []
     for (level, phase), found in steps.items():

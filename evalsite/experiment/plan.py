@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -20,10 +21,12 @@ from evalsite.experiment.datasets import Dataset, Item, inline_dataset, item_spl
 from evalsite.experiment.item_checkpoints import item_checkpoint, overridden_warning
 from evalsite.experiment.locks import changes_since_lock, declared_tier
 from evalsite.experiment.manifest import ArmSpec, Manifest
+from evalsite.experiment.manifest_shapes import ItemRef, PriceSpec
 from evalsite.experiment.prompt_versions import with_resolved_prompt
 from evalsite.experiment.prompts import render_input
 from evalsite.experiment.shards import Shard
 from evalsite.experiment.sweeps import schedule_trials
+from evalsite.jsonshape import JSONObject, JSONValue
 from evalsite.project import Project, cwd_relative
 from evalsite.runlog.hashing import canonical_json, short_hash
 from evalsite.runlog.secrets import redact_secrets
@@ -43,14 +46,14 @@ class Config:
 
     arm_id: str
     target: str
-    params: dict
-    price: dict | None
-    settings: dict
-    resolved: dict = field(hash=False)
+    params: JSONObject
+    price: PriceSpec | None
+    settings: JSONObject
+    resolved: JSONObject = field(hash=False)
     config_id: str = ""
-    prompt_variables: dict = field(default_factory=dict, hash=False)
-    sweep: dict = field(default_factory=dict, hash=False)
-    checkpoint: dict | None = field(default=None, hash=False)  # {id, path} as the target gets it
+    prompt_variables: JSONObject = field(default_factory=dict, hash=False)
+    sweep: JSONObject = field(default_factory=dict, hash=False)
+    checkpoint: JSONObject | None = field(default=None, hash=False)  # {id, path} as the target gets it
 
     @property
     def label(self) -> str:
@@ -76,7 +79,7 @@ class Plan:
     shard: Shard | None = None  # --shard K/N: only the (config, item) cells of that shard
     depth: str = "experiment"  # --depth LEVEL: the outermost study level whose post steps run
     #: item id → {id, path} of its own inputs.checkpoint.load (none on a checkpoint axis, which wins)
-    item_checkpoints: dict[str, dict] = field(default_factory=dict)
+    item_checkpoints: dict[str, JSONObject] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()  # what the plan tells the user before anything is spent
 
     def items_for(self, config: Config) -> list[Item]:
@@ -96,7 +99,7 @@ class Plan:
     def cases_for(self, config: Config) -> int:
         return len(self.items_for(config)) * self.repeat
 
-    def totals(self, config: Config) -> dict:
+    def totals(self, config: Config) -> JSONObject:
         """What one config's run records as its plan."""
         return {"items": len(self.items_for(config)), "repeat": self.repeat, "cases": self.cases_for(config)}
 
@@ -105,7 +108,7 @@ class Plan:
         return sum(self.cases_for(config) for config in self.configs)
 
 
-def make_config(arm: ArmSpec, combination: dict | None = None, checkpoint: Checkpoint | None = None,
+def make_config(arm: ArmSpec, combination: JSONObject | None = None, checkpoint: Checkpoint | None = None,
                 trial: int | None = None) -> Config:
     """``arm`` with a sweep combination applied (model parameters replace the arm's own), from
     ``checkpoint`` when the manifest has a checkpoint axis; ``trial`` numbers a schedule's trials,
@@ -251,13 +254,14 @@ def _chosen_items(manifest: Manifest, dataset: Dataset, item_ids: tuple[str, ...
     return replace(dataset, items=[item for item in dataset.items if item.item_id in chosen])
 
 
-def sweep_combinations(manifest: Manifest, max_combinations: int) -> list[dict]:
+def sweep_combinations(manifest: Manifest, max_combinations: int) -> list[JSONObject]:
     """Grid: every combination, last variable fastest. Random: ``trials`` distinct combinations
     drawn with ``seed`` (default 0), listed in grid order. Without a sweep: one empty combination."""
     sweep = manifest.sweep
     if not sweep:
         return [{}]
-    variables = sweep["variables"]
+    # every variable is a list here: a curve is refused outside schedule mode (sweep_problems)
+    variables = {name: values for name, values in sweep["variables"].items() if isinstance(values, list)}
     size = math.prod(len(values) for values in variables.values())
     random_mode = sweep.get("mode", "grid") == "random"
     wanted = sweep["trials"] if random_mode else size
@@ -284,7 +288,7 @@ def _draw(size: int, wanted: int, seed: int) -> list[int]:
     return sorted(chosen)
 
 
-def _combination(variables: dict[str, list], index: int) -> dict:
+def _combination(variables: dict[str, list[JSONValue]], index: int) -> JSONObject:
     chosen = {}
     for name, values in reversed(variables.items()):
         index, position = divmod(index, len(values))
@@ -311,7 +315,7 @@ def design_selection(manifest: Manifest, dataset: Dataset) -> dict[str, frozense
     return {str(arm): ids for arm in vary["values"]}
 
 
-def _known_items(manifest: Manifest, dataset: Dataset, values: list, where: str) -> frozenset[str]:
+def _known_items(manifest: Manifest, dataset: Dataset, values: list[ItemRef], where: str) -> frozenset[str]:
     known = {item.item_id for item in dataset.items}
     for value in map(str, values):
         if value not in known:
@@ -359,7 +363,7 @@ def _check_max_cases(plan: Plan) -> None:
         )
 
 
-def rendered_inputs(plan: Plan, config: Config):
+def rendered_inputs(plan: Plan, config: Config) -> Iterator[tuple[Item, Any]]:
     """``(item, rendered input)`` per item of ``config``; a ``turns`` row (replayed turn by turn)
     renders to ``None``. A template that cannot render is a :class:`PlanError` naming the item."""
     for item in plan.items_for(config):

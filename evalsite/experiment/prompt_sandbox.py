@@ -9,21 +9,29 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from functools import lru_cache
-from typing import Any
+from types import FrameType
+from typing import Any, TypeAlias
 
-from jinja2 import StrictUndefined, TemplateError, nodes
+from jinja2 import StrictUndefined, Template, TemplateError, nodes
 from jinja2.exceptions import SecurityError
+from jinja2.runtime import Context
 from jinja2.sandbox import SandboxedEnvironment
 
 from evalsite.errors import ManifestError
+from evalsite.jsonshape import JSONObject
 
 RENDER_SECONDS = 2.0
 MAX_PROMPT_CHARS = 5_000_000
 MAX_NUMBER = 10_000_000
 REFUSED_TAGS = {nodes.Include: "include", nodes.Import: "import", nodes.FromImport: "from … import",
                 nodes.Extends: "extends"}
+
+
+#: What :func:`sys.settrace` takes: called on each event, it returns the frame's local tracer.
+Tracer: TypeAlias = "Callable[[FrameType, str, Any], Tracer | None]"
 
 
 class RenderBudgetError(Exception):
@@ -35,7 +43,7 @@ class PromptEnvironment(SandboxedEnvironment):
 
     intercepted_binops = frozenset({"*", "**"})
 
-    def call_binop(self, context, operator: str, left: Any, right: Any) -> Any:
+    def call_binop(self, context: Context, operator: str, left: Any, right: Any) -> Any:
         if operator == "*":
             for sequence, count in ((left, right), (right, left)):
                 if isinstance(sequence, (str, list, tuple)) and _is_int(count) and len(sequence) * count > MAX_PROMPT_CHARS:
@@ -44,7 +52,7 @@ class PromptEnvironment(SandboxedEnvironment):
             raise SecurityError(f"{left} ** {right} is too large a power")
         return super().call_binop(context, operator, left, right)
 
-    def call(__self, __context, __obj, *args, **kwargs):  # jinja's own signature
+    def call(__self, __context: Context, __obj: Any, *args: Any, **kwargs: Any) -> Any:  # jinja's own signature
         for value in (*args, *kwargs.values()):
             if _is_int(value) and abs(value) > MAX_NUMBER:
                 raise SecurityError(f"a call with {value}, above {MAX_NUMBER}, is refused (it could allocate without bound)")
@@ -76,7 +84,7 @@ def refused_tag(tree: nodes.Template) -> str | None:
 
 
 @lru_cache(maxsize=256)
-def compile_template(source: str):
+def compile_template(source: str) -> tuple[Template, bool]:
     """The compiled template, and whether it loops (only a loop can run long: Jinja has no
     ``while``, and recursion through macros ends in ``RecursionError``)."""
     try:
@@ -89,8 +97,9 @@ def compile_template(source: str):
         raise ManifestError(f"prompt: invalid template: {exc}") from None
 
 
-def bounded_render(template, variables: dict, loops: bool) -> str:
-    pieces, size = [], 0
+def bounded_render(template: Template, variables: JSONObject, loops: bool) -> str:
+    pieces: list[str] = []
+    size = 0
     with _time_budget(RENDER_SECONDS) if loops else nullcontext():
         for piece in template.generate(**variables):
             size += len(piece)
@@ -101,20 +110,20 @@ def bounded_render(template, variables: dict, loops: bool) -> str:
 
 
 @contextmanager
-def _time_budget(seconds: float):
+def _time_budget(seconds: float) -> Iterator[None]:
     """Stop the template's own code once it has run ``seconds``: a trace function on the frames
     Jinja compiled (``<template>``) checks the clock, so even a loop that prints nothing ends."""
     deadline = time.monotonic() + seconds
     steps = 0
 
-    def local(frame, event, arg):
+    def local(frame: FrameType, event: str, arg: Any) -> Tracer:
         nonlocal steps
         steps += 1
         if steps % 512 == 0 and time.monotonic() > deadline:
             raise RenderBudgetError(f"it ran longer than {seconds:g}s (nested loops?)")
         return local
 
-    def calls(frame, event, arg):
+    def calls(frame: FrameType, event: str, arg: Any) -> Tracer | None:
         return local if frame.f_code.co_filename == "<template>" else None
 
     previous = sys.gettrace()

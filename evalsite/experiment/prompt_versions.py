@@ -17,7 +17,9 @@ import yaml
 
 from evalsite.errors import PlanError
 from evalsite.experiment.manifest import Manifest
+from evalsite.experiment.manifest_shapes import PromptRef
 from evalsite.experiment.prompts import template_problems
+from evalsite.jsonshape import JSONObject
 from evalsite.runlog.hashing import short_hash
 
 PROMPTS_DIR = "prompts"
@@ -39,7 +41,7 @@ def with_resolved_prompt(root: Path, manifest: Manifest) -> Manifest:
     if not isinstance(template, (str, list)) or (problems := _template_problems(template)):
         problems = problems if isinstance(template, (str, list)) else ["needs a template or a list of messages"]
         raise PlanError(f"{where}: {'; '.join(problems)}")
-    resolved = {"name": name, "submitted": submitted, "version": version, "hash": short_hash(template),
+    resolved: PromptRef = {"name": name, "submitted": submitted, "version": version, "hash": short_hash(template),
                 "path": path.relative_to(root).as_posix(), "resolved": True}
     return replace(manifest, prompt=template, prompt_ref=resolved)
 
@@ -63,7 +65,7 @@ def _versions(path: Path, manifest_path: Path) -> dict[Any, Any]:
     return versions
 
 
-def _pick(versions: dict, submitted: Any, path: Path, manifest_path: Path) -> Any:
+def _pick(versions: JSONObject, submitted: Any, path: Path, manifest_path: Path) -> Any:
     if submitted == LATEST:
         numbered = all(isinstance(v, int) and not isinstance(v, bool) for v in versions)
         return max(versions) if numbered else list(versions)[-1]

@@ -13,13 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from evalsite.errors import ManifestError
-
-
-def _sandbox():
-    """The Jinja sandbox, imported on first use (:mod:`evalsite.experiment.prompt_sandbox`)."""
-    from evalsite.experiment import prompt_sandbox
-
-    return prompt_sandbox
+from evalsite.jsonshape import JSONObject
 
 
 def template_problems(prompt: Any) -> list[str]:
@@ -31,7 +25,7 @@ def template_problems(prompt: Any) -> list[str]:
     ]
     from jinja2 import TemplateSyntaxError
 
-    sandbox = _sandbox()
+    from evalsite.experiment import prompt_sandbox as sandbox  # Jinja, imported on first use
     problems = []
     for where, source in sources:
         try:
@@ -44,10 +38,10 @@ def template_problems(prompt: Any) -> list[str]:
     return problems
 
 
-def render_template(source: str, variables: dict) -> str:
+def render_template(source: str, variables: JSONObject) -> str:
     from jinja2 import TemplateError
 
-    sandbox = _sandbox()
+    from evalsite.experiment import prompt_sandbox as sandbox  # Jinja, imported on first use
     template, loops = sandbox.compile_template(source)
     try:
         return sandbox.bounded_render(template, variables, loops)
@@ -59,7 +53,7 @@ def render_template(source: str, variables: dict) -> str:
         raise ManifestError(f"prompt: cannot render: {type(exc).__name__}: {exc}") from None
 
 
-def render_input(prompt: Any, row: dict, variables: dict | None = None) -> Any:
+def render_input(prompt: Any, row: JSONObject, variables: JSONObject | None = None) -> Any:
     """The input a target receives: the rendered prompt, else the row's ``input`` (text or messages)."""
     context = {**row, **(variables or {})}
     if prompt is None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from evalsite.jsonshape import JSONObject
 from evalsite.runlog.secrets import looks_secret
 
 MAX_CONCURRENCY = 1000  # the schema's maximum for `concurrency`, and --concurrency's
@@ -33,7 +34,7 @@ def number_problems(value: Any, where: str = "") -> list[str]:
     return []
 
 
-def secret_problems(data: dict) -> list[str]:
+def secret_problems(data: JSONObject) -> list[str]:
     """A problem for every secret-looking key in the arms, the evaluators, the sweep variables and the hooks."""
     found = [path for index, arm in enumerate(data.get("arms") or [])
              for section in ("settings", "params") for path in _secret_paths(_get(arm, section), f"arms[{index}].{section}")]

@@ -9,6 +9,7 @@ known one (:func:`evalsite.errors.did_you_mean`, also used for arms, items, sett
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError, best_match
 
 from evalsite.errors import did_you_mean
+from evalsite.jsonshape import JSONObject
 
 SCHEMA_PATH = Path(__file__).parent / "schema" / "manifest.schema.json"
 TYPE_PHRASES = {
@@ -26,8 +28,9 @@ TYPE_PHRASES = {
 
 
 @lru_cache(maxsize=1)
-def manifest_schema() -> dict:
-    return json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+def manifest_schema() -> JSONObject:
+    schema: JSONObject = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+    return schema
 
 
 def schema_problems(data: Any, definition: str | None = None) -> list[str]:
@@ -40,11 +43,11 @@ def schema_problems(data: Any, definition: str | None = None) -> list[str]:
     return problems
 
 
-def _sortable(path) -> list[tuple[int, Any]]:
+def _sortable(path: Iterable[str | int]) -> list[tuple[int, Any]]:
     return [(0, part) if isinstance(part, int) else (1, str(part)) for part in path]
 
 
-def key_path(parts) -> str:
+def key_path(parts: Iterable[str | int]) -> str:
     """``("arms", 0, "params")`` → ``arms[0].params``."""
     text = ""
     for part in parts:
@@ -76,7 +79,7 @@ def _describe(error: ValidationError) -> list[str]:
     return [f"{where or 'the manifest'}: {message or error.message}"]
 
 
-def _describe_value(kind: str, expected: Any, value: Any, schema: dict) -> str | None:
+def _describe_value(kind: str, expected: Any, value: Any, schema: JSONObject) -> str | None:
     if kind == "type":
         return f"must be {type_phrase(expected)}, got {value_phrase(value)}"
     if kind in ("enum", "const"):
@@ -99,7 +102,7 @@ def _describe_value(kind: str, expected: Any, value: Any, schema: dict) -> str |
     return None
 
 
-def type_phrase(type_name: str | list | None) -> str:
+def type_phrase(type_name: str | list[str] | None) -> str:
     names = type_name if isinstance(type_name, list) else [type_name]
     return " or ".join(TYPE_PHRASES.get(str(name), str(name)) for name in names)
 

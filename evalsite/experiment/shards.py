@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from evalsite.errors import PlanError
+from evalsite.jsonshape import JSONObject
 from evalsite.runlog.hashing import short_hash
 
 if TYPE_CHECKING:
@@ -34,7 +35,7 @@ class Shard:
         digest = hashlib.sha256(f"{config_id}\0{item_id}".encode()).digest()
         return int.from_bytes(digest[:8], "big") % self.count == self.index - 1
 
-    def record(self) -> dict:
+    def record(self) -> JSONObject:
         return {"index": self.index, "count": self.count}
 
     def __str__(self) -> str:

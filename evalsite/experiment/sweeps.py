@@ -19,12 +19,15 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from evalsite.errors import PlanError
+from evalsite.experiment.manifest_shapes import SweepSpec
+from evalsite.jsonshape import JSONObject
 
 CURVES = ("linear", "cosine", "step", "log")
 CURVE_KEYS = {"curve", "start", "end", "steps", "integer"}
@@ -32,7 +35,7 @@ CURVES_DIR = "curves"
 CURVE_SUFFIXES = (".yaml", ".yml", ".json")
 
 
-def sweep_problems(sweep: dict | None) -> list[str]:
+def sweep_problems(sweep: SweepSpec | None) -> list[str]:
     """The manifest rules of a sweep beyond its schema: ``trials`` belongs to random and schedule
     mode, ``seed`` to random mode only (nothing else draws), curves to schedule mode (they follow
     the trials)."""
@@ -48,7 +51,7 @@ def sweep_problems(sweep: dict | None) -> list[str]:
     return problems
 
 
-def schedule_trials(root: Path, manifest_path: Path, sweep: dict) -> list[dict]:
+def schedule_trials(root: Path, manifest_path: Path, sweep: SweepSpec) -> list[JSONObject]:
     """One combination per trial: the listed values zipped, the curves evaluated at each trial."""
     where = f"{manifest_path}: sweep.variables"
     variables = {
@@ -68,7 +71,7 @@ def schedule_trials(root: Path, manifest_path: Path, sweep: dict) -> list[dict]:
     return [{name: columns[name][trial] for name in variables} for trial in range(trials)]
 
 
-def resolve_curve(root: Path, spec: dict, where: str) -> dict:
+def resolve_curve(root: Path, spec: Mapping[str, Any], where: str) -> Mapping[str, Any]:
     """A built-in curve's spec as given, or the spec a ``curves/`` file holds."""
     name = spec.get("curve")
     if name in CURVES or set(spec) != {"curve"}:
@@ -90,7 +93,7 @@ def resolve_curve(root: Path, spec: dict, where: str) -> dict:
     return data
 
 
-def curve_values(spec: dict, trials: int, where: str) -> list[Any]:
+def curve_values(spec: Mapping[str, Any], trials: int, where: str) -> list[Any]:
     """The curve's value at each of ``trials`` trials."""
     if "values" in spec:  # listed values (checked against the number of trials by the caller)
         return list(spec["values"])
@@ -112,7 +115,7 @@ def curve_values(spec: dict, trials: int, where: str) -> list[Any]:
     return values
 
 
-def _check(spec: dict, where: str) -> None:
+def _check(spec: Mapping[str, Any], where: str) -> None:
     if unknown := sorted(set(spec) - CURVE_KEYS):
         raise PlanError(f"{where}: unknown curve key {unknown[0]!r} (allowed: {', '.join(sorted(CURVE_KEYS))})")
     for key in ("start", "end"):

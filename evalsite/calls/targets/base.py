@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
@@ -244,7 +244,7 @@ def scrubbed_result(result: TargetResult, secrets: SecretPattern | None) -> Targ
     return dataclasses.replace(result, **scrubbed)
 
 
-def call_cost(result: TargetResult, price: dict | None) -> float | None:
+def call_cost(result: TargetResult, price: Mapping[str, Any] | None) -> float | None:
     """Billed cost when the target reports it, else tokens × ``price`` (USD per million input and
     output tokens); ``None`` (unknown, never 0) when neither is known. A reported cost or count
     that :func:`result_problem` refuses is unknown here too (a judge's reply, say), never NaN, and
