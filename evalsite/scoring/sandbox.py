@@ -42,6 +42,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -114,7 +115,7 @@ def _run_child(folder: Path, limits: Limits, cgroup: Path | None) -> tuple[int, 
         return process.wait(), timed_out
 
 
-def _exited_within(process: subprocess.Popen, seconds: float) -> bool:
+def _exited_within(process: subprocess.Popen[bytes], seconds: float) -> bool:
     """Wait for the process to end without reaping it (a pidfd, Linux), so its group id cannot be
     reused before the group is killed; elsewhere a plain wait."""
     if not hasattr(os, "pidfd_open"):
@@ -137,7 +138,7 @@ def _kill_group(group: int) -> None:
 
 
 @contextlib.contextmanager
-def _pids_cgroup(processes: int):
+def _pids_cgroup(processes: int) -> Iterator[Path | None]:
     """A fresh cgroup with ``pids.max``, removed afterwards; None when none can be made."""
     parent = _pids_parent()
     folder = None

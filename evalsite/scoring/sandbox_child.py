@@ -20,6 +20,7 @@ import os
 import resource
 import sys
 import traceback
+from typing import Any
 
 PR_CAPBSET_DROP = 24
 PR_SET_NO_NEW_PRIVS = 38
@@ -58,7 +59,7 @@ def main(argv: list[str]) -> None:
     report(settings["result"], label, message)
 
 
-def confine(settings: dict) -> None:
+def confine(settings: dict[str, Any]) -> None:
     """Everything that limits this process, in the order that keeps each step possible."""
     if settings["cgroup"]:
         with open(os.path.join(settings["cgroup"], "cgroup.procs"), "w") as procs:
@@ -73,7 +74,7 @@ def confine(settings: dict) -> None:
     confine_writes(libc, os.getcwd(), settings["network"])
 
 
-def limit_resources(settings: dict) -> None:
+def limit_resources(settings: dict[str, Any]) -> None:
     megabyte = 1024 * 1024
     cpu = settings["cpu_s"]
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))  # SIGXCPU first, SIGKILL a second later

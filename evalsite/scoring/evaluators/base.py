@@ -13,13 +13,16 @@ import asyncio
 import importlib
 import inspect
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from evalsite.calls.context import UNBOUNDED, Abandoned, CallContext
 from evalsite.errors import EvaluatorError
+from evalsite.experiment.manifest_shapes import EvaluatorSpec
+from evalsite.jsonshape import JSONObject
 from evalsite.registry import Registry
 from evalsite.runlog.hashing import short_hash
 from evalsite.runlog.records import Score
@@ -36,11 +39,11 @@ class CaseView:
     input: Any
     output: Any
     expected: Any
-    row: dict
+    row: JSONObject
     latency_ms: float | None = None
     cost_usd: float | None = None
-    turn_outputs: list | None = None
-    transcript: list | None = None
+    turn_outputs: list[Any] | None = None  # each turn's output, as ``output`` is the thread's
+    transcript: list[JSONObject] | None = None  # the conversation's messages
     turn: int | None = None
     calls: CallContext = field(default=UNBOUNDED, repr=False, compare=False)
 
@@ -92,7 +95,7 @@ class Evaluator:
     """
 
     name: str
-    params: dict = field(default_factory=dict)
+    params: JSONObject = field(default_factory=dict)
     weight: float = 1.0
     threshold: float | None = None
     scope: str = "thread"
@@ -130,7 +133,7 @@ class Evaluator:
         }
         return short_hash(identity)
 
-    def scoring_params(self) -> dict:
+    def scoring_params(self) -> JSONObject:
         """The params that decide scores (all of them, unless a family knows better)."""
         return self.params
 
@@ -139,7 +142,7 @@ class Evaluator:
         modules = [sys.modules[type(self).__module__], *map(importlib.import_module, self.helper_modules)]
         return "\n".join(inspect.getsource(module) for module in modules)
 
-    def describe(self) -> dict:
+    def describe(self) -> JSONObject:
         """This evaluator's entry in a run header and fingerprint."""
         return {"type": self.type_name, "version": self.version, "weight": self.weight}
 
@@ -250,14 +253,14 @@ def _content(message: Any) -> Any:
     return message.get("content") if isinstance(message, dict) else message
 
 
-def _user_messages(case: CaseView) -> list:
+def _user_messages(case: CaseView) -> list[Any]:
     turns = case.row.get("turns")
     if isinstance(turns, list):
         return [_content(t) for t in turns if not isinstance(t, dict) or t.get("role", "user") == "user"]
     return [_content(m) for m in case.transcript or [] if isinstance(m, dict) and m.get("role") == "user"]
 
 
-def _transcript_through(transcript: list | None, replies: int) -> list | None:
+def _transcript_through(transcript: list[JSONObject] | None, replies: int) -> list[JSONObject] | None:
     """The messages up to and including the ``replies``-th assistant message."""
     if transcript is None:
         return None
@@ -270,10 +273,14 @@ def _transcript_through(transcript: list | None, replies: int) -> list | None:
     return list(transcript)
 
 
+E = TypeVar("E", bound="Evaluator")
+
 EVALUATORS: Registry[type[Evaluator]] = Registry("evaluator", "evalsite.evaluators", EvaluatorError)
 
 
-def register_evaluator(kind: str, *, takes_reference: bool = False, replace: bool = False):
+def register_evaluator(
+    kind: str, *, takes_reference: bool = False, replace: bool = False
+) -> Callable[[type[E]], type[E]]:
     """Register an :class:`Evaluator` subclass under ``kind`` (the built-ins use this too; a taken
     kind is refused unless ``replace``).
 
@@ -281,7 +288,7 @@ def register_evaluator(kind: str, *, takes_reference: bool = False, replace: boo
     the reference (``python:module:function`` is built this way).
     """
 
-    def decorate(cls: type[Evaluator]) -> type[Evaluator]:
+    def decorate(cls: type[E]) -> type[E]:
         EVALUATORS.register(kind, cls, replace=replace)
         cls.kind = kind
         cls.takes_reference = takes_reference
@@ -302,7 +309,7 @@ def evaluator_types() -> list[str]:
     return [f"{kind}:…" if EVALUATORS.get(kind).takes_reference else kind for kind in EVALUATORS.names()]
 
 
-def _spec_problems(spec: dict) -> list[str]:
+def _spec_problems(spec: EvaluatorSpec) -> list[str]:
     problems = []
     weight = spec.get("weight", 1.0)
     if not _is_number(weight) or weight < 0:
@@ -371,21 +378,22 @@ def build_evaluator(spec: Any, index: int, project_root: Path | None = None, *, 
     return evaluator
 
 
-def _timeout(spec: dict, default: float | None) -> float | None:
+def _timeout(spec: EvaluatorSpec, default: float | None) -> float | None:
     """``timeout_s`` as given; an explicit null is no deadline; absent, the family's default."""
     if "timeout_s" not in spec:
         return default
     return None if spec["timeout_s"] is None else float(spec["timeout_s"])
 
 
-def build_evaluators(specs: list[dict], project_root: Path | None = None, *, run_code: bool = True) -> list[Evaluator]:
+def build_evaluators(specs: list[EvaluatorSpec], project_root: Path | None = None, *, run_code: bool = True) -> list[Evaluator]:
     """Build a manifest's evaluators, reporting every bad spec at once.
 
     ``project_root`` is where ``python:`` evaluators and judge targets are imported from
     (default: the current folder). With ``run_code`` false they are only checked in their source
     (:mod:`evalsite.python_refs`), never imported: such evaluators are for checking, not scoring.
     """
-    evaluators, problems = [], []
+    evaluators: list[Evaluator] = []
+    problems: list[str] = []
     for index, spec in enumerate(specs):
         try:
             evaluators.append(build_evaluator(spec, index, project_root, run_code=run_code))
@@ -400,6 +408,6 @@ def build_evaluators(specs: list[dict], project_root: Path | None = None, *, run
     return evaluators
 
 
-def describe_evaluators(evaluators: list[Evaluator]) -> dict:
+def describe_evaluators(evaluators: list[Evaluator]) -> dict[str, JSONObject]:
     """The evaluators' entry in a run header and its fingerprint: name → type, version, weight…"""
     return {e.name: e.describe() for e in evaluators}

@@ -25,6 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from functools import cached_property
 from typing import Any
 
+from evalsite.jsonshape import JSONObject
 from evalsite.scoring.evaluators.base import CaseView, Evaluator, Outcome, ScoringError, register_evaluator
 from evalsite.scoring.evaluators.text import as_text
 from evalsite.scoring.sandbox import Limits, Ran, run_python
@@ -62,15 +63,16 @@ class CodeTests(Evaluator):
     def _field(self, key: str, default: str) -> str | None:
         if key == "entry_point_field" and key in self.params and self.params[key] is None:
             return None
-        return self.option(key, str, default)
+        field: str = self.option(key, str, default)
+        return field
 
     def _number(self, key: str, low: int, high: int) -> int | None:
-        value = self.option(key, int)
+        value: int | None = self.option(key, int)
         if value is not None and not low <= value <= high:
             raise ValueError(f"{key}: needs a whole number from {low} to {high}, got {value}")
         return value
 
-    def scoring_params(self) -> dict:
+    def scoring_params(self) -> JSONObject:
         """The params, with the wall clock (a common key) that decides a timeout; not ``workers``."""
         kept = {k: v for k, v in self.params.items() if k != "workers"}
         return {**kept, "timeout_s": self.limits.wall_s}

@@ -50,7 +50,7 @@ class Contains(PhraseEvaluator):
             raise ScoringError("contains takes one phrase but the target is a list; use contains_all or contains_any")
         return super().measure(case)
 
-    def judge_hits(self, phrases, hits):
+    def judge_hits(self, phrases: list[str], hits: list[str]) -> Outcome:
         return Outcome.check(bool(hits), f"{phrases[0]!r} not found")
 
 
@@ -59,7 +59,7 @@ class ContainsAll(PhraseEvaluator):
     """Score = the share of phrases found; passes when all are found (or the share reaches
     ``threshold``)."""
 
-    def judge_hits(self, phrases, hits):
+    def judge_hits(self, phrases: list[str], hits: list[str]) -> Outcome:
         missing = [p for p in phrases if p not in hits]
         detail = None if not missing else "missing " + ", ".join(map(repr, missing))
         return Outcome(len(hits) / len(phrases), not missing, detail=detail)
@@ -69,7 +69,7 @@ class ContainsAll(PhraseEvaluator):
 class ContainsAny(PhraseEvaluator):
     """Passes when at least one phrase is found."""
 
-    def judge_hits(self, phrases, hits):
+    def judge_hits(self, phrases: list[str], hits: list[str]) -> Outcome:
         return Outcome.check(bool(hits), "none of " + ", ".join(map(repr, phrases)) + " found")
 
 
@@ -80,5 +80,5 @@ class StartsWith(PhraseEvaluator):
 
     anchored = True
 
-    def judge_hits(self, phrases, hits):
+    def judge_hits(self, phrases: list[str], hits: list[str]) -> Outcome:
         return Outcome.check(bool(hits), "does not start with " + " or ".join(map(repr, phrases)))

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterator
 from typing import Any
 
 from evalsite.jsonshape import MISSING, field_at
@@ -74,7 +75,7 @@ class Grounding(Evaluator):
         return any(math.isclose(value, number, rel_tol=1e-9, abs_tol=1e-9) for number in numbers)
 
 
-def _leaves(value: Any, path: str):
+def _leaves(value: Any, path: str) -> Iterator[tuple[str, Any]]:
     """``(dotted path, leaf)`` of every leaf under ``value``."""
     if isinstance(value, dict):
         for key, child in value.items():

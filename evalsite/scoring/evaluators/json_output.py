@@ -21,7 +21,7 @@ import jsonschema._legacy_keywords
 import jsonschema._utils
 import yaml
 
-from evalsite.jsonshape import MISSING, field_at
+from evalsite.jsonshape import MISSING, JSONObject, field_at
 from evalsite.runlog.hashing import canonical_json
 from evalsite.scoring.evaluators.base import CaseView, Evaluator, Outcome, ScoringError, register_evaluator
 from evalsite.scoring.evaluators.text import PatternLimits, compile_user_pattern, strip_fence
@@ -37,7 +37,7 @@ class _BoundedRe:
         return getattr(re, name)
 
     @staticmethod
-    def search(pattern: str, string: str, flags: int = 0):
+    def search(pattern: str, string: str, flags: int = 0) -> object:  # a match, or None: all jsonschema asks
         limits = _LIMITS.get()
         if limits is None:
             return re.search(pattern, string, flags)
@@ -81,7 +81,7 @@ class Json(Evaluator):
         """The schema's content decides scores too, even when the params only name its file."""
         return super().code_identity() + canonical_json(self.schema)
 
-    def _load_schema(self, schema: Any) -> dict | None:
+    def _load_schema(self, schema: Any) -> JSONObject | None:
         if schema is None:
             if self.schema_required:
                 raise ValueError("schema: required (a JSON Schema mapping or the path of a file holding one)")

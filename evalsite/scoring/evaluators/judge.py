@@ -21,13 +21,21 @@ import json
 import random
 from dataclasses import dataclass
 from statistics import fmean
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evalsite.errors import EvalsiteError, MissingSecretError
 from evalsite.experiment.prompts import render_template
+from evalsite.jsonshape import JSONObject
 from evalsite.python_refs import check_reference
 from evalsite.scoring.evaluators.base import CaseView, Evaluator, Outcome, ScoringError, register_evaluator
 from evalsite.scoring.evaluators.text import as_text, strip_fence
+
+if TYPE_CHECKING:
+    from evalsite.calls.targets.base import Target
+
+# The model clients and retries (``evalsite.calls``) are imported inside the methods that use them,
+# when a judge is built rather than with this module: the evaluator catalogue is shared with
+# comparisons, which must not load targets or httpx for manifests that have no judge.
 
 DEFAULT_RUBRIC = "Is the output correct, relevant and complete for the input?"
 SYSTEM_PROMPT = "You are a strict, fair grader. You reply with one JSON object and nothing else."
@@ -86,7 +94,7 @@ def truncate(text: str, limit: int) -> str:
     return text[: limit - len(marker)] + marker
 
 
-def default_prompt(variables: dict) -> str:
+def default_prompt(variables: JSONObject) -> str:
     sections = [("Rubric", variables["rubric"]), ("Input", format_messages(variables["input"]))]
     if variables["expected"] is not None:
         sections.append(("Reference answer", as_text(variables["expected"])))
@@ -96,7 +104,7 @@ def default_prompt(variables: dict) -> str:
     return "\n\n".join(f"{title}:\n{text}" for title, text in sections) + "\n\n" + INSTRUCTION
 
 
-class _AnyRow(dict):
+class _AnyRow(dict[str, str]):
     """A stand-in row for checking a prompt template at build time: every field exists."""
 
     def __missing__(self, key: str) -> str:
@@ -106,15 +114,6 @@ class _AnyRow(dict):
 def _quote(reply: Any) -> str:
     text = as_text(reply)
     return repr(text if len(text) <= QUOTE_CHARS else text[:QUOTE_CHARS] + "…")
-
-
-def _calls():
-    """The model clients and retries (``calls/``), imported when a judge is built rather than with
-    this module: the evaluator catalogue is shared with comparisons, which must not load targets or
-    httpx for manifests that have no judge."""
-    from evalsite.calls import retry, targets
-
-    return retry, targets
 
 
 @register_evaluator("llm_judge")
@@ -135,16 +134,18 @@ class LlmJudge(Evaluator):
         return True
 
     def check(self) -> None:
+        from evalsite.calls import retry, targets
+
         judge = self.params.get("judge")
         judge = {"target": judge} if isinstance(judge, str) else judge
         if not isinstance(judge, dict) or not isinstance(judge.get("target"), str):
             raise ValueError("judge: needs a target such as 'python:judges:grade' or {target: ..., params: {model: ...}}")
         if unknown := sorted(set(judge) - set(JUDGE_KEYS)):
             raise ValueError(f"judge: unknown key {unknown[0]!r} (allowed: {', '.join(JUDGE_KEYS)})")
-        self.judge_params = {"max_tokens": DEFAULT_MAX_TOKENS, **(judge.get("params") or {})}
-        self.judge_target = _calls()[1].with_model(judge["target"], self.judge_params.get("model"))
-        self.judge_settings = dict(judge.get("settings") or {})
-        self.judge_price = judge.get("price")
+        self.judge_params: JSONObject = {"max_tokens": DEFAULT_MAX_TOKENS, **(judge.get("params") or {})}
+        self.judge_target = targets.with_model(judge["target"], self.judge_params.get("model"))
+        self.judge_settings: JSONObject = dict(judge.get("settings") or {})
+        self.judge_price: JSONObject | None = judge.get("price")
         if self.judge_price is not None and not (
             isinstance(self.judge_price, dict) and set(self.judge_price) <= {"input", "output"}
             and all(isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 for v in self.judge_price.values())
@@ -156,28 +157,33 @@ class LlmJudge(Evaluator):
         except MissingSecretError as exc:  # validate warns, run refuses (see unset_secrets)
             self.missing_secrets.append(f"judge.target: {exc.message}")
         try:
-            self.retry_policy = _calls()[0].RetryPolicy.from_schedule({}, self.judge_settings)
+            self.retry_policy = retry.RetryPolicy.from_schedule({}, self.judge_settings)
         except EvalsiteError as exc:
             raise ValueError(f"judge.{exc.message}") from None
-        self.rubric = self.option("rubric", str, DEFAULT_RUBRIC)
-        self.prompt = self.option("prompt", str)
+        self.rubric: str = self.option("rubric", str, DEFAULT_RUBRIC)
+        self.prompt: str | None = self.option("prompt", str)
         if self.prompt is not None:
             self._render({"input": "", "output": "", "expected": None, "transcript": None, "row": _AnyRow()})
-        self.samples = self.option("samples", int, 1)
+        self.samples: int = self.option("samples", int, 1)
         if self.samples < 1:
             raise ValueError(f"samples: needs a whole number of at least 1, got {self.samples}")
-        self.limits = {key: self.option(key, int, default) for key, default in LIMITS.items()}
+        self.limits: dict[str, int] = {key: self.option(key, int, default) for key, default in LIMITS.items()}
         if bad := next((key for key, value in self.limits.items() if value < 1), None):
             raise ValueError(f"{bad}: needs a whole number of at least 1, got {self.limits[bad]}")
 
     def unset_secrets(self) -> list[str]:
         return self.missing_secrets
 
-    def _make_target(self):
+    def _make_target(self) -> Target | None:
+        """The judge's target; None when project code may not run (``validate``: a ``python:``
+        judge is then only checked in its source). A bad target is a ``ValueError``."""
+        from evalsite.calls import targets
+
         try:
             if not self.run_code and self.judge_target.startswith("python:"):
-                return check_reference(self.judge_target.removeprefix("python:"), self.project_root, "target")
-            return _calls()[1].make_target(self.judge_target, self.judge_settings, self.project_root)
+                check_reference(self.judge_target.removeprefix("python:"), self.project_root, "target")
+                return None
+            return targets.make_target(self.judge_target, self.judge_settings, self.project_root)
         except MissingSecretError:
             raise
         except EvalsiteError as exc:
@@ -185,7 +191,7 @@ class LlmJudge(Evaluator):
         except Exception as exc:  # e.g. a python: judge whose module raises while being imported
             raise ValueError(f"judge.target: {self.judge_target}: {type(exc).__name__}: {exc}") from None
 
-    def _render(self, variables: dict) -> str:
+    def _render(self, variables: JSONObject) -> str:
         variables = {**variables, "rubric": self.rubric}
         if self.prompt is None:
             return default_prompt(variables)
@@ -194,17 +200,17 @@ class LlmJudge(Evaluator):
         except EvalsiteError as exc:
             raise ValueError(exc.message) from None
 
-    def scoring_params(self) -> dict:
+    def scoring_params(self) -> JSONObject:
         """A judge's ``price`` only prices its calls: changing it keeps runs comparable."""
         judge = self.params.get("judge")
         if isinstance(judge, dict) and "price" in judge:
             return {**self.params, "judge": {k: v for k, v in judge.items() if k != "price"}}
         return self.params
 
-    def describe(self) -> dict:
+    def describe(self) -> JSONObject:
         return {**super().describe(), "judge": {"target": self.judge_target, "model": self.judge_params.get("model")}}
 
-    def messages(self, case: CaseView) -> list[dict]:
+    def messages(self, case: CaseView) -> list[JSONObject]:
         user = self._render({
             "input": truncate(format_messages(case.input), self.limits["max_input_chars"]),
             "output": truncate(as_text(case.output), self.limits["max_output_chars"]),
@@ -213,8 +219,12 @@ class LlmJudge(Evaluator):
         return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
 
     async def ameasure(self, case: CaseView) -> Outcome:
+        from evalsite.calls import targets
+
         messages = self.messages(case)
         target = self._make_target()
+        if target is None:
+            raise ScoringError("judge: built for checking only (project code may not run), so it cannot score")
         spent: list[float | None] = []
         try:
             graded = await asyncio.gather(
@@ -222,12 +232,12 @@ class LlmJudge(Evaluator):
             )
         finally:
             await target.aclose()
-        cost = _calls()[1].total_or_none(spent)
+        cost = targets.total_or_none(spent)
         if failed := next((g for g in graded if isinstance(g, BaseException)), None):
             if not isinstance(failed, ScoringError):
                 raise failed
             raise ScoringError(str(failed), cost_usd=cost)  # every call made is paid for
-        grades: list[Grade] = graded  # type: ignore[assignment]
+        grades = [g for g in graded if isinstance(g, Grade)]  # every one, none having failed
         scores = [g.score for g in grades]
         if len(scores) == 1:
             return Outcome(scores[0] / 10, detail=self._detail(f"{scores[0]:g}/10: {grades[0].reason}"), cost_usd=cost)
@@ -240,7 +250,8 @@ class LlmJudge(Evaluator):
         limit = self.limits["detail_chars"]
         return text if len(text) <= limit else text[: limit - 1] + "…"
 
-    async def _grade(self, target, messages: list[dict], case: CaseView, sample: int, spent: list) -> Grade:
+    async def _grade(self, target: Target, messages: list[JSONObject], case: CaseView, sample: int,
+                     spent: list[float | None]) -> Grade:
         reply = await self._ask(target, messages, case, sample, spent)
         grade = parse_judge_reply(reply)
         if grade is not None:
@@ -252,10 +263,12 @@ class LlmJudge(Evaluator):
             raise ScoringError(f"judge reply is not a JSON object with a 0-10 score, even after a re-ask: {_quote(reply)}")
         return grade
 
-    async def _ask(self, target, messages: list[dict], case: CaseView, sample: int, spent: list) -> Any:
+    async def _ask(self, target: Target, messages: list[JSONObject], case: CaseView, sample: int,
+                   spent: list[float | None]) -> Any:
         """One judge call (with retries under the case's call context: they stop with the batch);
         its cost — billed, else tokens × ``judge.price`` — joins ``spent`` and the batch's budget."""
-        retry, targets = _calls()
+        from evalsite.calls import retry, targets
+
         request = targets.TargetRequest(input=messages, row=case.row, params=self.judge_params, repeat=sample,
                                 item_id=str(case.row.get("id", "")))
         # the same retries as a generation: timeouts, connection errors, 429 (Retry-After) and 5xx

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+import regex
+
 from evalsite.scoring.evaluators.base import CaseView, Evaluator, Outcome, ScoringError, register_evaluator
 from evalsite.scoring.evaluators.text import PatternLimits, as_text, compile_user_pattern
 
@@ -31,7 +33,7 @@ class Regex(Evaluator):
         match = self.limits.search(pattern, as_text(case.output), full=self.full)
         return Outcome.check(match is not None, f"no match for {pattern.pattern!r}")
 
-    def _row_pattern(self, case: CaseView):
+    def _row_pattern(self, case: CaseView) -> regex.Pattern | None:
         source = self.target(case)
         if source is None:
             return None
@@ -44,5 +46,5 @@ class Regex(Evaluator):
 
 
 @lru_cache(maxsize=1024)
-def _compiled(source, ignore_case: bool):
+def _compiled(source: str, ignore_case: bool) -> regex.Pattern:
     return compile_user_pattern(source, ignore_case=ignore_case, key="expected")

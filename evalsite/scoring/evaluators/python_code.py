@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from evalsite.errors import EvalsiteError
+from evalsite.jsonshape import JSONObject
 from evalsite.project import load_callable
 from evalsite.python_refs import check_reference
 from evalsite.runlog.hashing import canonical_json
@@ -138,7 +139,7 @@ class PythonFunction(Evaluator):
             "a label, None, or a mapping with score, passed, label, detail"
         )
 
-    def _from_mapping(self, value: dict) -> Outcome:
+    def _from_mapping(self, value: JSONObject) -> Outcome:
         unknown = sorted(set(value) - set(RESULT_KEYS))
         if unknown:
             raise ScoringError(f"{self.reference} returned unknown key {unknown[0]!r} (allowed: {', '.join(RESULT_KEYS)})")
@@ -156,7 +157,7 @@ class PythonFunction(Evaluator):
         return Outcome(score, passed, None if label is None else str(label), as_optional_text(detail))
 
 
-async def in_daemon_thread(function: Callable, arguments: dict) -> Any:
+async def in_daemon_thread(function: Callable[..., Any], arguments: JSONObject) -> Any:
     """``function(**arguments)`` in a new daemon thread, awaited: the caller's deadline can give up
     on it, and a call that never returns does not keep evalsite from exiting (an executor's
     threads would be joined at exit)."""
@@ -191,7 +192,7 @@ def _unit_score(value: float, reference: str) -> float:
     return float(value)
 
 
-def source_closure(function: Callable, project_root: Path) -> str:
+def source_closure(function: Callable[..., Any], project_root: Path) -> str:
     """The source of ``function`` and of every function or class defined in the project that
     it reaches through global names, plus the simple constants those read."""
     root = Path(project_root).resolve()

@@ -14,7 +14,7 @@ from typing import Any
 
 import regex
 
-from evalsite.scoring.evaluators.base import Outcome, ScoringError
+from evalsite.scoring.evaluators.base import Evaluator, Outcome, ScoringError
 
 DEFAULT_TIMEOUT_S = 1.0
 DEFAULT_MAX_CHARS = 100_000
@@ -39,7 +39,8 @@ def strip_fence(text: str) -> str:
     return match.group(1) if match else text
 
 
-def normalise(text: str, *, ignore_case=False, ignore_whitespace=False, ignore_punctuation=False) -> str:
+def normalise(text: str, *, ignore_case: bool = False, ignore_whitespace: bool = False,
+              ignore_punctuation: bool = False) -> str:
     """Case-fold, drop ASCII punctuation, and collapse runs of whitespace (trimming the ends)."""
     if ignore_case:
         text = text.casefold()
@@ -50,7 +51,7 @@ def normalise(text: str, *, ignore_case=False, ignore_whitespace=False, ignore_p
     return text
 
 
-def normalise_options(evaluator) -> dict:
+def normalise_options(evaluator: Evaluator) -> dict[str, bool]:
     """The normalisation params of ``evaluator``, type-checked (all default to false)."""
     return {key: evaluator.option(key, bool, False) for key in NORMALISE_PARAMS}
 
@@ -65,7 +66,7 @@ def as_phrases(target: Any, what: str) -> list[str]:
 
 
 @lru_cache(maxsize=4096)
-def phrase_pattern(phrase: str, *, ignore_case: bool, whole_words: bool, anchored: bool = False) -> re.Pattern:
+def phrase_pattern(phrase: str, *, ignore_case: bool, whole_words: bool, anchored: bool = False) -> re.Pattern[str]:
     """A literal phrase that must stand as whole words: ``cat`` does not match ``concatenate``.
 
     A boundary is required only at an edge that is a word character, so ``#1234`` still matches
@@ -90,7 +91,8 @@ def compile_user_pattern(pattern: Any, *, ignore_case: bool = False, key: str = 
         raise ValueError(f"{key}: invalid regular expression {pattern!r}: {exc}") from None
 
 
-def bounded_search(pattern: regex.Pattern, text: str, *, timeout: float, max_chars: int, full: bool = False):
+def bounded_search(pattern: regex.Pattern, text: str, *, timeout: float, max_chars: int,
+                   full: bool = False) -> regex.Match | None:
     """``pattern.search`` (or ``fullmatch``) with a deadline and a length cap; either one
     exceeded raises :class:`ScoringError` so only this evaluator's score records the error."""
     if len(text) > max_chars:
@@ -107,22 +109,22 @@ def bounded_search(pattern: regex.Pattern, text: str, *, timeout: float, max_cha
 class PatternLimits:
     """The ``timeout`` and ``max_chars`` params of an evaluator that runs user patterns."""
 
-    def __init__(self, evaluator):
-        self.timeout = evaluator.option("timeout", (int, float), DEFAULT_TIMEOUT_S)
-        self.max_chars = evaluator.option("max_chars", int, DEFAULT_MAX_CHARS)
+    def __init__(self, evaluator: Evaluator) -> None:
+        self.timeout: float = evaluator.option("timeout", (int, float), DEFAULT_TIMEOUT_S)
+        self.max_chars: int = evaluator.option("max_chars", int, DEFAULT_MAX_CHARS)
         if not 0 < self.timeout < float("inf") or self.max_chars <= 0:
             raise ValueError("timeout and max_chars: need finite numbers above 0")
 
-    def search(self, pattern: regex.Pattern, text: str, full: bool = False):
+    def search(self, pattern: regex.Pattern, text: str, full: bool = False) -> regex.Match | None:
         return bounded_search(pattern, text, timeout=self.timeout, max_chars=self.max_chars, full=full)
 
 
 class Extractor:
     """The optional ``extract`` param: a pattern whose first group (else whole match) is kept."""
 
-    def __init__(self, evaluator):
+    def __init__(self, evaluator: Evaluator) -> None:
         self.limits = PatternLimits(evaluator)
-        self.source = evaluator.option("extract", str)
+        self.source: str | None = evaluator.option("extract", str)
         self.pattern = None if self.source is None else compile_user_pattern(self.source, key="extract")
 
     def __call__(self, text: str) -> str | None:
@@ -132,7 +134,8 @@ class Extractor:
         match = self.limits.search(self.pattern, text)
         if match is None:
             return None
-        return match.group(1) if self.pattern.groups else match.group(0)
+        found: str = match.group(1) if self.pattern.groups else match.group(0)
+        return found
 
     @property
     def miss(self) -> Outcome:
