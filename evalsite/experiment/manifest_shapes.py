@@ -3,10 +3,10 @@
 They are ``TypedDict``s, not dataclasses: a :class:`~evalsite.experiment.manifest.Manifest`
 keeps each block as the mapping the file gave (``--set`` and the schema work on mappings, and
 run headers record them as given), and the type says which keys the schema lets it hold. Keys
-the schema does not require are ``NotRequired``: read them with ``.get``.
+the schema does not require are ``NotRequired``: read them with ``.get``. (No ``from __future__
+import annotations`` here: Python 3.11 sees ``NotRequired`` only in evaluated annotations, and
+``tests/test_manifest_shapes.py`` reads the required keys at run time to compare with the schema.)
 """
-
-from __future__ import annotations
 
 from typing import Literal, NotRequired, TypeAlias, TypedDict
 
@@ -59,14 +59,14 @@ class PriceSpec(TypedDict):
     output: float
 
 
-class CurveSpec(TypedDict, total=False):
+class CurveSpec(TypedDict):
     """A schedule-mode sweep variable given as a curve over the trials (or a ``curves/`` file's name)."""
 
     curve: str
-    start: float
-    end: float
-    steps: int
-    integer: bool
+    start: NotRequired[float]
+    end: NotRequired[float]
+    steps: NotRequired[int]
+    integer: NotRequired[bool]
 
 
 class SweepSpec(TypedDict):
