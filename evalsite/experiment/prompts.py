@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from evalsite.errors import ManifestError
+from evalsite.experiment.manifest_shapes import PromptSpec
 from evalsite.jsonshape import JSONObject
 
 
@@ -53,7 +54,7 @@ def render_template(source: str, variables: JSONObject) -> str:
         raise ManifestError(f"prompt: cannot render: {type(exc).__name__}: {exc}") from None
 
 
-def render_input(prompt: Any, row: JSONObject, variables: JSONObject | None = None) -> Any:
+def render_input(prompt: PromptSpec, row: JSONObject, variables: JSONObject | None = None) -> Any:
     """The input a target receives: the rendered prompt, else the row's ``input`` (text or messages)."""
     context = {**row, **(variables or {})}
     if prompt is None:
