@@ -28,9 +28,10 @@ import secrets
 import shutil
 import tempfile
 from collections import Counter
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from evalsite import __version__
 from evalsite.analysis.summary import summarise_run
@@ -59,7 +60,7 @@ _UNKNOWN_ORDER = float("inf")
 
 @dataclass
 class _ItemSlot:
-    row: dict
+    row: dict[str, Any]
     order: tuple[float, int]
 
 
@@ -81,7 +82,7 @@ class _RunDraft:
     spool: IO[str]
     items: dict[str, _ItemSlot] = field(default_factory=dict)
     evaluators: dict[str, _EvaluatorTally] = field(default_factory=dict)
-    arrivals: Counter = field(default_factory=Counter)
+    arrivals: Counter[str] = field(default_factory=Counter)
     explicit: set[tuple[str, int]] = field(default_factory=set)
     cases: int = 0
     repeats: int = 0
@@ -208,17 +209,17 @@ class _Totals:
               "input_tokens", "output_tokens", "critical")
     SCORE_FIELDS = ("evaluator", "version", "score", "passed", "label", "error", "skipped", "turn")
 
-    def __init__(self):
-        self._rows: list[tuple] = []
+    def __init__(self) -> None:
+        self._rows: list[tuple[Any, ...]] = []
 
-    def add(self, case: dict) -> None:
+    def add(self, case: Mapping[str, Any]) -> None:
         scores = tuple(tuple(s.get(name) for name in self.SCORE_FIELDS) for s in case.get("scores") or [])
         self._rows.append((*(case.get(name) for name in self.FIELDS), scores))
 
     def __len__(self) -> int:
         return len(self._rows)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[dict[str, Any]]:
         for row in self._rows:
             case = dict(zip(self.FIELDS, row))
             case["scores"] = [dict(zip(self.SCORE_FIELDS, score)) for score in row[-1]]
@@ -247,7 +248,7 @@ class StagedRuns:
     def __enter__(self) -> StagedRuns:
         return self
 
-    def __exit__(self, *exc_info) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self._lock.close()
         shutil.rmtree(self.folder, ignore_errors=True)
 
@@ -315,12 +316,12 @@ def _evaluator_versions(run: SourceRun, draft: _RunDraft, options: ImportOptions
     }
 
 
-def _evaluator_entry(tally: _EvaluatorTally, version: str) -> dict:
-    entry = {"type": tally.kind, "version": version}
+def _evaluator_entry(tally: _EvaluatorTally, version: str) -> dict[str, Any]:
+    entry: dict[str, Any] = {"type": tally.kind, "version": version}
     return entry if tally.weight is None else {**entry, "weight": tally.weight}
 
 
-def _header(source: SourceImport, draft: _RunDraft, run: SourceRun, dataset: DatasetRecord, identity: dict,
+def _header(source: SourceImport, draft: _RunDraft, run: SourceRun, dataset: DatasetRecord, identity: dict[str, Any],
             versions: dict[str, str], batch_id: str, options: ImportOptions) -> HeaderRecord:
     """The run header; its fingerprint has the fields of a native run's (evalsite.runlog.fingerprint), filled
     from what the source recorded: its environment, not the importing machine's."""
@@ -361,7 +362,7 @@ def _header(source: SourceImport, draft: _RunDraft, run: SourceRun, dataset: Dat
     )
 
 
-def _case_record(spooled: dict, items: dict[str, Item], versions: dict[str, str],
+def _case_record(spooled: dict[str, Any], items: dict[str, Item], versions: dict[str, str],
                  tallies: dict[str, _EvaluatorTally]) -> CaseRecord:
     item = items[spooled["key"]]
     error = spooled["error"]
