@@ -347,7 +347,7 @@ class BatchRunner:
 
     def _close_run(self, state: RunState) -> None:
         state.totals = run_totals([*state.previous, *state.cases], len(state.keys))
-        footer = FooterRecord(
+        footer = FooterRecord(  # the status is set by now (the walk, or _fail_open): FAILED only for the type
             status=state.status or RunStatus.FAILED, ended_at=iso(utc_now()), totals=state.totals, error=state.error,
             hook_errors=state.hook_errors, artifacts=state.artifacts, stop_when=state.stop_when,
             cost_ceiling=None if self.budget.limit is None else self.budget.record(),
