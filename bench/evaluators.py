@@ -86,8 +86,8 @@ def rescore(count: int) -> None:
         outcome = rescore_run(Project(root), writer.run_id)
         elapsed = time.perf_counter() - start
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        print(f"rescore: {outcome.summary['cases']:,} cases x {len(SPECS)} evaluators in {elapsed:.2f} s "
-              f"({outcome.summary['cases'] / elapsed:,.0f} cases/s), process peak RSS {peak:.0f} MB")
+        print(f"rescore: {outcome.summary.cases or 0:,} cases x {len(SPECS)} evaluators in {elapsed:.2f} s "
+              f"({(outcome.summary.cases or 0) / elapsed:,.0f} cases/s), process peak RSS {peak:.0f} MB")
 
 
 if __name__ == "__main__":

@@ -47,6 +47,7 @@ from evalsite.execute.runner import execute_plan  # noqa: E402
 from evalsite.experiment.manifest import load_manifest  # noqa: E402
 from evalsite.experiment.plan import build_plan  # noqa: E402
 from evalsite.project import find_project  # noqa: E402
+from evalsite.runlog.totals import RunTotals  # noqa: E402
 
 SCENARIOS = ("http", "instant", "instant+exact")
 
@@ -70,7 +71,7 @@ def write_project(root: Path, cases: int, arm: dict, concurrency: int, evaluator
     return path
 
 
-def timed_run(root: Path, manifest: Path) -> tuple[float, dict]:
+def timed_run(root: Path, manifest: Path) -> tuple[float, RunTotals]:
     os.chdir(root)
     project = find_project(root)
     plan = build_plan(project, load_manifest(manifest))
@@ -78,7 +79,7 @@ def timed_run(root: Path, manifest: Path) -> tuple[float, dict]:
     batch = execute_plan(project, plan)
     seconds = time.perf_counter() - started
     (run,) = batch.runs
-    assert run.status == "completed" and run.summary["errors"] == 0, run.summary
+    assert run.status == "completed" and run.summary.errors == 0, run.summary
     return seconds, run.summary
 
 

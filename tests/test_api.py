@@ -46,7 +46,7 @@ def test_run_experiment_async_returns_the_batch_it_wrote(example_project):
     batch = asyncio.run(main())
     (run,) = batch.runs
     assert (example_project / "runs" / run.run_id / "end.json").exists()
-    assert run.summary["cases"] == 60
+    assert run.summary.cases == 60
 
 
 def test_import_evalsite_loads_no_engine():

@@ -13,6 +13,7 @@ from runner_support import all_runs, questions, write_experiment
 from evalsite.execute.outcomes import BatchOutcome, RunOutcome
 from evalsite.project import error_rate_problem
 from evalsite.runlog.records import RunStatus
+from evalsite.runlog.totals import RunTotals
 
 CRASH = "def answer(row):\n    raise RuntimeError('target down')\n"
 FLAKY = "def answer(row):\n    if row['id'] in ('q0', 'q1', 'q2'):\n        raise RuntimeError('down')\n    return 'echo: ' + row['input']\n"
@@ -75,7 +76,7 @@ def test_run_and_promote_give_the_same_answer(arms, cli, target, limit):
 
 def test_the_batch_outcome_applies_the_same_rule():
     summary = {"cases": 4, "errors": 4, "passed": None, "critical_failures": [], "evaluators": {}}
-    batch = BatchOutcome([RunOutcome("r1", "down", RunStatus.COMPLETED, summary)], [], None, None, 0.0)
+    batch = BatchOutcome([RunOutcome("r1", "down", RunStatus.COMPLETED, RunTotals.from_json(summary, "summary"))], [], None, None, 0.0)
     assert batch.failure_reasons(allow_failures=True, max_error_rate=1.0) == [
         f"down: {error_rate_problem(4, 4, 1.0)}; --allow-failures does not accept it"]
 
@@ -84,6 +85,6 @@ def test_a_completed_run_with_nothing_planned_passes_the_batch_but_is_no_baselin
     """An empty shard (``run --shard 1/2`` of a dataset the split gave wholly to shard 2) has
     nothing to fail; the rule still refuses it as a baseline (promote reads error_rate_problem)."""
     empty = {"cases": 0, "errors": 0, "passed": None, "critical_failures": [], "evaluators": {}}
-    batch = BatchOutcome([RunOutcome("r1", "shard", RunStatus.COMPLETED, empty)], [], None, None, 0.0)
+    batch = BatchOutcome([RunOutcome("r1", "shard", RunStatus.COMPLETED, RunTotals.from_json(empty, "summary"))], [], None, None, 0.0)
     assert batch.failure_reasons(allow_failures=False) == []
     assert error_rate_problem(0, 0, 1.0) is not None

@@ -128,12 +128,12 @@ def test_a_humaneval_run_scores_correct_broken_and_hostile_arms(humaneval_projec
 
     correct = runs["correct"]
     assert [(c["score"], c["scores"][0]["label"]) for c in correct.cases] == [(1.0, "passed")] * 15
-    assert correct.footer.totals["mean_score"] == 1.0
+    assert correct.footer.totals.mean_score == 1.0
 
     broken = {c["item_id"]: c for c in runs["broken"].cases}
     failing = sorted(item for item, case in broken.items() if not case["passed"])
     assert failing == sorted(f"HumanEval_{n}" for n in range(15) if n % 3 == 0)
-    assert runs["broken"].footer.totals["mean_score"] == pytest.approx(10 / 15)
+    assert runs["broken"].footer.totals.mean_score == pytest.approx(10 / 15)
     assert {broken[item]["scores"][0]["label"] for item in failing} <= {"failed", "error"}
 
     kinds, confined = list(EXPECTED_HOSTILE), landlock_abi() >= 1

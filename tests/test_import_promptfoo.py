@@ -105,7 +105,7 @@ def test_a_provider_error_is_a_case_error_scoring_zero_on_every_assertion(import
     assert case["passed"] is False and case["score"] == 0
     assert {s["evaluator"]: s["score"] for s in case["scores"]} == {"exact": 0, "contains_expected": 0, "format": 0}
     assert all(s["detail"].startswith("generation failed") for s in case["scores"])
-    assert run.footer.totals["errors"] == 1
+    assert run.footer.totals.errors == 1
     assert pass_rate(run) == pytest.approx(16 / 24)
 
 

@@ -22,5 +22,5 @@ def test_judge_spend_is_recorded_and_stops_the_run_at_the_ceiling(runner_project
     assert len(run.cases) == 3, "the judge's $0.01 per case reaches the $0.03 ceiling on the third case"
     assert [case["cost_usd"] for case in run.cases] == [None] * 3  # the arm reports no tokens: unknown, not $0
     assert [case["scoring_cost_usd"] for case in run.cases] == [0.01, 0.01, 0.01]
-    assert run.footer.totals["scoring_cost_usd"] == 0.03
+    assert run.footer.totals.scoring_cost_usd == 0.03
     assert all(case["scores"][0]["cost_usd"] == 0.01 for case in run.cases)

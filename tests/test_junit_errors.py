@@ -11,6 +11,7 @@ from evalsite.analysis.markdown import run_junit_outcomes
 from evalsite.execute.outcomes import BatchOutcome, RunOutcome
 from evalsite.project import find_project
 from evalsite.runlog.records import RunStatus
+from evalsite.runlog.totals import RunTotals
 
 
 def test_a_case_error_recorded_as_an_object_becomes_the_junit_error_message(example_project, cli, tmp_path):
@@ -20,7 +21,7 @@ def test_a_case_error_recorded_as_an_object_becomes_the_junit_error_message(exam
     first = json.loads(cases[0])
     cases[0] = json.dumps({**first, "error": {"type": "TimeoutError", "message": "timed out after 5 s"}})
     (folder / "cases.jsonl").write_text("\n".join(cases) + "\n")
-    batch = BatchOutcome([RunOutcome(folder.name, "careful", RunStatus.COMPLETED, {})], [], None, None, 0.0)
+    batch = BatchOutcome([RunOutcome(folder.name, "careful", RunStatus.COMPLETED, RunTotals())], [], None, None, 0.0)
 
     outcomes = run_junit_outcomes(find_project(example_project), batch)
     write_junit(tmp_path / "run.xml", "suite", outcomes)

@@ -114,8 +114,10 @@ def test_run_and_rescore_exit_by_one_rule(figures, ok):
     from evalsite.execute.outcomes import BatchOutcome, RunOutcome
     from evalsite.execute.rescore import RescoreOutcome
     from evalsite.runlog.records import RunStatus
+    from evalsite.runlog.totals import RunTotals
 
-    run = RunOutcome("r", "a", RunStatus.COMPLETED, figures)
+    totals = RunTotals.from_json(figures, "figures")
+    run = RunOutcome("r", "a", RunStatus.COMPLETED, totals)
     batch = BatchOutcome([run], [], None, None, 0.0)
-    rescored = RescoreOutcome("r2", "r", RunStatus.COMPLETED, figures, [])
+    rescored = RescoreOutcome("r2", "r", RunStatus.COMPLETED, totals, [])
     assert run.ok is batch.ok is rescored.ok is ok

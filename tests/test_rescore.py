@@ -65,7 +65,7 @@ def test_rescore_uses_current_expected_values_and_evaluators_without_calling_the
     assert cases["ok"]["output"] == "HELLO" and cases["ok"]["passed"] is True
     assert cases["fail"]["scores"][1]["detail"] == "generation failed: RuntimeError: model exploded"
     assert derived.footer.status == "completed"
-    assert derived.footer.totals["evaluators"]["contains_any"]["n"] == 3
+    assert derived.footer.totals.evaluators["contains_any"].n == 3
     assert report["critical_failures"] == [] and report["passed"] is False
 
 

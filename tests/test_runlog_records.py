@@ -15,6 +15,7 @@ from evalsite.errors import RunLogError
 from evalsite.runlog.decisions import Decision, read_decisions
 from evalsite.runlog.records import Case, DatasetRef, Footer, RunHeader, RunStatus
 from evalsite.runlog.store import RunWriter, read_header, read_run, run_directories, scan_runs
+from evalsite.runlog.totals import RunTotals
 
 HEADER = {
     "format_version": 1, "run_id": "20260101T000000Z-a-0000", "batch_id": "b", "experiment": "e", "arm_id": "a",
@@ -96,7 +97,8 @@ def test_a_bad_case_field_names_the_line_and_the_field(change, message):
 
 def test_a_footer_has_one_of_the_known_statuses():
     footer = Footer.from_json({"status": "stopped_cost_ceiling", "totals": {"cases": 2}, "cost_ceiling": {"spent_usd": 1}}, "e")
-    assert footer.status is RunStatus.STOPPED_COST_CEILING and footer.totals == {"cases": 2}
+    assert footer.status is RunStatus.STOPPED_COST_CEILING and footer.totals == RunTotals(cases=2)
+    assert footer.totals.recorded == {"cases"}
     with pytest.raises(RunLogError, match=r"^r/end.json: unknown status 'done'$"):
         Footer.from_json({"status": "done"}, "r/end.json")
     with pytest.raises(RunLogError, match=r"^r/end.json: end.json must be a JSON object, not a string$"):

@@ -108,7 +108,7 @@ def test_critical_rows_fail_the_command(runner_project, cli):
     arm = [{"id": "a", "target": "python:pt_half:answer"}]
     result = cli("run", write_experiment(runner_project, rows, arm))
     assert result.exit_code == 1 and "a: critical rows failed: c1" in result.stderr
-    assert only_run(runner_project).footer.totals["critical_failures"] == ["c1"]
+    assert only_run(runner_project).footer.totals.critical_failures == ("c1",)
     # a non-critical failure fails the verdict (the pass rule) but --allow-failures accepts it;
     # a critical one fails the command even then
     other = write_experiment(runner_project, passing, arm, name="other")
@@ -125,8 +125,9 @@ def test_run_json_records_the_schedule_and_end_json_the_totals(runner_project, s
     assert run.header.raw["schedule"] == {"concurrency": 8, "timeout_s": 7.0, "max_attempts": 4, "backoff_s": 0.5,
                                       "max_backoff_s": 60.0, "max_cost_usd": 2.5, "deadline_s": None,
                                       "ordering": "depth", "parallel_arms": 1, "pause_between_s": 0.0}
-    totals = run.footer.totals
+    totals = run.footer.raw["totals"]
     assert {"cases", "errors", "scored", "mean_score", "pass_rate", "cost_usd", "mean_latency_ms"} <= set(totals)
+    assert run.footer.totals.recorded == set(totals)
     assert totals["planned"] == 2 and totals["unknown_cost_cases"] == 2 and totals["known_cost_usd"] is None
     assert run.footer.cost_ceiling == {"max_cost_usd": 2.5, "spent_usd": 0.0}
     assert json.loads(result.stdout)[0]["run_id"] == run.run_id

@@ -60,7 +60,7 @@ def test_the_ceiling_stops_new_calls_and_the_printed_line_resumes(runner_project
     assert keys(run) == Counter({(f"q{i}", 0): 1 for i in range(10)})
     assert calls(runner_project) == Counter({f"q{i}#0": 1 for i in range(10)})
     assert [a["previous"]["status"] for a in read_attempts(run.directory)] == ["stopped_cost_ceiling"] * 2
-    assert run.footer.totals["cases"] == 10 and abs(run.footer.totals["cost_usd"] - 1.0) < 1e-9
+    assert run.footer.totals.cases == 10 and abs(run.footer.totals.cost_usd - 1.0) < 1e-9
 
 
 def test_env_var_and_manifest_ceilings_and_which_wins(runner_project, cli, monkeypatch):

@@ -87,7 +87,7 @@ def test_an_ordinary_log_imports_under_a_small_limit(import_project):
                   if info.filename == "header.json" or info.filename.startswith("samples/"))
     options = ImportOptions(max_member_bytes=largest)
     (run,) = import_files(find_project(), "inspect", [INSPECT_EVAL[0]], options).runs
-    assert run.summary["cases"] > 0
+    assert run.summary.cases > 0
     with pytest.raises(SourceError, match="over the limit of"):
         import_files(find_project(), "inspect", [INSPECT_EVAL[0]], ImportOptions(max_member_bytes=largest - 1, again=True))
 

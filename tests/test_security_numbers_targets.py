@@ -85,7 +85,7 @@ def test_an_unusable_token_count_without_a_ceiling_is_an_unknown_cost_and_the_ru
     run = only_run(runner_project)
     assert run.status == "completed" and len(run.cases) == 3
     assert [case["cost_usd"] for case in sorted(run.cases, key=lambda c: c.item_id)] == [None, CASE_COST, CASE_COST]
-    assert run.footer.totals["cost_usd"] is None and run.footer.totals["unknown_cost_cases"] == 1
+    assert run.footer.totals.cost_usd is None and run.footer.totals.unknown_cost_cases == 1
 
 
 def test_an_arm_without_a_price_is_still_not_counted_by_the_ceiling(runner_project, server, cli):

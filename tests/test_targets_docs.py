@@ -31,7 +31,7 @@ def test_every_example_runs_and_scores_what_it_claims(runner_project, server, cl
         assert result.exit_code == 0, (command, result.output)
     runs = [read_run(directory) for directory in run_directories(runner_project / "runs")]
     assert len(runs) == 6
-    assert {run.header.experiment: run.footer.totals["pass_rate"] for run in runs} == dict.fromkeys(
+    assert {run.header.experiment: run.footer.totals.pass_rate for run in runs} == dict.fromkeys(
         ["answered", "capitals", "capitals-claude", "reverse", "shout", "thread"], 1.0
     )
 

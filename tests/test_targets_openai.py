@@ -25,7 +25,7 @@ def test_answers_usage_and_priced_cost_are_recorded(runner_project, server, cli)
     case = run.cases[0]
     assert (case["input_tokens"], case["output_tokens"], case["finish_reason"]) == (2, 3, "stop")
     assert case["cost_usd"] == (2 * 1.0 + 3 * 2.0) / 1e6
-    assert run.footer.totals["cost_usd"] == 3 * case["cost_usd"]
+    assert run.footer.totals.cost_usd == 3 * case["cost_usd"]
     body = server.calls[0].body
     assert body["model"] == "fake-model" and body["temperature"] == 0.2 and body["seed"] == 7
     assert body["messages"] == [{"role": "user", "content": body["messages"][0]["content"]}]
@@ -38,8 +38,8 @@ def test_billed_cost_wins_over_price_and_no_price_means_unknown_not_zero(runner_
     run = only_run(runner_project)
     costs = {c["item_id"]: c["cost_usd"] for c in run.cases}
     assert costs == {"q0": 0.5, "q1": None}
-    assert run.footer.totals["cost_usd"] is None  # one case's cost is unknown, so the total is too
-    assert run.footer.totals["known_cost_usd"] == 0.5 and run.footer.totals["unknown_cost_cases"] == 1
+    assert run.footer.totals.cost_usd is None  # one case's cost is unknown, so the total is too
+    assert run.footer.totals.known_cost_usd == 0.5 and run.footer.totals.unknown_cost_cases == 1
 
 
 def test_500_then_success_is_retried_and_counted(runner_project, server, cli):
@@ -99,7 +99,7 @@ def test_finish_reason_length_is_named_by_item(runner_project, server, cli):
     manifest = write_experiment(runner_project, questions(4), [openai_arm(server)])
     result = cli("run", manifest)
     assert "outputs stopped at max_tokens (finish_reason length) on items q1, q3" in result.stderr
-    assert only_run(runner_project).footer.totals["truncated_items"] == ["q1", "q3"]
+    assert only_run(runner_project).footer.totals.truncated_items == ("q1", "q3")
 
 
 def test_the_api_key_is_sent_but_never_written(runner_project, server, cli, monkeypatch):

@@ -12,6 +12,7 @@ from runner_support import write_experiment
 
 from evalsite.execute.outcomes import BatchOutcome, RunOutcome
 from evalsite.runlog.records import RunStatus
+from evalsite.runlog.totals import RunTotals
 
 CRASH = "def answer(row):\n    raise RuntimeError('target down')\n"
 FLAKY = "def answer(row):\n    if row['id'] in {'c0', 'c1', 'c2'}:\n        raise RuntimeError('down')\n    return 'right'\n"
@@ -66,7 +67,7 @@ def outcome(arm: str, *, cases: int = 10, errors: int = 0, passed: bool | None =
             status: RunStatus = RunStatus.COMPLETED) -> RunOutcome:
     summary = {"cases": cases, "errors": errors, "passed": passed, "critical_failures": list(critical),
                "evaluators": {"exact": {"n": cases, "pass_rate": 0.5, "passed": passed}}}
-    return RunOutcome(f"run-{arm}", arm, status, summary)
+    return RunOutcome(f"run-{arm}", arm, status, RunTotals.from_json(summary, "summary"))
 
 
 def test_every_reason_names_its_arm_and_allow_failures_accepts_only_the_tolerable_ones():

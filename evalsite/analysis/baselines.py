@@ -61,19 +61,8 @@ def promote(
         code = header.fingerprint.get("code")
         _refuse_unknown_code(run_id, code if isinstance(code, dict) else {})
     _refuse_failing(project, known.directory, run_id, allow_critical)
-    decision = Decision(
-        run_id=run_id,
-        dataset_id=header.dataset.dataset_id,
-        inputs_id=header.dataset.inputs_id,
-        arm_id=header.arm_id,
-        fingerprint_hash=header.fingerprint_hash,
-        reason=reason.strip(),
-        at=iso(utc_now()),
-        by=git_user(project.root),
-        allow_dirty=allow_dirty,
-        allow_critical=allow_critical,
-        reference_tier=header.dataset.reference_tier,
-    )
+    decision = Decision.about(header, kind=PROMOTE, reason=reason.strip(), at=iso(utc_now()), by=git_user(project.root),
+                              allow_dirty=allow_dirty, allow_critical=allow_critical)
     append_decision(decisions_path(project.runs_dir), decision)
     return decision
 
@@ -81,14 +70,14 @@ def promote(
 def _refuse_failing(project: Project, directory: Path, run_id: str, allow_critical: bool) -> None:
     """A baseline passes its critical rows (unless ``allow_critical``) and the error-rate rule ``run``
     applies (:func:`evalsite.project.error_rate_problem`): a run with no successful case is never one."""
-    totals = summarise_run(read_run(directory).cases).to_json()
-    failed = totals["critical_failures"] or []
+    summary = summarise_run(read_run(directory).cases)
+    failed = summary.critical_failures or ()
     if failed and not allow_critical:
         shown = ", ".join(failed[:10]) + (f" and {len(failed) - 10} more" if len(failed) > 10 else "")
         raise DecisionError(
             f"{run_id}: refusing to promote a run whose critical rows failed ({shown}); fix them or pass --allow-critical"
         )
-    too_many = error_rate_problem(totals["errors"], totals["cases"], max_error_rate(project))
+    too_many = error_rate_problem(summary.errors, summary.cases, max_error_rate(project))
     if too_many:
         raise DecisionError(f"{run_id}: refusing to promote: {too_many} (evalsite.toml [ci])")
 

@@ -37,17 +37,6 @@ def _decide(project: Project, run: str, reason: str, kind: str) -> Decision:
         raise DecisionError(f"run {known.run_id} is already excluded; `evalsite runs --include {known.run_id}` takes it back")
     if kind == INCLUDE and not excluded:
         raise DecisionError(f"run {known.run_id} is not excluded; nothing to include")
-    header = known.header
-    decision = Decision(
-        run_id=known.run_id,
-        dataset_id=header.dataset.dataset_id,
-        inputs_id=header.dataset.inputs_id,
-        arm_id=header.arm_id,
-        fingerprint_hash=header.fingerprint_hash or "",
-        reason=reason.strip(),
-        at=iso(utc_now()),
-        by=git_user(project.root),
-        decision=kind,
-    )
+    decision = Decision.about(known.header, kind=kind, reason=reason.strip(), at=iso(utc_now()), by=git_user(project.root))
     append_decision(decisions_path(project.runs_dir), decision)
     return decision

@@ -9,23 +9,24 @@ the reader reads them and names each one that differs.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from evalsite.analysis.summary import summarise_run
 from evalsite.runlog.records import Case
+from evalsite.runlog.totals import RunTotals
 
 #: The figures compared (each only when the footer records it: older footers have fewer).
 FIGURES = ("cases", "items", "repeats", "errors", "skipped", "scored", "mean_score", "pass_rate", "passed",
            "cost_usd", "input_tokens", "output_tokens")
 
 
-def footer_problems(totals: Mapping[str, Any], cases: Sequence[Case], where: str) -> list[str]:
+def footer_problems(totals: RunTotals, cases: Sequence[Case], where: str) -> list[str]:
     """One line per figure of ``totals`` (a footer's) that its ``cases`` do not give; ``where``
     names the footer file."""
-    actual = summarise_run(cases).to_json()
-    return [f"{where}: totals.{figure} is {_shown(totals[figure])}, but cases.jsonl gives {_shown(actual[figure])}"
-            for figure in FIGURES if figure in totals and not _same(totals[figure], actual[figure])]
+    claimed, actual = totals.to_json(), summarise_run(cases).to_json()
+    return [f"{where}: totals.{figure} is {_shown(claimed[figure])}, but cases.jsonl gives {_shown(actual[figure])}"
+            for figure in FIGURES if totals.records(figure) and not _same(claimed[figure], actual[figure])]
 
 
 def _same(claimed: Any, actual: Any) -> bool:

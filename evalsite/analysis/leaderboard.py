@@ -66,8 +66,7 @@ def arms_of_selection(
 def run_errors(run: Run | None) -> int | None:
     """The cases of a run that failed to generate, as its one run summary counted them when it
     ended (``end.json`` totals); None for a run without an end record (still running, killed)."""
-    errors = run.footer.totals.get("errors") if run is not None and run.footer is not None else None
-    return errors if isinstance(errors, int) and not isinstance(errors, bool) else None
+    return run.footer.totals.errors if run is not None and run.footer is not None else None
 
 
 @dataclass(frozen=True)

@@ -6,13 +6,14 @@ decides where it goes.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from evalsite.analysis.ci_files import TestOutcome, markdown_table
 from evalsite.analysis.wording import p_text
 from evalsite.runlog.records import Case
 from evalsite.runlog.store import read_header, read_run
+from evalsite.runlog.totals import RunTotals
 
 if TYPE_CHECKING:
     from evalsite.analysis.claims import ClaimResult
@@ -30,7 +31,7 @@ class RunRow(Protocol):
     @property
     def status(self) -> str: ...
     @property
-    def summary(self) -> Mapping[str, Any]: ...
+    def summary(self) -> RunTotals: ...
 
 
 class BatchRows(Protocol):
@@ -109,7 +110,7 @@ def _runs_lines(rows: list[dict[str, Any]]) -> list[str]:
 
 def runs_markdown(experiment: str, batch: BatchRows) -> str:
     """One row per run of an ``evalsite run`` batch, then what failed or stopped it."""
-    rows = [{"arm": run.arm_id, "run": run.run_id, "status": run.status, **run.summary} for run in batch.runs]
+    rows = [{"arm": run.arm_id, "run": run.run_id, "status": run.status, **run.summary.to_json()} for run in batch.runs]
     lines = [f"### evalsite run: {experiment}", "", *_runs_lines(rows)]
     if batch.not_started:
         lines.append(f"- not started: {', '.join(batch.not_started)} ({batch.stop_reason})")

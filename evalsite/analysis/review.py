@@ -35,7 +35,7 @@ from evalsite.runlog.decisions import (
     read_decisions,
 )
 from evalsite.runlog.fields import FieldReader
-from evalsite.runlog.fingerprint import fingerprint_hash, git_user
+from evalsite.runlog.fingerprint import git_user
 from evalsite.runlog.records import Case, RunHeader, Score
 from evalsite.runlog.store import CASES_FILE, RUN_FILE, Run, iso, open_run, read_cases, scan_runs, utc_now
 
@@ -250,11 +250,7 @@ def _same(recorded: Decision | None, line: _Line) -> bool:
 
 
 def _decision(header: RunHeader, line: _Line, now: str) -> Decision:
-    return Decision(
-        run_id=line.run_id, dataset_id=header.dataset.dataset_id, inputs_id=header.dataset.inputs_id,
-        arm_id=header.arm_id, fingerprint_hash=header.fingerprint_hash or fingerprint_hash(header.fingerprint),
-        reason=line.comment, at=line.at or now, by=line.reviewer, decision=REVIEW, review=line.rating,
-    )
+    return Decision.about(header, kind=REVIEW, reason=line.comment, at=line.at or now, by=line.reviewer, review=line.rating)
 
 
 # ----------------------------------------------------------------------------- reading

@@ -176,10 +176,9 @@ def _footer_figures(run: Run) -> dict[str, Any] | None:
     if run.footer is None or not cases_as_written(run.directory / CASES_FILE, run.footer.raw.get(CASES_SHA256)):
         return None
     totals = run.footer.totals
-    cases, mean, rate = (totals.get(name) for name in LISTED)
-    if not (type(cases) is int and all(value is None or type(value) is float for value in (mean, rate))):
+    if totals.cases is None:
         return None
-    return {"cases": cases, "mean_score": mean, "pass_rate": rate}
+    return {"cases": totals.cases, "mean_score": totals.mean_score, "pass_rate": totals.pass_rate}
 
 
 def _summarised(runs: list[Run]) -> dict[str, dict[str, Any]]:

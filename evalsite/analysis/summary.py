@@ -35,6 +35,7 @@ import numpy as np
 from evalsite.analysis.case_columns import FALSE, NONE, TRUE, CaseColumns, case_columns
 from evalsite.runlog.records import CASE_RANGES
 from evalsite.runlog.rows import item_order
+from evalsite.runlog.totals import EvaluatorTotals, RunTotals
 from evalsite.stats.descriptive import nearest_rank_percentile
 from evalsite.stats.noise import Flakiness, RepeatNoise, flakiness, repeat_noise
 
@@ -137,13 +138,13 @@ class EvaluatorSummary:
     def pass_rate(self) -> float | None:
         return self.passes / self.n if self.ruled and self.n else None
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "version": self.version, "n": self.n, "ok": self.ok, "errors": self.errors, "skipped": self.skipped,
-            "pass_rate": self.pass_rate, "mean": self.mean, "label_counts": self.label_counts,
-            "critical_failures": None if self.critical_failures is None else list(self.critical_failures),
-            "passed": self.passed,
-        }
+    def totals(self) -> EvaluatorTotals:
+        """The evaluator's figures as ``end.json`` records them."""
+        return EvaluatorTotals(
+            version=self.version, n=self.n, ok=self.ok, errors=self.errors, skipped=self.skipped,
+            pass_rate=self.pass_rate, mean=self.mean, label_counts=self.label_counts,
+            critical_failures=self.critical_failures, passed=self.passed,
+        )
 
 
 @dataclass(frozen=True)
@@ -194,23 +195,28 @@ class RunSummary:
             return None
         return flakiness(self.verdict_matrix)
 
+    def totals(self, planned: int | None = None, truncated_items: tuple[str, ...] | None = None) -> RunTotals:
+        """The summary as ``end.json`` records it, with what only the runner knows when given."""
+        return RunTotals(
+            cases=self.cases, items=self.items, repeats=len(self.repeats), errors=self.errors,
+            skipped=self.skipped, scored=self.scored, unscored=self.unscored,
+            mean_score=self.mean_score, pass_rate=self.pass_rate, passed=self.passed,
+            critical_failures=self.critical_failures,
+            cost_usd=self.cost.total, known_cost_usd=self.cost.known, unknown_cost_cases=self.cost.unknown_cases,
+            cost_per_case=self.cost.per_case, cost_per_correct=self.cost.per_correct,
+            scoring_cost_usd=self.scoring_cost_usd,
+            mean_latency_ms=self.latency.mean_ms, latency_p50_ms=self.latency.p50_ms,
+            latency_p95_ms=self.latency.p95_ms,
+            input_tokens=self.input_tokens, output_tokens=self.output_tokens,
+            noise_std=None if self.noise is None or not np.isfinite(self.noise.std) else self.noise.std,
+            served_models=self.served_models, served_model_changed=self.served_model_changed,
+            evaluators={name: e.totals() for name, e in self.evaluators.items()},
+            planned=planned, truncated_items=truncated_items,
+        )
+
     def to_json(self) -> dict[str, Any]:
         """The summary as ``evalsite show --json`` prints it and ``end.json`` records it."""
-        return {
-            "cases": self.cases, "items": self.items, "repeats": len(self.repeats), "errors": self.errors,
-            "skipped": self.skipped, "scored": self.scored, "unscored": self.unscored,
-            "mean_score": self.mean_score, "pass_rate": self.pass_rate, "passed": self.passed,
-            "critical_failures": None if self.critical_failures is None else list(self.critical_failures),
-            "cost_usd": self.cost.total, "known_cost_usd": self.cost.known, "unknown_cost_cases": self.cost.unknown_cases,
-            "cost_per_case": self.cost.per_case, "cost_per_correct": self.cost.per_correct,
-            "scoring_cost_usd": self.scoring_cost_usd,
-            "mean_latency_ms": self.latency.mean_ms, "latency_p50_ms": self.latency.p50_ms,
-            "latency_p95_ms": self.latency.p95_ms,
-            "input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
-            "noise_std": None if self.noise is None or not np.isfinite(self.noise.std) else self.noise.std,
-            "served_models": list(self.served_models), "served_model_changed": self.served_model_changed,
-            "evaluators": {name: e.to_json() for name, e in self.evaluators.items()},
-        }
+        return self.totals().to_json()
 
 
 def summarise_run(

@@ -49,7 +49,7 @@ def import_command(format_name: str, paths: tuple[Path, ...], dataset_name, arm_
         warn(message)
     rows = [
         {"run_id": r.run_id, "arm": r.arm_id, "experiment": r.experiment, "tool": r.tool, "source": r.source,
-         "status": r.status, "dataset_id": r.dataset_id, **r.summary}
+         "status": r.status, "dataset_id": r.dataset_id, **r.summary.to_json()}
         for r in report.runs
     ]
     if as_json:

@@ -33,14 +33,14 @@ def rescore_command(run: str, manifest_path: Path | None, allow_failures: bool, 
     summary = outcome.summary
     if as_json:
         print_json({"run_id": outcome.run_id, "derived_from": outcome.derived_from, "status": outcome.status,
-                    "left_out": outcome.left_out, **summary})
+                    "left_out": outcome.left_out, **summary.to_json()})
     else:
         click.echo(
-            f"{outcome.run_id} (from {outcome.derived_from}): {summary['cases']} cases, "
-            f"mean score {format_value(summary['mean_score'])}, pass rate {format_value(summary['pass_rate'])}, "
-            f"{'unscored' if summary['unscored'] else VERDICTS[summary['passed']]}"
+            f"{outcome.run_id} (from {outcome.derived_from}): {summary.cases} cases, "
+            f"mean score {format_value(summary.mean_score)}, pass rate {format_value(summary.pass_rate)}, "
+            f"{'unscored' if summary.unscored else VERDICTS[summary.passed]}"
         )
-        if summary["critical_failures"]:
-            click.echo("critical failures: " + ", ".join(summary["critical_failures"]))
+        if summary.critical_failures:
+            click.echo("critical failures: " + ", ".join(summary.critical_failures))
     if not outcome.acceptable(allow_failures):
         sys.exit(1)

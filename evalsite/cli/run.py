@@ -183,7 +183,7 @@ def run_command(ctx, manifest: Path, arm_ids, item_ids, depth, repeat, concurren
     )
     diffs = baseline_reports(project, batch, baseline)
     rows = [
-        {"run_id": o.run_id, "arm": o.arm_id, "status": o.status, **o.summary, "resume": resume_line(ctx, o),
+        {"run_id": o.run_id, "arm": o.arm_id, "status": o.status, **o.summary.to_json(), "resume": resume_line(ctx, o),
          **({"baseline_diff": diffs[o.run_id].to_json()} if o.run_id in diffs else {})}
         for o in batch.runs
     ]

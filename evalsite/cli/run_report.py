@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shlex
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import click
@@ -77,23 +78,23 @@ def report_batch(ctx: click.Context, batch: BatchOutcome) -> None:
 
 def report_run(run: RunOutcome, *, ceiling_set: bool) -> None:
     totals = run.summary
-    if totals["truncated_items"]:
-        items = listing(totals["truncated_items"])
+    if totals.truncated_items:
+        items = listing(totals.truncated_items)
         warn(f"{run.arm_id}: outputs stopped at max_tokens (finish_reason length) on items {items}")
-    if totals["critical_failures"]:
-        warn(f"{run.arm_id}: critical rows failed: {listing(totals['critical_failures'])}")
-    if totals.get("served_model_changed"):
-        warn(f"{run.arm_id}: the served model changed mid-run: {', '.join(totals['served_models'])}")
-    if totals["errors"]:
-        warn(f"{run.arm_id}: {totals['errors']} case(s) failed to generate; see `evalsite show {run.run_id}`")
-    if ceiling_set and totals["unknown_cost_cases"]:
+    if totals.critical_failures:
+        warn(f"{run.arm_id}: critical rows failed: {listing(totals.critical_failures)}")
+    if totals.served_model_changed:
+        warn(f"{run.arm_id}: the served model changed mid-run: {', '.join(totals.served_models)}")
+    if totals.errors:
+        warn(f"{run.arm_id}: {totals.errors} case(s) failed to generate; see `evalsite show {run.run_id}`")
+    if ceiling_set and totals.unknown_cost_cases:
         warn(
-            f"{run.arm_id}: cost unknown for {totals['unknown_cost_cases']} case(s) (no billed cost, no price): "
+            f"{run.arm_id}: cost unknown for {totals.unknown_cost_cases} case(s) (no billed cost, no price): "
             "the cost ceiling counted only known costs"
         )
 
 
-def listing(item_ids: list[str]) -> str:
+def listing(item_ids: Sequence[str]) -> str:
     shown = ", ".join(item_ids[:LISTED_ITEMS])
     return shown + (f" and {len(item_ids) - LISTED_ITEMS} more" if len(item_ids) > LISTED_ITEMS else "")
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from evalsite.calls.context import CallContext
 from evalsite.calls.retry import CallOutcome, RetryPolicy, call_with_retries
@@ -17,6 +18,7 @@ from evalsite.experiment.datasets import Item
 from evalsite.experiment.manifest_shapes import PriceSpec
 from evalsite.experiment.plan import Config, Plan
 from evalsite.experiment.prompts import render_input
+from evalsite.runlog.builders import CaseRecord, Execution
 from evalsite.runlog.rows import is_critical
 from evalsite.runlog.secrets import SecretPattern, scrub_all, secret_pattern
 from evalsite.runlog.store import iso, utc_now
@@ -29,8 +31,8 @@ class PreparedInput:
     """A row's input, rendered before anything is spent; ``turns`` set for a multi-turn row."""
 
     input: object
-    turns: list[dict] | None = None
-    checkpoint: dict | None = None  # {id, path} the case starts from: the config's, else the item's own
+    turns: list[dict[str, Any]] | None = None
+    checkpoint: dict[str, Any] | None = None  # {id, path} the case starts from: the config's, else the item's own
 
 
 @dataclass
@@ -55,10 +57,10 @@ class Generation:
     cost_usd: float | None
     latency_ms: float
     attempts: int
-    transcript: list | None = None
-    turn_outputs: list | None = None
-    turn_figures: list | None = None  # a replay's calls: latency, tokens and cost of each, in order
-    provenance: dict | None = None  # request ids, served model, fingerprint, thread: see provenance()
+    transcript: list[dict[str, Any]] | None = None
+    turn_outputs: list[Any] | None = None
+    turn_figures: list[dict[str, Any]] | None = None  # a replay's calls: latency, tokens and cost of each, in order
+    provenance: dict[str, Any] | None = None  # request ids, served model, fingerprint, thread: see provenance()
     cache: str | None = None  # hit | recorded | missing, with the response cache on
 
 
@@ -91,7 +93,7 @@ class CaseExecutor:
     rng: random.Random  # backoff jitter only
     experiment: str = ""  # names the thread id of a multi-turn replay
 
-    async def execute(self, job: Job, item: Item, repeat: int) -> dict:
+    async def execute(self, job: Job, item: Item, repeat: int) -> dict[str, Any]:
         """One case: its generation (one call, or a replayed conversation), scored, as a cases.jsonl record."""
         started_at = utc_now()
         prepared = job.inputs[item.item_id]
@@ -112,42 +114,23 @@ class CaseExecutor:
             turn_outputs=generation.turn_outputs, transcript=generation.transcript, calls=self.calls,
         )
         scored = await score_case(self.evaluators, view, result.error)
-        case = {
-            "item_id": item.item_id,
-            "item_sha": item.sha,
-            "critical": is_critical(item.row),
-            "repeat": repeat,
-            "input": case_input,
-            "expected": expected,
-            "output": result.output,
-            "error": result.error,
-            "latency_ms": round(generation.latency_ms, 3),
-            "input_tokens": result.input_tokens,
-            "output_tokens": result.output_tokens,
-            "cost_usd": generation.cost_usd,
-            "scoring_cost_usd": scoring_cost(scored.scores),
-            "finish_reason": result.finish_reason,
-            "scores": [s.to_json() for s in scored.scores],
-            "score": scored.score,
-            "passed": scored.passed,
-            "started_at": iso(started_at),
-            "attempts": generation.attempts,
-        }
-        if job.emulated:
-            case["emulated"] = True
-        if prepared.checkpoint is not None:
-            case["checkpoint"] = prepared.checkpoint["id"]
-        if generation.cache is not None:
-            case["cache"] = generation.cache
-        if generation.transcript is not None:
-            case["transcript"] = generation.transcript
-            case["turn_outputs"] = generation.turn_outputs
-        if generation.turn_figures is not None:
-            case["turn_figures"] = generation.turn_figures
-        case.update(generation.provenance or {})
-        return scrub_all(case, job.secrets)  # an echoed key (or 8+ characters of it) is never written
+        execution = Execution(
+            critical=is_critical(item.row), scoring_cost_usd=scoring_cost(scored.scores), attempts=generation.attempts,
+            emulated=job.emulated, checkpoint=None if prepared.checkpoint is None else prepared.checkpoint["id"],
+            cache=generation.cache, transcript=generation.transcript, turn_outputs=generation.turn_outputs,
+            turn_figures=generation.turn_figures, provenance=generation.provenance or {},
+        )
+        case = CaseRecord(
+            item_id=item.item_id, item_sha=item.sha, repeat=repeat, input=case_input, expected=expected,
+            output=result.output, error=result.error, latency_ms=round(generation.latency_ms, 3),
+            input_tokens=result.input_tokens, output_tokens=result.output_tokens, cost_usd=generation.cost_usd,
+            finish_reason=result.finish_reason, scores=tuple(scored.scores), score=scored.score, passed=scored.passed,
+            started_at=iso(started_at), execution=execution,
+        )
+        line: dict[str, Any] = scrub_all(case.to_json(), job.secrets)  # an echoed key (or 8+ characters of it) is never written
+        return line
 
-    async def _call(self, job: Job, item: Item, repeat: int, rendered, thread_id: str | None = None) -> CallOutcome:
+    async def _call(self, job: Job, item: Item, repeat: int, rendered: object, thread_id: str | None = None) -> CallOutcome:
         request = TargetRequest(
             input=rendered, row=item.row, params=job.config.params, repeat=repeat, item_id=item.item_id,
             thread_id=thread_id, checkpoint=job.inputs[item.item_id].checkpoint,
@@ -162,7 +145,7 @@ class CaseExecutor:
             self.calls.spend(call_cost(checked, job.config.price))
         return call if checked is call.result else replace(call, result=checked)
 
-    async def _generate(self, job: Job, item: Item, repeat: int, rendered) -> Generation:
+    async def _generate(self, job: Job, item: Item, repeat: int, rendered: object) -> Generation:
         call = await self._call(job, item, repeat, rendered)
         return Generation(call.result, call_cost(call.result, job.config.price), call.latency_ms, call.attempts,
                           provenance=provenance([call]), cache=case_cache_mark([call.result]))
@@ -170,7 +153,7 @@ class CaseExecutor:
     async def _replay(self, job: Job, item: Item, repeat: int, prepared: PreparedInput) -> Generation:
         """Each user turn is sent with the history so far, the target's own replies included; every
         call carries the replay's one thread id."""
-        history: list[dict] = list(prepared.input) if isinstance(prepared.input, list) else []  # a replay's prefix
+        history: list[dict[str, Any]] = list(prepared.input) if isinstance(prepared.input, list) else []  # a replay's prefix
         thread_id = f"exp-{self.experiment}-{item.item_id}-{repeat}"
         calls: list[CallOutcome] = []
         for message in prepared.turns or []:
@@ -190,12 +173,12 @@ class CaseExecutor:
         return generation
 
 
-def provenance(calls: list[CallOutcome]) -> dict:
+def provenance(calls: list[CallOutcome]) -> dict[str, Any]:
     """What a case records of who answered: every call's request id in order (retries included),
     and the served model and system fingerprint of its last answer, when the provider said."""
     answered = [call.result for call in calls if call.result.error is None] or [call.result for call in calls]
     last = answered[-1] if answered else None
-    record: dict = {}
+    record: dict[str, Any] = {}
     if ids := [request_id for call in calls for request_id in call.request_ids]:
         record["request_ids"] = ids
     if last is not None and last.served_model is not None:
@@ -205,7 +188,7 @@ def provenance(calls: list[CallOutcome]) -> dict:
     return record
 
 
-def combine_turns(calls: list[CallOutcome], transcript: list[dict], price: PriceSpec | None) -> Generation:
+def combine_turns(calls: list[CallOutcome], transcript: list[dict[str, Any]], price: PriceSpec | None) -> Generation:
     """A replay's case: summed latency, tokens and cost (unknown if any turn's is), the last reply."""
     results = [call.result for call in calls]
     failed = next(((n, r) for n, r in enumerate(results, start=1) if r.error is not None), None)

@@ -154,7 +154,7 @@ class DecidedWalk:
             not_run = [key for key in state.pending if key[0].item_id not in used]
             saved = 0 if self.interrupted else len(not_run)  # an interrupted batch runs them on resume
             state.not_needed = saved
-            state.footer["stop_when"] = self._footer(recorded, len(state.keys), saved)
+            state.stop_when = self._footer(recorded, len(state.keys), saved)
 
     def _footer(self, recorded: Sequence[Any], planned: int, saved: int) -> dict[str, Any]:
         costs = [c.get("cost_usd") for c in recorded if c.get("cost_usd") is not None]

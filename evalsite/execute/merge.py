@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import shutil
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from evalsite.errors import RunLogError
 from evalsite.execute.runner import run_totals
+from evalsite.runlog.builders import FooterRecord, HeaderRecord, PlanRecord
 from evalsite.runlog.records import RunStatus
 from evalsite.runlog.store import Run, RunWriter, read_run, run_directories
 
@@ -109,31 +110,26 @@ def _check_disjoint(where: str, runs: list[Run]) -> None:
 
 
 def _write_merged(runs_dir: Path, batch_id: str, shards: list[Run]) -> MergedRun:
-    first = shards[0].header.raw
+    first = shards[0].header
     cases = [dict(case.raw) for run in shards for case in run.cases]
-    plans = [run.header.raw.get("plan") or {} for run in shards]
-    header = {
-        key: value for key, value in first.items() if key not in ("format_version", "run_id", "shard", "plan")
-    }
-    header.update({
-        "started_at": min(run.header.raw["started_at"] for run in shards),
-        "plan": {"items": sum(p.get("items", 0) for p in plans), "repeat": first.get("plan", {}).get("repeat"),
-                 "cases": sum(p.get("cases", 0) for p in plans)},
-        "merged_from": [run.run_id for run in shards],
-    })
+    plans = [run.header.plan for run in shards]
+    merged_from = tuple(run.run_id for run in shards)
+    plan = PlanRecord(sum(p.get("items", 0) for p in plans), first.plan.get("repeat"), sum(p.get("cases", 0) for p in plans))
+    header = replace(HeaderRecord.carried(first), started_at=min(run.header.raw["started_at"] for run in shards), plan=plan)
+    header = header.with_sections(drop=("shard",), merged_from=list(merged_from))
     statuses = [run.status for run in shards]
     status = next((s for s in statuses if s is not RunStatus.COMPLETED), RunStatus.COMPLETED)
-    writer = RunWriter.create(runs_dir, first["arm_id"], header)
+    arm_id, config_id = first.raw["arm_id"], first.raw["config_id"]
+    writer = RunWriter.create(runs_dir, arm_id, header.to_json())
     try:
         for case in cases:
             writer.append_case(case)
     finally:
         ended = max((run.footer.ended_at if run.footer else None) or "" for run in shards) or None
-        writer.finish({"status": status, "ended_at": ended, "totals": run_totals(cases, header["plan"]["cases"]),
-                       "merged_from": header["merged_from"]})
+        footer = FooterRecord(status, ended, run_totals(cases, plan.cases or 0), merged_from=merged_from)
+        writer.finish(footer.to_json())
     parked = runs_dir / MERGED_DIR / batch_id
     parked.mkdir(parents=True, exist_ok=True)
     for run in shards:
         shutil.move(str(run.directory), str(parked / run.run_id))
-    return MergedRun(writer.run_id, batch_id, first["arm_id"], first["config_id"],
-                     tuple(header["merged_from"]), len(cases), str(status))
+    return MergedRun(writer.run_id, batch_id, arm_id, config_id, merged_from, len(cases), str(status))

@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from evalsite.project import DEFAULT_MAX_ERROR_RATE as MAX_ERROR_RATE
 from evalsite.project import error_rate_problem
 from evalsite.runlog.records import RunStatus
+from evalsite.runlog.totals import RunTotals
 
 
-def summary_ok(summary: dict[str, Any]) -> bool:
+def summary_ok(summary: RunTotals) -> bool:
     """The rule behind exit 0 for a run's summary (``run`` without --allow-failures, ``rescore``):
     no case error, no critical failure and no failed pass rule."""
-    return not summary["errors"] and not summary["critical_failures"] and summary.get("passed") is not False
+    return not summary.errors and not summary.critical_failures and summary.passed is not False
 
 
 @dataclass(frozen=True)
@@ -21,7 +21,7 @@ class RunOutcome:
     run_id: str
     arm_id: str
     status: RunStatus
-    summary: dict[str, Any]  # summarise_run(...).to_json()
+    summary: RunTotals  # summarise_run(...).totals(...)
     hook_errors: tuple[str, ...] = ()  # failed post steps of the study pipeline
 
     @property
@@ -52,7 +52,7 @@ class BatchOutcome:
 
     @property
     def critical_failed(self) -> bool:
-        return any(run.summary["critical_failures"] for run in self.runs)
+        return any(run.summary.critical_failures for run in self.runs)
 
     @property
     def ok(self) -> bool:
@@ -80,9 +80,9 @@ def _run_reasons(run: RunOutcome, allow_failures: bool, max_error_rate: float) -
     totals, reasons = run.summary, []
     if run.status != RunStatus.COMPLETED:
         reasons.append(f"{run.arm_id}: run {run.run_id} is {run.status}, not completed")
-    if totals["critical_failures"]:
-        reasons.append(f"{run.arm_id}: critical rows failed: {', '.join(totals['critical_failures'])}")
-    cases, errors = totals.get("cases") or 0, totals.get("errors") or 0
+    if totals.critical_failures:
+        reasons.append(f"{run.arm_id}: critical rows failed: {', '.join(totals.critical_failures)}")
+    cases, errors = totals.cases or 0, totals.errors or 0
     # a completed run with no case had none planned (a shard the split gave no item): nothing failed
     too_many = error_rate_problem(errors, cases, max_error_rate) if cases or run.status is not RunStatus.COMPLETED else None
     if too_many:
@@ -90,12 +90,11 @@ def _run_reasons(run: RunOutcome, allow_failures: bool, max_error_rate: float) -
     elif errors and not allow_failures:
         reasons.append(f"{run.arm_id}: {errors} of {cases} cases failed to generate (--allow-failures accepts it)")
     if not allow_failures:
-        evaluators = totals.get("evaluators") or {}
         failed = [
-            f"{name} (passed {round(e['pass_rate'] * e['n'])} of {e['n']})" if e.get("pass_rate") is not None else name
-            for name, e in evaluators.items() if e.get("passed") is False
+            f"{name} (passed {round(e.pass_rate * e.n)} of {e.n})" if e.pass_rate is not None and e.n is not None else name
+            for name, e in totals.evaluators.items() if e.passed is False
         ]
-        if failed or totals.get("passed") is False:
+        if failed or totals.passed is False:
             rules = "; ".join(failed) or "an evaluator"
             reasons.append(f"{run.arm_id}: pass rule failed: {rules} (--allow-failures accepts it)")
     return reasons

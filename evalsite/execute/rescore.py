@@ -12,7 +12,7 @@ that scored).
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -26,15 +26,16 @@ from evalsite.experiment.datasets import Dataset, Item
 from evalsite.experiment.manifest import Manifest, load_manifest
 from evalsite.experiment.plan import manifest_dataset, selected_part
 from evalsite.project import Project
+from evalsite.runlog.builders import FooterRecord, HeaderRecord, PlanRecord
 from evalsite.runlog.fingerprint import (
     dataset_identity,
     environment,
     evaluator_identity,
-    fingerprint_hash,
     git_identity,
 )
 from evalsite.runlog.records import Case, RunStatus
 from evalsite.runlog.store import Run, RunWriter, iso, new_run_id, read_run, resolve_run, utc_now
+from evalsite.runlog.totals import RunTotals
 from evalsite.scoring.case import rescore_case
 from evalsite.scoring.evaluators import Evaluator, build_evaluators, describe_evaluators
 
@@ -44,7 +45,7 @@ class RescoreOutcome:
     run_id: str
     derived_from: str
     status: str
-    summary: dict[str, Any]
+    summary: RunTotals
     left_out: list[str]
 
     @property
@@ -55,7 +56,7 @@ class RescoreOutcome:
     def acceptable(self, allow_failures: bool) -> bool:
         """Exit 0: :attr:`ok`, or with ``allow_failures`` (as ``run --allow-failures``) any run whose
         critical rows all pass, failed pass rules and failed generations included."""
-        return self.ok or (allow_failures and not self.summary["critical_failures"])
+        return self.ok or (allow_failures and not self.summary.critical_failures)
 
 
 def rescore_run(project: Project, reference: str, *, manifest_path: Path | None = None) -> RescoreOutcome:
@@ -79,7 +80,7 @@ def rescore_run(project: Project, reference: str, *, manifest_path: Path | None 
     kept = [case for case in source.cases if case.item_id in items]
     left_out = sorted({case.item_id for case in source.cases} - set(items))
     header = _derived_header(project, source, manifest, dataset, evaluators, kept)
-    writer = RunWriter.create(project.runs_dir, source.header.arm_id or "rescore", header)
+    writer = RunWriter.create(project.runs_dir, source.header.arm_id or "rescore", header.to_json())
     cases: list[dict[str, Any]] = []
     status = source.status
     try:
@@ -88,8 +89,8 @@ def rescore_run(project: Project, reference: str, *, manifest_path: Path | None 
         status = RunStatus.FAILED
         raise
     finally:
-        summary = summarise_run(cases).to_json()
-        writer.finish({"status": status, "ended_at": iso(utc_now()), "totals": summary})
+        summary = summarise_run(cases).totals()
+        writer.finish(FooterRecord(status, iso(utc_now()), summary).to_json())
     return RescoreOutcome(writer.run_id, source.run_id, status, summary, left_out)
 
 
@@ -126,28 +127,23 @@ def _same_inputs(source: Run, dataset: Dataset) -> bool:
 
 
 def _derived_header(project: Project, source: Run, manifest: Manifest, dataset: Dataset,
-                    evaluators: list[Evaluator], cases: list[Case]) -> dict[str, Any]:
-    kept = {k: v for k, v in source.header.raw.items() if k not in ("format_version", "run_id")}
-    dataset_entry = dataset_record(project, dataset)
-    versions = describe_evaluators(evaluators)
+                    evaluators: list[Evaluator], cases: list[Case]) -> HeaderRecord:
+    """The source run's header with the scoring side replaced (see the module docstring)."""
+    stored = source.header
     fingerprint = {
-        **source.header.fingerprint,
+        **stored.fingerprint,
         "dataset": dataset_identity(project.relative(dataset.path), dataset),
         "evaluators": {e.name: evaluator_identity(e) for e in evaluators},
         "rescored": {"code": git_identity(project.root), "environment": environment()},
     }
-    return {
-        **kept,
-        "batch_id": new_run_id("batch"),
-        "dataset": dataset_entry,
-        "evaluators": versions,
-        "fingerprint": fingerprint,
-        "fingerprint_hash": fingerprint_hash(fingerprint),
-        "started_at": iso(utc_now()),
-        "plan": {**(kept.get("plan") or {}), "items": len({c.item_id for c in cases}), "cases": len(cases)},
-        "derived_from": source.run_id,
-        "rescore_manifest": {"path": project.relative(manifest.path), "text": manifest.text},
-    }
+    header = replace(
+        HeaderRecord.carried(stored), batch_id=new_run_id("batch"), dataset=dataset_record(project, dataset),
+        evaluators=describe_evaluators(evaluators), started_at=iso(utc_now()),
+        plan=PlanRecord(len({c.item_id for c in cases}), stored.plan.get("repeat"), len(cases)),
+    )
+    return header.with_fingerprint(fingerprint).with_sections(
+        derived_from=source.run_id, rescore_manifest={"path": project.relative(manifest.path), "text": manifest.text},
+    )
 
 
 async def _rescore_cases(writer: RunWriter, done: list[dict[str, Any]], cases: list[Case], items: dict[str, Item],

@@ -39,23 +39,26 @@ from evalsite.execute.progress import Progress
 from evalsite.execute.schedule import CaseQueue, Schedule, pending_in_walk_order
 from evalsite.execute.stopping import Budget, StopControl, manifest_ceiling, manifest_deadline
 from evalsite.execute.study import StudyPipeline, load_study
-from evalsite.experiment.datasets import Dataset
+from evalsite.experiment.datasets import Dataset, Item
 from evalsite.experiment.plan import Config, Plan
 from evalsite.project import Project
-from evalsite.runlog.fingerprint import build_fingerprint, diff_fingerprints, fingerprint_hash, git_identity
+from evalsite.runlog.builders import DatasetRecord, FooterRecord, HeaderRecord, PlanRecord
+from evalsite.runlog.fingerprint import build_fingerprint, diff_fingerprints, git_identity
 from evalsite.runlog.records import Case, RunStatus
 from evalsite.runlog.store import CASES_FILE, RunWriter, iso, new_run_id, read_cases, read_header, resolve_run, utc_now
-from evalsite.scoring.evaluators import build_evaluators, describe_evaluators
+from evalsite.runlog.totals import RunTotals
+from evalsite.scoring.evaluators import Evaluator, build_evaluators, describe_evaluators
 
 CANCEL_GRACE_SECONDS = 5.0
 
 
-def dataset_record(project: Project, dataset: Dataset) -> dict:
+def dataset_record(project: Project, dataset: Dataset, reference_tier: str | None = None) -> DatasetRecord:
     """A dataset as a run header records it (rescore builds its header with this too)."""
-    return {"path": project.relative(dataset.path), "dataset_id": dataset.dataset_id, "items": len(dataset.items)}
+    return DatasetRecord(project.relative(dataset.path), dataset.dataset_id, len(dataset.items),
+                         reference_tier=reference_tier)
 
 
-def execute_plan(project: Project, plan: Plan, **options) -> BatchOutcome:
+def execute_plan(project: Project, plan: Plan, **options: Any) -> BatchOutcome:
     """:func:`execute_plan_async` from synchronous code (also inside a running event loop)."""
     return run_sync(execute_plan_async(project, plan, **options))
 
@@ -117,8 +120,8 @@ async def execute_plan_async(
 class BatchRunner:
     project: Project
     plan: Plan
-    evaluators: list
-    code: dict
+    evaluators: list[Evaluator]
+    code: dict[str, Any]
     concurrency: int
     budget: Budget
     progress: Progress
@@ -161,7 +164,7 @@ class BatchRunner:
                 f"cannot resume {stored.run_id}: its arm {stored.arm_id!r} is not among the arms "
                 f"this command runs ({', '.join(c.arm_id for c in self.plan.configs)})"
             )
-        fresh = self.header(config)
+        fresh = self.header(config).to_json()
         changed = [f"{section}.{d.path}: {_brief(d.old)} → {_brief(d.new)}"
                    for section in ("fingerprint", "plan", "stop_when") for d in diff_fingerprints(stored.raw.get(section), fresh.get(section))]
         if changed or stored.fingerprint_hash != fresh["fingerprint_hash"]:
@@ -171,12 +174,8 @@ class BatchRunner:
             )
         return config
 
-    def header(self, config: Config) -> dict:
+    def header(self, config: Config) -> HeaderRecord:
         plan, project = self.plan, self.project
-        dataset = dataset_record(project, plan.dataset)
-        if plan.reference_tier is not None:
-            dataset["reference_tier"] = plan.reference_tier
-        evaluator_versions = describe_evaluators(self.evaluators)
         fingerprint = build_fingerprint(
             project=project,
             dataset=plan.dataset,
@@ -189,26 +188,21 @@ class BatchRunner:
             fingerprint["emulation"] = {"cache": self.cache_mode}
         if llm_mode(plan.manifest) == MOCK:  # replaces the cache; compare refuses a mock against a live run
             fingerprint["emulation"] = {"llm": MOCK}
-        return {
-            "batch_id": self.batch_id,
-            "experiment": plan.manifest.name,
+        sections: dict[str, Any] = {
             "manifest_path": project.relative(plan.manifest.path),
-            "arm_id": config.arm_id,
             "submitted_manifest": plan.manifest.text,
-            "config": config.resolved,
-            "config_id": config.config_id,
-            "dataset": dataset,
-            "evaluators": evaluator_versions,
-            "fingerprint": fingerprint,
-            "fingerprint_hash": fingerprint_hash(fingerprint),
-            "started_at": iso(utc_now()),
-            "plan": plan.totals(config),
             **({"prompt": _prompt_pin(plan.manifest.prompt_ref)} if plan.manifest.prompt_ref else {}),
             **({"shard": plan.shard.record()} if plan.shard else {}),
             **({"stop_when": self.decided.header_record(plan)} if self.decided else {}),
         }
+        return HeaderRecord.of(
+            batch_id=self.batch_id, experiment=plan.manifest.name, arm_id=config.arm_id, config=config.resolved,
+            config_id=config.config_id, dataset=dataset_record(project, plan.dataset, plan.reference_tier),
+            evaluators=describe_evaluators(self.evaluators), fingerprint=fingerprint, started_at=iso(utc_now()),
+            plan=PlanRecord.of(plan.totals(config)), sections=sections,
+        )
 
-    def schedule_record(self, policy: RetryPolicy) -> dict:
+    def schedule_record(self, policy: RetryPolicy) -> dict[str, Any]:
         return {
             "concurrency": self.concurrency,
             "timeout_s": policy.timeout,
@@ -312,7 +306,7 @@ class BatchRunner:
             for state in states:
                 missing = len(state.pending) - len(state.cases) - state.not_needed
                 state.status = RunStatus.COMPLETED if missing == 0 else (self.stop.reason or RunStatus.FAILED)
-                state.footer.update(await self._finish_study(state.job.config, state.status))
+                state.hook_errors, state.artifacts = await self._finish_study(state.job.config, state.status)
         except asyncio.CancelledError:  # the whole batch was canceled from outside: stop here
             self.stop.request(RunStatus.CANCELED)
             self._fail_open(states, RunStatus.CANCELED, None)
@@ -331,9 +325,8 @@ class BatchRunner:
     def _open_run(self, job: Job) -> RunState:
         config = job.config
         if job.resume_directory is None:
-            writer = RunWriter.create(self.project.runs_dir, config.arm_id, {
-                **self.header(config), "schedule": self.schedule_record(job.policy),
-            })
+            header = self.header(config).with_sections(schedule=self.schedule_record(job.policy))
+            writer = RunWriter.create(self.project.runs_dir, config.arm_id, header.to_json())
         else:
             writer = RunWriter.reopen(job.resume_directory, {
                 "resumed_at": iso(utc_now()), "batch_id": self.batch_id, "schedule": self.schedule_record(job.policy),
@@ -350,21 +343,21 @@ class BatchRunner:
         for state in states:
             if state.status is None:
                 state.status = status
-                if error is not None:
-                    state.footer["error"] = error
+                state.error = error
 
     def _close_run(self, state: RunState) -> None:
         state.totals = run_totals([*state.previous, *state.cases], len(state.keys))
-        footer = {"status": state.status, "ended_at": iso(utc_now()), "totals": state.totals, **state.footer}
-        if self.budget.limit is not None:
-            footer["cost_ceiling"] = self.budget.record()
-        state.writer.finish(footer)
+        footer = FooterRecord(  # the status is set by now (the walk, or _fail_open): FAILED only for the type
+            status=state.status or RunStatus.FAILED, ended_at=iso(utc_now()), totals=state.totals, error=state.error,
+            hook_errors=state.hook_errors, artifacts=state.artifacts, stop_when=state.stop_when,
+            cost_ceiling=None if self.budget.limit is None else self.budget.record(),
+        )
+        state.writer.finish(footer.to_json())
 
-    async def _finish_study(self, config: Config, status: RunStatus) -> dict:
-        """The run's post steps; what its footer records of them (nothing without a pipeline)."""
+    async def _finish_study(self, config: Config, status: RunStatus) -> tuple[tuple[str, ...], dict[str, Any]]:
+        """The run's post steps: what failed and the artifacts they left (nothing without a pipeline)."""
         errors = await self.study.run_done(config, status == RunStatus.COMPLETED)
-        artifacts = self.study.artifacts_of(config)
-        return {**({"hook_errors": errors} if errors else {}), **({"artifacts": artifacts} if artifacts else {})}
+        return tuple(errors), self.study.artifacts_of(config)
 
     async def _work(self, states: list[RunState], entries: list[tuple[Any, ...]]) -> None:
         cases_executor = CaseExecutor(self.evaluators, self.calls, self.rng, self.plan.manifest.name)
@@ -421,29 +414,30 @@ class RunState:
     job: Job
     writer: RunWriter
     previous: list[Case]
-    keys: list
-    pending: list
+    keys: list[tuple[Item, int]]
+    pending: list[tuple[Item, int]]
     in_flight: asyncio.Semaphore  # at most `concurrency` of this run's cases at once
-    cases: list[dict] = field(default_factory=list)
-    footer: dict = field(default_factory=dict)
+    cases: list[dict[str, Any]] = field(default_factory=list)
     status: RunStatus | None = None
-    totals: dict = field(default_factory=dict)
+    totals: RunTotals = field(default_factory=RunTotals)
     not_needed: int = 0  # pending cases an adaptive walk stopped before (execute.decided)
+    # what the footer records beside the totals (builders.FooterRecord)
+    error: str | None = None
+    hook_errors: tuple[str, ...] = ()
+    artifacts: dict[str, Any] = field(default_factory=dict)
+    stop_when: dict[str, Any] | None = None  # set by execute.decided
 
     def outcome(self) -> RunOutcome:
         # a run never closed has no footer, so the reader calls it interrupted: say the same
         return RunOutcome(self.writer.run_id, self.job.config.arm_id, self.status or RunStatus.INTERRUPTED, self.totals,
-                          tuple(self.footer.get("hook_errors", ())))
+                          self.hook_errors)
 
 
-def run_totals(cases: Sequence[Mapping[str, Any]], planned: int) -> dict:
+def run_totals(cases: Sequence[Mapping[str, Any]], planned: int) -> RunTotals:
     """The run's summary (:func:`~evalsite.analysis.summary.summarise_run`) plus what only the
     runner knows: the planned cases and the truncated items."""
-    return {
-        **summarise_run(cases).to_json(),
-        "planned": planned,
-        "truncated_items": sorted({c["item_id"] for c in cases if c.get("finish_reason") == "length"}),
-    }
+    truncated = tuple(sorted({c["item_id"] for c in cases if c.get("finish_reason") == "length"}))
+    return summarise_run(cases).totals(planned=planned, truncated_items=truncated)
 
 
 def _sync_all(writers: list[RunWriter]) -> None:
@@ -451,17 +445,17 @@ def _sync_all(writers: list[RunWriter]) -> None:
         writer.sync()
 
 
-def _prompt_pin(reference: Mapping[str, Any]) -> dict:
+def _prompt_pin(reference: Mapping[str, Any]) -> dict[str, Any]:
     """A versioned prompt as the header pins it: name, submitted and resolved version, hash, file."""
     return {key: reference[key] for key in ("name", "submitted", "version", "hash", "path")}
 
 
-def _brief(value) -> str:
+def _brief(value: object) -> str:
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _case_cost(case: dict) -> float | None:
+def _case_cost(case: Mapping[str, Any]) -> float | None:
     """What one case spent (its generation and its scoring); None when neither is known."""
     parts = [case.get("cost_usd"), case.get("scoring_cost_usd")]
     known = [part for part in parts if part is not None]

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from evalsite.errors import RunLogError
 from evalsite.runlog.fields import FieldReader
 from evalsite.runlog.fingerprint import fingerprint_hash
+from evalsite.runlog.records import RunHeader
 from evalsite.runlog.store import CASES_FILE, RUN_FILE, read_cases, read_header, read_jsonl, repair_torn_tail
 
 if TYPE_CHECKING:
@@ -84,6 +85,29 @@ class Decision:
     review: Rating | None = None
 
     @classmethod
+    def about(cls, header: RunHeader, *, kind: str, reason: str, at: str, by: str | None, allow_dirty: bool = False,
+              allow_critical: bool = False, review: Rating | None = None) -> Decision:
+        """A decision about the run ``header`` describes, naming its dataset, arm and fingerprint
+        (the recorded hash, else the hash of its fingerprint): the one way a decision is made."""
+        if kind not in DECISION_KINDS:
+            raise ValueError(f"Decision.decision must be one of {', '.join(DECISION_KINDS)}, not {kind!r}")
+        if (kind == REVIEW) != (review is not None):
+            raise ValueError("Decision.review is set on a review decision, and only on one")
+        return cls(
+            run_id=header.run_id, dataset_id=header.dataset.dataset_id, inputs_id=header.dataset.inputs_id,
+            arm_id=header.arm_id, fingerprint_hash=header.fingerprint_hash or fingerprint_hash(header.fingerprint),
+            reason=reason, at=at, by=by, allow_dirty=allow_dirty, allow_critical=allow_critical,
+            reference_tier=header.dataset.reference_tier if kind == PROMOTE else None, decision=kind, review=review,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """The decision as its line holds it: ``review`` only on a review."""
+        record = asdict(self)
+        if record["review"] is None:
+            del record["review"]
+        return record
+
+    @classmethod
     def from_json(cls, data: Any, where: str) -> Decision:
         """Check one parsed line; :class:`RunLogError` names ``where`` and the bad field."""
         fields = FieldReader(data, where, "a decision")
@@ -131,21 +155,13 @@ def append_decision(path: Path, decision: Decision) -> None:
 
 def append_decisions(path: Path, decisions: Iterable[Decision]) -> None:
     """Append decision lines in one write, flushed and synced (a review import's ratings)."""
-    text = "".join(json.dumps(_record(d), ensure_ascii=False, sort_keys=True) + "\n" for d in decisions)
+    text = "".join(json.dumps(d.to_json(), ensure_ascii=False, sort_keys=True) + "\n" for d in decisions)
     path.parent.mkdir(parents=True, exist_ok=True)
     repair_torn_tail(path)
     with open(path, "a", encoding="utf-8") as handle:
         handle.write(text)
         handle.flush()
         os.fsync(handle.fileno())
-
-
-def _record(decision: Decision) -> dict[str, Any]:
-    """A decision as its line holds it: ``review`` only on a review."""
-    record = asdict(decision)
-    if record["review"] is None:
-        del record["review"]
-    return record
 
 
 def read_decisions(path: Path, shown: str | None = None) -> tuple[list[DecisionLine], list[str]]:

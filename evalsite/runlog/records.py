@@ -20,6 +20,7 @@ from typing import Any
 
 from evalsite.errors import RunLogError
 from evalsite.runlog.fields import FieldReader, shown
+from evalsite.runlog.totals import RunTotals
 
 FORMAT_VERSION = 1
 
@@ -488,7 +489,7 @@ class Footer:
 
     status: RunStatus
     ended_at: str | None
-    totals: dict[str, Any]
+    totals: RunTotals
     error: str | None
     cost_ceiling: dict[str, Any] | None
     stop_when: dict[str, Any] | None = None  # an adaptive run: its looks and why it stopped (run-format.md)
@@ -503,8 +504,8 @@ class Footer:
         except ValueError:
             raise RunLogError(f"{where}: unknown status {shown(status)}") from None
         error, _ = _error(fields, "error")
-        return cls(known, fields.text("ended_at"), fields.mapping("totals") or {}, error, fields.mapping("cost_ceiling"),
-                   _stop_record(fields), data)
+        totals = RunTotals.from_json(fields.mapping("totals") or {}, where)
+        return cls(known, fields.text("ended_at"), totals, error, fields.mapping("cost_ceiling"), _stop_record(fields), data)
 
 
 def _stop_record(fields: FieldReader) -> dict[str, Any] | None:

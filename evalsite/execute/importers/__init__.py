@@ -100,7 +100,7 @@ def import_files(project: Project, format_name: str, paths: Sequence[Path], opti
         for source in sources:
             source.close()
     for run in runs:
-        log.debug("wrote run %s (%s cases)", run.run_id, run.summary.get("cases"))
+        log.debug("wrote run %s (%s cases)", run.run_id, run.summary.cases)
     return ImportReport(runs, [warning for source in sources for warning in source.warnings])
 
 

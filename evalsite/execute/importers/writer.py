@@ -28,9 +28,10 @@ import secrets
 import shutil
 import tempfile
 from collections import Counter
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from evalsite import __version__
 from evalsite.analysis.summary import summarise_run
@@ -38,10 +39,12 @@ from evalsite.errors import RunLogError, SourceError
 from evalsite.execute.importers.source_records import ImportOptions, SourceCase, SourceItem, SourceRun, SourceScore
 from evalsite.experiment.datasets import Dataset, Item, dataset_id, item_identity
 from evalsite.project import Project
-from evalsite.runlog.fingerprint import dataset_identity, fingerprint_hash
+from evalsite.runlog.builders import CaseRecord, DatasetRecord, FooterRecord, HeaderRecord, PlanRecord, SourceOutcome
+from evalsite.runlog.fingerprint import dataset_identity
 from evalsite.runlog.hashing import file_sha256, sha256_json, short_hash
 from evalsite.runlog.secrets import redact_secrets
 from evalsite.runlog.store import RunWriter, iso, lock_is_held, utc_now
+from evalsite.runlog.totals import RunTotals
 from evalsite.scoring.evaluators import Score
 
 try:
@@ -57,7 +60,7 @@ _UNKNOWN_ORDER = float("inf")
 
 @dataclass
 class _ItemSlot:
-    row: dict
+    row: dict[str, Any]
     order: tuple[float, int]
 
 
@@ -79,7 +82,7 @@ class _RunDraft:
     spool: IO[str]
     items: dict[str, _ItemSlot] = field(default_factory=dict)
     evaluators: dict[str, _EvaluatorTally] = field(default_factory=dict)
-    arrivals: Counter = field(default_factory=Counter)
+    arrivals: Counter[str] = field(default_factory=Counter)
     explicit: set[tuple[str, int]] = field(default_factory=set)
     cases: int = 0
     repeats: int = 0
@@ -97,7 +100,7 @@ class ImportedRun:
     source: str
     status: str
     dataset_id: str
-    summary: dict
+    summary: RunTotals
 
 
 class SourceImport:
@@ -206,17 +209,17 @@ class _Totals:
               "input_tokens", "output_tokens", "critical")
     SCORE_FIELDS = ("evaluator", "version", "score", "passed", "label", "error", "skipped", "turn")
 
-    def __init__(self):
-        self._rows: list[tuple] = []
+    def __init__(self) -> None:
+        self._rows: list[tuple[Any, ...]] = []
 
-    def add(self, case: dict) -> None:
+    def add(self, case: Mapping[str, Any]) -> None:
         scores = tuple(tuple(s.get(name) for name in self.SCORE_FIELDS) for s in case.get("scores") or [])
         self._rows.append((*(case.get(name) for name in self.FIELDS), scores))
 
     def __len__(self) -> int:
         return len(self._rows)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[dict[str, Any]]:
         for row in self._rows:
             case = dict(zip(self.FIELDS, row))
             case["scores"] = [dict(zip(self.SCORE_FIELDS, score)) for score in row[-1]]
@@ -245,7 +248,7 @@ class StagedRuns:
     def __enter__(self) -> StagedRuns:
         return self
 
-    def __exit__(self, *exc_info) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self._lock.close()
         shutil.rmtree(self.folder, ignore_errors=True)
 
@@ -285,29 +288,22 @@ def _write_run(source: SourceImport, draft: _RunDraft, run: SourceRun, runs_dir:
     items = dict(zip(keys, item_identity([draft.items[k].row for k in keys], source.label)))
     name = options.dataset_name or DEFAULT_DATASET_NAME
     identifier = dataset_id(name, list(items.values()))
-    dataset = {"path": run.dataset_location, "name": name, "dataset_id": identifier, "items": len(items)}
+    dataset = DatasetRecord(run.dataset_location, identifier, len(items), name=name)
     versions = _evaluator_versions(run, draft, options)
     identity = dataset_identity(run.dataset_location, Dataset(Path(run.dataset_location or "."), name, list(items.values())))
     header = _header(source, draft, run, dataset, identity, versions, batch_id, options)
-    writer = RunWriter.create(runs_dir, run.arm_id, header)
+    writer = RunWriter.create(runs_dir, run.arm_id, header.to_json())
     totals = _Totals()
     try:
         draft.spool.seek(0)
         for line in draft.spool:
-            case = _case_record(json.loads(line), items, versions, draft.evaluators)
+            case = _case_record(json.loads(line), items, versions, draft.evaluators).to_json()
             writer.append_case(case)
             totals.add(case)
     finally:
         writer.close()
-    summary = summarise_run(totals).to_json()
-    footer = {
-        "status": run.status,
-        "ended_at": run.ended_at,
-        "totals": summary,
-        "source_status": run.source_status,
-        "source_error": run.source_error,
-    }
-    writer.finish(footer)
+    summary = summarise_run(totals).totals()
+    writer.finish(FooterRecord(run.status, run.ended_at, summary, source=SourceOutcome(run.source_status, run.source_error)).to_json())
     return ImportedRun(writer.run_id, run.arm_id, run.experiment, run.tool, source.label, run.status, identifier, summary)
 
 
@@ -320,13 +316,13 @@ def _evaluator_versions(run: SourceRun, draft: _RunDraft, options: ImportOptions
     }
 
 
-def _evaluator_entry(tally: _EvaluatorTally, version: str) -> dict:
-    entry = {"type": tally.kind, "version": version}
+def _evaluator_entry(tally: _EvaluatorTally, version: str) -> dict[str, Any]:
+    entry: dict[str, Any] = {"type": tally.kind, "version": version}
     return entry if tally.weight is None else {**entry, "weight": tally.weight}
 
 
-def _header(source: SourceImport, draft: _RunDraft, run: SourceRun, dataset: dict, identity: dict,
-            versions: dict[str, str], batch_id: str, options: ImportOptions) -> dict:
+def _header(source: SourceImport, draft: _RunDraft, run: SourceRun, dataset: DatasetRecord, identity: dict[str, Any],
+            versions: dict[str, str], batch_id: str, options: ImportOptions) -> HeaderRecord:
     """The run header; its fingerprint has the fields of a native run's (evalsite.runlog.fingerprint), filled
     from what the source recorded: its environment, not the importing machine's."""
     evaluators = {name: _evaluator_entry(draft.evaluators[name], version) for name, version in versions.items()}
@@ -344,19 +340,11 @@ def _header(source: SourceImport, draft: _RunDraft, run: SourceRun, dataset: dic
         "source": {"tool": run.tool, "version": run.tool_version, "spec": run.spec},
     }
     scorer_file = {"path": options.scorer_file, "sha256": options.scorer_sha256} if options.scorer_sha256 else None
-    return {
-        "batch_id": batch_id,
-        "experiment": run.experiment,
-        "arm_id": run.arm_id,
-        "config": run.config,
-        "config_id": config_id,
-        "dataset": dataset,
-        "evaluators": evaluators,
-        "fingerprint": fingerprint,
-        "fingerprint_hash": fingerprint_hash(fingerprint),
-        "started_at": run.started_at,
-        "plan": {"items": dataset["items"], "repeat": draft.repeats, "cases": draft.cases},
-        "source": {
+    return HeaderRecord.of(
+        batch_id=batch_id, experiment=run.experiment, arm_id=run.arm_id, config=run.config, config_id=config_id,
+        dataset=dataset, evaluators=evaluators, fingerprint=fingerprint, started_at=run.started_at,
+        plan=PlanRecord(dataset.items, draft.repeats, draft.cases),
+        sections={"source": {
             "tool": run.tool,
             "version": run.tool_version,
             "format": source.format_name,
@@ -370,12 +358,12 @@ def _header(source: SourceImport, draft: _RunDraft, run: SourceRun, dataset: dic
             "scorer_file": scorer_file,
             "imported_at": iso(utc_now()),
             "imported_by": f"evalsite {__version__}",
-        },
-    }
+        }},
+    )
 
 
-def _case_record(spooled: dict, items: dict[str, Item], versions: dict[str, str],
-                 tallies: dict[str, _EvaluatorTally]) -> dict:
+def _case_record(spooled: dict[str, Any], items: dict[str, Item], versions: dict[str, str],
+                 tallies: dict[str, _EvaluatorTally]) -> CaseRecord:
     item = items[spooled["key"]]
     error = spooled["error"]
     scores = []
@@ -388,24 +376,24 @@ def _case_record(spooled: dict, items: dict[str, Item], versions: dict[str, str]
         recorded = {s.evaluator for s in scores}
         scores += [Score(name, versions[name], score=0.0, passed=False, detail=f"generation failed: {error}")
                    for name in versions if name not in recorded]
-    return {
-        "item_id": item.item_id,
-        "item_sha": item.sha,
-        "repeat": spooled["repeat"],
-        "input": spooled["input"] if spooled["input"] is not None else item.row.get("input"),
-        "expected": item.row.get("expected"),
-        "output": spooled["output"],
-        "error": error,
-        "latency_ms": spooled["latency_ms"],
-        "input_tokens": spooled["input_tokens"],
-        "output_tokens": spooled["output_tokens"],
-        "cost_usd": spooled["cost_usd"],
-        "finish_reason": spooled["finish_reason"],
-        "scores": [dict(vars(s)) for s in scores],  # Score.to_json's dict; asdict's deep copy costs 40% here
-        "score": spooled["score"] if spooled["score"] is not None else _mean_score(scores),
-        "passed": _verdict(spooled["passed"], scores, error),
-        "started_at": spooled["started_at"],
-    }
+    return CaseRecord(
+        item_id=item.item_id,
+        item_sha=item.sha,
+        repeat=spooled["repeat"],
+        input=spooled["input"] if spooled["input"] is not None else item.row.get("input"),
+        expected=item.row.get("expected"),
+        output=spooled["output"],
+        error=error,
+        latency_ms=spooled["latency_ms"],
+        input_tokens=spooled["input_tokens"],
+        output_tokens=spooled["output_tokens"],
+        cost_usd=spooled["cost_usd"],
+        finish_reason=spooled["finish_reason"],
+        scores=tuple(scores),
+        score=spooled["score"] if spooled["score"] is not None else _mean_score(scores),
+        passed=_verdict(spooled["passed"], scores, error),
+        started_at=spooled["started_at"],
+    )
 
 
 def _mean_score(scores: list[Score]) -> float | None:
