@@ -151,3 +151,21 @@ def test_rescore_case_scores_recorded_turns_with_the_current_per_turn_expected()
     rescored = asyncio.run(rescore_case(recorded_case, item, evaluators))
     assert [(s["turn"], s["passed"]) for s in rescored["scores"]] == [(1, True), (2, False)]
     assert rescored["expected"] == ["Hello", "Goodbye"] and rescored["turn_outputs"] == ["Hello", "Bye!"]
+
+
+def test_a_run_of_inline_rows_is_rescored_against_the_manifests_rows(evaluator_project, cli):
+    make_project(evaluator_project, "\n  - type: exact")
+    manifest = evaluator_project / "experiments" / "support.yaml"
+    inline = "rows:\n" + "".join(f"  - {json.dumps(row)}\n" for row in ROWS)
+    manifest.write_text(manifest.read_text().replace("dataset:\n  path: data/support.jsonl\n", inline))
+    cli("run", str(manifest), "--allow-failures")
+    source = only_run(evaluator_project)
+    report = json.loads(cli("rescore", source.run_id, "--json", "--allow-failures").stdout)
+    assert report["derived_from"] == source.run_id
+    derived = runs_by_id(evaluator_project)[report["run_id"]]
+    assert sorted(case.item_id for case in derived.cases) == sorted(row["id"] for row in ROWS)
+
+    manifest.write_text(manifest.read_text().replace('"input": "hello"', '"input": "goodbye"'))
+    refused = cli("rescore", source.run_id)
+    assert refused.exit_code == 1
+    assert "its inline rows are not the questions run" in refused.output

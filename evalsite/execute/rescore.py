@@ -106,14 +106,20 @@ def _manifest_path(project: Project, source: Run, given: Path | None) -> Path:
 def _current_dataset(project: Project, manifest: Manifest, source: Run) -> Dataset:
     """The manifest's dataset, if it holds the run's questions: the same file, or (for an
     imported run, whose recorded path is the other tool's) the same inputs under any name."""
-    spec = manifest.dataset
-    path = project.inside(Path(spec["path"]), "dataset")
     dataset = manifest_dataset(project, manifest)
+    if manifest.rows is not None:
+        if not _same_inputs(source, dataset):
+            raise ManifestError(
+                f"{manifest.path}: its inline rows are not the questions run {source.run_id} was made on; "
+                "rescore needs the run's dataset (pass --manifest with a manifest that names it)")
+        return selected_part(manifest, dataset)
+    named = manifest.dataset["path"]
+    path = project.inside(Path(named), "dataset")
     recorded = source.header.dataset.path
     same_file = recorded is None or (project.root / recorded).resolve() == path
     if not same_file and not _same_inputs(source, dataset):
         raise ManifestError(
-            f"{manifest.path}: dataset is {spec['path']} but run {source.run_id} was made on {recorded} "
+            f"{manifest.path}: dataset is {named} but run {source.run_id} was made on {recorded} "
             "and their questions differ; rescore needs the run's dataset (pass --manifest with a manifest that names it)"
         )
     return selected_part(manifest, dataset)
