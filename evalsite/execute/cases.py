@@ -164,7 +164,8 @@ class CaseExecutor:
     async def _generate(self, job: Job, item: Item, repeat: int, rendered) -> Generation:
         call = await self._call(job, item, repeat, rendered)
         return Generation(call.result, call_cost(call.result, job.config.price), call.latency_ms, call.attempts,
-                          provenance=provenance([call]), cache=case_cache_mark([call.result]))
+                          transcript=call.result.transcript, provenance=provenance([call]),
+                          cache=case_cache_mark([call.result]))
 
     async def _replay(self, job: Job, item: Item, repeat: int, prepared: PreparedInput) -> Generation:
         """Each user turn is sent with the history so far, the target's own replies included; every
@@ -180,10 +181,13 @@ class CaseExecutor:
                 continue
             call = await self._call(job, item, repeat, list(history), thread_id)
             calls.append(call)
+            if call.result.transcript is not None:  # the turn's own conversation: tool calls and results
+                history = list(call.result.transcript)
+            elif call.result.error is None:
+                reply = call.result.output
+                history.append({"role": "assistant", "content": reply if isinstance(reply, str) else str(reply)})
             if call.result.error is not None:
                 break
-            reply = call.result.output
-            history.append({"role": "assistant", "content": reply if isinstance(reply, str) else str(reply)})
         generation = combine_turns(calls, history, job.config.price)
         generation.provenance = {**provenance(calls), "thread_id": thread_id}
         return generation

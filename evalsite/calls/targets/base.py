@@ -51,7 +51,9 @@ class TargetResult:
     (the model that answered, which may differ from the one asked for) and ``system_fingerprint``.
     ``called`` is false when no model was called for it (a pre step failed first, or the study's
     emulated mock answered): such an attempt is not counted in a case's ``attempts``, and the
-    response cache neither stores nor marks it.
+    response cache neither stores nor marks it. ``transcript``, when the call held a conversation
+    of its own (the model called tools: :mod:`evalsite.calls.targets.tools`), is every message of
+    it, the request's included; the case records it.
     """
 
     output: Any = None
@@ -65,6 +67,7 @@ class TargetResult:
     served_model: str | None = None
     system_fingerprint: str | None = None
     called: bool = True
+    transcript: list | None = None
 
 
 class TransientTargetError(Exception):
