@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -40,6 +41,7 @@ class Job:
     inputs: dict[str, PreparedInput]
     resume_directory: Path | None = None
     emulated: bool = False  # emulation.infra.llm: mock answers instead of the target
+    fresh: Callable[[], Target] | None = None  # schedule.reset_state: builds each case's own target
     secrets: SecretPattern | None = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -91,7 +93,17 @@ class CaseExecutor:
     experiment: str = ""  # names the thread id of a multi-turn replay
 
     async def execute(self, job: Job, item: Item, repeat: int) -> dict:
-        """One case: its generation (one call, or a replayed conversation), scored, as a cases.jsonl record."""
+        """One case: its generation (one call, or a replayed conversation), scored, as a cases.jsonl
+        record; with ``job.fresh`` (``schedule.reset_state``) through a target of its own, closed after."""
+        if job.fresh is None:
+            return await self._execute(job, item, repeat)
+        own = replace(job, target=job.fresh())
+        try:
+            return await self._execute(own, item, repeat)
+        finally:
+            await own.target.aclose()
+
+    async def _execute(self, job: Job, item: Item, repeat: int) -> dict:
         started_at = utc_now()
         prepared = job.inputs[item.item_id]
         case_input: object

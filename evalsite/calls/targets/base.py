@@ -215,9 +215,14 @@ def with_model(spec: str, model: Any) -> str:
     return f"{spec}:{model}"
 
 
-def make_target(spec: str, settings: dict, project_root: Path) -> Target:
+def make_target(spec: str, settings: dict, project_root: Path, *, fresh: bool = False) -> Target:
+    """The target ``spec`` names. ``fresh`` (``schedule.reset_state``): one sharing no state with any
+    other target — a kind whose state outlives an instance (the module of a ``python:`` target or
+    of a tool handler) offers ``renewed()``, a copy with that state made anew."""
     name, _, rest = spec.partition(":")
-    return TARGETS.get(name).factory(rest, settings, project_root)
+    target = TARGETS.get(name).factory(rest, settings, project_root)
+    renewed = getattr(target, "renewed", None) if fresh else None
+    return renewed() if renewed is not None else target
 
 
 def replays_turns(target: Target) -> bool:

@@ -43,6 +43,10 @@ class OpenAIChat(ModelOverHttp):
         super().__init__(model, client)
         self.tools = tools
 
+    def renewed(self) -> OpenAIChat:
+        """With its tool handlers' modules executed anew (``schedule.reset_state``)."""
+        return OpenAIChat(self.model, self.client, self.tools.renewed()) if self.tools is not None else self
+
     async def generate(self, request: TargetRequest) -> TargetResult:
         messages = chat_messages(request.input)
         thread = {THREAD_HEADER: request.thread_id} if request.thread_id else None

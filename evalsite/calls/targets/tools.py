@@ -27,6 +27,7 @@ from typing import Any
 
 from evalsite.calls.targets.base import TargetResult, TransientTargetError, total_or_none
 from evalsite.calls.targets.http import positive_setting
+from evalsite.calls.targets.python_target import fresh_callable
 from evalsite.errors import TargetError
 from evalsite.jsonshape import mapping
 from evalsite.project import load_callable
@@ -52,8 +53,18 @@ Complete = Callable[[list[dict]], Awaitable[Round | str]]
 
 @dataclass(frozen=True)
 class ToolHandlers:
+    """The handlers by tool name, and where they come from (``specs``, for :meth:`renewed`)."""
+
     functions: dict[str, Callable[..., Any]]
+    specs: dict[str, str]
+    project_root: Path
     max_rounds: int = DEFAULT_MAX_TOOL_ROUNDS
+
+    def renewed(self) -> ToolHandlers:
+        """The same handlers from modules of their own, executed anew (``schedule.reset_state``)."""
+        functions = {name: fresh_callable(spec, self.project_root, f"settings.tool_handlers.{name}")
+                     for name, spec in self.specs.items()}
+        return replace(self, functions=functions)
 
     async def answer(self, call: dict) -> dict:
         """The ``role: tool`` message answering one tool call."""
@@ -97,7 +108,7 @@ def tool_handlers(settings: dict, project_root: Path, kind: str) -> ToolHandlers
         raise TargetError(f"settings.tool_handlers: needs a mapping of tool names to 'module:function' (target {kind})")
     rounds = positive_setting(settings, "max_tool_rounds", DEFAULT_MAX_TOOL_ROUNDS, kind)
     functions = {name: load_callable(spec, project_root, f"settings.tool_handlers.{name}") for name, spec in named.items()}
-    return ToolHandlers(functions, rounds)
+    return ToolHandlers(functions, dict(named), project_root, rounds)
 
 
 def tool_calls(message: dict) -> list[dict]:
