@@ -238,6 +238,7 @@ class BatchRunner:
         self.progress.plan(len(jobs))
         deadline = None if self.deadline_s is None else loop.call_later(self.deadline_s, self._timed_out, loop)
         self.calls = CallContext.for_batch(self.stop.requested, self.budget, self.deadline_s)  # generation and judges
+        self.study.calls = self.calls  # an eval step's judges too
         runs: list[RunOutcome] = []
         not_started: list[str] = []
         try:
