@@ -185,3 +185,18 @@ def test_write_trace_writes_a_column_per_evaluator(study_project, cli):
     (run,) = runs(study_project)
     (line,) = [json.loads(x) for x in (run.directory / "items/q0/repeat-0/trace.jsonl").read_text().splitlines()]
     assert line["score.exact"] == 1.0
+
+
+def test_an_eval_steps_judge_spends_against_the_batchs_ceiling(study_project, cli):
+    (study_project / "paid_judge.py").write_text(
+        "def grade(input):\n    return {'output': '{\"score\": 9, \"reason\": \"ok\"}', 'cost_usd': 0.01}\n")
+    judge = {"type": "llm_judge", "name": "judged", "judge": "python:paid_judge:grade"}
+    manifest = write_study(study_project, items=10, concurrency=1, artifacts={"case": {"metrics": "metrics"}},
+                           hooks={"case": {"post": [{"builtin": "eval", "out": "metrics", "config": {"evaluators": [judge]}}]}})
+    result = cli("run", manifest, "--max-cost", "0.03")
+    assert result.exit_code == 1
+    (run,) = runs(study_project)
+    assert run.footer.status == "stopped_cost_ceiling" and len(run.cases) == 3
+    assert run.footer.raw["cost_ceiling"]["spent_usd"] == pytest.approx(0.03)
+    metrics = json.loads((run.directory / "items/q0/repeat-0/metrics.json").read_text())
+    assert metrics["scoring_cost_usd"] == 0.01 and metrics["score.judged"] == pytest.approx(0.9)  # 9 on the default 0-10 scale
