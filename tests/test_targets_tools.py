@@ -168,7 +168,7 @@ def test_a_replayed_conversation_carries_each_turns_tool_exchange(project, serve
 
 @pytest.mark.parametrize(("settings", "message"), [
     ({"tool_handlers": ["weather:get_weather"]}, "settings.tool_handlers: needs a mapping of tool names to 'module:function' (target openai)"),
-    ({"tool_handlers": {"w": "nowhere:f"}}, "settings.tool_handlers.w 'nowhere:f': cannot import module 'nowhere'"),
+    ({"tool_handlers": {"w": "nowhere:f"}}, "settings.tool_handlers.w 'nowhere:f': cannot find module 'nowhere' under "),
     ({"tool_handlers": {"w": "weather:missing"}}, "settings.tool_handlers.w 'weather:missing': module 'weather' has no function 'missing'"),
     ({"tool_handlers": {"w": "weather:get_weather"}, "max_tool_rounds": 0}, "settings.max_tool_rounds: needs a whole number >= 1, got '0' (target openai)"),
     ({"max_tool_rounds": 3}, "settings.max_tool_rounds: only read with settings.tool_handlers (target openai)"),
@@ -179,6 +179,21 @@ def test_bad_tool_settings_are_refused_before_any_call(project, server, cli, set
     result = cli("run", manifest)
     assert result.exit_code == 1 and message in result.output, result.output
     assert server.calls == []
+
+
+def test_validate_imports_no_handler_and_a_handler_that_fails_to_import_fails_its_case(project, server, cli):
+    (project / "loud.py").write_text("open('imported.txt', 'w').write('ran')\nraise RuntimeError('no config')\n"
+                                     "def get_weather(city):\n    return 'x'\n")
+    server.script[ASK] = [{"tool_calls": [call("c1", "get_weather", '{"city": "Oslo"}')]}]
+    manifest = write_experiment(project, [{"id": "oslo", "input": ASK, "expected": "x"}],
+                                [openai_arm(server, settings={"tool_handlers": {"get_weather": "loud:get_weather"}})])
+    assert cli("validate").exit_code == 0
+    assert not (project / "imported.txt").exists(), "validate checks a handler in its source, never imports it"
+    result = cli("run", manifest)
+    assert result.exit_code == 1
+    (case,) = only_run(project).cases
+    assert case["error"] == ("TargetError: settings.tool_handlers.get_weather 'loud:get_weather': importing 'loud' "
+                             "failed: RuntimeError: no config")
 
 
 @needs_browser

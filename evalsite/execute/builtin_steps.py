@@ -96,15 +96,16 @@ def _case_of(context, step: str) -> dict:
     return context.case
 
 
-def check_eval(config: dict, project_root: Path) -> list:
-    """``config.evaluators`` built (their code imported): what an ``eval`` step scores with."""
+def check_eval(config: dict, project_root: Path, *, run_code: bool = True) -> list:
+    """``config.evaluators`` built, what an ``eval`` step scores with; ``run_code`` false: their
+    ``python:`` code checked in its source, not imported (the check before anything runs)."""
     specs = config.get("evaluators")
     if not isinstance(specs, list) or not specs:
         raise StepFailed("eval: config.evaluators needs a list of evaluators, as the manifest's 'evaluators'")
     from evalsite.scoring.evaluators import build_evaluators
 
     try:
-        return build_evaluators(specs, project_root)
+        return build_evaluators(specs, project_root, run_code=run_code)
     except EvaluatorError as exc:
         raise StepFailed(f"eval: config.{exc.message}") from None
 

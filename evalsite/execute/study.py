@@ -49,7 +49,7 @@ def load_study(project: Project, plan: Plan) -> tuple[Pipeline, dict[str, Callab
             if step.spec in CASE_STEPS and (step.level, step.phase) != ("case", "post"):
                 raise StepFailed(f"{step.spec} runs as a case post step (hooks.case.post)")
             if step.spec == "eval":
-                check_eval(step.config, project.root)
+                check_eval(step.config, project.root, run_code=False)  # validate imports nothing
         except StepFailed as exc:
             raise ManifestError(f"{plan.manifest.path}: {step.where}: {exc}") from None
     return pipeline, functions

@@ -21,7 +21,7 @@ import inspect
 import json
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,7 @@ from evalsite.calls.targets.python_target import fresh_callable
 from evalsite.errors import TargetError
 from evalsite.jsonshape import mapping
 from evalsite.project import load_callable
+from evalsite.python_refs import check_reference
 
 TOOL_SETTINGS = {"tool_handlers", "max_tool_rounds"}
 DEFAULT_MAX_TOOL_ROUNDS = 8
@@ -51,20 +52,29 @@ class Round:
 Complete = Callable[[list[dict]], Awaitable[Round | str]]
 
 
-@dataclass(frozen=True)
+@dataclass
 class ToolHandlers:
-    """The handlers by tool name, and where they come from (``specs``, for :meth:`renewed`)."""
+    """The handlers by tool name (``specs``: ``module:function``), each imported when the model
+    first calls it — checked in its source when the target is built, so ``evalsite validate``
+    runs no project code — or, ``fresh`` (:meth:`renewed`), loaded as a private copy."""
 
-    functions: dict[str, Callable[..., Any]]
     specs: dict[str, str]
     project_root: Path
     max_rounds: int = DEFAULT_MAX_TOOL_ROUNDS
+    fresh: bool = False
+    loaded: dict[str, Callable[..., Any]] = field(default_factory=dict)
 
     def renewed(self) -> ToolHandlers:
         """The same handlers from modules of their own, executed anew (``schedule.reset_state``)."""
-        functions = {name: fresh_callable(spec, self.project_root, f"settings.tool_handlers.{name}")
-                     for name, spec in self.specs.items()}
-        return replace(self, functions=functions)
+        return ToolHandlers(self.specs, self.project_root, self.max_rounds, fresh=True)
+
+    def handler(self, name: str) -> Callable[..., Any] | None:
+        """The handler of tool ``name``, or None; a module that cannot be imported raises
+        :class:`TargetError` naming the setting (the case's error)."""
+        if name not in self.loaded and name in self.specs:
+            load = fresh_callable if self.fresh else load_callable
+            self.loaded[name] = load(self.specs[name], self.project_root, f"settings.tool_handlers.{name}")
+        return self.loaded.get(name)
 
     async def answer(self, call: dict) -> dict:
         """The ``role: tool`` message answering one tool call."""
@@ -75,9 +85,9 @@ class ToolHandlers:
                 "latency_ms": round((time.perf_counter() - clock) * 1000, 3)}
 
     async def _run(self, name: Any, arguments: Any) -> str:
-        handler = self.functions.get(name) if isinstance(name, str) else None
+        handler = self.handler(name) if isinstance(name, str) else None
         if handler is None:
-            return f"Error: no handler for tool {name!r} (settings.tool_handlers names {', '.join(sorted(self.functions))})"
+            return f"Error: no handler for tool {name!r} (settings.tool_handlers names {', '.join(sorted(self.specs))})"
         try:
             parsed = json.loads(arguments or "{}") if isinstance(arguments, str) else arguments
         except ValueError as exc:
@@ -97,7 +107,8 @@ class ToolHandlers:
 
 
 def tool_handlers(settings: dict, project_root: Path, kind: str) -> ToolHandlers | None:
-    """The handlers ``settings.tool_handlers`` names, imported now (a bad one fails before any call)."""
+    """The handlers ``settings.tool_handlers`` names, each checked in its source now (a missing one
+    fails before any call, and nothing is imported)."""
     named = settings.get("tool_handlers")
     if named is None:
         if "max_tool_rounds" in settings:
@@ -107,8 +118,9 @@ def tool_handlers(settings: dict, project_root: Path, kind: str) -> ToolHandlers
             isinstance(k, str) and isinstance(v, str) for k, v in named.items()):
         raise TargetError(f"settings.tool_handlers: needs a mapping of tool names to 'module:function' (target {kind})")
     rounds = positive_setting(settings, "max_tool_rounds", DEFAULT_MAX_TOOL_ROUNDS, kind)
-    functions = {name: load_callable(spec, project_root, f"settings.tool_handlers.{name}") for name, spec in named.items()}
-    return ToolHandlers(functions, dict(named), project_root, rounds)
+    for name, spec in named.items():
+        check_reference(spec, project_root, f"settings.tool_handlers.{name}")
+    return ToolHandlers(dict(named), project_root, rounds)
 
 
 def tool_calls(message: dict) -> list[dict]:
