@@ -58,7 +58,8 @@ class OpenAIChat(ModelOverHttp):
             if isinstance(reply, str):
                 return reply
             data, headers = reply
-            return Round(parse_completion(data, headers.get(BILLED_COST_HEADER)), first_message(data),
+            message = first_message(data)
+            return Round(parse_completion(data, headers.get(BILLED_COST_HEADER), message), message,
                          (time.perf_counter() - clock) * 1000)
 
         first = await complete(wire(messages))
@@ -74,11 +75,11 @@ def first_message(data: dict) -> dict:
     return mapping(mapping(choices[0]).get("message")) if isinstance(choices, list) and choices else {}
 
 
-def parse_completion(data: dict, billed_header: str | None) -> TargetResult:
+def parse_completion(data: dict, billed_header: str | None, message: dict) -> TargetResult:
+    """The result of one reply whose first choice's message (:func:`first_message`) is ``message``."""
     choices = data.get("choices")
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
         return TargetResult(error=f"the response has no choices: {str(data)[:200]}")
-    message = first_message(data)
     usage = mapping(data.get("usage"))
     return TargetResult(
         output=message.get("content"),

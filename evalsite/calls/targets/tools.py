@@ -37,6 +37,7 @@ TOOL_SETTINGS = {"tool_handlers", "max_tool_rounds"}
 DEFAULT_MAX_TOOL_ROUNDS = 8
 #: A transcript message's own figures, as the site reads them (evalsite/site/transcripts.py).
 FIGURE_KEYS = ("latency_ms", "input_tokens", "output_tokens", "cost_usd")
+_FIGURES = frozenset(FIGURE_KEYS)
 
 
 @dataclass(frozen=True)
@@ -129,9 +130,11 @@ def tool_calls(message: dict) -> list[dict]:
 
 
 def wire(messages: list) -> list:
-    """The messages as a request sends them: without the figures a transcript records on them."""
-    return [{k: v for k, v in m.items() if k not in FIGURE_KEYS} if isinstance(m, dict) and any(k in m for k in FIGURE_KEYS)
-            else m for m in messages]
+    """The messages as a request sends them: without the figures a transcript records on them
+    (the list itself when none has any, as on every call without tools)."""
+    if all(not isinstance(m, dict) or _FIGURES.isdisjoint(m) for m in messages):
+        return messages
+    return [{k: v for k, v in m.items() if k not in _FIGURES} if isinstance(m, dict) else m for m in messages]
 
 
 async def converse(complete: Complete, messages: list, first: Round, handlers: ToolHandlers | None) -> TargetResult:
