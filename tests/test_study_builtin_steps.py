@@ -10,9 +10,11 @@ import xml.etree.ElementTree as ET
 
 import pytest
 from example_support import REPO
+from sitekit import parse
 from study_support import runs, write_study
 
 from evalsite.execute.svg_plot import LEFT, RIGHT, WIDTH, Estimate, interval_chart
+from evalsite.site import paths
 
 SVG = "{http://www.w3.org/2000/svg}"
 DOCS = REPO / "docs/reference/manifest.md"
@@ -176,6 +178,11 @@ def test_the_documented_example_runs_in_the_example_project(example_project, cli
     (chart,) = example_project.glob("results/arithmetic-steps/*/contains.svg")
     groups = ET.parse(chart).getroot().findall(f"{SVG}g")
     assert sorted(g.find(f"{SVG}text").text for g in groups) == ["careful", "sampler"]
+    assert cli("build").exit_code == 0
+    page = example_project / "site" / paths.experiment("arithmetic-steps")
+    images = [node.attrs.get("src") for node in parse(page).iter() if node.tag == "img"]
+    (shown,) = [src for src in images if src and src.endswith("/artifacts/chart.svg")]  # named by its artifact
+    assert (page.parent / shown).read_bytes() == chart.read_bytes(), "the experiment page shows the chart as drawn"
 
 
 def test_write_trace_writes_a_column_per_evaluator(study_project, cli):
