@@ -5,7 +5,8 @@ Tests and benchmarks point the ``openai`` and ``anthropic`` targets at it. By de
 for a given last user message, in order (then the default): a status such as 429 with a
 ``Retry-After`` header or 500, a slow response (``delay``), ``finish_reason: length``, a billed
 ``cost``, a custom ``reply``, a ``served_model`` other than the one asked for, a
-``system_fingerprint``, ``usage_values`` that replace the counted usage fields. Every response carries a distinct id (``chatcmpl-<n>``/``msg_<n>``, n
+``system_fingerprint``, ``usage_values`` that replace the counted usage fields, ``tool_calls``
+(OpenAI only: the assistant message asks for these calls, its content ``reply`` or null). Every response carries a distinct id (``chatcmpl-<n>``/``msg_<n>``, n
 the call's 1-based number; error responses send it as ``x-request-id``). Every request is
 recorded in ``calls`` (headers lower-cased); ``max_in_flight`` is the most requests it held at once.
 
@@ -136,16 +137,16 @@ class FakeServer:
         if status != 200:
             extra = {"x-request-id": f"req-{number}", **spec.get("headers", {})}
             return status, extra, {"error": {"message": spec.get("message", f"status {status}")}}
-        reply = spec.get("reply", f"echo: {content}")
+        reply = spec.get("reply", None if "tool_calls" in spec else f"echo: {content}")
         prompt_words = sum(len(str(m.get("content", "")).split()) for m in messages)
-        usage = {"in": prompt_words, "out": len(reply.split())}
+        usage = {"in": prompt_words, "out": len((reply or "").split())}
         model = spec.get("served_model", body.get("model"))
         if path.endswith("/messages"):
             return 200, spec.get("headers", {}), anthropic_body(reply, spec, usage, number, model)
         return 200, spec.get("headers", {}), openai_body(model, reply, spec, usage, number)
 
 
-def openai_body(model: str | None, reply: str, spec: dict, usage: dict, number: int = 1) -> dict:
+def openai_body(model: str | None, reply: str | None, spec: dict, usage: dict, number: int = 1) -> dict:
     counted = {"prompt_tokens": usage["in"], "completion_tokens": usage["out"], "total_tokens": usage["in"] + usage["out"]}
     if "cost" in spec:
         counted["cost"] = spec["cost"]
@@ -156,8 +157,10 @@ def openai_body(model: str | None, reply: str, spec: dict, usage: dict, number: 
         "model": model,
         "system_fingerprint": spec.get("system_fingerprint", "fp_fake"),
         "choices": [{"index": 0, "message": {"role": "assistant", "content": reply},
-                     "finish_reason": spec.get("finish_reason", "stop")}],
+                     "finish_reason": spec.get("finish_reason", "tool_calls" if "tool_calls" in spec else "stop")}],
     }
+    if "tool_calls" in spec:
+        body["choices"][0]["message"]["tool_calls"] = spec["tool_calls"]
     if spec.get("usage", True):
         body["usage"] = counted
     return body

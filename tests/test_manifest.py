@@ -102,7 +102,7 @@ def test_every_problem_is_listed_not_only_the_first(tmp_path):
     ("sweep: {variables: {not-a-name: [1]}}", "sweep.variables: 'not-a-name' is not allowed: must match ^[A-Za-z_][A-Za-z0-9_]*$"),
     ("schedule: {timeout: 3}",
      "schedule.timeout: unknown key; did you mean 'timeout_s'? (allowed: backoff_s, max_attempts, max_backoff_s, ordering, parallel_arms, "
-     "pause_between_s, runner, timeout_s)"),
+     "pause_between_s, reset_state, runner, timeout_s)"),
 ])
 def test_schema_messages_name_the_key_path_and_what_is_allowed(tmp_path, extra, problem):
     assert problems(tmp_path, VALID + extra + "\n") == [problem]

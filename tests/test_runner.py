@@ -124,7 +124,8 @@ def test_run_json_records_the_schedule_and_end_json_the_totals(runner_project, s
     run = only_run(runner_project)
     assert run.header.raw["schedule"] == {"concurrency": 8, "timeout_s": 7.0, "max_attempts": 4, "backoff_s": 0.5,
                                       "max_backoff_s": 60.0, "max_cost_usd": 2.5, "deadline_s": None,
-                                      "ordering": "depth", "parallel_arms": 1, "pause_between_s": 0.0}
+                                      "ordering": "depth", "parallel_arms": 1, "pause_between_s": 0.0,
+                                      "reset_state": False}
     totals = run.footer.raw["totals"]
     assert {"cases", "errors", "scored", "mean_score", "pass_rate", "cost_usd", "mean_latency_ms"} <= set(totals)
     assert run.footer.totals.recorded == set(totals)

@@ -123,7 +123,7 @@ def test_bad_pipelines_are_refused_one_line_each_before_anything_runs(study_proj
                            hooks={"arm": {"post": [{"builtin": "gather", "out": "frame"}]}}) == [
         "hooks.arm.post[gather].out: no arm artifact 'frame' (declared at artifacts.arm: df)"]
     assert validate_output(study_project, cli, hooks={"arm": {"pre": [{"builtin": "gahter"}]}}) == [
-        "hooks.arm.pre[gahter].builtin: unknown builtin 'gahter'; did you mean 'gather'? (known: bootstrap_ci, gather, validate_outputs, write_trace)"]
+        "hooks.arm.pre[gahter].builtin: unknown builtin 'gahter'; did you mean 'gather'? (known: bootstrap_ci, eval, gather, plot, trace_stats, validate_outputs, write_trace)"]
     assert validate_output(study_project, cli, hooks={"arm": {"pre": [{"name": "two", "builtin": "gather", "run": "python:a:b"}]}}) == [
         "hooks.arm.pre[0]: a step needs exactly one of run, command, builtin (got run, builtin)"]
     assert validate_output(study_project, cli, hooks={"arm": {"pre": [{"ref": "hooks/nope.yaml"}]}}) == [

@@ -1,4 +1,5 @@
-"""The built-in steps: ``write_trace``, ``gather``, ``bootstrap_ci`` and ``validate_outputs``.
+"""The built-in steps: ``write_trace``, ``eval``, ``trace_stats``, ``gather``, ``bootstrap_ci``,
+``plot`` and ``validate_outputs``.
 
 Each is registered with :func:`register_step` in :data:`STEPS` (where an installed package's
 ``evalsite.steps`` entry point adds its own), takes a step context (``evalsite.execute.hooks.StepContext``), writes what it says, returns
@@ -6,17 +7,26 @@ a line for the step's log, and raises :class:`StepFailed` with one line naming t
 
 * ``write_trace`` (a case ``post``): the case as one JSON line (ids, config, checkpoint, output,
   error, score, passed, latency, cost, cache mark, ``score.<evaluator>`` per evaluator) into ``out``.
+* ``eval`` (a case post): the case scored again by ``config.evaluators`` (specs as the manifest's
+  ``evaluators``; a judge's calls count against the batch's cost ceiling), as one metrics object
+  into ``out`` (default ``<level_dir>/eval.json``); the case's own scores are untouched.
+* ``trace_stats`` (a case post): the case's conversation counted (messages, user turns, assistant
+  messages, tool calls and results) beside its tokens, latency, cost and attempts, one row into
+  ``out`` (default ``<level_dir>/trace_stats.csv``).
 * ``gather``: every child instance of ``in`` (JSONL lines, a JSON object, CSV or Parquet rows) into
   one dataframe ``out`` (CSV, or Parquet when its path ends in ``.parquet``).
 * ``bootstrap_ci``: from the dataframes of ``in``, per ``arm`` and metric (``config.metrics``,
   default ``score``), the mean of item means and its bootstrap interval (items and repeats
   resampled, :func:`evalsite.stats.bootstrap_ci`) into ``out`` or ``<level_dir>/ci_summary.csv``.
+* ``plot``: ``bootstrap_ci``'s estimate of one metric (``config.metric``, default ``score``) per
+  arm drawn as an SVG interval chart (:mod:`evalsite.execute.svg_plot`) into ``out``.
 * ``validate_outputs``: the manifest's ``output_schema`` (or ``config.schema``) checked against
   the level folder: every required file exists, every required column is in its file.
 """
 
 from __future__ import annotations
 
+import asyncio
 import csv
 import json
 import math
@@ -24,7 +34,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from evalsite.errors import ManifestError
+from evalsite.errors import EvaluatorError, ManifestError
+from evalsite.execute.svg_plot import Estimate, interval_chart
 from evalsite.registry import Registry
 
 if TYPE_CHECKING:
@@ -55,16 +66,99 @@ def write_trace(context) -> str:
     if case is None or context.output is None:
         raise StepFailed("write_trace runs as a case post step with an 'out' artifact")
     record = {
-        **context.ids, "arm": context.extra.get("config_label", context.ids.get("arm_id")),
+        **_case_ids(context),
         "checkpoint": (context.checkpoint or {}).get("id"),
         "output": case.get("output"), "error": case.get("error"), "score": case.get("score"),
         "passed": case.get("passed"), "latency_ms": case.get("latency_ms"), "cost_usd": case.get("cost_usd"),
-        "cache": case.get("cache"),
-        **{f"score.{s['name']}": s.get("score") for s in case.get("scores") or [] if "name" in s},
+        "cache": case.get("cache"), **score_columns(case.get("scores") or []),
     }
     with open(context.output, "a", encoding="utf-8") as handle:
         handle.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
     return f"wrote 1 trace line to {context.output}"
+
+
+def _case_ids(context) -> dict:
+    return {**context.ids, "arm": context.extra.get("config_label", context.ids.get("arm_id"))}
+
+
+def score_columns(scores: list) -> dict:
+    """``score.<evaluator>``: each evaluator's score, as a column (a dataframe's metric)."""
+    return {f"score.{s['evaluator']}": s.get("score") for s in scores if isinstance(s, dict) and "evaluator" in s}
+
+
+#: The built-ins that read the recorded case: only a case ``post`` step has one.
+CASE_STEPS = ("write_trace", "eval", "trace_stats")
+
+
+def _case_of(context, step: str) -> dict:
+    if context.case is None:
+        raise StepFailed(f"{step} runs as a case post step (hooks.case.post)")
+    return context.case
+
+
+def check_eval(config: dict, project_root: Path, *, run_code: bool = True) -> list:
+    """``config.evaluators`` built, what an ``eval`` step scores with; ``run_code`` false: their
+    ``python:`` code checked in its source, not imported (the check before anything runs)."""
+    specs = config.get("evaluators")
+    if not isinstance(specs, list) or not specs:
+        raise StepFailed("eval: config.evaluators needs a list of evaluators, as the manifest's 'evaluators'")
+    from evalsite.scoring.evaluators import build_evaluators
+
+    try:
+        return build_evaluators(specs, project_root, run_code=run_code)
+    except EvaluatorError as exc:
+        raise StepFailed(f"eval: config.{exc.message}") from None
+
+
+@register_step("eval")
+def eval_step(context) -> str:
+    case = _case_of(context, "eval")
+    evaluators = check_eval(context.config, context.project_root)
+    from evalsite.calls.context import UNBOUNDED
+    from evalsite.scoring.case import score_case, scoring_cost
+    from evalsite.scoring.evaluators import CaseView
+
+    view = CaseView(
+        input=case.get("input"), output=case.get("output"), expected=case.get("expected"),
+        row=context.extra.get("row") or {}, latency_ms=case.get("latency_ms"), cost_usd=case.get("cost_usd"),
+        turn_outputs=case.get("turn_outputs"), transcript=case.get("transcript"),
+        calls=context.extra.get("calls") or UNBOUNDED,
+    )
+    scored = asyncio.run(score_case(evaluators, view, case.get("error")))  # the step's own thread and loop
+    scores = [score.to_json() for score in scored.scores]
+    record = {**_case_ids(context), "score": scored.score, "passed": scored.passed,
+              "scoring_cost_usd": scoring_cost(scored.scores), **score_columns(scores), "scores": scores}
+    output = context.output or context.level_dir / "eval.json"
+    output.write_text(json.dumps(record, ensure_ascii=False, indent=2, default=str) + "\n", encoding="utf-8")
+    return f"scored the case with {len(evaluators)} evaluators into {output}"
+
+
+@register_step("trace_stats")
+def trace_stats(context) -> str:
+    case = _case_of(context, "trace_stats")
+    messages = [m for m in _conversation(case) if isinstance(m, dict)]
+    roles = [m.get("role") for m in messages]
+    calls = sum(len(m["tool_calls"]) for m in messages if isinstance(m.get("tool_calls"), list))
+    row = {
+        **_case_ids(context), "messages": len(messages), "user_turns": roles.count("user"),
+        "assistant_messages": roles.count("assistant"), "tool_calls": calls, "tool_results": roles.count("tool"),
+        **{key: case.get(key) for key in ("input_tokens", "output_tokens", "latency_ms", "cost_usd", "attempts")},
+        "output_chars": len(case["output"]) if isinstance(case.get("output"), str) else None,
+        "error": case.get("error") is not None,
+    }
+    output = context.output or context.level_dir / "trace_stats.csv"
+    write_rows(output, [row])
+    return f"wrote the case's trace statistics to {output}"
+
+
+def _conversation(case: dict) -> list:
+    """The case's messages: its transcript, else its input (a text is one user message) and its output."""
+    recorded, sent = case.get("transcript"), case.get("input")
+    if isinstance(recorded, list):
+        return recorded
+    asked = sent if isinstance(sent, list) else [{"role": "user", "content": sent}]
+    answered = case.get("output")
+    return [*asked, {"role": "assistant", "content": answered}] if answered is not None else asked
 
 
 @register_step("gather")
@@ -135,8 +229,16 @@ def _cell(value):
 
 @register_step("bootstrap_ci")
 def bootstrap_ci(context) -> str:
+    summary = arm_intervals(context, context.config.get("metrics") or ["score"], "bootstrap_ci")
+    output = context.output or context.level_dir / "ci_summary.csv"
+    write_rows(output, summary)
+    return f"wrote {len(summary)} intervals to {output}"
+
+
+def arm_intervals(context, metrics: list[str], step: str) -> list[dict]:
+    """From the dataframes of ``in``, per arm and metric: the mean of item means and its bootstrap
+    interval (items and repeats resampled; ``config.seed``, ``config.confidence``)."""
     rows = [row for path in context.inputs for row in read_rows(path)]
-    metrics = context.config.get("metrics") or ["score"]
     import numpy as np  # numpy and scipy only when this step runs, not with every run
 
     from evalsite.stats import bootstrap_ci
@@ -154,11 +256,23 @@ def bootstrap_ci(context) -> str:
             summary.append({"arm": arm, "metric": metric, "mean": float(np.nanmean(np.nanmean(matrix, axis=1))),
                             "ci_low": interval.low, "ci_high": interval.high, "items": matrix.shape[0]})
     if not summary:
-        raise StepFailed(f"bootstrap_ci: no numeric values of {', '.join(metrics)} in {len(rows)} rows "
+        raise StepFailed(f"{step}: no numeric values of {', '.join(metrics)} in {len(rows)} rows "
                          f"(need columns arm, item_id and the metric)")
-    output = context.output or context.level_dir / "ci_summary.csv"
-    write_rows(output, summary)
-    return f"wrote {len(summary)} intervals to {output}"
+    return summary
+
+
+@register_step("plot")
+def plot(context) -> str:
+    output = context.output
+    if output is None or output.suffix.lower() != ".svg":
+        raise StepFailed("plot needs an 'out' artifact of type plot whose path ends in .svg (it draws SVG, not PNG)")
+    metric = str(context.config.get("metric", "score"))
+    summary = arm_intervals(context, [metric], "plot")
+    estimates = [Estimate(row["arm"], row["mean"], row["ci_low"], row["ci_high"]) for row in summary]
+    confidence = float(context.config.get("confidence", 0.95))
+    title = str(context.config.get("title") or f"{metric}: mean and {confidence:.0%} bootstrap interval per arm")
+    output.write_text(interval_chart(estimates, title, metric), encoding="utf-8")
+    return f"drew {len(estimates)} arms' {metric} into {output}"
 
 
 def _item_matrix(rows: list[dict], metric: str) -> np.ndarray | None:

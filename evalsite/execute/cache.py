@@ -22,7 +22,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from evalsite.calls.targets import TargetRequest, TargetResult
-from evalsite.calls.targets.base import scrubbed_result, target_secrets
+from evalsite.calls.targets.base import Target, scrubbed_result, target_secrets
+from evalsite.experiment.plan import Config
 from evalsite.runlog.hashing import sha256_json
 from evalsite.runlog.secrets import redact_secrets, secret_pattern
 
@@ -171,7 +172,7 @@ def cache_mode(manifest, requested: str | None) -> str:
     return requested or (manifest.emulation or {}).get("cache", "off")
 
 
-def with_cache(target, mode: str, project_root: Path, config):
+def with_cache(target: Target, mode: str, project_root: Path, config: Config) -> Target:
     """``target`` itself when the cache is off, else behind the cache."""
     if mode == "off":
         return target

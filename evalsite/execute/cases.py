@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -43,6 +44,7 @@ class Job:
     inputs: dict[str, PreparedInput]
     resume_directory: Path | None = None
     emulated: bool = False  # emulation.infra.llm: mock answers instead of the target
+    fresh: Callable[[], Target] | None = None  # schedule.reset_state: builds each case's own target
     secrets: SecretPattern | None = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -94,7 +96,17 @@ class CaseExecutor:
     experiment: str = ""  # names the thread id of a multi-turn replay
 
     async def execute(self, job: Job, item: Item, repeat: int) -> dict[str, Any]:
-        """One case: its generation (one call, or a replayed conversation), scored, as a cases.jsonl record."""
+        """One case: its generation (one call, or a replayed conversation), scored, as a cases.jsonl
+        record; with ``job.fresh`` (``schedule.reset_state``) through a target of its own, closed after."""
+        if job.fresh is None:
+            return await self._execute(job, item, repeat)
+        own = replace(job, target=job.fresh())
+        try:
+            return await self._execute(own, item, repeat)
+        finally:
+            await own.target.aclose()
+
+    async def _execute(self, job: Job, item: Item, repeat: int) -> dict[str, Any]:
         started_at = utc_now()
         prepared = job.inputs[item.item_id]
         case_input: object
@@ -148,7 +160,8 @@ class CaseExecutor:
     async def _generate(self, job: Job, item: Item, repeat: int, rendered: object) -> Generation:
         call = await self._call(job, item, repeat, rendered)
         return Generation(call.result, call_cost(call.result, job.config.price), call.latency_ms, call.attempts,
-                          provenance=provenance([call]), cache=case_cache_mark([call.result]))
+                          transcript=call.result.transcript, provenance=provenance([call]),
+                          cache=case_cache_mark([call.result]))
 
     async def _replay(self, job: Job, item: Item, repeat: int, prepared: PreparedInput) -> Generation:
         """Each user turn is sent with the history so far, the target's own replies included; every
@@ -164,10 +177,13 @@ class CaseExecutor:
                 continue
             call = await self._call(job, item, repeat, list(history), thread_id)
             calls.append(call)
+            if call.result.transcript is not None:  # the turn's own conversation: tool calls and results
+                history = list(call.result.transcript)
+            elif call.result.error is None:
+                reply = call.result.output
+                history.append({"role": "assistant", "content": reply if isinstance(reply, str) else str(reply)})
             if call.result.error is not None:
                 break
-            reply = call.result.output
-            history.append({"role": "assistant", "content": reply if isinstance(reply, str) else str(reply)})
         generation = combine_turns(calls, history, job.config.price)
         generation.provenance = {**provenance(calls), "thread_id": thread_id}
         return generation

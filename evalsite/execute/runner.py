@@ -20,6 +20,7 @@ import signal
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,7 @@ from evalsite.aio import run_sync
 from evalsite.analysis.summary import summarise_run
 from evalsite.calls.context import Abandoned, CallContext
 from evalsite.calls.retry import RetryPolicy
-from evalsite.calls.targets import make_target, replays_turns, with_model
+from evalsite.calls.targets import Target, make_target, replays_turns, with_model
 from evalsite.errors import PlanError, RunLogError, TargetError
 from evalsite.execute.cache import cache_mode, with_cache
 from evalsite.execute.cases import CaseExecutor, Job, prepare_input
@@ -138,12 +139,9 @@ class BatchRunner:
     # ----- before anything is spent
 
     def prepare(self, config: Config, resume_directory: Path | None) -> Job:
+        emulated = llm_mode(self.plan.manifest) == MOCK  # nothing built, nothing called, nothing cached
         try:
-            if emulated := llm_mode(self.plan.manifest) == MOCK:  # nothing built, nothing called, nothing cached
-                target = self.study.wrap(mock_target(self.plan.manifest), config)
-            else:
-                target = make_target(with_model(config.target, config.params.get("model")), config.settings, self.project.root)
-                target = with_cache(self.study.wrap(target, config), self.cache_mode, self.project.root, config)
+            target = self._target(config, emulated)
             policy = RetryPolicy.from_schedule(self.plan.manifest.schedule, config.settings)
         except TargetError as exc:
             raise TargetError(f"arm {config.arm_id!r}: {exc.message}") from None
@@ -151,7 +149,16 @@ class BatchRunner:
         inputs = {
             item.item_id: prepare_input(self.plan, item, config, replaying) for item, _ in self.plan.case_keys(config)
         }
-        return Job(config, target, policy, inputs, resume_directory, emulated=emulated)
+        fresh = partial(self._target, config, emulated, fresh=True) if self.schedule.reset_state else None
+        return Job(config, target, policy, inputs, resume_directory, emulated=emulated, fresh=fresh)
+
+    def _target(self, config: Config, emulated: bool, *, fresh: bool = False) -> Target:
+        """The arm's target, wrapped (pre steps, response cache); ``fresh``: for one case (reset_state)."""
+        if emulated:
+            return self.study.wrap(mock_target(self.plan.manifest), config)
+        target = make_target(with_model(config.target, config.params.get("model")), config.settings, self.project.root,
+                             fresh=fresh)
+        return with_cache(self.study.wrap(target, config), self.cache_mode, self.project.root, config)
 
     def check_resumable(self, directory: Path) -> Config:
         """The config a stored run was made with; refuses when anything it depends on changed."""
@@ -225,6 +232,7 @@ class BatchRunner:
         self.progress.plan(len(jobs))
         deadline = None if self.deadline_s is None else loop.call_later(self.deadline_s, self._timed_out, loop)
         self.calls = CallContext.for_batch(self.stop.requested, self.budget, self.deadline_s)  # generation and judges
+        self.study.calls = self.calls  # an eval step's judges too
         runs: list[RunOutcome] = []
         not_started: list[str] = []
         try:

@@ -8,6 +8,11 @@ they mean.
   across the arms (every arm gets item 1, repeat 0 before any gets the next), by
   ``concurrency × parallel_arms`` workers with at most ``concurrency`` cases of one arm in flight.
 * ``pause_between_s``: each worker waits this long after a case before taking the next.
+* ``reset_state: true``: every case gets a target of its own, built for it and closed after it
+  (a new HTTP client: no connections or cookies from another case; a ``python:`` target's module,
+  and a tool handler's, executed anew), so nothing one case leaves in the target reaches another,
+  whatever the order or the concurrency; the turns and retries of one case share it. Default
+  ``false``: one target per run, shared by its cases.
 
 Whatever the ordering, the workers take cases from a :class:`CaseQueue`, one batch (at least as
 many cases as there are workers) at a time, and every finished case is made durable before the
@@ -32,15 +37,17 @@ class Schedule:
     ordering: str = "depth"
     parallel_arms: int = 1
     pause_between_s: float = 0.0
+    reset_state: bool = False
 
     @classmethod
     def of(cls, schedule: Mapping[str, Any], *, paired: bool = False) -> Schedule:
         """The manifest's schedule; ``paired`` (``stop_when``) walks every arm together (coverage)."""
         return cls("coverage" if paired else schedule.get("ordering", "depth"), schedule.get("parallel_arms", 1),
-                   float(schedule.get("pause_between_s", 0.0)))
+                   float(schedule.get("pause_between_s", 0.0)), schedule.get("reset_state", False))
 
     def record(self) -> dict[str, Any]:
-        return {"ordering": self.ordering, "parallel_arms": self.parallel_arms, "pause_between_s": self.pause_between_s}
+        return {"ordering": self.ordering, "parallel_arms": self.parallel_arms, "pause_between_s": self.pause_between_s,
+                "reset_state": self.reset_state}
 
     def groups(self, jobs: list[Any]) -> list[list[Any]]:
         """The jobs walked through one queue: each alone (depth), or all together (coverage)."""

@@ -21,11 +21,16 @@ import asyncio
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from evalsite.calls.context import UNBOUNDED, CallContext
 from evalsite.calls.targets import TargetRequest, TargetResult
+from evalsite.calls.targets.base import Target
+from evalsite.errors import ManifestError
 from evalsite.execute.artifacts import Scope, level_artifacts, relative_listing
+from evalsite.execute.builtin_steps import CASE_STEPS, StepFailed, check_eval
 from evalsite.execute.hooks import resolve_steps, run_step, step_context
 from evalsite.experiment.pipeline import LEVELS, Pipeline, load_pipeline
 from evalsite.experiment.plan import Config, Plan
@@ -35,9 +40,20 @@ RESULTS_DIR = "results"
 
 
 def load_study(project: Project, plan: Plan) -> tuple[Pipeline, dict[str, Callable]]:
-    """The plan's pipeline, checked, with every python step imported (the validation pass calls this)."""
+    """The plan's pipeline, checked, with every python step imported (the validation pass calls
+    this); a case built-in elsewhere than a case ``post`` and an ``eval`` step's evaluators that
+    cannot be built fail now, before anything runs."""
     pipeline = load_pipeline(plan.manifest, project.root)
-    return pipeline, resolve_steps(pipeline, project.root)
+    functions = resolve_steps(pipeline, project.root)
+    for step in (step for steps in pipeline.steps.values() for step in steps if step.kind == "builtin"):
+        try:
+            if step.spec in CASE_STEPS and (step.level, step.phase) != ("case", "post"):
+                raise StepFailed(f"{step.spec} runs as a case post step (hooks.case.post)")
+            if step.spec == "eval":
+                check_eval(step.config, project.root, run_code=False)  # validate imports nothing
+        except StepFailed as exc:
+            raise ManifestError(f"{plan.manifest.path}: {step.where}: {exc}") from None
+    return pipeline, functions
 
 
 @dataclass
@@ -52,6 +68,7 @@ class StudyPipeline:
     remaining: dict[tuple[str, str], int] = field(default_factory=dict)
     errors: dict[str, list[str]] = field(default_factory=dict)  # config_id → post failures
     items: dict[tuple[str, str], Scope] = field(default_factory=dict)  # (config_id, item_id) → its scope
+    calls: CallContext = UNBOUNDED  # the batch's, set by the runner: an eval step's judges count against it
 
     @property
     def experiment(self) -> Scope:
@@ -61,7 +78,7 @@ class StudyPipeline:
 
     # ----- the runner's calls
 
-    def wrap(self, target, config: Config):
+    def wrap(self, target: Target, config: Config) -> Target:
         """``target`` itself without pre steps, else a target that runs them before each attempt."""
         if not any(self.pipeline.of(level, "pre") for level in ("experiment", "arm", "item", "case")):
             return target
@@ -171,12 +188,19 @@ class StudyPipeline:
         return errors
 
     def _context(self, step, scope: Scope, config: Config | None, case: dict | None = None):
-        extra: dict[str, Any] = {"output_schema": self.pipeline.output_schema}
+        extra: dict[str, Any] = {"output_schema": self.pipeline.output_schema, "calls": self.calls}
         if config is not None:
             extra["config_label"] = config.label
+        if case is not None:
+            extra["row"] = self._rows.get(case["item_id"])
         checkpoint = None if config is None else config.resolved.get("checkpoint")
         return step_context(self.pipeline, step, scope, self.project.root, case=case, checkpoint=checkpoint,
                             extra=extra)
+
+    @cached_property
+    def _rows(self) -> dict[str, dict]:
+        """Each item's row (what an ``eval`` step's evaluators see as ``row``)."""
+        return {item.item_id: item.row for item in self.plan.dataset.items}
 
     @staticmethod
     def _case(item: Scope, repeat: int) -> Scope:

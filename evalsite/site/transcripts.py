@@ -42,15 +42,28 @@ def conversation(case: Case, limit: int) -> list[dict[str, Any]] | None:
 
 
 def _turn_figures(shown: list[dict[str, Any]], figures: Any) -> None:
-    """A replay's per-call figures (``turn_figures``) on the assistant replies they produced, in order."""
+    """A replay's per-call figures (``turn_figures``) on the replies they produced, in order: each
+    call's is the last assistant message before the next user turn (a turn that called tools holds
+    several, each with its own round trip's figures)."""
     if not isinstance(figures, list):
         return
-    replies = [m for m in shown if m["role"] == "assistant"]
-    for message, recorded in zip(replies, figures):
+    for message, recorded in zip(_turn_replies(shown), figures):
         if isinstance(recorded, dict):
             found = {name: recorded[key] for key, name in FIGURES if _number(recorded.get(key))}
             if found:
                 message["figures"] = {**found, **message.get("figures", {})}
+
+
+def _turn_replies(shown: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    replies: list[dict[str, Any]] = []
+    pending = None
+    for message in shown:
+        if message["role"] == "assistant":
+            pending = message
+        elif message["role"] == "user" and pending is not None:
+            replies.append(pending)
+            pending = None
+    return replies + ([pending] if pending is not None else [])
 
 
 def _messages(value: Any) -> bool:

@@ -51,7 +51,9 @@ class TargetResult:
     (the model that answered, which may differ from the one asked for) and ``system_fingerprint``.
     ``called`` is false when no model was called for it (a pre step failed first, or the study's
     emulated mock answered): such an attempt is not counted in a case's ``attempts``, and the
-    response cache neither stores nor marks it.
+    response cache neither stores nor marks it. ``transcript``, when the call held a conversation
+    of its own (the model called tools: :mod:`evalsite.calls.targets.tools`), is every message of
+    it, the request's included; the case records it.
     """
 
     output: Any = None
@@ -65,6 +67,7 @@ class TargetResult:
     served_model: str | None = None
     system_fingerprint: str | None = None
     called: bool = True
+    transcript: list | None = None
 
 
 class TransientTargetError(Exception):
@@ -212,9 +215,14 @@ def with_model(spec: str, model: Any) -> str:
     return f"{spec}:{model}"
 
 
-def make_target(spec: str, settings: dict, project_root: Path) -> Target:
+def make_target(spec: str, settings: dict, project_root: Path, *, fresh: bool = False) -> Target:
+    """The target ``spec`` names. ``fresh`` (``schedule.reset_state``): one sharing no state with any
+    other target — a kind whose state outlives an instance (the module of a ``python:`` target or
+    of a tool handler) offers ``renewed()``, a copy with that state made anew."""
     name, _, rest = spec.partition(":")
-    return TARGETS.get(name).factory(rest, settings, project_root)
+    target = TARGETS.get(name).factory(rest, settings, project_root)
+    renewed = getattr(target, "renewed", None) if fresh else None
+    return renewed() if renewed is not None else target
 
 
 def replays_turns(target: Target) -> bool:

@@ -3,11 +3,13 @@
 Covers OpenAI, vLLM, Ollama, the llama.cpp server and a LiteLLM proxy. The arm's ``params``
 (temperature, max_tokens, top_p, seed, stop, response_format…) go into the request body as
 they are. Settings: ``model`` (or ``openai:<model>``), ``base_url`` (default OpenAI's),
-``api_key_env``, ``headers``, ``headers_env``, ``max_connections``, ``max_reply_bytes``.
+``api_key_env``, ``headers``, ``headers_env``, ``max_connections``, ``max_reply_bytes``, and for
+tool calls ``tool_handlers`` and ``max_tool_rounds`` (:mod:`evalsite.calls.targets.tools`).
 """
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from evalsite.calls.targets.base import (
@@ -21,11 +23,13 @@ from evalsite.calls.targets.base import (
 )
 from evalsite.calls.targets.http import (
     HTTP_SETTINGS,
+    JsonClient,
     ModelOverHttp,
     chat_messages,
     client_from_settings,
     model_name,
 )
+from evalsite.calls.targets.tools import TOOL_SETTINGS, Round, ToolHandlers, converse, tool_calls, tool_handlers, wire
 from evalsite.jsonshape import mapping
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -35,21 +39,47 @@ BILLED_COST_HEADER = "x-litellm-response-cost"
 class OpenAIChat(ModelOverHttp):
     kind = "openai"
 
+    def __init__(self, model: str, client: JsonClient, tools: ToolHandlers | None = None):
+        super().__init__(model, client)
+        self.tools = tools
+
+    def renewed(self) -> OpenAIChat:
+        """With its tool handlers' modules executed anew (``schedule.reset_state``)."""
+        return OpenAIChat(self.model, self.client, self.tools.renewed()) if self.tools is not None else self
+
     async def generate(self, request: TargetRequest) -> TargetResult:
-        body = {**request.params, "model": self.model, "messages": chat_messages(request.input)}
+        messages = chat_messages(request.input)
         thread = {THREAD_HEADER: request.thread_id} if request.thread_id else None
-        reply = await self.client.post("/chat/completions", body, thread)
-        if isinstance(reply, str):
-            return TargetResult(error=reply)
-        data, headers = reply
-        return parse_completion(data, headers.get(BILLED_COST_HEADER))
+
+        async def complete(conversation: list[dict]) -> Round | str:
+            body = {**request.params, "model": self.model, "messages": conversation}
+            clock = time.perf_counter()
+            reply = await self.client.post("/chat/completions", body, thread)
+            if isinstance(reply, str):
+                return reply
+            data, headers = reply
+            message = first_message(data)
+            return Round(parse_completion(data, headers.get(BILLED_COST_HEADER), message), message,
+                         (time.perf_counter() - clock) * 1000)
+
+        first = await complete(wire(messages))
+        if isinstance(first, str):
+            return TargetResult(error=first)
+        if first.result.error is not None or not tool_calls(first.message):
+            return first.result
+        return await converse(complete, messages, first, self.tools)
 
 
-def parse_completion(data: dict, billed_header: str | None) -> TargetResult:
+def first_message(data: dict) -> dict:
+    choices = data.get("choices")
+    return mapping(mapping(choices[0]).get("message")) if isinstance(choices, list) and choices else {}
+
+
+def parse_completion(data: dict, billed_header: str | None, message: dict) -> TargetResult:
+    """The result of one reply whose first choice's message (:func:`first_message`) is ``message``."""
     choices = data.get("choices")
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
         return TargetResult(error=f"the response has no choices: {str(data)[:200]}")
-    message = choices[0].get("message") or {}
     usage = mapping(data.get("usage"))
     return TargetResult(
         output=message.get("content"),
@@ -75,9 +105,9 @@ def billed_cost(in_usage, in_header: str | None) -> float | None:
 
 @register_target("openai", model_in_spec=True)
 def _make(rest: str, settings: dict, project_root: Path) -> OpenAIChat:
-    check_settings("openai", settings, HTTP_SETTINGS)
+    check_settings("openai", settings, HTTP_SETTINGS | TOOL_SETTINGS)
     client = client_from_settings(
         settings, "openai", default_base_url=DEFAULT_BASE_URL, default_key_env="OPENAI_API_KEY",
         key_header="Authorization", key_prefix="Bearer ",
     )
-    return OpenAIChat(model_name(rest, settings, "openai"), client)
+    return OpenAIChat(model_name(rest, settings, "openai"), client, tool_handlers(settings, project_root, "openai"))

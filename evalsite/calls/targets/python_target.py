@@ -4,12 +4,14 @@ The function receives keyword arguments it declares among ``input``, ``row``, ``
 ``repeat`` (and ``checkpoint``, ``{id, path}``, on a checkpoint axis) and returns a string (the output) or a dict ``{output, input_tokens, output_tokens,
 cost_usd, finish_reason}``. The module is imported with the project root first on ``sys.path``.
 A function that raises :class:`TransientTargetError` is retried; any other exception is
-recorded as the case's error.
+recorded as the case's error. With ``schedule.reset_state`` every case calls the function from a
+copy of its module executed anew for it (:func:`fresh_callable`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import inspect
 from collections.abc import Callable
 from pathlib import Path
@@ -32,8 +34,9 @@ OFFERED = ("input", "row", "params", "repeat", "checkpoint")  # checkpoint: only
 class PythonTarget:
     kind = "python"
 
-    def __init__(self, function: Callable, spec: str):
+    def __init__(self, function: Callable, spec: str, project_root: Path):
         self.function = function
+        self.spec, self.project_root = spec, project_root
         self.is_async = inspect.iscoroutinefunction(function)
         try:
             parameters = inspect.signature(function).parameters
@@ -69,11 +72,32 @@ class PythonTarget:
             return TargetResult(error=f"{type(exc).__name__}: {exc}")
         return result_from_value(value)
 
+    def renewed(self) -> PythonTarget:
+        """The same function from a module of its own, executed anew (``schedule.reset_state``)."""
+        return PythonTarget(fresh_callable(self.spec, self.project_root, "target"), self.spec, self.project_root)
+
     async def aclose(self) -> None:
         return None
+
+
+def fresh_callable(spec: str, project_root: Path, what: str) -> Callable:
+    """``module:function`` from a private copy of its module, executed anew: it shares no module
+    state (globals, caches) with the copy ``import`` keeps or with any other fresh copy. The
+    modules it imports are Python's usual shared ones."""
+    load_callable(spec, project_root, what)  # importable, and names a function
+    module_name, _, function_name = spec.partition(":")
+    found = importlib.util.find_spec(module_name)
+    if found is None or found.loader is None or not hasattr(found.loader, "exec_module"):
+        raise TargetError(f"{what} {spec!r}: module {module_name!r} cannot be loaded afresh (schedule.reset_state)")
+    module = importlib.util.module_from_spec(found)
+    try:
+        found.loader.exec_module(module)
+    except Exception as exc:  # the user's module failed while running again
+        raise TargetError(f"{what} {spec!r}: loading {module_name!r} afresh failed: {type(exc).__name__}: {exc}") from None
+    return getattr(module, function_name)
 
 
 @register_target("python")
 def _make(rest: str, settings: dict, project_root: Path) -> PythonTarget:
     check_settings("python", settings, set())
-    return PythonTarget(load_callable(rest, project_root, "target"), rest)
+    return PythonTarget(load_callable(rest, project_root, "target"), rest, project_root)
