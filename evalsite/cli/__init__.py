@@ -53,7 +53,7 @@ COMMANDS = (
     CommandEntry("review", "review:review_group", "Human review of cases: export a sample to rate, import the ratings."),
     CommandEntry("run", "run:run_command", "Execute an experiment: one run per arm, written under runs/."),
     CommandEntry("runs", "runs:runs_command", "List runs, newest first; or exclude a run from comparisons, or include it again."),
-    CommandEntry("schema", "schema:schema_command", "Print the manifest JSON Schema (Draft 2020-12) that validation uses."),
+    CommandEntry("schema", "schema:schema_command", "Print the manifest JSON Schema (Draft 2020-12), known evaluator types and target kinds listed."),
     CommandEntry("serve", "build:serve_command", "Serve the site on 127.0.0.1 and rebuild it when runs, data, manifests or the theme change."),
     CommandEntry("show", "runs:show_command", "One run's summary."),
     CommandEntry("validate", "validate:validate_command", "Check every manifest, dataset, lock and run; exit 1 listing every problem (and, with --strict, every warning)."),

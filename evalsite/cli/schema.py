@@ -13,7 +13,7 @@ from evalsite.execute.editor_schema import editor_schema_text
 @click.option("--write", "destination", type=click.Path(dir_okay=False, path_type=Path),
               help="Save it to this file instead of printing it.")
 def schema_command(destination: Path | None) -> None:
-    """Print the manifest JSON Schema (Draft 2020-12) that validation uses."""
+    """Print the manifest JSON Schema (Draft 2020-12), known evaluator types and target kinds listed."""
     text = editor_schema_text()
     if destination is None:
         click.echo(text, nl=not text.endswith("\n"))
