@@ -121,7 +121,14 @@ class LazyGroup(click.Group):
             formatter.write_dl([(name, entries[name].help) for name in self.list_commands(ctx)])
 
 
-@click.group(cls=LazyGroup, entries=COMMANDS, context_settings={"help_option_names": ["-h", "--help"]})
+#: Where ``evalsite --help`` sends a reader: the docs ship in evalsite's source (the repository
+#: or the sdist; the wheel carries none, and no public URL is recorded to point at instead).
+EPILOG = ("Docs: README.md, then docs/guide.md (a first project, step by step) and "
+          "docs/reference/commands.md (every command and option), in evalsite's source: the "
+          "repository or sdist it was installed from. 'evalsite COMMAND --help' describes one command.")
+
+
+@click.group(cls=LazyGroup, entries=COMMANDS, epilog=EPILOG, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="evalsite")
 @click.option("--runs", "runs_location", metavar="DIR|URI",
               help="Read runs from this folder or object-storage URI (s3://bucket/prefix) instead of runs/ "
