@@ -15,6 +15,7 @@ from evalsite.analysis import (
 )
 from evalsite.analysis.verdict import METRICS, choose_metric
 from evalsite.cli import analysis_output as show
+from evalsite.cli.complete import complete_runs
 from evalsite.cli.export import CSV, HTML, JSON, MARKDOWN, Result, output_option, pick_rows, write_output
 from evalsite.cli.fit import fitted, wide_option
 from evalsite.cli.output import print_json, warn_unreadable_runs
@@ -133,8 +134,8 @@ def leaderboard_command(dataset, evaluator, metric, direction, alpha, seed, as_j
 
 
 @click.command("family-test")
-@click.argument("run")
-@click.option("--vs", "others", metavar="RUN", multiple=True, required=True, help="A run of the family (repeat for each).")
+@click.argument("run", shell_complete=complete_runs)
+@click.option("--vs", "others", metavar="RUN", multiple=True, shell_complete=complete_runs, required=True, help="A run of the family (repeat for each).")
 @alpha_option
 @click.option("--effect", type=click.FloatRange(min=0, min_open=True),
               help="A mean difference to detect: print how many items that needs.")
@@ -158,7 +159,7 @@ def family_test_command(run, others, alpha, effect, all_pairs, evaluator, seed, 
 
 
 @click.command("bootstrap")
-@click.argument("run")
+@click.argument("run", shell_complete=complete_runs)
 @click.option("--confidence", type=LEVEL, default=0.95, show_default=True, help="Confidence level of the intervals.")
 @seed_option
 @click.option("--group", "group_key", metavar="KEY", default=None,
@@ -199,7 +200,7 @@ def rank_stability_command(dataset, evaluator, metric, direction, alpha, seed, a
 
 
 @click.command("noise")
-@click.argument("run")
+@click.argument("run", shell_complete=complete_runs)
 @click.option("--k", type=click.IntRange(min=1), help="Repeats drawn by pass@k and pass^k (default: the fewest any item has).")
 @click.option("--all", "all_items", is_flag=True, help="List every item, not only the flaky ones.")
 @scores_option
