@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+from xml.etree import ElementTree
 
 import yaml
 
@@ -68,6 +69,8 @@ def test_the_scaffolded_workflow_steps_run_and_write_the_pull_request_summary(cl
     job_page = step_summary.read_text()
     assert "### evalsite run: example" in job_page and "### evalsite claims: " in job_page
     assert (runner_temp / "claims.junit.xml").exists() and (project / "site" / "index.html").exists()
+    junit = ElementTree.parse(runner_temp / "example.yaml.junit.xml").getroot()  # what the workflow uploads
+    assert len(junit.findall(".//testcase")) == 2 * 20  # per arm and item
 
 
 def test_ci_experiments_reads_the_ci_table_and_names_a_bad_value(cli, tmp_path, monkeypatch):

@@ -27,7 +27,7 @@ def test_every_shell_command_of_the_output_page_runs(tmp_path):
     done = subprocess.run(["bash", "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     project = tmp_path / "my-evals"
-    for written in ("runs.csv", "board.csv", "board.md", "reverse.json", "claims.junit.xml", "quiet.csv", "board.json"):
+    for written in ("runs.csv", "board.csv", "board.md", "reverse.json", "claims.junit.xml", "quiet.csv", "board.json", "arms.csv"):
         assert (project / written).stat().st_size > 0, written
     header = (project / "board.csv").read_text().splitlines()[0]
     assert header == re.search(r"^\$ head -3 board.csv\n(.*)$", text, flags=re.M).group(1)

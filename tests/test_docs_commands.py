@@ -1,9 +1,12 @@
-"""Every command is listed in docs/reference/commands.md, linked to a page that documents it."""
+"""Every command is listed in docs/reference/commands.md, linked to a page that documents it; the
+top-level help points at docs that exist."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
+
+from click.testing import CliRunner
 
 from evalsite.cli import main
 
@@ -19,3 +22,12 @@ def test_every_command_has_a_row_whose_page_names_it():
             continue
         text = (REFERENCE / page).read_text()
         assert f"evalsite {command}" in text, f"{page} does not document `evalsite {command}`"
+
+
+def test_the_top_level_help_ends_by_naming_docs_that_ship_in_the_source():
+    shown = CliRunner().invoke(main, ["--help"], terminal_width=80)
+    assert shown.exit_code == 0, shown.output
+    epilog = " ".join(shown.output.split("Commands:")[1].split("\n\n", 1)[1].split())
+    named = re.findall(r"[\w/.-]+\.md", epilog)
+    assert epilog.startswith("Docs: README.md") and len(named) == 3 and "evalsite COMMAND --help" in epilog
+    assert all((REFERENCE.parent.parent / path).is_file() for path in named), named

@@ -53,7 +53,7 @@ COMMANDS = (
     CommandEntry("review", "review:review_group", "Human review of cases: export a sample to rate, import the ratings."),
     CommandEntry("run", "run:run_command", "Execute an experiment: one run per arm, written under runs/."),
     CommandEntry("runs", "runs:runs_command", "List runs, newest first; or exclude a run from comparisons, or include it again."),
-    CommandEntry("schema", "schema:schema_command", "Print the manifest JSON Schema (Draft 2020-12) that validation uses."),
+    CommandEntry("schema", "schema:schema_command", "Print the manifest JSON Schema (Draft 2020-12), known evaluator types and target kinds listed."),
     CommandEntry("serve", "build:serve_command", "Serve the site on 127.0.0.1 and rebuild it when runs, data, manifests or the theme change."),
     CommandEntry("show", "runs:show_command", "One run's summary."),
     CommandEntry("validate", "validate:validate_command", "Check every manifest, dataset, lock and run; exit 1 listing every problem (and, with --strict, every warning)."),
@@ -121,7 +121,14 @@ class LazyGroup(click.Group):
             formatter.write_dl([(name, entries[name].help) for name in self.list_commands(ctx)])
 
 
-@click.group(cls=LazyGroup, entries=COMMANDS, context_settings={"help_option_names": ["-h", "--help"]})
+#: Where ``evalsite --help`` sends a reader: the docs ship in evalsite's source (the repository
+#: or the sdist; the wheel carries none, and no public URL is recorded to point at instead).
+EPILOG = ("Docs: README.md, then docs/guide.md (a first project, step by step) and "
+          "docs/reference/commands.md (every command and option), in evalsite's source: the "
+          "repository or sdist it was installed from. 'evalsite COMMAND --help' describes one command.")
+
+
+@click.group(cls=LazyGroup, entries=COMMANDS, epilog=EPILOG, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="evalsite")
 @click.option("--runs", "runs_location", metavar="DIR|URI",
               help="Read runs from this folder or object-storage URI (s3://bucket/prefix) instead of runs/ "

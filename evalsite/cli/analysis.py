@@ -15,6 +15,7 @@ from evalsite.analysis import (
 )
 from evalsite.analysis.verdict import METRICS, choose_metric
 from evalsite.cli import analysis_output as show
+from evalsite.cli.complete import complete_runs
 from evalsite.cli.export import CSV, HTML, JSON, MARKDOWN, Result, output_option, pick_rows, write_output
 from evalsite.cli.fit import fitted, wide_option
 from evalsite.cli.output import print_json, warn_unreadable_runs
@@ -69,6 +70,8 @@ STABILITY_COLUMNS = {"rank": "rank", "places": "places", "group": "letters", "ar
                      "value": "value", "ci_low": "interval.low", "ci_high": "interval.high"}
 NOISE_COLUMNS = {"item_id": "item_id", "runs": "runs", "passed": "passed", "pass_rate": "pass_rate", "wilson_low": "wilson_low",
                  "wilson_high": "wilson_high", "pass_at_k": "pass_at_k", "pass_hat_k": "pass_hat_k", "flaky": "flaky"}
+HOLDOUT_COLUMNS = {"arm": "label", "arm_id": "arm_id", "run_id": "run_id", "pilot_mean": "pilot_mean",
+                   "holdout_mean": "holdout_mean", "pilot_rank": "pilot_rank", "holdout_rank": "holdout_rank"}
 
 
 def _bootstrap_rows(data: dict) -> list[dict]:
@@ -78,6 +81,17 @@ def _bootstrap_rows(data: dict) -> list[dict]:
 def _noise_rows(data: dict) -> list[dict]:
     items = [{**item, "wilson_low": item["wilson"][0], "wilson_high": item["wilson"][1]} for item in data["items"]]
     return pick_rows(items, NOISE_COLUMNS)
+
+
+def _holdout_rows(data: dict) -> list[dict]:
+    """One row per arm: its means on each split and its rank there (1 = first in that split's order)."""
+    check = data["check"]
+    arms = [
+        {**arm, "pilot_mean": pilot, "holdout_mean": holdout, "pilot_rank": check["pilot_order"].index(index) + 1,
+         "holdout_rank": check["holdout_order"].index(index) + 1}
+        for index, (arm, pilot, holdout) in enumerate(zip(data["selection"]["arms"], check["pilot_means"], check["holdout_means"]))
+    ]
+    return pick_rows(arms, HOLDOUT_COLUMNS)
 
 
 def _emit(report, as_json: bool, printer, output=None, title: str = "", rows=None) -> None:
@@ -120,8 +134,8 @@ def leaderboard_command(dataset, evaluator, metric, direction, alpha, seed, as_j
 
 
 @click.command("family-test")
-@click.argument("run")
-@click.option("--vs", "others", metavar="RUN", multiple=True, required=True, help="A run of the family (repeat for each).")
+@click.argument("run", shell_complete=complete_runs)
+@click.option("--vs", "others", metavar="RUN", multiple=True, shell_complete=complete_runs, required=True, help="A run of the family (repeat for each).")
 @alpha_option
 @click.option("--effect", type=click.FloatRange(min=0, min_open=True),
               help="A mean difference to detect: print how many items that needs.")
@@ -145,7 +159,7 @@ def family_test_command(run, others, alpha, effect, all_pairs, evaluator, seed, 
 
 
 @click.command("bootstrap")
-@click.argument("run")
+@click.argument("run", shell_complete=complete_runs)
 @click.option("--confidence", type=LEVEL, default=0.95, show_default=True, help="Confidence level of the intervals.")
 @seed_option
 @click.option("--group", "group_key", metavar="KEY", default=None,
@@ -186,7 +200,7 @@ def rank_stability_command(dataset, evaluator, metric, direction, alpha, seed, a
 
 
 @click.command("noise")
-@click.argument("run")
+@click.argument("run", shell_complete=complete_runs)
 @click.option("--k", type=click.IntRange(min=1), help="Repeats drawn by pass@k and pass^k (default: the fewest any item has).")
 @click.option("--all", "all_items", is_flag=True, help="List every item, not only the flaky ones.")
 @scores_option
@@ -209,10 +223,11 @@ def noise_command(run, k, all_items, evaluator, as_json, output) -> None:
 @dataset_option
 @evaluator_option
 @json_option
+@output_option("holdout", JSON, CSV, MARKDOWN, HTML)
 @wide_option
-def holdout_command(pilot, holdout_split, dataset, evaluator, as_json) -> None:
+def holdout_command(pilot, holdout_split, dataset, evaluator, as_json, output) -> None:
     """Does the pilot order of the arms hold on the holdout items?
 
     Items are split by their metadata.split in the dataset file."""
     report = holdout_report(find_project(), dataset, evaluator=evaluator, pilot=pilot, holdout=holdout_split)
-    _emit(report, as_json, show.holdout)
+    _emit(report, as_json, show.holdout, output, f"holdout · dataset {report.selection.dataset_id}", _holdout_rows)

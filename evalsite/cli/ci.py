@@ -10,6 +10,7 @@ import click
 
 from evalsite.analysis.ci_files import STEP_SUMMARY_ENV, write_summary
 from evalsite.analysis.markdown import ci_summary_markdown
+from evalsite.cli.complete import complete_runs
 from evalsite.cli.console import info
 from evalsite.cli.export import MARKDOWN, Result, output_option, write_output
 from evalsite.errors import OutputError, ProjectError
@@ -39,7 +40,7 @@ def experiments_command() -> None:
 
 
 @ci_group.command("summary")
-@click.argument("runs", metavar="[RUN]...", nargs=-1)
+@click.argument("runs", metavar="[RUN]...", nargs=-1, shell_complete=complete_runs)
 @click.option("--from", "from_files", metavar="FILE", multiple=True, type=click.Path(path_type=Path),
               help="Also summarise the runs listed in FILE, the JSON `evalsite run --json` printed (repeatable).")
 @click.option("--claims/--no-claims", default=True, show_default=True, help="Check the reports' claims too.")

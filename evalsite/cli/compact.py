@@ -8,12 +8,13 @@ from pathlib import Path
 import click
 
 from evalsite.analysis.parquet import compact_runs
+from evalsite.cli.complete import complete_runs
 from evalsite.cli.output import print_json, print_table
 from evalsite.project import cwd_relative, find_project
 
 
 @click.command("compact")
-@click.argument("runs", nargs=-1)
+@click.argument("runs", metavar="[RUN]...", nargs=-1, shell_complete=complete_runs)
 @click.option("--to", "destination", metavar="DIR|URI",
               help="Write partitions DIR/dataset=<id>/run=<run_id>/ (Parquet, run.json, end.json) instead of "
                    "cases.parquet beside each run's JSONL; a URI (s3://bucket/prefix) uploads them.")

@@ -15,6 +15,7 @@ from evalsite.analysis.compare import ALPHA, ComparisonReport, compare_runs
 from evalsite.analysis.markdown import compare_markdown
 from evalsite.analysis.regression import GT_CHANGED, IMPROVED, REGRESSED, THRESHOLD, RegressionReport
 from evalsite.analysis.wording import p_clause
+from evalsite.cli.complete import complete_runs
 from evalsite.cli.console import paint
 from evalsite.cli.export import CSV, HTML, JSON, MARKDOWN, Result, output_option, pick_rows, write_output
 from evalsite.cli.fit import fitted, wide_option
@@ -34,8 +35,8 @@ ITEM_COLUMNS = {"item_id": "item_id", "classification": "classification", "basel
 
 
 @click.command("compare")
-@click.argument("run")
-@click.option("--baseline", help="Compare against this run (default: the promoted baseline, else the prior run).")
+@click.argument("run", shell_complete=complete_runs)
+@click.option("--baseline", metavar="RUN", shell_complete=complete_runs, help="Compare against this run (default: the promoted baseline, else the prior run).")
 @click.option("--threshold", type=click.FloatRange(min=0), default=THRESHOLD, show_default=True,
               help="Per-item score change beyond which an item counts as improved or regressed.")
 @click.option("--noise", type=click.FloatRange(min=0),
@@ -83,7 +84,7 @@ def compare_command(run, baseline, threshold, noise, alpha, fail_on, allow_missi
 
 
 @click.command("promote")
-@click.argument("run")
+@click.argument("run", shell_complete=complete_runs)
 @click.option("--reason", required=True, help="Why this run becomes the baseline (recorded with it).")
 @click.option("--allow-dirty", is_flag=True, help="Promote a run from a dirty tree or an unknown build.")
 @click.option("--allow-critical", is_flag=True, help="Promote a run even though a critical row failed (recorded).")

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from evalsite.cli.output import print_json
+from evalsite.execute.editor_schema import editor_schema_text
 from evalsite.experiment.scaffold import init_project
 
 
@@ -18,7 +19,7 @@ from evalsite.experiment.scaffold import init_project
 @click.option("--json", "as_json", is_flag=True, help="Print the written files as JSON.")
 def init_command(directory: Path, install: str | None, as_json: bool) -> None:
     """Scaffold a project: example dataset, manifest, targets, report, .gitignore, CI workflow."""
-    report = init_project(directory, install)
+    report = init_project(directory, editor_schema_text(), install)
     if as_json:
         print_json({"root": str(report.root), "written": report.written})
         return

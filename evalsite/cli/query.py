@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import csv
-import sys
-
 import click
 import duckdb
 
 from evalsite.analysis.db import open_database
+from evalsite.cli.export import CSV, HTML, JSON, MARKDOWN, RENDERERS, Result, output_option, write_output
 from evalsite.cli.output import print_json, print_table, warn_skipped_runs
 from evalsite.errors import EvalsiteError
 from evalsite.project import find_project
@@ -16,9 +14,10 @@ from evalsite.project import find_project
 
 @click.command("query")
 @click.argument("sql")
-@click.option("--csv", "as_csv", is_flag=True, help="Print CSV.")
+@click.option("--csv", "as_csv", is_flag=True, help="Print CSV (as -o FILE.csv writes it).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def query_command(sql: str, as_csv: bool, as_json: bool) -> None:
+@output_option("query", JSON, CSV, MARKDOWN, HTML)
+def query_command(sql: str, as_csv: bool, as_json: bool, output) -> None:
     """Run SQL over the views runs, cases and scores."""
     database = open_database(find_project().runs_dir)
     warn_skipped_runs(database.skipped)
@@ -30,11 +29,11 @@ def query_command(sql: str, as_csv: bool, as_json: bool) -> None:
         return
     columns = [d[0] for d in cursor.description]
     rows = [dict(zip(columns, row)) for row in cursor.fetchall()]
+    result = Result("evalsite query", rows, rows)
     if as_json:
         print_json(rows)
     elif as_csv:
-        writer = csv.DictWriter(sys.stdout, fieldnames=columns, lineterminator="\n")
-        writer.writeheader()
-        writer.writerows(rows)
+        click.echo(RENDERERS[CSV](result), nl=False)
     else:
         print_table(rows, columns)
+    write_output(output, result)

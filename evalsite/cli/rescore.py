@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from evalsite.cli.complete import complete_runs
 from evalsite.cli.output import format_value, print_json, warn
 from evalsite.execute.rescore import rescore_run
 from evalsite.project import find_project
@@ -15,7 +16,7 @@ VERDICTS = {True: "passed", False: "failed", None: "no pass rule"}
 
 
 @click.command("rescore")
-@click.argument("run")
+@click.argument("run", shell_complete=complete_runs)
 @click.option("--manifest", "manifest_path", type=click.Path(path_type=Path),
               help="Score with this manifest's evaluators (default: the manifest the run recorded).")
 @click.option("--allow-failures", is_flag=True,

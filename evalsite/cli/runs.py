@@ -8,6 +8,7 @@ import click
 
 from evalsite.analysis.ci_files import markdown_table
 from evalsite.analysis.run_views import run_listing, run_overview
+from evalsite.cli.complete import complete_runs
 from evalsite.cli.export import CSV, HTML, JSON, MARKDOWN, Result, output_option, write_output
 from evalsite.cli.fit import Fit, fitted, wide_option
 from evalsite.cli.output import print_json, print_table, warn, warn_skipped_runs
@@ -22,8 +23,8 @@ EVALUATORS_FIT = Fit(drop=("skipped", "ok", "n", "errors"), wrap=False)
 
 @click.command("runs")
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
-@click.option("--exclude", "exclude", metavar="RUN", help="Keep RUN out of leaderboards, claims, baselines and the site (needs --reason).")
-@click.option("--include", "include", metavar="RUN", help="Take an excluded RUN back (needs --reason).")
+@click.option("--exclude", "exclude", metavar="RUN", shell_complete=complete_runs, help="Keep RUN out of leaderboards, claims, baselines and the site (needs --reason).")
+@click.option("--include", "include", metavar="RUN", shell_complete=complete_runs, help="Take an excluded RUN back (needs --reason).")
 @click.option("--reason", help="Why, recorded in runs/decisions.jsonl with --exclude or --include.")
 @wide_option
 def runs_command(as_json: bool, exclude: str | None, include: str | None, reason: str | None) -> None:
@@ -59,7 +60,7 @@ def _decide(project: Project, exclude: str | None, include: str | None, reason: 
 
 
 @click.command("show")
-@click.argument("run")
+@click.argument("run", shell_complete=complete_runs)
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
 @output_option("show", JSON, CSV, MARKDOWN, HTML)
 @wide_option

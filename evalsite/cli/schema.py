@@ -1,4 +1,4 @@
-"""``evalsite schema``: the manifest JSON Schema, for editors and other tools."""
+"""``evalsite schema``: the manifest JSON Schema, for editors and other tools (evalsite.execute.editor_schema)."""
 
 from __future__ import annotations
 
@@ -6,15 +6,15 @@ from pathlib import Path
 
 import click
 
-from evalsite.experiment.schema_check import SCHEMA_PATH
+from evalsite.execute.editor_schema import editor_schema_text
 
 
 @click.command("schema")
 @click.option("--write", "destination", type=click.Path(dir_okay=False, path_type=Path),
               help="Save it to this file instead of printing it.")
 def schema_command(destination: Path | None) -> None:
-    """Print the manifest JSON Schema (Draft 2020-12) that validation uses."""
-    text = SCHEMA_PATH.read_text(encoding="utf-8")
+    """Print the manifest JSON Schema (Draft 2020-12), known evaluator types and target kinds listed."""
+    text = editor_schema_text()
     if destination is None:
         click.echo(text, nl=not text.endswith("\n"))
         return

@@ -7,7 +7,6 @@ from pathlib import Path
 
 from evalsite import __version__
 from evalsite.errors import ProjectError
-from evalsite.experiment.schema_check import SCHEMA_PATH
 
 SCAFFOLD_DIR = Path(__file__).resolve().parent / "project_template"
 SCHEMA_COPY = Path(".evalsite/manifest.schema.json")  # editors read it via the manifests' modeline
@@ -29,9 +28,11 @@ def _destination(relative: Path) -> Path:
     return Path(*[part.replace("dot-", ".", 1) if part.startswith("dot-") else part for part in relative.parts])
 
 
-def scaffold_files(install: str | None = None) -> dict[Path, str]:
-    """The project's files. ``install``: the pip requirement the CI workflow installs (a version
-    pin, ``git+URL@tag`` or a path; default :func:`default_install`)."""
+def scaffold_files(schema: str, install: str | None = None) -> dict[Path, str]:
+    """The project's files. ``schema``: the manifest schema for editors (the layer that knows the
+    evaluator types and target kinds writes it: ``evalsite.execute.editor_schema``); ``install``:
+    the pip requirement the CI workflow installs (a version pin, ``git+URL@tag`` or a path;
+    default :func:`default_install`)."""
     if install is not None and (not install.strip() or "\n" in install or '"' in install):
         raise ProjectError(f"--install {install!r}: needs one pip requirement, URL or path (no quotes or newlines)")
     replacements = {
@@ -44,13 +45,13 @@ def scaffold_files(install: str | None = None) -> dict[Path, str]:
             for placeholder, value in replacements.items():
                 text = text.replace(placeholder, value)
             files[_destination(source.relative_to(SCAFFOLD_DIR))] = text
-    files[SCHEMA_COPY] = SCHEMA_PATH.read_text(encoding="utf-8")
+    files[SCHEMA_COPY] = schema
     return files
 
 
-def init_project(root: Path, install: str | None = None) -> ScaffoldReport:
+def init_project(root: Path, schema: str, install: str | None = None) -> ScaffoldReport:
     """Write the scaffold into ``root``; refuses, naming the file, if any of them exists already."""
-    files = scaffold_files(install)
+    files = scaffold_files(schema, install)
     existing = [path for path in files if (root / path).exists()]
     if existing:
         raise ProjectError(f"{root / existing[0]} already exists; evalsite init never overwrites (pick an empty folder)")
