@@ -183,12 +183,22 @@ class BatchResult:
         ]
 
 
-def _prepared(manifest: str | Path, project: Project, options: RunOptions) -> Plan:
+def _manifest_path(manifest: str | Path, project: Project) -> Path:
+    """``manifest`` as given when it exists from here (or nowhere: an error then names it as
+    given), else inside the project."""
+    path, inside = Path(manifest), project.root / manifest
+    return inside if not path.is_absolute() and not path.exists() and inside.exists() else path
+
+
+def _names(value: str | Sequence[str]) -> tuple[str, ...]:
+    """A sequence of names; one name given as a plain string is that one name, not its letters."""
+    return (value,) if isinstance(value, str) else tuple(value)
+
+
+def _prepared(path: Path, project: Project, options: RunOptions) -> Plan:
     from evalsite.execute.prepare import prepare_plan
     from evalsite.experiment.shards import parse_shard
 
-    path = Path(manifest)
-    path = path if path.is_absolute() or path.exists() else project.root / path
     plan = prepare_plan(project, path, overrides=options.plan_overrides, arm_ids=options.arms, repeat=options.repeat,
                         item_ids=options.item_ids)
     if options.shard is not None:
@@ -239,12 +249,13 @@ async def run_experiment_async(
     draws progress on stderr. A bad option raises :class:`OptionError`; nothing is spent before
     every option, the manifest and the plan are checked."""
     _choice("fail_on", fail_on, FailOn)
-    options = RunOptions(tuple(arms), tuple(item_ids), depth, tuple(overrides), repeat, concurrency, until, max_cost_usd,
+    options = RunOptions(_names(arms), _names(item_ids), depth, _names(overrides), repeat, concurrency, until, max_cost_usd,
                          _seconds(timeout), resume, cache, shard, batch_name, executor, shards)
     options.check()
     where = _writing(project)
     error_rate = max_error_rate(where)  # read before anything is spent
-    plan = _prepared(manifest, where, options)
+    path = _manifest_path(manifest, where)
+    plan = _prepared(path, where, options)
     chosen = options.executor or plan.manifest.schedule.get("runner", "local")  # executor over schedule.runner
     _refuse_junit(junit, dry_run, chosen)
     for message in plan.warnings:
@@ -254,7 +265,7 @@ async def run_experiment_async(
 
         return BatchResult(plan.manifest.name, plan.warnings, estimate=estimate_plan(plan))
     if chosen == "ray":
-        return _on_ray(where, Path(manifest), plan, options)
+        return _on_ray(where, path, plan, options)
     result = await _run_locally(where, plan, options, progress, baseline=baseline, allow_failures=allow_failures,
                                 error_rate=error_rate, fail_on=fail_on, junit=junit)
     return replace(result, site=_built(where) if build else None)
@@ -276,9 +287,8 @@ def _on_ray(project: Project, manifest: Path, plan: Plan, options: RunOptions) -
     driver runs in this thread (its ``init`` expects the main thread), blocking the loop meanwhile."""
     from evalsite.execute.ray_executor import run_on_ray, shard_requests
 
-    path = manifest if manifest.is_absolute() or manifest.exists() else project.root / manifest
     requests, batch_id = shard_requests(
-        project.root, path.resolve(), plan, options.shards or DEFAULT_SHARDS, overrides=options.plan_overrides,
+        project.root, manifest.resolve(), plan, options.shards or DEFAULT_SHARDS, overrides=options.plan_overrides,
         arm_ids=options.arms, repeat=options.repeat, item_ids=options.item_ids, depth=plan.depth,
         concurrency=options.concurrency, max_cost_usd=options.max_cost_usd, batch_name=options.batch_name)
     merged = tuple(run_on_ray(requests, project.runs_dir, batch_id))

@@ -120,3 +120,10 @@ def test_the_depth_and_until_options_reach_the_plan(study_project):
     manifest = write_study(study_project, items=2, hooks={level: {"post": note} for level in ("experiment", "item")})
     assert evalsite.run_experiment(manifest, depth="item", progress=False).ok
     assert {entry["level"] for entry in lines(study_project / "steps.log")} == {"item"}
+
+
+def test_one_arm_or_item_may_be_given_as_a_plain_string(study_project):
+    manifest = write_study(study_project, items=3, arms=[{"id": "a", "target": "python:study_target:answer"},
+                                                         {"id": "b", "target": "python:study_target:answer"}])
+    result = evalsite.run_experiment(manifest, arms="b", item_ids="q1", progress=False)
+    assert [(run.arm_id, run.summary["cases"]) for run in result.runs] == [("b", 1)]  # not the arms 'b'… letter by letter
