@@ -9,6 +9,7 @@ difference (model, prompt, params, code, environment) is what is being compared,
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, fields, is_dataclass
 from typing import Any
 
@@ -18,6 +19,7 @@ from evalsite.analysis.baselines import NONE, PROMOTED, BaselineChoice, resolve_
 from evalsite.analysis.case_columns import CaseColumns
 from evalsite.analysis.case_scan import ScannedCases, scan_cases
 from evalsite.analysis.items import may_hold_metadata
+from evalsite.analysis.json_data import Tabular
 from evalsite.analysis.metadata import cluster_key, dataset_labels
 from evalsite.analysis.regression import THRESHOLD, RegressionReport, regression_report
 from evalsite.analysis.stopped import sequential_regression
@@ -55,8 +57,18 @@ class GateVerdict:
     alpha: float
 
 
+#: ``compare -o FILE.csv``'s columns: column -> the field of one of its ``--json`` regression items.
+ITEM_COLUMNS = {"item_id": "item_id", "classification": "classification", "baseline_score": "baseline_score",
+                "score": "current_score", "delta": "delta", "rescored": "rescored", "note": "note"}
+
+
 @dataclass(frozen=True)
-class ComparisonReport:
+class ComparisonReport(Tabular):
+    """A run against its baseline; ``table()`` has one row per item of the regression report
+    (:data:`ITEM_COLUMNS`; none when the runs were not compared)."""
+
+    TABLE_COLUMNS = ITEM_COLUMNS
+
     current: Run
     baseline: Run | None
     baseline_source: str
@@ -120,6 +132,9 @@ class ComparisonReport:
         if data["comparability"] is not None:
             del data["comparability"]["differences"]
         return {**data, "dataset_note": self.dataset_note, "fingerprint_diff": [asdict(d) for d in self.fingerprint_diff]}
+
+    def _records(self, data: Any) -> Sequence[Mapping[str, Any]]:
+        return list((data["regression"] or {}).get("items", []))
 
 
 def _regression_data(report: RegressionReport) -> dict[str, Any]:

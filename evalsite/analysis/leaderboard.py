@@ -10,13 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from evalsite.analysis.arms import ArmSummary, summarise_arms
 from evalsite.analysis.db import RunsDatabase, open_database
 from evalsite.analysis.items import DroppedItem, ItemLabels, ItemMatrix, cluster_labels, item_labels, item_matrix
+from evalsite.analysis.json_data import Tabular
 from evalsite.analysis.selection import Selection, select_runs
 from evalsite.analysis.verdict import ArmPlace, Metric, Verdict, matrix_verdict, metric_values
 from evalsite.errors import EvalsiteError
@@ -91,11 +92,25 @@ class RankedArm:
     errors: int | None = None
 
 
+#: ``leaderboard -o FILE.csv``'s columns: column -> the field of one of its ``--json`` arms.
+LEADERBOARD_COLUMNS = {
+    "rank": "rank", "places": "rank_text", "group": "letters", "arm": "label", "arm_id": "arm_id",
+    "run_id": "summary.arm.run_id", "value": "value", "ci_low": "interval.low", "ci_high": "interval.high",
+    "confidence": "interval.confidence", "pass_rate": "summary.pass_rate", "items": "summary.n_items",
+    "cases": "summary.n_cases", "errors": "errors", "cost_per_case_usd": "summary.cost.per_case",
+    "cost_per_correct_usd": "summary.cost.per_correct", "p50_ms": "summary.latency.p50_ms",
+    "p95_ms": "summary.latency.p95_ms", "noise_std": "summary.noise.std", "mean_rank": "mean_rank",
+}
+
+
 @dataclass(frozen=True)
-class Leaderboard:
+class Leaderboard(Tabular):
     """Every comparable arm of one dataset in the verdict's order, with the verdict itself.
 
-    ``stability`` answers "how many items do the separated pairs need" (None with one arm)."""
+    ``stability`` answers "how many items do the separated pairs need" (None with one arm).
+    ``table()`` has one row per arm (:data:`LEADERBOARD_COLUMNS`)."""
+
+    TABLE_COLUMNS = LEADERBOARD_COLUMNS
 
     selection: Selection
     evaluator: str | None
@@ -105,6 +120,9 @@ class Leaderboard:
     verdict: Verdict
     stability: RankStability | None
     seed: int
+
+    def _records(self, data: Any) -> Sequence[Mapping[str, Any]]:
+        return list(data["arms"])
 
 
 def leaderboard(

@@ -13,10 +13,11 @@ from evalsite.analysis import (
     noise_report,
     stability_report,
 )
+from evalsite.analysis.rows import pick_rows
 from evalsite.analysis.verdict import METRICS, choose_metric
 from evalsite.cli import analysis_output as show
 from evalsite.cli.complete import complete_runs
-from evalsite.cli.export import CSV, HTML, JSON, MARKDOWN, Result, output_option, pick_rows, write_output
+from evalsite.cli.export import CSV, HTML, JSON, MARKDOWN, Result, output_option, write_output
 from evalsite.cli.fit import fitted, wide_option
 from evalsite.cli.output import print_json, warn_unreadable_runs
 from evalsite.project import find_project
@@ -45,16 +46,6 @@ direction_option = click.option(
     "--direction", type=click.Choice(["higher", "lower"]),
     help="Which way is better for --metric (default: evalsite.toml [analysis.direction], else by name).",
 )
-
-
-LEADERBOARD_COLUMNS = {
-    "rank": "rank", "places": "rank_text", "group": "letters", "arm": "label", "arm_id": "arm_id",
-    "run_id": "summary.arm.run_id", "value": "value", "ci_low": "interval.low", "ci_high": "interval.high",
-    "confidence": "interval.confidence", "pass_rate": "summary.pass_rate", "items": "summary.n_items",
-    "cases": "summary.n_cases", "errors": "errors", "cost_per_case_usd": "summary.cost.per_case",
-    "cost_per_correct_usd": "summary.cost.per_correct", "p50_ms": "summary.latency.p50_ms",
-    "p95_ms": "summary.latency.p95_ms", "noise_std": "summary.noise.std", "mean_rank": "mean_rank",
-}
 
 
 #: The ``-o`` table of each report: one row per record of its ``--json`` data (export.pick_rows).
@@ -127,10 +118,7 @@ def leaderboard_command(dataset, evaluator, metric, direction, alpha, seed, as_j
     warn_unreadable_runs(project.runs_dir)
     chosen = choose_metric(metric, direction, project.settings)
     report = leaderboard(project, dataset, evaluator=evaluator, alpha=alpha, seed=seed, metric=chosen)
-    _emit(report, as_json, show.leaderboard)
-    data = json_ready(report)
-    write_output(output, Result(f"leaderboard · dataset {report.selection.dataset_id}", data,
-                                pick_rows(data["arms"], LEADERBOARD_COLUMNS)))
+    _emit(report, as_json, show.leaderboard, output, f"leaderboard · dataset {report.selection.dataset_id}", report.table)
 
 
 @click.command("family-test")

@@ -18,8 +18,9 @@ from evalsite.analysis.claims import (
     write_claims_junit,
 )
 from evalsite.analysis.markdown import MARKS, claims_markdown
+from evalsite.analysis.rows import pick_rows
 from evalsite.cli.console import paint
-from evalsite.cli.export import CSV, HTML, JSON, JUNIT, MARKDOWN, Result, output_option, pick_rows, write_output
+from evalsite.cli.export import CSV, HTML, JSON, JUNIT, MARKDOWN, Result, output_option, write_output
 from evalsite.cli.output import print_json
 from evalsite.project import find_project
 

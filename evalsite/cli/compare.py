@@ -17,7 +17,7 @@ from evalsite.analysis.regression import GT_CHANGED, IMPROVED, REGRESSED, THRESH
 from evalsite.analysis.wording import p_clause
 from evalsite.cli.complete import complete_runs
 from evalsite.cli.console import paint
-from evalsite.cli.export import CSV, HTML, JSON, MARKDOWN, Result, output_option, pick_rows, write_output
+from evalsite.cli.export import CSV, HTML, JSON, MARKDOWN, Result, output_option, write_output
 from evalsite.cli.fit import fitted, wide_option
 from evalsite.cli.output import format_value, print_json, warn_unreadable_runs
 from evalsite.project import find_project
@@ -30,8 +30,6 @@ SOURCES = {
 }
 DIFF_VALUE_WIDTH = 60
 TITLE_KINDS = {REGRESSED: "bad", IMPROVED: "good"}
-ITEM_COLUMNS = {"item_id": "item_id", "classification": "classification", "baseline_score": "baseline_score",
-                "score": "current_score", "delta": "delta", "rescored": "rescored", "note": "note"}
 
 
 @click.command("compare")
@@ -70,8 +68,7 @@ def compare_command(run, baseline, threshold, noise, alpha, fail_on, allow_missi
     markdown = compare_markdown(report)
     write_summary(markdown, summary_file)
     if output is not None and data is not None:
-        items = (data["regression"] or {}).get("items", [])
-        write_output(output, Result(f"evalsite compare {report.current.run_id}", data, pick_rows(items, ITEM_COLUMNS), markdown))
+        write_output(output, Result(f"evalsite compare {report.current.run_id}", data, report.table(data), markdown))
     report.refuse_if_not_comparable()
     if fail_on == "regression" and report.baseline is None and not allow_missing_baseline:
         click.echo(f"gate: {paint('fail', 'bad', err=True)}: no baseline to compare with, so no regression can be ruled "

@@ -13,9 +13,8 @@ from __future__ import annotations
 import csv
 import html
 import io
-import json
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ from typing import Any
 import click
 
 from evalsite.analysis.ci_files import TestOutcome, junit_xml, markdown_table, write_atomic
+from evalsite.analysis.rows import cell, column_names, html_table
 from evalsite.cli.output import json_text
 from evalsite.errors import OutputError
 
@@ -46,7 +46,7 @@ class Result:
     """One command's result, ready for any format.
 
     ``data`` is exactly what ``--json`` prints; ``rows`` its table (values picked out of ``data``
-    by :func:`pick_rows`, never recomputed); ``markdown`` the command's own summary (else the
+    by :func:`evalsite.analysis.rows.pick_rows`, never recomputed); ``markdown`` the command's own summary (else the
     table under ``title``); ``junit`` a suite name and its test cases."""
 
     title: str
@@ -84,20 +84,6 @@ def output_option(command: str, *extensions: str) -> Callable[[Callable[..., Any
     )
 
 
-def pick_rows(records: Sequence[Mapping[str, Any]], columns: Mapping[str, str]) -> list[dict[str, Any]]:
-    """Rows of ``column -> value`` where each value is the record's field at a dotted path
-    (``summary.cost.per_case``); a missing field is None."""
-    return [{name: _at(record, path) for name, path in columns.items()} for record in records]
-
-
-def _at(record: Any, path: str) -> Any:
-    for key in path.split("."):
-        if not isinstance(record, Mapping):
-            return None
-        record = record.get(key)
-    return record
-
-
 def write_output(output: OutputFile | None, result: Result) -> None:
     """Render ``result`` in ``output``'s format and write it atomically (nothing when None)."""
     if output is None:
@@ -110,31 +96,18 @@ def _json(result: Result) -> str:
     return json_text(result.data) + "\n"
 
 
-def _columns(rows: list[dict[str, Any]]) -> list[str]:
-    return list(dict.fromkeys(key for row in rows for key in row))
-
-
-def _cell(value: Any) -> Any:
-    """A CSV/HTML cell: lists and objects as JSON text, None as empty."""
-    if value is None:
-        return ""
-    if isinstance(value, (list, dict)):
-        return json.dumps(value, ensure_ascii=False, sort_keys=True)
-    return value
-
-
 def _csv(result: Result) -> str:
     buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=_columns(result.rows), lineterminator="\n")
+    writer = csv.DictWriter(buffer, fieldnames=column_names(result.rows), lineterminator="\n")
     writer.writeheader()
-    writer.writerows({key: _cell(value) for key, value in row.items()} for row in result.rows)
+    writer.writerows({key: cell(value) for key, value in row.items()} for row in result.rows)
     return buffer.getvalue()
 
 
 def _markdown(result: Result) -> str:
     if result.markdown is not None:
         return result.markdown.rstrip("\n") + "\n"
-    return f"### {result.title}\n\n{markdown_table(result.rows, _columns(result.rows))}\n"
+    return f"### {result.title}\n\n{markdown_table(result.rows, column_names(result.rows))}\n"
 
 
 def _junit(result: Result) -> str:
@@ -144,19 +117,12 @@ def _junit(result: Result) -> str:
 
 
 def _html(result: Result) -> str:
-    columns = _columns(result.rows)
-    head = "".join(f"<th>{html.escape(column)}</th>" for column in columns)
-    body = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(str(_cell(row.get(column))))}</td>" for column in columns) + "</tr>\n"
-        for row in result.rows
-    )
     title = html.escape(result.title)
     return (
         f'<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><title>{title}</title>\n'
         "<style>body{font:14px system-ui,sans-serif;margin:2em}table{border-collapse:collapse}"
         "th,td{border:1px solid #ccc;padding:.3em .6em;text-align:left}th{background:#f4f4f4}</style>\n"
-        f"</head><body>\n<h1>{title}</h1>\n<table>\n<thead><tr>{head}</tr></thead>\n<tbody>\n{body}</tbody>\n"
-        "</table>\n</body></html>\n"
+        f"</head><body>\n<h1>{title}</h1>\n{html_table(result.rows)}\n</body></html>\n"
     )
 
 

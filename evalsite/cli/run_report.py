@@ -4,18 +4,13 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import click
 
 from evalsite.cli.output import warn
 from evalsite.execute.outcomes import BatchOutcome, RunOutcome
-from evalsite.project import Project
 from evalsite.runlog.money import format_usd
 from evalsite.runlog.records import RunStatus
-
-if TYPE_CHECKING:
-    from evalsite.analysis.compare import ComparisonReport
 
 LISTED_ITEMS = 20
 
@@ -97,22 +92,6 @@ def report_run(run: RunOutcome, *, ceiling_set: bool) -> None:
 def listing(item_ids: Sequence[str]) -> str:
     shown = ", ".join(item_ids[:LISTED_ITEMS])
     return shown + (f" and {len(item_ids) - LISTED_ITEMS} more" if len(item_ids) > LISTED_ITEMS else "")
-
-
-def baseline_reports(project: Project, batch: BatchOutcome, baseline: str | None) -> dict[str, ComparisonReport]:
-    """``run --baseline``: each completed run of the batch against ``baseline`` (a run, or
-    ``promoted``), by run id; nothing while the batch did not complete."""
-    if baseline is None or not batch.finished:
-        return {}
-    from evalsite.analysis.compare import compare_runs  # the statistics load only for --baseline
-
-    return {run.run_id: compare_runs(project, run.run_id, baseline=baseline) for run in batch.runs}
-
-
-def regression_failed(reports: dict[str, ComparisonReport]) -> bool:
-    """``--fail-on regression``: a gate failed, or a baseline could not be compared."""
-    return any((r.gate is not None and r.gate.failed) or (r.comparability is not None and not r.comparability.comparable)
-               for r in reports.values())
 
 
 def report_failures(reasons: list[str]) -> None:
