@@ -126,4 +126,4 @@ def test_one_arm_or_item_may_be_given_as_a_plain_string(study_project):
     manifest = write_study(study_project, items=3, arms=[{"id": "a", "target": "python:study_target:answer"},
                                                          {"id": "b", "target": "python:study_target:answer"}])
     result = evalsite.run_experiment(manifest, arms="b", item_ids="q1", progress=False)
-    assert [(run.arm_id, run.summary["cases"]) for run in result.runs] == [("b", 1)]  # not the arms 'b'… letter by letter
+    assert [(run.arm_id, run.summary.cases) for run in result.runs] == [("b", 1)]  # not the arms 'b'… letter by letter

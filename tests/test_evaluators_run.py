@@ -26,7 +26,7 @@ def test_scores_of_a_run_with_a_failed_generation_a_throwing_evaluator_and_a_cri
     assert (cases["ok"]["score"], cases["ok"]["passed"]) == (1.0, False)
 
     assert cases["crit"]["critical"] is True and cases["crit"]["passed"] is False
-    totals = run.footer.totals
+    totals = run.footer.raw["totals"]
     assert (totals["passed"], totals["critical_failures"], totals["unscored"]) == (False, ["crit"], False)
     assert totals["evaluators"]["exact"] | {"version": None} == {
         "version": None, "n": 3, "ok": 3, "errors": 0, "skipped": 0, "pass_rate": pytest.approx(1 / 3),
@@ -41,7 +41,7 @@ def test_a_run_without_evaluators_is_unscored(evaluator_project, cli):
     cli("run", "experiments/support.yaml")
     run = only_run(evaluator_project)
     assert all(c["score"] is None and c["scores"] == [] for c in run.cases)
-    totals = run.footer.totals
+    totals = run.footer.raw["totals"]
     assert (totals["unscored"], totals["mean_score"], totals["passed"]) == (True, None, None)
     assert totals["critical_failures"] == []
 
