@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from evalsite.analysis.case_columns import NONE, CaseColumns, ScoreColumns, case_columns
+from evalsite.analysis.case_texts import SHOWN, WHOLE_ONLY, CaseTexts, texts_from_arrow, texts_of_cases
 from evalsite.analysis.db import (
     CASE_FIELD_TYPES,
     JSON_TEXT,
@@ -35,13 +36,24 @@ from evalsite.runlog.records import Case
 from evalsite.runlog.store import CASES_FILE, read_cases
 
 #: The score fields the summary reads, cast in one pass (exact for the lines trusted: errors are text).
-_SCORES = "STRUCT(evaluator VARCHAR, version VARCHAR, score DOUBLE, passed BOOLEAN, error VARCHAR, skipped BOOLEAN, label VARCHAR, turn VARCHAR)[]"
+_SCORES = "STRUCT(evaluator VARCHAR, version VARCHAR, score DOUBLE, passed BOOLEAN, error VARCHAR, skipped BOOLEAN, label VARCHAR, turn VARCHAR{detail})[]"
 _RAW_FIELDS = ("item_id", "repeat", "scores", "error", "expected", "served_model", *CASE_FIELD_TYPES)
+_TEXT_FIELDS = (*(name for name in SHOWN if name not in _RAW_FIELDS), *WHOLE_ONLY)
 
 
-def _scan_sql(path: str) -> str:
-    spec = "{" + ", ".join(f"'{name}': 'JSON'" for name in _RAW_FIELDS) + "}"
+def _texts_sql() -> str:
+    """The columns :func:`~evalsite.analysis.case_texts.texts_from_arrow` reads: each shown field
+    that is a JSON string, and whether every shown field of the line is text or null (``plain``)."""
+    plain = " AND ".join([*(json_type_in(name, JSON_TEXT) for name in SHOWN),
+                          *(json_type_in(name, ("NULL",)) for name in WHOLE_ONLY)])
+    texts = ", ".join(f"CASE WHEN json_type({name}) = 'VARCHAR' THEN {name}->>'$' END AS {name}_text" for name in SHOWN)
+    return f"{plain} AS plain, {texts}, error->>'$' AS error_text, finish_reason->>'$' AS finish_reason_text,"
+
+
+def _scan_sql(path: str, texts: bool = False) -> str:
+    spec = "{" + ", ".join(f"'{name}': 'JSON'" for name in (*_RAW_FIELDS, *(_TEXT_FIELDS if texts else ()))) + "}"
     trusted = f"{case_line_ok(error_objects=False)} AND {json_type_in('served_model', JSON_TEXT)}"
+    scores = _SCORES.format(detail=", detail VARCHAR" if texts else "")
     quoted = "'" + path.replace("'", "''") + "'"
     return f"""
 SELECT {trusted} AS well_typed,
@@ -51,8 +63,8 @@ SELECT {trusted} AS well_typed,
        TRY_CAST(cost_usd AS DOUBLE) AS cost_usd, TRY_CAST(latency_ms AS DOUBLE) AS latency_ms,
        TRY_CAST(scoring_cost_usd AS DOUBLE) AS scoring_cost_usd,
        TRY_CAST(input_tokens AS DOUBLE) AS input_tokens, TRY_CAST(output_tokens AS DOUBLE) AS output_tokens,
-       nullif(served_model->>'$', '') AS served_model, expected::VARCHAR AS expected,
-       CASE WHEN json_type(scores) = 'ARRAY' THEN TRY_CAST(scores AS {_SCORES}) END AS scores
+       nullif(served_model->>'$', '') AS served_model, expected::VARCHAR AS expected, {_texts_sql() if texts else ""}
+       CASE WHEN json_type(scores) = 'ARRAY' THEN TRY_CAST(scores AS {scores}) END AS scores
 FROM read_json({quoted}, format='newline_delimited', columns={spec}, maximum_object_size={MAXIMUM_CASE_BYTES},
                ignore_errors=true)
 """
@@ -64,6 +76,10 @@ class ScannedCases:
     the few items whose records are needed whole (re-scoring edited ground truth)."""
 
     columns: CaseColumns
+    #: What pages show of each case (read only when asked for: ``scan_cases(..., texts=True)``).
+    texts: CaseTexts | None = None
+    #: Problems the Python reader met reading the file (none when DuckDB read it).
+    warnings: list[str] = field(default_factory=list)
     _lines: list[bytes] = field(repr=False, default_factory=list)
     _cases: list[Case] | None = field(repr=False, default=None)
     _source: Path | None = field(repr=False, default=None)
@@ -91,24 +107,27 @@ class ScannedCases:
         return grouped
 
 
-def scan_cases(directory: Path) -> ScannedCases:
-    """Read ``directory``'s ``cases.jsonl`` into columns (see the module docstring)."""
+def scan_cases(directory: Path, *, texts: bool = False) -> ScannedCases:
+    """Read ``directory``'s ``cases.jsonl`` into columns (see the module docstring); with ``texts``,
+    also what pages show of each case (:class:`~evalsite.analysis.case_texts.CaseTexts`)."""
     path = Path(directory) / CASES_FILE
     try:
         data = path.read_bytes()
     except OSError:
-        return _read_in_python(path)
+        return _read_in_python(path, texts)
     lines = [line for line in data.split(b"\n") if line.strip()]
     if not lines or _DIGITS_AS_ZEROS_RUN in data.translate(_DIGITS_AS_ZEROS):
-        return _read_in_python(path)
+        return _read_in_python(path, texts)
+    del data
     connection = duckdb.connect()
     try:
-        table = connection.sql(_scan_sql(str(path))).to_arrow_table()
+        table = connection.sql(_scan_sql(str(path), texts)).to_arrow_table()
     finally:
         connection.close()
     if table.num_rows != len(lines) or not pc.all(table.column("well_typed")).as_py() or _repeats_a_key(table):
-        return _read_in_python(path)
-    return ScannedCases(columns_from_arrow(table), lines)
+        return _read_in_python(path, texts)
+    shown = texts_from_arrow(table, lines.__getitem__) if texts else None
+    return ScannedCases(columns_from_arrow(table), shown, _lines=lines)
 
 
 def _repeats_a_key(table: pa.Table) -> bool:
@@ -125,8 +144,11 @@ _DIGITS_AS_ZEROS = bytes.maketrans(b"123456789", b"000000000")
 _DIGITS_AS_ZEROS_RUN = b"0" * (PYTHON_INT_DIGITS + 1)
 
 
-def _read_in_python(path: Path) -> ScannedCases:
-    return cases_in_hand(read_cases(path))
+def _read_in_python(path: Path, texts: bool) -> ScannedCases:
+    warnings: list[str] = []
+    cases = read_cases(path, warnings)
+    scanned = cases_in_hand(cases)
+    return replace(scanned, texts=texts_of_cases(cases) if texts else None, warnings=warnings)
 
 
 def cases_in_hand(cases: list[Case], columns: CaseColumns | None = None) -> ScannedCases:
