@@ -11,16 +11,17 @@ from pathlib import Path
 
 import pytest
 from example_support import run_example
-from test_case_scan import good_case, write_lines
+from test_case_scan import good_case, summary_text, write_lines
 
 from evalsite.analysis import case_scan
 from evalsite.analysis.case_columns import natural_order
 from evalsite.analysis.case_scan import cases_in_hand, scan_cases
 from evalsite.analysis.case_texts import texts_of_cases
+from evalsite.analysis.parquet import as_written
 from evalsite.analysis.run_views import top_errors, top_errors_of
 from evalsite.project import find_project
 from evalsite.runlog.rows import case_order
-from evalsite.runlog.store import CASES_FILE, read_cases
+from evalsite.runlog.store import CASES_FILE, RunWriter, read_cases
 from evalsite.site import build_site
 from evalsite.site.casedata import run_data
 from evalsite.site.itemindex import input_snippets
@@ -47,18 +48,34 @@ def shown_case(rng: random.Random, item: int) -> dict:
 
 
 def shown_run(folder: Path, seed: int) -> Path:
+    """A run of such lines as a hand or another tool wrote them: no footer vouches for them."""
     rng = random.Random(seed)
-    drawn = [shown_case(rng, rng.randint(0, 25)) for _ in range(rng.randint(5, 70))]
-    cases = list({(case["item_id"], case["repeat"]): case for case in drawn}.values())
-    lines = [json.dumps(case, ensure_ascii=rng.random() < 0.5) for case in cases]  # \\u escapes, emoji pairs included
+    lines = [json.dumps(case, ensure_ascii=rng.random() < 0.5) for case in shown_cases(rng)]  # \\u escapes included
     return write_lines(folder, lines)
 
 
-@pytest.mark.parametrize("seed", range(10))
-def test_texts_read_through_duckdb_equal_the_python_readers(tmp_path, seed):
-    folder = shown_run(tmp_path / "run", seed)
+def shown_cases(rng: random.Random) -> list[dict]:
+    drawn = [shown_case(rng, rng.randint(0, 25)) for _ in range(rng.randint(5, 70))]
+    return list({(case["item_id"], case["repeat"]): case for case in drawn}.values())
+
+
+def written_run(runs: Path, seed: int) -> Path:
+    """A run of such cases as evalsite writes it: its footer's ``cases_sha256`` vouches for every line."""
+    writer = RunWriter.create(runs, "arm", {"arm_id": "arm", "dataset": {"path": "data/x.jsonl", "items": 26}})
+    for case in shown_cases(random.Random(seed)):
+        writer.append_case(case)
+    writer.finish({"status": "completed"})
+    return writer.directory
+
+
+@pytest.mark.parametrize("written", [False, True], ids=["checked", "written"])
+@pytest.mark.parametrize("seed", range(8))
+def test_texts_read_through_duckdb_equal_the_python_readers(tmp_path, seed, written):
+    folder = written_run(tmp_path / "runs", seed) if written else shown_run(tmp_path / "run", seed)
+    assert as_written(folder, folder / CASES_FILE) == written
     scanned = scan_cases(folder, texts=True)
     assert scanned._cases is None and scanned.texts is not None  # the DuckDB path, not the fallback
+    assert summary_text(scanned.columns) == summary_text(read_cases(folder / CASES_FILE))
     cases = read_cases(folder / CASES_FILE)
     python = texts_of_cases(cases)
     for name in ("input", "expected", "output", "cache", "error", "finish_reason", "detail", "score_error"):
