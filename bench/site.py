@@ -1,6 +1,6 @@
 """Benchmark the site build: 10 runs × 10,000 cases (one dataset, one experiment).
 
-Rerun from the repository root:  python bench/site.py  [--runs 10] [--cases 10000] [--keep DIR] [--repeat 3]
+Rerun from the repository root:  python bench/site.py  [--runs 10] [--cases 10000] [--keep DIR] [--repeat 3] [--realistic] [--code DIR]
 
 Each build runs in a fresh process, as ``evalsite build`` does: the full build (no site, no
 cache), a rebuild with nothing new, a rebuild after one new run of an existing arm (which also
@@ -11,6 +11,9 @@ size and file count, and its largest file (after the full build and after one ne
 compare page lists every changed item). Runs are synthetic but shaped like real
 ones: outputs of ~100 characters, seeded scores, latency and cost, one exact-style evaluator.
 With ``--keep DIR`` an existing project there is reused (its site and cache are rebuilt).
+``--realistic`` writes ~1 KB case lines instead (bench/scale.py's: a prompt and answer of realistic
+length, usage and cost, provenance and two evaluators' scores); ``--code DIR`` times the builds of
+another evalsite checkout (e.g. the main branch's) on the same project.
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from scale import realistic_case
+
 REPO = Path(__file__).resolve().parent.parent
 
 DATASET_ID = "bench@0123456789ab"
@@ -35,8 +40,8 @@ def run_id(index: int, arm_index: int) -> str:
     return f"20260101T{index:06d}Z-arm{arm_index:02d}-{index:04x}"
 
 
-def write_run(runs_dir: Path, index: int, cases: int, arm_index: int | None = None) -> None:
-    """Run number ``index`` of arm ``arm_index`` (default: its own arm)."""
+def write_run(runs_dir: Path, index: int, cases: int, arm_index: int | None = None, realistic: bool = False) -> None:
+    """Run number ``index`` of arm ``arm_index`` (default: its own arm); ``realistic``: ~1 KB lines."""
     rng = random.Random(index)
     arm_index = index if arm_index is None else arm_index
     arm = f"arm{arm_index:02d}"
@@ -56,6 +61,9 @@ def write_run(runs_dir: Path, index: int, cases: int, arm_index: int | None = No
     with open(folder / "cases.jsonl", "w") as handle:
         for item in range(cases):
             passed = rng.random() < accuracy
+            if realistic:
+                handle.write(json.dumps(realistic_case(item, passed, round(rng.lognormvariate(5, 0.5), 3))) + "\n")
+                continue
             answer = f"The answer to question {item} is {item * 7 if passed else item * 7 + 1}. " + "Reasoning text. " * 4
             handle.write(json.dumps({
                 "item_id": f"q{item:05d}", "item_sha": f"{item:064x}", "repeat": 0,
@@ -92,22 +100,22 @@ print(json.dumps({"seconds": seconds, "cpu": cpu, "peak_mb": resource.getrusage(
 """
 
 
-def timed_build(root: Path) -> dict:
-    done = subprocess.run([sys.executable, "-c", BUILD, str(root), str(REPO)], capture_output=True, text=True, check=True)
+def timed_build(root: Path, code: Path = REPO) -> dict:
+    done = subprocess.run([sys.executable, "-c", BUILD, str(root), str(code)], capture_output=True, text=True, check=True)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def one_round(root: Path, runs: int, cases: int) -> dict[str, dict]:
+def one_round(root: Path, runs: int, cases: int, realistic: bool = False, code: Path = REPO) -> dict[str, dict]:
     """The four builds of one round, from no site and no cache; the project is as it was after."""
     for derived in (root / "site", root / ".evalsite" / "site-cache"):
         shutil.rmtree(derived, ignore_errors=True)
-    found = {"full": timed_build(root), "unchanged": timed_build(root)}
-    write_run(root / "runs", runs, cases, arm_index=0)  # arm00 again: compared with its first run
-    found["same_arm"] = timed_build(root)
+    found = {"full": timed_build(root, code), "unchanged": timed_build(root, code)}
+    write_run(root / "runs", runs, cases, arm_index=0, realistic=realistic)  # arm00 again: compared with its first run
+    found["same_arm"] = timed_build(root, code)
     shutil.rmtree(root / "runs" / run_id(runs, 0))
-    timed_build(root)  # back to the project as it was
-    write_run(root / "runs", runs + 1, cases, arm_index=runs)  # an arm no run had before
-    found["new_arm"] = timed_build(root)
+    timed_build(root, code)  # back to the project as it was
+    write_run(root / "runs", runs + 1, cases, arm_index=runs, realistic=realistic)  # an arm no run had before
+    found["new_arm"] = timed_build(root, code)
     shutil.rmtree(root / "runs" / run_id(runs + 1, runs))
     return found
 
@@ -118,13 +126,15 @@ def main() -> None:
     parser.add_argument("--cases", type=int, default=10_000)
     parser.add_argument("--keep", type=Path, help="Build the project here and keep it (default: a temp folder).")
     parser.add_argument("--repeat", type=int, default=1, help="Rounds of the four builds; figures are medians.")
+    parser.add_argument("--realistic", action="store_true", help="~1 KB case lines (usage, provenance, two evaluators)")
+    parser.add_argument("--code", type=Path, default=REPO, help="The evalsite checkout whose builds are timed (default: this one).")
     args = parser.parse_args()
     root = args.keep or Path(tempfile.mkdtemp(prefix="evalsite-bench-"))
     (root / "data").mkdir(parents=True, exist_ok=True)
     if not (root / "runs").is_dir():
         for index in range(args.runs):
-            write_run(root / "runs", index, args.cases)
-    rounds = [one_round(root, args.runs, args.cases) for _ in range(args.repeat)]
+            write_run(root / "runs", index, args.cases, realistic=args.realistic)
+    rounds = [one_round(root, args.runs, args.cases, args.realistic, args.code) for _ in range(args.repeat)]
 
     def median(build: str, figure: str) -> float:
         return statistics.median(found[build][figure] for found in rounds)
@@ -132,7 +142,8 @@ def main() -> None:
     full, same_arm, new_arm = (median("full", "seconds"), median("same_arm", "seconds"), median("new_arm", "seconds"))
     last = rounds[-1]
     total = args.runs * args.cases
-    print(f"site for {args.runs} runs × {args.cases:,} cases ({total:,} cases); each build in a fresh process; "
+    print(f"site for {args.runs} runs × {args.cases:,} {'realistic ' * args.realistic}cases ({total:,} cases) by {args.code}; "
+          "each build in a fresh process; "
           f"medians of {len(rounds)} (wall, CPU of both threads)")
     print(f"full build:             {full:8.1f} s  cpu {median('full', 'cpu'):6.1f} s  ({total / full:,.0f} cases/s), "
           f"peak {median('full', 'peak_mb'):.0f} MB")

@@ -28,15 +28,15 @@ def cache_project(tmp_path):
 
 @pytest.fixture()
 def reads(monkeypatch) -> list[str]:
-    """The run folders whose cases.jsonl the build parses."""
+    """The run folders whose cases.jsonl the build reads."""
     seen: list[str] = []
-    original = build.read_cases
+    original = build.scan_cases
 
-    def counting(path: Path, warnings=None):
-        seen.append(path.parent.name)
-        return original(path, warnings)
+    def counting(directory: Path, **options):
+        seen.append(directory.name)
+        return original(directory, **options)
 
-    monkeypatch.setattr(build, "read_cases", counting)
+    monkeypatch.setattr(build, "scan_cases", counting)
     return seen
 
 

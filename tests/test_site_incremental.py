@@ -58,20 +58,20 @@ def small_project(tmp_path) -> Project:
 
 @pytest.fixture()
 def spy(monkeypatch) -> dict[str, list]:
-    """What a build parses and compares: ``reads`` (run folders whose cases.jsonl is parsed) and
+    """What a build reads and compares: ``reads`` (run folders whose cases.jsonl is read) and
     ``pairs`` ((run, baseline) whose comparison is computed)."""
     seen: dict[str, list] = {"reads": [], "pairs": []}
-    read_cases, compare_runs = build.read_cases, compare.compare_runs
+    scan_cases, compare_runs = build.scan_cases, compare.compare_runs
 
-    def reading(path: Path, warnings=None):
-        seen["reads"].append(path.parent.name)
-        return read_cases(path, warnings)
+    def reading(directory: Path, **options):
+        seen["reads"].append(directory.name)
+        return scan_cases(directory, **options)
 
     def comparing(project, run_id, *, baseline, **options):
         seen["pairs"].append((run_id, baseline))
         return compare_runs(project, run_id, baseline=baseline, **options)
 
-    monkeypatch.setattr(build, "read_cases", reading)
+    monkeypatch.setattr(build, "scan_cases", reading)
     monkeypatch.setattr(compare, "compare_runs", comparing)
     return seen
 

@@ -109,8 +109,8 @@ def test_a_damaged_matrix_entry_is_computed_again_and_the_site_is_unchanged(tmp_
         entry.write_bytes(entry.read_bytes()[:40])  # cut short, as by a full disk
     write_run(root / "runs", "20260101T000003Z-c-0001", [case(item, output="ok") for item in items], arm="c")
     reads: list[str] = []
-    original = build.read_cases
-    monkeypatch.setattr(build, "read_cases", lambda path, warnings=None: reads.append(path.parent.name) or original(path, warnings))
+    original = build.scan_cases
+    monkeypatch.setattr(build, "scan_cases", lambda directory, **options: reads.append(directory.name) or original(directory, **options))
     build_site(project)
     assert len(reads) == 3  # the new run, and the two whose matrix parts could not be read
     shutil.rmtree(root / ".evalsite")

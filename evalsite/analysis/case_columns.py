@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 import numpy as np
 
 from evalsite.runlog.records import CASE_RANGES, SCORE_RANGES, Case
-from evalsite.runlog.rows import case_critical, finite_number, repeat_of, whole_number
+from evalsite.runlog.rows import case_critical, finite_number, item_order, repeat_of, whole_number
 
 NONE, FALSE, TRUE, OTHER = -1, 0, 1, 2
 
@@ -108,6 +108,28 @@ def case_columns(cases: Iterable[Mapping[str, Any]], dataset_critical: Mapping[s
     for case in cases:
         builder.add(case, dataset_critical)
     return builder.columns()
+
+
+def with_dataset_critical(columns: CaseColumns, dataset_critical: Mapping[str, bool] | None) -> CaseColumns:
+    """``columns`` with ``dataset_critical`` standing in for the critical flags cases did not record,
+    as :func:`case_columns` reads them with it."""
+    unknown = columns.critical == NONE
+    if dataset_critical is None or not unknown.any():
+        return columns
+    by_code = np.array([int(dataset_critical.get(item_id, False)) for item_id in columns.item_ids], dtype=np.int8)
+    return replace(columns, critical=np.where(unknown, by_code[columns.item], columns.critical).astype(np.int8))
+
+
+def natural_order(columns: CaseColumns) -> np.ndarray:
+    """The case indices in natural item order, then repeat, cases of equal keys in the order read
+    (as ``sorted(cases, key=case_order)`` orders their records)."""
+    keys = [item_order(item_id) for item_id in columns.item_ids]
+    ranked = sorted(range(len(keys)), key=keys.__getitem__)
+    rank = np.zeros(len(keys), dtype=np.int64)
+    for position in range(1, len(ranked)):  # item ids of equal keys ("q01", "q1") share a rank
+        same = keys[ranked[position]] == keys[ranked[position - 1]]
+        rank[ranked[position]] = rank[ranked[position - 1]] + (not same)
+    return np.lexsort((columns.repeat, rank[columns.item])) if columns.size else np.empty(0, dtype=np.int64)
 
 
 class _Builder:

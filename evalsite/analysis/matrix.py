@@ -196,28 +196,29 @@ def _column_of_cells(run_id: str, cells: Mapping[str, ComparisonCell]) -> RunCol
                      _variant_rows([n for n, _ in variants], _digests([key for _, key in variants])))
 
 
-def run_column(run: Run, columns: CaseColumns | None = None) -> RunColumn:
+def run_column(run: Run, columns: CaseColumns | None = None, outputs: Sequence[Any] | None = None) -> RunColumn:
     """The run's :class:`RunColumn`. ``columns``: the run's
-    :func:`~evalsite.analysis.case_columns.case_columns`, when the caller has them."""
+    :func:`~evalsite.analysis.case_columns.case_columns`, when the caller has them; ``outputs``:
+    each of those cases' output (default: from ``run.cases``, whose columns they are)."""
     cases = case_columns(run.cases) if columns is None else columns
     if cases.size == 0:  # a run that has recorded nothing yet: a column of no items
         nothing = np.empty(0)
         return RunColumn(run.run_id, (), nothing, nothing, nothing, nothing, nothing, np.empty((0, 2), dtype=np.uint64),
                          np.empty((0, 3), dtype=np.uint64))
+    answered = [case.get("output") for case in run.cases] if outputs is None else outputs
     matrix = columns_item_matrix([run], [cases], shared=False)
-    answers = _digests([answer_key(output) for output in _outputs(run.cases, cases, matrix.item_ids)])
+    answers = _digests([answer_key(output) for output in _outputs(answered, cases, matrix.item_ids)])
     known = ~np.isnan(matrix.passed[:, 0, :])
     passed = np.where(known.any(axis=1), np.all((matrix.passed[:, 0, :] == 1.0) | ~known, axis=1), np.nan).astype(float)
     return RunColumn(
         run_id=run.run_id, item_ids=matrix.item_ids, score=matrix.means_of("score", 0), passed=passed,
         latency_ms=matrix.means_of("latency_ms", 0), tokens=matrix.means_of("tokens", 0),
         cost_usd=matrix.means_of("cost_usd", 0),
-        answers=answers, variants=_variants(run.cases, cases, matrix.item_ids, answers),
+        answers=answers, variants=_variants(answered, cases, matrix.item_ids, answers),
     )
 
 
-def _variants(records: Sequence[Mapping[str, Any]], cases: CaseColumns, item_ids: Sequence[str],
-              answers: np.ndarray) -> np.ndarray:
+def _variants(outputs: Sequence[Any], cases: CaseColumns, item_ids: Sequence[str], answers: np.ndarray) -> np.ndarray:
     """:attr:`RunColumn.variants`: each item's distinct outputs over its repeats; the answers
     themselves when every item has one case."""
     if np.bincount(cases.item).max() == 1:
@@ -225,7 +226,7 @@ def _variants(records: Sequence[Mapping[str, Any]], cases: CaseColumns, item_ids
     row_of = {item_id: row for row, item_id in enumerate(item_ids)}
     code_row = [row_of[item_id] for item_id in cases.item_ids]
     rows = [code_row[code] for code in cases.item.tolist()]
-    return _variant_rows(rows, _digests([answer_key(record.get("output")) for record in records]))
+    return _variant_rows(rows, _digests([answer_key(output) for output in outputs]))
 
 
 def _variant_rows(rows: Sequence[int], digests: np.ndarray) -> np.ndarray:
@@ -235,25 +236,31 @@ def _variant_rows(rows: Sequence[int], digests: np.ndarray) -> np.ndarray:
     return np.unique(np.column_stack([np.asarray(rows, dtype=np.uint64), digests]), axis=0)
 
 
-def _outputs(records: Sequence[Mapping[str, Any]], cases: CaseColumns, item_ids: Sequence[str]) -> list[Any]:
-    """Each item's most common output (:func:`_most_common_output`), in the order of ``item_ids``;
+def _outputs(outputs: Sequence[Any], cases: CaseColumns, item_ids: Sequence[str]) -> list[Any]:
+    """Each item's most common output (:func:`_most_common`), in the order of ``item_ids``;
     read case by case when every item has one case (the usual single repeat)."""
     code_of = {item_id: code for code, item_id in enumerate(cases.item_ids)}
+    by_code: list[Any] = [None] * len(cases.item_ids)
     if np.bincount(cases.item).max() == 1:
-        by_code: list[Any] = [None] * len(cases.item_ids)
-        for record, code in zip(records, cases.item.tolist()):
-            by_code[code] = record.get("output")
+        for output, code in zip(outputs, cases.item.tolist()):
+            by_code[code] = output
         return [by_code[code_of[item_id]] for item_id in item_ids]
-    grouped = cases_by_item(records)
-    return [_most_common_output(grouped[item_id]) for item_id in item_ids]
+    grouped: list[list[Any]] = [[] for _ in cases.item_ids]
+    for row in np.argsort(cases.repeat, kind="stable").tolist():  # each item's outputs in repeat order
+        grouped[cases.item[row]].append(outputs[row])
+    return [_most_common(grouped[code_of[item_id]]) for item_id in item_ids]
 
 
 def _most_common_output(cases: Sequence[Mapping[str, Any]]) -> Any:
     """The output most of an item's repeats gave (by :func:`answer_key`; the first repeat's among equals)."""
-    if len(cases) == 1:
-        return cases[0].get("output")
-    top = Counter(answer_key(c.get("output")) for c in cases).most_common(1)[0][0]
-    return next(c.get("output") for c in cases if answer_key(c.get("output")) == top)
+    return _most_common([case.get("output") for case in cases])
+
+
+def _most_common(outputs: Sequence[Any]) -> Any:
+    if len(outputs) == 1:
+        return outputs[0]
+    top = Counter(answer_key(output) for output in outputs).most_common(1)[0][0]
+    return next(output for output in outputs if answer_key(output) == top)
 
 
 def _digests(keys: Sequence[str]) -> np.ndarray:

@@ -163,11 +163,11 @@ def case_files(directories: list[Path]) -> CaseFiles:
             continue
         path = directory / CASES_FILE
         if path.exists() and path.stat().st_size > 0:
-            (files.written if _as_written(directory, path) else files.checked).append(str(path))
+            (files.written if as_written(directory, path) else files.checked).append(str(path))
     return files
 
 
-def _as_written(directory: Path, cases: Path) -> bool:
+def as_written(directory: Path, cases: Path) -> bool:
     """The run's footer records the sha256 of a cases file of well-typed lines, and it is this file's."""
     try:
         footer = json.loads((directory / END_FILE).read_text(encoding="utf-8"))

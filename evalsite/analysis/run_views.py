@@ -4,7 +4,7 @@ when its cases did not record it."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,6 +18,8 @@ from evalsite.runlog.rows import is_critical
 from evalsite.runlog.store import CASES_FILE, CASES_SHA256, Run, cases_as_written, read_run, resolve_run, scan_runs
 
 if TYPE_CHECKING:
+    from evalsite.analysis.case_columns import CaseColumns
+    from evalsite.analysis.case_texts import CaseTexts
     from evalsite.analysis.summary import RunSummary
 
 
@@ -83,14 +85,39 @@ class ErrorCount:
 def top_errors(cases: list[Case], limit: int = TOP_ERRORS) -> list[ErrorCount]:
     """A run's error messages grouped by their first line, most frequent first (ties by message):
     what ``evalsite show`` lists and the run page's error panel shows."""
+    def met() -> Iterator[tuple[str, Any, str]]:
+        for case in cases:
+            item = str(case.get("item_id"))
+            if case.error:  # the message, whether the line stores a string or {type, message}
+                yield "generation", case.error, item
+            for score in case.get("scores") or []:
+                if isinstance(score, dict) and score.get("error"):
+                    yield str(score.get("evaluator")), score["error"], item
+
+    return _ranked(met(), limit)
+
+
+def top_errors_of(columns: CaseColumns, texts: CaseTexts, limit: int = TOP_ERRORS) -> list[ErrorCount]:
+    """:func:`top_errors` of a run read as columns and texts (each case's generation error, then
+    its scores' errors, in the order read)."""
+    import numpy as np  # `evalsite show` and `runs` never load it for this module
+
+    scores = columns.scores
+    failed = [row for row, error in enumerate(texts.error) if error]
+    scored = [row for row, error in enumerate(texts.score_error) if error]
+    cases = np.r_[np.array(failed, dtype=np.int64), scores.case[scored]]
+    order = np.argsort(cases, kind="stable").tolist()  # a case's generation error before its scores'
+    entries = [("generation", texts.error[row]) for row in failed]
+    entries += [(scores.evaluators[scores.evaluator[row]], texts.score_error[row]) for row in scored]
+    item_ids, items = columns.item_ids, columns.item[cases].tolist()
+    return _ranked(((*entries[n], item_ids[items[n]]) for n in order), limit)
+
+
+def _ranked(met: Iterable[tuple[str, Any, str]], limit: int) -> list[ErrorCount]:
+    """(source, error, item) entries grouped by source and the error's first line, most frequent first."""
     found: dict[tuple[str, str], list[str]] = {}
-    for case in cases:
-        item = str(case.get("item_id"))
-        if case.error:  # the message, whether the line stores a string or {type, message}
-            found.setdefault(("generation", _first_line(case.error)), []).append(item)
-        for score in case.get("scores") or []:
-            if isinstance(score, dict) and score.get("error"):
-                found.setdefault((str(score.get("evaluator")), _first_line(score["error"])), []).append(item)
+    for source, error, item in met:
+        found.setdefault((source, _first_line(error)), []).append(item)
     ranked = sorted(found.items(), key=lambda pair: (-len(pair[1]), pair[0][1], pair[0][0]))[:limit]
     return [ErrorCount(message, source, len(items), tuple(items[:5])) for (source, message), items in ranked]
 

@@ -1,7 +1,7 @@
 """Build the static site: scan every input, decide which jobs are stale, render them, write the folder.
 
 Order of work: scan (headers and hashes only) → for each run a stale job needs, read its cases at
-most once, summarise them (:func:`evalsite.analysis.summary.summarise_run`), render its own run page
+most once, as columns (:func:`evalsite.analysis.case_scan.scan_cases`: no Python object per case), summarise them (:func:`evalsite.analysis.summary.summarise_run`), render its own run page
 and data, and keep its figures and matrix part (in memory and in :mod:`evalsite.site.figures`'
 cache) → render the pages that read them → write the build record. A run whose own page is fresh
 and whose figures are cached is not read at all. A job whose inputs, theme, settings and code are
@@ -24,15 +24,14 @@ from pathlib import Path
 from jinja2 import TemplateError
 
 from evalsite import __version__
-from evalsite.analysis.case_columns import case_columns
-from evalsite.analysis.case_scan import cases_in_hand
+from evalsite.analysis.case_columns import with_dataset_critical
+from evalsite.analysis.case_scan import scan_cases
 from evalsite.analysis.items import case_cells
 from evalsite.analysis.matrix import run_column
 from evalsite.analysis.summary import summarise_run
 from evalsite.errors import SiteError
 from evalsite.project import Project
 from evalsite.runlog.hashing import sha256_json
-from evalsite.runlog.store import CASES_FILE, read_cases
 from evalsite.site import paths
 from evalsite.site.figures import PAIRS_FILE, RunFigures, SiteCache
 from evalsite.site.inputs import file_hash, scan_project
@@ -232,24 +231,24 @@ def _render(kit: Kit, writer: SiteWriter, stale: list[PageJob], hashes: dict[str
             if entry.matrix is not None:
                 kit.matrix_parts[run_id] = entry.matrix
             continue
-        warnings: list[str] = []
-        cases = read_cases(run.directory / CASES_FILE, warnings)
-        critical = kit.inputs.critical_items(run, cases)
-        columns = case_columns(cases, critical)  # the run's one conversion
+        scanned = scan_cases(run.directory, texts=True)  # the run's one reading, as columns
+        texts = scanned.texts
+        assert texts is not None
+        critical = kit.inputs.critical_items(run, scanned.columns)
+        columns = with_dataset_critical(scanned.columns, critical)
         summary = summarise_run(columns)
-        kit.figures[run_id] = RunFigures.of(summary, {paths.item_bucket(str(c.get("item_id"))) for c in cases})
-        part = matrix_part(run_column(replace(run, cases=cases), columns), input_snippets(cases))
+        kit.figures[run_id] = RunFigures.of(summary, {paths.item_bucket(item_id) for item_id in columns.item_ids})
+        part = matrix_part(run_column(run, columns, texts.output), input_snippets(columns, texts))
         cache.cache.put(key, run_id, kit.figures[run_id], part)
         cache.cache.put_cells(key, case_cells(run_id, columns))  # the leaderboards' cells: no critical flag among them
         if run_id in matrix_wanted:
             kit.matrix_parts[run_id] = part
         job = own.get(run_id)
         if job is not None:
-            kit.summaries, kit.cases, kit.case_warnings = {run_id: summary}, {run_id: cases}, {run_id: warnings}
+            kit.summaries, kit.cases = {run_id: summary}, {run_id: replace(scanned, columns=columns)}
             _run_job(kit, writer, job, hashes)
-            kit.summaries, kit.cases, kit.case_warnings = {}, {}, {}
+            kit.summaries, kit.cases = {}, {}
         if critical is None:  # the columns a comparison reads (no dataset stands in for critical flags)
-            scanned = cases_in_hand(cases, columns)
             cache.cache.put_columns(key, scanned.columns)
             compare.compare_read_run(kit, run_id, scanned, stale_keys)
     for job in sorted((job for job in stale if not job.cases_of), key=_reads_leaderboards):

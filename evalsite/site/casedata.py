@@ -17,13 +17,14 @@ A case with a conversation (:mod:`evalsite.site.transcripts`) carries it as one 
 from __future__ import annotations
 
 import json
-import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from evalsite.runlog.records import Case, Score
-from evalsite.runlog.rows import case_critical, case_order
+import numpy as np
+
+from evalsite.analysis.case_columns import FALSE, NONE, TRUE, CaseColumns, natural_order
+from evalsite.analysis.case_texts import CaseTexts
 from evalsite.site import paths
 from evalsite.site.safe_text import display
 from evalsite.site.transcripts import conversation
@@ -66,26 +67,32 @@ class RunData:
     counts: dict[str, int]
 
 
-def run_data(run_id: str, cases: list[Case], critical: dict[str, bool] | None, *, limit: int, redact: bool,
-             item_pages: bool, part_chars: int) -> RunData:
-    """The run's data scripts (index and parts) and its cases counted by filter. A part is closed once
-    its texts hold about ``part_chars`` characters ([site] page_budget_kb), so a bucket of a very
-    large run, or of one with long outputs, never makes one large file."""
-    ordered = sorted(cases, key=case_order)
-    evaluators = sorted({score.evaluator for c in ordered for score in c.scores})
-    ev_index = {name: n for n, name in enumerate(evaluators)}
+def run_data(run_id: str, columns: CaseColumns, texts: CaseTexts, *, limit: int, redact: bool, item_pages: bool,
+             part_chars: int) -> RunData:
+    """The run's data scripts (index and parts) and its cases counted by filter, from its columns
+    (critical flags filled in from its dataset where the cases did not record them) and texts. A
+    part is closed once its texts hold about ``part_chars`` characters ([site] page_budget_kb), so a
+    bucket of a very large run, or of one with long outputs, never makes one large file."""
+    scores = columns.scores
+    evaluators = sorted(set(scores.evaluators))
+    ev_index = [evaluators.index(name) for name in scores.evaluators]
+    bounds = np.searchsorted(scores.case, np.arange(columns.size + 1)).tolist()  # case i's scores: bounds[i]:bounds[i + 1]
+    rows = _Rows(columns, texts, ev_index, limit, redact)
+    buckets = [paths.item_bucket(item_id) for item_id in columns.item_ids]
+    anchors = [_anchor(item_id) if item_pages else None for item_id in columns.item_ids]
     parts: dict[str, list[_Part]] = defaultdict(lambda: [_Part()])
     counts = dict.fromkeys(("all", *STATUSES, "critical"), 0)
-    for position, case in enumerate(ordered):
-        bucket = paths.item_bucket(case.item_id)
-        part = parts[bucket][-1]
+    items = columns.item.tolist()
+    for position, row in enumerate(natural_order(columns).tolist()):
+        code = items[row]
+        part = parts[buckets[code]][-1]
         if part.chars > part_chars:
             part = _Part()
-            parts[bucket].append(part)
-        status, is_critical = _add(part, case, position, critical, ev_index, limit, redact, item_pages)
+            parts[buckets[code]].append(part)
+        status, is_critical = rows.add(part, row, position, range(bounds[row], bounds[row + 1]), anchors[code])
         counts["all"] += 1
         counts[status] += 1
-        counts["critical"] += bool(is_critical)
+        counts["critical"] += is_critical == TRUE
     files = {paths.run_data(run_id, bucket, n): data_script(paths.run_data(run_id, bucket, n), part.payload(evaluators))
              for bucket, chunks in parts.items() for n, part in enumerate(chunks)}
     files.update({whole_path(paths.run_data(run_id, bucket, n)): data_script(whole_path(paths.run_data(run_id, bucket, n)),
@@ -96,59 +103,85 @@ def run_data(run_id: str, cases: list[Case], critical: dict[str, bool] | None, *
     return RunData(files, counts)
 
 
-def _add(part: _Part, case: Case, position: int, critical: dict[str, bool] | None, ev_index: dict[str, int],
-         limit: int, redact: bool, item_pages: bool) -> tuple[str, bool | None]:
-    """Append one case to ``part``'s columns (typed fields, checked by the run log reader); its status
-    and critical flag."""
-    columns, text, raw = part.columns, part.text, case.raw
-    row = len(columns["item"])
-    error, passed = case.error, case.passed
-    status = "errored" if error else "passed" if passed else "failed" if passed is False else "unscored"
-    is_critical = case_critical(case, critical)
-    columns["item"].append(text(case.item_id))
-    columns["ord"].append(position)
-    columns["rep"].append(case.repeat)
-    columns["st"].append(STATUSES.index(status))
-    columns["crit"].append(None if is_critical is None else int(is_critical))
-    for key, name in (("in", "input"), ("exp", "expected"), ("out", "output")):
-        shown = None if redact else display(raw.get(name), limit)
-        columns[key].append(None if shown is None else text(shown.text))
+def _anchor(item_id: str) -> str | None:
+    """The item's anchor on its item page when it is not ``item-<id>`` (which the browser derives)."""
+    anchor = paths.item_anchor(item_id)
+    return None if anchor == f"item-{item_id}" else anchor
+
+
+class _Rows:
+    """A run's columns and texts as lists, appended case by case to parts."""
+
+    def __init__(self, columns: CaseColumns, texts: CaseTexts, ev_index: list[int], limit: int, redact: bool) -> None:
+        self.item_ids, self.texts, self.limit, self.redact = columns.item_ids, texts, limit, redact
+        self.item, self.repeat, self.error = columns.item.tolist(), columns.repeat.tolist(), columns.error.tolist()
+        self.passed, self.critical = columns.passed.tolist(), columns.critical.tolist()
+        self.figures = {name: _optional(getattr(columns, name)) for name in ("score", "latency_ms", "cost_usd")}
+        self.tokens = {name: _whole(getattr(columns, name)) for name in ("input_tokens", "output_tokens")}
+        s = columns.scores
+        self.evaluator, self.score, self.verdict = s.evaluator.tolist(), _optional(s.score), s.passed.tolist()
+        self.label, self.skipped, self.ev_index, self.labels = s.label.tolist(), s.skipped.tolist(), ev_index, s.labels
+
+    def add(self, part: _Part, row: int, position: int, scores: range, anchor: str | None) -> tuple[str, int]:
+        """Append case ``row`` to ``part``'s columns; its status and critical flag (1, 0, -1: unknown)."""
+        columns, text, texts, limit = part.columns, part.text, self.texts, self.limit
+        index = len(columns["item"])
+        passed = self.passed[row]
+        status = "errored" if self.error[row] else "passed" if passed == TRUE else "failed" if passed == FALSE else "unscored"
+        critical = self.critical[row]
+        columns["item"].append(text(self.item_ids[self.item[row]]))
+        columns["ord"].append(position)
+        columns["rep"].append(self.repeat[row])
+        columns["st"].append(STATUSES.index(status))
+        columns["crit"].append(None if critical == NONE else critical)
+        for key, values in (("in", texts.input), ("exp", texts.expected), ("out", texts.output)):
+            self._shown(part, index, key, values[row])
+        columns["score"].append(self.figures["score"][row])
+        columns["lat"].append(self.figures["latency_ms"][row])
+        columns["tin"].append(self.tokens["input_tokens"][row])
+        columns["tout"].append(self.tokens["output_tokens"][row])
+        columns["cost"].append(self.figures["cost_usd"][row])
+        error, finish, cache = texts.error[row], texts.finish_reason[row], texts.cache[row]
+        columns["err"].append(text(None if error is None else str(error)[:limit]))
+        columns["fin"].append(text(None if finish in (None, "stop") else finish))
+        columns["cache"].append(text(cache) if isinstance(cache, str) else None)
+        line = None if self.redact else texts.records.get(row)
+        messages = None if line is None else conversation(line, limit)
+        columns["tr"].append(None if messages is None else text(json.dumps(messages, ensure_ascii=False, sort_keys=True)))
+        columns["sc"].append([self._score(part, n) for n in scores])
+        columns["anc"].append(None if anchor is None else text(anchor))
+        return status, critical
+
+    def _shown(self, part: _Part, index: int, key: str, value: Any) -> None:
+        """A text as shown (cut to the limit; whole, up to :data:`WHOLE_FACTOR` times it, beside)."""
+        shown = None if self.redact else display(value, self.limit)
+        part.columns[key].append(None if shown is None else part.text(shown.text))
         if shown is not None and shown.omitted:
-            part.cut.setdefault(key, []).extend((row, shown.omitted))
-            whole = display(raw.get(name), limit * WHOLE_FACTOR)
+            part.cut.setdefault(key, []).extend((index, shown.omitted))
+            whole = display(value, self.limit * WHOLE_FACTOR)
             if whole is not None:
-                part.whole.setdefault(row, {})[key] = [whole.text, whole.omitted]
-    columns["score"].append(_finite(case.score))
-    columns["lat"].append(_finite(case.latency_ms))
-    columns["tin"].append(case.input_tokens)
-    columns["tout"].append(case.output_tokens)
-    columns["cost"].append(_finite(case.cost_usd))
-    columns["err"].append(text(None if error is None else str(error)[:limit]))
-    columns["fin"].append(text(None if case.finish_reason in (None, "stop") else case.finish_reason))
-    cache = raw.get("cache")
-    columns["cache"].append(text(cache) if isinstance(cache, str) else None)
-    messages = None if redact else conversation(case, limit)
-    columns["tr"].append(None if messages is None else text(json.dumps(messages, ensure_ascii=False, sort_keys=True)))
-    columns["sc"].append([_score(part, s, ev_index, limit, redact) for s in case.scores])
-    anchor = paths.item_anchor(case.item_id) if item_pages else None
-    columns["anc"].append(None if anchor is None or anchor == f"item-{case.item_id}" else text(anchor))
-    return status, is_critical
+                part.whole.setdefault(index, {})[key] = [whole.text, whole.omitted]
+
+    def _score(self, part: _Part, n: int) -> list:
+        """``[evaluator, score, passed, label, detail, error, skipped]`` with strings as indices."""
+        passed, label = self.verdict[n], self.label[n]
+        detail = None if self.redact else display(self.texts.detail[n], self.limit)
+        error = self.texts.score_error[n]
+        return [
+            self.ev_index[self.evaluator[n]], self.score[n], None if passed == NONE else passed,
+            part.text(None if label < 0 else self.labels[label]), part.text(None if detail is None else detail.text),
+            part.text(None if error is None else str(error)[:self.limit]), int(self.skipped[n]),
+        ]
 
 
-def _finite(value: float | None) -> float | None:
-    return value if value is None or math.isfinite(value) else None
+def _optional(values: np.ndarray) -> list[float | None]:
+    """Each value, None where there is none (NaN)."""
+    return [None if value != value else value for value in values.tolist()]
 
 
-def _score(part: _Part, score: Score, ev_index: dict[str, int], limit: int, redact: bool) -> list:
-    """``[evaluator, score, passed, label, detail, error, skipped]`` with strings as indices."""
-    detail = None if redact else display(score.detail, limit)
-    return [
-        ev_index[score.evaluator], _finite(score.score), None if score.passed is None else int(score.passed),
-        part.text(None if score.label is None else str(score.label)),
-        part.text(None if detail is None else detail.text),
-        part.text(None if score.error is None else str(score.error)[:limit]),
-        int(score.skipped),
-    ]
+def _whole(values: np.ndarray) -> list[int | None]:
+    """Each count as an integer, None where there is none (NaN)."""
+    return [None if value != value else int(value) for value in values.tolist()]
 
 
 def whole_path(part_path: str) -> str:

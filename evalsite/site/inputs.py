@@ -21,11 +21,11 @@ import yaml
 
 from evalsite import analysis
 from evalsite.analysis import baselines
-from evalsite.analysis.case_columns import CaseColumns
+from evalsite.analysis.case_columns import NONE, CaseColumns
 from evalsite.analysis.case_scan import ScannedCases
 from evalsite.analysis.dataset_versions import DatasetVersions
 from evalsite.analysis.db import RunsDatabase, open_database
-from evalsite.analysis.run_views import dataset_rows, needs_dataset
+from evalsite.analysis.run_views import dataset_rows
 from evalsite.errors import EvalsiteError
 from evalsite.experiment.manifest import load_manifest
 from evalsite.project import Project
@@ -257,10 +257,10 @@ class ProjectInputs:
         baseline = self.by_id.get(baseline_id)
         return baseline is not None and baseline.recency > self.by_id[run_id].recency
 
-    def critical_items(self, run: Run, cases: list) -> dict[str, bool] | None:
+    def critical_items(self, run: Run, columns: CaseColumns) -> dict[str, bool] | None:
         """Which items of the run's dataset are critical, for cases that did not record it
         (None when every case did, or the dataset file is gone or changed)."""
-        if not needs_dataset(cases):
+        if not (columns.critical == NONE).any():
             return None
         rows = self.dataset_rows(run)
         return None if rows is None else {item_id: is_critical(row) for item_id, row in rows.items()}

@@ -14,7 +14,8 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from evalsite.runlog.records import Case
+from evalsite.analysis.case_columns import CaseColumns
+from evalsite.analysis.case_texts import CaseTexts
 from evalsite.runlog.rows import item_order
 from evalsite.site import paths
 from evalsite.site.casedata import json_script
@@ -27,20 +28,22 @@ INDEX_PART_ROWS = 5000
 SNIPPET_CHARS = 160
 
 
-def input_snippets(cases: Sequence[Case]) -> dict[str, str]:
+def input_snippets(columns: CaseColumns, texts: CaseTexts) -> dict[str, str]:
     """Item id → the start of its input (its first turn for a conversation) on one line, from the
     item's first case with one: what the matrix part keeps for the index."""
     found: dict[str, str] = {}
-    for case in cases:
-        if case.item_id in found:
+    item_ids = columns.item_ids
+    for row, code in enumerate(columns.item.tolist()):
+        item_id = item_ids[code]
+        if item_id in found:
             continue
-        value = case.raw.get("input")
-        turns = case.raw.get("turns")
+        value = texts.input[row]
+        turns = texts.whole(row, "turns")
         if value is None and isinstance(turns, list) and turns:
             value = turns[0]
         shown = display(value, SNIPPET_CHARS)
         if shown is not None:
-            found[case.item_id] = " ".join(shown.text.split()) + ("…" if shown.omitted else "")
+            found[item_id] = " ".join(shown.text.split()) + ("…" if shown.omitted else "")
     return found
 
 

@@ -15,18 +15,17 @@ length kept, never silently.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
-
-from evalsite.runlog.records import Case
 
 #: Figures a message may record, as the site names them.
 FIGURES = (("latency_ms", "latency_ms"), ("input_tokens", "input_tokens"), ("output_tokens", "output_tokens"),
            ("cost_usd", "cost_usd"))
 
 
-def conversation(case: Case, limit: int) -> list[dict[str, Any]] | None:
-    """The case's messages in the site's shape, or None when it has no conversation."""
-    raw = case.raw
+def conversation(raw: Mapping[str, Any], limit: int) -> list[dict[str, Any]] | None:
+    """The messages of a case (its line as read: ``case.raw``) in the site's shape, or None when it
+    has no conversation."""
     recorded = raw.get("transcript")
     if isinstance(recorded, list) and _messages(recorded):
         messages = list(recorded)

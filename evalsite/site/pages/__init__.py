@@ -17,10 +17,10 @@ from dataclasses import MISSING, dataclass, field, fields
 from typing import Any
 
 from evalsite import __version__
+from evalsite.analysis.case_scan import ScannedCases
 from evalsite.analysis.summary import RunSummary
 from evalsite.errors import SiteError
 from evalsite.registry import Registry
-from evalsite.runlog.records import Case
 from evalsite.site import paths
 from evalsite.site.figures import KeptValues, RunFigures
 from evalsite.site.inputs import ProjectInputs
@@ -69,7 +69,8 @@ class PageJob:
 class Kit:
     """What a job's ``render`` may use: inputs, settings, theme, the runs' figures (run id →
     :class:`~evalsite.site.figures.RunFigures`), the matrix parts of the runs it asked for, and —
-    for a run's own job — that run's summary and cases."""
+    for a run's own job — that run's summary and cases (read as columns and texts, its critical flags
+    filled in from its dataset where the cases did not record them)."""
 
     inputs: ProjectInputs
     settings: SiteSettings
@@ -78,9 +79,8 @@ class Kit:
     live_reload: bool = False
     figures: dict[str, RunFigures] = field(default_factory=dict)
     summaries: dict[str, RunSummary] = field(default_factory=dict)
-    cases: dict[str, list[Case]] = field(default_factory=dict)
+    cases: dict[str, ScannedCases] = field(default_factory=dict)
     matrix_parts: dict[str, MatrixPart] = field(default_factory=dict)
-    case_warnings: dict[str, list[str]] = field(default_factory=dict)
     pair_counts: KeptValues = field(default_factory=KeptValues.unsaved)
     stamp: str = ""
 

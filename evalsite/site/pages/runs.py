@@ -10,9 +10,8 @@ from dataclasses import dataclass
 
 from evalsite.analysis.dataset_versions import OLDER, DatasetVersion
 from evalsite.analysis.review import judge_names
-from evalsite.analysis.run_views import top_errors
+from evalsite.analysis.run_views import ErrorCount, top_errors_of
 from evalsite.analysis.summary import RunSummary
-from evalsite.runlog.records import Case
 from evalsite.runlog.store import Run
 from evalsite.site import paths
 from evalsite.site.artifacts import ArtifactLink, run_artifacts
@@ -165,18 +164,18 @@ def _run_renderer(run: Run, baseline: str | None, edited: bool, excluded: str | 
     def render(kit: Kit) -> dict[str, bytes]:
         summary = kit.summaries[run.run_id]
         cases = kit.cases[run.run_id]
+        assert cases.texts is not None, "the build reads a run's own page's cases with their texts"
         dataset_id = run.header.dataset.dataset_id
-        data = run_data(run.run_id, cases, kit.inputs.critical_items(run, cases), limit=kit.settings.max_field_chars,
-                        redact=kit.settings.redact, item_pages=bool(dataset_id),
-                        part_chars=kit.settings.page_budget_bytes)
+        data = run_data(run.run_id, cases.columns, cases.texts, limit=kit.settings.max_field_chars,
+                        redact=kit.settings.redact, item_pages=bool(dataset_id), part_chars=kit.settings.page_budget_bytes)
         listing = CaseListing(
             folder=paths.run_data_index(run.run_id).removesuffix("index.js"),
             items=paths.items_folder(dataset_id) if dataset_id else None,
             page_size=kit.settings.cases_per_page,
             views=[ViewCount(name=name, label=label, count=data.counts[name]) for name, label in CASE_VIEWS],
         )
-        context = _run_page(run, summary, run_facts(run, summary), listing, kit.case_warnings.get(run.run_id, []))
-        context.top_errors = error_lines(cases)
+        context = _run_page(run, summary, run_facts(run, summary), listing, cases.warnings)
+        context.top_errors = error_lines(top_errors_of(cases.columns, cases.texts))
         context.judges = judge_names(run.header)
         context.edited, context.excluded = edited, excluded
         context.dataset_version, context.current = version.label, version.state != OLDER
@@ -187,9 +186,9 @@ def _run_renderer(run: Run, baseline: str | None, edited: bool, excluded: str | 
     return render
 
 
-def error_lines(cases: list[Case]) -> list[ErrorLine]:
-    """The error panel: :func:`evalsite.analysis.run_views.top_errors`, shaped for the page."""
-    return [ErrorLine(message=e.message, source=e.source, count=e.count, items=list(e.items)) for e in top_errors(cases)]
+def error_lines(errors: list[ErrorCount]) -> list[ErrorLine]:
+    """The error panel: :func:`evalsite.analysis.run_views.top_errors_of`, shaped for the page."""
+    return [ErrorLine(message=e.message, source=e.source, count=e.count, items=list(e.items)) for e in errors]
 
 
 def _run_page(run: Run, summary: RunSummary, facts: RunFacts, listing: CaseListing, warnings: list[str]) -> RunPage:
