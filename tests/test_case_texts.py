@@ -10,8 +10,8 @@ import random
 from pathlib import Path
 
 import pytest
+from case_lines_support import good_case, summary_text, write_lines
 from example_support import run_example
-from test_case_scan import good_case, summary_text, write_lines
 
 from evalsite.analysis import case_scan
 from evalsite.analysis.case_columns import natural_order

@@ -32,55 +32,55 @@ def add_to_cart(item):
 
 
 @pytest.fixture
-def project(runner_project, monkeypatch):
+def reset_project(runner_project, monkeypatch):
     (runner_project / "counter.py").write_text(COUNTER)
     monkeypatch.delitem(sys.modules, "counter", raising=False)  # another test's copy, counts and all
     return runner_project
 
 
-def outputs(project) -> dict[tuple[str, int], str]:
-    return {(c["item_id"], c["repeat"]): c["output"] for c in only_run(project).cases}
+def outputs(reset_project) -> dict[tuple[str, int], str]:
+    return {(c["item_id"], c["repeat"]): c["output"] for c in only_run(reset_project).cases}
 
 
-def run_counter(project, cli, rows, **schedule) -> None:
-    manifest = write_experiment(project, rows, [{"id": "counter", "target": "python:counter:count"}],
+def run_counter(reset_project, cli, rows, **schedule) -> None:
+    manifest = write_experiment(reset_project, rows, [{"id": "counter", "target": "python:counter:count"}],
                                 concurrency=1, repeat=2, schedule={"backoff_s": 0.01, **schedule})
     result = cli("run", manifest, "--allow-failures")
     assert result.exit_code == 0, result.output
 
 
-def test_without_reset_the_python_modules_state_carries_from_case_to_case(project, cli):
-    run_counter(project, cli, questions(3))
-    assert sorted(outputs(project).values(), key=int) == ["1", "2", "3", "4", "5", "6"]
-    assert only_run(project).header.raw["schedule"]["reset_state"] is False
+def test_without_reset_the_python_modules_state_carries_from_case_to_case(reset_project, cli):
+    run_counter(reset_project, cli, questions(3))
+    assert sorted(outputs(reset_project).values(), key=int) == ["1", "2", "3", "4", "5", "6"]
+    assert only_run(reset_project).header.raw["schedule"]["reset_state"] is False
 
 
-def test_with_reset_every_case_starts_from_a_fresh_module(project, cli):
-    run_counter(project, cli, questions(3), reset_state=True)
-    assert outputs(project) == {(f"q{i}", r): "1" for i in range(3) for r in range(2)}
-    assert only_run(project).header.raw["schedule"]["reset_state"] is True
+def test_with_reset_every_case_starts_from_a_fresh_module(reset_project, cli):
+    run_counter(reset_project, cli, questions(3), reset_state=True)
+    assert outputs(reset_project) == {(f"q{i}", r): "1" for i in range(3) for r in range(2)}
+    assert only_run(reset_project).header.raw["schedule"]["reset_state"] is True
     import counter  # the shared copy `import` keeps was loaded, and never counted a case
 
     assert counter.SEEN == []
 
 
-def test_with_reset_the_turns_of_one_case_still_share_it(project, cli):
-    run_counter(project, cli, [{"id": "t", "turns": ["a", "b", "c"], "expected": "3"}], reset_state=True)
-    assert [c["turn_outputs"] for c in only_run(project).cases] == [["1", "2", "3"]] * 2
+def test_with_reset_the_turns_of_one_case_still_share_it(reset_project, cli):
+    run_counter(reset_project, cli, [{"id": "t", "turns": ["a", "b", "c"], "expected": "3"}], reset_state=True)
+    assert [c["turn_outputs"] for c in only_run(reset_project).cases] == [["1", "2", "3"]] * 2
 
 
 @pytest.mark.parametrize("reset", [False, True])
-def test_an_http_targets_cookies_and_a_tool_handlers_state_stay_in_their_case(project, server, cli, reset):
+def test_an_http_targets_cookies_and_a_tool_handlers_state_stay_in_their_case(reset_project, server, cli, reset):
     call = {"id": "c1", "type": "function", "function": {"name": "add_to_cart", "arguments": '{"item": "tea"}'}}
     for n in range(2):
         server.script[f"question {n}"] = [{"tool_calls": [call], "headers": {"Set-Cookie": f"session=s{n}; Path=/"}},
                                           {"reply": f"echo: question {n}"}]
     arm = openai_arm(server, settings={"tool_handlers": {"add_to_cart": "counter:add_to_cart"}})
-    manifest = write_experiment(project, questions(2), [arm], concurrency=1,
+    manifest = write_experiment(reset_project, questions(2), [arm], concurrency=1,
                                 schedule={"backoff_s": 0.01, "reset_state": reset})
     assert cli("run", manifest).exit_code == 0
     carts = [next(m["content"] for m in c["transcript"] if m["role"] == "tool")
-             for c in sorted(only_run(project).cases, key=lambda c: c["item_id"])]
+             for c in sorted(only_run(reset_project).cases, key=lambda c: c["item_id"])]
     cookies = [call.headers.get("cookie") for call in server.calls]
     if reset:
         assert carts == ['{"items": 1}', '{"items": 1}']
@@ -90,8 +90,8 @@ def test_an_http_targets_cookies_and_a_tool_handlers_state_stay_in_their_case(pr
         assert cookies == [None, "session=s0", "session=s0", "session=s1"]
 
 
-def test_a_bad_value_is_one_line_naming_the_key(project, cli):
-    manifest = write_experiment(project, questions(1), [{"id": "counter", "target": "python:counter:count"}],
+def test_a_bad_value_is_one_line_naming_the_key(reset_project, cli):
+    manifest = write_experiment(reset_project, questions(1), [{"id": "counter", "target": "python:counter:count"}],
                                 schedule={"reset_state": "yes"})
     for command in (("run", manifest), ("validate",)):
         result = cli(*command)

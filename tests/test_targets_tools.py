@@ -41,28 +41,28 @@ def call(call_id: str, name: str, arguments: str) -> dict:
 
 
 @pytest.fixture
-def project(runner_project):
+def tools_project(runner_project):
     (runner_project / "weather.py").write_text(HANDLERS)
     return runner_project
 
 
-def run_one(project, server, cli, rows, *, settings=None, price=None, exit_code=0):
+def run_one(tools_project, server, cli, rows, *, settings=None, price=None, exit_code=0):
     arm = openai_arm(server, params={"tools": TOOLS}, settings={"tool_handlers": HANDLED, **(settings or {})})
     if price:
         arm["price"] = price
-    manifest = write_experiment(project, rows, [arm], evaluators=[{"type": "contains"}])
+    manifest = write_experiment(tools_project, rows, [arm], evaluators=[{"type": "contains"}])
     result = cli("run", manifest)
     assert result.exit_code == exit_code, result.output
-    (case,) = only_run(project).cases
+    (case,) = only_run(tools_project).cases
     return case
 
 
-def test_the_transcript_holds_every_call_its_result_and_each_round_trips_figures(project, server, cli):
+def test_the_transcript_holds_every_call_its_result_and_each_round_trips_figures(tools_project, server, cli):
     server.script[ASK] = [
         {"tool_calls": [call("call_1", "get_weather", '{"city": "Oslo"}'), call("call_2", "local_time", '{"city": "Oslo"}')]},
         {"reply": "It is -3 °C in Oslo at 14:05."},
     ]
-    case = run_one(project, server, cli, [{"id": "oslo", "input": ASK, "expected": "-3 °C"}],
+    case = run_one(tools_project, server, cli, [{"id": "oslo", "input": ASK, "expected": "-3 °C"}],
                    price={"input": 1.0, "output": 2.0})
     assert case["error"] is None and case["output"] == "It is -3 °C in Oslo at 14:05." and case["passed"] is True
     transcript = case["transcript"]
@@ -92,7 +92,7 @@ def test_the_transcript_holds_every_call_its_result_and_each_round_trips_figures
     assert second.body["tools"] == TOOLS and first.body["messages"] == [{"role": "user", "content": ASK}]
     assert case["request_ids"] == ["chatcmpl-2"] and case["finish_reason"] == "stop"
 
-    shown = conversation(only_run(project).cases[0], 10_000)
+    shown = conversation(only_run(tools_project).cases[0], 10_000)
     assert [(c["name"], c["arguments"]) for c in shown[1]["calls"]] == [
         ("get_weather", '{"city": "Oslo"}'), ("local_time", '{"city": "Oslo"}')]
     assert [m.get("answers") for m in shown[2:4]] == ["call_1", "call_2"]
@@ -117,13 +117,13 @@ def test_a_plain_answer_records_no_transcript(runner_project, server, cli):
     assert "transcript" not in case.raw and case["output"] == "echo: hello"
 
 
-def test_a_bad_call_is_answered_to_the_model_as_an_error(project, server, cli):
+def test_a_bad_call_is_answered_to_the_model_as_an_error(tools_project, server, cli):
     server.script[ASK] = [
         {"tool_calls": [call("a", "broken", "{}"), call("b", "no_such_tool", "{}"), call("c", "get_weather", "{oops"),
                         call("d", "get_weather", "[1]"), call("e", "get_weather", '{"town": "Oslo"}')]},
         {"reply": "Sorry, the tools failed."},
     ]
-    case = run_one(project, server, cli, [{"id": "oslo", "input": ASK, "expected": "Sorry"}])
+    case = run_one(tools_project, server, cli, [{"id": "oslo", "input": ASK, "expected": "Sorry"}])
     answers = [m["content"] for m in case["transcript"] if m["role"] == "tool"]
     assert answers[0] == "Error: RuntimeError: the weather service is down"
     assert answers[1] == "Error: no handler for tool 'no_such_tool' (settings.tool_handlers names broken, get_weather, local_time)"
@@ -133,9 +133,9 @@ def test_a_bad_call_is_answered_to_the_model_as_an_error(project, server, cli):
     assert case["output"] == "Sorry, the tools failed." and case["error"] is None
 
 
-def test_a_model_that_never_stops_calling_tools_ends_at_max_tool_rounds(project, server, cli):
+def test_a_model_that_never_stops_calling_tools_ends_at_max_tool_rounds(tools_project, server, cli):
     server.script[ASK] = [{"tool_calls": [call(f"c{n}", "get_weather", '{"city": "Oslo"}')]} for n in range(5)]
-    case = run_one(project, server, cli, [{"id": "oslo", "input": ASK, "expected": "x"}],
+    case = run_one(tools_project, server, cli, [{"id": "oslo", "input": ASK, "expected": "x"}],
                    settings={"max_tool_rounds": 2}, exit_code=1)
     assert len(server.calls) == 3
     assert case["error"] == "the model still called tools after 2 rounds (settings.max_tool_rounds)"
@@ -143,23 +143,23 @@ def test_a_model_that_never_stops_calling_tools_ends_at_max_tool_rounds(project,
     assert case["input_tokens"] is not None and case["output_tokens"] == 0, "the rounds' tokens still count"
 
 
-def test_a_failing_later_round_keeps_the_conversation_so_far(project, server, cli):
+def test_a_failing_later_round_keeps_the_conversation_so_far(tools_project, server, cli):
     server.script[ASK] = [{"tool_calls": [call("c1", "get_weather", '{"city": "Oslo"}')]}, {"status": 400, "message": "bad"}]
-    case = run_one(project, server, cli, [{"id": "oslo", "input": ASK, "expected": "x"}], exit_code=1)
+    case = run_one(tools_project, server, cli, [{"id": "oslo", "input": ASK, "expected": "x"}], exit_code=1)
     assert case["error"].startswith("round 2: HTTP 400")
     assert [m["role"] for m in case["transcript"]] == ["user", "assistant", "tool"]
 
 
-def test_a_replayed_conversation_carries_each_turns_tool_exchange(project, server, cli):
+def test_a_replayed_conversation_carries_each_turns_tool_exchange(tools_project, server, cli):
     server.script["weather?"] = [{"tool_calls": [call("c1", "get_weather", '{"city": "Oslo"}')]}, {"reply": "-3 °C."}]
-    case = run_one(project, server, cli, [{"id": "t", "turns": ["weather?", "and the time?"], "expected": "echo"}])
+    case = run_one(tools_project, server, cli, [{"id": "t", "turns": ["weather?", "and the time?"], "expected": "echo"}])
     transcript = case["transcript"]
     assert [m["role"] for m in transcript] == ["user", "assistant", "tool", "assistant", "user", "assistant"]
     assert case["turn_outputs"] == ["-3 °C.", "echo: and the time?"]
     last = server.calls[-1].body["messages"]
     assert [m["role"] for m in last] == ["user", "assistant", "tool", "assistant", "user"]
     assert not any("latency_ms" in m or "input_tokens" in m for m in last)
-    shown = conversation(only_run(project).cases[0], 10_000)
+    shown = conversation(only_run(tools_project).cases[0], 10_000)
     figures = case["turn_figures"]
     assert shown[5]["figures"]["input_tokens"] == figures[1]["input_tokens"], "turn 2's call on turn 2's reply"
     assert shown[3]["figures"]["input_tokens"] == transcript[3]["input_tokens"], "a round trip's own figures win"
@@ -173,40 +173,40 @@ def test_a_replayed_conversation_carries_each_turns_tool_exchange(project, serve
     ({"tool_handlers": {"w": "weather:get_weather"}, "max_tool_rounds": 0}, "settings.max_tool_rounds: needs a whole number >= 1, got '0' (target openai)"),
     ({"max_tool_rounds": 3}, "settings.max_tool_rounds: only read with settings.tool_handlers (target openai)"),
 ])
-def test_bad_tool_settings_are_refused_before_any_call(project, server, cli, settings, message):
-    manifest = write_experiment(project, [{"id": "q", "input": "hi", "expected": "x"}],
+def test_bad_tool_settings_are_refused_before_any_call(tools_project, server, cli, settings, message):
+    manifest = write_experiment(tools_project, [{"id": "q", "input": "hi", "expected": "x"}],
                                 [openai_arm(server, settings=settings)])
     result = cli("run", manifest)
     assert result.exit_code == 1 and message in result.output, result.output
     assert server.calls == []
 
 
-def test_validate_imports_no_handler_and_a_handler_that_fails_to_import_fails_its_case(project, server, cli):
-    (project / "loud.py").write_text("open('imported.txt', 'w').write('ran')\nraise RuntimeError('no config')\n"
+def test_validate_imports_no_handler_and_a_handler_that_fails_to_import_fails_its_case(tools_project, server, cli):
+    (tools_project / "loud.py").write_text("open('imported.txt', 'w').write('ran')\nraise RuntimeError('no config')\n"
                                      "def get_weather(city):\n    return 'x'\n")
     server.script[ASK] = [{"tool_calls": [call("c1", "get_weather", '{"city": "Oslo"}')]}]
-    manifest = write_experiment(project, [{"id": "oslo", "input": ASK, "expected": "x"}],
+    manifest = write_experiment(tools_project, [{"id": "oslo", "input": ASK, "expected": "x"}],
                                 [openai_arm(server, settings={"tool_handlers": {"get_weather": "loud:get_weather"}})])
     assert cli("validate").exit_code == 0
-    assert not (project / "imported.txt").exists(), "validate checks a handler in its source, never imports it"
+    assert not (tools_project / "imported.txt").exists(), "validate checks a handler in its source, never imports it"
     result = cli("run", manifest)
     assert result.exit_code == 1
-    (case,) = only_run(project).cases
+    (case,) = only_run(tools_project).cases
     assert case["error"] == ("TargetError: settings.tool_handlers.get_weather 'loud:get_weather': importing 'loud' "
                              "failed: RuntimeError: no config")
 
 
 @needs_browser
-def test_the_run_page_shows_every_turn_and_tool_call_of_a_live_case(project, server, cli, browser):
+def test_the_run_page_shows_every_turn_and_tool_call_of_a_live_case(tools_project, server, cli, browser):
     from selenium.webdriver.common.by import By
 
     server.script["weather?"] = [{"tool_calls": [call("c1", "get_weather", '{"city": "Oslo"}'),
                                                  call("c2", "local_time", '{"city": "Oslo"}')]}, {"reply": "-3 °C."}]
     server.script["and the time?"] = [{"tool_calls": [call("c3", "local_time", '{"city": "Oslo"}')]}, {"reply": "14:05."}]
-    run_one(project, server, cli, [{"id": "t", "turns": ["weather?", "and the time?"], "expected": "14:05"}])
-    build_site(find_project(project))
-    site = project / "site"
-    browser.get((site / paths.run(only_run(project).header.run_id)).as_uri())
+    run_one(tools_project, server, cli, [{"id": "t", "turns": ["weather?", "and the time?"], "expected": "14:05"}])
+    build_site(find_project(tools_project))
+    site = tools_project / "site"
+    browser.get((site / paths.run(only_run(tools_project).header.run_id)).as_uri())
     (summary,) = drawn(browser, "details.transcript summary")
     assert summary.text == "Transcript: 9 messages, 3 tool calls"
     summary.click()

@@ -122,6 +122,7 @@ class ScheduleSpec(TypedDict, total=False):
     parallel_arms: int
     pause_between_s: float
     runner: Literal["local", "ray"]
+    reset_state: bool
 
 
 class InfraSpec(TypedDict, total=False):
