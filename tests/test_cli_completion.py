@@ -52,7 +52,8 @@ def test_a_run_argument_completes_to_the_run_ids_newest_first_then_arm_at_latest
     arms = [run_id.split("-")[1] for run_id in ids]
     expected = [f"plain,{run_id}" for run_id in ids] + [f"plain,{arm}@latest" for arm in arms]
     for words in ("evalsite show ", "evalsite compare ", "evalsite compare x --baseline ", "evalsite family-test x --vs ",
-                  "evalsite noise ", "evalsite ci summary ", "evalsite runs --exclude "):
+                  "evalsite noise ", "evalsite ci summary ", "evalsite runs --exclude ",
+                  "evalsite run experiments/example.yaml --resume ", "evalsite run experiments/example.yaml --baseline "):
         assert complete(words, completion_project) == expected, words
     assert complete("evalsite show rev", completion_project) == ["plain,reverse@latest"]
     assert complete(f"evalsite show {ids[0][:-3]}", completion_project) == [f"plain,{ids[0]}"]

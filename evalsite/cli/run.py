@@ -14,6 +14,7 @@ import click
 from evalsite.analysis.ci_files import write_summary
 from evalsite.analysis.rows import pick_rows
 from evalsite.api import BatchResult, CacheMode, Depth, Executor, FailOn, Until, run_experiment
+from evalsite.cli.complete import complete_runs
 from evalsite.cli.console import CONSOLE, info
 from evalsite.cli.export import CSV, HTML, JSON, JUNIT, MARKDOWN, OutputFile, Result, output_option, write_output
 from evalsite.cli.output import print_json, print_table, warn
@@ -118,12 +119,12 @@ RUN_COLUMNS = {name: name for name in ("run_id", "arm", "status", "cases", "erro
               metavar="USD", help="Start no new call once this many dollars are spent (over limits.max_cost_usd).")
 @click.option("--timeout", "timeout", metavar="DURATION", callback=_duration,
               help="Stop starting calls this long in (90, 2s, 30m, 1.5h; over limits.timeout_s): status timed_out, resumable.")
-@click.option("--resume", metavar="RUN", help="Continue an interrupted or stopped run, skipping its recorded cases.")
+@click.option("--resume", metavar="RUN", shell_complete=complete_runs, help="Continue an interrupted or stopped run, skipping its recorded cases.")
 @click.option("--cache", "cache_mode", type=click.Choice(get_args(CacheMode)),
               help="Response cache mode (over the manifest's emulation.cache).")
 @click.option("--allow-failures", is_flag=True,
               help="Exit 0 when every run finished and every critical row passed, even if other items failed.")
-@click.option("--baseline", metavar="RUN|promoted",
+@click.option("--baseline", metavar="RUN|promoted", shell_complete=complete_runs,
               help="When the batch completes, compare each run with RUN, or with its arm's promoted baseline.")
 @click.option("--fail-on", type=click.Choice(get_args(FailOn)),
               help="With --baseline: exit 1 when a comparison's gate fails or a baseline is not comparable.")
