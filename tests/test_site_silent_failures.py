@@ -80,3 +80,23 @@ def test_serve_stops_cleanly_on_ctrl_c(example_with_runs, tmp_path, moment):
     assert process.returncode in (0, 130), err
     assert "Aborted!" not in err and "Traceback" not in err, err
     assert list(tmp.glob("evalsite-serve-*")) == []
+
+
+def test_a_ctrl_c_as_the_temporary_folder_is_made_leaves_no_folder(example_with_runs, tmp_path, monkeypatch):
+    """The interrupt lands after mkdtemp has made the folder but before its name is returned."""
+    import tempfile
+
+    from evalsite.project import find_project
+    from evalsite.site.serve import serve
+
+    real_mkdtemp = tempfile.mkdtemp
+
+    def interrupted_mkdtemp(**kwargs):
+        real_mkdtemp(**kwargs)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(tempfile, "mkdtemp", interrupted_mkdtemp)
+    with pytest.raises(KeyboardInterrupt):
+        serve(find_project(example_with_runs), port=0, report=lambda message: None)
+    assert list(tmp_path.glob("evalsite-serve-*")) == []

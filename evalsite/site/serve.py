@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import os
+import secrets
 import shutil
 import tempfile
 import threading
@@ -232,11 +233,15 @@ def serve(project: Project, *, port: int = 8000, out_dir: Path | None = None, de
           report: Callable[[str], None] = print) -> LiveSite:
     """Build and start serving; the caller stops it with :meth:`LiveSite.stop`. Without ``out_dir``
     the site is built in a temporary folder (so the published ``site/`` never holds the reload script)."""
-    folder = Path(out_dir) if out_dir else Path(tempfile.mkdtemp(prefix="evalsite-serve-")) / "site"
-    live = LiveSite(project.root.resolve(), folder.resolve(), port, debounce, report, temporary=out_dir is None)
+    # A Ctrl-C can land between mkdtemp creating the folder and its name reaching a variable, so on
+    # failure the folder is found again by a prefix unique to this call, not by the variable.
+    prefix = f"evalsite-serve-{secrets.token_hex(6)}-"
     try:
+        folder = Path(out_dir) if out_dir else Path(tempfile.mkdtemp(prefix=prefix)) / "site"
+        live = LiveSite(project.root.resolve(), folder.resolve(), port, debounce, report, temporary=out_dir is None)
         return live.start()
     except BaseException:
         if out_dir is None:
-            shutil.rmtree(folder.parent, ignore_errors=True)
+            for leftover in Path(tempfile.gettempdir()).glob(f"{prefix}*"):
+                shutil.rmtree(leftover, ignore_errors=True)
         raise
