@@ -9,7 +9,7 @@ docs/reference/importers/inspect.md.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from evalsite.errors import SourceError
@@ -30,7 +30,7 @@ from evalsite.execute.importers.source_records import (
     value_at,
 )
 from evalsite.execute.importers.writer import SourceImport
-from evalsite.jsonshape import mapping
+from evalsite.jsonshape import JSONObject, mapping
 from evalsite.runlog.records import RunStatus
 
 TOOL = "inspect_ai"
@@ -64,7 +64,7 @@ def read_inspect(source: SourceImport, options: ImportOptions) -> None:
 class _Positions:
     """Each sample id's position in ``eval.dataset.sample_ids``, read once the header is known."""
 
-    def __init__(self, header_of):
+    def __init__(self, header_of: Callable[[], JSONObject]):
         self._header_of = header_of
         self._positions: dict[str, int] | None = None
 
@@ -85,14 +85,14 @@ class _JsonFile:
         self._stream = JsonArrayStream(source.path, ("samples",), source.label, skip=("reductions",))
         self.positions = _Positions(lambda: self._stream.rest)
 
-    def __iter__(self) -> Iterator[tuple[str, dict]]:
+    def __iter__(self) -> Iterator[tuple[str, JSONObject]]:
         for index, sample in enumerate(self._stream):
             if index == 0:
                 _check_version(self.source, self._stream.rest, required=False)
             yield f"{self.source.label}: samples[{index}]", sample
 
     @property
-    def header(self) -> dict:
+    def header(self) -> JSONObject:
         return self._stream.rest
 
     @property
@@ -120,7 +120,7 @@ class _EvalFile:
             raise SourceError(f"{source.label}: header.json is not an object")
         self.positions = _Positions(lambda: self.header)
 
-    def __iter__(self) -> Iterator[tuple[str, dict]]:
+    def __iter__(self) -> Iterator[tuple[str, JSONObject]]:
         with self._log as log:
             _check_version(self.source, self.header, required=True)
             names = log.names()
@@ -130,13 +130,13 @@ class _EvalFile:
             if not samples:
                 yield from self._summaries(log, names)
 
-    def _member_order(self, name: str) -> tuple:
+    def _member_order(self, name: str) -> tuple[int, float, str]:
         matched = SAMPLE_MEMBER.match(name)  # only sample members are sorted
         sample_id, epoch = matched.groups() if matched else (name, "0")
         position = self.positions.get(sample_id)
         return int(epoch), float("inf") if position is None else position, name
 
-    def _summaries(self, log: EvalZip, names: list[str]) -> Iterator[tuple[str, dict]]:
+    def _summaries(self, log: EvalZip, names: list[str]) -> Iterator[tuple[str, JSONObject]]:
         """Without sample members (``--no-log-samples``) the summaries still hold every score."""
         if "summaries.json" in names:
             members = ["summaries.json"]
@@ -151,7 +151,7 @@ class _EvalFile:
                 yield f"{self.source.label}: {name}[{index}]", summary
 
 
-def _check_version(source: SourceImport, header: dict, *, required: bool) -> None:
+def _check_version(source: SourceImport, header: JSONObject, *, required: bool) -> None:
     if "version" not in header:
         if required:
             raise SourceError(f"{source.label}: the log has no 'version' field: not an Inspect log")
@@ -179,7 +179,7 @@ def grade(value: Any) -> tuple[float | None, bool | None, str | None, str | None
     return number, bool(value) if isinstance(value, bool) else None, None, None
 
 
-def _scores(sample: dict) -> list[SourceScore]:
+def _scores(sample: JSONObject) -> list[SourceScore]:
     scores = []
     for scorer, result in (sample.get("scores") or {}).items():
         result = result if isinstance(result, dict) else {"value": result}
@@ -205,7 +205,7 @@ def _sent_prompt(messages: Any) -> Any:
     return prompt_text(messages[:end])
 
 
-def _tokens(sample: dict, output: dict) -> tuple[int | None, int | None]:
+def _tokens(sample: JSONObject, output: JSONObject) -> tuple[int | None, int | None]:
     usage = output.get("usage")
     if not isinstance(usage, dict):
         per_model = [u for u in (sample.get("model_usage") or {}).values() if isinstance(u, dict)]
@@ -240,7 +240,7 @@ def _case(sample: Any, positions: _Positions, where: str) -> SourceCase:
     ), where)
 
 
-def _spec(eval_spec: dict, header: dict) -> dict:
+def _spec(eval_spec: JSONObject, header: JSONObject) -> JSONObject:
     """The eval spec minus what differs between two identical runs (ids, times, machine paths)."""
     dataset = mapping(eval_spec.get("dataset"))
     return {
@@ -257,7 +257,7 @@ def _without_location(arguments: Any, location: Any) -> Any:
     return {k: ("<dataset location>" if v == location else v) for k, v in arguments.items()}
 
 
-def _reported(results: Any) -> dict:
+def _reported(results: Any) -> JSONObject:
     if not isinstance(results, dict):
         return {}
     scores = {
@@ -267,7 +267,7 @@ def _reported(results: Any) -> dict:
     return {"scores": scores, **{k: results.get(k) for k in ("total_samples", "completed_samples", "headline")}}
 
 
-def _run(source: SourceImport, header: dict, truncated: bool, scorers: set[str], options: ImportOptions) -> SourceRun:
+def _run(source: SourceImport, header: JSONObject, truncated: bool, scorers: set[str], options: ImportOptions) -> SourceRun:
     eval_spec = mapping(header.get("eval"))
     if options.arm_from:
         arm = arm_from(header, options.arm_from, source.label)

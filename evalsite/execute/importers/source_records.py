@@ -13,7 +13,7 @@ from typing import Any
 
 from evalsite.errors import SourceError
 from evalsite.execute.importers.evalzip import DEFAULT_MAX_MEMBER_BYTES
-from evalsite.jsonshape import MISSING, field_at
+from evalsite.jsonshape import MISSING, JSONObject, JSONValue, field_at
 from evalsite.runlog.fields import shown
 from evalsite.runlog.records import MAX_REPEAT_INDEX, SCORE_RANGES, RunStatus, out_of_range, range_problem
 from evalsite.runlog.secrets import looks_secret
@@ -44,7 +44,7 @@ class SourceItem:
     order: float | None = None  # position in the source's dataset, when the source says
     key: str | None = None  # tells apart items without an id (lm-eval's doc_id); else their content does
 
-    def row(self) -> dict:
+    def row(self) -> JSONObject:
         """The identity row, leaving out what the source did not record (as a dataset file would)."""
         row = {"id": self.id, "input": self.input, "expected": self.expected}
         return {key: value for key, value in row.items() if value is not None}
@@ -94,20 +94,20 @@ class SourceRun:
     experiment: str
     tool: str
     tool_version: str | None
-    config: dict
+    config: JSONObject
     prompt: Any = None
     scorers: dict[str, Any] = field(default_factory=dict)  # run-level identity per evaluator name
-    spec: dict = field(default_factory=dict)  # the source's settings a number depends on
-    code: dict = field(default_factory=lambda: {"commit": None, "dirty": None})
-    environment: dict = field(default_factory=dict)
+    spec: JSONObject = field(default_factory=dict)  # the source's settings a number depends on
+    code: JSONObject = field(default_factory=lambda: {"commit": None, "dirty": None})
+    environment: JSONObject = field(default_factory=dict)
     status: RunStatus = RunStatus.COMPLETED
     source_status: str | None = None
     source_error: str | None = None
     started_at: str | None = None
     ended_at: str | None = None
     dataset_location: str | None = None
-    reported: dict = field(default_factory=dict)  # the tool's own aggregates for this run
-    ids: dict = field(default_factory=dict)  # the source's run identifiers (eval id, run id)
+    reported: JSONObject = field(default_factory=dict)  # the tool's own aggregates for this run
+    ids: JSONObject = field(default_factory=dict)  # the source's run identifiers (eval id, run id)
 
 
 def value_at(record: Any, dotted: str, default: Any = None) -> Any:
@@ -169,7 +169,7 @@ def redact(value: Any) -> Any:
     return value
 
 
-def prompt_text(messages: list) -> Any:
+def prompt_text(messages: list[JSONValue]) -> Any:
     """Chat messages as ``{role, content}``; a lone user message with text content becomes that text."""
     sent = [{"role": m.get("role"), "content": m.get("content")} for m in messages if isinstance(m, dict)]
     if len(sent) == 1 and sent[0]["role"] == "user" and isinstance(sent[0]["content"], str):
