@@ -23,6 +23,7 @@ from evalsite.execute.importers.source_records import (
     SourceScore,
     arm_from,
     checked_numbers,
+    elements,
     finite_number,
     optional_int,
     prompt_text,
@@ -108,16 +109,15 @@ class _EvalFile:
         self.truncated = False
         self._log = EvalZip(source.path, source.label, max_member_bytes)
         names = set(self._log.names())
-        if "header.json" in names:
-            self.header = self._log.read_json("header.json")
-        elif "_journal/start.json" in names:
-            self.header = {**self._log.read_json("_journal/start.json"), "status": "started"}
-        else:
+        member = next((name for name in ("header.json", "_journal/start.json") if name in names), None)
+        if member is None:
             self._log.close()
             raise SourceError(f"{source.label}: no header.json or _journal/start.json: not an Inspect .eval log")
-        if not isinstance(self.header, dict):
+        header = self._log.read_json(member)
+        if not isinstance(header, dict):
             self._log.close()
-            raise SourceError(f"{source.label}: header.json is not an object")
+            raise SourceError(f"{source.label}: {member} is not an object")
+        self.header: JSONObject = header if member == "header.json" else {**header, "status": "started"}
         self.positions = _Positions(lambda: self.header)
 
     def __iter__(self) -> Iterator[tuple[str, JSONObject]]:
@@ -181,7 +181,7 @@ def grade(value: Any) -> tuple[float | None, bool | None, str | None, str | None
 
 def _scores(sample: JSONObject) -> list[SourceScore]:
     scores = []
-    for scorer, result in (sample.get("scores") or {}).items():
+    for scorer, result in mapping(sample.get("scores")).items():
         result = result if isinstance(result, dict) else {"value": result}
         value = result.get("value")
         parts = value.items() if isinstance(value, dict) else [(None, value)]
@@ -208,7 +208,7 @@ def _sent_prompt(messages: Any) -> Any:
 def _tokens(sample: JSONObject, output: JSONObject) -> tuple[int | None, int | None]:
     usage = output.get("usage")
     if not isinstance(usage, dict):
-        per_model = [u for u in (sample.get("model_usage") or {}).values() if isinstance(u, dict)]
+        per_model = [u for u in mapping(sample.get("model_usage")).values() if isinstance(u, dict)]
         if not per_model:
             return None, None
         usage = {k: sum(optional_int(u.get(k)) or 0 for u in per_model) for k in ("input_tokens", "output_tokens")}
@@ -261,8 +261,8 @@ def _reported(results: Any) -> JSONObject:
     if not isinstance(results, dict):
         return {}
     scores = {
-        entry.get("name"): {m: value_at(metric, "value") for m, metric in (entry.get("metrics") or {}).items()}
-        for entry in results.get("scores") or [] if isinstance(entry, dict)
+        entry.get("name"): {m: value_at(metric, "value") for m, metric in mapping(entry.get("metrics")).items()}
+        for entry in elements(results.get("scores")) if isinstance(entry, dict)
     }
     return {"scores": scores, **{k: results.get(k) for k in ("total_samples", "completed_samples", "headline")}}
 
@@ -287,7 +287,7 @@ def _run(source: SourceImport, header: JSONObject, truncated: bool, scorers: set
         source.warn(f"the log's status is {raw_status!r}: imported as {status}")
     if header.get("invalidated"):
         source.warn("the log is marked invalidated")
-    declared = {s.get("name"): s for s in eval_spec.get("scorers") or [] if isinstance(s, dict)}
+    declared = {s.get("name"): s for s in elements(eval_spec.get("scorers")) if isinstance(s, dict)}
     revision = mapping(eval_spec.get("revision"))
     packages = mapping(eval_spec.get("packages"))
     error = header.get("error")

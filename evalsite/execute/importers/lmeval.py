@@ -26,6 +26,7 @@ from evalsite.execute.importers.source_records import (
     SourceScore,
     arm_from,
     checked_numbers,
+    elements,
     finite_number,
     optional_int,
     prompt_text,
@@ -66,7 +67,9 @@ def read_lmeval(source: SourceImport, options: ImportOptions) -> None:
     stamp = source.path.stem.removeprefix("results_")
     arm = _arm(results, source, options)
     for task, task_config in results["configs"].items():
-        samples = source.path.with_name(f"samples_{task}_{stamp}.jsonl")
+        if not isinstance(task_config, dict):
+            raise SourceError(f"{source.label}: configs[{task!r}] is not an object")
+        samples = _samples_file(source, task, stamp)
         if not samples.is_file():
             raise SourceError(f"{source.label}: no {samples.name} beside it; lm-eval writes per-document "
                               "samples only when run with --log_samples")
@@ -82,6 +85,14 @@ def read_lmeval(source: SourceImport, options: ImportOptions) -> None:
             raise SourceError(f"{samples}: no documents in the samples file")
         status = _status(source, results, task, documents, lines.truncated)
         source.describe(task, _run(results, task, task_config, arm, scores, status))
+
+
+def _samples_file(source: SourceImport, task: str, stamp: str) -> Path:
+    """The per-document samples lm-eval wrote beside the results for ``task``."""
+    try:
+        return source.path.with_name(f"samples_{task}_{stamp}.jsonl")
+    except ValueError:  # a task name holding a path separator names no file beside it
+        raise SourceError(f"{source.label}: task name {task!r} cannot name a samples file") from None
 
 
 def _load_results(source: SourceImport) -> JSONObject:
@@ -129,7 +140,7 @@ def _arm(results: JSONObject, source: SourceImport, options: ImportOptions) -> s
 
 def _scan(samples: Path, task_config: JSONObject) -> _TaskScores:
     scores = _TaskScores()
-    declared = [m.get("metric") for m in task_config.get("metric_list") or [] if isinstance(m, dict)]
+    declared = [m.get("metric") for m in elements(task_config.get("metric_list")) if isinstance(m, dict)]
     for number, line in JsonLines(samples):
         doc_id = line.get("doc_id")
         if not isinstance(doc_id, int):
@@ -137,7 +148,7 @@ def _scan(samples: Path, task_config: JSONObject) -> _TaskScores:
         filter_name = str(line.get("filter", NO_FILTER))
         if filter_name not in scores.filters:
             scores.filters.append(filter_name)
-        for metric in line.get("metrics") or [m for m in declared if m in line]:
+        for metric in elements(line.get("metrics")) or [m for m in declared if m in line]:
             name = metric if filter_name == NO_FILTER else f"{metric},{filter_name}"
             value = finite_number(line.get(metric))
             if value is None:
@@ -237,13 +248,17 @@ def _times(results: JSONObject) -> tuple[str | None, str | None]:
     return _as_iso(started), None if duration is None else _as_iso(started + duration)
 
 
-def _as_iso(seconds: float) -> str:
-    return iso(datetime.fromtimestamp(seconds, UTC))
+def _as_iso(seconds: float) -> str | None:
+    """A Unix time as ISO text; ``None`` past what a date can hold (or not a number: NaN)."""
+    try:
+        return iso(datetime.fromtimestamp(seconds, UTC))
+    except (OverflowError, OSError, ValueError):
+        return None
 
 
 def _metric_spec(task_config: JSONObject, metric: str, filter_name: str) -> JSONObject:
-    metric_list = [m for m in task_config.get("metric_list") or [] if isinstance(m, dict) and m.get("metric") == metric]
-    filters = [f for f in task_config.get("filter_list") or [] if isinstance(f, dict) and f.get("name") == filter_name]
+    metric_list = [m for m in elements(task_config.get("metric_list")) if isinstance(m, dict) and m.get("metric") == metric]
+    filters = [f for f in elements(task_config.get("filter_list")) if isinstance(f, dict) and f.get("name") == filter_name]
     return {"metric": metric_list[0] if metric_list else metric, "filter": filters[0] if filters else filter_name}
 
 

@@ -178,7 +178,9 @@ def _scores(result: JSONObject, where: str) -> list[SourceScore]:
         raise SourceError(f"{where}: gradingResult.componentResults is not a list")
     scores: list[SourceScore] = []
     seen: dict[str, int] = {}
-    for component in components:
+    for index, component in enumerate(components):
+        if not isinstance(component, dict):
+            raise SourceError(f"{where}: gradingResult.componentResults[{index}] is not an object")
         assertion = mapping(component.get("assertion"))
         kind = str(assertion.get("type") or "assertion")
         base = str(assertion.get("metric") or kind)
@@ -197,7 +199,7 @@ def _scores(result: JSONObject, where: str) -> list[SourceScore]:
 
 def _case(result: JSONObject, key: str, where: str) -> SourceCase:
     response = mapping(result.get("response"))
-    usage = response.get("tokenUsage") or result.get("tokenUsage") or {}
+    usage = mapping(response.get("tokenUsage")) or mapping(result.get("tokenUsage"))
     scores = _scores(result, where)
     cost = finite_number(result.get("cost"))
     latency = result.get("latencyMs", response.get("latencyMs"))

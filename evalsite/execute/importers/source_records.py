@@ -110,6 +110,12 @@ class SourceRun:
     ids: JSONObject = field(default_factory=dict)  # the source's run identifiers (eval id, run id)
 
 
+def elements(value: Any) -> list[Any]:
+    """``value`` when it is a JSON array, else an empty one: a missing or malformed list reads as
+    having no elements (as :func:`~evalsite.jsonshape.mapping` reads an object)."""
+    return value if isinstance(value, list) else []
+
+
 def value_at(record: Any, dotted: str, default: Any = None) -> Any:
     """Like :func:`field_at`, with ``default`` for a missing field."""
     value = field_at(record, dotted)
