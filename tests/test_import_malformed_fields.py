@@ -1,7 +1,8 @@
 """A block of an imported source that is not the JSON type its tool writes: read as absent (as
 :func:`evalsite.jsonshape.mapping` reads a block that is not an object), or, where nothing can be
 read without it, refused in one line naming it. Each of these used to escape ``evalsite import``
-as an AttributeError, TypeError, ValueError or OverflowError traceback."""
+as an AttributeError, TypeError, ValueError or OverflowError traceback, or (a text field holding
+another type) to write a run whose reader then skipped the case."""
 
 from __future__ import annotations
 
@@ -100,6 +101,14 @@ def eval_log_without_header(folder: Path) -> Path:
     return path
 
 
+def plain_rows(folder: Path, row: dict[str, Any]) -> Path:
+    folder.mkdir()
+    path = folder / "rows.jsonl"
+    path.write_text(json.dumps({"id": "q1", "input": "x", "output": "y", "score": 1}) + "\n" + json.dumps(row) + "\n",
+                    encoding="utf-8")
+    return path
+
+
 def component_not_an_object(document: dict[str, Any]) -> None:
     document["results"]["results"][0]["gradingResult"]["componentResults"] = [1]
 
@@ -115,6 +124,14 @@ def rename_task(results: dict[str, Any]) -> None:
     ("lm-eval", lambda folder: lmeval_results(folder, lambda r: r["configs"].update({LMEVAL_TASK: 5})),
      f"configs[{LMEVAL_TASK!r}] is not an object"),
     ("lm-eval", lambda folder: lmeval_results(folder, rename_task), "task name 'a/b' cannot name a samples file"),
+    # a text field holding a number: the run was written, then its reader skipped the case line
+    ("jsonl", lambda folder: plain_rows(folder, {"id": "q2", "output": "y", "finish_reason": 5}),
+     "line 2: finish_reason=5 is not text; a run cannot record it"),
+    ("jsonl", lambda folder: plain_rows(folder, {"id": "q2", "scores": {"s": {"score": 1, "label": [3]}}}),
+     "line 2: score 's': label=[3] is not text; a run cannot record it"),
+    ("promptfoo", lambda folder: promptfoo_results(
+        folder, lambda document: document["results"]["results"][1]["response"].update(finishReason=5)),
+     "results.results[1]: finish_reason=5 is not text; a run cannot record it"),
 ])
 def test_a_malformed_block_nothing_can_be_read_without_is_refused_in_one_line(import_project, cli, tmp_path,
                                                                               format_name, write, message):

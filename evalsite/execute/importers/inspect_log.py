@@ -22,7 +22,7 @@ from evalsite.execute.importers.source_records import (
     SourceRun,
     SourceScore,
     arm_from,
-    checked_numbers,
+    checked_case,
     elements,
     finite_number,
     optional_int,
@@ -224,7 +224,7 @@ def _case(sample: Any, positions: _Positions, where: str) -> SourceCase:
     epoch = optional_int(sample.get("epoch"))
     seconds = finite_number(output.get("time"))
     input_tokens, output_tokens = _tokens(sample, output)
-    return checked_numbers(SourceCase(
+    return checked_case(SourceCase(
         run=RUN_KEY,
         item=SourceItem(sample_id, sample.get("input"), sample.get("target"), positions.get(sample_id)),
         repeat=None if epoch is None else epoch - 1,

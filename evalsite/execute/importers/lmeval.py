@@ -25,7 +25,7 @@ from evalsite.execute.importers.source_records import (
     SourceRun,
     SourceScore,
     arm_from,
-    checked_numbers,
+    checked_case,
     elements,
     finite_number,
     optional_int,
@@ -191,7 +191,7 @@ def _sent(arguments: Any) -> Any:
 def _case(line: JSONObject, task: str, scores: _TaskScores, where: str) -> SourceCase:
     doc_id, doc = line["doc_id"], line.get("doc")
     own_id = doc.get("id") if isinstance(doc, dict) else None
-    return checked_numbers(SourceCase(
+    return checked_case(SourceCase(
         run=task,
         item=SourceItem(
             id=str(own_id) if own_id is not None else None,

@@ -24,7 +24,7 @@ from evalsite.execute.importers.source_records import (
     SourceRun,
     SourceScore,
     arm_from,
-    checked_numbers,
+    checked_case,
     finite_number,
 )
 from evalsite.execute.importers.writer import SourceImport
@@ -115,7 +115,7 @@ def _case(row: JSONObject, where: str, options: ImportOptions, default_arm: str)
     item_id = row.get("id") if row.get("id") is not None else row.get("item_id")
     if item_id is None and row.get("input") is None:
         raise SourceError(f"{where}: neither 'id' nor 'input': cannot tell which item this row is")
-    return checked_numbers(SourceCase(
+    return checked_case(SourceCase(
         run=arm,
         item=SourceItem(None if item_id is None else str(item_id), row.get("input"), row.get("expected")),
         repeat=_integer(row, "repeat", where),

@@ -23,7 +23,7 @@ from evalsite.execute.importers.source_records import (
     SourceRun,
     SourceScore,
     arm_from,
-    checked_numbers,
+    checked_case,
     field_at,
     finite_number,
     optional_int,
@@ -203,7 +203,7 @@ def _case(result: JSONObject, key: str, where: str) -> SourceCase:
     scores = _scores(result, where)
     cost = finite_number(result.get("cost"))
     latency = result.get("latencyMs", response.get("latencyMs"))
-    return checked_numbers(SourceCase(
+    return checked_case(SourceCase(
         run=key,
         item=_item(result),
         input=value_at(result, "prompt.raw"),

@@ -140,11 +140,12 @@ def finite_number(value: Any) -> float | None:
     return None
 
 
-def checked_numbers(case: SourceCase, where: str) -> SourceCase:
-    """``case`` when its every number is one a run may record (the run log's ranges,
-    :data:`evalsite.runlog.records.CASE_RANGES`), else a :class:`SourceError` naming ``where``
-    (the source file and record) and the number: a source's ``cost: 1e308`` would overflow
-    every sum of its run."""
+def checked_case(case: SourceCase, where: str) -> SourceCase:
+    """``case`` when a run may record it, else a :class:`SourceError` naming ``where`` (the source
+    file and record) and the field: every number in the run log's ranges
+    (:data:`evalsite.runlog.records.CASE_RANGES`: a source's ``cost: 1e308`` would overflow every
+    sum of its run) and every text field text or null (the reader skips a case line whose
+    ``finish_reason`` is ``5``)."""
     numbers = {"latency_ms": case.latency_ms, "input_tokens": case.input_tokens, "output_tokens": case.output_tokens,
                "cost_usd": case.cost_usd, "score": case.score}
     problems = [range_problem(key, numbers[key]) for key in out_of_range(numbers)]
@@ -152,9 +153,18 @@ def checked_numbers(case: SourceCase, where: str) -> SourceCase:
                  for score in case.scores if out_of_range({"score": score.value}, SCORE_RANGES)]
     if case.repeat is not None and not 0 <= case.repeat <= MAX_REPEAT_INDEX:
         problems.append(f"repeat={shown(case.repeat)} is out of range (0 to {MAX_REPEAT_INDEX})")
+    problems += _not_text({"error": case.error, "finish_reason": case.finish_reason, "started_at": case.started_at})
+    problems += [f"score {score.evaluator!r}: {problem}" for score in case.scores
+                 for problem in _not_text({"label": score.label, "detail": score.detail, "error": score.error})]
     if problems:
         raise SourceError(f"{where}: {problems[0]}; a run cannot record it")
     return case
+
+
+def _not_text(fields: dict[str, object]) -> list[str]:
+    """What a reader put in a text field from a source's other JSON type: ``finish_reason=5 is not text``."""
+    return [f"{key}={shown(value)} is not text" for key, value in fields.items()
+            if value is not None and not isinstance(value, str)]
 
 
 def optional_int(value: Any) -> int | None:
