@@ -207,3 +207,18 @@ def test_an_eval_steps_judge_spends_against_the_batchs_ceiling(study_project, cl
     assert run.footer.raw["cost_ceiling"]["spent_usd"] == pytest.approx(0.03)
     metrics = json.loads((run.directory / "items/q0/repeat-0/metrics.json").read_text())
     assert metrics["scoring_cost_usd"] == 0.01 and metrics["score.judged"] == pytest.approx(0.9)  # 9 on the default 0-10 scale
+
+
+def test_a_row_that_is_not_a_json_object_is_refused_naming_its_file(tmp_path):
+    from evalsite.execute.builtin_steps import StepFailed, read_rows
+
+    lines = tmp_path / "metrics.jsonl"
+    lines.write_text('{"score": 1}\n\n"text"\n', encoding="utf-8")  # gather used to split "text" into columns t, e, x
+    with pytest.raises(StepFailed, match=r"metrics\.jsonl: row 2 is a str, not a JSON object$"):
+        read_rows(lines)
+    whole = tmp_path / "metrics.json"
+    whole.write_text('[{"score": 1}, [2]]', encoding="utf-8")
+    with pytest.raises(StepFailed, match=r"metrics\.json: row 2 is a list, not a JSON object$"):
+        read_rows(whole)
+    whole.write_text('{"score": 1}', encoding="utf-8")
+    assert read_rows(whole) == [{"score": 1}]

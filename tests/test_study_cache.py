@@ -134,6 +134,19 @@ def test_concurrent_writers_of_one_key_never_collide(tmp_path):
     assert not list(tmp_path.glob("*/*.tmp"))
 
 
+def test_an_entry_that_is_not_a_json_object_reads_as_unreadable(tmp_path):
+    from evalsite.execute.cache import ResponseCache
+
+    cache = ResponseCache(tmp_path)
+    cache.put("cd" * 32, {"target": "mock", "recorded_at": "2000-01-01T00:00:00+00:00"})
+    cache.path("ab" * 32).parent.mkdir(parents=True)
+    cache.path("ab" * 32).write_text("[1, 2]", encoding="utf-8")  # valid JSON, not an entry: stats used to crash
+    assert cache.get("ab" * 32) is None and cache.get("cd" * 32)["target"] == "mock"
+    stats = cache.stats()
+    assert stats["entries"] == 2 and stats["by_target"] == {"?": 1, "mock": 1}
+    assert cache.prune(1) == 2  # an unreadable entry counts as the oldest
+
+
 def test_identical_arms_do_not_share_responses(runner_project, server, cli):
     arms = [openai_arm(server, "a1"), openai_arm(server, "a2")]
     manifest = write_experiment(runner_project, questions(1), arms, emulation={"cache": "auto"})

@@ -30,23 +30,27 @@ import asyncio
 import csv
 import json
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from evalsite.errors import EvaluatorError, ManifestError
 from evalsite.execute.svg_plot import Estimate, interval_chart
+from evalsite.jsonshape import JSONObject, JSONValue
 from evalsite.registry import Registry
 
 if TYPE_CHECKING:
     import numpy as np
+
+    from evalsite.execute.hooks import StepContext  # hooks runs the steps: it imports this module
+    from evalsite.scoring.evaluators import Evaluator
 
 
 class StepFailed(Exception):
     """A built-in step's one-line failure."""
 
 
-Step = Callable[..., "str | None"]  # (context) -> a line for the step's log, or None
+Step = Callable[["StepContext"], "str | None"]  # (context) -> a line for the step's log, or None
 STEPS: Registry[Step] = Registry("builtin step", "evalsite.steps", ManifestError, unknown_as="builtin")
 
 
@@ -61,7 +65,7 @@ def register_step(name: str, *, replace: bool = False) -> Callable[[Step], Step]
 
 
 @register_step("write_trace")
-def write_trace(context) -> str:
+def write_trace(context: StepContext) -> str:
     case = context.case
     if case is None or context.output is None:
         raise StepFailed("write_trace runs as a case post step with an 'out' artifact")
@@ -77,11 +81,11 @@ def write_trace(context) -> str:
     return f"wrote 1 trace line to {context.output}"
 
 
-def _case_ids(context) -> dict:
+def _case_ids(context: StepContext) -> JSONObject:
     return {**context.ids, "arm": context.extra.get("config_label", context.ids.get("arm_id"))}
 
 
-def score_columns(scores: list) -> dict:
+def score_columns(scores: Sequence[object]) -> JSONObject:
     """``score.<evaluator>``: each evaluator's score, as a column (a dataframe's metric)."""
     return {f"score.{s['evaluator']}": s.get("score") for s in scores if isinstance(s, dict) and "evaluator" in s}
 
@@ -90,13 +94,13 @@ def score_columns(scores: list) -> dict:
 CASE_STEPS = ("write_trace", "eval", "trace_stats")
 
 
-def _case_of(context, step: str) -> dict:
+def _case_of(context: StepContext, step: str) -> JSONObject:
     if context.case is None:
         raise StepFailed(f"{step} runs as a case post step (hooks.case.post)")
     return context.case
 
 
-def check_eval(config: dict, project_root: Path, *, run_code: bool = True) -> list:
+def check_eval(config: JSONObject, project_root: Path, *, run_code: bool = True) -> list[Evaluator]:
     """``config.evaluators`` built, what an ``eval`` step scores with; ``run_code`` false: their
     ``python:`` code checked in its source, not imported (the check before anything runs)."""
     specs = config.get("evaluators")
@@ -111,7 +115,7 @@ def check_eval(config: dict, project_root: Path, *, run_code: bool = True) -> li
 
 
 @register_step("eval")
-def eval_step(context) -> str:
+def eval_step(context: StepContext) -> str:
     case = _case_of(context, "eval")
     evaluators = check_eval(context.config, context.project_root)
     from evalsite.calls.context import UNBOUNDED
@@ -134,11 +138,11 @@ def eval_step(context) -> str:
 
 
 @register_step("trace_stats")
-def trace_stats(context) -> str:
+def trace_stats(context: StepContext) -> str:
     case = _case_of(context, "trace_stats")
     messages = [m for m in _conversation(case) if isinstance(m, dict)]
     roles = [m.get("role") for m in messages]
-    calls = sum(len(m["tool_calls"]) for m in messages if isinstance(m.get("tool_calls"), list))
+    calls = sum(len(tool_calls) for tool_calls in (m.get("tool_calls") for m in messages) if isinstance(tool_calls, list))
     row = {
         **_case_ids(context), "messages": len(messages), "user_turns": roles.count("user"),
         "assistant_messages": roles.count("assistant"), "tool_calls": calls, "tool_results": roles.count("tool"),
@@ -151,7 +155,7 @@ def trace_stats(context) -> str:
     return f"wrote the case's trace statistics to {output}"
 
 
-def _conversation(case: dict) -> list:
+def _conversation(case: JSONObject) -> list[JSONValue]:
     """The case's messages: its transcript, else its input (a text is one user message) and its output."""
     recorded, sent = case.get("transcript"), case.get("input")
     if isinstance(recorded, list):
@@ -162,7 +166,7 @@ def _conversation(case: dict) -> list:
 
 
 @register_step("gather")
-def gather(context) -> str:
+def gather(context: StepContext) -> str:
     if context.output is None:
         raise StepFailed("gather needs an 'out' artifact to write")
     rows = [row for path in context.inputs for row in read_rows(path)]
@@ -170,30 +174,42 @@ def gather(context) -> str:
     return f"gathered {len(rows)} rows from {len(context.inputs)} files into {context.output}"
 
 
-def read_rows(path: Path) -> list[dict]:
+def read_rows(path: Path) -> list[JSONObject]:
     """The rows of one artifact file: JSONL lines, a JSON object (one row), CSV or Parquet."""
     if not path.is_file():
         raise StepFailed(f"{path}: no such file (a child instance did not write it)")
     suffix = path.suffix.lower()
     try:
         if suffix == ".jsonl":
-            return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+            return _objects(path, [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()
+                                   if line.strip()])
         if suffix == ".json":
             value = json.loads(path.read_text(encoding="utf-8"))
-            return value if isinstance(value, list) else [value]
+            return _objects(path, value if isinstance(value, list) else [value])
         if suffix == ".parquet":
             import pyarrow.parquet as pq
 
-            return pq.read_table(path).to_pylist()
+            table: list[JSONObject] = pq.read_table(path).to_pylist()  # pyarrow has no type hints
+            return table
         with open(path, newline="", encoding="utf-8") as handle:
             return [_typed(row) for row in csv.DictReader(handle)]
     except (ValueError, OSError) as exc:
         raise StepFailed(f"{path}: cannot read: {exc}") from None
 
 
-def _typed(row: dict) -> dict:
+def _objects(path: Path, values: list[JSONValue]) -> list[JSONObject]:
+    """``values`` when each is a JSON object (a row), else the first that is not, named."""
+    rows: list[JSONObject] = []
+    for number, value in enumerate(values, start=1):
+        if not isinstance(value, dict):
+            raise StepFailed(f"{path}: row {number} is a {type(value).__name__}, not a JSON object")
+        rows.append(value)
+    return rows
+
+
+def _typed(row: dict[str, str | None]) -> JSONObject:
     """CSV cells back to numbers, booleans and nulls where they read as such."""
-    typed: dict = {}
+    typed: JSONObject = {}
     for key, text in row.items():
         if text in ("", None):
             typed[key] = None
@@ -208,7 +224,7 @@ def _typed(row: dict) -> dict:
     return typed
 
 
-def write_rows(path: Path, rows: list[dict]) -> None:
+def write_rows(path: Path, rows: list[JSONObject]) -> None:
     columns = list(dict.fromkeys(key for row in rows for key in row))
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.suffix.lower() == ".parquet":
@@ -223,19 +239,19 @@ def write_rows(path: Path, rows: list[dict]) -> None:
         writer.writerows({c: _cell(row.get(c)) for c in columns} for row in rows)
 
 
-def _cell(value):
+def _cell(value: object) -> object:
     return json.dumps(value, ensure_ascii=False) if isinstance(value, (dict, list)) else value
 
 
 @register_step("bootstrap_ci")
-def bootstrap_ci(context) -> str:
+def bootstrap_ci(context: StepContext) -> str:
     summary = arm_intervals(context, context.config.get("metrics") or ["score"], "bootstrap_ci")
     output = context.output or context.level_dir / "ci_summary.csv"
     write_rows(output, summary)
     return f"wrote {len(summary)} intervals to {output}"
 
 
-def arm_intervals(context, metrics: list[str], step: str) -> list[dict]:
+def arm_intervals(context: StepContext, metrics: list[str], step: str) -> list[JSONObject]:
     """From the dataframes of ``in``, per arm and metric: the mean of item means and its bootstrap
     interval (items and repeats resampled; ``config.seed``, ``config.confidence``)."""
     rows = [row for path in context.inputs for row in read_rows(path)]
@@ -243,7 +259,7 @@ def arm_intervals(context, metrics: list[str], step: str) -> list[dict]:
 
     from evalsite.stats import bootstrap_ci
 
-    summary = []
+    summary: list[JSONObject] = []
     for arm in dict.fromkeys(str(row.get("arm")) for row in rows):
         mine = [row for row in rows if str(row.get("arm")) == arm]
         for metric in metrics:
@@ -262,7 +278,7 @@ def arm_intervals(context, metrics: list[str], step: str) -> list[dict]:
 
 
 @register_step("plot")
-def plot(context) -> str:
+def plot(context: StepContext) -> str:
     output = context.output
     if output is None or output.suffix.lower() != ".svg":
         raise StepFailed("plot needs an 'out' artifact of type plot whose path ends in .svg (it draws SVG, not PNG)")
@@ -275,7 +291,7 @@ def plot(context) -> str:
     return f"drew {len(estimates)} arms' {metric} into {output}"
 
 
-def _item_matrix(rows: list[dict], metric: str) -> np.ndarray | None:
+def _item_matrix(rows: list[JSONObject], metric: str) -> np.ndarray | None:
     """Items × repeats (NaN where an item has fewer repeats); ``None`` when the metric is absent."""
     by_item: dict[str, list[float]] = {}
     for row in rows:
@@ -293,7 +309,7 @@ def _item_matrix(rows: list[dict], metric: str) -> np.ndarray | None:
 
 
 @register_step("validate_outputs")
-def validate_outputs(context) -> str:
+def validate_outputs(context: StepContext) -> str:
     schema = context.config.get("schema") or context.extra.get("output_schema")
     if not schema:
         raise StepFailed("validate_outputs: no output_schema in the manifest (nor config.schema on the step)")

@@ -20,10 +20,13 @@ import uuid
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import TypedDict
 
 from evalsite.calls.targets import TargetRequest, TargetResult
 from evalsite.calls.targets.base import Target, scrubbed_result, target_secrets
+from evalsite.experiment.manifest import Manifest
 from evalsite.experiment.plan import Config
+from evalsite.jsonshape import JSONObject
 from evalsite.runlog.hashing import sha256_json
 from evalsite.runlog.secrets import redact_secrets, secret_pattern
 
@@ -38,7 +41,7 @@ def cache_dir(project_root: Path) -> Path:
     return project_root / CACHE_DIR
 
 
-def target_identity(config) -> dict:
+def target_identity(config: Config) -> JSONObject:
     """What of a config decides its responses: the arm (so two identical arms, an A/A pair, stay
     two independent samples), target, params, settings (not those that only say how a call is
     made) and checkpoint. Not the price, nor the prompt variables (they are in the input)."""
@@ -51,10 +54,21 @@ def target_identity(config) -> dict:
     }
 
 
-def response_key(identity: dict, request: TargetRequest) -> str:
+def response_key(identity: JSONObject, request: TargetRequest) -> str:
     own = {} if identity.get("checkpoint") or not request.checkpoint else {"item_checkpoint": request.checkpoint["id"]}
     return sha256_json({"format": CACHE_FORMAT, "target": identity, "input": request.input, "repeat": request.repeat,
                         **own})  # an item's own inputs.checkpoint.load starts another state
+
+
+class CacheStats(TypedDict):
+    """What ``evalsite cache stats`` shows (:meth:`ResponseCache.stats`)."""
+
+    path: str
+    entries: int
+    bytes: int
+    by_target: dict[str, int]
+    oldest: str | None
+    newest: str | None
 
 
 @dataclass
@@ -66,13 +80,15 @@ class ResponseCache:
     def path(self, key: str) -> Path:
         return self.root / key[:2] / f"{key}.json"
 
-    def get(self, key: str) -> dict | None:
+    def get(self, key: str) -> JSONObject | None:
+        """The entry stored under ``key``; ``None`` when there is none or it is unreadable."""
         try:
-            return json.loads(self.path(key).read_text(encoding="utf-8"))
+            entry = json.loads(self.path(key).read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return None
+        return entry if isinstance(entry, dict) else None
 
-    def put(self, key: str, entry: dict) -> None:
+    def put(self, key: str, entry: JSONObject) -> None:
         """Written to a temporary file and renamed: a reader never sees half an entry."""
         path = self.path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -83,10 +99,10 @@ class ResponseCache:
     def entries(self) -> list[Path]:
         return sorted(self.root.glob("*/*.json")) if self.root.is_dir() else []
 
-    def stats(self) -> dict:
+    def stats(self) -> CacheStats:
         """Entries, bytes and entries per target; the oldest and newest recording time."""
         by_target: dict[str, int] = {}
-        recorded = []
+        recorded: list[str] = []
         size = 0
         for path in self.entries():
             size += path.stat().st_size
@@ -119,7 +135,7 @@ class ResponseCache:
         return removed
 
 
-def _recorded(entry: dict) -> datetime:
+def _recorded(entry: JSONObject) -> datetime:
     try:
         return datetime.fromisoformat(entry["recorded_at"])
     except (KeyError, TypeError, ValueError):
@@ -133,7 +149,7 @@ class CachingTarget:
     a stored one when it is replayed (an entry written before scrubbing, or copied in from
     elsewhere), exactly as a run without the cache scrubs its cases."""
 
-    def __init__(self, inner, cache: ResponseCache, mode: str, identity: dict):
+    def __init__(self, inner: Target, cache: ResponseCache, mode: str, identity: JSONObject):
         self.inner, self.cache, self.mode, self.identity = inner, cache, mode, identity
         self.kind = getattr(inner, "kind", "?")
         self.replays_turns = getattr(inner, "replays_turns", True)
@@ -167,7 +183,7 @@ class CachingTarget:
         await self.inner.aclose()
 
 
-def cache_mode(manifest, requested: str | None) -> str:
+def cache_mode(manifest: Manifest, requested: str | None) -> str:
     """``--cache`` when given, else the manifest's ``emulation.cache``, else ``off``."""
     return requested or (manifest.emulation or {}).get("cache", "off")
 

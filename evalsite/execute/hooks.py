@@ -19,14 +19,29 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypedDict
 
+from evalsite.calls.context import CallContext
 from evalsite.errors import EvalsiteError, ManifestError
 from evalsite.execute.artifacts import Scope, child_paths, level_artifacts
 from evalsite.execute.builtin_steps import STEPS, StepFailed
+from evalsite.experiment.manifest_shapes import OutputSchemaSpec
 from evalsite.experiment.pipeline import Pipeline, Step
+from evalsite.jsonshape import JSONObject
 from evalsite.project import load_callable
 
 DEFAULT_STEP_TIMEOUT_S = 600.0
+
+
+class StepExtra(TypedDict, total=False):
+    """What the built-in steps read beyond the step's own fields (:attr:`StepContext.extra`):
+    the manifest's ``output_schema``, the batch's calls (an ``eval`` step's judges count against
+    them), the arm's label and, for a case, its item's dataset row."""
+
+    output_schema: OutputSchemaSpec | None
+    calls: CallContext
+    config_label: str
+    row: JSONObject | None
 
 
 @dataclass
@@ -36,7 +51,7 @@ class StepContext:
     level: str
     phase: str
     step: str
-    ids: dict
+    ids: dict[str, str | int]
     run_dir: Path | None
     level_dir: Path
     project_root: Path
@@ -44,12 +59,12 @@ class StepContext:
     log_path: Path
     inputs: list[Path] = field(default_factory=list)
     output: Path | None = None
-    config: dict = field(default_factory=dict)
-    case: dict | None = None
-    checkpoint: dict | None = None
-    extra: dict = field(default_factory=dict)  # what builtins need (the output schema, the metrics)
+    config: JSONObject = field(default_factory=dict)
+    case: JSONObject | None = None
+    checkpoint: JSONObject | None = None
+    extra: StepExtra = field(default_factory=lambda: StepExtra())
 
-    def to_json(self) -> dict:
+    def to_json(self) -> JSONObject:
         return {
             "level": self.level, "phase": self.phase, "step": self.step, **self.ids,
             "run_dir": None if self.run_dir is None else str(self.run_dir), "level_dir": str(self.level_dir),
@@ -59,7 +74,8 @@ class StepContext:
         }
 
 
-def step_context(pipeline: Pipeline, step: Step, scope: Scope, project_root: Path, **extra) -> StepContext:
+def step_context(pipeline: Pipeline, step: Step, scope: Scope, project_root: Path, *, case: JSONObject | None = None,
+                 checkpoint: JSONObject | None = None, extra: StepExtra | None = None) -> StepContext:
     artifacts = level_artifacts(pipeline, scope)
     ids = "-".join(str(v) for k, v in scope.ids.items() if k in ("item_id", "repeat"))
     log_dir = (scope.run_dir if scope.run_dir is not None else scope.level_dir) / "hooks"
@@ -69,7 +85,7 @@ def step_context(pipeline: Pipeline, step: Step, scope: Scope, project_root: Pat
         level_dir=scope.level_dir, project_root=project_root, artifacts=artifacts,
         inputs=child_paths(pipeline, scope, step.inputs) if step.inputs else [],
         output=artifacts.get(step.output) if step.output else None, config=step.config,
-        log_path=log_dir / f"{_safe(log_name)}.log", **extra,
+        log_path=log_dir / f"{_safe(log_name)}.log", case=case, checkpoint=checkpoint, extra=extra or StepExtra(),
     )
 
 
@@ -77,9 +93,13 @@ def _safe(name: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)[:150]
 
 
-def resolve_steps(pipeline: Pipeline, project_root: Path) -> dict[str, Callable]:
+#: A ``run:`` step's function: called with the step's context; what it returns is ignored.
+StepFunction = Callable[[StepContext], object]
+
+
+def resolve_steps(pipeline: Pipeline, project_root: Path) -> dict[str, StepFunction]:
     """Import every ``run:`` function and check every builtin name, before anything runs."""
-    functions: dict[str, Callable] = {}
+    functions: dict[str, StepFunction] = {}
     for steps in pipeline.steps.values():
         for step in steps:
             if step.kind == "run" and step.spec not in functions:
@@ -92,7 +112,7 @@ def resolve_steps(pipeline: Pipeline, project_root: Path) -> dict[str, Callable]
     return functions
 
 
-async def run_step(step: Step, context: StepContext, functions: dict[str, Callable]) -> str | None:
+async def run_step(step: Step, context: StepContext, functions: dict[str, StepFunction]) -> str | None:
     """Run one step; ``None`` when it succeeded, else the one-line reason it failed."""
     context.log_path.parent.mkdir(parents=True, exist_ok=True)
     context.level_dir.mkdir(parents=True, exist_ok=True)
@@ -109,7 +129,7 @@ async def run_step(step: Step, context: StepContext, functions: dict[str, Callab
         return f"timed out after {timeout:g} s"
 
 
-def _run_in_thread(step: Step, context: StepContext, functions: dict[str, Callable]) -> str | None:
+def _run_in_thread(step: Step, context: StepContext, functions: dict[str, StepFunction]) -> str | None:
     """A python or builtin step (in a worker thread; it writes its own output to ``context.log_path``)."""
     output = io.StringIO()
     error = None

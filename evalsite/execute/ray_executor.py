@@ -16,6 +16,7 @@ from pathlib import Path
 
 from evalsite.errors import EvalsiteError
 from evalsite.execute.merge import MergedRun, merge_batches
+from evalsite.experiment.plan import Plan
 from evalsite.experiment.shards import Shard, plan_batch_id
 
 
@@ -52,10 +53,15 @@ def run_shard(request: ShardRequest) -> list[str]:
     return [run.run_id for run in batch.runs]
 
 
-def shard_requests(root: Path, manifest: Path, plan, shards: int, **options) -> tuple[list[ShardRequest], str]:
-    """One request per shard of ``plan`` and the batch id they will share."""
-    requests = [ShardRequest(str(root), str(manifest), shard=Shard(k, shards), **options) for k in range(1, shards + 1)]
-    return requests, plan_batch_id(replace(plan, shard=requests[0].shard), options.get("batch_name"))
+def shard_requests(root: Path, manifest: Path, plan: Plan, shards: int, *, overrides: tuple[str, ...],
+                   arm_ids: tuple[str, ...], repeat: int | None, concurrency: int | None, max_cost_usd: float | None,
+                   batch_name: str | None, item_ids: tuple[str, ...] = (),
+                   depth: str = "experiment") -> tuple[list[ShardRequest], str]:
+    """One request per shard of ``plan`` (the other fields as :class:`ShardRequest`'s) and the batch id they will share."""
+    requests = [ShardRequest(str(root), str(manifest), overrides=overrides, arm_ids=arm_ids, repeat=repeat,
+                             concurrency=concurrency, max_cost_usd=max_cost_usd, batch_name=batch_name,
+                             shard=Shard(k, shards), item_ids=item_ids, depth=depth) for k in range(1, shards + 1)]
+    return requests, plan_batch_id(replace(plan, shard=requests[0].shard), batch_name)
 
 
 def run_on_ray(requests: list[ShardRequest], runs_dir: Path, batch_id: str) -> list[MergedRun]:

@@ -19,11 +19,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
-from typing import Any
 
 from evalsite.calls.context import UNBOUNDED, CallContext
 from evalsite.calls.targets import TargetRequest, TargetResult
@@ -31,15 +29,17 @@ from evalsite.calls.targets.base import Target
 from evalsite.errors import ManifestError
 from evalsite.execute.artifacts import Scope, level_artifacts, relative_listing
 from evalsite.execute.builtin_steps import CASE_STEPS, StepFailed, check_eval
-from evalsite.execute.hooks import resolve_steps, run_step, step_context
-from evalsite.experiment.pipeline import LEVELS, Pipeline, load_pipeline
+from evalsite.execute.hooks import StepContext, StepExtra, StepFunction, resolve_steps, run_step, step_context
+from evalsite.experiment.datasets import Item
+from evalsite.experiment.pipeline import LEVELS, Pipeline, Step, load_pipeline
 from evalsite.experiment.plan import Config, Plan
+from evalsite.jsonshape import JSONObject
 from evalsite.project import Project
 
 RESULTS_DIR = "results"
 
 
-def load_study(project: Project, plan: Plan) -> tuple[Pipeline, dict[str, Callable]]:
+def load_study(project: Project, plan: Plan) -> tuple[Pipeline, dict[str, StepFunction]]:
     """The plan's pipeline, checked, with every python step imported (the validation pass calls
     this); a case built-in elsewhere than a case ``post`` and an ``eval`` step's evaluators that
     cannot be built fail now, before anything runs."""
@@ -62,9 +62,9 @@ class StudyPipeline:
     plan: Plan
     batch_id: str
     pipeline: Pipeline
-    functions: dict[str, Callable]
+    functions: dict[str, StepFunction]
     runs: dict[str, Scope] = field(default_factory=dict)  # config_id → the arm scope of its run
-    gates: dict[tuple, asyncio.Task] = field(default_factory=dict)
+    gates: dict[tuple[str, ...], asyncio.Task[str | None]] = field(default_factory=dict)  # a level's pre steps, once
     remaining: dict[tuple[str, str], int] = field(default_factory=dict)
     errors: dict[str, list[str]] = field(default_factory=dict)  # config_id → post failures
     items: dict[tuple[str, str], Scope] = field(default_factory=dict)  # (config_id, item_id) → its scope
@@ -84,7 +84,8 @@ class StudyPipeline:
             return target
         return HookedTarget(target, self, config)
 
-    def run_started(self, config: Config, run_dir: Path, keys: list, pending: list) -> None:
+    def run_started(self, config: Config, run_dir: Path, keys: list[tuple[Item, int]],
+                    pending: list[tuple[Item, int]]) -> None:
         experiment = self.experiment
         base = replace(experiment, level="arm", run_dir=run_dir, arm_id=config.arm_id, config_id=config.config_id,
                        children=())
@@ -118,7 +119,7 @@ class StudyPipeline:
                 return error
         return await self._pre(self._case(item, repeat), config)
 
-    async def case_done(self, config: Config, case: dict) -> None:
+    async def case_done(self, config: Config, case: JSONObject) -> None:
         if self.pipeline.empty:
             return
         item = self.items[(config.config_id, case["item_id"])]
@@ -148,11 +149,11 @@ class StudyPipeline:
         (scope.level_dir / "end.json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
         return errors
 
-    def artifacts_of(self, config: Config) -> dict[str, dict]:
+    def artifacts_of(self, config: Config) -> dict[str, JSONObject]:
         """The run's own (arm-level) artifacts for its end.json: name → {type, path relative to the run}."""
         return self._typed_listing(self.runs[config.config_id])
 
-    def _typed_listing(self, scope: Scope) -> dict[str, dict]:
+    def _typed_listing(self, scope: Scope) -> dict[str, JSONObject]:
         paths = relative_listing(scope.level_dir, level_artifacts(self.pipeline, scope))
         kinds = self.pipeline.artifacts.get(scope.level, {})
         return {name: {"type": kinds[name].type, "path": path} for name, path in paths.items()}
@@ -166,29 +167,29 @@ class StudyPipeline:
                 return f"{scope.level} pre step {step.name!r} failed: {error}"
         return None
 
-    async def _post(self, scope: Scope, config: Config, **extra) -> None:
-        self.errors[config.config_id] += await self._run_post(scope, config, **extra)
+    async def _post(self, scope: Scope, config: Config, case: JSONObject | None = None) -> None:
+        self.errors[config.config_id] += await self._run_post(scope, config, case)
 
-    async def _run_post(self, scope: Scope, config: Config | None, **extra) -> list[str]:
+    async def _run_post(self, scope: Scope, config: Config | None, case: JSONObject | None = None) -> list[str]:
         if LEVELS.index(scope.level) < LEVELS.index(self.plan.depth):  # run --depth: not this far out
             return []
         steps = self.pipeline.of(scope.level, "post")
         if not steps:  # the common case, once per case: nothing to format
             return []
         failed: set[str] = set()
-        errors = []
+        errors: list[str] = []
         where = "".join(f" {k}={v}" for k, v in scope.ids.items() if k in ("arm_id", "item_id", "repeat"))
         for step in steps:
             blocked = [d for d in step.depends_on if d in failed]
             error = (f"skipped: it depends on {blocked[0]!r}, which failed" if blocked
-                     else await run_step(step, self._context(step, scope, config, **extra), self.functions))
+                     else await run_step(step, self._context(step, scope, config, case), self.functions))
             if error is not None:
                 failed.add(step.name)
                 errors.append(f"{scope.level} post step {step.name!r}{where} failed: {error}")
         return errors
 
-    def _context(self, step, scope: Scope, config: Config | None, case: dict | None = None):
-        extra: dict[str, Any] = {"output_schema": self.pipeline.output_schema, "calls": self.calls}
+    def _context(self, step: Step, scope: Scope, config: Config | None, case: JSONObject | None = None) -> StepContext:
+        extra: StepExtra = {"output_schema": self.pipeline.output_schema, "calls": self.calls}
         if config is not None:
             extra["config_label"] = config.label
         if case is not None:
@@ -198,7 +199,7 @@ class StudyPipeline:
                             extra=extra)
 
     @cached_property
-    def _rows(self) -> dict[str, dict]:
+    def _rows(self) -> dict[str, JSONObject]:
         """Each item's row (what an ``eval`` step's evaluators see as ``row``)."""
         return {item.item_id: item.row for item in self.plan.dataset.items}
 
@@ -210,7 +211,7 @@ class StudyPipeline:
 class HookedTarget:
     """A target whose every attempt first passes the pre steps of the levels above it."""
 
-    def __init__(self, inner, study: StudyPipeline, config: Config):
+    def __init__(self, inner: Target, study: StudyPipeline, config: Config):
         self.inner, self.study, self.config = inner, study, config
         self.kind = getattr(inner, "kind", "?")
         self.replays_turns = getattr(inner, "replays_turns", True)

@@ -37,23 +37,28 @@ __all__ = ["IMPORTERS", "ImportOptions", "ImportReport", "ImportedRun", "import_
 log = logging.getLogger(__name__)
 
 
+#: A format's reader: it reads one source file into ``source`` (cases and run descriptions).
+Reader = Callable[[SourceImport, ImportOptions], None]
+
+
 @dataclass(frozen=True)
 class Format:
     """A format's reader, and the files a folder argument stands for (none: folders refused)."""
 
-    read: Callable[[SourceImport, ImportOptions], None]
+    read: Reader
     folder_patterns: tuple[str, ...] = ()
 
 
 IMPORTERS: Registry[Format] = Registry("import format", "evalsite.importers", SourceError)
 
 
-def register_importer(name: str, *, folder_patterns: tuple[str, ...] = (), replace: bool = False):
+def register_importer(name: str, *, folder_patterns: tuple[str, ...] = (),
+                      replace: bool = False) -> Callable[[Reader], Reader]:
     """Register ``read(source, options)`` as the reader of format ``name`` (``evalsite import
     NAME``), the built-ins' way too; ``folder_patterns``: the files a folder argument stands for
     (none: folders refused). A taken name is refused unless ``replace``."""
 
-    def decorate(read: Callable[[SourceImport, ImportOptions], None]) -> Callable[[SourceImport, ImportOptions], None]:
+    def decorate(read: Reader) -> Reader:
         IMPORTERS.register(name, Format(read, folder_patterns), replace=replace, module=read.__module__)
         return read
 

@@ -57,7 +57,7 @@ class EvalZip:
     def __enter__(self) -> EvalZip:
         return self
 
-    def __exit__(self, *exc_info) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.close()
 
     def close(self) -> None:

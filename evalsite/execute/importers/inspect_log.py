@@ -9,7 +9,7 @@ docs/reference/importers/inspect.md.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from evalsite.errors import SourceError
@@ -22,7 +22,8 @@ from evalsite.execute.importers.source_records import (
     SourceRun,
     SourceScore,
     arm_from,
-    checked_numbers,
+    checked_case,
+    elements,
     finite_number,
     optional_int,
     prompt_text,
@@ -30,7 +31,7 @@ from evalsite.execute.importers.source_records import (
     value_at,
 )
 from evalsite.execute.importers.writer import SourceImport
-from evalsite.jsonshape import mapping
+from evalsite.jsonshape import JSONObject, mapping
 from evalsite.runlog.records import RunStatus
 
 TOOL = "inspect_ai"
@@ -64,7 +65,7 @@ def read_inspect(source: SourceImport, options: ImportOptions) -> None:
 class _Positions:
     """Each sample id's position in ``eval.dataset.sample_ids``, read once the header is known."""
 
-    def __init__(self, header_of):
+    def __init__(self, header_of: Callable[[], JSONObject]):
         self._header_of = header_of
         self._positions: dict[str, int] | None = None
 
@@ -85,14 +86,14 @@ class _JsonFile:
         self._stream = JsonArrayStream(source.path, ("samples",), source.label, skip=("reductions",))
         self.positions = _Positions(lambda: self._stream.rest)
 
-    def __iter__(self) -> Iterator[tuple[str, dict]]:
+    def __iter__(self) -> Iterator[tuple[str, JSONObject]]:
         for index, sample in enumerate(self._stream):
             if index == 0:
                 _check_version(self.source, self._stream.rest, required=False)
             yield f"{self.source.label}: samples[{index}]", sample
 
     @property
-    def header(self) -> dict:
+    def header(self) -> JSONObject:
         return self._stream.rest
 
     @property
@@ -108,19 +109,18 @@ class _EvalFile:
         self.truncated = False
         self._log = EvalZip(source.path, source.label, max_member_bytes)
         names = set(self._log.names())
-        if "header.json" in names:
-            self.header = self._log.read_json("header.json")
-        elif "_journal/start.json" in names:
-            self.header = {**self._log.read_json("_journal/start.json"), "status": "started"}
-        else:
+        member = next((name for name in ("header.json", "_journal/start.json") if name in names), None)
+        if member is None:
             self._log.close()
             raise SourceError(f"{source.label}: no header.json or _journal/start.json: not an Inspect .eval log")
-        if not isinstance(self.header, dict):
+        header = self._log.read_json(member)
+        if not isinstance(header, dict):
             self._log.close()
-            raise SourceError(f"{source.label}: header.json is not an object")
+            raise SourceError(f"{source.label}: {member} is not an object")
+        self.header: JSONObject = header if member == "header.json" else {**header, "status": "started"}
         self.positions = _Positions(lambda: self.header)
 
-    def __iter__(self) -> Iterator[tuple[str, dict]]:
+    def __iter__(self) -> Iterator[tuple[str, JSONObject]]:
         with self._log as log:
             _check_version(self.source, self.header, required=True)
             names = log.names()
@@ -130,13 +130,13 @@ class _EvalFile:
             if not samples:
                 yield from self._summaries(log, names)
 
-    def _member_order(self, name: str) -> tuple:
+    def _member_order(self, name: str) -> tuple[int, float, str]:
         matched = SAMPLE_MEMBER.match(name)  # only sample members are sorted
         sample_id, epoch = matched.groups() if matched else (name, "0")
         position = self.positions.get(sample_id)
         return int(epoch), float("inf") if position is None else position, name
 
-    def _summaries(self, log: EvalZip, names: list[str]) -> Iterator[tuple[str, dict]]:
+    def _summaries(self, log: EvalZip, names: list[str]) -> Iterator[tuple[str, JSONObject]]:
         """Without sample members (``--no-log-samples``) the summaries still hold every score."""
         if "summaries.json" in names:
             members = ["summaries.json"]
@@ -151,7 +151,7 @@ class _EvalFile:
                 yield f"{self.source.label}: {name}[{index}]", summary
 
 
-def _check_version(source: SourceImport, header: dict, *, required: bool) -> None:
+def _check_version(source: SourceImport, header: JSONObject, *, required: bool) -> None:
     if "version" not in header:
         if required:
             raise SourceError(f"{source.label}: the log has no 'version' field: not an Inspect log")
@@ -179,9 +179,9 @@ def grade(value: Any) -> tuple[float | None, bool | None, str | None, str | None
     return number, bool(value) if isinstance(value, bool) else None, None, None
 
 
-def _scores(sample: dict) -> list[SourceScore]:
+def _scores(sample: JSONObject) -> list[SourceScore]:
     scores = []
-    for scorer, result in (sample.get("scores") or {}).items():
+    for scorer, result in mapping(sample.get("scores")).items():
         result = result if isinstance(result, dict) else {"value": result}
         value = result.get("value")
         parts = value.items() if isinstance(value, dict) else [(None, value)]
@@ -205,10 +205,10 @@ def _sent_prompt(messages: Any) -> Any:
     return prompt_text(messages[:end])
 
 
-def _tokens(sample: dict, output: dict) -> tuple[int | None, int | None]:
+def _tokens(sample: JSONObject, output: JSONObject) -> tuple[int | None, int | None]:
     usage = output.get("usage")
     if not isinstance(usage, dict):
-        per_model = [u for u in (sample.get("model_usage") or {}).values() if isinstance(u, dict)]
+        per_model = [u for u in mapping(sample.get("model_usage")).values() if isinstance(u, dict)]
         if not per_model:
             return None, None
         usage = {k: sum(optional_int(u.get(k)) or 0 for u in per_model) for k in ("input_tokens", "output_tokens")}
@@ -224,7 +224,7 @@ def _case(sample: Any, positions: _Positions, where: str) -> SourceCase:
     epoch = optional_int(sample.get("epoch"))
     seconds = finite_number(output.get("time"))
     input_tokens, output_tokens = _tokens(sample, output)
-    return checked_numbers(SourceCase(
+    return checked_case(SourceCase(
         run=RUN_KEY,
         item=SourceItem(sample_id, sample.get("input"), sample.get("target"), positions.get(sample_id)),
         repeat=None if epoch is None else epoch - 1,
@@ -240,7 +240,7 @@ def _case(sample: Any, positions: _Positions, where: str) -> SourceCase:
     ), where)
 
 
-def _spec(eval_spec: dict, header: dict) -> dict:
+def _spec(eval_spec: JSONObject, header: JSONObject) -> JSONObject:
     """The eval spec minus what differs between two identical runs (ids, times, machine paths)."""
     dataset = mapping(eval_spec.get("dataset"))
     return {
@@ -257,17 +257,17 @@ def _without_location(arguments: Any, location: Any) -> Any:
     return {k: ("<dataset location>" if v == location else v) for k, v in arguments.items()}
 
 
-def _reported(results: Any) -> dict:
+def _reported(results: Any) -> JSONObject:
     if not isinstance(results, dict):
         return {}
     scores = {
-        entry.get("name"): {m: value_at(metric, "value") for m, metric in (entry.get("metrics") or {}).items()}
-        for entry in results.get("scores") or [] if isinstance(entry, dict)
+        entry.get("name"): {m: value_at(metric, "value") for m, metric in mapping(entry.get("metrics")).items()}
+        for entry in elements(results.get("scores")) if isinstance(entry, dict)
     }
     return {"scores": scores, **{k: results.get(k) for k in ("total_samples", "completed_samples", "headline")}}
 
 
-def _run(source: SourceImport, header: dict, truncated: bool, scorers: set[str], options: ImportOptions) -> SourceRun:
+def _run(source: SourceImport, header: JSONObject, truncated: bool, scorers: set[str], options: ImportOptions) -> SourceRun:
     eval_spec = mapping(header.get("eval"))
     if options.arm_from:
         arm = arm_from(header, options.arm_from, source.label)
@@ -287,7 +287,7 @@ def _run(source: SourceImport, header: dict, truncated: bool, scorers: set[str],
         source.warn(f"the log's status is {raw_status!r}: imported as {status}")
     if header.get("invalidated"):
         source.warn("the log is marked invalidated")
-    declared = {s.get("name"): s for s in eval_spec.get("scorers") or [] if isinstance(s, dict)}
+    declared = {s.get("name"): s for s in elements(eval_spec.get("scorers")) if isinstance(s, dict)}
     revision = mapping(eval_spec.get("revision"))
     packages = mapping(eval_spec.get("packages"))
     error = header.get("error")

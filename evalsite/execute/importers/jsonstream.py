@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from evalsite.errors import SourceError
+from evalsite.jsonshape import JSONObject
 
 
 def json_problem(exc: ValueError) -> str:
@@ -63,7 +64,7 @@ class JsonArrayStream:
         self.keys = keys
         self.skip = {tuple(dotted.split(".")) for dotted in skip}
         self.label = label or str(path)
-        self.rest: dict = {}
+        self.rest: JSONObject = {}
         self.found = False
         self.truncated = False
         self._decoder = json.JSONDecoder()
@@ -91,7 +92,7 @@ class JsonArrayStream:
         if self._pos < len(self._buffer):
             raise self._error("invalid JSON: extra data after the document")
 
-    def _object(self, into: dict, path: tuple[str, ...]) -> Iterator[Any]:
+    def _object(self, into: JSONObject, path: tuple[str, ...]) -> Iterator[Any]:
         self._expect("{", ".".join(path) or "the document", "an object")
         if self._peek() == "}":
             self._pos += 1
@@ -219,7 +220,7 @@ class JsonLines:
         self.label = label or str(path)
         self.truncated = False
 
-    def __iter__(self) -> Iterator[tuple[int, dict]]:
+    def __iter__(self) -> Iterator[tuple[int, JSONObject]]:
         try:
             with open(self.path, encoding="utf-8-sig") as handle:
                 for number, line in enumerate(handle, start=1):

@@ -25,7 +25,8 @@ from evalsite.execute.importers.source_records import (
     SourceRun,
     SourceScore,
     arm_from,
-    checked_numbers,
+    checked_case,
+    elements,
     finite_number,
     optional_int,
     prompt_text,
@@ -33,7 +34,7 @@ from evalsite.execute.importers.source_records import (
     value_at,
 )
 from evalsite.execute.importers.writer import SourceImport
-from evalsite.jsonshape import mapping
+from evalsite.jsonshape import JSONObject, mapping
 from evalsite.runlog.records import RunStatus
 from evalsite.runlog.store import iso
 
@@ -66,7 +67,9 @@ def read_lmeval(source: SourceImport, options: ImportOptions) -> None:
     stamp = source.path.stem.removeprefix("results_")
     arm = _arm(results, source, options)
     for task, task_config in results["configs"].items():
-        samples = source.path.with_name(f"samples_{task}_{stamp}.jsonl")
+        if not isinstance(task_config, dict):
+            raise SourceError(f"{source.label}: configs[{task!r}] is not an object")
+        samples = _samples_file(source, task, stamp)
         if not samples.is_file():
             raise SourceError(f"{source.label}: no {samples.name} beside it; lm-eval writes per-document "
                               "samples only when run with --log_samples")
@@ -84,15 +87,23 @@ def read_lmeval(source: SourceImport, options: ImportOptions) -> None:
         source.describe(task, _run(results, task, task_config, arm, scores, status))
 
 
-def _load_results(source: SourceImport) -> dict:
+def _samples_file(source: SourceImport, task: str, stamp: str) -> Path:
+    """The per-document samples lm-eval wrote beside the results for ``task``."""
     try:
-        results = json.loads(source.path.read_text(encoding="utf-8"))
+        return source.path.with_name(f"samples_{task}_{stamp}.jsonl")
+    except ValueError:  # a task name holding a path separator names no file beside it
+        raise SourceError(f"{source.label}: task name {task!r} cannot name a samples file") from None
+
+
+def _load_results(source: SourceImport) -> JSONObject:
+    try:
+        results = mapping(json.loads(source.path.read_text(encoding="utf-8")))  # not an object: no required key
     except ValueError as exc:  # syntax, encoding, or an integer past 4,300 digits
         raise SourceError(f"{source.label}: not valid JSON: {json_problem(exc)}") from None
     except RecursionError:
         raise SourceError(f"{source.label}: {TOO_DEEP}") from None
     for key in REQUIRED_KEYS:
-        if not isinstance(results, dict) or not isinstance(results.get(key), dict):
+        if not isinstance(results.get(key), dict):
             raise SourceError(f"{source.label}: no '{key}' object: not an lm-eval results_*.json file")
     version = results.get("lm_eval_version")
     if version is None:
@@ -103,13 +114,13 @@ def _load_results(source: SourceImport) -> dict:
     return results
 
 
-def _per_task(results: dict, key: str, task: str) -> Any:
+def _per_task(results: JSONObject, key: str, task: str) -> Any:
     """``results[key][task]`` (task names may hold dots, so no dotted path)."""
     per_task = results.get(key)
     return per_task.get(task) if isinstance(per_task, dict) else None
 
 
-def _model_args(results: dict) -> dict:
+def _model_args(results: JSONObject) -> JSONObject:
     """``config.model_args``: a mapping in recent versions, ``key=value,…`` text in older ones."""
     args = value_at(results, "config.model_args")
     if isinstance(args, str):
@@ -117,7 +128,7 @@ def _model_args(results: dict) -> dict:
     return args if isinstance(args, dict) else {}
 
 
-def _arm(results: dict, source: SourceImport, options: ImportOptions) -> str:
+def _arm(results: JSONObject, source: SourceImport, options: ImportOptions) -> str:
     if options.arm_from:
         return arm_from(results, options.arm_from, source.label)
     args = _model_args(results)
@@ -127,9 +138,9 @@ def _arm(results: dict, source: SourceImport, options: ImportOptions) -> str:
     return str(name)
 
 
-def _scan(samples: Path, task_config: dict) -> _TaskScores:
+def _scan(samples: Path, task_config: JSONObject) -> _TaskScores:
     scores = _TaskScores()
-    declared = [m.get("metric") for m in task_config.get("metric_list") or [] if isinstance(m, dict)]
+    declared = [m.get("metric") for m in elements(task_config.get("metric_list")) if isinstance(m, dict)]
     for number, line in JsonLines(samples):
         doc_id = line.get("doc_id")
         if not isinstance(doc_id, int):
@@ -137,7 +148,7 @@ def _scan(samples: Path, task_config: dict) -> _TaskScores:
         filter_name = str(line.get("filter", NO_FILTER))
         if filter_name not in scores.filters:
             scores.filters.append(filter_name)
-        for metric in line.get("metrics") or [m for m in declared if m in line]:
+        for metric in elements(line.get("metrics")) or [m for m in declared if m in line]:
             name = metric if filter_name == NO_FILTER else f"{metric},{filter_name}"
             value = finite_number(line.get(metric))
             if value is None:
@@ -177,10 +188,10 @@ def _sent(arguments: Any) -> Any:
     return context
 
 
-def _case(line: dict, task: str, scores: _TaskScores, where: str) -> SourceCase:
+def _case(line: JSONObject, task: str, scores: _TaskScores, where: str) -> SourceCase:
     doc_id, doc = line["doc_id"], line.get("doc")
     own_id = doc.get("id") if isinstance(doc, dict) else None
-    return checked_numbers(SourceCase(
+    return checked_case(SourceCase(
         run=task,
         item=SourceItem(
             id=str(own_id) if own_id is not None else None,
@@ -197,7 +208,7 @@ def _case(line: dict, task: str, scores: _TaskScores, where: str) -> SourceCase:
     ), where)
 
 
-def _status(source: SourceImport, results: dict, task: str, documents: int, truncated: bool) -> RunStatus:
+def _status(source: SourceImport, results: JSONObject, task: str, documents: int, truncated: bool) -> RunStatus:
     expected = optional_int(value_at(_per_task(results, "n-samples", task), "effective"))
     if truncated or (expected is not None and documents < expected):
         source.warn(f"task {task}: {documents} documents in the samples file, {expected} evaluated; "
@@ -206,7 +217,7 @@ def _status(source: SourceImport, results: dict, task: str, documents: int, trun
     return RunStatus.COMPLETED
 
 
-def _portable(task_config: dict) -> dict:
+def _portable(task_config: JSONObject) -> JSONObject:
     """The task config minus what names this machine's files or repeats the model's arguments."""
     portable = {k: v for k, v in task_config.items() if k not in ("metadata", "dataset_kwargs")}
     kwargs = task_config.get("dataset_kwargs")
@@ -216,7 +227,7 @@ def _portable(task_config: dict) -> dict:
     return portable
 
 
-def _location(task_config: dict) -> str | None:
+def _location(task_config: JSONObject) -> str | None:
     split = task_config.get("test_split") or "test"
     files = value_at(task_config, f"dataset_kwargs.data_files.{split}")
     if files is not None:
@@ -225,7 +236,7 @@ def _location(task_config: dict) -> str | None:
     return None if path is None else f"{path}/{name}" if name else str(path)
 
 
-def _times(results: dict) -> tuple[str | None, str | None]:
+def _times(results: JSONObject) -> tuple[str | None, str | None]:
     started = finite_number(results.get("date"))
     if started is None:
         return None, None
@@ -234,17 +245,24 @@ def _times(results: dict) -> tuple[str | None, str | None]:
         duration = float(seconds) if seconds is not None else None
     except (TypeError, ValueError):
         duration = None
-    as_iso = lambda seconds: iso(datetime.fromtimestamp(seconds, UTC))  # noqa: E731
-    return as_iso(started), None if duration is None else as_iso(started + duration)
+    return _as_iso(started), None if duration is None else _as_iso(started + duration)
 
 
-def _metric_spec(task_config: dict, metric: str, filter_name: str) -> dict:
-    metric_list = [m for m in task_config.get("metric_list") or [] if isinstance(m, dict) and m.get("metric") == metric]
-    filters = [f for f in task_config.get("filter_list") or [] if isinstance(f, dict) and f.get("name") == filter_name]
+def _as_iso(seconds: float) -> str | None:
+    """A Unix time as ISO text; ``None`` past what a date can hold (or not a number: NaN)."""
+    try:
+        return iso(datetime.fromtimestamp(seconds, UTC))
+    except (OverflowError, OSError, ValueError):
+        return None
+
+
+def _metric_spec(task_config: JSONObject, metric: str, filter_name: str) -> JSONObject:
+    metric_list = [m for m in elements(task_config.get("metric_list")) if isinstance(m, dict) and m.get("metric") == metric]
+    filters = [f for f in elements(task_config.get("filter_list")) if isinstance(f, dict) and f.get("name") == filter_name]
     return {"metric": metric_list[0] if metric_list else metric, "filter": filters[0] if filters else filter_name}
 
 
-def _run(results: dict, task: str, task_config: dict, arm: str, scores: _TaskScores, status: RunStatus) -> SourceRun:
+def _run(results: JSONObject, task: str, task_config: JSONObject, arm: str, scores: _TaskScores, status: RunStatus) -> SourceRun:
     version = results.get("lm_eval_version")
     config = mapping(results.get("config"))
     started, ended = _times(results)

@@ -24,11 +24,12 @@ from evalsite.execute.importers.source_records import (
     SourceRun,
     SourceScore,
     arm_from,
-    checked_numbers,
+    checked_case,
     finite_number,
 )
 from evalsite.execute.importers.writer import SourceImport
 from evalsite.experiment.datasets import csv_reason
+from evalsite.jsonshape import JSONObject
 from evalsite.runlog.records import RunStatus
 
 TOOL = "plain"
@@ -50,7 +51,7 @@ def read_csv(source: SourceImport, options: ImportOptions) -> None:
     _read(source, options, _csv_rows(source), lambda: False)
 
 
-def _csv_rows(source: SourceImport) -> Iterator[tuple[str, dict]]:
+def _csv_rows(source: SourceImport) -> Iterator[tuple[str, JSONObject]]:
     """Each record as ``(where, row)``, ``where`` naming the line it starts on. Quotes are read
     strictly: an unclosed quote is an error naming the line of its record, not the rest of the
     file swallowed into one field."""
@@ -76,7 +77,7 @@ def _csv_rows(source: SourceImport) -> Iterator[tuple[str, dict]]:
                           f"{csv_reason(exc)}") from None
 
 
-def _read(source: SourceImport, options: ImportOptions, rows: Iterator[tuple[str, dict]],
+def _read(source: SourceImport, options: ImportOptions, rows: Iterator[tuple[str, JSONObject]],
           truncated: Callable[[], bool]) -> None:
     scorers: dict[str, set[str]] = defaultdict(set)
     ignored: set[str] = set()
@@ -106,7 +107,7 @@ def _read(source: SourceImport, options: ImportOptions, rows: Iterator[tuple[str
         ))
 
 
-def _case(row: dict, where: str, options: ImportOptions, default_arm: str) -> SourceCase:
+def _case(row: JSONObject, where: str, options: ImportOptions, default_arm: str) -> SourceCase:
     if options.arm_from:
         arm = arm_from(row, options.arm_from, where)
     else:
@@ -114,7 +115,7 @@ def _case(row: dict, where: str, options: ImportOptions, default_arm: str) -> So
     item_id = row.get("id") if row.get("id") is not None else row.get("item_id")
     if item_id is None and row.get("input") is None:
         raise SourceError(f"{where}: neither 'id' nor 'input': cannot tell which item this row is")
-    return checked_numbers(SourceCase(
+    return checked_case(SourceCase(
         run=arm,
         item=SourceItem(None if item_id is None else str(item_id), row.get("input"), row.get("expected")),
         repeat=_integer(row, "repeat", where),
@@ -131,7 +132,7 @@ def _case(row: dict, where: str, options: ImportOptions, default_arm: str) -> So
     ), where)
 
 
-def _scores(row: dict, where: str) -> list[SourceScore]:
+def _scores(row: JSONObject, where: str) -> list[SourceScore]:
     fields = [(SCORE_FIELD, row.get(SCORE_FIELD), SCORE_FIELD)]
     fields += [(k[len(SCORE_PREFIX):], v, k) for k, v in row.items() if k.startswith(SCORE_PREFIX)]
     nested = row.get(SCORES_FIELD)
@@ -169,11 +170,11 @@ def _to_number(value: Any, field: str, where: str) -> float | None:
     return number
 
 
-def _number(row: dict, field: str, where: str) -> float | None:
+def _number(row: JSONObject, field: str, where: str) -> float | None:
     return _to_number(row.get(field), field, where)
 
 
-def _integer(row: dict, field: str, where: str) -> int | None:
+def _integer(row: JSONObject, field: str, where: str) -> int | None:
     number = _number(row, field, where)
     if number is not None and not number.is_integer():
         raise SourceError(f"{where}: field {field!r} is {row[field]!r}, not a whole number")

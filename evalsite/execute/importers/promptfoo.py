@@ -23,7 +23,7 @@ from evalsite.execute.importers.source_records import (
     SourceRun,
     SourceScore,
     arm_from,
-    checked_numbers,
+    checked_case,
     field_at,
     finite_number,
     optional_int,
@@ -31,7 +31,7 @@ from evalsite.execute.importers.source_records import (
     value_at,
 )
 from evalsite.execute.importers.writer import SourceImport
-from evalsite.jsonshape import mapping
+from evalsite.jsonshape import JSONObject, mapping
 from evalsite.runlog.records import RunStatus
 from evalsite.runlog.store import iso
 
@@ -60,7 +60,7 @@ class _Results:
         self._reader = JsonLines(path, label) if self.jsonl else JsonArrayStream(
             path, ("results", "results"), label, skip=("config.tests",))  # every test again, inlined
 
-    def __iter__(self) -> Iterator[tuple[str, dict]]:
+    def __iter__(self) -> Iterator[tuple[str, JSONObject]]:
         if self.jsonl:
             for number, record in self._reader:
                 yield f"line {number}", record
@@ -71,7 +71,7 @@ class _Results:
                 yield f"results.results[{index}]", record
 
     @property
-    def document(self) -> dict:
+    def document(self) -> JSONObject:
         """Everything but the result rows (empty for ``.jsonl``, which holds rows only)."""
         return {} if isinstance(self._reader, JsonLines) else self._reader.rest
 
@@ -104,7 +104,7 @@ def read_promptfoo(source: SourceImport, options: ImportOptions) -> None:
                                   results.truncated, source))
 
 
-def _check_version(source: SourceImport, document: dict, *, required: bool) -> None:
+def _check_version(source: SourceImport, document: JSONObject, *, required: bool) -> None:
     version = field_at(document, "results.version")
     if version is MISSING:
         if required:
@@ -116,7 +116,7 @@ def _check_version(source: SourceImport, document: dict, *, required: bool) -> N
                           f"version {', '.join(map(str, RESULTS_VERSIONS))}")
 
 
-def _column(result: dict, where: str, options: ImportOptions) -> tuple[str, _Column]:
+def _column(result: JSONObject, where: str, options: ImportOptions) -> tuple[str, _Column]:
     provider = result.get("provider")
     if isinstance(provider, str):
         provider = {"id": provider}
@@ -143,7 +143,7 @@ def _arm(key: str, column: _Column, columns: dict[str, _Column], options: Import
     return column.provider if siblings == 1 else f"{column.provider}/{column.prompt_label or column.prompt_id}"
 
 
-def _item(result: dict) -> SourceItem:
+def _item(result: JSONObject) -> SourceItem:
     variables = result.get("vars")
     if not isinstance(variables, dict):
         variables = value_at(result, "testCase.vars")
@@ -160,7 +160,7 @@ def _item(result: dict) -> SourceItem:
     )
 
 
-def _error(result: dict, response: dict) -> str | None:
+def _error(result: JSONObject, response: JSONObject) -> str | None:
     """promptfoo puts an assertion's failure in ``error`` too; only failureReason 2 is an error."""
     reason = result.get("failureReason")
     if reason is not None:
@@ -170,7 +170,7 @@ def _error(result: dict, response: dict) -> str | None:
     return str(result["error"]) if result.get("error") and not result.get("gradingResult") else None
 
 
-def _scores(result: dict, where: str) -> list[SourceScore]:
+def _scores(result: JSONObject, where: str) -> list[SourceScore]:
     components = value_at(result, "gradingResult.componentResults")
     if components is None:
         return []
@@ -178,7 +178,9 @@ def _scores(result: dict, where: str) -> list[SourceScore]:
         raise SourceError(f"{where}: gradingResult.componentResults is not a list")
     scores: list[SourceScore] = []
     seen: dict[str, int] = {}
-    for component in components:
+    for index, component in enumerate(components):
+        if not isinstance(component, dict):
+            raise SourceError(f"{where}: gradingResult.componentResults[{index}] is not an object")
         assertion = mapping(component.get("assertion"))
         kind = str(assertion.get("type") or "assertion")
         base = str(assertion.get("metric") or kind)
@@ -195,13 +197,13 @@ def _scores(result: dict, where: str) -> list[SourceScore]:
     return scores
 
 
-def _case(result: dict, key: str, where: str) -> SourceCase:
+def _case(result: JSONObject, key: str, where: str) -> SourceCase:
     response = mapping(result.get("response"))
-    usage = response.get("tokenUsage") or result.get("tokenUsage") or {}
+    usage = mapping(response.get("tokenUsage")) or mapping(result.get("tokenUsage"))
     scores = _scores(result, where)
     cost = finite_number(result.get("cost"))
     latency = result.get("latencyMs", response.get("latencyMs"))
-    return checked_numbers(SourceCase(
+    return checked_case(SourceCase(
         run=key,
         item=_item(result),
         input=value_at(result, "prompt.raw"),
@@ -218,7 +220,7 @@ def _case(result: dict, key: str, where: str) -> SourceCase:
     ), where)
 
 
-def _provider_config(document: dict, column: _Column) -> Any:
+def _provider_config(document: JSONObject, column: _Column) -> Any:
     providers = value_at(document, "config.providers")
     for entry in providers if isinstance(providers, list) else []:
         if isinstance(entry, dict) and column.provider in (entry.get("label"), entry.get("id")):
@@ -226,7 +228,7 @@ def _provider_config(document: dict, column: _Column) -> Any:
     return None
 
 
-def _prompt_template(document: dict, column: _Column) -> Any:
+def _prompt_template(document: JSONObject, column: _Column) -> Any:
     prompts = value_at(document, "results.prompts")
     for entry in prompts if isinstance(prompts, list) else []:
         if isinstance(entry, dict) and entry.get("id") == column.prompt_id and entry.get("provider") == column.provider:
@@ -245,7 +247,7 @@ def _ended(started: Any, duration_ms: Any) -> str | None:
     return iso(moment + timedelta(milliseconds=milliseconds))
 
 
-def _run(document: dict, column: _Column, arm: str, truncated: bool, source: SourceImport) -> SourceRun:
+def _run(document: JSONObject, column: _Column, arm: str, truncated: bool, source: SourceImport) -> SourceRun:
     metadata = mapping(document.get("metadata"))
     version = metadata.get("promptfooVersion")
     entry = _prompt_template(document, column) or {}

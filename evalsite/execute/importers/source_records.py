@@ -13,7 +13,7 @@ from typing import Any
 
 from evalsite.errors import SourceError
 from evalsite.execute.importers.evalzip import DEFAULT_MAX_MEMBER_BYTES
-from evalsite.jsonshape import MISSING, field_at
+from evalsite.jsonshape import MISSING, JSONObject, JSONValue, field_at
 from evalsite.runlog.fields import shown
 from evalsite.runlog.records import MAX_REPEAT_INDEX, SCORE_RANGES, RunStatus, out_of_range, range_problem
 from evalsite.runlog.secrets import looks_secret
@@ -44,7 +44,7 @@ class SourceItem:
     order: float | None = None  # position in the source's dataset, when the source says
     key: str | None = None  # tells apart items without an id (lm-eval's doc_id); else their content does
 
-    def row(self) -> dict:
+    def row(self) -> JSONObject:
         """The identity row, leaving out what the source did not record (as a dataset file would)."""
         row = {"id": self.id, "input": self.input, "expected": self.expected}
         return {key: value for key, value in row.items() if value is not None}
@@ -94,20 +94,26 @@ class SourceRun:
     experiment: str
     tool: str
     tool_version: str | None
-    config: dict
+    config: JSONObject
     prompt: Any = None
     scorers: dict[str, Any] = field(default_factory=dict)  # run-level identity per evaluator name
-    spec: dict = field(default_factory=dict)  # the source's settings a number depends on
-    code: dict = field(default_factory=lambda: {"commit": None, "dirty": None})
-    environment: dict = field(default_factory=dict)
+    spec: JSONObject = field(default_factory=dict)  # the source's settings a number depends on
+    code: JSONObject = field(default_factory=lambda: {"commit": None, "dirty": None})
+    environment: JSONObject = field(default_factory=dict)
     status: RunStatus = RunStatus.COMPLETED
     source_status: str | None = None
     source_error: str | None = None
     started_at: str | None = None
     ended_at: str | None = None
     dataset_location: str | None = None
-    reported: dict = field(default_factory=dict)  # the tool's own aggregates for this run
-    ids: dict = field(default_factory=dict)  # the source's run identifiers (eval id, run id)
+    reported: JSONObject = field(default_factory=dict)  # the tool's own aggregates for this run
+    ids: JSONObject = field(default_factory=dict)  # the source's run identifiers (eval id, run id)
+
+
+def elements(value: Any) -> list[Any]:
+    """``value`` when it is a JSON array, else an empty one: a missing or malformed list reads as
+    having no elements (as :func:`~evalsite.jsonshape.mapping` reads an object)."""
+    return value if isinstance(value, list) else []
 
 
 def value_at(record: Any, dotted: str, default: Any = None) -> Any:
@@ -134,11 +140,12 @@ def finite_number(value: Any) -> float | None:
     return None
 
 
-def checked_numbers(case: SourceCase, where: str) -> SourceCase:
-    """``case`` when its every number is one a run may record (the run log's ranges,
-    :data:`evalsite.runlog.records.CASE_RANGES`), else a :class:`SourceError` naming ``where``
-    (the source file and record) and the number: a source's ``cost: 1e308`` would overflow
-    every sum of its run."""
+def checked_case(case: SourceCase, where: str) -> SourceCase:
+    """``case`` when a run may record it, else a :class:`SourceError` naming ``where`` (the source
+    file and record) and the field: every number in the run log's ranges
+    (:data:`evalsite.runlog.records.CASE_RANGES`: a source's ``cost: 1e308`` would overflow every
+    sum of its run) and every text field text or null (the reader skips a case line whose
+    ``finish_reason`` is ``5``)."""
     numbers = {"latency_ms": case.latency_ms, "input_tokens": case.input_tokens, "output_tokens": case.output_tokens,
                "cost_usd": case.cost_usd, "score": case.score}
     problems = [range_problem(key, numbers[key]) for key in out_of_range(numbers)]
@@ -146,9 +153,18 @@ def checked_numbers(case: SourceCase, where: str) -> SourceCase:
                  for score in case.scores if out_of_range({"score": score.value}, SCORE_RANGES)]
     if case.repeat is not None and not 0 <= case.repeat <= MAX_REPEAT_INDEX:
         problems.append(f"repeat={shown(case.repeat)} is out of range (0 to {MAX_REPEAT_INDEX})")
+    problems += _not_text({"error": case.error, "finish_reason": case.finish_reason, "started_at": case.started_at})
+    problems += [f"score {score.evaluator!r}: {problem}" for score in case.scores
+                 for problem in _not_text({"label": score.label, "detail": score.detail, "error": score.error})]
     if problems:
         raise SourceError(f"{where}: {problems[0]}; a run cannot record it")
     return case
+
+
+def _not_text(fields: dict[str, object]) -> list[str]:
+    """What a reader put in a text field from a source's other JSON type: ``finish_reason=5 is not text``."""
+    return [f"{key}={shown(value)} is not text" for key, value in fields.items()
+            if value is not None and not isinstance(value, str)]
 
 
 def optional_int(value: Any) -> int | None:
@@ -169,7 +185,7 @@ def redact(value: Any) -> Any:
     return value
 
 
-def prompt_text(messages: list) -> Any:
+def prompt_text(messages: list[JSONValue]) -> Any:
     """Chat messages as ``{role, content}``; a lone user message with text content becomes that text."""
     sent = [{"role": m.get("role"), "content": m.get("content")} for m in messages if isinstance(m, dict)]
     if len(sent) == 1 and sent[0]["role"] == "user" and isinstance(sent[0]["content"], str):
