@@ -37,6 +37,7 @@ COMMANDS = (
     CommandEntry("compact", "compact:compact_command", "Store finished runs as zstd Parquet next to their JSONL (or under --to DIR)."),
     CommandEntry("compare", "compare:compare_command", "Compare RUN with its baseline, fingerprint first."),
     CommandEntry("dataset", "dataset:dataset_group", "Freeze, verify and describe dataset files."),
+    CommandEntry("docs", "docs:docs_command", "List the documentation pages that ship with evalsite, or print one."),
     CommandEntry("family-test", "analysis:family_test_command", "RUN against a declared family of runs, Holm-corrected."),
     CommandEntry("holdout", "analysis:holdout_command", "Does the pilot order of the arms hold on the holdout items?"),
     CommandEntry("import", "importer:import_command", "Turn another tool's results (FORMAT: promptfoo, inspect, lm-eval, jsonl, csv) into runs."),
@@ -63,7 +64,7 @@ COMMANDS = (
 #: ``ctx.meta`` key: the command's own ``--help`` is asked for (help works in any folder).
 ASKS_HELP = "evalsite.asks_help"
 #: Commands that work in any folder: they make a project, or read files named on their command line.
-OUTSIDE_A_PROJECT = frozenset({"dataset", "import", "init", "plan-size", "schema"})
+OUTSIDE_A_PROJECT = frozenset({"dataset", "docs", "import", "init", "plan-size", "schema"})
 
 
 class _LazyCommands(Mapping[str, click.Command]):
@@ -123,9 +124,9 @@ class LazyGroup(click.Group):
 
 #: Where ``evalsite --help`` sends a reader: the docs ship in evalsite's source (the repository
 #: or the sdist; the wheel carries none, and no public URL is recorded to point at instead).
-EPILOG = ("Docs: README.md, then docs/guide.md (a first project, step by step) and "
-          "docs/reference/commands.md (every command and option), in evalsite's source: the "
-          "repository or sdist it was installed from. 'evalsite COMMAND --help' describes one command.")
+EPILOG = ("Docs ship with evalsite: 'evalsite docs' lists the pages, 'evalsite docs guide' prints the guide "
+          "(a first project, step by step), 'evalsite docs commands' every command and option; 'evalsite docs "
+          "--path' names their folder. 'evalsite COMMAND --help' describes one command.")
 
 
 @click.group(cls=LazyGroup, entries=COMMANDS, epilog=EPILOG, context_settings={"help_option_names": ["-h", "--help"]})

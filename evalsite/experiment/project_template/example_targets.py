@@ -1,6 +1,6 @@
 """Two offline arms for the scaffolded example; replace them with your own systems.
 
-Point an arm at a model instead with ``target: openai`` (see docs/reference/targets.md).
+Point an arm at a model instead with ``target: openai`` (`evalsite docs targets` prints how).
 """
 
 
