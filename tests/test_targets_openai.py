@@ -195,3 +195,12 @@ def test_the_aiohttp_pool_bounds_connections_and_reports_refusals(server):
     answers = asyncio.run(send(aiohttp_transport(4), "http://127.0.0.1:9/v1/chat/completions", 3))
     assert all(isinstance(a, httpx.ConnectError) for a in answers)
     assert aiohttp_transport(1).ssl_context is aiohttp_transport(2).ssl_context  # one SSL context for all
+
+
+def test_a_base_url_query_is_kept_after_the_endpoint_path(runner_project, server, cli):
+    """Azure OpenAI's shape: the deployment in the path, ``api-version`` in the query."""
+    arm = openai_arm(server, settings={"base_url": server.url + "/openai/deployments/gpt-4o/?api-version=2024-06-01"})
+    result = cli("run", write_experiment(runner_project, questions(1), [arm]))
+    assert result.exit_code == 0, result.output
+    assert [call.path for call in server.calls] == ["/openai/deployments/gpt-4o/chat/completions?api-version=2024-06-01"]
+    assert only_run(runner_project).cases[0]["output"] == "echo: question 0"

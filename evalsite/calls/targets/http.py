@@ -107,6 +107,14 @@ def client_from_settings(
                       positive_setting(settings, "max_reply_bytes", DEFAULT_MAX_REPLY_BYTES, kind))
 
 
+def endpoint(base_url: str, path: str) -> httpx.URL:
+    """``path`` under ``base_url``, the base's query kept after it: Azure OpenAI's
+    ``…/deployments/gpt-4o?api-version=2024-06-01`` posts to
+    ``…/deployments/gpt-4o/chat/completions?api-version=2024-06-01``, not into the query."""
+    base = httpx.URL(base_url)
+    return base.copy_with(path=base.path.rstrip("/") + path)
+
+
 class JsonClient:
     """One pooled ``httpx.AsyncClient`` per target (per run), created inside the run's event loop.
 
@@ -179,7 +187,7 @@ class JsonClient:
             client = self._client = httpx.AsyncClient(headers=self.headers, timeout=None, transport=transport)
         url = self._urls.get(path)
         if url is None:
-            url = self._urls[path] = httpx.URL(self.base_url + path)
+            url = self._urls[path] = endpoint(self.base_url, path)
         merged = client.headers
         if headers:
             merged = merged.copy()
