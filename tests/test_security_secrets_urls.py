@@ -46,7 +46,7 @@ def test_the_request_uses_the_real_url_and_nothing_written_holds_its_credentials
     result = cli("run", manifest, "--build")
     assert result.exit_code in (0, 1), result.output
     first = server.calls[0]
-    assert first.path.startswith(f"/v1?api_key={QUERY_KEY}&region=eu")
+    assert first.path == f"/v1/chat/completions?api_key={QUERY_KEY}&region=eu"  # the path joined, the query kept
     assert first.headers["authorization"] == "Basic " + base64.b64encode(f"alice:{PASSWORD}".encode()).decode()
     (run,) = all_runs(runner_project)
     header = run.header.raw
@@ -149,7 +149,7 @@ def test_a_connection_error_quoting_the_url_names_it_without_its_credentials(run
     cli("run", write_experiment(runner_project, questions(1), [arm], schedule={"max_attempts": 1}))
     (run,) = all_runs(runner_project)
     (case,) = run.cases
-    assert "UnsupportedProtocol: ftp://files.example/v1?api_key=%3Credacted%3E" in case.raw["error"]
+    assert "UnsupportedProtocol: ftp://files.example/v1/chat/completions?api_key=%3Credacted%3E" in case.raw["error"]
     assert files_holding(runner_project, "pw7@") == [] and files_holding(runner_project, QUERY_KEY) == []
 
 
