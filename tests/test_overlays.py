@@ -62,3 +62,23 @@ def test_a_patch_is_validated_with_the_manifest(study_project, cli):
     typo = _overlay(study_project, "typo.yaml", [{"target": "schedule", "patch": {"max_atempts": 2}}])
     result = cli("run", write_study(study_project, overlays=[typo]))
     assert result.exit_code == 1 and "max_atempts" in result.output
+
+
+def test_an_overlay_is_read_as_strictly_as_a_manifest(study_project, cli):
+    """Overlays come from the same untrusted places as manifests, and are read by the same function
+    (its size limit included): a repeated key, an alias bomb and a device that never ends each
+    become one line, and nothing runs."""
+    folder = study_project / "experiments"
+    (folder / "twice.yaml").write_text("kind: Overlay\nspec: {overrides: []}\nkind: Overlay\n")
+    bomb = ["a: &a [x, x, x, x, x, x, x, x, x, x]"] + [
+        f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 10)}]" for i in range(7)]
+    (folder / "bomb.yaml").write_text("kind: Overlay\nspec: {overrides: []}\n" + "\n".join(bomb) + "\n")
+    overlays = ["twice.yaml", "bomb.yaml", "/dev/zero"]
+    result = cli("run", write_study(study_project, overlays=overlays))
+    assert result.exit_code == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 3, lines
+    assert "overlay twice.yaml: invalid YAML on line 3: duplicate key 'kind' (first on line 1)" in lines[0]
+    assert lines[1].endswith("overlay bomb.yaml: holds more than 1000000 values (YAML aliases repeating a large part?)")
+    assert lines[2].endswith("overlay /dev/zero: not a regular file")
+    assert runs(study_project) == []

@@ -179,20 +179,34 @@ def _block(data: JSONObject, key: str) -> JSONObject:
 
 def read_manifest(path: Path, overrides: Sequence[str] = ()) -> tuple[str, JSONObject]:
     """The manifest's text and its mapping with ``overrides`` applied (not yet validated)."""
+    text, data = read_document(path, "manifest")
+    apply_overlays(data, path, read_overlay)  # the overlay files' groups, then --set
+    for assignment in overrides:
+        apply_override(data, assignment)
+    return text, data
+
+
+def read_document(path: Path, what: str) -> tuple[str, JSONObject]:
+    """A manifest's (or an overlay's) text and mapping, read as untrusted input: a regular file of at
+    most :data:`MAX_MANIFEST_BYTES`, UTF-8, strict YAML or JSON (no repeated key, bounded nesting and
+    alias expansion); anything else is one :class:`ManifestError` naming ``path``."""
     if not path.is_file():
-        raise ManifestError(f"{path}: manifest not found")
+        raise ManifestError(f"{path}: not a regular file" if path.exists() else f"{path}: {what} not found")
     if path.stat().st_size > MAX_MANIFEST_BYTES:
-        raise ManifestError(f"{path}: {path.stat().st_size / 1e6:.1f} MB; a manifest may hold at most "
+        raise ManifestError(f"{path}: {path.stat().st_size / 1e6:.1f} MB; a {what} may hold at most "
                             f"{MAX_MANIFEST_BYTES // 1_000_000} MB (put rows in a dataset file)")
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
         raise ManifestError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    data = _parse(path, text)
-    apply_overlays(data, path)  # the overlay files' groups, then --set
-    for assignment in overrides:
-        apply_override(data, assignment)
-    return text, data
+    except OSError as exc:
+        raise ManifestError(f"{path}: unreadable: {exc.strerror or exc}") from None
+    return text, _parse(path, text, what)
+
+
+def read_overlay(path: Path) -> JSONObject:
+    """An overlay file's mapping, read as strictly as a manifest (:func:`read_document`)."""
+    return read_document(path, "overlay")[1]
 
 
 # ---- parsing -------------------------------------------------------------------------------
@@ -221,7 +235,7 @@ def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool
 _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
 
-def _parse(path: Path, text: str) -> JSONObject:
+def _parse(path: Path, text: str, what: str) -> JSONObject:
     if path.suffix.lower() == ".json":
         data, problem = json_problem(text)
         if problem is not None:
@@ -232,7 +246,7 @@ def _parse(path: Path, text: str) -> JSONObject:
     if problem is not None:
         raise ManifestError(f"{path}: {problem}")
     if not isinstance(data, dict):
-        raise ManifestError(f"{path}: a manifest must be a mapping at the top level")
+        raise ManifestError(f"{path}: a {what} must be a mapping at the top level")
     return data
 
 

@@ -13,10 +13,9 @@ overlay is collected (a selector that reaches nothing is one) before any is repo
 from __future__ import annotations
 
 import fnmatch
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 from evalsite.errors import ManifestError
 from evalsite.experiment.schema_check import value_phrase
@@ -26,8 +25,10 @@ KIND = "Overlay"
 GROUP_KEYS = {"target", "patch"}
 
 
-def apply_overlays(data: JSONObject, manifest_path: Path) -> None:
-    """Apply the overlays ``data`` names, in place; raises one error listing every problem."""
+def apply_overlays(data: JSONObject, manifest_path: Path, read: Callable[[Path], JSONObject]) -> None:
+    """Apply the overlays ``data`` names, in place; raises one error listing every problem. ``read``
+    reads one overlay file as strictly as the manifest itself (its size, its YAML), raising
+    :class:`ManifestError`."""
     names = data.get("overlays")
     if names is None:
         return
@@ -36,19 +37,19 @@ def apply_overlays(data: JSONObject, manifest_path: Path) -> None:
     problems: list[str] = []
     for name in names:
         path = manifest_path.parent / name
-        problems += [f"{name}: {problem}" for problem in _apply_file(data, path)]
+        problems += [f"{name}: {problem}" for problem in _apply_file(data, path, read)]
     if problems:
         raise ManifestError("\n".join(f"{manifest_path}: overlay {problem}" for problem in problems))
 
 
-def _apply_file(data: JSONObject, path: Path) -> list[str]:
-    try:
-        document = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+def _apply_file(data: JSONObject, path: Path, read: Callable[[Path], JSONObject]) -> list[str]:
+    if not path.exists():
         return ["does not exist"]
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        return [f"unreadable: {str(exc).splitlines()[0]}"]
-    if not isinstance(document, dict) or document.get("kind") != KIND:
+    try:
+        document = read(path)
+    except ManifestError as exc:
+        return [exc.message.removeprefix(f"{path}: ")]
+    if document.get("kind") != KIND:
         return [f"needs kind: {KIND}"]
     unknown = sorted(set(document) - {"kind", "spec", "description"})
     groups = (document.get("spec") or {}).get("overrides") if isinstance(document.get("spec"), dict) else None
