@@ -29,7 +29,7 @@ from evalsite.calls.targets.http import (
     client_from_settings,
     model_name,
 )
-from evalsite.calls.targets.tools import TOOL_SETTINGS, Round, ToolHandlers, converse, tool_calls, tool_handlers, wire
+from evalsite.calls.targets.tools import TOOL_SETTINGS, Round, ToolHandlers, call_with_tools, tool_handlers, wire
 from evalsite.jsonshape import mapping
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -52,7 +52,7 @@ class OpenAIChat(ModelOverHttp):
         thread = {THREAD_HEADER: request.thread_id} if request.thread_id else None
 
         async def complete(conversation: list[dict]) -> Round | str:
-            body = {**request.params, "model": self.model, "messages": conversation}
+            body = {**request.params, "model": self.model, "messages": wire(conversation)}
             clock = time.perf_counter()
             reply = await self.client.post("/chat/completions", body, thread)
             if isinstance(reply, str):
@@ -62,12 +62,7 @@ class OpenAIChat(ModelOverHttp):
             return Round(parse_completion(data, headers.get(BILLED_COST_HEADER), message), message,
                          (time.perf_counter() - clock) * 1000)
 
-        first = await complete(wire(messages))
-        if isinstance(first, str):
-            return TargetResult(error=first)
-        if first.result.error is not None or not tool_calls(first.message):
-            return first.result
-        return await converse(complete, messages, first, self.tools)
+        return await call_with_tools(complete, messages, self.tools)
 
 
 def first_message(data: dict) -> dict:
