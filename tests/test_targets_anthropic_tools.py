@@ -7,10 +7,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from browser_support import drawn, needs_browser, problems_in
 from runner_support import only_run, write_experiment
 
 from evalsite.project import find_project
-from evalsite.site import build_site
+from evalsite.site import build_site, paths
 from evalsite.site.transcripts import conversation
 
 KEY = "sk-ant-tools-5e6f7a8b-never-on-disk"
@@ -198,3 +199,32 @@ def test_max_tool_rounds_without_handlers_is_refused_before_any_call(runner_proj
     assert result.exit_code == 1, result.output
     assert "settings.max_tool_rounds: only read with settings.tool_handlers (target anthropic)" in result.output
     assert server.calls == []
+
+
+@needs_browser
+def test_the_run_and_item_pages_show_every_turn_and_tool_call_of_a_claude_conversation(toolbox, server, cli, browser):
+    from selenium.webdriver.common.by import By
+
+    server.script["population?"] = [{"tool_calls": [use("toolu_p", "lookup", city="Oslo")]}, {"reply": "709,000."}]
+    server.script["and the time?"] = [{"reply": "Checking.", "tool_calls": [use("toolu_t", "clock", city="Oslo"),
+                                                                         use("toolu_f", "flaky")]},
+                                      {"reply": "09:30; the backup clock failed."}]
+    claude_run(toolbox, server, cli, [{"id": "chat", "turns": ["population?", "and the time?"], "expected": "09:30"}])
+    build_site(find_project(toolbox))
+    site, run = toolbox / "site", only_run(toolbox)
+    pages = [site / paths.run(run.header.run_id),
+             site / paths.item_page(run.header.dataset.dataset_id, paths.item_bucket("chat"))]
+    for page in pages:
+        browser.get(page.as_uri())
+        (summary,) = drawn(browser, "details.transcript summary")
+        assert summary.text == "Transcript: 9 messages, 3 tool calls", page
+        summary.click()
+        messages = browser.find_elements(By.CSS_SELECTOR, "details.transcript li.message")
+        assert [m.find_element(By.CSS_SELECTOR, ".message-head strong").text for m in messages] == [
+            "user", "assistant", "tool", "assistant", "user", "assistant", "tool", "tool", "assistant"]
+        heads = browser.find_elements(By.CSS_SELECTOR, "details.transcript .tool-call-head code")
+        assert [c.text for c in heads] == ["lookup", "clock", "flaky"]
+        assert "result of call toolu_p" in messages[2].text and "709000" in messages[2].text
+        assert "Error: ConnectionError: the clock service timed out" in messages[7].text
+        assert messages[-1].text.endswith("09:30; the backup clock failed.")
+        assert problems_in(browser, site) == []
