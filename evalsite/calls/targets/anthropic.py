@@ -33,8 +33,6 @@ from evalsite.calls.targets.base import (
 )
 from evalsite.calls.targets.http import (
     HTTP_SETTINGS,
-    JsonClient,
-    ModelOverHttp,
     chat_messages,
     client_from_settings,
     model_name,
@@ -43,8 +41,8 @@ from evalsite.calls.targets.tools import (
     ERROR_KEY,
     TOOL_SETTINGS,
     TRANSCRIPT_KEYS,
+    ChatOverHttp,
     Round,
-    ToolHandlers,
     call_with_tools,
     sent,
     tool_calls,
@@ -58,16 +56,8 @@ DEFAULT_MAX_TOKENS = 1024
 STOP_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length", "tool_use": "tool_calls"}
 
 
-class AnthropicMessages(ModelOverHttp):
+class AnthropicMessages(ChatOverHttp):
     kind = "anthropic"
-
-    def __init__(self, model: str, client: JsonClient, tools: ToolHandlers | None = None):
-        super().__init__(model, client)
-        self.tools = tools
-
-    def renewed(self) -> AnthropicMessages:
-        """With its tool handlers' modules executed anew (``schedule.reset_state``)."""
-        return AnthropicMessages(self.model, self.client, self.tools.renewed()) if self.tools is not None else self
 
     async def generate(self, request: TargetRequest) -> TargetResult:
         thread = {THREAD_HEADER: request.thread_id} if request.thread_id else None

@@ -23,29 +23,19 @@ from evalsite.calls.targets.base import (
 )
 from evalsite.calls.targets.http import (
     HTTP_SETTINGS,
-    JsonClient,
-    ModelOverHttp,
     chat_messages,
     client_from_settings,
     model_name,
 )
-from evalsite.calls.targets.tools import TOOL_SETTINGS, Round, ToolHandlers, call_with_tools, tool_handlers, wire
+from evalsite.calls.targets.tools import TOOL_SETTINGS, ChatOverHttp, Round, call_with_tools, tool_handlers, wire
 from evalsite.jsonshape import mapping
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 BILLED_COST_HEADER = "x-litellm-response-cost"
 
 
-class OpenAIChat(ModelOverHttp):
+class OpenAIChat(ChatOverHttp):
     kind = "openai"
-
-    def __init__(self, model: str, client: JsonClient, tools: ToolHandlers | None = None):
-        super().__init__(model, client)
-        self.tools = tools
-
-    def renewed(self) -> OpenAIChat:
-        """With its tool handlers' modules executed anew (``schedule.reset_state``)."""
-        return OpenAIChat(self.model, self.client, self.tools.renewed()) if self.tools is not None else self
 
     async def generate(self, request: TargetRequest) -> TargetResult:
         messages = chat_messages(request.input)

@@ -33,10 +33,10 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from evalsite.calls.targets.base import TargetResult, TransientTargetError, total_or_none
-from evalsite.calls.targets.http import positive_setting
+from evalsite.calls.targets.http import JsonClient, ModelOverHttp, positive_setting
 from evalsite.calls.targets.python_target import fresh_callable
 from evalsite.errors import TargetError
 from evalsite.jsonshape import mapping
@@ -123,6 +123,19 @@ class ToolHandlers:
         except Exception as exc:  # the handler failed: the model is told, as a real tool would tell it
             return f"Error: {type(exc).__name__}: {exc}", True
         return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str), False
+
+
+class ChatOverHttp(ModelOverHttp):
+    """A chat target over HTTP whose replies' tool calls ``tools`` answers (None: they are recorded,
+    not answered)."""
+
+    def __init__(self, model: str, client: JsonClient, tools: ToolHandlers | None = None):
+        super().__init__(model, client)
+        self.tools = tools
+
+    def renewed(self) -> Self:
+        """With its tool handlers' modules executed anew (``schedule.reset_state``)."""
+        return type(self)(self.model, self.client, self.tools.renewed()) if self.tools is not None else self
 
 
 def tool_handlers(settings: dict, project_root: Path, kind: str) -> ToolHandlers | None:
