@@ -6,7 +6,11 @@ for a given last user message, in order (then the default): a status such as 429
 ``Retry-After`` header or 500, a slow response (``delay``), ``finish_reason: length``, a billed
 ``cost``, a custom ``reply``, a ``served_model`` other than the one asked for, a
 ``system_fingerprint``, ``usage_values`` that replace the counted usage fields, ``tool_calls``
-(OpenAI only: the assistant message asks for these calls, its content ``reply`` or null). Every response carries a distinct id (``chatcmpl-<n>``/``msg_<n>``, n
+(OpenAI's shape: the assistant message asks for these calls, its content ``reply`` or null; the
+Messages API answers the same calls as ``tool_use`` blocks after a text block of ``reply``, if
+any, with ``stop_reason: tool_use``). A request is scripted by its last user message with text:
+a Messages API user turn of ``tool_result`` blocks only is passed over, as OpenAI's ``role: tool``
+messages are. Every response carries a distinct id (``chatcmpl-<n>``/``msg_<n>``, n
 the call's 1-based number; error responses send it as ``x-request-id``). Every request is
 recorded in ``calls`` (headers lower-cased); ``max_in_flight`` is the most requests it held at once.
 
@@ -116,7 +120,8 @@ class FakeServer:
     async def _respond(self, path: str, headers: dict, raw: bytes) -> tuple[int, dict, dict]:
         body = json.loads(raw or b"{}")
         messages = body.get("messages") or []
-        content = next((m.get("content", "") for m in reversed(messages) if m.get("role") == "user"), "")
+        content = next((text for m in reversed(messages) if m.get("role") == "user"
+                        and (text := asked(m.get("content", ""))) is not None), "")
         with self._lock:
             self.calls.append(Call(path, headers, body, content, self._loop.time()))
             number = len(self.calls)
@@ -146,6 +151,14 @@ class FakeServer:
         return 200, spec.get("headers", {}), openai_body(model, reply, spec, usage, number)
 
 
+def asked(content) -> str | None:
+    """A user message's text: its text blocks joined, None for a turn of tool results only."""
+    if not isinstance(content, list):
+        return content
+    texts = [b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") != "tool_result"]
+    return "".join(texts) if texts else None
+
+
 def openai_body(model: str | None, reply: str | None, spec: dict, usage: dict, number: int = 1) -> dict:
     counted = {"prompt_tokens": usage["in"], "completion_tokens": usage["out"], "total_tokens": usage["in"] + usage["out"]}
     if "cost" in spec:
@@ -166,14 +179,20 @@ def openai_body(model: str | None, reply: str | None, spec: dict, usage: dict, n
     return body
 
 
-def anthropic_body(reply: str, spec: dict, usage: dict, number: int = 1, model: str | None = None) -> dict:
+def anthropic_body(reply: str | None, spec: dict, usage: dict, number: int = 1, model: str | None = None) -> dict:
     reason = {"length": "max_tokens", "stop": "end_turn"}.get(spec.get("finish_reason", "stop"))
+    content = [{"type": "text", "text": reply}] if reply is not None else []
+    for call in spec.get("tool_calls", ()):
+        function = call["function"]
+        content.append({"type": "tool_use", "id": call["id"], "name": function["name"],
+                        "input": json.loads(function["arguments"])})
+        reason = "tool_use"
     return {
         "id": f"msg_{number}",
         "type": "message",
         "model": model,
         "role": "assistant",
-        "content": [{"type": "text", "text": reply}],
+        "content": content,
         "stop_reason": reason,
         "usage": {"input_tokens": usage["in"], "output_tokens": usage["out"], **spec.get("usage_values", {})},
     }

@@ -13,6 +13,7 @@ import pytest
 from browser_support import chromium, drawn, needs_browser, problems_in
 from review_support import MODULES, make_review_project
 
+from evalsite.analysis.review import human_scores
 from evalsite.project import find_project
 from evalsite.site import build_site, paths
 
@@ -147,6 +148,10 @@ def test_a_rating_downloaded_from_the_page_imports_as_a_human_score(reviewed_sit
     assert imported["recorded"] == 5 and imported["reviewers"] == ["eve"]
     decisions = [json.loads(line) for line in (project / "runs" / "decisions.jsonl").read_text().splitlines()]
     assert {(d["review"]["item_id"], d["review"]["rating"]) for d in decisions} == set(chosen.items())
+    human = {key[1]: [(d.by, d.review.passed) for d in rated if d.review is not None]
+             for key, rated in human_scores(project / "runs").items() if key[0] == run_id}
+    assert human == {item: [("eve", {"pass": True, "fail": False}.get(rating))] for item, rating in chosen.items()}, (
+        "each rating reads back as the human evaluator's verdict of its case, by its reviewer")
 
     (report,) = cli.json("judge-agreement", "--evaluator", "brief")
     cases = {json.loads(line)["item_id"]: json.loads(line) for line in (project / "runs" / run_id / "cases.jsonl").read_text().splitlines()}

@@ -69,13 +69,16 @@ def test_with_reset_the_turns_of_one_case_still_share_it(reset_project, cli):
     assert [c["turn_outputs"] for c in only_run(reset_project).cases] == [["1", "2", "3"]] * 2
 
 
+@pytest.mark.parametrize("kind", ["openai", "anthropic"])
 @pytest.mark.parametrize("reset", [False, True])
-def test_an_http_targets_cookies_and_a_tool_handlers_state_stay_in_their_case(reset_project, server, cli, reset):
+def test_an_http_targets_cookies_and_a_tool_handlers_state_stay_in_their_case(reset_project, server, cli, reset, kind):
     call = {"id": "c1", "type": "function", "function": {"name": "add_to_cart", "arguments": '{"item": "tea"}'}}
     for n in range(2):
         server.script[f"question {n}"] = [{"tool_calls": [call], "headers": {"Set-Cookie": f"session=s{n}; Path=/"}},
                                           {"reply": f"echo: question {n}"}]
-    arm = openai_arm(server, settings={"tool_handlers": {"add_to_cart": "counter:add_to_cart"}})
+    handlers = {"tool_handlers": {"add_to_cart": "counter:add_to_cart"}}
+    arm = openai_arm(server, settings=handlers) if kind == "openai" else {
+        "id": "claude", "target": "anthropic:claude-fake", "settings": {"base_url": server.url, **handlers}}
     manifest = write_experiment(reset_project, questions(2), [arm], concurrency=1,
                                 schedule={"backoff_s": 0.01, "reset_state": reset})
     assert cli("run", manifest).exit_code == 0

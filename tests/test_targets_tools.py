@@ -131,6 +131,8 @@ def test_a_bad_call_is_answered_to_the_model_as_an_error(tools_project, server, 
     assert answers[3] == "Error: the arguments are not a JSON object"
     assert answers[4].startswith("Error: TypeError: ") and "town" in answers[4]
     assert case["output"] == "Sorry, the tools failed." and case["error"] is None
+    assert all(m["is_error"] is True for m in case["transcript"] if m["role"] == "tool"), "the transcript marks each"
+    assert not any("is_error" in m for m in server.calls[1].body["messages"]), "chat completions have no such key"
 
 
 def test_a_model_that_never_stops_calling_tools_ends_at_max_tool_rounds(tools_project, server, cli):

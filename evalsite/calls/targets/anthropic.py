@@ -1,16 +1,26 @@
 """The ``anthropic`` target: the Messages API (``POST /v1/messages``) over httpx.
 
 System messages of the input become the request's ``system`` field; ``params`` go into the
-body as they are (``max_tokens`` defaults to 1024 because the API requires it). Stop reasons
-are recorded in the OpenAI vocabulary, so ``max_tokens`` reads ``length`` like every target.
-Settings: ``model`` (or ``anthropic:<model>``), ``base_url`` (default Anthropic's),
-``api_key_env`` (default ``ANTHROPIC_API_KEY``), ``anthropic_version``, ``headers``,
-``headers_env``, ``max_connections``, ``max_reply_bytes``.
+body as they are (``max_tokens`` defaults to 1024 because the API requires it; ``tools`` declares
+the tools). Stop reasons are recorded in the OpenAI vocabulary, so ``max_tokens`` reads ``length``
+like every target. Settings: ``model`` (or ``anthropic:<model>``), ``base_url`` (default
+Anthropic's), ``api_key_env`` (default ``ANTHROPIC_API_KEY``), ``anthropic_version``, ``headers``,
+``headers_env``, ``max_connections``, ``max_reply_bytes``, and for tool calls ``tool_handlers`` and
+``max_tool_rounds``.
+
+Tool calls go through :mod:`evalsite.calls.targets.tools`, as the ``openai`` target's do, so the
+transcript has that one shape: a reply's ``tool_use`` blocks ``{id, name, input}`` are recorded as
+the assistant message's ``tool_calls`` (``input`` as a JSON text), and on the way out
+(:func:`wire_messages`) those become ``tool_use`` blocks again and the tool results one user turn
+of ``tool_result`` blocks ``{tool_use_id, content, is_error}``.
 """
 
 from __future__ import annotations
 
+import json
+import time
 from pathlib import Path
+from typing import Any
 
 from evalsite.calls.targets.base import (
     THREAD_HEADER,
@@ -23,10 +33,20 @@ from evalsite.calls.targets.base import (
 )
 from evalsite.calls.targets.http import (
     HTTP_SETTINGS,
-    ModelOverHttp,
     chat_messages,
     client_from_settings,
     model_name,
+)
+from evalsite.calls.targets.tools import (
+    ERROR_KEY,
+    TOOL_SETTINGS,
+    TRANSCRIPT_KEYS,
+    ChatOverHttp,
+    Round,
+    call_with_tools,
+    sent,
+    tool_calls,
+    tool_handlers,
 )
 from evalsite.jsonshape import mapping
 
@@ -36,36 +56,36 @@ DEFAULT_MAX_TOKENS = 1024
 STOP_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length", "tool_use": "tool_calls"}
 
 
-class AnthropicMessages(ModelOverHttp):
+class AnthropicMessages(ChatOverHttp):
     kind = "anthropic"
 
     async def generate(self, request: TargetRequest) -> TargetResult:
-        messages = chat_messages(request.input)
-        system = "\n\n".join(m["content"] for m in messages if m.get("role") == "system")
-        body = {
-            "max_tokens": DEFAULT_MAX_TOKENS,
-            **request.params,
-            "model": self.model,
-            "messages": [m for m in messages if m.get("role") != "system"],
-        }
-        if system:
-            body["system"] = system
         thread = {THREAD_HEADER: request.thread_id} if request.thread_id else None
-        reply = await self.client.post("/v1/messages", body, thread)
-        if isinstance(reply, str):
-            return TargetResult(error=reply)
-        return parse_message(reply[0])
+
+        async def complete(conversation: list[dict]) -> Round | str:
+            system = "\n\n".join(m["content"] for m in conversation if m.get("role") == "system")
+            body = {"max_tokens": DEFAULT_MAX_TOKENS, **request.params, "model": self.model,
+                    "messages": wire_messages(conversation)}
+            if system:
+                body["system"] = system
+            clock = time.perf_counter()
+            reply = await self.client.post("/v1/messages", body, thread)
+            if isinstance(reply, str):
+                return reply
+            data = reply[0]
+            return Round(parse_message(data), assistant_message(data), (time.perf_counter() - clock) * 1000)
+
+        return await call_with_tools(complete, chat_messages(request.input), self.tools)
 
 
 def parse_message(data: dict) -> TargetResult:
     blocks = data.get("content")
     if not isinstance(blocks, list):
         return TargetResult(error=f"the response has no content: {str(data)[:200]}")
-    text = "".join(b.get("text", "") for b in blocks if isinstance(b, dict) and b.get("type") == "text")
     usage = mapping(data.get("usage"))
     reason = text_or_none(data.get("stop_reason"))
     return TargetResult(
-        output=text,
+        output=reply_text(blocks),
         input_tokens=token_count(usage.get("input_tokens")),
         output_tokens=token_count(usage.get("output_tokens")),
         finish_reason=None if reason is None else STOP_REASONS.get(reason, reason),
@@ -74,12 +94,82 @@ def parse_message(data: dict) -> TargetResult:
     )
 
 
+def reply_text(blocks: list) -> str:
+    return "".join(b.get("text", "") for b in blocks if isinstance(b, dict) and b.get("type") == "text")
+
+
+def assistant_message(data: dict) -> dict:
+    """The reply as a transcript records it (:mod:`~evalsite.calls.targets.tools`): its text (None
+    when it has none beside its calls) and each ``tool_use`` block as a call, ``input`` as JSON text."""
+    blocks = data.get("content")
+    blocks = [b for b in blocks if isinstance(b, dict)] if isinstance(blocks, list) else []
+    calls = [{"id": b.get("id"), "type": "function",
+              "function": {"name": b.get("name"), "arguments": json.dumps(b.get("input"), ensure_ascii=False)}}
+             for b in blocks if b.get("type") == "tool_use"]
+    text = reply_text(blocks)
+    message: dict[str, Any] = {"role": "assistant", "content": text if text or not calls else None}
+    if calls:
+        message["tool_calls"] = calls
+    return message
+
+
+def wire_messages(conversation: list) -> list:
+    """The conversation as the Messages API takes it: system messages left out (they are the
+    body's ``system``), an assistant message's calls as ``tool_use`` blocks, each run of tool
+    results as one user turn of ``tool_result`` blocks, and no transcript keys."""
+    messages: list = []
+    results: list | None = None  # the tool results of the user turn being gathered
+    for message in conversation:
+        if isinstance(message, dict) and message.get("role") == "tool":
+            if results is None:
+                results = []
+                messages.append({"role": "user", "content": results})
+            results.append(tool_result(message))
+            continue
+        results = None
+        if not isinstance(message, dict):
+            messages.append(message)
+        elif message.get("role") == "system":
+            continue
+        elif calls := tool_calls(message):
+            messages.append({"role": "assistant", "content": [*_text_blocks(message.get("content")),
+                                                              *(tool_use(call) for call in calls)]})
+        else:
+            messages.append(sent(message) if not TRANSCRIPT_KEYS.isdisjoint(message) else message)
+    return messages
+
+
+def tool_use(call: dict) -> dict:
+    function = mapping(call.get("function"))
+    arguments = function.get("arguments")
+    try:
+        parsed = json.loads(arguments) if isinstance(arguments, str) else arguments
+    except ValueError:
+        parsed = None
+    return {"type": "tool_use", "id": call.get("id"), "name": function.get("name"),
+            "input": parsed if isinstance(parsed, dict) else {}}
+
+
+def tool_result(message: dict) -> dict:
+    block = {"type": "tool_result", "tool_use_id": message.get("tool_call_id"), "content": message.get("content")}
+    if message.get(ERROR_KEY) is True:
+        block["is_error"] = True
+    return block
+
+
+def _text_blocks(content: Any) -> list:
+    if isinstance(content, list):
+        return content
+    return [{"type": "text", "text": content}] if isinstance(content, str) and content else []
+
+
 @register_target("anthropic", model_in_spec=True)
 def _make(rest: str, settings: dict, project_root: Path) -> AnthropicMessages:
-    check_settings("anthropic", settings, HTTP_SETTINGS | {"anthropic_version"})
+    check_settings("anthropic", settings, HTTP_SETTINGS | TOOL_SETTINGS | {"anthropic_version"})
     client = client_from_settings(
         settings, "anthropic", default_base_url=DEFAULT_BASE_URL, default_key_env="ANTHROPIC_API_KEY",
         key_header="x-api-key",
     )
     client.headers["anthropic-version"] = str(settings.get("anthropic_version", DEFAULT_VERSION))
-    return AnthropicMessages(model_name(rest, settings, "anthropic"), client)
+    return AnthropicMessages(model_name(rest, settings, "anthropic"), client,
+                             tool_handlers(settings, project_root, "anthropic"))

@@ -23,36 +23,26 @@ from evalsite.calls.targets.base import (
 )
 from evalsite.calls.targets.http import (
     HTTP_SETTINGS,
-    JsonClient,
-    ModelOverHttp,
     chat_messages,
     client_from_settings,
     model_name,
 )
-from evalsite.calls.targets.tools import TOOL_SETTINGS, Round, ToolHandlers, converse, tool_calls, tool_handlers, wire
+from evalsite.calls.targets.tools import TOOL_SETTINGS, ChatOverHttp, Round, call_with_tools, tool_handlers, wire
 from evalsite.jsonshape import mapping
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 BILLED_COST_HEADER = "x-litellm-response-cost"
 
 
-class OpenAIChat(ModelOverHttp):
+class OpenAIChat(ChatOverHttp):
     kind = "openai"
-
-    def __init__(self, model: str, client: JsonClient, tools: ToolHandlers | None = None):
-        super().__init__(model, client)
-        self.tools = tools
-
-    def renewed(self) -> OpenAIChat:
-        """With its tool handlers' modules executed anew (``schedule.reset_state``)."""
-        return OpenAIChat(self.model, self.client, self.tools.renewed()) if self.tools is not None else self
 
     async def generate(self, request: TargetRequest) -> TargetResult:
         messages = chat_messages(request.input)
         thread = {THREAD_HEADER: request.thread_id} if request.thread_id else None
 
         async def complete(conversation: list[dict]) -> Round | str:
-            body = {**request.params, "model": self.model, "messages": conversation}
+            body = {**request.params, "model": self.model, "messages": wire(conversation)}
             clock = time.perf_counter()
             reply = await self.client.post("/chat/completions", body, thread)
             if isinstance(reply, str):
@@ -62,12 +52,7 @@ class OpenAIChat(ModelOverHttp):
             return Round(parse_completion(data, headers.get(BILLED_COST_HEADER), message), message,
                          (time.perf_counter() - clock) * 1000)
 
-        first = await complete(wire(messages))
-        if isinstance(first, str):
-            return TargetResult(error=first)
-        if first.result.error is not None or not tool_calls(first.message):
-            return first.result
-        return await converse(complete, messages, first, self.tools)
+        return await call_with_tools(complete, messages, self.tools)
 
 
 def first_message(data: dict) -> dict:

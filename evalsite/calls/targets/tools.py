@@ -1,17 +1,27 @@
 """Tool calls in a chat: the project's python handlers, and the conversation that answers them.
 
+Shared by the provider targets (``openai``, ``anthropic``): a target hands :func:`call_with_tools`
+its ``complete`` (one round trip: the conversation in, a :class:`Round` out) and everything else —
+the handlers, the rounds, the transcript and its figures — is here, so every provider's transcript
+has one shape: OpenAI chat messages (an assistant message's ``tool_calls`` with ``id`` and
+``function.name`` / ``function.arguments`` as a JSON text, a ``role: tool`` message with
+``tool_call_id`` and ``content``). A target whose API speaks otherwise translates its reply into
+that shape and the conversation into its own on the way out (``anthropic``'s ``tool_use`` and
+``tool_result`` blocks).
+
 When a reply asks for tools (``tool_calls``), the case keeps the whole conversation as its
 ``transcript``: the request's messages, each assistant message with its calls and arguments, each
 tool's result, the last reply. Each assistant message records its own round trip's figures
 (``latency_ms``, ``input_tokens``, ``output_tokens``, a billed ``cost_usd``), each tool result
-its handler's ``latency_ms``; those figures are never sent back to the model (:func:`wire`).
+its handler's ``latency_ms``, and a result that reports a failure ``is_error: true``; those keys
+are the transcript's own and are never sent back to the model as they are (:func:`wire`).
 
 With ``settings.tool_handlers`` (tool name → ``module:function`` in the project) every call is
 answered by its handler, called with the parsed arguments as keyword arguments, and the results
 are sent back until the model answers without calls or ``settings.max_tool_rounds`` is spent.
 A handler that raises, a tool without a handler and arguments that are not a JSON object are
-answered to the model as ``Error: …`` (as a tool would answer a bad call) and kept in the
-transcript; a handler raising :class:`TransientTargetError` retries the whole call.
+answered to the model as ``Error: …`` (as a tool would answer a bad call), marked ``is_error`` and
+kept in the transcript; a handler raising :class:`TransientTargetError` retries the whole call.
 """
 
 from __future__ import annotations
@@ -23,10 +33,10 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from evalsite.calls.targets.base import TargetResult, TransientTargetError, total_or_none
-from evalsite.calls.targets.http import positive_setting
+from evalsite.calls.targets.http import JsonClient, ModelOverHttp, positive_setting
 from evalsite.calls.targets.python_target import fresh_callable
 from evalsite.errors import TargetError
 from evalsite.jsonshape import mapping
@@ -37,7 +47,10 @@ TOOL_SETTINGS = {"tool_handlers", "max_tool_rounds"}
 DEFAULT_MAX_TOOL_ROUNDS = 8
 #: A transcript message's own figures, as the site reads them (evalsite/site/transcripts.py).
 FIGURE_KEYS = ("latency_ms", "input_tokens", "output_tokens", "cost_usd")
-_FIGURES = frozenset(FIGURE_KEYS)
+#: A tool result's mark that it reports a failure (sent as Anthropic's ``is_error``; OpenAI has none).
+ERROR_KEY = "is_error"
+#: What a transcript records on a message that no request sends as it is.
+TRANSCRIPT_KEYS = frozenset((*FIGURE_KEYS, ERROR_KEY))
 
 
 @dataclass(frozen=True)
@@ -49,7 +62,8 @@ class Round:
     latency_ms: float
 
 
-#: Sends a conversation (already :func:`wire`-clean) for one more round; a string is a final error.
+#: Sends a conversation (the transcript so far, its own keys included: the target puts it in its
+#: wire format, :func:`wire` for OpenAI's) for one more round; a string is a final error.
 Complete = Callable[[list[dict]], Awaitable[Round | str]]
 
 
@@ -81,20 +95,24 @@ class ToolHandlers:
         """The ``role: tool`` message answering one tool call."""
         function = mapping(call.get("function"))
         clock = time.perf_counter()
-        content = await self._run(function.get("name"), function.get("arguments"))
-        return {"role": "tool", "tool_call_id": call.get("id"), "content": content,
-                "latency_ms": round((time.perf_counter() - clock) * 1000, 3)}
+        content, failed = await self._run(function.get("name"), function.get("arguments"))
+        message = {"role": "tool", "tool_call_id": call.get("id"), "content": content,
+                   "latency_ms": round((time.perf_counter() - clock) * 1000, 3)}
+        if failed:
+            message[ERROR_KEY] = True
+        return message
 
-    async def _run(self, name: Any, arguments: Any) -> str:
+    async def _run(self, name: Any, arguments: Any) -> tuple[str, bool]:
+        """The tool's result as the model is sent it, and whether it reports a failure."""
         handler = self.handler(name) if isinstance(name, str) else None
         if handler is None:
-            return f"Error: no handler for tool {name!r} (settings.tool_handlers names {', '.join(sorted(self.specs))})"
+            return f"Error: no handler for tool {name!r} (settings.tool_handlers names {', '.join(sorted(self.specs))})", True
         try:
             parsed = json.loads(arguments or "{}") if isinstance(arguments, str) else arguments
         except ValueError as exc:
-            return f"Error: the arguments are not JSON: {exc}"
+            return f"Error: the arguments are not JSON: {exc}", True
         if not isinstance(parsed, dict):
-            return "Error: the arguments are not a JSON object"
+            return "Error: the arguments are not a JSON object", True
         try:
             if inspect.iscoroutinefunction(handler):
                 value = await handler(**parsed)
@@ -103,8 +121,21 @@ class ToolHandlers:
         except TransientTargetError:
             raise
         except Exception as exc:  # the handler failed: the model is told, as a real tool would tell it
-            return f"Error: {type(exc).__name__}: {exc}"
-        return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+            return f"Error: {type(exc).__name__}: {exc}", True
+        return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str), False
+
+
+class ChatOverHttp(ModelOverHttp):
+    """A chat target over HTTP whose replies' tool calls ``tools`` answers (None: they are recorded,
+    not answered)."""
+
+    def __init__(self, model: str, client: JsonClient, tools: ToolHandlers | None = None):
+        super().__init__(model, client)
+        self.tools = tools
+
+    def renewed(self) -> Self:
+        """With its tool handlers' modules executed anew (``schedule.reset_state``)."""
+        return type(self)(self.model, self.client, self.tools.renewed()) if self.tools is not None else self
 
 
 def tool_handlers(settings: dict, project_root: Path, kind: str) -> ToolHandlers | None:
@@ -130,11 +161,27 @@ def tool_calls(message: dict) -> list[dict]:
 
 
 def wire(messages: list) -> list:
-    """The messages as a request sends them: without the figures a transcript records on them
-    (the list itself when none has any, as on every call without tools)."""
-    if all(not isinstance(m, dict) or _FIGURES.isdisjoint(m) for m in messages):
+    """The messages as an OpenAI request sends them: without the keys a transcript records on them
+    (:data:`TRANSCRIPT_KEYS`; the list itself when none has any, as on every call without tools)."""
+    if all(not isinstance(m, dict) or TRANSCRIPT_KEYS.isdisjoint(m) for m in messages):
         return messages
-    return [{k: v for k, v in m.items() if k not in _FIGURES} if isinstance(m, dict) else m for m in messages]
+    return [sent(m) if isinstance(m, dict) else m for m in messages]
+
+
+def sent(message: dict) -> dict:
+    """One message without the keys only a transcript records (:data:`TRANSCRIPT_KEYS`)."""
+    return {k: v for k, v in message.items() if k not in TRANSCRIPT_KEYS}
+
+
+async def call_with_tools(complete: Complete, messages: list, handlers: ToolHandlers | None) -> TargetResult:
+    """One call of a chat target: ``messages`` sent, and when the reply asks for tools, the
+    conversation that answers them (:func:`converse`); a reply without calls is the result as it is."""
+    first = await complete(messages)
+    if isinstance(first, str):
+        return TargetResult(error=first)
+    if first.result.error is not None or not tool_calls(first.message):
+        return first.result
+    return await converse(complete, messages, first, handlers)
 
 
 async def converse(complete: Complete, messages: list, first: Round, handlers: ToolHandlers | None) -> TargetResult:
@@ -148,7 +195,7 @@ async def converse(complete: Complete, messages: list, first: Round, handlers: T
                                                 "(settings.max_tool_rounds)")
         for call in calls:
             transcript.append(await handlers.answer(call))
-        reply = await complete(wire(transcript))
+        reply = await complete(list(transcript))
         if isinstance(reply, str):
             return finished(rounds, transcript, f"round {len(rounds) + 1}: {reply}")
         rounds.append(reply)
