@@ -28,7 +28,7 @@ from evalsite.calls.targets.http import (
     client_from_settings,
     model_name,
 )
-from evalsite.jsonshape import mapping
+from evalsite.jsonshape import JSONObject, mapping
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 DEFAULT_VERSION = "2023-06-01"
@@ -57,7 +57,7 @@ class AnthropicMessages(ModelOverHttp):
         return parse_message(reply[0])
 
 
-def parse_message(data: dict) -> TargetResult:
+def parse_message(data: JSONObject) -> TargetResult:
     blocks = data.get("content")
     if not isinstance(blocks, list):
         return TargetResult(error=f"the response has no content: {str(data)[:200]}")
@@ -75,7 +75,7 @@ def parse_message(data: dict) -> TargetResult:
 
 
 @register_target("anthropic", model_in_spec=True)
-def _make(rest: str, settings: dict, project_root: Path) -> AnthropicMessages:
+def _make(rest: str, settings: JSONObject, project_root: Path) -> AnthropicMessages:
     check_settings("anthropic", settings, HTTP_SETTINGS | {"anthropic_version"})
     client = client_from_settings(
         settings, "anthropic", default_base_url=DEFAULT_BASE_URL, default_key_env="ANTHROPIC_API_KEY",

@@ -29,7 +29,7 @@ from evalsite.calls.targets.base import TargetResult, TransientTargetError, tota
 from evalsite.calls.targets.http import positive_setting
 from evalsite.calls.targets.python_target import fresh_callable
 from evalsite.errors import TargetError
-from evalsite.jsonshape import mapping
+from evalsite.jsonshape import JSONObject, mapping
 from evalsite.project import load_callable
 from evalsite.python_refs import check_reference
 
@@ -45,12 +45,12 @@ class Round:
     """One round trip: what it answered (this round's tokens and billed cost) and the assistant message."""
 
     result: TargetResult
-    message: dict
+    message: JSONObject
     latency_ms: float
 
 
 #: Sends a conversation (already :func:`wire`-clean) for one more round; a string is a final error.
-Complete = Callable[[list[dict]], Awaitable[Round | str]]
+Complete = Callable[[list[Any]], Awaitable[Round | str]]
 
 
 @dataclass
@@ -77,7 +77,7 @@ class ToolHandlers:
             self.loaded[name] = load(self.specs[name], self.project_root, f"settings.tool_handlers.{name}")
         return self.loaded.get(name)
 
-    async def answer(self, call: dict) -> dict:
+    async def answer(self, call: JSONObject) -> JSONObject:
         """The ``role: tool`` message answering one tool call."""
         function = mapping(call.get("function"))
         clock = time.perf_counter()
@@ -107,7 +107,7 @@ class ToolHandlers:
         return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
 
 
-def tool_handlers(settings: dict, project_root: Path, kind: str) -> ToolHandlers | None:
+def tool_handlers(settings: JSONObject, project_root: Path, kind: str) -> ToolHandlers | None:
     """The handlers ``settings.tool_handlers`` names, each checked in its source now (a missing one
     fails before any call, and nothing is imported)."""
     named = settings.get("tool_handlers")
@@ -124,12 +124,12 @@ def tool_handlers(settings: dict, project_root: Path, kind: str) -> ToolHandlers
     return ToolHandlers(dict(named), project_root, rounds)
 
 
-def tool_calls(message: dict) -> list[dict]:
+def tool_calls(message: JSONObject) -> list[JSONObject]:
     calls = message.get("tool_calls")
     return [call for call in calls if isinstance(call, dict)] if isinstance(calls, list) else []
 
 
-def wire(messages: list) -> list:
+def wire(messages: list[Any]) -> list[Any]:
     """The messages as a request sends them: without the figures a transcript records on them
     (the list itself when none has any, as on every call without tools)."""
     if all(not isinstance(m, dict) or _FIGURES.isdisjoint(m) for m in messages):
@@ -137,7 +137,7 @@ def wire(messages: list) -> list:
     return [{k: v for k, v in m.items() if k not in _FIGURES} if isinstance(m, dict) else m for m in messages]
 
 
-async def converse(complete: Complete, messages: list, first: Round, handlers: ToolHandlers | None) -> TargetResult:
+async def converse(complete: Complete, messages: list[Any], first: Round, handlers: ToolHandlers | None) -> TargetResult:
     """The call's result once the model asked for tools in ``first``: answered by ``handlers`` round
     after round (when there are any), with the whole conversation as its transcript."""
     rounds = [first]
@@ -156,7 +156,7 @@ async def converse(complete: Complete, messages: list, first: Round, handlers: T
     return finished(rounds, transcript)
 
 
-def recorded(round_trip: Round) -> dict:
+def recorded(round_trip: Round) -> JSONObject:
     """The assistant message as the transcript keeps it: text, calls, this round trip's figures."""
     message: dict[str, Any] = {"role": "assistant", "content": round_trip.message.get("content")}
     if calls := tool_calls(round_trip.message):
@@ -167,7 +167,7 @@ def recorded(round_trip: Round) -> dict:
     return message
 
 
-def finished(rounds: list[Round], transcript: list, error: str | None = None) -> TargetResult:
+def finished(rounds: list[Round], transcript: list[Any], error: str | None = None) -> TargetResult:
     """One result for the whole conversation: tokens and billed cost summed (unknown if any round's
     is), the last reply's text, reason and provenance."""
     results = [r.result for r in rounds]
