@@ -13,6 +13,7 @@ import importlib
 import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import click
 
@@ -75,7 +76,8 @@ class _LazyCommands(Mapping[str, click.Command]):
 
     def __getitem__(self, name: str) -> click.Command:
         module, attribute = self.entries[name].target.split(":")
-        return getattr(importlib.import_module(f"{__name__}.{module}"), attribute)
+        command: click.Command = getattr(importlib.import_module(f"{__name__}.{module}"), attribute)
+        return command
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.entries)
@@ -98,7 +100,7 @@ class LazyGroup(click.Group):
     listing in ``--help`` uses the help strings of ``COMMANDS``, so it imports none of them.
     It is also the one place a library error becomes the CLI's one line (:meth:`invoke`)."""
 
-    def __init__(self, *args, entries: tuple[CommandEntry, ...], **kwargs) -> None:
+    def __init__(self, *args: Any, entries: tuple[CommandEntry, ...], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.commands = _LazyCommands(entries)  # type: ignore[assignment]
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any, TypeVar
+
 import click
 
 from evalsite.analysis import (
@@ -17,12 +20,14 @@ from evalsite.analysis.rows import pick_rows
 from evalsite.analysis.verdict import METRICS, choose_metric
 from evalsite.cli import analysis_output as show
 from evalsite.cli.complete import complete_runs
-from evalsite.cli.export import CSV, HTML, JSON, MARKDOWN, Result, output_option, write_output
+from evalsite.cli.export import CSV, HTML, JSON, MARKDOWN, OutputFile, Result, output_option, write_output
 from evalsite.cli.fit import fitted, wide_option
 from evalsite.cli.output import print_json, warn_unreadable_runs
+from evalsite.jsonshape import JSONObject
 from evalsite.project import find_project
 
 LEVEL = click.FloatRange(0, 1, min_open=True, max_open=True)
+Report = TypeVar("Report")
 
 
 dataset_option = click.option(
@@ -65,16 +70,16 @@ HOLDOUT_COLUMNS = {"arm": "label", "arm_id": "arm_id", "run_id": "run_id", "pilo
                    "holdout_mean": "holdout_mean", "pilot_rank": "pilot_rank", "holdout_rank": "holdout_rank"}
 
 
-def _bootstrap_rows(data: dict) -> list[dict]:
+def _bootstrap_rows(data: JSONObject) -> list[dict[str, Any]]:
     return pick_rows([{"statistic": name, **data[name]} for name in ("mean", "pass_rate") if data.get(name)], BOOTSTRAP_COLUMNS)
 
 
-def _noise_rows(data: dict) -> list[dict]:
+def _noise_rows(data: JSONObject) -> list[dict[str, Any]]:
     items = [{**item, "wilson_low": item["wilson"][0], "wilson_high": item["wilson"][1]} for item in data["items"]]
     return pick_rows(items, NOISE_COLUMNS)
 
 
-def _holdout_rows(data: dict) -> list[dict]:
+def _holdout_rows(data: JSONObject) -> list[dict[str, Any]]:
     """One row per arm: its means on each split and its rank there (1 = first in that split's order)."""
     check = data["check"]
     arms = [
@@ -85,7 +90,8 @@ def _holdout_rows(data: dict) -> list[dict]:
     return pick_rows(arms, HOLDOUT_COLUMNS)
 
 
-def _emit(report, as_json: bool, printer, output=None, title: str = "", rows=None) -> None:
+def _emit(report: Report, as_json: bool, printer: Callable[[Report], None], output: OutputFile | None = None,
+          title: str = "", rows: Callable[[Any], list[dict[str, Any]]] | None = None) -> None:
     """Print the report (``--json``, else its text fitted to the terminal) and write ``-o`` FILE
     from the same ``--json`` data, ``rows(data)`` its table."""
     data = json_ready(report) if as_json or output else None
@@ -108,7 +114,8 @@ def _emit(report, as_json: bool, printer, output=None, title: str = "", rows=Non
 @json_option
 @wide_option
 @output_option("leaderboard", JSON, CSV, MARKDOWN, HTML)
-def leaderboard_command(dataset, evaluator, metric, direction, alpha, seed, as_json, output) -> None:
+def leaderboard_command(dataset: str | None, evaluator: str | None, metric: str, direction: str | None, alpha: float,
+                        seed: int, as_json: bool, output: OutputFile | None) -> None:
     """Every arm on a dataset, and the order the data supports.
 
     Arms in the order of the statistic shown; paired sign-flip tests between every pair,
@@ -134,7 +141,8 @@ def leaderboard_command(dataset, evaluator, metric, direction, alpha, seed, as_j
 @json_option
 @output_option("family-test", JSON, CSV, MARKDOWN, HTML)
 @wide_option
-def family_test_command(run, others, alpha, effect, all_pairs, evaluator, seed, as_json, output) -> None:
+def family_test_command(run: str, others: tuple[str, ...], alpha: float, effect: float | None, all_pairs: bool,
+                        evaluator: str | None, seed: int, as_json: bool, output: OutputFile | None) -> None:
     """RUN against a declared family of runs, Holm-corrected.
 
     Paired sign-flip test per comparison (McNemar beside it for pass/fail), raw and adjusted p,
@@ -156,7 +164,8 @@ def family_test_command(run, others, alpha, effect, all_pairs, evaluator, seed, 
 @json_option
 @output_option("bootstrap", JSON, CSV, MARKDOWN, HTML)
 @wide_option
-def bootstrap_command(run, confidence, seed, group_key, evaluator, as_json, output) -> None:
+def bootstrap_command(run: str, confidence: float, seed: int, group_key: str | None, evaluator: str | None,
+                      as_json: bool, output: OutputFile | None) -> None:
     """Intervals for RUN's mean and pass rate.
 
     BCa over clusters when items carry metadata.<group>, else over items, each item's repeats
@@ -175,7 +184,8 @@ def bootstrap_command(run, confidence, seed, group_key, evaluator, as_json, outp
 @json_option
 @output_option("rank-stability", JSON, CSV, MARKDOWN, HTML)
 @wide_option
-def rank_stability_command(dataset, evaluator, metric, direction, alpha, seed, as_json, output) -> None:
+def rank_stability_command(dataset: str | None, evaluator: str | None, metric: str, direction: str | None, alpha: float,
+                           seed: int, as_json: bool, output: OutputFile | None) -> None:
     """How many items the separated part of the order of the arms needs.
 
     Only pairs the paired tests separate are checked: per size, the share of bootstrap samples
@@ -195,7 +205,8 @@ def rank_stability_command(dataset, evaluator, metric, direction, alpha, seed, a
 @json_option
 @output_option("noise", JSON, CSV, MARKDOWN, HTML)
 @wide_option
-def noise_command(run, k, all_items, evaluator, as_json, output) -> None:
+def noise_command(run: str, k: int | None, all_items: bool, evaluator: str | None, as_json: bool,
+                  output: OutputFile | None) -> None:
     """RUN's spread across repeats and each item's flakiness.
 
     Per-repeat means and their spread; per item the pass rate across repeats with its Wilson
@@ -213,7 +224,8 @@ def noise_command(run, k, all_items, evaluator, as_json, output) -> None:
 @json_option
 @output_option("holdout", JSON, CSV, MARKDOWN, HTML)
 @wide_option
-def holdout_command(pilot, holdout_split, dataset, evaluator, as_json, output) -> None:
+def holdout_command(pilot: str, holdout_split: str, dataset: str | None, evaluator: str | None, as_json: bool,
+                    output: OutputFile | None) -> None:
     """Does the pilot order of the arms hold on the holdout items?
 
     Items are split by their metadata.split in the dataset file."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import click
 
@@ -35,7 +36,7 @@ POWER_CAVEAT = (
 )
 
 
-def _table(rows: list[dict], fit: Fit | None = None) -> None:
+def _table(rows: list[dict[str, Any]], fit: Fit | None = None) -> None:
     """Rows of already formatted cells, columns in the order of the first row's keys."""
     print_table(rows, list(rows[0]), fit)
 

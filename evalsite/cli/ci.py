@@ -12,7 +12,7 @@ from evalsite.analysis.ci_files import STEP_SUMMARY_ENV, write_summary
 from evalsite.analysis.markdown import ci_summary_markdown
 from evalsite.cli.complete import complete_runs
 from evalsite.cli.console import info
-from evalsite.cli.export import MARKDOWN, Result, output_option, write_output
+from evalsite.cli.export import MARKDOWN, OutputFile, Result, output_option, write_output
 from evalsite.errors import OutputError, ProjectError
 from evalsite.project import ci_plan, find_project
 
@@ -45,7 +45,7 @@ def experiments_command() -> None:
               help="Also summarise the runs listed in FILE, the JSON `evalsite run --json` printed (repeatable).")
 @click.option("--claims/--no-claims", default=True, show_default=True, help="Check the reports' claims too.")
 @output_option("ci summary", MARKDOWN)
-def summary_command(runs: tuple[str, ...], from_files: tuple[Path, ...], claims: bool, output) -> None:
+def summary_command(runs: tuple[str, ...], from_files: tuple[Path, ...], claims: bool, output: OutputFile | None) -> None:
     """Append the markdown summary (runs, each against its baseline, claims) to $GITHUB_STEP_SUMMARY.
 
     With -o FILE it is written to FILE instead. The summary reports; it never fails a job

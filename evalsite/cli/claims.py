@@ -20,7 +20,7 @@ from evalsite.analysis.claims import (
 from evalsite.analysis.markdown import MARKS, claims_markdown
 from evalsite.analysis.rows import pick_rows
 from evalsite.cli.console import paint
-from evalsite.cli.export import CSV, HTML, JSON, JUNIT, MARKDOWN, Result, output_option, write_output
+from evalsite.cli.export import CSV, HTML, JSON, JUNIT, MARKDOWN, OutputFile, Result, output_option, write_output
 from evalsite.cli.output import print_json
 from evalsite.project import find_project
 
@@ -36,7 +36,8 @@ CLAIM_COLUMNS = {"file": "file", "line": "line", "kind": "kind", "status": "stat
               help="Append a markdown summary here (also to $GITHUB_STEP_SUMMARY when set).")
 @click.option("--junit", "junit_file", type=click.Path(path_type=Path), help="Write JUnit XML, one test per claim.")
 @output_option("check-claims", JSON, CSV, MARKDOWN, JUNIT, HTML)
-def check_claims_command(files, as_json, summary_file, junit_file, output) -> None:
+def check_claims_command(files: tuple[Path, ...], as_json: bool, summary_file: Path | None, junit_file: Path | None,
+                         output: OutputFile | None) -> None:
     """Re-derive every claim in reports/*.md (or FILES) from the runs; exit 1 unless all hold."""
     results = check_claims(find_project(), files)
     if as_json:

@@ -6,6 +6,7 @@ import json
 import sys
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -13,11 +14,11 @@ from evalsite.analysis.baselines import EXPLICIT, PRIOR, PROMOTED, promote
 from evalsite.analysis.ci_files import write_summary
 from evalsite.analysis.compare import ALPHA, ComparisonReport, compare_runs
 from evalsite.analysis.markdown import compare_markdown
-from evalsite.analysis.regression import GT_CHANGED, IMPROVED, REGRESSED, THRESHOLD, RegressionReport
+from evalsite.analysis.regression import GT_CHANGED, IMPROVED, REGRESSED, THRESHOLD, RegressionReport, RegressionSummary
 from evalsite.analysis.wording import p_clause
 from evalsite.cli.complete import complete_runs
 from evalsite.cli.console import paint
-from evalsite.cli.export import CSV, HTML, JSON, MARKDOWN, Result, output_option, write_output
+from evalsite.cli.export import CSV, HTML, JSON, MARKDOWN, OutputFile, Result, output_option, write_output
 from evalsite.cli.fit import fitted, wide_option
 from evalsite.cli.output import format_value, print_json, warn_unreadable_runs
 from evalsite.project import find_project
@@ -50,8 +51,9 @@ TITLE_KINDS = {REGRESSED: "bad", IMPROVED: "good"}
               help="Append a markdown summary here (also to $GITHUB_STEP_SUMMARY when set).")
 @output_option("compare", JSON, CSV, MARKDOWN, HTML)
 @wide_option
-def compare_command(run, baseline, threshold, noise, alpha, fail_on, allow_missing_baseline, as_json, summary_file,
-                    output) -> None:
+def compare_command(run: str, baseline: str | None, threshold: float, noise: float | None, alpha: float,
+                    fail_on: str | None, allow_missing_baseline: bool, as_json: bool, summary_file: Path | None,
+                    output: OutputFile | None) -> None:
     """Compare RUN with its baseline, fingerprint first.
 
     Prints the fingerprint diff, refuses runs that are not comparable, and reports what
@@ -102,7 +104,7 @@ def _run_line(label: str, run: Run) -> str:
     return f"{label:<9} {run.run_id}  arm {run.header.arm_id}  {run.header.dataset.dataset_id}  {run.status}"
 
 
-def _short(value) -> str:
+def _short(value: Any) -> str:
     text = "—" if value is None else json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
     return text if len(text) <= DIFF_VALUE_WIDTH else text[: DIFF_VALUE_WIDTH - 1] + "…"
 
@@ -146,9 +148,9 @@ def _print_diff(report: ComparisonReport) -> None:
     click.echo()
 
 
-def noise_phrase(s, alpha: float) -> str:
+def noise_phrase(s: RegressionSummary, alpha: float) -> str:
     """The noise verdict in words; it never says "within noise" for a change the paired test separates."""
-    if s.noise is None:
+    if s.noise is None or s.noise_p is None:  # set together (analysis.regression)
         return "noise unknown (repeat the run or pass --noise)"
     spread = f"repeat spread σ {s.noise:.3f} ({s.noise_source}), noise test {p_clause(s.noise_p)} over {s.noise_items} items"
     if s.within_noise:

@@ -32,8 +32,8 @@ def _known_format(ctx: click.Context, param: click.Parameter, value: str) -> str
 @click.option("--max-member-mb", type=click.IntRange(min=1), default=DEFAULT_MAX_MEMBER_BYTES >> 20, show_default=True,
               help="The most one compressed member (of an Inspect .eval log) may decompress to, in MiB.")
 @click.option("--json", "as_json", is_flag=True, help="Print the imported runs as JSON.")
-def import_command(format_name: str, paths: tuple[Path, ...], dataset_name, arm_field, scorer_file, again,
-                   max_member_mb, as_json) -> None:
+def import_command(format_name: str, paths: tuple[Path, ...], dataset_name: str | None, arm_field: str | None,
+                   scorer_file: Path | None, again: bool, max_member_mb: int, as_json: bool) -> None:
     """Turn another tool's results (FORMAT: promptfoo, inspect, lm-eval, jsonl, csv) into runs."""
     project = find_project()
     options = ImportOptions(

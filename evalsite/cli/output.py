@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +36,7 @@ def format_cell(value: Any, column: str) -> str:
     return format_value(value)
 
 
-def print_table(rows: Iterable[dict], columns: list[str], fit: Fit | None = None) -> None:
+def print_table(rows: Iterable[Mapping[str, Any]], columns: list[str], fit: Fit | None = None) -> None:
     """An aligned table; a ``status`` column's words are coloured (:func:`status_kind`) on a terminal.
 
     Wider than the terminal, it gives way by ``fit`` (columns dropped, then cut), its last column

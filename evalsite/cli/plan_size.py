@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING
 
 import click
 
 from evalsite.cli.output import print_json, print_table
 from evalsite.errors import PlanError
+
+if TYPE_CHECKING:
+    from evalsite.stats.stopping_design import StoppingPlan
 
 LEVEL = click.FloatRange(0, 1, min_open=True, max_open=True)
 COUNT = click.IntRange(min=1)
@@ -34,8 +38,9 @@ COUNT = click.IntRange(min=1)
 @click.option("--sims", "n_sims", type=COUNT, default=1000, show_default=True, help="Simulated experiments.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the simulation.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-def plan_size_command(delta, base, sd, nested, cluster_size, cluster_shift, n_items, arms, alpha, margin, min_items, check_every, max_items,
-                      n_sims, seed, as_json) -> None:
+def plan_size_command(delta: float, base: float, sd: float | None, nested: bool, cluster_size: int, cluster_shift: float,
+                      n_items: int, arms: int, alpha: float, margin: float | None, min_items: int, check_every: int,
+                      max_items: int | None, n_sims: int, seed: int, as_json: bool) -> None:
     """Items a stop_when run is expected to use for an assumed difference, by simulation.
 
     Beside it, on the same simulated data, the fixed-n design (the paired sign-flip test of every
@@ -65,7 +70,7 @@ def plan_size_command(delta, base, sd, nested, cluster_size, cluster_shift, n_it
         click.echo(f"false separations (a pair declared apart the wrong way): {plan.false_separation_rate:.3f}")
 
 
-def _rows(plan) -> list[dict]:
+def _rows(plan: StoppingPlan) -> list[dict[str, str]]:
     rows = [{"design": "stop_when (anytime-valid)", "items_median": f"{plan.items_median:,.0f}",
              "items_mean": f"{plan.items_mean:,.1f}", "items_p10": f"{plan.items_p10:,.0f}",
              "items_p90": f"{plan.items_p90:,.0f}", "decided": f"{plan.decided_rate:.1%}"}]
@@ -75,7 +80,7 @@ def _rows(plan) -> list[dict]:
     return rows
 
 
-def _fixed(design: str, items: int, power: float) -> dict:
+def _fixed(design: str, items: int, power: float) -> dict[str, str]:
     count = f"{items:,}"
     return {"design": design, "items_median": count, "items_mean": count, "items_p10": count, "items_p90": count,
             "decided": f"{power:.1%}"}

@@ -6,7 +6,7 @@ import click
 import duckdb
 
 from evalsite.analysis.db import open_database
-from evalsite.cli.export import CSV, HTML, JSON, MARKDOWN, RENDERERS, Result, output_option, write_output
+from evalsite.cli.export import CSV, HTML, JSON, MARKDOWN, RENDERERS, OutputFile, Result, output_option, write_output
 from evalsite.cli.output import print_json, print_table, warn_skipped_runs
 from evalsite.errors import EvalsiteError
 from evalsite.project import find_project
@@ -17,7 +17,7 @@ from evalsite.project import find_project
 @click.option("--csv", "as_csv", is_flag=True, help="Print CSV (as -o FILE.csv writes it).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @output_option("query", JSON, CSV, MARKDOWN, HTML)
-def query_command(sql: str, as_csv: bool, as_json: bool, output) -> None:
+def query_command(sql: str, as_csv: bool, as_json: bool, output: OutputFile | None) -> None:
     """Run SQL over the views runs, cases and scores."""
     database = open_database(find_project().runs_dir)
     warn_skipped_runs(database.skipped)

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from evalsite.cli.output import print_json
 from evalsite.project import find_project
+
+if TYPE_CHECKING:
+    from evalsite.analysis.judge_agreement import JudgeAgreement
+    from evalsite.stats.proportions import Interval
 
 
 @click.group("review")
@@ -72,12 +77,12 @@ def judge_agreement_command(evaluators: tuple[str, ...], seed: int, resamples: i
             click.echo(line)
 
 
-def agreement_lines(result) -> list[str]:
+def agreement_lines(result: JudgeAgreement) -> list[str]:
     """One judge's agreement as text: the figures, the confusion counts, the disagreeing cases."""
     a = result.agreement
     c = a.confusion
 
-    def figure(value: float, interval) -> str:
+    def figure(value: float, interval: Interval) -> str:
         if value != value:
             return "undefined"
         shown = f"{value:.3f}"

@@ -7,7 +7,7 @@ import math
 import sys
 from dataclasses import asdict
 from pathlib import Path
-from typing import get_args
+from typing import Any, get_args
 
 import click
 
@@ -25,13 +25,13 @@ from evalsite.experiment.estimate import PlanEstimate
 from evalsite.experiment.safety import MAX_CONCURRENCY, MAX_REPEAT
 
 
-def _finite(context, parameter, value: float | None) -> float | None:
+def _finite(context: click.Context, parameter: click.Parameter, value: float | None) -> float | None:
     if value is not None and not math.isfinite(value):
         raise click.BadParameter(f"{value!r} is not a finite number of dollars")
     return value
 
 
-def _duration(context, parameter, value: str | None) -> float | None:
+def _duration(context: click.Context, parameter: click.Parameter, value: str | None) -> float | None:
     try:
         return None if value is None else parse_duration(value)
     except ValueError as exc:
@@ -71,7 +71,7 @@ def _show_merged(result: BatchResult, as_json: bool, output: OutputFile | None) 
     report_failures(list(result.reasons))
 
 
-def _show_batch(ctx: click.Context, result: BatchResult, as_json: bool) -> list[dict]:
+def _show_batch(ctx: click.Context, result: BatchResult, as_json: bool) -> list[dict[str, Any]]:
     rows = result.rows(resume=lambda run: resume_line(ctx, run))
     if as_json:
         print_json(rows)
@@ -144,9 +144,13 @@ RUN_COLUMNS = {name: name for name in ("run_id", "arm", "status", "cases", "erro
               help="Write JUnit XML: one test case per arm and item.")
 @output_option("run", JSON, CSV, MARKDOWN, JUNIT, HTML)
 @click.pass_context
-def run_command(ctx, manifest: Path, arm_ids, item_ids, depth, repeat, concurrency, overrides, until, dry_run, max_cost,
-                timeout, resume, cache_mode, allow_failures, baseline, fail_on, shard, batch_name, executor, shards,
-                build_after, as_json, summary_file, junit_file, output) -> None:
+def run_command(ctx: click.Context, manifest: Path, arm_ids: tuple[str, ...], item_ids: tuple[str, ...],
+                depth: Depth | None, repeat: int | None, concurrency: int | None, overrides: tuple[str, ...],
+                until: Until | None, dry_run: bool, max_cost: float | None, timeout: float | None, resume: str | None,
+                cache_mode: CacheMode | None, allow_failures: bool, baseline: str | None, fail_on: FailOn | None,
+                shard: str | None, batch_name: str | None, executor: Executor | None, shards: int | None,
+                build_after: bool, as_json: bool, summary_file: Path | None, junit_file: Path | None,
+                output: OutputFile | None) -> None:
     """Execute an experiment: one run per arm, written under runs/.
 
     Exits 1, with one line per reason on stderr, when a run did not finish (failed, canceled,

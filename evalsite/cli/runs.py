@@ -9,9 +9,10 @@ import click
 from evalsite.analysis.ci_files import markdown_table
 from evalsite.analysis.run_views import run_listing, run_overview
 from evalsite.cli.complete import complete_runs
-from evalsite.cli.export import CSV, HTML, JSON, MARKDOWN, Result, output_option, write_output
+from evalsite.cli.export import CSV, HTML, JSON, MARKDOWN, OutputFile, Result, output_option, write_output
 from evalsite.cli.fit import Fit, fitted, wide_option
 from evalsite.cli.output import print_json, print_table, warn, warn_skipped_runs
+from evalsite.jsonshape import JSONObject
 from evalsite.project import Project, find_project
 from evalsite.runlog.money import format_usd
 
@@ -64,7 +65,7 @@ def _decide(project: Project, exclude: str | None, include: str | None, reason: 
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
 @output_option("show", JSON, CSV, MARKDOWN, HTML)
 @wide_option
-def show_command(run: str, as_json: bool, output) -> None:
+def show_command(run: str, as_json: bool, output: OutputFile | None) -> None:
     """One run's summary."""
     overview = run_overview(find_project(), run)
     for message in overview.warnings:
@@ -82,7 +83,7 @@ def show_command(run: str, as_json: bool, output) -> None:
         print_summary(summary)
 
 
-def print_summary(summary: dict) -> None:
+def print_summary(summary: JSONObject) -> None:
     """``show``'s text: the run's fields, then its evaluators and most common errors as tables."""
     fields = {key: value for key, value in summary.items() if key not in ("evaluators", "top_errors")}
     width = max(map(len, fields))
@@ -114,7 +115,7 @@ def shown(key: str, value: Any) -> str:
     return str(value)
 
 
-def show_result(summary: dict) -> Result:
+def show_result(summary: JSONObject) -> Result:
     """``show -o``: the ``--json`` data; as a table, one row of the run's fields (nested totals as
     dotted columns, ``evaluators.exact.pass_rate``); as markdown, the fields, evaluators and errors."""
     fields = {key: value for key, value in summary.items() if key not in ("evaluators", "top_errors")}

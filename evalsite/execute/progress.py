@@ -14,7 +14,7 @@ import math
 import sys
 import time
 from collections.abc import Callable
-from typing import TextIO
+from typing import Never, TextIO
 
 from tqdm import tqdm
 
@@ -37,7 +37,7 @@ class Progress:
         self.arms_total, self.arms_started = 0, 0
         self.label, self.total, self.done, self.errors = "", 0, 0, 0
         self.spent: float | None = None
-        self._bar: tqdm | None = None
+        self._bar: tqdm[Never] | None = None  # a bar over no iterable
         self._started_at = self._line_at = 0.0
         self._first = self._line_done = 0
 

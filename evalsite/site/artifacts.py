@@ -13,6 +13,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from evalsite.jsonshape import JSONObject
 from evalsite.site import paths
 
 MAX_ARTIFACT_BYTES = 10 * 1024 * 1024
@@ -28,12 +29,13 @@ class ArtifactLink:
     inline: bool
 
 
-def run_artifacts(run_id: str, directory: Path, end: dict | None, redact: bool) -> tuple[list[ArtifactLink], dict[str, bytes]]:
+def run_artifacts(run_id: str, directory: Path, end: JSONObject | None, redact: bool) -> tuple[list[ArtifactLink], dict[str, bytes]]:
     """The links a run page lists and the files to write for them."""
     return artifact_links(paths.run(run_id).removesuffix(".html"), directory, end, redact)
 
 
-def experiment_artifacts(project_root: Path, name: str, batch_ids: list[str], redact: bool):
+def experiment_artifacts(project_root: Path, name: str, batch_ids: list[str],
+                         redact: bool) -> tuple[list[ArtifactLink], dict[str, bytes]]:
     """The newest of ``batch_ids`` (newest first) that has an experiment ``end.json``: its links and files."""
     for batch_id in batch_ids:
         folder = results_folder(project_root, name, batch_id)
@@ -75,7 +77,7 @@ def _plain_part(name: object) -> bool:
     return isinstance(name, str) and name not in ("", ".", "..") and not any(c in name for c in "/\\\0")
 
 
-def artifact_links(prefix: str, directory: Path, end, redact: bool) -> tuple[list[ArtifactLink], dict[str, bytes]]:
+def artifact_links(prefix: str, directory: Path, end: object, redact: bool) -> tuple[list[ArtifactLink], dict[str, bytes]]:
     declared = end.get("artifacts") if isinstance(end, dict) else None
     if redact or not isinstance(declared, dict):
         return [], {}

@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from jinja2 import TemplateError
 
@@ -30,11 +31,12 @@ from evalsite.analysis.items import case_cells
 from evalsite.analysis.matrix import run_column
 from evalsite.analysis.summary import summarise_run
 from evalsite.errors import SiteError
+from evalsite.jsonshape import JSONObject
 from evalsite.project import Project
 from evalsite.runlog.hashing import sha256_json
 from evalsite.site import paths
 from evalsite.site.figures import PAIRS_FILE, RunFigures, SiteCache
-from evalsite.site.inputs import file_hash, scan_project
+from evalsite.site.inputs import ProjectInputs, file_hash, scan_project
 from evalsite.site.itemindex import input_snippets
 from evalsite.site.matrixdata import matrix_part
 from evalsite.site.output import SiteWriter
@@ -55,7 +57,7 @@ from evalsite.site.pages import (
     search,
 )
 from evalsite.site.settings import SiteSettings, site_settings
-from evalsite.site.theme import PACKAGE_DIR, load_theme
+from evalsite.site.theme import PACKAGE_DIR, Theme, load_theme
 
 #: Derived per-run figures, local to the project (see :mod:`evalsite.site.figures`).
 CACHE_DIR = ".evalsite/site-cache"
@@ -82,7 +84,7 @@ class SiteReport:
     skipped_runs: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         data["out_dir"] = str(self.out_dir)
         return data
@@ -211,7 +213,7 @@ class _RunCache:
     cache: SiteCache
     code: str
 
-    def key(self, inputs, run_id: str) -> str:
+    def key(self, inputs: ProjectInputs, run_id: str) -> str:
         return sha256_json([self.code, [inputs.hashes.get(key) for key in inputs.summary_keys([run_id])]])
 
 
@@ -258,9 +260,9 @@ def _render(kit: Kit, writer: SiteWriter, stale: list[PageJob], hashes: dict[str
     kit.pair_counts.save()
 
 
-def _leaderboard_datasets(inputs, stale: list[PageJob]) -> set[str]:
+def _leaderboard_datasets(inputs: ProjectInputs, stale: list[PageJob]) -> set[str]:
     """The datasets whose leaderboards stale pages show."""
-    wanted: set[str] = set()
+    wanted: set[str | None] = set()
     for job in stale:
         if _reads_leaderboards(job):
             wanted |= {inputs.by_id[run_id].header.dataset.dataset_id for run_id in job.figures}
@@ -279,7 +281,7 @@ def _run_job(kit: Kit, writer: SiteWriter, job: PageJob, hashes: dict[str, str])
     writer.write(job.key, hashes[job.key], job.render(kit))
 
 
-def _write_assets(writer: SiteWriter, theme) -> None:
+def _write_assets(writer: SiteWriter, theme: Theme) -> None:
     key = "static"
     if writer.is_fresh(key, theme.content_hash):
         writer.keep(key)
@@ -287,7 +289,7 @@ def _write_assets(writer: SiteWriter, theme) -> None:
         writer.write(key, theme.content_hash, dict(theme.files))
 
 
-def _build_identity(code: str, settings: SiteSettings, project_settings: dict, theme_hash: str, live_reload: bool,
+def _build_identity(code: str, settings: SiteSettings, project_settings: JSONObject, theme_hash: str, live_reload: bool,
                     title: str) -> str:
     """Everything besides a job's inputs that shapes its pages: version, code, theme, the site's
     settings and every other table of evalsite.toml (``[analysis]`` clusters and directions, ``[ci]``

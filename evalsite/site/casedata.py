@@ -41,7 +41,7 @@ class _Part:
     """The columns of one part under construction."""
 
     strings: dict[str, int] = field(default_factory=dict)
-    columns: dict[str, list] = field(default_factory=lambda: defaultdict(list))
+    columns: dict[str, list[Any]] = field(default_factory=lambda: defaultdict(list))
     cut: dict[str, list[int]] = field(default_factory=dict)
     whole: dict[int, dict[str, Any]] = field(default_factory=dict)  # row → the cut texts, whole
     chars: int = 0
@@ -54,7 +54,7 @@ class _Part:
             self.chars += len(value)
         return self.strings[value]
 
-    def payload(self, evaluators: list[str]) -> dict:
+    def payload(self, evaluators: list[str]) -> dict[str, Any]:
         return {"v": FORMAT, "s": list(self.strings), "ev": evaluators, "cut": self.cut, "wh": int(bool(self.whole)),
                 **self.columns}
 
@@ -162,7 +162,7 @@ class _Rows:
             if whole is not None:
                 part.whole.setdefault(index, {})[key] = [whole.text, whole.omitted]
 
-    def _score(self, part: _Part, n: int) -> list:
+    def _score(self, part: _Part, n: int) -> list[Any]:
         """``[evaluator, score, passed, label, detail, error, skipped]`` with strings as indices."""
         passed, label = self.verdict[n], self.label[n]
         detail = None if self.redact else display(self.texts.detail[n], self.limit)

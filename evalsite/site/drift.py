@@ -42,7 +42,8 @@ def experiment_drift(inputs: ProjectInputs, name: str | None) -> Drift:
     if key not in inputs.memo:
         members = [run for run in inputs.runs if run.header.experiment == name]
         inputs.memo[key] = manifest_drift(inputs.project, inputs.experiments.get(name), members)
-    return inputs.memo[key]
+    drift: Drift = inputs.memo[key]
+    return drift
 
 
 def manifest_drift(project: Project, source: ExperimentSource | None, members: list[Run]) -> Drift:

@@ -34,6 +34,7 @@ from evalsite.analysis.interval_memo import kept_intervals, recall_kept_interval
 from evalsite.analysis.items import CELLS_SCHEMA
 from evalsite.analysis.matrix import FIGURES, RunColumn
 from evalsite.analysis.summary import RunSummary
+from evalsite.jsonshape import JSONObject
 from evalsite.site.matrixdata import MatrixPart
 
 CACHE_VERSION = 5
@@ -197,14 +198,14 @@ class SiteCache:
     def keep_intervals(self, code: str) -> None:
         self._write(INTERVALS_FILE, {"version": CACHE_VERSION, "intervals": kept_intervals(code)})
 
-    def _read(self, name: str) -> dict:
+    def _read(self, name: str) -> JSONObject:
         with self._open(name) as handle:
             data = json.loads(handle.read().decode("utf-8"))
         if not isinstance(data, dict) or data.get("version") != CACHE_VERSION:
             raise ValueError(f"{name}: another cache version")
         return data
 
-    def _write(self, name: str, payload: dict) -> None:
+    def _write(self, name: str, payload: JSONObject) -> None:
         text = json.dumps(payload, separators=(",", ":"), default=str)
         self._store(name, lambda handle: handle.write(text.encode("utf-8")))
 

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import yaml
@@ -28,6 +29,7 @@ from evalsite.analysis.db import RunsDatabase, open_database
 from evalsite.analysis.run_views import dataset_rows
 from evalsite.errors import EvalsiteError
 from evalsite.experiment.manifest import load_manifest
+from evalsite.jsonshape import JSONObject
 from evalsite.project import Project
 from evalsite.runlog import decisions
 from evalsite.runlog.decisions import DECISIONS_FILE, Decision
@@ -105,11 +107,12 @@ class ProjectInputs:
     outside: list[str] = field(default_factory=list)
     #: One line per manifest under experiments/ that cannot be read (``build`` warns; ``--strict`` fails).
     manifest_problems: list[str] = field(default_factory=list)
-    _dataset_cache: dict[str, dict[str, dict] | None] = field(default_factory=dict)
+    _dataset_cache: dict[str, dict[str, JSONObject] | None] = field(default_factory=dict)
     _baselines: dict[str, baselines.BaselineChoice] = field(default_factory=dict)
-    _leaderboards: dict[tuple, analysis.Leaderboard | EvalsiteError | Future] = field(default_factory=dict)
+    _leaderboards: dict[tuple[analysis.ArmRun, ...],
+                        analysis.Leaderboard | EvalsiteError | Future[analysis.Leaderboard]] = field(default_factory=dict)
     _pool: ThreadPoolExecutor | None = None
-    memo: dict = field(default_factory=dict)  # what several page families of one build read (e.g. manifest drift)
+    memo: dict[tuple[str, ...], Any] = field(default_factory=dict)  # what several page families of one build read (e.g. manifest drift)
     #: Run id → its case columns (what comparisons read) and its cells (what leaderboards read) kept
     #: by an earlier build (the build's cache), None when there are none.
     kept_columns: Callable[[str], CaseColumns | None] = lambda run_id: None
@@ -218,7 +221,7 @@ class ProjectInputs:
             keys[f"dataset-file:{path}"] = file_hash(self.project.root / path) if inside else ""
         return keys
 
-    def summary_keys(self, run_ids) -> tuple[str, ...]:
+    def summary_keys(self, run_ids: Sequence[str]) -> tuple[str, ...]:
         """The input keys the summaries of ``run_ids`` depend on: each run, and the dataset file
         that stands in for critical flags its cases may not have recorded (:meth:`critical_items`)."""
         keys = [f"run:{run_id}" for run_id in run_ids]
@@ -265,7 +268,7 @@ class ProjectInputs:
         rows = self.dataset_rows(run)
         return None if rows is None else {item_id: is_critical(row) for item_id, row in rows.items()}
 
-    def dataset_rows(self, run: Run) -> dict[str, dict] | None:
+    def dataset_rows(self, run: Run) -> dict[str, JSONObject] | None:
         """Item id → the dataset row the run used (:func:`evalsite.analysis.run_views.dataset_rows`,
         read once per dataset file)."""
         dataset = run.header.dataset

@@ -16,6 +16,7 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from evalsite.errors import SiteError
 from evalsite.site.settings import HARD_FILE_LIMIT_BYTES
@@ -160,7 +161,7 @@ def _read_record(path: Path) -> tuple[dict[str, JobRecord], list[str]]:
     return {key: JobRecord(job.input_hash, [f for f in job.files if plain_name(f)]) for key, job in jobs.items()}, ignored
 
 
-def _as_list(files: object) -> list:
+def _as_list(files: object) -> list[Any]:
     if not isinstance(files, list):
         raise TypeError("files is not a list")
     return files

@@ -38,7 +38,7 @@ def context_classes() -> list[type]:
     return found
 
 
-def _type_name(annotation) -> str:
+def _type_name(annotation: object) -> str:
     return str(annotation).replace("evalsite.site.", "").replace("typing.", "").replace("|", "\\|")
 
 

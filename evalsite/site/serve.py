@@ -11,6 +11,7 @@ and the last good site keeps being served.
 from __future__ import annotations
 
 import functools
+import io
 import os
 import secrets
 import shutil
@@ -22,6 +23,7 @@ from dataclasses import dataclass, field
 from http import HTTPStatus
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any, BinaryIO
 
 from watchdog.events import (
     EVENT_TYPE_CREATED,
@@ -76,7 +78,7 @@ class LiveSite:
     epoch: int = 0
     last_error: str | None = None
     _stop: threading.Event = field(default_factory=threading.Event)
-    _threads: list = field(default_factory=list)
+    _threads: list[threading.Thread] = field(default_factory=list)
 
     @property
     def url(self) -> str:
@@ -167,7 +169,7 @@ class _Handler(SimpleHTTPRequestHandler):
       undecodable escape) or is a folder without ``index.html`` is answered 404: no symlink planted in
       the site folder is followed out of it, and no folder is listed."""
 
-    def __init__(self, live: LiveSite, *args, **kwargs):
+    def __init__(self, live: LiveSite, *args: Any, **kwargs: Any) -> None:
         self.live = live
         super().__init__(*args, **kwargs)
 
@@ -201,7 +203,7 @@ class _Handler(SimpleHTTPRequestHandler):
             return False
         return True
 
-    def send_head(self):
+    def send_head(self) -> io.BytesIO | BinaryIO | None:
         if not self._servable():
             self.send_error(HTTPStatus.NOT_FOUND, "File not found")
             return None
@@ -220,12 +222,12 @@ class _Handler(SimpleHTTPRequestHandler):
         except (ValueError, UnicodeError):
             return False
 
-    def list_directory(self, path):
+    def list_directory(self, path: str | os.PathLike[str]) -> io.BytesIO | None:
         """Never list a folder (a folder without index.html is not a page of the site)."""
         self.send_error(HTTPStatus.NOT_FOUND, "File not found")
         return None
 
-    def log_message(self, format: str, *args) -> None:
+    def log_message(self, format: str, *args: Any) -> None:
         """Quiet: one line per request would drown the build messages."""
 
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from evalsite.errors import ProjectError, did_you_mean
+from evalsite.jsonshape import JSONObject
 
 #: GitHub Pages refuses files above 100 MB; no file the site writes may exceed it.
 HARD_FILE_LIMIT_BYTES = 100 * 1024 * 1024
@@ -25,7 +26,7 @@ class SiteSettings:
     max_field_chars: int = field(default=20_000, metadata={"help": "Longer inputs, outputs and details are cut to this many characters, with a note saying how much was left out."})
     warn_file_mb: float = field(default=5.0, metadata={"help": "Warn about any written file larger than this many megabytes."})
     recent_runs: int = field(default=20, metadata={"help": "How many runs the home page lists (every run is on runs.html)."})
-    compare: tuple = field(default=(), metadata={"help": "More pairs to compare, each [run, baseline] (ids or unique prefixes); every completed run is compared with its resolved baseline anyway."})
+    compare: tuple[tuple[str, str], ...] = field(default=(), metadata={"help": "More pairs to compare, each [run, baseline] (ids or unique prefixes); every completed run is compared with its resolved baseline anyway."})
     dumbbells: int = field(default=100, metadata={"help": "Most items a compare page draws as dumbbells (the largest changes first)."})
 
     @property
@@ -33,7 +34,7 @@ class SiteSettings:
         return self.page_budget_kb * 1024
 
 
-def site_settings(project_settings: dict, **overrides: Any) -> SiteSettings:
+def site_settings(project_settings: JSONObject, **overrides: Any) -> SiteSettings:
     """Read ``[site]``, reporting every unknown key and bad value at once; ``None`` overrides are ignored."""
     table = project_settings.get("site", {})
     if not isinstance(table, dict):

@@ -9,7 +9,7 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field, fields, is_dataclass
 from functools import cache
-from typing import Any, get_args, get_type_hints
+from typing import Any, Protocol, get_args, get_type_hints
 
 #: How a column's cells are shown; downloads always carry the raw value.
 COLUMN_KINDS = ("text", "code", "number", "pvalue", "percent", "usd", "ms", "count", "interval", "status", "when")
@@ -33,6 +33,16 @@ class ShownInterval:
     value: float | None
     low: float | None = None
     high: float | None = None
+
+
+class Bounds(Protocol):
+    """An interval of the analysis as a page reads it, by its bounds (the site imports no statistics)."""
+
+    @property
+    def low(self) -> float: ...
+
+    @property
+    def high(self) -> float: ...
 
 
 @dataclass(frozen=True)
@@ -71,7 +81,7 @@ class Table:
 
     id: str
     columns: list[Column]
-    rows: list[dict]
+    rows: list[dict[str, Any]]
     caption: str = ""
     note: str = ""
     sortable: bool = True
@@ -80,10 +90,10 @@ class Table:
     shown: int | None = None  # draw only the first rows as HTML (the downloads hold them all)
 
     @property
-    def shown_rows(self) -> list[dict]:
+    def shown_rows(self) -> list[dict[str, Any]]:
         return self.rows if self.shown is None else self.rows[: self.shown]
 
-    def records(self) -> list[dict]:
+    def records(self) -> list[dict[str, Any]]:
         """Rows as plain JSON values under the columns' download names, in column order."""
         return [{c.name: _plain(row.get(c.key)) for c in self.columns} for row in self.rows]
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import posixpath
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -58,7 +59,7 @@ class ProjectLoader(FileSystemLoader):
         super().__init__(str(folder))
         self.root = root
 
-    def get_source(self, environment: Environment, template: str):
+    def get_source(self, environment: Environment, template: str) -> tuple[str, str, Callable[[], bool]]:
         source, filename, uptodate = super().get_source(environment, template)
         if not inside(self.root, Path(filename)):
             raise TemplateNotFound(template)
@@ -205,7 +206,7 @@ def _hashed_name(name: str, content: bytes) -> str:
 def _rewrite_css_urls(name: str, css: str, assets: dict[str, str]) -> str:
     folder = posixpath.join("static", name.rpartition("/")[0])
 
-    def replace(match: re.Match) -> str:
+    def replace(match: re.Match[str]) -> str:
         key = posixpath.relpath(posixpath.normpath(posixpath.join(folder, match.group(2).strip())), "static")
         if key not in assets:
             return match.group(0)

@@ -48,7 +48,7 @@ from evalsite.calls.targets.tools import (
     tool_calls,
     tool_handlers,
 )
-from evalsite.jsonshape import mapping
+from evalsite.jsonshape import JSONObject, mapping
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 DEFAULT_VERSION = "2023-06-01"
@@ -62,7 +62,7 @@ class AnthropicMessages(ChatOverHttp):
     async def generate(self, request: TargetRequest) -> TargetResult:
         thread = {THREAD_HEADER: request.thread_id} if request.thread_id else None
 
-        async def complete(conversation: list[dict]) -> Round | str:
+        async def complete(conversation: list[Any]) -> Round | str:
             system = "\n\n".join(m["content"] for m in conversation if m.get("role") == "system")
             body = {"max_tokens": DEFAULT_MAX_TOKENS, **request.params, "model": self.model,
                     "messages": wire_messages(conversation)}
@@ -78,7 +78,7 @@ class AnthropicMessages(ChatOverHttp):
         return await call_with_tools(complete, chat_messages(request.input), self.tools)
 
 
-def parse_message(data: dict) -> TargetResult:
+def parse_message(data: JSONObject) -> TargetResult:
     blocks = data.get("content")
     if not isinstance(blocks, list):
         return TargetResult(error=f"the response has no content: {str(data)[:200]}")
@@ -94,11 +94,11 @@ def parse_message(data: dict) -> TargetResult:
     )
 
 
-def reply_text(blocks: list) -> str:
+def reply_text(blocks: list[Any]) -> str:
     return "".join(b.get("text", "") for b in blocks if isinstance(b, dict) and b.get("type") == "text")
 
 
-def assistant_message(data: dict) -> dict:
+def assistant_message(data: JSONObject) -> JSONObject:
     """The reply as a transcript records it (:mod:`~evalsite.calls.targets.tools`): its text (None
     when it has none beside its calls) and each ``tool_use`` block as a call, ``input`` as JSON text."""
     blocks = data.get("content")
@@ -113,12 +113,12 @@ def assistant_message(data: dict) -> dict:
     return message
 
 
-def wire_messages(conversation: list) -> list:
+def wire_messages(conversation: list[Any]) -> list[Any]:
     """The conversation as the Messages API takes it: system messages left out (they are the
     body's ``system``), an assistant message's calls as ``tool_use`` blocks, each run of tool
     results as one user turn of ``tool_result`` blocks, and no transcript keys."""
-    messages: list = []
-    results: list | None = None  # the tool results of the user turn being gathered
+    messages: list[Any] = []
+    results: list[Any] | None = None  # the tool results of the user turn being gathered
     for message in conversation:
         if isinstance(message, dict) and message.get("role") == "tool":
             if results is None:
@@ -139,7 +139,7 @@ def wire_messages(conversation: list) -> list:
     return messages
 
 
-def tool_use(call: dict) -> dict:
+def tool_use(call: JSONObject) -> JSONObject:
     function = mapping(call.get("function"))
     arguments = function.get("arguments")
     try:
@@ -150,21 +150,21 @@ def tool_use(call: dict) -> dict:
             "input": parsed if isinstance(parsed, dict) else {}}
 
 
-def tool_result(message: dict) -> dict:
+def tool_result(message: JSONObject) -> JSONObject:
     block = {"type": "tool_result", "tool_use_id": message.get("tool_call_id"), "content": message.get("content")}
     if message.get(ERROR_KEY) is True:
         block["is_error"] = True
     return block
 
 
-def _text_blocks(content: Any) -> list:
+def _text_blocks(content: Any) -> list[Any]:
     if isinstance(content, list):
         return content
     return [{"type": "text", "text": content}] if isinstance(content, str) and content else []
 
 
 @register_target("anthropic", model_in_spec=True)
-def _make(rest: str, settings: dict, project_root: Path) -> AnthropicMessages:
+def _make(rest: str, settings: JSONObject, project_root: Path) -> AnthropicMessages:
     check_settings("anthropic", settings, HTTP_SETTINGS | TOOL_SETTINGS | {"anthropic_version"})
     client = client_from_settings(
         settings, "anthropic", default_base_url=DEFAULT_BASE_URL, default_key_env="ANTHROPIC_API_KEY",

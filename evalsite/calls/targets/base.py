@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from evalsite.errors import TargetError
+from evalsite.jsonshape import JSONObject
 from evalsite.registry import Registry
 from evalsite.runlog.fields import shown
 from evalsite.runlog.records import MAX_COST_USD, MAX_TOKENS
@@ -28,12 +29,12 @@ class TargetRequest:
     """What a target is asked: the rendered input plus the row it came from."""
 
     input: Any
-    row: dict
-    params: dict
+    row: JSONObject
+    params: JSONObject
     repeat: int
     item_id: str
     thread_id: str | None = None  # one id for every call of a multi-turn replay (sent as THREAD_HEADER)
-    checkpoint: dict | None = None  # {id, path} on a checkpoint axis (path None for 'none')
+    checkpoint: JSONObject | None = None  # {id, path} on a checkpoint axis (path None for 'none')
 
 
 THREAD_HEADER = "X-Evalsite-Thread"
@@ -62,12 +63,12 @@ class TargetResult:
     cost_usd: float | None = None
     finish_reason: str | None = None
     error: str | None = None
-    extra: dict = field(default_factory=dict)
+    extra: JSONObject = field(default_factory=dict)
     request_id: str | None = None
     served_model: str | None = None
     system_fingerprint: str | None = None
     called: bool = True
-    transcript: list | None = None
+    transcript: list[Any] | None = None
 
 
 class TransientTargetError(Exception):
@@ -150,7 +151,7 @@ def token_count(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def refuse_secret_names(mapping: dict, key: str, instead: str) -> None:
+def refuse_secret_names(mapping: JSONObject, key: str, instead: str) -> None:
     """Literal settings are recorded with the run, so a secret-looking name must come from the environment."""
     for name in mapping:
         if looks_secret(name):
@@ -159,7 +160,7 @@ def refuse_secret_names(mapping: dict, key: str, instead: str) -> None:
             )
 
 
-def check_settings(kind: str, settings: dict, allowed: set[str]) -> None:
+def check_settings(kind: str, settings: JSONObject, allowed: set[str]) -> None:
     """Refuse unknown settings keys (a typo such as ``base_ur`` must not pass silently)."""
     if "api_key" in settings:
         raise TargetError(
@@ -172,7 +173,7 @@ def check_settings(kind: str, settings: dict, allowed: set[str]) -> None:
         raise TargetError(f"settings: unknown key {unknown[0]!r} for target {kind} (known: {known})")
 
 
-TargetFactory = Callable[[str, dict, Path], Target]
+TargetFactory = Callable[[str, JSONObject, Path], Target]
 
 
 @dataclass(frozen=True)
@@ -187,7 +188,7 @@ class TargetKind:
 TARGETS: Registry[TargetKind] = Registry("target", "evalsite.targets", TargetError, unknown_as="target kind")
 
 
-def register_target(kind: str, *, model_in_spec: bool = False, replace: bool = False):
+def register_target(kind: str, *, model_in_spec: bool = False, replace: bool = False) -> Callable[[TargetFactory], TargetFactory]:
     """Register a factory ``(spec_rest, settings, project_root) -> Target`` for ``kind`` (a taken
     kind is refused unless ``replace``); ``model_in_spec``: the rest of the spec names the model."""
 
@@ -215,7 +216,7 @@ def with_model(spec: str, model: Any) -> str:
     return f"{spec}:{model}"
 
 
-def make_target(spec: str, settings: dict, project_root: Path, *, fresh: bool = False) -> Target:
+def make_target(spec: str, settings: JSONObject, project_root: Path, *, fresh: bool = False) -> Target:
     """The target ``spec`` names. ``fresh`` (``schedule.reset_state``): one sharing no state with any
     other target — a kind whose state outlives an instance (the module of a ``python:`` target or
     of a tool handler) offers ``renewed()``, a copy with that state made anew."""

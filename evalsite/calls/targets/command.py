@@ -31,6 +31,7 @@ from evalsite.calls.targets.base import (
     result_from_value,
 )
 from evalsite.errors import TargetError
+from evalsite.jsonshape import JSONObject
 
 STDERR_LINES = 5
 
@@ -97,7 +98,7 @@ def parse_stdout(text: str) -> TargetResult:
     return TargetResult(output=text[:-1] if text.endswith("\n") else text)
 
 
-def command_argv(rest: str, settings: dict) -> list[str]:
+def command_argv(rest: str, settings: JSONObject) -> list[str]:
     command = rest or settings.get("command")
     if isinstance(command, str) and command.strip():
         return shlex.split(command)
@@ -118,7 +119,7 @@ def resolve_program(program: str, cwd: Path) -> str:
 
 
 @register_target("command")
-def _make(rest: str, settings: dict, project_root: Path) -> Command:
+def _make(rest: str, settings: JSONObject, project_root: Path) -> Command:
     check_settings("command", settings, {"command", "cwd", "env"})
     argv = command_argv(rest, settings)
     cwd = (project_root / settings.get("cwd", ".")).resolve()

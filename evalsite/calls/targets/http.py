@@ -28,6 +28,7 @@ from evalsite.calls.decompress import Budget, DecodeError, TooLarge, decoding
 from evalsite.calls.targets.base import TransientTargetError, refuse_secret_names
 from evalsite.calls.targets.proxies import environment_proxy
 from evalsite.errors import MissingSecretError, TargetError
+from evalsite.jsonshape import JSONObject
 from evalsite.runlog.secrets import MIN_PART, redact_urls, scrub, secret_pattern, url_secrets
 
 HTTP_SETTINGS = {"model", "base_url", "api_key_env", "headers", "headers_env", "max_connections", "max_reply_bytes"}
@@ -44,7 +45,7 @@ def env_value(name: object, key: str, kind: str) -> str:
     return value
 
 
-def api_key(settings: dict, kind: str, default_env: str, default_base_url: str) -> str | None:
+def api_key(settings: JSONObject, kind: str, default_env: str, default_base_url: str) -> str | None:
     """The key named by ``api_key_env``; by default ``default_env`` for the provider's own URL."""
     if "api_key_env" in settings:
         return env_value(settings["api_key_env"], "api_key_env", kind)
@@ -53,7 +54,7 @@ def api_key(settings: dict, kind: str, default_env: str, default_base_url: str) 
     return None
 
 
-def extra_headers(settings: dict, kind: str) -> tuple[dict[str, str], list[str]]:
+def extra_headers(settings: JSONObject, kind: str) -> tuple[dict[str, str], list[str]]:
     """Literal ``headers`` (refusing secret-looking ones) plus ``headers_env``; returns (headers, secrets)."""
     literal = settings.get("headers") or {}
     from_env = settings.get("headers_env") or {}
@@ -69,26 +70,26 @@ def extra_headers(settings: dict, kind: str) -> tuple[dict[str, str], list[str]]
     return headers, secrets
 
 
-def model_name(rest: str, settings: dict, kind: str) -> str:
+def model_name(rest: str, settings: JSONObject, kind: str) -> str:
     model = rest or settings.get("model")
     if not isinstance(model, str) or not model:
         raise TargetError(f"target {kind}: name the model as '{kind}:<model>' or in settings.model")
     return model
 
 
-def positive_setting(settings: dict, key: str, default: int, kind: str) -> int:
+def positive_setting(settings: JSONObject, key: str, default: int, kind: str) -> int:
     value = settings.get(key, default)
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise TargetError(f"settings.{key}: needs a whole number >= 1, got {str(value)[:60]!r} (target {kind})")
     return value
 
 
-def max_connections(settings: dict, kind: str) -> int:
+def max_connections(settings: JSONObject, kind: str) -> int:
     return positive_setting(settings, "max_connections", 100, kind)
 
 
 def client_from_settings(
-    settings: dict, kind: str, *, default_base_url: str, default_key_env: str, key_header: str, key_prefix: str = ""
+    settings: JSONObject, kind: str, *, default_base_url: str, default_key_env: str, key_header: str, key_prefix: str = ""
 ) -> JsonClient:
     """The pooled client a provider target posts through, with its key and extra headers."""
     headers, secrets = extra_headers(settings, kind)
@@ -146,7 +147,7 @@ class JsonClient:
         return scrub(redact_urls(text), self._secret_pattern)
 
     async def post(
-        self, path: str, body: dict, headers: dict[str, str] | None = None
+        self, path: str, body: JSONObject, headers: dict[str, str] | None = None
     ) -> tuple[dict[str, Any], httpx.Headers] | str:
         """POST JSON (with this request's extra ``headers``); returns ``(data, headers)``, or the
         error message of a final failure.
@@ -179,7 +180,7 @@ class JsonClient:
             return f"HTTP {status}: expected a JSON object, got {type(data).__name__}"
         return data, response.headers
 
-    async def _send(self, path: str, body: dict, headers: dict[str, str] | None) -> httpx.Response:
+    async def _send(self, path: str, body: JSONObject, headers: dict[str, str] | None) -> httpx.Response:
         """The response, read to its end within :attr:`max_reply_bytes` (see :meth:`_read_body`)."""
         client, transport = self._client, self._transport
         if client is None or transport is None:
@@ -291,7 +292,7 @@ def retry_after(value: str | None) -> float | None:
     return max(0.0, (moment - datetime.now(UTC)).total_seconds())
 
 
-def chat_messages(rendered) -> list[dict]:
+def chat_messages(rendered: Any) -> list[Any]:
     """A rendered input as chat messages: a string becomes one user message."""
     if isinstance(rendered, str):
         return [{"role": "user", "content": rendered}]

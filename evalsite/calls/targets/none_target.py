@@ -11,6 +11,7 @@ from pathlib import Path
 
 from evalsite.calls.targets.base import TargetRequest, TargetResult, check_settings, register_target
 from evalsite.calls.targets.turns import assistant_replies
+from evalsite.jsonshape import JSONObject
 
 
 class RecordedOutput:
@@ -30,6 +31,6 @@ class RecordedOutput:
 
 
 @register_target("none")
-def _make(rest: str, settings: dict, project_root: Path) -> RecordedOutput:
+def _make(rest: str, settings: JSONObject, project_root: Path) -> RecordedOutput:
     check_settings("none", settings, set())
     return RecordedOutput()

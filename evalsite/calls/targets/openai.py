@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 from evalsite.calls.targets.base import (
     THREAD_HEADER,
@@ -28,7 +29,7 @@ from evalsite.calls.targets.http import (
     model_name,
 )
 from evalsite.calls.targets.tools import TOOL_SETTINGS, ChatOverHttp, Round, call_with_tools, tool_handlers, wire
-from evalsite.jsonshape import mapping
+from evalsite.jsonshape import JSONObject, mapping
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 BILLED_COST_HEADER = "x-litellm-response-cost"
@@ -41,7 +42,7 @@ class OpenAIChat(ChatOverHttp):
         messages = chat_messages(request.input)
         thread = {THREAD_HEADER: request.thread_id} if request.thread_id else None
 
-        async def complete(conversation: list[dict]) -> Round | str:
+        async def complete(conversation: list[Any]) -> Round | str:
             body = {**request.params, "model": self.model, "messages": wire(conversation)}
             clock = time.perf_counter()
             reply = await self.client.post("/chat/completions", body, thread)
@@ -55,12 +56,12 @@ class OpenAIChat(ChatOverHttp):
         return await call_with_tools(complete, messages, self.tools)
 
 
-def first_message(data: dict) -> dict:
+def first_message(data: JSONObject) -> JSONObject:
     choices = data.get("choices")
     return mapping(mapping(choices[0]).get("message")) if isinstance(choices, list) and choices else {}
 
 
-def parse_completion(data: dict, billed_header: str | None, message: dict) -> TargetResult:
+def parse_completion(data: JSONObject, billed_header: str | None, message: JSONObject) -> TargetResult:
     """The result of one reply whose first choice's message (:func:`first_message`) is ``message``."""
     choices = data.get("choices")
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
@@ -78,7 +79,7 @@ def parse_completion(data: dict, billed_header: str | None, message: dict) -> Ta
     )
 
 
-def billed_cost(in_usage, in_header: str | None) -> float | None:
+def billed_cost(in_usage: Any, in_header: str | None) -> float | None:
     """Cost the endpoint billed: ``usage.cost`` (OpenRouter) or LiteLLM's response-cost header."""
     if isinstance(in_usage, (int, float)) and not isinstance(in_usage, bool):
         return float(in_usage)
@@ -89,7 +90,7 @@ def billed_cost(in_usage, in_header: str | None) -> float | None:
 
 
 @register_target("openai", model_in_spec=True)
-def _make(rest: str, settings: dict, project_root: Path) -> OpenAIChat:
+def _make(rest: str, settings: JSONObject, project_root: Path) -> OpenAIChat:
     check_settings("openai", settings, HTTP_SETTINGS | TOOL_SETTINGS)
     client = client_from_settings(
         settings, "openai", default_base_url=DEFAULT_BASE_URL, default_key_env="OPENAI_API_KEY",

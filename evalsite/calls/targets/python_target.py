@@ -26,6 +26,7 @@ from evalsite.calls.targets.base import (
     result_from_value,
 )
 from evalsite.errors import TargetError
+from evalsite.jsonshape import JSONObject
 from evalsite.project import load_callable
 
 OFFERED = ("input", "row", "params", "repeat", "checkpoint")  # checkpoint: only on a checkpoint axis
@@ -34,7 +35,7 @@ OFFERED = ("input", "row", "params", "repeat", "checkpoint")  # checkpoint: only
 class PythonTarget:
     kind = "python"
 
-    def __init__(self, function: Callable, spec: str, project_root: Path):
+    def __init__(self, function: Callable[..., Any], spec: str, project_root: Path):
         self.function = function
         self.spec, self.project_root = spec, project_root
         self.is_async = inspect.iscoroutinefunction(function)
@@ -80,7 +81,7 @@ class PythonTarget:
         return None
 
 
-def fresh_callable(spec: str, project_root: Path, what: str) -> Callable:
+def fresh_callable(spec: str, project_root: Path, what: str) -> Callable[..., Any]:
     """``module:function`` from a private copy of its module, executed anew: it shares no module
     state (globals, caches) with the copy ``import`` keeps or with any other fresh copy. The
     modules it imports are Python's usual shared ones."""
@@ -94,10 +95,11 @@ def fresh_callable(spec: str, project_root: Path, what: str) -> Callable:
         found.loader.exec_module(module)
     except Exception as exc:  # the user's module failed while running again
         raise TargetError(f"{what} {spec!r}: loading {module_name!r} afresh failed: {type(exc).__name__}: {exc}") from None
-    return getattr(module, function_name)
+    function: Callable[..., Any] = getattr(module, function_name)
+    return function
 
 
 @register_target("python")
-def _make(rest: str, settings: dict, project_root: Path) -> PythonTarget:
+def _make(rest: str, settings: JSONObject, project_root: Path) -> PythonTarget:
     check_settings("python", settings, set())
     return PythonTarget(load_callable(rest, project_root, "target"), rest, project_root)

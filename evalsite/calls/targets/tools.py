@@ -39,7 +39,7 @@ from evalsite.calls.targets.base import TargetResult, TransientTargetError, tota
 from evalsite.calls.targets.http import JsonClient, ModelOverHttp, positive_setting
 from evalsite.calls.targets.python_target import fresh_callable
 from evalsite.errors import TargetError
-from evalsite.jsonshape import mapping
+from evalsite.jsonshape import JSONObject, mapping
 from evalsite.project import load_callable
 from evalsite.python_refs import check_reference
 
@@ -58,13 +58,13 @@ class Round:
     """One round trip: what it answered (this round's tokens and billed cost) and the assistant message."""
 
     result: TargetResult
-    message: dict
+    message: JSONObject
     latency_ms: float
 
 
 #: Sends a conversation (the transcript so far, its own keys included: the target puts it in its
 #: wire format, :func:`wire` for OpenAI's) for one more round; a string is a final error.
-Complete = Callable[[list[dict]], Awaitable[Round | str]]
+Complete = Callable[[list[Any]], Awaitable[Round | str]]
 
 
 @dataclass
@@ -91,7 +91,7 @@ class ToolHandlers:
             self.loaded[name] = load(self.specs[name], self.project_root, f"settings.tool_handlers.{name}")
         return self.loaded.get(name)
 
-    async def answer(self, call: dict) -> dict:
+    async def answer(self, call: JSONObject) -> JSONObject:
         """The ``role: tool`` message answering one tool call."""
         function = mapping(call.get("function"))
         clock = time.perf_counter()
@@ -138,7 +138,7 @@ class ChatOverHttp(ModelOverHttp):
         return type(self)(self.model, self.client, self.tools.renewed()) if self.tools is not None else self
 
 
-def tool_handlers(settings: dict, project_root: Path, kind: str) -> ToolHandlers | None:
+def tool_handlers(settings: JSONObject, project_root: Path, kind: str) -> ToolHandlers | None:
     """The handlers ``settings.tool_handlers`` names, each checked in its source now (a missing one
     fails before any call, and nothing is imported)."""
     named = settings.get("tool_handlers")
@@ -155,12 +155,12 @@ def tool_handlers(settings: dict, project_root: Path, kind: str) -> ToolHandlers
     return ToolHandlers(dict(named), project_root, rounds)
 
 
-def tool_calls(message: dict) -> list[dict]:
+def tool_calls(message: JSONObject) -> list[JSONObject]:
     calls = message.get("tool_calls")
     return [call for call in calls if isinstance(call, dict)] if isinstance(calls, list) else []
 
 
-def wire(messages: list) -> list:
+def wire(messages: list[Any]) -> list[Any]:
     """The messages as an OpenAI request sends them: without the keys a transcript records on them
     (:data:`TRANSCRIPT_KEYS`; the list itself when none has any, as on every call without tools)."""
     if all(not isinstance(m, dict) or TRANSCRIPT_KEYS.isdisjoint(m) for m in messages):
@@ -168,12 +168,12 @@ def wire(messages: list) -> list:
     return [sent(m) if isinstance(m, dict) else m for m in messages]
 
 
-def sent(message: dict) -> dict:
+def sent(message: JSONObject) -> JSONObject:
     """One message without the keys only a transcript records (:data:`TRANSCRIPT_KEYS`)."""
     return {k: v for k, v in message.items() if k not in TRANSCRIPT_KEYS}
 
 
-async def call_with_tools(complete: Complete, messages: list, handlers: ToolHandlers | None) -> TargetResult:
+async def call_with_tools(complete: Complete, messages: list[Any], handlers: ToolHandlers | None) -> TargetResult:
     """One call of a chat target: ``messages`` sent, and when the reply asks for tools, the
     conversation that answers them (:func:`converse`); a reply without calls is the result as it is."""
     first = await complete(messages)
@@ -184,7 +184,7 @@ async def call_with_tools(complete: Complete, messages: list, handlers: ToolHand
     return await converse(complete, messages, first, handlers)
 
 
-async def converse(complete: Complete, messages: list, first: Round, handlers: ToolHandlers | None) -> TargetResult:
+async def converse(complete: Complete, messages: list[Any], first: Round, handlers: ToolHandlers | None) -> TargetResult:
     """The call's result once the model asked for tools in ``first``: answered by ``handlers`` round
     after round (when there are any), with the whole conversation as its transcript."""
     rounds = [first]
@@ -203,7 +203,7 @@ async def converse(complete: Complete, messages: list, first: Round, handlers: T
     return finished(rounds, transcript)
 
 
-def recorded(round_trip: Round) -> dict:
+def recorded(round_trip: Round) -> JSONObject:
     """The assistant message as the transcript keeps it: text, calls, this round trip's figures."""
     message: dict[str, Any] = {"role": "assistant", "content": round_trip.message.get("content")}
     if calls := tool_calls(round_trip.message):
@@ -214,7 +214,7 @@ def recorded(round_trip: Round) -> dict:
     return message
 
 
-def finished(rounds: list[Round], transcript: list, error: str | None = None) -> TargetResult:
+def finished(rounds: list[Round], transcript: list[Any], error: str | None = None) -> TargetResult:
     """One result for the whole conversation: tokens and billed cost summed (unknown if any round's
     is), the last reply's text, reason and provenance."""
     results = [r.result for r in rounds]

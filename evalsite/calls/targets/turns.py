@@ -8,6 +8,10 @@ reply and recorded ``assistant`` turns are left out (they are a previous system'
 
 from __future__ import annotations
 
+from typing import Any
+
+from evalsite.jsonshape import JSONObject
+
 ROLES = ("system", "user", "assistant")
 
 
@@ -15,7 +19,7 @@ class TurnsError(ValueError):
     """A row's ``turns`` cannot be read as a conversation; the message names the turn."""
 
 
-def normalise_turns(turns) -> list[dict]:
+def normalise_turns(turns: Any) -> list[JSONObject]:
     if not isinstance(turns, list) or not turns:
         raise TurnsError("turns: needs a non-empty list of messages")
     messages = []
@@ -33,6 +37,6 @@ def normalise_turns(turns) -> list[dict]:
     return messages
 
 
-def assistant_replies(messages: list) -> list:
+def assistant_replies(messages: list[Any]) -> list[Any]:
     """The contents of the assistant messages, in order."""
     return [m.get("content") for m in messages if isinstance(m, dict) and m.get("role") == "assistant"]

@@ -33,7 +33,7 @@ class Regex(Evaluator):
         match = self.limits.search(pattern, as_text(case.output), full=self.full)
         return Outcome.check(match is not None, f"no match for {pattern.pattern!r}")
 
-    def _row_pattern(self, case: CaseView) -> regex.Pattern | None:
+    def _row_pattern(self, case: CaseView) -> regex.Pattern[str] | None:
         source = self.target(case)
         if source is None:
             return None
@@ -46,5 +46,5 @@ class Regex(Evaluator):
 
 
 @lru_cache(maxsize=1024)
-def _compiled(source: str, ignore_case: bool) -> regex.Pattern:
+def _compiled(source: str, ignore_case: bool) -> regex.Pattern[str]:
     return compile_user_pattern(source, ignore_case=ignore_case, key="expected")

@@ -81,7 +81,7 @@ def phrase_pattern(phrase: str, *, ignore_case: bool, whole_words: bool, anchore
     return re.compile(body, re.IGNORECASE if ignore_case else 0)
 
 
-def compile_user_pattern(pattern: Any, *, ignore_case: bool = False, key: str = "pattern") -> regex.Pattern:
+def compile_user_pattern(pattern: Any, *, ignore_case: bool = False, key: str = "pattern") -> regex.Pattern[str]:
     """Compile a user's pattern or raise ``ValueError`` naming the key and the problem."""
     if not isinstance(pattern, str) or not pattern:
         raise ValueError(f"{key}: needs a non-empty regular expression, got {pattern!r}")
@@ -91,8 +91,8 @@ def compile_user_pattern(pattern: Any, *, ignore_case: bool = False, key: str = 
         raise ValueError(f"{key}: invalid regular expression {pattern!r}: {exc}") from None
 
 
-def bounded_search(pattern: regex.Pattern, text: str, *, timeout: float, max_chars: int,
-                   full: bool = False) -> regex.Match | None:
+def bounded_search(pattern: regex.Pattern[str], text: str, *, timeout: float, max_chars: int,
+                   full: bool = False) -> regex.Match[str] | None:
     """``pattern.search`` (or ``fullmatch``) with a deadline and a length cap; either one
     exceeded raises :class:`ScoringError` so only this evaluator's score records the error."""
     if len(text) > max_chars:
@@ -115,7 +115,7 @@ class PatternLimits:
         if not 0 < self.timeout < float("inf") or self.max_chars <= 0:
             raise ValueError("timeout and max_chars: need finite numbers above 0")
 
-    def search(self, pattern: regex.Pattern, text: str, full: bool = False) -> regex.Match | None:
+    def search(self, pattern: regex.Pattern[str], text: str, full: bool = False) -> regex.Match[str] | None:
         return bounded_search(pattern, text, timeout=self.timeout, max_chars=self.max_chars, full=full)
 
 

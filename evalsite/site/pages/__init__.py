@@ -30,7 +30,7 @@ from evalsite.site.tables import tables_in
 from evalsite.site.theme import Theme
 
 
-def doc(help: str, default: Any = MISSING, **kwargs: Any):
+def doc(help: str, default: Any = MISSING, **kwargs: Any) -> Any:
     """A context field with its help text (every field of every page context has one)."""
     if default is not MISSING:
         kwargs["default"] = default

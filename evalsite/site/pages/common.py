@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import replace
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from evalsite.runlog.store import Run
 from evalsite.site import paths
@@ -51,7 +51,7 @@ def dataset_link(dataset_id: str | None) -> Link | str:
     return Link(dataset_id, paths.dataset(dataset_id)) if dataset_id else "—"
 
 
-def run_row(run: Run, summary: RunFigures | None) -> dict:
+def run_row(run: Run, summary: RunFigures | None) -> dict[str, Any]:
     return {
         "run": run_link(run),
         "experiment": experiment_link(run.header.experiment),
@@ -80,7 +80,7 @@ def _error_classes(summary: RunFigures | None) -> str:
 UNIFORM_SECONDARY = ("experiment", "dataset")
 
 
-def _same_everywhere_secondary(columns: list[Column], rows: list[dict]) -> list[Column]:
+def _same_everywhere_secondary(columns: list[Column], rows: list[dict[str, Any]]) -> list[Column]:
     """The runs table fits a 1280 px screen: a column that says the same on every row is secondary."""
     def uniform(key: str) -> bool:
         return len(rows) > 1 and len({str(row.get(key)) for row in rows}) == 1

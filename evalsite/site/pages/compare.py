@@ -10,6 +10,7 @@ truth changed or that only one run has, listed apart.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from markupsafe import Markup
@@ -121,7 +122,8 @@ def comparison(inputs: ProjectInputs, run_id: str, baseline_id: str, current: Sc
         inputs.memo[key] = compare_runs(inputs.project, run_id, baseline=baseline_id, run_code=False,
                                         current_cases=current or inputs.kept_cases(run_id),
                                         baseline_cases=inputs.kept_cases(baseline_id))
-    return inputs.memo[key]
+    report: ComparisonReport = inputs.memo[key]
+    return report
 
 
 def compare_read_run(kit: Kit, run_id: str, cases: ScannedCases, stale: set[str]) -> None:
@@ -155,7 +157,7 @@ def _pair_key(kit: Kit, run_id: str, baseline_id: str) -> str:
     return kit.inputs.combined_hash(list(kit.inputs.summary_keys([run_id, baseline_id])))
 
 
-def _renderer(run_id: str, baseline_id: str):
+def _renderer(run_id: str, baseline_id: str) -> Callable[[Kit], dict[str, bytes]]:
     def render(kit: Kit) -> dict[str, bytes]:
         report = comparison(kit.inputs, run_id, baseline_id)
         if report.baseline_source == "explicit" and report.promotion is None:
@@ -266,12 +268,13 @@ def _summary(report: ComparisonReport, regression: RegressionReport) -> CompareS
     )
 
 
-def _dumbbells(regression, limit: int) -> tuple[Markup, str]:
+def _dumbbells(regression: RegressionReport, limit: int) -> tuple[Markup, str]:
     changed = [c for c in regression.items if c.delta and c.classification in (IMPROVED, REGRESSED)]
-    shown = sorted(changed, key=lambda c: (-abs(c.delta), c.item_id))[:limit]
+    shown = sorted(changed, key=lambda c: (-abs(c.delta or 0.0), c.item_id))[:limit]
     if not shown:
         return Markup(""), "No item changed by more than the threshold."
-    rows = [(c.item_id, c.baseline_score, c.current_score) for c in shown]
+    rows = [(c.item_id, c.baseline_score, c.current_score) for c in shown  # a delta means both scores are known
+            if c.baseline_score is not None and c.current_score is not None]
     note = f"The {len(shown)} largest of {len(changed)} changed items." if len(changed) > len(shown) else ""
     return charts.dumbbells(rows, x_label="item score: baseline (open) → current (filled)", title="Items that changed"), note
 
@@ -285,5 +288,5 @@ def _ids(item_ids: list[str]) -> str:
     return shown + (f" … and {len(item_ids) - LISTED_IDS} more" if len(item_ids) > LISTED_IDS else "")
 
 
-def _text(value) -> str:
+def _text(value: object) -> str:
     return value if isinstance(value, str) else json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)

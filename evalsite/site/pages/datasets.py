@@ -14,7 +14,9 @@ diagram (:mod:`evalsite.analysis.critical_difference`).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from markupsafe import Markup
 
@@ -31,7 +33,7 @@ from evalsite.site.inputs import ProjectInputs
 from evalsite.site.pages import Kit, PageContext, PageJob, doc
 from evalsite.site.pages.common import experiment_link, run_link, runs_by, runs_table
 from evalsite.site.settings import SiteSettings
-from evalsite.site.tables import Column, Link, ShownInterval, Table
+from evalsite.site.tables import Bounds, Column, Link, ShownInterval, Table
 
 CONFIDENCE = 0.95
 
@@ -96,7 +98,7 @@ def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[PageJob]:
     ]
 
 
-def _renderer(dataset_id: str, members: list[Run]):
+def _renderer(dataset_id: str, members: list[Run]) -> Callable[[Kit], dict[str, bytes]]:
     def render(kit: Kit) -> dict[str, bytes]:
         page_path = paths.dataset(dataset_id)
         found = comparable_groups(kit.inputs.database, dataset_id, only_runs={r.run_id for r in members})
@@ -199,14 +201,14 @@ def leader_delta(board: Board, place: int) -> float | None:
     return -verdict.pair(verdict.arms[0].arm, verdict.arms[place].arm).difference.mean_diff
 
 
-def bounds(interval) -> tuple[float | None, float | None]:
+def bounds(interval: Bounds) -> tuple[float | None, float | None]:
     """An analysis interval's bounds for a page: None where the bootstrap gave NaN, or where an inverted
     test's interval is unbounded (too few units for any level to exclude a shift)."""
     low, high = (None if bound is None or not math.isfinite(bound) else float(bound) for bound in (interval.low, interval.high))
     return low, high
 
 
-def _arm_row(arm: RankedArm, run: Run, delta: float | None) -> dict:
+def _arm_row(arm: RankedArm, run: Run, delta: float | None) -> dict[str, Any]:
     summary = arm.summary
     return {
         "rank": places_text(arm),
@@ -262,7 +264,7 @@ def _ranking(board: Board, number: int) -> tuple[Ranking | None, str]:
     return ranking, ""
 
 
-def _pairs_table(verdict, number: int) -> Table:
+def _pairs_table(verdict: Verdict, number: int) -> Table:
     columns = [Column("pair", "pair"),
                Column("delta", "Δ, Holm-level interval", "interval", "paired difference; the sign-flip test's inverted "
                       "interval at the level Holm tested the pair at (its confidence in the next column): it excludes 0 "

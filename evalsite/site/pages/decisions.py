@@ -4,6 +4,7 @@ and the current baselines (the latest promotion per dataset and arm) that the ho
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from markupsafe import Markup
 
@@ -60,14 +61,14 @@ def newest_first(decisions: list[DecisionEntry]) -> list[DecisionEntry]:
 
 def current_baselines(inputs: ProjectInputs) -> list[DecisionEntry]:
     """The latest promotion for each (dataset, arm), as `evalsite compare` resolves it."""
-    latest: dict[tuple, DecisionEntry] = {}
+    latest: dict[tuple[str | None, str | None], DecisionEntry] = {}
     for decision in inputs.decisions:
         if decision.action == "promote":
             latest[(decision.dataset_id, decision.arm_id)] = decision
     return newest_first(list(latest.values()))
 
 
-def decision_row(decision: DecisionEntry, inputs: ProjectInputs) -> dict:
+def decision_row(decision: DecisionEntry, inputs: ProjectInputs) -> dict[str, Any]:
     return {
         "when": decision.when, "action": decision.action, "run": run_link(decision, inputs),
         "dataset": dataset_link(decision.dataset_id), "arm": decision.arm_id, "who": decision.who,

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import yaml
@@ -98,7 +99,7 @@ class ExperimentPage(PageContext):
     manifest_text: str = doc("The manifest as written (the current file, else the newest run's copy).")
     manifest_error: str | None = doc("Why the manifest could not be parsed, if it could not.")
     description: Markup = doc("The manifest's description rendered from markdown (raw HTML escaped).")
-    datasets: list = doc("Links to the leaderboards of the datasets the experiment's runs used.")
+    datasets: list[Link | str] = doc("Links to the leaderboards of the datasets the experiment's runs used.")
     arms: list[ArmConfig] = doc("The arms of the matrix with their resolved configs.")
     sweeps: list[Markup] = doc("Score against each swept numeric parameter (inline SVG), when configs differ in one.")
     matrix: Matrix | None = doc("First page of the arm × item matrix; None without a completed scored run.")
@@ -237,7 +238,7 @@ def _clear_leader(values: dict[str, float | None], lead: tuple[float, float]) ->
     return run_id if runner_up - best >= max(absolute, share * runner_up, 1e-12) else None
 
 
-def _renderer(name: str, members: list[Run], source: ExperimentSource | None):
+def _renderer(name: str, members: list[Run], source: ExperimentSource | None) -> Callable[[Kit], dict[str, bytes]]:
     def render(kit: Kit) -> dict[str, bytes]:
         groups = experiment_groups(kit.inputs, members)
         view = _group_view(name, groups[0], kit) if groups else _GroupView([], [], "", None, [])

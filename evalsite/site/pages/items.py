@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 
+from evalsite.jsonshape import JSONObject
 from evalsite.runlog.store import Run
 from evalsite.site import paths
 from evalsite.site.casedata import data_script
@@ -63,7 +65,7 @@ def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[PageJob]:
     return result
 
 
-def _renderer(dataset_id: str, members: list[Run]):
+def _renderer(dataset_id: str, members: list[Run]) -> Callable[[Kit], dict[str, bytes]]:
     def render(kit: Kit) -> dict[str, bytes]:
         newest = sorted(kit.inputs.listed(members), key=lambda r: r.recency, reverse=True)  # excluded runs left out
         labels = _answer_labels(newest)
@@ -105,7 +107,7 @@ def _newest_per_arm(newest: list[Run]) -> list[Run]:
 
 def _metadata_scripts(kit: Kit, dataset_id: str, runs: list[Run]) -> dict[str, bytes]:
     """The dataset rows' metadata by item bucket (from the newest run's dataset file that still matches)."""
-    rows: dict[str, dict] = {}
+    rows: dict[str, JSONObject] = {}
     for run in runs:
         rows.update({k: v for k, v in (kit.inputs.dataset_rows(run) or {}).items() if k not in rows})
     if kit.settings.redact:

@@ -6,6 +6,7 @@ bootstrap intervals, the confusion counts and the cases where they disagree — 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from evalsite.analysis.judge_agreement import JudgeAgreement, judge_agreement
 from evalsite.analysis.review import ratings
@@ -15,7 +16,7 @@ from evalsite.site import paths
 from evalsite.site.inputs import ProjectInputs
 from evalsite.site.pages import Kit, PageContext, PageJob, doc
 from evalsite.site.settings import SiteSettings
-from evalsite.site.tables import Column, Link, ShownInterval, Table
+from evalsite.site.tables import Bounds, Column, Link, ShownInterval, Table
 
 SUMMARY_COLUMNS = [
     Column("evaluator", "evaluator", "code"),
@@ -71,14 +72,14 @@ def _render(kit: Kit) -> dict[str, bytes]:
         title="Judges against human review", ratings=len(ratings(runs_dir)), summary=summary, judges=views))
 
 
-def _summary_row(found: JudgeAgreement) -> dict:
+def _summary_row(found: JudgeAgreement) -> dict[str, Any]:
     a = found.agreement
     return {"evaluator": found.evaluator, "n": a.n, "kappa": _shown(a.kappa, a.kappa_interval),
             "raw": _shown(a.raw, a.raw_interval), "unsure": found.unsure, "split": found.split,
             "no_verdict": found.no_verdict}
 
 
-def _shown(value: float, interval) -> ShownInterval:
+def _shown(value: float, interval: Bounds) -> ShownInterval:
     def finite(x: float) -> float | None:
         return None if x != x else x
 

@@ -4,6 +4,7 @@ marked ✓ holds, ✗ fails or ? cannot be checked, linked to the runs that deci
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from markupsafe import Markup
@@ -16,6 +17,7 @@ from evalsite.analysis.claims import (
     ClaimResult,
     ClaimSyntaxError,
     Comparison,
+    Expression,
     MetricTerm,
     Number,
     RunMetrics,
@@ -73,7 +75,7 @@ def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[PageJob]:
             for report in inputs.reports]
 
 
-def _renderer(report: ReportSource):
+def _renderer(report: ReportSource) -> Callable[[Kit], dict[str, bytes]]:
     def render(kit: Kit) -> dict[str, bytes]:
         project = kit.inputs.project
         metrics = RunMetrics(project)
@@ -146,7 +148,7 @@ def _who(selector: Selector) -> str:
     return f"{name} ({selector.evaluator})" if selector.evaluator else name
 
 
-def _expression(expression) -> str:
+def _expression(expression: Expression) -> str:
     if isinstance(expression, Number):
         return f"{expression.value:g}"
     if isinstance(expression, MetricTerm):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from evalsite.analysis.dataset_versions import OLDER, DatasetVersion
@@ -160,7 +161,8 @@ def _render_runs_index(kit: Kit) -> dict[str, bytes]:
     return kit.page(paths.RUNS, "runs.html", RunsPage(title="All runs", runs=table, skipped=kit.inputs.skipped))
 
 
-def _run_renderer(run: Run, baseline: str | None, edited: bool, excluded: str | None, version: DatasetVersion):
+def _run_renderer(run: Run, baseline: str | None, edited: bool, excluded: str | None,
+                  version: DatasetVersion) -> Callable[[Kit], dict[str, bytes]]:
     def render(kit: Kit) -> dict[str, bytes]:
         summary = kit.summaries[run.run_id]
         cases = kit.cases[run.run_id]
@@ -294,7 +296,7 @@ def _finite(value: float) -> float | None:
     return None if math.isnan(value) else value
 
 
-def flatten(value, prefix: str = "") -> list[tuple[str, str]]:
+def flatten(value: object, prefix: str = "") -> list[tuple[str, str]]:
     """Nested mappings as (dotted key, JSON text) pairs, sorted by key."""
     if isinstance(value, dict) and value:
         pairs = []

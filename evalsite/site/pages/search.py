@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 
+from evalsite.jsonshape import JSONObject
 from evalsite.site import paths
 from evalsite.site.inputs import ProjectInputs
 from evalsite.site.pages import Kit, PageJob
@@ -31,7 +32,7 @@ def jobs(inputs: ProjectInputs, settings: SiteSettings) -> list[PageJob]:
 
 def _render(kit: Kit) -> dict[str, bytes]:
     inputs = kit.inputs
-    shards: list = [paths.search_shard(PAGES_SHARD)]
+    shards: list[str | JSONObject] = [paths.search_shard(PAGES_SHARD)]
     for dataset_id, members in runs_by(inputs.listed_runs, lambda run: run.header.dataset.dataset_id).items():
         newest = max(members, key=lambda r: r.recency)
         shards += [{"folder": paths.run_data_index(r.run_id).removesuffix("index.js"), "arm": r.header.arm_id,
@@ -44,14 +45,14 @@ def _render(kit: Kit) -> dict[str, bytes]:
     }
 
 
-def search_script(docs: list[dict]) -> bytes:
+def search_script(docs: list[JSONObject]) -> bytes:
     """Documents as a script that hands them to the page's search (``search.js``); ``<`` is escaped so
     no text can close a script element."""
     payload = json.dumps(docs, ensure_ascii=False, separators=(",", ":")).replace("<", "\\u003c")
     return f"window.evalsiteSearch&&window.evalsiteSearch.add({payload});\n".encode()
 
 
-def _page_documents(inputs: ProjectInputs) -> list[dict]:
+def _page_documents(inputs: ProjectInputs) -> list[JSONObject]:
     docs = []
     for run in inputs.listed_runs:
         words = [run.header.arm_id or "", run.header.experiment or "", run.header.dataset.dataset_id or "", str(run.status), run.header.config_id or ""]
