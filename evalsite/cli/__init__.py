@@ -18,6 +18,7 @@ import click
 
 from evalsite import __version__
 from evalsite.cli.console import configure
+from evalsite.cli.lean import pyarrow_without_pandas
 from evalsite.errors import EvalsiteError
 
 
@@ -151,6 +152,7 @@ def main(runs_location: str | None, quiet: bool, verbose: bool, no_color: bool) 
     if runs_location:
         os.environ["EVALSITE_RUNS"] = runs_location  # evalsite.project.RUNS_ENV, read by Project.runs_location
     if click.get_current_context().invoked_subcommand in READS_RUNS:
+        pyarrow_without_pandas()  # the command module is loaded: a command that only reads runs never needs it
         _refresh_store()
 
 
