@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import click
+import pytest
 
 from evalsite.cli import COMMANDS, main
 
@@ -65,3 +66,26 @@ def test_unknown_command_is_refused_by_click():
 def test_the_run_command_imports_no_scipy_duckdb_or_jinja_until_used():
     loaded = modules_loaded_by("from evalsite.cli import main\nmain.commands['run']")
     assert not loaded & {"scipy", "duckdb", "jinja2"}
+
+
+COMPLETES_RUNS = ("family-test", "bootstrap", "noise", "leaderboard", "compare", "promote", "compact", "rescore", "runs",
+                  "show", "ci")
+
+
+@pytest.mark.parametrize("name", COMPLETES_RUNS)
+def test_a_command_that_completes_runs_loads_no_heavy_library(name):
+    """Shell completion loads the command's module while the shell waits (tests/test_cli_completion.py)."""
+    loaded = modules_loaded_by(f"from evalsite.cli import main\nmain.commands[{name!r}]")
+    assert not loaded & {"scipy", "numpy", "duckdb", "pyarrow", "jinja2", "httpx", "yaml", "jsonschema"}
+
+
+def test_the_names_the_commands_keep_for_completion_are_the_librarys():
+    from evalsite.analysis import compare, regression, verdict
+    from evalsite.cli import analysis as analysis_cli
+    from evalsite.cli import compare as compare_cli
+
+    assert list(analysis_cli.METRIC_NAMES) == list(verdict.METRICS)
+    assert (compare_cli.THRESHOLD, compare_cli.ALPHA) == (regression.THRESHOLD, compare.ALPHA)
+    from evalsite.analysis.baselines import EXPLICIT, PRIOR, PROMOTED
+
+    assert set(compare_cli.SOURCES) == {EXPLICIT, PRIOR, PROMOTED}

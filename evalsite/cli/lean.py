@@ -5,7 +5,8 @@ pyarrow imports pandas, when it is installed, the first time it converts a value
 ``Series``): 0.4 s of CPU and 70 MB, a third of ``evalsite leaderboard`` on a small project
 (bench/startup.py). The commands that only read runs (``READS_RUNS``) never hand pyarrow a pandas
 object, so before one runs, the CLI lets pyarrow's two looks (its Python side and its C++ side;
-each looks once per process) find pandas absent: :func:`pyarrow_without_pandas`.
+each looks once per process) find pandas absent: :func:`pyarrow_without_pandas` (loading pyarrow
+first for a command that loads it anyway; ``runs``, ``show`` and a nothing-new ``build`` never do).
 
 What that changes, for the rest of that process only: pandas stays importable, and pyarrow
 still imports it when a pandas feature is asked for (``to_pandas``, ``from_pandas``), but pyarrow
