@@ -106,3 +106,12 @@ def test_a_nothing_new_evalsite_build_loads_no_renderer(project):
     assert "(0 jobs rendered" in output
     assert not set(json.loads(loaded)) & {"jinja2", "duckdb", "numpy", "pyarrow", "scipy", "yaml", "markdown_it"}
     assert Path(project.root / "site" / "index.html").is_file()
+
+
+def test_a_symlinked_evalsite_folder_is_neither_read_nor_written_through(project, tmp_path):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (project.root / ".evalsite").symlink_to(elsewhere, target_is_directory=True)
+    build_site(project)
+    assert not (elsewhere / Path(unchanged.RECORD).name).exists()
+    assert unchanged.recorded_report(project, None, None) is None

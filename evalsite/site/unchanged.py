@@ -88,8 +88,11 @@ def inputs_key(project: Project, out_dir: Path | None, redact: bool | None) -> I
 def recorded_report(project: Project, out_dir: Path | None, redact: bool | None) -> SiteReport | None:
     """The report of the last build when nothing it read or wrote has changed since; else None."""
     started = time.perf_counter()
+    path = project.root / RECORD
     try:
-        record = json.loads((project.root / RECORD).read_text(encoding="utf-8"))
+        if path.parent.is_symlink():  # never read through a link (as the build cache)
+            return None
+        record = json.loads(path.read_text(encoding="utf-8"))
         if not isinstance(record, dict) or record.get("version") != RECORD_VERSION:
             return None
         inputs = inputs_key(project, out_dir, redact)
@@ -114,6 +117,8 @@ def remember(project: Project, inputs: Inputs | None, report: SiteReport, resolv
     missing or racy, forget any earlier record."""
     path = project.root / RECORD
     try:
+        if not path.parent.is_dir() or path.parent.is_symlink():  # never written or deleted through a link
+            return
         if inputs is None or inputs.racy:
             path.unlink(missing_ok=True)
             return
@@ -123,10 +128,10 @@ def remember(project: Project, inputs: Inputs | None, report: SiteReport, resolv
             "report": {"pages": report.pages, "kept": report.kept, "files": report.files, "bytes": report.bytes,
                        "input_hash": report.input_hash, "skipped_runs": report.skipped_runs, "warnings": report.warnings},
         }
-        if not path.parent.is_dir() or path.parent.is_symlink():
-            return
         temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        temp.write_text(json.dumps(record), encoding="utf-8")
+        temp.unlink(missing_ok=True)
+        with os.fdopen(os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666), "w", encoding="utf-8") as handle:
+            handle.write(json.dumps(record))
         os.replace(temp, path)
     except OSError:
         return
