@@ -111,3 +111,16 @@ def test_pandas_still_works_after_pyarrow_was_told_it_is_absent():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "ok"
+
+
+def test_what_a_nothing_new_build_imports_loads_no_renderer():
+    """`evalsite build` decides "nothing new" (evalsite/site/unchanged.py) before it imports the
+    renderer; the modules it imports to get there must stay light (tests/test_site_unchanged.py
+    runs the whole command)."""
+    modules = ["evalsite.site", "evalsite.site.unchanged", "evalsite.site.report", "evalsite.cli.build"]
+    renderer = ["jinja2", "duckdb", "numpy", "pyarrow", "scipy", "yaml", "markdown_it", "evalsite.site.build",
+                "evalsite.site.pages", "evalsite.site.inputs", "evalsite.analysis.db", "evalsite.analysis.case_scan",
+                "evalsite.analysis.leaderboard"]
+    probe = subprocess.run([sys.executable, "-c", PROBE, json.dumps(modules), json.dumps(renderer)],
+                           capture_output=True, text=True, check=True)
+    assert json.loads(probe.stdout) == {}
