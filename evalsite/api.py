@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from evalsite.experiment.plan import Plan
     from evalsite.runlog.records import Case
     from evalsite.runlog.store import Run
-    from evalsite.site.build import SiteReport
+    from evalsite.site.report import SiteReport
 
 log = logging.getLogger(__name__)
 
@@ -401,7 +401,8 @@ def compare(run: str, *, baseline: str | None = None, project: Project | str | P
 
 def build_site(*, project: Project | str | Path | None = None, out_dir: str | Path | None = None,
                full: bool = False) -> SiteReport:
-    """``evalsite build``: render the static site (default ``site/``)."""
-    from evalsite.site.build import build_site as build
+    """``evalsite build``: render the static site (default ``site/``); nothing is rendered, or even
+    loaded, when nothing has changed since the last build (:mod:`evalsite.site.unchanged`)."""
+    from evalsite.site import build_site as build
 
     return build(_reading(project), None if out_dir is None else Path(out_dir), full=full)

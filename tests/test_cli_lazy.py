@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import click
+import pytest
 
 from evalsite.cli import COMMANDS, main
 
@@ -65,3 +67,33 @@ def test_unknown_command_is_refused_by_click():
 def test_the_run_command_imports_no_scipy_duckdb_or_jinja_until_used():
     loaded = modules_loaded_by("from evalsite.cli import main\nmain.commands['run']")
     assert not loaded & {"scipy", "duckdb", "jinja2"}
+
+
+COMPLETING_RUN = ("family-test", "bootstrap", "noise", "compare", "compare r --baseline", "promote", "compact", "rescore",
+                  "runs --exclude", "show", "ci summary", "run --resume", "run m --baseline")
+
+
+@pytest.mark.parametrize("words", COMPLETING_RUN)
+def test_completing_a_run_loads_no_heavy_library(words, tmp_path):
+    """Shell completion loads the command's module and runs its options' callbacks while the shell
+    waits (tests/test_cli_completion.py): none of that may load statistics, a database or a client."""
+    (tmp_path / "data").mkdir()
+    parts = ["evalsite", *words.split(" "), ""]
+    code = ("import os, sys, json\nfrom evalsite.cli import main\ntry:\n    main(prog_name='evalsite')\n"
+            "except SystemExit:\n    pass\nprint(json.dumps(sorted({m.split('.')[0] for m in sys.modules})), file=sys.stderr)")
+    env = {**os.environ, "_EVALSITE_COMPLETE": "bash_complete", "COMP_WORDS": " ".join(parts), "COMP_CWORD": str(len(parts) - 1)}
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, check=True)
+    loaded = set(json.loads(done.stderr.splitlines()[-1]))
+    assert not loaded & {"scipy", "numpy", "duckdb", "pyarrow", "jinja2", "httpx", "yaml", "jsonschema"}
+
+
+def test_the_names_the_commands_keep_for_completion_are_the_librarys():
+    from evalsite.analysis import compare, regression, verdict
+    from evalsite.cli import analysis as analysis_cli
+    from evalsite.cli import compare as compare_cli
+
+    assert list(analysis_cli.METRIC_NAMES) == list(verdict.METRICS)
+    assert (compare_cli.THRESHOLD, compare_cli.ALPHA) == (regression.THRESHOLD, compare.ALPHA)
+    from evalsite.analysis.baselines import EXPLICIT, PRIOR, PROMOTED
+
+    assert set(compare_cli.SOURCES) == {EXPLICIT, PRIOR, PROMOTED}

@@ -71,3 +71,56 @@ def test_the_probe_blames_the_module_that_imports_a_heavy_one():
         capture_output=True, text=True, check=True,
     )
     assert json.loads(probe.stdout)["httpx"] == "evalsite.execute.runner"
+
+
+# What a whole command loads, in a fresh interpreter ----------------------------------------------
+
+COMMAND_PROBE = """
+import json, sys
+from evalsite.cli import main
+try:
+    main(json.loads(sys.argv[1]), standalone_mode=False)
+finally:
+    print("LOADED " + json.dumps(sorted({name.split('.')[0] for name in sys.modules})))
+"""
+
+
+def loaded_by_command(args: list[str], cwd: Path) -> tuple[set[str], str]:
+    """The top-level modules loaded by ``evalsite ARGS`` run in ``cwd``, and its output."""
+    done = subprocess.run([sys.executable, "-c", COMMAND_PROBE, json.dumps(args)], cwd=cwd, capture_output=True,
+                          text=True, check=True)
+    output, _, loaded = done.stdout.rpartition("LOADED ")
+    return set(json.loads(loaded)), output
+
+
+def test_a_command_that_reads_runs_leaves_pandas_unloaded(example_with_runs):
+    """pyarrow would import pandas (0.4 s) on its first conversion to numpy; evalsite/cli/lean.py."""
+    pytest.importorskip("pandas")
+    loaded, output = loaded_by_command(["leaderboard"], example_with_runs)
+    assert "verdict:" in output
+    assert "pyarrow" in loaded and "pandas" not in loaded
+
+
+def test_pandas_still_works_after_pyarrow_was_told_it_is_absent():
+    pytest.importorskip("pandas")
+    code = (
+        "import pyarrow as pa\nfrom evalsite.cli.lean import pyarrow_without_pandas\npyarrow_without_pandas()\n"
+        "import sys\nassert 'pandas' not in sys.modules\npa.chunked_array([[1, 2]]).to_numpy()\nassert 'pandas' not in sys.modules\n"
+        "import pandas\nframe = pa.table({'a': [1, None]}).to_pandas()\nassert frame['a'].isna().tolist() == [False, True]\n"
+        "assert pa.Table.from_pandas(frame).num_rows == 2\nprint('ok')"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "ok"
+
+
+def test_what_a_nothing_new_build_imports_loads_no_renderer():
+    """`evalsite build` decides "nothing new" (evalsite/site/unchanged.py) before it imports the
+    renderer; the modules it imports to get there must stay light (tests/test_site_unchanged.py
+    runs the whole command)."""
+    modules = ["evalsite.site", "evalsite.site.unchanged", "evalsite.site.report", "evalsite.cli.build"]
+    renderer = ["jinja2", "duckdb", "numpy", "pyarrow", "scipy", "yaml", "markdown_it", "evalsite.site.build",
+                "evalsite.site.pages", "evalsite.site.inputs", "evalsite.analysis.db", "evalsite.analysis.case_scan",
+                "evalsite.analysis.leaderboard"]
+    probe = subprocess.run([sys.executable, "-c", PROBE, json.dumps(modules), json.dumps(renderer)],
+                           capture_output=True, text=True, check=True)
+    assert json.loads(probe.stdout) == {}

@@ -21,7 +21,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import duckdb
-import pyarrow.parquet as pq
 
 from evalsite.analysis.db import (
     CASE_COLUMNS,
@@ -192,6 +191,8 @@ def compact_run(directory: Path, destination: Path | None = None) -> Compacted:
             shutil.copy2(directory / name, target_dir / name)
     target = target_dir / PARQUET_FILE
     partial = target.with_name(PARQUET_FILE + ".partial")
+    import pyarrow.parquet as pq  # here: only compacting and compacted runs need it (not a JSONL-only command's start)
+
     connection = duckdb.connect()
     connection.execute(
         f"COPY ({json_source([str(source)])}) TO {_quoted_literal(str(partial))} (FORMAT parquet, COMPRESSION zstd)"
@@ -238,6 +239,8 @@ def parquet_problems(directory: Path) -> list[str]:
     compacted, source = directory / PARQUET_FILE, directory / CASES_FILE
     if not compacted.exists():
         return []
+    import pyarrow.parquet as pq
+
     try:
         metadata = pq.read_schema(compacted).metadata or {}
     except (OSError, ValueError) as exc:
@@ -258,6 +261,8 @@ def _parquet_is_current(compacted: Path, source: Path) -> bool:
         return False
     if not source.exists():
         return True
+    import pyarrow.parquet as pq
+
     try:
         recorded = (pq.read_schema(compacted).metadata or {}).get(BYTES_KEY)
     except (OSError, ValueError):

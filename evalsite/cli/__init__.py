@@ -19,6 +19,7 @@ import click
 
 from evalsite import __version__
 from evalsite.cli.console import configure
+from evalsite.cli.lean import pyarrow_without_pandas
 from evalsite.errors import EvalsiteError
 
 
@@ -153,13 +154,18 @@ def main(runs_location: str | None, quiet: bool, verbose: bool, no_color: bool) 
         require_project()
     if runs_location:
         os.environ["EVALSITE_RUNS"] = runs_location  # evalsite.project.RUNS_ENV, read by Project.runs_location
-    if click.get_current_context().invoked_subcommand in READS_RUNS:
+    if context.invoked_subcommand in READS_RUNS and not context.meta.get(ASKS_HELP):
+        pyarrow_without_pandas(load=context.invoked_subcommand not in LEAVES_PYARROW)  # never needed to read runs
+    if context.invoked_subcommand in READS_RUNS:
         _refresh_store()
 
 
 #: Commands that read runs: over a URI runs location they read its local mirror, refreshed first.
 READS_RUNS = frozenset({"bootstrap", "build", "check-claims", "compare", "family-test", "holdout", "leaderboard",
                         "noise", "query", "rank-stability", "runs", "serve", "show"})
+
+#: Commands that read runs without pyarrow (``build`` loads it only when something is new).
+LEAVES_PYARROW = frozenset({"runs", "show", "build"})
 
 
 def _refresh_store() -> None:

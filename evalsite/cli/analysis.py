@@ -7,18 +7,8 @@ from typing import Any, TypeVar
 
 import click
 
-from evalsite.analysis import (
-    bootstrap_report,
-    family_test,
-    holdout_report,
-    json_ready,
-    leaderboard,
-    noise_report,
-    stability_report,
-)
+from evalsite import analysis  # its names load their modules on first use: completion loads none of them
 from evalsite.analysis.rows import pick_rows
-from evalsite.analysis.verdict import METRICS, choose_metric
-from evalsite.cli import analysis_output as show
 from evalsite.cli.complete import complete_runs
 from evalsite.cli.export import CSV, HTML, JSON, MARKDOWN, OutputFile, Result, output_option, write_output
 from evalsite.cli.fit import fitted, wide_option
@@ -28,6 +18,10 @@ from evalsite.project import find_project
 
 LEVEL = click.FloatRange(0, 1, min_open=True, max_open=True)
 Report = TypeVar("Report")
+
+#: ``evalsite.analysis.verdict.METRICS``, named here so that loading the commands (shell completion)
+#: loads no statistics; tests/test_cli_lazy.py checks that the two agree.
+METRIC_NAMES = ("score", "pass_rate", "cost", "latency", "tokens")
 
 
 dataset_option = click.option(
@@ -44,7 +38,7 @@ seed_option = click.option("--seed", type=int, default=0, show_default=True, hel
 json_option = click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 alpha_option = click.option("--alpha", type=LEVEL, default=0.05, show_default=True, help="Significance level.")
 metric_option = click.option(
-    "--metric", type=click.Choice(list(METRICS)), default="score", show_default=True,
+    "--metric", type=click.Choice(list(METRIC_NAMES)), default="score", show_default=True,
     help="Rank by this statistic (mean over items): cost, latency and tokens rank lowest first.",
 )
 direction_option = click.option(
@@ -94,7 +88,7 @@ def _emit(report: Report, as_json: bool, printer: Callable[[Report], None], outp
           title: str = "", rows: Callable[[Any], list[dict[str, Any]]] | None = None) -> None:
     """Print the report (``--json``, else its text fitted to the terminal) and write ``-o`` FILE
     from the same ``--json`` data, ``rows(data)`` its table."""
-    data = json_ready(report) if as_json or output else None
+    data = analysis.json_ready(report) if as_json or output else None
     if as_json:
         print_json(data)
     else:
@@ -121,10 +115,12 @@ def leaderboard_command(dataset: str | None, evaluator: str | None, metric: str,
     Arms in the order of the statistic shown; paired sign-flip tests between every pair,
     Holm-corrected, decide which arms are separated; Friedman and Nemenyi beside them as the
     omnibus test; runs left out are listed with the reason."""
+    from evalsite.cli import analysis_output as show
+
     project = find_project()
     warn_unreadable_runs(project.runs_dir)
-    chosen = choose_metric(metric, direction, project.settings)
-    report = leaderboard(project, dataset, evaluator=evaluator, alpha=alpha, seed=seed, metric=chosen)
+    chosen = analysis.choose_metric(metric, direction, project.settings)
+    report = analysis.leaderboard(project, dataset, evaluator=evaluator, alpha=alpha, seed=seed, metric=chosen)
     _emit(report, as_json, show.leaderboard, output, f"leaderboard · dataset {report.selection.dataset_id}", report.table)
 
 
@@ -148,7 +144,9 @@ def family_test_command(run: str, others: tuple[str, ...], alpha: float, effect:
     Paired sign-flip test per comparison (McNemar beside it for pass/fail), raw and adjusted p,
     verdict at α, noise, and the power of each comparison. Holm corrects over the pairs RUN vs each
     --vs, or over every pair of the runs with --all-pairs; the groups always come from every pair."""
-    report = family_test(find_project(), run, list(others), alpha=alpha, effect=effect, evaluator=evaluator, seed=seed,
+    from evalsite.cli import analysis_output as show
+
+    report = analysis.family_test(find_project(), run, list(others), alpha=alpha, effect=effect, evaluator=evaluator, seed=seed,
                          all_pairs=all_pairs)
     _emit(report, as_json, show.family, output, f"family-test · {report.run.run_id}",
           lambda data: pick_rows(data["comparisons"], FAMILY_COLUMNS))
@@ -170,7 +168,9 @@ def bootstrap_command(run: str, confidence: float, seed: int, group_key: str | N
 
     BCa over clusters when items carry metadata.<group>, else over items, each item's repeats
     averaged first; the output says which and why."""
-    report = bootstrap_report(find_project(), run, evaluator=evaluator, confidence=confidence, seed=seed, group_key=group_key)
+    from evalsite.cli import analysis_output as show
+
+    report = analysis.bootstrap_report(find_project(), run, evaluator=evaluator, confidence=confidence, seed=seed, group_key=group_key)
     _emit(report, as_json, show.bootstrap, output, f"bootstrap · {report.run.run_id}", _bootstrap_rows)
 
 
@@ -190,9 +190,11 @@ def rank_stability_command(dataset: str | None, evaluator: str | None, metric: s
 
     Only pairs the paired tests separate are checked: per size, the share of bootstrap samples
     that keep them, and each arm's bootstrap rank interval."""
+    from evalsite.cli import analysis_output as show
+
     project = find_project()
-    chosen = choose_metric(metric, direction, project.settings)
-    report = stability_report(project, dataset, evaluator=evaluator, seed=seed, metric=chosen, alpha=alpha)
+    chosen = analysis.choose_metric(metric, direction, project.settings)
+    report = analysis.stability_report(project, dataset, evaluator=evaluator, seed=seed, metric=chosen, alpha=alpha)
     _emit(report, as_json, show.stability, output, f"rank-stability · dataset {report.selection.dataset_id}",
           lambda data: pick_rows(data["arms"], STABILITY_COLUMNS))
 
@@ -211,7 +213,9 @@ def noise_command(run: str, k: int | None, all_items: bool, evaluator: str | Non
 
     Per-repeat means and their spread; per item the pass rate across repeats with its Wilson
     interval, pass@k and pass^k."""
-    report = noise_report(find_project(), run, evaluator=evaluator, k=k)
+    from evalsite.cli import analysis_output as show
+
+    report = analysis.noise_report(find_project(), run, evaluator=evaluator, k=k)
     _emit(report, as_json, lambda r: show.noise(r, all_items), output, f"noise · {report.run.run_id}", _noise_rows)
 
 
@@ -229,5 +233,7 @@ def holdout_command(pilot: str, holdout_split: str, dataset: str | None, evaluat
     """Does the pilot order of the arms hold on the holdout items?
 
     Items are split by their metadata.split in the dataset file."""
-    report = holdout_report(find_project(), dataset, evaluator=evaluator, pilot=pilot, holdout=holdout_split)
+    from evalsite.cli import analysis_output as show
+
+    report = analysis.holdout_report(find_project(), dataset, evaluator=evaluator, pilot=pilot, holdout=holdout_split)
     _emit(report, as_json, show.holdout, output, f"holdout · dataset {report.selection.dataset_id}", _holdout_rows)

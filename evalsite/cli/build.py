@@ -8,10 +8,10 @@ from pathlib import Path
 
 import click
 
+from evalsite.cli.lean import pyarrow_without_pandas
 from evalsite.cli.output import print_json, warn
 from evalsite.project import find_project
-from evalsite.site import build_site
-from evalsite.site.serve import serve
+from evalsite.site.unchanged import recorded_report
 
 
 @click.command("build")
@@ -22,7 +22,13 @@ from evalsite.site.serve import serve
 @click.option("--strict", is_flag=True, help="Exit 1 when anything was left out (an unreadable manifest, run or decision line).")
 def build_command(out_dir: Path | None, redact: bool | None, full: bool, as_json: bool, strict: bool) -> None:
     """Render the static site (only pages whose inputs changed)."""
-    report = build_site(find_project(), out_dir, redact=redact, full=full)
+    project = find_project()
+    report = None if full else recorded_report(project, out_dir, redact)  # nothing new: the renderer is not even loaded
+    if report is None:
+        from evalsite.site.build import build_site
+
+        pyarrow_without_pandas(load=True)
+        report = build_site(project, out_dir, redact=redact, full=full)
     problems = [*(f"skipped run {reason}" for reason in report.skipped_runs), *report.warnings]
     for message in problems:
         warn(message)
@@ -41,6 +47,8 @@ def build_command(out_dir: Path | None, redact: bool | None, full: bool, as_json
 @click.option("--out", "out_dir", type=click.Path(path_type=Path), help="Build into this folder (default: a temporary one).")
 def serve_command(port: int, out_dir: Path | None) -> None:
     """Serve the site on 127.0.0.1 and rebuild it when runs, data, manifests or the theme change."""
+    from evalsite.site.serve import serve
+
     stopping = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stopping.set())
     live = None

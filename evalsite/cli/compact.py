@@ -7,7 +7,6 @@ from pathlib import Path
 
 import click
 
-from evalsite.analysis.parquet import compact_runs
 from evalsite.cli.complete import complete_runs
 from evalsite.cli.output import print_json, print_table
 from evalsite.project import cwd_relative, find_project
@@ -21,6 +20,8 @@ from evalsite.project import cwd_relative, find_project
 @click.option("--json", "as_json", is_flag=True, help="Print what was compacted as JSON.")
 def compact_command(runs: tuple[str, ...], destination: str | None, as_json: bool) -> None:
     """Store finished runs as zstd Parquet next to their JSONL (or under --to DIR)."""
+    from evalsite.analysis.parquet import compact_runs
+
     done = compact_runs(find_project().local_runs_dir, list(runs), destination)
     rows = [{**asdict(c), "parquet": c.parquet if "://" in c.parquet else str(cwd_relative(Path(c.parquet))), "ratio": round(c.parquet_bytes / max(1, c.jsonl_bytes), 3)}
             for c in done]

@@ -6,15 +6,12 @@ import json
 import sys
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from evalsite.analysis.baselines import EXPLICIT, PRIOR, PROMOTED, promote
 from evalsite.analysis.ci_files import write_summary
-from evalsite.analysis.compare import ALPHA, ComparisonReport, compare_runs
 from evalsite.analysis.markdown import compare_markdown
-from evalsite.analysis.regression import GT_CHANGED, IMPROVED, REGRESSED, THRESHOLD, RegressionReport, RegressionSummary
 from evalsite.analysis.wording import p_clause
 from evalsite.cli.complete import complete_runs
 from evalsite.cli.console import paint
@@ -24,13 +21,21 @@ from evalsite.cli.output import format_value, print_json, warn_unreadable_runs
 from evalsite.project import find_project
 from evalsite.runlog.store import Run
 
+if TYPE_CHECKING:
+    from evalsite.analysis.compare import ComparisonReport
+    from evalsite.analysis.regression import RegressionReport, RegressionSummary
+
+#: ``evalsite.analysis.regression.THRESHOLD`` and ``evalsite.analysis.compare.ALPHA``, named here so
+#: that loading the commands (shell completion) loads no statistics; tests/test_cli_lazy.py checks them.
+THRESHOLD = 0.05
+ALPHA = 0.05
+#: Where the baseline came from (``evalsite.analysis.baselines``' EXPLICIT, PROMOTED, PRIOR).
 SOURCES = {
-    EXPLICIT: "given with --baseline",
-    PROMOTED: "the promoted baseline",
-    PRIOR: "the most recent older completed run of this arm on this dataset",
+    "explicit": "given with --baseline",
+    "promoted": "the promoted baseline",
+    "prior": "the most recent older completed run of this arm on this dataset",
 }
 DIFF_VALUE_WIDTH = 60
-TITLE_KINDS = {REGRESSED: "bad", IMPROVED: "good"}
 
 
 @click.command("compare")
@@ -58,6 +63,8 @@ def compare_command(run: str, baseline: str | None, threshold: float, noise: flo
 
     Prints the fingerprint diff, refuses runs that are not comparable, and reports what
     improved and regressed, per item and per evaluator, with the paired test."""
+    from evalsite.analysis.compare import compare_runs
+
     project = find_project()
     warn_unreadable_runs(project.runs_dir)
     report = compare_runs(project, run, baseline=baseline, threshold=threshold, noise=noise, alpha=alpha)
@@ -93,6 +100,8 @@ def promote_command(run: str, reason: str, allow_dirty: bool, allow_critical: bo
 
     Appends the decision to runs/decisions.jsonl. Refuses a run with a failed critical row
     (unless --allow-critical) or more failed generations than [ci] max_error_rate."""
+    from evalsite.analysis.baselines import promote
+
     decision = promote(find_project(), run, reason, allow_dirty=allow_dirty, allow_critical=allow_critical)
     if as_json:
         print_json(asdict(decision))
@@ -177,10 +186,13 @@ def _print_regression(report: RegressionReport, report_alpha: float) -> None:
             f"paired sign-flip {p_clause(s.p_value)} ({s.test_kind}"
             + (f", whole clusters flipped: {s.n_units} clusters" if s.unit == "cluster" else "") + f")  {noise}"
         )
+    from evalsite.analysis.regression import GT_CHANGED, IMPROVED, REGRESSED
+
+    title_kinds = {REGRESSED: "bad", IMPROVED: "good"}
     for classification, title in ((REGRESSED, "regressed"), (IMPROVED, "improved"), (GT_CHANGED, "gt_changed, left out of every number")):
         items = report.classified(classification)
         if items:
-            click.echo(f"\n{paint(title, TITLE_KINDS.get(classification, 'muted'))} ({len(items)}):")
+            click.echo(f"\n{paint(title, title_kinds.get(classification, 'muted'))} ({len(items)}):")
         for item in items:
             note = "  re-scored" if item.rescored else f"  {item.note}" if item.note else ""
             click.echo(

@@ -9,7 +9,6 @@ import click
 
 from evalsite.cli.complete import complete_runs
 from evalsite.cli.output import format_value, print_json, warn
-from evalsite.execute.rescore import rescore_run
 from evalsite.project import find_project
 
 VERDICTS = {True: "passed", False: "failed", None: "no pass rule"}
@@ -28,6 +27,8 @@ def rescore_command(run: str, manifest_path: Path | None, allow_failures: bool, 
     Uses the manifest's current evaluators and the dataset's current expected values; no
     target is called.
     """
+    from evalsite.execute.rescore import rescore_run
+
     outcome = rescore_run(find_project(), run, manifest_path=manifest_path)
     for item_id in outcome.left_out:
         warn(f"item {item_id} is no longer in the dataset; left out")

@@ -7,7 +7,7 @@ import math
 import sys
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, get_args
+from typing import TYPE_CHECKING, Any, get_args
 
 import click
 
@@ -20,9 +20,10 @@ from evalsite.cli.export import CSV, HTML, JSON, JUNIT, MARKDOWN, OutputFile, Re
 from evalsite.cli.output import print_json, print_table, warn
 from evalsite.cli.run_report import report_batch, report_failures, resume_line
 from evalsite.execute.outcomes import BatchOutcome
-from evalsite.execute.stopping import parse_duration
-from evalsite.experiment.estimate import PlanEstimate
 from evalsite.experiment.safety import MAX_CONCURRENCY, MAX_REPEAT
+
+if TYPE_CHECKING:  # loading the command (shell completion of --resume) loads no model client, YAML or schema
+    from evalsite.experiment.estimate import PlanEstimate
 
 
 def _finite(context: click.Context, parameter: click.Parameter, value: float | None) -> float | None:
@@ -32,8 +33,12 @@ def _finite(context: click.Context, parameter: click.Parameter, value: float | N
 
 
 def _duration(context: click.Context, parameter: click.Parameter, value: str | None) -> float | None:
+    if value is None:  # click calls this even while completing: nothing loaded then
+        return None
+    from evalsite.execute.stopping import parse_duration
+
     try:
-        return None if value is None else parse_duration(value)
+        return parse_duration(value)
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from None
 

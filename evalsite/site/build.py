@@ -18,9 +18,8 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from jinja2 import TemplateError
 
@@ -34,7 +33,7 @@ from evalsite.errors import SiteError
 from evalsite.jsonshape import JSONObject
 from evalsite.project import Project
 from evalsite.runlog.hashing import sha256_json
-from evalsite.site import paths
+from evalsite.site import paths, unchanged
 from evalsite.site.figures import PAIRS_FILE, RunFigures, SiteCache
 from evalsite.site.inputs import ProjectInputs, file_hash, scan_project
 from evalsite.site.itemindex import input_snippets
@@ -56,6 +55,7 @@ from evalsite.site.pages import (
     runs,
     search,
 )
+from evalsite.site.report import SiteReport
 from evalsite.site.settings import SiteSettings, site_settings
 from evalsite.site.theme import PACKAGE_DIR, Theme, load_theme
 
@@ -67,27 +67,6 @@ GC_THRESHOLD = 100_000
 SWITCH_INTERVAL = 0.0005
 for _family in (home, runs, datasets, experiments, decisions, compare, reports, items, search, judges):  # in build order
     register_page(_family.__name__.rpartition(".")[2])(_family.jobs)
-
-
-@dataclass(frozen=True)
-class SiteReport:
-    """What a build did; ``--json`` prints it."""
-
-    out_dir: Path
-    pages: int
-    rendered: int
-    kept: int
-    files: int
-    bytes: int
-    seconds: float
-    input_hash: str
-    skipped_runs: list[str] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-
-    def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["out_dir"] = str(self.out_dir)
-        return data
 
 
 def build_site(project: Project, out_dir: Path | None = None, *, redact: bool | None = None,
@@ -128,6 +107,7 @@ def _quick_thread_switches() -> Iterator[None]:
 
 def _build(project: Project, out_dir: Path | None, *, redact: bool | None, full: bool, live_reload: bool) -> SiteReport:
     started = time.perf_counter()
+    unchanged_key = None if full or live_reload else unchanged.inputs_key(project, out_dir, redact)  # before reading anything
     settings = site_settings(project.settings, redact=redact)
     out_dir = _output_folder(project, out_dir, settings)
     inputs = scan_project(project)
@@ -160,7 +140,7 @@ def _build(project: Project, out_dir: Path | None, *, redact: bool | None, full:
             writer.keep(job.key)
     writer.finish()
     files = writer.files()
-    return SiteReport(
+    report = SiteReport(
         out_dir=out_dir,
         pages=sum(1 for f in files if f.endswith(".html")),
         rendered=len(stale),
@@ -172,6 +152,11 @@ def _build(project: Project, out_dir: Path | None, *, redact: bool | None, full:
         skipped_runs=list(inputs.skipped),
         warnings=[*inputs.manifest_problems, *inputs.decision_problems, *inputs.outside, *theme.warnings, *writer.warnings, *_cache_warnings(project, cache)],
     )
+    if not full and not live_reload:  # what the next build reports if nothing changes: no page written, so no size warning
+        again = replace(report, rendered=0, kept=len(jobs), warnings=[*inputs.manifest_problems, *inputs.decision_problems,
+                                                                     *inputs.outside, *theme.warnings, *_cache_warnings(project, cache)])
+        unchanged.remember(project, unchanged_key, again, writer.out_dir)
+    return report
 
 
 def _cache_warnings(project: Project, cache: SiteCache) -> list[str]:
