@@ -65,6 +65,20 @@ def scaled_promptfoo(cases: int, out: Path) -> Path:
     return path
 
 
+def scaled_plain(cases: int, out: Path) -> Path:
+    """N/2 items x 2 arms of the plain fixture's rows, one JSON object per line."""
+    lines = [json.loads(line) for line in (FIXTURES.parent / "plain" / "scored.jsonl").read_text().splitlines()]
+    path = out / "scored.jsonl"
+    with open(path, "w", encoding="utf-8") as handle:
+        for index in range(cases):
+            test, arm = divmod(index, 2)
+            base = lines[arm * ITEMS_IN_FIXTURES + test % ITEMS_IN_FIXTURES]
+            row = {**base, "id": f"item-{test:06d}", "input": renamed(base["input"], test),
+                   "expected": renamed(base["expected"], test), "output": renamed(base["output"], test)}
+            handle.write(json.dumps(row) + "\n")
+    return path
+
+
 def scaled_inspect(cases: int, out: Path) -> Path:
     log = next((FIXTURES / "inspect" / "logs-eval").glob("*.eval"))
     with EvalZip(log) as source:
@@ -120,7 +134,7 @@ def measure(arguments: list[str], cwd: Path) -> tuple[float, float, str]:
     return seconds, usage.ru_maxrss / 1024, output
 
 
-BUILDERS = {"promptfoo": scaled_promptfoo, "inspect": scaled_inspect}
+BUILDERS = {"jsonl": scaled_plain, "promptfoo": scaled_promptfoo, "inspect": scaled_inspect}
 
 
 def generate(name: str, cases: int, project: Path) -> Path:
