@@ -23,6 +23,7 @@ What the writer decides, the same for every format:
 from __future__ import annotations
 
 import json
+import math
 import os
 import secrets
 import shutil
@@ -142,7 +143,7 @@ class SourceImport:
             case.output_tokens, case.cost_usd, case.finish_reason, case.started_at,
             [[s.evaluator, s.value, s.passed, s.label, s.detail, s.error] for s in case.scores],
             case.score, case.passed,
-        ]))
+        ], fast=_finite_throughout(case.input) and _finite_throughout(case.output)))
         draft.cases += 1
         draft.repeats = max(draft.repeats, repeat + 1)
 
@@ -284,14 +285,33 @@ def _written(writer: RunWriter, draft: _RunDraft, items: dict[str, Item],
     yield from writer.append_cases(batch)
 
 
-def _spooled_line(record: list[Any]) -> bytes:
-    """A spooled case as one line: orjson's, or (a value orjson would write otherwise, e.g. an
+def _spooled_line(record: list[Any], fast: bool) -> bytes:
+    """A spooled case as one line: orjson's, or (``fast`` false: a NaN or infinity in the source's
+    free JSON, which orjson writes as null; or a value orjson would write otherwise, e.g. an
     integer past 64 bits) the standard encoder's behind a mark, so each is read back by its own
-    decoder (orjson reads a long integer as a float)."""
+    decoder (orjson reads a long integer as a float) exactly as it was."""
+    if fast:
+        try:
+            return orjson.dumps(record, default=_refuse, option=orjson.OPT_APPEND_NEWLINE)
+        except TypeError:
+            pass
+    return _STDLIB_MARK + (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode("utf-8")
+
+
+def _finite_throughout(value: Any) -> bool:
+    """No NaN or infinity anywhere in ``value`` (a source's input or output: text, as a rule)."""
+    if isinstance(value, str) or value is None:
+        return True
+    if isinstance(value, float):
+        return math.isfinite(value)
     try:
-        return orjson.dumps(record, default=_refuse, option=orjson.OPT_APPEND_NEWLINE)
-    except TypeError:
-        return _STDLIB_MARK + (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode("utf-8")
+        if isinstance(value, dict):
+            return all(_finite_throughout(inner) for inner in value.values())
+        if isinstance(value, list):
+            return all(_finite_throughout(inner) for inner in value)
+    except RecursionError:  # nested too deeply to walk: the standard encoder decides, as it always did
+        return False
+    return True
 
 
 def _spooled(line: bytes) -> list[Any]:
