@@ -181,6 +181,7 @@ def main() -> None:
     parser.add_argument("--against", type=Path, metavar="CHECKOUT",
                         help="also import with another checkout's code (e.g. main's), in turns with this one's")
     parser.add_argument("--rounds", type=int, default=1, help="imports per format and code (medians printed)")
+    parser.add_argument("--source", type=Path, help="import this file (one format) instead of generating one")
     parser.add_argument("--generate", choices=BUILDERS, help=argparse.SUPPRESS)
     options = parser.parse_args()
     if options.generate:
@@ -194,7 +195,7 @@ def main() -> None:
     for name in options.formats:
         folder = work / name
         folder.mkdir(parents=True, exist_ok=True)
-        source = generate(name, options.cases, folder)
+        source = options.source.resolve() if options.source else generate(name, options.cases, folder)
         size = source.stat().st_size / 1e6
         figures: dict[str, list[Measured]] = {label: [] for label in codes}
         for _ in range(options.rounds):
@@ -210,7 +211,7 @@ def main() -> None:
             print(f"{name:9s} {label:7s} ({code}) {source.name} {size:6.1f} MB: {cases} cases in {runs} runs, "
                   f"median of {options.rounds}: {wall:5.2f} s wall ({cases / wall:,.0f} cases/s), "
                   f"{cpu:5.2f} s CPU ({cases / cpu:,.0f} cases/s of CPU), peak {peak:.0f} MB")
-        if not options.keep:
+        if not options.keep and not options.source:
             source.unlink()
     if not options.keep:
         print(f"(generated files under {work}; pass --keep DIR to choose where)")
