@@ -25,6 +25,7 @@ from evalsite.runlog.records import CASE_RANGES, SCORE_RANGES, Case
 from evalsite.runlog.rows import case_critical, finite_number, item_order, repeat_of, whole_number
 
 NONE, FALSE, TRUE, OTHER = -1, 0, 1, 2
+_NAN = float("nan")
 
 
 @dataclass(frozen=True)
@@ -144,6 +145,8 @@ class _Builder:
         self.shas: dict[str, int] = {}
         self.case_fields: dict[str, list[Any]] = {name: [] for name in (*_CASE_FIELDS, "item_sha")}
         self.score_fields: dict[str, list[Any]] = {name: [] for name in _SCORE_FIELDS}
+        self._case_lists = [self.case_fields[name] for name in _CASE_FIELDS]  # appended to in field order
+        self._score_lists = [self.score_fields[name] for name in _SCORE_FIELDS]
 
     def add(self, case: Mapping[str, Any], dataset_critical: Mapping[str, bool] | None) -> None:
         if isinstance(case, Case):  # the same fields, read from its line: a dict's get is 3x a Mapping's
@@ -157,8 +160,8 @@ class _Builder:
             NONE if critical is None else int(critical), _number(case, "cost_usd"), _number(case, "latency_ms"),
             _number(case, "scoring_cost_usd"), _whole(case, "input_tokens"), _whole(case, "output_tokens"),
         )
-        for name, value in zip(_CASE_FIELDS, values):
-            self.case_fields[name].append(value)
+        for column, value in zip(self._case_lists, values):
+            column.append(value)
         sha = case.get("item_sha")
         self.case_fields["item_sha"].append(self.shas.setdefault(str(sha), len(self.shas)) if sha else -1)
         if case.get("served_model"):
@@ -179,8 +182,8 @@ class _Builder:
             -1 if label is None else self.labels.setdefault(str(label), len(self.labels)),
             None if turn is None else str(turn),
         )
-        for field_name, value in zip(_SCORE_FIELDS, values):
-            self.score_fields[field_name].append(value)
+        for column, value in zip(self._score_lists, values):
+            column.append(value)
 
     def columns(self) -> CaseColumns:
         c, s = self.case_fields, self.score_fields
@@ -213,13 +216,19 @@ def _number(record: Mapping[str, Any], key: str, ranges: Mapping[str, tuple[floa
     """``record[key]`` as a float, NaN for no value: absent, not a finite number, or out of its
     range (which the reader refuses a line for, so only a record that was never read or written
     can hold one; the sums over these columns then never overflow)."""
-    number = finite_number(record.get(key))
+    value = record.get(key)
+    if value is None:
+        return _NAN
+    number = finite_number(value)
     low, high = ranges[key]
     return number if number is not None and low <= number <= high else np.nan
 
 
 def _whole(record: Mapping[str, Any], key: str) -> float:
-    number = whole_number(record.get(key))
+    value = record.get(key)
+    if value is None:
+        return _NAN
+    number = whole_number(value)
     low, high = CASE_RANGES[key]
     return float(number) if number is not None and low <= number <= high else np.nan
 

@@ -222,6 +222,14 @@ class CaseRecord:
 
     def to_json(self) -> dict[str, Any]:
         run = self.execution
+        if run is None:  # an imported case: one literal (hundreds of thousands of cases an import)
+            return {
+                "item_id": self.item_id, "item_sha": self.item_sha, "repeat": self.repeat, "input": self.input,
+                "expected": self.expected, "output": self.output, "error": self.error, "latency_ms": self.latency_ms,
+                "input_tokens": self.input_tokens, "output_tokens": self.output_tokens, "cost_usd": self.cost_usd,
+                "finish_reason": self.finish_reason, "scores": [s.to_json() for s in self.scores],
+                "score": self.score, "passed": self.passed, "started_at": self.started_at,
+            }
         line: dict[str, Any] = {"item_id": self.item_id, "item_sha": self.item_sha}
         if run is not None:
             line["critical"] = run.critical

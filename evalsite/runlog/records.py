@@ -383,8 +383,14 @@ SCORE_RANGES: dict[str, tuple[float, float]] = {
 def out_of_range(record: Mapping[str, Any], ranges: Mapping[str, tuple[float, float]] = CASE_RANGES) -> list[str]:
     """The keys of ``record`` whose number is outside its range or not finite: what a target, an
     importer or the writer may not record (a value of another type is the type checks' business)."""
-    return [key for key, (low, high) in ranges.items()
-            if isinstance(value := record.get(key), (int, float)) and not isinstance(value, bool) and not low <= value <= high]
+    found = []
+    get = record.get
+    for key, (low, high) in ranges.items():  # a plain loop, None first: this runs for every case written
+        value = get(key)
+        if value is not None and isinstance(value, (int, float)) and not isinstance(value, bool) \
+                and not low <= value <= high:
+            found.append(key)
+    return found
 
 
 def range_problem(key: str, value: Any, ranges: Mapping[str, tuple[float, float]] = CASE_RANGES) -> str:

@@ -15,7 +15,14 @@ from evalsite.errors import SourceError
 from evalsite.execute.importers.evalzip import DEFAULT_MAX_MEMBER_BYTES
 from evalsite.jsonshape import MISSING, JSONObject, JSONValue, field_at
 from evalsite.runlog.fields import shown
-from evalsite.runlog.records import MAX_REPEAT_INDEX, SCORE_RANGES, RunStatus, out_of_range, range_problem
+from evalsite.runlog.records import (
+    CASE_RANGES,
+    MAX_REPEAT_INDEX,
+    SCORE_RANGES,
+    RunStatus,
+    out_of_range,
+    range_problem,
+)
 from evalsite.runlog.secrets import looks_secret
 
 __all__ = ["MISSING", "field_at"]  # the readers import the path helpers from here, with the records
@@ -146,6 +153,8 @@ def checked_case(case: SourceCase, where: str) -> SourceCase:
     (:data:`evalsite.runlog.records.CASE_RANGES`: a source's ``cost: 1e308`` would overflow every
     sum of its run) and every text field text or null (the reader skips a case line whose
     ``finish_reason`` is ``5``)."""
+    if _clearly_recordable(case):
+        return case
     numbers = {"latency_ms": case.latency_ms, "input_tokens": case.input_tokens, "output_tokens": case.output_tokens,
                "cost_usd": case.cost_usd, "score": case.score}
     problems = [range_problem(key, numbers[key]) for key in out_of_range(numbers)]
@@ -159,6 +168,38 @@ def checked_case(case: SourceCase, where: str) -> SourceCase:
     if problems:
         raise SourceError(f"{where}: {problems[0]}; a run cannot record it")
     return case
+
+
+_EXACT_NUMBER = (int, float)
+_EXACT_TEXT = (str, type(None))
+
+
+def _clearly_recordable(case: SourceCase) -> bool:
+    """True when :func:`checked_case` surely finds nothing (the common case, checked without
+    building its messages): every number None or a plain int or float in its range, every text
+    field None or a plain string. Anything else goes through the checks that name the field."""
+    for value, key in ((case.latency_ms, "latency_ms"), (case.input_tokens, "input_tokens"),
+                       (case.output_tokens, "output_tokens"), (case.cost_usd, "cost_usd"), (case.score, "score")):
+        if value is not None and not (type(value) in _EXACT_NUMBER and _within(value, CASE_RANGES[key])):
+            return False
+    if case.repeat is not None and not (type(case.repeat) is int and 0 <= case.repeat <= MAX_REPEAT_INDEX):
+        return False
+    if not (type(case.error) in _EXACT_TEXT and type(case.finish_reason) in _EXACT_TEXT
+            and type(case.started_at) in _EXACT_TEXT):
+        return False
+    low, high = SCORE_RANGES["score"]
+    for score in case.scores:
+        value = score.value
+        if value is not None and not (type(value) in _EXACT_NUMBER and low <= value <= high):
+            return False
+        if not (type(score.label) in _EXACT_TEXT and type(score.detail) in _EXACT_TEXT
+                and type(score.error) in _EXACT_TEXT):
+            return False
+    return True
+
+
+def _within(value: float, bounds: tuple[float, float]) -> bool:
+    return bounds[0] <= value <= bounds[1]
 
 
 def _not_text(fields: dict[str, object]) -> list[str]:

@@ -23,15 +23,18 @@ What the writer decides, the same for every format:
 from __future__ import annotations
 
 import json
+import math
 import os
 import secrets
 import shutil
 import tempfile
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
+
+import orjson
 
 from evalsite import __version__
 from evalsite.analysis.summary import summarise_run
@@ -56,6 +59,8 @@ DEFAULT_DATASET_NAME = "imported"
 STAGING_MARK = "-importing-"
 STAGING_LOCK = ".lock"
 _UNKNOWN_ORDER = float("inf")
+WRITE_BATCH = 1000  # case lines per write
+_STDLIB_MARK = b"J"
 
 
 @dataclass
@@ -79,7 +84,7 @@ class _EvaluatorTally:
 @dataclass
 class _RunDraft:
     key: str
-    spool: IO[str]
+    spool: IO[bytes]
     items: dict[str, _ItemSlot] = field(default_factory=dict)
     evaluators: dict[str, _EvaluatorTally] = field(default_factory=dict)
     arrivals: Counter[str] = field(default_factory=Counter)
@@ -133,23 +138,12 @@ class SourceImport:
         repeat = self._repeat(draft, key, case.repeat)
         for score in case.scores:
             self._tally(draft, score)
-        record = {
-            "key": key,
-            "repeat": repeat,
-            "input": case.input,
-            "output": case.output,
-            "error": case.error,
-            "latency_ms": case.latency_ms,
-            "input_tokens": case.input_tokens,
-            "output_tokens": case.output_tokens,
-            "cost_usd": case.cost_usd,
-            "finish_reason": case.finish_reason,
-            "started_at": case.started_at,
-            "scores": [[s.evaluator, s.value, s.passed, s.label, s.detail, s.error] for s in case.scores],
-            "score": case.score,
-            "passed": case.passed,
-        }
-        draft.spool.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
+        draft.spool.write(_spooled_line([
+            key, repeat, case.input, case.output, case.error, case.latency_ms, case.input_tokens,
+            case.output_tokens, case.cost_usd, case.finish_reason, case.started_at,
+            [[s.evaluator, s.value, s.passed, s.label, s.detail, s.error] for s in case.scores],
+            case.score, case.passed,
+        ], fast=_finite_throughout(case.input) and _finite_throughout(case.output)))
         draft.cases += 1
         draft.repeats = max(draft.repeats, repeat + 1)
 
@@ -165,7 +159,7 @@ class SourceImport:
 
     def _draft(self, key: str) -> _RunDraft:
         if key not in self._drafts:
-            self._drafts[key] = _RunDraft(key, tempfile.TemporaryFile("w+", encoding="utf-8"))
+            self._drafts[key] = _RunDraft(key, tempfile.TemporaryFile("w+b"))
         return self._drafts[key]
 
     def _add_item(self, draft: _RunDraft, item: SourceItem) -> str:
@@ -199,31 +193,6 @@ class SourceImport:
             tally.identities.setdefault(repr(score.identity), score.identity)
         if score.value is not None and score.value not in (0.0, 1.0):
             tally.binary = False
-
-
-class _Totals:
-    """The case fields :func:`summarise_run` reads, one tuple per case (a dict each costs 4x);
-    scores keep everything but their detail."""
-
-    FIELDS = ("item_id", "repeat", "score", "passed", "cost_usd", "scoring_cost_usd", "latency_ms", "error",
-              "input_tokens", "output_tokens", "critical")
-    SCORE_FIELDS = ("evaluator", "version", "score", "passed", "label", "error", "skipped", "turn")
-
-    def __init__(self) -> None:
-        self._rows: list[tuple[Any, ...]] = []
-
-    def add(self, case: Mapping[str, Any]) -> None:
-        scores = tuple(tuple(s.get(name) for name in self.SCORE_FIELDS) for s in case.get("scores") or [])
-        self._rows.append((*(case.get(name) for name in self.FIELDS), scores))
-
-    def __len__(self) -> int:
-        return len(self._rows)
-
-    def __iter__(self) -> Iterator[dict[str, Any]]:
-        for row in self._rows:
-            case = dict(zip(self.FIELDS, row))
-            case["scores"] = [dict(zip(self.SCORE_FIELDS, score)) for score in row[-1]]
-            yield case
 
 
 class StagedRuns:
@@ -293,18 +262,66 @@ def _write_run(source: SourceImport, draft: _RunDraft, run: SourceRun, runs_dir:
     identity = dataset_identity(run.dataset_location, Dataset(Path(run.dataset_location or "."), name, list(items.values())))
     header = _header(source, draft, run, dataset, identity, versions, batch_id, options)
     writer = RunWriter.create(runs_dir, run.arm_id, header.to_json())
-    totals = _Totals()
     try:
-        draft.spool.seek(0)
-        for line in draft.spool:
-            case = _case_record(json.loads(line), items, versions, draft.evaluators).to_json()
-            writer.append_case(case)
-            totals.add(case)
+        # the summary counts each batch of records as written, while the next is built
+        summary = summarise_run(_written(writer, draft, items, versions)).totals()
     finally:
         writer.close()
-    summary = summarise_run(totals).totals()
     writer.finish(FooterRecord(run.status, run.ended_at, summary, source=SourceOutcome(run.source_status, run.source_error)).to_json())
     return ImportedRun(writer.run_id, run.arm_id, run.experiment, run.tool, source.label, run.status, identifier, summary)
+
+
+def _written(writer: RunWriter, draft: _RunDraft, items: dict[str, Item],
+             versions: dict[str, str]) -> Iterator[dict[str, Any]]:
+    """The spooled cases of ``draft`` as case records, appended to ``writer`` a batch at a time;
+    yields each record as written."""
+    draft.spool.seek(0)
+    batch: list[dict[str, Any]] = []
+    for line in draft.spool:
+        batch.append(_case_record(_spooled(line), items, versions, draft.evaluators).to_json())
+        if len(batch) == WRITE_BATCH:
+            yield from writer.append_cases(batch)
+            batch = []
+    yield from writer.append_cases(batch)
+
+
+def _spooled_line(record: list[Any], fast: bool) -> bytes:
+    """A spooled case as one line: orjson's, or (``fast`` false: a NaN or infinity in the source's
+    free JSON, which orjson writes as null; or a value orjson would write otherwise, e.g. an
+    integer past 64 bits) the standard encoder's behind a mark, so each is read back by its own
+    decoder (orjson reads a long integer as a float) exactly as it was."""
+    if fast:
+        try:
+            return orjson.dumps(record, default=_refuse, option=orjson.OPT_APPEND_NEWLINE)
+        except TypeError:
+            pass
+    return _STDLIB_MARK + (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode("utf-8")
+
+
+def _finite_throughout(value: Any) -> bool:
+    """No NaN or infinity anywhere in ``value`` (a source's input or output: text, as a rule)."""
+    if isinstance(value, str) or value is None:
+        return True
+    if isinstance(value, float):
+        return math.isfinite(value)
+    try:
+        if isinstance(value, dict):
+            return all(_finite_throughout(inner) for inner in value.values())
+        if isinstance(value, list):
+            return all(_finite_throughout(inner) for inner in value)
+    except RecursionError:  # nested too deeply to walk: the standard encoder decides, as it always did
+        return False
+    return True
+
+
+def _spooled(line: bytes) -> list[Any]:
+    if line.startswith(_STDLIB_MARK):
+        return json.loads(line[len(_STDLIB_MARK):])  # type: ignore[no-any-return]
+    return orjson.loads(line)  # type: ignore[no-any-return]
+
+
+def _refuse(value: Any) -> Any:
+    raise TypeError(type(value).__name__)
 
 
 def _evaluator_versions(run: SourceRun, draft: _RunDraft, options: ImportOptions) -> dict[str, str]:
@@ -362,15 +379,16 @@ def _header(source: SourceImport, draft: _RunDraft, run: SourceRun, dataset: Dat
     )
 
 
-def _case_record(spooled: dict[str, Any], items: dict[str, Item], versions: dict[str, str],
+def _case_record(spooled: list[Any], items: dict[str, Item], versions: dict[str, str],
                  tallies: dict[str, _EvaluatorTally]) -> CaseRecord:
-    item = items[spooled["key"]]
-    error = spooled["error"]
+    (key, repeat, case_input, output, error, latency_ms, input_tokens, output_tokens, cost_usd, finish_reason,
+     started_at, spooled_scores, score, passed) = spooled
+    item = items[key]
     scores = []
-    for name, value, passed, label, detail, score_error in spooled["scores"]:
-        if passed is None and value is not None and tallies[name].binary:
-            passed = value == 1.0
-        scores.append(Score(name, versions[name], score=value, passed=passed, label=label, detail=detail,
+    for name, value, verdict, label, detail, score_error in spooled_scores:
+        if verdict is None and value is not None and tallies[name].binary:
+            verdict = value == 1.0
+        scores.append(Score(name, versions[name], score=value, passed=verdict, label=label, detail=detail,
                             error=score_error))
     if error:
         recorded = {s.evaluator for s in scores}
@@ -379,20 +397,20 @@ def _case_record(spooled: dict[str, Any], items: dict[str, Item], versions: dict
     return CaseRecord(
         item_id=item.item_id,
         item_sha=item.sha,
-        repeat=spooled["repeat"],
-        input=spooled["input"] if spooled["input"] is not None else item.row.get("input"),
+        repeat=repeat,
+        input=case_input if case_input is not None else item.row.get("input"),
         expected=item.row.get("expected"),
-        output=spooled["output"],
+        output=output,
         error=error,
-        latency_ms=spooled["latency_ms"],
-        input_tokens=spooled["input_tokens"],
-        output_tokens=spooled["output_tokens"],
-        cost_usd=spooled["cost_usd"],
-        finish_reason=spooled["finish_reason"],
+        latency_ms=latency_ms,
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        cost_usd=cost_usd,
+        finish_reason=finish_reason,
         scores=tuple(scores),
-        score=spooled["score"] if spooled["score"] is not None else _mean_score(scores),
-        passed=_verdict(spooled["passed"], scores, error),
-        started_at=spooled["started_at"],
+        score=score if score is not None else _mean_score(scores),
+        passed=_verdict(passed, scores, error),
+        started_at=started_at,
     )
 
 
