@@ -120,3 +120,19 @@ def test_a_torn_last_line_imports_the_rest_as_interrupted(import_project, cli, t
     assert result.exit_code == 0
     run = runs_by_arm(import_project)["model-a"]
     assert run.status == "interrupted" and len(run.cases) == 24
+
+
+@pytest.mark.parametrize("row, says", [
+    ('{"id": "q1", "input": "a", "output": "x\\ud800y", "score": 1}', "item 'q1' repeat 0 holds a lone surrogate \\ud800"),
+    ('{"id": "q\\udc00", "input": "a", "output": "x", "score": 1}', "item 'q\\udc00' repeat 0 holds a lone surrogate \\udc00"),
+    ('{"id": "q1", "input": "a\\ud800", "output": "x", "score": 1}',
+     'a row holds a lone surrogate \\ud800, near \'{"id":"q1","input":"a\\ud800"}\''),
+])
+def test_a_lone_surrogate_is_one_line_and_writes_no_run(import_project, cli, tmp_path, row, says):
+    """A ``"\\ud800"`` escape decodes to a character no UTF-8 file can hold (it was a UnicodeEncodeError traceback)."""
+    path = tmp_path / "x.jsonl"
+    path.write_text(row + "\n", encoding="utf-8")
+    result = cli("import", "jsonl", str(path))
+    assert result.exit_code == 1
+    assert result.stderr.strip() == f"Error: {path}: {says} (not valid Unicode text)"
+    assert not list((import_project / "runs").glob("*/run.json"))

@@ -138,12 +138,17 @@ class SourceImport:
         repeat = self._repeat(draft, key, case.repeat)
         for score in case.scores:
             self._tally(draft, score)
-        draft.spool.write(_spooled_line([
-            key, repeat, case.input, case.output, case.error, case.latency_ms, case.input_tokens,
-            case.output_tokens, case.cost_usd, case.finish_reason, case.started_at,
-            [[s.evaluator, s.value, s.passed, s.label, s.detail, s.error] for s in case.scores],
-            case.score, case.passed,
-        ], fast=_finite_throughout(case.input) and _finite_throughout(case.output)))
+        try:
+            line = _spooled_line([
+                key, repeat, case.input, case.output, case.error, case.latency_ms, case.input_tokens,
+                case.output_tokens, case.cost_usd, case.finish_reason, case.started_at,
+                [[s.evaluator, s.value, s.passed, s.label, s.detail, s.error] for s in case.scores],
+                case.score, case.passed,
+            ], fast=_finite_throughout(case.input) and _finite_throughout(case.output))
+        except UnicodeEncodeError as exc:  # a "\ud800" escape in the source: no UTF-8 file can hold it
+            raise SourceError(f"{self.label}: item {key!r} repeat {repeat} holds a lone surrogate {_surrogate(exc)} "
+                              "(not valid Unicode text)") from None
+        draft.spool.write(line)
         draft.cases += 1
         draft.repeats = max(draft.repeats, repeat + 1)
 
@@ -242,7 +247,16 @@ def remove_stale_staging(runs_dir: Path) -> None:
 def write_runs(source: SourceImport, runs_dir: Path, batch_id: str, options: ImportOptions) -> list[ImportedRun]:
     """Write every run of ``source`` under ``runs_dir``; call once the reader has finished."""
     described = sorted(((_description(source, draft), draft) for draft in source.drafts()), key=lambda pair: pair[0].arm_id)
-    return [_write_run(source, draft, run, runs_dir, batch_id, options) for run, draft in described]
+    try:
+        return [_write_run(source, draft, run, runs_dir, batch_id, options) for run, draft in described]
+    except UnicodeEncodeError as exc:  # an item's input, expected value or metadata: hashed as UTF-8
+        raise SourceError(f"{source.label}: a row holds a lone surrogate {_surrogate(exc)}, near "
+                          f"{exc.object[max(0, exc.start - 30):exc.start + 30]!r} (not valid Unicode text)") from None
+
+
+def _surrogate(exc: UnicodeEncodeError) -> str:
+    """``\\ud800``: the character no UTF-8 text can hold (a ``"\\ud800"`` escape in JSON decodes to it)."""
+    return f"\\u{ord(exc.object[exc.start]):04x}"
 
 
 def _description(source: SourceImport, draft: _RunDraft) -> SourceRun:
