@@ -136,3 +136,18 @@ def test_repeating_units_draw_sign_counts_with_the_same_p_as_scipy():
             (d - delta,), np.sum, permutation_type="samples", n_resamples=20_000, random_state=2,
         ).pvalue
         assert abs(test.p_value(delta) - reference) < 0.012, delta
+
+
+def test_distinct_units_of_items_are_the_two_column_sort():
+    """The one-column fast path for items gives the rows, order, dtypes and counts of the
+    two-column unique it replaces, so the seeded sign counts drawn from them are the same."""
+    from evalsite.stats.inversion import _distinct_units
+
+    rng = np.random.default_rng(4)
+    totals = rng.choice([-1.0, -0.5, 0.0, 0.5, 1.0, 0.25], size=5_000)
+    for sizes in (np.ones(totals.size), rng.integers(1, 4, size=totals.size).astype(float)):
+        units, counts = _distinct_units(totals, sizes)
+        expected_units, expected_counts = np.unique(np.column_stack([totals, sizes]), axis=0, return_counts=True)
+        assert units.dtype == expected_units.dtype and counts.dtype == expected_counts.dtype
+        np.testing.assert_array_equal(units, expected_units)
+        np.testing.assert_array_equal(counts, expected_counts)
