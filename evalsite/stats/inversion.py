@@ -83,6 +83,16 @@ class ShiftTest:
         """Every unit one item (no clusters)."""
         return bool(np.all(self.sizes == 1.0))
 
+    @cached_property
+    def _magnitudes(self) -> tuple[float, float]:
+        return float(np.abs(self.totals).sum()), float(self.sizes.sum())
+
+    def _tolerance_bound(self, delta: float) -> float:
+        """At least RELATIVE_TOLERANCE × sum |totals − δ × sizes| (that sum is at most
+        sum |totals| + |δ| × sum sizes; the factor covers the rounding of all three sums)."""
+        magnitude, size = self._magnitudes
+        return RELATIVE_TOLERANCE * (magnitude + abs(delta) * size) * 1.001
+
     @property
     def estimate(self) -> float:
         return float(self.totals.sum() / self.sizes.sum())
@@ -91,9 +101,13 @@ class ShiftTest:
         """Two-sided p of "mean per-item difference = δ" over the patterns."""
         shifted = self.totals - delta if self.items else self.totals - delta * self.sizes  # δ × 1.0 is δ
         observed = abs(float(shifted.sum()))
-        tolerance = RELATIVE_TOLERANCE * float(np.abs(shifted).sum())
         statistics = np.abs(self.flipped_totals - delta * self.flipped_sizes)
-        count = int(np.count_nonzero(statistics >= observed - tolerance))
+        # the tolerance lies between 0 and a bound known without another pass over the units:
+        # when both ends count the same patterns, so does the tolerance itself
+        count = int(np.count_nonzero(statistics >= observed))
+        if count != np.count_nonzero(statistics >= observed - self._tolerance_bound(delta)):
+            tolerance = RELATIVE_TOLERANCE * float(np.abs(shifted).sum())
+            count = int(np.count_nonzero(statistics >= observed - tolerance))
         if self.exact:
             return count / self.flipped_totals.size
         return (count + 1) / (self.flipped_totals.size + 1)
