@@ -3,6 +3,8 @@ inputs: the analysis commands use these instead of importing scipy.stats."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from scipy import stats as scipy_stats
@@ -66,3 +68,19 @@ def test_a_small_studentized_range_tail_keeps_its_digits():
         expected = scipy_stats.studentized_range.sf(9.0, k, np.inf)
         assert 0 < expected < 1e-6
         assert d.studentized_range_sf(9.0, k) == pytest.approx(expected, rel=1e-6)
+
+
+def test_binomial_half_pmf_keeps_its_digits_against_exact_fractions():
+    from fractions import Fraction
+
+    from evalsite.stats.distributions import binomial_half_pmf
+
+    for n in (0, 1, 2, 7, 15, 16, 40, 999, 20_001):
+        pmf = binomial_half_pmf(n)
+        assert pmf.size == n + 1
+        for j in sorted({*range(0, n + 1, max(1, n // 50)), n // 2, n}):
+            exact = float(Fraction(math.comb(n, j), 1 << n))
+            if exact > 1e-300:
+                assert pmf[j] == pytest.approx(exact, rel=1e-11, abs=0), (n, j)
+        if n <= 1000:
+            assert pmf == pytest.approx(scipy_stats.binom.pmf(np.arange(n + 1), n, 0.5), rel=1e-11, abs=1e-300)

@@ -304,3 +304,36 @@ def test_holm_is_monotone_at_least_raw_and_at_most_one(p_values):
 def test_holm_refuses_values_outside_zero_one():
     with pytest.raises(ValueError):
         holm([0.2, 1.5])
+
+
+@pytest.mark.parametrize("alternative", ["two-sided", "greater", "less"])
+def test_few_sizes_beyond_the_grid_budget_are_exact_binomial_sums(alternative, monkeypatch):
+    """Beyond the item-by-item budget, differences of a few sizes are summed as binomials: the
+    same exact p as integer convolution (Python ints), never a Monte Carlo estimate."""
+    import evalsite.stats.paired as paired
+
+    rng = np.random.default_rng(17)
+    for sizes in ([1, 2], [1, 2, 3], [2, 5, 7], [4]):
+        integers = rng.choice(sizes, size=300) * rng.choice([-1, 1], size=300, p=[0.42, 0.58])
+        if len(sizes) > 1:  # the item-by-item grid just over budget: the binomial sums must answer
+            monkeypatch.setattr(paired, "GRID_BUDGET", integers.size * int(np.abs(integers).sum()) - 1)
+        result = sign_flip_test(integers / 2, np.zeros(300), alternative=alternative)
+        monkeypatch.undo()
+        assert result.kind == "exact", sizes
+        assert result.method == ("grid distribution" if len(sizes) == 1 else "grid distribution as binomials by size")
+        assert result.p_value == pytest.approx(convolution_p(integers, alternative), rel=1e-10, abs=0)
+
+
+def test_half_points_over_a_hundred_thousand_items_are_exact():
+    """Scores of 0, 0.5 and 1 on 100,000 items (the realistic leaderboard): about 10^10 grid steps
+    item by item, so before the binomial sums this was a 100,000-pattern Monte Carlo estimate."""
+    rng = np.random.default_rng(2)
+    a = rng.choice([0.0, 0.5, 1.0], size=100_000, p=[0.3, 0.3, 0.4])
+    b = rng.choice([0.0, 0.5, 1.0], size=100_000, p=[0.305, 0.3, 0.395])
+    result = sign_flip_test(a, b)
+    assert result.kind == "exact" and result.method == "grid distribution as binomials by size"
+    # the normal approximation of the same statistic (T moves in steps of 1: continuity-corrected)
+    diffs = a - b
+    z = (abs(diffs.sum()) - 0.5) / math.sqrt(np.sum(diffs**2))
+    assert 1e-4 < result.p_value < 0.5
+    assert result.p_value == pytest.approx(2 * scipy_stats.norm.sf(z), rel=2e-3)

@@ -136,3 +136,36 @@ def test_repeating_units_draw_sign_counts_with_the_same_p_as_scipy():
             (d - delta,), np.sum, permutation_type="samples", n_resamples=20_000, random_state=2,
         ).pvalue
         assert abs(test.p_value(delta) - reference) < 0.012, delta
+
+
+def test_distinct_units_of_items_are_the_two_column_sort():
+    """The one-column fast path for items gives the rows, order, dtypes and counts of the
+    two-column unique it replaces, so the seeded sign counts drawn from them are the same."""
+    from evalsite.stats.inversion import _distinct_units
+
+    rng = np.random.default_rng(4)
+    totals = rng.choice([-1.0, -0.5, 0.0, 0.5, 1.0, 0.25], size=5_000)
+    for sizes in (np.ones(totals.size), rng.integers(1, 4, size=totals.size).astype(float)):
+        units, counts = _distinct_units(totals, sizes)
+        expected_units, expected_counts = np.unique(np.column_stack([totals, sizes]), axis=0, return_counts=True)
+        assert units.dtype == expected_units.dtype and counts.dtype == expected_counts.dtype
+        np.testing.assert_array_equal(units, expected_units)
+        np.testing.assert_array_equal(counts, expected_counts)
+
+
+def test_shift_p_value_counts_the_patterns_its_definition_counts():
+    """p(δ) against its definition (every pattern's |statistic| ≥ |observed| − 1e-12 × Σ|d − δ|),
+    on shifts where patterns tie with the observed statistic, where the tolerance decides."""
+    from evalsite.stats.inversion import shift_test
+
+    rng = np.random.default_rng(8)
+    for n, groups in ((12, None), (40, None), (30, [i // 3 for i in range(30)])):
+        diffs = rng.choice([-1.0, -0.5, 0.0, 0.5, 1.0], size=n)
+        test = shift_test(diffs, groups, seed=1, n_resamples=999)
+        ties = [float(k) / (2 * n) for k in range(-2 * n, 2 * n + 1)]  # shifts on the data's grid
+        for delta in [*ties, *rng.normal(0, 0.3, size=50).tolist()]:
+            shifted = test.totals - delta * test.sizes
+            statistics = np.abs(test.flipped_totals - delta * test.flipped_sizes)
+            hits = np.count_nonzero(statistics >= abs(shifted.sum()) - 1e-12 * np.abs(shifted).sum())
+            expected = hits / statistics.size if test.exact else (hits + 1) / (statistics.size + 1)
+            assert test.p_value(delta) == expected, (n, delta)

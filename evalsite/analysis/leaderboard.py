@@ -46,8 +46,11 @@ class ArmsOnDataset:
 
 
 def arms_on_dataset(project: Project, dataset: str | None = None, evaluator: str | None = None) -> ArmsOnDataset:
-    """Choose the comparable runs of a dataset and read their cells (the leaderboard's data)."""
-    database = open_database(project.runs_dir)
+    """Choose the comparable runs of a dataset and read their cells (the leaderboard's data).
+
+    Only the ``runs`` view is defined: the chosen runs' cases are read from their own files
+    (:func:`~evalsite.analysis.items.item_matrix`), so no other run's file is hashed or scanned."""
+    database = open_database(project.runs_dir, case_views=False)
     return arms_of_selection(project, database, select_runs(database, dataset, evaluator), evaluator)
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -77,17 +78,36 @@ class ShiftTest:
     flipped_sizes: np.ndarray
     exact: bool
 
+    @cached_property
+    def items(self) -> bool:
+        """Every unit one item (no clusters)."""
+        return bool(np.all(self.sizes == 1.0))
+
+    @cached_property
+    def _magnitudes(self) -> tuple[float, float]:
+        return float(np.abs(self.totals).sum()), float(self.sizes.sum())
+
+    def _tolerance_bound(self, delta: float) -> float:
+        """At least RELATIVE_TOLERANCE × sum |totals − δ × sizes| (that sum is at most
+        sum |totals| + |δ| × sum sizes; the factor covers the rounding of all three sums)."""
+        magnitude, size = self._magnitudes
+        return RELATIVE_TOLERANCE * (magnitude + abs(delta) * size) * 1.001
+
     @property
     def estimate(self) -> float:
         return float(self.totals.sum() / self.sizes.sum())
 
     def p_value(self, delta: float) -> float:
         """Two-sided p of "mean per-item difference = δ" over the patterns."""
-        shifted = self.totals - delta * self.sizes
+        shifted = self.totals - delta if self.items else self.totals - delta * self.sizes  # δ × 1.0 is δ
         observed = abs(float(shifted.sum()))
-        tolerance = RELATIVE_TOLERANCE * float(np.abs(shifted).sum())
         statistics = np.abs(self.flipped_totals - delta * self.flipped_sizes)
-        count = int(np.count_nonzero(statistics >= observed - tolerance))
+        # the tolerance lies between 0 and a bound known without another pass over the units:
+        # when both ends count the same patterns, so does the tolerance itself
+        count = int(np.count_nonzero(statistics >= observed))
+        if count != np.count_nonzero(statistics >= observed - self._tolerance_bound(delta)):
+            tolerance = RELATIVE_TOLERANCE * float(np.abs(shifted).sum())
+            count = int(np.count_nonzero(statistics >= observed - tolerance))
         if self.exact:
             return count / self.flipped_totals.size
         return (count + 1) / (self.flipped_totals.size + 1)
@@ -104,7 +124,7 @@ def shift_test(
     if signs is not None:
         return ShiftTest(totals, sizes, signs @ totals, signs @ sizes, True)
     rng = np.random.default_rng(seed)
-    units, counts = np.unique(np.column_stack([totals, sizes]), axis=0, return_counts=True)
+    units, counts = _distinct_units(totals, sizes)
     if units.shape[0] <= totals.size // 4:  # few distinct units (pass/fail items): draw sign counts per value
         return ShiftTest(totals, sizes, *_counted_flips(units, counts, n_resamples, rng), False)
     flipped_totals, flipped_sizes = np.empty(n_resamples), np.empty(n_resamples)
@@ -115,6 +135,16 @@ def shift_test(
         flipped_totals[start:start + rows] = chunk @ totals
         flipped_sizes[start:start + rows] = chunk @ sizes
     return ShiftTest(totals, sizes, flipped_totals, flipped_sizes, False)
+
+
+def _distinct_units(totals: np.ndarray, sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct (total, size) rows in sorted order and how many units have each. Items
+    (every size 1) need only their totals' distinct values: the same rows in the same order as
+    the two-column sort, which costs ~20× more on 100,000 items."""
+    if np.all(sizes == 1.0):
+        values, counts = np.unique(totals, return_counts=True)
+        return np.column_stack([values, np.ones(values.size)]), counts
+    return np.unique(np.column_stack([totals, sizes]), axis=0, return_counts=True)
 
 
 def _counted_flips(
