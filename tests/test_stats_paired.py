@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as scipy_stats
 
-from evalsite.stats import EXACT_LIMIT, holm, mcnemar_exact, sign_flip_test
+from evalsite.stats import EXACT_LIMIT, holm, mcnemar_exact, paired, sign_flip_test
 
 IRRATIONAL_UNIT = math.pi / 1000  # integer × this is off every grid the test recognises
 
@@ -171,6 +171,32 @@ def test_monte_carlo_is_reproducible_from_its_seed_and_bounded_below():
     assert first == again
     assert first.p_value == 1 / 2_001  # no random pattern reaches the all-positive total
 
+
+
+@pytest.mark.parametrize("alternative", ["two-sided", "greater", "less"])
+@pytest.mark.parametrize(("values", "n"), [((-1, 1), 7), ((-2, -1, 1, 2), 64), ((-2, -1, 1, 2), 1_001),
+                                           ((-4, -3, -1, 1, 2, 3), 523), ((1,), 100), ((-3, 1), 77)])
+@pytest.mark.parametrize("unit", [1.0, 0.5, 0.25, 2.0**-20, 8.0])
+def test_monte_carlo_counts_kept_bits_on_a_power_of_two_grid_with_the_tables_own_p_value(alternative, values, n, unit):
+    """The popcount sums (a grid of a power-of-two unit: halves, quarters) give bit for bit the
+    table sums' totals, so the same p-value from the same seed, ties at the observed total included."""
+    rng = np.random.default_rng(n)
+    integers = rng.choice(values, size=n)
+    if n == 64:
+        integers[:32], integers[32:] = 2, -2  # observed total 0: every pattern ties or exceeds it
+    nonzero = integers * unit
+    assert paired._kept_sums_by_popcount(nonzero, integers) is not None
+    by_popcount = paired._monte_carlo_p_value(nonzero, alternative, 3_000, np.random.default_rng(7), integers)
+    by_tables = paired._monte_carlo_p_value(nonzero, alternative, 3_000, np.random.default_rng(7), None)
+    assert by_popcount == by_tables
+
+
+def test_monte_carlo_adds_tables_where_counting_bits_would_not_be_exact():
+    integers = np.array([1, -2, 3, 1, -1] * 20)
+    assert paired._kept_sums_by_popcount(integers / 3, integers) is None  # thirds: no power-of-two unit
+    assert paired._kept_sums_by_popcount(integers * IRRATIONAL_UNIT, integers) is None
+    many = np.arange(1, 11)  # more distinct differences than are counted apart
+    assert paired._kept_sums_by_popcount(many * 0.5, many) is None
 
 def test_exact_limit_switches_to_monte_carlo():
     diffs = np.sqrt(np.arange(2, 14))

@@ -20,7 +20,9 @@ Three engines compute the same p-value:
   half's sums are located in it with a binary search, so 2^m totals are counted in about
   2^(m/2) log 2^(m/2) steps.
 * seeded Monte Carlo otherwise: ``n_resamples`` random sign patterns, p = (count + 1) /
-  (n_resamples + 1), with its standard error.
+  (n_resamples + 1), with its standard error. One random byte decides 8 signs; the kept
+  differences are added by table lookup, or, on a grid of a power-of-two unit, by counting the
+  kept bits of each distinct difference (the same sums, several times faster).
 
 Totals are compared with a tolerance of ``RELATIVE_TOLERANCE`` × sum(|d|), so a total that
 equals the observed one mathematically but differs in the last floating-point bits is counted.
@@ -131,7 +133,7 @@ def sign_flip_test(
     if nonzero.size <= exact_limit:
         p_value = _enumerated_p_value(nonzero, alternative)
         return result(p_value, "exact", "meet-in-the-middle enumeration")
-    p_value = _monte_carlo_p_value(nonzero, alternative, n_resamples, np.random.default_rng(seed))
+    p_value = _monte_carlo_p_value(nonzero, alternative, n_resamples, np.random.default_rng(seed), grid)
     std_error = math.sqrt(p_value * (1.0 - p_value) / n_resamples)
     return result(p_value, "monte-carlo", "monte carlo", std_error, n_resamples)
 
@@ -268,19 +270,30 @@ def _all_subset_sums(magnitudes: np.ndarray) -> np.ndarray:
 
 
 def _monte_carlo_p_value(
-    nonzero: np.ndarray, alternative: Alternative, n_resamples: int, rng: np.random.Generator
+    nonzero: np.ndarray, alternative: Alternative, n_resamples: int, rng: np.random.Generator,
+    grid: np.ndarray | None = None,
 ) -> float:
+    """(count + 1) / (n_resamples + 1) over random sign patterns, one random byte deciding 8
+    signs. ``grid``: the differences as integers of a common unit (:func:`_grid_integers`), which
+    lets :func:`_kept_sums_by_popcount` add the kept differences with the same result."""
     observed = float(nonzero.sum())
     tolerance = RELATIVE_TOLERANCE * float(np.abs(nonzero).sum())
-    tables = _byte_sum_tables(nonzero)
-    groups = np.arange(tables.shape[0])
-    rows_per_chunk = max(1, _MONTE_CARLO_CELLS // tables.shape[0])
+    kept_sums_of = _kept_sums_by_popcount(nonzero, grid)
+    if kept_sums_of is None:
+        tables = _byte_sum_tables(nonzero)
+        groups = np.arange(tables.shape[0])
+
+        def kept_sums_of(kept_bits: np.ndarray) -> np.ndarray:
+            sums: np.ndarray = tables[groups, kept_bits].sum(axis=1)
+            return sums
+
+    width = -(-nonzero.size // _BITS_PER_BYTE)
+    rows_per_chunk = max(1, _MONTE_CARLO_CELLS // width)
     count = 0
     for start in range(0, n_resamples, rows_per_chunk):
         rows = min(rows_per_chunk, n_resamples - start)
-        kept_bits = rng.integers(0, 256, size=(rows, groups.size), dtype=np.uint8)
-        kept_sums = tables[groups, kept_bits].sum(axis=1)
-        totals = 2.0 * kept_sums - observed  # kept signs minus flipped signs
+        kept_bits = rng.integers(0, 256, size=(rows, width), dtype=np.uint8)
+        totals = 2.0 * kept_sums_of(kept_bits) - observed  # kept signs minus flipped signs
         if alternative == "greater":
             count += int(np.count_nonzero(totals >= observed - tolerance))
         elif alternative == "less":
@@ -288,6 +301,48 @@ def _monte_carlo_p_value(
         else:
             count += int(np.count_nonzero(np.abs(totals) >= abs(observed) - tolerance))
     return (count + 1) / (n_resamples + 1)
+
+
+#: The most distinct differences :func:`_kept_sums_by_popcount` counts apart (one pass each).
+_POPCOUNT_VALUES = 8
+
+
+def _kept_sums_by_popcount(nonzero: np.ndarray, grid: np.ndarray | None) -> Callable[[np.ndarray], np.ndarray] | None:
+    """The kept sums of random bytes (each byte's bit j keeps difference 8g + j of its group g) as
+    Σ over the distinct differences v of v × the number kept, counted 64 signs at a time with
+    ``np.bitwise_count``: 5-10x faster than summing the byte tables, and the same floats. Only
+    where that is exact: every difference an integer k times a power of two u (scores of 0, ½,
+    ¼ or 1; sums below 2^53 u), so every partial sum of the tables is a float without rounding and
+    k × u, summed in integers, is bit for bit the tables' sum. None otherwise (e.g. thirds)."""
+    if grid is None or not hasattr(np, "bitwise_count"):
+        return None
+    unit = float(nonzero[0]) / float(grid[0])
+    if unit <= 0 or math.frexp(unit)[0] != 0.5 or not np.array_equal(grid * unit, nonzero):
+        return None
+    values = np.unique(grid)
+    if values.size > _POPCOUNT_VALUES or int(np.abs(grid).sum()) >= 1 << 53:
+        return None
+    width = -(-grid.size // _BITS_PER_BYTE)
+    padded = np.zeros(width * _BITS_PER_BYTE, dtype=np.int64)
+    padded[: grid.size] = grid
+    words = width // _BITS_PER_BYTE  # whole 8-byte words of a row; the last width % 8 bytes one by one
+    masks = []
+    for value in values.tolist():
+        mask = np.packbits((padded == value).reshape(width, _BITS_PER_BYTE), axis=1, bitorder="little").ravel()
+        masks.append((value, mask[: words * _BITS_PER_BYTE].view(np.uint64), mask[words * _BITS_PER_BYTE :]))
+
+    def kept_sums(kept_bits: np.ndarray) -> np.ndarray:
+        whole = np.ascontiguousarray(kept_bits[:, : words * _BITS_PER_BYTE]).view(np.uint64)
+        rest = kept_bits[:, words * _BITS_PER_BYTE :]
+        sums = np.zeros(kept_bits.shape[0], dtype=np.int64)
+        for value, word_mask, byte_mask in masks:
+            kept = np.bitwise_count(whole & word_mask).sum(axis=1, dtype=np.int64)
+            kept += np.bitwise_count(rest & byte_mask).sum(axis=1, dtype=np.int64)
+            sums += value * kept
+        result: np.ndarray = sums * unit
+        return result
+
+    return kept_sums
 
 
 def _byte_sum_tables(nonzero: np.ndarray) -> np.ndarray:
