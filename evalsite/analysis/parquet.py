@@ -15,6 +15,7 @@ SHA-256, size and case count of the JSONL it came from in its key-value metadata
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import shutil
@@ -41,7 +42,6 @@ from evalsite.runlog.store import (
     CASES_SHA256,
     END_FILE,
     RUN_FILE,
-    cases_as_written,
     read_header,
     resolve_run,
     run_directories,
@@ -170,7 +170,28 @@ def case_files(directories: list[Path]) -> CaseFiles:
 
 def as_written(directory: Path, cases: Path) -> bool:
     """The run's footer records the sha256 of a cases file of well-typed lines, and it is this file's."""
-    return cases_as_written(cases, _footer_sha256(directory))
+    return written_lines(directory, cases) is not None
+
+
+def written_lines(directory: Path, cases: Path) -> int | None:
+    """The number of lines of ``cases`` when the run's footer records its sha256 (then every line is
+    a well-typed case, :func:`~evalsite.runlog.store.cases_as_written`), else None."""
+    recorded = _footer_sha256(directory)
+    try:
+        state = cases.stat()
+    except OSError:
+        return None
+    if recorded is None:
+        return None
+    digest, lines = _sha256_and_lines_of(str(cases), state.st_size, state.st_mtime_ns)
+    return lines if digest == recorded else None
+
+
+@functools.lru_cache(maxsize=4096)
+def _sha256_and_lines_of(path: str, size: int, modified_ns: int) -> tuple[str, int]:
+    """:func:`_sha256_and_lines`, once per file version in a process (a command reads a run's
+    file through several views and scans)."""
+    return _sha256_and_lines(Path(path))
 
 
 def compact_run(directory: Path, destination: Path | None = None) -> Compacted:
