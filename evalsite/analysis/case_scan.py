@@ -129,8 +129,8 @@ class ScannedCases:
 
     def line(self, row: int) -> bytes:
         """The ``row``-th case line (of a file DuckDB read)."""
-        if not self._lines and self._lines_of is not None:
-            self._lines.extend(line for line in self._lines_of.read_bytes().split(b"\n") if line.strip())
+        if not self._lines and self._lines_of is not None:  # one slice assignment: two threads asking write the same
+            self._lines[:] = [line for line in self._lines_of.read_bytes().split(b"\n") if line.strip()]
         return self._lines[row]
 
     def records_of(self, item_ids: set[str]) -> dict[str, list[dict[str, Any]]]:
