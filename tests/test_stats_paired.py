@@ -191,6 +191,40 @@ def test_monte_carlo_counts_kept_bits_on_a_power_of_two_grid_with_the_tables_own
     assert by_popcount == by_tables
 
 
+
+def reference_monte_carlo(nonzero, alternative, n_resamples, seed, cells):
+    """The Monte Carlo as first written: rng.integers' bytes, byte tables, in chunks of ``cells``."""
+    rng = np.random.default_rng(seed)
+    observed, tolerance = float(nonzero.sum()), paired.RELATIVE_TOLERANCE * float(np.abs(nonzero).sum())
+    tables = paired._byte_sum_tables(nonzero)
+    groups = np.arange(tables.shape[0])
+    count, rows_per_chunk = 0, max(1, cells // tables.shape[0])
+    for start in range(0, n_resamples, rows_per_chunk):
+        kept_bits = rng.integers(0, 256, size=(min(rows_per_chunk, n_resamples - start), groups.size), dtype=np.uint8)
+        totals = 2.0 * tables[groups, kept_bits].sum(axis=1) - observed
+        if alternative == "greater":
+            count += int(np.count_nonzero(totals >= observed - tolerance))
+        elif alternative == "less":
+            count += int(np.count_nonzero(totals <= observed + tolerance))
+        else:
+            count += int(np.count_nonzero(np.abs(totals) >= abs(observed) - tolerance))
+    return (count + 1) / (n_resamples + 1)
+
+
+@pytest.mark.parametrize("alternative", ["two-sided", "greater", "less"])
+@pytest.mark.parametrize("n", [9, 57, 130])
+def test_monte_carlo_p_value_is_the_one_rng_integers_bytes_give(monkeypatch, alternative, n):
+    """Bytes taken from the raw draws are rng.integers' bytes: chunks of odd word counts (a half
+    draw carried to the next chunk) and both ways of adding give the p-value of the first code."""
+    monkeypatch.setattr(paired, "_MONTE_CARLO_CELLS", 7 * 13)
+    rng = np.random.default_rng(n)
+    for nonzero in (rng.choice([-2.0, -1.0, 1.0, 2.0], size=n) * 0.5, rng.normal(size=n), rng.choice([-1.0, 1.0], size=n)):
+        grid = paired._grid_integers(nonzero)
+        for seed in (0, 11):
+            expected = reference_monte_carlo(nonzero, alternative, 500, seed, 7 * 13)
+            assert paired._monte_carlo_p_value(nonzero, alternative, 500, np.random.default_rng(seed), grid) == expected
+            assert paired._monte_carlo_p_value(nonzero, alternative, 500, np.random.default_rng(seed), None) == expected
+
 def test_monte_carlo_adds_tables_where_counting_bits_would_not_be_exact():
     integers = np.array([1, -2, 3, 1, -1] * 20)
     assert paired._kept_sums_by_popcount(integers / 3, integers) is None  # thirds: no power-of-two unit
