@@ -4,6 +4,7 @@ types, lines that are not cases, blank and torn lines), which fall back to the P
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import random
@@ -17,7 +18,7 @@ from hypothesis import strategies as st
 from evalsite.analysis.case_columns import case_columns, joined
 from evalsite.analysis.case_scan import scan_cases
 from evalsite.analysis.summary import summarise_run
-from evalsite.runlog.store import CASES_FILE, read_cases
+from evalsite.runlog.store import CASES_FILE, CASES_SHA256, END_FILE, read_cases
 
 
 def assert_same_reading(folder: Path) -> None:
@@ -42,6 +43,33 @@ def test_lines_evalsite_writes_read_the_same_through_duckdb(tmp_path, seed):
     assert scanned._cases is None  # the DuckDB path, not the fallback
     assert_same_reading(folder)
 
+
+
+def vouched(folder: Path) -> Path:
+    """A footer recording the cases file's sha256, as the writer records it."""
+    digest = hashlib.sha256((folder / CASES_FILE).read_bytes()).hexdigest()
+    (folder / END_FILE).write_text(json.dumps({"status": "completed", CASES_SHA256: digest}))
+    return folder
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_file_its_footer_vouches_for_is_read_as_typed_fields_and_its_lines_only_when_asked(tmp_path, seed):
+    rng = random.Random(seed)
+    drawn = [good_case(rng, rng.randint(0, 30)) for _ in range(rng.randint(1, 80))]
+    cases = list({(case["item_id"], case["repeat"]): case for case in drawn}.values())
+    folder = vouched(write_lines(tmp_path / "run", [json.dumps(case) for case in cases]))
+    scanned = scan_cases(folder)
+    assert scanned._cases is None and scanned._lines == [] and scanned._lines_of == folder / CASES_FILE
+    assert_same_reading(folder)
+    assert scanned.records_of({cases[0]["item_id"]}) and len(scanned._lines) == len(cases)
+
+
+def test_a_vouched_file_duckdb_reads_otherwise_than_line_by_line_falls_back_to_the_python_reader(tmp_path):
+    rng = random.Random(3)
+    lines = [json.dumps(good_case(rng, item)) for item in range(6)]
+    folder = vouched(write_lines(tmp_path / "run", [*lines[:3], "", *lines[3:]]))  # a blank line: not a case
+    assert scan_cases(folder)._cases is not None
+    assert_same_reading(folder)
 
 #: Values no well-formed case holds in these fields, each a line Case.from_json checks or refuses.
 ODD_VALUES = st.sampled_from([

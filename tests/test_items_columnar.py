@@ -17,6 +17,7 @@ import pytest
 from evalsite.analysis.db import open_database
 from evalsite.analysis.items import item_matrix, runs_item_matrix
 from evalsite.analysis.selection import runs_by_reference
+from evalsite.analysis.summary import _numbered_order, natural_order
 from evalsite.errors import EvalsiteError
 from evalsite.runlog.rows import item_order
 from evalsite.runlog.store import RunWriter, read_run
@@ -240,3 +241,19 @@ def test_runs_holding_plain_case_lines_give_the_same_matrix_as_typed_cases(tmp_p
     assert (a.item_ids, a.item_shas, a.repeat_ids) == (b.item_ids, b.item_shas, b.repeat_ids)
     for name in (*FIELDS, "recorded"):
         np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
+
+
+@pytest.mark.parametrize(("ids", "numbered"), [
+    ([f"i{i:07d}" for i in random.Random(0).sample(range(10**6), 2_000)], True),  # one text, numbers of one width
+    ([f"{i:04d}" for i in random.Random(1).sample(range(10**4), 300)], True),
+    ([f"q{i}" for i in random.Random(2).sample(range(1_000), 500)], False),  # numbers of several widths
+    (["q1", "q10", "q2"], False), (["a1b01", "a1b02", "a1b00"], False), (["q٣", "q1"], False), (["q01", "r02"], False),
+    (["q01", "q0a"], False), (["q01", "q1", "q001"], False), (["q10", "q09", "q9"], False), (["x"], False), ([], False),
+])
+def test_natural_order_of_numbered_ids_is_the_item_order(ids, numbered):
+    """Ids of one text and numbers of one width are sorted by numpy as text; the order is item_order's."""
+    expected = sorted(range(len(ids)), key=lambda code: item_order(ids[code]))
+    assert natural_order(ids).tolist() == expected
+    fast = _numbered_order(tuple(ids))
+    assert (fast is not None) == numbered
+    assert fast is None or fast.tolist() == expected

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as scipy_stats
 
-from evalsite.stats import EXACT_LIMIT, holm, mcnemar_exact, sign_flip_test
+from evalsite.stats import EXACT_LIMIT, holm, mcnemar_exact, paired, sign_flip_test
 
 IRRATIONAL_UNIT = math.pi / 1000  # integer × this is off every grid the test recognises
 
@@ -171,6 +171,66 @@ def test_monte_carlo_is_reproducible_from_its_seed_and_bounded_below():
     assert first == again
     assert first.p_value == 1 / 2_001  # no random pattern reaches the all-positive total
 
+
+
+@pytest.mark.parametrize("alternative", ["two-sided", "greater", "less"])
+@pytest.mark.parametrize(("values", "n"), [((-1, 1), 7), ((-2, -1, 1, 2), 64), ((-2, -1, 1, 2), 1_001),
+                                           ((-4, -3, -1, 1, 2, 3), 523), ((1,), 100), ((-3, 1), 77)])
+@pytest.mark.parametrize("unit", [1.0, 0.5, 0.25, 2.0**-20, 8.0])
+def test_monte_carlo_counts_kept_bits_on_a_power_of_two_grid_with_the_tables_own_p_value(alternative, values, n, unit):
+    """The popcount sums (a grid of a power-of-two unit: halves, quarters) give bit for bit the
+    table sums' totals, so the same p-value from the same seed, ties at the observed total included."""
+    rng = np.random.default_rng(n)
+    integers = rng.choice(values, size=n)
+    if n == 64:
+        integers[:32], integers[32:] = 2, -2  # observed total 0: every pattern ties or exceeds it
+    nonzero = integers * unit
+    assert paired._kept_sums_by_popcount(nonzero, integers) is not None
+    by_popcount = paired._monte_carlo_p_value(nonzero, alternative, 3_000, np.random.default_rng(7), integers)
+    by_tables = paired._monte_carlo_p_value(nonzero, alternative, 3_000, np.random.default_rng(7), None)
+    assert by_popcount == by_tables
+
+
+
+def reference_monte_carlo(nonzero, alternative, n_resamples, seed, cells):
+    """The Monte Carlo as first written: rng.integers' bytes, byte tables, in chunks of ``cells``."""
+    rng = np.random.default_rng(seed)
+    observed, tolerance = float(nonzero.sum()), paired.RELATIVE_TOLERANCE * float(np.abs(nonzero).sum())
+    tables = paired._byte_sum_tables(nonzero)
+    groups = np.arange(tables.shape[0])
+    count, rows_per_chunk = 0, max(1, cells // tables.shape[0])
+    for start in range(0, n_resamples, rows_per_chunk):
+        kept_bits = rng.integers(0, 256, size=(min(rows_per_chunk, n_resamples - start), groups.size), dtype=np.uint8)
+        totals = 2.0 * tables[groups, kept_bits].sum(axis=1) - observed
+        if alternative == "greater":
+            count += int(np.count_nonzero(totals >= observed - tolerance))
+        elif alternative == "less":
+            count += int(np.count_nonzero(totals <= observed + tolerance))
+        else:
+            count += int(np.count_nonzero(np.abs(totals) >= abs(observed) - tolerance))
+    return (count + 1) / (n_resamples + 1)
+
+
+@pytest.mark.parametrize("alternative", ["two-sided", "greater", "less"])
+@pytest.mark.parametrize("n", [9, 57, 130])
+def test_monte_carlo_p_value_is_the_one_rng_integers_bytes_give(monkeypatch, alternative, n):
+    """Bytes taken from the raw draws are rng.integers' bytes: chunks of odd word counts (a half
+    draw carried to the next chunk) and both ways of adding give the p-value of the first code."""
+    monkeypatch.setattr(paired, "_MONTE_CARLO_CELLS", 7 * 13)
+    rng = np.random.default_rng(n)
+    for nonzero in (rng.choice([-2.0, -1.0, 1.0, 2.0], size=n) * 0.5, rng.normal(size=n), rng.choice([-1.0, 1.0], size=n)):
+        grid = paired._grid_integers(nonzero)
+        for seed in (0, 11):
+            expected = reference_monte_carlo(nonzero, alternative, 500, seed, 7 * 13)
+            assert paired._monte_carlo_p_value(nonzero, alternative, 500, np.random.default_rng(seed), grid) == expected
+            assert paired._monte_carlo_p_value(nonzero, alternative, 500, np.random.default_rng(seed), None) == expected
+
+def test_monte_carlo_adds_tables_where_counting_bits_would_not_be_exact():
+    integers = np.array([1, -2, 3, 1, -1] * 20)
+    assert paired._kept_sums_by_popcount(integers / 3, integers) is None  # thirds: no power-of-two unit
+    assert paired._kept_sums_by_popcount(integers * IRRATIONAL_UNIT, integers) is None
+    many = np.arange(1, 11)  # more distinct differences than are counted apart
+    assert paired._kept_sums_by_popcount(many * 0.5, many) is None
 
 def test_exact_limit_switches_to_monte_carlo():
     diffs = np.sqrt(np.arange(2, 14))

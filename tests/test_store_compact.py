@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 
@@ -58,6 +59,27 @@ def test_a_resumed_run_is_read_from_jsonl_until_recompacted_and_validate_names_i
     cli.json("compact", folder.name)
     assert cli("validate").exit_code == 0
 
+
+
+def test_compaction_records_the_source_and_reads_a_hand_edited_file_as_the_views_do(cli, example_with_runs):
+    """A run as its writer wrote it is compacted from typed columns, a hand-edited one (its footer's
+    cases_sha256 no longer holds) field by field: both read back as the JSONL views read them, and
+    the file records the JSONL's sha256, size and the cases written (not its lines)."""
+    written, edited = sorted((example_with_runs / "runs").iterdir())[:2]
+    lines = (edited / "cases.jsonl").read_text().splitlines()
+    # a line that is no case, a repeated (item_id, repeat) whose second line is dropped, a blank line, no final newline
+    (edited / "cases.jsonl").write_text("\n".join([*lines[:5], "", *lines[5:], '{"item_id": 7}', lines[0].replace('"score"', '"_was"')]))
+    before = view_rows(example_with_runs / "runs")
+    done = {row["run_id"]: row for row in cli.json("compact")}
+    assert view_rows(example_with_runs / "runs") == before
+    for folder, cases in ((written, 180), (edited, len(lines))):
+        source = folder / "cases.jsonl"
+        metadata = pq.read_schema(folder / "cases.parquet").metadata
+        assert metadata[b"evalsite.jsonl_sha256"].decode() == hashlib.sha256(source.read_bytes()).hexdigest()
+        assert metadata[b"evalsite.jsonl_bytes"] == str(source.stat().st_size).encode()
+        assert metadata[b"evalsite.cases"] == str(cases).encode() and done[folder.name]["cases"] == cases
+        assert pq.read_metadata(folder / "cases.parquet").num_rows == cases
+    assert not list(edited.glob("cases.parquet.*"))
 
 def test_compact_to_a_folder_writes_partitions_that_form_a_runs_folder(cli, example_with_runs, tmp_path):
     store = tmp_path / "store"

@@ -7,8 +7,10 @@ every field as raw JSON and checks its type exactly as :meth:`evalsite.runlog.re
 trusts a line (a bool is not a number, a repeat is a non-negative whole number, …). When any line
 is not such a line — or DuckDB did not read exactly one row per non-blank line, or two lines share
 an (item_id, repeat) — the file is read by the Python reader instead, so a hand-edited run gets the reader's own rules and warnings.
-A file its footer vouches for (``cases_sha256`` still holds: the writer wrote every line well-typed)
-is read as typed fields directly, which gives the same values without parsing each field twice.
+A file its footer vouches for (``cases_sha256`` still holds: the writer wrote every line well-typed,
+each with a key of its own, and no integer Python would refuse) is read as typed fields directly,
+which gives the same values without parsing each field twice, and is not read by Python at all
+unless some lines are asked for whole.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from evalsite.analysis.db import (
     case_line_ok,
     json_type_in,
 )
-from evalsite.analysis.parquet import as_written
+from evalsite.analysis.parquet import written_lines
 from evalsite.runlog.hashing import canonical_json
 from evalsite.runlog.records import Case
 from evalsite.runlog.store import CASES_FILE, read_cases
@@ -115,6 +117,8 @@ class ScannedCases:
     _lines: list[bytes] = field(repr=False, default_factory=list)
     _cases: list[Case] | None = field(repr=False, default=None)
     _source: Path | None = field(repr=False, default=None)
+    #: A file of well-typed lines (its footer vouches for it) whose ``_lines`` are read when first asked for.
+    _lines_of: Path | None = field(repr=False, default=None)
 
     @classmethod
     def kept(cls, columns: CaseColumns, path: Path) -> ScannedCases:
@@ -122,6 +126,12 @@ class ScannedCases:
         kept by the caller, e.g. in the site's cache); the file is read again only if whole
         records are asked for."""
         return cls(columns, _source=path)
+
+    def line(self, row: int) -> bytes:
+        """The ``row``-th case line (of a file DuckDB read)."""
+        if not self._lines and self._lines_of is not None:  # one slice assignment: two threads asking write the same
+            self._lines[:] = [line for line in self._lines_of.read_bytes().split(b"\n") if line.strip()]
+        return self._lines[row]
 
     def records_of(self, item_ids: set[str]) -> dict[str, list[dict[str, Any]]]:
         """The case lines of these items as plain dicts, each item's in the order of the file."""
@@ -132,7 +142,7 @@ class ScannedCases:
             cases = read_cases(self._source)
         grouped: dict[str, list[dict[str, Any]]] = {}
         for row in rows:
-            record = cases[row].raw if cases is not None else json.loads(self._lines[row])
+            record = cases[row].raw if cases is not None else json.loads(self.line(row))
             if record.get("item_id") != self.columns.item_ids[self.columns.item[row]]:
                 raise AssertionError(f"case line {row + 1} is not the case DuckDB read there")
             grouped.setdefault(str(record["item_id"]), []).append(record)
@@ -143,6 +153,13 @@ def scan_cases(directory: Path, *, texts: bool = False) -> ScannedCases:
     """Read ``directory``'s ``cases.jsonl`` into columns (see the module docstring); with ``texts``,
     also what pages show of each case (:class:`~evalsite.analysis.case_texts.CaseTexts`)."""
     path = Path(directory) / CASES_FILE
+    written = written_lines(Path(directory), path)
+    if written:  # its lines are read only if a caller asks for some whole (re-scoring, texts)
+        table = _scan(path, texts, written=True)
+        if table.num_rows != written or _repeats_a_key(table):
+            return _read_in_python(path, texts)
+        scanned = ScannedCases(columns_from_arrow(table), _lines_of=path)
+        return replace(scanned, texts=texts_from_arrow(table, scanned.line) if texts else None)
     try:
         data = path.read_bytes()
     except OSError:
@@ -151,21 +168,30 @@ def scan_cases(directory: Path, *, texts: bool = False) -> ScannedCases:
     if not lines or _DIGITS_AS_ZEROS_RUN in data.translate(_DIGITS_AS_ZEROS):
         return _read_in_python(path, texts)
     del data
-    connection = duckdb.connect()
-    try:
-        table = connection.sql(_scan_sql(str(path), texts, as_written(Path(directory), path))).to_arrow_table()
-    finally:
-        connection.close()
+    table = _scan(path, texts, written=False)
     if table.num_rows != len(lines) or not pc.all(table.column("well_typed")).as_py() or _repeats_a_key(table):
         return _read_in_python(path, texts)
     shown = texts_from_arrow(table, lines.__getitem__) if texts else None
     return ScannedCases(columns_from_arrow(table), shown, _lines=lines)
 
 
+def _scan(path: Path, texts: bool, *, written: bool) -> pa.Table:
+    connection = duckdb.connect()
+    try:
+        return connection.sql(_scan_sql(str(path), texts, written)).to_arrow_table()
+    finally:
+        connection.close()
+
+
 def _repeats_a_key(table: pa.Table) -> bool:
     """Some (item_id, repeat) is on two lines: the Python reader keeps only the first."""
-    keys = table.select(["item_id", "repeat"]).group_by(["item_id", "repeat"]).aggregate([])
-    return bool(keys.num_rows != table.num_rows)
+    if table.num_rows < 2:
+        return False
+    items = dictionary_codes(table.column("item_id")).indices.to_numpy(zero_copy_only=False)
+    repeats = table.column("repeat").to_numpy()
+    order = np.lexsort((repeats, items))
+    items, repeats = items[order], repeats[order]
+    return bool(np.any((items[1:] == items[:-1]) & (repeats[1:] == repeats[:-1])))
 
 
 #: A run of more digits than Python's json reads in an integer: a line the Python reader refuses
@@ -237,13 +263,12 @@ def columns_from_arrow(table: pa.Table) -> CaseColumns:
 
 def _score_columns(flat: pa.StructArray, parents: pa.Array) -> ScoreColumns:
     evaluators, labels = dictionary_codes(flat.field("evaluator")), dictionary_codes(flat.field("label"))
-    versions = flat.field("version").to_pylist() if len(flat) else []
     codes = evaluators.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-    first = {int(code): index for index, code in reversed(list(enumerate(codes.tolist())))}
+    _, first = np.unique(codes, return_index=True)  # each evaluator's first score (codes: in order of appearance)
     return ScoreColumns(
         case=parents.to_numpy(zero_copy_only=False).astype(np.int64), evaluator=codes,
         evaluators=tuple(str(name) for name in evaluators.dictionary.to_pylist()),
-        versions=tuple(versions[first[code]] for code in range(len(evaluators.dictionary))),
+        versions=tuple(flat.field("version").take(pa.array(first, pa.int64())).to_pylist()),
         score=finite_floats(flat.field("score")), passed=_verdicts(flat.field("passed")),
         error=_truthy_text(flat.field("error")),
         skipped=np.asarray(pc.fill_null(flat.field("skipped"), False).to_numpy(zero_copy_only=False), dtype=bool),

@@ -9,6 +9,7 @@ difference (model, prompt, params, code, environment) is what is being compared,
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, fields, is_dataclass
 from typing import Any
@@ -145,15 +146,26 @@ def _regression_data(report: RegressionReport) -> dict[str, Any]:
         value = getattr(report, part.name)
         if part.name == "items":
             data["items"] = [dict(vars(item)) for item in value]
-        elif isinstance(value, list):
-            data[part.name] = [_plain(v) for v in value]
         else:
             data[part.name] = _plain(value)
     return data
 
 
+_ATOMS = frozenset({str, int, float, bool, type(None)})
+
+
 def _plain(value: Any) -> Any:
-    return asdict(value) if is_dataclass(value) and not isinstance(value, type) else value
+    """What ``asdict`` makes of a field's value, with a list of plain values (an evaluator's
+    100k newly failing item ids) copied in one step instead of value by value."""
+    if is_dataclass(value) and not isinstance(value, type):
+        return {part.name: _plain(getattr(value, part.name)) for part in fields(value)}
+    if type(value) is list:
+        return list(value) if all(type(v) in _ATOMS for v in value) else [_plain(v) for v in value]
+    if type(value) is tuple:
+        return tuple(_plain(v) for v in value)
+    if type(value) is dict:
+        return {_plain(k): _plain(v) for k, v in value.items()}
+    return copy.deepcopy(value)  # as asdict copies anything else
 
 
 def run_reference(run: Run) -> dict[str, Any]:

@@ -15,6 +15,8 @@ SHA-256, size and case count of the JSONL it came from in its key-value metadata
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import json
 import shutil
 from dataclasses import dataclass, replace
@@ -39,7 +41,6 @@ from evalsite.runlog.store import (
     CASES_SHA256,
     END_FILE,
     RUN_FILE,
-    cases_as_written,
     read_header,
     resolve_run,
     run_directories,
@@ -168,11 +169,28 @@ def case_files(directories: list[Path]) -> CaseFiles:
 
 def as_written(directory: Path, cases: Path) -> bool:
     """The run's footer records the sha256 of a cases file of well-typed lines, and it is this file's."""
+    return written_lines(directory, cases) is not None
+
+
+def written_lines(directory: Path, cases: Path) -> int | None:
+    """The number of lines of ``cases`` when the run's footer records its sha256 (then every line is
+    a well-typed case, :func:`~evalsite.runlog.store.cases_as_written`), else None."""
+    recorded = _footer_sha256(directory)
     try:
-        footer = json.loads((directory / END_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    return cases_as_written(cases, footer.get(CASES_SHA256) if isinstance(footer, dict) else None)
+        state = cases.stat()
+    except OSError:
+        return None
+    if recorded is None:
+        return None
+    digest, lines = _sha256_and_lines_of(str(cases), state.st_size, state.st_mtime_ns)
+    return lines if digest == recorded else None
+
+
+@functools.lru_cache(maxsize=4096)
+def _sha256_and_lines_of(path: str, size: int, modified_ns: int) -> tuple[str, int]:
+    """:func:`_sha256_and_lines`, once per file version in a process (a command reads a run's
+    file through several views and scans)."""
+    return _sha256_and_lines(Path(path))
 
 
 def compact_run(directory: Path, destination: Path | None = None) -> Compacted:
@@ -191,23 +209,53 @@ def compact_run(directory: Path, destination: Path | None = None) -> Compacted:
             shutil.copy2(directory / name, target_dir / name)
     target = target_dir / PARQUET_FILE
     partial = target.with_name(PARQUET_FILE + ".partial")
-    import pyarrow.parquet as pq  # here: only compacting and compacted runs need it (not a JSONL-only command's start)
-
+    size = source.stat().st_size
+    digest, lines = _sha256_and_lines(source)
+    select = (written_json_source if _footer_sha256(directory) == digest else json_source)([str(source)])
     connection = duckdb.connect()
-    connection.execute(
-        f"COPY ({json_source([str(source)])}) TO {_quoted_literal(str(partial))} (FORMAT parquet, COMPRESSION zstd)"
-    )
-    cases = pq.read_metadata(partial).num_rows
-    table = pq.read_table(partial)
-    metadata = {
-        **(table.schema.metadata or {}),
-        HASH_KEY: file_sha256(source).encode(),
-        BYTES_KEY: str(source.stat().st_size).encode(),
-        CASES_KEY: str(cases).encode(),
-    }
-    pq.write_table(table.replace_schema_metadata(metadata), partial, compression="zstd")
+    try:
+        cases = _copy(connection, select, partial, {HASH_KEY: digest, BYTES_KEY: str(size), CASES_KEY: str(lines)})
+        if cases != lines:  # some line is no case, or repeats a key: the count recorded is the rows written
+            rewritten = partial.with_name(PARQUET_FILE + ".counted")
+            _copy(connection, f"SELECT * FROM read_parquet({_quoted_literal(str(partial))})", rewritten,
+                  {HASH_KEY: digest, BYTES_KEY: str(size), CASES_KEY: str(cases)})
+            rewritten.replace(partial)
+    finally:
+        connection.close()
     partial.replace(target)
-    return Compacted(header.run_id, str(target), cases, source.stat().st_size, target.stat().st_size)
+    return Compacted(header.run_id, str(target), cases, size, target.stat().st_size)
+
+
+def _copy(connection: duckdb.DuckDBPyConnection, select: str, path: Path, metadata: dict[bytes, str]) -> int:
+    """Write ``select``'s rows to ``path`` as zstd Parquet with ``metadata`` in one DuckDB COPY
+    (JSON parsed and cast by DuckDB's threads, no Python object per row); the rows written."""
+    pairs = ", ".join(f"{_quoted_literal(key.decode())}: {_quoted_literal(value)}" for key, value in metadata.items())
+    written = connection.execute(f"COPY ({select}) TO {_quoted_literal(str(path))} "
+                                 f"(FORMAT parquet, COMPRESSION zstd, KV_METADATA {{{pairs}}})").fetchone()
+    return int(written[0]) if written else 0
+
+
+def _sha256_and_lines(path: Path) -> tuple[str, int]:
+    """The file's sha256 (:func:`~evalsite.runlog.hashing.file_sha256`) and its number of lines
+    (the last one counted whether or not it ends in a newline), in one pass over its bytes."""
+    digest, lines, last = hashlib.sha256(), 0, b"\n"
+    with open(path, "rb") as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+            lines += chunk.count(b"\n")
+            last = chunk[-1:]
+    return digest.hexdigest(), lines + (last != b"\n")
+
+
+def _footer_sha256(directory: Path) -> str | None:
+    """The ``cases_sha256`` the run's footer records (None: none, or no readable footer). When it is
+    the cases file's, every line is a well-typed case and :func:`written_json_source` reads it."""
+    try:
+        footer = json.loads((directory / END_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    recorded = footer.get(CASES_SHA256) if isinstance(footer, dict) else None
+    return recorded if isinstance(recorded, str) else None
 
 
 def compact_runs(runs_dir: Path, references: list[str], destination: str | None = None) -> list[Compacted]:

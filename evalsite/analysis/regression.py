@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass, replace
 from pathlib import Path
 from statistics import fmean
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -28,6 +28,9 @@ from evalsite.runlog.rows import finite_number, repeat_of
 from evalsite.runlog.store import Run
 from evalsite.stats import NoiseTest, repeat_noise_test
 from evalsite.stats.pairs import paired_difference
+
+if TYPE_CHECKING:
+    from evalsite.scoring.ground_truth import Rescored
 
 THRESHOLD = 0.05
 ALPHA = 0.05
@@ -156,9 +159,11 @@ def regression_report(
     edited = [ids[row] for row in _edited_rows(shared, codes, old, new).tolist()]
     before, after = cases[0].records_of(set(edited)), cases[1].records_of(set(edited))
     before, after = ({i: sorted(group, key=repeat_of) for i, group in side.items()} for side in (before, after))
-    from evalsite.scoring.ground_truth import rescore_items  # the evaluators load only when ground truth was edited
+    rescored: dict[str, Rescored] = {}
+    if edited:
+        from evalsite.scoring.ground_truth import rescore_items  # the evaluators load only when ground truth was edited
 
-    rescored = rescore_items(project_root, current.header, before, after, edited, run_code=run_code)
+        rescored = rescore_items(project_root, current.header, before, after, edited, run_code=run_code)
     sides = _Sides(matrix)
     gt_changed, rescored_cases, rescored_rows = [], [], []
     for item_id, outcome in rescored.items():

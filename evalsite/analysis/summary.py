@@ -287,8 +287,36 @@ def natural_order(item_ids: Sequence[str]) -> np.ndarray:
 
 @functools.lru_cache(maxsize=32)
 def _natural_order(item_ids: tuple[str, ...]) -> np.ndarray:
-    order = np.array(sorted(range(len(item_ids)), key=lambda code: item_order(item_ids[code])), dtype=np.int64)
+    order = _numbered_order(item_ids)
+    if order is None:
+        order = np.array(sorted(range(len(item_ids)), key=lambda code: item_order(item_ids[code])), dtype=np.int64)
     order.setflags(write=False)
+    return order
+
+
+_ASCII_DIGIT_CODES = (ord("0"), ord("9"))
+
+
+def _numbered_order(item_ids: tuple[str, ...]) -> np.ndarray | None:
+    """The natural order of ids that are one text and a number of one width each (``q0001``, …,
+    ``q9999``; the common shape of a large dataset's ids), sorted as text by numpy; None for any
+    other ids. Such ids' keys are (text, number, ""), and numbers of one width without a sign
+    order as their digits do, so the text order is the natural one."""
+    if len(item_ids) < 2:
+        return None
+    first = item_ids[0]
+    text = first.rstrip("0123456789")
+    if len(text) == len(first) or not first.isascii() or any(character.isdigit() for character in text):
+        return None
+    ids = np.array(item_ids)
+    if ids.dtype.kind != "U" or ids.dtype.itemsize != 4 * len(first):
+        return None
+    points = ids.view(np.uint32).reshape(len(item_ids), len(first))  # a shorter id ends in NULs: no digits
+    if not np.all(points[:, len(text):] >= _ASCII_DIGIT_CODES[0]) or not np.all(points[:, len(text):] <= _ASCII_DIGIT_CODES[1]):
+        return None
+    if not np.array_equal(points[:, : len(text)], np.broadcast_to(points[0, : len(text)], (len(item_ids), len(text)))):
+        return None
+    order: np.ndarray = np.argsort(ids, kind="stable").astype(np.int64)
     return order
 
 

@@ -20,7 +20,9 @@ Three engines compute the same p-value:
   half's sums are located in it with a binary search, so 2^m totals are counted in about
   2^(m/2) log 2^(m/2) steps.
 * seeded Monte Carlo otherwise: ``n_resamples`` random sign patterns, p = (count + 1) /
-  (n_resamples + 1), with its standard error.
+  (n_resamples + 1), with its standard error. One random byte decides 8 signs; the kept
+  differences are added by table lookup, or, on a grid of a power-of-two unit, by counting the
+  kept bits of each distinct difference (the same sums, several times faster).
 
 Totals are compared with a tolerance of ``RELATIVE_TOLERANCE`` × sum(|d|), so a total that
 equals the observed one mathematically but differs in the last floating-point bits is counted.
@@ -28,6 +30,7 @@ equals the observed one mathematically but differs in the last floating-point bi
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -134,7 +137,7 @@ def sign_flip_test(
     if nonzero.size <= exact_limit:
         p_value = _enumerated_p_value(nonzero, alternative)
         return result(p_value, "exact", "meet-in-the-middle enumeration")
-    p_value = _monte_carlo_p_value(nonzero, alternative, n_resamples, np.random.default_rng(seed))
+    p_value = _monte_carlo_p_value(nonzero, alternative, n_resamples, np.random.default_rng(seed), grid)
     std_error = math.sqrt(p_value * (1.0 - p_value) / n_resamples)
     return result(p_value, "monte-carlo", "monte carlo", std_error, n_resamples)
 
@@ -307,19 +310,31 @@ def _all_subset_sums(magnitudes: np.ndarray) -> np.ndarray:
 
 
 def _monte_carlo_p_value(
-    nonzero: np.ndarray, alternative: Alternative, n_resamples: int, rng: np.random.Generator
+    nonzero: np.ndarray, alternative: Alternative, n_resamples: int, rng: np.random.Generator,
+    grid: np.ndarray | None = None,
 ) -> float:
+    """(count + 1) / (n_resamples + 1) over random sign patterns, one random byte deciding 8
+    signs. ``grid``: the differences as integers of a common unit (:func:`_grid_integers`), which
+    lets :func:`_kept_sums_by_popcount` add the kept differences with the same result."""
     observed = float(nonzero.sum())
     tolerance = RELATIVE_TOLERANCE * float(np.abs(nonzero).sum())
-    tables = _byte_sum_tables(nonzero)
-    groups = np.arange(tables.shape[0])
-    rows_per_chunk = max(1, _MONTE_CARLO_CELLS // tables.shape[0])
+    kept_sums_of = _kept_sums_by_popcount(nonzero, grid)
+    if kept_sums_of is None:
+        tables = _byte_sum_tables(nonzero)
+        groups = np.arange(tables.shape[0])
+
+        def kept_sums_of(kept_bits: np.ndarray) -> np.ndarray:
+            sums: np.ndarray = tables[groups, kept_bits].sum(axis=1)
+            return sums
+
+    draw = _byte_draws(rng)
+    width = -(-nonzero.size // _BITS_PER_BYTE)
+    rows_per_chunk = max(1, _MONTE_CARLO_CELLS // width)
     count = 0
     for start in range(0, n_resamples, rows_per_chunk):
         rows = min(rows_per_chunk, n_resamples - start)
-        kept_bits = rng.integers(0, 256, size=(rows, groups.size), dtype=np.uint8)
-        kept_sums = tables[groups, kept_bits].sum(axis=1)
-        totals = 2.0 * kept_sums - observed  # kept signs minus flipped signs
+        kept_bits = draw(rows * width).reshape(rows, width)
+        totals = 2.0 * kept_sums_of(kept_bits) - observed  # kept signs minus flipped signs
         if alternative == "greater":
             count += int(np.count_nonzero(totals >= observed - tolerance))
         elif alternative == "less":
@@ -327,6 +342,92 @@ def _monte_carlo_p_value(
         else:
             count += int(np.count_nonzero(np.abs(totals) >= abs(observed) - tolerance))
     return (count + 1) / (n_resamples + 1)
+
+
+def _byte_draws(rng: np.random.Generator) -> Callable[[int], np.ndarray]:
+    """A function of n giving the n random bytes ``rng.integers(0, 256, size=n, dtype=np.uint8)``
+    would: :func:`_raw_byte_draws` where it gives numpy's bytes (3-4x faster), else that call."""
+    if _raw_bytes_are_numpys(type(rng.bit_generator)):
+        return _raw_byte_draws(rng)
+    return lambda n: rng.integers(0, 256, size=n, dtype=np.uint8)
+
+
+def _raw_byte_draws(rng: np.random.Generator) -> Callable[[int], np.ndarray]:
+    """The bytes straight from the bit generator's raw 64-bit draws, as numpy makes a call's
+    bytes: from 32-bit words, low byte first, a word the low then the high half of a 64-bit draw,
+    a half left over being the next call's first word."""
+    bit_generator = rng.bit_generator
+    state = bit_generator.state
+    carry = [np.array([state["uinteger"]], dtype="<u4").view(np.uint8)] if state.get("has_uint32") else []
+
+    def draw(n: int) -> np.ndarray:
+        words = -(-n // 4)
+        head = carry.pop() if carry and words else None
+        words -= head is not None
+        raw = bit_generator.random_raw(-(-words // 2)).astype("<u8", copy=False).view(np.uint8)
+        if words % 2:
+            carry.append(raw[-4:].copy())
+            raw = raw[:-4]
+        drawn: np.ndarray = (raw if head is None else np.concatenate([head, raw]))[:n]
+        return drawn
+
+    return draw
+
+
+@functools.cache
+def _raw_bytes_are_numpys(kind: type) -> bool:
+    """Whether :func:`_raw_byte_draws` gives ``rng.integers``'s bytes for this bit generator (numpy's
+    default, PCG64), checked once per process on calls of several lengths from a few seeds."""
+    if kind is not np.random.PCG64:
+        return False
+    for seed in range(3):
+        draw, numpys = _raw_byte_draws(np.random.default_rng(seed)), np.random.default_rng(seed)
+        for n in (1, 5, 8, 3, 12, 7, 4, 29, 16, 4_099):
+            if not np.array_equal(draw(n), numpys.integers(0, 256, size=n, dtype=np.uint8)):
+                return False
+    return True
+
+
+#: The most distinct differences :func:`_kept_sums_by_popcount` counts apart (one pass each).
+_POPCOUNT_VALUES = 8
+
+
+def _kept_sums_by_popcount(nonzero: np.ndarray, grid: np.ndarray | None) -> Callable[[np.ndarray], np.ndarray] | None:
+    """The kept sums of random bytes (each byte's bit j keeps difference 8g + j of its group g) as
+    Σ over the distinct differences v of v × the number kept, counted 64 signs at a time with
+    ``np.bitwise_count``: 5-10x faster than summing the byte tables, and the same floats. Only
+    where that is exact: every difference an integer k times a power of two u (scores of 0, ½,
+    ¼ or 1; sums below 2^53 u), so every partial sum of the tables is a float without rounding and
+    k × u, summed in integers, is bit for bit the tables' sum. None otherwise (e.g. thirds)."""
+    if grid is None or not hasattr(np, "bitwise_count"):
+        return None
+    unit = float(nonzero[0]) / float(grid[0])
+    if unit <= 0 or math.frexp(unit)[0] != 0.5 or not np.array_equal(grid * unit, nonzero):
+        return None
+    values = np.unique(grid)
+    if values.size > _POPCOUNT_VALUES or int(np.abs(grid).sum()) >= 1 << 53:
+        return None
+    width = -(-grid.size // _BITS_PER_BYTE)
+    padded = np.zeros(width * _BITS_PER_BYTE, dtype=np.int64)
+    padded[: grid.size] = grid
+    words = width // _BITS_PER_BYTE  # whole 8-byte words of a row; the last width % 8 bytes one by one
+    masks = []
+    for value in values.tolist():
+        mask = np.packbits((padded == value).reshape(width, _BITS_PER_BYTE), axis=1, bitorder="little").ravel()
+        masks.append((value, mask[: words * _BITS_PER_BYTE].view(np.uint64), mask[words * _BITS_PER_BYTE :]))
+
+    def kept_sums(kept_bits: np.ndarray) -> np.ndarray:
+        whole = np.ascontiguousarray(kept_bits[:, : words * _BITS_PER_BYTE]).view(np.uint64)
+        rest = kept_bits[:, words * _BITS_PER_BYTE :]
+        sums = np.zeros(kept_bits.shape[0], dtype=np.int64)
+        for value, word_mask, byte_mask in masks:
+            kept = np.bitwise_count(whole & word_mask).sum(axis=1, dtype=np.int64)
+            kept += np.bitwise_count(rest & byte_mask).sum(axis=1, dtype=np.int64)
+            sums += value * kept
+        result: np.ndarray = sums * unit
+        return result
+
+    return kept_sums
 
 
 def _byte_sum_tables(nonzero: np.ndarray) -> np.ndarray:
