@@ -13,6 +13,7 @@ gzip bomb, ends that call with the case's error and the run goes on.
 
 from __future__ import annotations
 
+import json
 import os
 import ssl
 from datetime import UTC, datetime
@@ -131,6 +132,7 @@ class JsonClient:
         self._client: httpx.AsyncClient | None = None
         self._transport: httpx.AsyncBaseTransport | None = None
         self._urls: dict[str, httpx.URL] = {}
+        self._templates: dict[str, RequestHeaders] = {}  # per path, for requests without headers of their own
 
     @property
     def needs_tls(self) -> bool:
@@ -177,8 +179,8 @@ class JsonClient:
             return f"HTTP {status}: expected a JSON object, got {type(data).__name__}"
         return data, response.headers
 
-    async def _send(self, path: str, body: dict, headers: dict[str, str] | None) -> httpx.Response:
-        """The response, read to its end within :attr:`max_reply_bytes` (see :meth:`_read_body`)."""
+    async def _send(self, path: str, body: dict, headers: dict[str, str] | None) -> Reply:
+        """The reply, read to its end within :attr:`max_reply_bytes` (see :meth:`_read_body`)."""
         client, transport = self._client, self._transport
         if client is None or transport is None:
             transport = self._transport = aiohttp_transport(self.connections, self.proxy, tls=self.needs_tls)
@@ -186,38 +188,44 @@ class JsonClient:
         url = self._urls.get(path)
         if url is None:
             url = self._urls[path] = httpx.URL(self.base_url + path)
-        merged = client.headers
         if headers:
-            merged = merged.copy()
+            merged = client.headers.copy()
             merged.update(headers)
-        request = httpx.Request("POST", url, json=body, headers=merged)
+            template = RequestHeaders.of(url, merged)
+        else:
+            kept = self._templates.get(path)
+            template = kept if kept is not None else self._templates.setdefault(path, RequestHeaders.of(url, client.headers))
+        content = _REQUEST_JSON.encode(body).encode("utf-8")
+        request = httpx.Request("POST", url, headers=template.with_length(len(content)),
+                                stream=httpx.ByteStream(content))
+        request.read()
         if client.cookies:
             client.cookies.set_cookie_header(request)
         response = await transport.handle_async_request(request)
         try:
             if "set-cookie" in response.headers:
                 client.cookies.extract_cookies(response)
-            return await self._read_body(response)
+            return Reply(response, await self._read_body(response))
         finally:
             await response.aclose()
 
-    async def _read_body(self, response: httpx.Response) -> httpx.Response:
-        """The response with its body decoded, read a piece at a time: past ``max_reply_bytes``
-        received or decoded, :class:`TooLarge` is raised and the rest is never read."""
+    async def _read_body(self, response: httpx.Response) -> bytes:
+        """The response's body decoded, read a piece at a time from its stream: past
+        ``max_reply_bytes`` received or decoded, :class:`TooLarge` is raised and the rest is never read."""
         budget = Budget(self.max_reply_bytes)
         encodings = [e.strip().lower() for e in response.headers.get("content-encoding", "").split(",")]
         sink = decoding(encodings, budget)
         received = 0
-        async for piece in response.aiter_raw():
+        stream = response.stream
+        assert isinstance(stream, httpx.AsyncByteStream)
+        async for piece in stream:
             received += len(piece)
             if received > self.max_reply_bytes:
                 raise TooLarge(self.max_reply_bytes)
             sink.write(piece)
-        headers = [(k, v) for k, v in response.headers.multi_items() if k.lower() != "content-encoding"]
-        return httpx.Response(response.status_code, headers=headers, content=bytes(budget.data),
-                              request=response.request, extensions=response.extensions)
+        return bytes(budget.data)
 
-    def _status_error(self, response: httpx.Response) -> str:
+    def _status_error(self, response: Reply) -> str:
         body = " ".join(response.text.split())[:ERROR_BODY_CHARS]
         return self.redact(f"HTTP {response.status_code} {response.reason_phrase}: {body}".rstrip(": "))
 
@@ -225,6 +233,71 @@ class JsonClient:
         if self._client is not None:
             await self._client.aclose()  # closes the transport too
             self._client = self._transport = None
+
+
+#: how httpx encodes ``json=``: compact UTF-8, no NaN or infinity (one encoder, built once)
+_REQUEST_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+class RequestHeaders:
+    """A JSON POST's headers as ``httpx.Request(json=...)`` sets them (``Host`` first, the client's
+    and the request's, then ``Content-Length`` and ``Content-Type`` unless given), kept per path
+    with the length left to fill: the request is then built from its bytes without httpx encoding
+    the body and merging default headers again on every call."""
+
+    def __init__(self, items: list[tuple[bytes, bytes]], length_at: int | None):
+        self.items = items
+        self.length_at = length_at
+
+    @classmethod
+    def of(cls, url: httpx.URL, headers: httpx.Headers) -> RequestHeaders:
+        raw = headers.raw
+        names = {key.lower() for key, _ in raw}
+        items = [] if b"host" in names or not url.host else [(b"Host", url.netloc)]
+        items += raw
+        length_at = None
+        if b"content-length" not in names:
+            length_at = len(items)
+            items.append((b"Content-Length", b""))
+        if b"content-type" not in names:
+            items.append((b"Content-Type", b"application/json"))
+        return cls(items, length_at)
+
+    def with_length(self, length: int) -> list[tuple[bytes, bytes]]:
+        items = list(self.items)
+        if self.length_at is not None:
+            items[self.length_at] = (b"Content-Length", str(length).encode("ascii"))
+        return items
+
+
+class Reply:
+    """A response read to its end: its status, headers and (decoded) body."""
+
+    __slots__ = ("response", "content")
+
+    def __init__(self, response: httpx.Response, content: bytes):
+        self.response = response
+        self.content = content
+
+    @property
+    def status_code(self) -> int:
+        return self.response.status_code
+
+    @property
+    def reason_phrase(self) -> str:
+        return self.response.reason_phrase
+
+    @property
+    def headers(self) -> httpx.Headers:
+        return self.response.headers
+
+    def json(self) -> Any:
+        return json.loads(self.content)
+
+    @property
+    def text(self) -> str:
+        """The body as text, as ``httpx.Response.text`` decodes it (its charset, else UTF-8)."""
+        return self.content.decode(self.response.encoding or "utf-8", errors="replace")
 
 
 class ModelOverHttp:
