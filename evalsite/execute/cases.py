@@ -19,7 +19,7 @@ from evalsite.experiment.datasets import Item
 from evalsite.experiment.manifest_shapes import PriceSpec
 from evalsite.experiment.plan import Config, Plan
 from evalsite.experiment.prompts import render_input
-from evalsite.runlog.builders import CaseRecord, Execution
+from evalsite.runlog.builders import Execution, case_json
 from evalsite.runlog.rows import is_critical
 from evalsite.runlog.secrets import SecretPattern, scrub_all, secret_pattern
 from evalsite.runlog.store import iso, utc_now
@@ -132,14 +132,14 @@ class CaseExecutor:
             cache=generation.cache, transcript=generation.transcript, turn_outputs=generation.turn_outputs,
             turn_figures=generation.turn_figures, provenance=generation.provenance or {},
         )
-        case = CaseRecord(
+        case = case_json(
             item_id=item.item_id, item_sha=item.sha, repeat=repeat, input=case_input, expected=expected,
             output=result.output, error=result.error, latency_ms=round(generation.latency_ms, 3),
             input_tokens=result.input_tokens, output_tokens=result.output_tokens, cost_usd=generation.cost_usd,
-            finish_reason=result.finish_reason, scores=tuple(scored.scores), score=scored.score, passed=scored.passed,
+            finish_reason=result.finish_reason, scores=scored.scores, score=scored.score, passed=scored.passed,
             started_at=iso(started_at), execution=execution,
         )
-        line: dict[str, Any] = scrub_all(case.to_json(), job.secrets)  # an echoed key (or 8+ characters of it) is never written
+        line: dict[str, Any] = scrub_all(case, job.secrets)  # an echoed key (or 8+ characters of it) is never written
         return line
 
     async def _call(self, job: Job, item: Item, repeat: int, rendered: object, thread_id: str | None = None) -> CallOutcome:
