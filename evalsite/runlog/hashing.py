@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 # one encoder for every call: json.dumps with options builds a new one each time, a measurable
 # share of loading a large dataset (four hashes a row)
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
@@ -15,6 +17,36 @@ _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_asci
 def canonical_json(value: Any) -> str:
     """JSON with sorted keys and no insignificant whitespace: equal values give equal text."""
     return _CANONICAL.encode(value)
+
+
+def canonical_json_of_plain(value: Any) -> str:
+    """:func:`canonical_json` of a value :func:`plain_json` accepts, written by orjson (byte for byte
+    the same text: checked over every code point, key order and the whole 64-bit range by the tests),
+    several times faster for a dataset's rows."""
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+    except TypeError:  # orjson.JSONEncodeError: an integer past 64 bits
+        return _CANONICAL.encode(value)
+
+
+def plain_json(value: Any) -> bool:
+    """Whether ``value`` holds only dicts with string keys, lists, strings, booleans, None and
+    integers (exact types): what orjson writes exactly as :func:`canonical_json` does. A float
+    (written in another notation), a subclass or any other type is not plain."""
+    pending = [value]
+    while pending:
+        node = pending.pop()
+        kind = type(node)
+        if kind is dict:
+            for key in node:
+                if type(key) is not str:
+                    return False
+            pending.extend(node.values())
+        elif kind is list:
+            pending.extend(node)
+        elif kind is not str and kind is not int and kind is not bool and node is not None:
+            return False
+    return True
 
 
 def sha256_text(text: str) -> str:
