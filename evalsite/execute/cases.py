@@ -23,7 +23,7 @@ from evalsite.runlog.builders import Execution, case_json
 from evalsite.runlog.rows import is_critical
 from evalsite.runlog.secrets import SecretPattern, scrub_all, secret_pattern
 from evalsite.runlog.store import iso, utc_now
-from evalsite.scoring.case import score_case, scoring_cost
+from evalsite.scoring.case import score_case, scoring_cost, unscored
 from evalsite.scoring.evaluators import CaseView, Evaluator
 
 
@@ -120,12 +120,15 @@ class CaseExecutor:
                 generation.transcript = prepared.turns
                 generation.turn_outputs = assistant_replies(prepared.turns)
         result, expected = generation.result, item.row.get("expected")
-        view = CaseView(
-            input=case_input, output=result.output, expected=expected, row=item.row,
-            latency_ms=generation.latency_ms, cost_usd=generation.cost_usd,
-            turn_outputs=generation.turn_outputs, transcript=generation.transcript, calls=self.calls,
-        )
-        scored = await score_case(self.evaluators, view, result.error)
+        if self.evaluators:
+            view = CaseView(
+                input=case_input, output=result.output, expected=expected, row=item.row,
+                latency_ms=generation.latency_ms, cost_usd=generation.cost_usd,
+                turn_outputs=generation.turn_outputs, transcript=generation.transcript, calls=self.calls,
+            )
+            scored = await score_case(self.evaluators, view, result.error)
+        else:  # what score_case gives, without the view no evaluator reads
+            scored = unscored(result.error)
         execution = Execution(
             critical=is_critical(item.row), scoring_cost_usd=scoring_cost(scored.scores), attempts=generation.attempts,
             emulated=job.emulated, checkpoint=None if prepared.checkpoint is None else prepared.checkpoint["id"],
