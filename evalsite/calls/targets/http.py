@@ -112,12 +112,14 @@ class JsonClient:
     """One pooled ``httpx.AsyncClient`` per target (per run), created inside the run's event loop.
 
     The runner bounds each call with its own timeout, so the client has none. A request is an
-    ``httpx.Request`` handed straight to the client's transport (httpx-aiohttp), built from
-    the client's merged headers and a parsed URL kept per path: the client's per-request
-    machinery (merging URL, headers and cookies, auth and redirect generators, event hooks)
-    cost about as much CPU as aiohttp's whole request, and the targets use none of it beyond
-    cookies, which are still sent and kept. The proxy the environment names (``HTTPS_PROXY``…,
-    :mod:`~evalsite.calls.targets.proxies`) is given to the transport.
+    ``httpx.Request`` handed straight to the client's transport (httpx-aiohttp), built from its
+    JSON bytes (encoded as httpx encodes ``json=``), a parsed URL and the headers ``json=`` would
+    give it (:class:`RequestHeaders`), both kept per path: the client's per-request machinery
+    (merging URL, headers and cookies, auth and redirect generators, event hooks) cost about as
+    much CPU as aiohttp's whole request, and the targets use none of it beyond cookies, which are
+    still sent and kept. A reply is read from the response's stream into a :class:`Reply`. The
+    proxy the environment names (``HTTPS_PROXY``…, :mod:`~evalsite.calls.targets.proxies`) is
+    given to the transport; a client with no TLS connection never loads the CA bundle.
     """
 
     def __init__(self, base_url: str, headers: dict[str, str], secrets: list[str], connections: int,
