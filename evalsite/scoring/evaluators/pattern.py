@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import TYPE_CHECKING
+
+import regex
 
 from evalsite.scoring.evaluators.base import CaseView, Evaluator, Outcome, ScoringError, register_evaluator
 from evalsite.scoring.evaluators.text import PatternLimits, as_text, compile_user_pattern
-
-if TYPE_CHECKING:  # loaded by compile_user_pattern, when a pattern is compiled
-    import regex
 
 
 @register_evaluator("regex")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from rapidfuzz.distance import Levenshtein
+
 from evalsite.scoring.evaluators.base import CaseView, Evaluator, Outcome, register_evaluator
 from evalsite.scoring.evaluators.text import NORMALISE_PARAMS, as_text, normalise, normalise_options
 
@@ -17,11 +19,7 @@ class Similarity(Evaluator):
     default_threshold = 0.8
 
     def check(self) -> None:
-        # rapidfuzz is loaded when a similarity evaluator is built, not with the catalogue
-        from rapidfuzz.distance import Levenshtein
-
         self.normalisation = normalise_options(self)
-        self.similarity = Levenshtein.normalized_similarity
 
     def measure(self, case: CaseView) -> Outcome:
         target = self.target(case)
@@ -30,7 +28,7 @@ class Similarity(Evaluator):
         output = normalise(as_text(case.output), **self.normalisation)
         candidates = target if isinstance(target, list) else [target]
         best, closest = max(
-            (self.similarity(output, normalise(as_text(t), **self.normalisation)), as_text(t))
+            (Levenshtein.normalized_similarity(output, normalise(as_text(t), **self.normalisation)), as_text(t))
             for t in candidates
         )
         return Outcome(best, detail=f"similarity {best:.3f} to {closest!r}")

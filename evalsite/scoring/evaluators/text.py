@@ -10,12 +10,11 @@ import json
 import re
 import string
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+import regex
 
 from evalsite.scoring.evaluators.base import Evaluator, Outcome, ScoringError
-
-if TYPE_CHECKING:  # the regex package is loaded by the first user pattern: a run without one never pays for it
-    import regex
 
 DEFAULT_TIMEOUT_S = 1.0
 DEFAULT_MAX_CHARS = 100_000
@@ -86,8 +85,6 @@ def compile_user_pattern(pattern: Any, *, ignore_case: bool = False, key: str = 
     """Compile a user's pattern or raise ``ValueError`` naming the key and the problem."""
     if not isinstance(pattern, str) or not pattern:
         raise ValueError(f"{key}: needs a non-empty regular expression, got {pattern!r}")
-    import regex
-
     try:
         return regex.compile(pattern, regex.IGNORECASE if ignore_case else 0)
     except regex.error as exc:
