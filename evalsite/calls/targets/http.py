@@ -247,7 +247,7 @@ class RequestHeaders:
     with the length left to fill: the request is then built from its bytes without httpx encoding
     the body and merging default headers again on every call."""
 
-    def __init__(self, items: list[tuple[bytes, bytes]], length_at: int | None):
+    def __init__(self, items: list[tuple[bytes, bytes]], length_at: int | None) -> None:
         self.items = items
         self.length_at = length_at
 
@@ -277,7 +277,7 @@ class Reply:
 
     __slots__ = ("response", "content")
 
-    def __init__(self, response: httpx.Response, content: bytes):
+    def __init__(self, response: httpx.Response, content: bytes) -> None:
         self.response = response
         self.content = content
 
