@@ -24,7 +24,9 @@ whole commands:
   written by the uncounted first round), as an installed package does.
 
 Rerun: ``python bench/runner.py`` (defaults: 6,000 calls at 20 ms, concurrency 32; 20,000
-instant cases), ``python bench/runner.py --whole --rounds 5``. ``--help`` lists the knobs.
+instant cases), ``python bench/runner.py --whole --rounds 5``; ``--whole --code ../main`` adds the
+same ``evalsite run`` from another checkout to every round (an A/B in one session: its figures,
+and this checkout's over its, per round). ``--help`` lists the knobs.
 """
 
 from __future__ import annotations
@@ -117,10 +119,10 @@ def measure_instant(cases: int, concurrency: int, evaluators: list) -> dict:
     }
 
 
-def child_figures(command: list[str], cwd: Path) -> dict:
+def child_figures(command: list[str], cwd: Path, env: dict[str, str] | None = None) -> dict:
     """Wall and CPU seconds and peak RSS (MB) of one finished child process."""
     started = time.perf_counter()
-    child = subprocess.Popen(command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    child = subprocess.Popen(command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
     _, status, usage = os.wait4(child.pid, 0)
     wall = time.perf_counter() - started
     if os.waitstatus_to_exitcode(status) != 0:
@@ -129,7 +131,7 @@ def child_figures(command: list[str], cwd: Path) -> dict:
     return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "peak_mb": usage.ru_maxrss / 1024}
 
 
-def measure_whole(calls: int, latency: float, concurrency: int, rounds: int) -> None:
+def measure_whole(calls: int, latency: float, concurrency: int, rounds: int, code: Path | None = None) -> None:
     with fake_provider(latency) as provider, tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
         arm = {"id": "http", "target": "openai:bench", "settings": {"base_url": f"{provider}/v1"}}
@@ -144,18 +146,28 @@ def measure_whole(calls: int, latency: float, concurrency: int, rounds: int) -> 
         # both start from cached bytecode, as an installed package does (the warm-up pair writes it)
         os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
         os.environ["PYTHONPYCACHEPREFIX"] = str(root / "pycache")
+        children: list[tuple[str, list[str], dict[str, str] | None]] = [
+            ("evalsite run", run, None), ("httpx floor", floor, None), ("bare aiohttp", bare, None)]
+        if code is not None:  # the same command from another checkout, in the same rounds
+            children.insert(1, ("run, --code", run, {**os.environ, "PYTHONPATH": str(code)}))
         rounds_run = []
         for _ in range(rounds + 1):  # the first round warms the caches and is not counted
-            rounds_run.append([child_figures(command, root) for command in (run, floor, bare)])
+            rounds_run.append([child_figures(command, root, env) for _, command, env in children])
     rounds_run = rounds_run[1:]
     print(f"evalsite run against a bare aiohttp client: {calls} calls × {latency * 1000:g} ms at concurrency "
-          f"{concurrency}, start-up included; medians of {rounds} rounds (the three children in turn)")
-    for label, index in (("evalsite run", 0), ("httpx floor", 1), ("bare aiohttp", 2)):
+          f"{concurrency}, start-up included; medians of {rounds} rounds (the {len(children)} children in turn)"
+          + (f"; 'run, --code': evalsite run of {code}" if code is not None else ""))
+    bare_at = len(children) - 1
+    for index, (label, _, _) in enumerate(children):
         figures = {key: median([one[index][key] for one in rounds_run]) for key in ("wall", "cpu", "peak_mb")}
         print(f"  {label:<13} wall {figures['wall']:6.2f} s  cpu {figures['cpu']:6.2f} s  peak {figures['peak_mb']:5.0f} MB")
-    for label, index in (("evalsite run", 0), ("httpx floor", 1)):
-        ratios = {key: median([one[index][key] / one[2][key] for one in rounds_run]) for key in ("wall", "cpu")}
+    for index, (label, _, _) in enumerate(children[:-1]):
+        ratios = {key: median([one[index][key] / one[bare_at][key] for one in rounds_run]) for key in ("wall", "cpu")}
         print(f"  {label + ' / bare':<24} wall {ratios['wall']:.2f}×  cpu {ratios['cpu']:.2f}× (per round, median)")
+    if code is not None:
+        ratios = {key: median([one[0][key] / one[1][key] for one in rounds_run]) for key in ("wall", "cpu", "peak_mb")}
+        print(f"  {'evalsite run / --code':<24} wall {ratios['wall']:.2f}×  cpu {ratios['cpu']:.2f}×  "
+              f"peak {ratios['peak_mb']:.2f}× (per round, median)")
 
 
 def median(values: list[float]) -> float:
@@ -172,10 +184,12 @@ def main() -> None:
     parser.add_argument("--instant-cases", type=int, default=20000)
     parser.add_argument("--whole", action="store_true", help="evalsite run paired with a bare aiohttp client")
     parser.add_argument("--rounds", type=int, default=5, help="paired rounds of --whole")
+    parser.add_argument("--code", type=Path, help="--whole: also time evalsite run of this checkout (PYTHONPATH) "
+                                                  "in the same rounds, e.g. main's, for an A/B")
     parser.add_argument("--only", choices=SCENARIOS, help=argparse.SUPPRESS)
     options = parser.parse_args()
     if options.whole:
-        measure_whole(options.calls, options.latency, options.concurrency, options.rounds)
+        measure_whole(options.calls, options.latency, options.concurrency, options.rounds, options.code)
         return
     if options.only == "http":
         print(json.dumps(measure_http(options.calls, options.latency, options.concurrency)))

@@ -370,3 +370,32 @@ def test_the_documented_example_rows_are_valid():
     block = page.split("```json\n", 1)[1].split("```", 1)[0]
     rows = [json.loads(line) for line in block.splitlines()]
     assert len(rows) == 3 and all(row_problems(row) == [] for row in rows)
+
+
+def test_plain_rows_are_hashed_by_orjson_to_the_same_text_as_the_canonical_encoder():
+    """A row of only dicts, lists, strings, integers, booleans and nulls is written by orjson: the
+    very text the canonical encoder writes (so every item hash stays what it was), over every code
+    point, key order across the planes and the whole 64-bit range; anything else is not plain."""
+    import random
+
+    from evalsite.runlog.hashing import canonical_json, canonical_json_of_plain, plain_json
+
+    reference = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    characters = [chr(code) for code in range(0x110000) if not 0xD800 <= code <= 0xDFFF]
+    texts = ["".join(characters[start:start + 997]) for start in range(0, len(characters), 997)]
+    texts += characters[:0x100]
+    rng = random.Random(7)
+    keys = characters[:160] + characters[0xF000:0xF100] + characters[-200:]
+    numbers = [0, -5, 2**63 - 1, -2**63, 2**64 - 1, 2**64, -2**63 - 1, 10**30]
+    rows = [{"input": text, "id": n} for n, text in enumerate(texts)]
+    for _ in range(500):
+        row = {"".join(rng.choices(keys, k=rng.randint(0, 3))): rng.choice(
+            [*numbers, True, False, None, "x", [1, {"b": [None, "é"], "a": {}}], []]) for _ in range(6)}
+        rows.append(row)
+    for row in rows:
+        assert plain_json(row)
+        assert canonical_json_of_plain(row) == canonical_json(row) == reference.encode(row), row
+    class Text(str):
+        pass
+    for value in [{"x": 1.5}, {"x": [0.1]}, {1: "a"}, {"x": Text("a")}, {"x": (1, 2)}, 2.0, {"x": float("nan")}]:
+        assert not plain_json(value)

@@ -152,3 +152,16 @@ def test_diff_names_every_differing_leaf_by_dotted_path():
         FieldDiff("tags", [1], [1, 2]),
     ]
     assert diff_fingerprints(new, new) == []
+
+
+def test_inputs_id_is_the_canonical_hash_of_every_item_id_and_input_hash():
+    """``inputs_id`` hashes ``[item_id, input_sha]`` per item: written directly for strings, it is
+    the canonical JSON's hash exactly (quotes, backslashes, control characters, non-ASCII, U+2028)."""
+    from evalsite.runlog.fingerprint import _id_and_input_sha
+    from evalsite.runlog.hashing import sha256_json
+
+    ids = ["b0", "", 'a "quoted" id', "back\\slash", "tab\tnew\nline\x00\x1f\x7f", "héllo", "日本", "\u2028\u2029",
+           "\U0001f600", "/slash", *(chr(code) for code in range(0, 0x3000, 7))]
+    for item_id in ids:
+        assert _id_and_input_sha(item_id, "ab" * 32) == sha256_json([item_id, "ab" * 32]), repr(item_id)
+    assert _id_and_input_sha(7, "ab") == sha256_json([7, "ab"])  # not a string: the encoder's way

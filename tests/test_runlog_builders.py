@@ -20,6 +20,7 @@ from evalsite.runlog.builders import (
     HeaderRecord,
     PlanRecord,
     SourceOutcome,
+    case_json,
 )
 from evalsite.runlog.decisions import Decision
 from evalsite.runlog.fingerprint import fingerprint_hash
@@ -204,6 +205,16 @@ def run_totals_of(cases: list[Case]) -> RunTotals:
     return summarise_run(cases).totals(planned=len(cases), truncated_items=truncated)
 
 
+def test_the_runners_case_line_is_the_records_line() -> None:
+    """The runner builds its lines with ``case_json``, without a record: the same dict, key for key
+    and in order, as ``CaseRecord(...).to_json()``, executed or not."""
+    for execution in (None, _executed(), _executed(emulated=True, cache="hit", transcript=[{"role": "user"}],
+                                                   turn_outputs=["a"], provenance={"request_ids": ["r1"]})):
+        record = _case("q1", execution)
+        line = case_json(**vars(record))
+        assert line == record.to_json() and list(line) == list(record.to_json())
+
+
 # ----------------------------------------------------------------------------- bad values
 
 
@@ -214,6 +225,9 @@ def run_totals_of(cases: list[Case]) -> RunTotals:
     (lambda: DatasetRecord("d", "d@1", -1), "DatasetRecord.items must be a whole number >= 0, not -1"),
     (lambda: CaseRecord(**{**vars(_case("q1", None)), "repeat": -1}),
      "CaseRecord.repeat must be a whole number >= 0, not -1"),
+    (lambda: case_json(**{**vars(_case("q1", None)), "repeat": -1}),
+     "CaseRecord.repeat must be a whole number >= 0, not -1"),
+    (lambda: case_json(**{**vars(_case("q1", None)), "item_id": 7}), "CaseRecord.item_id must be a string, not 7"),
     (lambda: _executed(attempts=-2), "Execution.attempts must be a whole number >= 0, not -2"),
     (lambda: FooterRecord(RunStatus.RUNNING, None, RunTotals()),
      "FooterRecord.status must be the RunStatus a run stopped with, not <RunStatus.RUNNING: 'running'>"),

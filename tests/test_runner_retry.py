@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import random
+import time
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 
 import pytest
 
 from evalsite.calls.context import Abandoned, CallContext
-from evalsite.calls.retry import RetryPolicy, call_with_retries
+from evalsite.calls.retry import AttemptDeadlines, RetryPolicy, call_with_retries
 from evalsite.calls.targets import TargetRequest, TargetResult, TransientTargetError
 from evalsite.calls.targets.http import retry_after
 from evalsite.errors import ManifestError, TargetError
@@ -70,6 +71,62 @@ def test_a_retry_after_beyond_the_limit_fails_at_once():
 def test_no_retry_starts_once_the_run_is_stopping():
     with pytest.raises(Abandoned):
         call(Scripted(TransientTargetError("HTTP 500")), RetryPolicy(backoff=0.001), stopping=lambda: True)
+
+
+class Sleeping:
+    """A target that answers after ``seconds`` (its request's ``input``), or never once canceled."""
+
+    async def generate(self, request):
+        await asyncio.sleep(request.input)
+        return TargetResult(output=f"after {request.input}")
+
+
+def test_attempts_in_flight_time_out_each_at_its_own_deadline_under_one_timer():
+    """A long timeout started first does not delay a shorter one started after it; an attempt that
+    answers in time is not touched; once nothing is in flight no timer is left armed."""
+
+    async def calls():
+        loop = asyncio.get_running_loop()
+
+        async def one(seconds: float, timeout: float):
+            request = TargetRequest(input=seconds, row={}, params={}, repeat=0, item_id=str(seconds))
+            policy = RetryPolicy(timeout=timeout, max_attempts=1)
+            return await call_with_retries(Sleeping(), request, policy, CallContext(), random.Random(0))
+
+        outcomes = await asyncio.gather(one(0.6, 0.3), one(5.0, 0.1), one(0.05, 5.0), one(0.2, 0.25))
+        return outcomes, AttemptDeadlines.of(loop)._timer
+
+    (patient, short, fast, in_time), timer = asyncio.run(calls())
+    assert patient.result.error == "timed out after 0.3 s (1 attempt)" and 300 <= patient.latency_ms < 550
+    assert short.result.error == "timed out after 0.1 s (1 attempt)" and 100 <= short.latency_ms < 300
+    assert fast.result.output == "after 0.05" and in_time.result.output == "after 0.2"
+    assert timer is None
+
+
+def test_a_cancellation_from_outside_is_not_a_timeout():
+    """Ctrl-C's abandon cancels the worker: its attempt ends with CancelledError, also when its own
+    deadline passes at the same moment, as under asyncio.timeout; later attempts still time out."""
+
+    async def abandoned():
+        request = TargetRequest(input=5.0, row={}, params={}, repeat=0, item_id="i")
+        task = asyncio.ensure_future(call_with_retries(Sleeping(), request, RetryPolicy(timeout=0.1, max_attempts=1),
+                                                       CallContext(), random.Random(0)))
+        await asyncio.sleep(0.02)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        both = asyncio.ensure_future(call_with_retries(Sleeping(), request, RetryPolicy(timeout=0.05, max_attempts=1),
+                                                       CallContext(), random.Random(0)))
+        await asyncio.sleep(0)  # its attempt has started
+        asyncio.get_running_loop().call_later(0.06, both.cancel)
+        time.sleep(0.1)  # the loop is held: the deadline and the cancel from outside land together
+        with pytest.raises(asyncio.CancelledError):
+            await both
+        after = await call_with_retries(Sleeping(), request, RetryPolicy(timeout=0.05, max_attempts=1), CallContext(),
+                                        random.Random(0))
+        return after
+
+    assert asyncio.run(abandoned()).result.error == "timed out after 0.05 s (1 attempt)"
 
 
 def test_retry_after_reads_seconds_and_http_dates():

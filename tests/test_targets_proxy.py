@@ -3,15 +3,17 @@ with a real forwarding proxy and the fake provider, both on 127.0.0.1."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import socket
 
+import httpx
 import pytest
 from fakeserver import FakeServer
 from proxy_support import ForwardingProxy, https_certificates
 from runner_support import only_run, openai_arm, questions, write_experiment
 
-from evalsite.calls.targets.http import shared_ssl_context
+from evalsite.calls.targets.http import JsonClient, aiohttp_transport, shared_ssl_context
 
 PASSWORD = "pr0xy-pa55word-never-logged"
 
@@ -129,3 +131,37 @@ def test_a_malformed_proxy_variable_is_one_line_naming_it(runner_project, server
     manifest = write_experiment(runner_project, questions(1), [openai_arm(server)])
     result = cli("run", manifest)
     assert result.exit_code != 0 and result.output.strip().splitlines()[-1].startswith(f"Error: arm 'gpt': {problem}")
+
+
+def test_only_a_client_with_a_tls_connection_loads_the_ca_bundle(server, https_server, monkeypatch):
+    """An ``http://`` API (a local vLLM or Ollama) never pays for loading the CA bundle; an
+    ``https://`` API or proxy does, and is verified against it."""
+    assert not JsonClient(server.url + "/v1", {}, [], 4).needs_tls
+    assert JsonClient(https_server.url + "/v1", {}, [], 4).needs_tls
+    assert JsonClient("HTTPS://api.example/v1", {}, [], 4).needs_tls
+    assert JsonClient(server.url, {}, [], 4, httpx.Proxy("https://proxy.example:3128")).needs_tls
+
+    async def answer(client: JsonClient):
+        try:
+            return await client.post("/v1/chat/completions", {"model": "m", "messages": []})
+        finally:
+            await client.aclose()
+
+    loaded = shared_ssl_context.cache_info().misses
+    data, _ = asyncio.run(answer(JsonClient(server.url, {}, [], 4)))
+    assert data["choices"] and shared_ssl_context.cache_info().misses == loaded
+    data, _ = asyncio.run(answer(JsonClient(https_server.url, {}, [], 4)))  # SSL_CERT_FILE trusts the test CA
+    assert data["choices"] and shared_ssl_context.cache_info().misses == loaded + 1
+
+
+def test_the_context_without_tls_never_connects_unverified(https_server):
+    """Should a TLS connection ever go through the context of a client without one, it fails
+    verification: that context trusts no certificate, even one the environment trusts."""
+
+    async def send() -> httpx.Response:
+        async with httpx.AsyncClient(transport=aiohttp_transport(1, tls=False)) as client:
+            return await client.post(https_server.url + "/v1/chat/completions", json={"model": "m", "messages": []})
+
+    with pytest.raises(httpx.ConnectError, match="(?i)certificate"):
+        asyncio.run(send())
+    assert https_server.calls == []

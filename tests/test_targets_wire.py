@@ -7,7 +7,7 @@ import asyncio
 
 import httpx
 
-from evalsite.calls.targets.http import JsonClient
+from evalsite.calls.targets.http import _REQUEST_JSON, JsonClient, RequestHeaders
 
 
 def post_all(client: JsonClient, bodies: list[dict], headers: dict | None = None) -> list:
@@ -44,3 +44,20 @@ def test_a_cookie_the_server_sets_is_sent_back_on_later_calls(server):
     cookies = [call.headers.get("cookie") for call in server.calls]
     assert cookies == [None, "lb=node-7", "lb=node-7"]
 
+
+
+def test_a_request_is_the_one_httpx_builds_from_json():
+    """Built from its bytes with headers kept per path, a request is still exactly what
+    ``httpx.Request("POST", url, json=body, headers=...)`` makes: headers in order, body, URL."""
+    url = httpx.URL("http://127.0.0.1:8080/v1/chat/completions")
+    body = {"model": "m", "messages": [{"role": "user", "content": "héllo \u2028 \x7f \"q\""}], "temperature": 0.2,
+            "seed": 10**20}
+    for extra in ({}, {"X-Thread": "t1"}, {"Content-Type": "application/json; charset=utf-8"}, {"Host": "other"},
+                  {"Content-Length": "5"}, {"Transfer-Encoding": "chunked"}):
+        headers = httpx.AsyncClient(headers={"Authorization": "Bearer k", **extra}).headers
+        expected = httpx.Request("POST", url, json=body, headers=headers)
+        content = _REQUEST_JSON.encode(body).encode()
+        built = httpx.Request("POST", url, headers=RequestHeaders.of(url, headers).with_length(len(content)),
+                              stream=httpx.ByteStream(content))
+        assert built.headers.raw == expected.headers.raw and built.read() == expected.content
+        assert (built.method, built.url) == (expected.method, expected.url)

@@ -19,11 +19,11 @@ from evalsite.experiment.datasets import Item
 from evalsite.experiment.manifest_shapes import PriceSpec
 from evalsite.experiment.plan import Config, Plan
 from evalsite.experiment.prompts import render_input
-from evalsite.runlog.builders import CaseRecord, Execution
+from evalsite.runlog.builders import Execution, case_json
 from evalsite.runlog.rows import is_critical
 from evalsite.runlog.secrets import SecretPattern, scrub_all, secret_pattern
 from evalsite.runlog.store import iso, utc_now
-from evalsite.scoring.case import score_case, scoring_cost
+from evalsite.scoring.case import score_case, scoring_cost, unscored
 from evalsite.scoring.evaluators import CaseView, Evaluator
 
 
@@ -120,26 +120,29 @@ class CaseExecutor:
                 generation.transcript = prepared.turns
                 generation.turn_outputs = assistant_replies(prepared.turns)
         result, expected = generation.result, item.row.get("expected")
-        view = CaseView(
-            input=case_input, output=result.output, expected=expected, row=item.row,
-            latency_ms=generation.latency_ms, cost_usd=generation.cost_usd,
-            turn_outputs=generation.turn_outputs, transcript=generation.transcript, calls=self.calls,
-        )
-        scored = await score_case(self.evaluators, view, result.error)
+        if self.evaluators:
+            view = CaseView(
+                input=case_input, output=result.output, expected=expected, row=item.row,
+                latency_ms=generation.latency_ms, cost_usd=generation.cost_usd,
+                turn_outputs=generation.turn_outputs, transcript=generation.transcript, calls=self.calls,
+            )
+            scored = await score_case(self.evaluators, view, result.error)
+        else:  # what score_case gives, without the view no evaluator reads
+            scored = unscored(result.error)
         execution = Execution(
             critical=is_critical(item.row), scoring_cost_usd=scoring_cost(scored.scores), attempts=generation.attempts,
             emulated=job.emulated, checkpoint=None if prepared.checkpoint is None else prepared.checkpoint["id"],
             cache=generation.cache, transcript=generation.transcript, turn_outputs=generation.turn_outputs,
             turn_figures=generation.turn_figures, provenance=generation.provenance or {},
         )
-        case = CaseRecord(
+        case = case_json(
             item_id=item.item_id, item_sha=item.sha, repeat=repeat, input=case_input, expected=expected,
             output=result.output, error=result.error, latency_ms=round(generation.latency_ms, 3),
             input_tokens=result.input_tokens, output_tokens=result.output_tokens, cost_usd=generation.cost_usd,
-            finish_reason=result.finish_reason, scores=tuple(scored.scores), score=scored.score, passed=scored.passed,
+            finish_reason=result.finish_reason, scores=scored.scores, score=scored.score, passed=scored.passed,
             started_at=iso(started_at), execution=execution,
         )
-        line: dict[str, Any] = scrub_all(case.to_json(), job.secrets)  # an echoed key (or 8+ characters of it) is never written
+        line: dict[str, Any] = scrub_all(case, job.secrets)  # an echoed key (or 8+ characters of it) is never written
         return line
 
     async def _call(self, job: Job, item: Item, repeat: int, rendered: object, thread_id: str | None = None) -> CallOutcome:

@@ -216,36 +216,48 @@ class CaseRecord:
     execution: Execution | None = None
 
     def __post_init__(self) -> None:
-        if not isinstance(self.item_id, str):
-            raise ValueError(f"CaseRecord.item_id must be a string, not {self.item_id!r}")
-        refuse_negative(self, "repeat")
+        _check_case(self.item_id, self.repeat)
 
     def to_json(self) -> dict[str, Any]:
-        run = self.execution
-        if run is None:  # an imported case: one literal (hundreds of thousands of cases an import)
-            return {
-                "item_id": self.item_id, "item_sha": self.item_sha, "repeat": self.repeat, "input": self.input,
-                "expected": self.expected, "output": self.output, "error": self.error, "latency_ms": self.latency_ms,
-                "input_tokens": self.input_tokens, "output_tokens": self.output_tokens, "cost_usd": self.cost_usd,
-                "finish_reason": self.finish_reason, "scores": [s.to_json() for s in self.scores],
-                "score": self.score, "passed": self.passed, "started_at": self.started_at,
-            }
-        line: dict[str, Any] = {"item_id": self.item_id, "item_sha": self.item_sha}
-        if run is not None:
-            line["critical"] = run.critical
-        line.update(
-            repeat=self.repeat, input=self.input, expected=self.expected, output=self.output, error=self.error,
-            latency_ms=self.latency_ms, input_tokens=self.input_tokens, output_tokens=self.output_tokens,
-            cost_usd=self.cost_usd,
+        return case_json(
+            self.item_id, self.item_sha, self.repeat, self.input, self.expected, self.output, self.error,
+            self.latency_ms, self.input_tokens, self.output_tokens, self.cost_usd, self.finish_reason, self.scores,
+            self.score, self.passed, self.started_at, self.execution,
         )
-        if run is not None:
-            line["scoring_cost_usd"] = run.scoring_cost_usd
-        line.update(finish_reason=self.finish_reason, scores=[s.to_json() for s in self.scores], score=self.score,
-                    passed=self.passed, started_at=self.started_at)
-        if run is not None:
-            line["attempts"] = run.attempts
-            line.update(run.extra())
-        return line
+
+
+def case_json(
+    item_id: str, item_sha: str | None, repeat: int, input: Any, expected: Any, output: Any, error: str | None,
+    latency_ms: float | None, input_tokens: int | None, output_tokens: int | None, cost_usd: float | None,
+    finish_reason: str | None, scores: Sequence[Score], score: float | None, passed: bool | None,
+    started_at: str | None, execution: Execution | None = None,
+) -> dict[str, Any]:
+    """``CaseRecord(...).to_json()`` of these fields, checked as :class:`CaseRecord` checks them, without
+    the record (the runner builds one line per case: a frozen record of 17 fields cost more than the line)."""
+    _check_case(item_id, repeat)
+    run = execution
+    line: dict[str, Any] = {"item_id": item_id, "item_sha": item_sha}
+    if run is not None:
+        line["critical"] = run.critical
+    line.update(
+        repeat=repeat, input=input, expected=expected, output=output, error=error, latency_ms=latency_ms,
+        input_tokens=input_tokens, output_tokens=output_tokens, cost_usd=cost_usd,
+    )
+    if run is not None:
+        line["scoring_cost_usd"] = run.scoring_cost_usd
+    line.update(finish_reason=finish_reason, scores=[s.to_json() for s in scores], score=score, passed=passed,
+                started_at=started_at)
+    if run is not None:
+        line["attempts"] = run.attempts
+        line.update(run.extra())
+    return line
+
+
+def _check_case(item_id: object, repeat: object) -> None:
+    if not isinstance(item_id, str):
+        raise ValueError(f"CaseRecord.item_id must be a string, not {item_id!r}")
+    if repeat is not None and (isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 0):
+        raise ValueError(f"CaseRecord.repeat must be a whole number >= 0, not {repeat!r}")
 
 
 # ----------------------------------------------------------------------------- end.json

@@ -17,6 +17,7 @@ import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 from importlib import metadata
+from json.encoder import encode_basestring
 from pathlib import Path
 from typing import Any
 
@@ -87,7 +88,7 @@ def _package_version(name: str) -> str | None:
 def dataset_identity(path: str | None, dataset: Any) -> dict[str, Any]:
     """The dataset block: ``inputs_id`` is like ``dataset_id`` but ignores every item's expected side,
     so a ground-truth edit keeps it while any change to the questions changes it."""
-    inputs = "".join(sha256_json([item.item_id, item.input_sha]) for item in dataset.items)
+    inputs = "".join(_id_and_input_sha(item.item_id, item.input_sha) for item in dataset.items)
     return {
         "path": path,
         "name": dataset.name,
@@ -145,6 +146,14 @@ def build_fingerprint(*, project: Any, dataset: Any, config: Any, prompt: Any, e
         "environment": environment(),
         "seed": seed if seed is not None else config.params.get("seed"),
     }
+
+
+def _id_and_input_sha(item_id: Any, input_sha: Any) -> str:
+    """``sha256_json([item_id, input_sha])``; for two strings (every item) the canonical JSON is
+    written directly, as the encoder writes them, without building an encoder per item."""
+    if type(item_id) is str and type(input_sha) is str:
+        return sha256_text(f"[{encode_basestring(item_id)},{encode_basestring(input_sha)}]")
+    return sha256_json([item_id, input_sha])
 
 
 def fingerprint_hash(fingerprint: dict[str, Any]) -> str:

@@ -26,14 +26,19 @@ class CaseScore:
 
 
 async def score_case(evaluators: list[Evaluator], case: CaseView, generation_error: str | None) -> CaseScore:
-    """Score one case. No evaluators → unscored; a failed generation scores 0 everywhere."""
+    """Score one case. No evaluators → :func:`unscored`; a failed generation scores 0 everywhere."""
     if not evaluators:
-        return CaseScore([], None, None if generation_error is None else False)
+        return unscored(generation_error)
     if generation_error is not None:
         per_evaluator = [[e.failed_generation(generation_error)] for e in evaluators]
     else:
         per_evaluator = await _score_each(evaluators, case)
     return combine_scores(evaluators, per_evaluator)
+
+
+def unscored(generation_error: str | None) -> CaseScore:
+    """A case of a run without evaluators: no scores, no score; failed when its generation failed."""
+    return CaseScore([], None, None if generation_error is None else False)
 
 
 async def _score_each(evaluators: list[Evaluator], case: CaseView) -> list[list[Score]]:

@@ -13,6 +13,7 @@ gzip bomb, ends that call with the case's error and the run goes on.
 
 from __future__ import annotations
 
+import json
 import os
 import ssl
 from datetime import UTC, datetime
@@ -120,12 +121,14 @@ class JsonClient:
     """One pooled ``httpx.AsyncClient`` per target (per run), created inside the run's event loop.
 
     The runner bounds each call with its own timeout, so the client has none. A request is an
-    ``httpx.Request`` handed straight to the client's transport (httpx-aiohttp), built from
-    the client's merged headers and a parsed URL kept per path: the client's per-request
-    machinery (merging URL, headers and cookies, auth and redirect generators, event hooks)
-    cost about as much CPU as aiohttp's whole request, and the targets use none of it beyond
-    cookies, which are still sent and kept. The proxy the environment names (``HTTPS_PROXY``…,
-    :mod:`~evalsite.calls.targets.proxies`) is given to the transport.
+    ``httpx.Request`` handed straight to the client's transport (httpx-aiohttp), built from its
+    JSON bytes (encoded as httpx encodes ``json=``), a parsed URL and the headers ``json=`` would
+    give it (:class:`RequestHeaders`), both kept per path: the client's per-request machinery
+    (merging URL, headers and cookies, auth and redirect generators, event hooks) cost about as
+    much CPU as aiohttp's whole request, and the targets use none of it beyond cookies, which are
+    still sent and kept. A reply is read from the response's stream into a :class:`Reply`. The
+    proxy the environment names (``HTTPS_PROXY``…, :mod:`~evalsite.calls.targets.proxies`) is
+    given to the transport; a client with no TLS connection never loads the CA bundle.
     """
 
     def __init__(self, base_url: str, headers: dict[str, str], secrets: list[str], connections: int,
@@ -140,6 +143,13 @@ class JsonClient:
         self._client: httpx.AsyncClient | None = None
         self._transport: httpx.AsyncBaseTransport | None = None
         self._urls: dict[str, httpx.URL] = {}
+        self._templates: dict[str, RequestHeaders] = {}  # per path, for requests without headers of their own
+
+    @property
+    def needs_tls(self) -> bool:
+        """Whether any connection of this client is TLS: an ``https://`` base URL or proxy."""
+        schemes = [self.base_url, str(self.proxy.url) if self.proxy is not None else ""]
+        return any(scheme.lower().startswith("https:") for scheme in schemes)
 
     def redact(self, text: str) -> str:
         """Any part of a secret of 8+ characters, in any case (:func:`evalsite.runlog.secrets.scrub`),
@@ -180,47 +190,53 @@ class JsonClient:
             return f"HTTP {status}: expected a JSON object, got {type(data).__name__}"
         return data, response.headers
 
-    async def _send(self, path: str, body: JSONObject, headers: dict[str, str] | None) -> httpx.Response:
-        """The response, read to its end within :attr:`max_reply_bytes` (see :meth:`_read_body`)."""
+    async def _send(self, path: str, body: JSONObject, headers: dict[str, str] | None) -> Reply:
+        """The reply, read to its end within :attr:`max_reply_bytes` (see :meth:`_read_body`)."""
         client, transport = self._client, self._transport
         if client is None or transport is None:
-            transport = self._transport = aiohttp_transport(self.connections, self.proxy)
+            transport = self._transport = aiohttp_transport(self.connections, self.proxy, tls=self.needs_tls)
             client = self._client = httpx.AsyncClient(headers=self.headers, timeout=None, transport=transport)
         url = self._urls.get(path)
         if url is None:
             url = self._urls[path] = endpoint(self.base_url, path)
-        merged = client.headers
         if headers:
-            merged = merged.copy()
+            merged = client.headers.copy()
             merged.update(headers)
-        request = httpx.Request("POST", url, json=body, headers=merged)
+            template = RequestHeaders.of(url, merged)
+        else:
+            kept = self._templates.get(path)
+            template = kept if kept is not None else self._templates.setdefault(path, RequestHeaders.of(url, client.headers))
+        content = _REQUEST_JSON.encode(body).encode("utf-8")
+        request = httpx.Request("POST", url, headers=template.with_length(len(content)),
+                                stream=httpx.ByteStream(content))
+        request.read()
         if client.cookies:
             client.cookies.set_cookie_header(request)
         response = await transport.handle_async_request(request)
         try:
             if "set-cookie" in response.headers:
                 client.cookies.extract_cookies(response)
-            return await self._read_body(response)
+            return Reply(response, await self._read_body(response))
         finally:
             await response.aclose()
 
-    async def _read_body(self, response: httpx.Response) -> httpx.Response:
-        """The response with its body decoded, read a piece at a time: past ``max_reply_bytes``
-        received or decoded, :class:`TooLarge` is raised and the rest is never read."""
+    async def _read_body(self, response: httpx.Response) -> bytes:
+        """The response's body decoded, read a piece at a time from its stream: past
+        ``max_reply_bytes`` received or decoded, :class:`TooLarge` is raised and the rest is never read."""
         budget = Budget(self.max_reply_bytes)
         encodings = [e.strip().lower() for e in response.headers.get("content-encoding", "").split(",")]
         sink = decoding(encodings, budget)
         received = 0
-        async for piece in response.aiter_raw():
+        stream = response.stream
+        assert isinstance(stream, httpx.AsyncByteStream)
+        async for piece in stream:
             received += len(piece)
             if received > self.max_reply_bytes:
                 raise TooLarge(self.max_reply_bytes)
             sink.write(piece)
-        headers = [(k, v) for k, v in response.headers.multi_items() if k.lower() != "content-encoding"]
-        return httpx.Response(response.status_code, headers=headers, content=bytes(budget.data),
-                              request=response.request, extensions=response.extensions)
+        return bytes(budget.data)
 
-    def _status_error(self, response: httpx.Response) -> str:
+    def _status_error(self, response: Reply) -> str:
         body = " ".join(response.text.split())[:ERROR_BODY_CHARS]
         return self.redact(f"HTTP {response.status_code} {response.reason_phrase}: {body}".rstrip(": "))
 
@@ -228,6 +244,71 @@ class JsonClient:
         if self._client is not None:
             await self._client.aclose()  # closes the transport too
             self._client = self._transport = None
+
+
+#: how httpx encodes ``json=``: compact UTF-8, no NaN or infinity (one encoder, built once)
+_REQUEST_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+class RequestHeaders:
+    """A JSON POST's headers as ``httpx.Request(json=...)`` sets them (``Host`` first, the client's
+    and the request's, then ``Content-Length`` and ``Content-Type`` unless given), kept per path
+    with the length left to fill: the request is then built from its bytes without httpx encoding
+    the body and merging default headers again on every call."""
+
+    def __init__(self, items: list[tuple[bytes, bytes]], length_at: int | None) -> None:
+        self.items = items
+        self.length_at = length_at
+
+    @classmethod
+    def of(cls, url: httpx.URL, headers: httpx.Headers) -> RequestHeaders:
+        raw = headers.raw
+        names = {key.lower() for key, _ in raw}
+        items = [] if b"host" in names or not url.host else [(b"Host", url.netloc)]
+        items += raw
+        length_at = None
+        if b"content-length" not in names:
+            length_at = len(items)
+            items.append((b"Content-Length", b""))
+        if b"content-type" not in names:
+            items.append((b"Content-Type", b"application/json"))
+        return cls(items, length_at)
+
+    def with_length(self, length: int) -> list[tuple[bytes, bytes]]:
+        items = list(self.items)
+        if self.length_at is not None:
+            items[self.length_at] = (b"Content-Length", str(length).encode("ascii"))
+        return items
+
+
+class Reply:
+    """A response read to its end: its status, headers and (decoded) body."""
+
+    __slots__ = ("response", "content")
+
+    def __init__(self, response: httpx.Response, content: bytes) -> None:
+        self.response = response
+        self.content = content
+
+    @property
+    def status_code(self) -> int:
+        return self.response.status_code
+
+    @property
+    def reason_phrase(self) -> str:
+        return self.response.reason_phrase
+
+    @property
+    def headers(self) -> httpx.Headers:
+        return self.response.headers
+
+    def json(self) -> Any:
+        return json.loads(self.content)
+
+    @property
+    def text(self) -> str:
+        """The body as text, as ``httpx.Response.text`` decodes it (its charset, else UTF-8)."""
+        return self.content.decode(self.response.encoding or "utf-8", errors="replace")
 
 
 class ModelOverHttp:
@@ -252,14 +333,26 @@ def shared_ssl_context() -> ssl.SSLContext:
     return httpx.create_ssl_context()
 
 
-def aiohttp_transport(max_connections: int, proxy: httpx.Proxy | None = None) -> httpx.AsyncBaseTransport:
-    """httpx as the API, aiohttp's connection pool and parser on the wire (httpx-aiohttp).
+@lru_cache(maxsize=1)
+def no_tls_context() -> ssl.SSLContext:
+    """The context of a client that makes no TLS connection (``http://`` base URL and proxy): it
+    verifies as any client context does but trusts no certificate, so it costs nothing to make
+    (loading the CA bundle is ~0.1 s of CPU) and a TLS connection through it could never go
+    unverified: it fails."""
+    return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+
+
+def aiohttp_transport(max_connections: int, proxy: httpx.Proxy | None = None, *,
+                      tls: bool = True) -> httpx.AsyncBaseTransport:
+    """httpx as the API, aiohttp's connection pool and parser on the wire (httpx-aiohttp);
+    ``tls``: whether any connection is TLS (else the CA bundle is never loaded: :func:`no_tls_context`).
 
     On 6,000 calls × 20 ms at concurrency 32 it beat httpcore split over pools of four (the
     previous transport, kept in bench/transports.py) on wall time and on CPU; see that script.
     """
     limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections)
-    return _AiohttpTransport(verify=shared_ssl_context(), limits=limits, proxy=proxy)
+    context = shared_ssl_context() if tls else no_tls_context()
+    return _AiohttpTransport(verify=context, limits=limits, proxy=proxy)
 
 
 class _AiohttpTransport(AiohttpTransport):
