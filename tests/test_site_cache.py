@@ -7,6 +7,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 from example_support import run_example
 from sitekit import tree_bytes
@@ -120,3 +121,20 @@ def test_kept_pairs_are_recalled_only_by_the_code_that_kept_them_and_a_bad_row_i
     PAIRS.clear()
     broken = [[*row[:-1], {**row[-1], "unknown": 1}] for row in payload["pairs"]]
     assert not recall_kept_intervals({**payload, "pairs": broken}, "code")
+
+
+def test_a_verdict_from_kept_pair_tests_is_the_verdict_computed_afresh(pair_tests):
+    """A new arm changes every pair's Holm levels and MDE level: the kept tests are brought up to
+    date (only the new arm's pairs are tested) and the verdict is the one computed without them."""
+    rng = np.random.default_rng(7)
+    values = (rng.random((300, 4)) < [0.5, 0.62, 0.7, 0.55]).astype(float)
+    labels = ["a", "b", "c", "d"]
+    INTERVALS.clear()
+    PAIRS.clear()
+    verdict.verdict_of(values[:, :3], labels[:3])
+    pair_tests.clear()
+    kept = verdict.verdict_of(values, labels)
+    assert pair_tests.count("difference") == 3  # the pairs with d
+    INTERVALS.clear()
+    PAIRS.clear()
+    assert repr(kept) == repr(verdict.verdict_of(values, labels))

@@ -89,10 +89,15 @@ class PairMemo:
 
     def difference(self, a: np.ndarray, b: np.ndarray, options: tuple[Any, ...],
                    compute: Callable[[], PairedDifference]) -> PairedDifference:
-        """The pair's difference under ``options`` (every argument besides the columns), else ``compute()``, kept."""
+        """The pair's difference under ``options`` (the arguments besides the columns, but the MDE's level,
+        which the caller brings up to date: :meth:`keep_difference`), else ``compute()``, kept."""
         found = self._recall(("difference", *_pair_key(a, b), *options), compute)
         assert not isinstance(found, Interval)
         return found
+
+    def keep_difference(self, a: np.ndarray, b: np.ndarray, options: tuple[Any, ...], value: PairedDifference) -> None:
+        """Keep ``value`` as the pair's difference under ``options`` (e.g. one brought to another MDE level)."""
+        self._put(("difference", *_pair_key(a, b), *options), value)
 
     def inverted(self, a: np.ndarray, b: np.ndarray, options: tuple[Any, ...],
                  compute: Callable[[], Interval]) -> Interval:

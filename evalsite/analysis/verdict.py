@@ -47,7 +47,14 @@ from evalsite.stats import (
 )
 from evalsite.stats.confseq import METHOD
 from evalsite.stats.inversion import holm_levels
-from evalsite.stats.pairs import PairedDifference, inverted_pair_interval, letter_groups, paired_difference
+from evalsite.stats.pairs import (
+    PairedDifference,
+    inverted_pair_interval,
+    letter_groups,
+    paired_difference,
+    unit_differences,
+)
+from evalsite.stats.power import min_detectable_effect
 
 ALPHA = 0.05
 SEED = 0
@@ -288,7 +295,15 @@ def _pairs(
             return paired_difference(values[:, a], values[:, b], groups=labels_of_items, seed=seed, mde_alpha=mde_alpha,
                                      memo=INTERVALS)
 
-        return compute() if groups is not None else PAIRS.difference(values[:, a], values[:, b], (seed, mde_alpha), compute)
+        if groups is not None:
+            return compute()
+        found = PAIRS.difference(values[:, a], values[:, b], (seed,), compute)
+        if found.mde_alpha != mde_alpha:  # kept from a table of another number of pairs: only the MDE's level differs
+            units = unit_differences(values[:, a], values[:, b])
+            mde = min_detectable_effect(units, alpha=mde_alpha).effect if units.size >= 2 else math.inf
+            found = replace(found, mde=float(mde), mde_alpha=mde_alpha)
+            PAIRS.keep_difference(values[:, a], values[:, b], (seed,), found)
+        return found
 
     def interval_of(a: int, b: int, level: float, rejected: bool) -> Interval:
         def compute() -> Interval:
