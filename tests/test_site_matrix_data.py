@@ -144,3 +144,16 @@ def test_the_item_index_joins_columns_of_the_same_items_as_the_union_of_items_wo
     assert shared is not None and shared == itemindex._rows(parts, redact=redact)
     assert itemindex._rows_of_shared_items([*parts, matrix_part(run_column(make_run("x", "x", {"i1": [("4", 1.0, 1, 0.1, 2)]})))],
                                            redact=redact) is None
+
+
+def test_the_parts_of_runs_of_the_same_items_share_one_copy_of_their_texts():
+    shared = matrixdata.SharedTexts()
+    cells = {f"i{n}": [("4", 1.0, 10, 0.1, 2)] for n in range(5)}
+    first, second = (matrix_part(run_column(make_run(f"r{n}", f"a{n}", cells)), {"i1": "input 1"}) for n in range(2))
+    other = matrix_part(run_column(make_run("r2", "a2", cells)), {"i1": "another input"})
+    kept = [shared.of(part) for part in (first, second, other)]
+    assert kept == [first, second, other]  # the same values
+    assert kept[1].items is kept[0].items and kept[1].column.item_ids is kept[0].column.item_ids
+    assert kept[1].snippets is kept[0].snippets and kept[2].snippets is not kept[0].snippets
+    fewer = matrix_part(run_column(make_run("r3", "a3", dict(list(cells.items())[:3]))))
+    assert shared.of(fewer) == fewer
