@@ -7,11 +7,13 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 from example_support import run_example
 from sitekit import tree_bytes
 
-from evalsite.analysis.interval_memo import INTERVALS
+from evalsite.analysis import verdict
+from evalsite.analysis.interval_memo import INTERVALS, PAIRS, kept_intervals, recall_kept_intervals
 from evalsite.execute.runner import execute_plan
 from evalsite.experiment.manifest import load_manifest
 from evalsite.experiment.plan import build_plan
@@ -82,3 +84,57 @@ def test_the_bootstrap_intervals_of_a_build_are_kept_for_the_next_process(cache_
     build_site(cache_project, full=True)
     assert len(bootstraps) < computed  # the mean intervals came from the cache
     assert tree_bytes(cache_project.root / "site") == first
+
+
+@pytest.fixture()
+def pair_tests(monkeypatch) -> list[str]:
+    """One entry per paired test or inverted interval the verdict actually computed."""
+    done: list[str] = []
+    difference, inverted = verdict.paired_difference, verdict.inverted_pair_interval
+    monkeypatch.setattr(verdict, "paired_difference", lambda *a, **k: done.append("difference") or difference(*a, **k))
+    monkeypatch.setattr(verdict, "inverted_pair_interval", lambda *a, **k: done.append("inverted") or inverted(*a, **k))
+    return done
+
+
+def test_the_paired_tests_of_a_build_are_kept_for_the_next_process(cache_project, pair_tests):
+    INTERVALS.clear()  # as in a new process
+    PAIRS.clear()
+    build_site(cache_project, full=True)
+    assert "difference" in pair_tests and "inverted" in pair_tests
+    first = tree_bytes(cache_project.root / "site")
+    INTERVALS.clear()
+    PAIRS.clear()
+    pair_tests.clear()
+    build_site(cache_project, full=True)
+    assert pair_tests == []  # every pair's test and interval came from the cache
+    assert tree_bytes(cache_project.root / "site") == first
+
+
+def test_kept_pairs_are_recalled_only_by_the_code_that_kept_them_and_a_bad_row_is_ignored(cache_project):
+    PAIRS.clear()
+    build_site(cache_project, full=True)
+    payload = kept_intervals("code")
+    assert payload["pairs"]
+    PAIRS.clear()
+    assert not recall_kept_intervals(payload, "other code") and PAIRS.rows() == []
+    assert recall_kept_intervals(payload, "code") and PAIRS.rows() == payload["pairs"]
+    PAIRS.clear()
+    broken = [[*row[:-1], {**row[-1], "unknown": 1}] for row in payload["pairs"]]
+    assert not recall_kept_intervals({**payload, "pairs": broken}, "code")
+
+
+def test_a_verdict_from_kept_pair_tests_is_the_verdict_computed_afresh(pair_tests):
+    """A new arm changes every pair's Holm levels and MDE level: the kept tests are brought up to
+    date (only the new arm's pairs are tested) and the verdict is the one computed without them."""
+    rng = np.random.default_rng(7)
+    values = (rng.random((300, 4)) < [0.5, 0.62, 0.7, 0.55]).astype(float)
+    labels = ["a", "b", "c", "d"]
+    INTERVALS.clear()
+    PAIRS.clear()
+    verdict.verdict_of(values[:, :3], labels[:3])
+    pair_tests.clear()
+    kept = verdict.verdict_of(values, labels)
+    assert pair_tests.count("difference") == 3  # the pairs with d
+    INTERVALS.clear()
+    PAIRS.clear()
+    assert repr(kept) == repr(verdict.verdict_of(values, labels))

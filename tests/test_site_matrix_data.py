@@ -18,7 +18,7 @@ from sitekit import case, tree_bytes, write_run
 
 from evalsite.analysis.matrix import comparison_matrix, decide_rows, run_column
 from evalsite.project import find_project
-from evalsite.site import build, build_site, matrixdata, paths
+from evalsite.site import build, build_site, itemindex, matrixdata, paths
 from evalsite.site.casedata import data_script
 from evalsite.site.figures import MATRIX_SUFFIX, RunFigures, SiteCache
 from evalsite.site.matrixdata import matrix_part, matrix_scripts
@@ -128,3 +128,32 @@ def test_a_run_that_has_recorded_no_case_yet_is_an_empty_column(tmp_path):
     write_run(root / "runs", "20260101T000002Z-b-0001", [], arm="b", status=None)  # started, nothing written yet
     report = build_site(find_project(root))  # used to stop the whole build: "no item is scored in every run"
     assert (root / "site" / paths.run("20260101T000002Z-b-0001")).is_file() and report.pages > 0
+
+
+@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("redact", [False, True])
+def test_the_item_index_joins_columns_of_the_same_items_as_the_union_of_items_would(seed, redact):
+    """Columns holding the same items are joined in their own (natural) order from the kept texts:
+    the rows the general path writes, which sorts the union of every column's items."""
+    items = [f"i{n}" for n in (10, 2, 1, 30, 3)]
+    runs = [make_run(f"r{n}", f"arm{n}", {item: [("4", 1.0 if (seed + n + k) % 3 else 0.0, 10, 0.1, 2)] for k, item in enumerate(items)})
+            for n in range(1 + seed % 4)]
+    parts = [matrix_part(run_column(run), {} if n == 0 else {item: f"input {item} of {n}" for item in items[seed % 3:]})
+             for n, run in enumerate(runs)]
+    shared = itemindex._rows_of_shared_items(parts, redact=redact)
+    assert shared is not None and shared == itemindex._rows(parts, redact=redact)
+    assert itemindex._rows_of_shared_items([*parts, matrix_part(run_column(make_run("x", "x", {"i1": [("4", 1.0, 1, 0.1, 2)]})))],
+                                           redact=redact) is None
+
+
+def test_the_parts_of_runs_of_the_same_items_share_one_copy_of_their_texts():
+    shared = matrixdata.SharedTexts()
+    cells = {f"i{n}": [("4", 1.0, 10, 0.1, 2)] for n in range(5)}
+    first, second = (matrix_part(run_column(make_run(f"r{n}", f"a{n}", cells)), {"i1": "input 1"}) for n in range(2))
+    other = matrix_part(run_column(make_run("r2", "a2", cells)), {"i1": "another input"})
+    kept = [shared.of(part) for part in (first, second, other)]
+    assert kept == [first, second, other]  # the same values
+    assert kept[1].items is kept[0].items and kept[1].column.item_ids is kept[0].column.item_ids
+    assert kept[1].snippets is kept[0].snippets and kept[2].snippets is not kept[0].snippets
+    fewer = matrix_part(run_column(make_run("r3", "a3", dict(list(cells.items())[:3]))))
+    assert shared.of(fewer) == fewer

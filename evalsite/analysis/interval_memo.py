@@ -1,24 +1,33 @@
-"""The process's memo of bootstrap intervals, and that memo as data a caller may keep between processes.
+"""The process's memo of bootstrap intervals and paired tests, and that memo as data a caller may keep between processes.
 
 ``stats.bootstrap_ci`` keeps no state: the analyses hand it :data:`INTERVALS`, which remembers the
 mean intervals computed (a pure function of the values and options; an arm's mean and pass rate
-often coincide on pass/fail data). A long-lived caller such as the site build keeps them in its
-cache folder and gives them back to the next process, so a leaderboard a new run joins bootstraps
-only the arms and pairs whose items changed. The payload names the code that computed it: rows
-kept by other code are never recalled. The caller owns the file; this module owns what goes in it.
+often coincide on pass/fail data). :data:`PAIRS` remembers the verdict's paired tests the same way:
+a pair's :class:`~evalsite.stats.pairs.PairedDifference` and its inverted intervals, by a digest of
+the pair's two columns and the options (they are pure functions of those too). A long-lived caller
+such as the site build keeps both in its cache folder and gives them back to the next process, so a
+leaderboard a new run joins bootstraps and tests only the arms and pairs whose items changed. The
+payload names the code that computed it: rows kept by other code are never recalled. The caller
+owns the file; this module owns what goes in it.
 """
 
 from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, fields
+from typing import TYPE_CHECKING, Any
 
 from evalsite.stats.proportions import Interval
 
+if TYPE_CHECKING:  # numpy and the tests load when a pair is first tested or recalled, not with this module
+    import numpy as np
+
+    from evalsite.stats.pairs import PairedDifference
+
 #: Bumped when the payload's shape changes.
-PAYLOAD_VERSION = 1
+PAYLOAD_VERSION = 2
 #: A leaderboard of n arms asks for n + n(n-1)/2 intervals; an entry is a few floats.
 MEMO_SIZE = 4096
 
@@ -66,22 +75,122 @@ class IntervalLru:
                      Interval(float(low), float(high), float(confidence), str(method)))
 
 
+class PairMemo:
+    """The verdict's paired tests by a digest of the pair's two columns (items, in order) and the
+    options: a pair's :func:`~evalsite.stats.pairs.paired_difference` and its
+    :func:`~evalsite.stats.pairs.inverted_pair_interval` at a level. Only pairs without clusters
+    are kept (a digest of arbitrary cluster labels is not worth its risk). The :data:`MEMO_SIZE`
+    most recently used entries of each kind are kept; safe from several threads."""
+
+    def __init__(self, size: int = MEMO_SIZE) -> None:
+        self.size = size
+        self._entries: OrderedDict[tuple[Any, ...], PairedDifference | Interval] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def difference(self, a: np.ndarray, b: np.ndarray, options: tuple[Any, ...],
+                   compute: Callable[[], PairedDifference]) -> PairedDifference:
+        """The pair's difference under ``options`` (the arguments besides the columns, but the MDE's level,
+        which the caller brings up to date: :meth:`keep_difference`), else ``compute()``, kept."""
+        found = self._recall(("difference", *_pair_key(a, b), *options), compute)
+        assert not isinstance(found, Interval)
+        return found
+
+    def keep_difference(self, a: np.ndarray, b: np.ndarray, options: tuple[Any, ...], value: PairedDifference) -> None:
+        """Keep ``value`` as the pair's difference under ``options`` (e.g. one brought to another MDE level)."""
+        self._put(("difference", *_pair_key(a, b), *options), value)
+
+    def inverted(self, a: np.ndarray, b: np.ndarray, options: tuple[Any, ...],
+                 compute: Callable[[], Interval]) -> Interval:
+        """The pair's inverted interval under ``options`` (level, decision, seed …), else ``compute()``, kept."""
+        found = self._recall(("inverted", *_pair_key(a, b), *options), compute)
+        assert isinstance(found, Interval)
+        return found
+
+    def _recall(self, key: tuple[Any, ...], compute: Callable[[], PairedDifference | Interval]) -> PairedDifference | Interval:
+        with self._lock:
+            if key in self._entries:
+                self._entries.move_to_end(key)
+                return self._entries[key]
+        value = compute()
+        self._put(key, value)
+        return value
+
+    def _put(self, key: tuple[Any, ...], value: PairedDifference | Interval) -> None:
+        with self._lock:
+            self._entries[key] = value
+            self._entries.move_to_end(key)
+            if len(self._entries) > self.size:
+                self._entries.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+    def rows(self) -> list[list[Any]]:
+        """Every entry, oldest first, as a JSON-ready row: kind, digest, shape, dtype, options, then the value's fields."""
+        with self._lock:
+            items = list(self._entries.items())
+        return [[key[0], key[1].hex(), list(key[2]), *key[3:], asdict(value)] for key, value in items]
+
+    def recall(self, rows: Iterable[list[Any]]) -> None:
+        """Remember the rows :meth:`rows` gave (a malformed row raises ValueError/TypeError/KeyError)."""
+        from evalsite.stats.paired import SignFlipResult
+        from evalsite.stats.pairs import PairedDifference
+
+        for row in rows:
+            kind, digest, shape, dtype, *options, kept = row
+            value: PairedDifference | Interval
+            if kind == "difference":
+                value = _typed(PairedDifference, {**kept, "interval": _typed(Interval, kept["interval"]),
+                                                  "test": _typed(SignFlipResult, kept["test"])})
+            elif kind == "inverted":
+                value = _typed(Interval, kept)
+            else:
+                raise ValueError(f"unknown kind of pair entry: {kind!r}")
+            self._put((kind, bytes.fromhex(digest), tuple(shape), str(dtype), *options), value)
+
+
+def _typed(cls: Any, values: dict[str, Any]) -> Any:
+    """``cls(**values)`` with each float, int and text field converted to its type (a kept file holds
+    JSON; nested dataclasses come made); other or missing fields raise TypeError."""
+    from evalsite.stats.paired import SignFlipResult
+
+    types = {f.name: str(f.type) for f in fields(cls)}
+    if set(values) != set(types):
+        raise TypeError(f"{cls.__name__}: fields {sorted(values)}")
+    convert: dict[str, Callable[[Any], Any]] = {"float": float, "int": int}
+    return cls(**{name: value if isinstance(value, (Interval, SignFlipResult)) else convert.get(types[name], str)(value)
+                  for name, value in values.items()})
+
+
+def _pair_key(a: np.ndarray, b: np.ndarray) -> tuple[Any, ...]:
+    """The two columns by a digest of their bytes side by side (items × 2), with shape and dtype."""
+    import numpy as np
+
+    from evalsite.stats.intervals import memo_key
+
+    return memo_key(np.column_stack([np.asarray(a, dtype=float), np.asarray(b, dtype=float)]))
+
+
 #: The memo every analysis hands to ``stats.bootstrap_ci`` and ``stats.paired_difference``.
 INTERVALS = IntervalLru()
+#: The verdict's paired tests (:class:`PairMemo`).
+PAIRS = PairMemo()
 
 
 def kept_intervals(code: str) -> dict[str, Any]:
-    """The memo as a JSON-ready payload, stamped with ``code`` (a hash of the code that computed it)."""
-    return {"version": PAYLOAD_VERSION, "code": code, "rows": INTERVALS.rows()}
+    """Both memos as a JSON-ready payload, stamped with ``code`` (a hash of the code that computed them)."""
+    return {"version": PAYLOAD_VERSION, "code": code, "rows": INTERVALS.rows(), "pairs": PAIRS.rows()}
 
 
 def recall_kept_intervals(payload: Any, code: str) -> bool:
-    """Put a payload :func:`kept_intervals` gave back in the memo when it was made by this ``code``;
+    """Put a payload :func:`kept_intervals` gave back in the memos when it was made by this ``code``;
     False (and nothing recalled) for another code, another version or a malformed payload."""
     if not isinstance(payload, dict) or payload.get("version") != PAYLOAD_VERSION or payload.get("code") != code:
         return False
     try:
         INTERVALS.recall(payload["rows"])
+        PAIRS.recall(payload["pairs"])
     except (KeyError, TypeError, ValueError, AttributeError):
         return False
     return True

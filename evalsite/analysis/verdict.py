@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from evalsite.analysis.interval_memo import INTERVALS
+from evalsite.analysis.interval_memo import INTERVALS, PAIRS
 from evalsite.analysis.items import ItemMatrix
 from evalsite.analysis.stopped import PairSequence, Stopped, pair_sequence, stopped_rule
 from evalsite.analysis.wording import bounds_text, count_of, p_clause, signed
@@ -47,7 +47,14 @@ from evalsite.stats import (
 )
 from evalsite.stats.confseq import METHOD
 from evalsite.stats.inversion import holm_levels
-from evalsite.stats.pairs import PairedDifference, inverted_pair_interval, letter_groups, paired_difference
+from evalsite.stats.pairs import (
+    PairedDifference,
+    inverted_pair_interval,
+    letter_groups,
+    paired_difference,
+    unit_differences,
+)
+from evalsite.stats.power import min_detectable_effect
 
 ALPHA = 0.05
 SEED = 0
@@ -282,16 +289,33 @@ def _pairs(
     ordered = [(a, b) if position[a] < position[b] else (b, a) for a, b in chosen]
     mde_alpha = alpha / max(1, len(ordered))  # Holm's first step: what every pair can be sure to reach
     labels_of_items = None if groups is None else list(groups)
-    differences = [
-        paired_difference(values[:, a], values[:, b], groups=labels_of_items, seed=seed, mde_alpha=mde_alpha,
-                          memo=INTERVALS)
-        for a, b in ordered
-    ]
+
+    def difference_of(a: int, b: int) -> PairedDifference:
+        def compute() -> PairedDifference:
+            return paired_difference(values[:, a], values[:, b], groups=labels_of_items, seed=seed, mde_alpha=mde_alpha,
+                                     memo=INTERVALS)
+
+        if groups is not None:
+            return compute()
+        found = PAIRS.difference(values[:, a], values[:, b], (seed,), compute)
+        if found.mde_alpha != mde_alpha:  # kept from a table of another number of pairs: only the MDE's level differs
+            units = unit_differences(values[:, a], values[:, b])
+            mde = min_detectable_effect(units, alpha=mde_alpha).effect if units.size >= 2 else math.inf
+            found = replace(found, mde=float(mde), mde_alpha=mde_alpha)
+            PAIRS.keep_difference(values[:, a], values[:, b], (seed,), found)
+        return found
+
+    def interval_of(a: int, b: int, level: float, rejected: bool) -> Interval:
+        def compute() -> Interval:
+            return inverted_pair_interval(values[:, a], values[:, b], level, zero_accepted=not rejected,
+                                          groups=labels_of_items, seed=seed)
+
+        return compute() if groups is not None else PAIRS.inverted(values[:, a], values[:, b], (seed, level, not rejected), compute)
+
+    differences = [difference_of(a, b) for a, b in ordered]  # a pair whose columns an earlier build tested is not tested again
     holm_decision = holm_levels([d.p_value for d in differences], alpha)
     return [
-        PairVerdict(a, b, labels[a], labels[b], difference, p, rejected,
-                    inverted_pair_interval(values[:, a], values[:, b], level, zero_accepted=not rejected,
-                                           groups=labels_of_items, seed=seed), level)
+        PairVerdict(a, b, labels[a], labels[b], difference, p, rejected, interval_of(a, b, level, rejected), level)
         for (a, b), difference, p, rejected, level in zip(
             ordered, differences, holm_decision.adjusted, holm_decision.rejected, holm_decision.levels)
     ]

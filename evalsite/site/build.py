@@ -37,7 +37,7 @@ from evalsite.site import paths, unchanged
 from evalsite.site.figures import PAIRS_FILE, RunFigures, SiteCache
 from evalsite.site.inputs import ProjectInputs, file_hash, scan_project
 from evalsite.site.itemindex import input_snippets
-from evalsite.site.matrixdata import matrix_part
+from evalsite.site.matrixdata import SharedTexts, matrix_part
 from evalsite.site.output import SiteWriter
 from evalsite.site.pages import (
     PAGES,
@@ -207,6 +207,7 @@ def _render(kit: Kit, writer: SiteWriter, stale: list[PageJob], hashes: dict[str
     stale_keys = {job.key for job in stale}
     wanted = {run_id for job in stale for run_id in (*job.figures, *job.matrix_of)}
     matrix_wanted = {run_id for job in stale for run_id in job.matrix_of}
+    shared = SharedTexts()  # one copy of the row starts and snippets the runs of a dataset share
     for run in kit.inputs.runs:
         run_id = run.run_id
         if run_id not in own and run_id not in wanted:
@@ -216,7 +217,7 @@ def _render(kit: Kit, writer: SiteWriter, stale: list[PageJob], hashes: dict[str
         if entry is not None:
             kit.figures[run_id] = entry.figures
             if entry.matrix is not None:
-                kit.matrix_parts[run_id] = entry.matrix
+                kit.matrix_parts[run_id] = shared.of(entry.matrix)
             continue
         scanned = scan_cases(run.directory, texts=True)  # the run's one reading, as columns
         texts = scanned.texts
@@ -229,7 +230,7 @@ def _render(kit: Kit, writer: SiteWriter, stale: list[PageJob], hashes: dict[str
         cache.cache.put(key, run_id, kit.figures[run_id], part)
         cache.cache.put_cells(key, case_cells(run_id, columns))  # the leaderboards' cells: no critical flag among them
         if run_id in matrix_wanted:
-            kit.matrix_parts[run_id] = part
+            kit.matrix_parts[run_id] = shared.of(part)
         job = own.get(run_id)
         if job is not None:
             kit.summaries, kit.cases = {run_id: summary}, {run_id: replace(scanned, columns=columns)}

@@ -6,8 +6,8 @@ a run — the runs-table figures (:class:`RunFigures`) and its column of the exp
 cell) — is kept under ``.evalsite/site-cache/<content hash of the run's files>.json`` and
 ``….matrix.npz`` (numpy arrays, read without pickle), so a later
 build that re-renders the runs table, the home page or an experiment's matrix after one new run
-reads only that run; ``intervals.json`` keeps the bootstrap intervals, so a leaderboard that run
-joins bootstraps only the arms and pairs whose items changed, and ``pairs.json`` the runs table's
+reads only that run; ``intervals.json`` keeps the bootstrap intervals and the verdicts' paired tests, so a
+leaderboard that run joins bootstraps and tests only the arms and pairs whose items changed, and ``pairs.json`` the runs table's
 change counts of each run against its baseline (:class:`KeptValues`), so only new pairs are compared.
 An entry is found by the content hash of what it was computed from, so a changed run never meets
 an old entry; a missing or unreadable entry just means the value is computed again. The cache is
@@ -188,7 +188,8 @@ class SiteCache:
 
     def recall_intervals(self, code: str) -> None:
         """Put the bootstrap intervals earlier builds computed (with this code) back in the statistics'
-        memo: a leaderboard a new run joins then bootstraps only the arms and pairs that changed."""
+        memo (and the paired tests in theirs): a leaderboard a new run joins then bootstraps and tests only the arms
+        and pairs that changed."""
         try:
             data = self._read(INTERVALS_FILE)
         except (OSError, ValueError, KeyError, TypeError, AttributeError):

@@ -50,6 +50,30 @@ def input_snippets(columns: CaseColumns, texts: CaseTexts) -> dict[str, str]:
 def index_scripts(dataset_id: str, parts: Sequence[MatrixPart], *, redact: bool) -> dict[str, bytes]:
     """The item index's data scripts (path → bytes, at least one) over ``parts`` (one per column);
     an item's snippet comes from the first column that has one (none when redacting)."""
+    rows = _rows_of_shared_items(parts, redact=redact) if parts else []
+    if rows is None:
+        rows = _rows(parts, redact=redact)
+    count = max(1, -(-len(rows) // INDEX_PART_ROWS))
+    return {paths.item_index_data(dataset_id, n): json_script(
+        paths.item_index_data(dataset_id, n), "[" + ",".join(rows[n * INDEX_PART_ROWS:(n + 1) * INDEX_PART_ROWS]) + "]")
+        for n in range(count)}
+
+
+def _rows_of_shared_items(parts: Sequence[MatrixPart], *, redact: bool) -> list[str] | None:
+    """The rows when every column holds the same items (the usual case: each arm's newest run of a
+    dataset), joined from the parts' kept texts in their own (natural) order, as :func:`_rows`
+    writes them; None when the columns' items differ."""
+    first = parts[0].column.item_ids
+    if any(part.column.item_ids != first for part in parts):
+        return None
+    snippets = ["null"] * len(first) if redact else \
+        [next((shown for shown in found if shown != "null"), "null") for found in zip(*(part.snippets for part in parts))]
+    cells = [",".join(row) for row in zip(*([f"[{head}]" for head in part.heads] for part in parts))]
+    return [f"[{start},{snippet},[{shown}]]" for start, snippet, shown in zip(parts[0].items, snippets, cells)]
+
+
+def _rows(parts: Sequence[MatrixPart], *, redact: bool) -> list[str]:
+    """The rows over columns of different items: the union of their items in natural order."""
     cells = [dict(zip(part.column.item_ids, part.heads)) for part in parts]
     snippets: dict[str, str] = {}
     for part in [] if redact else parts:
@@ -65,7 +89,4 @@ def index_scripts(dataset_id: str, parts: Sequence[MatrixPart], *, redact: bool)
         row.append(snippets.get(item_id, "null"))
         shown = ",".join("null" if column.get(item_id) is None else f"[{column[item_id]}]" for column in cells)
         rows.append(f"[{','.join(row)},[{shown}]]")
-    count = max(1, -(-len(rows) // INDEX_PART_ROWS))
-    return {paths.item_index_data(dataset_id, n): json_script(
-        paths.item_index_data(dataset_id, n), "[" + ",".join(rows[n * INDEX_PART_ROWS:(n + 1) * INDEX_PART_ROWS]) + "]")
-        for n in range(count)}
+    return rows

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -58,6 +58,25 @@ def matrix_part(column: RunColumn, snippets: Mapping[str, str] | None = None) ->
     shown = snippets or {}
     return MatrixPart(column, [_row_start(item_id) for item_id in column.item_ids], heads, tails,
                       [_text(shown[item_id]) if item_id in shown else "null" for item_id in column.item_ids])
+
+
+class SharedTexts:
+    """Runs of one dataset hold the same items, so their parts' item ids, row starts and (for the
+    same inputs) snippets are equal sequences of up to a million strings each: :meth:`of` hands back
+    a part whose equal sequences are the ones an earlier part holds, so a build keeps one copy."""
+
+    def __init__(self) -> None:
+        self._seen: dict[tuple[str, ...], tuple[tuple[str, ...], list[str], list[list[str]]]] = {}
+
+    def of(self, part: MatrixPart) -> MatrixPart:
+        item_ids, items, snippets = self._seen.setdefault(part.column.item_ids, (part.column.item_ids, part.items, []))
+        if items is not part.items and items != part.items:
+            return part
+        shared = next((kept for kept in snippets if kept is part.snippets or kept == part.snippets), None)
+        if shared is None:
+            snippets.append(part.snippets)
+            shared = part.snippets
+        return replace(part, column=replace(part.column, item_ids=item_ids), items=items, snippets=shared)
 
 
 def _row_start(item_id: str) -> str:
