@@ -115,6 +115,24 @@ def test_a_budget_stop_is_not_decided_even_where_a_fixed_n_test_would_separate(r
     assert f"could still detect |Δ| ≥ {(high[-1] - low[-1]) / 2:.2g}" in text
 
 
+@pytest.mark.parametrize("stop_when", [{"decided": True, "check_every": 20}, None])
+def test_ranked_by_latency_a_stopped_batch_tests_no_pair_while_a_full_one_does(runner_project, cli, stop_when):
+    """The items a stopped batch holds were chosen by watching its scores: neither a fixed-n test of
+    latency over them nor the scores' sequences decides latency, so no pair is tested at all."""
+    manifest = write_project(runner_project, stop_when=stop_when)
+    assert cli("run", manifest, "--allow-failures").exit_code == 0
+    verdict = cli.json("leaderboard", "--metric", "latency")["verdict"]
+    if stop_when is None:
+        assert len(verdict["pairs"]) == 3 and verdict["friedman"] is not None
+        return
+    assert verdict["pairs"] == [] and verdict["friedman"] is None and verdict["nemenyi"] is None
+    reason = ("no pair is tested on latency: the runs stopped by stop_when on their scores, so a fixed-n test of "
+              "latency over the items they hold is not valid")
+    assert verdict["headline"].endswith(reason) and verdict["correction"] == reason
+    text = cli("leaderboard", "--metric", "latency").stdout
+    assert reason in text and "sign-flip" not in text and "Friedman χ²" not in text
+
+
 def test_the_experiment_page_draws_each_pairs_sequence_look_by_look_with_the_stop(runner_project, cli):
     manifest = write_project(runner_project, stop_when={"decided": True, "check_every": 20})
     assert cli("run", manifest, "--allow-failures").exit_code == 0

@@ -24,6 +24,7 @@ from evalsite.errors import EvalsiteError
 from evalsite.project import Project
 from evalsite.runlog.store import Run
 from evalsite.stats import HoldoutCheck, Interval, RankStability, holdout_check, rank_stability
+from evalsite.stats.ranking import within_item_ranks
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -149,7 +150,7 @@ def leaderboard_of(
     matrix = data.matrix
     summaries = summarise_arms(matrix, clusters=data.clusters, seed=seed)
     verdict = dataset_verdict(data, alpha=alpha, seed=seed, metric=metric)
-    mean_ranks = verdict.friedman.mean_ranks if verdict.friedman else (1.0,)
+    mean_ranks = _mean_ranks(matrix, verdict)
     arms = tuple(
         RankedArm(matrix.arms[p.arm].arm_id, p.label, p.value, p.interval, p.rank, p.places, p.rank_text, p.letters,
                   mean_ranks[p.arm], summaries[p.arm], data.errors.get(matrix.arms[p.arm].run_id))
@@ -157,6 +158,15 @@ def leaderboard_of(
     )
     stability = stability_of(data, verdict, seed) if len(matrix.arms) > 1 else None
     return Leaderboard(data.selection, evaluator, matrix.n_items, matrix.dropped, arms, verdict, stability, seed)
+
+
+def _mean_ranks(matrix: ItemMatrix, verdict: Verdict) -> tuple[float, ...]:
+    """Each arm's mean within-item rank (1 = best): Friedman's, or where no omnibus test was read
+    (one arm; runs stopped by stop_when ranked by another metric) the same ranks, described only."""
+    if verdict.friedman is not None:
+        return verdict.friedman.mean_ranks
+    sign = -1.0 if verdict.metric.lower_is_better else 1.0
+    return tuple(within_item_ranks(sign * metric_values(matrix, verdict.metric)).mean(axis=0).tolist())
 
 
 def stability_of(data: ArmsOnDataset, verdict: Verdict, seed: int = SEED) -> RankStability:

@@ -202,10 +202,29 @@ def matrix_verdict(
     """:func:`verdict_of` over the arms of an aligned item matrix."""
     labels = [arm.label for arm in matrix.arms]
     values = metric_values(matrix, metric)
-    stopped = stopped_rule([arm.header for arm in matrix.arms]) if metric.name in ("score", "pass_rate") else None
+    stopped = stopped_rule([arm.header for arm in matrix.arms])
+    if stopped is not None and metric.name not in SEQUENCE_METRICS:
+        return _untested_after_stop(verdict_of(values, labels, metric=metric, alpha=alpha, seed=seed, groups=groups,
+                                               pairs=(), arm_ids=[arm.arm_id for arm in matrix.arms]))
     return verdict_of(values, labels, metric=metric, alpha=alpha, seed=seed, groups=groups,
                       pairs=pairs, arm_ids=[arm.arm_id for arm in matrix.arms],
                       stopped=None if stopped is None else (stopped, matrix.item_ids))
+
+
+#: The metrics a stop_when batch's confidence sequences are about (its per-item scores in [0, 1]).
+SEQUENCE_METRICS = ("score", "pass_rate")
+
+
+def _untested_after_stop(verdict: Verdict) -> Verdict:
+    """The order by another metric of runs that stopped by ``stop_when``, with no test at all: the
+    items they hold were chosen by watching their scores, so a fixed-n test (paired or Friedman) of
+    cost, latency or tokens over them is not valid, and the scores' sequences say nothing of it."""
+    name = verdict.metric.name
+    reason = (f"no pair is tested on {name}: the runs stopped by stop_when on their scores, so a fixed-n test of "
+              f"{name} over the items they hold is not valid")
+    best = "" if not verdict.arms else f"{verdict.arms[0].label} has the best {name} ({verdict.metric.direction}); "
+    return replace(verdict, headline=best + reason, friedman=None, nemenyi=None, agreement=None,
+                   omnibus=f"Friedman omnibus test not read: {reason}", correction=reason)
 
 
 def verdict_of(
