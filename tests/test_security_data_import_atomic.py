@@ -27,17 +27,18 @@ def _rows(arms: tuple[str, ...], items: int = 6) -> list[dict]:
 
 
 def _disk_fills_after(monkeypatch: pytest.MonkeyPatch, lines: int) -> None:
-    """``append_case`` fails with ENOSPC once ``lines`` case lines have been written (by any run)."""
+    """Writing case lines fails with ENOSPC once a write would pass ``lines`` lines in all (any run,
+    one line a write or an import's batch)."""
     written = {"lines": 0}
-    append = RunWriter.append_case
+    write = RunWriter._write
 
-    def append_or_fail(self, case):
-        if written["lines"] >= lines:
+    def write_or_fail(self, encoded, count):
+        if written["lines"] + count > lines:
             raise OSError(errno.ENOSPC, "No space left on device")
-        written["lines"] += 1
-        append(self, case)
+        written["lines"] += count
+        write(self, encoded, count)
 
-    monkeypatch.setattr(RunWriter, "append_case", append_or_fail)
+    monkeypatch.setattr(RunWriter, "_write", write_or_fail)
 
 
 def _leftovers(project: Path) -> list[Path]:

@@ -22,7 +22,7 @@ ITEMS = [f"i{n}" for n in range(6)]
 
 
 @pytest.fixture()
-def project(tmp_path, monkeypatch) -> Project:
+def two_arm_site(tmp_path, monkeypatch) -> Project:
     """Two arms on one dataset, with a report; files may be trusted as soon as they are written."""
     monkeypatch.setattr(unchanged, "RACY_SECONDS", 0.0)
     root = tmp_path / "p"
@@ -42,22 +42,22 @@ def without_seconds(report):
     return replace(report, seconds=0.0)
 
 
-def test_a_nothing_new_build_reports_what_the_full_check_reports(project):
-    first = build_site(project)
+def test_a_nothing_new_build_reports_what_the_full_check_reports(two_arm_site):
+    first = build_site(two_arm_site)
     assert first.rendered > 0
-    quick = unchanged.recorded_report(project, None, None)
+    quick = unchanged.recorded_report(two_arm_site, None, None)
     assert quick is not None
-    checked = build.build_site(project)  # the full check: scans, lists every page, renders none
+    checked = build.build_site(two_arm_site)  # the full check: scans, lists every page, renders none
     assert checked.rendered == 0
     assert without_seconds(quick) == without_seconds(checked)
-    assert without_seconds(build_site(project)) == without_seconds(checked)
+    assert without_seconds(build_site(two_arm_site)) == without_seconds(checked)
 
 
 @pytest.mark.parametrize("change", ["report", "new data file", "settings", "run deleted", "page deleted", "page edited"])
-def test_any_change_sends_the_next_build_through_the_full_check(project, change):
-    build_site(project)
-    assert unchanged.recorded_report(project, None, None) is not None
-    root = project.root
+def test_any_change_sends_the_next_build_through_the_full_check(two_arm_site, change):
+    build_site(two_arm_site)
+    assert unchanged.recorded_report(two_arm_site, None, None) is not None
+    root = two_arm_site.root
     if change == "report":
         with open(root / "reports" / "notes.md", "a", encoding="utf-8") as handle:
             handle.write("more\n")
@@ -65,7 +65,7 @@ def test_any_change_sends_the_next_build_through_the_full_check(project, change)
         (root / "data" / "other.jsonl").write_text("", encoding="utf-8")
     elif change == "settings":
         (root / "evalsite.toml").write_text('[site]\ntitle = "T"\n', encoding="utf-8")
-        project = find_project(root)
+        two_arm_site = find_project(root)
     elif change == "run deleted":
         for path in (root / "runs" / "20260101T000002Z-b-0001").iterdir():
             path.unlink()
@@ -77,43 +77,43 @@ def test_any_change_sends_the_next_build_through_the_full_check(project, change)
         before = page.stat()
         page.write_bytes(page.read_bytes())  # same bytes, a new write (its time set apart from the build's tick)
         os.utime(page, ns=(before.st_atime_ns, before.st_mtime_ns - 10**9))
-    assert unchanged.recorded_report(project, None, None) is None
-    again = build_site(project)
+    assert unchanged.recorded_report(two_arm_site, None, None) is None
+    again = build_site(two_arm_site)
     assert again.rendered > 0 or change in ("new data file", "page edited")  # those change no page
-    assert unchanged.recorded_report(project, None, None) is not None
+    assert unchanged.recorded_report(two_arm_site, None, None) is not None
 
 
-def test_other_options_and_full_builds_do_not_use_the_record(project, tmp_path):
-    build_site(project)
-    assert unchanged.recorded_report(project, None, True) is None  # --redact
-    assert unchanged.recorded_report(project, tmp_path / "elsewhere", None) is None  # --out
-    assert build_site(project, full=True).rendered > 0
+def test_other_options_and_full_builds_do_not_use_the_record(two_arm_site, tmp_path):
+    build_site(two_arm_site)
+    assert unchanged.recorded_report(two_arm_site, None, True) is None  # --redact
+    assert unchanged.recorded_report(two_arm_site, tmp_path / "elsewhere", None) is None  # --out
+    assert build_site(two_arm_site, full=True).rendered > 0
 
 
-def test_a_build_over_files_changed_just_before_it_records_nothing(project, monkeypatch):
+def test_a_build_over_files_changed_just_before_it_records_nothing(two_arm_site, monkeypatch):
     monkeypatch.setattr(unchanged, "RACY_SECONDS", 3600.0)  # every file counts as changed in the same tick
-    build_site(project)
-    assert not (project.root / unchanged.RECORD).exists()
-    assert unchanged.recorded_report(project, None, None) is None
+    build_site(two_arm_site)
+    assert not (two_arm_site.root / unchanged.RECORD).exists()
+    assert unchanged.recorded_report(two_arm_site, None, None) is None
 
 
-def test_a_nothing_new_evalsite_build_loads_no_renderer(project):
-    build_site(project)
+def test_a_nothing_new_evalsite_build_loads_no_renderer(two_arm_site):
+    build_site(two_arm_site)
     probe = ("import json, sys\nfrom evalsite.cli import main\n"
              "try:\n    main(['build'], standalone_mode=False)\nfinally:\n"
              "    print('LOADED ' + json.dumps(sorted({name.split('.')[0] for name in sys.modules})))")
-    done = subprocess.run([sys.executable, "-c", probe], cwd=project.root, capture_output=True, text=True, check=True,
+    done = subprocess.run([sys.executable, "-c", probe], cwd=two_arm_site.root, capture_output=True, text=True, check=True,
                           env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
     output, _, loaded = done.stdout.rpartition("LOADED ")
     assert "(0 jobs rendered" in output
     assert not set(json.loads(loaded)) & {"jinja2", "duckdb", "numpy", "pyarrow", "scipy", "yaml", "markdown_it"}
-    assert Path(project.root / "site" / "index.html").is_file()
+    assert Path(two_arm_site.root / "site" / "index.html").is_file()
 
 
-def test_a_symlinked_evalsite_folder_is_neither_read_nor_written_through(project, tmp_path):
+def test_a_symlinked_evalsite_folder_is_neither_read_nor_written_through(two_arm_site, tmp_path):
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    (project.root / ".evalsite").symlink_to(elsewhere, target_is_directory=True)
-    build_site(project)
+    (two_arm_site.root / ".evalsite").symlink_to(elsewhere, target_is_directory=True)
+    build_site(two_arm_site)
     assert not (elsewhere / Path(unchanged.RECORD).name).exists()
-    assert unchanged.recorded_report(project, None, None) is None
+    assert unchanged.recorded_report(two_arm_site, None, None) is None
