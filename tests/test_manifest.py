@@ -332,6 +332,22 @@ def test_the_documented_example_manifest_runs(example_project, cli):
     assert len(cases) == 240
 
 
+def test_top_level_keys_are_names_but_nested_yaml_keys_may_be_numbers(tmp_path):
+    """YAML reads `1: x` as an int key: a free-form block keeps it (a logit_bias), but a manifest's
+    or an overlay's top level is names; an overlay mixing both once crashed sorting them."""
+    path = manifest_file(tmp_path, "rows: [{input: a}]\narms: [{id: a, target: none}]\n1: x\n2.5: y\n")
+    with pytest.raises(ManifestError) as caught:
+        load_manifest(path)
+    assert caught.value.message == f"{path}: each top-level key must be a name (a string), got the number 1, the number 2.5"
+    (tmp_path / "o.yaml").write_text("kind: Overlay\nfoo: 1\n2: 3\n")
+    path = manifest_file(tmp_path, "overlays: [o.yaml]\nrows: [{input: a}]\narms: [{id: a, target: none}]\n")
+    with pytest.raises(ManifestError) as caught:
+        load_manifest(path)
+    assert caught.value.message == f"{path}: overlay o.yaml: each top-level key must be a name (a string), got the number 2"
+    path = manifest_file(tmp_path, "rows: [{input: a}]\narms: [{id: a, target: none, params: {logit_bias: {50256: -100}}}]\n")
+    assert load_manifest(path).arms[0].params == {"logit_bias": {50256: -100}}
+
+
 def test_yaml_anchors_and_merge_keys_still_work(tmp_path):
     text = "rows: [{input: a}]\narms:\n  - &base {id: a, target: none, params: {temperature: 0}}\n  - <<: *base\n    id: b\n"
     arms = load_manifest(manifest_file(tmp_path, text)).arms

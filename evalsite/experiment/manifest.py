@@ -211,11 +211,13 @@ def read_overlay(path: Path) -> JSONObject:
 
 # ---- parsing -------------------------------------------------------------------------------
 
-class _StrictLoader(yaml.SafeLoader):  # type: ignore[misc]  # PyYAML has no stubs here: SafeLoader is Any
+class _StrictLoader(yaml.SafeLoader):
     """A safe YAML loader that refuses a key given twice in one mapping."""
 
 
-def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> JSONObject:
+def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> dict[Hashable, Any]:
+    """The mapping as PyYAML builds it: its keys are any hashable YAML value (``1: x`` gives an
+    int key, which a free-form block such as an arm's ``params`` may hold, e.g. a ``logit_bias``)."""
     first_line: dict[Any, int] = {}
     for key_node, _ in node.value:
         if key_node.tag == "tag:yaml.org,2002:merge":
@@ -228,8 +230,7 @@ def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool
                 None, None, f"duplicate key {key!r} (first on line {first_line[key]})", key_node.start_mark
             )
         first_line[key] = key_node.start_mark.line + 1
-    mapping: JSONObject = loader.construct_mapping(node, deep=deep)
-    return mapping
+    return loader.construct_mapping(node, deep=deep)
 
 
 _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
@@ -247,6 +248,10 @@ def _parse(path: Path, text: str, what: str) -> JSONObject:
         raise ManifestError(f"{path}: {problem}")
     if not isinstance(data, dict):
         raise ManifestError(f"{path}: a {what} must be a mapping at the top level")
+    not_names = [key for key in data if not isinstance(key, str)]  # YAML allows `1: x`; a JSONObject's keys are str
+    if not_names:
+        listed = ", ".join(value_phrase(key) for key in not_names)
+        raise ManifestError(f"{path}: each top-level key must be a name (a string), got {listed}")
     return data
 
 

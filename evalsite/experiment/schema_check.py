@@ -9,12 +9,13 @@ known one (:func:`evalsite.errors.did_you_mean`, also used for arms, items, sett
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from jsonschema import Draft202012Validator
+from jsonschema._utils import Unset  # an error field nothing set (jsonschema has no public name for it)
 from jsonschema.exceptions import ValidationError, best_match
 
 from evalsite.errors import did_you_mean
@@ -61,8 +62,11 @@ def _join(where: str, key: Any) -> str:
 
 def _describe(error: ValidationError) -> list[str]:
     where, kind, expected, value = key_path(error.absolute_path), error.validator, error.validator_value, error.instance
+    if isinstance(kind, Unset) or isinstance(expected, Unset) or isinstance(value, Unset) or isinstance(error.schema, Unset):
+        return [f"{where or 'the manifest'}: {error.message}"]  # only an error built by hand lacks these; iter_errors' never do
+    schema = error.schema if isinstance(error.schema, Mapping) else {}  # a `false` subschema: the error has no keyword
     if kind == "additionalProperties":
-        allowed = sorted(error.schema.get("properties", {}))
+        allowed = sorted(schema.get("properties", {}))
         return [
             f"{_join(where, key)}: unknown key{did_you_mean(key, allowed)} (allowed: {', '.join(allowed)})"
             for key in value if key not in allowed
@@ -75,11 +79,11 @@ def _describe(error: ValidationError) -> list[str]:
             return _describe(best_match(deeper))
         phrases = [type_phrase(option.get("type")) for option in expected if "type" in option]
         return [f"{where}: must be {' or '.join(phrases)}, got {value_phrase(value)}"]
-    message = _describe_value(kind, expected, value, error.schema)
+    message = _describe_value(kind, expected, value, schema)
     return [f"{where or 'the manifest'}: {message or error.message}"]
 
 
-def _describe_value(kind: str, expected: Any, value: Any, schema: JSONObject) -> str | None:
+def _describe_value(kind: str, expected: Any, value: Any, schema: Mapping[str, Any]) -> str | None:
     if kind == "type":
         return f"must be {type_phrase(expected)}, got {value_phrase(value)}"
     if kind in ("enum", "const"):

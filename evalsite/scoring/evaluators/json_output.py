@@ -50,7 +50,7 @@ class _BoundedRe:
 
 BOUNDED_RE = _BoundedRe()
 for _module in (jsonschema._keywords, jsonschema._legacy_keywords, jsonschema._utils):
-    _module.re = BOUNDED_RE
+    vars(_module)["re"] = BOUNDED_RE  # their private `import re`, which the stubs (rightly) do not declare
 
 
 @register_evaluator("json")
