@@ -28,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from scale import realistic_case
 
@@ -100,12 +101,13 @@ print(json.dumps({"seconds": seconds, "cpu": cpu, "peak_mb": resource.getrusage(
 """
 
 
-def timed_build(root: Path, code: Path = REPO) -> dict:
+def timed_build(root: Path, code: Path = REPO) -> dict[str, Any]:
     done = subprocess.run([sys.executable, "-c", BUILD, str(root), str(code)], capture_output=True, text=True, check=True)
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    figures: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return figures
 
 
-def one_round(root: Path, runs: int, cases: int, realistic: bool = False, code: Path = REPO) -> dict[str, dict]:
+def one_round(root: Path, runs: int, cases: int, realistic: bool = False, code: Path = REPO) -> dict[str, dict[str, Any]]:
     """The four builds of one round, from no site and no cache; the project is as it was after."""
     for derived in (root / "site", root / ".evalsite" / "site-cache"):
         shutil.rmtree(derived, ignore_errors=True)
@@ -137,7 +139,7 @@ def main() -> None:
     rounds = [one_round(root, args.runs, args.cases, args.realistic, args.code) for _ in range(args.repeat)]
 
     def median(build: str, figure: str) -> float:
-        return statistics.median(found[build][figure] for found in rounds)
+        return float(statistics.median(found[build][figure] for found in rounds))
 
     full, same_arm, new_arm = (median("full", "seconds"), median("same_arm", "seconds"), median("new_arm", "seconds"))
     last = rounds[-1]
