@@ -1,4 +1,5 @@
-"""The Friedman permutation counts on int64 ranks are those of the int32 shuffle.
+"""The Friedman permutation counts on int64 ranks are those of the int32 shuffle, and the tie
+correction from one sort is the one from max and min ranks.
 
 ``_permutation_hits`` shuffles the doubled ranks as int64 (numpy's fast path for 8-byte elements);
 numpy's shuffle draws the same numbers whatever the element size, so every count (and every
@@ -11,7 +12,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from evalsite.stats.ranking import _FIRST_LOOK, _clear_of, _permutation_hits, within_item_ranks
+from evalsite.stats.distributions import rankdata
+from evalsite.stats.ranking import _FIRST_LOOK, _clear_of, _permutation_hits, _tied_cubes, snap_ties, within_item_ranks
 
 
 def reference_hits(ranks: np.ndarray, budget: int, alpha: float | None, rng: np.random.Generator) -> tuple[int, int]:
@@ -59,3 +61,17 @@ def test_chunks_of_many_permutations_give_the_same_counts():
     for seed in range(5):
         expected = reference_hits(ranks, 20_000, None, np.random.default_rng(seed))
         assert _permutation_hits(ranks, 20_000, None, np.random.default_rng(seed)) == expected
+
+
+def reference_tied_cubes(values: np.ndarray) -> float:
+    """The tie term as the correction computed it before: from max and min ranks, element by element."""
+    tie_sizes = rankdata(values, method="max") - rankdata(values, method="min") + 1
+    return float(np.sum(tie_sizes**2 - 1))
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize(("n_items", "n_arms", "levels"), [(1, 2, 1), (50, 2, 2), (300, 10, 3), (80, 40, 5), (20, 7, 10**6)])
+def test_tie_term_from_one_sort_equals_the_rank_difference_one(seed, n_items, n_arms, levels):
+    rng = np.random.default_rng(seed)
+    values = snap_ties(rng.integers(0, levels, size=(n_items, n_arms)) / 3.0)
+    assert float(_tied_cubes(values)) == reference_tied_cubes(values)
