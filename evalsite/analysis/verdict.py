@@ -353,8 +353,8 @@ def _places(order: tuple[int, ...], separated: np.ndarray) -> dict[int, tuple[in
 
 
 #: A matrix of at least this many cells has Friedman's permutations run in a thread beside the paired
-#: tests: numpy's shuffles release the GIL, so on a second core they take no time of their own
-#: (at 1M cases ~3 s of the wall time). A smaller one is tested in line, quicker than a thread starts.
+#: tests: numpy's shuffles release the GIL, so on a free second core they add nothing to the wall
+#: time (they are ~3 s of CPU at 1M cases). A smaller one is tested in line, quicker than a thread starts.
 OMNIBUS_THREAD_CELLS = 1 << 18
 
 
