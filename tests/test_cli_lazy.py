@@ -97,3 +97,17 @@ def test_the_names_the_commands_keep_for_completion_are_the_librarys():
     from evalsite.analysis.baselines import EXPLICIT, PRIOR, PROMOTED
 
     assert set(compare_cli.SOURCES) == {EXPLICIT, PRIOR, PROMOTED}
+
+
+def blas_threads_after_loading(command: str, environment: dict[str, str]) -> str:
+    code = (f"from evalsite.cli import main\nmain.commands[{command!r}]\nimport os, numpy\n"
+            "print(os.environ.get('OPENBLAS_NUM_THREADS', 'unset'))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=environment)
+    return result.stdout.strip()
+
+
+def test_a_command_that_reads_runs_keeps_numpys_blas_on_one_thread_unless_the_user_chose():
+    environment = {name: value for name, value in os.environ.items() if name != "OPENBLAS_NUM_THREADS"}
+    assert blas_threads_after_loading("leaderboard", environment) == "1"
+    assert blas_threads_after_loading("run", environment) == "unset"
+    assert blas_threads_after_loading("leaderboard", {**environment, "OPENBLAS_NUM_THREADS": "3"}) == "3"

@@ -81,3 +81,17 @@ def test_a_resumed_run_whose_earlier_lines_were_edited_records_no_hash(tmp_path)
     writer.append_case(case("q2"))
     writer.finish({"status": "completed"})
     assert CASES_SHA256 not in footer(folder)
+
+
+def test_a_vouched_files_lines_are_counted_with_or_without_a_last_newline_and_a_changed_file_has_none(tmp_path):
+    from evalsite.analysis.parquet import _sha256_and_lines, written_lines
+
+    folder = write_run(tmp_path, [case("a"), case("b"), case("c")])
+    cases = folder / CASES_FILE
+    assert written_lines(folder, cases) == 3 == _sha256_and_lines(cases)[1]
+    cut = cases.read_bytes().rstrip(b"\n")  # the footer vouching for the file without its last newline
+    cases.write_bytes(cut)
+    (folder / END_FILE).write_text(json.dumps({**footer(folder), CASES_SHA256: hashlib.sha256(cut).hexdigest()}))
+    assert written_lines(folder, cases) == 3 == _sha256_and_lines(cases)[1]
+    cases.write_bytes(cut + b"\n" + cut.splitlines(keepends=True)[0])
+    assert written_lines(folder, cases) is None

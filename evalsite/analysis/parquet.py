@@ -41,6 +41,7 @@ from evalsite.runlog.store import (
     CASES_SHA256,
     END_FILE,
     RUN_FILE,
+    cases_as_written,
     read_header,
     resolve_run,
     run_directories,
@@ -168,29 +169,34 @@ def case_files(directories: list[Path]) -> CaseFiles:
 
 
 def as_written(directory: Path, cases: Path) -> bool:
-    """The run's footer records the sha256 of a cases file of well-typed lines, and it is this file's."""
-    return written_lines(directory, cases) is not None
+    """The run's footer records the sha256 of a cases file of well-typed lines, and it is this file's
+    (its digest only, once per file version in a process: choosing how to read a file needs no
+    count of its lines)."""
+    return cases_as_written(cases, _footer_sha256(directory))
 
 
 def written_lines(directory: Path, cases: Path) -> int | None:
     """The number of lines of ``cases`` when the run's footer records its sha256 (then every line is
     a well-typed case, :func:`~evalsite.runlog.store.cases_as_written`), else None."""
-    recorded = _footer_sha256(directory)
+    if not as_written(directory, cases):
+        return None
     try:
         state = cases.stat()
     except OSError:
         return None
-    if recorded is None:
-        return None
-    digest, lines = _sha256_and_lines_of(str(cases), state.st_size, state.st_mtime_ns)
-    return lines if digest == recorded else None
+    return _lines_of(str(cases), state.st_size, state.st_mtime_ns)
 
 
 @functools.lru_cache(maxsize=4096)
-def _sha256_and_lines_of(path: str, size: int, modified_ns: int) -> tuple[str, int]:
-    """:func:`_sha256_and_lines`, once per file version in a process (a command reads a run's
-    file through several views and scans)."""
-    return _sha256_and_lines(Path(path))
+def _lines_of(path: str, size: int, modified_ns: int) -> int:
+    """The file's number of lines (the last one counted whether or not it ends in a newline), once
+    per file version in a process (a command reads a run's file through several views and scans)."""
+    lines, last = 0, b"\n"
+    with open(path, "rb") as handle:
+        while chunk := handle.read(1 << 20):
+            lines += chunk.count(b"\n")
+            last = chunk[-1:]
+    return lines + (last != b"\n")
 
 
 def compact_run(directory: Path, destination: Path | None = None) -> Compacted:

@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from itertools import combinations
 from typing import Any
@@ -245,6 +246,7 @@ def verdict_of(
     order = tuple(int(arm) for arm in np.argsort(-sign * means, kind="stable"))
     position = {arm: place for place, arm in enumerate(order)}
     chosen = list(combinations(range(len(labels)), 2)) if pairs is None else list(pairs)
+    omnibus = _start_omnibus_tests(sign * values, alpha, seed)
     tested = _pairs(values, labels, chosen, position, alpha, seed, groups)
     if stopped is not None:
         tested = [_sequential(pair, values, groups, alpha, *stopped) for pair in tested]
@@ -259,7 +261,7 @@ def verdict_of(
         for arm in order
     )
     supported = len(labels) > 1 and all(places[arm][0] == places[arm][1] for arm in order)
-    friedman, post_hoc = _omnibus_tests(sign * values, alpha, seed)
+    friedman, post_hoc = omnibus()
     n_units = len(set(groups)) if groups is not None else values.shape[0]
     return Verdict(
         metric=metric, alpha=alpha, n_items=values.shape[0], unit="item" if groups is None else "cluster",
@@ -348,6 +350,25 @@ def _places(order: tuple[int, ...], separated: np.ndarray) -> dict[int, tuple[in
         together = [other for other in order if other == arm or not separated[arm, other]]
         result[arm] = (min(position[o] for o in together), max(position[o] for o in together))
     return result
+
+
+#: A matrix of at least this many cells has Friedman's permutations run in a thread beside the paired
+#: tests: numpy's shuffles release the GIL, so on a free second core they add nothing to the wall
+#: time (they are ~3 s of CPU at 1M cases). A smaller one is tested in line, quicker than a thread starts.
+OMNIBUS_THREAD_CELLS = 1 << 18
+
+
+def _start_omnibus_tests(
+    oriented: np.ndarray, alpha: float, seed: int,
+) -> Callable[[], tuple[FriedmanResult | None, NemenyiResult | None]]:
+    """:func:`_omnibus_tests` started (in a thread for a large matrix); call the result for its
+    outcome. The results are the same either way: the test draws from its own seeded generator."""
+    if oriented.size < OMNIBUS_THREAD_CELLS or oriented.shape[1] < 2:
+        return lambda: _omnibus_tests(oriented, alpha, seed)
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="evalsite-friedman")
+    future = pool.submit(_omnibus_tests, oriented, alpha, seed)
+    pool.shutdown(wait=False)  # the thread ends when the test does; the caller waits on the result
+    return future.result
 
 
 def _omnibus_tests(oriented: np.ndarray, alpha: float, seed: int) -> tuple[FriedmanResult | None, NemenyiResult | None]:

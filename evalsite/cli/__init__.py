@@ -19,7 +19,7 @@ import click
 
 from evalsite import __version__
 from evalsite.cli.console import configure
-from evalsite.cli.lean import pyarrow_without_pandas
+from evalsite.cli.lean import blas_on_one_thread, pyarrow_without_pandas
 from evalsite.errors import EvalsiteError
 
 
@@ -77,6 +77,8 @@ class _LazyCommands(Mapping[str, click.Command]):
 
     def __getitem__(self, name: str) -> click.Command:
         module, attribute = self.entries[name].target.split(":")
+        if name in READS_RUNS:
+            blas_on_one_thread()  # before the command's module loads numpy
         command: click.Command = getattr(importlib.import_module(f"{__name__}.{module}"), attribute)
         return command
 

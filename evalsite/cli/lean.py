@@ -1,4 +1,5 @@
-"""Start-up cost a command that only reads runs does not need to pay: pyarrow's look for pandas.
+"""Costs a command that only reads runs does not need to pay: pyarrow's look for pandas, and
+BLAS threads spinning between small products.
 
 pyarrow imports pandas, when it is installed, the first time it converts a value to or from numpy
 (any ``to_numpy``, a fill value, a list), to recognise pandas objects (``NaT``, ``NA``, a
@@ -16,7 +17,25 @@ user code which may build Arrow data from pandas (``run``, ``rescore``, ``import
 
 from __future__ import annotations
 
+import os
 import sys
+
+#: The environment variable OpenBLAS (numpy's BLAS in its wheels) reads, once, when numpy loads.
+BLAS_THREADS = "OPENBLAS_NUM_THREADS"
+
+
+def blas_on_one_thread() -> None:
+    """Let numpy's BLAS use one thread in this process, unless the user chose a number, and only
+    if numpy is not loaded yet (its BLAS reads the setting when it loads).
+
+    The products evalsite's analysis computes are small (bootstrap counts × a few thousand distinct
+    item rows × the arms), and OpenBLAS, after each one, keeps its worker threads spinning a while
+    for the next: at 1M cases that spinning was a fifth of ``evalsite leaderboard``'s CPU
+    (docs/benchmarks.md), for no gain in time on a busy machine. The figures stay the same
+    (``leaderboard --json`` compared byte for byte at 100k and 1M cases). Child processes of the
+    command inherit the setting."""
+    if "numpy" not in sys.modules:
+        os.environ.setdefault(BLAS_THREADS, "1")
 
 
 class _NoPandasNow:
