@@ -204,7 +204,10 @@ def item_texts_files(project: Project) -> dict[str, int]:
 
 
 def test_runs_share_item_texts_files_and_a_changed_text_gets_its_own(small_project, spy, tmp_path):
-    build_site(small_project)
+    report = build_site(small_project)
+    site = small_project.root / "site"
+    on_disk = [p for p in site.rglob("*") if p.is_file() and p.name != BUILD_RECORD]
+    assert (report.files, report.bytes) == (len(on_disk), sum(p.stat().st_size for p in on_disk))  # a shared file counted once
     data_id = recorded_dataset(small_project)
     shared = item_texts_files(small_project)
     assert len(shared) == len({paths.item_bucket(item) for item in ITEMS})  # one file a bucket for the three runs

@@ -15,6 +15,7 @@ written or deleted; any other entry is ignored with a warning (see docs/security
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from dataclasses import dataclass, field
@@ -44,6 +45,7 @@ class SiteWriter:
     warnings: list[str] = field(default_factory=list)
     written: int = 0
     kept: int = 0
+    shared: dict[str, bytes] = field(default_factory=dict)  # shared file → SHA-256 of its bytes in this build
 
     @classmethod
     def open(cls, out_dir: Path, warn_bytes: int, *, full: bool = False) -> SiteWriter:
@@ -98,8 +100,13 @@ class SiteWriter:
         if not plain_name(name):
             raise SiteError(f"refusing to write {name!r} outside the site folder")
         shared = SHARED_FILES.fullmatch(name) is not None
-        if shared and self._inside(name) and _regular(self.out_dir / name) and (self.out_dir / name).read_bytes() == content:
-            return True
+        if shared:
+            digest = hashlib.sha256(content).digest()
+            if self.shared.get(name) == digest:  # written or found in this build already
+                return True
+            self.shared[name] = digest
+            if self._inside(name) and _regular(self.out_dir / name) and (self.out_dir / name).read_bytes() == content:
+                return True
         owners = [] if shared else [k for k, job in self.current.items() if name in job.files]
         if owners:
             raise SiteError(f"{name}: written by two pages ({owners[0]}); rename one of them")
@@ -123,7 +130,7 @@ class SiteWriter:
         _write_record(self.out_dir / BUILD_RECORD, self.current)
 
     def files(self) -> list[str]:
-        return sorted(f for job in self.current.values() for f in job.files)
+        return sorted({f for job in self.current.values() for f in job.files})  # a shared file once
 
     def _inside(self, name: str) -> bool:
         """``name`` is a plain relative path whose folder resolves inside the output folder (no
