@@ -15,7 +15,6 @@ written or deleted; any other entry is ignored with a warning (see docs/security
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from dataclasses import dataclass, field
@@ -45,7 +44,7 @@ class SiteWriter:
     warnings: list[str] = field(default_factory=list)
     written: int = 0
     kept: int = 0
-    shared: dict[str, bytes] = field(default_factory=dict)  # shared file → SHA-256 of its bytes in this build
+    shared: set[str] = field(default_factory=set)  # the shared files this build has written or found
 
     @classmethod
     def open(cls, out_dir: Path, warn_bytes: int, *, full: bool = False) -> SiteWriter:
@@ -101,10 +100,9 @@ class SiteWriter:
             raise SiteError(f"refusing to write {name!r} outside the site folder")
         shared = SHARED_FILES.fullmatch(name) is not None
         if shared:
-            digest = hashlib.sha256(content).digest()
-            if self.shared.get(name) == digest:  # written or found in this build already
+            if name in self.shared:  # written or found in this build already: its name is its content's hash
                 return True
-            self.shared[name] = digest
+            self.shared.add(name)
             if self._inside(name) and _regular(self.out_dir / name) and (self.out_dir / name).read_bytes() == content:
                 return True
         owners = [] if shared else [k for k, job in self.current.items() if name in job.files]
