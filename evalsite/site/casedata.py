@@ -104,14 +104,12 @@ def run_data(run_id: str, columns: CaseColumns, texts: CaseTexts, *, limit: int,
             part = _Part()
             parts[buckets[code]].append(part)
         status, is_critical = rows.add(part, row, position, range(bounds[row], bounds[row + 1]), anchors[code],
-                                       rows.shared[buckets[code]])
+                                       rows.shared[buckets[code]] if rows.share else None)
         counts["all"] += 1
         counts[status] += 1
         counts["critical"] += is_critical == TRUE
-    used = {bucket: {item_id: entry for item_id, entry in found.items() if entry != [None, None]}
-            for bucket, found in rows.shared.items()}
-    shared = {bucket: _item_texts_file(item_texts, bucket, found) for bucket, found in used.items()
-              if found and item_texts is not None}
+    shared = {bucket: _item_texts_file(item_texts, bucket, found) for bucket, found in rows.shared.items()
+              if (found[0] or found[1]) and item_texts is not None}
     files = {path: script for path, script in shared.values()}
     files.update({paths.run_data(run_id, bucket, n): data_script(
         paths.run_data(run_id, bucket, n), part.payload(evaluators, shared[bucket][0] if bucket in shared else None))
@@ -124,10 +122,11 @@ def run_data(run_id: str, columns: CaseColumns, texts: CaseTexts, *, limit: int,
     return RunData(files, counts)
 
 
-def _item_texts_file(dataset_id: str, bucket: str, found: dict[str, list[str | None]]) -> tuple[str, bytes]:
+def _item_texts_file(dataset_id: str, bucket: str, found: tuple[dict[str, str], dict[str, str]]) -> tuple[str, bytes]:
     """The bucket's item texts file: its path (named by a hash of its content) and its bytes."""
-    payload = json.dumps({"v": FORMAT, "items": dict(sorted(found.items()))}, ensure_ascii=False, separators=(",", ":"),
-                         allow_nan=False)
+    inputs, expected = found
+    items = {item_id: [inputs.get(item_id), expected.get(item_id)] for item_id in sorted(inputs.keys() | expected.keys())}
+    payload = json.dumps({"v": FORMAT, "items": items}, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     path = paths.item_texts(dataset_id, bucket, sha256_text(payload)[:16])
     return path, json_script(path, payload)
 
@@ -144,8 +143,9 @@ class _Rows:
     def __init__(self, columns: CaseColumns, texts: CaseTexts, ev_index: list[int], limit: int, redact: bool,
                  share: bool) -> None:
         self.item_ids, self.texts, self.limit, self.redact, self.share = columns.item_ids, texts, limit, redact, share
-        #: bucket → item id → [input, expected] as shown (None: not shared), for the item texts files.
-        self.shared: dict[str, dict[str, list[str | None]]] = defaultdict(dict)
+        #: bucket → (item id → input, item id → expected) as shown, for the item texts files (two
+        #: dicts of strings, not a list per item: a million small lists would burden the cycle collector).
+        self.shared: dict[str, tuple[dict[str, str], dict[str, str]]] = defaultdict(lambda: ({}, {}))
         self.item, self.repeat, self.error = columns.item.tolist(), columns.repeat.tolist(), columns.error.tolist()
         self.passed, self.critical = columns.passed.tolist(), columns.critical.tolist()
         self.figures = {name: _optional(getattr(columns, name)) for name in ("score", "latency_ms", "cost_usd")}
@@ -155,7 +155,7 @@ class _Rows:
         self.label, self.skipped, self.ev_index, self.labels = s.label.tolist(), s.skipped.tolist(), ev_index, s.labels
 
     def add(self, part: _Part, row: int, position: int, scores: range, anchor: str | None,
-            shared: dict[str, list[str | None]]) -> tuple[str, int]:
+            shared: tuple[dict[str, str], dict[str, str]] | None) -> tuple[str, int]:
         """Append case ``row`` to ``part``'s columns; its status and critical flag (1, 0, -1: unknown)."""
         columns, text, texts, limit = part.columns, part.text, self.texts, self.limit
         index = len(columns["item"])
@@ -168,9 +168,8 @@ class _Rows:
         columns["rep"].append(self.repeat[row])
         columns["st"].append(STATUSES.index(status))
         columns["crit"].append(None if critical == NONE else critical)
-        entry = shared.setdefault(item_id, [None, None]) if self.share else None
-        for slot, (key, values) in enumerate((("in", texts.input), ("exp", texts.expected))):
-            self._shown(part, index, key, values[row], entry, slot)
+        self._shown(part, index, "in", texts.input[row], item_id, None if shared is None else shared[0])
+        self._shown(part, index, "exp", texts.expected[row], item_id, None if shared is None else shared[1])
         self._shown(part, index, "out", texts.output[row])
         columns["score"].append(self.figures["score"][row])
         columns["lat"].append(self.figures["latency_ms"][row])
@@ -188,15 +187,14 @@ class _Rows:
         columns["anc"].append(None if anchor is None else text(anchor))
         return status, critical
 
-    def _shown(self, part: _Part, index: int, key: str, value: Any, entry: list[str | None] | None = None,
-               slot: int = 0) -> None:
+    def _shown(self, part: _Part, index: int, key: str, value: Any, item_id: str = "",
+               entries: dict[str, str] | None = None) -> None:
         """A text as shown (cut to the limit; whole, up to :data:`WHOLE_FACTOR` times it, beside), or
-        :data:`ITEM_TEXT` when it is slot ``slot`` of the item's shared ``entry`` (filled by its first case)."""
+        :data:`ITEM_TEXT` when it is the item's entry in ``entries`` (the bucket's shared texts of this
+        field, an item's entry set by its first case with a text)."""
         shown = None if self.redact else display(value, self.limit)
-        if entry is not None and shown is not None and not shown.omitted:
-            if entry[slot] is None:
-                entry[slot] = shown.text
-            if entry[slot] == shown.text:
+        if entries is not None and shown is not None and not shown.omitted:
+            if entries.setdefault(item_id, shown.text) == shown.text:
                 part.columns[key].append(ITEM_TEXT)
                 return
         part.columns[key].append(None if shown is None else part.text(shown.text))
