@@ -24,9 +24,18 @@
     return waiting[key];
   }
 
-  /* One part of a run's case data (evalsite/site/casedata.py) as case objects. */
-  function decode(part) {
+  var ITEM_TEXT = -1;
+
+  /* One part of a run's case data (evalsite/site/casedata.py) as case objects; `items` is the item
+     texts file the part names (part.it), whose texts fill the inputs and expected values marked ITEM_TEXT. */
+  function decode(part, items) {
     var s = part.s, text = function (i) { return i === null || i === undefined ? null : s[i]; };
+    var shared = items && items.items || {};
+    var itemText = function (i, item, slot) {
+      if (i !== ITEM_TEXT) { return text(i); }
+      var entry = Object.prototype.hasOwnProperty.call(shared, item) ? shared[item] : null;
+      return entry ? entry[slot] : null;
+    };
     var cut = {};
     Object.keys(part.cut || {}).forEach(function (key) {
       var pairs = part.cut[key];
@@ -37,7 +46,7 @@
         row: row, whole: part.wh === 1,
         item: s[itemIndex], ord: part.ord[row], repeat: part.rep[row], status: STATUSES[part.st[row]],
         critical: part.crit[row] === null ? null : part.crit[row] === 1,
-        input: text(part["in"][row]), expected: text(part.exp[row]), output: text(part.out[row]), cut: cut[row] || {},
+        input: itemText(part["in"][row], s[itemIndex], 0), expected: itemText(part.exp[row], s[itemIndex], 1), output: text(part.out[row]), cut: cut[row] || {},
         score: part.score[row], latency: part.lat[row], tokensIn: part.tin[row], tokensOut: part.tout[row],
         cost: part.cost[row], error: text(part.err[row]), finish: text(part.fin[row]), cache: text(part.cache[row]),
         transcript: part.tr && part.tr[row] !== null ? JSON.parse(s[part.tr[row]]) : null,
@@ -58,11 +67,15 @@
       var paths = [];
       wanted.forEach(function (b) { for (var n = 0; n < index.parts[b]; n += 1) { paths.push(folder + b + "-" + n + ".js"); } });
       return Promise.all(paths.map(function (p) { return load(root, p); })).then(function (parts) {
-        var cases = [];
+        return Promise.all(parts.map(function (part) { return part && part.it ? load(root, part.it) : null; })).then(function (items) {
+          return [parts, items];
+        });
+      }).then(function (loaded) {
+        var parts = loaded[0], items = loaded[1], cases = [];
         parts.forEach(function (part, n) {
           if (!part) { return; }
           var b = paths[n].slice(folder.length, folder.length + 2);
-          decode(part).forEach(function (c) {
+          decode(part, items[n]).forEach(function (c) {
             c.bucket = b;
             c.wholeFrom = c.whole ? paths[n].replace(/\.js$/, ".whole.js") : null;
             cases.push(c);

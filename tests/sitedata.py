@@ -18,9 +18,21 @@ def payload(path: Path):
     return json.loads(rest)
 
 
-def decode(part: dict) -> list[dict]:
+ITEM_TEXT = -1
+
+
+def decode(part: dict, items: dict | None = None) -> list[dict]:
+    """A part's cases; ``items`` is the item texts file the part names (``it``), which fills the
+    inputs and expected values marked ``ITEM_TEXT``."""
     s = part["s"]
     text = lambda i: None if i is None else s[i]  # noqa: E731
+    shared = (items or {}).get("items", {})
+
+    def item_text(i, item, slot):
+        if i != ITEM_TEXT:
+            return text(i)
+        return shared[s[item]][slot]
+
     cut: dict[int, dict] = {}
     for key, pairs in part["cut"].items():
         for n in range(0, len(pairs), 2):
@@ -28,7 +40,7 @@ def decode(part: dict) -> list[dict]:
     return [{
         "item_id": s[item], "ord": part["ord"][row], "repeat": part["rep"][row], "status": STATUSES[part["st"][row]],
         "critical": None if part["crit"][row] is None else part["crit"][row] == 1,
-        "input": text(part["in"][row]), "expected": text(part["exp"][row]), "output": text(part["out"][row]),
+        "input": item_text(part["in"][row], item, 0), "expected": item_text(part["exp"][row], item, 1), "output": text(part["out"][row]),
         "cut": cut.get(row, {}), "score": part["score"][row], "latency_ms": part["lat"][row], "cost_usd": part["cost"][row],
         "error": text(part["err"][row]), "cache": text(part["cache"][row]),
         "anchor": f"item-{s[item]}" if part["anc"][row] is None else s[part["anc"][row]],
@@ -43,7 +55,9 @@ def run_cases(site: Path, run_id: str) -> list[dict]:
     cases = []
     for bucket, count in index["parts"].items():
         for part in range(count):
-            cases += [dict(c, bucket=bucket) for c in decode(payload(site / paths.run_data(run_id, bucket, part)))]
+            found = payload(site / paths.run_data(run_id, bucket, part))
+            items = payload(site / found["it"]) if "it" in found else None
+            cases += [dict(c, bucket=bucket) for c in decode(found, items)]
     return sorted(cases, key=lambda c: c["ord"])
 
 

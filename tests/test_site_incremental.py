@@ -21,7 +21,7 @@ from evalsite.analysis import items
 from evalsite.analysis.exclusions import exclude_run
 from evalsite.experiment.datasets import dataset_id, item_identity
 from evalsite.project import Project, find_project
-from evalsite.site import build, build_site
+from evalsite.site import build, build_site, paths
 from evalsite.site.output import BUILD_RECORD
 from evalsite.site.pages import compare
 
@@ -195,3 +195,32 @@ def test_a_new_run_is_the_only_file_its_leaderboard_and_comparison_read(tmp_path
     assert set(read["duckdb"]) <= {A2}  # (its leaderboard may find A2's own cells the build has just kept)
     assert read["scanned"] == []
     assert_same_as_a_fresh_build(project, tmp_path)
+
+
+def item_texts_files(project: Project) -> dict[str, int]:
+    """The dataset's shared item texts files (name → modification time in ns)."""
+    found = (project.root / "site" / "data" / "items").glob("*/texts/*.js")
+    return {path.name: path.stat().st_mtime_ns for path in found}
+
+
+def test_runs_share_item_texts_files_and_a_changed_text_gets_its_own(small_project, spy, tmp_path):
+    report = build_site(small_project)
+    site = small_project.root / "site"
+    on_disk = [p for p in site.rglob("*") if p.is_file() and p.name != BUILD_RECORD]
+    assert (report.files, report.bytes) == (len(on_disk), sum(p.stat().st_size for p in on_disk))  # a shared file counted once
+    data_id = recorded_dataset(small_project)
+    shared = item_texts_files(small_project)
+    assert len(shared) == len({paths.item_bucket(item) for item in ITEMS})  # one file a bucket for the three runs
+    arm_run(small_project.root, A2, "a", {"i2"}, data_id)  # the same texts: the files are neither new nor rewritten
+    rebuild(small_project, spy)
+    assert item_texts_files(small_project) == shared
+    cases = [case(item, expected="changed" if item == "i3" else "ok") for item in ITEMS]
+    write_run(small_project.runs_dir, B2, cases, arm="b", dataset_id=data_id, config={"arm_id": "b", "params": {}})
+    rebuild(small_project, spy)
+    now = item_texts_files(small_project)
+    assert set(now) - set(shared) and set(now) > set(shared)  # i3's bucket gets a second file; the first is still used
+    assert_same_as_a_fresh_build(small_project, tmp_path)
+    for run_id in (A1, B1, C1, A2):
+        shutil.rmtree(small_project.runs_dir / run_id)
+    rebuild(small_project, spy)
+    assert len(item_texts_files(small_project)) == len(shared)  # the file only the removed runs used is deleted

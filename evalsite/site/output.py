@@ -3,6 +3,9 @@
 The folder holds ``.evalsite-build.json``: for every job (a page with its downloads and data scripts) the
 hash of its inputs and the files it wrote. A later build keeps a job whose hash is unchanged and
 whose files are all present, rewrites the others, and deletes files no job produces any more.
+A file belongs to one job, except a content-addressed shared file (:data:`evalsite.site.paths.SHARED_FILES`,
+the items' texts several runs' data refer to), which any job may produce and which is not written
+again when the folder already holds those bytes.
 The record holds content hashes only (no times), so it is as deterministic as the pages.
 
 The record is read like any other file from outside: a committed ``site/`` may hold a tampered
@@ -19,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from evalsite.errors import SiteError
+from evalsite.site.paths import SHARED_FILES
 from evalsite.site.settings import HARD_FILE_LIMIT_BYTES
 
 BUILD_RECORD = ".evalsite-build.json"
@@ -40,6 +44,7 @@ class SiteWriter:
     warnings: list[str] = field(default_factory=list)
     written: int = 0
     kept: int = 0
+    shared: set[str] = field(default_factory=set)  # the shared files this build has written or found
 
     @classmethod
     def open(cls, out_dir: Path, warn_bytes: int, *, full: bool = False) -> SiteWriter:
@@ -75,9 +80,10 @@ class SiteWriter:
         self.kept += 1
 
     def write(self, key: str, input_hash: str, files: dict[str, bytes]) -> None:
+        shared = {name for name, content in sorted(files.items()) if self._check(name, content)}
         for name, content in sorted(files.items()):
-            self._check(name, content)
-        for name, content in sorted(files.items()):
+            if name in shared:
+                continue
             if not self._inside(name):  # before any folder is made: a symlinked folder never leads one outside
                 raise SiteError(f"refusing to write {name!r}: a symlink in the site folder leads outside it")
             path = self.out_dir / name
@@ -86,10 +92,20 @@ class SiteWriter:
         self.current[key] = JobRecord(input_hash, sorted(files))
         self.written += 1
 
-    def _check(self, name: str, content: bytes) -> None:
+    def _check(self, name: str, content: bytes) -> bool:
+        """Refuse a file that may not be written; True when it is a shared file (:data:`evalsite.site.paths.SHARED_FILES`:
+        content-addressed, so several pages may write it) already in the folder with the same bytes, which
+        is left as it is (one found different is written again)."""
         if not plain_name(name):
             raise SiteError(f"refusing to write {name!r} outside the site folder")
-        owners = [k for k, job in self.current.items() if name in job.files]
+        shared = SHARED_FILES.fullmatch(name) is not None
+        if shared:
+            if name in self.shared:  # written or found in this build already: its name is its content's hash
+                return True
+            self.shared.add(name)
+            if self._inside(name) and _regular(self.out_dir / name) and (self.out_dir / name).read_bytes() == content:
+                return True
+        owners = [] if shared else [k for k, job in self.current.items() if name in job.files]
         if owners:
             raise SiteError(f"{name}: written by two pages ({owners[0]}); rename one of them")
         size = len(content)
@@ -97,6 +113,7 @@ class SiteWriter:
             raise SiteError(f"{name}: {size / 1e6:.1f} MB is above the 100 MB limit of GitHub Pages; lower [site] max_field_chars or page_budget_kb")
         if size > self.warn_bytes:
             self.warnings.append(f"{name}: {size / 1e6:.1f} MB is above warn_file_mb")
+        return False
 
     def finish(self) -> None:
         """Delete what no job produces any more, then record this build."""
@@ -111,7 +128,7 @@ class SiteWriter:
         _write_record(self.out_dir / BUILD_RECORD, self.current)
 
     def files(self) -> list[str]:
-        return sorted(f for job in self.current.values() for f in job.files)
+        return sorted({f for job in self.current.values() for f in job.files})  # a shared file once
 
     def _inside(self, name: str) -> bool:
         """``name`` is a plain relative path whose folder resolves inside the output folder (no

@@ -103,6 +103,16 @@ def item_metadata(dataset_id: str, bucket: str) -> str:
     return f"data/items/{slug(dataset_id)}/{bucket}.js"
 
 
+def item_texts(dataset_id: str, bucket: str, content_hash: str) -> str:
+    """The input and expected texts of one item bucket as a run shows them, named by a hash of its
+    content, so the runs of a dataset that show the same texts share one file (:mod:`evalsite.site.casedata`)."""
+    return f"data/items/{slug(dataset_id)}/texts/{bucket}-{content_hash}.js"
+
+
+#: Item texts files are content-addressed: several pages may write one, with the same bytes.
+SHARED_FILES = re.compile(r"data/items/[^/]+/texts/[0-9a-f]{2}-[0-9a-f]{16}\.js")
+
+
 def items_index(dataset_id: str) -> str:
     return f"items/{slug(dataset_id)}/index.html"
 

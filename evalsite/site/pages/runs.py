@@ -169,7 +169,8 @@ def _run_renderer(run: Run, baseline: str | None, edited: bool, excluded: str | 
         assert cases.texts is not None, "the build reads a run's own page's cases with their texts"
         dataset_id = run.header.dataset.dataset_id
         data = run_data(run.run_id, cases.columns, cases.texts, limit=kit.settings.max_field_chars,
-                        redact=kit.settings.redact, item_pages=bool(dataset_id), part_chars=kit.settings.page_budget_bytes)
+                        redact=kit.settings.redact, item_pages=bool(dataset_id), part_chars=kit.settings.page_budget_bytes,
+                        item_texts=dataset_id or None)
         listing = CaseListing(
             folder=paths.run_data_index(run.run_id).removesuffix("index.js"),
             items=paths.items_folder(dataset_id) if dataset_id else None,
