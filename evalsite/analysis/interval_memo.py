@@ -17,7 +17,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, fields
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from evalsite.stats.proportions import Interval
 
@@ -26,29 +26,31 @@ if TYPE_CHECKING:  # numpy and the tests load when a pair is first tested or rec
 
     from evalsite.stats.pairs import PairedDifference
 
+V = TypeVar("V")
+
 #: Bumped when the payload's shape changes.
 PAYLOAD_VERSION = 2
 #: A leaderboard of n arms asks for n + n(n-1)/2 intervals; an entry is a few floats.
 MEMO_SIZE = 4096
 
 
-class IntervalLru:
-    """The :data:`MEMO_SIZE` most recently used intervals by ``stats.intervals.memo_key``; safe
-    from several threads (the site build computes intervals in two)."""
+class Lru(Generic[V]):
+    """The ``size`` most recently used values by key; safe from several threads (the site build
+    computes intervals and tests in two)."""
 
     def __init__(self, size: int = MEMO_SIZE) -> None:
         self.size = size
-        self._entries: OrderedDict[tuple[Any, ...], Interval] = OrderedDict()
+        self._entries: OrderedDict[tuple[Any, ...], V] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, key: tuple[Any, ...]) -> Interval | None:
+    def get(self, key: tuple[Any, ...]) -> V | None:
         with self._lock:
             if key in self._entries:
                 self._entries.move_to_end(key)
                 return self._entries[key]
         return None
 
-    def put(self, key: tuple[Any, ...], value: Interval) -> None:
+    def put(self, key: tuple[Any, ...], value: V) -> None:
         with self._lock:
             self._entries[key] = value
             self._entries.move_to_end(key)
@@ -59,13 +61,20 @@ class IntervalLru:
         with self._lock:
             self._entries.clear()
 
+    def items(self) -> list[tuple[tuple[Any, ...], V]]:
+        """Every entry, oldest first."""
+        with self._lock:
+            return list(self._entries.items())
+
+
+class IntervalLru(Lru[Interval]):
+    """The :data:`MEMO_SIZE` most recently used intervals by ``stats.intervals.memo_key``."""
+
     def rows(self) -> list[list[Any]]:
         """Every interval, oldest first, as a JSON-ready row: array digest, shape, dtype, options,
         then the interval."""
-        with self._lock:
-            items = list(self._entries.items())
         return [[key[0].hex(), list(key[1]), *key[2:], value.low, value.high, value.confidence, value.method]
-                for key, value in items if isinstance(key[0], bytes)]
+                for key, value in self.items() if isinstance(key[0], bytes)]
 
     def recall(self, rows: Iterable[list[Any]]) -> None:
         """Remember the rows :meth:`rows` gave (a malformed row raises ValueError/TypeError)."""
@@ -75,17 +84,12 @@ class IntervalLru:
                      Interval(float(low), float(high), float(confidence), str(method)))
 
 
-class PairMemo:
+class PairMemo(Lru["PairedDifference | Interval"]):
     """The verdict's paired tests by a digest of the pair's two columns (items, in order) and the
     options: a pair's :func:`~evalsite.stats.pairs.paired_difference` and its
     :func:`~evalsite.stats.pairs.inverted_pair_interval` at a level. Only pairs without clusters
     are kept (a digest of arbitrary cluster labels is not worth its risk). The :data:`MEMO_SIZE`
-    most recently used entries of each kind are kept; safe from several threads."""
-
-    def __init__(self, size: int = MEMO_SIZE) -> None:
-        self.size = size
-        self._entries: OrderedDict[tuple[Any, ...], PairedDifference | Interval] = OrderedDict()
-        self._lock = threading.Lock()
+    most recently used entries are kept."""
 
     def difference(self, a: np.ndarray, b: np.ndarray, options: tuple[Any, ...],
                    compute: Callable[[], PairedDifference]) -> PairedDifference:
@@ -97,7 +101,7 @@ class PairMemo:
 
     def keep_difference(self, a: np.ndarray, b: np.ndarray, options: tuple[Any, ...], value: PairedDifference) -> None:
         """Keep ``value`` as the pair's difference under ``options`` (e.g. one brought to another MDE level)."""
-        self._put(("difference", *_pair_key(a, b), *options), value)
+        self.put(("difference", *_pair_key(a, b), *options), value)
 
     def inverted(self, a: np.ndarray, b: np.ndarray, options: tuple[Any, ...],
                  compute: Callable[[], Interval]) -> Interval:
@@ -107,30 +111,15 @@ class PairMemo:
         return found
 
     def _recall(self, key: tuple[Any, ...], compute: Callable[[], PairedDifference | Interval]) -> PairedDifference | Interval:
-        with self._lock:
-            if key in self._entries:
-                self._entries.move_to_end(key)
-                return self._entries[key]
-        value = compute()
-        self._put(key, value)
-        return value
-
-    def _put(self, key: tuple[Any, ...], value: PairedDifference | Interval) -> None:
-        with self._lock:
-            self._entries[key] = value
-            self._entries.move_to_end(key)
-            if len(self._entries) > self.size:
-                self._entries.popitem(last=False)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._entries.clear()
+        found = self.get(key)
+        if found is None:
+            found = compute()
+            self.put(key, found)
+        return found
 
     def rows(self) -> list[list[Any]]:
         """Every entry, oldest first, as a JSON-ready row: kind, digest, shape, dtype, options, then the value's fields."""
-        with self._lock:
-            items = list(self._entries.items())
-        return [[key[0], key[1].hex(), list(key[2]), *key[3:], asdict(value)] for key, value in items]
+        return [[key[0], key[1].hex(), list(key[2]), *key[3:], asdict(value)] for key, value in self.items()]
 
     def recall(self, rows: Iterable[list[Any]]) -> None:
         """Remember the rows :meth:`rows` gave (a malformed row raises ValueError/TypeError/KeyError)."""
@@ -147,7 +136,7 @@ class PairMemo:
                 value = _typed(Interval, kept)
             else:
                 raise ValueError(f"unknown kind of pair entry: {kind!r}")
-            self._put((kind, bytes.fromhex(digest), tuple(shape), str(dtype), *options), value)
+            self.put((kind, bytes.fromhex(digest), tuple(shape), str(dtype), *options), value)
 
 
 def _typed(cls: Any, values: dict[str, Any]) -> Any:
