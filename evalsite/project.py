@@ -23,6 +23,15 @@ from evalsite.errors import ProjectError, TargetError, did_you_mean
 PROJECT_MARKERS = ("evalsite.toml", "experiments", "data")
 DEFAULT_MAX_ERROR_RATE = 0.5
 RUNS_ENV = "EVALSITE_RUNS"
+#: The installed ``evalsite`` package's folder.
+PACKAGE_DIR = Path(__file__).resolve().parent
+
+
+def shipped_folder(installed: str, checkout: str) -> Path:
+    """A folder that ships with evalsite: ``installed`` under the package (where the wheel puts it,
+    pyproject's force-include), else ``checkout`` beside the package (a source checkout)."""
+    inside = PACKAGE_DIR / installed
+    return inside if inside.is_dir() else PACKAGE_DIR.parent / checkout
 
 #: Every table of evalsite.toml and its keys (None: the table's own reader checks its keys —
 #: ``[site]`` is evalsite.site.settings.SiteSettings, read by ``build`` and ``validate``).

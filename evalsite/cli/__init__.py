@@ -127,8 +127,8 @@ class LazyGroup(click.Group):
             formatter.write_dl([(name, entries[name].help) for name in self.list_commands(ctx)])
 
 
-#: Where ``evalsite --help`` sends a reader: the docs ship in evalsite's source (the repository
-#: or the sdist; the wheel carries none, and no public URL is recorded to point at instead).
+#: Where ``evalsite --help`` sends a reader: the docs ship inside the package (the wheel's
+#: ``evalsite/docs``; :mod:`evalsite.cli.docs`), since no public URL is recorded to point at.
 EPILOG = ("Docs ship with evalsite: 'evalsite docs' lists the pages, 'evalsite docs guide' prints the guide "
           "(a first project, step by step), 'evalsite docs commands' every command and option; 'evalsite docs "
           "--path' names their folder. 'evalsite COMMAND --help' describes one command.")

@@ -13,14 +13,12 @@ from pathlib import Path
 import click
 
 from evalsite.errors import EvalsiteError, did_you_mean
-
-PACKAGE_DIR = Path(__file__).resolve().parent.parent
+from evalsite.project import shipped_folder
 
 
 def docs_dir() -> Path:
     """``evalsite/docs`` inside the wheel when installed, ``docs/`` beside the package in a checkout."""
-    installed = PACKAGE_DIR / "docs"
-    return installed if installed.is_dir() else PACKAGE_DIR.parent / "docs"
+    return shipped_folder("docs", "docs")
 
 
 class UnknownPageError(EvalsiteError):

@@ -31,7 +31,7 @@ from evalsite.analysis.matrix import run_column
 from evalsite.analysis.summary import summarise_run
 from evalsite.errors import SiteError
 from evalsite.jsonshape import JSONObject
-from evalsite.project import Project
+from evalsite.project import PACKAGE_DIR, Project
 from evalsite.runlog.hashing import sha256_json
 from evalsite.site import paths, unchanged
 from evalsite.site.figures import PAIRS_FILE, RunFigures, SiteCache
@@ -57,7 +57,7 @@ from evalsite.site.pages import (
 )
 from evalsite.site.report import SiteReport
 from evalsite.site.settings import SiteSettings, site_settings
-from evalsite.site.theme import PACKAGE_DIR, Theme, load_theme
+from evalsite.site.theme import Theme, load_theme
 
 #: Derived per-run figures, local to the project (see :mod:`evalsite.site.figures`).
 CACHE_DIR = ".evalsite/site-cache"

@@ -38,17 +38,16 @@ from jinja2 import (
 from jinja2.sandbox import SandboxedEnvironment
 
 from evalsite.errors import EvalsiteError, SiteError
+from evalsite.project import shipped_folder
 from evalsite.runlog.hashing import sha256_text
 from evalsite.site import formatting
 
-PACKAGE_DIR = Path(__file__).resolve().parent.parent
 CSS_URL = re.compile(r"""url\(\s*(['"]?)([^'")]+)\1\s*\)""")
 
 
 def builtin_theme_dir(kind: str) -> Path:
     """``templates`` or ``static``: inside the wheel when installed, beside the package in a checkout."""
-    installed = PACKAGE_DIR / "theme" / kind
-    return installed if installed.is_dir() else PACKAGE_DIR.parent / kind
+    return shipped_folder(f"theme/{kind}", kind)
 
 
 class ProjectLoader(FileSystemLoader):

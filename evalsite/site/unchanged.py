@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from evalsite import __version__
-from evalsite.project import Project
+from evalsite.project import PACKAGE_DIR, Project
 from evalsite.site.report import SiteReport
 
 RECORD = ".evalsite/site-unchanged.json"
@@ -45,7 +45,6 @@ SKIPPED = frozenset({".git", ".hg", ".svn", ".evalsite", "__pycache__", "node_mo
                      ".tox", ".nox", ".mypy_cache", ".ruff_cache", ".pytest_cache"})
 #: Beyond this many files and folders, the project is left to the full check (the walk would cost more than it saves).
 MAX_ENTRIES = 50_000
-PACKAGE_DIR = Path(__file__).resolve().parent.parent
 
 
 @dataclass(frozen=True)
