@@ -1,5 +1,6 @@
-"""Costs a command that only reads runs does not need to pay: pyarrow's look for pandas, and
-BLAS threads spinning between small products.
+"""Costs a command does not need to pay: pyarrow's look for pandas and BLAS threads spinning
+between small products (commands that only read runs), and the interpreter's last collections at
+exit (every command).
 
 pyarrow imports pandas, when it is installed, the first time it converts a value to or from numpy
 (any ``to_numpy``, a fill value, a list), to recognise pandas objects (``NaT``, ``NA``, a
@@ -17,6 +18,8 @@ user code which may build Arrow data from pandas (``run``, ``rescore``, ``import
 
 from __future__ import annotations
 
+import atexit
+import gc
 import os
 import sys
 
@@ -64,3 +67,17 @@ def pyarrow_without_pandas(*, load: bool = False) -> None:
         pass
     finally:
         sys.meta_path.remove(finder)
+
+
+def no_collection_at_exit() -> None:
+    """Skip the garbage collections the interpreter runs over every object still alive when the
+    process exits: an exit handler freezes them (``gc.freeze``), registered at the process's entry
+    so that it runs after every other exit handler.
+
+    Those collections look for reference cycles among all the modules loaded and all the data a
+    command still holds, only to free what is freed anyway when the process ends: 0.1 s of CPU and
+    of wall time at the end of ``evalsite run`` (its modules and a 6,000-case run's records,
+    bench/runner.py). The objects are still freed as the modules are cleared; only cyclic garbage
+    left at exit is not finalized, which Python never promises (every file a command writes is
+    written and closed before it returns)."""
+    atexit.register(gc.freeze)
