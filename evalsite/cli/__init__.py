@@ -19,7 +19,7 @@ import click
 
 from evalsite import __version__
 from evalsite.cli.console import configure
-from evalsite.cli.lean import blas_on_one_thread, no_collection_at_exit, pyarrow_without_pandas
+from evalsite.cli.lean import blas_on_one_thread, fewer_collections, pyarrow_without_pandas
 from evalsite.errors import EvalsiteError
 
 
@@ -109,9 +109,9 @@ class LazyGroup(click.Group):
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """The process's entry (the ``evalsite`` script, ``python -m evalsite``; tests call
-        :meth:`main`): the command, its process ending without the last collections
-        (:func:`~evalsite.cli.lean.no_collection_at_exit`)."""
-        no_collection_at_exit()
+        :meth:`main`): the command, with fewer garbage collections in its process
+        (:func:`~evalsite.cli.lean.fewer_collections`)."""
+        fewer_collections()
         return super().__call__(*args, **kwargs)
 
     def invoke(self, ctx: click.Context) -> object:
