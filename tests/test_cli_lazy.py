@@ -13,6 +13,7 @@ import click
 import pytest
 
 from evalsite.cli import COMMANDS, main
+from evalsite.cli.lean import YOUNG_GENERATION
 
 CLI = Path(__file__).resolve().parent.parent / "evalsite" / "cli"
 HEAVY = ("scipy", "duckdb", "jinja2", "httpx")
@@ -111,3 +112,20 @@ def test_a_command_that_reads_runs_keeps_numpys_blas_on_one_thread_unless_the_us
     assert blas_threads_after_loading("leaderboard", environment) == "1"
     assert blas_threads_after_loading("run", environment) == "unset"
     assert blas_threads_after_loading("leaderboard", {**environment, "OPENBLAS_NUM_THREADS": "3"}) == "3"
+
+
+def collector_at_exit(entry: str) -> str:
+    """What an exit handler registered before ``entry`` finds (it runs after those the command
+    registered): the youngest generation's threshold, and whether everything was frozen by then."""
+    code = ("import atexit, gc\n"
+            "atexit.register(lambda: print(gc.get_threshold()[0], 'frozen' if gc.get_freeze_count() else 'not frozen'))\n"
+            f"from evalsite.cli import main\n{entry}")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    return result.stdout.splitlines()[-1]
+
+
+def test_the_process_entry_collects_less_and_not_at_exit_and_test_invocations_do_not():
+    assert collector_at_exit("main(['--version'])") == f"{YOUNG_GENERATION} frozen"  # the script, python -m evalsite
+    invoked = "from click.testing import CliRunner\nassert CliRunner().invoke(main, ['--version']).exit_code == 0"
+    threshold, frozen = collector_at_exit(invoked).split(" ", 1)
+    assert int(threshold) != YOUNG_GENERATION and frozen == "not frozen"  # Python's own

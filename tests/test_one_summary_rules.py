@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import random
+import subprocess
+import sys
 
 import pytest
 from hypothesis import given, settings
@@ -121,3 +123,24 @@ def test_run_and_rescore_exit_by_one_rule(figures, ok):
     batch = BatchOutcome([run], [], None, None, 0.0)
     rescored = RescoreOutcome("r2", "r", RunStatus.COMPLETED, totals, [])
     assert run.ok is batch.ok is rescored.ok is ok
+
+
+def test_summarising_a_run_loads_no_masked_arrays():
+    """`evalsite run` summarises every run it writes: numpy's unique() would load numpy.ma for it."""
+    code = ("import sys\nfrom evalsite.analysis.summary import summarise_run\n"
+            "rows = [{'item_id': f'i{n % 7}', 'repeat': n // 7, 'score': 1.0, 'passed': True, 'error': None,\n"
+            "         'critical': False, 'scores': []} for n in range(21)]\n"
+            "summary = summarise_run(rows)\nassert summary.totals(planned=21).cases == 21, summary\n"
+            "print('numpy.ma' in sys.modules)")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "False"
+
+
+@given(st.lists(st.integers(-(2**62), 2**62)))
+def test_the_summarys_distinct_codes_are_numpys_unique(values):
+    import numpy as np
+
+    from evalsite.analysis.summary import _distinct
+
+    codes = np.array(values, dtype=np.int64)
+    assert _distinct(codes) == np.unique(codes).tolist()

@@ -19,7 +19,7 @@ import click
 
 from evalsite import __version__
 from evalsite.cli.console import configure
-from evalsite.cli.lean import blas_on_one_thread, pyarrow_without_pandas
+from evalsite.cli.lean import blas_on_one_thread, fewer_collections, pyarrow_without_pandas
 from evalsite.errors import EvalsiteError
 
 
@@ -106,6 +106,13 @@ class LazyGroup(click.Group):
     def __init__(self, *args: Any, entries: tuple[CommandEntry, ...], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.commands = _LazyCommands(entries)  # type: ignore[assignment]
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """The process's entry (the ``evalsite`` script, ``python -m evalsite``; tests call
+        :meth:`main`): the command, with fewer garbage collections in its process
+        (:func:`~evalsite.cli.lean.fewer_collections`)."""
+        fewer_collections()
+        return super().__call__(*args, **kwargs)
 
     def invoke(self, ctx: click.Context) -> object:
         """Run the command; an :class:`~evalsite.errors.EvalsiteError` from anywhere below (the

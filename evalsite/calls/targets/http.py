@@ -23,6 +23,7 @@ from typing import Any
 
 import aiohttp
 import httpx
+import orjson
 from httpx_aiohttp import AiohttpTransport
 
 from evalsite.calls.decompress import Budget, DecodeError, TooLarge, decoding
@@ -281,6 +282,12 @@ class RequestHeaders:
         return items
 
 
+#: every digit as 0, so that a run of 19 digits (where orjson may read an integer beyond 64 bits as
+#: a float) is found by a plain ``in``, a tenth of a regular expression's time
+_DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
+_LONG_NUMBER = b"0" * 19
+
+
 class Reply:
     """A response read to its end: its status, headers and (decoded) body."""
 
@@ -303,6 +310,14 @@ class Reply:
         return self.response.headers
 
     def json(self) -> Any:
+        """The body as ``json.loads`` parses it, by orjson (a fifth of the time) unless the body holds
+        19 digits in a row (orjson would read an integer past 64 bits as a float) or orjson refuses
+        it (NaN, a lone surrogate, a UTF-16 body, a byte-order mark: the standard parser decides)."""
+        if _LONG_NUMBER not in self.content.translate(_DIGITS_AS_ZERO):
+            try:
+                return orjson.loads(self.content)
+            except orjson.JSONDecodeError:
+                pass
         return json.loads(self.content)
 
     @property
