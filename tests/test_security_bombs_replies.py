@@ -33,6 +33,7 @@ class Provider(BaseHTTPRequestHandler):
 
     protocol_version = "HTTP/1.1"
     bombs: dict[str, bytes] = {}
+    failed: set[str] = set()  # the ``failing <status>`` questions answered once with that status
 
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
@@ -42,6 +43,13 @@ class Provider(BaseHTTPRequestHandler):
             self._send(self.bombs[argument], {"Content-Encoding": argument})
         elif word == "size":
             self._send_large(int(argument), body["model"])
+        elif word == "failing":  # an error status with a body past any limit, then (429 only) the answer
+            status = int(argument)
+            if status != 429 or question not in self.failed:
+                self.failed.add(question)
+                self._send_large(HUGE_BYTES, body["model"], status)
+                return
+            self._send(json.dumps(openai_body(body["model"], "after 429", {}, {"in": 1, "out": 2})).encode())
         elif word == "encoded":  # a plain JSON reply labelled with this Content-Encoding
             reply = openai_body(body["model"], f"echo: {question}", {}, {"in": 1, "out": 2})
             self._send(json.dumps(reply).encode(), {"Content-Encoding": argument})
@@ -56,11 +64,11 @@ class Provider(BaseHTTPRequestHandler):
         self.end_headers()
         self._write(memoryview(data))
 
-    def _send_large(self, size: int, model: str) -> None:
+    def _send_large(self, size: int, model: str, status: int = 200) -> None:
         """A valid reply whose content is ``size`` x's, written a megabyte at a time."""
         head, tail = json.dumps(openai_body(model, "@", {}, {"in": 1, "out": 2})).encode().split(b"@")
         filler = b"x" * MIB
-        self.send_response(200)
+        self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(head) + size + len(tail)))
         self.end_headers()
@@ -153,3 +161,15 @@ def test_an_encoding_the_client_cannot_decode_fails_its_case(runner_project, cli
     cases = _run(runner_project, cli, provider, ["encoded br", "encoded identity"])
     assert cases["encoded br"]["error"] == "the reply's Content-Encoding cannot be decoded: unsupported encoding 'br'"
     assert cases["encoded identity"]["output"] == "echo: encoded identity"
+
+
+def test_an_error_reply_past_the_limit_keeps_its_status(runner_project, cli, provider):
+    """A 429 or 5xx is worth retrying however long its body (the retry is answered), and a 4xx is
+    refused for its status, its first words shown: the body is cut at the limit, not refused."""
+    Provider.failed.clear()
+    cases = _run(runner_project, cli, provider, ["failing 429", "failing 400"], max_reply_bytes=64 * 1024)
+    assert cases["failing 429"]["error"] is None and cases["failing 429"]["output"] == "after 429"
+    assert cases["failing 429"]["attempts"] == 2
+    error = cases["failing 400"]["error"]
+    assert error.startswith("HTTP 400 Bad Request: {") and "xxxxxxxx" in error
+    assert "larger than" not in error

@@ -223,18 +223,25 @@ class JsonClient:
 
     async def _read_body(self, response: httpx.Response) -> bytes:
         """The response's body decoded, read a piece at a time from its stream: past
-        ``max_reply_bytes`` received or decoded, :class:`TooLarge` is raised and the rest is never read."""
+        ``max_reply_bytes`` received or decoded, :class:`TooLarge` is raised and the rest is never read.
+
+        An error reply (status 400 or above) is cut at the limit instead: only its first words are
+        shown (:meth:`_status_error`), and a 429 or 5xx must stay worth retrying however long its body."""
         budget = Budget(self.max_reply_bytes)
         encodings = [e.strip().lower() for e in response.headers.get("content-encoding", "").split(",")]
         sink = decoding(encodings, budget)
         received = 0
         stream = response.stream
         assert isinstance(stream, httpx.AsyncByteStream)
-        async for piece in stream:
-            received += len(piece)
-            if received > self.max_reply_bytes:
-                raise TooLarge(self.max_reply_bytes)
-            sink.write(piece)
+        try:
+            async for piece in stream:
+                received += len(piece)
+                if received > self.max_reply_bytes:
+                    raise TooLarge(self.max_reply_bytes)
+                sink.write(piece)
+        except TooLarge:
+            if response.status_code < 400:
+                raise
         return bytes(budget.data)
 
     def _status_error(self, response: Reply) -> str:
