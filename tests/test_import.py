@@ -187,6 +187,23 @@ def test_the_stream_names_a_wrong_shape(tmp_path):
         list(JsonArrayStream(path, ("a", "b")))
 
 
+LINES_ORJSON_READS_OTHERWISE = [
+    '{"id": 123456789012345678901234567890, "n": -9223372036854775809, "u": 18446744073709551615}',
+    '{"x": NaN, "y": Infinity, "z": -Infinity, "big": 1e400}',
+    '{"text": "\\ud800 alone", "pair": "\\ud83d\\ude00", "dup": 1, "dup": 2}',
+    '{"f": [0.1, 1e-320, 2.5e308, 1.7976931348623157e308, -0.0, 5e-324], "s": "caf\u00e9 \u2603"}',
+]
+
+
+def test_json_lines_reads_every_line_as_the_standard_decoder_does(tmp_path):
+    path = tmp_path / "rows.jsonl"
+    path.write_text("\n".join(LINES_ORJSON_READS_OTHERWISE) + "\n", encoding="utf-8")
+    read = [record for _, record in jsonstream.JsonLines(path)]
+    expected = [json.loads(line) for line in LINES_ORJSON_READS_OTHERWISE]
+    assert repr(read) == repr(expected)  # repr: NaN is not equal to itself, and 1 == 1.0
+    assert [type(v) for v in read[0].values()] == [int, int, int]
+
+
 def test_zstd_zip_round_trip_and_crc_check(tmp_path):
     members = [("header.json", b'{"version": 2}'), ("samples/x_epoch_1.json", b"{}" * 1000)]
     path = tmp_path / "log.eval"

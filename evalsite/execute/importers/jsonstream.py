@@ -15,7 +15,11 @@ and the importers also need the rest of the document; the same contract built fr
 that is no faster for what is needed is not worth adding.
 
 :class:`JsonLines` reads one object per line, ignoring a torn last line (a writer that was
-killed mid-line) and reporting any other bad line by number.
+killed mid-line) and reporting any other bad line by number. A line is decoded by orjson (2-3x
+the standard decoder's speed) when orjson surely reads it as the standard decoder does; anything
+else (a line orjson refuses: NaN, 1e400, a lone surrogate, deep nesting, bad JSON; or one with a
+run of 19 digits, which might be an integer past 64 bits that orjson reads as a float) is decoded
+by the standard library, which also words every error as before.
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 from evalsite.errors import SourceError
 from evalsite.jsonshape import JSONObject
@@ -212,6 +218,19 @@ class JsonArrayStream:
         return lines + self._buffer.count("\n", 0, pos)
 
 
+_LONG_DIGITS = re.compile(r"[0-9]{19}")
+
+
+def _line_value(line: str) -> Any:
+    """One line's JSON value, as ``json.loads`` reads it (see the module docstring)."""
+    if _LONG_DIGITS.search(line) is None:
+        try:
+            return orjson.loads(line)
+        except orjson.JSONDecodeError:
+            pass
+    return json.loads(line)
+
+
 class JsonLines:
     """Iterate ``(line_number, object)`` over a JSON Lines file; see the module docstring."""
 
@@ -227,7 +246,7 @@ class JsonLines:
                     if not line.strip():
                         continue
                     try:
-                        record = json.loads(line)
+                        record = _line_value(line)
                     except json.JSONDecodeError as exc:
                         if not line.endswith("\n"):
                             self.truncated = True
