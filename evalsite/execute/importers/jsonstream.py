@@ -218,14 +218,17 @@ class JsonArrayStream:
         return lines + self._buffer.count("\n", 0, pos)
 
 
-_LONG_DIGITS = re.compile(r"[0-9]{19}")
+_DIGITS_AS_ZEROS = bytes(48 if 48 <= b <= 57 else 32 for b in range(256))  # ASCII digits to "0", the rest to " "
+_LONG_DIGITS = b"0" * 19  # a run of 19 digits: maybe an integer orjson reads as a float
 
 
 def _line_value(line: str) -> Any:
-    """One line's JSON value, as ``json.loads`` reads it (see the module docstring)."""
-    if _LONG_DIGITS.search(line) is None:
+    """One line's JSON value, as ``json.loads`` reads it (see the module docstring). The digit
+    runs are found by ``bytes.translate`` (a regular expression took twice orjson's decoding)."""
+    data = line.encode("utf-8")  # a line read from UTF-8 text always encodes
+    if _LONG_DIGITS not in data.translate(_DIGITS_AS_ZEROS):
         try:
-            return orjson.loads(line)
+            return orjson.loads(data)
         except orjson.JSONDecodeError:
             pass
     return json.loads(line)

@@ -244,11 +244,36 @@ def remove_stale_staging(runs_dir: Path) -> None:
             shutil.rmtree(folder, ignore_errors=True)
 
 
+class _ItemsMemo:
+    """The items of the last run written from a source: its runs (one per arm) usually share their
+    items, whose checks and hashes are then computed once. Rows count as the same only when they
+    are equal and orjson writes them alike (``==`` alone takes ``1`` for ``1.0`` or ``true``, which
+    hash differently; orjson alone writes NaN as null)."""
+
+    def __init__(self, label: str):
+        self.label = label
+        self.rows: list[dict[str, Any]] = []
+        self.items: list[Item] = []
+
+    def items_of(self, rows: list[dict[str, Any]]) -> list[Item]:
+        if not (self.items and rows == self.rows and _same_text(rows, self.rows)):
+            self.rows, self.items = rows, item_identity(rows, self.label)
+        return self.items
+
+
+def _same_text(first: list[dict[str, Any]], second: list[dict[str, Any]]) -> bool:
+    try:
+        return orjson.dumps(first) == orjson.dumps(second)
+    except TypeError:  # a value orjson does not write (an integer past 64 bits): hashed again
+        return False
+
+
 def write_runs(source: SourceImport, runs_dir: Path, batch_id: str, options: ImportOptions) -> list[ImportedRun]:
     """Write every run of ``source`` under ``runs_dir``; call once the reader has finished."""
     described = sorted(((_description(source, draft), draft) for draft in source.drafts()), key=lambda pair: pair[0].arm_id)
+    memo = _ItemsMemo(source.label)
     try:
-        return [_write_run(source, draft, run, runs_dir, batch_id, options) for run, draft in described]
+        return [_write_run(source, draft, run, runs_dir, batch_id, options, memo) for run, draft in described]
     except UnicodeEncodeError as exc:  # an item's input, expected value or metadata: hashed as UTF-8
         raise SourceError(f"{source.label}: a row holds a lone surrogate {_surrogate(exc)}, near "
                           f"{exc.object[max(0, exc.start - 30):exc.start + 30]!r} (not valid Unicode text)") from None
@@ -266,9 +291,9 @@ def _description(source: SourceImport, draft: _RunDraft) -> SourceRun:
 
 
 def _write_run(source: SourceImport, draft: _RunDraft, run: SourceRun, runs_dir: Path, batch_id: str,
-               options: ImportOptions) -> ImportedRun:
+               options: ImportOptions, memo: _ItemsMemo) -> ImportedRun:
     keys = sorted(draft.items, key=lambda k: draft.items[k].order)
-    items = dict(zip(keys, item_identity([draft.items[k].row for k in keys], source.label)))
+    items = dict(zip(keys, memo.items_of([draft.items[k].row for k in keys])))
     name = options.dataset_name or DEFAULT_DATASET_NAME
     identifier = dataset_id(name, list(items.values()))
     dataset = DatasetRecord(run.dataset_location, identifier, len(items), name=name)
