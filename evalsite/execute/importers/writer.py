@@ -200,7 +200,9 @@ class SourceImport:
 
     @staticmethod
     def _tally(draft: _RunDraft, score: SourceScore) -> None:
-        tally = draft.evaluators.setdefault(score.evaluator, _EvaluatorTally(score.kind, score.weight))
+        tally = draft.evaluators.get(score.evaluator)
+        if tally is None:  # (setdefault would build a tally for every score)
+            tally = draft.evaluators[score.evaluator] = _EvaluatorTally(score.kind, score.weight)
         if score.identity is not None:
             tally.identities.setdefault(repr(score.identity), score.identity)
         if score.value is not None and score.value not in (0.0, 1.0):
