@@ -11,7 +11,7 @@ import evalsite.execute.importers.jsonstream as jsonstream
 from evalsite.analysis.db import open_database
 from evalsite.errors import SourceError
 from evalsite.execute.importers.evalzip import EvalZip, write_zstd_zip
-from evalsite.execute.importers.jsonstream import JsonArrayStream
+from evalsite.execute.importers.jsonstream import JsonArrayStream, orjson_value
 from evalsite.experiment.datasets import load_dataset
 
 ALL_TOOLS = [
@@ -152,6 +152,31 @@ def test_the_stream_yields_what_json_load_reads_whatever_the_chunk_size(monkeypa
         parent = parent[key]
     assert elements == parent.pop(keys[-1])
     assert stream.rest == whole and stream.found and not stream.truncated
+
+
+TRICKY_ELEMENTS = [
+    {"id": 123456789012345678901234567890, "text": "a line\n    }\n break", "n": [1, 2.5, -0.0]},
+    {}, [], [[1], {"a": {}}], {"x": float("nan"), "y": float("inf")}, {"s": "caf\u00e9 \\ud800"},
+    {"deep": {"er": [{"est": 1e-320}]}}, 7, "text", None,
+]
+
+
+@pytest.mark.parametrize("chunk", [5, 97, 1 << 20])
+@pytest.mark.parametrize("indent", [None, 2, 4, "\t"])
+def test_the_stream_reads_indented_and_compact_elements_as_json_load_does(monkeypatch, tmp_path, chunk, indent):
+    """Elements of an indented document are cut at their closing line and decoded by orjson: the
+    same values as the standard decoder, NaN, long integers and all (compared by repr)."""
+    monkeypatch.setattr(jsonstream, "CHUNK_CHARS", chunk)
+    path = tmp_path / "doc.json"
+    document = {"meta": {"v": 3}, "results": {"results": TRICKY_ELEMENTS * 3, "after": [1]}}
+    path.write_text(json.dumps(document, indent=indent), encoding="utf-8")
+    decoded = []
+    monkeypatch.setattr(jsonstream, "orjson_value", lambda data: decoded.append(data) or orjson_value(data))
+    stream = JsonArrayStream(path, ("results", "results"))
+    whole = json.loads(path.read_text(encoding="utf-8"))
+    assert repr(list(stream)) == repr(whole["results"].pop("results"))
+    assert stream.rest == whole
+    assert len(decoded) >= (12 if indent else 0)  # the indented documents' non-empty elements went to orjson
 
 
 def test_the_stream_steps_over_skipped_paths(monkeypatch):

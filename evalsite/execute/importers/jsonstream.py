@@ -47,6 +47,7 @@ CHUNK_CHARS = 1 << 20
 #: why a value the C decoder gave up on (``RecursionError``) is refused
 TOO_DEEP = "nested too deeply to read (arrays or objects about 1,000 levels inside each other)"
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
+_MAX_INDENTATION = 256  # an element further from its line's start is taken for not indented
 _NEAR_END = 16  # a decode error this close to the buffer's end may just be a value cut by the chunk
 
 
@@ -79,6 +80,7 @@ class JsonArrayStream:
         self._dropped = 0  # characters consumed and dropped from the buffer
         self._eof = False
         self._in_array = False
+        self._indented = True  # until an element shows otherwise (see _element)
 
     def __iter__(self) -> Iterator[Any]:
         try:
@@ -134,9 +136,48 @@ class JsonArrayStream:
             self._pos += 1
             return
         while True:
-            yield self._value()
+            yield self._element()
             if self._one_of(",]") == "]":
                 return
+
+    def _element(self) -> Any:
+        """An array's element: in an indented document, the text up to the first line that closes
+        it at its own indentation (no JSON string holds a line break), decoded by orjson when it
+        surely reads it as the standard decoder does; anything else by :meth:`_value`. Text that
+        orjson reads whole as one object or array is exactly the element, so a wrong guess only
+        costs the guess; once an element is not on a line of its own, or its closing line is not
+        found, the rest of the document is read by :meth:`_value` alone."""
+        self._skip_whitespace()
+        closer = self._closing_line() if self._indented else None
+        if closer is not None:
+            end = self._buffer.find(closer, self._pos)
+            while end < 0 and self._fill():
+                end = self._buffer.find(closer, self._pos)
+            if end < 0:
+                self._indented = False
+            else:
+                end += len(closer)
+                value = orjson_value(self._buffer[self._pos : end].encode("utf-8"))
+                if value is not _UNSURE:
+                    self._pos = end
+                    return value
+        return self._value()
+
+    def _closing_line(self) -> str | None:
+        """``"\n" + indentation + "}"`` for an object (``]`` for an array) that starts a line."""
+        pos, buffer = self._pos, self._buffer
+        if pos >= len(buffer) or buffer[pos] not in "{[":
+            return None
+        nearest = max(0, pos - _MAX_INDENTATION)
+        start = buffer.rfind("\n", nearest, pos) + 1
+        if start == 0:  # no line break just before: a long line, or the buffer starts close by
+            self._indented = nearest == 0
+            return None
+        indentation = buffer[start:pos]
+        if indentation.strip(" \t"):  # text before it on its line
+            self._indented = False
+            return None
+        return "\n" + indentation + ("}" if buffer[pos] == "{" else "]")
 
     def _step_over(self) -> None:
         """Read past one value without keeping it; an array only one element at a time."""
@@ -222,16 +263,27 @@ _DIGITS_AS_ZEROS = bytes(48 if 48 <= b <= 57 else 32 for b in range(256))  # ASC
 _LONG_DIGITS = b"0" * 19  # a run of 19 digits: maybe an integer orjson reads as a float
 
 
+_UNSURE = object()
+
+
+def orjson_value(data: bytes) -> Any:
+    """The JSON value of ``data`` (UTF-8 text) as orjson reads it when that is surely what
+    ``json.loads`` reads; else ``_UNSURE``: orjson refused it (NaN, 1e400, a lone surrogate, deep
+    nesting, bad JSON) or it holds a run of 19 digits, maybe an integer past 64 bits that orjson
+    reads as a float. The digit runs are found by ``bytes.translate`` (a regular expression took
+    twice orjson's decoding)."""
+    if _LONG_DIGITS in data.translate(_DIGITS_AS_ZEROS):
+        return _UNSURE
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return _UNSURE
+
+
 def _line_value(line: str) -> Any:
-    """One line's JSON value, as ``json.loads`` reads it (see the module docstring). The digit
-    runs are found by ``bytes.translate`` (a regular expression took twice orjson's decoding)."""
-    data = line.encode("utf-8")  # a line read from UTF-8 text always encodes
-    if _LONG_DIGITS not in data.translate(_DIGITS_AS_ZEROS):
-        try:
-            return orjson.loads(data)
-        except orjson.JSONDecodeError:
-            pass
-    return json.loads(line)
+    """One line's JSON value, as ``json.loads`` reads it (see the module docstring)."""
+    value = orjson_value(line.encode("utf-8"))  # a line read from UTF-8 text always encodes
+    return json.loads(line) if value is _UNSURE else value
 
 
 class JsonLines:
