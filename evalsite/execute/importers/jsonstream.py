@@ -152,29 +152,33 @@ class JsonArrayStream:
         """An array's element: in an indented document, the text up to the first line that closes
         it at its own indentation (no JSON string holds a line break), decoded by orjson when it
         surely reads it as the standard decoder does; anything else by :meth:`_value`. Text that
-        orjson reads whole as one object or array is exactly the element, so a wrong guess only
-        costs the guess; once an element is not on a line of its own, or its closing line is not
-        found, the rest of the document is read by :meth:`_value` alone."""
+        orjson reads whole as one object or array is exactly the element, so a wrong cut only
+        costs the attempt; after one (the element's true end elsewhere, no closing line within
+        half a chunk, or an element not on a line of its own) the rest of the document is read by
+        :meth:`_value` alone, so neither the search nor the buffer grows past what it needs."""
         self._skip_whitespace()
         closer = self._closing_line() if self._indented else None
-        if closer is not None:
-            end = self._buffer.find(closer, self._pos)
-            while end < 0 and self._fill():
-                end = self._buffer.find(closer, self._pos)
-            if end < 0:
-                self._indented = False
-            else:
-                end += len(closer)
-                value = orjson_value(self._buffer[self._pos : end].encode("utf-8"))
-                if value is not _UNSURE:
-                    self._pos = end
-                    return value
-        return self._value()
+        if closer is None:
+            return self._value()
+        end = self._buffer.find(closer, self._pos)
+        if end < 0:  # past the buffer: a big element, or a cut that does not work here
+            self._indented = len(self._buffer) - self._pos < CHUNK_CHARS // 2
+            return self._value()
+        end += len(closer)
+        value = orjson_value(self._buffer[self._pos : end].encode("utf-8"))
+        if value is not _UNSURE:
+            self._pos = end
+            return value
+        cut_at = self._dropped + end
+        value = self._value()
+        self._indented = self._dropped + self._pos == cut_at  # orjson refused what it holds, not the cut
+        return value
 
     def _closing_line(self) -> str | None:
-        """``"\n" + indentation + "}"`` for an object (``]`` for an array) that starts a line."""
+        """``"\n" + indentation + "}"`` for an object (``]`` for an array) that starts a line
+        (None for an empty one, written on one line)."""
         pos, buffer = self._pos, self._buffer
-        if pos >= len(buffer) or buffer[pos] not in "{[":
+        if pos >= len(buffer) or buffer[pos] not in "{[" or buffer.startswith(("{}", "[]"), pos):
             return None
         nearest = max(0, pos - _MAX_INDENTATION)
         start = buffer.rfind("\n", nearest, pos) + 1
