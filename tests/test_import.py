@@ -11,7 +11,7 @@ import evalsite.execute.importers.jsonstream as jsonstream
 from evalsite.analysis.db import open_database
 from evalsite.errors import SourceError
 from evalsite.execute.importers.evalzip import EvalZip, write_zstd_zip
-from evalsite.execute.importers.jsonstream import JsonArrayStream
+from evalsite.execute.importers.jsonstream import JsonArrayStream, orjson_value
 from evalsite.experiment.datasets import load_dataset
 
 ALL_TOOLS = [
@@ -154,6 +154,32 @@ def test_the_stream_yields_what_json_load_reads_whatever_the_chunk_size(monkeypa
     assert stream.rest == whole and stream.found and not stream.truncated
 
 
+TRICKY_ELEMENTS = [
+    {"id": 123456789012345678901234567890, "text": "a line\n    }\n break", "n": [1, 2.5, -0.0]},
+    {}, [], [[1], {"a": {}}], {"x": float("nan"), "y": float("inf")}, {"s": "caf\u00e9 \\ud800"},
+    {"deep": {"er": [{"est": 1e-320}]}}, 7, "text", None,
+]
+
+
+@pytest.mark.parametrize("chunk", [5, 97, 1 << 20])
+@pytest.mark.parametrize("indent", [None, 2, 4, "\t"])
+def test_the_stream_reads_indented_and_compact_elements_as_json_load_does(monkeypatch, tmp_path, chunk, indent):
+    """Elements of an indented document are cut at their closing line and decoded by orjson: the
+    same values as the standard decoder, NaN, long integers and all (compared by repr)."""
+    monkeypatch.setattr(jsonstream, "CHUNK_CHARS", chunk)
+    path = tmp_path / "doc.json"
+    document = {"meta": {"v": 3}, "results": {"results": TRICKY_ELEMENTS * 3, "after": [1]}}
+    path.write_text(json.dumps(document, indent=indent), encoding="utf-8")
+    decoded = []
+    monkeypatch.setattr(jsonstream, "orjson_value", lambda data: decoded.append(data) or orjson_value(data))
+    stream = JsonArrayStream(path, ("results", "results"))
+    whole = json.loads(path.read_text(encoding="utf-8"))
+    assert repr(list(stream)) == repr(whole["results"].pop("results"))
+    assert stream.rest == whole
+    if indent and chunk > 1000:  # the whole document in one chunk: every non-empty element goes to orjson first
+        assert len(decoded) >= 12
+
+
 def test_the_stream_steps_over_skipped_paths(monkeypatch):
     monkeypatch.setattr(jsonstream, "CHUNK_CHARS", 64)
     path = PROMPTFOO / "results.json"
@@ -185,6 +211,23 @@ def test_the_stream_names_a_wrong_shape(tmp_path):
     path.write_text('{"a": [1, 2]}')
     with pytest.raises(SourceError, match=r"line 1: a: expected an object"):
         list(JsonArrayStream(path, ("a", "b")))
+
+
+LINES_ORJSON_READS_OTHERWISE = [
+    '{"id": 123456789012345678901234567890, "n": -9223372036854775809, "u": 18446744073709551615}',
+    '{"x": NaN, "y": Infinity, "z": -Infinity, "big": 1e400}',
+    '{"text": "\\ud800 alone", "pair": "\\ud83d\\ude00", "dup": 1, "dup": 2}',
+    '{"f": [0.1, 1e-320, 2.5e308, 1.7976931348623157e308, -0.0, 5e-324], "s": "caf\u00e9 \u2603"}',
+]
+
+
+def test_json_lines_reads_every_line_as_the_standard_decoder_does(tmp_path):
+    path = tmp_path / "rows.jsonl"
+    path.write_text("\n".join(LINES_ORJSON_READS_OTHERWISE) + "\n", encoding="utf-8")
+    read = [record for _, record in jsonstream.JsonLines(path)]
+    expected = [json.loads(line) for line in LINES_ORJSON_READS_OTHERWISE]
+    assert repr(read) == repr(expected)  # repr: NaN is not equal to itself, and 1 == 1.0
+    assert [type(v) for v in read[0].values()] == [int, int, int]
 
 
 def test_zstd_zip_round_trip_and_crc_check(tmp_path):

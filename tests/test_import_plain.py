@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from import_support import PLAIN, evaluator_means, pass_rate, read_jsonl, runs_by_arm, write_jsonl
 
@@ -136,3 +138,23 @@ def test_a_lone_surrogate_is_one_line_and_writes_no_run(import_project, cli, tmp
     assert result.exit_code == 1
     assert result.stderr.strip() == f"Error: {path}: {says} (not valid Unicode text)"
     assert not list((import_project / "runs").glob("*/run.json"))
+
+
+@pytest.mark.parametrize("first, second", [(1, 1.0), (1, True), (0.0, -0.0), (float("nan"), None), (2**70, 2**70 + 1)])
+def test_arms_on_items_equal_in_python_but_not_in_json_get_their_own_dataset_ids(import_project, cli, tmp_path,
+                                                                                  first, second):
+    """The arms' items are hashed once when they are the same rows; ``1 == 1.0`` in Python, yet
+    they are different rows (as two separate imports of the arms say)."""
+    rows = {arm: [{"arm": arm, "id": f"q{n}", "input": "a", "expected": [value, n]} for n in range(3)]
+            for arm, value in (("a", first), ("b", second), ("c", first))}
+    both = write_jsonl(tmp_path / "both.jsonl", rows["a"] + rows["b"] + rows["c"])
+    assert cli("import", "jsonl", str(both)).exit_code == 0
+    together = {arm: run.header.dataset.dataset_id for arm, run in runs_by_arm(import_project).items()}
+    for arm in ("a", "b"):
+        alone = tmp_path / arm / "alone.jsonl"
+        alone.parent.mkdir()
+        write_jsonl(alone, rows[arm])
+        result = cli("import", "jsonl", str(alone), "--json")
+        assert result.exit_code == 0, result.output
+        assert json.loads(result.output[result.output.index("["):])[0]["dataset_id"] == together[arm]
+    assert together["a"] != together["b"] and together["a"] == together["c"]

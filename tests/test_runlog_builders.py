@@ -21,6 +21,7 @@ from evalsite.runlog.builders import (
     PlanRecord,
     SourceOutcome,
     case_json,
+    score_json,
 )
 from evalsite.runlog.decisions import Decision
 from evalsite.runlog.fingerprint import fingerprint_hash
@@ -213,6 +214,14 @@ def test_the_runners_case_line_is_the_records_line() -> None:
         record = _case("q1", execution)
         line = case_json(**vars(record))
         assert line == record.to_json() and list(line) == list(record.to_json())
+
+
+def test_an_imported_score_line_is_the_records_line() -> None:
+    """An import writes its scores with ``score_json``, without a ``Score``: the same dict, in order."""
+    for score in (Score("exact", "v1", score=1.0, passed=True), Score("len", None, label="x", detail="d", error="e")):
+        fields = {k: v for k, v in vars(score).items() if k not in ("skipped", "turn", "spread", "cost_usd")}
+        line = score_json(**fields)
+        assert line == score.to_json() and list(line) == list(score.to_json())
 
 
 # ----------------------------------------------------------------------------- bad values

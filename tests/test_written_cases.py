@@ -6,12 +6,21 @@ from __future__ import annotations
 
 import hashlib
 import json
+import random
 from pathlib import Path
 
 import duckdb
 
 from evalsite.analysis.db import case_source
 from evalsite.analysis.parquet import case_files
+from evalsite.runlog.records import (
+    CASE_TYPES,
+    MAX_REPEAT_INDEX,
+    SCORE_TYPES,
+    bounded_case,
+    well_typed_bounded_case,
+    well_typed_case,
+)
 from evalsite.runlog.store import CASES_FILE, CASES_SHA256, END_FILE, RunWriter, read_cases
 
 HEADER = {"arm_id": "a", "dataset": {"path": "d.jsonl", "dataset_id": "d@0"}}
@@ -95,3 +104,33 @@ def test_a_vouched_files_lines_are_counted_with_or_without_a_last_newline_and_a_
     assert written_lines(folder, cases) == 3 == _sha256_and_lines(cases)[1]
     cases.write_bytes(cut + b"\n" + cut.splitlines(keepends=True)[0])
     assert written_lines(folder, cases) is None
+
+
+VALUES = [None, "", "x", 0, 1, -1, 2, 10**7, 10**20, 0.5, -0.5, 1e13, float("nan"), float("inf"), True, False, [], {}]
+
+
+def test_the_writers_shape_check_agrees_with_the_full_check_on_bounded_records():
+    """The writer checks a bounded record's types only, by shape (well_typed_bounded_case); on any
+    record bounded_case returns it must say what well_typed_case says (seeded random records)."""
+    rng = random.Random(30)
+    case_keys, score_keys = [*CASE_TYPES, "input", "output"], list(SCORE_TYPES)
+
+    def record(keys: list[str], plausible: bool) -> dict:
+        """Random values; ``plausible``: most fields null, so that many records are well typed."""
+        return {key: None if plausible and rng.random() < 0.85 else rng.choice(VALUES) for key in keys
+                if rng.random() < 0.9}
+
+    agreed = {True: 0, False: 0}
+    for _ in range(20_000):
+        plausible = rng.random() < 0.7
+        data = record(case_keys, plausible)
+        if plausible:
+            data.update(item_id="q", repeat=rng.choice([0, 1, 3, -1, MAX_REPEAT_INDEX + 1, True, 0.0]))
+        if rng.random() < 0.7:
+            data["scores"] = [{**record(score_keys, plausible), "evaluator": "e"} if rng.random() < 0.95
+                              else rng.choice(VALUES) for _ in range(rng.randrange(3))]
+        bounded = bounded_case(data)
+        expected = well_typed_case(bounded)
+        assert well_typed_bounded_case(bounded) == expected, bounded
+        agreed[expected] += 1
+    assert min(agreed.values()) > 1000, agreed

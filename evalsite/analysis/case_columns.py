@@ -219,8 +219,10 @@ def _number(record: Mapping[str, Any], key: str, ranges: Mapping[str, tuple[floa
     value = record.get(key)
     if value is None:
         return _NAN
-    number = finite_number(value)
     low, high = ranges[key]
+    if type(value) is float:  # the common case at once (NaN and infinity fail the comparison)
+        return value if low <= value <= high else _NAN
+    number = finite_number(value)
     return number if number is not None and low <= number <= high else np.nan
 
 
@@ -228,8 +230,10 @@ def _whole(record: Mapping[str, Any], key: str) -> float:
     value = record.get(key)
     if value is None:
         return _NAN
-    number = whole_number(value)
     low, high = CASE_RANGES[key]
+    if type(value) is int:  # the common case at once
+        return float(value) if low <= value <= high else _NAN
+    number = whole_number(value)
     return float(number) if number is not None and low <= number <= high else np.nan
 
 

@@ -3,7 +3,9 @@
 The reader's records (:mod:`evalsite.runlog.records`) say what a file holds; these say what a
 writer puts there. Every writer of a run — the runner, the importers, ``merge`` and ``rescore`` —
 builds its ``run.json`` as a :class:`HeaderRecord` (with its :class:`DatasetRecord` and
-:class:`PlanRecord`), each case it executes or imports as a :class:`CaseRecord` and its
+:class:`PlanRecord`), each case it executes or imports as a :class:`CaseRecord` (or its line
+directly, where a record per case costs more than the line: :func:`case_json` for the runner,
+:func:`imported_case_json` and :func:`score_json` for an import) and its
 ``end.json`` as a :class:`FooterRecord` (whose ``totals`` are a :class:`~evalsite.runlog.totals.RunTotals`),
 and hands :meth:`to_json` to :class:`~evalsite.runlog.store.RunWriter`. ``to_json`` is the
 format of docs/reference/run-format.md, key for key (a case line's keys in the order they have
@@ -236,21 +238,43 @@ def case_json(
     the record (the runner builds one line per case: a frozen record of 17 fields cost more than the line)."""
     _check_case(item_id, repeat)
     run = execution
-    line: dict[str, Any] = {"item_id": item_id, "item_sha": item_sha}
-    if run is not None:
-        line["critical"] = run.critical
+    if run is None:
+        return imported_case_json(item_id, item_sha, repeat, input, expected, output, error, latency_ms, input_tokens,
+                                  output_tokens, cost_usd, finish_reason, [s.to_json() for s in scores], score, passed,
+                                  started_at)
+    line: dict[str, Any] = {"item_id": item_id, "item_sha": item_sha, "critical": run.critical}
     line.update(
         repeat=repeat, input=input, expected=expected, output=output, error=error, latency_ms=latency_ms,
         input_tokens=input_tokens, output_tokens=output_tokens, cost_usd=cost_usd,
+        scoring_cost_usd=run.scoring_cost_usd, finish_reason=finish_reason, scores=[s.to_json() for s in scores],
+        score=score, passed=passed, started_at=started_at, attempts=run.attempts,
     )
-    if run is not None:
-        line["scoring_cost_usd"] = run.scoring_cost_usd
-    line.update(finish_reason=finish_reason, scores=[s.to_json() for s in scores], score=score, passed=passed,
-                started_at=started_at)
-    if run is not None:
-        line["attempts"] = run.attempts
-        line.update(run.extra())
+    line.update(run.extra())
     return line
+
+
+def imported_case_json(
+    item_id: str, item_sha: str | None, repeat: int, input: Any, expected: Any, output: Any, error: str | None,
+    latency_ms: float | None, input_tokens: int | None, output_tokens: int | None, cost_usd: float | None,
+    finish_reason: str | None, scores: list[dict[str, Any]], score: float | None, passed: bool | None,
+    started_at: str | None,
+) -> dict[str, Any]:
+    """:func:`case_json` of a case evalsite did not execute (no ``execution``), its ``scores``
+    given as their lines (:func:`score_json`): one dict literal, for an import's hundreds of
+    thousands of cases (the ``Score`` records and the updates cost 5 times the line)."""
+    _check_case(item_id, repeat)
+    return {"item_id": item_id, "item_sha": item_sha, "repeat": repeat, "input": input, "expected": expected,
+            "output": output, "error": error, "latency_ms": latency_ms, "input_tokens": input_tokens,
+            "output_tokens": output_tokens, "cost_usd": cost_usd, "finish_reason": finish_reason, "scores": scores,
+            "score": score, "passed": passed, "started_at": started_at}
+
+
+def score_json(evaluator: str, version: str | None, score: float | None, passed: bool | None, label: str | None,
+               detail: str | None, error: str | None) -> dict[str, Any]:
+    """``Score(...).to_json()`` of a score without skip, turn, spread or cost (an imported one),
+    without the frozen record; tests/test_runlog_builders.py holds the two equal, key order included."""
+    return {"evaluator": evaluator, "version": version, "score": score, "passed": passed, "label": label,
+            "detail": detail, "error": error, "skipped": False, "turn": None, "spread": None, "cost_usd": None}
 
 
 def _check_case(item_id: object, repeat: object) -> None:

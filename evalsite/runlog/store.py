@@ -24,7 +24,7 @@ import json
 import os
 import re
 import secrets
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -41,6 +41,7 @@ from evalsite.runlog.records import (
     RunHeader,
     RunStatus,
     bounded_case,
+    well_typed_bounded_case,
     well_typed_case,
     without_long_integers,
 )
@@ -250,7 +251,7 @@ class RunWriter:
     def _line(self, case: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
         assert self._cases is not None, "append_case after close"
         case, encoded = case_line(bounded_case(case))
-        self._well_typed = self._well_typed and self._typed_and_new(case)
+        self._well_typed = self._well_typed and self._typed_and_new(case, well_typed_bounded_case)
         return case, encoded
 
     def _write(self, encoded: bytes, count: int) -> None:
@@ -261,11 +262,11 @@ class RunWriter:
             line = line[os.write(self._cases, line):]
         self.appended += count
 
-    def _typed_and_new(self, case: Any) -> bool:
+    def _typed_and_new(self, case: Any, well_typed: Callable[[Any], bool] = well_typed_case) -> bool:
         """A well-typed case whose (item_id, repeat) no earlier line has: a file of only such lines
         reads the same as typed columns (no line skipped) as through the readers' checks, which keep
-        the first line of a repeated key."""
-        if not well_typed_case(case):
+        the first line of a repeated key. ``well_typed``: the check (a bounded record's is cheaper)."""
+        if not well_typed(case):
             return False
         key = (case.get("item_id"), case.get("repeat"))
         if key in self._keys:

@@ -11,6 +11,7 @@ each other, not with another file's. The mapping is in docs/reference/importers/
 from __future__ import annotations
 
 import csv
+import math
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -40,6 +41,7 @@ SCORES_FIELD = "scores"
 FIELDS = {"arm", "id", "item_id", "input", "expected", "output", "repeat", "error", "latency_ms", "input_tokens",
           "output_tokens", "cost_usd", "finish_reason", "started_at", "passed", SCORE_FIELD, SCORES_FIELD}
 WORDS = {"true": True, "yes": True, "false": False, "no": False}
+_EXACT_INTEGERS = 2**53  # every whole number up to this is exactly a float
 
 
 def read_jsonl(source: SourceImport, options: ImportOptions) -> None:
@@ -81,11 +83,15 @@ def _read(source: SourceImport, options: ImportOptions, rows: Iterator[tuple[str
           truncated: Callable[[], bool]) -> None:
     scorers: dict[str, set[str]] = defaultdict(set)
     ignored: set[str] = set()
+    shapes: set[tuple[str, ...]] = set()  # the rows' key lists seen so far (a file has a few)
     arm_field = (options.arm_from or ARM_FIELD).split(".")[0]
     for where, row in rows:
         case = _case(row, where, options, source.path.stem)
         scorers[case.run].update(score.evaluator for score in case.scores)
-        ignored.update(k for k in row if k not in FIELDS and not k.startswith(SCORE_PREFIX) and k != arm_field)
+        shape = tuple(row)
+        if shape not in shapes:
+            shapes.add(shape)
+            ignored.update(k for k in row if k not in FIELDS and not k.startswith(SCORE_PREFIX) and k != arm_field)
         source.add_case(case)
     if ignored:
         source.warn(f"ignored fields (not in the plain format): {', '.join(sorted(ignored))}")
@@ -145,7 +151,8 @@ def _scores(row: JSONObject, where: str) -> list[SourceScore]:
 def _score(name: str, value: Any, field: str, where: str) -> SourceScore:
     details = value if isinstance(value, dict) else {"score": value}
     raw = details.get("score")
-    passed = _verdict(details.get("passed"), f"{field}.passed", where)
+    verdict = details.get("passed")
+    passed = verdict if verdict is None or isinstance(verdict, bool) else _verdict(verdict, f"{field}.passed", where)
     number: float | None
     if isinstance(raw, bool) or (isinstance(raw, str) and raw.strip().lower() in WORDS):
         passed = _verdict(raw, field, where) if passed is None else passed
@@ -157,8 +164,8 @@ def _score(name: str, value: Any, field: str, where: str) -> SourceScore:
 
 
 def _to_number(value: Any, field: str, where: str) -> float | None:
-    if value is None:
-        return None
+    if value is None or (type(value) is float and math.isfinite(value)):  # the common cases, at once
+        return value
     number = finite_number(value)
     if number is None and isinstance(value, str):
         try:
@@ -175,6 +182,9 @@ def _number(row: JSONObject, field: str, where: str) -> float | None:
 
 
 def _integer(row: JSONObject, field: str, where: str) -> int | None:
+    value = row.get(field)
+    if value is None or (type(value) is int and -_EXACT_INTEGERS <= value <= _EXACT_INTEGERS):
+        return value  # what the float round trip below gives back unchanged
     number = _number(row, field, where)
     if number is not None and not number.is_integer():
         raise SourceError(f"{where}: field {field!r} is {row[field]!r}, not a whole number")

@@ -42,13 +42,20 @@ from evalsite.errors import RunLogError, SourceError
 from evalsite.execute.importers.source_records import ImportOptions, SourceCase, SourceItem, SourceRun, SourceScore
 from evalsite.experiment.datasets import Dataset, Item, dataset_id, item_identity
 from evalsite.project import Project
-from evalsite.runlog.builders import CaseRecord, DatasetRecord, FooterRecord, HeaderRecord, PlanRecord, SourceOutcome
+from evalsite.runlog.builders import (
+    DatasetRecord,
+    FooterRecord,
+    HeaderRecord,
+    PlanRecord,
+    SourceOutcome,
+    imported_case_json,
+    score_json,
+)
 from evalsite.runlog.fingerprint import dataset_identity
 from evalsite.runlog.hashing import file_sha256, sha256_json, short_hash
 from evalsite.runlog.secrets import redact_secrets
 from evalsite.runlog.store import RunWriter, iso, lock_is_held, utc_now
 from evalsite.runlog.totals import RunTotals
-from evalsite.scoring.evaluators import Score
 
 try:
     import fcntl
@@ -193,7 +200,9 @@ class SourceImport:
 
     @staticmethod
     def _tally(draft: _RunDraft, score: SourceScore) -> None:
-        tally = draft.evaluators.setdefault(score.evaluator, _EvaluatorTally(score.kind, score.weight))
+        tally = draft.evaluators.get(score.evaluator)
+        if tally is None:  # (setdefault would build a tally for every score)
+            tally = draft.evaluators[score.evaluator] = _EvaluatorTally(score.kind, score.weight)
         if score.identity is not None:
             tally.identities.setdefault(repr(score.identity), score.identity)
         if score.value is not None and score.value not in (0.0, 1.0):
@@ -244,11 +253,36 @@ def remove_stale_staging(runs_dir: Path) -> None:
             shutil.rmtree(folder, ignore_errors=True)
 
 
+class _ItemsMemo:
+    """The items of the last run written from a source: its runs (one per arm) usually share their
+    items, whose checks and hashes are then computed once. Rows count as the same only when they
+    are equal and orjson writes them alike (``==`` alone takes ``1`` for ``1.0`` or ``true``, which
+    hash differently; orjson alone writes NaN as null)."""
+
+    def __init__(self, label: str):
+        self.label = label
+        self.rows: list[dict[str, Any]] = []
+        self.items: list[Item] = []
+
+    def items_of(self, rows: list[dict[str, Any]]) -> list[Item]:
+        if not (self.items and rows == self.rows and _same_text(rows, self.rows)):
+            self.rows, self.items = rows, item_identity(rows, self.label)
+        return self.items
+
+
+def _same_text(first: list[dict[str, Any]], second: list[dict[str, Any]]) -> bool:
+    try:
+        return orjson.dumps(first) == orjson.dumps(second)
+    except TypeError:  # a value orjson does not write (an integer past 64 bits): hashed again
+        return False
+
+
 def write_runs(source: SourceImport, runs_dir: Path, batch_id: str, options: ImportOptions) -> list[ImportedRun]:
     """Write every run of ``source`` under ``runs_dir``; call once the reader has finished."""
     described = sorted(((_description(source, draft), draft) for draft in source.drafts()), key=lambda pair: pair[0].arm_id)
+    memo = _ItemsMemo(source.label)
     try:
-        return [_write_run(source, draft, run, runs_dir, batch_id, options) for run, draft in described]
+        return [_write_run(source, draft, run, runs_dir, batch_id, options, memo) for run, draft in described]
     except UnicodeEncodeError as exc:  # an item's input, expected value or metadata: hashed as UTF-8
         raise SourceError(f"{source.label}: a row holds a lone surrogate {_surrogate(exc)}, near "
                           f"{exc.object[max(0, exc.start - 30):exc.start + 30]!r} (not valid Unicode text)") from None
@@ -266,9 +300,9 @@ def _description(source: SourceImport, draft: _RunDraft) -> SourceRun:
 
 
 def _write_run(source: SourceImport, draft: _RunDraft, run: SourceRun, runs_dir: Path, batch_id: str,
-               options: ImportOptions) -> ImportedRun:
+               options: ImportOptions, memo: _ItemsMemo) -> ImportedRun:
     keys = sorted(draft.items, key=lambda k: draft.items[k].order)
-    items = dict(zip(keys, item_identity([draft.items[k].row for k in keys], source.label)))
+    items = dict(zip(keys, memo.items_of([draft.items[k].row for k in keys])))
     name = options.dataset_name or DEFAULT_DATASET_NAME
     identifier = dataset_id(name, list(items.values()))
     dataset = DatasetRecord(run.dataset_location, identifier, len(items), name=name)
@@ -292,7 +326,7 @@ def _written(writer: RunWriter, draft: _RunDraft, items: dict[str, Item],
     draft.spool.seek(0)
     batch: list[dict[str, Any]] = []
     for line in draft.spool:
-        batch.append(_case_record(_spooled(line), items, versions, draft.evaluators).to_json())
+        batch.append(_case_record(_spooled(line), items, versions, draft.evaluators))
         if len(batch) == WRITE_BATCH:
             yield from writer.append_cases(batch)
             batch = []
@@ -394,7 +428,8 @@ def _header(source: SourceImport, draft: _RunDraft, run: SourceRun, dataset: Dat
 
 
 def _case_record(spooled: list[Any], items: dict[str, Item], versions: dict[str, str],
-                 tallies: dict[str, _EvaluatorTally]) -> CaseRecord:
+                 tallies: dict[str, _EvaluatorTally]) -> dict[str, Any]:
+    """A spooled case's line, built as plain dicts (:func:`~evalsite.runlog.builders.imported_case_json`)."""
     (key, repeat, case_input, output, error, latency_ms, input_tokens, output_tokens, cost_usd, finish_reason,
      started_at, spooled_scores, score, passed) = spooled
     item = items[key]
@@ -402,42 +437,29 @@ def _case_record(spooled: list[Any], items: dict[str, Item], versions: dict[str,
     for name, value, verdict, label, detail, score_error in spooled_scores:
         if verdict is None and value is not None and tallies[name].binary:
             verdict = value == 1.0
-        scores.append(Score(name, versions[name], score=value, passed=verdict, label=label, detail=detail,
-                            error=score_error))
+        scores.append(score_json(name, versions[name], value, verdict, label, detail, score_error))
     if error:
-        recorded = {s.evaluator for s in scores}
-        scores += [Score(name, versions[name], score=0.0, passed=False, detail=f"generation failed: {error}")
+        recorded = {s["evaluator"] for s in scores}
+        scores += [score_json(name, versions[name], 0.0, False, None, f"generation failed: {error}", None)
                    for name in versions if name not in recorded]
-    return CaseRecord(
-        item_id=item.item_id,
-        item_sha=item.sha,
-        repeat=repeat,
-        input=case_input if case_input is not None else item.row.get("input"),
-        expected=item.row.get("expected"),
-        output=output,
-        error=error,
-        latency_ms=latency_ms,
-        input_tokens=input_tokens,
-        output_tokens=output_tokens,
-        cost_usd=cost_usd,
-        finish_reason=finish_reason,
-        scores=tuple(scores),
-        score=score if score is not None else _mean_score(scores),
-        passed=_verdict(passed, scores, error),
-        started_at=started_at,
+    return imported_case_json(
+        item.item_id, item.sha, repeat, case_input if case_input is not None else item.row.get("input"),
+        item.row.get("expected"), output, error, latency_ms, input_tokens, output_tokens, cost_usd, finish_reason,
+        scores, score if score is not None else _mean_score(scores), _verdict(passed, scores, error), started_at,
     )
 
 
-def _mean_score(scores: list[Score]) -> float | None:
-    """Equal weights, as an evalsite run with default weights; errored and skipped scores left out."""
-    values = [s.score for s in scores if s.score is not None and s.error is None and not s.skipped]
+def _mean_score(scores: list[dict[str, Any]]) -> float | None:
+    """Equal weights, as an evalsite run with default weights; errored scores left out (an
+    imported score is never skipped)."""
+    values = [s["score"] for s in scores if s["score"] is not None and s["error"] is None]
     return sum(values) / len(values) if values else None
 
 
-def _verdict(source_verdict: bool | None, scores: list[Score], error: str | None) -> bool | None:
+def _verdict(source_verdict: bool | None, scores: list[dict[str, Any]], error: str | None) -> bool | None:
     if error:
         return False
     if source_verdict is not None:
         return source_verdict
-    ruled = [s.passed for s in scores if s.passed is not None]
+    ruled = [s["passed"] for s in scores if s["passed"] is not None]
     return all(ruled) if ruled else None
