@@ -37,6 +37,7 @@ from evalsite.analysis.db import (
 )
 from evalsite.analysis.parquet import written_lines
 from evalsite.runlog.hashing import canonical_json
+from evalsite.runlog.jsonread import has_digit_run
 from evalsite.runlog.records import Case
 from evalsite.runlog.store import CASES_FILE, read_cases
 
@@ -165,7 +166,10 @@ def scan_cases(directory: Path, *, texts: bool = False) -> ScannedCases:
     except OSError:
         return _read_in_python(path, texts)
     lines = [line for line in data.split(b"\n") if line.strip()]
-    if not lines or _DIGITS_AS_ZEROS_RUN in data.translate(_DIGITS_AS_ZEROS):
+    # a run of more digits than Python's json reads in an integer: a line the Python reader refuses
+    # whatever field holds it, which DuckDB would read (as an infinite double); digits inside a
+    # string match too (reading such a file in Python is only slower, never different)
+    if not lines or has_digit_run(data, PYTHON_INT_DIGITS + 1):
         return _read_in_python(path, texts)
     del data
     table = _scan(path, texts, written=False)
@@ -192,14 +196,6 @@ def _repeats_a_key(table: pa.Table) -> bool:
     order = np.lexsort((repeats, items))
     items, repeats = items[order], repeats[order]
     return bool(np.any((items[1:] == items[:-1]) & (repeats[1:] == repeats[:-1])))
-
-
-#: A run of more digits than Python's json reads in an integer: a line the Python reader refuses
-#: whatever field holds it, which DuckDB would read (as an infinite double). Digits inside a
-#: string match too; reading such a file in Python is only slower, never different. (Every digit
-#: made a 0, then one substring search: a regular expression is 20x slower.)
-_DIGITS_AS_ZEROS = bytes.maketrans(b"123456789", b"000000000")
-_DIGITS_AS_ZEROS_RUN = b"0" * (PYTHON_INT_DIGITS + 1)
 
 
 def _read_in_python(path: Path, texts: bool) -> ScannedCases:

@@ -23,7 +23,6 @@ from typing import Any
 
 import aiohttp
 import httpx
-import orjson
 from httpx_aiohttp import AiohttpTransport
 
 from evalsite.calls.decompress import Budget, DecodeError, TooLarge, decoding
@@ -31,6 +30,7 @@ from evalsite.calls.targets.base import TransientTargetError, refuse_secret_name
 from evalsite.calls.targets.proxies import environment_proxy
 from evalsite.errors import MissingSecretError, TargetError
 from evalsite.jsonshape import JSONObject
+from evalsite.runlog.jsonread import loads
 from evalsite.runlog.secrets import MIN_PART, redact_urls, scrub, secret_pattern, url_secrets
 
 HTTP_SETTINGS = {"model", "base_url", "api_key_env", "headers", "headers_env", "max_connections", "max_reply_bytes"}
@@ -289,12 +289,6 @@ class RequestHeaders:
         return items
 
 
-#: every digit as 0, so that a run of 19 digits (where orjson may read an integer beyond 64 bits as
-#: a float) is found by a plain ``in``, a tenth of a regular expression's time
-_DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
-_LONG_NUMBER = b"0" * 19
-
-
 class Reply:
     """A response read to its end: its status, headers and (decoded) body."""
 
@@ -317,15 +311,9 @@ class Reply:
         return self.response.headers
 
     def json(self) -> Any:
-        """The body as ``json.loads`` parses it, by orjson (a fifth of the time) unless the body holds
-        19 digits in a row (orjson would read an integer past 64 bits as a float) or orjson refuses
-        it (NaN, a lone surrogate, a UTF-16 body, a byte-order mark: the standard parser decides)."""
-        if _LONG_NUMBER not in self.content.translate(_DIGITS_AS_ZERO):
-            try:
-                return orjson.loads(self.content)
-            except orjson.JSONDecodeError:
-                pass
-        return json.loads(self.content)
+        """The body as ``json.loads`` parses it, by orjson where it surely reads the same
+        (:func:`evalsite.runlog.jsonread.loads`)."""
+        return loads(self.content)
 
     @property
     def text(self) -> str:

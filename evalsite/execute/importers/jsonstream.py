@@ -38,10 +38,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from evalsite.errors import SourceError
 from evalsite.jsonshape import JSONObject
+from evalsite.runlog.jsonread import UNSURE, orjson_value
 
 
 def json_problem(exc: ValueError) -> str:
@@ -166,7 +165,7 @@ class JsonArrayStream:
             return self._value()
         end += len(closer)
         value = orjson_value(self._buffer[self._pos : end].encode("utf-8"))
-        if value is not _UNSURE:
+        if value is not UNSURE:
             self._pos = end
             return value
         cut_at = self._dropped + end
@@ -271,31 +270,10 @@ class JsonArrayStream:
         return lines + self._buffer.count("\n", 0, pos)
 
 
-_DIGITS_AS_ZEROS = bytes(48 if 48 <= b <= 57 else 32 for b in range(256))  # ASCII digits to "0", the rest to " "
-_LONG_DIGITS = b"0" * 19  # a run of 19 digits: maybe an integer orjson reads as a float
-
-
-_UNSURE = object()
-
-
-def orjson_value(data: bytes) -> Any:
-    """The JSON value of ``data`` (UTF-8 text) as orjson reads it when that is surely what
-    ``json.loads`` reads; else ``_UNSURE``: orjson refused it (NaN, 1e400, a lone surrogate, deep
-    nesting, bad JSON) or it holds a run of 19 digits, maybe an integer past 64 bits that orjson
-    reads as a float. The digit runs are found by ``bytes.translate`` (a regular expression took
-    twice orjson's decoding)."""
-    if _LONG_DIGITS in data.translate(_DIGITS_AS_ZEROS):
-        return _UNSURE
-    try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError:
-        return _UNSURE
-
-
 def _line_value(line: str) -> Any:
     """One line's JSON value, as ``json.loads`` reads it (see the module docstring)."""
     value = orjson_value(line.encode("utf-8"))  # a line read from UTF-8 text always encodes
-    return json.loads(line) if value is _UNSURE else value
+    return json.loads(line) if value is UNSURE else value
 
 
 class JsonLines:
