@@ -20,6 +20,7 @@ import hashlib
 import json
 import os
 import shutil
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -82,14 +83,17 @@ def json_source(files: list[str]) -> str:
     return f"SELECT * EXCLUDE (line_number) FROM ({first})"
 
 
-def written_json_source(files: list[str]) -> str:
+def written_json_source(files: list[str], names: Sequence[str] | None = None) -> str:
     """The same columns from JSONL files whose every line is a well-typed case
     (:attr:`CaseFiles.written`): read as typed columns directly, which for such lines gives
-    exactly :func:`json_source`'s rows, at a fraction of the cost (no field is re-parsed)."""
-    kinds = {name: "JSON" if name in OPTIONAL_CASE_COLUMNS else kind for name, kind in CASE_COLUMNS.items()}
+    exactly :func:`json_source`'s rows, at a fraction of the cost (no field is re-parsed).
+    ``names``: only these columns (and run_id), the others not even read (~25% of the scan of
+    realistic case lines, whose input, output and scores are most of their bytes)."""
+    read = {name: CASE_COLUMNS[name] for name in names} if names is not None else CASE_COLUMNS
+    kinds = {name: "JSON" if name in OPTIONAL_CASE_COLUMNS else kind for name, kind in read.items()}
     spec = "{" + ", ".join(f"'{name}': '{kind}'" for name, kind in kinds.items()) + "}"
     columns = ", ".join(_quoted(name) if kinds[name] == kind else f"{_from_json(name, kind)} AS {_quoted(name)}"
-                        for name, kind in CASE_COLUMNS.items())
+                        for name, kind in read.items())
     return f"SELECT {_RUN_ID}, {columns} FROM {_read_json(files, spec)} WHERE item_id IS NOT NULL"
 
 
