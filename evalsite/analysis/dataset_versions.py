@@ -66,6 +66,7 @@ class DatasetVersions:
 
     def _selection_hashes(self, path: str, count: int | None) -> set[str] | None:
         if (path, count) not in self._selections:
+
             def compute() -> list[str] | None:
                 items = self._file_items(path)
                 return None if items is None else sorted(_selection_hashes(items, count))
