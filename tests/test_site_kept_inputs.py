@@ -42,7 +42,7 @@ def flagged_run(root: Path, run_id: str, arm: str, failing: set[str], data_id: s
 
 
 @pytest.fixture()
-def project(tmp_path, monkeypatch) -> Project:
+def metadata_project(tmp_path, monkeypatch) -> Project:
     """Two arms on a dataset with metadata; files count as settled as soon as written (no racy window)."""
     monkeypatch.setattr(inputs, "RACY_SECONDS", 0.0)
     root = tmp_path / "p"
@@ -53,7 +53,7 @@ def project(tmp_path, monkeypatch) -> Project:
 
 
 @pytest.fixture()
-def reads(monkeypatch) -> dict[str, list[str]]:
+def input_reads(monkeypatch) -> dict[str, list[str]]:
     """Files hashed (``hashed``: their paths) and dataset files parsed (``parsed``: their names)."""
     seen: dict[str, list[str]] = {"hashed": [], "parsed": []}
     hashed, load_dataset, load_rows = inputs.file_hash, dataset_versions.load_dataset, datasets.load_rows
@@ -75,48 +75,52 @@ def reads(monkeypatch) -> dict[str, list[str]]:
     return seen
 
 
-def assert_same_as_a_fresh_build(project: Project, tmp_path: Path) -> None:
-    shutil.rmtree(project.root / ".evalsite" / "site-cache")
-    build_site(project, tmp_path / "fresh")
-    assert tree_bytes(project.root / "site") == tree_bytes(tmp_path / "fresh")
+def assert_same_as_a_fresh_build(metadata_project: Project, tmp_path: Path) -> None:
+    shutil.rmtree(metadata_project.root / ".evalsite" / "site-cache")
+    build_site(metadata_project, tmp_path / "fresh")
+    assert tree_bytes(metadata_project.root / "site") == tree_bytes(tmp_path / "fresh")
 
 
-def metadata_scripts(project: Project) -> bytes:
-    data_id = json.loads((project.runs_dir / A1 / "run.json").read_text())["dataset"]["dataset_id"]
-    return b"".join(tree_bytes(project.root / "site" / Path(paths.item_metadata(data_id, "00")).parent).values())
+def metadata_scripts(metadata_project: Project) -> bytes:
+    data_id = json.loads((metadata_project.runs_dir / A1 / "run.json").read_text())["dataset"]["dataset_id"]
+    return b"".join(
+        tree_bytes(metadata_project.root / "site" / Path(paths.item_metadata(data_id, "00")).parent).values()
+    )
 
 
-def test_a_new_runs_rebuild_hashes_its_own_files_and_parses_no_dataset_file(project, reads, tmp_path):
-    build_site(project)
-    assert reads["parsed"] and b"first" in metadata_scripts(project)
-    data_id = json.loads((project.runs_dir / A1 / "run.json").read_text())["dataset"]["dataset_id"]
-    flagged_run(project.root, A2, "a", {"i5"}, data_id)
-    for seen in reads.values():
+def test_a_new_runs_rebuild_hashes_its_own_files_and_parses_no_dataset_file(metadata_project, input_reads, tmp_path):
+    build_site(metadata_project)
+    assert input_reads["parsed"] and b"first" in metadata_scripts(metadata_project)
+    data_id = json.loads((metadata_project.runs_dir / A1 / "run.json").read_text())["dataset"]["dataset_id"]
+    flagged_run(metadata_project.root, A2, "a", {"i5"}, data_id)
+    for seen in input_reads.values():
         seen.clear()
-    build_site(project)
+    build_site(metadata_project)
     hashed = {
-        Path(name).relative_to(project.root).as_posix()
-        for name in reads["hashed"]
-        if project.root in Path(name).parents
+        Path(name).relative_to(metadata_project.root).as_posix()
+        for name in input_reads["hashed"]
+        if metadata_project.root in Path(name).parents
     }
     assert hashed == {f"runs/{A2}/{name}" for name in ("run.json", "cases.jsonl", "end.json")} | {
         "runs/decisions.jsonl"
     }
-    assert reads["parsed"] == []
-    assert b"first" in metadata_scripts(project)
-    assert_same_as_a_fresh_build(project, tmp_path)
+    assert input_reads["parsed"] == []
+    assert b"first" in metadata_scripts(metadata_project)
+    assert_same_as_a_fresh_build(metadata_project, tmp_path)
 
 
-def test_an_edited_dataset_file_is_read_again(project, reads, tmp_path):
-    build_site(project)
-    assert b"first" in metadata_scripts(project)
-    dataset_file(project.root, "second, longer")  # the runs' rows are no longer the file's: their metadata is not shown
-    for seen in reads.values():
+def test_an_edited_dataset_file_is_read_again(metadata_project, input_reads, tmp_path):
+    build_site(metadata_project)
+    assert b"first" in metadata_scripts(metadata_project)
+    dataset_file(
+        metadata_project.root, "second, longer"
+    )  # the runs' rows are no longer the file's: their metadata is not shown
+    for seen in input_reads.values():
         seen.clear()
-    build_site(project)
-    assert "data.jsonl" in reads["parsed"]
-    assert b"first" not in metadata_scripts(project) and b"second" not in metadata_scripts(project)
-    assert_same_as_a_fresh_build(project, tmp_path)
+    build_site(metadata_project)
+    assert "data.jsonl" in input_reads["parsed"]
+    assert b"first" not in metadata_scripts(metadata_project) and b"second" not in metadata_scripts(metadata_project)
+    assert_same_as_a_fresh_build(metadata_project, tmp_path)
 
 
 def test_a_file_hash_is_kept_while_its_state_holds(tmp_path, monkeypatch):
