@@ -85,7 +85,7 @@ def parse_message(data: JSONObject) -> TargetResult:
     usage = mapping(data.get("usage"))
     reason = text_or_none(data.get("stop_reason"))
     return TargetResult(
-        output=reply_text(blocks),
+        output=reply_output(blocks),
         input_tokens=token_count(usage.get("input_tokens")),
         output_tokens=token_count(usage.get("output_tokens")),
         finish_reason=None if reason is None else STOP_REASONS.get(reason, reason),
@@ -98,6 +98,14 @@ def reply_text(blocks: list[Any]) -> str:
     return "".join(b.get("text", "") for b in blocks if isinstance(b, dict) and b.get("type") == "text")
 
 
+def reply_output(blocks: list[Any]) -> str | None:
+    """The reply's text; None when it has none beside its tool calls (as the openai target's
+    ``content``, so a tool-calling reply reads the same from either target)."""
+    text = reply_text(blocks)
+    calls = any(isinstance(b, dict) and b.get("type") == "tool_use" for b in blocks)
+    return text if text or not calls else None
+
+
 def assistant_message(data: JSONObject) -> JSONObject:
     """The reply as a transcript records it (:mod:`~evalsite.calls.targets.tools`): its text (None
     when it has none beside its calls) and each ``tool_use`` block as a call, ``input`` as JSON text."""
@@ -106,8 +114,7 @@ def assistant_message(data: JSONObject) -> JSONObject:
     calls = [{"id": b.get("id"), "type": "function",
               "function": {"name": b.get("name"), "arguments": json.dumps(b.get("input"), ensure_ascii=False)}}
              for b in blocks if b.get("type") == "tool_use"]
-    text = reply_text(blocks)
-    message: dict[str, Any] = {"role": "assistant", "content": text if text or not calls else None}
+    message: dict[str, Any] = {"role": "assistant", "content": reply_output(blocks)}
     if calls:
         message["tool_calls"] = calls
     return message
