@@ -10,6 +10,7 @@ import pytest
 from runner_support import only_run, openai_arm, questions, write_experiment
 
 from evalsite.calls.targets import TargetResult, call_cost
+from evalsite.calls.targets.base import result_from_value
 
 KEY = "sk-ant-cache-9a8b7c6d-never-on-disk"
 # the fake server counts words: "question N" is 2 input tokens, "echo: question N" 3 output tokens
@@ -74,3 +75,12 @@ def test_a_negative_cache_price_is_refused_by_name(runner_project, server, cli):
     result = cli("run", write_experiment(runner_project, questions(1), [arm]))
     assert result.exit_code != 0
     assert "cache_read" in result.output and "Traceback" not in result.output
+
+
+def test_a_python_target_may_report_its_cache_counts():
+    price = {"input": 2.0, "output": 4.0, "cache_read": 0.5}
+    reported = result_from_value({"output": "x", "input_tokens": 10, "output_tokens": 1, "cache_read_tokens": 6,
+                                  "cache_write_tokens": None})
+    assert reported.error is None and call_cost(reported, price) == pytest.approx((4 * 2.0 + 6 * 0.5 + 4.0) / 1e6)
+    refused = result_from_value({"output": "x", "input_tokens": 10, "output_tokens": 1, "cache_read_tokens": -1})
+    assert refused.error.startswith("target returned cache_read_tokens=-1")

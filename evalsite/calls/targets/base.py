@@ -113,7 +113,8 @@ def result_from_value(value: Any) -> TargetResult:
             return TargetResult(error=f"target returned unknown keys: {', '.join(sorted(unknown))}")
         if "output" not in value:
             return TargetResult(error="target returned a dict without 'output'")
-        return checked_result(TargetResult(**value))
+        none_cached = {key: 0 for key in ("cache_read_tokens", "cache_write_tokens") if value.get(key, 0) is None}
+        return checked_result(TargetResult(**{**value, **none_cached}))
     if value is None:
         return TargetResult(error="target returned None instead of an output")
     return TargetResult(output=value)
