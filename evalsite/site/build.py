@@ -55,6 +55,7 @@ from evalsite.site.pages import (
     runs,
     search,
 )
+from evalsite.site.plugin_code import package_roots, source_files
 from evalsite.site.report import SiteReport
 from evalsite.site.settings import SiteSettings, site_settings
 from evalsite.site.theme import Theme, load_theme
@@ -110,7 +111,7 @@ def _build(project: Project, out_dir: Path | None, *, redact: bool | None, full:
     unchanged_key = None if full or live_reload else unchanged.inputs_key(project, out_dir, redact)  # before reading anything
     settings = site_settings(project.settings, redact=redact)
     out_dir = _output_folder(project, out_dir, settings)
-    code = file_hash(*sorted(PACKAGE_DIR.rglob("*.py")))
+    code = file_hash(*sorted(PACKAGE_DIR.rglob("*.py")), *map(Path, page_plugin_sources()))
     cache = SiteCache(project.root / CACHE_DIR, root=project.root)
     inputs = scan_project(project, cache.kept_values(HASHES_FILE, HASHES_FILE))
     inputs.kept_datasets = cache.kept_values(DATASETS_FILE, code)
@@ -300,6 +301,13 @@ def _write_assets(writer: SiteWriter, theme: Theme) -> None:
         writer.keep(key)
     else:
         writer.write(key, theme.content_hash, dict(theme.files))
+
+
+def page_plugin_sources() -> list[str]:
+    """The source files of every page family's package from outside evalsite (a plugin's, or one a
+    program registered): the pages they render change with them as with evalsite's own code."""
+    modules = [getattr(family, "__module__", None) for family in PAGES.values()]
+    return source_files(package_roots(module for module in modules if isinstance(module, str)))  # exec'd: None
 
 
 def _build_identity(code: str, settings: SiteSettings, project_settings: JSONObject, theme_hash: str, live_reload: bool,

@@ -3,8 +3,8 @@
 A build that finds every page fresh still scans the project, lists every page and loads the
 whole renderer to do it (about a second on the example project). So after each build, this module
 keeps in ``.evalsite/site-unchanged.json`` a key over everything that build could have read — the
-state (``os.stat``: size, times, inode) of every file under the project root and of evalsite's own
-package, the folders packages are installed into (a plugin added or removed), the project's settings, the
+state (``os.stat``: size, times, inode) of every file under the project root, of evalsite's own
+package and of the packages page plugins come from, the folders packages are installed into (a plugin added or removed), the project's settings, the
 build's options — with the state of every file in the output folder, and the report a build that
 renders nothing would give. When the next build (not ``--full``) finds the same key and the same
 output folder, it prints that report and touches nothing.
@@ -34,6 +34,7 @@ from pathlib import Path
 
 from evalsite import __version__
 from evalsite.project import PACKAGE_DIR, Project
+from evalsite.site.plugin_code import package_roots, page_plugin_modules
 from evalsite.site.report import SiteReport
 
 RECORD = ".evalsite/site-unchanged.json"
@@ -69,7 +70,8 @@ def inputs_key(project: Project, out_dir: Path | None, redact: bool | None) -> I
         if not any(root == done or root.startswith(done + os.sep) for done in walked):
             walk.tree(root)
             walked.append(root)
-    walk.tree(str(PACKAGE_DIR))
+    for root in [str(PACKAGE_DIR), *package_roots(page_plugin_modules())]:
+        walk.tree(root)
     if walk.entries > MAX_ENTRIES:
         return None
     identity = [
@@ -179,7 +181,8 @@ class _Walk:
         self.newest = 0
 
     def tree(self, root: str) -> None:
-        self._add(root)
+        if not self._add(root):  # a file (a plugin's module), or gone
+            return
         pending = [root]
         while pending and self.entries <= MAX_ENTRIES:
             folder = pending.pop()
