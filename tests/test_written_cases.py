@@ -177,9 +177,43 @@ def test_cases_appended_in_batches_are_the_lines_and_hash_of_cases_appended_one_
         one.finish({"status": "completed"})
         batched = RunWriter.create(tmp_path / f"batched-{seed}", "a", HEADER)
         batched_written = [written for start in range(0, 200, 64)
-                           for written in batched.append_cases(records[start:start + 64])]
+                           for written in batched.append_cases(records[start:start + 64])[0]]
         batched.finish({"status": "completed"})
         assert batched_written == one_written or json.dumps(batched_written) == json.dumps(one_written)
         assert (batched.directory / CASES_FILE).read_bytes() == (one.directory / CASES_FILE).read_bytes()
         assert footer(batched.directory).get(CASES_SHA256) == footer(one.directory).get(CASES_SHA256)
         assert seed % 4 != 3 or CASES_SHA256 in footer(one.directory)
+
+
+def test_columns_of_checked_batches_are_the_columns_of_their_records_one_at_a_time():
+    """batch_columns reads a batch that bounded_and_well_typed holds for a field at a time, any
+    other batch record by record; either way the columns equal case_columns of the same records
+    (seeded random records: kept ones in checked batches, the rest in unchecked ones; with
+    served models, labels, turns, item shas and critical flags)."""
+    from evalsite.analysis.case_columns import batch_columns, case_columns, columns_arrays
+
+    rng = random.Random(33)
+    kept = [data for data in itertools.islice(random_records(34), 6000)
+            if bounded_case(data) is data and well_typed_bounded_case(data)]
+    for index, data in enumerate(kept):  # ids, shas, labels, turns and models that repeat
+        data.update(item_id=f"q{index % 50}", item_sha=rng.choice([None, "", "s1", "s2"]),
+                    served_model=rng.choice([None, "", "m1", "m2", 3]))
+        for score in data.get("scores") or ():
+            score.update(evaluator=rng.choice("ab"), label=rng.choice([None, "x", "y"]), turn=rng.choice([None, 1, 2]))
+    others = [bounded_case(data) for data in itertools.islice(random_records(35), 1000)  # as the writer records them
+              if isinstance(data.get("scores"), (list, type(None)))
+              and not (isinstance(data.get("repeat"), int) and data["repeat"] > MAX_REPEAT_INDEX)]
+    batches, records = [], []
+    while kept or others:
+        size = rng.randint(1, 40)
+        if rng.random() < 0.8 and kept:
+            batch, kept = kept[:size], kept[size:]
+        else:
+            batch, others = others[:size], others[size:]
+        batches.append((batch, bounded_and_well_typed(batch)))
+        records += batch
+    assert {checked for _, checked in batches} == {True, False}
+    expected, found = columns_arrays(case_columns(records)), columns_arrays(batch_columns(batches))
+    assert expected.keys() == found.keys()
+    for key, array in expected.items():
+        assert array.dtype == found[key].dtype and array.tobytes() == found[key].tobytes(), key

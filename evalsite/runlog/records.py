@@ -525,13 +525,14 @@ def bounded_and_well_typed(cases: list[Any]) -> bool:
     that some record needs those checks one at a time."""
     if set(map(type, cases)) - {dict} or not _fields_hold(cases, CASE_TYPES, CASE_RANGES):
         return False
-    if not all(0 <= repeat <= MAX_REPEAT_INDEX for repeat in _column(cases, "repeat") if type(repeat) is int):
+    if not all(0 <= repeat <= MAX_REPEAT_INDEX for repeat in column_of(cases, "repeat") if type(repeat) is int):
         return False
-    scores = [score for listed in _column(cases, "scores") if listed for score in listed]
+    scores = [score for listed in column_of(cases, "scores") if listed for score in listed]
     return not set(map(type, scores)) - {dict} and _fields_hold(scores, SCORE_TYPES, SCORE_RANGES)
 
 
-def _column(records: list[dict[str, Any]], key: str) -> list[Any]:
+def column_of(records: list[dict[str, Any]], key: str) -> list[Any]:
+    """The values of ``key`` over ``records`` (None where absent)."""
     return list(map(dict.get, records, itertools.repeat(key, len(records))))
 
 
@@ -540,7 +541,7 @@ def _fields_hold(records: list[dict[str, Any]], types: dict[str, tuple[type, ...
     """Every field of every record of one of its allowed types (``type() in``) and every number
     in its range (NaN and infinity fail the comparison)."""
     for key, allowed in types.items():
-        values = _column(records, key)
+        values = column_of(records, key)
         if not set(map(type, values)).issubset(allowed):
             return False
         if key in ranges:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import operator
 import os
 import re
 import secrets
@@ -237,19 +238,21 @@ class RunWriter:
         self._write(encoded, 1)
         return case
 
-    def append_cases(self, cases: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    def append_cases(self, cases: Iterable[dict[str, Any]]) -> tuple[list[dict[str, Any]], bool]:
         """Append several case lines in one ``write``, for a writer that has them all at hand (an
         import, published only once whole): the same lines, hash and checks as :meth:`append_case`
-        one at a time, without a system call per case. Returns the records as written."""
+        one at a time, without a system call per case. Returns the records as written, and whether
+        each is known bounded and well typed (:func:`~evalsite.runlog.records.bounded_and_well_typed`
+        held for the batch and each record was written as it is)."""
         batch = list(cases)
         checked = bounded_and_well_typed(batch)
         written, lines = [], []
         for case in batch:
-            case, encoded = self._line(case, checked)
-            written.append(case)
+            record, encoded = self._line(case, checked)
+            written.append(record)
             lines.append(encoded)
         self._write(b"".join(lines), len(written))
-        return written
+        return written, checked and all(map(operator.is_, written, batch))
 
     def _line(self, case: dict[str, Any], checked: bool = False) -> tuple[dict[str, Any], bytes]:
         """The record as written and its line. ``checked``: ``case`` is known bounded and well
