@@ -16,6 +16,7 @@ import pytest
 
 from evalsite.analysis.db import open_database
 from evalsite.analysis.items import item_matrix, runs_item_matrix
+from evalsite.analysis.parquet import case_files, compact_run
 from evalsite.analysis.selection import runs_by_reference
 from evalsite.analysis.summary import _numbered_order, natural_order
 from evalsite.errors import EvalsiteError
@@ -137,6 +138,22 @@ def reference(run_ids: list[str], labels: list[str], written: dict[str, list[dic
 @pytest.mark.parametrize("seed", range(8))
 def test_the_matrix_equals_a_brute_force_reading_of_the_cases(tmp_path, seed, evaluator):
     run_ids, written = write_arms(tmp_path, seed)
+    assert_brute_force_matrix(tmp_path, run_ids, written, evaluator)
+
+
+@pytest.mark.parametrize("seed", [0, 3, 5])
+def test_runs_read_from_vouched_checked_and_compacted_files_together_give_the_brute_force_matrix(tmp_path, seed):
+    """The score matrix reads only its columns: from a vouched file's typed columns, a checked file's
+    and a Parquet file's alike, in one union."""
+    run_ids, written = write_arms(tmp_path, seed)
+    compact_run(tmp_path / "runs" / run_ids[-1])
+    directories = [tmp_path / "runs" / run_id for run_id in run_ids]
+    files = case_files(directories)
+    assert files.parquet and (files.written or files.checked)
+    assert_brute_force_matrix(tmp_path, run_ids, written, None)
+
+
+def assert_brute_force_matrix(tmp_path, run_ids: list[str], written: dict[str, list[dict]], evaluator: str | None) -> None:
     arms = runs_by_reference(tmp_path / "runs", run_ids)
     labels = [arm.label for arm in arms]
     kept, dropped, cells, recorded = reference(run_ids, labels, written, evaluator)

@@ -17,6 +17,7 @@ from runner_support import all_runs
 from sitekit import parse
 from stop_when_support import seeded_order, write_project
 
+from evalsite.analysis import verdict as verdict_module
 from evalsite.stats import sign_flip_test
 from evalsite.stats.confseq import confidence_sequence, family_alpha
 
@@ -116,11 +117,15 @@ def test_a_budget_stop_is_not_decided_even_where_a_fixed_n_test_would_separate(r
 
 
 @pytest.mark.parametrize("stop_when", [{"decided": True, "check_every": 20}, None])
-def test_ranked_by_latency_a_stopped_batch_tests_no_pair_while_a_full_one_does(runner_project, cli, stop_when):
+def test_ranked_by_latency_a_stopped_batch_tests_no_pair_while_a_full_one_does(runner_project, cli, stop_when,
+                                                                              monkeypatch):
     """The items a stopped batch holds were chosen by watching its scores: neither a fixed-n test of
-    latency over them nor the scores' sequences decides latency, so no pair is tested at all."""
+    latency over them nor the scores' sequences decides latency, so no pair is tested at all (and
+    Friedman, which nothing would read, is not run)."""
     manifest = write_project(runner_project, stop_when=stop_when)
     assert cli("run", manifest, "--allow-failures").exit_code == 0
+    if stop_when is not None:
+        monkeypatch.setattr(verdict_module, "_omnibus_tests", lambda *args: pytest.fail("Friedman run after a stop"))
     verdict = cli.json("leaderboard", "--metric", "latency")["verdict"]
     if stop_when is None:
         assert len(verdict["pairs"]) == 3 and verdict["friedman"] is not None

@@ -188,6 +188,7 @@ def test_without_handlers_the_calls_are_recorded_and_not_answered(runner_project
     cli("run", write_experiment(runner_project, [{"id": "oslo", "input": QUESTION, "expected": "x"}], [arm]))
     (case,) = only_run(runner_project).cases
     assert len(server.calls) == 1 and case["error"] is None and case["finish_reason"] == "tool_calls"
+    assert case["output"] is None  # no text beside the calls: as the openai target records it
     assert case["transcript"][1]["tool_calls"] == [use("toolu_1", "lookup", city="Oslo")]
 
 

@@ -6,6 +6,7 @@ import threading
 
 import numpy as np
 
+from evalsite.analysis import background
 from evalsite.analysis import verdict as verdict_module
 from evalsite.analysis.verdict import verdict_of
 
@@ -14,7 +15,7 @@ def test_the_omnibus_tests_in_a_thread_give_the_verdict_of_the_tests_in_line(mon
     rng = np.random.default_rng(5)
     values = rng.integers(0, 3, size=(400, 4)) / 2 + np.array([0.0, 0.05, 0.1, 0.3])
     labels = ["a", "b", "c", "d"]
-    monkeypatch.setattr(verdict_module, "OMNIBUS_THREAD_CELLS", values.size + 1)
+    monkeypatch.setattr(background, "THREAD_CELLS", values.size + 1)
     in_line = verdict_of(values, labels, seed=3)
     threads = []
     original = verdict_module._omnibus_tests
@@ -23,7 +24,7 @@ def test_the_omnibus_tests_in_a_thread_give_the_verdict_of_the_tests_in_line(mon
         threads.append(threading.current_thread().name)
         return original(*args)
 
-    monkeypatch.setattr(verdict_module, "OMNIBUS_THREAD_CELLS", values.size)
+    monkeypatch.setattr(background, "THREAD_CELLS", values.size)
     monkeypatch.setattr(verdict_module, "_omnibus_tests", noted)
     threaded = verdict_of(values, labels, seed=3)
     assert threads and threads[0].startswith("evalsite-friedman")

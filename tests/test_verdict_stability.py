@@ -4,13 +4,17 @@ appears about as often as the paired test rejects, not for half of the datasets.
 from __future__ import annotations
 
 import sys
+import threading
 
 import numpy as np
 from example_support import forget_project_modules
 from sitekit import case, write_run
 
-from evalsite.analysis.leaderboard import verdict_stability
+from evalsite.analysis import background
+from evalsite.analysis.leaderboard import start_stability
 from evalsite.analysis.verdict import verdict_of
+from evalsite.stats import rank_stability
+from evalsite.stats.stability import stability_draws
 
 
 def null_dataset(rng: np.random.Generator) -> np.ndarray:
@@ -24,7 +28,7 @@ def test_null_datasets_rarely_get_an_items_needed_figure():
     for _ in range(30):
         values = null_dataset(rng)
         verdict = verdict_of(values, ["a", "b"])
-        stability = verdict_stability(values, verdict)
+        stability = start_stability(values, verdict.metric)(verdict)
         separated += verdict.pairs[0].separated
         has_figure = stability.min_size_order is not None or stability.min_size_pairs is not None
         figures += has_figure
@@ -36,7 +40,7 @@ def test_a_real_difference_gets_a_figure_and_the_full_order_is_claimed_only_when
     rng = np.random.default_rng(1)
     values = (rng.random((200, 3)) < [0.9, 0.5, 0.48]).astype(float)
     verdict = verdict_of(values, ["good", "mid", "low"])
-    stability = verdict_stability(values, verdict)
+    stability = start_stability(values, verdict.metric)(verdict)
     assert {(p.ahead, p.behind) for p in verdict.pairs if p.separated} == {(0, 1), (0, 2)}
     assert stability.min_size_pairs is not None and stability.min_size_order is None
     assert stability.min_size_top == stability.min_size_pairs
@@ -62,6 +66,27 @@ def test_rank_stability_json_says_null_when_the_order_is_not_supported(cli, tmp_
 def test_rank_intervals_come_from_full_size_bootstrap_samples():
     values = (np.random.default_rng(0).random((100, 2)) < [0.8, 0.3]).astype(float)
     verdict = verdict_of(values, ["a", "b"])
-    stability = verdict_stability(values, verdict)
+    stability = start_stability(values, verdict.metric)(verdict)
     assert stability.sizes[-1] == 100
     assert stability.rank_intervals == ((1.0, 1.0), (2.0, 2.0))
+
+
+def test_stability_drawn_in_a_thread_beside_the_verdict_is_the_one_drawn_in_line(monkeypatch):
+    """A large matrix's resamples are drawn in a thread while the paired tests run: same figures."""
+    values = np.random.default_rng(5).integers(0, 3, size=(400, 4)) / 2 + np.array([0.0, 0.05, 0.1, 0.3])
+    verdict = verdict_of(values, ["a", "b", "c", "d"], seed=3)
+    monkeypatch.setattr(background, "THREAD_CELLS", values.size + 1)
+    in_line = start_stability(values, verdict.metric, seed=3)(verdict)
+    threads = []
+
+    def noted(*args, **kwargs):
+        threads.append(threading.current_thread().name)
+        return stability_draws(*args, **kwargs)
+
+    monkeypatch.setattr(background, "THREAD_CELLS", values.size)
+    monkeypatch.setattr(sys.modules["evalsite.analysis.leaderboard"], "stability_draws", noted)
+    threaded = start_stability(values, verdict.metric, seed=3)(verdict)
+    assert threads and threads[0].startswith("evalsite-stability")
+    assert threaded == in_line
+    separated = [(p.ahead, p.behind) for p in verdict.pairs if p.separated]
+    assert separated and in_line == rank_stability(values, pairs=separated, seed=3, level=0.95)

@@ -68,6 +68,15 @@ def test_a_hand_edit_after_the_run_finished_is_read_through_the_checks(tmp_path)
     assert [c.item_id for c in read_cases(path)] == ["q1"]
 
 
+def test_several_runs_hashed_side_by_side_are_each_read_as_their_own_footer_says(tmp_path):
+    folders = [write_run(tmp_path / "runs", [case(f"q{i}"), case("q9", 0.0)]) for i in range(5)]
+    edited = folders[2] / CASES_FILE
+    edited.write_text(edited.read_text().replace('"score":0.0', '"score":0.5', 1))
+    files = case_files(folders)
+    assert files.written == [str(folder / CASES_FILE) for folder in folders if folder != folders[2]]
+    assert files.checked == [str(edited)]
+
+
 def test_a_writer_handed_a_case_of_the_wrong_type_records_no_hash(tmp_path):
     folder = write_run(tmp_path / "runs", [case("q1"), case("q2", True)])
     assert CASES_SHA256 not in footer(folder)

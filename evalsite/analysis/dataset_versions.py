@@ -10,6 +10,7 @@ of one split. Any other id of the same file is an older version.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,6 +19,9 @@ from evalsite.experiment.datasets import Item, dataset_id, item_split, load_data
 from evalsite.runlog.records import DatasetRef
 
 CURRENT, OLDER, UNKNOWN = "current", "older", "unknown"
+#: ``(path, items, compute)`` → the hashes of the file's selections (``compute()``, None when the file
+#: cannot be read), or what an earlier computation for the same file content gave (the site's build cache).
+SelectionMemo = Callable[[str, int | None, Callable[[], list[str] | None]], list[str] | None]
 
 
 @dataclass(frozen=True)
@@ -41,21 +45,35 @@ class DatasetVersion:
 
 
 class DatasetVersions:
-    """Reads each dataset file once and says which version every run's dataset is."""
+    """Reads each dataset file at most once and says which version every run's dataset is; the
+    hashes of a file's selections are computed once per ``items`` count, or taken from ``memo``
+    (which then reads no file when it holds them)."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, memo: SelectionMemo | None = None) -> None:
         self.root = root
+        self.memo = memo
         self._items: dict[str, list[Item] | None] = {}
+        self._selections: dict[tuple[str, int | None], set[str] | None] = {}
 
     def of(self, dataset: DatasetRef) -> DatasetVersion:
         if not dataset.path or not dataset.dataset_id:
             return DatasetVersion(dataset.path, dataset.dataset_id, UNKNOWN)
-        items = self._file_items(dataset.path)
-        if items is None:
+        hashes = self._selection_hashes(dataset.path, dataset.items)
+        if hashes is None:
             return DatasetVersion(dataset.path, dataset.dataset_id, UNKNOWN)
-        digest = dataset.dataset_id.rpartition("@")[2]
-        current = digest in _selection_hashes(items, dataset.items)
+        current = dataset.dataset_id.rpartition("@")[2] in hashes
         return DatasetVersion(dataset.path, dataset.dataset_id, CURRENT if current else OLDER)
+
+    def _selection_hashes(self, path: str, count: int | None) -> set[str] | None:
+        if (path, count) not in self._selections:
+
+            def compute() -> list[str] | None:
+                items = self._file_items(path)
+                return None if items is None else sorted(_selection_hashes(items, count))
+
+            found = compute() if self.memo is None else self.memo(path, count, compute)
+            self._selections[path, count] = None if found is None else set(found)
+        return self._selections[path, count]
 
     def _file_items(self, path: str) -> list[Item] | None:
         if path not in self._items:

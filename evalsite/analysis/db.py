@@ -11,6 +11,7 @@ the views exactly as the Python reader leaves them out, and no value is coerced.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -270,18 +271,24 @@ def define_case_views(connection: duckdb.DuckDBPyConnection, directories: list[P
     connection.execute(f"CREATE OR REPLACE VIEW scores AS {scores_of('cases')}")
 
 
-def case_source(directories: list[Path], files: CaseFiles | None = None) -> str:
-    """SQL selecting the cases of these run folders (the ``cases`` view's columns): compacted
-    runs from their Parquet files, the others from their JSONL (``files``: where each is, when
-    the caller has looked already)."""
+def case_source(directories: list[Path], files: CaseFiles | None = None, names: Sequence[str] | None = None) -> str:
+    """SQL selecting the cases of these run folders (the ``cases`` view's columns, or run_id and
+    ``names`` only): compacted runs from their Parquet files, the others from their JSONL
+    (``files``: where each is, when the caller has looked already)."""
     from evalsite.analysis.parquet import case_files, json_source, parquet_source, written_json_source
 
     files = files or case_files(directories)
-    sources = [make(found) for make, found in ((written_json_source, files.written), (json_source, files.checked),
-                                                (parquet_source, files.parquet)) if found]
+    read = CASE_COLUMNS if names is None else {name: CASE_COLUMNS[name] for name in names}
+    picked = ", ".join(["run_id", *(f'"{name}"' for name in read)])
+
+    def only_read(source: str) -> str:
+        return source if names is None else f"SELECT {picked} FROM ({source})"
+
+    sources = ([written_json_source(files.written, names)] if files.written else []) + [
+        only_read(make(found)) for make, found in ((json_source, files.checked), (parquet_source, files.parquet)) if found]
     if sources:
         return " UNION ALL ".join(sources)
-    nulls = ", ".join(f"NULL::{kind} AS {name}" for name, kind in CASE_COLUMNS.items())
+    nulls = ", ".join(f"NULL::{kind} AS {name}" for name, kind in read.items())
     return f"SELECT NULL::VARCHAR AS run_id, {nulls} WHERE false"
 
 

@@ -38,6 +38,9 @@ SELECT run_id, item_id, nullif(item_sha, '') AS item_sha, coalesce(repeat, 0)::B
        cost_usd, latency_ms, (input_tokens + output_tokens)::DOUBLE AS tokens
 FROM chosen WHERE list_contains(?, run_id)
 """
+#: The case columns :data:`CASE_CELLS_SQL` reads (besides run_id): the scan reads no other.
+CASE_CELL_COLUMNS = ("item_id", "item_sha", "repeat", "score", "passed", "cost_usd", "latency_ms", "input_tokens",
+                     "output_tokens")
 #: The same with one evaluator's score: a per-turn evaluator's turns averaged per case.
 EVALUATOR_CELLS_SQL = """
 SELECT c.run_id, c.item_id, nullif(c.item_sha, '') AS item_sha, coalesce(c.repeat, 0)::BIGINT AS repeat, s.score, s.passed::DOUBLE AS passed,
@@ -167,17 +170,18 @@ def item_matrix(database: RunsDatabase, arms: Sequence[ArmRun], evaluator: str |
     if evaluator is not None:
         table = database.arrow(_chosen_cases(database, run_ids) + EVALUATOR_CELLS_SQL, [evaluator, run_ids, run_ids])
     elif not kept or not set(kept) & set(run_ids):
-        table = database.arrow(_chosen_cases(database, run_ids) + CASE_CELLS_SQL, [run_ids])
+        table = database.arrow(_chosen_cases(database, run_ids, CASE_CELL_COLUMNS) + CASE_CELLS_SQL, [run_ids])
     else:
         table = pa.concat_tables([kept[run_id] if run_id in kept else database.arrow(
-            _chosen_cases(database, [run_id]) + CASE_CELLS_SQL, [[run_id]]).cast(CELLS_SCHEMA) for run_id in dict.fromkeys(run_ids)])
+            _chosen_cases(database, [run_id], CASE_CELL_COLUMNS) + CASE_CELLS_SQL, [[run_id]]).cast(CELLS_SCHEMA) for run_id in dict.fromkeys(run_ids)])
     return _matrix(table, arms, evaluator, shared=True)
 
 
-def _chosen_cases(database: RunsDatabase, run_ids: list[str]) -> str:
+def _chosen_cases(database: RunsDatabase, run_ids: list[str], names: Sequence[str] | None = None) -> str:
     """``WITH chosen AS (…), chosen_scores AS (…)``: the cases (and scores) of these runs read
     from their own files only, so a project's other runs are not scanned; the ``cases`` view
-    when some run is not among the database's readable runs."""
+    when some run is not among the database's readable runs. ``names``: ``WITH chosen AS (…)``
+    holding run_id and these columns only (no scores), the others not read."""
     from evalsite.analysis.db import case_source, scores_of
     from evalsite.analysis.parquet import case_files
     from evalsite.analysis.remote import register_filesystems
@@ -185,10 +189,10 @@ def _chosen_cases(database: RunsDatabase, run_ids: list[str]) -> str:
     if all(run_id in database.runs for run_id in run_ids):
         files = case_files([database.runs[run_id].directory for run_id in dict.fromkeys(run_ids)])
         register_filesystems(database.connection, files.parquet)  # compacted runs in object storage
-        source = case_source([database.runs[run_id].directory for run_id in dict.fromkeys(run_ids)], files)
+        source = case_source([database.runs[run_id].directory for run_id in dict.fromkeys(run_ids)], files, names)
     else:
         source = "SELECT * FROM cases"
-    return f"WITH chosen AS ({source}), chosen_scores AS ({scores_of('chosen')})"
+    return f"WITH chosen AS ({source})" + ("" if names is not None else f", chosen_scores AS ({scores_of('chosen')})")
 
 
 def runs_item_matrix(runs: Sequence[Run], *, shared: bool = True) -> ItemMatrix:

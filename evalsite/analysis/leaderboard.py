@@ -8,13 +8,14 @@ Nemenyi stay beside it as the omnibus test and the critical-difference picture.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from evalsite.analysis.arms import ArmSummary, summarise_arms
+from evalsite.analysis.background import started
 from evalsite.analysis.db import RunsDatabase, open_database
 from evalsite.analysis.items import DroppedItem, ItemLabels, ItemMatrix, cluster_labels, item_labels, item_matrix
 from evalsite.analysis.json_data import Tabular
@@ -23,8 +24,9 @@ from evalsite.analysis.verdict import ArmPlace, Metric, Verdict, matrix_verdict,
 from evalsite.errors import EvalsiteError
 from evalsite.project import Project
 from evalsite.runlog.store import Run
-from evalsite.stats import HoldoutCheck, Interval, RankStability, holdout_check, rank_stability
+from evalsite.stats import HoldoutCheck, Interval, RankStability, holdout_check
 from evalsite.stats.ranking import within_item_ranks
+from evalsite.stats.stability import stability_draws
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -148,6 +150,7 @@ def leaderboard_of(
 ) -> Leaderboard:
     """The leaderboard of arms already chosen and read (the site calls this with its own data)."""
     matrix = data.matrix
+    stability = dataset_stability(data, metric, seed) if len(matrix.arms) > 1 else None
     summaries = summarise_arms(matrix, clusters=data.clusters, seed=seed)
     verdict = dataset_verdict(data, alpha=alpha, seed=seed, metric=metric)
     mean_ranks = _mean_ranks(matrix, verdict)
@@ -156,8 +159,8 @@ def leaderboard_of(
                   mean_ranks[p.arm], summaries[p.arm], data.errors.get(matrix.arms[p.arm].run_id))
         for p in verdict.arms
     )
-    stability = stability_of(data, verdict, seed) if len(matrix.arms) > 1 else None
-    return Leaderboard(data.selection, evaluator, matrix.n_items, matrix.dropped, arms, verdict, stability, seed)
+    return Leaderboard(data.selection, evaluator, matrix.n_items, matrix.dropped, arms, verdict,
+                       None if stability is None else stability(verdict), seed)
 
 
 def _mean_ranks(matrix: ItemMatrix, verdict: Verdict) -> tuple[float, ...]:
@@ -169,22 +172,24 @@ def _mean_ranks(matrix: ItemMatrix, verdict: Verdict) -> tuple[float, ...]:
     return tuple(within_item_ranks(sign * metric_values(matrix, verdict.metric)).mean(axis=0).tolist())
 
 
-def stability_of(data: ArmsOnDataset, verdict: Verdict, seed: int = SEED) -> RankStability:
-    """Rank stability of the arms of one dataset, for the pairs the verdict separates."""
-    return verdict_stability(metric_values(data.matrix, verdict.metric), verdict, seed, groups=data.clusters)
+def dataset_stability(data: ArmsOnDataset, metric: Metric, seed: int = SEED) -> Callable[[Verdict], RankStability]:
+    """:func:`start_stability` of the arms of one dataset (clusters as the unit when items declare them)."""
+    return start_stability(metric_values(data.matrix, metric), metric, seed, groups=data.clusters)
 
 
-def verdict_stability(
-    values: np.ndarray, verdict: Verdict, seed: int = SEED, groups: Sequence[Hashable] | None = None,
-) -> RankStability:
-    """``stats.rank_stability`` of items × arms ``values`` (oriented so that higher is better)
-    checking only the pairs the verdict separates: nothing is reported for a gap the paired
-    tests cannot tell from chance. ``groups`` (the verdict's clusters) makes whole clusters the
-    resampled unit, as in the verdict's own tests."""
-    sign = -1.0 if verdict.metric.lower_is_better else 1.0
-    separated = [(p.ahead, p.behind) for p in verdict.pairs if p.separated]
-    return rank_stability(sign * np.asarray(values, dtype=float), pairs=separated, seed=seed, level=STABILITY_LEVEL,
-                          groups=groups)
+def start_stability(
+    values: np.ndarray, metric: Metric, seed: int = SEED, groups: Sequence[Hashable] | None = None,
+) -> Callable[[Verdict], RankStability]:
+    """``stats.rank_stability`` of items × arms ``values`` of ``metric``, checking only the pairs the
+    verdict separates: nothing is reported for a gap the paired tests cannot tell from chance.
+    ``groups`` (the verdict's clusters) makes whole clusters the resampled unit, as in the verdict's
+    own tests. The resamples need no test's outcome, so they are drawn now (in a thread for a large
+    matrix, beside the verdict's tests: :mod:`evalsite.analysis.background`); call the result with the
+    verdict on the same values."""
+    oriented = (-1.0 if metric.lower_is_better else 1.0) * np.asarray(values, dtype=float)
+    cells = oriented.size if np.all(np.isfinite(oriented)) else 0  # else the verdict refuses them: nothing to overlap
+    draws = started("stability", cells, stability_draws, oriented, seed=seed, level=STABILITY_LEVEL, groups=groups)
+    return lambda verdict: draws().checking([(p.ahead, p.behind) for p in verdict.pairs if p.separated])
 
 
 def stability_sentence(stability: RankStability, labels: Sequence[str]) -> str:
@@ -241,11 +246,12 @@ def stability_report(
     matrix = data.matrix
     if len(matrix.arms) < 2:
         raise EvalsiteError(f"rank stability needs two arms; dataset {data.selection.dataset_id} has one comparable arm")
+    stability = dataset_stability(data, metric, seed)
     verdict = dataset_verdict(data, alpha=alpha, seed=seed, metric=metric)
     means = metric_values(matrix, metric).mean(axis=0)
     return StabilityReport(
         data.selection, evaluator, matrix.n_items, matrix.dropped, tuple(arm.label for arm in matrix.arms),
-        tuple(means.tolist()), verdict.arms, verdict, stability_of(data, verdict, seed),
+        tuple(means.tolist()), verdict.arms, verdict, stability(verdict),
     )
 
 

@@ -25,13 +25,13 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable, Hashable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from itertools import combinations
 from typing import Any
 
 import numpy as np
 
+from evalsite.analysis.background import started
 from evalsite.analysis.interval_memo import INTERVALS, PAIRS
 from evalsite.analysis.items import ItemMatrix
 from evalsite.analysis.stopped import PairSequence, Stopped, pair_sequence, stopped_rule
@@ -206,7 +206,7 @@ def matrix_verdict(
     stopped = stopped_rule([arm.header for arm in matrix.arms])
     if stopped is not None and metric.name not in SEQUENCE_METRICS:
         return _untested_after_stop(verdict_of(values, labels, metric=metric, alpha=alpha, seed=seed, groups=groups,
-                                               pairs=(), arm_ids=[arm.arm_id for arm in matrix.arms]))
+                                               pairs=(), arm_ids=[arm.arm_id for arm in matrix.arms], omnibus=False))
     return verdict_of(values, labels, metric=metric, alpha=alpha, seed=seed, groups=groups,
                       pairs=pairs, arm_ids=[arm.arm_id for arm in matrix.arms],
                       stopped=None if stopped is None else (stopped, matrix.item_ids))
@@ -232,13 +232,15 @@ def verdict_of(
     values: np.ndarray, labels: Sequence[str], *, metric: Metric = Metric(), alpha: float = ALPHA, seed: int = SEED,
     groups: Sequence[Hashable] | None = None, pairs: Sequence[tuple[int, int]] | None = None,
     arm_ids: Sequence[str | None] | None = None, stopped: tuple[Stopped, Sequence[str]] | None = None,
+    omnibus: bool = True,
 ) -> Verdict:
     """The verdict on an items × arms array of per-item values of ``metric``.
 
     ``groups`` (one cluster label per item) makes the cluster the unit of every test and interval;
     ``pairs`` restricts the comparisons shown (default: every pair), which is also the family
     Holm corrects over. ``stopped`` (the rule of runs that stopped by ``stop_when`` and the item
-    ids of the rows) decides every pair by its anytime-valid sequence instead (:mod:`evalsite.analysis.stopped`)."""
+    ids of the rows) decides every pair by its anytime-valid sequence instead (:mod:`evalsite.analysis.stopped`).
+    ``omnibus=False`` leaves Friedman and Nemenyi out (None) for a caller that could not read them."""
     values = np.asarray(values, dtype=float)
     _require_values(values, labels, metric)
     sign = -1.0 if metric.lower_is_better else 1.0
@@ -246,7 +248,7 @@ def verdict_of(
     order = tuple(int(arm) for arm in np.argsort(-sign * means, kind="stable"))
     position = {arm: place for place, arm in enumerate(order)}
     chosen = list(combinations(range(len(labels)), 2)) if pairs is None else list(pairs)
-    omnibus = _start_omnibus_tests(sign * values, alpha, seed)
+    omnibus_tests = _start_omnibus_tests(sign * values, alpha, seed) if omnibus else _no_omnibus_tests
     tested = _pairs(values, labels, chosen, position, alpha, seed, groups)
     if stopped is not None:
         tested = [_sequential(pair, values, groups, alpha, *stopped) for pair in tested]
@@ -261,7 +263,7 @@ def verdict_of(
         for arm in order
     )
     supported = len(labels) > 1 and all(places[arm][0] == places[arm][1] for arm in order)
-    friedman, post_hoc = omnibus()
+    friedman, post_hoc = omnibus_tests()
     n_units = len(set(groups)) if groups is not None else values.shape[0]
     return Verdict(
         metric=metric, alpha=alpha, n_items=values.shape[0], unit="item" if groups is None else "cluster",
@@ -352,28 +354,23 @@ def _places(order: tuple[int, ...], separated: np.ndarray) -> dict[int, tuple[in
     return result
 
 
-#: A matrix of at least this many cells has Friedman's permutations run in a thread beside the paired
-#: tests: numpy's shuffles release the GIL, so on a free second core they add nothing to the wall
-#: time (they are ~3 s of CPU at 1M cases). A smaller one is tested in line, quicker than a thread starts.
-OMNIBUS_THREAD_CELLS = 1 << 18
-
-
 def _start_omnibus_tests(
     oriented: np.ndarray, alpha: float, seed: int,
 ) -> Callable[[], tuple[FriedmanResult | None, NemenyiResult | None]]:
-    """:func:`_omnibus_tests` started (in a thread for a large matrix); call the result for its
-    outcome. The results are the same either way: the test draws from its own seeded generator."""
-    if oriented.size < OMNIBUS_THREAD_CELLS or oriented.shape[1] < 2:
-        return lambda: _omnibus_tests(oriented, alpha, seed)
-    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="evalsite-friedman")
-    future = pool.submit(_omnibus_tests, oriented, alpha, seed)
-    pool.shutdown(wait=False)  # the thread ends when the test does; the caller waits on the result
-    return future.result
-
-
-def _omnibus_tests(oriented: np.ndarray, alpha: float, seed: int) -> tuple[FriedmanResult | None, NemenyiResult | None]:
+    """:func:`_omnibus_tests` started (in a thread for a large matrix: :mod:`evalsite.analysis.background`);
+    call the result for its outcome. The results are the same either way: the test draws from its
+    own seeded generator."""
     if oriented.shape[1] < 2:
-        return None, None
+        return _no_omnibus_tests
+    return started("friedman", oriented.size, _omnibus_tests, oriented, alpha, seed)
+
+
+def _no_omnibus_tests() -> tuple[None, None]:
+    """One arm, or a caller that does not read them: no omnibus test."""
+    return None, None
+
+
+def _omnibus_tests(oriented: np.ndarray, alpha: float, seed: int) -> tuple[FriedmanResult, NemenyiResult]:
     return friedman_test(oriented, seed=seed), nemenyi(oriented, alpha=alpha)
 
 

@@ -57,6 +57,8 @@ class PriceSpec(TypedDict):
 
     input: float
     output: float
+    cache_read: NotRequired[float]
+    cache_write: NotRequired[float]
 
 
 class CurveSpec(TypedDict):

@@ -16,7 +16,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -34,7 +34,7 @@ from evalsite.jsonshape import JSONObject
 from evalsite.project import PACKAGE_DIR, Project
 from evalsite.runlog.hashing import sha256_json
 from evalsite.site import paths, unchanged
-from evalsite.site.figures import PAIRS_FILE, RunFigures, SiteCache
+from evalsite.site.figures import DATASETS_FILE, HASHES_FILE, PAIRS_FILE, RunFigures, SiteCache
 from evalsite.site.inputs import ProjectInputs, file_hash, scan_project
 from evalsite.site.itemindex import input_snippets
 from evalsite.site.matrixdata import SharedTexts, matrix_part
@@ -110,25 +110,26 @@ def _build(project: Project, out_dir: Path | None, *, redact: bool | None, full:
     unchanged_key = None if full or live_reload else unchanged.inputs_key(project, out_dir, redact)  # before reading anything
     settings = site_settings(project.settings, redact=redact)
     out_dir = _output_folder(project, out_dir, settings)
-    inputs = scan_project(project)
+    code = file_hash(*sorted(PACKAGE_DIR.rglob("*.py")))
+    cache = SiteCache(project.root / CACHE_DIR, root=project.root)
+    inputs = scan_project(project, cache.kept_values(HASHES_FILE, HASHES_FILE))
+    inputs.kept_datasets = cache.kept_values(DATASETS_FILE, code)
     theme = load_theme(project.templates_dir, project.static_dir, project.root)
     kit = Kit(inputs, settings, theme, settings.title or project.root.name, live_reload=live_reload)
     jobs = [job for family in PAGES.values() for job in family(inputs, settings)]
     writer = SiteWriter.open(out_dir, int(settings.warn_file_mb * 1024 * 1024), full=full)
-    code = file_hash(*sorted(PACKAGE_DIR.rglob("*.py")))
     common = _build_identity(code, settings, project.settings, theme.content_hash, live_reload, kit.site_title)
     hashes = {job.key: sha256_json([common, inputs.combined_hash(list(job.inputs)), job.variant]) for job in jobs}
     stale = [job for job in jobs if not writer.is_fresh(job.key, hashes[job.key])]
     _write_assets(writer, theme)
-    cache = SiteCache(project.root / CACHE_DIR, root=project.root)
     try:
         cache.recall_intervals(code)  # before any leaderboard starts bootstrapping
         kept = _RunCache(cache, code)
         inputs.kept_columns = lambda run_id: cache.case_columns(kept.key(inputs, run_id))
         inputs.kept_cells = lambda run_id: cache.case_cells(kept.key(inputs, run_id))
-        inputs.prefetch_leaderboards(_leaderboard_datasets(inputs, stale))
+        waiting = _start_leaderboards(inputs, stale, lambda run_id: cache.has_cells(kept.key(inputs, run_id)))
         kit.pair_counts = cache.kept_values(PAIRS_FILE, common)
-        _render(kit, writer, stale, hashes, kept)
+        _render(kit, writer, stale, hashes, kept, waiting)
     except TemplateError as exc:
         lineno = getattr(exc, "lineno", None)  # syntax errors say where; other template errors do not
         where = f"{getattr(exc, 'filename', None) or getattr(exc, 'name', None)}, line {lineno}: " if lineno else ""
@@ -202,7 +203,8 @@ class _RunCache:
         return sha256_json([self.code, [inputs.hashes.get(key) for key in inputs.summary_keys([run_id])]])
 
 
-def _render(kit: Kit, writer: SiteWriter, stale: list[PageJob], hashes: dict[str, str], cache: _RunCache) -> None:
+def _render(kit: Kit, writer: SiteWriter, stale: list[PageJob], hashes: dict[str, str], cache: _RunCache,
+            waiting: dict[str, str]) -> None:
     own = {job.cases_of: job for job in stale if job.cases_of}
     stale_keys = {job.key for job in stale}
     wanted = {run_id for job in stale for run_id in (*job.figures, *job.matrix_of)}
@@ -229,6 +231,8 @@ def _render(kit: Kit, writer: SiteWriter, stale: list[PageJob], hashes: dict[str
         part = matrix_part(run_column(run, columns, texts.output), input_snippets(columns, texts))
         cache.cache.put(key, run_id, kit.figures[run_id], part)
         cache.cache.put_cells(key, case_cells(run_id, columns))  # the leaderboards' cells: no critical flag among them
+        if run_id in waiting:  # its dataset's leaderboards read these cells, now kept, rather than the run's file
+            kit.inputs.prefetch_leaderboards({waiting.pop(run_id)})
         if run_id in matrix_wanted:
             kit.matrix_parts[run_id] = shared.of(part)
         job = own.get(run_id)
@@ -239,11 +243,34 @@ def _render(kit: Kit, writer: SiteWriter, stale: list[PageJob], hashes: dict[str
         if critical is None:  # the columns a comparison reads (no dataset stands in for critical flags)
             cache.cache.put_columns(key, scanned.columns)
             compare.compare_read_run(kit, run_id, scanned, stale_keys)
+    kit.inputs.prefetch_leaderboards(set(waiting.values()))  # a run that was not read after all (its cache entry kept)
     for job in sorted((job for job in stale if not job.cases_of), key=_reads_leaderboards):
         _run_job(kit, writer, job, hashes)
     cache.cache.keep_only({cache.key(kit.inputs, run.run_id) for run in kit.inputs.runs})
     cache.cache.keep_intervals(cache.code)
     kit.pair_counts.save()
+    kit.inputs.kept_hashes.save()
+    kit.inputs.kept_datasets.save()
+
+
+def _start_leaderboards(inputs: ProjectInputs, stale: list[PageJob], has_cells: Callable[[str], bool]) -> dict[str, str]:
+    """Start the leaderboards stale pages show (:meth:`~evalsite.site.inputs.ProjectInputs.prefetch_leaderboards`),
+    except those of a dataset whose runs all have kept cells but one this build reads (a new run):
+    those wait for that read, which keeps its cells, so no run is read twice (the leaderboards'
+    thread would read it with DuckDB while this one reads it for its page). Returns the waiting ones,
+    as the run they wait for → its dataset. When several runs lack cells (a full build) they start
+    at once: the thread reads them on the second core while this one renders."""
+    read = {run_id for job in stale for run_id in (*job.figures, *job.matrix_of, *((job.cases_of,) if job.cases_of else ()))}
+    waiting: dict[str, str] = {}
+    now: set[str] = set()
+    for dataset_id in _leaderboard_datasets(inputs, stale):
+        missing = [run.run_id for run in inputs.runs if run.header.dataset.dataset_id == dataset_id and not has_cells(run.run_id)]
+        if len(missing) == 1 and missing[0] in read:
+            waiting[missing[0]] = dataset_id
+        else:
+            now.add(dataset_id)
+    inputs.prefetch_leaderboards(now)
+    return waiting
 
 
 def _leaderboard_datasets(inputs: ProjectInputs, stale: list[PageJob]) -> set[str]:

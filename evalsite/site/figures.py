@@ -41,6 +41,10 @@ CACHE_VERSION = 5
 INTERVALS_FILE = "intervals.json"
 #: A run against its baseline: the runs table's change counts, by the hash of both runs' inputs.
 PAIRS_FILE = "pairs.json"
+#: Files' hashes by their states (:func:`evalsite.site.inputs.kept_file_hash`).
+HASHES_FILE = "hashes.json"
+#: What the dataset files give, by their content: their selections' hashes, the items' metadata scripts.
+DATASETS_FILE = "datasets.json"
 #: A run's matrix part: its column's arrays, and its texts as UTF-8 lines (JSON text has no raw newline).
 MATRIX_SUFFIX = ".matrix.npz"
 #: A run's case columns (:func:`~evalsite.analysis.case_columns.columns_arrays`), which comparisons read.
@@ -152,6 +156,15 @@ class SiteCache:
         except (OSError, ValueError, pa.ArrowException):
             return None
         return table if table.schema.equals(CELLS_SCHEMA) else None
+
+    def has_cells(self, content_hash: str) -> bool:
+        """Whether the run's cells are kept (a regular file; :meth:`case_cells` still checks what it reads)."""
+        if self.refused:
+            return False
+        try:
+            return stat.S_ISREG(os.lstat(self.folder / f"{content_hash}{CELLS_SUFFIX}").st_mode)
+        except OSError:
+            return False
 
     def put_cells(self, content_hash: str, table: pa.Table) -> None:
         def write(handle: BinaryIO) -> None:
@@ -281,7 +294,7 @@ def _pruned(name: str, hashes: set[str]) -> bool:
     """Whether a build that keeps the entries of ``hashes`` deletes the cache file ``name``."""
     if name.endswith(TEMP_SUFFIX):
         return True
-    if name in (INTERVALS_FILE, PAIRS_FILE) or not name.endswith((".json", ".npz", CELLS_SUFFIX)):
+    if name in (INTERVALS_FILE, PAIRS_FILE, HASHES_FILE, DATASETS_FILE) or not name.endswith((".json", ".npz", CELLS_SUFFIX)):
         return False
     return name.split(".")[0] not in hashes
 

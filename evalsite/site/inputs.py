@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -39,7 +41,9 @@ from evalsite.runlog.rows import is_critical
 from evalsite.runlog.secrets import redact_urls
 from evalsite.runlog.store import CASES_FILE, END_FILE, RUN_FILE, Run, run_directories, scan_runs
 from evalsite.site.artifacts import refused_results
+from evalsite.site.figures import KeptValues
 from evalsite.site.safe_text import project_relative
+from evalsite.site.unchanged import RACY_SECONDS
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 
@@ -55,6 +59,26 @@ def file_hash(*paths: Path) -> str:
                     digest.update(block)
         digest.update(b"\0")
     return digest.hexdigest()
+
+
+def kept_file_hash(kept: KeptValues, *paths: Path) -> str:
+    """:func:`file_hash`, taken from ``kept`` (the build cache's :data:`~evalsite.site.figures.HASHES_FILE`)
+    when an earlier build hashed the same files in the same states (``os.stat``: device, inode, size,
+    modification and change times). A file gone, not a regular file, or changed within
+    :data:`~evalsite.site.unchanged.RACY_SECONDS` (a change in the same clock tick keeps its times) is
+    hashed again, and so is every file of a cloned or copied project (new inodes and change times)."""
+    states: list[list[int | str]] = []
+    recent = time.time_ns() - int(RACY_SECONDS * 1e9)
+    for path in paths:
+        try:
+            found = os.stat(path)
+        except OSError:
+            return file_hash(*paths)
+        if not stat.S_ISREG(found.st_mode) or max(found.st_mtime_ns, found.st_ctime_ns) >= recent:
+            return file_hash(*paths)
+        states.append([str(path), found.st_dev, found.st_ino, found.st_size, found.st_mtime_ns, found.st_ctime_ns])
+    found_hash: str = kept.get(sha256_json(states), lambda: file_hash(*paths))
+    return found_hash
 
 
 @dataclass(frozen=True)
@@ -117,6 +141,10 @@ class ProjectInputs:
     #: by an earlier build (the build's cache), None when there are none.
     kept_columns: Callable[[str], CaseColumns | None] = lambda run_id: None
     kept_cells: Callable[[str], pa.Table | None] = lambda run_id: None
+    #: Files' hashes by their states (:func:`kept_file_hash`), and what the dataset files' contents
+    #: give (their selections' hashes, the items' metadata scripts), both kept by earlier builds.
+    kept_hashes: KeptValues = field(default_factory=KeptValues.unsaved)
+    kept_datasets: KeptValues = field(default_factory=KeptValues.unsaved)
 
     @cached_property
     def by_id(self) -> dict[str, Run]:
@@ -141,7 +169,23 @@ class ProjectInputs:
     def dataset_versions(self) -> DatasetVersions:
         """Which version of its file each run's dataset is (each dataset file read once per build):
         the pages that name it put the version in their cache key, as an edited file re-renders them."""
-        return DatasetVersions(self.project.root)
+        return DatasetVersions(self.project.root, self._kept_selections)
+
+    def _kept_selections(self, path: str, count: int | None, compute: Callable[[], list[str] | None]) -> list[str] | None:
+        """A dataset file's selection hashes, kept by its content (:class:`DatasetVersions`)."""
+        return self.kept_dataset_value(["selections", count], [path], compute)  # type: ignore[no-any-return]
+
+    def kept_dataset_value(self, key: list[Any], paths: list[str], compute: Callable[[], Any]) -> Any:
+        """``compute()``, a value (JSON) of the dataset files ``paths`` (relative to the project), kept
+        under ``key`` and the files' content hashes: computed again whenever one changes, and
+        whenever one is missing or outside the project (nothing then to read, or to keep)."""
+        contents = []
+        for path in paths:
+            file = self.project.root / path
+            if not (self.project.contains(Path(path)) and file.is_file()):
+                return compute()
+            contents.append([path, kept_file_hash(self.kept_hashes, file)])
+        return self.kept_datasets.get(sha256_json([*key, contents]), compute)
 
     @cached_property
     def database(self) -> RunsDatabase:
@@ -218,7 +262,7 @@ class ProjectInputs:
         keys["skipped"] = sha256_json(self.skipped)
         for path in sorted({run.header.dataset.path for run in self.runs if run.header.dataset.path}):
             inside = self.project.contains(Path(path))
-            keys[f"dataset-file:{path}"] = file_hash(self.project.root / path) if inside else ""
+            keys[f"dataset-file:{path}"] = kept_file_hash(self.kept_hashes, self.project.root / path) if inside else ""
         return keys
 
     def summary_keys(self, run_ids: Sequence[str]) -> tuple[str, ...]:
@@ -278,7 +322,10 @@ class ProjectInputs:
         return self._dataset_cache[key]
 
 
-def scan_project(project: Project) -> ProjectInputs:
+def scan_project(project: Project, kept_hashes: KeptValues | None = None) -> ProjectInputs:
+    """The project's inputs; ``kept_hashes``: files' hashes by their states, kept by earlier builds
+    (:func:`kept_file_hash`: a run's cases are read only when they changed)."""
+    kept_hashes = kept_hashes or KeptValues.unsaved()
     outside: list[str] = []
     folders, linked = _run_folders(project, outside)
     runs, skipped = scan_runs(project.runs_dir, folders)
@@ -292,7 +339,8 @@ def scan_project(project: Project) -> ProjectInputs:
     return ProjectInputs(
         project=project,
         runs=runs,
-        run_hashes={run.run_id: file_hash(*(run.directory / name for name in (RUN_FILE, CASES_FILE, END_FILE))) for run in runs},
+        run_hashes={run.run_id: kept_file_hash(kept_hashes, *(run.directory / name for name in (RUN_FILE, CASES_FILE, END_FILE)))
+                    for run in runs},
         skipped=skipped,
         decisions=entries,
         decision_problems=problems,
@@ -301,6 +349,7 @@ def scan_project(project: Project) -> ProjectInputs:
         reports=_scan_reports(project, outside),
         outside=outside,
         manifest_problems=[problem for source in experiments.values() if (problem := _manifest_problem(project, source))],
+        kept_hashes=kept_hashes,
     )
 
 

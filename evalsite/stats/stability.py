@@ -83,50 +83,87 @@ def rank_stability(
     20%, ..., 100% of the items. Each resample draws n items with replacement and uses its first
     k for every size k, so every prefix is a bootstrap sample of size k (sizes share draws).
     """
+    return stability_draws(matrix, sizes=sizes, n_resamples=n_resamples, seed=seed, level=level,
+                           groups=groups).checking(pairs)
+
+
+@dataclass(frozen=True)
+class StabilityDraws:
+    """The resamples :func:`rank_stability` reads, drawn before the pairs to check are known (they
+    depend on the values and options only, so a caller may draw them while its paired tests run):
+    ``means`` are the arm means of every resample at every size (resamples × sizes × arms)."""
+
+    sizes: np.ndarray
+    means: np.ndarray
+    full_means: np.ndarray
+    tolerance: float
+    rank_intervals: tuple[tuple[float, float], ...]
+    level: float
+    n_items: int
+    n_units: int
+    n_resamples: int
+    seed: int
+    unit: str
+
+    def checking(self, pairs: Sequence[tuple[int, int]]) -> RankStability:
+        """The stability of the (ahead, behind) ``pairs`` the paired tests separated."""
+        n_arms = self.full_means.size
+        checked = tuple((int(a), int(b)) for a, b in pairs)
+        if any(not (0 <= a < n_arms and 0 <= b < n_arms) or a == b for a, b in checked):
+            raise ValueError(f"pairs must name two different arms among {n_arms}")
+        full_order = order_best_first(self.full_means)
+        top = int(full_order[0])
+        top_pairs = tuple(pair for pair in checked if pair[0] == top)
+        top_separated = len({b for _, b in top_pairs}) == n_arms - 1
+        every_pair = len({frozenset(pair) for pair in checked}) == n_arms * (n_arms - 1) // 2
+        p_order = _keeps(self.means, checked, self.tolerance).sum(axis=0) / self.n_resamples if checked else np.array([])
+        p_top = (_keeps(self.means, top_pairs, self.tolerance).sum(axis=0) / self.n_resamples if top_separated
+                 else np.array([]))
+        pairs_size = _smallest_size_reaching(self.sizes, p_order, self.level) if checked else None
+        return RankStability(
+            sizes=tuple(self.sizes.tolist()), pairs=checked, p_order=tuple(p_order.tolist()),
+            p_top=tuple(p_top.tolist()),
+            min_size_order=pairs_size if every_pair else None,
+            min_size_pairs=pairs_size,
+            min_size_top=_smallest_size_reaching(self.sizes, p_top, self.level) if top_separated else None,
+            full_order=tuple(int(a) for a in full_order),
+            top_arms=tuple(int(a) for a in np.flatnonzero(self.full_means >= self.full_means.max() - self.tolerance)),
+            rank_intervals=self.rank_intervals, level=self.level, n_items=self.n_items, n_arms=n_arms,
+            n_resamples=self.n_resamples, seed=self.seed, unit=self.unit, n_units=self.n_units,
+        )
+
+
+def stability_draws(
+    matrix: ArrayLike,
+    *,
+    sizes: ArrayLike | None = None,
+    n_resamples: int = 1000,
+    seed: int = 0,
+    level: float = 0.95,
+    groups: Sequence[Hashable] | None = None,
+) -> StabilityDraws:
+    """The seeded resamples of :func:`rank_stability` (same options), whatever pairs are checked."""
     if not 0 < level < 1:
         raise ValueError(f"level must lie strictly between 0 and 1, got {level}")
     if n_resamples < 1:
         raise ValueError(f"n_resamples must be at least 1, got {n_resamples}")
     values = arm_matrix(matrix)
-    n_items, n_arms = values.shape
+    n_items = values.shape[0]
     clusters = None if groups is None else _cluster_sums(values, groups)
     n_units = n_items if clusters is None else clusters[0].shape[0]
-    checked = tuple((int(a), int(b)) for a, b in pairs)
-    if any(not (0 <= a < n_arms and 0 <= b < n_arms) or a == b for a, b in checked):
-        raise ValueError(f"pairs must name two different arms among {n_arms}")
     subset_sizes = _subset_sizes(sizes, n_units)
     rng = np.random.default_rng(seed)
-    tolerance = RELATIVE_TOLERANCE * max(1.0, float(np.max(np.abs(values))))
-    full_means = values.mean(axis=0)
-    full_order = order_best_first(full_means)
-    top = int(full_order[0])
-    top_pairs = tuple(pair for pair in checked if pair[0] == top)
-    top_separated = len({b for _, b in top_pairs}) == n_arms - 1
-    every_pair = len({frozenset(pair) for pair in checked}) == n_arms * (n_arms - 1) // 2
-
-    order_hits = np.zeros(subset_sizes.size)
-    top_hits = np.zeros(subset_sizes.size)
     by_counts = distinct_units(values, n_resamples) if clusters is None else None  # few distinct item rows
     chunks = (_subset_means(values, subset_sizes, n_resamples, rng, by_counts) if clusters is None
               else _cluster_subset_means(*clusters, subset_sizes, n_resamples, rng))
-    for means in chunks:
-        order_hits += _keeps(means, checked, tolerance).sum(axis=0)
-        top_hits += _keeps(means, top_pairs, tolerance).sum(axis=0)
-    p_order = order_hits / n_resamples if checked else np.array([])
-    p_top = top_hits / n_resamples if top_separated else np.array([])
-    pairs_size = _smallest_size_reaching(subset_sizes, p_order, level) if checked else None
-    return RankStability(
-        sizes=tuple(subset_sizes.tolist()), pairs=checked, p_order=tuple(p_order.tolist()),
-        p_top=tuple(p_top.tolist()),
-        min_size_order=pairs_size if every_pair else None,
-        min_size_pairs=pairs_size,
-        min_size_top=_smallest_size_reaching(subset_sizes, p_top, level) if top_separated else None,
-        full_order=tuple(int(a) for a in full_order),
-        top_arms=tuple(int(a) for a in np.flatnonzero(full_means >= full_means.max() - tolerance)),
+    means = np.concatenate(list(chunks))
+    return StabilityDraws(
+        sizes=subset_sizes, means=means, full_means=values.mean(axis=0),
+        tolerance=RELATIVE_TOLERANCE * max(1.0, float(np.max(np.abs(values)))),
         rank_intervals=(_bootstrap_rank_intervals(values, n_resamples, level, rng, by_counts) if clusters is None
                         else _cluster_rank_intervals(*clusters, n_resamples, level, rng)),
-        level=level, n_items=n_items, n_arms=n_arms, n_resamples=n_resamples, seed=seed,
-        unit="item" if clusters is None else "cluster", n_units=n_units,
+        level=level, n_items=n_items, n_units=n_units, n_resamples=n_resamples, seed=seed,
+        unit="item" if clusters is None else "cluster",
     )
 
 

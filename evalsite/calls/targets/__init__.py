@@ -7,6 +7,7 @@ register themselves with :func:`register_target` exactly as a plugin would.
 # importing the built-ins registers them
 from evalsite.calls.targets import anthropic, command, none_target, openai, python_target  # noqa: F401
 from evalsite.calls.targets.base import (
+    PRICE_KEYS,
     THREAD_HEADER,
     Target,
     TargetRequest,
@@ -22,6 +23,7 @@ from evalsite.calls.targets.base import (
 )
 
 __all__ = [
+    "PRICE_KEYS",
     "THREAD_HEADER",
     "Target",
     "TargetRequest",

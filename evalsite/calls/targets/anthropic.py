@@ -30,6 +30,7 @@ from evalsite.calls.targets.base import (
     register_target,
     text_or_none,
     token_count,
+    total_or_none,
 )
 from evalsite.calls.targets.http import (
     HTTP_SETTINGS,
@@ -83,19 +84,37 @@ def parse_message(data: JSONObject) -> TargetResult:
     if not isinstance(blocks, list):
         return TargetResult(error=f"the response has no content: {str(data)[:200]}")
     usage = mapping(data.get("usage"))
+    read, written = cached_count(usage, "cache_read_input_tokens"), cached_count(usage, "cache_creation_input_tokens")
     reason = text_or_none(data.get("stop_reason"))
     return TargetResult(
-        output=reply_text(blocks),
-        input_tokens=token_count(usage.get("input_tokens")),
+        output=reply_output(blocks),
+        input_tokens=total_or_none([token_count(usage.get("input_tokens")), read, written]),
         output_tokens=token_count(usage.get("output_tokens")),
+        cache_read_tokens=read or 0,
+        cache_write_tokens=written or 0,
         finish_reason=None if reason is None else STOP_REASONS.get(reason, reason),
         request_id=text_or_none(data.get("id")),
         served_model=text_or_none(data.get("model")),
     )
 
 
+def cached_count(usage: JSONObject, key: str) -> int | None:
+    """A prompt-cache count of ``usage``: the Messages API leaves these out of ``input_tokens``
+    (the case's input tokens are all three), and absent or null means none."""
+    value = usage.get(key)
+    return 0 if value is None else token_count(value)
+
+
 def reply_text(blocks: list[Any]) -> str:
     return "".join(b.get("text", "") for b in blocks if isinstance(b, dict) and b.get("type") == "text")
+
+
+def reply_output(blocks: list[Any]) -> str | None:
+    """The reply's text; None when it has none beside its tool calls (as the openai target's
+    ``content``, so a tool-calling reply reads the same from either target)."""
+    text = reply_text(blocks)
+    calls = any(isinstance(b, dict) and b.get("type") == "tool_use" for b in blocks)
+    return text if text or not calls else None
 
 
 def assistant_message(data: JSONObject) -> JSONObject:
@@ -106,8 +125,7 @@ def assistant_message(data: JSONObject) -> JSONObject:
     calls = [{"id": b.get("id"), "type": "function",
               "function": {"name": b.get("name"), "arguments": json.dumps(b.get("input"), ensure_ascii=False)}}
              for b in blocks if b.get("type") == "tool_use"]
-    text = reply_text(blocks)
-    message: dict[str, Any] = {"role": "assistant", "content": text if text or not calls else None}
+    message: dict[str, Any] = {"role": "assistant", "content": reply_output(blocks)}
     if calls:
         message["tool_calls"] = calls
     return message

@@ -41,7 +41,8 @@ THREAD_HEADER = "X-Evalsite-Thread"
 
 
 COMMON_SETTINGS = {"timeout"}  # read by the runner for every target: seconds per call
-RESULT_KEYS = ("output", "input_tokens", "output_tokens", "cost_usd", "finish_reason")
+RESULT_KEYS = ("output", "input_tokens", "output_tokens", "cost_usd", "finish_reason", "cache_read_tokens",
+               "cache_write_tokens")
 
 
 @dataclass
@@ -54,7 +55,10 @@ class TargetResult:
     emulated mock answered): such an attempt is not counted in a case's ``attempts``, and the
     response cache neither stores nor marks it. ``transcript``, when the call held a conversation
     of its own (the model called tools: :mod:`evalsite.calls.targets.tools`), is every message of
-    it, the request's included; the case records it.
+    it, the request's included; the case records it. ``cache_read_tokens`` and
+    ``cache_write_tokens`` are the part of ``input_tokens`` the provider read from its prompt cache
+    or wrote to it (0 when it says none): they are priced at the arm's ``price.cache_read`` and
+    ``price.cache_write`` (:func:`call_cost`).
     """
 
     output: Any = None
@@ -69,6 +73,8 @@ class TargetResult:
     system_fingerprint: str | None = None
     called: bool = True
     transcript: list[Any] | None = None
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
 
 
 class TransientTargetError(Exception):
@@ -107,7 +113,8 @@ def result_from_value(value: Any) -> TargetResult:
             return TargetResult(error=f"target returned unknown keys: {', '.join(sorted(unknown))}")
         if "output" not in value:
             return TargetResult(error="target returned a dict without 'output'")
-        return checked_result(TargetResult(**value))
+        none_cached = {key: 0 for key in ("cache_read_tokens", "cache_write_tokens") if value.get(key, 0) is None}
+        return checked_result(TargetResult(**{**value, **none_cached}))
     if value is None:
         return TargetResult(error="target returned None instead of an output")
     return TargetResult(output=value)
@@ -120,17 +127,21 @@ def checked_result(result: TargetResult) -> TargetResult:
     problem = result_problem(result)
     if problem is None:
         return result
-    return dataclasses.replace(result, input_tokens=None, output_tokens=None, cost_usd=None,
-                               error=result.error or problem)
+    return dataclasses.replace(result, input_tokens=None, output_tokens=None, cost_usd=None, cache_read_tokens=0,
+                               cache_write_tokens=0, error=result.error or problem)
 
 
 def result_problem(result: TargetResult) -> str | None:
     """Why a token count or billed cost from outside (a provider, a project's code) cannot be
     kept: the ranges are the run log's (:data:`evalsite.runlog.records.CASE_RANGES`)."""
-    for key in ("input_tokens", "output_tokens"):
+    for key in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"):
         count = getattr(result, key)
         if count is not None and (isinstance(count, bool) or not isinstance(count, int) or not 0 <= count <= MAX_TOKENS):
             return f"target returned {key}={shown(count)}; expected a whole number from 0 to {MAX_TOKENS} or null"
+    cached = (result.cache_read_tokens or 0) + (result.cache_write_tokens or 0)
+    if cached and result.input_tokens is not None and cached > result.input_tokens:
+        return (f"target returned cache_read_tokens + cache_write_tokens = {cached}, more than "
+                f"input_tokens={result.input_tokens} (they are part of it)")
     cost = result.cost_usd
     if cost is not None and not is_cost(cost):
         return f"target returned cost_usd={shown(cost)}; expected a finite number from 0 to {MAX_COST_USD:g} or null"
@@ -253,18 +264,28 @@ def scrubbed_result(result: TargetResult, secrets: SecretPattern | None) -> Targ
     return dataclasses.replace(result, **scrubbed)
 
 
+#: the keys of a ``price`` (US dollars per million tokens): input and output required, the two
+#: prompt-cache prices optional (the ``input`` price when not given)
+PRICE_KEYS = ("input", "output", "cache_read", "cache_write")
+
+
 def call_cost(result: TargetResult, price: Mapping[str, Any] | None) -> float | None:
     """Billed cost when the target reports it, else tokens × ``price`` (USD per million input and
-    output tokens); ``None`` (unknown, never 0) when neither is known. A reported cost or count
-    that :func:`result_problem` refuses is unknown here too (a judge's reply, say), never NaN, and
-    so is a price times tokens above :data:`MAX_COST_USD`."""
+    output tokens; the input tokens read from or written to the provider's prompt cache at
+    ``cache_read`` and ``cache_write``, each the ``input`` price when not given); ``None``
+    (unknown, never 0) when neither is known. A reported cost or count that
+    :func:`result_problem` refuses is unknown here too (a judge's reply, say), never NaN, and so
+    is a price times tokens above :data:`MAX_COST_USD`."""
     if result_problem(result) is not None:
         return None
     if result.cost_usd is not None:
         return result.cost_usd
     if not price or result.input_tokens is None or result.output_tokens is None:
         return None
-    cost = (result.input_tokens * price.get("input", 0) + result.output_tokens * price.get("output", 0)) / 1e6
+    per_input = price.get("input", 0)
+    read, written = result.cache_read_tokens, result.cache_write_tokens
+    cost = ((result.input_tokens - read - written) * per_input + read * price.get("cache_read", per_input)
+            + written * price.get("cache_write", per_input) + result.output_tokens * price.get("output", 0)) / 1e6
     return cost if is_cost(cost) else None  # an absurd price: unknown, never Infinity
 
 

@@ -71,6 +71,7 @@ def parse_completion(data: JSONObject, billed_header: str | None, message: JSONO
         output=message.get("content"),
         input_tokens=token_count(usage.get("prompt_tokens")),
         output_tokens=token_count(usage.get("completion_tokens")),
+        cache_read_tokens=token_count(mapping(usage.get("prompt_tokens_details")).get("cached_tokens")) or 0,
         cost_usd=billed_cost(usage.get("cost"), billed_header),
         finish_reason=choices[0].get("finish_reason"),
         request_id=text_or_none(data.get("id")),

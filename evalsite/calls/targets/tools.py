@@ -224,6 +224,8 @@ def finished(rounds: list[Round], transcript: list[Any], error: str | None = Non
         input_tokens=total_or_none(r.input_tokens for r in results),
         output_tokens=total_or_none(r.output_tokens for r in results),
         cost_usd=total_or_none(r.cost_usd for r in results),
+        cache_read_tokens=sum(r.cache_read_tokens for r in results),
+        cache_write_tokens=sum(r.cache_write_tokens for r in results),
         error=error,
         transcript=transcript,
     )

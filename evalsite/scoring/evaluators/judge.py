@@ -147,10 +147,11 @@ class LlmJudge(Evaluator):
         self.judge_settings: JSONObject = dict(judge.get("settings") or {})
         self.judge_price: JSONObject | None = judge.get("price")
         if self.judge_price is not None and not (
-            isinstance(self.judge_price, dict) and set(self.judge_price) <= {"input", "output"}
+            isinstance(self.judge_price, dict) and set(self.judge_price) <= set(targets.PRICE_KEYS)
             and all(isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 for v in self.judge_price.values())
         ):
-            raise ValueError(f"judge.price: needs {{input: USD, output: USD}} per million tokens, got {self.judge_price!r}")
+            raise ValueError("judge.price: needs {input: USD, output: USD} per million tokens (cache_read, cache_write "
+                             f"optional), got {self.judge_price!r}")
         self.missing_secrets: list[str] = []
         try:
             self._make_target()

@@ -106,20 +106,30 @@ def _newest_per_arm(newest: list[Run]) -> list[Run]:
 
 
 def _metadata_scripts(kit: Kit, dataset_id: str, runs: list[Run]) -> dict[str, bytes]:
-    """The dataset rows' metadata by item bucket (from the newest run's dataset file that still matches)."""
+    """The dataset rows' metadata by item bucket (from the newest run's dataset file that still
+    matches), kept by the dataset files' contents: a new run on the same rows reads no dataset file."""
+    if kit.settings.redact:
+        return {}
+    refs = list(dict.fromkeys((r.header.dataset.path, r.header.dataset.dataset_id, r.header.dataset.items) for r in runs))
+    files = sorted({path for path, _, _ in refs if path})
+    buckets: dict[str, dict[str, str]] = kit.inputs.kept_dataset_value(
+        ["item-metadata", refs, kit.settings.max_field_chars], files, lambda: _metadata_by_bucket(kit, runs))
+    return {paths.item_metadata(dataset_id, b): data_script(paths.item_metadata(dataset_id, b), found)
+            for b, found in sorted(buckets.items())}
+
+
+def _metadata_by_bucket(kit: Kit, runs: list[Run]) -> dict[str, dict[str, str]]:
+    """Bucket → item id → the item's metadata as shown, from the runs' dataset rows (newest first)."""
     rows: dict[str, JSONObject] = {}
     for run in runs:
         rows.update({k: v for k, v in (kit.inputs.dataset_rows(run) or {}).items() if k not in rows})
-    if kit.settings.redact:
-        return {}
     buckets: dict[str, dict[str, str]] = defaultdict(dict)
     for item_id, row in rows.items():
         metadata = row.get("metadata") if isinstance(row, dict) else None
         shown = display(metadata, kit.settings.max_field_chars) if metadata else None
         if shown is not None:
             buckets[paths.item_bucket(item_id)][item_id] = shown.text
-    return {paths.item_metadata(dataset_id, b): data_script(paths.item_metadata(dataset_id, b), found)
-            for b, found in sorted(buckets.items())}
+    return dict(buckets)
 
 
 def _answer_labels(runs: list[Run]) -> dict[str, str]:
