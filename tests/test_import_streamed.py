@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from import_support import PLAIN
 
+from evalsite.analysis.case_columns import case_columns
 from evalsite.execute.importers import ImportOptions, import_files
 from evalsite.execute.importers import writer as import_writer
 from evalsite.project import Project
@@ -56,9 +57,9 @@ def _import(root: Path, source: Path) -> dict[str, dict[str, bytes | dict]]:
 def _per_case(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(import_writer, "_spooled_line", lambda record, fast: import_writer._STDLIB_MARK + (
         json.dumps(record, ensure_ascii=False, default=str) + "\n").encode("utf-8"))
-    monkeypatch.setattr(RunWriter, "append_cases", lambda self, cases: [self.append_case(case) for case in cases])
-    summarise = import_writer.summarise_run
-    monkeypatch.setattr(import_writer, "summarise_run", lambda cases: summarise(list(cases)))
+    monkeypatch.setattr(RunWriter, "append_cases", lambda self, cases: ([self.append_case(case) for case in cases], False))
+    monkeypatch.setattr(import_writer, "batch_columns",
+                        lambda batches: case_columns([case for cases, _ in batches for case in cases]))
 
 
 def test_a_streamed_import_writes_the_run_the_per_case_path_writes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):

@@ -5,8 +5,10 @@ the run finished sends it back through the checked reading, so the views and `sh
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import random
+from collections.abc import Iterator
 from pathlib import Path
 
 import duckdb
@@ -17,6 +19,7 @@ from evalsite.runlog.records import (
     CASE_TYPES,
     MAX_REPEAT_INDEX,
     SCORE_TYPES,
+    bounded_and_well_typed,
     bounded_case,
     well_typed_bounded_case,
     well_typed_case,
@@ -118,10 +121,10 @@ def test_a_vouched_files_lines_are_counted_with_or_without_a_last_newline_and_a_
 VALUES = [None, "", "x", 0, 1, -1, 2, 10**7, 10**20, 0.5, -0.5, 1e13, float("nan"), float("inf"), True, False, [], {}]
 
 
-def test_the_writers_shape_check_agrees_with_the_full_check_on_bounded_records():
-    """The writer checks a bounded record's types only, by shape (well_typed_bounded_case); on any
-    record bounded_case returns it must say what well_typed_case says (seeded random records)."""
-    rng = random.Random(30)
+def random_records(seed: int) -> Iterator[dict]:
+    """Seeded random case records, many of them well typed, the rest with wrong types, NaN or
+    numbers out of range somewhere (scores included)."""
+    rng = random.Random(seed)
     case_keys, score_keys = [*CASE_TYPES, "input", "output"], list(SCORE_TYPES)
 
     def record(keys: list[str], plausible: bool) -> dict:
@@ -129,8 +132,7 @@ def test_the_writers_shape_check_agrees_with_the_full_check_on_bounded_records()
         return {key: None if plausible and rng.random() < 0.85 else rng.choice(VALUES) for key in keys
                 if rng.random() < 0.9}
 
-    agreed = {True: 0, False: 0}
-    for _ in range(20_000):
+    while True:
         plausible = rng.random() < 0.7
         data = record(case_keys, plausible)
         if plausible:
@@ -138,8 +140,89 @@ def test_the_writers_shape_check_agrees_with_the_full_check_on_bounded_records()
         if rng.random() < 0.7:
             data["scores"] = [{**record(score_keys, plausible), "evaluator": "e"} if rng.random() < 0.95
                               else rng.choice(VALUES) for _ in range(rng.randrange(3))]
+        yield data
+
+
+def test_the_writers_shape_check_agrees_with_the_full_check_on_bounded_records():
+    """The writer checks a bounded record's types only, by shape (well_typed_bounded_case); on any
+    record bounded_case returns it must say what well_typed_case says (seeded random records)."""
+    agreed = {True: 0, False: 0}
+    for data in itertools.islice(random_records(30), 20_000):
         bounded = bounded_case(data)
         expected = well_typed_case(bounded)
         assert well_typed_bounded_case(bounded) == expected, bounded
         agreed[expected] += 1
     assert min(agreed.values()) > 1000, agreed
+
+
+def test_the_batch_check_holds_exactly_when_every_record_is_written_as_it_is_and_well_typed():
+    """bounded_and_well_typed (the writer's check of an import batch, a field at a time) is True
+    exactly when bounded_case returns each record itself and well_typed_bounded_case holds for it
+    (seeded random batches: up to three records that hold, and a random one or none)."""
+    rng, records = random.Random(31), random_records(31)
+    good = [data for data in itertools.islice(random_records(32), 20_000)
+            if bounded_case(data) is data and well_typed_bounded_case(data)]
+    said = {True: 0, False: 0}
+    for _ in range(20_000):
+        batch = rng.sample(good, rng.randint(0, 3)) + list(itertools.islice(records, rng.randint(0, 1)))
+        expected = all(bounded_case(data) is data and well_typed_bounded_case(data) for data in batch)
+        assert bounded_and_well_typed(batch) == expected, batch
+        said[expected] += 1
+    assert min(said.values()) > 1000, said
+    assert bounded_and_well_typed([]) and bounded_and_well_typed([case("q1"), case("q2", 0.0)])
+
+
+def test_cases_appended_in_batches_are_the_lines_and_hash_of_cases_appended_one_at_a_time(tmp_path):
+    """append_cases (batches checked at once when every record holds) writes the bytes, returns the
+    records and records the footer hash that append_case writes one record at a time; random
+    records, so batches with and without a bad record, and repeated keys (which leave out the hash)."""
+    for seed in range(40):
+        records = list(itertools.islice(random_records(seed), 200))
+        if seed % 2:  # plausible, well-typed records with keys of their own, so the footer has its hash
+            records = [{**case(f"q{index}"), "latency_ms": 2.5 * index} for index in range(200)]
+            records[seed] = {**records[seed], "cost_usd": float("nan") if seed % 4 == 1 else 3.0}
+        one = RunWriter.create(tmp_path / f"one-{seed}", "a", HEADER)
+        one_written = [one.append_case(record) for record in records]
+        one.finish({"status": "completed"})
+        batched = RunWriter.create(tmp_path / f"batched-{seed}", "a", HEADER)
+        batched_written = [written for start in range(0, 200, 64)
+                           for written in batched.append_cases(records[start:start + 64])[0]]
+        batched.finish({"status": "completed"})
+        assert batched_written == one_written or json.dumps(batched_written) == json.dumps(one_written)
+        assert (batched.directory / CASES_FILE).read_bytes() == (one.directory / CASES_FILE).read_bytes()
+        assert footer(batched.directory).get(CASES_SHA256) == footer(one.directory).get(CASES_SHA256)
+        assert seed % 4 != 3 or CASES_SHA256 in footer(one.directory)
+
+
+def test_columns_of_checked_batches_are_the_columns_of_their_records_one_at_a_time():
+    """batch_columns reads a batch that bounded_and_well_typed holds for a field at a time, any
+    other batch record by record; either way the columns equal case_columns of the same records
+    (seeded random records: kept ones in checked batches, the rest in unchecked ones; with
+    served models, labels, turns, item shas and critical flags)."""
+    from evalsite.analysis.case_columns import batch_columns, case_columns, columns_arrays
+
+    rng = random.Random(33)
+    kept = [data for data in itertools.islice(random_records(34), 6000)
+            if bounded_case(data) is data and well_typed_bounded_case(data)]
+    for index, data in enumerate(kept):  # ids, shas, labels, turns and models that repeat
+        data.update(item_id=f"q{index % 50}", item_sha=rng.choice([None, "", "s1", "s2"]),
+                    served_model=rng.choice([None, "", "m1", "m2", 3]))
+        for score in data.get("scores") or ():
+            score.update(evaluator=rng.choice("ab"), label=rng.choice([None, "x", "y"]), turn=rng.choice([None, 1, 2]))
+    others = [bounded_case(data) for data in itertools.islice(random_records(35), 1000)  # as the writer records them
+              if isinstance(data.get("scores"), (list, type(None)))
+              and not (isinstance(data.get("repeat"), int) and data["repeat"] > MAX_REPEAT_INDEX)]
+    batches, records = [], []
+    while kept or others:
+        size = rng.randint(1, 40)
+        if rng.random() < 0.8 and kept:
+            batch, kept = kept[:size], kept[size:]
+        else:
+            batch, others = others[:size], others[size:]
+        batches.append((batch, bounded_and_well_typed(batch)))
+        records += batch
+    assert {checked for _, checked in batches} == {True, False}
+    expected, found = columns_arrays(case_columns(records)), columns_arrays(batch_columns(batches))
+    assert expected.keys() == found.keys()
+    for key, array in expected.items():
+        assert array.dtype == found[key].dtype and array.tobytes() == found[key].tobytes(), key

@@ -14,6 +14,7 @@ null: it gives the evaluator a pass rule but neither passes nor fails).
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields, replace
@@ -21,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from evalsite.runlog.records import CASE_RANGES, SCORE_RANGES, Case
+from evalsite.runlog.records import CASE_RANGES, SCORE_RANGES, Case, column_of
 from evalsite.runlog.rows import case_critical, finite_number, item_order, repeat_of, whole_number
 
 NONE, FALSE, TRUE, OTHER = -1, 0, 1, 2
@@ -111,6 +112,20 @@ def case_columns(cases: Iterable[Mapping[str, Any]], dataset_critical: Mapping[s
     return builder.columns()
 
 
+def batch_columns(batches: Iterable[tuple[list[dict[str, Any]], bool]]) -> CaseColumns:
+    """:func:`case_columns` of case records that come in batches, each with whether its records
+    are known bounded and well typed (an import's, as :meth:`~evalsite.runlog.store.RunWriter.append_cases`
+    wrote them): those batches are read a field at a time."""
+    builder = _Builder()
+    for cases, checked in batches:
+        if checked:
+            builder.add_checked(cases)
+        else:
+            for case in cases:
+                builder.add(case, None)
+    return builder.columns()
+
+
 def with_dataset_critical(columns: CaseColumns, dataset_critical: Mapping[str, bool] | None) -> CaseColumns:
     """``columns`` with ``dataset_critical`` standing in for the critical flags cases did not record,
     as :func:`case_columns` reads them with it."""
@@ -169,6 +184,46 @@ class _Builder:
         for score in case.get("scores") or []:
             if isinstance(score, dict):
                 self._add_score(index, score)
+
+    def add_checked(self, cases: list[dict[str, Any]]) -> None:
+        """:meth:`add` of each record (no dataset's critical flags), for records known bounded and
+        well typed (:func:`~evalsite.runlog.records.bounded_and_well_typed`): every number None
+        or an int or float in its range, every other field of its one type, so each column is
+        filled a field at a time over the batch."""
+        start = len(self.case_fields["item"])
+        column = functools.partial(column_of, cases)
+        items, shas = self.items, self.shas
+        values: tuple[list[Any], ...] = (
+            [items.setdefault(item, len(items)) for item in column("item_id")], column("repeat"),
+            _floats(column("score")), _verdicts(column("passed")), [bool(error) for error in column("error")],
+            _verdicts(column("critical")), _floats(column("cost_usd")), _floats(column("latency_ms")),
+            _floats(column("scoring_cost_usd")), _floats(column("input_tokens")), _floats(column("output_tokens")),
+        )
+        for field_values, values_of_field in zip(self._case_lists, values):
+            field_values.extend(values_of_field)
+        self.case_fields["item_sha"].extend(shas.setdefault(sha, len(shas)) if sha else -1 for sha in column("item_sha"))
+        self.served.update(dict.fromkeys(str(model) for model in column("served_model") if model))
+        listed = column("scores")
+        self._add_checked_scores([start + index for index, scores in enumerate(listed) if scores for _ in scores],
+                                 [score for scores in listed if scores for score in scores])
+
+    def _add_checked_scores(self, cases: list[int], scores: list[dict[str, Any]]) -> None:
+        """:meth:`_add_score` of each of ``scores`` (of the cases at ``cases``), known well typed and bounded."""
+        column = functools.partial(column_of, scores)
+        evaluators, labels = self.evaluators, self.labels
+        for name, version in zip(column("evaluator"), column("version")):
+            if name not in evaluators:
+                evaluators[name] = len(evaluators)
+                self.versions.append(version)
+        values: tuple[list[Any], ...] = (
+            cases, [evaluators[name] for name in column("evaluator")], _floats(column("score")),
+            _verdicts(column("passed")), [bool(error) for error in column("error")],
+            [bool(skipped) for skipped in column("skipped")],
+            [-1 if label is None else labels.setdefault(label, len(labels)) for label in column("label")],
+            [None if turn is None else str(turn) for turn in column("turn")],
+        )
+        for field_values, values_of_field in zip(self._score_lists, values):
+            field_values.extend(values_of_field)
 
     def _add_score(self, case: int, score: dict[str, Any]) -> None:
         name = str(score.get("evaluator"))
@@ -235,6 +290,15 @@ def _whole(record: Mapping[str, Any], key: str) -> float:
         return float(value) if low <= value <= high else _NAN
     number = whole_number(value)
     return float(number) if number is not None and low <= number <= high else np.nan
+
+
+def _floats(values: list[Any]) -> list[float]:
+    """Numbers known finite and in range (or None) as :func:`_number` and :func:`_whole` read them."""
+    return [_NAN if value is None else float(value) for value in values]
+
+
+def _verdicts(values: list[bool | None]) -> list[int]:
+    return [NONE if value is None else int(value) for value in values]
 
 
 def _verdict(value: Any) -> int:

@@ -12,6 +12,7 @@ The on-disk format is ``format_version`` 1 (docs/reference/run-format.md).
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -515,6 +516,39 @@ def well_typed_bounded_case(data: Any) -> bool:
     repeat = data.get("repeat")
     return (type(repeat) is not int or 0 <= repeat <= MAX_REPEAT_INDEX) and all(
         type(s) is dict and _SCORE_SHAPES.hold(s) for s in data.get("scores") or ())
+
+
+def bounded_and_well_typed(cases: list[Any]) -> bool:
+    """True when :func:`bounded_case` returns every record of ``cases`` as it is and
+    :func:`well_typed_bounded_case` holds for each: checked one field at a time over the whole
+    batch (the writer's import batches: a third of the two checks case by case). False says only
+    that some record needs those checks one at a time."""
+    if set(map(type, cases)) - {dict} or not _fields_hold(cases, CASE_TYPES, CASE_RANGES):
+        return False
+    if not all(0 <= repeat <= MAX_REPEAT_INDEX for repeat in column_of(cases, "repeat") if type(repeat) is int):
+        return False
+    scores = [score for listed in column_of(cases, "scores") if listed for score in listed]
+    return not set(map(type, scores)) - {dict} and _fields_hold(scores, SCORE_TYPES, SCORE_RANGES)
+
+
+def column_of(records: list[dict[str, Any]], key: str) -> list[Any]:
+    """The values of ``key`` over ``records`` (None where absent)."""
+    return list(map(dict.get, records, itertools.repeat(key, len(records))))
+
+
+def _fields_hold(records: list[dict[str, Any]], types: dict[str, tuple[type, ...]],
+                 ranges: Mapping[str, tuple[float, float]]) -> bool:
+    """Every field of every record of one of its allowed types (``type() in``) and every number
+    in its range (NaN and infinity fail the comparison)."""
+    for key, allowed in types.items():
+        values = column_of(records, key)
+        if not set(map(type, values)).issubset(allowed):
+            return False
+        if key in ranges:
+            low, high = ranges[key]
+            if not all(low <= value <= high for value in values if value is not None):
+                return False
+    return True
 
 
 def _float(value: int | float | None) -> float | None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import operator
 import os
 import re
 import secrets
@@ -40,6 +41,7 @@ from evalsite.runlog.records import (
     Footer,
     RunHeader,
     RunStatus,
+    bounded_and_well_typed,
     bounded_case,
     well_typed_bounded_case,
     well_typed_case,
@@ -236,23 +238,32 @@ class RunWriter:
         self._write(encoded, 1)
         return case
 
-    def append_cases(self, cases: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    def append_cases(self, cases: Iterable[dict[str, Any]]) -> tuple[list[dict[str, Any]], bool]:
         """Append several case lines in one ``write``, for a writer that has them all at hand (an
         import, published only once whole): the same lines, hash and checks as :meth:`append_case`
-        one at a time, without a system call per case. Returns the records as written."""
+        one at a time, without a system call per case. Returns the records as written, and whether
+        each is known bounded and well typed (:func:`~evalsite.runlog.records.bounded_and_well_typed`
+        held for the batch and each record was written as it is)."""
+        batch = list(cases)
+        checked = bounded_and_well_typed(batch)
         written, lines = [], []
-        for case in cases:
-            case, encoded = self._line(case)
-            written.append(case)
+        for case in batch:
+            record, encoded = self._line(case, checked)
+            written.append(record)
             lines.append(encoded)
         self._write(b"".join(lines), len(written))
-        return written
+        return written, checked and all(map(operator.is_, written, batch))
 
-    def _line(self, case: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
+    def _line(self, case: dict[str, Any], checked: bool = False) -> tuple[dict[str, Any], bytes]:
+        """The record as written and its line. ``checked``: ``case`` is known bounded and well
+        typed as it is (:func:`~evalsite.runlog.records.bounded_and_well_typed` of its batch)."""
         assert self._cases is not None, "append_case after close"
-        case, encoded = case_line(bounded_case(case))
-        self._well_typed = self._well_typed and self._typed_and_new(case, well_typed_bounded_case)
-        return case, encoded
+        record, encoded = case_line(case if checked else bounded_case(case))
+        if checked and record is case:
+            self._well_typed = self._well_typed and self._new_key(record)
+        else:
+            self._well_typed = self._well_typed and self._typed_and_new(record, well_typed_bounded_case)
+        return record, encoded
 
     def _write(self, encoded: bytes, count: int) -> None:
         assert self._cases is not None, "append_case after close"
@@ -266,8 +277,10 @@ class RunWriter:
         """A well-typed case whose (item_id, repeat) no earlier line has: a file of only such lines
         reads the same as typed columns (no line skipped) as through the readers' checks, which keep
         the first line of a repeated key. ``well_typed``: the check (a bounded record's is cheaper)."""
-        if not well_typed(case):
-            return False
+        return well_typed(case) and self._new_key(case)
+
+    def _new_key(self, case: dict[str, Any]) -> bool:
+        """Whether no earlier line has the (item_id, repeat) of ``case``; remembers it."""
         key = (case.get("item_id"), case.get("repeat"))
         if key in self._keys:
             return False

@@ -38,6 +38,7 @@ ARM_FIELD = "arm"
 SCORE_FIELD = "score"
 SCORE_PREFIX = "score."
 SCORES_FIELD = "scores"
+SCORE_KIND = "plain:score"
 FIELDS = {"arm", "id", "item_id", "input", "expected", "output", "repeat", "error", "latency_ms", "input_tokens",
           "output_tokens", "cost_usd", "finish_reason", "started_at", "passed", SCORE_FIELD, SCORES_FIELD}
 WORDS = {"true": True, "yes": True, "false": False, "no": False}
@@ -83,15 +84,17 @@ def _read(source: SourceImport, options: ImportOptions, rows: Iterator[tuple[str
           truncated: Callable[[], bool]) -> None:
     scorers: dict[str, set[str]] = defaultdict(set)
     ignored: set[str] = set()
-    shapes: set[tuple[str, ...]] = set()  # the rows' key lists seen so far (a file has a few)
+    shapes: dict[tuple[str, ...], list[str]] = {}  # the rows' key lists seen so far (a file has a few): score fields
     arm_field = (options.arm_from or ARM_FIELD).split(".")[0]
+    default_arm = source.path.stem
     for where, row in rows:
-        case = _case(row, where, options, source.path.stem)
-        scorers[case.run].update(score.evaluator for score in case.scores)
         shape = tuple(row)
-        if shape not in shapes:
-            shapes.add(shape)
+        score_fields = shapes.get(shape)
+        if score_fields is None:
+            score_fields = shapes[shape] = [k for k in row if k.startswith(SCORE_PREFIX)]
             ignored.update(k for k in row if k not in FIELDS and not k.startswith(SCORE_PREFIX) and k != arm_field)
+        case = _case(row, where, options, default_arm, score_fields)
+        scorers[case.run].update(score.evaluator for score in case.scores)
         source.add_case(case)
     if ignored:
         source.warn(f"ignored fields (not in the plain format): {', '.join(sorted(ignored))}")
@@ -113,7 +116,7 @@ def _read(source: SourceImport, options: ImportOptions, rows: Iterator[tuple[str
         ))
 
 
-def _case(row: JSONObject, where: str, options: ImportOptions, default_arm: str) -> SourceCase:
+def _case(row: JSONObject, where: str, options: ImportOptions, default_arm: str, score_fields: list[str]) -> SourceCase:
     if options.arm_from:
         arm = arm_from(row, options.arm_from, where)
     else:
@@ -133,14 +136,15 @@ def _case(row: JSONObject, where: str, options: ImportOptions, default_arm: str)
         cost_usd=_number(row, "cost_usd", where),
         finish_reason=row.get("finish_reason"),
         started_at=row.get("started_at"),
-        scores=_scores(row, where),
+        scores=_scores(row, where, score_fields),
         passed=_verdict(row.get("passed"), "passed", where),
     ), where)
 
 
-def _scores(row: JSONObject, where: str) -> list[SourceScore]:
+def _scores(row: JSONObject, where: str, score_fields: list[str]) -> list[SourceScore]:
+    """The row's scores; ``score_fields``: its ``score.<name>`` keys, in order."""
     fields = [(SCORE_FIELD, row.get(SCORE_FIELD), SCORE_FIELD)]
-    fields += [(k[len(SCORE_PREFIX):], v, k) for k, v in row.items() if k.startswith(SCORE_PREFIX)]
+    fields += [(k[len(SCORE_PREFIX):], row[k], k) for k in score_fields]
     nested = row.get(SCORES_FIELD)
     if nested is not None and not isinstance(nested, dict):
         raise SourceError(f"{where}: field 'scores' must be an object of name: score")
@@ -149,6 +153,8 @@ def _scores(row: JSONObject, where: str) -> list[SourceScore]:
 
 
 def _score(name: str, value: Any, field: str, where: str) -> SourceScore:
+    if type(value) is float and math.isfinite(value):  # a bare number, the common case: what the rest gives it
+        return SourceScore(name, value, kind=SCORE_KIND)
     details = value if isinstance(value, dict) else {"score": value}
     raw = details.get("score")
     verdict = details.get("passed")
@@ -160,7 +166,7 @@ def _score(name: str, value: Any, field: str, where: str) -> SourceScore:
     else:
         number = _to_number(raw, field, where)
     return SourceScore(name, number, passed=passed, label=details.get("label"), detail=details.get("detail"),
-                       error=details.get("error"), kind="plain:score")
+                       error=details.get("error"), kind=SCORE_KIND)
 
 
 def _to_number(value: Any, field: str, where: str) -> float | None:

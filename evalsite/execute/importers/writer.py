@@ -37,6 +37,7 @@ from typing import IO, Any
 import orjson
 
 from evalsite import __version__
+from evalsite.analysis.case_columns import batch_columns
 from evalsite.analysis.summary import summarise_run
 from evalsite.errors import RunLogError, SourceError
 from evalsite.execute.importers.source_records import ImportOptions, SourceCase, SourceItem, SourceRun, SourceScore
@@ -312,7 +313,7 @@ def _write_run(source: SourceImport, draft: _RunDraft, run: SourceRun, runs_dir:
     writer = RunWriter.create(runs_dir, run.arm_id, header.to_json())
     try:
         # the summary counts each batch of records as written, while the next is built
-        summary = summarise_run(_written(writer, draft, items, versions)).totals()
+        summary = summarise_run(batch_columns(_written(writer, draft, items, versions))).totals()
     finally:
         writer.close()
     writer.finish(FooterRecord(run.status, run.ended_at, summary, source=SourceOutcome(run.source_status, run.source_error)).to_json())
@@ -320,17 +321,17 @@ def _write_run(source: SourceImport, draft: _RunDraft, run: SourceRun, runs_dir:
 
 
 def _written(writer: RunWriter, draft: _RunDraft, items: dict[str, Item],
-             versions: dict[str, str]) -> Iterator[dict[str, Any]]:
+             versions: dict[str, str]) -> Iterator[tuple[list[dict[str, Any]], bool]]:
     """The spooled cases of ``draft`` as case records, appended to ``writer`` a batch at a time;
-    yields each record as written."""
+    yields each batch as written (:meth:`~evalsite.runlog.store.RunWriter.append_cases`)."""
     draft.spool.seek(0)
     batch: list[dict[str, Any]] = []
     for line in draft.spool:
         batch.append(_case_record(_spooled(line), items, versions, draft.evaluators))
         if len(batch) == WRITE_BATCH:
-            yield from writer.append_cases(batch)
+            yield writer.append_cases(batch)
             batch = []
-    yield from writer.append_cases(batch)
+    yield writer.append_cases(batch)
 
 
 def _spooled_line(record: list[Any], fast: bool) -> bytes:
