@@ -19,7 +19,6 @@ from evalsite.calls.retry import RetryPolicy
 from evalsite.calls.targets import make_target, with_model
 from evalsite.calls.targets.base import TARGETS
 from evalsite.errors import EvalsiteError, MissingSecretError, PlanError
-from evalsite.execute.decided import check_stop_rule
 from evalsite.execute.emulation import refuse_model_evaluators
 from evalsite.execute.study import load_study
 from evalsite.experiment.locks import refuse_changed_dataset
@@ -49,7 +48,10 @@ def prepare_plan(
     if check_lock and plan.manifest.rows is None:
         refuse_changed_dataset(plan.dataset.path)
     check_targets(plan)
-    check_stop_rule(plan)
+    if plan.manifest.stop_when is not None:  # the adaptive walk's module loads numpy: only for its plans
+        from evalsite.execute.decided import check_stop_rule
+
+        check_stop_rule(plan)
     refuse_model_evaluators(plan.manifest)
     problems, missing = runnable_problems(project, plan, run_code)
     problems += [f"{plan.manifest.path}: {p}" for p in reference_problems(project, evaluator_references(plan), run_code)]

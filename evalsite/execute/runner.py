@@ -15,24 +15,25 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import importlib
 import random
 import signal
+import sys
+import threading
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evalsite.aio import run_sync
-from evalsite.analysis.summary import summarise_run
 from evalsite.calls.context import Abandoned, CallContext
 from evalsite.calls.retry import RetryPolicy
 from evalsite.calls.targets import Target, make_target, replays_turns, with_model
 from evalsite.errors import PlanError, RunLogError, TargetError
 from evalsite.execute.cache import cache_mode, with_cache
 from evalsite.execute.cases import CaseExecutor, Job, prepare_input
-from evalsite.execute.decided import DecidedWalk, resumable_batch
 from evalsite.execute.emulation import MOCK, llm_mode, mock_target
 from evalsite.execute.outcomes import BatchOutcome, RunOutcome
 from evalsite.execute.prepare import require_evaluator_secrets
@@ -49,6 +50,12 @@ from evalsite.runlog.records import Case, RunStatus
 from evalsite.runlog.store import CASES_FILE, RunWriter, iso, new_run_id, read_cases, read_header, resolve_run, utc_now
 from evalsite.runlog.totals import RunTotals
 from evalsite.scoring.evaluators import Evaluator, build_evaluators, describe_evaluators
+
+if TYPE_CHECKING:
+    from evalsite.execute.decided import DecidedWalk
+
+#: the run summary a footer records: with it numpy (~0.13 s of CPU), which no call needs
+_SUMMARY = "evalsite.analysis.summary"
 
 CANCEL_GRACE_SECONDS = 5.0
 
@@ -86,7 +93,7 @@ async def execute_plan_async(
     require_evaluator_secrets(evaluators)
     code = git_identity(project.root)
     batch_id = batch_id or new_run_id("batch")
-    decided = DecidedWalk.of(project, plan)
+    decided = _decided_walk(project, plan)
     batch = BatchRunner(
         project=project,
         plan=plan,
@@ -105,6 +112,8 @@ async def execute_plan_async(
     directories: list[Path | None] = [None] * len(plan.configs)
     configs = plan.configs
     if resume is not None:  # an adaptive batch's runs resume together (execute.decided)
+        from evalsite.execute.decided import resumable_batch  # numpy: kept off a plain run's start
+
         found = resumable_batch(project.runs_dir, resolve_run(project.runs_dir, resume))
         configs, directories = [batch.check_resumable(directory) for directory in found], list(found)
     jobs = [batch.prepare(config, directory) for config, directory in zip(configs, directories)]
@@ -399,6 +408,7 @@ class BatchRunner:
                     await asyncio.sleep(self.schedule.pause_between_s)
 
         workers = [asyncio.create_task(worker()) for _ in range(count)]
+        _load_summary_meanwhile()
         self.stop.workers.extend(workers)
         try:
             done, _ = await asyncio.wait(workers, return_when=asyncio.FIRST_EXCEPTION)
@@ -444,8 +454,27 @@ class RunState:
 def run_totals(cases: Sequence[Mapping[str, Any]], planned: int) -> RunTotals:
     """The run's summary (:func:`~evalsite.analysis.summary.summarise_run`) plus what only the
     runner knows: the planned cases and the truncated items."""
+    from evalsite.analysis.summary import summarise_run  # loaded while the calls ran: _load_summary_meanwhile
+
     truncated = tuple(sorted({c["item_id"] for c in cases if c.get("finish_reason") == "length"}))
     return summarise_run(cases).totals(planned=planned, truncated_items=truncated)
+
+
+def _decided_walk(project: Project, plan: Plan) -> DecidedWalk | None:
+    """``stop_when``'s adaptive walk, its module (numpy, the sequences) loaded only for a plan with one."""
+    if plan.manifest.stop_when is None:
+        return None
+    from evalsite.execute.decided import DecidedWalk
+
+    return DecidedWalk.of(project, plan)
+
+
+def _load_summary_meanwhile() -> None:
+    """Import the run summary in a thread while the first calls are in flight: before them it
+    delayed every call (numpy's ~0.13 s); the footer's :func:`run_totals` then finds it loaded, or
+    waits for the import to finish (the module's import lock)."""
+    if _SUMMARY not in sys.modules:
+        threading.Thread(target=importlib.import_module, args=(_SUMMARY,), name="evalsite-import", daemon=True).start()
 
 
 def _sync_all(writers: list[RunWriter]) -> None:
