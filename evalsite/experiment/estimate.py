@@ -8,7 +8,9 @@ the length of the row's expected answer, else they are unknown: counted as 0 and
 ``unknown_output_calls``. A ``turns`` row is a replay: call k sends every turn up to the k-th user
 turn plus the k-1 replies before it. The ``none`` target makes no calls. Cost is tokens × the
 arm's ``price`` (US dollars per million input/output tokens); an arm without one has an unknown
-cost, left out of the total and named in ``unpriced_arms``.
+cost, left out of the total and named in ``unpriced_arms``. Prompt-cache hits cannot be known
+before the calls, so every input token is priced at ``price.input`` (``cache_read`` and
+``cache_write`` apply to the measured counts of a real run only).
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ METHOD = {
     "tokens": "characters / 4, rounded up",
     "input_tokens": "from each case's rendered input",
     "output_tokens": "params.max_tokens if set, else the expected answer's length, else unknown (0)",
-    "cost_usd": "tokens x the arm's price per million; arms without a price are left out",
+    "cost_usd": ("tokens x the arm's price per million (every input token at price.input: prompt-cache hits "
+                 "are not predicted); arms without a price are left out"),
 }
 
 
