@@ -252,7 +252,7 @@ class JsonArrayStream:
                 raise self._error(TOO_DEEP) from None
             except ValueError as exc:
                 raise self._error(f"invalid JSON: {json_problem(exc)}") from None
-            if end == len(self._buffer) and self._fill():  # a number may go on in the next chunk
+            if end > len(self._buffer) - _NEAR_END and self._fill():  # a number may go on ("0." "1e-" cut)
                 continue
             self._pos = end
             return value
