@@ -11,10 +11,13 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from import_support import PROMPTFOO
 
 import evalsite.execute.importers.jsonstream as jsonstream
 from evalsite.errors import SourceError
+from evalsite.execute.importers import ImportOptions, import_files
 from evalsite.execute.importers.jsonstream import JsonArrayStream
+from evalsite.project import Project
 
 #: element texts json.dumps cannot write, each as the standard decoder reads it
 RAW_ELEMENTS = [
@@ -99,7 +102,56 @@ def test_a_promptfoo_file_is_read_a_run_at_a_time(monkeypatch):
     calls: list[bytes] = []
     real = jsonstream.orjson_value
     monkeypatch.setattr(jsonstream, "orjson_value", lambda data: calls.append(data) or real(data))
-    path = Path(__file__).parent / "fixtures" / "external" / "promptfoo" / "results.json"
+    path = PROMPTFOO / "results.json"
     elements = list(JsonArrayStream(path, ("results", "results")))
     assert elements == json.loads(path.read_text())["results"]["results"]
     assert len(elements) == 48 and len(calls) <= 48 // 4  # ~5 KB elements, 64 KiB runs
+
+
+def _promptfoo_source(tmp_path: Path) -> Path:
+    """The fixture's 48 results 30 times over (new test ids), with results the runs cannot take
+    surely among them: NaN, an integer past 64 bits, a duplicate key; written as promptfoo does."""
+    document = json.loads((PROMPTFOO / "results.json").read_text())
+    rows = []
+    for copy in range(30):
+        for row in json.loads(json.dumps(document["results"]["results"])):
+            row["vars"]["id"] = row["testCase"]["vars"]["id"] = f"{row['vars']['id']}-{copy}"
+            row["testIdx"] += 24 * copy
+            rows.append(row)
+    rows[100]["response"]["output"] = {"text": "odd", "n": 12345678901234567890123, "x": float("nan")}
+    rows[700]["latencyMs"] = float("inf")
+    rows[900]["response"]["output"] = "DUPLICATE"
+    document["results"]["results"] = rows
+    text = json.dumps(document, indent=2).replace('"output": "DUPLICATE"', '"output": "first", "output": "last"')
+    path = tmp_path / "results.json"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def _imported(root: Path, source: Path) -> dict[str, tuple[dict[str, Any], bytes, dict[str, Any]]]:
+    (root / "data").mkdir(parents=True)
+    runs = {}
+    for run in import_files(Project(root), "promptfoo", [source], ImportOptions(again=True)).runs:
+        folder = root / "runs" / run.run_id
+        header = json.loads((folder / "run.json").read_text())
+        for key in ("run_id", "batch_id"):
+            header.pop(key)
+        header["source"].pop("imported_at")
+        runs[run.arm_id] = header, (folder / "cases.jsonl").read_bytes(), json.loads((folder / "end.json").read_text())
+    return runs
+
+
+def test_a_promptfoo_import_read_in_runs_writes_the_run_one_element_at_a_time_writes(monkeypatch, tmp_path):
+    source = _promptfoo_source(tmp_path)
+    in_runs = _imported(tmp_path / "runs-on", source)
+    monkeypatch.setattr(jsonstream, "RUN_CHARS", 0)
+    one_at_a_time = _imported(tmp_path / "runs-off", source)
+    assert in_runs.keys() == one_at_a_time.keys() == {"model-a", "model-b"}
+    for arm, (header, cases, footer) in in_runs.items():
+        assert cases == one_at_a_time[arm][1], arm
+        assert header == one_at_a_time[arm][0] and footer == one_at_a_time[arm][2], arm
+    lines = [json.loads(line) for run in in_runs.values() for line in run[1].splitlines()]
+    assert len(lines) == 30 * 48
+    odd = [line["output"] for line in lines if isinstance(line["output"], dict)]
+    assert repr(odd) == repr([{"text": "odd", "n": 12345678901234567890123, "x": float("nan")}])  # an int, not a float
+    assert "last" in [line["output"] for line in lines]  # the duplicate key's last value, as json reads it
