@@ -176,7 +176,7 @@ def test_the_stream_reads_indented_and_compact_elements_as_json_load_does(monkey
     whole = json.loads(path.read_text(encoding="utf-8"))
     assert repr(list(stream)) == repr(whole["results"].pop("results"))
     assert stream.rest == whole
-    if indent and chunk > 1000:  # the whole document in one chunk: every non-empty element goes to orjson first
+    if indent and chunk > 1000:  # the whole document in one chunk: every non-empty element to orjson first (in a run or alone)
         assert len(decoded) >= 12
 
 
