@@ -88,6 +88,7 @@ def _one_import(path: Path) -> dict[str, float]:
                 return function(*args, **kwargs)
             finally:
                 phases[name] = phases.get(name, 0.0) + time.process_time() - started
+
         return wrapper
 
     originals = importers._read, importers.write_runs
@@ -95,8 +96,9 @@ def _one_import(path: Path) -> dict[str, float]:
     root = Path(tempfile.mkdtemp(prefix="import-floor-"))
     try:
         (root / "data").mkdir()
-        phases["total"] = best(1, lambda: importers.import_files(Project(root), "promptfoo", [path],
-                                                                  ImportOptions(again=True)))
+        phases["total"] = best(
+            1, lambda: importers.import_files(Project(root), "promptfoo", [path], ImportOptions(again=True))
+        )
     finally:
         importers._read, importers.write_runs = originals
         shutil.rmtree(root, ignore_errors=True)
@@ -138,9 +140,23 @@ def main() -> None:
     options = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="import-floor-"))
     try:
-        path = options.source or Path(subprocess.run(
-            [sys.executable, str(REPO / "bench" / "importers.py"), "--generate", "promptfoo", "--cases",
-             str(options.cases), "--keep", str(work)], check=True, capture_output=True, text=True).stdout.strip())
+        path = options.source or Path(
+            subprocess.run(
+                [
+                    sys.executable,
+                    str(REPO / "bench" / "importers.py"),
+                    "--generate",
+                    "promptfoo",
+                    "--cases",
+                    str(options.cases),
+                    "--keep",
+                    str(work),
+                ],
+                check=True,
+                capture_output=True,
+                text=True,
+            ).stdout.strip()
+        )
         report(path, options.rounds)
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -158,8 +174,10 @@ def report(path: Path, rounds: int) -> None:
     line("read the bytes", best(rounds, lambda: sum(1 for _ in iter(lambda h=open(path, "rb"): h.read(1 << 20), b""))))
     sha = best(rounds, lambda: hashlib.sha256(path.read_bytes()).digest())
     line("sha256", sha)
-    line("stream (results decoded, tests stepped over)", best(rounds, lambda: sum(
-        1 for _ in JsonArrayStream(path, ("results", "results"), skip=("config.tests",)))))
+    line(
+        "stream (results decoded, tests stepped over)",
+        best(rounds, lambda: sum(1 for _ in JsonArrayStream(path, ("results", "results"), skip=("config.tests",)))),
+    )
     reader = best(rounds, lambda: promptfoo.read_promptfoo(_Sink(path), ImportOptions()))  # type: ignore[arg-type]
     line("reader (stream + result -> case)", reader)
     phases = whole_import(path, rounds)
@@ -173,8 +191,10 @@ def report(path: Path, rounds: int) -> None:
     for name, seconds in decoded.items():
         line(f"decode the results' text, {RUN_CHARS // 1024} KiB runs: {name}", seconds)
     floor = writer + sha + decoded["orjson"]
-    print(f"floor (the writer's part + sha256 + orjson): {floor / cases * 1e6:.1f} µs a case, "
-          f"{cases / floor:,.0f} cases per CPU second, before any result is mapped to a case")
+    print(
+        f"floor (the writer's part + sha256 + orjson): {floor / cases * 1e6:.1f} µs a case, "
+        f"{cases / floor:,.0f} cases per CPU second, before any result is mapped to a case"
+    )
 
 
 if __name__ == "__main__":

@@ -28,12 +28,27 @@ RAW_ELEMENTS = [
     '{\n"f": [0.1, 1e-320, 5e-324, -0.0, 1.7976931348623157e308, 2.5e-5]\n}',
 ]
 
-scalars = (st.none() | st.booleans() | st.integers(-(2**70), 2**70)
-           | st.floats(allow_nan=True, allow_infinity=True) | st.text(max_size=12))
-values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=5), inner, max_size=4),
-                      max_leaves=12)
-elements = st.lists(st.one_of(st.dictionaries(st.text(max_size=5), values, max_size=5),
-                              st.lists(values, max_size=3), st.sampled_from(RAW_ELEMENTS), values), max_size=30)
+scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**70), 2**70)
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | st.text(max_size=12)
+)
+values = st.recursive(
+    scalars,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=5), inner, max_size=4),
+    max_leaves=12,
+)
+elements = st.lists(
+    st.one_of(
+        st.dictionaries(st.text(max_size=5), values, max_size=5),
+        st.lists(values, max_size=3),
+        st.sampled_from(RAW_ELEMENTS),
+        values,
+    ),
+    max_size=30,
+)
 indents = st.sampled_from([None, 1, 2, "\t"])
 
 
@@ -52,8 +67,10 @@ def document(elements: list[Any], indent: int | str | None) -> str:
     body = (",\n" + unit * 3).join(lines)
     opened = "\n" + unit * 3 if elements else ""
     closed = "\n" + unit * 2 if elements else ""
-    return (f'{{\n{unit}"meta": {{"v": 3}},\n{unit}"results": {{\n{unit * 2}"results": [{opened}{body}{closed}],\n'
-            f'{unit * 2}"after": [1]\n{unit}}}\n}}')
+    return (
+        f'{{\n{unit}"meta": {{"v": 3}},\n{unit}"results": {{\n{unit * 2}"results": [{opened}{body}{closed}],\n'
+        f'{unit * 2}"after": [1]\n{unit}}}\n}}'
+    )
 
 
 def read(path: Path) -> tuple[str, Any, Any, bool]:
@@ -81,14 +98,19 @@ def test_runs_of_elements_read_what_json_loads_reads(monkeypatch, tmp_path, chun
 
 @pytest.mark.parametrize("chunk", [11, 1 << 20])
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(elements=elements, indent=st.sampled_from([1, 2, "\t"]), where=st.floats(0, 1),
-       change=st.sampled_from(["", '"', ",", "}", "]", "{", "x", "1", "\\", "\n", " ", "\x01"]))
-def test_a_broken_or_cut_document_reads_as_one_element_at_a_time_does(monkeypatch, tmp_path, chunk, elements,
-                                                                       indent, where, change):
+@given(
+    elements=elements,
+    indent=st.sampled_from([1, 2, "\t"]),
+    where=st.floats(0, 1),
+    change=st.sampled_from(["", '"', ",", "}", "]", "{", "x", "1", "\\", "\n", " ", "\x01"]),
+)
+def test_a_broken_or_cut_document_reads_as_one_element_at_a_time_does(
+    monkeypatch, tmp_path, chunk, elements, indent, where, change
+):
     """The same elements, error message (line number included) or cut, whether runs are on or off."""
     text = document(elements, indent)
     at = int(where * len(text))
-    broken = text[:at] + change + text[at + 1:] if change else text[:at]  # "": the file cut there
+    broken = text[:at] + change + text[at + 1 :] if change else text[:at]  # "": the file cut there
     path = tmp_path / "doc.json"
     path.write_text(broken, encoding="utf-8")
     monkeypatch.setattr(jsonstream, "CHUNK_CHARS", chunk)
