@@ -176,7 +176,7 @@ def test_the_stream_reads_indented_and_compact_elements_as_json_load_does(monkey
     whole = json.loads(path.read_text(encoding="utf-8"))
     assert repr(list(stream)) == repr(whole["results"].pop("results"))
     assert stream.rest == whole
-    if indent and chunk > 1000:  # the whole document in one chunk: every non-empty element goes to orjson first
+    if indent and chunk > 1000:  # the whole document in one chunk: every non-empty element to orjson first (in a run or alone)
         assert len(decoded) >= 12
 
 
@@ -197,6 +197,18 @@ def test_the_stream_keeps_a_number_cut_by_a_chunk_boundary(monkeypatch, tmp_path
     stream = JsonArrayStream(path, ("a", "b"))
     assert list(stream) == [1, 22, 3333333333333]
     assert stream.rest == {"a": {"c": -1500.0}, "d": True}
+
+
+@pytest.mark.parametrize("chunk", range(1, 40))
+def test_the_stream_keeps_a_number_cut_after_its_point_or_exponent(monkeypatch, tmp_path, chunk):
+    """``0.`` or ``1e-`` at a chunk's end is the start of a number, not a shorter one and junk."""
+    monkeypatch.setattr(jsonstream, "CHUNK_CHARS", chunk)
+    path = tmp_path / "n.json"
+    path.write_text('{"a": {"b": [{}, 0.0, 1e5, -2.5e-3, 7E+2]}, "c": 0.25, "d": [1.5, -0.125e1]}')
+    stream = JsonArrayStream(path, ("a", "b"))
+    whole = json.loads(path.read_text())
+    assert list(stream) == whole["a"].pop("b")
+    assert stream.rest == whole
 
 
 def test_the_stream_reports_a_cut_outside_the_array_as_an_error(tmp_path):
