@@ -234,7 +234,8 @@ def _render(kit: Kit, writer: SiteWriter, stale: list[PageJob], hashes: dict[str
         assert texts is not None
         summary = summarise_run(columns)
         kit.figures[run_id] = RunFigures.of(summary, {paths.item_bucket(item_id) for item_id in columns.item_ids})
-        part = matrix_part(run_column(run, columns, texts.output), input_snippets(columns, texts))
+        column = run_column(run, columns, texts.output)  # its row starts are those of an earlier run of the same items
+        part = matrix_part(column, input_snippets(columns, texts), shared.row_starts(column.item_ids))
         cache.cache.put(cache.key(kit.inputs, run_id), run_id, kit.figures[run_id], part)
         if run_id in matrix_wanted:
             kit.matrix_parts[run_id] = shared.of(part)
