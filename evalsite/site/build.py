@@ -1,6 +1,7 @@
 """Build the static site: scan every input, decide which jobs are stale, render them, write the folder.
 
-Order of work: scan (headers and hashes only) → for each run a stale job needs, read its cases at
+Order of work: scan (headers and hashes only) → read first the new run whose cells the
+leaderboards wait for, keep its cells and start them → for each run a stale job needs, read its cases at
 most once, as columns (:func:`evalsite.analysis.case_scan.scan_cases`: no Python object per case), summarise them (:func:`evalsite.analysis.summary.summarise_run`), render its own run page
 and data, and keep its figures and matrix part (in memory and in :mod:`evalsite.site.figures`'
 cache) → render the pages that read them → write the build record. A run whose own page is fresh
