@@ -21,7 +21,9 @@ from evalsite.analysis import items
 from evalsite.analysis.exclusions import exclude_run
 from evalsite.experiment.datasets import dataset_id, item_identity
 from evalsite.project import Project, find_project
-from evalsite.site import build, build_site, paths
+from evalsite.site import build, build_site, matrixdata, paths
+from evalsite.site.figures import SiteCache
+from evalsite.site.inputs import ProjectInputs
 from evalsite.site.output import BUILD_RECORD
 from evalsite.site.pages import compare
 
@@ -196,6 +198,39 @@ def test_a_new_run_is_the_only_file_its_leaderboard_and_comparison_read(tmp_path
     assert read["duckdb"] == []  # the leaderboard waited for the build's own read of A2, which kept its cells
     assert read["scanned"] == []
     assert_same_as_a_fresh_build(project, tmp_path)
+
+
+def test_a_new_runs_leaderboards_start_once_its_cells_are_kept_before_anything_else(small_project, monkeypatch, tmp_path):
+    """The leaderboards a new run joins wait only for its reading: the build keeps its cells and
+    starts them before it summarises the run, loads the other runs' kept figures or renders a page."""
+    build_site(small_project)
+    data_id = recorded_dataset(small_project)
+    arm_run(small_project.root, A2, "a", {"i2"}, data_id)
+    events: list[str] = []
+    prefetch, summarise, kept, run_job = (ProjectInputs.prefetch_leaderboards, build.summarise_run, SiteCache.get,
+                                          build._run_job)
+    monkeypatch.setattr(ProjectInputs, "prefetch_leaderboards",
+                        lambda self, ids: events.extend(f"leaderboards {i}" for i in ids) or prefetch(self, ids))
+    monkeypatch.setattr(build, "summarise_run", lambda columns: events.append("summary") or summarise(columns))
+    monkeypatch.setattr(SiteCache, "get", lambda self, *args, **options: events.append("kept") or kept(self, *args, **options))
+    monkeypatch.setattr(build, "_run_job", lambda kit, writer, job, *args: events.append(job.key) or run_job(kit, writer, job, *args))
+    build_site(small_project)
+    assert events[0] == f"leaderboards {data_id}" and events.count(events[0]) == 1
+    assert {"summary", "kept", f"run:{A2}", "home"} <= set(events[1:])
+    assert_same_as_a_fresh_build(small_project, tmp_path)
+
+
+def test_runs_of_the_same_items_write_the_matrix_row_starts_once(small_project, monkeypatch, tmp_path):
+    written: list[str] = []
+    row_start = matrixdata._row_start
+    monkeypatch.setattr(matrixdata, "_row_start", lambda item_id: written.append(item_id) or row_start(item_id))
+    build_site(small_project)
+    assert sorted(written) == ITEMS  # three runs of the same items: the first run's row starts serve the other two
+    written.clear()
+    arm_run(small_project.root, A2, "a", {"i2"}, recorded_dataset(small_project))
+    build_site(small_project)
+    assert written == []  # the new run's come from the kept runs' matrix parts
+    assert_same_as_a_fresh_build(small_project, tmp_path)
 
 
 def item_texts_files(project: Project) -> dict[str, int]:

@@ -157,3 +157,14 @@ def test_the_parts_of_runs_of_the_same_items_share_one_copy_of_their_texts():
     assert kept[1].snippets is kept[0].snippets and kept[2].snippets is not kept[0].snippets
     fewer = matrix_part(run_column(make_run("r3", "a3", dict(list(cells.items())[:3]))))
     assert shared.of(fewer) == fewer
+
+
+def test_a_part_of_items_another_part_holds_takes_its_row_starts():
+    shared = matrixdata.SharedTexts()
+    cells = {f"i{n}": [("4", 1.0, 10, 0.1, 2)] for n in range(5)}
+    first = shared.of(matrix_part(run_column(make_run("r0", "a0", cells))))
+    column = run_column(make_run("r1", "a1", cells))
+    assert shared.row_starts(column.item_ids) is first.items
+    assert shared.row_starts(run_column(make_run("r2", "a2", dict(list(cells.items())[:3]))).item_ids) is None
+    reused = matrix_part(column, None, shared.row_starts(column.item_ids))
+    assert reused == matrix_part(column) and reused.items is first.items

@@ -1,6 +1,7 @@
 """Build the static site: scan every input, decide which jobs are stale, render them, write the folder.
 
-Order of work: scan (headers and hashes only) → for each run a stale job needs, read its cases at
+Order of work: scan (headers and hashes only) → read first the new run whose cells the
+leaderboards wait for, keep its cells and start them → for each run a stale job needs, read its cases at
 most once, as columns (:func:`evalsite.analysis.case_scan.scan_cases`: no Python object per case), summarise them (:func:`evalsite.analysis.summary.summarise_run`), render its own run page
 and data, and keep its figures and matrix part (in memory and in :mod:`evalsite.site.figures`'
 cache) → render the pages that read them → write the build record. A run whose own page is fresh
@@ -20,12 +21,13 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
+from typing import NamedTuple
 
 from jinja2 import TemplateError
 
 from evalsite import __version__
-from evalsite.analysis.case_columns import with_dataset_critical
-from evalsite.analysis.case_scan import scan_cases
+from evalsite.analysis.case_columns import CaseColumns, with_dataset_critical
+from evalsite.analysis.case_scan import ScannedCases, scan_cases
 from evalsite.analysis.items import case_cells
 from evalsite.analysis.matrix import run_column
 from evalsite.analysis.summary import summarise_run
@@ -33,8 +35,9 @@ from evalsite.errors import SiteError
 from evalsite.jsonshape import JSONObject
 from evalsite.project import PACKAGE_DIR, Project
 from evalsite.runlog.hashing import sha256_json
+from evalsite.runlog.store import Run
 from evalsite.site import paths, unchanged
-from evalsite.site.figures import DATASETS_FILE, HASHES_FILE, PAIRS_FILE, RunFigures, SiteCache
+from evalsite.site.figures import DATASETS_FILE, HASHES_FILE, PAIRS_FILE, CachedRun, RunFigures, SiteCache
 from evalsite.site.inputs import ProjectInputs, file_hash, scan_project
 from evalsite.site.itemindex import input_snippets
 from evalsite.site.matrixdata import SharedTexts, matrix_part
@@ -211,29 +214,30 @@ def _render(kit: Kit, writer: SiteWriter, stale: list[PageJob], hashes: dict[str
     wanted = {run_id for job in stale for run_id in (*job.figures, *job.matrix_of)}
     matrix_wanted = {run_id for job in stale for run_id in job.matrix_of}
     shared = SharedTexts()  # one copy of the row starts and snippets the runs of a dataset share
+
+    def cached_or_read(run: Run) -> CachedRun | _ReadRun:
+        entry = None if run.run_id in own else cache.cache.get(cache.key(kit.inputs, run.run_id), matrix=run.run_id in matrix_wanted)
+        return entry or _read_run(kit, cache, run, waiting)
+
+    first = {run.run_id: cached_or_read(run) for run in kit.inputs.runs if run.run_id in waiting}  # the leaderboards wait
     for run in kit.inputs.runs:
         run_id = run.run_id
         if run_id not in own and run_id not in wanted:
             continue
-        key = cache.key(kit.inputs, run_id)
-        entry = None if run_id in own else cache.cache.get(key, matrix=run_id in matrix_wanted)
-        if entry is not None:
-            kit.figures[run_id] = entry.figures
-            if entry.matrix is not None:
-                kit.matrix_parts[run_id] = shared.of(entry.matrix)
+        found = first.pop(run_id) if run_id in first else cached_or_read(run)
+        if isinstance(found, CachedRun):
+            kit.figures[run_id] = found.figures
+            if found.matrix is not None:
+                kit.matrix_parts[run_id] = shared.of(found.matrix)
             continue
-        scanned = scan_cases(run.directory, texts=True)  # the run's one reading, as columns
+        scanned, critical, columns = found
         texts = scanned.texts
         assert texts is not None
-        critical = kit.inputs.critical_items(run, scanned.columns)
-        columns = with_dataset_critical(scanned.columns, critical)
         summary = summarise_run(columns)
         kit.figures[run_id] = RunFigures.of(summary, {paths.item_bucket(item_id) for item_id in columns.item_ids})
-        part = matrix_part(run_column(run, columns, texts.output), input_snippets(columns, texts))
-        cache.cache.put(key, run_id, kit.figures[run_id], part)
-        cache.cache.put_cells(key, case_cells(run_id, columns))  # the leaderboards' cells: no critical flag among them
-        if run_id in waiting:  # its dataset's leaderboards read these cells, now kept, rather than the run's file
-            kit.inputs.prefetch_leaderboards({waiting.pop(run_id)})
+        column = run_column(run, columns, texts.output)  # its row starts are those of an earlier run of the same items
+        part = matrix_part(column, input_snippets(columns, texts), shared.row_starts(column.item_ids))
+        cache.cache.put(cache.key(kit.inputs, run_id), run_id, kit.figures[run_id], part)
         if run_id in matrix_wanted:
             kit.matrix_parts[run_id] = shared.of(part)
         job = own.get(run_id)
@@ -242,7 +246,7 @@ def _render(kit: Kit, writer: SiteWriter, stale: list[PageJob], hashes: dict[str
             _run_job(kit, writer, job, hashes)
             kit.summaries, kit.cases = {}, {}
         if critical is None:  # the columns a comparison reads (no dataset stands in for critical flags)
-            cache.cache.put_columns(key, scanned.columns)
+            cache.cache.put_columns(cache.key(kit.inputs, run_id), scanned.columns)
             compare.compare_read_run(kit, run_id, scanned, stale_keys)
     kit.inputs.prefetch_leaderboards(set(waiting.values()))  # a run that was not read after all (its cache entry kept)
     for job in sorted((job for job in stale if not job.cases_of), key=_reads_leaderboards):
@@ -252,6 +256,25 @@ def _render(kit: Kit, writer: SiteWriter, stale: list[PageJob], hashes: dict[str
     kit.pair_counts.save()
     kit.inputs.kept_hashes.save()
     kit.inputs.kept_datasets.save()
+
+
+class _ReadRun(NamedTuple):
+    scanned: ScannedCases
+    critical: dict[str, bool] | None  # the dataset's flags, where it stands in for the cases' own
+    columns: CaseColumns  # with those flags
+
+
+def _read_run(kit: Kit, cache: _RunCache, run: Run, waiting: dict[str, str]) -> _ReadRun:
+    """A run's one reading, as columns, its cells kept at once: a dataset whose leaderboards wait
+    for this run (a new run; ``waiting`` then loses it) starts them here, before the build
+    summarises the run, draws its matrix part and renders its page."""
+    scanned = scan_cases(run.directory, texts=True)
+    critical = kit.inputs.critical_items(run, scanned.columns)
+    columns = with_dataset_critical(scanned.columns, critical)
+    cache.cache.put_cells(cache.key(kit.inputs, run.run_id), case_cells(run.run_id, columns))  # no critical flag among them
+    if run.run_id in waiting:  # its dataset's leaderboards read these cells, now kept, rather than the run's file
+        kit.inputs.prefetch_leaderboards({waiting.pop(run.run_id)})
+    return _ReadRun(scanned, critical, columns)
 
 
 def _start_leaderboards(inputs: ProjectInputs, stale: list[PageJob], has_cells: Callable[[str], bool]) -> dict[str, str]:

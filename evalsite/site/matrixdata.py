@@ -46,9 +46,11 @@ class MatrixPart:
     snippets: list[str]
 
 
-def matrix_part(column: RunColumn, snippets: Mapping[str, str] | None = None) -> MatrixPart:
+def matrix_part(column: RunColumn, snippets: Mapping[str, str] | None = None, items: list[str] | None = None) -> MatrixPart:
     """The run's cells as the matrix data writes them. The tint: pass (every repeat with a verdict
-    passed), fail (none scored above 0), mixed (failed but partly right), missing (no verdict)."""
+    passed), fail (none scored above 0), mixed (failed but partly right), missing (no verdict).
+    ``items``: the row starts of the column's items when another part of the same items holds them
+    (:meth:`SharedTexts.row_starts`), else they are written here."""
     passed, score = column.passed, column.score
     known = ~np.isnan(passed)
     tint = np.where(~known, 3, np.where(passed == 1.0, 0, np.where(~np.isnan(score) & (score != 0), 1, 2)))
@@ -56,8 +58,8 @@ def matrix_part(column: RunColumn, snippets: Mapping[str, str] | None = None) ->
     heads = [f"{s},{v},{t}" for s, v, t in zip(_numbers(score), verdicts, tint.tolist())]
     tails = [",".join(cell) for cell in zip(*(_numbers(getattr(column, name)) for name in ("latency_ms", "tokens", "cost_usd")))]
     shown = snippets or {}
-    return MatrixPart(column, [_row_start(item_id) for item_id in column.item_ids], heads, tails,
-                      [_text(shown[item_id]) if item_id in shown else "null" for item_id in column.item_ids])
+    return MatrixPart(column, [_row_start(item_id) for item_id in column.item_ids] if items is None else items, heads,
+                      tails, [_text(shown[item_id]) if item_id in shown else "null" for item_id in column.item_ids])
 
 
 class SharedTexts:
@@ -67,6 +69,11 @@ class SharedTexts:
 
     def __init__(self) -> None:
         self._seen: dict[tuple[str, ...], tuple[tuple[str, ...], list[str], list[list[str]]]] = {}
+
+    def row_starts(self, item_ids: tuple[str, ...]) -> list[str] | None:
+        """The row starts of a part seen with these items, for :func:`matrix_part` (None: none seen)."""
+        seen = self._seen.get(item_ids)
+        return None if seen is None else seen[1]
 
     def of(self, part: MatrixPart) -> MatrixPart:
         item_ids, items, snippets = self._seen.setdefault(part.column.item_ids, (part.column.item_ids, part.items, []))
