@@ -288,6 +288,12 @@ class RunWriter:
         return True
 
     @property
+    def well_typed(self) -> bool:
+        """Whether every line so far is a well-typed case with a key of its own; then every record
+        :meth:`append_case` returned is also bounded (what ``bounded_and_well_typed`` says of a batch)."""
+        return self._well_typed
+
+    @property
     def unsynced(self) -> bool:
         return self.appended > self.synced
 
