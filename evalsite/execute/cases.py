@@ -10,8 +10,8 @@ from typing import Any
 
 from evalsite.calls.context import CallContext
 from evalsite.calls.retry import CallOutcome, RetryPolicy, call_with_retries
-from evalsite.calls.targets import TargetRequest, TargetResult, call_cost, replays_turns, total_or_none
-from evalsite.calls.targets.base import Target, checked_result, scrubbed_result, target_secrets
+from evalsite.calls.targets import TargetRequest, TargetResult, replays_turns, total_or_none
+from evalsite.calls.targets.base import Target, checked_cost, checked_result, scrubbed_result, target_secrets
 from evalsite.calls.targets.turns import TurnsError, assistant_replies, normalise_turns
 from evalsite.errors import DatasetError, ManifestError
 from evalsite.execute.cache import HIT, case_cache_mark
@@ -157,12 +157,12 @@ class CaseExecutor:
         # every target's numbers checked, plugins' too; secrets scrubbed before anything scores the reply
         checked = scrubbed_result(checked_result(call.result), job.secrets)
         if call.result.extra.get("cache") != HIT:  # a hit spends nothing; what a call spent counts at once
-            self.calls.spend(call_cost(checked, job.config.price))
+            self.calls.spend(checked_cost(checked, job.config.price))
         return call if checked is call.result else replace(call, result=checked)
 
     async def _generate(self, job: Job, item: Item, repeat: int, rendered: object) -> Generation:
         call = await self._call(job, item, repeat, rendered)
-        return Generation(call.result, call_cost(call.result, job.config.price), call.latency_ms, call.attempts,
+        return Generation(call.result, checked_cost(call.result, job.config.price), call.latency_ms, call.attempts,
                           transcript=call.result.transcript, provenance=provenance([call]),
                           cache=case_cache_mark([call.result]))
 
@@ -211,7 +211,7 @@ def combine_turns(calls: list[CallOutcome], transcript: list[dict[str, Any]], pr
     """A replay's case: summed latency, tokens and cost (unknown if any turn's is), the last reply."""
     results = [call.result for call in calls]
     failed = next(((n, r) for n, r in enumerate(results, start=1) if r.error is not None), None)
-    costs = [call_cost(r, price) for r in results]
+    costs = [checked_cost(r, price) for r in results]  # each as _call checked it
     reasons = [r.finish_reason for r in results]
     combined = TargetResult(
         output=None if failed else results[-1].output,
