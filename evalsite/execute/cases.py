@@ -22,7 +22,7 @@ from evalsite.experiment.prompts import render_input
 from evalsite.runlog.builders import Execution, case_json
 from evalsite.runlog.rows import is_critical
 from evalsite.runlog.secrets import SecretPattern, scrub_all, secret_pattern
-from evalsite.runlog.store import iso, utc_now
+from evalsite.runlog.store import now_iso
 from evalsite.scoring.case import score_case, scoring_cost, unscored
 from evalsite.scoring.evaluators import CaseView, Evaluator
 
@@ -107,7 +107,7 @@ class CaseExecutor:
             await own.target.aclose()
 
     async def _execute(self, job: Job, item: Item, repeat: int) -> dict[str, Any]:
-        started_at = utc_now()
+        started_at = now_iso()
         prepared = job.inputs[item.item_id]
         case_input: object
         if prepared.turns is not None and replays_turns(job.target):
@@ -140,7 +140,7 @@ class CaseExecutor:
             output=result.output, error=result.error, latency_ms=round(generation.latency_ms, 3),
             input_tokens=result.input_tokens, output_tokens=result.output_tokens, cost_usd=generation.cost_usd,
             finish_reason=result.finish_reason, scores=scored.scores, score=scored.score, passed=scored.passed,
-            started_at=iso(started_at), execution=execution,
+            started_at=started_at, execution=execution,
         )
         line: dict[str, Any] = scrub_all(case, job.secrets)  # an echoed key (or 8+ characters of it) is never written
         return line
