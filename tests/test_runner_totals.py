@@ -32,3 +32,7 @@ def test_checked_totals_equal_the_case_by_case_totals(tmp_path, seed):
     checked = run_totals(written, planned, checked=True)
     assert checked == run_totals(written, planned)
     assert checked.to_json() == run_totals(written, planned).to_json()
+
+
+def test_checked_totals_of_no_case_equal_the_case_by_case_totals():
+    assert run_totals([], 3, checked=True).to_json() == run_totals([], 3).to_json()
