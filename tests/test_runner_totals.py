@@ -1,14 +1,14 @@
 """The footer's totals of a run whose every line the writer found well typed are read from the
 records' columns a field at a time (``run_totals(..., checked=True)``): the same totals as the
-summary of the same records read case by case (seeded random records as the writer returned them,
-numbers out of range among them)."""
+summary of the same records read case by case (seeded random lines as evalsite writes them, as the
+writer returned them: numbers out of range, NaN and infinity among them)."""
 
 from __future__ import annotations
 
 import random
 
 import pytest
-from test_kept_case_columns import random_case
+from case_lines_support import good_case
 
 from evalsite.execute.runner import run_totals
 from evalsite.runlog.store import RunWriter
@@ -21,8 +21,7 @@ def test_checked_totals_equal_the_case_by_case_totals(tmp_path, seed):
     written = []
     for item in range(rng.randint(1, 40)):
         for repeat in range(rng.randint(1, 3)):
-            case = random_case(rng, item, repeat)
-            case["finish_reason"] = rng.choice(["stop", "length", None])
+            case = {**good_case(rng, item), "repeat": repeat, "finish_reason": rng.choice(["stop", "length", None])}
             if rng.random() < 0.1:  # out of range: the writer records null and says so in the error
                 case[rng.choice(["latency_ms", "cost_usd", "input_tokens"])] = rng.choice([-1, float("nan"), 1e300])
             written.append(writer.append_case(case))
