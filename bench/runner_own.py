@@ -43,9 +43,16 @@ async def answer_at_once(self: JsonClient, path: str, body: dict[str, Any], head
     await asyncio.sleep(0)
     content = body["messages"][-1]["content"]
     message = {"role": "assistant", "content": f"echo: {content}"}
-    return ({"id": "chatcmpl-1", "object": "chat.completion", "model": body["model"],
-             "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
-             "usage": {"prompt_tokens": 5, "completion_tokens": 4, "total_tokens": 9}}, HEADERS)
+    return (
+        {
+            "id": "chatcmpl-1",
+            "object": "chat.completion",
+            "model": body["model"],
+            "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 5, "completion_tokens": 4, "total_tokens": 9},
+        },
+        HEADERS,
+    )
 
 
 def main() -> None:
@@ -57,12 +64,20 @@ def main() -> None:
         root = Path(folder)
         (root / "data").mkdir()
         (root / "experiments").mkdir()
-        rows = (json.dumps({"id": f"b{n}", "input": f"question {n}", "expected": f"echo: question {n}"})
-                for n in range(cases))
+        rows = (
+            json.dumps({"id": f"b{n}", "input": f"question {n}", "expected": f"echo: question {n}"})
+            for n in range(cases)
+        )
         (root / "data" / "bench.jsonl").write_text("\n".join(rows) + "\n")
         arm = {"id": "own", "target": "openai:bench", "settings": {"base_url": "http://127.0.0.1:9/v1"}}
-        manifest = {"name": "bench", "dataset": {"path": "data/bench.jsonl"}, "arms": [arm], "evaluators": [],
-                    "concurrency": 32, "limits": {"max_cases": cases}}
+        manifest = {
+            "name": "bench",
+            "dataset": {"path": "data/bench.jsonl"},
+            "arms": [arm],
+            "evaluators": [],
+            "concurrency": 32,
+            "limits": {"max_cases": cases},
+        }
         (root / "experiments" / "bench.json").write_text(json.dumps(manifest))
         os.chdir(root)
         project = find_project(root)
