@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
 from pathlib import Path
@@ -378,7 +379,7 @@ def test_plain_rows_are_hashed_by_orjson_to_the_same_text_as_the_canonical_encod
     point, key order across the planes and the whole 64-bit range; anything else is not plain."""
     import random
 
-    from evalsite.runlog.hashing import canonical_json, canonical_json_of_plain, plain_json
+    from evalsite.runlog.hashing import canonical_json, plain_json, sha256_json, sha256_of_plain
 
     reference = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
     characters = [chr(code) for code in range(0x110000) if not 0xD800 <= code <= 0xDFFF]
@@ -394,7 +395,8 @@ def test_plain_rows_are_hashed_by_orjson_to_the_same_text_as_the_canonical_encod
         rows.append(row)
     for row in rows:
         assert plain_json(row)
-        assert canonical_json_of_plain(row) == canonical_json(row) == reference.encode(row), row
+        assert canonical_json(row) == reference.encode(row), row
+        assert sha256_of_plain(row) == sha256_json(row) == hashlib.sha256(reference.encode(row).encode()).hexdigest(), row
     class Text(str):
         pass
     for value in [{"x": 1.5}, {"x": [0.1]}, {1: "a"}, {"x": Text("a")}, {"x": (1, 2)}, 2.0, {"x": float("nan")}]:

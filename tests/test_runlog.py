@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import random
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from evalsite.errors import RunLogError
+from evalsite.runlog import store
 from evalsite.runlog.store import (
     CASES_FILE,
     END_FILE,
@@ -89,3 +92,21 @@ def test_arm_at_latest_names_the_newest_run_of_that_arm_by_its_start(tmp_path):
     assert resolve_run(runs, "@latest").name == "20260101T000000Z-a-ffff"
     with pytest.raises(RunLogError, match="no run of arm 'c'"):
         resolve_run(runs, "c@latest")
+
+
+def test_now_iso_is_iso_of_utc_now_from_one_clock_read(monkeypatch):
+    """A case's started_at (store.now_iso) is the text iso(utc_now()) gives for the same instant:
+    datetime.now keeps the clock's microseconds rounded down, so the milliseconds are the
+    nanoseconds' rounded down (reference: exact datetime arithmetic on seeded random instants,
+    second and millisecond edges among them); read beside utc_now, it falls between its reads."""
+    rng = random.Random(5)
+    epoch = datetime(1970, 1, 1, tzinfo=UTC)
+    instants = [rng.randrange(0, 4_102_444_800 * 10**9) for _ in range(3000)]
+    instants += [s * 10**9 + edge for s in (0, 1_700_000_000, 1_799_999_999) for edge in (0, 999_999, 1_000_000, 999_999_999)]
+    for ns in instants:
+        monkeypatch.setattr(store.time, "time_ns", lambda ns=ns: ns)
+        assert store.now_iso() == store.iso(epoch + timedelta(microseconds=ns // 1000)), ns
+    monkeypatch.undo()
+    for _ in range(2000):
+        before, now, after = store.iso(store.utc_now()), store.now_iso(), store.iso(store.utc_now())
+        assert before <= now <= after

@@ -216,6 +216,22 @@ def test_the_runners_case_line_is_the_records_line() -> None:
         assert line == record.to_json() and list(line) == list(record.to_json())
 
 
+def test_an_executed_case_line_is_pinned_byte_for_byte() -> None:
+    """An executed case's line, its fields in the documented order (docs/reference/run-format.md),
+    as main's builder wrote it before the line became one literal."""
+    record = _case("q1", _executed(emulated=True, cache="hit", provenance={"request_ids": ["r1"], "served_model": "m"}))
+    scores = ('[{"evaluator":"exact","version":"v1","score":1.0,"passed":true,"label":null,"detail":null,"error":null,'
+              '"skipped":false,"turn":null,"spread":null,"cost_usd":null},{"evaluator":"judge","version":"v2",'
+              '"score":0.5,"passed":null,"label":null,"detail":null,"error":null,"skipped":false,"turn":null,'
+              '"spread":null,"cost_usd":0.01}]')
+    assert case_line(record.to_json())[1] == (
+        '{"item_id":"q1","item_sha":"sha-q1","critical":true,"repeat":0,"input":"2+2?","expected":"4","output":"4",'
+        '"error":null,"latency_ms":12.5,"input_tokens":3,"output_tokens":1,"cost_usd":0.002,"scoring_cost_usd":0.01,'
+        f'"finish_reason":"stop","scores":{scores},"score":0.75,"passed":true,"started_at":"2026-01-01T00:00:01.000Z",'
+        '"attempts":2,"emulated":true,"cache":"hit","request_ids":["r1"],"served_model":"m"}\n'
+    ).encode()
+
+
 def test_an_imported_score_line_is_the_records_line() -> None:
     """An import writes its scores with ``score_json``, without a ``Score``: the same dict, in order."""
     for score in (Score("exact", "v1", score=1.0, passed=True), Score("len", None, label="x", detail="d", error="e")):

@@ -6,11 +6,13 @@ given). Costs are checked against a hand computation; the fake providers run on 
 
 from __future__ import annotations
 
+import random
+
 import pytest
 from runner_support import only_run, openai_arm, questions, write_experiment
 
 from evalsite.calls.targets import TargetResult, call_cost
-from evalsite.calls.targets.base import result_from_value
+from evalsite.calls.targets.base import checked_cost, checked_result, result_from_value
 
 KEY = "sk-ant-cache-9a8b7c6d-never-on-disk"
 # the fake server counts words: "question N" is 2 input tokens, "echo: question N" 3 output tokens
@@ -84,3 +86,17 @@ def test_a_python_target_may_report_its_cache_counts():
     assert reported.error is None and call_cost(reported, price) == pytest.approx((4 * 2.0 + 6 * 0.5 + 4.0) / 1e6)
     refused = result_from_value({"output": "x", "input_tokens": 10, "output_tokens": 1, "cache_read_tokens": -1})
     assert refused.error.startswith("target returned cache_read_tokens=-1")
+
+
+def test_the_cost_of_a_checked_result_is_the_cost_call_cost_gives_the_reply():
+    """The runner prices a reply once, after checking it (checked_cost of checked_result): the
+    same cost call_cost gives the reply as it came, bad numbers among them (seeded random replies)."""
+    rng = random.Random(7)
+    numbers = [None, 0, 3, 12, 12.0, -1, True, 10**12, float("nan"), float("inf"), 1e300, "5"]
+    prices = [None, {}, {"input": 1.0, "output": 2.0}, {"input": 1.0, "output": 2.0, "cache_read": 0.1, "cache_write": 3.0}]
+    for _ in range(3000):
+        reply = TargetResult(output="x", input_tokens=rng.choice(numbers), output_tokens=rng.choice(numbers),
+                             cost_usd=rng.choice([None, 0.002, -0.5, float("nan"), 1e9, 2]),
+                             cache_read_tokens=rng.choice([0, 0, 2, 40, -3]), cache_write_tokens=rng.choice([0, 0, 1]))
+        price = rng.choice(prices)
+        assert checked_cost(checked_result(reply), price) == call_cost(reply, price)

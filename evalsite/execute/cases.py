@@ -10,8 +10,8 @@ from typing import Any
 
 from evalsite.calls.context import CallContext
 from evalsite.calls.retry import CallOutcome, RetryPolicy, call_with_retries
-from evalsite.calls.targets import TargetRequest, TargetResult, call_cost, replays_turns, total_or_none
-from evalsite.calls.targets.base import Target, checked_result, scrubbed_result, target_secrets
+from evalsite.calls.targets import TargetRequest, TargetResult, replays_turns, total_or_none
+from evalsite.calls.targets.base import Target, checked_cost, checked_result, scrubbed_result, target_secrets
 from evalsite.calls.targets.turns import TurnsError, assistant_replies, normalise_turns
 from evalsite.errors import DatasetError, ManifestError
 from evalsite.execute.cache import HIT, case_cache_mark
@@ -22,7 +22,7 @@ from evalsite.experiment.prompts import render_input
 from evalsite.runlog.builders import Execution, case_json
 from evalsite.runlog.rows import is_critical
 from evalsite.runlog.secrets import SecretPattern, scrub_all, secret_pattern
-from evalsite.runlog.store import iso, utc_now
+from evalsite.runlog.store import now_iso
 from evalsite.scoring.case import score_case, scoring_cost, unscored
 from evalsite.scoring.evaluators import CaseView, Evaluator
 
@@ -107,7 +107,7 @@ class CaseExecutor:
             await own.target.aclose()
 
     async def _execute(self, job: Job, item: Item, repeat: int) -> dict[str, Any]:
-        started_at = utc_now()
+        started_at = now_iso()
         prepared = job.inputs[item.item_id]
         case_input: object
         if prepared.turns is not None and replays_turns(job.target):
@@ -140,7 +140,7 @@ class CaseExecutor:
             output=result.output, error=result.error, latency_ms=round(generation.latency_ms, 3),
             input_tokens=result.input_tokens, output_tokens=result.output_tokens, cost_usd=generation.cost_usd,
             finish_reason=result.finish_reason, scores=scored.scores, score=scored.score, passed=scored.passed,
-            started_at=iso(started_at), execution=execution,
+            started_at=started_at, execution=execution,
         )
         line: dict[str, Any] = scrub_all(case, job.secrets)  # an echoed key (or 8+ characters of it) is never written
         return line
@@ -157,12 +157,12 @@ class CaseExecutor:
         # every target's numbers checked, plugins' too; secrets scrubbed before anything scores the reply
         checked = scrubbed_result(checked_result(call.result), job.secrets)
         if call.result.extra.get("cache") != HIT:  # a hit spends nothing; what a call spent counts at once
-            self.calls.spend(call_cost(checked, job.config.price))
+            self.calls.spend(checked_cost(checked, job.config.price))
         return call if checked is call.result else replace(call, result=checked)
 
     async def _generate(self, job: Job, item: Item, repeat: int, rendered: object) -> Generation:
         call = await self._call(job, item, repeat, rendered)
-        return Generation(call.result, call_cost(call.result, job.config.price), call.latency_ms, call.attempts,
+        return Generation(call.result, checked_cost(call.result, job.config.price), call.latency_ms, call.attempts,
                           transcript=call.result.transcript, provenance=provenance([call]),
                           cache=case_cache_mark([call.result]))
 
@@ -211,7 +211,7 @@ def combine_turns(calls: list[CallOutcome], transcript: list[dict[str, Any]], pr
     """A replay's case: summed latency, tokens and cost (unknown if any turn's is), the last reply."""
     results = [call.result for call in calls]
     failed = next(((n, r) for n, r in enumerate(results, start=1) if r.error is not None), None)
-    costs = [call_cost(r, price) for r in results]
+    costs = [checked_cost(r, price) for r in results]  # each as _call checked it
     reasons = [r.finish_reason for r in results]
     combined = TargetResult(
         output=None if failed else results[-1].output,

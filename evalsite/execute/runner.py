@@ -363,7 +363,11 @@ class BatchRunner:
                 state.error = error
 
     def _close_run(self, state: RunState) -> None:
-        state.totals = run_totals([*state.previous, *state.cases], len(state.keys))
+        # the records as this writer wrote them: read a field at a time when every line was well typed
+        if not state.previous and state.writer.well_typed:
+            state.totals = run_totals(state.cases, len(state.keys), checked=True)
+        else:
+            state.totals = run_totals([*state.previous, *state.cases], len(state.keys))
         footer = FooterRecord(  # the status is set by now (the walk, or _fail_open): FAILED only for the type
             status=state.status or RunStatus.FAILED, ended_at=iso(utc_now()), totals=state.totals, error=state.error,
             hook_errors=state.hook_errors, artifacts=state.artifacts, stop_when=state.stop_when,
@@ -451,13 +455,18 @@ class RunState:
                           self.hook_errors)
 
 
-def run_totals(cases: Sequence[Mapping[str, Any]], planned: int) -> RunTotals:
+def run_totals(cases: Sequence[Mapping[str, Any]] | list[dict[str, Any]], planned: int, checked: bool = False) -> RunTotals:
     """The run's summary (:func:`~evalsite.analysis.summary.summarise_run`) plus what only the
-    runner knows: the planned cases and the truncated items."""
-    from evalsite.analysis.summary import summarise_run  # loaded while the calls ran: _load_summary_meanwhile
+    runner knows: the planned cases and the truncated items. ``checked``: ``cases`` are records a
+    writer returned while every line it wrote was well typed (:attr:`RunWriter.well_typed`), so
+    known bounded and well typed: their columns are read a field at a time (the same figures)."""
+    # loaded while the calls ran: _load_summary_meanwhile
+    from evalsite.analysis.case_columns import batch_columns
+    from evalsite.analysis.summary import summarise_run
 
     truncated = tuple(sorted({c["item_id"] for c in cases if c.get("finish_reason") == "length"}))
-    return summarise_run(cases).totals(planned=planned, truncated_items=truncated)
+    columns = batch_columns([(cases, True)]) if checked and isinstance(cases, list) else cases
+    return summarise_run(columns).totals(planned=planned, truncated_items=truncated)
 
 
 def _decided_walk(project: Project, plan: Plan) -> DecidedWalk | None:

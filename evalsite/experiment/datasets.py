@@ -26,7 +26,7 @@ from typing import TypeGuard
 from evalsite.errors import DatasetError, shortened
 from evalsite.experiment.bounded import json_problem
 from evalsite.jsonshape import JSONObject
-from evalsite.runlog.hashing import canonical_json, canonical_json_of_plain, plain_json, sha256_text
+from evalsite.runlog.hashing import plain_json, sha256_json, sha256_of_plain, sha256_text
 from evalsite.runlog.rows import is_critical
 
 EXPECTED_FIELD = "expected"
@@ -347,14 +347,14 @@ def _item(index: int, raw: JSONObject, expected_field: str) -> Item:
     input_side = {key: value for key, value in raw.items() if key not in (EXPECTED_FIELD, expected_field)}
     expected_side = {EXPECTED_FIELD: raw.get(expected_field)}
     row = eval_row(raw, expected_field)
-    canonical = canonical_json_of_plain if plain_json(raw) else canonical_json  # the same text, faster
+    digest = sha256_of_plain if plain_json(raw) else sha256_json  # the same hashes (both sides are parts of raw)
     return Item(
         item_id=_item_id(row, index),
         index=index,
         row=row,
-        sha=sha256_text(canonical(raw)),
-        input_sha=sha256_text(canonical(input_side)),
-        expected_sha=sha256_text(canonical(expected_side)),
+        sha=digest(raw),
+        input_sha=digest(input_side),
+        expected_sha=digest(expected_side),
     )
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
@@ -82,8 +83,9 @@ class Pipeline:
     def of(self, level: str, phase: str) -> list[Step]:
         return self.steps.get((level, phase), [])
 
-    @property
+    @cached_property
     def empty(self) -> bool:
+        """No step at all (asked once a case by the runner; the steps never change)."""
         return not any(self.steps.values())
 
 

@@ -25,6 +25,7 @@ import operator
 import os
 import re
 import secrets
+import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -117,6 +118,19 @@ def utc_now() -> datetime:
 
 def iso(moment: datetime) -> str:
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def now_iso() -> str:
+    """``iso(utc_now())`` from one read of the same clock (``datetime.now`` takes its microseconds
+    rounded down, so milliseconds are too): the text of each second is made once and the
+    milliseconds appended, for the ``started_at`` of every case."""
+    seconds, nanoseconds = divmod(time.time_ns(), 1_000_000_000)
+    return f"{_second_text(seconds)}.{nanoseconds // 1_000_000:03d}Z"
+
+
+@functools.lru_cache(maxsize=2)
+def _second_text(seconds: int) -> str:
+    return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="seconds").removesuffix("+00:00")
 
 
 def slug(text: str) -> str:
@@ -286,6 +300,12 @@ class RunWriter:
             return False
         self._keys.add(key)
         return True
+
+    @property
+    def well_typed(self) -> bool:
+        """Whether every line so far is a well-typed case with a key of its own; then every record
+        :meth:`append_case` returned is also bounded (what ``bounded_and_well_typed`` says of a batch)."""
+        return self._well_typed
 
     @property
     def unsynced(self) -> bool:

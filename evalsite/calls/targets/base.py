@@ -276,8 +276,11 @@ def call_cost(result: TargetResult, price: Mapping[str, Any] | None) -> float | 
     (unknown, never 0) when neither is known. A reported cost or count that
     :func:`result_problem` refuses is unknown here too (a judge's reply, say), never NaN, and so
     is a price times tokens above :data:`MAX_COST_USD`."""
-    if result_problem(result) is not None:
-        return None
+    return None if result_problem(result) is not None else checked_cost(result, price)
+
+
+def checked_cost(result: TargetResult, price: Mapping[str, Any] | None) -> float | None:
+    """:func:`call_cost` of a result :func:`checked_result` returned (whose numbers hold by then)."""
     if result.cost_usd is not None:
         return result.cost_usd
     if not price or result.input_tokens is None or result.output_tokens is None:

@@ -53,9 +53,10 @@ ERROR_KEY = "is_error"
 TRANSCRIPT_KEYS = frozenset((*FIGURE_KEYS, ERROR_KEY))
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Round:
-    """One round trip: what it answered (this round's tokens and billed cost) and the assistant message."""
+    """One round trip: what it answered (this round's tokens and billed cost) and the assistant message.
+    Not frozen: one is made per call, and a frozen dataclass's ``__init__`` costs 3 times as much."""
 
     result: TargetResult
     message: JSONObject
