@@ -231,7 +231,7 @@ def _subset_means(
     for start in range(0, n_resamples, per_chunk):
         rows = min(per_chunk, n_resamples - start)
         drawn = rng.integers(0, n_items, size=(rows, largest))
-        yield _prefix_sums(values[drawn.T], sizes) / sizes[None, :, None]
+        yield _prefix_sums(np.take(values, drawn.T, axis=0), sizes) / sizes[None, :, None]  # np.take: as _draw_sums
 
 
 def _prefix_sums(drawn: np.ndarray, sizes: np.ndarray) -> np.ndarray:
@@ -308,8 +308,9 @@ def _bootstrap_rank_intervals(
 
 def _draw_sums(values: np.ndarray, drawn: np.ndarray) -> np.ndarray:
     """``values[drawn].sum(axis=1)`` (resamples × arms) bit for bit: the same draws added in the same
-    order, gathered draws-first so each addition covers every resample and arm (~2x faster)."""
-    sums: np.ndarray = values[drawn.T].sum(axis=0)
+    order, gathered draws-first so each addition covers every resample and arm, by ``np.take``
+    (2.5x faster than indexing with an array): ~3x faster in all."""
+    sums: np.ndarray = np.take(values, drawn.T, axis=0).sum(axis=0)
     return sums
 
 
