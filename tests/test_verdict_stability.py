@@ -108,3 +108,20 @@ def test_nested_means_and_rank_intervals_are_the_plain_formulas_of_the_same_draw
     ranks[:, [0, 4]] = ranks[:, [0, 4]].mean(axis=1, keepdims=True)  # the tie's average rank
     low, high = np.quantile(ranks, [0.05, 0.95], axis=0, method="inverted_cdf")
     assert draws.rank_intervals == tuple(zip(low.tolist(), high.tolist()))
+
+
+def test_cluster_resamples_are_the_plain_formulas_of_the_same_draws():
+    """Whole clusters drawn: each size's mean is the drawn clusters' summed values over their summed
+    item counts, the cumulative sums of before, bit for bit."""
+    rng = np.random.default_rng(12)
+    values, groups = rng.normal(size=(600, 3)), rng.integers(0, 90, 600).tolist()
+    draws = stability_draws(values, seed=4, n_resamples=40, level=0.9, groups=groups)
+    codes = np.unique(groups, return_inverse=True)[1]
+    order = {code: place for place, code in enumerate(dict.fromkeys(codes.tolist()))}  # first appearance
+    renumbered = np.array([order[code] for code in codes.tolist()])
+    totals = np.zeros((90, 3))
+    np.add.at(totals, renumbered, values)
+    sizes, drawn = np.bincount(renumbered).astype(float), np.random.default_rng(4).integers(0, 90, size=(40, 90))
+    subset = np.array(draws.sizes) - 1
+    expected = np.cumsum(totals[drawn], axis=1)[:, subset, :] / np.cumsum(sizes[drawn], axis=1)[:, subset][..., None]
+    assert draws.unit == "cluster" and np.array_equal(draws.means, expected)

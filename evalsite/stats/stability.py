@@ -186,9 +186,9 @@ def _cluster_subset_means(
     per_chunk = max(1, _RESAMPLE_CELLS // (largest * totals.shape[1]))
     for start in range(0, n_resamples, per_chunk):
         drawn = rng.integers(0, totals.shape[0], size=(min(per_chunk, n_resamples - start), largest))
-        summed = np.cumsum(totals[drawn], axis=1)[:, subset_sizes - 1, :]
-        counted = np.cumsum(sizes[drawn], axis=1)[:, subset_sizes - 1]
-        yield summed / counted[..., None]
+        summed = _prefix_sums(np.take(totals, drawn.T, axis=0), subset_sizes)
+        counted = _prefix_sums(np.take(sizes[:, None], drawn.T, axis=0), subset_sizes)
+        yield summed / counted
 
 
 def _cluster_rank_intervals(
@@ -198,7 +198,7 @@ def _cluster_rank_intervals(
     ranks = []
     for start in range(0, n_resamples, per_chunk):
         drawn = rng.integers(0, totals.shape[0], size=(min(per_chunk, n_resamples - start), totals.shape[0]))
-        means = totals[drawn].sum(axis=1) / sizes[drawn].sum(axis=1)[:, None]
+        means = _draw_sums(totals, drawn) / _draw_sums(sizes[:, None], drawn)
         ranks.append(rankdata(-means))
     return _rank_quantiles(np.concatenate(ranks), level)
 
