@@ -434,6 +434,17 @@ def test_differences_that_are_rounding_noise_on_the_grid_leave_the_p_value_uncha
     assert result.p_value == pytest.approx(convolution_p(integers), rel=1e-12)
 
 
+def test_rounding_noise_beside_binomials_by_size_is_left_out_not_an_error():
+    """Beyond the grid budget, a few noise differences (0 grid units) beside 100,000 half points:
+    the p-value of the half points alone (before, slicing by a size of 0 raised ValueError)."""
+    rng = np.random.default_rng(3)
+    halves = rng.choice([-1.0, -0.5, 0.5, 1.0], size=100_000, p=[0.2, 0.3, 0.25, 0.25])
+    noisy = np.concatenate([halves, [5.5e-17, -2.7e-17]])
+    result = sign_flip_test(noisy, np.zeros(noisy.size))
+    assert result.method == "grid distribution as binomials by size"
+    assert result.p_value == sign_flip_test(halves, np.zeros(halves.size)).p_value
+
+
 def _two_sizes_exact_p(integers):
     ones, twos = int(np.sum(np.abs(integers) == 1)), int(np.sum(np.abs(integers) == 2))
     total = ones + 2 * twos
