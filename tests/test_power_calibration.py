@@ -98,3 +98,29 @@ def test_the_detectable_effect_and_the_units_needed_invert_each_other():
 def test_an_effect_beyond_every_difference_seen_is_refused():
     with pytest.raises(ValueError, match="largest difference"):
         required_n([1.0, -1.0, 0.0, 1.0], 1.0)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_bisection_stopping_at_neighbouring_floats_gives_the_hundred_halvings_answer(seed):
+    """The bisections stop once their ends are adjacent floats; all 100 halvings give the same tilt."""
+    from evalsite.stats import power as power_module
+
+    rng = np.random.default_rng(seed)
+    diffs = rng.choice([-1.0, -0.5, 0.0, 0.5, 1.0], size=int(rng.integers(30, 5000)), p=[0.15, 0.15, 0.3, 0.2, 0.2])
+    alpha = [0.05, 0.005, 0.05 / 45][seed % 3]
+    model, n = power_module._Tilts.of(diffs), diffs.size
+    low, high = 0.0, 1.0 / model.scale
+    while model.power(high, n, alpha) < 0.8:
+        low, high = high, 2 * high
+    for _ in range(100):
+        middle = (low + high) / 2
+        low, high = (middle, high) if model.power(middle, n, alpha) < 0.8 else (low, middle)
+    assert min_detectable_effect(diffs, alpha=alpha).effect == model.mean(high)
+    target = 0.3 * model.scale
+    low, high = 0.0, 1.0 / model.scale
+    while model.mean(high) < target:
+        low, high = high, 2 * high
+    for _ in range(100):
+        middle = (low + high) / 2
+        low, high = (middle, high) if model.mean(middle) < target else (low, middle)
+    assert model.tilt_for_mean(target) == high

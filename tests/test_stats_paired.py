@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -382,6 +383,75 @@ def test_few_sizes_beyond_the_grid_budget_are_exact_binomial_sums(alternative, m
         assert result.kind == "exact", sizes
         assert result.method == ("grid distribution" if len(sizes) == 1 else "grid distribution as binomials by size")
         assert result.p_value == pytest.approx(convolution_p(integers, alternative), rel=1e-10, abs=0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.sampled_from([0, 1, 2, 3, 7, 20]), min_size=1, max_size=14))
+def test_grid_distribution_by_sizes_equals_every_subset_enumerated(magnitudes):
+    """Built size by size (a residue convolution when a size repeats often, shifted adds when
+    not), the distribution is the one listing all 2^m subsets gives."""
+    values = np.array(magnitudes)
+    patterns = np.arange(2**values.size)[:, None] >> np.arange(values.size) & 1
+    expected = np.bincount(patterns @ values, minlength=values.sum() + 1) / 2**values.size
+    distribution = paired._subset_sum_distribution(values)
+    assert distribution.shape == expected.shape
+    np.testing.assert_allclose(distribution, expected, rtol=1e-13, atol=0)
+
+
+@pytest.mark.parametrize("count", [0, 1, 2, 7, 64, 333, 3_349])
+def test_half_binomial_keeps_every_tail_probability_to_the_last_digits(count):
+    """Against exact fractions C(n, j) / 2^n and scipy: the doubling keeps ~1e-15 relative error
+    even where the probability is 1e-300."""
+    pmf = paired._half_binomial(count)
+    js = np.arange(count + 1)
+    exact = np.array([math.comb(count, j) / 2**count for j in js.tolist()])  # Python ints: correctly rounded
+    shown = exact > 1e-290  # below, doubles lose digits to subnormals
+    np.testing.assert_allclose(pmf[shown], exact[shown], rtol=2e-14, atol=0)
+    np.testing.assert_allclose(pmf, scipy_stats.binom.pmf(js, count, 0.5), rtol=1e-11, atol=1e-300)
+
+
+def test_thousands_of_items_of_two_sizes_have_the_exact_p_value():
+    """The realistic leaderboard pair: ~5,000 non-zero differences of half and whole points, p from
+    far in the tail to near 1, against the exact sum of C(c1, i) C(c2, j) / 2^m in Python ints."""
+    rng = np.random.default_rng(30)
+    for lean in (0.5, 0.51, 0.55, 0.6):
+        sizes = rng.choice([1, 2], size=5_000, p=[1 / 3, 2 / 3])
+        integers = sizes * rng.choice([-1, 1], size=sizes.size, p=[1 - lean, lean])
+        result = sign_flip_test(integers / 2, np.zeros(integers.size))
+        assert result.method == "grid distribution"
+        assert result.p_value == pytest.approx(_two_sizes_exact_p(integers), rel=1e-13, abs=0)
+
+
+def test_differences_that_are_rounding_noise_on_the_grid_leave_the_p_value_unchanged():
+    """Cluster totals of items whose differences cancel can be 1e-17 instead of 0: on the grid they
+    are 0 units and flip to nothing, so the p-value is the one without them (integer convolution)."""
+    rng = np.random.default_rng(40)
+    integers = rng.choice([-4, -1, 1, 2, 3, 5], size=60)
+    noise = np.array([5.551115123125783e-17, -2.7755575615628914e-17, 1.1102230246251565e-16])
+    with_noise = np.concatenate([integers / 3, noise])
+    result = sign_flip_test(with_noise, np.zeros(with_noise.size))
+    assert result.method == "grid distribution" and result.n_nonzero == 63
+    assert result.p_value == pytest.approx(convolution_p(integers), rel=1e-12)
+
+
+def test_rounding_noise_beside_binomials_by_size_is_left_out_not_an_error():
+    """Beyond the grid budget, a few noise differences (0 grid units) beside 100,000 half points:
+    the p-value of the half points alone (before, slicing by a size of 0 raised ValueError)."""
+    rng = np.random.default_rng(3)
+    halves = rng.choice([-1.0, -0.5, 0.5, 1.0], size=100_000, p=[0.2, 0.3, 0.25, 0.25])
+    noisy = np.concatenate([halves, [5.5e-17, -2.7e-17]])
+    result = sign_flip_test(noisy, np.zeros(noisy.size))
+    assert result.method == "grid distribution as binomials by size"
+    assert result.p_value == sign_flip_test(halves, np.zeros(halves.size)).p_value
+
+
+def _two_sizes_exact_p(integers):
+    ones, twos = int(np.sum(np.abs(integers) == 1)), int(np.sum(np.abs(integers) == 2))
+    total = ones + 2 * twos
+    start = -(-(total + abs(int(integers.sum()))) // 2)  # S >= start, S the sum given a positive sign
+    ones_tail = list(itertools.accumulate(math.comb(ones, i) for i in range(ones, -1, -1)))[::-1] + [0]
+    count = sum(math.comb(twos, j) * ones_tail[min(ones + 1, max(0, start - 2 * j))] for j in range(twos + 1))
+    return float(min(Fraction(1), Fraction(2 * count, 2 ** (ones + twos))))
 
 
 def test_half_points_over_a_hundred_thousand_items_are_exact():

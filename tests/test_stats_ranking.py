@@ -292,3 +292,19 @@ def test_holdout_check_refuses_different_arms_and_handles_constant_means():
         holdout_check(np.ones((3, 2)), np.ones((3, 3)))
     flat = holdout_check(np.ones((3, 2)), np.ones((4, 2)))
     assert flat.order_holds and flat.top_holds and math.isnan(flat.kendall_tau)
+
+
+def test_nemenyi_from_friedmans_mean_ranks_is_nemenyi_of_the_matrix():
+    """The verdict ranks the items once: Nemenyi from Friedman's mean ranks (near-ties snapped the
+    same way) is the Nemenyi of the matrix."""
+    from evalsite.stats.ranking import nemenyi_of_ranks
+
+    rng = np.random.default_rng(21)
+    matrix = rng.integers(0, 3, size=(500, 6)) / 2.0
+    matrix[:, 1] = matrix[:, 0] + 1e-15 * rng.random(500)  # rounding noise of equal scores: ties
+    friedman = friedman_test(matrix, seed=2)
+    of_ranks = nemenyi_of_ranks(np.array(friedman.mean_ranks), friedman.n_items, alpha=0.01)
+    direct = nemenyi(matrix, alpha=0.01)
+    assert of_ranks.mean_ranks == direct.mean_ranks
+    assert np.array_equal(of_ranks.p_values, direct.p_values)
+    assert of_ranks.critical_difference == direct.critical_difference

@@ -90,3 +90,38 @@ def test_stability_drawn_in_a_thread_beside_the_verdict_is_the_one_drawn_in_line
     assert threaded == in_line
     separated = [(p.ahead, p.behind) for p in verdict.pairs if p.separated]
     assert separated and in_line == rank_stability(values, pairs=separated, seed=3, level=0.95)
+
+
+def test_nested_means_and_rank_intervals_are_the_plain_formulas_of_the_same_draws():
+    """The draws-first sums add the same draws in the same order as the plain formulas (cumulative
+    sums of the gathered rows; a full-size resample's mean): equal bit for bit on any floats."""
+    values = np.random.default_rng(8).normal(size=(900, 5)) * [1.0, 3.0, 1e-3, 7.0, 1.0]
+    values[:, 4] = values[:, 0]  # two identical arms tie in every resample
+    draws = stability_draws(values, seed=6, n_resamples=70, level=0.9)
+    rng = np.random.default_rng(6)
+    sizes = np.array(draws.sizes)
+    drawn = rng.integers(0, 900, size=(70, sizes[-1]))  # one chunk: what the function drew first
+    expected = np.cumsum(values[drawn], axis=1)[:, sizes - 1, :] / sizes[None, :, None]
+    assert np.array_equal(draws.means, expected)
+    full = values[rng.integers(0, 900, size=(70, 900))].mean(axis=1)
+    ranks = np.argsort(np.argsort(-full, axis=1, kind="stable"), axis=1) + 1.0
+    ranks[:, [0, 4]] = ranks[:, [0, 4]].mean(axis=1, keepdims=True)  # the tie's average rank
+    low, high = np.quantile(ranks, [0.05, 0.95], axis=0, method="inverted_cdf")
+    assert draws.rank_intervals == tuple(zip(low.tolist(), high.tolist()))
+
+
+def test_cluster_resamples_are_the_plain_formulas_of_the_same_draws():
+    """Whole clusters drawn: each size's mean is the drawn clusters' summed values over their summed
+    item counts, the cumulative sums of before, bit for bit."""
+    rng = np.random.default_rng(12)
+    values, groups = rng.normal(size=(600, 3)), rng.integers(0, 90, 600).tolist()
+    draws = stability_draws(values, seed=4, n_resamples=40, level=0.9, groups=groups)
+    codes = np.unique(groups, return_inverse=True)[1]
+    order = {code: place for place, code in enumerate(dict.fromkeys(codes.tolist()))}  # first appearance
+    renumbered = np.array([order[code] for code in codes.tolist()])
+    totals = np.zeros((90, 3))
+    np.add.at(totals, renumbered, values)
+    sizes, drawn = np.bincount(renumbered).astype(float), np.random.default_rng(4).integers(0, 90, size=(40, 90))
+    subset = np.array(draws.sizes) - 1
+    expected = np.cumsum(totals[drawn], axis=1)[:, subset, :] / np.cumsum(sizes[drawn], axis=1)[:, subset][..., None]
+    assert draws.unit == "cluster" and np.array_equal(draws.means, expected)

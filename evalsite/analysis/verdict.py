@@ -44,7 +44,6 @@ from evalsite.stats import (
     TiedGroups,
     bootstrap_ci,
     friedman_test,
-    nemenyi,
 )
 from evalsite.stats.confseq import METHOD
 from evalsite.stats.inversion import holm_levels
@@ -56,6 +55,7 @@ from evalsite.stats.pairs import (
     unit_differences,
 )
 from evalsite.stats.power import min_detectable_effect
+from evalsite.stats.ranking import nemenyi_of_ranks
 
 ALPHA = 0.05
 SEED = 0
@@ -371,7 +371,8 @@ def _no_omnibus_tests() -> tuple[None, None]:
 
 
 def _omnibus_tests(oriented: np.ndarray, alpha: float, seed: int) -> tuple[FriedmanResult, NemenyiResult]:
-    return friedman_test(oriented, seed=seed), nemenyi(oriented, alpha=alpha)
+    friedman = friedman_test(oriented, seed=seed)
+    return friedman, nemenyi_of_ranks(np.array(friedman.mean_ranks), friedman.n_items, alpha=alpha)
 
 
 def _correction(n_pairs: int) -> str:

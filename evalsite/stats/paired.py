@@ -11,10 +11,11 @@ Three engines compute the same p-value:
 
 * grid distribution (exact, any m): when every difference is an integer multiple of a common
   unit (pass/fail scores, ordinal scores, means over a fixed number of repeats), the
-  distribution of the sum is built item by item over the integers. Cost: m × (sum of the
-  differences in units), bounded by ``GRID_BUDGET``. When every difference has the same size
-  (pass/fail scores, one repeat) the sum is that size times a Binomial(m, 1/2), whose tail
-  ``scipy.special`` gives in closed form at any m.
+  distribution of the sum is built over the integers size by size (the c differences of one
+  size u add u × a Binomial(c, 1/2)). Cost: about m × (sum of the differences in units) at
+  worst, which ``GRID_BUDGET`` bounds; far less when few sizes repeat. When every difference
+  has the same size (pass/fail scores, one repeat) the sum is that size times a
+  Binomial(m, 1/2), whose tail ``scipy.special`` gives in closed form at any m.
 * meet-in-the-middle enumeration (exact, m <= ``exact_limit``): the differences are split in
   two halves, all 2^h subset sums of each half are listed, one half is sorted and the other
   half's sums are located in it with a binary search, so 2^m totals are counted in about
@@ -50,8 +51,8 @@ Alternative = Literal["two-sided", "greater", "less"]
 EXACT_LIMIT = 44
 #: Refused above this: 50 differences already need about 1.5 GB and several seconds.
 MAX_EXACT_LIMIT = 50
-#: Largest m × (sum of |differences| in grid units) the exact grid distribution may cost
-#: (about 0.5 s at the limit; 1,000 pass/fail items cost 10^6).
+#: Largest m × (sum of |differences| in grid units) the exact grid distribution may cost: its
+#: worst case (every size distinct), about 0.2 s; few repeated sizes cost far less.
 GRID_BUDGET = 150_000_000
 #: Largest denominator of the common unit recognised as a grid (e.g. 1/60 for 1..5 repeats).
 MAX_GRID_DENOMINATOR = 10_000
@@ -208,7 +209,7 @@ def _grid_p_value(integers: np.ndarray, alternative: Alternative) -> float:
             return float(binom_sf(math.ceil(start / unit) - 1, m, 0.5)) if start <= total else 0.0
 
         return _p_from_upper_tail(binomial_tail, int(integers.sum()), total, 0, alternative)
-    distribution = _subset_sum_distribution(magnitudes, total)
+    distribution = _subset_sum_distribution(magnitudes)
     tail_sums = np.cumsum(distribution[::-1])[::-1]
 
     def upper_tail(threshold: float) -> float:
@@ -218,17 +219,49 @@ def _grid_p_value(integers: np.ndarray, alternative: Alternative) -> float:
     return _p_from_upper_tail(upper_tail, int(integers.sum()), total, 0, alternative)
 
 
-def _subset_sum_distribution(magnitudes: np.ndarray, total: int) -> np.ndarray:
-    """P(S = s) for s = 0..total, S the sum of a random half-probability subset of magnitudes."""
-    distribution = np.zeros(total + 1)
-    distribution[0] = 1.0
-    top = 0
-    for magnitude in magnitudes.tolist():
-        halves = distribution[: top + 1] * 0.5
-        distribution[: top + 1] = halves
-        distribution[magnitude : magnitude + top + 1] += halves
-        top += magnitude
+def _subset_sum_distribution(magnitudes: np.ndarray) -> np.ndarray:
+    """P(S = s) for s = 0..total, S the sum of a random half-probability subset of magnitudes.
+
+    The c magnitudes of one size u add u × Binomial(c, 1/2) to S, so S is built size by size
+    (:func:`_add_multiples` of :func:`_half_binomial`), not item by item: 10,000 items of
+    sizes 1 and 2 cost ~4 milliseconds where the item-by-item sum cost ~23."""
+    sizes, counts = np.unique(magnitudes, return_counts=True)
+    distribution = np.ones(1)
+    for size, count in zip(sizes.tolist(), counts.tolist()):
+        distribution = _add_multiples(distribution, size, _half_binomial(count))
     return distribution
+
+
+def _half_binomial(count: int) -> np.ndarray:
+    """P(B = j) for j = 0..count, B ~ Binomial(count, 1/2), by doubling (B of 2k coins is the sum
+    of two independent Bs of k): sums of positive terms only, so every probability keeps ~1e-15 of
+    relative error however far in the tail (:func:`binomial_half_pmf`'s closed form: ~1e-13 there),
+    for about count² / 3 multiply-adds."""
+    if count == 0:
+        return np.ones(1)
+    half = _half_binomial(count // 2)
+    both = np.convolve(half, half)
+    return np.convolve(both, _COIN) if count % 2 else both
+
+
+_COIN = np.array([0.5, 0.5])
+
+
+def _add_multiples(distribution: np.ndarray, size: int, weights: np.ndarray) -> np.ndarray:
+    """The distribution of S + size × J, where P(S = s) = distribution[s] and J, independent of S,
+    has P(J = j) = weights[j]: one convolution per residue of s modulo ``size``, or one shifted add
+    per j when there are fewer js than residues. A size of 0 (a difference that is rounding noise on
+    the grid, e.g. a cluster's total of items that cancel) moves nothing."""
+    if size == 0:
+        return distribution
+    result = np.zeros(distribution.size + size * (weights.size - 1))
+    if size <= weights.size:
+        for residue in range(min(size, distribution.size)):
+            result[residue::size] = np.convolve(distribution[residue::size], weights)
+    else:
+        for j, weight in enumerate(weights.tolist()):
+            result[j * size : j * size + distribution.size] += weight * distribution
+    return result
 
 
 def _binomials_p_value(integers: np.ndarray, alternative: Alternative) -> float | None:
@@ -249,12 +282,10 @@ def _binomials_p_value(integers: np.ndarray, alternative: Alternative) -> float 
     cost = 0
     for index in by_count[:-1].tolist():
         size, count = int(sizes[index]), int(counts[index])
-        spread = np.zeros(size * count + 1)
-        spread[::size] = binomial_half_pmf(count)
-        cost += rest.size * spread.size
+        cost += rest.size * (size * count + 1)
         if cost > GRID_BUDGET:
             return None
-        rest = np.convolve(rest, spread)
+        rest = _add_multiples(rest, size, binomial_half_pmf(count))
     unit, trials = int(sizes[by_count[-1]]), int(counts[by_count[-1]])
     sums = np.flatnonzero(rest)
     weights = rest[sums]

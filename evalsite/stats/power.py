@@ -21,6 +21,7 @@ at the tilt of that mean. With n non-zero differences the smallest two-sided sig
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -78,9 +79,7 @@ def min_detectable_effect(diffs: ArrayLike, *, alpha: float = 0.05, power: float
     low, high = 0.0, 1.0 / model.scale
     while model.power(high, n, alpha) < power:
         low, high = high, 2 * high
-    for _ in range(_BISECTIONS):
-        middle = (low + high) / 2
-        low, high = (middle, high) if model.power(middle, n, alpha) < power else (low, middle)
+    high = _bisect(lambda tilt: model.power(tilt, n, alpha) < power, low, high)
     return PowerAnalysis(model.mean(high), n, model.sd, alpha, power, floor)
 
 
@@ -173,10 +172,20 @@ class _Tilts:
         low, high = 0.0, 1.0 / self.scale
         while self.mean(high) < target:
             low, high = high, 2 * high
-        for _ in range(_BISECTIONS):
-            middle = (low + high) / 2
-            low, high = (middle, high) if self.mean(middle) < target else (low, middle)
-        return high
+        return _bisect(lambda tilt: self.mean(tilt) < target, low, high)
+
+
+def _bisect(below: Callable[[float], bool], low: float, high: float) -> float:
+    """The least ``high`` found in :data:`_BISECTIONS` halvings with ``below(high)`` false, from a
+    ``low`` where it is true. Stops once the two ends are neighbouring floats: a midpoint equal to
+    either end leaves both unchanged (``below`` is true at ``low``, false at ``high``), so the
+    remaining halvings could not move them."""
+    for _ in range(_BISECTIONS):
+        middle = (low + high) / 2
+        if middle in (low, high):
+            break
+        low, high = (middle, high) if below(middle) else (low, middle)
+    return high
 
 
 def _model(diffs_or_sd: ArrayLike | float) -> _Tilts:

@@ -199,11 +199,16 @@ def nemenyi(matrix: ArrayLike, alpha: float = 0.05) -> NemenyiResult:
     P(Q >= sqrt(2) |R_i - R_j| / SE) for Q the studentized range of k normals, and
     CD = q_alpha × SE, so p < alpha exactly when |R_i - R_j| > CD.
     """
+    values = arm_matrix(matrix)
+    return nemenyi_of_ranks(within_item_ranks(values).mean(axis=0), values.shape[0], alpha)
+
+
+def nemenyi_of_ranks(mean_ranks: np.ndarray, n_items: int, alpha: float = 0.05) -> NemenyiResult:
+    """:func:`nemenyi` from the arms' mean within-item ranks over ``n_items`` items (those of
+    :func:`friedman_test`, so the items are ranked once for both)."""
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must lie strictly between 0 and 1, got {alpha}")
-    values = arm_matrix(matrix)
-    n_items, n_arms = values.shape
-    mean_ranks = within_item_ranks(values).mean(axis=0)
+    n_arms = mean_ranks.size
     standard_error = math.sqrt(n_arms * (n_arms + 1) / (6.0 * n_items))
     q_alpha = studentized_range_ppf(1 - alpha, n_arms) / math.sqrt(2)
     gaps = np.abs(mean_ranks[:, None] - mean_ranks[None, :])
