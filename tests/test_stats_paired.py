@@ -445,6 +445,17 @@ def test_rounding_noise_beside_binomials_by_size_is_left_out_not_an_error():
     assert result.p_value == sign_flip_test(halves, np.zeros(halves.size)).p_value
 
 
+def test_rounding_noise_as_the_most_frequent_size_is_left_out():
+    """Beyond the grid budget, more noise differences (0 grid units) than differences of any one
+    size: the p-value of the real differences alone (before, the closed-form tail divided by 0)."""
+    rng = np.random.default_rng(4)
+    halves = rng.choice([-1.0, -0.5, 0.5, 1.0], size=60_000, p=[0.2, 0.3, 0.25, 0.25])
+    noise = rng.choice([5.5e-17, -2.7e-17], size=40_000)
+    result = sign_flip_test(np.concatenate([halves, noise]), np.zeros(100_000))
+    assert result.method == "grid distribution as binomials by size"
+    assert result.p_value == sign_flip_test(halves, np.zeros(halves.size)).p_value
+
+
 def _two_sizes_exact_p(integers):
     ones, twos = int(np.sum(np.abs(integers) == 1)), int(np.sum(np.abs(integers) == 2))
     total = ones + 2 * twos

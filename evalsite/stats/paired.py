@@ -276,7 +276,7 @@ def _binomials_p_value(integers: np.ndarray, alternative: Alternative) -> float 
     milliseconds where the item-by-item grid would cost 10^10 steps.
     """
     magnitudes = np.abs(integers)
-    sizes, counts = np.unique(magnitudes, return_counts=True)
+    sizes, counts = np.unique(magnitudes[magnitudes != 0], return_counts=True)  # 0 units: noise, moves nothing
     by_count = np.argsort(counts, kind="stable")
     rest = np.ones(1)
     cost = 0
