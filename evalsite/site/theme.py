@@ -7,7 +7,8 @@ environment is sandboxed: a project template (a pull request may change one) can
 Python internals (``__class__``, ``__globals__``), so it cannot run OS commands during a build.
 A template that fails while it renders (``{{ 1/0 }}``, a method of an undefined attribute, an
 include that is missing) stops the build with one line naming the template file and line
-(:class:`ThemeEnvironment`), never a traceback.
+(:class:`ThemeEnvironment`), never a traceback. Compiled templates are kept between builds
+(:func:`compiled_templates`).
 
 Static assets: the built-in ``static/`` overlaid with the project's, each written as
 ``static/<stem>.<hash>.<ext>`` (the hash of its content) so a redeploy never serves a stale file;
@@ -25,9 +26,12 @@ from pathlib import Path
 from types import TracebackType
 from typing import NoReturn
 
+import jinja2
 from jinja2 import (
+    BytecodeCache,
     ChoiceLoader,
     Environment,
+    FileSystemBytecodeCache,
     FileSystemLoader,
     PrefixLoader,
     StrictUndefined,
@@ -35,8 +39,10 @@ from jinja2 import (
     TemplateSyntaxError,
     select_autoescape,
 )
+from jinja2.bccache import Bucket
 from jinja2.sandbox import SandboxedEnvironment
 
+from evalsite import __version__
 from evalsite.errors import EvalsiteError, SiteError
 from evalsite.project import shipped_folder
 from evalsite.runlog.hashing import sha256_text
@@ -100,6 +106,32 @@ def _shown_path(filename: str, root: Path) -> str:
     return filename
 
 
+#: the options a template's compiled code depends on, besides autoescape (on for every template)
+_OPTIONS = {"keep_trailing_newline": True, "trim_blocks": True, "lstrip_blocks": True}
+
+
+def compiled_templates() -> BytecodeCache | None:
+    """Templates compiled by an earlier build (Jinja's bytecode cache; compiling the theme costs
+    ~0.2 s of CPU a build), or None where there is no safe folder for them. The folder is Jinja's
+    own per-user one in the system's temp folder, made private and its owner checked, never the
+    project's (a pull request could plant compiled code there). Jinja keys an entry by the
+    template's path and checks its source; the name here adds what else the code depends on:
+    evalsite's and Jinja's versions and the environment's options."""
+    key = sha256_text(repr((__version__, jinja2.__version__, ThemeEnvironment.__name__, sorted(_OPTIONS.items()))))
+    try:
+        return _KeptTemplates(pattern=f"evalsite-{key[:16]}-%s.cache")
+    except (OSError, RuntimeError):  # no private temp folder of this user's to be had
+        return None
+
+
+class _KeptTemplates(FileSystemBytecodeCache):
+    def dump_bytecode(self, bucket: Bucket) -> None:
+        try:
+            super().dump_bytecode(bucket)
+        except OSError:  # a full disk costs the next build a compile, not this build
+            pass
+
+
 def environment(project_templates: Path, root: Path | None = None) -> Environment:
     """Project templates override built-ins file by file; ``builtin/`` always reaches the default."""
     builtin = FileSystemLoader(str(builtin_theme_dir("templates")))
@@ -109,9 +141,8 @@ def environment(project_templates: Path, root: Path | None = None) -> Environmen
         loader=ChoiceLoader([*loaders, builtin, PrefixLoader({"builtin": builtin})]),
         autoescape=select_autoescape(default=True, default_for_string=True),
         undefined=StrictUndefined,
-        keep_trailing_newline=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
+        bytecode_cache=compiled_templates(),
+        **_OPTIONS,
     )
     env.filters.update(formatting.FILTERS)
     env.root = root.resolve()
