@@ -56,7 +56,7 @@ def test_without_a_safe_folder_templates_are_compiled_each_time(temp_folder, tmp
 
 
     (temp_folder / f"_jinja2-cache-{os.getuid()}").write_text("a file where the folder would be")
-    assert theme.compiled_templates() is None
+    assert theme.compiled_templates(theme.SandboxedThemeEnvironment) is None
     templates = tmp_path / "project" / "templates"
     templates.mkdir(parents=True)
     (templates / "note.html").write_text("{{ x }}")

@@ -2,9 +2,12 @@
 
 Templates: a ``ChoiceLoader`` over the project's ``templates/`` and the built-in folder, so a
 project file replaces the built-in file of the same name; ``builtin/<name>`` always reaches the
-built-in one (``{% extends "builtin/run.html" %}``). Autoescape is on for every template, and the
-environment is sandboxed: a project template (a pull request may change one) cannot reach
-Python internals (``__class__``, ``__globals__``), so it cannot run OS commands during a build.
+built-in one (``{% extends "builtin/run.html" %}``). Autoescape is on for every template. When the
+project has templates of its own (a pull request may change one), the environment is sandboxed:
+a project template cannot reach Python internals (``__class__``, ``__globals__``), so it cannot run
+OS commands during a build. A project without any renders only evalsite's own templates, code
+shipped with evalsite as its Python is, in a plain environment with no loader over the project
+(:func:`environment`): the sandbox's checks of every attribute and call would protect nothing.
 A template that fails while it renders (``{{ 1/0 }}``, a method of an undefined attribute, an
 include that is missing) stops the build with one line naming the template file and line
 (:class:`ThemeEnvironment`), never a traceback. Compiled templates are kept between builds
@@ -24,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import NoReturn
+from typing import NoReturn, TypedDict
 
 import jinja2
 from jinja2 import (
@@ -71,10 +74,10 @@ class ProjectLoader(FileSystemLoader):
         return source, filename, uptodate
 
 
-class ThemeEnvironment(SandboxedEnvironment):
-    """The sandbox, with every error raised while a template renders turned into a one-line
-    :class:`SiteError` naming the template file (relative to ``root``) and line. Syntax errors
-    keep Jinja's own exception (they carry their file and line; the build reports them)."""
+class ThemeEnvironment(Environment):
+    """Every error raised while a template renders turned into a one-line :class:`SiteError`
+    naming the template file (relative to ``root``) and line. Syntax errors keep Jinja's own
+    exception (they carry their file and line; the build reports them)."""
 
     root: Path = Path(".")
 
@@ -98,6 +101,10 @@ class ThemeEnvironment(SandboxedEnvironment):
         return where
 
 
+class SandboxedThemeEnvironment(ThemeEnvironment, SandboxedEnvironment):
+    """:class:`ThemeEnvironment` in Jinja's sandbox: the environment of a project with templates."""
+
+
 def _shown_path(filename: str, root: Path) -> str:
     path = Path(filename)
     for base, prefix in ((root, ""), (builtin_theme_dir("templates"), "builtin/")):
@@ -106,18 +113,25 @@ def _shown_path(filename: str, root: Path) -> str:
     return filename
 
 
+class _Options(TypedDict):
+    keep_trailing_newline: bool
+    trim_blocks: bool
+    lstrip_blocks: bool
+
+
 #: the options a template's compiled code depends on, besides autoescape (on for every template)
-_OPTIONS = {"keep_trailing_newline": True, "trim_blocks": True, "lstrip_blocks": True}
+_OPTIONS: _Options = {"keep_trailing_newline": True, "trim_blocks": True, "lstrip_blocks": True}
 
 
-def compiled_templates() -> BytecodeCache | None:
-    """Templates compiled by an earlier build (Jinja's bytecode cache; compiling the theme costs
-    ~0.2 s of CPU a build), or None where there is no safe folder for them. The folder is Jinja's
-    own per-user one in the system's temp folder, made private and its owner checked, never the
-    project's (a pull request could plant compiled code there). Jinja keys an entry by the
-    template's path and checks its source; the name here adds what else the code depends on:
-    evalsite's and Jinja's versions and the environment's options."""
-    key = sha256_text(repr((__version__, jinja2.__version__, ThemeEnvironment.__name__, sorted(_OPTIONS.items()))))
+def compiled_templates(kind: type[ThemeEnvironment]) -> BytecodeCache | None:
+    """Templates compiled by an earlier build for an environment of class ``kind`` (Jinja's bytecode
+    cache; compiling the theme costs ~0.2 s of CPU a build), or None where there is no safe folder
+    for them. The folder is Jinja's own per-user one in the system's temp folder, made private and
+    its owner checked, never the project's (a pull request could plant compiled code there). Jinja
+    keys an entry by the template's path and checks its source; the name here adds what else the
+    code depends on: evalsite's and Jinja's versions, the environment's options and whether it is
+    sandboxed (sandboxed code calls through the sandbox's checks; the plain environment's would not)."""
+    key = sha256_text(repr((__version__, jinja2.__version__, kind.__name__, kind.sandboxed, sorted(_OPTIONS.items()))))
     try:
         return _KeptTemplates(pattern=f"evalsite-{key[:16]}-%s.cache")
     except (OSError, RuntimeError):  # no private temp folder of this user's to be had
@@ -132,21 +146,35 @@ class _KeptTemplates(FileSystemBytecodeCache):
             pass
 
 
-def environment(project_templates: Path, root: Path | None = None) -> Environment:
-    """Project templates override built-ins file by file; ``builtin/`` always reaches the default."""
+def environment(project_templates: Path, root: Path | None = None) -> ThemeEnvironment:
+    """Project templates override built-ins file by file; ``builtin/`` always reaches the default.
+    Sandboxed whenever ``project_templates`` holds anything (:func:`has_project_templates`); else
+    a plain environment over the built-in templates alone (the same options, filters and output)."""
     builtin = FileSystemLoader(str(builtin_theme_dir("templates")))
     root = project_templates.parent if root is None else root
-    loaders = [ProjectLoader(project_templates, root)] if project_templates.is_dir() else []
-    env = ThemeEnvironment(
+    own = has_project_templates(project_templates)
+    kind = SandboxedThemeEnvironment if own else ThemeEnvironment
+    loaders = [ProjectLoader(project_templates, root)] if own else []
+    env = kind(
         loader=ChoiceLoader([*loaders, builtin, PrefixLoader({"builtin": builtin})]),
         autoescape=select_autoescape(default=True, default_for_string=True),
         undefined=StrictUndefined,
-        bytecode_cache=compiled_templates(),
+        bytecode_cache=compiled_templates(kind),
         **_OPTIONS,
     )
     env.filters.update(formatting.FILTERS)
     env.root = root.resolve()
     return env
+
+
+def has_project_templates(folder: Path) -> bool:
+    """Whether the project's ``templates/`` folder holds anything at all (a file, hidden or not, a
+    symlink, an empty folder), or cannot be listed: then its templates may be reached and every
+    template renders sandboxed."""
+    try:
+        return folder.is_dir() and any(folder.iterdir())
+    except OSError:
+        return True
 
 
 @dataclass(frozen=True)
