@@ -26,8 +26,10 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass
+from operator import itemgetter
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -47,28 +49,11 @@ ITEM_TEXT = -1
 STATUSES = ("passed", "failed", "errored", "unscored")
 
 
-@dataclass
-class _Part:
-    """The columns of one part under construction."""
-
-    strings: dict[str, int] = field(default_factory=dict)
-    columns: dict[str, list[Any]] = field(default_factory=lambda: defaultdict(list))
-    cut: dict[str, list[int]] = field(default_factory=dict)
-    whole: dict[int, dict[str, Any]] = field(default_factory=dict)  # row → the cut texts, whole
-    chars: int = 0
-
-    def text(self, value: str | None) -> int | None:
-        if value is None:
-            return None
-        if value not in self.strings:
-            self.strings[value] = len(self.strings)
-            self.chars += len(value)
-        return self.strings[value]
-
-    def payload(self, evaluators: list[str], item_texts: str | None) -> dict[str, Any]:
-        texts = {"it": item_texts} if item_texts is not None else {}
-        return {"v": FORMAT, "s": list(self.strings), "ev": evaluators, "cut": self.cut, "wh": int(bool(self.whole)),
-                **texts, **self.columns}
+#: The strings of a case in its part's string table, in the order the table first lists them: the
+#: item id, its input, expected value and output as shown, its error, finish reason, cache and
+#: conversation, each score's label, detail and error (:data:`SCORE_SLOTS` a score), and its anchor.
+CASE_SLOTS = 8
+SCORE_SLOTS = 3
 
 
 @dataclass(frozen=True)
@@ -86,38 +71,24 @@ def run_data(run_id: str, columns: CaseColumns, texts: CaseTexts, *, limit: int,
     part is closed once its texts hold about ``part_chars`` characters ([site] page_budget_kb), so a
     bucket of a very large run, or of one with long outputs, never makes one large file. With
     ``item_texts`` (the run's dataset id) the items' inputs and expected values go to the dataset's
-    shared item texts files instead of the parts."""
-    scores = columns.scores
-    evaluators = sorted(set(scores.evaluators))
-    ev_index = [evaluators.index(name) for name in scores.evaluators]
-    bounds = np.searchsorted(scores.case, np.arange(columns.size + 1)).tolist()  # case i's scores: bounds[i]:bounds[i + 1]
-    rows = _Rows(columns, texts, ev_index, limit, redact, item_texts is not None)
-    buckets = [paths.item_bucket(item_id) for item_id in columns.item_ids]
-    anchors = [_anchor(item_id) if item_pages else None for item_id in columns.item_ids]
-    parts: dict[str, list[_Part]] = defaultdict(lambda: [_Part()])
-    counts = dict.fromkeys(("all", *STATUSES, "critical"), 0)
-    items = columns.item.tolist()
-    for position, row in enumerate(natural_order(columns).tolist()):
-        code = items[row]
-        part = parts[buckets[code]][-1]
-        if part.chars > part_chars:
-            part = _Part()
-            parts[buckets[code]].append(part)
-        status, is_critical = rows.add(part, row, position, range(bounds[row], bounds[row + 1]), anchors[code],
-                                       rows.shared[buckets[code]] if rows.share else None)
-        counts["all"] += 1
-        counts[status] += 1
-        counts["critical"] += is_critical == TRUE
-    shared = {bucket: _item_texts_file(item_texts, bucket, found) for bucket, found in rows.shared.items()
-              if (found[0] or found[1]) and item_texts is not None}
+    shared item texts files instead of the parts. Every field is taken for all cases at once, in
+    the listing's order (:class:`_Listing`); a part picks its cases' entries and numbers its strings."""
+    listing = _Listing(columns, texts, limit=limit, redact=redact, item_pages=item_pages, share=item_texts is not None)
+    shared = {bucket: _item_texts_file(item_texts, bucket, found) for bucket, found in listing.shared.items()
+              if item_texts is not None}
     files = {path: script for path, script in shared.values()}
-    files.update({paths.run_data(run_id, bucket, n): data_script(
-        paths.run_data(run_id, bucket, n), part.payload(evaluators, shared[bucket][0] if bucket in shared else None))
-        for bucket, chunks in parts.items() for n, part in enumerate(chunks)})
-    files.update({whole_path(paths.run_data(run_id, bucket, n)): data_script(whole_path(paths.run_data(run_id, bucket, n)),
-                                                                            {"v": FORMAT, "rows": part.whole})
-                  for bucket, chunks in parts.items() for n, part in enumerate(chunks) if part.whole})
-    index = {"v": FORMAT, "parts": {bucket: len(chunks) for bucket, chunks in sorted(parts.items())}, "counts": counts}
+    parts: dict[str, int] = {}
+    for bucket, positions in listing.buckets().items():
+        chunks = listing.chunks(positions, part_chars)
+        parts[bucket] = len(chunks)
+        for n, chunk in enumerate(chunks):
+            path = paths.run_data(run_id, bucket, n)
+            payload, whole = listing.part(chunk, shared[bucket][0] if bucket in shared else None)
+            files[path] = data_script(path, payload)
+            if whole:
+                files[whole_path(path)] = data_script(whole_path(path), {"v": FORMAT, "rows": whole})
+    counts = listing.counts()
+    index = {"v": FORMAT, "parts": dict(sorted(parts.items())), "counts": counts}
     files[paths.run_data_index(run_id)] = data_script(paths.run_data_index(run_id), index)
     return RunData(files, counts)
 
@@ -137,83 +108,206 @@ def _anchor(item_id: str) -> str | None:
     return None if anchor == f"item-{item_id}" else anchor
 
 
-class _Rows:
-    """A run's columns and texts as lists, appended case by case to parts."""
+#: A cut text: the characters left out, and ``[text, omitted]`` whole up to :data:`WHOLE_FACTOR` times the limit.
+Cut = tuple[int, list[Any]]
+T = TypeVar("T")
 
-    def __init__(self, columns: CaseColumns, texts: CaseTexts, ev_index: list[int], limit: int, redact: bool,
+
+class _Listing:
+    """A run's cases in the listing's order (natural item order, then repeat: a case's *position*),
+    each field one list over every case, and every case's strings as one row of ``slots``
+    (:data:`CASE_SLOTS`, then :data:`SCORE_SLOTS` for each score up to the most a case has, then
+    the anchor): a part's string table is the first appearances in its rows, read row by row."""
+
+    def __init__(self, columns: CaseColumns, texts: CaseTexts, *, limit: int, redact: bool, item_pages: bool,
                  share: bool) -> None:
-        self.item_ids, self.texts, self.limit, self.redact, self.share = columns.item_ids, texts, limit, redact, share
-        #: bucket → (item id → input, item id → expected) as shown, for the item texts files (two
-        #: dicts of strings, not a list per item: a million small lists would burden the cycle collector).
-        self.shared: dict[str, tuple[dict[str, str], dict[str, str]]] = defaultdict(lambda: ({}, {}))
-        self.item, self.repeat, self.error = columns.item.tolist(), columns.repeat.tolist(), columns.error.tolist()
-        self.passed, self.critical = columns.passed.tolist(), columns.critical.tolist()
-        self.figures = {name: _optional(getattr(columns, name)) for name in ("score", "latency_ms", "cost_usd")}
-        self.tokens = {name: _whole(getattr(columns, name)) for name in ("input_tokens", "output_tokens")}
+        order = natural_order(columns)
+        self.rows: list[int] = order.tolist()
+        self.size = len(self.rows)
+        position_of = np.empty(self.size, dtype=np.int64)
+        position_of[order] = np.arange(self.size)
+        codes = columns.item[order].tolist()
+        self.item_ids = [columns.item_ids[code] for code in codes]
+        bucket_of = {item_id: paths.item_bucket(item_id) for item_id in columns.item_ids}
+        self.bucket = [bucket_of[item_id] for item_id in self.item_ids]
+        anchors = [_anchor(item_id) if item_pages else None for item_id in columns.item_ids]
+        self.anchors = [anchors[code] for code in codes]
+        error, passed, critical = columns.error[order], columns.passed[order], columns.critical[order]
+        self.status: list[int] = np.where(error, 2, np.where(passed == TRUE, 0, np.where(passed == FALSE, 1, 3))).tolist()
+        self.critical = [None if flag == NONE else flag for flag in critical.tolist()]
+        self.cuts: dict[str, dict[int, Cut]] = {}
+        self.fields: dict[str, list[Any]] = {"rep": columns.repeat[order].tolist()}
+        for key, values in (("in", texts.input), ("exp", texts.expected), ("out", texts.output)):
+            self.fields[key], self.cuts[key] = _shown([values[row] for row in self.rows], limit, redact)
+        self.fields.update(score=_optional(columns.score[order]), lat=_optional(columns.latency_ms[order]),
+                           tin=_whole(columns.input_tokens[order]), tout=_whole(columns.output_tokens[order]),
+                           cost=_optional(columns.cost_usd[order]))
+        self.fields["err"] = [None if texts.error[row] is None else str(texts.error[row])[:limit] for row in self.rows]
+        self.fields["fin"] = [None if texts.finish_reason[row] in (None, "stop") else texts.finish_reason[row]
+                              for row in self.rows]
+        self.fields["cache"] = [texts.cache[row] if isinstance(texts.cache[row], str) else None for row in self.rows]
+        self.fields["tr"] = [None] * self.size
+        for row, line in ({} if redact else texts.records).items():
+            messages = conversation(line, limit)
+            if messages is not None:
+                self.fields["tr"][position_of[row]] = json.dumps(messages, ensure_ascii=False, sort_keys=True)
+        #: bucket → (item id → input, item id → expected) as shown, for the item texts files
+        self.shared: dict[str, tuple[dict[str, str], dict[str, str]]] = {}
+        if share:
+            for slot, key in enumerate(("in", "exp")):
+                self._share(key, slot, bucket_of)
+        self.scores = _Scores(columns, texts, position_of, limit=limit, redact=redact)
+        self.slots = self._slots()
+
+    def _share(self, key: str, slot: int, bucket_of: dict[str, str]) -> None:
+        """Each item's entry (the text its first case shows whole) into ``shared``, and :data:`ITEM_TEXT`
+        for the cases showing their item's entry."""
+        shown, cut, ids = self.fields[key], self.cuts[key], self.item_ids
+        first = dict(reversed([(ids[p], text) for p, text in enumerate(shown) if text is not None and p not in cut]))
+        for item_id, text in first.items():
+            self.shared.setdefault(bucket_of[item_id], ({}, {}))[slot][item_id] = text
+        self.fields[key] = [ITEM_TEXT if text is not None and p not in cut and first[ids[p]] == text else text
+                            for p, text in enumerate(shown)]
+
+    def _slots(self) -> np.ndarray:
+        table = np.full((self.size, CASE_SLOTS + SCORE_SLOTS * self.scores.most + 1), None, dtype=object)
+        texts = [[value if isinstance(value, str) else None for value in self.fields[key]] for key in ("in", "exp")]
+        for column, values in enumerate((self.item_ids, *texts, *(self.fields[key] for key in ("out", "err", "fin", "cache", "tr")))):
+            table[:, column] = _objects(values)
+        for slot, values in enumerate(self.scores.strings):
+            table[self.scores.position, CASE_SLOTS + SCORE_SLOTS * self.scores.rank + slot] = _objects(values)
+        table[:, -1] = _objects(self.anchors)
+        return table
+
+    def buckets(self) -> dict[str, list[int]]:
+        """Bucket → the positions of its cases."""
+        found: dict[str, list[int]] = defaultdict(list)
+        for position, bucket in enumerate(self.bucket):
+            found[bucket].append(position)
+        return found
+
+    def chunks(self, positions: list[int], part_chars: int) -> list[list[int]]:
+        """``positions`` split into parts: a case starts a new part when the strings its part holds
+        already come to more than ``part_chars`` characters."""
+        unique = set(self.slots[positions].ravel().tolist())
+        unique.discard(None)
+        if sum(map(len, unique)) <= part_chars:
+            return [positions]
+        chunks: list[list[int]] = [[]]
+        seen: set[str] = set()
+        chars = 0
+        for position, strings in zip(positions, self.slots[positions].tolist()):
+            if chars > part_chars:
+                chunks.append([])
+                seen, chars = set(), 0
+            chunks[-1].append(position)
+            for text in strings:
+                if text is not None and text not in seen:
+                    seen.add(text)
+                    chars += len(text)
+        return chunks
+
+    def part(self, positions: list[int], item_texts: str | None) -> tuple[dict[str, Any], dict[int, dict[str, list[Any]]]]:
+        """The payload of the part holding the cases at ``positions``, and its cut texts whole (row → field → [text, omitted])."""
+        table = dict.fromkeys(self.slots[positions].ravel().tolist())
+        table.pop(None, None)
+        strings = list(table)
+        get = dict(zip(strings, range(len(strings)))).get
+        pick = _picker(positions)
+
+        def numbered(values: list[Any]) -> list[Any]:  # a string's index; None and ITEM_TEXT as they are
+            picked = pick(values)
+            return list(map(get, picked, picked))
+
+        cut, whole = self._cut(positions)
+        fields = self.fields
+        columns = {
+            "item": numbered(self.item_ids), "ord": list(positions), "rep": pick(fields["rep"]), "st": pick(self.status),
+            "crit": pick(self.critical), **{key: numbered(fields[key]) for key in ("in", "exp", "out")},
+            **{key: pick(fields[key]) for key in ("score", "lat", "tin", "tout", "cost")},
+            **{key: numbered(fields[key]) for key in ("err", "fin", "cache", "tr")},
+            "sc": [self.scores.of(row, get) for row in pick(self.rows)], "anc": numbered(self.anchors),
+        }
+        shared = {"it": item_texts} if item_texts is not None else {}
+        return {"v": FORMAT, "s": strings, "ev": self.scores.evaluators, "cut": cut, "wh": int(bool(whole)), **shared,
+                **columns}, whole
+
+    def _cut(self, positions: list[int]) -> tuple[dict[str, list[int]], dict[int, dict[str, list[Any]]]]:
+        """A part's cut texts: field → [row, omitted, …], and row → field → [text whole, omitted]."""
+        cut: dict[str, list[int]] = {}
+        whole: dict[int, dict[str, list[Any]]] = {}
+        if not any(self.cuts.values()):
+            return cut, whole
+        for index, position in enumerate(positions):
+            for key, found in self.cuts.items():
+                if position in found:
+                    cut.setdefault(key, []).extend((index, found[position][0]))
+                    whole.setdefault(index, {})[key] = found[position][1]
+        return cut, whole
+
+    def counts(self) -> dict[str, int]:
+        """The cases by filter: all, by status, critical."""
+        by_status = np.bincount(np.asarray(self.status, dtype=np.int64), minlength=len(STATUSES)).tolist()
+        return {"all": self.size, **dict(zip(STATUSES, by_status)), "critical": self.critical.count(TRUE)}
+
+
+class _Scores:
+    """Every score's entries, in the order of the run's scores: evaluator (an index into the sorted
+    ``evaluators``), score, verdict and skipped, and its label, detail (as shown) and error strings."""
+
+    def __init__(self, columns: CaseColumns, texts: CaseTexts, position_of: np.ndarray, *, limit: int, redact: bool) -> None:
         s = columns.scores
-        self.evaluator, self.score, self.verdict = s.evaluator.tolist(), _optional(s.score), s.passed.tolist()
-        self.label, self.skipped, self.ev_index, self.labels = s.label.tolist(), s.skipped.tolist(), ev_index, s.labels
+        self.evaluators = sorted(set(s.evaluators))
+        ev_index = [self.evaluators.index(name) for name in s.evaluators]
+        starts = np.searchsorted(s.case, np.arange(columns.size + 1))
+        self.bounds: list[int] = starts.tolist()  # case i's scores: bounds[i]:bounds[i + 1]
+        self.most = int(np.diff(starts).max()) if columns.size else 0
+        self.position, self.rank = position_of[s.case], np.arange(s.case.size) - starts[s.case]
+        self.evaluator = [ev_index[code] for code in s.evaluator.tolist()]
+        self.score, self.skipped = _optional(s.score), s.skipped.astype(np.int64).tolist()
+        self.passed = [None if verdict == NONE else verdict for verdict in s.passed.tolist()]
+        labels = [None if label < 0 else s.labels[label] for label in s.label.tolist()]
+        errors = [None if error is None else str(error)[:limit] for error in texts.score_error]
+        self.strings = (labels, _shown(texts.detail, limit, redact)[0], errors)
 
-    def add(self, part: _Part, row: int, position: int, scores: range, anchor: str | None,
-            shared: tuple[dict[str, str], dict[str, str]] | None) -> tuple[str, int]:
-        """Append case ``row`` to ``part``'s columns; its status and critical flag (1, 0, -1: unknown)."""
-        columns, text, texts, limit = part.columns, part.text, self.texts, self.limit
-        index = len(columns["item"])
-        passed = self.passed[row]
-        status = "errored" if self.error[row] else "passed" if passed == TRUE else "failed" if passed == FALSE else "unscored"
-        critical = self.critical[row]
-        item_id = self.item_ids[self.item[row]]
-        columns["item"].append(text(item_id))
-        columns["ord"].append(position)
-        columns["rep"].append(self.repeat[row])
-        columns["st"].append(STATUSES.index(status))
-        columns["crit"].append(None if critical == NONE else critical)
-        self._shown(part, index, "in", texts.input[row], item_id, None if shared is None else shared[0])
-        self._shown(part, index, "exp", texts.expected[row], item_id, None if shared is None else shared[1])
-        self._shown(part, index, "out", texts.output[row])
-        columns["score"].append(self.figures["score"][row])
-        columns["lat"].append(self.figures["latency_ms"][row])
-        columns["tin"].append(self.tokens["input_tokens"][row])
-        columns["tout"].append(self.tokens["output_tokens"][row])
-        columns["cost"].append(self.figures["cost_usd"][row])
-        error, finish, cache = texts.error[row], texts.finish_reason[row], texts.cache[row]
-        columns["err"].append(text(None if error is None else str(error)[:limit]))
-        columns["fin"].append(text(None if finish in (None, "stop") else finish))
-        columns["cache"].append(text(cache) if isinstance(cache, str) else None)
-        line = None if self.redact else texts.records.get(row)
-        messages = None if line is None else conversation(line, limit)
-        columns["tr"].append(None if messages is None else text(json.dumps(messages, ensure_ascii=False, sort_keys=True)))
-        columns["sc"].append([self._score(part, n) for n in scores])
-        columns["anc"].append(None if anchor is None else text(anchor))
-        return status, critical
+    def of(self, row: int, number: Callable[[str | None], int | None]) -> list[list[Any]]:
+        """Case ``row``'s scores as ``[evaluator, score, passed, label, detail, error, skipped]``, strings numbered."""
+        labels, details, errors = self.strings
+        return [[self.evaluator[n], self.score[n], self.passed[n], number(labels[n]), number(details[n]), number(errors[n]),
+                 self.skipped[n]] for n in range(self.bounds[row], self.bounds[row + 1])]
 
-    def _shown(self, part: _Part, index: int, key: str, value: Any, item_id: str = "",
-               entries: dict[str, str] | None = None) -> None:
-        """A text as shown (cut to the limit; whole, up to :data:`WHOLE_FACTOR` times it, beside), or
-        :data:`ITEM_TEXT` when it is the item's entry in ``entries`` (the bucket's shared texts of this
-        field, an item's entry set by its first case with a text)."""
-        shown = None if self.redact else display(value, self.limit)
-        if entries is not None and shown is not None and not shown.omitted:
-            if entries.setdefault(item_id, shown.text) == shown.text:
-                part.columns[key].append(ITEM_TEXT)
-                return
-        part.columns[key].append(None if shown is None else part.text(shown.text))
-        if shown is not None and shown.omitted:
-            part.cut.setdefault(key, []).extend((index, shown.omitted))
-            whole = display(value, self.limit * WHOLE_FACTOR)
-            if whole is not None:
-                part.whole.setdefault(index, {})[key] = [whole.text, whole.omitted]
 
-    def _score(self, part: _Part, n: int) -> list[Any]:
-        """``[evaluator, score, passed, label, detail, error, skipped]`` with strings as indices."""
-        passed, label = self.verdict[n], self.label[n]
-        detail = None if self.redact else display(self.texts.detail[n], self.limit)
-        error = self.texts.score_error[n]
-        return [
-            self.ev_index[self.evaluator[n]], self.score[n], None if passed == NONE else passed,
-            part.text(None if label < 0 else self.labels[label]), part.text(None if detail is None else detail.text),
-            part.text(None if error is None else str(error)[:self.limit]), int(self.skipped[n]),
-        ]
+def _shown(values: list[Any], limit: int, redact: bool) -> tuple[list[str | None], dict[int, Cut]]:
+    """Each value as shown (:func:`~evalsite.site.safe_text.display`, cut to ``limit``), and the cut ones by index."""
+    if redact:
+        return [None] * len(values), {}
+    shown: list[str | None] = [value if type(value) is str and len(value) <= limit else None for value in values]
+    cuts: dict[int, Cut] = {}
+    for index in [n for n, value in enumerate(values) if value is not None and shown[n] is None]:
+        found = display(values[index], limit)
+        assert found is not None
+        shown[index] = found.text
+        if found.omitted:
+            whole = display(values[index], limit * WHOLE_FACTOR)
+            assert whole is not None
+            cuts[index] = (found.omitted, [whole.text, whole.omitted])
+    return shown, cuts
+
+
+def _objects(values: list[Any]) -> np.ndarray:
+    """``values`` (strings and None) as an object array holding the same objects."""
+    array = np.empty(len(values), dtype=object)
+    array[:] = values
+    return array
+
+
+def _picker(positions: list[int]) -> Callable[[list[T]], list[T]]:
+    """A function taking the entries at ``positions`` from a list over every case."""
+    if len(positions) == 1:
+        only = positions[0]
+        return lambda values: [values[only]]
+    get = itemgetter(*positions)
+    return lambda values: list(get(values))
 
 
 def _optional(values: np.ndarray) -> list[float | None]:

@@ -1,0 +1,148 @@
+"""A run's data scripts (evalsite.site.casedata.run_data) against the cases written, field by field,
+and their parts' string tables and splits against the rules docs/reference/site.md#data-scripts and
+the module state: strings numbered by first appearance, case by case; a bucket's next part starts
+at the first case after its part's strings passed ``part_chars`` characters."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+from sitedata import decode
+from sitekit import case, write_run
+
+from evalsite.analysis.case_scan import scan_cases
+from evalsite.runlog.rows import item_order
+from evalsite.site import paths
+from evalsite.site.casedata import ITEM_TEXT, run_data
+from evalsite.site.safe_text import display
+
+LIMIT, BUDGET = 40, 60
+RUN = "20260101T000000Z-a-0001"
+
+
+def seeded_cases(seed: int) -> list[dict]:
+    """Items asked one to three times, some differently, with long, structured and missing texts,
+    errors, critical flags and up to two scores with labels, details and errors."""
+    rng = random.Random(seed)
+    cases = []
+    for n in range(60):
+        item = rng.choice([f"q{n}", f"Item {n}", f"{n:03d}"])
+        for repeat in range(rng.randrange(1, 4)):
+            record = case(
+                item,
+                repeat=repeat,
+                score=rng.choice([1.0, 0.0, None]),
+                passed=rng.choice([True, False, None]),
+                output=rng.choice(["ok", "x" * rng.randrange(80), None]),
+                input=rng.choice(
+                    [f"Q{n}", f"Q{n} asked again {repeat}", "long " * 20, [{"role": "user", "content": f"hi {n}"}]]
+                ),
+                expected=rng.choice([f"E{n}", {"a": n}, None]),
+                error=rng.choice([None, None, "boom"]),
+                detail=rng.choice([None, "d", "y" * 60]),
+            )
+            record["scores"] += [
+                {
+                    "evaluator": "judge",
+                    "version": "v",
+                    "score": 0.5,
+                    "passed": None,
+                    "label": rng.choice(["good", None]),
+                    "detail": None,
+                    "error": rng.choice([None, "oops"]),
+                    "skipped": False,
+                }
+            ] * rng.randrange(2)
+            record["critical"] = rng.choice([True, False, None])
+            cases.append(record)
+    rng.shuffle(cases)
+    return cases
+
+
+@pytest.fixture(params=[1, 2, 3])
+def written(tmp_path, request):
+    cases = seeded_cases(request.param)
+    write_run(tmp_path / "runs", RUN, cases)
+    scanned = scan_cases(tmp_path / "runs" / RUN, texts=True)
+    data = run_data(
+        RUN,
+        scanned.columns,
+        scanned.texts,
+        limit=LIMIT,
+        redact=False,
+        item_pages=True,
+        part_chars=BUDGET,
+        item_texts="ds@1",
+    )
+    parts = {path: _payload(script) for path, script in data.files.items()}
+    return cases, data, parts
+
+
+def _payload(script: bytes):
+    text = script.decode()
+    return json.loads(text[text.index(",") + 1 : -3])
+
+
+def _shown(value):
+    found = display(value, LIMIT)
+    return None if found is None else found.text
+
+
+def test_every_case_is_in_its_bucket_s_parts_as_written(written):
+    cases, data, parts = written
+    index = parts[paths.run_data_index(RUN)]
+    decoded = []
+    for bucket, count in index["parts"].items():
+        for n in range(count):
+            part = parts[paths.run_data(RUN, bucket, n)]
+            decoded += [dict(found, bucket=bucket) for found in decode(part, parts.get(part.get("it")))]
+    decoded.sort(key=lambda found: found["ord"])
+    ordered = sorted(cases, key=lambda c: (item_order(c["item_id"]), c["repeat"]))
+    assert [(c["item_id"], c["repeat"]) for c in decoded] == [(c["item_id"], c["repeat"]) for c in ordered]
+    for found, written_case in zip(decoded, ordered):
+        assert found["bucket"] == paths.item_bucket(written_case["item_id"])
+        for field in ("input", "expected", "output"):
+            assert found[field] == _shown(written_case[field])
+            omitted = display(written_case[field], LIMIT)
+            assert found["cut"].get({"input": "in", "expected": "exp", "output": "out"}[field]) == (
+                omitted.omitted if omitted and omitted.omitted else None
+            )
+        assert found["error"] == written_case["error"]
+        assert found["critical"] == written_case["critical"]
+        status = (
+            "errored"
+            if written_case["error"]
+            else {True: "passed", False: "failed", None: "unscored"}[written_case["passed"]]
+        )
+        assert found["status"] == status
+        assert [(s["evaluator"], s["label"], s["detail"], s["error"]) for s in found["scores"]] == [
+            (s["evaluator"], s["label"], _shown(s["detail"]), s["error"]) for s in written_case["scores"]
+        ]
+    assert data.counts["all"] == len(cases) and data.counts["critical"] == sum(c["critical"] is True for c in cases)
+
+
+def test_a_part_numbers_its_strings_by_first_appearance_and_splits_past_the_budget(written):
+    _, _, parts = written
+    index = parts[paths.run_data_index(RUN)]
+    split = 0
+    for bucket, count in index["parts"].items():
+        for n in range(count):
+            part = parts[paths.run_data(RUN, bucket, n)]
+            strings = part["s"]
+            expected: dict[str, None] = {}
+            for row in range(len(part["item"])):
+                assert row == 0 or sum(map(len, expected)) <= BUDGET, "a case joined a part already past the budget"
+                texts = [
+                    part["item"][row],
+                    *(None if part[key][row] == ITEM_TEXT else part[key][row] for key in ("in", "exp")),
+                    *(part[key][row] for key in ("out", "err", "fin", "cache", "tr")),
+                    *(i for score in part["sc"][row] for i in score[3:6]),
+                    part["anc"][row],
+                ]
+                expected.update(dict.fromkeys(strings[i] for i in texts if i is not None))
+            assert strings == list(expected)
+            assert n == count - 1 or sum(map(len, strings)) > BUDGET, "a part closed before it passed the budget"
+        split += count - 1
+    assert split > 0, "the budget is small enough that some bucket is split"
