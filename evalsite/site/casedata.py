@@ -32,6 +32,7 @@ from operator import itemgetter
 from typing import Any, TypeVar
 
 import numpy as np
+import orjson
 
 from evalsite.analysis.case_columns import FALSE, NONE, TRUE, CaseColumns, natural_order
 from evalsite.analysis.case_texts import CaseTexts
@@ -54,6 +55,8 @@ STATUSES = ("passed", "failed", "errored", "unscored")
 #: conversation, each score's label, detail and error (:data:`SCORE_SLOTS` a score), and its anchor.
 CASE_SLOTS = 8
 SCORE_SLOTS = 3
+#: A part's fields that may hold a float (the rest hold strings, integers and null).
+FLOAT_FIELDS = frozenset(("score", "lat", "cost", "sc"))
 
 
 @dataclass(frozen=True)
@@ -84,7 +87,7 @@ def run_data(run_id: str, columns: CaseColumns, texts: CaseTexts, *, limit: int,
         for n, chunk in enumerate(chunks):
             path = paths.run_data(run_id, bucket, n)
             payload, whole = listing.part(chunk, shared[bucket][0] if bucket in shared else None)
-            files[path] = data_script(path, payload)
+            files[path] = json_script(path, _fast_json(payload, FLOAT_FIELDS))
             if whole:
                 files[whole_path(path)] = data_script(whole_path(path), {"v": FORMAT, "rows": whole})
     counts = listing.counts()
@@ -97,7 +100,7 @@ def _item_texts_file(dataset_id: str, bucket: str, found: tuple[dict[str, str], 
     """The bucket's item texts file: its path (named by a hash of its content) and its bytes."""
     inputs, expected = found
     items = {item_id: [inputs.get(item_id), expected.get(item_id)] for item_id in sorted(inputs.keys() | expected.keys())}
-    payload = json.dumps({"v": FORMAT, "items": items}, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    payload = _fast_json({"v": FORMAT, "items": items})
     path = paths.item_texts(dataset_id, bucket, sha256_text(payload)[:16])
     return path, json_script(path, payload)
 
@@ -328,7 +331,24 @@ def whole_path(part_path: str) -> str:
 def data_script(key: str, payload: Any) -> bytes:
     """``payload`` as a script handing it to ``static/data.js`` under ``key`` (its path without
     ``.js``). ``<`` is escaped so no text can end a script element; the file is data, never markup."""
-    return json_script(key, json.dumps(payload, ensure_ascii=False, separators=(",", ":"), allow_nan=False))
+    return json_script(key, _json(payload))
+
+
+def _json(payload: Any) -> str:
+    """The compact JSON of every data script."""
+    return json.dumps(payload, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def _fast_json(payload: dict[str, Any], float_fields: frozenset[str] = frozenset()) -> str:
+    """:func:`_json` of ``payload`` by orjson, ~4x faster, whose text is the same for strings, integers
+    and null; its ``float_fields`` (every field that may hold a float) by :func:`_json` itself,
+    since orjson writes some floats otherwise (``1e-05`` as ``0.00001``). A payload orjson refuses
+    (an integer past 64 bits, a lone surrogate) is written, or refused, by :func:`_json` whole."""
+    try:
+        return orjson.dumps({key: orjson.Fragment(_json(value)) if key in float_fields else value
+                             for key, value in payload.items()}).decode()
+    except orjson.JSONEncodeError:
+        return _json(payload)
 
 
 def json_script(key: str, text: str) -> bytes:
