@@ -12,8 +12,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from evalsite.errors import EvalsiteError
-from evalsite.experiment.manifest import load_manifest
-from evalsite.experiment.plan import build_plan
 from evalsite.project import Project
 from evalsite.runlog.records import RunStatus
 from evalsite.runlog.store import Run
@@ -47,9 +45,13 @@ def experiment_drift(inputs: ProjectInputs, name: str | None) -> Drift:
 
 
 def manifest_drift(project: Project, source: ExperimentSource | None, members: list[Run]) -> Drift:
-    """Compare each arm's latest run with the manifest's current configs (no manifest, no drift)."""
+    """Compare each arm's latest run with the manifest's current configs (no manifest, no drift).
+    The manifest reader and planner are imported here, for an experiment with a manifest only."""
     if source is None:
         return Drift()
+    from evalsite.experiment.manifest import load_manifest
+    from evalsite.experiment.plan import build_plan
+
     try:
         plan = build_plan(project, load_manifest(source.path))
     except EvalsiteError as exc:

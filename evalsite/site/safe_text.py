@@ -9,13 +9,14 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from markdown_it import MarkdownIt
 from markupsafe import Markup
 
-_MARKDOWN = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False}).enable("table")
+if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
 
 
 def project_relative(text: str, root: Path) -> str:
@@ -28,7 +29,15 @@ def project_relative(text: str, root: Path) -> str:
 
 def markdown(text: str | None) -> Markup:
     """Render markdown with raw HTML escaped (``html: False``) and ``javascript:`` links refused."""
-    return Markup(_MARKDOWN.render(text or ""))
+    return Markup(_renderer().render(text)) if text else Markup("")
+
+
+@cache
+def _renderer() -> MarkdownIt:
+    """The markdown renderer, imported on the first text to render (a site with none never loads it)."""
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False}).enable("table")
 
 
 @dataclass(frozen=True)
