@@ -1,6 +1,6 @@
 """Benchmark the site build: 10 runs × 10,000 cases (one dataset, one experiment).
 
-Rerun from the repository root:  python bench/site.py  [--runs 10] [--cases 10000] [--keep DIR] [--repeat 3] [--realistic] [--code DIR]
+Rerun from the repository root:  python bench/site.py  [--runs 10] [--cases 10000] [--keep DIR] [--repeat 3] [--realistic] [--code DIR] [--as-command]
 
 Each build runs in a fresh process, as ``evalsite build`` does: the full build (no site, no
 cache), a rebuild with nothing new, a rebuild after one new run of an existing arm (which also
@@ -13,7 +13,11 @@ ones: outputs of ~100 characters, seeded scores, latency and cost, one exact-sty
 With ``--keep DIR`` an existing project there is reused (its site and cache are rebuilt).
 ``--realistic`` writes ~1 KB case lines instead (bench/scale.py's: a prompt and answer of realistic
 length, usage and cost, provenance and two evaluators' scores); ``--code DIR`` times the builds of
-another evalsite checkout (e.g. the main branch's) on the same project.
+another evalsite checkout (e.g. the main branch's) on the same project. ``--as-command`` times each
+build as ``evalsite build --json`` runs it, from its process's start: the CLI's start-up settings for
+a command that reads runs (evalsite/cli/lean.py: pyarrow told pandas is absent, numpy's BLAS on one
+thread) apply, and the CLI's own import counts; by default a build is ``build_site``'s call, after
+``evalsite.site`` is imported.
 """
 
 from __future__ import annotations
@@ -101,23 +105,53 @@ print(json.dumps({"seconds": seconds, "cpu": cpu, "peak_mb": resource.getrusage(
 """
 
 
-def timed_build(root: Path, code: Path = REPO) -> dict[str, Any]:
-    done = subprocess.run([sys.executable, "-c", BUILD, str(root), str(code)], capture_output=True, text=True, check=True)
+#: The same build as `evalsite build --json` runs it: through the CLI's entry, with the start-up it
+#: gives a command that reads runs (pyarrow told pandas is absent, numpy's BLAS on one thread,
+#: fewer garbage collections: evalsite/cli/lean.py), from its process's start.
+COMMAND = """
+import io, json, os, resource, sys, time
+from contextlib import redirect_stdout
+from pathlib import Path
+started, cpu = time.perf_counter(), time.process_time()
+sys.path.insert(0, sys.argv[2])
+os.chdir(sys.argv[1])
+from evalsite.cli import main
+with redirect_stdout(io.StringIO()) as printed:
+    main(["build", "--json"], standalone_mode=False)
+report = json.loads(printed.getvalue())
+seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
+out_dir = Path(report["out_dir"])
+files = [p for p in out_dir.rglob("*") if p.is_file() and p.name != ".evalsite-build.json"]
+largest = max(files, key=lambda p: p.stat().st_size)
+print(json.dumps({"seconds": seconds, "cpu": cpu, "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                  **{key: report[key] for key in ("rendered", "kept", "bytes", "files", "pages")},
+                  "largest": [largest.relative_to(out_dir).as_posix(), largest.stat().st_size]}))
+"""
+
+
+def timed_build(root: Path, code: Path = REPO, as_command: bool = False) -> dict[str, Any]:
+    script = COMMAND if as_command else BUILD
+    done = subprocess.run([sys.executable, "-c", script, str(root), str(code)], capture_output=True, text=True, check=True)
     figures: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return figures
 
 
-def one_round(root: Path, runs: int, cases: int, realistic: bool = False, code: Path = REPO) -> dict[str, dict[str, Any]]:
+def one_round(root: Path, runs: int, cases: int, realistic: bool = False, code: Path = REPO,
+              as_command: bool = False) -> dict[str, dict[str, Any]]:
     """The four builds of one round, from no site and no cache; the project is as it was after."""
     for derived in (root / "site", root / ".evalsite" / "site-cache"):
         shutil.rmtree(derived, ignore_errors=True)
-    found = {"full": timed_build(root, code), "unchanged": timed_build(root, code)}
+
+    def build() -> dict[str, Any]:
+        return timed_build(root, code, as_command)
+
+    found = {"full": build(), "unchanged": build()}
     write_run(root / "runs", runs, cases, arm_index=0, realistic=realistic)  # arm00 again: compared with its first run
-    found["same_arm"] = timed_build(root, code)
+    found["same_arm"] = build()
     shutil.rmtree(root / "runs" / run_id(runs, 0))
-    timed_build(root, code)  # back to the project as it was
+    build()  # back to the project as it was
     write_run(root / "runs", runs + 1, cases, arm_index=runs, realistic=realistic)  # an arm no run had before
-    found["new_arm"] = timed_build(root, code)
+    found["new_arm"] = build()
     shutil.rmtree(root / "runs" / run_id(runs + 1, runs))
     return found
 
@@ -130,13 +164,16 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1, help="Rounds of the four builds; figures are medians.")
     parser.add_argument("--realistic", action="store_true", help="~1 KB case lines (usage, provenance, two evaluators)")
     parser.add_argument("--code", type=Path, default=REPO, help="The evalsite checkout whose builds are timed (default: this one).")
+    parser.add_argument("--as-command", action="store_true",
+                        help="Time each build as `evalsite build --json` runs it, from its process's start (the CLI's "
+                             "start-up settings included) rather than build_site's call.")
     args = parser.parse_args()
     root = args.keep or Path(tempfile.mkdtemp(prefix="evalsite-bench-"))
     (root / "data").mkdir(parents=True, exist_ok=True)
     if not (root / "runs").is_dir():
         for index in range(args.runs):
             write_run(root / "runs", index, args.cases, realistic=args.realistic)
-    rounds = [one_round(root, args.runs, args.cases, args.realistic, args.code) for _ in range(args.repeat)]
+    rounds = [one_round(root, args.runs, args.cases, args.realistic, args.code, args.as_command) for _ in range(args.repeat)]
 
     def median(build: str, figure: str) -> float:
         return float(statistics.median(found[build][figure] for found in rounds))
@@ -145,7 +182,7 @@ def main() -> None:
     last = rounds[-1]
     total = args.runs * args.cases
     print(f"site for {args.runs} runs × {args.cases:,} {'realistic ' * args.realistic}cases ({total:,} cases) by {args.code}; "
-          "each build in a fresh process; "
+          f"each build in a fresh process{', as `evalsite build --json`' * args.as_command}; "
           f"medians of {len(rounds)} (wall, CPU of both threads)")
     print(f"full build:             {full:8.1f} s  cpu {median('full', 'cpu'):6.1f} s  ({total / full:,.0f} cases/s), "
           f"peak {median('full', 'peak_mb'):.0f} MB")
