@@ -45,6 +45,9 @@ class SiteWriter:
     written: int = 0
     kept: int = 0
     shared: set[str] = field(default_factory=set)  # the shared files this build has written or found
+    #: folder (relative to ``out_dir``) → whether it resolves inside ``out_dir``, resolved once a build:
+    #: the build makes folders, never links, so a folder's answer holds for the rest of the build
+    folders: dict[str, bool] = field(default_factory=dict)
 
     @classmethod
     def open(cls, out_dir: Path, warn_bytes: int, *, full: bool = False) -> SiteWriter:
@@ -135,8 +138,11 @@ class SiteWriter:
         symlinked folder leads out); the file itself may be a symlink, which is replaced, not followed."""
         if not plain_name(name):
             return False
-        folder = (self.out_dir / name).parent.resolve()
-        return folder == self.out_dir or self.out_dir in folder.parents
+        relative = name.rpartition("/")[0]
+        if relative not in self.folders:
+            folder = (self.out_dir / relative).resolve()
+            self.folders[relative] = folder == self.out_dir or self.out_dir in folder.parents
+        return self.folders[relative]
 
 
 def plain_name(name: object) -> bool:
