@@ -125,3 +125,23 @@ def test_rank_stability_by_counts_agrees_with_the_index_bootstrap(monkeypatch):
     for (low, high), (ref_low, ref_high) in zip(by_counts.rank_intervals, by_index.rank_intervals):
         assert abs(low - ref_low) <= 1 and abs(high - ref_high) <= 1
     assert by_counts.sizes == by_index.sizes and by_counts.full_order == by_index.full_order
+
+
+@pytest.mark.parametrize("kind", ["pass_fail", "levels", "negative", "negative_zero", "nan", "continuous", "sums_sizes"])
+def test_distinct_rows_are_numpys_unique_rows_bit_for_bit(kind):
+    """The distinct rows the count draws start from, coded as integers, are np.unique's (axis=0): the
+    same rows in the same order with the same counts, so the multinomial draws are the same."""
+    rng = np.random.default_rng(4)
+    units = {
+        "pass_fail": lambda: (rng.random((5_000, 10)) < 0.6).astype(float),
+        "levels": lambda: rng.integers(0, 3, size=(5_000, 10)) / 2,
+        "negative": lambda: -rng.integers(0, 4, size=(5_000, 6)) / 3,
+        "negative_zero": lambda: -(rng.random((5_000, 4)) < 0.5).astype(float),
+        "nan": lambda: np.where(rng.random((500, 3)) < 0.1, np.nan, rng.integers(0, 2, size=(500, 3))),
+        "continuous": lambda: rng.random((500, 10)),  # too many values for one integer key
+        "sums_sizes": lambda: np.stack([rng.integers(0, 9, 3_000), rng.integers(1, 4, 3_000)], axis=1).astype(float),
+    }[kind]()
+    distinct, counts = _counts._distinct_rows(units)
+    expected_rows, expected_counts = np.unique(units, axis=0, return_counts=True)
+    assert distinct.tobytes() == expected_rows.tobytes()
+    assert np.array_equal(counts, expected_counts)
