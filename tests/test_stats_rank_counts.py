@@ -17,7 +17,7 @@ from evalsite.stats.ranking import _shuffled_rank_sums, within_item_ranks
 
 
 @pytest.fixture
-def counts_always(monkeypatch):
+def rank_counts_always(monkeypatch):
     """Draw counts at every size and with any number of multisets."""
     monkeypatch.setattr(_rank_counts, "COUNTS_FROM_CELLS", 0)
     monkeypatch.setattr(_rank_counts, "ITEMS_PER_STATE", 0)
@@ -59,7 +59,7 @@ def sampled(doubled: np.ndarray, rows: int, seed: int) -> np.ndarray:
         (np.array([[0.5, 1, 0, 0.5], [1, 1, 0.5, 0], [0.5, 1, 0, 0.5], [0, 0, 0, 1]]), 2),
     ],
 )
-def test_rank_sums_follow_the_exact_null_distribution(counts_always, values, seed):
+def test_rank_sums_follow_the_exact_null_distribution(rank_counts_always, values, seed):
     doubled = doubled_ranks(values)
     law = exact_rank_sums(doubled)
     draws = sampled(doubled, 20_000, seed)
@@ -74,7 +74,7 @@ def test_rank_sums_follow_the_exact_null_distribution(counts_always, values, see
 
 
 @pytest.mark.parametrize(("n_items", "n_arms", "levels", "seed"), [(400, 6, 2, 0), (300, 10, 3, 4), (250, 5, 1000, 9)])
-def test_statistic_distribution_equals_the_shuffle(counts_always, n_items, n_arms, levels, seed):
+def test_statistic_distribution_equals_the_shuffle(rank_counts_always, n_items, n_arms, levels, seed):
     """The same null distribution of the sum of squared rank sums as the index shuffle (two-sample KS,
     conservative for a discrete statistic), and its mean is the exact one."""
     rng = np.random.default_rng(seed)
@@ -89,7 +89,7 @@ def test_statistic_distribution_equals_the_shuffle(counts_always, n_items, n_arm
     assert abs(by_counts.mean() - exact_mean) < 4 * by_counts.std() / np.sqrt(by_counts.size)
 
 
-def test_type_one_error_under_the_null(counts_always):
+def test_type_one_error_under_the_null(rank_counts_always):
     """Arms alike (each item's pass chance shared by its arms): the test rejects at 5 % about 5 % of
     the time (400 seeded datasets; 99.9 % binomial bounds)."""
     rng = np.random.default_rng(30)
