@@ -120,8 +120,8 @@ def nested_count_means(distinct: Distinct, sizes: np.ndarray, rows: int, rng: np
 
 def tallies_draws(distinct: Distinct, sizes: np.ndarray) -> bool:
     """Whether nested samples of these sizes are cheaper tallied from index draws than drawn as
-    multinomial counts: when the distinct rows outnumber the draws between sizes (a multinomial
-    costs every distinct row, an index draw one tally)."""
+    multinomial counts: when the distinct rows are more than one per :data:`DRAWS_PER_CATEGORY`
+    draws between two sizes (a multinomial costs every distinct row, an index draw one tally)."""
     return int(distinct.rows.shape[0]) * sizes.size * DRAWS_PER_CATEGORY > int(sizes[-1])
 
 
