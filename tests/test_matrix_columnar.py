@@ -9,11 +9,21 @@ reference that applies the rules stated in ``evalsite.analysis.matrix`` one row 
 from __future__ import annotations
 
 from collections import Counter
+from types import SimpleNamespace
 
+import numpy as np
 import pytest
 from matrix_support import make_run, random_runs
 
-from evalsite.analysis.matrix import MIN_LEAD, answer_key, comparison_matrix, decide_rows, run_cells, run_column
+from evalsite.analysis.matrix import (
+    MIN_LEAD,
+    _distinct_counts,
+    answer_key,
+    comparison_matrix,
+    decide_rows,
+    run_cells,
+    run_column,
+)
 
 TIE = 1e-9
 
@@ -100,3 +110,27 @@ def test_a_matrix_of_kept_cells_equals_the_matrix_of_the_runs(seed):
             for r in kept.rows] == [(r.item_id, r.cells, r.best, r.fastest, r.cheapest, r.fewest_tokens, r.divergent,
                                      r.majority_output, r.outputs) for r in full.rows]
     assert all(row.input is None for row in kept.rows)  # no cases: inputs come from the runs' data scripts
+
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_distinct_outputs_per_row_are_the_distinct_row_digest_triples(seed):
+    """Each row's count of distinct outputs (its (row, digest) triples compared as whole bytes) is the
+    number of distinct (row, digest) triples over every column, counted plainly."""
+    rng = np.random.default_rng(seed)
+    n_rows = 70
+    position = np.full((n_rows, 4), -1)
+    columns = []
+    for index in range(4):
+        n = int(rng.integers(1, 60))
+        position[rng.permutation(n_rows)[:n], index] = np.arange(n)
+        digests = rng.integers(0, 5, size=200).astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+        variants = np.column_stack([rng.integers(0, n, 200).astype(np.uint64), digests, digests >> np.uint64(index)])
+        columns.append(SimpleNamespace(item_ids=tuple(range(n)), variants=variants))
+    triples = {
+        (int(np.flatnonzero(position[:, index] == item)[0]), hi, lo)
+        for index, column in enumerate(columns)
+        for item, hi, lo in column.variants.tolist()
+    }
+    expected = np.bincount([row for row, _, _ in triples], minlength=n_rows)
+    assert np.array_equal(_distinct_counts(columns, position), expected)

@@ -13,7 +13,14 @@ from example_support import run_example
 from sitekit import tree_bytes
 
 from evalsite.analysis import verdict
-from evalsite.analysis.interval_memo import INTERVALS, PAIRS, kept_intervals, recall_kept_intervals
+from evalsite.analysis.interval_memo import (
+    INTERVALS,
+    PAIRS,
+    column_key,
+    kept_intervals,
+    pair_key,
+    recall_kept_intervals,
+)
 from evalsite.execute.runner import execute_plan
 from evalsite.experiment.manifest import load_manifest
 from evalsite.experiment.plan import build_plan
@@ -138,3 +145,19 @@ def test_a_verdict_from_kept_pair_tests_is_the_verdict_computed_afresh(pair_test
     INTERVALS.clear()
     PAIRS.clear()
     assert repr(kept) == repr(verdict.verdict_of(values, labels))
+
+
+def test_a_pair_is_keyed_by_its_two_columns_in_order():
+    """Each column is digested once (column_key) and a pair keyed by the two digests: the same values
+    in another array give the same key; a changed value in either column, or the columns swapped, another."""
+    rng = np.random.default_rng(3)
+    values = (rng.random((500, 3)) < 0.6).astype(float)
+    copy = np.array(values, order="F")
+    keys = [column_key(values[:, arm]) for arm in range(3)]
+    assert pair_key(keys[0], keys[1]) == pair_key(column_key(copy[:, 0]), column_key(copy[:, 1]))
+    assert pair_key(keys[0], keys[1])[1:] == ((500, 2), "<f8")
+    changed = values[:, 1].copy()
+    changed[-1] = 1 - changed[-1]
+    assert pair_key(keys[0], column_key(changed)) != pair_key(keys[0], keys[1])
+    assert pair_key(keys[1], keys[0]) != pair_key(keys[0], keys[1])
+    assert pair_key(keys[0], keys[2]) != pair_key(keys[0], keys[1])

@@ -11,6 +11,7 @@ from scipy import stats as scipy_stats
 from evalsite.stats import _counts, bootstrap_ci, paired_bootstrap_ci, rank_stability, sign_flip_test
 from evalsite.stats import intervals as intervals_module
 from evalsite.stats.paired import GRID_BUDGET
+from evalsite.stats.stability import stability_draws
 
 
 def scipy_bca(values: np.ndarray, seed: int, n_resamples: int) -> tuple[float, float]:
@@ -125,3 +126,48 @@ def test_rank_stability_by_counts_agrees_with_the_index_bootstrap(monkeypatch):
     for (low, high), (ref_low, ref_high) in zip(by_counts.rank_intervals, by_index.rank_intervals):
         assert abs(low - ref_low) <= 1 and abs(high - ref_high) <= 1
     assert by_counts.sizes == by_index.sizes and by_counts.full_order == by_index.full_order
+
+
+@pytest.mark.parametrize(("n_arms", "levels", "step"), [(10, 2, 1), (6, 3, 2), (8, 5, 4)])
+def test_tallied_stability_samples_are_the_index_bootstraps(monkeypatch, n_arms, levels, step):
+    """Many distinct item rows: rank stability's nested samples are the index bootstrap's own draws,
+    tallied per distinct row; on scores in halves and quarters every sum is exact, so the arm means
+    at every size equal the index bootstrap's bit for bit (the rank intervals are drawn as counts)."""
+    rng = np.random.default_rng(n_arms)
+    matrix = rng.integers(0, levels, size=(1_500, n_arms)) / step
+    monkeypatch.setattr(_counts, "COUNTS_FROM_DRAWS", 1 << 62)
+    by_index = stability_draws(matrix, n_resamples=300, seed=2)
+    monkeypatch.setattr(_counts, "COUNTS_FROM_DRAWS", 0)
+    monkeypatch.setattr(_counts, "UNITS_PER_DISTINCT", 1)
+    found = _counts.distinct_units(matrix, 300)
+    assert found is not None and _counts.tallies_draws(found, by_index.sizes)
+    tallied = stability_draws(matrix, n_resamples=300, seed=2)
+    assert tallied.means.tobytes() == by_index.means.tobytes()
+    assert tallied.checking([(0, 1)]).p_order == by_index.checking([(0, 1)]).p_order
+
+
+def test_few_distinct_rows_draw_multinomial_counts():
+    rng = np.random.default_rng(5)
+    matrix = (rng.random((100_000, 3)) < 0.6).astype(float)  # 8 distinct rows
+    found = _counts.distinct_units(matrix, 1000)
+    assert found is not None and not _counts.tallies_draws(found, np.arange(1, 11) * 10_000)
+
+
+@pytest.mark.parametrize("kind", ["pass_fail", "levels", "negative", "negative_zero", "nan", "continuous", "sums_sizes"])
+def test_distinct_rows_are_numpys_unique_rows_bit_for_bit(kind):
+    """The distinct rows the count draws start from, coded as integers, are np.unique's (axis=0): the
+    same rows in the same order with the same counts and the same row for every unit, so the draws are the same."""
+    rng = np.random.default_rng(4)
+    units = {
+        "pass_fail": lambda: (rng.random((5_000, 10)) < 0.6).astype(float),
+        "levels": lambda: rng.integers(0, 3, size=(5_000, 10)) / 2,
+        "negative": lambda: -rng.integers(0, 4, size=(5_000, 6)) / 3,
+        "negative_zero": lambda: -(rng.random((5_000, 4)) < 0.5).astype(float),
+        "nan": lambda: np.where(rng.random((500, 3)) < 0.1, np.nan, rng.integers(0, 2, size=(500, 3))),
+        "continuous": lambda: rng.random((500, 10)),  # too many values for one integer key
+        "sums_sizes": lambda: np.stack([rng.integers(0, 9, 3_000), rng.integers(1, 4, 3_000)], axis=1).astype(float),
+    }[kind]()
+    distinct, counts, inverse = _counts._distinct_rows(units)
+    expected_rows, expected_inverse, expected_counts = np.unique(units, axis=0, return_inverse=True, return_counts=True)
+    assert distinct.tobytes() == expected_rows.tobytes()
+    assert np.array_equal(counts, expected_counts) and np.array_equal(inverse, expected_inverse.ravel())

@@ -13,6 +13,7 @@ owns the file; this module owns what goes in it.
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
@@ -91,22 +92,22 @@ class PairMemo(Lru["PairedDifference | Interval"]):
     are kept (a digest of arbitrary cluster labels is not worth its risk). The :data:`MEMO_SIZE`
     most recently used entries are kept."""
 
-    def difference(self, a: np.ndarray, b: np.ndarray, options: tuple[Any, ...],
+    def difference(self, pair: tuple[Any, ...], options: tuple[Any, ...],
                    compute: Callable[[], PairedDifference]) -> PairedDifference:
-        """The pair's difference under ``options`` (the arguments besides the columns, but the MDE's level,
-        which the caller brings up to date: :meth:`keep_difference`), else ``compute()``, kept."""
-        found = self._recall(("difference", *_pair_key(a, b), *options), compute)
+        """The difference of the :func:`pair_key` columns under ``options`` (the arguments besides the columns, but
+        the MDE's level, which the caller brings up to date: :meth:`keep_difference`), else ``compute()``, kept."""
+        found = self._recall(("difference", *pair, *options), compute)
         assert not isinstance(found, Interval)
         return found
 
-    def keep_difference(self, a: np.ndarray, b: np.ndarray, options: tuple[Any, ...], value: PairedDifference) -> None:
+    def keep_difference(self, pair: tuple[Any, ...], options: tuple[Any, ...], value: PairedDifference) -> None:
         """Keep ``value`` as the pair's difference under ``options`` (e.g. one brought to another MDE level)."""
-        self.put(("difference", *_pair_key(a, b), *options), value)
+        self.put(("difference", *pair, *options), value)
 
-    def inverted(self, a: np.ndarray, b: np.ndarray, options: tuple[Any, ...],
+    def inverted(self, pair: tuple[Any, ...], options: tuple[Any, ...],
                  compute: Callable[[], Interval]) -> Interval:
         """The pair's inverted interval under ``options`` (level, decision, seed …), else ``compute()``, kept."""
-        found = self._recall(("inverted", *_pair_key(a, b), *options), compute)
+        found = self._recall(("inverted", *pair, *options), compute)
         assert isinstance(found, Interval)
         return found
 
@@ -152,13 +153,18 @@ def _typed(cls: Any, values: dict[str, Any]) -> Any:
                   for name, value in values.items()})
 
 
-def _pair_key(a: np.ndarray, b: np.ndarray) -> tuple[Any, ...]:
-    """The two columns by a digest of their bytes side by side (items × 2), with shape and dtype."""
+def column_key(column: np.ndarray) -> tuple[Any, ...]:
+    """One column of items by ``stats.intervals.memo_key`` (as floats): digested once, however many pairs it is in."""
     import numpy as np
 
     from evalsite.stats.intervals import memo_key
 
-    return memo_key(np.column_stack([np.asarray(a, dtype=float), np.asarray(b, dtype=float)]))
+    return memo_key(np.asarray(column, dtype=float))
+
+
+def pair_key(a: tuple[Any, ...], b: tuple[Any, ...]) -> tuple[Any, ...]:
+    """Two columns by their :func:`column_key`: a digest of the two digests, with the pair's shape (items × 2) and dtype."""
+    return (hashlib.blake2b(a[0] + b[0], digest_size=16).digest(), (*a[1], 2), a[2])
 
 
 #: The memo every analysis hands to ``stats.bootstrap_ci`` and ``stats.paired_difference``.

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from evalsite.analysis.background import started
-from evalsite.analysis.interval_memo import INTERVALS, PAIRS
+from evalsite.analysis.interval_memo import INTERVALS, PAIRS, column_key, pair_key
 from evalsite.analysis.items import ItemMatrix
 from evalsite.analysis.stopped import PairSequence, Stopped, pair_sequence, stopped_rule
 from evalsite.analysis.wording import bounds_text, count_of, p_clause, signed
@@ -312,6 +312,7 @@ def _pairs(
     ordered = [(a, b) if position[a] < position[b] else (b, a) for a, b in chosen]
     mde_alpha = alpha / max(1, len(ordered))  # Holm's first step: what every pair can be sure to reach
     labels_of_items = None if groups is None else list(groups)
+    columns = {arm: column_key(values[:, arm]) for arm in {arm for pair in ordered for arm in pair}} if groups is None else {}
 
     def difference_of(a: int, b: int) -> PairedDifference:
         def compute() -> PairedDifference:
@@ -320,12 +321,12 @@ def _pairs(
 
         if groups is not None:
             return compute()
-        found = PAIRS.difference(values[:, a], values[:, b], (seed,), compute)
+        found = PAIRS.difference(pair_key(columns[a], columns[b]), (seed,), compute)
         if found.mde_alpha != mde_alpha:  # kept from a table of another number of pairs: only the MDE's level differs
             units = unit_differences(values[:, a], values[:, b])
             mde = min_detectable_effect(units, alpha=mde_alpha).effect if units.size >= 2 else math.inf
             found = replace(found, mde=float(mde), mde_alpha=mde_alpha)
-            PAIRS.keep_difference(values[:, a], values[:, b], (seed,), found)
+            PAIRS.keep_difference(pair_key(columns[a], columns[b]), (seed,), found)
         return found
 
     def interval_of(a: int, b: int, level: float, rejected: bool) -> Interval:
@@ -333,7 +334,7 @@ def _pairs(
             return inverted_pair_interval(values[:, a], values[:, b], level, zero_accepted=not rejected,
                                           groups=labels_of_items, seed=seed)
 
-        return compute() if groups is not None else PAIRS.inverted(values[:, a], values[:, b], (seed, level, not rejected), compute)
+        return compute() if groups is not None else PAIRS.inverted(pair_key(columns[a], columns[b]), (seed, level, not rejected), compute)
 
     differences = [difference_of(a, b) for a, b in ordered]  # a pair whose columns an earlier build tested is not tested again
     holm_decision = holm_levels([d.p_value for d in differences], alpha)

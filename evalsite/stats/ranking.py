@@ -16,6 +16,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from evalsite.stats._inputs import arm_matrix
+from evalsite.stats._rank_counts import RankSums, rank_sum_sampler
 from evalsite.stats.distributions import beta_ppf, chi2_sf, rankdata, studentized_range_ppf, studentized_range_sf
 
 _PERMUTATION_CELLS = 1 << 21  # int64 cells of shuffled ranks per chunk (16 MB)
@@ -139,23 +140,18 @@ def _permutation_hits(
     shuffle, so the rank rows themselves are permuted. Ranks are doubled to integers (average
     ranks are multiples of 1/2), so the comparison is exact. Items whose arms all tie add the
     same amount to every rank sum under any shuffle, which shifts the statistic by a constant,
-    so they are left out (often half of the items of pass/fail data).
-
-    The doubled ranks are shuffled as int64: numpy's shuffle swaps elements of a pointer's size
-    (8 bytes) in a specialised loop, about 40 % faster than int32's, and it draws the same numbers in
-    the same order whatever the element size, so the shuffles and every count are those of an int32
-    shuffle (tests/test_stats_ranking_permutations.py keeps that version and compares).
+    so they are left out (often half of the items of pass/fail data). Large inputs with few
+    kinds of rank row draw the shuffled rank sums as counts (:mod:`._rank_counts`).
     """
     doubled = np.rint(2 * ranks).astype(np.int64)
     doubled = doubled[np.any(doubled != doubled[:, :1], axis=1)]
     observed = int(np.sum(doubled.sum(axis=0, dtype=np.int64) ** 2))
-    per_chunk = max(1, _PERMUTATION_CELLS // doubled.size)
+    draw, per_chunk = rank_sum_sampler(doubled) or _shuffled_rank_sums(doubled)
     hits = drawn = 0
     look = _FIRST_LOOK
     while drawn < budget:
         rows = min(per_chunk, budget - drawn, max(1, look - drawn))
-        shuffled = rng.permuted(np.broadcast_to(doubled, (rows, *doubled.shape)), axis=2)
-        rank_sums = shuffled.sum(axis=1, dtype=np.int64)
+        rank_sums = draw(rng, rows)
         hits += int(np.count_nonzero(np.sum(rank_sums**2, axis=1) >= observed))
         drawn += rows
         if drawn >= look:
@@ -163,6 +159,24 @@ def _permutation_hits(
                 break
             look *= 2
     return hits, drawn
+
+
+def _shuffled_rank_sums(doubled: np.ndarray) -> tuple[RankSums, int]:
+    """The rank sums of ``rows`` within-item shuffles of the doubled ranks (rows × arms), and how many
+    shuffles to draw at a time.
+
+    The doubled ranks are shuffled as int64: numpy's shuffle swaps elements of a pointer's size
+    (8 bytes) in a specialised loop, about 40 % faster than int32's, and it draws the same numbers in
+    the same order whatever the element size, so the shuffles and every count are those of an int32
+    shuffle (tests/test_stats_ranking_permutations.py keeps that version and compares).
+    """
+
+    def draw(rng: np.random.Generator, rows: int) -> np.ndarray:
+        shuffled = rng.permuted(np.broadcast_to(doubled, (rows, *doubled.shape)), axis=2)
+        rank_sums: np.ndarray = shuffled.sum(axis=1, dtype=np.int64)
+        return rank_sums
+
+    return draw, max(1, _PERMUTATION_CELLS // doubled.size)
 
 
 def _clear_of(hits: int, drawn: int, alpha: float) -> bool:

@@ -13,7 +13,14 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from evalsite.stats._counts import distinct_units, draw_counts, nested_count_means
+from evalsite.stats._counts import (
+    Distinct,
+    distinct_units,
+    draw_counts,
+    nested_count_means,
+    tallied_means,
+    tallies_draws,
+)
 from evalsite.stats._inputs import arm_matrix
 from evalsite.stats.distributions import rankdata
 from evalsite.stats.ranking import RELATIVE_TOLERANCE
@@ -215,15 +222,15 @@ def _subset_sizes(sizes: ArrayLike | None, n_items: int) -> np.ndarray:
 
 def _subset_means(
     values: np.ndarray, sizes: np.ndarray, n_resamples: int, rng: np.random.Generator,
-    by_counts: tuple[np.ndarray, np.ndarray] | None = None,
+    by_counts: Distinct | None = None,
 ) -> Iterator[np.ndarray]:
     """Yield chunks of arm means, shape (resamples, sizes, arms), over nested bootstrap samples
-    (drawn as counts of the distinct item rows when ``by_counts`` gives them: :mod:`._counts`)."""
-    if by_counts is not None:
-        distinct, counts = by_counts
-        per_chunk = max(1, _RESAMPLE_CELLS // (distinct.shape[0] * sizes.size))
+    (with ``by_counts``, the distinct item rows, drawn as multinomial counts of them, or the index
+    draws tallied per row when those are cheaper: :mod:`._counts`)."""
+    if by_counts is not None and not tallies_draws(by_counts, sizes):
+        per_chunk = max(1, _RESAMPLE_CELLS // (by_counts.rows.shape[0] * sizes.size))
         for start in range(0, n_resamples, per_chunk):
-            yield nested_count_means(distinct, counts, sizes, min(per_chunk, n_resamples - start), rng)
+            yield nested_count_means(by_counts, sizes, min(per_chunk, n_resamples - start), rng)
         return
     n_items = values.shape[0]
     largest = int(sizes[-1])
@@ -231,7 +238,10 @@ def _subset_means(
     for start in range(0, n_resamples, per_chunk):
         rows = min(per_chunk, n_resamples - start)
         drawn = rng.integers(0, n_items, size=(rows, largest))
-        yield _prefix_sums(np.take(values, drawn.T, axis=0), sizes) / sizes[None, :, None]  # np.take: as _draw_sums
+        if by_counts is not None:
+            yield tallied_means(by_counts, drawn, sizes)
+        else:
+            yield _prefix_sums(np.take(values, drawn.T, axis=0), sizes) / sizes[None, :, None]  # np.take: as _draw_sums
 
 
 def _prefix_sums(drawn: np.ndarray, sizes: np.ndarray) -> np.ndarray:
@@ -291,15 +301,15 @@ def _smallest_size_reaching(sizes: np.ndarray, shares: np.ndarray, level: float)
 
 def _bootstrap_rank_intervals(
     values: np.ndarray, n_resamples: int, level: float, rng: np.random.Generator,
-    by_counts: tuple[np.ndarray, np.ndarray] | None = None,
+    by_counts: Distinct | None = None,
 ) -> tuple[tuple[float, float], ...]:
     n_items, n_arms = values.shape
-    per_chunk = max(1, _RESAMPLE_CELLS // (values.size if by_counts is None else by_counts[0].size))
+    per_chunk = max(1, _RESAMPLE_CELLS // (values.size if by_counts is None else by_counts.rows.size))
     ranks = []
     for start in range(0, n_resamples, per_chunk):
         rows = min(per_chunk, n_resamples - start)
         if by_counts is not None:
-            means = draw_counts(rng, n_items, by_counts[1], rows) @ by_counts[0] / n_items
+            means = draw_counts(rng, n_items, by_counts.counts, rows) @ by_counts.rows / n_items
         else:
             means = _draw_sums(values, rng.integers(0, n_items, size=(rows, n_items))) / n_items
         ranks.append(rankdata(-means))
