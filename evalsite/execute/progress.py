@@ -6,6 +6,8 @@ Redirected to a file or a pipe (a CI log), the same figures as plain lines: one 
 then one every ``LINE_SECONDS`` seconds or ``LINE_SHARE`` of the run's cases, whichever comes first
 (but at most one a ``MIN_LINE_SECONDS``, so a run of a few seconds is two lines, not twenty), and one
 when it ends, so a long run in GitHub Actions shows it is alive. ``--quiet`` turns both off.
+tqdm is imported for a bar only: its import costs ~10-30 ms of CPU (its version lookup and its
+command-line module), which a run writing lines or nothing would spend for no output.
 """
 
 from __future__ import annotations
@@ -14,11 +16,12 @@ import math
 import sys
 import time
 from collections.abc import Callable
-from typing import Never, TextIO
-
-from tqdm import tqdm
+from typing import TYPE_CHECKING, Never, TextIO
 
 from evalsite.runlog.money import format_usd
+
+if TYPE_CHECKING:
+    from tqdm import tqdm
 
 LINE_SECONDS = 10.0
 LINE_SHARE = 0.05
@@ -37,7 +40,8 @@ class Progress:
         self.arms_total, self.arms_started = 0, 0
         self.label, self.total, self.done, self.errors = "", 0, 0, 0
         self.spent: float | None = None
-        self._bar: tqdm[Never] | None = None  # a bar over no iterable
+        self._bar: tqdm[Never] | None = None  # a bar over no iterable, on a terminal only
+        self._running = False  # between start() and finish()
         self._started_at = self._line_at = 0.0
         self._first = self._line_done = 0
 
@@ -52,12 +56,8 @@ class Progress:
     def start(self, label: str, total: int, done: int = 0) -> None:
         self.arms_started += 1
         self.label, self.total, self.done, self.errors, self.spent = label, total, done, 0, None
-        self._bar = tqdm(
-            total=total, initial=done, desc=self._desc(), file=self.stream, disable=self.mode != "bar",
-            dynamic_ncols=True, unit="case", leave=True, mininterval=0.1, ascii=False,
-            bar_format="{desc} {bar} {n_fmt}/{total_fmt}{postfix} {rate_fmt} ETA {remaining}",
-            postfix=self._status(),
-        )
+        self._bar = self._new_bar() if self.mode == "bar" else None
+        self._running = True
         self._started_at = self._line_at = self.clock()
         self._first = done
         if self.mode == "lines":
@@ -83,11 +83,21 @@ class Progress:
             self.stream.write(message + "\n")
 
     def finish(self) -> None:
-        if self.mode == "lines" and self._bar is not None and self._line_done != self.done:
+        if self.mode == "lines" and self._running and self._line_done != self.done:
             self._write_line()
+        self._running = False
         if self._bar is not None:
             self._bar.close()
             self._bar = None
+
+    def _new_bar(self) -> tqdm[Never]:
+        from tqdm import tqdm
+
+        return tqdm(
+            total=self.total, initial=self.done, desc=self._desc(), file=self.stream, dynamic_ncols=True, unit="case",
+            leave=True, mininterval=0.1, ascii=False,
+            bar_format="{desc} {bar} {n_fmt}/{total_fmt}{postfix} {rate_fmt} ETA {remaining}", postfix=self._status(),
+        )
 
     def _desc(self) -> str:
         position = f" ({self.arms_started}/{self.arms_total})" if self.arms_total > 1 else ""

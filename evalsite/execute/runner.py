@@ -383,6 +383,7 @@ class BatchRunner:
     async def _work(self, states: list[RunState], entries: list[tuple[Any, ...]]) -> None:
         cases_executor = CaseExecutor(self.evaluators, self.calls, self.rng, self.plan.manifest.name)
         count = self.schedule.workers(self.concurrency, len(states))
+        bounded = count > self.concurrency  # else no run can have more cases in flight than its bound
         syncing = ThreadPoolExecutor(max_workers=1, thread_name_prefix="evalsite-sync")  # never behind targets' threads
 
         async def sync_runs() -> None:
@@ -396,7 +397,10 @@ class BatchRunner:
             while not self.stop.requested() and (entry := await queue.take()) is not None:
                 state, item, repeat = entry
                 try:
-                    async with state.in_flight:
+                    if bounded:
+                        async with state.in_flight:
+                            case = await cases_executor.execute(state.job, item, repeat)
+                    else:
                         case = await cases_executor.execute(state.job, item, repeat)
                 except Abandoned:  # left unrecorded; if one of its calls reached the ceiling, that is why
                     if self.budget.reached():
@@ -438,7 +442,7 @@ class RunState:
     previous: list[Case]
     keys: list[tuple[Item, int]]
     pending: list[tuple[Item, int]]
-    in_flight: asyncio.Semaphore  # at most `concurrency` of this run's cases at once
+    in_flight: asyncio.Semaphore  # at most `concurrency` of this run's cases at once (with more workers than that)
     cases: list[dict[str, Any]] = field(default_factory=list)
     status: RunStatus | None = None
     totals: RunTotals = field(default_factory=RunTotals)

@@ -388,7 +388,10 @@ def out_of_range(record: Mapping[str, Any], ranges: Mapping[str, tuple[float, fl
     get = record.get
     for key, (low, high) in ranges.items():  # a plain loop, None first: this runs for every case written
         value = get(key)
-        if value is not None and isinstance(value, (int, float)) and not isinstance(value, bool) \
+        if value is None:
+            continue
+        kind = type(value)  # an exact float or int first (a bool's type is bool): nearly every number
+        if (kind is float or kind is int or (isinstance(value, (int, float)) and kind is not bool)) \
                 and not low <= value <= high:
             found.append(key)
     return found

@@ -136,7 +136,9 @@ def result_problem(result: TargetResult) -> str | None:
     kept: the ranges are the run log's (:data:`evalsite.runlog.records.CASE_RANGES`)."""
     for key in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"):
         count = getattr(result, key)
-        if count is not None and (isinstance(count, bool) or not isinstance(count, int) or not 0 <= count <= MAX_TOKENS):
+        if count is None or (type(count) is int and 0 <= count <= MAX_TOKENS):  # an exact int: nearly every count
+            continue
+        if isinstance(count, bool) or not isinstance(count, int) or not 0 <= count <= MAX_TOKENS:
             return f"target returned {key}={shown(count)}; expected a whole number from 0 to {MAX_TOKENS} or null"
     cached = (result.cache_read_tokens or 0) + (result.cache_write_tokens or 0)
     if cached and result.input_tokens is not None and cached > result.input_tokens:
@@ -157,6 +159,8 @@ def token_count(value: Any) -> int | None:
     """A token count as a provider's ``usage`` gives it: a whole number, or a float that is one
     (``12.0``, as some OpenAI-compatible servers send); anything else (``12.5``, NaN, ``"12"``) is
     an unknown count — which, with a cost ceiling, stops the run (execute/stopping.py)."""
+    if type(value) is int:  # nearly every count (a bool's type is bool)
+        return value
     if isinstance(value, float) and math.isfinite(value) and value.is_integer():
         return int(value)
     return value if isinstance(value, int) and not isinstance(value, bool) else None

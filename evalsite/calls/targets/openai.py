@@ -26,6 +26,7 @@ from evalsite.calls.targets.http import (
     HTTP_SETTINGS,
     chat_messages,
     client_from_settings,
+    header,
     model_name,
 )
 from evalsite.calls.targets.tools import TOOL_SETTINGS, ChatOverHttp, Round, call_with_tools, tool_handlers, wire
@@ -50,7 +51,7 @@ class OpenAIChat(ChatOverHttp):
                 return reply
             data, headers = reply
             message = first_message(data)
-            return Round(parse_completion(data, headers.get(BILLED_COST_HEADER), message), message,
+            return Round(parse_completion(data, header(headers, BILLED_COST_HEADER), message), message,
                          (time.perf_counter() - clock) * 1000)
 
         return await call_with_tools(complete, messages, self.tools)
