@@ -1,9 +1,11 @@
 """An import's runs written by two processes (``write_runs``'s second share in a forked child) are
 the runs one process writes, byte for byte; an error in either share is the error, and the only
-one, that one process raises, and nothing is left behind."""
+one, that one process raises, and nothing is left behind. A file's sha256 computed in a thread
+while it is read is the one recorded."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from types import SimpleNamespace
@@ -11,7 +13,8 @@ from types import SimpleNamespace
 import pytest
 from import_support import INSPECT_JSON, PLAIN, PROMPTFOO
 
-from evalsite.errors import SourceError
+import evalsite.execute.importers as importers
+from evalsite.errors import AlreadyImportedError, SourceError
 from evalsite.execute.importers import ImportOptions, import_files
 from evalsite.execute.importers import writer as import_writer
 from evalsite.execute.importers.forked import forked
@@ -128,3 +131,30 @@ def test_the_runs_are_shared_in_order_and_as_evenly_as_a_cut_allows(monkeypatch:
         assert (share, rest) == (described, [])
     else:
         assert share == described[:first] and rest == described[first:]
+
+
+def _recorded_sha(root: Path) -> list[tuple[str, list[str]]]:
+    headers = [json.loads(path.read_text()) for path in sorted((root / "runs").glob("*/run.json"))]
+    return [(h["source"]["sha256"], [f["sha256"] for f in h["source"]["files"]]) for h in headers]
+
+
+@pytest.mark.parametrize("again", [True, False])
+def test_a_file_hashed_while_it_is_read_records_its_sha256(tmp_path: Path, again: bool):
+    source = PROMPTFOO / "results.json"
+    expected = hashlib.sha256(source.read_bytes()).hexdigest()
+    (tmp_path / "data").mkdir()
+    import_files(Project(tmp_path), "promptfoo", [source], ImportOptions(again=again))
+    assert _recorded_sha(tmp_path) == [(expected, [expected])] * 2
+    with pytest.raises(AlreadyImportedError, match="already imported"):  # now hashed before reading
+        import_files(Project(tmp_path), "promptfoo", [source], ImportOptions())
+
+
+def test_a_hash_that_fails_in_its_thread_fails_the_import(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    def unreadable(path: Path) -> str:
+        raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr(importers, "file_sha256", unreadable)
+    (tmp_path / "data").mkdir()
+    with pytest.raises(PermissionError):
+        import_files(Project(tmp_path), "jsonl", [PLAIN / "scored.jsonl"], ImportOptions(again=True))
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["data"]
