@@ -20,9 +20,13 @@ from evalsite.execute.importers import writer as import_writer
 from evalsite.execute.importers.forked import forked
 from evalsite.project import Project
 
-SOURCES = [("promptfoo", PROMPTFOO / "results.json"), ("promptfoo", PROMPTFOO / "results.jsonl"),
-           ("promptfoo", PROMPTFOO / "results-repeat.json"), ("jsonl", PLAIN / "scored.jsonl"),
-           ("inspect", INSPECT_JSON[0])]
+SOURCES = [
+    ("promptfoo", PROMPTFOO / "results.json"),
+    ("promptfoo", PROMPTFOO / "results.jsonl"),
+    ("promptfoo", PROMPTFOO / "results-repeat.json"),
+    ("jsonl", PLAIN / "scored.jsonl"),
+    ("inspect", INSPECT_JSON[0]),
+]
 
 
 def _import(root: Path, format_name: str, source: Path) -> tuple[list[str], dict[str, dict[str, object]]]:
@@ -36,8 +40,12 @@ def _import(root: Path, format_name: str, source: Path) -> tuple[list[str], dict
         for key in ("run_id", "batch_id"):
             header.pop(key)
         header["source"].pop("imported_at")
-        runs[run.arm_id] = {"run.json": header, "cases.jsonl": (folder / "cases.jsonl").read_bytes(),
-                            "end.json": json.loads((folder / "end.json").read_text()), "summary": run.summary}
+        runs[run.arm_id] = {
+            "run.json": header,
+            "cases.jsonl": (folder / "cases.jsonl").read_bytes(),
+            "end.json": json.loads((folder / "end.json").read_text()),
+            "summary": run.summary,
+        }
     return [run.arm_id for run in report.runs], runs
 
 
@@ -48,7 +56,7 @@ def children(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
     def counted(work):  # type: ignore[no-untyped-def]
         child = forked(work)
-        started.append(child.pid if child else 0)
+        started.append(child.child.pid if child else 0)
         return child
 
     monkeypatch.setattr(import_writer, "forked", counted)
@@ -57,8 +65,9 @@ def children(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 
 @pytest.mark.parametrize(("format_name", "source"), SOURCES, ids=lambda value: getattr(value, "name", value))
-def test_two_processes_write_the_runs_one_writes(tmp_path: Path, children: list[int], format_name: str,
-                                                 source: Path, monkeypatch: pytest.MonkeyPatch):
+def test_two_processes_write_the_runs_one_writes(
+    tmp_path: Path, children: list[int], format_name: str, source: Path, monkeypatch: pytest.MonkeyPatch
+):
     parallel = _import(tmp_path / "parallel", format_name, source)
     with monkeypatch.context() as patch:
         patch.setattr(import_writer, "PARALLEL_MIN_CASES", 10**9)
@@ -79,10 +88,12 @@ def _failing(monkeypatch: pytest.MonkeyPatch, arms: set[str]) -> None:
     monkeypatch.setattr(import_writer, "_write_run", write_run)
 
 
-@pytest.mark.parametrize(("failing", "expected"), [({"model-b"}, "model-b"), ({"model-a", "model-b"}, "model-a"),
-                                                   ({"model-a"}, "model-a")])
+@pytest.mark.parametrize(
+    ("failing", "expected"), [({"model-b"}, "model-b"), ({"model-a", "model-b"}, "model-a"), ({"model-a"}, "model-a")]
+)
 def test_an_error_in_either_share_is_the_one_process_error_and_leaves_nothing(
-        tmp_path: Path, children: list[int], monkeypatch: pytest.MonkeyPatch, failing: set[str], expected: str):
+    tmp_path: Path, children: list[int], monkeypatch: pytest.MonkeyPatch, failing: set[str], expected: str
+):
     _failing(monkeypatch, failing)
     (tmp_path / "data").mkdir()
     with pytest.raises(SourceError, match=f"^cannot write {expected}$"):
@@ -91,8 +102,9 @@ def test_an_error_in_either_share_is_the_one_process_error_and_leaves_nothing(
     assert sorted(path.name for path in tmp_path.iterdir()) == ["data"]  # no run, no staging folder
 
 
-def test_an_unexpected_error_in_the_second_process_is_raised_here(tmp_path: Path, children: list[int],
-                                                                  monkeypatch: pytest.MonkeyPatch):
+def test_an_unexpected_error_in_the_second_process_is_raised_here(
+    tmp_path: Path, children: list[int], monkeypatch: pytest.MonkeyPatch
+):
     original = import_writer._write_run
 
     def write_run(source, draft, run, *rest):  # type: ignore[no-untyped-def]
@@ -114,16 +126,20 @@ def test_a_small_import_starts_no_second_process(tmp_path: Path, monkeypatch: py
     assert len(report.runs) == 2
 
 
-@pytest.mark.parametrize(("cases", "first"), [
-    ([5], 1),  # one run: nothing to share
-    ([50, 50], 1),
-    ([10, 80, 10], 1),  # two cuts as near the middle (10 | 90, 90 | 10): the first
-    ([30, 30, 30, 30], 2),
-    ([100, 1], 2),  # a second share below the minimum: one process
-    ([0, 0, 40, 40], 3),
-])
-def test_the_runs_are_shared_in_order_and_as_evenly_as_a_cut_allows(monkeypatch: pytest.MonkeyPatch,
-                                                                   cases: list[int], first: int):
+@pytest.mark.parametrize(
+    ("cases", "first"),
+    [
+        ([5], 1),  # one run: nothing to share
+        ([50, 50], 1),
+        ([10, 80, 10], 1),  # two cuts as near the middle (10 | 90, 90 | 10): the first
+        ([30, 30, 30, 30], 2),
+        ([100, 1], 2),  # a second share below the minimum: one process
+        ([0, 0, 40, 40], 3),
+    ],
+)
+def test_the_runs_are_shared_in_order_and_as_evenly_as_a_cut_allows(
+    monkeypatch: pytest.MonkeyPatch, cases: list[int], first: int
+):
     monkeypatch.setattr(import_writer, "PARALLEL_MIN_CASES", 10)
     described = [(SimpleNamespace(arm_id=str(n)), SimpleNamespace(cases=c)) for n, c in enumerate(cases)]
     share, rest = import_writer._shares(described)  # type: ignore[arg-type]
