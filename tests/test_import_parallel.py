@@ -1,17 +1,18 @@
 """An import's runs written by two processes (``write_runs``'s second share in a forked child) are
 the runs one process writes, byte for byte; an error in either share is the error, and the only
-one, that one process raises, and nothing is left behind. A file's sha256 computed in a thread
+one, that one process raises, and nothing is left behind. A small import starts no second process. A file's sha256 computed in a thread
 while it is read is the one recorded."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from import_support import INSPECT_JSON, PLAIN, PROMPTFOO
+from import_support import INSPECT_JSON, PLAIN, PROMPTFOO, run_files
 
 import evalsite.execute.importers as importers
 from evalsite.errors import AlreadyImportedError, SourceError
@@ -30,22 +31,12 @@ SOURCES = [
 
 
 def _import(root: Path, format_name: str, source: Path) -> tuple[list[str], dict[str, dict[str, object]]]:
-    """The import's arms in the order reported, and each run's files (ids and import time left out)."""
+    """The import's arms in the order reported, and each run's files and summary."""
     (root / "data").mkdir(parents=True)
     report = import_files(Project(root), format_name, [source], ImportOptions(again=True))
-    runs: dict[str, dict[str, object]] = {}
+    runs = run_files(report, root)
     for run in report.runs:
-        folder = root / "runs" / run.run_id
-        header = json.loads((folder / "run.json").read_text())
-        for key in ("run_id", "batch_id"):
-            header.pop(key)
-        header["source"].pop("imported_at")
-        runs[run.arm_id] = {
-            "run.json": header,
-            "cases.jsonl": (folder / "cases.jsonl").read_bytes(),
-            "end.json": json.loads((folder / "end.json").read_text()),
-            "summary": run.summary,
-        }
+        runs[run.arm_id]["summary"] = run.summary
     return [run.arm_id for run in report.runs], runs
 
 
@@ -119,11 +110,13 @@ def test_an_unexpected_error_in_the_second_process_is_raised_here(
     assert sorted(path.name for path in tmp_path.iterdir()) == ["data"]
 
 
-def test_a_small_import_starts_no_second_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setattr(import_writer, "forked", lambda work: pytest.fail("a second process was started"))
+@pytest.mark.parametrize(("format_name", "source"), SOURCES, ids=lambda value: getattr(value, "name", value))
+def test_a_small_import_starts_no_second_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, format_name: str, source: Path
+):
+    monkeypatch.setattr(os, "fork", lambda: pytest.fail("a second process was started"))
     (tmp_path / "data").mkdir()
-    report = import_files(Project(tmp_path), "jsonl", [PLAIN / "scored.jsonl"], ImportOptions(again=True))
-    assert len(report.runs) == 2
+    assert import_files(Project(tmp_path), format_name, [source], ImportOptions(again=True)).runs
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from import_support import PROMPTFOO
+from import_support import PROMPTFOO, run_files
 
 from evalsite.errors import SourceError
 from evalsite.execute.importers import ImportOptions, import_files, jsonstream, promptfoo, shared_reading
@@ -41,22 +41,13 @@ def _write(tmp_path: Path, document: dict[str, Any] | str, name: str = "results.
 
 
 def _outcome(root: Path, source: Path) -> object:
-    """What importing ``source`` gives: each run's files (ids and times left out) and the warnings,
-    or the error's message."""
+    """What importing ``source`` gives: each run's files and the warnings, or the error's message."""
     (root / "data").mkdir(parents=True)
     try:
         report = import_files(Project(root), "promptfoo", [source], ImportOptions(again=True))
     except SourceError as error:
         return str(error)
-    runs = {}
-    for run in report.runs:
-        folder = root / "runs" / run.run_id
-        header = json.loads((folder / "run.json").read_text())
-        for key in ("run_id", "batch_id"):
-            header.pop(key)
-        header["source"].pop("imported_at")
-        runs[run.arm_id] = (header, (folder / "cases.jsonl").read_bytes(), (folder / "end.json").read_bytes())
-    return runs, report.warnings
+    return run_files(report, root), report.warnings
 
 
 @pytest.fixture
@@ -90,7 +81,7 @@ def test_two_processes_import_what_one_imports(
     source = _write(tmp_path, _document(PROMPTFOO / fixture))
     shared, alone = _both(tmp_path, source, monkeypatch)
     assert shared == alone and isinstance(shared, tuple)
-    cases = sum(len(files[1].splitlines()) for files in shared[0].values())
+    cases = sum(len(files["cases.jsonl"].splitlines()) for files in shared[0].values())
     assert cases / 2 < len(mapped) < cases  # most, not all, by the second process
 
 
@@ -160,13 +151,6 @@ def test_text_the_runs_cannot_take_reads_as_one_process_reads_it(
         text = text[:start] + "\n" + ",\n".join(json.dumps(result) for result in tail) + text[stop:]
     shared, alone = _both(tmp_path, _write(tmp_path, text), monkeypatch)
     assert shared == alone
-
-
-def test_a_file_under_the_size_starts_no_second_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setattr(shared_reading, "fork_child", lambda body: pytest.fail("a second process was started"))
-    (tmp_path / "data").mkdir()
-    report = import_files(Project(tmp_path), "promptfoo", [PROMPTFOO / "results.json"], ImportOptions(again=True))
-    assert len(report.runs) == 2
 
 
 @pytest.mark.parametrize(
