@@ -283,10 +283,13 @@ class _ItemsMemo:
         self.rows: list[dict[str, Any]] = []
         self.items: list[Item] = []
 
-    def items_of(self, rows: list[dict[str, Any]]) -> list[Item]:
+    def items_by_key(self, draft: _RunDraft) -> dict[str, Item]:
+        """The items of ``draft``'s run in the source's order, by key."""
+        keys = sorted(draft.items, key=lambda k: draft.items[k].order)
+        rows = [draft.items[k].row for k in keys]
         if not (self.items and rows == self.rows and _same_text(rows, self.rows)):
             self.rows, self.items = rows, item_identity(rows, self.label)
-        return self.items
+        return dict(zip(keys, self.items))
 
 
 def _same_text(first: list[dict[str, Any]], second: list[dict[str, Any]]) -> bool:
@@ -303,12 +306,14 @@ def write_runs(source: SourceImport, runs_dir: Path, batch_id: str, options: Imp
     code over the same state, so the same files; its error, if any, is raised after this one's."""
     described = sorted(((_description(source, draft), draft) for draft in source.drafts()), key=lambda pair: pair[0].arm_id)
     first, rest = _shares(described)
+    memo = _ItemsMemo(source.label)
 
     def write(share: list[tuple[SourceRun, _RunDraft]]) -> list[ImportedRun]:
-        memo = _ItemsMemo(source.label)
         return [_write_run(source, draft, run, runs_dir, batch_id, options, memo) for run, draft in share]
 
     try:
+        if rest:  # the items hashed once, before the fork: both shares' runs are usually on the same items
+            memo.items_by_key(first[0][1])
         other = forked(lambda: write(rest)) if rest else None
         if other is None:
             return write(first + rest)
@@ -348,8 +353,7 @@ def _description(source: SourceImport, draft: _RunDraft) -> SourceRun:
 
 def _write_run(source: SourceImport, draft: _RunDraft, run: SourceRun, runs_dir: Path, batch_id: str,
                options: ImportOptions, memo: _ItemsMemo) -> ImportedRun:
-    keys = sorted(draft.items, key=lambda k: draft.items[k].order)
-    items = dict(zip(keys, memo.items_of([draft.items[k].row for k in keys])))
+    items = memo.items_by_key(draft)
     name = options.dataset_name or DEFAULT_DATASET_NAME
     identifier = dataset_id(name, list(items.values()))
     dataset = DatasetRecord(run.dataset_location, identifier, len(items), name=name)
