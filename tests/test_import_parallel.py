@@ -17,6 +17,7 @@ from import_support import INSPECT_JSON, PLAIN, PROMPTFOO, run_files
 import evalsite.execute.importers as importers
 from evalsite.errors import AlreadyImportedError, SourceError
 from evalsite.execute.importers import ImportOptions, import_files
+from evalsite.execute.importers import forked as forked_module
 from evalsite.execute.importers import writer as import_writer
 from evalsite.execute.importers.forked import forked
 from evalsite.project import Project
@@ -51,6 +52,7 @@ def children(monkeypatch: pytest.MonkeyPatch) -> list[int]:
         return child
 
     monkeypatch.setattr(import_writer, "forked", counted)
+    monkeypatch.setattr(forked_module, "spare_core", lambda: True)
     monkeypatch.setattr(import_writer, "PARALLEL_MIN_CASES", 1)
     return started
 
@@ -167,3 +169,20 @@ def test_a_hash_that_fails_in_its_thread_fails_the_import(tmp_path: Path, monkey
     with pytest.raises(PermissionError):
         import_files(Project(tmp_path), "jsonl", [PLAIN / "scored.jsonl"], ImportOptions(again=True))
     assert sorted(path.name for path in tmp_path.iterdir()) == ["data"]
+
+
+@pytest.mark.parametrize(
+    ("cores", "load", "spare"),
+    [(1, 0.0, False), (2, 0.0, True), (2, 1.9, True), (2, 2.0, False), (2, 8.5, False), (8, 6.0, True)],
+)
+def test_a_second_process_only_with_a_core_to_spare(
+    monkeypatch: pytest.MonkeyPatch, cores: int, load: float, spare: bool
+):
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(cores)))
+    monkeypatch.setattr(os, "getloadavg", lambda: (load, load, load))
+    assert forked_module.spare_core() is spare
+    child = forked_module.fork_child(lambda writing: None)
+    assert (child is not None) is spare
+    if child is not None:
+        os.close(child.reading)
+        child.stop()

@@ -13,7 +13,7 @@ import pytest
 from import_support import PROMPTFOO, run_files
 
 from evalsite.errors import SourceError
-from evalsite.execute.importers import ImportOptions, import_files, jsonstream, promptfoo, shared_reading
+from evalsite.execute.importers import ImportOptions, forked, import_files, jsonstream, promptfoo, shared_reading
 from evalsite.execute.importers.source_records import SourceCase, SourceItem, SourceScore, case_fields, case_of
 from evalsite.project import Project
 
@@ -62,6 +62,7 @@ def mapped(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
     monkeypatch.setattr(promptfoo, "case_of", counting)
     monkeypatch.setattr(shared_reading, "MIN_BYTES", 0)
+    monkeypatch.setattr(forked, "spare_core", lambda: True)
     monkeypatch.setattr(jsonstream, "RUN_CHARS", 12_000)
     return counted
 

@@ -5,10 +5,10 @@ pipe whose other end the parent reads: the child starts with everything the impo
 far (nothing is copied or pickled on the way in), so it runs exactly the code and data the
 parent would. :func:`forked` is the common case: one value computed by the child, sent back
 pickled (the runs it wrote, or the exception it raised). Linux only: elsewhere (no ``fork``, or
-macOS, where forking a process that may hold system frameworks is unsafe) both return None and
-the caller does the work itself. The parent always either collects the child
-(:meth:`Forked.result`) or stops it (:meth:`Child.stop`) before it goes on, so no child outlives
-the import or writes after it.
+macOS, where forking a process that may hold system frameworks is unsafe), or when no core is
+spare (:func:`spare_core`), both return None and the caller does the work itself. The parent
+always either collects the child (:meth:`Forked.result`) or stops it (:meth:`Child.stop`) before
+it goes on, so no child outlives the import or writes after it.
 """
 
 from __future__ import annotations
@@ -42,9 +42,19 @@ class Child:
         os.waitpid(self.pid, 0)
 
 
+def spare_core() -> bool:
+    """Whether a second process would find a core to run on: two or more cores this process may
+    use, and fewer processes than cores waiting to run on average over the last minute (this
+    import included). On a machine kept busy by other work a second process only adds its own
+    costs (a fork, the walk both processes make, the messages), so the import stays in one."""
+    cores = len(os.sched_getaffinity(0))
+    return cores >= 2 and os.getloadavg()[0] < cores
+
+
 def fork_child(body: Callable[[int], None]) -> Child | None:
-    """``body(writing)`` started in a child process, or None where this platform cannot fork safely."""
-    if sys.platform != "linux":
+    """``body(writing)`` started in a child process, or None where this platform cannot fork
+    safely or no core is spare (:func:`spare_core`)."""
+    if sys.platform != "linux" or not spare_core():
         return None
     reading, writing = os.pipe()
     pid = os.fork()
