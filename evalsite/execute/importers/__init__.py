@@ -103,7 +103,7 @@ def import_files(project: Project, format_name: str, paths: Sequence[Path], opti
                 if not source.run_keys:
                     raise SourceError(f"{source.label}: no results to import")
                 log.debug("read %s as %s: %d run(s)", file, format_name, len(source.run_keys))
-            hashes.wait()  # before write_runs, which may fork (a child gets no thread)
+            hashes.wait()  # the header needs it; and write_runs may fork (best with no other thread running)
             batch_id = new_run_id("import")
             with StagedRuns(project.runs_dir) as staged:
                 runs = [run for source in sources for run in write_runs(source, staged.folder, batch_id, options)]

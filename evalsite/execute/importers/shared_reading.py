@@ -22,7 +22,10 @@ The mapped values travel as orjson: they come from orjson's decoding of the run 
 64 bits, NaN or lone surrogate: those runs are refused) and a mapping that makes strings, floats,
 integers, booleans, lists and dicts of them, which orjson writes and reads back unchanged; a
 message orjson cannot write sends the run back to this process. Only for files of at least
-:data:`MIN_BYTES`, and only where :func:`~evalsite.execute.importers.forked.fork_child` forks.
+:data:`MIN_BYTES`, and only where :func:`~evalsite.execute.importers.forked.fork_child` forks. The
+fork happens before this process opens the file, while the import's hash thread may be running;
+the second process touches nothing of that thread's (its file, its digest) and leaves by
+``os._exit``.
 """
 
 from __future__ import annotations
