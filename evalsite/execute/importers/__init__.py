@@ -102,8 +102,10 @@ def import_files(project: Project, format_name: str, paths: Sequence[Path], opti
                 _read(form, source, options)
                 if not source.run_keys:
                     raise SourceError(f"{source.label}: no results to import")
-                log.debug("read %s as %s: %d run(s)", file, format_name, len(source.run_keys))
             hashes.wait()  # the header needs it; and write_runs may fork (best with no other thread running)
+            for source in sources:
+                log.debug("read %s as %s (sha256 %s): %d run(s)", source.path, format_name, source.sha256[:12],
+                          len(source.run_keys))
             batch_id = new_run_id("import")
             with StagedRuns(project.runs_dir) as staged:
                 runs = [run for source in sources for run in write_runs(source, staged.folder, batch_id, options)]
