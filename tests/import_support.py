@@ -70,6 +70,9 @@ def run_files(report: ImportReport, root: Path) -> dict[str, dict[str, Any]]:
         for key in ("run_id", "batch_id"):
             header.pop(key)
         header["source"].pop("imported_at")
-        runs[run.arm_id] = {"run.json": header, "cases.jsonl": (folder / "cases.jsonl").read_bytes(),
-                            "end.json": json.loads((folder / "end.json").read_text())}
+        runs[run.arm_id] = {
+            "run.json": header,
+            "cases.jsonl": (folder / "cases.jsonl").read_bytes(),
+            "end.json": json.loads((folder / "end.json").read_text()),
+        }
     return runs
