@@ -10,7 +10,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from statistics import fmean
+from typing import Any
 
+from evalsite.execute.importers import ImportReport
 from evalsite.runlog.store import Run, read_run, run_directories
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "external"
@@ -56,3 +58,21 @@ def write_jsonl(path: Path, rows: list[dict]) -> Path:
 
 def read_jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def run_files(report: ImportReport, root: Path) -> dict[str, dict[str, Any]]:
+    """Each run ``report`` wrote under project ``root``, by arm: its ``run.json`` (ids and import
+    time left out), its ``cases.jsonl`` bytes and its ``end.json``, to compare two imports'."""
+    runs = {}
+    for run in report.runs:
+        folder = root / "runs" / run.run_id
+        header = json.loads((folder / "run.json").read_text())
+        for key in ("run_id", "batch_id"):
+            header.pop(key)
+        header["source"].pop("imported_at")
+        runs[run.arm_id] = {
+            "run.json": header,
+            "cases.jsonl": (folder / "cases.jsonl").read_bytes(),
+            "end.json": json.loads((folder / "end.json").read_text()),
+        }
+    return runs

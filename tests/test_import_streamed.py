@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
-from import_support import PLAIN
+from import_support import PLAIN, run_files
 
 from evalsite.analysis.case_columns import case_columns
 from evalsite.execute.importers import ImportOptions, import_files
@@ -39,19 +40,9 @@ def _source(tmp_path: Path, copies: int) -> Path:
     return path
 
 
-def _import(root: Path, source: Path) -> dict[str, dict[str, bytes | dict]]:
+def _import(root: Path, source: Path) -> dict[str, dict[str, Any]]:
     (root / "data").mkdir(parents=True)
-    report = import_files(Project(root), "jsonl", [source], ImportOptions(again=True))
-    runs = {}
-    for run in report.runs:
-        folder = root / "runs" / run.run_id
-        header = json.loads((folder / "run.json").read_text())
-        for key in ("run_id", "batch_id"):
-            header.pop(key)
-        header["source"].pop("imported_at")
-        runs[run.arm_id] = {"run.json": header, "cases.jsonl": (folder / "cases.jsonl").read_bytes(),
-                            "end.json": json.loads((folder / "end.json").read_text())}
-    return runs
+    return run_files(import_files(Project(root), "jsonl", [source], ImportOptions(again=True)), root)
 
 
 def _per_case(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import gc
 import logging
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from evalsite.errors import AlreadyImportedError, RunLogError, SourceError
@@ -87,19 +89,23 @@ def import_files(project: Project, format_name: str, paths: Sequence[Path], opti
         raise SourceError(f"--dataset {options.dataset_name[:60]!r}: not a safe name ({SAFE_NAME_RULE}); "
                           "it becomes part of the dataset id and of file names on the site")
     files = [file for path in paths for file in _expand(Path(path), format_name, form)]
-    shas = {file: file_sha256(file) for file in files}
+    hashes = _Hashes(files)
     if not options.again:
-        _refuse_repeats(project.runs_dir, files, shas)
+        _refuse_repeats(project.runs_dir, files, hashes)
+    hashes.start()
     sources: list[SourceImport] = []
     with _collector_paused():
         try:
             for file in files:
-                source = SourceImport(project, file, format_name, shas[file])
+                source = SourceImport(project, file, format_name, partial(hashes.of, file))
                 sources.append(source)
                 _read(form, source, options)
                 if not source.run_keys:
                     raise SourceError(f"{source.label}: no results to import")
-                log.debug("read %s as %s (sha256 %s): %d run(s)", file, format_name, shas[file][:12], len(source.run_keys))
+            hashes.wait()  # the header needs it; and write_runs may fork (best with no other thread running)
+            for source in sources:
+                log.debug("read %s as %s (sha256 %s): %d run(s)", source.path, format_name, source.sha256[:12],
+                          len(source.run_keys))
             batch_id = new_run_id("import")
             with StagedRuns(project.runs_dir) as staged:
                 runs = [run for source in sources for run in write_runs(source, staged.folder, batch_id, options)]
@@ -110,6 +116,47 @@ def import_files(project: Project, format_name: str, paths: Sequence[Path], opti
     for run in runs:
         log.debug("wrote run %s (%s cases)", run.run_id, run.summary.cases)
     return ImportReport(runs, [warning for source in sources for warning in source.warnings])
+
+
+class _Hashes:
+    """Each file's sha256 (recorded in its runs' headers). Computed at once when an earlier import
+    might hold the same file (:func:`_refuse_repeats` must know before reading); otherwise in a
+    thread while the files are read (hashlib and file reads release the GIL), so on a second core
+    the hash costs no wall time. :meth:`of` waits for it."""
+
+    def __init__(self, files: list[Path]):
+        self.files = files
+        self._found: dict[Path, str] = {}
+        self._failed: OSError | None = None
+        self._thread: threading.Thread | None = None
+
+    def now(self) -> dict[Path, str]:
+        """Every file's sha256, computed here if not yet."""
+        for file in self.files:
+            self._found.setdefault(file, file_sha256(file))
+        return self._found
+
+    def start(self) -> None:
+        """Hash in a thread whatever :meth:`now` has not hashed yet."""
+        if len(self._found) < len(self.files):
+            self._thread = threading.Thread(target=self._hash_all, name="import-sha256", daemon=True)
+            self._thread.start()
+
+    def of(self, file: Path) -> str:
+        self.wait()
+        if self._failed is not None:
+            raise self._failed
+        return self._found[file]
+
+    def wait(self) -> None:
+        if self._thread is not None:
+            self._thread.join()
+
+    def _hash_all(self) -> None:
+        try:
+            self.now()
+        except OSError as exc:  # raised by of(), in the importing thread
+            self._failed = exc
 
 
 @contextmanager
@@ -161,8 +208,11 @@ def _expand(path: Path, format_name: str, form: Format) -> list[Path]:
     return files
 
 
-def _refuse_repeats(runs_dir: Path, files: list[Path], shas: dict[Path, str]) -> None:
+def _refuse_repeats(runs_dir: Path, files: list[Path], hashes: _Hashes) -> None:
     imported = previous_imports(runs_dir)
+    if not imported and len(files) == 1:
+        return  # nothing to repeat: the file's hash can wait
+    shas = hashes.now()
     first_with: dict[str, Path] = {}
     for file in files:
         sha = shas[file]

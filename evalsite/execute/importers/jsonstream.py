@@ -38,7 +38,7 @@ import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from evalsite.errors import SourceError
 from evalsite.jsonshape import JSONObject
@@ -67,6 +67,21 @@ class _EndOfFile(Exception):
     """The document ended where more was required."""
 
 
+class RunShare(Protocol):
+    """Who decodes each run of the array's elements (:meth:`JsonArrayStream._run_of_elements`),
+    when two processes read one document (:mod:`evalsite.execute.importers.shared_reading`)."""
+
+    def claim(self, number: int, start: int, end: int) -> list[Any] | None:
+        """The values to yield for run ``number`` (the text from offset ``start`` to ``end``),
+        given by the share, or None to decode the run here."""
+
+    def decoded(self, values: list[Any] | None) -> None:
+        """What decoding the run just claimed gave: its values, or None (read one element at a time)."""
+
+    def finished(self) -> None:
+        """The array has ended."""
+
+
 class JsonArrayStream:
     """Iterate the array at ``keys`` in the JSON object stored at ``path``.
 
@@ -78,8 +93,10 @@ class JsonArrayStream:
     that ends anywhere else, or that is not JSON, raises :class:`SourceError` naming the line.
     """
 
-    def __init__(self, path: Path, keys: tuple[str, ...], label: str | None = None, skip: tuple[str, ...] = ()):
+    def __init__(self, path: Path, keys: tuple[str, ...], label: str | None = None, skip: tuple[str, ...] = (),
+                 share: RunShare | None = None):
         self.path = Path(path)
+        self.share = share
         self.keys = keys
         self.skip = {tuple(dotted.split(".")) for dotted in skip}
         self.label = label or str(path)
@@ -94,6 +111,7 @@ class JsonArrayStream:
         self._in_array = False
         self._indented = True  # until an element shows otherwise (see _element)
         self._single_until = 0  # elements before this offset are read one at a time (see _run_of_elements)
+        self._runs = 0  # runs cut so far in the array (their numbers for the share)
 
     def __iter__(self) -> Iterator[Any]:
         try:
@@ -130,6 +148,8 @@ class JsonArrayStream:
                 self._in_array = True
                 yield from self._elements(".".join(inner))
                 self._in_array = False
+                if self.share is not None:
+                    self.share.finished()
             elif inner == self.keys[: len(inner)] or (self._leads_to_skip(inner) and self._peek() == "{"):
                 into[key] = {}
                 yield from self._object(into[key], inner)
@@ -149,11 +169,12 @@ class JsonArrayStream:
             self._pos += 1
             return
         while True:
-            yield from self._run_of_elements() or (self._element(),)
+            run = self._run_of_elements()
+            yield from (self._element(),) if run is None else run
             if self._one_of(",]") == "]":
                 return
 
-    def _run_of_elements(self) -> list[Any]:
+    def _run_of_elements(self) -> list[Any] | None:
         """The elements from here to the last line in the buffer that closes one at this element's
         indentation, decoded by one orjson call (the cut text in brackets), or none. Text that
         orjson reads whole as an array holds exactly those elements: a JSON parser decides left
@@ -161,24 +182,36 @@ class JsonArrayStream:
         An element a call cannot take surely (a run of 19 digits, NaN, bad JSON, the cut past
         the array's end) sends the stream one element at a time (:meth:`_element`) up to where
         that cut ended. One call for a dozen promptfoo results instead of one each saves the
-        cut, slice, encode and digit check per element (bench figures: docs/benchmarks.md)."""
+        cut, slice, encode and digit check per element (bench figures: docs/benchmarks.md).
+        None: no run here. With a :class:`RunShare`, each run of the array is first offered to
+        it, which may give its values (decoded elsewhere, or none: a run another process reads)."""
         if not self._indented or self._dropped + self._pos < self._single_until:
-            return []
+            return None
         self._skip_whitespace()
         closer = self._closing_line()  # before a fill, which drops the line's start
         if closer is None:
-            return []
+            return None
         if len(self._buffer) - self._pos < CHUNK_CHARS // 2:
             self._fill()
         end = self._buffer.rfind(closer, self._pos, self._pos + RUN_CHARS)
         if end < 0:
-            return []
+            return None
         end += len(closer)
+        share = self.share if self._in_array else None
+        if share is not None:
+            claimed = share.claim(self._runs, self._dropped + self._pos, self._dropped + end)
+            self._runs += 1
+            if claimed is not None:
+                self._pos = end
+                return claimed
         values: list[Any] | object = orjson_value(b"[" + self._buffer[self._pos : end].encode("utf-8") + b"]")
         if not isinstance(values, list):
             self._single_until = self._dropped + end
-            return []
-        self._pos = end
+            values = None
+        else:
+            self._pos = end
+        if share is not None:
+            share.decoded(values)
         return values
 
     def _element(self) -> Any:

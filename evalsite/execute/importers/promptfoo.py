@@ -10,11 +10,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from evalsite.errors import SourceError
-from evalsite.execute.importers.jsonstream import JsonArrayStream, JsonLines
+from evalsite.execute.importers.jsonstream import JsonArrayStream, JsonLines, RunShare
+from evalsite.execute.importers.shared_reading import Mapped, shared_reading
 from evalsite.execute.importers.source_records import (
     MISSING,
     ImportOptions,
@@ -23,6 +25,8 @@ from evalsite.execute.importers.source_records import (
     SourceRun,
     SourceScore,
     arm_from,
+    case_fields,
+    case_of,
     checked_case,
     field_at,
     finite_number,
@@ -52,23 +56,34 @@ class _Column:
     prompt_id: str | None
 
 
+def _stream(path: Path, label: str, share: RunShare | None = None) -> JsonArrayStream:
+    return JsonArrayStream(path, ("results", "results"), label, skip=("config.tests",), share=share)  # the tests: inlined
+
+
 class _Results:
-    """The result rows of a ``.json`` (streamed from ``results.results``) or ``.jsonl`` file."""
+    """The result rows of a ``.json`` (streamed from ``results.results``) or ``.jsonl`` file. A
+    large ``.json`` file's results are mostly decoded and mapped by a second process
+    (:mod:`~evalsite.execute.importers.shared_reading`): those arrive as :class:`Mapped`."""
 
-    def __init__(self, path: Path, label: str):
+    def __init__(self, path: Path, label: str, options: ImportOptions):
         self.jsonl = path.suffix.lower() in (".jsonl", ".ndjson")
-        self._reader = JsonLines(path, label) if self.jsonl else JsonArrayStream(
-            path, ("results", "results"), label, skip=("config.tests",))  # every test again, inlined
+        self.share = None if self.jsonl else shared_reading(path, partial(_stream, path, label),
+                                                            partial(_mapped, options=options))
+        self._reader = JsonLines(path, label) if self.jsonl else _stream(path, label, self.share)
 
-    def __iter__(self) -> Iterator[tuple[str, JSONObject]]:
+    def __iter__(self) -> Iterator[tuple[str, JSONObject | Mapped]]:
         if self.jsonl:
             for number, record in self._reader:
                 yield f"line {number}", record
         else:
             for index, record in enumerate(self._reader):
-                if not isinstance(record, dict):
+                if not isinstance(record, (dict, Mapped)):
                     raise SourceError(f"{self._reader.label}: results.results[{index}] is not an object")
                 yield f"results.results[{index}]", record
+
+    def close(self) -> None:
+        if self.share is not None:
+            self.share.close()
 
     @property
     def document(self) -> JSONObject:
@@ -85,14 +100,11 @@ class _Results:
 
 
 def read_promptfoo(source: SourceImport, options: ImportOptions) -> None:
-    results = _Results(source.path, source.label)
-    columns: dict[str, _Column] = {}
-    for where, result in results:
-        if not results.jsonl and not columns:
-            _check_version(source, results.document, required=False)  # fail before reading on
-        key, column = _column(result, f"{source.label}: {where}", options)
-        columns.setdefault(key, column)
-        source.add_case(_case(result, key, f"{source.label}: {where}"))
+    results = _Results(source.path, source.label, options)
+    try:
+        columns = _read_results(source, results, options)
+    finally:
+        results.close()
     if not results.jsonl:
         if not results.found:
             raise SourceError(f"{source.label}: no results.results array: not a promptfoo results file")
@@ -102,6 +114,34 @@ def read_promptfoo(source: SourceImport, options: ImportOptions) -> None:
     for key, column in columns.items():
         source.describe(key, _run(results.document, column, _arm(key, column, columns, options),
                                   results.truncated, source))
+
+
+def _read_results(source: SourceImport, results: _Results, options: ImportOptions) -> dict[str, _Column]:
+    """Every result's case to ``source``, in file order; the provider × prompt columns seen."""
+    columns: dict[str, _Column] = {}
+    for where, result in results:
+        if not results.jsonl and not columns:
+            _check_version(source, results.document, required=False)  # fail before reading on
+        if isinstance(result, Mapped):  # mapped by the second process, as _mapped does
+            key, fields, case_list = result.value
+            column, case = _Column(*fields), case_of(case_list)
+        else:
+            key, column = _column(result, f"{source.label}: {where}", options)
+            case = _case(result, key, f"{source.label}: {where}")
+        columns.setdefault(key, column)
+        source.add_case(case)
+    return columns
+
+
+def _mapped(result: Any, options: ImportOptions) -> list[Any]:
+    """A result as the second process sends it: its column's key and fields, and its case's fields
+    (:func:`~evalsite.execute.importers.source_records.case_fields`). Anything wrong with it raises,
+    and the main process maps it again, raising the error with the result's place."""
+    if not isinstance(result, dict):
+        raise SourceError("not an object")
+    key, column = _column(result, "", options)
+    return [key, [column.provider, column.provider_id, column.prompt_label, column.prompt_id],
+            case_fields(_case(result, key, ""))]
 
 
 def _check_version(source: SourceImport, document: JSONObject, *, required: bool) -> None:

@@ -29,8 +29,9 @@ import secrets
 import shutil
 import tempfile
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from itertools import accumulate
 from pathlib import Path
 from typing import IO, Any
 
@@ -40,6 +41,7 @@ from evalsite import __version__
 from evalsite.analysis.case_columns import batch_columns
 from evalsite.analysis.summary import summarise_run
 from evalsite.errors import RunLogError, SourceError
+from evalsite.execute.importers.forked import forked
 from evalsite.execute.importers.source_records import ImportOptions, SourceCase, SourceItem, SourceRun, SourceScore
 from evalsite.experiment.datasets import Dataset, Item, dataset_id, item_identity
 from evalsite.project import Project
@@ -68,6 +70,9 @@ STAGING_MARK = "-importing-"
 STAGING_LOCK = ".lock"
 _UNKNOWN_ORDER = float("inf")
 WRITE_BATCH = 1000  # case lines per write
+#: the fewest cases the second process's runs must hold for write_runs to start one (a fork of a
+#: process holding a large import's items costs ~10-30 ms; its runs take ~25 µs a case to write)
+PARALLEL_MIN_CASES = 20_000
 _STDLIB_MARK = b"J"
 
 
@@ -119,22 +124,35 @@ class ImportedRun:
 class SourceImport:
     """One source file being read: the reader adds cases and describes runs; nothing is written yet."""
 
-    def __init__(self, project: Project, path: Path, format_name: str, sha256: str | None = None):
+    def __init__(self, project: Project, path: Path, format_name: str, sha256: str | Callable[[], str] | None = None):
+        """``sha256``: the file's, or a function that gives it when first asked (a hash still being
+        computed while the file is read); by default computed here."""
         self.project = project
         self.path = Path(path)
         self.label = str(path)
         self.format_name = format_name
-        self.sha256 = sha256 or file_sha256(self.path)
-        self.files = [{"path": project.relative(self.path), "sha256": self.sha256}]
+        self._sha256 = sha256 or file_sha256(self.path)
+        self._other_files: list[dict[str, str]] = []
         self.warnings: list[str] = []
         self._drafts: dict[str, _RunDraft] = {}
+
+    @property
+    def sha256(self) -> str:
+        if not isinstance(self._sha256, str):
+            self._sha256 = self._sha256()
+        return self._sha256
+
+    @property
+    def files(self) -> list[dict[str, str]]:
+        """The files this source was read from, each with its sha256: ``path`` first."""
+        return [{"path": self.project.relative(self.path), "sha256": self.sha256}, *self._other_files]
 
     def warn(self, message: str) -> None:
         self.warnings.append(f"{self.label}: {message}")
 
     def add_file(self, path: Path) -> None:
         """Record another file this source was read from (lm-eval's samples file)."""
-        self.files.append({"path": self.project.relative(path), "sha256": file_sha256(path)})
+        self._other_files.append({"path": self.project.relative(path), "sha256": file_sha256(path)})
 
     @property
     def run_keys(self) -> list[str]:
@@ -265,10 +283,13 @@ class _ItemsMemo:
         self.rows: list[dict[str, Any]] = []
         self.items: list[Item] = []
 
-    def items_of(self, rows: list[dict[str, Any]]) -> list[Item]:
+    def items_by_key(self, draft: _RunDraft) -> dict[str, Item]:
+        """The items of ``draft``'s run in the source's order, by key."""
+        keys = sorted(draft.items, key=lambda k: draft.items[k].order)
+        rows = [draft.items[k].row for k in keys]
         if not (self.items and rows == self.rows and _same_text(rows, self.rows)):
             self.rows, self.items = rows, item_identity(rows, self.label)
-        return self.items
+        return dict(zip(keys, self.items))
 
 
 def _same_text(first: list[dict[str, Any]], second: list[dict[str, Any]]) -> bool:
@@ -279,14 +300,44 @@ def _same_text(first: list[dict[str, Any]], second: list[dict[str, Any]]) -> boo
 
 
 def write_runs(source: SourceImport, runs_dir: Path, batch_id: str, options: ImportOptions) -> list[ImportedRun]:
-    """Write every run of ``source`` under ``runs_dir``; call once the reader has finished."""
+    """Write every run of ``source`` under ``runs_dir``; call once the reader has finished. With
+    several runs and enough cases (:func:`_shares`), the last runs are written by a second process
+    (:func:`~evalsite.execute.importers.forked.forked`) while this one writes the first: the same
+    code over the same state, so the same files; its error, if any, is raised after this one's."""
     described = sorted(((_description(source, draft), draft) for draft in source.drafts()), key=lambda pair: pair[0].arm_id)
+    first, rest = _shares(described)
     memo = _ItemsMemo(source.label)
+
+    def write(share: list[tuple[SourceRun, _RunDraft]]) -> list[ImportedRun]:
+        return [_write_run(source, draft, run, runs_dir, batch_id, options, memo) for run, draft in share]
+
     try:
-        return [_write_run(source, draft, run, runs_dir, batch_id, options, memo) for run, draft in described]
+        if rest:  # the items hashed once, before the fork: both shares' runs are usually on the same items
+            memo.items_by_key(first[0][1])
+        other = forked(lambda: write(rest)) if rest else None
+        if other is None:
+            return write(first + rest)
+        try:
+            written = write(first)
+        except BaseException:
+            other.cancel()
+            raise
+        return written + other.result()
     except UnicodeEncodeError as exc:  # an item's input, expected value or metadata: hashed as UTF-8
         raise SourceError(f"{source.label}: a row holds a lone surrogate {_surrogate(exc)}, near "
                           f"{exc.object[max(0, exc.start - 30):exc.start + 30]!r} (not valid Unicode text)") from None
+
+
+def _shares(described: list[tuple[SourceRun, _RunDraft]]) -> tuple[list[tuple[SourceRun, _RunDraft]],
+                                                                    list[tuple[SourceRun, _RunDraft]]]:
+    """The runs split in two, in order, as evenly by cases as a cut between runs allows; the
+    second share is empty when it would hold fewer than :data:`PARALLEL_MIN_CASES` cases (a
+    second process would not pay for itself)."""
+    before = list(accumulate((draft.cases for _, draft in described), initial=0))  # cases before each cut
+    cut = min(range(len(before)), key=lambda at: abs(before[-1] - 2 * before[at]))
+    if cut == 0 or before[-1] - before[cut] < PARALLEL_MIN_CASES:
+        return described, []
+    return described[:cut], described[cut:]
 
 
 def _surrogate(exc: UnicodeEncodeError) -> str:
@@ -302,8 +353,7 @@ def _description(source: SourceImport, draft: _RunDraft) -> SourceRun:
 
 def _write_run(source: SourceImport, draft: _RunDraft, run: SourceRun, runs_dir: Path, batch_id: str,
                options: ImportOptions, memo: _ItemsMemo) -> ImportedRun:
-    keys = sorted(draft.items, key=lambda k: draft.items[k].order)
-    items = dict(zip(keys, memo.items_of([draft.items[k].row for k in keys])))
+    items = memo.items_by_key(draft)
     name = options.dataset_name or DEFAULT_DATASET_NAME
     identifier = dataset_id(name, list(items.values()))
     dataset = DatasetRecord(run.dataset_location, identifier, len(items), name=name)

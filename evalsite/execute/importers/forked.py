@@ -1,0 +1,116 @@
+"""Part of an import's work done by a second process, for the machine's second core.
+
+:func:`fork_child` runs ``body(writing)`` in a child made by ``os.fork``, ``writing`` the end of a
+pipe whose other end the parent reads: the child starts with everything the import has read so
+far (nothing is copied or pickled on the way in), so it runs exactly the code and data the
+parent would. :func:`forked` is the common case: one value computed by the child, sent back
+pickled (the runs it wrote, or the exception it raised). Linux only: elsewhere (no ``fork``, or
+macOS, where forking a process that may hold system frameworks is unsafe), or when no core is
+spare (:func:`spare_core`), both return None and the caller does the work itself. The parent
+always either collects the child (:meth:`Forked.result`) or stops it (:meth:`Child.stop`) before
+it goes on, so no child outlives the import or writes after it.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+T = TypeVar("T")
+
+_OK, _RAISED = "ok", "raised"
+
+
+@dataclass(frozen=True)
+class Child:
+    """A child process and the end of its pipe this process reads."""
+
+    pid: int
+    reading: int
+
+    def stop(self) -> None:
+        """Stop the child (if it still runs) and reap it; the caller closes ``reading``."""
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+        except ProcessLookupError:  # pragma: no cover - already gone (and reaped below)
+            pass
+        os.waitpid(self.pid, 0)
+
+
+def spare_core() -> bool:
+    """Whether a second process would find a core to run on: two or more cores this process may
+    use, and fewer processes than cores waiting to run on average over the last minute (this
+    import included). On a machine kept busy by other work a second process only adds its own
+    costs (a fork, the walk both processes make, the messages), so the import stays in one."""
+    cores = len(os.sched_getaffinity(0))
+    return cores >= 2 and os.getloadavg()[0] < cores
+
+
+def fork_child(body: Callable[[int], None]) -> Child | None:
+    """``body(writing)`` started in a child process, or None where this platform cannot fork
+    safely or no core is spare (:func:`spare_core`)."""
+    if sys.platform != "linux" or not spare_core():
+        return None
+    reading, writing = os.pipe()
+    pid = os.fork()
+    if pid:
+        os.close(writing)
+        return Child(pid, reading)
+    status = 1
+    try:  # the child: leave by os._exit, so nothing of the parent's stack (its finally clauses,
+        os.close(reading)  # atexit, unflushed output) runs a second time
+        body(writing)
+        status = 0
+    finally:
+        os._exit(status)
+
+
+class Forked(Generic[T]):
+    """A child process computing one value; :meth:`result` waits for it."""
+
+    def __init__(self, child: Child):
+        self.child = child
+
+    def result(self) -> T:
+        """The child's value, or the exception it raised, raised again here."""
+        with os.fdopen(self.child.reading, "rb") as pipe:
+            payload = pipe.read()
+        os.waitpid(self.child.pid, 0)
+        if not payload:
+            raise RuntimeError(f"import worker process {self.child.pid} ended without a result")
+        outcome, value = pickle.loads(payload)
+        if outcome == _RAISED:
+            raise value
+        return value  # type: ignore[no-any-return]
+
+    def cancel(self) -> None:
+        os.close(self.child.reading)
+        self.child.stop()
+
+
+def forked(work: Callable[[], T]) -> Forked[T] | None:
+    """``work()`` computed in a child process, or None where this platform cannot fork safely."""
+    child = fork_child(lambda writing: _send(work, writing))
+    return None if child is None else Forked(child)
+
+
+def _send(work: Callable[[], object], writing: int) -> None:
+    try:
+        payload = pickle.dumps((_OK, work()))
+    except BaseException as exc:  # every failure goes back to the parent, which raises it
+        payload = _raised(exc)
+    with os.fdopen(writing, "wb") as pipe:
+        pipe.write(payload)
+
+
+def _raised(exc: BaseException) -> bytes:
+    """The exception, pickled as it is when it can be (the evalsite errors can), else as text."""
+    try:
+        return pickle.dumps((_RAISED, exc))
+    except Exception:  # an exception holding something unpicklable
+        return pickle.dumps((_RAISED, RuntimeError(f"import worker: {type(exc).__name__}: {exc}")))

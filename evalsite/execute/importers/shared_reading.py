@@ -1,0 +1,182 @@
+"""One large indented JSON array read by two processes: most of its elements decoded and mapped
+by a second one, while this process does the rest and every step that depends on order.
+
+Both processes walk the same document with the same :class:`~evalsite.execute.importers.jsonstream.JsonArrayStream`,
+which cuts the array into runs of elements the same way in each (the cut depends only on the
+text and the position). Run ``n`` is decoded here when ``n % MAIN_EVERY == 0``; the second
+process steps over those and decodes the others, maps each of their elements with the reader's
+function (a promptfoo result to its case) and sends, per run, its number, its offsets and the
+mapped elements as one orjson message through a pipe (compact bytes, not pickled objects). This
+process, reaching such a run, reads the message and yields the mapped elements in the run's place,
+so the reader sees every element in file order and does all the order-dependent work itself
+(items, repeats, evaluator tallies, the spool): the same cases in the same order as one process.
+
+This process stays the reference. A run is taken from the second process only when the message
+names the same run at the same offsets and that process decoded and mapped all of it; otherwise
+(its decoder refused the run, an element did not map, a message that does not match because the
+two walks parted after a run one process decoded one element at a time, or the process is gone)
+the run is decoded here, and after a mismatch the second process is stopped and this one reads
+on alone. So a bad element's error is raised here, with its index, in file order, as always.
+
+The mapped values travel as orjson: they come from orjson's decoding of the run (no integer past
+64 bits, NaN or lone surrogate: those runs are refused) and a mapping that makes strings, floats,
+integers, booleans, lists and dicts of them, which orjson writes and reads back unchanged; a
+message orjson cannot write sends the run back to this process. Only for files of at least
+:data:`MIN_BYTES`, and only where :func:`~evalsite.execute.importers.forked.fork_child` forks. The
+fork happens before this process opens the file, while the import's hash thread may be running;
+the second process touches nothing of that thread's (its file, its digest) and leaves by
+``os._exit``.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+import orjson
+
+from evalsite.execute.importers.forked import Child, fork_child
+from evalsite.execute.importers.jsonstream import RunShare
+
+#: every MAIN_EVERY-th run is decoded in this process, the others in the second one: this process
+#: also spools every case (~11 µs a promptfoo case) and takes in the mapped ones (~3 µs), the second
+#: decodes and maps (~40 µs), so one run in three here keeps both about equally busy
+MAIN_EVERY = 3
+#: smaller files are read by one process: a second costs a fork and its start (a few ms)
+MIN_BYTES = 16 << 20
+_LENGTH = struct.Struct("<I")
+_PIPE_BYTES = 1 << 20  # the second process may run this far ahead before it waits
+
+
+@dataclass(frozen=True)
+class Mapped:
+    """An element as the second process's mapping gave it (orjson's reading of its message)."""
+
+    value: Any
+
+
+class MainShare:
+    """This process's side: its own runs decoded here, the others taken from the second process."""
+
+    def __init__(self, child: Child):
+        self._child: Child | None = child
+        self._pipe = os.fdopen(child.reading, "rb")
+
+    def claim(self, number: int, start: int, end: int) -> list[Any] | None:
+        if number % MAIN_EVERY == 0 or self._child is None:
+            return None
+        message = self._message()
+        if message is None or message[:3] != [number, start, end]:
+            self.close()  # the walks have parted (or the process is gone): read on alone
+            return None
+        mapped = message[3]
+        return None if mapped is None else [Mapped(value) for value in mapped]
+
+    def decoded(self, values: list[Any] | None) -> None:
+        pass
+
+    def finished(self) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop the second process, if running, and reap it."""
+        if self._child is not None:
+            self._pipe.close()
+            self._child.stop()
+            self._child = None
+
+    def _message(self) -> list[Any] | None:
+        head = self._pipe.read(_LENGTH.size)
+        if len(head) < _LENGTH.size:
+            return None
+        body = self._pipe.read(_LENGTH.unpack(head)[0])
+        value = orjson.loads(body)
+        return value if isinstance(value, list) else None
+
+
+class _Done(Exception):
+    """The array has ended: the second process has nothing more to do."""
+
+
+class WorkerShare:
+    """The second process's side: other runs stepped over, its own decoded, mapped and sent."""
+
+    def __init__(self, pipe: IO[bytes], mapping: Callable[[Any], Any]):
+        self._pipe = pipe
+        self._mapping = mapping
+        self._run: list[Any] | None = None  # [number, start, end] of the run being mapped
+        self._expected = 0  # elements of that run still to come
+        self._mapped: list[Any] | None = []  # None once an element failed to map
+
+    def claim(self, number: int, start: int, end: int) -> list[Any] | None:
+        if number % MAIN_EVERY == 0:
+            return []
+        self._run = [number, start, end]
+        return None
+
+    def decoded(self, values: list[Any] | None) -> None:
+        if self._run is None:
+            return
+        if values is None:  # read one element at a time: left to the main process
+            self._send(None)
+            return
+        self._expected, self._mapped = len(values), []
+
+    def finished(self) -> None:
+        raise _Done
+
+    def element(self, value: Any) -> None:
+        """One element the stream yielded: mapped when it belongs to a run of this process."""
+        if not self._expected:
+            return
+        self._expected -= 1
+        if self._mapped is not None:
+            try:
+                self._mapped.append(self._mapping(value))
+            except Exception:  # the main process maps it again and raises its error, in order
+                self._mapped = None
+        if not self._expected:
+            self._send(self._mapped)
+
+    def _send(self, mapped: list[Any] | None) -> None:
+        assert self._run is not None
+        try:
+            body = orjson.dumps([*self._run, mapped])
+        except TypeError:  # a value orjson does not write: the main process decodes the run
+            body = orjson.dumps([*self._run, None])
+        self._pipe.write(_LENGTH.pack(len(body)) + body)
+        self._run = None
+
+
+def shared_reading(
+    path: Path, stream: Callable[[RunShare], Iterable[Any]], mapping: Callable[[Any], Any]
+) -> MainShare | None:
+    """Start the second process on ``path`` (``stream(share)``: the same stream this process will
+    walk; ``mapping``: an element to what the reader needs of it, JSON-writable), or None when the
+    file is too small or the platform cannot fork."""
+    if path.stat().st_size < MIN_BYTES:
+        return None
+    child = fork_child(lambda writing: _second_process(writing, stream, mapping))
+    if child is None:
+        return None
+    import fcntl  # Linux's, here: fork_child forks only there
+
+    try:
+        fcntl.fcntl(child.reading, fcntl.F_SETPIPE_SZ, _PIPE_BYTES)
+    except OSError:  # a system whose pipes may not grow so far: the default size works, with more waits
+        pass
+    return MainShare(child)
+
+
+def _second_process(writing: int, stream: Callable[[RunShare], Iterable[Any]], mapping: Callable[[Any], Any]) -> None:
+    with os.fdopen(writing, "wb") as pipe:
+        share = WorkerShare(pipe, mapping)
+        try:
+            for value in stream(share):
+                share.element(value)
+        except _Done:
+            pass

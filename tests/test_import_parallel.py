@@ -1,0 +1,188 @@
+"""An import's runs written by two processes (``write_runs``'s second share in a forked child) are
+the runs one process writes, byte for byte; an error in either share is the error, and the only
+one, that one process raises, and nothing is left behind. A small import starts no second process. A file's sha256 computed in a thread
+while it is read is the one recorded."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from import_support import INSPECT_JSON, PLAIN, PROMPTFOO, run_files
+
+import evalsite.execute.importers as importers
+from evalsite.errors import AlreadyImportedError, SourceError
+from evalsite.execute.importers import ImportOptions, import_files
+from evalsite.execute.importers import forked as forked_module
+from evalsite.execute.importers import writer as import_writer
+from evalsite.execute.importers.forked import forked
+from evalsite.project import Project
+
+SOURCES = [
+    ("promptfoo", PROMPTFOO / "results.json"),
+    ("promptfoo", PROMPTFOO / "results.jsonl"),
+    ("promptfoo", PROMPTFOO / "results-repeat.json"),
+    ("jsonl", PLAIN / "scored.jsonl"),
+    ("inspect", INSPECT_JSON[0]),
+]
+
+
+def _import(root: Path, format_name: str, source: Path) -> tuple[list[str], dict[str, dict[str, object]]]:
+    """The import's arms in the order reported, and each run's files and summary."""
+    (root / "data").mkdir(parents=True)
+    report = import_files(Project(root), format_name, [source], ImportOptions(again=True))
+    runs = run_files(report, root)
+    for run in report.runs:
+        runs[run.arm_id]["summary"] = run.summary
+    return [run.arm_id for run in report.runs], runs
+
+
+@pytest.fixture
+def children(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Second processes from every import with any cases in its second share; their pids, as started."""
+    started: list[int] = []
+
+    def counted(work):  # type: ignore[no-untyped-def]
+        child = forked(work)
+        started.append(child.child.pid if child else 0)
+        return child
+
+    monkeypatch.setattr(import_writer, "forked", counted)
+    monkeypatch.setattr(forked_module, "spare_core", lambda: True)
+    monkeypatch.setattr(import_writer, "PARALLEL_MIN_CASES", 1)
+    return started
+
+
+@pytest.mark.parametrize(("format_name", "source"), SOURCES, ids=lambda value: getattr(value, "name", value))
+def test_two_processes_write_the_runs_one_writes(
+    tmp_path: Path, children: list[int], format_name: str, source: Path, monkeypatch: pytest.MonkeyPatch
+):
+    parallel = _import(tmp_path / "parallel", format_name, source)
+    with monkeypatch.context() as patch:
+        patch.setattr(import_writer, "PARALLEL_MIN_CASES", 10**9)
+        serial = _import(tmp_path / "serial", format_name, source)
+    several = len(serial[0]) > 1
+    assert len(children) == several and all(children)  # a second process exactly when there are two runs
+    assert parallel == serial
+
+
+def _failing(monkeypatch: pytest.MonkeyPatch, arms: set[str]) -> None:
+    original = import_writer._write_run
+
+    def write_run(source, draft, run, *rest):  # type: ignore[no-untyped-def]
+        if run.arm_id in arms:
+            raise SourceError(f"cannot write {run.arm_id}")
+        return original(source, draft, run, *rest)
+
+    monkeypatch.setattr(import_writer, "_write_run", write_run)
+
+
+@pytest.mark.parametrize(
+    ("failing", "expected"), [({"model-b"}, "model-b"), ({"model-a", "model-b"}, "model-a"), ({"model-a"}, "model-a")]
+)
+def test_an_error_in_either_share_is_the_one_process_error_and_leaves_nothing(
+    tmp_path: Path, children: list[int], monkeypatch: pytest.MonkeyPatch, failing: set[str], expected: str
+):
+    _failing(monkeypatch, failing)
+    (tmp_path / "data").mkdir()
+    with pytest.raises(SourceError, match=f"^cannot write {expected}$"):
+        import_files(Project(tmp_path), "jsonl", [PLAIN / "scored.jsonl"], ImportOptions(again=True))
+    assert len(children) == 1
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["data"]  # no run, no staging folder
+
+
+def test_an_unexpected_error_in_the_second_process_is_raised_here(
+    tmp_path: Path, children: list[int], monkeypatch: pytest.MonkeyPatch
+):
+    original = import_writer._write_run
+
+    def write_run(source, draft, run, *rest):  # type: ignore[no-untyped-def]
+        if run.arm_id == "model-b":
+            raise OSError(28, "No space left on device")
+        return original(source, draft, run, *rest)
+
+    monkeypatch.setattr(import_writer, "_write_run", write_run)
+    (tmp_path / "data").mkdir()
+    with pytest.raises(OSError, match="No space left"):
+        import_files(Project(tmp_path), "jsonl", [PLAIN / "scored.jsonl"], ImportOptions(again=True))
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["data"]
+
+
+@pytest.mark.parametrize(("format_name", "source"), SOURCES, ids=lambda value: getattr(value, "name", value))
+def test_a_small_import_starts_no_second_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, format_name: str, source: Path
+):
+    monkeypatch.setattr(os, "fork", lambda: pytest.fail("a second process was started"))
+    (tmp_path / "data").mkdir()
+    assert import_files(Project(tmp_path), format_name, [source], ImportOptions(again=True)).runs
+
+
+@pytest.mark.parametrize(
+    ("cases", "first"),
+    [
+        ([5], 1),  # one run: nothing to share
+        ([50, 50], 1),
+        ([10, 80, 10], 1),  # two cuts as near the middle (10 | 90, 90 | 10): the first
+        ([30, 30, 30, 30], 2),
+        ([100, 1], 2),  # a second share below the minimum: one process
+        ([0, 0, 40, 40], 3),
+    ],
+)
+def test_the_runs_are_shared_in_order_and_as_evenly_as_a_cut_allows(
+    monkeypatch: pytest.MonkeyPatch, cases: list[int], first: int
+):
+    monkeypatch.setattr(import_writer, "PARALLEL_MIN_CASES", 10)
+    described = [(SimpleNamespace(arm_id=str(n)), SimpleNamespace(cases=c)) for n, c in enumerate(cases)]
+    share, rest = import_writer._shares(described)  # type: ignore[arg-type]
+    if first == len(cases):
+        assert (share, rest) == (described, [])
+    else:
+        assert share == described[:first] and rest == described[first:]
+
+
+def _recorded_sha(root: Path) -> list[tuple[str, list[str]]]:
+    headers = [json.loads(path.read_text()) for path in sorted((root / "runs").glob("*/run.json"))]
+    return [(h["source"]["sha256"], [f["sha256"] for f in h["source"]["files"]]) for h in headers]
+
+
+@pytest.mark.parametrize("again", [True, False])
+def test_a_file_hashed_while_it_is_read_records_its_sha256(tmp_path: Path, again: bool):
+    source = PROMPTFOO / "results.json"
+    expected = hashlib.sha256(source.read_bytes()).hexdigest()
+    (tmp_path / "data").mkdir()
+    import_files(Project(tmp_path), "promptfoo", [source], ImportOptions(again=again))
+    assert _recorded_sha(tmp_path) == [(expected, [expected])] * 2
+    with pytest.raises(AlreadyImportedError, match="already imported"):  # now hashed before reading
+        import_files(Project(tmp_path), "promptfoo", [source], ImportOptions())
+
+
+def test_a_hash_that_fails_in_its_thread_fails_the_import(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    def unreadable(path: Path) -> str:
+        raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr(importers, "file_sha256", unreadable)
+    (tmp_path / "data").mkdir()
+    with pytest.raises(PermissionError):
+        import_files(Project(tmp_path), "jsonl", [PLAIN / "scored.jsonl"], ImportOptions(again=True))
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["data"]
+
+
+@pytest.mark.parametrize(
+    ("cores", "load", "spare"),
+    [(1, 0.0, False), (2, 0.0, True), (2, 1.9, True), (2, 2.0, False), (2, 8.5, False), (8, 6.0, True)],
+)
+def test_a_second_process_only_with_a_core_to_spare(
+    monkeypatch: pytest.MonkeyPatch, cores: int, load: float, spare: bool
+):
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(cores)))
+    monkeypatch.setattr(os, "getloadavg", lambda: (load, load, load))
+    assert forked_module.spare_core() is spare
+    child = forked_module.fork_child(lambda writing: None)
+    assert (child is not None) is spare
+    if child is not None:
+        os.close(child.reading)
+        child.stop()

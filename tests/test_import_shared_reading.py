@@ -1,0 +1,189 @@
+"""A promptfoo file read by two processes (shared_reading: most runs of results decoded and mapped
+by a second one) imports as one process imports it: the same runs byte for byte, the same
+warning, or the same one-line error naming the same first culprit in file order."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from import_support import PROMPTFOO, run_files
+
+from evalsite.errors import SourceError
+from evalsite.execute.importers import ImportOptions, forked, import_files, jsonstream, promptfoo, shared_reading
+from evalsite.execute.importers.source_records import SourceCase, SourceItem, SourceScore, case_fields, case_of
+from evalsite.project import Project
+
+
+def _document(source: Path = PROMPTFOO / "results.json", copies: int = 4) -> dict[str, Any]:
+    """The fixture with its results ``copies`` times (new test ids), so there are many runs."""
+    document = json.loads(source.read_text())
+    results = document["results"]["results"]
+    document["results"]["results"] = [
+        {
+            **copy.deepcopy(result),
+            "testIdx": result["testIdx"] + n * 1000,
+            "vars": {**result["vars"], "id": f"{result['vars'].get('id')}-{n}"},
+        }
+        for n in range(copies)
+        for result in results
+    ]
+    return document
+
+
+def _write(tmp_path: Path, document: dict[str, Any] | str, name: str = "results.json") -> Path:
+    path = tmp_path / name
+    path.write_text(document if isinstance(document, str) else json.dumps(document, indent=2), encoding="utf-8")
+    return path
+
+
+def _outcome(root: Path, source: Path) -> object:
+    """What importing ``source`` gives: each run's files and the warnings, or the error's message."""
+    (root / "data").mkdir(parents=True)
+    try:
+        report = import_files(Project(root), "promptfoo", [source], ImportOptions(again=True))
+    except SourceError as error:
+        return str(error)
+    return run_files(report, root), report.warnings
+
+
+@pytest.fixture
+def mapped(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Two processes for any file, runs of ~3 results; the count of results the second one mapped."""
+    counted: list[int] = []
+    original = promptfoo.case_of
+
+    def counting(fields: list[Any]) -> SourceCase:
+        counted.append(1)
+        return original(fields)
+
+    monkeypatch.setattr(promptfoo, "case_of", counting)
+    monkeypatch.setattr(shared_reading, "MIN_BYTES", 0)
+    monkeypatch.setattr(forked, "spare_core", lambda: True)
+    monkeypatch.setattr(jsonstream, "RUN_CHARS", 12_000)
+    return counted
+
+
+def _both(tmp_path: Path, source: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[object, object]:
+    shared = _outcome(tmp_path / "shared", source)
+    with monkeypatch.context() as patch:
+        patch.setattr(shared_reading, "MIN_BYTES", 1 << 62)
+        alone = _outcome(tmp_path / "alone", source)
+    return shared, alone
+
+
+@pytest.mark.parametrize("fixture", ["results.json", "results-repeat.json"])
+def test_two_processes_import_what_one_imports(
+    tmp_path: Path, mapped: list[int], monkeypatch: pytest.MonkeyPatch, fixture: str
+):
+    source = _write(tmp_path, _document(PROMPTFOO / fixture))
+    shared, alone = _both(tmp_path, source, monkeypatch)
+    assert shared == alone and isinstance(shared, tuple)
+    cases = sum(len(files["cases.jsonl"].splitlines()) for files in shared[0].values())
+    assert cases / 2 < len(mapped) < cases  # most, not all, by the second process
+
+
+def _broken(document: dict[str, Any], index: int, change: str) -> dict[str, Any]:
+    result = document["results"]["results"][index]
+    if change == "no provider":
+        result["provider"] = {}
+    elif change == "not an object":
+        document["results"]["results"][index] = [1]
+    elif change == "cost text":
+        result["latencyMs"] = 1e300
+    elif change == "components":
+        result["gradingResult"]["componentResults"] = "x"
+    return document
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        [(40, "no provider")],
+        [(41, "no provider"), (90, "components")],
+        [(2, "cost text"), (70, "not an object")],
+        [(95, "not an object"), (30, "cost text")],
+        [(80, "components")],
+        [(0, "no provider")],
+    ],
+)
+def test_the_first_bad_result_in_file_order_is_the_error(
+    tmp_path: Path, mapped: list[int], monkeypatch: pytest.MonkeyPatch, changes: list[tuple[int, str]]
+):
+    document = _document()
+    for index, change in changes:
+        document = _broken(document, index, change)
+    shared, alone = _both(tmp_path, _write(tmp_path, document), monkeypatch)
+    assert isinstance(shared, str) and shared == alone
+    assert f"results.results[{min(index for index, _ in changes)}]" in shared
+
+
+@pytest.mark.parametrize(
+    "edit", ["nan", "long integer", "truncated", "wrong indentation", "bad json", "flat tail", "surrogate"]
+)
+def test_text_the_runs_cannot_take_reads_as_one_process_reads_it(
+    tmp_path: Path, mapped: list[int], monkeypatch: pytest.MonkeyPatch, edit: str
+):
+    text = json.dumps(_document(), indent=2)
+    marker = '"latencyMs": '
+    at = [i for i in range(len(text)) if text.startswith(marker, i)]
+    middle = at[len(at) // 2] + len(marker)
+    end = text.index(",", middle)
+    if edit == "nan":
+        text = text[:middle] + "NaN" + text[end:]
+    elif edit == "long integer":
+        text = text[:middle] + "123456789012345678901234567890" + text[end:]
+    elif edit == "truncated":
+        text = text[: at[-5]]
+    elif edit == "bad json":
+        text = text[:middle] + "nope" + text[end:]
+    elif edit == "surrogate":
+        text = text[:middle] + '"\\ud800"' + text[end:]
+    elif edit == "wrong indentation":  # an object inside a result closing at the results' indentation
+        closing = text.index("\n        }", middle)
+        text = text[:closing] + "\n      }" + text[closing + len("\n        }") :]
+    elif edit == "flat tail":  # the rest of the results on one line each
+        start = text.index("\n      {", middle)
+        stop = text.index("\n    ],", start)
+        tail = json.loads("[" + text[start:stop] + "]")
+        text = text[:start] + "\n" + ",\n".join(json.dumps(result) for result in tail) + text[stop:]
+    shared, alone = _both(tmp_path, _write(tmp_path, text), monkeypatch)
+    assert shared == alone
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        SourceCase("run", SourceItem(None, {"a": [1, 2.5, None, True]}, "x", 3.0, "k")),
+        SourceCase(
+            "r\u00e9",
+            SourceItem("id", "in\U0001f600", None, None),
+            None,
+            [{"role": "user", "content": "hi"}],
+            {"text": "out", "n": -0.0},
+            "boom",
+            12.5,
+            3,
+            4,
+            1e-9,
+            "stop",
+            "2024-01-01T00:00:00Z",
+            [
+                SourceScore(
+                    "exact", 1.0, True, "l", "d", None, "promptfoo:equals", {"type": "equals", "value": 1}, 2.0
+                ),
+                SourceScore("b", None),
+            ],
+            0.5,
+            False,
+        ),
+    ],
+)
+def test_a_case_crosses_as_orjson_and_comes_back_equal(case: SourceCase):
+    import orjson
+
+    back = case_of(orjson.loads(orjson.dumps(case_fields(case))))
+    assert back == case and repr(back) == repr(case)  # 1.0 stays a float, 1 an int
