@@ -17,7 +17,9 @@ from matrix_support import make_run, random_runs
 
 from evalsite.analysis.matrix import (
     MIN_LEAD,
+    _distinct_answers,
     _distinct_counts,
+    _one_output_each,
     answer_key,
     comparison_matrix,
     decide_rows,
@@ -134,3 +136,20 @@ def test_distinct_outputs_per_row_are_the_distinct_row_digest_triples(seed):
     }
     expected = np.bincount([row for row, _, _ in triples], minlength=n_rows)
     assert np.array_equal(_distinct_counts(columns, position), expected)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_distinct_answers_of_one_output_cells_are_the_distinct_triples(seed):
+    """Where every cell has one output (odd seeds: one repeat; some even seeds too), the rows' distinct
+    answers read from the cells' equal answers are the distinct (row, digest) triples' counts."""
+    columns = [run_column(run) for run in random_runs(seed)]
+    marks = decide_rows(columns)
+    assert np.array_equal(marks.outputs, _distinct_counts(columns, marks.position))
+    if seed % 2:
+        assert _one_output_each(columns)
+    if _one_output_each(columns):
+        hi, lo = (np.where(marks.present, np.stack([c.answers[:, part][np.maximum(marks.position[:, i], 0)]
+                                                     for i, c in enumerate(columns)], axis=1), 0) for part in (0, 1))
+        same = (hi[:, :, None] == hi[:, None, :]) & (lo[:, :, None] == lo[:, None, :]) \
+            & marks.present[:, None, :] & marks.present[:, :, None]
+        assert np.array_equal(_distinct_answers(same, marks.present), marks.outputs)

@@ -325,7 +325,7 @@ def decide_rows(columns: Sequence[RunColumn]) -> MatrixMarks:
     same = (hi[:, :, None] == hi[:, None, :]) & (lo[:, :, None] == lo[:, None, :]) & present[:, None, :] & present[:, :, None]
     counts = same.sum(axis=2)  # how many cells of the row give each cell's answer
     top = counts.max(axis=1, initial=0)
-    outputs = _distinct_counts(columns, position)
+    outputs = _distinct_answers(same, present) if _one_output_each(columns) else _distinct_counts(columns, position)
     divergent = outputs > 1
     at_top = counts == top[:, None]
     has_majority = at_top.sum(axis=1) == top  # one answer alone has the most cells
@@ -352,6 +352,21 @@ def _aligned(columns: Sequence[RunColumn]) -> tuple[tuple[str, ...], np.ndarray]
         rows = np.array([row_of[item_id] for item_id in column.item_ids], dtype=np.int64)
         position[rows, index] = np.arange(rows.size)
     return item_ids, position
+
+
+def _one_output_each(columns: Sequence[RunColumn]) -> bool:
+    """Whether every item of every column has one distinct output over its repeats (one variant per
+    item: its answer, the only output it gave), as on runs of one repeat."""
+    return all(column.variants.shape[0] == len(column.item_ids) for column in columns)
+
+
+def _distinct_answers(same: np.ndarray, present: np.ndarray) -> np.ndarray:
+    """Per row, the distinct answers of its cells (``same``: items × cells × cells, equal answers of
+    present cells): the cells no earlier cell of the row matches. When every cell has one output
+    (:func:`_one_output_each`) these are :func:`_distinct_counts`, without sorting every variant."""
+    earlier = np.tril(np.ones(same.shape[1:], dtype=bool), k=-1)  # [i, j]: cell i comes before cell j
+    matched = np.any(same & earlier, axis=1)
+    return np.count_nonzero(present & ~matched, axis=1).astype(np.int64)
 
 
 def _distinct_counts(columns: Sequence[RunColumn], position: np.ndarray) -> np.ndarray:
