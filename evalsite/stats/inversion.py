@@ -97,20 +97,48 @@ class ShiftTest:
     def estimate(self) -> float:
         return float(self.totals.sum() / self.sizes.sum())
 
+    @cached_property
+    def _total(self) -> float:
+        """The units' totals summed exactly, then rounded once (``math.fsum``)."""
+        return math.fsum(self.totals.tolist())
+
     def p_value(self, delta: float) -> float:
         """Two-sided p of "mean per-item difference = δ" over the patterns."""
+        statistics = np.abs(self.flipped_totals - delta * self.flipped_sizes)
+        count = self._count_without_pass(statistics, delta) if self.items else None
+        if count is None:
+            count = self._count(statistics, delta)
+        if self.exact:
+            return count / self.flipped_totals.size
+        return (count + 1) / (self.flipped_totals.size + 1)
+
+    def _count(self, statistics: np.ndarray, delta: float) -> int:
+        """The patterns whose statistic reaches the observed one, less the tolerance."""
         shifted = self.totals - delta if self.items else self.totals - delta * self.sizes  # δ × 1.0 is δ
         observed = abs(float(shifted.sum()))
-        statistics = np.abs(self.flipped_totals - delta * self.flipped_sizes)
         # the tolerance lies between 0 and a bound known without another pass over the units:
         # when both ends count the same patterns, so does the tolerance itself
         count = int(np.count_nonzero(statistics >= observed))
         if count != np.count_nonzero(statistics >= observed - self._tolerance_bound(delta)):
             tolerance = RELATIVE_TOLERANCE * float(np.abs(shifted).sum())
             count = int(np.count_nonzero(statistics >= observed - tolerance))
-        if self.exact:
-            return count / self.flipped_totals.size
-        return (count + 1) / (self.flipped_totals.size + 1)
+        return count
+
+    def _count_without_pass(self, statistics: np.ndarray, delta: float) -> int | None:
+        """:meth:`_count` for items without a pass over them, or None when it cannot be sure of it.
+
+        :meth:`_count` sums the n shifted items in floating point; their exact sum, rounded,
+        minus n × δ differs from that by at most ``slack`` (any order of n additions errs by at most
+        (n − 1) u × the sum of magnitudes, each subtraction by u × its own, u = 2⁻⁵³; ``slack`` allows
+        twice that and more). When the patterns counted at the far ends of that range, tolerance
+        included, are the same, :meth:`_count` counts them too, whatever its rounding."""
+        n = self.totals.size
+        magnitude = self._magnitudes[0] + abs(delta) * n
+        slack = (2 * n + 8) * 2.0**-53 * magnitude * 1.01
+        observed = abs(self._total - n * delta)
+        fewest = np.count_nonzero(statistics >= observed + slack)
+        most = np.count_nonzero(statistics >= observed - slack - self._tolerance_bound(delta))
+        return int(fewest) if fewest == most else None
 
 
 def shift_test(
