@@ -171,3 +171,21 @@ def test_distinct_rows_are_numpys_unique_rows_bit_for_bit(kind):
     expected_rows, expected_inverse, expected_counts = np.unique(units, axis=0, return_inverse=True, return_counts=True)
     assert distinct.tobytes() == expected_rows.tobytes()
     assert np.array_equal(counts, expected_counts) and np.array_equal(inverse, expected_inverse.ravel())
+
+
+@pytest.mark.parametrize("rows", [1, 3, 17])
+def test_tallied_means_are_each_resamples_first_draws_counted_plainly(rows):
+    """Each resample's mean at each size, from its first k draws counted one by one (continuous
+    values: the tallies must be exact, not just the sums)."""
+    rng = np.random.default_rng(rows)
+    units = rng.integers(0, 40, size=(600, 4)) / 7.0
+    found = _counts._distinct_rows(units)
+    drawn = rng.integers(0, units.shape[0], size=(rows, 500))
+    sizes = np.array([1, 50, 51, 300, 500])
+    means = _counts.tallied_means(found, drawn, sizes)
+    for index, size in enumerate(sizes.tolist()):
+        tallies = np.zeros((rows, found.rows.shape[0]))  # the same product as the code's (a vector's may round otherwise)
+        for resample in range(rows):
+            for unit in drawn[resample, :size].tolist():
+                tallies[resample, found.inverse[unit]] += 1
+        assert means[:, index].tobytes() == ((tallies @ found.rows) / size).tobytes()

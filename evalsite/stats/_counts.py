@@ -131,12 +131,13 @@ def tallied_means(distinct: Distinct, drawn: np.ndarray, sizes: np.ndarray) -> n
     index bootstrap's own samples, summed as tallies × rows (equal to its sums whenever they are exact,
     e.g. on scores in halves)."""
     rows, kinds = drawn.shape[0], distinct.rows.shape[0]
-    which = np.take(distinct.inverse, drawn) + (np.arange(rows) * kinds)[:, None]
+    which = np.take(distinct.inverse, drawn)
     chosen = np.zeros((rows, kinds))
     means = np.empty((rows, sizes.size, distinct.rows.shape[1]))
     previous = 0
     for index, size in enumerate(sizes.tolist()):
-        chosen += np.bincount(which[:, previous:size].ravel(), minlength=rows * kinds).reshape(rows, kinds)
+        for row in range(rows):  # each resample's draws tallied from its own contiguous slice: no copy, no offsets
+            chosen[row] += np.bincount(which[row, previous:size], minlength=kinds)
         means[:, index, :] = (chosen @ distinct.rows) / size
         previous = size
     return means
