@@ -99,8 +99,8 @@ class ShiftTest:
 
     @cached_property
     def _total(self) -> float:
-        """The units' totals summed exactly, then rounded once (``math.fsum``)."""
-        return math.fsum(self.totals.tolist())
+        """The units' totals summed once (the shifted sums of every δ follow from it, within a bound)."""
+        return float(self.totals.sum())
 
     def p_value(self, delta: float) -> float:
         """Two-sided p of "mean per-item difference = δ" over the patterns."""
@@ -127,10 +127,11 @@ class ShiftTest:
     def _count_without_pass(self, statistics: np.ndarray, delta: float) -> int | None:
         """:meth:`_count` for items without a pass over them, or None when it cannot be sure of it.
 
-        :meth:`_count` sums the n shifted items in floating point; their exact sum, rounded,
-        minus n × δ differs from that by at most ``slack`` (any order of n additions errs by at most
-        (n − 1) u × the sum of magnitudes, each subtraction by u × its own, u = 2⁻⁵³; ``slack`` allows
-        twice that and more). When the patterns counted at the far ends of that range, tolerance
+        :meth:`_count` sums the n shifted items in floating point; the items' sum minus n × δ
+        differs from that by at most ``slack``: each of the two is within (n + 1) u × M of the exact
+        sum of the shifted items, where M = Σ|item| + n|δ| and u = 2⁻⁵³ (any order of n additions errs
+        by at most (n − 1) u × the sum of magnitudes, each subtraction and product by u × its own), and
+        ``slack`` is (2n + 8) u × M. When the patterns counted at the far ends of that range, tolerance
         included, are the same, :meth:`_count` counts them too, whatever its rounding."""
         n = self.totals.size
         magnitude = self._magnitudes[0] + abs(delta) * n
