@@ -119,6 +119,9 @@ def test_counts_only_for_large_inputs_with_few_multisets():
     pass_fail = doubled_ranks((rng.random((40_000, 10)) < 0.7).astype(float))
     assert _rank_counts.rank_sum_sampler(pass_fail) is not None
     assert _rank_counts.rank_sum_sampler(pass_fail[:1_000]) is None  # small: the shuffle
+    assert pass_fail[:8_000].size >= 1 << 16 > pass_fail[:6_000].size  # a 10,000-item leaderboard counts
+    assert _rank_counts.rank_sum_sampler(pass_fail[:8_000]) is not None
+    assert _rank_counts.rank_sum_sampler(pass_fail[:6_000]) is None
     continuous = doubled_ranks(rng.random((20_000, 30)))  # 2^30 sub-multisets of one class
     assert _rank_counts.rank_sum_sampler(continuous) is None
 

@@ -25,7 +25,7 @@ from collections.abc import Callable
 import numpy as np
 
 #: Counts are drawn only from this many ranked cells (items with an untied arm × arms) ...
-COUNTS_FROM_CELLS = 1 << 18
+COUNTS_FROM_CELLS = 1 << 16
 #: ... and when there is at most one remaining multiset per this many items.
 ITEMS_PER_STATE = 16
 
