@@ -322,10 +322,10 @@ def decide_rows(columns: Sequence[RunColumn]) -> MatrixMarks:
     values = {name: _stacked(columns, position, name) for name in FIGURES}
     shape = position.shape
     hi, lo = (_stacked_answers(columns, position, part) for part in (0, 1))
-    same = (hi[:, :, None] == hi[:, None, :]) & (lo[:, :, None] == lo[:, None, :]) & present[:, None, :] & present[:, :, None]
-    counts = same.sum(axis=2)  # how many cells of the row give each cell's answer
+    same = _same_answers(hi, lo, present)
+    counts = same.view(np.uint8).sum(axis=2, dtype=np.int64)  # how many cells of the row give each cell's answer
     top = counts.max(axis=1, initial=0)
-    outputs = _distinct_answers(same, present) if _one_output_each(columns) else _distinct_counts(columns, position)
+    outputs = _distinct_answers(counts, present) if _one_output_each(columns) else _distinct_counts(columns, position)
     divergent = outputs > 1
     at_top = counts == top[:, None]
     has_majority = at_top.sum(axis=1) == top  # one answer alone has the most cells
@@ -360,13 +360,22 @@ def _one_output_each(columns: Sequence[RunColumn]) -> bool:
     return all(column.variants.shape[0] == len(column.item_ids) for column in columns)
 
 
-def _distinct_answers(same: np.ndarray, present: np.ndarray) -> np.ndarray:
-    """Per row, the distinct answers of its cells (``same``: items × cells × cells, equal answers of
-    present cells): the cells no earlier cell of the row matches. When every cell has one output
-    (:func:`_one_output_each`) these are :func:`_distinct_counts`, without sorting every variant."""
-    earlier = np.tril(np.ones(same.shape[1:], dtype=bool), k=-1)  # [i, j]: cell i comes before cell j
-    matched = np.any(same & earlier, axis=1)
-    return np.count_nonzero(present & ~matched, axis=1).astype(np.int64)
+def _same_answers(hi: np.ndarray, lo: np.ndarray, present: np.ndarray) -> np.ndarray:
+    """Items × cells × cells: whether two present cells of a row give the same answer (both digest halves)."""
+    same = hi[:, :, None] == hi[:, None, :]
+    same &= lo[:, :, None] == lo[:, None, :]
+    if not present.all():
+        same &= present[:, None, :] & present[:, :, None]
+    return same
+
+
+def _distinct_answers(counts: np.ndarray, present: np.ndarray) -> np.ndarray:
+    """Per row, the distinct answers of its cells, from how many of the row's cells give each cell's
+    answer (``counts``): an answer m cells give adds 1/m for each of them, 1 in all (rounded: the sum's
+    error is far below ½). When every cell has one output (:func:`_one_output_each`) these are
+    :func:`_distinct_counts`, without sorting every variant."""
+    shares = np.divide(1.0, counts, out=np.zeros(counts.shape), where=present)
+    return np.rint(shares.sum(axis=1)).astype(np.int64)
 
 
 def _distinct_counts(columns: Sequence[RunColumn], position: np.ndarray) -> np.ndarray:
@@ -387,8 +396,15 @@ def _distinct_counts(columns: Sequence[RunColumn], position: np.ndarray) -> np.n
     return np.bincount(matrix_rows.astype(np.int64), minlength=position.shape[0])
 
 
+def _in_order(position: np.ndarray) -> bool:
+    """Whether every column holds every row's item at the row's own index (columns of the same items)."""
+    return bool(np.all(position == np.arange(position.shape[0])[:, None]))
+
+
 def _stacked(columns: Sequence[RunColumn], position: np.ndarray, name: str) -> np.ndarray:
     """Items × columns of one figure, NaN where a cell is missing or has no value."""
+    if columns and _in_order(position):
+        return np.column_stack([getattr(column, name) for column in columns]).astype(float, copy=False)
     stacked = np.full(position.shape, np.nan)
     for index, column in enumerate(columns):
         rows = position[:, index]
@@ -399,6 +415,8 @@ def _stacked(columns: Sequence[RunColumn], position: np.ndarray, name: str) -> n
 
 def _stacked_answers(columns: Sequence[RunColumn], position: np.ndarray, part: int) -> np.ndarray:
     """Items × columns of one half of the answers' digests (0 where a cell is missing)."""
+    if columns and _in_order(position):
+        return np.column_stack([column.answers[:, part] for column in columns]).astype(np.uint64, copy=False)
     stacked = np.zeros(position.shape, dtype=np.uint64)
     for index, column in enumerate(columns):
         rows = position[:, index]
