@@ -362,7 +362,7 @@ def _one_output_each(columns: Sequence[RunColumn]) -> bool:
 
 def _same_answers(hi: np.ndarray, lo: np.ndarray, present: np.ndarray) -> np.ndarray:
     """Items × cells × cells: whether two present cells of a row give the same answer (both digest halves)."""
-    same = hi[:, :, None] == hi[:, None, :]
+    same: np.ndarray = hi[:, :, None] == hi[:, None, :]
     same &= lo[:, :, None] == lo[:, None, :]
     if not present.all():
         same &= present[:, None, :] & present[:, :, None]
@@ -375,7 +375,8 @@ def _distinct_answers(counts: np.ndarray, present: np.ndarray) -> np.ndarray:
     error is far below ½). When every cell has one output (:func:`_one_output_each`) these are
     :func:`_distinct_counts`, without sorting every variant."""
     shares = np.divide(1.0, counts, out=np.zeros(counts.shape), where=present)
-    return np.rint(shares.sum(axis=1)).astype(np.int64)
+    distinct: np.ndarray = np.rint(shares.sum(axis=1)).astype(np.int64)
+    return distinct
 
 
 def _distinct_counts(columns: Sequence[RunColumn], position: np.ndarray) -> np.ndarray:
