@@ -15,9 +15,9 @@ from typing import ParamSpec, TypeVar
 T = TypeVar("T")
 P = ParamSpec("P")
 
-#: A matrix of at least this many cells has its resampling work started in a thread (rank
-#: stability's draws are ~1.2 s of CPU at 1M cases, ~0.3 s at 100,000: a thread costs ~0.1 ms).
-THREAD_CELLS = 1 << 16
+#: A matrix of at least this many cells has its resampling work started in a thread (Friedman's
+#: permutations and rank stability's draws are ~3 s of CPU each at 1M cases).
+THREAD_CELLS = 1 << 18
 
 
 def started(name: str, cells: int, function: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> Callable[[], T]:
