@@ -40,7 +40,7 @@ print(json.dumps({
 
 
 @pytest.fixture
-def https_server(tmp_path):
+def tls_server(tmp_path):
     context, bundle = https_certificates(tmp_path)
     with FakeServer(tls=context) as running:
         yield running, bundle
@@ -53,8 +53,8 @@ def probe(url: str, trusted: os.PathLike[str]) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def test_aiohttps_unverifying_context_loads_no_ca_bundle_and_its_verifying_one_verifies(https_server, tmp_path):
-    server, bundle = https_server
+def test_aiohttps_unverifying_context_loads_no_ca_bundle_and_its_verifying_one_verifies(tls_server, tmp_path):
+    server, bundle = tls_server
     trusted = probe(server.url, bundle)  # the environment trusts the server's CA
     assert trusted["verified_cas"] == trusted["default_cas"] >= 1  # loaded as ssl.create_default_context loads
     assert trusted["unverified"] == [0, True, False] and trusted["restored"]
