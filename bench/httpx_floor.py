@@ -1,6 +1,7 @@
 """The floor under ``evalsite run`` while httpx is the HTTP API: the modules ``evalsite run``
-imports (as its entry imports them: without httpx's command-line client), then N POSTs through the HTTP targets' own client (``JsonClient``: an ``httpx.Request``
-handed to the httpx-aiohttp transport), at most C in flight, each response read as JSON — and
+imports (as its entry imports them: without httpx's command-line client), then N POSTs through
+the HTTP targets' own client (``JsonClient``: an ``httpx.Request`` handed to the httpx-aiohttp
+transport), at most C in flight, each response read as JSON — and
 nothing else: no dataset, no plan, no case records, no run folder.
 
 ``bench/runner.py --whole`` runs it beside ``evalsite run`` and the bare aiohttp client
