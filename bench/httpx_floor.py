@@ -1,6 +1,7 @@
 """The floor under ``evalsite run`` while httpx is the HTTP API: the modules ``evalsite run``
-imports, then N POSTs through the HTTP targets' own client (``JsonClient``: an ``httpx.Request``
-handed to the httpx-aiohttp transport), at most C in flight, each response read as JSON — and
+imports (as its entry imports them: without httpx's command-line client), then N POSTs through
+the HTTP targets' own client (``JsonClient``: an ``httpx.Request`` handed to the httpx-aiohttp
+transport), at most C in flight, each response read as JSON — and
 nothing else: no dataset, no plan, no case records, no run folder.
 
 ``bench/runner.py --whole`` runs it beside ``evalsite run`` and the bare aiohttp client
@@ -18,8 +19,12 @@ import asyncio
 
 from client_child import run_client  # bench/, beside this script
 
-import evalsite.cli.run  # noqa: F401  (what `evalsite run` imports: the command, the runner, the targets)
-from evalsite.calls.targets.http import JsonClient
+from evalsite.cli.lean import httpx_without_its_command_line
+
+httpx_without_its_command_line()  # as the `evalsite` entry does, before anything loads httpx
+
+import evalsite.cli.run  # noqa: E402, F401  (what `evalsite run` imports: the command, the runner, the targets)
+from evalsite.calls.targets.http import JsonClient  # noqa: E402
 
 BODY = {"model": "bench", "messages": [{"role": "user", "content": "question"}]}
 

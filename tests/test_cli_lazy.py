@@ -129,3 +129,21 @@ def test_the_process_entry_collects_less_and_not_at_exit_and_test_invocations_do
     invoked = "from click.testing import CliRunner\nassert CliRunner().invoke(main, ['--version']).exit_code == 0"
     threshold, frozen = collector_at_exit(invoked).split(" ", 1)
     assert int(threshold) != YOUNG_GENERATION and frozen == "not frozen"  # Python's own
+
+
+def httpx_cli_after(entry: str) -> str:
+    """Whether ``import httpx`` after ``entry`` loaded its command-line client (rich is installed
+    here, for import-linter, so httpx would)."""
+    code = (f"from evalsite.cli import main\n{entry}\nimport sys, httpx\n"
+            "print('httpx._main' in sys.modules, 'rich' in sys.modules, len(sys.meta_path))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    return result.stdout.splitlines()[-1]
+
+
+def test_the_process_entry_leaves_httpxs_command_line_client_out_and_test_invocations_do_not():
+    pytest.importorskip("rich")
+    invoked = "from click.testing import CliRunner\nassert CliRunner().invoke(main, ['--version']).exit_code == 0"
+    installed, rich, finders = httpx_cli_after(invoked).split()
+    assert (installed, rich) == ("True", "True")  # httpx as installed
+    entry = httpx_cli_after("try:\n    main(['--version'])\nexcept SystemExit:\n    pass")
+    assert entry == f"False False {finders}"  # and the finder that refused it is gone

@@ -19,7 +19,12 @@ import click
 
 from evalsite import __version__
 from evalsite.cli.console import configure
-from evalsite.cli.lean import blas_on_one_thread, fewer_collections, pyarrow_without_pandas
+from evalsite.cli.lean import (
+    blas_on_one_thread,
+    fewer_collections,
+    httpx_without_its_command_line,
+    pyarrow_without_pandas,
+)
 from evalsite.errors import EvalsiteError
 
 
@@ -110,8 +115,10 @@ class LazyGroup(click.Group):
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """The process's entry (the ``evalsite`` script, ``python -m evalsite``; tests call
         :meth:`main`): the command, with fewer garbage collections in its process
-        (:func:`~evalsite.cli.lean.fewer_collections`)."""
+        (:func:`~evalsite.cli.lean.fewer_collections`) and without httpx's command-line client
+        (:func:`~evalsite.cli.lean.httpx_without_its_command_line`)."""
         fewer_collections()
+        httpx_without_its_command_line()
         return super().__call__(*args, **kwargs)
 
     def invoke(self, ctx: click.Context) -> object:

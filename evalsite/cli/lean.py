@@ -1,6 +1,7 @@
 """Costs a command does not need to pay: pyarrow's look for pandas and BLAS threads spinning
-between small products (commands that only read runs), and most of the garbage collector's passes
-(every command: :func:`fewer_collections`).
+between small products (commands that only read runs), and, in every command, most of the garbage
+collector's passes (:func:`fewer_collections`) and httpx's command-line client
+(:func:`httpx_without_its_command_line`).
 
 pyarrow imports pandas, when it is installed, the first time it converts a value to or from numpy
 (any ``to_numpy``, a fill value, a list), to recognise pandas objects (``NaT``, ``NA``, a
@@ -41,12 +42,18 @@ def blas_on_one_thread() -> None:
         os.environ.setdefault(BLAS_THREADS, "1")
 
 
-class _NoPandasNow:
-    """Refuses to find pandas, for the moment pyarrow looks for it (a finder on ``sys.meta_path``)."""
+class _Refuses:
+    """A finder (on ``sys.meta_path``) that refuses to find ``package`` and its modules, as if it
+    were not installed; ``once``: it leaves ``sys.meta_path`` at its first refusal."""
+
+    def __init__(self, package: str, reason: str, *, once: bool = False) -> None:
+        self.package, self.reason, self.once = package, reason, once
 
     def find_spec(self, name: str, path: object = None, target: object = None) -> None:
-        if name == "pandas" or name.startswith("pandas."):
-            raise ImportError("pandas: not needed by a command that only reads runs")
+        if name == self.package or name.startswith(self.package + "."):
+            if self.once:
+                sys.meta_path.remove(self)
+            raise ImportError(f"{name}: {self.reason}")
         return None
 
 
@@ -58,7 +65,7 @@ def pyarrow_without_pandas(*, load: bool = False) -> None:
         return
     import pyarrow
 
-    finder = _NoPandasNow()
+    finder = _Refuses("pandas", "not needed by a command that only reads runs")
     sys.meta_path.insert(0, finder)
     try:
         pyarrow.lib._pandas_api.have_pandas  # noqa: B018  (reading the property is the Python side's look)
@@ -92,3 +99,18 @@ def fewer_collections() -> None:
     _, older, oldest = gc.get_threshold()
     gc.set_threshold(YOUNG_GENERATION, older, oldest)
     atexit.register(gc.freeze)
+
+
+def httpx_without_its_command_line() -> None:
+    """Unless httpx is loaded already: the process's ``import httpx`` skips its command-line
+    client (``httpx._main``), as it does where that client's libraries are not installed.
+
+    httpx's package imports ``httpx._main`` for ``httpx.main`` (the ``httpx`` console script)
+    whenever rich and pygments happen to be installed (as in a development environment, where
+    import-linter brings rich): some 70 modules and ~0.24 G instructions (~50 ms of CPU) in every
+    command that loads a model client, none of which evalsite calls. A finder refuses that one
+    import (then leaves ``sys.meta_path``), so httpx defines its own stand-in ``httpx.main``, which
+    says the client is not installed; an explicit ``import httpx._main`` later still works, and
+    ``python -m httpx`` and the ``httpx`` script, their own processes, are unchanged."""
+    if "httpx" not in sys.modules:
+        sys.meta_path.insert(0, _Refuses("httpx._main", "not needed by evalsite", once=True))

@@ -21,11 +21,10 @@ from email.utils import parsedate_to_datetime
 from functools import lru_cache
 from typing import Any
 
-import aiohttp
 import httpx
-from httpx_aiohttp import AiohttpTransport
 
 from evalsite.calls.decompress import Budget, DecodeError, TooLarge, decoding
+from evalsite.calls.targets.aiohttp_import import AiohttpTransport, aiohttp
 from evalsite.calls.targets.base import TransientTargetError, refuse_secret_names
 from evalsite.calls.targets.proxies import environment_proxy
 from evalsite.errors import MissingSecretError, TargetError
