@@ -21,13 +21,14 @@ SEARCH_MANIFEST = "search/index.js"
 
 
 MAX_SLUG = 100  # characters: two slugs and a suffix stay under the 255-byte file name limit
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
 
 def slug(text: str) -> str:
     """A file-name-safe form of an id (``arithmetic@1a2b`` → ``arithmetic-1a2b``). A long one (an
     imported dataset or experiment name can be any length) is cut and ends in a hash of the whole,
     so it stays unique and every file system accepts it."""
-    safe = re.sub(r"[^A-Za-z0-9_.-]+", "-", str(text)).strip("-.") or "unnamed"
+    safe = _UNSAFE.sub("-", str(text)).strip("-.") or "unnamed"
     if len(safe) <= MAX_SLUG:
         return safe
     return f"{safe[:MAX_SLUG - 13].rstrip('-.')}-{sha256_text(str(text))[:12]}"
@@ -84,6 +85,7 @@ def item_anchor(item_id: str) -> str:
     return text if slug(text) == text else f"{slug(text)}-{item_bucket(item_id)}{hashlib.sha256(text.encode()).hexdigest()[:6]}"
 
 
+@lru_cache(maxsize=256)
 def items_folder(dataset_id: str) -> str:
     """The folder of a dataset's item pages (ends in /)."""
     return f"items/{slug(dataset_id)}/"
