@@ -20,7 +20,7 @@ from evalsite.analysis.matrix import comparison_matrix, decide_rows, run_column
 from evalsite.project import find_project
 from evalsite.site import build, build_site, itemindex, matrixdata, paths
 from evalsite.site.casedata import data_script
-from evalsite.site.figures import MATRIX_SUFFIX, RunFigures, SiteCache
+from evalsite.site.figures import MATRIX_SUFFIX, TEXTS_SUFFIX, RunFigures, SiteCache
 from evalsite.site.matrixdata import matrix_part, matrix_scripts
 
 BITS = {"best": 2, "fastest": 4, "cheapest": 8, "fewest_tokens": 16}
@@ -113,6 +113,40 @@ def test_a_damaged_matrix_entry_is_computed_again_and_the_site_is_unchanged(tmp_
     monkeypatch.setattr(build, "scan_cases", lambda directory, **options: reads.append(directory.name) or original(directory, **options))
     build_site(project)
     assert len(reads) == 3  # the new run, and the two whose matrix parts could not be read
+    shutil.rmtree(root / ".evalsite")
+    build_site(project, tmp_path / "fresh")
+    assert tree_bytes(root / "site") == tree_bytes(tmp_path / "fresh")
+
+
+def test_the_runs_of_a_dataset_keep_their_shared_texts_once(tmp_path, monkeypatch):
+    """Item ids, row starts and snippets, the same in every run of the dataset, are one cache file,
+    read once a build (every run's part gets the same lists); a damaged one is written again."""
+    root = tmp_path / "p"
+    items = [f"i{n}" for n in range(6)]
+    for run_id, arm in (("20260101T000001Z-a-0001", "a"), ("20260101T000002Z-b-0001", "b"), ("20260101T000003Z-c-0001", "c")):
+        write_run(root / "runs", run_id, [case(item, output=f"{arm} {item}", input=f"question {item}") for item in items], arm=arm)
+    write_run(root / "runs", "20260101T000004Z-d-0001", [case(item, input=f"asked otherwise {item}") for item in items], arm="d")
+    project = find_project(root)
+    build_site(project)
+    folder = root / ".evalsite" / "site-cache"
+    assert len(list(folder.glob(f"*{MATRIX_SUFFIX}"))) == 4 and len(list(folder.glob(f"*{TEXTS_SUFFIX}"))) == 2
+    cache = SiteCache(folder, root=root)
+    parts = [cache.get(entry.name.split(".")[0], matrix=True).matrix for entry in sorted(folder.glob(f"*{MATRIX_SUFFIX}"))]
+    assert len({id(part.snippets) for part in parts}) == 2 and len({id(part.items) for part in parts}) == 2
+    assert all(part.column.item_ids == tuple(items) for part in parts)
+    for entry in folder.glob(f"*{TEXTS_SUFFIX}"):
+        entry.write_bytes(entry.read_bytes()[:40])  # cut short, as by a full disk
+    write_run(root / "runs", "20260101T000005Z-e-0001", [case(item, input=f"question {item}") for item in items], arm="e")
+    reads: list[str] = []
+    original = build.scan_cases
+    monkeypatch.setattr(build, "scan_cases", lambda directory, **options: reads.append(directory.name) or original(directory, **options))
+    build_site(project)
+    # the new run, and the first run of each damaged file, which writes it again for the runs after it
+    assert sorted(reads) == ["20260101T000001Z-a-0001", "20260101T000004Z-d-0001", "20260101T000005Z-e-0001"]
+    reads.clear()
+    (root / "runs" / "20260101T000005Z-e-0001" / "end.json").unlink()  # the new run changes: read again, alone
+    build_site(project)
+    assert reads == ["20260101T000005Z-e-0001"]
     shutil.rmtree(root / ".evalsite")
     build_site(project, tmp_path / "fresh")
     assert tree_bytes(root / "site") == tree_bytes(tmp_path / "fresh")
