@@ -176,6 +176,8 @@ def test_the_item_index_joins_columns_of_the_same_items_as_the_union_of_items_wo
              for n, run in enumerate(runs)]
     shared = itemindex._rows_of_shared_items(parts, redact=redact)
     assert shared is not None and shared == itemindex._rows(parts, redact=redact)
+    texts = matrixdata.SharedTexts()  # equal snippets as one list, as a build holds them
+    assert itemindex._rows_of_shared_items([texts.of(part) for part in parts], redact=redact) == shared
     assert itemindex._rows_of_shared_items([*parts, matrix_part(run_column(make_run("x", "x", {"i1": [("4", 1.0, 1, 0.1, 2)]})))],
                                            redact=redact) is None
 
