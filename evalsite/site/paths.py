@@ -97,7 +97,14 @@ def item_page(dataset_id: str, bucket: str) -> str:
 
 def item(dataset_id: str, item_id: str) -> str:
     """The item's section on its item page: input, expected and every run's output."""
-    return f"{item_page(dataset_id, item_bucket(item_id))}#{item_anchor(item_id)}"
+    return items(dataset_id, [item_id])[0]
+
+
+def items(dataset_id: str, item_ids: list[str]) -> list[str]:
+    """:func:`item` of each of ``item_ids`` (a page listing many items links them all)."""
+    bucket, anchor = item_bucket, item_anchor
+    page = item_page(dataset_id, "{}")  # the page of bucket {}: a dataset's slug holds no brace
+    return [f"{page.format(bucket(item_id))}#{anchor(item_id)}" for item_id in item_ids]
 
 
 def item_metadata(dataset_id: str, bucket: str) -> str:

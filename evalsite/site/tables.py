@@ -142,6 +142,8 @@ class Table:
             return values
         if kinds <= _PLAIN | {float}:
             return [None if value != value else value for value in values]  # NaN: no value
+        if kinds == {Link}:
+            return [value.text for value in values]
         return list(map(_plain, values))
 
 
@@ -158,6 +160,8 @@ def _json_cells(values: list[Any]) -> list[str]:
         return ["null" if value is None else encode_basestring(value) for value in values]
     if kinds <= _NUMBERS and all(map(math.isfinite, (value for value in values if value is not None))):
         return ["null" if value is None else repr(value) for value in values]
+    if kinds <= _VERDICTS:
+        return ["null" if value is None else "true" if value else "false" for value in values]
     return list(map(_JSON.encode, values))
 
 
@@ -199,11 +203,14 @@ def _csv_cells(values: list[Any]) -> list[str]:
         return ["" if value is None else str(value) for value in values]
     if kinds <= _TEXTS:
         return ["" if value is None else "'" + value if value.startswith(FORMULA_STARTS) else value for value in values]
+    if kinds <= _VERDICTS:
+        return ["" if value is None else "true" if value else "false" for value in values]
     return list(map(_csv, values))
 
 
 _NUMBERS = frozenset({int, float, type(None)})
 _TEXTS = frozenset({str, type(None)})
+_VERDICTS = frozenset({bool, type(None)})
 
 
 def tables_in(value: Any) -> Iterator[Table]:
