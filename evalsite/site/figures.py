@@ -152,7 +152,7 @@ class SiteCache:
         digest = hashlib.blake2b(f"{CACHE_VERSION}".encode(), digest_size=16)
         for name, array in shared.items():
             digest.update(f"{name}:{array.size}:".encode())
-            digest.update(array)
+            digest.update(array.data)
         texts_hash = digest.hexdigest()
         arrays: dict[str, Any] = {"run_id": _bytes(run_id), "answers": column.answers, "variants": column.variants,
                                   **{name: getattr(column, name) for name in FIGURES},

@@ -10,8 +10,8 @@ import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field, fields, is_dataclass
 from functools import cache
-from json.encoder import encode_basestring  # type: ignore[attr-defined]
-from typing import Any, Protocol, get_args, get_type_hints
+from json.encoder import encode_basestring
+from typing import Any, Protocol, cast, get_args, get_type_hints
 
 #: How a column's cells are shown; downloads always carry the raw value.
 COLUMN_KINDS = ("text", "code", "number", "pvalue", "percent", "usd", "ms", "count", "interval", "status", "when")
@@ -107,8 +107,15 @@ class Table:
         if len(set(names)) < len(names):  # a record keeps one value per name
             lines = list(map(_JSON.encode, self.records()))
         else:
-            line = "{{" + ", ".join(_JSON.encode(name).replace("{", "{{").replace("}", "}}") + ": {}" for name in names) + "}}"
-            lines = [line.format(*cells) for cells in self._each_row([_json_cells(self._plain_column(c)) for c in self.columns])]
+            line = (
+                "{{"
+                + ", ".join(_JSON.encode(name).replace("{", "{{").replace("}", "}}") + ": {}" for name in names)
+                + "}}"
+            )
+            lines = [
+                line.format(*cells)
+                for cells in self._each_row([_json_cells(self._plain_column(c)) for c in self.columns])
+            ]
         return "[\n" + ",\n".join(lines) + "\n]\n" if lines else "[]\n"
 
     def to_csv(self) -> str:
@@ -123,7 +130,10 @@ class Table:
         for column in self.columns:
             if column.kind == "interval":
                 intervals = [_interval(row.get(column.key)) for row in self.rows]
-                cells += [_csv_cells([getattr(interval, bound) for interval in intervals]) for bound in ("value", "low", "high")]
+                cells += [
+                    _csv_cells([getattr(interval, bound) for interval in intervals])
+                    for bound in ("value", "low", "high")
+                ]
             else:
                 cells.append(_csv_cells(self._plain_column(column)))
         writer.writerows(self._each_row(cells))
@@ -143,7 +153,7 @@ class Table:
         if kinds <= _PLAIN | {float}:
             return [None if value != value else value for value in values]  # NaN: no value
         if kinds == {Link}:
-            return [value.text for value in values]
+            return [value.text for value in cast(list[Link], values)]
         return list(map(_plain, values))
 
 
