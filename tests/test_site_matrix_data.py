@@ -147,6 +147,9 @@ def test_the_runs_of_a_dataset_keep_their_shared_texts_once(tmp_path, monkeypatc
     (root / "runs" / "20260101T000005Z-e-0001" / "end.json").unlink()  # the new run changes: read again, alone
     build_site(project)
     assert reads == ["20260101T000005Z-e-0001"]
+    shutil.rmtree(root / "runs" / "20260101T000004Z-d-0001")  # the one run asked otherwise: its texts go with it
+    build_site(project)
+    assert len(list(folder.glob(f"*{TEXTS_SUFFIX}"))) == 1 and len(list(folder.glob(f"*{MATRIX_SUFFIX}"))) == 4
     shutil.rmtree(root / ".evalsite")
     build_site(project, tmp_path / "fresh")
     assert tree_bytes(root / "site") == tree_bytes(tmp_path / "fresh")
