@@ -8,6 +8,7 @@ per cell) by the documented rules and encodes it with :func:`evalsite.site.cased
 
 from __future__ import annotations
 
+import json
 import math
 import shutil
 
@@ -134,6 +135,12 @@ def test_the_runs_of_a_dataset_keep_their_shared_texts_once(tmp_path, monkeypatc
     parts = [cache.get(entry.name.split(".")[0], matrix=True).matrix for entry in sorted(folder.glob(f"*{MATRIX_SUFFIX}"))]
     assert len({id(part.snippets) for part in parts}) == 2 and len({id(part.items) for part in parts}) == 2
     assert all(part.column.item_ids == tuple(items) for part in parts)
+    entry = folder / (next(folder.glob(f"*{MATRIX_SUFFIX}")).name.split(".")[0] + ".json")  # naming a file outside the cache:
+    data = json.loads(entry.read_text())
+    entry.write_text(json.dumps({**data, "texts": "../" + data["texts"]}))
+    shutil.copy(folder / f"{data['texts']}{TEXTS_SUFFIX}", folder.parent)  # a readable file there
+    assert SiteCache(folder, root=root).get(entry.name.split(".")[0], matrix=True) is None  # refused, not followed
+    entry.write_text(json.dumps(data))
     for entry in folder.glob(f"*{TEXTS_SUFFIX}"):
         entry.write_bytes(entry.read_bytes()[:40])  # cut short, as by a full disk
     write_run(root / "runs", "20260101T000005Z-e-0001", [case(item, input=f"question {item}") for item in items], arm="e")

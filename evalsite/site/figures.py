@@ -20,6 +20,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import stat
 import tempfile
 import zipfile
@@ -51,6 +52,8 @@ DATASETS_FILE = "datasets.json"
 MATRIX_SUFFIX = ".matrix.npz"
 #: Texts of a matrix part that the runs of a dataset share, kept once by a hash of their content.
 TEXTS_SUFFIX = ".texts.npz"
+#: The name of shared texts: their blake2b digest (16 bytes), checked before a file is opened.
+TEXTS_HASH = re.compile(r"[0-9a-f]{32}")
 #: A run's case columns (:func:`~evalsite.analysis.case_columns.columns_arrays`), which comparisons read.
 COLUMNS_SUFFIX = ".columns.npz"
 #: A run's cells as the leaderboards' item matrix reads them (an Arrow IPC file).
@@ -131,7 +134,10 @@ class SiteCache:
 
     def _shared_texts(self, texts_hash: str) -> tuple[tuple[str, ...], dict[str, list[str]]]:
         """The item ids and shared texts kept under ``texts_hash``, read once a build: every run of
-        the dataset that shows the same texts gets the same objects."""
+        the dataset that shows the same texts gets the same objects. A name that is not such a hash
+        (an entry planted or damaged) is refused: the cache reads no file outside its folder."""
+        if not TEXTS_HASH.fullmatch(str(texts_hash)):
+            raise ValueError(f"{texts_hash!r}: not the hash of shared texts")
         if texts_hash not in self._texts:
             with self._open(f"{texts_hash}{TEXTS_SUFFIX}") as handle, np.load(handle, allow_pickle=False) as data:
                 if int(data["version"]) != CACHE_VERSION:
