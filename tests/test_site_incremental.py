@@ -164,8 +164,8 @@ def test_new_code_recomputes_everything(small_project, spy, monkeypatch, tmp_pat
     data_id = recorded_dataset(small_project)
     arm_run(small_project.root, A2, "a", {"i2"}, data_id)
     build_site(small_project)
-    hashed = build.file_hash
-    monkeypatch.setattr(build, "file_hash", lambda *paths: hashed(*paths) + "-edited")  # as if a module changed
+    hashed = build.kept_file_hash
+    monkeypatch.setattr(build, "kept_file_hash", lambda kept, *paths: hashed(kept, *paths) + "-edited")  # as if a module changed
     rendered = rebuild(small_project, spy)
     assert sorted(spy["reads"]) == sorted([A1, A2, B1, C1])
     assert spy["pairs"] == [(A2, A1)]

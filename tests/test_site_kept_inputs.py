@@ -15,7 +15,7 @@ from sitekit import case, tree_bytes, write_run
 from evalsite.analysis import dataset_versions
 from evalsite.experiment import datasets
 from evalsite.experiment.datasets import dataset_id, item_identity
-from evalsite.project import Project, find_project
+from evalsite.project import PACKAGE_DIR, Project, find_project
 from evalsite.site import build_site, inputs, paths
 from evalsite.site.figures import KeptValues
 
@@ -105,6 +105,7 @@ def test_a_new_runs_rebuild_hashes_its_own_files_and_parses_no_dataset_file(meta
         "runs/decisions.jsonl"
     }
     assert input_reads["parsed"] == []
+    assert not [name for name in input_reads["hashed"] if PACKAGE_DIR in Path(name).parents]  # nor evalsite's code
     assert b"first" in metadata_scripts(metadata_project)
     assert_same_as_a_fresh_build(metadata_project, tmp_path)
 

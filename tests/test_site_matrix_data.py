@@ -8,6 +8,7 @@ per cell) by the documented rules and encodes it with :func:`evalsite.site.cased
 
 from __future__ import annotations
 
+import json
 import math
 import shutil
 
@@ -20,7 +21,7 @@ from evalsite.analysis.matrix import comparison_matrix, decide_rows, run_column
 from evalsite.project import find_project
 from evalsite.site import build, build_site, itemindex, matrixdata, paths
 from evalsite.site.casedata import data_script
-from evalsite.site.figures import MATRIX_SUFFIX, RunFigures, SiteCache
+from evalsite.site.figures import MATRIX_SUFFIX, TEXTS_SUFFIX, RunFigures, SiteCache
 from evalsite.site.matrixdata import matrix_part, matrix_scripts
 
 BITS = {"best": 2, "fastest": 4, "cheapest": 8, "fewest_tokens": 16}
@@ -118,6 +119,49 @@ def test_a_damaged_matrix_entry_is_computed_again_and_the_site_is_unchanged(tmp_
     assert tree_bytes(root / "site") == tree_bytes(tmp_path / "fresh")
 
 
+def test_the_runs_of_a_dataset_keep_their_shared_texts_once(tmp_path, monkeypatch):
+    """Item ids, row starts and snippets, the same in every run of the dataset, are one cache file,
+    read once a build (every run's part gets the same lists); a damaged one is written again."""
+    root = tmp_path / "p"
+    items = [f"i{n}" for n in range(6)]
+    for run_id, arm in (("20260101T000001Z-a-0001", "a"), ("20260101T000002Z-b-0001", "b"), ("20260101T000003Z-c-0001", "c")):
+        write_run(root / "runs", run_id, [case(item, output=f"{arm} {item}", input=f"question {item}") for item in items], arm=arm)
+    write_run(root / "runs", "20260101T000004Z-d-0001", [case(item, input=f"asked otherwise {item}") for item in items], arm="d")
+    project = find_project(root)
+    build_site(project)
+    folder = root / ".evalsite" / "site-cache"
+    assert len(list(folder.glob(f"*{MATRIX_SUFFIX}"))) == 4 and len(list(folder.glob(f"*{TEXTS_SUFFIX}"))) == 2
+    cache = SiteCache(folder, root=root)
+    parts = [cache.get(entry.name.split(".")[0], matrix=True).matrix for entry in sorted(folder.glob(f"*{MATRIX_SUFFIX}"))]
+    assert len({id(part.snippets) for part in parts}) == 2 and len({id(part.items) for part in parts}) == 2
+    assert all(part.column.item_ids == tuple(items) for part in parts)
+    entry = folder / (next(folder.glob(f"*{MATRIX_SUFFIX}")).name.split(".")[0] + ".json")  # naming a file outside the cache:
+    data = json.loads(entry.read_text())
+    entry.write_text(json.dumps({**data, "texts": "../" + data["texts"]}))
+    shutil.copy(folder / f"{data['texts']}{TEXTS_SUFFIX}", folder.parent)  # a readable file there
+    assert SiteCache(folder, root=root).get(entry.name.split(".")[0], matrix=True) is None  # refused, not followed
+    entry.write_text(json.dumps(data))
+    for entry in folder.glob(f"*{TEXTS_SUFFIX}"):
+        entry.write_bytes(entry.read_bytes()[:40])  # cut short, as by a full disk
+    write_run(root / "runs", "20260101T000005Z-e-0001", [case(item, input=f"question {item}") for item in items], arm="e")
+    reads: list[str] = []
+    original = build.scan_cases
+    monkeypatch.setattr(build, "scan_cases", lambda directory, **options: reads.append(directory.name) or original(directory, **options))
+    build_site(project)
+    # the new run, and the first run of each damaged file, which writes it again for the runs after it
+    assert sorted(reads) == ["20260101T000001Z-a-0001", "20260101T000004Z-d-0001", "20260101T000005Z-e-0001"]
+    reads.clear()
+    (root / "runs" / "20260101T000005Z-e-0001" / "end.json").unlink()  # the new run changes: read again, alone
+    build_site(project)
+    assert reads == ["20260101T000005Z-e-0001"]
+    shutil.rmtree(root / "runs" / "20260101T000004Z-d-0001")  # the one run asked otherwise: its texts go with it
+    build_site(project)
+    assert len(list(folder.glob(f"*{TEXTS_SUFFIX}"))) == 1 and len(list(folder.glob(f"*{MATRIX_SUFFIX}"))) == 4
+    shutil.rmtree(root / ".evalsite")
+    build_site(project, tmp_path / "fresh")
+    assert tree_bytes(root / "site") == tree_bytes(tmp_path / "fresh")
+
+
 def test_a_run_that_has_recorded_no_case_yet_is_an_empty_column(tmp_path):
     runs = [make_run("r1", "a", {"i1": [("4", 1.0, 10, 0.1, 2)], "i2": [("5", 0.0, 10, 0.1, 2)]}), make_run("r2", "b", {})]
     marks = decide_rows([run_column(run) for run in runs])
@@ -142,6 +186,8 @@ def test_the_item_index_joins_columns_of_the_same_items_as_the_union_of_items_wo
              for n, run in enumerate(runs)]
     shared = itemindex._rows_of_shared_items(parts, redact=redact)
     assert shared is not None and shared == itemindex._rows(parts, redact=redact)
+    texts = matrixdata.SharedTexts()  # equal snippets as one list, as a build holds them
+    assert itemindex._rows_of_shared_items([texts.of(part) for part in parts], redact=redact) == shared
     assert itemindex._rows_of_shared_items([*parts, matrix_part(run_column(make_run("x", "x", {"i1": [("4", 1.0, 1, 0.1, 2)]})))],
                                            redact=redact) is None
 

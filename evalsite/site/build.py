@@ -38,7 +38,7 @@ from evalsite.runlog.hashing import sha256_json
 from evalsite.runlog.store import Run
 from evalsite.site import paths, unchanged
 from evalsite.site.figures import DATASETS_FILE, HASHES_FILE, PAIRS_FILE, CachedRun, RunFigures, SiteCache
-from evalsite.site.inputs import ProjectInputs, file_hash, scan_project
+from evalsite.site.inputs import ProjectInputs, kept_file_hash, scan_project
 from evalsite.site.itemindex import input_snippets
 from evalsite.site.matrixdata import SharedTexts, matrix_part
 from evalsite.site.output import SiteWriter
@@ -114,9 +114,10 @@ def _build(project: Project, out_dir: Path | None, *, redact: bool | None, full:
     unchanged_key = None if full or live_reload else unchanged.inputs_key(project, out_dir, redact)  # before reading anything
     settings = site_settings(project.settings, redact=redact)
     out_dir = _output_folder(project, out_dir, settings)
-    code = file_hash(*sorted(PACKAGE_DIR.rglob("*.py")), *map(Path, page_plugin_sources()))
     cache = SiteCache(project.root / CACHE_DIR, root=project.root)
-    inputs = scan_project(project, cache.kept_values(HASHES_FILE, HASHES_FILE))
+    kept_hashes = cache.kept_values(HASHES_FILE, HASHES_FILE)  # the code's files too: hashed again only when changed
+    code = kept_file_hash(kept_hashes, *sorted(PACKAGE_DIR.rglob("*.py")), *map(Path, page_plugin_sources()))
+    inputs = scan_project(project, kept_hashes)
     inputs.kept_datasets = cache.kept_values(DATASETS_FILE, code)
     theme = load_theme(project.templates_dir, project.static_dir, project.root)
     kit = Kit(inputs, settings, theme, settings.title or project.root.name, live_reload=live_reload)

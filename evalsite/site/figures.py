@@ -4,7 +4,8 @@ A build reads each run's cases at most once (:mod:`evalsite.site.build`). What o
 a run — the runs-table figures (:class:`RunFigures`) and its column of the experiment matrix (its
 :class:`~evalsite.site.matrixdata.MatrixPart`: arrays and the cells' JSON text, no object per
 cell) — is kept under ``.evalsite/site-cache/<content hash of the run's files>.json`` and
-``….matrix.npz`` (numpy arrays, read without pickle), so a later
+``….matrix.npz`` (numpy arrays, read without pickle; the texts the runs of a dataset share — their
+items' ids, row starts and input snippets — once, in ``<hash of those texts>.texts.npz``), so a later
 build that re-renders the runs table, the home page or an experiment's matrix after one new run
 reads only that run; ``intervals.json`` keeps the bootstrap intervals and the verdicts' paired tests, so a
 leaderboard that run joins bootstraps and tests only the arms and pairs whose items changed, and ``pairs.json`` the runs table's
@@ -16,8 +17,10 @@ derived data, local to the project (``.evalsite/`` is git-ignored), and never pu
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
+import re
 import stat
 import tempfile
 import zipfile
@@ -37,7 +40,7 @@ from evalsite.analysis.summary import RunSummary
 from evalsite.jsonshape import JSONObject
 from evalsite.site.matrixdata import MatrixPart
 
-CACHE_VERSION = 5
+CACHE_VERSION = 6
 INTERVALS_FILE = "intervals.json"
 #: A run against its baseline: the runs table's change counts, by the hash of both runs' inputs.
 PAIRS_FILE = "pairs.json"
@@ -47,13 +50,19 @@ HASHES_FILE = "hashes.json"
 DATASETS_FILE = "datasets.json"
 #: A run's matrix part: its column's arrays, and its texts as UTF-8 lines (JSON text has no raw newline).
 MATRIX_SUFFIX = ".matrix.npz"
+#: Texts of a matrix part that the runs of a dataset share, kept once by a hash of their content.
+TEXTS_SUFFIX = ".texts.npz"
+#: The name of shared texts: their blake2b digest (16 bytes), checked before a file is opened.
+TEXTS_HASH = re.compile(r"[0-9a-f]{32}")
 #: A run's case columns (:func:`~evalsite.analysis.case_columns.columns_arrays`), which comparisons read.
 COLUMNS_SUFFIX = ".columns.npz"
 #: A run's cells as the leaderboards' item matrix reads them (an Arrow IPC file).
 CELLS_SUFFIX = ".cells.arrow"
 #: A file being written: ``.<name>.<random>.tmp``, renamed to ``<name>`` when whole.
 TEMP_SUFFIX = ".tmp"
-_TEXTS = ("items", "heads", "tails", "snippets")
+#: A matrix part's texts of its own, and those the runs of its dataset share (besides the item ids).
+_OWN_TEXTS = ("heads", "tails")
+_SHARED_TEXTS = ("items", "snippets")
 
 
 @dataclass(frozen=True)
@@ -97,6 +106,8 @@ class SiteCache:
         self.folder = folder
         self.root = folder.parent if root is None else root
         self.refused = _not_a_folder(self.root, folder)
+        #: Shared texts this build has read or written whole, by their hash.
+        self._texts: dict[str, tuple[tuple[str, ...], dict[str, list[str]]]] = {}
 
     def get(self, content_hash: str, *, matrix: bool) -> CachedRun | None:
         """The run's figures, and its matrix part when ``matrix`` (else None)."""
@@ -104,33 +115,60 @@ class SiteCache:
             data = self._read(f"{content_hash}.json")
             figures = data["figures"]
             figures["buckets"] = tuple(figures["buckets"])
-            return CachedRun(RunFigures(**figures), self._matrix(content_hash) if matrix else None)
+            return CachedRun(RunFigures(**figures), self._matrix(content_hash, data["texts"]) if matrix else None)
         except (OSError, ValueError, KeyError, TypeError, AttributeError, EOFError, zipfile.BadZipFile):
             return None
 
-    def _matrix(self, content_hash: str) -> MatrixPart:
+    def _matrix(self, content_hash: str, texts_hash: str) -> MatrixPart:
         with self._open(f"{content_hash}{MATRIX_SUFFIX}") as handle, np.load(handle, allow_pickle=False) as data:
             if int(data["version"]) != CACHE_VERSION:
                 raise ValueError(f"{content_hash}{MATRIX_SUFFIX}: another cache version")
-            item_ids = tuple(json.loads(_text(data["item_ids"])))
+            item_ids, shared = self._shared_texts(texts_hash)
             column = RunColumn(_text(data["run_id"]), item_ids, answers=data["answers"], variants=data["variants"],
                                **{name: data[name] for name in FIGURES})
-            texts = {name: _text(data[name]).split("\n") if item_ids else [] for name in _TEXTS}
+            texts = {name: _text(data[name]).split("\n") if item_ids else [] for name in _OWN_TEXTS}
         if any(len(getattr(column, name)) != len(item_ids) for name in (*FIGURES, "answers")) or \
                 any(len(lines) != len(item_ids) for lines in texts.values()):
             raise ValueError(f"{content_hash}{MATRIX_SUFFIX}: columns of different lengths")
-        return MatrixPart(column, **texts)
+        return MatrixPart(column, **texts, **shared)
+
+    def _shared_texts(self, texts_hash: str) -> tuple[tuple[str, ...], dict[str, list[str]]]:
+        """The item ids and shared texts kept under ``texts_hash``, read once a build: every run of
+        the dataset that shows the same texts gets the same objects. A name that is not such a hash
+        (an entry planted or damaged) is refused: the cache reads no file outside its folder."""
+        if not TEXTS_HASH.fullmatch(str(texts_hash)):
+            raise ValueError(f"{texts_hash!r}: not the hash of shared texts")
+        if texts_hash not in self._texts:
+            with self._open(f"{texts_hash}{TEXTS_SUFFIX}") as handle, np.load(handle, allow_pickle=False) as data:
+                if int(data["version"]) != CACHE_VERSION:
+                    raise ValueError(f"{texts_hash}{TEXTS_SUFFIX}: another cache version")
+                item_ids = tuple(json.loads(_text(data["item_ids"])))
+                shared = {name: _text(data[name]).split("\n") if item_ids else [] for name in _SHARED_TEXTS}
+            if any(len(lines) != len(item_ids) for lines in shared.values()):
+                raise ValueError(f"{texts_hash}{TEXTS_SUFFIX}: texts of different lengths")
+            self._texts[texts_hash] = item_ids, shared
+        return self._texts[texts_hash]
 
     def put(self, content_hash: str, run_id: str, figures: RunFigures, matrix: MatrixPart) -> None:
-        """Store a run's figures and matrix part; a read-only project just goes without a cache."""
+        """Store a run's figures and matrix part, and its shared texts unless this build has read or
+        written them whole already; a read-only project just goes without a cache."""
         column = matrix.column
-        arrays: dict[str, Any] = {"run_id": _bytes(run_id),
-                  "item_ids": _bytes(json.dumps(column.item_ids, ensure_ascii=False)), "answers": column.answers,
-                  "variants": column.variants,
-                  **{name: getattr(column, name) for name in FIGURES},
-                  **{name: _bytes("\n".join(getattr(matrix, name))) for name in _TEXTS}}
+        shared = {"item_ids": _bytes(json.dumps(column.item_ids, ensure_ascii=False)),
+                  **{name: _bytes("\n".join(getattr(matrix, name))) for name in _SHARED_TEXTS}}
+        digest = hashlib.blake2b(f"{CACHE_VERSION}".encode(), digest_size=16)
+        for name, array in shared.items():
+            digest.update(f"{name}:{array.size}:".encode())
+            digest.update(array.data)
+        texts_hash = digest.hexdigest()
+        arrays: dict[str, Any] = {"run_id": _bytes(run_id), "answers": column.answers, "variants": column.variants,
+                                  **{name: getattr(column, name) for name in FIGURES},
+                                  **{name: _bytes("\n".join(getattr(matrix, name))) for name in _OWN_TEXTS}}
+        if texts_hash not in self._texts:
+            if not self._write_arrays(f"{texts_hash}{TEXTS_SUFFIX}", shared):
+                return
+            self._texts[texts_hash] = column.item_ids, {name: getattr(matrix, name) for name in _SHARED_TEXTS}
         if self._write_arrays(f"{content_hash}{MATRIX_SUFFIX}", arrays):
-            self._write(f"{content_hash}.json", {"version": CACHE_VERSION, "figures": asdict(figures)})
+            self._write(f"{content_hash}.json", {"version": CACHE_VERSION, "figures": asdict(figures), "texts": texts_hash})
 
     def case_columns(self, content_hash: str) -> CaseColumns | None:
         """The run's case columns kept by :meth:`put_columns` (None when there are none)."""
@@ -177,10 +215,12 @@ class SiteCache:
         return self._store(name, lambda handle: np.savez(handle, version=np.array(CACHE_VERSION), **arrays))
 
     def keep_only(self, hashes: set[str]) -> None:
-        """Delete the entries of runs not in ``hashes`` and temporary files a killed build left:
-        regular files directly in the cache folder only, never a symlink or what it leads to."""
+        """Delete the entries of runs not in ``hashes`` (and shared texts none of theirs names) and
+        temporary files a killed build left: regular files directly in the cache folder only, never
+        a symlink or what it leads to."""
         if self.refused or _not_a_folder(self.root, self.folder):
             return
+        hashes = hashes | self._texts_of(hashes)
         try:
             with os.scandir(self.folder) as entries:
                 doomed = [entry.path for entry in entries if entry.is_file(follow_symlinks=False) and _pruned(entry.name, hashes)]
@@ -189,6 +229,14 @@ class SiteCache:
         for path in doomed:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(path)
+
+    def _texts_of(self, hashes: set[str]) -> set[str]:
+        """The hashes of the shared texts the entries of ``hashes`` name."""
+        found = set()
+        for content_hash in hashes:
+            with contextlib.suppress(OSError, ValueError, KeyError, TypeError, AttributeError):
+                found.add(str(self._read(f"{content_hash}.json")["texts"]))
+        return found
 
     def kept_values(self, name: str, identity: str) -> KeptValues:
         """Small figures an earlier build with the same ``identity`` (code, settings) stored under ``name``."""

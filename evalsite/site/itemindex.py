@@ -66,10 +66,18 @@ def _rows_of_shared_items(parts: Sequence[MatrixPart], *, redact: bool) -> list[
     first = parts[0].column.item_ids
     if any(part.column.item_ids != first for part in parts):
         return None
-    snippets = ["null"] * len(first) if redact else \
-        [next((shown for shown in found if shown != "null"), "null") for found in zip(*(part.snippets for part in parts))]
-    cells = [",".join(row) for row in zip(*([f"[{head}]" for head in part.heads] for part in parts))]
-    return [f"[{start},{snippet},[{shown}]]" for start, snippet, shown in zip(parts[0].items, snippets, cells)]
+    cells = ["],[".join(heads) for heads in zip(*(part.heads for part in parts))]
+    return [f"[{start},{snippet},[[{shown}]]]" for start, snippet, shown in zip(parts[0].items, _snippets(parts, redact), cells)]
+
+
+def _snippets(parts: Sequence[MatrixPart], redact: bool) -> list[str]:
+    """Each item's snippet, from the first column that has one (runs asked the same way share one list)."""
+    if redact:
+        return ["null"] * len(parts[0].snippets)
+    distinct = list({id(part.snippets): part.snippets for part in parts}.values())
+    if len(distinct) == 1:
+        return distinct[0]
+    return [next((shown for shown in found if shown != "null"), "null") for found in zip(*distinct)]
 
 
 def _rows(parts: Sequence[MatrixPart], *, redact: bool) -> list[str]:

@@ -21,13 +21,14 @@ SEARCH_MANIFEST = "search/index.js"
 
 
 MAX_SLUG = 100  # characters: two slugs and a suffix stay under the 255-byte file name limit
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
 
 def slug(text: str) -> str:
     """A file-name-safe form of an id (``arithmetic@1a2b`` → ``arithmetic-1a2b``). A long one (an
     imported dataset or experiment name can be any length) is cut and ends in a hash of the whole,
     so it stays unique and every file system accepts it."""
-    safe = re.sub(r"[^A-Za-z0-9_.-]+", "-", str(text)).strip("-.") or "unnamed"
+    safe = _UNSAFE.sub("-", str(text)).strip("-.") or "unnamed"
     if len(safe) <= MAX_SLUG:
         return safe
     return f"{safe[:MAX_SLUG - 13].rstrip('-.')}-{sha256_text(str(text))[:12]}"
@@ -84,6 +85,7 @@ def item_anchor(item_id: str) -> str:
     return text if slug(text) == text else f"{slug(text)}-{item_bucket(item_id)}{hashlib.sha256(text.encode()).hexdigest()[:6]}"
 
 
+@lru_cache(maxsize=256)
 def items_folder(dataset_id: str) -> str:
     """The folder of a dataset's item pages (ends in /)."""
     return f"items/{slug(dataset_id)}/"
@@ -95,7 +97,14 @@ def item_page(dataset_id: str, bucket: str) -> str:
 
 def item(dataset_id: str, item_id: str) -> str:
     """The item's section on its item page: input, expected and every run's output."""
-    return f"{item_page(dataset_id, item_bucket(item_id))}#{item_anchor(item_id)}"
+    return items(dataset_id, [item_id])[0]
+
+
+def items(dataset_id: str, item_ids: list[str]) -> list[str]:
+    """:func:`item` of each of ``item_ids`` (a page listing many items links them all)."""
+    bucket, anchor = item_bucket, item_anchor
+    page = item_page(dataset_id, "{}")  # the page of bucket {}: a dataset's slug holds no brace
+    return [f"{page.format(bucket(item_id))}#{anchor(item_id)}" for item_id in item_ids]
 
 
 def item_metadata(dataset_id: str, bucket: str) -> str:

@@ -6,10 +6,12 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field, fields, is_dataclass
 from functools import cache
-from typing import Any, Protocol, get_args, get_type_hints
+from json.encoder import encode_basestring
+from typing import Any, Protocol, cast, get_args, get_type_hints
 
 #: How a column's cells are shown; downloads always carry the raw value.
 COLUMN_KINDS = ("text", "code", "number", "pvalue", "percent", "usd", "ms", "count", "interval", "status", "when")
@@ -95,11 +97,25 @@ class Table:
 
     def records(self) -> list[dict[str, Any]]:
         """Rows as plain JSON values under the columns' download names, in column order."""
-        return [{c.name: _plain(row.get(c.key)) for c in self.columns} for row in self.rows]
+        names = [c.name for c in self.columns]
+        return [dict(zip(names, cells)) for cells in self._each_row([self._plain_column(c) for c in self.columns])]
 
     def to_json(self) -> str:
-        """A JSON array, one record per line (compact, and quick to diff)."""
-        lines = [json.dumps(record, ensure_ascii=False, allow_nan=False) for record in self.records()]
+        """A JSON array, one record per line (compact, and quick to diff): each record as
+        ``json.dumps`` writes it, its values encoded a column at a time."""
+        names = [c.name for c in self.columns]
+        if len(set(names)) < len(names):  # a record keeps one value per name
+            lines = list(map(_JSON.encode, self.records()))
+        else:
+            line = (
+                "{{"
+                + ", ".join(_JSON.encode(name).replace("{", "{{").replace("}", "}}") + ": {}" for name in names)
+                + "}}"
+            )
+            lines = [
+                line.format(*cells)
+                for cells in self._each_row([_json_cells(self._plain_column(c)) for c in self.columns])
+            ]
         return "[\n" + ",\n".join(lines) + "\n]\n" if lines else "[]\n"
 
     def to_csv(self) -> str:
@@ -110,17 +126,57 @@ class Table:
         buffer = io.StringIO()
         writer = csv.writer(buffer, lineterminator="\n")
         writer.writerow([name for column in self.columns for name in column.csv_names()])
-        for row in self.rows:
-            cells = []
-            for column in self.columns:
-                value = row.get(column.key)
-                if column.kind == "interval":
-                    interval = value if isinstance(value, ShownInterval) else ShownInterval(value)
-                    cells += [_csv(interval.value), _csv(interval.low), _csv(interval.high)]
-                else:
-                    cells.append(_csv(_plain(value)))
-            writer.writerow(cells)
+        cells: list[list[str]] = []
+        for column in self.columns:
+            if column.kind == "interval":
+                intervals = [_interval(row.get(column.key)) for row in self.rows]
+                cells += [
+                    _csv_cells([getattr(interval, bound) for interval in intervals])
+                    for bound in ("value", "low", "high")
+                ]
+            else:
+                cells.append(_csv_cells(self._plain_column(column)))
+        writer.writerows(self._each_row(cells))
         return buffer.getvalue()
+
+    def _each_row(self, columns: list[list[Any]]) -> Iterator[tuple[Any, ...]]:
+        """Lists over the rows, one per column, as one tuple per row (an empty one per row when there are no columns)."""
+        return zip(*columns) if columns else iter([()] * len(self.rows))
+
+    def _plain_column(self, column: Column) -> list[Any]:
+        """The column's values in every row as plain JSON values (:func:`_plain`), a column at a time."""
+        key = column.key
+        values = [row.get(key) for row in self.rows]
+        kinds = set(map(type, values))
+        if kinds <= _PLAIN:
+            return values
+        if kinds <= _PLAIN | {float}:
+            return [None if value != value else value for value in values]  # NaN: no value
+        if kinds == {Link}:
+            return [value.text for value in cast(list[Link], values)]
+        return list(map(_plain, values))
+
+
+#: Exact types :func:`_plain` returns as they are (a float is, unless it is NaN).
+_PLAIN = frozenset({str, int, bool, type(None)})
+#: Every JSON download's encoder (``json.dumps`` with these options makes one per call).
+_JSON = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
+
+
+def _json_cells(values: list[Any]) -> list[str]:
+    """Each value as the JSON downloads' encoder writes it, plain text and finite numbers without a call each."""
+    kinds = set(map(type, values))
+    if kinds <= _TEXTS:
+        return ["null" if value is None else encode_basestring(value) for value in values]
+    if kinds <= _NUMBERS and all(map(math.isfinite, (value for value in values if value is not None))):
+        return ["null" if value is None else repr(value) for value in values]
+    if kinds <= _VERDICTS:
+        return ["null" if value is None else "true" if value else "false" for value in values]
+    return list(map(_JSON.encode, values))
+
+
+def _interval(value: Any) -> ShownInterval:
+    return value if isinstance(value, ShownInterval) else ShownInterval(value)
 
 
 def _plain(value: Any) -> Any:
@@ -148,6 +204,23 @@ def _csv(value: Any) -> str:
         return str(value)
     text = json.dumps(value, ensure_ascii=False, sort_keys=True) if isinstance(value, (dict, list)) else str(value)
     return "'" + text if text.startswith(FORMULA_STARTS) else text
+
+
+def _csv_cells(values: list[Any]) -> list[str]:
+    """:func:`_csv` of each value, with the common columns (numbers, plain text) taken whole."""
+    kinds = set(map(type, values))
+    if kinds <= _NUMBERS:
+        return ["" if value is None else str(value) for value in values]
+    if kinds <= _TEXTS:
+        return ["" if value is None else "'" + value if value.startswith(FORMULA_STARTS) else value for value in values]
+    if kinds <= _VERDICTS:
+        return ["" if value is None else "true" if value else "false" for value in values]
+    return list(map(_csv, values))
+
+
+_NUMBERS = frozenset({int, float, type(None)})
+_TEXTS = frozenset({str, type(None)})
+_VERDICTS = frozenset({bool, type(None)})
 
 
 def tables_in(value: Any) -> Iterator[Table]:

@@ -160,6 +160,7 @@ def environment(project_templates: Path, root: Path | None = None) -> ThemeEnvir
         autoescape=select_autoescape(default=True, default_for_string=True),
         undefined=StrictUndefined,
         bytecode_cache=compiled_templates(kind),
+        auto_reload=False,  # one environment a build: a template is loaded once, not its file's time checked at every page
         **_OPTIONS,
     )
     env.filters.update(formatting.FILTERS)

@@ -191,8 +191,10 @@ def _data_scripts(files: dict[str, bytes], run_id: str, baseline_id: str, kind: 
     written = []
     for part, start in enumerate(range(0, len(changes), ROWS_PER_SCRIPT)):
         key = paths.compare_data(run_id, baseline_id, f"{kind}-{part}")
-        rows = [[c.item_id, paths.item(dataset_id, c.item_id) if dataset_id else None, c.baseline_score, c.current_score,
-                 c.delta, int(bool(c.rescored)), c.classification] for c in changes[start:start + ROWS_PER_SCRIPT]]
+        chunk = changes[start:start + ROWS_PER_SCRIPT]
+        links = paths.items(dataset_id, [c.item_id for c in chunk]) if dataset_id else [None] * len(chunk)
+        rows = [[c.item_id, link, c.baseline_score, c.current_score, c.delta, int(bool(c.rescored)), c.classification]
+                for c, link in zip(chunk, links)]
         files[key] = data_script(key, rows)
         written.append(key)
     return written
@@ -227,13 +229,14 @@ def compare_page(report: ComparisonReport, source: str, settings: SiteSettings, 
         return page
     page.summary = _summary(report, regression)
     page.dumbbells, page.dumbbell_note = _dumbbells(regression, settings.dumbbells)
+    changed = _largest_first([c for c in regression.items if c.classification in (IMPROVED, REGRESSED)])
     page.items = Table("items", [
         Column("item", "item", "code", download="item_id"), Column("baseline", "baseline", "number", download="baseline_score"),
         Column("current", "current", "number", download="score"),
         Column("delta", "Δ", "number"), Column("classification", "change", "status"), Column("rescored", "re-scored"),
-    ], [{"item": _item_link(dataset_id, c.item_id), "baseline": c.baseline_score, "current": c.current_score, "delta": c.delta,
+    ], [{"item": item, "baseline": c.baseline_score, "current": c.current_score, "delta": c.delta,
          "classification": c.classification, "rescored": c.rescored, "_class": f"change-{c.classification}"}
-        for c in _largest_first([c for c in regression.items if c.classification in (IMPROVED, REGRESSED)])],
+        for c, item in zip(changed, _item_links(dataset_id, [c.item_id for c in changed]))],
         shown=SHOWN_CHANGES)
     page.evaluators = Table("evaluators", [
         Column("evaluator", "evaluator"), Column("newly_failing", "newly failing", "count"),
@@ -279,8 +282,8 @@ def _dumbbells(regression: RegressionReport, limit: int) -> tuple[Markup, str]:
     return charts.dumbbells(rows, x_label="item score: baseline (open) → current (filled)", title="Items that changed"), note
 
 
-def _item_link(dataset_id: str | None, item_id: str) -> Link | str:
-    return Link(item_id, paths.item(dataset_id, item_id)) if dataset_id else item_id
+def _item_links(dataset_id: str | None, item_ids: list[str]) -> list[Link] | list[str]:
+    return list(map(Link, item_ids, paths.items(dataset_id, item_ids))) if dataset_id else item_ids
 
 
 def _ids(item_ids: list[str]) -> str:
