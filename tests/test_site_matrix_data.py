@@ -214,3 +214,9 @@ def test_a_part_of_items_another_part_holds_takes_its_row_starts():
     assert shared.row_starts(run_column(make_run("r2", "a2", dict(list(cells.items())[:3]))).item_ids) is None
     reused = matrix_part(column, None, shared.row_starts(column.item_ids))
     assert reused == matrix_part(column) and reused.items is first.items
+
+
+@pytest.mark.parametrize("text", ["plain-item-7", 'a "quoted" \\ back\\slash', "tab\tnew\nline\r\x00\x1f\x7f",
+                                  "naïve 東京 😀", "line\u2028separator\u2029", "lone \ud800 surrogate", ""])
+def test_a_matrix_text_is_written_as_json_dumps_writes_it(text: str) -> None:
+    assert matrixdata._text(text) == json.dumps(text, ensure_ascii=False)

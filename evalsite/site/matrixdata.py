@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from json.encoder import encode_basestring
 
 import numpy as np
 
@@ -93,7 +94,9 @@ def _row_start(item_id: str) -> str:
 
 
 def _text(value: str) -> str:
-    return json.dumps(value, ensure_ascii=False)
+    """``value`` as ``json.dumps(value, ensure_ascii=False)`` writes it: that call ends in this same
+    function after building an encoder (~1.2 µs a call, ~1.2 million calls in a 1M-case build)."""
+    return encode_basestring(value)
 
 
 def _numbers(values: np.ndarray) -> list[str]:
