@@ -110,6 +110,22 @@ def test_a_nothing_new_evalsite_build_loads_no_renderer(two_arm_site):
     assert Path(two_arm_site.root / "site" / "index.html").is_file()
 
 
+def test_a_rebuild_served_from_the_cache_loads_no_scipy(two_arm_site):
+    """A run's file touched: the build goes through the full check, renders from the site's cache
+    and computes no statistic, so it never imports scipy.special (stats/distributions.py imports it
+    where a figure is computed); a build that computes one does (tests/test_cli_lazy.py)."""
+    build_site(two_arm_site)
+    os.utime(two_arm_site.root / "runs" / "20260101T000002Z-b-0001" / "end.json")
+    probe = ("import json, sys\nfrom evalsite.cli import main\n"
+             "try:\n    main(['build', '--json'], standalone_mode=False)\nfinally:\n"
+             "    print('LOADED ' + json.dumps(sorted({name.split('.')[0] for name in sys.modules})))")
+    done = subprocess.run([sys.executable, "-c", probe], cwd=two_arm_site.root, capture_output=True, text=True, check=True,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    output, _, loaded = done.stdout.rpartition("LOADED ")
+    assert json.loads(output)["rendered"] == 0
+    assert "numpy" in set(json.loads(loaded)) and "scipy" not in set(json.loads(loaded))
+
+
 def test_a_symlinked_evalsite_folder_is_neither_read_nor_written_through(two_arm_site, tmp_path):
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
