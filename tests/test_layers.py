@@ -124,7 +124,8 @@ from scipy import stats
 x = np.linspace(-8, 8, 2001)
 p = np.linspace(0, 1, 2001)
 figures = [special.ndtr(x), special.ndtri(p), special.stdtrit(3.5, p), special.stdtr(3.5, x), special.chdtrc(4.0, x + 8),
-           special.betaincinv(2.5, 3.5, p), special.bdtrc(np.arange(0, 50.0), 50, 0.3), special.gammaln(x + 9),
+           special.betaincinv(2.5, 3.5, p), special.bdtrc(np.arange(0, 50.0), 50, 0.3), special.bdtr(np.arange(0, 50.0), 50, 0.3),
+           special.gammaln(x + 9),
            stats.norm.ppf(p), [stats.kendalltau(np.arange(9), np.arange(9) % 4).statistic],
            [stats.bootstrap((x[:200],), np.mean, n_resamples=99, rng=0).confidence_interval.low]]
 print(json.dumps([[float(v).hex() for v in np.ravel(f)] for f in figures]))

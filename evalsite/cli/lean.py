@@ -1,8 +1,8 @@
-"""Costs a command does not need to pay: pyarrow's look for pandas and BLAS threads spinning
-between small products (commands that only read runs), and, in every command, most of the garbage
-collector's passes (:func:`fewer_collections`) and httpx's command-line client
-(:func:`httpx_without_its_command_line`), and, in the commands that read runs, scipy copying all of
-numpy's namespace (:func:`scipy_copies_numpy_as_loaded`).
+"""Costs a command does not need to pay: pyarrow's look for pandas, BLAS threads spinning between
+small products and scipy loading every numpy submodule to copy numpy's namespace
+(:func:`scipy_copies_numpy_as_loaded`) in the commands that only read runs, and, in every command,
+most of the garbage collector's passes (:func:`fewer_collections`) and httpx's command-line client
+(:func:`httpx_without_its_command_line`).
 
 pyarrow imports pandas, when it is installed, the first time it converts a value to or from numpy
 (any ``to_numpy``, a fill value, a list), to recognise pandas objects (``NaT``, ``NA``, a
@@ -137,7 +137,7 @@ def scipy_copies_numpy_as_loaded() -> None:
     ``dir(numpy)``, which loads each of numpy's lazily loaded submodules: ``f2py`` (its Fortran
     parser, and charset_normalizer), ``testing`` (and unittest), ``ma``, ``polynomial``, ``rec``,
     ``char``, ``strings``, ``ctypeslib``, ``core``: ~0.08 s of CPU and 12 MB, about a third of
-    what ``import scipy.special`` costs beyond numpy (docs/benchmarks.md, "Start-up"). While that
+    what ``import scipy.special`` costs beyond numpy (docs/benchmarks.md, branch `startup6`). While that
     one module runs, numpy's ``__all__`` and ``dir()`` leave out the submodules not loaded yet;
     both are numpy's own again as soon as it has run (or failed). What changes, for the rest of the
     process: scipy's copy (the namespace scipy's functions use for numpy arrays) has no attribute

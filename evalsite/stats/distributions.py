@@ -11,7 +11,7 @@ checks every one against ``scipy.stats`` over a grid of inputs.
 Each function imports ``scipy.special`` where it calls it, not with this module: that import
 (~0.1 s, most of it scipy's array-API layer copying numpy's namespace) is paid by a process that
 computes a figure, never by one that only loads the statistics, as a rebuild served from the site's
-cache does (docs/benchmarks.md, "Start-up"). The functions are the same objects either way.
+cache does (docs/benchmarks.md, branch `startup6`). The functions are the same objects either way.
 """
 
 from __future__ import annotations
