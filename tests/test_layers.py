@@ -140,6 +140,15 @@ def test_scipy_gives_the_same_figures_after_copying_numpy_as_loaded():
     assert runs["lean"].stdout == runs["plain"].stdout and len(runs["plain"].stdout) > 10_000
 
 
+def test_the_lean_copy_leaves_a_numpy_without_a_module_dir_as_it_is():
+    """numpy 1.x (pyproject allows >= 1.26) has no module ``__dir__``: scipy's layer loads as it would."""
+    code = ("import numpy, sys\nvars(numpy).pop('__dir__')\nnames = list(numpy.__all__)\n"
+            "from evalsite.cli.lean import scipy_copies_numpy_as_loaded\nscipy_copies_numpy_as_loaded()\n"
+            "from scipy import special\nassert numpy.__all__ == names and '__dir__' not in vars(numpy)\nprint(special.ndtr(0.0))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "0.5"
+
+
 def test_pandas_still_works_after_pyarrow_was_told_it_is_absent():
     pytest.importorskip("pandas")
     code = (

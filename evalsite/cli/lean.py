@@ -174,6 +174,9 @@ class _NumpyAsLoaded:
         import numpy
 
         namespace = vars(numpy)
+        if "__dir__" not in namespace:  # numpy 1.x: no lazy listing to limit (its dir() is its dict)
+            self.loader.exec_module(module)
+            return
         names: list[str] = namespace["__all__"]
         listing: Callable[[], list[str]] = namespace["__dir__"]
         unloaded = {name for name in set(listing()) - namespace.keys() if f"numpy.{name}" not in sys.modules}
