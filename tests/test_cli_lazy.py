@@ -70,6 +70,15 @@ def test_the_run_command_imports_no_scipy_duckdb_or_jinja_until_used():
     assert not loaded & {"scipy", "duckdb", "jinja2"}
 
 
+def test_the_statistics_load_scipy_where_a_figure_is_computed():
+    """stats/distributions.py imports scipy.special in the functions that call it: loading every
+    statistic the site's renderer and the analysis commands load costs no scipy; the first figure does."""
+    modules = ("evalsite.site.build", "evalsite.analysis.verdict", "evalsite.stats.intervals", "evalsite.stats.power",
+               "evalsite.stats.ranking", "evalsite.stats.paired", "evalsite.stats.noise")
+    assert "scipy" not in modules_loaded_by("\n".join(f"import {module}" for module in modules))
+    assert "scipy" in modules_loaded_by("from evalsite.stats.distributions import norm_ppf\nnorm_ppf(0.975)")
+
+
 COMPLETING_RUN = ("family-test", "bootstrap", "noise", "compare", "compare r --baseline", "promote", "compact", "rescore",
                   "runs --exclude", "show", "ci summary", "run --resume", "run m --baseline")
 

@@ -97,17 +97,34 @@ def test_a_build_over_files_changed_just_before_it_records_nothing(two_arm_site,
     assert unchanged.recorded_report(two_arm_site, None, None) is None
 
 
-def test_a_nothing_new_evalsite_build_loads_no_renderer(two_arm_site):
-    build_site(two_arm_site)
+def loaded_by_build(project: Project, args: list[str]) -> tuple[set[str], str]:
+    """The top-level modules ``evalsite build ARGS`` loads in a fresh interpreter, and its output."""
     probe = ("import json, sys\nfrom evalsite.cli import main\n"
-             "try:\n    main(['build'], standalone_mode=False)\nfinally:\n"
+             f"try:\n    main({['build', *args]!r}, standalone_mode=False)\nfinally:\n"
              "    print('LOADED ' + json.dumps(sorted({name.split('.')[0] for name in sys.modules})))")
-    done = subprocess.run([sys.executable, "-c", probe], cwd=two_arm_site.root, capture_output=True, text=True, check=True,
+    done = subprocess.run([sys.executable, "-c", probe], cwd=project.root, capture_output=True, text=True, check=True,
                           env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
     output, _, loaded = done.stdout.rpartition("LOADED ")
+    return set(json.loads(loaded)), output
+
+
+def test_a_nothing_new_evalsite_build_loads_no_renderer(two_arm_site):
+    build_site(two_arm_site)
+    loaded, output = loaded_by_build(two_arm_site, [])
     assert "(0 jobs rendered" in output
-    assert not set(json.loads(loaded)) & {"jinja2", "duckdb", "numpy", "pyarrow", "scipy", "yaml", "markdown_it"}
+    assert not loaded & {"jinja2", "duckdb", "numpy", "pyarrow", "scipy", "yaml", "markdown_it"}
     assert Path(two_arm_site.root / "site" / "index.html").is_file()
+
+
+def test_a_rebuild_served_from_the_cache_loads_no_scipy(two_arm_site):
+    """A run's file touched: the build goes through the full check, renders from the site's cache
+    and computes no statistic, so it never imports scipy.special (stats/distributions.py imports it
+    where a figure is computed); a build that computes one does (tests/test_cli_lazy.py)."""
+    build_site(two_arm_site)
+    os.utime(two_arm_site.root / "runs" / "20260101T000002Z-b-0001" / "end.json")
+    loaded, output = loaded_by_build(two_arm_site, ["--json"])
+    assert json.loads(output)["rendered"] == 0
+    assert "numpy" in loaded and "scipy" not in loaded
 
 
 def test_a_symlinked_evalsite_folder_is_neither_read_nor_written_through(two_arm_site, tmp_path):

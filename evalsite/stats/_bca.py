@@ -15,7 +15,8 @@ import math
 from collections.abc import Callable
 
 import numpy as np
-from scipy.special import ndtr, ndtri
+
+from evalsite.stats.distributions import norm_cdf, norm_ppf
 
 
 def leave_one_out_ratios(sums: np.ndarray, sizes: np.ndarray) -> np.ndarray:
@@ -43,15 +44,15 @@ def bca_bounds(
     """Bias-corrected and accelerated bounds; NaN where BCa is undefined (degenerate data)."""
     resamples = distribution.size
     below = np.count_nonzero(distribution < estimate) + np.count_nonzero(distribution <= estimate)
-    z0 = ndtri(below / (2 * resamples))
+    z0 = norm_ppf(below / (2 * resamples))
     n = float(jackknife.size)
     spread = (n - 1) * (jackknife.mean() - jackknife)
     acceleration = (np.sum(spread**3) / n**3) / 6 / (np.sum(spread**2) / n**2) ** 1.5
-    z_alpha = float(ndtri((1 - confidence) / 2))
+    z_alpha = float(norm_ppf((1 - confidence) / 2))
     levels = []
     for z in (z_alpha, -z_alpha):
         shifted = z0 + z
-        levels.append(float(ndtr(z0 + shifted / (1 - acceleration * shifted))))
+        levels.append(float(norm_cdf(z0 + shifted / (1 - acceleration * shifted))))
     if not all(math.isfinite(level) for level in levels):
         return math.nan, math.nan
     low, high = np.quantile(distribution, levels)

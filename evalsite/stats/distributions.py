@@ -7,6 +7,11 @@ path, a direct computation: the two-sided exact binomial test at p = 1/2 (what
 ``binomtest(k, n, 0.5)`` returns), average ranks (``rankdata``) and the studentized range at
 infinite degrees of freedom (the Nemenyi test's distribution). tests/test_distributions.py
 checks every one against ``scipy.stats`` over a grid of inputs.
+
+Each function imports ``scipy.special`` where it calls it, not with this module: that import
+(~0.1 s, most of it scipy's array-API layer copying numpy's namespace) is paid by a process that
+computes a figure, never by one that only loads the statistics, as a rebuild served from the site's
+cache does (docs/benchmarks.md, branch `startup6`). The functions are the same objects either way.
 """
 
 from __future__ import annotations
@@ -14,48 +19,63 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import special
 
 
 def norm_cdf(x: float | np.ndarray) -> float | np.ndarray:
     """P(Z <= x) for a standard normal Z (``scipy.stats.norm.cdf``)."""
+    from scipy import special
+
     cdf: float | np.ndarray = special.ndtr(x)
     return cdf
 
 
 def norm_sf(x: float) -> float:
     """P(Z > x) (``scipy.stats.norm.sf``)."""
+    from scipy import special
+
     return float(special.ndtr(-x))
 
 
 def norm_ppf(p: float | np.ndarray) -> float | np.ndarray:
     """The standard normal quantile (``scipy.stats.norm.ppf``)."""
+    from scipy import special
+
     quantile: float | np.ndarray = special.ndtri(p)
     return quantile
 
 
 def t_ppf(p: float, df: float) -> float:
     """Student's t quantile (``scipy.stats.t.ppf``)."""
+    from scipy import special
+
     return float(special.stdtrit(df, p))
 
 
 def t_sf(x: float, df: float) -> float:
     """P(T > x) for Student's t (``scipy.stats.t.sf``)."""
+    from scipy import special
+
     return float(special.stdtr(df, -x))
 
 
 def chi2_sf(x: float, df: float) -> float:
     """P(X > x) for a chi-square X (``scipy.stats.chi2.sf``)."""
+    from scipy import special
+
     return float(special.chdtrc(df, x))
 
 
 def beta_ppf(p: float, a: float, b: float) -> float:
     """The Beta(a, b) quantile (``scipy.stats.beta.ppf``)."""
+    from scipy import special
+
     return float(special.betaincinv(a, b, p))
 
 
 def binom_sf(k: int, n: int, p: float) -> float:
     """P(X > k) for X ~ Binomial(n, p) (``scipy.stats.binom.sf``)."""
+    from scipy import special
+
     if k < 0:
         return 1.0
     if k >= n:
@@ -65,6 +85,8 @@ def binom_sf(k: int, n: int, p: float) -> float:
 
 def binom_sf_array(k: np.ndarray, n: int) -> np.ndarray:
     """P(X > k) for X ~ Binomial(n, 1/2), elementwise over integer ``k`` (1 below 0, 0 from n)."""
+    from scipy import special
+
     inside = (k >= 0) & (k < n)
     return np.where(inside, special.bdtrc(np.clip(k, 0, max(0, n - 1)).astype(float), n, 0.5), np.where(k < 0, 1.0, 0.0))
 
@@ -88,6 +110,8 @@ _STIRLING = (1 / 12, 1 / 360, 1 / 1260, 1 / 1680, 1 / 1188)
 
 def _stirling_error(x: np.ndarray) -> np.ndarray:
     """log(x!) - log(sqrt(2 pi x) (x / e)^x): the series above 15, log-gamma below (small there)."""
+    from scipy import special
+
     small = x <= 15
     low = np.where(small, x, 16.0)
     direct = special.gammaln(low + 1) - (low + 0.5) * np.log(low) + low - 0.5 * math.log(2 * math.pi)
@@ -114,6 +138,8 @@ def _deviance(x: np.ndarray, mean: float) -> np.ndarray:
 
 def binom_cdf(k: int, n: int, p: float) -> float:
     """P(X <= k) for X ~ Binomial(n, p) (``scipy.stats.binom.cdf``)."""
+    from scipy import special
+
     if k < 0:
         return 0.0
     if k >= n:
@@ -165,6 +191,8 @@ def studentized_range_cdf(q: float, k: int) -> float:
     """P(Q <= q) for Q the range of k standard normals, divided by nothing (infinite degrees of
     freedom): k ∫ φ(z) [Φ(z) − Φ(z − q)]^(k−1) dz (Lund & Lund 1983, the form
     ``scipy.stats.studentized_range`` integrates at df = ∞)."""
+    from scipy import special
+
     if q <= 0:
         return 0.0
     z = np.arange(-_REACH, _REACH + q + _STEP / 2, _STEP)
@@ -176,6 +204,8 @@ def studentized_range_cdf(q: float, k: int) -> float:
 def studentized_range_sf(q: float, k: int) -> float:
     """P(Q > q) at infinite degrees of freedom: k ∫ φ(z) (Φ(z)^(k−1) − [Φ(z) − Φ(z − q)]^(k−1)) dz,
     summed as such so a small tail keeps its digits (1 − cdf would not)."""
+    from scipy import special
+
     if q <= 0:
         return 1.0
     z = np.arange(-_REACH, _REACH + q + _STEP / 2, _STEP)
