@@ -24,7 +24,6 @@ from evalsite.cli.lean import (
     fewer_collections,
     httpx_without_its_command_line,
     pyarrow_without_pandas,
-    scipy_copies_numpy_as_loaded,
 )
 from evalsite.errors import EvalsiteError
 
@@ -173,7 +172,6 @@ def main(runs_location: str | None, quiet: bool, verbose: bool, no_color: bool) 
         os.environ["EVALSITE_RUNS"] = runs_location  # evalsite.project.RUNS_ENV, read by Project.runs_location
     if context.invoked_subcommand in READS_RUNS and not context.meta.get(ASKS_HELP):
         pyarrow_without_pandas(load=context.invoked_subcommand not in LEAVES_PYARROW)  # never needed to read runs
-        scipy_copies_numpy_as_loaded()
     if context.invoked_subcommand in READS_RUNS:
         _refresh_store()
 

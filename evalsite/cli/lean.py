@@ -1,7 +1,6 @@
-"""Costs a command does not need to pay: pyarrow's look for pandas, BLAS threads spinning between
-small products and scipy loading every numpy submodule to copy numpy's namespace
-(:func:`scipy_copies_numpy_as_loaded`) in the commands that only read runs, and, in every command,
-most of the garbage collector's passes (:func:`fewer_collections`) and httpx's command-line client
+"""Costs a command does not need to pay: pyarrow's look for pandas and BLAS threads spinning
+between small products (commands that only read runs), and, in every command, most of the garbage
+collector's passes (:func:`fewer_collections`) and httpx's command-line client
 (:func:`httpx_without_its_command_line`).
 
 pyarrow imports pandas, when it is installed, the first time it converts a value to or from numpy
@@ -24,13 +23,6 @@ import atexit
 import gc
 import os
 import sys
-from collections.abc import Callable, Sequence
-from importlib.machinery import ModuleSpec, PathFinder
-from types import ModuleType
-from typing import TYPE_CHECKING, cast
-
-if TYPE_CHECKING:
-    from importlib.abc import Loader  # typing only: importing importlib.abc costs ~20 ms
 
 #: The environment variable OpenBLAS (numpy's BLAS in its wheels) reads, once, when numpy loads.
 BLAS_THREADS = "OPENBLAS_NUM_THREADS"
@@ -122,71 +114,3 @@ def httpx_without_its_command_line() -> None:
     ``python -m httpx`` and the ``httpx`` script, their own processes, are unchanged."""
     if "httpx" not in sys.modules:
         sys.meta_path.insert(0, _Refuses("httpx._main", "not needed by evalsite", once=True))
-
-
-#: scipy's array-API layer's copy of numpy's namespace, which ``scipy.special`` imports.
-ARRAY_API_NUMPY = "scipy._lib.array_api_compat.numpy"
-
-
-def scipy_copies_numpy_as_loaded() -> None:
-    """Unless scipy's array-API layer is loaded already: when ``scipy.special`` loads it (at the
-    first figure a command computes, evalsite/stats/distributions.py), it copies numpy's namespace
-    as numpy has loaded it, rather than loading every submodule numpy loads on first access.
-
-    That layer copies numpy by ``from numpy import *`` and a ``getattr`` of every name in
-    ``dir(numpy)``, which loads each of numpy's lazily loaded submodules: ``f2py`` (its Fortran
-    parser, and charset_normalizer), ``testing`` (and unittest), ``ma``, ``polynomial``, ``rec``,
-    ``char``, ``strings``, ``ctypeslib``, ``core``: ~0.08 s of CPU and 12 MB, about a third of
-    what ``import scipy.special`` costs beyond numpy (docs/benchmarks.md, branch `startup6`). While that
-    one module runs, numpy's ``__all__`` and ``dir()`` leave out the submodules not loaded yet;
-    both are numpy's own again as soon as it has run (or failed). What changes, for the rest of the
-    process: scipy's copy (the namespace scipy's functions use for numpy arrays) has no attribute
-    for those submodules, which scipy reads only in its own test assertions (``xp.testing``);
-    numpy itself, its submodules and scipy's results are unchanged."""
-    if ARRAY_API_NUMPY not in sys.modules:
-        sys.meta_path.insert(0, _CopiesAsLoaded())
-
-
-class _CopiesAsLoaded:
-    """A finder for :data:`ARRAY_API_NUMPY` only: the path finder's spec with its loader wrapped
-    (:class:`_NumpyAsLoaded`); it leaves ``sys.meta_path`` when asked for that module."""
-
-    def find_spec(self, name: str, path: Sequence[str] | None = None, target: object = None) -> ModuleSpec | None:
-        if name != ARRAY_API_NUMPY:
-            return None
-        sys.meta_path.remove(self)
-        spec = PathFinder.find_spec(name, path)
-        if spec is not None and spec.loader is not None:
-            spec.loader = cast("Loader", _NumpyAsLoaded(spec.loader))
-        return spec
-
-
-class _NumpyAsLoaded:
-    """``loader``, run while numpy's ``__all__`` and ``dir()`` name only what numpy has loaded."""
-
-    def __init__(self, loader: Loader) -> None:
-        self.loader = loader
-
-    def create_module(self, spec: ModuleSpec) -> ModuleType | None:
-        return self.loader.create_module(spec)
-
-    def exec_module(self, module: ModuleType) -> None:
-        import numpy
-
-        namespace = vars(numpy)
-        if "__dir__" not in namespace:  # numpy 1.x: no lazy listing to limit (its dir() is its dict)
-            self.loader.exec_module(module)
-            return
-        names: list[str] = namespace["__all__"]
-        listing: Callable[[], list[str]] = namespace["__dir__"]
-        unloaded = {name for name in set(listing()) - namespace.keys() if f"numpy.{name}" not in sys.modules}
-        namespace["__all__"] = [name for name in names if name not in unloaded]
-        namespace["__dir__"] = lambda: [name for name in listing() if name not in unloaded]
-        try:
-            self.loader.exec_module(module)
-        finally:
-            namespace["__all__"], namespace["__dir__"] = names, listing
-
-    def __getattr__(self, name: str) -> object:
-        """The wrapped loader's other methods (``get_source`` for tracebacks, ``get_filename``)."""
-        return getattr(self.loader, name)
