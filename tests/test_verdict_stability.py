@@ -191,3 +191,16 @@ def test_the_memo_is_read_only_where_items_are_drawn_one_by_one_and_draws_are_ma
     monkeypatch.setattr(_counts, "COUNTS_FROM_DRAWS", 0)
     stability_draws(np.random.default_rng(5).integers(0, 2, size=(300, 3)).astype(float), n_resamples=40, memo=memo)
     assert memo == {}
+
+
+def test_new_arms_keep_the_other_arms_resample_means(small_chunks):
+    """A matrix with more arms draws in other chunks (5 resamples a chunk for 3 arms, 3 for 5: cells
+    per chunk count the arms) but the same indices: the kept arms' means are the ones the wider matrix
+    draws afresh, bit for bit."""
+    values = np.random.default_rng(30).normal(size=(600, 5))
+    memo = _Memo()
+    stability_draws(values[:, :3], seed=1, n_resamples=49, memo=memo)
+    wider = stability_draws(values, seed=1, n_resamples=49, memo=memo)
+    afresh = stability_draws(values, seed=1, n_resamples=49)
+    assert len(memo) == 5  # the new arms alone were drawn and kept
+    assert np.array_equal(wider.means, afresh.means) and wider.rank_intervals == afresh.rank_intervals

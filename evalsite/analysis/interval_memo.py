@@ -175,7 +175,7 @@ def pair_key(a: tuple[Any, ...], b: tuple[Any, ...]) -> tuple[Any, ...]:
 
 class DrawsLru(Lru["np.ndarray"]):
     """Rank stability's resample means of one arm (resamples × (sizes + 1), float64) by
-    ``stats.intervals.memo_key`` of its column and the draws' options ("stability", arms, seed,
+    ``stats.intervals.memo_key`` of its column and the draws' options ("stability", seed,
     resamples, sizes): the :data:`DRAWS_SIZE` most recently used arms."""
 
     def __init__(self) -> None:
@@ -183,7 +183,7 @@ class DrawsLru(Lru["np.ndarray"]):
 
     def rows(self) -> list[list[Any]]:
         """Every arm, oldest first, as a JSON-ready row: digest, shape, dtype, options, then the means' bytes (base64)."""
-        return [[key[0].hex(), list(key[1]), key[2], key[3], key[4], key[5], key[6], list(key[7]),
+        return [[key[0].hex(), list(key[1]), key[2], key[3], key[4], key[5], list(key[6]),
                  base64.b64encode(value.tobytes()).decode("ascii")] for key, value in self.items()]
 
     def recall(self, rows: Iterable[list[Any]]) -> None:
@@ -192,11 +192,11 @@ class DrawsLru(Lru["np.ndarray"]):
         import numpy as np
 
         for row in rows:
-            digest, shape, dtype, tag, arms, seed, resamples, sizes, means = row
+            digest, shape, dtype, tag, seed, resamples, sizes, means = row
             value = np.frombuffer(base64.b64decode(means, validate=True), dtype=np.float64)
             if tag != "stability" or value.size != int(resamples) * (len(sizes) + 1):
                 raise ValueError("resample means of another shape than their options")
-            self.put((bytes.fromhex(digest), tuple(shape), str(dtype), tag, int(arms), int(seed), int(resamples),
+            self.put((bytes.fromhex(digest), tuple(shape), str(dtype), tag, int(seed), int(resamples),
                       tuple(int(size) for size in sizes)), value.reshape(int(resamples), len(sizes) + 1))
 
 

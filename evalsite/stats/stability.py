@@ -201,16 +201,17 @@ def _index_means(
 ) -> tuple[np.ndarray, np.ndarray]:
     """The arm means of items drawn one by one: every nested size's (resamples × sizes × arms) and
     the full size's (resamples × arms), the draws seeded by ``seed`` alone. Each arm's means depend
-    on its own column and the draws only (which depend on the matrix's shape, not its values), so
-    an arm ``memo`` keeps is taken from it; the others are gathered from the same draws, at least two
-    columns at a time, as the whole matrix is (numpy adds a lone column's draws pairwise, not in
-    order), so they are the whole matrix's means bit for bit."""
+    on its own column and the draws only, which depend on the items, resamples and sizes, not on the
+    values or the number of arms (the chunks do, but numpy's generator draws the same stream whatever
+    the calls' sizes), so an arm ``memo`` keeps is taken from it; the others are gathered from the same
+    draws, at least two columns at a time, as the whole matrix is (numpy adds a lone column's draws
+    pairwise, not in order), so they are the whole matrix's means bit for bit."""
     n_items, n_arms = values.shape
     keys: list[tuple[Any, ...]] = []
     if memo is not None and n_arms > 1 and n_items * n_resamples >= KEPT_FROM_DRAWS:
         from evalsite.stats.intervals import memo_key  # only where a memo is read: intervals loads the bootstraps
 
-        options = ("stability", n_arms, seed, n_resamples, tuple(sizes.tolist()))
+        options = ("stability", seed, n_resamples, tuple(sizes.tolist()))
         keys = [memo_key(values[:, arm], *options) for arm in range(n_arms)]
     kept: list[np.ndarray | None] = [memo.get(key) for key in keys] if memo is not None and keys else [None] * n_arms
     missing = [arm for arm in range(n_arms) if kept[arm] is None]
