@@ -4,6 +4,7 @@ same bytes as a build without the cache."""
 
 from __future__ import annotations
 
+import base64
 import shutil
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from sitekit import tree_bytes
 
 from evalsite.analysis import verdict
 from evalsite.analysis.interval_memo import (
+    DRAWS,
     INTERVALS,
     PAIRS,
     column_key,
@@ -26,7 +28,7 @@ from evalsite.experiment.manifest import load_manifest
 from evalsite.experiment.plan import build_plan
 from evalsite.project import find_project
 from evalsite.site import build, build_site
-from evalsite.stats import intervals
+from evalsite.stats import intervals, stability
 
 
 @pytest.fixture()
@@ -115,6 +117,38 @@ def test_the_paired_tests_of_a_build_are_kept_for_the_next_process(cache_project
     build_site(cache_project, full=True)
     assert pair_tests == []  # every pair's test and interval came from the cache
     assert tree_bytes(cache_project.root / "site") == first
+
+
+def test_the_stability_draws_of_a_build_are_kept_for_the_next_process(cache_project, monkeypatch):
+    """Rank stability's resample means of each arm come back from the cache: the next process draws
+    none again (the example's matrices are small, so every arm is kept here), same pages."""
+    gathered: list[int] = []
+    original = stability._full_size_means
+    monkeypatch.setattr(stability, "KEPT_FROM_DRAWS", 0)
+    monkeypatch.setattr(stability, "_full_size_means",
+                        lambda values, *a, **k: gathered.append(values.shape[1]) or original(values, *a, **k))
+    DRAWS.clear()
+    build_site(cache_project, full=True)
+    assert gathered and DRAWS.rows()
+    first = tree_bytes(cache_project.root / "site")
+    DRAWS.clear()
+    gathered.clear()
+    build_site(cache_project, full=True)
+    assert gathered == [] and tree_bytes(cache_project.root / "site") == first
+
+
+def test_kept_draws_are_recalled_bit_for_bit_and_means_of_another_shape_are_refused(cache_project, monkeypatch):
+    monkeypatch.setattr(stability, "KEPT_FROM_DRAWS", 0)
+    DRAWS.clear()
+    build_site(cache_project, full=True)
+    kept = {key: value.copy() for key, value in DRAWS.items()}
+    payload = kept_intervals("code")
+    DRAWS.clear()
+    assert recall_kept_intervals(payload, "code")
+    assert {key: value.tobytes() for key, value in DRAWS.items()} == {key: value.tobytes() for key, value in kept.items()}
+    DRAWS.clear()
+    short = [[*row[:-1], base64.b64encode(base64.b64decode(row[-1])[:-8]).decode()] for row in payload["draws"]]  # a mean short
+    assert not recall_kept_intervals({**payload, "draws": short}, "code")
 
 
 def test_kept_pairs_are_recalled_only_by_the_code_that_kept_them_and_a_bad_row_is_ignored(cache_project):

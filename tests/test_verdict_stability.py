@@ -7,9 +7,12 @@ import sys
 import threading
 
 import numpy as np
+import pytest
 from example_support import forget_project_modules
 from sitekit import case, write_run
 
+import evalsite.stats._counts as _counts
+import evalsite.stats.stability as stability
 from evalsite.analysis import background
 from evalsite.analysis.leaderboard import start_stability
 from evalsite.analysis.verdict import verdict_of
@@ -125,3 +128,79 @@ def test_cluster_resamples_are_the_plain_formulas_of_the_same_draws():
     subset = np.array(draws.sizes) - 1
     expected = np.cumsum(totals[drawn], axis=1)[:, subset, :] / np.cumsum(sizes[drawn], axis=1)[:, subset][..., None]
     assert draws.unit == "cluster" and np.array_equal(draws.means, expected)
+
+
+class _Memo(dict):
+    """A caller's memo of arms' resample means (``stats.stability.DrawsMemo``)."""
+
+    def put(self, key, value):
+        self[key] = value
+
+
+@pytest.fixture()
+def small_chunks(monkeypatch):
+    """Keep every matrix's arms (however few draws) and draw 3 resamples a chunk from 600 items × 5
+    arms, so 49 resamples end on a chunk of one resample."""
+    monkeypatch.setattr(stability, "KEPT_FROM_DRAWS", 0)
+    monkeypatch.setattr(stability, "_RESAMPLE_CELLS", 3 * 600 * 5)
+
+
+@pytest.mark.parametrize("changed", [[], [2], [4], [0, 3], [0, 1, 2, 3, 4]])
+def test_kept_arms_resample_means_are_the_means_drawn_afresh(small_chunks, changed):
+    """An arm's resample means depend on its column and the draws alone: the arms a memo keeps
+    and the ones drawn again (one alone included, which numpy would add pairwise) give every mean
+    and rank interval of the whole matrix drawn afresh, bit for bit, on floats of any scale."""
+    rng = np.random.default_rng(21)
+    values = rng.normal(size=(600, 5)) * 10.0 ** rng.uniform(-4, 4, size=(600, 5))
+    memo = _Memo()
+    first = stability_draws(values, seed=9, n_resamples=49, level=0.9, memo=memo)
+    plain = stability_draws(values, seed=9, n_resamples=49, level=0.9)
+    assert len(memo) == 5 and np.array_equal(first.means, plain.means) and first.rank_intervals == plain.rank_intervals
+    new = values.copy()
+    new[:, changed] = rng.normal(size=(600, len(changed)))
+    afresh = stability_draws(new, seed=9, n_resamples=49, level=0.9)
+    recalled = stability_draws(new, seed=9, n_resamples=49, level=0.9, memo=memo)
+    assert len(memo) == 5 + len(changed)  # only the changed arms were drawn and kept
+    assert np.array_equal(recalled.means, afresh.means) and recalled.rank_intervals == afresh.rank_intervals
+    assert recalled.full_means.tolist() == afresh.full_means.tolist()
+
+
+def test_kept_arms_and_a_lone_new_arm_are_the_plain_formulas_of_the_same_draws(monkeypatch):
+    """With four arms kept and one drawn again, each nested mean is the cumulative sum of the drawn
+    items' values (in draw order) over the size, as without a memo."""
+    monkeypatch.setattr(stability, "KEPT_FROM_DRAWS", 0)
+    values = np.random.default_rng(3).normal(size=(700, 5)) * [1.0, 1e5, 1e-5, 3.0, 1.0]
+    memo = _Memo()
+    stability_draws(values, seed=2, n_resamples=30, memo=memo)
+    values[:, 1] = np.random.default_rng(4).normal(size=700)
+    draws = stability_draws(values, seed=2, n_resamples=30, memo=memo)
+    sizes = np.array(draws.sizes)
+    drawn = np.random.default_rng(2).integers(0, 700, size=(30, sizes[-1]))  # one chunk
+    expected = np.cumsum(values[drawn], axis=1)[:, sizes - 1, :] / sizes[None, :, None]
+    assert np.array_equal(draws.means, expected)
+
+
+def test_the_memo_is_read_only_where_items_are_drawn_one_by_one_and_draws_are_many(monkeypatch):
+    """Below :data:`KEPT_FROM_DRAWS` index draws, for clusters, and for matrices resampled as counts
+    of their distinct rows, no arm is kept (their means depend on the other arms or are cheap)."""
+    values = np.random.default_rng(5).normal(size=(300, 3))
+    memo = _Memo()
+    stability_draws(values, n_resamples=40, memo=memo)
+    monkeypatch.setattr(stability, "KEPT_FROM_DRAWS", 0)
+    stability_draws(values, n_resamples=40, memo=memo, groups=list(range(100)) * 3)
+    monkeypatch.setattr(_counts, "COUNTS_FROM_DRAWS", 0)
+    stability_draws(np.random.default_rng(5).integers(0, 2, size=(300, 3)).astype(float), n_resamples=40, memo=memo)
+    assert memo == {}
+
+
+def test_new_arms_keep_the_other_arms_resample_means(small_chunks):
+    """A matrix with more arms draws in other chunks (5 resamples a chunk for 3 arms, 3 for 5: cells
+    per chunk count the arms) but the same indices: the kept arms' means are the ones the wider matrix
+    draws afresh, bit for bit."""
+    values = np.random.default_rng(30).normal(size=(600, 5))
+    memo = _Memo()
+    stability_draws(values[:, :3], seed=1, n_resamples=49, memo=memo)
+    wider = stability_draws(values, seed=1, n_resamples=49, memo=memo)
+    afresh = stability_draws(values, seed=1, n_resamples=49)
+    assert len(memo) == 5  # the new arms alone were drawn and kept
+    assert np.array_equal(wider.means, afresh.means) and wider.rank_intervals == afresh.rank_intervals

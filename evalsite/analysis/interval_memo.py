@@ -4,15 +4,18 @@
 mean intervals computed (a pure function of the values and options; an arm's mean and pass rate
 often coincide on pass/fail data). :data:`PAIRS` remembers the verdict's paired tests the same way:
 a pair's :class:`~evalsite.stats.pairs.PairedDifference` and its inverted intervals, by a digest of
-the pair's two columns and the options (they are pure functions of those too). A long-lived caller
-such as the site build keeps both in its cache folder and gives them back to the next process, so a
-leaderboard a new run joins bootstraps and tests only the arms and pairs whose items changed. The
-payload names the code that computed it: rows kept by other code are never recalled. The caller
-owns the file; this module owns what goes in it.
+the pair's two columns and the options (they are pure functions of those too). :data:`DRAWS`
+remembers rank stability's resample means of each arm (``stats.stability_draws``' ``memo``: where
+items are drawn one by one, an arm's means are a pure function of its column and the draws' options).
+A long-lived caller such as the site build keeps all three in its cache folder and gives them back to
+the next process, so a leaderboard a new run joins bootstraps, tests and resamples only the arms and
+pairs whose items changed. The payload names the code that computed it: rows kept by other code are
+never recalled. The caller owns the file; this module owns what goes in it.
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import threading
 from collections import OrderedDict
@@ -30,9 +33,12 @@ if TYPE_CHECKING:  # numpy and the tests load when a pair is first tested or rec
 V = TypeVar("V")
 
 #: Bumped when the payload's shape changes.
-PAYLOAD_VERSION = 2
+PAYLOAD_VERSION = 3
 #: A leaderboard of n arms asks for n + n(n-1)/2 intervals; an entry is a few floats.
 MEMO_SIZE = 4096
+#: An arm's resample means are 88 KB at the default 1,000 resamples and 10 sizes: the 48 most recent
+#: arms (~5 MB of payload) cover a few leaderboards and the runs that replace their arms.
+DRAWS_SIZE = 48
 
 
 class Lru(Generic[V]):
@@ -167,15 +173,45 @@ def pair_key(a: tuple[Any, ...], b: tuple[Any, ...]) -> tuple[Any, ...]:
     return (hashlib.blake2b(a[0] + b[0], digest_size=16).digest(), (*a[1], 2), a[2])
 
 
+class DrawsLru(Lru["np.ndarray"]):
+    """Rank stability's resample means of one arm (resamples × (sizes + 1), float64) by
+    ``stats.intervals.memo_key`` of its column and the draws' options ("stability", seed,
+    resamples, sizes): the :data:`DRAWS_SIZE` most recently used arms."""
+
+    def __init__(self) -> None:
+        super().__init__(DRAWS_SIZE)
+
+    def rows(self) -> list[list[Any]]:
+        """Every arm, oldest first, as a JSON-ready row: digest, shape, dtype, options, then the means' bytes (base64)."""
+        return [[key[0].hex(), list(key[1]), key[2], key[3], key[4], key[5], list(key[6]),
+                 base64.b64encode(value.tobytes()).decode("ascii")] for key, value in self.items()]
+
+    def recall(self, rows: Iterable[list[Any]]) -> None:
+        """Remember the rows :meth:`rows` gave (a malformed row, or means of another shape than its
+        options give, raises ValueError/TypeError)."""
+        import numpy as np
+
+        for row in rows:
+            digest, shape, dtype, tag, seed, resamples, sizes, means = row
+            value = np.frombuffer(base64.b64decode(means, validate=True), dtype=np.float64)
+            if tag != "stability" or value.size != int(resamples) * (len(sizes) + 1):
+                raise ValueError("resample means of another shape than their options")
+            self.put((bytes.fromhex(digest), tuple(shape), str(dtype), tag, int(seed), int(resamples),
+                      tuple(int(size) for size in sizes)), value.reshape(int(resamples), len(sizes) + 1))
+
+
 #: The memo every analysis hands to ``stats.bootstrap_ci`` and ``stats.paired_difference``.
 INTERVALS = IntervalLru()
 #: The verdict's paired tests (:class:`PairMemo`).
 PAIRS = PairMemo()
+#: Rank stability's resample means per arm (:class:`DrawsLru`).
+DRAWS = DrawsLru()
 
 
 def kept_intervals(code: str) -> dict[str, Any]:
-    """Both memos as a JSON-ready payload, stamped with ``code`` (a hash of the code that computed them)."""
-    return {"version": PAYLOAD_VERSION, "code": code, "rows": INTERVALS.rows(), "pairs": PAIRS.rows()}
+    """The memos as a JSON-ready payload, stamped with ``code`` (a hash of the code that computed them)."""
+    return {"version": PAYLOAD_VERSION, "code": code, "rows": INTERVALS.rows(), "pairs": PAIRS.rows(),
+            "draws": DRAWS.rows()}
 
 
 def recall_kept_intervals(payload: Any, code: str) -> bool:
@@ -186,6 +222,7 @@ def recall_kept_intervals(payload: Any, code: str) -> bool:
     try:
         INTERVALS.recall(payload["rows"])
         PAIRS.recall(payload["pairs"])
+        DRAWS.recall(payload["draws"])
     except (KeyError, TypeError, ValueError, AttributeError):
         return False
     return True

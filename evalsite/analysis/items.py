@@ -343,11 +343,12 @@ def _coverage(cases: _CaseColumns, n_arms: int) -> _Coverage:
     has_score = ~np.isnan(cases.fields["score"])
     scored[cases.item[has_score], cases.arm[has_score]] = True
     with_sha = cases.sha >= 0
-    pairs = np.unique(cases.item[with_sha].astype(np.int64) * (len(cases.shas) + 1) + cases.sha[with_sha])
-    sha_count = np.bincount(pairs // (len(cases.shas) + 1), minlength=n_items)
+    items, shas = cases.item[with_sha], cases.sha[with_sha]
     sha = np.full(n_items, -1, dtype=np.int64)
-    sha[cases.item[with_sha]] = cases.sha[with_sha]
-    kept = present.all(axis=1) & scored.all(axis=1) & (sha_count <= 1)
+    sha[items] = shas  # one of each item's shas: a second one differs from it in some case
+    changed = np.zeros(n_items, dtype=bool)
+    changed[items[shas != sha[items]]] = True
+    kept = present.all(axis=1) & scored.all(axis=1) & ~changed
     return _Coverage(present, scored, sha, kept)
 
 

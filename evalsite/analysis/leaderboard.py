@@ -17,6 +17,7 @@ import numpy as np
 from evalsite.analysis.arms import ArmSummary, summarise_arms
 from evalsite.analysis.background import started
 from evalsite.analysis.db import RunsDatabase, open_database
+from evalsite.analysis.interval_memo import DRAWS
 from evalsite.analysis.items import DroppedItem, ItemLabels, ItemMatrix, cluster_labels, item_labels, item_matrix
 from evalsite.analysis.json_data import Tabular
 from evalsite.analysis.selection import Selection, select_runs
@@ -184,11 +185,12 @@ def start_stability(
     verdict separates: nothing is reported for a gap the paired tests cannot tell from chance.
     ``groups`` (the verdict's clusters) makes whole clusters the resampled unit, as in the verdict's
     own tests. The resamples need no test's outcome, so they are drawn now (in a thread for a large
-    matrix, beside the verdict's tests: :mod:`evalsite.analysis.background`); call the result with the
-    verdict on the same values."""
+    matrix, beside the verdict's tests: :mod:`evalsite.analysis.background`), each arm's kept in
+    :data:`~evalsite.analysis.interval_memo.DRAWS`; call the result with the verdict on the same values."""
     oriented = (-1.0 if metric.lower_is_better else 1.0) * np.asarray(values, dtype=float)
     cells = oriented.size if np.all(np.isfinite(oriented)) else 0  # else the verdict refuses them: nothing to overlap
-    draws = started("stability", cells, stability_draws, oriented, seed=seed, level=STABILITY_LEVEL, groups=groups)
+    draws = started("stability", cells, stability_draws, oriented, seed=seed, level=STABILITY_LEVEL, groups=groups,
+                    memo=DRAWS)
     return lambda verdict: draws().checking([(p.ahead, p.behind) for p in verdict.pairs if p.separated])
 
 

@@ -81,7 +81,8 @@ def cost_summary(case_costs: np.ndarray, passed_cases: int | None, items: int) -
     case_costs = counted(case_costs, "cost_usd")
     unknown = int(np.count_nonzero(np.isnan(case_costs)))
     known = case_costs[~np.isnan(case_costs)]
-    total = None if unknown or case_costs.size == 0 else math.fsum(known.tolist())
+    known_sum = math.fsum(known.tolist()) if known.size else None
+    total = None if unknown or case_costs.size == 0 else known_sum  # every cost known: their sum
     return CostSummary(
         total=total,
         per_case=None if total is None else total / case_costs.size,
@@ -90,7 +91,7 @@ def cost_summary(case_costs: np.ndarray, passed_cases: int | None, items: int) -
         cases=int(case_costs.size),
         unknown_cases=unknown,
         passed_cases=passed_cases,
-        known=math.fsum(known.tolist()) if known.size else None,
+        known=known_sum,
     )
 
 

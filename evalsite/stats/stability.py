@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -26,6 +27,19 @@ from evalsite.stats.distributions import rankdata
 from evalsite.stats.ranking import RELATIVE_TOLERANCE
 
 _RESAMPLE_CELLS = 1 << 21
+#: An arm's resample means are looked up in a caller's :class:`DrawsMemo` from this many index draws
+#: (items × resamples; ~10 ms of gathering and adding below it, less than a kept column costs to keep).
+KEPT_FROM_DRAWS = 1 << 22
+
+
+class DrawsMemo(Protocol):
+    """Where a caller keeps arms' resample means between calls (``analysis.interval_memo`` holds the
+    process's): one array per arm, by :func:`~evalsite.stats.intervals.memo_key` of the arm's column
+    and the options that fix the draws, so a kept one is what the same draws would give again."""
+
+    def get(self, key: tuple[Any, ...]) -> np.ndarray | None: ...
+
+    def put(self, key: tuple[Any, ...], value: np.ndarray) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -148,8 +162,12 @@ def stability_draws(
     seed: int = 0,
     level: float = 0.95,
     groups: Sequence[Hashable] | None = None,
+    memo: DrawsMemo | None = None,
 ) -> StabilityDraws:
-    """The seeded resamples of :func:`rank_stability` (same options), whatever pairs are checked."""
+    """The seeded resamples of :func:`rank_stability` (same options), whatever pairs are checked.
+
+    ``memo`` keeps each arm's resample means where items are drawn one by one from the matrix
+    (:func:`_index_means`): an arm whose column an earlier call drew is not gathered again."""
     if not 0 < level < 1:
         raise ValueError(f"level must lie strictly between 0 and 1, got {level}")
     if n_resamples < 1:
@@ -161,17 +179,55 @@ def stability_draws(
     subset_sizes = _subset_sizes(sizes, n_units)
     rng = np.random.default_rng(seed)
     by_counts = distinct_units(values, n_resamples) if clusters is None else None  # few distinct item rows
-    chunks = (_subset_means(values, subset_sizes, n_resamples, rng, by_counts) if clusters is None
-              else _cluster_subset_means(*clusters, subset_sizes, n_resamples, rng))
-    means = np.concatenate(list(chunks))
+    if clusters is not None:
+        means = np.concatenate(list(_cluster_subset_means(*clusters, subset_sizes, n_resamples, rng)))
+        rank_intervals = _cluster_rank_intervals(*clusters, n_resamples, level, rng)
+    elif by_counts is not None:
+        means = np.concatenate(list(_subset_means(values, subset_sizes, n_resamples, rng, by_counts)))
+        rank_intervals = _bootstrap_rank_intervals(values, n_resamples, level, rng, by_counts)
+    else:
+        means, full_size = _index_means(values, subset_sizes, n_resamples, seed, memo)
+        rank_intervals = _rank_quantiles(rankdata(-full_size), level)
     return StabilityDraws(
         sizes=subset_sizes, means=means, full_means=values.mean(axis=0),
-        tolerance=RELATIVE_TOLERANCE * max(1.0, float(np.max(np.abs(values)))),
-        rank_intervals=(_bootstrap_rank_intervals(values, n_resamples, level, rng, by_counts) if clusters is None
-                        else _cluster_rank_intervals(*clusters, n_resamples, level, rng)),
+        tolerance=RELATIVE_TOLERANCE * max(1.0, float(np.max(np.abs(values)))), rank_intervals=rank_intervals,
         level=level, n_items=n_items, n_units=n_units, n_resamples=n_resamples, seed=seed,
         unit="item" if clusters is None else "cluster",
     )
+
+
+def _index_means(
+    values: np.ndarray, sizes: np.ndarray, n_resamples: int, seed: int, memo: DrawsMemo | None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The arm means of items drawn one by one: every nested size's (resamples × sizes × arms) and
+    the full size's (resamples × arms), the draws seeded by ``seed`` alone. Each arm's means depend
+    on its own column and the draws only, which depend on the items, resamples and sizes, not on the
+    values or the number of arms (the chunks do, but numpy's generator draws the same stream whatever
+    the calls' sizes), so an arm ``memo`` keeps is taken from it; the others are gathered from the same
+    draws, at least two columns at a time, as the whole matrix is (numpy adds a lone column's draws
+    pairwise, not in order), so they are the whole matrix's means bit for bit."""
+    n_items, n_arms = values.shape
+    keys: list[tuple[Any, ...]] = []
+    if memo is not None and n_arms > 1 and n_items * n_resamples >= KEPT_FROM_DRAWS:
+        from evalsite.stats.intervals import memo_key  # only where a memo is read: intervals loads the bootstraps
+
+        options = ("stability", seed, n_resamples, tuple(sizes.tolist()))
+        keys = [memo_key(values[:, arm], *options) for arm in range(n_arms)]
+    kept: list[np.ndarray | None] = [memo.get(key) for key in keys] if memo is not None and keys else [None] * n_arms
+    missing = [arm for arm in range(n_arms) if kept[arm] is None]
+    columns = missing if len(missing) != 1 else sorted({*missing, (missing[0] + 1) % n_arms})
+    each = np.empty((n_resamples, sizes.size + 1, n_arms))  # an arm's nested means, then its full size's
+    if columns:
+        rng = np.random.default_rng(seed)
+        chosen = values if len(columns) == n_arms else values[:, columns]
+        each[:, :-1, columns] = np.concatenate(list(_subset_means(chosen, sizes, n_resamples, rng, arms=n_arms)))
+        each[:, -1, columns] = _full_size_means(chosen, n_resamples, rng, arms=n_arms)
+    for arm, found in enumerate(kept):
+        if found is not None:
+            each[:, :, arm] = found
+        elif keys and memo is not None:
+            memo.put(keys[arm], each[:, :, arm].copy())
+    return each[:, :-1, :], each[:, -1, :]
 
 
 def _cluster_sums(values: np.ndarray, groups: Sequence[Hashable]) -> tuple[np.ndarray, np.ndarray]:
@@ -222,11 +278,12 @@ def _subset_sizes(sizes: ArrayLike | None, n_items: int) -> np.ndarray:
 
 def _subset_means(
     values: np.ndarray, sizes: np.ndarray, n_resamples: int, rng: np.random.Generator,
-    by_counts: Distinct | None = None,
+    by_counts: Distinct | None = None, arms: int | None = None,
 ) -> Iterator[np.ndarray]:
     """Yield chunks of arm means, shape (resamples, sizes, arms), over nested bootstrap samples
     (with ``by_counts``, the distinct item rows, drawn as multinomial counts of them, or the index
-    draws tallied per row when those are cheaper: :mod:`._counts`)."""
+    draws tallied per row when those are cheaper: :mod:`._counts`). ``arms``: the matrix's arms when
+    ``values`` holds some of its columns (the chunks, and so the draws, are the whole matrix's)."""
     if by_counts is not None and not tallies_draws(by_counts, sizes):
         per_chunk = max(1, _RESAMPLE_CELLS // (by_counts.rows.shape[0] * sizes.size))
         for start in range(0, n_resamples, per_chunk):
@@ -234,7 +291,7 @@ def _subset_means(
         return
     n_items = values.shape[0]
     largest = int(sizes[-1])
-    per_chunk = max(1, _RESAMPLE_CELLS // (largest * values.shape[1]))
+    per_chunk = max(1, _RESAMPLE_CELLS // (largest * (arms or values.shape[1])))
     for start in range(0, n_resamples, per_chunk):
         rows = min(per_chunk, n_resamples - start)
         drawn = rng.integers(0, n_items, size=(rows, largest))
@@ -300,20 +357,28 @@ def _smallest_size_reaching(sizes: np.ndarray, shares: np.ndarray, level: float)
 
 
 def _bootstrap_rank_intervals(
-    values: np.ndarray, n_resamples: int, level: float, rng: np.random.Generator,
-    by_counts: Distinct | None = None,
+    values: np.ndarray, n_resamples: int, level: float, rng: np.random.Generator, by_counts: Distinct,
 ) -> tuple[tuple[float, float], ...]:
-    n_items, n_arms = values.shape
-    per_chunk = max(1, _RESAMPLE_CELLS // (values.size if by_counts is None else by_counts.rows.size))
+    """Each arm's interval of ranks over full-size resamples drawn as counts of the distinct item rows."""
+    per_chunk = max(1, _RESAMPLE_CELLS // by_counts.rows.size)
     ranks = []
     for start in range(0, n_resamples, per_chunk):
         rows = min(per_chunk, n_resamples - start)
-        if by_counts is not None:
-            means = draw_counts(rng, n_items, by_counts.counts, rows) @ by_counts.rows / n_items
-        else:
-            means = _draw_sums(values, rng.integers(0, n_items, size=(rows, n_items))) / n_items
+        means = draw_counts(rng, values.shape[0], by_counts.counts, rows) @ by_counts.rows / values.shape[0]
         ranks.append(rankdata(-means))
     return _rank_quantiles(np.concatenate(ranks), level)
+
+
+def _full_size_means(values: np.ndarray, n_resamples: int, rng: np.random.Generator, arms: int) -> np.ndarray:
+    """Arm means (resamples × columns) of full-size resamples of items drawn one by one, in chunks
+    of the whole matrix's (``arms`` columns) as :func:`_subset_means`."""
+    n_items = values.shape[0]
+    per_chunk = max(1, _RESAMPLE_CELLS // (n_items * arms))
+    means = np.empty((n_resamples, values.shape[1]))
+    for start in range(0, n_resamples, per_chunk):
+        rows = min(per_chunk, n_resamples - start)
+        means[start:start + rows] = _draw_sums(values, rng.integers(0, n_items, size=(rows, n_items))) / n_items
+    return means
 
 
 def _draw_sums(values: np.ndarray, drawn: np.ndarray) -> np.ndarray:
