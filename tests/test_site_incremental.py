@@ -270,7 +270,7 @@ def test_runs_share_item_texts_files_and_a_changed_text_gets_its_own(small_proje
 # forks only while it has one thread and ``forked.spare_core`` finds a free core; the tests say both,
 # since a test worker has threads of its own and the machine may be busy.
 @pytest.fixture()
-def children(monkeypatch) -> list[int]:
+def page_children(monkeypatch) -> list[int]:
     """Fork whenever the build may (one thread, a spare core); the pids of the children it made."""
     made: list[int] = []
     forked = build.forked
@@ -295,20 +295,20 @@ def no_child_left() -> bool:
     return False
 
 
-def test_a_new_runs_page_renders_in_a_child_with_the_same_bytes(small_project, children, monkeypatch, tmp_path):
+def test_a_new_runs_page_renders_in_a_child_with_the_same_bytes(small_project, page_children, monkeypatch, tmp_path):
     build_site(small_project)
-    assert children == []  # a build from nothing starts its leaderboards at once: it never forks
+    assert page_children == []  # a build from nothing starts its leaderboards at once: it never forks
     arm_run(small_project.root, A2, "a", {"i2"}, recorded_dataset(small_project))
     rendered_by: list[int] = []
     run_data = runs.run_data
     monkeypatch.setattr(runs, "run_data", lambda *args, **options: rendered_by.append(os.getpid()) or run_data(*args, **options))
     build_site(small_project)
-    assert len(children) == 1 and rendered_by == []  # rendered in the child, whose list this one never sees
+    assert len(page_children) == 1 and rendered_by == []  # rendered in the child, whose list this one never sees
     assert no_child_left()
     assert_same_as_a_fresh_build(small_project, tmp_path)
 
 
-def test_a_page_that_fails_in_the_child_fails_the_build(small_project, children, monkeypatch):
+def test_a_page_that_fails_in_the_child_fails_the_build(small_project, page_children, monkeypatch):
     build_site(small_project)
     arm_run(small_project.root, A2, "a", {"i2"}, recorded_dataset(small_project))
 
@@ -318,10 +318,10 @@ def test_a_page_that_fails_in_the_child_fails_the_build(small_project, children,
     monkeypatch.setattr(runs, "run_data", failing)
     with pytest.raises(SiteError, match="could not be drawn"):
         build_site(small_project)
-    assert len(children) == 1 and no_child_left()
+    assert len(page_children) == 1 and no_child_left()
 
 
-def test_a_build_that_fails_before_the_pages_turn_stops_its_child(small_project, children, monkeypatch):
+def test_a_build_that_fails_before_the_pages_turn_stops_its_child(small_project, page_children, monkeypatch):
     build_site(small_project)
     arm_run(small_project.root, A2, "a", {"i2"}, recorded_dataset(small_project))
 
@@ -331,4 +331,4 @@ def test_a_build_that_fails_before_the_pages_turn_stops_its_child(small_project,
     monkeypatch.setattr(build, "run_column", failing)  # after the fork, before the run's page is collected
     with pytest.raises(SiteError, match="could not be drawn"):
         build_site(small_project)
-    assert len(children) == 1 and no_child_left()
+    assert len(page_children) == 1 and no_child_left()
