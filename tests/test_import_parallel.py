@@ -15,11 +15,11 @@ import pytest
 from import_support import INSPECT_JSON, PLAIN, PROMPTFOO, run_files
 
 import evalsite.execute.importers as importers
+from evalsite import forked as forked_module
 from evalsite.errors import AlreadyImportedError, SourceError
 from evalsite.execute.importers import ImportOptions, import_files
-from evalsite.execute.importers import forked as forked_module
 from evalsite.execute.importers import writer as import_writer
-from evalsite.execute.importers.forked import forked
+from evalsite.forked import forked
 from evalsite.project import Project
 
 SOURCES = [

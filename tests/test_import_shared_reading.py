@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 from import_support import PROMPTFOO, run_files
 
+from evalsite import forked
 from evalsite.errors import SourceError
-from evalsite.execute.importers import ImportOptions, forked, import_files, jsonstream, promptfoo, shared_reading
+from evalsite.execute.importers import ImportOptions, import_files, jsonstream, promptfoo, shared_reading
 from evalsite.execute.importers.source_records import SourceCase, SourceItem, SourceScore, case_fields, case_of
 from evalsite.project import Project
 

@@ -10,22 +10,25 @@ the same project into a fresh folder without the cache.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
 import pytest
 from sitekit import case, tree_bytes, write_run
 
+from evalsite import forked as forked_module
 from evalsite.analysis import compare as compare_module
 from evalsite.analysis import items
 from evalsite.analysis.exclusions import exclude_run
+from evalsite.errors import SiteError
 from evalsite.experiment.datasets import dataset_id, item_identity
 from evalsite.project import Project, find_project
 from evalsite.site import build, build_site, matrixdata, paths
 from evalsite.site.figures import SiteCache
 from evalsite.site.inputs import ProjectInputs
 from evalsite.site.output import BUILD_RECORD
-from evalsite.site.pages import compare
+from evalsite.site.pages import compare, runs
 
 ITEMS = [f"i{n}" for n in range(8)]
 ROWS = [{"id": item, "input": f"Q{item}", "expected": "ok"} for item in ITEMS]
@@ -260,3 +263,72 @@ def test_runs_share_item_texts_files_and_a_changed_text_gets_its_own(small_proje
         shutil.rmtree(small_project.runs_dir / run_id)
     rebuild(small_project, spy)
     assert len(item_texts_files(small_project)) == len(shared)  # the file only the removed runs used is deleted
+
+
+# A new run's own page rendered in a child process (``build._render_aside``): the same bytes as a
+# build that renders it in its turn, its failure the build's, and no child left behind. The build
+# forks only while it has one thread and ``forked.spare_core`` finds a free core; the tests say both,
+# since a test worker has threads of its own and the machine may be busy.
+@pytest.fixture()
+def page_children(monkeypatch) -> list[int]:
+    """Fork whenever the build may (one thread, a spare core); the pids of the children it made."""
+    made: list[int] = []
+    forked = build.forked
+
+    def counted(work):
+        child = forked(work)
+        if child is not None:
+            made.append(child.child.pid)
+        return child
+
+    monkeypatch.setattr(forked_module, "spare_core", lambda: True)
+    monkeypatch.setattr(build, "_one_thread", lambda: True)
+    monkeypatch.setattr(build, "forked", counted)
+    return made
+
+
+def no_child_left() -> bool:
+    try:
+        os.waitpid(-1, os.WNOHANG)
+    except ChildProcessError:
+        return True
+    return False
+
+
+def test_a_new_runs_page_renders_in_a_child_with_the_same_bytes(small_project, page_children, monkeypatch, tmp_path):
+    build_site(small_project)
+    assert page_children == []  # a build from nothing starts its leaderboards at once: it never forks
+    arm_run(small_project.root, A2, "a", {"i2"}, recorded_dataset(small_project))
+    rendered_by: list[int] = []
+    run_data = runs.run_data
+    monkeypatch.setattr(runs, "run_data", lambda *args, **options: rendered_by.append(os.getpid()) or run_data(*args, **options))
+    build_site(small_project)
+    assert len(page_children) == 1 and rendered_by == []  # rendered in the child, whose list this one never sees
+    assert no_child_left()
+    assert_same_as_a_fresh_build(small_project, tmp_path)
+
+
+def test_a_page_that_fails_in_the_child_fails_the_build(small_project, page_children, monkeypatch):
+    build_site(small_project)
+    arm_run(small_project.root, A2, "a", {"i2"}, recorded_dataset(small_project))
+
+    def failing(*args, **options):
+        raise SiteError("the run's data could not be drawn")
+
+    monkeypatch.setattr(runs, "run_data", failing)
+    with pytest.raises(SiteError, match="could not be drawn"):
+        build_site(small_project)
+    assert len(page_children) == 1 and no_child_left()
+
+
+def test_a_build_that_fails_before_the_pages_turn_stops_its_child(small_project, page_children, monkeypatch):
+    build_site(small_project)
+    arm_run(small_project.root, A2, "a", {"i2"}, recorded_dataset(small_project))
+
+    def failing(*args, **options):
+        raise SiteError("the matrix column could not be drawn")
+
+    monkeypatch.setattr(build, "run_column", failing)  # after the fork, before the run's page is collected
+    with pytest.raises(SiteError, match="could not be drawn"):
+        build_site(small_project)
+    assert len(page_children) == 1 and no_child_left()

@@ -110,11 +110,11 @@ def test_a_first_build_killed_before_its_record_does_not_block_the_next(one_run_
     real = build_module._run_job
     calls = []
 
-    def first_then_killed(kit, writer, job, hashes):
+    def first_then_killed(kit, writer, job, *rest):
         if calls:
             killed()
         calls.append(job.key)
-        real(kit, writer, job, hashes)
+        real(kit, writer, job, *rest)
 
     monkeypatch.setattr(build_module, "_run_job", first_then_killed)
     with pytest.raises(KeyboardInterrupt):

@@ -1,7 +1,8 @@
 """Build the static site: scan every input, decide which jobs are stale, render them, write the folder.
 
 Order of work: scan (headers and hashes only) → read first the new run whose cells the
-leaderboards wait for, keep its cells and start them → for each run a stale job needs, read its cases at
+leaderboards wait for, keep its cells, start its own page in a child process where one can run on a
+spare core, and start the leaderboards → for each run a stale job needs, read its cases at
 most once, as columns (:func:`evalsite.analysis.case_scan.scan_cases`: no Python object per case), summarise them (:func:`evalsite.analysis.summary.summarise_run`), render its own run page
 and data, and keep its figures and matrix part (in memory and in :mod:`evalsite.site.figures`'
 cache) → render the pages that read them → write the build record. A run whose own page is fresh
@@ -16,6 +17,7 @@ import gc
 import json
 import os
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -32,6 +34,7 @@ from evalsite.analysis.items import case_cells
 from evalsite.analysis.matrix import run_column
 from evalsite.analysis.summary import summarise_run
 from evalsite.errors import SiteError
+from evalsite.forked import Forked, forked
 from evalsite.jsonshape import JSONObject
 from evalsite.project import PACKAGE_DIR, Project
 from evalsite.runlog.hashing import sha256_json
@@ -210,6 +213,16 @@ class _RunCache:
 
 def _render(kit: Kit, writer: SiteWriter, stale: list[PageJob], hashes: dict[str, str], cache: _RunCache,
             waiting: dict[str, str]) -> None:
+    aside: dict[str, Forked[dict[str, bytes]]] = {}  # run pages rendering in a child process, collected in their turn
+    try:
+        _render_jobs(kit, writer, stale, hashes, cache, waiting, aside)
+    finally:
+        for page in aside.values():  # the build failed before their turn: no child outlives it
+            page.cancel()
+
+
+def _render_jobs(kit: Kit, writer: SiteWriter, stale: list[PageJob], hashes: dict[str, str], cache: _RunCache,
+                 waiting: dict[str, str], aside: dict[str, Forked[dict[str, bytes]]]) -> None:
     own = {job.cases_of: job for job in stale if job.cases_of}
     stale_keys = {job.key for job in stale}
     wanted = {run_id for job in stale for run_id in (*job.figures, *job.matrix_of)}
@@ -218,7 +231,7 @@ def _render(kit: Kit, writer: SiteWriter, stale: list[PageJob], hashes: dict[str
 
     def cached_or_read(run: Run) -> CachedRun | _ReadRun:
         entry = None if run.run_id in own else cache.cache.get(cache.key(kit.inputs, run.run_id), matrix=run.run_id in matrix_wanted)
-        return entry or _read_run(kit, cache, run, waiting)
+        return entry or _read_run(kit, cache, run, waiting, own.get(run.run_id), aside)
 
     first = {run.run_id: cached_or_read(run) for run in kit.inputs.runs if run.run_id in waiting}  # the leaderboards wait
     for run in kit.inputs.runs:
@@ -244,7 +257,7 @@ def _render(kit: Kit, writer: SiteWriter, stale: list[PageJob], hashes: dict[str
         job = own.get(run_id)
         if job is not None:
             kit.summaries, kit.cases = {run_id: summary}, {run_id: replace(scanned, columns=columns)}
-            _run_job(kit, writer, job, hashes)
+            _run_job(kit, writer, job, hashes, aside.pop(run_id, None))
             kit.summaries, kit.cases = {}, {}
         if critical is None:  # the columns a comparison reads (no dataset stands in for critical flags)
             cache.cache.put_columns(cache.key(kit.inputs, run_id), scanned.columns)
@@ -265,17 +278,44 @@ class _ReadRun(NamedTuple):
     columns: CaseColumns  # with those flags
 
 
-def _read_run(kit: Kit, cache: _RunCache, run: Run, waiting: dict[str, str]) -> _ReadRun:
+def _read_run(kit: Kit, cache: _RunCache, run: Run, waiting: dict[str, str], job: PageJob | None,
+              aside: dict[str, Forked[dict[str, bytes]]]) -> _ReadRun:
     """A run's one reading, as columns, its cells kept at once: a dataset whose leaderboards wait
     for this run (a new run; ``waiting`` then loses it) starts them here, before the build
-    summarises the run, draws its matrix part and renders its page."""
+    summarises the run, draws its matrix part and renders its page. Just before they start, while
+    the build has no other thread, the run's own page (``job``, if stale) may start rendering in a
+    child process, kept in ``aside`` (:func:`_render_aside`)."""
     scanned = scan_cases(run.directory, texts=True)
     critical = kit.inputs.critical_items(run, scanned.columns)
     columns = with_dataset_critical(scanned.columns, critical)
     cache.cache.put_cells(cache.key(kit.inputs, run.run_id), case_cells(run.run_id, columns))  # no critical flag among them
     if run.run_id in waiting:  # its dataset's leaderboards read these cells, now kept, rather than the run's file
+        if job is not None and _one_thread():
+            _render_aside(kit, job, replace(scanned, columns=columns), aside)
         kit.inputs.prefetch_leaderboards({waiting.pop(run.run_id)})
     return _ReadRun(scanned, critical, columns)
+
+
+def _render_aside(kit: Kit, job: PageJob, cases: ScannedCases, aside: dict[str, Forked[dict[str, bytes]]]) -> None:
+    """Start rendering a run's own page (its data scripts are most of a one-new-run rebuild's own
+    work) in a child process, on the second core, while this one goes on with the build and the
+    leaderboards' thread with their statistics, which would otherwise share this process's
+    interpreter lock with it. The child starts from this process as it is and renders the page as
+    :func:`_run_job` would (the same bytes); the build collects its files in the page's turn. Only
+    while this is the process's one thread (a fork copies the calling thread alone: the caller
+    checks), and only where :func:`evalsite.forked.forked` forks (Linux, a spare core); else the
+    page renders in its turn."""
+    run_id = job.cases_of
+    assert run_id is not None
+
+    def render() -> dict[str, bytes]:
+        kit.summaries, kit.cases = {run_id: summarise_run(cases.columns)}, {run_id: cases}
+        kit.stamp = kit.inputs.combined_hash(list(job.inputs))
+        return job.render(kit)
+
+    child = forked(render)
+    if child is not None:
+        aside[run_id] = child
 
 
 def _start_leaderboards(inputs: ProjectInputs, stale: list[PageJob], has_cells: Callable[[str], bool]) -> dict[str, str]:
@@ -314,9 +354,16 @@ def _reads_leaderboards(job: PageJob) -> bool:
     return job.key == "home" or job.key.startswith(("dataset:", "experiment:"))
 
 
-def _run_job(kit: Kit, writer: SiteWriter, job: PageJob, hashes: dict[str, str]) -> None:
+def _one_thread() -> bool:
+    """Whether this is the process's one Python thread (no leaderboards' thread, no server's watcher)."""
+    return threading.active_count() == 1
+
+
+def _run_job(kit: Kit, writer: SiteWriter, job: PageJob, hashes: dict[str, str],
+             aside: Forked[dict[str, bytes]] | None = None) -> None:
+    """Render a job (or collect the files a child rendered for it: :func:`_render_aside`) and write them."""
     kit.stamp = kit.inputs.combined_hash(list(job.inputs))
-    writer.write(job.key, hashes[job.key], job.render(kit))
+    writer.write(job.key, hashes[job.key], job.render(kit) if aside is None else aside.result())
 
 
 def _write_assets(writer: SiteWriter, theme: Theme) -> None:

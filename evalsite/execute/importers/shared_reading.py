@@ -22,7 +22,7 @@ The mapped values travel as orjson: they come from orjson's decoding of the run 
 64 bits, NaN or lone surrogate: those runs are refused) and a mapping that makes strings, floats,
 integers, booleans, lists and dicts of them, which orjson writes and reads back unchanged; a
 message orjson cannot write sends the run back to this process. Only for files of at least
-:data:`MIN_BYTES`, and only where :func:`~evalsite.execute.importers.forked.fork_child` forks. The
+:data:`MIN_BYTES`, and only where :func:`~evalsite.forked.fork_child` forks. The
 fork happens before this process opens the file, while the import's hash thread may be running;
 the second process touches nothing of that thread's (its file, its digest) and leaves by
 ``os._exit``.
@@ -39,8 +39,8 @@ from typing import IO, Any
 
 import orjson
 
-from evalsite.execute.importers.forked import Child, fork_child
 from evalsite.execute.importers.jsonstream import RunShare
+from evalsite.forked import Child, fork_child
 
 #: every MAIN_EVERY-th run is decoded in this process, the others in the second one: this process
 #: also spools every case (~11 µs a promptfoo case) and takes in the mapped ones (~3 µs), the second

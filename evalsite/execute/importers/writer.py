@@ -41,9 +41,9 @@ from evalsite import __version__
 from evalsite.analysis.case_columns import batch_columns
 from evalsite.analysis.summary import summarise_run
 from evalsite.errors import RunLogError, SourceError
-from evalsite.execute.importers.forked import forked
 from evalsite.execute.importers.source_records import ImportOptions, SourceCase, SourceItem, SourceRun, SourceScore
 from evalsite.experiment.datasets import Dataset, Item, dataset_id, item_identity
+from evalsite.forked import forked
 from evalsite.project import Project
 from evalsite.runlog.builders import (
     DatasetRecord,
@@ -302,7 +302,7 @@ def _same_text(first: list[dict[str, Any]], second: list[dict[str, Any]]) -> boo
 def write_runs(source: SourceImport, runs_dir: Path, batch_id: str, options: ImportOptions) -> list[ImportedRun]:
     """Write every run of ``source`` under ``runs_dir``; call once the reader has finished. With
     several runs and enough cases (:func:`_shares`), the last runs are written by a second process
-    (:func:`~evalsite.execute.importers.forked.forked`) while this one writes the first: the same
+    (:func:`~evalsite.forked.forked`) while this one writes the first: the same
     code over the same state, so the same files; its error, if any, is raised after this one's."""
     described = sorted(((_description(source, draft), draft) for draft in source.drafts()), key=lambda pair: pair[0].arm_id)
     first, rest = _shares(described)

@@ -1,14 +1,15 @@
-"""Part of an import's work done by a second process, for the machine's second core.
+"""Part of a command's work done by a second process, for the machine's second core (an import's
+second share of runs, a site build's new run page).
 
 :func:`fork_child` runs ``body(writing)`` in a child made by ``os.fork``, ``writing`` the end of a
-pipe whose other end the parent reads: the child starts with everything the import has read so
+pipe whose other end the parent reads: the child starts with everything the parent has read so
 far (nothing is copied or pickled on the way in), so it runs exactly the code and data the
 parent would. :func:`forked` is the common case: one value computed by the child, sent back
-pickled (the runs it wrote, or the exception it raised). Linux only: elsewhere (no ``fork``, or
+pickled (the runs it wrote, the files it rendered, or the exception it raised). Linux only: elsewhere (no ``fork``, or
 macOS, where forking a process that may hold system frameworks is unsafe), or when no core is
 spare (:func:`spare_core`), both return None and the caller does the work itself. The parent
-always either collects the child (:meth:`Forked.result`) or stops it (:meth:`Child.stop`) before
-it goes on, so no child outlives the import or writes after it.
+always either collects the child (:meth:`Forked.result`) or stops it (:meth:`Forked.cancel`) before
+it goes on, so no child outlives the command or writes after it.
 """
 
 from __future__ import annotations
@@ -45,8 +46,8 @@ class Child:
 def spare_core() -> bool:
     """Whether a second process would find a core to run on: two or more cores this process may
     use, and fewer processes than cores waiting to run on average over the last minute (this
-    import included). On a machine kept busy by other work a second process only adds its own
-    costs (a fork, the walk both processes make, the messages), so the import stays in one."""
+    command included). On a machine kept busy by other work a second process only adds its own
+    costs (a fork, the messages), so the command stays in one."""
     cores = len(os.sched_getaffinity(0))
     return cores >= 2 and os.getloadavg()[0] < cores
 
@@ -82,7 +83,7 @@ class Forked(Generic[T]):
             payload = pipe.read()
         os.waitpid(self.child.pid, 0)
         if not payload:
-            raise RuntimeError(f"import worker process {self.child.pid} ended without a result")
+            raise RuntimeError(f"worker process {self.child.pid} ended without a result")
         outcome, value = pickle.loads(payload)
         if outcome == _RAISED:
             raise value
@@ -113,4 +114,4 @@ def _raised(exc: BaseException) -> bytes:
     try:
         return pickle.dumps((_RAISED, exc))
     except Exception:  # an exception holding something unpicklable
-        return pickle.dumps((_RAISED, RuntimeError(f"import worker: {type(exc).__name__}: {exc}")))
+        return pickle.dumps((_RAISED, RuntimeError(f"worker process: {type(exc).__name__}: {exc}")))
