@@ -27,6 +27,10 @@ T = TypeVar("T")
 _OK, _RAISED = "ok", "raised"
 
 
+class WorkerLost(RuntimeError):
+    """The child ended without sending a result (killed, e.g. by the kernel's out-of-memory killer)."""
+
+
 @dataclass(frozen=True)
 class Child:
     """A child process and the end of its pipe this process reads."""
@@ -83,7 +87,7 @@ class Forked(Generic[T]):
             payload = pipe.read()
         os.waitpid(self.child.pid, 0)
         if not payload:
-            raise RuntimeError(f"worker process {self.child.pid} ended without a result")
+            raise WorkerLost(f"worker process {self.child.pid} ended without a result")
         outcome, value = pickle.loads(payload)
         if outcome == _RAISED:
             raise value

@@ -332,3 +332,22 @@ def test_a_build_that_fails_before_the_pages_turn_stops_its_child(small_project,
     with pytest.raises(SiteError, match="could not be drawn"):
         build_site(small_project)
     assert len(page_children) == 1 and no_child_left()
+
+
+def test_a_child_killed_before_its_result_leaves_the_page_to_the_build(small_project, page_children, monkeypatch, tmp_path):
+    """A child that ends without a result (the kernel's out-of-memory killer, say) costs only its
+    work: the build renders the page itself, the same bytes."""
+    build_site(small_project)
+    arm_run(small_project.root, A2, "a", {"i2"}, recorded_dataset(small_project))
+    builder = os.getpid()
+    run_data = runs.run_data
+
+    def killed_in_the_child(*args, **options):
+        if os.getpid() != builder:
+            os._exit(9)
+        return run_data(*args, **options)
+
+    monkeypatch.setattr(runs, "run_data", killed_in_the_child)
+    build_site(small_project)
+    assert len(page_children) == 1 and no_child_left()
+    assert_same_as_a_fresh_build(small_project, tmp_path)

@@ -20,7 +20,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import NamedTuple
@@ -34,7 +34,7 @@ from evalsite.analysis.items import case_cells
 from evalsite.analysis.matrix import run_column
 from evalsite.analysis.summary import summarise_run
 from evalsite.errors import SiteError
-from evalsite.forked import Forked, forked
+from evalsite.forked import Forked, WorkerLost, forked
 from evalsite.jsonshape import JSONObject
 from evalsite.project import PACKAGE_DIR, Project
 from evalsite.runlog.hashing import sha256_json
@@ -361,9 +361,14 @@ def _one_thread() -> bool:
 
 def _run_job(kit: Kit, writer: SiteWriter, job: PageJob, hashes: dict[str, str],
              aside: Forked[dict[str, bytes]] | None = None) -> None:
-    """Render a job (or collect the files a child rendered for it: :func:`_render_aside`) and write them."""
+    """Render a job (or collect the files a child rendered for it: :func:`_render_aside`) and write them.
+    A child that ended without a result (killed) costs only its work: the job renders here."""
     kit.stamp = kit.inputs.combined_hash(list(job.inputs))
-    writer.write(job.key, hashes[job.key], job.render(kit) if aside is None else aside.result())
+    files = None
+    if aside is not None:
+        with suppress(WorkerLost):
+            files = aside.result()
+    writer.write(job.key, hashes[job.key], job.render(kit) if files is None else files)
 
 
 def _write_assets(writer: SiteWriter, theme: Theme) -> None:
