@@ -1,5 +1,5 @@
 """Part of a command's work done by a second process, for the machine's second core (an import's
-second share of runs, a site build's new run page).
+second share of runs, a site build's new run page and compare page).
 
 :func:`fork_child` runs ``body(writing)`` in a child made by ``os.fork``, ``writing`` the end of a
 pipe whose other end the parent reads: the child starts with everything the parent has read so

@@ -18,14 +18,14 @@ import pytest
 from sitekit import case, tree_bytes, write_run
 
 from evalsite import forked as forked_module
+from evalsite.analysis import case_scan, items
 from evalsite.analysis import compare as compare_module
-from evalsite.analysis import items
 from evalsite.analysis.exclusions import exclude_run
 from evalsite.errors import SiteError
 from evalsite.experiment.datasets import dataset_id, item_identity
 from evalsite.project import Project, find_project
 from evalsite.site import build, build_site, matrixdata, paths
-from evalsite.site.figures import SiteCache
+from evalsite.site.figures import COLUMNS_SUFFIX, PAIRS_FILE, SiteCache
 from evalsite.site.inputs import ProjectInputs
 from evalsite.site.output import BUILD_RECORD
 from evalsite.site.pages import compare, runs
@@ -351,3 +351,89 @@ def test_a_child_killed_before_its_result_leaves_the_page_to_the_build(small_pro
     build_site(small_project)
     assert len(page_children) == 1 and no_child_left()
     assert_same_as_a_fresh_build(small_project, tmp_path)
+
+
+# A new run's compare page rendered in a second child: its comparison from the cases the build holds
+# (the run's, just read; the baseline's kept columns), never a DuckDB read, and the runs table's
+# change counts for the pair handed back with the page. Only for cases that record their own
+# critical flags: the project below has no dataset file.
+@pytest.fixture()
+def project_without_dataset_file(small_project) -> Project:
+    (small_project.root / "data" / "data.jsonl").unlink()
+    return small_project
+
+
+def duckdb_refused_in_children(monkeypatch) -> None:
+    """Every way the build reads a run with DuckDB fails in a child process."""
+    builder = os.getpid()
+
+    def guarded(read):
+        def reading(*args, **options):
+            if os.getpid() != builder:
+                raise AssertionError("a child process read a run with DuckDB")
+            return read(*args, **options)
+        return reading
+
+    monkeypatch.setattr(compare_module, "scan_cases", guarded(compare_module.scan_cases))
+    monkeypatch.setattr(build, "scan_cases", guarded(build.scan_cases))
+    monkeypatch.setattr(case_scan.duckdb, "connect", guarded(case_scan.duckdb.connect))
+
+
+def pair_counts_kept(project: Project) -> dict:
+    return json.loads((project.root / ".evalsite" / "site-cache" / PAIRS_FILE).read_text())["values"]
+
+
+def test_a_new_runs_compare_page_renders_in_a_child_with_the_same_bytes(project_without_dataset_file, page_children,
+                                                                          monkeypatch, tmp_path):
+    project = project_without_dataset_file
+    build_site(project)
+    twin = tmp_path / "twin" / project.root.name  # the site is titled by the project folder's name
+    shutil.copytree(project.root, twin)  # built again below with no child at all
+    arm_run(project.root, A2, "a", {"i2"}, recorded_dataset(project))
+    arm_run(twin, A2, "a", {"i2"}, recorded_dataset(project))
+    compared_by: list[int] = []
+    compare_runs = compare.compare_runs
+    monkeypatch.setattr(compare, "compare_runs", lambda *args, **options: compared_by.append(os.getpid()) or compare_runs(*args, **options))
+    duckdb_refused_in_children(monkeypatch)
+    build_site(project)
+    assert len(page_children) == 2 and compared_by == []  # the run page's child and the compare page's
+    assert no_child_left()
+    monkeypatch.setattr(build, "forked", lambda work: None)
+    build_site(find_project(twin))
+    assert compared_by == [os.getpid()]  # the same build without children compares in its turn
+    assert tree_bytes(project.root / "site") == tree_bytes(twin / "site")
+    assert pair_counts_kept(project) == pair_counts_kept(find_project(twin)) != {}  # the runs table's counts came back
+    assert_same_as_a_fresh_build(project, tmp_path)
+
+
+def test_a_compare_page_whose_baseline_has_no_kept_columns_renders_in_the_build(project_without_dataset_file, page_children,
+                                                                                 monkeypatch, tmp_path):
+    project = project_without_dataset_file
+    build_site(project)
+    for kept in (project.root / ".evalsite" / "site-cache").glob(f"*{COLUMNS_SUFFIX}"):
+        kept.unlink()  # the comparison would read the baseline's file: never in a child
+    arm_run(project.root, A2, "a", {"i2"}, recorded_dataset(project))
+    duckdb_refused_in_children(monkeypatch)
+    build_site(project)
+    assert len(page_children) == 1 and no_child_left()  # the run page's alone
+    assert_same_as_a_fresh_build(project, tmp_path)
+
+
+def test_a_compare_child_killed_before_its_result_leaves_the_page_and_counts_to_the_build(project_without_dataset_file,
+                                                                                         page_children, monkeypatch, tmp_path):
+    project = project_without_dataset_file
+    build_site(project)
+    arm_run(project.root, A2, "a", {"i2"}, recorded_dataset(project))
+    builder = os.getpid()
+    compare_runs = compare.compare_runs
+
+    def killed_in_the_child(*args, **options):
+        if os.getpid() != builder:
+            os._exit(9)
+        return compare_runs(*args, **options)
+
+    monkeypatch.setattr(compare, "compare_runs", killed_in_the_child)
+    build_site(project)
+    assert len(page_children) == 2 and no_child_left()
+    assert any(key for key in pair_counts_kept(project))
+    assert_same_as_a_fresh_build(project, tmp_path)

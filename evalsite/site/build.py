@@ -1,8 +1,8 @@
 """Build the static site: scan every input, decide which jobs are stale, render them, write the folder.
 
 Order of work: scan (headers and hashes only) → read first the new run whose cells the
-leaderboards wait for, keep its cells, start its own page in a child process where one can run on a
-spare core, and start the leaderboards → for each run a stale job needs, read its cases at
+leaderboards wait for, keep its cells, start its own page and its compare pages in child processes
+where they can run on a spare core, and start the leaderboards → for each run a stale job needs, read its cases at
 most once, as columns (:func:`evalsite.analysis.case_scan.scan_cases`: no Python object per case), summarise them (:func:`evalsite.analysis.summary.summarise_run`), render its own run page
 and data, and keep its figures and matrix part (in memory and in :mod:`evalsite.site.figures`'
 cache) → render the pages that read them → write the build record. A run whose own page is fresh
@@ -20,10 +20,10 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from jinja2 import TemplateError
 
@@ -211,9 +211,20 @@ class _RunCache:
         return sha256_json([self.code, [inputs.hashes.get(key) for key in inputs.summary_keys([run_id])]])
 
 
+class _Rendered(NamedTuple):
+    """A job rendered in a child process (:func:`_render_aside`): its files, and the pair counts its
+    render computed (the runs table reads them)."""
+
+    files: dict[str, bytes]
+    pair_counts: dict[str, Any]
+
+
+_Aside = dict[str, Forked[_Rendered]]  # job key → the child rendering it
+
+
 def _render(kit: Kit, writer: SiteWriter, stale: list[PageJob], hashes: dict[str, str], cache: _RunCache,
             waiting: dict[str, str]) -> None:
-    aside: dict[str, Forked[dict[str, bytes]]] = {}  # run pages rendering in a child process, collected in their turn
+    aside: _Aside = {}  # jobs rendering in a child process, collected in their turn
     try:
         _render_jobs(kit, writer, stale, hashes, cache, waiting, aside)
     finally:
@@ -222,16 +233,17 @@ def _render(kit: Kit, writer: SiteWriter, stale: list[PageJob], hashes: dict[str
 
 
 def _render_jobs(kit: Kit, writer: SiteWriter, stale: list[PageJob], hashes: dict[str, str], cache: _RunCache,
-                 waiting: dict[str, str], aside: dict[str, Forked[dict[str, bytes]]]) -> None:
+                 waiting: dict[str, str], aside: _Aside) -> None:
     own = {job.cases_of: job for job in stale if job.cases_of}
     stale_keys = {job.key for job in stale}
+    by_key = {job.key: job for job in stale}
     wanted = {run_id for job in stale for run_id in (*job.figures, *job.matrix_of)}
     matrix_wanted = {run_id for job in stale for run_id in job.matrix_of}
     shared = SharedTexts()  # one copy of the row starts and snippets the runs of a dataset share
 
     def cached_or_read(run: Run) -> CachedRun | _ReadRun:
         entry = None if run.run_id in own else cache.cache.get(cache.key(kit.inputs, run.run_id), matrix=run.run_id in matrix_wanted)
-        return entry or _read_run(kit, cache, run, waiting, own.get(run.run_id), aside)
+        return entry or _read_run(kit, cache, run, waiting, lambda read: _start_aside(kit, run.run_id, read, own.get(run.run_id), by_key, aside))
 
     first = {run.run_id: cached_or_read(run) for run in kit.inputs.runs if run.run_id in waiting}  # the leaderboards wait
     for run in kit.inputs.runs:
@@ -248,7 +260,7 @@ def _render_jobs(kit: Kit, writer: SiteWriter, stale: list[PageJob], hashes: dic
         texts = scanned.texts
         assert texts is not None
         summary = summarise_run(columns)
-        kit.figures[run_id] = RunFigures.of(summary, {paths.item_bucket(item_id) for item_id in columns.item_ids})
+        kit.figures[run_id] = RunFigures.of(summary, _item_buckets(kit, columns.item_ids))
         column = run_column(run, columns, texts.output)  # its row starts are those of an earlier run of the same items
         part = matrix_part(column, input_snippets(columns, texts), shared.row_starts(column.item_ids))
         cache.cache.put(cache.key(kit.inputs, run_id), run_id, kit.figures[run_id], part)
@@ -257,19 +269,29 @@ def _render_jobs(kit: Kit, writer: SiteWriter, stale: list[PageJob], hashes: dic
         job = own.get(run_id)
         if job is not None:
             kit.summaries, kit.cases = {run_id: summary}, {run_id: replace(scanned, columns=columns)}
-            _run_job(kit, writer, job, hashes, aside.pop(run_id, None))
+            _run_job(kit, writer, job, hashes, _collected(kit, aside.pop(job.key, None)))
             kit.summaries, kit.cases = {}, {}
         if critical is None:  # the columns a comparison reads (no dataset stands in for critical flags)
             cache.cache.put_columns(cache.key(kit.inputs, run_id), scanned.columns)
-            compare.compare_read_run(kit, run_id, scanned, stale_keys)
+            compare.compare_read_run(kit, run_id, scanned, stale_keys, aside)
     kit.inputs.prefetch_leaderboards(set(waiting.values()))  # a run that was not read after all (its cache entry kept)
+    rendered = {key: _collected(kit, aside.pop(key)) for key in list(aside)}  # before any page reads their pair counts
     for job in sorted((job for job in stale if not job.cases_of), key=_reads_leaderboards):
-        _run_job(kit, writer, job, hashes)
+        _run_job(kit, writer, job, hashes, rendered.get(job.key))
     cache.cache.keep_only({cache.key(kit.inputs, run.run_id) for run in kit.inputs.runs})
     cache.cache.keep_intervals(cache.code)
     kit.pair_counts.save()
     kit.inputs.kept_hashes.save()
     kit.inputs.kept_datasets.save()
+
+
+def _item_buckets(kit: Kit, item_ids: tuple[str, ...]) -> set[str]:
+    """The item pages a run's items are on: those of a run of the same items whose matrix part the
+    build holds (a bucket depends on the item's id alone), else each item's."""
+    for run_id, part in kit.matrix_parts.items():
+        if part.column.item_ids == item_ids:
+            return set(kit.figures[run_id].buckets)
+    return {paths.item_bucket(item_id) for item_id in item_ids}
 
 
 class _ReadRun(NamedTuple):
@@ -278,44 +300,71 @@ class _ReadRun(NamedTuple):
     columns: CaseColumns  # with those flags
 
 
-def _read_run(kit: Kit, cache: _RunCache, run: Run, waiting: dict[str, str], job: PageJob | None,
-              aside: dict[str, Forked[dict[str, bytes]]]) -> _ReadRun:
+def _read_run(kit: Kit, cache: _RunCache, run: Run, waiting: dict[str, str], start_aside: Callable[[_ReadRun], None]) -> _ReadRun:
     """A run's one reading, as columns, its cells kept at once: a dataset whose leaderboards wait
     for this run (a new run; ``waiting`` then loses it) starts them here, before the build
     summarises the run, draws its matrix part and renders its page. Just before they start, while
-    the build has no other thread, the run's own page (``job``, if stale) may start rendering in a
-    child process, kept in ``aside`` (:func:`_render_aside`)."""
+    the build has no other thread, ``start_aside`` may start rendering the run's own pages in child
+    processes (:func:`_start_aside`)."""
     scanned = scan_cases(run.directory, texts=True)
     critical = kit.inputs.critical_items(run, scanned.columns)
-    columns = with_dataset_critical(scanned.columns, critical)
-    cache.cache.put_cells(cache.key(kit.inputs, run.run_id), case_cells(run.run_id, columns))  # no critical flag among them
+    read = _ReadRun(scanned, critical, with_dataset_critical(scanned.columns, critical))
+    cache.cache.put_cells(cache.key(kit.inputs, run.run_id), case_cells(run.run_id, read.columns))  # no critical flag among them
     if run.run_id in waiting:  # its dataset's leaderboards read these cells, now kept, rather than the run's file
-        if job is not None and _one_thread():
-            _render_aside(kit, job, replace(scanned, columns=columns), aside)
+        if _one_thread():
+            start_aside(read)
         kit.inputs.prefetch_leaderboards({waiting.pop(run.run_id)})
-    return _ReadRun(scanned, critical, columns)
+    return read
 
 
-def _render_aside(kit: Kit, job: PageJob, cases: ScannedCases, aside: dict[str, Forked[dict[str, bytes]]]) -> None:
-    """Start rendering a run's own page (its data scripts are most of a one-new-run rebuild's own
-    work) in a child process, on the second core, while this one goes on with the build and the
-    leaderboards' thread with their statistics, which would otherwise share this process's
-    interpreter lock with it. The child starts from this process as it is and renders the page as
-    :func:`_run_job` would (the same bytes); the build collects its files in the page's turn. Only
-    while this is the process's one thread (a fork copies the calling thread alone: the caller
-    checks), and only where :func:`evalsite.forked.forked` forks (Linux, a spare core); else the
-    page renders in its turn."""
-    run_id = job.cases_of
-    assert run_id is not None
+def _start_aside(kit: Kit, run_id: str, read: _ReadRun, job: PageJob | None, stale: dict[str, PageJob], aside: _Aside) -> None:
+    """Start rendering, each in a child process, the pages of a run just read that are its own work
+    alone: its own page (``job``, if stale; its data scripts) and its stale compare pages (the
+    comparison; only from cases the build holds: :func:`~evalsite.site.pages.compare.pages_aside`)."""
+    if job is not None:
+        cases = replace(read.scanned, columns=read.columns)
 
-    def render() -> dict[str, bytes]:
-        kit.summaries, kit.cases = {run_id: summarise_run(cases.columns)}, {run_id: cases}
+        def own_page() -> None:
+            kit.summaries, kit.cases = {run_id: summarise_run(cases.columns)}, {run_id: cases}
+
+        _render_aside(kit, job, own_page, aside)
+    if read.critical is None:  # the build compares the cases as read (no dataset stands in for critical flags)
+        for compare_job, prepare in compare.pages_aside(kit, run_id, read.scanned, stale):
+            _render_aside(kit, compare_job, prepare, aside)
+
+
+def _render_aside(kit: Kit, job: PageJob, prepare: Callable[[], None], aside: _Aside) -> None:
+    """Start rendering a job in a child process, on the second core, while this one goes on with the
+    build and the leaderboards' thread with their statistics, which would otherwise share this
+    process's interpreter lock with it (a new run's page and data scripts, its comparison: most of a
+    one-new-run rebuild's own work). The child starts from this process as it is, calls ``prepare``
+    (what the job's turn would have made ready) and renders the job as :func:`_run_job` would (the same bytes); the build collects its files
+    in the job's turn. Only while this is the process's one thread (a fork copies the calling thread
+    alone, and DuckDB's threads are not running: the child must never call DuckDB; the callers
+    check both), and only where :func:`evalsite.forked.forked` forks (Linux, a spare core); else the
+    job renders in its turn."""
+
+    def render() -> _Rendered:
+        prepare()
         kit.stamp = kit.inputs.combined_hash(list(job.inputs))
-        return job.render(kit)
+        return _Rendered(job.render(kit), kit.pair_counts.used)
 
     child = forked(render)
     if child is not None:
-        aside[run_id] = child
+        aside[job.key] = child
+
+
+def _collected(kit: Kit, child: Forked[_Rendered] | None) -> _Rendered | None:
+    """What a child rendered, its pair counts now the build's; None without a child, or when the
+    child ended without a result (killed: the job renders in the build)."""
+    if child is None:
+        return None
+    try:
+        rendered = child.result()
+    except WorkerLost:
+        return None
+    kit.pair_counts.adopt(rendered.pair_counts)
+    return rendered
 
 
 def _start_leaderboards(inputs: ProjectInputs, stale: list[PageJob], has_cells: Callable[[str], bool]) -> dict[str, str]:
@@ -359,16 +408,10 @@ def _one_thread() -> bool:
     return threading.active_count() == 1
 
 
-def _run_job(kit: Kit, writer: SiteWriter, job: PageJob, hashes: dict[str, str],
-             aside: Forked[dict[str, bytes]] | None = None) -> None:
-    """Render a job (or collect the files a child rendered for it: :func:`_render_aside`) and write them.
-    A child that ended without a result (killed) costs only its work: the job renders here."""
+def _run_job(kit: Kit, writer: SiteWriter, job: PageJob, hashes: dict[str, str], rendered: _Rendered | None = None) -> None:
+    """Render a job (or take the files a child rendered for it: :func:`_render_aside`) and write them."""
     kit.stamp = kit.inputs.combined_hash(list(job.inputs))
-    files = None
-    if aside is not None:
-        with suppress(WorkerLost):
-            files = aside.result()
-    writer.write(job.key, hashes[job.key], job.render(kit) if files is None else files)
+    writer.write(job.key, hashes[job.key], job.render(kit) if rendered is None else rendered.files)
 
 
 def _write_assets(writer: SiteWriter, theme: Theme) -> None:

@@ -369,6 +369,11 @@ class KeptValues:
             self.used[key] = self.values[key] if key in self.values else compute()
         return self.used[key]
 
+    def adopt(self, used: dict[str, Any]) -> None:
+        """Values another process of this build computed (a page rendered in a child), as if computed here."""
+        for key, value in used.items():
+            self.used.setdefault(key, value)
+
     def save(self) -> None:
         """Keep what this build used (nothing is written when it used nothing: the page reading these
         values was not rebuilt)."""

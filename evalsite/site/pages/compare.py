@@ -10,8 +10,9 @@ truth changed or that only one run has, listed apart.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
+from functools import partial
 
 from markupsafe import Markup
 
@@ -113,29 +114,60 @@ def job_key(run_id: str, baseline_id: str) -> str:
     return f"compare:{run_id}--{baseline_id}"
 
 
-def comparison(inputs: ProjectInputs, run_id: str, baseline_id: str, current: ScannedCases | None = None) -> ComparisonReport:
+def comparison(inputs: ProjectInputs, run_id: str, baseline_id: str, current: ScannedCases | None = None,
+               baseline: ScannedCases | None = None) -> ComparisonReport:
     """:func:`evalsite.analysis.compare.compare_runs` of a pair, once per build (the runs table reads
-    its counts, the compare page everything); ``current``: the run's cases, when the build has them.
-    A run's kept columns stand in for reading it (:meth:`ProjectInputs.kept_cases`)."""
+    its counts, the compare page everything); ``current``, ``baseline``: the runs' cases, when the
+    build has them. A run's kept columns stand in for reading it (:meth:`ProjectInputs.kept_cases`)."""
     key = ("compare", run_id, baseline_id)
     if key not in inputs.memo:
         inputs.memo[key] = compare_runs(inputs.project, run_id, baseline=baseline_id, run_code=False,
                                         current_cases=current or inputs.kept_cases(run_id),
-                                        baseline_cases=inputs.kept_cases(baseline_id))
+                                        baseline_cases=baseline or inputs.kept_cases(baseline_id))
     report: ComparisonReport = inputs.memo[key]
     return report
 
 
-def compare_read_run(kit: Kit, run_id: str, cases: ScannedCases, stale: set[str]) -> None:
+def compare_read_run(kit: Kit, run_id: str, cases: ScannedCases, stale: set[str], aside: Collection[str] = ()) -> None:
     """Compare a run the build has just read with each baseline a stale page shows it against (its
-    compare pages; the runs table's change counts), from the cases in hand."""
+    compare pages; the runs table's change counts), from the cases in hand; a pair whose page renders
+    in a child process (its job key in ``aside``: :func:`pages_aside`) is the child's."""
+    for baseline_id in sorted(_read_run_baselines(kit, run_id, stale)):
+        if job_key(run_id, baseline_id) not in aside:
+            comparison(kit.inputs, run_id, baseline_id, cases)
+
+
+def pages_aside(kit: Kit, run_id: str, cases: ScannedCases, stale: Mapping[str, PageJob]) -> list[tuple[PageJob, Callable[[], None]]]:
+    """The stale compare pages of a run the build has just read (``cases``) that a child process may
+    render (:func:`evalsite.site.build._render_aside`), each with what the child does first: the
+    comparison, from the cases in hand and the baseline's kept columns, and, for the run's own
+    baseline, the runs table's change counts (the child hands them back with the page). A child
+    forked beside DuckDB's threads must never call DuckDB, so a pair whose baseline has no kept
+    columns (its comparison would read the baseline's file) is left to the build."""
+    found: list[tuple[PageJob, Callable[[], None]]] = []
+    for baseline_id in sorted(_read_run_baselines(kit, run_id, set(stale))):
+        job = stale.get(job_key(run_id, baseline_id))
+        baseline = kit.inputs.kept_cases(baseline_id) if job is not None else None
+        if job is not None and baseline is not None:
+            found.append((job, partial(_compared_aside, kit, run_id, baseline_id, (cases, baseline), "runs" in stale)))
+    return found
+
+
+def _compared_aside(kit: Kit, run_id: str, baseline_id: str, cases: tuple[ScannedCases, ScannedCases], counts: bool) -> None:
+    comparison(kit.inputs, run_id, baseline_id, *cases)
+    if counts and baseline_id == kit.inputs.baseline_of(run_id):
+        change_counts(kit, run_id, baseline_id)
+
+
+def _read_run_baselines(kit: Kit, run_id: str, stale: set[str]) -> set[str]:
+    """The baselines a run the build reads is compared with: those of its stale compare pages, and
+    its own baseline when the runs table shows change counts it has not kept."""
     baselines = {baseline for current, baseline in compared_pairs(kit.inputs, kit.settings)
                  if current == run_id and job_key(current, baseline) in stale}
     baseline = kit.inputs.baseline_of(run_id)
     if baseline and "runs" in stale and _pair_key(kit, run_id, baseline) not in kit.pair_counts.values:
         baselines.add(baseline)
-    for baseline_id in sorted(baselines):
-        comparison(kit.inputs, run_id, baseline_id, cases)
+    return baselines
 
 
 def change_counts(kit: Kit, run_id: str, baseline_id: str) -> tuple[int, int, int] | None:
