@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import signal
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -110,6 +111,31 @@ def test_an_unexpected_error_in_the_second_process_is_raised_here(
     with pytest.raises(OSError, match="No space left"):
         import_files(Project(tmp_path), "jsonl", [PLAIN / "scored.jsonl"], ImportOptions(again=True))
     assert sorted(path.name for path in tmp_path.iterdir()) == ["data"]
+
+
+def test_a_second_process_killed_before_it_answers_leaves_its_share_to_this_one(
+    tmp_path: Path, children: list[int], monkeypatch: pytest.MonkeyPatch
+):
+    """The second process dies (as by the out-of-memory killer) after writing its run, before it
+    answers: this process writes that share itself, and the run the child left is not published."""
+    importing = os.getpid()
+    original = import_writer._write_run
+
+    def write_run(source, draft, run, *rest):  # type: ignore[no-untyped-def]
+        written = original(source, draft, run, *rest)
+        if os.getpid() != importing:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return written
+
+    with monkeypatch.context() as patch:
+        patch.setattr(import_writer, "PARALLEL_MIN_CASES", 10**9)
+        serial = _import(tmp_path / "serial", "jsonl", PLAIN / "scored.jsonl")
+    monkeypatch.setattr(import_writer, "_write_run", write_run)
+    survived = _import(tmp_path / "survived", "jsonl", PLAIN / "scored.jsonl")
+    assert len(children) == 1 and all(children)
+    assert survived == serial
+    assert len(list((tmp_path / "survived" / "runs").iterdir())) == len(serial[0])  # the child's run is not among them
+    assert sorted(path.name for path in (tmp_path / "survived").iterdir()) == ["data", "runs"]  # no staging folder
 
 
 @pytest.mark.parametrize(("format_name", "source"), SOURCES, ids=lambda value: getattr(value, "name", value))

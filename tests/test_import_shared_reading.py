@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import copy
 import json
+import os
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -85,6 +87,27 @@ def test_two_processes_import_what_one_imports(
     assert shared == alone and isinstance(shared, tuple)
     cases = sum(len(files["cases.jsonl"].splitlines()) for files in shared[0].values())
     assert cases / 2 < len(mapped) < cases  # most, not all, by the second process
+
+
+@pytest.mark.parametrize("sent", [0, 3])
+def test_a_second_process_killed_midway_leaves_the_rest_to_this_one(
+    tmp_path: Path, mapped: list[int], monkeypatch: pytest.MonkeyPatch, sent: int
+):
+    """The second process dies (as by the out-of-memory killer) after ``sent`` runs' messages: this
+    process reads the rest of the document alone, and the import is the one-process import."""
+    original = shared_reading.WorkerShare._send
+    messages: list[int] = []
+
+    def send_then_die(share: shared_reading.WorkerShare, values: list[Any] | None) -> None:
+        if len(messages) == sent:
+            os.kill(os.getpid(), signal.SIGKILL)  # only the second process sends
+        messages.append(1)
+        original(share, values)
+
+    monkeypatch.setattr(shared_reading.WorkerShare, "_send", send_then_die)
+    source = _write(tmp_path, _document(PROMPTFOO / "results.json"))
+    shared, alone = _both(tmp_path, source, monkeypatch)
+    assert shared == alone and isinstance(shared, tuple)
 
 
 def _broken(document: dict[str, Any], index: int, change: str) -> dict[str, Any]:

@@ -43,7 +43,7 @@ from evalsite.analysis.summary import summarise_run
 from evalsite.errors import RunLogError, SourceError
 from evalsite.execute.importers.source_records import ImportOptions, SourceCase, SourceItem, SourceRun, SourceScore
 from evalsite.experiment.datasets import Dataset, Item, dataset_id, item_identity
-from evalsite.forked import forked
+from evalsite.forked import WorkerLost, forked
 from evalsite.project import Project
 from evalsite.runlog.builders import (
     DatasetRecord,
@@ -303,7 +303,8 @@ def write_runs(source: SourceImport, runs_dir: Path, batch_id: str, options: Imp
     """Write every run of ``source`` under ``runs_dir``; call once the reader has finished. With
     several runs and enough cases (:func:`_shares`), the last runs are written by a second process
     (:func:`~evalsite.forked.forked`) while this one writes the first: the same
-    code over the same state, so the same files; its error, if any, is raised after this one's."""
+    code over the same state, so the same files; its error, if any, is raised after this one's. If
+    the second process is killed before it answers, this one writes its share too."""
     described = sorted(((_description(source, draft), draft) for draft in source.drafts()), key=lambda pair: pair[0].arm_id)
     first, rest = _shares(described)
     memo = _ItemsMemo(source.label)
@@ -314,6 +315,8 @@ def write_runs(source: SourceImport, runs_dir: Path, batch_id: str, options: Imp
     try:
         if rest:  # the items hashed once, before the fork: both shares' runs are usually on the same items
             memo.items_by_key(first[0][1])
+            for _, draft in rest:  # nothing of a spool left in a buffer both processes would write out
+                draft.spool.flush()
         other = forked(lambda: write(rest)) if rest else None
         if other is None:
             return write(first + rest)
@@ -322,7 +325,10 @@ def write_runs(source: SourceImport, runs_dir: Path, batch_id: str, options: Imp
         except BaseException:
             other.cancel()
             raise
-        return written + other.result()
+        try:
+            return written + other.result()
+        except WorkerLost:  # killed before it answered (e.g. out of memory): its share is written here; what it
+            return written + write(rest)  # left in the staging folder is never published, and goes with the folder
     except UnicodeEncodeError as exc:  # an item's input, expected value or metadata: hashed as UTF-8
         raise SourceError(f"{source.label}: a row holds a lone surrogate {_surrogate(exc)}, near "
                           f"{exc.object[max(0, exc.start - 30):exc.start + 30]!r} (not valid Unicode text)") from None
