@@ -10,12 +10,21 @@ macOS, where forking a process that may hold system frameworks is unsafe), or wh
 spare (:func:`spare_core`), both return None and the caller does the work itself. The parent
 always either collects the child (:meth:`Forked.result`) or stops it (:meth:`Forked.cancel`) before
 it goes on, so no child outlives the command or writes after it.
+
+A child can hang where the parent would not: it inherits, at the fork, every lock another thread of
+the parent held at that moment (a library's, or the interpreter's own), and nothing in the child
+will ever release it. So the parent never waits on a child that has stopped working:
+:func:`wait_readable` takes a child that has used no CPU for :data:`STALL_SECONDS` while the parent
+waits on it as stuck, stops it and raises :class:`WorkerLost`, which every caller already answers by
+doing the child's work itself.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import pickle
+import select
 import signal
 import sys
 from collections.abc import Callable
@@ -25,6 +34,12 @@ from typing import Generic, TypeVar
 T = TypeVar("T")
 
 _OK, _RAISED = "ok", "raised"
+#: a child that used no CPU for this long while the parent waited on it is stuck (a lock it inherited
+#: at the fork, held by a thread that did not come along); a working child uses CPU every few ms
+STALL_SECONDS = 30.0
+_POLL_SECONDS = 1.0
+_CHUNK = 1 << 20
+log = logging.getLogger(__name__)
 
 
 class WorkerLost(RuntimeError):
@@ -45,6 +60,44 @@ class Child:
         except ProcessLookupError:  # pragma: no cover - already gone (and reaped below)
             pass
         os.waitpid(self.pid, 0)
+
+    def cpu_ticks(self) -> int | None:
+        """The CPU the child has used so far (user + system, in clock ticks), None once it is gone."""
+        try:
+            with open(f"/proc/{self.pid}/stat", "rb") as stat:
+                fields = stat.read().rsplit(b")", 1)[1].split()  # after "(name)", which may hold spaces
+        except OSError:  # pragma: no cover - no /proc: the child is taken as working
+            return None
+        return int(fields[11]) + int(fields[12])  # utime, stime: the stat file's 14th and 15th fields
+
+    def wait_readable(self) -> None:
+        """Wait until the child's pipe has something to read (or has closed); if the child uses no CPU
+        for :data:`STALL_SECONDS` meanwhile, stop it and raise :class:`WorkerLost`."""
+        poller = select.poll()
+        poller.register(self.reading, select.POLLIN)
+        ticks, since = self.cpu_ticks(), 0.0
+        while not poller.poll(_POLL_SECONDS * 1000):
+            now = self.cpu_ticks()
+            since = since + _POLL_SECONDS if now is not None and now == ticks else 0.0
+            ticks = now
+            if since >= STALL_SECONDS:
+                log.warning("worker process %d used no CPU for %.0f s (stuck): stopped; its work is done in "
+                            "this process", self.pid, since)
+                os.close(self.reading)
+                self.stop()
+                raise WorkerLost(f"worker process {self.pid} was stuck and was stopped")
+
+    def read_all(self) -> bytes:
+        """Everything the child writes to its pipe, until it closes it (:meth:`wait_readable` between
+        reads); the caller reaps the child."""
+        chunks: list[bytes] = []
+        while True:
+            self.wait_readable()
+            chunk = os.read(self.reading, _CHUNK)
+            if not chunk:
+                os.close(self.reading)
+                return b"".join(chunks)
+            chunks.append(chunk)
 
 
 def spare_core() -> bool:
@@ -83,8 +136,7 @@ class Forked(Generic[T]):
 
     def result(self) -> T:
         """The child's value, or the exception it raised, raised again here."""
-        with os.fdopen(self.child.reading, "rb") as pipe:
-            payload = pipe.read()
+        payload = self.child.read_all()
         os.waitpid(self.child.pid, 0)
         if not payload:
             raise WorkerLost(f"worker process {self.child.pid} ended without a result")

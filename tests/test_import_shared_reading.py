@@ -8,6 +8,7 @@ import copy
 import json
 import os
 import signal
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -108,6 +109,40 @@ def test_a_second_process_killed_midway_leaves_the_rest_to_this_one(
     source = _write(tmp_path, _document(PROMPTFOO / "results.json"))
     shared, alone = _both(tmp_path, source, monkeypatch)
     assert shared == alone and isinstance(shared, tuple)
+
+
+@pytest.mark.parametrize("sent", [0, 3])
+def test_a_second_process_stuck_midway_is_stopped_and_this_one_reads_on(
+    tmp_path: Path, mapped: list[int], monkeypatch: pytest.MonkeyPatch, sent: int
+):
+    """The second process blocks for good after ``sent`` runs' messages (as on a lock it inherited
+    at the fork): this process stops it once it has used no CPU for the stall time, reads the rest
+    alone, and the import is the one-process import."""
+    original = shared_reading.WorkerShare._send
+    messages: list[int] = []
+    stopped: list[int] = []
+
+    def send_then_hang(share: shared_reading.WorkerShare, values: list[Any] | None) -> None:
+        if len(messages) == sent:
+            threading.Event().wait()  # only the second process sends
+        messages.append(1)
+        original(share, values)
+
+    def stop(child: forked.Child) -> None:
+        stopped.append(child.pid)
+        stop_child(child)
+
+    stop_child = forked.Child.stop
+    monkeypatch.setattr(shared_reading.WorkerShare, "_send", send_then_hang)
+    monkeypatch.setattr(forked.Child, "stop", stop)
+    monkeypatch.setattr(forked, "STALL_SECONDS", 0.3)
+    monkeypatch.setattr(forked, "_POLL_SECONDS", 0.05)
+    source = _write(tmp_path, _document(PROMPTFOO / "results.json"))
+    shared, alone = _both(tmp_path, source, monkeypatch)
+    assert shared == alone and isinstance(shared, tuple)
+    assert len(stopped) == 1
+    with pytest.raises(ProcessLookupError):
+        os.kill(stopped[0], 0)  # stopped and reaped
 
 
 def _broken(document: dict[str, Any], index: int, change: str) -> dict[str, Any]:

@@ -40,7 +40,7 @@ from typing import IO, Any
 import orjson
 
 from evalsite.execute.importers.jsonstream import RunShare
-from evalsite.forked import Child, fork_child
+from evalsite.forked import Child, WorkerLost, fork_child
 
 #: every MAIN_EVERY-th run is decoded in this process, the others in the second one: this process
 #: also spools every case (~11 µs a promptfoo case) and takes in the mapped ones (~3 µs), the second
@@ -64,7 +64,6 @@ class MainShare:
 
     def __init__(self, child: Child):
         self._child: Child | None = child
-        self._pipe = os.fdopen(child.reading, "rb")
 
     def claim(self, number: int, start: int, end: int) -> list[Any] | None:
         if number % MAIN_EVERY == 0 or self._child is None:
@@ -85,17 +84,39 @@ class MainShare:
     def close(self) -> None:
         """Stop the second process, if running, and reap it."""
         if self._child is not None:
-            self._pipe.close()
+            os.close(self._child.reading)
             self._child.stop()
             self._child = None
 
     def _message(self) -> list[Any] | None:
-        head = self._pipe.read(_LENGTH.size)
-        if len(head) < _LENGTH.size:
+        """The second process's next message, None when it has ended (or was stuck, and stopped)."""
+        try:
+            head = self._read(_LENGTH.size)
+            if len(head) < _LENGTH.size:
+                return None
+            size = _LENGTH.unpack(head)[0]
+            body = self._read(size)
+        except WorkerLost:  # already stopped
+            self._child = None
             return None
-        body = self._pipe.read(_LENGTH.unpack(head)[0])
+        if len(body) < size:  # it ended while writing
+            return None
         value = orjson.loads(body)
         return value if isinstance(value, list) else None
+
+    def _read(self, size: int) -> bytes:
+        """``size`` bytes from the pipe, fewer if it closes first."""
+        assert self._child is not None
+        chunks: list[bytes] = []
+        left = size
+        while left:
+            self._child.wait_readable()
+            chunk = os.read(self._child.reading, left)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
 
 
 class _Done(Exception):

@@ -1,0 +1,72 @@
+"""A forked child's value comes back whole, and a child that stops working (as on a lock it
+inherited at the fork) is stopped instead of being waited on for good."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+import pytest
+
+from evalsite import forked
+
+
+@pytest.fixture(autouse=True)
+def quick_stall(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(forked, "spare_core", lambda: True)
+    monkeypatch.setattr(forked, "STALL_SECONDS", 0.5)
+    monkeypatch.setattr(forked, "_POLL_SECONDS", 0.05)
+
+
+def _child(work: object) -> forked.Forked[object]:
+    child = forked.forked(work)  # type: ignore[arg-type]
+    assert child is not None
+    return child
+
+
+def test_a_value_larger_than_the_pipe_comes_back_whole() -> None:
+    value = os.urandom(5 << 20)
+    assert _child(lambda: value).result() == value
+
+
+def test_a_child_that_works_longer_than_the_stall_time_is_waited_for() -> None:
+    def busy() -> int:
+        ends, spins = time.monotonic() + 2.0, 0
+        while time.monotonic() < ends:
+            spins += 1
+        return spins
+
+    assert _child(busy).result() > 0
+
+
+def test_a_child_stuck_on_a_lock_it_inherited_is_stopped(caplog: pytest.LogCaptureFixture) -> None:
+    held = threading.Lock()
+    taken, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with held:
+            taken.set()
+            release.wait()
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    taken.wait()
+    try:
+        child = _child(lambda: held.acquire())  # the thread holding it did not come along
+    finally:
+        release.set()
+        holder.join()
+    with caplog.at_level("WARNING", logger="evalsite.forked"), pytest.raises(forked.WorkerLost, match="stuck"):
+        child.result()
+    assert f"worker process {child.child.pid} used no CPU" in caplog.text
+    with pytest.raises(ProcessLookupError):
+        os.kill(child.child.pid, 0)  # stopped and reaped
+
+
+def test_a_childs_error_is_raised_here() -> None:
+    def fail() -> None:
+        raise ValueError("from the child")
+
+    with pytest.raises(ValueError, match="from the child"):
+        _child(fail).result()
