@@ -189,9 +189,9 @@ def _exact_half_tail(first: int, n: int) -> float:
 
 
 def _reach(n: int, p: float) -> int:
-    """How far past its first term a tail's terms still count: 40 standard deviations and 40 more
-    (the terms beyond are below e^-800 of the first)."""
-    return int(40 * math.sqrt(n * p * (1 - p))) + 40
+    """How far past its first term a tail's terms still count: 20 standard deviations and 20 more
+    (the pmf is log-concave, so the terms beyond are below 1e-17 of the first)."""
+    return int(20 * math.sqrt(n * p * (1 - p))) + 20
 
 
 def _tail_terms(first: int, last: int) -> np.ndarray:

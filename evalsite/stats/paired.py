@@ -15,7 +15,7 @@ Three engines compute the same p-value:
   size u add u × a Binomial(c, 1/2)). Cost: about m × (sum of the differences in units) at
   worst, which ``GRID_BUDGET`` bounds; far less when few sizes repeat. When every difference
   has the same size (pass/fail scores, one repeat) the sum is that size times a
-  Binomial(m, 1/2), whose tail is summed from its saddle-point terms (some 20√m of them) at any m.
+  Binomial(m, 1/2), whose tail is summed directly (exactly up to m = 1,024, then from ~10√m saddle-point terms) at any m.
 * meet-in-the-middle enumeration (exact, m <= ``exact_limit``): the differences are split in
   two halves, all 2^h subset sums of each half are listed, one half is sorted and the other
   half's sums are located in it with a binary search, so 2^m totals are counted in about
@@ -201,7 +201,7 @@ def _one_magnitude(integers: np.ndarray) -> bool:
 def _grid_p_value(integers: np.ndarray, alternative: Alternative) -> float:
     magnitudes = np.abs(integers)
     total = int(magnitudes.sum())
-    if _one_magnitude(integers):  # S = unit × Binomial(m, 1/2): the grid distribution in closed form, O(1)
+    if _one_magnitude(integers):  # S = unit × Binomial(m, 1/2): its tail summed directly, O(√m)
         unit, m = int(magnitudes[0]), int(magnitudes.size)
 
         def binomial_tail(threshold: float) -> float:
