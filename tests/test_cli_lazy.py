@@ -72,11 +72,23 @@ def test_the_run_command_imports_no_scipy_duckdb_or_jinja_until_used():
 
 def test_the_statistics_load_scipy_where_a_figure_is_computed():
     """stats/distributions.py imports scipy.special in the functions that call it: loading every
-    statistic the site's renderer and the analysis commands load costs no scipy; the first figure does."""
+    statistic the site's renderer and the analysis commands load costs no scipy; a figure that needs
+    a scipy function does, and the normal quantile does not (the standard library's)."""
     modules = ("evalsite.site.build", "evalsite.analysis.verdict", "evalsite.stats.intervals", "evalsite.stats.power",
                "evalsite.stats.ranking", "evalsite.stats.paired", "evalsite.stats.noise")
     assert "scipy" not in modules_loaded_by("\n".join(f"import {module}" for module in modules))
-    assert "scipy" in modules_loaded_by("from evalsite.stats.distributions import norm_ppf\nnorm_ppf(0.975)")
+    assert "scipy" not in modules_loaded_by("from evalsite.stats.distributions import norm_ppf\nnorm_ppf(0.975)")
+    assert "scipy" in modules_loaded_by("from evalsite.stats.distributions import t_sf\nt_sf(1.0, 3.5)")
+
+
+def test_the_example_leaderboard_imports_no_scipy(example_with_runs):
+    """Every figure of the example's leaderboard (BCa intervals, sign-flip tests, power, Friedman,
+    Nemenyi) comes from stats/distributions.py's numpy and standard-library functions."""
+    code = ("from evalsite.cli import main\ntry:\n    main(['leaderboard', '--json'], prog_name='evalsite')\n"
+            "except SystemExit as stop:\n    assert not stop.code, stop.code")
+    result = subprocess.run([sys.executable, "-c", f"{code}\nimport sys\nprint(sorted(m for m in sys.modules if m.startswith('scipy')))"],
+                            cwd=example_with_runs, capture_output=True, text=True, check=True)
+    assert result.stdout.splitlines()[-1] == "[]"
 
 
 COMPLETING_RUN = ("family-test", "bootstrap", "noise", "compare", "compare r --baseline", "promote", "compact", "rescore",

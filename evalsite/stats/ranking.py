@@ -17,7 +17,14 @@ from numpy.typing import ArrayLike
 
 from evalsite.stats._inputs import arm_matrix
 from evalsite.stats._rank_counts import RankSums, rank_sum_sampler
-from evalsite.stats.distributions import beta_ppf, chi2_sf, rankdata, studentized_range_ppf, studentized_range_sf
+from evalsite.stats.distributions import (
+    binom_cdf,
+    binom_sf,
+    chi2_sf,
+    rankdata,
+    studentized_range_ppf,
+    studentized_range_sf,
+)
 
 _PERMUTATION_CELLS = 1 << 21  # int64 cells of shuffled ranks per chunk (16 MB)
 _FIRST_LOOK = 100  # permutations before the first early-stopping check; doubles after each
@@ -182,9 +189,10 @@ def _shuffled_rank_sums(doubled: np.ndarray) -> tuple[RankSums, int]:
 def _clear_of(hits: int, drawn: int, alpha: float) -> bool:
     """Whether the Clopper-Pearson interval of hits / drawn lies wholly on one side of alpha."""
     tail = _LOOK_ERROR / 2
-    low = 0.0 if hits == 0 else beta_ppf(tail, hits, drawn - hits + 1)
-    high = 1.0 if hits == drawn else beta_ppf(1 - tail, hits + 1, drawn - hits)
-    return high < alpha or low > alpha
+    # Its bounds are Beta quantiles, and a Beta(a, b) CDF at integer a, b is a binomial tail:
+    # upper bound < alpha iff P(Bin(drawn, alpha) <= hits) < tail; lower bound > alpha iff
+    # P(Bin(drawn, alpha) >= hits) < tail (hits = 0 and hits = drawn: bounds 0 and 1, never clear).
+    return binom_cdf(hits, drawn, alpha) < tail or binom_sf(hits - 1, drawn, alpha) < tail
 
 
 @dataclass(frozen=True)
