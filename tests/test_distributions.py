@@ -49,6 +49,11 @@ def test_t_quantile_and_tail_and_chi_square_tail_equal_scipy_stats():
         for df in range(1, 40):
             assert d.chi2_sf(x, df) == pytest.approx(scipy_stats.chi2.sf(x, df), rel=1e-12, abs=1e-300)
     assert d.chi2_sf(-1.0, 3) == 1.0
+    for fraction in (2.5, 0.5, 0):  # the finite series hold at whole degrees of freedom only
+        with pytest.raises(ValueError, match="whole number"):
+            d.t_ppf(0.975, fraction)  # type: ignore[arg-type]
+        with pytest.raises(ValueError, match="whole number"):
+            d.chi2_sf(3.0, fraction)  # type: ignore[arg-type]
 
 
 def test_binomial_tails_and_test_equal_scipy_stats():

@@ -99,6 +99,7 @@ def t_ppf(p: float, df: int) -> float:
     precision on :func:`_t_central`, its central probability P(|T| <= t), or the expansion above
     :data:`EXPANSION_DF`. Cached: a power analysis asks for the same critical value at every step
     of its search."""
+    _whole_degrees(df)
     if not 0 < p < 1:
         return -math.inf if p == 0 else math.inf if p == 1 else math.nan
     if p == 0.5:
@@ -112,6 +113,13 @@ def t_ppf(p: float, df: int) -> float:
     while low < (middle := (low + high) / 2) < high:
         low, high = (middle, high) if _t_central(middle, df) < central else (low, middle)
     return math.copysign(high, p - 0.5)
+
+
+def _whole_degrees(df: int) -> None:
+    """Refuse degrees of freedom the finite series do not cover (a fraction, or below 1): they
+    would give a wrong figure, not an error."""
+    if df < 1 or df != int(df):
+        raise ValueError(f"degrees of freedom must be a whole number of at least 1, got {df}")
 
 
 def _t_expansion(p: float, df: int) -> float:
@@ -157,6 +165,7 @@ def chi2_sf(x: float, df: int) -> float:
     """P(X > x) for a chi-square X with integer ``df`` (``scipy.stats.chi2.sf``): with y = x / 2
     and m = df // 2, the sum of e^-y y^a / Γ(a + 1) over a = 0..m-1 (even df) or a = 1/2..m-1/2
     plus erfc(√y) (odd df) (Abramowitz & Stegun 26.4.4-5): positive terms, each from its logarithm."""
+    _whole_degrees(df)
     if x <= 0:
         return 1.0
     half = x / 2
