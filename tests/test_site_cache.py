@@ -5,7 +5,10 @@ same bytes as a build without the cache."""
 from __future__ import annotations
 
 import base64
+import json
+import math
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -13,16 +16,21 @@ import pytest
 from example_support import run_example
 from sitekit import tree_bytes
 
-from evalsite.analysis import verdict
+from evalsite.analysis import arms, verdict
+from evalsite.analysis.arms import summarise_arms
 from evalsite.analysis.interval_memo import (
     DRAWS,
     INTERVALS,
     PAIRS,
+    SUMMARIES,
+    SummaryMemo,
     column_key,
     kept_intervals,
     pair_key,
     recall_kept_intervals,
 )
+from evalsite.analysis.items import ItemMatrix
+from evalsite.analysis.selection import ArmRun
 from evalsite.execute.runner import execute_plan
 from evalsite.experiment.manifest import load_manifest
 from evalsite.experiment.plan import build_plan
@@ -195,3 +203,75 @@ def test_a_pair_is_keyed_by_its_two_columns_in_order():
     assert pair_key(keys[0], column_key(changed)) != pair_key(keys[0], keys[1])
     assert pair_key(keys[1], keys[0]) != pair_key(keys[0], keys[1])
     assert pair_key(keys[0], keys[2]) != pair_key(keys[0], keys[1])
+
+
+def _arm_matrix(values: np.ndarray, rng: np.random.Generator) -> ItemMatrix:
+    """Items × arms × 2 repeats of scores in quarters, verdicts, costs (one unknown in arm 1) and
+    latencies, every case recorded."""
+    n_items, n_arms, _ = values.shape
+    cost = np.round(rng.random(values.shape) * 1e-3, 6)
+    cost[5, 1, 0] = np.nan
+    arms = tuple(ArmRun(f"arm{arm}", f"run{arm}", f"arm{arm}", None, "completed", None, None) for arm in range(n_arms))
+    return ItemMatrix(arms, tuple(f"q{item}" for item in range(n_items)), (None,) * n_items, values,
+                      (values >= 0.5).astype(float), cost, np.round(rng.lognormal(5, 0.5, values.shape), 3),
+                      np.full(values.shape, 30.0), np.ones(values.shape, dtype=bool), (), None, ((0, 1),) * n_arms)
+
+
+def test_kept_arm_summaries_are_the_ones_computed_afresh_and_only_a_changed_arm_is_summarised(monkeypatch):
+    """The leaderboard's figures of an arm, kept by its cells, equal the figures computed without a
+    memo (also after the JSON round trip the site cache makes); an arm whose cells change is
+    summarised again, the others are not."""
+    rng = np.random.default_rng(11)
+    matrix = _arm_matrix(np.round(rng.random((400, 3, 2)) * 4) / 4, rng)
+    fresh = summarise_arms(matrix, memo=None)
+    summarised: list[int] = []
+    original = arms._summary
+    monkeypatch.setattr(arms, "_summary", lambda m, arm, *a: summarised.append(arm) or original(m, arm, *a))
+    memo = SummaryMemo()
+    assert repr(summarise_arms(matrix, memo=memo)) == repr(fresh) and summarised == [0, 1, 2]
+    summarised.clear()
+    recalled = SummaryMemo()
+    recalled.recall(json.loads(json.dumps(memo.rows())))
+    assert repr(summarise_arms(matrix, memo=recalled)) == repr(fresh) and summarised == []
+    changed = replace(matrix, score=matrix.score.copy())
+    changed.score[7, 1, 1] = 1.0 - changed.score[7, 1, 1]
+    kept = summarise_arms(changed, memo=recalled)
+    assert summarised == [1]  # the changed arm alone
+    assert repr(kept) == repr(summarise_arms(changed, memo=None))
+    with pytest.raises(TypeError):  # figures with a field of another type are refused
+        SummaryMemo().recall([[*row[:-1], {**row[-1], "n_items": "400"}] for row in memo.rows()])
+
+
+def test_a_kept_arm_summary_agrees_with_plain_formulas():
+    """Each kept figure against its definition written out: means over items of per-item means,
+    sums of costs, nearest-rank percentiles of latencies, the spread of per-repeat means."""
+    rng = np.random.default_rng(5)
+    matrix = _arm_matrix(np.round(rng.random((300, 2, 2)) * 2) / 2, rng)
+    memo = SummaryMemo()
+    summarise_arms(matrix, memo=memo)
+    for arm, kept in enumerate(summarise_arms(matrix, memo=memo)):
+        scores, latencies = matrix.score[:, arm, :].tolist(), sorted(matrix.latency_ms[:, arm, :].ravel().tolist())
+        assert kept.mean == pytest.approx(sum(sum(row) / 2 for row in scores) / 300, abs=1e-12)
+        assert kept.pass_rate == pytest.approx(sum(sum(v >= 0.5 for v in row) / 2 for row in scores) / 300, abs=1e-12)
+        assert (kept.n_items, kept.n_cases, kept.n_repeats) == (300, 600, 2)
+        assert kept.latency.p50_ms == latencies[math.ceil(0.5 * 600) - 1]
+        assert kept.latency.p95_ms == latencies[math.ceil(0.95 * 600) - 1]
+        costs = matrix.cost_usd[:, arm, :].ravel().tolist()
+        assert kept.cost.total == (None if arm == 1 else pytest.approx(sum(costs), rel=1e-12))
+        repeat_means = [sum(row[r] for row in scores) / 300 for r in (0, 1)]
+        assert kept.noise is not None and kept.noise.std == pytest.approx(abs(repeat_means[0] - repeat_means[1]) / math.sqrt(2))
+        assert kept.mean_interval == intervals.bootstrap_ci(np.mean(matrix.score[:, arm, :], axis=1), seed=0)
+
+
+def test_the_arm_summaries_of_a_build_are_kept_for_the_next_process(cache_project, monkeypatch):
+    summarised: list[int] = []
+    original = arms._summary
+    monkeypatch.setattr(arms, "_summary", lambda m, arm, *a: summarised.append(arm) or original(m, arm, *a))
+    SUMMARIES.clear()  # as in a new process
+    build_site(cache_project, full=True)
+    assert summarised and SUMMARIES.rows()
+    first = tree_bytes(cache_project.root / "site")
+    SUMMARIES.clear()
+    summarised.clear()
+    build_site(cache_project, full=True)
+    assert summarised == [] and tree_bytes(cache_project.root / "site") == first

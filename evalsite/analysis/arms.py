@@ -4,17 +4,20 @@ cost, latency and the arm's own noise across repeats.
 Every figure is over the matrix's items only (the items every compared arm has), so arms are
 measured on the same questions. Means are over items of each item's mean over its repeats
 (:func:`evalsite.analysis.summary.mean_over_items`, the definition ``show`` uses), and cost,
-latency and noise come from the same functions as a run's summary.
+latency and noise come from the same functions as a run's summary. An arm's figures are a pure
+function of its cells and the options, so they are kept by a digest of those
+(:data:`~evalsite.analysis.interval_memo.SUMMARIES`): after one new run, a leaderboard summarises
+only the arms whose cells changed.
 """
 
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 
-from evalsite.analysis.interval_memo import INTERVALS
+from evalsite.analysis.interval_memo import INTERVALS, SUMMARIES, SummaryMemo, cells_key
 from evalsite.analysis.items import ItemMatrix
 from evalsite.analysis.selection import ArmRun
 from evalsite.analysis.summary import (
@@ -57,10 +60,26 @@ class ArmSummary:
 
 def summarise_arms(
     matrix: ItemMatrix, *, clusters: Sequence[Hashable] | None = None, confidence: float = CONFIDENCE, seed: int = SEED,
+    memo: SummaryMemo | None = SUMMARIES,
 ) -> tuple[ArmSummary, ...]:
     """One :class:`ArmSummary` per arm of ``matrix``, in the matrix's arm order; ``clusters`` (one
-    label per item, ``ArmsOnDataset.clusters``) makes the cluster the unit the intervals resample."""
-    return tuple(_summary(matrix, arm, clusters, confidence, seed) for arm in range(len(matrix.arms)))
+    label per item, ``ArmsOnDataset.clusters``) makes the cluster the unit the intervals resample.
+    ``memo`` keeps each arm's figures by its cells (arms without clusters only, as the paired tests')."""
+    return tuple(_summary(matrix, arm, clusters, confidence, seed) if memo is None or clusters is not None
+                 else _kept_summary(matrix, arm, confidence, seed, memo) for arm in range(len(matrix.arms)))
+
+
+def _kept_summary(matrix: ItemMatrix, arm: int, confidence: float, seed: int, memo: SummaryMemo) -> ArmSummary:
+    """:func:`_summary` of an arm, its figures taken from ``memo`` when cells equal to the arm's were
+    summarised with the same options (the figures are a pure function of them), else kept there."""
+    cells = [getattr(matrix, name)[:, arm, :] for name in ("score", "passed", "cost_usd", "latency_ms", "recorded")]
+    key = cells_key(cells, confidence, seed)
+    figures = memo.get(key)
+    if figures is not None:
+        return ArmSummary(arm=matrix.arms[arm], **figures)
+    summary = _summary(matrix, arm, None, confidence, seed)
+    memo.put(key, {field.name: getattr(summary, field.name) for field in fields(summary) if field.name != "arm"})
+    return summary
 
 
 def _summary(

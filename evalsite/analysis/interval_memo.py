@@ -6,10 +6,11 @@ often coincide on pass/fail data). :data:`PAIRS` remembers the verdict's paired 
 a pair's :class:`~evalsite.stats.pairs.PairedDifference` and its inverted intervals, by a digest of
 the pair's two columns and the options (they are pure functions of those too). :data:`DRAWS`
 remembers rank stability's resample means of each arm (``stats.stability_draws``' ``memo``: where
-items are drawn one by one, an arm's means are a pure function of its column and the draws' options).
-A long-lived caller such as the site build keeps all three in its cache folder and gives them back to
-the next process, so a leaderboard a new run joins bootstraps, tests and resamples only the arms and
-pairs whose items changed. The payload names the code that computed it: rows kept by other code are
+items are drawn one by one, an arm's means are a pure function of its column and the draws' options),
+and :data:`SUMMARIES` the leaderboard's figures of each arm (``analysis.arms.summarise_arms``: a pure
+function of the arm's cells and the options). A long-lived caller such as the site build keeps all
+four in its cache folder and gives them back to the next process, so a leaderboard a new run joins
+bootstraps, tests, resamples and summarises only the arms and pairs whose items changed. The payload names the code that computed it: rows kept by other code are
 never recalled. The caller owns the file; this module owns what goes in it.
 """
 
@@ -18,10 +19,11 @@ from __future__ import annotations
 import base64
 import hashlib
 import threading
+import types
 from collections import OrderedDict
-from collections.abc import Callable, Iterable
-from dataclasses import asdict, fields
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, fields, is_dataclass
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, Union, get_args, get_origin, get_type_hints
 
 from evalsite.stats.proportions import Interval
 
@@ -33,12 +35,14 @@ if TYPE_CHECKING:  # numpy and the tests load when a pair is first tested or rec
 V = TypeVar("V")
 
 #: Bumped when the payload's shape changes.
-PAYLOAD_VERSION = 3
+PAYLOAD_VERSION = 4
 #: A leaderboard of n arms asks for n + n(n-1)/2 intervals; an entry is a few floats.
 MEMO_SIZE = 4096
 #: An arm's resample means are 88 KB at the default 1,000 resamples and 10 sizes: the 48 most recent
 #: arms (~5 MB of payload) cover a few leaderboards and the runs that replace their arms.
 DRAWS_SIZE = 48
+#: An arm's figures are a few dozen numbers (~0.6 KB of payload): the arms of a few leaderboards.
+SUMMARIES_SIZE = 256
 
 
 class Lru(Generic[V]):
@@ -200,18 +204,79 @@ class DrawsLru(Lru["np.ndarray"]):
                       tuple(int(size) for size in sizes)), value.reshape(int(resamples), len(sizes) + 1))
 
 
+class SummaryMemo(Lru[dict[str, Any]]):
+    """The leaderboard's figures of one arm — an :class:`~evalsite.analysis.arms.ArmSummary`'s fields
+    but its ``arm`` (the run that stands for it, which the caller adds) — by :func:`cells_key` of the
+    arm's cells and the options: the :data:`SUMMARIES_SIZE` most recently used arms."""
+
+    def __init__(self) -> None:
+        super().__init__(SUMMARIES_SIZE)
+
+    def rows(self) -> list[list[Any]]:
+        """Every arm, oldest first, as a JSON-ready row: digest, options, then the figures (dataclasses as their fields)."""
+        return [[key[0].hex(), *key[1:], {name: asdict(value) if is_dataclass(value) and not isinstance(value, type) else value
+                                          for name, value in figures.items()}] for key, figures in self.items()]
+
+    def recall(self, rows: Iterable[list[Any]]) -> None:
+        """Remember the rows :meth:`rows` gave (a malformed row raises ValueError/TypeError)."""
+        from evalsite.analysis.arms import ArmSummary
+
+        kinds = get_type_hints(ArmSummary)
+        del kinds["arm"]
+        for row in rows:
+            digest, *options, figures = row
+            if not isinstance(figures, dict) or set(figures) != set(kinds):
+                raise TypeError("an arm's figures with other fields than ArmSummary's")
+            self.put((bytes.fromhex(digest), *options), {name: _revived(kinds[name], value) for name, value in figures.items()})
+
+
+def _revived(kind: Any, value: Any) -> Any:
+    """``value`` (JSON) as the type ``kind`` says: a dataclass from its fields, a tuple from a list, a
+    number or text of its own type, None where ``kind`` allows it; anything else raises TypeError."""
+    allowed = get_args(kind) if get_origin(kind) in (Union, types.UnionType) else (kind,)
+    if value is None:
+        if type(None) not in allowed:
+            raise TypeError("a figure is missing")
+        return None
+    kind = next(option for option in allowed if option is not type(None))
+    if isinstance(kind, type) and is_dataclass(kind):
+        kinds = get_type_hints(kind)
+        if not isinstance(value, dict) or set(value) != set(kinds):
+            raise TypeError(f"{kind.__name__}: fields {sorted(value) if isinstance(value, dict) else value!r}")
+        return kind(**{name: _revived(kinds[name], item) for name, item in value.items()})
+    if get_origin(kind) is tuple and isinstance(value, list):
+        return tuple(_revived(get_args(kind)[0], item) for item in value)
+    if (kind is float and type(value) in (float, int)) or (kind in (int, str, bool) and type(value) is kind):
+        return kind(value)
+    raise TypeError(f"{value!r} is not a {kind}")
+
+
+def cells_key(cells: Sequence[np.ndarray], *options: Any) -> tuple[Any, ...]:
+    """Some arrays by one digest of their shapes, dtypes and bytes, then the options."""
+    import numpy as np
+
+    digest = hashlib.blake2b(digest_size=16)
+    for array in cells:
+        contiguous = np.ascontiguousarray(array)
+        digest.update(f"{contiguous.shape}{contiguous.dtype.str};".encode())
+        digest.update(contiguous.data)
+    return (digest.digest(), *options)
+
+
 #: The memo every analysis hands to ``stats.bootstrap_ci`` and ``stats.paired_difference``.
 INTERVALS = IntervalLru()
 #: The verdict's paired tests (:class:`PairMemo`).
 PAIRS = PairMemo()
 #: Rank stability's resample means per arm (:class:`DrawsLru`).
 DRAWS = DrawsLru()
+#: The leaderboard's figures per arm (:class:`SummaryMemo`).
+SUMMARIES = SummaryMemo()
 
 
 def kept_intervals(code: str) -> dict[str, Any]:
     """The memos as a JSON-ready payload, stamped with ``code`` (a hash of the code that computed them)."""
     return {"version": PAYLOAD_VERSION, "code": code, "rows": INTERVALS.rows(), "pairs": PAIRS.rows(),
-            "draws": DRAWS.rows()}
+            "draws": DRAWS.rows(), "summaries": SUMMARIES.rows()}
 
 
 def recall_kept_intervals(payload: Any, code: str) -> bool:
@@ -223,6 +288,7 @@ def recall_kept_intervals(payload: Any, code: str) -> bool:
         INTERVALS.recall(payload["rows"])
         PAIRS.recall(payload["pairs"])
         DRAWS.recall(payload["draws"])
+        SUMMARIES.recall(payload["summaries"])
     except (KeyError, TypeError, ValueError, AttributeError):
         return False
     return True
