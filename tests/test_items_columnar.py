@@ -12,10 +12,13 @@ import random
 from statistics import fmean
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
+from evalsite.analysis.case_scan import dictionary_codes
 from evalsite.analysis.db import open_database
-from evalsite.analysis.items import item_matrix, runs_item_matrix
+from evalsite.analysis.items import _dense_rank_within, item_matrix, runs_item_matrix
 from evalsite.analysis.parquet import case_files, compact_run
 from evalsite.analysis.selection import runs_by_reference
 from evalsite.analysis.summary import _numbered_order, natural_order
@@ -274,3 +277,21 @@ def test_natural_order_of_numbered_ids_is_the_item_order(ids, numbered):
     fast = _numbered_order(tuple(ids))
     assert (fast is not None) == numbered
     assert fast is None or fast.tolist() == expected
+
+
+@pytest.mark.parametrize("chunks", ["equal", "one differs", "one shorter", "one"])
+def test_codes_of_repeated_chunks_are_the_codes_of_the_whole_column(chunks):
+    """The item ids of several runs' kept cells come as equal chunks, encoded once: the codes and
+    values (order of first appearance, nulls kept) are those of encoding every value."""
+    rng = random.Random(4)
+    first = [None if rng.random() < 0.1 else f"q{rng.randrange(50)}" for _ in range(200)]
+    other = {"equal": first, "one differs": [*first[:-1], "new"], "one shorter": first[:-1], "one": None}[chunks]
+    column = pa.chunked_array([first] if other is None else [first, first, other, first], pa.string())
+    assert dictionary_codes(column).equals(pc.dictionary_encode(column).combine_chunks())
+
+
+@pytest.mark.parametrize("values", [[0] * 7, [3] * 7, [0, 1, 0, 2, 2, 1, 0], [5, 0, 5, 1, 1, 0, 0]])
+def test_the_rank_within_a_group_is_the_rank_among_its_distinct_values(values):
+    groups = [0, 0, 1, 1, 1, 2, 2]
+    expected = [sorted({v for v, g in zip(values, groups) if g == group}).index(value) for value, group in zip(values, groups)]
+    assert _dense_rank_within(np.array(groups), np.array(values)).tolist() == expected

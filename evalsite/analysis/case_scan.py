@@ -275,7 +275,13 @@ def _score_columns(flat: pa.StructArray, parents: pa.Array) -> ScoreColumns:
 
 
 def dictionary_codes(column: pa.Array | pa.ChunkedArray) -> pa.DictionaryArray:
-    """Dictionary-encoded in one chunk, values in order of first appearance (null stays null)."""
+    """Dictionary-encoded in one chunk, values in order of first appearance (null stays null). Chunks
+    that each equal the first (the item ids of several runs' kept cells, concatenated) are encoded
+    once and its codes repeated: the same codes, without hashing every chunk's values again."""
+    if isinstance(column, pa.ChunkedArray) and column.num_chunks > 1 and all(
+            chunk.equals(column.chunk(0)) for chunk in column.chunks[1:]):
+        once = pc.dictionary_encode(column.chunk(0))
+        return pa.DictionaryArray.from_arrays(pa.concat_arrays([once.indices] * column.num_chunks), once.dictionary)
     encoded = pc.dictionary_encode(column)
     if isinstance(encoded, pa.ChunkedArray):
         encoded = encoded.combine_chunks() if encoded.num_chunks else pa.DictionaryArray.from_arrays(

@@ -252,15 +252,16 @@ def _revived(kind: Any, value: Any) -> Any:
 
 
 def cells_key(cells: Sequence[np.ndarray], *options: Any) -> tuple[Any, ...]:
-    """Some arrays by one digest of their shapes, dtypes and bytes, then the options."""
+    """Some arrays by one digest of their shapes, dtypes and bytes (SHA-256, cut to 16 bytes: ~2.5x
+    faster than BLAKE2b where the processor has SHA instructions), then the options."""
     import numpy as np
 
-    digest = hashlib.blake2b(digest_size=16)
+    digest = hashlib.sha256()
     for array in cells:
         contiguous = np.ascontiguousarray(array)
         digest.update(f"{contiguous.shape}{contiguous.dtype.str};".encode())
         digest.update(contiguous.data)
-    return (digest.digest(), *options)
+    return (digest.digest()[:16], *options)
 
 
 #: The memo every analysis hands to ``stats.bootstrap_ci`` and ``stats.paired_difference``.

@@ -312,6 +312,8 @@ def _dense_rank_within(groups: np.ndarray, values: np.ndarray) -> np.ndarray:
     """For each row, the rank of its value among the distinct values of its group (0, 1, …)."""
     if groups.size == 0:
         return np.empty(0, dtype=np.int64)
+    if values.min() == values.max():  # one value throughout (every case repeat 0): no sort needed
+        return np.zeros(groups.size, dtype=np.int64)
     order = np.lexsort((values, groups))
     group, value = groups[order], values[order]
     new_group = np.r_[True, group[1:] != group[:-1]]
