@@ -7,7 +7,7 @@ cell) — is kept under ``.evalsite/site-cache/<content hash of the run's files>
 ``….matrix.npz`` (numpy arrays, read without pickle; the texts the runs of a dataset share — their
 items' ids, row starts and input snippets — once, in ``<hash of those texts>.texts.npz``), so a later
 build that re-renders the runs table, the home page or an experiment's matrix after one new run
-reads only that run; ``intervals.json`` keeps the bootstrap intervals and the verdicts' paired tests, so a
+reads only that run; ``intervals.json`` keeps the bootstrap intervals, the verdicts' paired tests and the arms' figures, so a
 leaderboard that run joins bootstraps and tests only the arms and pairs whose items changed, and ``pairs.json`` the runs table's
 change counts of each run against its baseline (:class:`KeptValues`), so only new pairs are compared.
 An entry is found by the content hash of what it was computed from, so a changed run never meets
