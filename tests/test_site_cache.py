@@ -135,14 +135,20 @@ def test_the_stability_draws_of_a_build_are_kept_for_the_next_process(cache_proj
     monkeypatch.setattr(stability, "KEPT_FROM_DRAWS", 0)
     monkeypatch.setattr(stability, "_full_size_means",
                         lambda values, *a, **k: gathered.append(values.shape[1]) or original(values, *a, **k))
-    DRAWS.clear()
-    build_site(cache_project, full=True)
-    assert gathered and DRAWS.rows()
-    first = tree_bytes(cache_project.root / "site")
-    DRAWS.clear()
-    gathered.clear()
-    build_site(cache_project, full=True)
-    assert gathered == [] and tree_bytes(cache_project.root / "site") == first
+    _kept_for_the_next_process(cache_project, DRAWS, gathered)
+
+
+def _kept_for_the_next_process(project, memo, computed: list[int]) -> None:
+    """A full build fills ``memo`` (``computed`` counts what it computed); the next process, given the
+    kept payload alone, computes none of it again and writes the same pages."""
+    memo.clear()  # as in a new process
+    build_site(project, full=True)
+    assert computed and memo.rows()
+    first = tree_bytes(project.root / "site")
+    memo.clear()
+    computed.clear()
+    build_site(project, full=True)
+    assert computed == [] and tree_bytes(project.root / "site") == first
 
 
 def test_kept_draws_are_recalled_bit_for_bit_and_means_of_another_shape_are_refused(cache_project, monkeypatch):
@@ -267,11 +273,4 @@ def test_the_arm_summaries_of_a_build_are_kept_for_the_next_process(cache_projec
     summarised: list[int] = []
     original = arms._summary
     monkeypatch.setattr(arms, "_summary", lambda m, arm, *a: summarised.append(arm) or original(m, arm, *a))
-    SUMMARIES.clear()  # as in a new process
-    build_site(cache_project, full=True)
-    assert summarised and SUMMARIES.rows()
-    first = tree_bytes(cache_project.root / "site")
-    SUMMARIES.clear()
-    summarised.clear()
-    build_site(cache_project, full=True)
-    assert summarised == [] and tree_bytes(cache_project.root / "site") == first
+    _kept_for_the_next_process(cache_project, SUMMARIES, summarised)
