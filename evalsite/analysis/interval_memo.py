@@ -244,9 +244,10 @@ def _revived(kind: Any, value: Any) -> Any:
         if not isinstance(value, dict) or set(value) != set(kinds):
             raise TypeError(f"{kind.__name__}: fields {sorted(value) if isinstance(value, dict) else value!r}")
         return kind(**{name: _revived(kinds[name], item) for name, item in value.items()})
-    if get_origin(kind) is tuple and isinstance(value, list):
+    if get_origin(kind) is tuple and isinstance(value, (list, tuple)):  # a list from JSON, a tuple from rows() itself
         return tuple(_revived(get_args(kind)[0], item) for item in value)
-    if (kind is float and type(value) in (float, int)) or (kind in (int, str, bool) and type(value) is kind):
+    accepted = {float: (int, float), int: (int,), str: (str,), bool: (bool,)}.get(kind, ())
+    if isinstance(value, accepted) and (kind is bool or not isinstance(value, bool)):  # a bool is no number here
         return kind(value)
     raise TypeError(f"{value!r} is not a {kind}")
 
