@@ -72,7 +72,7 @@ class Child:
 
     def wait_readable(self) -> None:
         """Wait until the child's pipe has something to read (or has closed); if the child uses no CPU
-        for :data:`STALL_SECONDS` meanwhile, stop it and raise :class:`WorkerLost`."""
+        for :data:`STALL_SECONDS` meanwhile, close its pipe, stop it and raise :class:`WorkerLost`."""
         poller = select.poll()
         poller.register(self.reading, select.POLLIN)
         ticks, since = self.cpu_ticks(), 0.0
@@ -87,17 +87,19 @@ class Child:
                 self.stop()
                 raise WorkerLost(f"worker process {self.pid} was stuck and was stopped")
 
-    def read_all(self) -> bytes:
-        """Everything the child writes to its pipe, until it closes it (:meth:`wait_readable` between
-        reads); the caller reaps the child."""
+    def read(self, size: int | None = None) -> bytes:
+        """``size`` bytes from the child's pipe (all it writes until it closes the pipe when None),
+        fewer if it closes it first; :meth:`wait_readable` before each read."""
         chunks: list[bytes] = []
-        while True:
+        left = size
+        while left is None or left > 0:
             self.wait_readable()
-            chunk = os.read(self.reading, _CHUNK)
+            chunk = os.read(self.reading, _CHUNK if left is None else min(left, _CHUNK))
             if not chunk:
-                os.close(self.reading)
-                return b"".join(chunks)
+                break
             chunks.append(chunk)
+            left = None if left is None else left - len(chunk)
+        return b"".join(chunks)
 
 
 def spare_core() -> bool:
@@ -136,7 +138,8 @@ class Forked(Generic[T]):
 
     def result(self) -> T:
         """The child's value, or the exception it raised, raised again here."""
-        payload = self.child.read_all()
+        payload = self.child.read()
+        os.close(self.child.reading)
         os.waitpid(self.child.pid, 0)
         if not payload:
             raise WorkerLost(f"worker process {self.child.pid} ended without a result")

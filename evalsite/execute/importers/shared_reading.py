@@ -90,12 +90,13 @@ class MainShare:
 
     def _message(self) -> list[Any] | None:
         """The second process's next message, None when it has ended (or was stuck, and stopped)."""
+        assert self._child is not None
         try:
-            head = self._read(_LENGTH.size)
+            head = self._child.read(_LENGTH.size)
             if len(head) < _LENGTH.size:
                 return None
             size = _LENGTH.unpack(head)[0]
-            body = self._read(size)
+            body = self._child.read(size)
         except WorkerLost:  # already stopped
             self._child = None
             return None
@@ -103,20 +104,6 @@ class MainShare:
             return None
         value = orjson.loads(body)
         return value if isinstance(value, list) else None
-
-    def _read(self, size: int) -> bytes:
-        """``size`` bytes from the pipe, fewer if it closes first."""
-        assert self._child is not None
-        chunks: list[bytes] = []
-        left = size
-        while left:
-            self._child.wait_readable()
-            chunk = os.read(self._child.reading, left)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            left -= len(chunk)
-        return b"".join(chunks)
 
 
 class _Done(Exception):
