@@ -176,6 +176,12 @@ def test_kept_pairs_are_recalled_only_by_the_code_that_kept_them_and_a_bad_row_i
     PAIRS.clear()
     broken = [[*row[:-1], {**row[-1], "unknown": 1}] for row in payload["pairs"]]
     assert not recall_kept_intervals({**payload, "pairs": broken}, "code")
+    differences = [row for row in payload["pairs"] if row[0] == "difference"]
+    assert differences
+    other_unit = [[*row[:-1], {**row[-1], "unit": "arm"}] for row in differences]  # not one of unit's values
+    assert not recall_kept_intervals({**payload, "pairs": other_unit}, "code")
+    text_p = [[*row[:-1], {**row[-1], "p_value": "0.5"}] for row in differences]  # a number as text
+    assert not recall_kept_intervals({**payload, "pairs": text_p}, "code")
 
 
 def test_a_verdict_from_kept_pair_tests_is_the_verdict_computed_afresh(pair_tests):

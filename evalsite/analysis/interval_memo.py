@@ -22,8 +22,8 @@ import threading
 import types
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, fields, is_dataclass
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, Union, get_args, get_origin, get_type_hints
+from dataclasses import asdict, is_dataclass
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, Union, get_args, get_origin, get_type_hints
 
 from evalsite.stats.proportions import Interval
 
@@ -134,33 +134,18 @@ class PairMemo(Lru["PairedDifference | Interval"]):
 
     def recall(self, rows: Iterable[list[Any]]) -> None:
         """Remember the rows :meth:`rows` gave (a malformed row raises ValueError/TypeError/KeyError)."""
-        from evalsite.stats.paired import SignFlipResult
         from evalsite.stats.pairs import PairedDifference
 
         for row in rows:
             kind, digest, shape, dtype, *options, kept = row
             value: PairedDifference | Interval
             if kind == "difference":
-                value = _typed(PairedDifference, {**kept, "interval": _typed(Interval, kept["interval"]),
-                                                  "test": _typed(SignFlipResult, kept["test"])})
+                value = _revived(PairedDifference, kept)
             elif kind == "inverted":
-                value = _typed(Interval, kept)
+                value = _revived(Interval, kept)
             else:
                 raise ValueError(f"unknown kind of pair entry: {kind!r}")
             self.put((kind, bytes.fromhex(digest), tuple(shape), str(dtype), *options), value)
-
-
-def _typed(cls: Any, values: dict[str, Any]) -> Any:
-    """``cls(**values)`` with each float, int and text field converted to its type (a kept file holds
-    JSON; nested dataclasses come made); other or missing fields raise TypeError."""
-    from evalsite.stats.paired import SignFlipResult
-
-    types = {f.name: str(f.type) for f in fields(cls)}
-    if set(values) != set(types):
-        raise TypeError(f"{cls.__name__}: fields {sorted(values)}")
-    convert: dict[str, Callable[[Any], Any]] = {"float": float, "int": int}
-    return cls(**{name: value if isinstance(value, (Interval, SignFlipResult)) else convert.get(types[name], str)(value)
-                  for name, value in values.items()})
 
 
 def column_key(column: np.ndarray) -> tuple[Any, ...]:
@@ -232,7 +217,8 @@ class SummaryMemo(Lru[dict[str, Any]]):
 
 def _revived(kind: Any, value: Any) -> Any:
     """``value`` (JSON) as the type ``kind`` says: a dataclass from its fields, a tuple from a list, a
-    number or text of its own type, None where ``kind`` allows it; anything else raises TypeError."""
+    number or text of its own type, one of a ``Literal``'s values, None where ``kind`` allows it;
+    anything else raises TypeError."""
     allowed = get_args(kind) if get_origin(kind) in (Union, types.UnionType) else (kind,)
     if value is None:
         if type(None) not in allowed:
@@ -244,6 +230,10 @@ def _revived(kind: Any, value: Any) -> Any:
         if not isinstance(value, dict) or set(value) != set(kinds):
             raise TypeError(f"{kind.__name__}: fields {sorted(value) if isinstance(value, dict) else value!r}")
         return kind(**{name: _revived(kinds[name], item) for name, item in value.items()})
+    if get_origin(kind) is Literal:
+        if value not in get_args(kind) or type(value) is not str:
+            raise TypeError(f"{value!r} is not one of {get_args(kind)}")
+        return value
     if get_origin(kind) is tuple and isinstance(value, (list, tuple)):  # a list from JSON, a tuple from rows() itself
         return tuple(_revived(get_args(kind)[0], item) for item in value)
     accepted = {float: (int, float), int: (int,), str: (str,), bool: (bool,)}.get(kind, ())
