@@ -139,16 +139,10 @@ class ComparisonReport(Tabular):
 
 
 def _regression_data(report: RegressionReport) -> dict[str, Any]:
-    """``asdict(report)``, with the item rows (flat records of scalars, one per item: 100k of
-    them at scale) copied by a shallow copy instead of asdict's recursive deep copy."""
-    data: dict[str, Any] = {}
-    for part in fields(report):
-        value = getattr(report, part.name)
-        if part.name == "items":
-            data["items"] = [dict(vars(item)) for item in value]
-        else:
-            data[part.name] = _plain(value)
-    return data
+    """``asdict(report)``, with the item rows (100k of them at scale) made from their columns
+    (:meth:`~evalsite.analysis.item_changes.ItemChanges.records`), the other fields copied."""
+    return {part.name: report.items.records() if part.name == "items" else _plain(getattr(report, part.name))
+            for part in fields(report)}
 
 
 _ATOMS = frozenset({str, int, float, bool, type(None)})

@@ -20,6 +20,17 @@ import numpy as np
 from evalsite.analysis.case_columns import FALSE, NONE, TRUE, CaseColumns, case_columns, joined
 from evalsite.analysis.case_scan import ScannedCases
 from evalsite.analysis.interval_memo import INTERVALS
+from evalsite.analysis.item_changes import (
+    CLASSIFICATIONS,
+    GT_CHANGED,
+    IMPROVED,
+    REGRESSED,
+    UNCHANGED,
+    UNSCORED,
+    ItemChanges,
+    concatenated,
+    item_changes,
+)
 from evalsite.analysis.items import ItemMatrix, columns_item_matrix
 from evalsite.analysis.stopped import PairSequence
 from evalsite.analysis.summary import EvaluatorSummary, evaluator_summaries
@@ -36,22 +47,8 @@ THRESHOLD = 0.05
 ALPHA = 0.05
 CONFIDENCE = 0.95
 SEED = 0
-IMPROVED, REGRESSED, UNCHANGED, GT_CHANGED, UNSCORED = "improved", "regressed", "unchanged", "gt_changed", "unscored"
 _FLOAT_SLACK = 1e-9
-
-
-@dataclass(frozen=True)
-class ItemChange:
-    """One item in both runs. ``rescored``: the baseline side was re-scored against the current
-    expected value; ``note`` says why a ``gt_changed`` item could not be (its delta is for reference only)."""
-
-    item_id: str
-    baseline_score: float | None
-    current_score: float | None
-    delta: float | None
-    classification: str
-    rescored: bool = False
-    note: str | None = None
+_CODE = {name: code for code, name in enumerate(CLASSIFICATIONS)}
 
 
 @dataclass(frozen=True)
@@ -120,7 +117,7 @@ class RegressionSummary:
 class RegressionReport:
     threshold: float
     summary: RegressionSummary
-    items: list[ItemChange]
+    items: ItemChanges  # in item order
     only_in_baseline: list[str]
     only_in_current: list[str]
     unscored: list[str]
@@ -128,8 +125,8 @@ class RegressionReport:
     critical_newly_failing: list[str]
     sequence: PairSequence | None = None  # a stop_when run: current − baseline by its anytime-valid sequence
 
-    def classified(self, classification: str) -> list[ItemChange]:
-        return [item for item in self.items if item.classification == classification]
+    def classified(self, classification: str) -> ItemChanges:
+        return self.items.of(classification)
 
 
 #: Case records by item id (plain dicts of their lines), each item's in repeat order.
@@ -165,22 +162,22 @@ def regression_report(
 
         rescored = rescore_items(project_root, current.header, before, after, edited, run_code=run_code)
     sides = _Sides(matrix)
-    gt_changed, rescored_cases, rescored_rows = [], [], []
+    rescored_cases, rescored_rows, gt_rows, notes = [], [], [], []
     for item_id, outcome in rescored.items():
         if outcome.cases is not None:
             rescored_cases += outcome.cases
             rescored_rows.append(sides.row[item_id])
             sides.rescore_baseline(item_id, outcome.cases)
         else:
-            gt_changed.append(replace(sides.change(item_id, threshold), classification=GT_CHANGED, note=outcome.reason))
-    kept = np.setdiff1d(shared, [sides.row[change.item_id] for change in gt_changed])
+            gt_rows.append(sides.row[item_id])
+            notes.append(outcome.reason)
+    gt_at = np.array(gt_rows, dtype=np.int64)
+    gt_changed = sides.changes(gt_at, threshold, [], GT_CHANGED, notes)
+    kept = np.setdiff1d(shared, gt_at)
     scored = sides.changes(kept, threshold, rescored_rows)
-    with_delta = np.array([c.delta is not None for c in scored], dtype=bool)
-    changes = [c for c, known in zip(scored, with_delta.tolist()) if known]
-    unscored = [c.item_id for c, known in zip(scored, with_delta.tolist()) if not known]
-    changed_rows = kept[with_delta] if kept.size else kept
-    listed_rows = np.r_[changed_rows, [sides.row[c.item_id] for c in gt_changed]].astype(np.int64)
-    listed = changes + gt_changed
+    with_delta = ~np.isnan(scored.delta)
+    changes = scored.take(with_delta)
+    changed_rows = kept[with_delta]
     in_list = set((current.header.fingerprint.get("dataset") or {}).get("critical") or [])
     critical = _critical_codes(new, in_list)[codes[1][kept]]
     old_kept = old.where(_of_codes(old, codes[0][np.setdiff1d(kept, rescored_rows)]))
@@ -190,10 +187,10 @@ def regression_report(
     return RegressionReport(
         threshold=threshold,
         summary=_summary(changes, len(gt_changed), sides.noise_test(noise, changed_rows), alpha, clusters),
-        items=[listed[index] for index in np.argsort(listed_rows, kind="stable").tolist()],
+        items=concatenated([changes, gt_changed], np.argsort(np.r_[changed_rows, gt_at], kind="stable")),
         only_in_baseline=[ids[row] for row in np.flatnonzero(present[:, 0] & ~present[:, 1])],
         only_in_current=[ids[row] for row in np.flatnonzero(present[:, 1] & ~present[:, 0])],
-        unscored=unscored,
+        unscored=scored.take(~with_delta).item_ids(),
         evaluators=evaluator_changes(old_kept, new.where(_of_codes(new, codes[1][kept])),
                                      [ids[row] for row in kept.tolist()], (codes[0][kept], codes[1][kept]),
                                      list(new.scores.evaluators)),
@@ -259,6 +256,8 @@ class _Sides:
     def __init__(self, matrix: ItemMatrix):
         self.matrix = replace(matrix, score=matrix.score.copy(), passed=matrix.passed.copy())
         self.row = {item_id: row for row, item_id in enumerate(matrix.item_ids)}
+        self.ids = np.empty(len(matrix.item_ids), dtype=object)
+        self.ids[:] = matrix.item_ids
         self._means: tuple[np.ndarray, np.ndarray] | None = None
 
     def rescore_baseline(self, item_id: str, cases: list[dict[str, Any]]) -> None:
@@ -286,21 +285,18 @@ class _Sides:
         passed = np.where(np.all((values == 1.0) | ~known, axis=1), TRUE, FALSE)
         return np.where(known.any(axis=1), passed, NONE)
 
-    def change(self, item_id: str, threshold: float, *, rescored: bool = False) -> ItemChange:
-        """An item classified by its delta; ``unscored`` when either side has no score."""
-        return self.changes(np.array([self.row[item_id]]), threshold, [self.row[item_id]] if rescored else [])[0]
-
-    def changes(self, rows: np.ndarray, threshold: float, rescored: list[int]) -> list[ItemChange]:
-        """:meth:`change` of each row (``rescored``: the rows whose baseline side was re-scored)."""
+    def changes(self, rows: np.ndarray, threshold: float, rescored: list[int], classification: str | None = None,
+                notes: list[str | None] | None = None) -> ItemChanges:
+        """The rows as items classified by their delta (``unscored`` when either side has no score),
+        or all as ``classification`` when given; ``rescored``: the rows whose baseline side was re-scored."""
         old, new = (means[rows] for means in self.means())
         delta = new - old
-        kinds = np.select([np.isnan(delta), delta > threshold + _FLOAT_SLACK, delta < -threshold - _FLOAT_SLACK],
-                          [UNSCORED, IMPROVED, REGRESSED], UNCHANGED)
-        flags = np.isin(rows, rescored).tolist()
-        ids = self.matrix.item_ids
-        return [ItemChange(ids[row], b, c, d, kind, flag)
-                for row, b, c, d, kind, flag in zip(rows.tolist(), _known(old), _known(new), _known(delta),
-                                                    kinds.tolist(), flags)]
+        if classification is None:
+            code = np.select([np.isnan(delta), delta > threshold + _FLOAT_SLACK, delta < -threshold - _FLOAT_SLACK],
+                             [_CODE[UNSCORED], _CODE[IMPROVED], _CODE[REGRESSED]], _CODE[UNCHANGED])
+        else:
+            code = np.full(rows.size, _CODE[classification])
+        return item_changes(self.ids[rows], old, new, delta, code, np.isin(rows, rescored), notes)
 
     def repeat_scores(self, side: int, rows: np.ndarray) -> np.ndarray:
         """Items × repeats scores of one run over some rows (NaN where a repeat has no score),
@@ -316,11 +312,6 @@ class _Sides:
             return None, None
         test = repeat_noise_test(self.repeat_scores(1, rows), self.repeat_scores(0, rows), given=given)
         return test, None if test is None else ("given" if given is not None else "repeats")
-
-
-def _known(values: np.ndarray) -> list[float | None]:
-    """The values as Python floats, None for NaN."""
-    return [None if value != value else value for value in values.tolist()]
 
 
 @dataclass(frozen=True)
@@ -393,25 +384,24 @@ def _finite(value: float | None) -> float | None:
 
 
 def _summary(
-    changes: list[ItemChange], gt_changed: int, noise: tuple[NoiseTest | None, str | None], alpha: float,
+    changes: ItemChanges, gt_changed: int, noise: tuple[NoiseTest | None, str | None], alpha: float,
     clusters: dict[str, str] | None,
 ) -> RegressionSummary:
-    baseline = [c.baseline_score for c in changes if c.baseline_score is not None]  # every change has both scores
-    current = [c.current_score for c in changes if c.current_score is not None]
-    counts = {kind: sum(1 for c in changes if c.classification == kind) for kind in (IMPROVED, REGRESSED, UNCHANGED)}
+    baseline, current = changes.baseline_score.tolist(), changes.current_score.tolist()  # every change has both scores
+    counts = np.bincount(changes.code, minlength=len(CLASSIFICATIONS)).tolist()
     mean_delta = fmean(current) - fmean(baseline) if changes else None
-    groups = None if not clusters else [clusters.get(c.item_id, f"\0item:{c.item_id}") for c in changes]
+    groups = None if not clusters else [clusters.get(i, f"\0item:{i}") for i in changes.item_ids()]
     test = paired_difference(current, baseline, groups=groups, seed=SEED, confidence=CONFIDENCE, memo=INTERVALS) if changes else None
     low, high = (test.interval.low, test.interval.high) if test else (None, None)
     low, high = _finite(low), _finite(high)
     noise_test, source = noise
     return RegressionSummary(
         compared=len(changes),
-        improved=counts[IMPROVED],
-        regressed=counts[REGRESSED],
-        unchanged=counts[UNCHANGED],
+        improved=counts[_CODE[IMPROVED]],
+        regressed=counts[_CODE[REGRESSED]],
+        unchanged=counts[_CODE[UNCHANGED]],
         gt_changed=gt_changed,
-        rescored=sum(1 for c in changes if c.rescored),
+        rescored=int(np.count_nonzero(changes.rescored)),
         baseline_mean=fmean(baseline) if changes else None,
         current_mean=fmean(current) if changes else None,
         mean_delta=mean_delta,
@@ -427,5 +417,5 @@ def _summary(
         noise_p=None if noise_test is None else noise_test.p_value,
         noise_items=None if noise_test is None else noise_test.n_items,
         within_noise=None if noise_test is None or test is None else test.p_value >= alpha and noise_test.p_value >= alpha,
-        net_delta=math.fsum(c.delta for c in changes if c.delta is not None) if changes else None,
+        net_delta=math.fsum(changes.delta.tolist()) if changes else None,
     )

@@ -107,13 +107,13 @@ def sequential_regression(report: RegressionReport, headers: Sequence[RunHeader]
     """``report`` (current vs baseline) judged by the anytime-valid sequence when either run stopped
     by ``stop_when``: its fixed-n p-value is dropped, the interval is the sequence's at the stop."""
     stopped = stopped_rule(headers)
-    changes = [c for c in report.items if c.current_score is not None and c.baseline_score is not None]
-    if stopped is None or not changes:
+    items = report.items
+    scored = ~np.isnan(items.current_score) & ~np.isnan(items.baseline_score)
+    if stopped is None or not scored.any():
         return report
-    ids = [c.item_id for c in changes]
+    ids = items.item_id[scored].tolist()
     groups = None if not clusters else [clusters.get(i, ALONE_PREFIX + i) for i in ids]
-    sequence = pair_sequence(np.array([c.current_score for c in changes]), np.array([c.baseline_score for c in changes]),
-                             ids, groups, stopped, alpha)
+    sequence = pair_sequence(items.current_score[scored], items.baseline_score[scored], ids, groups, stopped, alpha)
     summary = replace(report.summary, p_value=None, test_kind="anytime-valid", ci_low=sequence.last.low,
                       ci_high=sequence.last.high, confidence=1 - sequence.pair_alpha, within_noise=None)
     return replace(report, summary=summary, sequence=sequence)

@@ -186,7 +186,7 @@ def _print_regression(report: RegressionReport, report_alpha: float) -> None:
             f"paired sign-flip {p_clause(s.p_value)} ({s.test_kind}"
             + (f", whole clusters flipped: {s.n_units} clusters" if s.unit == "cluster" else "") + f")  {noise}"
         )
-    from evalsite.analysis.regression import GT_CHANGED, IMPROVED, REGRESSED
+    from evalsite.analysis.item_changes import GT_CHANGED, IMPROVED, REGRESSED
 
     title_kinds = {REGRESSED: "bad", IMPROVED: "good"}
     for classification, title in ((REGRESSED, "regressed"), (IMPROVED, "improved"), (GT_CHANGED, "gt_changed, left out of every number")):

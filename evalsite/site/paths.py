@@ -101,10 +101,27 @@ def item(dataset_id: str, item_id: str) -> str:
 
 
 def items(dataset_id: str, item_ids: list[str]) -> list[str]:
-    """:func:`item` of each of ``item_ids`` (a page listing many items links them all)."""
-    bucket, anchor = item_bucket, item_anchor
-    page = item_page(dataset_id, "{}")  # the page of bucket {}: a dataset's slug holds no brace
-    return [f"{page.format(bucket(item_id))}#{anchor(item_id)}" for item_id in item_ids]
+    """:func:`item` of each of ``item_ids`` (a page listing many items links them all), each id
+    hashed once and no memo asked (:func:`item_buckets`, :func:`item_anchors`)."""
+    folder = items_folder(dataset_id)
+    return [f"{folder}{bucket}.html#{anchor}" for bucket, anchor in zip(item_buckets(item_ids), item_anchors(item_ids))]
+
+
+def item_buckets(item_ids: list[str]) -> list[str]:
+    """:func:`item_bucket` of each id, computed (a listing of 100,000 items asks its memo nothing)."""
+    sha256 = hashlib.sha256
+    return [sha256(str(item_id).encode("utf-8")).hexdigest()[:2] for item_id in item_ids]
+
+
+#: An id whose anchor is ``item-<id>``: the slug leaves it alone (safe characters, not ending in - or .).
+_PLAIN_ID = re.compile(r"[A-Za-z0-9_.-]*[A-Za-z0-9_]")
+
+
+def item_anchors(item_ids: list[str]) -> list[str]:
+    """:func:`item_anchor` of each id: ``item-<id>`` without a slug or a memo for an id the slug
+    leaves alone, :func:`item_anchor` for any other."""
+    plain, longest = _PLAIN_ID.fullmatch, MAX_SLUG - len("item-")
+    return [f"item-{item_id}" if len(item_id) <= longest and plain(item_id) else item_anchor(item_id) for item_id in item_ids]
 
 
 def item_metadata(dataset_id: str, bucket: str) -> str:

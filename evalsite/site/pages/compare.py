@@ -18,7 +18,8 @@ from markupsafe import Markup
 
 from evalsite.analysis.case_scan import ScannedCases
 from evalsite.analysis.compare import ComparisonReport, compare_runs
-from evalsite.analysis.regression import GT_CHANGED, IMPROVED, REGRESSED, UNCHANGED, ItemChange, RegressionReport
+from evalsite.analysis.item_changes import GT_CHANGED, IMPROVED, REGRESSED, UNCHANGED, ItemChanges
+from evalsite.analysis.regression import RegressionReport
 from evalsite.errors import RunLogError, SiteError
 from evalsite.runlog.store import resolve_run
 from evalsite.site import charts, paths
@@ -203,30 +204,30 @@ def _renderer(run_id: str, baseline_id: str) -> Callable[[Kit], dict[str, bytes]
             page.later_baseline, page.title = True, f"{run_id} against a later baseline, {baseline_id}"
         files: dict[str, bytes] = {}
         if report.regression is not None:
-            changed = _largest_first([c for c in report.regression.items if c.classification in (IMPROVED, REGRESSED)])
-            unchanged = [c for c in report.regression.items if c.classification == UNCHANGED]
-            page.more_changed_rows = _data_scripts(files, run_id, baseline_id, "changed", changed[SHOWN_CHANGES:], dataset_id)
-            page.unchanged_rows = _data_scripts(files, run_id, baseline_id, "unchanged", unchanged, dataset_id)
+            items = report.regression.items
+            changed = _changed(items).take(slice(SHOWN_CHANGES, None))
+            page.more_changed_rows = _data_scripts(files, run_id, baseline_id, "changed", changed, dataset_id)
+            page.unchanged_rows = _data_scripts(files, run_id, baseline_id, "unchanged", items.of(UNCHANGED), dataset_id)
         return {**files, **kit.page(path, "compare.html", page)}
 
     return render
 
 
-def _largest_first(changes: list[ItemChange]) -> list[ItemChange]:
-    """Changed items by the size of their change, largest first (natural item order among equals)."""
-    return sorted(changes, key=lambda c: -abs(c.delta or 0.0))
+def _changed(items: ItemChanges) -> ItemChanges:
+    """The improved and regressed items by the size of their change, largest first (natural item order among equals)."""
+    return items.of(IMPROVED, REGRESSED).largest_first()
 
 
-def _data_scripts(files: dict[str, bytes], run_id: str, baseline_id: str, kind: str, changes: list[ItemChange],
+def _data_scripts(files: dict[str, bytes], run_id: str, baseline_id: str, kind: str, changes: ItemChanges,
                   dataset_id: str | None) -> list[str]:
     """Write ``changes`` as data scripts of at most ROWS_PER_SCRIPT rows into ``files``; their paths."""
     written = []
     for part, start in enumerate(range(0, len(changes), ROWS_PER_SCRIPT)):
         key = paths.compare_data(run_id, baseline_id, f"{kind}-{part}")
-        chunk = changes[start:start + ROWS_PER_SCRIPT]
-        links = paths.items(dataset_id, [c.item_id for c in chunk]) if dataset_id else [None] * len(chunk)
-        rows = [[c.item_id, link, c.baseline_score, c.current_score, c.delta, int(bool(c.rescored)), c.classification]
-                for c, link in zip(chunk, links)]
+        ids, baseline, current, delta, classification, rescored, _ = changes.take(slice(start, start + ROWS_PER_SCRIPT)).columns()
+        links = paths.items(dataset_id, ids) if dataset_id else [None] * len(ids)
+        rows = [[item, link, b, c, d, int(r), k]
+                for item, link, b, c, d, r, k in zip(ids, links, baseline, current, delta, rescored, classification)]
         files[key] = data_script(key, rows)
         written.append(key)
     return written
@@ -261,14 +262,13 @@ def compare_page(report: ComparisonReport, source: str, settings: SiteSettings, 
         return page
     page.summary = _summary(report, regression)
     page.dumbbells, page.dumbbell_note = _dumbbells(regression, settings.dumbbells)
-    changed = _largest_first([c for c in regression.items if c.classification in (IMPROVED, REGRESSED)])
+    ids, before, after, delta, classification, rescored, _ = _changed(regression.items).columns()
     page.items = Table("items", [
         Column("item", "item", "code", download="item_id"), Column("baseline", "baseline", "number", download="baseline_score"),
         Column("current", "current", "number", download="score"),
         Column("delta", "Δ", "number"), Column("classification", "change", "status"), Column("rescored", "re-scored"),
-    ], [{"item": item, "baseline": c.baseline_score, "current": c.current_score, "delta": c.delta,
-         "classification": c.classification, "rescored": c.rescored, "_class": f"change-{c.classification}"}
-        for c, item in zip(changed, _item_links(dataset_id, [c.item_id for c in changed]))],
+    ], [{"item": item, "baseline": b, "current": c, "delta": d, "classification": k, "rescored": r, "_class": f"change-{k}"}
+        for item, b, c, d, k, r in zip(_item_links(dataset_id, ids), before, after, delta, classification, rescored)],
         shown=SHOWN_CHANGES)
     page.evaluators = Table("evaluators", [
         Column("evaluator", "evaluator"), Column("newly_failing", "newly failing", "count"),
@@ -279,7 +279,7 @@ def compare_page(report: ComparisonReport, source: str, settings: SiteSettings, 
          "still_failing": len(e.still_failing), "pass_rate_delta": e.pass_rate_delta, "mean_delta": e.mean_delta,
          "error_delta": e.error_delta, "failing_ids": _ids(e.newly_failing)} for e in regression.evaluators])
     apart = [{"item": c.item_id, "why": f"ground truth changed: {c.note}" if c.note else "ground truth changed"}
-             for c in regression.items if c.classification == GT_CHANGED]
+             for c in regression.items.of(GT_CHANGED)]
     apart += [{"item": i, "why": "only in the baseline"} for i in regression.only_in_baseline]
     apart += [{"item": i, "why": "only in the current run"} for i in regression.only_in_current]
     apart += [{"item": i, "why": "unscored on one side"} for i in regression.unscored]
@@ -304,8 +304,9 @@ def _summary(report: ComparisonReport, regression: RegressionReport) -> CompareS
 
 
 def _dumbbells(regression: RegressionReport, limit: int) -> tuple[Markup, str]:
-    changed = [c for c in regression.items if c.delta and c.classification in (IMPROVED, REGRESSED)]
-    shown = sorted(changed, key=lambda c: (-abs(c.delta or 0.0), c.item_id))[:limit]
+    changed = regression.items.of(IMPROVED, REGRESSED)
+    changed = changed.take(changed.delta != 0)  # a change beyond the threshold always has a Δ
+    shown = list(changed.largest(limit))
     if not shown:
         return Markup(""), "No item changed by more than the threshold."
     rows = [(c.item_id, c.baseline_score, c.current_score) for c in shown  # a delta means both scores are known
