@@ -263,12 +263,13 @@ def compare_page(report: ComparisonReport, source: str, settings: SiteSettings, 
     page.summary = _summary(report, regression)
     page.dumbbells, page.dumbbell_note = _dumbbells(regression, settings.dumbbells)
     ids, before, after, delta, classification, rescored, _ = _changed(regression.items).columns()
+    shown = _item_links(dataset_id, ids[:SHOWN_CHANGES]) + ids[SHOWN_CHANGES:]  # the downloads write a link's text
     page.items = Table("items", [
         Column("item", "item", "code", download="item_id"), Column("baseline", "baseline", "number", download="baseline_score"),
         Column("current", "current", "number", download="score"),
         Column("delta", "Δ", "number"), Column("classification", "change", "status"), Column("rescored", "re-scored"),
     ], [{"item": item, "baseline": b, "current": c, "delta": d, "classification": k, "rescored": r, "_class": f"change-{k}"}
-        for item, b, c, d, k, r in zip(_item_links(dataset_id, ids), before, after, delta, classification, rescored)],
+        for item, b, c, d, k, r in zip(shown, before, after, delta, classification, rescored)],
         shown=SHOWN_CHANGES)
     page.evaluators = Table("evaluators", [
         Column("evaluator", "evaluator"), Column("newly_failing", "newly failing", "count"),
@@ -315,8 +316,8 @@ def _dumbbells(regression: RegressionReport, limit: int) -> tuple[Markup, str]:
     return charts.dumbbells(rows, x_label="item score: baseline (open) → current (filled)", title="Items that changed"), note
 
 
-def _item_links(dataset_id: str | None, item_ids: list[str]) -> list[Link] | list[str]:
-    return list(map(Link, item_ids, paths.items(dataset_id, item_ids))) if dataset_id else item_ids
+def _item_links(dataset_id: str | None, item_ids: list[str]) -> list[Link | str]:
+    return list(map(Link, item_ids, paths.items(dataset_id, item_ids))) if dataset_id else list(item_ids)
 
 
 def _ids(item_ids: list[str]) -> str:
