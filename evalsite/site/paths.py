@@ -71,11 +71,14 @@ def compare_data(run_id: str, baseline_id: str, part: str) -> str:
     return f"data/compare/{slug(run_id)}--{slug(baseline_id)}.{part}.js"
 
 
-@lru_cache(maxsize=1 << 18)
-def item_bucket(item_id: str) -> str:
+def _bucket_of(item_id: str) -> str:
     """Which page of its dataset's item pages holds an item: two hex digits of a hash of its id, so any
     page can link an item without knowing the dataset's other items (at most 256 item pages a dataset)."""
     return hashlib.sha256(str(item_id).encode("utf-8")).hexdigest()[:2]
+
+
+#: :func:`_bucket_of`, remembered (the pages of a build ask for the same items' buckets many times).
+item_bucket = lru_cache(maxsize=1 << 18)(_bucket_of)
 
 
 @lru_cache(maxsize=1 << 18)
@@ -109,8 +112,7 @@ def items(dataset_id: str, item_ids: list[str]) -> list[str]:
 
 def item_buckets(item_ids: list[str]) -> list[str]:
     """:func:`item_bucket` of each id, computed (a listing of 100,000 items asks its memo nothing)."""
-    sha256 = hashlib.sha256
-    return [sha256(str(item_id).encode("utf-8")).hexdigest()[:2] for item_id in item_ids]
+    return list(map(_bucket_of, item_ids))
 
 
 #: An id whose anchor is ``item-<id>``: the slug leaves it alone (safe characters, not ending in - or .).
