@@ -14,10 +14,13 @@ import csv
 import math
 from collections import defaultdict
 from collections.abc import Callable, Iterator
+from functools import partial
+from pathlib import Path
 from typing import Any
 
 from evalsite.errors import SourceError
-from evalsite.execute.importers.jsonstream import JsonLines
+from evalsite.execute.importers.jsonstream import JsonLines, RunShare
+from evalsite.execute.importers.shared_reading import Mapped, shared_reading
 from evalsite.execute.importers.source_records import (
     ImportOptions,
     SourceCase,
@@ -25,6 +28,8 @@ from evalsite.execute.importers.source_records import (
     SourceRun,
     SourceScore,
     arm_from,
+    case_fields,
+    case_of,
     checked_case,
     finite_number,
 )
@@ -46,12 +51,25 @@ _EXACT_INTEGERS = 2**53  # every whole number up to this is exactly a float
 
 
 def read_jsonl(source: SourceImport, options: ImportOptions) -> None:
-    lines = JsonLines(source.path, source.label)
-    _read(source, options, ((f"{source.label}: line {n}", row) for n, row in lines), lambda: lines.truncated)
+    """A large file's rows are mostly decoded and mapped by a second process
+    (:mod:`~evalsite.execute.importers.shared_reading`): those arrive as :class:`Mapped`."""
+    rows = _Rows(options, source.path.stem)
+    share = shared_reading(source.path, partial(_lines, source.path, source.label), rows.mapped)
+    lines = JsonLines(source.path, source.label, share)
+    try:
+        _read(source, options, rows, ((f"{source.label}: line {n}", row) for n, row in lines), lambda: lines.truncated)
+    finally:
+        if share is not None:
+            share.close()
 
 
 def read_csv(source: SourceImport, options: ImportOptions) -> None:
-    _read(source, options, _csv_rows(source), lambda: False)
+    _read(source, options, _Rows(options, source.path.stem), _csv_rows(source), lambda: False)
+
+
+def _lines(path: Path, label: str, share: RunShare) -> Iterator[JSONObject]:
+    """The rows the second process walks (the same runs as this process's :class:`JsonLines`)."""
+    return (row for _, row in JsonLines(path, label, share))
 
 
 def _csv_rows(source: SourceImport) -> Iterator[tuple[str, JSONObject]]:
@@ -80,24 +98,53 @@ def _csv_rows(source: SourceImport) -> Iterator[tuple[str, JSONObject]]:
                           f"{csv_reason(exc)}") from None
 
 
-def _read(source: SourceImport, options: ImportOptions, rows: Iterator[tuple[str, JSONObject]],
+class _Rows:
+    """How this file's rows become cases: the options, the default arm (the file's name), and the
+    rows' key lists seen so far (a file has a few), each with its ``score.<name>`` fields; the
+    fields not in the format are gathered in ``ignored``."""
+
+    def __init__(self, options: ImportOptions, default_arm: str):
+        self.options = options
+        self.default_arm = default_arm
+        self.arm_field = (options.arm_from or ARM_FIELD).split(".")[0]
+        self.shapes: dict[tuple[str, ...], list[str]] = {}
+        self.ignored: set[str] = set()
+
+    def case(self, row: JSONObject, where: str) -> SourceCase:
+        return _case(row, where, self.options, self.default_arm, self._score_fields(row))
+
+    def mapped(self, row: JSONObject) -> list[Any]:
+        """A row as the second process sends it: its case's fields
+        (:func:`~evalsite.execute.importers.source_records.case_fields`) and, after a key list
+        not seen before, the ignored fields found so far. Anything wrong with the row raises, and
+        this process maps it again, raising the error with the row's line."""
+        new_shape = tuple(row) not in self.shapes
+        return [case_fields(self.case(row, "")), sorted(self.ignored) if new_shape else []]
+
+    def _score_fields(self, row: JSONObject) -> list[str]:
+        shape = tuple(row)
+        score_fields = self.shapes.get(shape)
+        if score_fields is None:
+            score_fields = self.shapes[shape] = [k for k in row if k.startswith(SCORE_PREFIX)]
+            self.ignored.update(k for k in row if k not in FIELDS and not k.startswith(SCORE_PREFIX)
+                                and k != self.arm_field)
+        return score_fields
+
+
+def _read(source: SourceImport, options: ImportOptions, rows: _Rows, records: Iterator[tuple[str, Any]],
           truncated: Callable[[], bool]) -> None:
     scorers: dict[str, set[str]] = defaultdict(set)
-    ignored: set[str] = set()
-    shapes: dict[tuple[str, ...], list[str]] = {}  # the rows' key lists seen so far (a file has a few): score fields
-    arm_field = (options.arm_from or ARM_FIELD).split(".")[0]
-    default_arm = source.path.stem
-    for where, row in rows:
-        shape = tuple(row)
-        score_fields = shapes.get(shape)
-        if score_fields is None:
-            score_fields = shapes[shape] = [k for k in row if k.startswith(SCORE_PREFIX)]
-            ignored.update(k for k in row if k not in FIELDS and not k.startswith(SCORE_PREFIX) and k != arm_field)
-        case = _case(row, where, options, default_arm, score_fields)
+    for where, row in records:
+        if isinstance(row, Mapped):  # mapped by the second process, as _Rows.mapped does
+            fields, ignored = row.value
+            case = case_of(fields)
+            rows.ignored.update(ignored)
+        else:
+            case = rows.case(row, where)
         scorers[case.run].update(score.evaluator for score in case.scores)
         source.add_case(case)
-    if ignored:
-        source.warn(f"ignored fields (not in the plain format): {', '.join(sorted(ignored))}")
+    if rows.ignored:
+        source.warn(f"ignored fields (not in the plain format): {', '.join(sorted(rows.ignored))}")
     if truncated():
         source.warn("the last line is cut short; the complete lines were imported as an interrupted run")
     for run, names in scorers.items():

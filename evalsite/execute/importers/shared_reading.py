@@ -1,11 +1,13 @@
-"""One large indented JSON array read by two processes: most of its elements decoded and mapped
-by a second one, while this process does the rest and every step that depends on order.
+"""One large file read by two processes: most of its elements decoded and mapped by a second
+one, while this process does the rest and every step that depends on order. The file is an
+indented JSON array (promptfoo's results, :class:`~evalsite.execute.importers.jsonstream.JsonArrayStream`)
+or JSON Lines (plain rows, :class:`~evalsite.execute.importers.jsonstream.JsonLines`).
 
-Both processes walk the same document with the same :class:`~evalsite.execute.importers.jsonstream.JsonArrayStream`,
-which cuts the array into runs of elements the same way in each (the cut depends only on the
-text and the position). Run ``n`` is decoded here when ``n % MAIN_EVERY == 0``; the second
+Both processes walk the same file with the same stream, which cuts it into runs of elements the
+same way in each (the cut depends only on the text and the position). Run ``n`` is decoded here
+when ``n % MAIN_EVERY == 0``; the second
 process steps over those and decodes the others, maps each of their elements with the reader's
-function (a promptfoo result to its case) and sends, per run, its number, its offsets and the
+function (a promptfoo result or a plain row to its case) and sends, per run, its number, its offsets and the
 mapped elements as one orjson message through a pipe (compact bytes, not pickled objects). This
 process, reaching such a run, reads the message and yields the mapped elements in the run's place,
 so the reader sees every element in file order and does all the order-dependent work itself
@@ -16,7 +18,7 @@ names the same run at the same offsets and that process decoded and mapped all o
 (its decoder refused the run, an element did not map, a message that does not match because the
 two walks parted after a run one process decoded one element at a time, or the process is gone)
 the run is decoded here, and after a mismatch the second process is stopped and this one reads
-on alone. So a bad element's error is raised here, with its index, in file order, as always.
+on alone. So a bad element's error is raised here, with its index or line, in file order, as always.
 
 The mapped values travel as orjson: they come from orjson's decoding of the run (no integer past
 64 bits, NaN or lone surrogate: those runs are refused) and a mapping that makes strings, floats,
@@ -133,6 +135,8 @@ class WorkerShare:
             self._send(None)
             return
         self._expected, self._mapped = len(values), []
+        if not values:  # a run of blank lines (JSON Lines): its empty message now, none will follow
+            self._send(self._mapped)
 
     def finished(self) -> None:
         raise _Done
