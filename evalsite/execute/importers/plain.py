@@ -171,37 +171,45 @@ def _case(row: JSONObject, where: str, options: ImportOptions, default_arm: str,
     item_id = row.get("id") if row.get("id") is not None else row.get("item_id")
     if item_id is None and row.get("input") is None:
         raise SourceError(f"{where}: neither 'id' nor 'input': cannot tell which item this row is")
-    return checked_case(SourceCase(
-        run=arm,
-        item=SourceItem(None if item_id is None else str(item_id), row.get("input"), row.get("expected")),
-        repeat=_integer(row, "repeat", where),
-        output=row.get("output"),
-        error=None if row.get("error") is None else str(row["error"]),
-        latency_ms=_number(row, "latency_ms", where),
-        input_tokens=_integer(row, "input_tokens", where),
-        output_tokens=_integer(row, "output_tokens", where),
-        cost_usd=_number(row, "cost_usd", where),
-        finish_reason=row.get("finish_reason"),
-        started_at=row.get("started_at"),
-        scores=_scores(row, where, score_fields),
-        passed=_verdict(row.get("passed"), "passed", where),
+    return checked_case(SourceCase(  # positional, in the fields' order (a third of the keywords' cost)
+        arm,
+        SourceItem(None if item_id is None else str(item_id), row.get("input"), row.get("expected")),
+        _integer(row, "repeat", where),
+        None,
+        row.get("output"),
+        None if row.get("error") is None else str(row["error"]),
+        _number(row, "latency_ms", where),
+        _integer(row, "input_tokens", where),
+        _integer(row, "output_tokens", where),
+        _number(row, "cost_usd", where),
+        row.get("finish_reason"),
+        row.get("started_at"),
+        _scores(row, where, score_fields),
+        None,
+        _verdict(row.get("passed"), "passed", where),
     ), where)
 
 
 def _scores(row: JSONObject, where: str, score_fields: list[str]) -> list[SourceScore]:
     """The row's scores; ``score_fields``: its ``score.<name>`` keys, in order."""
-    fields = [(SCORE_FIELD, row.get(SCORE_FIELD), SCORE_FIELD)]
-    fields += [(k[len(SCORE_PREFIX):], row[k], k) for k in score_fields]
     nested = row.get(SCORES_FIELD)
     if nested is not None and not isinstance(nested, dict):
         raise SourceError(f"{where}: field 'scores' must be an object of name: score")
-    fields += [(name, value, f"scores.{name}") for name, value in (nested or {}).items()]
-    return [_score(name, value, field, where) for name, value, field in fields if value is not None]
+    value = row.get(SCORE_FIELD)
+    scores = [] if value is None else [_score(SCORE_FIELD, value, SCORE_FIELD, where)]
+    for key in score_fields:
+        value = row[key]
+        if value is not None:
+            scores.append(_score(key[len(SCORE_PREFIX):], value, key, where))
+    for name, value in (nested or {}).items():
+        if value is not None:
+            scores.append(_score(name, value, f"scores.{name}", where))
+    return scores
 
 
 def _score(name: str, value: Any, field: str, where: str) -> SourceScore:
     if type(value) is float and math.isfinite(value):  # a bare number, the common case: what the rest gives it
-        return SourceScore(name, value, kind=SCORE_KIND)
+        return SourceScore(name, value, None, None, None, None, SCORE_KIND)
     details = value if isinstance(value, dict) else {"score": value}
     raw = details.get("score")
     verdict = details.get("passed")
@@ -212,8 +220,8 @@ def _score(name: str, value: Any, field: str, where: str) -> SourceScore:
         number = 1.0 if _verdict(raw, field, where) else 0.0
     else:
         number = _to_number(raw, field, where)
-    return SourceScore(name, number, passed=passed, label=details.get("label"), detail=details.get("detail"),
-                       error=details.get("error"), kind=SCORE_KIND)
+    return SourceScore(name, number, passed, details.get("label"), details.get("detail"), details.get("error"),
+                       SCORE_KIND)
 
 
 def _to_number(value: Any, field: str, where: str) -> float | None:
