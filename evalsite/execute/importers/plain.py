@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import csv
 import math
-from collections import defaultdict
 from collections.abc import Callable, Iterator
 from functools import partial
 from pathlib import Path
@@ -133,7 +132,6 @@ class _Rows:
 
 def _read(source: SourceImport, options: ImportOptions, rows: _Rows, records: Iterator[tuple[str, Any]],
           truncated: Callable[[], bool]) -> None:
-    scorers: dict[str, set[str]] = defaultdict(set)
     for where, row in records:
         if isinstance(row, Mapped):  # mapped by the second process, as _Rows.mapped does
             fields, ignored = row.value
@@ -141,13 +139,13 @@ def _read(source: SourceImport, options: ImportOptions, rows: _Rows, records: It
             rows.ignored.update(ignored)
         else:
             case = rows.case(row, where)
-        scorers[case.run].update(score.evaluator for score in case.scores)
         source.add_case(case)
     if rows.ignored:
         source.warn(f"ignored fields (not in the plain format): {', '.join(sorted(rows.ignored))}")
     if truncated():
         source.warn("the last line is cut short; the complete lines were imported as an interrupted run")
-    for run, names in scorers.items():
+    for run in source.run_keys:
+        names = source.evaluators(run)
         if not names:
             source.warn(f"arm {run}: no score fields; its run is unscored")
         identity = None if options.scorer_sha256 else {"scored_by_unknown_code_in": source.sha256}

@@ -177,6 +177,10 @@ class SourceImport:
         draft.cases += 1
         draft.repeats = max(draft.repeats, repeat + 1)
 
+    def evaluators(self, key: str) -> list[str]:
+        """The evaluators of run ``key``'s scores so far, in the order they first came."""
+        return list(self._drafts[key].evaluators)
+
     def describe(self, key: str, run: SourceRun) -> None:
         self._drafts[key].description = run
 
