@@ -192,8 +192,23 @@ def test_lines_the_runs_cannot_take_read_as_one_process_reads_them(
         assert isinstance(shared, tuple) and any("cut short" in warning for warning in shared[1])
 
 
-def test_a_file_not_utf8_is_one_line(tmp_path: Path, mapped: list[int], monkeypatch: pytest.MonkeyPatch):
-    data = _text(_rows()).encode("utf-8")
-    at = len(data) // 2
-    shared, alone = _both(tmp_path, data[:at] + b"\xff" + data[at:], monkeypatch)
-    assert isinstance(shared, str) and shared == alone and "not UTF-8" in shared
+@pytest.mark.parametrize("where", ["alone", "after a bad row", "a cut character at the end"])
+def test_a_file_not_utf8_fails_as_one_process_fails(
+    tmp_path: Path, mapped: list[int], monkeypatch: pytest.MonkeyPatch, where: str
+):
+    """Read in runs, a bad byte would fail before the rows of its run ahead of it; the file is read
+    line by line instead, so a bad row some way before it (in an earlier chunk of the file, the
+    same run) is still the error, as always."""
+    monkeypatch.setattr(jsonstream, "RUN_CHARS", 1 << 16)
+    lines = _text(_rows()).encode("utf-8").splitlines(keepends=True)
+    middle = len(lines) // 2
+    if where == "a cut character at the end":
+        data = b"".join(lines) + "\u00e9".encode("utf-8")[:1]
+    else:
+        lines[middle] = lines[middle].replace(b'"output": "', b'"output": "\xff', 1)
+        if where == "after a bad row":
+            lines[middle - 60] = _edited(lines[middle - 60].decode("utf-8"), "bad latency").encode("utf-8")
+        data = b"".join(lines)
+    shared, alone = _both(tmp_path, data, monkeypatch)
+    assert isinstance(shared, str) and shared == alone
+    assert ("line" in shared) == (where == "after a bad row")
