@@ -58,6 +58,7 @@ class _Sink:
     """A ``SourceImport`` that keeps nothing: the reader's own cost."""
 
     run_keys: list[str] = []
+    sha256 = "0" * 64
 
     def __init__(self, path: Path):
         self.path, self.label, self.format_name = path, str(path), "jsonl"
