@@ -5,19 +5,13 @@ warnings, or the same one-line error naming the same first culprit (its line) in
 from __future__ import annotations
 
 import json
-import os
-import signal
 from pathlib import Path
 from typing import Any
 
 import pytest
-from import_support import PLAIN, run_files
+from import_support import PLAIN, import_outcome, second_process_dies, two_processes
 
-from evalsite import forked
-from evalsite.errors import SourceError
-from evalsite.execute.importers import ImportOptions, import_files, jsonstream, plain, shared_reading
-from evalsite.execute.importers.source_records import SourceCase
-from evalsite.project import Project
+from evalsite.execute.importers import ImportOptions, jsonstream, plain, shared_reading
 
 COPIES = 12
 
@@ -45,41 +39,20 @@ def _text(rows: list[dict[str, Any]], newline: str = "\n") -> str:
     return "".join(json.dumps(row) + newline for row in rows)
 
 
-def _outcome(root: Path, source: Path, options: ImportOptions) -> object:
-    """What importing ``source`` gives: each run's files and the warnings, or the error's message."""
-    (root / "data").mkdir(parents=True)
-    try:
-        report = import_files(Project(root), "jsonl", [source], options)
-    except SourceError as error:
-        return str(error)
-    return run_files(report, root), report.warnings
-
-
 @pytest.fixture
 def mapped(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Two processes for any file, runs of a few lines; the count of rows the second one mapped."""
-    counted: list[int] = []
-    original = plain.case_of
-
-    def counting(fields: list[Any]) -> SourceCase:
-        counted.append(1)
-        return original(fields)
-
-    monkeypatch.setattr(plain, "case_of", counting)
-    monkeypatch.setattr(shared_reading, "MIN_BYTES", 0)
-    monkeypatch.setattr(forked, "spare_core", lambda: True)
-    monkeypatch.setattr(jsonstream, "RUN_CHARS", 1_500)
-    return counted
+    return two_processes(monkeypatch, plain, 1_500)
 
 
 def _both(tmp_path: Path, text: str | bytes, monkeypatch: pytest.MonkeyPatch,
           options: ImportOptions = ImportOptions(again=True)) -> tuple[object, object]:
     source = tmp_path / "scored.jsonl"
     source.write_bytes(text if isinstance(text, bytes) else text.encode("utf-8"))
-    shared = _outcome(tmp_path / "shared", source, options)
+    shared = import_outcome(tmp_path / "shared", "jsonl", source, options)
     with monkeypatch.context() as patch:
         patch.setattr(shared_reading, "MIN_BYTES", 1 << 62)
-        alone = _outcome(tmp_path / "alone", source, options)
+        alone = import_outcome(tmp_path / "alone", "jsonl", source, options)
     return shared, alone
 
 
@@ -113,16 +86,7 @@ def test_arms_from_a_field_and_a_scorer_file_too(tmp_path: Path, mapped: list[in
 def test_a_second_process_killed_midway_leaves_the_rest_to_this_one(
     tmp_path: Path, mapped: list[int], monkeypatch: pytest.MonkeyPatch, sent: int
 ):
-    original = shared_reading.WorkerShare._send
-    messages: list[int] = []
-
-    def send_then_die(share: shared_reading.WorkerShare, values: list[Any] | None) -> None:
-        if len(messages) == sent:
-            os.kill(os.getpid(), signal.SIGKILL)  # only the second process sends
-        messages.append(1)
-        original(share, values)
-
-    monkeypatch.setattr(shared_reading.WorkerShare, "_send", send_then_die)
+    second_process_dies(monkeypatch, sent)
     shared, alone = _both(tmp_path, _text(_rows()), monkeypatch)
     assert shared == alone and isinstance(shared, tuple)
 
