@@ -40,7 +40,7 @@ def _text(rows: list[dict[str, Any]], newline: str = "\n") -> str:
 
 
 @pytest.fixture
-def mapped(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+def mapped_rows(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Two processes for any file, runs of a few lines; the count of rows the second one mapped."""
     return two_processes(monkeypatch, plain, 1_500)
 
@@ -58,7 +58,7 @@ def _both(tmp_path: Path, text: str | bytes, monkeypatch: pytest.MonkeyPatch,
 
 @pytest.mark.parametrize("layout", ["plain", "crlf", "bom", "blank lines", "no last line break"])
 def test_two_processes_import_what_one_imports(
-    tmp_path: Path, mapped: list[int], monkeypatch: pytest.MonkeyPatch, layout: str
+    tmp_path: Path, mapped_rows: list[int], monkeypatch: pytest.MonkeyPatch, layout: str
 ):
     rows = _rows()
     text = _text(rows, "\r\n" if layout == "crlf" else "\n")
@@ -72,19 +72,19 @@ def test_two_processes_import_what_one_imports(
     shared, alone = _both(tmp_path, text, monkeypatch)
     assert shared == alone and isinstance(shared, tuple)
     assert any("extra_field" in warning for warning in shared[1])
-    assert len(rows) / 2 < len(mapped) < len(rows)  # most, not all, by the second process
+    assert len(rows) / 2 < len(mapped_rows) < len(rows)  # most, not all, by the second process
 
 
-def test_arms_from_a_field_and_a_scorer_file_too(tmp_path: Path, mapped: list[int], monkeypatch: pytest.MonkeyPatch):
+def test_arms_from_a_field_and_a_scorer_file_too(tmp_path: Path, mapped_rows: list[int], monkeypatch: pytest.MonkeyPatch):
     rows = [{**row, "meta": {"system": row.get("arm")}} for row in _rows()]
     options = ImportOptions(again=True, arm_from="meta.system", scorer_file="score.py", scorer_sha256="ab" * 32)
     shared, alone = _both(tmp_path, _text(rows), monkeypatch, options)
-    assert shared == alone and isinstance(shared, tuple) and mapped
+    assert shared == alone and isinstance(shared, tuple) and mapped_rows
 
 
 @pytest.mark.parametrize("sent", [0, 3])
 def test_a_second_process_killed_midway_leaves_the_rest_to_this_one(
-    tmp_path: Path, mapped: list[int], monkeypatch: pytest.MonkeyPatch, sent: int
+    tmp_path: Path, mapped_rows: list[int], monkeypatch: pytest.MonkeyPatch, sent: int
 ):
     second_process_dies(monkeypatch, sent)
     shared, alone = _both(tmp_path, _text(_rows()), monkeypatch)
@@ -121,7 +121,7 @@ def _edited(line: str, edit: str) -> str:
     ],
 )
 def test_the_first_bad_row_in_file_order_is_the_error(
-    tmp_path: Path, mapped: list[int], monkeypatch: pytest.MonkeyPatch, edits: list[tuple[int, str]]
+    tmp_path: Path, mapped_rows: list[int], monkeypatch: pytest.MonkeyPatch, edits: list[tuple[int, str]]
 ):
     lines = _text(_rows()).splitlines(keepends=True)
     for index, edit in edits:
@@ -134,7 +134,7 @@ def test_the_first_bad_row_in_file_order_is_the_error(
 
 @pytest.mark.parametrize("edit", ["nan", "long integer", "surrogate", "torn last line", "1e400", "duplicate key"])
 def test_lines_the_runs_cannot_take_read_as_one_process_reads_them(
-    tmp_path: Path, mapped: list[int], monkeypatch: pytest.MonkeyPatch, edit: str
+    tmp_path: Path, mapped_rows: list[int], monkeypatch: pytest.MonkeyPatch, edit: str
 ):
     lines = _text(_rows()).splitlines(keepends=True)
     middle = len(lines) // 2
@@ -158,7 +158,7 @@ def test_lines_the_runs_cannot_take_read_as_one_process_reads_them(
 
 @pytest.mark.parametrize("where", ["alone", "after a bad row", "a cut character at the end"])
 def test_a_file_not_utf8_fails_as_one_process_fails(
-    tmp_path: Path, mapped: list[int], monkeypatch: pytest.MonkeyPatch, where: str
+    tmp_path: Path, mapped_rows: list[int], monkeypatch: pytest.MonkeyPatch, where: str
 ):
     """Read in runs, a bad byte would fail before the rows of its run ahead of it; the file is read
     line by line instead, so a bad row some way before it (in an earlier chunk of the file, the
