@@ -1,20 +1,26 @@
-"""Where a promptfoo import's CPU goes, step by step, and what the fastest decoders cost for its bytes.
+"""Where an import's CPU goes, step by step, and what the fastest decoders cost for its bytes:
+a promptfoo results.json or a plain JSON Lines file.
 
 Rerun from the repository root:
 
-    python bench/import_floor.py                            # a 40,000-case file, generated
+    python bench/import_floor.py                            # a 40,000-case promptfoo file, generated
     python bench/import_floor.py --source results.json      # any promptfoo results.json
+    python bench/import_floor.py --format jsonl --cases 200000   # a plain JSON Lines file, generated
 
-Each step runs in this process with the cyclic collector off (as `evalsite import` runs), best of
-``--rounds``, and prints CPU seconds and microseconds per case:
+Each step runs in this process, in one process (no second one forked: `forked.spare_core` off),
+with the cyclic collector off (as `evalsite import` runs), best of ``--rounds``, and prints CPU
+seconds and microseconds per case:
 
 - the file's bytes read, and their sha256 (the import records it);
-- the stream: ``results.results`` decoded (the inlined ``config.tests`` stepped over);
-- the reader: the stream plus each result mapped to a case (``read_promptfoo`` into a sink);
+- the stream: promptfoo's ``results.results`` decoded (the inlined ``config.tests`` stepped
+  over), or every JSON Lines row decoded;
+- the reader: the stream plus each result or row mapped to a case (the format's reader into a sink);
 - the whole import (``import_files`` into a fresh project): the reader's phase with the writer's
-  spooling (``add_case``), and ``write_runs`` (items, case lines, summaries, files);
-- decoders alone on the results' text in 64 KiB runs: orjson, ``json``, and msgspec or
-  pysimdjson when installed (neither is a dependency: ``pip install msgspec pysimdjson``).
+  spooling (``add_case``), and ``write_runs``: the items' identity (checks and hashes), then the
+  case lines, their checks and the summaries, and the files;
+- decoders alone on the file's text (promptfoo: the results in 64 KiB runs; JSON Lines: each
+  line): orjson, ``json``, and msgspec or pysimdjson when installed (neither is a dependency:
+  ``pip install msgspec pysimdjson``).
 
 The floor line adds what no reader can avoid (the writer's part, the hash, orjson's decoding).
 """
@@ -41,8 +47,9 @@ sys.path.insert(0, str(REPO))
 import orjson  # noqa: E402
 
 import evalsite.execute.importers as importers  # noqa: E402
-from evalsite.execute.importers import promptfoo  # noqa: E402
-from evalsite.execute.importers.jsonstream import RUN_CHARS, JsonArrayStream  # noqa: E402
+from evalsite import forked  # noqa: E402
+from evalsite.execute.importers import plain, promptfoo, writer  # noqa: E402
+from evalsite.execute.importers.jsonstream import RUN_CHARS, JsonArrayStream, JsonLines  # noqa: E402
 from evalsite.execute.importers.source_records import ImportOptions, SourceCase, SourceRun  # noqa: E402
 from evalsite.project import Project  # noqa: E402
 
@@ -50,8 +57,11 @@ from evalsite.project import Project  # noqa: E402
 class _Sink:
     """A ``SourceImport`` that keeps nothing: the reader's own cost."""
 
+    run_keys: list[str] = []
+    sha256 = "0" * 64
+
     def __init__(self, path: Path):
-        self.path, self.label = path, str(path)
+        self.path, self.label, self.format_name = path, str(path), "jsonl"
 
     def add_case(self, case: SourceCase) -> None:
         pass
@@ -61,6 +71,9 @@ class _Sink:
 
     def warn(self, message: str) -> None:
         pass
+
+    def evaluators(self, key: str) -> list[str]:
+        return []
 
 
 def best(rounds: int, step: Callable[[], Any]) -> float:
@@ -72,13 +85,34 @@ def best(rounds: int, step: Callable[[], Any]) -> float:
     return min(times)
 
 
-def whole_import(path: Path, rounds: int) -> dict[str, float]:
+class Format:
+    """What the steps need of a format: its name for ``import_files``, its stream and reader."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def stream(self, path: Path) -> int:
+        """How many results or rows the file holds, decoding every one."""
+        if self.name == "jsonl":
+            return sum(1 for _ in JsonLines(path))
+        return sum(1 for _ in JsonArrayStream(path, ("results", "results"), skip=("config.tests",)))
+
+    def read(self, path: Path) -> None:
+        reader = plain.read_jsonl if self.name == "jsonl" else promptfoo.read_promptfoo
+        reader(_Sink(path), ImportOptions())  # type: ignore[arg-type]
+
+    def texts(self, path: Path) -> list[bytes]:
+        """What one decoder call takes: a run of results, or a line."""
+        return path.read_bytes().splitlines() if self.name == "jsonl" else runs_of_results(path)
+
+
+def whole_import(path: Path, form: Format, rounds: int) -> dict[str, float]:
     """The fastest of ``rounds`` imports in process, its phases timed by wrapping the functions
     ``import_files`` calls."""
-    return min((_one_import(path) for _ in range(rounds)), key=lambda phases: phases["total"])
+    return min((_one_import(path, form) for _ in range(rounds)), key=lambda phases: phases["total"])
 
 
-def _one_import(path: Path) -> dict[str, float]:
+def _one_import(path: Path, form: Format) -> dict[str, float]:
     phases: dict[str, float] = {}
 
     def timed(name: str, function: Callable[..., Any]) -> Callable[..., Any]:
@@ -91,16 +125,17 @@ def _one_import(path: Path) -> dict[str, float]:
 
         return wrapper
 
-    originals = importers._read, importers.write_runs
+    originals = importers._read, importers.write_runs, writer._ItemsMemo.items_by_key
     importers._read, importers.write_runs = timed("read", importers._read), timed("write", importers.write_runs)
+    writer._ItemsMemo.items_by_key = timed("items", writer._ItemsMemo.items_by_key)  # type: ignore[method-assign]
     root = Path(tempfile.mkdtemp(prefix="import-floor-"))
     try:
         (root / "data").mkdir()
         phases["total"] = best(
-            1, lambda: importers.import_files(Project(root), "promptfoo", [path], ImportOptions(again=True))
+            1, lambda: importers.import_files(Project(root), form.name, [path], ImportOptions(again=True))
         )
     finally:
-        importers._read, importers.write_runs = originals
+        importers._read, importers.write_runs, writer._ItemsMemo.items_by_key = originals  # type: ignore[method-assign]
         shutil.rmtree(root, ignore_errors=True)
     return phases
 
@@ -134,7 +169,8 @@ def decoders() -> dict[str, Callable[[bytes], Any]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--source", type=Path, help="a promptfoo results.json (default: generate one)")
+    parser.add_argument("--format", choices=("promptfoo", "jsonl"), default="promptfoo", help="(default promptfoo)")
+    parser.add_argument("--source", type=Path, help="a file of that format (default: generate one)")
     parser.add_argument("--cases", type=int, default=40000, help="cases to generate (default 40000)")
     parser.add_argument("--rounds", type=int, default=3, help="runs per step, the best kept (default 3)")
     options = parser.parse_args()
@@ -146,7 +182,7 @@ def main() -> None:
                     sys.executable,
                     str(REPO / "bench" / "importers.py"),
                     "--generate",
-                    "promptfoo",
+                    options.format,
                     "--cases",
                     str(options.cases),
                     "--keep",
@@ -157,40 +193,41 @@ def main() -> None:
                 text=True,
             ).stdout.strip()
         )
-        report(path, options.rounds)
+        report(path, Format(options.format), options.rounds)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def report(path: Path, rounds: int) -> None:
+def report(path: Path, form: Format, rounds: int) -> None:
     gc.disable()
-    cases = sum(1 for _ in JsonArrayStream(path, ("results", "results"), skip=("config.tests",)))
+    forked.spare_core = lambda: False  # one process: its CPU is the import's
+    cases = form.stream(path)
     size = path.stat().st_size
 
     def line(what: str, seconds: float) -> None:
         print(f"{what:52s} {seconds:6.2f} s CPU {seconds / cases * 1e6:7.1f} µs a case")
 
-    print(f"{path}: {size / 1e6:,.0f} MB, {cases:,} results ({size / cases:,.0f} bytes each with the file's share)")
+    print(f"{path}: {size / 1e6:,.0f} MB, {cases:,} cases ({size / cases:,.0f} bytes each with the file's share)")
     line("read the bytes", best(rounds, lambda: sum(1 for _ in iter(lambda h=open(path, "rb"): h.read(1 << 20), b""))))
     sha = best(rounds, lambda: hashlib.sha256(path.read_bytes()).digest())
     line("sha256", sha)
-    line(
-        "stream (results decoded, tests stepped over)",
-        best(rounds, lambda: sum(1 for _ in JsonArrayStream(path, ("results", "results"), skip=("config.tests",)))),
-    )
-    reader = best(rounds, lambda: promptfoo.read_promptfoo(_Sink(path), ImportOptions()))  # type: ignore[arg-type]
-    line("reader (stream + result -> case)", reader)
-    phases = whole_import(path, rounds)
+    line("stream (every result or row decoded)", best(rounds, lambda: form.stream(path)))
+    reader = best(rounds, lambda: form.read(path))
+    line("reader (stream + result or row -> case)", reader)
+    phases = whole_import(path, form, rounds)
     line("whole import in process", phases["total"])
     line("  reader + the writer's spooling (add_case)", phases["read"])
     line("  write_runs", phases["write"])
-    writer = phases["total"] - sha - reader  # spooling, write_runs and the import's own steps
-    line("the writer's part (whole import - sha256 - reader)", writer)
-    runs = runs_of_results(path)
-    decoded = {name: best(rounds, lambda d=decode: [d(run) for run in runs]) for name, decode in decoders().items()}
+    line("    the items' identity (checks, hashes)", phases["items"])
+    line("    the rest: case lines, their checks, summaries, files", phases["write"] - phases["items"])
+    writer_part = phases["total"] - sha - reader  # spooling, write_runs and the import's own steps
+    line("the writer's part (whole import - sha256 - reader)", writer_part)
+    texts = form.texts(path)
+    decoded = {name: best(rounds, lambda d=decode: [d(text) for text in texts]) for name, decode in decoders().items()}
     for name, seconds in decoded.items():
-        line(f"decode the results' text, {RUN_CHARS // 1024} KiB runs: {name}", seconds)
-    floor = writer + sha + decoded["orjson"]
+        cut = "each line" if form.name == "jsonl" else f"{RUN_CHARS // 1024} KiB runs"
+        line(f"decode the text, {cut}: {name}", seconds)
+    floor = writer_part + sha + decoded["orjson"]
     print(
         f"floor (the writer's part + sha256 + orjson): {floor / cases * 1e6:.1f} µs a case, "
         f"{cases / floor:,.0f} cases per CPU second, before any result is mapped to a case"

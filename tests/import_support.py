@@ -12,7 +12,9 @@ from pathlib import Path
 from statistics import fmean
 from typing import Any
 
-from evalsite.execute.importers import ImportReport
+from evalsite.errors import SourceError
+from evalsite.execute.importers import ImportOptions, ImportReport, import_files
+from evalsite.project import Project
 from evalsite.runlog.store import Run, read_run, run_directories
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "external"
@@ -76,3 +78,54 @@ def run_files(report: ImportReport, root: Path) -> dict[str, dict[str, Any]]:
             "end.json": json.loads((folder / "end.json").read_text()),
         }
     return runs
+
+
+def import_outcome(root: Path, format_name: str, source: Path, options: ImportOptions | None = None) -> object:
+    """What importing ``source`` into a new project at ``root`` gives: each run's files
+    (:func:`run_files`) and the warnings, or the error's message."""
+    (root / "data").mkdir(parents=True)
+    try:
+        report = import_files(Project(root), format_name, [source], options or ImportOptions(again=True))
+    except SourceError as error:
+        return str(error)
+    return run_files(report, root), report.warnings
+
+
+def two_processes(monkeypatch: Any, reader: Any, run_chars: int) -> list[int]:
+    """Two processes for any file (shared_reading), runs of ``run_chars``; the list counts the
+    elements the second process mapped (each one ``reader.case_of`` rebuilds)."""
+    from evalsite import forked
+    from evalsite.execute.importers import jsonstream, shared_reading
+
+    counted: list[int] = []
+    original = reader.case_of
+
+    def counting(fields: list[Any]) -> Any:
+        counted.append(1)
+        return original(fields)
+
+    monkeypatch.setattr(reader, "case_of", counting)
+    monkeypatch.setattr(shared_reading, "MIN_BYTES", 0)
+    monkeypatch.setattr(forked, "spare_core", lambda: True)
+    monkeypatch.setattr(jsonstream, "RUN_CHARS", run_chars)
+    return counted
+
+
+def second_process_dies(monkeypatch: Any, sent: int) -> None:
+    """The second process of a shared reading kills itself (as the out-of-memory killer would)
+    before sending its message number ``sent`` (0: the first)."""
+    import os
+    import signal
+
+    from evalsite.execute.importers import shared_reading
+
+    original = shared_reading.WorkerShare._send
+    messages: list[int] = []
+
+    def send_then_die(share: shared_reading.WorkerShare, values: list[Any] | None) -> None:
+        if len(messages) == sent:
+            os.kill(os.getpid(), signal.SIGKILL)  # only the second process sends
+        messages.append(1)
+        original(share, values)
+
+    monkeypatch.setattr(shared_reading.WorkerShare, "_send", send_then_die)

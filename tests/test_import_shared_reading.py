@@ -7,19 +7,16 @@ from __future__ import annotations
 import copy
 import json
 import os
-import signal
 import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
-from import_support import PROMPTFOO, run_files
+from import_support import PROMPTFOO, import_outcome, second_process_dies, two_processes
 
 from evalsite import forked
-from evalsite.errors import SourceError
-from evalsite.execute.importers import ImportOptions, import_files, jsonstream, promptfoo, shared_reading
+from evalsite.execute.importers import promptfoo, shared_reading
 from evalsite.execute.importers.source_records import SourceCase, SourceItem, SourceScore, case_fields, case_of
-from evalsite.project import Project
 
 
 def _document(source: Path = PROMPTFOO / "results.json", copies: int = 4) -> dict[str, Any]:
@@ -44,38 +41,17 @@ def _write(tmp_path: Path, document: dict[str, Any] | str, name: str = "results.
     return path
 
 
-def _outcome(root: Path, source: Path) -> object:
-    """What importing ``source`` gives: each run's files and the warnings, or the error's message."""
-    (root / "data").mkdir(parents=True)
-    try:
-        report = import_files(Project(root), "promptfoo", [source], ImportOptions(again=True))
-    except SourceError as error:
-        return str(error)
-    return run_files(report, root), report.warnings
-
-
 @pytest.fixture
 def mapped(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Two processes for any file, runs of ~3 results; the count of results the second one mapped."""
-    counted: list[int] = []
-    original = promptfoo.case_of
-
-    def counting(fields: list[Any]) -> SourceCase:
-        counted.append(1)
-        return original(fields)
-
-    monkeypatch.setattr(promptfoo, "case_of", counting)
-    monkeypatch.setattr(shared_reading, "MIN_BYTES", 0)
-    monkeypatch.setattr(forked, "spare_core", lambda: True)
-    monkeypatch.setattr(jsonstream, "RUN_CHARS", 12_000)
-    return counted
+    return two_processes(monkeypatch, promptfoo, 12_000)
 
 
 def _both(tmp_path: Path, source: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[object, object]:
-    shared = _outcome(tmp_path / "shared", source)
+    shared = import_outcome(tmp_path / "shared", "promptfoo", source)
     with monkeypatch.context() as patch:
         patch.setattr(shared_reading, "MIN_BYTES", 1 << 62)
-        alone = _outcome(tmp_path / "alone", source)
+        alone = import_outcome(tmp_path / "alone", "promptfoo", source)
     return shared, alone
 
 
@@ -96,16 +72,7 @@ def test_a_second_process_killed_midway_leaves_the_rest_to_this_one(
 ):
     """The second process dies (as by the out-of-memory killer) after ``sent`` runs' messages: this
     process reads the rest of the document alone, and the import is the one-process import."""
-    original = shared_reading.WorkerShare._send
-    messages: list[int] = []
-
-    def send_then_die(share: shared_reading.WorkerShare, values: list[Any] | None) -> None:
-        if len(messages) == sent:
-            os.kill(os.getpid(), signal.SIGKILL)  # only the second process sends
-        messages.append(1)
-        original(share, values)
-
-    monkeypatch.setattr(shared_reading.WorkerShare, "_send", send_then_die)
+    second_process_dies(monkeypatch, sent)
     source = _write(tmp_path, _document(PROMPTFOO / "results.json"))
     shared, alone = _both(tmp_path, source, monkeypatch)
     assert shared == alone and isinstance(shared, tuple)

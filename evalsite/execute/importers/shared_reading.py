@@ -1,11 +1,13 @@
-"""One large indented JSON array read by two processes: most of its elements decoded and mapped
-by a second one, while this process does the rest and every step that depends on order.
+"""One large file read by two processes: most of its elements decoded and mapped by a second
+one, while this process does the rest and every step that depends on order. The file is an
+indented JSON array (promptfoo's results, :class:`~evalsite.execute.importers.jsonstream.JsonArrayStream`)
+or JSON Lines (plain rows, :class:`~evalsite.execute.importers.jsonstream.JsonLines`).
 
-Both processes walk the same document with the same :class:`~evalsite.execute.importers.jsonstream.JsonArrayStream`,
-which cuts the array into runs of elements the same way in each (the cut depends only on the
-text and the position). Run ``n`` is decoded here when ``n % MAIN_EVERY == 0``; the second
+Both processes walk the same file with the same stream, which cuts it into runs of elements the
+same way in each (the cut depends only on the text and the position). Run ``n`` is decoded here
+when ``n % main_every == 0`` (the reader's choice, :data:`MAIN_EVERY` by default); the second
 process steps over those and decodes the others, maps each of their elements with the reader's
-function (a promptfoo result to its case) and sends, per run, its number, its offsets and the
+function (a promptfoo result or a plain row to its case) and sends, per run, its number, its offsets and the
 mapped elements as one orjson message through a pipe (compact bytes, not pickled objects). This
 process, reaching such a run, reads the message and yields the mapped elements in the run's place,
 so the reader sees every element in file order and does all the order-dependent work itself
@@ -16,7 +18,7 @@ names the same run at the same offsets and that process decoded and mapped all o
 (its decoder refused the run, an element did not map, a message that does not match because the
 two walks parted after a run one process decoded one element at a time, or the process is gone)
 the run is decoded here, and after a mismatch the second process is stopped and this one reads
-on alone. So a bad element's error is raised here, with its index, in file order, as always.
+on alone. So a bad element's error is raised here, with its index or line, in file order, as always.
 
 The mapped values travel as orjson: they come from orjson's decoding of the run (no integer past
 64 bits, NaN or lone surrogate: those runs are refused) and a mapping that makes strings, floats,
@@ -42,9 +44,9 @@ import orjson
 from evalsite.execute.importers.jsonstream import RunShare
 from evalsite.forked import Child, WorkerLost, fork_child
 
-#: every MAIN_EVERY-th run is decoded in this process, the others in the second one: this process
-#: also spools every case (~11 µs a promptfoo case) and takes in the mapped ones (~3 µs), the second
-#: decodes and maps (~40 µs), so one run in three here keeps both about equally busy
+#: by default every MAIN_EVERY-th run is decoded in this process, the others in the second one: this
+#: process also spools every case (~11 µs a promptfoo case) and takes in the mapped ones (~3 µs), the
+#: second decodes and maps (~40 µs), so one run in three here keeps both about equally busy
 MAIN_EVERY = 3
 #: smaller files are read by one process: a second costs a fork and its start (a few ms)
 MIN_BYTES = 16 << 20
@@ -62,11 +64,12 @@ class Mapped:
 class MainShare:
     """This process's side: its own runs decoded here, the others taken from the second process."""
 
-    def __init__(self, child: Child):
+    def __init__(self, child: Child, main_every: int):
         self._child: Child | None = child
+        self._main_every = main_every
 
     def claim(self, number: int, start: int, end: int) -> list[Any] | None:
-        if number % MAIN_EVERY == 0 or self._child is None:
+        if number % self._main_every == 0 or self._child is None:
             return None
         message = self._message()
         if message is None or message[:3] != [number, start, end]:
@@ -113,15 +116,16 @@ class _Done(Exception):
 class WorkerShare:
     """The second process's side: other runs stepped over, its own decoded, mapped and sent."""
 
-    def __init__(self, pipe: IO[bytes], mapping: Callable[[Any], Any]):
+    def __init__(self, pipe: IO[bytes], mapping: Callable[[Any], Any], main_every: int):
         self._pipe = pipe
         self._mapping = mapping
+        self._main_every = main_every
         self._run: list[Any] | None = None  # [number, start, end] of the run being mapped
         self._expected = 0  # elements of that run still to come
         self._mapped: list[Any] | None = []  # None once an element failed to map
 
     def claim(self, number: int, start: int, end: int) -> list[Any] | None:
-        if number % MAIN_EVERY == 0:
+        if number % self._main_every == 0:
             return []
         self._run = [number, start, end]
         return None
@@ -133,6 +137,8 @@ class WorkerShare:
             self._send(None)
             return
         self._expected, self._mapped = len(values), []
+        if not values:  # a run of blank lines (JSON Lines): its empty message now, none will follow
+            self._send(self._mapped)
 
     def finished(self) -> None:
         raise _Done
@@ -161,14 +167,15 @@ class WorkerShare:
 
 
 def shared_reading(
-    path: Path, stream: Callable[[RunShare], Iterable[Any]], mapping: Callable[[Any], Any]
+    path: Path, stream: Callable[[RunShare], Iterable[Any]], mapping: Callable[[Any], Any],
+    main_every: int = MAIN_EVERY,
 ) -> MainShare | None:
     """Start the second process on ``path`` (``stream(share)``: the same stream this process will
-    walk; ``mapping``: an element to what the reader needs of it, JSON-writable), or None when the
-    file is too small or the platform cannot fork."""
+    walk; ``mapping``: an element to what the reader needs of it, JSON-writable; ``main_every``: one
+    run in this many is decoded here), or None when the file is too small or the platform cannot fork."""
     if path.stat().st_size < MIN_BYTES:
         return None
-    child = fork_child(lambda writing: _second_process(writing, stream, mapping))
+    child = fork_child(lambda writing: _second_process(writing, stream, mapping, main_every))
     if child is None:
         return None
     import fcntl  # Linux's, here: fork_child forks only there
@@ -177,12 +184,13 @@ def shared_reading(
         fcntl.fcntl(child.reading, fcntl.F_SETPIPE_SZ, _PIPE_BYTES)
     except OSError:  # a system whose pipes may not grow so far: the default size works, with more waits
         pass
-    return MainShare(child)
+    return MainShare(child, main_every)
 
 
-def _second_process(writing: int, stream: Callable[[RunShare], Iterable[Any]], mapping: Callable[[Any], Any]) -> None:
+def _second_process(writing: int, stream: Callable[[RunShare], Iterable[Any]], mapping: Callable[[Any], Any],
+                    main_every: int) -> None:
     with os.fdopen(writing, "wb") as pipe:
-        share = WorkerShare(pipe, mapping)
+        share = WorkerShare(pipe, mapping, main_every)
         try:
             for value in stream(share):
                 share.element(value)

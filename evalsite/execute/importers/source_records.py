@@ -53,8 +53,12 @@ class SourceItem:
 
     def row(self) -> JSONObject:
         """The identity row, leaving out what the source did not record (as a dataset file would)."""
-        row = {"id": self.id, "input": self.input, "expected": self.expected}
-        return {key: value for key, value in row.items() if value is not None}
+        row: JSONObject = {} if self.id is None else {"id": self.id}
+        if self.input is not None:
+            row["input"] = self.input
+        if self.expected is not None:
+            row["expected"] = self.expected
+        return row
 
 
 @dataclass
@@ -172,15 +176,17 @@ def checked_case(case: SourceCase, where: str) -> SourceCase:
 
 _EXACT_NUMBER = (int, float)
 _EXACT_TEXT = (str, type(None))
+#: the ranges of a case's numbers, in the order _clearly_recordable reads them
+_NUMBER_BOUNDS = tuple(CASE_RANGES[key] for key in ("latency_ms", "input_tokens", "output_tokens", "cost_usd", "score"))
 
 
 def _clearly_recordable(case: SourceCase) -> bool:
     """True when :func:`checked_case` surely finds nothing (the common case, checked without
     building its messages): every number None or a plain int or float in its range, every text
     field None or a plain string. Anything else goes through the checks that name the field."""
-    for value, key in ((case.latency_ms, "latency_ms"), (case.input_tokens, "input_tokens"),
-                       (case.output_tokens, "output_tokens"), (case.cost_usd, "cost_usd"), (case.score, "score")):
-        if value is not None and not (type(value) in _EXACT_NUMBER and _within(value, CASE_RANGES[key])):
+    numbers = (case.latency_ms, case.input_tokens, case.output_tokens, case.cost_usd, case.score)
+    for value, (low, high) in zip(numbers, _NUMBER_BOUNDS):
+        if value is not None and not (type(value) in _EXACT_NUMBER and low <= value <= high):
             return False
     if case.repeat is not None and not (type(case.repeat) is int and 0 <= case.repeat <= MAX_REPEAT_INDEX):
         return False
@@ -196,10 +202,6 @@ def _clearly_recordable(case: SourceCase) -> bool:
                 and type(score.error) in _EXACT_TEXT):
             return False
     return True
-
-
-def _within(value: float, bounds: tuple[float, float]) -> bool:
-    return bounds[0] <= value <= bounds[1]
 
 
 def _not_text(fields: dict[str, object]) -> list[str]:

@@ -28,7 +28,6 @@ import os
 import secrets
 import shutil
 import tempfile
-from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from itertools import accumulate
@@ -100,7 +99,7 @@ class _RunDraft:
     spool: IO[bytes]
     items: dict[str, _ItemSlot] = field(default_factory=dict)
     evaluators: dict[str, _EvaluatorTally] = field(default_factory=dict)
-    arrivals: Counter[str] = field(default_factory=Counter)
+    arrivals: dict[str, int] = field(default_factory=dict)
     explicit: set[tuple[str, int]] = field(default_factory=set)
     cases: int = 0
     repeats: int = 0
@@ -159,7 +158,7 @@ class SourceImport:
         return list(self._drafts)
 
     def add_case(self, case: SourceCase) -> None:
-        draft = self._draft(case.run)
+        draft = self._drafts.get(case.run) or self._draft(case.run)
         key = self._add_item(draft, case.item)
         repeat = self._repeat(draft, key, case.repeat)
         for score in case.scores:
@@ -178,6 +177,10 @@ class SourceImport:
         draft.cases += 1
         draft.repeats = max(draft.repeats, repeat + 1)
 
+    def evaluators(self, key: str) -> list[str]:
+        """The evaluators of run ``key``'s scores so far, in the order they first came."""
+        return list(self._drafts[key].evaluators)
+
     def describe(self, key: str, run: SourceRun) -> None:
         self._drafts[key].description = run
 
@@ -189,6 +192,7 @@ class SourceImport:
         return list(self._drafts.values())
 
     def _draft(self, key: str) -> _RunDraft:
+        """Run ``key``'s draft, made when its first case arrives."""
         if key not in self._drafts:
             self._drafts[key] = _RunDraft(key, tempfile.TemporaryFile("w+b"))
         return self._drafts[key]
@@ -210,8 +214,9 @@ class SourceImport:
 
     def _repeat(self, draft: _RunDraft, key: str, repeat: int | None) -> int:
         if repeat is None:
-            draft.arrivals[key] += 1
-            return draft.arrivals[key] - 1
+            arrived = draft.arrivals.get(key, 0)
+            draft.arrivals[key] = arrived + 1
+            return arrived
         if (key, repeat) in draft.explicit:
             raise SourceError(f"{self.label}: item {key!r} repeat {repeat} is recorded twice")
         draft.explicit.add((key, repeat))
@@ -274,22 +279,32 @@ def remove_stale_staging(runs_dir: Path) -> None:
 
 class _ItemsMemo:
     """The items of the last run written from a source: its runs (one per arm) usually share their
-    items, whose checks and hashes are then computed once. Rows count as the same only when they
-    are equal and orjson writes them alike (``==`` alone takes ``1`` for ``1.0`` or ``true``, which
-    hash differently; orjson alone writes NaN as null)."""
+    items, whose checks and hashes are then computed once, and so are the dataset's id and
+    identity block. Rows count as the same only when they are equal and orjson writes them alike
+    (``==`` alone takes ``1`` for ``1.0`` or ``true``, which hash differently; orjson alone writes
+    NaN as null)."""
 
     def __init__(self, label: str):
         self.label = label
         self.rows: list[dict[str, Any]] = []
         self.items: list[Item] = []
+        self._datasets: dict[tuple[str | None, str], tuple[str, dict[str, Any]]] = {}  # for these items
 
     def items_by_key(self, draft: _RunDraft) -> dict[str, Item]:
         """The items of ``draft``'s run in the source's order, by key."""
         keys = sorted(draft.items, key=lambda k: draft.items[k].order)
         rows = [draft.items[k].row for k in keys]
         if not (self.items and rows == self.rows and _same_text(rows, self.rows)):
-            self.rows, self.items = rows, item_identity(rows, self.label)
+            self.rows, self.items, self._datasets = rows, item_identity(rows, self.label), {}
         return dict(zip(keys, self.items))
+
+    def dataset(self, location: str | None, name: str) -> tuple[str, dict[str, Any]]:
+        """The last items' ``dataset_id`` and the fingerprint's dataset block, named ``name`` at ``location``."""
+        found = self._datasets.get((location, name))
+        if found is None:
+            identity = dataset_identity(location, Dataset(Path(location or "."), name, self.items))
+            found = self._datasets[(location, name)] = (dataset_id(name, self.items), identity)
+        return found
 
 
 def _same_text(first: list[dict[str, Any]], second: list[dict[str, Any]]) -> bool:
@@ -315,6 +330,7 @@ def write_runs(source: SourceImport, runs_dir: Path, batch_id: str, options: Imp
     try:
         if rest:  # the items hashed once, before the fork: both shares' runs are usually on the same items
             memo.items_by_key(first[0][1])
+            memo.dataset(first[0][0].dataset_location, options.dataset_name or DEFAULT_DATASET_NAME)
             for _, draft in rest:  # nothing of a spool left in a buffer both processes would write out
                 draft.spool.flush()
         other = forked(lambda: write(rest)) if rest else None
@@ -361,10 +377,9 @@ def _write_run(source: SourceImport, draft: _RunDraft, run: SourceRun, runs_dir:
                options: ImportOptions, memo: _ItemsMemo) -> ImportedRun:
     items = memo.items_by_key(draft)
     name = options.dataset_name or DEFAULT_DATASET_NAME
-    identifier = dataset_id(name, list(items.values()))
+    identifier, identity = memo.dataset(run.dataset_location, name)
     dataset = DatasetRecord(run.dataset_location, identifier, len(items), name=name)
     versions = _evaluator_versions(run, draft, options)
-    identity = dataset_identity(run.dataset_location, Dataset(Path(run.dataset_location or "."), name, list(items.values())))
     header = _header(source, draft, run, dataset, identity, versions, batch_id, options)
     writer = RunWriter.create(runs_dir, run.arm_id, header.to_json())
     try:
