@@ -77,6 +77,21 @@ def test_binomial_tails_and_test_equal_scipy_stats():
         d.binom_test_half(3, 2)
 
 
+def test_binomial_tails_of_an_array_are_exact_up_to_1024_trials_and_equal_scipy_stats_above():
+    """A sign test's tails P(X > k), X ~ Binomial(n, 1/2), over every k (and past both ends): up
+    to 1,024 trials the correctly rounded sums of C(n, j) / 2^n, above them scipy.stats.binom.sf's."""
+    for n in (1, 2, 7, 100, 1023, 1024):
+        k = np.arange(-2, n + 3)
+        counts = [math.comb(n, j) for j in range(n + 1)]
+        exact = [float(Fraction(sum(counts[max(0, x + 1):]), 2**n)) for x in k.tolist()]
+        assert d.binom_sf_array(k, n).tolist() == exact, n
+    for n in (1025, 4000, 100_000):
+        k = np.arange(-2, n + 3)
+        ours, reference = d.binom_sf_array(k, n), scipy_stats.binom.sf(k, n, 0.5)
+        assert ours == pytest.approx(reference, rel=1e-11, abs=1e-300), n
+        assert d.binom_sf_array(k[[n // 2 + 300, 5]], n) == pytest.approx(reference[[n // 2 + 300, 5]], rel=1e-11)
+
+
 def test_a_monte_carlo_p_values_clopper_pearson_decision_equals_scipys_beta_bounds():
     """ranking._clear_of decides with binomial tails what the Clopper-Pearson bounds (Beta quantiles) decide."""
     from evalsite.stats.ranking import _LOOK_ERROR, _clear_of

@@ -11,17 +11,17 @@ array-API layer copying numpy's namespace: docs/benchmarks.md, branch ``startup8
   integer degrees of freedom from its finite series, or above 10,000 its expansion in 1/df
   (Abramowitz & Stegun 26.4.4-5, 26.7.3-5);
 - binomial probabilities by Loader's saddle-point expansion (Loader 2000, R's ``dbinom``), their
-  tails summed, and the Clopper-Pearson decision of a Monte Carlo p-value as binomial tails;
+  tails summed (an array of a sign test's tails from the top, in extended precision), and the
+  Clopper-Pearson decision of a Monte Carlo p-value as binomial tails;
 - the two-sided exact binomial test at p = 1/2 (what ``binomtest(k, n, 0.5)`` returns), average
   ranks (``rankdata``) and the studentized range at infinite degrees of freedom (the Nemenyi
   test's distribution).
 
 These agree with scipy to 3e-13 relative or better over tests/test_distributions.py's grids (the
 t quantile: 2e-13 at a power analysis's levels, 0.9-0.999; 1e-10 out at p = 1e-6), not always
-to the last bit. The rest (Student's t tail at any degrees of freedom, the binomial
-tails of an array of counts) is the ``scipy.special`` function ``scipy.stats`` itself calls for the
-same figure; each such function imports ``scipy.special`` where it calls it, so only a process that
-computes one of those figures pays for that import. tests/test_distributions.py checks every
+to the last bit. The rest (Student's t tail at any degrees of freedom, which only the repeats'
+noise test needs) is the ``scipy.special`` function ``scipy.stats`` itself calls for the same
+figure, imported where it is called, so only a process that computes that figure pays for the import. tests/test_distributions.py checks every
 function against ``scipy.stats`` over a grid of inputs.
 """
 
@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from functools import cache
+from itertools import accumulate
 from statistics import NormalDist
 
 import numpy as np
@@ -229,11 +230,33 @@ def _tail_terms(first: int, last: int) -> np.ndarray:
 
 
 def binom_sf_array(k: np.ndarray, n: int) -> np.ndarray:
-    """P(X > k) for X ~ Binomial(n, 1/2), elementwise over integer ``k`` (1 below 0, 0 from n)."""
-    from scipy import special
+    """P(X > k) for X ~ Binomial(n, 1/2), elementwise over integer ``k`` (1 below 0, 0 from n):
+    the upper tails from the smallest ``k`` up, each summed from the top of the terms that count
+    (:func:`_half_upper_tails`)."""
+    first = np.clip(np.asarray(k, dtype=np.int64) + 1, 0, n + 1)  # P(X >= first)
+    inside = (first > 0) & (first <= n)
+    tails = np.where(first <= 0, 1.0, 0.0)
+    if inside.any():
+        low = int(first[inside].min())
+        high = n if n <= EXACT_HALF_TRIALS else min(n, int(first[inside].max()) + _reach(n, 0.5))
+        tails[inside] = _half_upper_tails(n, low, high)[first[inside] - low]
+    return tails
 
-    inside = (k >= 0) & (k < n)
-    return np.where(inside, special.bdtrc(np.clip(k, 0, max(0, n - 1)).astype(float), n, 0.5), np.where(k < 0, 1.0, 0.0))
+
+def _half_upper_tails(n: int, low: int, high: int) -> np.ndarray:
+    """P(X >= j) for X ~ Binomial(n, 1/2) and j = low..high, summing the terms from ``high`` down
+    (the ones past it are below 1e-17 of the last: :func:`_reach`). Up to :data:`EXACT_HALF_TRIALS`
+    trials (``high`` = n) the sums of C(n, j) in integers, each rounded once; above, the
+    :func:`binomial_pmf` terms in extended precision, smallest first, so a small tail keeps the
+    terms' relative accuracy (~1e-14)."""
+    if n <= EXACT_HALF_TRIALS:
+        term, counts = math.comb(n, low), []
+        for j in range(low, n + 1):
+            counts.append(term)
+            term = term * (n - j) // (j + 1)
+        return np.array([total / (1 << n) for total in accumulate(reversed(counts))][::-1])
+    terms = binomial_pmf(n, 0.5, np.arange(low, high + 1, dtype=float))
+    return np.minimum(np.cumsum(terms[::-1].astype(np.longdouble))[::-1], 1).astype(float)
 
 
 def binomial_pmf(n: int, p: float, j: np.ndarray | None = None) -> np.ndarray:
