@@ -212,11 +212,16 @@ EXACT_HALF_TRIALS = 1024
 
 def _exact_half_tail(first: int, n: int) -> float:
     """P(X >= first) for X ~ Binomial(n, 1/2): the sum of C(n, j) over j >= first, over 2^n."""
-    term, total = math.comb(n, first), 0
-    for j in range(first, n + 1):
-        total += term
+    return sum(_coefficients_from(first, n)) / (1 << n)
+
+
+def _coefficients_from(low: int, n: int) -> list[int]:
+    """C(n, j) for j = low..n, each from the one before."""
+    term, coefficients = math.comb(n, low), []
+    for j in range(low, n + 1):
+        coefficients.append(term)
         term = term * (n - j) // (j + 1)
-    return total / (1 << n)
+    return coefficients
 
 
 def _reach(n: int, p: float) -> int:
@@ -250,11 +255,7 @@ def _half_upper_tails(n: int, low: int, high: int) -> np.ndarray:
     :func:`binomial_pmf` terms in extended precision, smallest first, so a small tail keeps the
     terms' relative accuracy (~1e-14)."""
     if n <= EXACT_HALF_TRIALS:
-        term, counts = math.comb(n, low), []
-        for j in range(low, n + 1):
-            counts.append(term)
-            term = term * (n - j) // (j + 1)
-        return np.array([total / (1 << n) for total in accumulate(reversed(counts))][::-1])
+        return np.array([total / (1 << n) for total in accumulate(reversed(_coefficients_from(low, n)))][::-1])
     terms = binomial_pmf(n, 0.5, np.arange(low, high + 1, dtype=float))
     return np.minimum(np.cumsum(terms[::-1].astype(np.longdouble))[::-1], 1).astype(float)
 
