@@ -36,7 +36,7 @@ from evalsite.experiment.manifest import load_manifest
 from evalsite.experiment.plan import build_plan
 from evalsite.project import find_project
 from evalsite.site import build, build_site
-from evalsite.stats import intervals, stability
+from evalsite.stats import _counts, intervals, stability
 
 
 @pytest.fixture()
@@ -151,11 +151,18 @@ def _kept_for_the_next_process(project, memo, computed: list[int]) -> None:
     assert computed == [] and tree_bytes(project.root / "site") == first
 
 
-def test_kept_draws_are_recalled_bit_for_bit_and_means_of_another_shape_are_refused(cache_project, monkeypatch):
+@pytest.mark.parametrize("counted", [False, True])
+def test_kept_draws_are_recalled_bit_for_bit_and_means_of_another_shape_are_refused(cache_project, monkeypatch, counted):
+    """Both kinds of kept means: items drawn one by one ("stability") and index draws tallied as
+    counts of the distinct item rows ("tallied", ``counted``: every matrix drawn as counts)."""
     monkeypatch.setattr(stability, "KEPT_FROM_DRAWS", 0)
+    if counted:
+        monkeypatch.setattr(_counts, "COUNTS_FROM_DRAWS", 0)
+        monkeypatch.setattr(_counts, "UNITS_PER_DISTINCT", 1)
     DRAWS.clear()
     build_site(cache_project, full=True)
     kept = {key: value.copy() for key, value in DRAWS.items()}
+    assert kept and {key[3] for key in kept} == {"tallied" if counted else "stability"}
     payload = kept_intervals("code")
     DRAWS.clear()
     assert recall_kept_intervals(payload, "code")

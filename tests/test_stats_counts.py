@@ -132,7 +132,7 @@ def test_rank_stability_by_counts_agrees_with_the_index_bootstrap(monkeypatch):
 def test_tallied_stability_samples_are_the_index_bootstraps(monkeypatch, n_arms, levels, step):
     """Many distinct item rows: rank stability's nested samples are the index bootstrap's own draws,
     tallied per distinct row; on scores in halves and quarters every sum is exact, so the arm means
-    at every size equal the index bootstrap's bit for bit (the rank intervals are drawn as counts)."""
+    at every size equal the index bootstrap's bit for bit (the rank intervals are read from the full size)."""
     rng = np.random.default_rng(n_arms)
     matrix = rng.integers(0, levels, size=(1_500, n_arms)) / step
     monkeypatch.setattr(_counts, "COUNTS_FROM_DRAWS", 1 << 62)

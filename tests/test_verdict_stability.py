@@ -9,6 +9,7 @@ import threading
 import numpy as np
 import pytest
 from example_support import forget_project_modules
+from scipy import stats as scipy_stats
 from sitekit import case, write_run
 
 import evalsite.stats._counts as _counts
@@ -180,17 +181,87 @@ def test_kept_arms_and_a_lone_new_arm_are_the_plain_formulas_of_the_same_draws(m
     assert np.array_equal(draws.means, expected)
 
 
-def test_the_memo_is_read_only_where_items_are_drawn_one_by_one_and_draws_are_many(monkeypatch):
+def test_the_memo_is_read_only_where_an_arms_means_are_its_own_and_draws_are_many(monkeypatch):
     """Below :data:`KEPT_FROM_DRAWS` index draws, for clusters, and for matrices resampled as counts
-    of their distinct rows, no arm is kept (their means depend on the other arms or are cheap)."""
+    of their distinct rows where a sum may round (thirds) or the nested samples are multinomial counts
+    (few distinct rows), no arm is kept (their means depend on the other arms or are cheap)."""
     values = np.random.default_rng(5).normal(size=(300, 3))
     memo = _Memo()
     stability_draws(values, n_resamples=40, memo=memo)
     monkeypatch.setattr(stability, "KEPT_FROM_DRAWS", 0)
     stability_draws(values, n_resamples=40, memo=memo, groups=list(range(100)) * 3)
     monkeypatch.setattr(_counts, "COUNTS_FROM_DRAWS", 0)
-    stability_draws(np.random.default_rng(5).integers(0, 2, size=(300, 3)).astype(float), n_resamples=40, memo=memo)
+    thirds = np.random.default_rng(5).integers(0, 7, size=(6_000, 3)) / 3
+    assert _counts.tallies_draws(_counts.distinct_units(thirds, 40), np.arange(1, 11) * 600)
+    stability_draws(thirds, n_resamples=40, memo=memo)
+    few_rows = np.random.default_rng(5).integers(0, 2, size=(3_000, 3)).astype(float)
+    assert not _counts.tallies_draws(_counts.distinct_units(few_rows, 40), np.arange(1, 11) * 300)
+    stability_draws(few_rows, n_resamples=40, memo=memo)
     assert memo == {}
+
+
+@pytest.mark.parametrize("changed", [[], [2], [4], [0, 3], [0, 1, 2], [0, 1, 2, 3], [0, 1, 2, 3, 4]])
+def test_kept_counted_arms_are_the_means_tallied_afresh(monkeypatch, changed):
+    """Index draws tallied per distinct item row, on scores in halves and quarters (every sum exact):
+    an arm's nested means are its column's alone, so the arms a memo keeps and the ones gathered
+    again alone (up to GATHERED_ARMS of them; more are tallied together) give every mean and rank
+    interval of the whole matrix tallied afresh without a memo, bit for bit."""
+    monkeypatch.setattr(stability, "KEPT_FROM_DRAWS", 0)
+    monkeypatch.setattr(stability, "_RESAMPLE_CELLS", 3 * 600 * 5)  # 49 resamples end on a chunk of one
+    monkeypatch.setattr(_counts, "COUNTS_FROM_DRAWS", 0)
+    monkeypatch.setattr(_counts, "UNITS_PER_DISTINCT", 1)
+    rng = np.random.default_rng(40)
+    values = rng.integers(0, 5, size=(600, 5)) / 4 - 0.5
+    memo = _Memo()
+    first = stability_draws(values, seed=9, n_resamples=49, level=0.9, memo=memo)
+    plain = stability_draws(values, seed=9, n_resamples=49, level=0.9)
+    found = _counts.distinct_units(values, 49)
+    assert found is not None and _counts.tallies_draws(found, np.asarray(plain.sizes))  # the tallied path
+    assert len(memo) == 5 and first.means.tobytes() == plain.means.tobytes()
+    assert first.rank_intervals == plain.rank_intervals
+    new = values.copy()
+    new[:, changed] = rng.integers(0, 3, size=(600, len(changed))) / 2
+    afresh = stability_draws(new, seed=9, n_resamples=49, level=0.9)
+    recalled = stability_draws(new, seed=9, n_resamples=49, level=0.9, memo=memo)
+    assert len(memo) == 5 + len(changed)  # only the changed arms were drawn and kept
+    assert recalled.means.tobytes() == afresh.means.tobytes() and recalled.rank_intervals == afresh.rank_intervals
+
+
+@pytest.mark.parametrize(("values", "exact"), [
+    (np.array([[0.0, 0.5], [1.0, 0.25]]), True),
+    (np.array([[-3.0, 2.0 ** -10], [7.0, 1.0]]), True),
+    (np.array([[0.0, 1 / 3], [1.0, 0.5]]), False),  # a third rounds
+    (np.array([[0.0, 0.1], [1.0, 0.5]]), False),
+    (np.array([[np.nan, 0.5], [1.0, 0.5]]), False),
+    (np.array([[np.inf, 0.5], [1.0, 0.5]]), False),
+    (np.array([[2.0 ** 30, 0.5], [1.0, 0.5]]), False),  # 10^6 draws of 2^30 pass 2^53 steps of 2^-10
+])
+def test_exact_sums_are_told_from_sums_that_may_round(values, exact):
+    assert stability._exact_sums(values, 1_000_000) is exact
+
+
+def test_counted_rank_intervals_are_the_index_bootstraps_rank_frequencies(monkeypatch):
+    """Where the distinct item rows are drawn as counts and the largest size is every item, the rank
+    intervals are read from that size's resamples: each arm's frequency of each rank (1 = best, ties
+    averaged) over them is a brute-force index bootstrap's (items drawn with replacement, arm means
+    ranked by scipy) within Monte Carlo error, and the intervals are within a rank of its quantiles."""
+    monkeypatch.setattr(_counts, "COUNTS_FROM_DRAWS", 0)
+    values = (np.random.default_rng(50).random((2_000, 4)) < np.array([0.60, 0.61, 0.62, 0.66])).astype(float)
+    resamples = 4_000
+    draws = stability_draws(values, seed=3, n_resamples=resamples, level=0.9)
+    assert draws.sizes[-1] == 2_000 and _counts.distinct_units(values, resamples) is not None
+    brute = np.random.default_rng(77)
+    reference = scipy_stats.rankdata(-np.array([values[brute.integers(0, 2_000, 2_000)].mean(axis=0)
+                                                for _ in range(resamples)]), axis=1)
+    ours = scipy_stats.rankdata(-draws.means[:, -1, :], axis=1)
+    for arm in range(4):
+        for rank in np.unique(np.concatenate([ours[:, arm], reference[:, arm]])):
+            share, expected = np.mean(ours[:, arm] == rank), np.mean(reference[:, arm] == rank)
+            spread = np.sqrt(max(expected * (1 - expected), 1 / resamples) * 2 / resamples)
+            assert abs(share - expected) <= 5 * spread, (arm, rank, share, expected)
+        low, high = np.quantile(reference[:, arm], [0.05, 0.95], method="inverted_cdf")
+        assert abs(draws.rank_intervals[arm][0] - low) <= 1 and abs(draws.rank_intervals[arm][1] - high) <= 1
+    assert len({interval for interval in draws.rank_intervals}) > 1  # the arms' ranks do move
 
 
 def test_new_arms_keep_the_other_arms_resample_means(small_chunks):

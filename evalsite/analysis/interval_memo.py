@@ -163,9 +163,10 @@ def pair_key(a: tuple[Any, ...], b: tuple[Any, ...]) -> tuple[Any, ...]:
 
 
 class DrawsLru(Lru["np.ndarray"]):
-    """Rank stability's resample means of one arm (resamples × (sizes + 1), float64) by
-    ``stats.intervals.memo_key`` of its column and the draws' options ("stability", seed,
-    resamples, sizes): the :data:`DRAWS_SIZE` most recently used arms."""
+    """Rank stability's resample means of one arm by ``stats.intervals.memo_key`` of its column and
+    the draws' options (a tag, seed, resamples, sizes): resamples × (sizes + 1), float64, for items
+    drawn one by one ("stability": the full size's means last), resamples × sizes for index draws
+    tallied as counts ("tallied"): the :data:`DRAWS_SIZE` most recently used arms."""
 
     def __init__(self) -> None:
         super().__init__(DRAWS_SIZE)
@@ -183,10 +184,11 @@ class DrawsLru(Lru["np.ndarray"]):
         for row in rows:
             digest, shape, dtype, tag, seed, resamples, sizes, means = row
             value = np.frombuffer(base64.b64decode(means, validate=True), dtype=np.float64)
-            if tag != "stability" or value.size != int(resamples) * (len(sizes) + 1):
+            width = {"stability": len(sizes) + 1, "tallied": len(sizes)}.get(tag)
+            if width is None or value.size != int(resamples) * width:
                 raise ValueError("resample means of another shape than their options")
             self.put((bytes.fromhex(digest), tuple(shape), str(dtype), tag, int(seed), int(resamples),
-                      tuple(int(size) for size in sizes)), value.reshape(int(resamples), len(sizes) + 1))
+                      tuple(int(size) for size in sizes)), value.reshape(int(resamples), width))
 
 
 class SummaryMemo(Lru[dict[str, Any]]):
