@@ -25,8 +25,6 @@ from evalsite.execute.importers.source_records import (
     SourceRun,
     SourceScore,
     arm_from,
-    case_fields,
-    case_of,
     checked_case,
     field_at,
     finite_number,
@@ -34,7 +32,7 @@ from evalsite.execute.importers.source_records import (
     redact,
     value_at,
 )
-from evalsite.execute.importers.writer import SourceImport
+from evalsite.execute.importers.writer import SourceImport, prepared_case
 from evalsite.jsonshape import JSONObject, mapping
 from evalsite.runlog.records import RunStatus
 from evalsite.runlog.store import iso
@@ -123,25 +121,26 @@ def _read_results(source: SourceImport, results: _Results, options: ImportOption
         if not results.jsonl and not columns:
             _check_version(source, results.document, required=False)  # fail before reading on
         if isinstance(result, Mapped):  # mapped by the second process, as _mapped does
-            key, fields, case_list = result.value
-            column, case = _Column(*fields), case_of(case_list)
+            key, fields, prepared = result.value
+            if key not in columns:
+                columns[key] = _Column(*fields)
+            source.add_prepared(prepared)
         else:
             key, column = _column(result, f"{source.label}: {where}", options)
-            case = _case(result, key, f"{source.label}: {where}")
-        columns.setdefault(key, column)
-        source.add_case(case)
+            columns.setdefault(key, column)
+            source.add_case(_case(result, key, f"{source.label}: {where}"))
     return columns
 
 
 def _mapped(result: Any, options: ImportOptions) -> list[Any]:
-    """A result as the second process sends it: its column's key and fields, and its case's fields
-    (:func:`~evalsite.execute.importers.source_records.case_fields`). Anything wrong with it raises,
-    and the main process maps it again, raising the error with the result's place."""
+    """A result as the second process sends it: its column's key and fields, and its case as
+    :func:`~evalsite.execute.importers.writer.prepared_case` prepares it for the writer. Anything
+    wrong with it raises, and the main process maps it again, raising the error with the result's place."""
     if not isinstance(result, dict):
         raise SourceError("not an object")
     key, column = _column(result, "", options)
     return [key, [column.provider, column.provider_id, column.prompt_label, column.prompt_id],
-            case_fields(_case(result, key, ""))]
+            prepared_case(_case(result, key, ""))]
 
 
 def _check_version(source: SourceImport, document: JSONObject, *, required: bool) -> None:
@@ -192,12 +191,9 @@ def _item(result: JSONObject) -> SourceItem:
         item_input = variables["input"]
     else:
         item_input = {k: v for k, v in variables.items() if k not in IDENTITY_VARS} or None
-    return SourceItem(
-        id=None if variables.get("id") is None else str(variables["id"]),
-        input=item_input,
-        expected=variables.get("expected"),
-        order=finite_number(result.get("testIdx")),
-    )
+    item_id = variables.get("id")
+    return SourceItem(None if item_id is None else str(item_id), item_input, variables.get("expected"),
+                      finite_number(result.get("testIdx")))
 
 
 def _error(result: JSONObject, response: JSONObject) -> str | None:
@@ -211,7 +207,8 @@ def _error(result: JSONObject, response: JSONObject) -> str | None:
 
 
 def _scores(result: JSONObject, where: str) -> list[SourceScore]:
-    components = value_at(result, "gradingResult.componentResults")
+    grading = result.get("gradingResult")
+    components = grading.get("componentResults") if isinstance(grading, dict) else None
     if components is None:
         return []
     if not isinstance(components, list):
@@ -224,15 +221,18 @@ def _scores(result: JSONObject, where: str) -> list[SourceScore]:
         assertion = mapping(component.get("assertion"))
         kind = str(assertion.get("type") or "assertion")
         base = str(assertion.get("metric") or kind)
-        seen[base] = seen.get(base, 0) + 1
-        scores.append(SourceScore(
-            evaluator=base if seen[base] == 1 else f"{base}#{seen[base]}",
-            value=finite_number(component.get("score")),
-            passed=component.get("pass") if isinstance(component.get("pass"), bool) else None,
-            detail=component.get("reason"),
-            kind=f"promptfoo:{kind}",
-            identity=assertion,  # only its hash is kept
-            weight=finite_number(assertion.get("weight", 1)),
+        count = seen[base] = seen.get(base, 0) + 1
+        passed = component.get("pass")
+        scores.append(SourceScore(  # positional, in the fields' order (the keywords cost a third more)
+            base if count == 1 else f"{base}#{count}",
+            finite_number(component.get("score")),
+            passed if isinstance(passed, bool) else None,
+            None,
+            component.get("reason"),
+            None,
+            f"promptfoo:{kind}",
+            assertion,  # the identity: only its hash is kept
+            finite_number(assertion.get("weight", 1)),
         ))
     return scores
 
@@ -240,23 +240,25 @@ def _scores(result: JSONObject, where: str) -> list[SourceScore]:
 def _case(result: JSONObject, key: str, where: str) -> SourceCase:
     response = mapping(result.get("response"))
     usage = mapping(response.get("tokenUsage")) or mapping(result.get("tokenUsage"))
+    prompt = result.get("prompt")
     scores = _scores(result, where)
-    cost = finite_number(result.get("cost"))
-    latency = result.get("latencyMs", response.get("latencyMs"))
-    return checked_case(SourceCase(
-        run=key,
-        item=_item(result),
-        input=value_at(result, "prompt.raw"),
-        output=response.get("output"),
-        error=_error(result, response),
-        latency_ms=finite_number(latency),
-        input_tokens=optional_int(usage.get("prompt")),
-        output_tokens=optional_int(usage.get("completion")),
-        cost_usd=cost or None,  # promptfoo writes 0 for a model it has no price for
-        finish_reason=response.get("finishReason"),
-        scores=scores,
-        score=finite_number(result.get("score")) if scores else None,
-        passed=result.get("success") if scores and isinstance(result.get("success"), bool) else None,
+    success = result.get("success")
+    return checked_case(SourceCase(  # positional, in the fields' order
+        key,
+        _item(result),
+        None,  # repeat: numbered by arrival
+        prompt.get("raw") if isinstance(prompt, dict) else None,
+        response.get("output"),
+        _error(result, response),
+        finite_number(result.get("latencyMs", response.get("latencyMs"))),
+        optional_int(usage.get("prompt")),
+        optional_int(usage.get("completion")),
+        finite_number(result.get("cost")) or None,  # promptfoo writes 0 for a model it has no price for
+        response.get("finishReason"),
+        None,  # started_at: not recorded per result
+        scores,
+        finite_number(result.get("score")) if scores else None,
+        success if scores and isinstance(success, bool) else None,
     ), where)
 
 

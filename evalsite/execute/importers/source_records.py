@@ -144,6 +144,8 @@ def arm_from(record: Any, dotted: str, where: str) -> str:
 
 def finite_number(value: Any) -> float | None:
     """``value`` as a float when it is a real, finite number (booleans count as 0/1), else None."""
+    if type(value) is float:  # the common case, at once
+        return value if math.isfinite(value) else None
     if isinstance(value, bool):
         return float(value)
     if isinstance(value, (int, float)) and math.isfinite(value):
