@@ -17,7 +17,7 @@ from import_support import PROMPTFOO, import_outcome, second_process_dies, two_p
 from evalsite import forked
 from evalsite.execute.importers import shared_reading
 from evalsite.execute.importers.source_records import SourceCase, SourceItem, SourceScore, case_fields, case_of
-from evalsite.execute.importers.writer import SourceImport, prepared_case
+from evalsite.execute.importers.writer import CasePreparer, SourceImport
 from evalsite.project import Project
 
 
@@ -219,17 +219,21 @@ def test_a_case_crosses_as_orjson_and_comes_back_equal(case: SourceCase):
 
 
 def test_a_prepared_case_crosses_as_orjson_and_is_added_as_the_case_is(tmp_path: Path):
-    """What the second process prepares (prepared_case), through orjson, makes the same run
-    drafts (items, repeats, tallies, spooled lines) as the case added here."""
+    """What the second process prepares (CasePreparer), through orjson, makes the same run drafts
+    (items, repeats, tallies, spooled lines) as the case added here; the second time a tally is
+    known, it is not sent again."""
     import orjson
 
     (tmp_path / "data").mkdir()
     project, source = Project(tmp_path), tmp_path / "results.json"
     source.write_text("{}")
     here, there = SourceImport(project, source, "promptfoo"), SourceImport(project, source, "promptfoo")
+    preparer, sent = CasePreparer(), []
     for case in [*_CASES, *_CASES]:  # again: the second arrival is repeat 1
         here.add_case(case)
-        there.add_prepared(orjson.loads(orjson.dumps(prepared_case(case))))
+        sent.append(orjson.loads(orjson.dumps(preparer.prepared(case))))
+        there.add_prepared(sent[-1])
+    assert [len(prepared[5]) for prepared in sent] == [0, 2, 1, 0, 0, 0]  # the tallies sent: news only
     for mine, theirs in zip(here.drafts(), there.drafts(), strict=True):
         mine.spool.seek(0)
         theirs.spool.seek(0)

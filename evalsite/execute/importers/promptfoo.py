@@ -32,7 +32,7 @@ from evalsite.execute.importers.source_records import (
     redact,
     value_at,
 )
-from evalsite.execute.importers.writer import SourceImport, prepared_case
+from evalsite.execute.importers.writer import CasePreparer, SourceImport
 from evalsite.jsonshape import JSONObject, mapping
 from evalsite.runlog.records import RunStatus
 from evalsite.runlog.store import iso
@@ -65,8 +65,7 @@ class _Results:
 
     def __init__(self, path: Path, label: str, options: ImportOptions):
         self.jsonl = path.suffix.lower() in (".jsonl", ".ndjson")
-        self.share = None if self.jsonl else shared_reading(path, partial(_stream, path, label),
-                                                            partial(_mapped, options=options))
+        self.share = None if self.jsonl else shared_reading(path, partial(_stream, path, label), _Mapping(options))
         self._reader = JsonLines(path, label) if self.jsonl else _stream(path, label, self.share)
 
     def __iter__(self) -> Iterator[tuple[str, JSONObject | Mapped]]:
@@ -120,10 +119,10 @@ def _read_results(source: SourceImport, results: _Results, options: ImportOption
     for where, result in results:
         if not results.jsonl and not columns:
             _check_version(source, results.document, required=False)  # fail before reading on
-        if isinstance(result, Mapped):  # mapped by the second process, as _mapped does
-            key, fields, prepared = result.value
-            if key not in columns:
-                columns[key] = _Column(*fields)
+        if isinstance(result, Mapped):  # mapped by the second process, as _Mapping does
+            fields, prepared = result.value
+            if fields is not None:
+                columns.setdefault(prepared[0], _Column(*fields))
             source.add_prepared(prepared)
         else:
             key, column = _column(result, f"{source.label}: {where}", options)
@@ -132,15 +131,26 @@ def _read_results(source: SourceImport, results: _Results, options: ImportOption
     return columns
 
 
-def _mapped(result: Any, options: ImportOptions) -> list[Any]:
-    """A result as the second process sends it: its column's key and fields, and its case as
-    :func:`~evalsite.execute.importers.writer.prepared_case` prepares it for the writer. Anything
-    wrong with it raises, and the main process maps it again, raising the error with the result's place."""
-    if not isinstance(result, dict):
-        raise SourceError("not an object")
-    key, column = _column(result, "", options)
-    return [key, [column.provider, column.provider_id, column.prompt_label, column.prompt_id],
-            prepared_case(_case(result, key, ""))]
+class _Mapping:
+    """A result as the second process sends it: its column's fields (the first time that process
+    sees the column) and its case as :class:`~evalsite.execute.importers.writer.CasePreparer`
+    prepares it for the writer. Anything wrong with it raises, and the main process maps it again,
+    raising the error with the result's place."""
+
+    def __init__(self, options: ImportOptions):
+        self.options = options
+        self.preparer = CasePreparer()
+        self.columns: set[str] = set()
+
+    def __call__(self, result: Any) -> list[Any]:
+        if not isinstance(result, dict):
+            raise SourceError("not an object")
+        key, column = _column(result, "", self.options)
+        prepared = self.preparer.prepared(_case(result, key, ""))
+        if key in self.columns:
+            return [None, prepared]
+        self.columns.add(key)
+        return [[column.provider, column.provider_id, column.prompt_label, column.prompt_id], prepared]
 
 
 def _check_version(source: SourceImport, document: JSONObject, *, required: bool) -> None:

@@ -174,8 +174,8 @@ class SourceImport:
         _spool(draft, repeat, body)
 
     def add_prepared(self, prepared: list[Any]) -> None:
-        """Add the case :func:`prepared_case` gave ``prepared`` for (in another process): the same
-        steps as :meth:`add_case`, those that depend on the cases before it, with the rest done."""
+        """Add the case :meth:`CasePreparer.prepared` gave ``prepared`` for (in another process): the
+        steps of :meth:`add_case` that depend on the cases before it, the rest done there."""
         run, item_id, key, row, order, tallies, body = prepared
         draft = self._drafts.get(run) or self._draft(run)
         self._add_item(draft, item_id, key, row, order)
@@ -228,16 +228,47 @@ class SourceImport:
         return repeat
 
 
-def prepared_case(case: SourceCase) -> list[Any]:
-    """What :meth:`SourceImport.add_prepared` needs of ``case``, as plain JSON values for another
-    process: its item's key, row and order, its scores' tallies and its spooled line but for the
-    repeat (numbered by arrival, in the main process), so that process does only the steps that
-    depend on order. For a case read from JSON by orjson (no NaN, no integer past 64 bits, no lone
-    surrogate); ``case.repeat`` must be None."""
-    item = case.item
-    key, row, order = _item_entry(item)
-    tallies = [[s.evaluator, s.kind, s.weight, _identity_key(s.identity), s.identity, s.value] for s in case.scores]
-    return [case.run, item.id, key, row, order, tallies, _spooled_body(key, case).decode("utf-8")]
+class CasePreparer:
+    """The second process's side of :meth:`SourceImport.add_prepared`: each case as plain JSON
+    values (:meth:`prepared`), for a case read from JSON by orjson (no NaN, no integer past 64
+    bits, no lone surrogate) and numbered by arrival (``repeat`` None).
+
+    A score's tally goes along only when it tells the main process something new (the run's first
+    score of that evaluator, an identity not sent before, the evaluator's first value other than 0
+    or 1): its tallies are the same, without decoding three tallies a case (two thirds of a
+    promptfoo message's cost). Safe because every case this process prepares is either sent or,
+    when its run's message is not taken (:mod:`~evalsite.execute.importers.shared_reading`),
+    added by the main process itself, in its place: what was sent or added before stays known there."""
+
+    def __init__(self) -> None:
+        self._evaluators: set[tuple[str, str]] = set()
+        self._identities: set[tuple[str, str, str]] = set()
+        self._not_binary: set[tuple[str, str]] = set()
+
+    def prepared(self, case: SourceCase) -> list[Any]:
+        """Its item's key, row and order, the news of its tallies and its spooled line but for the
+        repeat: the order-independent part of :meth:`SourceImport.add_case`."""
+        item = case.item
+        key, row, order = _item_entry(item)
+        return [case.run, item.id, key, row, order, self._news(case), _spooled_body(key, case).decode("utf-8")]
+
+    def _news(self, case: SourceCase) -> list[list[Any]]:
+        news = []
+        for score in case.scores:
+            slot = (case.run, score.evaluator)
+            identity_key = _identity_key(score.identity)
+            new_identity = identity_key is not None and (*slot, identity_key) not in self._identities
+            value = score.value
+            new_value = value is not None and value not in (0.0, 1.0) and slot not in self._not_binary
+            if new_identity or new_value or slot not in self._evaluators:
+                self._evaluators.add(slot)
+                if new_identity:
+                    self._identities.add((*slot, identity_key))  # type: ignore[arg-type]
+                if new_value:
+                    self._not_binary.add(slot)
+                news.append([score.evaluator, score.kind, score.weight, identity_key if new_identity else None,
+                             score.identity if new_identity else None, value if new_value else None])
+        return news
 
 
 def _item_entry(item: SourceItem) -> tuple[str, dict[str, Any], float | None]:
