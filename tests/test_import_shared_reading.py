@@ -243,3 +243,13 @@ def test_a_prepared_case_crosses_as_orjson_and_is_added_as_the_case_is(tmp_path:
         assert repr(mine.evaluators) == repr(theirs.evaluators)
     here.close()
     there.close()
+
+
+def test_a_value_neither_0_nor_1_is_news_once_even_when_the_rest_is_known():
+    preparer = CasePreparer()
+    identity = {"type": "similar", "threshold": 0.8}
+    cases = [SourceCase("run", SourceItem(str(n), "in"), scores=[SourceScore("s", value, kind="k", identity=identity)])
+             for n, value in enumerate([1.0, 0.0, 0.5, 0.7, None])]
+    news = [preparer.prepared(case)[5] for case in cases]
+    assert news == [[["s", "k", None, '{"type":"similar","threshold":0.8}', identity, None]], [],
+                    [["s", "k", None, None, None, 0.5]], [], []]

@@ -228,9 +228,13 @@ def _scores(result: JSONObject, where: str) -> list[SourceScore]:
     for index, component in enumerate(components):
         if not isinstance(component, dict):
             raise SourceError(f"{where}: gradingResult.componentResults[{index}] is not an object")
-        assertion = mapping(component.get("assertion"))
-        kind = str(assertion.get("type") or "assertion")
-        base = str(assertion.get("metric") or kind)
+        assertion = component.get("assertion")
+        if type(assertion) is not dict:
+            assertion = mapping(assertion)
+        kind = assertion.get("type") or "assertion"
+        kind = kind if type(kind) is str else str(kind)
+        base = assertion.get("metric") or kind
+        base = base if type(base) is str else str(base)
         count = seen[base] = seen.get(base, 0) + 1
         passed = component.get("pass")
         scores.append(SourceScore(  # positional, in the fields' order (the keywords cost a third more)

@@ -244,6 +244,7 @@ class CasePreparer:
         self._evaluators: set[tuple[str, str]] = set()
         self._identities: set[tuple[str, str, str]] = set()
         self._not_binary: set[tuple[str, str]] = set()
+        self._signatures: set[bytes] = set()  # of cases whose tallies were sent (_news)
 
     def prepared(self, case: SourceCase) -> list[Any]:
         """Its item's key, row and order, the news of its tallies and its spooled line but for the
@@ -253,8 +254,23 @@ class CasePreparer:
         return [case.run, item.id, key, row, order, self._news(case), _spooled_body(key, case).decode("utf-8")]
 
     def _news(self, case: SourceCase) -> list[list[Any]]:
+        """The tallies of ``case``'s scores the main process may not know: none, at once, when
+        the run, its evaluators and their identities are those of a case seen before (the same
+        orjson text, without a null: the same identity keys) and each value is 0 or 1 or seen
+        to be neither before."""
+        run, scores = case.run, case.scores
+        try:
+            signature = orjson.dumps([run, [[s.evaluator, s.identity] for s in scores]], default=_refuse,
+                                     option=orjson.OPT_PASSTHROUGH_SUBCLASS)
+        except TypeError:
+            signature = b"null"
+        if signature in self._signatures and all(s.value is None or s.value in (0.0, 1.0)
+                                                 or (run, s.evaluator) in self._not_binary for s in scores):
+            return []
+        if b"null" not in signature:
+            self._signatures.add(signature)
         news = []
-        for score in case.scores:
+        for score in scores:
             slot = (case.run, score.evaluator)
             identity_key = _identity_key(score.identity)
             new_identity = identity_key is not None and (*slot, identity_key) not in self._identities
