@@ -73,6 +73,8 @@ WRITE_BATCH = 1000  # case lines per write
 #: process holding a large import's items costs ~10-30 ms; its runs take ~25 µs a case to write)
 PARALLEL_MIN_CASES = 20_000
 _STDLIB_MARK = b"J"
+#: what orjson writes of an identity (_identity_key): only JSON values, the rest refused
+_IDENTITY_OPTIONS = orjson.OPT_PASSTHROUGH_SUBCLASS | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
 
 
 @dataclass
@@ -261,7 +263,7 @@ class CasePreparer:
         run, scores = case.run, case.scores
         try:
             signature = orjson.dumps([run, [[s.evaluator, s.identity] for s in scores]], default=_refuse,
-                                     option=orjson.OPT_PASSTHROUGH_SUBCLASS)
+                                     option=_IDENTITY_OPTIONS)
         except TypeError:
             signature = b"null"
         if signature in self._signatures and all(s.value is None or s.value in (0.0, 1.0)
@@ -310,11 +312,13 @@ def _identity_key(identity: Any) -> str | None:
     """A key that tells a scorer's identities apart: two identities with the same key have the same
     hash (:func:`~evalsite.runlog.hashing.short_hash`), so one of each key is hashed, at the end.
     orjson's text (three times as fast as ``repr``), unless it holds a null (orjson writes NaN as
-    null too) or orjson refuses it: then the ``repr``, behind a mark no JSON text starts with."""
+    null too) or orjson refuses it: then the ``repr``, behind a mark no JSON text starts with.
+    An identity is a JSON value as a reader decoded it (subclasses, dates and dataclasses are
+    refused here and keyed by ``repr``; an ``Enum`` would be written as its value)."""
     if identity is None:
         return None
     try:
-        text = orjson.dumps(identity, default=_refuse, option=orjson.OPT_PASSTHROUGH_SUBCLASS)
+        text = orjson.dumps(identity, default=_refuse, option=_IDENTITY_OPTIONS)
     except TypeError:
         text = b"null"
     return f"\0{identity!r}" if b"null" in text else text.decode("utf-8")
