@@ -75,6 +75,8 @@ class Child:
         for :data:`STALL_SECONDS` meanwhile, close its pipe, stop it and raise :class:`WorkerLost`."""
         poller = select.poll()
         poller.register(self.reading, select.POLLIN)
+        if poller.poll(0):  # the common case, a child ahead of its reader: no /proc read (~5 µs a call)
+            return
         ticks, since = self.cpu_ticks(), 0.0
         while not poller.poll(_POLL_SECONDS * 1000):
             now = self.cpu_ticks()

@@ -15,8 +15,10 @@ import pytest
 from import_support import PROMPTFOO, import_outcome, second_process_dies, two_processes
 
 from evalsite import forked
-from evalsite.execute.importers import promptfoo, shared_reading
+from evalsite.execute.importers import shared_reading
 from evalsite.execute.importers.source_records import SourceCase, SourceItem, SourceScore, case_fields, case_of
+from evalsite.execute.importers.writer import CasePreparer, SourceImport
+from evalsite.project import Project
 
 
 def _document(source: Path = PROMPTFOO / "results.json", copies: int = 4) -> dict[str, Any]:
@@ -44,7 +46,7 @@ def _write(tmp_path: Path, document: dict[str, Any] | str, name: str = "results.
 @pytest.fixture
 def mapped(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Two processes for any file, runs of ~3 results; the count of results the second one mapped."""
-    return two_processes(monkeypatch, promptfoo, 12_000)
+    return two_processes(monkeypatch, SourceImport, 12_000, "add_prepared")
 
 
 def _both(tmp_path: Path, source: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[object, object]:
@@ -180,36 +182,74 @@ def test_text_the_runs_cannot_take_reads_as_one_process_reads_it(
     assert shared == alone
 
 
-@pytest.mark.parametrize(
-    "case",
-    [
-        SourceCase("run", SourceItem(None, {"a": [1, 2.5, None, True]}, "x", 3.0, "k")),
-        SourceCase(
-            "r\u00e9",
-            SourceItem("id", "in\U0001f600", None, None),
-            None,
-            [{"role": "user", "content": "hi"}],
-            {"text": "out", "n": -0.0},
-            "boom",
-            12.5,
-            3,
-            4,
-            1e-9,
-            "stop",
-            "2024-01-01T00:00:00Z",
-            [
-                SourceScore(
-                    "exact", 1.0, True, "l", "d", None, "promptfoo:equals", {"type": "equals", "value": 1}, 2.0
-                ),
-                SourceScore("b", None),
-            ],
-            0.5,
-            False,
-        ),
-    ],
-)
+_CASES = [
+    SourceCase("run", SourceItem(None, {"a": [1, 2.5, None, True]}, "x", 3.0, "k")),
+    SourceCase(
+        "r\u00e9",
+        SourceItem("id", "in\U0001f600", None, None),
+        None,
+        [{"role": "user", "content": "hi"}],
+        {"text": "out", "n": -0.0},
+        "boom",
+        12.5,
+        3,
+        4,
+        1e-9,
+        "stop",
+        "2024-01-01T00:00:00Z",
+        [
+            SourceScore(
+                "exact", 1.0, True, "l", "d", None, "promptfoo:equals", {"type": "equals", "value": 1}, 2.0
+            ),
+            SourceScore("b", None),
+        ],
+        0.5,
+        False,
+    ),
+    SourceCase("run", SourceItem("x", "y"), scores=[SourceScore("c", 0.25, kind="k", identity={"v": None})]),
+]
+
+
+@pytest.mark.parametrize("case", _CASES)
 def test_a_case_crosses_as_orjson_and_comes_back_equal(case: SourceCase):
     import orjson
 
     back = case_of(orjson.loads(orjson.dumps(case_fields(case))))
     assert back == case and repr(back) == repr(case)  # 1.0 stays a float, 1 an int
+
+
+def test_a_prepared_case_crosses_as_orjson_and_is_added_as_the_case_is(tmp_path: Path):
+    """What the second process prepares (CasePreparer), through orjson, makes the same run drafts
+    (items, repeats, tallies, spooled lines) as the case added here; the second time a tally is
+    known, it is not sent again."""
+    import orjson
+
+    (tmp_path / "data").mkdir()
+    project, source = Project(tmp_path), tmp_path / "results.json"
+    source.write_text("{}")
+    here, there = SourceImport(project, source, "promptfoo"), SourceImport(project, source, "promptfoo")
+    preparer, sent = CasePreparer(), []
+    for case in [*_CASES, *_CASES]:  # again: the second arrival is repeat 1
+        here.add_case(case)
+        sent.append(orjson.loads(orjson.dumps(preparer.prepared(case))))
+        there.add_prepared(sent[-1])
+    assert [len(prepared[5]) for prepared in sent] == [0, 2, 1, 0, 0, 0]  # the tallies sent: news only
+    for mine, theirs in zip(here.drafts(), there.drafts(), strict=True):
+        mine.spool.seek(0)
+        theirs.spool.seek(0)
+        assert mine.spool.read() == theirs.spool.read()
+        assert (mine.key, mine.items, mine.arrivals, mine.cases, mine.repeats) == (
+            theirs.key, theirs.items, theirs.arrivals, theirs.cases, theirs.repeats)
+        assert repr(mine.evaluators) == repr(theirs.evaluators)
+    here.close()
+    there.close()
+
+
+def test_a_value_neither_0_nor_1_is_news_once_even_when_the_rest_is_known():
+    preparer = CasePreparer()
+    identity = {"type": "similar", "threshold": 0.8}
+    cases = [SourceCase("run", SourceItem(str(n), "in"), scores=[SourceScore("s", value, kind="k", identity=identity)])
+             for n, value in enumerate([1.0, 0.0, 0.5, 0.7, None])]
+    news = [preparer.prepared(case)[5] for case in cases]
+    assert news == [[["s", "k", None, '{"type":"similar","threshold":0.8}', identity, None]], [],
+                    [["s", "k", None, None, None, 0.5]], [], []]

@@ -25,8 +25,6 @@ from evalsite.execute.importers.source_records import (
     SourceRun,
     SourceScore,
     arm_from,
-    case_fields,
-    case_of,
     checked_case,
     field_at,
     finite_number,
@@ -34,7 +32,7 @@ from evalsite.execute.importers.source_records import (
     redact,
     value_at,
 )
-from evalsite.execute.importers.writer import SourceImport
+from evalsite.execute.importers.writer import CasePreparer, SourceImport
 from evalsite.jsonshape import JSONObject, mapping
 from evalsite.runlog.records import RunStatus
 from evalsite.runlog.store import iso
@@ -67,8 +65,7 @@ class _Results:
 
     def __init__(self, path: Path, label: str, options: ImportOptions):
         self.jsonl = path.suffix.lower() in (".jsonl", ".ndjson")
-        self.share = None if self.jsonl else shared_reading(path, partial(_stream, path, label),
-                                                            partial(_mapped, options=options))
+        self.share = None if self.jsonl else shared_reading(path, partial(_stream, path, label), _Mapping(options))
         self._reader = JsonLines(path, label) if self.jsonl else _stream(path, label, self.share)
 
     def __iter__(self) -> Iterator[tuple[str, JSONObject | Mapped]]:
@@ -122,26 +119,38 @@ def _read_results(source: SourceImport, results: _Results, options: ImportOption
     for where, result in results:
         if not results.jsonl and not columns:
             _check_version(source, results.document, required=False)  # fail before reading on
-        if isinstance(result, Mapped):  # mapped by the second process, as _mapped does
-            key, fields, case_list = result.value
-            column, case = _Column(*fields), case_of(case_list)
+        if isinstance(result, Mapped):  # mapped by the second process, as _Mapping does
+            fields, prepared = result.value
+            if fields is not None:
+                columns.setdefault(prepared[0], _Column(*fields))
+            source.add_prepared(prepared)
         else:
             key, column = _column(result, f"{source.label}: {where}", options)
-            case = _case(result, key, f"{source.label}: {where}")
-        columns.setdefault(key, column)
-        source.add_case(case)
+            columns.setdefault(key, column)
+            source.add_case(_case(result, key, f"{source.label}: {where}"))
     return columns
 
 
-def _mapped(result: Any, options: ImportOptions) -> list[Any]:
-    """A result as the second process sends it: its column's key and fields, and its case's fields
-    (:func:`~evalsite.execute.importers.source_records.case_fields`). Anything wrong with it raises,
-    and the main process maps it again, raising the error with the result's place."""
-    if not isinstance(result, dict):
-        raise SourceError("not an object")
-    key, column = _column(result, "", options)
-    return [key, [column.provider, column.provider_id, column.prompt_label, column.prompt_id],
-            case_fields(_case(result, key, ""))]
+class _Mapping:
+    """A result as the second process sends it: its column's fields (the first time that process
+    sees the column) and its case as :class:`~evalsite.execute.importers.writer.CasePreparer`
+    prepares it for the writer. Anything wrong with it raises, and the main process maps it again,
+    raising the error with the result's place."""
+
+    def __init__(self, options: ImportOptions):
+        self.options = options
+        self.preparer = CasePreparer()
+        self.columns: set[str] = set()
+
+    def __call__(self, result: Any) -> list[Any]:
+        if not isinstance(result, dict):
+            raise SourceError("not an object")
+        key, column = _column(result, "", self.options)
+        prepared = self.preparer.prepared(_case(result, key, ""))
+        if key in self.columns:
+            return [None, prepared]
+        self.columns.add(key)
+        return [[column.provider, column.provider_id, column.prompt_label, column.prompt_id], prepared]
 
 
 def _check_version(source: SourceImport, document: JSONObject, *, required: bool) -> None:
@@ -192,12 +201,9 @@ def _item(result: JSONObject) -> SourceItem:
         item_input = variables["input"]
     else:
         item_input = {k: v for k, v in variables.items() if k not in IDENTITY_VARS} or None
-    return SourceItem(
-        id=None if variables.get("id") is None else str(variables["id"]),
-        input=item_input,
-        expected=variables.get("expected"),
-        order=finite_number(result.get("testIdx")),
-    )
+    item_id = variables.get("id")
+    return SourceItem(None if item_id is None else str(item_id), item_input, variables.get("expected"),
+                      finite_number(result.get("testIdx")))
 
 
 def _error(result: JSONObject, response: JSONObject) -> str | None:
@@ -211,7 +217,8 @@ def _error(result: JSONObject, response: JSONObject) -> str | None:
 
 
 def _scores(result: JSONObject, where: str) -> list[SourceScore]:
-    components = value_at(result, "gradingResult.componentResults")
+    grading = result.get("gradingResult")
+    components = grading.get("componentResults") if isinstance(grading, dict) else None
     if components is None:
         return []
     if not isinstance(components, list):
@@ -221,18 +228,25 @@ def _scores(result: JSONObject, where: str) -> list[SourceScore]:
     for index, component in enumerate(components):
         if not isinstance(component, dict):
             raise SourceError(f"{where}: gradingResult.componentResults[{index}] is not an object")
-        assertion = mapping(component.get("assertion"))
-        kind = str(assertion.get("type") or "assertion")
-        base = str(assertion.get("metric") or kind)
-        seen[base] = seen.get(base, 0) + 1
-        scores.append(SourceScore(
-            evaluator=base if seen[base] == 1 else f"{base}#{seen[base]}",
-            value=finite_number(component.get("score")),
-            passed=component.get("pass") if isinstance(component.get("pass"), bool) else None,
-            detail=component.get("reason"),
-            kind=f"promptfoo:{kind}",
-            identity=assertion,  # only its hash is kept
-            weight=finite_number(assertion.get("weight", 1)),
+        assertion = component.get("assertion")
+        if type(assertion) is not dict:
+            assertion = mapping(assertion)
+        kind = assertion.get("type") or "assertion"
+        kind = kind if type(kind) is str else str(kind)
+        base = assertion.get("metric") or kind
+        base = base if type(base) is str else str(base)
+        count = seen[base] = seen.get(base, 0) + 1
+        passed = component.get("pass")
+        scores.append(SourceScore(  # positional, in the fields' order (the keywords cost a third more)
+            base if count == 1 else f"{base}#{count}",
+            finite_number(component.get("score")),
+            passed if isinstance(passed, bool) else None,
+            None,
+            component.get("reason"),
+            None,
+            f"promptfoo:{kind}",
+            assertion,  # the identity: only its hash is kept
+            finite_number(assertion.get("weight", 1)),
         ))
     return scores
 
@@ -240,23 +254,25 @@ def _scores(result: JSONObject, where: str) -> list[SourceScore]:
 def _case(result: JSONObject, key: str, where: str) -> SourceCase:
     response = mapping(result.get("response"))
     usage = mapping(response.get("tokenUsage")) or mapping(result.get("tokenUsage"))
+    prompt = result.get("prompt")
     scores = _scores(result, where)
-    cost = finite_number(result.get("cost"))
-    latency = result.get("latencyMs", response.get("latencyMs"))
-    return checked_case(SourceCase(
-        run=key,
-        item=_item(result),
-        input=value_at(result, "prompt.raw"),
-        output=response.get("output"),
-        error=_error(result, response),
-        latency_ms=finite_number(latency),
-        input_tokens=optional_int(usage.get("prompt")),
-        output_tokens=optional_int(usage.get("completion")),
-        cost_usd=cost or None,  # promptfoo writes 0 for a model it has no price for
-        finish_reason=response.get("finishReason"),
-        scores=scores,
-        score=finite_number(result.get("score")) if scores else None,
-        passed=result.get("success") if scores and isinstance(result.get("success"), bool) else None,
+    success = result.get("success")
+    return checked_case(SourceCase(  # positional, in the fields' order
+        key,
+        _item(result),
+        None,  # repeat: numbered by arrival
+        prompt.get("raw") if isinstance(prompt, dict) else None,
+        response.get("output"),
+        _error(result, response),
+        finite_number(result.get("latencyMs", response.get("latencyMs"))),
+        optional_int(usage.get("prompt")),
+        optional_int(usage.get("completion")),
+        finite_number(result.get("cost")) or None,  # promptfoo writes 0 for a model it has no price for
+        response.get("finishReason"),
+        None,  # started_at: not recorded per result
+        scores,
+        finite_number(result.get("score")) if scores else None,
+        success if scores and isinstance(success, bool) else None,
     ), where)
 
 

@@ -144,6 +144,11 @@ def arm_from(record: Any, dotted: str, where: str) -> str:
 
 def finite_number(value: Any) -> float | None:
     """``value`` as a float when it is a real, finite number (booleans count as 0/1), else None."""
+    kind = type(value)
+    if kind is float:  # the common cases, at once
+        return value if math.isfinite(value) else None
+    if kind is int:  # (past a float's range: OverflowError, as math.isfinite raises below)
+        return float(value)
     if isinstance(value, bool):
         return float(value)
     if isinstance(value, (int, float)) and math.isfinite(value):

@@ -40,7 +40,7 @@ from evalsite import __version__
 from evalsite.analysis.case_columns import batch_columns
 from evalsite.analysis.summary import summarise_run
 from evalsite.errors import RunLogError, SourceError
-from evalsite.execute.importers.source_records import ImportOptions, SourceCase, SourceItem, SourceRun, SourceScore
+from evalsite.execute.importers.source_records import ImportOptions, SourceCase, SourceItem, SourceRun
 from evalsite.experiment.datasets import Dataset, Item, dataset_id, item_identity
 from evalsite.forked import WorkerLost, forked
 from evalsite.project import Project
@@ -73,6 +73,8 @@ WRITE_BATCH = 1000  # case lines per write
 #: process holding a large import's items costs ~10-30 ms; its runs take ~25 µs a case to write)
 PARALLEL_MIN_CASES = 20_000
 _STDLIB_MARK = b"J"
+#: what orjson writes of an identity (_identity_key): only JSON values, the rest refused
+_IDENTITY_OPTIONS = orjson.OPT_PASSTHROUGH_SUBCLASS | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
 
 
 @dataclass
@@ -85,7 +87,7 @@ class _ItemSlot:
 class _EvaluatorTally:
     kind: str
     weight: float | None = None
-    identities: dict[str, object] = field(default_factory=dict)  # by repr: hashed once, at the end
+    identities: dict[str, object] = field(default_factory=dict)  # by _identity_key: hashed once, at the end
     binary: bool = True  # every value seen is 0 or 1, so a value says pass or fail
 
     @property
@@ -159,23 +161,30 @@ class SourceImport:
 
     def add_case(self, case: SourceCase) -> None:
         draft = self._drafts.get(case.run) or self._draft(case.run)
-        key = self._add_item(draft, case.item)
+        item = case.item
+        key, row, order = _item_entry(item)
+        self._add_item(draft, item.id, key, row, order)
         repeat = self._repeat(draft, key, case.repeat)
         for score in case.scores:
-            self._tally(draft, score)
+            _tally(draft, score.evaluator, score.kind, score.weight, _identity_key(score.identity), score.identity,
+                   score.value)
         try:
-            line = _spooled_line([
-                key, repeat, case.input, case.output, case.error, case.latency_ms, case.input_tokens,
-                case.output_tokens, case.cost_usd, case.finish_reason, case.started_at,
-                [[s.evaluator, s.value, s.passed, s.label, s.detail, s.error] for s in case.scores],
-                case.score, case.passed,
-            ], fast=_finite_throughout(case.input) and _finite_throughout(case.output))
+            body = _spooled_body(key, case)
         except UnicodeEncodeError as exc:  # a "\ud800" escape in the source: no UTF-8 file can hold it
             raise SourceError(f"{self.label}: item {key!r} repeat {repeat} holds a lone surrogate {_surrogate(exc)} "
                               "(not valid Unicode text)") from None
-        draft.spool.write(line)
-        draft.cases += 1
-        draft.repeats = max(draft.repeats, repeat + 1)
+        _spool(draft, repeat, body)
+
+    def add_prepared(self, prepared: list[Any]) -> None:
+        """Add the case :meth:`CasePreparer.prepared` gave ``prepared`` for (in another process): the
+        steps of :meth:`add_case` that depend on the cases before it, the rest done there."""
+        run, item_id, key, row, order, tallies, body = prepared
+        draft = self._drafts.get(run) or self._draft(run)
+        self._add_item(draft, item_id, key, row, order)
+        repeat = self._repeat(draft, key, None)
+        for tally in tallies:
+            _tally(draft, *tally)
+        _spool(draft, repeat, body.encode("utf-8"))
 
     def evaluators(self, key: str) -> list[str]:
         """The evaluators of run ``key``'s scores so far, in the order they first came."""
@@ -197,20 +206,18 @@ class SourceImport:
             self._drafts[key] = _RunDraft(key, tempfile.TemporaryFile("w+b"))
         return self._drafts[key]
 
-    def _add_item(self, draft: _RunDraft, item: SourceItem) -> str:
-        row = item.row()
-        key = item.id if item.id is not None else item.key or f"#{sha256_json(row)}"
-        order = (_UNKNOWN_ORDER if item.order is None else item.order, len(draft.items))
+    def _add_item(self, draft: _RunDraft, item_id: str | None, key: str, row: dict[str, Any],
+                  order: float | None) -> None:
+        ordered = (_UNKNOWN_ORDER if order is None else order, len(draft.items))
         slot = draft.items.get(key)
         if slot is None:
-            draft.items[key] = _ItemSlot(row, order)
+            draft.items[key] = _ItemSlot(row, ordered)
         elif slot.row != row:
             raise SourceError(
-                f"{self.label}: item {item.id!r} is recorded with two different inputs or expected values"
+                f"{self.label}: item {item_id!r} is recorded with two different inputs or expected values"
             )
         else:
-            slot.order = min(slot.order, order)
-        return key
+            slot.order = min(slot.order, ordered)
 
     def _repeat(self, draft: _RunDraft, key: str, repeat: int | None) -> int:
         if repeat is None:
@@ -222,15 +229,117 @@ class SourceImport:
         draft.explicit.add((key, repeat))
         return repeat
 
-    @staticmethod
-    def _tally(draft: _RunDraft, score: SourceScore) -> None:
-        tally = draft.evaluators.get(score.evaluator)
-        if tally is None:  # (setdefault would build a tally for every score)
-            tally = draft.evaluators[score.evaluator] = _EvaluatorTally(score.kind, score.weight)
-        if score.identity is not None:
-            tally.identities.setdefault(repr(score.identity), score.identity)
-        if score.value is not None and score.value not in (0.0, 1.0):
-            tally.binary = False
+
+class CasePreparer:
+    """The second process's side of :meth:`SourceImport.add_prepared`: each case as plain JSON
+    values (:meth:`prepared`), for a case read from JSON by orjson (no NaN, no integer past 64
+    bits, no lone surrogate) and numbered by arrival (``repeat`` None).
+
+    A score's tally goes along only when it tells the main process something new (the run's first
+    score of that evaluator, an identity not sent before, the evaluator's first value other than 0
+    or 1): its tallies are the same, without decoding three tallies a case (two thirds of a
+    promptfoo message's cost). Safe because every case this process prepares is either sent or,
+    when its run's message is not taken (:mod:`~evalsite.execute.importers.shared_reading`),
+    added by the main process itself, in its place: what was sent or added before stays known there."""
+
+    def __init__(self) -> None:
+        self._evaluators: set[tuple[str, str]] = set()
+        self._identities: set[tuple[str, str, str]] = set()
+        self._not_binary: set[tuple[str, str]] = set()
+        self._signatures: set[bytes] = set()  # of cases whose tallies were sent (_news)
+
+    def prepared(self, case: SourceCase) -> list[Any]:
+        """Its item's key, row and order, the news of its tallies and its spooled line but for the
+        repeat: the order-independent part of :meth:`SourceImport.add_case`."""
+        item = case.item
+        key, row, order = _item_entry(item)
+        return [case.run, item.id, key, row, order, self._news(case), _spooled_body(key, case).decode("utf-8")]
+
+    def _news(self, case: SourceCase) -> list[list[Any]]:
+        """The tallies of ``case``'s scores the main process may not know: none, at once, when
+        the run, its evaluators and their identities are those of a case seen before (the same
+        orjson text, without a null: the same identity keys) and each value is 0 or 1 or seen
+        to be neither before."""
+        run, scores = case.run, case.scores
+        try:
+            signature = orjson.dumps([run, [[s.evaluator, s.identity] for s in scores]], default=_refuse,
+                                     option=_IDENTITY_OPTIONS)
+        except TypeError:
+            signature = b"null"
+        if signature in self._signatures and all(s.value is None or s.value in (0.0, 1.0)
+                                                 or (run, s.evaluator) in self._not_binary for s in scores):
+            return []
+        if b"null" not in signature:
+            self._signatures.add(signature)
+        news = []
+        for score in scores:
+            slot = (case.run, score.evaluator)
+            identity_key = _identity_key(score.identity)
+            new_identity = identity_key is not None and (*slot, identity_key) not in self._identities
+            value = score.value
+            new_value = value is not None and value not in (0.0, 1.0) and slot not in self._not_binary
+            if new_identity or new_value or slot not in self._evaluators:
+                self._evaluators.add(slot)
+                if new_identity:
+                    self._identities.add((*slot, identity_key))  # type: ignore[arg-type]
+                if new_value:
+                    self._not_binary.add(slot)
+                news.append([score.evaluator, score.kind, score.weight, identity_key if new_identity else None,
+                             score.identity if new_identity else None, value if new_value else None])
+        return news
+
+
+def _item_entry(item: SourceItem) -> tuple[str, dict[str, Any], float | None]:
+    """The item's key in its run, its identity row and its place in the source's order."""
+    row = item.row()
+    return item.id if item.id is not None else item.key or f"#{sha256_json(row)}", row, item.order
+
+
+def _tally(draft: _RunDraft, evaluator: str, kind: str, weight: float | None, identity_key: str | None,
+           identity: Any, value: float | None) -> None:
+    """One score's part in its evaluator's tally: the kind and weight of its first score, each
+    distinct identity (``identity_key``: :func:`_identity_key`), whether every value is 0 or 1."""
+    tally = draft.evaluators.get(evaluator)
+    if tally is None:  # (setdefault would build a tally for every score)
+        tally = draft.evaluators[evaluator] = _EvaluatorTally(kind, weight)
+    if identity_key is not None:
+        tally.identities.setdefault(identity_key, identity)
+    if value is not None and value not in (0.0, 1.0):
+        tally.binary = False
+
+
+def _identity_key(identity: Any) -> str | None:
+    """A key that tells a scorer's identities apart: two identities with the same key have the same
+    hash (:func:`~evalsite.runlog.hashing.short_hash`), so one of each key is hashed, at the end.
+    orjson's text (three times as fast as ``repr``), unless it holds a null (orjson writes NaN as
+    null too) or orjson refuses it: then the ``repr``, behind a mark no JSON text starts with.
+    An identity is a JSON value as a reader decoded it (subclasses, dates and dataclasses are
+    refused here and keyed by ``repr``; an ``Enum`` would be written as its value)."""
+    if identity is None:
+        return None
+    try:
+        text = orjson.dumps(identity, default=_refuse, option=_IDENTITY_OPTIONS)
+    except TypeError:
+        text = b"null"
+    return f"\0{identity!r}" if b"null" in text else text.decode("utf-8")
+
+
+def _spool(draft: _RunDraft, repeat: int, body: bytes) -> None:
+    """Spool a case's line: its ``body`` (:func:`_spooled_body`) with ``repeat`` put first."""
+    start = body.index(b"[") + 1
+    draft.spool.write(b"".join((body[:start], str(repeat).encode(), b",", body[start:])))
+    draft.cases += 1
+    draft.repeats = max(draft.repeats, repeat + 1)
+
+
+def _spooled_body(key: str, case: SourceCase) -> bytes:
+    """The case as its spooled line holds it, but for the repeat (:func:`_spool` adds it)."""
+    return _spooled_line([
+        key, case.input, case.output, case.error, case.latency_ms, case.input_tokens, case.output_tokens,
+        case.cost_usd, case.finish_reason, case.started_at,
+        [[s.evaluator, s.value, s.passed, s.label, s.detail, s.error] for s in case.scores],
+        case.score, case.passed,
+    ], fast=_finite_throughout(case.input) and _finite_throughout(case.output))
 
 
 class StagedRuns:
@@ -502,7 +611,7 @@ def _header(source: SourceImport, draft: _RunDraft, run: SourceRun, dataset: Dat
 def _case_record(spooled: list[Any], items: dict[str, Item], versions: dict[str, str],
                  tallies: dict[str, _EvaluatorTally]) -> dict[str, Any]:
     """A spooled case's line, built as plain dicts (:func:`~evalsite.runlog.builders.imported_case_json`)."""
-    (key, repeat, case_input, output, error, latency_ms, input_tokens, output_tokens, cost_usd, finish_reason,
+    (repeat, key, case_input, output, error, latency_ms, input_tokens, output_tokens, cost_usd, finish_reason,
      started_at, spooled_scores, score, passed) = spooled
     item = items[key]
     scores = []
