@@ -285,7 +285,8 @@ class _ItemsMemo:
     items, whose checks and hashes are then computed once, and so are the dataset's id and
     identity block. Rows count as the same only when they are equal and orjson writes them alike
     (``==`` alone takes ``1`` for ``1.0`` or ``true``, which hash differently; orjson alone writes
-    NaN as null)."""
+    NaN as null). The hashes of :data:`PARALLEL_MIN_ITEMS` items or more are computed half by a
+    second process (:func:`~evalsite.forked.halved`), once the rows have passed their checks."""
 
     def __init__(self, label: str):
         self.label = label
