@@ -32,6 +32,8 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
+V = TypeVar("V")
+R = TypeVar("R")
 
 _OK, _RAISED = "ok", "raised"
 #: a child that used no CPU for this long while the parent waited on it is stuck (a lock it inherited
@@ -159,6 +161,25 @@ def forked(work: Callable[[], T]) -> Forked[T] | None:
     """``work()`` computed in a child process, or None where this platform cannot fork safely."""
     child = fork_child(lambda writing: _send(work, writing))
     return None if child is None else Forked(child)
+
+
+def halved(work: Callable[[list[V]], list[R]], values: list[V]) -> list[R]:
+    """``work(values)`` for a ``work`` that maps each value by itself: the second half mapped by a
+    child process (:func:`forked`) while this one maps the first. All of it here where no child can
+    be started, or when the child is lost; a failure of the first half is raised before the second's."""
+    half = len(values) // 2
+    other = forked(lambda: work(values[half:]))
+    if other is None:
+        return work(values)
+    try:
+        first = work(values[:half])
+    except BaseException:
+        other.cancel()
+        raise
+    try:
+        return first + other.result()
+    except WorkerLost:
+        return first + work(values[half:])
 
 
 def _send(work: Callable[[], object], writing: int) -> None:

@@ -401,3 +401,68 @@ def test_plain_rows_are_hashed_by_orjson_to_the_same_text_as_the_canonical_encod
         pass
     for value in [{"x": 1.5}, {"x": [0.1]}, {1: "a"}, {"x": Text("a")}, {"x": (1, 2)}, 2.0, {"x": float("nan")}]:
         assert not plain_json(value)
+
+
+# ---- the column-at-a-time checks and hashes ------------------------------------------------
+
+_IDS = st.one_of(st.text(max_size=2), st.sampled_from([None, "", "x" * 256, "x" * 257, 0, 1, -1, True, 1.5, 10**300, ["a"]]))
+_VALUES = st.one_of(st.none(), st.booleans(), st.integers(-2**70, 2**70), st.floats(allow_nan=True),
+                    st.text(max_size=4), st.lists(st.integers(), max_size=2),
+                    st.dictionaries(st.sampled_from(["k", "é"]), st.integers(), max_size=2))
+_FIELDS = st.sampled_from(["id", "input", "expected", "answer", "note"] * 4 + ["turns", "metadata", "chosen", "rejected"])
+
+
+@st.composite
+def _rows(draw: st.DrawFn) -> list[dict]:
+    rows = []
+    for _ in range(draw(st.integers(0, 6))):
+        row = {field: draw(_VALUES) for field in draw(st.sets(_FIELDS, max_size=4))}
+        if draw(st.booleans()):
+            row["id"] = draw(_IDS)
+        elif "id" in row and draw(st.booleans()):
+            del row["id"]
+        if "input" in row and draw(st.booleans()):
+            row["input"] = draw(st.sampled_from(["q", "", [{"role": "user", "content": "q"}], [{"role": "x"}]]))
+        rows.append(row)
+    return rows
+
+
+def _reference_sha(value: object) -> str:
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@settings(max_examples=600, deadline=None)
+@given(_rows(), st.sampled_from(["expected", "answer"]))
+def test_rows_checked_a_column_at_a_time_give_the_row_by_row_problems_and_hashes(rows, expected_field):
+    """The column checks pass only rows the row-by-row checks find nothing wrong with; each item's
+    three hashes are the canonical JSON's (json.dumps with sorted keys) of the row and its sides."""
+    from evalsite.experiment import datasets
+
+    sourced = [datasets.SourceRow(row, f"line {index + 1}") for index, row in enumerate(rows)]
+    by_row = datasets._each_row_problems(sourced, "d", expected_field)
+    if datasets._surely_fine(rows):
+        assert by_row == []
+    problems = datasets.dataset_problems(sourced, "d", expected_field)
+    assert problems[: len(by_row)] == by_row
+    if problems:
+        assert error_of(datasets.make_items, sourced, "d", expected_field).startswith(problems[0])
+        return
+    items = datasets.make_items(sourced, "d", expected_field)
+    for index, (row, item) in enumerate(zip(rows, items)):
+        input_side = {k: v for k, v in row.items() if k not in ("expected", expected_field)}
+        assert (item.sha, item.input_sha, item.expected_sha) == (
+            _reference_sha(row), _reference_sha(input_side), _reference_sha({"expected": row.get(expected_field)}))
+        shown = datasets.eval_row(row, expected_field)
+        assert (item.index, item.row) == (index, shown)
+        assert item.item_id == (str(index) if shown.get("id") is None else str(shown["id"]))
+    if expected_field == "expected":
+        assert datasets.item_identity(rows, "d") == items
+
+
+def test_rows_held_in_memory_are_named_by_index_in_a_problem():
+    from evalsite.experiment.datasets import item_identity
+
+    assert error_of(item_identity, [{"id": "a"}, {"id": "a", "turns": []}], "mem") == (
+        "mem: rows[1]: 'turns' is an empty list (and 1 more; `evalsite validate` lists them all)")
+    assert error_of(item_identity, [{"id": "a"}, {"id": "a"}], "mem") == "mem: duplicate item id 'a' on rows[0] and rows[1]"

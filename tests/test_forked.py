@@ -70,3 +70,34 @@ def test_a_childs_error_is_raised_here() -> None:
 
     with pytest.raises(ValueError, match="from the child"):
         _child(fail).result()
+
+
+def _squares(values: list[int]) -> list[int]:
+    if -1 in values:
+        raise ValueError(f"-1 in the half from {values[0]}")
+    return [value * value for value in values]
+
+
+@pytest.mark.parametrize("count", [0, 1, 2, 7, 10_000])
+def test_halved_maps_every_value_in_order(count: int) -> None:
+    values = list(range(count))
+    assert forked.halved(_squares, values) == _squares(values)
+
+
+def test_halved_raises_the_first_halfs_error_first_else_the_seconds() -> None:
+    with pytest.raises(ValueError, match="from 0$"):
+        forked.halved(_squares, [0, -1, 2, -1])
+    with pytest.raises(ValueError, match="from 2$"):
+        forked.halved(_squares, [0, 1, 2, -1])
+
+
+def test_halved_maps_here_with_no_core_spare_or_when_the_child_is_lost(monkeypatch: pytest.MonkeyPatch) -> None:
+    def killed(values: list[int]) -> list[int]:
+        if os.getpid() != parent:
+            os.kill(os.getpid(), 9)
+        return _squares(values)
+
+    parent = os.getpid()
+    assert forked.halved(killed, [1, 2, 3]) == [1, 4, 9]
+    monkeypatch.setattr(forked, "spare_core", lambda: False)
+    assert forked.halved(killed, [1, 2, 3]) == [1, 4, 9]

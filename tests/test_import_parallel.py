@@ -212,3 +212,42 @@ def test_a_second_process_only_with_a_core_to_spare(
     if child is not None:
         os.close(child.reading)
         child.stop()
+
+
+@pytest.mark.parametrize(("format_name", "source"), SOURCES, ids=lambda value: getattr(value, "name", value))
+def test_items_hashed_half_by_a_second_process_give_the_runs_one_process_gives(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, format_name: str, source: Path
+):
+    monkeypatch.setattr(forked_module, "spare_core", lambda: True)
+    monkeypatch.setattr(import_writer, "PARALLEL_MIN_CASES", 10**9)
+    halves: list[int] = []
+    original = forked_module.forked
+
+    def counted(work):  # type: ignore[no-untyped-def]
+        halves.append(1)
+        return original(work)
+
+    monkeypatch.setattr(forked_module, "forked", counted)
+    monkeypatch.setattr(import_writer, "PARALLEL_MIN_ITEMS", 2)
+    halved = _import(tmp_path / "halved", format_name, source)
+    assert halves
+    monkeypatch.setattr(import_writer, "PARALLEL_MIN_ITEMS", 10**9)
+    assert halved == _import(tmp_path / "serial", format_name, source)
+
+
+@pytest.mark.parametrize("where", [0, 5])
+def test_a_lone_surrogate_in_either_half_of_the_items_is_the_one_process_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: int
+):
+    rows = [{"arm": "a", "id": f"q{n}", "input": "x\ud800" if n == where else "x", "score": 1} for n in range(6)]
+    source = tmp_path / "s.jsonl"
+    source.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    monkeypatch.setattr(forked_module, "spare_core", lambda: True)
+    errors = []
+    for minimum in (2, 10**9):
+        monkeypatch.setattr(import_writer, "PARALLEL_MIN_ITEMS", minimum)
+        (tmp_path / str(minimum) / "data").mkdir(parents=True)
+        with pytest.raises(SourceError) as caught:
+            import_files(Project(tmp_path / str(minimum)), "jsonl", [source], ImportOptions(again=True))
+        errors.append(caught.value.message)
+    assert errors[0] == errors[1] and "lone surrogate \\ud800" in errors[0]

@@ -18,10 +18,11 @@ from __future__ import annotations
 import csv
 import io
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
-from typing import TypeGuard
+from typing import Any, TypeGuard
 
 from evalsite.errors import DatasetError, shortened
 from evalsite.experiment.bounded import json_problem
@@ -48,6 +49,10 @@ class Item:
     sha: str
     input_sha: str
     expected_sha: str
+
+
+#: an item's sha and its input and expected sides' (:func:`row_hashes`)
+RowHashes = tuple[str, str, str]
 
 
 @dataclass(frozen=True)
@@ -308,6 +313,34 @@ def _metadata_problems(metadata: object) -> list[str]:
 
 def dataset_problems(rows: list[SourceRow], source: str, expected_field: str = EXPECTED_FIELD) -> list[str]:
     """Every problem of every row (shapes, ids, duplicate ids), each naming its line."""
+    raws = [source_row.row for source_row in rows]
+    problems = [] if _surely_fine(raws) else _each_row_problems(rows, source, expected_field)
+    if expected_field != EXPECTED_FIELD and rows and not any(expected_field in raw for raw in raws):
+        fields = sorted({key for raw in raws for key in raw})
+        problems.append(
+            f"{source}: dataset.expected_field {expected_field!r} is in no row (fields: {', '.join(fields)})"
+        )
+    return problems
+
+
+def _surely_fine(raws: list[JSONObject]) -> bool:
+    """Whether no row can have a problem, checked a column at a time (a fraction of the per-row
+    checks' cost): no row holds ``turns`` or ``metadata``, no two preference fields are both in use,
+    every ``input`` is a string, and either no row has an ``id`` or every row's is distinct
+    non-empty text of at most :data:`MAX_ITEM_ID_CHARS`. Other datasets are checked row by row."""
+    fields = set().union(*raws)
+    if "turns" in fields or "metadata" in fields or fields.issuperset(PREFERENCE_FIELDS):
+        return False
+    if "input" in fields and {type(raw.get("input", "")) for raw in raws} != {str}:
+        return False
+    if "id" not in fields:
+        return True
+    ids: list[Any] = [raw.get("id") for raw in raws]  # every one a string, once its types are checked
+    return (set(map(type, ids)) == {str} and min(map(len, ids)) > 0 and max(map(len, ids)) <= MAX_ITEM_ID_CHARS
+            and len(set(ids)) == len(ids))
+
+
+def _each_row_problems(rows: list[SourceRow], source: str, expected_field: str) -> list[str]:
     problems = []
     first_seen: dict[str, str] = {}
     for index, source_row in enumerate(rows):
@@ -322,11 +355,6 @@ def dataset_problems(rows: list[SourceRow], source: str, expected_field: str = E
                 + ("" if "id" in row else f" (the row there has no 'id', so its index {index} is its id)")
             )
         first_seen.setdefault(item_id, source_row.where)
-    if expected_field != EXPECTED_FIELD and rows and not any(expected_field in r.row for r in rows):
-        fields = sorted({key for r in rows for key in r.row})
-        problems.append(
-            f"{source}: dataset.expected_field {expected_field!r} is in no row (fields: {', '.join(fields)})"
-        )
     return problems
 
 
@@ -336,26 +364,51 @@ def _item_id(row: JSONObject, index: int) -> str:
 
 def make_items(rows: list[SourceRow], source: str, expected_field: str = EXPECTED_FIELD) -> list[Item]:
     """Check every row and give each its item id (its ``id`` field, else its index) and hashes."""
-    problems = dataset_problems(rows, source, expected_field)
+    _refuse(dataset_problems(rows, source, expected_field))
+    raws = [source_row.row for source_row in rows]
+    return _items(raws, expected_field, row_hashes(raws, expected_field))
+
+
+def _refuse(problems: list[str]) -> None:
     if problems:
         more = f" (and {len(problems) - 1} more; `evalsite validate` lists them all)" if len(problems) > 1 else ""
         raise DatasetError(problems[0] + more)
-    return [_item(index, source_row.row, expected_field) for index, source_row in enumerate(rows)]
 
 
-def _item(index: int, raw: JSONObject, expected_field: str) -> Item:
-    input_side = {key: value for key, value in raw.items() if key not in (EXPECTED_FIELD, expected_field)}
-    expected_side = {EXPECTED_FIELD: raw.get(expected_field)}
-    row = eval_row(raw, expected_field)
-    digest = sha256_of_plain if plain_json(raw) else sha256_json  # the same hashes (both sides are parts of raw)
-    return Item(
-        item_id=_item_id(row, index),
-        index=index,
-        row=row,
-        sha=digest(raw),
-        input_sha=digest(input_side),
-        expected_sha=digest(expected_side),
-    )
+def _items(raws: list[JSONObject], expected_field: str, hashes: list[RowHashes]) -> list[Item]:
+    """Checked rows' items from their hashes (:func:`row_hashes`), a column at a time."""
+    rows = raws if expected_field == EXPECTED_FIELD else [eval_row(raw, expected_field) for raw in raws]
+    item_ids = [str(index) if row.get("id") is None else str(row["id"]) for index, row in enumerate(rows)]
+    return [Item(item_id, index, row, *three) for index, (item_id, row, three) in enumerate(zip(item_ids, rows, hashes))]
+
+
+def row_hashes(raws: list[JSONObject], expected_field: str = EXPECTED_FIELD) -> list[RowHashes]:
+    """Each row's sha and its input and expected sides' (:class:`Item`'s three hashes): a row's
+    alone, whatever rows come before it, so a long list may be hashed in parts."""
+    plain = _all_plain(raws)
+    return [_hashes(raw, expected_field, plain or plain_json(raw)) for raw in raws]
+
+
+_FLAT_PLAIN = {str, int, bool, type(None)}
+
+
+def _all_plain(raws: list[JSONObject]) -> bool:
+    """:func:`~evalsite.runlog.hashing.plain_json` of every row at once when no row holds a list or
+    an object (false otherwise: each row is then walked by itself)."""
+    return (set(map(type, raws)) <= {dict} and set(map(type, set().union(*raws))) <= {str}
+            and set(map(type, chain.from_iterable(map(dict.values, raws)))) <= _FLAT_PLAIN)
+
+
+def _hashes(raw: JSONObject, expected_field: str, plain: bool) -> RowHashes:
+    """A row without an expected value is its own input side."""
+    digest = sha256_of_plain if plain else sha256_json  # the same hashes (both sides are parts of raw)
+    sha = digest(raw)
+    if EXPECTED_FIELD not in raw and expected_field not in raw:
+        return sha, sha, digest({EXPECTED_FIELD: None})
+    input_side = dict(raw)
+    input_side.pop(EXPECTED_FIELD, None)
+    input_side.pop(expected_field, None)
+    return sha, digest(input_side), digest({EXPECTED_FIELD: raw.get(expected_field)})
 
 
 def dataset_id(name: str, items: list[Item]) -> str:
@@ -370,9 +423,14 @@ def load_dataset(path: str | Path, *, name: str | None = None, expected_field: s
     return Dataset(path=path, name=name or path.stem, items=items)
 
 
-def item_identity(rows: list[JSONObject], source: str) -> list[Item]:
-    """Items for rows held in memory (inline rows, imported results), named ``rows[i]`` in messages."""
-    return make_items([SourceRow(row, f"rows[{index}]") for index, row in enumerate(rows)], source)
+def item_identity(rows: list[JSONObject], source: str,
+                  hashed: Callable[[list[JSONObject]], list[RowHashes]] = row_hashes) -> list[Item]:
+    """Items for rows held in memory (inline rows, imported results), named ``rows[i]`` in messages
+    (made only when a row may have a problem). ``hashed``: :func:`row_hashes`, or the same hashes
+    computed in parts (an import's, in two processes), once every row has passed its checks."""
+    if not _surely_fine(rows):
+        _refuse(dataset_problems([SourceRow(row, f"rows[{index}]") for index, row in enumerate(rows)], source))
+    return _items(rows, EXPECTED_FIELD, hashed(rows))
 
 
 def inline_dataset(rows: list[JSONObject], *, name: str, source: Path) -> Dataset:

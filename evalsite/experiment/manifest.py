@@ -11,7 +11,6 @@ failing; each names the file and the key path, and a misspelt key gets the close
 from __future__ import annotations
 
 import copy
-import re
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,13 +41,11 @@ from evalsite.experiment.manifest_shapes import (
 from evalsite.experiment.models import fill_arms, fill_judges, slot_problems
 from evalsite.experiment.overlays import apply_overlays
 from evalsite.experiment.prompts import template_problems
-from evalsite.experiment.safety import number_problems, secret_problems
+from evalsite.experiment.safety import SAFE_NAME_RULE, is_safe_name, number_problems, secret_problems
 from evalsite.experiment.schema_check import schema_problems, value_phrase
 from evalsite.experiment.sweeps import sweep_problems
 from evalsite.jsonshape import JSONObject
 
-SAFE_NAME = re.compile(r"^(?!\.+$)(?!.*\.\.)[A-Za-z0-9_.-]{1,100}$")
-SAFE_NAME_RULE = "letters, digits, '-', '_' and '.' only (at most 100), without '..'"
 DEFAULT_CONCURRENCY = 8
 MAX_MANIFEST_BYTES = 10_000_000
 
@@ -128,11 +125,6 @@ class Manifest:
 # A manifest with neither ``dataset`` nor ``rows`` runs one empty row per config: a pure sweep
 # over a fixed prompt. Its dataset id is that of inline rows, named after the experiment.
 NO_DATASET_ROWS: list[JSONObject] = [{}]
-
-
-def is_safe_name(value: Any) -> bool:
-    """A name that may become a path: letters, digits, ``-``, ``_``, ``.``; no ``..``."""
-    return isinstance(value, str) and SAFE_NAME.match(value) is not None
 
 
 def load_manifest(path: str | Path, overrides: Sequence[str] = ()) -> Manifest:

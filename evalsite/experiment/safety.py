@@ -9,11 +9,16 @@ JSON Schema's ``minimum``/``maximum`` compare with ``<``, which is false for NaN
 ``limits.max_cost_usd: .nan`` met every bound and then switched the cost ceiling off. No manifest
 value has a use for NaN or infinity (neither can even be written to a run's JSON), so any
 non-finite number anywhere is refused, naming its key.
+
+Names that become paths (an experiment's, an arm's, an imported dataset's) are safe names
+(:func:`is_safe_name`); this module is light, so ``evalsite import`` checks ``--dataset`` without
+loading the manifest's reader (YAML, the JSON Schema validator).
 """
 
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 from evalsite.jsonshape import JSONObject
@@ -21,6 +26,13 @@ from evalsite.runlog.secrets import looks_secret
 
 MAX_CONCURRENCY = 1000  # the schema's maximum for `concurrency`, and --concurrency's
 MAX_REPEAT = 10000  # the schema's maximum for `repeat`, and --repeat's
+SAFE_NAME = re.compile(r"^(?!\.+$)(?!.*\.\.)[A-Za-z0-9_.-]{1,100}$")
+SAFE_NAME_RULE = "letters, digits, '-', '_' and '.' only (at most 100), without '..'"
+
+
+def is_safe_name(value: Any) -> bool:
+    """A name that may become a path: letters, digits, ``-``, ``_``, ``.``; no ``..``."""
+    return isinstance(value, str) and SAFE_NAME.match(value) is not None
 
 
 def number_problems(value: Any, where: str = "") -> list[str]:

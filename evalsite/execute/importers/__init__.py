@@ -29,7 +29,7 @@ from evalsite.execute.importers.plain import read_csv, read_jsonl
 from evalsite.execute.importers.promptfoo import read_promptfoo
 from evalsite.execute.importers.source_records import ImportOptions
 from evalsite.execute.importers.writer import ImportedRun, SourceImport, StagedRuns, write_runs
-from evalsite.experiment.manifest import SAFE_NAME_RULE, is_safe_name
+from evalsite.experiment.safety import SAFE_NAME_RULE, is_safe_name
 from evalsite.project import Project
 from evalsite.registry import Registry
 from evalsite.runlog.hashing import file_sha256
