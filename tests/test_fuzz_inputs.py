@@ -39,8 +39,12 @@ YAML_FRAGMENTS = st.lists(st.sampled_from([
 ]), max_size=30).map("".join)
 
 
+#: Every example's folder, removed when the test process ends (hypothesis runs examples without pytest's tmp_path).
+FOLDERS = tempfile.TemporaryDirectory(prefix="fuzz-")
+
+
 def one_file(name: str, content: str | bytes) -> Path:
-    folder = Path(tempfile.mkdtemp(prefix="fuzz-"))
+    folder = Path(tempfile.mkdtemp(dir=FOLDERS.name))
     path = folder / name
     (path.write_bytes if isinstance(content, bytes) else path.write_text)(content, **({} if isinstance(content, bytes) else {"encoding": "utf-8"}))
     return path

@@ -20,6 +20,8 @@ from evalsite.analysis.summary import summarise_run
 from evalsite.runlog.records import CASE_RANGES, SCORE_RANGES
 from evalsite.runlog.store import CASES_FILE, RunWriter, read_cases, read_run
 
+#: Every example's folder, removed when the test process ends (hypothesis runs examples without pytest's tmp_path).
+FOLDERS = tempfile.TemporaryDirectory(prefix="fuzz-numbers-")
 FUZZ = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 #: Numbers as JSON text: at and past every range's edges, non-finite, and integers too long for Python.
 NUMBERS = st.sampled_from([
@@ -54,7 +56,7 @@ def finite_or_none(value) -> bool:
 @FUZZ
 @given(lines=LINES)
 def test_huge_and_many_digit_numbers_summed_across_cases_read_the_same_everywhere(lines):
-    folder = Path(tempfile.mkdtemp(prefix="fuzz-numbers-")) / "runs" / "r"
+    folder = Path(tempfile.mkdtemp(dir=FOLDERS.name)) / "runs" / "r"
     folder.mkdir(parents=True)
     (folder / "run.json").write_text(json.dumps({"format_version": 1, "run_id": "r", "arm_id": "a"}))
     (folder / CASES_FILE).write_text("".join(case_line(n, *line) + "\n" for n, line in enumerate(lines)))
