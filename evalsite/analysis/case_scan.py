@@ -20,7 +20,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -33,6 +32,7 @@ from evalsite.analysis.db import (
     MAXIMUM_CASE_BYTES,
     PYTHON_INT_DIGITS,
     case_line_ok,
+    connect,
     json_type_in,
 )
 from evalsite.analysis.parquet import written_lines
@@ -180,7 +180,7 @@ def scan_cases(directory: Path, *, texts: bool = False) -> ScannedCases:
 
 
 def _scan(path: Path, texts: bool, *, written: bool) -> pa.Table:
-    connection = duckdb.connect()
+    connection = connect()
     try:
         return connection.sql(_scan_sql(str(path), texts, written)).to_arrow_table()
     finally:

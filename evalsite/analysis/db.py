@@ -243,6 +243,14 @@ def _run_record(run: Run) -> dict[str, Any]:
     }
 
 
+def connect(database: str = ":memory:") -> duckdb.DuckDBPyConnection:
+    """A DuckDB connection without DuckDB's progress bar, which it prints to standard output (a pipe
+    too) during any query longer than two seconds: into ``--json`` output, CSV and CI logs."""
+    connection = duckdb.connect(database)
+    connection.execute("SET enable_progress_bar = false")  # (as a connect option, DuckDB refuses it)
+    return connection
+
+
 def open_database(runs_dir: Path, database: str = ":memory:", *, case_views: bool = True) -> RunsDatabase:
     """Connect DuckDB and define the views over every readable run under ``runs_dir``.
     ``case_views`` false defines only ``runs`` (the ``cases`` and ``scores`` views check every
@@ -252,7 +260,7 @@ def open_database(runs_dir: Path, database: str = ":memory:", *, case_views: boo
 
     runs, skipped = scan_runs(runs_dir, run_folders(runs_dir))
     records = [_run_record(run) for run in runs]
-    connection = duckdb.connect(database)
+    connection = connect(database)
     connection.register("runs_table", pa.Table.from_pylist(records, schema=RUN_SCHEMA))
     connection.execute("CREATE OR REPLACE VIEW runs AS SELECT * FROM runs_table")
     if case_views:

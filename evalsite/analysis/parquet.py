@@ -33,6 +33,7 @@ from evalsite.analysis.db import (
     OPTIONAL_CASE_COLUMNS,
     SCORE_TYPE,
     case_line_ok,
+    connect,
     error_text,
 )
 from evalsite.analysis.remote import URI_FILE, staging_dir, upload
@@ -237,7 +238,7 @@ def compact_run(directory: Path, destination: Path | None = None) -> Compacted:
     size = source.stat().st_size
     digest, lines = _sha256_and_lines(source)
     select = (written_json_source if _footer_sha256(directory) == digest else json_source)([str(source)])
-    connection = duckdb.connect()
+    connection = connect()
     try:
         cases = _copy(connection, select, partial, {HASH_KEY: digest, BYTES_KEY: str(size), CASES_KEY: str(lines)})
         if cases != lines:  # some line is no case, or repeats a key: the count recorded is the rows written

@@ -132,12 +132,11 @@ def _mirror_cases(fs: Any, path: str, uri: str, local: Path) -> None:
     marker, target = local / VERSION_FILE, local / CASES_FILE
     if target.exists() and marker.exists() and marker.read_text() == version:
         return
-    import duckdb
-
+    from evalsite.analysis.db import connect
     from evalsite.analysis.parquet import parquet_source  # the one cast of the Parquet columns
 
     partial = local / f".{CASES_FILE}.partial"
-    connection = duckdb.connect()
+    connection = connect()
     try:
         register_filesystems(connection, [uri])
         query = f"SELECT * EXCLUDE (run_id) FROM ({parquet_source([uri])})"

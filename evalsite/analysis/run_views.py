@@ -212,13 +212,11 @@ def _summarised(runs: list[Run]) -> dict[str, dict[str, Any]]:
     """The :data:`LISTED` figures of these runs from their case columns (no Python object per case)."""
     if not runs:
         return {}
-    import duckdb
-
     from evalsite.analysis.case_scan import VIEW_COLUMNS_SQL, columns_by_run
-    from evalsite.analysis.db import define_case_views
+    from evalsite.analysis.db import connect, define_case_views
     from evalsite.analysis.summary import summarise_run
 
-    connection = duckdb.connect()
+    connection = connect()
     try:
         define_case_views(connection, [run.directory for run in runs])
         cases = columns_by_run(connection.sql(VIEW_COLUMNS_SQL).to_arrow_table())
