@@ -180,11 +180,12 @@ class SourceImport:
 
     def add_prepared(self, prepared: list[Any]) -> None:
         """Add the case :meth:`CasePreparer.prepared` gave ``prepared`` for (in another process): the
-        steps of :meth:`add_case` that depend on the cases before it, the rest done there."""
-        run, item_id, key, row, order, tallies, body = prepared
+        steps of :meth:`add_case` that depend on the cases before it, in the same order (the item
+        checked, the repeat numbered or checked, the tallies), the rest done there."""
+        run, item_id, key, row, order, repeat, tallies, body = prepared
         draft = self._drafts.get(run) or self._draft(run)
         self._add_item(draft, item_id, key, row, order)
-        repeat = self._repeat(draft, key, None)
+        repeat = self._repeat(draft, key, repeat)
         for tally in tallies:
             _tally(draft, *tally)
         _spool(draft, repeat, body.encode("utf-8"))
@@ -236,7 +237,7 @@ class SourceImport:
 class CasePreparer:
     """The second process's side of :meth:`SourceImport.add_prepared`: each case as plain JSON
     values (:meth:`prepared`), for a case read from JSON by orjson (no NaN, no integer past 64
-    bits, no lone surrogate) and numbered by arrival (``repeat`` None).
+    bits, no lone surrogate).
 
     A score's tally goes along only when it tells the main process something new (the run's first
     score of that evaluator, an identity not sent before, the evaluator's first value other than 0
@@ -252,11 +253,13 @@ class CasePreparer:
         self._signatures: set[bytes] = set()  # of cases whose tallies were sent (_news)
 
     def prepared(self, case: SourceCase) -> list[Any]:
-        """Its item's key, row and order, the news of its tallies and its spooled line but for the
-        repeat: the order-independent part of :meth:`SourceImport.add_case`."""
+        """Its item's key, row and order, its repeat as the source gave it (None: numbered by
+        arrival), the news of its tallies and its spooled line but for the repeat: the
+        order-independent part of :meth:`SourceImport.add_case`."""
         item = case.item
         key, row, order = _item_entry(item)
-        return [case.run, item.id, key, row, order, self._news(case), _spooled_body(key, case).decode("utf-8")]
+        return [case.run, item.id, key, row, order, case.repeat, self._news(case),
+                _spooled_body(key, case).decode("utf-8")]
 
     def _news(self, case: SourceCase) -> list[list[Any]]:
         """The tallies of ``case``'s scores the main process may not know: none, at once, when
