@@ -45,10 +45,12 @@ FIELDS = {"arm", "id", "item_id", "input", "expected", "output", "repeat", "erro
           "output_tokens", "cost_usd", "finish_reason", "started_at", "passed", SCORE_FIELD, SCORES_FIELD}
 WORDS = {"true": True, "yes": True, "false": False, "no": False}
 _EXACT_INTEGERS = 2**53  # every whole number up to this is exactly a float
-#: one run of lines in this many is decoded here when two processes read a file (shared_reading): this
-#: process also spools every row (~5 µs) and takes in the mapped ones (~4 µs), the second decodes and
-#: maps (~12 µs), so it takes five runs in six (its CPU for 200,000 rows: 2.7-2.9 s, this one's 2.8-3.1)
-MAIN_EVERY = 6
+#: one run of lines in this many is decoded here when two processes read a file (shared_reading). The
+#: second decodes, maps and prepares each row for the writer (CasePreparer: ~33 µs a row on session 21's
+#: loaded host); this process takes a prepared row in (~9.5 µs), decodes, maps and spools a row of its
+#: own (~38) and hashes the file. One run in three here keeps both about equally busy (reading CPU for
+#: 200,000 rows: this process 3.7-3.8 s, the second 4.4; one in four: 3.2-3.4 and 4.6-5.0)
+MAIN_EVERY = 3
 
 
 def read_jsonl(source: SourceImport, options: ImportOptions) -> None:
