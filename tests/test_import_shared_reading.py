@@ -226,7 +226,7 @@ def test_a_prepared_case_crosses_as_orjson_and_is_added_as_the_case_is(tmp_path:
         here.add_case(case)
         sent.append(orjson.loads(orjson.dumps(preparer.prepared(case))))
         there.add_prepared(sent[-1])
-    assert [len(prepared[6]) for prepared in sent] == [0, 2, 1, 0, 0, 0]  # the tallies sent: news only
+    assert [len(prepared[5]) for prepared in sent] == [0, 2, 1, 0, 0, 0]  # the tallies sent: news only
     for mine, theirs in zip(here.drafts(), there.drafts(), strict=True):
         mine.spool.seek(0)
         theirs.spool.seek(0)
@@ -277,6 +277,6 @@ def test_a_value_neither_0_nor_1_is_news_once_even_when_the_rest_is_known():
     identity = {"type": "similar", "threshold": 0.8}
     cases = [SourceCase("run", SourceItem(str(n), "in"), scores=[SourceScore("s", value, kind="k", identity=identity)])
              for n, value in enumerate([1.0, 0.0, 0.5, 0.7, None])]
-    news = [preparer.prepared(case)[6] for case in cases]
+    news = [preparer.prepared(case)[5] for case in cases]
     assert news == [[["s", "k", None, '{"type":"similar","threshold":0.8}', identity, None]], [],
                     [["s", "k", None, None, None, 0.5]], [], []]

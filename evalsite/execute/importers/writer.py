@@ -182,7 +182,9 @@ class SourceImport:
         """Add the case :meth:`CasePreparer.prepared` gave ``prepared`` for (in another process): the
         steps of :meth:`add_case` that depend on the cases before it, in the same order (the item
         checked, the repeat numbered or checked, the tallies), the rest done there."""
-        run, item_id, key, row, order, repeat, tallies, body = prepared
+        run, key, row, order, repeat, tallies, body = prepared
+        item_id = row.get("id")
+        key = item_id if key is None else key  # (one string for both, as add_case has it)
         draft = self._drafts.get(run) or self._draft(run)
         self._add_item(draft, item_id, key, row, order)
         repeat = self._repeat(draft, key, repeat)
@@ -253,12 +255,12 @@ class CasePreparer:
         self._signatures: set[bytes] = set()  # of cases whose tallies were sent (_news)
 
     def prepared(self, case: SourceCase) -> list[Any]:
-        """Its item's key, row and order, its repeat as the source gave it (None: numbered by
-        arrival), the news of its tallies and its spooled line but for the repeat: the
-        order-independent part of :meth:`SourceImport.add_case`."""
+        """Its item's key (None when it is the row's id), row and order, its repeat as the source
+        gave it (None: numbered by arrival), the news of its tallies and its spooled line but for
+        the repeat: the order-independent part of :meth:`SourceImport.add_case`."""
         item = case.item
         key, row, order = _item_entry(item)
-        return [case.run, item.id, key, row, order, case.repeat, self._news(case),
+        return [case.run, None if item.id is not None else key, row, order, case.repeat, self._news(case),
                 _spooled_body(key, case).decode("utf-8")]
 
     def _news(self, case: SourceCase) -> list[list[Any]]:
