@@ -42,7 +42,7 @@ from evalsite.analysis.case_columns import batch_columns
 from evalsite.analysis.summary import summarise_run
 from evalsite.errors import RunLogError, SourceError
 from evalsite.execute.importers.source_records import ImportOptions, SourceCase, SourceItem, SourceRun
-from evalsite.experiment.datasets import Dataset, Item, dataset_id, item_identity, row_hashes
+from evalsite.experiment.datasets import Dataset, Item, item_identity, row_hashes
 from evalsite.forked import WorkerLost, forked, halved
 from evalsite.project import Project
 from evalsite.runlog.builders import (
@@ -426,7 +426,7 @@ class _ItemsMemo:
         found = self._datasets.get((location, name))
         if found is None:
             identity = dataset_identity(location, Dataset(Path(location or "."), name, self.items))
-            found = self._datasets[(location, name)] = (dataset_id(name, self.items), identity)
+            found = self._datasets[(location, name)] = (identity["dataset_id"], identity)  # (its dataset_id)
         return found
 
 
