@@ -91,21 +91,22 @@ def import_outcome(root: Path, format_name: str, source: Path, options: ImportOp
     return run_files(report, root), report.warnings
 
 
-def two_processes(monkeypatch: Any, owner: Any, run_chars: int, counted_by: str = "case_of") -> list[int]:
+def two_processes(monkeypatch: Any, run_chars: int) -> list[int]:
     """Two processes for any file (shared_reading), runs of ``run_chars``; the list counts the
-    elements the second process mapped (each one passes through ``owner.<counted_by>`` in this
-    process: plain's ``case_of``, promptfoo's ``SourceImport.add_prepared``)."""
+    elements the second process mapped (each one passes through ``SourceImport.add_prepared`` in
+    this process)."""
     from evalsite import forked
     from evalsite.execute.importers import jsonstream, shared_reading
+    from evalsite.execute.importers.writer import SourceImport
 
     counted: list[int] = []
-    original = getattr(owner, counted_by)
+    original = SourceImport.add_prepared
 
     def counting(*args: Any) -> Any:
         counted.append(1)
         return original(*args)
 
-    monkeypatch.setattr(owner, counted_by, counting)
+    monkeypatch.setattr(SourceImport, "add_prepared", counting)
     monkeypatch.setattr(shared_reading, "MIN_BYTES", 0)
     monkeypatch.setattr(forked, "spare_core", lambda: True)
     monkeypatch.setattr(jsonstream, "RUN_CHARS", run_chars)

@@ -42,7 +42,7 @@ def _text(rows: list[dict[str, Any]], newline: str = "\n") -> str:
 @pytest.fixture
 def mapped_rows(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Two processes for any file, runs of a few lines; the count of rows the second one mapped."""
-    return two_processes(monkeypatch, plain, 1_500)
+    return two_processes(monkeypatch, 1_500)
 
 
 def _both(tmp_path: Path, text: str | bytes, monkeypatch: pytest.MonkeyPatch,
@@ -80,6 +80,28 @@ def test_arms_from_a_field_and_a_scorer_file_too(tmp_path: Path, mapped_rows: li
     options = ImportOptions(again=True, arm_from="meta.system", scorer_file="score.py", scorer_sha256="ab" * 32)
     shared, alone = _both(tmp_path, _text(rows), monkeypatch, options)
     assert shared == alone and isinstance(shared, tuple) and mapped_rows
+
+
+@pytest.mark.parametrize("duplicate", [False, True])
+def test_explicit_repeats_through_the_second_process(
+    tmp_path: Path, mapped_rows: list[int], monkeypatch: pytest.MonkeyPatch, duplicate: bool
+):
+    """Rows with their own repeats, mixed with rows numbered by arrival, imported by two processes
+    as by one; a repeat recorded twice (in a run the second process maps: every run but the first)
+    is the same error."""
+    monkeypatch.setattr(plain, "MAIN_EVERY", 1 << 30)
+    rows = _rows()
+    rows += [{**row, "repeat": 1 + n % 2} for n, row in enumerate(rows)]
+    if duplicate:
+        rows.insert(len(rows) - 100, {**rows[-50], "output": "again"})
+    shared, alone = _both(tmp_path, _text(rows), monkeypatch)
+    assert shared == alone and mapped_rows
+    if duplicate:
+        assert isinstance(shared, str) and f"repeat {rows[-50]['repeat']} is recorded twice" in shared
+    else:
+        assert isinstance(shared, tuple)
+        assert {json.loads(line)["repeat"] for files in shared[0].values()
+                for line in files["cases.jsonl"].splitlines()} == {0, 1, 2}
 
 
 @pytest.mark.parametrize("sent", [0, 3])

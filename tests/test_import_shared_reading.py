@@ -15,8 +15,9 @@ import pytest
 from import_support import PROMPTFOO, import_outcome, second_process_dies, two_processes
 
 from evalsite import forked
+from evalsite.errors import SourceError
 from evalsite.execute.importers import shared_reading
-from evalsite.execute.importers.source_records import SourceCase, SourceItem, SourceScore, case_fields, case_of
+from evalsite.execute.importers.source_records import SourceCase, SourceItem, SourceScore
 from evalsite.execute.importers.writer import CasePreparer, SourceImport
 from evalsite.project import Project
 
@@ -46,7 +47,7 @@ def _write(tmp_path: Path, document: dict[str, Any] | str, name: str = "results.
 @pytest.fixture
 def mapped(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Two processes for any file, runs of ~3 results; the count of results the second one mapped."""
-    return two_processes(monkeypatch, SourceImport, 12_000, "add_prepared")
+    return two_processes(monkeypatch, 12_000)
 
 
 def _both(tmp_path: Path, source: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[object, object]:
@@ -210,14 +211,6 @@ _CASES = [
 ]
 
 
-@pytest.mark.parametrize("case", _CASES)
-def test_a_case_crosses_as_orjson_and_comes_back_equal(case: SourceCase):
-    import orjson
-
-    back = case_of(orjson.loads(orjson.dumps(case_fields(case))))
-    assert back == case and repr(back) == repr(case)  # 1.0 stays a float, 1 an int
-
-
 def test_a_prepared_case_crosses_as_orjson_and_is_added_as_the_case_is(tmp_path: Path):
     """What the second process prepares (CasePreparer), through orjson, makes the same run drafts
     (items, repeats, tallies, spooled lines) as the case added here; the second time a tally is
@@ -241,6 +234,40 @@ def test_a_prepared_case_crosses_as_orjson_and_is_added_as_the_case_is(tmp_path:
         assert (mine.key, mine.items, mine.arrivals, mine.cases, mine.repeats) == (
             theirs.key, theirs.items, theirs.arrivals, theirs.cases, theirs.repeats)
         assert repr(mine.evaluators) == repr(theirs.evaluators)
+    here.close()
+    there.close()
+
+
+def test_explicit_repeats_are_numbered_and_refused_twice_as_add_case_does(tmp_path: Path):
+    """A source's own repeats travel with the prepared case: the same drafts as the case added
+    here, and a repeat recorded twice is the same error, after the same item check."""
+    import orjson
+
+    (tmp_path / "data").mkdir()
+    project, source = Project(tmp_path), tmp_path / "rows.jsonl"
+    source.write_text("{}")
+    here, there = SourceImport(project, source, "jsonl"), SourceImport(project, source, "jsonl")
+    preparer = CasePreparer()
+    cases = [SourceCase("run", SourceItem("x", "in"), repeat, scores=[SourceScore("s", 1.0)])
+             for repeat in (2, 0, None, None, 5)]
+    for case in cases:
+        here.add_case(case)
+        there.add_prepared(orjson.loads(orjson.dumps(preparer.prepared(case))))
+    (mine,), (theirs,) = here.drafts(), there.drafts()
+    assert (mine.explicit, mine.arrivals, mine.repeats, mine.cases) == ({("x", 2), ("x", 0), ("x", 5)}, {"x": 2}, 6, 5)
+    assert (mine.explicit, mine.arrivals, mine.repeats, mine.cases) == (
+        theirs.explicit, theirs.arrivals, theirs.repeats, theirs.cases)
+    errors = []
+    for bad in (SourceCase("run", SourceItem("x", "in"), 0), SourceCase("run", SourceItem("x", "other"), 0)):
+        with pytest.raises(SourceError) as error_here:
+            here.add_case(bad)
+        with pytest.raises(SourceError) as error_there:
+            there.add_prepared(orjson.loads(orjson.dumps(preparer.prepared(bad))))
+        errors.append((error_here.value.message, error_there.value.message))
+    assert [mine for mine, theirs in errors if mine == theirs] == [  # other inputs: the item's error first
+        f"{source}: item 'x' repeat 0 is recorded twice",
+        f"{source}: item 'x' is recorded with two different inputs or expected values",
+    ]
     here.close()
     there.close()
 

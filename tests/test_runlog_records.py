@@ -46,6 +46,7 @@ def test_a_header_exposes_typed_fields_and_keeps_the_rest_raw():
     ({"dataset": "x"}, "r/run.json: dataset must be an object, not a string 'x'"),
     ({"dataset": {"items": -1}}, "r/run.json: dataset.items must be an integer >= 0, not a number -1"),
     ({"evaluators": {"exact": 5}}, "r/run.json: evaluators.exact must be an object, not a number 5"),
+    ({"evaluators": {"a\nb": None}}, "r/run.json: evaluators['a\\nb'] must be an object, not null None"),
     ({"fingerprint": {"dataset": {"inputs_id": 3}}}, "r/run.json: fingerprint.dataset.inputs_id must be a string, not a number 3"),
     ({"config": {"params": []}}, "r/run.json: config.params must be an object, not a list []"),
     ({"format_version": True}, "r/run.json: format_version must be an integer >= 1, not a boolean True"),

@@ -97,11 +97,12 @@ class FieldReader:
         return value
 
     def objects(self, key: str) -> dict[str, dict[str, Any]]:
-        """An object whose every value is an object (``evaluators``)."""
+        """An object whose every value is an object (``evaluators``); a name that would not print
+        as one line (``"a\\nb"``) is quoted in the message: ``evaluators['a\\nb']``."""
         value = self.mapping(key) or {}
         for name, spec in value.items():
             if not isinstance(spec, dict):
-                raise self.bad(f"{key}.{name}", "an object", spec)
+                raise self.bad(f"{key}.{name}" if name.isprintable() else f"{key}[{shown(name)}]", "an object", spec)
         return value
 
     def texts(self, key: str) -> list[str] | None:

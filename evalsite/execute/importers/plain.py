@@ -27,12 +27,10 @@ from evalsite.execute.importers.source_records import (
     SourceRun,
     SourceScore,
     arm_from,
-    case_fields,
-    case_of,
     checked_case,
     finite_number,
 )
-from evalsite.execute.importers.writer import SourceImport
+from evalsite.execute.importers.writer import CasePreparer, SourceImport
 from evalsite.experiment.datasets import csv_reason
 from evalsite.jsonshape import JSONObject
 from evalsite.runlog.records import RunStatus
@@ -47,10 +45,12 @@ FIELDS = {"arm", "id", "item_id", "input", "expected", "output", "repeat", "erro
           "output_tokens", "cost_usd", "finish_reason", "started_at", "passed", SCORE_FIELD, SCORES_FIELD}
 WORDS = {"true": True, "yes": True, "false": False, "no": False}
 _EXACT_INTEGERS = 2**53  # every whole number up to this is exactly a float
-#: one run of lines in this many is decoded here when two processes read a file (shared_reading): this
-#: process also spools every row (~5 µs) and takes in the mapped ones (~4 µs), the second decodes and
-#: maps (~12 µs), so it takes five runs in six (its CPU for 200,000 rows: 2.7-2.9 s, this one's 2.8-3.1)
-MAIN_EVERY = 6
+#: one run of lines in this many is decoded here when two processes read a file (shared_reading). The
+#: second decodes, maps and prepares each row for the writer (CasePreparer: ~33 µs a row on session 21's
+#: loaded host); this process takes a prepared row in (~9.5 µs), decodes, maps and spools a row of its
+#: own (~38) and hashes the file. One run in three here keeps both about equally busy (reading CPU for
+#: 200,000 rows: this process 3.7-3.8 s, the second 4.4; one in four: 3.2-3.4 and 4.6-5.0)
+MAIN_EVERY = 3
 
 
 def read_jsonl(source: SourceImport, options: ImportOptions) -> None:
@@ -112,17 +112,18 @@ class _Rows:
         self.arm_field = (options.arm_from or ARM_FIELD).split(".")[0]
         self.shapes: dict[tuple[str, ...], list[str]] = {}
         self.ignored: set[str] = set()
+        self.preparer = CasePreparer()  # the second process's (mapped)
 
     def case(self, row: JSONObject, where: str) -> SourceCase:
         return _case(row, where, self.options, self.default_arm, self._score_fields(row))
 
     def mapped(self, row: JSONObject) -> list[Any]:
-        """A row as the second process sends it: its case's fields
-        (:func:`~evalsite.execute.importers.source_records.case_fields`) and, after a key list
-        not seen before, the ignored fields found so far. Anything wrong with the row raises, and
-        this process maps it again, raising the error with the row's line."""
+        """A row as the second process sends it: its case as
+        :class:`~evalsite.execute.importers.writer.CasePreparer` prepares it for the writer and,
+        after a key list not seen before, the ignored fields found so far. Anything wrong with the
+        row raises, and this process maps it again, raising the error with the row's line."""
         new_shape = tuple(row) not in self.shapes
-        return [case_fields(self.case(row, "")), sorted(self.ignored) if new_shape else []]
+        return [self.preparer.prepared(self.case(row, "")), sorted(self.ignored) if new_shape else []]
 
     def _score_fields(self, row: JSONObject) -> list[str]:
         shape = tuple(row)
@@ -138,12 +139,11 @@ def _read(source: SourceImport, options: ImportOptions, rows: _Rows, records: It
           truncated: Callable[[], bool]) -> None:
     for where, row in records:
         if isinstance(row, Mapped):  # mapped by the second process, as _Rows.mapped does
-            fields, ignored = row.value
-            case = case_of(fields)
+            prepared, ignored = row.value
             rows.ignored.update(ignored)
+            source.add_prepared(prepared)
         else:
-            case = rows.case(row, where)
-        source.add_case(case)
+            source.add_case(rows.case(row, where))
     if rows.ignored:
         source.warn(f"ignored fields (not in the plain format): {', '.join(sorted(rows.ignored))}")
     if truncated():

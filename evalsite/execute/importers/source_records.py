@@ -239,23 +239,3 @@ def prompt_text(messages: list[JSONValue]) -> Any:
     if len(sent) == 1 and sent[0]["role"] == "user" and isinstance(sent[0]["content"], str):
         return sent[0]["content"]
     return sent or None
-
-
-def case_fields(case: SourceCase) -> list[Any]:
-    """``case`` as a list of plain values (JSON-writable when its values are), for another process;
-    :func:`case_of` makes the equal case again."""
-    item = case.item
-    return [case.run, [item.id, item.input, item.expected, item.order, item.key], case.repeat, case.input,
-            case.output, case.error, case.latency_ms, case.input_tokens, case.output_tokens, case.cost_usd,
-            case.finish_reason, case.started_at,
-            [[s.evaluator, s.value, s.passed, s.label, s.detail, s.error, s.kind, s.identity, s.weight]
-             for s in case.scores],
-            case.score, case.passed]
-
-
-def case_of(fields: list[Any]) -> SourceCase:
-    """The case :func:`case_fields` gave ``fields`` for."""
-    (run, item, repeat, sent, output, error, latency_ms, input_tokens, output_tokens, cost_usd, finish_reason,
-     started_at, scores, score, passed) = fields
-    return SourceCase(run, SourceItem(*item), repeat, sent, output, error, latency_ms, input_tokens, output_tokens,
-                      cost_usd, finish_reason, started_at, [SourceScore(*s) for s in scores], score, passed)

@@ -42,7 +42,7 @@ from evalsite.analysis.case_columns import batch_columns
 from evalsite.analysis.summary import summarise_run
 from evalsite.errors import RunLogError, SourceError
 from evalsite.execute.importers.source_records import ImportOptions, SourceCase, SourceItem, SourceRun
-from evalsite.experiment.datasets import Dataset, Item, dataset_id, item_identity, row_hashes
+from evalsite.experiment.datasets import Dataset, Item, item_identity, row_hashes
 from evalsite.forked import WorkerLost, forked, halved
 from evalsite.project import Project
 from evalsite.runlog.builders import (
@@ -180,11 +180,14 @@ class SourceImport:
 
     def add_prepared(self, prepared: list[Any]) -> None:
         """Add the case :meth:`CasePreparer.prepared` gave ``prepared`` for (in another process): the
-        steps of :meth:`add_case` that depend on the cases before it, the rest done there."""
-        run, item_id, key, row, order, tallies, body = prepared
+        steps of :meth:`add_case` that depend on the cases before it, in the same order (the item
+        checked, the repeat numbered or checked, the tallies), the rest done there."""
+        run, key, row, order, repeat, tallies, body = prepared
+        item_id = row.get("id")
+        key = item_id if key is None else key  # (one string for both, as add_case has it)
         draft = self._drafts.get(run) or self._draft(run)
         self._add_item(draft, item_id, key, row, order)
-        repeat = self._repeat(draft, key, None)
+        repeat = self._repeat(draft, key, repeat)
         for tally in tallies:
             _tally(draft, *tally)
         _spool(draft, repeat, body.encode("utf-8"))
@@ -236,7 +239,7 @@ class SourceImport:
 class CasePreparer:
     """The second process's side of :meth:`SourceImport.add_prepared`: each case as plain JSON
     values (:meth:`prepared`), for a case read from JSON by orjson (no NaN, no integer past 64
-    bits, no lone surrogate) and numbered by arrival (``repeat`` None).
+    bits, no lone surrogate).
 
     A score's tally goes along only when it tells the main process something new (the run's first
     score of that evaluator, an identity not sent before, the evaluator's first value other than 0
@@ -252,11 +255,13 @@ class CasePreparer:
         self._signatures: set[bytes] = set()  # of cases whose tallies were sent (_news)
 
     def prepared(self, case: SourceCase) -> list[Any]:
-        """Its item's key, row and order, the news of its tallies and its spooled line but for the
-        repeat: the order-independent part of :meth:`SourceImport.add_case`."""
+        """Its item's key (None when it is the row's id), row and order, its repeat as the source
+        gave it (None: numbered by arrival), the news of its tallies and its spooled line but for
+        the repeat: the order-independent part of :meth:`SourceImport.add_case`."""
         item = case.item
         key, row, order = _item_entry(item)
-        return [case.run, item.id, key, row, order, self._news(case), _spooled_body(key, case).decode("utf-8")]
+        return [case.run, None if item.id is not None else key, row, order, case.repeat, self._news(case),
+                _spooled_body(key, case).decode("utf-8")]
 
     def _news(self, case: SourceCase) -> list[list[Any]]:
         """The tallies of ``case``'s scores the main process may not know: none, at once, when
@@ -421,7 +426,7 @@ class _ItemsMemo:
         found = self._datasets.get((location, name))
         if found is None:
             identity = dataset_identity(location, Dataset(Path(location or "."), name, self.items))
-            found = self._datasets[(location, name)] = (dataset_id(name, self.items), identity)
+            found = self._datasets[(location, name)] = (identity["dataset_id"], identity)  # (its dataset_id)
         return found
 
 
