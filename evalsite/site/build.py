@@ -32,7 +32,7 @@ from evalsite.analysis.case_columns import CaseColumns, with_dataset_critical
 from evalsite.analysis.case_scan import ScannedCases, scan_cases
 from evalsite.analysis.items import case_cells
 from evalsite.analysis.matrix import run_column
-from evalsite.analysis.summary import summarise_run
+from evalsite.analysis.summary import RunSummary, summarise_run
 from evalsite.errors import SiteError
 from evalsite.forked import Forked, WorkerLost, forked
 from evalsite.jsonshape import JSONObject
@@ -135,6 +135,7 @@ def _build(project: Project, out_dir: Path | None, *, redact: bool | None, full:
         kept = _RunCache(cache, code)
         inputs.kept_columns = lambda run_id: cache.case_columns(kept.key(inputs, run_id))
         inputs.kept_cells = lambda run_id: cache.case_cells(kept.key(inputs, run_id))
+        inputs.has_kept_columns = lambda run_id: cache.has_columns(kept.key(inputs, run_id))
         waiting = _start_leaderboards(inputs, stale, lambda run_id: cache.has_cells(kept.key(inputs, run_id)))
         kit.pair_counts = cache.kept_values(PAIRS_FILE, common)
         _render(kit, writer, stale, hashes, kept, waiting)
@@ -224,7 +225,7 @@ _Aside = dict[str, Forked[_Rendered]]  # job key → the child rendering it
 
 def _render(kit: Kit, writer: SiteWriter, stale: list[PageJob], hashes: dict[str, str], cache: _RunCache,
             waiting: dict[str, str]) -> None:
-    aside: _Aside = {}  # jobs rendering in a child process, collected in their turn
+    aside: _Aside = {}  # jobs rendering in a child process, collected in their turn (a run's own page last)
     try:
         _render_jobs(kit, writer, stale, hashes, cache, waiting, aside)
     finally:
@@ -240,6 +241,7 @@ def _render_jobs(kit: Kit, writer: SiteWriter, stale: list[PageJob], hashes: dic
     wanted = {run_id for job in stale for run_id in (*job.figures, *job.matrix_of)}
     matrix_wanted = {run_id for job in stale for run_id in job.matrix_of}
     shared = SharedTexts()  # one copy of the row starts and snippets the runs of a dataset share
+    late: dict[str, _OwnPage] = {}  # run pages rendering in a child, collected after the other pages
 
     def cached_or_read(run: Run) -> CachedRun | _ReadRun:
         entry = None if run.run_id in own else cache.cache.get(cache.key(kit.inputs, run.run_id), matrix=run.run_id in matrix_wanted)
@@ -268,21 +270,40 @@ def _render_jobs(kit: Kit, writer: SiteWriter, stale: list[PageJob], hashes: dic
             kit.matrix_parts[run_id] = shared.of(part)
         job = own.get(run_id)
         if job is not None:
-            kit.summaries, kit.cases = {run_id: summary}, {run_id: replace(scanned, columns=columns)}
-            _run_job(kit, writer, job, hashes, _collected(kit, aside.pop(job.key, None)))
-            kit.summaries, kit.cases = {}, {}
+            late[job.key] = _OwnPage(job, summary, replace(scanned, columns=columns))
+            if job.key not in aside:  # rendered here, in its turn
+                _run_own_job(kit, writer, late.pop(job.key), hashes, None)
         if critical is None:  # the columns a comparison reads (no dataset stands in for critical flags)
             cache.cache.put_columns(cache.key(kit.inputs, run_id), scanned.columns)
             compare.compare_read_run(kit, run_id, scanned, stale_keys, aside)
     kit.inputs.prefetch_leaderboards(set(waiting.values()))  # a run that was not read after all (its cache entry kept)
-    rendered = {key: _collected(kit, aside.pop(key)) for key in list(aside)}  # before any page reads their pair counts
+    rendered = {key: _collected(kit, aside.pop(key)) for key in list(aside) if key not in late}  # before any page reads their pair counts
     for job in sorted((job for job in stale if not job.cases_of), key=_reads_leaderboards):
         _run_job(kit, writer, job, hashes, rendered.get(job.key))
+    for key, page in late.items():  # last: the other pages render while the child does
+        _run_own_job(kit, writer, page, hashes, _collected(kit, aside.pop(key)))
     cache.cache.keep_only({cache.key(kit.inputs, run.run_id) for run in kit.inputs.runs})
     cache.cache.keep_intervals(cache.code)
     kit.pair_counts.save()
     kit.inputs.kept_hashes.save()
     kit.inputs.kept_datasets.save()
+
+
+class _OwnPage(NamedTuple):
+    """A read run's own page job, with what it renders from (its summary and cases)."""
+
+    job: PageJob
+    summary: RunSummary
+    cases: ScannedCases
+
+
+def _run_own_job(kit: Kit, writer: SiteWriter, page: _OwnPage, hashes: dict[str, str], rendered: _Rendered | None) -> None:
+    """A read run's own page: the files its child rendered, else rendered here from its summary and cases."""
+    run_id = page.job.cases_of
+    assert run_id is not None
+    kit.summaries, kit.cases = {run_id: page.summary}, {run_id: page.cases}
+    _run_job(kit, writer, page.job, hashes, rendered)
+    kit.summaries, kit.cases = {}, {}
 
 
 def _item_buckets(kit: Kit, item_ids: tuple[str, ...]) -> set[str]:
@@ -339,7 +360,8 @@ def _render_aside(kit: Kit, job: PageJob, prepare: Callable[[], None], aside: _A
     process's interpreter lock with it (a new run's page and data scripts, its comparison: most of a
     one-new-run rebuild's own work). The child starts from this process as it is, calls ``prepare``
     (what the job's turn would have made ready) and renders the job as :func:`_run_job` would (the same bytes); the build collects its files
-    in the job's turn. Only while this is the process's one thread (a fork copies the calling thread
+    in the job's turn, a run's own page after every other page (the build renders those meanwhile
+    rather than wait: the run page is the child's longest work, and the last a rebuild waits for). Only while this is the process's one thread (a fork copies the calling thread
     alone, and DuckDB's threads are not running: the child must never call DuckDB; the callers
     check both), and only where :func:`evalsite.forked.forked` forks (Linux, a spare core); else the
     job renders in its turn."""
