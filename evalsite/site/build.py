@@ -1,7 +1,7 @@
 """Build the static site: scan every input, decide which jobs are stale, render them, write the folder.
 
 Order of work: scan (headers and hashes only) → read first the new run whose cells the
-leaderboards wait for, keep its cells, start its own page and its compare pages in child processes
+leaderboards wait for (the other runs' kept entries loading on a thread meanwhile), keep its cells, start its own page and its compare pages in child processes
 where they can run on a spare core, and start the leaderboards → for each run a stale job needs, read its cases at
 most once, as columns (:func:`evalsite.analysis.case_scan.scan_cases`: no Python object per case), summarise them (:func:`evalsite.analysis.summary.summarise_run`), render its own run page
 and data, and keep its figures and matrix part (in memory and in :mod:`evalsite.site.figures`'
@@ -19,6 +19,7 @@ import os
 import sys
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
@@ -323,8 +324,10 @@ class _KeptEntries:
     of their own while the build reads a new run: DuckDB's scan leaves the interpreter lock and,
     reading one file on one core, the second core, and a rebuild would otherwise load these entries
     (the kept runs' figures and matrix parts) after the read, on its main thread, beside its children
-    and the leaderboards' thread. :meth:`join` before the build forks (a child copies only the
-    calling thread); a run not fetched is fetched in :meth:`get`."""
+    and the leaderboards' thread. It also asks :func:`~evalsite.site.paths.item_bucket` for their
+    items, whose memo the new run's page (forked with it) and the item pages then find filled (a
+    full build fills it with its first run). :meth:`join` before the build forks (a child copies
+    only the calling thread); a run not fetched is fetched in :meth:`get`."""
 
     def __init__(self, cache: _RunCache, inputs: ProjectInputs, matrix: set[str], run_ids: list[str]) -> None:
         self.cache, self.inputs, self.matrix = cache, inputs, matrix
@@ -337,6 +340,10 @@ class _KeptEntries:
     def _fetch(self, keys: dict[str, str]) -> None:
         for run_id, key in keys.items():
             self.found[run_id] = self.cache.cache.get(key, matrix=run_id in self.matrix)
+        items = {id(entry.matrix.column.item_ids): entry.matrix.column.item_ids for entry in self.found.values()
+                 if entry is not None and entry.matrix is not None}  # the runs of a dataset share one tuple
+        for item_ids in items.values():
+            deque(map(paths.item_bucket, item_ids), maxlen=0)
 
     def join(self) -> None:
         if self.thread is not None:
