@@ -327,7 +327,7 @@ class _KeptEntries:
     and the leaderboards' thread. It also asks :func:`~evalsite.site.paths.item_bucket` for their
     items, whose memo the new run's page (forked with it) and the item pages then find filled (a
     full build fills it with its first run). :meth:`join` before the build forks (a child copies
-    only the calling thread); a run not fetched is fetched in :meth:`get`."""
+    only the calling thread)."""
 
     def __init__(self, cache: _RunCache, inputs: ProjectInputs, matrix: set[str], run_ids: list[str]) -> None:
         self.cache, self.inputs, self.matrix = cache, inputs, matrix
@@ -351,11 +351,12 @@ class _KeptEntries:
             self.thread = None
 
     def get(self, run_id: str) -> CachedRun | None:
-        """The run's kept entry, None when it has none."""
+        """The run's kept entry, None when it has none. One the thread did not find is asked for
+        again: a run read since may have written texts it shares (a damaged texts file is written
+        again by the first run read, for the runs after it)."""
         self.join()
-        if run_id in self.found:
-            return self.found.pop(run_id)
-        return self.cache.cache.get(self.cache.key(self.inputs, run_id), matrix=run_id in self.matrix)
+        found = self.found.pop(run_id, None)
+        return found if found is not None else self.cache.cache.get(self.cache.key(self.inputs, run_id), matrix=run_id in self.matrix)
 
 
 class _ReadRun(NamedTuple):
