@@ -1,6 +1,6 @@
 """Benchmark the site build: 10 runs × 10,000 cases (one dataset, one experiment).
 
-Rerun from the repository root:  python bench/site.py  [--runs 10] [--cases 10000] [--keep DIR] [--repeat 3] [--realistic] [--code DIR] [--as-command]
+Rerun from the repository root:  python bench/site.py  [--runs 10] [--cases 10000] [--keep DIR] [--repeat 3] [--realistic] [--code DIR] [--as-command] [--spare-core]
 
 Each build runs in a fresh process, as ``evalsite build`` does: the full build (no site, no
 cache), a rebuild with nothing new, a rebuild after one new run of an existing arm (which also
@@ -137,21 +137,29 @@ print(json.dumps({"seconds": seconds, "cpu": cpu, "peak_mb": max(resource.getrus
 """
 
 
-def timed_build(root: Path, code: Path = REPO, as_command: bool = False) -> dict[str, Any]:
+#: With ``--spare-core``, once the code's path is set (inside the timed span): the build forks its
+#: children whatever the load, as on a quiet machine with a core spare.
+CODE_PATH = "sys.path.insert(0, sys.argv[2])\n"
+SPARE_CORE = CODE_PATH + "import evalsite.forked\nevalsite.forked.spare_core = lambda: True\n"
+
+
+def timed_build(root: Path, code: Path = REPO, as_command: bool = False, spare_core: bool = False) -> dict[str, Any]:
     script = CHILDREN_CPU + (COMMAND if as_command else BUILD)
+    if spare_core:
+        script = script.replace(CODE_PATH, SPARE_CORE)
     done = subprocess.run([sys.executable, "-c", script, str(root), str(code)], capture_output=True, text=True, check=True)
     figures: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return figures
 
 
 def one_round(root: Path, runs: int, cases: int, realistic: bool = False, code: Path = REPO,
-              as_command: bool = False) -> dict[str, dict[str, Any]]:
+              as_command: bool = False, spare_core: bool = False) -> dict[str, dict[str, Any]]:
     """The four builds of one round, from no site and no cache; the project is as it was after."""
     for derived in (root / "site", root / ".evalsite" / "site-cache"):
         shutil.rmtree(derived, ignore_errors=True)
 
     def build() -> dict[str, Any]:
-        return timed_build(root, code, as_command)
+        return timed_build(root, code, as_command, spare_core)
 
     found = {"full": build(), "unchanged": build()}
     write_run(root / "runs", runs, cases, arm_index=0, realistic=realistic)  # arm00 again: compared with its first run
@@ -175,13 +183,17 @@ def main() -> None:
     parser.add_argument("--as-command", action="store_true",
                         help="Time each build as `evalsite build --json` runs it, from its process's start (the CLI's "
                              "start-up settings included) rather than build_site's call.")
+    parser.add_argument("--spare-core", action="store_true",
+                        help="Let each build fork its children whatever the load (evalsite.forked.spare_core pinned to "
+                             "True), as on a quiet machine with a core spare: for timing a loaded host.")
     args = parser.parse_args()
     root = args.keep or Path(tempfile.mkdtemp(prefix="evalsite-bench-"))
     (root / "data").mkdir(parents=True, exist_ok=True)
     if not (root / "runs").is_dir():
         for index in range(args.runs):
             write_run(root / "runs", index, args.cases, realistic=args.realistic)
-    rounds = [one_round(root, args.runs, args.cases, args.realistic, args.code, args.as_command) for _ in range(args.repeat)]
+    rounds = [one_round(root, args.runs, args.cases, args.realistic, args.code, args.as_command, args.spare_core)
+              for _ in range(args.repeat)]
 
     def median(build: str, figure: str) -> float:
         return float(statistics.median(found[build][figure] for found in rounds))
@@ -190,7 +202,8 @@ def main() -> None:
     last = rounds[-1]
     total = args.runs * args.cases
     print(f"site for {args.runs} runs × {args.cases:,} {'realistic ' * args.realistic}cases ({total:,} cases) by {args.code}; "
-          f"each build in a fresh process{', as `evalsite build --json`' * args.as_command}; "
+          f"each build in a fresh process{', as `evalsite build --json`' * args.as_command}"
+          f"{', children forked whatever the load' * args.spare_core}; "
           f"medians of {len(rounds)} (wall, CPU of both threads)")
     print(f"full build:             {full:8.1f} s  cpu {median('full', 'cpu'):6.1f} s  ({total / full:,.0f} cases/s), "
           f"peak {median('full', 'peak_mb'):.0f} MB")

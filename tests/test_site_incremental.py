@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import threading
 from pathlib import Path
 
 import pytest
@@ -205,7 +206,8 @@ def test_a_new_run_is_the_only_file_its_leaderboard_and_comparison_read(tmp_path
 
 def test_a_new_runs_leaderboards_start_once_its_cells_are_kept_before_anything_else(small_project, monkeypatch, tmp_path):
     """The leaderboards a new run joins wait only for its reading: the build keeps its cells and
-    starts them before it summarises the run, loads the other runs' kept figures or renders a page."""
+    starts them before it summarises the run or renders a page; the other runs' kept figures are
+    loaded on a thread of their own during the reading, which also asks for their items' buckets."""
     build_site(small_project)
     data_id = recorded_dataset(small_project)
     arm_run(small_project.root, A2, "a", {"i2"}, data_id)
@@ -215,11 +217,19 @@ def test_a_new_runs_leaderboards_start_once_its_cells_are_kept_before_anything_e
     monkeypatch.setattr(ProjectInputs, "prefetch_leaderboards",
                         lambda self, ids: events.extend(f"leaderboards {i}" for i in ids) or prefetch(self, ids))
     monkeypatch.setattr(build, "summarise_run", lambda columns: events.append("summary") or summarise(columns))
-    monkeypatch.setattr(SiteCache, "get", lambda self, *args, **options: events.append("kept") or kept(self, *args, **options))
+    fetched: list[str] = []
+    monkeypatch.setattr(SiteCache, "get", lambda self, *args, **options: fetched.append(threading.current_thread().name)
+                        or kept(self, *args, **options))
+    asked: list[tuple[str, str]] = []
+    bucket = paths.item_bucket
+    monkeypatch.setattr(paths, "item_bucket", lambda item_id: asked.append((threading.current_thread().name, item_id))
+                        or bucket(item_id))
     monkeypatch.setattr(build, "_run_job", lambda kit, writer, job, *args: events.append(job.key) or run_job(kit, writer, job, *args))
     build_site(small_project)
     assert events[0] == f"leaderboards {data_id}" and events.count(events[0]) == 1
-    assert {"summary", "kept", f"run:{A2}", "home"} <= set(events[1:])
+    assert {"summary", f"run:{A2}", "home"} <= set(events[1:])
+    assert fetched == ["evalsite-kept-runs"] * 3  # A1, B1, C1
+    assert sorted(item_id for thread, item_id in asked if thread == "evalsite-kept-runs") == ITEMS  # their items' buckets, once
     assert_same_as_a_fresh_build(small_project, tmp_path)
 
 
@@ -433,4 +443,37 @@ def test_a_compare_child_killed_before_its_result_leaves_the_page_and_counts_to_
     build_site(project)
     assert len(page_children) == 2 and no_child_left()
     assert pair_counts_kept(project) != {}  # the build counted the pair itself
+    assert_same_as_a_fresh_build(project, tmp_path)
+
+
+def test_a_new_runs_page_from_its_child_is_written_after_the_other_pages(small_project, page_children, monkeypatch, tmp_path):
+    """The build renders its other pages while the run page's child works, and takes that page last."""
+    build_site(small_project)
+    arm_run(small_project.root, A2, "a", {"i2"}, recorded_dataset(small_project))
+    written: list[str] = []
+    run_job = build._run_job
+    monkeypatch.setattr(build, "_run_job", lambda kit, writer, job, *args: written.append(job.key) or run_job(kit, writer, job, *args))
+    build_site(small_project)
+    assert len(page_children) == 1 and no_child_left()
+    assert len(written) > 1 and written[-1] == f"run:{A2}"
+    assert_same_as_a_fresh_build(small_project, tmp_path)
+
+
+def test_a_compare_child_that_cannot_read_the_baselines_kept_columns_leaves_the_page_to_the_build(
+        project_without_dataset_file, page_children, monkeypatch, tmp_path):
+    """The compare child reads the baseline's kept columns itself (the build forks without waiting
+    for them); columns it cannot read end it as a lost worker, and the build compares the pair."""
+    project = project_without_dataset_file
+    build_site(project)
+    for kept in (project.root / ".evalsite" / "site-cache").glob(f"*{COLUMNS_SUFFIX}"):
+        kept.write_bytes(b"damaged")  # still a regular file: the child is started, then cannot read it
+    arm_run(project.root, A2, "a", {"i2"}, recorded_dataset(project))
+    compared_by: list[int] = []
+    compare_runs = compare.compare_runs
+    monkeypatch.setattr(compare, "compare_runs", lambda *args, **options: compared_by.append(os.getpid()) or compare_runs(*args, **options))
+    duckdb_refused_in_children(monkeypatch)
+    build_site(project)
+    assert len(page_children) == 2 and no_child_left()
+    assert compared_by == [os.getpid()]  # in the build, once
+    assert pair_counts_kept(project) != {}
     assert_same_as_a_fresh_build(project, tmp_path)

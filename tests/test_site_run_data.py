@@ -103,6 +103,7 @@ def test_every_case_is_in_its_bucket_s_parts_as_written(written):
     assert [(c["item_id"], c["repeat"]) for c in decoded] == [(c["item_id"], c["repeat"]) for c in ordered]
     for found, written_case in zip(decoded, ordered):
         assert found["bucket"] == paths.item_bucket(written_case["item_id"])
+        assert found["anchor"] == paths.item_anchor(written_case["item_id"])  # "Item 3": an anchor the slug changes
         for field in ("input", "expected", "output"):
             assert found[field] == _shown(written_case[field])
             omitted = display(written_case[field], LIMIT)

@@ -1,7 +1,7 @@
 """Build the static site: scan every input, decide which jobs are stale, render them, write the folder.
 
 Order of work: scan (headers and hashes only) → read first the new run whose cells the
-leaderboards wait for, keep its cells, start its own page and its compare pages in child processes
+leaderboards wait for (the other runs' kept entries loading on a thread meanwhile), keep its cells, start its own page and its compare pages in child processes
 where they can run on a spare core, and start the leaderboards → for each run a stale job needs, read its cases at
 most once, as columns (:func:`evalsite.analysis.case_scan.scan_cases`: no Python object per case), summarise them (:func:`evalsite.analysis.summary.summarise_run`), render its own run page
 and data, and keep its figures and matrix part (in memory and in :mod:`evalsite.site.figures`'
@@ -19,6 +19,7 @@ import os
 import sys
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
@@ -32,7 +33,7 @@ from evalsite.analysis.case_columns import CaseColumns, with_dataset_critical
 from evalsite.analysis.case_scan import ScannedCases, scan_cases
 from evalsite.analysis.items import case_cells
 from evalsite.analysis.matrix import run_column
-from evalsite.analysis.summary import summarise_run
+from evalsite.analysis.summary import RunSummary, summarise_run
 from evalsite.errors import SiteError
 from evalsite.forked import Forked, WorkerLost, forked
 from evalsite.jsonshape import JSONObject
@@ -135,6 +136,7 @@ def _build(project: Project, out_dir: Path | None, *, redact: bool | None, full:
         kept = _RunCache(cache, code)
         inputs.kept_columns = lambda run_id: cache.case_columns(kept.key(inputs, run_id))
         inputs.kept_cells = lambda run_id: cache.case_cells(kept.key(inputs, run_id))
+        inputs.has_kept_columns = lambda run_id: cache.has_columns(kept.key(inputs, run_id))
         waiting = _start_leaderboards(inputs, stale, lambda run_id: cache.has_cells(kept.key(inputs, run_id)))
         kit.pair_counts = cache.kept_values(PAIRS_FILE, common)
         _render(kit, writer, stale, hashes, kept, waiting)
@@ -224,7 +226,7 @@ _Aside = dict[str, Forked[_Rendered]]  # job key → the child rendering it
 
 def _render(kit: Kit, writer: SiteWriter, stale: list[PageJob], hashes: dict[str, str], cache: _RunCache,
             waiting: dict[str, str]) -> None:
-    aside: _Aside = {}  # jobs rendering in a child process, collected in their turn
+    aside: _Aside = {}  # jobs rendering in a child process, collected in their turn (a run's own page last)
     try:
         _render_jobs(kit, writer, stale, hashes, cache, waiting, aside)
     finally:
@@ -240,10 +242,14 @@ def _render_jobs(kit: Kit, writer: SiteWriter, stale: list[PageJob], hashes: dic
     wanted = {run_id for job in stale for run_id in (*job.figures, *job.matrix_of)}
     matrix_wanted = {run_id for job in stale for run_id in job.matrix_of}
     shared = SharedTexts()  # one copy of the row starts and snippets the runs of a dataset share
+    late: dict[str, _OwnPage] = {}  # run pages rendering in a child, collected after the other pages
+    kept = _KeptEntries(cache, kit.inputs, matrix_wanted, [run.run_id for run in kit.inputs.runs
+                                                           if waiting and run.run_id in wanted and run.run_id not in own])
 
     def cached_or_read(run: Run) -> CachedRun | _ReadRun:
-        entry = None if run.run_id in own else cache.cache.get(cache.key(kit.inputs, run.run_id), matrix=run.run_id in matrix_wanted)
-        return entry or _read_run(kit, cache, run, waiting, lambda read: _start_aside(kit, run.run_id, read, own.get(run.run_id), by_key, aside))
+        entry = None if run.run_id in own else kept.get(run.run_id)
+        return entry or _read_run(kit, cache, run, waiting, kept.join,
+                                  lambda read: _start_aside(kit, run.run_id, read, own.get(run.run_id), by_key, aside))
 
     first = {run.run_id: cached_or_read(run) for run in kit.inputs.runs if run.run_id in waiting}  # the leaderboards wait
     for run in kit.inputs.runs:
@@ -268,21 +274,40 @@ def _render_jobs(kit: Kit, writer: SiteWriter, stale: list[PageJob], hashes: dic
             kit.matrix_parts[run_id] = shared.of(part)
         job = own.get(run_id)
         if job is not None:
-            kit.summaries, kit.cases = {run_id: summary}, {run_id: replace(scanned, columns=columns)}
-            _run_job(kit, writer, job, hashes, _collected(kit, aside.pop(job.key, None)))
-            kit.summaries, kit.cases = {}, {}
+            late[job.key] = _OwnPage(job, summary, replace(scanned, columns=columns))
+            if job.key not in aside:  # rendered here, in its turn
+                _run_own_job(kit, writer, late.pop(job.key), hashes, None)
         if critical is None:  # the columns a comparison reads (no dataset stands in for critical flags)
             cache.cache.put_columns(cache.key(kit.inputs, run_id), scanned.columns)
             compare.compare_read_run(kit, run_id, scanned, stale_keys, aside)
     kit.inputs.prefetch_leaderboards(set(waiting.values()))  # a run that was not read after all (its cache entry kept)
-    rendered = {key: _collected(kit, aside.pop(key)) for key in list(aside)}  # before any page reads their pair counts
+    rendered = {key: _collected(kit, aside.pop(key)) for key in list(aside) if key not in late}  # before any page reads their pair counts
     for job in sorted((job for job in stale if not job.cases_of), key=_reads_leaderboards):
         _run_job(kit, writer, job, hashes, rendered.get(job.key))
+    for key, page in late.items():  # last: the other pages render while the child does
+        _run_own_job(kit, writer, page, hashes, _collected(kit, aside.pop(key)))
     cache.cache.keep_only({cache.key(kit.inputs, run.run_id) for run in kit.inputs.runs})
     cache.cache.keep_intervals(cache.code)
     kit.pair_counts.save()
     kit.inputs.kept_hashes.save()
     kit.inputs.kept_datasets.save()
+
+
+class _OwnPage(NamedTuple):
+    """A read run's own page job, with what it renders from (its summary and cases)."""
+
+    job: PageJob
+    summary: RunSummary
+    cases: ScannedCases
+
+
+def _run_own_job(kit: Kit, writer: SiteWriter, page: _OwnPage, hashes: dict[str, str], rendered: _Rendered | None) -> None:
+    """A read run's own page: the files its child rendered, else rendered here from its summary and cases."""
+    run_id = page.job.cases_of
+    assert run_id is not None
+    kit.summaries, kit.cases = {run_id: page.summary}, {run_id: page.cases}
+    _run_job(kit, writer, page.job, hashes, rendered)
+    kit.summaries, kit.cases = {}, {}
 
 
 def _item_buckets(kit: Kit, item_ids: tuple[str, ...]) -> set[str]:
@@ -294,19 +319,61 @@ def _item_buckets(kit: Kit, item_ids: tuple[str, ...]) -> set[str]:
     return {paths.item_bucket(item_id) for item_id in item_ids}
 
 
+class _KeptEntries:
+    """The site cache's entries of ``run_ids`` (runs this build does not read), fetched on a thread
+    of their own while the build reads a new run: DuckDB's scan leaves the interpreter lock and,
+    reading one file on one core, the second core, and a rebuild would otherwise load these entries
+    (the kept runs' figures and matrix parts) after the read, on its main thread, beside its children
+    and the leaderboards' thread. It also asks :func:`~evalsite.site.paths.item_bucket` for their
+    items, whose memo the new run's page (forked with it) and the item pages then find filled (a
+    full build fills it with its first run). :meth:`join` before the build forks (a child copies
+    only the calling thread)."""
+
+    def __init__(self, cache: _RunCache, inputs: ProjectInputs, matrix: set[str], run_ids: list[str]) -> None:
+        self.cache, self.inputs, self.matrix = cache, inputs, matrix
+        self.found: dict[str, CachedRun | None] = {}
+        keys = {run_id: cache.key(inputs, run_id) for run_id in run_ids}  # here: the inputs' hashes are not the thread's to compute
+        self.thread = threading.Thread(target=self._fetch, args=(keys,), name="evalsite-kept-runs") if keys else None
+        if self.thread is not None:
+            self.thread.start()
+
+    def _fetch(self, keys: dict[str, str]) -> None:
+        for run_id, key in keys.items():
+            self.found[run_id] = self.cache.cache.get(key, matrix=run_id in self.matrix)
+        items = {id(entry.matrix.column.item_ids): entry.matrix.column.item_ids for entry in self.found.values()
+                 if entry is not None and entry.matrix is not None}  # the runs of a dataset share one tuple
+        for item_ids in items.values():
+            deque(map(paths.item_bucket, item_ids), maxlen=0)
+
+    def join(self) -> None:
+        if self.thread is not None:
+            self.thread.join()
+            self.thread = None
+
+    def get(self, run_id: str) -> CachedRun | None:
+        """The run's kept entry, None when it has none. One the thread did not find is asked for
+        again: a run read since may have written texts it shares (a damaged texts file is written
+        again by the first run read, for the runs after it)."""
+        self.join()
+        found = self.found.pop(run_id, None)
+        return found if found is not None else self.cache.cache.get(self.cache.key(self.inputs, run_id), matrix=run_id in self.matrix)
+
+
 class _ReadRun(NamedTuple):
     scanned: ScannedCases
     critical: dict[str, bool] | None  # the dataset's flags, where it stands in for the cases' own
     columns: CaseColumns  # with those flags
 
 
-def _read_run(kit: Kit, cache: _RunCache, run: Run, waiting: dict[str, str], start_aside: Callable[[_ReadRun], None]) -> _ReadRun:
+def _read_run(kit: Kit, cache: _RunCache, run: Run, waiting: dict[str, str], join: Callable[[], None],
+              start_aside: Callable[[_ReadRun], None]) -> _ReadRun:
     """A run's one reading, as columns, its cells kept at once: a dataset whose leaderboards wait
     for this run (a new run; ``waiting`` then loses it) starts them here, before the build
     summarises the run, draws its matrix part and renders its page. Just before they start, while
-    the build has no other thread, ``start_aside`` may start rendering the run's own pages in child
-    processes (:func:`_start_aside`)."""
+    the build has no other thread (``join``: the threads it started meanwhile, :class:`_KeptEntries`),
+    ``start_aside`` may start rendering the run's own pages in child processes (:func:`_start_aside`)."""
     scanned = scan_cases(run.directory, texts=True)
+    join()
     critical = kit.inputs.critical_items(run, scanned.columns)
     read = _ReadRun(scanned, critical, with_dataset_critical(scanned.columns, critical))
     cache.cache.put_cells(cache.key(kit.inputs, run.run_id), case_cells(run.run_id, read.columns))  # no critical flag among them
@@ -339,7 +406,8 @@ def _render_aside(kit: Kit, job: PageJob, prepare: Callable[[], None], aside: _A
     process's interpreter lock with it (a new run's page and data scripts, its comparison: most of a
     one-new-run rebuild's own work). The child starts from this process as it is, calls ``prepare``
     (what the job's turn would have made ready) and renders the job as :func:`_run_job` would (the same bytes); the build collects its files
-    in the job's turn. Only while this is the process's one thread (a fork copies the calling thread
+    in the job's turn, a run's own page after every other page (the build renders those meanwhile
+    rather than wait: the run page is the child's longest work, and the last a rebuild waits for). Only while this is the process's one thread (a fork copies the calling thread
     alone, and DuckDB's threads are not running: the child must never call DuckDB; the callers
     check both), and only where :func:`evalsite.forked.forked` forks (Linux, a spare core); else the
     job renders in its turn."""

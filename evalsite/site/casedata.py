@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any, TypeVar
@@ -105,10 +105,9 @@ def _item_texts_file(dataset_id: str, bucket: str, found: tuple[dict[str, str], 
     return path, json_script(path, payload)
 
 
-def _anchor(item_id: str) -> str | None:
-    """The item's anchor on its item page when it is not ``item-<id>`` (which the browser derives)."""
-    anchor = paths.item_anchor(item_id)
-    return None if anchor == f"item-{item_id}" else anchor
+def _anchors(item_ids: Sequence[str]) -> list[str | None]:
+    """Each item's anchor on its item page when it is not ``item-<id>`` (which the browser derives)."""
+    return [None if anchor == f"item-{item_id}" else anchor for item_id, anchor in zip(item_ids, paths.item_anchors(item_ids))]
 
 
 #: A cut text: the characters left out, and ``[text, omitted]`` whole up to :data:`WHOLE_FACTOR` times the limit.
@@ -133,7 +132,7 @@ class _Listing:
         self.item_ids = [columns.item_ids[code] for code in codes]
         bucket_of = {item_id: paths.item_bucket(item_id) for item_id in columns.item_ids}
         self.bucket = [bucket_of[item_id] for item_id in self.item_ids]
-        anchors = [_anchor(item_id) if item_pages else None for item_id in columns.item_ids]
+        anchors = _anchors(columns.item_ids) if item_pages else [None] * len(columns.item_ids)
         self.anchors = [anchors[code] for code in codes]
         error, passed, critical = columns.error[order], columns.passed[order], columns.critical[order]
         self.status: list[int] = np.where(error, 2, np.where(passed == TRUE, 0, np.where(passed == FALSE, 1, 3))).tolist()

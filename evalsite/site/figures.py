@@ -197,10 +197,17 @@ class SiteCache:
 
     def has_cells(self, content_hash: str) -> bool:
         """Whether the run's cells are kept (a regular file; :meth:`case_cells` still checks what it reads)."""
+        return self._has(f"{content_hash}{CELLS_SUFFIX}")
+
+    def has_columns(self, content_hash: str) -> bool:
+        """Whether the run's case columns are kept (a regular file; :meth:`case_columns` still checks what it reads)."""
+        return self._has(f"{content_hash}{COLUMNS_SUFFIX}")
+
+    def _has(self, name: str) -> bool:
         if self.refused:
             return False
         try:
-            return stat.S_ISREG(os.lstat(self.folder / f"{content_hash}{CELLS_SUFFIX}").st_mode)
+            return stat.S_ISREG(os.lstat(self.folder / name).st_mode)
         except OSError:
             return False
 

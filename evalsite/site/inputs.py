@@ -140,6 +140,8 @@ class ProjectInputs:
     #: by an earlier build (the build's cache), None when there are none.
     kept_columns: Callable[[str], CaseColumns | None] = lambda run_id: None
     kept_cells: Callable[[str], pa.Table | None] = lambda run_id: None
+    #: Whether a run's case columns are kept (without reading them).
+    has_kept_columns: Callable[[str], bool] = lambda run_id: False
     #: Files' hashes by their states (:func:`kept_file_hash`), and what the dataset files' contents
     #: give (their selections' hashes, the items' metadata scripts), both kept by earlier builds.
     kept_hashes: KeptValues = field(default_factory=KeptValues.unsaved)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import posixpath
 import re
+from collections.abc import Sequence
 from functools import lru_cache
 
 from evalsite.runlog.hashing import sha256_text
@@ -119,7 +120,7 @@ def item_buckets(item_ids: list[str]) -> list[str]:
 _PLAIN_ID = re.compile(r"[A-Za-z0-9_.-]*[A-Za-z0-9_]")
 
 
-def item_anchors(item_ids: list[str]) -> list[str]:
+def item_anchors(item_ids: Sequence[str]) -> list[str]:
     """:func:`item_anchor` of each id: ``item-<id>`` without a slug or a memo for an id the slug
     leaves alone, :func:`item_anchor` for any other."""
     plain, longest = _PLAIN_ID.fullmatch, MAX_SLUG - len("item-")

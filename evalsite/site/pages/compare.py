@@ -21,6 +21,7 @@ from evalsite.analysis.compare import ComparisonReport, compare_runs
 from evalsite.analysis.item_changes import GT_CHANGED, IMPROVED, REGRESSED, UNCHANGED, ItemChanges
 from evalsite.analysis.regression import RegressionReport
 from evalsite.errors import RunLogError, SiteError
+from evalsite.forked import WorkerLost
 from evalsite.runlog.store import resolve_run
 from evalsite.site import charts, paths
 from evalsite.site.casedata import data_script
@@ -141,21 +142,25 @@ def compare_read_run(kit: Kit, run_id: str, cases: ScannedCases, stale: set[str]
 def pages_aside(kit: Kit, run_id: str, cases: ScannedCases, stale: Mapping[str, PageJob]) -> list[tuple[PageJob, Callable[[], None]]]:
     """The stale compare pages of a run the build has just read (``cases``) that a child process may
     render (:func:`evalsite.site.build._render_aside`), each with what the child does first: the
-    comparison, from the cases in hand and the baseline's kept columns, and, for the run's own
-    baseline, the runs table's change counts (the child hands them back with the page). A child
-    forked beside DuckDB's threads must never call DuckDB, so a pair whose baseline has no kept
-    columns (its comparison would read the baseline's file) is left to the build."""
+    comparison, from the cases in hand and the baseline's kept columns (read by the child: the
+    build forks without waiting for them), and, for the run's own baseline, the runs table's change
+    counts (the child hands them back with the page). A child forked beside DuckDB's threads must
+    never call DuckDB, so a pair whose baseline has no kept columns (its comparison would read the
+    baseline's file) is left to the build, and so is one whose kept columns the child cannot read
+    (it ends as a lost worker, :class:`~evalsite.forked.WorkerLost`: the build renders the page)."""
     found: list[tuple[PageJob, Callable[[], None]]] = []
     for baseline_id in sorted(_read_run_baselines(kit, run_id, set(stale))):
         job = stale.get(job_key(run_id, baseline_id))
-        baseline = kit.inputs.kept_cases(baseline_id) if job is not None else None
-        if job is not None and baseline is not None:
-            found.append((job, partial(_compared_aside, kit, run_id, baseline_id, (cases, baseline), "runs" in stale)))
+        if job is not None and kit.inputs.has_kept_columns(baseline_id):
+            found.append((job, partial(_compared_aside, kit, run_id, baseline_id, cases, "runs" in stale)))
     return found
 
 
-def _compared_aside(kit: Kit, run_id: str, baseline_id: str, cases: tuple[ScannedCases, ScannedCases], counts: bool) -> None:
-    comparison(kit.inputs, run_id, baseline_id, *cases)
+def _compared_aside(kit: Kit, run_id: str, baseline_id: str, cases: ScannedCases, counts: bool) -> None:
+    baseline = kit.inputs.kept_cases(baseline_id)
+    if baseline is None:  # kept columns that cannot be read: the comparison would read the baseline's file
+        raise WorkerLost(f"{baseline_id}: its kept case columns could not be read; the build compares it")
+    comparison(kit.inputs, run_id, baseline_id, cases, baseline)
     if counts and baseline_id == kit.inputs.baseline_of(run_id):
         change_counts(kit, run_id, baseline_id)
 
