@@ -15,12 +15,13 @@ import shutil
 import threading
 from pathlib import Path
 
+import duckdb
 import pytest
 from sitekit import case, tree_bytes, write_run
 
 from evalsite import forked as forked_module
-from evalsite.analysis import case_scan, items
 from evalsite.analysis import compare as compare_module
+from evalsite.analysis import items
 from evalsite.analysis.exclusions import exclude_run
 from evalsite.errors import SiteError
 from evalsite.experiment.datasets import dataset_id, item_identity
@@ -391,7 +392,7 @@ def duckdb_refused_in_children(monkeypatch) -> None:
 
     monkeypatch.setattr(compare_module, "scan_cases", guarded(compare_module.scan_cases))
     monkeypatch.setattr(build, "scan_cases", guarded(build.scan_cases))
-    monkeypatch.setattr(case_scan.duckdb, "connect", guarded(case_scan.duckdb.connect))
+    monkeypatch.setattr(duckdb, "connect", guarded(duckdb.connect))  # every connection (analysis.db.connect's)
 
 
 def pair_counts_kept(project: Project) -> dict:
