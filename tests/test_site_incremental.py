@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import threading
 from pathlib import Path
 
 import duckdb
@@ -207,8 +206,7 @@ def test_a_new_run_is_the_only_file_its_leaderboard_and_comparison_read(tmp_path
 
 def test_a_new_runs_leaderboards_start_once_its_cells_are_kept_before_anything_else(small_project, monkeypatch, tmp_path):
     """The leaderboards a new run joins wait only for its reading: the build keeps its cells and
-    starts them before it summarises the run or renders a page; the other runs' kept figures are
-    loaded on a thread of their own during the reading, which also asks for their items' buckets."""
+    starts them before it summarises the run, loads the other runs' kept figures or renders a page."""
     build_site(small_project)
     data_id = recorded_dataset(small_project)
     arm_run(small_project.root, A2, "a", {"i2"}, data_id)
@@ -218,19 +216,11 @@ def test_a_new_runs_leaderboards_start_once_its_cells_are_kept_before_anything_e
     monkeypatch.setattr(ProjectInputs, "prefetch_leaderboards",
                         lambda self, ids: events.extend(f"leaderboards {i}" for i in ids) or prefetch(self, ids))
     monkeypatch.setattr(build, "summarise_run", lambda columns: events.append("summary") or summarise(columns))
-    fetched: list[str] = []
-    monkeypatch.setattr(SiteCache, "get", lambda self, *args, **options: fetched.append(threading.current_thread().name)
-                        or kept(self, *args, **options))
-    asked: list[tuple[str, str]] = []
-    bucket = paths.item_bucket
-    monkeypatch.setattr(paths, "item_bucket", lambda item_id: asked.append((threading.current_thread().name, item_id))
-                        or bucket(item_id))
+    monkeypatch.setattr(SiteCache, "get", lambda self, *args, **options: events.append("kept") or kept(self, *args, **options))
     monkeypatch.setattr(build, "_run_job", lambda kit, writer, job, *args: events.append(job.key) or run_job(kit, writer, job, *args))
     build_site(small_project)
     assert events[0] == f"leaderboards {data_id}" and events.count(events[0]) == 1
-    assert {"summary", f"run:{A2}", "home"} <= set(events[1:])
-    assert fetched == ["evalsite-kept-runs"] * 3  # A1, B1, C1
-    assert sorted(item_id for thread, item_id in asked if thread == "evalsite-kept-runs") == ITEMS  # their items' buckets, once
+    assert {"summary", "kept", f"run:{A2}", "home"} <= set(events[1:])
     assert_same_as_a_fresh_build(small_project, tmp_path)
 
 

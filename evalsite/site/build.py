@@ -1,7 +1,7 @@
 """Build the static site: scan every input, decide which jobs are stale, render them, write the folder.
 
 Order of work: scan (headers and hashes only) → read first the new run whose cells the
-leaderboards wait for (the other runs' kept entries loading on a thread meanwhile), keep its cells, start its own page and its compare pages in child processes
+leaderboards wait for, keep its cells, start its own page and its compare pages in child processes
 where they can run on a spare core, and start the leaderboards → for each run a stale job needs, read its cases at
 most once, as columns (:func:`evalsite.analysis.case_scan.scan_cases`: no Python object per case), summarise them (:func:`evalsite.analysis.summary.summarise_run`), render its own run page
 and data, and keep its figures and matrix part (in memory and in :mod:`evalsite.site.figures`'
@@ -19,7 +19,6 @@ import os
 import sys
 import threading
 import time
-from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
@@ -243,13 +242,10 @@ def _render_jobs(kit: Kit, writer: SiteWriter, stale: list[PageJob], hashes: dic
     matrix_wanted = {run_id for job in stale for run_id in job.matrix_of}
     shared = SharedTexts()  # one copy of the row starts and snippets the runs of a dataset share
     late: dict[str, _OwnPage] = {}  # run pages rendering in a child, collected after the other pages
-    kept = _KeptEntries(cache, kit.inputs, matrix_wanted, [run.run_id for run in kit.inputs.runs
-                                                           if waiting and run.run_id in wanted and run.run_id not in own])
 
     def cached_or_read(run: Run) -> CachedRun | _ReadRun:
-        entry = None if run.run_id in own else kept.get(run.run_id)
-        return entry or _read_run(kit, cache, run, waiting, kept.join,
-                                  lambda read: _start_aside(kit, run.run_id, read, own.get(run.run_id), by_key, aside))
+        entry = None if run.run_id in own else cache.cache.get(cache.key(kit.inputs, run.run_id), matrix=run.run_id in matrix_wanted)
+        return entry or _read_run(kit, cache, run, waiting, lambda read: _start_aside(kit, run.run_id, read, own.get(run.run_id), by_key, aside))
 
     first = {run.run_id: cached_or_read(run) for run in kit.inputs.runs if run.run_id in waiting}  # the leaderboards wait
     for run in kit.inputs.runs:
@@ -319,61 +315,19 @@ def _item_buckets(kit: Kit, item_ids: tuple[str, ...]) -> set[str]:
     return {paths.item_bucket(item_id) for item_id in item_ids}
 
 
-class _KeptEntries:
-    """The site cache's entries of ``run_ids`` (runs this build does not read), fetched on a thread
-    of their own while the build reads a new run: DuckDB's scan leaves the interpreter lock and,
-    reading one file on one core, the second core, and a rebuild would otherwise load these entries
-    (the kept runs' figures and matrix parts) after the read, on its main thread, beside its children
-    and the leaderboards' thread. It also asks :func:`~evalsite.site.paths.item_bucket` for their
-    items, whose memo the new run's page (forked with it) and the item pages then find filled (a
-    full build fills it with its first run). :meth:`join` before the build forks (a child copies
-    only the calling thread)."""
-
-    def __init__(self, cache: _RunCache, inputs: ProjectInputs, matrix: set[str], run_ids: list[str]) -> None:
-        self.cache, self.inputs, self.matrix = cache, inputs, matrix
-        self.found: dict[str, CachedRun | None] = {}
-        keys = {run_id: cache.key(inputs, run_id) for run_id in run_ids}  # here: the inputs' hashes are not the thread's to compute
-        self.thread = threading.Thread(target=self._fetch, args=(keys,), name="evalsite-kept-runs") if keys else None
-        if self.thread is not None:
-            self.thread.start()
-
-    def _fetch(self, keys: dict[str, str]) -> None:
-        for run_id, key in keys.items():
-            self.found[run_id] = self.cache.cache.get(key, matrix=run_id in self.matrix)
-        items = {id(entry.matrix.column.item_ids): entry.matrix.column.item_ids for entry in self.found.values()
-                 if entry is not None and entry.matrix is not None}  # the runs of a dataset share one tuple
-        for item_ids in items.values():
-            deque(map(paths.item_bucket, item_ids), maxlen=0)
-
-    def join(self) -> None:
-        if self.thread is not None:
-            self.thread.join()
-            self.thread = None
-
-    def get(self, run_id: str) -> CachedRun | None:
-        """The run's kept entry, None when it has none. One the thread did not find is asked for
-        again: a run read since may have written texts it shares (a damaged texts file is written
-        again by the first run read, for the runs after it)."""
-        self.join()
-        found = self.found.pop(run_id, None)
-        return found if found is not None else self.cache.cache.get(self.cache.key(self.inputs, run_id), matrix=run_id in self.matrix)
-
-
 class _ReadRun(NamedTuple):
     scanned: ScannedCases
     critical: dict[str, bool] | None  # the dataset's flags, where it stands in for the cases' own
     columns: CaseColumns  # with those flags
 
 
-def _read_run(kit: Kit, cache: _RunCache, run: Run, waiting: dict[str, str], join: Callable[[], None],
-              start_aside: Callable[[_ReadRun], None]) -> _ReadRun:
+def _read_run(kit: Kit, cache: _RunCache, run: Run, waiting: dict[str, str], start_aside: Callable[[_ReadRun], None]) -> _ReadRun:
     """A run's one reading, as columns, its cells kept at once: a dataset whose leaderboards wait
     for this run (a new run; ``waiting`` then loses it) starts them here, before the build
     summarises the run, draws its matrix part and renders its page. Just before they start, while
-    the build has no other thread (``join``: the threads it started meanwhile, :class:`_KeptEntries`),
-    ``start_aside`` may start rendering the run's own pages in child processes (:func:`_start_aside`)."""
+    the build has no other thread, ``start_aside`` may start rendering the run's own pages in child
+    processes (:func:`_start_aside`)."""
     scanned = scan_cases(run.directory, texts=True)
-    join()
     critical = kit.inputs.critical_items(run, scanned.columns)
     read = _ReadRun(scanned, critical, with_dataset_critical(scanned.columns, critical))
     cache.cache.put_cells(cache.key(kit.inputs, run.run_id), case_cells(run.run_id, read.columns))  # no critical flag among them
