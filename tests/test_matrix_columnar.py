@@ -17,6 +17,7 @@ from matrix_support import make_run, random_runs
 
 from evalsite.analysis.matrix import (
     MIN_LEAD,
+    _column_of_cells,
     _distinct_answers,
     _distinct_counts,
     _one_output_each,
@@ -153,3 +154,13 @@ def test_distinct_answers_of_one_output_cells_are_the_distinct_triples(seed):
         same = (hi[:, :, None] == hi[:, None, :]) & (lo[:, :, None] == lo[:, None, :]) \
             & marks.present[:, None, :] & marks.present[:, :, None]
         assert np.array_equal(_distinct_answers(same.sum(axis=2), marks.present), marks.outputs)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_a_columns_distinct_outputs_are_those_its_cells_give_case_by_case(seed):
+    """Single-repeat runs (odd seeds) take the column's answers as its variants directly."""
+    for run in random_runs(seed):
+        column = run_column(run)
+        by_cells = _column_of_cells(run.run_id, run_cells(run)).variants
+        assert column.variants.dtype == by_cells.dtype == np.uint64
+        assert column.variants.tolist() == by_cells.tolist()

@@ -220,3 +220,26 @@ def test_a_part_of_items_another_part_holds_takes_its_row_starts():
                                   "naïve 東京 😀", "line\u2028separator\u2029", "lone \ud800 surrogate", ""])
 def test_a_matrix_text_is_written_as_json_dumps_writes_it(text: str) -> None:
     assert matrixdata._text(text) == json.dumps(text, ensure_ascii=False)
+
+
+SNIPPET_INPUTS = ["short", "x" * itemindex.SNIPPET_CHARS, "y" * (itemindex.SNIPPET_CHARS + 1),
+                  "  spaced \t out\n\nlines  " * 20, "naïve 東京 😀 " * 30, "", {"q": "an object"},
+                  [{"role": "user", "content": "hi " * 100}], None]
+
+
+def test_an_input_snippet_is_its_input_as_display_shows_it_on_one_line():
+    """Whatever the input (text up to and past the limit, whitespace, an object, a conversation,
+    none), the snippet is display()'s text with its whitespace runs made single spaces, and … when cut."""
+    from evalsite.analysis.case_columns import case_columns
+    from evalsite.analysis.case_texts import texts_of_cases
+    from evalsite.runlog.records import Case
+    from evalsite.site.safe_text import display
+
+    cases = [Case.from_json({"item_id": f"i{n}", "repeat": 0, "input": value, "output": "o"}, "cases.jsonl")
+             for n, value in enumerate(SNIPPET_INPUTS)]
+    expected = {}
+    for n, value in enumerate(SNIPPET_INPUTS):
+        shown = display(value, itemindex.SNIPPET_CHARS)
+        if shown is not None:
+            expected[f"i{n}"] = " ".join(shown.text.split()) + ("…" if shown.omitted else "")
+    assert itemindex.input_snippets(case_columns(cases), texts_of_cases(cases)) == expected

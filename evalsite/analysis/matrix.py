@@ -221,8 +221,8 @@ def run_column(run: Run, columns: CaseColumns | None = None, outputs: Sequence[A
 def _variants(outputs: Sequence[Any], cases: CaseColumns, item_ids: Sequence[str], answers: np.ndarray) -> np.ndarray:
     """:attr:`RunColumn.variants`: each item's distinct outputs over its repeats; the answers
     themselves when every item has one case."""
-    if np.bincount(cases.item).max() == 1:
-        return _variant_rows(list(range(len(item_ids))), answers)
+    if np.bincount(cases.item).max() == 1:  # one (row, answer) a row, rows ascending: already distinct and sorted
+        return np.column_stack([np.arange(len(item_ids), dtype=np.uint64), answers])
     row_of = {item_id: row for row, item_id in enumerate(item_ids)}
     code_row = [row_of[item_id] for item_id in cases.item_ids]
     rows = [code_row[code] for code in cases.item.tolist()]

@@ -32,12 +32,15 @@ def input_snippets(columns: CaseColumns, texts: CaseTexts) -> dict[str, str]:
     """Item id → the start of its input (its first turn for a conversation) on one line, from the
     item's first case with one: what the matrix part keeps for the index."""
     found: dict[str, str] = {}
-    item_ids = columns.item_ids
+    item_ids, inputs = columns.item_ids, texts.input
     for row, code in enumerate(columns.item.tolist()):
         item_id = item_ids[code]
         if item_id in found:
             continue
-        value = texts.input[row]
+        value = inputs[row]
+        if type(value) is str:  # the common case: display's text, without its record (~1 µs of ~5)
+            found[item_id] = " ".join(value[:SNIPPET_CHARS].split()) + ("…" if len(value) > SNIPPET_CHARS else "")
+            continue
         turns = texts.whole(row, "turns")
         if value is None and isinstance(turns, list) and turns:
             value = turns[0]
