@@ -31,7 +31,7 @@ import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import partial
-from itertools import accumulate
+from itertools import accumulate, islice
 from pathlib import Path
 from typing import IO, Any
 
@@ -521,13 +521,8 @@ def _written(writer: RunWriter, draft: _RunDraft, items: dict[str, Item],
     yields each batch as written (:meth:`~evalsite.runlog.store.RunWriter.append_cases`)."""
     draft.spool.seek(0)
     binary = {name: tally.binary for name, tally in draft.evaluators.items()}
-    batch: list[dict[str, Any]] = []
-    for line in draft.spool:
-        batch.append(_case_record(_spooled(line), items, versions, binary))
-        if len(batch) == WRITE_BATCH:
-            yield writer.append_cases(batch)
-            batch = []
-    yield writer.append_cases(batch)
+    for lines in iter(lambda: list(islice(draft.spool, WRITE_BATCH)), []):
+        yield writer.append_cases([_case_record(spooled, items, versions, binary) for spooled in _spooled_batch(lines)])
 
 
 def _spooled_line(record: list[Any], fast: bool) -> bytes:
@@ -557,6 +552,15 @@ def _finite_throughout(value: Any) -> bool:
     except RecursionError:  # nested too deeply to walk: the standard encoder decides, as it always did
         return False
     return True
+
+
+def _spooled_batch(lines: list[bytes]) -> list[list[Any]]:
+    """Spooled lines read back: in one decoding when orjson wrote every one (its lines hold no raw
+    line break but their last, so they join into one array), else each by its own decoder."""
+    joined = b",".join(lines)
+    if joined.startswith(_STDLIB_MARK) or b"\n," + _STDLIB_MARK in joined:
+        return [_spooled(line) for line in lines]
+    return orjson.loads(b"[" + joined + b"]")  # type: ignore[no-any-return]
 
 
 def _spooled(line: bytes) -> list[Any]:
