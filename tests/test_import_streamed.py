@@ -69,3 +69,14 @@ def test_a_streamed_import_writes_the_run_the_per_case_path_writes(tmp_path: Pat
     assert len(lines) == 60 * 24 + 2 > import_writer.WRITE_BATCH
     odd = json.loads(lines[-2])
     assert odd["item_id"] == "odd-1" and odd["output"]["w"] == 12345678901234567890123  # not read back as a float
+
+
+def test_spooled_lines_read_back_a_batch_at_a_time_are_each_line_read_by_its_decoder():
+    """A batch of spooled lines is one orjson decoding when orjson wrote each; with a line the
+    standard encoder wrote (marked) anywhere in it, each line goes to its own decoder."""
+    fast = [import_writer._spooled_line([n, f"q{n}", "line\nbreak ,J", [["e", 0.5, None]]], True) for n in range(3)]
+    marked = import_writer._spooled_line([9, "q9", float("nan"), 12345678901234567890123], False)
+    assert marked.startswith(import_writer._STDLIB_MARK)
+    for lines in (fast, [marked, *fast], [*fast[:1], marked, *fast[1:]], [*fast, marked]):
+        found = import_writer._spooled_batch(lines)
+        assert json.dumps(found) == json.dumps([import_writer._spooled(line) for line in lines])

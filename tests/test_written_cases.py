@@ -226,3 +226,18 @@ def test_columns_of_checked_batches_are_the_columns_of_their_records_one_at_a_ti
     assert expected.keys() == found.keys()
     for key, array in expected.items():
         assert array.dtype == found[key].dtype and array.tobytes() == found[key].tobytes(), key
+
+
+def test_a_checked_batch_with_a_key_seen_before_leaves_out_the_hash_as_one_at_a_time_does(tmp_path):
+    """append_cases checks a well-typed batch's (item_id, repeat) keys a batch at a time: a key
+    repeated inside the batch, or one an earlier batch wrote, leaves out the footer's hash exactly as
+    append_case does; keys of their own keep it."""
+    batches = {"own": [[case("q1"), case("q2")], [case("q3")]], "inside": [[case("q1"), case("q1")], [case("q3")]],
+               "earlier": [[case("q1"), case("q2")], [case("q2")]]}
+    for name, parts in batches.items():
+        batched = RunWriter.create(tmp_path / f"batched-{name}", "a", HEADER)
+        assert all(batched.append_cases(part)[1] for part in parts)  # each batch well typed and written as it is
+        batched.finish({"status": "completed"})
+        one = write_run(tmp_path / f"one-{name}", [record for part in parts for record in part])
+        assert (CASES_SHA256 in footer(batched.directory)) == (name == "own")
+        assert footer(batched.directory).get(CASES_SHA256) == footer(one).get(CASES_SHA256)

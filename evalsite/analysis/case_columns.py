@@ -14,7 +14,6 @@ null: it gives the evaluator a pass rule but neither passes nor fails).
 
 from __future__ import annotations
 
-import functools
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields, replace
@@ -22,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from evalsite.runlog.records import CASE_RANGES, SCORE_RANGES, Case, column_of
+from evalsite.runlog.records import CASE_RANGES, SCORE_RANGES, BatchFields, Case, Fields
 from evalsite.runlog.rows import case_critical, finite_number, item_order, repeat_of, whole_number
 
 NONE, FALSE, TRUE, OTHER = -1, 0, 1, 2
@@ -112,14 +111,15 @@ def case_columns(cases: Iterable[Mapping[str, Any]], dataset_critical: Mapping[s
     return builder.columns()
 
 
-def batch_columns(batches: Iterable[tuple[list[dict[str, Any]], bool]]) -> CaseColumns:
+def batch_columns(batches: Iterable[tuple[list[dict[str, Any]], BatchFields | bool]]) -> CaseColumns:
     """:func:`case_columns` of case records that come in batches, each with whether its records
     are known bounded and well typed (an import's, as :meth:`~evalsite.runlog.store.RunWriter.append_cases`
-    wrote them): those batches are read a field at a time."""
+    wrote them; true as the fields that check read, :class:`~evalsite.runlog.records.BatchFields`):
+    those batches are read a field at a time."""
     builder = _Builder()
     for cases, checked in batches:
         if checked:
-            builder.add_checked(cases)
+            builder.add_checked(checked if isinstance(checked, BatchFields) else BatchFields(cases))
         else:
             for case in cases:
                 builder.add(case, None)
@@ -185,13 +185,13 @@ class _Builder:
             if isinstance(score, dict):
                 self._add_score(index, score)
 
-    def add_checked(self, cases: list[dict[str, Any]]) -> None:
+    def add_checked(self, batch: BatchFields) -> None:
         """:meth:`add` of each record (no dataset's critical flags), for records known bounded and
         well typed (:func:`~evalsite.runlog.records.bounded_and_well_typed`): every number None
         or an int or float in its range, every other field of its one type, so each column is
         filled a field at a time over the batch."""
         start = len(self.case_fields["item"])
-        column = functools.partial(column_of, cases)
+        column = batch.cases
         items, shas = self.items, self.shas
         values: tuple[list[Any], ...] = (
             [items.setdefault(item, len(items)) for item in column("item_id")], column("repeat"),
@@ -205,11 +205,10 @@ class _Builder:
         self.served.update(dict.fromkeys(str(model) for model in column("served_model") if model))
         listed = column("scores")
         self._add_checked_scores([start + index for index, scores in enumerate(listed) if scores for _ in scores],
-                                 [score for scores in listed if scores for score in scores])
+                                 batch.scores)
 
-    def _add_checked_scores(self, cases: list[int], scores: list[dict[str, Any]]) -> None:
-        """:meth:`_add_score` of each of ``scores`` (of the cases at ``cases``), known well typed and bounded."""
-        column = functools.partial(column_of, scores)
+    def _add_checked_scores(self, cases: list[int], column: Fields) -> None:
+        """:meth:`_add_score` of each score (of the cases at ``cases``), known well typed and bounded."""
         evaluators, labels = self.evaluators, self.labels
         for name, version in zip(column("evaluator"), column("version")):
             if name not in evaluators:

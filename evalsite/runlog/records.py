@@ -526,12 +526,21 @@ def bounded_and_well_typed(cases: list[Any]) -> bool:
     :func:`well_typed_bounded_case` holds for each: checked one field at a time over the whole
     batch (the writer's import batches: a third of the two checks case by case). False says only
     that some record needs those checks one at a time."""
-    if set(map(type, cases)) - {dict} or not _fields_hold(cases, CASE_TYPES, CASE_RANGES):
-        return False
-    if not all(0 <= repeat <= MAX_REPEAT_INDEX for repeat in column_of(cases, "repeat") if type(repeat) is int):
-        return False
-    scores = [score for listed in column_of(cases, "scores") if listed for score in listed]
-    return not set(map(type, scores)) - {dict} and _fields_hold(scores, SCORE_TYPES, SCORE_RANGES)
+    return checked_fields(cases) is not None
+
+
+def checked_fields(cases: list[Any]) -> BatchFields | None:
+    """The batch's fields as :func:`bounded_and_well_typed` read them when it holds (for the
+    summary's columns of the same records to read again), else None."""
+    if set(map(type, cases)) - {dict}:
+        return None
+    fields = BatchFields(cases)
+    if not _fields_hold(fields.cases, CASE_TYPES, CASE_RANGES):
+        return None
+    if not all(0 <= repeat <= MAX_REPEAT_INDEX for repeat in fields.cases("repeat") if type(repeat) is int):
+        return None
+    scores = fields.scores
+    return None if set(map(type, scores.records)) - {dict} or not _fields_hold(scores, SCORE_TYPES, SCORE_RANGES) else fields
 
 
 def column_of(records: list[dict[str, Any]], key: str) -> list[Any]:
@@ -539,12 +548,43 @@ def column_of(records: list[dict[str, Any]], key: str) -> list[Any]:
     return list(map(dict.get, records, itertools.repeat(key, len(records))))
 
 
-def _fields_hold(records: list[dict[str, Any]], types: dict[str, tuple[type, ...]],
-                 ranges: Mapping[str, tuple[float, float]]) -> bool:
+class Fields:
+    """The values of each key over ``records`` (:func:`column_of`), each key's read once."""
+
+    def __init__(self, records: list[dict[str, Any]]):
+        self.records = records
+        self._read: dict[str, list[Any]] = {}
+
+    def __call__(self, key: str) -> list[Any]:
+        found = self._read.get(key)
+        if found is None:
+            found = self._read[key] = column_of(self.records, key)
+        return found
+
+
+class BatchFields:
+    """A batch of case records and their scores read a field at a time, each field once: the
+    writer's check of an import batch (:func:`checked_fields`) and the summary's columns of it
+    (:func:`evalsite.analysis.case_columns.batch_columns`) read the same fields (reading a field
+    over a batch was a fifth of writing it, each read twice)."""
+
+    def __init__(self, cases: list[dict[str, Any]]):
+        self.cases = Fields(cases)
+        self._scores: Fields | None = None
+
+    @property
+    def scores(self) -> Fields:
+        """Every case's scores in order (its ``scores``, once they are known lists or null)."""
+        if self._scores is None:
+            self._scores = Fields([score for listed in self.cases("scores") if listed for score in listed])
+        return self._scores
+
+
+def _fields_hold(fields: Fields, types: dict[str, tuple[type, ...]], ranges: Mapping[str, tuple[float, float]]) -> bool:
     """Every field of every record of one of its allowed types (``type() in``) and every number
     in its range (NaN and infinity fail the comparison)."""
     for key, allowed in types.items():
-        values = column_of(records, key)
+        values = fields(key)
         if not set(map(type, values)).issubset(allowed):
             return False
         if key in ranges:

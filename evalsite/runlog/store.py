@@ -38,12 +38,13 @@ from evalsite.errors import RunLogError
 from evalsite.runlog.hashing import file_sha256
 from evalsite.runlog.records import (
     FORMAT_VERSION,
+    BatchFields,
     Case,
     Footer,
     RunHeader,
     RunStatus,
-    bounded_and_well_typed,
     bounded_case,
+    checked_fields,
     well_typed_bounded_case,
     well_typed_case,
     without_long_integers,
@@ -92,6 +93,15 @@ def case_line(case: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
         case = without_long_integers(case)
         text = _CASE_LINE.encode(case)
     return case, (text + "\n").encode("utf-8")
+
+
+def _fast_lines(cases: list[dict[str, Any]]) -> list[bytes] | None:
+    """Each record's line as :func:`case_line` writes it when orjson takes every record of
+    ``cases`` as it is; None when some record needs :func:`case_line` itself."""
+    try:
+        return [orjson.dumps(case, default=_refuse, option=_FAST) for case in cases]
+    except TypeError:  # orjson.JSONEncodeError
+        return None
 
 
 def cases_as_written(cases: Path, recorded: Any) -> bool:
@@ -252,21 +262,27 @@ class RunWriter:
         self._write(encoded, 1)
         return case
 
-    def append_cases(self, cases: Iterable[dict[str, Any]]) -> tuple[list[dict[str, Any]], bool]:
+    def append_cases(self, cases: Iterable[dict[str, Any]]) -> tuple[list[dict[str, Any]], BatchFields | bool]:
         """Append several case lines in one ``write``, for a writer that has them all at hand (an
         import, published only once whole): the same lines, hash and checks as :meth:`append_case`
         one at a time, without a system call per case. Returns the records as written, and whether
         each is known bounded and well typed (:func:`~evalsite.runlog.records.bounded_and_well_typed`
-        held for the batch and each record was written as it is)."""
+        held for the batch and each record was written as it is): false, or true as the batch's
+        fields that check read (:func:`~evalsite.runlog.records.checked_fields`)."""
         batch = list(cases)
-        checked = bounded_and_well_typed(batch)
+        fields = checked_fields(batch)
+        lines = None if fields is None else _fast_lines(batch)
+        if fields is not None and lines is not None:  # each record written as it is: keys checked a batch at a time
+            self._well_typed = self._well_typed and self._new_keys(fields)
+            self._write(b"".join(lines), len(batch))
+            return batch, fields
         written, lines = [], []
         for case in batch:
-            record, encoded = self._line(case, checked)
+            record, encoded = self._line(case, fields is not None)
             written.append(record)
             lines.append(encoded)
         self._write(b"".join(lines), len(written))
-        return written, checked and all(map(operator.is_, written, batch))
+        return written, fields is not None and all(map(operator.is_, written, batch))
 
     def _line(self, case: dict[str, Any], checked: bool = False) -> tuple[dict[str, Any], bytes]:
         """The record as written and its line. ``checked``: ``case`` is known bounded and well
@@ -292,6 +308,16 @@ class RunWriter:
         reads the same as typed columns (no line skipped) as through the readers' checks, which keep
         the first line of a repeated key. ``well_typed``: the check (a bounded record's is cheaper)."""
         return well_typed(case) and self._new_key(case)
+
+    def _new_keys(self, fields: BatchFields) -> bool:
+        """:meth:`_new_key` of each case of a batch in turn, a field at a time: whether no two of
+        them and no earlier line share an (item_id, repeat); remembers them."""
+        cases = fields.cases
+        keys = set(zip(cases("item_id"), cases("repeat")))
+        if len(keys) < len(cases.records) or not self._keys.isdisjoint(keys):
+            return False
+        self._keys |= keys
+        return True
 
     def _new_key(self, case: dict[str, Any]) -> bool:
         """Whether no earlier line has the (item_id, repeat) of ``case``; remembers it."""

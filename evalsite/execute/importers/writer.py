@@ -31,7 +31,7 @@ import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import partial
-from itertools import accumulate
+from itertools import accumulate, islice
 from pathlib import Path
 from typing import IO, Any
 
@@ -56,6 +56,7 @@ from evalsite.runlog.builders import (
 )
 from evalsite.runlog.fingerprint import dataset_identity
 from evalsite.runlog.hashing import file_sha256, sha256_json, short_hash
+from evalsite.runlog.records import BatchFields
 from evalsite.runlog.secrets import redact_secrets
 from evalsite.runlog.store import RunWriter, iso, lock_is_held, utc_now
 from evalsite.runlog.totals import RunTotals
@@ -515,17 +516,13 @@ def _write_run(source: SourceImport, draft: _RunDraft, run: SourceRun, runs_dir:
 
 
 def _written(writer: RunWriter, draft: _RunDraft, items: dict[str, Item],
-             versions: dict[str, str]) -> Iterator[tuple[list[dict[str, Any]], bool]]:
+             versions: dict[str, str]) -> Iterator[tuple[list[dict[str, Any]], BatchFields | bool]]:
     """The spooled cases of ``draft`` as case records, appended to ``writer`` a batch at a time;
     yields each batch as written (:meth:`~evalsite.runlog.store.RunWriter.append_cases`)."""
     draft.spool.seek(0)
-    batch: list[dict[str, Any]] = []
-    for line in draft.spool:
-        batch.append(_case_record(_spooled(line), items, versions, draft.evaluators))
-        if len(batch) == WRITE_BATCH:
-            yield writer.append_cases(batch)
-            batch = []
-    yield writer.append_cases(batch)
+    binary = {name: tally.binary for name, tally in draft.evaluators.items()}
+    for lines in iter(lambda: list(islice(draft.spool, WRITE_BATCH)), []):
+        yield writer.append_cases([_case_record(spooled, items, versions, binary) for spooled in _spooled_batch(lines)])
 
 
 def _spooled_line(record: list[Any], fast: bool) -> bytes:
@@ -555,6 +552,15 @@ def _finite_throughout(value: Any) -> bool:
     except RecursionError:  # nested too deeply to walk: the standard encoder decides, as it always did
         return False
     return True
+
+
+def _spooled_batch(lines: list[bytes]) -> list[list[Any]]:
+    """Spooled lines read back: in one decoding when orjson wrote every one (its lines hold no raw
+    line break but their last, so they join into one array), else each by its own decoder."""
+    joined = b",".join(lines)
+    if joined.startswith(_STDLIB_MARK) or b"\n," + _STDLIB_MARK in joined:
+        return [_spooled(line) for line in lines]
+    return orjson.loads(b"[" + joined + b"]")  # type: ignore[no-any-return]
 
 
 def _spooled(line: bytes) -> list[Any]:
@@ -623,38 +629,46 @@ def _header(source: SourceImport, draft: _RunDraft, run: SourceRun, dataset: Dat
 
 
 def _case_record(spooled: list[Any], items: dict[str, Item], versions: dict[str, str],
-                 tallies: dict[str, _EvaluatorTally]) -> dict[str, Any]:
-    """A spooled case's line, built as plain dicts (:func:`~evalsite.runlog.builders.imported_case_json`)."""
+                 binary: dict[str, bool]) -> dict[str, Any]:
+    """A spooled case's line, built as plain dicts (:func:`~evalsite.runlog.builders.imported_case_json`);
+    ``binary``: each evaluator's :attr:`_EvaluatorTally.binary`. Its mean score and verdict are
+    gathered in the one pass over its scores."""
     (repeat, key, case_input, output, error, latency_ms, input_tokens, output_tokens, cost_usd, finish_reason,
      started_at, spooled_scores, score, passed) = spooled
     item = items[key]
-    scores = []
+    scores, values, ruled = [], [], []
     for name, value, verdict, label, detail, score_error in spooled_scores:
-        if verdict is None and value is not None and tallies[name].binary:
+        if verdict is None and value is not None and binary[name]:
             verdict = value == 1.0
         scores.append(score_json(name, versions[name], value, verdict, label, detail, score_error))
+        if value is not None and score_error is None:
+            values.append(value)
+        if verdict is not None:
+            ruled.append(verdict)
     if error:
         recorded = {s["evaluator"] for s in scores}
+        failed = [name for name in versions if name not in recorded]
         scores += [score_json(name, versions[name], 0.0, False, None, f"generation failed: {error}", None)
-                   for name in versions if name not in recorded]
+                   for name in failed]
+        values += [0.0] * len(failed)
     return imported_case_json(
         item.item_id, item.sha, repeat, case_input if case_input is not None else item.row.get("input"),
         item.row.get("expected"), output, error, latency_ms, input_tokens, output_tokens, cost_usd, finish_reason,
-        scores, score if score is not None else _mean_score(scores), _verdict(passed, scores, error), started_at,
+        scores, score if score is not None else _mean_score(values), _verdict(passed, ruled, error), started_at,
     )
 
 
-def _mean_score(scores: list[dict[str, Any]]) -> float | None:
+def _mean_score(values: list[float]) -> float | None:
     """Equal weights, as an evalsite run with default weights; errored scores left out (an
     imported score is never skipped)."""
-    values = [s["score"] for s in scores if s["score"] is not None and s["error"] is None]
     return sum(values) / len(values) if values else None
 
 
-def _verdict(source_verdict: bool | None, scores: list[dict[str, Any]], error: str | None) -> bool | None:
+def _verdict(source_verdict: bool | None, ruled: list[bool], error: str | None) -> bool | None:
+    """False for a failed generation, else the source's verdict, else whether every score that
+    passes or fails (``ruled``) passes."""
     if error:
         return False
     if source_verdict is not None:
         return source_verdict
-    ruled = [s["passed"] for s in scores if s["passed"] is not None]
     return all(ruled) if ruled else None
