@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import threading
 from pathlib import Path
 
 import duckdb
@@ -207,8 +206,7 @@ def test_a_new_run_is_the_only_file_its_leaderboard_and_comparison_read(tmp_path
 
 def test_a_new_runs_leaderboards_start_once_its_cells_are_kept_before_anything_else(small_project, monkeypatch, tmp_path):
     """The leaderboards a new run joins wait only for its reading: the build keeps its cells and
-    starts them before it summarises the run, loads the other runs' kept figures on its own thread
-    (a thread beside the scan may) or renders a page."""
+    starts them before it summarises the run, loads the other runs' kept figures or renders a page."""
     build_site(small_project)
     data_id = recorded_dataset(small_project)
     arm_run(small_project.root, A2, "a", {"i2"}, data_id)
@@ -218,13 +216,11 @@ def test_a_new_runs_leaderboards_start_once_its_cells_are_kept_before_anything_e
     monkeypatch.setattr(ProjectInputs, "prefetch_leaderboards",
                         lambda self, ids: events.extend(f"leaderboards {i}" for i in ids) or prefetch(self, ids))
     monkeypatch.setattr(build, "summarise_run", lambda columns: events.append("summary") or summarise(columns))
-    monkeypatch.setattr(SiteCache, "get", lambda self, *args, **options: events.append(
-        "kept" if threading.current_thread() is threading.main_thread() else "kept beside") or kept(self, *args, **options))
+    monkeypatch.setattr(SiteCache, "get", lambda self, *args, **options: events.append("kept") or kept(self, *args, **options))
     monkeypatch.setattr(build, "_run_job", lambda kit, writer, job, *args: events.append(job.key) or run_job(kit, writer, job, *args))
     build_site(small_project)
-    own_thread = [event for event in events if event != "kept beside"]
-    assert own_thread[0] == f"leaderboards {data_id}" and own_thread.count(own_thread[0]) == 1
-    assert {"summary", f"run:{A2}", "home"} <= set(own_thread[1:]) and {"kept", "kept beside"} & set(events)
+    assert events[0] == f"leaderboards {data_id}" and events.count(events[0]) == 1
+    assert {"summary", "kept", f"run:{A2}", "home"} <= set(events[1:])
     assert_same_as_a_fresh_build(small_project, tmp_path)
 
 
@@ -472,22 +468,3 @@ def test_a_compare_child_that_cannot_read_the_baselines_kept_columns_leaves_the_
     assert compared_by == [os.getpid()]  # in the build, once
     assert pair_counts_kept(project) != {}
     assert_same_as_a_fresh_build(project, tmp_path)
-
-
-def test_the_other_runs_cache_entries_are_read_while_the_new_run_is_scanned(small_project, page_children, monkeypatch,
-                                                                           tmp_path):
-    """In a thread beside DuckDB's scan, ended before the build forks its children: the same bytes."""
-    build_site(small_project)
-    arm_run(small_project.root, A2, "a", {"i2"}, recorded_dataset(small_project))
-    readers: list[str] = []
-    get = SiteCache.get
-    monkeypatch.setattr(SiteCache, "get", lambda self, *args, **options: readers.append(threading.current_thread().name)
-                        or get(self, *args, **options))
-    alive_at_fork: list[bool] = []
-    start_aside = build._start_aside
-    monkeypatch.setattr(build, "_start_aside", lambda *args: alive_at_fork.append(
-        any(t.name.startswith("evalsite-cache-read") for t in threading.enumerate())) or start_aside(*args))
-    build_site(small_project)
-    assert len(readers) >= 1 and readers[0].startswith("evalsite-cache-read")  # (A1, B1, C1 as the scan allows)
-    assert alive_at_fork == [False] and len(page_children) == 1 and no_child_left()
-    assert_same_as_a_fresh_build(small_project, tmp_path)

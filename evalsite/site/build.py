@@ -20,7 +20,6 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -244,30 +243,11 @@ def _render_jobs(kit: Kit, writer: SiteWriter, stale: list[PageJob], hashes: dic
     shared = SharedTexts()  # one copy of the row starts and snippets the runs of a dataset share
     late: dict[str, _OwnPage] = {}  # run pages rendering in a child, collected after the other pages
 
-    cached: dict[str, CachedRun | None] = {}  # entries read while the first run was scanned (one found missing
-    # or damaged there is asked again in its turn, after the runs before it may have written what it lacks)
+    def cached_or_read(run: Run) -> CachedRun | _ReadRun:
+        entry = None if run.run_id in own else cache.cache.get(cache.key(kit.inputs, run.run_id), matrix=run.run_id in matrix_wanted)
+        return entry or _read_run(kit, cache, run, waiting, lambda read: _start_aside(kit, run.run_id, read, own.get(run.run_id), by_key, aside))
 
-    def entry_of(run_id: str) -> CachedRun | None:
-        return cache.cache.get(cache.key(kit.inputs, run_id), matrix=run_id in matrix_wanted)
-
-    def cached_or_read(run: Run, alongside: Callable[[threading.Event], None] | None = None) -> CachedRun | _ReadRun:
-        entry = None if run.run_id in own else cached.pop(run.run_id, None) or entry_of(run.run_id)
-        return entry or _read_run(kit, cache, run, waiting, lambda read: _start_aside(kit, run.run_id, read, own.get(run.run_id), by_key, aside),
-                                  alongside)
-
-    # the leaderboards wait for these runs; while DuckDB scans the first, the other runs' cache entries are read
-    first_read = [run for run in kit.inputs.runs if run.run_id in waiting]
-    others = [run.run_id for run in kit.inputs.runs
-              if run.run_id not in waiting and run.run_id not in own and run.run_id in wanted]
-    keys = {run_id: cache.key(kit.inputs, run_id) for run_id in others}  # (on this thread: the inputs' hashes)
-
-    def read_cached(scanned: threading.Event) -> None:
-        for run_id, key in keys.items():
-            if scanned.is_set():  # the rest in their turn: the leaderboards and children wait for no entry
-                return
-            cached[run_id] = cache.cache.get(key, matrix=run_id in matrix_wanted)
-
-    first = {run.run_id: cached_or_read(run, read_cached if n == 0 and others else None) for n, run in enumerate(first_read)}
+    first = {run.run_id: cached_or_read(run) for run in kit.inputs.runs if run.run_id in waiting}  # the leaderboards wait
     for run in kit.inputs.runs:
         run_id = run.run_id
         if run_id not in own and run_id not in wanted:
@@ -341,15 +321,13 @@ class _ReadRun(NamedTuple):
     columns: CaseColumns  # with those flags
 
 
-def _read_run(kit: Kit, cache: _RunCache, run: Run, waiting: dict[str, str], start_aside: Callable[[_ReadRun], None],
-              alongside: Callable[[threading.Event], None] | None = None) -> _ReadRun:
+def _read_run(kit: Kit, cache: _RunCache, run: Run, waiting: dict[str, str], start_aside: Callable[[_ReadRun], None]) -> _ReadRun:
     """A run's one reading, as columns, its cells kept at once: a dataset whose leaderboards wait
     for this run (a new run; ``waiting`` then loses it) starts them here, before the build
     summarises the run, draws its matrix part and renders its page. Just before they start, while
     the build has no other thread, ``start_aside`` may start rendering the run's own pages in child
-    processes (:func:`_start_aside`). ``alongside``: work done in a thread during the scan
-    (:func:`_scanned_beside`)."""
-    scanned = _scanned_beside(run, alongside)
+    processes (:func:`_start_aside`)."""
+    scanned = scan_cases(run.directory, texts=True)
     critical = kit.inputs.critical_items(run, scanned.columns)
     read = _ReadRun(scanned, critical, with_dataset_critical(scanned.columns, critical))
     cache.cache.put_cells(cache.key(kit.inputs, run.run_id), case_cells(run.run_id, read.columns))  # no critical flag among them
@@ -358,25 +336,6 @@ def _read_run(kit: Kit, cache: _RunCache, run: Run, waiting: dict[str, str], sta
             start_aside(read)
         kit.inputs.prefetch_leaderboards({waiting.pop(run.run_id)})
     return read
-
-
-def _scanned_beside(run: Run, alongside: Callable[[threading.Event], None] | None) -> ScannedCases:
-    """The run's cases scanned, with ``alongside`` done meanwhile in a thread: DuckDB's scan holds
-    no interpreter lock, so that Python work (the other runs' cache entries: ~0.5 s at 1M cases)
-    takes the second core, otherwise idle until the scan's end. ``alongside`` is handed an event
-    set once the scan is done, to stop at; the thread has ended when this returns (its error, if
-    any, raised here), so the build is one thread again, as forking needs."""
-    if alongside is None:
-        return scan_cases(run.directory, texts=True)
-    scanned_event = threading.Event()
-    with ThreadPoolExecutor(1, thread_name_prefix="evalsite-cache-read") as pool:
-        beside = pool.submit(alongside, scanned_event)
-        try:
-            scanned = scan_cases(run.directory, texts=True)
-        finally:
-            scanned_event.set()
-    beside.result()
-    return scanned
 
 
 def _start_aside(kit: Kit, run_id: str, read: _ReadRun, job: PageJob | None, stale: dict[str, PageJob], aside: _Aside) -> None:
