@@ -5,6 +5,7 @@ warnings, or the same one-line error naming the same first culprit (its line) in
 from __future__ import annotations
 
 import json
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -89,7 +90,7 @@ def test_explicit_repeats_through_the_second_process(
     """Rows with their own repeats, mixed with rows numbered by arrival, imported by two processes
     as by one; a repeat recorded twice (in a run the second process maps: every run but the first)
     is the same error."""
-    monkeypatch.setattr(plain, "MAIN_EVERY", 1 << 30)
+    monkeypatch.setattr(plain, "MAIN_SHARE", Fraction(1, 1 << 30))
     rows = _rows()
     rows += [{**row, "repeat": 1 + n % 2} for n, row in enumerate(rows)]
     if duplicate:
@@ -198,3 +199,14 @@ def test_a_file_not_utf8_fails_as_one_process_fails(
     shared, alone = _both(tmp_path, data, monkeypatch)
     assert isinstance(shared, str) and shared == alone
     assert ("line" in shared) == (where == "after a bad row")
+
+
+@pytest.mark.parametrize("share", [Fraction(1, 3), Fraction(2, 5), Fraction(3, 8), Fraction(1, 1)])
+def test_the_main_process_takes_its_share_of_the_runs_spread_out(share: Fraction):
+    """numerator runs in each denominator, and never two in a row unless the share is above one half."""
+    taken = [shared_reading.main_takes(number, share) for number in range(share.denominator * 7)]
+    assert sum(taken) == share.numerator * 7 and taken[0]
+    for start in range(0, len(taken), share.denominator):
+        assert sum(taken[start:start + share.denominator]) == share.numerator
+    if share <= Fraction(1, 2):
+        assert not any(first and second for first, second in zip(taken, taken[1:]))

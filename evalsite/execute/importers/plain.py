@@ -13,6 +13,7 @@ from __future__ import annotations
 import csv
 import math
 from collections.abc import Callable, Iterator
+from fractions import Fraction
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -45,19 +46,20 @@ FIELDS = {"arm", "id", "item_id", "input", "expected", "output", "repeat", "erro
           "output_tokens", "cost_usd", "finish_reason", "started_at", "passed", SCORE_FIELD, SCORES_FIELD}
 WORDS = {"true": True, "yes": True, "false": False, "no": False}
 _EXACT_INTEGERS = 2**53  # every whole number up to this is exactly a float
-#: one run of lines in this many is decoded here when two processes read a file (shared_reading). The
+#: the share of the runs of lines decoded here when two processes read a file (shared_reading). The
 #: second decodes, maps and prepares each row for the writer (CasePreparer: ~33 µs a row on session 21's
 #: loaded host); this process takes a prepared row in (~9.5 µs), decodes, maps and spools a row of its
-#: own (~38) and hashes the file. One run in three here keeps both about equally busy (reading CPU for
-#: 200,000 rows: this process 3.7-3.8 s, the second 4.4; one in four: 3.2-3.4 and 4.6-5.0)
-MAIN_EVERY = 3
+#: own (~38) and hashes the file. With one run in three the second process was the longer (reading CPU
+#: for 200,000 rows: this process 3.7-3.8 s, the second 4.4); two in five balance them: the whole 200k
+#: import 0.96x the wall of one in three (7 pairs, session 22), and three in seven 1.01x two in five
+MAIN_SHARE = Fraction(2, 5)
 
 
 def read_jsonl(source: SourceImport, options: ImportOptions) -> None:
     """A large file's rows are mostly decoded and mapped by a second process
     (:mod:`~evalsite.execute.importers.shared_reading`): those arrive as :class:`Mapped`."""
     rows = _Rows(options, source.path.stem)
-    share = shared_reading(source.path, partial(_lines, source.path, source.label), rows.mapped, MAIN_EVERY)
+    share = shared_reading(source.path, partial(_lines, source.path, source.label), rows.mapped, MAIN_SHARE)
     lines = JsonLines(source.path, source.label, share)
     try:
         _read(source, options, rows, ((f"{source.label}: line {n}", row) for n, row in lines), lambda: lines.truncated)

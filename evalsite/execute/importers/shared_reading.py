@@ -5,7 +5,8 @@ or JSON Lines (plain rows, :class:`~evalsite.execute.importers.jsonstream.JsonLi
 
 Both processes walk the same file with the same stream, which cuts it into runs of elements the
 same way in each (the cut depends only on the text and the position). Run ``n`` is decoded here
-when ``n % main_every == 0`` (the reader's choice, :data:`MAIN_EVERY` by default); the second
+when it falls in this process's share of the runs (:func:`main_takes`: the reader's choice,
+:data:`MAIN_SHARE` by default, one run in three); the second
 process steps over those and decodes the others, maps each of their elements with the reader's
 function (a promptfoo result or a plain row to its case) and sends, per run, its number, its offsets and the
 mapped elements as one orjson message through a pipe (compact bytes, not pickled objects). This
@@ -36,6 +37,7 @@ import os
 import struct
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
 from typing import IO, Any
 
@@ -44,16 +46,22 @@ import orjson
 from evalsite.execute.importers.jsonstream import RunShare
 from evalsite.forked import Child, WorkerLost, fork_child
 
-#: by default every MAIN_EVERY-th run is decoded in this process, the others in the second one. For a
+#: by default one run in three is decoded in this process, the others in the second one. For a
 #: promptfoo case this process spends ~95 µs on one of its own (decoded, mapped, spooled) and ~9 µs on
 #: one the second prepared (its message read, the item checked, its line spooled), and it also hashes
 #: the file (~8 µs a case); the second spends ~85 µs (decoded, mapped, prepared). One run in three
 #: here keeps both about equally busy (64 µs a case each on a 40,000-case file; one in two: 80 and 52)
-MAIN_EVERY = 3
+MAIN_SHARE = Fraction(1, 3)
 #: smaller files are read by one process: a second costs a fork and its start (a few ms)
 MIN_BYTES = 16 << 20
 _LENGTH = struct.Struct("<I")
 _PIPE_BYTES = 1 << 20  # the second process may run this far ahead before it waits
+
+
+def main_takes(number: int, share: Fraction) -> bool:
+    """Whether run ``number`` is decoded in this process: ``share``'s numerator runs in each
+    ``share.denominator``, spread out (1/3: runs 0, 3, 6, …; 2/5: runs 0, 3, 5, 8, …)."""
+    return number * share.numerator % share.denominator < share.numerator
 
 
 @dataclass(frozen=True)
@@ -66,12 +74,12 @@ class Mapped:
 class MainShare:
     """This process's side: its own runs decoded here, the others taken from the second process."""
 
-    def __init__(self, child: Child, main_every: int):
+    def __init__(self, child: Child, main_share: Fraction):
         self._child: Child | None = child
-        self._main_every = main_every
+        self._main_share = main_share
 
     def claim(self, number: int, start: int, end: int) -> list[Any] | None:
-        if number % self._main_every == 0 or self._child is None:
+        if main_takes(number, self._main_share) or self._child is None:
             return None
         message = self._message()
         if message is None or message[:3] != [number, start, end]:
@@ -118,16 +126,16 @@ class _Done(Exception):
 class WorkerShare:
     """The second process's side: other runs stepped over, its own decoded, mapped and sent."""
 
-    def __init__(self, pipe: IO[bytes], mapping: Callable[[Any], Any], main_every: int):
+    def __init__(self, pipe: IO[bytes], mapping: Callable[[Any], Any], main_share: Fraction):
         self._pipe = pipe
         self._mapping = mapping
-        self._main_every = main_every
+        self._main_share = main_share
         self._run: list[Any] | None = None  # [number, start, end] of the run being mapped
         self._expected = 0  # elements of that run still to come
         self._mapped: list[Any] | None = []  # None once an element failed to map
 
     def claim(self, number: int, start: int, end: int) -> list[Any] | None:
-        if number % self._main_every == 0:
+        if main_takes(number, self._main_share):
             return []
         self._run = [number, start, end]
         return None
@@ -170,14 +178,15 @@ class WorkerShare:
 
 def shared_reading(
     path: Path, stream: Callable[[RunShare], Iterable[Any]], mapping: Callable[[Any], Any],
-    main_every: int = MAIN_EVERY,
+    main_share: Fraction = MAIN_SHARE,
 ) -> MainShare | None:
     """Start the second process on ``path`` (``stream(share)``: the same stream this process will
-    walk; ``mapping``: an element to what the reader needs of it, JSON-writable; ``main_every``: one
-    run in this many is decoded here), or None when the file is too small or the platform cannot fork."""
+    walk; ``mapping``: an element to what the reader needs of it, JSON-writable; ``main_share``: the
+    share of the runs decoded here, :func:`main_takes`), or None when the file is too small or the
+    platform cannot fork."""
     if path.stat().st_size < MIN_BYTES:
         return None
-    child = fork_child(lambda writing: _second_process(writing, stream, mapping, main_every))
+    child = fork_child(lambda writing: _second_process(writing, stream, mapping, main_share))
     if child is None:
         return None
     import fcntl  # Linux's, here: fork_child forks only there
@@ -186,13 +195,13 @@ def shared_reading(
         fcntl.fcntl(child.reading, fcntl.F_SETPIPE_SZ, _PIPE_BYTES)
     except OSError:  # a system whose pipes may not grow so far: the default size works, with more waits
         pass
-    return MainShare(child, main_every)
+    return MainShare(child, main_share)
 
 
 def _second_process(writing: int, stream: Callable[[RunShare], Iterable[Any]], mapping: Callable[[Any], Any],
-                    main_every: int) -> None:
+                    main_share: Fraction) -> None:
     with os.fdopen(writing, "wb") as pipe:
-        share = WorkerShare(pipe, mapping, main_every)
+        share = WorkerShare(pipe, mapping, main_share)
         try:
             for value in stream(share):
                 share.element(value)
