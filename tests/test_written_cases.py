@@ -19,8 +19,8 @@ from evalsite.runlog.records import (
     CASE_TYPES,
     MAX_REPEAT_INDEX,
     SCORE_TYPES,
-    bounded_and_well_typed,
     bounded_case,
+    checked_fields,
     well_typed_bounded_case,
     well_typed_case,
 )
@@ -156,7 +156,7 @@ def test_the_writers_shape_check_agrees_with_the_full_check_on_bounded_records()
 
 
 def test_the_batch_check_holds_exactly_when_every_record_is_written_as_it_is_and_well_typed():
-    """bounded_and_well_typed (the writer's check of an import batch, a field at a time) is True
+    """checked_fields (the writer's check of an import batch, a field at a time) is True
     exactly when bounded_case returns each record itself and well_typed_bounded_case holds for it
     (seeded random batches: up to three records that hold, and a random one or none)."""
     rng, records = random.Random(31), random_records(31)
@@ -166,10 +166,10 @@ def test_the_batch_check_holds_exactly_when_every_record_is_written_as_it_is_and
     for _ in range(20_000):
         batch = rng.sample(good, rng.randint(0, 3)) + list(itertools.islice(records, rng.randint(0, 1)))
         expected = all(bounded_case(data) is data and well_typed_bounded_case(data) for data in batch)
-        assert bounded_and_well_typed(batch) == expected, batch
+        assert (checked_fields(batch) is not None) == expected, batch
         said[expected] += 1
     assert min(said.values()) > 1000, said
-    assert bounded_and_well_typed([]) and bounded_and_well_typed([case("q1"), case("q2", 0.0)])
+    assert checked_fields([]) is not None and checked_fields([case("q1"), case("q2", 0.0)]) is not None
 
 
 def test_cases_appended_in_batches_are_the_lines_and_hash_of_cases_appended_one_at_a_time(tmp_path):
@@ -195,7 +195,7 @@ def test_cases_appended_in_batches_are_the_lines_and_hash_of_cases_appended_one_
 
 
 def test_columns_of_checked_batches_are_the_columns_of_their_records_one_at_a_time():
-    """batch_columns reads a batch that bounded_and_well_typed holds for a field at a time, any
+    """batch_columns reads a batch that checked_fields holds for a field at a time, any
     other batch record by record; either way the columns equal case_columns of the same records
     (seeded random records: kept ones in checked batches, the rest in unchecked ones; with
     served models, labels, turns, item shas and critical flags)."""
@@ -219,9 +219,9 @@ def test_columns_of_checked_batches_are_the_columns_of_their_records_one_at_a_ti
             batch, kept = kept[:size], kept[size:]
         else:
             batch, others = others[:size], others[size:]
-        batches.append((batch, bounded_and_well_typed(batch)))
+        batches.append((batch, checked_fields(batch) or False))
         records += batch
-    assert {checked for _, checked in batches} == {True, False}
+    assert {bool(checked) for _, checked in batches} == {True, False}
     expected, found = columns_arrays(case_columns(records)), columns_arrays(batch_columns(batches))
     assert expected.keys() == found.keys()
     for key, array in expected.items():

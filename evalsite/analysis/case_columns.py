@@ -187,7 +187,7 @@ class _Builder:
 
     def add_checked(self, batch: BatchFields) -> None:
         """:meth:`add` of each record (no dataset's critical flags), for records known bounded and
-        well typed (:func:`~evalsite.runlog.records.bounded_and_well_typed`): every number None
+        well typed (:func:`~evalsite.runlog.records.checked_fields`): every number None
         or an int or float in its range, every other field of its one type, so each column is
         filled a field at a time over the batch."""
         start = len(self.case_fields["item"])

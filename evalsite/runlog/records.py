@@ -521,17 +521,12 @@ def well_typed_bounded_case(data: Any) -> bool:
         type(s) is dict and _SCORE_SHAPES.hold(s) for s in data.get("scores") or ())
 
 
-def bounded_and_well_typed(cases: list[Any]) -> bool:
-    """True when :func:`bounded_case` returns every record of ``cases`` as it is and
-    :func:`well_typed_bounded_case` holds for each: checked one field at a time over the whole
-    batch (the writer's import batches: a third of the two checks case by case). False says only
-    that some record needs those checks one at a time."""
-    return checked_fields(cases) is not None
-
-
 def checked_fields(cases: list[Any]) -> BatchFields | None:
-    """The batch's fields as :func:`bounded_and_well_typed` read them when it holds (for the
-    summary's columns of the same records to read again), else None."""
+    """The batch's fields (for the summary's columns of the same records to read again) when
+    :func:`bounded_case` returns every record of ``cases`` as it is and :func:`well_typed_bounded_case`
+    holds for each: checked one field at a time over the whole batch (the writer's import batches: a
+    third of the two checks case by case). None says only that some record needs those checks one
+    at a time."""
     if set(map(type, cases)) - {dict}:
         return None
     fields = BatchFields(cases)

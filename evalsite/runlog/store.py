@@ -266,9 +266,9 @@ class RunWriter:
         """Append several case lines in one ``write``, for a writer that has them all at hand (an
         import, published only once whole): the same lines, hash and checks as :meth:`append_case`
         one at a time, without a system call per case. Returns the records as written, and whether
-        each is known bounded and well typed (:func:`~evalsite.runlog.records.bounded_and_well_typed`
-        held for the batch and each record was written as it is): false, or true as the batch's
-        fields that check read (:func:`~evalsite.runlog.records.checked_fields`)."""
+        each is known bounded and well typed (:func:`~evalsite.runlog.records.checked_fields` held
+        for the batch and each record was written as it is): false, or true as the fields that
+        check read."""
         batch = list(cases)
         fields = checked_fields(batch)
         lines = None if fields is None else _fast_lines(batch)
@@ -286,7 +286,7 @@ class RunWriter:
 
     def _line(self, case: dict[str, Any], checked: bool = False) -> tuple[dict[str, Any], bytes]:
         """The record as written and its line. ``checked``: ``case`` is known bounded and well
-        typed as it is (:func:`~evalsite.runlog.records.bounded_and_well_typed` of its batch)."""
+        typed as it is (:func:`~evalsite.runlog.records.checked_fields` of its batch)."""
         assert self._cases is not None, "append_case after close"
         record, encoded = case_line(case if checked else bounded_case(case))
         if checked and record is case:
@@ -330,7 +330,7 @@ class RunWriter:
     @property
     def well_typed(self) -> bool:
         """Whether every line so far is a well-typed case with a key of its own; then every record
-        :meth:`append_case` returned is also bounded (what ``bounded_and_well_typed`` says of a batch)."""
+        :meth:`append_case` returned is also bounded (what ``checked_fields`` says of a batch)."""
         return self._well_typed
 
     @property

@@ -38,15 +38,15 @@ def input_snippets(columns: CaseColumns, texts: CaseTexts) -> dict[str, str]:
         if item_id in found:
             continue
         value = inputs[row]
-        if type(value) is str:  # the common case: display's text, without its record (~1 µs of ~5)
-            found[item_id] = " ".join(value[:SNIPPET_CHARS].split()) + ("…" if len(value) > SNIPPET_CHARS else "")
-            continue
-        turns = texts.whole(row, "turns")
-        if value is None and isinstance(turns, list) and turns:
-            value = turns[0]
-        shown = display(value, SNIPPET_CHARS)
-        if shown is not None:
-            found[item_id] = " ".join(shown.text.split()) + ("…" if shown.omitted else "")
+        if type(value) is str:  # the common case: display's text and cut, without its record (~1 µs of ~5)
+            text, cut = value[:SNIPPET_CHARS], len(value) > SNIPPET_CHARS
+        else:
+            turns = texts.whole(row, "turns")
+            shown = display(turns[0] if value is None and isinstance(turns, list) and turns else value, SNIPPET_CHARS)
+            if shown is None:
+                continue
+            text, cut = shown.text, bool(shown.omitted)
+        found[item_id] = " ".join(text.split()) + ("…" if cut else "")
     return found
 
 
