@@ -31,10 +31,12 @@ def has_digit_run(data: bytes, length: int) -> bool:
     return b"0" * length in data.translate(_DIGITS_AS_ZEROS)
 
 
-def orjson_value(data: bytes) -> Any:
+def orjson_value(data: bytes, digits_checked: bool = False) -> Any:
     """The JSON value of ``data`` (UTF-8 text) as orjson reads it when that is surely what
-    ``json.loads`` reads, else :data:`UNSURE` (see the module docstring)."""
-    if has_digit_run(data, ORJSON_RISKY_DIGITS):
+    ``json.loads`` reads, else :data:`UNSURE` (see the module docstring). ``digits_checked``:
+    ``data`` is part of a text already found to hold no run of :data:`ORJSON_RISKY_DIGITS` digits
+    (a run of JSON Lines, checked once for all its lines)."""
+    if not digits_checked and has_digit_run(data, ORJSON_RISKY_DIGITS):
         return UNSURE
     try:
         return orjson.loads(data)
