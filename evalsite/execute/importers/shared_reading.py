@@ -64,9 +64,11 @@ def main_takes(number: int, share: Fraction) -> bool:
     return number * share.numerator % share.denominator < share.numerator
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Mapped:
-    """An element as the second process's mapping gave it (orjson's reading of its message)."""
+    """An element as the second process's mapping gave it (orjson's reading of its message). Not
+    frozen: one is made for most elements of a large file, and a frozen dataclass's ``__init__``
+    costs twice a plain one's (~0.5 µs more, ~0.06 s of this process's CPU for 120,000 rows)."""
 
     value: Any
 
