@@ -48,7 +48,8 @@ def _import(root: Path, source: Path) -> dict[str, dict[str, Any]]:
 def _per_case(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(import_writer, "_spooled_line", lambda record, fast: import_writer._STDLIB_MARK + (
         json.dumps(record, ensure_ascii=False, default=str) + "\n").encode("utf-8"))
-    monkeypatch.setattr(RunWriter, "append_cases", lambda self, cases: ([self.append_case(case) for case in cases], False))
+    monkeypatch.setattr(RunWriter, "append_cases",
+                        lambda self, cases, vouched=None: ([self.append_case(case) for case in cases], False))
     monkeypatch.setattr(import_writer, "batch_columns",
                         lambda batches: case_columns([case for cases, _ in batches for case in cases]))
 

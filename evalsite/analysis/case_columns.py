@@ -15,7 +15,7 @@ null: it gives the evaluator a pass rule but neither passes nor fails).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
@@ -193,7 +193,7 @@ class _Builder:
         start = len(self.case_fields["item"])
         column = batch.cases
         items, shas = self.items, self.shas
-        values: tuple[list[Any], ...] = (
+        values: tuple[Sequence[Any], ...] = (
             [items.setdefault(item, len(items)) for item in column("item_id")], column("repeat"),
             _floats(column("score")), _verdicts(column("passed")), [bool(error) for error in column("error")],
             _verdicts(column("critical")), _floats(column("cost_usd")), _floats(column("latency_ms")),
@@ -214,7 +214,7 @@ class _Builder:
             if name not in evaluators:
                 evaluators[name] = len(evaluators)
                 self.versions.append(version)
-        values: tuple[list[Any], ...] = (
+        values: tuple[Sequence[Any], ...] = (
             cases, [evaluators[name] for name in column("evaluator")], _floats(column("score")),
             _verdicts(column("passed")), [bool(error) for error in column("error")],
             [bool(skipped) for skipped in column("skipped")],
@@ -291,12 +291,12 @@ def _whole(record: Mapping[str, Any], key: str) -> float:
     return float(number) if number is not None and low <= number <= high else np.nan
 
 
-def _floats(values: list[Any]) -> list[float]:
+def _floats(values: Sequence[Any]) -> list[float]:
     """Numbers known finite and in range (or None) as :func:`_number` and :func:`_whole` read them."""
     return [_NAN if value is None else float(value) for value in values]
 
 
-def _verdicts(values: list[bool | None]) -> list[int]:
+def _verdicts(values: Sequence[bool | None]) -> list[int]:
     return [NONE if value is None else int(value) for value in values]
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -530,12 +530,10 @@ def checked_fields(cases: list[Any]) -> BatchFields | None:
     if set(map(type, cases)) - {dict}:
         return None
     fields = BatchFields(cases)
-    if not _fields_hold(fields.cases, CASE_TYPES, CASE_RANGES):
-        return None
-    if not all(0 <= repeat <= MAX_REPEAT_INDEX for repeat in fields.cases("repeat") if type(repeat) is int):
+    if not fields_hold(fields.cases, CASE_TYPES, BATCH_CASE_RANGES):
         return None
     scores = fields.scores
-    return None if set(map(type, scores.records)) - {dict} or not _fields_hold(scores, SCORE_TYPES, SCORE_RANGES) else fields
+    return None if set(map(type, scores.records)) - {dict} or not fields_hold(scores, SCORE_TYPES, SCORE_RANGES) else fields
 
 
 def column_of(records: list[dict[str, Any]], key: str) -> list[Any]:
@@ -544,13 +542,15 @@ def column_of(records: list[dict[str, Any]], key: str) -> list[Any]:
 
 
 class Fields:
-    """The values of each key over ``records`` (:func:`column_of`), each key's read once."""
+    """The values of each key over ``records`` (:func:`column_of`), each key's read once.
+    ``known``: columns already at hand, each exactly :func:`column_of` of its key (the writer of an
+    import gathers them while it builds the records; tests/test_import_columns.py holds them equal)."""
 
-    def __init__(self, records: list[dict[str, Any]]):
+    def __init__(self, records: list[dict[str, Any]], known: dict[str, Sequence[Any]] | None = None):
         self.records = records
-        self._read: dict[str, list[Any]] = {}
+        self._read: dict[str, Sequence[Any]] = known or {}
 
-    def __call__(self, key: str) -> list[Any]:
+    def __call__(self, key: str) -> Sequence[Any]:
         found = self._read.get(key)
         if found is None:
             found = self._read[key] = column_of(self.records, key)
@@ -561,11 +561,13 @@ class BatchFields:
     """A batch of case records and their scores read a field at a time, each field once: the
     writer's check of an import batch (:func:`checked_fields`) and the summary's columns of it
     (:func:`evalsite.analysis.case_columns.batch_columns`) read the same fields (reading a field
-    over a batch was a fifth of writing it, each read twice)."""
+    over a batch was a fifth of writing it, each read twice). ``cases`` and ``scores`` may come
+    with columns known already (:class:`Fields`)."""
 
-    def __init__(self, cases: list[dict[str, Any]]):
-        self.cases = Fields(cases)
-        self._scores: Fields | None = None
+    def __init__(self, cases: list[dict[str, Any]], known: dict[str, Sequence[Any]] | None = None,
+                 scores: Fields | None = None):
+        self.cases = Fields(cases, known)
+        self._scores = scores
 
     @property
     def scores(self) -> Fields:
@@ -575,18 +577,34 @@ class BatchFields:
         return self._scores
 
 
-def _fields_hold(fields: Fields, types: dict[str, tuple[type, ...]], ranges: Mapping[str, tuple[float, float]]) -> bool:
-    """Every field of every record of one of its allowed types (``type() in``) and every number
-    in its range (NaN and infinity fail the comparison)."""
+#: :data:`CASE_RANGES` and a repeat's: what a batch's case fields are checked against (:func:`checked_fields`)
+BATCH_CASE_RANGES = {**CASE_RANGES, "repeat": (0, MAX_REPEAT_INDEX)}
+
+
+def fields_hold(fields: Callable[[str], Sequence[Any]], types: Mapping[str, tuple[type, ...]],
+                ranges: Mapping[str, tuple[float, float]]) -> bool:
+    """Every value of each field in ``types`` (``fields(key)``: its column over a batch) of one of
+    its allowed types (``type() in``, so a boolean is never a number) and every number in its range,
+    finite."""
     for key, allowed in types.items():
         values = fields(key)
-        if not set(map(type, values)).issubset(allowed):
+        kinds = set(map(type, values))
+        if not kinds.issubset(allowed):
             return False
-        if key in ranges:
-            low, high = ranges[key]
-            if not all(low <= value <= high for value in values if value is not None):
-                return False
+        if key in ranges and not kinds <= {_NONE} and not _numbers_hold(values, kinds, *ranges[key]):
+            return False
     return True
+
+
+def _numbers_hold(values: Sequence[Any], kinds: set[type], low: float, high: float) -> bool:
+    """Every number of ``values`` (ints, floats and None: ``kinds``) from ``low`` to ``high``, in C
+    loops: their sum is finite exactly when none is NaN or infinite (numbers in range sum to a
+    finite total; one past it fails its bound anyway), and then min and max order them."""
+    numbers = [value for value in values if value is not None] if _NONE in kinds else values
+    try:
+        return (float not in kinds or math.isfinite(sum(numbers))) and low <= min(numbers) and max(numbers) <= high
+    except OverflowError:  # an integer past a float's range beside a float: out of range
+        return False
 
 
 def _float(value: int | float | None) -> float | None:

@@ -262,15 +262,17 @@ class RunWriter:
         self._write(encoded, 1)
         return case
 
-    def append_cases(self, cases: Iterable[dict[str, Any]]) -> tuple[list[dict[str, Any]], BatchFields | bool]:
+    def append_cases(self, cases: Iterable[dict[str, Any]],
+                     vouched: BatchFields | None = None) -> tuple[list[dict[str, Any]], BatchFields | bool]:
         """Append several case lines in one ``write``, for a writer that has them all at hand (an
         import, published only once whole): the same lines, hash and checks as :meth:`append_case`
         one at a time, without a system call per case. Returns the records as written, and whether
         each is known bounded and well typed (:func:`~evalsite.runlog.records.checked_fields` held
         for the batch and each record was written as it is): false, or true as the fields that
-        check read."""
+        check read. ``vouched``: the batch's fields, from a caller that knows every record bounded
+        and well typed (what ``checked_fields`` would find; an import's writer, which makes them)."""
         batch = list(cases)
-        fields = checked_fields(batch)
+        fields = checked_fields(batch) if vouched is None else vouched
         lines = None if fields is None else _fast_lines(batch)
         if fields is not None and lines is not None:  # each record written as it is: keys checked a batch at a time
             self._well_typed = self._well_typed and self._new_keys(fields)

@@ -56,7 +56,15 @@ from evalsite.runlog.builders import (
 )
 from evalsite.runlog.fingerprint import dataset_identity
 from evalsite.runlog.hashing import file_sha256, sha256_json, short_hash
-from evalsite.runlog.records import BatchFields
+from evalsite.runlog.records import (
+    BATCH_CASE_RANGES,
+    CASE_TYPES,
+    SCORE_RANGES,
+    SCORE_TYPES,
+    BatchFields,
+    Fields,
+    fields_hold,
+)
 from evalsite.runlog.secrets import redact_secrets
 from evalsite.runlog.store import RunWriter, iso, lock_is_held, utc_now
 from evalsite.runlog.totals import RunTotals
@@ -522,7 +530,69 @@ def _written(writer: RunWriter, draft: _RunDraft, items: dict[str, Item],
     draft.spool.seek(0)
     binary = {name: tally.binary for name, tally in draft.evaluators.items()}
     for lines in iter(lambda: list(islice(draft.spool, WRITE_BATCH)), []):
-        yield writer.append_cases([_case_record(spooled, items, versions, binary) for spooled in _spooled_batch(lines)])
+        spooled = _spooled_batch(lines)
+        made = _Made()
+        records = [_case_record(case, items, versions, binary, made) for case in spooled]
+        yield writer.append_cases(records, _vouched(spooled, records, made))
+
+
+@dataclass
+class _Made:
+    """What :func:`_case_record` made of each case and score, as it made it, in order: the fields of
+    a case line the summary reads that the line does not take from its spooled case as they are
+    (:data:`_MADE_CASE_FIELDS`), and those of each score (:data:`_MADE_SCORE_FIELDS`). Gathered
+    while each record is at hand, not read again from every record a field at a time (a column
+    read over a batch's records costs ~140 ns a value, the records out of the cache by then)."""
+
+    cases: list[tuple[Any, ...]] = field(default_factory=list)
+    scores: list[tuple[Any, ...]] = field(default_factory=list)
+
+
+#: the fields of a spooled case (:func:`_spool`, :func:`_spooled_body`) and of one of its scores, in order
+_SPOOLED_FIELDS = ("repeat", "key", "input", "output", "error", "latency_ms", "input_tokens", "output_tokens",
+                   "cost_usd", "finish_reason", "started_at", "scores", "score", "passed")
+_SPOOLED_SCORE_FIELDS = ("evaluator", "score", "passed", "label", "detail", "error")
+#: the fields a case line (and one of its scores) takes from its spooled case, with their types
+#: (:func:`_vouched`: a case's score and verdict are the source's when it gives them); of those, the
+#: fields a case line holds as the spooled case has them
+_TAKEN_CASE_FIELDS = {key: CASE_TYPES[key] for key in ("repeat", "error", "latency_ms", "input_tokens", "output_tokens",
+                                                       "cost_usd", "finish_reason", "started_at", "score", "passed")}
+_TAKEN_SCORE_FIELDS = {key: SCORE_TYPES[key] for key in _SPOOLED_SCORE_FIELDS}
+_VERBATIM_FIELDS = tuple(_TAKEN_CASE_FIELDS)[:8]
+#: what :class:`_Made` holds of a case and of a score, in order; the fields no imported case line
+#: has; a score's fields that are the same for every score an import writes
+_MADE_CASE_FIELDS = ("item_id", "item_sha", "scores", "score", "passed")
+_MADE_SCORE_FIELDS = ("evaluator", "version", "score", "passed", "label", "error")
+_ABSENT_CASE_FIELDS = ("scoring_cost_usd", "critical", "emulated", "served_model")
+_SCORE_CONSTANTS = {"skipped": False, "turn": None, "spread": None, "cost_usd": None}
+
+
+def _vouched(spooled: list[list[Any]], records: list[dict[str, Any]], made: _Made) -> BatchFields | None:
+    """The fields of ``records`` (:func:`_case_record` of each of ``spooled``, which gathered
+    ``made``) when every record is bounded and well typed as made (what
+    :func:`~evalsite.runlog.records.checked_fields` would find; tests/test_import_columns.py holds
+    it), else None: the writer then checks the records.
+
+    A record takes some fields from its spooled case as they are (:data:`_TAKEN_CASE_FIELDS`, and
+    a score's :data:`_TAKEN_SCORE_FIELDS`): those are checked a column at a time over the spooled
+    lines. The writer makes the rest, of their types and in their ranges as made: an item's id
+    and sha and an evaluator's version are text, ``scores`` a list, a score's other fields
+    constants, a failed generation's scores 0 and false with a text detail, a case's verdict a
+    boolean (or the source's) and its score the source's or the mean of checked scores."""
+    columns = dict(zip(_SPOOLED_FIELDS, zip(*spooled)))
+    if not fields_hold(columns.__getitem__, _TAKEN_CASE_FIELDS, BATCH_CASE_RANGES):
+        return None
+    taken_scores = [score for listed in columns["scores"] for score in listed]
+    if taken_scores and not fields_hold(dict(zip(_SPOOLED_SCORE_FIELDS, zip(*taken_scores))).__getitem__,
+                                        _TAKEN_SCORE_FIELDS, SCORE_RANGES):
+        return None
+    nones, count = [None] * len(records), len(made.scores)
+    known = {**{key: columns[key] for key in _VERBATIM_FIELDS}, **dict(zip(_MADE_CASE_FIELDS, zip(*made.cases))),
+             **dict.fromkeys(_ABSENT_CASE_FIELDS, nones)}
+    scores = [score for listed in known["scores"] for score in listed]
+    known_scores = {**dict(zip(_MADE_SCORE_FIELDS, zip(*made.scores))),
+                    **{key: [value] * count for key, value in _SCORE_CONSTANTS.items()}} if count else {}
+    return BatchFields(records, known, Fields(scores, known_scores))
 
 
 def _spooled_line(record: list[Any], fast: bool) -> bytes:
@@ -629,18 +699,20 @@ def _header(source: SourceImport, draft: _RunDraft, run: SourceRun, dataset: Dat
 
 
 def _case_record(spooled: list[Any], items: dict[str, Item], versions: dict[str, str],
-                 binary: dict[str, bool]) -> dict[str, Any]:
+                 binary: dict[str, bool], made: _Made) -> dict[str, Any]:
     """A spooled case's line, built as plain dicts (:func:`~evalsite.runlog.builders.imported_case_json`);
     ``binary``: each evaluator's :attr:`_EvaluatorTally.binary`. Its mean score and verdict are
-    gathered in the one pass over its scores."""
+    gathered in the one pass over its scores; what it made is added to ``made``."""
     (repeat, key, case_input, output, error, latency_ms, input_tokens, output_tokens, cost_usd, finish_reason,
      started_at, spooled_scores, score, passed) = spooled
     item = items[key]
-    scores, values, ruled = [], [], []
+    scores, values, ruled, made_scores = [], [], [], made.scores
     for name, value, verdict, label, detail, score_error in spooled_scores:
         if verdict is None and value is not None and binary[name]:
             verdict = value == 1.0
-        scores.append(score_json(name, versions[name], value, verdict, label, detail, score_error))
+        version = versions[name]
+        scores.append(score_json(name, version, value, verdict, label, detail, score_error))
+        made_scores.append((name, version, value, verdict, label, score_error))
         if value is not None and score_error is None:
             values.append(value)
         if verdict is not None:
@@ -650,11 +722,14 @@ def _case_record(spooled: list[Any], items: dict[str, Item], versions: dict[str,
         failed = [name for name in versions if name not in recorded]
         scores += [score_json(name, versions[name], 0.0, False, None, f"generation failed: {error}", None)
                    for name in failed]
+        made_scores += [(name, versions[name], 0.0, False, None, None) for name in failed]
         values += [0.0] * len(failed)
+    mean, verdict = score if score is not None else _mean_score(values), _verdict(passed, ruled, error)
+    made.cases.append((item.item_id, item.sha, scores, mean, verdict))
     return imported_case_json(
         item.item_id, item.sha, repeat, case_input if case_input is not None else item.row.get("input"),
         item.row.get("expected"), output, error, latency_ms, input_tokens, output_tokens, cost_usd, finish_reason,
-        scores, score if score is not None else _mean_score(values), _verdict(passed, ruled, error), started_at,
+        scores, mean, verdict, started_at,
     )
 
 
