@@ -195,7 +195,7 @@ class _Builder:
         items, shas = self.items, self.shas
         values: tuple[Sequence[Any], ...] = (
             [items.setdefault(item, len(items)) for item in column("item_id")], column("repeat"),
-            _floats(column("score")), _verdicts(column("passed")), [bool(error) for error in column("error")],
+            _floats(column("score")), _verdicts(column("passed")), list(map(bool, column("error"))),
             _verdicts(column("critical")), _floats(column("cost_usd")), _floats(column("latency_ms")),
             _floats(column("scoring_cost_usd")), _floats(column("input_tokens")), _floats(column("output_tokens")),
         )
@@ -209,15 +209,15 @@ class _Builder:
 
     def _add_checked_scores(self, cases: list[int], column: Fields) -> None:
         """:meth:`_add_score` of each score (of the cases at ``cases``), known well typed and bounded."""
-        evaluators, labels = self.evaluators, self.labels
-        for name, version in zip(column("evaluator"), column("version")):
-            if name not in evaluators:
-                evaluators[name] = len(evaluators)
-                self.versions.append(version)
+        evaluators, labels, names = self.evaluators, self.labels, column("evaluator")
+        if not evaluators.keys() >= set(names):  # (a batch's scores are of evaluators seen before, as a rule)
+            for name, version in zip(names, column("version")):
+                if name not in evaluators:
+                    evaluators[name] = len(evaluators)
+                    self.versions.append(version)
         values: tuple[Sequence[Any], ...] = (
-            cases, [evaluators[name] for name in column("evaluator")], _floats(column("score")),
-            _verdicts(column("passed")), [bool(error) for error in column("error")],
-            [bool(skipped) for skipped in column("skipped")],
+            cases, list(map(evaluators.__getitem__, names)), _floats(column("score")),
+            _verdicts(column("passed")), list(map(bool, column("error"))), list(map(bool, column("skipped"))),
             [-1 if label is None else labels.setdefault(label, len(labels)) for label in column("label")],
             [None if turn is None else str(turn) for turn in column("turn")],
         )
@@ -297,7 +297,11 @@ def _floats(values: Sequence[Any]) -> list[float]:
 
 
 def _verdicts(values: Sequence[bool | None]) -> list[int]:
-    return [NONE if value is None else int(value) for value in values]
+    """Checked verdicts (booleans or none) as :func:`_verdict` codes them, by look-up."""
+    return list(map(_VERDICT_CODES.__getitem__, values))
+
+
+_VERDICT_CODES = {None: NONE, False: FALSE, True: TRUE}
 
 
 def _verdict(value: Any) -> int:
