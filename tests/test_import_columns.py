@@ -57,7 +57,7 @@ def batches(draw: st.DrawFn) -> list[list[Any]]:
 
 
 def made(spooled: list[list[Any]]) -> tuple[list[dict[str, Any]], Any]:
-    batch = import_writer._Made()
+    batch = import_writer._Made(import_writer._templates(VERSIONS))
     try:
         records = [import_writer._case_record(case, ITEMS, VERSIONS, BINARY, batch) for case in spooled]
     except (ValueError, TypeError):  # a repeat no case line takes, text to average: refused as on main
