@@ -82,7 +82,7 @@ def written(root: Path, records: list[dict[str, Any]], vouched: Any = None) -> t
     return (writer.directory / CASES_FILE).read_bytes(), json.loads((writer.directory / END_FILE).read_text())
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(batches())
 def test_a_vouched_batch_is_one_checked_fields_holds_for_with_the_records_own_columns(spooled):
     records, vouched = made(spooled)
@@ -100,7 +100,7 @@ def test_a_vouched_batch_is_one_checked_fields_holds_for_with_the_records_own_co
         assert array.dtype == by_record[key].dtype and array.tobytes() == by_record[key].tobytes(), key
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=25, deadline=None)
 @given(batches())
 def test_a_vouched_batch_writes_the_lines_and_footer_of_its_records_checked_one_at_a_time(spooled):
     records, vouched = made(spooled)

@@ -560,13 +560,13 @@ def _templates(versions: dict[str, str]) -> dict[str, dict[str, Any]]:
 _SPOOLED_FIELDS = ("repeat", "key", "input", "output", "error", "latency_ms", "input_tokens", "output_tokens",
                    "cost_usd", "finish_reason", "started_at", "scores", "score", "passed")
 _SPOOLED_SCORE_FIELDS = ("evaluator", "score", "passed", "label", "detail", "error")
-#: the fields a case line (and one of its scores) takes from its spooled case, with their types
-#: (:func:`_vouched`: a case's score and verdict are the source's when it gives them); of those, the
-#: fields a case line holds as the spooled case has them
-_TAKEN_CASE_FIELDS = {key: CASE_TYPES[key] for key in ("repeat", "error", "latency_ms", "input_tokens", "output_tokens",
-                                                       "cost_usd", "finish_reason", "started_at", "score", "passed")}
+#: the fields a case line holds as its spooled case has them; with the source's score and verdict
+#: (the line's when the source gives them), what a line takes from its spooled case, with their
+#: types (:func:`_vouched`), and a score's
+_VERBATIM_FIELDS = ("repeat", "error", "latency_ms", "input_tokens", "output_tokens", "cost_usd", "finish_reason",
+                    "started_at")
+_TAKEN_CASE_FIELDS = {key: CASE_TYPES[key] for key in (*_VERBATIM_FIELDS, "score", "passed")}
 _TAKEN_SCORE_FIELDS = {key: SCORE_TYPES[key] for key in _SPOOLED_SCORE_FIELDS}
-_VERBATIM_FIELDS = tuple(_TAKEN_CASE_FIELDS)[:8]
 #: what :class:`_Made` holds of a case and of a score, in order; the fields no imported case line
 #: has; a score's fields that are the same for every score an import writes
 _MADE_CASE_FIELDS = ("item_id", "item_sha", "scores", "score", "passed")
@@ -734,12 +734,12 @@ def _case_record(spooled: list[Any], items: dict[str, Item], versions: dict[str,
                    for name in failed]
         made_scores += [(name, versions[name], 0.0, False, None, None) for name in failed]
         values += [0.0] * len(failed)
-    mean, verdict = score if score is not None else _mean_score(values), _verdict(passed, ruled, error)
-    made.cases.append((item.item_id, item.sha, scores, mean, verdict))
+    mean, case_verdict = score if score is not None else _mean_score(values), _verdict(passed, ruled, error)
+    made.cases.append((item.item_id, item.sha, scores, mean, case_verdict))
     return imported_case_json(
         item.item_id, item.sha, repeat, case_input if case_input is not None else item.row.get("input"),
         item.row.get("expected"), output, error, latency_ms, input_tokens, output_tokens, cost_usd, finish_reason,
-        scores, mean, verdict, started_at,
+        scores, mean, case_verdict, started_at,
     )
 
 
