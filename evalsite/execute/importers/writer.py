@@ -568,11 +568,12 @@ _VERBATIM_FIELDS = ("repeat", "error", "latency_ms", "input_tokens", "output_tok
 _TAKEN_CASE_FIELDS = {key: CASE_TYPES[key] for key in (*_VERBATIM_FIELDS, "score", "passed")}
 _TAKEN_SCORE_FIELDS = {key: SCORE_TYPES[key] for key in _SPOOLED_SCORE_FIELDS}
 #: what :class:`_Made` holds of a case and of a score, in order; the fields no imported case line
-#: has; a score's fields that are the same for every score an import writes
+#: has; a score's fields that are the same for every score an import writes (score_json's own)
 _MADE_CASE_FIELDS = ("item_id", "item_sha", "scores", "score", "passed")
 _MADE_SCORE_FIELDS = ("evaluator", "version", "score", "passed", "label", "error")
 _ABSENT_CASE_FIELDS = ("scoring_cost_usd", "critical", "emulated", "served_model")
-_SCORE_CONSTANTS = {"skipped": False, "turn": None, "spread": None, "cost_usd": None}
+_SCORE_CONSTANTS = {key: value for key, value in score_json("", None, None, None, None, None, None).items()
+                    if key not in (*_MADE_SCORE_FIELDS, "detail")}
 
 
 def _vouched(spooled: list[list[Any]], records: list[dict[str, Any]], made: _Made) -> BatchFields | None:
