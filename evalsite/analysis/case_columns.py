@@ -149,7 +149,9 @@ def natural_order(columns: CaseColumns) -> np.ndarray:
 
 
 class _Builder:
-    """Lists of each field, appended case by case, turned into arrays once."""
+    """Each field's values: appended case by case (:meth:`add`) as lists, or a checked batch's at
+    once (:meth:`add_checked`) as arrays; the lists become an array before each batch's arrays and
+    at the end, so the columns keep the cases' order."""
 
     def __init__(self) -> None:
         self.items: dict[str, int] = {}
@@ -158,15 +160,19 @@ class _Builder:
         self.labels: dict[str, int] = {}
         self.served: dict[str, None] = {}
         self.shas: dict[str, int] = {}
-        self.case_fields: dict[str, list[Any]] = {name: [] for name in (*_CASE_FIELDS, "item_sha")}
-        self.score_fields: dict[str, list[Any]] = {name: [] for name in _SCORE_FIELDS}
+        self.cases = 0
+        self.case_fields: dict[str, list[Any]] = {name: [] for name in _CASE_DTYPES}
+        self.score_fields: dict[str, list[Any]] = {name: [] for name in _SCORE_DTYPES}
         self._case_lists = [self.case_fields[name] for name in _CASE_FIELDS]  # appended to in field order
         self._score_lists = [self.score_fields[name] for name in _SCORE_FIELDS]
+        self._case_arrays: dict[str, list[np.ndarray]] = {name: [] for name in _CASE_DTYPES}
+        self._score_arrays: dict[str, list[np.ndarray]] = {name: [] for name in _SCORE_DTYPES}
 
     def add(self, case: Mapping[str, Any], dataset_critical: Mapping[str, bool] | None) -> None:
         if isinstance(case, Case):  # the same fields, read from its line: a dict's get is 3x a Mapping's
             case = case.raw
-        index = len(self.case_fields["item"])
+        index = self.cases
+        self.cases += 1
         item = str(case.get("item_id"))
         passed, critical = case.get("passed"), case_critical(case, dataset_critical)
         values = (
@@ -189,40 +195,51 @@ class _Builder:
         """:meth:`add` of each record (no dataset's critical flags), for records known bounded and
         well typed (:func:`~evalsite.runlog.records.checked_fields`): every number None
         or an int or float in its range, every other field of its one type, so each column is
-        filled a field at a time over the batch."""
-        start = len(self.case_fields["item"])
-        column = batch.cases
-        items, shas = self.items, self.shas
-        values: tuple[Sequence[Any], ...] = (
-            [items.setdefault(item, len(items)) for item in column("item_id")], column("repeat"),
-            _floats(column("score")), _verdicts(column("passed")), list(map(bool, column("error"))),
-            _verdicts(column("critical")), _floats(column("cost_usd")), _floats(column("latency_ms")),
-            _floats(column("scoring_cost_usd")), _floats(column("input_tokens")), _floats(column("output_tokens")),
+        made a field at a time over the batch, as an array."""
+        self._flush()
+        start, column, items = self.cases, batch.cases, self.items
+        count = len(column.records)
+        self.cases += count
+        shas = column("item_sha")
+        arrays = (
+            np.array([items.setdefault(item, len(items)) for item in column("item_id")], dtype=np.int64),
+            np.array(column("repeat"), dtype=np.int64),
+            _float_array(column("score")), _verdict_array(column("passed")), _flag_array(column("error")),
+            _verdict_array(column("critical")), _float_array(column("cost_usd")), _float_array(column("latency_ms")),
+            _float_array(column("scoring_cost_usd")), _float_array(column("input_tokens")),
+            _float_array(column("output_tokens")),
+            np.full(count, -1, dtype=np.int64) if shas.count(None) == count
+            else np.array([self.shas.setdefault(sha, len(self.shas)) if sha else -1 for sha in shas], dtype=np.int64),
         )
-        for field_values, values_of_field in zip(self._case_lists, values):
-            field_values.extend(values_of_field)
-        self.case_fields["item_sha"].extend(shas.setdefault(sha, len(shas)) if sha else -1 for sha in column("item_sha"))
-        self.served.update(dict.fromkeys(str(model) for model in column("served_model") if model))
+        for name, array in zip(_CASE_DTYPES, arrays):
+            self._case_arrays[name].append(array)
+        models = column("served_model")
+        if models.count(None) < count:
+            self.served.update(dict.fromkeys(str(model) for model in models if model))
         listed = column("scores")
-        self._add_checked_scores([start + index for index, scores in enumerate(listed) if scores for _ in scores],
-                                 batch.scores)
+        per_case = np.array([len(scores) if scores else 0 for scores in listed], dtype=np.int64)
+        self._add_checked_scores(np.repeat(np.arange(start, start + count, dtype=np.int64), per_case), batch.scores)
 
-    def _add_checked_scores(self, cases: list[int], column: Fields) -> None:
+    def _add_checked_scores(self, cases: np.ndarray, column: Fields) -> None:
         """:meth:`_add_score` of each score (of the cases at ``cases``), known well typed and bounded."""
-        evaluators, labels, names = self.evaluators, self.labels, column("evaluator")
+        evaluators, names = self.evaluators, column("evaluator")
         if not evaluators.keys() >= set(names):  # (a batch's scores are of evaluators seen before, as a rule)
             for name, version in zip(names, column("version")):
                 if name not in evaluators:
                     evaluators[name] = len(evaluators)
                     self.versions.append(version)
-        values: tuple[Sequence[Any], ...] = (
-            cases, list(map(evaluators.__getitem__, names)), _floats(column("score")),
-            _verdicts(column("passed")), list(map(bool, column("error"))), list(map(bool, column("skipped"))),
-            [-1 if label is None else labels.setdefault(label, len(labels)) for label in column("label")],
-            [None if turn is None else str(turn) for turn in column("turn")],
+        labels, turns, count = column("label"), column("turn"), len(cases)
+        arrays = (
+            cases, np.array(list(map(evaluators.__getitem__, names)), dtype=np.int64), _float_array(column("score")),
+            _verdict_array(column("passed")), _flag_array(column("error")), _flag_array(column("skipped")),
+            np.full(count, -1, dtype=np.int64) if labels.count(None) == count
+            else np.array([-1 if label is None else self.labels.setdefault(label, len(self.labels)) for label in labels],
+                          dtype=np.int64),
+            np.full(count, None, dtype=object) if turns.count(None) == count
+            else np.array([None if turn is None else str(turn) for turn in turns], dtype=object),
         )
-        for field_values, values_of_field in zip(self._score_lists, values):
-            field_values.extend(values_of_field)
+        for name, array in zip(_SCORE_DTYPES, arrays):
+            self._score_arrays[name].append(array)
 
     def _add_score(self, case: int, score: dict[str, Any]) -> None:
         name = str(score.get("evaluator"))
@@ -239,31 +256,47 @@ class _Builder:
         for column, value in zip(self._score_lists, values):
             column.append(value)
 
+    def _flush(self) -> None:
+        """The values appended case by case so far, as one array a field."""
+        for lists, arrays, dtypes in ((self.case_fields, self._case_arrays, _CASE_DTYPES),
+                                      (self.score_fields, self._score_arrays, _SCORE_DTYPES)):
+            if any(lists.values()):
+                for name, values in lists.items():
+                    arrays[name].append(np.array(values, dtype=dtypes[name]))
+                    values.clear()
+
+    def _column(self, arrays: dict[str, list[np.ndarray]], name: str, dtype: Any) -> np.ndarray:
+        parts = arrays[name]
+        return parts[0] if len(parts) == 1 else np.concatenate(parts) if parts else np.array([], dtype=dtype)
+
     def columns(self) -> CaseColumns:
-        c, s = self.case_fields, self.score_fields
+        self._flush()
+        c = {name: self._column(self._case_arrays, name, dtype) for name, dtype in _CASE_DTYPES.items()}
+        s = {name: self._column(self._score_arrays, name, dtype) for name, dtype in _SCORE_DTYPES.items()}
         scores = ScoreColumns(
-            case=np.array(s["case"], dtype=np.int64), evaluator=np.array(s["evaluator"], dtype=np.int64),
-            evaluators=tuple(self.evaluators), versions=tuple(self.versions), score=np.array(s["score"], dtype=float),
-            passed=np.array(s["passed"], dtype=np.int8), error=np.array(s["error"], dtype=bool),
-            skipped=np.array(s["skipped"], dtype=bool), label=np.array(s["label"], dtype=np.int64),
-            labels=tuple(self.labels), turn=np.array(s["turn"], dtype=object),
+            case=s["case"], evaluator=s["evaluator"], evaluators=tuple(self.evaluators), versions=tuple(self.versions),
+            score=s["score"], passed=s["passed"], error=s["error"], skipped=s["skipped"], label=s["label"],
+            labels=tuple(self.labels), turn=s["turn"],
         )
-        def floats(name: str) -> np.ndarray:
-            return np.array(c[name], dtype=float)
-
         return CaseColumns(
-            item=np.array(c["item"], dtype=np.int64), item_ids=tuple(self.items), repeat=np.array(c["repeat"], dtype=np.int64),
-            score=floats("score"), passed=np.array(c["passed"], dtype=np.int8), error=np.array(c["error"], dtype=bool),
-            critical=np.array(c["critical"], dtype=np.int8), cost_usd=floats("cost_usd"), latency_ms=floats("latency_ms"),
-            scoring_cost_usd=floats("scoring_cost_usd"), input_tokens=floats("input_tokens"),
-            output_tokens=floats("output_tokens"), scores=scores, served_models=tuple(self.served),
-            item_sha=np.array(c["item_sha"], dtype=np.int64), shas=tuple(self.shas),
+            item=c["item"], item_ids=tuple(self.items), repeat=c["repeat"], score=c["score"], passed=c["passed"],
+            error=c["error"], critical=c["critical"], cost_usd=c["cost_usd"], latency_ms=c["latency_ms"],
+            scoring_cost_usd=c["scoring_cost_usd"], input_tokens=c["input_tokens"],
+            output_tokens=c["output_tokens"], scores=scores, served_models=tuple(self.served), item_sha=c["item_sha"],
+            shas=tuple(self.shas),
         )
 
 
-_CASE_FIELDS = ("item", "repeat", "score", "passed", "error", "critical", "cost_usd", "latency_ms", "scoring_cost_usd",
-                "input_tokens", "output_tokens")
-_SCORE_FIELDS = ("case", "evaluator", "score", "passed", "error", "skipped", "label", "turn")
+#: each field's array type, in the order :meth:`_Builder.add` appends them (item_sha apart, last)
+_CASE_DTYPES: dict[str, Any] = {
+    "item": np.int64, "repeat": np.int64, "score": float, "passed": np.int8, "error": bool, "critical": np.int8,
+    "cost_usd": float, "latency_ms": float, "scoring_cost_usd": float, "input_tokens": float, "output_tokens": float,
+    "item_sha": np.int64,
+}
+_SCORE_DTYPES: dict[str, Any] = {"case": np.int64, "evaluator": np.int64, "score": float, "passed": np.int8,
+                                 "error": bool, "skipped": bool, "label": np.int64, "turn": object}
+_CASE_FIELDS = tuple(_CASE_DTYPES)[:-1]
+_SCORE_FIELDS = tuple(_SCORE_DTYPES)
 
 
 def _number(record: Mapping[str, Any], key: str, ranges: Mapping[str, tuple[float, float]] = CASE_RANGES) -> float:
@@ -291,14 +324,27 @@ def _whole(record: Mapping[str, Any], key: str) -> float:
     return float(number) if number is not None and low <= number <= high else np.nan
 
 
-def _floats(values: Sequence[Any]) -> list[float]:
-    """Numbers known finite and in range (or None) as :func:`_number` and :func:`_whole` read them."""
-    return [_NAN if value is None else float(value) for value in values]
+def _float_array(values: Sequence[Any]) -> np.ndarray:
+    """Numbers known finite and in range (or None) as :func:`_number` and :func:`_whole` read them:
+    NaN for None; a column of only one or the other converted at once."""
+    nones = values.count(None)
+    if nones == len(values):
+        return np.full(len(values), _NAN)
+    return np.array(values if not nones else [_NAN if value is None else value for value in values], dtype=float)
 
 
-def _verdicts(values: Sequence[bool | None]) -> list[int]:
+def _verdict_array(values: Sequence[bool | None]) -> np.ndarray:
     """Checked verdicts (booleans or none) as :func:`_verdict` codes them, by look-up."""
-    return list(map(_VERDICT_CODES.__getitem__, values))
+    if values.count(None) == len(values):
+        return np.full(len(values), NONE, dtype=np.int8)
+    return np.array(list(map(_VERDICT_CODES.__getitem__, values)), dtype=np.int8)
+
+
+def _flag_array(values: Sequence[Any]) -> np.ndarray:
+    """Each value's truth (an error's text, a skip's flag), False for every None at once."""
+    if values.count(None) == len(values):
+        return np.zeros(len(values), dtype=bool)
+    return np.array(list(map(bool, values)), dtype=bool)
 
 
 _VERDICT_CODES = {None: NONE, False: FALSE, True: TRUE}
