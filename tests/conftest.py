@@ -55,23 +55,6 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         terminalreporter.write_line(f"{len(skipped)} browser tests skipped: {NO_BROWSER}", yellow=True, bold=True)
 
 
-#: The files that take longest (each about 15 s or more of a worker's time: `pytest --durations=0`,
-#: summed per file), longest first, handed to the workers before the others, which follow in name
-#: order (pyproject's ``--no-loadscope-reorder``). xdist's ``loadfile`` otherwise hands out the files
-#: with the most tests first, which leaves the long one-test files (a coverage simulation, the guide
-#: run as written, a property over built sites) to the end: one worker runs them alone while the
-#: other idles.
-LONG_FILES = ("test_hostile_runs", "test_site_incremental", "test_site_verdict_coverage", "test_guide",
-              "test_one_verdict_everywhere", "test_case_scan", "test_distributions", "test_claims_verdict",
-              "test_site_cache", "test_site_unchanged")
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The files of :data:`LONG_FILES` first; a stable sort, so every file's tests stay together and in order."""
-    first = {name: place for place, name in enumerate(LONG_FILES)}
-    items.sort(key=lambda item: first.get(item.path.stem, len(first)))
-
-
 # The CLI -------------------------------------------------------------------------------------------
 
 
