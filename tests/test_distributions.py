@@ -35,19 +35,20 @@ def test_the_normal_cdf_and_quantile_equal_scipys_over_the_tails():
 
 
 def test_t_quantile_and_tail_and_chi_square_tail_equal_scipy_stats():
+    """scipy's references are taken a grid at a time (the same ufuncs as one value at a time)."""
     for p in np.linspace(1e-6, 1 - 1e-6, 41).tolist():
-        for df in (1, 2, 3, 7, 30, 1000, 100_000):
-            assert d.t_ppf(p, df) == pytest.approx(scipy_stats.t.ppf(p, df), rel=1e-10, abs=1e-12)
+        dfs = [1, 2, 3, 7, 30, 1000, 100_000]
+        assert [d.t_ppf(p, df) for df in dfs] == pytest.approx(scipy_stats.t.ppf(p, dfs).tolist(), rel=1e-10, abs=1e-12), p
     for p in (0.9, 0.95, 0.975, 0.99, 0.995, 0.999):  # a power analysis's critical values: 1 - alpha / 2
-        for df in [*range(1, 400), 9_999, 10_000, 10_001, 99_999, 10**6]:  # the series, then the expansion
-            assert d.t_ppf(p, df) == pytest.approx(scipy_stats.t.ppf(p, df), rel=2e-13)
+        dfs = [*range(1, 400), 9_999, 10_000, 10_001, 99_999, 10**6]  # the series, then the expansion
+        assert [d.t_ppf(p, df) for df in dfs] == pytest.approx(scipy_stats.t.ppf(p, dfs).tolist(), rel=2e-13), p
     assert [d.t_ppf(p, 5) for p in (0.0, 0.5, 1.0)] == [-math.inf, 0.0, math.inf]
-    for x in np.linspace(-12, 12, 97):
-        for df in (1, 2.5, 9, 120):
-            assert d.t_sf(x, df) == pytest.approx(scipy_stats.t.sf(x, df), rel=1e-12, abs=1e-300)
-    for x in np.linspace(0, 200, 401).tolist():
-        for df in range(1, 40):
-            assert d.chi2_sf(x, df) == pytest.approx(scipy_stats.chi2.sf(x, df), rel=1e-12, abs=1e-300)
+    xs = np.linspace(-12, 12, 97).tolist()
+    for df in (1, 2.5, 9, 120):
+        assert [d.t_sf(x, df) for x in xs] == pytest.approx(scipy_stats.t.sf(xs, df).tolist(), rel=1e-12, abs=1e-300), df
+    xs = np.linspace(0, 200, 401).tolist()
+    for df in range(1, 40):
+        assert [d.chi2_sf(x, df) for x in xs] == pytest.approx(scipy_stats.chi2.sf(xs, df).tolist(), rel=1e-12, abs=1e-300), df
     assert d.chi2_sf(-1.0, 3) == 1.0
     for fraction in (2.5, 0.5, 0):  # the finite series hold at whole degrees of freedom only
         with pytest.raises(ValueError, match="whole number"):
@@ -56,29 +57,48 @@ def test_t_quantile_and_tail_and_chi_square_tail_equal_scipy_stats():
             d.chi2_sf(3.0, fraction)  # type: ignore[arg-type]
 
 
-def _tail_points(n: int) -> list[int]:
+#: Where the tails are compared at 4,000 trials and more, in standard deviations from the mean: out
+#: to where they underflow (past ~38), densest where they change fastest.
+SPREAD_POINTS = (0, 0.5, 1, 1.5, 2, 3, 4, 5, 7, 10, 13, 16, 20, 25, 30, 38, 45)
+
+
+def _tail_points(n: int, p: float) -> list[int]:
     """Where the binomial tails are compared at n trials: every k up to 40 trials (and one past each
-    end), every third k (and both ends) up to 119, then ~97 evenly spaced."""
+    end), every third k (and both ends) up to 119, ~97 evenly spaced below 4,000; from 4,000 trials,
+    where evenly spaced k would mostly fall where both tails are 0 or 1 (7 of 98 inside at 100,000
+    trials), k at :data:`SPREAD_POINTS` standard deviations either side of the mean, and both ends."""
     if n <= 40:
         return list(range(-1, n + 2))
     if n < 120:
         return sorted({-1, 0, 1, *range(2, n - 1, 3), n - 1, n, n + 1})
-    return list(range(0, n + 1, max(1, n // 97)))
+    if n < 4000:
+        return list(range(0, n + 1, max(1, n // 97)))
+    sd = math.sqrt(n * p * (1 - p))
+    spread = {round(n * p + sign * z * sd) for z in SPREAD_POINTS for sign in (-1, 1)}
+    return sorted({-1, 0, 1, n - 1, n, n + 1, *(k for k in spread if 0 <= k <= n)})
+
+
+def _two_sided_half(ks: list[int], n: int) -> list[float]:
+    """The two-sided exact binomial test's p-values at p = 1/2, the mass of the outcomes at most as
+    likely as k: summed in exact fractions up to 1,024 trials, else ``scipy.stats.binomtest``'s."""
+    if n > 1024:
+        return [scipy_stats.binomtest(k, n, 0.5).pvalue for k in ks]
+    counts = [math.comb(n, j) for j in range(n + 1)]
+    return [float(Fraction(sum(c for c in counts if c <= counts[k]), 2**n)) for k in ks]
 
 
 def test_binomial_tails_and_test_equal_scipy_stats():
-    """Every trial count up to 40 and every third to 119 (each ends' k included), then large ones:
-    scipy's references taken a grid at a time (the same ufuncs as one value at a time)."""
+    """Every trial count up to 40 and every third to 119 (each ends' k included), then large ones
+    (:func:`_tail_points`): scipy's references taken a grid at a time (the same ufuncs as one value
+    at a time); the two-sided test's, exact up to 1,024 trials (:func:`_two_sided_half`)."""
     for n in [*range(1, 41), *range(41, 120, 3), 500, 1001, 4000, 100_000]:
-        ks = _tail_points(n)
         for p in (0.5, 0.05, 0.3, 0.999):
+            ks = _tail_points(n, p)
             sf, cdf = scipy_stats.binom.sf(ks, n, p).tolist(), scipy_stats.binom.cdf(ks, n, p).tolist()
             assert [d.binom_sf(k, n, p) for k in ks] == pytest.approx(sf, rel=1e-11, abs=1e-300), (n, p)
             assert [d.binom_cdf(k, n, p) for k in ks] == pytest.approx(cdf, rel=1e-11, abs=1e-300), (n, p)
-        for k in ks:
-            if 0 <= k <= n:
-                assert d.binom_test_half(k, n) == pytest.approx(
-                    scipy_stats.binomtest(k, n, 0.5).pvalue, rel=1e-11, abs=1e-300), (k, n)
+        tested = [k for k in _tail_points(n, 0.5) if 0 <= k <= n]
+        assert [d.binom_test_half(k, n) for k in tested] == pytest.approx(_two_sided_half(tested, n), rel=1e-11, abs=1e-300), n
     for n in (1, 2, 24, 60, 1023, 1024):  # a sign test's tails: the correctly rounded value
         for k in range(-1, n + 1, max(1, n // 40)):
             upper = Fraction(sum(math.comb(n, j) for j in range(k + 1, n + 1)), 2**n)
