@@ -21,12 +21,14 @@ from compare_support import ARM_SOURCE, golden_rows, write_dataset
 from evaluator_support import PROJECT_MODULES
 from example_support import copy_example, forget_project_modules, run_example
 from fakeserver import FakeServer
-from hypothesis import settings
+from hypothesis import HealthCheck, settings
 from study_support import STEPS, TARGET
 
 # Tests never assert wall-clock times, and hypothesis's per-example deadline (200 ms by default) is
 # one: an example that first imports a client library, on a loaded 2-core machine, failed it once.
-settings.register_profile("evalsite", deadline=None)
+# So is its too_slow health check (examples generated in more than ~1 s of wall): a test that
+# names its own suppressed checks lists it too (a list of its own replaces this one).
+settings.register_profile("evalsite", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("evalsite")
 
 PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY")

@@ -167,7 +167,7 @@ HEADER_KEYS = st.sampled_from(["run_id", "format_version", "dataset", "evaluator
                                "arm_id", "started_at", "fingerprint_hash"])
 CASE_KEYS = st.sampled_from(["item_id", "repeat", "scores", "score", "passed", "error", "latency_ms", "input_tokens",
                              "cost_usd", "output", "critical"])
-FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 
 
 def one_line_naming(message: str, name: str) -> bool:

@@ -82,7 +82,7 @@ def read(path: Path) -> tuple[str, Any, Any, bool]:
 
 
 @pytest.mark.parametrize("chunk, run", [(7, 64), (97, 200), (1 << 20, 1 << 16), (1 << 20, 300)])
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(elements=elements, indent=indents)
 def test_runs_of_elements_read_what_json_loads_reads(monkeypatch, tmp_path, chunk, run, elements, indent):
     monkeypatch.setattr(jsonstream, "CHUNK_CHARS", chunk)
@@ -97,7 +97,7 @@ def test_runs_of_elements_read_what_json_loads_reads(monkeypatch, tmp_path, chun
 
 
 @pytest.mark.parametrize("chunk", [11, 1 << 20])
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(
     elements=elements,
     indent=st.sampled_from([1, 2, "\t"]),
