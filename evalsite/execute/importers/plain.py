@@ -50,12 +50,12 @@ FIELDS = {"arm", "id", "item_id", "input", "expected", "output", "repeat", "erro
           "output_tokens", "cost_usd", "finish_reason", "started_at", "passed", SCORE_FIELD, SCORES_FIELD}
 WORDS = {"true": True, "yes": True, "false": False, "no": False}
 #: the share of the runs of lines decoded here when two processes read a file (shared_reading). The
-#: second decodes, maps and prepares each row for the writer (CasePreparer: ~33 µs a row on session 21's
-#: loaded host); this process takes a prepared row in (~9.5 µs), decodes, maps and spools a row of its
-#: own (~38) and hashes the file. With one run in three the second process was the longer (reading CPU
-#: for 200,000 rows: this process 3.7-3.8 s, the second 4.4); two in five balance them: the whole 200k
-#: import 0.96x the wall of one in three (7 pairs, session 22), and three in seven 1.01x two in five
-MAIN_SHARE = Fraction(2, 5)
+#: second decodes each of its rows and prepares it for the writer (by the lane, plain_lane, for the common
+#: rows) and sends it; this process takes a prepared row in (SourceImport.add_prepared), decodes and
+#: prepares its own rows the same way and hashes the file. Reading CPU for 200,000 rows (session 24,
+#: lane14, loaded host): two in five left this process the longer (3.5-4.0 s against 2.6-3.0), one in
+#: four the second (3.0-3.2 against 3.2-3.5); two in seven about equal (3.5 and 3.3-3.5 s)
+MAIN_SHARE = Fraction(2, 7)
 
 
 def read_jsonl(source: SourceImport, options: ImportOptions) -> None:

@@ -304,7 +304,7 @@ class CasePreparer:
                     value: float | None) -> list[Any] | None:
         """One score's tally when it is news (see :meth:`_news`), else None."""
         slot = (run, evaluator)
-        identity_key = _identity_key(identity)
+        identity_key = None if identity is None else _identity_key(identity)
         new_identity = identity_key is not None and (*slot, identity_key) not in self._identities
         new_value = value is not None and value not in (0.0, 1.0) and slot not in self._not_binary
         if not (new_identity or new_value or slot not in self._evaluators):
