@@ -188,9 +188,10 @@ class SourceImport:
         _spool(draft, repeat, body)
 
     def add_prepared(self, prepared: list[Any]) -> None:
-        """Add the case :meth:`CasePreparer.prepared` gave ``prepared`` for (in another process): the
-        steps of :meth:`add_case` that depend on the cases before it, in the same order (the item
-        checked, the repeat numbered or checked, the tallies), the rest done there."""
+        """Add the case :meth:`CasePreparer.prepared` gave ``prepared`` for (in another process, or
+        :func:`assembled` for a plain row in this one): the steps of :meth:`add_case` that depend on
+        the cases before it, in the same order (the item checked, the repeat numbered or checked,
+        the tallies), the rest done there."""
         run, key, row, order, repeat, tallies, body = prepared
         item_id = row.get("id")
         key = item_id if key is None else key  # (one string for both, as add_case has it)
