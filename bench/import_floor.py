@@ -66,6 +66,9 @@ class _Sink:
     def add_case(self, case: SourceCase) -> None:
         pass
 
+    def add_prepared(self, prepared: list[Any]) -> None:  # a plain row the lane prepared
+        pass
+
     def describe(self, key: str, run: SourceRun) -> None:
         pass
 

@@ -93,20 +93,19 @@ def import_outcome(root: Path, format_name: str, source: Path, options: ImportOp
 
 def two_processes(monkeypatch: Any, run_chars: int) -> list[int]:
     """Two processes for any file (shared_reading), runs of ``run_chars``; the list counts the
-    elements the second process mapped (each one passes through ``SourceImport.add_prepared`` in
-    this process)."""
+    elements the second process mapped and this process took (``MainShare.claim``'s)."""
     from evalsite import forked
     from evalsite.execute.importers import jsonstream, shared_reading
-    from evalsite.execute.importers.writer import SourceImport
 
     counted: list[int] = []
-    original = SourceImport.add_prepared
+    original = shared_reading.MainShare.claim
 
     def counting(*args: Any) -> Any:
-        counted.append(1)
-        return original(*args)
+        taken = original(*args)
+        counted.extend([1] * len(taken or ()))
+        return taken
 
-    monkeypatch.setattr(SourceImport, "add_prepared", counting)
+    monkeypatch.setattr(shared_reading.MainShare, "claim", counting)
     monkeypatch.setattr(shared_reading, "MIN_BYTES", 0)
     monkeypatch.setattr(forked, "spare_core", lambda: True)
     monkeypatch.setattr(jsonstream, "RUN_CHARS", run_chars)

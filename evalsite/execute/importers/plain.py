@@ -20,6 +20,15 @@ from typing import Any
 
 from evalsite.errors import SourceError
 from evalsite.execute.importers.jsonstream import JsonLines, RunShare
+from evalsite.execute.importers.plain_lane import (
+    ARM_FIELD,
+    EXACT_INTEGERS,
+    SCORE_FIELD,
+    SCORE_KIND,
+    SCORE_PREFIX,
+    SCORES_FIELD,
+    PlainLane,
+)
 from evalsite.execute.importers.shared_reading import Mapped, shared_reading
 from evalsite.execute.importers.source_records import (
     ImportOptions,
@@ -37,22 +46,16 @@ from evalsite.jsonshape import JSONObject
 from evalsite.runlog.records import RunStatus
 
 TOOL = "plain"
-ARM_FIELD = "arm"
-SCORE_FIELD = "score"
-SCORE_PREFIX = "score."
-SCORES_FIELD = "scores"
-SCORE_KIND = "plain:score"
 FIELDS = {"arm", "id", "item_id", "input", "expected", "output", "repeat", "error", "latency_ms", "input_tokens",
           "output_tokens", "cost_usd", "finish_reason", "started_at", "passed", SCORE_FIELD, SCORES_FIELD}
 WORDS = {"true": True, "yes": True, "false": False, "no": False}
-_EXACT_INTEGERS = 2**53  # every whole number up to this is exactly a float
 #: the share of the runs of lines decoded here when two processes read a file (shared_reading). The
-#: second decodes, maps and prepares each row for the writer (CasePreparer: ~33 µs a row on session 21's
-#: loaded host); this process takes a prepared row in (~9.5 µs), decodes, maps and spools a row of its
-#: own (~38) and hashes the file. With one run in three the second process was the longer (reading CPU
-#: for 200,000 rows: this process 3.7-3.8 s, the second 4.4); two in five balance them: the whole 200k
-#: import 0.96x the wall of one in three (7 pairs, session 22), and three in seven 1.01x two in five
-MAIN_SHARE = Fraction(2, 5)
+#: second decodes each of its rows and prepares it for the writer (by the lane, plain_lane, for the common
+#: rows) and sends it; this process takes a prepared row in (SourceImport.add_prepared), decodes and
+#: prepares its own rows the same way and hashes the file. Reading CPU for 200,000 rows (session 24,
+#: lane14, loaded host): two in five left this process the longer (3.5-4.0 s against 2.6-3.0), one in
+#: four the second (3.0-3.2 against 3.2-3.5); two in seven about equal (3.5 and 3.3-3.5 s)
+MAIN_SHARE = Fraction(2, 7)
 
 
 def read_jsonl(source: SourceImport, options: ImportOptions) -> None:
@@ -69,7 +72,7 @@ def read_jsonl(source: SourceImport, options: ImportOptions) -> None:
 
 
 def read_csv(source: SourceImport, options: ImportOptions) -> None:
-    _read(source, options, _Rows(options, source.path.stem), _csv_rows(source), lambda: False)
+    _read(source, options, _Rows(options, source.path.stem, lane=False), _csv_rows(source), lambda: False)
 
 
 def _lines(path: Path, label: str, share: RunShare) -> Iterator[JSONObject]:
@@ -105,19 +108,25 @@ def _csv_rows(source: SourceImport) -> Iterator[tuple[str, JSONObject]]:
 
 class _Rows:
     """How this file's rows become cases: the options, the default arm (the file's name), and the
-    rows' key lists seen so far (a file has a few), each with its ``score.<name>`` fields; the
-    fields not in the format are gathered in ``ignored``."""
+    rows' key lists seen so far (a file has a few), each with its ``score.<name>`` fields and their
+    evaluators' names; the fields not in the format are gathered in ``ignored``. A JSON Lines row goes by the
+    lane (:mod:`~evalsite.execute.importers.plain_lane`) when it takes it, else by :meth:`case`."""
 
-    def __init__(self, options: ImportOptions, default_arm: str):
+    def __init__(self, options: ImportOptions, default_arm: str, lane: bool = True):
         self.options = options
         self.default_arm = default_arm
         self.arm_field = (options.arm_from or ARM_FIELD).split(".")[0]
-        self.shapes: dict[tuple[str, ...], list[str]] = {}
+        self.shapes: dict[tuple[str, ...], list[tuple[str, str]]] = {}
         self.ignored: set[str] = set()
-        self.preparer = CasePreparer()  # the second process's (mapped)
+        self.preparer = CasePreparer()  # this process's: the cases it prepares (by the lane or mapped)
+        self.lane = PlainLane(default_arm, self.preparer) if lane and not options.arm_from else None
 
     def case(self, row: JSONObject, where: str) -> SourceCase:
         return _case(row, where, self.options, self.default_arm, self._score_fields(row))
+
+    def prepared(self, row: JSONObject) -> list[Any] | None:
+        """The row prepared by the lane, or None when the lane does not take it."""
+        return None if self.lane is None else self.lane.prepared(row, self._score_fields(row))
 
     def mapped(self, row: JSONObject) -> list[Any]:
         """A row as the second process sends it: its case as
@@ -125,13 +134,17 @@ class _Rows:
         after a key list not seen before, the ignored fields found so far. Anything wrong with the
         row raises, and this process maps it again, raising the error with the row's line."""
         new_shape = tuple(row) not in self.shapes
-        return [self.preparer.prepared(self.case(row, "")), sorted(self.ignored) if new_shape else []]
+        prepared = self.prepared(row)
+        if prepared is None:
+            prepared = self.preparer.prepared(self.case(row, ""))
+        return [prepared, sorted(self.ignored) if new_shape else []]
 
-    def _score_fields(self, row: JSONObject) -> list[str]:
+    def _score_fields(self, row: JSONObject) -> list[tuple[str, str]]:
         shape = tuple(row)
         score_fields = self.shapes.get(shape)
         if score_fields is None:
-            score_fields = self.shapes[shape] = [k for k in row if k.startswith(SCORE_PREFIX)]
+            score_fields = self.shapes[shape] = [(k, k[len(SCORE_PREFIX):]) for k in row
+                                                 if k.startswith(SCORE_PREFIX)]
             self.ignored.update(k for k in row if k not in FIELDS and not k.startswith(SCORE_PREFIX)
                                 and k != self.arm_field)
         return score_fields
@@ -145,7 +158,11 @@ def _read(source: SourceImport, options: ImportOptions, rows: _Rows, records: It
             rows.ignored.update(ignored)
             source.add_prepared(prepared)
         else:
-            source.add_case(rows.case(row, where))
+            prepared = rows.prepared(row)
+            if prepared is None:
+                source.add_case(rows.case(row, where))
+            else:
+                source.add_prepared(prepared)
     if rows.ignored:
         source.warn(f"ignored fields (not in the plain format): {', '.join(sorted(rows.ignored))}")
     if truncated():
@@ -167,7 +184,8 @@ def _read(source: SourceImport, options: ImportOptions, rows: _Rows, records: It
         ))
 
 
-def _case(row: JSONObject, where: str, options: ImportOptions, default_arm: str, score_fields: list[str]) -> SourceCase:
+def _case(row: JSONObject, where: str, options: ImportOptions, default_arm: str,
+          score_fields: list[tuple[str, str]]) -> SourceCase:
     if options.arm_from:
         arm = arm_from(row, options.arm_from, where)
     else:
@@ -194,17 +212,17 @@ def _case(row: JSONObject, where: str, options: ImportOptions, default_arm: str,
     ), where)
 
 
-def _scores(row: JSONObject, where: str, score_fields: list[str]) -> list[SourceScore]:
-    """The row's scores; ``score_fields``: its ``score.<name>`` keys, in order."""
+def _scores(row: JSONObject, where: str, score_fields: list[tuple[str, str]]) -> list[SourceScore]:
+    """The row's scores; ``score_fields``: its ``score.<name>`` keys, in order, with their names."""
     nested = row.get(SCORES_FIELD)
     if nested is not None and not isinstance(nested, dict):
         raise SourceError(f"{where}: field 'scores' must be an object of name: score")
     value = row.get(SCORE_FIELD)
     scores = [] if value is None else [_score(SCORE_FIELD, value, SCORE_FIELD, where)]
-    for key in score_fields:
+    for key, name in score_fields:
         value = row[key]
         if value is not None:
-            scores.append(_score(key[len(SCORE_PREFIX):], value, key, where))
+            scores.append(_score(name, value, key, where))
     for name, value in (nested or {}).items():
         if value is not None:
             scores.append(_score(name, value, f"scores.{name}", where))
@@ -248,7 +266,7 @@ def _number(row: JSONObject, field: str, where: str) -> float | None:
 
 def _integer(row: JSONObject, field: str, where: str) -> int | None:
     value = row.get(field)
-    if value is None or (type(value) is int and -_EXACT_INTEGERS <= value <= _EXACT_INTEGERS):
+    if value is None or (type(value) is int and -EXACT_INTEGERS <= value <= EXACT_INTEGERS):
         return value  # what the float round trip below gives back unchanged
     number = _number(row, field, where)
     if number is not None and not number.is_integer():

@@ -52,13 +52,17 @@ class SourceItem:
     key: str | None = None  # tells apart items without an id (lm-eval's doc_id); else their content does
 
     def row(self) -> JSONObject:
-        """The identity row, leaving out what the source did not record (as a dataset file would)."""
-        row: JSONObject = {} if self.id is None else {"id": self.id}
-        if self.input is not None:
-            row["input"] = self.input
-        if self.expected is not None:
-            row["expected"] = self.expected
-        return row
+        return identity_row(self.id, self.input, self.expected)
+
+
+def identity_row(item_id: str | None, item_input: Any, expected: Any) -> JSONObject:
+    """An item's identity row, leaving out what the source did not record (as a dataset file would)."""
+    row: JSONObject = {} if item_id is None else {"id": item_id}
+    if item_input is not None:
+        row["input"] = item_input
+    if expected is not None:
+        row["expected"] = expected
+    return row
 
 
 @dataclass

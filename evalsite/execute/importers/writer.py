@@ -41,7 +41,7 @@ from evalsite import __version__
 from evalsite.analysis.case_columns import batch_columns
 from evalsite.analysis.summary import summarise_run
 from evalsite.errors import RunLogError, SourceError
-from evalsite.execute.importers.source_records import ImportOptions, SourceCase, SourceItem, SourceRun
+from evalsite.execute.importers.source_records import ImportOptions, SourceCase, SourceItem, SourceRun, SourceScore
 from evalsite.experiment.datasets import Dataset, Item, item_identity, row_hashes
 from evalsite.forked import WorkerLost, forked, halved
 from evalsite.project import Project
@@ -188,9 +188,10 @@ class SourceImport:
         _spool(draft, repeat, body)
 
     def add_prepared(self, prepared: list[Any]) -> None:
-        """Add the case :meth:`CasePreparer.prepared` gave ``prepared`` for (in another process): the
-        steps of :meth:`add_case` that depend on the cases before it, in the same order (the item
-        checked, the repeat numbered or checked, the tallies), the rest done there."""
+        """Add the case :meth:`CasePreparer.prepared` gave ``prepared`` for (in another process, or
+        :func:`assembled` for a plain row in this one): the steps of :meth:`add_case` that depend on
+        the cases before it, in the same order (the item checked, the repeat numbered or checked,
+        the tallies), the rest done there."""
         run, key, row, order, repeat, tallies, body = prepared
         item_id = row.get("id")
         key = item_id if key is None else key  # (one string for both, as add_case has it)
@@ -269,15 +270,14 @@ class CasePreparer:
         the repeat: the order-independent part of :meth:`SourceImport.add_case`."""
         item = case.item
         key, row, order = _item_entry(item)
-        return [case.run, None if item.id is not None else key, row, order, case.repeat, self._news(case),
-                _spooled_body(key, case).decode("utf-8")]
+        return assembled(case.run, item.id, key, row, order, case.repeat, self._news(case.run, case.scores),
+                         _spooled_body(key, case))
 
-    def _news(self, case: SourceCase) -> list[list[Any]]:
-        """The tallies of ``case``'s scores the main process may not know: none, at once, when
+    def _news(self, run: str, scores: list[SourceScore]) -> list[list[Any]]:
+        """The tallies of a case's scores the main process may not know: none, at once, when
         the run, its evaluators and their identities are those of a case seen before (the same
         orjson text, without a null: the same identity keys) and each value is 0 or 1 or seen
         to be neither before."""
-        run, scores = case.run, case.scores
         try:
             signature = orjson.dumps([run, [[s.evaluator, s.identity] for s in scores]], default=_refuse,
                                      option=_IDENTITY_OPTIONS)
@@ -288,28 +288,54 @@ class CasePreparer:
             return []
         if b"null" not in signature:
             self._signatures.add(signature)
-        news = []
-        for score in scores:
-            slot = (case.run, score.evaluator)
-            identity_key = _identity_key(score.identity)
-            new_identity = identity_key is not None and (*slot, identity_key) not in self._identities
-            value = score.value
-            new_value = value is not None and value not in (0.0, 1.0) and slot not in self._not_binary
-            if new_identity or new_value or slot not in self._evaluators:
-                self._evaluators.add(slot)
-                if new_identity:
-                    self._identities.add((*slot, identity_key))  # type: ignore[arg-type]
-                if new_value:
-                    self._not_binary.add(slot)
-                news.append([score.evaluator, score.kind, score.weight, identity_key if new_identity else None,
-                             score.identity if new_identity else None, value if new_value else None])
-        return news
+        news = [self._score_news(run, s.evaluator, s.kind, s.weight, s.identity, s.value) for s in scores]
+        return [entry for entry in news if entry is not None]
+
+    def news_without_identities(self, run: str, kind: str, scores: list[list[Any]]) -> list[list[Any]]:
+        """:meth:`_news` of scores of one ``kind`` without an identity or a weight (a plain file's),
+        each given as its spooled ``[evaluator, value, ...]``, and the same state kept: such
+        scores' signature holds a null, so it is neither known nor remembered and each score is
+        judged by itself."""
+        if not scores:
+            return self._news(run, [])
+        news = [self._score_news(run, score[0], kind, None, None, score[1]) for score in scores]
+        return [entry for entry in news if entry is not None]
+
+    def _score_news(self, run: str, evaluator: str, kind: str, weight: float | None, identity: Any,
+                    value: float | None) -> list[Any] | None:
+        """One score's tally when it is news (see :meth:`_news`), else None."""
+        slot = (run, evaluator)
+        identity_key = None if identity is None else _identity_key(identity)
+        new_identity = identity_key is not None and (*slot, identity_key) not in self._identities
+        new_value = value is not None and value not in (0.0, 1.0) and slot not in self._not_binary
+        if not (new_identity or new_value or slot not in self._evaluators):
+            return None
+        self._evaluators.add(slot)
+        if new_identity:
+            self._identities.add((*slot, identity_key))  # type: ignore[arg-type]
+        if new_value:
+            self._not_binary.add(slot)
+        return [evaluator, kind, weight, identity_key if new_identity else None, identity if new_identity else None,
+                value if new_value else None]
+
+
+def assembled(run: str, item_id: str | None, key: str, row: dict[str, Any], order: float | None, repeat: int | None,
+              news: list[list[Any]], body: bytes) -> list[Any]:
+    """A prepared case (:meth:`CasePreparer.prepared`) from its parts, as
+    :meth:`SourceImport.add_prepared` takes it: made there, or by a reader's own way to the parts
+    (the plain format's lane, :mod:`~evalsite.execute.importers.plain_lane`)."""
+    return [run, None if item_id is not None else key, row, order, repeat, news, body.decode("utf-8")]
 
 
 def _item_entry(item: SourceItem) -> tuple[str, dict[str, Any], float | None]:
     """The item's key in its run, its identity row and its place in the source's order."""
     row = item.row()
-    return item.id if item.id is not None else item.key or f"#{sha256_json(row)}", row, item.order
+    return item.id if item.id is not None else item.key or content_key(row), row, item.order
+
+
+def content_key(row: dict[str, Any]) -> str:
+    """The key of an item without an id or a source's own key: its identity row's hash."""
+    return f"#{sha256_json(row)}"
 
 
 def _tally(draft: _RunDraft, evaluator: str, kind: str, weight: float | None, identity_key: str | None,
@@ -351,12 +377,19 @@ def _spool(draft: _RunDraft, repeat: int, body: bytes) -> None:
 
 def _spooled_body(key: str, case: SourceCase) -> bytes:
     """The case as its spooled line holds it, but for the repeat (:func:`_spool` adds it)."""
-    return _spooled_line([
+    return spooled_body([
         key, case.input, case.output, case.error, case.latency_ms, case.input_tokens, case.output_tokens,
         case.cost_usd, case.finish_reason, case.started_at,
         [[s.evaluator, s.value, s.passed, s.label, s.detail, s.error] for s in case.scores],
         case.score, case.passed,
-    ], fast=_finite_throughout(case.input) and _finite_throughout(case.output))
+    ])
+
+
+def spooled_body(record: list[Any]) -> bytes:
+    """A spooled line but for the repeat, from its fields in order: the item's key, input, output,
+    error, latency_ms, input_tokens, output_tokens, cost_usd, finish_reason, started_at, the scores
+    (each ``[evaluator, value, passed, label, detail, error]``), score, passed."""
+    return _spooled_line(record, fast=_finite_throughout(record[1]) and _finite_throughout(record[2]))
 
 
 class StagedRuns:
