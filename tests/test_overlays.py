@@ -79,6 +79,6 @@ def test_an_overlay_is_read_as_strictly_as_a_manifest(study_project, cli):
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 3, lines
     assert "overlay twice.yaml: invalid YAML on line 3: duplicate key 'kind' (first on line 1)" in lines[0]
-    assert lines[1].endswith("overlay bomb.yaml: holds more than 1000000 values (YAML aliases repeating a large part?)")
+    assert lines[1].endswith("overlay bomb.yaml: invalid YAML on line 8: holds more than 1000000 values (YAML aliases repeating a large part?)")
     assert lines[2].endswith("overlay /dev/zero: not a regular file")
     assert runs(study_project) == []

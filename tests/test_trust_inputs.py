@@ -1,17 +1,15 @@
 """Hostile dataset, manifest and prompt inputs end in one clear line naming the file (and line),
-never a traceback, a MemoryError or silently lost records (issue 15, defect 8)."""
+never a traceback, a MemoryError or silently lost records (issue 15, defect 8). Hostile YAML at
+each place a user hands us YAML, and the site build past it: test_hostile_yaml.py."""
 
 from __future__ import annotations
 
 import pytest
-from sitekit import case, write_run
 
 from evalsite.errors import DatasetError, ManifestError
 from evalsite.experiment.datasets import load_rows
 from evalsite.experiment.manifest import load_manifest
 from evalsite.experiment.prompts import render_template
-from evalsite.project import find_project
-from evalsite.site import build_site
 
 DEEP = 100_000
 
@@ -49,7 +47,7 @@ BOMB = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
 
 
 @pytest.mark.parametrize("name, text, message", [
-    ("deep.yaml", HEAD + "description: " + "[" * 20_000 + "]" * 20_000 + "\n", "invalid YAML: nested deeper than 100 levels"),
+    ("deep.yaml", HEAD + "description: " + "[" * 20_000 + "]" * 20_000 + "\n", "invalid YAML on line 6: nested deeper than 100 levels"),
     ("deep.json", '{"name": "m", "x": ' + "[" * DEEP + "]" * DEEP + "}", "nested deeper than 100 levels"),
     ("lone.yaml", HEAD + 'description: "a\\ud800"\n', "holds a lone surrogate \\ud800"),
     ("bomb.yaml", HEAD + "extra:\n" + "".join("  " + line + "\n" for line in BOMB.splitlines()),
@@ -89,11 +87,3 @@ def test_a_run_with_a_runaway_prompt_is_refused_before_any_call(tmp_path, monkey
     assert result.exit_code == 1 and "ran longer than 2s" in result.output and "Traceback" not in result.output
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
 
-
-def test_the_site_build_survives_a_hostile_manifest_in_experiments(tmp_path):
-    root = tmp_path / "p"
-    (root / "experiments").mkdir(parents=True)
-    (root / "experiments/deep.yaml").write_text("x: " + "[" * 20_000 + "]" * 20_000 + "\n")
-    write_run(root / "runs", "20260101T000000Z-a-0000", [case("i1")], experiment="deep")
-    report = build_site(find_project(root))
-    assert (root / "site/index.html").is_file() and report.pages > 1

@@ -100,6 +100,10 @@ def too_deep() -> str:
     return f"nested deeper than {MAX_DEPTH} levels"
 
 
+def too_many(max_values: int) -> str:
+    return f"holds more than {max_values} values (YAML aliases repeating a large part?)"
+
+
 def shape_problem(value: Any, *, max_values: int | None = None) -> str | None:
     """Why a parsed value cannot be used: nested deeper than :data:`MAX_DEPTH`, holding a lone
     surrogate, or (with ``max_values``) expanding to more values than that. Walks iteratively."""
@@ -109,7 +113,7 @@ def shape_problem(value: Any, *, max_values: int | None = None) -> str | None:
         node, depth = pending.pop()
         seen += 1
         if max_values is not None and seen > max_values:
-            return f"holds more than {max_values} values (YAML aliases repeating a large part?)"
+            return too_many(max_values)
         if isinstance(node, str):
             if surrogate := _SURROGATE.search(node):
                 return f"holds a lone surrogate \\u{ord(surrogate.group(0)):04x} (not valid Unicode text)"

@@ -19,7 +19,8 @@ from typing import Any, cast
 import yaml
 
 from evalsite.errors import ManifestError, did_you_mean
-from evalsite.experiment.bounded import MAX_VALUES, json_problem, shape_problem, too_deep
+from evalsite.experiment.bounded import MAX_VALUES, json_problem, shape_problem
+from evalsite.experiment.bounded_yaml import BoundedLoader, YAMLBoundError, load_yaml, yaml_problem
 from evalsite.experiment.checkpoints import checkpoint_problems
 from evalsite.experiment.manifest_shapes import (
     ArtifactsSpec,
@@ -203,8 +204,8 @@ def read_overlay(path: Path) -> JSONObject:
 
 # ---- parsing -------------------------------------------------------------------------------
 
-class _StrictLoader(yaml.SafeLoader):
-    """A safe YAML loader that refuses a key given twice in one mapping."""
+class _StrictLoader(BoundedLoader):
+    """The bounded YAML loader, refusing a key given twice in one mapping too."""
 
 
 def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> dict[Hashable, Any]:
@@ -249,13 +250,9 @@ def _parse(path: Path, text: str, what: str) -> JSONObject:
 
 def _parse_yaml(path: Path, text: str) -> Any:
     try:
-        return yaml.load(text, Loader=_StrictLoader)
+        return load_yaml(text, _StrictLoader)
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" on line {mark.line + 1}" if mark else ""
-        raise ManifestError(f"{path}: invalid YAML{where}: {getattr(exc, 'problem', None) or exc}") from None
-    except RecursionError:
-        raise ManifestError(f"{path}: invalid YAML: {too_deep()}") from None
+        raise ManifestError(f"{path}: {yaml_problem(exc)}") from None
 
 
 # ---- --set overrides -----------------------------------------------------------------------
@@ -267,7 +264,7 @@ def apply_override(data: JSONObject, assignment: str) -> None:
     parts = key.strip().split(".")
     if not equals or not all(parts):
         raise ManifestError(f"--set {assignment!r}: expected KEY=VALUE with a dotted KEY, e.g. arms.base.params.temperature=0")
-    value = _yaml_value(raw)
+    value = _yaml_value(raw, assignment)
     if value is None:
         _remove(data, parts, assignment)
         return
@@ -319,10 +316,13 @@ def _list_index(items: list[Any], list_path: list[str], part: str, assignment: s
     )
 
 
-def _yaml_value(raw: str) -> Any:
-    """``3`` → 3, ``true`` → True, ``[0, 0.5]`` → a list; anything else (``a: b``) stays text."""
+def _yaml_value(raw: str, assignment: str) -> Any:
+    """``3`` → 3, ``true`` → True, ``[0, 0.5]`` → a list; anything else (``a: b``) stays text,
+    except a value past the YAML loader's bounds (a list nested deeper than a manifest may be)."""
     try:
-        value = yaml.safe_load(raw)
+        value = load_yaml(raw)
+    except YAMLBoundError as exc:
+        raise ManifestError(f"--set {assignment!r}: {yaml_problem(exc)}") from None
     except yaml.YAMLError:
         return raw
     return value if value is None or isinstance(value, (str, int, float, bool, list)) else raw

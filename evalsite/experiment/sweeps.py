@@ -26,6 +26,7 @@ from typing import Any
 import yaml
 
 from evalsite.errors import PlanError
+from evalsite.experiment.bounded_yaml import load_yaml, yaml_problem
 from evalsite.experiment.manifest_shapes import SweepSpec
 from evalsite.jsonshape import JSONObject
 
@@ -83,8 +84,10 @@ def resolve_curve(root: Path, spec: Mapping[str, Any], where: str) -> Mapping[st
                         f"{CURVES_DIR}/{name}.yaml")
     try:
         text = path.read_text(encoding="utf-8")
-        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
-    except (OSError, UnicodeDecodeError, ValueError, yaml.YAMLError) as exc:
+        data = json.loads(text) if path.suffix == ".json" else load_yaml(text)
+    except yaml.YAMLError as exc:
+        raise PlanError(f"{path}: cannot read the curve: {yaml_problem(exc)}") from None
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise PlanError(f"{path}: cannot read the curve: {exc}") from None
     if isinstance(data, dict) and set(data) == {"values"} and isinstance(data["values"], list):
         return data

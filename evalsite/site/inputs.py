@@ -30,6 +30,7 @@ from evalsite.analysis.dataset_versions import DatasetVersions
 from evalsite.analysis.db import RunsDatabase, open_database
 from evalsite.analysis.run_views import dataset_rows
 from evalsite.errors import EvalsiteError
+from evalsite.experiment.bounded_yaml import load_yaml
 from evalsite.jsonshape import JSONObject
 from evalsite.project import Project
 from evalsite.runlog import decisions
@@ -419,8 +420,8 @@ def in_project(project: Project, path: Path, outside: list[str]) -> bool:
 
 def _manifest_name(text: str) -> str | None:
     try:
-        data = yaml.safe_load(text)
-    except (yaml.YAMLError, RecursionError):
+        data = load_yaml(text)
+    except yaml.YAMLError:
         return None
     name = data.get("name") if isinstance(data, dict) else None
     return name if isinstance(name, str) else None

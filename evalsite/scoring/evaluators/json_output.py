@@ -21,6 +21,7 @@ import jsonschema._legacy_keywords
 import jsonschema._utils
 import yaml
 
+from evalsite.experiment.bounded_yaml import load_yaml, yaml_problem
 from evalsite.jsonshape import MISSING, JSONObject, field_at
 from evalsite.runlog.hashing import canonical_json
 from evalsite.scoring.evaluators.base import CaseView, Evaluator, Outcome, ScoringError, register_evaluator
@@ -157,6 +158,8 @@ def _read_schema_file(path: Path, named: str) -> Any:
     except OSError:
         raise ValueError(f"schema: file {named!r} not found under {path.parent}") from None
     try:
-        return json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
-    except (json.JSONDecodeError, yaml.YAMLError) as exc:
+        return json.loads(text) if path.suffix.lower() == ".json" else load_yaml(text)
+    except json.JSONDecodeError as exc:
         raise ValueError(f"schema: {named} is not valid JSON or YAML: {exc}") from None
+    except yaml.YAMLError as exc:
+        raise ValueError(f"schema: {named}: {yaml_problem(exc)}") from None

@@ -26,6 +26,7 @@ from evalsite.analysis.matrix import MIN_LEAD, check_comparable, decide_rows
 from evalsite.analysis.selection import ArmRun
 from evalsite.analysis.verdict import sequence_text
 from evalsite.errors import EvalsiteError, NotComparableError
+from evalsite.experiment.bounded_yaml import load_yaml
 from evalsite.runlog.store import Run
 from evalsite.site import charts, paths
 from evalsite.site.artifacts import ArtifactLink, experiment_artifacts
@@ -286,8 +287,8 @@ def submitted_config(run: Run) -> str | None:
     manifest's ``prompt`` and ``sweep``; None when the run recorded no manifest or it cannot be read."""
     text = run.header.submitted_manifest
     try:
-        data = yaml.safe_load(text) if isinstance(text, str) else None
-    except (yaml.YAMLError, RecursionError):
+        data = load_yaml(text) if isinstance(text, str) else None
+    except yaml.YAMLError:
         return None
     if not isinstance(data, dict):
         return None
@@ -310,11 +311,9 @@ def _manifest_text(source: ExperimentSource | None, members: list[Run]) -> tuple
 
 def _description(text: str) -> tuple[Markup, str | None]:
     try:
-        data = yaml.safe_load(text) if text else {}
+        data = load_yaml(text) if text else {}
     except yaml.YAMLError as exc:
         return Markup(""), f"not valid YAML/JSON: {str(exc).splitlines()[0]}"
-    except RecursionError:  # a hostile manifest nested thousands of levels deep
-        return Markup(""), "not valid YAML/JSON: nested too deeply"
     description = data.get("description") if isinstance(data, dict) else None
     return markdown(description if isinstance(description, str) else ""), None
 

@@ -1,0 +1,150 @@
+"""Hostile YAML — nested thousands deep (flow, block, indented, through aliases) or an alias bomb —
+is refused as it is read, with one line naming the file and line, at every place a user hands us
+YAML: the manifest, ``--set``, curve files, step files, prompt files, a json evaluator's schema
+file; the site build reads on past it. The refusal does not wait for Python's recursion limit."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+import yaml
+from sitekit import case, write_run
+
+from evalsite.experiment import bounded_yaml
+from evalsite.experiment.bounded import MAX_DEPTH, shape_problem
+from evalsite.experiment.bounded_yaml import YAMLBoundError, load_yaml, yaml_problem
+from evalsite.project import find_project
+from evalsite.site import build_site
+
+DEEP = "nested deeper than 100 levels"
+BOMB = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 10)}]\n" for i in range(7))
+#: each shape: a mapping document, the line the refusal names, and the problem
+SHAPES = {
+    "flow": ("deep: " + "[" * 20_000 + "]" * 20_000 + "\n", 1, DEEP),
+    "block": ("deep:\n" + "- " * 20_000 + "x\n", 2, DEEP),
+    "indented": ("".join(" " * level + "k:\n" for level in range(150)) + " " * 150 + "v\n", 101, DEEP),
+    "alias": ("a: &a " + "[" * 60 + "]" * 60 + "\nb: " + "[" * 50 + "*a" + "]" * 50 + "\n", 2, DEEP),
+    "bomb": (BOMB, 6, "holds more than 1000000 values (YAML aliases repeating a large part?)"),
+}
+HEAD = "name: m\nrows:\n  - {input: q}\narms:\n  - {id: a, target: none}\n"  # 5 lines
+
+
+@pytest.fixture
+def high_recursion_limit():
+    """Python's recursion limit at 20,000: PyYAML alone would recurse (and scan) that deep first."""
+    before = sys.getrecursionlimit()
+    sys.setrecursionlimit(20_000)
+    yield
+    sys.setrecursionlimit(before)
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_each_shape_is_refused_at_its_line_whatever_the_recursion_limit(shape, high_recursion_limit):
+    text, line, problem = SHAPES[shape]
+    with pytest.raises(YAMLBoundError) as caught:
+        load_yaml(text)
+    assert yaml_problem(caught.value) == f"invalid YAML on line {line}: {problem}"
+
+
+def _nested(kind: str, levels: int) -> str:
+    if kind == "flow":
+        return "[" * levels + "]" * levels
+    if kind == "block":
+        return "- " * levels + "x"
+    if kind == "indented":
+        return "".join(" " * level + "k:\n" for level in range(levels)) + " " * levels + "v"
+    return "a: &a " + "[" * (levels - 3) + "]" * (levels - 3) + "\nb: [[*a]]"  # alias: 1 + 2 + (levels - 3)
+
+
+@pytest.mark.parametrize("kind", ["flow", "block", "indented", "alias"])
+@pytest.mark.parametrize("levels", [MAX_DEPTH - 1, MAX_DEPTH, MAX_DEPTH + 1])
+def test_the_depth_bound_is_the_one_shape_problem_applies_after_the_fact(kind, levels):
+    text = _nested(kind, levels)
+    refused = shape_problem(yaml.safe_load(text)) is not None  # the reference: PyYAML's value, walked
+    try:
+        value = load_yaml(text)
+    except YAMLBoundError as exc:
+        assert refused and exc.problem == DEEP
+    else:
+        assert not refused and value == yaml.safe_load(text)
+    assert refused == (levels > MAX_DEPTH)
+
+
+@pytest.mark.parametrize("copies", [9, 10, 11])
+def test_the_size_bound_counts_each_use_of_an_alias_as_shape_problem_does(copies, monkeypatch):
+    monkeypatch.setattr(bounded_yaml, "MAX_VALUES", 307)
+    text = "a: &a [1, [2, 3], {k: v}]\nb: &b [" + ", ".join(["*a"] * copies) + "]\nc: [*b, *b, {m: *b}]\n"
+    refused = shape_problem(yaml.safe_load(text), max_values=307) is not None  # the reference
+    try:
+        value = load_yaml(text)
+    except YAMLBoundError as exc:
+        assert refused and exc.problem == "holds more than 307 values (YAML aliases repeating a large part?)"
+    else:
+        assert not refused and value == yaml.safe_load(text)
+    assert refused == (copies > 9)  # 19 + 32 × copies values: 307 at 9 copies
+
+
+def _project(root, shape: str) -> dict[str, str]:
+    """One manifest per entry point, each reaching the same hostile document in its own file."""
+    text = SHAPES[shape][0]
+    for folder in ("experiments", "curves", "hooks", "prompts", "schemas"):
+        (root / folder).mkdir()
+    for name in ("curves/c.yaml", "hooks/h.yaml", "prompts/p.yaml", "schemas/s.yaml"):
+        (root / name).write_text(text)
+    manifests = {
+        "manifest": HEAD + text,
+        "curve": HEAD + "sweep: {mode: schedule, trials: 2, variables: {temperature: {curve: c}}}\n",
+        "hooks": HEAD + "hooks: {arm: {post: {ref: hooks/h.yaml}}}\n",
+        "prompt": HEAD + "prompt: {name: p}\n",
+        "schema": HEAD + "evaluators: [{type: json, schema: schemas/s.yaml}]\n",
+    }
+    for name, manifest in manifests.items():
+        (root / f"experiments/{name}.yaml").write_text(manifest)
+    return manifests
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_every_entry_point_refuses_each_shape_in_one_line(shape, tmp_path, monkeypatch, cli):
+    monkeypatch.chdir(tmp_path)
+    _project(tmp_path, shape)
+    _, line, problem = SHAPES[shape]
+    expected = {
+        "manifest": f"experiments/manifest.yaml: invalid YAML on line {line + 5}: {problem}",
+        "curve": f"{tmp_path}/curves/c.yaml: cannot read the curve: invalid YAML on line {line}: {problem}",
+        "hooks": f"hooks.arm.post[0].ref: hooks/h.yaml: invalid YAML on line {line}: {problem}",
+        "prompt": f"{tmp_path}/prompts/p.yaml: cannot read the prompt: invalid YAML on line {line}: {problem}",
+        "schema": f"evaluators[0] (json): schema: schemas/s.yaml: invalid YAML on line {line}: {problem}",
+    }
+    for name, message in expected.items():
+        result = cli("run", "--dry-run", f"experiments/{name}.yaml")
+        assert result.exit_code == 1 and message in result.output, result.output
+        assert len(result.output.strip().splitlines()) == 1 and "Traceback" not in result.output
+    checked = cli("validate").output.splitlines()
+    assert all(any(message in line for line in checked) for message in expected.values()), checked
+
+
+def test_a_set_value_nested_too_deep_is_refused(tmp_path, monkeypatch, cli):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "experiments").mkdir()
+    (tmp_path / "experiments/m.yaml").write_text(HEAD)
+    result = cli("run", "--dry-run", "experiments/m.yaml", "--set", "description=" + "[" * 20_000)
+    assert result.exit_code == 1 and f"invalid YAML on line 1: {DEEP}" in result.output, result.output
+    assert cli("run", "--dry-run", "experiments/m.yaml", "--set", "description=[a").exit_code == 0  # still text
+
+
+def test_the_site_builds_past_every_shape_in_experiments_and_in_a_run_header(tmp_path):
+    root = tmp_path / "p"
+    (root / "experiments").mkdir(parents=True)
+    for shape, (text, _, _) in SHAPES.items():
+        (root / f"experiments/{shape}.yaml").write_text(text)
+    run = write_run(root / "runs", "20260101T000000Z-a-0000", [case("i1")], experiment="flow")
+    header = json.loads((run / "run.json").read_text())
+    (run / "run.json").write_text(json.dumps({**header, "submitted_manifest": SHAPES["bomb"][0]}))
+    report = build_site(find_project(root))
+    assert (root / "site/index.html").is_file() and report.pages > 1
+    for shape, (_, _, problem) in SHAPES.items():
+        page = (root / f"site/experiments/{shape}.html").read_text()
+        assert f"The manifest could not be read: not valid YAML/JSON: {problem}" in page
