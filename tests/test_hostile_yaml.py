@@ -126,6 +126,21 @@ def test_every_entry_point_refuses_each_shape_in_one_line(shape, tmp_path, monke
     assert all(any(message in line for line in checked) for message in expected.values()), checked
 
 
+def test_json_curve_and_schema_files_are_read_as_strictly_as_a_json_manifest(tmp_path, monkeypatch, cli):
+    """Beside the YAML they may be JSON: read by the manifest's bounded JSON reader, not json.loads
+    (whose RecursionError was a traceback)."""
+    monkeypatch.chdir(tmp_path)
+    _project(tmp_path, "flow")
+    (tmp_path / "curves/c.json").write_text("[" * 100_000 + "]" * 100_000)
+    (tmp_path / "curves/c.yaml").unlink()
+    (tmp_path / "schemas/s.json").write_text('{"type": "object", "type": "array"}')
+    (tmp_path / "experiments/schema.yaml").write_text(HEAD + "evaluators: [{type: json, schema: schemas/s.json}]\n")
+    result = cli("run", "--dry-run", "experiments/curve.yaml")
+    assert result.exit_code == 1 and f"curves/c.json: cannot read the curve: {DEEP}" in result.output, result.output
+    result = cli("run", "--dry-run", "experiments/schema.yaml")
+    assert "schema: schemas/s.json: invalid JSON: duplicate key 'type' (each key may appear once" in result.output
+
+
 def test_a_set_value_nested_too_deep_is_refused(tmp_path, monkeypatch, cli):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "experiments").mkdir()

@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 from yaml.nodes import MappingNode, Node, SequenceNode
 
-from evalsite.experiment.bounded import MAX_DEPTH, MAX_VALUES, too_deep, too_many
+from evalsite.experiment.bounded import MAX_DEPTH, MAX_VALUES, json_problem, too_deep, too_many
 
 
 class YAMLBoundError(yaml.MarkedYAMLError):
@@ -80,6 +80,17 @@ def load_yaml(text: str, loader: type[BoundedLoader] = BoundedLoader) -> Any:
     """The value of the YAML ``text`` (``yaml.safe_load``'s), or :class:`yaml.YAMLError`, a
     :class:`YAMLBoundError` for a text past the loader's bounds."""
     return yaml.load(text, Loader=loader)
+
+
+def parse_document(text: str, *, is_json: bool, loader: type[BoundedLoader] = BoundedLoader) -> tuple[Any, str | None]:
+    """``(value, None)``, or ``(None, problem)`` in one line: ``text`` read as strict, bounded JSON
+    (:func:`~bounded.json_problem`) or as YAML by ``loader``."""
+    if is_json:
+        return json_problem(text)
+    try:
+        return load_yaml(text, loader), None
+    except yaml.YAMLError as exc:
+        return None, yaml_problem(exc)
 
 
 def yaml_problem(exc: yaml.YAMLError) -> str:

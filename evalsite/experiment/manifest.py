@@ -19,8 +19,8 @@ from typing import Any, cast
 import yaml
 
 from evalsite.errors import ManifestError, did_you_mean
-from evalsite.experiment.bounded import MAX_VALUES, json_problem, shape_problem
-from evalsite.experiment.bounded_yaml import BoundedLoader, YAMLBoundError, load_yaml, yaml_problem
+from evalsite.experiment.bounded import MAX_VALUES, shape_problem
+from evalsite.experiment.bounded_yaml import BoundedLoader, YAMLBoundError, load_yaml, parse_document, yaml_problem
 from evalsite.experiment.checkpoints import checkpoint_problems
 from evalsite.experiment.manifest_shapes import (
     ArtifactsSpec,
@@ -230,13 +230,9 @@ _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _c
 
 
 def _parse(path: Path, text: str, what: str) -> JSONObject:
-    if path.suffix.lower() == ".json":
-        data, problem = json_problem(text)
-        if problem is not None:
-            raise ManifestError(f"{path}: {problem}")
-    else:
-        data = _parse_yaml(path, text)
-    problem = shape_problem(data, max_values=MAX_VALUES)
+    data, problem = parse_document(text, is_json=path.suffix.lower() == ".json", loader=_StrictLoader)
+    if problem is None:
+        problem = shape_problem(data, max_values=MAX_VALUES)  # a lone surrogate, in YAML too
     if problem is not None:
         raise ManifestError(f"{path}: {problem}")
     if not isinstance(data, dict):
@@ -246,13 +242,6 @@ def _parse(path: Path, text: str, what: str) -> JSONObject:
         listed = ", ".join(value_phrase(key) for key in not_names)
         raise ManifestError(f"{path}: each top-level key must be a name (a string), got {listed}")
     return data
-
-
-def _parse_yaml(path: Path, text: str) -> Any:
-    try:
-        return load_yaml(text, _StrictLoader)
-    except yaml.YAMLError as exc:
-        raise ManifestError(f"{path}: {yaml_problem(exc)}") from None
 
 
 # ---- --set overrides -----------------------------------------------------------------------

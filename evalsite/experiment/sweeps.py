@@ -17,16 +17,13 @@ holds the manifest rules of every sweep mode beyond its schema.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from evalsite.errors import PlanError
-from evalsite.experiment.bounded_yaml import load_yaml, yaml_problem
+from evalsite.experiment.bounded_yaml import parse_document
 from evalsite.experiment.manifest_shapes import SweepSpec
 from evalsite.jsonshape import JSONObject
 
@@ -83,12 +80,11 @@ def resolve_curve(root: Path, spec: Mapping[str, Any], where: str) -> Mapping[st
         raise PlanError(f"{where}: curve {name!r} is neither built in ({', '.join(CURVES)}) nor a file "
                         f"{CURVES_DIR}/{name}.yaml")
     try:
-        text = path.read_text(encoding="utf-8")
-        data = json.loads(text) if path.suffix == ".json" else load_yaml(text)
-    except yaml.YAMLError as exc:
-        raise PlanError(f"{path}: cannot read the curve: {yaml_problem(exc)}") from None
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise PlanError(f"{path}: cannot read the curve: {exc}") from None
+        data, problem = parse_document(path.read_text(encoding="utf-8"), is_json=path.suffix == ".json")
+    except (OSError, UnicodeDecodeError) as exc:
+        data, problem = None, str(exc)
+    if problem is not None:
+        raise PlanError(f"{path}: cannot read the curve: {problem}")
     if isinstance(data, dict) and set(data) == {"values"} and isinstance(data["values"], list):
         return data
     if not isinstance(data, dict) or data.get("curve") not in CURVES:

@@ -19,9 +19,8 @@ import jsonschema
 import jsonschema._keywords
 import jsonschema._legacy_keywords
 import jsonschema._utils
-import yaml
 
-from evalsite.experiment.bounded_yaml import load_yaml, yaml_problem
+from evalsite.experiment.bounded_yaml import parse_document
 from evalsite.jsonshape import MISSING, JSONObject, field_at
 from evalsite.runlog.hashing import canonical_json
 from evalsite.scoring.evaluators.base import CaseView, Evaluator, Outcome, ScoringError, register_evaluator
@@ -157,9 +156,7 @@ def _read_schema_file(path: Path, named: str) -> Any:
         text = path.read_text(encoding="utf-8")
     except OSError:
         raise ValueError(f"schema: file {named!r} not found under {path.parent}") from None
-    try:
-        return json.loads(text) if path.suffix.lower() == ".json" else load_yaml(text)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"schema: {named} is not valid JSON or YAML: {exc}") from None
-    except yaml.YAMLError as exc:
-        raise ValueError(f"schema: {named}: {yaml_problem(exc)}") from None
+    schema, problem = parse_document(text, is_json=path.suffix.lower() == ".json")
+    if problem is not None:
+        raise ValueError(f"schema: {named}: {problem}")
+    return schema
