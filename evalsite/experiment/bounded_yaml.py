@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 import yaml
-from yaml.nodes import MappingNode, Node, SequenceNode
+from yaml.nodes import MappingNode, Node, ScalarNode
 
 from evalsite.experiment.bounded import MAX_DEPTH, MAX_VALUES, json_problem, too_deep, too_many
 
@@ -32,7 +32,7 @@ class BoundedLoader(yaml.SafeLoader):
     def __init__(self, stream: str) -> None:
         super().__init__(stream)
         self._depth = 0  # the depth of the node being composed: the root's is 0
-        self._measures: dict[int, tuple[int, int]] = {}  # id(node): its values and levels, aliases expanded
+        self._measures: dict[int, tuple[int, int]] = {}  # id(collection): its values and levels, aliases expanded
 
     def fetch_flow_collection_start(self, TokenClass: Any) -> None:
         """Refuse the flow collection past the limit as the scanner reaches it, before the scanner's
@@ -54,14 +54,15 @@ class BoundedLoader(yaml.SafeLoader):
         return node
 
     def _measure(self, node: Node, where: yaml.Mark) -> None:
-        """Count the node's values and levels from its children's (an alias is the anchored node,
-        measured already), refusing a node too large, or an alias that reaches too deep."""
+        """Count a collection's values and levels from its children's (an alias is the anchored
+        node, measured already; a scalar is one value and no level), refusing a collection too
+        large, or an alias that reaches too deep."""
+        if isinstance(node, ScalarNode):
+            return
         measured = self._measures.get(id(node))
         if measured is None:
-            children = _children(node)
-            below = [self._measures[id(child)] for child in children or ()]
-            levels = 0 if children is None else 1 + max((levels for _, levels in below), default=0)
-            measured = (1 + sum(values for values, _ in below), levels)
+            below = [self._measures.get(id(child), _SCALAR) for child in _children(node)]
+            measured = (1 + sum(values for values, _ in below), 1 + max((levels for _, levels in below), default=0))
             if measured[0] > MAX_VALUES:
                 raise YAMLBoundError(problem=too_many(MAX_VALUES), problem_mark=where)
             self._measures[id(node)] = measured
@@ -69,11 +70,14 @@ class BoundedLoader(yaml.SafeLoader):
             raise YAMLBoundError(problem=too_deep(), problem_mark=where)
 
 
-def _children(node: Node) -> list[Node] | None:
-    """A collection's nodes (a mapping's keys and values), None for a scalar."""
+_SCALAR = (1, 0)  # a scalar's values and levels
+
+
+def _children(node: Node) -> list[Node]:
+    """A collection's nodes: a mapping's keys and values, a sequence's items."""
     if isinstance(node, MappingNode):
         return [child for pair in node.value for child in pair]
-    return node.value if isinstance(node, SequenceNode) else None
+    return list(node.value)
 
 
 def load_yaml(text: str, loader: type[BoundedLoader] = BoundedLoader) -> Any:
