@@ -12,12 +12,15 @@ with each use of an alias counted again, as :func:`~bounded.shape_problem` count
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import yaml
-from yaml.nodes import MappingNode, Node, ScalarNode
+from yaml.nodes import MappingNode, Node, SequenceNode
 
 from evalsite.experiment.bounded import MAX_DEPTH, MAX_VALUES, json_problem, too_deep, too_many
+
+_Collection = TypeVar("_Collection", SequenceNode, MappingNode)
 
 
 class YAMLBoundError(yaml.MarkedYAMLError):
@@ -31,7 +34,7 @@ class BoundedLoader(yaml.SafeLoader):
 
     def __init__(self, stream: str) -> None:
         super().__init__(stream)
-        self._depth = 0  # the depth of the node being composed: the root's is 0
+        self._depth = 0  # collections open around the node being composed: the root's is 0
         self._measures: dict[int, tuple[int, int]] = {}  # id(collection): its values and levels, aliases expanded
 
     def fetch_flow_collection_start(self, TokenClass: Any) -> None:
@@ -41,33 +44,29 @@ class BoundedLoader(yaml.SafeLoader):
             raise YAMLBoundError(problem=too_deep(), problem_mark=self.get_mark())
         super().fetch_flow_collection_start(TokenClass)
 
-    def compose_node(self, parent: Node | None, index: int) -> Node | None:
-        collection = self.check_event(yaml.CollectionStartEvent)  # peeks: the event is current_event
-        where: yaml.Mark = self.current_event.start_mark  # the node as written here: an alias is its use
-        if collection and self._depth >= MAX_DEPTH:
-            raise YAMLBoundError(problem=too_deep(), problem_mark=where)
-        self._depth += 1
-        node = super().compose_node(parent, index)
-        self._depth -= 1
-        if node is not None:
-            self._measure(node, where)
-        return node
+    def compose_sequence_node(self, anchor: Any) -> SequenceNode:
+        return self._bounded(super().compose_sequence_node, anchor)
 
-    def _measure(self, node: Node, where: yaml.Mark) -> None:
-        """Count a collection's values and levels from its children's (an alias is the anchored
-        node, measured already; a scalar is one value and no level), refusing a collection too
-        large, or an alias that reaches too deep."""
-        if isinstance(node, ScalarNode):
-            return
-        measured = self._measures.get(id(node))
-        if measured is None:
-            below = [self._measures.get(id(child), _SCALAR) for child in _children(node)]
-            measured = (1 + sum(values for values, _ in below), 1 + max((levels for _, levels in below), default=0))
-            if measured[0] > MAX_VALUES:
-                raise YAMLBoundError(problem=too_many(MAX_VALUES), problem_mark=where)
-            self._measures[id(node)] = measured
-        if self._depth + measured[1] > MAX_DEPTH:
-            raise YAMLBoundError(problem=too_deep(), problem_mark=where)
+    def compose_mapping_node(self, anchor: Any) -> MappingNode:
+        return self._bounded(super().compose_mapping_node, anchor)
+
+    def _bounded(self, compose: Callable[[Any], _Collection], anchor: Any) -> _Collection:
+        """Compose a collection (scalars cost nothing more), refusing it past the depth as its start
+        is reached, then count its values and levels from its children's: a scalar is one value and
+        no level, an alias the anchored collection, counted when it was composed."""
+        if self._depth >= MAX_DEPTH:
+            raise YAMLBoundError(problem=too_deep(), problem_mark=self.current_event.start_mark)
+        self._depth += 1
+        node = compose(anchor)
+        self._depth -= 1
+        below = [self._measures.get(id(child), _SCALAR) for child in _children(node)]
+        values, levels = 1 + sum(values for values, _ in below), 1 + max((levels for _, levels in below), default=0)
+        if values > MAX_VALUES:
+            raise YAMLBoundError(problem=too_many(MAX_VALUES), problem_mark=node.start_mark)
+        if self._depth + levels > MAX_DEPTH:  # through an alias: a collection inside is refused above
+            raise YAMLBoundError(problem=too_deep(), problem_mark=node.start_mark)
+        self._measures[id(node)] = (values, levels)
+        return node
 
 
 _SCALAR = (1, 0)  # a scalar's values and levels
