@@ -256,16 +256,15 @@ class SourceImport:
 
     def _add_item(self, draft: _RunDraft, item_id: str | None, key: str, row: dict[str, Any],
                   order: float | None) -> None:
-        ordered = (_UNKNOWN_ORDER if order is None else order, len(draft.items))
         slot = draft.items.get(key)
         if slot is None:
-            draft.items[key] = _ItemSlot(row, ordered)
+            draft.items[key] = _ItemSlot(row, (_UNKNOWN_ORDER if order is None else order, len(draft.items)))
         elif slot.row != row:
             raise SourceError(
                 f"{self.label}: item {item_id!r} is recorded with two different inputs or expected values"
             )
-        else:
-            slot.order = min(slot.order, ordered)
+        elif order is not None:  # (without one, the place it came first stays the smaller)
+            slot.order = min(slot.order, (order, len(draft.items)))
 
     def _repeat(self, draft: _RunDraft, key: str, repeat: int | None) -> int:
         if repeat is None:
@@ -380,12 +379,17 @@ class PreparedBlock:
         if not prepared:
             return cls(b"", [], [], [], None, None, [], [])
         runs, keys, rows, orders, repeats, news, bodies = map(list, zip(*prepared))
-        cuts = [_cut(body if type(body) is bytes else body.encode()) for body in bodies]
-        return cls(b"".join(tail for _, tail in cuts), runs, keys, rows,
-                   orders if any(order is not None for order in orders) else None,
+        joined = b"".join(body if type(body) is bytes else body.encode() for body in bodies)
+        marked = []
+        if joined.startswith(_STDLIB_MARK) or b"\n" + _STDLIB_MARK in joined:  # (as _spooled_batch tells them)
+            cuts = [_cut(line) for line in joined.splitlines(keepends=True)]
+            marked = [index for index, (head, _) in enumerate(cuts) if head != b"["]
+            lines = b"".join(tail for _, tail in cuts)
+        else:  # every body "[...]\n": each "[" after a line break or at the start is one to cut
+            lines = joined[1:].replace(b"\n[", b"\n")
+        return cls(lines, runs, keys, rows, orders if any(order is not None for order in orders) else None,
                    repeats if any(repeated is not None for repeated in repeats) else None,
-                   [[index, tallies] for index, tallies in enumerate(news) if tallies],
-                   [index for index, (head, _) in enumerate(cuts) if head != b"["])
+                   [[index, tallies] for index, tallies in enumerate(news) if tallies], marked)
 
     def columns(self) -> list[Any]:
         """Everything but :attr:`lines`, as JSON values."""
