@@ -52,11 +52,11 @@ FIELDS = {"arm", "id", "item_id", "input", "expected", "output", "repeat", "erro
 WORDS = {"true": True, "yes": True, "false": False, "no": False}
 #: the share of the runs of lines decoded here when two processes read a file (shared_reading). The
 #: second decodes each of its rows and prepares it for the writer (by the lane, plain_lane, for the common
-#: rows) and sends it; this process takes a prepared row in (SourceImport.add_prepared), decodes and
-#: prepares its own rows the same way and hashes the file. Reading CPU for 200,000 rows (session 24,
-#: lane14, loaded host): two in five left this process the longer (3.5-4.0 s against 2.6-3.0), one in
-#: four the second (3.0-3.2 against 3.2-3.5); two in seven about equal (3.5 and 3.3-3.5 s)
-MAIN_SHARE = Fraction(2, 7)
+#: rows) and sends each run's as one block; this process adds a block at a time (SourceImport.add_block),
+#: decodes and prepares its own rows the same way and hashes the file. Reading CPU for 200,000 rows
+#: (session 25, main15, load 7-9, this process's and the second's): 2/7 3.0-3.2 s and 3.8-4.0, 1/3
+#: 3.2-3.25 and 3.6-3.7, 3/8 3.4-3.5 and 3.4, 2/5 3.6-3.7 and 3.3
+MAIN_SHARE = Fraction(3, 8)
 
 
 @dataclass(slots=True)
