@@ -93,7 +93,7 @@ def import_outcome(root: Path, format_name: str, source: Path, options: ImportOp
 
 def two_processes(monkeypatch: Any, run_chars: int) -> list[int]:
     """Two processes for any file (shared_reading), runs of ``run_chars``; the list counts the
-    elements the second process mapped and this process took (``MainShare.claim``'s)."""
+    elements the second process mapped and this process took (``MainShare.claim``'s: a block counts its rows)."""
     from evalsite import forked
     from evalsite.execute.importers import jsonstream, shared_reading
 
@@ -102,7 +102,7 @@ def two_processes(monkeypatch: Any, run_chars: int) -> list[int]:
 
     def counting(*args: Any) -> Any:
         taken = original(*args)
-        counted.extend([1] * len(taken or ()))
+        counted.extend([1] * sum(len(value) if hasattr(value, "__len__") else 1 for value in taken or ()))
         return taken
 
     monkeypatch.setattr(shared_reading.MainShare, "claim", counting)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import csv
 import math
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from fractions import Fraction
 from functools import partial
 from pathlib import Path
@@ -29,7 +30,7 @@ from evalsite.execute.importers.plain_lane import (
     SCORES_FIELD,
     PlainLane,
 )
-from evalsite.execute.importers.shared_reading import Mapped, shared_reading
+from evalsite.execute.importers.shared_reading import Packing, shared_reading
 from evalsite.execute.importers.source_records import (
     ImportOptions,
     SourceCase,
@@ -40,7 +41,7 @@ from evalsite.execute.importers.source_records import (
     checked_case,
     finite_number,
 )
-from evalsite.execute.importers.writer import CasePreparer, SourceImport
+from evalsite.execute.importers.writer import CasePreparer, PreparedBlock, SourceImport
 from evalsite.experiment.datasets import csv_reason
 from evalsite.jsonshape import JSONObject
 from evalsite.runlog.records import RunStatus
@@ -51,21 +52,47 @@ FIELDS = {"arm", "id", "item_id", "input", "expected", "output", "repeat", "erro
 WORDS = {"true": True, "yes": True, "false": False, "no": False}
 #: the share of the runs of lines decoded here when two processes read a file (shared_reading). The
 #: second decodes each of its rows and prepares it for the writer (by the lane, plain_lane, for the common
-#: rows) and sends it; this process takes a prepared row in (SourceImport.add_prepared), decodes and
-#: prepares its own rows the same way and hashes the file. Reading CPU for 200,000 rows (session 24,
-#: lane14, loaded host): two in five left this process the longer (3.5-4.0 s against 2.6-3.0), one in
-#: four the second (3.0-3.2 against 3.2-3.5); two in seven about equal (3.5 and 3.3-3.5 s)
-MAIN_SHARE = Fraction(2, 7)
+#: rows) and sends each run's as one block; this process adds a block at a time (SourceImport.add_block),
+#: decodes and prepares its own rows the same way and hashes the file. Reading CPU for 200,000 rows
+#: (session 25, main15, load 7-9, this process's and the second's): 2/7 3.0-3.2 s and 3.8-4.0, 1/3
+#: 3.2-3.25 and 3.6-3.7, 3/8 3.4-3.5 and 3.4, 2/5 3.6-3.7 and 3.3
+MAIN_SHARE = Fraction(3, 8)
+
+
+@dataclass(slots=True)
+class _Sent:
+    """A run's rows as the second process mapped them (:meth:`_Rows.mapped`): their cases as one
+    block, and the ignored fields it found."""
+
+    block: PreparedBlock
+    ignored: list[str]
+
+    def __len__(self) -> int:
+        return len(self.block)
+
+
+def _pack(mapped: list[list[Any]]) -> tuple[Any, bytes]:
+    block = PreparedBlock.of([prepared for prepared, _ in mapped])
+    return [block.columns(), sorted({name for _, ignored in mapped for name in ignored})], block.lines
+
+
+def _unpack(packed: Any, lines: bytes) -> list[Any]:
+    columns, ignored = packed
+    return [_Sent(PreparedBlock(lines, *columns), ignored)]
+
+
+#: a run's rows travel as one block of prepared cases, added here a block at a time
+_BLOCKS = Packing(_pack, _unpack)
 
 
 def read_jsonl(source: SourceImport, options: ImportOptions) -> None:
     """A large file's rows are mostly decoded and mapped by a second process
-    (:mod:`~evalsite.execute.importers.shared_reading`): those arrive as :class:`Mapped`."""
+    (:mod:`~evalsite.execute.importers.shared_reading`): those arrive a run at a time, as :class:`_Sent`."""
     rows = _Rows(options, source.path.stem)
-    share = shared_reading(source.path, partial(_lines, source.path, source.label), rows.mapped, MAIN_SHARE)
+    share = shared_reading(source.path, partial(_lines, source.path, source.label), rows.mapped, MAIN_SHARE, _BLOCKS)
     lines = JsonLines(source.path, source.label, share)
     try:
-        _read(source, options, rows, ((f"{source.label}: line {n}", row) for n, row in lines), lambda: lines.truncated)
+        _read(source, options, rows, iter(lines), lambda: lines.truncated)
     finally:
         if share is not None:
             share.close()
@@ -80,8 +107,8 @@ def _lines(path: Path, label: str, share: RunShare) -> Iterator[JSONObject]:
     return (row for _, row in JsonLines(path, label, share))
 
 
-def _csv_rows(source: SourceImport) -> Iterator[tuple[str, JSONObject]]:
-    """Each record as ``(where, row)``, ``where`` naming the line it starts on. Quotes are read
+def _csv_rows(source: SourceImport) -> Iterator[tuple[int, JSONObject]]:
+    """Each record as ``(line, row)``, ``line`` the number of the line it starts on. Quotes are read
     strictly: an unclosed quote is an error naming the line of its record, not the rest of the
     file swallowed into one field."""
     previous_end = 0
@@ -98,7 +125,7 @@ def _csv_rows(source: SourceImport) -> Iterator[tuple[str, JSONObject]]:
                 extra = row.pop(None, None)
                 if extra:
                     raise SourceError(f"{source.label}: line {start}: more values than header columns")
-                yield f"{source.label}: line {start}", {k: (None if v == "" else v) for k, v in row.items()}
+                yield start, {k: (None if v == "" else v) for k, v in row.items()}
     except UnicodeDecodeError as exc:
         raise SourceError(f"{source.label}: not UTF-8 text ({exc.reason})") from None
     except csv.Error as exc:
@@ -150,17 +177,17 @@ class _Rows:
         return score_fields
 
 
-def _read(source: SourceImport, options: ImportOptions, rows: _Rows, records: Iterator[tuple[str, Any]],
+def _read(source: SourceImport, options: ImportOptions, rows: _Rows, records: Iterator[tuple[int, Any]],
           truncated: Callable[[], bool]) -> None:
-    for where, row in records:
-        if isinstance(row, Mapped):  # mapped by the second process, as _Rows.mapped does
-            prepared, ignored = row.value
-            rows.ignored.update(ignored)
-            source.add_prepared(prepared)
+    """``records``: each row with the number of the line it starts on, or a run's rows as :class:`_Sent`."""
+    for number, row in records:
+        if type(row) is _Sent:  # mapped by the second process, as _Rows.mapped does
+            rows.ignored.update(row.ignored)
+            source.add_block(row.block)
         else:
             prepared = rows.prepared(row)
             if prepared is None:
-                source.add_case(rows.case(row, where))
+                source.add_case(rows.case(row, f"{source.label}: line {number}"))
             else:
                 source.add_prepared(prepared)
     if rows.ignored:

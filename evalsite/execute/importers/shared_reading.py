@@ -9,10 +9,12 @@ when it falls in this process's share of the runs (:func:`main_takes`: the reade
 :data:`MAIN_SHARE` by default, one run in three); the second
 process steps over those and decodes the others, maps each of their elements with the reader's
 function (a promptfoo result or a plain row to its case) and sends, per run, its number, its offsets and the
-mapped elements as one orjson message through a pipe (compact bytes, not pickled objects). This
-process, reaching such a run, reads the message and yields the mapped elements in the run's place,
-so the reader sees every element in file order and does all the order-dependent work itself
-(items, repeats, evaluator tallies, the spool): the same cases in the same order as one process.
+mapped elements, packed as the reader chooses (:class:`Packing`), as one message through a pipe:
+an orjson text (compact bytes, not pickled objects) and raw bytes. This process, reaching such a
+run, reads the message and yields what the packing unpacks in the run's place (the mapped elements,
+or the plain format's one block of them), so the reader sees every element in file order and does
+all the order-dependent work itself (items, repeats, evaluator tallies, the spool): the same cases
+in the same order as one process.
 
 This process stays the reference. A run is taken from the second process only when the message
 names the same run at the same offsets and that process decoded and mapped all of it; otherwise
@@ -54,7 +56,7 @@ from evalsite.forked import Child, WorkerLost, fork_child
 MAIN_SHARE = Fraction(1, 3)
 #: smaller files are read by one process: a second costs a fork and its start (a few ms)
 MIN_BYTES = 16 << 20
-_LENGTH = struct.Struct("<I")
+_LENGTHS = struct.Struct("<II")  # of a message's orjson text and of its raw bytes
 _PIPE_BYTES = 1 << 20  # the second process may run this far ahead before it waits
 
 
@@ -73,22 +75,36 @@ class Mapped:
     value: Any
 
 
+@dataclass(frozen=True)
+class Packing:
+    """How a run's mapped elements travel: ``pack`` (the second process) makes them a JSON value
+    and raw bytes, ``unpack`` (this process) makes those the values yielded in the run's place."""
+
+    pack: Callable[[list[Any]], tuple[Any, bytes]]
+    unpack: Callable[[Any, bytes], list[Any]]
+
+
+#: each mapped element sent as it is and yielded as :class:`Mapped`
+ELEMENTS = Packing(lambda mapped: (mapped, b""), lambda value, raw: [Mapped(element) for element in value])
+
+
 class MainShare:
     """This process's side: its own runs decoded here, the others taken from the second process."""
 
-    def __init__(self, child: Child, main_share: Fraction):
+    def __init__(self, child: Child, main_share: Fraction, packing: Packing = ELEMENTS):
         self._child: Child | None = child
         self._main_share = main_share
+        self._unpack = packing.unpack
 
     def claim(self, number: int, start: int, end: int) -> list[Any] | None:
         if main_takes(number, self._main_share) or self._child is None:
             return None
         message = self._message()
-        if message is None or message[:3] != [number, start, end]:
+        if message is None or message[0][:3] != [number, start, end]:
             self.close()  # the walks have parted (or the process is gone): read on alone
             return None
-        mapped = message[3]
-        return None if mapped is None else [Mapped(value) for value in mapped]
+        (*_, packed), raw = message
+        return None if packed is None else self._unpack(packed, raw)
 
     def decoded(self, values: list[Any] | None) -> None:
         pass
@@ -103,22 +119,23 @@ class MainShare:
             self._child.stop()
             self._child = None
 
-    def _message(self) -> list[Any] | None:
-        """The second process's next message, None when it has ended (or was stuck, and stopped)."""
+    def _message(self) -> tuple[list[Any], bytes] | None:
+        """The second process's next message (its orjson value and raw bytes), None when it has
+        ended (or was stuck, and stopped)."""
         assert self._child is not None
         try:
-            head = self._child.read(_LENGTH.size)
-            if len(head) < _LENGTH.size:
+            head = self._child.read(_LENGTHS.size)
+            if len(head) < _LENGTHS.size:
                 return None
-            size = _LENGTH.unpack(head)[0]
-            body = self._child.read(size)
+            size, raw_size = _LENGTHS.unpack(head)
+            body = self._child.read(size + raw_size)
         except WorkerLost:  # already stopped
             self._child = None
             return None
-        if len(body) < size:  # it ended while writing
+        if len(body) < size + raw_size:  # it ended while writing
             return None
-        value = orjson.loads(body)
-        return value if isinstance(value, list) else None
+        value = orjson.loads(memoryview(body)[:size])
+        return (value, body[size:]) if isinstance(value, list) else None
 
 
 class _Done(Exception):
@@ -128,9 +145,11 @@ class _Done(Exception):
 class WorkerShare:
     """The second process's side: other runs stepped over, its own decoded, mapped and sent."""
 
-    def __init__(self, pipe: IO[bytes], mapping: Callable[[Any], Any], main_share: Fraction):
+    def __init__(self, pipe: IO[bytes], mapping: Callable[[Any], Any], main_share: Fraction,
+                 packing: Packing = ELEMENTS):
         self._pipe = pipe
         self._mapping = mapping
+        self._pack = packing.pack
         self._main_share = main_share
         self._run: list[Any] | None = None  # [number, start, end] of the run being mapped
         self._expected = 0  # elements of that run still to come
@@ -171,24 +190,25 @@ class WorkerShare:
     def _send(self, mapped: list[Any] | None) -> None:
         assert self._run is not None
         try:
-            body = orjson.dumps([*self._run, mapped])
+            packed, raw = (None, b"") if mapped is None else self._pack(mapped)
+            body = orjson.dumps([*self._run, packed])
         except TypeError:  # a value orjson does not write: the main process decodes the run
-            body = orjson.dumps([*self._run, None])
-        self._pipe.write(_LENGTH.pack(len(body)) + body)
+            body, raw = orjson.dumps([*self._run, None]), b""
+        self._pipe.write(b"".join((_LENGTHS.pack(len(body), len(raw)), body, raw)))
         self._run = None
 
 
 def shared_reading(
     path: Path, stream: Callable[[RunShare], Iterable[Any]], mapping: Callable[[Any], Any],
-    main_share: Fraction = MAIN_SHARE,
+    main_share: Fraction = MAIN_SHARE, packing: Packing = ELEMENTS,
 ) -> MainShare | None:
     """Start the second process on ``path`` (``stream(share)``: the same stream this process will
-    walk; ``mapping``: an element to what the reader needs of it, JSON-writable; ``main_share``: the
-    share of the runs decoded here, :func:`main_takes`), or None when the file is too small or the
-    platform cannot fork."""
+    walk; ``mapping``: an element to what the reader needs of it, JSON-writable once packed;
+    ``main_share``: the share of the runs decoded here, :func:`main_takes`; ``packing``: how a
+    run's mapped elements travel), or None when the file is too small or the platform cannot fork."""
     if path.stat().st_size < MIN_BYTES:
         return None
-    child = fork_child(lambda writing: _second_process(writing, stream, mapping, main_share))
+    child = fork_child(lambda writing: _second_process(writing, stream, mapping, main_share, packing))
     if child is None:
         return None
     import fcntl  # Linux's, here: fork_child forks only there
@@ -197,13 +217,13 @@ def shared_reading(
         fcntl.fcntl(child.reading, fcntl.F_SETPIPE_SZ, _PIPE_BYTES)
     except OSError:  # a system whose pipes may not grow so far: the default size works, with more waits
         pass
-    return MainShare(child, main_share)
+    return MainShare(child, main_share, packing)
 
 
 def _second_process(writing: int, stream: Callable[[RunShare], Iterable[Any]], mapping: Callable[[Any], Any],
-                    main_share: Fraction) -> None:
+                    main_share: Fraction, packing: Packing) -> None:
     with os.fdopen(writing, "wb") as pipe:
-        share = WorkerShare(pipe, mapping, main_share)
+        share = WorkerShare(pipe, mapping, main_share, packing)
         try:
             for value in stream(share):
                 share.element(value)

@@ -31,7 +31,7 @@ import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import partial
-from itertools import accumulate, islice
+from itertools import accumulate, islice, repeat
 from pathlib import Path
 from typing import IO, Any
 
@@ -79,6 +79,8 @@ STAGING_MARK = "-importing-"
 STAGING_LOCK = ".lock"
 _UNKNOWN_ORDER = float("inf")
 WRITE_BATCH = 1000  # case lines per write
+#: spooled case lines a run's draft holds before it writes them in one call (a write a line cost ~1 µs)
+SPOOL_BATCH = 1000
 #: the fewest cases the second process's runs must hold for write_runs to start one (a fork of a
 #: process holding a large import's items costs ~10-30 ms; its runs take ~25 µs a case to write)
 PARALLEL_MIN_CASES = 20_000
@@ -118,6 +120,7 @@ class _RunDraft:
     cases: int = 0
     repeats: int = 0
     description: SourceRun | None = None
+    pending: list[bytes] = field(default_factory=list)  # spooled lines not yet written (_spool)
 
 
 @dataclass(frozen=True)
@@ -185,7 +188,7 @@ class SourceImport:
         except UnicodeEncodeError as exc:  # a "\ud800" escape in the source: no UTF-8 file can hold it
             raise SourceError(f"{self.label}: item {key!r} repeat {repeat} holds a lone surrogate {_surrogate(exc)} "
                               "(not valid Unicode text)") from None
-        _spool(draft, repeat, body)
+        _spool(draft, repeat, *_cut(body))
 
     def add_prepared(self, prepared: list[Any]) -> None:
         """Add the case :meth:`CasePreparer.prepared` gave ``prepared`` for (in another process, or
@@ -193,14 +196,29 @@ class SourceImport:
         the cases before it, in the same order (the item checked, the repeat numbered or checked,
         the tallies), the rest done there."""
         run, key, row, order, repeat, tallies, body = prepared
-        item_id = row.get("id")
-        key = item_id if key is None else key  # (one string for both, as add_case has it)
-        draft = self._drafts.get(run) or self._draft(run)
-        self._add_item(draft, item_id, key, row, order)
-        repeat = self._repeat(draft, key, repeat)
+        draft = self._add_row(run, key, row, order, repeat, *_cut(body if type(body) is bytes else body.encode()))
         for tally in tallies:
             _tally(draft, *tally)
-        _spool(draft, repeat, body.encode("utf-8"))
+
+    def add_block(self, block: PreparedBlock) -> None:
+        """Add a block of prepared cases, as :meth:`add_prepared` adds each in turn (the same drafts,
+        the same first error), without a message, a list or a decoded body per case: their items
+        and repeats in order, then the tallies of the few cases that carry news (only the
+        evaluators' tallies read those, once the source is read)."""
+        tails = block.lines.splitlines(keepends=True)  # (JSON text holds no raw line break or carriage return)
+        heads: Any = repeat(b"[")
+        if block.marked:
+            heads = [b"["] * len(tails)
+            for index in block.marked:
+                heads[index] = _STDLIB_MARK + b"["
+        nones = repeat(None)
+        for run, key, row, order, repeated, head, tail in zip(
+                block.runs, block.keys, block.rows, block.orders or nones, block.repeats or nones, heads, tails):
+            self._add_row(run, key, row, order, repeated, head, tail)
+        for index, tallies in block.news:
+            draft = self._drafts[block.runs[index]]
+            for tally in tallies:
+                _tally(draft, *tally)
 
     def evaluators(self, key: str) -> list[str]:
         """The evaluators of run ``key``'s scores so far, in the order they first came."""
@@ -214,7 +232,21 @@ class SourceImport:
             draft.spool.close()
 
     def drafts(self) -> list[_RunDraft]:
+        """The runs' drafts, each spool holding every case added (the lines still pending written)."""
+        for draft in self._drafts.values():
+            _write_pending(draft)
         return list(self._drafts.values())
+
+    def _add_row(self, run: str, key: str | None, row: dict[str, Any], order: float | None, repeated: int | None,
+                 head: bytes, tail: bytes) -> _RunDraft:
+        """A prepared case's item checked, its repeat numbered or checked and its line spooled
+        (``head`` and ``tail``: its body cut where the repeat goes, :func:`_cut`); its draft."""
+        item_id: Any = row.get("id")
+        item_key = item_id if key is None else key  # (one string for both, as add_case has it)
+        draft = self._drafts.get(run) or self._draft(run)
+        self._add_item(draft, item_id, item_key, row, order)
+        _spool(draft, self._repeat(draft, item_key, repeated), head, tail)
+        return draft
 
     def _draft(self, key: str) -> _RunDraft:
         """Run ``key``'s draft, made when its first case arrives."""
@@ -224,16 +256,15 @@ class SourceImport:
 
     def _add_item(self, draft: _RunDraft, item_id: str | None, key: str, row: dict[str, Any],
                   order: float | None) -> None:
-        ordered = (_UNKNOWN_ORDER if order is None else order, len(draft.items))
         slot = draft.items.get(key)
         if slot is None:
-            draft.items[key] = _ItemSlot(row, ordered)
+            draft.items[key] = _ItemSlot(row, (_UNKNOWN_ORDER if order is None else order, len(draft.items)))
         elif slot.row != row:
             raise SourceError(
                 f"{self.label}: item {item_id!r} is recorded with two different inputs or expected values"
             )
-        else:
-            slot.order = min(slot.order, ordered)
+        elif order is not None:  # (without one, the place it came first stays the smaller)
+            slot.order = min(slot.order, (order, len(draft.items)))
 
     def _repeat(self, draft: _RunDraft, key: str, repeat: int | None) -> int:
         if repeat is None:
@@ -271,7 +302,7 @@ class CasePreparer:
         item = case.item
         key, row, order = _item_entry(item)
         return assembled(case.run, item.id, key, row, order, case.repeat, self._news(case.run, case.scores),
-                         _spooled_body(key, case))
+                         _spooled_body(key, case).decode("utf-8"))
 
     def _news(self, run: str, scores: list[SourceScore]) -> list[list[Any]]:
         """The tallies of a case's scores the main process may not know: none, at once, when
@@ -320,11 +351,52 @@ class CasePreparer:
 
 
 def assembled(run: str, item_id: str | None, key: str, row: dict[str, Any], order: float | None, repeat: int | None,
-              news: list[list[Any]], body: bytes) -> list[Any]:
+              news: list[list[Any]], body: bytes | str) -> list[Any]:
     """A prepared case (:meth:`CasePreparer.prepared`) from its parts, as
     :meth:`SourceImport.add_prepared` takes it: made there, or by a reader's own way to the parts
-    (the plain format's lane, :mod:`~evalsite.execute.importers.plain_lane`)."""
-    return [run, None if item_id is not None else key, row, order, repeat, news, body.decode("utf-8")]
+    (the plain format's lane, :mod:`~evalsite.execute.importers.plain_lane`). ``body``: its spooled
+    line but for the repeat, as bytes, or as text to cross between processes as JSON."""
+    return [run, None if item_id is not None else key, row, order, repeat, news, body]
+
+
+@dataclass(slots=True)
+class PreparedBlock:
+    """Prepared cases (:func:`assembled`) in columns, as :meth:`SourceImport.add_block` takes them:
+    made by :meth:`of` in one process, sent as its :meth:`columns` (JSON) and :attr:`lines`
+    (bytes, never decoded or encoded again), remade by ``PreparedBlock(lines, *columns)``."""
+
+    lines: bytes  # each case's spooled body after its "[" (:func:`_cut`), one a line
+    runs: list[str]
+    keys: list[str | None]  # None: the item's id
+    rows: list[dict[str, Any]]
+    orders: list[float | None] | None  # None: no case has an order
+    repeats: list[int | None] | None  # None: every repeat numbered by arrival
+    news: list[list[Any]]  # [index, tallies] of each case whose tallies are news, in order
+    marked: list[int]  # the cases whose lines the standard encoder wrote (_STDLIB_MARK before their "[")
+
+    @classmethod
+    def of(cls, prepared: list[list[Any]]) -> PreparedBlock:
+        if not prepared:
+            return cls(b"", [], [], [], None, None, [], [])
+        runs, keys, rows, orders, repeats, news, bodies = map(list, zip(*prepared))
+        joined = b"".join(body if type(body) is bytes else body.encode() for body in bodies)
+        marked = []
+        if joined.startswith(_STDLIB_MARK) or b"\n" + _STDLIB_MARK in joined:  # (as _spooled_batch tells them)
+            cuts = [_cut(line) for line in joined.splitlines(keepends=True)]
+            marked = [index for index, (head, _) in enumerate(cuts) if head != b"["]
+            lines = b"".join(tail for _, tail in cuts)
+        else:  # every body "[...]\n": each "[" after a line break or at the start is one to cut
+            lines = joined[1:].replace(b"\n[", b"\n")
+        return cls(lines, runs, keys, rows, orders if any(order is not None for order in orders) else None,
+                   repeats if any(repeated is not None for repeated in repeats) else None,
+                   [[index, tallies] for index, tallies in enumerate(news) if tallies], marked)
+
+    def columns(self) -> list[Any]:
+        """Everything but :attr:`lines`, as JSON values."""
+        return [self.runs, self.keys, self.rows, self.orders, self.repeats, self.news, self.marked]
+
+    def __len__(self) -> int:
+        return len(self.runs)
 
 
 def _item_entry(item: SourceItem) -> tuple[str, dict[str, Any], float | None]:
@@ -367,12 +439,27 @@ def _identity_key(identity: Any) -> str | None:
     return f"\0{identity!r}" if b"null" in text else text.decode("utf-8")
 
 
-def _spool(draft: _RunDraft, repeat: int, body: bytes) -> None:
-    """Spool a case's line: its ``body`` (:func:`_spooled_body`) with ``repeat`` put first."""
+def _cut(body: bytes) -> tuple[bytes, bytes]:
+    """A spooled body (:func:`_spooled_body`) cut after its ``[``, where :func:`_spool` puts the repeat."""
     start = body.index(b"[") + 1
-    draft.spool.write(b"".join((body[:start], str(repeat).encode(), b",", body[start:])))
+    return body[:start], body[start:]
+
+
+def _spool(draft: _RunDraft, repeat: int, head: bytes, tail: bytes) -> None:
+    """Spool a case's line: its body (:func:`_cut` into ``head`` and ``tail``) with ``repeat`` put
+    first; written with the lines before it, :data:`SPOOL_BATCH` at a time."""
+    pending = draft.pending
+    pending.append(b"%b%d,%b" % (head, repeat, tail))
+    if len(pending) >= SPOOL_BATCH:
+        _write_pending(draft)
     draft.cases += 1
-    draft.repeats = max(draft.repeats, repeat + 1)
+    if repeat >= draft.repeats:
+        draft.repeats = repeat + 1
+
+
+def _write_pending(draft: _RunDraft) -> None:
+    draft.spool.write(b"".join(draft.pending))
+    draft.pending.clear()
 
 
 def _spooled_body(key: str, case: SourceCase) -> bytes:
