@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -95,16 +95,20 @@ class CaseExecutor:
     rng: random.Random  # backoff jitter only
     experiment: str = ""  # names the thread id of a multi-turn replay
 
-    async def execute(self, job: Job, item: Item, repeat: int) -> dict[str, Any]:
+    def execute(self, job: Job, item: Item, repeat: int) -> Awaitable[dict[str, Any]]:
         """One case: its generation (one call, or a replayed conversation), scored, as a cases.jsonl
-        record; with ``job.fresh`` (``schedule.reset_state``) through a target of its own, closed after."""
+        record; with ``job.fresh`` (``schedule.reset_state``) through a target of its own, closed after.
+        Not a coroutine itself: one layer less to enter and resume, once a case."""
         if job.fresh is None:
-            return await self._execute(job, item, repeat)
-        own = replace(job, target=job.fresh())
+            return self._execute(job, item, repeat)
+        return self._execute_own(replace(job, target=job.fresh()), item, repeat)
+
+    async def _execute_own(self, job: Job, item: Item, repeat: int) -> dict[str, Any]:
+        """A case through a target built for it alone, closed after."""
         try:
-            return await self._execute(own, item, repeat)
+            return await self._execute(job, item, repeat)
         finally:
-            await own.target.aclose()
+            await job.target.aclose()
 
     async def _execute(self, job: Job, item: Item, repeat: int) -> dict[str, Any]:
         started_at = now_iso()
