@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import os
 import random
 from collections.abc import Iterator
 from pathlib import Path
@@ -103,6 +104,18 @@ def test_cases_appended_one_at_a_time_are_checked_in_batches_as_each_would_be_al
         writer.append_case(case("last"))  # checked when the run finishes
         writer.finish({"status": "completed"})
         assert (CASES_SHA256 in footer(writer.directory)) == alone, (name, position)
+
+
+def test_a_short_write_is_continued_to_the_end_of_the_line(tmp_path, monkeypatch):
+    """A write that takes part of a line (a full disk, a signal) is continued: the same file and hash."""
+    records = [case("q1"), {**case("q2"), "output": "é" * 100}]
+    whole = write_run(tmp_path / "whole", records)
+    write = os.write
+    monkeypatch.setattr(os, "write", lambda descriptor, data: write(descriptor, bytes(data[:7])))
+    parts = write_run(tmp_path / "parts", records)
+    monkeypatch.undo()
+    assert (parts / CASES_FILE).read_bytes() == (whole / CASES_FILE).read_bytes()
+    assert footer(parts)[CASES_SHA256] == footer(whole)[CASES_SHA256]
 
 
 def test_a_resumed_run_hashes_the_cases_it_found_and_the_ones_it_added(tmp_path):

@@ -200,7 +200,8 @@ async def call_with_retries(
             result = TargetResult(error=f"{type(exc).__name__}: {exc}")
         latency_ms = (time.perf_counter() - clock) * 1000
         if transient is None:
-            request_ids += [result.request_id] if result.request_id else []
+            if result.request_id:
+                request_ids.append(result.request_id)
             made = attempt if result.called else attempt - 1  # an attempt that called nothing is not one
             return CallOutcome(result, latency_ms, made, tuple(request_ids))
         too_long = wait_at_least is not None and wait_at_least > RETRY_AFTER_LIMIT
