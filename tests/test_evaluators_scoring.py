@@ -73,7 +73,7 @@ def test_a_throwing_evaluator_records_its_error_and_the_others_still_score():
 
 def test_no_evaluators_is_unscored_never_perfect():
     result = case_score([])
-    assert (result.scores, result.score, result.passed) == ([], None, None)
+    assert (list(result.scores), result.score, result.passed) == ([], None, None)
     assert case_score([], error="timeout").passed is False
 
 

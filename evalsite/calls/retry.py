@@ -98,8 +98,10 @@ class AttemptDeadlines:
     """
 
     _of_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, AttemptDeadlines] = weakref.WeakKeyDictionary()
+    _last: AttemptDeadlines | None = None  # the loop's asked for last: found again without the weak dictionary
 
-    def __init__(self) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = weakref.ref(loop)
         self._heap: list[tuple[float, int, _Attempt]] = []  # (deadline in loop time, order, attempt)
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at = math.inf
@@ -107,9 +109,13 @@ class AttemptDeadlines:
 
     @classmethod
     def of(cls, loop: asyncio.AbstractEventLoop) -> AttemptDeadlines:
+        last = cls._last
+        if last is not None and last._loop() is loop:  # once an attempt: a weak dictionary's lookup costs more
+            return last
         deadlines = cls._of_loop.get(loop)
         if deadlines is None:
-            deadlines = cls._of_loop[loop] = cls()
+            deadlines = cls._of_loop[loop] = cls(loop)
+        cls._last = deadlines
         return deadlines
 
     def start(self, loop: asyncio.AbstractEventLoop, task: asyncio.Task[Any], seconds: float) -> _Attempt:
@@ -194,7 +200,8 @@ async def call_with_retries(
             result = TargetResult(error=f"{type(exc).__name__}: {exc}")
         latency_ms = (time.perf_counter() - clock) * 1000
         if transient is None:
-            request_ids += [result.request_id] if result.request_id else []
+            if result.request_id:
+                request_ids.append(result.request_id)
             made = attempt if result.called else attempt - 1  # an attempt that called nothing is not one
             return CallOutcome(result, latency_ms, made, tuple(request_ids))
         too_long = wait_at_least is not None and wait_at_least > RETRY_AFTER_LIMIT

@@ -408,7 +408,8 @@ class BatchRunner:
                     continue
                 case = state.writer.append_case(case)  # as written: numbers out of range made null
                 state.cases.append(case)
-                await self.study.case_done(state.job.config, case)
+                if not self.study.pipeline.empty:  # (a coroutine a case to find it empty, else)
+                    await self.study.case_done(state.job.config, case)
                 if self.budget.count_case(case, state.job.config):
                     self.stop.request(RunStatus.STOPPED_COST_CEILING)
                 self.progress.advance(bool(case["error"]), _case_cost(case))
@@ -507,6 +508,8 @@ def _brief(value: object) -> str:
 
 def _case_cost(case: Mapping[str, Any]) -> float | None:
     """What one case spent (its generation and its scoring); None when neither is known."""
-    parts = [case.get("cost_usd"), case.get("scoring_cost_usd")]
-    known = [part for part in parts if part is not None]
-    return sum(known) if known else None
+    cost: float | None = case.get("cost_usd")
+    scoring: float | None = case.get("scoring_cost_usd")
+    if scoring is None or cost is None:
+        return cost if scoring is None else scoring
+    return cost + scoring

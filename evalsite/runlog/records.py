@@ -410,7 +410,7 @@ def bounded_case(case: dict[str, Any]) -> dict[str, Any]:
     holds NaN or Infinity. ``case`` itself when every number holds."""
     bounded = _bounded(case, CASE_RANGES)
     scores = case.get("scores")
-    if not isinstance(scores, list):
+    if not scores or not isinstance(scores, list):  # none: the common case of a run without evaluators
         return bounded
     kept = [_bounded(s, SCORE_RANGES) if isinstance(s, dict) else s for s in scores]
     if all(a is b for a, b in zip(kept, scores)):
@@ -486,47 +486,11 @@ def well_typed_case(data: Any) -> bool:
         _well_typed(s, SCORE_TYPES, SCORE_RANGES) for s in data.get("scores") or ())
 
 
-class _Shapes:
-    """Which shapes of one kind of record (the tuple of its fields' types) have every field of one
-    of its allowed types: judged once a shape, as the lines of a run come in a handful of shapes."""
-
-    LIMIT = 4096  # shapes remembered; past it, each new one is judged every time
-
-    def __init__(self, types: dict[str, tuple[type, ...]]):
-        self.keys = tuple(types)
-        self.allowed = tuple(types.values())
-        self.known: dict[tuple[type, ...], bool] = {}
-
-    def hold(self, data: dict[str, Any]) -> bool:
-        shape = tuple(map(type, map(data.get, self.keys)))
-        held = self.known.get(shape)
-        if held is None:
-            held = all(kind in allowed for kind, allowed in zip(shape, self.allowed))
-            if len(self.known) < self.LIMIT:
-                self.known[shape] = held
-        return held
-
-
-_CASE_SHAPES, _SCORE_SHAPES = _Shapes(CASE_TYPES), _Shapes(SCORE_TYPES)
-
-
-def well_typed_bounded_case(data: Any) -> bool:
-    """:func:`well_typed_case` of a record :func:`bounded_case` returned: its numbers are in their
-    ranges by then (or null, or of a type the checks refuse), so only the types are checked (and
-    the repeat), by shape (what the writer checks of every line it appends)."""
-    if type(data) is not dict or not _CASE_SHAPES.hold(data):
-        return False
-    repeat = data.get("repeat")
-    return (type(repeat) is not int or 0 <= repeat <= MAX_REPEAT_INDEX) and all(
-        type(s) is dict and _SCORE_SHAPES.hold(s) for s in data.get("scores") or ())
-
-
 def checked_fields(cases: list[Any]) -> BatchFields | None:
     """The batch's fields (for the summary's columns of the same records to read again) when
-    :func:`bounded_case` returns every record of ``cases`` as it is and :func:`well_typed_bounded_case`
-    holds for each: checked one field at a time over the whole batch (the writer's import batches: a
-    third of the two checks case by case). None says only that some record needs those checks one
-    at a time."""
+    :func:`bounded_case` returns every record of ``cases`` as it is and each is a well-typed case
+    (:func:`well_typed_case`): checked one field at a time over the whole batch (a third of the two
+    checks case by case). None says only that some record needs those checks one at a time."""
     if set(map(type, cases)) - {dict}:
         return None
     fields = BatchFields(cases)

@@ -7,7 +7,7 @@ truth (``analysis``), so re-scoring never imports the runner, a target or httpx.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from statistics import fmean
 from typing import Any
@@ -20,9 +20,13 @@ from evalsite.scoring.evaluators.base import CaseView, Evaluator
 
 @dataclass(frozen=True)
 class CaseScore:
-    scores: list[Score]
+    scores: Sequence[Score]
     score: float | None
     passed: bool | None
+
+
+#: :func:`unscored`'s two answers, made once (a run without evaluators asks once a case)
+_UNSCORED = {False: CaseScore((), None, None), True: CaseScore((), None, False)}
 
 
 async def score_case(evaluators: list[Evaluator], case: CaseView, generation_error: str | None) -> CaseScore:
@@ -38,7 +42,7 @@ async def score_case(evaluators: list[Evaluator], case: CaseView, generation_err
 
 def unscored(generation_error: str | None) -> CaseScore:
     """A case of a run without evaluators: no scores, no score; failed when its generation failed."""
-    return CaseScore([], None, None if generation_error is None else False)
+    return _UNSCORED[generation_error is not None]
 
 
 async def _score_each(evaluators: list[Evaluator], case: CaseView) -> list[list[Score]]:
