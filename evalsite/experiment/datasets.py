@@ -383,7 +383,7 @@ def _items(raws: list[JSONObject], expected_field: str, hashes: list[RowHashes])
     """Checked rows' items from their hashes (:func:`row_hashes`), a column at a time."""
     rows = raws if expected_field == EXPECTED_FIELD else [eval_row(raw, expected_field) for raw in raws]
     item_ids = [str(index) if row.get("id") is None else str(row["id"]) for index, row in enumerate(rows)]
-    return [_item(item_id, index, row, *three) for index, (item_id, row, three) in enumerate(zip(item_ids, rows, hashes))]
+    return list(map(_item, item_ids, range(len(rows)), rows, *zip(*hashes)))  # (no tuple unpacked per item)
 
 
 def _item(item_id: str, index: int, row: JSONObject, sha: str, input_sha: str, expected_sha: str) -> Item:
