@@ -460,6 +460,19 @@ def test_rows_checked_a_column_at_a_time_give_the_row_by_row_problems_and_hashes
         assert datasets.item_identity(rows, "d") == items
 
 
+def test_items_made_without_the_dataclass_init_are_the_dataclass_items():
+    """``_item`` sets the fields in the object's ``__dict__``: every field of ``Item``, no other, as
+    its ``__init__`` would (a field added to ``Item`` fails here until ``_item`` sets it)."""
+    from dataclasses import fields
+
+    from evalsite.experiment.datasets import Item, _item
+
+    values = ("q1", 3, {"id": "q1"}, "a" * 64, "b" * 64, "c" * 64)
+    made, expected = _item(*values), Item(*values)
+    assert (made, vars(made), type(made)) == (expected, vars(expected), Item)
+    assert [field.name for field in fields(Item)] == list(vars(made))
+
+
 def test_rows_held_in_memory_are_named_by_index_in_a_problem():
     from evalsite.experiment.datasets import item_identity
 

@@ -101,3 +101,28 @@ def test_halved_maps_here_with_no_core_spare_or_when_the_child_is_lost(monkeypat
     assert forked.halved(killed, [1, 2, 3]) == [1, 4, 9]
     monkeypatch.setattr(forked, "spare_core", lambda: False)
     assert forked.halved(killed, [1, 2, 3]) == [1, 4, 9]
+
+
+def _told(work: object) -> forked.Forked[object]:
+    child = forked.forked_told(work)  # type: ignore[arg-type]
+    assert child is not None
+    return child
+
+
+def test_a_told_value_reaches_the_child_and_one_too_large_for_the_pipe_or_none_gives_none() -> None:
+    value = {("data.jsonl", "qa"): ("qa@abc", {"critical": ["q1"]})}
+    child = _told(lambda news: news())
+    child.tell(value)
+    assert child.result() == value
+    child = _told(lambda news: news())
+    child.tell(os.urandom(5 << 20))  # never waits on the child: not sent at all rather than in part
+    assert child.result() is None
+    assert _told(lambda news: news()).result() is None  # never told
+
+
+def test_telling_a_child_that_is_gone_is_no_error_and_its_result_is_lost() -> None:
+    child = _told(lambda news: os.kill(os.getpid(), 9))
+    os.waitid(os.P_PID, child.child.pid, os.WEXITED | os.WNOWAIT)  # dead (not yet reaped)
+    child.tell("news")
+    with pytest.raises(forked.WorkerLost):
+        child.result()

@@ -20,7 +20,7 @@ from evalsite import forked as forked_module
 from evalsite.errors import AlreadyImportedError, SourceError
 from evalsite.execute.importers import ImportOptions, import_files
 from evalsite.execute.importers import writer as import_writer
-from evalsite.forked import forked
+from evalsite.forked import forked_told
 from evalsite.project import Project
 
 SOURCES = [
@@ -48,11 +48,11 @@ def children(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     started: list[int] = []
 
     def counted(work):  # type: ignore[no-untyped-def]
-        child = forked(work)
+        child = forked_told(work)
         started.append(child.child.pid if child else 0)
         return child
 
-    monkeypatch.setattr(import_writer, "forked", counted)
+    monkeypatch.setattr(import_writer, "forked_told", counted)
     monkeypatch.setattr(forked_module, "spare_core", lambda: True)
     monkeypatch.setattr(import_writer, "PARALLEL_MIN_CASES", 1)
     return started
@@ -69,6 +69,28 @@ def test_two_processes_write_the_runs_one_writes(
     several = len(serial[0]) > 1
     assert len(children) == several and all(children)  # a second process exactly when there are two runs
     assert parallel == serial
+
+
+def test_the_second_process_takes_the_dataset_identity_this_one_computed(
+    tmp_path: Path, children: list[int], monkeypatch: pytest.MonkeyPatch
+):
+    """Computed once, here, while the second process checks its runs' items, then told to it; the
+    same runs as when each process computes it (told nothing, the child's news is None)."""
+    computed = tmp_path / "computed"
+    original = import_writer.dataset_identity
+
+    def identity(*args):  # type: ignore[no-untyped-def]
+        with open(computed, "a") as pids:
+            pids.write(f"{os.getpid()}\n")
+        return original(*args)
+
+    monkeypatch.setattr(import_writer, "dataset_identity", identity)
+    told = _import(tmp_path / "told", "jsonl", PLAIN / "scored.jsonl")
+    assert computed.read_text() == f"{os.getpid()}\n" and len(children) == 1
+    computed.unlink()
+    monkeypatch.setattr(forked_module.Forked, "tell", lambda self, value: None)
+    assert _import(tmp_path / "untold", "jsonl", PLAIN / "scored.jsonl") == told
+    assert sorted(computed.read_text().split()) == sorted([str(os.getpid()), str(children[1])])
 
 
 def _failing(monkeypatch: pytest.MonkeyPatch, arms: set[str]) -> None:

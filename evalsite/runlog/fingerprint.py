@@ -17,12 +17,11 @@ import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 from importlib import metadata
-from json.encoder import encode_basestring
 from pathlib import Path
 from typing import Any
 
 from evalsite import __version__
-from evalsite.runlog.hashing import canonical_json, sha256_json, sha256_text, short_hash
+from evalsite.runlog.hashing import canonical_json, sha256_json, sha256_of_plain, sha256_text, short_hash
 from evalsite.runlog.rows import is_critical
 from evalsite.runlog.secrets import redact_secrets, redact_urls
 
@@ -149,10 +148,10 @@ def build_fingerprint(*, project: Any, dataset: Any, config: Any, prompt: Any, e
 
 
 def _id_and_input_sha(item_id: Any, input_sha: Any) -> str:
-    """``sha256_json([item_id, input_sha])``; for two strings (every item) the canonical JSON is
-    written directly, as the encoder writes them, without building an encoder per item."""
+    """``sha256_json([item_id, input_sha])``; for two strings (every item) without its walk of the
+    value: two strings are plain, so it is :func:`~evalsite.runlog.hashing.sha256_of_plain`'s."""
     if type(item_id) is str and type(input_sha) is str:
-        return sha256_text(f"[{encode_basestring(item_id)},{encode_basestring(input_sha)}]")
+        return sha256_of_plain([item_id, input_sha])
     return sha256_json([item_id, input_sha])
 
 

@@ -32,6 +32,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import partial
 from itertools import accumulate, islice, repeat
+from operator import attrgetter
 from pathlib import Path
 from typing import IO, Any
 
@@ -43,7 +44,7 @@ from evalsite.analysis.summary import summarise_run
 from evalsite.errors import RunLogError, SourceError
 from evalsite.execute.importers.source_records import ImportOptions, SourceCase, SourceItem, SourceRun, SourceScore
 from evalsite.experiment.datasets import Dataset, Item, item_identity, row_hashes
-from evalsite.forked import WorkerLost, forked, halved
+from evalsite.forked import WorkerLost, forked_told, halved
 from evalsite.project import Project
 from evalsite.runlog.builders import (
     DatasetRecord,
@@ -78,6 +79,7 @@ DEFAULT_DATASET_NAME = "imported"
 STAGING_MARK = "-importing-"
 STAGING_LOCK = ".lock"
 _UNKNOWN_ORDER = float("inf")
+_ORDER = attrgetter("order")
 WRITE_BATCH = 1000  # case lines per write
 #: spooled case lines a run's draft holds before it writes them in one call (a write a line cost ~1 µs)
 SPOOL_BATCH = 1000
@@ -537,21 +539,39 @@ class _ItemsMemo:
         self.items: list[Item] = []
         self._datasets: dict[tuple[str | None, str], tuple[str, dict[str, Any]]] = {}  # for these items
         self._last: tuple[str, dict[str, Item]] | None = None  # the last draft's key and items by key
+        self._news: Callable[[], object] | None = None  # these items' datasets, from the first process
+
+    def expect(self, news: Callable[[], object]) -> None:
+        """In the second process: the datasets of the items it was forked with come from the first
+        (:meth:`datasets`, :meth:`~evalsite.forked.Forked.tell`), read by ``news()`` when first
+        needed; None (not sent) leaves them to be computed here."""
+        self._news = news
+
+    def datasets(self) -> dict[tuple[str | None, str], tuple[str, dict[str, Any]]]:
+        """The datasets of the last items computed so far (:meth:`dataset`), by location and name."""
+        return self._datasets
 
     def items_by_key(self, draft: _RunDraft) -> dict[str, Item]:
         """The items of ``draft``'s run in the source's order, by key."""
         if self._last is not None and self._last[0] == draft.key:  # hashed before the write fork
             return self._last[1]
-        keys = sorted(draft.items, key=lambda k: draft.items[k].order)
-        rows = [draft.items[k].row for k in keys]
+        keys, slots = list(draft.items), list(draft.items.values())
+        orders = list(map(_ORDER, slots))
+        ranks = sorted(range(len(keys)), key=orders.__getitem__)  # (no Python call per item)
+        keys, rows = [keys[rank] for rank in ranks], [slots[rank].row for rank in ranks]
         if not (self.items and rows == self.rows and _same_text(rows, self.rows)):
             hashed = partial(halved, row_hashes) if len(rows) >= PARALLEL_MIN_ITEMS else row_hashes
             self.rows, self.items, self._datasets = rows, item_identity(rows, self.label, hashed), {}
+            self._news = None  # (news of the items before these)
         self._last = draft.key, dict(zip(keys, self.items))
         return self._last[1]
 
     def dataset(self, location: str | None, name: str) -> tuple[str, dict[str, Any]]:
         """The last items' ``dataset_id`` and the fingerprint's dataset block, named ``name`` at ``location``."""
+        if self._news is not None:
+            news, self._news = self._news(), None
+            if isinstance(news, dict):
+                self._datasets.update(news)
         found = self._datasets.get((location, name))
         if found is None:
             identity = dataset_identity(location, Dataset(Path(location or "."), name, self.items))
@@ -569,9 +589,12 @@ def _same_text(first: list[dict[str, Any]], second: list[dict[str, Any]]) -> boo
 def write_runs(source: SourceImport, runs_dir: Path, batch_id: str, options: ImportOptions) -> list[ImportedRun]:
     """Write every run of ``source`` under ``runs_dir``; call once the reader has finished. With
     several runs and enough cases (:func:`_shares`), the last runs are written by a second process
-    (:func:`~evalsite.forked.forked`) while this one writes the first: the same
+    (:func:`~evalsite.forked.forked_told`) while this one writes the first: the same
     code over the same state, so the same files; its error, if any, is raised after this one's. If
-    the second process is killed before it answers, this one writes its share too."""
+    the second process is killed before it answers, this one writes its share too. The items are
+    made before the fork; the dataset's identity after it, here, while the second process checks
+    its runs' items against them, then told to it (it computes the identity itself if it is told
+    nothing)."""
     described = sorted(((_description(source, draft), draft) for draft in source.drafts()), key=lambda pair: pair[0].arm_id)
     first, rest = _shares(described)
     memo = _ItemsMemo(source.label)
@@ -579,16 +602,21 @@ def write_runs(source: SourceImport, runs_dir: Path, batch_id: str, options: Imp
     def write(share: list[tuple[SourceRun, _RunDraft]]) -> list[ImportedRun]:
         return [_write_run(source, draft, run, runs_dir, batch_id, options, memo) for run, draft in share]
 
+    def told(news: Callable[[], object]) -> list[ImportedRun]:
+        memo.expect(news)
+        return write(rest)
+
     try:
         if rest:  # the items hashed once, before the fork: both shares' runs are usually on the same items
             memo.items_by_key(first[0][1])
-            memo.dataset(first[0][0].dataset_location, options.dataset_name or DEFAULT_DATASET_NAME)
             for _, draft in rest:  # nothing of a spool left in a buffer both processes would write out
                 draft.spool.flush()
-        other = forked(lambda: write(rest)) if rest else None
+        other = forked_told(told) if rest else None
         if other is None:
             return write(first + rest)
-        try:
+        try:  # the dataset's identity computed here while the second process checks its runs' items
+            memo.dataset(first[0][0].dataset_location, options.dataset_name or DEFAULT_DATASET_NAME)
+            other.tell(memo.datasets())
             written = write(first)
         except BaseException:
             other.cancel()
