@@ -20,13 +20,9 @@ import io
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from hashlib import sha256 as _sha256
 from itertools import chain
 from pathlib import Path
 from typing import Any, TypeGuard
-
-from orjson import OPT_SORT_KEYS as _SORTED
-from orjson import dumps as _dumps
 
 from evalsite.errors import DatasetError, shortened
 from evalsite.experiment.bounded import json_problem
@@ -406,12 +402,8 @@ def _item(item_id: str, index: int, row: JSONObject, sha: str, input_sha: str, e
 def row_hashes(raws: list[JSONObject], expected_field: str = EXPECTED_FIELD) -> list[RowHashes]:
     """Each row's sha and its input and expected sides' (:class:`Item`'s three hashes): a row's
     alone, whatever rows come before it, so a long list may be hashed in parts."""
-    if _all_plain(raws):
-        try:
-            return [_plain_hashes(raw, expected_field) for raw in raws]
-        except TypeError:  # orjson refused a row (an integer past 64 bits, a lone surrogate): as any row
-            pass
-    return [_hashes(raw, expected_field, plain_json(raw)) for raw in raws]
+    plain = _all_plain(raws)
+    return [_hashes(raw, expected_field, plain or plain_json(raw)) for raw in raws]
 
 
 _FLAT_PLAIN = {str, int, bool, type(None)}
@@ -436,20 +428,6 @@ def _hashes(raw: JSONObject, expected_field: str, plain: bool) -> RowHashes:
     input_side.pop(EXPECTED_FIELD, None)
     input_side.pop(expected_field, None)
     return sha, digest(input_side), digest({EXPECTED_FIELD: raw.get(expected_field)})
-
-
-def _plain_hashes(raw: JSONObject, expected_field: str) -> RowHashes:
-    """:func:`_hashes` of a row :func:`_all_plain` passed: :func:`~evalsite.runlog.hashing.sha256_of_plain`
-    written out, without its call per hash (a fifth of an import's hashing); orjson's TypeError
-    (a value it refuses) is the caller's to answer."""
-    sha = _sha256(_dumps(raw, option=_SORTED)).hexdigest()
-    if EXPECTED_FIELD not in raw and expected_field not in raw:
-        return sha, sha, _NO_EXPECTED_SHA
-    input_side = raw.copy()
-    input_side.pop(EXPECTED_FIELD, None)
-    input_side.pop(expected_field, None)
-    expected = {EXPECTED_FIELD: raw.get(expected_field)}
-    return sha, _sha256(_dumps(input_side, option=_SORTED)).hexdigest(), _sha256(_dumps(expected, option=_SORTED)).hexdigest()
 
 
 def dataset_id(name: str, items: list[Item]) -> str:
