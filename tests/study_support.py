@@ -60,6 +60,13 @@ def metrics(context):
 
 def boom(context):
     raise ValueError("post went wrong")
+
+def vandal(context):
+    """Changes everything it is handed: the case and the item's row."""
+    note(context)
+    context.case["score"], context.case["passed"], context.case["item_id"] = -7.0, False, "gone"
+    context.case["scores"].clear()
+    context.extra["row"]["expected"] = "changed"
 '''
 
 

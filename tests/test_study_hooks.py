@@ -132,3 +132,17 @@ def test_a_failing_arm_pre_step_runs_once_and_fails_every_case_of_the_run(study_
     assert [c["error"] for c in run.cases] == ["arm pre step 'setup' failed: ValueError: post went wrong"] * 6
     assert lines(study_project / "calls.log") == []
     assert (run.directory / "hooks" / "arm-pre-setup.log").read_text().count("FAILED") == 1
+
+
+def test_a_case_post_step_that_changes_what_it_is_handed_changes_no_record_or_row(study_project, cli):
+    manifest = write_study(study_project, items=3, repeat=2,
+                           hooks={"case": {"post": [{"name": "vandal", "run": "python:study_steps:vandal"}]}})
+    result = cli("run", manifest)
+    assert result.exit_code == 0, result.output
+    assert len(lines(study_project / "steps.log")) == 6
+    (run,) = runs(study_project)
+    assert [(c["item_id"], c["score"], c["passed"], len(c["scores"])) for c in run.cases] == [
+        (c["item_id"], 1.0, True, 1) for c in run.cases]  # every repeat scored against the row as written
+    totals = run.footer.raw["totals"]
+    assert (totals["cases"], totals["mean_score"], totals["pass_rate"]) == (6, 1.0, 1.0)
+    assert run.footer.raw["cases_sha256"] is not None  # the writer's checks saw the records as written

@@ -18,6 +18,7 @@ the pre steps), :meth:`run_started`, :meth:`case_done` and :meth:`run_done`, and
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -192,8 +193,8 @@ class StudyPipeline:
         extra: StepExtra = {"output_schema": self.pipeline.output_schema, "calls": self.calls}
         if config is not None:
             extra["config_label"] = config.label
-        if case is not None:
-            extra["row"] = self._rows.get(case["item_id"])
+        if case is not None:  # copies: a step that changes them changes no record the writer holds, nor the row
+            case, extra["row"] = copy.deepcopy(case), copy.deepcopy(self._rows.get(case["item_id"]))
         checkpoint = None if config is None else config.resolved.get("checkpoint")
         return step_context(self.pipeline, step, scope, self.project.root, case=case, checkpoint=checkpoint,
                             extra=extra)
