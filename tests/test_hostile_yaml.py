@@ -126,6 +126,33 @@ def test_every_entry_point_refuses_each_shape_in_one_line(shape, tmp_path, monke
     assert all(any(message in line for line in checked) for message in expected.values()), checked
 
 
+@pytest.mark.parametrize("content", ["too large", "not UTF-8"])
+def test_every_file_read_whole_refuses_a_huge_or_undecodable_file_in_one_line(content, tmp_path, monkeypatch, cli):
+    """Past 10 MB a file is refused by its size before a byte is read (a sparse file: no disk used)."""
+    monkeypatch.chdir(tmp_path)
+    _project(tmp_path, "flow")
+    (tmp_path / "experiments/big.yaml").write_text(HEAD)
+    problem = "10.0 MB; a file read whole may hold at most 10 MB" if content == "too large" else "can't decode byte 0xff"
+    for name in ("curves/c.yaml", "hooks/h.yaml", "prompts/p.yaml", "schemas/s.yaml", "experiments/big.yaml"):
+        with open(tmp_path / name, "wb") as handle:
+            if content == "too large":
+                handle.truncate(bounded_yaml.MAX_DOCUMENT_BYTES + 1)
+            else:
+                handle.write(b"name: \xff\n")
+    expected = {
+        "curve": f"{tmp_path}/curves/c.yaml: cannot read the curve: ",
+        "hooks": "hooks.arm.post[0].ref: hooks/h.yaml: cannot read the step file: ",
+        "prompt": f"{tmp_path}/prompts/p.yaml: cannot read the prompt: ",
+        "schema": "evaluators[0] (json): schema: schemas/s.yaml: cannot read it: ",
+        "big": "experiments/big.yaml: " if content == "too large" else "experiments/big.yaml: not UTF-8 text",
+    }
+    for name, message in expected.items():
+        result = cli("run", "--dry-run", f"experiments/{name}.yaml")
+        assert result.exit_code == 1 and message in result.output, result.output
+        assert (problem in result.output) == (name != "big" or content == "too large"), result.output
+        assert len(result.output.strip().splitlines()) == 1 and "Traceback" not in result.output
+
+
 def test_json_curve_and_schema_files_are_read_as_strictly_as_a_json_manifest(tmp_path, monkeypatch, cli):
     """Beside the YAML they may be JSON: read by the manifest's bounded JSON reader, not json.loads
     (whose RecursionError was a traceback)."""

@@ -13,6 +13,7 @@ with each use of an alias counted again, as :func:`~bounded.shape_problem` count
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 import yaml
@@ -21,6 +22,25 @@ from yaml.nodes import MappingNode, Node, SequenceNode
 from evalsite.experiment.bounded import MAX_DEPTH, MAX_VALUES, json_problem, too_deep, too_many
 
 _Collection = TypeVar("_Collection", SequenceNode, MappingNode)
+
+#: The largest YAML or JSON file a user hands us that is read whole (a manifest, an overlay, a curve,
+#: step, prompt or schema file): past it, a dataset named where such a file belongs or a hostile
+#: file, refused before a byte is read (PyYAML reads ~1 MB a second).
+MAX_DOCUMENT_BYTES = 10_000_000
+
+
+class DocumentTooLarge(ValueError):
+    """A file past :data:`MAX_DOCUMENT_BYTES`; its text says how large, in one line."""
+
+
+def document_text(path: Path) -> str:
+    """The UTF-8 text of a YAML or JSON file read whole, or :class:`DocumentTooLarge` (``OSError``
+    and ``UnicodeDecodeError`` as reading raises them)."""
+    size = path.stat().st_size
+    if size > MAX_DOCUMENT_BYTES:
+        raise DocumentTooLarge(f"{size / 1e6:.1f} MB; a file read whole may hold at most "
+                               f"{MAX_DOCUMENT_BYTES // 1_000_000} MB")
+    return path.read_text(encoding="utf-8")
 
 
 class YAMLBoundError(yaml.MarkedYAMLError):

@@ -20,7 +20,15 @@ import yaml
 
 from evalsite.errors import ManifestError, did_you_mean
 from evalsite.experiment.bounded import MAX_VALUES, shape_problem
-from evalsite.experiment.bounded_yaml import BoundedLoader, YAMLBoundError, load_yaml, parse_document, yaml_problem
+from evalsite.experiment.bounded_yaml import (
+    BoundedLoader,
+    DocumentTooLarge,
+    YAMLBoundError,
+    document_text,
+    load_yaml,
+    parse_document,
+    yaml_problem,
+)
 from evalsite.experiment.checkpoints import checkpoint_problems
 from evalsite.experiment.manifest_shapes import (
     ArtifactsSpec,
@@ -48,7 +56,6 @@ from evalsite.experiment.sweeps import sweep_problems
 from evalsite.jsonshape import JSONObject
 
 DEFAULT_CONCURRENCY = 8
-MAX_MANIFEST_BYTES = 10_000_000
 
 
 @dataclass(frozen=True)
@@ -181,15 +188,14 @@ def read_manifest(path: Path, overrides: Sequence[str] = ()) -> tuple[str, JSONO
 
 def read_document(path: Path, what: str) -> tuple[str, JSONObject]:
     """A manifest's (or an overlay's) text and mapping, read as untrusted input: a regular file of at
-    most :data:`MAX_MANIFEST_BYTES`, UTF-8, strict YAML or JSON (no repeated key, bounded nesting and
+    most :data:`~bounded_yaml.MAX_DOCUMENT_BYTES`, UTF-8, strict YAML or JSON (no repeated key, bounded nesting and
     alias expansion); anything else is one :class:`ManifestError` naming ``path``."""
     if not path.is_file():
         raise ManifestError(f"{path}: not a regular file" if path.exists() else f"{path}: {what} not found")
-    if path.stat().st_size > MAX_MANIFEST_BYTES:
-        raise ManifestError(f"{path}: {path.stat().st_size / 1e6:.1f} MB; a {what} may hold at most "
-                            f"{MAX_MANIFEST_BYTES // 1_000_000} MB (put rows in a dataset file)")
     try:
-        text = path.read_text(encoding="utf-8")
+        text = document_text(path)
+    except DocumentTooLarge as exc:
+        raise ManifestError(f"{path}: {exc} (put rows in a dataset file)") from None
     except UnicodeDecodeError as exc:
         raise ManifestError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     except OSError as exc:

@@ -18,7 +18,7 @@ from typing import Any, Literal
 import yaml
 
 from evalsite.errors import ManifestError
-from evalsite.experiment.bounded_yaml import load_yaml, yaml_problem
+from evalsite.experiment.bounded_yaml import DocumentTooLarge, document_text, load_yaml, yaml_problem
 from evalsite.experiment.manifest import Manifest
 from evalsite.experiment.manifest_shapes import ArtifactsSpec, Level, OutputSchemaSpec
 from evalsite.experiment.schema_check import schema_problems
@@ -151,12 +151,12 @@ def _read_ref(ref: str, root: Path, where: str, problems: list[str]) -> list[JSO
         problems.append(f"{where}: step file {ref!r} not found (relative to the project root)")
         return []
     try:
-        data = load_yaml(path.read_text(encoding="utf-8"))
+        data = load_yaml(document_text(path))
     except yaml.YAMLError as exc:
         problems.append(f"{where}: {ref}: {yaml_problem(exc)}")
         return []
-    except UnicodeDecodeError as exc:
-        problems.append(f"{where}: {ref}: invalid YAML: {exc}")
+    except (OSError, UnicodeDecodeError, DocumentTooLarge) as exc:
+        problems.append(f"{where}: {ref}: cannot read the step file: {exc}")
         return []
     data = data.get("steps") if isinstance(data, dict) else data
     if not isinstance(data, list) or not all(isinstance(step, dict) and "ref" not in step for step in data):

@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 
 from evalsite.errors import PlanError
-from evalsite.experiment.bounded_yaml import load_yaml, yaml_problem
+from evalsite.experiment.bounded_yaml import DocumentTooLarge, document_text, load_yaml, yaml_problem
 from evalsite.experiment.manifest import Manifest
 from evalsite.experiment.manifest_shapes import PromptRef
 from evalsite.experiment.prompts import template_problems
@@ -57,10 +57,10 @@ def _versions(path: Path, manifest_path: Path) -> dict[Any, Any]:
     if not path.is_file():
         raise PlanError(f"{manifest_path}: prompt.name: no file {PROMPTS_DIR}/{path.name} in the project")
     try:
-        data = load_yaml(path.read_text(encoding="utf-8"))
+        data = load_yaml(document_text(path))
     except yaml.YAMLError as exc:
         raise PlanError(f"{path}: cannot read the prompt: {yaml_problem(exc)}") from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, DocumentTooLarge) as exc:
         raise PlanError(f"{path}: cannot read the prompt: {exc}") from None
     versions = data.get("versions") if isinstance(data, dict) else None
     if not isinstance(versions, dict) or not versions:

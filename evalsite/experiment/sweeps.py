@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from evalsite.errors import PlanError
-from evalsite.experiment.bounded_yaml import parse_document
+from evalsite.experiment.bounded_yaml import DocumentTooLarge, document_text, parse_document
 from evalsite.experiment.manifest_shapes import SweepSpec
 from evalsite.jsonshape import JSONObject
 
@@ -80,8 +80,8 @@ def resolve_curve(root: Path, spec: Mapping[str, Any], where: str) -> Mapping[st
         raise PlanError(f"{where}: curve {name!r} is neither built in ({', '.join(CURVES)}) nor a file "
                         f"{CURVES_DIR}/{name}.yaml")
     try:
-        data, problem = parse_document(path.read_text(encoding="utf-8"), is_json=path.suffix == ".json")
-    except (OSError, UnicodeDecodeError) as exc:
+        data, problem = parse_document(document_text(path), is_json=path.suffix == ".json")
+    except (OSError, UnicodeDecodeError, DocumentTooLarge) as exc:
         data, problem = None, str(exc)
     if problem is not None:
         raise PlanError(f"{path}: cannot read the curve: {problem}")
