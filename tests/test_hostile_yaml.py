@@ -190,3 +190,16 @@ def test_the_site_builds_past_every_shape_in_experiments_and_in_a_run_header(tmp
     for shape, (_, _, problem) in SHAPES.items():
         page = (root / f"site/experiments/{shape}.html").read_text()
         assert f"The manifest could not be read: not valid YAML/JSON: {problem}" in page
+
+
+def test_the_site_leaves_a_manifest_past_10_mb_unread_and_warns(tmp_path):
+    root = tmp_path / "p"
+    (root / "experiments").mkdir(parents=True)
+    text = "name: renamed\n# " + "x" * bounded_yaml.MAX_DOCUMENT_BYTES + "\n"  # read, PyYAML scans it for seconds
+    (root / "experiments/huge.yaml").write_text(text)
+    write_run(root / "runs", "20260101T000000Z-a-0000", [case("i1")], experiment="huge")
+    report = build_site(find_project(root))
+    assert ("experiments/huge.yaml: 10.0 MB; a file read whole may hold at most 10 MB (put rows in a dataset file)"
+            in report.warnings), report.warnings
+    assert (root / "site/experiments/huge.html").is_file()
+    assert not (root / "site/experiments/renamed.html").exists()  # named by its file: its text was never read

@@ -30,7 +30,7 @@ from evalsite.analysis.dataset_versions import DatasetVersions
 from evalsite.analysis.db import RunsDatabase, open_database
 from evalsite.analysis.run_views import dataset_rows
 from evalsite.errors import EvalsiteError
-from evalsite.experiment.bounded_yaml import load_yaml
+from evalsite.experiment.bounded_yaml import MAX_DOCUMENT_BYTES, load_yaml
 from evalsite.jsonshape import JSONObject
 from evalsite.project import Project
 from evalsite.runlog import decisions
@@ -394,7 +394,7 @@ def _scan_experiments(project: Project, outside: list[str]) -> dict[str, Experim
         return found
     for path in sorted(project.experiments_dir.iterdir()):
         if path.suffix.lower() in MANIFEST_SUFFIXES and path.is_file() and in_project(project, path, outside):
-            text = redact_urls(path.read_text(encoding="utf-8", errors="replace"))  # published: no URL credentials
+            text = _manifest_text(path)
             name = _manifest_name(text) or path.stem
             found.setdefault(name, ExperimentSource(name, path, text, file_hash(path)))
     return found
@@ -416,6 +416,15 @@ def in_project(project: Project, path: Path, outside: list[str]) -> bool:
     shown = path.relative_to(project.root).as_posix() if path.is_relative_to(project.root) else str(path)
     outside.append(f"{shown}: a symlink to outside the project; left out of the site")
     return False
+
+
+def _manifest_text(path: Path) -> str:
+    """A manifest's text as published (no URL credentials); empty past
+    :data:`~evalsite.experiment.bounded_yaml.MAX_DOCUMENT_BYTES`, left unread (the build warns, as
+    for any manifest that cannot be read: PyYAML would take minutes over it)."""
+    if path.stat().st_size > MAX_DOCUMENT_BYTES:
+        return ""
+    return redact_urls(path.read_text(encoding="utf-8", errors="replace"))
 
 
 def _manifest_name(text: str) -> str | None:
