@@ -203,3 +203,14 @@ def test_the_site_leaves_a_manifest_past_10_mb_unread_and_warns(tmp_path):
             in report.warnings), report.warnings
     assert (root / "site/experiments/huge.html").is_file()
     assert not (root / "site/experiments/renamed.html").exists()  # named by its file: its text was never read
+
+
+def test_a_recorded_manifest_past_10_mb_is_not_scanned_by_the_site(tmp_path):
+    root = tmp_path / "p"
+    run = write_run(root / "runs", "20260101T000000Z-a-0000", [case("i1")], experiment="far")
+    header = json.loads((run / "run.json").read_text())
+    recorded = "description: read\n# " + "x" * bounded_yaml.MAX_DOCUMENT_BYTES + "\n"  # scanned for seconds
+    (run / "run.json").write_text(json.dumps({**header, "submitted_manifest": recorded}))
+    build_site(find_project(root))
+    page = (root / "site/experiments/far.html").read_text()
+    assert "The manifest could not be read: not valid YAML/JSON: longer than 10 MB" in page

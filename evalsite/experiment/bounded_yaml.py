@@ -101,7 +101,10 @@ def _children(node: Node) -> list[Node]:
 
 def load_yaml(text: str, loader: type[BoundedLoader] = BoundedLoader) -> Any:
     """The value of the YAML ``text`` (``yaml.safe_load``'s), or :class:`yaml.YAMLError`, a
-    :class:`YAMLBoundError` for a text past the loader's bounds."""
+    :class:`YAMLBoundError` for a text past the loader's bounds or longer than any file read whole
+    may be (a text from elsewhere: a run's recorded manifest), refused before it is scanned."""
+    if len(text) > MAX_DOCUMENT_BYTES:
+        raise YAMLBoundError(problem=f"longer than {MAX_DOCUMENT_BYTES // 1_000_000} MB")
     return yaml.load(text, Loader=loader)
 
 
