@@ -5,13 +5,17 @@ name is taken once (a second ``register`` is refused, naming who holds it, unles
 ``replace=True``), and an installed package adds names through an entry-point group
 (``evalsite.targets``, ``evalsite.evaluators``, …), loaded the first time a name is not found
 or the whole list is asked for (each entry point is imported once). Loading an entry point imports what it names; the module's own
-``register_*`` calls do the registering (docs/reference/plugins.md).
+``register_*`` calls do the registering (docs/reference/plugins.md). A kind may name the module
+that registers each built-in (``builtins``): that module is imported the first time its name is
+looked up, and every one before the whole list is given, a plugin registers or a test isolates
+the registry, so a command loads only the built-ins it uses (a run without evaluators, none).
 """
 
 from __future__ import annotations
 
+import importlib
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Generic, TypeVar
@@ -43,12 +47,13 @@ class Registry(Generic[T]):
     """
 
     def __init__(self, kind: str, group: str, error: type[EvalsiteError] = EvalsiteError, *,
-                 unknown_as: str | None = None) -> None:
+                 unknown_as: str | None = None, builtins: Mapping[str, str] | None = None) -> None:
         self.kind = kind
         self.group = group
         self.error = error
         self.unknown_as = unknown_as or kind
         self._entries: dict[str, Entry[T]] = {}
+        self._builtins = dict(builtins or {})  # name -> the module registering it, not imported yet
         self._loaded: set[tuple[str, str]] = set()  # (name, value) of each entry point imported
         self._loading: EntryPoint | None = None
         self._lock = threading.RLock()
@@ -57,15 +62,20 @@ class Registry(Generic[T]):
         """Register ``value`` under ``name``; refused when the name is taken, unless ``replace``.
         ``module`` is where it is defined (default: ``value.__module__``), which says whether it is
         a built-in."""
+        origin = self._origin(module or getattr(value, "__module__", None))
+        if origin != BUILT_IN:  # a plugin's name is checked against every built-in, registered first
+            self._load_builtins()
         held = self._entries.get(name)
         if held is not None and not replace:
             raise self.error(f"{self.kind} {name!r} is already registered ({held.origin}); "
                              "pass replace=True to override")
-        self._entries[name] = Entry(value, self._origin(module or getattr(value, "__module__", None)))
+        self._entries[name] = Entry(value, origin)
         return value
 
     def find(self, name: str) -> T | None:
         """The object registered as ``name`` (the plugins are loaded first when it is not), or None."""
+        if name not in self._entries and name in self._builtins:
+            importlib.import_module(self._builtins.pop(name))
         if name not in self._entries:
             self.load_plugins()
         entry = self._entries.get(name)
@@ -101,6 +111,7 @@ class Registry(Generic[T]):
     @contextmanager
     def isolated(self) -> Iterator[Registry[T]]:
         """Undo, on leaving, every registration made inside (a test registering extras)."""
+        self._load_builtins()
         entries, loaded = dict(self._entries), set(self._loaded)
         try:
             yield self
@@ -113,11 +124,17 @@ class Registry(Generic[T]):
         name, is named in one line, and again at the next look."""
         from importlib.metadata import entry_points  # only on a miss: it costs more to import than the rest
 
+        self._load_builtins()
         with self._lock:
             for entry in entry_points(group=self.group):
                 if (entry.name, entry.value) not in self._loaded:
                     self._load(entry)
                     self._loaded.add((entry.name, entry.value))
+
+    def _load_builtins(self) -> None:
+        """Import every built-in's module not imported yet (one module may register several names)."""
+        while self._builtins:
+            importlib.import_module(self._builtins.pop(next(iter(self._builtins))))
 
     def _load(self, entry: EntryPoint) -> None:
         self._loading = entry

@@ -5,13 +5,17 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import gc
 import re
 import subprocess
 import sys
+from unittest.mock import patch
 
+import pytest
 from example_support import REPO
 
 import evalsite
+from evalsite.execute.prepare import prepare_plan
 
 WALKTHROUGH = REPO / "docs" / "python-api-walkthrough.md"
 
@@ -47,6 +51,25 @@ def test_run_experiment_async_returns_the_batch_it_wrote(example_project):
     (run,) = batch.runs
     assert (example_project / "runs" / run.run_id / "end.json").exists()
     assert run.summary.cases == 60
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_a_run_leaves_the_garbage_collector_as_it_found_it(example_project, enabled):
+    """The collector is off while the run is prepared, what that made frozen until the batch ends:
+    after it, the collector is on or off as before and nothing is left frozen."""
+    paused = []
+
+    def probe(*args, **kwargs):
+        paused.append(not gc.isenabled())
+        return prepare_plan(*args, **kwargs)
+
+    (gc.enable if enabled else gc.disable)()
+    try:
+        with patch("evalsite.execute.prepare.prepare_plan", probe):
+            batch = evalsite.run_experiment("experiments/arithmetic.yaml", arms=["careful"], repeat=1)
+        assert (batch.finished, paused, gc.isenabled(), gc.get_freeze_count()) == (True, [True], enabled, 0)
+    finally:
+        gc.enable()
 
 
 def test_import_evalsite_loads_no_engine():

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import email
+from importlib import metadata
 from pathlib import Path
 
 import pytest
 from compare_support import commit_all, git
 
 from evalsite.runlog.fingerprint import (
+    KEY_PACKAGES,
     FieldDiff,
+    _stated_version,
     diff_fingerprints,
+    environment,
     fingerprint_hash,
     git_identity,
     project_code_files,
@@ -165,3 +170,29 @@ def test_inputs_id_is_the_canonical_hash_of_every_item_id_and_input_hash():
     for item_id in ids:
         assert _id_and_input_sha(item_id, "ab" * 32) == sha256_json([item_id, "ab" * 32]), repr(item_id)
     assert _id_and_input_sha(7, "ab") == sha256_json([7, "ab"])  # not a string: the encoder's way
+
+
+@pytest.mark.parametrize("text", [
+    "Metadata-Version: 2.1\nName: scipy\nVersion: 1.17.1\nSummary: x\n\nVersion: 9\n",
+    "Metadata-Version: 2.1\nversion:\t 2.0 \nName: a\n", "Name: a\nVERSION:3\n", "Name: a\nVersion: 1.0\n  folded\n",
+    "Name: a\r\nVersion: 1.0\r\n", "Name: a\n\nVersion: 1.0\n", "not a field\nVersion: 1.0\n", "Name: a\n folded\nVersion: 2\n",
+    "Version: 1\nVersion: 2\n", "Name: a\n", "", "Version:\n", "From x\nVersion: 1\n", ": empty name\nVersion: 4\n",
+])
+def test_the_stated_version_is_the_email_parsers(text):
+    """The Version field read from METADATA's lines is the one importlib.metadata's email parser reads, or None."""
+    stated = _stated_version(text)
+    assert stated is None or stated == email.message_from_string(text)["Version"]
+    assert stated is not None or text in {"Name: a\nVersion: 1.0\n  folded\n", "Name: a\r\nVersion: 1.0\r\n", "Name: a\n\nVersion: 1.0\n",
+                                          "not a field\nVersion: 1.0\n", "Name: a\n folded\nVersion: 2\n", "Name: a\n", "",
+                                          "From x\nVersion: 1\n"}
+
+
+def test_the_package_versions_are_importlib_metadatas():
+    assert environment()["packages"] == {name: _version_or_none(name) for name in KEY_PACKAGES}
+
+
+def _version_or_none(name: str) -> str | None:
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None

@@ -15,6 +15,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from evalsite.analysis.case_scan import dictionary_codes
 from evalsite.analysis.db import open_database
@@ -266,17 +268,33 @@ def test_runs_holding_plain_case_lines_give_the_same_matrix_as_typed_cases(tmp_p
 @pytest.mark.parametrize(("ids", "numbered"), [
     ([f"i{i:07d}" for i in random.Random(0).sample(range(10**6), 2_000)], True),  # one text, numbers of one width
     ([f"{i:04d}" for i in random.Random(1).sample(range(10**4), 300)], True),
-    ([f"q{i}" for i in random.Random(2).sample(range(1_000), 500)], False),  # numbers of several widths
-    (["q1", "q10", "q2"], False), (["a1b01", "a1b02", "a1b00"], False), (["q٣", "q1"], False), (["q01", "r02"], False),
-    (["q01", "q0a"], False), (["q01", "q1", "q001"], False), (["q10", "q09", "q9"], False), (["x"], False), ([], False),
+    ([f"q{i}" for i in random.Random(2).sample(range(1_000), 500)], True),  # numbers of several widths
+    (["q1", "q10", "q2"], True), (["q01", "q1", "q001"], True), (["q10", "q09", "q9"], True),
+    (["a1b01", "a1b02", "a1b00"], False), (["q٣", "q1"], False), (["q01", "r02"], False), (["q01", "q0a"], False),
+    (["q1", "q"], False), (["q1", "q²"], False), (["x"], False), ([], False),
 ])
 def test_natural_order_of_numbered_ids_is_the_item_order(ids, numbered):
-    """Ids of one text and numbers of one width are sorted by numpy as text; the order is item_order's."""
+    """Ids of one text and a number each are sorted by their numbers; the order is item_order's."""
     expected = sorted(range(len(ids)), key=lambda code: item_order(ids[code]))
     assert natural_order(ids).tolist() == expected
     fast = _numbered_order(tuple(ids))
     assert (fast is not None) == numbered
     assert fast is None or fast.tolist() == expected
+
+
+_ID_TEXTS = st.sampled_from(["q", "item-", "", "q1x", "٣", "x²", "Q"])
+_ID_NUMBERS = st.one_of(st.integers(0, 10**20).map(str),
+                        st.tuples(st.sampled_from(["", "0", "00"]), st.integers(0, 999).map(str)).map("".join))
+
+
+@settings(max_examples=100)
+@given(st.lists(st.tuples(_ID_TEXTS, st.one_of(_ID_NUMBERS, st.sampled_from(["", "٣", "1a", "²"]))).map("".join),
+                max_size=30),
+       st.lists(_ID_NUMBERS.map("q".__add__), max_size=30))
+def test_natural_order_is_the_item_order_of_any_ids(mixed, numbered):
+    """Over generated ids, of the one-text-and-a-number shape or not: item_order's stable order."""
+    for ids in (mixed, numbered):
+        assert natural_order(ids).tolist() == sorted(range(len(ids)), key=lambda code: item_order(ids[code]))
 
 
 @pytest.mark.parametrize("chunks", ["equal", "one differs", "one shorter", "one"])

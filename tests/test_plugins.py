@@ -131,3 +131,28 @@ def test_unknown_names_suggest_the_closest():
     with pytest.raises(Exception, match=r"^unknown widget 'sprocet'; did you mean 'sprocket'\? \(known: gear, sprocket\)$"):
         registry.get("sprocet")
     assert registry.values() == [1, 2]
+
+
+def test_each_built_in_evaluator_is_registered_by_the_family_named_for_it():
+    """BUILT_IN_FAMILIES names, for every type a family module registers, that module, and no other type."""
+    import importlib
+    import pkgutil
+
+    import evalsite.scoring.evaluators as package
+    from evalsite.scoring.evaluators.base import BUILT_IN_FAMILIES, EVALUATORS
+
+    for module in pkgutil.iter_modules(package.__path__):
+        importlib.import_module(f"{package.__name__}.{module.name}")
+    built_in = {name: EVALUATORS.get(name).__module__ for name in EVALUATORS.names() if EVALUATORS.origin(name) == BUILT_IN}
+    assert built_in == {kind: f"{package.__name__}.{family}" for kind, family in BUILT_IN_FAMILIES.items()}
+
+
+def test_a_family_is_imported_when_one_of_its_types_is_first_looked_up():
+    probe = ("import sys; from evalsite.scoring.evaluators import build_evaluators\n"
+             "families = lambda: sorted(m.rsplit('.', 1)[1] for m in sys.modules if m.startswith('evalsite.scoring.evaluators.')"
+             " and m != 'evalsite.scoring.evaluators.base')\n"
+             "build_evaluators([]); first = families()\n"
+             "build_evaluators([{'type': 'exact'}]); print(first, families(), 'regex' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert done.stdout.split() == ["[]", "['exact',", "'text']", "True"]

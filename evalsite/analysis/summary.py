@@ -27,6 +27,7 @@ import functools
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import repeat
 from statistics import fmean
 from typing import Any
 
@@ -295,30 +296,26 @@ def _natural_order(item_ids: tuple[str, ...]) -> np.ndarray:
     return order
 
 
-_ASCII_DIGIT_CODES = (ord("0"), ord("9"))
-
-
 def _numbered_order(item_ids: tuple[str, ...]) -> np.ndarray | None:
-    """The natural order of ids that are one text and a number of one width each (``q0001``, …,
-    ``q9999``; the common shape of a large dataset's ids), sorted as text by numpy; None for any
-    other ids. Such ids' keys are (text, number, ""), and numbers of one width without a sign
-    order as their digits do, so the text order is the natural one."""
+    """The natural order of ids that are one text and a number each, of any width (``q1``, …,
+    ``q10000``; the common shape of a dataset's ids), sorted by the numbers; None for any other
+    ids. Such ids' keys are (text, number, ""): with the text the same, the numbers order them,
+    and ids of equal numbers (``q01``, ``q1``) keep their places, as in a stable sort by the keys.
+    The text holds no digit :func:`~evalsite.runlog.rows.item_order` would split at (any decimal
+    digit), the numbers ASCII digits only."""
     if len(item_ids) < 2:
         return None
     first = item_ids[0]
     text = first.rstrip("0123456789")
-    if len(text) == len(first) or not first.isascii() or any(character.isdigit() for character in text):
+    if len(text) == len(first) or any(character.isdecimal() for character in text):
         return None
-    ids = np.array(item_ids)
-    if ids.dtype.kind != "U" or ids.dtype.itemsize != 4 * len(first):
+    numbers = [item_id[len(text):] for item_id in item_ids]
+    digits = "".join(numbers)
+    if not (digits.isascii() and digits.isdigit() and all(numbers) and all(map(str.startswith, item_ids, repeat(text)))):
         return None
-    points = ids.view(np.uint32).reshape(len(item_ids), len(first))  # a shorter id ends in NULs: no digits
-    if not np.all(points[:, len(text):] >= _ASCII_DIGIT_CODES[0]) or not np.all(points[:, len(text):] <= _ASCII_DIGIT_CODES[1]):
-        return None
-    if not np.array_equal(points[:, : len(text)], np.broadcast_to(points[0, : len(text)], (len(item_ids), len(text)))):
-        return None
-    order: np.ndarray = np.argsort(ids, kind="stable").astype(np.int64)
-    return order
+    width = max(map(len, numbers))  # right-aligned without leading zeros, numbers order as text (no int's limit)
+    keys = [number.lstrip("0").rjust(width) for number in numbers]
+    return np.array(sorted(range(len(keys)), key=keys.__getitem__), dtype=np.int64)
 
 
 def _distinct(codes: np.ndarray) -> list[int]:

@@ -56,13 +56,13 @@ def render_template(source: str, variables: JSONObject) -> str:
 
 def render_input(prompt: PromptSpec, row: JSONObject, variables: JSONObject | None = None) -> Any:
     """The input a target receives: the rendered prompt, else the row's ``input`` (text or messages)."""
-    context = {**row, **(variables or {})}
     if prompt is None:
         if "input" in row:
             return row["input"]
         if "text" in row:
             return row["text"]
         raise ManifestError("prompt: the row has no 'input' field, so the manifest needs a 'prompt' template")
+    context = {**row, **(variables or {})}
     if isinstance(prompt, str):
         return render_template(prompt, context)
     return [{**message, "content": render_template(message["content"], context)} for message in prompt]

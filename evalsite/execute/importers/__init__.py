@@ -12,15 +12,14 @@ no half import behind.
 
 from __future__ import annotations
 
-import gc
 import logging
 import threading
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
+from evalsite.collector import collector_paused
 from evalsite.errors import AlreadyImportedError, RunLogError, SourceError
 from evalsite.execute.importers.inspect_log import read_inspect
 from evalsite.execute.importers.jsonstream import TOO_DEEP
@@ -94,7 +93,8 @@ def import_files(project: Project, format_name: str, paths: Sequence[Path], opti
         _refuse_repeats(project.runs_dir, files, hashes)
     hashes.start()
     sources: list[SourceImport] = []
-    with _collector_paused():
+    with collector_paused():  # every case makes a few dicts and lists, none in a cycle: a tenth of a large
+        # import's CPU went to collections walking everything held so far (the items, the summary's columns)
         try:
             for file in files:
                 source = SourceImport(project, file, format_name, partial(hashes.of, file))
@@ -157,20 +157,6 @@ class _Hashes:
             self.now()
         except OSError as exc:  # raised by of(), in the importing thread
             self._failed = exc
-
-
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Python's cyclic garbage collector off while an import reads and writes: every case makes a
-    few dicts and lists, none in a cycle, and each collection walks everything held so far (the
-    items, the summary's columns): a tenth of a large import's CPU, for nothing to collect."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _read(form: Format, source: SourceImport, options: ImportOptions) -> None:

@@ -1,20 +1,7 @@
-"""Evaluators: one module per family, registered by type name (built-ins as a user's would be)."""
+"""Evaluators: one module per family, registered by type name (built-ins as a user's would be),
+each family imported when one of its types is first looked up (:data:`~evalsite.scoring.evaluators.base.BUILT_IN_FAMILIES`)."""
 
 from evalsite.runlog.records import Score
-from evalsite.scoring.evaluators import (  # noqa: F401  (registers the built-ins)
-    ceilings,
-    code_tests,
-    contains,
-    exact,
-    grounding,
-    json_output,
-    judge,
-    length,
-    numeric,
-    pattern,
-    python_code,
-    similarity,
-)
 from evalsite.scoring.evaluators.base import (
     CaseView,
     Evaluator,

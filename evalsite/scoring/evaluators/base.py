@@ -275,7 +275,20 @@ def _transcript_through(transcript: list[JSONObject] | None, replies: int) -> li
 
 E = TypeVar("E", bound="Evaluator")
 
-EVALUATORS: Registry[type[Evaluator]] = Registry("evaluator", "evalsite.evaluators", EvaluatorError)
+#: Each built-in type and its family's module (under evalsite.scoring.evaluators), which registers
+#: it when imported: the first time the type is looked up (a run loads only the families its
+#: manifest names; the text families load ``regex``, ``similarity`` rapidfuzz, ``code_tests`` the
+#: sandbox), every family when all types are listed.
+BUILT_IN_FAMILIES = {
+    "latency": "ceilings", "cost": "ceilings", "code_tests": "code_tests", "contains": "contains",
+    "contains_all": "contains", "contains_any": "contains", "starts_with": "contains", "exact": "exact",
+    "grounding": "grounding", "json": "json_output", "json_schema": "json_output", "llm_judge": "judge",
+    "length": "length", "numeric": "numeric", "regex": "pattern", "python": "python_code", "similarity": "similarity",
+}
+
+EVALUATORS: Registry[type[Evaluator]] = Registry(
+    "evaluator", "evalsite.evaluators", EvaluatorError,
+    builtins={kind: f"evalsite.scoring.evaluators.{family}" for kind, family in BUILT_IN_FAMILIES.items()})
 
 
 def register_evaluator(
