@@ -75,7 +75,10 @@ class Registry(Generic[T]):
     def find(self, name: str) -> T | None:
         """The object registered as ``name`` (the plugins are loaded first when it is not), or None."""
         if name not in self._entries and name in self._builtins:
-            importlib.import_module(self._builtins.pop(name))
+            with self._lock:  # another thread looking it up meanwhile waits here or in load_plugins
+                module = self._builtins.pop(name, None)
+                if module is not None:
+                    importlib.import_module(module)
         if name not in self._entries:
             self.load_plugins()
         entry = self._entries.get(name)
@@ -133,8 +136,9 @@ class Registry(Generic[T]):
 
     def _load_builtins(self) -> None:
         """Import every built-in's module not imported yet (one module may register several names)."""
-        while self._builtins:
-            importlib.import_module(self._builtins.pop(next(iter(self._builtins))))
+        with self._lock:
+            while self._builtins:
+                importlib.import_module(self._builtins.pop(next(iter(self._builtins))))
 
     def _load(self, entry: EntryPoint) -> None:
         self._loading = entry
