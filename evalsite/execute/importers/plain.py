@@ -89,7 +89,9 @@ def read_jsonl(source: SourceImport, options: ImportOptions) -> None:
     """A large file's rows are mostly decoded and mapped by a second process
     (:mod:`~evalsite.execute.importers.shared_reading`): those arrive a run at a time, as :class:`_Sent`."""
     rows = _Rows(options, source.path.stem)
+    rows.hash_items(True)  # the items' rows hashed as read by the second process (forked next) and by this one,
     share = shared_reading(source.path, partial(_lines, source.path, source.label), rows.mapped, MAIN_SHARE, _BLOCKS)
+    rows.hash_items(share is not None)  # if there is a second (plain_lane)
     lines = JsonLines(source.path, source.label, share)
     try:
         _read(source, options, rows, iter(lines), lambda: lines.truncated)
@@ -147,6 +149,11 @@ class _Rows:
         self.ignored: set[str] = set()
         self.preparer = CasePreparer()  # this process's: the cases it prepares (by the lane or mapped)
         self.lane = PlainLane(default_arm, self.preparer) if lane and not options.arm_from else None
+
+    def hash_items(self, hashing: bool) -> None:
+        """Whether the lane hashes the items' rows as it reads them (:attr:`PlainLane.hashing`)."""
+        if self.lane is not None:
+            self.lane.hashing = hashing
 
     def case(self, row: JSONObject, where: str) -> SourceCase:
         return _case(row, where, self.options, self.default_arm, self._score_fields(row))
