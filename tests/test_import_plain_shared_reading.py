@@ -199,7 +199,8 @@ def test_the_first_bad_row_in_file_order_is_the_error(
         assert f"line {min(index for index, _ in edits) + 1}:" in shared
 
 
-@pytest.mark.parametrize("edit", ["nan", "long integer", "surrogate", "torn last line", "1e400", "duplicate key"])
+@pytest.mark.parametrize("edit", ["nan", "long integer", "surrogate", "surrogate input", "torn last line", "1e400",
+                                  "duplicate key"])
 def test_lines_the_runs_cannot_take_read_as_one_process_reads_them(
     tmp_path: Path, mapped_rows: list[int], monkeypatch: pytest.MonkeyPatch, edit: str
 ):
@@ -213,6 +214,8 @@ def test_lines_the_runs_cannot_take_read_as_one_process_reads_them(
         lines[middle] = lines[middle].replace('"output": ', '"output": [1e400], "o": ', 1)
     elif edit == "surrogate":
         lines[middle] = lines[middle].replace('"output": ', '"output": "\\ud800", "o": ', 1)
+    elif edit == "surrogate input":  # (an item row the lane would hash as read: the writer refuses it)
+        lines[middle] = lines[middle].replace('"input": "', '"input": "\\ud800', 1)
     elif edit == "duplicate key":
         lines[middle] = lines[middle].replace('"output": ', '"output": "first", "output": ', 1)
     elif edit == "torn last line":
@@ -221,6 +224,8 @@ def test_lines_the_runs_cannot_take_read_as_one_process_reads_them(
     assert shared == alone
     if edit == "torn last line":
         assert isinstance(shared, tuple) and any("cut short" in warning for warning in shared[1])
+    if edit == "surrogate input":
+        assert isinstance(shared, str) and "lone surrogate \\ud800" in shared
 
 
 @pytest.mark.parametrize("where", ["alone", "after a bad row", "a cut character at the end"])
