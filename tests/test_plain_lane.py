@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 from evalsite.execute.importers import plain, plain_lane
 from evalsite.execute.importers.source_records import ImportOptions
 from evalsite.execute.importers.writer import CasePreparer
-from evalsite.experiment.datasets import row_hashes
 
 COMMON = {"arm": "model-a", "id": "item-1", "input": "2 + 2?", "expected": "4", "output": "4", "score.exact": 1.0,
           "scores": {"length": {"score": 0.33, "detail": "1 char"}}, "latency_ms": 12.5}
@@ -70,16 +69,12 @@ def _state(preparer: CasePreparer) -> tuple[object, ...]:
     return (preparer._evaluators, preparer._identities, preparer._not_binary, preparer._signatures)
 
 
-def _check_same(sequence: list[dict[str, Any]], hashing: bool = False) -> int:
+def _check_same(sequence: list[dict[str, Any]]) -> int:
     """Each row of ``sequence`` through the lane (today's path when it declines) and through today's
     path alone, each side with its own preparer: the same prepared lists, exactly (``repr`` tells 1,
     1.0 and True and 0.0 and -0.0 apart), the lane declining every row today's path refuses, and the
-    same preparer state after each row. A ``hashing`` lane's case carries its item row's hashes
-    (:func:`row_hashes`' of the row) exactly when its key is new and its row all text. How many rows
-    the lane took."""
+    same preparer state after each row. How many rows the lane took."""
     lane, today = plain._Rows(ImportOptions(), "scored"), plain._Rows(ImportOptions(), "scored")
-    lane.hash_items(hashing)
-    hashed: set[str] = set()
     taken = 0
     for row in sequence:
         expected = _today(today, row)
@@ -89,27 +84,16 @@ def _check_same(sequence: list[dict[str, Any]], hashing: bool = False) -> int:
             _today(lane, row)
         else:
             taken += got is not None
-            if got is not None:
-                _check_hashes(got, hashing, hashed)
-            got = _today(lane, row) if got is None else [*got[:6], got[6].decode(), None]  # (its body: bytes)
+            got = _today(lane, row) if got is None else [*got[:-1], got[-1].decode()]  # (the lane's body: bytes)
             assert repr(got) == repr(expected), row
         assert _state(lane.preparer) == _state(today.preparer), row
     return taken
 
 
-def _check_hashes(prepared: list[Any], hashing: bool, hashed: set[str]) -> None:
-    key, item_row, hashes = prepared[1] or prepared[2]["id"], prepared[2], prepared[7]
-    text = all(type(value) is str for value in item_row.values())
-    assert (hashes is not None) == (hashing and text and key not in hashed), prepared
-    if hashes is not None:
-        assert hashes == row_hashes([item_row])[0]
-        hashed.add(key)
-
-
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(_rows, min_size=1, max_size=6), st.booleans())
-def test_the_lane_declines_or_prepares_what_today_prepares(sequence: list[dict[str, Any]], hashing: bool):
-    _check_same(sequence, hashing)
+@given(st.lists(_rows, min_size=1, max_size=6))
+def test_the_lane_declines_or_prepares_what_today_prepares(sequence: list[dict[str, Any]]):
+    _check_same(sequence)
 
 
 _HOSTILE = [None, True, False, "", "1.5", "yes", " No ", "\ud800", [1], {"a": 1}, {"score": 1}]
@@ -135,7 +119,7 @@ def test_the_lane_takes_the_common_rows_and_their_variants():
                  "output_tokens": 0, "cost_usd": 1, "finish_reason": "stop", "started_at": "2024-01-01",
                  "error": "timeout", "extra": [1]},
                 {**COMMON, "scores": {"length": 0.5}}, {**COMMON, "scores": {"length": 0.5}}]
-    assert _check_same(variants) == len(variants) == _check_same(variants, hashing=True)
+    assert _check_same(variants) == len(variants)
 
 
 @pytest.mark.parametrize("row", [{**COMMON, "latency_ms": 3e9}, {**COMMON, "score.exact": 1e13},

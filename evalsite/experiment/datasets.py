@@ -406,12 +406,6 @@ def row_hashes(raws: list[JSONObject], expected_field: str = EXPECTED_FIELD) -> 
     return [_hashes(raw, expected_field, plain or plain_json(raw)) for raw in raws]
 
 
-def plain_row_hashes(raw: JSONObject) -> RowHashes:
-    """:func:`row_hashes` of one row that :func:`~evalsite.runlog.hashing.plain_json` accepts (its
-    values text, say), made by itself: an import's reader hashes an item's row as it first reads it."""
-    return _hashes(raw, EXPECTED_FIELD, True)
-
-
 _FLAT_PLAIN = {str, int, bool, type(None)}
 _NO_EXPECTED_SHA = sha256_json({EXPECTED_FIELD: None})  # the expected side of every row without one
 _new, _set = object.__new__, object.__setattr__

@@ -81,14 +81,15 @@ def _unpack(packed: Any, lines: bytes) -> list[Any]:
     return [_Sent(PreparedBlock(lines, *columns), ignored)]
 
 
+#: a run's rows travel as one block of prepared cases, added here a block at a time
+_BLOCKS = Packing(_pack, _unpack)
+
+
 def read_jsonl(source: SourceImport, options: ImportOptions) -> None:
     """A large file's rows are mostly decoded and mapped by a second process
     (:mod:`~evalsite.execute.importers.shared_reading`): those arrive a run at a time, as :class:`_Sent`."""
     rows = _Rows(options, source.path.stem)
-    rows.hash_items(True)  # the items' rows hashed as read by the second process (forked next) and by this one,
-    blocks = Packing(rows.packed, _unpack)  # a run's rows travel as one block of prepared cases, added here at once
-    share = shared_reading(source.path, partial(_lines, source.path, source.label), rows.mapped, MAIN_SHARE, blocks)
-    rows.hash_items(share is not None)  # if there is a second (plain_lane)
+    share = shared_reading(source.path, partial(_lines, source.path, source.label), rows.mapped, MAIN_SHARE, _BLOCKS)
     lines = JsonLines(source.path, source.label, share)
     try:
         _read(source, options, rows, iter(lines), lambda: lines.truncated)
@@ -147,23 +148,11 @@ class _Rows:
         self.preparer = CasePreparer()  # this process's: the cases it prepares (by the lane or mapped)
         self.lane = PlainLane(default_arm, self.preparer) if lane and not options.arm_from else None
 
-    def hash_items(self, hashing: bool) -> None:
-        """Whether the lane hashes the items' rows as it reads them (:attr:`PlainLane.hashing`)."""
-        if self.lane is not None:
-            self.lane.hashing = hashing
-
     def case(self, row: JSONObject, where: str) -> SourceCase:
         return _case(row, where, self.options, self.default_arm, self._score_fields(row))
 
     def prepared(self, row: JSONObject) -> list[Any] | None:
-        """The row prepared by the lane (its item row hashed if it is to be), or None when the lane does not take it."""
-        if self.lane is None:
-            return None
-        prepared = self.lane.prepared(row, self._score_fields(row))
-        self.lane.hash_rows()
-        return prepared
-
-    def _by_lane(self, row: JSONObject) -> list[Any] | None:
+        """The row prepared by the lane, or None when the lane does not take it."""
         return None if self.lane is None else self.lane.prepared(row, self._score_fields(row))
 
     def mapped(self, row: JSONObject) -> list[Any]:
@@ -172,16 +161,10 @@ class _Rows:
         after a key list not seen before, the ignored fields found so far. Anything wrong with the
         row raises, and this process maps it again, raising the error with the row's line."""
         new_shape = tuple(row) not in self.shapes
-        prepared = self._by_lane(row)  # (its item row hashed when its run is packed)
+        prepared = self.prepared(row)
         if prepared is None:
             prepared = self.preparer.prepared(self.case(row, ""))
         return [prepared, sorted(self.ignored) if new_shape else []]
-
-    def packed(self, mapped: list[list[Any]]) -> tuple[Any, bytes]:
-        """A run's mapped rows (:meth:`mapped`) as one block, their item rows hashed first."""
-        if self.lane is not None:
-            self.lane.hash_rows()
-        return _pack(mapped)
 
     def _score_fields(self, row: JSONObject) -> list[tuple[str, str]]:
         shape = tuple(row)

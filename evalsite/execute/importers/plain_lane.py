@@ -16,24 +16,15 @@ The row's keys are judged once per key list (:class:`~evalsite.execute.importers
 keeps them): every key of the format is one the lane reads, the ``score.<name>`` columns are
 listed with their evaluators' names, and the fields the format ignores are not looked at. The
 lane is not used with ``--arm-from`` (the arm then comes from a path in the row).
-
-When two processes read the file (:attr:`PlainLane.hashing`), the lane also hashes each item's
-row the first time its process reads the item's key, when the row is all text (as most are): its
-case carries the hashes (:meth:`PlainLane.hash_rows`: in one loop over a run of rows, as the
-second process sends it), and the writer takes them instead of hashing the items once the file is
-read (:class:`~evalsite.execute.importers.writer._ItemsMemo`), which would otherwise hold up the
-import with nothing else to do. A key's later rows, other rows and rows of a file read by one
-process are hashed there as before.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from evalsite.execute.importers.source_records import identity_row
 from evalsite.execute.importers.writer import CasePreparer, assembled, content_key, spooled_body
-from evalsite.experiment.datasets import plain_row_hashes
 from evalsite.jsonshape import JSONObject
 from evalsite.runlog.records import CASE_RANGES, SCORE_RANGES
 
@@ -57,15 +48,11 @@ class _Declined(Exception):
 
 @dataclass
 class PlainLane:
-    """The lane for one file's rows: its default arm (the file's name), the preparer whose
-    tallies' news the prepared cases carry (the same one today's path uses in that process) and
-    whether it hashes the items' rows (see the module's text), with the keys it hashed."""
+    """The lane for one file's rows: its default arm (the file's name) and the preparer whose
+    tallies' news the prepared cases carry (the same one today's path uses in that process)."""
 
     default_arm: str
     preparer: CasePreparer
-    hashing: bool = False
-    hashed: set[str] = field(default_factory=set)
-    unhashed: list[list[Any]] = field(default_factory=list)  # the prepared cases whose rows hash_rows hashes
 
     def prepared(self, row: JSONObject, score_fields: list[tuple[str, str]]) -> list[Any] | None:
         """What ``preparer.prepared(plain._case(row, ...))`` gives, or None to take that path.
@@ -88,8 +75,7 @@ class PlainLane:
                 raise _Declined
         else:
             item_id = _name(item_id)
-        expected = get("expected")
-        item_row = identity_row(item_id, item_input, expected)
+        item_row = identity_row(item_id, item_input, get("expected"))
         key = content_key(item_row) if item_id is None else item_id
         scores = _scores(row, score_fields)
         error, finish_reason, started_at, passed = get("error"), get("finish_reason"), get("started_at"), get("passed")
@@ -101,24 +87,8 @@ class PlainLane:
             _count(get("input_tokens"), _IN_TOKENS), _count(get("output_tokens"), _OUT_TOKENS),
             _number(get("cost_usd"), _COST), finish_reason, started_at, scores, None, passed,
         ])
-        repeated = _count(get("repeat"), EXACT_INTEGERS)
-        prepared = assembled(run, item_id, key, item_row, None, repeated,
-                             self.preparer.news_without_identities(run, SCORE_KIND, scores), body)
-        if self.hashing and key not in self.hashed and type(item_input) in _TEXT and type(expected) in _TEXT:
-            self.hashed.add(key)
-            self.unhashed.append(prepared)
-        return prepared
-
-    def hash_rows(self) -> None:
-        """Give each case prepared since the last call whose item row is to be hashed its hashes:
-        in one loop, ~15 % less CPU than each among its row's other work. A row holding a lone
-        surrogate is left to the writer, which refuses it as always."""
-        for prepared in self.unhashed:
-            try:
-                prepared[7] = plain_row_hashes(prepared[2])
-            except UnicodeEncodeError:
-                pass
-        self.unhashed.clear()
+        return assembled(run, item_id, key, item_row, None, _count(get("repeat"), EXACT_INTEGERS),
+                         self.preparer.news_without_identities(run, SCORE_KIND, scores), body)
 
 
 def _scores(row: JSONObject, score_fields: list[tuple[str, str]]) -> list[list[Any]]:

@@ -43,7 +43,7 @@ from evalsite.analysis.case_columns import batch_columns
 from evalsite.analysis.summary import summarise_run
 from evalsite.errors import RunLogError, SourceError
 from evalsite.execute.importers.source_records import ImportOptions, SourceCase, SourceItem, SourceRun, SourceScore
-from evalsite.experiment.datasets import Dataset, Item, RowHashes, item_identity, row_hashes
+from evalsite.experiment.datasets import Dataset, Item, item_identity, row_hashes
 from evalsite.forked import WorkerLost, forked_told, halved
 from evalsite.project import Project
 from evalsite.runlog.builders import (
@@ -153,9 +153,6 @@ class SourceImport:
         self._other_files: list[dict[str, str]] = []
         self.warnings: list[str] = []
         self._drafts: dict[str, _RunDraft] = {}
-        #: the hashes of items' rows made as they were read (a prepared case's, the plain lane's), by
-        #: item key: the first hashed row of each key with its hashes (:func:`_known_hashes` reads them)
-        self.hashed: dict[str, tuple[dict[str, Any], RowHashes]] = {}
 
     @property
     def sha256(self) -> str:
@@ -199,13 +196,11 @@ class SourceImport:
         """Add the case :meth:`CasePreparer.prepared` gave ``prepared`` for (in another process, or
         :func:`assembled` for a plain row in this one): the steps of :meth:`add_case` that depend on
         the cases before it, in the same order (the item checked, the repeat numbered or checked,
-        the tallies), the rest done there; its item's row's hashes kept when it carries them."""
-        run, key, row, order, repeat, tallies, body, hashes = prepared
+        the tallies), the rest done there."""
+        run, key, row, order, repeat, tallies, body = prepared
         draft = self._add_row(run, key, row, order, repeat, *_cut(body if type(body) is bytes else body.encode()))
         for tally in tallies:
             _tally(draft, *tally)
-        if hashes is not None:
-            self._keep_hashes(key, row, hashes)
 
     def add_block(self, block: PreparedBlock) -> None:
         """Add a block of prepared cases, as :meth:`add_prepared` adds each in turn (the same drafts,
@@ -226,8 +221,6 @@ class SourceImport:
             draft = self._drafts[block.runs[index]]
             for tally in tallies:
                 _tally(draft, *tally)
-        for index, *hashes in block.hashed:
-            self._keep_hashes(block.keys[index], block.rows[index], hashes)
 
     def evaluators(self, key: str) -> list[str]:
         """The evaluators of run ``key``'s scores so far, in the order they first came."""
@@ -256,11 +249,6 @@ class SourceImport:
         self._add_item(draft, item_id, item_key, row, order)
         _spool(draft, self._repeat(draft, item_key, repeated), head, tail)
         return draft
-
-    def _keep_hashes(self, key: str | None, row: dict[str, Any], hashes: Any) -> None:
-        """The hashes of an added case's item row (``key`` None: its id is its key), unless its key's
-        first are kept already (hashed by the other process too, or a row of another run)."""
-        self.hashed.setdefault(row["id"] if key is None else key, (row, hashes))
 
     def _draft(self, key: str) -> _RunDraft:
         """Run ``key``'s draft, made when its first case arrives."""
@@ -365,13 +353,12 @@ class CasePreparer:
 
 
 def assembled(run: str, item_id: str | None, key: str, row: dict[str, Any], order: float | None, repeat: int | None,
-              news: list[list[Any]], body: bytes | str, hashes: RowHashes | None = None) -> list[Any]:
+              news: list[list[Any]], body: bytes | str) -> list[Any]:
     """A prepared case (:meth:`CasePreparer.prepared`) from its parts, as
     :meth:`SourceImport.add_prepared` takes it: made there, or by a reader's own way to the parts
     (the plain format's lane, :mod:`~evalsite.execute.importers.plain_lane`). ``body``: its spooled
-    line but for the repeat, as bytes, or as text to cross between processes as JSON; ``hashes``:
-    ``row``'s (:func:`~evalsite.experiment.datasets.row_hashes`), when the reader made them."""
-    return [run, None if item_id is not None else key, row, order, repeat, news, body, hashes]
+    line but for the repeat, as bytes, or as text to cross between processes as JSON."""
+    return [run, None if item_id is not None else key, row, order, repeat, news, body]
 
 
 @dataclass(slots=True)
@@ -388,13 +375,12 @@ class PreparedBlock:
     repeats: list[int | None] | None  # None: every repeat numbered by arrival
     news: list[list[Any]]  # [index, tallies] of each case whose tallies are news, in order
     marked: list[int]  # the cases whose lines the standard encoder wrote (_STDLIB_MARK before their "[")
-    hashed: list[list[Any]]  # [index, *hashes] of each case that carries its row's hashes (assembled)
 
     @classmethod
     def of(cls, prepared: list[list[Any]]) -> PreparedBlock:
         if not prepared:
-            return cls(b"", [], [], [], None, None, [], [], [])
-        runs, keys, rows, orders, repeats, news, bodies, hashes = map(list, zip(*prepared))
+            return cls(b"", [], [], [], None, None, [], [])
+        runs, keys, rows, orders, repeats, news, bodies = map(list, zip(*prepared))
         joined = b"".join(body if type(body) is bytes else body.encode() for body in bodies)
         marked = []
         if joined.startswith(_STDLIB_MARK) or b"\n" + _STDLIB_MARK in joined:  # (as _spooled_batch tells them)
@@ -405,12 +391,11 @@ class PreparedBlock:
             lines = joined[1:].replace(b"\n[", b"\n")
         return cls(lines, runs, keys, rows, orders if any(order is not None for order in orders) else None,
                    repeats if any(repeated is not None for repeated in repeats) else None,
-                   [[index, tallies] for index, tallies in enumerate(news) if tallies], marked,
-                   [[index, *made] for index, made in enumerate(hashes) if made is not None])
+                   [[index, tallies] for index, tallies in enumerate(news) if tallies], marked)
 
     def columns(self) -> list[Any]:
         """Everything but :attr:`lines`, as JSON values."""
-        return [self.runs, self.keys, self.rows, self.orders, self.repeats, self.news, self.marked, self.hashed]
+        return [self.runs, self.keys, self.rows, self.orders, self.repeats, self.news, self.marked]
 
     def __len__(self) -> int:
         return len(self.runs)
@@ -545,14 +530,11 @@ class _ItemsMemo:
     items, whose checks and hashes are then computed once, and so are the dataset's id and
     identity block. Rows count as the same only when they are equal and orjson writes them alike
     (``==`` alone takes ``1`` for ``1.0`` or ``true``, which hash differently; orjson alone writes
-    NaN as null). The rows' hashes made as they were read are taken from ``hashed``
-    (:attr:`SourceImport.hashed`, :func:`_known_hashes`); of the rest, :data:`PARALLEL_MIN_ITEMS`
-    or more are hashed half by a second process (:func:`~evalsite.forked.halved`), once the rows
-    have passed their checks."""
+    NaN as null). The hashes of :data:`PARALLEL_MIN_ITEMS` items or more are computed half by a
+    second process (:func:`~evalsite.forked.halved`), once the rows have passed their checks."""
 
-    def __init__(self, label: str, hashed: dict[str, tuple[dict[str, Any], RowHashes]]):
+    def __init__(self, label: str):
         self.label = label
-        self.hashed = hashed
         self.rows: list[dict[str, Any]] = []
         self.items: list[Item] = []
         self._datasets: dict[tuple[str | None, str], tuple[str, dict[str, Any]]] = {}  # for these items
@@ -578,7 +560,7 @@ class _ItemsMemo:
         ranks = sorted(range(len(keys)), key=orders.__getitem__)  # (no Python call per item)
         keys, rows = [keys[rank] for rank in ranks], [slots[rank].row for rank in ranks]
         if not (self.items and rows == self.rows and _same_text(rows, self.rows)):
-            hashed = partial(_known_hashes, self.hashed, keys)
+            hashed = partial(halved, row_hashes) if len(rows) >= PARALLEL_MIN_ITEMS else row_hashes
             self.rows, self.items, self._datasets = rows, item_identity(rows, self.label, hashed), {}
             self._news = None  # (news of the items before these)
         self._last = draft.key, dict(zip(keys, self.items))
@@ -595,22 +577,6 @@ class _ItemsMemo:
             identity = dataset_identity(location, Dataset(Path(location or "."), name, self.items))
             found = self._datasets[(location, name)] = (identity["dataset_id"], identity)  # (its dataset_id)
         return found
-
-
-def _known_hashes(known: dict[str, tuple[dict[str, Any], RowHashes]], keys: list[str],
-                  rows: list[dict[str, Any]]) -> list[RowHashes]:
-    """Each row's hashes (``rows[i]`` the row of item ``keys[i]``): those made as it was read when
-    it is its key's first hashed row (equal to it: only rows of text are hashed as read, and equal
-    rows of text hash alike), the rest made now, half by a second process when there are
-    :data:`PARALLEL_MIN_ITEMS` or more."""
-    found = [hit[1] if hit is not None and hit[0] == row else None for hit, row in zip(map(known.get, keys), rows)]
-    missing = [index for index, hashes in enumerate(found) if hashes is None]
-    if missing:
-        rest = [rows[index] for index in missing]
-        made = halved(row_hashes, rest) if len(rest) >= PARALLEL_MIN_ITEMS else row_hashes(rest)
-        for index, hashes in zip(missing, made):
-            found[index] = hashes
-    return found  # type: ignore[return-value]  # (every None filled)
 
 
 def _same_text(first: list[dict[str, Any]], second: list[dict[str, Any]]) -> bool:
@@ -631,7 +597,7 @@ def write_runs(source: SourceImport, runs_dir: Path, batch_id: str, options: Imp
     nothing)."""
     described = sorted(((_description(source, draft), draft) for draft in source.drafts()), key=lambda pair: pair[0].arm_id)
     first, rest = _shares(described)
-    memo = _ItemsMemo(source.label, source.hashed)
+    memo = _ItemsMemo(source.label)
 
     def write(share: list[tuple[SourceRun, _RunDraft]]) -> list[ImportedRun]:
         return [_write_run(source, draft, run, runs_dir, batch_id, options, memo) for run, draft in share]
