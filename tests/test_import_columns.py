@@ -18,8 +18,9 @@ from hypothesis import strategies as st
 from evalsite.analysis.case_columns import batch_columns, case_columns, columns_arrays
 from evalsite.execute.importers import writer as import_writer
 from evalsite.experiment.datasets import Item
+from evalsite.runlog.builders import imported_case_json, score_json
 from evalsite.runlog.records import CASE_TYPES, SCORE_TYPES, checked_fields, column_of
-from evalsite.runlog.store import CASES_FILE, END_FILE, RunWriter
+from evalsite.runlog.store import CASES_FILE, END_FILE, RunWriter, case_line
 
 ITEMS = {key: Item(f"id-{key}", index, {"id": f"id-{key}", "input": f"in {key}", "expected": key}, f"sha-{key}", "i", "e")
          for index, key in enumerate(("k0", "k1", "k2"))}
@@ -59,7 +60,7 @@ def batches(draw: st.DrawFn) -> list[list[Any]]:
 def made(spooled: list[list[Any]]) -> tuple[list[dict[str, Any]], Any]:
     batch = import_writer._Made(import_writer._templates(VERSIONS))
     try:
-        records = [import_writer._case_record(case, ITEMS, VERSIONS, BINARY, batch) for case in spooled]
+        records = import_writer._case_records(spooled, ITEMS, VERSIONS, BINARY, batch)
     except (ValueError, TypeError):  # a repeat no case line takes, text to average: refused as on main
         assume(False)
     return records, import_writer._vouched(spooled, records, batch)
@@ -131,3 +132,35 @@ def test_the_writer_vouches_for_plausible_batches_and_not_for_hostile_values():
                {"scores": [0.5, None, 7, None, None]}, {"scores": [float("nan"), None, None, None, None]}]
     for changes in hostile:
         assert made([case(), case(key="k1", **changes)])[1] is None, changes
+
+
+def reference_line(spooled: list[Any]) -> dict[str, Any]:
+    """A spooled case's line by the rule, one case and one score at a time (the writer's single
+    loop over a batch must agree): a binary evaluator's unruled value passes at 1; a failed
+    generation scores 0 and fails on each evaluator it has no score of; the case's score is the
+    source's, else the mean of its values without an error; its verdict false for a failed
+    generation, else the source's, else whether every ruled score passes."""
+    (repeated, key, case_input, output, error, latency_ms, input_tokens, output_tokens, cost_usd, finish_reason,
+     started_at, listed, score, passed) = spooled
+    item, scores = ITEMS[key], []
+    for name, value, verdict, label, detail, score_error in listed:
+        if verdict is None and value is not None and BINARY[name]:
+            verdict = value == 1.0
+        scores.append(score_json(name, VERSIONS[name], value, verdict, label, detail, score_error))
+    if error:
+        scores += [score_json(name, VERSIONS[name], 0.0, False, None, f"generation failed: {error}", None)
+                   for name in VERSIONS if name not in {s["evaluator"] for s in scores}]
+    values = [s["score"] for s in scores if s["score"] is not None and s["error"] is None]
+    ruled = [s["passed"] for s in scores if s["passed"] is not None]
+    mean = score if score is not None else sum(values) / len(values) if values else None
+    verdict = False if error else passed if passed is not None else all(ruled) if ruled else None
+    return imported_case_json(item.item_id, item.sha, repeated, item.row["input"] if case_input is None else case_input,
+                              item.row["expected"], output, error, latency_ms, input_tokens, output_tokens, cost_usd,
+                              finish_reason, scores, mean, verdict, started_at)
+
+
+@settings(max_examples=60, deadline=None)
+@given(batches())
+def test_the_writers_lines_are_those_of_each_case_by_the_rule(spooled):
+    records, _ = made(spooled)
+    assert [case_line(record)[1] for record in records] == [case_line(reference_line(case))[1] for case in spooled]
