@@ -156,3 +156,35 @@ def test_a_family_is_imported_when_one_of_its_types_is_first_looked_up():
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
                           env={**os.environ, "PYTHONPATH": str(REPO)})
     assert done.stdout.split() == ["[]", "['exact',", "'text']", "True"]
+
+
+def test_a_second_thread_looking_up_a_built_in_while_its_module_loads_waits_for_it(tmp_path, monkeypatch):
+    """The first lookup imports the family (slowly here); a second lookup of the same name meanwhile
+    finds it registered once the import ends, never unknown."""
+    import importlib
+    import threading
+    import time
+
+    registry: Registry[object] = Registry("thing", "evalsite.no-such-group", builtins={"slow": "slow_family"})
+    real_import = importlib.import_module
+
+    def slow_import(name: str):
+        if name != "slow_family":
+            return real_import(name)
+        time.sleep(0.3)
+        registry.register("slow", object(), module="evalsite.slow_family")
+        return None
+
+    monkeypatch.setattr("evalsite.registry.importlib.import_module", slow_import)
+    start, found = threading.Barrier(2), []
+
+    def look() -> None:
+        start.wait()
+        found.append(registry.find("slow"))
+
+    threads = [threading.Thread(target=look) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(found) == 2 and None not in found and found[0] is found[1]
