@@ -29,18 +29,27 @@ _Collection = TypeVar("_Collection", SequenceNode, MappingNode)
 MAX_DOCUMENT_BYTES = 10_000_000
 
 
-class DocumentTooLarge(ValueError):
-    """A file past :data:`MAX_DOCUMENT_BYTES`; its text says how large, in one line."""
+class DocumentUnreadable(ValueError):
+    """A file read whole that cannot be: unreadable, not UTF-8 or too large; its text says which, in
+    one line, for the reader to prefix with the file's name."""
+
+
+class DocumentTooLarge(DocumentUnreadable):
+    """A file past :data:`MAX_DOCUMENT_BYTES`."""
 
 
 def document_text(path: Path) -> str:
-    """The UTF-8 text of a YAML or JSON file read whole, or :class:`DocumentTooLarge` (``OSError``
-    and ``UnicodeDecodeError`` as reading raises them)."""
-    size = path.stat().st_size
-    if size > MAX_DOCUMENT_BYTES:
-        raise DocumentTooLarge(f"{size / 1e6:.1f} MB; a file read whole may hold at most "
-                               f"{MAX_DOCUMENT_BYTES // 1_000_000} MB")
-    return path.read_text(encoding="utf-8")
+    """The UTF-8 text of a YAML or JSON file read whole, or :class:`DocumentUnreadable`."""
+    try:
+        size = path.stat().st_size
+        if size > MAX_DOCUMENT_BYTES:
+            raise DocumentTooLarge(f"{size / 1e6:.1f} MB; a file read whole may hold at most "
+                                   f"{MAX_DOCUMENT_BYTES // 1_000_000} MB")
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise DocumentUnreadable(f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except OSError as exc:
+        raise DocumentUnreadable(f"unreadable: {exc.strerror or exc}") from None
 
 
 class YAMLBoundError(yaml.MarkedYAMLError):

@@ -23,6 +23,7 @@ from evalsite.experiment.bounded import MAX_VALUES, shape_problem
 from evalsite.experiment.bounded_yaml import (
     BoundedLoader,
     DocumentTooLarge,
+    DocumentUnreadable,
     YAMLBoundError,
     document_text,
     load_yaml,
@@ -196,10 +197,8 @@ def read_document(path: Path, what: str) -> tuple[str, JSONObject]:
         text = document_text(path)
     except DocumentTooLarge as exc:
         raise ManifestError(f"{path}: {exc} (put rows in a dataset file)") from None
-    except UnicodeDecodeError as exc:
-        raise ManifestError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    except OSError as exc:
-        raise ManifestError(f"{path}: unreadable: {exc.strerror or exc}") from None
+    except DocumentUnreadable as exc:
+        raise ManifestError(f"{path}: {exc}") from None
     return text, _parse(path, text, what)
 
 

@@ -18,7 +18,7 @@ from typing import Any, Literal
 import yaml
 
 from evalsite.errors import ManifestError
-from evalsite.experiment.bounded_yaml import DocumentTooLarge, document_text, load_yaml, yaml_problem
+from evalsite.experiment.bounded_yaml import DocumentUnreadable, document_text, load_yaml, yaml_problem
 from evalsite.experiment.manifest import Manifest
 from evalsite.experiment.manifest_shapes import ArtifactsSpec, Level, OutputSchemaSpec
 from evalsite.experiment.schema_check import schema_problems
@@ -155,7 +155,7 @@ def _read_ref(ref: str, root: Path, where: str, problems: list[str]) -> list[JSO
     except yaml.YAMLError as exc:
         problems.append(f"{where}: {ref}: {yaml_problem(exc)}")
         return []
-    except (OSError, UnicodeDecodeError, DocumentTooLarge) as exc:
+    except DocumentUnreadable as exc:
         problems.append(f"{where}: {ref}: cannot read the step file: {exc}")
         return []
     data = data.get("steps") if isinstance(data, dict) else data

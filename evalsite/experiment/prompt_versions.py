@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 
 from evalsite.errors import PlanError
-from evalsite.experiment.bounded_yaml import DocumentTooLarge, document_text, load_yaml, yaml_problem
+from evalsite.experiment.bounded_yaml import DocumentUnreadable, document_text, load_yaml, yaml_problem
 from evalsite.experiment.manifest import Manifest
 from evalsite.experiment.manifest_shapes import PromptRef
 from evalsite.experiment.prompts import template_problems
@@ -60,7 +60,7 @@ def _versions(path: Path, manifest_path: Path) -> dict[Any, Any]:
         data = load_yaml(document_text(path))
     except yaml.YAMLError as exc:
         raise PlanError(f"{path}: cannot read the prompt: {yaml_problem(exc)}") from None
-    except (OSError, UnicodeDecodeError, DocumentTooLarge) as exc:
+    except DocumentUnreadable as exc:
         raise PlanError(f"{path}: cannot read the prompt: {exc}") from None
     versions = data.get("versions") if isinstance(data, dict) else None
     if not isinstance(versions, dict) or not versions:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from evalsite.errors import PlanError
-from evalsite.experiment.bounded_yaml import DocumentTooLarge, document_text, parse_document
+from evalsite.experiment.bounded_yaml import DocumentUnreadable, document_text, parse_document
 from evalsite.experiment.manifest_shapes import SweepSpec
 from evalsite.jsonshape import JSONObject
 
@@ -81,7 +81,7 @@ def resolve_curve(root: Path, spec: Mapping[str, Any], where: str) -> Mapping[st
                         f"{CURVES_DIR}/{name}.yaml")
     try:
         data, problem = parse_document(document_text(path), is_json=path.suffix == ".json")
-    except (OSError, UnicodeDecodeError, DocumentTooLarge) as exc:
+    except DocumentUnreadable as exc:
         data, problem = None, str(exc)
     if problem is not None:
         raise PlanError(f"{path}: cannot read the curve: {problem}")

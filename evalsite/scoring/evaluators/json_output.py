@@ -20,7 +20,7 @@ import jsonschema._keywords
 import jsonschema._legacy_keywords
 import jsonschema._utils
 
-from evalsite.experiment.bounded_yaml import DocumentTooLarge, document_text, parse_document
+from evalsite.experiment.bounded_yaml import DocumentUnreadable, document_text, parse_document
 from evalsite.jsonshape import MISSING, JSONObject, field_at
 from evalsite.runlog.hashing import canonical_json
 from evalsite.scoring.evaluators.base import CaseView, Evaluator, Outcome, ScoringError, register_evaluator
@@ -152,11 +152,11 @@ def parse_json_output(output: Any) -> Any:
 
 
 def _read_schema_file(path: Path, named: str) -> Any:
+    if not path.is_file():
+        raise ValueError(f"schema: file {named!r} not found under {path.parent}")
     try:
         text = document_text(path)
-    except FileNotFoundError:
-        raise ValueError(f"schema: file {named!r} not found under {path.parent}") from None
-    except (OSError, UnicodeDecodeError, DocumentTooLarge) as exc:
+    except DocumentUnreadable as exc:
         raise ValueError(f"schema: {named}: cannot read it: {exc}") from None
     schema, problem = parse_document(text, is_json=path.suffix.lower() == ".json")
     if problem is not None:
