@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import gc
 import json
+import weakref
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 from import_support import INSPECT_EVAL, INSPECT_JSON, ITEMS, LMEVAL, PROMPTFOO, imported_runs
 
 import evalsite.execute.importers.jsonstream as jsonstream
+import evalsite.execute.importers.writer as writer
+from evalsite import collector
 from evalsite.analysis.db import open_database
 from evalsite.errors import SourceError
 from evalsite.execute.importers.evalzip import EvalZip, write_zstd_zip
@@ -278,3 +284,26 @@ def test_the_leaderboard_ranks_imported_arms_with_the_tool_reported_means(import
     # lm-eval's own exact_match,none: 0.7083 and 0.4167 (the fixtures' README)
     assert means == pytest.approx({"model-a": 17 / 24, "model-b": 10 / 24})
     assert board["n_items"] == 24
+
+
+def test_an_imports_drafts_are_let_go_before_the_collector_runs_again(import_project, cli, monkeypatch):
+    """What an import made while the collector was paused sits in its youngest generation: the
+    drafts (items, rows, tallies) are freed before the collector is enabled, not walked by its
+    first collection."""
+    drafts: list[weakref.ref[Any]] = []
+    alive_when_enabled: list[int] = []
+    made = writer.SourceImport._draft
+
+    def draft(self: writer.SourceImport, key: str) -> Any:
+        found = made(self, key)
+        drafts.append(weakref.ref(found))
+        return found
+
+    def enable() -> None:
+        alive_when_enabled.append(sum(ref() is not None for ref in drafts))
+        gc.enable()
+
+    monkeypatch.setattr(writer.SourceImport, "_draft", draft)
+    monkeypatch.setattr(collector, "gc", SimpleNamespace(isenabled=gc.isenabled, disable=gc.disable, enable=enable))
+    assert cli("import", "promptfoo", str(PROMPTFOO / "results.json")).exit_code == 0
+    assert len(drafts) == 2 and alive_when_enabled == [0]

@@ -230,8 +230,14 @@ class SourceImport:
         self._drafts[key].description = run
 
     def close(self) -> None:
+        """Close the spools and let go of the drafts: called while the import still holds the
+        collector paused (:func:`~evalsite.collector.collector_paused`), so their objects (a large
+        import's items, rows and tallies) are freed before the collector runs again, not walked by
+        its first collection (every object made while it was paused is in its youngest generation:
+        ~0.2 s for 200,000 promptfoo cases) and freed after."""
         for draft in self._drafts.values():
             draft.spool.close()
+        self._drafts.clear()
 
     def drafts(self) -> list[_RunDraft]:
         """The runs' drafts, each spool holding every case added (the lines still pending written)."""
