@@ -6,6 +6,7 @@ import with one whose results are decoded whole, by one process and by two."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ import pytest
 from import_support import PROMPTFOO, import_outcome, two_processes
 
 from evalsite.execute.importers import promptfoo
+from evalsite.execute.importers.promptfoo_fields import _may_hold_too_long_integer
 from evalsite.execute.importers.source_records import ImportOptions
 from evalsite.runlog.jsonread import orjson_value
 
@@ -120,3 +122,12 @@ def test_arm_from_may_name_a_field_the_reader_does_not_keep(tmp_path, monkeypatc
     fields, whole = _imports(tmp_path, source, monkeypatch, ImportOptions(arm_from="metadata.team", again=True))
     assert fields == whole
     assert sorted(fields[0]) == ["team-0", "team-1"]
+
+
+@pytest.mark.parametrize("limit", [640, 4300])
+def test_every_run_of_more_digits_than_python_reads_is_found_wherever_it_starts(monkeypatch, limit):
+    monkeypatch.setattr(sys, "get_int_max_str_digits", lambda: limit)
+    for start in range(0, limit + 3):
+        text = b"x" * start + b"7" * (limit + 1) + b"x" * 50
+        assert _may_hold_too_long_integer(text), start
+        assert not _may_hold_too_long_integer(text.replace(b"7" * (limit + 1), b"7" * limit + b"x")), start
