@@ -38,15 +38,19 @@ import msgspec
 
 from evalsite.runlog.jsonread import has_digit_run, orjson_value
 
-_Assertion = TypedDict("_Assertion", {"pass": Any, "score": Any, "reason": Any, "assertion": Any}, total=False)
-_Grading = TypedDict(
-    "_Grading", {"pass": Required[Any], "score": Any, "reason": Any, "componentResults": list[_Assertion] | None},
+# (the functional form: ``pass`` is a keyword)
+_ComponentResult = TypedDict(
+    "_ComponentResult", {"pass": Any, "score": Any, "reason": Any, "assertion": Any}, total=False
+)
+_Grading = TypedDict(  # pass required: the reader tests whether the object is empty
+    "_Grading",
+    {"pass": Required[Any], "score": Any, "reason": Any, "componentResults": list[_ComponentResult] | None},
     total=False,
 )
 
 
 class _Usage(TypedDict, total=False):
-    total: Required[Any]
+    total: Required[Any]  # the reader tests whether the object is empty
     prompt: Any
     completion: Any
 
