@@ -19,8 +19,9 @@ seconds and microseconds per case:
   spooling (``add_case``), and ``write_runs``: the items' identity (checks and hashes), then the
   case lines, their checks and the summaries, and the files;
 - decoders alone on the file's text (promptfoo: the results in 64 KiB runs; JSON Lines: each
-  line): orjson, ``json``, and msgspec or pysimdjson when installed (neither is a dependency:
-  ``pip install msgspec pysimdjson``).
+  line): orjson, ``json``, msgspec into dicts, for promptfoo the reader's own (msgspec into only
+  the fields it uses, :mod:`~evalsite.execute.importers.promptfoo_fields`), and pysimdjson's parse
+  when installed (not a dependency: ``pip install pysimdjson``).
 
 The floor line adds what no reader can avoid (the writer's part, the hash, orjson's decoding).
 """
@@ -44,12 +45,14 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+import msgspec  # noqa: E402
 import orjson  # noqa: E402
 
 import evalsite.execute.importers as importers  # noqa: E402
 from evalsite import forked  # noqa: E402
 from evalsite.execute.importers import plain, promptfoo, writer  # noqa: E402
 from evalsite.execute.importers.jsonstream import RUN_CHARS, JsonArrayStream, JsonLines  # noqa: E402
+from evalsite.execute.importers.promptfoo_fields import used_fields  # noqa: E402
 from evalsite.execute.importers.source_records import ImportOptions, SourceCase, SourceRun  # noqa: E402
 from evalsite.project import Project  # noqa: E402
 
@@ -156,12 +159,12 @@ def runs_of_results(path: Path) -> list[bytes]:
     return runs
 
 
-def decoders() -> dict[str, Callable[[bytes], Any]]:
-    found: dict[str, Callable[[bytes], Any]] = {"orjson": orjson.loads, "json": json.loads}
-    if importlib.util.find_spec("msgspec"):
-        import msgspec
-
-        found["msgspec"] = msgspec.json.Decoder().decode
+def decoders(format_name: str) -> dict[str, Callable[[bytes], Any]]:
+    found: dict[str, Callable[[bytes], Any]] = {
+        "orjson": orjson.loads, "json": json.loads, "msgspec": msgspec.json.Decoder().decode,
+    }
+    if format_name == "promptfoo":
+        found["the reader's fields only (promptfoo_fields)"] = used_fields
     if importlib.util.find_spec("simdjson"):
         import simdjson
 
@@ -226,7 +229,7 @@ def report(path: Path, form: Format, rounds: int) -> None:
     writer_part = phases["total"] - sha - reader  # spooling, write_runs and the import's own steps
     line("the writer's part (whole import - sha256 - reader)", writer_part)
     texts = form.texts(path)
-    decoded = {name: best(rounds, lambda d=decode: [d(text) for text in texts]) for name, decode in decoders().items()}
+    decoded = {name: best(rounds, lambda d=decode: [d(text) for text in texts]) for name, decode in decoders(form.name).items()}
     for name, seconds in decoded.items():
         cut = "each line" if form.name == "jsonl" else f"{RUN_CHARS // 1024} KiB runs"
         line(f"decode the text, {cut}: {name}", seconds)

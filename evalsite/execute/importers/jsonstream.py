@@ -37,7 +37,7 @@ from __future__ import annotations
 import codecs
 import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any, Protocol
 
@@ -92,12 +92,15 @@ class JsonArrayStream:
     whether the array was present, and ``truncated`` says the file ended inside the array: the
     elements before the cut were yielded and the iteration stopped without an error. A file
     that ends anywhere else, or that is not JSON, raises :class:`SourceError` naming the line.
+    ``decode_run`` decodes a run of elements (:meth:`_run_of_elements`): :func:`orjson_value`, or
+    a reader's own that gives the same or :data:`UNSURE` (promptfoo's keeps only the fields it reads).
     """
 
     def __init__(self, path: Path, keys: tuple[str, ...], label: str | None = None, skip: tuple[str, ...] = (),
-                 share: RunShare | None = None):
+                 share: RunShare | None = None, decode_run: Callable[[bytes], Any] = orjson_value):
         self.path = Path(path)
         self.share = share
+        self.decode_run = decode_run
         self.keys = keys
         self.skip = {tuple(dotted.split(".")) for dotted in skip}
         self.label = label or str(path)
@@ -205,7 +208,7 @@ class JsonArrayStream:
             if claimed is not None:
                 self._pos = end
                 return claimed
-        values: list[Any] | object = orjson_value(b"[" + self._buffer[self._pos : end].encode("utf-8") + b"]")
+        values: list[Any] | object = self.decode_run(b"[" + self._buffer[self._pos : end].encode("utf-8") + b"]")
         if not isinstance(values, list):
             self._single_until = self._dropped + end
             values = None

@@ -16,6 +16,7 @@ from typing import Any
 
 from evalsite.errors import SourceError
 from evalsite.execute.importers.jsonstream import JsonArrayStream, JsonLines, RunShare
+from evalsite.execute.importers.promptfoo_fields import used_fields
 from evalsite.execute.importers.shared_reading import Mapped, shared_reading
 from evalsite.execute.importers.source_records import (
     MISSING,
@@ -34,6 +35,7 @@ from evalsite.execute.importers.source_records import (
 )
 from evalsite.execute.importers.writer import CasePreparer, SourceImport
 from evalsite.jsonshape import JSONObject, mapping
+from evalsite.runlog.jsonread import orjson_value
 from evalsite.runlog.records import RunStatus
 from evalsite.runlog.store import iso
 
@@ -54,8 +56,12 @@ class _Column:
     prompt_id: str | None
 
 
-def _stream(path: Path, label: str, share: RunShare | None = None) -> JsonArrayStream:
-    return JsonArrayStream(path, ("results", "results"), label, skip=("config.tests",), share=share)  # the tests: inlined
+def _stream(path: Path, label: str, options: ImportOptions, share: RunShare | None = None) -> JsonArrayStream:
+    """The results, decoded into the fields this reader uses (:mod:`~evalsite.execute.importers.promptfoo_fields`),
+    or whole for ``--arm-from``, which may name any field; the inlined tests are stepped over."""
+    decode_run = orjson_value if options.arm_from else used_fields
+    return JsonArrayStream(path, ("results", "results"), label, skip=("config.tests",), share=share,
+                           decode_run=decode_run)
 
 
 class _Results:
@@ -65,8 +71,8 @@ class _Results:
 
     def __init__(self, path: Path, label: str, options: ImportOptions):
         self.jsonl = path.suffix.lower() in (".jsonl", ".ndjson")
-        self.share = None if self.jsonl else shared_reading(path, partial(_stream, path, label), _Mapping(options))
-        self._reader = JsonLines(path, label) if self.jsonl else _stream(path, label, self.share)
+        self.share = None if self.jsonl else shared_reading(path, partial(_stream, path, label, options), _Mapping(options))
+        self._reader = JsonLines(path, label) if self.jsonl else _stream(path, label, options, self.share)
 
     def __iter__(self) -> Iterator[tuple[str, JSONObject | Mapped]]:
         if self.jsonl:
