@@ -5,20 +5,20 @@ from __future__ import annotations
 
 import os
 import socket
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from sitekit import case, write_run
 
 from evalsite.project import find_project
-from evalsite.site.serve import serve
+from evalsite.site.serve import LiveSite, serve
 
 SECRET = "SECRET_0123456789_abcdef"
 
 
-@pytest.fixture
-def served_site(tmp_path):
-    root = tmp_path / "project"
+def serving(root: Path) -> Iterator[LiveSite]:
+    """A project of one run at ``root``, built and served on a port of its own until the end."""
     (root / "data").mkdir(parents=True)
     write_run(root / "runs", "20260101T000000Z-first-0001", [case("i1")], arm="first")
     site = serve(find_project(root), port=0, out_dir=root / "site", debounce=0.05, report=lambda message: None)
@@ -26,6 +26,18 @@ def served_site(tmp_path):
         yield site
     finally:
         site.stop()
+
+
+@pytest.fixture(scope="module")
+def served_site(tmp_path_factory):
+    """One server for the file's tests that only send requests: none changes its files or its state."""
+    yield from serving(tmp_path_factory.mktemp("served") / "project")
+
+
+@pytest.fixture
+def own_served_site(tmp_path):
+    """A server of the test's own, for a test that plants files in the site folder."""
+    yield from serving(tmp_path / "project")
 
 
 def request(served_site, path: str, host: str | None = "default", method: str = "GET", version: str = "HTTP/1.1") -> tuple[int, bytes]:
@@ -64,19 +76,19 @@ def test_a_request_without_host_is_refused(served_site):
     assert status == 400 and b"first" not in body
 
 
-def test_symlinks_planted_in_the_site_folder_are_not_followed_out_of_it(served_site, tmp_path):
+def test_symlinks_planted_in_the_site_folder_are_not_followed_out_of_it(own_served_site, tmp_path):
     secret = tmp_path / "passwd"
     secret.write_text(SECRET)
     (tmp_path / "outside").mkdir()
     (tmp_path / "outside/notes.txt").write_text(SECRET)
-    site = Path(served_site.out_dir)
+    site = Path(own_served_site.out_dir)
     os.symlink(secret, site / "passwd")
     os.symlink(tmp_path / "outside", site / "linked")
     os.symlink(site / "index.html", site / "alias.html")  # stays inside: served
     for path in ("/passwd", "/linked/notes.txt", "/linked/", "/linked", "/%70asswd", "/./passwd", "/runs/../passwd"):
-        status, body = request(served_site, path)
+        status, body = request(own_served_site, path)
         assert status == 404 and SECRET.encode() not in body, path
-    assert request(served_site, "/alias.html")[0] == 200
+    assert request(own_served_site, "/alias.html")[0] == 200
 
 
 @pytest.mark.parametrize("path", ["/%00", "/%00.html", "/runs/%00", "/%ff", "/%ed%a0%80", "/%c0%af", "/" + "a" * 5000])
