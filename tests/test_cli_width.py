@@ -41,13 +41,27 @@ def run_project(example_runs):
     return example_runs
 
 
+@pytest.fixture(scope="module")
+def drawn(run_project):
+    """``evalsite ARGS`` drawn on a terminal of ``columns`` columns (COLUMNS unset), its lines: each
+    drawing made once for the file (the project is not changed by any test here, and a command's
+    drawing depends only on its arguments and the terminal's size)."""
+    drawings: dict[tuple[int, tuple[str, ...]], list[str]] = {}
+
+    def draw(*args: str, columns: int) -> list[str]:
+        if (columns, args) not in drawings:
+            drawings[columns, args] = drawn_lines(in_terminal(run_project, *args, columns=columns, env={"COLUMNS": None}))
+        return drawings[columns, args]
+    return draw
+
+
 @pytest.mark.parametrize("name", list(COMMANDS))
 @pytest.mark.parametrize("columns", [80, 50])
-def test_no_line_is_wider_than_the_terminal(run_project, name, columns):
-    lines = drawn_lines(in_terminal(run_project, *COMMANDS[name], columns=columns, env={"COLUMNS": None}))
+def test_no_line_is_wider_than_the_terminal(drawn, name, columns):
+    lines = drawn(*COMMANDS[name], columns=columns)
     widest = max(lines, key=columns_of)
     assert columns_of(widest) <= columns, widest
-    wide = drawn_lines(in_terminal(run_project, *COMMANDS[name], "--wide", columns=columns, env={"COLUMNS": None}))
+    wide = drawn(*COMMANDS[name], "--wide", columns=columns)
     assert max(map(columns_of, wide)) > columns  # the same report in full does not fit: fitting did something
     text = "\n".join(lines)
     for arm in ("careful", "left_to_right"):
@@ -59,12 +73,12 @@ def test_no_line_is_wider_than_the_terminal(run_project, name, columns):
 
 
 @pytest.mark.parametrize("name", list(COMMANDS))
-def test_wide_on_a_terminal_is_the_full_report_a_pipe_gets(cli, run_project, name, monkeypatch):
+def test_wide_on_a_terminal_is_the_full_report_a_pipe_gets(cli, run_project, drawn, name, monkeypatch):
     monkeypatch.chdir(run_project)
     monkeypatch.delenv("COLUMNS", raising=False)
     piped = cli(*COMMANDS[name])
     assert piped.exit_code == 0, piped.output
-    wide = drawn_lines(in_terminal(run_project, *COMMANDS[name], "--wide", columns=50, env={"COLUMNS": None}))
+    wide = drawn(*COMMANDS[name], "--wide", columns=50)
     assert wide == piped.stdout.rstrip("\n").split("\n")
 
 
@@ -77,8 +91,8 @@ def test_columns_fits_a_pipe_too(cli, run_project, monkeypatch):
     assert "(hidden at 60 columns: run, mean rank" in result.stdout
 
 
-def test_a_fitted_leaderboard_keeps_rank_group_arm_mean_and_interval(run_project):
-    lines = drawn_lines(in_terminal(run_project, "leaderboard", columns=50, env={"COLUMNS": None}))
+def test_a_fitted_leaderboard_keeps_rank_group_arm_mean_and_interval(drawn):
+    lines = drawn("leaderboard", columns=50)
     header = next(line for line in lines if line.startswith("rank"))
     assert re.split(r"\s{2,}", header) == ["rank", "group", "arm", "mean", "95% CI"]
     careful = next(line for line in lines if " careful " in line)
