@@ -9,15 +9,15 @@ parses its options and prints the :class:`BatchResult`.
 
 from __future__ import annotations
 
-import gc
 import logging
 import math
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
-from evalsite.collector import collector_paused
+from evalsite.collector import collector_paused, kept_frozen
 from evalsite.errors import EvalsiteError, OutputError, ProjectError, did_you_mean
 from evalsite.project import RUNS_ENV, Project, find_project, max_error_rate
 
@@ -256,17 +256,17 @@ async def run_experiment_async(
     options.check()
     # what the preparation makes (the modules a run loads, the dataset's rows, the plan) is kept: the
     # collector's passes over it freed nothing (~0.05 s of a 6,000-row run's start-up, bench/runner.py);
-    # frozen after, until the batch ends (it awaits nothing, so no other task runs meanwhile)
-    with collector_paused(freeze=True):
-        where = _writing(project)
-        error_rate = max_error_rate(where)  # read before anything is spent
-        path = _manifest_path(manifest, where)
-        plan = _prepared(path, where, options)
-    try:
+    # frozen before the collector is back on (else its next pass walks all of it once), until the batch
+    # ends (preparing awaits nothing, so no other task runs meanwhile)
+    with ExitStack() as frozen:
+        with collector_paused():
+            where = _writing(project)
+            error_rate = max_error_rate(where)  # read before anything is spent
+            path = _manifest_path(manifest, where)
+            plan = _prepared(path, where, options)
+            frozen.enter_context(kept_frozen())
         return await _planned(where, path, plan, options, progress, error_rate=error_rate, dry_run=dry_run,
                               allow_failures=allow_failures, baseline=baseline, fail_on=fail_on, junit=junit, build=build)
-    finally:
-        gc.unfreeze()
 
 
 async def _planned(where: Project, path: Path, plan: Plan, options: RunOptions, progress: bool | None, *,

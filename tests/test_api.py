@@ -72,6 +72,20 @@ def test_a_run_leaves_the_garbage_collector_as_it_found_it(example_project, enab
         gc.enable()
 
 
+def test_a_run_leaves_its_callers_own_freeze_frozen(example_project):
+    """A process that froze its heap before a run (gc.freeze's documented use, before a fork) finds
+    it frozen after: the run's own freeze may not end with gc.unfreeze, which unfreezes everything."""
+    gc.unfreeze()
+    gc.freeze()
+    frozen = gc.get_freeze_count()
+    try:
+        batch = evalsite.run_experiment("experiments/arithmetic.yaml", arms=["careful"], repeat=1)
+        assert batch.finished
+        assert gc.get_freeze_count() > frozen // 2  # what the run freed of it aside (0: all unfrozen)
+    finally:
+        gc.unfreeze()
+
+
 def test_import_evalsite_loads_no_engine():
     probe = "import sys, evalsite; print(sorted(m for m in ('duckdb', 'httpx', 'jinja2', 'scipy') if m in sys.modules))"
     loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout

@@ -14,7 +14,6 @@ can continue the run without paying for anything twice.
 from __future__ import annotations
 
 import asyncio
-import gc
 import importlib
 import random
 import signal
@@ -31,6 +30,7 @@ from evalsite.aio import run_sync
 from evalsite.calls.context import Abandoned, CallContext
 from evalsite.calls.retry import RetryPolicy
 from evalsite.calls.targets import Target, make_target, replays_turns, with_model
+from evalsite.collector import kept_frozen
 from evalsite.errors import PlanError, RunLogError, TargetError
 from evalsite.execute.cache import cache_mode, with_cache
 from evalsite.execute.cases import CaseExecutor, Job, prepare_input
@@ -119,11 +119,8 @@ async def execute_plan_async(
     jobs = [batch.prepare(config, directory) for config, directory in zip(configs, directories)]
     # what exists now (modules, the plan, the dataset's rows) lives as long as the batch: keeping
     # it out of the collector's full passes saves most of their cost (gc.freeze's documented use)
-    gc.freeze()
-    try:
+    with kept_frozen():
         return await batch.execute(jobs)
-    finally:
-        gc.unfreeze()
 
 
 @dataclass
