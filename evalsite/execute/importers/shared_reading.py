@@ -23,10 +23,11 @@ two walks parted after a run one process decoded one element at a time, or the p
 the run is decoded here, and after a mismatch the second process is stopped and this one reads
 on alone. So a bad element's error is raised here, with its index or line, in file order, as always.
 
-The mapped values travel as orjson: they come from orjson's decoding of the run (no integer past
-64 bits, NaN or lone surrogate: those runs are refused) and a mapping that makes strings, floats,
-integers, booleans, lists and dicts of them, which orjson writes and reads back unchanged; a
-message orjson cannot write sends the run back to this process. Only for files of at least
+The mapped values travel as orjson: they come from the reader's decoding of the run (orjson's, or
+promptfoo's fields-only one: no NaN or lone surrogate, those runs are refused) and a mapping that
+makes strings, floats, integers, booleans, lists and dicts of them, which orjson writes and reads
+back unchanged; a message orjson cannot write (an integer past 64 bits, say) sends the run back
+to this process. Only for files of at least
 :data:`MIN_BYTES`, and only where :func:`~evalsite.forked.fork_child` forks. The
 fork happens before this process opens the file, while the import's hash thread may be running;
 the second process touches nothing of that thread's (its file, its digest) and leaves by
