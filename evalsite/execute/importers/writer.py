@@ -153,6 +153,7 @@ class SourceImport:
         self._other_files: list[dict[str, str]] = []
         self.warnings: list[str] = []
         self._drafts: dict[str, _RunDraft] = {}
+        self._preparer = CasePreparer()  # add_case's: the tallies of its cases' scores, news only
 
     @property
     def sha256(self) -> str:
@@ -182,15 +183,26 @@ class SourceImport:
         key, row, order = _item_entry(item)
         self._add_item(draft, item.id, key, row, order)
         repeat = self._repeat(draft, key, case.repeat)
-        for score in case.scores:
-            _tally(draft, score.evaluator, score.kind, score.weight, _identity_key(score.identity), score.identity,
-                   score.value)
+        self._tally_scores(draft, case)
         try:
             body = _spooled_body(key, case)
         except UnicodeEncodeError as exc:  # a "\ud800" escape in the source: no UTF-8 file can hold it
             raise SourceError(f"{self.label}: item {key!r} repeat {repeat} holds a lone surrogate {_surrogate(exc)} "
                               "(not valid Unicode text)") from None
         _spool(draft, repeat, *_cut(body))
+
+    def _tally_scores(self, draft: _RunDraft, case: SourceCase) -> None:
+        """The tallies of ``case``'s scores: of a case whose scores have identities, only those that
+        are news (:meth:`CasePreparer._news`: most cases' scores are those of a case before them,
+        told at once by one orjson text, not an identity key per score); else each score's."""
+        scores = case.scores
+        if scores and scores[0].identity is not None:
+            for tally in self._preparer._news(case.run, scores):
+                _tally(draft, *tally)
+            return
+        for score in scores:
+            _tally(draft, score.evaluator, score.kind, score.weight, _identity_key(score.identity), score.identity,
+                   score.value)
 
     def add_prepared(self, prepared: list[Any]) -> None:
         """Add the case :meth:`CasePreparer.prepared` gave ``prepared`` for (in another process, or
