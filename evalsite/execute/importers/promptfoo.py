@@ -131,9 +131,10 @@ def _read_results(source: SourceImport, results: _Results, options: ImportOption
                 columns.setdefault(prepared[0], _Column(*fields))
             source.add_prepared(prepared)
         else:
-            key, column = _column(result, f"{source.label}: {where}", options)
+            where = f"{source.label}: {where}"
+            key, column = _column(result, where, options)
             columns.setdefault(key, column)
-            source.add_case(_case(result, key, f"{source.label}: {where}"))
+            source.add_case(_case(result, key, where))
     return columns
 
 
@@ -178,11 +179,8 @@ def _column(result: JSONObject, where: str, options: ImportOptions) -> tuple[str
     if not isinstance(provider, dict) or not (provider.get("label") or provider.get("id")):
         raise SourceError(f"{where}: no provider.id or provider.label: not a promptfoo result")
     prompt = mapping(result.get("prompt"))
-    column = _Column(
-        provider=str(provider.get("label") or provider.get("id")),
-        provider_id=provider.get("id"),
-        prompt_label=prompt.get("label"),
-        prompt_id=result.get("promptId"),
+    column = _Column(  # positional, in the fields' order (one is made for every result)
+        str(provider.get("label") or provider.get("id")), provider.get("id"), prompt.get("label"), result.get("promptId"),
     )
     if options.arm_from:
         return arm_from(result, options.arm_from, where), column
