@@ -6,7 +6,7 @@ or JSON Lines (plain rows, :class:`~evalsite.execute.importers.jsonstream.JsonLi
 Both processes walk the same file with the same stream, which cuts it into runs of elements the
 same way in each (the cut depends only on the text and the position). Run ``n`` is decoded here
 when it falls in this process's share of the runs (:func:`main_takes`: the reader's choice,
-:data:`MAIN_SHARE` by default, three runs in eight); the second
+:data:`MAIN_SHARE` by default, one run in three); the second
 process steps over those and decodes the others, maps each of their elements with the reader's
 function (a promptfoo result or a plain row to its case) and sends, per run, its number, its offsets and the
 mapped elements, packed as the reader chooses (:class:`Packing`), as one message through a pipe:
@@ -49,15 +49,17 @@ import orjson
 from evalsite.execute.importers.jsonstream import RunShare
 from evalsite.forked import Child, WorkerLost, fork_child
 
-#: by default three runs in eight are decoded in this process, the others in the second one. For a
-#: promptfoo case this process spends ~95 µs on one of its own (decoded, mapped, spooled) and ~9 µs on
-#: one the second prepared (its message read, the item checked, its line spooled); the second spends
-#: ~85 µs (decoded, mapped, prepared). The import's hash thread runs beside both (the kernel shares
-#: the two cores among the three threads, and the thread waits for the GIL between its reads), so
-#: the two reading threads are what must be equally busy: on the 200,000-case file the second
-#: process used 1.08-1.15 times this one's reading thread's CPU with one run in three here, 1.08-1.12
-#: with 7 in 20, 0.98-1.05 with 3 in 8, 0.92-1.00 with 2 in 5
-MAIN_SHARE = Fraction(3, 8)
+#: by default one run in three is decoded in this process, the others in the second one. For a
+#: promptfoo case this process spends ~25 µs on one of its own (decoded, mapped, spooled) and ~4 µs on
+#: one the second prepared (its message read, the item checked, its line spooled: ~8-12 µs as
+#: measured beside the second process and the hash thread, their caches and its waits); the second
+#: spends ~22 µs (decoded, mapped, prepared). The import's hash thread runs beside both (the kernel
+#: shares the two cores among the three threads, and the thread waits for the GIL between its
+#: reads), so the two reading threads are what must be equally busy: on the 200,000-case file the
+#: second process used 1.08-1.15 times this one's reading thread's CPU with one run in three here,
+#: 0.98-1.05 with 3 in 8 (session 27, pfpipe17); after promptfoo_fields' cheaper decoding (in both)
+#: 0.88-0.97 with 3 in 8, 0.94-0.98 with 5 in 14, 1.00-1.03 with 1 in 3 (session 28, block18)
+MAIN_SHARE = Fraction(1, 3)
 #: smaller files are read by one process: a second costs a fork and its start (a few ms)
 MIN_BYTES = 16 << 20
 _LENGTHS = struct.Struct("<II")  # of a message's orjson text and of its raw bytes
