@@ -307,7 +307,9 @@ class CasePreparer:
     or 1): its tallies are the same, without decoding three tallies a case (two thirds of a
     promptfoo message's cost). Safe because every case this process prepares is either sent or,
     when its run's message is not taken (:mod:`~evalsite.execute.importers.shared_reading`),
-    added by the main process itself, in its place: what was sent or added before stays known there."""
+    added by the main process itself, in its place: what was sent or added before stays known there.
+    :meth:`SourceImport.add_case` keeps one of its own for the same filter (:meth:`_news`), whose
+    news it tallies at once."""
 
     def __init__(self) -> None:
         self._evaluators: set[tuple[str, str]] = set()
