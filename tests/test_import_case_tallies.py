@@ -43,9 +43,12 @@ def _tallied_in_turn(cases: list[SourceCase]) -> dict[str, str]:
     return {run: repr(draft.evaluators) for run, draft in drafts.items()}
 
 
+@pytest.mark.parametrize("kept", [writer.SIGNATURES_KEPT, 1])  # 1: past the signatures kept
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.lists(_CASES, max_size=12))
-def test_add_case_tallies_what_every_score_in_turn_tallies(tmp_path: Path, cases: list[SourceCase]):
+@given(cases=st.lists(_CASES, max_size=12))
+def test_add_case_tallies_what_every_score_in_turn_tallies(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                          kept: int, cases: list[SourceCase]):
+    monkeypatch.setattr(writer, "SIGNATURES_KEPT", kept)
     source = _source(tmp_path)
     try:
         for case in cases:
@@ -74,3 +77,15 @@ def test_a_case_whose_scores_a_case_before_had_computes_no_identity_key(tmp_path
             f"s{index}": [original(identity)] for index, identity in enumerate(identities)}
     finally:
         source.close()
+
+
+def test_a_preparer_keeps_a_bounded_number_of_case_signatures(monkeypatch: pytest.MonkeyPatch):
+    """Cases whose every scorer is their own (an assertion's value per test) are not all remembered."""
+    monkeypatch.setattr(writer, "SIGNATURES_KEPT", 5)
+    preparer = writer.CasePreparer()
+    cases = [SourceCase("a", SourceItem(str(n), "in"), scores=[SourceScore("s", 1.0, kind="k", identity={"v": n})])
+             for n in range(20)]
+    news = [preparer.prepared(case)[5] for case in cases]
+    assert len(preparer._signatures) == 5
+    assert all(len(entry) == 1 for entry in news)  # each a new identity: news every time
+    assert preparer.prepared(cases[2])[5] == [] and preparer.prepared(cases[12])[5] == []  # known either way

@@ -89,6 +89,10 @@ PARALLEL_MIN_CASES = 20_000
 #: the fewest items whose hashes are computed half in a second process (~5 µs an item, against the fork)
 PARALLEL_MIN_ITEMS = 20_000
 _STDLIB_MARK = b"J"
+#: the most case signatures a CasePreparer remembers (CasePreparer._news): a source's cases share a
+#: few (promptfoo's: one per provider and prompt); one whose every case has scorers of its own
+#: (an assertion's value written out per test) would otherwise keep one per case, to no gain
+SIGNATURES_KEPT = 4096
 #: what orjson writes of an identity (_identity_key): only JSON values, the rest refused
 _IDENTITY_OPTIONS = orjson.OPT_PASSTHROUGH_SUBCLASS | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
 
@@ -339,7 +343,7 @@ class CasePreparer:
         if signature in self._signatures and all(s.value is None or s.value in (0.0, 1.0)
                                                  or (run, s.evaluator) in self._not_binary for s in scores):
             return []
-        if b"null" not in signature:
+        if b"null" not in signature and len(self._signatures) < SIGNATURES_KEPT:
             self._signatures.add(signature)
         news = [self._score_news(run, s.evaluator, s.kind, s.weight, s.identity, s.value) for s in scores]
         return [entry for entry in news if entry is not None]
