@@ -1,6 +1,6 @@
 """``SourceImport.add_case`` tallies a case's scores (each evaluator's kind and weight, its distinct
 identities, whether every value is 0 or 1) as tallying every score in turn does, though a case
-whose scores have identities adds only the tallies that are news (``CasePreparer._news``)."""
+whose scores have identities adds only the tallies that are news (``CasePreparer.news``)."""
 
 from __future__ import annotations
 

@@ -89,7 +89,7 @@ PARALLEL_MIN_CASES = 20_000
 #: the fewest items whose hashes are computed half in a second process (~5 µs an item, against the fork)
 PARALLEL_MIN_ITEMS = 20_000
 _STDLIB_MARK = b"J"
-#: the most case signatures a CasePreparer remembers (CasePreparer._news): a source's cases share a
+#: the most case signatures a CasePreparer remembers (CasePreparer.news): a source's cases share a
 #: few (promptfoo's: one per provider and prompt); one whose every case has scorers of its own
 #: (an assertion's value written out per test) would otherwise keep one per case, to no gain
 SIGNATURES_KEPT = 4096
@@ -197,11 +197,11 @@ class SourceImport:
 
     def _tally_scores(self, draft: _RunDraft, case: SourceCase) -> None:
         """The tallies of ``case``'s scores: of a case whose scores have identities, only those that
-        are news (:meth:`CasePreparer._news`: most cases' scores are those of a case before them,
+        are news (:meth:`CasePreparer.news`: most cases' scores are those of a case before them,
         told at once by one orjson text, not an identity key per score); else each score's."""
         scores = case.scores
         if scores and scores[0].identity is not None:
-            for tally in self._preparer._news(case.run, scores):
+            for tally in self._preparer.news(case.run, scores):
                 _tally(draft, *tally)
             return
         for score in scores:
@@ -312,14 +312,14 @@ class CasePreparer:
     promptfoo message's cost). Safe because every case this process prepares is either sent or,
     when its run's message is not taken (:mod:`~evalsite.execute.importers.shared_reading`),
     added by the main process itself, in its place: what was sent or added before stays known there.
-    :meth:`SourceImport.add_case` keeps one of its own for the same filter (:meth:`_news`), whose
+    :meth:`SourceImport.add_case` keeps one of its own for the same filter (:meth:`news`), whose
     news it tallies at once."""
 
     def __init__(self) -> None:
         self._evaluators: set[tuple[str, str]] = set()
         self._identities: set[tuple[str, str, str]] = set()
         self._not_binary: set[tuple[str, str]] = set()
-        self._signatures: set[bytes] = set()  # of cases whose tallies were sent (_news)
+        self._signatures: set[bytes] = set()  # of cases whose tallies were sent (news)
 
     def prepared(self, case: SourceCase) -> list[Any]:
         """Its item's key (None when it is the row's id), row and order, its repeat as the source
@@ -327,10 +327,10 @@ class CasePreparer:
         the repeat: the order-independent part of :meth:`SourceImport.add_case`."""
         item = case.item
         key, row, order = _item_entry(item)
-        return assembled(case.run, item.id, key, row, order, case.repeat, self._news(case.run, case.scores),
+        return assembled(case.run, item.id, key, row, order, case.repeat, self.news(case.run, case.scores),
                          _spooled_body(key, case).decode("utf-8"))
 
-    def _news(self, run: str, scores: list[SourceScore]) -> list[list[Any]]:
+    def news(self, run: str, scores: list[SourceScore]) -> list[list[Any]]:
         """The tallies of a case's scores the main process may not know: none, at once, when
         the run, its evaluators and their identities are those of a case seen before (the same
         orjson text, without a null: the same identity keys) and each value is 0 or 1 or seen
@@ -349,18 +349,18 @@ class CasePreparer:
         return [entry for entry in news if entry is not None]
 
     def news_without_identities(self, run: str, kind: str, scores: list[list[Any]]) -> list[list[Any]]:
-        """:meth:`_news` of scores of one ``kind`` without an identity or a weight (a plain file's),
+        """:meth:`news` of scores of one ``kind`` without an identity or a weight (a plain file's),
         each given as its spooled ``[evaluator, value, ...]``, and the same state kept: such
         scores' signature holds a null, so it is neither known nor remembered and each score is
         judged by itself."""
         if not scores:
-            return self._news(run, [])
+            return self.news(run, [])
         news = [self._score_news(run, score[0], kind, None, None, score[1]) for score in scores]
         return [entry for entry in news if entry is not None]
 
     def _score_news(self, run: str, evaluator: str, kind: str, weight: float | None, identity: Any,
                     value: float | None) -> list[Any] | None:
-        """One score's tally when it is news (see :meth:`_news`), else None."""
+        """One score's tally when it is news (see :meth:`news`), else None."""
         slot = (run, evaluator)
         identity_key = None if identity is None else _identity_key(identity)
         new_identity = identity_key is not None and (*slot, identity_key) not in self._identities
