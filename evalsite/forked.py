@@ -226,19 +226,49 @@ def halved(work: Callable[[list[V]], list[R]], values: list[V]) -> list[R]:
     """``work(values)`` for a ``work`` that maps each value by itself: the second half mapped by a
     child process (:func:`forked`) while this one maps the first. All of it here where no child can
     be started, or when the child is lost; a failure of the first half is raised before the second's."""
+    return halving(work, values).result()
+
+
+def halving(work: Callable[[list[V]], list[R]], values: list[V],
+            beside: Callable[[], object] | None = None) -> Halving[V, R]:
+    """:func:`halved` in two steps, for a caller with work of its own to do first: the child is
+    started now, on the second half and then ``beside()`` (a value of its own, :attr:`Halving.beside`),
+    while this process goes on; :meth:`Halving.result` maps the first half here."""
     half = len(values) // 2
-    other = forked(lambda: work(values[half:]))
-    if other is None:
-        return work(values)
-    try:
-        first = work(values[:half])
-    except BaseException:
-        other.cancel()
-        raise
-    try:
-        return first + other.result()
-    except WorkerLost:
-        return first + work(values[half:])
+    return Halving(work, values, forked(lambda: (work(values[half:]), None if beside is None else beside())))
+
+
+@dataclass
+class Halving(Generic[V, R]):
+    """A map half done by a child (:func:`halving`); ``other`` None: all of it here."""
+
+    work: Callable[[list[V]], list[R]]
+    values: list[V]
+    other: Forked[tuple[list[R], object]] | None
+    beside: object = None  # the child's beside(), once result() has it (None without a child or when it was lost)
+
+    def result(self) -> list[R]:
+        """``work(values)``; a failure of the first half is raised before the second's. Once."""
+        other, self.other = self.other, None
+        if other is None:
+            return self.work(self.values)
+        half = len(self.values) // 2
+        try:
+            first = self.work(self.values[:half])
+        except BaseException:
+            other.cancel()
+            raise
+        try:
+            second, self.beside = other.result()
+        except WorkerLost:
+            second = self.work(self.values[half:])
+        return first + second
+
+    def cancel(self) -> None:
+        """Stop the child, when the caller will not ask for the result (nothing once it has)."""
+        if self.other is not None:
+            self.other.cancel()
+            self.other = None
 
 
 def _send(work: Callable[[], object], writing: int) -> None:

@@ -103,6 +103,27 @@ def test_halved_maps_here_with_no_core_spare_or_when_the_child_is_lost(monkeypat
     assert forked.halved(killed, [1, 2, 3]) == [1, 4, 9]
 
 
+def test_halving_starts_the_child_at_once_and_brings_back_its_beside_value() -> None:
+    halves = forked.halving(_squares, [1, 2, 3, 4], lambda: os.getpid())
+    assert halves.other is not None  # started before the result is asked for
+    assert halves.result() == [1, 4, 9, 16]
+    assert isinstance(halves.beside, int) and halves.beside != os.getpid()  # the child's pid
+
+
+def test_a_halving_cancelled_stops_its_child_and_one_without_a_child_maps_here(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    halves = forked.halving(_squares, [1, 2, 3, 4], lambda: time.sleep(60))
+    assert halves.other is not None
+    child = halves.other.child
+    halves.cancel()
+    with pytest.raises(ProcessLookupError):
+        os.kill(child.pid, 0)  # stopped and reaped
+    halves.cancel()  # (nothing left to stop)
+    monkeypatch.setattr(forked, "spare_core", lambda: False)
+    halves = forked.halving(_squares, [1, 2, 3, 4], lambda: "beside")
+    assert halves.result() == [1, 4, 9, 16] and halves.beside is None
+
+
 def _told(work: object) -> forked.Forked[object]:
     child = forked.forked_told(work)  # type: ignore[arg-type]
     assert child is not None

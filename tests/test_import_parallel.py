@@ -20,6 +20,7 @@ from evalsite import forked as forked_module
 from evalsite.errors import AlreadyImportedError, SourceError
 from evalsite.execute.importers import ImportOptions, import_files
 from evalsite.execute.importers import writer as import_writer
+from evalsite.execute.importers.source_records import SourceCase, SourceItem
 from evalsite.forked import forked_told
 from evalsite.project import Project
 
@@ -69,6 +70,19 @@ def test_two_processes_write_the_runs_one_writes(
     several = len(serial[0]) > 1
     assert len(children) == several and all(children)  # a second process exactly when there are two runs
     assert parallel == serial
+
+
+@pytest.mark.parametrize(("format_name", "source"), SOURCES, ids=lambda value: getattr(value, "name", value))
+def test_two_processes_with_the_items_hashed_in_halves_write_the_runs_one_writes(
+    tmp_path: Path, children: list[int], format_name: str, source: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """The second share's first run compared with the first while the items are hashed (found alike
+    for these files' arms), then written with the first's items."""
+    monkeypatch.setattr(import_writer, "PARALLEL_MIN_ITEMS", 2)
+    parallel = _import(tmp_path / "parallel", format_name, source)
+    monkeypatch.setattr(import_writer, "PARALLEL_MIN_CASES", 10**9)
+    monkeypatch.setattr(import_writer, "PARALLEL_MIN_ITEMS", 10**9)
+    assert parallel == _import(tmp_path / "serial", format_name, source)
 
 
 def test_the_second_process_takes_the_dataset_identity_this_one_computed(
@@ -273,3 +287,36 @@ def test_a_lone_surrogate_in_either_half_of_the_items_is_the_one_process_error(
             import_files(Project(tmp_path / str(minimum)), "jsonl", [source], ImportOptions(again=True))
         errors.append(caught.value.message)
     assert errors[0] == errors[1] and "lone surrogate \\ud800" in errors[0]
+
+
+def _drafts(tmp_path: Path, second: list[tuple[str, object]]) -> list[import_writer._RunDraft]:
+    """Runs ``a`` (items q0-q3, expected 1) and ``b`` (``second``'s items and expected values) of one source."""
+    source = import_writer.SourceImport(Project(tmp_path), tmp_path / "rows.jsonl", "jsonl", "0" * 64)
+    for run, rows in (("a", [(f"q{n}", 1) for n in range(4)]), ("b", second)):
+        for item_id, expected in rows:
+            source.add_case(SourceCase(run, SourceItem(item_id, f"input {item_id}", expected)))
+    return source.drafts()
+
+
+@pytest.mark.parametrize(("second", "alike"), [
+    ([(f"q{n}", 1) for n in range(4)], True),
+    ([(f"q{n}", 1.0 if n == 2 else 1) for n in range(4)], False),  # equal, but hashed otherwise
+    ([(f"q{n}", 1) for n in (1, 0, 2, 3)], False),  # another order
+    ([(f"q{n}", 1) for n in range(3)], False),  # one item fewer
+])
+def test_the_second_shares_first_run_takes_the_items_unchecked_only_when_found_alike(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, second: list[tuple[str, object]], alike: bool
+):
+    """Compared by the child hashing half of the first run's items; a run found otherwise is checked
+    (and, when not the same items, hashed) as any other run, as one process does."""
+    monkeypatch.setattr(forked_module, "spare_core", lambda: True)
+    monkeypatch.setattr(import_writer, "PARALLEL_MIN_ITEMS", 2)
+    first, then = _drafts(tmp_path, second)
+    memo = import_writer._ItemsMemo("rows.jsonl")
+    items = memo.items_by_key(first, then)
+    found = memo.items_by_key(then)
+    assert (found is items) == alike  # (found again, the same items make a dict of their own)
+    monkeypatch.setattr(import_writer, "PARALLEL_MIN_ITEMS", 10**9)
+    alone = import_writer._ItemsMemo("rows.jsonl")
+    alone.items_by_key(first)
+    assert found == alone.items_by_key(then)  # the items one process finds

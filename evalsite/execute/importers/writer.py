@@ -43,8 +43,8 @@ from evalsite.analysis.case_columns import batch_columns
 from evalsite.analysis.summary import summarise_run
 from evalsite.errors import RunLogError, SourceError
 from evalsite.execute.importers.source_records import ImportOptions, SourceCase, SourceItem, SourceRun, SourceScore
-from evalsite.experiment.datasets import Dataset, Item, item_identity, row_hashes
-from evalsite.forked import WorkerLost, forked_told, halved
+from evalsite.experiment.datasets import Dataset, Item, RowHashes, item_identity, row_hashes
+from evalsite.forked import Halving, WorkerLost, forked_told, halving
 from evalsite.project import Project
 from evalsite.runlog.builders import (
     DatasetRecord,
@@ -537,14 +537,16 @@ class _ItemsMemo:
     identity block. Rows count as the same only when they are equal and orjson writes them alike
     (``==`` alone takes ``1`` for ``1.0`` or ``true``, which hash differently; orjson alone writes
     NaN as null). The hashes of :data:`PARALLEL_MIN_ITEMS` items or more are computed half by a
-    second process (:func:`~evalsite.forked.halved`), once the rows have passed their checks."""
+    second process (:func:`~evalsite.forked.halving`); for the first run's items, started before
+    their order and checks are made here (its result used only once the rows have passed them),
+    and that process then compares the second share's first run with the first (:func:`_alike`)."""
 
     def __init__(self, label: str):
         self.label = label
         self.rows: list[dict[str, Any]] = []
         self.items: list[Item] = []
         self._datasets: dict[tuple[str | None, str], tuple[str, dict[str, Any]]] = {}  # for these items
-        self._last: tuple[str, dict[str, Item]] | None = None  # the last draft's key and items by key
+        self._last: tuple[set[str], dict[str, Item]] | None = None  # the last drafts' keys and their items by key
         self._news: Callable[[], object] | None = None  # these items' datasets, from the first process
 
     def expect(self, news: Callable[[], object]) -> None:
@@ -557,20 +559,44 @@ class _ItemsMemo:
         """The datasets of the last items computed so far (:meth:`dataset`), by location and name."""
         return self._datasets
 
-    def items_by_key(self, draft: _RunDraft) -> dict[str, Item]:
-        """The items of ``draft``'s run in the source's order, by key."""
-        if self._last is not None and self._last[0] == draft.key:  # hashed before the write fork
+    def items_by_key(self, draft: _RunDraft, then: _RunDraft | None = None) -> dict[str, Item]:
+        """The items of ``draft``'s run in the source's order, by key. ``then``: a run the child
+        hashing half of new items compares with ``draft``'s (:func:`_alike`) once its half is
+        hashed: when alike, ``then``'s items are these, found later without a check of their own
+        (the second process's first run, compared while a core would otherwise wait)."""
+        if self._last is not None and draft.key in self._last[0]:  # hashed before the write fork
             return self._last[1]
-        keys, slots = list(draft.items), list(draft.items.values())
-        orders = list(map(_ORDER, slots))
-        ranks = sorted(range(len(keys)), key=orders.__getitem__)  # (no Python call per item)
-        keys, rows = [keys[rank] for rank in ranks], [slots[rank].row for rank in ranks]
-        if not (self.items and rows == self.rows and _same_text(rows, self.rows)):
-            hashed = partial(halved, row_hashes) if len(rows) >= PARALLEL_MIN_ITEMS else row_hashes
-            self.rows, self.items, self._datasets = rows, item_identity(rows, self.label, hashed), {}
-            self._news = None  # (news of the items before these)
-        self._last = draft.key, dict(zip(keys, self.items))
+        slots = list(draft.items.values())
+        # a first run's items are new: their hashes started at once, half by the child, beside the order and checks
+        hashing = None if self.items else self._hashing(slots, draft, then)
+        try:
+            orders = list(map(_ORDER, slots))
+            ranks = sorted(range(len(slots)), key=orders.__getitem__)  # (no Python call per item)
+            arrived = list(draft.items)
+            keys, rows = [arrived[rank] for rank in ranks], [slots[rank].row for rank in ranks]
+            if hashing is not None or not (rows == self.rows and _same_text(rows, self.rows)):
+                hashing = hashing or self._hashing(slots, draft, None)
+                self.rows, self._datasets = rows, {}
+                self.items = item_identity(rows, self.label, partial(_ranked, hashing, ranks))
+                self._news = None  # (news of the items before these)
+        except BaseException:
+            if hashing is not None:
+                hashing.cancel()
+            raise
+        found = {draft.key}
+        if then is not None and hashing is not None and hashing.beside is True:
+            found.add(then.key)
+        self._last = found, dict(zip(keys, self.items))
         return self._last[1]
+
+    @staticmethod
+    def _hashing(slots: list[_ItemSlot], draft: _RunDraft, then: _RunDraft | None) -> Halving[dict[str, Any], RowHashes]:
+        """The hashes of the slots' rows in their order of arrival, half by a child (beside them, whether
+        ``then``'s items are ``draft``'s) when they are :data:`PARALLEL_MIN_ITEMS` or more."""
+        rows = [slot.row for slot in slots]
+        if len(rows) < PARALLEL_MIN_ITEMS:
+            return Halving(row_hashes, rows, None)
+        return halving(row_hashes, rows, None if then is None else partial(_alike, draft, then))
 
     def dataset(self, location: str | None, name: str) -> tuple[str, dict[str, Any]]:
         """The last items' ``dataset_id`` and the fingerprint's dataset block, named ``name`` at ``location``."""
@@ -583,6 +609,35 @@ class _ItemsMemo:
             identity = dataset_identity(location, Dataset(Path(location or "."), name, self.items))
             found = self._datasets[(location, name)] = (identity["dataset_id"], identity)  # (its dataset_id)
         return found
+
+
+def _ranked(hashing: Halving[dict[str, Any], RowHashes], ranks: list[int],
+            rows: list[dict[str, Any]]) -> list[RowHashes]:
+    """The hashes of ``rows`` (each the ``ranks[i]``-th row to arrive) from ``hashing``'s, in order of
+    arrival. A row that fails to hash in either half: ``rows`` hashed again here, in order, so the
+    first to fail in the source's order raises its error, as in one process."""
+    try:
+        arrived = hashing.result()
+    except Exception:
+        return row_hashes(rows)
+    return [arrived[rank] for rank in ranks]
+
+
+def _alike(draft: _RunDraft, then: _RunDraft) -> bool:
+    """Whether run ``then``'s items are ``draft``'s as :meth:`_ItemsMemo.items_by_key` would find
+    them: the same keys in the same order of arrival, with the same orders, of rows equal and
+    written alike (so in the source's order too). False for rows nested too deeply to compare: that
+    run is then checked as any other."""
+    if list(draft.items) != list(then.items):
+        return False
+    slots, others = list(draft.items.values()), list(then.items.values())
+    try:
+        if list(map(_ORDER, slots)) != list(map(_ORDER, others)):
+            return False
+        rows, other_rows = [slot.row for slot in slots], [slot.row for slot in others]
+        return rows == other_rows and _same_text(rows, other_rows)
+    except RecursionError:
+        return False
 
 
 def _same_text(first: list[dict[str, Any]], second: list[dict[str, Any]]) -> bool:
@@ -614,7 +669,7 @@ def write_runs(source: SourceImport, runs_dir: Path, batch_id: str, options: Imp
 
     try:
         if rest:  # the items hashed once, before the fork: both shares' runs are usually on the same items
-            memo.items_by_key(first[0][1])
+            memo.items_by_key(first[0][1], rest[0][1])
             for _, draft in rest:  # nothing of a spool left in a buffer both processes would write out
                 draft.spool.flush()
         other = forked_told(told) if rest else None
