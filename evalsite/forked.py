@@ -5,11 +5,11 @@ second share of runs, a site build's new run page and compare page).
 pipe whose other end the parent reads: the child starts with everything the parent has read so
 far (nothing is copied or pickled on the way in), so it runs exactly the code and data the
 parent would. :func:`forked` is the common case: one value computed by the child, sent back
-pickled (the runs it wrote, the files it rendered, or the exception it raised); :func:`forked_told`
-the same with one message from the parent on the way (a value the parent computes while the child
-starts, told without ever waiting on the child). Linux only: elsewhere (no ``fork``, or
+pickled (the runs it wrote, the files it rendered, or the exception it raised); :func:`halving`
+maps a list half in a child while the parent goes on. Linux only: elsewhere (no ``fork``, or
 macOS, where forking a process that may hold system frameworks is unsafe), or when no core is
-spare (:func:`spare_core`), both return None and the caller does the work itself. The parent
+spare (:func:`spare_core`), :func:`forked` returns None and the caller does the work itself
+(:func:`halving` maps all of it here). The parent
 always either collects the child (:meth:`Forked.result`) or stops it (:meth:`Forked.cancel`) before
 it goes on, so no child outlives the command or writes after it.
 
@@ -28,11 +28,9 @@ import os
 import pickle
 import select
 import signal
-import struct
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import partial
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
@@ -45,7 +43,6 @@ _OK, _RAISED = "ok", "raised"
 STALL_SECONDS = 30.0
 _POLL_SECONDS = 1.0
 _CHUNK = 1 << 20
-_LENGTH = struct.Struct("<Q")  # a message's length, before it (Forked.tell)
 log = logging.getLogger(__name__)
 
 
@@ -140,31 +137,13 @@ def fork_child(body: Callable[[int], None]) -> Child | None:
 
 
 class Forked(Generic[T]):
-    """A child process computing one value; :meth:`result` waits for it. ``telling``: the write end
-    of a pipe to the child, for one message (:func:`forked_told`)."""
+    """A child process computing one value; :meth:`result` waits for it."""
 
-    def __init__(self, child: Child, telling: int | None = None):
+    def __init__(self, child: Child):
         self.child = child
-        self._telling = telling
-
-    def tell(self, value: object) -> None:
-        """Give the child ``value`` (its ``news()``, :func:`forked_told`) without ever waiting on it:
-        the message goes only when the pipe takes all of it at once, so a child that stopped
-        reading can never hold this process up; else (or when the child is gone) its ``news()``
-        gives None. At most once; :meth:`result` and :meth:`cancel` close the pipe when it was not."""
-        if self._telling is None:
-            return
-        payload = pickle.dumps(value)
-        os.set_blocking(self._telling, False)
-        try:
-            os.write(self._telling, _LENGTH.pack(len(payload)) + payload)  # whole, part or nothing
-        except (BlockingIOError, BrokenPipeError):
-            pass
-        self._untold()
 
     def result(self) -> T:
         """The child's value, or the exception it raised, raised again here."""
-        self._untold()  # (a child waiting for news it will never get reads its end of the pipe)
         payload = self.child.read()
         os.close(self.child.reading)
         os.waitpid(self.child.pid, 0)
@@ -176,14 +155,8 @@ class Forked(Generic[T]):
         return value  # type: ignore[no-any-return]
 
     def cancel(self) -> None:
-        self._untold()
         os.close(self.child.reading)
         self.child.stop()
-
-    def _untold(self) -> None:
-        if self._telling is not None:
-            os.close(self._telling)
-            self._telling = None
 
 
 def forked(work: Callable[[], T]) -> Forked[T] | None:
@@ -192,48 +165,13 @@ def forked(work: Callable[[], T]) -> Forked[T] | None:
     return None if child is None else Forked(child)
 
 
-def forked_told(work: Callable[[Callable[[], object]], T]) -> Forked[T] | None:
-    """:func:`forked` with one message from this process on the way: the child computes
-    ``work(news)``, where ``news()`` waits for what this process gives :meth:`Forked.tell` and
-    returns it, or None when nothing came whole (none sent, too large for the pipe, this process
-    gone); ``work`` then computes it itself. For a value both processes need that this one
-    computes while the child starts on the rest of its work. ``news()`` reads once."""
-    receiving, telling = os.pipe()
-    child = fork_child(partial(_told_child, work, receiving, telling))
-    os.close(receiving)
-    if child is None:
-        os.close(telling)
-        return None
-    return Forked(child, telling)
-
-
-def _told_child(work: Callable[[Callable[[], object]], object], receiving: int, telling: int, writing: int) -> None:
-    os.close(telling)
-    _send(lambda: work(partial(_news, receiving)), writing)
-
-
-def _news(receiving: int) -> object:
-    """The child's side of :meth:`Forked.tell`: its value, or None when it did not come whole."""
-    with os.fdopen(receiving, "rb") as pipe:
-        message = pipe.read()
-    head, payload = message[:_LENGTH.size], message[_LENGTH.size:]
-    if len(head) < _LENGTH.size or _LENGTH.unpack(head)[0] != len(payload):
-        return None
-    return pickle.loads(payload)
-
-
-def halved(work: Callable[[list[V]], list[R]], values: list[V]) -> list[R]:
-    """``work(values)`` for a ``work`` that maps each value by itself: the second half mapped by a
-    child process (:func:`forked`) while this one maps the first. All of it here where no child can
-    be started, or when the child is lost; a failure of the first half is raised before the second's."""
-    return halving(work, values).result()
-
-
 def halving(work: Callable[[list[V]], list[R]], values: list[V],
             beside: Callable[[], object] | None = None) -> Halving[V, R]:
-    """:func:`halved` in two steps, for a caller with work of its own to do first: the child is
-    started now, on the second half and then ``beside()`` (a value of its own, :attr:`Halving.beside`),
-    while this process goes on; :meth:`Halving.result` maps the first half here."""
+    """``work(values)`` for a ``work`` that maps each value by itself, in two steps: a child
+    process (:func:`forked`) started now maps the second half, then computes ``beside()`` (a value
+    of its own, :attr:`Halving.beside`), while this process goes on with its own work; then
+    :meth:`Halving.result` maps the first half here and joins the child's. All of it here where no
+    child can be started, or when the child is lost."""
     half = len(values) // 2
     return Halving(work, values, forked(lambda: (work(values[half:]), None if beside is None else beside())))
 

@@ -21,7 +21,7 @@ from evalsite.errors import AlreadyImportedError, SourceError
 from evalsite.execute.importers import ImportOptions, import_files
 from evalsite.execute.importers import writer as import_writer
 from evalsite.execute.importers.source_records import SourceCase, SourceItem
-from evalsite.forked import forked_told
+from evalsite.forked import forked
 from evalsite.project import Project
 
 SOURCES = [
@@ -49,11 +49,11 @@ def children(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     started: list[int] = []
 
     def counted(work):  # type: ignore[no-untyped-def]
-        child = forked_told(work)
+        child = forked(work)
         started.append(child.child.pid if child else 0)
         return child
 
-    monkeypatch.setattr(import_writer, "forked_told", counted)
+    monkeypatch.setattr(import_writer, "forked", counted)
     monkeypatch.setattr(forked_module, "spare_core", lambda: True)
     monkeypatch.setattr(import_writer, "PARALLEL_MIN_CASES", 1)
     return started
@@ -85,26 +85,22 @@ def test_two_processes_with_the_items_hashed_in_halves_write_the_runs_one_writes
     assert parallel == _import(tmp_path / "serial", format_name, source)
 
 
-def test_the_second_process_takes_the_dataset_identity_this_one_computed(
+def test_the_dataset_identity_is_computed_once_before_the_fork(
     tmp_path: Path, children: list[int], monkeypatch: pytest.MonkeyPatch
 ):
-    """Computed once, here, while the second process checks its runs' items, then told to it; the
-    same runs as when each process computes it (told nothing, the child's news is None)."""
+    """Both shares' runs are on the same items: their identity is computed here, once, and the
+    second process starts writing with it (it waits for nothing)."""
     computed = tmp_path / "computed"
     original = import_writer.dataset_identity
 
     def identity(*args):  # type: ignore[no-untyped-def]
         with open(computed, "a") as pids:
-            pids.write(f"{os.getpid()}\n")
+            pids.write(f"{os.getpid()} {len(children)}\n")
         return original(*args)
 
     monkeypatch.setattr(import_writer, "dataset_identity", identity)
-    told = _import(tmp_path / "told", "jsonl", PLAIN / "scored.jsonl")
-    assert computed.read_text() == f"{os.getpid()}\n" and len(children) == 1
-    computed.unlink()
-    monkeypatch.setattr(forked_module.Forked, "tell", lambda self, value: None)
-    assert _import(tmp_path / "untold", "jsonl", PLAIN / "scored.jsonl") == told
-    assert sorted(computed.read_text().split()) == sorted([str(os.getpid()), str(children[1])])
+    _import(tmp_path / "runs", "jsonl", PLAIN / "scored.jsonl")
+    assert computed.read_text() == f"{os.getpid()} 0\n" and len(children) == 1  # (no child yet)
 
 
 def _failing(monkeypatch: pytest.MonkeyPatch, arms: set[str]) -> None:

@@ -44,7 +44,7 @@ from evalsite.analysis.summary import summarise_run
 from evalsite.errors import RunLogError, SourceError
 from evalsite.execute.importers.source_records import ImportOptions, SourceCase, SourceItem, SourceRun, SourceScore
 from evalsite.experiment.datasets import Dataset, Item, RowHashes, item_identity, row_hashes
-from evalsite.forked import Halving, WorkerLost, forked_told, halving
+from evalsite.forked import Halving, WorkerLost, forked, halving
 from evalsite.project import Project
 from evalsite.runlog.builders import (
     DatasetRecord,
@@ -547,17 +547,6 @@ class _ItemsMemo:
         self.items: list[Item] = []
         self._datasets: dict[tuple[str | None, str], tuple[str, dict[str, Any]]] = {}  # for these items
         self._last: tuple[set[str], dict[str, Item]] | None = None  # the last drafts' keys and their items by key
-        self._news: Callable[[], object] | None = None  # these items' datasets, from the first process
-
-    def expect(self, news: Callable[[], object]) -> None:
-        """In the second process: the datasets of the items it was forked with come from the first
-        (:meth:`datasets`, :meth:`~evalsite.forked.Forked.tell`), read by ``news()`` when first
-        needed; None (not sent) leaves them to be computed here."""
-        self._news = news
-
-    def datasets(self) -> dict[tuple[str | None, str], tuple[str, dict[str, Any]]]:
-        """The datasets of the last items computed so far (:meth:`dataset`), by location and name."""
-        return self._datasets
 
     def items_by_key(self, draft: _RunDraft, then: _RunDraft | None = None) -> dict[str, Item]:
         """The items of ``draft``'s run in the source's order, by key. ``then``: a run the child
@@ -578,7 +567,6 @@ class _ItemsMemo:
                 hashing = hashing or self._hashing(slots, draft, None)
                 self.rows, self._datasets = rows, {}
                 self.items = item_identity(rows, self.label, partial(_ranked, hashing, ranks))
-                self._news = None  # (news of the items before these)
         except BaseException:
             if hashing is not None:
                 hashing.cancel()
@@ -600,10 +588,6 @@ class _ItemsMemo:
 
     def dataset(self, location: str | None, name: str) -> tuple[str, dict[str, Any]]:
         """The last items' ``dataset_id`` and the fingerprint's dataset block, named ``name`` at ``location``."""
-        if self._news is not None:
-            news, self._news = self._news(), None
-            if isinstance(news, dict):
-                self._datasets.update(news)
         found = self._datasets.get((location, name))
         if found is None:
             identity = dataset_identity(location, Dataset(Path(location or "."), name, self.items))
@@ -650,12 +634,12 @@ def _same_text(first: list[dict[str, Any]], second: list[dict[str, Any]]) -> boo
 def write_runs(source: SourceImport, runs_dir: Path, batch_id: str, options: ImportOptions) -> list[ImportedRun]:
     """Write every run of ``source`` under ``runs_dir``; call once the reader has finished. With
     several runs and enough cases (:func:`_shares`), the last runs are written by a second process
-    (:func:`~evalsite.forked.forked_told`) while this one writes the first: the same
+    (:func:`~evalsite.forked.forked`) while this one writes the first: the same
     code over the same state, so the same files; its error, if any, is raised after this one's. If
-    the second process is killed before it answers, this one writes its share too. The items are
-    made before the fork; the dataset's identity after it, here, while the second process checks
-    its runs' items against them, then told to it (it computes the identity itself if it is told
-    nothing)."""
+    the second process is killed before it answers, this one writes its share too. The items and
+    the dataset's identity are made before the fork (the second process's first run compared with
+    the first while the items are hashed: :meth:`_ItemsMemo.items_by_key`), so both processes
+    start writing at once."""
     described = sorted(((_description(source, draft), draft) for draft in source.drafts()), key=lambda pair: pair[0].arm_id)
     first, rest = _shares(described)
     memo = _ItemsMemo(source.label)
@@ -663,21 +647,16 @@ def write_runs(source: SourceImport, runs_dir: Path, batch_id: str, options: Imp
     def write(share: list[tuple[SourceRun, _RunDraft]]) -> list[ImportedRun]:
         return [_write_run(source, draft, run, runs_dir, batch_id, options, memo) for run, draft in share]
 
-    def told(news: Callable[[], object]) -> list[ImportedRun]:
-        memo.expect(news)
-        return write(rest)
-
     try:
         if rest:  # the items hashed once, before the fork: both shares' runs are usually on the same items
             memo.items_by_key(first[0][1], rest[0][1])
+            memo.dataset(first[0][0].dataset_location, options.dataset_name or DEFAULT_DATASET_NAME)
             for _, draft in rest:  # nothing of a spool left in a buffer both processes would write out
                 draft.spool.flush()
-        other = forked_told(told) if rest else None
+        other = forked(partial(write, rest)) if rest else None
         if other is None:
             return write(first + rest)
-        try:  # the dataset's identity computed here while the second process checks its runs' items
-            memo.dataset(first[0][0].dataset_location, options.dataset_name or DEFAULT_DATASET_NAME)
-            other.tell(memo.datasets())
+        try:
             written = write(first)
         except BaseException:
             other.cancel()
