@@ -316,3 +316,20 @@ def test_the_second_shares_first_run_takes_the_items_unchecked_only_when_found_a
     alone = import_writer._ItemsMemo("rows.jsonl")
     alone.items_by_key(first)
     assert found == alone.items_by_key(then)  # the items one process finds
+
+
+@pytest.mark.parametrize("minimum", [2, 10**9])
+def test_of_two_rows_that_fail_to_hash_the_first_in_the_sources_order_is_the_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, minimum: int
+):
+    """The rows are hashed in their order of arrival (half by a child from ``minimum`` items on); a
+    failure has them hashed again in the source's order, so the error is the one process's."""
+    monkeypatch.setattr(forked_module, "spare_core", lambda: True)
+    monkeypatch.setattr(import_writer, "PARALLEL_MIN_ITEMS", minimum)
+    source = import_writer.SourceImport(Project(tmp_path), tmp_path / "rows.jsonl", "jsonl", "0" * 64)
+    for item_id, text, order in (("q0", "late\ud800", 3.0), ("q1", "early\ud801", 0.0), ("q2", "x", 1.0),
+                                 ("q3", "y", 2.0)):  # q0 arrives first, but is last in the source's order
+        source.add_case(SourceCase("a", SourceItem(item_id, text, order=order)))
+    with pytest.raises(UnicodeEncodeError) as caught:
+        import_writer._ItemsMemo("rows.jsonl").items_by_key(source.drafts()[0])
+    assert ord(caught.value.object[caught.value.start]) == 0xD801  # (a number: pytest-xdist cannot send a lone surrogate)
