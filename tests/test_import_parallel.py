@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import signal
 from pathlib import Path
@@ -285,36 +286,38 @@ def test_a_lone_surrogate_in_either_half_of_the_items_is_the_one_process_error(
     assert errors[0] == errors[1] and "lone surrogate \\ud800" in errors[0]
 
 
-def _drafts(tmp_path: Path, second: list[tuple[str, object]]) -> list[import_writer._RunDraft]:
-    """Runs ``a`` (items q0-q3, expected 1) and ``b`` (``second``'s items and expected values) of one source."""
+def _drafts(tmp_path: Path, second: list[tuple[str, object]], first: object = 1) -> list[import_writer._RunDraft]:
+    """Runs ``a`` (items q0-q3, expected ``first``) and ``b`` (``second``'s items and expected values) of one source."""
     source = import_writer.SourceImport(Project(tmp_path), tmp_path / "rows.jsonl", "jsonl", "0" * 64)
-    for run, rows in (("a", [(f"q{n}", 1) for n in range(4)]), ("b", second)):
+    for run, rows in (("a", [(f"q{n}", first) for n in range(4)]), ("b", second)):
         for item_id, expected in rows:
             source.add_case(SourceCase(run, SourceItem(item_id, f"input {item_id}", expected)))
     return source.drafts()
 
 
-@pytest.mark.parametrize(("second", "alike"), [
-    ([(f"q{n}", 1) for n in range(4)], True),
-    ([(f"q{n}", 1.0 if n == 2 else 1) for n in range(4)], False),  # equal, but hashed otherwise
-    ([(f"q{n}", 1) for n in (1, 0, 2, 3)], False),  # another order
-    ([(f"q{n}", 1) for n in range(3)], False),  # one item fewer
+@pytest.mark.parametrize(("second", "alike", "first"), [
+    ([(f"q{n}", 1) for n in range(4)], True, 1),
+    ([(f"q{n}", [None]) for n in range(4)], True, [None]),
+    ([(f"q{n}", [math.nan if n == 3 else None]) for n in range(4)], False, [None]),  # the same text, not equal
+    ([(f"q{n}", 1.0 if n == 2 else 1) for n in range(4)], False, 1),  # equal, but hashed otherwise
+    ([(f"q{n}", 1) for n in (1, 0, 2, 3)], False, 1),  # another order
+    ([(f"q{n}", 1) for n in range(3)], False, 1),  # one item fewer
 ])
 def test_the_second_shares_first_run_takes_the_items_unchecked_only_when_found_alike(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, second: list[tuple[str, object]], alike: bool
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, second: list[tuple[str, object]], alike: bool, first: object
 ):
     """Compared by the child hashing half of the first run's items; a run found otherwise is checked
     (and, when not the same items, hashed) as any other run, as one process does."""
     monkeypatch.setattr(forked_module, "spare_core", lambda: True)
     monkeypatch.setattr(import_writer, "PARALLEL_MIN_ITEMS", 2)
-    first, then = _drafts(tmp_path, second)
+    ran, then = _drafts(tmp_path, second, first)
     memo = import_writer._ItemsMemo("rows.jsonl")
-    items = memo.items_by_key(first, then)
+    items = memo.items_by_key(ran, then)
     found = memo.items_by_key(then)
     assert (found is items) == alike  # (found again, the same items make a dict of their own)
     monkeypatch.setattr(import_writer, "PARALLEL_MIN_ITEMS", 10**9)
     alone = import_writer._ItemsMemo("rows.jsonl")
-    alone.items_by_key(first)
+    alone.items_by_key(ran)
     assert found == alone.items_by_key(then)  # the items one process finds
 
 
