@@ -28,9 +28,11 @@ import os
 import pickle
 import select
 import signal
+import struct
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
@@ -41,6 +43,7 @@ _OK, _RAISED = "ok", "raised"
 #: a child that used no CPU for this long while the parent waited on it is stuck (a lock it inherited
 #: at the fork, held by a thread that did not come along); a working child uses CPU every few ms
 STALL_SECONDS = 30.0
+_LENGTH = struct.Struct("<Q")  # a message's length, before it (Halving)
 _POLL_SECONDS = 1.0
 _CHUNK = 1 << 20
 log = logging.getLogger(__name__)
@@ -166,47 +169,96 @@ def forked(work: Callable[[], T]) -> Forked[T] | None:
 
 
 def halving(work: Callable[[list[V]], list[R]], values: list[V],
-            beside: Callable[[], object] | None = None) -> Halving[V, R]:
-    """``work(values)`` for a ``work`` that maps each value by itself, in two steps: a child
-    process (:func:`forked`) started now maps the second half, then computes ``beside()`` (a value
-    of its own, :attr:`Halving.beside`), while this process goes on with its own work; then
-    :meth:`Halving.result` maps the first half here and joins the child's. All of it here where no
-    child can be started, or when the child is lost."""
-    half = len(values) // 2
-    return Halving(work, values, forked(lambda: (work(values[half:]), None if beside is None else beside())))
+            beside: Callable[[], object] | None = None, at: int | None = None) -> Halving[V, R]:
+    """``work(values)`` for a ``work`` that maps each value by itself, in steps: a child process
+    started now maps the second half (the values from ``at`` on: by default, half of them) and sends it, then computes ``beside()`` (a value of its own)
+    and sends that, while this process goes on with its own work; :meth:`Halving.result` then maps
+    the first half here and joins the child's, and :meth:`Halving.beside` (with ``beside`` given: it
+    must be called, or :meth:`Halving.cancel`) reads the second message and collects the child, so
+    this process can do more of its own work while the child computes it. All of it here where no
+    child can be started (:func:`fork_child`), or when the child is lost."""
+    at = len(values) // 2 if at is None else at
+    works = [lambda: work(values[at:]), *([] if beside is None else [beside])]
+    return Halving(work, values, at, fork_child(partial(_send_each, works)), beside is not None)
 
 
 @dataclass
 class Halving(Generic[V, R]):
-    """A map half done by a child (:func:`halving`); ``other`` None: all of it here."""
+    """A map half done by a child (:func:`halving`); ``child`` None: none (any more)."""
 
     work: Callable[[list[V]], list[R]]
     values: list[V]
-    other: Forked[tuple[list[R], object]] | None
-    beside: object = None  # the child's beside(), once result() has it (None without a child or when it was lost)
+    at: int  # the child maps the values from here on
+    child: Child | None
+    besides: bool  # the child sends a second message, beside()'s
 
     def result(self) -> list[R]:
         """``work(values)``; a failure of the first half is raised before the second's. Once."""
-        other, self.other = self.other, None
-        if other is None:
+        if self.child is None:
             return self.work(self.values)
-        half = len(self.values) // 2
         try:
-            first = self.work(self.values[:half])
+            first = self.work(self.values[:self.at])
         except BaseException:
-            other.cancel()
+            self.cancel()
             raise
         try:
-            second, self.beside = other.result()
+            second: list[R] = self._message(last=not self.besides)  # type: ignore[assignment]
         except WorkerLost:
-            second = self.work(self.values[half:])
+            second = self.work(self.values[self.at:])
         return first + second
 
+    def beside(self) -> object:
+        """The child's ``beside()``, once :meth:`result` has been read (None without a child, or
+        when it was lost); the child collected."""
+        return None if self.child is None else self._message(last=True)
+
     def cancel(self) -> None:
-        """Stop the child, when the caller will not ask for the result (nothing once it has)."""
-        if self.other is not None:
-            self.other.cancel()
-            self.other = None
+        """Stop the child, when the caller will not read what it sends (nothing once it is collected)."""
+        if self.child is not None:
+            os.close(self.child.reading)
+            self.child.stop()
+            self.child = None
+
+    def _message(self, last: bool) -> object:
+        """The child's next message (:func:`_send_each`): its value, or the exception it raised
+        raised again here (the child collected); :class:`WorkerLost` when it ended before sending
+        it. ``last``: the child collected after it."""
+        child = self.child
+        assert child is not None
+        try:
+            head = child.read(_LENGTH.size)
+            size = _LENGTH.unpack(head)[0] if len(head) == _LENGTH.size else -1
+            payload = child.read(size) if size >= 0 else b""
+        except WorkerLost:  # stuck: already stopped, its pipe closed
+            self.child = None
+            raise
+        lost = size < 0 or len(payload) != size
+        if last or lost:
+            os.close(child.reading)
+            os.waitpid(child.pid, 0)
+            self.child = None
+        if lost:
+            raise WorkerLost(f"worker process {child.pid} ended without a result")
+        outcome, value = pickle.loads(payload)
+        if outcome == _RAISED:
+            self.cancel()  # (it sends nothing more)
+            raise value
+        return value
+
+
+def _send_each(works: list[Callable[[], object]], writing: int) -> None:
+    """The child's side of :class:`Halving`: each work's value (or the exception it raised, and
+    then no more) as a message, its length before it, each sent as soon as it is computed."""
+    with os.fdopen(writing, "wb") as pipe:
+        for work in works:
+            try:
+                payload, raised = pickle.dumps((_OK, work())), False
+            except BaseException as exc:  # every failure goes back to the parent, which raises it
+                payload, raised = _raised(exc), True
+            pipe.write(_LENGTH.pack(len(payload)) + payload)
+            pipe.flush()
+            if raised:
+                break
 
 
 def _send(work: Callable[[], object], writing: int) -> None:

@@ -103,22 +103,32 @@ def test_halving_maps_here_with_no_core_spare_or_when_the_child_is_lost(monkeypa
     assert forked.halving(killed, [1, 2, 3]).result() == [1, 4, 9]
 
 
-def test_halving_starts_the_child_at_once_and_brings_back_its_beside_value() -> None:
-    halves = forked.halving(_squares, [1, 2, 3, 4], lambda: os.getpid())
-    assert halves.other is not None  # started before the result is asked for
+def test_halving_starts_the_child_at_once_and_sends_its_beside_value_after_its_half() -> None:
+    halves = forked.halving(_squares, [1, 2, 3, 4], lambda: os.getpid(), at=1)
+    assert halves.child is not None  # started before the result is asked for
+    child = halves.child.pid
     assert halves.result() == [1, 4, 9, 16]
-    assert isinstance(halves.beside, int) and halves.beside != os.getpid()  # the child's pid
+    assert halves.beside() == child != os.getpid()
+    with pytest.raises(ChildProcessError):
+        os.waitpid(child, 0)  # collected
+
+
+def test_a_childs_error_in_its_half_is_raised_and_its_beside_value_is_then_none() -> None:
+    halves = forked.halving(_squares, [0, 1, -1, 2], lambda: "beside")
+    with pytest.raises(ValueError, match="from -1$"):
+        halves.result()
+    assert halves.child is None and halves.beside() is None
 
 
 def test_a_halving_cancelled_stops_its_child_and_one_without_a_child_maps_here(
         monkeypatch: pytest.MonkeyPatch) -> None:
     halves = forked.halving(_squares, [1, 2, 3, 4], lambda: time.sleep(60))
-    assert halves.other is not None
-    child = halves.other.child
+    assert halves.child is not None
+    child = halves.child
     halves.cancel()
     with pytest.raises(ProcessLookupError):
         os.kill(child.pid, 0)  # stopped and reaped
     halves.cancel()  # (nothing left to stop)
     monkeypatch.setattr(forked, "spare_core", lambda: False)
     halves = forked.halving(_squares, [1, 2, 3, 4], lambda: "beside")
-    assert halves.result() == [1, 4, 9, 16] and halves.beside is None
+    assert halves.result() == [1, 4, 9, 16] and halves.beside() is None

@@ -254,13 +254,13 @@ def test_items_hashed_half_by_a_second_process_give_the_runs_one_process_gives(
     monkeypatch.setattr(forked_module, "spare_core", lambda: True)
     monkeypatch.setattr(import_writer, "PARALLEL_MIN_CASES", 10**9)
     halves: list[int] = []
-    original = forked_module.forked
+    original = forked_module.fork_child
 
-    def counted(work):  # type: ignore[no-untyped-def]
+    def counted(body):  # type: ignore[no-untyped-def]
         halves.append(1)
-        return original(work)
+        return original(body)
 
-    monkeypatch.setattr(forked_module, "forked", counted)
+    monkeypatch.setattr(forked_module, "fork_child", counted)
     monkeypatch.setattr(import_writer, "PARALLEL_MIN_ITEMS", 2)
     halved = _import(tmp_path / "halved", format_name, source)
     assert halves
@@ -313,6 +313,7 @@ def test_the_second_shares_first_run_takes_the_items_unchecked_only_when_found_a
     ran, then = _drafts(tmp_path, second, first)
     memo = import_writer._ItemsMemo("rows.jsonl")
     items = memo.items_by_key(ran, then)
+    memo.compared()
     found = memo.items_by_key(then)
     assert (found is items) == alike  # (found again, the same items make a dict of their own)
     monkeypatch.setattr(import_writer, "PARALLEL_MIN_ITEMS", 10**9)

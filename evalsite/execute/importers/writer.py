@@ -88,6 +88,9 @@ SPOOL_BATCH = 1000
 PARALLEL_MIN_CASES = 20_000
 #: the fewest items whose hashes are computed half in a second process (~5 µs an item, against the fork)
 PARALLEL_MIN_ITEMS = 20_000
+#: the share of a first run's rows this process hashes, the rest by a child (:meth:`_ItemsMemo.items_by_key`):
+#: it orders and checks them first, about as long as hashing half of them
+HASHED_HERE = 0.25
 _STDLIB_MARK = b"J"
 #: what orjson writes of an identity (_identity_key): only JSON values, the rest refused
 _IDENTITY_OPTIONS = orjson.OPT_PASSTHROUGH_SUBCLASS | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
@@ -547,44 +550,57 @@ class _ItemsMemo:
         self.items: list[Item] = []
         self._datasets: dict[tuple[str | None, str], tuple[str, dict[str, Any]]] = {}  # for these items
         self._last: tuple[set[str], dict[str, Item]] | None = None  # the last drafts' keys and their items by key
+        self._comparing: tuple[str, Halving[dict[str, Any], RowHashes]] | None = None  # (items_by_key's then)
 
     def items_by_key(self, draft: _RunDraft, then: _RunDraft | None = None) -> dict[str, Item]:
         """The items of ``draft``'s run in the source's order, by key. ``then``: a run the child
         hashing half of new items compares with ``draft``'s (:func:`_alike`) once its half is
-        hashed: when alike, ``then``'s items are these, found later without a check of their own
-        (the second process's first run, compared while a core would otherwise wait)."""
+        hashed, while this process goes on; :meth:`compared` takes the answer: when alike,
+        ``then``'s items are these, found later without a check of their own (the second
+        process's first run, compared while a core would otherwise wait)."""
+        self.compared()
         if self._last is not None and draft.key in self._last[0]:  # hashed before the write fork
             return self._last[1]
         slots = list(draft.items.values())
-        # a first run's items are new: their hashes started at once, half by the child, beside the order and checks
-        hashing = None if self.items else self._hashing(slots, draft, then)
+        # a first run's items are new: their hashes started at once, most by the child, beside the order and checks
+        comparing = None if then is None else partial(_alike, draft, then)
+        hashing = None if self.items else self._hashing(slots, HASHED_HERE, comparing)
         try:
             orders = list(map(_ORDER, slots))
             ranks = sorted(range(len(slots)), key=orders.__getitem__)  # (no Python call per item)
             arrived = list(draft.items)
             keys, rows = [arrived[rank] for rank in ranks], [slots[rank].row for rank in ranks]
             if hashing is not None or not _same_rows(rows, self.rows):
-                hashing = hashing or self._hashing(slots, draft, None)
+                hashing = hashing or self._hashing(slots, 0.5)
                 self.rows, self._datasets = rows, {}
                 self.items = item_identity(rows, self.label, partial(_ranked, hashing, ranks))
         except BaseException:
             if hashing is not None:
                 hashing.cancel()
             raise
-        found = {draft.key}
-        if then is not None and hashing is not None and hashing.beside is True:
-            found.add(then.key)
-        self._last = found, dict(zip(keys, self.items))
+        self._last = {draft.key}, dict(zip(keys, self.items))
+        if then is not None and hashing is not None:
+            self._comparing = then.key, hashing
         return self._last[1]
 
+    def compared(self) -> None:
+        """Take the comparison :meth:`items_by_key` left to the hashing child, if any (before the
+        write fork: the child is collected here); a run found alike takes the last items."""
+        if self._comparing is not None and self._last is not None:
+            key, hashing = self._comparing
+            self._comparing = None
+            if hashing.beside() is True:
+                self._last[0].add(key)
+
     @staticmethod
-    def _hashing(slots: list[_ItemSlot], draft: _RunDraft, then: _RunDraft | None) -> Halving[dict[str, Any], RowHashes]:
-        """The hashes of the slots' rows in their order of arrival, half by a child (beside them, whether
-        ``then``'s items are ``draft``'s) when they are :data:`PARALLEL_MIN_ITEMS` or more."""
+    def _hashing(slots: list[_ItemSlot], here: float,
+                 beside: Callable[[], object] | None = None) -> Halving[dict[str, Any], RowHashes]:
+        """The hashes of the slots' rows in their order of arrival: from :data:`PARALLEL_MIN_ITEMS`
+        rows on, all but the share ``here`` by a child (which then computes ``beside()``)."""
         rows = [slot.row for slot in slots]
         if len(rows) < PARALLEL_MIN_ITEMS:
-            return Halving(row_hashes, rows, None)
-        return halving(row_hashes, rows, None if then is None else partial(_alike, draft, then))
+            return Halving(row_hashes, rows, len(rows), None, False)
+        return halving(row_hashes, rows, beside, int(len(rows) * here))
 
     def dataset(self, location: str | None, name: str) -> tuple[str, dict[str, Any]]:
         """The last items' ``dataset_id`` and the fingerprint's dataset block, named ``name`` at ``location``."""
@@ -643,8 +659,8 @@ def write_runs(source: SourceImport, runs_dir: Path, batch_id: str, options: Imp
     code over the same state, so the same files; its error, if any, is raised after this one's. If
     the second process is killed before it answers, this one writes its share too. The items and
     the dataset's identity are made before the fork (the second process's first run compared with
-    the first while the items are hashed: :meth:`_ItemsMemo.items_by_key`), so both processes
-    start writing at once."""
+    the first meanwhile, by the child hashing half the items: :meth:`_ItemsMemo.items_by_key`), so
+    both processes start writing at once."""
     described = sorted(((_description(source, draft), draft) for draft in source.drafts()), key=lambda pair: pair[0].arm_id)
     first, rest = _shares(described)
     memo = _ItemsMemo(source.label)
@@ -655,7 +671,10 @@ def write_runs(source: SourceImport, runs_dir: Path, batch_id: str, options: Imp
     try:
         if rest:  # the items hashed once, before the fork: both shares' runs are usually on the same items
             memo.items_by_key(first[0][1], rest[0][1])
-            memo.dataset(first[0][0].dataset_location, options.dataset_name or DEFAULT_DATASET_NAME)
+            try:  # made while the hashing child compares the second share's first run with the first
+                memo.dataset(first[0][0].dataset_location, options.dataset_name or DEFAULT_DATASET_NAME)
+            finally:
+                memo.compared()
             for _, draft in rest:  # nothing of a spool left in a buffer both processes would write out
                 draft.spool.flush()
         other = forked(partial(write, rest)) if rest else None
