@@ -86,7 +86,7 @@ SPOOL_BATCH = 1000
 #: the fewest cases the second process's runs must hold for write_runs to start one (a fork of a
 #: process holding a large import's items costs ~10-30 ms; its runs take ~25 µs a case to write)
 PARALLEL_MIN_CASES = 20_000
-#: the fewest items whose hashes are computed half in a second process (~5 µs an item, against the fork)
+#: the fewest items whose hashes are computed in part by a second process (~5 µs an item, against the fork)
 PARALLEL_MIN_ITEMS = 20_000
 #: the share of a first run's rows this process hashes, the rest by a child (:meth:`_ItemsMemo.items_by_key`):
 #: it orders and checks them first, about as long as hashing half of them
@@ -539,7 +539,7 @@ class _ItemsMemo:
     items, whose checks and hashes are then computed once, and so are the dataset's id and
     identity block. Rows count as the same only when they are equal and orjson writes them alike
     (``==`` alone takes ``1`` for ``1.0`` or ``true``, which hash differently; orjson alone writes
-    NaN as null). The hashes of :data:`PARALLEL_MIN_ITEMS` items or more are computed half by a
+    NaN as null). The hashes of :data:`PARALLEL_MIN_ITEMS` items or more are computed in part by a
     second process (:func:`~evalsite.forked.halving`); for the first run's items, started before
     their order and checks are made here (its result used only once the rows have passed them),
     and that process then compares the second share's first run with the first (:func:`_alike`)."""
@@ -554,7 +554,7 @@ class _ItemsMemo:
 
     def items_by_key(self, draft: _RunDraft, then: _RunDraft | None = None) -> dict[str, Item]:
         """The items of ``draft``'s run in the source's order, by key. ``then``: a run the child
-        hashing half of new items compares with ``draft``'s (:func:`_alike`) once its half is
+        hashing most of new items compares with ``draft``'s (:func:`_alike`) once its share is
         hashed, while this process goes on; :meth:`compared` takes the answer: when alike,
         ``then``'s items are these, found later without a check of their own (the second
         process's first run, compared while a core would otherwise wait)."""
@@ -614,7 +614,7 @@ class _ItemsMemo:
 def _ranked(hashing: Halving[dict[str, Any], RowHashes], ranks: list[int],
             rows: list[dict[str, Any]]) -> list[RowHashes]:
     """The hashes of ``rows`` (each the ``ranks[i]``-th row to arrive) from ``hashing``'s, in order of
-    arrival. A row that fails to hash in either half: ``rows`` hashed again here, in order, so the
+    arrival. A row that fails to hash in either share: ``rows`` hashed again here, in order, so the
     first to fail in the source's order raises its error, as in one process."""
     try:
         arrived = hashing.result()
@@ -659,7 +659,7 @@ def write_runs(source: SourceImport, runs_dir: Path, batch_id: str, options: Imp
     code over the same state, so the same files; its error, if any, is raised after this one's. If
     the second process is killed before it answers, this one writes its share too. The items and
     the dataset's identity are made before the fork (the second process's first run compared with
-    the first meanwhile, by the child hashing half the items: :meth:`_ItemsMemo.items_by_key`), so
+    the first meanwhile, by the child hashing most of the items: :meth:`_ItemsMemo.items_by_key`), so
     both processes start writing at once."""
     described = sorted(((_description(source, draft), draft) for draft in source.drafts()), key=lambda pair: pair[0].arm_id)
     first, rest = _shares(described)
