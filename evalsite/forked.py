@@ -5,11 +5,11 @@ second share of runs, a site build's new run page and compare page).
 pipe whose other end the parent reads: the child starts with everything the parent has read so
 far (nothing is copied or pickled on the way in), so it runs exactly the code and data the
 parent would. :func:`forked` is the common case: one value computed by the child, sent back
-pickled (the runs it wrote, the files it rendered, or the exception it raised); :func:`forked_told`
-the same with one message from the parent on the way (a value the parent computes while the child
-starts, told without ever waiting on the child). Linux only: elsewhere (no ``fork``, or
+pickled (the runs it wrote, the files it rendered, or the exception it raised); :func:`halving`
+maps a list half in a child while the parent goes on. Linux only: elsewhere (no ``fork``, or
 macOS, where forking a process that may hold system frameworks is unsafe), or when no core is
-spare (:func:`spare_core`), both return None and the caller does the work itself. The parent
+spare (:func:`spare_core`), :func:`forked` returns None and the caller does the work itself
+(:func:`halving` maps all of it here). The parent
 always either collects the child (:meth:`Forked.result`) or stops it (:meth:`Forked.cancel`) before
 it goes on, so no child outlives the command or writes after it.
 
@@ -43,9 +43,9 @@ _OK, _RAISED = "ok", "raised"
 #: a child that used no CPU for this long while the parent waited on it is stuck (a lock it inherited
 #: at the fork, held by a thread that did not come along); a working child uses CPU every few ms
 STALL_SECONDS = 30.0
+_LENGTH = struct.Struct("<Q")  # a message's length, before it (Halving)
 _POLL_SECONDS = 1.0
 _CHUNK = 1 << 20
-_LENGTH = struct.Struct("<Q")  # a message's length, before it (Forked.tell)
 log = logging.getLogger(__name__)
 
 
@@ -140,31 +140,13 @@ def fork_child(body: Callable[[int], None]) -> Child | None:
 
 
 class Forked(Generic[T]):
-    """A child process computing one value; :meth:`result` waits for it. ``telling``: the write end
-    of a pipe to the child, for one message (:func:`forked_told`)."""
+    """A child process computing one value; :meth:`result` waits for it."""
 
-    def __init__(self, child: Child, telling: int | None = None):
+    def __init__(self, child: Child):
         self.child = child
-        self._telling = telling
-
-    def tell(self, value: object) -> None:
-        """Give the child ``value`` (its ``news()``, :func:`forked_told`) without ever waiting on it:
-        the message goes only when the pipe takes all of it at once, so a child that stopped
-        reading can never hold this process up; else (or when the child is gone) its ``news()``
-        gives None. At most once; :meth:`result` and :meth:`cancel` close the pipe when it was not."""
-        if self._telling is None:
-            return
-        payload = pickle.dumps(value)
-        os.set_blocking(self._telling, False)
-        try:
-            os.write(self._telling, _LENGTH.pack(len(payload)) + payload)  # whole, part or nothing
-        except (BlockingIOError, BrokenPipeError):
-            pass
-        self._untold()
 
     def result(self) -> T:
         """The child's value, or the exception it raised, raised again here."""
-        self._untold()  # (a child waiting for news it will never get reads its end of the pipe)
         payload = self.child.read()
         os.close(self.child.reading)
         os.waitpid(self.child.pid, 0)
@@ -176,14 +158,8 @@ class Forked(Generic[T]):
         return value  # type: ignore[no-any-return]
 
     def cancel(self) -> None:
-        self._untold()
         os.close(self.child.reading)
         self.child.stop()
-
-    def _untold(self) -> None:
-        if self._telling is not None:
-            os.close(self._telling)
-            self._telling = None
 
 
 def forked(work: Callable[[], T]) -> Forked[T] | None:
@@ -192,53 +168,97 @@ def forked(work: Callable[[], T]) -> Forked[T] | None:
     return None if child is None else Forked(child)
 
 
-def forked_told(work: Callable[[Callable[[], object]], T]) -> Forked[T] | None:
-    """:func:`forked` with one message from this process on the way: the child computes
-    ``work(news)``, where ``news()`` waits for what this process gives :meth:`Forked.tell` and
-    returns it, or None when nothing came whole (none sent, too large for the pipe, this process
-    gone); ``work`` then computes it itself. For a value both processes need that this one
-    computes while the child starts on the rest of its work. ``news()`` reads once."""
-    receiving, telling = os.pipe()
-    child = fork_child(partial(_told_child, work, receiving, telling))
-    os.close(receiving)
-    if child is None:
-        os.close(telling)
-        return None
-    return Forked(child, telling)
+def halving(work: Callable[[list[V]], list[R]], values: list[V],
+            beside: Callable[[], object] | None = None, at: int | None = None) -> Halving[V, R]:
+    """``work(values)`` for a ``work`` that maps each value by itself, in steps: a child process
+    started now maps the second half (the values from ``at`` on: by default, half of them) and sends it, then computes ``beside()`` (a value of its own)
+    and sends that, while this process goes on with its own work; :meth:`Halving.result` then maps
+    the first half here and joins the child's, and :meth:`Halving.beside` (with ``beside`` given: it
+    must be called, or :meth:`Halving.cancel`) reads the second message and collects the child, so
+    this process can do more of its own work while the child computes it. All of it here where no
+    child can be started (:func:`fork_child`), or when the child is lost."""
+    at = len(values) // 2 if at is None else at
+    works = [lambda: work(values[at:]), *([] if beside is None else [beside])]
+    return Halving(work, values, at, fork_child(partial(_send_each, works)), beside is not None)
 
 
-def _told_child(work: Callable[[Callable[[], object]], object], receiving: int, telling: int, writing: int) -> None:
-    os.close(telling)
-    _send(lambda: work(partial(_news, receiving)), writing)
+@dataclass
+class Halving(Generic[V, R]):
+    """A map half done by a child (:func:`halving`); ``child`` None: none (any more)."""
+
+    work: Callable[[list[V]], list[R]]
+    values: list[V]
+    at: int  # the child maps the values from here on
+    child: Child | None
+    besides: bool  # the child sends a second message, beside()'s
+
+    def result(self) -> list[R]:
+        """``work(values)``; a failure of the first half is raised before the second's. Once."""
+        if self.child is None:
+            return self.work(self.values)
+        try:
+            first = self.work(self.values[:self.at])
+        except BaseException:
+            self.cancel()
+            raise
+        try:
+            second: list[R] = self._message(last=not self.besides)  # type: ignore[assignment]
+        except WorkerLost:
+            second = self.work(self.values[self.at:])
+        return first + second
+
+    def beside(self) -> object:
+        """The child's ``beside()``, once :meth:`result` has been read (None without a child, or
+        when it was lost); the child collected."""
+        return None if self.child is None else self._message(last=True)
+
+    def cancel(self) -> None:
+        """Stop the child, when the caller will not read what it sends (nothing once it is collected)."""
+        if self.child is not None:
+            os.close(self.child.reading)
+            self.child.stop()
+            self.child = None
+
+    def _message(self, last: bool) -> object:
+        """The child's next message (:func:`_send_each`): its value, or the exception it raised
+        raised again here (the child collected); :class:`WorkerLost` when it ended before sending
+        it. ``last``: the child collected after it."""
+        child = self.child
+        assert child is not None
+        try:
+            head = child.read(_LENGTH.size)
+            size = _LENGTH.unpack(head)[0] if len(head) == _LENGTH.size else -1
+            payload = child.read(size) if size >= 0 else b""
+        except WorkerLost:  # stuck: already stopped, its pipe closed
+            self.child = None
+            raise
+        lost = size < 0 or len(payload) != size
+        if last or lost:
+            os.close(child.reading)
+            os.waitpid(child.pid, 0)
+            self.child = None
+        if lost:
+            raise WorkerLost(f"worker process {child.pid} ended without a result")
+        outcome, value = pickle.loads(payload)
+        if outcome == _RAISED:
+            self.cancel()  # (it sends nothing more)
+            raise value
+        return value
 
 
-def _news(receiving: int) -> object:
-    """The child's side of :meth:`Forked.tell`: its value, or None when it did not come whole."""
-    with os.fdopen(receiving, "rb") as pipe:
-        message = pipe.read()
-    head, payload = message[:_LENGTH.size], message[_LENGTH.size:]
-    if len(head) < _LENGTH.size or _LENGTH.unpack(head)[0] != len(payload):
-        return None
-    return pickle.loads(payload)
-
-
-def halved(work: Callable[[list[V]], list[R]], values: list[V]) -> list[R]:
-    """``work(values)`` for a ``work`` that maps each value by itself: the second half mapped by a
-    child process (:func:`forked`) while this one maps the first. All of it here where no child can
-    be started, or when the child is lost; a failure of the first half is raised before the second's."""
-    half = len(values) // 2
-    other = forked(lambda: work(values[half:]))
-    if other is None:
-        return work(values)
-    try:
-        first = work(values[:half])
-    except BaseException:
-        other.cancel()
-        raise
-    try:
-        return first + other.result()
-    except WorkerLost:
-        return first + work(values[half:])
+def _send_each(works: list[Callable[[], object]], writing: int) -> None:
+    """The child's side of :class:`Halving`: each work's value (or the exception it raised, and
+    then no more) as a message, its length before it, each sent as soon as it is computed."""
+    with os.fdopen(writing, "wb") as pipe:
+        for work in works:
+            try:
+                payload, raised = pickle.dumps((_OK, work())), False
+            except BaseException as exc:  # every failure goes back to the parent, which raises it
+                payload, raised = _raised(exc), True
+            pipe.write(_LENGTH.pack(len(payload)) + payload)
+            pipe.flush()
+            if raised:
+                break
 
 
 def _send(work: Callable[[], object], writing: int) -> None:

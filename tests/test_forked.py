@@ -79,50 +79,56 @@ def _squares(values: list[int]) -> list[int]:
 
 
 @pytest.mark.parametrize("count", [0, 1, 2, 7, 10_000])
-def test_halved_maps_every_value_in_order(count: int) -> None:
+def test_halving_maps_every_value_in_order(count: int) -> None:
     values = list(range(count))
-    assert forked.halved(_squares, values) == _squares(values)
+    assert forked.halving(_squares, values).result() == _squares(values)
 
 
-def test_halved_raises_the_first_halfs_error_first_else_the_seconds() -> None:
+def test_halving_raises_the_first_halfs_error_first_else_the_seconds() -> None:
     with pytest.raises(ValueError, match="from 0$"):
-        forked.halved(_squares, [0, -1, 2, -1])
+        forked.halving(_squares, [0, -1, 2, -1]).result()
     with pytest.raises(ValueError, match="from 2$"):
-        forked.halved(_squares, [0, 1, 2, -1])
+        forked.halving(_squares, [0, 1, 2, -1]).result()
 
 
-def test_halved_maps_here_with_no_core_spare_or_when_the_child_is_lost(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_halving_maps_here_with_no_core_spare_or_when_the_child_is_lost(monkeypatch: pytest.MonkeyPatch) -> None:
     def killed(values: list[int]) -> list[int]:
         if os.getpid() != parent:
             os.kill(os.getpid(), 9)
         return _squares(values)
 
     parent = os.getpid()
-    assert forked.halved(killed, [1, 2, 3]) == [1, 4, 9]
+    assert forked.halving(killed, [1, 2, 3]).result() == [1, 4, 9]
     monkeypatch.setattr(forked, "spare_core", lambda: False)
-    assert forked.halved(killed, [1, 2, 3]) == [1, 4, 9]
+    assert forked.halving(killed, [1, 2, 3]).result() == [1, 4, 9]
 
 
-def _told(work: object) -> forked.Forked[object]:
-    child = forked.forked_told(work)  # type: ignore[arg-type]
-    assert child is not None
-    return child
+def test_halving_starts_the_child_at_once_and_sends_its_beside_value_after_its_half() -> None:
+    halves = forked.halving(_squares, [1, 2, 3, 4], lambda: os.getpid(), at=1)
+    assert halves.child is not None  # started before the result is asked for
+    child = halves.child.pid
+    assert halves.result() == [1, 4, 9, 16]
+    assert halves.beside() == child != os.getpid()
+    with pytest.raises(ChildProcessError):
+        os.waitpid(child, 0)  # collected
 
 
-def test_a_told_value_reaches_the_child_and_one_too_large_for_the_pipe_or_none_gives_none() -> None:
-    value = {("data.jsonl", "qa"): ("qa@abc", {"critical": ["q1"]})}
-    child = _told(lambda news: news())
-    child.tell(value)
-    assert child.result() == value
-    child = _told(lambda news: news())
-    child.tell(os.urandom(5 << 20))  # never waits on the child: not sent at all rather than in part
-    assert child.result() is None
-    assert _told(lambda news: news()).result() is None  # never told
+def test_a_childs_error_in_its_half_is_raised_and_its_beside_value_is_then_none() -> None:
+    halves = forked.halving(_squares, [0, 1, -1, 2], lambda: "beside")
+    with pytest.raises(ValueError, match="from -1$"):
+        halves.result()
+    assert halves.child is None and halves.beside() is None
 
 
-def test_telling_a_child_that_is_gone_is_no_error_and_its_result_is_lost() -> None:
-    child = _told(lambda news: os.kill(os.getpid(), 9))
-    os.waitid(os.P_PID, child.child.pid, os.WEXITED | os.WNOWAIT)  # dead (not yet reaped)
-    child.tell("news")
-    with pytest.raises(forked.WorkerLost):
-        child.result()
+def test_a_halving_cancelled_stops_its_child_and_one_without_a_child_maps_here(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    halves = forked.halving(_squares, [1, 2, 3, 4], lambda: time.sleep(60))
+    assert halves.child is not None
+    child = halves.child
+    halves.cancel()
+    with pytest.raises(ProcessLookupError):
+        os.kill(child.pid, 0)  # stopped and reaped
+    halves.cancel()  # (nothing left to stop)
+    monkeypatch.setattr(forked, "spare_core", lambda: False)
+    halves = forked.halving(_squares, [1, 2, 3, 4], lambda: "beside")
+    assert halves.result() == [1, 4, 9, 16] and halves.beside() is None

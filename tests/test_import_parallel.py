@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import signal
 from pathlib import Path
@@ -20,7 +21,8 @@ from evalsite import forked as forked_module
 from evalsite.errors import AlreadyImportedError, SourceError
 from evalsite.execute.importers import ImportOptions, import_files
 from evalsite.execute.importers import writer as import_writer
-from evalsite.forked import forked_told
+from evalsite.execute.importers.source_records import SourceCase, SourceItem
+from evalsite.forked import forked
 from evalsite.project import Project
 
 SOURCES = [
@@ -48,11 +50,11 @@ def children(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     started: list[int] = []
 
     def counted(work):  # type: ignore[no-untyped-def]
-        child = forked_told(work)
+        child = forked(work)
         started.append(child.child.pid if child else 0)
         return child
 
-    monkeypatch.setattr(import_writer, "forked_told", counted)
+    monkeypatch.setattr(import_writer, "forked", counted)
     monkeypatch.setattr(forked_module, "spare_core", lambda: True)
     monkeypatch.setattr(import_writer, "PARALLEL_MIN_CASES", 1)
     return started
@@ -71,26 +73,35 @@ def test_two_processes_write_the_runs_one_writes(
     assert parallel == serial
 
 
-def test_the_second_process_takes_the_dataset_identity_this_one_computed(
+@pytest.mark.parametrize(("format_name", "source"), SOURCES, ids=lambda value: getattr(value, "name", value))
+def test_two_processes_with_the_items_hashed_in_halves_write_the_runs_one_writes(
+    tmp_path: Path, children: list[int], format_name: str, source: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """The second share's first run compared with the first while the items are hashed (found alike
+    for these files' arms), then written with the first's items."""
+    monkeypatch.setattr(import_writer, "PARALLEL_MIN_ITEMS", 2)
+    parallel = _import(tmp_path / "parallel", format_name, source)
+    monkeypatch.setattr(import_writer, "PARALLEL_MIN_CASES", 10**9)
+    monkeypatch.setattr(import_writer, "PARALLEL_MIN_ITEMS", 10**9)
+    assert parallel == _import(tmp_path / "serial", format_name, source)
+
+
+def test_the_dataset_identity_is_computed_once_before_the_fork(
     tmp_path: Path, children: list[int], monkeypatch: pytest.MonkeyPatch
 ):
-    """Computed once, here, while the second process checks its runs' items, then told to it; the
-    same runs as when each process computes it (told nothing, the child's news is None)."""
+    """Both shares' runs are on the same items: their identity is computed here, once, and the
+    second process starts writing with it (it waits for nothing)."""
     computed = tmp_path / "computed"
     original = import_writer.dataset_identity
 
     def identity(*args):  # type: ignore[no-untyped-def]
         with open(computed, "a") as pids:
-            pids.write(f"{os.getpid()}\n")
+            pids.write(f"{os.getpid()} {len(children)}\n")
         return original(*args)
 
     monkeypatch.setattr(import_writer, "dataset_identity", identity)
-    told = _import(tmp_path / "told", "jsonl", PLAIN / "scored.jsonl")
-    assert computed.read_text() == f"{os.getpid()}\n" and len(children) == 1
-    computed.unlink()
-    monkeypatch.setattr(forked_module.Forked, "tell", lambda self, value: None)
-    assert _import(tmp_path / "untold", "jsonl", PLAIN / "scored.jsonl") == told
-    assert sorted(computed.read_text().split()) == sorted([str(os.getpid()), str(children[1])])
+    _import(tmp_path / "runs", "jsonl", PLAIN / "scored.jsonl")
+    assert computed.read_text() == f"{os.getpid()} 0\n" and len(children) == 1  # (no child yet)
 
 
 def _failing(monkeypatch: pytest.MonkeyPatch, arms: set[str]) -> None:
@@ -243,13 +254,13 @@ def test_items_hashed_half_by_a_second_process_give_the_runs_one_process_gives(
     monkeypatch.setattr(forked_module, "spare_core", lambda: True)
     monkeypatch.setattr(import_writer, "PARALLEL_MIN_CASES", 10**9)
     halves: list[int] = []
-    original = forked_module.forked
+    original = forked_module.fork_child
 
-    def counted(work):  # type: ignore[no-untyped-def]
+    def counted(body):  # type: ignore[no-untyped-def]
         halves.append(1)
-        return original(work)
+        return original(body)
 
-    monkeypatch.setattr(forked_module, "forked", counted)
+    monkeypatch.setattr(forked_module, "fork_child", counted)
     monkeypatch.setattr(import_writer, "PARALLEL_MIN_ITEMS", 2)
     halved = _import(tmp_path / "halved", format_name, source)
     assert halves
@@ -273,3 +284,56 @@ def test_a_lone_surrogate_in_either_half_of_the_items_is_the_one_process_error(
             import_files(Project(tmp_path / str(minimum)), "jsonl", [source], ImportOptions(again=True))
         errors.append(caught.value.message)
     assert errors[0] == errors[1] and "lone surrogate \\ud800" in errors[0]
+
+
+def _drafts(tmp_path: Path, second: list[tuple[str, object]], first: object = 1) -> list[import_writer._RunDraft]:
+    """Runs ``a`` (items q0-q3, expected ``first``) and ``b`` (``second``'s items and expected values) of one source."""
+    source = import_writer.SourceImport(Project(tmp_path), tmp_path / "rows.jsonl", "jsonl", "0" * 64)
+    for run, rows in (("a", [(f"q{n}", first) for n in range(4)]), ("b", second)):
+        for item_id, expected in rows:
+            source.add_case(SourceCase(run, SourceItem(item_id, f"input {item_id}", expected)))
+    return source.drafts()
+
+
+@pytest.mark.parametrize(("second", "alike", "first"), [
+    ([(f"q{n}", 1) for n in range(4)], True, 1),
+    ([(f"q{n}", [None]) for n in range(4)], True, [None]),
+    ([(f"q{n}", [math.nan if n == 3 else None]) for n in range(4)], False, [None]),  # the same text, not equal
+    ([(f"q{n}", 1.0 if n == 2 else 1) for n in range(4)], False, 1),  # equal, but hashed otherwise
+    ([(f"q{n}", 1) for n in (1, 0, 2, 3)], False, 1),  # another order
+    ([(f"q{n}", 1) for n in range(3)], False, 1),  # one item fewer
+])
+def test_the_second_shares_first_run_takes_the_items_unchecked_only_when_found_alike(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, second: list[tuple[str, object]], alike: bool, first: object
+):
+    """Compared by the child hashing half of the first run's items; a run found otherwise is checked
+    (and, when not the same items, hashed) as any other run, as one process does."""
+    monkeypatch.setattr(forked_module, "spare_core", lambda: True)
+    monkeypatch.setattr(import_writer, "PARALLEL_MIN_ITEMS", 2)
+    ran, then = _drafts(tmp_path, second, first)
+    memo = import_writer._ItemsMemo("rows.jsonl")
+    items = memo.items_by_key(ran, then)
+    memo.compared()
+    found = memo.items_by_key(then)
+    assert (found is items) == alike  # (found again, the same items make a dict of their own)
+    monkeypatch.setattr(import_writer, "PARALLEL_MIN_ITEMS", 10**9)
+    alone = import_writer._ItemsMemo("rows.jsonl")
+    alone.items_by_key(ran)
+    assert found == alone.items_by_key(then)  # the items one process finds
+
+
+@pytest.mark.parametrize("minimum", [2, 10**9])
+def test_of_two_rows_that_fail_to_hash_the_first_in_the_sources_order_is_the_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, minimum: int
+):
+    """The rows are hashed in their order of arrival (half by a child from ``minimum`` items on); a
+    failure has them hashed again in the source's order, so the error is the one process's."""
+    monkeypatch.setattr(forked_module, "spare_core", lambda: True)
+    monkeypatch.setattr(import_writer, "PARALLEL_MIN_ITEMS", minimum)
+    source = import_writer.SourceImport(Project(tmp_path), tmp_path / "rows.jsonl", "jsonl", "0" * 64)
+    for item_id, text, order in (("q0", "late\ud800", 3.0), ("q1", "early\ud801", 0.0), ("q2", "x", 1.0),
+                                 ("q3", "y", 2.0)):  # q0 arrives first, but is last in the source's order
+        source.add_case(SourceCase("a", SourceItem(item_id, text, order=order)))
+    with pytest.raises(UnicodeEncodeError) as caught:
+        import_writer._ItemsMemo("rows.jsonl").items_by_key(source.drafts()[0])
+    assert ord(caught.value.object[caught.value.start]) == 0xD801  # (a number: pytest-xdist cannot send a lone surrogate)

@@ -43,8 +43,8 @@ from evalsite.analysis.case_columns import batch_columns
 from evalsite.analysis.summary import summarise_run
 from evalsite.errors import RunLogError, SourceError
 from evalsite.execute.importers.source_records import ImportOptions, SourceCase, SourceItem, SourceRun, SourceScore
-from evalsite.experiment.datasets import Dataset, Item, item_identity, row_hashes
-from evalsite.forked import WorkerLost, forked_told, halved
+from evalsite.experiment.datasets import Dataset, Item, RowHashes, item_identity, row_hashes
+from evalsite.forked import Halving, WorkerLost, forked, halving
 from evalsite.project import Project
 from evalsite.runlog.builders import (
     DatasetRecord,
@@ -86,8 +86,11 @@ SPOOL_BATCH = 1000
 #: the fewest cases the second process's runs must hold for write_runs to start one (a fork of a
 #: process holding a large import's items costs ~10-30 ms; its runs take ~25 µs a case to write)
 PARALLEL_MIN_CASES = 20_000
-#: the fewest items whose hashes are computed half in a second process (~5 µs an item, against the fork)
+#: the fewest items whose hashes are computed in part by a second process (~5 µs an item, against the fork)
 PARALLEL_MIN_ITEMS = 20_000
+#: the share of a first run's rows this process hashes, the rest by a child (:meth:`_ItemsMemo.items_by_key`):
+#: it orders and checks them first, about as long as hashing half of them
+HASHED_HERE = 0.25
 _STDLIB_MARK = b"J"
 #: the most case signatures a CasePreparer remembers (CasePreparer.news): a source's cases share a
 #: few (promptfoo's: one per provider and prompt); one whose every case has scorers of its own
@@ -554,48 +557,71 @@ class _ItemsMemo:
     items, whose checks and hashes are then computed once, and so are the dataset's id and
     identity block. Rows count as the same only when they are equal and orjson writes them alike
     (``==`` alone takes ``1`` for ``1.0`` or ``true``, which hash differently; orjson alone writes
-    NaN as null). The hashes of :data:`PARALLEL_MIN_ITEMS` items or more are computed half by a
-    second process (:func:`~evalsite.forked.halved`), once the rows have passed their checks."""
+    NaN as null). The hashes of :data:`PARALLEL_MIN_ITEMS` items or more are computed in part by a
+    second process (:func:`~evalsite.forked.halving`); for the first run's items, started before
+    their order and checks are made here (its result used only once the rows have passed them),
+    and that process then compares the second share's first run with the first (:func:`_alike`)."""
 
     def __init__(self, label: str):
         self.label = label
         self.rows: list[dict[str, Any]] = []
         self.items: list[Item] = []
         self._datasets: dict[tuple[str | None, str], tuple[str, dict[str, Any]]] = {}  # for these items
-        self._last: tuple[str, dict[str, Item]] | None = None  # the last draft's key and items by key
-        self._news: Callable[[], object] | None = None  # these items' datasets, from the first process
+        self._last: tuple[set[str], dict[str, Item]] | None = None  # the last drafts' keys and their items by key
+        self._comparing: tuple[str, Halving[dict[str, Any], RowHashes]] | None = None  # (items_by_key's then)
 
-    def expect(self, news: Callable[[], object]) -> None:
-        """In the second process: the datasets of the items it was forked with come from the first
-        (:meth:`datasets`, :meth:`~evalsite.forked.Forked.tell`), read by ``news()`` when first
-        needed; None (not sent) leaves them to be computed here."""
-        self._news = news
-
-    def datasets(self) -> dict[tuple[str | None, str], tuple[str, dict[str, Any]]]:
-        """The datasets of the last items computed so far (:meth:`dataset`), by location and name."""
-        return self._datasets
-
-    def items_by_key(self, draft: _RunDraft) -> dict[str, Item]:
-        """The items of ``draft``'s run in the source's order, by key."""
-        if self._last is not None and self._last[0] == draft.key:  # hashed before the write fork
+    def items_by_key(self, draft: _RunDraft, then: _RunDraft | None = None) -> dict[str, Item]:
+        """The items of ``draft``'s run in the source's order, by key. ``then``: a run the child
+        hashing most of new items compares with ``draft``'s (:func:`_alike`) once its share is
+        hashed, while this process goes on; :meth:`compared` takes the answer: when alike,
+        ``then``'s items are these, found later without a check of their own (the second
+        process's first run, compared while a core would otherwise wait)."""
+        self.compared()
+        if self._last is not None and draft.key in self._last[0]:  # hashed before the write fork
             return self._last[1]
-        keys, slots = list(draft.items), list(draft.items.values())
-        orders = list(map(_ORDER, slots))
-        ranks = sorted(range(len(keys)), key=orders.__getitem__)  # (no Python call per item)
-        keys, rows = [keys[rank] for rank in ranks], [slots[rank].row for rank in ranks]
-        if not (self.items and rows == self.rows and _same_text(rows, self.rows)):
-            hashed = partial(halved, row_hashes) if len(rows) >= PARALLEL_MIN_ITEMS else row_hashes
-            self.rows, self.items, self._datasets = rows, item_identity(rows, self.label, hashed), {}
-            self._news = None  # (news of the items before these)
-        self._last = draft.key, dict(zip(keys, self.items))
+        slots = list(draft.items.values())
+        # a first run's items are new: their hashes started at once, most by the child, beside the order and checks
+        comparing = None if then is None else partial(_alike, draft, then)
+        hashing = None if self.items else self._hashing(slots, HASHED_HERE, comparing)
+        try:
+            orders = list(map(_ORDER, slots))
+            ranks = sorted(range(len(slots)), key=orders.__getitem__)  # (no Python call per item)
+            arrived = list(draft.items)
+            keys, rows = [arrived[rank] for rank in ranks], [slots[rank].row for rank in ranks]
+            if hashing is not None or not _same_rows(rows, self.rows):
+                hashing = hashing or self._hashing(slots, 0.5)
+                self.rows, self._datasets = rows, {}
+                self.items = item_identity(rows, self.label, partial(_ranked, hashing, ranks))
+        except BaseException:
+            if hashing is not None:
+                hashing.cancel()
+            raise
+        self._last = {draft.key}, dict(zip(keys, self.items))
+        if then is not None and hashing is not None:
+            self._comparing = then.key, hashing
         return self._last[1]
+
+    def compared(self) -> None:
+        """Take the comparison :meth:`items_by_key` left to the hashing child, if any (before the
+        write fork: the child is collected here); a run found alike takes the last items."""
+        if self._comparing is not None and self._last is not None:
+            key, hashing = self._comparing
+            self._comparing = None
+            if hashing.beside() is True:
+                self._last[0].add(key)
+
+    @staticmethod
+    def _hashing(slots: list[_ItemSlot], here: float,
+                 beside: Callable[[], object] | None = None) -> Halving[dict[str, Any], RowHashes]:
+        """The hashes of the slots' rows in their order of arrival: from :data:`PARALLEL_MIN_ITEMS`
+        rows on, all but the share ``here`` by a child (which then computes ``beside()``)."""
+        rows = [slot.row for slot in slots]
+        if len(rows) < PARALLEL_MIN_ITEMS:
+            return Halving(row_hashes, rows, len(rows), None, False)
+        return halving(row_hashes, rows, beside, int(len(rows) * here))
 
     def dataset(self, location: str | None, name: str) -> tuple[str, dict[str, Any]]:
         """The last items' ``dataset_id`` and the fingerprint's dataset block, named ``name`` at ``location``."""
-        if self._news is not None:
-            news, self._news = self._news(), None
-            if isinstance(news, dict):
-                self._datasets.update(news)
         found = self._datasets.get((location, name))
         if found is None:
             identity = dataset_identity(location, Dataset(Path(location or "."), name, self.items))
@@ -603,9 +629,43 @@ class _ItemsMemo:
         return found
 
 
-def _same_text(first: list[dict[str, Any]], second: list[dict[str, Any]]) -> bool:
+def _ranked(hashing: Halving[dict[str, Any], RowHashes], ranks: list[int],
+            rows: list[dict[str, Any]]) -> list[RowHashes]:
+    """The hashes of ``rows`` (each the ``ranks[i]``-th row to arrive) from ``hashing``'s, in order of
+    arrival. A row that fails to hash in either share: ``rows`` hashed again here, in order, so the
+    first to fail in the source's order raises its error, as in one process."""
     try:
-        return orjson.dumps(first) == orjson.dumps(second)
+        arrived = hashing.result()
+    except Exception:
+        return row_hashes(rows)
+    return [arrived[rank] for rank in ranks]
+
+
+def _alike(draft: _RunDraft, then: _RunDraft) -> bool:
+    """Whether run ``then``'s items are ``draft``'s as :meth:`_ItemsMemo.items_by_key` would find
+    them: the same keys in the same order of arrival, with the same orders, of rows equal and
+    written alike (so in the source's order too). False for rows nested too deeply to compare: that
+    run is then checked as any other."""
+    if list(draft.items) != list(then.items):
+        return False
+    slots, others = list(draft.items.values()), list(then.items.values())
+    try:
+        if list(map(_ORDER, slots)) != list(map(_ORDER, others)):
+            return False
+        rows, other_rows = [slot.row for slot in slots], [slot.row for slot in others]
+        return _same_rows(rows, other_rows)
+    except RecursionError:
+        return False
+
+
+def _same_rows(first: list[dict[str, Any]], second: list[dict[str, Any]]) -> bool:
+    """Whether the rows are equal and orjson writes them alike. The same text is the same values
+    (``1``, ``1.0`` and ``true`` are written apart, a key order too) but for a null, which orjson
+    also writes for NaN and the infinities: only a text holding one is compared by ``==`` too
+    (100,000 promptfoo rows of two runs: ``==`` 0.05 s, the texts 0.10 s)."""
+    try:
+        text = orjson.dumps(first)
+        return text == orjson.dumps(second) and (b"null" not in text or first == second)
     except TypeError:  # a value orjson does not write (an integer past 64 bits): hashed again
         return False
 
@@ -613,12 +673,12 @@ def _same_text(first: list[dict[str, Any]], second: list[dict[str, Any]]) -> boo
 def write_runs(source: SourceImport, runs_dir: Path, batch_id: str, options: ImportOptions) -> list[ImportedRun]:
     """Write every run of ``source`` under ``runs_dir``; call once the reader has finished. With
     several runs and enough cases (:func:`_shares`), the last runs are written by a second process
-    (:func:`~evalsite.forked.forked_told`) while this one writes the first: the same
+    (:func:`~evalsite.forked.forked`) while this one writes the first: the same
     code over the same state, so the same files; its error, if any, is raised after this one's. If
-    the second process is killed before it answers, this one writes its share too. The items are
-    made before the fork; the dataset's identity after it, here, while the second process checks
-    its runs' items against them, then told to it (it computes the identity itself if it is told
-    nothing)."""
+    the second process is killed before it answers, this one writes its share too. The items and
+    the dataset's identity are made before the fork (the second process's first run compared with
+    the first meanwhile, by the child hashing most of the items: :meth:`_ItemsMemo.items_by_key`), so
+    both processes start writing at once."""
     described = sorted(((_description(source, draft), draft) for draft in source.drafts()), key=lambda pair: pair[0].arm_id)
     first, rest = _shares(described)
     memo = _ItemsMemo(source.label)
@@ -626,21 +686,19 @@ def write_runs(source: SourceImport, runs_dir: Path, batch_id: str, options: Imp
     def write(share: list[tuple[SourceRun, _RunDraft]]) -> list[ImportedRun]:
         return [_write_run(source, draft, run, runs_dir, batch_id, options, memo) for run, draft in share]
 
-    def told(news: Callable[[], object]) -> list[ImportedRun]:
-        memo.expect(news)
-        return write(rest)
-
     try:
         if rest:  # the items hashed once, before the fork: both shares' runs are usually on the same items
-            memo.items_by_key(first[0][1])
+            memo.items_by_key(first[0][1], rest[0][1])
+            try:  # made while the hashing child compares the second share's first run with the first
+                memo.dataset(first[0][0].dataset_location, options.dataset_name or DEFAULT_DATASET_NAME)
+            finally:
+                memo.compared()
             for _, draft in rest:  # nothing of a spool left in a buffer both processes would write out
                 draft.spool.flush()
-        other = forked_told(told) if rest else None
+        other = forked(partial(write, rest)) if rest else None
         if other is None:
             return write(first + rest)
-        try:  # the dataset's identity computed here while the second process checks its runs' items
-            memo.dataset(first[0][0].dataset_location, options.dataset_name or DEFAULT_DATASET_NAME)
-            other.tell(memo.datasets())
+        try:
             written = write(first)
         except BaseException:
             other.cancel()
