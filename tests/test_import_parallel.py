@@ -1,7 +1,7 @@
 """An import's runs written by two processes (``write_runs``'s second share in a forked child) are
 the runs one process writes, byte for byte; an error in either share is the error, and the only
-one, that one process raises, and nothing is left behind. A small import starts no second process. A file's sha256 computed in a thread
-while it is read is the one recorded."""
+one, that one process raises, and nothing is left behind. A small import starts no second process. A file's sha256 computed in a thread,
+or for a large file in a child process, while it is read is the one recorded."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import json
 import math
 import os
 import signal
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -228,6 +229,93 @@ def test_a_hash_that_fails_in_its_thread_fails_the_import(tmp_path: Path, monkey
     with pytest.raises(PermissionError):
         import_files(Project(tmp_path), "jsonl", [PLAIN / "scored.jsonl"], ImportOptions(again=True))
     assert sorted(path.name for path in tmp_path.iterdir()) == ["data"]
+
+
+@pytest.fixture
+def hashing_children(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Every file counts as large enough for a hashing child, and a core as spare; the pids of the
+    hashing children started (none: hashed by the thread)."""
+    started: list[int] = []
+
+    def counted(work):  # type: ignore[no-untyped-def]
+        child = forked(work)
+        started.append(0 if child is None else child.child.pid)
+        return child
+
+    monkeypatch.setattr(importers, "HASH_CHILD_MIN_BYTES", 0)
+    monkeypatch.setattr(importers, "forked", counted)
+    monkeypatch.setattr(forked_module, "spare_core", lambda: True)
+    return started
+
+
+def test_a_large_file_is_hashed_by_a_child_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                   hashing_children: list[int]):
+    source = PROMPTFOO / "results.json"
+    importing, hashed_in = os.getpid(), tmp_path / "hashed-in"
+    original = importers.file_sha256
+
+    def noted(path: Path) -> str:
+        hashed_in.write_text(str(os.getpid()))
+        return original(path)
+
+    monkeypatch.setattr(importers, "file_sha256", noted)
+    (tmp_path / "data").mkdir()
+    import_files(Project(tmp_path), "promptfoo", [source], ImportOptions(again=True))
+    expected = hashlib.sha256(source.read_bytes()).hexdigest()
+    assert _recorded_sha(tmp_path) == [(expected, [expected])] * 2
+    assert len(hashing_children) == 1 and int(hashed_in.read_text()) == hashing_children[0] != importing
+
+
+def test_a_hash_that_fails_in_its_child_fails_the_import(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                        hashing_children: list[int]):
+    def unreadable(path: Path) -> str:
+        raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr(importers, "file_sha256", unreadable)
+    (tmp_path / "data").mkdir()
+    with pytest.raises(PermissionError, match="Permission denied"):
+        import_files(Project(tmp_path), "jsonl", [PLAIN / "scored.jsonl"], ImportOptions(again=True))
+    assert len(hashing_children) == 1 and all(hashing_children)
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["data"]
+
+
+def test_a_hashing_child_killed_before_it_answers_leaves_the_hash_to_this_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, hashing_children: list[int]
+):
+    importing, original = os.getpid(), importers.file_sha256
+
+    def killed_in_a_child(path: Path) -> str:
+        if os.getpid() != importing:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return original(path)
+
+    monkeypatch.setattr(importers, "file_sha256", killed_in_a_child)
+    source = PROMPTFOO / "results.json"
+    (tmp_path / "data").mkdir()
+    import_files(Project(tmp_path), "promptfoo", [source], ImportOptions(again=True))
+    expected = hashlib.sha256(source.read_bytes()).hexdigest()
+    assert len(hashing_children) == 1 and all(hashing_children) and _recorded_sha(tmp_path) == [(expected, [expected])] * 2
+
+
+def test_an_import_that_fails_while_reading_stops_its_hashing_child(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                  hashing_children: list[int]):
+    release = tmp_path / "release"
+
+    def slow(path: Path) -> str:  # in the child: still hashing when the reading fails
+        while not release.exists():
+            time.sleep(0.01)
+        return "0" * 64
+
+    monkeypatch.setattr(importers, "file_sha256", slow)
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text('{"id": "1", "input": "a", "output": "a"}\nnot json\n')
+    (tmp_path / "data").mkdir()
+    with pytest.raises(SourceError, match="line 2"):
+        import_files(Project(tmp_path), "jsonl", [broken], ImportOptions(again=True))
+    release.touch()
+    (pid,) = hashing_children
+    with pytest.raises(ChildProcessError):  # stopped and reaped by the import, not left running
+        os.waitpid(pid, os.WNOHANG)
 
 
 @pytest.mark.parametrize(

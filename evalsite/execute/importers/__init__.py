@@ -29,6 +29,7 @@ from evalsite.execute.importers.promptfoo import read_promptfoo
 from evalsite.execute.importers.source_records import ImportOptions
 from evalsite.execute.importers.writer import ImportedRun, SourceImport, StagedRuns, write_runs
 from evalsite.experiment.safety import SAFE_NAME_RULE, is_safe_name
+from evalsite.forked import Forked, WorkerLost, forked
 from evalsite.project import Project
 from evalsite.registry import Registry
 from evalsite.runlog.hashing import file_sha256
@@ -111,6 +112,7 @@ def import_files(project: Project, format_name: str, paths: Sequence[Path], opti
                 runs = [run for source in sources for run in write_runs(source, staged.folder, batch_id, options)]
                 staged.publish([run.run_id for run in runs])
         finally:
+            hashes.close()
             for source in sources:
                 source.close()
     for run in runs:
@@ -118,17 +120,28 @@ def import_files(project: Project, format_name: str, paths: Sequence[Path], opti
     return ImportReport(runs, [warning for source in sources for warning in source.warnings])
 
 
+#: the fewest bytes of files hashed by a child process rather than a thread (:class:`_Hashes`): a
+#: fork costs a few ms, which a file this size takes to hash
+HASH_CHILD_MIN_BYTES = 16 << 20
+
+
 class _Hashes:
     """Each file's sha256 (recorded in its runs' headers). Computed at once when an earlier import
-    might hold the same file (:func:`_refuse_repeats` must know before reading); otherwise in a
-    thread while the files are read (hashlib and file reads release the GIL), so on a second core
-    the hash costs no wall time. :meth:`of` waits for it."""
+    might hold the same file (:func:`_refuse_repeats` must know before reading); otherwise while the
+    files are read: by a child process where one can be forked (:func:`~evalsite.forked.forked`),
+    else by a thread (hashlib and file reads release the GIL). A process, not a thread, where it
+    can and the files are large (:data:`HASH_CHILD_MIN_BYTES`): the thread takes the GIL back after
+    each 1 MiB read and again after its update, each time making the reading thread give it up, which
+    cost the reading ~0.2-0.3 s of CPU on a 1.1 GB promptfoo file (whole imports 4 % shorter in wall
+    with the child: docs/benchmarks.md, session 28); the child costs a fork of a process still
+    small. :meth:`of` waits for it; :meth:`close` stops it if nothing waited (the import failed)."""
 
     def __init__(self, files: list[Path]):
         self.files = files
         self._found: dict[Path, str] = {}
         self._failed: OSError | None = None
         self._thread: threading.Thread | None = None
+        self._child: Forked[dict[Path, str]] | None = None
 
     def now(self) -> dict[Path, str]:
         """Every file's sha256, computed here if not yet."""
@@ -137,10 +150,12 @@ class _Hashes:
         return self._found
 
     def start(self) -> None:
-        """Hash in a thread whatever :meth:`now` has not hashed yet."""
+        """Hash in a child process (or a thread) whatever :meth:`now` has not hashed yet."""
         if len(self._found) < len(self.files):
-            self._thread = threading.Thread(target=self._hash_all, name="import-sha256", daemon=True)
-            self._thread.start()
+            self._child = forked(self.now) if _total_bytes(self.files) >= HASH_CHILD_MIN_BYTES else None
+            if self._child is None:
+                self._thread = threading.Thread(target=self._hash_all, name="import-sha256", daemon=True)
+                self._thread.start()
 
     def of(self, file: Path) -> str:
         self.wait()
@@ -151,12 +166,34 @@ class _Hashes:
     def wait(self) -> None:
         if self._thread is not None:
             self._thread.join()
+        child, self._child = self._child, None
+        if child is not None:
+            try:
+                self._found.update(child.result())
+            except OSError as exc:  # raised by of(), in the importing thread
+                self._failed = exc
+            except WorkerLost:  # killed before it answered: hashed here
+                self._hash_all()
+
+    def close(self) -> None:
+        """Stop the hashing child if nothing waited for it (the import failed first)."""
+        child, self._child = self._child, None
+        if child is not None:
+            child.cancel()
 
     def _hash_all(self) -> None:
         try:
             self.now()
         except OSError as exc:  # raised by of(), in the importing thread
             self._failed = exc
+
+
+def _total_bytes(files: list[Path]) -> int:
+    """The files' sizes added up; 0 when one cannot be read (hashed by the thread, which reports it)."""
+    try:
+        return sum(file.stat().st_size for file in files)
+    except OSError:
+        return 0
 
 
 def _read(form: Format, source: SourceImport, options: ImportOptions) -> None:
