@@ -43,7 +43,7 @@ _OK, _RAISED = "ok", "raised"
 #: a child that used no CPU for this long while the parent waited on it is stuck (a lock it inherited
 #: at the fork, held by a thread that did not come along); a working child uses CPU every few ms
 STALL_SECONDS = 30.0
-_LENGTH = struct.Struct("<Q")  # a message's length, before it (Halving)
+_LENGTH = struct.Struct("<Q")  # a message's length, before it (_send_each)
 _POLL_SECONDS = 1.0
 _CHUNK = 1 << 20
 log = logging.getLogger(__name__)
@@ -147,15 +147,7 @@ class Forked(Generic[T]):
 
     def result(self) -> T:
         """The child's value, or the exception it raised, raised again here."""
-        payload = self.child.read()
-        os.close(self.child.reading)
-        os.waitpid(self.child.pid, 0)
-        if not payload:
-            raise WorkerLost(f"worker process {self.child.pid} ended without a result")
-        outcome, value = pickle.loads(payload)
-        if outcome == _RAISED:
-            raise value
-        return value  # type: ignore[no-any-return]
+        return _received(self.child, last=True)  # type: ignore[return-value]
 
     def cancel(self) -> None:
         os.close(self.child.reading)
@@ -164,7 +156,7 @@ class Forked(Generic[T]):
 
 def forked(work: Callable[[], T]) -> Forked[T] | None:
     """``work()`` computed in a child process, or None where this platform cannot fork safely."""
-    child = fork_child(lambda writing: _send(work, writing))
+    child = fork_child(partial(_send_each, [work]))
     return None if child is None else Forked(child)
 
 
@@ -220,35 +212,42 @@ class Halving(Generic[V, R]):
             self.child = None
 
     def _message(self, last: bool) -> object:
-        """The child's next message (:func:`_send_each`): its value, or the exception it raised
-        raised again here (the child collected); :class:`WorkerLost` when it ended before sending
-        it. ``last``: the child collected after it."""
-        child = self.child
+        """The child's next message (:func:`_received`); ``last``: the child collected after it.
+        Once it raises, the child is gone (collected or stopped)."""
+        child, self.child = self.child, None
         assert child is not None
-        try:
-            head = child.read(_LENGTH.size)
-            size = _LENGTH.unpack(head)[0] if len(head) == _LENGTH.size else -1
-            payload = child.read(size) if size >= 0 else b""
-        except WorkerLost:  # stuck: already stopped, its pipe closed
-            self.child = None
-            raise
-        lost = size < 0 or len(payload) != size
-        if last or lost:
-            os.close(child.reading)
-            os.waitpid(child.pid, 0)
-            self.child = None
-        if lost:
-            raise WorkerLost(f"worker process {child.pid} ended without a result")
-        outcome, value = pickle.loads(payload)
-        if outcome == _RAISED:
-            self.cancel()  # (it sends nothing more)
-            raise value
+        value = _received(child, last)
+        self.child = None if last else child
         return value
 
 
+def _received(child: Child, last: bool) -> object:
+    """The child's next message (:func:`_send_each`): its value, or the exception it raised
+    raised again here (the child stopped: it sends nothing more); :class:`WorkerLost` when it
+    ended before sending it (the child collected) or was stuck (stopped). ``last``: the child
+    collected after it."""
+    head = child.read(_LENGTH.size)
+    size = _LENGTH.unpack(head)[0] if len(head) == _LENGTH.size else -1
+    payload = child.read(size) if size >= 0 else b""
+    lost = size < 0 or len(payload) != size
+    if last or lost:
+        os.close(child.reading)
+        os.waitpid(child.pid, 0)
+    if lost:
+        raise WorkerLost(f"worker process {child.pid} ended without a result")
+    outcome, value = pickle.loads(payload)
+    if outcome == _RAISED:
+        if not last:
+            os.close(child.reading)
+            child.stop()
+        raise value
+    return value
+
+
 def _send_each(works: list[Callable[[], object]], writing: int) -> None:
-    """The child's side of :class:`Halving`: each work's value (or the exception it raised, and
-    then no more) as a message, its length before it, each sent as soon as it is computed."""
+    """The child's side of :class:`Forked` and :class:`Halving`: each work's value (or the
+    exception it raised, and then no more) as a message, its length before it, each sent as soon
+    as it is computed (:func:`_received` reads them)."""
     with os.fdopen(writing, "wb") as pipe:
         for work in works:
             try:
@@ -259,15 +258,6 @@ def _send_each(works: list[Callable[[], object]], writing: int) -> None:
             pipe.flush()
             if raised:
                 break
-
-
-def _send(work: Callable[[], object], writing: int) -> None:
-    try:
-        payload = pickle.dumps((_OK, work()))
-    except BaseException as exc:  # every failure goes back to the parent, which raises it
-        payload = _raised(exc)
-    with os.fdopen(writing, "wb") as pipe:
-        pipe.write(payload)
 
 
 def _raised(exc: BaseException) -> bytes:
