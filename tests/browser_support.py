@@ -57,6 +57,20 @@ def problems_in(driver, site: Path) -> list[str]:
     return messages + [f"request outside the site: {name}" for name in names if not name.startswith(inside)]
 
 
+def load(driver, url: str, timeout: float = 10) -> None:
+    """Open ``url`` (a new document, not a fragment of the current one) and return once it has
+    loaded: stylesheets applied, scripts run. chromedriver's ``get`` now and then returns while the
+    new document still reads ``loading`` (about 1 navigation in 50 here), before the stylesheet
+    applies: an unstyled page is wider than a phone. The old document is marked first, so its own
+    ``complete`` is never taken for the new one's."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    driver.execute_script("document.evalsiteLeft = true")
+    driver.get(url)
+    WebDriverWait(driver, timeout).until(
+        lambda d: d.execute_script("return !document.evalsiteLeft && document.readyState === 'complete'"))
+
+
 def drawn(driver, css: str, timeout: float = 10):
     """The elements a page's script draws from its data scripts, once they are there."""
     from selenium.webdriver.common.by import By

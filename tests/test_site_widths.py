@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from browser_support import needs_browser
+from browser_support import load, needs_browser
 from example_support import run_example
 
 from evalsite.execute.runner import execute_plan
@@ -47,7 +47,7 @@ def site(tmp_path_factory) -> Path:
 
 def open_at(browser, site: Path, page: str, width: int) -> None:
     browser.set_window_size(width, 900)
-    browser.get((site / page).as_uri())
+    load(browser, (site / page).as_uri())  # measured before it loads, a page is unstyled
 
 
 @pytest.fixture
