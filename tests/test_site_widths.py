@@ -6,6 +6,7 @@ box, with a cue."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -34,6 +35,37 @@ return [...document.querySelectorAll('.table-block')].filter(b => b.querySelecto
 });
 """
 
+#: The page's width, the window's, and what sticks out furthest past the window's right edge (its box, or
+#: text of its own that overflows it) with no box around it that scrolls or clips it: the first in
+#: document order, so a table rather than its cells.
+OVERHANG = """
+const edge = window.innerWidth, clipped = el => {
+  for (let box = el.parentElement; box && box !== document.body; box = box.parentElement) {
+    if (getComputedStyle(box).overflowX !== 'visible') return true;
+  }
+  return false;
+};
+const reach = el => Math.max(el.getBoundingClientRect().right, ...[...el.childNodes].filter(n => n.nodeType === Node.TEXT_NODE)
+  .map(text => { const range = document.createRange(); range.selectNodeContents(text); return range.getBoundingClientRect().right; }));
+let out = null;
+for (const el of document.body.querySelectorAll('*')) {
+  const right = reach(el) + window.scrollX;
+  if (right <= edge || (out && right <= out.right) || clipped(el)) continue;
+  out = {right, el};
+}
+const name = out && out.el.tagName.toLowerCase() + (out.el.id ? '#' + out.el.id : '')
+  + [...out.el.classList].map(c => '.' + c).join('');
+return [document.documentElement.scrollWidth, edge, out && `${name} (${Math.round(out.el.getBoundingClientRect().width)} px wide,`
+  + ` reaching ${Math.round(out.right)} px): ${JSON.stringify(out.el.textContent.trim().replace(/\\s+/g, ' ').slice(0, 80))}`];
+"""
+
+
+def assert_no_sideways_scroll(browser, page: str) -> int:
+    """The page is no wider than the window (its width returned); if it is, the message names what sticks out."""
+    page_width, inner, widest = browser.execute_script(OVERHANG)
+    assert page_width <= inner, f"{page}: {page_width} px wide in a {inner} px window; sticking out: {widest or 'nothing found'}"
+    return int(inner)
+
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory) -> Path:
@@ -60,8 +92,7 @@ def sized(browser):
 @pytest.mark.parametrize("page", PAGES)
 def test_no_page_scrolls_sideways_and_no_table_is_clipped(sized, site, page, width):
     open_at(sized, site, page, width)
-    page_width, inner = sized.execute_script("return [document.documentElement.scrollWidth, window.innerWidth]")
-    assert page_width <= inner, f"{page}: {page_width} px wide in a {inner} px window"
+    assert_no_sideways_scroll(sized, page)
     tables = sized.execute_script(TABLES)
     assert tables
     for table in tables:
@@ -120,8 +151,7 @@ def test_the_compare_and_run_pages_do_not_scroll_sideways(sized, site, width):
     pages = [next((site / "compare").rglob("*.html")), next((site / "runs").glob("*sampler*.html"))]
     for page in pages:
         open_at(sized, site, str(page.relative_to(site)), width)
-        page_width, inner = sized.execute_script("return [document.documentElement.scrollWidth, window.innerWidth]")
-        assert page_width <= inner, f"{page.name}: {page_width} px in {inner}"
+        assert_no_sideways_scroll(sized, page.name)
 
 
 @pytest.mark.parametrize("width", [390, 1280, 1920])
@@ -130,8 +160,7 @@ def test_the_item_index_does_not_scroll_sideways_and_fits_a_desktop(sized, site,
 
     open_at(sized, site, "items/arithmetic-854dec43a471/index.html", width)
     drawn(sized, "#item-index-table tbody tr")
-    page_width, inner = sized.execute_script("return [document.documentElement.scrollWidth, window.innerWidth]")
-    assert page_width <= inner, f"item index: {page_width} px wide in a {inner} px window"
+    inner = assert_no_sideways_scroll(sized, "item index")
     table, box, overflow, right = sized.execute_script(
         "const box = document.querySelector('#item-index-table-block > .scroll');"
         " return [box.querySelector('table').scrollWidth, box.clientWidth, getComputedStyle(box).overflowX,"
@@ -139,3 +168,19 @@ def test_the_item_index_does_not_scroll_sideways_and_fits_a_desktop(sized, site,
     assert overflow == "auto" and right <= inner  # a wider table scrolls in its own box, never the page
     if width >= 1280:
         assert table <= box, f"item index at {width} px: table {table} px in a {box} px box"
+
+
+def test_the_width_check_fails_on_a_page_that_scrolls_and_names_what_sticks_out(sized, site, tmp_path):
+    style = next((site / "static").glob("style.*.css")).as_uri()
+    wide_table = f'<table class="data"><tr><td>{"7" * 120}</td></tr></table>'
+    pages = {"boxed": (f'<div class="scroll">{wide_table}</div>', None),  # scrolls in its own box: fine
+             "table": (wide_table, "table.data"),
+             "text": (f'<p id="long" style="white-space: nowrap">{"a word " * 60}</p>', "p#long")}
+    for name, (body, sticking_out) in pages.items():
+        (tmp_path / f"{name}.html").write_text(f'<!doctype html><link rel="stylesheet" href="{style}"><main>{body}</main>')
+        open_at(sized, tmp_path, f"{name}.html", 390)
+        if sticking_out is None:
+            assert_no_sideways_scroll(sized, name)
+        else:
+            with pytest.raises(AssertionError, match=rf"px window; sticking out: {re.escape(sticking_out)} \("):
+                assert_no_sideways_scroll(sized, name)
