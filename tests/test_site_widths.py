@@ -35,11 +35,11 @@ return [...document.querySelectorAll('.table-block')].filter(b => b.querySelecto
 });
 """
 
-#: The page's width, the window's, and what sticks out furthest past the window's right edge (its box, or
-#: text of its own that overflows it) with no box around it that scrolls or clips it: the first in
-#: document order, so a table rather than its cells.
+#: The page's width, the viewport's (the window less a vertical scrollbar), and what sticks out furthest
+#: past the viewport's right edge (its box, or text of its own that overflows it) with no box around it
+#: that scrolls or clips it: the first in document order, so a table rather than its cells.
 OVERHANG = """
-const edge = window.innerWidth, clipped = el => {
+const edge = document.documentElement.clientWidth, clipped = el => {
   for (let box = el.parentElement; box && box !== document.body; box = box.parentElement) {
     if (getComputedStyle(box).overflowX !== 'visible') return true;
   }
@@ -61,9 +61,9 @@ return [document.documentElement.scrollWidth, edge, out && `${name} (${Math.roun
 
 
 def assert_no_sideways_scroll(browser, page: str) -> int:
-    """The page is no wider than the window (its width returned); if it is, the message names what sticks out."""
+    """The page is no wider than the viewport (its width returned); if it is, the message names what sticks out."""
     page_width, inner, widest = browser.execute_script(OVERHANG)
-    assert page_width <= inner, f"{page}: {page_width} px wide in a {inner} px window; sticking out: {widest or 'nothing found'}"
+    assert page_width <= inner, f"{page}: {page_width} px wide in a {inner} px viewport; sticking out: {widest or 'nothing found'}"
     return int(inner)
 
 
@@ -175,12 +175,14 @@ def test_the_width_check_fails_on_a_page_that_scrolls_and_names_what_sticks_out(
     wide_table = f'<table class="data"><tr><td>{"7" * 120}</td></tr></table>'
     pages = {"boxed": (f'<div class="scroll">{wide_table}</div>', None),  # scrolls in its own box: fine
              "table": (wide_table, "table.data"),
-             "text": (f'<p id="long" style="white-space: nowrap">{"a word " * 60}</p>', "p#long")}
+             "text": (f'<p id="long" style="white-space: nowrap">{"a word " * 60}</p>', "p#long"),
+             # narrower than the window but not than the viewport beside a vertical scrollbar
+             "scrollbar": ('<div id="tall" style="width: 380px; height: 2000px"></div>', "div#tall")}
     for name, (body, sticking_out) in pages.items():
         (tmp_path / f"{name}.html").write_text(f'<!doctype html><link rel="stylesheet" href="{style}"><main>{body}</main>')
         open_at(sized, tmp_path, f"{name}.html", 390)
         if sticking_out is None:
             assert_no_sideways_scroll(sized, name)
         else:
-            with pytest.raises(AssertionError, match=rf"px window; sticking out: {re.escape(sticking_out)} \("):
+            with pytest.raises(AssertionError, match=rf"px viewport; sticking out: {re.escape(sticking_out)} \("):
                 assert_no_sideways_scroll(sized, name)
