@@ -181,6 +181,8 @@ def test_the_width_check_fails_on_a_page_that_scrolls_and_names_what_sticks_out(
     for name, (body, sticking_out) in pages.items():
         (tmp_path / f"{name}.html").write_text(f'<!doctype html><link rel="stylesheet" href="{style}"><main>{body}</main>')
         open_at(sized, tmp_path, f"{name}.html", 390)
+        if name == "scrollbar" and sized.execute_script("return window.innerWidth === document.documentElement.clientWidth"):
+            continue  # overlay scrollbars take no room: nothing to tell apart
         if sticking_out is None:
             assert_no_sideways_scroll(sized, name)
         else:
