@@ -58,13 +58,20 @@ def problems_in(driver, site: Path) -> list[str]:
 
 
 def load(driver, url: str, timeout: float = 10) -> None:
-    """Open ``url`` (a new document, not a fragment of the current one) and return once it has
-    loaded: stylesheets applied, scripts run. chromedriver's ``get`` now and then returns while the
-    new document still reads ``loading`` (about 1 navigation in 50 here), before the stylesheet
-    applies: an unstyled page is wider than a phone. The old document is marked first, so its own
-    ``complete`` is never taken for the new one's."""
+    """Open ``url`` as a new document and return once it has loaded: stylesheets applied, scripts
+    run. chromedriver's ``get`` now and then returns while the new document still reads ``loading``
+    (about 1 navigation in 50 here), before the stylesheet applies: an unstyled page is wider than a
+    phone. The old document is marked first, so its own ``complete`` is never taken for the new
+    one's. A ``url`` that differs from the open page's only in its ``#fragment`` would only scroll
+    the open document (no new one, its script not run again), so the browser leaves for
+    ``about:blank`` first: the page opens at that fragment as a reader's link opens it, whatever the
+    previous test left open."""
     from selenium.webdriver.support.ui import WebDriverWait
 
+    if "#" in url and driver.execute_script(
+            "return new URL(arguments[0], location.href).href.split('#')[0] === location.href.split('#')[0]", url):
+        driver.get("about:blank")
+        WebDriverWait(driver, timeout).until(lambda d: d.execute_script("return location.href") == "about:blank")
     driver.execute_script("document.evalsiteLeft = true")
     driver.get(url)
     WebDriverWait(driver, timeout).until(
