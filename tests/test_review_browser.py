@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from browser_support import chromium, drawn, needs_browser, problems_in
+from browser_support import chromium, drawn, load, needs_browser, problems_in
 from review_support import MODULES, make_review_project
 
 from evalsite.analysis.review import human_scores
@@ -80,7 +80,7 @@ def test_a_tool_using_case_shows_every_message_and_tool_call(browser, reviewed_s
     from selenium.webdriver.common.by import By
 
     site = project / "site"
-    browser.get((site / paths.run(run_of(project, "recorded"))).as_uri())
+    load(browser, (site / paths.run(run_of(project, "recorded"))).as_uri())
     (summary,) = drawn(browser, "details.transcript summary")
     assert summary.text == "Transcript: 9 messages, 2 tool calls"
     summary.click()
@@ -111,7 +111,7 @@ def test_a_rating_downloaded_from_the_page_imports_as_a_human_score(reviewed_sit
     downloads = tmp_path / "downloads"
     downloads.mkdir()
     with chromium(downloads) as driver:
-        driver.get((site / paths.run(run_id)).as_uri())
+        load(driver, (site / paths.run(run_id)).as_uri())
         rows = drawn(driver, "#cases-table tbody tr")
         driver.find_element(By.CSS_SELECTOR, "input.review-reviewer").send_keys("eve\t")
         chosen = {"q00": "fail", "q01": "pass", "q03": "fail", "q04": "unsure", "q05": "fail"}  # q05 disagrees: judge passes "n5"
@@ -177,7 +177,7 @@ def test_the_item_page_shows_answers_side_by_side_with_a_diff_toggle_and_the_jud
     run_id = run_of(project, "sloppy")
     dataset_id = json.loads((project / "runs" / run_id / "run.json").read_text())["dataset"]["dataset_id"]
     page = project / "site" / paths.item_page(dataset_id, paths.item_bucket("q03"))
-    browser.get(page.as_uri() + "#" + paths.item_anchor("q03"))
+    load(browser, page.as_uri() + "#" + paths.item_anchor("q03"))
     section = drawn(browser, f"section#{paths.item_anchor('q03')}")[0]
     view = section.find_element(By.CSS_SELECTOR, "details.side-by-side-view")
     view.find_element(By.TAG_NAME, "summary").click()
@@ -234,13 +234,13 @@ def test_a_cut_text_says_so_and_the_run_page_shows_it_whole_on_request(tmp_path,
         "  - {id: two, target: 'python:cut_arms:two'}\nevaluators:\n  - {type: exact}\n")
     assert cli("run", "experiments/long.yaml").exit_code == 1  # both answers are wrong
     build_site(find_project(tmp_path))
-    browser.get((tmp_path / "site" / "experiments" / "long.html").as_uri())
+    load(browser, (tmp_path / "site" / "experiments" / "long.html").as_uri())
     drawn(browser, "#matrix-table tbody tr")[0].find_element(By.PARTIAL_LINK_TEXT, " distinct").click()
     notes = sorted(n.text for n in drawn(browser, "tr.diff-row p.cut"))
     # the expected value (50 characters), then the two outputs (80 and 100): none cut silently
     assert notes == [f"… {n} more characters not shown (max_field_chars)." for n in (20, 50, 70)], notes
 
-    browser.get((tmp_path / "site" / paths.run(run_of(tmp_path, "one"))).as_uri())
+    load(browser, (tmp_path / "site" / paths.run(run_of(tmp_path, "one"))).as_uri())
     row = drawn(browser, "#cases-table tbody tr")[0]
     output = row.find_elements(By.CSS_SELECTOR, "td pre.text")[2]  # input, expected, output
     assert output.text == "a" * 30

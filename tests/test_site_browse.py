@@ -9,7 +9,7 @@ import random
 from pathlib import Path
 
 import pytest
-from browser_support import drawn, needs_browser, problems_in
+from browser_support import drawn, load, needs_browser, problems_in
 from sitekit import case, parse, write_run
 
 from evalsite.project import find_project
@@ -45,7 +45,7 @@ def long_site(tmp_path_factory) -> Path:
 
 def test_two_2000_word_answers_get_a_word_diff(browser, long_site):
     page = long_site / paths.item_page("data@000000000000", paths.item_bucket(LONG))
-    browser.get(page.as_uri())
+    load(browser, page.as_uri())
     out = drawn(browser, ".pair-picker:not([hidden]) .worddiff-out ins")[0].find_element("xpath", "..")
     inserted = [node.text for node in out.find_elements("css selector", "ins")]
     deleted = [node.text for node in out.find_elements("css selector", "del")]
@@ -87,7 +87,7 @@ def index_rows(driver) -> list[list[str]]:
 
 
 def test_the_item_index_lists_every_item_with_its_input_and_each_arms_outcome(browser, index_site):
-    browser.get((index_site / paths.items_index(DATASET)).as_uri())
+    load(browser, (index_site / paths.items_index(DATASET)).as_uri())
     drawn(browser, "#item-index-table tbody tr")
     headers = browser.execute_script("return [...document.querySelectorAll('#item-index-table th')].map(th => th.textContent)")
     assert headers == ["item", "input", "b", "a"]  # newest run's arm first
@@ -103,7 +103,7 @@ def test_the_item_index_lists_every_item_with_its_input_and_each_arms_outcome(br
 def test_the_item_index_filters_and_searches_every_page(browser, index_site):
     from selenium.webdriver.support.ui import Select
 
-    browser.get((index_site / paths.items_index(DATASET)).as_uri())
+    load(browser, (index_site / paths.items_index(DATASET)).as_uri())
     drawn(browser, "#item-index-table tbody tr")
     needle = browser.find_element("css selector", ".index-needle")
     needle.send_keys("pelican")  # input text of an item on the second page
@@ -151,7 +151,7 @@ def search_hit(browser, title: str):
 
 
 def test_a_search_result_shows_why_it_matched(browser, index_site):
-    browser.get((index_site / "index.html").as_uri())
+    load(browser, (index_site / "index.html").as_uri())
     box = browser.find_element("css selector", "form.site-search input")
     box.send_keys("saxoph")  # a prefix of a word in item i137's input
     # the input, the expected value and the run's output, the matched word marked
@@ -184,7 +184,7 @@ def repeats_site(tmp_path_factory) -> Path:
 
 
 def test_the_matrix_says_same_only_when_every_repeat_agrees(browser, repeats_site):
-    browser.get((repeats_site / paths.experiment("exp")).as_uri())
+    load(browser, (repeats_site / paths.experiment("exp")).as_uri())
     drawn(browser, "#matrix-table tbody tr")
     rows = browser.execute_script(
         "return Object.fromEntries([...document.querySelectorAll('#matrix-table tbody tr')]"

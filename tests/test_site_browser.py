@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 import pytest
-from browser_support import drawn, needs_browser, problems_in
+from browser_support import drawn, load, needs_browser, problems_in
 from example_support import run_example
 from sitekit import write_hostile_project
 
@@ -51,7 +51,7 @@ def test_home_to_leaderboard_to_run_to_compare_and_sorting(browser, example_site
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
-    browser.get((example_site / "index.html").as_uri())
+    load(browser, (example_site / "index.html").as_uri())
     assert browser.find_element(By.TAG_NAME, "h1").text
     browser.save_screenshot(str(screenshots / "home.png"))
     assert problems_in(browser, example_site) == []
@@ -103,7 +103,7 @@ def test_status_and_text_filters_hide_rows_on_the_page(browser, example_site):
     from selenium.webdriver.support.ui import Select
 
     run_page = next((example_site / "runs").glob("*left_to_right*.html"))
-    browser.get(run_page.as_uri())
+    load(browser, run_page.as_uri())
     drawn(browser, "#cases-table tbody tr")
 
     def visible():
@@ -122,7 +122,7 @@ def test_experiment_matrix_and_decisions_pages_load_cleanly(browser, example_sit
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
-    browser.get((example_site / "experiments/arithmetic.html").as_uri())
+    load(browser, (example_site / "experiments/arithmetic.html").as_uri())
     assert len(drawn(browser, "#matrix-table tbody tr")) == 50  # items_per_page
     divergent = int(browser.find_element(By.PARTIAL_LINK_TEXT, "outputs differ (").text.split("(")[1].rstrip(")"))
     browser.find_element(By.PARTIAL_LINK_TEXT, "outputs differ (").click()
@@ -145,7 +145,7 @@ def test_no_payload_executes_in_the_browser(browser, tmp_path_factory, screensho
     assert items
     for page in ["index.html", "runs/20260101T000000Z-arm0-0000.html", "experiments/evil.html", "decisions.html",
                  "datasets/evil-000000000000.html", *(p.relative_to(site).as_posix() for p in items)]:
-        browser.get((site / page).as_uri())
+        load(browser, (site / page).as_uri())
         if page.startswith(("runs/", "items/", "experiments/")):  # drawn from the data: every payload is on the page, as text
             drawn(browser, "#cases-table tbody tr, section.item, #matrix-table tbody tr")
         if page.startswith("experiments/"):

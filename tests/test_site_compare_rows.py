@@ -7,7 +7,7 @@ import csv
 from pathlib import Path
 
 import pytest
-from browser_support import needs_browser, problems_in
+from browser_support import load, needs_browser, problems_in
 from sitedata import payload
 from sitekit import case, parse, table_rows, write_run
 
@@ -67,7 +67,7 @@ def test_the_other_changed_items_are_drawn_when_asked_for(browser, many_changes)
         return [row.find_element(By.TAG_NAME, "td").text
                 for row in browser.find_elements(By.CSS_SELECTOR, "#items tbody tr") if row.is_displayed()]
 
-    browser.get((many_changes / paths.compare(NEW, OLD)).as_uri())
+    load(browser, (many_changes / paths.compare(NEW, OLD)).as_uri())
     assert visible() == ["q9", "q8", "q7"]
     browser.find_element(By.CSS_SELECTOR, "input.show-more-changed").click()
     WebDriverWait(browser, 10).until(lambda d: len(visible()) == 10)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from browser_support import drawn, needs_browser, problems_in
+from browser_support import drawn, load, needs_browser, problems_in
 from example_support import run_example
 from sitekit import case, write_run
 
@@ -50,7 +50,7 @@ def test_the_case_filters_and_pages_cover_the_whole_run(browser, big_run):
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import Select
 
-    browser.get((big_run / paths.run(RUN)).as_uri())
+    load(browser, (big_run / paths.run(RUN)).as_uri())
     drawn(browser, "#cases-table tbody tr")
     assert shown_items(browser) == [f"i{n:03d}" for n in range(100)]  # page 1 of 3, in item order
     browser.find_element(By.LINK_TEXT, "3").click()
@@ -67,7 +67,7 @@ def test_the_case_filters_and_pages_cover_the_whole_run(browser, big_run):
 def test_the_configuration_diff_switches_between_resolved_and_submitted(browser, config_diff_site):
     from selenium.webdriver.common.by import By
 
-    browser.get((config_diff_site / "experiments/arithmetic.html").as_uri())
+    load(browser, (config_diff_site / "experiments/arithmetic.html").as_uri())
     panel = browser.find_element(By.ID, "config-diff")
     assert panel.is_displayed()
 
@@ -94,7 +94,7 @@ def test_charts_keep_their_size_and_scroll_in_their_box_at_400_px(browser, confi
     dataset = next((config_diff_site / "datasets").glob("*.html"))
     browser.set_window_size(400, 900)
     try:
-        browser.get(dataset.as_uri())
+        load(browser, dataset.as_uri())
         WebDriverWait(browser, 10).until(lambda d: d.execute_script("return window.innerWidth") <= 400)
         width, inner = browser.execute_script("return [document.documentElement.scrollWidth, window.innerWidth]")
         assert width <= inner  # the page itself does not overflow
@@ -111,7 +111,7 @@ def test_charts_keep_their_size_and_scroll_in_their_box_at_400_px(browser, confi
 def test_the_matrix_pages_its_sixty_items(browser, config_diff_site):
     from selenium.webdriver.common.by import By
 
-    browser.get((config_diff_site / paths.experiment("arithmetic")).as_uri())
+    load(browser, (config_diff_site / paths.experiment("arithmetic")).as_uri())
     rows = drawn(browser, "#matrix-table tbody tr")
     assert len(rows) == 50  # [site] items_per_page
     browser.find_element(By.CSS_SELECTOR, ".matrix-view").find_element(By.LINK_TEXT, "2").click()

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from browser_support import drawn, needs_browser, problems_in
+from browser_support import drawn, load, needs_browser, problems_in
 from sitedata import payload, run_cases
 from sitekit import case, write_run
 
@@ -69,7 +69,7 @@ def test_the_runs_share_one_item_texts_file_per_bucket_and_decode_to_their_own_t
 
 def test_the_run_page_shows_each_cases_input_and_expected_value(browser, texts_site):
     for arm, run_id in RUNS.items():
-        browser.get((texts_site / paths.run(run_id)).as_uri())
+        load(browser, (texts_site / paths.run(run_id)).as_uri())
         drawn(browser, "#cases-table tbody tr")
         rows = browser.execute_script(
             "return [...document.querySelectorAll('#cases-table tbody tr')].map(tr =>"
@@ -83,7 +83,7 @@ def test_the_item_page_shows_the_input_and_expected_value(browser, texts_site):
     for n in (0, 7, 9):
         item_id = f"i{n:02d}"
         page = paths.item_page(DATASET, paths.item_bucket(item_id))
-        browser.get((texts_site / page).as_uri() + "#" + paths.item_anchor(item_id))
+        load(browser, (texts_site / page).as_uri() + "#" + paths.item_anchor(item_id))
         drawn(browser, "section.item .item-texts pre.text")
         texts = browser.execute_script(
             "return [...document.getElementById(arguments[0]).querySelectorAll('.item-texts pre.text')]"
@@ -97,7 +97,7 @@ def test_the_item_page_shows_the_input_and_expected_value(browser, texts_site):
 def test_the_matrix_side_by_side_view_shows_the_input_and_expected_value(browser, texts_site):
     from selenium.webdriver.common.by import By
 
-    browser.get((texts_site / paths.experiment("exp")).as_uri())
+    load(browser, (texts_site / paths.experiment("exp")).as_uri())
     rows = drawn(browser, "#matrix-table tbody tr")
     rows[0].find_element(By.PARTIAL_LINK_TEXT, " distinct").click()
     drawn(browser, "tr.diff-row .item-texts pre.text")
@@ -111,7 +111,7 @@ def test_the_matrix_side_by_side_view_shows_the_input_and_expected_value(browser
 def test_search_finds_an_item_by_a_word_of_its_shared_input(browser, texts_site):
     from selenium.webdriver.support.ui import WebDriverWait
 
-    browser.get((texts_site / "index.html").as_uri())
+    load(browser, (texts_site / "index.html").as_uri())
     browser.find_element("css selector", "form.site-search input").send_keys("flaming")
     snippets = WebDriverWait(browser, 10).until(lambda d: d.execute_script(
         "const found = [...document.querySelectorAll('ol.search-results li .search-snippet')].map(s => s.textContent);"

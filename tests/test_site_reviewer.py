@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from browser_support import drawn, needs_browser, problems_in
+from browser_support import drawn, load, needs_browser, problems_in
 from sitekit import case, parse, table_rows, write_run
 
 from evalsite.analysis import leaderboard
@@ -41,7 +41,7 @@ def reviewer_site(tmp_path_factory) -> Path:
 def test_an_item_page_shows_input_expected_and_every_runs_output(browser, reviewer_site):
     from selenium.webdriver.common.by import By
 
-    browser.get((reviewer_site / paths.item_page(DATASET, paths.item_bucket("q3"))).as_uri() + "#" + paths.item_anchor("q3"))
+    load(browser, (reviewer_site / paths.item_page(DATASET, paths.item_bucket("q3"))).as_uri() + "#" + paths.item_anchor("q3"))
     section = drawn(browser, f"section#{paths.item_anchor('q3')}")[0]
     text = " ".join(section.text.split())
     assert "ask q3" in text and "answer q3" in text and UNIQUE in text
@@ -55,7 +55,7 @@ def test_the_compare_page_lists_changed_items_linking_their_item_pages(browser, 
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
-    browser.get((reviewer_site / paths.compare("20260101T000002Z-a-0003", "20260101T000000Z-a-0001")).as_uri())
+    load(browser, (reviewer_site / paths.compare("20260101T000002Z-a-0003", "20260101T000000Z-a-0001")).as_uri())
     visible = [row for row in browser.find_elements(By.CSS_SELECTOR, "#items tbody tr") if row.is_displayed()]
     assert [row.find_element(By.TAG_NAME, "td").text for row in visible] == ["q5"]
     browser.find_element(By.CSS_SELECTOR, "input.show-unchanged").click()  # the 11 unchanged items load from a data script
@@ -74,7 +74,7 @@ def test_search_from_file_finds_an_item_by_a_unique_output(browser, reviewer_sit
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
-    browser.get((reviewer_site / "index.html").as_uri())
+    load(browser, (reviewer_site / "index.html").as_uri())
     box = browser.find_element(By.CSS_SELECTOR, "form.site-search input")
     box.send_keys("quokka marma")
     link = WebDriverWait(browser, 10).until(lambda d: d.find_elements(By.CSS_SELECTOR, "ol.search-results a"))[0]
@@ -87,7 +87,7 @@ def test_search_from_file_finds_an_item_by_a_unique_output(browser, reviewer_sit
 def test_the_pair_picker_diffs_two_answers(browser, reviewer_site):
     from selenium.webdriver.common.by import By
 
-    browser.get((reviewer_site / paths.item_page(DATASET, paths.item_bucket("q3"))).as_uri() + "#" + paths.item_anchor("q3"))
+    load(browser, (reviewer_site / paths.item_page(DATASET, paths.item_bucket("q3"))).as_uri() + "#" + paths.item_anchor("q3"))
     picker = drawn(browser, f"#{paths.item_anchor('q3')} .pair-picker")[0]
     assert picker.is_displayed()
     removed = [e.text for e in picker.find_elements(By.CSS_SELECTOR, ".worddiff-out del")]
@@ -102,7 +102,7 @@ def test_home_opens_with_the_verdict_of_each_dataset(browser, reviewer_site):
     board = leaderboard(project, DATASET)
     leader, runner_up = (arm.summary.arm for arm in board.arms[:2])
     figures = compare_runs(project, leader.run_id, baseline=runner_up.run_id).regression.summary
-    browser.get((reviewer_site / "index.html").as_uri())
+    load(browser, (reviewer_site / "index.html").as_uri())
     assert browser.title.endswith("Reviewer demo")
     assert browser.find_element(By.CSS_SELECTOR, "main p.lede").text == "Two arms answer twelve questions."
     card = browser.find_element(By.CSS_SELECTOR, "main > section.verdicts article.verdict-card")
@@ -121,9 +121,8 @@ def test_no_horizontal_overflow_at_400_px(browser, reviewer_site, page):
 
     browser.set_window_size(400, 900)
     try:
-        browser.get((reviewer_site / target).as_uri())
-        WebDriverWait(browser, 10).until(lambda d: d.execute_script("return document.readyState") == "complete"
-                                         and d.execute_script("return window.innerWidth") <= 400)
+        load(browser, (reviewer_site / target).as_uri())
+        WebDriverWait(browser, 10).until(lambda d: d.execute_script("return window.innerWidth") <= 400)
         if page == "item":
             drawn(browser, "section.item table.answers")
         width, inner = browser.execute_script("return [document.documentElement.scrollWidth, window.innerWidth]")
@@ -133,7 +132,7 @@ def test_no_horizontal_overflow_at_400_px(browser, reviewer_site, page):
 
 
 def test_dark_mode_follows_the_system_setting(browser, reviewer_site):
-    browser.get((reviewer_site / "index.html").as_uri())
+    load(browser, (reviewer_site / "index.html").as_uri())
     light = browser.execute_script("return getComputedStyle(document.body).backgroundColor")
     browser.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": [{"name": "prefers-color-scheme", "value": "dark"}]})
     try:
@@ -148,7 +147,7 @@ def test_the_leaderboard_fits_at_1280_px_with_a_visible_legend(browser, reviewer
 
     browser.set_window_size(1280, 900)
     try:
-        browser.get((reviewer_site / paths.dataset(DATASET)).as_uri())
+        load(browser, (reviewer_site / paths.dataset(DATASET)).as_uri())
         block = browser.find_element(By.ID, "leaderboard-1")
         scroller = block.find_element(By.CSS_SELECTOR, ".scroll")
         assert browser.execute_script("return arguments[0].scrollWidth <= arguments[0].clientWidth", scroller)
@@ -166,7 +165,7 @@ def test_the_matrix_shows_costs_input_expected_and_a_pair_picker(browser, review
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import Select
 
-    browser.get((reviewer_site / paths.experiment("exp")).as_uri() + "#matrix-divergent")
+    load(browser, (reviewer_site / paths.experiment("exp")).as_uri() + "#matrix-divergent")
     row = drawn(browser, "#matrix-table tr#item-q3")[0]
     assert all("divergent" in tr.get_attribute("class") for tr in browser.find_elements(By.CSS_SELECTOR, "#matrix-table tbody tr"))
     cells = row.find_elements(By.CSS_SELECTOR, "td.num")

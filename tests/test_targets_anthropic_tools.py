@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from browser_support import drawn, needs_browser, problems_in
+from browser_support import drawn, load, needs_browser, problems_in
 from runner_support import only_run, write_experiment
 
 from evalsite.project import find_project
@@ -216,7 +216,7 @@ def test_the_run_and_item_pages_show_every_turn_and_tool_call_of_a_claude_conver
     pages = [site / paths.run(run.header.run_id),
              site / paths.item_page(run.header.dataset.dataset_id, paths.item_bucket("chat"))]
     for page in pages:
-        browser.get(page.as_uri())
+        load(browser, page.as_uri())
         (summary,) = drawn(browser, "details.transcript summary")
         assert summary.text == "Transcript: 9 messages, 3 tool calls", page
         summary.click()

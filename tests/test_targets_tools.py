@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from browser_support import drawn, needs_browser, problems_in
+from browser_support import drawn, load, needs_browser, problems_in
 from runner_support import only_run, openai_arm, write_experiment
 
 from evalsite.project import find_project
@@ -208,7 +208,7 @@ def test_the_run_page_shows_every_turn_and_tool_call_of_a_live_case(tools_projec
     run_one(tools_project, server, cli, [{"id": "t", "turns": ["weather?", "and the time?"], "expected": "14:05"}])
     build_site(find_project(tools_project))
     site = tools_project / "site"
-    browser.get((site / paths.run(only_run(tools_project).header.run_id)).as_uri())
+    load(browser, (site / paths.run(only_run(tools_project).header.run_id)).as_uri())
     (summary,) = drawn(browser, "details.transcript summary")
     assert summary.text == "Transcript: 9 messages, 3 tool calls"
     summary.click()
