@@ -6,8 +6,12 @@ at the first case after its part's strings passed ``part_chars`` characters."""
 from __future__ import annotations
 
 import json
+import math
 import random
+import struct
 
+import numpy as np
+import orjson
 import pytest
 from sitedata import decode
 from sitekit import case, write_run
@@ -15,7 +19,7 @@ from sitekit import case, write_run
 from evalsite.analysis.case_scan import scan_cases
 from evalsite.runlog.rows import item_order
 from evalsite.site import paths
-from evalsite.site.casedata import ITEM_TEXT, run_data
+from evalsite.site.casedata import ITEM_TEXT, SMALLEST_ALIKE, _written_alike, run_data
 from evalsite.site.safe_text import display
 
 LIMIT, BUDGET = 40, 60
@@ -147,3 +151,43 @@ def test_a_part_numbers_its_strings_by_first_appearance_and_splits_past_the_budg
             assert n == count - 1 or sum(map(len, strings)) > BUDGET, "a part closed before it passed the budget"
         split += count - 1
     assert split > 0, "the budget is small enough that some bucket is split"
+
+
+def test_orjson_is_trusted_only_with_floats_it_writes_as_json_does():
+    """The sizes :func:`~evalsite.site.casedata._written_alike` lets orjson write, against the
+    standard library's text, over random bit patterns (every exponent) and the edges."""
+    rng = random.Random(7)
+    edges = [0.0, -0.0, 1e-4, -1e-4, 9.999999999999999e-05, 5e-324, 1e16, 9999999999999998.0, 1.7976931348623157e308,
+             0.1, 1 / 3, 123456.789, 1e-05]
+    floats = edges + [struct.unpack("<d", struct.pack("<Q", rng.getrandbits(64)))[0] for _ in range(50_000)]
+    floats += [rng.uniform(-1, 1) * 10.0 ** rng.randint(-8, 20) for _ in range(50_000)]
+    trusted = 0
+    for value in filter(math.isfinite, floats):
+        alike = orjson.dumps(value).decode() == json.dumps(value)
+        if _written_alike(np.array([value])):
+            assert alike, value
+            trusted += 1
+        else:
+            assert 0 < abs(value) < SMALLEST_ALIKE  # refused only where orjson writes otherwise
+    assert trusted > 50_000
+    assert not _written_alike(np.array([1.0, math.inf])) and _written_alike(np.array([1.0, math.nan]))
+
+
+@pytest.mark.parametrize("small", [False, True])
+def test_every_part_is_the_standard_library_s_json_of_itself(tmp_path, small):
+    """Scores, latencies and costs as orjson writes otherwise (``1e-05``) or alike: each script's
+    JSON text is what ``json`` writes of it, whichever writer each field took."""
+    tiny = [1e-05, 5e-324, 9.99e-05, 2.5e-07] if small else [0.25, 12.0, 1e16, 0.0001]
+    cases = []
+    for n in range(40):
+        record = case(f"q{n}", score=tiny[n % 4] if n % 3 else 1.0, latency_ms=tiny[(n + 1) % 4] * 1e3 if small else 10.5,
+                      cost_usd=tiny[(n + 2) % 4])
+        record["scores"][0]["score"] = tiny[(n + 3) % 4]
+        cases.append(record)
+    write_run(tmp_path / "runs", RUN, cases)
+    scanned = scan_cases(tmp_path / "runs" / RUN, texts=True)
+    data = run_data(RUN, scanned.columns, scanned.texts, limit=LIMIT, redact=False, item_pages=True, part_chars=BUDGET)
+    for path, script in data.files.items():
+        text = script.decode()
+        text = text[text.index(",") + 1 : -3]
+        assert text == json.dumps(json.loads(text), ensure_ascii=False, separators=(",", ":")).replace("<", "\\u003c"), path

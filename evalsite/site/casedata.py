@@ -55,8 +55,8 @@ STATUSES = ("passed", "failed", "errored", "unscored")
 #: conversation, each score's label, detail and error (:data:`SCORE_SLOTS` a score), and its anchor.
 CASE_SLOTS = 8
 SCORE_SLOTS = 3
-#: A part's fields that may hold a float (the rest hold strings, integers and null).
-FLOAT_FIELDS = frozenset(("score", "lat", "cost", "sc"))
+#: The smallest size of a float (but zero) orjson writes as ``json`` does (:func:`_written_alike`).
+SMALLEST_ALIKE = 1e-4
 
 
 @dataclass(frozen=True)
@@ -87,7 +87,7 @@ def run_data(run_id: str, columns: CaseColumns, texts: CaseTexts, *, limit: int,
         for n, chunk in enumerate(chunks):
             path = paths.run_data(run_id, bucket, n)
             payload, whole = listing.part(chunk, shared[bucket][0] if bucket in shared else None)
-            files[path] = json_script(path, _fast_json(payload, FLOAT_FIELDS))
+            files[path] = json_script(path, _fast_json(payload, listing.float_fields))
             if whole:
                 files[whole_path(path)] = data_script(whole_path(path), {"v": FORMAT, "rows": whole})
     counts = listing.counts()
@@ -160,6 +160,9 @@ class _Listing:
                 self._share(key, slot, bucket_of)
         self.scores = _Scores(columns, texts, position_of, limit=limit, redact=redact)
         self.slots = self._slots()
+        floats = {"score": columns.score, "lat": columns.latency_ms, "cost": columns.cost_usd, "sc": columns.scores.score}
+        #: the fields :func:`_fast_json` writes by :func:`_json` (the rest as orjson writes them alike)
+        self.float_fields = frozenset(key for key, values in floats.items() if not _written_alike(values))
 
     def _share(self, key: str, slot: int, bucket_of: dict[str, str]) -> None:
         """Each item's entry (the text its first case shows whole) into ``shared``, and :data:`ITEM_TEXT`
@@ -317,6 +320,15 @@ def _optional(values: np.ndarray) -> list[float | None]:
     return [None if value != value else value for value in values.tolist()]
 
 
+def _written_alike(values: np.ndarray) -> bool:
+    """Whether orjson writes each of these floats (NaN standing for None) as :func:`_json` does:
+    the same shortest digits, in the same form, but for a size below 1e-4 other than zero (orjson
+    ``0.00001`` or ``1e-7``, ``json`` ``1e-05``, ``1e-07``) and infinities (orjson ``null``, ``json``
+    refuses them); tests/test_site_case_data.py holds it over random bit patterns."""
+    sizes = np.abs(values[~np.isnan(values)])
+    return bool(np.isfinite(sizes).all() and not ((sizes > 0) & (sizes < SMALLEST_ALIKE)).any())
+
+
 def _whole(values: np.ndarray) -> list[int | None]:
     """Each count as an integer, None where there is none (NaN)."""
     return [None if value != value else int(value) for value in values.tolist()]
@@ -340,8 +352,8 @@ def _json(payload: Any) -> str:
 
 def _fast_json(payload: dict[str, Any], float_fields: frozenset[str] = frozenset()) -> str:
     """:func:`_json` of ``payload`` by orjson, ~4x faster, whose text is the same for strings, integers
-    and null; its ``float_fields`` (every field that may hold a float) by :func:`_json` itself,
-    since orjson writes some floats otherwise (``1e-05`` as ``0.00001``). A payload orjson refuses
+    and null; its ``float_fields`` (those that may hold a float orjson writes otherwise: ``1e-05`` as
+    ``0.00001``, :func:`_written_alike`) by :func:`_json` itself. A payload orjson refuses
     (an integer past 64 bits, a lone surrogate) is written, or refused, by :func:`_json` whole."""
     try:
         return orjson.dumps({key: orjson.Fragment(_json(value)) if key in float_fields else value
