@@ -3,9 +3,10 @@ driver with the brief's flags and a fresh profile, and the problems a page logs.
 
 from __future__ import annotations
 
+import itertools
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -59,23 +60,37 @@ def problems_in(driver, site: Path) -> list[str]:
 
 def load(driver, url: str, timeout: float = 10) -> None:
     """Open ``url`` as a new document and return once it has loaded: stylesheets applied, scripts
-    run. chromedriver's ``get`` now and then returns while the new document still reads ``loading``
-    (about 1 navigation in 50 here), before the stylesheet applies: an unstyled page is wider than a
-    phone. The old document is marked first, so its own ``complete`` is never taken for the new
-    one's. A ``url`` that differs from the open page's only in its ``#fragment`` would only scroll
-    the open document (no new one, its script not run again), so the browser leaves for
-    ``about:blank`` first: the page opens at that fragment as a reader's link opens it, whatever the
-    previous test left open."""
-    from selenium.webdriver.support.ui import WebDriverWait
-
+    run (see ``navigated``). A ``url`` that differs from the open page's only in its ``#fragment``
+    would only scroll the open document (no new one, its script not run again), so the browser
+    leaves for ``about:blank`` first: the page opens at that fragment as a reader's link opens it,
+    whatever the previous test left open."""
     if "#" in url and driver.execute_script(
             "return new URL(arguments[0], location.href).href.split('#')[0] === location.href.split('#')[0]", url):
-        driver.get("about:blank")
-        WebDriverWait(driver, timeout).until(lambda d: d.execute_script("return location.href") == "about:blank")
-    driver.execute_script("document.evalsiteLeft = true")
-    driver.get(url)
+        navigated(driver, lambda: driver.get("about:blank"), timeout)
+    navigated(driver, lambda: driver.get(url), timeout)
+
+
+_marks = itertools.count()
+
+
+def navigated(driver, navigate: Callable[[], object], timeout: float = 10) -> None:
+    """Run ``navigate``, an action that opens a new document (a ``get``, ``driver.back``,
+    ``driver.refresh``, a click on a link to another page), and return once that document has
+    loaded: stylesheets applied, scripts run. chromedriver's navigations now and then return while
+    the new document still reads ``loading`` (about 1 in 50 here), before the stylesheet applies
+    and the page's script runs: an unstyled page is wider than a phone, an undrawn one has no rows.
+    The old document is marked first, so its own ``complete`` is never taken for the new one's;
+    each call's mark is its own, so a document that ``back`` restores from the browser's cache
+    (marked when it was left) counts as new. Not for an action that only runs the page's script or
+    changes only the ``#fragment``: the marked document stays, and this times out."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    mark = f"left-{next(_marks)}"
+    driver.execute_script("document.evalsiteLeft = arguments[0]", mark)
+    navigate()
     WebDriverWait(driver, timeout).until(
-        lambda d: d.execute_script("return !document.evalsiteLeft && document.readyState === 'complete'"))
+        lambda d: d.execute_script("return document.evalsiteLeft !== arguments[0] && document.readyState === 'complete'", mark),
+        f"no new document loaded within {timeout} s of the navigation")
 
 
 def drawn(driver, css: str, timeout: float = 10):
