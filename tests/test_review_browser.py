@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from browser_support import chromium, drawn, load, needs_browser, problems_in
+from browser_support import chromium, drawn, load, navigated, needs_browser, problems_in
 from review_support import MODULES, make_review_project
 
 from evalsite.analysis.review import human_scores
@@ -122,7 +122,7 @@ def test_a_rating_downloaded_from_the_page_imports_as_a_human_score(reviewed_sit
                 if item == "q03":
                     row.find_element(By.CSS_SELECTOR, "textarea.review-comment").send_keys("short but wrong")
         assert "5 ratings kept in this browser" in driver.find_element(By.CSS_SELECTOR, ".review-count").text
-        driver.refresh()  # ratings survive a reload (localStorage)
+        navigated(driver, driver.refresh)  # ratings survive a reload (localStorage)
         drawn(driver, "#cases-table tbody tr")
         assert "5 ratings kept" in driver.find_element(By.CSS_SELECTOR, ".review-count").text
         driver.find_element(By.CSS_SELECTOR, "button.review-download").click()
@@ -135,7 +135,7 @@ def test_a_rating_downloaded_from_the_page_imports_as_a_human_score(reviewed_sit
         driver.find_element(By.CSS_SELECTOR, "button.review-forget").click()
         assert "0 ratings kept" in driver.find_element(By.CSS_SELECTOR, ".review-count").text
         assert not driver.find_elements(By.CSS_SELECTOR, "div.review button[aria-pressed=true]")
-        driver.refresh()
+        navigated(driver, driver.refresh)
         drawn(driver, "#cases-table tbody tr")
         assert "0 ratings kept" in driver.find_element(By.CSS_SELECTOR, ".review-count").text
     lines = [json.loads(line) for line in path.read_text().splitlines()]

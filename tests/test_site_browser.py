@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 import pytest
-from browser_support import drawn, load, needs_browser, problems_in
+from browser_support import drawn, load, navigated, needs_browser, problems_in
 from example_support import run_example
 from sitekit import write_hostile_project
 
@@ -41,9 +41,10 @@ def example_site(tmp_path_factory) -> Path:
 
 
 def click_link(driver, text_part: str):
+    """Follow the first link whose text has ``text_part`` to another page, once that page has loaded."""
     from selenium.webdriver.common.by import By
 
-    driver.find_element(By.PARTIAL_LINK_TEXT, text_part).click()
+    navigated(driver, driver.find_element(By.PARTIAL_LINK_TEXT, text_part).click)
 
 
 def test_home_to_leaderboard_to_run_to_compare_and_sorting(browser, example_site, screenshots):
@@ -88,10 +89,10 @@ def test_home_to_leaderboard_to_run_to_compare_and_sorting(browser, example_site
     browser.save_screenshot(str(screenshots / "run-failed-cases.png"))
     assert problems_in(browser, example_site) == []
 
-    browser.back()
-    browser.back()
+    browser.back()  # the run page without the #fragment: the same document
+    navigated(browser, browser.back)  # the leaderboard
     click_link(browser, "sampler")  # the newer sampler run, which has a baseline
-    browser.find_element(By.CSS_SELECTOR, "p.compare-link a").click()
+    navigated(browser, browser.find_element(By.CSS_SELECTOR, "p.compare-link a").click)
     assert " against " in browser.find_element(By.TAG_NAME, "h1").text
     assert browser.find_element(By.TAG_NAME, "h2").text == "Fingerprint diff"
     browser.save_screenshot(str(screenshots / "compare.png"))

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from browser_support import drawn, load, needs_browser, problems_in
+from browser_support import drawn, load, navigated, needs_browser, problems_in
 from sitekit import case, parse, table_rows, write_run
 
 from evalsite.analysis import leaderboard
@@ -64,7 +64,7 @@ def test_the_compare_page_lists_changed_items_linking_their_item_pages(browser, 
     browser.find_element(By.CSS_SELECTOR, "input.show-unchanged").click()
     assert [row.find_element(By.TAG_NAME, "td").text for row in browser.find_elements(By.CSS_SELECTOR, "#items tbody tr")
             if row.is_displayed()] == ["q5"]
-    browser.find_element(By.LINK_TEXT, "q5").click()
+    navigated(browser, browser.find_element(By.LINK_TEXT, "q5").click)  # to the item's page
     target = drawn(browser, f"#{paths.item_anchor('q5')}")[0]
     assert "wrong" in target.text and "answer q5" in target.text
     assert problems_in(browser, reviewer_site) == []
@@ -79,7 +79,7 @@ def test_search_from_file_finds_an_item_by_a_unique_output(browser, reviewer_sit
     box.send_keys("quokka marma")
     link = WebDriverWait(browser, 10).until(lambda d: d.find_elements(By.CSS_SELECTOR, "ol.search-results a"))[0]
     assert "q3" in link.text
-    link.click()
+    navigated(browser, link.click)
     assert UNIQUE in drawn(browser, f"#{paths.item_anchor('q3')}")[0].text
     assert problems_in(browser, reviewer_site) == []
 
@@ -109,7 +109,7 @@ def test_home_opens_with_the_verdict_of_each_dataset(browser, reviewer_site):
     assert card.location["y"] < 400  # the first thing on the page
     assert card.find_element(By.CSS_SELECTOR, ".leader strong").text == leader.label
     assert f"Against {runner_up.label}: Δ {figures.mean_delta:+.3f}" in card.text
-    card.find_element(By.LINK_TEXT, "Full leaderboard →").click()
+    navigated(browser, card.find_element(By.LINK_TEXT, "Full leaderboard →").click)
     assert browser.find_element(By.TAG_NAME, "h1").text == f"Dataset {DATASET}"
     assert problems_in(browser, reviewer_site) == []
 
