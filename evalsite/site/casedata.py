@@ -324,7 +324,7 @@ def _written_alike(values: np.ndarray) -> bool:
     """Whether orjson writes each of these floats (NaN standing for None) as :func:`_json` does:
     the same shortest digits, in the same form, but for a size below 1e-4 other than zero (orjson
     ``0.00001`` or ``1e-7``, ``json`` ``1e-05``, ``1e-07``) and infinities (orjson ``null``, ``json``
-    refuses them); tests/test_site_case_data.py holds it over random bit patterns."""
+    refuses them); tests/test_site_run_data.py holds it over random bit patterns."""
     sizes = np.abs(values[~np.isnan(values)])
     return bool(np.isfinite(sizes).all() and not ((sizes > 0) & (sizes < SMALLEST_ALIKE)).any())
 
