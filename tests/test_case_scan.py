@@ -71,6 +71,36 @@ def test_a_vouched_file_duckdb_reads_otherwise_than_line_by_line_falls_back_to_t
     assert scan_cases(folder)._cases is not None
     assert_same_reading(folder)
 
+def assert_in_file_order(folder: Path) -> None:
+    scanned = scan_cases(folder, texts=True)
+    python = read_cases(folder / CASES_FILE)
+    assert scanned._cases is None  # read by DuckDB
+    columns = scanned.columns
+    assert [columns.item_ids[code] for code in columns.item] == [case.item_id for case in python]
+    assert scanned.texts is not None and scanned.texts.output == [case.get("output") for case in python]
+    assert_same_reading(folder)
+
+
+@pytest.mark.parametrize("footer", [False, True])
+def test_a_file_of_several_duckdb_blocks_reads_in_the_order_of_its_lines(tmp_path, footer):
+    # ~44 MB: DuckDB parses its 32 MiB blocks on several threads
+    rng = random.Random(5)
+    cases = [{**good_case(rng, item), "repeat": 0, "output": f"{item}:" + "x" * rng.randint(10_000, 25_000)}
+             for item in range(2500)]
+    folder = write_lines(tmp_path / "run", [json.dumps(case) for case in cases])
+    assert (folder / CASES_FILE).stat().st_size > 34_000_000
+    assert_in_file_order(vouched(folder) if footer else folder)
+
+
+@pytest.mark.parametrize("footer", [False, True])
+def test_a_line_too_long_for_duckdbs_own_bound_is_read_under_the_larger_one(tmp_path, footer):
+    rng = random.Random(6)
+    cases = [{**good_case(rng, item), "repeat": 0, "output": f"answer {item}"} for item in range(5)]
+    cases[2]["output"] = "y" * 40_000_000  # past DuckDB's 16 MiB bound (and its 32 MiB block)
+    folder = write_lines(tmp_path / "run", [json.dumps(case) for case in cases])
+    assert_in_file_order(vouched(folder) if footer else folder)
+
+
 #: Values no well-formed case holds in these fields, each a line Case.from_json checks or refuses.
 ODD_VALUES = st.sampled_from([
     ("score", True), ("score", "high"), ("passed", 1), ("passed", "yes"), ("repeat", -1), ("repeat", 1.5),
