@@ -12,10 +12,13 @@ from pathlib import Path
 import pytest
 from sitekit import case, tree_bytes, write_run
 
-from evalsite.analysis import dataset_versions
+from evalsite.analysis import dataset_versions, parquet
 from evalsite.experiment import datasets
 from evalsite.experiment.datasets import dataset_id, item_identity
 from evalsite.project import PACKAGE_DIR, Project, find_project
+from evalsite.runlog import hashing
+from evalsite.runlog.hashing import file_sha256 as read_sha256
+from evalsite.runlog.store import CASES_FILE, CASES_SHA256, END_FILE
 from evalsite.site import build_site, inputs, paths
 from evalsite.site.figures import KeptValues
 
@@ -108,6 +111,25 @@ def test_a_new_runs_rebuild_hashes_its_own_files_and_parses_no_dataset_file(meta
     assert not [name for name in input_reads["hashed"] if PACKAGE_DIR in Path(name).parents]  # nor evalsite's code
     assert b"first" in metadata_scripts(metadata_project)
     assert_same_as_a_fresh_build(metadata_project, tmp_path)
+
+
+def test_a_new_runs_cases_are_read_once_to_hash_them_and_check_them_against_its_footer(metadata_project, monkeypatch):
+    monkeypatch.setattr(hashing, "RACY_SECONDS", 0.0)
+    build_site(metadata_project)
+    data_id = json.loads((metadata_project.runs_dir / A1 / "run.json").read_text())["dataset"]["dataset_id"]
+    flagged_run(metadata_project.root, A2, "a", {"i5"}, data_id)
+    new_cases = metadata_project.runs_dir / A2 / CASES_FILE
+    footer = new_cases.parent / END_FILE  # vouching for the cases, as the run writer's does
+    footer.write_text(json.dumps({**json.loads(footer.read_text()), CASES_SHA256: read_sha256(new_cases)}))
+    reads: list[str] = []
+    read = hashing.file_sha256
+    monkeypatch.setattr(hashing, "file_sha256", lambda path: reads.append(os.fspath(path)) or read(path))
+    checked: list[bool] = []
+    check = parquet.cases_as_written
+    monkeypatch.setattr(parquet, "cases_as_written", lambda cases, recorded: checked.append(check(cases, recorded)) or checked[-1])
+    build_site(metadata_project)
+    assert checked and all(checked)  # read as the footer vouches
+    assert reads.count(str(new_cases)) == 1
 
 
 def test_an_edited_dataset_file_is_read_again(metadata_project, input_reads, tmp_path):

@@ -35,7 +35,7 @@ from typing import Any, TextIO
 import orjson
 
 from evalsite.errors import RunLogError
-from evalsite.runlog.hashing import file_sha256
+from evalsite.runlog.hashing import file_sha256_once
 from evalsite.runlog.records import (
     FORMAT_VERSION,
     BatchFields,
@@ -110,18 +110,12 @@ def cases_as_written(cases: Path, recorded: Any) -> bool:
     """Whether ``recorded`` (a footer's :data:`CASES_SHA256`) is the sha256 of the file ``cases``
     as it is now: then every line is a well-typed case with a key of its own, exactly as the writer
     wrote it, and the footer's totals are the summary of those cases."""
+    if not isinstance(recorded, str):
+        return False
     try:
-        state = cases.stat()
+        return recorded == file_sha256_once(cases)
     except OSError:
         return False
-    return isinstance(recorded, str) and recorded == _sha256_of(str(cases), state.st_size, state.st_mtime_ns)
-
-
-@functools.lru_cache(maxsize=4096)
-def _sha256_of(path: str, size: int, modified_ns: int) -> str:
-    """:func:`~evalsite.runlog.hashing.file_sha256`, once per file version in a process (a command
-    reads several views of the same runs)."""
-    return file_sha256(Path(path))
 
 
 def utc_now() -> datetime:

@@ -8,7 +8,6 @@ reason and left out; they never stop a build.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import stat
 import time
@@ -35,7 +34,7 @@ from evalsite.jsonshape import JSONObject
 from evalsite.project import Project
 from evalsite.runlog import decisions
 from evalsite.runlog.decisions import DECISIONS_FILE, Decision
-from evalsite.runlog.hashing import sha256_json
+from evalsite.runlog.hashing import file_sha256_once, sha256_json
 from evalsite.runlog.records import RunStatus
 from evalsite.runlog.rows import is_critical
 from evalsite.runlog.secrets import redact_urls
@@ -49,16 +48,17 @@ MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 
 
 def file_hash(*paths: Path) -> str:
-    """sha256 over the named files' bytes (a missing file counts as empty, under its name)."""
-    digest = hashlib.sha256()
-    for path in paths:
-        digest.update(path.name.encode() + b"\0")
-        if path.is_file():
-            with open(path, "rb") as handle:
-                for block in iter(lambda: handle.read(1 << 20), b""):
-                    digest.update(block)
-        digest.update(b"\0")
-    return digest.hexdigest()
+    """sha256 over the named files' names and sha256s (a missing file, or one that is not a regular
+    file, counts as none). Each file's sha256 is the one :func:`~evalsite.runlog.hashing.file_sha256_once`
+    keeps, so a new run's cases, hashed here, are not read again to be checked against its footer."""
+    return sha256_json([[path.name, _sha256_or_none(path)] for path in paths])
+
+
+def _sha256_or_none(path: Path) -> str | None:
+    try:
+        return file_sha256_once(path) if path.is_file() else None
+    except OSError:
+        return None
 
 
 def kept_file_hash(kept: KeptValues, *paths: Path) -> str:
