@@ -8,7 +8,6 @@ import pytest
 
 from evalsite.runlog import hashing
 from evalsite.runlog.hashing import canonical_json, file_sha256_once, sha256_json
-from evalsite.site import unchanged
 
 EVERY_CODE_POINT = [chr(cp) for cp in (*range(0xD800), *range(0xE000, 0x110000))]
 
@@ -44,40 +43,18 @@ def test_deep_values_hash_as_before():
     assert canonical_json(deep).startswith("[[")
 
 
-@pytest.fixture()
-def file_reads(monkeypatch) -> list[str]:
-    """The files whose bytes :func:`hashing.file_sha256` reads."""
-    seen: list[str] = []
+
+def test_a_file_is_read_once_per_state(tmp_path, monkeypatch):
+    reads: list[str] = []
     read = hashing.file_sha256
-
-    def counted(path):
-        seen.append(os.fspath(path))
-        return read(path)
-
-    monkeypatch.setattr(hashing, "file_sha256", counted)
-    return seen
-
-
-def test_a_settled_file_is_read_once_per_state(tmp_path, monkeypatch, file_reads):
-    monkeypatch.setattr(hashing, "RACY_SECONDS", 0.0)
+    monkeypatch.setattr(hashing, "file_sha256", lambda path: reads.append(os.fspath(path)) or read(path))
     file = tmp_path / "cases.jsonl"
     file.write_text("one\n")
     first = file_sha256_once(file)
     assert first == hashlib.sha256(b"one\n").hexdigest() and file_sha256_once(file) == first
-    assert file_reads == [str(file)]
+    assert reads == [str(file)]
     state = file.stat()
     file.write_text("two\n")  # the same size, its modification time put back: its change time still moves
     os.utime(file, ns=(state.st_atime_ns, state.st_mtime_ns))
     assert file_sha256_once(file) == hashlib.sha256(b"two\n").hexdigest()
-    assert len(file_reads) == 2
-
-
-def test_a_file_changed_within_the_racy_window_is_read_at_each_call(tmp_path, file_reads):
-    file = tmp_path / "cases.jsonl"
-    file.write_text("one\n")  # just now
-    assert file_sha256_once(file) == file_sha256_once(file) == hashlib.sha256(b"one\n").hexdigest()
-    assert len(file_reads) == 2
-
-
-def test_the_site_record_and_the_hashes_share_one_racy_window():
-    assert unchanged.RACY_SECONDS == hashing.RACY_SECONDS
+    assert len(reads) == 2

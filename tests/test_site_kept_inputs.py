@@ -113,8 +113,10 @@ def test_a_new_runs_rebuild_hashes_its_own_files_and_parses_no_dataset_file(meta
     assert_same_as_a_fresh_build(metadata_project, tmp_path)
 
 
-def test_a_new_runs_cases_are_read_once_to_hash_them_and_check_them_against_its_footer(metadata_project, monkeypatch):
-    monkeypatch.setattr(hashing, "RACY_SECONDS", 0.0)
+@pytest.mark.parametrize(("racy_seconds", "reads_expected"), [(0.0, 1), (3600.0, 2)])
+def test_a_new_runs_cases_are_read_once_to_hash_them_and_check_them_against_its_footer(metadata_project, monkeypatch,
+                                                                                       racy_seconds, reads_expected):
+    # a run written just now (racy) is hashed afresh for the site, then once for its footer and every view
     build_site(metadata_project)
     data_id = json.loads((metadata_project.runs_dir / A1 / "run.json").read_text())["dataset"]["dataset_id"]
     flagged_run(metadata_project.root, A2, "a", {"i5"}, data_id)
@@ -123,13 +125,29 @@ def test_a_new_runs_cases_are_read_once_to_hash_them_and_check_them_against_its_
     footer.write_text(json.dumps({**json.loads(footer.read_text()), CASES_SHA256: read_sha256(new_cases)}))
     reads: list[str] = []
     read = hashing.file_sha256
-    monkeypatch.setattr(hashing, "file_sha256", lambda path: reads.append(os.fspath(path)) or read(path))
+
+    def counted(path):
+        reads.append(os.fspath(path))
+        return read(path)
+
+    monkeypatch.setattr(hashing, "file_sha256", counted)
+    monkeypatch.setattr(inputs, "file_sha256", counted)
+    monkeypatch.setattr(inputs, "RACY_SECONDS", racy_seconds)
     checked: list[bool] = []
     check = parquet.cases_as_written
     monkeypatch.setattr(parquet, "cases_as_written", lambda cases, recorded: checked.append(check(cases, recorded)) or checked[-1])
     build_site(metadata_project)
     assert checked and all(checked)  # read as the footer vouches
-    assert reads.count(str(new_cases)) == 1
+    assert reads.count(str(new_cases)) == reads_expected
+
+
+def test_a_file_changed_within_the_racy_window_is_read_at_each_hash(tmp_path, monkeypatch):
+    reads: list[str] = []
+    monkeypatch.setattr(inputs, "file_sha256", lambda path: reads.append(os.fspath(path)) or "digest")
+    file = tmp_path / "cases.jsonl"
+    file.write_text("one\n")  # just now: a change in the same clock tick would keep its size and times
+    assert inputs.file_hash(file) == inputs.file_hash(file)
+    assert reads == [str(file)] * 2
 
 
 def test_an_edited_dataset_file_is_read_again(metadata_project, input_reads, tmp_path):

@@ -6,15 +6,10 @@ import functools
 import hashlib
 import json
 import os
-import time
 from pathlib import Path
 from typing import Any
 
 import orjson
-
-#: A file changed this recently may change again within the same clock tick, keeping its size and
-#: times: what is kept by a file's state (a hash, a build's record) is not kept for it.
-RACY_SECONDS = 2.0
 
 # one encoder for every call: json.dumps with options builds a new one each time, a measurable
 # share of loading a large dataset (four hashes a row)
@@ -80,14 +75,11 @@ def file_sha256(path: str | Path) -> str:
 
 
 def file_sha256_once(path: str | Path) -> str:
-    """:func:`file_sha256`, computed once per file version in a process (``os.stat``: device, inode,
+    """:func:`file_sha256`, computed once per file state in a process (``os.stat``: device, inode,
     size, modification and change times): a command that reads a run through several views, or a
     build that hashes a new run's files and then checks its cases against the footer's sha256, reads
-    the bytes once. A file changed within :data:`RACY_SECONDS` is hashed at each call. Raises
-    :class:`OSError` when the file cannot be read."""
+    the bytes once. Raises :class:`OSError` when the file cannot be read."""
     state = os.stat(path)
-    if max(state.st_mtime_ns, state.st_ctime_ns) >= time.time_ns() - int(RACY_SECONDS * 1e9):
-        return file_sha256(path)
     return _sha256_of(os.fspath(path), state.st_dev, state.st_ino, state.st_size, state.st_mtime_ns, state.st_ctime_ns)
 
 

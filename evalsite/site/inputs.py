@@ -34,7 +34,7 @@ from evalsite.jsonshape import JSONObject
 from evalsite.project import Project
 from evalsite.runlog import decisions
 from evalsite.runlog.decisions import DECISIONS_FILE, Decision
-from evalsite.runlog.hashing import file_sha256_once, sha256_json
+from evalsite.runlog.hashing import file_sha256, file_sha256_once, sha256_json
 from evalsite.runlog.records import RunStatus
 from evalsite.runlog.rows import is_critical
 from evalsite.runlog.secrets import redact_urls
@@ -49,14 +49,21 @@ MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 
 def file_hash(*paths: Path) -> str:
     """sha256 over the named files' names and sha256s (a missing file, or one that is not a regular
-    file, counts as none). Each file's sha256 is the one :func:`~evalsite.runlog.hashing.file_sha256_once`
-    keeps, so a new run's cases, hashed here, are not read again to be checked against its footer."""
+    file, counts as none). A file's sha256 is the one :func:`~evalsite.runlog.hashing.file_sha256_once`
+    keeps in this process, so a new run's cases, hashed here, are not read again to be checked
+    against its footer; but a file changed within :data:`~evalsite.site.unchanged.RACY_SECONDS` is
+    read here each time (``evalsite serve`` builds again in the same process, and a second change in
+    the same clock tick keeps a file's size and times)."""
     return sha256_json([[path.name, _sha256_or_none(path)] for path in paths])
 
 
 def _sha256_or_none(path: Path) -> str | None:
     try:
-        return file_sha256_once(path) if path.is_file() else None
+        found = os.stat(path)
+        if not stat.S_ISREG(found.st_mode):
+            return None
+        settled = max(found.st_mtime_ns, found.st_ctime_ns) < time.time_ns() - int(RACY_SECONDS * 1e9)
+        return file_sha256_once(path) if settled else file_sha256(path)
     except OSError:
         return None
 

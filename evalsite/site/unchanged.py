@@ -39,9 +39,7 @@ from evalsite.site.report import SiteReport
 
 RECORD = ".evalsite/site-unchanged.json"
 RECORD_VERSION = 1
-#: A file whose last change is this recent when a build begins makes that build record nothing
-#: (:data:`evalsite.runlog.hashing.RACY_SECONDS`, which a test holds equal: not imported, so a
-#: nothing-new build does not import the run log).
+#: A file whose last change is this recent when a build begins makes that build record nothing.
 RACY_SECONDS = 2.0
 #: Folders no build reads a page from (besides the output folder and ``.evalsite/``).
 SKIPPED = frozenset({".git", ".hg", ".svn", ".evalsite", "__pycache__", "node_modules", ".venv", "venv",
