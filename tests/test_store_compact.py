@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import hashlib
 import json
+import random
 import shutil
 
 import duckdb
 import pyarrow.parquet as pq
+import pytest
+from sitekit import write_run
 
 from evalsite.analysis.db import open_database
+from evalsite.analysis.parquet import compact_run
 from evalsite.analysis.summary import summarise_run
-from evalsite.runlog.store import read_cases
+from evalsite.runlog.store import CASES_FILE, CASES_SHA256, END_FILE, read_cases
 
 QUERY = "SELECT run_id, item_id, repeat, score, passed, output, scores FROM cases ORDER BY ALL"
 
@@ -100,3 +104,21 @@ def test_an_unfinished_run_is_refused_by_name(cli, example_with_runs):
     assert result.exit_code == 1
     assert f"{folder.name}: only finished runs are compacted (this one is interrupted)" in result.output
     shutil.rmtree(folder)
+
+
+@pytest.mark.parametrize("longest", [25_000, 40_000_000])
+def test_a_vouched_run_compacts_in_the_order_of_its_lines_whatever_its_longest_line(tmp_path, longest):
+    # ~44 MB: DuckDB parses its 32 MiB blocks on several threads; a 40 MB line is past its own bound
+    rng = random.Random(7)
+    cases = [{"item_id": f"q{n}", "repeat": 0, "score": 1.0, "passed": True, "scores": [],
+              "output": f"{n}:" + "x" * rng.randint(10_000, 25_000)} for n in range(2500)]
+    cases[1200]["output"] = "y" * longest
+    directory = write_run(tmp_path / "runs", "20260101T000000Z-a-0001", cases)
+    footer = json.loads((directory / END_FILE).read_text())
+    digest = hashlib.sha256((directory / CASES_FILE).read_bytes()).hexdigest()
+    (directory / END_FILE).write_text(json.dumps({**footer, CASES_SHA256: digest}))  # as the run writer vouches
+    done = compact_run(directory)
+    table = pq.read_table(done.parquet, columns=["item_id", "output"])
+    assert done.cases == len(cases)
+    assert table.column("item_id").to_pylist() == [case["item_id"] for case in cases]
+    assert [json.loads(text) for text in table.column("output").to_pylist()] == [case["output"] for case in cases]  # as JSON

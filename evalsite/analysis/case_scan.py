@@ -20,7 +20,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -35,6 +34,7 @@ from evalsite.analysis.db import (
     case_line_ok,
     connect,
     json_type_in,
+    read_one_file,
 )
 from evalsite.analysis.parquet import written_lines
 from evalsite.runlog.hashing import canonical_json
@@ -182,19 +182,10 @@ def scan_cases(directory: Path, *, texts: bool = False) -> ScannedCases:
 
 
 def _scan(path: Path, texts: bool, *, written: bool) -> pa.Table:
-    """The file read first under DuckDB's own bound on a line's size: DuckDB cuts the file into
-    blocks of twice that bound (32 MiB) and parses them on all its threads, where under
-    :data:`~evalsite.analysis.db.MAXIMUM_CASE_BYTES` the whole file is one block parsed on one
-    thread (a 130 MB run: 0.55 s against 0.25 s on two cores). A line too long for a block makes
-    DuckDB refuse the file, which is then read again under the larger bound."""
+    """The file read on all DuckDB's threads (:func:`~evalsite.analysis.db.read_one_file`)."""
     connection = connect()
     try:
-        try:
-            return connection.sql(_scan_sql(str(path), texts, written, largest=None)).to_arrow_table()
-        except duckdb.InvalidInputException as exc:
-            if "maximum_object_size" not in str(exc):
-                raise
-            return connection.sql(_scan_sql(str(path), texts, written)).to_arrow_table()
+        return read_one_file(lambda largest: connection.sql(_scan_sql(str(path), texts, written, largest=largest)).to_arrow_table())
     finally:
         connection.close()
 
