@@ -29,7 +29,6 @@ from evalsite.analysis.case_texts import SHOWN, WHOLE_ONLY, CaseTexts, texts_fro
 from evalsite.analysis.db import (
     CASE_FIELD_TYPES,
     JSON_TEXT,
-    MAXIMUM_CASE_BYTES,
     PYTHON_INT_DIGITS,
     case_line_ok,
     connect,
@@ -84,7 +83,7 @@ def _texts_sql(values: dict[str, str]) -> str:
             f"{values['finish_reason_text']} AS finish_reason_text,")
 
 
-def _scan_sql(path: str, texts: bool = False, written: bool = False, *, largest: int | None = MAXIMUM_CASE_BYTES) -> str:
+def _scan_sql(path: str, texts: bool, written: bool, *, largest: int | None) -> str:
     """The scan of ``path``; ``written``: a file whose footer vouches for it
     (:func:`~evalsite.analysis.parquet.as_written`), read as typed fields, which for its lines gives
     exactly the checked reading's values at a fraction of the cost (no field is parsed twice).
