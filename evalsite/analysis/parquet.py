@@ -35,7 +35,6 @@ from evalsite.analysis.db import (
     case_line_ok,
     connect,
     error_text,
-    read_one_file,
 )
 from evalsite.analysis.remote import URI_FILE, staging_dir, upload
 from evalsite.errors import RunLogError
@@ -85,29 +84,26 @@ def json_source(files: list[str]) -> str:
     return f"SELECT * EXCLUDE (line_number) FROM ({first})"
 
 
-def written_json_source(files: list[str], names: Sequence[str] | None = None, *,
-                        largest: int | None = MAXIMUM_CASE_BYTES) -> str:
+def written_json_source(files: list[str], names: Sequence[str] | None = None) -> str:
     """The same columns from JSONL files whose every line is a well-typed case
     (:attr:`CaseFiles.written`): read as typed columns directly, which for such lines gives
     exactly :func:`json_source`'s rows, at a fraction of the cost (no field is re-parsed).
     ``names``: only these columns (and run_id), the others not even read (~25% of the scan of
-    realistic case lines, whose input, output and scores are most of their bytes). ``largest``:
-    the ``maximum_object_size`` (None: DuckDB's own, :func:`~evalsite.analysis.db.read_one_file`)."""
+    realistic case lines, whose input, output and scores are most of their bytes)."""
     read = {name: CASE_COLUMNS[name] for name in names} if names is not None else CASE_COLUMNS
     kinds = {name: "JSON" if name in OPTIONAL_CASE_COLUMNS else kind for name, kind in read.items()}
     spec = "{" + ", ".join(f"'{name}': '{kind}'" for name, kind in kinds.items()) + "}"
     columns = ", ".join(_quoted(name) if kinds[name] == kind else f"{_from_json(name, kind)} AS {_quoted(name)}"
                         for name, kind in read.items())
-    return f"SELECT {_RUN_ID}, {columns} FROM {_read_json(files, spec, largest)} WHERE item_id IS NOT NULL"
+    return f"SELECT {_RUN_ID}, {columns} FROM {_read_json(files, spec)} WHERE item_id IS NOT NULL"
 
 
 _RUN_ID = f"regexp_extract(replace(filename, '\\', '/'), '([^/]+)/{CASES_FILE}$', 1) AS run_id"
 
 
-def _read_json(files: list[str], spec: str, largest: int | None = MAXIMUM_CASE_BYTES) -> str:
-    bound = "" if largest is None else f"maximum_object_size={largest}, "
+def _read_json(files: list[str], spec: str) -> str:
     return (f"read_json({_sql_list(files)}, format='newline_delimited', columns={spec}, "
-            f"{bound}ignore_errors=true, filename=true)")
+            f"maximum_object_size={MAXIMUM_CASE_BYTES}, ignore_errors=true, filename=true)")
 
 
 def _from_json(name: str, kind: str) -> str:
@@ -241,14 +237,10 @@ def compact_run(directory: Path, destination: Path | None = None) -> Compacted:
     partial = target.with_name(PARQUET_FILE + ".partial")
     size = source.stat().st_size
     digest, lines = _sha256_and_lines(source)
-    metadata = {HASH_KEY: digest, BYTES_KEY: str(size), CASES_KEY: str(lines)}
+    select = (written_json_source if _footer_sha256(directory) == digest else json_source)([str(source)])
     connection = connect()
     try:
-        if _footer_sha256(directory) == digest:  # parsed on all DuckDB's threads
-            cases = read_one_file(lambda largest: _copy(connection, written_json_source([str(source)], largest=largest),
-                                                        partial, metadata))
-        else:  # the lines numbered in the order read (WITH ORDINALITY): one block, as the views read it
-            cases = _copy(connection, json_source([str(source)]), partial, metadata)
+        cases = _copy(connection, select, partial, {HASH_KEY: digest, BYTES_KEY: str(size), CASES_KEY: str(lines)})
         if cases != lines:  # some line is no case, or repeats a key: the count recorded is the rows written
             rewritten = partial.with_name(PARQUET_FILE + ".counted")
             _copy(connection, f"SELECT * FROM read_parquet({_quoted_literal(str(partial))})", rewritten,

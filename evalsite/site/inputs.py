@@ -62,10 +62,15 @@ def _sha256_or_none(path: Path) -> str | None:
         found = os.stat(path)
         if not stat.S_ISREG(found.st_mode):
             return None
-        settled = max(found.st_mtime_ns, found.st_ctime_ns) < time.time_ns() - int(RACY_SECONDS * 1e9)
-        return file_sha256_once(path) if settled else file_sha256(path)
+        return file_sha256_once(path) if _settled(found) else file_sha256(path)
     except OSError:
         return None
+
+
+def _settled(found: os.stat_result) -> bool:
+    """Whether the file was last changed more than :data:`~evalsite.site.unchanged.RACY_SECONDS` ago
+    (a change in the same clock tick as a look keeps its size and times)."""
+    return max(found.st_mtime_ns, found.st_ctime_ns) < time.time_ns() - int(RACY_SECONDS * 1e9)
 
 
 def kept_file_hash(kept: KeptValues, *paths: Path) -> str:
@@ -75,13 +80,12 @@ def kept_file_hash(kept: KeptValues, *paths: Path) -> str:
     :data:`~evalsite.site.unchanged.RACY_SECONDS` (a change in the same clock tick keeps its times) is
     hashed again, and so is every file of a cloned or copied project (new inodes and change times)."""
     states: list[list[int | str]] = []
-    recent = time.time_ns() - int(RACY_SECONDS * 1e9)
     for path in paths:
         try:
             found = os.stat(path)
         except OSError:
             return file_hash(*paths)
-        if not stat.S_ISREG(found.st_mode) or max(found.st_mtime_ns, found.st_ctime_ns) >= recent:
+        if not stat.S_ISREG(found.st_mode) or not _settled(found):
             return file_hash(*paths)
         states.append([str(path), found.st_dev, found.st_ino, found.st_size, found.st_mtime_ns, found.st_ctime_ns])
     found_hash: str = kept.get(sha256_json(states), lambda: file_hash(*paths))
