@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from itertools import islice
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import click
 import orjson
@@ -63,6 +64,25 @@ def status_kind(status: str) -> str | None:
     if status == RunStatus.FAILED:
         return "bad"
     return "warn" if status in set(RunStatus) else None
+
+
+Entry = TypeVar("Entry", covariant=True)
+
+
+class Listed(Protocol[Entry]):
+    """What :func:`first` cuts: a list, or anything that knows its length and iterates (``ItemChanges``)."""
+
+    def __len__(self) -> int: ...
+    def __iter__(self) -> Iterator[Entry]: ...
+
+
+def first(entries: Listed[Entry], limit: int | None) -> tuple[list[Entry], str]:
+    """The first ``limit`` of ``entries`` (every one when ``limit`` is None) and, when that leaves
+    some out, ``and N more`` ("" when it leaves none): a long list on a terminal shows its head and
+    how much it left out, never tens of thousands of lines."""
+    if limit is None or len(entries) <= limit:
+        return list(entries), ""
+    return list(islice(entries, limit)), f"and {len(entries) - limit:,} more"
 
 
 def json_text(data: Any) -> str:

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import click
 
-from evalsite.cli.output import warn
+from evalsite.cli.output import first, warn
 from evalsite.execute.outcomes import BatchOutcome, RunOutcome
 from evalsite.runlog.money import format_usd
 from evalsite.runlog.records import RunStatus
@@ -90,8 +90,8 @@ def report_run(run: RunOutcome, *, ceiling_set: bool) -> None:
 
 
 def listing(item_ids: Sequence[str]) -> str:
-    shown = ", ".join(item_ids[:LISTED_ITEMS])
-    return shown + (f" and {len(item_ids) - LISTED_ITEMS} more" if len(item_ids) > LISTED_ITEMS else "")
+    shown, more = first(item_ids, LISTED_ITEMS)
+    return ", ".join(shown) + (f" {more}" if more else "")
 
 
 def report_failures(reasons: list[str]) -> None:
