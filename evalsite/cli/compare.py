@@ -17,7 +17,7 @@ from evalsite.cli.complete import complete_runs
 from evalsite.cli.console import paint
 from evalsite.cli.export import CSV, HTML, JSON, MARKDOWN, OutputFile, Result, output_option, write_output
 from evalsite.cli.fit import fitted, wide_option
-from evalsite.cli.output import format_value, print_json, warn_unreadable_runs
+from evalsite.cli.output import Listed, first, format_value, print_json, warn_unreadable_runs
 from evalsite.project import find_project
 from evalsite.runlog.store import Run
 
@@ -37,6 +37,12 @@ SOURCES = {
     "prior": "the most recent older completed run of this arm on this dataset",
 }
 DIFF_VALUE_WIDTH = 60
+#: How many entries of one list (regressed items, ids newly failing, …) the terminal report prints
+#: before "… and N more": two 100,000-item runs would print tens of thousands of lines otherwise.
+#: ``--all`` prints every one; ``--json``, ``--output`` and the site's compare page hold them all.
+LISTED = 20
+#: Where a cut list's every entry is, said after its "… and N more".
+ALL_OF_THEM = "--all, --json or --output FILE.json"
 
 
 @click.command("compare")
@@ -53,13 +59,15 @@ DIFF_VALUE_WIDTH = 60
 @click.option("--allow-missing-baseline", is_flag=True,
               help="With --fail-on regression, pass when the run has no baseline (a first run) instead of failing.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.option("--all", "show_all", is_flag=True,
+              help=f"List every item and id (default: the first {LISTED} of each list, then how many more).")
 @click.option("--summary", "summary_file", type=click.Path(path_type=Path),
               help="Append a markdown summary here (also to $GITHUB_STEP_SUMMARY when set).")
 @output_option("compare", JSON, CSV, MARKDOWN, HTML)
 @wide_option
 def compare_command(run: str, baseline: str | None, threshold: float, noise: float | None, alpha: float,
-                    fail_on: str | None, allow_missing_baseline: bool, as_json: bool, summary_file: Path | None,
-                    output: OutputFile | None) -> None:
+                    fail_on: str | None, allow_missing_baseline: bool, as_json: bool, show_all: bool,
+                    summary_file: Path | None, output: OutputFile | None) -> None:
     """Compare RUN with its baseline, fingerprint first.
 
     Prints the fingerprint diff, refuses runs that are not comparable, and reports what
@@ -74,7 +82,7 @@ def compare_command(run: str, baseline: str | None, threshold: float, noise: flo
         print_json(data)
     else:
         with fitted():
-            print_report(report)
+            print_report(report, listed=None if show_all else LISTED)
     markdown = compare_markdown(report)
     write_summary(markdown, summary_file)
     if output is not None and data is not None:
@@ -123,7 +131,9 @@ def _signed(value: float | None) -> str:
     return "—" if value is None else f"{value:+.3f}"
 
 
-def print_report(report: ComparisonReport) -> None:
+def print_report(report: ComparisonReport, *, listed: int | None = LISTED, all_of_them: str = ALL_OF_THEM) -> None:
+    """The report on stdout; each list of items or ids shows its first ``listed`` entries (every
+    one when None), then "… and N more (all of them: ``all_of_them``)"."""
     click.echo(_run_line("run", report.current))
     if report.baseline is None:
         click.echo(
@@ -141,7 +151,7 @@ def print_report(report: ComparisonReport) -> None:
         click.echo(f"comparable: same questions and evaluators{note}")
         if report.dataset_note:
             click.echo(report.dataset_note)
-        _print_regression(report.regression, gate.alpha)
+        _print_regression(report.regression, gate.alpha, listed, all_of_them)
         click.echo(f"gate (α = {gate.alpha}): "
                    + (paint("fail", "bad") + ": " + "; ".join(gate.reasons) if gate.failed else paint("pass", "good")))
 
@@ -175,7 +185,23 @@ def _item_line(item: ItemChange) -> str:
     return f"  {item.item_id}  {format_value(item.baseline_score)} → {format_value(item.current_score)}  Δ {_signed(item.delta)}{note}"
 
 
-def _print_regression(report: RegressionReport, report_alpha: float) -> None:
+def _ids(ids: list[str], listed: int | None, all_of_them: str) -> str:
+    """The ids on one line, cut after ``listed`` ("a, b, … and N more (all of them: …)")."""
+    shown, more = first(ids, listed)
+    return ", ".join([*shown, *([_rest(more, all_of_them)] if more else [])])
+
+
+def _item_lines(items: Listed[ItemChange], listed: int | None, all_of_them: str) -> str:
+    """One line an item, cut after ``listed`` by a line "… and N more (all of them: …)"."""
+    shown, more = first(items, listed)
+    return "\n".join([*map(_item_line, shown), *([f"  {_rest(more, all_of_them)}"] if more else [])])
+
+
+def _rest(more: str, all_of_them: str) -> str:
+    return f"… {more} (all of them: {all_of_them})"
+
+
+def _print_regression(report: RegressionReport, report_alpha: float, listed: int | None, all_of_them: str) -> None:
     s = report.summary
     click.echo(
         f"\nitems: {s.compared} compared · {s.improved} improved · {s.regressed} regressed · "
@@ -199,11 +225,11 @@ def _print_regression(report: RegressionReport, report_alpha: float) -> None:
         items = report.classified(classification)
         if items:
             click.echo(f"\n{paint(title, title_kinds.get(classification, 'muted'))} ({len(items)}):")
-            click.echo("\n".join(map(_item_line, items)))  # one write for 50,000 lines
+            click.echo(_item_lines(items, listed, all_of_them))  # one write for 50,000 lines (--all)
     for title, ids in (("only in the baseline", report.only_in_baseline), ("only in this run", report.only_in_current),
                        ("unscored on a side", report.unscored), ("critical rows newly failing", report.critical_newly_failing)):
         if ids:
-            click.echo(f"\n{title} ({len(ids)}): {', '.join(ids)}")
+            click.echo(f"\n{title} ({len(ids)}): {_ids(ids, listed, all_of_them)}")
     for e in report.evaluators:
         click.echo(
             f"\nevaluator {e.evaluator}: pass rate {format_value(e.baseline_pass_rate)} → {format_value(e.current_pass_rate)} "
@@ -212,5 +238,5 @@ def _print_regression(report: RegressionReport, report_alpha: float) -> None:
         )
         for title, ids in (("newly failing", e.newly_failing), ("newly passing", e.newly_passing), ("still failing", e.still_failing)):
             if ids:
-                click.echo(f"  {title} ({len(ids)}): {', '.join(ids)}")
+                click.echo(f"  {title} ({len(ids)}): {_ids(ids, listed, all_of_them)}")
     click.echo()

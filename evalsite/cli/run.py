@@ -86,7 +86,8 @@ def _show_batch(ctx: click.Context, result: BatchResult, as_json: bool) -> list[
         from evalsite.cli.compare import print_report  # only with --baseline: it loads the statistics
 
         click.echo()
-        print_report(diff)
+        base = diff.baseline.run_id if diff.baseline is not None else ""  # no baseline: no list to cut
+        print_report(diff, all_of_them=f"--json, or evalsite compare {diff.current.run_id} --baseline {base} --all")
     return rows
 
 
