@@ -59,7 +59,7 @@ def test_each_long_list_shows_its_first_twenty_then_how_many_more(golden_project
     assert shown.exit_code == 0, shown.output
     out = shown.stdout
     lines = block(out, "regressed (25):")
-    assert [line.split()[0] for line in lines[:-1]] == [i["item_id"] for i in regressed[:20]]  # the report's order
+    assert [line.split()[0] for line in lines[:-1]] == [i["item_id"] for i in regressed[:20]]  # all Δ -1: item order
     assert lines[-1] == f"  … and 5 more {MORE}"
     first_twenty = ", ".join(ids[10:30])
     assert line_of(out, "  newly failing") == f"  newly failing (25): {first_twenty}, … and 5 more {MORE}"
@@ -105,3 +105,13 @@ def test_run_with_a_baseline_cuts_its_lists_and_names_the_compare_that_lists_the
     assert block(done.stdout, "regressed (25):")[20:] == [f"  … and 5 more {rest}"]
     assert line_of(done.stdout, "  newly failing") == f"  newly failing (25): {', '.join(ids[:20])}, … and 5 more {rest}"
     assert len(block(cli("compare", current, "--baseline", baseline, "--all").stdout, "regressed (25):")) == 25
+
+
+def test_a_cut_list_of_items_shows_the_largest_changes_first(golden_project, cli):
+    ids = many_items(golden_project, 30)
+    baseline = run_arm(cli, golden_project, repeat=2)
+    half, whole = ids[:15], ids[15:25]  # wrong in one repeat of two (Δ -0.5), in both (Δ -1)
+    current = run_arm(cli, golden_project, repeat=2, params={"wrong": whole, "wrong_in_repeat": {"0": half}})
+    lines = block(cli("compare", current, "--baseline", baseline).stdout, "regressed (25):")
+    assert [line.split()[0] for line in lines[:-1]] == whole + half[:10]  # ties in item order
+    assert lines[-1] == f"  … and 5 more {MORE}"

@@ -222,7 +222,7 @@ def _print_regression(report: RegressionReport, report_alpha: float, listed: int
 
     title_kinds = {REGRESSED: "bad", IMPROVED: "good"}
     for classification, title in ((REGRESSED, "regressed"), (IMPROVED, "improved"), (GT_CHANGED, "gt_changed, left out of every number")):
-        items = report.classified(classification)
+        items = report.classified(classification).largest_first()  # cut, the list keeps the largest changes
         if items:
             click.echo(f"\n{paint(title, title_kinds.get(classification, 'muted'))} ({len(items)}):")
             click.echo(_item_lines(items, listed, all_of_them))  # one write for 50,000 lines (--all)
