@@ -13,6 +13,7 @@ from evalsite.analysis.remote import run_folders
 from evalsite.errors import EvalsiteError
 from evalsite.project import Project
 from evalsite.runlog.decisions import excluded_runs
+from evalsite.runlog.digests import KeptDigests
 from evalsite.runlog.records import Case, DatasetRef, RunHeader
 from evalsite.runlog.rows import is_critical
 from evalsite.runlog.store import CASES_FILE, CASES_SHA256, Run, cases_as_written, read_run, resolve_run, scan_runs
@@ -185,7 +186,9 @@ def run_listing(project: Project) -> RunListing:
     only the other runs (running, interrupted, compacted, edited, or written before footers
     recorded the hash) are summarised from their case columns, read by DuckDB."""
     runs, skipped = scan_runs(project.runs_dir, run_folders(project.runs_dir))
-    read = {run.run_id: _footer_figures(run) for run in runs}
+    digests = KeptDigests(project.root)
+    read = {run.run_id: _footer_figures(run, digests) for run in runs}
+    digests.save()
     figures = {run_id: found for run_id, found in read.items() if found is not None}
     figures.update(_summarised([run for run in runs if run.run_id not in figures]))
     excluded = excluded_runs(project.runs_dir)
@@ -198,9 +201,10 @@ def run_listing(project: Project) -> RunListing:
     return RunListing(rows, skipped)
 
 
-def _footer_figures(run: Run) -> dict[str, Any] | None:
+def _footer_figures(run: Run, digests: KeptDigests) -> dict[str, Any] | None:
     """The :data:`LISTED` figures of the run's footer, when its cases are still as written."""
-    if run.footer is None or not cases_as_written(run.directory / CASES_FILE, run.footer.raw.get(CASES_SHA256)):
+    if run.footer is None or not cases_as_written(run.directory / CASES_FILE, run.footer.raw.get(CASES_SHA256),
+                                                  digests.sha256):
         return None
     totals = run.footer.totals
     if totals.cases is None:

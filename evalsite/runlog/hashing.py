@@ -6,6 +6,7 @@ import functools
 import hashlib
 import json
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -86,3 +87,16 @@ def file_sha256_once(path: str | Path) -> str:
 @functools.lru_cache(maxsize=4096)
 def _sha256_of(path: str, *state: int) -> str:
     return file_sha256(path)
+
+
+#: A file changed less than this long ago may change again in the same clock tick without its size
+#: or times changing (git's "racy" files): its digest is never kept for another process, nor a
+#: build's inputs recorded as unchanged.
+RACY_SECONDS = 2.0
+
+
+def settled(found: os.stat_result, racy_seconds: float | None = None) -> bool:
+    """Whether the file was last changed more than ``racy_seconds`` (default :data:`RACY_SECONDS`)
+    ago: a change in the same clock tick as a look keeps its size and times."""
+    seconds = RACY_SECONDS if racy_seconds is None else racy_seconds
+    return max(found.st_mtime_ns, found.st_ctime_ns) < time.time_ns() - int(seconds * 1e9)

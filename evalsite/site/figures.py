@@ -22,7 +22,6 @@ import json
 import os
 import re
 import stat
-import tempfile
 import zipfile
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -38,6 +37,7 @@ from evalsite.analysis.items import CELLS_SCHEMA
 from evalsite.analysis.matrix import FIGURES, RunColumn
 from evalsite.analysis.summary import RunSummary
 from evalsite.jsonshape import JSONObject
+from evalsite.runlog.state_files import TEMP_SUFFIX, made_folder, not_a_folder, open_regular, replace_file
 from evalsite.site.matrixdata import MatrixPart
 
 CACHE_VERSION = 6
@@ -58,8 +58,6 @@ TEXTS_HASH = re.compile(r"[0-9a-f]{32}")
 COLUMNS_SUFFIX = ".columns.npz"
 #: A run's cells as the leaderboards' item matrix reads them (an Arrow IPC file).
 CELLS_SUFFIX = ".cells.arrow"
-#: A file being written: ``.<name>.<random>.tmp``, renamed to ``<name>`` when whole.
-TEMP_SUFFIX = ".tmp"
 #: A matrix part's texts of its own, and those the runs of its dataset share (besides the item ids).
 _OWN_TEXTS = ("heads", "tails")
 _SHARED_TEXTS = ("items", "snippets")
@@ -105,7 +103,7 @@ class SiteCache:
     def __init__(self, folder: Path, *, root: Path | None = None) -> None:
         self.folder = folder
         self.root = folder.parent if root is None else root
-        self.refused = _not_a_folder(self.root, folder)
+        self.refused = not_a_folder(self.root, folder)
         #: Shared texts this build has read or written whole, by their hash.
         self._texts: dict[str, tuple[tuple[str, ...], dict[str, list[str]]]] = {}
 
@@ -225,7 +223,7 @@ class SiteCache:
         """Delete the entries of runs not in ``hashes`` (and shared texts none of theirs names) and
         temporary files a killed build left: regular files directly in the cache folder only, never
         a symlink or what it leads to."""
-        if self.refused or _not_a_folder(self.root, self.folder):
+        if self.refused or not_a_folder(self.root, self.folder):
             return
         hashes = hashes | self._texts_of(hashes)
         try:
@@ -279,70 +277,17 @@ class SiteCache:
         self._store(name, lambda handle: handle.write(text.encode("utf-8")))
 
     def _open(self, name: str) -> BinaryIO:
-        """``name`` in the cache folder, opened for reading only when it is a regular file: a symlink
-        (``O_NOFOLLOW``), a FIFO (``O_NONBLOCK``, then refused) or a folder raises OSError."""
+        """``name`` in the cache folder, opened for reading only when it is a regular file
+        (:func:`~evalsite.runlog.state_files.open_regular`)."""
         if self.refused:
             raise OSError(f"{self.refused}: not a folder of the project")
-        descriptor = os.open(self.folder / name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
-            os.close(descriptor)
-            raise OSError(f"{name}: not a regular file")
-        return os.fdopen(descriptor, "rb")
+        return open_regular(self.folder / name)
 
     def _store(self, name: str, write: Callable[[BinaryIO], object]) -> bool:
-        """Write ``name`` through a new temporary file (``mkstemp``: ``O_EXCL``, a fresh name, so a
-        planted symlink is never opened) renamed over it, which replaces a symlink at ``name`` rather
-        than writing through it. False when it could not be written (read-only project, refused folder)."""
-        if not self._ready():
-            return False
-        try:
-            descriptor, temp = tempfile.mkstemp(dir=self.folder, prefix=f".{name}.", suffix=TEMP_SUFFIX)
-        except OSError:
-            return False
-        try:
-            with os.fdopen(descriptor, "wb") as handle:
-                write(handle)
-            os.replace(temp, self.folder / name)
-        except (OSError, ValueError, pa.ArrowException):
-            with contextlib.suppress(OSError):
-                os.unlink(temp)
-            return False
-        return True
-
-    def _ready(self) -> bool:
-        """Whether the cache folder is there to write in, creating what is missing one folder at a
-        time below ``root``, each checked (not a symlink) before the next is made in it."""
-        if self.refused:
-            return False
-        path = self.root
-        for part in self.folder.relative_to(self.root).parts:
-            path = path / part
-            try:
-                os.mkdir(path)
-            except FileExistsError:
-                pass
-            except OSError:
-                return False
-            if _not_a_folder(path.parent, path) is not None:
-                return False
-        return True
-
-
-def _not_a_folder(root: Path, folder: Path) -> Path | None:
-    """The first path from below ``root`` down to ``folder`` that exists and is not a real folder (a
-    symlink, even to a folder, or a file); None when each one is a folder or missing."""
-    path = root
-    for part in folder.relative_to(root).parts:
-        path = path / part
-        try:
-            mode = os.lstat(path).st_mode
-        except FileNotFoundError:
-            return None
-        except OSError:
-            return path
-        if not stat.S_ISDIR(mode):
-            return path
-    return None
+        """Write ``name`` (:func:`~evalsite.runlog.state_files.replace_file`: a planted symlink is never
+        written through). False when it could not be written (read-only project, refused folder)."""
+        return not self.refused and made_folder(self.root, self.folder) and \
+            replace_file(self.folder, name, write, (OSError, ValueError, pa.ArrowException))
 
 
 def _pruned(name: str, hashes: set[str]) -> bool:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import stat
-import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -34,7 +33,7 @@ from evalsite.jsonshape import JSONObject
 from evalsite.project import Project
 from evalsite.runlog import decisions
 from evalsite.runlog.decisions import DECISIONS_FILE, Decision
-from evalsite.runlog.hashing import file_sha256, file_sha256_once, sha256_json
+from evalsite.runlog.hashing import RACY_SECONDS, file_sha256, file_sha256_once, settled, sha256_json
 from evalsite.runlog.records import RunStatus
 from evalsite.runlog.rows import is_critical
 from evalsite.runlog.secrets import redact_urls
@@ -42,7 +41,6 @@ from evalsite.runlog.store import CASES_FILE, END_FILE, RUN_FILE, Run, run_direc
 from evalsite.site.artifacts import refused_results
 from evalsite.site.figures import KeptValues
 from evalsite.site.safe_text import project_relative
-from evalsite.site.unchanged import RACY_SECONDS
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 
@@ -51,7 +49,7 @@ def file_hash(*paths: Path) -> str:
     """sha256 over the named files' names and sha256s (a missing file, or one that is not a regular
     file, counts as none). A file's sha256 is the one :func:`~evalsite.runlog.hashing.file_sha256_once`
     keeps in this process, so a new run's cases, hashed here, are not read again to be checked
-    against its footer; but a file changed within :data:`~evalsite.site.unchanged.RACY_SECONDS` is
+    against its footer; but a file changed within :data:`~evalsite.runlog.hashing.RACY_SECONDS` is
     read here each time (``evalsite serve`` builds again in the same process, and a second change in
     the same clock tick keeps a file's size and times)."""
     return sha256_json([[path.name, _sha256_or_none(path)] for path in paths])
@@ -68,16 +66,15 @@ def _sha256_or_none(path: Path) -> str | None:
 
 
 def _settled(found: os.stat_result) -> bool:
-    """Whether the file was last changed more than :data:`~evalsite.site.unchanged.RACY_SECONDS` ago
-    (a change in the same clock tick as a look keeps its size and times)."""
-    return max(found.st_mtime_ns, found.st_ctime_ns) < time.time_ns() - int(RACY_SECONDS * 1e9)
+    """:func:`~evalsite.runlog.hashing.settled` at this module's :data:`RACY_SECONDS` (the tests shorten it)."""
+    return settled(found, RACY_SECONDS)
 
 
 def kept_file_hash(kept: KeptValues, *paths: Path) -> str:
     """:func:`file_hash`, taken from ``kept`` (the build cache's :data:`~evalsite.site.figures.HASHES_FILE`)
     when an earlier build hashed the same files in the same states (``os.stat``: device, inode, size,
     modification and change times). A file gone, not a regular file, or changed within
-    :data:`~evalsite.site.unchanged.RACY_SECONDS` (a change in the same clock tick keeps its times) is
+    :data:`~evalsite.runlog.hashing.RACY_SECONDS` (a change in the same clock tick keeps its times) is
     hashed again, and so is every file of a cloned or copied project (new inodes and change times)."""
     states: list[list[int | str]] = []
     for path in paths:

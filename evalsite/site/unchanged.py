@@ -34,13 +34,12 @@ from pathlib import Path
 
 from evalsite import __version__
 from evalsite.project import PACKAGE_DIR, Project
+from evalsite.runlog.hashing import RACY_SECONDS
 from evalsite.site.plugin_code import package_roots, page_plugin_modules
 from evalsite.site.report import SiteReport
 
 RECORD = ".evalsite/site-unchanged.json"
 RECORD_VERSION = 1
-#: A file whose last change is this recent when a build begins makes that build record nothing.
-RACY_SECONDS = 2.0
 #: Folders no build reads a page from (besides the output folder and ``.evalsite/``).
 SKIPPED = frozenset({".git", ".hg", ".svn", ".evalsite", "__pycache__", "node_modules", ".venv", "venv",
                      ".tox", ".nox", ".mypy_cache", ".ruff_cache", ".pytest_cache"})

@@ -1,0 +1,143 @@
+"""``evalsite runs`` checks each finished run's cases against its footer's sha256; the sha256s are kept
+between processes by the files' states (``evalsite.runlog.digests.KeptDigests``), so a settled run is
+read once, not at every listing, while any change to its cases is still seen."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from evalsite.analysis.run_views import run_listing
+from evalsite.analysis.summary import summarise_run
+from evalsite.project import Project
+from evalsite.runlog import hashing
+from evalsite.runlog.digests import DIGESTS_FILE, KeptDigests
+from evalsite.runlog.store import CASES_FILE, RunWriter
+
+
+def write_run(root, scores: list[float]) -> str:
+    """A finished run whose footer records its totals (as every writer's does)."""
+    cases = [{"item_id": f"q{n}", "repeat": 0, "output": "x", "error": None, "score": score, "passed": score >= 0.5,
+              "scores": [{"evaluator": "exact", "version": "1", "score": score, "passed": score >= 0.5}]}
+             for n, score in enumerate(scores)]
+    writer = RunWriter.create(root / "runs", "main", {"arm_id": "main", "dataset": {"path": "d.jsonl", "dataset_id": "d@0"}})
+    for case in cases:
+        writer.append_case(case)
+    writer.finish({"status": "completed", "totals": summarise_run(cases).totals().to_json()})
+    return writer.run_id
+
+
+@pytest.fixture
+def hashed(monkeypatch) -> list[str]:
+    """The files hashed from disk, in a fresh process each listing (the in-process memo cleared)."""
+    found: list[str] = []
+    read = hashing.file_sha256
+    monkeypatch.setattr(hashing, "file_sha256", lambda path: found.append(os.path.basename(path)) or read(path))
+    monkeypatch.setattr(hashing, "RACY_SECONDS", 0.0)  # the files' change times are not settable
+    hashing._sha256_of.cache_clear()
+    return found
+
+
+def listing(project: Project) -> dict[str, tuple]:
+    hashing._sha256_of.cache_clear()  # as if another process
+    return {row["run_id"]: (row["cases"], row["mean_score"]) for row in run_listing(project).rows}
+
+
+def test_a_settled_run_is_hashed_once_across_listings(tmp_path, hashed):
+    project = Project(tmp_path)
+    run_id = write_run(tmp_path, [1.0, 0.0, 1.0, 1.0])
+    assert listing(project) == {run_id: (4, 0.75)}
+    assert hashed == [CASES_FILE]
+    assert listing(project) == {run_id: (4, 0.75)} and listing(project) == {run_id: (4, 0.75)}
+    assert hashed == [CASES_FILE], "kept in .evalsite/digests.json"
+    assert (tmp_path / ".evalsite" / DIGESTS_FILE).is_file()
+
+
+def test_a_same_size_edit_with_its_time_put_back_is_seen(tmp_path, hashed):
+    project = Project(tmp_path)
+    run_id = write_run(tmp_path, [1.0, 0.0, 1.0, 1.0])
+    assert listing(project) == {run_id: (4, 0.75)}
+    cases = tmp_path / "runs" / run_id / CASES_FILE
+    state = cases.stat()
+    text = cases.read_text()
+    cases.write_text(text.replace('"score":0.0', '"score":1.0', 1).replace('"score": 0.0', '"score": 1.0', 1))
+    assert cases.stat().st_size == state.st_size and cases.read_text() != text
+    os.utime(cases, ns=(state.st_atime_ns, state.st_mtime_ns))  # its change time still moves
+    assert listing(project)[run_id][1] != 0.75, "the edited cases are summarised, not the footer's"
+    assert hashed == [CASES_FILE, CASES_FILE]
+
+
+def test_a_file_changed_within_racy_seconds_is_not_kept(tmp_path, hashed, monkeypatch):
+    monkeypatch.setattr(hashing, "RACY_SECONDS", 3600.0)
+    project = Project(tmp_path)
+    run_id = write_run(tmp_path, [0.0, 1.0])
+    assert listing(project) == {run_id: (2, 0.5)} and listing(project) == {run_id: (2, 0.5)}
+    assert hashed == [CASES_FILE, CASES_FILE]
+    assert not (tmp_path / ".evalsite" / DIGESTS_FILE).exists()
+
+
+@pytest.mark.parametrize("kept", [b"not json", b'{"version": 99, "digests": {}}', b"[1, 2]",
+                                  b'{"version": 1, "digests": {"x": [1, 2, 3]}}'])
+def test_a_malformed_keep_is_ignored(tmp_path, hashed, kept):
+    project = Project(tmp_path)
+    run_id = write_run(tmp_path, [1.0, 1.0])
+    (tmp_path / ".evalsite").mkdir()
+    (tmp_path / ".evalsite" / DIGESTS_FILE).write_bytes(kept)
+    assert listing(project) == {run_id: (2, 1.0)}
+    assert hashed == [CASES_FILE]
+    assert listing(project) == {run_id: (2, 1.0)} and hashed == [CASES_FILE], "written anew"
+
+
+def test_a_wrong_kept_digest_only_sends_the_run_to_its_cases(tmp_path, hashed):
+    project = Project(tmp_path)
+    run_id = write_run(tmp_path, [1.0, 0.0])
+    listing(project)
+    keep = tmp_path / ".evalsite" / DIGESTS_FILE
+    data = json.loads(keep.read_text())
+    (entry,) = data["digests"].values()
+    entry[5] = "0" * 64
+    keep.write_text(json.dumps(data))
+    assert listing(project) == {run_id: (2, 0.5)}, "the footer is not vouched: its cases are summarised"
+
+
+def test_a_keep_that_cannot_be_written_is_left(tmp_path, hashed):
+    project = Project(tmp_path)
+    run_id = write_run(tmp_path, [1.0])
+    (tmp_path / ".evalsite").write_text("a file where the folder would be")
+    assert listing(project) == {run_id: (1, 1.0)} and listing(project) == {run_id: (1, 1.0)}
+    assert hashed == [CASES_FILE, CASES_FILE]
+
+
+def test_entries_of_files_gone_are_dropped(tmp_path, hashed):
+    keep = KeptDigests(tmp_path)
+    first, second = tmp_path / "a", tmp_path / "b"
+    first.write_text("a")
+    second.write_text("b")
+    keep.sha256(first), keep.sha256(second)
+    keep.save()
+    second.unlink()
+    third = tmp_path / "c"
+    third.write_text("c")
+    again = KeptDigests(tmp_path)
+    again.sha256(third)
+    again.save()
+    assert set(json.loads((tmp_path / ".evalsite" / DIGESTS_FILE).read_text())["digests"]) == {str(first), str(third)}
+
+
+def test_a_symlinked_keep_folder_or_file_is_never_followed(tmp_path, hashed):
+    project = Project(tmp_path)
+    run_id = write_run(tmp_path, [1.0])
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / ".evalsite").symlink_to(elsewhere)
+    assert listing(project) == {run_id: (1, 1.0)} and listing(project) == {run_id: (1, 1.0)}
+    assert hashed == [CASES_FILE, CASES_FILE] and list(elsewhere.iterdir()) == [], "nothing read or written there"
+    (tmp_path / ".evalsite").unlink()
+    (tmp_path / ".evalsite").mkdir()
+    victim = tmp_path / "victim.json"
+    victim.write_text("untouched")
+    (tmp_path / ".evalsite" / DIGESTS_FILE).symlink_to(victim)
+    assert listing(project) == {run_id: (1, 1.0)}
+    assert victim.read_text() == "untouched" and not (tmp_path / ".evalsite" / DIGESTS_FILE).is_symlink()
