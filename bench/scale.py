@@ -2,13 +2,17 @@
 
 Rerun from the repository root with:
 
-    python bench/scale.py [--sizes 10000,100000,1000000] [--commands runs,query,leaderboard,compare,compact,query-parquet,build] [--realistic] [--keep DIR]
+    python bench/scale.py [--sizes 10000,100000,1000000] [--commands runs,runs-again,query,leaderboard,compare,compact,query-parquet,build] [--realistic] [--keep DIR]
 
 For each size it writes a synthetic project (10 arms × size/10 items × 1 repeat, pass/fail
 scores, plus a second run of arm 0 for ``compare``) straight into run logs, each footer carrying
 the run's summary as the runner's does, then runs each
 command as its own ``evalsite`` process and prints its wall seconds and peak RSS (the operating
-system's accounting of that child), and the growth against the previous size. ``build`` is
+system's accounting of that child), and the growth against the previous size. ``runs-again`` is a
+second ``runs``: the first keeps each settled cases file's sha256 (a run written within the last two
+seconds is hashed again). The peak of a command run right after this process wrote the project
+counts the memory this process had when it started the command (``runs`` reads ~650 MB then, 28 MB
+on a kept project): take peaks from a ``--keep`` project written by an earlier call. ``build`` is
 ``build --full``; ``query-parquet`` is the same query once ``compact`` has run. A command slower than ``--timeout`` seconds is stopped and printed as such.
 With ``--keep DIR`` each size's project is written once to ``DIR/<size>`` and reused by later
 calls (``compact`` leaves Parquet there, which later reads then use).
@@ -43,6 +47,7 @@ ARMS = 10
 FINGERPRINT = {"dataset": {"dataset_id": "bench@000000000000"}, "bench": True}
 COMMANDS = {
     "runs": ["runs", "--json"],
+    "runs-again": ["runs", "--json"],  # the next listing: the cases' sha256s kept by `runs` (.evalsite/digests.json)
     "query": ["query", "SELECT run_id, count(*) AS n, avg(score) AS mean FROM cases GROUP BY ALL", "--json"],
     "leaderboard": ["leaderboard", "--json"],
     "compare": ["compare", "{current}", "--baseline", "{baseline}", "--json"],
