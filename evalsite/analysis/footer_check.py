@@ -12,6 +12,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from evalsite.analysis.case_columns import CaseColumns
 from evalsite.analysis.summary import summarise_run
 from evalsite.runlog.records import Case
 from evalsite.runlog.totals import RunTotals
@@ -21,9 +22,9 @@ FIGURES = ("cases", "items", "repeats", "errors", "skipped", "scored", "mean_sco
            "cost_usd", "input_tokens", "output_tokens")
 
 
-def footer_problems(totals: RunTotals, cases: Sequence[Case], where: str) -> list[str]:
-    """One line per figure of ``totals`` (a footer's) that its ``cases`` do not give; ``where``
-    names the footer file."""
+def footer_problems(totals: RunTotals, cases: Sequence[Case] | CaseColumns, where: str) -> list[str]:
+    """One line per figure of ``totals`` (a footer's) that its ``cases`` (records, or their columns)
+    do not give; ``where`` names the footer file."""
     claimed, actual = totals.to_json(), summarise_run(cases).to_json()
     return [f"{where}: totals.{figure} is {_shown(claimed[figure])}, but cases.jsonl gives {_shown(actual[figure])}"
             for figure in FIGURES if totals.records(figure) and not _same(claimed[figure], actual[figure])]
