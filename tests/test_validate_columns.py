@@ -28,7 +28,7 @@ CASE_KEYS = st.sampled_from(["item_id", "repeat", "scores", "score", "passed", "
 
 
 @pytest.fixture(scope="module")
-def pristine(cli, tmp_path_factory) -> Path:
+def undamaged(cli, tmp_path_factory) -> Path:
     return make_project(cli, tmp_path_factory.mktemp("columns") / "p")
 
 
@@ -43,9 +43,9 @@ def both_ways(project: Path, monkeypatch) -> list[str]:
     return by_lines
 
 
-def copy_of(pristine: Path, tmp_path: Path) -> tuple[Path, Path]:
+def copy_of(undamaged: Path, tmp_path: Path) -> tuple[Path, Path]:
     project = tmp_path / "p"
-    shutil.copytree(pristine, project)
+    shutil.copytree(undamaged, project)
     return project, sorted((project / "runs").iterdir())[0]
 
 
@@ -57,8 +57,8 @@ def write_lines(folder: Path, lines: list[str]) -> None:
     (folder / "cases.jsonl").write_text("".join(line + "\n" for line in lines))
 
 
-def test_the_checked_columns_find_what_the_python_reader_finds(pristine, tmp_path, monkeypatch):
-    project, folder = copy_of(pristine, tmp_path)
+def test_the_checked_columns_find_what_the_python_reader_finds(undamaged, tmp_path, monkeypatch):
+    project, folder = copy_of(undamaged, tmp_path)
     assert both_ways(project, monkeypatch) == []
     cases = lines_of(folder)
     footer = json.loads((folder / "end.json").read_text())
@@ -71,11 +71,11 @@ def test_the_checked_columns_find_what_the_python_reader_finds(pristine, tmp_pat
     assert len(found) >= 7 and any("totals.cases is" in line for line in found), found
 
 
-def test_a_vouched_run_is_still_checked_line_by_line(pristine, tmp_path, monkeypatch):
+def test_a_vouched_run_is_still_checked_line_by_line(undamaged, tmp_path, monkeypatch):
     """Its cases edited, the footer's sha256 brought up to date: the file is not trusted."""
     import hashlib
 
-    project, folder = copy_of(pristine, tmp_path)
+    project, folder = copy_of(undamaged, tmp_path)
     cases = lines_of(folder)
     write_lines(folder, [json.dumps({**cases[0], "score": "high"}), *map(json.dumps, cases[1:])])
     footer = json.loads((folder / "end.json").read_text())
@@ -88,8 +88,8 @@ def test_a_vouched_run_is_still_checked_line_by_line(pristine, tmp_path, monkeyp
 @pytest.mark.slow
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(key=CASE_KEYS, value=JSON, line=JSON)
-def test_fuzzed_case_lines_give_the_same_problems_either_way(pristine, tmp_path_factory, monkeypatch, key, value, line):
-    project, folder = copy_of(pristine, tmp_path_factory.mktemp("fuzz"))
+def test_fuzzed_case_lines_give_the_same_problems_either_way(undamaged, tmp_path_factory, monkeypatch, key, value, line):
+    project, folder = copy_of(undamaged, tmp_path_factory.mktemp("fuzz"))
     first, *rest = lines_of(folder)
     write_lines(folder, [json.dumps({**first, key: value}), json.dumps(line), *map(json.dumps, rest)])
     both_ways(project, monkeypatch)
