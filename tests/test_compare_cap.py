@@ -1,6 +1,6 @@
 """Long lists on a terminal show their head and how many more: ``evalsite compare``'s report (every
-entry with ``--all``; ``--json`` and ``--output`` always hold them all) and ``evalsite run``'s
-warnings, through one helper (``evalsite.cli.output.first``)."""
+entry with ``--all``; ``--json`` and ``--output`` always hold them all), ``evalsite show``'s critical
+failures and ``evalsite run``'s warnings, through one helper (``evalsite.cli.output.first``)."""
 
 from __future__ import annotations
 
@@ -115,3 +115,13 @@ def test_a_cut_list_of_items_shows_the_largest_changes_first(golden_project, cli
     lines = block(cli("compare", current, "--baseline", baseline).stdout, "regressed (25):")
     assert [line.split()[0] for line in lines[:-1]] == whole + half[:10]  # ties in item order
     assert lines[-1] == f"  … and 5 more {MORE}"
+
+
+def test_show_names_twenty_critical_failures_then_how_many_more(golden_project, cli):
+    ids = many_items(golden_project, 30)
+    run = run_arm(cli, golden_project, params={"wrong": ids[:25]})
+    assert cli.json("show", run)["critical_failures"] == ids[:25]
+    assert line_of(cli("show", run).stdout, "critical_failures") == (
+        f"critical_failures     {', '.join(ids[:20])}, … and 5 more (all of them: --json)")
+    few = run_arm(cli, golden_project, params={"wrong": ids[:2]})
+    assert line_of(cli("show", few).stdout, "critical_failures") == f"critical_failures     {ids[0]}, {ids[1]}"

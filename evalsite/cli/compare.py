@@ -17,7 +17,7 @@ from evalsite.cli.complete import complete_runs
 from evalsite.cli.console import paint
 from evalsite.cli.export import CSV, HTML, JSON, MARKDOWN, OutputFile, Result, output_option, write_output
 from evalsite.cli.fit import fitted, wide_option
-from evalsite.cli.output import Listed, first, format_value, print_json, warn_unreadable_runs
+from evalsite.cli.output import LISTED, Listed, first, format_value, joined, left_out, print_json, warn_unreadable_runs
 from evalsite.project import find_project
 from evalsite.runlog.store import Run
 
@@ -37,10 +37,6 @@ SOURCES = {
     "prior": "the most recent older completed run of this arm on this dataset",
 }
 DIFF_VALUE_WIDTH = 60
-#: How many entries of one list (regressed items, ids newly failing, …) the terminal report prints
-#: before "… and N more": two 100,000-item runs would print tens of thousands of lines otherwise.
-#: ``--all`` prints every one; ``--json``, ``--output`` and the site's compare page hold them all.
-LISTED = 20
 #: Where a cut list's every entry is, said after its "… and N more".
 ALL_OF_THEM = "--all, --json or --output FILE.json"
 
@@ -185,20 +181,10 @@ def _item_line(item: ItemChange) -> str:
     return f"  {item.item_id}  {format_value(item.baseline_score)} → {format_value(item.current_score)}  Δ {_signed(item.delta)}{note}"
 
 
-def _ids(ids: list[str], listed: int | None, all_of_them: str) -> str:
-    """The ids on one line, cut after ``listed`` ("a, b, … and N more (all of them: …)")."""
-    shown, more = first(ids, listed)
-    return ", ".join([*shown, *([_rest(more, all_of_them)] if more else [])])
-
-
 def _item_lines(items: Listed[ItemChange], listed: int | None, all_of_them: str) -> str:
     """One line an item, cut after ``listed`` by a line "… and N more (all of them: …)"."""
     shown, more = first(items, listed)
-    return "\n".join([*map(_item_line, shown), *([f"  {_rest(more, all_of_them)}"] if more else [])])
-
-
-def _rest(more: str, all_of_them: str) -> str:
-    return f"… {more} (all of them: {all_of_them})"
+    return "\n".join([*map(_item_line, shown), *([f"  {left_out(more, all_of_them)}"] if more else [])])
 
 
 def _print_regression(report: RegressionReport, report_alpha: float, listed: int | None, all_of_them: str) -> None:
@@ -229,7 +215,7 @@ def _print_regression(report: RegressionReport, report_alpha: float, listed: int
     for title, ids in (("only in the baseline", report.only_in_baseline), ("only in this run", report.only_in_current),
                        ("unscored on a side", report.unscored), ("critical rows newly failing", report.critical_newly_failing)):
         if ids:
-            click.echo(f"\n{title} ({len(ids)}): {_ids(ids, listed, all_of_them)}")
+            click.echo(f"\n{title} ({len(ids)}): {joined(ids, listed, all_of_them)}")
     for e in report.evaluators:
         click.echo(
             f"\nevaluator {e.evaluator}: pass rate {format_value(e.baseline_pass_rate)} → {format_value(e.current_pass_rate)} "
@@ -238,5 +224,5 @@ def _print_regression(report: RegressionReport, report_alpha: float, listed: int
         )
         for title, ids in (("newly failing", e.newly_failing), ("newly passing", e.newly_passing), ("still failing", e.still_failing)):
             if ids:
-                click.echo(f"  {title} ({len(ids)}): {_ids(ids, listed, all_of_them)}")
+                click.echo(f"  {title} ({len(ids)}): {joined(ids, listed, all_of_them)}")
     click.echo()

@@ -76,13 +76,30 @@ class Listed(Protocol[Entry]):
     def __iter__(self) -> Iterator[Entry]: ...
 
 
-def first(entries: Listed[Entry], limit: int | None) -> tuple[list[Entry], str]:
+#: How many entries of a list a terminal line or block shows before "… and N more" (``--json`` and
+#: ``--output`` always hold them all): two 100,000-item runs would print tens of thousands otherwise.
+LISTED = 20
+
+
+def first(entries: Listed[Entry], limit: int | None = LISTED) -> tuple[list[Entry], str]:
     """The first ``limit`` of ``entries`` (every one when ``limit`` is None) and, when that leaves
     some out, ``and N more`` ("" when it leaves none): a long list on a terminal shows its head and
     how much it left out, never tens of thousands of lines."""
     if limit is None or len(entries) <= limit:
         return list(entries), ""
     return list(islice(entries, limit)), f"and {len(entries) - limit:,} more"
+
+
+def joined(entries: Listed[str], limit: int | None = LISTED, rest: str = "--json") -> str:
+    """The entries on one line, cut after ``limit``: ``a, b, … and N more (all of them: REST)``,
+    ``rest`` saying where every entry is."""
+    shown, more = first(entries, limit)
+    return ", ".join([*shown, *([left_out(more, rest)] if more else [])])
+
+
+def left_out(more: str, rest: str) -> str:
+    """``… and N more (all of them: REST)``: what a cut list says in place of the entries it left out."""
+    return f"… {more} (all of them: {rest})"
 
 
 def json_text(data: Any) -> str:

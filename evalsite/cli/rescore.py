@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from evalsite.cli.complete import complete_runs
-from evalsite.cli.output import format_value, print_json, warn
+from evalsite.cli.output import format_value, joined, print_json, warn
 from evalsite.project import find_project
 
 VERDICTS = {True: "passed", False: "failed", None: "no pass rule"}
@@ -43,6 +43,6 @@ def rescore_command(run: str, manifest_path: Path | None, allow_failures: bool, 
             f"{'unscored' if summary.unscored else VERDICTS[summary.passed]}"
         )
         if summary.critical_failures:
-            click.echo("critical failures: " + ", ".join(summary.critical_failures))
+            click.echo("critical failures: " + joined(summary.critical_failures))
     if not outcome.acceptable(allow_failures):
         sys.exit(1)

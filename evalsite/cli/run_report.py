@@ -12,8 +12,6 @@ from evalsite.execute.outcomes import BatchOutcome, RunOutcome
 from evalsite.runlog.money import format_usd
 from evalsite.runlog.records import RunStatus
 
-LISTED_ITEMS = 20
-
 
 def command_line(ctx: click.Context, drop: set[str], extra: list[str]) -> str:
     """This invocation's arguments as a shell line, without ``drop``-named parameters, plus ``extra``."""
@@ -90,7 +88,7 @@ def report_run(run: RunOutcome, *, ceiling_set: bool) -> None:
 
 
 def listing(item_ids: Sequence[str]) -> str:
-    shown, more = first(item_ids, LISTED_ITEMS)
+    shown, more = first(item_ids)
     return ", ".join(shown) + (f" {more}" if more else "")
 
 

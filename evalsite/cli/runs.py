@@ -11,7 +11,7 @@ from evalsite.analysis.run_views import run_listing, run_overview
 from evalsite.cli.complete import complete_runs
 from evalsite.cli.export import CSV, HTML, JSON, MARKDOWN, OutputFile, Result, output_option, write_output
 from evalsite.cli.fit import Fit, fitted, wide_option
-from evalsite.cli.output import print_json, print_table, warn, warn_skipped_runs
+from evalsite.cli.output import joined, print_json, print_table, warn, warn_skipped_runs
 from evalsite.jsonshape import JSONObject
 from evalsite.project import Project, find_project
 from evalsite.runlog.money import format_usd
@@ -108,8 +108,8 @@ def shown(key: str, value: Any) -> str:
         return "unknown" if money else "—"
     if isinstance(value, bool):
         return "yes" if value else "no"
-    if isinstance(value, (list, tuple)):
-        return ", ".join(map(str, value)) if value else "none"
+    if isinstance(value, (list, tuple)):  # critical failures: one a failed critical item, maybe thousands
+        return joined([str(entry) for entry in value]) if value else "none"
     if isinstance(value, float):
         return format_usd(value) if money else f"{value:.1f}" if key.endswith("_ms") else f"{value:.3f}"
     return str(value)
