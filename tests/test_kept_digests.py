@@ -12,7 +12,7 @@ import pytest
 from evalsite.analysis.run_views import run_listing
 from evalsite.analysis.summary import summarise_run
 from evalsite.project import Project
-from evalsite.runlog import hashing
+from evalsite.runlog import digests, hashing
 from evalsite.runlog.digests import DIGESTS_FILE, KeptDigests
 from evalsite.runlog.store import CASES_FILE, RunWriter
 
@@ -41,8 +41,13 @@ def hashed(monkeypatch) -> list[str]:
 
 
 def listing(project: Project) -> dict[str, tuple]:
-    hashing._sha256_of.cache_clear()  # as if another process
-    return {row["run_id"]: (row["cases"], row["mean_score"]) for row in run_listing(project).rows}
+    """``evalsite runs``' figures as a new process reads them: nothing hashed in memory, its keep
+    saved at the end (as the CLI does after each command)."""
+    digests._KEEPS.clear()
+    hashing._sha256_of.cache_clear()
+    rows = run_listing(project).rows
+    digests.save_kept()
+    return {row["run_id"]: (row["cases"], row["mean_score"]) for row in rows}
 
 
 def test_a_settled_run_is_hashed_once_across_listings(tmp_path, hashed):
@@ -141,3 +146,18 @@ def test_a_symlinked_keep_folder_or_file_is_never_followed(tmp_path, hashed):
     (tmp_path / ".evalsite" / DIGESTS_FILE).symlink_to(victim)
     assert listing(project) == {run_id: (1, 1.0)}
     assert victim.read_text() == "untouched" and not (tmp_path / ".evalsite" / DIGESTS_FILE).is_symlink()
+
+
+def test_each_command_keeps_what_it_hashed_for_the_next(tmp_path, hashed, cli, monkeypatch):
+    """The CLI saves the keep after any command that checked a footer: a comparison, then `runs`."""
+    baseline = write_run(tmp_path, [1.0, 0.0])
+    current = write_run(tmp_path, [1.0, 1.0])
+    monkeypatch.chdir(tmp_path)
+    digests._KEEPS.clear()
+    hashing._sha256_of.cache_clear()
+    shown = cli("compare", current, "--baseline", baseline)
+    assert shown.exit_code == 0, shown.output
+    assert hashed == [CASES_FILE, CASES_FILE]
+    digests._KEEPS.clear()
+    hashing._sha256_of.cache_clear()
+    assert cli("runs").exit_code == 0 and hashed == [CASES_FILE, CASES_FILE], "read from the comparison's keep"

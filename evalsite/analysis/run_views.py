@@ -13,7 +13,6 @@ from evalsite.analysis.remote import run_folders
 from evalsite.errors import EvalsiteError
 from evalsite.project import Project
 from evalsite.runlog.decisions import excluded_runs
-from evalsite.runlog.digests import KeptDigests
 from evalsite.runlog.records import Case, DatasetRef, RunHeader
 from evalsite.runlog.rows import is_critical
 from evalsite.runlog.store import (
@@ -178,14 +177,14 @@ def run_overview(project: Project, reference: str) -> RunOverview:
     """``evalsite show RUN``: RUN is an id, a unique prefix of one, or a run folder."""
     directory = resolve_run(project.runs_dir, reference)
     run = open_run(directory)
-    if _as_columns(project, run):
+    if _as_columns(run):
         return _columns_overview(project, run)
     run = read_run(directory)
     return RunOverview(**_identity(run), summary=summarise_loaded(project.root, run), warnings=run.warnings,
                        errors_seen=top_errors(run.cases))
 
 
-def _as_columns(project: Project, run: Run) -> bool:
+def _as_columns(run: Run) -> bool:
     """Whether the run is large and its cases are as written (every line a well-typed case with a
     key of its own, so reading them has nothing to warn about): then :func:`_columns_overview`."""
     cases = run.directory / CASES_FILE
@@ -194,10 +193,7 @@ def _as_columns(project: Project, run: Run) -> bool:
             return False
     except OSError:
         return False
-    digests = KeptDigests(project.root)
-    written = run.footer is not None and cases_as_written(cases, run.footer.raw.get(CASES_SHA256), digests.sha256)
-    digests.save()
-    return written
+    return run.footer is not None and cases_as_written(cases, run.footer.raw.get(CASES_SHA256))
 
 
 def _columns_overview(project: Project, run: Run) -> RunOverview:
@@ -236,9 +232,7 @@ def run_listing(project: Project) -> RunListing:
     only the other runs (running, interrupted, compacted, edited, or written before footers
     recorded the hash) are summarised from their case columns, read by DuckDB."""
     runs, skipped = scan_runs(project.runs_dir, run_folders(project.runs_dir))
-    digests = KeptDigests(project.root)
-    read = {run.run_id: _footer_figures(run, digests) for run in runs}
-    digests.save()
+    read = {run.run_id: _footer_figures(run) for run in runs}
     figures = {run_id: found for run_id, found in read.items() if found is not None}
     figures.update(_summarised([run for run in runs if run.run_id not in figures]))
     excluded = excluded_runs(project.runs_dir)
@@ -251,10 +245,9 @@ def run_listing(project: Project) -> RunListing:
     return RunListing(rows, skipped)
 
 
-def _footer_figures(run: Run, digests: KeptDigests) -> dict[str, Any] | None:
+def _footer_figures(run: Run) -> dict[str, Any] | None:
     """The :data:`LISTED` figures of the run's footer, when its cases are still as written."""
-    if run.footer is None or not cases_as_written(run.directory / CASES_FILE, run.footer.raw.get(CASES_SHA256),
-                                                  digests.sha256):
+    if run.footer is None or not cases_as_written(run.directory / CASES_FILE, run.footer.raw.get(CASES_SHA256)):
         return None
     totals = run.footer.totals
     if totals.cases is None:

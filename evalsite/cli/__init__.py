@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -103,6 +104,14 @@ class Refusal(click.ClickException):
         self.exit_code = error.exit_code  # type: ignore[misc]  # click declares it per class
 
 
+def _save_kept_digests() -> None:
+    """Keep the run files' sha256s the command computed for the next one (:mod:`evalsite.runlog.digests`);
+    nothing to do, and nothing imported, when it read no run's footer."""
+    digests = sys.modules.get("evalsite.runlog.digests")
+    if digests is not None:
+        digests.save_kept()
+
+
 class LazyGroup(click.Group):
     """A group whose commands are imported on first use (click's LazyGroup pattern); its
     listing in ``--help`` uses the help strings of ``COMMANDS``, so it imports none of them.
@@ -128,6 +137,8 @@ class LazyGroup(click.Group):
             return super().invoke(ctx)
         except EvalsiteError as error:
             raise Refusal(error) from None
+        finally:
+            _save_kept_digests()
 
     def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple[str | None, click.Command | None, list[str]]:
         """Also note whether the command's own ``--help`` is asked for: help works in any folder."""

@@ -1,8 +1,16 @@
-"""Files' sha256s kept between processes by the files' states, as git keeps its index."""
+"""Files' sha256s kept between processes by the files' states, as git keeps its index.
+
+Every command that trusts a finished run's footer (``runs``, ``show``, the leaderboards, ``compare``,
+the site) first checks its ``cases_sha256`` against the cases file, ~1 s a GB:
+:func:`kept_sha256` takes a run's sha256 from its project's keep (``<project>/.evalsite/digests.json``,
+for runs in the project's ``runs/`` folder) when the file is in the state it was hashed in, and
+:func:`save_kept` (the CLI calls it as each command ends) writes what this process hashed.
+"""
 
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -75,3 +83,31 @@ def _well_formed(entry: Any) -> bool:
     """A kept entry: five whole numbers (the state) and a sha256's hex digits."""
     return (isinstance(entry, list) and len(entry) == 6 and all(type(n) is int for n in entry[:5])
             and isinstance(entry[5], str) and len(entry[5]) == 64)
+
+
+#: The keep of each project this process read runs of (by project root); the lock makes one each.
+_KEEPS: dict[Path, KeptDigests] = {}
+_KEEPS_LOCK = threading.Lock()
+
+
+def kept_sha256(cases: Path) -> str:
+    """The sha256 of a run's cases file: from its project's :class:`KeptDigests` when the file is in
+    that project's ``runs/`` folder (``<project>/runs/<run>/cases.jsonl``), else hashed once in this
+    process (:func:`~evalsite.runlog.hashing.file_sha256_once`). Raises OSError when it cannot be read."""
+    runs = cases.parent.parent
+    if runs.name != "runs":
+        return file_sha256_once(cases)
+    root = runs.parent
+    with _KEEPS_LOCK:
+        keep = _KEEPS.get(root)
+        if keep is None:
+            keep = _KEEPS[root] = KeptDigests(root)
+    return keep.sha256(cases)
+
+
+def save_kept() -> None:
+    """Write every keep this process added to (see :meth:`KeptDigests.save`)."""
+    with _KEEPS_LOCK:
+        keeps = list(_KEEPS.values())
+    for keep in keeps:
+        keep.save()

@@ -26,7 +26,7 @@ import os
 import re
 import secrets
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -35,7 +35,7 @@ from typing import Any, TextIO
 import orjson
 
 from evalsite.errors import RunLogError
-from evalsite.runlog.hashing import file_sha256_once
+from evalsite.runlog.digests import kept_sha256
 from evalsite.runlog.records import (
     FORMAT_VERSION,
     BatchFields,
@@ -106,15 +106,15 @@ def _fast_lines(cases: list[dict[str, Any]]) -> list[bytes] | None:
         return None
 
 
-def cases_as_written(cases: Path, recorded: Any, sha256: Callable[[Path], str] = file_sha256_once) -> bool:
+def cases_as_written(cases: Path, recorded: Any) -> bool:
     """Whether ``recorded`` (a footer's :data:`CASES_SHA256`) is the sha256 of the file ``cases``
-    as it is now (by ``sha256``, which raises :class:`OSError` when it cannot read the file; e.g. a
-    :class:`~evalsite.runlog.digests.KeptDigests`'): then every line is a well-typed case with a key
-    of its own, exactly as the writer wrote it, and the footer's totals are the summary of those cases."""
+    as it is now (kept between processes: :func:`~evalsite.runlog.digests.kept_sha256`): then every
+    line is a well-typed case with a key of its own, exactly as the writer wrote it, and the
+    footer's totals are the summary of those cases."""
     if not isinstance(recorded, str):
         return False
     try:
-        return recorded == sha256(cases)
+        return recorded == kept_sha256(cases)
     except OSError:
         return False
 
