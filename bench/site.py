@@ -154,9 +154,11 @@ def timed_build(root: Path, code: Path = REPO, as_command: bool = False, spare_c
 
 def one_round(root: Path, runs: int, cases: int, realistic: bool = False, code: Path = REPO,
               as_command: bool = False, spare_core: bool = False) -> dict[str, dict[str, Any]]:
-    """The four builds of one round, from no site and no cache; the project is as it was after."""
+    """The four builds of one round, from no site and no cache (nor the runs' kept sha256s, so the
+    full build hashes every run as a first build does); the project is as it was after."""
     for derived in (root / "site", root / ".evalsite" / "site-cache"):
         shutil.rmtree(derived, ignore_errors=True)
+    (root / ".evalsite" / "digests.json").unlink(missing_ok=True)
 
     def build() -> dict[str, Any]:
         return timed_build(root, code, as_command, spare_core)
