@@ -125,3 +125,19 @@ def test_show_names_twenty_critical_failures_then_how_many_more(golden_project, 
         f"critical_failures     {', '.join(ids[:20])}, … and 5 more (all of them: --json)")
     few = run_arm(cli, golden_project, params={"wrong": ids[:2]})
     assert line_of(cli("show", few).stdout, "critical_failures") == f"critical_failures     {ids[0]}, {ids[1]}"
+
+
+def test_job_summaries_name_ten_ids_then_how_many_more(golden_project, cli, monkeypatch):
+    """A step summary holds at most 1 MiB: `run --summary`'s critical rows and `compare --summary`'s
+    newly failing items are cut after ten."""
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    ids = many_items(golden_project, 30)
+    baseline = run_arm(cli, golden_project)
+    before = run_ids(golden_project)
+    cli("run", write_manifest(golden_project, params={"wrong": ids[:25]}), "--summary", str(golden_project / "run.md"))
+    (current,) = run_ids(golden_project) - before
+    assert f"- main: critical rows failed: {', '.join(ids[:10])} … and 15 more" in (golden_project / "run.md").read_text()
+    cli("compare", current, "--baseline", baseline, "--summary", str(golden_project / "compare.md"))
+    assert f"newly fails on 25 items: {', '.join(ids[:10])} … and 15 more" in (golden_project / "compare.md").read_text()
+    cli("run", write_manifest(golden_project, params={"wrong": ids[:2]}), "--summary", str(golden_project / "few.md"))
+    assert f"- main: critical rows failed: {ids[0]}, {ids[1]}\n" in (golden_project / "few.md").read_text() + "\n", "two: whole"
