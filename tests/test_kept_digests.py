@@ -161,3 +161,20 @@ def test_each_command_keeps_what_it_hashed_for_the_next(tmp_path, hashed, cli, m
     digests._KEEPS.clear()
     hashing._sha256_of.cache_clear()
     assert cli("runs").exit_code == 0 and hashed == [CASES_FILE, CASES_FILE], "read from the comparison's keep"
+
+
+def test_a_build_takes_the_cases_sha256s_another_command_kept(tmp_path, hashed, cli, monkeypatch):
+    from evalsite.site import inputs
+
+    monkeypatch.setattr(inputs, "RACY_SECONDS", 0.0)
+    write_run(tmp_path, [1.0, 0.0])
+    write_run(tmp_path, [1.0, 1.0])
+    monkeypatch.chdir(tmp_path)
+    digests._KEEPS.clear()
+    hashing._sha256_of.cache_clear()
+    assert cli("runs").exit_code == 0 and hashed == [CASES_FILE, CASES_FILE]
+    digests._KEEPS.clear()
+    hashing._sha256_of.cache_clear()
+    built = cli("build")
+    assert built.exit_code == 0, built.output
+    assert hashed.count(CASES_FILE) == 2, "the site's run hashes took the cases' sha256s from the keep"

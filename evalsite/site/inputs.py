@@ -33,7 +33,8 @@ from evalsite.jsonshape import JSONObject
 from evalsite.project import Project
 from evalsite.runlog import decisions
 from evalsite.runlog.decisions import DECISIONS_FILE, Decision
-from evalsite.runlog.hashing import RACY_SECONDS, file_sha256, file_sha256_once, settled, sha256_json
+from evalsite.runlog.digests import kept_sha256
+from evalsite.runlog.hashing import RACY_SECONDS, file_sha256, settled, sha256_json
 from evalsite.runlog.records import RunStatus
 from evalsite.runlog.rows import is_critical
 from evalsite.runlog.secrets import redact_urls
@@ -47,11 +48,12 @@ MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 
 def file_hash(*paths: Path) -> str:
     """sha256 over the named files' names and sha256s (a missing file, or one that is not a regular
-    file, counts as none). A file's sha256 is the one :func:`~evalsite.runlog.hashing.file_sha256_once`
-    keeps in this process, so a new run's cases, hashed here, are not read again to be checked
-    against its footer; but a file changed within :data:`~evalsite.runlog.hashing.RACY_SECONDS` is
-    read here each time (``evalsite serve`` builds again in the same process, and a second change in
-    the same clock tick keeps a file's size and times)."""
+    file, counts as none). A settled file's sha256 is the one every command shares
+    (:func:`~evalsite.runlog.digests.kept_sha256`: kept in the project for a run's files, else once a
+    process), so a new run's cases, hashed here, are not read again to be checked against its footer;
+    but a file changed within :data:`~evalsite.runlog.hashing.RACY_SECONDS` is read here each time
+    (``evalsite serve`` builds again in the same process, and a second change in the same clock tick
+    keeps a file's size and times)."""
     return sha256_json([[path.name, _sha256_or_none(path)] for path in paths])
 
 
@@ -60,7 +62,7 @@ def _sha256_or_none(path: Path) -> str | None:
         found = os.stat(path)
         if not stat.S_ISREG(found.st_mode):
             return None
-        return file_sha256_once(path) if _settled(found) else file_sha256(path)
+        return kept_sha256(path) if _settled(found) else file_sha256(path)
     except OSError:
         return None
 
