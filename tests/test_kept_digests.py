@@ -22,6 +22,7 @@ def write_run(root, scores: list[float]) -> str:
     cases = [{"item_id": f"q{n}", "repeat": 0, "output": "x", "error": None, "score": score, "passed": score >= 0.5,
               "scores": [{"evaluator": "exact", "version": "1", "score": score, "passed": score >= 0.5}]}
              for n, score in enumerate(scores)]
+    (root / "data").mkdir(parents=True, exist_ok=True)  # a project (a runs/ folder alone keeps nothing beside it)
     writer = RunWriter.create(root / "runs", "main", {"arm_id": "main", "dataset": {"path": "d.jsonl", "dataset_id": "d@0"}})
     for case in cases:
         writer.append_case(case)
@@ -178,3 +179,18 @@ def test_a_build_takes_the_cases_sha256s_another_command_kept(tmp_path, hashed, 
     built = cli("build")
     assert built.exit_code == 0, built.output
     assert hashed.count(CASES_FILE) == 2, "the site's run hashes took the cases' sha256s from the keep"
+
+
+def test_nothing_is_kept_beside_runs_outside_a_project_nor_for_other_files(tmp_path, hashed):
+    shared = tmp_path / "shared"
+    run_id = write_run(shared, [1.0])
+    (shared / "data").rmdir()  # a runs/ folder on its own, e.g. EVALSITE_RUNS=/shared/runs
+    digests._KEEPS.clear()
+    assert digests.kept_sha256(shared / "runs" / run_id / CASES_FILE) == hashing.file_sha256(shared / "runs" / run_id / CASES_FILE)
+    other = tmp_path / "p" / "runs" / "notes" / "todo.txt"  # a project's, but no run file
+    other.parent.mkdir(parents=True)
+    other.write_text("x")
+    (tmp_path / "p" / "data").mkdir()
+    digests.kept_sha256(other)
+    digests.save_kept()
+    assert not (shared / ".evalsite").exists() and not (tmp_path / "p" / ".evalsite").exists()

@@ -13,7 +13,7 @@ from hostile_support import make_project
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from evalsite import validate
+from evalsite.analysis import run_views
 from evalsite.project import Project
 from evalsite.validate import check_runs
 
@@ -33,7 +33,7 @@ def undamaged(cli, tmp_path_factory) -> Path:
 
 
 def problems(project: Path, monkeypatch, *, columns: bool) -> list[str]:
-    monkeypatch.setattr(validate, "COLUMNAR_MIN_BYTES", 0 if columns else 1 << 60)
+    monkeypatch.setattr(run_views, "COLUMNAR_MIN_BYTES", 0 if columns else 1 << 60)
     return check_runs(Project(project))
 
 

@@ -167,10 +167,18 @@ def _identity(run: Run) -> dict[str, Any]:
             "fingerprint_hash": run.header.fingerprint_hash, "emulated": run.header.emulated}
 
 
-#: From this size a finished run's cases file, as written, is read by DuckDB as columns (on every
-#: core, no Python object a case: 100,000 ~1 KB cases in ~0.5 s rather than ~6 s and 780 MB);
-#: below it, loading DuckDB and pyarrow costs more than reading the lines in Python saves.
+#: From this size a run's cases file is read by DuckDB as columns (on every core, no Python object a
+#: case: 100,000 ~1 KB cases in ~1 s rather than ~6 s and 780 MB); below it, loading DuckDB and
+#: pyarrow costs more than reading the lines in Python saves.
 COLUMNAR_MIN_BYTES = 8 << 20
+
+
+def large_cases(cases: Path) -> bool:
+    """Whether the cases file holds :data:`COLUMNAR_MIN_BYTES` or more (False when it cannot be read)."""
+    try:
+        return cases.stat().st_size >= COLUMNAR_MIN_BYTES
+    except OSError:
+        return False
 
 
 def run_overview(project: Project, reference: str) -> RunOverview:
@@ -188,12 +196,7 @@ def _as_columns(run: Run) -> bool:
     """Whether the run is large and its cases are as written (every line a well-typed case with a
     key of its own, so reading them has nothing to warn about): then :func:`_columns_overview`."""
     cases = run.directory / CASES_FILE
-    try:
-        if cases.stat().st_size < COLUMNAR_MIN_BYTES:
-            return False
-    except OSError:
-        return False
-    return run.footer is not None and cases_as_written(cases, run.footer.raw.get(CASES_SHA256))
+    return large_cases(cases) and run.footer is not None and cases_as_written(cases, run.footer.raw.get(CASES_SHA256))
 
 
 def _columns_overview(project: Project, run: Run) -> RunOverview:

@@ -3,7 +3,8 @@
 Every command that trusts a finished run's footer (``runs``, ``show``, the leaderboards, ``compare``,
 the site) first checks its ``cases_sha256`` against the cases file, ~1 s a GB:
 :func:`kept_sha256` takes a run's sha256 from its project's keep (``<project>/.evalsite/digests.json``,
-for runs in the project's ``runs/`` folder) when the file is in the state it was hashed in, and
+for runs in the ``runs/`` folder of a project: a folder with ``evalsite.toml``, ``experiments/``,
+``data/`` or ``.evalsite/``) when the file is in the state it was hashed in, and
 :func:`save_kept` (the CLI calls it as each command ends) writes what this process hashed.
 """
 
@@ -16,6 +17,7 @@ from typing import Any
 
 import orjson
 
+from evalsite.project import PROJECT_MARKERS
 from evalsite.runlog.hashing import file_sha256_once, settled
 from evalsite.runlog.state_files import made_folder, not_a_folder, open_regular, replace_file
 
@@ -27,9 +29,9 @@ DIGESTS_VERSION = 1
 
 class KeptDigests:
     """Files' sha256s by their states (``os.stat``: device, inode, size, modification and change
-    times), kept in a JSON file between processes, as git keeps its index: ``evalsite runs`` checks
-    every finished run's cases against its footer's sha256, ~1 s a GB, and reads them again only
-    when a file's state changed. A file changed within
+    times), kept in a JSON file between processes, as git keeps its index: a command checking finished
+    runs' cases against their footers' sha256s (~1 s a GB) reads them again only when a file's state
+    changed. A file changed within
     :data:`~evalsite.runlog.hashing.RACY_SECONDS` is hashed and not kept;
     a copied or cloned project (new inodes and change times) is hashed again. An unreadable or
     malformed keep is ignored, and one that cannot be written (a read-only checkout) is not kept; as
@@ -85,29 +87,38 @@ def _well_formed(entry: Any) -> bool:
             and isinstance(entry[5], str) and len(entry[5]) == 64)
 
 
-#: The keep of each project this process read runs of (by project root); the lock makes one each.
-_KEEPS: dict[Path, KeptDigests] = {}
+#: The keep of each project this process read runs of, by project root (None: the folder holding the
+#: ``runs/`` folder is no project); the lock makes one each.
+_KEEPS: dict[Path, KeptDigests | None] = {}
 _KEEPS_LOCK = threading.Lock()
 
 
-def kept_sha256(cases: Path) -> str:
-    """The sha256 of a run's cases file: from its project's :class:`KeptDigests` when the file is in
-    that project's ``runs/`` folder (``<project>/runs/<run>/cases.jsonl``), else hashed once in this
-    process (:func:`~evalsite.runlog.hashing.file_sha256_once`). Raises OSError when it cannot be read."""
-    runs = cases.parent.parent
-    if runs.name != "runs":
-        return file_sha256_once(cases)
+def kept_sha256(file: Path) -> str:
+    """The sha256 of a run's file (``run.json``, ``cases.jsonl``, ``end.json``): from its project's
+    :class:`KeptDigests` when the run is in that project's ``runs/`` folder, else (any other file, or
+    runs outside a project: nothing is written beside them) hashed once in this process
+    (:func:`~evalsite.runlog.hashing.file_sha256_once`). Raises OSError when it cannot be read."""
+    keep = _keep_of(file)
+    return file_sha256_once(file) if keep is None else keep.sha256(file)
+
+
+def _keep_of(file: Path) -> KeptDigests | None:
+    from evalsite.runlog.store import CASES_FILE, END_FILE, RUN_FILE  # (the store imports this module)
+
+    runs = file.parent.parent
+    if file.name not in (RUN_FILE, CASES_FILE, END_FILE) or runs.name != "runs":
+        return None
     root = runs.parent
     with _KEEPS_LOCK:
-        keep = _KEEPS.get(root)
-        if keep is None:
-            keep = _KEEPS[root] = KeptDigests(root)
-    return keep.sha256(cases)
+        if root not in _KEEPS:
+            project = any((root / marker).exists() for marker in (*PROJECT_MARKERS, STATE_FOLDER))
+            _KEEPS[root] = KeptDigests(root) if project else None
+        return _KEEPS[root]
 
 
 def save_kept() -> None:
     """Write every keep this process added to (see :meth:`KeptDigests.save`)."""
     with _KEEPS_LOCK:
-        keeps = list(_KEEPS.values())
+        keeps = [keep for keep in _KEEPS.values() if keep is not None]
     for keep in keeps:
         keep.save()
