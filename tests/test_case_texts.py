@@ -84,7 +84,7 @@ def test_texts_read_through_duckdb_equal_the_python_readers(tmp_path, seed, writ
         for name in ("transcript", "turns", "turn_figures"):
             assert scanned.texts.whole(row, name) == case.get(name), (row, name)
     columns = scanned.columns
-    assert top_errors_of(columns, scanned.texts) == top_errors(cases)
+    assert top_errors_of(columns, scanned.texts.error, scanned.texts.score_error) == top_errors(cases)
     assert [cases[row].key for row in natural_order(columns).tolist()] == [c.key for c in sorted(cases, key=case_order)]
     assert input_snippets(columns, scanned.texts) == input_snippets(cases_in_hand(cases).columns, python)
     for redact in (False, True):

@@ -87,3 +87,22 @@ def test_a_run_whose_cases_changed_is_read_line_by_line_with_its_warning(tmp_pat
     found = run_overview(project, run_id)
     assert found.summary.cases == 120 and any("line 121" in warning for warning in found.warnings), found.warnings
     assert json.loads(json.dumps(found.to_json()))["cases"] == 120
+
+
+def test_a_large_run_is_shown_without_its_texts_its_errors_read_from_their_lines(tmp_path, monkeypatch):
+    """The texts (inputs, outputs, …) are most of a large run's bytes: only the lines of the cases
+    whose columns flag an error are read again."""
+    from evalsite.analysis import case_scan
+
+    project = Project(tmp_path)
+    run_id = write_run(tmp_path, 4)
+    by_lines = overview(project, run_id, monkeypatch, columns=False)
+    cases_file = next((tmp_path / "runs").glob(f"{run_id}*")) / CASES_FILE
+    lines = [json.loads(line) for line in cases_file.read_text().splitlines()]
+    assert any(line["error"] for line in lines)
+
+    def no_texts(*args, **kwargs):
+        raise AssertionError("the texts were read")
+
+    monkeypatch.setattr(case_scan, "texts_from_arrow", no_texts)
+    assert overview(project, run_id, monkeypatch, columns=True) == by_lines, "the errors read from their lines"

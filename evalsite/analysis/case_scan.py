@@ -135,6 +135,21 @@ class ScannedCases:
             self._lines[:] = [line for line in self._lines_of.read_bytes().split(b"\n") if line.strip()]
         return self._lines[row]
 
+    def errors_at(self, rows: list[int]) -> dict[int, tuple[Any, list[Any]]]:
+        """Each of these cases' generation error and its scores' errors (in their order), as its
+        record holds them: read again from its line (or the file, for kept columns), so a caller
+        that did not read the texts reads only the cases it needs."""
+        cases = self._cases
+        if cases is None and rows and self._source is not None:
+            cases = read_cases(self._source)
+        if cases is not None:
+            return {row: (cases[row].error, [score.error for score in cases[row].scores]) for row in rows}
+        found: dict[int, tuple[Any, list[Any]]] = {}
+        for row in rows:
+            record = json.loads(self.line(row))
+            found[row] = (record.get("error"), [score.get("error") for score in record.get("scores") or []])
+        return found
+
     def records_of(self, item_ids: set[str]) -> dict[str, list[dict[str, Any]]]:
         """The case lines of these items as plain dicts, each item's in the order of the file."""
         codes = {code for code, item_id in enumerate(self.columns.item_ids) if item_id in item_ids}

@@ -28,7 +28,7 @@ from evalsite.runlog.store import (
 
 if TYPE_CHECKING:
     from evalsite.analysis.case_columns import CaseColumns
-    from evalsite.analysis.case_texts import CaseTexts
+    from evalsite.analysis.case_scan import ScannedCases
     from evalsite.analysis.summary import RunSummary
 
 
@@ -106,20 +106,38 @@ def top_errors(cases: list[Case], limit: int = TOP_ERRORS) -> list[ErrorCount]:
     return _ranked(met(), limit)
 
 
-def top_errors_of(columns: CaseColumns, texts: CaseTexts, limit: int = TOP_ERRORS) -> list[ErrorCount]:
-    """:func:`top_errors` of a run read as columns and texts (each case's generation error, then
-    its scores' errors, in the order read)."""
+def top_errors_of(columns: CaseColumns, case_errors: Mapping[int, Any] | Sequence[Any],
+                  score_errors: Mapping[int, Any] | Sequence[Any], limit: int = TOP_ERRORS) -> list[ErrorCount]:
+    """:func:`top_errors` of a run read as columns (each case's generation error, then its scores'
+    errors, in the order read): the columns' error flags say which rows have one, and the texts are
+    looked up at those rows only (``case_errors`` by case row, ``score_errors`` by score row: a
+    run's :class:`~evalsite.analysis.case_texts.CaseTexts` lists, or :func:`flagged_errors`)."""
     import numpy as np  # `evalsite show` and `runs` never load it for this module
 
     scores = columns.scores
-    failed = [row for row, error in enumerate(texts.error) if error]
-    scored = [row for row, error in enumerate(texts.score_error) if error]
-    cases = np.r_[np.array(failed, dtype=np.int64), scores.case[scored]]
+    failed, scored = np.flatnonzero(columns.error), np.flatnonzero(scores.error)
+    cases = np.r_[failed, scores.case[scored]]
     order = np.argsort(cases, kind="stable").tolist()  # a case's generation error before its scores'
-    entries = [("generation", texts.error[row]) for row in failed]
-    entries += [(scores.evaluators[scores.evaluator[row]], texts.score_error[row]) for row in scored]
+    entries = [("generation", case_errors[row]) for row in failed.tolist()]
+    entries += [(scores.evaluators[scores.evaluator[row]], score_errors[row]) for row in scored.tolist()]
     item_ids, items = columns.item_ids, columns.item[cases].tolist()
     return _ranked(((*entries[n], item_ids[items[n]]) for n in order), limit)
+
+
+def flagged_errors(scanned: ScannedCases) -> tuple[dict[int, Any], dict[int, Any]]:
+    """The error texts of a run read without its texts, at the rows whose columns flag one
+    (case row → its generation error, score row → that score's error), for :func:`top_errors_of`:
+    only the cases with an error are read again."""
+    import numpy as np
+
+    columns = scanned.columns
+    scores = columns.scores
+    failed, scored = np.flatnonzero(columns.error).tolist(), np.flatnonzero(scores.error)
+    owners = scores.case[scored]
+    within = (scored - np.searchsorted(scores.case, owners)).tolist()  # a score's place in its case's list
+    recorded = scanned.errors_at(sorted({*failed, *owners.tolist()}))
+    return ({row: recorded[row][0] for row in failed},
+            {row: recorded[case][1][place] for row, case, place in zip(scored.tolist(), owners.tolist(), within)})
 
 
 def _ranked(met: Iterable[tuple[str, Any, str]], limit: int) -> list[ErrorCount]:
@@ -200,19 +218,18 @@ def _as_columns(run: Run) -> bool:
 
 
 def _columns_overview(project: Project, run: Run) -> RunOverview:
-    """:func:`run_overview` of a run read as columns and texts, as the site reads it: the same
-    summary (:func:`~evalsite.analysis.summary.summarise_run` of its columns) and errors
-    (:func:`top_errors_of`)."""
+    """:func:`run_overview` of a run read as columns, as the site reads it: the same summary
+    (:func:`~evalsite.analysis.summary.summarise_run` of its columns) and errors
+    (:func:`top_errors_of`, their texts read at the flagged rows only)."""
     from evalsite.analysis.case_columns import NONE, with_dataset_critical
     from evalsite.analysis.case_scan import scan_cases
     from evalsite.analysis.summary import summarise_run
 
-    scanned = scan_cases(run.directory, texts=True)
-    columns, texts = scanned.columns, scanned.texts
-    assert texts is not None  # asked for
+    scanned = scan_cases(run.directory)  # the texts only where an error is flagged (most runs have none)
+    columns = scanned.columns
     fallback = dataset_critical(project.root, run.header) if (columns.critical == NONE).any() else None
     return RunOverview(**_identity(run), summary=summarise_run(with_dataset_critical(columns, fallback)),
-                       errors_seen=top_errors_of(columns, texts))
+                       errors_seen=top_errors_of(columns, *flagged_errors(scanned)))
 
 
 #: What ``evalsite runs`` prints of each run's summary.

@@ -178,7 +178,7 @@ def _run_renderer(run: Run, baseline: str | None, edited: bool, excluded: str | 
             views=[ViewCount(name=name, label=label, count=data.counts[name]) for name, label in CASE_VIEWS],
         )
         context = _run_page(run, summary, run_facts(run, summary), listing, cases.warnings)
-        context.top_errors = error_lines(top_errors_of(cases.columns, cases.texts))
+        context.top_errors = error_lines(top_errors_of(cases.columns, cases.texts.error, cases.texts.score_error))
         context.judges = judge_names(run.header)
         context.edited, context.excluded = edited, excluded
         context.dataset_version, context.current = version.label, version.state != OLDER
