@@ -194,3 +194,32 @@ def test_nothing_is_kept_beside_runs_outside_a_project_nor_for_other_files(tmp_p
     digests.kept_sha256(other)
     digests.save_kept()
     assert not (shared / ".evalsite").exists() and not (tmp_path / "p" / ".evalsite").exists()
+
+
+def test_runs_not_yet_kept_are_hashed_side_by_side_on_every_core(tmp_path, monkeypatch):
+    """A first listing hashes each run's cases on a thread of its own core (reading and hashing a
+    large buffer release the GIL): the same figures as one after another."""
+    import threading
+
+    project = Project(tmp_path)
+    run_ids = [write_run(tmp_path, [1.0, 0.0] * n) for n in (1, 2, 3)]
+    threads: list[str] = []
+    read = hashing.file_sha256
+    monkeypatch.setattr(hashing, "file_sha256", lambda path: threads.append(threading.current_thread().name) or read(path))
+    monkeypatch.setattr(hashing.os, "cpu_count", lambda: 2)
+    found = listing(project)
+    assert found == {run_id: (2 * n, 0.5) for run_id, n in zip(run_ids, (1, 2, 3))}
+    assert len(threads) == 3 and all(name.startswith("evalsite-hash") for name in threads)
+
+
+def test_side_by_side_keeps_the_order_and_raises_a_failure():
+    assert hashing.side_by_side(lambda n: n * n, list(range(50))) == [n * n for n in range(50)]
+    assert hashing.side_by_side(str, [7]) == ["7"]
+
+    def failing(n: int) -> int:
+        if n == 3:
+            raise OSError("cases.jsonl: unreadable")
+        return n
+
+    with pytest.raises(OSError, match="unreadable"):
+        hashing.side_by_side(failing, list(range(6)))

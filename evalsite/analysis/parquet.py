@@ -18,10 +18,8 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import os
 import shutil
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -38,7 +36,7 @@ from evalsite.analysis.db import (
 )
 from evalsite.analysis.remote import URI_FILE, staging_dir, upload
 from evalsite.errors import RunLogError
-from evalsite.runlog.hashing import file_sha256
+from evalsite.runlog.hashing import file_sha256, side_by_side
 from evalsite.runlog.records import RunHeader
 from evalsite.runlog.store import (
     CASES_FILE,
@@ -173,19 +171,9 @@ def case_files(directories: list[Path]) -> CaseFiles:
         path = directory / CASES_FILE
         if path.exists() and path.stat().st_size > 0:
             jsonl.append((directory, path))
-    for (_, path), written in zip(jsonl, _as_written_each(jsonl)):
+    for (_, path), written in zip(jsonl, side_by_side(lambda pair: as_written(*pair), jsonl)):
         (files.written if written else files.checked).append(str(path))
     return files
-
-
-def _as_written_each(jsonl: list[tuple[Path, Path]]) -> list[bool]:
-    """:func:`as_written` of each (run folder, cases file), the files hashed side by side, one per
-    core (reading a file and hashing a large buffer release the GIL): ~1.2 s of hashing at 1M
-    realistic cases takes half that on two cores."""
-    if len(jsonl) < 2:
-        return [as_written(directory, path) for directory, path in jsonl]
-    with ThreadPoolExecutor(max_workers=min(len(jsonl), os.cpu_count() or 1), thread_name_prefix="evalsite-hash") as pool:
-        return list(pool.map(lambda pair: as_written(*pair), jsonl))
 
 
 def as_written(directory: Path, cases: Path) -> bool:

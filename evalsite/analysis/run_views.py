@@ -13,6 +13,7 @@ from evalsite.analysis.remote import run_folders
 from evalsite.errors import EvalsiteError
 from evalsite.project import Project
 from evalsite.runlog.decisions import excluded_runs
+from evalsite.runlog.hashing import side_by_side
 from evalsite.runlog.records import Case, DatasetRef, RunHeader
 from evalsite.runlog.rows import is_critical
 from evalsite.runlog.store import (
@@ -252,7 +253,7 @@ def run_listing(project: Project) -> RunListing:
     only the other runs (running, interrupted, compacted, edited, or written before footers
     recorded the hash) are summarised from their case columns, read by DuckDB."""
     runs, skipped = scan_runs(project.runs_dir, run_folders(project.runs_dir))
-    read = {run.run_id: _footer_figures(run) for run in runs}
+    read = dict(zip([run.run_id for run in runs], side_by_side(_footer_figures, runs)))  # their cases hashed on every core
     figures = {run_id: found for run_id, found in read.items() if found is not None}
     figures.update(_summarised([run for run in runs if run.run_id not in figures]))
     excluded = excluded_runs(project.runs_dir)
