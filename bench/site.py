@@ -36,6 +36,8 @@ from typing import Any
 
 from scale import realistic_case
 
+from evalsite.analysis.summary import summarise_run
+
 REPO = Path(__file__).resolve().parent.parent
 
 DATASET_ID = "bench@0123456789ab"
@@ -63,14 +65,16 @@ def write_run(runs_dir: Path, index: int, cases: int, arm_index: int | None = No
         "fingerprint_hash": f"fp{arm_index:04d}", "started_at": f"2026-01-01T00:00:{index:02d}.000Z",
     }
     (folder / "run.json").write_text(json.dumps(header))
+    written: list[dict[str, Any]] = []
     with open(folder / "cases.jsonl", "w") as handle:
         for item in range(cases):
             passed = rng.random() < accuracy
             if realistic:
-                handle.write(json.dumps(realistic_case(item, passed, round(rng.lognormvariate(5, 0.5), 3))) + "\n")
+                written.append(realistic_case(item, passed, round(rng.lognormvariate(5, 0.5), 3)))
+                handle.write(json.dumps(written[-1]) + "\n")
                 continue
             answer = f"The answer to question {item} is {item * 7 if passed else item * 7 + 1}. " + "Reasoning text. " * 4
-            handle.write(json.dumps({
+            written.append({
                 "item_id": f"q{item:05d}", "item_sha": f"{item:064x}", "repeat": 0,
                 "input": f"Question {item}: what is {item} times 7? Explain briefly.", "expected": str(item * 7),
                 "output": answer, "error": None, "latency_ms": round(rng.lognormvariate(5, 0.5), 3),
@@ -80,11 +84,14 @@ def write_run(runs_dir: Path, index: int, cases: int, arm_index: int | None = No
                             "label": None, "detail": None if passed else f"expected '{item * 7}'", "error": None,
                             "skipped": False}],
                 "score": float(passed), "passed": passed, "started_at": "2026-01-01T00:00:00.000Z",
-            }) + "\n")
-    # the footer RunWriter.finish writes for such a file: every line above is a well-typed case
+            })
+            handle.write(json.dumps(written[-1]) + "\n")
+    # the footer RunWriter.finish writes for such a file (every line above is a well-typed case): its
+    # sha256 and the run's totals, which `evalsite runs` and `show` read rather than the cases
     digest = hashlib.sha256((folder / "cases.jsonl").read_bytes()).hexdigest()
+    totals = summarise_run(written).totals(planned=cases).to_json()
     (folder / "end.json").write_text(json.dumps({"status": "completed", "ended_at": "2026-01-01T01:00:00.000Z",
-                                                 "cases_sha256": digest}))
+                                                 "totals": totals, "cases_sha256": digest}))
 
 
 #: The CPU of a build's child processes (a new run's page rendered aside: evalsite/site/build.py), counted with its own.
