@@ -40,6 +40,19 @@ def bounded_message(message: str) -> str:
     return "\n".join(_bounded_line(line) for line in message.split("\n"))
 
 
+def and_more(count: int) -> str:
+    """``and 1,214 more``: what a cut list says of the entries it left out."""
+    return f"and {count:,} more"
+
+
+def listed(entries: Sequence[str], limit: int, separator: str = ", ") -> str:
+    """The entries joined by ``separator``, cut after ``limit`` by ``… and N more``: how a message,
+    a terminal line or a summary names a long list's culprits without growing with it."""
+    if len(entries) <= limit:
+        return separator.join(entries)
+    return separator.join([*entries[:limit], f"… {and_more(len(entries) - limit)}"])
+
+
 def did_you_mean(value: object, candidates: Sequence[str]) -> str:
     """``; did you mean 'params'?`` for the closest candidate, or nothing."""
     close = difflib.get_close_matches(str(value), list(candidates), n=1, cutoff=0.6)

@@ -15,8 +15,8 @@ def test_run_warnings_name_twenty_items_then_how_many_more():
     ids = [f"q{n}" for n in range(1234)]
     assert listing(ids[:3]) == "q0, q1, q2"
     assert listing(ids[:20]) == ", ".join(ids[:20])
-    assert listing(ids[:21]) == ", ".join(ids[:20]) + " and 1 more"
-    assert listing(ids) == ", ".join(ids[:20]) + " and 1,214 more"
+    assert listing(ids[:21]) == ", ".join(ids[:20]) + ", … and 1 more"
+    assert listing(ids) == ", ".join(ids[:20]) + ", … and 1,214 more"
 
 
 # `evalsite compare` ---------------------------------------------------------------------------------
@@ -136,8 +136,19 @@ def test_job_summaries_name_ten_ids_then_how_many_more(golden_project, cli, monk
     before = run_ids(golden_project)
     cli("run", write_manifest(golden_project, params={"wrong": ids[:25]}), "--summary", str(golden_project / "run.md"))
     (current,) = run_ids(golden_project) - before
-    assert f"- main: critical rows failed: {', '.join(ids[:10])} … and 15 more" in (golden_project / "run.md").read_text()
+    assert f"- main: critical rows failed: {', '.join(ids[:10])}, … and 15 more" in (golden_project / "run.md").read_text()
     cli("compare", current, "--baseline", baseline, "--summary", str(golden_project / "compare.md"))
-    assert f"newly fails on 25 items: {', '.join(ids[:10])} … and 15 more" in (golden_project / "compare.md").read_text()
+    assert f"newly fails on 25 items: {', '.join(ids[:10])}, … and 15 more" in (golden_project / "compare.md").read_text()
     cli("run", write_manifest(golden_project, params={"wrong": ids[:2]}), "--summary", str(golden_project / "few.md"))
     assert f"- main: critical rows failed: {ids[0]}, {ids[1]}\n" in (golden_project / "few.md").read_text() + "\n", "two: whole"
+
+
+def test_every_cut_list_says_how_many_more_in_the_same_words():
+    """Messages, terminal lines and summaries name a long list's head, then ``… and N more``
+    (``evalsite.errors.listed``): a refused lock, a plan's changes, a promotion's failed rows."""
+    from evalsite.errors import listed
+
+    assert listed([], 3) == "" and listed(["a"], 3) == "a"
+    assert listed(["a", "b", "c"], 3, "; ") == "a; b; c"
+    assert listed(["a", "b", "c", "d"], 3, "; ") == "a; b; c; … and 1 more"
+    assert listed([str(n) for n in range(2003)], 2) == "0, 1, … and 2,001 more"

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from evalsite.analysis.summary import summarise_run
-from evalsite.errors import DecisionError, EvalsiteError, RunLogError
+from evalsite.errors import DecisionError, EvalsiteError, RunLogError, listed
 from evalsite.experiment.locks import lock_path, locked_tier
 from evalsite.project import Project, error_rate_problem, max_error_rate
 from evalsite.runlog.decisions import PROMOTE, Decision, append_decision, decisions_path, exclusions, read_decisions
@@ -73,7 +73,7 @@ def _refuse_failing(project: Project, directory: Path, run_id: str, allow_critic
     summary = summarise_run(read_run(directory).cases)
     failed = summary.critical_failures or ()
     if failed and not allow_critical:
-        shown = ", ".join(failed[:10]) + (f" and {len(failed) - 10} more" if len(failed) > 10 else "")
+        shown = listed(list(failed), 10)
         raise DecisionError(
             f"{run_id}: refusing to promote a run whose critical rows failed ({shown}); fix them or pass --allow-critical"
         )

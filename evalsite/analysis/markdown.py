@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from evalsite.analysis.ci_files import TestOutcome, markdown_table
 from evalsite.analysis.wording import p_text
+from evalsite.errors import listed
 from evalsite.runlog.records import Case
 from evalsite.runlog.store import read_header, read_run
 from evalsite.runlog.totals import RunTotals
@@ -91,7 +92,7 @@ def compare_markdown(report: ComparisonReport) -> str:
     ]
     newly_failing = [e for e in regression.evaluators if e.newly_failing]
     for change in newly_failing:
-        lines.append(f"- `{change.evaluator}` newly fails on {len(change.newly_failing)} items: {_first_ids(change.newly_failing)}")
+        lines.append(f"- `{change.evaluator}` newly fails on {len(change.newly_failing)} items: {listed(change.newly_failing, LISTED_IDS)}")
     lines.append(f"\n**Gate (α = {gate.alpha}):** " + ("fail — " + "; ".join(gate.reasons) if gate.failed else "pass") + noise)
     return "\n".join(lines)
 
@@ -102,7 +103,7 @@ RUN_COLUMNS = ["arm", "run", "status", "cases", "errors", "mean_score", "pass_ra
 def _runs_lines(rows: list[dict[str, Any]]) -> list[str]:
     """A table of runs (each row: arm, run, status and the run summary's totals), then their failed critical rows."""
     lines = [markdown_table(rows, RUN_COLUMNS)]
-    lines += [f"- {row['arm']}: critical rows failed: {_first_ids(row['critical_failures'])}"
+    lines += [f"- {row['arm']}: critical rows failed: {listed(row['critical_failures'], LISTED_IDS)}"
               for row in rows if row.get("critical_failures")]
     return lines
 
@@ -110,12 +111,6 @@ def _runs_lines(rows: list[dict[str, Any]]) -> list[str]:
 #: Item ids a summary line names before "… and N more": a job summary holds at most 1 MiB, and a
 #: run may fail thousands of critical rows (every id is in ``--json`` and on the site).
 LISTED_IDS = 10
-
-
-def _first_ids(ids: list[str]) -> str:
-    """The first :data:`LISTED_IDS` ids, then how many more."""
-    more = f" … and {len(ids) - LISTED_IDS:,} more" if len(ids) > LISTED_IDS else ""
-    return ", ".join(ids[:LISTED_IDS]) + more
 
 
 def runs_markdown(experiment: str, batch: BatchRows) -> str:

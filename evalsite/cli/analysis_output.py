@@ -23,6 +23,7 @@ from evalsite.analysis.verdict import Metric, Verdict, detectable_phrase, level_
 from evalsite.analysis.wording import count_of, p_clause, p_text
 from evalsite.cli.fit import Fit, Shrink
 from evalsite.cli.output import print_table
+from evalsite.errors import listed
 from evalsite.runlog.money import format_usd
 from evalsite.runlog.records import RunStatus
 from evalsite.stats import Interval, SignFlipResult
@@ -77,9 +78,7 @@ def _scored_by(evaluator: str | None, evaluators: dict[str, str | None]) -> str:
 def _dropped(dropped: tuple[DroppedItem, ...]) -> None:
     if not dropped:
         return
-    shown = ", ".join(f"{d.item_id} ({d.reason})" for d in dropped[:SHOWN_DROPPED])
-    more = f", and {len(dropped) - SHOWN_DROPPED} more" if len(dropped) > SHOWN_DROPPED else ""
-    click.echo(f"items left out ({len(dropped)}): {shown}{more}")
+    click.echo(f"items left out ({len(dropped)}): {listed([f'{d.item_id} ({d.reason})' for d in dropped], SHOWN_DROPPED)}")
 
 
 def _left_out(left_out: tuple[LeftOut, ...]) -> None:

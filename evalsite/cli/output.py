@@ -15,6 +15,7 @@ import orjson
 from evalsite.analysis.wording import is_p_column, p_text
 from evalsite.cli.console import paint
 from evalsite.cli.fit import Fit, hidden_note, output_width, plan_table, table_lines, wrap
+from evalsite.errors import and_more
 from evalsite.runlog.money import format_usd
 from evalsite.runlog.records import RunStatus
 from evalsite.runlog.store import scan_runs
@@ -87,7 +88,7 @@ def first(entries: Listed[Entry], limit: int | None = LISTED) -> tuple[list[Entr
     how much it left out, never tens of thousands of lines."""
     if limit is None or len(entries) <= limit:
         return list(entries), ""
-    return list(islice(entries, limit)), f"and {len(entries) - limit:,} more"
+    return list(islice(entries, limit)), and_more(len(entries) - limit)
 
 
 def joined(entries: Listed[str], limit: int | None = LISTED, rest: str = "--json") -> str:

@@ -7,7 +7,8 @@ from collections.abc import Sequence
 
 import click
 
-from evalsite.cli.output import first, warn
+from evalsite.cli.output import LISTED, warn
+from evalsite.errors import listed
 from evalsite.execute.outcomes import BatchOutcome, RunOutcome
 from evalsite.runlog.money import format_usd
 from evalsite.runlog.records import RunStatus
@@ -88,8 +89,7 @@ def report_run(run: RunOutcome, *, ceiling_set: bool) -> None:
 
 
 def listing(item_ids: Sequence[str]) -> str:
-    shown, more = first(item_ids)
-    return ", ".join(shown) + (f" {more}" if more else "")
+    return listed(item_ids, LISTED)
 
 
 def report_failures(reasons: list[str]) -> None:

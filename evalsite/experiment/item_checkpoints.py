@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from evalsite.errors import PlanError
+from evalsite.errors import PlanError, listed
 from evalsite.experiment.checkpoints import FRESH
 from evalsite.experiment.manifest_shapes import CheckpointSpec
 from evalsite.jsonshape import JSONObject
@@ -47,6 +47,6 @@ def overridden_warning(items: list[tuple[str, JSONObject]], axis: list[Checkpoin
     named = [item_id for item_id, row in items if declared_load(row) is not None]
     if not named:
         return None
-    shown = ", ".join(named[:5]) + (f" and {len(named) - 5} more" if len(named) > 5 else "")
+    shown = listed(named, 5)
     return (f"the checkpoint axis overrides the {FIELD} of {len(named)} item(s) ({shown}): "
             "their cases start from each axis checkpoint instead")

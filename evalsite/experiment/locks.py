@@ -16,7 +16,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from evalsite.errors import DatasetError
+from evalsite.errors import DatasetError, listed
 from evalsite.experiment.datasets import Dataset, Item, load_dataset
 from evalsite.jsonshape import JSONObject
 from evalsite.runlog.hashing import file_sha256
@@ -185,7 +185,7 @@ def refuse_changed_dataset(dataset_path: str | Path) -> None:
         return
     changes = item_differences(lock, load_dataset(dataset_path).items)
     if changes:
-        shown = "; ".join(changes[:3]) + (f"; and {len(changes) - 3} more" if len(changes) > 3 else "")
+        shown = listed(changes, 3, "; ")
         raise DatasetError(
             f"{dataset_path}: no longer matches its lock {target.name} ({shown}); refusing to run on a changed "
             f"dataset. If the change is intended, freeze it again: evalsite dataset freeze {dataset_path}"

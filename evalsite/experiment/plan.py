@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from evalsite.errors import EvalsiteError, PlanError, did_you_mean
+from evalsite.errors import EvalsiteError, PlanError, did_you_mean, listed
 from evalsite.experiment.checkpoints import Checkpoint, resolve_checkpoints
 from evalsite.experiment.datasets import Dataset, Item, inline_dataset, item_split, load_dataset, select_items
 from evalsite.experiment.item_checkpoints import item_checkpoint, overridden_warning
@@ -214,7 +214,7 @@ def _lock_detail(dataset: Dataset) -> str:
     changes = changes_since_lock(dataset)
     if not changes:
         return ""
-    shown = "; ".join(changes[:5]) + (f"; and {len(changes) - 5} more" if len(changes) > 5 else "")
+    shown = listed(changes, 5, "; ")
     return f" (since its lock: {shown})"
 
 

@@ -20,7 +20,7 @@ from evalsite.analysis.case_scan import ScannedCases
 from evalsite.analysis.compare import ComparisonReport, compare_runs
 from evalsite.analysis.item_changes import GT_CHANGED, IMPROVED, REGRESSED, UNCHANGED, ItemChanges
 from evalsite.analysis.regression import RegressionReport
-from evalsite.errors import RunLogError, SiteError
+from evalsite.errors import RunLogError, SiteError, listed
 from evalsite.forked import WorkerLost
 from evalsite.runlog.store import resolve_run
 from evalsite.site import charts, paths
@@ -283,7 +283,7 @@ def compare_page(report: ComparisonReport, source: str, settings: SiteSettings, 
         Column("error_delta", "errors Δ", "count"), Column("failing_ids", "newly failing items", "code"),
     ], [{"evaluator": e.evaluator, "newly_failing": len(e.newly_failing), "newly_passing": len(e.newly_passing),
          "still_failing": len(e.still_failing), "pass_rate_delta": e.pass_rate_delta, "mean_delta": e.mean_delta,
-         "error_delta": e.error_delta, "failing_ids": _ids(e.newly_failing)} for e in regression.evaluators])
+         "error_delta": e.error_delta, "failing_ids": listed(e.newly_failing, LISTED_IDS)} for e in regression.evaluators])
     apart = [{"item": c.item_id, "why": f"ground truth changed: {c.note}" if c.note else "ground truth changed"}
              for c in regression.items.of(GT_CHANGED)]
     apart += [{"item": i, "why": "only in the baseline"} for i in regression.only_in_baseline]
@@ -323,11 +323,6 @@ def _dumbbells(regression: RegressionReport, limit: int) -> tuple[Markup, str]:
 
 def _item_links(dataset_id: str | None, item_ids: list[str]) -> list[Link | str]:
     return list(map(Link, item_ids, paths.items(dataset_id, item_ids))) if dataset_id else list(item_ids)
-
-
-def _ids(item_ids: list[str]) -> str:
-    shown = ", ".join(item_ids[:LISTED_IDS])
-    return shown + (f" … and {len(item_ids) - LISTED_IDS} more" if len(item_ids) > LISTED_IDS else "")
 
 
 def _text(value: object) -> str:
