@@ -16,6 +16,7 @@ unless some lines are asked for whole.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -137,33 +138,30 @@ class ScannedCases:
 
     def errors_at(self, rows: list[int]) -> dict[int, tuple[Any, list[Any]]]:
         """Each of these cases' generation error and its scores' errors (in their order), as its
-        record holds them: read again from its line (or the file, for kept columns), so a caller
-        that did not read the texts reads only the cases it needs."""
-        cases = self._cases
-        if cases is None and rows and self._source is not None:
-            cases = read_cases(self._source)
-        if cases is not None:
-            return {row: (cases[row].error, [score.error for score in cases[row].scores]) for row in rows}
-        found: dict[int, tuple[Any, list[Any]]] = {}
-        for row in rows:
-            record = json.loads(self.line(row))
-            found[row] = (record.get("error"), [score.get("error") for score in record.get("scores") or []])
-        return found
+        line holds them (a vouched run's are text or null), so a caller that did not read the texts
+        reads only the cases it needs."""
+        return {row: (record.get("error"), [score.get("error") for score in record.get("scores") or []])
+                for row, record in zip(rows, self._records(rows))}
 
     def records_of(self, item_ids: set[str]) -> dict[str, list[dict[str, Any]]]:
         """The case lines of these items as plain dicts, each item's in the order of the file."""
         codes = {code for code, item_id in enumerate(self.columns.item_ids) if item_id in item_ids}
         rows = np.flatnonzero(np.isin(self.columns.item, list(codes))).tolist()
-        cases = self._cases
-        if cases is None and rows and self._source is not None:
-            cases = read_cases(self._source)
         grouped: dict[str, list[dict[str, Any]]] = {}
-        for row in rows:
-            record = cases[row].raw if cases is not None else json.loads(self.line(row))
+        for row, record in zip(rows, self._records(rows)):
             if record.get("item_id") != self.columns.item_ids[self.columns.item[row]]:
                 raise AssertionError(f"case line {row + 1} is not the case DuckDB read there")
             grouped.setdefault(str(record["item_id"]), []).append(record)
         return grouped
+
+    def _records(self, rows: list[int]) -> Iterator[dict[str, Any]]:
+        """The case lines at ``rows`` as plain dicts: from the records in hand, else the lines of a
+        file DuckDB read, else (kept columns) the file read again whole."""
+        cases = self._cases
+        if cases is None and rows and self._source is not None:
+            cases = read_cases(self._source)
+        for row in rows:
+            yield cases[row].raw if cases is not None else json.loads(self.line(row))
 
 
 def scan_cases(directory: Path, *, texts: bool = False, vouched: bool = True) -> ScannedCases:
