@@ -12,7 +12,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from hypothesis import assume, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from evalsite.analysis.case_columns import batch_columns, case_columns, columns_arrays
@@ -101,7 +101,10 @@ def test_a_vouched_batch_is_one_checked_fields_holds_for_with_the_records_own_co
         assert array.dtype == by_record[key].dtype and array.tobytes() == by_record[key].tobytes(), key
 
 
-@settings(max_examples=25, deadline=None)
+# About half the generated batches hold a value the writer does not vouch for (by design: the
+# hostile values): filtered out here, which hypothesis's filter_too_much check took for a mistake
+# when a run drew 50 such batches to 9 others (CI, seed 74079731902188432007058488041512390364).
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(batches())
 def test_a_vouched_batch_writes_the_lines_and_footer_of_its_records_checked_one_at_a_time(spooled):
     records, vouched = made(spooled)
