@@ -18,14 +18,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from evalsite.analysis.case_columns import _numbered_keys, case_columns, item_natural_order, natural_order
 from evalsite.analysis.case_scan import dictionary_codes
 from evalsite.analysis.db import open_database
 from evalsite.analysis.items import _dense_rank_within, item_matrix, runs_item_matrix
 from evalsite.analysis.parquet import case_files, compact_run
 from evalsite.analysis.selection import runs_by_reference
-from evalsite.analysis.summary import _numbered_order, natural_order
 from evalsite.errors import EvalsiteError
-from evalsite.runlog.rows import item_order
+from evalsite.runlog.rows import case_order, item_order
 from evalsite.runlog.store import RunWriter, read_run
 
 FIELDS = ("score", "passed", "cost_usd", "latency_ms", "tokens")
@@ -276,10 +276,10 @@ def test_runs_holding_plain_case_lines_give_the_same_matrix_as_typed_cases(tmp_p
 def test_natural_order_of_numbered_ids_is_the_item_order(ids, numbered):
     """Ids of one text and a number each are sorted by their numbers; the order is item_order's."""
     expected = sorted(range(len(ids)), key=lambda code: item_order(ids[code]))
-    assert natural_order(ids).tolist() == expected
-    fast = _numbered_order(tuple(ids))
-    assert (fast is not None) == numbered
-    assert fast is None or fast.tolist() == expected
+    assert item_natural_order(ids).tolist() == expected
+    keys = _numbered_keys(tuple(ids))
+    assert (keys is not None) == numbered
+    assert keys is None or sorted(range(len(ids)), key=keys.__getitem__) == expected
 
 
 _ID_TEXTS = st.sampled_from(["q", "item-", "", "q1x", "٣", "x²", "Q"])
@@ -294,7 +294,19 @@ _ID_NUMBERS = st.one_of(st.integers(0, 10**20).map(str),
 def test_natural_order_is_the_item_order_of_any_ids(mixed, numbered):
     """Over generated ids, of the one-text-and-a-number shape or not: item_order's stable order."""
     for ids in (mixed, numbered):
-        assert natural_order(ids).tolist() == sorted(range(len(ids)), key=lambda code: item_order(ids[code]))
+        assert item_natural_order(ids).tolist() == sorted(range(len(ids)), key=lambda code: item_order(ids[code]))
+
+
+@settings(max_examples=100)
+@given(st.lists(st.tuples(st.one_of(_ID_NUMBERS.map("q".__add__), st.sampled_from(["q01", "q1", "q001", "x", "q1x"])),
+                          st.integers(0, 3)), max_size=40))
+def test_cases_in_natural_order_are_sorted_by_case_order(cases):
+    """Cases of ids with equal keys ("q01", "q1") interleave by repeat, then in the order read, as
+    ``sorted(records, key=case_order)`` puts them: ids of one key share a rank."""
+    records = [{"item_id": item_id, "repeat": repeat, "n": n} for n, (item_id, repeat) in enumerate(cases)]
+    columns = case_columns(records)
+    assert [records[row]["n"] for row in natural_order(columns).tolist()] == \
+        [record["n"] for record in sorted(records, key=case_order)]
 
 
 @pytest.mark.parametrize("chunks", ["equal", "one differs", "one shorter", "one"])

@@ -14,9 +14,11 @@ null: it gives the evaluator a pass rule but neither passes nor fails).
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
+from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -139,13 +141,54 @@ def with_dataset_critical(columns: CaseColumns, dataset_critical: Mapping[str, b
 def natural_order(columns: CaseColumns) -> np.ndarray:
     """The case indices in natural item order, then repeat, cases of equal keys in the order read
     (as ``sorted(cases, key=case_order)`` orders their records)."""
-    keys = [item_order(item_id) for item_id in columns.item_ids]
-    ranked = sorted(range(len(keys)), key=keys.__getitem__)
-    rank = np.zeros(len(keys), dtype=np.int64)
-    for position in range(1, len(ranked)):  # item ids of equal keys ("q01", "q1") share a rank
-        same = keys[ranked[position]] == keys[ranked[position - 1]]
-        rank[ranked[position]] = rank[ranked[position - 1]] + (not same)
-    return np.lexsort((columns.repeat, rank[columns.item])) if columns.size else np.empty(0, dtype=np.int64)
+    if not columns.size:
+        return np.empty(0, dtype=np.int64)
+    return np.lexsort((columns.repeat, _item_ranks(tuple(columns.item_ids))[1][columns.item]))
+
+
+def item_natural_order(item_ids: Sequence[str]) -> np.ndarray:
+    """The positions of ``item_ids`` in natural order (:func:`~evalsite.runlog.rows.item_order`):
+    sorted once per distinct list of ids in a process, so the runs of one dataset (whose cases
+    list its items in the same order) share one sort."""
+    return _item_ranks(tuple(item_ids))[0]
+
+
+@functools.lru_cache(maxsize=32)
+def _item_ranks(item_ids: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """The ids' positions in natural order (equal keys in the order given), and each id's rank:
+    ids of equal keys (``q01``, ``q1``) share one."""
+    keys: list[Any] | None = _numbered_keys(item_ids)
+    if keys is None:
+        keys = [item_order(item_id) for item_id in item_ids]
+    order = np.array(sorted(range(len(keys)), key=keys.__getitem__), dtype=np.int64)
+    ordered = [keys[position] for position in order.tolist()]
+    new_key = [ordered[n] != ordered[n - 1] for n in range(1, len(ordered))]
+    rank = np.empty(len(keys), dtype=np.int64)
+    rank[order] = np.cumsum([0, *new_key]) if keys else order
+    order.setflags(write=False)
+    rank.setflags(write=False)
+    return order, rank
+
+
+def _numbered_keys(item_ids: tuple[str, ...]) -> list[str] | None:
+    """Keys that order ids that are one text and a number each, of any width (``q1``, …,
+    ``q10000``; the common shape of a dataset's ids) as :func:`~evalsite.runlog.rows.item_order`
+    does, without its tuple per id; None for any other ids. Such ids' keys are (text, number, ""):
+    with the text the same, the numbers order them, and ids of equal numbers (``q01``, ``q1``) have
+    equal keys. The text holds no digit ``item_order`` would split at (any decimal digit), the
+    numbers ASCII digits only."""
+    if len(item_ids) < 2:
+        return None
+    first = item_ids[0]
+    text = first.rstrip("0123456789")
+    if len(text) == len(first) or any(character.isdecimal() for character in text):
+        return None
+    numbers = [item_id[len(text):] for item_id in item_ids]
+    digits = "".join(numbers)
+    if not (digits.isascii() and digits.isdigit() and all(numbers) and all(map(str.startswith, item_ids, repeat(text)))):
+        return None
+    width = max(map(len, numbers))  # right-aligned without leading zeros, numbers order as text (no int's limit)
+    return [number.lstrip("0").rjust(width) for number in numbers]
 
 
 class _Builder:

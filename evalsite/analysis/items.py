@@ -18,10 +18,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from evalsite.analysis.case_columns import NONE, CaseColumns, case_columns
+from evalsite.analysis.case_columns import NONE, CaseColumns, case_columns, item_natural_order
 from evalsite.analysis.case_scan import dictionary_codes, finite_floats
 from evalsite.analysis.metadata import cluster_key, dataset_labels
-from evalsite.analysis.summary import natural_order
 from evalsite.errors import EvalsiteError
 from evalsite.project import Project
 from evalsite.runlog.store import Run
@@ -250,7 +249,7 @@ def _matrix(table: pa.Table, arms: tuple[ArmRun, ...], evaluator: str | None, *,
     coverage = _coverage(cases, len(arms))
     if not shared:
         coverage = replace(coverage, kept=np.asarray(coverage.present.any(axis=1)))
-    natural = natural_order(cases.item_ids)
+    natural = item_natural_order(cases.item_ids)
     kept = natural[coverage.kept[natural]]
     dropped = tuple(
         DroppedItem(cases.item_ids[code], _why_not_shared(code, arms, coverage)) for code in natural[~coverage.kept[natural]]

@@ -23,17 +23,15 @@ The rules (docs/reference/evaluators.md, "Run aggregates and the verdict"):
 
 from __future__ import annotations
 
-import functools
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from itertools import repeat
 from statistics import fmean
 from typing import Any
 
 import numpy as np
 
-from evalsite.analysis.case_columns import FALSE, NONE, TRUE, CaseColumns, case_columns
+from evalsite.analysis.case_columns import FALSE, NONE, TRUE, CaseColumns, case_columns, item_natural_order
 from evalsite.runlog.records import CASE_RANGES
 from evalsite.runlog.rows import item_order
 from evalsite.runlog.totals import EvaluatorTotals, RunTotals
@@ -280,44 +278,6 @@ def _item_names(columns: CaseColumns, codes: np.ndarray) -> tuple[str, ...]:
     return tuple(sorted((columns.item_ids[code] for code in _distinct(codes)), key=item_order))
 
 
-def natural_order(item_ids: Sequence[str]) -> np.ndarray:
-    """The positions of ``item_ids`` in natural order (:func:`~evalsite.runlog.rows.item_order`):
-    sorted once per distinct list of ids in a process, so the runs of one dataset (whose cases
-    list its items in the same order) share one sort."""
-    return _natural_order(tuple(item_ids))
-
-
-@functools.lru_cache(maxsize=32)
-def _natural_order(item_ids: tuple[str, ...]) -> np.ndarray:
-    order = _numbered_order(item_ids)
-    if order is None:
-        order = np.array(sorted(range(len(item_ids)), key=lambda code: item_order(item_ids[code])), dtype=np.int64)
-    order.setflags(write=False)
-    return order
-
-
-def _numbered_order(item_ids: tuple[str, ...]) -> np.ndarray | None:
-    """The natural order of ids that are one text and a number each, of any width (``q1``, …,
-    ``q10000``; the common shape of a dataset's ids), sorted by the numbers; None for any other
-    ids. Such ids' keys are (text, number, ""): with the text the same, the numbers order them,
-    and ids of equal numbers (``q01``, ``q1``) keep their places, as in a stable sort by the keys.
-    The text holds no digit :func:`~evalsite.runlog.rows.item_order` would split at (any decimal
-    digit), the numbers ASCII digits only."""
-    if len(item_ids) < 2:
-        return None
-    first = item_ids[0]
-    text = first.rstrip("0123456789")
-    if len(text) == len(first) or any(character.isdecimal() for character in text):
-        return None
-    numbers = [item_id[len(text):] for item_id in item_ids]
-    digits = "".join(numbers)
-    if not (digits.isascii() and digits.isdigit() and all(numbers) and all(map(str.startswith, item_ids, repeat(text)))):
-        return None
-    width = max(map(len, numbers))  # right-aligned without leading zeros, numbers order as text (no int's limit)
-    keys = [number.lstrip("0").rjust(width) for number in numbers]
-    return np.array(sorted(range(len(keys)), key=keys.__getitem__), dtype=np.int64)
-
-
 def _distinct(codes: np.ndarray) -> list[int]:
     """The distinct whole numbers of ``codes``, ascending: ``np.unique(codes).tolist()`` without
     loading ``numpy.ma`` (numpy's ``unique`` asks it whether the array is masked), which
@@ -332,7 +292,7 @@ class _Grid:
     def __init__(self, columns: CaseColumns):
         used = np.zeros(len(columns.item_ids), dtype=bool)
         used[columns.item] = True
-        natural = [code for code in natural_order(columns.item_ids).tolist() if used[code]]
+        natural = [code for code in item_natural_order(columns.item_ids).tolist() if used[code]]
         self.items = tuple(columns.item_ids[code] for code in natural)
         self.repeats = tuple(_distinct(columns.repeat))
         row_of = np.full(len(columns.item_ids), -1, dtype=np.int64)
