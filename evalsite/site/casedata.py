@@ -231,7 +231,7 @@ class _Listing:
             "crit": pick(self.critical), **{key: numbered(fields[key]) for key in ("in", "exp", "out")},
             **{key: pick(fields[key]) for key in ("score", "lat", "tin", "tout", "cost")},
             **{key: numbered(fields[key]) for key in ("err", "fin", "cache", "tr")},
-            "sc": [self.scores.of(row, get) for row in pick(self.rows)], "anc": numbered(self.anchors),
+            "sc": self.scores.of(pick(self.rows), get), "anc": numbered(self.anchors),
         }
         shared = {"it": item_texts} if item_texts is not None else {}
         return {"v": FORMAT, "s": strings, "ev": self.scores.evaluators, "cut": cut, "wh": int(bool(whole)), **shared,
@@ -265,7 +265,7 @@ class _Scores:
         self.evaluators = sorted(set(s.evaluators))
         ev_index = [self.evaluators.index(name) for name in s.evaluators]
         starts = np.searchsorted(s.case, np.arange(columns.size + 1))
-        self.bounds: list[int] = starts.tolist()  # case i's scores: bounds[i]:bounds[i + 1]
+        self.bounds = starts  # case i's scores: bounds[i]:bounds[i + 1]
         self.most = int(np.diff(starts).max()) if columns.size else 0
         self.position, self.rank = position_of[s.case], np.arange(s.case.size) - starts[s.case]
         self.evaluator = [ev_index[code] for code in s.evaluator.tolist()]
@@ -275,11 +275,19 @@ class _Scores:
         errors = [None if error is None else str(error)[:limit] for error in texts.score_error]
         self.strings = (labels, _shown(texts.detail, limit, redact)[0], errors)
 
-    def of(self, row: int, number: Callable[[str | None], int | None]) -> list[list[Any]]:
-        """Case ``row``'s scores as ``[evaluator, score, passed, label, detail, error, skipped]``, strings numbered."""
-        labels, details, errors = self.strings
-        return [[self.evaluator[n], self.score[n], self.passed[n], number(labels[n]), number(details[n]), number(errors[n]),
-                 self.skipped[n]] for n in range(self.bounds[row], self.bounds[row + 1])]
+    def of(self, rows: list[int], number: Callable[[str | None], int | None]) -> list[list[list[Any]]]:
+        """The scores of the cases at ``rows``, each case's as a list of ``[evaluator, score, passed,
+        label, detail, error, skipped]``, strings numbered (``number``: a string's index)."""
+        starts, ends = self.bounds[rows], self.bounds[np.asarray(rows, dtype=np.int64) + 1]
+        counts = ends - starts
+        if not counts.sum():
+            return [[] for _ in rows]
+        at = _picker((np.arange(counts.sum()) + np.repeat(starts - np.cumsum(counts) + counts, counts)).tolist())
+        labels, details, errors = (at(strings) for strings in self.strings)
+        entries = list(map(list, zip(at(self.evaluator), at(self.score), at(self.passed), map(number, labels),
+                                     map(number, details), map(number, errors), at(self.skipped))))
+        cut = np.cumsum(counts).tolist()
+        return [entries[end - count:end] for end, count in zip(cut, counts.tolist())]
 
 
 def _shown(values: list[Any], limit: int, redact: bool) -> tuple[list[str | None], dict[int, Cut]]:
