@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import shutil
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -243,3 +246,35 @@ def test_an_input_snippet_is_its_input_as_display_shows_it_on_one_line():
         if shown is not None:
             expected[f"i{n}"] = " ".join(shown.text.split()) + ("…" if shown.omitted else "")
     assert itemindex.input_snippets(case_columns(cases), texts_of_cases(cases)) == expected
+
+
+_ROWS_OF_OTHER_ITEMS = """
+import numpy as np
+from evalsite.analysis.case_columns import case_columns
+from evalsite.analysis.matrix import RunColumn, decide_rows
+from evalsite.analysis.summary import summarise_run
+from evalsite.site.itemindex import _rows
+from evalsite.site.matrixdata import matrix_part
+
+def column(run_id, ids):
+    n, none = len(ids), np.full(len(ids), np.nan)
+    return RunColumn(run_id, tuple(ids), none, none, none, none, none, np.zeros((n, 2), dtype=np.uint64),
+                     np.zeros((n, 3), dtype=np.uint64))
+
+columns = [column("a", ["q1", "x", "b2"]), column("b", ["q01", "x", "b02"]), column("c", ["q001", "b2"])]
+print(decide_rows(columns).item_ids)
+print([row.split(",")[0] for row in _rows([matrix_part(c) for c in columns], redact=False)])
+failing = [{"item_id": item_id, "critical": True, "scores": [{"evaluator": "exact", "score": 0.0, "passed": False}]}
+           for item_id in ["q1", "x", "q01", "b2", "q001", "b02"]]
+print(summarise_run(case_columns(failing)).evaluators["exact"].critical_failures)
+"""
+
+
+def test_rows_of_columns_of_other_items_keep_one_order_whatever_the_hash_seed():
+    """Ids of equal natural keys (q1, q01, q001): the matrix's rows and the item index's over
+    columns of different items, and a run's critical failures, come first seen first in every
+    process (a sorted set of the ids would follow each process's string hashes)."""
+    printed = {subprocess.run([sys.executable, "-c", _ROWS_OF_OTHER_ITEMS], env={**os.environ, "PYTHONHASHSEED": str(seed)},
+                              capture_output=True, text=True, check=True).stdout for seed in range(8)}
+    assert printed == {"('b2', 'b02', 'q1', 'q01', 'q001', 'x')\n['[\"b2\"', '[\"b02\"', '[\"q1\"', '[\"q01\"', '[\"q001\"', '[\"x\"']\n"
+                       "('b2', 'b02', 'q1', 'q01', 'q001', 'x')\n"}

@@ -153,8 +153,20 @@ def item_natural_order(item_ids: Sequence[str]) -> np.ndarray:
     return _item_ranks(tuple(item_ids))[0]
 
 
+def natural_ids(item_ids: Iterable[str]) -> tuple[str, ...]:
+    """The distinct ids in natural order, ids of equal keys (``q01``, ``q1``) first seen first: the
+    same order whatever the process (a sorted set's would follow its strings' hashes)."""
+    distinct = tuple(dict.fromkeys(item_ids))
+    return tuple(distinct[position] for position in _ranks(distinct)[0].tolist())
+
+
 @functools.lru_cache(maxsize=32)
 def _item_ranks(item_ids: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_ranks` of a run's or a dataset's ids, kept: the runs of a dataset share one sort."""
+    return _ranks(item_ids)
+
+
+def _ranks(item_ids: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
     """The ids' positions in natural order (equal keys in the order given), and each id's rank:
     ids of equal keys (``q01``, ``q1``) share one."""
     keys: list[Any] | None = _numbered_keys(item_ids)

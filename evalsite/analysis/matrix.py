@@ -23,12 +23,11 @@ from typing import Any
 
 import numpy as np
 
-from evalsite.analysis.case_columns import CaseColumns, case_columns
+from evalsite.analysis.case_columns import CaseColumns, case_columns, natural_ids
 from evalsite.analysis.compare import comparability
 from evalsite.analysis.items import columns_item_matrix
 from evalsite.errors import NotComparableError
 from evalsite.runlog.hashing import canonical_json
-from evalsite.runlog.rows import item_order
 from evalsite.runlog.store import Run
 
 _TIE = 1e-9
@@ -184,14 +183,14 @@ def comparison_matrix(runs: list[Run], cells: Sequence[Mapping[str, ComparisonCe
 
 def _column_of_cells(run_id: str, cells: Mapping[str, ComparisonCell]) -> RunColumn:
     """The :class:`RunColumn` of cells computed earlier (:func:`run_cells`)."""
-    item_ids = sorted(cells, key=item_order)
+    item_ids = natural_ids(cells)
     chosen = [cells[item_id] for item_id in item_ids]
 
     def floats(name: str) -> np.ndarray:
         return np.array([np.nan if getattr(cell, name) is None else float(getattr(cell, name)) for cell in chosen], dtype=float)
 
     variants = [(n, answer_key(output)) for n, cell in enumerate(chosen) for output in (cell.variants or (cell.output,))]
-    return RunColumn(run_id, tuple(item_ids), floats("score"), floats("passed"), floats("latency_ms"), floats("tokens"),
+    return RunColumn(run_id, item_ids, floats("score"), floats("passed"), floats("latency_ms"), floats("tokens"),
                      floats("cost_usd"), _digests([answer_key(cell.output) for cell in chosen]),
                      _variant_rows([n for n, _ in variants], _digests([key for _, key in variants])))
 
@@ -345,7 +344,7 @@ def _aligned(columns: Sequence[RunColumn]) -> tuple[tuple[str, ...], np.ndarray]
     first = columns[0].item_ids if columns else ()
     if all(column.item_ids == first for column in columns):
         return first, np.repeat(np.arange(len(first))[:, None], len(columns), axis=1)
-    item_ids = tuple(sorted({item_id for column in columns for item_id in column.item_ids}, key=item_order))
+    item_ids = natural_ids(item_id for column in columns for item_id in column.item_ids)
     row_of = {item_id: row for row, item_id in enumerate(item_ids)}
     position = np.full((len(item_ids), len(columns)), -1, dtype=np.int64)
     for index, column in enumerate(columns):

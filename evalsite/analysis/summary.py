@@ -31,9 +31,8 @@ from typing import Any
 
 import numpy as np
 
-from evalsite.analysis.case_columns import FALSE, NONE, TRUE, CaseColumns, case_columns, item_natural_order
+from evalsite.analysis.case_columns import FALSE, NONE, TRUE, CaseColumns, case_columns, item_natural_order, natural_ids
 from evalsite.runlog.records import CASE_RANGES
-from evalsite.runlog.rows import item_order
 from evalsite.runlog.totals import EvaluatorTotals, RunTotals
 from evalsite.stats.descriptive import nearest_rank_percentile
 from evalsite.stats.noise import Flakiness, RepeatNoise, flakiness, repeat_noise
@@ -275,7 +274,7 @@ def summarise_run(
 
 def _item_names(columns: CaseColumns, codes: np.ndarray) -> tuple[str, ...]:
     """The distinct item ids of these codes, in natural order."""
-    return tuple(sorted((columns.item_ids[code] for code in _distinct(codes)), key=item_order))
+    return natural_ids(columns.item_ids[code] for code in _distinct(codes))
 
 
 def _distinct(codes: np.ndarray) -> list[int]:
@@ -361,7 +360,7 @@ def _evaluator_summary(columns: CaseColumns, rows: np.ndarray, name: str, versio
     ruled = bool(np.any(good & (passed != NONE) & ~case_error))
     passes = int(np.count_nonzero((passed == TRUE) & ~error))
     failing = (columns.critical[case] == TRUE) & (error | case_error | (passed == FALSE))
-    units = {unit_id(columns.item_ids[columns.item[c]], t) for c, t in zip(case[failing].tolist(), scores.turn[rows][failing])}
+    units = [unit_id(columns.item_ids[columns.item[c]], t) for c, t in zip(case[failing].tolist(), scores.turn[rows][failing])]
     labels = scores.label[rows][good & (scores.label[rows] >= 0)]
     counts = np.bincount(labels, minlength=len(scores.labels)) if labels.size else np.zeros(0, dtype=np.int64)
     errors, n = int(np.count_nonzero(error)), int(rows.size)
@@ -370,7 +369,7 @@ def _evaluator_summary(columns: CaseColumns, rows: np.ndarray, name: str, versio
         skipped=int(np.count_nonzero(skipped & ~error)), passes=passes, ruled=ruled,
         mean=_evaluator_mean(columns, case[good], scores.score[rows][good]),
         label_counts=dict(sorted((scores.labels[code], int(count)) for code, count in enumerate(counts) if count)),
-        critical_failures=tuple(sorted(units, key=item_order)) if known else None,
+        critical_failures=natural_ids(units) if known else None,
         passed=False if errors or (ruled and passes < n) else (True if ruled else None),
     )
 

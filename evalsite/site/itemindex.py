@@ -14,9 +14,8 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from evalsite.analysis.case_columns import CaseColumns
+from evalsite.analysis.case_columns import CaseColumns, natural_ids
 from evalsite.analysis.case_texts import CaseTexts
-from evalsite.runlog.rows import item_order
 from evalsite.site import paths
 from evalsite.site.casedata import json_script
 from evalsite.site.matrixdata import MatrixPart
@@ -91,7 +90,7 @@ def _rows(parts: Sequence[MatrixPart], *, redact: bool) -> list[str]:
         for item_id, shown in zip(part.column.item_ids, part.snippets):
             if shown != "null":
                 snippets.setdefault(item_id, shown)
-    item_ids = sorted({item_id for column in cells for item_id in column}, key=item_order)
+    item_ids = natural_ids(item_id for column in cells for item_id in column)
     rows = []
     for item_id in item_ids:
         anchor = paths.item_anchor(item_id)
