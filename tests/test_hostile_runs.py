@@ -101,6 +101,18 @@ def test_a_bad_case_line_is_a_warning_and_the_run_is_still_read(cli, hostile_pro
     assert result.exit_code == 1 and f"runs/{bad.name}{reason}" in result.output.splitlines()
 
 
+def test_an_item_id_of_more_digits_than_int_reads_is_read_by_every_command(cli, hostile_project):
+    """A digit run of 5,000 digits in an item id (int() reads 4,300 from text) orders as a number
+    rather than raising from the natural order's key: every reader, show, compare and validate."""
+    first, second = sorted((hostile_project / "runs").iterdir())
+    for run, item_id in ((first, "q" + "9" * 5000), (second, "q" + "0" * 10 + "9" * 5000)):
+        rewrite_case(run, item_id=item_id)
+    for command in (*READERS, ("show", first.name), ("compare", second.name, "--baseline", first.name), ("validate",)):
+        result = cli(*command)  # an exception escapes the invoker
+        assert result.exit_code == 0, (command, result.output)
+    assert (hostile_project / "site/runs" / f"{first.name}.html").is_file()
+
+
 def test_four_hand_corrupted_runs_and_one_good_run(cli, tmp_path, monkeypatch):
     project = make_project(cli, tmp_path / "p", ARMS)
     monkeypatch.chdir(project)

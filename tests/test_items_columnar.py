@@ -9,6 +9,7 @@ case dicts with plain loops, following the rules stated in ``evalsite.analysis.i
 from __future__ import annotations
 
 import random
+import sys
 from statistics import fmean
 
 import numpy as np
@@ -272,6 +273,7 @@ def test_runs_holding_plain_case_lines_give_the_same_matrix_as_typed_cases(tmp_p
     (["q1", "q10", "q2"], True), (["q01", "q1", "q001"], True), (["q10", "q09", "q9"], True),
     (["a1b01", "a1b02", "a1b00"], False), (["q٣", "q1"], False), (["q01", "r02"], False), (["q01", "q0a"], False),
     (["q1", "q"], False), (["q1", "q²"], False), (["x"], False), ([], False),
+    (["q2", "q" + "1" * 64], True), (["q2", "q" + "1" * 65], False),  # no key wider than PADDED_DIGITS
 ])
 def test_natural_order_of_numbered_ids_is_the_item_order(ids, numbered):
     """Ids of one text and a number each are sorted by their numbers; the order is item_order's."""
@@ -295,6 +297,27 @@ def test_natural_order_is_the_item_order_of_any_ids(mixed, numbered):
     """Over generated ids, of the one-text-and-a-number shape or not: item_order's stable order."""
     for ids in (mixed, numbered):
         assert item_natural_order(ids).tolist() == sorted(range(len(ids)), key=lambda code: item_order(ids[code]))
+
+
+_LONG_RUNS = st.tuples(st.sampled_from(["", "0", "000"]), st.integers(4290, 4310), st.sampled_from("123456789"),
+                      st.sampled_from(["", "5", "٣"])).map(lambda t: t[0] + t[2] * t[1] + t[3])
+
+
+@settings(max_examples=60)
+@given(st.lists(st.one_of(_LONG_RUNS, st.integers(0, 10**6).map(str), st.just("0" * 4400 + "7")), min_size=1, max_size=8))
+def test_digit_runs_longer_than_int_reads_order_as_numbers(numbers):
+    """A digit run of more than int()'s 4,300 digits (leading zeros, another script's digits) is
+    still a number in the natural order: ids sort as their numbers do, read with no limit."""
+    ids = [f"q{number}x" for number in numbers]
+    limit = sys.get_int_max_str_digits()
+    sys.set_int_max_str_digits(0)
+    try:
+        values = [int(number) for number in numbers]
+    finally:
+        sys.set_int_max_str_digits(limit)
+    assert item_natural_order(ids).tolist() == sorted(range(len(ids)), key=values.__getitem__)
+    for n in range(len(ids) - 1):  # equal keys exactly where the numbers are equal
+        assert (item_order(ids[n]) == item_order(ids[n + 1])) == (values[n] == values[n + 1])
 
 
 @settings(max_examples=100)

@@ -138,6 +138,10 @@ def with_dataset_critical(columns: CaseColumns, dataset_critical: Mapping[str, b
     return replace(columns, critical=np.where(unknown, by_code[columns.item], columns.critical).astype(np.int8))
 
 
+#: The widest number :func:`_numbered_keys` pads; ids of longer numbers take ``item_order``'s keys.
+PADDED_DIGITS = 64
+
+
 def natural_order(columns: CaseColumns) -> np.ndarray:
     """The case indices in natural item order, then repeat, cases of equal keys in the order read
     (as ``sorted(cases, key=case_order)`` orders their records)."""
@@ -188,7 +192,8 @@ def _numbered_keys(item_ids: tuple[str, ...]) -> list[str] | None:
     does, without its tuple per id; None for any other ids. Such ids' keys are (text, number, ""):
     with the text the same, the numbers order them, and ids of equal numbers (``q01``, ``q1``) have
     equal keys. The text holds no digit ``item_order`` would split at (any decimal digit), the
-    numbers ASCII digits only."""
+    numbers ASCII digits only, of at most :data:`PADDED_DIGITS` (each key is that wide: one id of
+    a million digits would make every key a megabyte)."""
     if len(item_ids) < 2:
         return None
     first = item_ids[0]
@@ -200,7 +205,7 @@ def _numbered_keys(item_ids: tuple[str, ...]) -> list[str] | None:
     if not (digits.isascii() and digits.isdigit() and all(numbers) and all(map(str.startswith, item_ids, repeat(text)))):
         return None
     width = max(map(len, numbers))  # right-aligned without leading zeros, numbers order as text (no int's limit)
-    return [number.lstrip("0").rjust(width) for number in numbers]
+    return [number.lstrip("0").rjust(width) for number in numbers] if width <= PADDED_DIGITS else None
 
 
 class _Builder:

@@ -3,8 +3,10 @@ that reads one: whether a row is critical, the order of item ids, what counts as
 
 from __future__ import annotations
 
+import functools
 import math
 import re
+import unicodedata
 from collections.abc import Mapping
 from typing import Any
 
@@ -31,17 +33,61 @@ def case_critical(case: Mapping[str, Any], dataset_critical: Mapping[str, bool] 
 _DIGITS = re.compile(r"(\d+)")
 
 
-def item_order(item_id: str) -> tuple[str | int, ...]:
+def item_order(item_id: str) -> tuple[str | int | LongNumber, ...]:
     """Natural order of item ids: ``q2`` before ``q10``, ``9`` before ``10``.
 
     Text and numbers alternate in the key (text at even places, numbers at odd ones), so two
-    keys always compare."""
-    parts: list[str | int] = list(_DIGITS.split(str(item_id)))
-    parts[1::2] = map(int, parts[1::2])  # the digit runs, as numbers
+    keys always compare. A digit run longer than ``int()`` reads from text (4,300 digits by
+    default) is a :class:`LongNumber`, never an error."""
+    split = _DIGITS.split(str(item_id))
+    parts: list[str | int | LongNumber] = list(split)
+    try:
+        parts[1::2] = map(int, split[1::2])  # the digit runs, as numbers
+    except ValueError:  # (the slice is assigned only once every run is read)
+        parts[1::2] = map(_number, split[1::2])
     return tuple(parts)
 
 
-def case_order(case: Mapping[str, Any]) -> tuple[tuple[str | int, ...], int]:
+@functools.total_ordering
+class LongNumber:
+    """A digit run of more significant digits than ``int()`` reads from text: larger than any
+    number read as an ``int``; two compare as numbers (by length, then digit by digit)."""
+
+    __slots__ = ("digits",)
+
+    def __init__(self, digits: str) -> None:
+        self.digits = digits  # ASCII, no leading zero
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, LongNumber) and self.digits == other.digits
+
+    def __lt__(self, other: object) -> bool:
+        if isinstance(other, LongNumber):
+            return (len(self.digits), self.digits) < (len(other.digits), other.digits)
+        if isinstance(other, int):
+            return False
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self.digits)
+
+    def __repr__(self) -> str:
+        return f"LongNumber({len(self.digits)} digits)"
+
+
+def _number(digits: str) -> int | LongNumber:
+    """A run of decimal digits (any script's) as a number, an ``int`` while ``int()`` reads it."""
+    try:
+        return int(digits)
+    except ValueError:
+        significant = "".join(str(unicodedata.decimal(digit)) for digit in digits).lstrip("0")
+        try:
+            return int(significant or "0")
+        except ValueError:
+            return LongNumber(significant)
+
+
+def case_order(case: Mapping[str, Any]) -> tuple[tuple[str | int | LongNumber, ...], int]:
     """Cases by natural item order, then repeat."""
     return item_order(str(case.get("item_id"))), repeat_of(case)
 
