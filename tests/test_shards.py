@@ -96,7 +96,7 @@ def test_a_shard_present_twice_is_refused_naming_both_runs(cli, sharded, tmp_pat
 
 def test_shard_values_are_checked_and_the_split_is_a_partition():
     assert parse_shard("2/3") == Shard(2, 3)
-    for bad in ("0/3", "4/3", "3", "a/b"):
+    for bad in ("0/3", "4/3", "3", "a/b", "1/" + "9" * 5000):  # (int() refuses more than 4,300 digits)
         with pytest.raises(PlanError, match="expected K/N"):
             parse_shard(bad)
     owners = [sum(Shard(k, 4).holds("config", f"item{i}") for k in range(1, 5)) for i in range(200)]

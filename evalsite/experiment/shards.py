@@ -21,7 +21,7 @@ from evalsite.runlog.hashing import short_hash
 if TYPE_CHECKING:
     from evalsite.experiment.plan import Plan
 
-_SHARD = re.compile(r"^(\d+)/(\d+)$")
+_SHARD = re.compile(r"^(\d{1,9})/(\d{1,9})$")  # (a count of more digits is no split; int() would refuse 4,300)
 
 
 @dataclass(frozen=True)
