@@ -136,6 +136,22 @@ def test_an_integer_too_long_to_write_is_recorded_as_null_and_named(tmp_path):
     assert read.error == "output.n[0] is an integer of more than 4300 digits, recorded as null"
 
 
+def test_text_that_is_not_unicode_is_written_with_the_replacement_character(tmp_path):
+    """A lone surrogate (an invalid byte decoded with surrogateescape, half an emoji) has no UTF-8:
+    the writer puts U+FFFD in its place, keys too, and joins a pair held as two code points."""
+    writer = RunWriter.create(tmp_path, "a", {"format_version": 1, "run_id": "r", "arm_id": "a"})
+    output = b"caf\xff".decode("utf-8", "surrogateescape")
+    written = writer.append_case({"item_id": "q0", "repeat": 0, "error": None, "output": output,
+                                  "scores": [{"evaluator": "e", "score": 1, "detail": "x\ud83d\ude00", "label": "\ud83d"}],
+                                  "transcript": {"k\udc80": ["\ude00"]}})
+    writer.finish({"status": "completed"})
+    (read,) = read_run(writer.directory).cases
+    assert read.raw == written and read["output"] == "caf\ufffd"
+    assert read.raw["scores"][0]["detail"] == "x\U0001f600" and read.raw["scores"][0]["label"] == "\ufffd"
+    assert read.raw["transcript"] == {"k\ufffd": ["\ufffd"]}
+    assert json.loads((writer.directory / "end.json").read_text()).get("cases_sha256")  # the line is well typed
+
+
 def test_a_forged_run_whose_footer_vouches_for_its_lines_breaks_no_command(cli, numbers_project):
     """A forger can recompute ``cases_sha256``: the views then read the file unchecked, and the
     figures built on them still leave its out-of-range numbers out instead of overflowing."""

@@ -125,6 +125,24 @@ def test_a_python_target_reporting_an_integer_too_long_to_print_gets_a_case_erro
                              "expected a whole number from 0 to 1000000000 or null")
 
 
+UNDECODED_ARM = '''
+def answer(input):
+    return b"caf\\xff".decode("utf-8", "surrogateescape")  # a tool's output decoded as the file system decodes
+'''
+
+
+def test_a_python_target_returning_text_with_a_lone_surrogate_is_recorded_and_read(runner_project, cli):
+    """The run used to end in UnicodeEncodeError at its first case; the output is now written with
+    U+FFFD for the undecodable byte, and the run reads, ranks and builds."""
+    (runner_project / "undecoded_arm.py").write_text(textwrap.dedent(UNDECODED_ARM))
+    cli("run", write_experiment(runner_project, [{"id": "a", "input": "a", "expected": "café"}],
+                                [{"id": "py", "target": "python:undecoded_arm:answer"}]))
+    run = only_run(runner_project)
+    (case,) = run.cases
+    assert run.status == "completed" and case["output"] == "caf\ufffd" and case["error"] is None
+    assert cli("leaderboard").exit_code == 0 and cli("build").exit_code == 0
+
+
 def test_a_resumed_run_after_out_of_range_costs_finishes(runner_project, server, cli):
     server.script = {"question 0": [{"cost": 1e308}], "question 1": [{"cost": 1.7e308}]}
     manifest = write_experiment(runner_project, questions(6), [openai_arm(server, price=PRICE)], concurrency=1)

@@ -43,6 +43,7 @@ from evalsite.runlog.records import (
     Footer,
     RunHeader,
     RunStatus,
+    as_unicode,
     bounded_case,
     checked_fields,
     well_typed_case,
@@ -94,7 +95,11 @@ def case_line(case: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
     except ValueError:  # an integer past Python's 4,300 digits somewhere in the record
         case = without_long_integers(case)
         text = _CASE_LINE.encode(case)
-    return case, (text + "\n").encode("utf-8")
+    try:
+        return case, (text + "\n").encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: U+FFFD in its place (docs/reference/run-format.md#case-lines)
+        case = as_unicode(case)
+        return case, (_CASE_LINE.encode(case) + "\n").encode("utf-8")
 
 
 def _fast_lines(cases: list[dict[str, Any]]) -> list[bytes] | None:
