@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any, TypeAlias
 
 #: What :func:`field_at` returns where the path leads nowhere (``None`` is a value JSON can hold).
 MISSING = object()
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def mapping(value: Any) -> dict[str, Any]:
@@ -34,3 +36,25 @@ JSONValue: TypeAlias = "str | int | float | bool | None | list[JSONValue] | dict
 #: values are ``Any`` rather than :data:`JSONValue` because a caller builds such objects from
 #: values of narrower types (``dict`` is invariant) and each reader checks the field it needs.
 JSONObject: TypeAlias = dict[str, Any]
+
+
+def lone_surrogate(text: str) -> str | None:
+    """The first lone surrogate in ``text`` as its JSON escape (``\\ud83d``), else None: half a
+    surrogate pair, which an escape in JSON text can decode to and UTF-8 cannot encode."""
+    found = _SURROGATE.search(text)
+    return None if found is None else f"\\u{ord(found.group(0)):04x}"
+
+
+def lone_surrogate_in(value: Any) -> str | None:
+    """:func:`lone_surrogate` of the first text in a decoded JSON value (keys too) that holds one."""
+    pending = [value]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, str):
+            if (found := lone_surrogate(node)) is not None:
+                return found
+        elif isinstance(node, dict):
+            pending += [*node.keys(), *node.values()]
+        elif isinstance(node, list):
+            pending += node
+    return None

@@ -62,6 +62,9 @@ CASE_MUTATIONS = {
                              "/cases.jsonl: line 7: a case must be a JSON object, not a list; skipped"),
     "wrong types in scores": (lambda f: rewrite_case(f, scores=[{"evaluator": "exact", "score": "high"}]),
                               "/cases.jsonl: line 1: scores[0].score must be a number, not a string 'high'; skipped"),
+    # half an emoji's escape: json reads it, UTF-8 (pyarrow, the site) cannot hold it, DuckDB refuses the line
+    "lone surrogate": (lambda f: rewrite_case(f, output="x\ud83d"),
+                       "/cases.jsonl: line 1 holds a lone surrogate \\ud83d (not valid Unicode text); skipped"),
 }
 
 

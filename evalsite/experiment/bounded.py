@@ -14,11 +14,10 @@ import math
 import re
 from typing import Any
 
-from evalsite.jsonshape import JSONObject
+from evalsite.jsonshape import JSONObject, lone_surrogate
 
 MAX_DEPTH = 100  # nesting levels in one row or manifest; real data stays far below
 MAX_VALUES = 1_000_000  # values in one manifest, each use of a YAML alias counted again
-_SURROGATE = re.compile("[\ud800-\udfff]")
 #: what a JSON text needs to decode to a lone surrogate: one of its own, or an escape of one (\\udXXX)
 _SURROGATE_SOURCE = re.compile(r"[\ud800-\udfff]|\\u[dD][89a-fA-F]")
 
@@ -115,8 +114,8 @@ def shape_problem(value: Any, *, max_values: int | None = None) -> str | None:
         if max_values is not None and seen > max_values:
             return too_many(max_values)
         if isinstance(node, str):
-            if surrogate := _SURROGATE.search(node):
-                return f"holds a lone surrogate \\u{ord(surrogate.group(0)):04x} (not valid Unicode text)"
+            if (surrogate := lone_surrogate(node)) is not None:
+                return f"holds a lone surrogate {surrogate} (not valid Unicode text)"
         elif isinstance(node, (dict, list)):
             if depth >= MAX_DEPTH:
                 return too_deep()

@@ -35,6 +35,7 @@ from typing import Any, TextIO
 import orjson
 
 from evalsite.errors import RunLogError
+from evalsite.jsonshape import lone_surrogate_in
 from evalsite.runlog.digests import kept_sha256
 from evalsite.runlog.records import (
     FORMAT_VERSION,
@@ -540,6 +541,10 @@ def read_jsonl(path: Path, warnings: list[str] | None = None, where: str | None 
         except ValueError:  # what json raises beyond syntax: an integer past Python's 4,300 digits
             if warnings is not None:
                 warnings.append(f"{where}: line {number} holds an integer of more than 4300 digits; skipped")
+            continue
+        if ("\\ud" in line or "\\uD" in line) and (surrogate := lone_surrogate_in(data)) is not None:
+            if warnings is not None:  # (an escape of half a pair: no UTF-8, and DuckDB refuses the line)
+                warnings.append(f"{where}: line {number} holds a lone surrogate {surrogate} (not valid Unicode text); skipped")
             continue
         yield number, data
 
