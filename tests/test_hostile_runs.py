@@ -56,6 +56,8 @@ HEADER_MUTATIONS = {
     "end.json a string": (lambda f: (f / "end.json").write_text('"completed"'),
                           "/end.json: end.json must be a JSON object, not a string"),
     "directory named run.json": (directory_named_run_json, "/run.json: is a directory, not a file"),
+    "lone surrogate in run.json": (lambda f: rewrite_header(f, arm_id="a\ud83d"),
+                                   "/run.json: holds a lone surrogate \\ud83d (not valid Unicode text)"),
 }
 CASE_MUTATIONS = {
     "non-object case line": (lambda f: (f / "cases.jsonl").open("a").write("[1, 2]\n"),

@@ -17,7 +17,7 @@ from evalsite.analysis.db import open_database
 from evalsite.analysis.summary import summarise_run
 from evalsite.runlog.hashing import file_sha256
 from evalsite.runlog.records import CASE_RANGES, bounded_case, well_typed_case
-from evalsite.runlog.store import CASES_FILE, RunWriter, read_cases, read_run
+from evalsite.runlog.store import CASES_FILE, RunWriter, read_cases, read_header, read_run
 
 MANY_DIGITS = "9" * 5000  # past Python's int-string limit: json.loads raises ValueError
 
@@ -139,7 +139,7 @@ def test_an_integer_too_long_to_write_is_recorded_as_null_and_named(tmp_path):
 def test_text_that_is_not_unicode_is_written_with_the_replacement_character(tmp_path):
     """A lone surrogate (an invalid byte decoded with surrogateescape, half an emoji) has no UTF-8:
     the writer puts U+FFFD in its place, keys too, and joins a pair held as two code points."""
-    writer = RunWriter.create(tmp_path, "a", {"format_version": 1, "run_id": "r", "arm_id": "a"})
+    writer = RunWriter.create(tmp_path, "a", {"format_version": 1, "run_id": "r", "arm_id": "a", "config": {"k": "x\ud83d"}})
     output = b"caf\xff".decode("utf-8", "surrogateescape")
     written = writer.append_case({"item_id": "q0", "repeat": 0, "error": None, "output": output,
                                   "scores": [{"evaluator": "e", "score": 1, "detail": "x\ud83d\ude00", "label": "\ud83d"}],
@@ -149,6 +149,7 @@ def test_text_that_is_not_unicode_is_written_with_the_replacement_character(tmp_
     assert read.raw == written and read["output"] == "caf\ufffd"
     assert read.raw["scores"][0]["detail"] == "x\U0001f600" and read.raw["scores"][0]["label"] == "\ufffd"
     assert read.raw["transcript"] == {"k\ufffd": ["\ufffd"]}
+    assert read_header(writer.directory).config == {"k": "x\ufffd"}  # run.json and end.json too
     assert json.loads((writer.directory / "end.json").read_text()).get("cases_sha256")  # the line is well typed
 
 

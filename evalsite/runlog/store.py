@@ -159,10 +159,11 @@ def new_run_id(arm_id: str, moment: datetime | None = None) -> str:
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
-    """Write through a temp file and rename, so readers see the whole file or none of it."""
+    """Write through a temp file and rename, so readers see the whole file or none of it. Text
+    that is not Unicode (a lone surrogate) is written as :func:`as_unicode` makes it."""
     temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     with open(temp, "w", encoding="utf-8") as handle:
-        json.dump(data, handle, indent=2, sort_keys=True, ensure_ascii=False, default=str)
+        json.dump(as_unicode(data), handle, indent=2, sort_keys=True, ensure_ascii=False, default=str)
         handle.write("\n")
         handle.flush()
         os.fsync(handle.fileno())
@@ -480,13 +481,17 @@ def _read_json(path: Path, where: str) -> Any:
     if path.is_dir():
         raise RunLogError(f"{where}: is a directory, not a file")
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        data = json.loads(text)
     except FileNotFoundError:
         raise
     except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
         raise RunLogError(f"{where}: not valid JSON ({_one_line(exc)})") from None
     except (OSError, ValueError) as exc:
         raise RunLogError(f"{where}: cannot be read ({_one_line(exc)})") from None
+    if ("\\ud" in text or "\\uD" in text) and (surrogate := lone_surrogate_in(data)) is not None:
+        raise RunLogError(f"{where}: holds a lone surrogate {surrogate} (not valid Unicode text)")
+    return data
 
 
 def _one_line(exc: BaseException) -> str:
