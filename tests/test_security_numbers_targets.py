@@ -9,7 +9,7 @@ import json
 import textwrap
 
 import pytest
-from runner_support import only_run, openai_arm, questions, write_experiment
+from runner_support import all_runs, only_run, openai_arm, questions, write_experiment
 
 from evalsite.runlog.records import MAX_COST_USD
 
@@ -141,6 +141,21 @@ def test_a_python_target_returning_text_with_a_lone_surrogate_is_recorded_and_re
     (case,) = run.cases
     assert run.status == "completed" and case["output"] == "caf\ufffd" and case["error"] is None
     assert cli("leaderboard").exit_code == 0 and cli("build").exit_code == 0
+
+
+def test_a_model_reply_with_a_lone_surrogate_is_recorded_cached_and_replayed(runner_project, server, cli):
+    """A reply whose JSON escapes half an emoji ("\\ud83d" alone): the run used to end in
+    UnicodeEncodeError writing the response cache or the case; the cache keeps the reply as it came
+    (replayed, the same case) and the case holds U+FFFD."""
+    server.script = {"question 0": [{"reply": "cut \ud83d"}]}
+    manifest = write_experiment(runner_project, questions(1), [openai_arm(server)])
+    cli("run", manifest, "--cache", "record")
+    (recorded,) = only_run(runner_project).cases
+    assert recorded["output"] == "cut \ufffd" and recorded["error"] is None
+    calls = len(server.calls)
+    cli("run", manifest, "--cache", "replay")
+    assert len(server.calls) == calls  # replayed from the cache, which held the reply
+    assert [run.cases[0]["output"] for run in all_runs(runner_project)] == ["cut \ufffd"] * 2
 
 
 def test_a_resumed_run_after_out_of_range_costs_finishes(runner_project, server, cli):

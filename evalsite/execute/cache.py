@@ -93,7 +93,12 @@ class ResponseCache:
         path = self.path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
         temporary = path.with_suffix(f".{uuid.uuid4().hex}.tmp")  # unique: two writers of one key never share it
-        temporary.write_text(json.dumps(entry, ensure_ascii=False, default=str), encoding="utf-8")
+        text = json.dumps(entry, ensure_ascii=False, default=str)
+        try:
+            data = text.encode("utf-8")
+        except UnicodeEncodeError:  # a reply's lone surrogate: kept as its escape, read back as it was
+            data = json.dumps(entry, default=str).encode("ascii")
+        temporary.write_bytes(data)
         temporary.replace(path)
 
     def entries(self) -> list[Path]:
