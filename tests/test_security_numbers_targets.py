@@ -158,6 +158,17 @@ def test_a_model_reply_with_a_lone_surrogate_is_recorded_cached_and_replayed(run
     assert [run.cases[0]["output"] for run in all_runs(runner_project)] == ["cut \ufffd"] * 2
 
 
+def test_a_conversation_goes_on_after_a_reply_with_a_lone_surrogate(runner_project, server, cli):
+    """The second turn sends the first reply back: its lone surrogate goes as its JSON escape (UTF-8
+    cannot hold it), so the call is made rather than failing as an error."""
+    server.script = {"first": [{"reply": "cut \ud83d"}]}
+    cli("run", write_experiment(runner_project, [{"id": "c", "turns": ["first", "second"], "expected": "echo: second"}],
+                                [openai_arm(server)]))
+    (case,) = only_run(runner_project).cases
+    assert case["error"] is None and case["output"] == "echo: second", case.raw
+    assert [message["content"] for message in server.calls[-1].body["messages"]][-2:] == ["cut \ud83d", "second"]
+
+
 def test_a_resumed_run_after_out_of_range_costs_finishes(runner_project, server, cli):
     server.script = {"question 0": [{"cost": 1e308}], "question 1": [{"cost": 1.7e308}]}
     manifest = write_experiment(runner_project, questions(6), [openai_arm(server, price=PRICE)], concurrency=1)

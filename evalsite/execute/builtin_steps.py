@@ -38,6 +38,7 @@ from evalsite.errors import EvaluatorError, ManifestError
 from evalsite.execute.svg_plot import Estimate, interval_chart
 from evalsite.jsonshape import JSONObject, JSONValue
 from evalsite.registry import Registry
+from evalsite.runlog.records import as_unicode
 
 if TYPE_CHECKING:
     import numpy as np
@@ -77,7 +78,7 @@ def write_trace(context: StepContext) -> str:
         "cache": case.get("cache"), **score_columns(case.get("scores") or []),
     }
     with open(context.output, "a", encoding="utf-8") as handle:
-        handle.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
+        handle.write(json.dumps(as_unicode(record), ensure_ascii=False, default=str) + "\n")
     return f"wrote 1 trace line to {context.output}"
 
 
@@ -133,7 +134,7 @@ def eval_step(context: StepContext) -> str:
     record = {**_case_ids(context), "score": scored.score, "passed": scored.passed,
               "scoring_cost_usd": scoring_cost(scored.scores), **score_columns(scores), "scores": scores}
     output = context.output or context.level_dir / "eval.json"
-    output.write_text(json.dumps(record, ensure_ascii=False, indent=2, default=str) + "\n", encoding="utf-8")
+    output.write_text(json.dumps(as_unicode(record), ensure_ascii=False, indent=2, default=str) + "\n", encoding="utf-8")
     return f"scored the case with {len(evaluators)} evaluators into {output}"
 
 

@@ -206,7 +206,7 @@ class JsonClient:
         else:
             kept = self._templates.get(path)
             template = kept if kept is not None else self._templates.setdefault(path, RequestHeaders.of(url, client.headers))
-        content = _REQUEST_JSON.encode(body).encode("utf-8")
+        content = request_bytes(body)
         request = httpx.Request("POST", url, headers=template.with_length(len(content)),
                                 stream=httpx.ByteStream(content))
         request.read()
@@ -255,6 +255,17 @@ class JsonClient:
 
 #: how httpx encodes ``json=``: compact UTF-8, no NaN or infinity (one encoder, built once)
 _REQUEST_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+_REQUEST_ASCII = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
+
+
+def request_bytes(body: Any) -> bytes:
+    """``body`` as httpx's ``json=`` writes it; text UTF-8 cannot hold (a lone surrogate, such as an
+    earlier reply of the conversation held) goes as its escape, which JSON allows."""
+    text = _REQUEST_JSON.encode(body)
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _REQUEST_ASCII.encode(body).encode("ascii")
 
 
 class RequestHeaders:
