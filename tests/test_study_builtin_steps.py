@@ -222,3 +222,21 @@ def test_a_row_that_is_not_a_json_object_is_refused_naming_its_file(tmp_path):
         read_rows(whole)
     whole.write_text('{"score": 1}', encoding="utf-8")
     assert read_rows(whole) == [{"score": 1}]
+
+
+def test_the_steps_files_are_unicode_when_a_target_or_an_evaluator_gave_a_lone_surrogate(study_project, cli):
+    """A target's undecodable byte (surrogateescape) and an evaluator's half an emoji: the trace and
+    eval files hold U+FFFD where the steps used to end in UnicodeEncodeError."""
+    (study_project / "undecoded.py").write_text("def answer(input):\n    return b'ok \\xff'.decode('utf-8', 'surrogateescape')\n")
+    (study_project / "halves.py").write_text("def check(output, row):\n    return {'score': 1.0, 'passed': True, 'detail': 'half \\ud83d'}\n")
+    evaluators = [{"type": "python:halves:check", "name": "halves"}]
+    manifest = write_study(study_project, items=1, target="python:undecoded:answer",
+                           artifacts={"case": {"trace": "trace", "metrics": "metrics"}},
+                           hooks={"case": {"post": [{"builtin": "write_trace", "out": "trace"},
+                                                    {"builtin": "eval", "out": "metrics", "config": {"evaluators": evaluators}}]}})
+    cli("run", manifest)
+    (run,) = runs(study_project)
+    folder = run.directory / "items/q0/repeat-0"
+    assert json.loads((folder / "trace.jsonl").read_text())["output"] == "ok \ufffd"
+    (metrics,) = [path for path in folder.iterdir() if path.name.startswith("metrics")]
+    assert json.loads(metrics.read_text())["scores"][0]["detail"] == "half \ufffd"
