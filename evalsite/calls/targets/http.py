@@ -206,7 +206,7 @@ class JsonClient:
         else:
             kept = self._templates.get(path)
             template = kept if kept is not None else self._templates.setdefault(path, RequestHeaders.of(url, client.headers))
-        content = request_bytes(body)
+        content = _request_bytes(body)
         request = httpx.Request("POST", url, headers=template.with_length(len(content)),
                                 stream=httpx.ByteStream(content))
         request.read()
@@ -258,7 +258,7 @@ _REQUEST_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allo
 _REQUEST_ASCII = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
 
 
-def request_bytes(body: Any) -> bytes:
+def _request_bytes(body: Any) -> bytes:
     """``body`` as httpx's ``json=`` writes it; text UTF-8 cannot hold (a lone surrogate, such as an
     earlier reply of the conversation held) goes as its escape, which JSON allows."""
     text = _REQUEST_JSON.encode(body)
