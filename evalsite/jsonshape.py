@@ -1,4 +1,5 @@
-"""Reading JSON whose shape nobody promised (provider replies, other tools' logs)."""
+"""Reading JSON whose shape nobody promised (provider replies, other tools' logs), and its text
+that is not Unicode: a lone surrogate, found (:func:`lone_surrogate_in`) or replaced (:func:`as_unicode`)."""
 
 from __future__ import annotations
 
@@ -58,3 +59,22 @@ def lone_surrogate_in(value: Any) -> str | None:
         elif isinstance(node, list):
             pending += node
     return None
+
+
+def escaped_lone_surrogate(text: str, value: Any) -> str | None:
+    """:func:`lone_surrogate_in` of ``value``, the decoding of JSON ``text``, looked for only when the
+    text holds an escape that may be half a pair (``\\udXXX``): a substring test on every other text."""
+    return lone_surrogate_in(value) if "\\ud" in text or "\\uD" in text else None
+
+
+def as_unicode(value: Any) -> Any:
+    """``value`` with every text (keys too) made valid Unicode: a surrogate pair held as two code
+    points joined into its character, a lone surrogate (half a pair; what ``surrogateescape``
+    decoding makes of an invalid byte) replaced by U+FFFD. UTF-8 cannot encode either as it is."""
+    if isinstance(value, str):
+        return value if _SURROGATE.search(value) is None else value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    if isinstance(value, dict):
+        return {as_unicode(key): as_unicode(inner) for key, inner in value.items()}
+    if isinstance(value, list):
+        return [as_unicode(inner) for inner in value]
+    return value

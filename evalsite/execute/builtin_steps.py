@@ -36,9 +36,8 @@ from typing import TYPE_CHECKING
 
 from evalsite.errors import EvaluatorError, ManifestError
 from evalsite.execute.svg_plot import Estimate, interval_chart
-from evalsite.jsonshape import JSONObject, JSONValue
+from evalsite.jsonshape import JSONObject, JSONValue, as_unicode
 from evalsite.registry import Registry
-from evalsite.runlog.records import as_unicode
 
 if TYPE_CHECKING:
     import numpy as np

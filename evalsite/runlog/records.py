@@ -442,23 +442,6 @@ def without_long_integers(case: dict[str, Any]) -> dict[str, Any]:
     return {**record, "error": f"{error}; {said}" if isinstance(error, str) and error else said}
 
 
-def as_unicode(value: Any) -> Any:
-    """``value`` with every text (keys too) made valid Unicode: a surrogate pair held as two code
-    points joined into its character, a lone surrogate (half a pair; what ``surrogateescape``
-    decoding makes of an invalid byte) replaced by U+FFFD. UTF-8 cannot encode either as it is."""
-    if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-        return value
-    if isinstance(value, dict):
-        return {as_unicode(key): as_unicode(inner) for key, inner in value.items()}
-    if isinstance(value, list):
-        return [as_unicode(inner) for inner in value]
-    return value
-
-
 def _too_long(value: int) -> bool:
     if value.bit_length() < 14_000:  # fewer than 4,215 digits: written without a doubt
         return False

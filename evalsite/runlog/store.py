@@ -35,7 +35,7 @@ from typing import Any, TextIO
 import orjson
 
 from evalsite.errors import RunLogError
-from evalsite.jsonshape import lone_surrogate_in
+from evalsite.jsonshape import as_unicode, escaped_lone_surrogate
 from evalsite.runlog.digests import kept_sha256
 from evalsite.runlog.records import (
     FORMAT_VERSION,
@@ -44,7 +44,6 @@ from evalsite.runlog.records import (
     Footer,
     RunHeader,
     RunStatus,
-    as_unicode,
     bounded_case,
     checked_fields,
     well_typed_case,
@@ -489,7 +488,7 @@ def _read_json(path: Path, where: str) -> Any:
         raise RunLogError(f"{where}: not valid JSON ({_one_line(exc)})") from None
     except (OSError, ValueError) as exc:
         raise RunLogError(f"{where}: cannot be read ({_one_line(exc)})") from None
-    if ("\\ud" in text or "\\uD" in text) and (surrogate := lone_surrogate_in(data)) is not None:
+    if (surrogate := escaped_lone_surrogate(text, data)) is not None:
         raise RunLogError(f"{where}: holds a lone surrogate {surrogate} (not valid Unicode text)")
     return data
 
@@ -547,7 +546,7 @@ def read_jsonl(path: Path, warnings: list[str] | None = None, where: str | None 
             if warnings is not None:
                 warnings.append(f"{where}: line {number} holds an integer of more than 4300 digits; skipped")
             continue
-        if ("\\ud" in line or "\\uD" in line) and (surrogate := lone_surrogate_in(data)) is not None:
+        if (surrogate := escaped_lone_surrogate(line, data)) is not None:
             if warnings is not None:  # (an escape of half a pair: no UTF-8, and DuckDB refuses the line)
                 warnings.append(f"{where}: line {number} holds a lone surrogate {surrogate} (not valid Unicode text); skipped")
             continue
