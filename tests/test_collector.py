@@ -48,9 +48,12 @@ def test_a_block_that_raises_unfreezes(nothing_frozen):
 
 
 def test_a_callers_own_freeze_is_left_as_it_was(nothing_frozen):
-    """gc.unfreeze unfreezes everything: a block must not undo what its caller froze before it."""
+    """gc.unfreeze unfreezes everything: a block must not undo what its caller froze before it. The
+    counts are bounds, not equalities: a frozen object another thread lets go of leaves the count
+    (it failed CI once at 424,778 against 424,780); the caller's own objects, held here, stay."""
+    held = [[] for _ in range(1000)]  # tracked by the collector, so counted while frozen
     gc.freeze()
     frozen = gc.get_freeze_count()
     with kept_frozen():
-        assert gc.get_freeze_count() == frozen
-    assert gc.get_freeze_count() == frozen
+        assert gc.get_freeze_count() <= frozen  # nothing frozen again
+    assert gc.get_freeze_count() >= len(held)  # the caller's freeze left in place
