@@ -36,6 +36,21 @@ def test_syntax_errors_name_the_problem(body, message):
         parse_claim("claim", body)
 
 
+@pytest.mark.parametrize("body", [
+    "mean(arm=a) > " + "(" * 100_000 + "1" + ")" * 100_000,
+    "mean(arm=a) > " + "- " * 100_000 + "1",
+    "mean(arm=a) > " + "1+" * 3_000 + "1",
+])
+def test_a_claim_nested_past_any_real_one_is_a_syntax_error_not_a_recursion_error(body):
+    with pytest.raises(ClaimSyntaxError, match="more than 200 operators, signs and parentheses"):
+        parse_claim("claim", body)
+
+
+def test_a_long_claim_within_the_bound_still_parses():
+    claim = parse_claim("claim", "mean(arm=a) < " + "1+" * 99 + "(" * 50 + "1" + ")" * 50)
+    assert isinstance(claim, Comparison) and claim.operator == "<"
+
+
 def test_directives_carry_their_line():
     text = "intro\n\nthe score is {{ value: mean(arm=a) = 0.5 }} and\n{{ claim: n(arm=a) == 3 }}\n"
     assert [(d.kind, d.line) for d in find_directives(text)] == [("value", 3), ("claim", 4)]

@@ -23,6 +23,12 @@ UNADJUSTED = "unadjusted"
 AGREEMENT_STATISTICS = {"kappa": "kappa", "agreement": "raw_agreement"}
 #: The symbols an agreement claim may be written with, as the tokens they stand for.
 SYMBOLS = {"κ": "kappa", "≥": ">=", "≤": "<="}
+#: The most operators, signs and parentheses one directive may hold. A claim states one comparison
+#: in a dozen; the bound keeps its syntax tree shallow, since parsing and checking it recurse once
+#: per level (a report of ``1+1+…`` thousands long ended ``check-claims`` and ``build`` in a
+#: RecursionError).
+MAX_OPERATORS = 200
+_OPERATORS = frozenset("+-*/(")
 
 
 class ClaimSyntaxError(EvalsiteError):
@@ -137,6 +143,9 @@ class _Parser:
         self.text = text
         self.tokens = _tokenize(text)
         self.position = 0
+        if sum(token in _OPERATORS for token in self.tokens) > MAX_OPERATORS:
+            raise ClaimSyntaxError(f"{text.strip()!r}: more than {MAX_OPERATORS} operators, signs and parentheses; "
+                                   "a claim states one comparison")
 
     def peek(self, offset: int = 0) -> str | None:
         index = self.position + offset
