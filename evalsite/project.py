@@ -11,6 +11,7 @@ import base64
 import importlib
 import logging
 import os
+import re
 import sys
 import tomllib
 from collections.abc import Callable, Iterable
@@ -140,13 +141,40 @@ def _read_settings(root: Path) -> dict[str, Any]:
     if not path.exists():
         return {}
     try:
-        settings = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        settings = _bounded_toml(path.read_text(encoding="utf-8"))
+    except ValueError as exc:  # TOMLDecodeError and UnicodeDecodeError among them
         raise ProjectError(f"{path}: invalid TOML: {exc}") from None
     for problem in settings_problems(settings):  # the CLI shows each distinct warning once
         log.warning("%s (ignored)", problem)
     log.debug("project %s: settings from %s", root, path)
     return settings
+
+
+#: The most parts of one dotted key (``a.b.c``) evalsite.toml may hold: tomllib's memory grows with
+#: the square of a key's parts (20,000 parts, a 40 KB file: 1.6 GB), and a real key has two or three.
+MAX_KEY_PARTS = 100
+#: More than ``MAX_KEY_PARTS`` parts joined by dots, bare or quoted, where a key starts (a line's
+#: start, a table header's ``[``, an inline table's ``{`` or ``,``; possessive, so the search is
+#: linear in the text).
+_LONG_DOTTED_KEY = re.compile(
+    rf"""(?:^|[\[{{,])[ \t]*+(?:(?:[A-Za-z0-9_-]++|"[^"\n]*+"|'[^'\n]*+')[ \t]*+\.[ \t]*+){{{MAX_KEY_PARTS}}}""",
+    re.MULTILINE)
+
+
+def _bounded_toml(text: str) -> dict[str, Any]:
+    """``tomllib.loads(text)``, refusing first what would take it unbounded memory or recursion, as
+    a ValueError: a dotted key of more than :data:`MAX_KEY_PARTS` parts, arrays or inline tables
+    nested about a thousand deep (tomllib recurses per level), an integer longer than Python reads."""
+    if _LONG_DOTTED_KEY.search(text):
+        raise ValueError(f"a dotted key of more than {MAX_KEY_PARTS} parts")
+    try:
+        return tomllib.loads(text)
+    except RecursionError:
+        raise ValueError("arrays or tables nested too deeply") from None
+    except ValueError as exc:
+        if isinstance(exc, tomllib.TOMLDecodeError):
+            raise
+        raise ValueError(f"an integer of more than {sys.get_int_max_str_digits():,} digits") from None
 
 
 def settings_problems(settings: dict[str, Any]) -> list[str]:
