@@ -1,4 +1,5 @@
-"""Hostile YAML — nested thousands deep (flow, block, indented, through aliases) or an alias bomb —
+"""Hostile YAML — nested thousands deep (flow, block, indented, through aliases), an alias bomb or
+an integer of more digits than Python reads —
 is refused as it is read, with one line naming the file and line, at every place a user hands us
 YAML: the manifest, ``--set``, curve files, step files, prompt files, a json evaluator's schema
 file; the site build reads on past it. The refusal does not wait for Python's recursion limit."""
@@ -19,6 +20,7 @@ from evalsite.project import find_project
 from evalsite.site import build_site
 
 DEEP = "nested deeper than 100 levels"
+LONG = "an integer of more than 4300 digits"
 BOMB = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
     f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 10)}]\n" for i in range(7))
 #: each shape: a mapping document, the line the refusal names, and the problem
@@ -28,6 +30,10 @@ SHAPES = {
     "indented": ("".join(" " * level + "k:\n" for level in range(150)) + " " * 150 + "v\n", 101, DEEP),
     "alias": ("a: &a " + "[" * 60 + "]" * 60 + "\nb: " + "[" * 50 + "*a" + "]" * 50 + "\n", 2, DEEP),
     "bomb": (BOMB, 6, "holds more than 1000000 values (YAML aliases repeating a large part?)"),
+    # past Python's 4,300 digits: int() raised a ValueError PyYAML let through (a traceback); in hex
+    # it read, and then no message or schema check could show it
+    "long-integer": ("n: " + "9" * 5_000 + "\n", 1, LONG),
+    "long-hex-integer": ("n: 0x" + "f" * 5_000 + "\n", 1, LONG),
 }
 HEAD = "name: m\nrows:\n  - {input: q}\narms:\n  - {id: a, target: none}\n"  # 5 lines
 
@@ -174,6 +180,8 @@ def test_a_set_value_nested_too_deep_is_refused(tmp_path, monkeypatch, cli):
     result = cli("run", "--dry-run", "experiments/m.yaml", "--set", "description=" + "[" * 20_000)
     assert result.exit_code == 1 and f"invalid YAML on line 1: {DEEP}" in result.output, result.output
     assert cli("run", "--dry-run", "experiments/m.yaml", "--set", "description=[a").exit_code == 0  # still text
+    result = cli("run", "--dry-run", "experiments/m.yaml", "--set", "repeat=" + "9" * 5_000)
+    assert result.exit_code == 1 and f"invalid YAML on line 1: {LONG}" in result.output, result.output
 
 
 def test_the_site_builds_past_every_shape_in_experiments_and_in_a_run_header(tmp_path):

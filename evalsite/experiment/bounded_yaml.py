@@ -12,6 +12,7 @@ with each use of an alias counted again, as :func:`~bounded.shape_problem` count
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -96,6 +97,21 @@ class BoundedLoader(yaml.SafeLoader):
             raise YAMLBoundError(problem=too_deep(), problem_mark=node.start_mark)
         self._measures[id(node)] = (values, levels)
         return node
+
+    def construct_yaml_int(self, node: Any) -> int:
+        """PyYAML's integer, or :class:`YAMLBoundError` for one of more digits than Python reads or
+        writes as text (4,300 by default: ``int()``'s ``ValueError`` PyYAML lets through, and a hex
+        or sexagesimal integer that long, which no message, schema check or JSON writer could show)."""
+        try:
+            value = int(super().construct_yaml_int(node))
+            str(value)
+            return value
+        except ValueError:
+            raise YAMLBoundError(problem=f"an integer of more than {sys.get_int_max_str_digits()} digits",
+                                 problem_mark=node.start_mark) from None
+
+
+BoundedLoader.add_constructor("tag:yaml.org,2002:int", BoundedLoader.construct_yaml_int)
 
 
 _SCALAR = (1, 0)  # a scalar's values and levels
