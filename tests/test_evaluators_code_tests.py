@@ -206,6 +206,8 @@ def test_a_row_without_its_tests_is_a_scoring_error_not_a_zero():
 @pytest.mark.parametrize(("spec", "message"), [
     ({"workers": 0}, "workers: needs a whole number from 1 to 64, got 0"),
     ({"timeout_s": None}, "timeout_s: code_tests needs a wall-clock limit in seconds, not null"),
+    # past ~9.2e9 s the wait's select() overflowed: every case's score an OverflowError, the run "completed"
+    ({"timeout_s": 1e10}, "timeout_s: needs at most 86400 seconds (a day) for one program, got 1e+10"),
     ({"memory_mb": "lots"}, "memory_mb: needs a whole number, got 'lots'"),
     ({"include_prompt": "yes"}, "include_prompt: needs true or false, got 'yes'"),
 ])

@@ -35,6 +35,7 @@ FIELDS = {"prompt_field": "input", "tests_field": "tests", "entry_point_field": 
 NUMBERS = {"cpu_s": (1, 3600), "memory_mb": (64, 65536), "processes": (1, 4096), "workers": (1, 64),
            "output_kb": (1, 1024)}
 DEFAULT_WORKERS = 4
+MAX_WALL_S = 86_400  # a day: far past any program's tests, and within what the sandbox's wait can count
 
 
 @register_evaluator("code_tests")
@@ -47,6 +48,8 @@ class CodeTests(Evaluator):
     def check(self) -> None:
         if self.timeout_s is None:
             raise ValueError("timeout_s: code_tests needs a wall-clock limit in seconds, not null")
+        if self.timeout_s > MAX_WALL_S:
+            raise ValueError(f"timeout_s: needs at most {MAX_WALL_S} seconds (a day) for one program, got {self.timeout_s:g}")
         self.include_prompt = self.option("include_prompt", bool, True)
         self.fields = {key: self._field(key, default) for key, default in FIELDS.items()}
         numbers = {key: self._number(key, low, high) for key, (low, high) in NUMBERS.items()}
