@@ -228,6 +228,14 @@ def test_bad_judge_specs_fail_at_build(judge_value, message, tmp_path):
         build_evaluators([{"type": "llm_judge", "judge": judge_value}], tmp_path)
 
 
+@pytest.mark.parametrize("samples", [0, 101, 300_000])
+def test_samples_outside_1_to_100_fail_at_build(samples, judges, tmp_path):
+    """Every sample of a case is asked at once: 300,000 of them ran out of memory after a minute."""
+    with pytest.raises(EvaluatorError) as raised:
+        build_evaluators([judges("valid", samples=samples)], tmp_path)
+    assert raised.value.message == f"evaluators[0] (llm_judge): samples: needs a whole number from 1 to 100, got {samples}"
+
+
 def test_a_bad_prompt_template_fails_at_build(judges, tmp_path):
     with pytest.raises(EvaluatorError, match="prompt: .*'unknown_variable' is undefined"):
         build_evaluators([judges("valid", prompt="{{ unknown_variable }}")], tmp_path)

@@ -50,6 +50,8 @@ REASK = (
 JUDGE_KEYS = ("target", "params", "settings", "price")
 QUOTE_CHARS = 300
 LIMITS = {"max_input_chars": 4000, "max_output_chars": 6000, "detail_chars": 200}
+#: The most grades asked for one case: they are asked all at once, so a case's calls stay bounded.
+MAX_SAMPLES = 100
 DEFAULT_MAX_TOKENS = 200
 
 
@@ -166,8 +168,8 @@ class LlmJudge(Evaluator):
         if self.prompt is not None:
             self._render({"input": "", "output": "", "expected": None, "transcript": None, "row": _AnyRow()})
         self.samples: int = self.option("samples", int, 1)
-        if self.samples < 1:
-            raise ValueError(f"samples: needs a whole number of at least 1, got {self.samples}")
+        if not 1 <= self.samples <= MAX_SAMPLES:
+            raise ValueError(f"samples: needs a whole number from 1 to {MAX_SAMPLES}, got {self.samples}")
         self.limits: dict[str, int] = {key: self.option(key, int, default) for key, default in LIMITS.items()}
         if bad := next((key for key, value in self.limits.items() if value < 1), None):
             raise ValueError(f"{bad}: needs a whole number of at least 1, got {self.limits[bad]}")
