@@ -25,6 +25,7 @@ from typing import Any
 from evalsite.errors import PlanError
 from evalsite.experiment.bounded_yaml import DocumentUnreadable, document_text, parse_document
 from evalsite.experiment.manifest_shapes import SweepSpec
+from evalsite.experiment.safety import number_problems
 from evalsite.jsonshape import JSONObject
 
 CURVES = ("linear", "cosine", "step", "log")
@@ -83,6 +84,8 @@ def resolve_curve(root: Path, spec: Mapping[str, Any], where: str) -> Mapping[st
         data, problem = parse_document(document_text(path), is_json=path.suffix == ".json")
     except DocumentUnreadable as exc:
         data, problem = None, str(exc)
+    if problem is None and (not_finite := number_problems(data)):
+        problem = not_finite[0]  # YAML's .nan and .inf, which a config's params must never hold
     if problem is not None:
         raise PlanError(f"{path}: cannot read the curve: {problem}")
     if isinstance(data, dict) and set(data) == {"values"} and isinstance(data["values"], list):
@@ -110,6 +113,9 @@ def curve_values(spec: Mapping[str, Any], trials: int, where: str) -> list[Any]:
             value = start + (end - start) * min(math.floor(progress * steps), steps - 1) / (steps - 1)
         else:
             value = start * (end / start) ** progress
+        if not math.isfinite(value):  # start and end so far apart that their difference overflows
+            raise PlanError(f"{where}: a {kind} curve from {start:g} to {end:g} gives {value} at trial {trial}; "
+                            "use a start and end nearer each other")
         values.append(round(value) if spec.get("integer") else value)
     return values
 
