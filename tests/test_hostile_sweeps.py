@@ -45,3 +45,20 @@ def test_a_curve_file_listing_a_value_that_is_not_finite_is_refused(runner_proje
         f"Error: {runner_project}/curves/odd.yaml: cannot read the curve: values[1]: must be a finite number, "
         f"got {float(value.replace('.', '')) !r}"]
     assert not _runs(runner_project)
+
+
+@pytest.mark.parametrize("name", ["../outside", "../../outside", "OUTSIDE", "sub/../../outside"])
+def test_a_curve_name_reaching_out_of_curves_is_refused_and_nothing_outside_is_read(runner_project, cli, name):
+    """``{curve: ../outside}`` read ``curves/../outside.yaml``, and an absolute name any file: a
+    name becomes a path, so it is a safe name, as an arm id or a prompt name is."""
+    outside = runner_project.parent / "outside.yaml"
+    outside.write_text("values: [0.1, 0.2, 0.3]\n")
+    (runner_project / "outside.yaml").write_text("values: [0.1, 0.2, 0.3]\n")
+    name = name.replace("OUTSIDE", str(outside.with_suffix("")))
+    manifest = _manifest(runner_project, {"curve": name})
+    for command in (("run", manifest), ("run", "--dry-run", manifest)):
+        result = cli(*command)
+        assert result.exit_code == 1 and len(result.output.strip().splitlines()) == 1, result.output
+        assert f"sweep.variables.temperature.curve: {name!r} names neither a built-in curve" in result.output
+    assert "sweep.variables.temperature.curve: " in cli("validate").output
+    assert not _runs(runner_project)

@@ -25,7 +25,7 @@ from typing import Any
 from evalsite.errors import PlanError
 from evalsite.experiment.bounded_yaml import DocumentUnreadable, document_text, parse_document
 from evalsite.experiment.manifest_shapes import SweepSpec
-from evalsite.experiment.safety import number_problems
+from evalsite.experiment.safety import SAFE_NAME_RULE, is_safe_name, number_problems
 from evalsite.jsonshape import JSONObject
 
 CURVES = ("linear", "cosine", "step", "log")
@@ -37,16 +37,19 @@ CURVE_SUFFIXES = (".yaml", ".yml", ".json")
 def sweep_problems(sweep: SweepSpec | None) -> list[str]:
     """The manifest rules of a sweep beyond its schema: ``trials`` belongs to random and schedule
     mode, ``seed`` to random mode only (nothing else draws), curves to schedule mode (they follow
-    the trials)."""
+    the trials), and a curve file's name is a safe name (it becomes a path under ``curves/``)."""
     if not sweep:
         return []
     mode = sweep.get("mode", "grid")
     used_by = {"trials": ("random", "schedule"), "seed": ("random",)}
     problems = [f"sweep.{key}: only used with mode: {' or '.join(modes)}"
                 for key, modes in used_by.items() if key in sweep and mode not in modes]
+    curves = {name: values for name, values in (sweep.get("variables") or {}).items() if isinstance(values, dict)}
     if mode != "schedule":
-        problems += [f"sweep.variables.{name}: a curve follows the trials; use mode: schedule"
-                     for name, values in (sweep.get("variables") or {}).items() if isinstance(values, dict)]
+        problems += [f"sweep.variables.{name}: a curve follows the trials; use mode: schedule" for name in curves]
+    problems += [f"sweep.variables.{name}.curve: {spec['curve']!r} names neither a built-in curve ({', '.join(CURVES)}) "
+                 f"nor a file {CURVES_DIR}/<name>.yaml: a name holds {SAFE_NAME_RULE}"
+                 for name, spec in curves.items() if spec.get("curve") not in CURVES and not is_safe_name(spec.get("curve"))]
     return problems
 
 
