@@ -144,6 +144,26 @@ def test_a_bad_eval_step_is_refused_before_anything_runs(study_project, cli, ste
     assert not (study_project / "calls.log").exists()
 
 
+@pytest.mark.parametrize(("builtin", "config", "message"), [
+    # each was found only after every case ran: a traceback's last line naming no key, or silently another value
+    ("bootstrap_ci", {"seed": -1}, "bootstrap_ci: config.seed: needs a whole number of at least 0, got -1"),
+    ("bootstrap_ci", {"seed": 1.5}, "bootstrap_ci: config.seed: needs a whole number of at least 0, got 1.5"),
+    ("bootstrap_ci", {"confidence": 1.5},
+     "bootstrap_ci: config.confidence: needs a number between 0 and 1 (exclusive), got 1.5"),
+    ("bootstrap_ci", {"metrics": "score"}, "bootstrap_ci: config.metrics: needs a list of column names, got 'score'"),
+    ("plot", {"metric": ["score"]}, "plot: config.metric: needs a column name, got ['score']"),
+    ("plot", {"confidence": True}, "plot: config.confidence: needs a number between 0 and 1 (exclusive), got True"),
+])
+def test_a_bad_interval_step_config_is_refused_before_anything_runs(study_project, cli, builtin, config, message):
+    manifest = write_study(study_project, artifacts={"arm": {"df": "dataframe"}, "experiment": {
+        "out": {"type": "plot" if builtin == "plot" else "dataframe", "path": "{level_dir}/out." + ("svg" if builtin == "plot" else "csv")}}},
+        hooks={"experiment": {"post": [{"builtin": builtin, "in": "df", "out": "out", "config": config}]}})
+    for command in (("run", manifest), ("validate",)):
+        result = cli(*command)
+        assert result.exit_code == 1 and f"hooks.experiment.post[{builtin}]: {message}" in result.output, result.output
+    assert not (study_project / "calls.log").exists()
+
+
 def test_a_case_step_elsewhere_is_refused_before_anything_runs(study_project, cli):
     manifest = write_study(study_project, artifacts={"item": {"df": "dataframe"}},
                            hooks={"item": {"post": [{"builtin": "trace_stats", "out": "df"}]}})

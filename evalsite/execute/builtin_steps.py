@@ -243,17 +243,40 @@ def _cell(value: object) -> object:
     return json.dumps(value, ensure_ascii=False) if isinstance(value, (dict, list)) else value
 
 
+#: The built-ins that draw bootstrap intervals: their ``config`` is checked before anything runs.
+INTERVAL_STEPS = ("bootstrap_ci", "plot")
+
+
+def interval_config(config: JSONObject, step: str) -> tuple[list[str], int, float]:
+    """The metrics (``config.metrics``; a ``plot``'s one ``config.metric``), ``config.seed`` and
+    ``config.confidence`` of an interval step, or :class:`StepFailed` naming the key."""
+    key = "metric" if step == "plot" else "metrics"
+    given = config.get(key, "score" if step == "plot" else ["score"])
+    metrics = ([given] if isinstance(given, str) else None) if step == "plot" else given
+    if not (isinstance(metrics, list) and metrics and all(isinstance(m, str) and m for m in metrics)):
+        wanted = "a column name" if step == "plot" else "a list of column names"
+        raise StepFailed(f"{step}: config.{key}: needs {wanted}, got {given!r}")
+    seed = config.get("seed", 0)
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise StepFailed(f"{step}: config.seed: needs a whole number of at least 0, got {seed!r}")
+    confidence = config.get("confidence", 0.95)
+    if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0 < confidence < 1:
+        raise StepFailed(f"{step}: config.confidence: needs a number between 0 and 1 (exclusive), got {confidence!r}")
+    return metrics, seed, float(confidence)
+
+
 @register_step("bootstrap_ci")
 def bootstrap_ci(context: StepContext) -> str:
-    summary = arm_intervals(context, context.config.get("metrics") or ["score"], "bootstrap_ci")
+    summary = arm_intervals(context, "bootstrap_ci")
     output = context.output or context.level_dir / "ci_summary.csv"
     write_rows(output, summary)
     return f"wrote {len(summary)} intervals to {output}"
 
 
-def arm_intervals(context: StepContext, metrics: list[str], step: str) -> list[JSONObject]:
+def arm_intervals(context: StepContext, step: str) -> list[JSONObject]:
     """From the dataframes of ``in``, per arm and metric: the mean of item means and its bootstrap
     interval (items and repeats resampled; ``config.seed``, ``config.confidence``)."""
+    metrics, seed, confidence = interval_config(context.config, step)
     rows = [row for path in context.inputs for row in read_rows(path)]
     import numpy as np  # numpy and scipy only when this step runs, not with every run
 
@@ -267,8 +290,7 @@ def arm_intervals(context: StepContext, metrics: list[str], step: str) -> list[J
             if matrix is None:
                 continue
             values = matrix[:, 0] if matrix.shape[1] == 1 else matrix  # one repeat: the items' own interval
-            interval = bootstrap_ci(values, seed=int(context.config.get("seed", 0)),
-                                    confidence=float(context.config.get("confidence", 0.95)))
+            interval = bootstrap_ci(values, seed=seed, confidence=confidence)
             summary.append({"arm": arm, "metric": metric, "mean": float(np.nanmean(np.nanmean(matrix, axis=1))),
                             "ci_low": interval.low, "ci_high": interval.high, "items": matrix.shape[0]})
     if not summary:
@@ -282,10 +304,9 @@ def plot(context: StepContext) -> str:
     output = context.output
     if output is None or output.suffix.lower() != ".svg":
         raise StepFailed("plot needs an 'out' artifact of type plot whose path ends in .svg (it draws SVG, not PNG)")
-    metric = str(context.config.get("metric", "score"))
-    summary = arm_intervals(context, [metric], "plot")
+    (metric,), _, confidence = interval_config(context.config, "plot")
+    summary = arm_intervals(context, "plot")
     estimates = [Estimate(row["arm"], row["mean"], row["ci_low"], row["ci_high"]) for row in summary]
-    confidence = float(context.config.get("confidence", 0.95))
     title = str(context.config.get("title") or f"{metric}: mean and {confidence:.0%} bootstrap interval per arm")
     output.write_text(interval_chart(estimates, title, metric), encoding="utf-8")
     return f"drew {len(estimates)} arms' {metric} into {output}"

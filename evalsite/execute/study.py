@@ -29,7 +29,7 @@ from evalsite.calls.targets import TargetRequest, TargetResult
 from evalsite.calls.targets.base import Target
 from evalsite.errors import ManifestError
 from evalsite.execute.artifacts import Scope, level_artifacts, relative_listing
-from evalsite.execute.builtin_steps import CASE_STEPS, StepFailed, check_eval
+from evalsite.execute.builtin_steps import CASE_STEPS, INTERVAL_STEPS, StepFailed, check_eval, interval_config
 from evalsite.execute.hooks import StepContext, StepExtra, StepFunction, resolve_steps, run_step, step_context
 from evalsite.experiment.datasets import Item
 from evalsite.experiment.pipeline import LEVELS, Pipeline, Step, load_pipeline
@@ -42,8 +42,8 @@ RESULTS_DIR = "results"
 
 def load_study(project: Project, plan: Plan) -> tuple[Pipeline, dict[str, StepFunction]]:
     """The plan's pipeline, checked, with every python step imported (the validation pass calls
-    this); a case built-in elsewhere than a case ``post`` and an ``eval`` step's evaluators that
-    cannot be built fail now, before anything runs."""
+    this); a case built-in elsewhere than a case ``post``, an ``eval`` step's evaluators that
+    cannot be built and an interval step's bad ``config`` fail now, before anything runs."""
     pipeline = load_pipeline(plan.manifest, project.root)
     functions = resolve_steps(pipeline, project.root)
     for step in (step for steps in pipeline.steps.values() for step in steps if step.kind == "builtin"):
@@ -52,6 +52,8 @@ def load_study(project: Project, plan: Plan) -> tuple[Pipeline, dict[str, StepFu
                 raise StepFailed(f"{step.spec} runs as a case post step (hooks.case.post)")
             if step.spec == "eval":
                 check_eval(step.config, project.root, run_code=False)  # validate imports nothing
+            if step.spec in INTERVAL_STEPS:
+                interval_config(step.config, step.spec)
         except StepFailed as exc:
             raise ManifestError(f"{plan.manifest.path}: {step.where}: {exc}") from None
     return pipeline, functions
