@@ -167,6 +167,9 @@ def test_eval_row_shapes_that_are_fine(row):
     assert row_problems(row) == []
 
 
+TURN_RULE = "needs a string or a {role, content} message with role system, user or assistant and text content"
+
+
 @pytest.mark.parametrize("row, problem", [
     ({"input": 3}, "'input' must be a string or a list of messages, got a number"),
     ({"input": [{"content": "no role"}]}, "'input[0]' must be a message {role, content}, got {'content': 'no role'}"),
@@ -176,6 +179,10 @@ def test_eval_row_shapes_that_are_fine(row):
     ({"turns": []}, "'turns' is an empty list"),
     ({"turns": [{"role": "assistant", "content": "hi"}]}, "'turns' has no user turn to answer"),
     ({"turns": ["a", "b"], "expected": ["only one"]}, "'expected' has 1 entries but 'turns' has 2 user turns (one each)"),
+    # what the runner refuses to replay, validate refuses too (it passed validate, then stopped the run)
+    ({"turns": ["hi", {"role": "assistant", "content": None}]}, f"turns[1]: {TURN_RULE}"),
+    ({"turns": [{"role": "user", "content": 5}]}, f"turns[0]: {TURN_RULE}"),
+    ({"turns": [{"role": "tool", "content": "x"}, "hi"]}, f"turns[0]: {TURN_RULE}"),
     ({"input": "a", "metadata": "critical"}, "'metadata' must be an object, got a string"),
     ({"input": "a", "metadata": {"critical": "yes"}}, "'metadata.critical' must be true or false, got 'yes'"),
     ({"input": "a", "metadata": {"split": 1}}, "'metadata.split' must be a string, got 1"),

@@ -12,13 +12,14 @@ from evalsite.calls.context import CallContext
 from evalsite.calls.retry import CallOutcome, RetryPolicy, call_with_retries
 from evalsite.calls.targets import TargetRequest, TargetResult, replays_turns, total_or_none
 from evalsite.calls.targets.base import Target, checked_cost, checked_result, scrubbed_result, target_secrets
-from evalsite.calls.targets.turns import TurnsError, assistant_replies, normalise_turns
+from evalsite.calls.targets.turns import assistant_replies
 from evalsite.errors import DatasetError, ManifestError
 from evalsite.execute.cache import HIT, case_cache_mark
 from evalsite.experiment.datasets import Item
 from evalsite.experiment.manifest_shapes import PriceSpec
 from evalsite.experiment.plan import Config, Plan
 from evalsite.experiment.prompts import render_input
+from evalsite.experiment.turns import TurnsError, normalise_turns
 from evalsite.runlog.builders import Execution, case_json
 from evalsite.runlog.rows import is_critical
 from evalsite.runlog.secrets import SecretPattern, scrub_all, secret_pattern

@@ -26,6 +26,7 @@ from typing import Any, TypeGuard
 
 from evalsite.errors import DatasetError, shortened
 from evalsite.experiment.bounded import json_problem
+from evalsite.experiment.turns import TurnsError, normalise_turns
 from evalsite.jsonshape import JSONObject
 from evalsite.runlog.hashing import plain_json, sha256_json, sha256_of_plain, sha256_text
 from evalsite.runlog.rows import is_critical
@@ -295,6 +296,10 @@ def _turns_problems(turns: object, expected: object) -> list[str]:
         return ["'turns' has no user turn to answer"]
     if isinstance(expected, list) and len(expected) != asked:
         return [f"'expected' has {len(expected)} entries but 'turns' has {asked} user turns (one each)"]
+    try:
+        normalise_turns(turns)  # the runner's own reading: a row this passes is a row it replays
+    except TurnsError as exc:
+        return [str(exc)]
     return []
 
 
