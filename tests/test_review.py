@@ -125,7 +125,25 @@ def test_a_bad_line_is_one_error_naming_file_line_and_field_and_records_nothing(
 def test_a_line_that_is_not_json_names_its_line(review_project, cli):
     Path("bad.jsonl").write_text('{"run_id": \n')
     result = cli("review", "import", "bad.jsonl", "--reviewer", "cy")
-    assert result.exit_code == 1 and result.output.startswith("Error: bad.jsonl:1: not valid JSON")
+    assert result.exit_code == 1 and result.output.startswith("Error: bad.jsonl: invalid JSON on line 1: Expecting value")
+
+
+@pytest.mark.parametrize("text, culprit", [
+    ("[" * 100_000 + "]" * 100_000, "line 2: nested deeper than 100 levels"),
+    ('{"run_id": "RUN", "item_id": "q00", "repeat": 0, "rating": "pass", "comment": "half \\ud83d"}',
+     "line 2: holds a lone surrogate \\ud83d (not valid Unicode text)"),
+    ('{"run_id": "RUN", "item_id": "q00", "repeat": 0, "rating": "pass", "rating": "fail"}',
+     "line 2: invalid JSON: duplicate key 'rating' (each key may appear once in an object)"),
+])
+def test_a_line_json_reads_but_no_rating_may_hold_is_refused_by_line_and_records_nothing(review_project, cli, text, culprit):
+    """Nesting that exhausts the decoder's recursion and an escaped half emoji (which no UTF-8 line of
+    decisions.jsonl can hold) were tracebacks; a key given twice silently recorded its last value."""
+    run_id = sorted(cases_of(review_project))[0][0]
+    good = {"run_id": run_id, "item_id": "q01", "repeat": 0, "rating": "pass"}
+    Path("bad.jsonl").write_text(json.dumps(good) + "\n" + text.replace("RUN", run_id) + "\n")
+    result = cli("review", "import", "bad.jsonl", "--reviewer", "cy")
+    assert (result.exit_code, result.output) == (1, f"Error: bad.jsonl: {culprit}\n")
+    assert not Path("runs/decisions.jsonl").exists(), "a bad line records nothing"
 
 
 def rate_everything(root: Path, cli) -> tuple[list[bool], list[bool]]:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evalsite.errors import DecisionError, RunLogError
+from evalsite.experiment.bounded import json_problem
 from evalsite.runlog.decisions import (
     HUMAN,
     REVIEW,
@@ -183,8 +184,9 @@ def import_ratings(project: Project, path: Path, reviewer: str | None = None) ->
 
 
 def _json_lines(path: Path, shown: str) -> list[tuple[int, Any]]:
-    """Every non-blank line of a ratings file, parsed; any line that is not JSON is an error (a
-    ratings file is the user's, not a log a crash may have torn)."""
+    """Every non-blank line of a ratings file, parsed; any line that is not strict, bounded JSON
+    (:func:`~evalsite.experiment.bounded.json_problem`) is an error (a ratings file is the user's,
+    not a log a crash may have torn)."""
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -192,10 +194,10 @@ def _json_lines(path: Path, shown: str) -> list[tuple[int, Any]]:
     rows = []
     for number, line in enumerate(text.split("\n"), start=1):
         if line.strip():
-            try:
-                rows.append((number, json.loads(line)))
-            except ValueError as exc:
-                raise DecisionError(f"{shown}:{number}: not valid JSON ({exc})") from None
+            data, problem = json_problem(line, number)  # too deep, a lone surrogate, a key twice: refused
+            if problem is not None:
+                raise DecisionError(f"{shown}: {problem}")
+            rows.append((number, data))
     return rows
 
 
