@@ -21,8 +21,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evalsite.errors import RunLogError
-from evalsite.runlog.fields import FieldReader
+from evalsite.errors import DecisionError, RunLogError
+from evalsite.jsonshape import lone_surrogate_in
+from evalsite.runlog.fields import FieldReader, shown
 from evalsite.runlog.fingerprint import fingerprint_hash
 from evalsite.runlog.records import RunHeader
 from evalsite.runlog.store import CASES_FILE, RUN_FILE, read_cases, read_header, read_jsonl, repair_torn_tail
@@ -154,8 +155,16 @@ def append_decision(path: Path, decision: Decision) -> None:
 
 
 def append_decisions(path: Path, decisions: Iterable[Decision]) -> None:
-    """Append decision lines in one write, flushed and synced (a review import's ratings)."""
-    text = "".join(json.dumps(d.to_json(), ensure_ascii=False, sort_keys=True) + "\n" for d in decisions)
+    """Append decision lines in one write, flushed and synced (a review import's ratings). A text
+    UTF-8 cannot hold (a lone surrogate: what a command line's bytes that are not UTF-8 decode to,
+    ``--reason``, ``--reviewer``) is refused, naming the field, before anything is written."""
+    records = [decision.to_json() for decision in decisions]
+    for record in records:
+        for key, value in record.items():
+            if (surrogate := lone_surrogate_in(value)) is not None:
+                raise DecisionError(f"{record['decision']} of {record['run_id']} not recorded: {key} {shown(value)} "
+                                    f"holds a lone surrogate {surrogate} (bytes that are not UTF-8 text)")
+    text = "".join(json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n" for record in records)
     path.parent.mkdir(parents=True, exist_ok=True)
     repair_torn_tail(path)
     with open(path, "a", encoding="utf-8") as handle:

@@ -1,0 +1,43 @@
+"""Hostile input to the less-travelled commands (review, merge, compact, ci, plan-size, the width of
+the terminal): each refusal is one line naming the culprit, never a traceback, and writes nothing."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from hostile_support import make_project
+
+
+@pytest.fixture(scope="module")
+def pristine(cli, tmp_path_factory) -> Path:
+    """The two-arm project run once per module; tests use copies of it."""
+    return make_project(cli, tmp_path_factory.mktemp("hostile-commands") / "p")
+
+
+@pytest.fixture
+def project(pristine, tmp_path, monkeypatch) -> Path:
+    copy = tmp_path / "p"
+    shutil.copytree(pristine, copy)
+    monkeypatch.chdir(copy)
+    return copy
+
+
+def run_ids(root: Path) -> list[str]:
+    return sorted(path.name for path in (root / "runs").iterdir() if path.is_dir())
+
+
+@pytest.mark.parametrize("command, field", [
+    (("runs", "--exclude", "RUN", "--reason", "scratch \udcff"), "exclude of RUN not recorded: reason 'scratch \\udcff'"),
+    (("review", "import", "ratings.jsonl", "--reviewer", "\udcff"), "review of RUN not recorded: by '\\udcff'"),
+])
+def test_command_line_text_that_is_not_utf8_is_refused_before_a_decision_is_written(project, cli, command, field):
+    """A shell passes bytes that are not UTF-8 as lone surrogates (\\udcff for 0xff): appending such a
+    reason or reviewer to runs/decisions.jsonl was a UnicodeEncodeError traceback."""
+    run = run_ids(project)[0]
+    Path("ratings.jsonl").write_text(f'{{"run_id": "{run}", "item_id": "q0", "repeat": 0, "rating": "pass"}}\n')
+    result = cli(*(part.replace("RUN", run) for part in command))
+    assert (result.exit_code, result.output) == (
+        1, f"Error: {field.replace('RUN', run)} holds a lone surrogate \\udcff (bytes that are not UTF-8 text)\n")
+    assert not (project / "runs/decisions.jsonl").exists()
