@@ -91,6 +91,18 @@ def test_columns_fits_a_pipe_too(cli, run_project, monkeypatch):
     assert "(hidden at 60 columns: run, mean rank" in result.stdout
 
 
+@pytest.mark.parametrize("columns", ["²", "9" * 5000, "-5", "wide"])
+def test_a_columns_that_is_no_width_is_ignored(cli, run_project, monkeypatch, columns):
+    """'²' is a digit int() cannot read and 5,000 digits are past what it converts: both were a
+    ValueError traceback from every command that prints a table."""
+    monkeypatch.chdir(run_project)
+    monkeypatch.delenv("COLUMNS", raising=False)
+    piped = cli("runs")
+    monkeypatch.setenv("COLUMNS", columns)
+    result = cli("runs")
+    assert (result.exit_code, result.output) == (0, piped.output)
+
+
 def test_a_fitted_leaderboard_keeps_rank_group_arm_mean_and_interval(drawn):
     lines = drawn("leaderboard", columns=50)
     header = next(line for line in lines if line.startswith("rank"))

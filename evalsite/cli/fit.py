@@ -37,8 +37,12 @@ def output_width() -> int | None:
     if CONSOLE.wide:
         return None
     columns = os.environ.get("COLUMNS", "").strip()
-    if columns.isdigit() and int(columns) > 0:
-        return max(int(columns), MIN_WIDTH)
+    try:
+        given = int(columns) if columns.isdigit() else 0
+    except ValueError:  # a digit int() does not read ('²'), or more digits than Python writes out (4,300)
+        given = 0
+    if given > 0:
+        return max(given, MIN_WIDTH)
     stream = sys.stdout
     if not getattr(stream, "isatty", lambda: False)():
         return None
