@@ -41,3 +41,15 @@ def test_command_line_text_that_is_not_utf8_is_refused_before_a_decision_is_writ
     assert (result.exit_code, result.output) == (
         1, f"Error: {field.replace('RUN', run)} holds a lone surrogate \\udcff (bytes that are not UTF-8 text)\n")
     assert not (project / "runs/decisions.jsonl").exists()
+
+
+@pytest.mark.parametrize("command", [
+    ("plan-size", "--delta", "0.1", "--sims", "10"), ("leaderboard",), ("rank-stability",), ("bootstrap", "@latest"),
+    ("family-test", "a@latest", "--vs", "b@latest"), ("judge-agreement",),
+])
+def test_a_negative_seed_is_a_usage_error_naming_the_option(project, cli, command):
+    """numpy's generators take no negative seed: each of these ended in 'ValueError: expected
+    non-negative integer' (a traceback, or plan-size's one line naming no option)."""
+    result = cli(*command, "--seed", "-1")
+    assert result.exit_code == 2 and "Invalid value for '--seed': -1 is not in the range x>=0." in result.output
+    assert "Traceback" not in result.output

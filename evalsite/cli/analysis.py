@@ -34,7 +34,7 @@ scores_option = click.option(  # for the commands that do not rank arms
     "--evaluator", metavar="NAME",
     help="Use this evaluator's scores and pass/fail (default: the case score, all evaluators combined).",
 )
-seed_option = click.option("--seed", type=int, default=0, show_default=True, help="Seed of every random resample.")
+seed_option = click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed of every random resample.")
 json_option = click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 alpha_option = click.option("--alpha", type=LEVEL, default=0.05, show_default=True, help="Significance level.")
 metric_option = click.option(
