@@ -53,3 +53,18 @@ def test_a_negative_seed_is_a_usage_error_naming_the_option(project, cli, comman
     result = cli(*command, "--seed", "-1")
     assert result.exit_code == 2 and "Invalid value for '--seed': -1 is not in the range x>=0." in result.output
     assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("text, why", [
+    ("[" * 100_000 + "]" * 100_000, "maximum recursion depth exceeded"),
+    ("[" + "9" * 5000 + "]", "Exceeds the limit (4300 digits)"),
+    ('[{"run_id": null}]', "each row must be an object whose run_id is a string"),
+    ('{"run_id": "x"}', "each row must be an object whose run_id is a string"),
+])
+def test_ci_summary_from_a_file_that_is_no_list_of_runs_is_one_line(project, cli, text, why):
+    """Deep nesting and a 5,000-digit integer were tracebacks; a null run_id was looked up as the run 'None'."""
+    Path("runs.json").write_text(text)
+    result = cli("ci", "summary", "--from", "runs.json", "-o", "summary.md", "--no-claims")
+    assert result.exit_code == 1 and len(result.output.splitlines()) == 1, result.output
+    assert result.output.startswith("Error: runs.json: not the JSON list of runs `evalsite run --json` prints (")
+    assert why in result.output and not Path("summary.md").exists()

@@ -24,11 +24,16 @@ def ci_group() -> None:
 
 def _run_ids(path: Path) -> list[str]:
     """The ``run_id`` of every row of a JSON list that ``evalsite run --json`` (or ``-o x.json``) wrote."""
+    def refused(why: object) -> ProjectError:
+        return ProjectError(f"{path}: not the JSON list of runs `evalsite run --json` prints ({why})")
+
     try:
         rows = json.loads(path.read_text(encoding="utf-8"))
-        return [str(row["run_id"]) for row in rows]
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, TypeError, KeyError) as exc:
-        raise ProjectError(f"{path}: not the JSON list of runs `evalsite run --json` prints ({exc})") from None
+    except (OSError, ValueError, RecursionError) as exc:  # ValueError: not UTF-8, not JSON, an integer past 4,300 digits
+        raise refused(exc) from None
+    if not isinstance(rows, list) or not all(isinstance(row, dict) and isinstance(row.get("run_id"), str) for row in rows):
+        raise refused("each row must be an object whose run_id is a string")
+    return [row["run_id"] for row in rows]
 
 
 @ci_group.command("experiments")
