@@ -68,3 +68,16 @@ def test_ci_summary_from_a_file_that_is_no_list_of_runs_is_one_line(project, cli
     assert result.exit_code == 1 and len(result.output.splitlines()) == 1, result.output
     assert result.output.startswith("Error: runs.json: not the JSON list of runs `evalsite run --json` prints (")
     assert why in result.output and not Path("summary.md").exists()
+
+
+@pytest.mark.parametrize("command", [("review", "export", "--out"), ("schema", "--write")])
+def test_a_file_written_under_a_file_or_over_a_folder_is_one_line(project, cli, command):
+    """review export --out and schema --write made the file's folder with mkdir and wrote with
+    write_text: a path under a file (FileExistsError) or a folder (IsADirectoryError) was a traceback."""
+    Path("notes.txt").write_text("mine\n")
+    under = cli(*command, "notes.txt/out.json")
+    assert (under.exit_code, under.output) == (1, "Error: notes.txt/out.json: cannot make its folder notes.txt: File exists\n")
+    if command[0] == "review":  # schema's option refuses a folder itself (click.Path(dir_okay=False))
+        over = cli(*command, "runs")
+        assert (over.exit_code, over.output) == (1, "Error: runs: cannot write: Is a directory\n")
+    assert Path("notes.txt").read_text() == "mine\n" and Path("runs").is_dir()

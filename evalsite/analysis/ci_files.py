@@ -95,12 +95,18 @@ def write_junit(path: Path, suite_name: str, outcomes: list[TestOutcome]) -> Non
     write_atomic(path, junit_xml(suite_name, outcomes))
 
 
-def write_atomic(path: Path, text: str) -> None:
+def write_atomic(path: Path, text: str, *, make_folder: bool = False) -> None:
     """Write ``text`` to a temporary file beside ``path``, then rename it over ``path``: a reader
     (or an error) never sees half a file, and a failed write leaves no temporary file behind. The
     file gets the mode a plain ``open`` would give it under the umask (``mkstemp`` makes 0600, which
-    a CI artifact step run as another user cannot read)."""
+    a CI artifact step run as another user cannot read). ``make_folder``: create its folder first
+    (a file where a folder of the path should be is the same one-line :class:`OutputError`)."""
     path = Path(path)
+    if make_folder:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise OutputError(f"{path}: cannot make its folder {path.parent}: {exc.strerror or exc}") from None
     temporary: str | None = None
     try:
         descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from evalsite.analysis.ci_files import write_atomic
 from evalsite.errors import DecisionError, RunLogError
 from evalsite.experiment.bounded import json_problem
 from evalsite.runlog.decisions import (
@@ -129,8 +130,7 @@ def write_sample(lines: list[dict[str, Any]], out: Path | None) -> str:
     """The sample as JSON Lines, written to ``out`` when given; the text."""
     text = "".join(json.dumps(line, ensure_ascii=False, sort_keys=True) + "\n" for line in lines)
     if out is not None:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(text, encoding="utf-8")
+        write_atomic(out, text, make_folder=True)
     return text
 
 

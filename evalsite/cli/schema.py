@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from evalsite.analysis.ci_files import write_atomic
 from evalsite.execute.editor_schema import editor_schema_text
 
 
@@ -18,6 +19,5 @@ def schema_command(destination: Path | None) -> None:
     if destination is None:
         click.echo(text, nl=not text.endswith("\n"))
         return
-    destination.parent.mkdir(parents=True, exist_ok=True)
-    destination.write_text(text, encoding="utf-8")
+    write_atomic(destination, text, make_folder=True)
     click.echo(f"wrote {destination}", err=True)
