@@ -81,3 +81,31 @@ def test_a_file_written_under_a_file_or_over_a_folder_is_one_line(project, cli, 
         over = cli(*command, "runs")
         assert (over.exit_code, over.output) == (1, "Error: runs: cannot write: Is a directory\n")
     assert Path("notes.txt").read_text() == "mine\n" and Path("runs").is_dir()
+
+
+def test_compact_to_the_runs_folder_itself_is_refused_and_counts_stay_true(project, cli):
+    """Partitions written under runs/ itself are read beside the run folders they came from: every
+    run was listed twice and every query counted its cases twice, silently."""
+    cases = cli("query", "SELECT count(*) AS n FROM cases", "--json")
+    for folder in ("runs", "runs/", str(project / "runs")):
+        result = cli("compact", "--to", folder)
+        assert result.exit_code == 1, result.output
+        assert result.output == (f"Error: compact --to {folder}: is the runs folder compacted from, whose readers would "
+                                 "read each run twice (its folder and its partition); name another folder\n")
+    assert sorted(path.name for path in (project / "runs").iterdir()) == run_ids(project)
+    assert cli("query", "SELECT count(*) AS n FROM cases", "--json").output == cases.output
+
+
+@pytest.mark.parametrize("folder, message", [
+    ("", "compact --to: the folder is empty; name the folder to write partitions under"),
+    ("notes.txt", "notes.txt/dataset=d@{id}/run={run}: cannot make the folder: Not a directory"),
+])
+def test_compact_to_no_folder_is_one_line(project, cli, folder, message):
+    """An empty --to (an unset variable in a script) wrote partitions into the working folder; a
+    file as --to was a NotADirectoryError traceback."""
+    Path("notes.txt").write_text("mine\n")
+    run = run_ids(project)[0]
+    dataset = cli.json("show", run)["dataset_id"].removeprefix("d@")
+    result = cli("compact", run, "--to", folder)
+    assert (result.exit_code, result.output) == (1, f"Error: {message.format(id=dataset, run=run)}\n")
+    assert Path("notes.txt").read_text() == "mine\n" and not list(project.glob("dataset=*"))

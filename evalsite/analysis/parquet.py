@@ -35,7 +35,7 @@ from evalsite.analysis.db import (
     error_text,
 )
 from evalsite.analysis.remote import URI_FILE, staging_dir, upload
-from evalsite.errors import RunLogError
+from evalsite.errors import OutputError, RunLogError
 from evalsite.runlog.hashing import file_sha256, side_by_side
 from evalsite.runlog.records import RunHeader
 from evalsite.runlog.store import (
@@ -217,7 +217,10 @@ def compact_run(directory: Path, destination: Path | None = None) -> Compacted:
     if not source.exists():
         raise RunLogError(f"{directory.name}: no {CASES_FILE} to compact")
     target_dir = directory if destination is None else _partition(destination, header)
-    target_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        target_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:  # a file where a folder of the path should be
+        raise OutputError(f"{target_dir}: cannot make the folder: {exc.strerror or exc}") from None
     if destination is not None:
         for name in (RUN_FILE, END_FILE):
             shutil.copy2(directory / name, target_dir / name)
@@ -281,7 +284,19 @@ def compact_runs(runs_dir: Path, references: list[str], destination: str | None 
             upload(Path(staged), destination)
         prefix = destination.rstrip("/")
         return [replace(c, parquet=f"{prefix}/{Path(c.parquet).relative_to(staged).as_posix()}") for c in done]
-    return _compact_runs(runs_dir, references, None if destination is None else Path(destination))
+    return _compact_runs(runs_dir, references, None if destination is None else _partitions_folder(runs_dir, destination))
+
+
+def _partitions_folder(runs_dir: Path, destination: str) -> Path:
+    """``--to DIR`` as the folder to write partitions under: never the runs folder compacted from,
+    whose readers would then read every run twice (its folder and its partition)."""
+    if not destination.strip():
+        raise OutputError("compact --to: the folder is empty; name the folder to write partitions under")
+    folder = Path(destination)
+    if folder.resolve() == runs_dir.resolve():
+        raise OutputError(f"compact --to {destination}: is the runs folder compacted from, whose readers would read "
+                          "each run twice (its folder and its partition); name another folder")
+    return folder
 
 
 def _compact_runs(runs_dir: Path, references: list[str], destination: Path | None) -> list[Compacted]:
