@@ -3,6 +3,7 @@ the terminal): each refusal is one line naming the culprit, never a traceback, a
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -109,3 +110,46 @@ def test_compact_to_no_folder_is_one_line(project, cli, folder, message):
     result = cli("compact", run, "--to", folder)
     assert (result.exit_code, result.output) == (1, f"Error: {message.format(id=dataset, run=run)}\n")
     assert Path("notes.txt").read_text() == "mine\n" and not list(project.glob("dataset=*"))
+
+
+@pytest.fixture
+def sharded(project, cli) -> list[Path]:
+    """The project with a batch of two shard runs per arm beside its two runs: the shards' folders."""
+    before = set(run_ids(project))
+    for shard in ("1/2", "2/2"):
+        cli("run", "experiments/e.yaml", "--shard", shard)
+    return [project / "runs" / run for run in run_ids(project) if run not in before]
+
+
+def edit_header(folder: Path, change) -> None:
+    header = json.loads((folder / "run.json").read_text())
+    change(header)
+    (folder / "run.json").write_text(json.dumps(header))
+
+
+@pytest.mark.parametrize("change, culprit", [
+    (lambda h: h.update(shard="2/2"), "shard must be an object, not a string '2/2'"),
+    (lambda h: h["shard"].update(count="2"), "shard.count must be an integer >= 1, not a string '2'"),
+    (lambda h: h["shard"].update(index=[1]), "shard.index must be an integer from 1 to 2, not a list [1]"),
+    (lambda h: h.pop("config_id"), "config_id is missing"),
+    (lambda h: h.pop("started_at"), "started_at is missing"),
+    (lambda h: h["plan"].update(items="6"), "plan.items must be an integer >= 0, not a string '6'"),
+])
+def test_merge_names_a_shard_header_field_it_cannot_use(project, cli, sharded, change, culprit):
+    """A hand-edited shard run.json (the fields merging reads) was a TypeError or KeyError traceback."""
+    before = sorted(project.rglob("*"))
+    edit_header(sharded[0], change)
+    result = cli("merge")
+    assert (result.exit_code, result.output) == (1, f"Error: {sharded[0].name}/run.json: {culprit}\n")
+    assert sorted(project.rglob("*")) == before, "nothing written, nothing moved"
+
+
+def test_merge_never_moves_shards_out_of_the_runs_folder(project, cli, sharded):
+    """The batch id names the folder under runs/.merged/ the merged shards move to: '../../outside'
+    moved every shard run out of the runs folder (out of the project, with more '..')."""
+    for folder in sharded:
+        edit_header(folder, lambda h: h.update(batch_id="../../outside"))
+    result = cli("merge")
+    assert (result.exit_code, result.output) == (
+        1, f"Error: {sharded[0].name}/run.json: batch_id must be a batch id (a folder name), not a string '../../outside'\n")
+    assert all(folder.is_dir() for folder in sharded) and not (project / "outside").exists()

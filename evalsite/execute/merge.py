@@ -19,8 +19,9 @@ from pathlib import Path
 from evalsite.errors import RunLogError
 from evalsite.execute.runner import run_totals
 from evalsite.runlog.builders import FooterRecord, HeaderRecord, PlanRecord
+from evalsite.runlog.fields import FieldReader
 from evalsite.runlog.records import RunStatus
-from evalsite.runlog.store import Run, RunWriter, read_run, run_directories
+from evalsite.runlog.store import RUN_FILE, Run, RunWriter, read_run, run_directories
 
 MERGED_DIR = ".merged"
 
@@ -53,7 +54,27 @@ def merge_batches(runs_dir: Path, batch_ids: list[str]) -> list[MergedRun]:
 
 def _shard_runs(runs_dir: Path) -> list[Run]:
     runs = [read_run(folder) for folder in run_directories(runs_dir)]
-    return [run for run in runs if run.header.raw.get("shard") and run.header.raw.get("batch_id")]
+    shards = [run for run in runs if run.header.raw.get("shard") and run.header.raw.get("batch_id")]
+    for run in shards:
+        _check_shard_fields(run)
+    return shards
+
+
+def _check_shard_fields(run: Run) -> None:
+    """The fields merging reads of a shard's ``run.json`` (a hand-edited one may hold anything),
+    or a RunLogError naming the run and the field: the batch id names a folder under ``.merged/``."""
+    fields = FieldReader(run.header.raw, f"{run.run_id}/{RUN_FILE}", "run.json")
+    shard = fields.inner("shard")
+    count = shard.integer("count", required=True, minimum=1)
+    shard.integer("index", required=True, minimum=1, maximum=count)
+    batch_id = fields.text("batch_id", required=True) or ""
+    if "/" in batch_id or "\\" in batch_id or batch_id in (".", ".."):
+        raise fields.bad("batch_id", "a batch id (a folder name)", batch_id)
+    for key in ("arm_id", "config_id", "started_at"):
+        fields.text(key, required=True)
+    plan = fields.inner("plan")
+    for key in ("items", "cases"):
+        plan.integer(key, minimum=0)
 
 
 def _check_batch(batch_id: str, runs: list[Run]) -> list[list[Run]]:
