@@ -153,3 +153,10 @@ def test_merge_never_moves_shards_out_of_the_runs_folder(project, cli, sharded):
     assert (result.exit_code, result.output) == (
         1, f"Error: {sharded[0].name}/run.json: batch_id must be a batch id (a folder name), not a string '../../outside'\n")
     assert all(folder.is_dir() for folder in sharded) and not (project / "outside").exists()
+
+
+@pytest.mark.parametrize("sql", ["", ";", " ;; ", "/* nothing */"])
+def test_query_without_a_statement_is_one_line(project, cli, sql):
+    """DuckDB returns no cursor for text holding no statement: that was an AttributeError traceback."""
+    result = cli("query", sql)
+    assert (result.exit_code, result.output) == (1, f"Error: query: {sql!r} holds no SQL statement\n")

@@ -25,6 +25,8 @@ def query_command(sql: str, as_csv: bool, as_json: bool, output: OutputFile | No
         cursor = database.connection.execute(sql)
     except duckdb.Error as exc:
         raise EvalsiteError(f"query failed: {str(exc).splitlines()[0]}") from None
+    if cursor is None:  # DuckDB returns no cursor for text without a statement ("", ";", a comment)
+        raise EvalsiteError(f"query: {sql!r} holds no SQL statement")
     if cursor.description is None:
         return
     columns = [d[0] for d in cursor.description]
