@@ -160,3 +160,12 @@ def test_query_without_a_statement_is_one_line(project, cli, sql):
     """DuckDB returns no cursor for text holding no statement: that was an AttributeError traceback."""
     result = cli("query", sql)
     assert (result.exit_code, result.output) == (1, f"Error: query: {sql!r} holds no SQL statement\n")
+
+
+def test_query_keeps_every_column_of_a_name_given_twice(project, cli):
+    """Rows were dicts keyed by column name: 'SELECT 1 AS a, 2 AS a' printed 2 under both headers,
+    and its JSON and CSV held only {"a": 2}."""
+    sql = "SELECT 1 AS a, 2 AS a, 3 AS a_1"
+    assert cli.json("query", sql) == [{"a": 1, "a_1": 2, "a_1_1": 3}]
+    assert cli("query", sql, "--csv").output == "a,a_1,a_1_1\n1,2,3\n"
+    assert cli("query", sql).output.split("\n")[1].split() == ["1", "2", "3"]

@@ -29,7 +29,7 @@ def query_command(sql: str, as_csv: bool, as_json: bool, output: OutputFile | No
         raise EvalsiteError(f"query: {sql!r} holds no SQL statement")
     if cursor.description is None:
         return
-    columns = [d[0] for d in cursor.description]
+    columns = distinct_names([d[0] for d in cursor.description])
     rows = [dict(zip(columns, row)) for row in cursor.fetchall()]
     result = Result("evalsite query", rows, rows)
     if as_json:
@@ -39,3 +39,17 @@ def query_command(sql: str, as_csv: bool, as_json: bool, output: OutputFile | No
     else:
         print_table(rows, columns)
     write_output(output, result)
+
+
+def distinct_names(names: list[str]) -> list[str]:
+    """The result's column names, a name given again renamed as DuckDB renames it in a subquery
+    (``a``, ``a_1``): each row is keyed by name, so a repeated name (``SELECT 1 AS a, 2 AS a``, or
+    ``run_id`` of two joined views) would silently lose all but its last column."""
+    taken: set[str] = set()
+    distinct = []
+    for name in names:
+        while name in taken:
+            name += "_1"
+        taken.add(name)
+        distinct.append(name)
+    return distinct
