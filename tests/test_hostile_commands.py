@@ -169,3 +169,22 @@ def test_query_keeps_every_column_of_a_name_given_twice(project, cli):
     assert cli.json("query", sql) == [{"a": 1, "a_1": 2, "a_1_1": 3}]
     assert cli("query", sql, "--csv").output == "a,a_1,a_1_1\n1,2,3\n"
     assert cli("query", sql).output.split("\n")[1].split() == ["1", "2", "3"]
+
+
+@pytest.mark.parametrize("lock, reason", [
+    ("[" * 100_000 + "]" * 100_000, "unreadable lock file: maximum recursion depth exceeded"),
+    ('{"dataset_id": "d", "items": [], "x": ' + "9" * 5000 + "}", "unreadable lock file: Exceeds the limit (4300 digits)"),
+    (None, "unreadable lock file: [Errno 21] Is a directory"),
+    ('{"dataset_id": "d", "items": [1], "lock_version": 1}', "items[0] is not an item's hashes (needs item_id and sha strings): 1"),
+])
+def test_dataset_verify_names_a_lock_it_cannot_read(project, cli, lock, reason):
+    """A lock nested 100,000 deep, holding a 5,000-digit integer, a folder, or an item that is no
+    object: each was a traceback (RecursionError, ValueError, IsADirectoryError, TypeError)."""
+    path = Path("data/d.jsonl.lock.json")
+    if lock is None:
+        path.mkdir()
+    else:
+        path.write_text(lock)
+    result = cli("dataset", "verify", "data/d.jsonl")
+    assert result.exit_code == 1 and len(result.output.splitlines()) == 1, result.output
+    assert result.output.startswith(f"Error: {path}: {reason}"), result.output

@@ -102,10 +102,14 @@ def read_lock(path: Path) -> JSONObject:
         lock = json.loads(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise DatasetError(f"{path}: no lock file; run `evalsite dataset freeze` on the dataset first") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:  # a folder; not UTF-8 or JSON, 4,300+ digits; too deep
         raise DatasetError(f"{path}: unreadable lock file: {exc}") from None
     if not isinstance(lock, dict) or not isinstance(lock.get("items"), list) or "dataset_id" not in lock:
         raise DatasetError(f"{path}: not a dataset lock (needs dataset_id and items)")
+    for index, entry in enumerate(lock["items"]):
+        if not (isinstance(entry, dict) and isinstance(entry.get("item_id"), str) and isinstance(entry.get("sha"), str)):
+            raise DatasetError(f"{path}: items[{index}] is not an item's hashes (needs item_id and sha strings): "
+                               f"{json.dumps(entry)[:60]}")
     version = lock.get("lock_version")
     if not isinstance(version, int) or version > LOCK_VERSION:
         raise DatasetError(
