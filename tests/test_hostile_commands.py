@@ -188,3 +188,21 @@ def test_dataset_verify_names_a_lock_it_cannot_read(project, cli, lock, reason):
     result = cli("dataset", "verify", "data/d.jsonl")
     assert result.exit_code == 1 and len(result.output.splitlines()) == 1, result.output
     assert result.output.startswith(f"Error: {path}: {reason}"), result.output
+
+
+@pytest.mark.parametrize("days, exit_code, output", [
+    ("nan", 2, "Invalid value for '--older-than': nan is not a number of days"),
+    ("inf", 0, "removed 0 cached responses"),
+    ("1e309", 0, "removed 0 cached responses"),
+    ("1e12", 0, "removed 0 cached responses"),
+])
+def test_cache_prune_older_than_no_date_reaches(project, cli, days, exit_code, output):
+    """timedelta takes no NaN and a datetime reaches back only to year 1: --older-than nan, inf,
+    1e309 and 1e12 were ValueError and OverflowError tracebacks. Nothing is older than forever."""
+    from evalsite.execute.cache import ResponseCache, cache_dir
+
+    cache = ResponseCache(cache_dir(project))
+    cache.put("k" * 64, {"recorded_at": "2020-01-01T00:00:00+00:00", "response": {"text": "4"}})
+    result = cli("cache", "prune", "--older-than", days)
+    assert result.exit_code == exit_code and output in result.output and "Traceback" not in result.output
+    assert len(cache.entries()) == 1

@@ -126,7 +126,10 @@ class ResponseCache:
 
     def prune(self, older_than_days: float | None) -> int:
         """Delete entries recorded more than ``older_than_days`` ago (every entry when ``None``)."""
-        cutoff = None if older_than_days is None else datetime.now(UTC) - timedelta(days=older_than_days)
+        try:
+            cutoff = None if older_than_days is None else datetime.now(UTC) - timedelta(days=older_than_days)
+        except OverflowError:  # further back than a datetime reaches (inf, 1e9 days): nothing is that old
+            cutoff = datetime.min.replace(tzinfo=UTC)
         removed = 0
         for path in self.entries():
             entry = self.get(path.stem) or {}
