@@ -167,6 +167,7 @@ def test_query_keeps_every_column_of_a_name_given_twice(project, cli):
     and its JSON and CSV held only {"a": 2}."""
     sql = "SELECT 1 AS a, 2 AS a, 3 AS a_1"
     assert cli.json("query", sql) == [{"a": 1, "a_1": 2, "a_1_1": 3}]
+    assert cli.json("query", "SELECT 1 AS a, 2 AS a, 3 AS a") == [{"a": 1, "a_1": 2, "a_2": 3}]  # as DuckDB names them
     assert cli("query", sql, "--csv").output == "a,a_1,a_1_1\n1,2,3\n"
     assert cli("query", sql).output.split("\n")[1].split() == ["1", "2", "3"]
 
@@ -191,14 +192,15 @@ def test_dataset_verify_names_a_lock_it_cannot_read(project, cli, lock, reason):
 
 
 @pytest.mark.parametrize("days, exit_code, output", [
-    ("nan", 2, "Invalid value for '--older-than': nan is not a number of days"),
-    ("inf", 0, "removed 0 cached responses"),
-    ("1e309", 0, "removed 0 cached responses"),
+    ("nan", 2, "Invalid value for '--older-than': nan is not a finite number"),
+    ("inf", 2, "Invalid value for '--older-than': inf is not a finite number"),
+    ("1e309", 2, "Invalid value for '--older-than': inf is not a finite number"),
     ("1e12", 0, "removed 0 cached responses"),
 ])
 def test_cache_prune_older_than_no_date_reaches(project, cli, days, exit_code, output):
     """timedelta takes no NaN and a datetime reaches back only to year 1: --older-than nan, inf,
-    1e309 and 1e12 were ValueError and OverflowError tracebacks. Nothing is older than forever."""
+    1e309 and 1e12 were ValueError and OverflowError tracebacks. No number of days is not finite;
+    nothing is older than a span no date reaches."""
     from evalsite.execute.cache import ResponseCache, cache_dir
 
     cache = ResponseCache(cache_dir(project))
@@ -206,3 +208,25 @@ def test_cache_prune_older_than_no_date_reaches(project, cli, days, exit_code, o
     result = cli("cache", "prune", "--older-than", days)
     assert result.exit_code == exit_code and output in result.output and "Traceback" not in result.output
     assert len(cache.entries()) == 1
+
+
+@pytest.mark.parametrize("command", [
+    ("leaderboard", "--alpha", "nan"),
+    ("family-test", "RUN", "--alpha", "nan"),
+    ("bootstrap", "RUN", "--confidence", "nan"),
+    ("compare", "RUN", "--threshold", "nan"),
+    ("compare", "RUN", "--noise", "inf"),
+    ("compare", "RUN", "--alpha", "nan"),
+    ("plan-size", "--delta", "0.1", "--sd", "nan"),
+    ("plan-size", "--delta", "0.1", "--margin", "inf"),
+    ("run", "experiments/m.yaml", "--max-cost", "nan"),
+])
+def test_a_number_option_that_is_not_finite_is_a_usage_error_naming_it(project, cli, command):
+    """click's FloatRange compares NaN with nothing, so 'nan' passed every bound: leaderboard --alpha
+    nan was a ValueError traceback, compare --threshold nan compared every change with NaN."""
+    command = tuple(run_ids(project)[0] if part == "RUN" else part for part in command)
+    option = next(part for part in command if part.startswith("--") and part != "--delta")
+    result = cli(*command)
+    assert result.exit_code == 2, result.output
+    assert f"Invalid value for '{option}'" in result.output and "is not a finite number" in result.output
+    assert "Traceback" not in result.output

@@ -13,10 +13,10 @@ from evalsite.cli.complete import complete_runs
 from evalsite.cli.export import CSV, HTML, JSON, MARKDOWN, OutputFile, Result, output_option, write_output
 from evalsite.cli.fit import fitted, wide_option
 from evalsite.cli.output import print_json, warn_unreadable_runs
+from evalsite.cli.params import LEVEL, POSITIVE
 from evalsite.jsonshape import JSONObject
 from evalsite.project import find_project
 
-LEVEL = click.FloatRange(0, 1, min_open=True, max_open=True)
 Report = TypeVar("Report")
 
 #: ``evalsite.analysis.verdict.METRICS``, named here so that loading the commands (shell completion)
@@ -128,7 +128,7 @@ def leaderboard_command(dataset: str | None, evaluator: str | None, metric: str,
 @click.argument("run", shell_complete=complete_runs)
 @click.option("--vs", "others", metavar="RUN", multiple=True, shell_complete=complete_runs, required=True, help="A run of the family (repeat for each).")
 @alpha_option
-@click.option("--effect", type=click.FloatRange(min=0, min_open=True),
+@click.option("--effect", type=POSITIVE,
               help="A mean difference to detect: print how many items that needs.")
 @click.option("--all-pairs", is_flag=True,
               help="Holm over every pair of the named runs (the leaderboard's family), not only RUN vs each --vs.")

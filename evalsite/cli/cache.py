@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from evalsite.cli.output import print_json, print_table
+from evalsite.cli.params import NOT_NEGATIVE
 from evalsite.execute.cache import ResponseCache, cache_dir
 from evalsite.project import find_project
 
@@ -27,14 +28,8 @@ def stats_command(as_json: bool) -> None:
     print_table([{"target": t, "responses": n} for t, n in stats["by_target"].items()], ["target", "responses"])
 
 
-def _days(context: click.Context, parameter: click.Parameter, value: float | None) -> float | None:
-    if value is not None and value != value:  # NaN: FloatRange compares it with nothing
-        raise click.BadParameter(f"{value} is not a number of days")
-    return value
-
-
 @cache_group.command("prune")
-@click.option("--older-than", "older_than", type=click.FloatRange(min=0), metavar="DAYS", callback=_days,
+@click.option("--older-than", "older_than", type=NOT_NEGATIVE, metavar="DAYS",
               help="Delete only responses recorded more than DAYS days ago.")
 @click.option("--all", "everything", is_flag=True, help="Delete every stored response.")
 def prune_command(older_than: float | None, everything: bool) -> None:

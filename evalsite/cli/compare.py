@@ -18,6 +18,7 @@ from evalsite.cli.console import paint
 from evalsite.cli.export import CSV, HTML, JSON, MARKDOWN, OutputFile, Result, output_option, write_output
 from evalsite.cli.fit import fitted, wide_option
 from evalsite.cli.output import LISTED, Listed, first, format_value, joined, left_out, print_json, warn_unreadable_runs
+from evalsite.cli.params import LEVEL, NOT_NEGATIVE
 from evalsite.project import find_project
 from evalsite.runlog.store import Run
 
@@ -44,11 +45,11 @@ ALL_OF_THEM = "--all, --json or --output FILE.json"
 @click.command("compare")
 @click.argument("run", shell_complete=complete_runs)
 @click.option("--baseline", metavar="RUN", shell_complete=complete_runs, help="Compare against this run (default: the promoted baseline, else the prior run).")
-@click.option("--threshold", type=click.FloatRange(min=0), default=THRESHOLD, show_default=True,
+@click.option("--threshold", type=NOT_NEGATIVE, default=THRESHOLD, show_default=True,
               help="Per-item score change beyond which an item counts as improved or regressed.")
-@click.option("--noise", type=click.FloatRange(min=0),
+@click.option("--noise", type=NOT_NEGATIVE,
               help="The spread σ of one repeat's mean score: Δ is tested against it (default: measured from repeats).")
-@click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=ALPHA, show_default=True,
+@click.option("--alpha", type=LEVEL, default=ALPHA, show_default=True,
               help="Significance level of the paired test for the gate.")
 @click.option("--fail-on", type=click.Choice(["regression"]),
               help="Exit 1 on a significant regression or a critical row newly failing.")

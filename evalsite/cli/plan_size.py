@@ -8,29 +8,29 @@ from typing import TYPE_CHECKING
 import click
 
 from evalsite.cli.output import print_json, print_table
+from evalsite.cli.params import LEVEL, NOT_NEGATIVE, POSITIVE
 from evalsite.errors import PlanError
 
 if TYPE_CHECKING:
     from evalsite.stats.stopping_design import StoppingPlan
 
-LEVEL = click.FloatRange(0, 1, min_open=True, max_open=True)
 COUNT = click.IntRange(min=1)
 
 
 @click.command("plan-size")
 @click.option("--delta", type=float, required=True, help="Assumed difference in mean score between adjacent arms.")
 @click.option("--base", type=LEVEL, default=0.5, show_default=True, help="Mean score of the worst arm.")
-@click.option("--sd", type=click.FloatRange(min=0, min_open=True), default=None,
+@click.option("--sd", type=POSITIVE, default=None,
               help="Continuous scores whose per-item difference has this spread (default: pass/fail scores).")
 @click.option("--nested", is_flag=True, help="Pass/fail arms where a better arm is right wherever a worse one is.")
 @click.option("--cluster-size", type=COUNT, default=1, show_default=True,
               help="Items per cluster; the sequence then runs over cluster means.")
-@click.option("--cluster-shift", type=click.FloatRange(min=0), default=0.0, show_default=True,
+@click.option("--cluster-shift", type=NOT_NEGATIVE, default=0.0, show_default=True,
               help="Each cluster's mean score moves by ±this per arm (how alike a cluster's items are).")
 @click.option("--items", "n_items", type=COUNT, default=1000, show_default=True, help="Items in the dataset.")
 @click.option("--arms", type=click.IntRange(min=2), default=2, show_default=True, help="Arms, means stepping by --delta.")
 @click.option("--alpha", type=LEVEL, default=0.05, show_default=True, help="Familywise error over every pair of arms.")
-@click.option("--margin", type=click.FloatRange(min=0, min_open=True), default=None,
+@click.option("--margin", type=POSITIVE, default=None,
               help="Stop a pair as equivalent once its interval lies inside ±MARGIN.")
 @click.option("--min-items", type=COUNT, default=30, show_default=True, help="First look after this many items.")
 @click.option("--check-every", type=COUNT, default=20, show_default=True, help="Look after every block of this many items.")

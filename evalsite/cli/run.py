@@ -3,7 +3,6 @@ function, which holds every guard), print its :class:`~evalsite.api.BatchResult`
 
 from __future__ import annotations
 
-import math
 import sys
 from dataclasses import asdict
 from pathlib import Path
@@ -18,18 +17,13 @@ from evalsite.cli.complete import complete_runs
 from evalsite.cli.console import CONSOLE, info
 from evalsite.cli.export import CSV, HTML, JSON, JUNIT, MARKDOWN, OutputFile, Result, output_option, write_output
 from evalsite.cli.output import print_json, print_table, warn
+from evalsite.cli.params import NOT_NEGATIVE
 from evalsite.cli.run_report import report_batch, report_failures, resume_line
 from evalsite.execute.outcomes import BatchOutcome
 from evalsite.experiment.safety import MAX_CONCURRENCY, MAX_REPEAT
 
 if TYPE_CHECKING:  # loading the command (shell completion of --resume) loads no model client, YAML or schema
     from evalsite.experiment.estimate import PlanEstimate
-
-
-def _finite(context: click.Context, parameter: click.Parameter, value: float | None) -> float | None:
-    if value is not None and not math.isfinite(value):
-        raise click.BadParameter(f"{value!r} is not a finite number of dollars")
-    return value
 
 
 def _duration(context: click.Context, parameter: click.Parameter, value: str | None) -> float | None:
@@ -121,7 +115,7 @@ RUN_COLUMNS = {name: name for name in ("run_id", "arm", "status", "cases", "erro
 @click.option("--until", type=click.Choice(get_args(Until)),
               help="decided: stop once every pair of arms is decided (the manifest's stop_when, or its defaults).")
 @click.option("--dry-run", is_flag=True, help="Print calls, tokens and estimated cost per arm; call nothing.")
-@click.option("--max-cost", type=click.FloatRange(min=0), callback=_finite, envvar="EVALSITE_MAX_COST_USD", show_envvar=True,
+@click.option("--max-cost", type=NOT_NEGATIVE, envvar="EVALSITE_MAX_COST_USD", show_envvar=True,
               metavar="USD", help="Start no new call once this many dollars are spent (over limits.max_cost_usd).")
 @click.option("--timeout", "timeout", metavar="DURATION", callback=_duration,
               help="Stop starting calls this long in (90, 2s, 30m, 1.5h; over limits.timeout_s): status timed_out, resumable.")
