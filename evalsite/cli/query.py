@@ -48,8 +48,10 @@ def distinct_names(names: list[str]) -> list[str]:
     taken: set[str] = set()
     distinct = []
     for name in names:
-        while name in taken:
-            name += "_1"
-        taken.add(name)
-        distinct.append(name)
+        unique, suffix = name, 0
+        while unique in taken:
+            suffix += 1
+            unique = f"{name}_{suffix}"
+        taken.add(unique)
+        distinct.append(unique)
     return distinct
