@@ -112,6 +112,20 @@ def test_compact_to_no_folder_is_one_line(project, cli, folder, message):
     assert Path("notes.txt").read_text() == "mine\n" and not list(project.glob("dataset=*"))
 
 
+def test_compact_to_never_writes_outside_its_folder_for_a_forged_dataset_id(project, cli, tmp_path):
+    """The partition's folder is named by the run.json's dataset id: one edited to hold '../' wrote
+    the run's Parquet outside --to (found by the session's audit: dataset=x/../../escaped)."""
+    run = run_ids(project)[0]
+    header = project / "runs" / run / "run.json"
+    data = json.loads(header.read_text())
+    data["dataset"]["dataset_id"] = "x/../../escaped"
+    header.write_text(json.dumps(data))
+    result = cli("compact", run, "--to", "parts")
+    assert result.exit_code == 1 and len(result.output.splitlines()) == 1, result.output
+    assert result.output.startswith(f"Error: '{run}': its dataset_id 'x/../../escaped' cannot name a folder"), result.output
+    assert not (project / "escaped").exists() and not list(project.rglob("*.parquet"))
+
+
 @pytest.fixture
 def sharded(project, cli) -> list[Path]:
     """The project with a batch of two shard runs per arm beside its two runs: the shards' folders."""

@@ -348,7 +348,13 @@ def _parquet_is_current(compacted: Path, source: Path) -> bool:
 
 
 def _partition(destination: Path, header: RunHeader) -> Path:
+    """The run's folder under ``destination``: ``dataset=<id>/run=<id>``, each one folder name (a
+    run.json edited to a dataset id holding ``/`` would otherwise write outside ``destination``)."""
     dataset_id = header.dataset.dataset_id or "unknown"
+    for field, value in (("dataset_id", dataset_id), ("run_id", header.run_id)):
+        if any(separator in value for separator in ("/", "\\", "\0")):
+            raise RunLogError(f"{header.run_id!r}: its {field} {value!r} cannot name a folder of the partitions "
+                              "(a '/', '\\' or NUL in it: run.json edited by hand?)")
     return destination / f"dataset={dataset_id}" / f"run={header.run_id}"
 
 
