@@ -233,13 +233,14 @@ def test_cache_prune_older_than_no_date_reaches(project, cli, days, exit_code, o
     ("compare", "RUN", "--alpha", "nan"),
     ("plan-size", "--delta", "0.1", "--sd", "nan"),
     ("plan-size", "--delta", "0.1", "--margin", "inf"),
+    ("plan-size", "--delta", "inf"),
     ("run", "experiments/m.yaml", "--max-cost", "nan"),
 ])
 def test_a_number_option_that_is_not_finite_is_a_usage_error_naming_it(project, cli, command):
     """click's FloatRange compares NaN with nothing, so 'nan' passed every bound: leaderboard --alpha
     nan was a ValueError traceback, compare --threshold nan compared every change with NaN."""
     command = tuple(run_ids(project)[0] if part == "RUN" else part for part in command)
-    option = next(part for part in command if part.startswith("--") and part != "--delta")
+    option = [part for part in command if part.startswith("--")][-1]
     result = cli(*command)
     assert result.exit_code == 2, result.output
     assert f"Invalid value for '{option}'" in result.output and "is not a finite number" in result.output

@@ -22,6 +22,8 @@ class FiniteRange(click.FloatRange):
         return number
 
 
+#: Any finite number.
+FINITE = FiniteRange()
 #: A level (significance, confidence): a number strictly between 0 and 1.
 LEVEL = FiniteRange(0, 1, min_open=True, max_open=True)
 #: A number above 0.

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import click
 
 from evalsite.cli.output import print_json, print_table
-from evalsite.cli.params import LEVEL, NOT_NEGATIVE, POSITIVE
+from evalsite.cli.params import FINITE, LEVEL, NOT_NEGATIVE, POSITIVE
 from evalsite.errors import PlanError
 
 if TYPE_CHECKING:
@@ -18,7 +18,7 @@ COUNT = click.IntRange(min=1)
 
 
 @click.command("plan-size")
-@click.option("--delta", type=float, required=True, help="Assumed difference in mean score between adjacent arms.")
+@click.option("--delta", type=FINITE, required=True, help="Assumed difference in mean score between adjacent arms.")
 @click.option("--base", type=LEVEL, default=0.5, show_default=True, help="Mean score of the worst arm.")
 @click.option("--sd", type=POSITIVE, default=None,
               help="Continuous scores whose per-item difference has this spread (default: pass/fail scores).")
