@@ -101,6 +101,22 @@ def test_explicit_repeats_and_a_duplicate_repeat(import_project, cli, tmp_path):
     assert "item 'q1' repeat 1 is recorded twice" in result.output
 
 
+@pytest.mark.parametrize("repeats", [(None, 0), (0, None), (None, None, 1)], ids=["arrival-then-0", "0-then-arrival",
+                                                                                "arrivals-then-1"])
+def test_a_repeat_given_and_also_reached_by_arrival_is_refused(import_project, cli, tmp_path, repeats):
+    """A row without a repeat takes the next number by arrival for its item; one that lands on a
+    number another row of that item gave (either order) is the same (item, repeat) twice, which
+    was written as two cases of one repeat."""
+    rows = [{"id": "q1", "input": "x", "score": 1, **({} if r is None else {"repeat": r})} for r in repeats]
+    path = write_jsonl(tmp_path / "mixed.jsonl", rows)
+    result = cli("import", "jsonl", str(path))
+    assert result.exit_code == 1
+    assert result.output.strip().splitlines() == [
+        f"Error: {path}: item 'q1' repeat {repeats[-1] or 0} is recorded twice (once without a repeat, numbered by "
+        "arrival: give every case of an item its repeat, or none)"]
+    assert not (import_project / "runs").exists() or not list((import_project / "runs").iterdir())
+
+
 def test_a_row_that_names_no_item_is_refused(import_project, cli, tmp_path):
     path = write_jsonl(tmp_path / "x.jsonl", [{"output": "y", "score": 1}])
     result = cli("import", "jsonl", str(path))

@@ -249,23 +249,23 @@ def test_explicit_repeats_are_numbered_and_refused_twice_as_add_case_does(tmp_pa
     here, there = SourceImport(project, source, "jsonl"), SourceImport(project, source, "jsonl")
     preparer = CasePreparer()
     cases = [SourceCase("run", SourceItem("x", "in"), repeat, scores=[SourceScore("s", 1.0)])
-             for repeat in (2, 0, None, None, 5)]
+             for repeat in (2, 3, None, None, 5)]  # (by arrival: 0 and 1)
     for case in cases:
         here.add_case(case)
         there.add_prepared(orjson.loads(orjson.dumps(preparer.prepared(case))))
     (mine,), (theirs,) = here.drafts(), there.drafts()
-    assert (mine.explicit, mine.arrivals, mine.repeats, mine.cases) == ({("x", 2), ("x", 0), ("x", 5)}, {"x": 2}, 6, 5)
+    assert (mine.explicit, mine.arrivals, mine.repeats, mine.cases) == ({("x", 2), ("x", 3), ("x", 5)}, {"x": 2}, 6, 5)
     assert (mine.explicit, mine.arrivals, mine.repeats, mine.cases) == (
         theirs.explicit, theirs.arrivals, theirs.repeats, theirs.cases)
     errors = []
-    for bad in (SourceCase("run", SourceItem("x", "in"), 0), SourceCase("run", SourceItem("x", "other"), 0)):
+    for bad in (SourceCase("run", SourceItem("x", "in"), 2), SourceCase("run", SourceItem("x", "other"), 2)):
         with pytest.raises(SourceError) as error_here:
             here.add_case(bad)
         with pytest.raises(SourceError) as error_there:
             there.add_prepared(orjson.loads(orjson.dumps(preparer.prepared(bad))))
         errors.append((error_here.value.message, error_there.value.message))
     assert [mine for mine, theirs in errors if mine == theirs] == [  # other inputs: the item's error first
-        f"{source}: item 'x' repeat 0 is recorded twice",
+        f"{source}: item 'x' repeat 2 is recorded twice",
         f"{source}: item 'x' is recorded with two different inputs or expected values",
     ]
     here.close()

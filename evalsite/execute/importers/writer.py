@@ -294,14 +294,26 @@ class SourceImport:
             slot.order = min(slot.order, (order, len(draft.items)))
 
     def _repeat(self, draft: _RunDraft, key: str, repeat: int | None) -> int:
+        """The case's repeat: the source's, or (None) the next number by arrival for its item. A
+        number given twice, or given and also reached by arrival, is refused: two cases of one
+        (item, repeat) would both be written."""
+        explicit = draft.explicit
         if repeat is None:
-            arrived = draft.arrivals.get(key, 0)
-            draft.arrivals[key] = arrived + 1
-            return arrived
-        if (key, repeat) in draft.explicit:
-            raise SourceError(f"{self.label}: item {key!r} repeat {repeat} is recorded twice")
-        draft.explicit.add((key, repeat))
-        return repeat
+            repeat = draft.arrivals.get(key, 0)
+            draft.arrivals[key] = repeat + 1
+            if not explicit or (key, repeat) not in explicit:
+                return repeat
+            by_arrival = True
+        elif (key, repeat) in explicit:
+            by_arrival = False
+        elif repeat < draft.arrivals.get(key, 0):
+            by_arrival = True
+        else:
+            explicit.add((key, repeat))
+            return repeat
+        raise SourceError(f"{self.label}: item {key!r} repeat {repeat} is recorded twice" + (
+            " (once without a repeat, numbered by arrival: give every case of an item its repeat, or none)"
+            if by_arrival else ""))
 
 
 class CasePreparer:
