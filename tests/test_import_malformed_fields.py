@@ -70,6 +70,8 @@ READ_AS_ABSENT = [
     ("inspect", inspect_log, lambda log: log["results"]["scores"][0].update(metrics=[1]),
      lambda run: unscored_cases(run) == 0),
     ("inspect", inspect_log, lambda log: log["eval"].update(scorers=5), lambda run: unscored_cases(run) == 0),
+    ("inspect", inspect_log, lambda log: log["eval"]["dataset"].update(location=5),  # was a TypeError traceback
+     lambda run: run.header.dataset.path is None),
     ("promptfoo", promptfoo_results, lambda doc: doc["results"]["results"][0]["response"].update(tokenUsage="x"),
      lambda run: all(case.input_tokens is not None for case in run.cases)),  # the result's own tokenUsage instead
     ("lm-eval", lmeval_results, lambda results: results.update(date=1e20), lambda run: run.header.started_at is None),

@@ -257,6 +257,11 @@ def _without_location(arguments: Any, location: Any) -> Any:
     return {k: ("<dataset location>" if v == location else v) for k, v in arguments.items()}
 
 
+def _text(value: Any) -> str | None:
+    """``value`` when it is text, else None: a malformed field reads as absent."""
+    return value if isinstance(value, str) else None
+
+
 def _reported(results: Any) -> JSONObject:
     if not isinstance(results, dict):
         return {}
@@ -313,7 +318,7 @@ def _run(source: SourceImport, header: JSONObject, truncated: bool, scorers: set
         source_error=(error.get("message") or str(error)) if isinstance(error, dict) else error,
         started_at=value_at(header, "stats.started_at"),
         ended_at=value_at(header, "stats.completed_at"),
-        dataset_location=value_at(eval_spec, "dataset.location"),
+        dataset_location=_text(value_at(eval_spec, "dataset.location")),
         reported=_reported(header.get("results")),
         ids={k: eval_spec.get(k) for k in ("eval_id", "run_id", "task_id")},
     )
