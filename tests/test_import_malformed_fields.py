@@ -70,6 +70,13 @@ READ_AS_ABSENT = [
     ("inspect", inspect_log, lambda log: log["results"]["scores"][0].update(metrics=[1]),
      lambda run: unscored_cases(run) == 0),
     ("inspect", inspect_log, lambda log: log["eval"].update(scorers=5), lambda run: unscored_cases(run) == 0),
+    # a scorer entry without a text name (was a TypeError traceback: unhashable, or None sorted with text)
+    ("inspect", inspect_log, lambda log: log["eval"]["scorers"][0].update(name=[1]),
+     lambda run: unscored_cases(run) == 0),
+    ("inspect", inspect_log, lambda log: log["results"]["scores"][0].update(name=[1]),
+     lambda run: all(isinstance(name, str) for name in run.header.raw["source"]["reported"]["scores"])),
+    ("inspect", inspect_log, lambda log: log["results"]["scores"].insert(0, {}),
+     lambda run: all(isinstance(name, str) for name in run.header.raw["source"]["reported"]["scores"])),
     ("inspect", inspect_log, lambda log: log["eval"]["dataset"].update(location=5),  # was a TypeError traceback
      lambda run: run.header.dataset.path is None),
     ("promptfoo", promptfoo_results, lambda doc: doc["results"]["results"][0]["response"].update(tokenUsage="x"),

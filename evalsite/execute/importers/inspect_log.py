@@ -267,7 +267,7 @@ def _reported(results: Any) -> JSONObject:
         return {}
     scores = {
         entry.get("name"): {m: value_at(metric, "value") for m, metric in mapping(entry.get("metrics")).items()}
-        for entry in elements(results.get("scores")) if isinstance(entry, dict)
+        for entry in elements(results.get("scores")) if isinstance(entry, dict) and isinstance(entry.get("name"), str)
     }
     return {"scores": scores, **{k: results.get(k) for k in ("total_samples", "completed_samples", "headline")}}
 
@@ -292,7 +292,8 @@ def _run(source: SourceImport, header: JSONObject, truncated: bool, scorers: set
         source.warn(f"the log's status is {raw_status!r}: imported as {status}")
     if header.get("invalidated"):
         source.warn("the log is marked invalidated")
-    declared = {s.get("name"): s for s in elements(eval_spec.get("scorers")) if isinstance(s, dict)}
+    declared = {s["name"]: s for s in elements(eval_spec.get("scorers"))
+                if isinstance(s, dict) and isinstance(s.get("name"), str)}
     revision = mapping(eval_spec.get("revision"))
     packages = mapping(eval_spec.get("packages"))
     error = header.get("error")
