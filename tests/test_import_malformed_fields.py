@@ -81,6 +81,8 @@ READ_AS_ABSENT = [
      lambda run: run.header.dataset.path is None),
     ("promptfoo", promptfoo_results, lambda doc: doc["results"]["results"][0]["response"].update(tokenUsage="x"),
      lambda run: all(case.input_tokens is not None for case in run.cases)),  # the result's own tokenUsage instead
+    ("promptfoo", promptfoo_results, lambda doc: doc["results"]["stats"].update(durationMs=10**30),  # OverflowError
+     lambda run: run.footer is not None and run.footer.ended_at is None),
     ("lm-eval", lmeval_results, lambda results: results.update(date=1e20), lambda run: run.header.started_at is None),
     ("lm-eval", lmeval_results, lambda results: results.update(total_evaluation_time_seconds="inf"),
      lambda run: run.header.started_at is not None),

@@ -301,10 +301,9 @@ def _ended(started: Any, duration_ms: Any) -> str | None:
     if not isinstance(started, str) or milliseconds is None:
         return None
     try:
-        moment = datetime.fromisoformat(started.replace("Z", "+00:00"))
-    except ValueError:
+        return iso(datetime.fromisoformat(started.replace("Z", "+00:00")) + timedelta(milliseconds=milliseconds))
+    except (ValueError, OverflowError):  # not a time, or a duration past any date: read as absent
         return None
-    return iso(moment + timedelta(milliseconds=milliseconds))
 
 
 def _run(document: JSONObject, column: _Column, arm: str, truncated: bool, source: SourceImport) -> SourceRun:
