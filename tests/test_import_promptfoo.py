@@ -166,3 +166,20 @@ def test_a_file_cut_inside_the_results_imports_the_complete_ones_as_interrupted(
     cases = sum(len(run.cases) for run in runs.values())
     complete = text[:cut].count('"failureReason"')  # the last key of every complete result
     assert 0 < cases == complete < 48
+
+
+def test_prompt_ids_that_are_not_text_key_the_runs_as_text_ids_do(import_project, cli, tmp_path):
+    """A result's ``promptId`` (and a prompt's ``label``) of another JSON type tells its prompt apart
+    as text does: the same arms and cases (a number there was a TypeError traceback)."""
+    document = json.loads((PROMPTFOO / "results.json").read_text(encoding="utf-8"))
+    numbers: dict[str, int] = {}
+    for result in document["results"]["results"]:
+        result["promptId"] = numbers.setdefault(result["promptId"], len(numbers) + 1)
+        result["prompt"]["label"] = [result["prompt"]["label"]]
+    path = tmp_path / "numbered.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    result = cli("import", "promptfoo", str(path))
+    assert result.exit_code == 0, result.output
+    assert len(numbers) > 1
+    runs = runs_by_arm(import_project)
+    assert {arm: len(run.cases) for arm, run in runs.items()} == {"model-a": 24, "model-b": 24}

@@ -184,8 +184,8 @@ def _column(result: JSONObject, where: str, options: ImportOptions) -> tuple[str
     )
     if options.arm_from:
         return arm_from(result, options.arm_from, where), column
-    prompt_key = column.prompt_id or column.prompt_label or str(result.get("promptIdx"))
-    return "\x1f".join((column.provider, str(column.provider_id), prompt_key)), column
+    prompt_key = column.prompt_id or column.prompt_label or result.get("promptIdx")
+    return "\x1f".join((column.provider, str(column.provider_id), str(prompt_key))), column
 
 
 def _arm(key: str, column: _Column, columns: dict[str, _Column], options: ImportOptions) -> str:
