@@ -117,6 +117,28 @@ def test_a_repeat_given_and_also_reached_by_arrival_is_refused(import_project, c
     assert not (import_project / "runs").exists() or not list((import_project / "runs").iterdir())
 
 
+@pytest.mark.parametrize("fields, culprits", [
+    ({"score.x": 1, "scores": {"x": 0}}, "evaluator 'x' is scored twice, by 'score.x' and 'scores.x'"),
+    ({"score": 1, "score.score": 0}, "evaluator 'score' is scored twice, by 'score' and 'score.score'"),
+    ({"score": 1, "scores": {"score": {"score": 0}}}, "evaluator 'score' is scored twice, by 'score' and 'scores.score'"),
+])
+def test_an_evaluator_scored_twice_in_a_row_is_refused(import_project, cli, tmp_path, fields, culprits):
+    """Two fields naming one evaluator were two scores of it in one case, both in its mean."""
+    path = write_jsonl(tmp_path / "twice.jsonl", [{"id": "q1", "input": "x", "score.x": 1},
+                                                   {"id": "q2", "input": "y", **fields}])
+    result = cli("import", "jsonl", str(path))
+    assert (result.exit_code, result.output) == (1, f"Error: {path}: line 2: {culprits}\n")
+    assert not (import_project / "runs").exists() or not list((import_project / "runs").iterdir())
+
+
+def test_a_csv_evaluator_scored_twice_is_refused(import_project, cli, tmp_path):
+    path = tmp_path / "twice.csv"
+    path.write_text("id,input,score,score.score\nq1,x,1,0\n", encoding="utf-8")
+    result = cli("import", "csv", str(path))
+    assert (result.exit_code, result.output) == (
+        1, f"Error: {path}: line 2: evaluator 'score' is scored twice, by 'score' and 'score.score'\n")
+
+
 def test_a_row_that_names_no_item_is_refused(import_project, cli, tmp_path):
     path = write_jsonl(tmp_path / "x.jsonl", [{"output": "y", "score": 1}])
     result = cli("import", "jsonl", str(path))

@@ -245,15 +245,14 @@ def _scores(row: JSONObject, where: str, score_fields: list[tuple[str, str]]) ->
     if nested is not None and not isinstance(nested, dict):
         raise SourceError(f"{where}: field 'scores' must be an object of name: score")
     value = row.get(SCORE_FIELD)
-    scores = [] if value is None else [_score(SCORE_FIELD, value, SCORE_FIELD, where)]
-    for key, name in score_fields:
-        value = row[key]
-        if value is not None:
-            scores.append(_score(name, value, key, where))
-    for name, value in (nested or {}).items():
-        if value is not None:
-            scores.append(_score(name, value, f"scores.{name}", where))
-    return scores
+    given = [] if value is None else [(SCORE_FIELD, value, SCORE_FIELD)]
+    given += [(name, row[key], key) for key, name in score_fields if row[key] is not None]
+    given += [(name, value, f"scores.{name}") for name, value in (nested or {}).items() if value is not None]
+    fields: dict[str, str] = {}
+    for name, _, field in given:  # two scores of one evaluator in a case would both count in its mean
+        if fields.setdefault(name, field) != field:
+            raise SourceError(f"{where}: evaluator {name!r} is scored twice, by {fields[name]!r} and {field!r}")
+    return [_score(name, value, field, where) for name, value, field in given]
 
 
 def _score(name: str, value: Any, field: str, where: str) -> SourceScore:

@@ -105,6 +105,8 @@ def _scores(row: JSONObject, score_fields: list[tuple[str, str]]) -> list[list[A
         if type(nested) is not dict:
             raise _Declined
         scores += [_score(name, value) for name, value in nested.items() if value is not None]
+    if len(scores) > 1 and len({score[0] for score in scores}) < len(scores):
+        raise _Declined  # an evaluator scored twice: today's path refuses it
     return scores
 
 
