@@ -139,6 +139,17 @@ def test_a_csv_evaluator_scored_twice_is_refused(import_project, cli, tmp_path):
         1, f"Error: {path}: line 2: evaluator 'score' is scored twice, by 'score' and 'score.score'\n")
 
 
+@pytest.mark.parametrize("field, value", [("id", True), ("id", {"a": 1}), ("item_id", [1]), ("arm", False),
+                                          ("arm", {"name": "m"})])
+def test_an_id_or_arm_that_is_not_text_or_a_number_is_refused(import_project, cli, tmp_path, field, value):
+    """Its Python spelling (``True``, ``{'a': 1}``) became the item id or the arm, silently."""
+    row = {"input": "y", "score": 1, field: value} if field == "item_id" else {"id": "q2", "input": "y", field: value}
+    path = write_jsonl(tmp_path / "names.jsonl", [{"id": "q1", "input": "x", "score": 1}, row])
+    result = cli("import", "jsonl", str(path))
+    assert (result.exit_code, result.output) == (
+        1, f"Error: {path}: line 2: field {field!r} is {value!r}, not text or a number\n")
+
+
 def test_a_row_that_names_no_item_is_refused(import_project, cli, tmp_path):
     path = write_jsonl(tmp_path / "x.jsonl", [{"output": "y", "score": 1}])
     result = cli("import", "jsonl", str(path))
