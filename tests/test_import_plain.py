@@ -150,6 +150,14 @@ def test_an_id_or_arm_that_is_not_text_or_a_number_is_refused(import_project, cl
         1, f"Error: {path}: line 2: field {field!r} is {value!r}, not text or a number\n")
 
 
+@pytest.mark.parametrize("field", ["repeat", "latency_ms", "input_tokens", "output_tokens", "cost_usd"])
+def test_a_boolean_where_a_number_goes_is_refused(import_project, cli, tmp_path, field):
+    """``"repeat": true`` was read as repeat 1 (and ``"cost_usd": true`` as $1), silently."""
+    path = write_jsonl(tmp_path / "flags.jsonl", [{"id": "q1", "input": "x", "score": 1, field: True}])
+    result = cli("import", "jsonl", str(path))
+    assert (result.exit_code, result.output) == (1, f"Error: {path}: line 1: field {field!r} is True, not a number\n")
+
+
 def test_a_row_that_names_no_item_is_refused(import_project, cli, tmp_path):
     path = write_jsonl(tmp_path / "x.jsonl", [{"output": "y", "score": 1}])
     result = cli("import", "jsonl", str(path))

@@ -285,7 +285,7 @@ def _score(name: str, value: Any, field: str, where: str) -> SourceScore:
 def _to_number(value: Any, field: str, where: str) -> float | None:
     if value is None or (type(value) is float and math.isfinite(value)):  # the common cases, at once
         return value
-    number = finite_number(value)
+    number = None if isinstance(value, bool) else finite_number(value)  # (a score's true/false: read by _score)
     if number is None and isinstance(value, str):
         try:
             number = finite_number(float(value))
