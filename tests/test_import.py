@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import gc
 import json
+import os
 import weakref
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -128,6 +130,18 @@ def test_usage_errors(import_project, cli):
     folder = cli("import", "promptfoo", str(PROMPTFOO))
     assert folder.exit_code == 1
     assert folder.output.strip() == f"Error: {PROMPTFOO} is a folder; give the promptfoo file(s) to import"
+
+
+@pytest.mark.parametrize("format_name", ["jsonl", "inspect"])
+def test_a_path_that_is_neither_file_nor_folder_is_refused_as_such(import_project, cli, tmp_path, format_name):
+    """/dev/null or a named pipe (what ``<(…)`` gives) was called a folder, or a folder with no logs in it."""
+    pipe = tmp_path / "rows.pipe"
+    os.mkfifo(pipe)
+    for path in (pipe, Path(os.devnull)):
+        result = cli("import", format_name, str(path))
+        assert (result.exit_code, result.output) == (
+            1, f"Error: {path}: not a regular file; give the {format_name} file(s) to import\n")
+    assert not (import_project / "runs").exists()
 
 
 def test_secrets_in_source_settings_are_not_copied(import_project, cli, tmp_path):

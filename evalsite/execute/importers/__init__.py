@@ -223,6 +223,8 @@ def _expand(path: Path, format_name: str, form: Format) -> list[Path]:
         return [path]
     if not path.exists():
         raise SourceError(f"{path}: no such file or folder")
+    if not path.is_dir():  # a device, a pipe (``<(…)``) or a socket: read once, it could not be hashed and read
+        raise SourceError(f"{path}: not a regular file; give the {format_name} file(s) to import")
     if not form.folder_patterns:
         raise SourceError(f"{path} is a folder; give the {format_name} file(s) to import")
     files = sorted({f for pattern in form.folder_patterns for f in path.rglob(pattern) if f.is_file()})
