@@ -50,6 +50,21 @@ def lmeval_results(folder: Path, change: Change) -> Path:
     return path
 
 
+def lmeval_samples(folder: Path, change: Change, change_results: Change = lambda results: None) -> Path:
+    """The model-a results, its samples file's first line changed (and its results, by ``change_results``)."""
+    path = lmeval_results(folder, change_results)
+    samples = next(folder.glob("samples_*.jsonl"))
+    first, rest = samples.read_text(encoding="utf-8").split("\n", 1)
+    line = json.loads(first)
+    change(line)
+    samples.write_text(json.dumps(line) + "\n" + rest, encoding="utf-8")
+    return path
+
+
+def metric_named_by_a_list(results: dict[str, Any]) -> None:
+    results["configs"][LMEVAL_TASK]["metric_list"].insert(0, {"metric": []})
+
+
 def first_sample(change: Change) -> Change:
     return lambda log: change(log["samples"][0])
 
@@ -83,6 +98,13 @@ READ_AS_ABSENT = [
      lambda run: all(case.input_tokens is not None for case in run.cases)),  # the result's own tokenUsage instead
     ("promptfoo", promptfoo_results, lambda doc: doc["results"]["stats"].update(durationMs=10**30),  # OverflowError
      lambda run: run.footer is not None and run.footer.ended_at is None),
+    # a metric named by another JSON type than text (was a TypeError traceback: unhashable, or sorted with text)
+    ("lm-eval", lambda folder, change: lmeval_samples(folder, change), lambda line: line.update(metrics=[1]),
+     lambda run: unscored_cases(run) == 0),
+    ("lm-eval", lambda folder, change: lmeval_samples(folder, change), lambda line: line.update(metrics=[[]]),
+     lambda run: unscored_cases(run) == 0),
+    ("lm-eval", lambda folder, change: lmeval_samples(folder, change, metric_named_by_a_list),
+     lambda line: line.pop("metrics"), lambda run: unscored_cases(run) == 0),
     ("lm-eval", lmeval_results, lambda results: results.update(date=1e20), lambda run: run.header.started_at is None),
     ("lm-eval", lmeval_results, lambda results: results.update(total_evaluation_time_seconds="inf"),
      lambda run: run.header.started_at is not None),

@@ -140,7 +140,8 @@ def _arm(results: JSONObject, source: SourceImport, options: ImportOptions) -> s
 
 def _scan(samples: Path, task_config: JSONObject) -> _TaskScores:
     scores = _TaskScores()
-    declared = [m.get("metric") for m in elements(task_config.get("metric_list")) if isinstance(m, dict)]
+    declared = [m["metric"] for m in elements(task_config.get("metric_list"))
+                if isinstance(m, dict) and isinstance(m.get("metric"), str)]
     for number, line in JsonLines(samples):
         doc_id = line.get("doc_id")
         if not isinstance(doc_id, int):
@@ -148,7 +149,8 @@ def _scan(samples: Path, task_config: JSONObject) -> _TaskScores:
         filter_name = str(line.get("filter", NO_FILTER))
         if filter_name not in scores.filters:
             scores.filters.append(filter_name)
-        for metric in elements(line.get("metrics")) or [m for m in declared if m in line]:
+        named = [metric for metric in elements(line.get("metrics")) if isinstance(metric, str)]  # (else: no metric)
+        for metric in named or [m for m in declared if m in line]:
             name = metric if filter_name == NO_FILTER else f"{metric},{filter_name}"
             value = finite_number(line.get(metric))
             if value is None:
