@@ -187,6 +187,25 @@ def test_a_damaged_member_is_reported_by_name(import_project, cli, tmp_path):
     assert not (import_project / "runs").exists()
 
 
+def test_an_encrypted_member_is_refused_by_name(import_project, cli, tmp_path):
+    """A member flagged encrypted (a password-protected ZIP) was a RuntimeError traceback from zipfile."""
+    path = tmp_path / "encrypted.eval"
+    with EvalZip(INSPECT_EVAL[0]) as log, zipfile.ZipFile(path, "w") as out:
+        for name in log.names():
+            out.writestr(name, bytes(log.read(name)))
+    data = bytearray(path.read_bytes())
+    for signature, flags_at in ((b"PK\x03\x04", 6), (b"PK\x01\x02", 8)):  # every header's flag bit 0
+        at = data.find(signature)
+        while at != -1:
+            data[at + flags_at] |= 1
+            at = data.find(signature, at + 4)
+    path.write_bytes(bytes(data))
+    result = cli("import", "inspect", str(path))
+    assert (result.exit_code, result.output) == (
+        1, f"Error: {path}: member header.json is encrypted; evalsite reads only unencrypted logs\n")
+    assert not (import_project / "runs").exists()
+
+
 def test_arm_from_reads_the_log_header(import_project, cli):
     result = cli("import", "inspect", str(INSPECT_EVAL[0]), "--arm-from", "eval.dataset.name")
     assert result.exit_code == 0, result.output

@@ -39,6 +39,7 @@ _LOCAL_HEADER = struct.Struct("<4sHHHHHIIIHH")
 _CENTRAL_HEADER = struct.Struct("<4sHHHHHHIIIHHHHHII")
 _END_RECORD = struct.Struct("<4sHHHHIIH")
 _LOCAL_SIGNATURE, _CENTRAL_SIGNATURE, _END_SIGNATURE = b"PK\x03\x04", b"PK\x01\x02", b"PK\x05\x06"
+_ENCRYPTED = 0x1  # general purpose flag bit 0: the member is encrypted (zipfile then asks for a password)
 
 
 class EvalZip:
@@ -70,6 +71,8 @@ class EvalZip:
     def read(self, name: str) -> bytearray:
         """The member's decoded bytes, refused past its declared size or the limit (module docstring)."""
         info = self._zip.getinfo(name)
+        if info.flag_bits & _ENCRYPTED:
+            raise SourceError(f"{self.label}: member {name} is encrypted; evalsite reads only unencrypted logs")
         if info.file_size > self.max_member_bytes:
             raise SourceError(f"{self.label}: member {name} declares {info.file_size:,} bytes decompressed, over the "
                               f"limit of {self.max_member_bytes:,} (evalsite import --max-member-mb raises it)")
