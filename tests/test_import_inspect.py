@@ -206,6 +206,23 @@ def test_an_encrypted_member_is_refused_by_name(import_project, cli, tmp_path):
     assert not (import_project / "runs").exists()
 
 
+def test_members_sort_by_epoch_in_numeric_order_however_long_the_number(import_project, cli, tmp_path):
+    """A member named ``…_epoch_<5,000 digits>.json`` was a ValueError traceback (int() refuses past
+    4,300 digits); epochs 10 and 9 still sort as numbers."""
+    with EvalZip(INSPECT_EVAL[0]) as log:
+        members = {name: bytes(log.read(name)) for name in log.names()}
+    renamed = {"samples/item-00_epoch_1.json": "samples/item-00_epoch_" + "9" * 5000 + ".json",
+               "samples/item-01_epoch_1.json": "samples/item-01_epoch_10.json",
+               "samples/item-02_epoch_1.json": "samples/item-02_epoch_9.json"}
+    path = tmp_path / "epochs.eval"
+    write_zstd_zip(path, [(renamed.get(name, name), data) for name, data in members.items()])
+    result = cli("import", "inspect", str(path))
+    assert result.exit_code == 0, result.output
+    (run,) = runs_by_arm(import_project).values()
+    order = [case.item_id for case in run.cases]
+    assert order[-3:] == ["item-02", "item-01", "item-00"]
+
+
 def test_arm_from_reads_the_log_header(import_project, cli):
     result = cli("import", "inspect", str(INSPECT_EVAL[0]), "--arm-from", "eval.dataset.name")
     assert result.exit_code == 0, result.output

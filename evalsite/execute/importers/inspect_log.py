@@ -130,11 +130,12 @@ class _EvalFile:
             if not samples:
                 yield from self._summaries(log, names)
 
-    def _member_order(self, name: str) -> tuple[int, float, str]:
+    def _member_order(self, name: str) -> tuple[tuple[int, str], float, str]:
         matched = SAMPLE_MEMBER.match(name)  # only sample members are sorted
         sample_id, epoch = matched.groups() if matched else (name, "0")
         position = self.positions.get(sample_id)
-        return int(epoch), float("inf") if position is None else position, name
+        digits = epoch.lstrip("0")  # in numeric order by length then text: int() refuses past 4,300 digits
+        return (len(digits), digits), float("inf") if position is None else position, name
 
     def _summaries(self, log: EvalZip, names: list[str]) -> Iterator[tuple[str, JSONObject]]:
         """Without sample members (``--no-log-samples``) the summaries still hold every score."""
