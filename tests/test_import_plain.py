@@ -215,3 +215,15 @@ def test_arms_on_items_equal_in_python_but_not_in_json_get_their_own_dataset_ids
         assert result.exit_code == 0, result.output
         assert json.loads(result.output[result.output.index("["):])[0]["dataset_id"] == together[arm]
     assert together["a"] != together["b"] and together["a"] == together["c"]
+
+
+def test_a_csv_field_past_the_csv_modules_limit_is_refused_saying_so(import_project, cli, tmp_path):
+    """The message gave the advice for a stray quote ('quote a field that holds a quote…')."""
+    path = tmp_path / "long.csv"
+    path.write_text("id,input,output,score\nq1,x,y,1\nq2,x," + "y" * 200_000 + ",1\n", encoding="utf-8")
+    result = cli("import", "csv", str(path))
+    assert (result.exit_code, result.output) == (
+        1, f"Error: {path}: invalid CSV in the record starting on line 3: a field is longer than Python's csv module "
+           "reads (131,072 characters); write such long values as JSON Lines\n")
+    assert not (import_project / "runs").exists()
+

@@ -183,6 +183,9 @@ def csv_reason(exc: csv.Error) -> str:
     message = str(exc)
     if message == "unexpected end of data":
         return "a quoted field is never closed (its opening quote swallows every line after it)"
+    if message.startswith("field larger than field limit"):
+        return (f"a field is longer than Python's csv module reads ({csv.field_size_limit():,} characters); "
+                "write such long values as JSON Lines")
     return f"{message} (quote a field that holds a quote, and double the quotes inside it)"
 
 
