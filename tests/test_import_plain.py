@@ -227,3 +227,13 @@ def test_a_csv_field_past_the_csv_modules_limit_is_refused_saying_so(import_proj
            "reads (131,072 characters); write such long values as JSON Lines\n")
     assert not (import_project / "runs").exists()
 
+
+@pytest.mark.parametrize("value, found", [(True, "a bool"), ({"name": "m"}, "a dict"), (None, "missing")])
+def test_arm_from_a_field_that_is_not_text_or_a_number_is_refused(import_project, cli, tmp_path, value, found):
+    """``--arm-from meta.model`` on ``true`` made an arm named 'True', silently."""
+    path = write_jsonl(tmp_path / "meta.jsonl", [{"id": "q1", "input": "x", "score": 1, "meta": {"model": "m"}},
+                                                  {"id": "q2", "input": "y", "score": 1, "meta": {"model": value}}])
+    result = cli("import", "jsonl", str(path), "--arm-from", "meta.model")
+    assert (result.exit_code, result.output) == (
+        1, f"Error: {path}: line 2: --arm-from field 'meta.model' is {found}; it must name a text or number field\n")
+

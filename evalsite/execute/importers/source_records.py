@@ -140,7 +140,7 @@ def value_at(record: Any, dotted: str, default: Any = None) -> Any:
 def arm_from(record: Any, dotted: str, where: str) -> str:
     """The arm named by ``--arm-from``: a scalar at ``dotted`` in ``record``, else a clear error."""
     value = field_at(record, dotted)
-    if value is MISSING or value is None or isinstance(value, (dict, list)):
+    if value is MISSING or value is None or isinstance(value, (dict, list, bool)):  # (True would name arm 'True')
         found = "missing" if value is MISSING or value is None else f"a {type(value).__name__}"
         raise SourceError(f"{where}: --arm-from field {dotted!r} is {found}; it must name a text or number field")
     return str(value)
