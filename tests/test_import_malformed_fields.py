@@ -157,6 +157,12 @@ def rename_task(results: dict[str, Any]) -> None:
     ("lm-eval", lambda folder: lmeval_results(folder, lambda r: r["configs"].update({LMEVAL_TASK: 5})),
      f"configs[{LMEVAL_TASK!r}] is not an object"),
     ("lm-eval", lambda folder: lmeval_results(folder, rename_task), "task name 'a/b' cannot name a samples file"),
+    # an item id that is a boolean, a list or an object: its Python spelling ('True') became the item id
+    ("promptfoo", lambda folder: promptfoo_results(
+        folder, lambda document: document["results"]["results"][0]["vars"].update(id=True)),
+     "results.results[0]: field 'vars.id' is True, not text or a number"),
+    ("inspect", lambda folder: inspect_log(folder, first_sample(lambda sample: sample.update(id=[1]))),
+     "samples[0]: field 'id' is [1], not text or a number"),
     # a text field holding a number: the run was written, then its reader skipped the case line
     ("jsonl", lambda folder: plain_rows(folder, {"id": "q2", "output": "y", "finish_reason": 5}),
      "line 2: finish_reason=5 is not text; a run cannot record it"),
@@ -172,3 +178,14 @@ def test_a_malformed_block_nothing_can_be_read_without_is_refused_in_one_line(im
     result = cli("import", format_name, str(path))
     assert (result.exit_code, result.output) == (1, f"Error: {path}: {message}\n")
     assert not (import_project / "runs").exists()
+
+
+def test_an_lm_eval_doc_id_that_is_an_object_is_refused_naming_the_samples_line(import_project, cli, tmp_path):
+    """Its Python spelling ("{'n': 1}") became the item id."""
+    path = lmeval_samples(tmp_path / "source", lambda line: line["doc"].update(id={"n": 1}))
+    result = cli("import", "lm-eval", str(path))
+    samples = next((tmp_path / "source").glob("samples_*.jsonl"))
+    assert (result.exit_code, result.output) == (
+        1, f"Error: {samples}: line 1: field 'doc.id' is {{'n': 1}}, not text or a number\n")
+    assert not (import_project / "runs").exists()
+

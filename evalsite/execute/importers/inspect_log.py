@@ -25,6 +25,7 @@ from evalsite.execute.importers.source_records import (
     checked_case,
     elements,
     finite_number,
+    item_name,
     optional_int,
     prompt_text,
     redact,
@@ -219,7 +220,7 @@ def _tokens(sample: JSONObject, output: JSONObject) -> tuple[int | None, int | N
 def _case(sample: Any, positions: _Positions, where: str) -> SourceCase:
     if not isinstance(sample, dict) or sample.get("id") is None:
         raise SourceError(f"{where}: a sample without an 'id'")
-    sample_id = str(sample["id"])
+    sample_id = item_name(sample["id"], "id", where)
     output = mapping(sample.get("output"))
     error = sample.get("error")
     epoch = optional_int(sample.get("epoch"))

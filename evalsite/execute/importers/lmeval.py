@@ -28,6 +28,7 @@ from evalsite.execute.importers.source_records import (
     checked_case,
     elements,
     finite_number,
+    item_name,
     optional_int,
     prompt_text,
     redact,
@@ -196,7 +197,7 @@ def _case(line: JSONObject, task: str, scores: _TaskScores, where: str) -> Sourc
     return checked_case(SourceCase(
         run=task,
         item=SourceItem(
-            id=str(own_id) if own_id is not None else None,
+            id=item_name(own_id, "doc.id", where) if own_id is not None else None,
             input=_doc_input(doc),
             expected=line.get("target"),
             order=doc_id,

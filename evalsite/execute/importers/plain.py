@@ -40,11 +40,11 @@ from evalsite.execute.importers.source_records import (
     arm_from,
     checked_case,
     finite_number,
+    item_name,
 )
 from evalsite.execute.importers.writer import CasePreparer, PreparedBlock, SourceImport
 from evalsite.experiment.datasets import csv_reason
 from evalsite.jsonshape import JSONObject
-from evalsite.runlog.fields import shown
 from evalsite.runlog.records import RunStatus
 
 TOOL = "plain"
@@ -217,14 +217,14 @@ def _case(row: JSONObject, where: str, options: ImportOptions, default_arm: str,
     if options.arm_from:
         arm = arm_from(row, options.arm_from, where)
     else:
-        arm = default_arm if row.get(ARM_FIELD) is None else _name(row[ARM_FIELD], ARM_FIELD, where)
+        arm = default_arm if row.get(ARM_FIELD) is None else item_name(row[ARM_FIELD], ARM_FIELD, where)
     id_field = "id" if row.get("id") is not None else "item_id"
     item_id = row.get(id_field)
     if item_id is None and row.get("input") is None:
         raise SourceError(f"{where}: neither 'id' nor 'input': cannot tell which item this row is")
     return checked_case(SourceCase(  # positional, in the fields' order (a third of the keywords' cost)
         arm,
-        SourceItem(None if item_id is None else _name(item_id, id_field, where), row.get("input"), row.get("expected")),
+        SourceItem(None if item_id is None else item_name(item_id, id_field, where), row.get("input"), row.get("expected")),
         _integer(row, "repeat", where),
         None,  # input: the plain format has no prompt apart from the item's input
         row.get("output"),
@@ -239,14 +239,6 @@ def _case(row: JSONObject, where: str, options: ImportOptions, default_arm: str,
         None,  # score: no combined score of the source's own
         _verdict(row.get("passed"), "passed", where),
     ), where)
-
-
-def _name(value: Any, field: str, where: str) -> str:
-    """An arm or an item id: text, or a number written as text; a boolean, list or object names
-    nothing (its Python spelling, ``True`` or ``{'a': 1}``, would have become the name)."""
-    if isinstance(value, (bool, dict, list)):
-        raise SourceError(f"{where}: field {field!r} is {shown(value)}, not text or a number")
-    return str(value)
 
 
 def _scores(row: JSONObject, where: str, score_fields: list[tuple[str, str]]) -> list[SourceScore]:

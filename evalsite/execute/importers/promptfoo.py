@@ -29,6 +29,7 @@ from evalsite.execute.importers.source_records import (
     checked_case,
     field_at,
     finite_number,
+    item_name,
     optional_int,
     redact,
     value_at,
@@ -196,7 +197,7 @@ def _arm(key: str, column: _Column, columns: dict[str, _Column], options: Import
     return column.provider if siblings == 1 else f"{column.provider}/{column.prompt_label or column.prompt_id}"
 
 
-def _item(result: JSONObject) -> SourceItem:
+def _item(result: JSONObject, where: str) -> SourceItem:
     variables = result.get("vars")
     if not isinstance(variables, dict):
         variables = value_at(result, "testCase.vars")
@@ -206,7 +207,7 @@ def _item(result: JSONObject) -> SourceItem:
     else:
         item_input = {k: v for k, v in variables.items() if k not in IDENTITY_VARS} or None
     item_id = variables.get("id")
-    return SourceItem(None if item_id is None else str(item_id), item_input, variables.get("expected"),
+    return SourceItem(None if item_id is None else item_name(item_id, "vars.id", where), item_input, variables.get("expected"),
                       finite_number(result.get("testIdx")))
 
 
@@ -263,7 +264,7 @@ def _case(result: JSONObject, key: str, where: str) -> SourceCase:
     success = result.get("success")
     return checked_case(SourceCase(  # positional, in the fields' order
         key,
-        _item(result),
+        _item(result, where),
         None,  # repeat: numbered by arrival
         prompt.get("raw") if isinstance(prompt, dict) else None,
         response.get("output"),

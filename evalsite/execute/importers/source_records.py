@@ -146,6 +146,14 @@ def arm_from(record: Any, dotted: str, where: str) -> str:
     return str(value)
 
 
+def item_name(value: Any, field: str, where: str) -> str:
+    """An item id or an arm as a source gives it: text, or a number written as text. A boolean, a
+    list or an object names nothing (its Python spelling, ``True`` or ``{'a': 1}``, would become the name)."""
+    if isinstance(value, (bool, dict, list)):
+        raise SourceError(f"{where}: field {field!r} is {shown(value)}, not text or a number")
+    return str(value)
+
+
 def finite_number(value: Any) -> float | None:
     """``value`` as a float when it is a real, finite number (booleans count as 0/1), else None."""
     kind = type(value)
