@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import json
 import os
+import shutil
 import weakref
 from pathlib import Path
 from types import SimpleNamespace
@@ -321,3 +322,23 @@ def test_an_imports_drafts_are_let_go_before_the_collector_runs_again(import_pro
     monkeypatch.setattr(collector, "gc", SimpleNamespace(isenabled=gc.isenabled, disable=gc.disable, enable=enable))
     assert cli("import", "promptfoo", str(PROMPTFOO / "results.json")).exit_code == 0
     assert len(drafts) == 2 and alive_when_enabled == [0]
+
+
+@pytest.mark.parametrize("format_name", ["promptfoo", "inspect", "lm-eval"])
+def test_a_json_document_starting_with_a_byte_order_mark_imports_as_one_without(import_project, cli, tmp_path,
+                                                                                 format_name):
+    """A UTF-8 BOM (what Windows tools write first) before a promptfoo or Inspect JSON document was
+    refused as 'the document: expected an object', and lm-eval's results as not JSON; JSON Lines
+    and CSV files already read past it."""
+    folder = shutil.copytree(LMEVAL / "model-a", tmp_path / "lmeval")
+    original = {"promptfoo": PROMPTFOO / "results.json", "inspect": INSPECT_JSON[0],
+                "lm-eval": next(folder.glob("results_*.json"))}[format_name]
+    marked = original if format_name == "lm-eval" else tmp_path / original.name
+    marked.write_bytes(b"\xef\xbb\xbf" + original.read_bytes())
+    result = cli("import", format_name, str(marked), "--json")
+    assert result.exit_code == 0, result.output
+    unmarked = cli("import", format_name, str(original if format_name != "lm-eval" else LMEVAL / "model-a"), "--json")
+    counts = [sorted((row["arm"], row["cases"], row["mean_score"]) for row in json.loads(output.output))
+              for output in (result, unmarked)]
+    assert counts[0] == counts[1] and counts[0]
+

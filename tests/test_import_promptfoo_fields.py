@@ -102,6 +102,7 @@ HOSTILE_RESULTS = {
     "a result without its provider": lambda text: text.replace('"provider": {', '"unread": {', 1),
     "duplicate keys": lambda text: text.replace('"output": "ANSWER', '"output": "first",\n          "output": "ANSWER', 1),
     "the file cut inside a result": lambda text: text[: text.index('"testIdx": 12')],
+    "a byte order mark first": lambda text: "\ufeff" + text,
 }
 
 

@@ -119,7 +119,7 @@ class JsonArrayStream:
 
     def __iter__(self) -> Iterator[Any]:
         try:
-            with open(self.path, encoding="utf-8") as handle:
+            with open(self.path, encoding="utf-8-sig") as handle:
                 self._handle = handle
                 yield from self._document()
         except _EndOfFile:
@@ -334,7 +334,7 @@ class JsonArrayStream:
     def _line_at(self, pos: int) -> int:
         """The line of buffer position ``pos``, counted only now: counting as we go costs 5%."""
         lines, remaining = 1, self._dropped
-        with open(self.path, encoding="utf-8") as handle:
+        with open(self.path, encoding="utf-8-sig") as handle:
             while remaining > 0 and (chunk := handle.read(min(CHUNK_CHARS, remaining))):
                 lines += chunk.count("\n")
                 remaining -= len(chunk)

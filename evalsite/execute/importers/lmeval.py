@@ -98,7 +98,7 @@ def _samples_file(source: SourceImport, task: str, stamp: str) -> Path:
 
 def _load_results(source: SourceImport) -> JSONObject:
     try:
-        results = mapping(json.loads(source.path.read_text(encoding="utf-8")))  # not an object: no required key
+        results = mapping(json.loads(source.path.read_text(encoding="utf-8-sig")))  # not an object: no required key
     except ValueError as exc:  # syntax, encoding, or an integer past 4,300 digits
         raise SourceError(f"{source.label}: not valid JSON: {json_problem(exc)}") from None
     except RecursionError:
