@@ -133,6 +133,19 @@ def test_usage_errors(import_project, cli):
     assert folder.output.strip() == f"Error: {PROMPTFOO} is a folder; give the promptfoo file(s) to import"
 
 
+def test_a_scorer_file_that_is_not_a_regular_file_is_a_usage_error(import_project, cli, tmp_path):
+    """--scorer-file /dev/zero was hashed forever, a named pipe blocked the import."""
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text('{"id": "q1", "input": "x", "score": 1}\n', encoding="utf-8")
+    pipe = tmp_path / "score.pipe"
+    os.mkfifo(pipe)
+    for scorer in ("/dev/zero", str(pipe)):
+        result = cli("import", "jsonl", str(rows), "--scorer-file", scorer)
+        assert result.exit_code == 2
+        assert f"Invalid value for '--scorer-file': {scorer} is not a regular file" in result.output
+    assert not (import_project / "runs").exists()
+
+
 @pytest.mark.parametrize("format_name", ["jsonl", "inspect"])
 def test_a_path_that_is_neither_file_nor_folder_is_refused_as_such(import_project, cli, tmp_path, format_name):
     """/dev/null or a named pipe (what ``<(…)`` gives) was called a folder, or a folder with no logs in it."""

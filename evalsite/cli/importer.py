@@ -20,13 +20,20 @@ def _known_format(ctx: click.Context, param: click.Parameter, value: str) -> str
     return value
 
 
+def _regular_file(ctx: click.Context, param: click.Parameter, value: Path | None) -> Path | None:
+    """A scorer file is hashed whole: a device would be read forever (/dev/zero), a pipe block."""
+    if value is not None and not value.is_file():
+        raise click.BadParameter(f"{value} is not a regular file")
+    return value
+
+
 @click.command("import")
 @click.argument("format_name", metavar="FORMAT", callback=_known_format)
 @click.argument("paths", metavar="PATH...", nargs=-1, required=True,
                 type=click.Path(exists=True, path_type=Path))
 @click.option("--dataset", "dataset_name", metavar="NAME", help="Dataset name in the dataset id (default: imported).")
 @click.option("--arm-from", "arm_field", metavar="FIELD", help="Dotted source field that names the arm.")
-@click.option("--scorer-file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+@click.option("--scorer-file", type=click.Path(exists=True, dir_okay=False, path_type=Path), callback=_regular_file,
               help="The code that produced the scores; its hash goes into every evaluator version.")
 @click.option("--again", is_flag=True, help="Import a file even if it was imported before.")
 @click.option("--max-member-mb", type=click.IntRange(min=1), default=DEFAULT_MAX_MEMBER_BYTES >> 20, show_default=True,
