@@ -237,3 +237,12 @@ def test_arm_from_a_field_that_is_not_text_or_a_number_is_refused(import_project
     assert (result.exit_code, result.output) == (
         1, f"Error: {path}: line 2: --arm-from field 'meta.model' is {found}; it must name a text or number field\n")
 
+
+@pytest.mark.parametrize("line, kind", [("null", "null"), ("[1]", "a list"), ('"row"', "a string"), ("7", "a number")])
+def test_a_line_that_is_not_an_object_is_named_by_its_json_type(import_project, cli, tmp_path, line, kind):
+    """The message named Python's type ('a NoneType', 'a str'), not the file's."""
+    path = tmp_path / "rows.jsonl"
+    path.write_text('{"id": "q1", "input": "x", "score": 1}\n' + line + "\n", encoding="utf-8")
+    result = cli("import", "jsonl", str(path))
+    assert (result.exit_code, result.output) == (1, f"Error: {path}: line 2: {kind}, expected a JSON object\n")
+

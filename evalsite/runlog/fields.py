@@ -25,7 +25,8 @@ def shown(value: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def _kind(value: Any) -> str:
+def json_kind(value: Any) -> str:
+    """What a message calls a JSON value's type: ``an object``, ``a list``, ``null``, ``a number``…"""
     return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}.get(
         type(value), "a number" if isinstance(value, (int, float)) else type(value).__name__
     )
@@ -40,11 +41,11 @@ class FieldReader:
 
     def __init__(self, data: Any, where: str, what: str, prefix: str = ""):
         if not isinstance(data, dict):
-            raise RunLogError(f"{where}: {what} must be a JSON object, not {_kind(data)}")
+            raise RunLogError(f"{where}: {what} must be a JSON object, not {json_kind(data)}")
         self.data, self.where, self.prefix = data, where, prefix
 
     def bad(self, key: str, expected: str, value: Any) -> RunLogError:
-        return RunLogError(f"{self.where}: {self.prefix}{key} must be {expected}, not {_kind(value)} {shown(value)}")
+        return RunLogError(f"{self.where}: {self.prefix}{key} must be {expected}, not {json_kind(value)} {shown(value)}")
 
     def _get(self, key: str, required: bool) -> Any:
         value = self.data.get(key, _MISSING)

@@ -43,6 +43,7 @@ from typing import IO, Any, Protocol
 
 from evalsite.errors import SourceError
 from evalsite.jsonshape import JSONObject
+from evalsite.runlog.fields import json_kind
 from evalsite.runlog.jsonread import ORJSON_RISKY_DIGITS, UNSURE, has_digit_run, orjson_value
 
 
@@ -394,7 +395,7 @@ class JsonLines:
             except ValueError as exc:
                 raise SourceError(f"{self.label}: line {number}: invalid JSON: {json_problem(exc)}") from None
             if not isinstance(record, dict):
-                raise SourceError(f"{self.label}: line {number}: a {type(record).__name__}, expected a JSON object")
+                raise SourceError(f"{self.label}: line {number}: {json_kind(record)}, expected a JSON object")
             yield number, record
 
     def _shared(self, handle: IO[str], share: RunShare) -> Iterator[tuple[int, Any]]:
