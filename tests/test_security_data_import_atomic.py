@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 
 import pytest
-from import_support import imported_runs, write_jsonl
+from import_support import PLAIN, imported_runs, write_jsonl
 
 from evalsite.execute.importers import ImportOptions, import_files
 from evalsite.execute.importers import writer as import_writer
@@ -93,3 +93,18 @@ def test_a_running_imports_staging_folder_is_left_alone(import_project, cli, tmp
         assert cli("import", "jsonl", str(source)).exit_code == 0
         assert live.is_dir()
     assert _leftovers(import_project) == [live]
+
+
+@pytest.mark.parametrize("occupant", ["file", "dangling link"])
+def test_a_runs_path_that_cannot_be_a_folder_is_refused_and_nothing_is_left(import_project, cli, occupant):
+    """A file (or a link to nowhere) named runs: the publish step's mkdir raised FileExistsError, a traceback."""
+    runs = import_project / "runs"
+    if occupant == "file":
+        runs.write_text("not a folder")
+    else:
+        runs.symlink_to(import_project / "nowhere")
+    result = cli("import", "jsonl", str(PLAIN / "scored.jsonl"))
+    assert (result.exit_code, result.output) == (
+        1, f"Error: {runs}: not a folder, so the runs cannot go there; nothing was imported\n")
+    assert sorted(path.name for path in import_project.iterdir()) == ["data", "runs"]
+

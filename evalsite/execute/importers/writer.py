@@ -41,7 +41,7 @@ import orjson
 from evalsite import __version__
 from evalsite.analysis.case_columns import batch_columns
 from evalsite.analysis.summary import summarise_run
-from evalsite.errors import RunLogError, SourceError
+from evalsite.errors import ProjectError, RunLogError, SourceError
 from evalsite.execute.importers.source_records import ImportOptions, SourceCase, SourceItem, SourceRun, SourceScore
 from evalsite.experiment.datasets import Dataset, Item, RowHashes, item_identity, row_hashes
 from evalsite.forked import Halving, WorkerLost, forked, halving
@@ -548,7 +548,11 @@ class StagedRuns:
 
     def publish(self, run_ids: list[str]) -> None:
         """Move every staged run into ``runs/`` (each run a single rename: whole or absent)."""
-        self.runs_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            self.runs_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:  # a file or a dangling link where the folder goes, a read-only project
+            reason = "not a folder" if isinstance(exc, FileExistsError) else exc.strerror or str(exc)
+            raise ProjectError(f"{self.runs_dir}: {reason}, so the runs cannot go there; nothing was imported") from None
         taken = [run_id for run_id in run_ids if (self.runs_dir / run_id).exists()]
         if taken:
             raise RunLogError(f"{self.runs_dir / taken[0]} already exists; import again")
