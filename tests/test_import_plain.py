@@ -101,6 +101,17 @@ def test_explicit_repeats_and_a_duplicate_repeat(import_project, cli, tmp_path):
     assert "item 'q1' repeat 1 is recorded twice" in result.output
 
 
+@pytest.mark.parametrize("suffix, text", [("jsonl", '{"id": "q1", "input": "x", "score": 1, "repeat": 9007199254740993}\n'),
+                                          ("csv", "id,input,score,repeat\nq1,x,1,9007199254740993\n")])
+def test_a_repeat_past_2_to_the_53_is_recorded_exactly(import_project, cli, tmp_path, suffix, text):
+    """A repeat read through a float came back one less (2**53 + 1 is no float): silently another case."""
+    source = tmp_path / f"big.{suffix}"
+    source.write_text(text, encoding="utf-8")
+    assert cli("import", suffix, str(source)).exit_code == 0
+    (run,) = runs_by_arm(import_project).values()
+    assert [case["repeat"] for case in run.cases] == [2**53 + 1]
+
+
 @pytest.mark.parametrize("repeats", [(None, 0), (0, None), (None, None, 1)], ids=["arrival-then-0", "0-then-arrival",
                                                                                 "arrivals-then-1"])
 def test_a_repeat_given_and_also_reached_by_arrival_is_refused(import_project, cli, tmp_path, repeats):

@@ -23,7 +23,6 @@ from evalsite.errors import SourceError
 from evalsite.execute.importers.jsonstream import JsonLines, RunShare
 from evalsite.execute.importers.plain_lane import (
     ARM_FIELD,
-    EXACT_INTEGERS,
     SCORE_FIELD,
     SCORE_KIND,
     SCORE_PREFIX,
@@ -294,8 +293,10 @@ def _number(row: JSONObject, field: str, where: str) -> float | None:
 
 def _integer(row: JSONObject, field: str, where: str) -> int | None:
     value = row.get(field)
-    if value is None or (type(value) is int and -EXACT_INTEGERS <= value <= EXACT_INTEGERS):
-        return value  # what the float round trip below gives back unchanged
+    if value is None or type(value) is int:
+        return value  # exactly (checked_case bounds it); a float would round one past 2**53
+    if type(value) is str and value.strip().isascii() and value.strip().isdigit():
+        return int(value)  # a CSV cell's whole number, exactly too
     number = _number(row, field, where)
     if number is not None and not number.is_integer():
         raise SourceError(f"{where}: field {field!r} is {row[field]!r}, not a whole number")
