@@ -257,3 +257,10 @@ def test_a_line_that_is_not_an_object_is_named_by_its_json_type(import_project, 
     result = cli("import", "jsonl", str(path))
     assert (result.exit_code, result.output) == (1, f"Error: {path}: line 2: {kind}, expected a JSON object\n")
 
+
+
+def test_an_empty_arm_from_is_a_usage_error_not_the_default_arm(import_project, cli, tmp_path):
+    source = write_jsonl(tmp_path / "rows.jsonl", [{"id": "q1", "input": "x", "score": 1, "model": "a"}])
+    result = cli("import", "jsonl", str(source), "--arm-from", "")
+    assert result.exit_code == 2 and "Invalid value for '--arm-from': names no field" in result.output
+    assert not (import_project / "runs").exists() or not any((import_project / "runs").iterdir())

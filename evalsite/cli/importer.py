@@ -27,12 +27,19 @@ def _regular_file(ctx: click.Context, param: click.Parameter, value: Path | None
     return value
 
 
+def _field(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """An empty --arm-from (an unset variable in a script) would leave the arms to the default silently."""
+    if value is not None and not value.strip():
+        raise click.BadParameter("names no field; give the dotted source field that names the arm")
+    return value
+
+
 @click.command("import")
 @click.argument("format_name", metavar="FORMAT", callback=_known_format)
 @click.argument("paths", metavar="PATH...", nargs=-1, required=True,
                 type=click.Path(exists=True, path_type=Path))
 @click.option("--dataset", "dataset_name", metavar="NAME", help="Dataset name in the dataset id (default: imported).")
-@click.option("--arm-from", "arm_field", metavar="FIELD", help="Dotted source field that names the arm.")
+@click.option("--arm-from", "arm_field", metavar="FIELD", callback=_field, help="Dotted source field that names the arm.")
 @click.option("--scorer-file", type=click.Path(exists=True, dir_okay=False, path_type=Path), callback=_regular_file,
               help="The code that produced the scores; its hash goes into every evaluator version.")
 @click.option("--again", is_flag=True, help="Import a file even if it was imported before.")
