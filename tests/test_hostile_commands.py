@@ -245,3 +245,18 @@ def test_a_number_option_that_is_not_finite_is_a_usage_error_naming_it(project, 
     assert result.exit_code == 2, result.output
     assert f"Invalid value for '{option}'" in result.output and "is not a finite number" in result.output
     assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("location, found", [("no-such-runs", "no such folder"), ("evalsite.toml", "not a folder")])
+def test_a_runs_location_that_is_no_folder_is_one_line_not_an_empty_project(project, cli, monkeypatch, location, found):
+    """--runs (or EVALSITE_RUNS, or [store] runs) naming a missing folder or a file read as a
+    project with no runs: an empty leaderboard, a site of no runs, after a typo."""
+    (project / "evalsite.toml").touch()
+    for command in (("--runs", location, "runs"), ("--runs", location, "leaderboard"), ("--runs", location, "build")):
+        result = cli(*command)
+        assert result.exit_code == 1, result.output
+        assert result.output == f"Error: runs location {location}: {found} ({project / location})\n"
+    monkeypatch.setenv("EVALSITE_RUNS", location)
+    assert cli("show", run_ids(project)[0]).exit_code == 1
+    monkeypatch.delenv("EVALSITE_RUNS")
+    assert cli("--runs", "runs", "runs").exit_code == 0

@@ -26,7 +26,7 @@ from evalsite.cli.lean import (
     httpx_without_its_command_line,
     pyarrow_without_pandas,
 )
-from evalsite.errors import EvalsiteError
+from evalsite.errors import EvalsiteError, ProjectError
 
 
 @dataclass(frozen=True)
@@ -199,7 +199,11 @@ def _refresh_store() -> None:
     from evalsite.project import find_project
 
     project = find_project()
-    if "://" in (project.runs_location or ""):  # imports fsspec and DuckDB only for a store
+    location = project.runs_location or ""
+    if "://" in location:  # imports fsspec and DuckDB only for a store
         from evalsite.analysis.remote import refresh_project_store
 
         refresh_project_store(project)
+    elif location and not project.runs_dir.is_dir():  # a typo would read as a project with no runs
+        found = "not a folder" if project.runs_dir.exists() else "no such folder"
+        raise ProjectError(f"runs location {location}: {found} ({project.runs_dir})")
