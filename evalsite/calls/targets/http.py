@@ -376,7 +376,11 @@ def aiohttp_transport(max_connections: int, proxy: httpx.Proxy | None = None, *,
 
 
 class _AiohttpTransport(AiohttpTransport):
-    """httpx-aiohttp 0.2 reports a refused connection as ``ConnectTimeout``; it is a ConnectError."""
+    """httpx-aiohttp 0.2 reports a refused connection as ``ConnectTimeout``; it is a ConnectError.
+    A reply that is not HTTP (a bad status line, a header past aiohttp's limits, a bad
+    ``Content-Length``) reaches it as aiohttp's ``ClientResponseError`` (status 400, the URL with
+    its query): it is httpx's ``RemoteProtocolError``, as httpx's own transport words it, so it is a
+    connection error like any other (retried, the URL's credentials redacted)."""
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         try:
@@ -386,6 +390,9 @@ class _AiohttpTransport(AiohttpTransport):
             if isinstance(cause, aiohttp.ClientConnectorError) and not isinstance(cause, TimeoutError):
                 raise httpx.ConnectError(str(exc), request=request) from cause
             raise
+        except aiohttp.ClientResponseError as exc:
+            message = " ".join(exc.message.split())
+            raise httpx.RemoteProtocolError(f"the reply is not valid HTTP: {message}", request=request) from exc
 
 
 def header(headers: httpx.Headers, name: str) -> str | None:

@@ -1,0 +1,78 @@
+"""Hostile replies to ``evalsite run``: a real server on 127.0.0.1 answers each question with the
+raw bytes the test gives it (not HTTP at all, a header past every limit, JSON nested past Python's
+limit…), and a python target returns or raises what no sane function would. Every one must be
+that case's error, in words naming the reply, the run going on to its end."""
+
+from __future__ import annotations
+
+import json
+import socketserver
+import threading
+from collections.abc import Iterator
+
+import pytest
+from fakeserver import openai_body
+from runner_support import only_run, write_experiment
+
+
+def http_reply(body: bytes, status: str = "200 OK", headers: dict[str, str] | None = None) -> bytes:
+    head = {"Content-Type": "application/json", "Content-Length": str(len(body)), **(headers or {})}
+    return f"HTTP/1.1 {status}\r\n".encode() + b"".join(f"{k}: {v}\r\n".encode() for k, v in head.items()) + b"\r\n" + body
+
+
+def answer(text: str) -> bytes:
+    return http_reply(json.dumps(openai_body("m", text, {}, {"in": 1, "out": 2})).encode())
+
+
+#: question → the bytes the server writes back (then it closes the connection)
+REPLIES = {
+    "ok": answer("fine"),
+    "not http": b"\x00\x01\x02 not http\r\n\r\n",
+    "bad length": b"HTTP/1.1 200 OK\r\nContent-Length: abc\r\n\r\n{}",
+    "long header": b"HTTP/1.1 200 OK\r\nX-Pad: " + b"v" * 20_000 + b"\r\nContent-Length: 2\r\n\r\n{}",
+}
+
+
+class Handler(socketserver.StreamRequestHandler):
+    def handle(self) -> None:
+        length = 0
+        while (line := self.rfile.readline()) not in (b"\r\n", b""):
+            name, _, value = line.partition(b":")
+            if name.strip().lower() == b"content-length":
+                length = int(value)
+        question = json.loads(self.rfile.read(length))["messages"][-1]["content"]
+        self.wfile.write(REPLIES[question])
+
+
+class RawServer(socketserver.ThreadingTCPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+
+@pytest.fixture(scope="module")
+def raw_server() -> Iterator[str]:
+    server = RawServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def run_cases(root, cli, base_url: str, questions: list[str]) -> dict[str, dict]:
+    rows = [{"id": f"q{n}", "input": question, "expected": "fine"} for n, question in enumerate(questions)]
+    arm = {"id": "gpt", "target": "openai:m", "settings": {"base_url": base_url}}
+    result = cli("run", write_experiment(root, rows, [arm], schedule={"backoff_s": 0.01, "max_backoff_s": 0.02}))
+    assert "Traceback" not in result.output
+    run = only_run(root)
+    assert run.footer is not None and run.footer.status == "completed", result.output
+    return {case["input"]: case for case in run.cases}
+
+
+@pytest.mark.parametrize("question", ["not http", "bad length", "long header"])
+def test_a_reply_that_is_not_http_is_a_connection_error_without_the_urls_key(runner_project, cli, raw_server, question):
+    cases = run_cases(runner_project, cli, f"http://{raw_server}/v1?key=zq9", [question, "ok"])
+    error = cases[question]["error"]
+    assert error.startswith("connection error: RemoteProtocolError: the reply is not valid HTTP: "), error
+    assert "(3 attempts)" in error  # retried, as a broken connection is
+    assert "zq9" not in error and "400" not in error  # the short key of the URL, aiohttp's made-up status
+    assert cases["ok"]["output"] == "fine"
