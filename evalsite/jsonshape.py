@@ -17,6 +17,17 @@ def mapping(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def as_text(value: Any) -> str:
+    """A value JSON has no type for (bytes, a set, a project's object), written as its ``str``: the
+    ``default`` of every encoder of a run's records. An object whose ``__str__`` raises (a project's
+    class whose ``__init__`` skipped what ``__str__`` reads) is written as a placeholder naming its
+    type and the exception, so one bad value never stops a run mid-way."""
+    try:
+        return str(value)
+    except Exception as exc:  # a project's own __str__ may raise anything
+        return f"<{type(value).__name__} object: str() raised {type(exc).__name__}>"
+
+
 def field_at(value: Any, dotted: str) -> Any:
     """The value at a dotted path through objects and lists (``choices.0.text``), or :data:`MISSING`."""
     for part in dotted.split("."):

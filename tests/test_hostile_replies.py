@@ -76,3 +76,27 @@ def test_a_reply_that_is_not_http_is_a_connection_error_without_the_urls_key(run
     assert "(3 attempts)" in error  # retried, as a broken connection is
     assert "zq9" not in error and "400" not in error  # the short key of the URL, aiohttp's made-up status
     assert cases["ok"]["output"] == "fine"
+
+
+BROKEN_OUTPUTS = '''
+class Unprintable:
+    def __str__(self):
+        raise RuntimeError("no text")
+
+
+def answer(input):
+    return {"object": Unprintable(), "in a list": ["fine", Unprintable()]}.get(input, "fine")
+'''
+
+
+def test_an_output_whose_str_raises_is_recorded_and_the_run_goes_on(runner_project, cli):
+    (runner_project / "unprintable_outputs.py").write_text(BROKEN_OUTPUTS)
+    rows = [{"id": f"q{n}", "input": question, "expected": "fine"} for n, question in enumerate(["object", "in a list", "ok"])]
+    result = cli("run", write_experiment(runner_project, rows, [{"id": "py", "target": "python:unprintable_outputs:answer"}]))
+    assert "Traceback" not in result.output
+    run = only_run(runner_project)
+    assert run.footer is not None and run.footer.status == "completed"
+    cases = {case["input"]: case for case in run.cases}
+    assert cases["object"]["output"] == "<Unprintable object: str() raised RuntimeError>"
+    assert cases["in a list"]["output"] == ["fine", "<Unprintable object: str() raised RuntimeError>"]
+    assert cases["ok"]["output"] == "fine"

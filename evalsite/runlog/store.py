@@ -35,7 +35,7 @@ from typing import Any, TextIO
 import orjson
 
 from evalsite.errors import RunLogError
-from evalsite.jsonshape import as_unicode, escaped_lone_surrogate
+from evalsite.jsonshape import as_text, as_unicode, escaped_lone_surrogate
 from evalsite.runlog.digests import kept_sha256
 from evalsite.runlog.records import (
     FORMAT_VERSION,
@@ -70,7 +70,7 @@ OPTIONAL_CASE_FIELDS = ("attempts", "transcript", "turn_outputs", "scoring_cost_
 #: records appended one at a time whose types and keys are checked together (:func:`checked_fields`):
 #: a field at a time over a batch costs a third of checking each record as it comes
 CHECK_BATCH = 1024
-_CASE_LINE = json.JSONEncoder(ensure_ascii=False, default=str)  # json.dumps(case, ensure_ascii=False, default=str)
+_CASE_LINE = json.JSONEncoder(ensure_ascii=False, default=as_text)  # json.dumps(case, ensure_ascii=False, default=as_text)
 #: orjson writes a case line ~10x faster; every value it would write otherwise than the stdlib
 #: encoder above (a subclass of str/int/dict/list, a dataclass, a datetime, an integer past 64 bits,
 #: a key that is not text, any type it does not know) is handed to ``_refuse``, and the whole line
