@@ -28,6 +28,13 @@ def as_text(value: Any) -> str:
         return f"<{type(value).__name__} object: str() raised {type(exc).__name__}>"
 
 
+def described(exc: BaseException) -> str:
+    """``Type: message`` of an exception a project's code raised, for a case's or a score's error;
+    one whose ``__str__`` raises is described by :func:`as_text` (``Type: <Type object: str()
+    raised …>``), never left to escape the ``except`` that caught it."""
+    return f"{type(exc).__name__}: {as_text(exc)}"
+
+
 def field_at(value: Any, dotted: str) -> Any:
     """The value at a dotted path through objects and lists (``choices.0.text``), or :data:`MISSING`."""
     for part in dotted.split("."):

@@ -100,3 +100,42 @@ def test_an_output_whose_str_raises_is_recorded_and_the_run_goes_on(runner_proje
     assert cases["object"]["output"] == "<Unprintable object: str() raised RuntimeError>"
     assert cases["in a list"]["output"] == ["fine", "<Unprintable object: str() raised RuntimeError>"]
     assert cases["ok"]["output"] == "fine"
+
+
+BROKEN_EXCEPTIONS = '''
+class Unprintable(Exception):
+    def __str__(self):
+        raise AttributeError("message")
+
+
+class Worse(Exception):
+    def __str__(self):
+        raise Unprintable()
+
+
+def answer(input):
+    if input == "raise":
+        raise Worse()
+    return "fine"
+
+
+def score(output):
+    if output == "fine":
+        raise Worse()
+    return 1.0
+'''
+
+
+def test_an_exception_whose_str_raises_is_the_case_error_and_the_run_goes_on(runner_project, cli):
+    (runner_project / "unprintable_errors.py").write_text(BROKEN_EXCEPTIONS)
+    rows = [{"id": "q0", "input": "raise", "expected": "fine"}, {"id": "q1", "input": "ok", "expected": "fine"}]
+    manifest = write_experiment(runner_project, rows, [{"id": "py", "target": "python:unprintable_errors:answer"}],
+                                evaluators=[{"type": "python:unprintable_errors:score"}])
+    result = cli("run", manifest)
+    assert "Traceback" not in result.output
+    run = only_run(runner_project)
+    assert run.footer is not None and run.footer.status == "completed", result.output
+    cases = {case["input"]: case for case in run.cases}
+    assert cases["raise"]["error"] == "Worse: <Worse object: str() raised Unprintable>"
+    (score,) = cases["ok"]["scores"]
+    assert score["error"].endswith("Worse: <Worse object: str() raised Unprintable>"), score

@@ -32,6 +32,7 @@ from evalsite.calls.context import CallContext
 from evalsite.calls.targets import TargetRequest, TargetResult, TransientTargetError
 from evalsite.calls.targets.base import Target
 from evalsite.errors import ManifestError, TargetError
+from evalsite.jsonshape import described
 
 DEFAULTS = {"timeout_s": 60.0, "max_attempts": 3, "backoff_s": 1.0, "max_backoff_s": 60.0}
 RETRY_AFTER_LIMIT = 600.0  # a provider asking for a longer wait fails the case instead
@@ -197,7 +198,7 @@ async def call_with_retries(
             transient, wait_at_least = str(exc), exc.retry_after
             request_ids += [exc.request_id] if exc.request_id else []
         except Exception as exc:  # a target's own bug fails this case, not the run
-            result = TargetResult(error=f"{type(exc).__name__}: {exc}")
+            result = TargetResult(error=described(exc))
         latency_ms = (time.perf_counter() - clock) * 1000
         if transient is None:
             if result.request_id:

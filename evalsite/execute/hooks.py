@@ -27,7 +27,7 @@ from evalsite.execute.artifacts import Scope, child_paths, level_artifacts
 from evalsite.execute.builtin_steps import STEPS, StepFailed
 from evalsite.experiment.manifest_shapes import OutputSchemaSpec
 from evalsite.experiment.pipeline import Pipeline, Step
-from evalsite.jsonshape import JSONObject
+from evalsite.jsonshape import JSONObject, described
 from evalsite.project import load_callable
 
 DEFAULT_STEP_TIMEOUT_S = 600.0
@@ -142,7 +142,7 @@ def _run_in_thread(step: Step, context: StepContext, functions: dict[str, StepFu
     except StepFailed as exc:
         error = str(exc)
     except Exception as exc:  # the step's own failure fails the step, never the harness
-        error = f"{type(exc).__name__}: {exc}"
+        error = described(exc)
         output.write(traceback.format_exc())
     _log(context, output.getvalue() + (f"FAILED: {error}\n" if error else ""))
     return error

@@ -26,7 +26,7 @@ from evalsite.calls.targets.base import (
     result_from_value,
 )
 from evalsite.errors import TargetError
-from evalsite.jsonshape import JSONObject
+from evalsite.jsonshape import JSONObject, described
 from evalsite.project import load_callable
 
 OFFERED = ("input", "row", "params", "repeat", "checkpoint")  # checkpoint: only on a checkpoint axis
@@ -70,7 +70,7 @@ class PythonTarget:
         except TransientTargetError:
             raise
         except Exception as exc:  # the user's function failed: record it on the case
-            return TargetResult(error=f"{type(exc).__name__}: {exc}")
+            return TargetResult(error=described(exc))
         return result_from_value(value)
 
     def renewed(self) -> PythonTarget:

@@ -22,7 +22,7 @@ from typing import Any, ClassVar, TypeVar
 from evalsite.calls.context import UNBOUNDED, Abandoned, CallContext
 from evalsite.errors import EvaluatorError
 from evalsite.experiment.manifest_shapes import EvaluatorSpec
-from evalsite.jsonshape import JSONObject
+from evalsite.jsonshape import JSONObject, described
 from evalsite.registry import Registry
 from evalsite.runlog.hashing import short_hash
 from evalsite.runlog.records import Score
@@ -193,7 +193,7 @@ class Evaluator:
         except Abandoned:  # the batch is stopping: the case stays unrecorded, a resume scores it
             raise
         except Exception as exc:
-            return self.error_score(f"{type(exc).__name__}: {exc}", case.turn)
+            return self.error_score(described(exc), case.turn)
         return self.to_score(outcome, case.turn)
 
     async def ascore(self, case: CaseView) -> list[Score]:
