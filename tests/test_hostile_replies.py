@@ -139,3 +139,11 @@ def test_an_exception_whose_str_raises_is_the_case_error_and_the_run_goes_on(run
     assert cases["raise"]["error"] == "Worse: <Worse object: str() raised Unprintable>"
     (score,) = cases["ok"]["scores"]
     assert score["error"].endswith("Worse: <Worse object: str() raised Unprintable>"), score
+
+
+def test_a_billed_cost_too_large_for_a_float_is_refused_by_value(runner_project, cli, raw_server):
+    body = json.dumps(openai_body("m", "fine", {}, {"in": 1, "out": 2})).replace('"usage": {', '"usage": {"cost": 1' + "0" * 400 + ", ")
+    REPLIES["huge cost"] = http_reply(body.encode())
+    cases = run_cases(runner_project, cli, f"http://{raw_server}/v1", ["huge cost", "ok"])
+    assert cases["huge cost"]["error"].startswith("target returned cost_usd=1000000"), cases["huge cost"]["error"]
+    assert cases["huge cost"]["cost_usd"] is None and cases["ok"]["error"] is None

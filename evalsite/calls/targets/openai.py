@@ -18,6 +18,7 @@ from evalsite.calls.targets.base import (
     TargetRequest,
     TargetResult,
     check_settings,
+    is_cost,
     register_target,
     text_or_none,
     token_count,
@@ -84,7 +85,8 @@ def parse_completion(data: JSONObject, billed_header: str | None, message: JSONO
 def billed_cost(in_usage: Any, in_header: str | None) -> float | None:
     """Cost the endpoint billed: ``usage.cost`` (OpenRouter) or LiteLLM's response-cost header."""
     if isinstance(in_usage, (int, float)) and not isinstance(in_usage, bool):
-        return float(in_usage)
+        # one out of range is kept as sent, for checked_result to refuse by value (float(10**400) raises)
+        return float(in_usage) if is_cost(in_usage) else in_usage
     try:
         return float(in_header) if in_header else None
     except ValueError:
