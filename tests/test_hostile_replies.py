@@ -147,3 +147,10 @@ def test_a_billed_cost_too_large_for_a_float_is_refused_by_value(runner_project,
     cases = run_cases(runner_project, cli, f"http://{raw_server}/v1", ["huge cost", "ok"])
     assert cases["huge cost"]["error"].startswith("target returned cost_usd=1000000"), cases["huge cost"]["error"]
     assert cases["huge cost"]["cost_usd"] is None and cases["ok"]["error"] is None
+
+
+def test_a_reply_nested_past_the_recursion_limit_is_named_as_such(runner_project, cli, raw_server):
+    REPLIES["deep"] = http_reply(b'{"choices": ' + b"[" * 100_000 + b"]" * 100_000 + b"}")
+    cases = run_cases(runner_project, cli, f"http://{raw_server}/v1", ["deep", "ok"])
+    assert cases["deep"]["error"] == "HTTP 200: the response's JSON is nested too deeply to read"
+    assert cases["ok"]["output"] == "fine"

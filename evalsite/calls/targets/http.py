@@ -186,6 +186,8 @@ class JsonClient:
         except ValueError:
             snippet = response.text[:ERROR_BODY_CHARS]
             return self.redact(f"HTTP {status}: the response is not JSON: {snippet!r}")
+        except RecursionError:  # json.loads past Python's recursion limit (orjson stops at 1,024 levels)
+            return f"HTTP {status}: the response's JSON is nested too deeply to read"
         if not isinstance(data, dict):
             return f"HTTP {status}: expected a JSON object, got {type(data).__name__}"
         return data, response.headers
