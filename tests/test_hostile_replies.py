@@ -154,3 +154,17 @@ def test_a_reply_nested_past_the_recursion_limit_is_named_as_such(runner_project
     cases = run_cases(runner_project, cli, f"http://{raw_server}/v1", ["deep", "ok"])
     assert cases["deep"]["error"] == "HTTP 200: the response's JSON is nested too deeply to read"
     assert cases["ok"]["output"] == "fine"
+
+
+def test_a_target_calling_sys_exit_fails_its_case_not_the_run(runner_project, cli):
+    """SystemExit is no Exception: a target calling sys.exit(3) ended the run as canceled, silently,
+    with no case recorded."""
+    (runner_project / "exiting.py").write_text("import sys\n\ndef answer(input):\n"
+                                                "    if input == 'exit':\n        sys.exit(3)\n    return 'fine'\n")
+    rows = [{"id": "q0", "input": "exit", "expected": "fine"}, {"id": "q1", "input": "ok", "expected": "fine"}]
+    manifest = write_experiment(runner_project, rows, [{"id": "py", "target": "python:exiting:answer"}])
+    result = cli("run", manifest)
+    run = only_run(runner_project)
+    assert run.footer is not None and run.footer.status == "completed", result.output
+    cases = {case["input"]: case for case in run.cases}
+    assert cases["exit"]["error"] == "SystemExit: 3" and cases["ok"]["output"] == "fine"

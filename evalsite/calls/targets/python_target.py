@@ -69,7 +69,7 @@ class PythonTarget:
                 value = await asyncio.to_thread(self.function, **self._arguments(request))
         except TransientTargetError:
             raise
-        except Exception as exc:  # the user's function failed: record it on the case
+        except (Exception, SystemExit) as exc:  # the user's function failed (sys.exit() too): record it on the case
             return TargetResult(error=described(exc))
         return result_from_value(value)
 
