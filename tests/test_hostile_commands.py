@@ -251,6 +251,7 @@ def test_a_number_option_that_is_not_finite_is_a_usage_error_naming_it(project, 
 def test_a_runs_location_that_is_no_folder_is_one_line_not_an_empty_project(project, cli, monkeypatch, location, found):
     """--runs (or EVALSITE_RUNS, or [store] runs) naming a missing folder or a file read as a
     project with no runs: an empty leaderboard, a site of no runs, after a typo."""
+    monkeypatch.setenv("EVALSITE_RUNS", "")  # the CLI sets it from --runs, in this process: put back after the test
     (project / "evalsite.toml").touch()
     for command in (("--runs", location, "runs"), ("--runs", location, "leaderboard"), ("--runs", location, "build")):
         result = cli(*command)
@@ -258,5 +259,5 @@ def test_a_runs_location_that_is_no_folder_is_one_line_not_an_empty_project(proj
         assert result.output == f"Error: runs location {location}: {found} ({project / location})\n"
     monkeypatch.setenv("EVALSITE_RUNS", location)
     assert cli("show", run_ids(project)[0]).exit_code == 1
-    monkeypatch.delenv("EVALSITE_RUNS")
+    monkeypatch.setenv("EVALSITE_RUNS", "")
     assert cli("--runs", "runs", "runs").exit_code == 0
