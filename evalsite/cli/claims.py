@@ -20,7 +20,18 @@ from evalsite.analysis.claims import (
 from evalsite.analysis.markdown import MARKS, claims_markdown
 from evalsite.analysis.rows import pick_rows
 from evalsite.cli.console import paint
-from evalsite.cli.export import CSV, HTML, JSON, JUNIT, MARKDOWN, OutputFile, Result, output_option, write_output
+from evalsite.cli.export import (
+    CSV,
+    HTML,
+    JSON,
+    JUNIT,
+    MARKDOWN,
+    OutputFile,
+    Result,
+    output_option,
+    project_input_refused,
+    write_output,
+)
 from evalsite.cli.output import print_json
 from evalsite.project import find_project
 
@@ -32,9 +43,10 @@ CLAIM_COLUMNS = {"file": "file", "line": "line", "kind": "kind", "status": "stat
 @click.command("check-claims")
 @click.argument("files", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Print every claim's verdict as JSON.")
-@click.option("--summary", "summary_file", type=click.Path(path_type=Path),
+@click.option("--summary", "summary_file", type=click.Path(path_type=Path), callback=project_input_refused,
               help="Append a markdown summary here (also to $GITHUB_STEP_SUMMARY when set).")
-@click.option("--junit", "junit_file", type=click.Path(path_type=Path), help="Write JUnit XML, one test per claim.")
+@click.option("--junit", "junit_file", type=click.Path(path_type=Path), callback=project_input_refused,
+              help="Write JUnit XML, one test per claim.")
 @output_option("check-claims", JSON, CSV, MARKDOWN, JUNIT, HTML)
 def check_claims_command(files: tuple[Path, ...], as_json: bool, summary_file: Path | None, junit_file: Path | None,
                          output: OutputFile | None) -> None:

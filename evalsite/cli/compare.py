@@ -15,7 +15,17 @@ from evalsite.analysis.markdown import compare_markdown
 from evalsite.analysis.wording import p_clause
 from evalsite.cli.complete import complete_runs
 from evalsite.cli.console import paint
-from evalsite.cli.export import CSV, HTML, JSON, MARKDOWN, OutputFile, Result, output_option, write_output
+from evalsite.cli.export import (
+    CSV,
+    HTML,
+    JSON,
+    MARKDOWN,
+    OutputFile,
+    Result,
+    output_option,
+    project_input_refused,
+    write_output,
+)
 from evalsite.cli.fit import fitted, wide_option
 from evalsite.cli.output import LISTED, Listed, first, format_value, joined, left_out, print_json, warn_unreadable_runs
 from evalsite.cli.params import LEVEL, NOT_NEGATIVE
@@ -58,7 +68,7 @@ ALL_OF_THEM = "--all, --json or --output FILE.json"
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("--all", "show_all", is_flag=True,
               help=f"List every item and id (default: the first {LISTED} of each list, then how many more).")
-@click.option("--summary", "summary_file", type=click.Path(path_type=Path),
+@click.option("--summary", "summary_file", type=click.Path(path_type=Path), callback=project_input_refused,
               help="Append a markdown summary here (also to $GITHUB_STEP_SUMMARY when set).")
 @output_option("compare", JSON, CSV, MARKDOWN, HTML)
 @wide_option

@@ -14,6 +14,7 @@ import csv
 import html
 import io
 import logging
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +26,7 @@ from evalsite.analysis.ci_files import TestOutcome, junit_xml, markdown_table, w
 from evalsite.analysis.rows import cell, column_names, html_table
 from evalsite.cli.output import json_text
 from evalsite.errors import OutputError
+from evalsite.project import find_project
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +71,30 @@ def output_file(path: Path, command: str, extensions: Sequence[str]) -> OutputFi
         raise OutputError(f"{path}: {what}; {command} -o writes {', '.join(extensions)}")
     if not path.parent.is_dir():  # refused before the command spends anything
         raise OutputError(f"{path}: the folder {path.parent} does not exist")
-    return OutputFile(path, extension)
+    return OutputFile(not_a_project_input(path, "-o"), extension)
+
+
+def not_a_project_input(path: Path, option: str) -> Path:
+    """``path``, unless writing it (``-o``, ``--junit``, ``--summary``) would replace or append to one of
+    the project's inputs: ``evalsite.toml`` or a file under its runs, data or experiments folder (a
+    run's ``run.json``, a ``.csv`` or ``.json`` dataset). Symlinks are resolved, so a link to one is
+    refused too."""
+    project = find_project()
+    root, target = project.root.resolve(), Path(os.path.realpath(path))
+    if target == root / "evalsite.toml":
+        raise OutputError(f"{path}: {option} would overwrite the project's evalsite.toml; choose another file")
+    for folder in (project.runs_dir, project.local_runs_dir, project.data_dir, project.experiments_dir):
+        resolved = Path(os.path.realpath(folder))
+        if resolved == target or resolved in target.parents:
+            shown = project.relative(resolved)
+            raise OutputError(f"{path}: {option} would write into the project's {shown}/ folder, whose files are "
+                              "its runs, datasets and manifests; choose a file outside it")
+    return path
+
+
+def project_input_refused(context: click.Context, parameter: click.Parameter, value: Path | None) -> Path | None:
+    """A click callback: :func:`not_a_project_input` for a file option (``--junit``, ``--summary``)."""
+    return None if value is None else not_a_project_input(value, parameter.opts[0])
 
 
 def output_option(command: str, *extensions: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:

@@ -15,7 +15,18 @@ from evalsite.analysis.rows import pick_rows
 from evalsite.api import BatchResult, CacheMode, Depth, Executor, FailOn, Until, run_experiment
 from evalsite.cli.complete import complete_runs
 from evalsite.cli.console import CONSOLE, info
-from evalsite.cli.export import CSV, HTML, JSON, JUNIT, MARKDOWN, OutputFile, Result, output_option, write_output
+from evalsite.cli.export import (
+    CSV,
+    HTML,
+    JSON,
+    JUNIT,
+    MARKDOWN,
+    OutputFile,
+    Result,
+    output_option,
+    project_input_refused,
+    write_output,
+)
 from evalsite.cli.output import print_json, print_table, warn
 from evalsite.cli.params import NOT_NEGATIVE
 from evalsite.cli.run_report import report_batch, report_failures, resume_line
@@ -138,9 +149,9 @@ RUN_COLUMNS = {name: name for name in ("run_id", "arm", "status", "cases", "erro
 @click.option("--shards", type=click.IntRange(min=1), help="How many shards --executor ray splits the plan into (default 2).")
 @click.option("--build", "build_after", is_flag=True, help="Build the site afterwards.")
 @click.option("--json", "as_json", is_flag=True, help="Print the run summaries (or the dry-run estimate) as JSON.")
-@click.option("--summary", "summary_file", type=click.Path(path_type=Path),
+@click.option("--summary", "summary_file", type=click.Path(path_type=Path), callback=project_input_refused,
               help="Append a markdown summary here (also to $GITHUB_STEP_SUMMARY when set).")
-@click.option("--junit", "junit_file", type=click.Path(path_type=Path),
+@click.option("--junit", "junit_file", type=click.Path(path_type=Path), callback=project_input_refused,
               help="Write JUnit XML: one test case per arm and item.")
 @output_option("run", JSON, CSV, MARKDOWN, JUNIT, HTML)
 @click.pass_context

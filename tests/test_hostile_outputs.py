@@ -1,0 +1,55 @@
+"""Hostile paths for what evalsite writes (``-o``, ``--junit``, ``--summary``, ``init``, the site
+folder): each refusal is one line naming the culprit, never a traceback, and overwrites nothing."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from hostile_support import make_project
+
+
+@pytest.fixture(scope="module")
+def pristine(cli, tmp_path_factory) -> Path:
+    """The two-arm project run once per module; tests use copies of it."""
+    return make_project(cli, tmp_path_factory.mktemp("hostile-outputs") / "p")
+
+
+@pytest.fixture
+def project(pristine, tmp_path, monkeypatch) -> Path:
+    copy = tmp_path / "p"
+    shutil.copytree(pristine, copy)
+    monkeypatch.chdir(copy)
+    return copy
+
+
+def project_files(root: Path) -> dict[str, bytes]:
+    """Every file of the project's inputs: evalsite.toml, runs/, data/ and experiments/."""
+    files = [root / "evalsite.toml", *(path for folder in ("runs", "data", "experiments") for path in (root / folder).rglob("*"))]
+    return {path.relative_to(root).as_posix(): path.read_bytes() for path in files if path.is_file()}
+
+
+@pytest.mark.parametrize("command, culprit", [
+    (("leaderboard", "-o", "runs/RUN/run.json"), "-o would write into the project's runs/ folder"),
+    (("show", "RUN", "-o", "runs/RUN/end.json"), "-o would write into the project's runs/ folder"),
+    (("leaderboard", "-o", "data/rows.csv"), "-o would write into the project's data/ folder"),
+    (("leaderboard", "-o", "link.json"), "-o would write into the project's runs/ folder"),
+    (("check-claims", "--junit", "data/d.jsonl"), "--junit would write into the project's data/ folder"),
+    (("compare", "RUN", "--summary", "experiments/e.yaml"), "--summary would write into the project's experiments/ folder"),
+    (("check-claims", "--summary", "evalsite.toml"), "--summary would overwrite the project's evalsite.toml"),
+])
+def test_a_file_option_naming_one_of_the_project_s_inputs_is_refused_and_overwrites_nothing(project, cli, command, culprit):
+    """-o replaced a run's run.json (the run vanished from every listing) or a .csv/.json dataset with a
+    leaderboard; --junit replaced a dataset with XML; --summary appended markdown to evalsite.toml or a
+    manifest, so every later command failed on invalid TOML. All silently, exit 0."""
+    run = sorted(path.name for path in (project / "runs").iterdir())[0]
+    (project / "evalsite.toml").write_text("[site]\nredact = false\n")
+    (project / "data/rows.csv").write_text("id,input\nq0,hello\n")
+    (project / "link.json").symlink_to(project / "runs" / run / "run.json")
+    before = project_files(project)
+    result = cli(*(part.replace("RUN", run) for part in command))
+    path = next(part for part in command if "/" in part or "." in part).replace("RUN", run)
+    assert result.exit_code == 1 and result.output.startswith(f"Error: {path}: {culprit}"), result.output
+    assert len(result.output.splitlines()) == 1
+    assert project_files(project) == before
