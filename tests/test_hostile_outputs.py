@@ -53,3 +53,27 @@ def test_a_file_option_naming_one_of_the_project_s_inputs_is_refused_and_overwri
     assert result.exit_code == 1 and result.output.startswith(f"Error: {path}: {culprit}"), result.output
     assert len(result.output.splitlines()) == 1
     assert project_files(project) == before
+
+
+@pytest.mark.parametrize("plant, message", [
+    ({"p": "dangling"}, "p: exists and is not a folder"),
+    ({"p/data": "file"}, "p/data: exists and is not a folder"),
+    ({"p/runs": "file"}, "p/runs: exists and is not a folder"),
+    ({"p/evalsite.toml": "dangling"}, "p/evalsite.toml already exists"),
+    ({"f": "file"}, "f/p/runs: evalsite init cannot write it: Not a directory"),
+])
+def test_init_where_something_is_in_the_way_writes_nothing_and_is_one_line(cli, tmp_path, monkeypatch, plant, message):
+    """A dangling symlink (the folder, or a file of the scaffold) or a file where the scaffold makes a
+    folder was a FileExistsError or NotADirectoryError traceback, after part of the scaffold was written;
+    a dangling evalsite.toml was written through, to wherever it pointed."""
+    monkeypatch.chdir(tmp_path)
+    for name, kind in plant.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        if kind == "file":
+            (tmp_path / name).write_text("mine\n")
+        else:
+            (tmp_path / name).symlink_to(tmp_path / "elsewhere" / "x")
+    before = sorted(path.relative_to(tmp_path).as_posix() for path in tmp_path.rglob("*"))
+    result = cli("init", "f/p" if "f" in plant else "p")
+    assert result.exit_code == 1 and result.output.startswith(f"Error: {message}") and len(result.output.splitlines()) == 1
+    assert sorted(path.relative_to(tmp_path).as_posix() for path in tmp_path.rglob("*")) == before

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -52,12 +53,19 @@ def scaffold_files(schema: str, install: str | None = None) -> dict[Path, str]:
 def init_project(root: Path, schema: str, install: str | None = None) -> ScaffoldReport:
     """Write the scaffold into ``root``; refuses, naming the file, if any of them exists already."""
     files = scaffold_files(schema, install)
-    existing = [path for path in files if (root / path).exists()]
+    existing = [path for path in files if os.path.lexists(root / path)]  # a dangling symlink too: never written through
     if existing:
         raise ProjectError(f"{root / existing[0]} already exists; evalsite init never overwrites (pick an empty folder)")
-    (root / "runs").mkdir(parents=True, exist_ok=True)
-    for path, text in files.items():
-        target = root / path
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text, encoding="utf-8")
+    folders = sorted({Path("runs"), *(folder for path in files for folder in path.parents)})
+    in_the_way = [root / folder for folder in folders if os.path.lexists(root / folder) and not (root / folder).is_dir()]
+    if in_the_way:  # checked before anything is written: init writes the whole scaffold or nothing
+        raise ProjectError(f"{in_the_way[0]}: exists and is not a folder; evalsite init never overwrites (pick an empty folder)")
+    try:
+        (root / "runs").mkdir(parents=True, exist_ok=True)
+        for path, text in files.items():
+            target = root / path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise ProjectError(f"{exc.filename}: evalsite init cannot write it: {exc.strerror}") from None
     return ScaffoldReport(root, [path.as_posix() for path in files])
