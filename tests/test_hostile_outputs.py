@@ -77,3 +77,29 @@ def test_init_where_something_is_in_the_way_writes_nothing_and_is_one_line(cli, 
     result = cli("init", "f/p" if "f" in plant else "p")
     assert result.exit_code == 1 and result.output.startswith(f"Error: {message}") and len(result.output.splitlines()) == 1
     assert sorted(path.relative_to(tmp_path).as_posix() for path in tmp_path.rglob("*")) == before
+
+
+@pytest.mark.parametrize("plant, out, message", [
+    ("notes.txt", "notes.txt/site", "{root}/notes.txt/site: cannot make the folder: Not a directory"),
+    ("site/runs", "site", "{root}/site/runs: cannot make the folder: File exists"),
+    ("site/runs.html/", "site", "{root}/site/runs.html: cannot write: Is a directory"),
+])
+def test_a_file_or_folder_in_the_way_of_the_site_is_one_line_and_stays(project, cli, plant, out, message):
+    """--out under a file, a file where the site has a folder (site/runs) or a folder where it has a page
+    was a NotADirectoryError, FileExistsError or IsADirectoryError traceback (also from `serve`)."""
+    assert cli("build").exit_code == 0
+    target = project / plant.rstrip("/")
+    if target.is_dir():
+        shutil.rmtree(target)
+    else:
+        target.unlink(missing_ok=True)
+    if plant.endswith("/"):
+        (target / "mine").mkdir(parents=True)
+    else:
+        target.write_text("mine\n")
+    result = cli("build", "--full", "--out", out)
+    root = project.resolve()
+    assert result.exit_code == 1 and len(result.output.splitlines()) == 1, result.output
+    assert result.output.startswith(f"Error: {message.format(root=root)}; move what is in the way or choose another --out")
+    assert (target / "mine").is_dir() if plant.endswith("/") else target.read_text() == "mine\n"
+    assert not list(root.glob("site/.*.tmp"))

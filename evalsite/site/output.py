@@ -15,6 +15,7 @@ written or deleted; any other entry is ignored with a warning (see docs/security
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from dataclasses import dataclass, field
@@ -64,7 +65,7 @@ class SiteWriter:
             raise SiteError(f"{out_dir}: folder is not empty and was not built by evalsite; empty it or choose another --out")
         writer = cls(out_dir, warn_bytes)
         if not record.is_file():
-            out_dir.mkdir(parents=True, exist_ok=True)
+            _make_folder(out_dir)
             _write_record(record, {})
             return writer
         previous, ignored = _read_record(record)
@@ -90,7 +91,7 @@ class SiteWriter:
             if not self._inside(name):  # before any folder is made: a symlinked folder never leads one outside
                 raise SiteError(f"refusing to write {name!r}: a symlink in the site folder leads outside it")
             path = self.out_dir / name
-            path.parent.mkdir(parents=True, exist_ok=True)
+            _make_folder(path.parent)
             _replace(path, content)
         self.current[key] = JobRecord(input_hash, sorted(files))
         self.written += 1
@@ -127,7 +128,7 @@ class SiteWriter:
                 if name not in produced and self._inside(name) and (path.is_file() or path.is_symlink()):
                     path.unlink()
                     _prune_empty_parents(path, self.out_dir)
-        self.out_dir.mkdir(parents=True, exist_ok=True)
+        _make_folder(self.out_dir)
         _write_record(self.out_dir / BUILD_RECORD, self.current)
 
     def files(self) -> list[str]:
@@ -161,14 +162,29 @@ def _write_record(path: Path, jobs: dict[str, JobRecord]) -> None:
     _replace(path, (json.dumps(record, indent=1, sort_keys=True) + "\n").encode("utf-8"))
 
 
+def _make_folder(folder: Path) -> None:
+    """``folder`` and its parents, or :class:`SiteError` (a file in the way, a folder under a file)."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise SiteError(f"{folder}: cannot make the folder: {exc.strerror or exc}; move what is in the way "
+                        "or choose another --out") from None
+
+
 def _replace(path: Path, content: bytes) -> None:
     """Write through a fresh temporary file renamed over ``path``: a symlink planted at either name
-    is replaced, never written through."""
+    is replaced, never written through. A failure (a folder in the way, a full disk) is a
+    :class:`SiteError` and leaves no temporary file."""
     temp = path.with_name(f".{path.name}.tmp")
-    temp.unlink(missing_ok=True)
-    with os.fdopen(os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666), "wb") as handle:
-        handle.write(content)
-    os.replace(temp, path)
+    try:
+        temp.unlink(missing_ok=True)
+        with os.fdopen(os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666), "wb") as handle:
+            handle.write(content)
+        os.replace(temp, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            temp.unlink(missing_ok=True)
+        raise SiteError(f"{path}: cannot write: {exc.strerror or exc}; move what is in the way or choose another --out") from None
 
 
 def _read_record(path: Path) -> tuple[dict[str, JobRecord], list[str]]:
