@@ -21,6 +21,7 @@ from compare_support import ARM_SOURCE, golden_rows, write_dataset
 from evaluator_support import PROJECT_MODULES
 from example_support import copy_example, forget_project_modules, run_example
 from fakeserver import FakeServer
+from hostile_support import make_project
 from hypothesis import HealthCheck, settings
 from study_support import STEPS, TARGET
 
@@ -41,6 +42,14 @@ def no_proxy_variables(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in PROXY_VARIABLES:
         monkeypatch.delenv(name, raising=False)
         monkeypatch.delenv(name.lower(), raising=False)
+
+
+@pytest.fixture(autouse=True)
+def no_runs_location(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Runs are read from each test's own project: ``--runs`` sets ``EVALSITE_RUNS`` in the process
+    that runs the command (a test's, through ``cli``), so it is cleared and put back around every test
+    (one test's --runs once leaked into every later test of its worker)."""
+    monkeypatch.delenv("EVALSITE_RUNS", raising=False)
 
 
 @pytest.fixture(autouse=True)
@@ -65,6 +74,24 @@ def cli() -> Cli:
     """The one CLI invoker: ``cli("run", ...)`` returns click's Result; ``cli.json(...)`` the parsed
     ``--json`` output of a command that must succeed. Exceptions escape (a traceback fails the test)."""
     return Cli()
+
+
+# The hostile-input project -------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def hostile_pristine(cli: Cli, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The two-arm project (``hostile_support.make_project``) run once per module; tests use copies of it."""
+    return make_project(cli, tmp_path_factory.mktemp("hostile") / "p")
+
+
+@pytest.fixture
+def hostile_project(hostile_pristine: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A private copy of ``hostile_pristine`` (two good runs) as the working folder, for the test to damage."""
+    copy = tmp_path / "p"
+    shutil.copytree(hostile_pristine, copy)
+    monkeypatch.chdir(copy)
+    return copy
 
 
 # The bundled example project -----------------------------------------------------------------------

@@ -4,25 +4,9 @@ the terminal): each refusal is one line naming the culprit, never a traceback, a
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
-from hostile_support import make_project
-
-
-@pytest.fixture(scope="module")
-def pristine(cli, tmp_path_factory) -> Path:
-    """The two-arm project run once per module; tests use copies of it."""
-    return make_project(cli, tmp_path_factory.mktemp("hostile-commands") / "p")
-
-
-@pytest.fixture
-def project(pristine, tmp_path, monkeypatch) -> Path:
-    copy = tmp_path / "p"
-    shutil.copytree(pristine, copy)
-    monkeypatch.chdir(copy)
-    return copy
 
 
 def run_ids(root: Path) -> list[str]:
@@ -33,22 +17,22 @@ def run_ids(root: Path) -> list[str]:
     (("runs", "--exclude", "RUN", "--reason", "scratch \udcff"), "exclude of RUN not recorded: reason 'scratch \\udcff'"),
     (("review", "import", "ratings.jsonl", "--reviewer", "\udcff"), "review of RUN not recorded: by '\\udcff'"),
 ])
-def test_command_line_text_that_is_not_utf8_is_refused_before_a_decision_is_written(project, cli, command, field):
+def test_command_line_text_that_is_not_utf8_is_refused_before_a_decision_is_written(hostile_project, cli, command, field):
     """A shell passes bytes that are not UTF-8 as lone surrogates (\\udcff for 0xff): appending such a
     reason or reviewer to runs/decisions.jsonl was a UnicodeEncodeError traceback."""
-    run = run_ids(project)[0]
+    run = run_ids(hostile_project)[0]
     Path("ratings.jsonl").write_text(f'{{"run_id": "{run}", "item_id": "q0", "repeat": 0, "rating": "pass"}}\n')
     result = cli(*(part.replace("RUN", run) for part in command))
     assert (result.exit_code, result.output) == (
         1, f"Error: {field.replace('RUN', run)} holds a lone surrogate \\udcff (bytes that are not UTF-8 text)\n")
-    assert not (project / "runs/decisions.jsonl").exists()
+    assert not (hostile_project / "runs/decisions.jsonl").exists()
 
 
 @pytest.mark.parametrize("command", [
     ("plan-size", "--delta", "0.1", "--sims", "10"), ("leaderboard",), ("rank-stability",), ("bootstrap", "@latest"),
     ("family-test", "a@latest", "--vs", "b@latest"), ("judge-agreement",),
 ])
-def test_a_negative_seed_is_a_usage_error_naming_the_option(project, cli, command):
+def test_a_negative_seed_is_a_usage_error_naming_the_option(hostile_project, cli, command):
     """numpy's generators take no negative seed: each of these ended in 'ValueError: expected
     non-negative integer' (a traceback, or plan-size's one line naming no option)."""
     result = cli(*command, "--seed", "-1")
@@ -62,7 +46,7 @@ def test_a_negative_seed_is_a_usage_error_naming_the_option(project, cli, comman
     ('[{"run_id": null}]', "each row must be an object whose run_id is a string"),
     ('{"run_id": "x"}', "each row must be an object whose run_id is a string"),
 ])
-def test_ci_summary_from_a_file_that_is_no_list_of_runs_is_one_line(project, cli, text, why):
+def test_ci_summary_from_a_file_that_is_no_list_of_runs_is_one_line(hostile_project, cli, text, why):
     """Deep nesting and a 5,000-digit integer were tracebacks; a null run_id was looked up as the run 'None'."""
     Path("runs.json").write_text(text)
     result = cli("ci", "summary", "--from", "runs.json", "-o", "summary.md", "--no-claims")
@@ -72,7 +56,7 @@ def test_ci_summary_from_a_file_that_is_no_list_of_runs_is_one_line(project, cli
 
 
 @pytest.mark.parametrize("command", [("review", "export", "--out"), ("schema", "--write")])
-def test_a_file_written_under_a_file_or_over_a_folder_is_one_line(project, cli, command):
+def test_a_file_written_under_a_file_or_over_a_folder_is_one_line(hostile_project, cli, command):
     """review export --out and schema --write made the file's folder with mkdir and wrote with
     write_text: a path under a file (FileExistsError) or a folder (IsADirectoryError) was a traceback."""
     Path("notes.txt").write_text("mine\n")
@@ -84,16 +68,16 @@ def test_a_file_written_under_a_file_or_over_a_folder_is_one_line(project, cli, 
     assert Path("notes.txt").read_text() == "mine\n" and Path("runs").is_dir()
 
 
-def test_compact_to_the_runs_folder_itself_is_refused_and_counts_stay_true(project, cli):
+def test_compact_to_the_runs_folder_itself_is_refused_and_counts_stay_true(hostile_project, cli):
     """Partitions written under runs/ itself are read beside the run folders they came from: every
     run was listed twice and every query counted its cases twice, silently."""
     cases = cli("query", "SELECT count(*) AS n FROM cases", "--json")
-    for folder in ("runs", "runs/", str(project / "runs")):
+    for folder in ("runs", "runs/", str(hostile_project / "runs")):
         result = cli("compact", "--to", folder)
         assert result.exit_code == 1, result.output
         assert result.output == (f"Error: compact --to {folder}: is the runs folder compacted from, whose readers would "
                                  "read each run twice (its folder and its partition); name another folder\n")
-    assert sorted(path.name for path in (project / "runs").iterdir()) == run_ids(project)
+    assert sorted(path.name for path in (hostile_project / "runs").iterdir()) == run_ids(hostile_project)
     assert cli("query", "SELECT count(*) AS n FROM cases", "--json").output == cases.output
 
 
@@ -101,38 +85,38 @@ def test_compact_to_the_runs_folder_itself_is_refused_and_counts_stay_true(proje
     ("", "compact --to: the folder is empty; name the folder to write partitions under"),
     ("notes.txt", "notes.txt/dataset=d@{id}/run={run}: cannot make the folder: Not a directory"),
 ])
-def test_compact_to_no_folder_is_one_line(project, cli, folder, message):
+def test_compact_to_no_folder_is_one_line(hostile_project, cli, folder, message):
     """An empty --to (an unset variable in a script) wrote partitions into the working folder; a
     file as --to was a NotADirectoryError traceback."""
     Path("notes.txt").write_text("mine\n")
-    run = run_ids(project)[0]
+    run = run_ids(hostile_project)[0]
     dataset = cli.json("show", run)["dataset_id"].removeprefix("d@")
     result = cli("compact", run, "--to", folder)
     assert (result.exit_code, result.output) == (1, f"Error: {message.format(id=dataset, run=run)}\n")
-    assert Path("notes.txt").read_text() == "mine\n" and not list(project.glob("dataset=*"))
+    assert Path("notes.txt").read_text() == "mine\n" and not list(hostile_project.glob("dataset=*"))
 
 
-def test_compact_to_never_writes_outside_its_folder_for_a_forged_dataset_id(project, cli, tmp_path):
+def test_compact_to_never_writes_outside_its_folder_for_a_forged_dataset_id(hostile_project, cli, tmp_path):
     """The partition's folder is named by the run.json's dataset id: one edited to hold '../' wrote
     the run's Parquet outside --to (found by the session's audit: dataset=x/../../escaped)."""
-    run = run_ids(project)[0]
-    header = project / "runs" / run / "run.json"
+    run = run_ids(hostile_project)[0]
+    header = hostile_project / "runs" / run / "run.json"
     data = json.loads(header.read_text())
     data["dataset"]["dataset_id"] = "x/../../escaped"
     header.write_text(json.dumps(data))
     result = cli("compact", run, "--to", "parts")
     assert result.exit_code == 1 and len(result.output.splitlines()) == 1, result.output
     assert result.output.startswith(f"Error: '{run}': its dataset_id 'x/../../escaped' cannot name a folder"), result.output
-    assert not (project / "escaped").exists() and not list(project.rglob("*.parquet"))
+    assert not (hostile_project / "escaped").exists() and not list(hostile_project.rglob("*.parquet"))
 
 
 @pytest.fixture
-def sharded(project, cli) -> list[Path]:
+def sharded_batch(hostile_project, cli) -> list[Path]:
     """The project with a batch of two shard runs per arm beside its two runs: the shards' folders."""
-    before = set(run_ids(project))
+    before = set(run_ids(hostile_project))
     for shard in ("1/2", "2/2"):
         cli("run", "experiments/e.yaml", "--shard", shard)
-    return [project / "runs" / run for run in run_ids(project) if run not in before]
+    return [hostile_project / "runs" / run for run in run_ids(hostile_project) if run not in before]
 
 
 def edit_header(folder: Path, change) -> None:
@@ -149,34 +133,34 @@ def edit_header(folder: Path, change) -> None:
     (lambda h: h.pop("started_at"), "started_at is missing"),
     (lambda h: h["plan"].update(items="6"), "plan.items must be an integer >= 0, not a string '6'"),
 ])
-def test_merge_names_a_shard_header_field_it_cannot_use(project, cli, sharded, change, culprit):
+def test_merge_names_a_shard_header_field_it_cannot_use(hostile_project, cli, sharded_batch, change, culprit):
     """A hand-edited shard run.json (the fields merging reads) was a TypeError or KeyError traceback."""
-    before = sorted(project.rglob("*"))
-    edit_header(sharded[0], change)
+    before = sorted(hostile_project.rglob("*"))
+    edit_header(sharded_batch[0], change)
     result = cli("merge")
-    assert (result.exit_code, result.output) == (1, f"Error: {sharded[0].name}/run.json: {culprit}\n")
-    assert sorted(project.rglob("*")) == before, "nothing written, nothing moved"
+    assert (result.exit_code, result.output) == (1, f"Error: {sharded_batch[0].name}/run.json: {culprit}\n")
+    assert sorted(hostile_project.rglob("*")) == before, "nothing written, nothing moved"
 
 
-def test_merge_never_moves_shards_out_of_the_runs_folder(project, cli, sharded):
+def test_merge_never_moves_shards_out_of_the_runs_folder(hostile_project, cli, sharded_batch):
     """The batch id names the folder under runs/.merged/ the merged shards move to: '../../outside'
     moved every shard run out of the runs folder (out of the project, with more '..')."""
-    for folder in sharded:
+    for folder in sharded_batch:
         edit_header(folder, lambda h: h.update(batch_id="../../outside"))
     result = cli("merge")
     assert (result.exit_code, result.output) == (
-        1, f"Error: {sharded[0].name}/run.json: batch_id must be a batch id (a folder name), not a string '../../outside'\n")
-    assert all(folder.is_dir() for folder in sharded) and not (project / "outside").exists()
+        1, f"Error: {sharded_batch[0].name}/run.json: batch_id must be a batch id (a folder name), not a string '../../outside'\n")
+    assert all(folder.is_dir() for folder in sharded_batch) and not (hostile_project / "outside").exists()
 
 
 @pytest.mark.parametrize("sql", ["", ";", " ;; ", "/* nothing */"])
-def test_query_without_a_statement_is_one_line(project, cli, sql):
+def test_query_without_a_statement_is_one_line(hostile_project, cli, sql):
     """DuckDB returns no cursor for text holding no statement: that was an AttributeError traceback."""
     result = cli("query", sql)
     assert (result.exit_code, result.output) == (1, f"Error: query: {sql!r} holds no SQL statement\n")
 
 
-def test_query_keeps_every_column_of_a_name_given_twice(project, cli):
+def test_query_keeps_every_column_of_a_name_given_twice(hostile_project, cli):
     """Rows were dicts keyed by column name: 'SELECT 1 AS a, 2 AS a' printed 2 under both headers,
     and its JSON and CSV held only {"a": 2}."""
     sql = "SELECT 1 AS a, 2 AS a, 3 AS a_1"
@@ -192,7 +176,7 @@ def test_query_keeps_every_column_of_a_name_given_twice(project, cli):
     (None, "unreadable lock file: [Errno 21] Is a directory"),
     ('{"dataset_id": "d", "items": [1], "lock_version": 1}', "items[0] is not an item's hashes (needs item_id and sha strings): 1"),
 ])
-def test_dataset_verify_names_a_lock_it_cannot_read(project, cli, lock, reason):
+def test_dataset_verify_names_a_lock_it_cannot_read(hostile_project, cli, lock, reason):
     """A lock nested 100,000 deep, holding a 5,000-digit integer, a folder, or an item that is no
     object: each was a traceback (RecursionError, ValueError, IsADirectoryError, TypeError)."""
     path = Path("data/d.jsonl.lock.json")
@@ -211,13 +195,13 @@ def test_dataset_verify_names_a_lock_it_cannot_read(project, cli, lock, reason):
     ("1e309", 2, "Invalid value for '--older-than': inf is not a finite number"),
     ("1e12", 0, "removed 0 cached responses"),
 ])
-def test_cache_prune_older_than_no_date_reaches(project, cli, days, exit_code, output):
+def test_cache_prune_older_than_no_date_reaches(hostile_project, cli, days, exit_code, output):
     """timedelta takes no NaN and a datetime reaches back only to year 1: --older-than nan, inf,
     1e309 and 1e12 were ValueError and OverflowError tracebacks. No number of days is not finite;
     nothing is older than a span no date reaches."""
     from evalsite.execute.cache import ResponseCache, cache_dir
 
-    cache = ResponseCache(cache_dir(project))
+    cache = ResponseCache(cache_dir(hostile_project))
     cache.put("k" * 64, {"recorded_at": "2020-01-01T00:00:00+00:00", "response": {"text": "4"}})
     result = cli("cache", "prune", "--older-than", days)
     assert result.exit_code == exit_code and output in result.output and "Traceback" not in result.output
@@ -236,10 +220,10 @@ def test_cache_prune_older_than_no_date_reaches(project, cli, days, exit_code, o
     ("plan-size", "--delta", "inf"),
     ("run", "experiments/m.yaml", "--max-cost", "nan"),
 ])
-def test_a_number_option_that_is_not_finite_is_a_usage_error_naming_it(project, cli, command):
+def test_a_number_option_that_is_not_finite_is_a_usage_error_naming_it(hostile_project, cli, command):
     """click's FloatRange compares NaN with nothing, so 'nan' passed every bound: leaderboard --alpha
     nan was a ValueError traceback, compare --threshold nan compared every change with NaN."""
-    command = tuple(run_ids(project)[0] if part == "RUN" else part for part in command)
+    command = tuple(run_ids(hostile_project)[0] if part == "RUN" else part for part in command)
     option = [part for part in command if part.startswith("--")][-1]
     result = cli(*command)
     assert result.exit_code == 2, result.output
@@ -248,16 +232,15 @@ def test_a_number_option_that_is_not_finite_is_a_usage_error_naming_it(project, 
 
 
 @pytest.mark.parametrize("location, found", [("no-such-runs", "no such folder"), ("evalsite.toml", "not a folder")])
-def test_a_runs_location_that_is_no_folder_is_one_line_not_an_empty_project(project, cli, monkeypatch, location, found):
+def test_a_runs_location_that_is_no_folder_is_one_line_not_an_empty_project(hostile_project, cli, monkeypatch, location, found):
     """--runs (or EVALSITE_RUNS, or [store] runs) naming a missing folder or a file read as a
     project with no runs: an empty leaderboard, a site of no runs, after a typo."""
-    monkeypatch.setenv("EVALSITE_RUNS", "")  # the CLI sets it from --runs, in this process: put back after the test
-    (project / "evalsite.toml").touch()
+    (hostile_project / "evalsite.toml").touch()
     for command in (("--runs", location, "runs"), ("--runs", location, "leaderboard"), ("--runs", location, "build")):
         result = cli(*command)
         assert result.exit_code == 1, result.output
-        assert result.output == f"Error: runs location {location}: {found} ({project / location})\n"
+        assert result.output == f"Error: runs location {location}: {found} ({hostile_project / location})\n"
     monkeypatch.setenv("EVALSITE_RUNS", location)
-    assert cli("show", run_ids(project)[0]).exit_code == 1
-    monkeypatch.setenv("EVALSITE_RUNS", "")
+    assert cli("show", run_ids(hostile_project)[0]).exit_code == 1
+    monkeypatch.delenv("EVALSITE_RUNS")
     assert cli("--runs", "runs", "runs").exit_code == 0

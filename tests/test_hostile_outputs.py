@@ -7,21 +7,6 @@ import shutil
 from pathlib import Path
 
 import pytest
-from hostile_support import make_project
-
-
-@pytest.fixture(scope="module")
-def pristine(cli, tmp_path_factory) -> Path:
-    """The two-arm project run once per module; tests use copies of it."""
-    return make_project(cli, tmp_path_factory.mktemp("hostile-outputs") / "p")
-
-
-@pytest.fixture
-def project(pristine, tmp_path, monkeypatch) -> Path:
-    copy = tmp_path / "p"
-    shutil.copytree(pristine, copy)
-    monkeypatch.chdir(copy)
-    return copy
 
 
 def project_files(root: Path) -> dict[str, bytes]:
@@ -39,20 +24,20 @@ def project_files(root: Path) -> dict[str, bytes]:
     (("compare", "RUN", "--summary", "experiments/e.yaml"), "--summary would write into the project's experiments/ folder"),
     (("check-claims", "--summary", "evalsite.toml"), "--summary would overwrite the project's evalsite.toml"),
 ])
-def test_a_file_option_naming_one_of_the_project_s_inputs_is_refused_and_overwrites_nothing(project, cli, command, culprit):
+def test_a_file_option_naming_one_of_the_project_s_inputs_is_refused_and_overwrites_nothing(hostile_project, cli, command, culprit):
     """-o replaced a run's run.json (the run vanished from every listing) or a .csv/.json dataset with a
     leaderboard; --junit replaced a dataset with XML; --summary appended markdown to evalsite.toml or a
     manifest, so every later command failed on invalid TOML. All silently, exit 0."""
-    run = sorted(path.name for path in (project / "runs").iterdir())[0]
-    (project / "evalsite.toml").write_text("[site]\nredact = false\n")
-    (project / "data/rows.csv").write_text("id,input\nq0,hello\n")
-    (project / "link.json").symlink_to(project / "runs" / run / "run.json")
-    before = project_files(project)
+    run = sorted(path.name for path in (hostile_project / "runs").iterdir())[0]
+    (hostile_project / "evalsite.toml").write_text("[site]\nredact = false\n")
+    (hostile_project / "data/rows.csv").write_text("id,input\nq0,hello\n")
+    (hostile_project / "link.json").symlink_to(hostile_project / "runs" / run / "run.json")
+    before = project_files(hostile_project)
     result = cli(*(part.replace("RUN", run) for part in command))
     path = next(part for part in command if "/" in part or "." in part).replace("RUN", run)
     assert result.exit_code == 1 and result.output.startswith(f"Error: {path}: {culprit}"), result.output
     assert len(result.output.splitlines()) == 1
-    assert project_files(project) == before
+    assert project_files(hostile_project) == before
 
 
 @pytest.mark.parametrize("plant, message", [
@@ -84,11 +69,11 @@ def test_init_where_something_is_in_the_way_writes_nothing_and_is_one_line(cli, 
     ("site/runs", "site", "{root}/site/runs: cannot make the folder: File exists"),
     ("site/runs.html/", "site", "{root}/site/runs.html: cannot write: Is a directory"),
 ])
-def test_a_file_or_folder_in_the_way_of_the_site_is_one_line_and_stays(project, cli, plant, out, message):
+def test_a_file_or_folder_in_the_way_of_the_site_is_one_line_and_stays(hostile_project, cli, plant, out, message):
     """--out under a file, a file where the site has a folder (site/runs) or a folder where it has a page
     was a NotADirectoryError, FileExistsError or IsADirectoryError traceback (also from `serve`)."""
     assert cli("build").exit_code == 0
-    target = project / plant.rstrip("/")
+    target = hostile_project / plant.rstrip("/")
     if target.is_dir():
         shutil.rmtree(target)
     else:
@@ -98,7 +83,7 @@ def test_a_file_or_folder_in_the_way_of_the_site_is_one_line_and_stays(project, 
     else:
         target.write_text("mine\n")
     result = cli("build", "--full", "--out", out)
-    root = project.resolve()
+    root = hostile_project.resolve()
     assert result.exit_code == 1 and len(result.output.splitlines()) == 1, result.output
     assert result.output.startswith(f"Error: {message.format(root=root)}; move what is in the way or choose another --out")
     assert (target / "mine").is_dir() if plant.endswith("/") else target.read_text() == "mine\n"

@@ -4,7 +4,6 @@ reason and goes on with the good ones (issue 15, defects 5 and 10)."""
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -15,21 +14,6 @@ from hypothesis import strategies as st
 from evalsite.analysis.db import open_database
 from evalsite.errors import RunLogError
 from evalsite.runlog.store import read_run, scan_runs
-
-
-@pytest.fixture(scope="module")
-def pristine(cli, tmp_path_factory) -> Path:
-    """The two-arm project run once per module; tests damage copies of it."""
-    return make_project(cli, tmp_path_factory.mktemp("hostile") / "p")
-
-
-@pytest.fixture
-def hostile_project(pristine, tmp_path, monkeypatch) -> Path:
-    """A private copy of ``pristine`` (two good runs) as the working folder, for the test to damage."""
-    copy = tmp_path / "p"
-    shutil.copytree(pristine, copy)
-    monkeypatch.chdir(copy)
-    return copy
 
 
 def rewrite_case(folder: Path, **changes) -> None:
@@ -119,9 +103,9 @@ def test_an_item_id_of_more_digits_than_int_reads_is_read_by_every_command(cli, 
 
 
 def test_four_hand_corrupted_runs_and_one_good_run(cli, tmp_path, monkeypatch):
-    project = make_project(cli, tmp_path / "p", ARMS)
-    monkeypatch.chdir(project)
-    folders = sorted((project / "runs").iterdir())
+    hostile_project = make_project(cli, tmp_path / "p", ARMS)
+    monkeypatch.chdir(hostile_project)
+    folders = sorted((hostile_project / "runs").iterdir())
     by_arm = {json.loads((f / "run.json").read_text())["arm_id"]: f for f in folders}
     good = by_arm.pop("e")
     reasons = {}
@@ -134,7 +118,7 @@ def test_four_hand_corrupted_runs_and_one_good_run(cli, tmp_path, monkeypatch):
         assert result.exit_code == 0, (command, result.output)
         skipped = [line for line in result.stderr.splitlines() if line.startswith("warning: skipped run")]
         assert skipped == [f"warning: skipped run {run_id}{reason}" for run_id, reason in sorted(reasons.items())]
-    assert (project / "site/runs" / f"{good.name}.html").is_file()
+    assert (hostile_project / "site/runs" / f"{good.name}.html").is_file()
     assert [arm["arm_id"] for arm in cli.json("leaderboard")["arms"]] == ["e"]
     result = cli("validate")
     assert result.exit_code == 1
@@ -194,9 +178,9 @@ def one_line_naming(message: str, name: str) -> bool:
 @pytest.mark.slow
 @FUZZ
 @given(key=HEADER_KEYS, value=JSON, footer=st.none() | JSON)
-def test_fuzzed_headers_and_footers_are_read_or_refused_in_one_line(pristine, hostile_project, key, value, footer):
+def test_fuzzed_headers_and_footers_are_read_or_refused_in_one_line(hostile_pristine, hostile_project, key, value, footer):
     folder = sorted((hostile_project / "runs").iterdir())[0]
-    original = pristine / "runs" / folder.name
+    original = hostile_pristine / "runs" / folder.name
     (folder / "run.json").write_text(json.dumps({**json.loads((original / "run.json").read_text()), key: value}))
     end = json.dumps(footer) if footer is not None else (original / "end.json").read_text()
     (folder / "end.json").write_text(end)
@@ -214,9 +198,9 @@ def test_fuzzed_headers_and_footers_are_read_or_refused_in_one_line(pristine, ho
 @pytest.mark.slow
 @FUZZ
 @given(key=CASE_KEYS, value=JSON, line=JSON)
-def test_fuzzed_case_lines_are_skipped_with_a_warning_and_never_break_the_views(pristine, hostile_project, key, value, line):
+def test_fuzzed_case_lines_are_skipped_with_a_warning_and_never_break_the_views(hostile_pristine, hostile_project, key, value, line):
     folder = sorted((hostile_project / "runs").iterdir())[0]
-    first = json.loads((pristine / "runs" / folder.name / "cases.jsonl").read_text().splitlines()[0])
+    first = json.loads((hostile_pristine / "runs" / folder.name / "cases.jsonl").read_text().splitlines()[0])
     text = "\n".join([json.dumps({**first, key: value}), json.dumps(line), json.dumps(first)]) + "\n"
     (folder / "cases.jsonl").write_text(text)
     run = read_run(folder)
