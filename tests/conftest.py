@@ -48,8 +48,10 @@ def no_proxy_variables(monkeypatch: pytest.MonkeyPatch) -> None:
 def no_runs_location(monkeypatch: pytest.MonkeyPatch) -> None:
     """Runs are read from each test's own project: ``--runs`` sets ``EVALSITE_RUNS`` in the process
     that runs the command (a test's, through ``cli``), so it is cleared and put back around every test
-    (one test's --runs once leaked into every later test of its worker)."""
-    monkeypatch.delenv("EVALSITE_RUNS", raising=False)
+    (one test's --runs once leaked into every later test of its worker). ``setenv`` first: ``delenv``
+    of an unset variable records nothing to put back."""
+    monkeypatch.setenv("EVALSITE_RUNS", "")
+    monkeypatch.delenv("EVALSITE_RUNS")
 
 
 @pytest.fixture(autouse=True)
