@@ -168,3 +168,19 @@ def test_a_target_calling_sys_exit_fails_its_case_not_the_run(runner_project, cl
     assert run.footer is not None and run.footer.status == "completed", result.output
     cases = {case["input"]: case for case in run.cases}
     assert cases["exit"]["error"] == "SystemExit: 3" and cases["ok"]["output"] == "fine"
+
+
+def test_a_finish_reason_that_is_not_text_is_the_case_error_and_every_case_stays_readable(runner_project, cli):
+    """A case line whose finish_reason is not text is skipped by every reader: a target answering
+    {"finish_reason": {...}} gave a 'completed' run of 0 readable cases (validate: 27 problems)."""
+    (runner_project / "odd_reasons.py").write_text(
+        "def answer(input):\n    return {'output': 'fine', 'finish_reason': {'why': 'a dict'} if input == 'odd' else 'stop'}\n")
+    rows = [{"id": "q0", "input": "odd", "expected": "fine"}, {"id": "q1", "input": "ok", "expected": "fine"}]
+    manifest = write_experiment(runner_project, rows, [{"id": "py", "target": "python:odd_reasons:answer"}])
+    cli("run", manifest, "--allow-failures")
+    run = only_run(runner_project)
+    cases = {case["input"]: case for case in run.cases}
+    assert sorted(cases) == ["odd", "ok"]
+    assert cases["odd"]["error"] == "target returned finish_reason={'why': 'a dict'}; expected text or null"
+    assert cases["odd"].get("finish_reason") is None and cases["ok"]["error"] is None
+    assert cli("validate").exit_code == 0

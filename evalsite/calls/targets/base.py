@@ -123,12 +123,14 @@ def result_from_value(value: Any) -> TargetResult:
 def checked_result(result: TargetResult) -> TargetResult:
     """``result``, or, when a number it reports is unusable, the same reply with the numbers left
     out and an error naming the value: a NaN or negative billed cost would otherwise be recorded
-    and switch off ``--max-cost`` (``spent + nan`` never reaches a ceiling)."""
+    and switch off ``--max-cost`` (``spent + nan`` never reaches a ceiling). A finish reason that is
+    not text is left out the same way: every reader of the run log skips a case line holding one."""
     problem = result_problem(result)
     if problem is None:
         return result
+    reason = result.finish_reason if isinstance(result.finish_reason, str) else None
     return dataclasses.replace(result, input_tokens=None, output_tokens=None, cost_usd=None, cache_read_tokens=0,
-                               cache_write_tokens=0, error=result.error or problem)
+                               cache_write_tokens=0, finish_reason=reason, error=result.error or problem)
 
 
 def result_problem(result: TargetResult) -> str | None:
@@ -147,6 +149,8 @@ def result_problem(result: TargetResult) -> str | None:
     cost = result.cost_usd
     if cost is not None and not is_cost(cost):
         return f"target returned cost_usd={shown(cost)}; expected a finite number from 0 to {MAX_COST_USD:g} or null"
+    if result.finish_reason is not None and not isinstance(result.finish_reason, str):  # the run log's readers skip such a line
+        return f"target returned finish_reason={shown(result.finish_reason)}; expected text or null"
     return None
 
 
