@@ -184,3 +184,13 @@ def test_a_finish_reason_that_is_not_text_is_the_case_error_and_every_case_stays
     assert cases["odd"]["error"] == "target returned finish_reason={'why': 'a dict'}; expected text or null"
     assert cases["odd"].get("finish_reason") is None and cases["ok"]["error"] is None
     assert cli("validate").exit_code == 0
+
+
+@pytest.mark.parametrize("choice", [{"message": "x"}, {"text": "fine"}, {"message": None}])
+def test_a_choice_without_a_message_object_is_the_case_error_not_a_wrong_answer(runner_project, cli, raw_server, choice):
+    """{"choices": [{"message": "x"}]} (or a completions-style {"text": …}) recorded output null
+    with no error: scored as a wrong answer."""
+    REPLIES["odd choice"] = http_reply(json.dumps({"choices": [choice], "usage": {"prompt_tokens": 1}}).encode())
+    cases = run_cases(runner_project, cli, f"http://{raw_server}/v1", ["odd choice", "ok"])
+    assert cases["odd choice"]["error"].startswith("the response's first choice has no message object: "), cases["odd choice"]
+    assert cases["ok"]["output"] == "fine" and cases["ok"]["error"] is None

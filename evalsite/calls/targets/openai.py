@@ -68,6 +68,8 @@ def parse_completion(data: JSONObject, billed_header: str | None, message: JSONO
     choices = data.get("choices")
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
         return TargetResult(error=f"the response has no choices: {str(data)[:200]}")
+    if not isinstance(choices[0].get("message"), dict):  # else its answer would read as none, a wrong answer
+        return TargetResult(error=f"the response's first choice has no message object: {str(choices[0])[:200]}")
     usage = mapping(data.get("usage"))
     return TargetResult(
         output=message.get("content"),
