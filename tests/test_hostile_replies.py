@@ -194,3 +194,12 @@ def test_a_choice_without_a_message_object_is_the_case_error_not_a_wrong_answer(
     cases = run_cases(runner_project, cli, f"http://{raw_server}/v1", ["odd choice", "ok"])
     assert cases["odd choice"]["error"].startswith("the response's first choice has no message object: "), cases["odd choice"]
     assert cases["ok"]["output"] == "fine" and cases["ok"]["error"] is None
+
+
+def test_a_redirect_is_named_as_one_not_as_a_reply_that_is_not_json(runner_project, cli, raw_server):
+    REPLIES["moved"] = http_reply(b"", "302 Found", {"Location": "http://elsewhere.example/v1/chat/completions?key=abc"})
+    cases = run_cases(runner_project, cli, f"http://{raw_server}/v1", ["moved", "ok"])
+    error = cases["moved"]["error"]
+    assert error.startswith("HTTP 302: a redirect to http://elsewhere.example/v1/chat/completions") and "abc" not in error
+    assert error.endswith("redirects are not followed (set base_url to where it leads)")
+    assert cases["ok"]["output"] == "fine"

@@ -181,6 +181,10 @@ class JsonClient:
                                        response.headers.get("x-request-id") or response.headers.get("request-id"))
         if status >= 400:
             return self._status_error(response)
+        if 300 <= status < 400:  # never followed: a POST redirected may lose its body, or its key to another host
+            where = response.headers.get("location") or "nowhere given"
+            return self.redact(f"HTTP {status}: a redirect to {where[:ERROR_BODY_CHARS]}; redirects are not followed "
+                               "(set base_url to where it leads)")
         try:
             data = response.json()
         except ValueError:
