@@ -44,9 +44,11 @@ def test_bad_results_and_exceptions_are_case_errors(runner_project, cli):
                 return {"output": "x", "tokens": 3}
             if kind == "q3":
                 return {"input_tokens": 3}
+            if kind == "q5":
+                return {"output": "x", 1: "a", "tokens": 2}  # a key that is not text (sorting it with text was a TypeError)
             return None
     """)
-    result = cli("run", write_experiment(runner_project, questions(5), [{"id": "bad", "target": "python:pt_bad:answer"}]))
+    result = cli("run", write_experiment(runner_project, questions(6), [{"id": "bad", "target": "python:pt_bad:answer"}]))
     assert result.exit_code == 1
     errors = {c["item_id"]: c["error"] for c in only_run(runner_project).cases}
     assert errors == {
@@ -55,6 +57,7 @@ def test_bad_results_and_exceptions_are_case_errors(runner_project, cli):
         "q2": "target returned unknown keys: tokens",
         "q3": "target returned a dict without 'output'",
         "q4": "target returned None instead of an output",
+        "q5": "target returned unknown keys: 1, tokens",
     }
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from evalsite.errors import TargetError
-from evalsite.jsonshape import JSONObject
+from evalsite.jsonshape import JSONObject, as_text
 from evalsite.registry import Registry
 from evalsite.runlog.fields import shown
 from evalsite.runlog.records import MAX_COST_USD, MAX_TOKENS
@@ -110,7 +110,7 @@ def result_from_value(value: Any) -> TargetResult:
     if isinstance(value, dict):
         unknown = set(value) - set(RESULT_KEYS)
         if unknown:
-            return TargetResult(error=f"target returned unknown keys: {', '.join(sorted(unknown))}")
+            return TargetResult(error=f"target returned unknown keys: {', '.join(sorted(map(as_text, unknown)))}")
         if "output" not in value:
             return TargetResult(error="target returned a dict without 'output'")
         none_cached = {key: 0 for key in ("cache_read_tokens", "cache_write_tokens") if value.get(key, 0) is None}
