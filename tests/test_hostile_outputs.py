@@ -88,3 +88,14 @@ def test_a_file_or_folder_in_the_way_of_the_site_is_one_line_and_stays(hostile_p
     assert result.output.startswith(f"Error: {message.format(root=root)}; move what is in the way or choose another --out")
     assert (target / "mine").is_dir() if plant.endswith("/") else target.read_text() == "mine\n"
     assert not list(root.glob("site/.*.tmp"))
+
+
+def test_two_pages_mapping_to_one_file_are_both_named(hostile_project, cli):
+    """Experiments 'x y' and 'x-y' both become experiments/x-y.html: the refusal named only one."""
+    manifest = (hostile_project / "experiments" / "e.yaml").read_text()
+    for file, name in (("a.yaml", "x y"), ("b.yaml", "x-y")):
+        (hostile_project / "experiments" / file).write_text(manifest.replace("name: e", f"name: {name}", 1))
+    result = cli("build")
+    assert result.exit_code == 1
+    assert result.output == ("Error: experiments/x-y.html: written by two pages (experiment:x y and experiment:x-y); "
+                             "rename one of them\n")

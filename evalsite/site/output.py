@@ -84,7 +84,7 @@ class SiteWriter:
         self.kept += 1
 
     def write(self, key: str, input_hash: str, files: dict[str, bytes]) -> None:
-        shared = {name for name, content in sorted(files.items()) if self._check(name, content)}
+        shared = {name for name, content in sorted(files.items()) if self._check(key, name, content)}
         for name, content in sorted(files.items()):
             if name in shared:
                 continue
@@ -96,7 +96,7 @@ class SiteWriter:
         self.current[key] = JobRecord(input_hash, sorted(files))
         self.written += 1
 
-    def _check(self, name: str, content: bytes) -> bool:
+    def _check(self, key: str, name: str, content: bytes) -> bool:
         """Refuse a file that may not be written; True when it is a shared file (:data:`evalsite.site.paths.SHARED_FILES`:
         content-addressed, so several pages may write it) already in the folder with the same bytes, which
         is left as it is (one found different is written again)."""
@@ -111,7 +111,7 @@ class SiteWriter:
                 return True
         owners = [] if shared else [k for k, job in self.current.items() if name in job.files]
         if owners:
-            raise SiteError(f"{name}: written by two pages ({owners[0]}); rename one of them")
+            raise SiteError(f"{name}: written by two pages ({owners[0]} and {key}); rename one of them")
         size = len(content)
         if size > HARD_FILE_LIMIT_BYTES:
             raise SiteError(f"{name}: {size / 1e6:.1f} MB is above the 100 MB limit of GitHub Pages; lower [site] max_field_chars or page_budget_kb")
