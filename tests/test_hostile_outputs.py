@@ -99,3 +99,19 @@ def test_two_pages_mapping_to_one_file_are_both_named(hostile_project, cli):
     assert result.exit_code == 1
     assert result.output == ("Error: experiments/x-y.html: written by two pages (experiment:x y and experiment:x-y); "
                              "rename one of them\n")
+
+
+def test_a_page_a_failed_build_wrote_is_deleted_by_the_next_build_once_no_page_makes_it(hostile_project, cli):
+    """A build that fails part-way had written pages no build record named: later builds never
+    deleted them (here experiments/x-y.html, written for 'x y' before 'x-y' was refused)."""
+    manifest = (hostile_project / "experiments" / "e.yaml").read_text()
+    for file, name in (("a.yaml", "x y"), ("b.yaml", "x-y")):
+        (hostile_project / "experiments" / file).write_text(manifest.replace("name: e", f"name: {name}", 1))
+    assert cli("build").exit_code == 1
+    assert (hostile_project / "site" / "experiments" / "x-y.html").is_file()
+    for file in ("a.yaml", "b.yaml"):
+        (hostile_project / "experiments" / file).unlink()
+    result = cli("build")
+    assert result.exit_code == 0, result.output
+    assert not (hostile_project / "site" / "experiments" / "x-y.html").exists()
+    assert {path.name.split(".")[0] for path in (hostile_project / "site" / "experiments").iterdir()} == {"e"}

@@ -13,6 +13,7 @@ bytes as a full one.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import json
 import os
@@ -140,9 +141,13 @@ def _build(project: Project, out_dir: Path | None, *, redact: bool | None, full:
         kit.pair_counts = cache.kept_values(PAIRS_FILE, common)
         _render(kit, writer, stale, hashes, kept, waiting)
     except TemplateError as exc:
+        _abandon(writer)
         lineno = getattr(exc, "lineno", None)  # syntax errors say where; other template errors do not
         where = f"{getattr(exc, 'filename', None) or getattr(exc, 'name', None)}, line {lineno}: " if lineno else ""
         raise SiteError(f"template error: {where}{exc.message or exc}") from None
+    except BaseException:
+        _abandon(writer)
+        raise
     finally:
         inputs.close()
     for job in jobs:
@@ -167,6 +172,13 @@ def _build(project: Project, out_dir: Path | None, *, redact: bool | None, full:
                                                                      *inputs.outside, *theme.warnings, *_cache_warnings(project, cache)])
         unchanged.remember(project, unchanged_key, again, writer.out_dir)
     return report
+
+
+def _abandon(writer: SiteWriter) -> None:
+    """Record what a failed build wrote (:meth:`SiteWriter.abandon`), unless even that fails: the
+    build's own error is the one to report."""
+    with contextlib.suppress(OSError, SiteError):
+        writer.abandon()
 
 
 def _cache_warnings(project: Project, cache: SiteCache) -> list[str]:

@@ -131,6 +131,18 @@ class SiteWriter:
         _make_folder(self.out_dir)
         _write_record(self.out_dir / BUILD_RECORD, self.current)
 
+    def abandon(self) -> None:
+        """Record a build that failed part-way: the last build's jobs, and each job this one wrote with
+        the files of both and an input hash no build gives (so it is rendered again). The next build
+        then owns what this one wrote, and deletes what it no longer produces; unrecorded, a page
+        written before the failure stayed in the folder for good."""
+        jobs = dict(self.previous)
+        for key, job in self.current.items():
+            if job is not self.previous.get(key):  # written by this build, not kept
+                before = self.previous[key].files if key in self.previous else []
+                jobs[key] = JobRecord("", sorted({*before, *job.files}))
+        _write_record(self.out_dir / BUILD_RECORD, jobs)
+
     def files(self) -> list[str]:
         return sorted({f for job in self.current.values() for f in job.files})  # a shared file once
 
