@@ -37,7 +37,7 @@ from evalsite.analysis.db import (
 from evalsite.analysis.remote import URI_FILE, staging_dir, upload
 from evalsite.errors import OutputError, RunLogError
 from evalsite.runlog.hashing import file_sha256, side_by_side
-from evalsite.runlog.records import RunHeader
+from evalsite.runlog.records import RunHeader, is_folder_name
 from evalsite.runlog.store import (
     CASES_FILE,
     CASES_SHA256,
@@ -348,13 +348,13 @@ def _parquet_is_current(compacted: Path, source: Path) -> bool:
 
 
 def _partition(destination: Path, header: RunHeader) -> Path:
-    """The run's folder under ``destination``: ``dataset=<id>/run=<id>``, each one folder name (a
-    run.json edited to a dataset id holding ``/`` would otherwise write outside ``destination``)."""
+    """The run's folder under ``destination``: ``dataset=<id>/run=<id>``, each one folder name (the
+    reader holds a run id to that; a run.json edited to a dataset id holding ``/`` would otherwise
+    write outside ``destination``)."""
     dataset_id = header.dataset.dataset_id or "unknown"
-    for field, value in (("dataset_id", dataset_id), ("run_id", header.run_id)):
-        if any(separator in value for separator in ("/", "\\", "\0")):
-            raise RunLogError(f"{header.run_id!r}: its {field} {value!r} cannot name a folder of the partitions "
-                              "(a '/', '\\' or NUL in it: run.json edited by hand?)")
+    if not is_folder_name(dataset_id):
+        raise RunLogError(f"{header.run_id!r}: its dataset_id {dataset_id!r} cannot name a folder of the partitions "
+                          "(not one folder name: run.json edited by hand?)")
     return destination / f"dataset={dataset_id}" / f"run={header.run_id}"
 
 

@@ -13,7 +13,7 @@ from evalsite.cli.complete import complete_runs
 from evalsite.cli.export import CSV, HTML, JSON, MARKDOWN, OutputFile, Result, output_option, write_output
 from evalsite.cli.fit import fitted, wide_option
 from evalsite.cli.output import print_json, warn_unreadable_runs
-from evalsite.cli.params import LEVEL, POSITIVE
+from evalsite.cli.params import LEVEL, POSITIVE, SEED
 from evalsite.jsonshape import JSONObject
 from evalsite.project import find_project
 
@@ -34,7 +34,7 @@ scores_option = click.option(  # for the commands that do not rank arms
     "--evaluator", metavar="NAME",
     help="Use this evaluator's scores and pass/fail (default: the case score, all evaluators combined).",
 )
-seed_option = click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed of every random resample.")
+seed_option = click.option("--seed", type=SEED, default=0, show_default=True, help="Seed of every random resample.")
 json_option = click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 alpha_option = click.option("--alpha", type=LEVEL, default=0.05, show_default=True, help="Significance level.")
 metric_option = click.option(

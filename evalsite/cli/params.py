@@ -24,6 +24,8 @@ class FiniteRange(click.FloatRange):
 
 #: Any finite number.
 FINITE = FiniteRange()
+#: A random generator's seed: numpy's generators refuse a negative one.
+SEED = click.IntRange(min=0)
 #: A level (significance, confidence): a number strictly between 0 and 1.
 LEVEL = FiniteRange(0, 1, min_open=True, max_open=True)
 #: A number above 0.

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import click
 
 from evalsite.cli.output import print_json, print_table
-from evalsite.cli.params import FINITE, LEVEL, NOT_NEGATIVE, POSITIVE
+from evalsite.cli.params import FINITE, LEVEL, NOT_NEGATIVE, POSITIVE, SEED
 from evalsite.errors import PlanError
 
 if TYPE_CHECKING:
@@ -36,7 +36,7 @@ COUNT = click.IntRange(min=1)
 @click.option("--check-every", type=COUNT, default=20, show_default=True, help="Look after every block of this many items.")
 @click.option("--max-items", type=COUNT, default=None, help="Stop undecided after this many items (default: --items).")
 @click.option("--sims", "n_sims", type=COUNT, default=1000, show_default=True, help="Simulated experiments.")
-@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed of the simulation.")
+@click.option("--seed", type=SEED, default=0, show_default=True, help="Seed of the simulation.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 def plan_size_command(delta: float, base: float, sd: float | None, nested: bool, cluster_size: int, cluster_shift: float,
                       n_items: int, arms: int, alpha: float, margin: float | None, min_items: int, check_every: int,

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import click
 
 from evalsite.cli.output import print_json
+from evalsite.cli.params import SEED
 from evalsite.project import find_project
 
 if TYPE_CHECKING:
@@ -58,7 +59,7 @@ def import_command(file: Path, reviewer: str | None, as_json: bool) -> None:
 
 @click.command("judge-agreement")
 @click.option("--evaluator", "evaluators", multiple=True, help="Compare this evaluator (repeatable; default: every llm_judge).")
-@click.option("--seed", default=0, show_default=True, type=click.IntRange(min=0), help="Seed of the bootstrap.")
+@click.option("--seed", default=0, show_default=True, type=SEED, help="Seed of the bootstrap.")
 @click.option("--resamples", default=2000, show_default=True, type=click.IntRange(min=1), help="Bootstrap resamples.")
 @click.option("--json", "as_json", is_flag=True, help="Print every judge's agreement as JSON.")
 def judge_agreement_command(evaluators: tuple[str, ...], seed: int, resamples: int, as_json: bool) -> None:

@@ -20,7 +20,7 @@ from evalsite.errors import RunLogError
 from evalsite.execute.runner import run_totals
 from evalsite.runlog.builders import FooterRecord, HeaderRecord, PlanRecord
 from evalsite.runlog.fields import FieldReader
-from evalsite.runlog.records import RunStatus
+from evalsite.runlog.records import RunStatus, is_folder_name
 from evalsite.runlog.store import RUN_FILE, Run, RunWriter, read_run, run_directories
 
 MERGED_DIR = ".merged"
@@ -68,7 +68,7 @@ def _check_shard_fields(run: Run) -> None:
     count = shard.integer("count", required=True, minimum=1)
     shard.integer("index", required=True, minimum=1, maximum=count)
     batch_id = fields.text("batch_id", required=True) or ""
-    if "/" in batch_id or "\\" in batch_id or batch_id in (".", ".."):
+    if not is_folder_name(batch_id):
         raise fields.bad("batch_id", "a batch id (a folder name)", batch_id)
     for key in ("arm_id", "config_id", "started_at"):
         fields.text(key, required=True)

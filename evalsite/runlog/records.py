@@ -187,9 +187,15 @@ class RunHeader:
         return {name: spec.get("version") for name, spec in (self.evaluators or self.evaluator_specs).items()}
 
 
+def is_folder_name(text: str) -> bool:
+    """Whether ``text`` names one folder inside another (a run id, a batch id, a partition's
+    dataset id): not empty, no separator, no NUL, not ``.`` or ``..``."""
+    return bool(text) and not any(char in text for char in "/\\\0") and text not in (".", "..")
+
+
 def _run_id(fields: FieldReader) -> str:
     run_id = fields.text("run_id", required=True)
-    if not run_id or "/" in run_id or "\\" in run_id or run_id in (".", ".."):
+    if not run_id or not is_folder_name(run_id):
         raise fields.bad("run_id", "a run id (a folder name)", run_id)
     return run_id
 

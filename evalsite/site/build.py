@@ -140,14 +140,13 @@ def _build(project: Project, out_dir: Path | None, *, redact: bool | None, full:
         waiting = _start_leaderboards(inputs, stale, lambda run_id: cache.has_cells(kept.key(inputs, run_id)))
         kit.pair_counts = cache.kept_values(PAIRS_FILE, common)
         _render(kit, writer, stale, hashes, kept, waiting)
-    except TemplateError as exc:
+    except BaseException as exc:
         _abandon(writer)
+        if not isinstance(exc, TemplateError):
+            raise
         lineno = getattr(exc, "lineno", None)  # syntax errors say where; other template errors do not
         where = f"{getattr(exc, 'filename', None) or getattr(exc, 'name', None)}, line {lineno}: " if lineno else ""
         raise SiteError(f"template error: {where}{exc.message or exc}") from None
-    except BaseException:
-        _abandon(writer)
-        raise
     finally:
         inputs.close()
     for job in jobs:

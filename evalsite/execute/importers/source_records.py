@@ -137,19 +137,23 @@ def value_at(record: Any, dotted: str, default: Any = None) -> Any:
     return default if value is MISSING else value
 
 
+#: What names nothing: its Python spelling (``True``, ``{'a': 1}``) would become an item id or an arm.
+NOT_A_NAME = (bool, dict, list)
+
+
 def arm_from(record: Any, dotted: str, where: str) -> str:
     """The arm named by ``--arm-from``: a scalar at ``dotted`` in ``record``, else a clear error."""
     value = field_at(record, dotted)
-    if value is MISSING or value is None or isinstance(value, (dict, list, bool)):  # (True would name arm 'True')
+    if value is MISSING or value is None or isinstance(value, NOT_A_NAME):
         found = "missing" if value is MISSING or value is None else f"a {type(value).__name__}"
         raise SourceError(f"{where}: --arm-from field {dotted!r} is {found}; it must name a text or number field")
     return str(value)
 
 
 def item_name(value: Any, field: str, where: str) -> str:
-    """An item id or an arm as a source gives it: text, or a number written as text. A boolean, a
-    list or an object names nothing (its Python spelling, ``True`` or ``{'a': 1}``, would become the name)."""
-    if isinstance(value, (bool, dict, list)):
+    """An item id or an arm as a source gives it: text, or a number written as text (never one of
+    :data:`NOT_A_NAME`)."""
+    if isinstance(value, NOT_A_NAME):
         raise SourceError(f"{where}: field {field!r} is {shown(value)}, not text or a number")
     return str(value)
 
